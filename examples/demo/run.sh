@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The agent-runner demo: builds everything, makes a fresh example project (a git repo with
+# the demo agent), pins both example hosts on the spot, and supervises three real rounds
+# under sandbox = "require": the first spawn is deferred while a pause file exists, rounds
+# that leave the tree dirty get a commit decided by the dirty-handler host.
+#
+# Usage: bash examples/demo/run.sh            (project in target/demo/project)
+#        DEMO_DIR=/tmp/x bash examples/demo/run.sh
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+demo="${DEMO_DIR:-$repo/target/demo}"
+project="$demo/project"
+bin="$repo/target/release"
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+say "Building the workspace (release)"
+(cd "$repo" && cargo build --release --workspace --bins --quiet)
+
+say "Creating a fresh example project in $project"
+rm -rf "$demo"
+mkdir -p "$project/prompts"
+cd "$project"
+git init -q -b main .
+git config user.name "demo operator"
+git config user.email "operator@demo.invalid"
+printf '# Demo project\n\nA project worked on by demo-agent under agent-runner.\n' > README.md
+printf -- '---\ntitle: demo prompt\n---\nKeep a journal of your work in notes/journal.md and add one source file per round.\n' > prompts/main.md
+printf '/logs/\n/.agent-runner-pause\n' > .gitignore
+cp "$repo/examples/agent/demo-agent.sh" "$demo/demo-agent.sh"
+
+pin() { echo "sha256:$(sha256sum "$1" | cut -d' ' -f1)"; }
+cat > agent-runner.toml <<TOML
+schema_version = 1
+
+[agent]
+name = "demo-agent"
+command = ["$demo/demo-agent.sh"]
+prompt_arg_template = ["{prompt}"]
+prompt_delivery = "argv"
+
+[runtime]
+work_dir = "."
+log_dir = "./logs"
+round_budget_s = 60
+restart_delay_s = 1
+
+[prompt]
+file = "./prompts/main.md"
+
+[vcs]
+dirty_action = "stash"
+
+[plugins]
+sandbox = "require"
+spawn_override_allow = ["pause_file"]
+
+[plugins.pin]
+pause = "$(pin "$bin/spawn-pause-file")"
+wip = "$(pin "$bin/dirty-commit")"
+
+[plugins.hosts.pause]
+command = ["$bin/spawn-pause-file"]
+provides = ["spawn_hook"]
+config = { file = ".agent-runner-pause", defer_s = 2, reason = "paused by the operator (pause file present)" }
+
+[plugins.hosts.wip]
+command = ["$bin/dirty-commit"]
+provides = ["dirty_handler"]
+config = { prefix = "wip: " }
+TOML
+git add -A && git commit -q -m "demo project"
+
+say "agent-runner doctor"
+"$bin/agent-runner" doctor
+
+say "Serving 3 rounds (the pause file defers the first spawn until it is removed)"
+touch .agent-runner-pause
+AGENT_RUNNER_LOG=warn "$bin/agent-runner" serve --max-rounds 3 &
+serve_pid=$!
+for _ in $(seq 1 100); do
+  if grep -qs '"round_deferred"' logs/events-*.jsonl; then break; fi
+  sleep 0.1
+done
+echo "deferred while the pause file exists; removing it"
+sleep 1
+rm -f .agent-runner-pause
+wait "$serve_pid"
+
+say "What happened"
+python3 - "$project" <<'PY'
+import glob, json, sys
+project = sys.argv[1]
+events = [json.loads(l) for f in sorted(glob.glob(f"{project}/logs/events-*.jsonl")) for l in open(f)]
+kinds = [e["event"] for e in events]
+print(f"rounds run: {kinds.count('round_end')}, deferrals: {kinds.count('round_deferred')}, "
+      f"hook commits: {kinds.count('dirty_auto_committed')}, stashes: {kinds.count('orphan_stashed')}, "
+      f"hook failures: {kinds.count('hook_failed')}")
+for e in events:
+    detail = {k: v for k, v in e.items() if k not in ("ts", "event")}
+    print(f"  {e['ts']}  {e['event']:<28} {json.dumps(detail)[:110]}")
+PY
+echo
+echo "git log of the project:"
+git --no-pager log --oneline
+echo
+echo "events:      $project/logs/events-*.jsonl"
+echo "round logs:  $project/logs/rounds/"

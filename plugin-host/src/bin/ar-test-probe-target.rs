@@ -1,0 +1,153 @@
+//! Test-only helper for plugin-host's integration tests: performs one action named by
+//! argv[1] (see `main`) and prints its outcome on stdout. Not a product binary.
+
+use std::io::{Read, Write};
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+fn report(what: &str, r: std::io::Result<()>) {
+    match r {
+        Ok(()) => println!("{what}-ok"),
+        Err(e) => println!("{what}-err {}", e.raw_os_error().unwrap_or(-1)),
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let action = args.get(1).map(String::as_str).unwrap_or("ok");
+    let arg = args.get(2).cloned().unwrap_or_default();
+    // Flush a marker first so tests can tell "started and then killed" from "never started".
+    println!("start {action}");
+    let _ = std::io::stdout().flush();
+    match action {
+        "ok" => println!("ok"),
+        "env" => {
+            for (k, v) in std::env::vars_os() {
+                println!("{}={}", k.to_string_lossy(), v.to_string_lossy());
+            }
+        }
+        "tcp-connect" => {
+            let r = std::net::TcpStream::connect(("127.0.0.1", arg.parse::<u16>().unwrap()));
+            report("tcp-connect", r.map(|_| ()));
+        }
+        "udp" => report("udp", std::net::UdpSocket::bind("127.0.0.1:0").map(|_| ())),
+        "netlink" => {
+            // SAFETY: plain socket(2) call.
+            let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_RAW, 0) };
+            println!("netlink-fd {fd} {}", errno());
+        }
+        "unix-pair" => {
+            let r = std::os::unix::net::UnixStream::pair();
+            report("unix-pair", r.map(|_| ()));
+        }
+        "read" => report("read", std::fs::read(&arg).map(|_| ())),
+        "write" => report("write", std::fs::write(&arg, b"x")),
+        "mkdir" => report("mkdir", std::fs::create_dir(&arg)),
+        "exec-sh" => {
+            let r = std::process::Command::new("/bin/sh")
+                .args(["-c", "true"])
+                .status();
+            report("exec-sh", r.map(|_| ()));
+        }
+        "signal" => {
+            let pid: i32 = arg.parse().unwrap();
+            // SAFETY: kill with signal 0 only checks permission.
+            let r = unsafe { libc::kill(pid, 0) };
+            println!("signal {r} {}", if r == 0 { 0 } else { errno() });
+        }
+        "ptrace" => {
+            // SAFETY: PTRACE_TRACEME takes no pointers.
+            let r = unsafe { libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) };
+            println!("ptrace {r}");
+        }
+        "io_uring" => {
+            let mut params = [0u8; 120];
+            // SAFETY: io_uring_setup(1, params) with a zeroed params buffer.
+            let r = unsafe { libc::syscall(libc::SYS_io_uring_setup, 1, params.as_mut_ptr()) };
+            println!("io_uring {r}");
+        }
+        "bpf" => {
+            // SAFETY: bpf with a NULL attr fails with EFAULT if allowed at all.
+            let r = unsafe { libc::syscall(libc::SYS_bpf, 0, std::ptr::null::<u8>(), 0) };
+            println!("bpf {r}");
+        }
+        "personality" => {
+            // SAFETY: query only.
+            let cur = unsafe { libc::personality(0xffff_ffff) };
+            println!("personality-query {cur}");
+            let _ = std::io::stdout().flush();
+            // SAFETY: sets ADDR_NO_RANDOMIZE (harmless if allowed).
+            let r = unsafe { libc::personality(0x0040000) };
+            println!("personality-set {r}");
+        }
+        "x32-socket" => {
+            // SAFETY: socket(AF_UNIX, SOCK_STREAM, 0) through the x32 syscall number.
+            let r = unsafe { libc::syscall(41 | 0x4000_0000, libc::AF_UNIX, libc::SOCK_STREAM, 0) };
+            println!("x32 {r}");
+        }
+        "threads" => {
+            for _ in 0..3 {
+                std::thread::spawn(|| std::thread::sleep(std::time::Duration::from_secs(60)));
+            }
+            println!("ready");
+            let _ = std::io::stdout().flush();
+            // Wait until stdin closes.
+            let _ = std::io::stdin().read(&mut [0u8; 1]);
+        }
+        "sigsys-ignored-tcp-connect" => {
+            // SAFETY: sets the disposition of SIGSYS to SIG_IGN; no handler code involved.
+            unsafe { libc::signal(libc::SIGSYS, libc::SIG_IGN) };
+            let r = std::net::TcpStream::connect(("127.0.0.1", arg.parse::<u16>().unwrap()));
+            report("tcp-connect", r.map(|_| ()));
+        }
+        "setsid-child-socket" => {
+            // SAFETY: fork in a single-threaded program; the child only makes raw calls and
+            // writes to stdout before exiting.
+            let child = unsafe { libc::fork() };
+            if child == 0 {
+                // SAFETY: raw calls in the forked child.
+                unsafe {
+                    libc::setsid();
+                    let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+                    println!("child-survived {fd}");
+                    let _ = std::io::stdout().flush();
+                    libc::_exit(0);
+                }
+            }
+            println!("forked {child}");
+            let _ = std::io::stdout().flush();
+            let mut status = 0;
+            // SAFETY: waits for our own child.
+            unsafe { libc::waitpid(child, &mut status, 0) };
+            println!("child-status {status}");
+            let _ = std::io::stdout().flush();
+            let _ = std::io::stdin().read(&mut [0u8; 1]);
+        }
+        "loop" => {
+            let n: u32 = arg.parse().unwrap();
+            let t = std::time::Instant::now();
+            for _ in 0..n {
+                let mut fds = [0i32; 2];
+                // SAFETY: socketpair(AF_UNIX) into a live array, then close both.
+                unsafe {
+                    assert_eq!(
+                        libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()),
+                        0
+                    );
+                    libc::close(fds[0]);
+                    libc::close(fds[1]);
+                    libc::getppid();
+                }
+            }
+            println!("loop-ns {}", t.elapsed().as_nanos());
+        }
+        "cwd" => println!("{}", std::env::current_dir().unwrap().display()),
+        other => {
+            println!("unknown action {other}");
+            std::process::exit(2);
+        }
+    }
+    let _ = std::io::stdout().flush();
+}

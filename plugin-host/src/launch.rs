@@ -1,0 +1,705 @@
+//! Starting a host: confined before its first instruction, running the verified bytes.
+//!
+//! [`spawn`] prepares everything in the supervisor (argv/envp C strings and pointer arrays,
+//! the Landlock ruleset descriptor, the seccomp BPF program, the limits) and then forks
+//! through `tokio::process::Command`. Between fork and exec the child only makes raw,
+//! async-signal-safe system calls, in this order:
+//!
+//! 1. `setrlimit`: `RLIMIT_CORE = 0` (a seccomp kill must not dump core into `work_dir`),
+//!    `RLIMIT_NOFILE`, `RLIMIT_AS`;
+//! 2. `prctl(PR_SET_PDEATHSIG, SIGKILL)`, then `getppid()` must still be the supervisor
+//!    (else `_exit(1)`: the supervisor died during the fork);
+//! 3. `prctl(PR_SET_NO_NEW_PRIVS, 1)`;
+//! 4. for a script host, `fcntl(F_SETFD, 0)` on the verified script descriptor so the
+//!    interpreter can open it as `/dev/fd/N`;
+//! 5. `landlock_restrict_self(ruleset_fd, 0)` (if Landlock is applied);
+//! 6. `seccomp(SECCOMP_SET_MODE_FILTER, 0, &prog)` (if seccomp is applied); with
+//!    [`spawn_with_listener`], `seccomp(SECCOMP_SET_MODE_FILTER,
+//!    SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog)` with the user-notification variant of the
+//!    program, then `sendmsg(SCM_RIGHTS)` of the returned listener over a unix socket made
+//!    before the fork, then `close` of the listener (the host must never hold it);
+//! 7. `execveat(fd, "", argv, envp, AT_EMPTY_PATH)`: `fd` is the verified executable, or for
+//!    a `#!` script the resolved interpreter, with argv
+//!    `[interpreter, interpreter args…, /dev/fd/N, args…]` (what the kernel would do for
+//!    `execveat` of the script descriptor, without running `/usr/bin/env` or shims).
+//!
+//! A failure in the child is reported to [`spawn`] as an OS error (std's exec-error pipe).
+//!
+//! `PR_SET_PDEATHSIG` fires when the spawning *thread* exits: call [`spawn`] from a
+//! long-lived thread (the supervisor's main thread). The host is also in its own process
+//! group ([`kill_group`]) and its stdin is a pipe, so it sees EOF when the supervisor goes.
+
+use std::ffi::{CString, OsString};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use crate::env::host_environment;
+use crate::notify::DenialListener;
+use crate::pin::VerifiedExecutable;
+use crate::policy::{
+    fs_grants, landlock_ruleset, seccomp_program_for, DenyAction, PolicyError, SeccompProgram,
+};
+use crate::probe::Tier;
+
+/// Default address-space limit of a host, in MiB (`RLIMIT_AS`).
+pub const DEFAULT_MEMORY_MAX_MB: u64 = 1024;
+/// Default open-file limit of a host (`RLIMIT_NOFILE`).
+pub const DEFAULT_NOFILE_MAX: u64 = 256;
+
+/// Everything needed to start one host.
+#[derive(Debug)]
+pub struct LaunchSpec {
+    /// The host's name (from the configuration); becomes `AGENT_RUNNER_HOST`.
+    pub name: String,
+    /// The verified executable; its descriptor is what runs. Reusable for restarts.
+    pub exe: VerifiedExecutable,
+    /// Arguments after `argv[0]`.
+    pub args: Vec<OsString>,
+    /// The host's cwd; readable, not writable.
+    pub work_dir: PathBuf,
+    /// Readable, not writable.
+    pub log_dir: PathBuf,
+    /// The host's private writable directory (created if missing).
+    pub state_dir: PathBuf,
+    /// The host's `TMPDIR`, writable (created if missing).
+    pub tmp_dir: PathBuf,
+    /// Which layers to apply. Asking for a layer the kernel lacks is an error.
+    pub confine: Tier,
+    /// `RLIMIT_AS` in MiB (default [`DEFAULT_MEMORY_MAX_MB`]).
+    pub memory_max_mb: u64,
+    /// `RLIMIT_NOFILE` (default [`DEFAULT_NOFILE_MAX`]).
+    pub nofile_max: u64,
+}
+
+impl LaunchSpec {
+    /// A spec with no extra arguments, full confinement and the default limits.
+    pub fn new(
+        name: impl Into<String>,
+        exe: VerifiedExecutable,
+        work_dir: impl Into<PathBuf>,
+        log_dir: impl Into<PathBuf>,
+        state_dir: impl Into<PathBuf>,
+        tmp_dir: impl Into<PathBuf>,
+    ) -> Self {
+        LaunchSpec {
+            name: name.into(),
+            exe,
+            args: Vec::new(),
+            work_dir: work_dir.into(),
+            log_dir: log_dir.into(),
+            state_dir: state_dir.into(),
+            tmp_dir: tmp_dir.into(),
+            confine: Tier::LandlockSeccomp,
+            memory_max_mb: DEFAULT_MEMORY_MAX_MB,
+            nofile_max: DEFAULT_NOFILE_MAX,
+        }
+    }
+}
+
+/// Why a host could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// state_dir or tmp_dir could not be created.
+    #[error(
+        "host {host}: cannot create {path}: {source}; check permissions of the state directory"
+    )]
+    CreateDir {
+        /// Host name.
+        host: String,
+        /// The directory.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The executable's inode changed after it was hashed (written in place).
+    #[error("host {host}: {path} was modified after it was hashed; re-verify its pin before starting it")]
+    Modified {
+        /// Host name.
+        host: String,
+        /// The executable.
+        path: PathBuf,
+    },
+    /// An argument, environment entry or path contained a NUL byte.
+    #[error("host {host}: {what} contains a NUL byte")]
+    Nul {
+        /// Host name.
+        host: String,
+        /// Which value.
+        what: String,
+    },
+    /// The confinement policy could not be built.
+    #[error("host {host}: {source}")]
+    Policy {
+        /// Host name.
+        host: String,
+        /// The policy error.
+        source: PolicyError,
+    },
+    /// Duplicating or opening a descriptor failed.
+    #[error("host {host}: cannot open {path}: {source}")]
+    Open {
+        /// Host name.
+        host: String,
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The seccomp listener could not be set up or received (the host, if it started, has
+    /// been killed).
+    #[error("host {host}: seccomp listener: {source}")]
+    Listener {
+        /// Host name.
+        host: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// fork, confinement or exec failed (the error of the failing step in the child).
+    #[error("host {host}: cannot start {path}: {source}{}", spawn_hint(.source))]
+    Spawn {
+        /// Host name.
+        host: String,
+        /// What was executed (the host, or its interpreter).
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+fn spawn_hint(e: &std::io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(libc::EACCES) => " (denied: the executable, its interpreter or the loader is not executable here, or the policy forbids it)",
+        Some(libc::ENOEXEC) => " (not a format the kernel can run)",
+        Some(libc::E2BIG) => " (too many or too long arguments/environment)",
+        _ => "",
+    }
+}
+
+/// Pointer arrays for `execveat`, with the strings they point into.
+struct ExecArgs {
+    _strings: Vec<CString>,
+    argv: Vec<*const libc::c_char>,
+    _env_strings: Vec<CString>,
+    envp: Vec<*const libc::c_char>,
+}
+
+// SAFETY: the raw pointers point into the heap buffers of the CStrings owned by the same
+// struct; nothing mutates them after construction, so sharing or sending the struct across
+// threads is as safe as sharing the CStrings themselves.
+unsafe impl Send for ExecArgs {}
+// SAFETY: see the Send impl: immutable after construction.
+unsafe impl Sync for ExecArgs {}
+
+fn cstring(host: &str, what: &str, bytes: &[u8]) -> Result<CString, LaunchError> {
+    CString::new(bytes).map_err(|_| LaunchError::Nul {
+        host: host.to_owned(),
+        what: what.to_owned(),
+    })
+}
+
+impl ExecArgs {
+    fn new(
+        host: &str,
+        argv: &[OsString],
+        env: &[(OsString, OsString)],
+    ) -> Result<Self, LaunchError> {
+        let strings = argv
+            .iter()
+            .map(|a| cstring(host, &format!("argument {a:?}"), a.as_bytes()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let env_strings = env
+            .iter()
+            .map(|(k, v)| {
+                let mut kv = k.as_bytes().to_vec();
+                kv.push(b'=');
+                kv.extend_from_slice(v.as_bytes());
+                cstring(host, &format!("environment variable {k:?}"), &kv)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut argv: Vec<_> = strings.iter().map(|s| s.as_ptr()).collect();
+        argv.push(std::ptr::null());
+        let mut envp: Vec<_> = env_strings.iter().map(|s| s.as_ptr()).collect();
+        envp.push(std::ptr::null());
+        Ok(ExecArgs {
+            _strings: strings,
+            argv,
+            _env_strings: env_strings,
+            envp,
+        })
+    }
+}
+
+/// Everything the child needs, moved into the `pre_exec` closure.
+struct ChildPlan {
+    parent: libc::pid_t,
+    rlimits: [(libc::__rlimit_resource_t, libc::rlim_t); 3],
+    /// Kept open (and closed in the parent after the spawn) for execveat.
+    exec_fd: OwnedFd,
+    /// For a script host: the verified script descriptor, to be inherited by the interpreter.
+    script_fd: Option<OwnedFd>,
+    landlock: Option<OwnedFd>,
+    seccomp: Option<SeccompProgram>,
+    /// With [`spawn_with_listener`]: the child's end of the unix socket over which the
+    /// seccomp listener is sent to the supervisor.
+    listener_tx: Option<OwnedFd>,
+    args: ExecArgs,
+}
+
+/// `CMSG_SPACE(sizeof(int))`, for one descriptor.
+// SAFETY: CMSG_SPACE is arithmetic on its argument only.
+const CMSG_FD_SPACE: usize =
+    unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) } as usize;
+
+/// A control-message buffer for one descriptor, aligned for `cmsghdr`.
+#[repr(C, align(8))]
+struct CmsgBuf([u8; CMSG_FD_SPACE]);
+
+/// Sends `fd` over the unix socket `sock` (one data byte plus `SCM_RIGHTS`). Only raw system
+/// calls and stack memory: usable between fork and exec.
+fn send_fd(sock: RawFd, fd: RawFd) -> std::io::Result<()> {
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    let mut buf = CmsgBuf([0; CMSG_FD_SPACE]);
+    // SAFETY: msghdr is plain data; all-zero is a valid (empty) value.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = buf.0.as_mut_ptr().cast();
+    msg.msg_controllen = CMSG_FD_SPACE as _;
+    // SAFETY: msg points at a control buffer of CMSG_SPACE(sizeof(int)) bytes, aligned for
+    // cmsghdr, so CMSG_FIRSTHDR is non-null and the header and its int payload lie inside it.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), fd);
+    }
+    // SAFETY: msg and everything it points to live on this stack frame for the call.
+    if unsafe { libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL) } == 1 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Receives one descriptor sent by [`send_fd`], without waiting (it was sent before exec,
+/// and a successful spawn means exec happened). The descriptor is `O_CLOEXEC`.
+fn recv_fd(sock: RawFd) -> std::io::Result<OwnedFd> {
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    let mut buf = CmsgBuf([0; CMSG_FD_SPACE]);
+    // SAFETY: msghdr is plain data; all-zero is a valid (empty) value.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = buf.0.as_mut_ptr().cast();
+    msg.msg_controllen = CMSG_FD_SPACE as _;
+    // SAFETY: msg and the buffers it points to live on this stack frame for the call.
+    let n = unsafe { libc::recvmsg(sock, &mut msg, libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC) };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let bad = || {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "no listener descriptor received",
+        )
+    };
+    // SAFETY: msg was filled by recvmsg; CMSG_FIRSTHDR returns null or a header inside buf.
+    let cmsg = unsafe { libc::CMSG_FIRSTHDR(&msg) };
+    if cmsg.is_null() || msg.msg_flags & libc::MSG_CTRUNC != 0 {
+        return Err(bad());
+    }
+    // SAFETY: cmsg is non-null and points inside buf (see above).
+    let (level, ty, len) = unsafe { ((*cmsg).cmsg_level, (*cmsg).cmsg_type, (*cmsg).cmsg_len) };
+    // SAFETY: CMSG_LEN is arithmetic on its argument only.
+    let want = unsafe { libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) } as _;
+    if level != libc::SOL_SOCKET || ty != libc::SCM_RIGHTS || len != want {
+        return Err(bad());
+    }
+    // SAFETY: the header says it carries exactly one int, inside buf.
+    let fd = unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>()) };
+    // SAFETY: SCM_RIGHTS installed `fd` in this process as a new descriptor owned by nobody.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+impl ChildPlan {
+    /// Runs in the forked child. Only raw system calls: no allocation, no locks, no logging.
+    fn apply(&self) -> std::io::Result<()> {
+        let fail = || Err(std::io::Error::last_os_error());
+        for (resource, value) in self.rlimits {
+            let lim = libc::rlimit {
+                rlim_cur: value,
+                rlim_max: value,
+            };
+            // SAFETY: setrlimit reads a valid stack rlimit struct; async-signal-safe.
+            if unsafe { libc::setrlimit(resource, &lim) } != 0 {
+                return fail();
+            }
+        }
+        // SAFETY: prctl with integer arguments only.
+        if unsafe {
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            )
+        } != 0
+        {
+            return fail();
+        }
+        // SAFETY: getppid has no arguments and cannot fail.
+        if unsafe { libc::getppid() } != self.parent {
+            // The supervisor died between fork and PR_SET_PDEATHSIG.
+            // SAFETY: _exit is async-signal-safe and never returns.
+            unsafe { libc::_exit(1) };
+        }
+        // SAFETY: prctl with integer arguments only.
+        if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+            return fail();
+        }
+        if let Some(fd) = &self.script_fd {
+            // SAFETY: fcntl on a descriptor we own; clears FD_CLOEXEC so the interpreter
+            // inherits the verified script as /dev/fd/N.
+            if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, 0) } != 0 {
+                return fail();
+            }
+        }
+        if let Some(ruleset) = &self.landlock {
+            // SAFETY: landlock_restrict_self(ruleset_fd, flags=0) takes a descriptor we own.
+            let r = unsafe {
+                libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32)
+            };
+            if r != 0 {
+                return fail();
+            }
+        }
+        if let Some(prog) = &self.seccomp {
+            let fprog = prog.fprog();
+            let flags = if self.listener_tx.is_some() {
+                libc::SECCOMP_FILTER_FLAG_NEW_LISTENER
+            } else {
+                0
+            };
+            // SAFETY: fprog points at the program's instructions, which live (unmoved, unmodified)
+            // in self for the duration of the call; the kernel copies them.
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_seccomp,
+                    libc::SECCOMP_SET_MODE_FILTER,
+                    flags,
+                    &fprog as *const libc::sock_fprog,
+                )
+            };
+            if r < 0 {
+                return fail();
+            }
+            if let Some(sock) = &self.listener_tx {
+                // From here on the filter is in force: sendmsg, close and execveat are allowed.
+                let listener = r as RawFd;
+                let sent = send_fd(sock.as_raw_fd(), listener);
+                // SAFETY: close of the listener descriptor this child just received from
+                // seccomp(2); nothing else refers to it. The host must never hold it.
+                let closed = unsafe { libc::close(listener) };
+                sent?;
+                if closed != 0 {
+                    return fail();
+                }
+            }
+        }
+        // SAFETY: argv/envp are NULL-terminated arrays of pointers into live CStrings owned by
+        // self; the path is an empty C string as AT_EMPTY_PATH requires. Returns only on error.
+        unsafe {
+            libc::syscall(
+                libc::SYS_execveat,
+                self.exec_fd.as_raw_fd(),
+                c"".as_ptr(),
+                self.args.argv.as_ptr(),
+                self.args.envp.as_ptr(),
+                libc::AT_EMPTY_PATH,
+            )
+        };
+        fail()
+    }
+}
+
+/// Moves `fd` to a number ≥ 3 (keeping `FD_CLOEXEC`): std's child sets up stdin/stdout/stderr
+/// with `dup2` onto 0–2 *before* our pre_exec step runs, which would clobber a descriptor we
+/// still need if the supervisor was started with a standard stream closed.
+fn above_stdio(fd: OwnedFd) -> std::io::Result<OwnedFd> {
+    if fd.as_raw_fd() > 2 {
+        return Ok(fd);
+    }
+    // SAFETY: F_DUPFD_CLOEXEC on a descriptor we own returns a new descriptor or -1.
+    let new = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    if new < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `new` is a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+}
+
+/// Current Landlock ABI of the kernel (0 if none).
+fn kernel_landlock_abi() -> u32 {
+    // SAFETY: landlock_create_ruleset(NULL, 0, VERSION) only returns a number.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            1u32,
+        )
+    };
+    if r > 0 {
+        r as u32
+    } else {
+        0
+    }
+}
+
+/// Starts the host described by `spec`, confined at `spec.confine`.
+///
+/// stdin, stdout and stderr are pipes; the child is the leader of a new process group (its
+/// pid is the group id, see [`kill_group`]), has cwd `work_dir`, and is killed when the
+/// returned [`tokio::process::Child`] is dropped. Must be called inside a tokio runtime,
+/// from a long-lived thread (see the module docs about `PR_SET_PDEATHSIG`).
+///
+/// # Errors
+/// [`LaunchError`] naming the host: directories that cannot be created, a modified
+/// executable, a policy the kernel rejects, or a failure of a confinement step or of the
+/// exec in the child (e.g. `EACCES`).
+pub fn spawn(spec: &LaunchSpec) -> Result<tokio::process::Child, LaunchError> {
+    spawn_inner(spec, false).map(|(child, _)| child)
+}
+
+/// Like [`spawn`], but a seccomp denial is *named*: when seccomp is applied
+/// (`spec.confine.seccomp()`), the deny-list returns `SECCOMP_RET_USER_NOTIF` instead of
+/// killing outright, and the returned [`DenialListener`] reports which call it was
+/// ([`DenialListener::next_denial`]). The listener is serviced by a background thread that
+/// also kills the host (`SIGSYS` to its group, then `SIGKILL`) on any denial, so the denied
+/// call never runs and the host never hangs, whether or not the caller polls the listener.
+/// The arch/x32 guard still kills with `SECCOMP_RET_KILL_PROCESS` (no name). See
+/// [`crate::notify`].
+///
+/// The listener is `None` when seccomp is not applied.
+///
+/// # Errors
+/// As [`spawn`], plus [`LaunchError::Listener`] if the listener cannot be received or
+/// serviced (the host is then killed).
+pub fn spawn_with_listener(
+    spec: &LaunchSpec,
+) -> Result<(tokio::process::Child, Option<DenialListener>), LaunchError> {
+    let (child, sock) = spawn_inner(spec, true)?;
+    let Some(sock) = sock else {
+        return Ok((child, None));
+    };
+    let listener_err = |source| LaunchError::Listener {
+        host: spec.name.clone(),
+        source,
+    };
+    let Some(pid) = child.id() else {
+        return Err(listener_err(std::io::Error::from_raw_os_error(libc::ESRCH)));
+    };
+    match recv_fd(sock.as_raw_fd()).and_then(|fd| DenialListener::start(fd, pid)) {
+        Ok(listener) => Ok((child, Some(listener))),
+        Err(e) => {
+            // Never leave a host running without a serviced listener.
+            let _ = kill_group(pid);
+            Err(listener_err(e))
+        }
+    }
+}
+
+/// A unix socket pair (`SOCK_SEQPACKET`, close-on-exec), both ends above stdio.
+fn socket_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: socketpair writes two descriptors into the live array.
+    let r = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both are fresh descriptors that nothing else owns.
+    let (a, b) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    Ok((above_stdio(a)?, above_stdio(b)?))
+}
+
+/// The spawn; with `notify` and seccomp applied, also returns the supervisor's end of the
+/// socket the listener was sent over.
+fn spawn_inner(
+    spec: &LaunchSpec,
+    notify: bool,
+) -> Result<(tokio::process::Child, Option<OwnedFd>), LaunchError> {
+    let host = spec.name.as_str();
+    for dir in [&spec.state_dir, &spec.tmp_dir] {
+        std::fs::create_dir_all(dir).map_err(|source| LaunchError::CreateDir {
+            host: host.to_owned(),
+            path: dir.clone(),
+            source,
+        })?;
+    }
+    let exe = &spec.exe;
+    let open_err = |path: &Path, source| LaunchError::Open {
+        host: host.to_owned(),
+        path: path.to_owned(),
+        source,
+    };
+    match exe.unchanged_since_hash() {
+        Ok(true) => {}
+        Ok(false) => {
+            return Err(LaunchError::Modified {
+                host: host.to_owned(),
+                path: exe.path.clone(),
+            })
+        }
+        Err(e) => return Err(open_err(&exe.path, e)),
+    }
+    // A duplicate (O_CLOEXEC) of the verified descriptor, owned by this launch.
+    let verified: OwnedFd = exe
+        .file()
+        .try_clone()
+        .map(OwnedFd::from)
+        .and_then(above_stdio)
+        .map_err(|e| open_err(&exe.path, e))?;
+
+    let (exec_fd, script_fd, exec_path, mut argv): (
+        OwnedFd,
+        Option<OwnedFd>,
+        PathBuf,
+        Vec<OsString>,
+    ) = match &exe.interpreter {
+        None => (
+            verified,
+            None,
+            exe.path.clone(),
+            vec![exe.path.as_os_str().to_owned()],
+        ),
+        Some(interp) => {
+            let ifd: OwnedFd = std::fs::File::open(&interp.path)
+                .map_err(|e| open_err(&interp.path, e))?
+                .into();
+            let mut argv = vec![interp.path.as_os_str().to_owned()];
+            argv.extend(interp.args.iter().map(OsString::from));
+            argv.push(format!("/dev/fd/{}", verified.as_raw_fd()).into());
+            (ifd, Some(verified), interp.path.clone(), argv)
+        }
+    };
+    argv.extend(spec.args.iter().cloned());
+    let env = host_environment(host, &spec.tmp_dir);
+    let args = ExecArgs::new(host, &argv, &env)?;
+
+    let policy_err = |source| LaunchError::Policy {
+        host: host.to_owned(),
+        source,
+    };
+    let landlock = if spec.confine.landlock() {
+        let grants = fs_grants(
+            exe,
+            &spec.work_dir,
+            &spec.log_dir,
+            &spec.state_dir,
+            &spec.tmp_dir,
+        );
+        let ruleset =
+            landlock_ruleset(&grants, exe.file(), kernel_landlock_abi()).map_err(policy_err)?;
+        Some(above_stdio(ruleset).map_err(|e| open_err(Path::new("<landlock ruleset>"), e))?)
+    } else {
+        None
+    };
+    let notify = notify && spec.confine.seccomp();
+    let seccomp = if spec.confine.seccomp() {
+        let action = if notify {
+            DenyAction::Notify
+        } else {
+            DenyAction::KillProcess
+        };
+        Some(seccomp_program_for(action).map_err(policy_err)?)
+    } else {
+        None
+    };
+    let (listener_rx, listener_tx) = if notify {
+        let (rx, tx) =
+            socket_pair().map_err(|e| open_err(Path::new("<seccomp listener socket>"), e))?;
+        (Some(rx), Some(tx))
+    } else {
+        (None, None)
+    };
+    let mib = 1024 * 1024;
+    let plan = ChildPlan {
+        parent: std::process::id() as libc::pid_t,
+        rlimits: [
+            (libc::RLIMIT_CORE, 0),
+            (libc::RLIMIT_NOFILE, spec.nofile_max),
+            (libc::RLIMIT_AS, spec.memory_max_mb.saturating_mul(mib)),
+        ],
+        exec_fd,
+        script_fd,
+        landlock,
+        seccomp,
+        listener_tx,
+        args,
+    };
+
+    let mut cmd = std::process::Command::new(&exec_path);
+    cmd.env_clear()
+        .current_dir(&spec.work_dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    // SAFETY: the closure only makes raw async-signal-safe system calls on data prepared
+    // before the fork (ChildPlan::apply); it allocates nothing, takes no locks, logs nothing.
+    unsafe {
+        cmd.pre_exec(move || plan.apply());
+    }
+    let mut cmd = tokio::process::Command::from(cmd);
+    cmd.kill_on_drop(true);
+    tracing::debug!(host, exe = %exe.path.display(), tier = %spec.confine, "spawning host");
+    let child = cmd.spawn().map_err(|source| LaunchError::Spawn {
+        host: host.to_owned(),
+        path: exec_path,
+        source,
+    })?;
+    Ok((child, listener_rx))
+}
+
+/// Sends SIGKILL to the process group `pgid` (a host's pid, since hosts lead their own
+/// group), killing the host and every process it started that stayed in the group.
+/// A group that no longer exists is not an error.
+///
+/// # Errors
+/// The OS error of `kill(2)` other than `ESRCH` (e.g. `EPERM`).
+pub fn kill_group(pgid: u32) -> std::io::Result<()> {
+    let pgid = libc::pid_t::try_from(pgid)
+        .ok()
+        .filter(|p| *p > 1)
+        .ok_or_else(|| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: kill with a negative pid signals the process group; no memory involved.
+    if unsafe { libc::kill(-pgid, libc::SIGKILL) } == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::ESRCH) {
+        Ok(())
+    } else {
+        Err(e)
+    }
+}

@@ -1,0 +1,278 @@
+//! Naming seccomp denials: the supervisor side of the user-notification listener.
+//!
+//! [`crate::launch::spawn_with_listener`] installs the host's seccomp filter with
+//! [`DenyAction::Notify`](crate::policy::DenyAction::Notify) and
+//! `SECCOMP_FILTER_FLAG_NEW_LISTENER`. The child passes the listener descriptor to the
+//! supervisor over a unix socket (`SCM_RIGHTS`) and closes its own copy before `execveat`, so
+//! the host never holds the listener (it could otherwise answer its own notifications).
+//!
+//! With user notification a denied call does not fail: the calling thread *blocks* in the
+//! kernel until the listener answers, and if the listener is closed the kernel fails the call
+//! with `ENOSYS` and the host carries on. So the listener must always be serviced and never
+//! closed while the host lives. This module therefore does not leave that to the caller: a
+//! dedicated thread per host (`ar-seccomp`) owns the listener and, for every notification:
+//!
+//! 1. reads it (`SECCOMP_IOCTL_NOTIF_RECV`: pid, system-call number, arguments);
+//! 2. queues a [`Denied`] for [`DenialListener::next_denial`] (before any signal is sent, so
+//!    a caller that sees the host's exit can rely on [`DenialListener::try_denial`]);
+//! 3. kills: `SIGKILL` to the notifying process if it left the host's process group,
+//!    `SIGSYS` to the host's process group (so the exit status reads "signal 31", as with
+//!    `SECCOMP_RET_KILL_PROCESS`; `RLIMIT_CORE=0` keeps it from dumping core into
+//!    `work_dir`), then — after the host's main process has exited, or after
+//!    [`KILL_GRACE`] if it has not (a host can block, ignore or catch `SIGSYS`) — `SIGKILL`
+//!    to the group.
+//!
+//! The notification is never answered: the denied call never runs, and nobody ever replies
+//! "continue". The thread ends, closing the listener, when no process uses the filter any
+//! more (the kernel reports `POLLHUP` once the last such process has been reaped), even if
+//! the [`DenialListener`] was dropped earlier.
+//!
+//! Why a thread rather than `tokio::io::unix::AsyncFd`: `AsyncFd` needs tokio's `net`
+//! feature, which this workspace does not enable; and servicing must not depend on the caller
+//! polling a future. The thread spends its life blocked in `poll(2)`.
+//!
+//! Hosts that never make a denied call are not slowed down: allowed calls take exactly the
+//! same path through the filter as without a listener (only the return value of the deny
+//! rules differs), and nothing is notified for them.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+pub use crate::policy::syscall_name;
+
+/// The signal a seccomp denial reports (31, SIGSYS), for events such as
+/// `plugin_sandbox_kill {"signal": 31, "syscall": "socket"}`.
+pub const DENIAL_SIGNAL: i32 = libc::SIGSYS;
+
+/// How long the host gets to die of `SIGSYS` before its process group gets `SIGKILL`.
+pub const KILL_GRACE: Duration = Duration::from_millis(200);
+
+/// One denied system call, read from the host's seccomp listener. By the time a caller sees
+/// it, the host is being killed (see the module docs); the call itself never ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denied {
+    /// The thread that made the call (a thread id in the supervisor's pid namespace; the
+    /// host's pid for a single-threaded host).
+    pub pid: u32,
+    /// The x86_64 system call number.
+    pub nr: i64,
+    /// Its name ([`syscall_name`]), `"unknown"` if it is not in the deny-list.
+    pub name: &'static str,
+    /// The call's six raw arguments (e.g. `args[0]` of `socket` is the address family).
+    pub args: [u64; 6],
+}
+
+/// The supervisor's end of a host's seccomp listener: the denials of that host, in order.
+///
+/// The listener itself is serviced (and the host killed on a denial) by a background thread
+/// whether or not this value is polled or kept; dropping it only discards the reports.
+#[derive(Debug)]
+pub struct DenialListener {
+    rx: mpsc::UnboundedReceiver<Denied>,
+    pgid: u32,
+}
+
+impl DenialListener {
+    /// Starts servicing `listener` (a seccomp user-notification descriptor) for the host
+    /// whose process group is `pgid` (the host's pid).
+    pub(crate) fn start(listener: OwnedFd, pgid: u32) -> std::io::Result<Self> {
+        let pgid_t = libc::pid_t::try_from(pgid)
+            .ok()
+            .filter(|p| *p > 1)
+            .ok_or_else(|| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+        // The host is our unreaped child, so its pid cannot have been reused.
+        let pidfd = pidfd_open(pgid_t).ok();
+        let size = notif_size()?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        std::thread::Builder::new()
+            .name("ar-seccomp".into())
+            .spawn(move || serve(listener, pgid_t, pidfd, size, tx))?;
+        Ok(DenialListener { rx, pgid })
+    }
+
+    /// The process group of the host (its pid).
+    pub fn pgid(&self) -> u32 {
+        self.pgid
+    }
+
+    /// Waits for the next denied system call of this host. When it returns, the host is
+    /// already being killed (`SIGSYS` to its group, then `SIGKILL`): the caller has nothing
+    /// to answer or kill, and should not send `SIGKILL` itself if it wants the exit status
+    /// to read signal 31. It only records the event and reaps the host as usual.
+    ///
+    /// Cancel-safe (it can be used in `tokio::select!` next to `Child::wait`).
+    ///
+    /// # Errors
+    /// `ErrorKind::UnexpectedEof` once no process uses the host's filter any more and every
+    /// denial has been returned (the host ended, and was reaped).
+    pub async fn next_denial(&mut self) -> std::io::Result<Denied> {
+        self.rx.recv().await.ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the host's seccomp filter is no longer in use; no further denials",
+            )
+        })
+    }
+
+    /// A denial already read, if any, without waiting. A denial is queued before the host is
+    /// signalled, so after `Child::wait` has returned this tells for certain whether the
+    /// host was stopped by the seccomp filter (deny-list) — `None` with a SIGSYS exit means
+    /// the architecture/x32 guard killed it, or a signal from elsewhere.
+    pub fn try_denial(&mut self) -> Option<Denied> {
+        self.rx.try_recv().ok()
+    }
+}
+
+/// The size of the kernel's `struct seccomp_notif` (at least the one libc knows).
+fn notif_size() -> std::io::Result<usize> {
+    let mut sizes = libc::seccomp_notif_sizes {
+        seccomp_notif: 0,
+        seccomp_notif_resp: 0,
+        seccomp_data: 0,
+    };
+    // SAFETY: SECCOMP_GET_NOTIF_SIZES writes one seccomp_notif_sizes into the valid, live
+    // struct we pass.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_GET_NOTIF_SIZES,
+            0u32,
+            &mut sizes as *mut libc::seccomp_notif_sizes,
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(usize::from(sizes.seccomp_notif).max(std::mem::size_of::<libc::seccomp_notif>()))
+}
+
+fn pidfd_open(pid: libc::pid_t) -> std::io::Result<OwnedFd> {
+    // SAFETY: pidfd_open(pid, 0) takes integers and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0u32) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// `poll(2)` on one descriptor; returns revents (0 on timeout), retrying on EINTR.
+fn poll_one(fd: RawFd, events: libc::c_short, timeout_ms: libc::c_int) -> std::io::Result<i16> {
+    loop {
+        let mut p = libc::pollfd {
+            fd,
+            events,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd on the stack.
+        let r = unsafe { libc::poll(&mut p, 1, timeout_ms) };
+        if r >= 0 {
+            return Ok(p.revents);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+}
+
+/// The listener thread: see the module docs.
+fn serve(
+    listener: OwnedFd,
+    pgid: libc::pid_t,
+    pidfd: Option<OwnedFd>,
+    size: usize,
+    tx: mpsc::UnboundedSender<Denied>,
+) {
+    let fd = listener.as_raw_fd();
+    // u64 words: aligned for struct seccomp_notif.
+    let mut buf = vec![0u64; size.div_ceil(8)];
+    loop {
+        let revents = match poll_one(fd, libc::POLLIN, -1) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(pgid, error = %e, "seccomp listener: poll failed; killing the host");
+                signal_group(pgid, libc::SIGKILL);
+                return;
+            }
+        };
+        if revents & libc::POLLIN == 0 {
+            // POLLHUP: no process uses the filter any more.
+            return;
+        }
+        buf.fill(0);
+        // SAFETY: NOTIF_RECV writes at most the kernel's sizeof(struct seccomp_notif) bytes,
+        // which is ≤ buf's length (queried with SECCOMP_GET_NOTIF_SIZES); buf is zeroed as
+        // the kernel requires.
+        let r = unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_RECV, buf.as_mut_ptr()) };
+        if r != 0 {
+            let e = std::io::Error::last_os_error();
+            match e.raw_os_error() {
+                // The caller died (or was interrupted) before we read it.
+                Some(libc::ENOENT) | Some(libc::EINTR) => continue,
+                _ => {
+                    tracing::error!(pgid, error = %e, "seccomp listener: cannot read a notification; killing the host");
+                    signal_group(pgid, libc::SIGKILL);
+                    return;
+                }
+            }
+        }
+        // SAFETY: buf is 8-byte aligned, at least size_of::<seccomp_notif>() long and was
+        // filled by the kernel; seccomp_notif is plain integers (any bit pattern is valid).
+        let notif: libc::seccomp_notif =
+            unsafe { std::ptr::read(buf.as_ptr().cast::<libc::seccomp_notif>()) };
+        let nr = i64::from(notif.data.nr);
+        let denied = Denied {
+            pid: notif.pid,
+            nr,
+            name: syscall_name(nr).unwrap_or("unknown"),
+            args: notif.data.args,
+        };
+        tracing::warn!(
+            pgid,
+            pid = denied.pid,
+            syscall = denied.name,
+            nr,
+            "seccomp denied a host system call; killing the host"
+        );
+        // Queue the report before any signal, so it is there when the host's exit is seen.
+        let _ = tx.send(denied);
+        kill_for(fd, &notif, pgid, pidfd.as_ref());
+    }
+}
+
+/// Kills the host after a notification (see the module docs). The notification itself is
+/// never answered.
+fn kill_for(fd: RawFd, notif: &libc::seccomp_notif, pgid: libc::pid_t, pidfd: Option<&OwnedFd>) {
+    let pid = notif.pid as libc::pid_t;
+    // SAFETY: getpgid takes an integer.
+    let its_group = unsafe { libc::getpgid(pid) };
+    if its_group != pgid {
+        // A process that left the host's group (setsid/setpgid). Its pid is still its own
+        // while the notification is pending, which NOTIF_ID_VALID confirms.
+        let mut id = notif.id;
+        // SAFETY: NOTIF_ID_VALID reads one u64 from the live `id`.
+        if unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &mut id as *mut u64) } == 0
+        {
+            // SAFETY: kill takes integers.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+    signal_group(pgid, libc::SIGSYS);
+    match pidfd {
+        Some(p) => {
+            let ms = KILL_GRACE.as_millis() as libc::c_int;
+            let _ = poll_one(p.as_raw_fd(), libc::POLLIN, ms);
+        }
+        None => std::thread::sleep(KILL_GRACE),
+    }
+    // Whatever survived SIGSYS (blocked, ignored or caught it, or other group members).
+    signal_group(pgid, libc::SIGKILL);
+}
+
+fn signal_group(pgid: libc::pid_t, sig: libc::c_int) {
+    // SAFETY: kill with a negative pid signals a process group; integers only.
+    unsafe { libc::kill(-pgid, sig) };
+}

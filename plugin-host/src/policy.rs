@@ -1,0 +1,656 @@
+//! The confinement policy of a host, as reviewed data.
+//!
+//! Two declarations live here and nowhere else:
+//!
+//! * [`fs_grants`]: every filesystem path a host may touch under Landlock, with the rights
+//!   and the reason. Everything not granted is denied (all filesystem rights the kernel
+//!   knows, up to ABI 7, are *handled*). TCP bind/connect are handled and never granted
+//!   (ABI ≥ 4); abstract unix sockets and signals are scoped to the host's own domain
+//!   (ABI ≥ 6).
+//! * [`SECCOMP_DENY`]: the system calls a host may not make; every other call is allowed
+//!   (Landlock does the path-based work). [`seccomp_program`] compiles it with
+//!   `SECCOMP_RET_KILL_PROCESS` on a match; [`seccomp_program_for`] with
+//!   [`DenyAction::Notify`] compiles the same rules with `SECCOMP_RET_USER_NOTIF` instead, so
+//!   the supervisor can learn which call it was before killing the host (see
+//!   [`crate::notify`]). Both sit behind a guard that kills foreign-architecture and x32
+//!   calls outright (`SECCOMP_RET_KILL_PROCESS` in either variant).
+//!
+//! Both are built in the supervisor *before* the fork (see [`crate::launch`]).
+//! The source of each rule is protocol-v1.md §6 and the design's field notes.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, Scope, ABI,
+};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
+use crate::pin::{Interpreter, VerifiedExecutable};
+
+/// The newest Landlock ABI this policy was written and tested against. Newer kernels are
+/// used at this level (rights introduced later are not handled, i.e. not restricted).
+pub const POLICY_LANDLOCK_ABI: u32 = 7;
+
+/// The dynamic loader every dynamically linked host needs (x86_64 psABI path; canonicalized
+/// before use, on merged-/usr systems it lives in /usr/lib/x86_64-linux-gnu).
+pub const DYNAMIC_LOADER: &str = "/lib64/ld-linux-x86-64.so.2";
+
+/// A kind of access granted on a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FsAccess {
+    /// Read and execute one file (a program or the loader).
+    ReadExecute,
+    /// Read files and list directories beneath the path; no execute, no write.
+    ReadOnly,
+    /// Read, write, create and remove files and directories beneath the path (no execute, no
+    /// device nodes).
+    ReadWrite,
+    /// Read and write an existing device file (`/dev/null`), including `O_TRUNC` and ioctls.
+    Device,
+}
+
+impl FsAccess {
+    /// The Landlock rights of this kind at `abi`.
+    pub fn rights(self, abi: ABI) -> BitFlags<AccessFs> {
+        let all = AccessFs::from_all(abi);
+        let r = match self {
+            FsAccess::ReadExecute => AccessFs::ReadFile | AccessFs::Execute,
+            FsAccess::ReadOnly => AccessFs::ReadFile | AccessFs::ReadDir,
+            FsAccess::ReadWrite => {
+                AccessFs::from_all(abi)
+                    & !(AccessFs::Execute
+                        | AccessFs::MakeChar
+                        | AccessFs::MakeBlock
+                        | AccessFs::IoctlDev)
+            }
+            FsAccess::Device => {
+                AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate | AccessFs::IoctlDev
+            }
+        };
+        r & all
+    }
+}
+
+/// One Landlock grant: `access` on `path` (a file, or a directory and everything beneath).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FsGrant {
+    /// The path (canonical where it matters; Landlock follows symlinks when opening it).
+    pub path: PathBuf,
+    /// What is allowed.
+    pub access: FsAccess,
+    /// Why the host needs it.
+    pub why: &'static str,
+    /// If false, a missing path is skipped (system library locations vary); if true, a
+    /// missing path is an error.
+    pub required: bool,
+    /// If true, the rule is added through the verified executable's open descriptor rather
+    /// than by opening `path` again, so it names the inode that was hashed even if the path
+    /// was replaced since.
+    pub via_verified_fd: bool,
+}
+
+/// Why a policy could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// A required path of the policy could not be opened.
+    #[error(
+        "landlock policy: cannot open {path} ({reason}); it must exist before the host starts"
+    )]
+    Path {
+        /// The path.
+        path: PathBuf,
+        /// The error.
+        reason: String,
+    },
+    /// The kernel rejected the ruleset.
+    #[error("landlock policy: {0}; check `agent-runner doctor` for the kernel's Landlock support")]
+    Landlock(#[from] landlock::RulesetError),
+    /// The kernel has no Landlock.
+    #[error("landlock policy: Landlock is not available on this kernel; use a lower sandbox tier or enable Landlock")]
+    LandlockUnavailable,
+    /// The seccomp filter could not be compiled.
+    #[error("seccomp policy: {0}")]
+    Seccomp(String),
+}
+
+/// The filesystem grants of a host (protocol §6: readable are its executable and what it
+/// needs to start, `work_dir` and `log_dir`; writable only `state_dir` and `tmp_dir`).
+pub fn fs_grants(
+    exe: &VerifiedExecutable,
+    work_dir: &Path,
+    log_dir: &Path,
+    state_dir: &Path,
+    tmp_dir: &Path,
+) -> Vec<FsGrant> {
+    let mut g = vec![FsGrant {
+        path: exe.path.clone(),
+        access: FsAccess::ReadExecute,
+        why: "the host executable itself (exec of the verified descriptor checks execute; a script is read by its interpreter)",
+        required: true,
+        via_verified_fd: true,
+    }];
+    if let Some(interp) = &exe.interpreter {
+        g.push(FsGrant {
+            path: interp.path.clone(),
+            access: FsAccess::ReadExecute,
+            why: "the interpreter of a #! script host is what actually gets executed",
+            required: true,
+            via_verified_fd: false,
+        });
+        for root in interpreter_read_roots(interp) {
+            g.push(FsGrant {
+                path: root,
+                access: FsAccess::ReadOnly,
+                why: "the interpreter's own tree (stdlib, shared library) so the interpreter can start",
+                required: false,
+                via_verified_fd: false,
+            });
+        }
+    }
+    let loader = Path::new(DYNAMIC_LOADER)
+        .canonicalize()
+        .unwrap_or_else(|_| PathBuf::from(DYNAMIC_LOADER));
+    g.push(FsGrant {
+        path: loader,
+        access: FsAccess::ReadExecute,
+        why: "the dynamic loader, mapped by the kernel at exec of any dynamically linked program",
+        required: false,
+        via_verified_fd: false,
+    });
+    for (lib, why) in [
+        (
+            "/lib/x86_64-linux-gnu",
+            "shared libraries (libc, libm, libgcc_s, libz, libexpat)",
+        ),
+        (
+            "/usr/lib/x86_64-linux-gnu",
+            "shared libraries (merged-/usr location)",
+        ),
+        ("/etc/ld.so.cache", "the loader's library index"),
+    ] {
+        g.push(FsGrant {
+            path: PathBuf::from(lib),
+            access: FsAccess::ReadOnly,
+            why,
+            required: false,
+            via_verified_fd: false,
+        });
+    }
+    g.push(FsGrant {
+        path: work_dir.to_owned(),
+        access: FsAccess::ReadOnly,
+        why: "protocol §6: work_dir is readable (the host's cwd), never writable",
+        required: true,
+        via_verified_fd: false,
+    });
+    g.push(FsGrant {
+        path: log_dir.to_owned(),
+        access: FsAccess::ReadOnly,
+        why: "protocol §6: log_dir is readable",
+        required: true,
+        via_verified_fd: false,
+    });
+    g.push(FsGrant {
+        path: state_dir.to_owned(),
+        access: FsAccess::ReadWrite,
+        why: "protocol §6: the host's private state directory is writable",
+        required: true,
+        via_verified_fd: false,
+    });
+    g.push(FsGrant {
+        path: tmp_dir.to_owned(),
+        access: FsAccess::ReadWrite,
+        why: "protocol §6: TMPDIR is writable",
+        required: true,
+        via_verified_fd: false,
+    });
+    g.push(FsGrant {
+        path: PathBuf::from("/dev/null"),
+        access: FsAccess::Device,
+        why: "redirections to /dev/null are common in interpreters and libraries",
+        required: false,
+        via_verified_fd: false,
+    });
+    g
+}
+
+/// Read-only trees an interpreter needs to start. Python: the installation prefix when it is
+/// a private one (pyenv, /opt/...), else only `<prefix>/lib/python3*` (never all of /usr).
+/// Other interpreters (sh, bash, perl, ...) get nothing beyond the shared libraries.
+pub fn interpreter_read_roots(interp: &Interpreter) -> Vec<PathBuf> {
+    let name = interp
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if !name.starts_with("python") {
+        return Vec::new();
+    }
+    let Some(bin) = interp.path.parent() else {
+        return Vec::new();
+    };
+    let Some(prefix) = bin.parent() else {
+        return Vec::new();
+    };
+    let system = ["/", "/usr", "/usr/local"]
+        .iter()
+        .any(|s| prefix == Path::new(s));
+    if !system {
+        return vec![prefix.to_owned()];
+    }
+    let lib = prefix.join("lib");
+    let mut roots: Vec<PathBuf> = std::fs::read_dir(&lib)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("python3"))
+        .map(|e| e.path())
+        .collect();
+    roots.sort();
+    roots
+}
+
+/// Builds the Landlock ruleset for `grants` (those marked `via_verified_fd` through
+/// `verified`, the verified executable's descriptor) on a kernel with Landlock ABI `kernel_abi` and
+/// returns its file descriptor (to be passed to `landlock_restrict_self` in the child).
+///
+/// All filesystem rights of `min(kernel_abi, POLICY_LANDLOCK_ABI)` are handled (hard
+/// requirement); at ABI ≥ 4 TCP bind and connect are handled and not granted; at ABI ≥ 6
+/// the abstract-unix-socket and signal scopes are set.
+///
+/// # Errors
+/// [`PolicyError`] if a required path is missing or the kernel rejects the ruleset.
+pub fn landlock_ruleset(
+    grants: &[FsGrant],
+    verified: &File,
+    kernel_abi: u32,
+) -> Result<OwnedFd, PolicyError> {
+    let level = kernel_abi.min(POLICY_LANDLOCK_ABI);
+    if level == 0 {
+        return Err(PolicyError::LandlockUnavailable);
+    }
+    let abi = ABI::from(level as i32);
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(abi))?;
+    if level >= 4 {
+        // No network: TCP bind/connect handled, no rule grants them (protocol §6).
+        ruleset = ruleset.handle_access(AccessNet::from_all(abi))?;
+    }
+    if level >= 6 {
+        // No abstract unix sockets outside the host's domain, no signals to processes
+        // outside the host (protocol §6).
+        ruleset = ruleset.scope(Scope::from_all(abi))?;
+    }
+    let mut created = ruleset.create()?;
+    for grant in grants {
+        if grant.via_verified_fd {
+            let is_dir = verified.metadata().map(|m| m.is_dir()).unwrap_or(false);
+            let mut rights = grant.access.rights(abi);
+            if !is_dir {
+                rights &= AccessFs::from_file(abi);
+            }
+            created = created.add_rule(PathBeneath::new(verified.as_fd(), rights))?;
+            continue;
+        }
+        let fd = match PathFd::new(&grant.path) {
+            Ok(fd) => fd,
+            Err(_) if !grant.required && !grant.path.exists() => continue,
+            Err(e) => {
+                return Err(PolicyError::Path {
+                    path: grant.path.clone(),
+                    reason: e.to_string(),
+                })
+            }
+        };
+        let is_dir = std::fs::metadata(&grant.path)
+            .map(|m| m.is_dir())
+            .unwrap_or(false);
+        let mut rights = grant.access.rights(abi);
+        if !is_dir {
+            rights &= AccessFs::from_file(abi);
+        }
+        created = created.add_rule(PathBeneath::new(fd, rights))?;
+    }
+    let fd: Option<OwnedFd> = created.into();
+    fd.ok_or(PolicyError::LandlockUnavailable)
+}
+
+/// When a denied system call kills the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DenyWhen {
+    /// Always.
+    Always,
+    /// When argument 0 (the address family) is not `AF_UNIX`.
+    FamilyNotUnix,
+    /// When argument 0 is neither `0xffffffff` (query) nor `0` (`PER_LINUX`, the default).
+    PersonalityChange,
+    /// When argument 1 (the request) is `TIOCSTI` or `TIOCLINUX`.
+    TtyInjection,
+}
+
+/// One entry of the seccomp deny-list.
+#[derive(Debug, Clone, Copy)]
+pub struct Denial {
+    /// The x86_64 system call number.
+    pub nr: i64,
+    /// Its name.
+    pub name: &'static str,
+    /// When it is denied.
+    pub when: DenyWhen,
+    /// Why.
+    pub why: &'static str,
+}
+
+macro_rules! deny {
+    ($sys:ident, $when:expr, $why:expr) => {
+        Denial {
+            nr: libc::$sys,
+            name: stringify!($sys),
+            when: $when,
+            why: $why,
+        }
+    };
+}
+
+const NET: &str = "no network: only AF_UNIX sockets (tokio's signal/process drivers use socketpair(AF_UNIX)); no IP, packet or netlink sockets";
+const NS: &str = "no mounts or namespaces";
+
+/// The seccomp deny-list (protocol §6 "cannot do"); a match kills the whole host process
+/// (`SECCOMP_RET_KILL_PROCESS`, the parent sees signal 31, SIGSYS), or with
+/// [`DenyAction::Notify`] stops the calling thread in the kernel until the supervisor has read
+/// the notification and killed the host. `clone3` is deliberately *not* here: glibc's
+/// `pthread_create` uses it.
+pub const SECCOMP_DENY: &[Denial] = &[
+    deny!(SYS_socket, DenyWhen::FamilyNotUnix, NET),
+    deny!(SYS_socketpair, DenyWhen::FamilyNotUnix, NET),
+    deny!(SYS_ptrace, DenyWhen::Always, "no ptrace"),
+    deny!(SYS_process_vm_readv, DenyWhen::Always, "no reading other processes' memory"),
+    deny!(SYS_process_vm_writev, DenyWhen::Always, "no writing other processes' memory"),
+    deny!(SYS_bpf, DenyWhen::Always, "no bpf"),
+    deny!(SYS_io_uring_setup, DenyWhen::Always, "no io_uring (bypasses seccomp for its operations)"),
+    deny!(SYS_io_uring_enter, DenyWhen::Always, "no io_uring"),
+    deny!(SYS_io_uring_register, DenyWhen::Always, "no io_uring"),
+    deny!(SYS_perf_event_open, DenyWhen::Always, "no perf events"),
+    deny!(SYS_userfaultfd, DenyWhen::Always, "no userfaultfd (kernel exploitation aid)"),
+    deny!(SYS_keyctl, DenyWhen::Always, "no kernel keyrings"),
+    deny!(SYS_add_key, DenyWhen::Always, "no kernel keyrings"),
+    deny!(SYS_request_key, DenyWhen::Always, "no kernel keyrings"),
+    deny!(SYS_mount, DenyWhen::Always, NS),
+    deny!(SYS_umount2, DenyWhen::Always, NS),
+    deny!(SYS_pivot_root, DenyWhen::Always, NS),
+    deny!(SYS_unshare, DenyWhen::Always, NS),
+    deny!(SYS_setns, DenyWhen::Always, NS),
+    deny!(SYS_open_tree, DenyWhen::Always, NS),
+    deny!(SYS_move_mount, DenyWhen::Always, NS),
+    deny!(SYS_fsopen, DenyWhen::Always, NS),
+    deny!(SYS_fsconfig, DenyWhen::Always, NS),
+    deny!(SYS_fsmount, DenyWhen::Always, NS),
+    deny!(SYS_fspick, DenyWhen::Always, NS),
+    deny!(SYS_kexec_load, DenyWhen::Always, "no kernel replacement"),
+    deny!(SYS_kexec_file_load, DenyWhen::Always, "no kernel replacement"),
+    deny!(SYS_init_module, DenyWhen::Always, "no kernel modules"),
+    deny!(SYS_finit_module, DenyWhen::Always, "no kernel modules"),
+    deny!(SYS_delete_module, DenyWhen::Always, "no kernel modules"),
+    deny!(
+        SYS_personality,
+        DenyWhen::PersonalityChange,
+        "no execution-domain changes (e.g. READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE)"
+    ),
+    deny!(
+        SYS_ioctl,
+        DenyWhen::TtyInjection,
+        "no typing into the supervisor's controlling terminal (TIOCSTI) or console tricks (TIOCLINUX)"
+    ),
+];
+
+/// A compiled seccomp filter, ready for `seccomp(SECCOMP_SET_MODE_FILTER, ...)`.
+pub struct SeccompProgram {
+    filters: Vec<libc::sock_filter>,
+}
+
+impl std::fmt::Debug for SeccompProgram {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SeccompProgram({} instructions)", self.filters.len())
+    }
+}
+
+impl SeccompProgram {
+    /// Number of BPF instructions.
+    pub fn len(&self) -> usize {
+        self.filters.len()
+    }
+
+    /// Whether the program is empty (never true for a built program).
+    pub fn is_empty(&self) -> bool {
+        self.filters.is_empty()
+    }
+
+    /// The `sock_fprog` pointing into this program (valid while `self` lives, unmoved
+    /// contents: the instructions are heap-allocated and never modified).
+    pub(crate) fn fprog(&self) -> libc::sock_fprog {
+        libc::sock_fprog {
+            len: self.filters.len() as libc::c_ushort,
+            filter: self.filters.as_ptr() as *mut libc::sock_filter,
+        }
+    }
+}
+
+const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
+const SECCOMP_DATA_NR: u32 = 0;
+const SECCOMP_DATA_ARCH: u32 = 4;
+const BPF_LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+const BPF_JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+const BPF_JSET_K: u16 = (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16;
+const BPF_RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+
+fn insn(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
+    libc::sock_filter { code, jt, jf, k }
+}
+
+/// Our guard, prepended to seccompiler's program: kill any call made with a foreign
+/// architecture and any x86_64 call with the x32 bit (0x40000000) set, which seccompiler
+/// does not check (x32 numbers alias the x86_64 ones).
+fn guard() -> Vec<libc::sock_filter> {
+    vec![
+        insn(BPF_LD_W_ABS, 0, 0, SECCOMP_DATA_ARCH),
+        insn(BPF_JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
+        insn(BPF_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS),
+        insn(BPF_LD_W_ABS, 0, 0, SECCOMP_DATA_NR),
+        insn(BPF_JSET_K, 0, 1, X32_SYSCALL_BIT),
+        insn(BPF_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS),
+    ]
+}
+
+/// The name of an x86_64 system call of [`SECCOMP_DENY`] (`"socket"`, `"ptrace"`, ...), or
+/// `None` for any other number.
+pub fn syscall_name(nr: i64) -> Option<&'static str> {
+    SECCOMP_DENY
+        .iter()
+        .find(|d| d.nr == nr)
+        .map(|d| d.name.strip_prefix("SYS_").unwrap_or(d.name))
+}
+
+/// What a match of [`SECCOMP_DENY`] does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DenyAction {
+    /// `SECCOMP_RET_KILL_PROCESS`: the kernel kills the host at once; the parent sees only
+    /// signal 31 (SIGSYS).
+    KillProcess,
+    /// `SECCOMP_RET_USER_NOTIF`: the calling thread blocks in the kernel and the filter's
+    /// listener (created with `SECCOMP_FILTER_FLAG_NEW_LISTENER`) receives the call. The
+    /// call never runs: the supervisor's listener kills the host ([`crate::notify`]). Without
+    /// a listener the kernel fails such a call with `ENOSYS`, so this variant must only be
+    /// installed together with a new listener that the supervisor services.
+    Notify,
+}
+
+impl DenyAction {
+    fn ret(self) -> u32 {
+        match self {
+            DenyAction::KillProcess => SECCOMP_RET_KILL_PROCESS,
+            DenyAction::Notify => libc::SECCOMP_RET_USER_NOTIF,
+        }
+    }
+}
+
+/// Compiles [`SECCOMP_DENY`] (default allow, match → kill process) behind the x32/arch guard.
+/// Same as `seccomp_program_for(DenyAction::KillProcess)`.
+///
+/// # Errors
+/// [`PolicyError::Seccomp`] if seccompiler rejects the rules (a bug in this module).
+pub fn seccomp_program() -> Result<SeccompProgram, PolicyError> {
+    seccomp_program_for(DenyAction::KillProcess)
+}
+
+/// Compiles [`SECCOMP_DENY`] (default allow, match → `action`) behind the x32/arch guard,
+/// which always kills the process. Allowed calls take exactly the same path through the
+/// program in both variants; only the return value of the deny rules differs.
+///
+/// # Errors
+/// [`PolicyError::Seccomp`] if seccompiler rejects the rules (a bug in this module).
+pub fn seccomp_program_for(action: DenyAction) -> Result<SeccompProgram, PolicyError> {
+    let err = |e: seccompiler::BackendError| PolicyError::Seccomp(e.to_string());
+    let cond = |arg: u8, op: SeccompCmpOp, v: u64| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, v).map_err(err)
+    };
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for d in SECCOMP_DENY {
+        let chain = match d.when {
+            DenyWhen::Always => Vec::new(),
+            DenyWhen::FamilyNotUnix => {
+                vec![
+                    SeccompRule::new(vec![cond(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?])
+                        .map_err(err)?,
+                ]
+            }
+            DenyWhen::PersonalityChange => vec![SeccompRule::new(vec![
+                cond(0, SeccompCmpOp::Ne, 0xffff_ffff)?,
+                cond(0, SeccompCmpOp::Ne, 0)?,
+            ])
+            .map_err(err)?],
+            DenyWhen::TtyInjection => vec![
+                SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, libc::TIOCSTI)?]).map_err(err)?,
+                SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, libc::TIOCLINUX)?]).map_err(err)?,
+            ],
+        };
+        rules.insert(d.nr, chain);
+    }
+    // seccompiler has no user-notification action: compile the rules with a placeholder
+    // action (SECCOMP_RET_TRAP, used nowhere else in the program) and rewrite its return
+    // instructions to the wanted action.
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Trap,
+        TargetArch::x86_64,
+    )
+    .map_err(err)?;
+    let compiled: BpfProgram = filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| PolicyError::Seccomp(e.to_string()))?;
+    let mut filters = guard();
+    let mut denials = 0;
+    filters.extend(compiled.into_iter().map(|f| {
+        if f.code == BPF_RET_K && f.k == libc::SECCOMP_RET_TRAP {
+            denials += 1;
+            insn(f.code, f.jt, f.jf, action.ret())
+        } else {
+            insn(f.code, f.jt, f.jf, f.k)
+        }
+    }));
+    if denials == 0 {
+        return Err(PolicyError::Seccomp(
+            "compiled program has no deny rule (placeholder action not found)".into(),
+        ));
+    }
+    if filters.len() > libc::BPF_MAXINSNS as usize {
+        return Err(PolicyError::Seccomp(format!(
+            "program too long ({} > {} instructions)",
+            filters.len(),
+            libc::BPF_MAXINSNS
+        )));
+    }
+    Ok(SeccompProgram { filters })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn program_starts_with_guard_and_fits() {
+        let p = seccomp_program().unwrap();
+        assert!(p.len() > 6 && p.len() < 4096);
+        assert_eq!(p.filters[4].k, X32_SYSCALL_BIT);
+        assert!(!SECCOMP_DENY.iter().any(|d| d.nr == libc::SYS_clone3));
+    }
+
+    #[test]
+    fn variants_differ_only_in_the_deny_return() {
+        let kill = seccomp_program_for(DenyAction::KillProcess).unwrap();
+        let notify = seccomp_program_for(DenyAction::Notify).unwrap();
+        assert_eq!(kill.len(), notify.len());
+        let mut changed = 0;
+        for (k, n) in kill.filters.iter().zip(&notify.filters) {
+            assert_eq!((k.code, k.jt, k.jf), (n.code, n.jt, n.jf));
+            if k.k != n.k {
+                assert_eq!(k.code, BPF_RET_K);
+                assert_eq!(
+                    (k.k, n.k),
+                    (SECCOMP_RET_KILL_PROCESS, libc::SECCOMP_RET_USER_NOTIF)
+                );
+                changed += 1;
+            }
+        }
+        assert!(changed >= SECCOMP_DENY.len(), "{changed}");
+        // The arch and x32 guard kills in both variants.
+        for i in [2, 5] {
+            assert_eq!(notify.filters[i].k, SECCOMP_RET_KILL_PROCESS);
+        }
+        // No trap placeholder is left, and nothing but allow/kill/notify is returned.
+        for f in notify.filters.iter().filter(|f| f.code == BPF_RET_K) {
+            assert!(
+                [
+                    libc::SECCOMP_RET_ALLOW,
+                    SECCOMP_RET_KILL_PROCESS,
+                    libc::SECCOMP_RET_USER_NOTIF
+                ]
+                .contains(&f.k),
+                "{:#x}",
+                f.k
+            );
+        }
+    }
+
+    #[test]
+    fn syscall_names() {
+        assert_eq!(syscall_name(libc::SYS_socket), Some("socket"));
+        assert_eq!(
+            syscall_name(libc::SYS_io_uring_setup),
+            Some("io_uring_setup")
+        );
+        assert_eq!(syscall_name(libc::SYS_read), None);
+        assert!(SECCOMP_DENY.iter().all(|d| syscall_name(d.nr).is_some()));
+    }
+
+    #[test]
+    fn rights_are_what_they_say() {
+        let abi = ABI::V7;
+        assert!(!FsAccess::ReadOnly.rights(abi).contains(AccessFs::Execute));
+        assert!(!FsAccess::ReadOnly.rights(abi).contains(AccessFs::WriteFile));
+        assert!(!FsAccess::ReadWrite.rights(abi).contains(AccessFs::Execute));
+        assert!(FsAccess::ReadWrite
+            .rights(abi)
+            .contains(AccessFs::MakeDir | AccessFs::RemoveFile));
+    }
+}

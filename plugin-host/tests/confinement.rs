@@ -1,0 +1,388 @@
+//! Real confinement on the real kernel: the host programs run under Landlock + seccomp and
+//! the tests check what they can and cannot do. Nothing here is skipped: on a machine
+//! without Landlock or seccomp these tests fail.
+
+mod common;
+
+use std::io::ErrorKind;
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::time::Duration;
+
+use agent_runner_plugin_host::{kill_group, probe, spawn, LaunchError, Tier};
+use common::*;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+const FULL: Tier = Tier::LandlockSeccomp;
+
+#[test]
+fn probe_reports_landlock_and_seccomp_here() {
+    let caps = probe();
+    assert_eq!(caps.tier(), Tier::LandlockSeccomp, "{caps:?}");
+    assert!(caps.landlock_abi.unwrap() >= 6, "{caps:?}");
+    assert!(caps.seccomp);
+    assert_eq!(caps.unconfined_reason, None);
+}
+
+#[tokio::test]
+async fn unconfined_baseline_runs_and_reports_cwd() {
+    let (st, out, err, d) = run_target(&["cwd"], FULL).await;
+    assert!(st.success(), "{st:?} {out} {err}");
+    assert!(out.contains(&d.work.display().to_string()), "{out}");
+    let (st, out, _, _) = run_target(&["ok"], Tier::Unconfined).await;
+    assert!(st.success() && out.contains("\nok"), "{out}");
+}
+
+#[tokio::test]
+async fn tcp_connect_is_killed_and_never_reaches_the_listener() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let (st, out, err, d) = run_target(&["tcp-connect", &port], FULL).await;
+    assert_killed_by_seccomp("tcp-connect", st, &out, &err);
+    assert!(!out.contains("tcp-connect-"), "{out}");
+    let e = listener.accept().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::WouldBlock, "listener saw a connection");
+    // RLIMIT_CORE=0: the SIGSYS kill left no core file in work_dir.
+    assert_eq!(std::fs::read_dir(&d.work).unwrap().count(), 0);
+}
+
+#[tokio::test]
+async fn tiers_select_layers() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+
+    // Landlock only: socket() is allowed, connect() is denied by the TCP rule (ABI >= 4).
+    let (st, out, err, _) = run_target(&["tcp-connect", &port], Tier::Landlock).await;
+    assert!(st.success(), "{st:?} {out} {err}");
+    assert!(out.contains(&format!("tcp-connect-err {EACCES}")), "{out}");
+    assert_eq!(listener.accept().unwrap_err().kind(), ErrorKind::WouldBlock);
+
+    // seccomp only: killed.
+    let (st, out, err, _) = run_target(&["tcp-connect", &port], Tier::Seccomp).await;
+    assert_killed_by_seccomp("tcp-connect", st, &out, &err);
+
+    // Unconfined: the connection goes through.
+    let (st, out, err, _) = run_target(&["tcp-connect", &port], Tier::Unconfined).await;
+    assert!(
+        st.success() && out.contains("tcp-connect-ok"),
+        "{out} {err}"
+    );
+    listener.set_nonblocking(false).unwrap();
+    listener.accept().unwrap();
+
+    // seccomp only: the filesystem is not restricted.
+    let (_, out, _, _) = run_target(&["read", "/etc/passwd"], Tier::Seccomp).await;
+    assert!(out.contains("read-ok"), "{out}");
+}
+
+#[tokio::test]
+async fn other_socket_families_are_killed_unix_is_allowed() {
+    for action in ["udp", "netlink"] {
+        let (st, out, err, _) = run_target(&[action], FULL).await;
+        assert_killed_by_seccomp(action, st, &out, &err);
+    }
+    let (st, out, err, _) = run_target(&["unix-pair"], FULL).await;
+    assert!(
+        st.success() && out.contains("unix-pair-ok"),
+        "{st:?} {out} {err}"
+    );
+}
+
+#[tokio::test]
+async fn denied_syscalls_kill_the_host() {
+    for action in ["ptrace", "io_uring", "bpf", "x32-socket"] {
+        let (st, out, err, _) = run_target(&[action], FULL).await;
+        assert_killed_by_seccomp(action, st, &out, &err);
+    }
+    // personality: the query is allowed, a change kills.
+    let (st, out, err, _) = run_target(&["personality"], FULL).await;
+    assert!(out.contains("personality-query"), "{out}");
+    assert!(!out.contains("personality-set"), "{out}");
+    assert_killed_by_seccomp("personality", st, &out, &err);
+}
+
+#[tokio::test]
+async fn filesystem_rules() {
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret.txt");
+    std::fs::write(&secret, "secret").unwrap();
+
+    let d = dirs();
+    let inside = d.work.join("readme.txt");
+    std::fs::write(&inside, "hello").unwrap();
+    let logf = d.log.join("events.jsonl");
+    std::fs::write(&logf, "{}").unwrap();
+
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (
+            vec!["read".into(), secret.display().to_string()],
+            format!("read-err {EACCES}"),
+        ),
+        (
+            vec!["read".into(), "/etc/passwd".into()],
+            format!("read-err {EACCES}"),
+        ),
+        (
+            vec!["read".into(), inside.display().to_string()],
+            "read-ok".into(),
+        ),
+        (
+            vec!["read".into(), logf.display().to_string()],
+            "read-ok".into(),
+        ),
+        (
+            vec!["write".into(), d.work.join("new").display().to_string()],
+            format!("write-err {EACCES}"),
+        ),
+        (
+            vec!["write".into(), inside.display().to_string()],
+            format!("write-err {EACCES}"),
+        ),
+        (
+            vec!["write".into(), logf.display().to_string()],
+            format!("write-err {EACCES}"),
+        ),
+        (
+            vec!["write".into(), d.state.join("s").display().to_string()],
+            "write-ok".into(),
+        ),
+        (
+            vec!["write".into(), d.tmp.join("t").display().to_string()],
+            "write-ok".into(),
+        ),
+        (
+            vec!["mkdir".into(), d.state.join("sub").display().to_string()],
+            "mkdir-ok".into(),
+        ),
+        (
+            vec!["mkdir".into(), d.work.join("sub").display().to_string()],
+            format!("mkdir-err {EACCES}"),
+        ),
+        (vec!["exec-sh".into()], format!("exec-sh-err {EACCES}")),
+    ];
+    for (args, want) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let spec = spec_for(&target(), &d, &args, FULL);
+        let (st, out, err) = run_spec(&spec).await;
+        assert!(st.success(), "{args:?}: {st:?} {out} {err}");
+        assert!(
+            out.contains(&want),
+            "{args:?}: want {want:?}, got {out:?} {err:?}"
+        );
+    }
+    assert_eq!(std::fs::read(d.state.join("s")).unwrap(), b"x");
+    assert!(d.state.join("sub").is_dir());
+    assert!(!d.work.join("new").exists());
+    assert_eq!(std::fs::read(&inside).unwrap(), b"hello");
+}
+
+#[tokio::test]
+async fn signals_outside_the_host_are_denied() {
+    let me = std::process::id().to_string();
+    let (st, out, err, _) = run_target(&["signal", &me], FULL).await;
+    assert!(st.success(), "{st:?} {out} {err}");
+    assert!(out.contains(&format!("signal -1 {}", libc::EPERM)), "{out}");
+}
+
+#[tokio::test]
+async fn every_thread_is_confined_and_limits_apply() {
+    let d = dirs();
+    let spec = spec_for(&target(), &d, &["threads"], FULL);
+    let mut child = spawn(&spec).unwrap();
+    let pid = child.id().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let ready = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(l) = lines.next_line().await.unwrap() {
+            if l == "ready" {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .unwrap();
+    assert!(ready);
+
+    let mut tasks = 0;
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let status = std::fs::read_to_string(t.unwrap().path().join("status")).unwrap();
+        assert!(status.contains("NoNewPrivs:\t1"), "{status}");
+        assert!(status.contains("Seccomp:\t2"), "{status}");
+        tasks += 1;
+    }
+    assert_eq!(tasks, 4, "main thread + 3 spawned");
+
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let row = |name: &str| {
+        limits
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} missing: {limits}"))
+            .split_whitespace()
+            .rev()
+            .skip(1)
+            .take(2)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(row("Max core file size"), ["0", "0"]);
+    assert_eq!(row("Max open files"), ["256", "256"]);
+    assert_eq!(row("Max address space"), ["1073741824", "1073741824"]);
+
+    // Its own process group.
+    // SAFETY: getpgid reads another process's group id.
+    assert_eq!(unsafe { libc::getpgid(pid as i32) }, pid as i32);
+
+    kill_group(pid).unwrap();
+    let st = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(st.signal(), Some(libc::SIGKILL));
+    // An exited group is not an error.
+    kill_group(pid).unwrap();
+}
+
+#[tokio::test]
+async fn replaced_file_runs_the_original_bytes() {
+    let d = dirs();
+    let dir = tempfile::tempdir().unwrap();
+    let host = dir.path().join("host");
+    let original = std::fs::read(target()).unwrap();
+    std::fs::write(&host, &original).unwrap();
+    std::fs::set_permissions(&host, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let spec = spec_for(&host, &d, &["ok"], FULL);
+    assert_eq!(
+        spec.exe.sha256,
+        agent_runner_plugin_host::Sha256Pin::of_bytes(&original)
+    );
+    assert!(spec.exe.interpreter.is_none());
+
+    // Swap the path for a different program (atomic rename, like an attacker or an update).
+    let evil = dir.path().join("evil");
+    std::fs::write(&evil, "#!/bin/sh\necho replaced\n").unwrap();
+    std::fs::set_permissions(&evil, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::rename(&evil, &host).unwrap();
+
+    // Full confinement: the Landlock rule for the host file is added through the verified
+    // descriptor, so it names the original inode, not the file now at the path.
+    let (st, out, err) = run_spec(&spec).await;
+    assert!(st.success(), "{st:?} {out} {err}");
+    assert!(
+        out.contains("start ok") && !out.contains("replaced"),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn in_place_modification_is_refused() {
+    let d = dirs();
+    let dir = tempfile::tempdir().unwrap();
+    let host = dir.path().join("host");
+    std::fs::copy(target(), &host).unwrap();
+    let spec = spec_for(&host, &d, &["ok"], FULL);
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&host)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"\x7fELF"))
+        .unwrap();
+    match spawn(&spec) {
+        Err(LaunchError::Modified { host, .. }) => assert_eq!(host, "test-host"),
+        other => panic!("expected Modified, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn shell_script_host_runs_under_full_confinement() {
+    let d = dirs();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("host.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho \"sh-host $AGENT_RUNNER_HOST $1\"\ncat /etc/passwd >/dev/null 2>&1 || echo no-passwd\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let spec = spec_for(&script, &d, &["arg1"], FULL);
+    let interp = spec.exe.interpreter.clone().expect("a #! script");
+    assert_eq!(
+        interp.path,
+        std::path::Path::new("/bin/sh").canonicalize().unwrap()
+    );
+    assert!(interp.args.is_empty());
+    let (st, out, err) = run_spec(&spec).await;
+    assert!(st.success(), "{st:?} {out} {err}");
+    // `cat` cannot even be executed (no execute right), so the fallback prints.
+    assert_eq!(out, "sh-host test-host arg1\nno-passwd\n", "stderr: {err}");
+}
+
+#[tokio::test]
+async fn python_env_script_host_starts_under_full_confinement() {
+    let d = dirs();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("host.py");
+    std::fs::write(
+        &script,
+        "#!/usr/bin/env python3\nimport os, sys, json\n\
+         print('py-host', os.environ['AGENT_RUNNER_HOST'], sys.argv[1:], json.dumps([1]))\n\
+         try:\n    open('/etc/passwd').read()\n    print('passwd-readable')\n\
+         except PermissionError:\n    print('passwd-denied')\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let spec = spec_for(&script, &d, &["x"], FULL);
+    let interp = spec.exe.interpreter.clone().expect("a #! script");
+    // python3 on PATH is a pyenv shim (a bash script); the real interpreter is resolved.
+    assert!(
+        interp.path.starts_with("/root/.pyenv/versions/"),
+        "{}",
+        interp.path.display()
+    );
+    let (st, out, err) = run_spec(&spec).await;
+    assert!(st.success(), "{st:?} {out} {err}");
+    assert_eq!(
+        out, "py-host test-host ['x'] [1]\npasswd-denied\n",
+        "stderr: {err}"
+    );
+}
+
+#[test]
+fn policy_writes_only_state_and_tmp_and_executes_only_host_interpreter_loader() {
+    use agent_runner_plugin_host::policy::{fs_grants, FsAccess, SECCOMP_DENY};
+    let d = dirs();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("host.py");
+    std::fs::write(&script, "#!/usr/bin/env python3\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let exe = agent_runner_plugin_host::open_and_hash(&script).unwrap();
+    let grants = fs_grants(&exe, &d.work, &d.log, &d.state, &d.tmp);
+    let interp = exe.interpreter.as_ref().unwrap();
+    for g in &grants {
+        assert!(!g.why.is_empty());
+        match g.access {
+            FsAccess::ReadWrite => assert!(g.path == d.state || g.path == d.tmp, "{g:?}"),
+            FsAccess::Device => assert_eq!(g.path, std::path::Path::new("/dev/null")),
+            FsAccess::ReadExecute => assert!(
+                g.path == exe.path
+                    || g.path == interp.path
+                    || g.path.file_name().unwrap() == "ld-linux-x86-64.so.2",
+                "{g:?}"
+            ),
+            FsAccess::ReadOnly => {}
+        }
+    }
+    // The interpreter's private prefix (pyenv) is readable, not all of /usr or /root.
+    let prefix = interp.path.parent().unwrap().parent().unwrap();
+    assert!(grants.iter().any(|g| g.path == prefix));
+    assert!(
+        !grants
+            .iter()
+            .any(|g| g.path == std::path::Path::new("/usr")
+                || g.path == std::path::Path::new("/root"))
+    );
+    assert!(!SECCOMP_DENY.iter().any(|d| d.name == "SYS_clone3"));
+}

@@ -1,0 +1,25 @@
+//! Wire types of the agent-runner plugin host protocol, version 1.
+//!
+//! A *host* is an executable, in any language, that provides hooks. The supervisor talks to
+//! it with JSON-RPC 2.0 objects, one per line, on the host's stdin/stdout
+//! (`shared/protocol-v1.md`, restated for authors in `docs/protocol.md`).
+//!
+//! This crate owns the wire format and nothing else: message types (serde), method names,
+//! limits, error codes, validation and redaction. It does no I/O. Decoding is strict:
+//! unknown fields, wrong types and out-of-range values are rejected with an
+//! [`InvalidMessage`] naming the field.
+
+pub mod error_codes;
+pub mod limits;
+pub mod methods;
+pub mod redact;
+mod types;
+pub mod validate;
+
+pub use types::*;
+pub use validate::{
+    decode, decode_dirty_result, decode_initialize_result, decode_spawn_decision, InvalidMessage,
+};
+
+/// The protocol version this crate implements (`initialize.protocol_version`).
+pub const PROTOCOL_VERSION: u32 = 1;

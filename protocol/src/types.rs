@@ -1,0 +1,305 @@
+//! Message types of protocol v1 (protocol-v1.md §3–§4). Every struct rejects unknown
+//! fields; decode through [`crate::validate`] functions to also get range checks.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::fmt;
+
+use crate::limits::MAX_HOOK_NAME_LEN;
+
+/// A hook family (§3). Serialized as `"spawn_hook"` / `"dirty_handler"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Family {
+    /// Consulted before each agent spawn: proceed, defer or skip.
+    SpawnHook,
+    /// Consulted after a clean round left the tree dirty: commit, stash or ignore.
+    DirtyHandler,
+}
+
+impl Family {
+    /// The wire and config spelling: `spawn_hook` or `dirty_handler`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Family::SpawnHook => "spawn_hook",
+            Family::DirtyHandler => "dirty_handler",
+        }
+    }
+}
+
+impl fmt::Display for Family {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A hook's name: `^[a-z0-9][a-z0-9_-]{0,63}$` (§3). Its identity in config
+/// (`spawn_override_allow`), events and peek.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct HookName(String);
+
+impl HookName {
+    /// The name as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for HookName {
+    type Error = String;
+
+    /// Errors: a message saying which character or length broke the rule.
+    fn try_from(name: String) -> Result<Self, Self::Error> {
+        let ok_first = name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+        let ok_rest = name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+        if ok_first && ok_rest && name.len() <= MAX_HOOK_NAME_LEN {
+            Ok(HookName(name))
+        } else {
+            Err(format!(
+                "hook name {name:?} must match ^[a-z0-9][a-z0-9_-]{{0,63}}$"
+            ))
+        }
+    }
+}
+
+impl std::str::FromStr for HookName {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        HookName::try_from(s.to_owned())
+    }
+}
+
+impl From<HookName> for String {
+    fn from(name: HookName) -> String {
+        name.0
+    }
+}
+
+impl fmt::Display for HookName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// `initialize.params.supervisor`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SupervisorInfo {
+    /// Always `agent-runner`.
+    pub name: String,
+    /// The supervisor's version (semver).
+    pub version: String,
+}
+
+/// `initialize.params.sandbox`: what was asked for and what the kernel gave.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxInfo {
+    /// `require` | `prefer` | `off` (`[plugins] sandbox`).
+    pub requested: String,
+    /// `landlock+seccomp` | `landlock` | `seccomp` | `unconfined`.
+    pub achieved_tier: String,
+    /// The kernel's Landlock ABI version, if Landlock is available.
+    pub landlock_abi: Option<u32>,
+    /// Whether a seccomp filter is in force.
+    pub seccomp: bool,
+}
+
+/// Params of `initialize` (§3).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InitializeParams {
+    /// The version the supervisor speaks: [`crate::PROTOCOL_VERSION`].
+    pub protocol_version: u32,
+    /// Who is calling.
+    pub supervisor: SupervisorInfo,
+    /// The host's name: the key of its `[plugins.hosts.<name>]` table.
+    pub host: String,
+    /// The project's name (the work dir's directory name).
+    pub project: String,
+    /// Absolute path of the working tree (the host's cwd; read-only to it).
+    pub work_dir: String,
+    /// Absolute path of the log dir (read-only to the host).
+    pub log_dir: String,
+    /// Absolute path of a directory private to this host, writable by it.
+    pub state_dir: String,
+    /// The host's `[plugins.hosts.<name>.config]` table verbatim (`{}` if absent).
+    pub config: Map<String, Value>,
+    /// The confinement in force.
+    pub sandbox: SandboxInfo,
+}
+
+/// One hook a host declares in its `initialize` result (§3).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookDecl {
+    /// The hook's family; must be in the host's configured `provides`.
+    pub family: Family,
+    /// Unique across all hosts; never a built-in's name.
+    pub name: HookName,
+    /// Dirty handlers only: lower runs first; the built-in default is 1000.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
+}
+
+/// Result of `initialize` (§3).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InitializeResult {
+    /// Must be [`crate::PROTOCOL_VERSION`].
+    pub protocol_version: u32,
+    /// The host's own name for itself (informational).
+    pub name: String,
+    /// The host's version (informational).
+    pub version: String,
+    /// The hooks this host provides.
+    pub hooks: Vec<HookDecl>,
+}
+
+/// `ctx.vcs`: the `[vcs]` settings in force.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VcsContext {
+    /// `stash` | `ignore` | `auto_commit`.
+    pub dirty_action: String,
+    /// Seconds within which a second stash is skipped.
+    pub stash_idempotency_s: u64,
+}
+
+/// The context object sent with every hook call (§4).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Context {
+    /// Absolute path of the working tree.
+    pub work_dir: String,
+    /// Absolute path of the log dir.
+    pub log_dir: String,
+    /// The project's name.
+    pub project: String,
+    /// The round this call is about (1-based; never 0).
+    pub round_num: u64,
+    /// The phase of this round, if phases are configured.
+    pub phase: Option<String>,
+    /// `[agent] name`, if set.
+    pub agent_name: Option<String>,
+    /// The agent's executable as configured (`command[0]`).
+    pub agent_binary: Option<String>,
+    /// The round log of this round, once it exists.
+    pub agent_log_path: Option<String>,
+    /// `[runtime] dry_run`.
+    pub dry_run: bool,
+    /// The `[vcs]` settings.
+    pub vcs: Option<VcsContext>,
+}
+
+/// `spawn`: what is about to run. Environment *names* only, never values (§4).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpawnView {
+    /// The agent's full argv (the prompt included when delivered by argv).
+    pub argv: Vec<String>,
+    /// Names of the agent's environment variables.
+    pub env_names: Vec<String>,
+}
+
+/// Params of `spawn_hook/before_spawn` (§4).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BeforeSpawnParams {
+    /// Which of the host's hooks is asked.
+    pub hook: HookName,
+    /// The round context.
+    pub ctx: Context,
+    /// What is about to be spawned.
+    pub spawn: SpawnView,
+}
+
+/// A spawn hook's verdict (§4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpawnAction {
+    /// Start the agent now.
+    Proceed,
+    /// Wait `defer_s` seconds, then ask again.
+    Defer,
+    /// Do not start this round; idle briefly and ask again.
+    Skip,
+}
+
+impl SpawnAction {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpawnAction::Proceed => "proceed",
+            SpawnAction::Defer => "defer",
+            SpawnAction::Skip => "skip",
+        }
+    }
+}
+
+/// Result of `spawn_hook/before_spawn` (§4).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpawnDecision {
+    /// The verdict.
+    pub action: SpawnAction,
+    /// Seconds to wait, 0..=86400; meaningful for `defer` only. Defaults to 0.
+    #[serde(default)]
+    pub defer_s: u64,
+    /// Why; the supervisor keeps at most 256 characters, secrets redacted.
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// Params of `dirty_handler/handle_dirty` (§4).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HandleDirtyParams {
+    /// Which of the host's hooks is asked.
+    pub hook: HookName,
+    /// The round context.
+    pub ctx: Context,
+    /// Dirty paths relative to `work_dir`, as `git status --porcelain` reports them.
+    pub dirty_files: Vec<String>,
+}
+
+/// A dirty handler's answer (§4); the whole result is `Option<DirtyAction>`, `null`
+/// meaning "pass to the next handler". The supervisor performs the action.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
+pub enum DirtyAction {
+    /// Stage `paths` (default: all dirty files; each must be one of them) and commit with
+    /// `message` (1..=4096 characters, no NUL).
+    Commit {
+        /// The commit message.
+        message: String,
+        /// Paths to stage; `None` means every dirty file.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        paths: Option<Vec<String>>,
+    },
+    /// Stash the dirty tree with the supervisor's SHA-locked, idempotent stash.
+    Stash {
+        /// Optional note recorded with the stash event.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// Leave the tree dirty for the next round.
+    Ignore,
+}
+
+impl DirtyAction {
+    /// The wire spelling of the action.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            DirtyAction::Commit { .. } => "commit",
+            DirtyAction::Stash { .. } => "stash",
+            DirtyAction::Ignore => "ignore",
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! Strict decoding of results and params: serde shape checks (naming the field that broke)
+//! followed by the range and vocabulary rules of protocol-v1.md §3–§5.
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::collections::HashSet;
+use std::fmt;
+
+use crate::limits::{MAX_COMMIT_MESSAGE_CHARS, MAX_DEFER_S};
+use crate::types::{DirtyAction, Family, InitializeResult, SpawnDecision};
+use crate::PROTOCOL_VERSION;
+
+/// A message that broke the contract: `field` is the JSON path (`hooks[0].family`, or
+/// `.` for the whole message) and `message` what was wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvalidMessage {
+    /// JSON path of the offending value.
+    pub field: String,
+    /// What was wrong, in words.
+    pub message: String,
+}
+
+impl InvalidMessage {
+    fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        InvalidMessage {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for InvalidMessage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}`: {}", self.field, self.message)
+    }
+}
+
+impl std::error::Error for InvalidMessage {}
+
+/// Deserializes the JSON object `value` into `T`, reporting the path of the first field
+/// that does not fit. Anything but an object (serde would also accept a struct written as
+/// an array) is rejected.
+pub fn decode<T: DeserializeOwned>(value: Value) -> Result<T, InvalidMessage> {
+    if !value.is_object() {
+        return Err(InvalidMessage::new(
+            ".",
+            format!("expected a JSON object, got {}", kind_of(&value)),
+        ));
+    }
+    serde_path_to_error::deserialize(value).map_err(|err| {
+        let path = err.path().to_string();
+        let message = err.into_inner().to_string();
+        InvalidMessage::new(path, message)
+    })
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Decodes an `initialize` result: shape, `protocol_version == 1`, unique hook names,
+/// `priority` only on dirty handlers.
+pub fn decode_initialize_result(value: Value) -> Result<InitializeResult, InvalidMessage> {
+    let result: InitializeResult = decode(value)?;
+    if result.protocol_version != PROTOCOL_VERSION {
+        return Err(InvalidMessage::new(
+            "protocol_version",
+            format!(
+                "host speaks protocol version {}, the supervisor speaks {PROTOCOL_VERSION}",
+                result.protocol_version
+            ),
+        ));
+    }
+    let mut seen = HashSet::new();
+    for (i, hook) in result.hooks.iter().enumerate() {
+        if !seen.insert(hook.name.as_str()) {
+            return Err(InvalidMessage::new(
+                format!("hooks[{i}].name"),
+                format!("hook name {:?} declared twice", hook.name.as_str()),
+            ));
+        }
+        if hook.family == Family::SpawnHook && hook.priority.is_some() {
+            return Err(InvalidMessage::new(
+                format!("hooks[{i}].priority"),
+                "priority is for dirty handlers only",
+            ));
+        }
+    }
+    Ok(result)
+}
+
+/// Decodes a `spawn_hook/before_spawn` result; `defer_s` must be 0..=86400.
+pub fn decode_spawn_decision(value: Value) -> Result<SpawnDecision, InvalidMessage> {
+    let decision: SpawnDecision = decode(value)?;
+    if decision.defer_s > MAX_DEFER_S {
+        return Err(InvalidMessage::new(
+            "defer_s",
+            format!("{} is out of range 0..={MAX_DEFER_S}", decision.defer_s),
+        ));
+    }
+    Ok(decision)
+}
+
+/// Decodes a `dirty_handler/handle_dirty` result (`null` or an action) for a call that
+/// sent `dirty_files`: a commit message is 1..=4096 characters without NUL, and every
+/// path is one of `dirty_files`.
+pub fn decode_dirty_result(
+    value: Value,
+    dirty_files: &[String],
+) -> Result<Option<DirtyAction>, InvalidMessage> {
+    let action = if value.is_null() {
+        None
+    } else {
+        Some(decode::<DirtyAction>(value)?)
+    };
+    if let Some(DirtyAction::Commit { message, paths }) = &action {
+        let chars = message.chars().count();
+        if chars == 0 || chars > MAX_COMMIT_MESSAGE_CHARS {
+            return Err(InvalidMessage::new(
+                "message",
+                format!(
+                    "commit message has {chars} characters; 1..={MAX_COMMIT_MESSAGE_CHARS} allowed"
+                ),
+            ));
+        }
+        if message.contains('\0') {
+            return Err(InvalidMessage::new(
+                "message",
+                "commit message contains NUL",
+            ));
+        }
+        for (i, path) in paths.iter().flatten().enumerate() {
+            if !dirty_files.contains(path) {
+                return Err(InvalidMessage::new(
+                    format!("paths[{i}]"),
+                    format!("{path:?} is not one of the dirty files"),
+                ));
+            }
+        }
+    }
+    Ok(action)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::*;
+    use serde_json::json;
+
+    #[test]
+    fn initialize_result_round_trips() {
+        let value = json!({"protocol_version": 1, "name": "h", "version": "1.0.0",
+            "hooks": [{"family": "spawn_hook", "name": "quiet_hours"},
+                      {"family": "dirty_handler", "name": "wip", "priority": 100}]});
+        let result = decode_initialize_result(value.clone()).unwrap();
+        assert_eq!(result.hooks[1].priority, Some(100));
+        assert_eq!(serde_json::to_value(&result).unwrap(), value);
+    }
+
+    #[test]
+    fn initialize_result_rejections_name_the_field() {
+        let cases = [
+            (
+                json!({"protocol_version": 2, "name": "h", "version": "1", "hooks": []}),
+                "protocol_version",
+            ),
+            (
+                json!({"protocol_version": 1, "name": "h", "version": "1", "hooks": [], "x": 1}),
+                "x",
+            ),
+            (
+                json!({"protocol_version": 1, "name": "h", "version": "1",
+                    "hooks": [{"family": "other", "name": "a"}]}),
+                "hooks[0].family",
+            ),
+            (
+                json!({"protocol_version": 1, "name": "h", "version": "1",
+                    "hooks": [{"family": "spawn_hook", "name": "Bad Name"}]}),
+                "hooks[0].name",
+            ),
+            (
+                json!({"protocol_version": 1, "name": "h", "version": "1",
+                    "hooks": [{"family": "spawn_hook", "name": "a"}, {"family": "spawn_hook", "name": "a"}]}),
+                "hooks[1].name",
+            ),
+            (
+                json!({"protocol_version": 1, "name": "h", "version": "1",
+                    "hooks": [{"family": "spawn_hook", "name": "a", "priority": 3}]}),
+                "hooks[0].priority",
+            ),
+            (
+                json!({"protocol_version": "1", "name": "h", "version": "1", "hooks": []}),
+                "protocol_version",
+            ),
+        ];
+        for (value, field) in cases {
+            let err = decode_initialize_result(value.clone()).unwrap_err();
+            assert_eq!(err.field, field, "{value}: {err}");
+        }
+    }
+
+    #[test]
+    fn spawn_decision_ranges() {
+        let ok = decode_spawn_decision(json!({"action": "defer", "defer_s": 86400, "reason": "r"}))
+            .unwrap();
+        assert_eq!(ok.action, SpawnAction::Defer);
+        let minimal = decode_spawn_decision(json!({"action": "proceed"})).unwrap();
+        assert_eq!((minimal.defer_s, minimal.reason.as_str()), (0, ""));
+        for (value, field) in [
+            (json!({"action": "defer", "defer_s": 86401}), "defer_s"),
+            (json!({"action": "defer", "defer_s": -1}), "defer_s"),
+            (json!({"action": "later"}), "action"),
+            (json!({"action": "skip", "extra": true}), "extra"),
+            (json!({"action": "skip", "reason": 5}), "reason"),
+            (json!([1]), "."),
+        ] {
+            assert_eq!(
+                decode_spawn_decision(value.clone()).unwrap_err().field,
+                field,
+                "{value}"
+            );
+        }
+    }
+
+    #[test]
+    fn dirty_results() {
+        let files = vec!["a.rs".to_owned(), "b.md".to_owned()];
+        assert_eq!(decode_dirty_result(Value::Null, &files).unwrap(), None);
+        assert_eq!(
+            decode_dirty_result(json!({"action": "ignore"}), &files).unwrap(),
+            Some(DirtyAction::Ignore)
+        );
+        let commit = decode_dirty_result(
+            json!({"action": "commit", "message": "m", "paths": ["a.rs"]}),
+            &files,
+        )
+        .unwrap();
+        assert_eq!(
+            commit,
+            Some(DirtyAction::Commit {
+                message: "m".into(),
+                paths: Some(vec!["a.rs".into()])
+            })
+        );
+        for (value, field) in [
+            (json!({"action": "commit", "message": ""}), "message"),
+            (json!({"action": "commit", "message": "a\u{0}b"}), "message"),
+            (
+                json!({"action": "commit", "message": "x".repeat(4097)}),
+                "message",
+            ),
+            (
+                json!({"action": "commit", "message": "m", "paths": ["c.rs"]}),
+                "paths[0]",
+            ),
+            (json!({"action": "stash", "bogus": 1}), "."),
+            (json!({"action": "delete"}), "action"),
+        ] {
+            assert_eq!(
+                decode_dirty_result(value.clone(), &files)
+                    .unwrap_err()
+                    .field,
+                field,
+                "{value}"
+            );
+        }
+    }
+
+    #[test]
+    fn params_decode_strictly() {
+        let ctx = json!({"work_dir": "/w", "log_dir": "/l", "project": "p", "round_num": 7,
+            "phase": null, "agent_name": null, "agent_binary": "claude", "agent_log_path": null,
+            "dry_run": false, "vcs": {"dirty_action": "stash", "stash_idempotency_s": 5}});
+        let params: BeforeSpawnParams = decode(json!({"hook": "q", "ctx": ctx.clone(),
+            "spawn": {"argv": ["claude"], "env_names": ["HOME"]}}))
+        .unwrap();
+        assert_eq!(params.ctx.round_num, 7);
+        let err = decode::<HandleDirtyParams>(json!({"hook": "q", "ctx": ctx, "dirty_files": "a"}))
+            .unwrap_err();
+        assert_eq!(err.field, "dirty_files");
+    }
+}

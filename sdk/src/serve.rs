@@ -1,0 +1,541 @@
+//! The serve loop: stdout protection, line framing, and the jsonrpsee `RpcModule` with the
+//! four protocol methods (protocol-v1.md §1–§5).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, BufRead, Write};
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use agent_runner_protocol::limits::MAX_LINE_BYTES;
+use agent_runner_protocol::{
+    decode, decode_dirty_result, decode_spawn_decision, error_codes, methods, BeforeSpawnParams,
+    Family, HandleDirtyParams, HookDecl, HookName, InitializeParams, InitializeResult,
+    InvalidMessage, PROTOCOL_VERSION,
+};
+use jsonrpsee::types::{ErrorObjectOwned, Params};
+use jsonrpsee::{Methods, RpcModule};
+use serde_json::{json, Value};
+
+use crate::{DirtyHandler, HookError, HookImpl, Hooks, Host, SetupFn, SpawnHook};
+
+/// `EX_SOFTWARE` (sysexits.h): the host cannot start serving.
+const EXIT_SOFTWARE: u8 = 70;
+/// `EX_IOERR` (sysexits.h): reading stdin or writing stdout failed.
+const EXIT_IOERR: u8 = 74;
+
+pub(crate) fn run(host: Host) -> ExitCode {
+    let out = match protect_stdout() {
+        Ok(out) => out,
+        Err(err) => {
+            eprintln!("agent-runner-sdk: cannot set up the protocol stream on stdout: {err}");
+            return ExitCode::from(EXIT_SOFTWARE);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread().build() {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("agent-runner-sdk: cannot start the tokio runtime: {err}");
+            return ExitCode::from(EXIT_SOFTWARE);
+        }
+    };
+    let methods = build_methods(host);
+    match serve_lines(&runtime, &methods, io::stdin().lock(), out) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("agent-runner-sdk: protocol stream failed: {err}");
+            ExitCode::from(EXIT_IOERR)
+        }
+    }
+}
+
+/// Keeps the real stdout on a private close-on-exec descriptor (returned) and points fd 1
+/// at stderr, so that only the serve loop can write protocol messages (protocol-v1.md §1:
+/// "stdout carries protocol messages only").
+fn protect_stdout() -> io::Result<File> {
+    // SAFETY: fcntl(F_DUPFD_CLOEXEC) takes only integer arguments and touches no memory of
+    // ours; it returns a new descriptor (>= 3) or -1 with errno set.
+    let fd = unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_DUPFD_CLOEXEC, 3) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just created by fcntl above and nothing else refers to it, so the
+    // `File` becomes its sole owner and closes it exactly once.
+    let out = unsafe { File::from_raw_fd(fd) };
+    // SAFETY: dup2 takes only integer descriptors. Replacing fd 1 is sound for Rust code:
+    // std's `Stdout` holds no ownership of fd 1, it just writes to the number.
+    if unsafe { libc::dup2(libc::STDERR_FILENO, libc::STDOUT_FILENO) } < 0 {
+        // No stderr (fd 2 closed): silence fd 1 instead, it must not stay the protocol pipe.
+        let dup_err = io::Error::last_os_error();
+        let null = File::options()
+            .write(true)
+            .open("/dev/null")
+            .map_err(|_| dup_err)?;
+        // SAFETY: as above; `null` is open for the duration of the call and fd 1 gets its
+        // own reference to the file description.
+        if unsafe { libc::dup2(null.as_raw_fd(), libc::STDOUT_FILENO) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(out)
+}
+
+/// The outcome of reading one line.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Line {
+    /// End of input and nothing pending.
+    Eof,
+    /// A line is in the buffer (without its newline; the last line may lack one).
+    Complete,
+    /// The line was longer than the limit; it was skipped up to its newline (or EOF).
+    TooLong,
+}
+
+/// Reads one `\n`-terminated line into `buf` (newline stripped) without ever holding more
+/// than `max` bytes: a line longer than `max` bytes, newline included, is consumed up to
+/// and including its newline and reported as [`Line::TooLong`].
+pub(crate) fn read_line_bounded(
+    input: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<Line> {
+    buf.clear();
+    let mut too_long = false;
+    loop {
+        let available = match input.fill_buf() {
+            Ok(bytes) => bytes,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err),
+        };
+        if available.is_empty() {
+            return Ok(if too_long {
+                Line::TooLong
+            } else if buf.is_empty() {
+                Line::Eof
+            } else {
+                Line::Complete
+            });
+        }
+        let newline = available.iter().position(|&b| b == b'\n');
+        let take = newline.map_or(available.len(), |i| i + 1);
+        if !too_long {
+            if buf.len() + take > max {
+                too_long = true;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(&available[..newline.unwrap_or(take)]);
+            }
+        }
+        input.consume(take);
+        if newline.is_some() {
+            return Ok(if too_long {
+                Line::TooLong
+            } else {
+                Line::Complete
+            });
+        }
+    }
+}
+
+/// Serves requests from `input` until end-of-file, one response line per request line.
+pub(crate) fn serve_lines(
+    runtime: &tokio::runtime::Runtime,
+    methods: &Methods,
+    mut input: impl BufRead,
+    mut output: impl Write,
+) -> io::Result<()> {
+    let mut buf = Vec::with_capacity(8192);
+    loop {
+        let reply = match read_line_bounded(&mut input, &mut buf, MAX_LINE_BYTES)? {
+            Line::Eof => return Ok(()),
+            Line::TooLong => Some(error_line(
+                &Value::Null,
+                error_codes::INVALID_REQUEST,
+                &format!("line longer than {MAX_LINE_BYTES} bytes"),
+            )),
+            Line::Complete => handle_line(runtime, methods, &buf),
+        };
+        if let Some(reply) = reply {
+            let mut bytes = reply.into_bytes();
+            bytes.push(b'\n');
+            output.write_all(&bytes)?;
+            output.flush()?;
+        }
+    }
+}
+
+/// Answers one line: `None` for blank lines and notifications (no reply).
+fn handle_line(
+    runtime: &tokio::runtime::Runtime,
+    methods: &Methods,
+    line: &[u8],
+) -> Option<String> {
+    let Ok(text) = std::str::from_utf8(line) else {
+        return Some(error_line(
+            &Value::Null,
+            error_codes::PARSE_ERROR,
+            "parse error: line is not UTF-8",
+        ));
+    };
+    if text.trim().is_empty() {
+        return None;
+    }
+    let value: Value = match serde_json::from_str(text) {
+        Ok(value) => value,
+        Err(err) => {
+            return Some(error_line(
+                &Value::Null,
+                error_codes::PARSE_ERROR,
+                &format!("parse error: {err}"),
+            ))
+        }
+    };
+    let id = match value.get("id") {
+        Some(id @ (Value::Number(_) | Value::String(_))) => id.clone(),
+        _ => Value::Null,
+    };
+    match &value {
+        Value::Array(_) => {
+            return Some(error_line(
+                &Value::Null,
+                error_codes::INVALID_REQUEST,
+                "invalid request: batches are not supported",
+            ))
+        }
+        Value::Object(obj) if obj.contains_key("method") && !obj.contains_key("id") => {
+            // A notification: JSON-RPC 2.0 never answers those; protocol v1 has none.
+            return None;
+        }
+        _ => {}
+    }
+    let reply = match runtime.block_on(methods.raw_json_request(text, 1)) {
+        Ok((response, _subscriptions)) => response.get().to_owned(),
+        Err(err) => error_line(
+            &id,
+            error_codes::INVALID_REQUEST,
+            &format!("invalid request: {err}"),
+        ),
+    };
+    if reply.len() + 1 > MAX_LINE_BYTES {
+        return Some(error_line(
+            &id,
+            error_codes::INTERNAL_ERROR,
+            &format!(
+                "response of {} bytes exceeds the {MAX_LINE_BYTES}-byte line limit",
+                reply.len() + 1
+            ),
+        ));
+    }
+    Some(reply)
+}
+
+fn error_line(id: &Value, code: i32, message: &str) -> String {
+    json!({"jsonrpc": "2.0", "error": {"code": code, "message": message}, "id": id}).to_string()
+}
+
+/// The hooks installed by `initialize`, by name.
+struct Installed {
+    spawn: HashMap<String, Box<dyn SpawnHook>>,
+    dirty: HashMap<String, Box<dyn DirtyHandler>>,
+}
+
+struct State {
+    name: String,
+    version: String,
+    setup: Box<SetupFn>,
+    installed: Mutex<Option<Arc<Installed>>>,
+}
+
+impl State {
+    fn installed(&self) -> Result<Arc<Installed>, ErrorObjectOwned> {
+        self.installed
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+            .ok_or_else(|| {
+                error(
+                    error_codes::INVALID_REQUEST,
+                    "invalid request: `initialize` has not succeeded yet",
+                )
+            })
+    }
+}
+
+type RpcResult = Result<Value, ErrorObjectOwned>;
+
+fn build_methods(host: Host) -> Methods {
+    let state = State {
+        name: host.name,
+        version: host.version,
+        setup: host.setup,
+        installed: Mutex::new(None),
+    };
+    let mut module = RpcModule::new(state);
+    let registered = [
+        module
+            .register_method(methods::INITIALIZE, |p: Params, s: &State, _| {
+                initialize(s, &p)
+            })
+            .map(|_| ()),
+        module
+            .register_method(methods::BEFORE_SPAWN, |p: Params, s: &State, _| {
+                before_spawn(s, &p)
+            })
+            .map(|_| ()),
+        module
+            .register_method(methods::HANDLE_DIRTY, |p: Params, s: &State, _| {
+                handle_dirty(s, &p)
+            })
+            .map(|_| ()),
+        module
+            .register_method(methods::SHUTDOWN, |p: Params, _: &State, _| shutdown(&p))
+            .map(|_| ()),
+    ];
+    for result in registered {
+        // The four names are distinct constants: registration cannot collide.
+        result.expect("protocol method names are distinct");
+    }
+    module.into()
+}
+
+fn error(code: i32, message: impl Into<String>) -> ErrorObjectOwned {
+    ErrorObjectOwned::owned(code, message, None::<()>)
+}
+
+fn invalid_params(err: InvalidMessage) -> ErrorObjectOwned {
+    ErrorObjectOwned::owned(
+        error_codes::INVALID_PARAMS,
+        format!("invalid params: {err}"),
+        Some(json!({"field": err.field})),
+    )
+}
+
+fn hook_failed(err: HookError) -> ErrorObjectOwned {
+    ErrorObjectOwned::owned(error_codes::HOOK_FAILED, err.message, err.data)
+}
+
+fn params_value(params: &Params) -> Result<Value, ErrorObjectOwned> {
+    match params.as_str() {
+        None => Ok(Value::Null),
+        Some(raw) => serde_json::from_str(raw).map_err(|err| {
+            error(
+                error_codes::INVALID_PARAMS,
+                format!("invalid params: {err}"),
+            )
+        }),
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(non-text panic payload)")
+}
+
+/// Runs host code, turning a panic into `-32000` and an `Err` into its error object.
+fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, HookError>) -> Result<T, ErrorObjectOwned> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result.map_err(hook_failed),
+        Err(payload) => Err(error(
+            error_codes::HOOK_FAILED,
+            format!("{what} panicked: {}", panic_message(&*payload)),
+        )),
+    }
+}
+
+fn initialize(state: &State, params: &Params) -> RpcResult {
+    let value = params_value(params)?;
+    // The version is checked before the shape: a supervisor speaking another version may
+    // send other fields, and must learn which versions this host speaks (§3).
+    if let Some(version) = value.get("protocol_version") {
+        if version.as_u64() != Some(u64::from(PROTOCOL_VERSION)) {
+            return Err(ErrorObjectOwned::owned(
+                error_codes::UNSUPPORTED_PROTOCOL_VERSION,
+                format!(
+                    "unsupported protocol version {version}; this host speaks {PROTOCOL_VERSION}"
+                ),
+                Some(json!({"supported": [PROTOCOL_VERSION]})),
+            ));
+        }
+    }
+    let init: InitializeParams = decode(value).map_err(invalid_params)?;
+    let mut installed = state
+        .installed
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if installed.is_some() {
+        return Err(error(
+            error_codes::INVALID_REQUEST,
+            "invalid request: already initialized",
+        ));
+    }
+    let hooks = guarded("setup", || (state.setup)(&init))?;
+    let (hooks, decls) = install(hooks)?;
+    let result = InitializeResult {
+        protocol_version: PROTOCOL_VERSION,
+        name: state.name.clone(),
+        version: state.version.clone(),
+        hooks: decls,
+    };
+    *installed = Some(Arc::new(hooks));
+    serde_json::to_value(result).map_err(|err| error(error_codes::INTERNAL_ERROR, err.to_string()))
+}
+
+/// Checks the declared hooks (§3: name syntax, unique within the host) and indexes them.
+fn install(hooks: Hooks) -> Result<(Installed, Vec<HookDecl>), ErrorObjectOwned> {
+    let mut installed = Installed {
+        spawn: HashMap::new(),
+        dirty: HashMap::new(),
+    };
+    let mut decls = Vec::with_capacity(hooks.entries.len());
+    for entry in hooks.entries {
+        let name = HookName::try_from(entry.name).map_err(|msg| {
+            error(
+                error_codes::INTERNAL_ERROR,
+                format!("host declares an invalid hook: {msg}"),
+            )
+        })?;
+        if decls.iter().any(|d: &HookDecl| d.name == name) {
+            return Err(error(
+                error_codes::INTERNAL_ERROR,
+                format!("host declares hook `{name}` twice"),
+            ));
+        }
+        let family = match entry.hook {
+            HookImpl::Spawn(hook) => {
+                installed.spawn.insert(name.to_string(), hook);
+                Family::SpawnHook
+            }
+            HookImpl::Dirty(handler) => {
+                installed.dirty.insert(name.to_string(), handler);
+                Family::DirtyHandler
+            }
+        };
+        decls.push(HookDecl {
+            family,
+            name,
+            priority: entry.priority,
+        });
+    }
+    Ok((installed, decls))
+}
+
+fn unknown_hook<T>(
+    family: Family,
+    name: &HookName,
+    known: &HashMap<String, T>,
+) -> ErrorObjectOwned {
+    let mut names: Vec<&str> = known.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    ErrorObjectOwned::owned(
+        error_codes::INVALID_PARAMS,
+        format!(
+            "invalid params: `hook`: this host has no {family} named {:?} (its {family}s: {})",
+            name.as_str(),
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            }
+        ),
+        Some(json!({"field": "hook"})),
+    )
+}
+
+fn before_spawn(state: &State, params: &Params) -> RpcResult {
+    let installed = state.installed()?;
+    let params: BeforeSpawnParams = decode(params_value(params)?).map_err(invalid_params)?;
+    let hook = installed
+        .spawn
+        .get(params.hook.as_str())
+        .ok_or_else(|| unknown_hook(Family::SpawnHook, &params.hook, &installed.spawn))?;
+    let what = format!("spawn hook `{}`", params.hook);
+    let decision = guarded(&what, || hook.before_spawn(&params))?;
+    let value = serde_json::to_value(&decision)
+        .map_err(|err| error(error_codes::INTERNAL_ERROR, err.to_string()))?;
+    decode_spawn_decision(value.clone()).map_err(|err| {
+        error(
+            error_codes::INTERNAL_ERROR,
+            format!("{what} returned an invalid decision: {err}"),
+        )
+    })?;
+    Ok(value)
+}
+
+fn handle_dirty(state: &State, params: &Params) -> RpcResult {
+    let installed = state.installed()?;
+    let params: HandleDirtyParams = decode(params_value(params)?).map_err(invalid_params)?;
+    let handler = installed
+        .dirty
+        .get(params.hook.as_str())
+        .ok_or_else(|| unknown_hook(Family::DirtyHandler, &params.hook, &installed.dirty))?;
+    let what = format!("dirty handler `{}`", params.hook);
+    let action = guarded(&what, || handler.handle_dirty(&params))?;
+    let value = serde_json::to_value(&action)
+        .map_err(|err| error(error_codes::INTERNAL_ERROR, err.to_string()))?;
+    decode_dirty_result(value.clone(), &params.dirty_files).map_err(|err| {
+        error(
+            error_codes::INTERNAL_ERROR,
+            format!("{what} returned an invalid action: {err}"),
+        )
+    })?;
+    Ok(value)
+}
+
+/// `shutdown` (§4): no params (absent, `null`, `{}` or `[]` accepted); result `null`. The
+/// process exits when stdin reaches end-of-file, which the supervisor closes next.
+fn shutdown(params: &Params) -> RpcResult {
+    match params_value(params)? {
+        Value::Null => Ok(Value::Null),
+        Value::Object(map) if map.is_empty() => Ok(Value::Null),
+        Value::Array(items) if items.is_empty() => Ok(Value::Null),
+        _ => Err(ErrorObjectOwned::owned(
+            error_codes::INVALID_PARAMS,
+            "invalid params: `shutdown` takes no params",
+            Some(json!({"field": "."})),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(input: &[u8], max: usize) -> Vec<(Line, String)> {
+        let mut reader = io::BufReader::with_capacity(4, input);
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        loop {
+            let line = read_line_bounded(&mut reader, &mut buf, max).unwrap();
+            if line == Line::Eof {
+                return out;
+            }
+            out.push((line, String::from_utf8(buf.clone()).unwrap()));
+        }
+    }
+
+    #[test]
+    fn bounded_lines_skip_overlong_ones_to_the_newline() {
+        // max 6 bytes newline included: "12345\n" fits, "123456\n" does not.
+        let got = lines(b"12345\n123456\nab\n\nlast", 6);
+        assert_eq!(
+            got,
+            vec![
+                (Line::Complete, "12345".into()),
+                (Line::TooLong, String::new()),
+                (Line::Complete, "ab".into()),
+                (Line::Complete, String::new()),
+                (Line::Complete, "last".into()),
+            ]
+        );
+        assert_eq!(
+            lines(b"toolongtail", 6),
+            vec![(Line::TooLong, String::new())]
+        );
+        assert!(lines(b"", 6).is_empty());
+    }
+}

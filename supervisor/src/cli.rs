@@ -1,0 +1,207 @@
+//! The command line (clap): global `--config PATH` and `--json`, accepted before or after
+//! the verb, and the verbs. Each verb maps its result onto the exit codes of
+//! [`crate::exit`].
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::config::DEFAULT_CONFIG_FILE;
+use crate::exit::{self, CliError};
+use crate::round::Attempt;
+use crate::serve::{self, ServeOptions};
+use crate::spawn_gate::Verdict;
+use crate::stop;
+
+/// Restart-on-exit supervisor for coding-agent CLIs, with pinned, confined plugin hosts.
+#[derive(Debug, Parser)]
+#[command(name = "agent-runner", version, about)]
+pub struct Cli {
+    /// The config file.
+    #[arg(long, global = true, value_name = "PATH", default_value = DEFAULT_CONFIG_FILE)]
+    pub config: PathBuf,
+    /// Machine-readable JSON output.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// The verb.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The verbs.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write agent-runner.toml and prompts/main.md for an agent CLI.
+    Init {
+        /// Which agent CLI: claude, aider, gemini, codewhale, kimi, pi, codex.
+        #[arg(long, default_value = "claude")]
+        preset: String,
+        /// Overwrite existing files.
+        #[arg(long)]
+        force: bool,
+        /// Do not commit the new files.
+        #[arg(long)]
+        no_commit: bool,
+    },
+    /// Run one round, then exit: 0 clean, 1 agent failure/timeout, 75 deferred or skipped,
+    /// 78 config error.
+    Round,
+    /// Run rounds back to back until stopped (SIGTERM/SIGINT: finish the round, then exit).
+    Serve {
+        /// Stop after N completed rounds.
+        #[arg(long, value_name = "N")]
+        max_rounds: Option<u64>,
+        /// Stop after one completed round.
+        #[arg(long)]
+        once: bool,
+    },
+    /// Check the config, the sandbox and every host's pin; exit non-zero when serve would
+    /// refuse to boot (78) or a check fails (1).
+    Doctor,
+}
+
+/// Parses the command line, runs the verb, returns the exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return exit::code(if err.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            });
+        }
+    };
+    init_tracing(&cli.command);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("agent-runner: cannot start the runtime: {err}");
+            return exit::code(exit::FAILURE);
+        }
+    };
+    // One thread: hosts are spawned from it, so their PR_SET_PDEATHSIG (tied to the
+    // spawning thread) fires only when the supervisor itself exits (design.md field notes).
+    match runtime.block_on(run(cli)) {
+        Ok(code) => exit::code(code),
+        Err(err) => {
+            eprintln!("agent-runner: {err}");
+            exit::code(err.code)
+        }
+    }
+}
+
+fn init_tracing(command: &Command) {
+    let default = match command {
+        Command::Round | Command::Serve { .. } => "info",
+        _ => "warn",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("AGENT_RUNNER_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+async fn run(cli: Cli) -> Result<u8, CliError> {
+    match cli.command {
+        Command::Init {
+            preset,
+            force,
+            no_commit,
+        } => {
+            let lines = crate::init::run(&crate::init::InitOptions {
+                config_path: cli.config,
+                preset,
+                force,
+                no_commit,
+            })?;
+            for line in lines {
+                println!("{line}");
+            }
+            Ok(exit::OK)
+        }
+        Command::Doctor => {
+            let report = crate::doctor::run(&cli.config).await;
+            if cli.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&report.json).unwrap_or_default()
+                );
+            } else {
+                print!("{}", crate::doctor::render(&report.json));
+            }
+            Ok(report.code)
+        }
+        Command::Round => round(&cli.config, cli.json).await,
+        Command::Serve { max_rounds, once } => {
+            let mut stop =
+                stop::install_signal_handlers().map_err(|e| CliError::failure(e.to_string()))?;
+            let mut booted = serve::boot(&cli.config).await?;
+            let completed =
+                serve::serve(&mut booted, ServeOptions { max_rounds, once }, &mut stop).await;
+            serve::shutdown(booted).await;
+            if cli.json {
+                println!("{}", serde_json::json!({"rounds_completed": completed}));
+            } else {
+                eprintln!("agent-runner: serve stopped after {completed} completed round(s)");
+            }
+            Ok(exit::OK)
+        }
+    }
+}
+
+async fn round(config: &std::path::Path, json: bool) -> Result<u8, CliError> {
+    let mut stop = stop::install_signal_handlers().map_err(|e| CliError::failure(e.to_string()))?;
+    let mut booted = serve::boot(config).await?;
+    let result = booted.runner.attempt(&mut stop).await;
+    serve::shutdown(booted).await;
+    let (code, summary) = match result? {
+        Attempt::Ran {
+            round_num,
+            exit: agent_exit,
+            dirty,
+        } => {
+            let code = if agent_exit.is_clean() {
+                exit::OK
+            } else {
+                exit::FAILURE
+            };
+            let summary = serde_json::json!({
+                "round_num": round_num, "exit_code": agent_exit.exit_code, "exit_cause": agent_exit.cause.as_str(),
+                "duration_s": agent_exit.duration.as_secs_f64(), "dirty_outcome": dirty.as_ref().map(|d| d.as_str()),
+            });
+            (code, summary)
+        }
+        Attempt::NotStarted(verdict) => {
+            let summary = match verdict {
+                Verdict::Defer {
+                    hook,
+                    defer_s,
+                    reason,
+                } => {
+                    eprintln!(
+                        "agent-runner: round deferred by hook {hook} for {defer_s} s: {reason}"
+                    );
+                    serde_json::json!({"started": false, "action": "defer", "hook": hook, "defer_s": defer_s, "reason": reason})
+                }
+                Verdict::Skip { hook, reason } => {
+                    eprintln!("agent-runner: round skipped by hook {hook}: {reason}");
+                    serde_json::json!({"started": false, "action": "skip", "hook": hook, "reason": reason})
+                }
+                Verdict::Proceed => unreachable!("proceed always runs the agent"),
+            };
+            (exit::TEMPFAIL, summary)
+        }
+    };
+    if json {
+        println!("{summary}");
+    }
+    Ok(code)
+}

@@ -1,0 +1,64 @@
+//! `agent-runner.toml`: loaded once, validated strictly, resolved to absolute paths.
+//!
+//! Keys and defaults follow the reference system (`shared/peer-facts.md`, "Config"), plus
+//! our `[plugins.hosts.<name>]` tables. Every error names the file, the key and what was
+//! expected, and maps to exit 78 ([`crate::exit::CONFIG`]).
+
+mod raw;
+mod resolve;
+
+pub use resolve::{
+    AgentConfig, Config, DirtyAction, HostConfig, PluginsConfig, PromptDelivery, RuntimeConfig,
+    SandboxMode, VcsConfig,
+};
+
+use std::path::{Path, PathBuf};
+
+/// The config file name looked up when `--config` is not given.
+pub const DEFAULT_CONFIG_FILE: &str = "agent-runner.toml";
+
+/// The only `schema_version` this build reads.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// A config that cannot be used. Display: `config error in <file>: key `<key>`: <what>`.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("config error: cannot read {}: {source}; run `agent-runner init` to create one or pass --config PATH", path.display())]
+    Read {
+        /// The config path.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML.
+    #[error("config error in {}: invalid TOML: {message}", path.display())]
+    Syntax {
+        /// The config path.
+        path: PathBuf,
+        /// The parser's message (line and column included).
+        message: String,
+    },
+    /// A key is missing, unknown, of the wrong type or out of range.
+    #[error("config error in {}: key `{key}`: {message}", path.display())]
+    Key {
+        /// The config path.
+        path: PathBuf,
+        /// Dotted key path, e.g. `plugins.hosts.pause.command`.
+        key: String,
+        /// What was found and what is expected.
+        message: String,
+    },
+}
+
+/// Reads, parses, validates and resolves the config at `path`.
+///
+/// Errors: [`ConfigError`] naming the file, the key and the expected value.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let raw = raw::parse(path, &text)?;
+    resolve::resolve(path, raw)
+}

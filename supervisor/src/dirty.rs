@@ -1,0 +1,210 @@
+//! The dirty tree after a clean round (design.md step 5): dirty handlers in ascending
+//! priority, third-party hooks and the built-in default ([`BUILTIN_HANDLER_NAME`], priority
+//! [`BUILTIN_PRIORITY`]); the first non-null answer wins. Hosts only *answer*; the
+//! supervisor performs the git work itself through [`crate::git`] and records it:
+//! `dirty_auto_committed` / `dirty_commit_failed`, `orphan_stashed` /
+//! `orphan_idempotent_skip` / `orphan_stash_failed`, `dirty_ignored`, each naming the hook.
+//! A failed git step is recorded, never raised, and leaves the tree as it was.
+
+use agent_runner_protocol::redact::{redact, redact_and_cap};
+use agent_runner_protocol::{
+    decode_dirty_result, methods, Context, DirtyAction, Family, HandleDirtyParams,
+};
+use serde_json::json;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::config::{Config, DirtyAction as BuiltinAction};
+use crate::events::{timestamp, EventLog};
+use crate::git::Repo;
+use crate::hosts::HostManager;
+use crate::state::{read_json, write_json_atomic, OrphanState, ORPHAN_FILE};
+
+/// Name of the built-in default dirty handler (reserved: no host may declare it).
+pub const BUILTIN_HANDLER_NAME: &str = "default";
+/// Priority of the built-in default dirty handler.
+pub const BUILTIN_PRIORITY: i64 = 1000;
+/// At most this many files are listed in `dirty_detected`.
+pub const MAX_LISTED_FILES: usize = 20;
+
+/// What happened to the dirty tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Committed: the new commit's SHA.
+    Committed(String),
+    /// Stashed: the stash commit's SHA.
+    Stashed(String),
+    /// Left dirty (by choice, by the idempotency window, or because a git step failed).
+    Ignored,
+    /// A git step failed; the tree is as it was.
+    Failed,
+}
+
+impl Outcome {
+    /// The event spelling (`committed` / `stashed` / `ignored` / `failed`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Outcome::Committed(_) => "committed",
+            Outcome::Stashed(_) => "stashed",
+            Outcome::Ignored => "ignored",
+            Outcome::Failed => "failed",
+        }
+    }
+}
+
+/// Everything the primitives need about the round.
+pub struct DirtyRound<'a> {
+    /// The configuration.
+    pub config: &'a Config,
+    /// The repository.
+    pub repo: &'a Repo,
+    /// Where events go.
+    pub events: &'a EventLog,
+    /// The round's context (sent to hosts too).
+    pub ctx: &'a Context,
+}
+
+/// Runs the dirty handlers over `files` (non-empty) and performs the winning answer.
+pub async fn handle(round: &DirtyRound<'_>, hosts: &mut HostManager, files: &[String]) -> Outcome {
+    round.events.emit(
+        "dirty_detected",
+        json!({"round_num": round.ctx.round_num,
+               "files": files.iter().take(MAX_LISTED_FILES).collect::<Vec<_>>(),
+               "file_count": files.len()}),
+    );
+    for hook in hosts.hooks(Family::DirtyHandler) {
+        if hook.priority >= BUILTIN_PRIORITY {
+            break; // the built-in always answers
+        }
+        let params = HandleDirtyParams {
+            hook: hook.name.clone(),
+            ctx: round.ctx.clone(),
+            dirty_files: files.to_vec(),
+        };
+        let params = serde_json::to_value(params).expect("params serialize");
+        let value = match hosts.call(&hook, methods::HANDLE_DIRTY, params).await {
+            Ok(Some(value)) => value,
+            Ok(None) | Err(_) => continue,
+        };
+        match decode_dirty_result(value, files) {
+            Ok(Some(action)) => return perform(round, hook.name.as_str(), action, files).await,
+            Ok(None) => continue,
+            Err(err) => hosts.invalid_result(&hook, format!("handle_dirty result {err}")),
+        }
+    }
+    let builtin = match round.config.vcs.dirty_action {
+        BuiltinAction::Stash => DirtyAction::Stash { message: None },
+        BuiltinAction::Ignore => DirtyAction::Ignore,
+        BuiltinAction::AutoCommit => DirtyAction::Commit {
+            message: format!(
+                "agent-runner auto-commit: R{} {}",
+                round.ctx.round_num,
+                round.ctx.phase.as_deref().unwrap_or("")
+            )
+            .trim_end()
+            .to_owned(),
+            paths: None,
+        },
+    };
+    perform(round, BUILTIN_HANDLER_NAME, builtin, files).await
+}
+
+async fn perform(
+    round: &DirtyRound<'_>,
+    hook: &str,
+    action: DirtyAction,
+    files: &[String],
+) -> Outcome {
+    let round_num = round.ctx.round_num;
+    match action {
+        DirtyAction::Ignore => {
+            round.events.emit(
+                "dirty_ignored",
+                json!({"round_num": round_num, "hook": hook}),
+            );
+            Outcome::Ignored
+        }
+        DirtyAction::Commit { message, paths } => {
+            let paths = paths.unwrap_or_else(|| files.to_vec());
+            let message = redact(&message);
+            match round.repo.commit_paths(&paths, &message).await {
+                Ok(sha) => {
+                    round.events.emit(
+                        "dirty_auto_committed",
+                        json!({"round_num": round_num, "hook": hook, "sha": sha,
+                               "files": paths.iter().take(MAX_LISTED_FILES).collect::<Vec<_>>(),
+                               "subject": redact_and_cap(message.lines().next().unwrap_or(""))}),
+                    );
+                    Outcome::Committed(sha)
+                }
+                Err(err) => {
+                    round.events.emit(
+                        "dirty_commit_failed",
+                        json!({"round_num": round_num, "hook": hook, "error": redact_and_cap(&err.to_string()),
+                               "tree": "left as it was"}),
+                    );
+                    Outcome::Failed
+                }
+            }
+        }
+        DirtyAction::Stash { message } => stash(round, hook, message.as_deref()).await,
+    }
+}
+
+/// The built-in stash: `git stash push -u -m "ORPHAN R<N> ts=<UTC>"`, remembered by SHA in
+/// `orphan-state.json`, skipped when the last one is younger than `stash_idempotency_s`.
+async fn stash(round: &DirtyRound<'_>, hook: &str, note: Option<&str>) -> Outcome {
+    let round_num = round.ctx.round_num;
+    let log_dir = &round.config.runtime.log_dir;
+    let now = SystemTime::now();
+    let now_s = now
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let record_path = log_dir.join(ORPHAN_FILE);
+    if let Ok(Some(last)) = read_json::<OrphanState>(&record_path) {
+        if now_s.saturating_sub(last.unix_s) < round.config.vcs.stash_idempotency.as_secs() {
+            round.events.emit(
+                "orphan_idempotent_skip",
+                json!({"round_num": round_num, "hook": hook, "ref": last.sha,
+                       "reason": format!("a stash was made {} s ago (stash_idempotency_s = {})",
+                                         now_s.saturating_sub(last.unix_s), round.config.vcs.stash_idempotency.as_secs())}),
+            );
+            return Outcome::Ignored;
+        }
+    }
+    let ts = timestamp(now);
+    let message = format!("ORPHAN R{round_num} ts={ts}");
+    let reason = note
+        .map(redact_and_cap)
+        .unwrap_or_else(|| "dirty tree after a clean agent exit".to_owned());
+    match round.repo.stash_push(&message).await {
+        Ok(Some(sha)) => {
+            let record = OrphanState {
+                sha: sha.clone(),
+                round_num,
+                ts,
+                unix_s: now_s,
+            };
+            if let Err(err) = write_json_atomic(&record_path, &record) {
+                tracing::error!(
+                    "cannot record stash {sha} in {}: {err}",
+                    record_path.display()
+                );
+            }
+            round.events.emit(
+                "orphan_stashed",
+                json!({"round_num": round_num, "hook": hook, "ref": sha, "message": message, "reason": reason}),
+            );
+            Outcome::Stashed(sha)
+        }
+        Ok(None) => Outcome::Ignored,
+        Err(err) => {
+            round.events.emit(
+                "orphan_stash_failed",
+                json!({"round_num": round_num, "hook": hook, "error": redact_and_cap(&err.to_string()),
+                       "tree": "left as it was"}),
+            );
+            Outcome::Failed
+        }
+    }
+}

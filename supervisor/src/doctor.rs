@@ -1,0 +1,311 @@
+//! `doctor`: what would happen on `serve`, without starting anything (it hashes files only,
+//! writes nothing, starts no host). Checks with name / ok / reason / how to fix, the sandbox
+//! probe, and every configured host's executable, `sha256:<64 hex>` and pin status; the
+//! human form prints ready-to-paste `[plugins.pin]` lines.
+//!
+//! Exit status: 78 when `serve` would refuse to boot (bad config, unmet `require`), 1 when
+//! another check fails (e.g. a mismatching or, under `require`, unpinned host), else 0.
+
+use agent_runner_plugin_host::probe::{probe, Capabilities, Tier};
+use agent_runner_plugin_host::resolve::resolve_executable;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use std::path::Path;
+
+use crate::config::{self, Config};
+use crate::exit;
+use crate::git::Repo;
+use crate::hosts::{check_pin, PinStatus};
+use crate::sandbox::SandboxGate;
+
+/// One check of the report.
+#[derive(Clone, Debug, Serialize)]
+pub struct Check {
+    /// Short name (`config`, `work_dir`, `agent`, `sandbox`, `host:<name>`).
+    pub name: String,
+    /// Whether it passed.
+    pub ok: bool,
+    /// What was found.
+    pub reason: String,
+    /// What to do when it failed (empty when ok).
+    pub how_to_fix: String,
+}
+
+fn check(
+    name: impl Into<String>,
+    ok: bool,
+    reason: impl Into<String>,
+    fix: impl Into<String>,
+) -> Check {
+    Check {
+        name: name.into(),
+        ok,
+        reason: reason.into(),
+        how_to_fix: if ok { String::new() } else { fix.into() },
+    }
+}
+
+/// The full report and the exit status it implies.
+pub struct Report {
+    /// The JSON document (`checks`, `sandbox`, `hosts`).
+    pub json: Value,
+    /// The exit status ([`exit::OK`], [`exit::FAILURE`] or [`exit::CONFIG`]).
+    pub code: u8,
+}
+
+/// Runs every check for the config at `config_path`.
+pub async fn run(config_path: &Path) -> Report {
+    let caps = probe();
+    let mut checks = Vec::new();
+    let config = match config::load(config_path) {
+        Ok(config) => {
+            checks.push(check(
+                "config",
+                true,
+                format!("{} is valid", config.path.display()),
+                "",
+            ));
+            config
+        }
+        Err(err) => {
+            checks.push(check(
+                "config",
+                false,
+                err.to_string(),
+                "fix the key named above; `agent-runner init` writes a valid file",
+            ));
+            return Report {
+                json: json!({"schema_version": 1, "ok": false, "checks": checks,
+                             "sandbox": sandbox_json(None, &caps, None, Map::new()), "hosts": []}),
+                code: exit::CONFIG,
+            };
+        }
+    };
+    let mut refuse_boot = false;
+    let gate = match SandboxGate::evaluate(config.plugins.sandbox, caps.clone()) {
+        Ok(gate) => {
+            let reason = format!(
+                "requested `{}`, hosts run at `{}`",
+                gate.requested.as_str(),
+                gate.applied.as_str()
+            );
+            checks.push(check("sandbox", true, reason, ""));
+            Some(gate)
+        }
+        Err(message) => {
+            refuse_boot = true;
+            checks.push(check(
+                "sandbox",
+                false,
+                message,
+                "enable Landlock and seccomp in the kernel, or set [plugins] sandbox = \"prefer\"",
+            ));
+            None
+        }
+    };
+    let repo = Repo::new(&config.runtime.work_dir, &config.runtime.log_dir);
+    let is_repo = repo.is_repo().await;
+    checks.push(check(
+        "work_dir",
+        is_repo,
+        format!(
+            "{} {}",
+            config.runtime.work_dir.display(),
+            if is_repo {
+                "is a git working tree"
+            } else {
+                "is not a git working tree"
+            }
+        ),
+        "run `git init` in the work dir, or point [runtime] work_dir at one",
+    ));
+    refuse_boot |= !is_repo;
+    let agent = &config.agent.command[0];
+    let base = config.path.parent().unwrap_or(Path::new("/"));
+    match resolve_executable(agent, base, std::env::var_os("PATH").as_deref()) {
+        Ok(path) => checks.push(check(
+            "agent",
+            true,
+            format!("{agent} resolves to {}", path.display()),
+            "",
+        )),
+        Err(err) => checks.push(check(
+            "agent",
+            false,
+            err.to_string(),
+            "install the agent CLI or fix [agent] command",
+        )),
+    }
+    let (hosts, hashes) = host_checks(&config, gate.as_ref(), &mut checks);
+    let code = if refuse_boot {
+        exit::CONFIG
+    } else if checks.iter().any(|c| !c.ok) {
+        exit::FAILURE
+    } else {
+        exit::OK
+    };
+    Report {
+        json: json!({"schema_version": 1, "ok": code == exit::OK, "config": config.path, "checks": checks,
+                     "sandbox": sandbox_json(Some(&config), &caps, gate.as_ref(), hashes), "hosts": hosts}),
+        code,
+    }
+}
+
+fn host_checks(
+    config: &Config,
+    gate: Option<&SandboxGate>,
+    checks: &mut Vec<Check>,
+) -> (Vec<Value>, Map<String, Value>) {
+    let require = config.plugins.sandbox == config::SandboxMode::Require;
+    let mut hosts = Vec::new();
+    let mut hashes = Map::new();
+    for cfg in &config.plugins.hosts {
+        let disabled = config.plugins.disable.contains(&cfg.name);
+        let name = format!("host:{}", cfg.name);
+        match check_pin(config, cfg) {
+            Ok(checked) => {
+                let sha = checked.actual.to_string();
+                hashes.insert(cfg.name.clone(), Value::String(sha.clone()));
+                let interpreter = checked
+                    .exe
+                    .interpreter
+                    .as_ref()
+                    .map(|i| i.path.display().to_string());
+                let (ok, reason, fix) = match &checked.status {
+                    PinStatus::Verified => (true, "pin verified".to_owned(), String::new()),
+                    PinStatus::Mismatch { expected } => (
+                        false,
+                        format!("pin mismatch: [plugins.pin] says {expected}, the file hashes to {sha}; serve refuses this host"),
+                        "if the new binary is trusted, update its [plugins.pin] line; otherwise restore the pinned file".to_owned(),
+                    ),
+                    PinStatus::Unpinned if require => (
+                        false,
+                        "not pinned; serve refuses unpinned hosts under sandbox = \"require\"".to_owned(),
+                        format!("add `{} = \"{sha}\"` to [plugins.pin]", cfg.name),
+                    ),
+                    PinStatus::Unpinned => (true, "not pinned (allowed under sandbox = \"prefer\"/\"off\")".to_owned(), String::new()),
+                };
+                if !disabled {
+                    checks.push(check(&name, ok, reason, fix));
+                }
+                hosts.push(json!({
+                    "name": cfg.name, "executable": checked.path, "sha256": sha,
+                    "pin_status": checked.status.as_str(), "disabled": disabled,
+                    "interpreter": interpreter,
+                    "interpreter_pin": interpreter.as_ref().map(|_| "not pinned"),
+                    "provides": cfg.provides.iter().map(|f| f.as_str()).collect::<Vec<_>>(),
+                    "confined_as": gate.map(|g| g.applied.as_str()),
+                }));
+            }
+            Err(message) => {
+                if !disabled {
+                    checks.push(check(
+                        &name,
+                        false,
+                        message.clone(),
+                        "fix the host's command in [plugins.hosts]",
+                    ));
+                }
+                hosts.push(
+                    json!({"name": cfg.name, "executable": null, "sha256": null, "pin_status": null,
+                                  "disabled": disabled, "error": message}),
+                );
+            }
+        }
+    }
+    (hosts, hashes)
+}
+
+fn sandbox_json(
+    config: Option<&Config>,
+    caps: &Capabilities,
+    gate: Option<&SandboxGate>,
+    hashes: Map<String, Value>,
+) -> Value {
+    let applied = gate.map(|g| g.applied).unwrap_or(Tier::Unconfined);
+    let covers: Vec<&str> = match (config, applied) {
+        (_, Tier::Unconfined) | (None, _) => Vec::new(),
+        (Some(config), _) => {
+            let mut families: Vec<&str> = config
+                .plugins
+                .hosts
+                .iter()
+                .flat_map(|h| h.provides.iter().map(|f| f.as_str()))
+                .collect();
+            families.sort_unstable();
+            families.dedup();
+            families
+        }
+    };
+    json!({
+        "requested": config.map(|c| c.plugins.sandbox.as_str()),
+        "achieved_tier": applied.as_str(),
+        "available_tier": caps.tier().as_str(),
+        "landlock_abi": caps.landlock_abi,
+        "seccomp": caps.seccomp,
+        "libseccomp_present": false,
+        "unconfined_reason": caps.unconfined_reason,
+        "covers": covers,
+        "third_party_plugin_hashes": hashes,
+    })
+}
+
+/// The human form of a report.
+pub fn render(json: &Value) -> String {
+    let mut out = String::new();
+    for c in json["checks"].as_array().into_iter().flatten() {
+        let ok = c["ok"].as_bool().unwrap_or(false);
+        out.push_str(&format!(
+            "{} {}: {}\n",
+            if ok { "  ok  " } else { "  FAIL" },
+            c["name"].as_str().unwrap_or(""),
+            c["reason"].as_str().unwrap_or("")
+        ));
+        if !ok {
+            out.push_str(&format!(
+                "         fix: {}\n",
+                c["how_to_fix"].as_str().unwrap_or("")
+            ));
+        }
+    }
+    let s = &json["sandbox"];
+    out.push_str(&format!(
+        "\nsandbox: requested={} achieved_tier={} landlock_abi={} seccomp={}{}\n",
+        s["requested"].as_str().unwrap_or("?"),
+        s["achieved_tier"].as_str().unwrap_or("?"),
+        s["landlock_abi"],
+        s["seccomp"],
+        s["unconfined_reason"]
+            .as_str()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default()
+    ));
+    let hosts = json["hosts"].as_array().cloned().unwrap_or_default();
+    if !hosts.is_empty() {
+        out.push_str("\nhosts:\n");
+        for h in &hosts {
+            out.push_str(&format!(
+                "  {:<20} {:<9} {}\n",
+                h["name"].as_str().unwrap_or(""),
+                h["pin_status"].as_str().unwrap_or("error"),
+                h["executable"]
+                    .as_str()
+                    .or(h["error"].as_str())
+                    .unwrap_or("")
+            ));
+            if let Some(interp) = h["interpreter"].as_str() {
+                out.push_str(&format!("  {:<20} interpreter {interp} (not pinned)\n", ""));
+            }
+        }
+        out.push_str("\n# ready to paste into agent-runner.toml\n[plugins.pin]\n");
+        for h in &hosts {
+            if let Some(sha) = h["sha256"].as_str() {
+                out.push_str(&format!(
+                    "{} = \"{sha}\"\n",
+                    h["name"].as_str().unwrap_or("")
+                ));
+            }
+        }
+    }
+    out
+}

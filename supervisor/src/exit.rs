@@ -1,0 +1,63 @@
+//! Exit codes and the one top-level error type of the CLI (the reference system's codes:
+//! 0 clean, 1 failure, 2 usage, 75 deferred/skipped/crash loop, 78 permanent config error).
+
+use std::fmt;
+use std::process::ExitCode;
+
+/// Clean exit.
+pub const OK: u8 = 0;
+/// A failure: agent failed or timed out, serve already running, a check failed.
+pub const FAILURE: u8 = 1;
+/// Bad command-line usage (clap's own code).
+pub const USAGE: u8 = 2;
+/// Temporary: a spawn hook deferred or skipped the round; no agent started (EX_TEMPFAIL).
+pub const TEMPFAIL: u8 = 75;
+/// Permanent configuration error: bad config, or `sandbox = "require"` cannot engage
+/// (EX_CONFIG). systemd units use it in `RestartPreventExitStatus`.
+pub const CONFIG: u8 = 78;
+
+/// An error that ends the command: one message for stderr and its exit code.
+#[derive(Debug)]
+pub struct CliError {
+    /// One of the constants of this module.
+    pub code: u8,
+    /// What went wrong and what to do, one line.
+    pub message: String,
+}
+
+impl CliError {
+    /// A configuration error (exit 78).
+    pub fn config(message: impl Into<String>) -> Self {
+        CliError {
+            code: CONFIG,
+            message: message.into(),
+        }
+    }
+
+    /// A runtime failure (exit 1).
+    pub fn failure(message: impl Into<String>) -> Self {
+        CliError {
+            code: FAILURE,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CliError {}
+
+impl From<crate::config::ConfigError> for CliError {
+    fn from(err: crate::config::ConfigError) -> Self {
+        CliError::config(err.to_string())
+    }
+}
+
+/// Converts a numeric code into the process exit code.
+pub fn code(value: u8) -> ExitCode {
+    ExitCode::from(value)
+}

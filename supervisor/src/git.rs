@@ -1,0 +1,186 @@
+//! The one place that runs git. Every call runs in `work_dir` with repository hooks
+//! disabled (`core.hooksPath=/dev/null`: the agent may have written `.git/hooks`, and the
+//! supervisor must not run that code). Paths a host or the agent named are passed as
+//! `:(literal)` pathspecs, so no path is ever read as a pattern.
+
+use std::path::{Path, PathBuf};
+use tokio::process::Command;
+
+/// A git invocation that failed: the command and what git said.
+#[derive(Debug, thiserror::Error)]
+#[error("git {args} failed: {detail}")]
+pub struct GitError {
+    /// The arguments, space-joined.
+    pub args: String,
+    /// git's stderr (trimmed) or the spawn error.
+    pub detail: String,
+}
+
+/// A git working tree, with the path (relative to the tree) that never counts as dirty
+/// because it holds our own logs.
+#[derive(Clone, Debug)]
+pub struct Repo {
+    work_dir: PathBuf,
+    excluded: Option<String>,
+}
+
+impl Repo {
+    /// The tree at `work_dir`; `log_dir` is excluded from dirt when it lies inside it.
+    pub fn new(work_dir: &Path, log_dir: &Path) -> Self {
+        let excluded = log_dir
+            .strip_prefix(work_dir)
+            .ok()
+            .filter(|rel| !rel.as_os_str().is_empty())
+            .map(|rel| rel.to_string_lossy().trim_end_matches('/').to_owned());
+        Repo {
+            work_dir: work_dir.to_owned(),
+            excluded,
+        }
+    }
+
+    async fn run(&self, args: &[&str]) -> Result<String, GitError> {
+        let mut cmd = Command::new("git");
+        cmd.arg("-c")
+            .arg("core.hooksPath=/dev/null")
+            .args(args)
+            .current_dir(&self.work_dir)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true);
+        let joined = args.join(" ");
+        let out = cmd.output().await.map_err(|e| GitError {
+            args: joined.clone(),
+            detail: e.to_string(),
+        })?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let detail = if stderr.trim().is_empty() {
+                stdout
+            } else {
+                stderr
+            };
+            Err(GitError {
+                args: joined,
+                detail: format!("{} ({})", detail.trim(), out.status),
+            })
+        }
+    }
+
+    /// Whether `work_dir` is inside a git working tree.
+    pub async fn is_repo(&self) -> bool {
+        self.run(&["rev-parse", "--is-inside-work-tree"])
+            .await
+            .is_ok()
+    }
+
+    /// Dirty paths (relative to the tree), from `git status --porcelain -z`, untracked files
+    /// listed one by one, paths under the log dir left out.
+    pub async fn dirty_files(&self) -> Result<Vec<String>, GitError> {
+        let out = self
+            .run(&["status", "--porcelain", "-z", "--untracked-files=all"])
+            .await?;
+        let mut files = Vec::new();
+        let mut entries = out.split('\0').filter(|e| !e.is_empty());
+        while let Some(entry) = entries.next() {
+            if entry.len() < 4 {
+                continue;
+            }
+            let (status, path) = entry.split_at(3);
+            if status.starts_with('R') || status.starts_with('C') {
+                entries.next(); // the rename's source path follows
+            }
+            if !self.is_excluded(path) {
+                files.push(path.to_owned());
+            }
+        }
+        Ok(files)
+    }
+
+    fn is_excluded(&self, path: &str) -> bool {
+        self.excluded.as_deref().is_some_and(|ex| {
+            path == ex
+                || path
+                    .strip_prefix(ex)
+                    .is_some_and(|rest| rest.starts_with('/'))
+        })
+    }
+
+    fn exclude_pathspec(&self) -> Vec<String> {
+        match &self.excluded {
+            Some(ex) => vec![".".to_owned(), format!(":(exclude){ex}")],
+            None => Vec::new(),
+        }
+    }
+
+    /// `git stash push -u -m <message>` (log dir excluded); returns the stash commit's SHA,
+    /// or `None` when git found nothing to stash.
+    pub async fn stash_push(&self, message: &str) -> Result<Option<String>, GitError> {
+        let before = self.stash_head().await;
+        let spec = self.exclude_pathspec();
+        let mut args = vec!["stash", "push", "-u", "-m", message];
+        if !spec.is_empty() {
+            args.push("--");
+            args.extend(spec.iter().map(String::as_str));
+        }
+        let out = self.run(&args).await?;
+        let after = self.stash_head().await;
+        if after.is_none() || after == before {
+            if out.contains("No local changes") {
+                return Ok(None);
+            }
+            return Err(GitError {
+                args: args.join(" "),
+                detail: format!("no stash was created: {}", out.trim()),
+            });
+        }
+        Ok(after)
+    }
+
+    async fn stash_head(&self) -> Option<String> {
+        self.run(&["rev-parse", "-q", "--verify", "refs/stash"])
+            .await
+            .ok()
+            .map(|s| s.trim().to_owned())
+    }
+
+    /// Stages `paths` and commits exactly those paths with `message` on the current branch
+    /// (no push). Returns the new commit's SHA. On failure the index is restored for those
+    /// paths and the working tree is left as it was.
+    pub async fn commit_paths(&self, paths: &[String], message: &str) -> Result<String, GitError> {
+        let specs: Vec<String> = paths.iter().map(|p| format!(":(literal){p}")).collect();
+        let specs: Vec<&str> = specs.iter().map(String::as_str).collect();
+        let mut add = vec!["add", "-A", "--"];
+        add.extend(&specs);
+        self.run(&add).await?;
+        let identity = self.identity_args().await;
+        let mut commit: Vec<&str> = identity.iter().map(String::as_str).collect();
+        commit.extend(["commit", "--no-verify", "-q", "-m", message, "--"]);
+        commit.extend(&specs);
+        if let Err(err) = self.run(&commit).await {
+            let mut reset = vec!["reset", "-q", "--"];
+            reset.extend(&specs);
+            let _ = self.run(&reset).await;
+            return Err(err);
+        }
+        Ok(self.run(&["rev-parse", "HEAD"]).await?.trim().to_owned())
+    }
+
+    /// `-c user.name=… -c user.email=…` when the repository has no identity configured, so
+    /// a commit on a fresh machine does not fail for want of one.
+    async fn identity_args(&self) -> Vec<String> {
+        if self.run(&["config", "user.email"]).await.is_ok() {
+            return Vec::new();
+        }
+        [
+            "-c",
+            "user.name=agent-runner",
+            "-c",
+            "user.email=agent-runner@localhost",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+}

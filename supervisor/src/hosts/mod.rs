@@ -1,0 +1,578 @@
+//! Third-party plugin hosts: pin check, confined launch, `initialize`, hook calls,
+//! failures and restarts, shutdown (design.md "Host lifecycle", protocol-v1.md §2–§5).
+//!
+//! The manager owns every host of one supervisor run. A host that crashes, hangs, breaks
+//! the protocol or is killed by the sandbox is killed with its process group, recorded as
+//! `hook_failed`, and started again for a later call after a backoff; after
+//! [`MAX_CONSECUTIVE_FAILURES`] failures in a row it is disabled for the rest of the run.
+
+mod host;
+mod transport;
+
+use agent_runner_plugin_host::launch::LaunchSpec;
+use agent_runner_plugin_host::pin::{open_and_hash, Sha256Pin};
+use agent_runner_plugin_host::resolve::resolve_executable;
+use agent_runner_protocol::redact::redact_and_cap;
+use agent_runner_protocol::{
+    decode_initialize_result, methods, Family, HookDecl, HookName, InitializeParams,
+    SupervisorInfo, PROTOCOL_VERSION,
+};
+use serde_json::{json, Value};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::config::{Config, HostConfig};
+use crate::events::EventLog;
+use crate::sandbox::SandboxGate;
+use host::RunningHost;
+
+/// Consecutive failed calls after which a host is disabled for the rest of the run.
+pub const MAX_CONSECUTIVE_FAILURES: u32 = 5;
+/// Longest wait before a failed host is started again.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// Names reserved for built-in hooks; a host declaring one is refused
+/// (`plugin_builtin_name_squat`).
+pub const BUILTIN_HOOK_NAMES: &[&str] = &[crate::dirty::BUILTIN_HANDLER_NAME];
+
+/// The failure taxonomy of a hook call (`hook_failed.error_type`, protocol-v1.md §5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorType {
+    /// The host answered with a JSON-RPC error object.
+    RpcError,
+    /// The result broke the contract (shape, vocabulary, range).
+    InvalidResult,
+    /// No answer within the timeout.
+    Timeout,
+    /// The host died (exit or a signal other than the sandbox's).
+    Crashed,
+    /// The seccomp filter killed the host.
+    KilledBySandbox,
+    /// Non-protocol bytes on stdout, an oversize line, stdout closed while alive.
+    ProtocolViolation,
+}
+
+impl ErrorType {
+    /// The event spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorType::RpcError => "rpc_error",
+            ErrorType::InvalidResult => "invalid_result",
+            ErrorType::Timeout => "timeout",
+            ErrorType::Crashed => "crashed",
+            ErrorType::KilledBySandbox => "killed_by_sandbox",
+            ErrorType::ProtocolViolation => "protocol_violation",
+        }
+    }
+
+    /// Whether the host process must be killed after this failure.
+    fn ends_host(self) -> bool {
+        !matches!(self, ErrorType::RpcError | ErrorType::InvalidResult)
+    }
+}
+
+/// A failed call: its type and a redacted, capped message.
+#[derive(Clone, Debug)]
+pub struct CallFailure {
+    /// The taxonomy entry.
+    pub error_type: ErrorType,
+    /// What happened, for `hook_failed.error_message`.
+    pub message: String,
+    /// The signal that ended the host, when one did.
+    pub signal: Option<i32>,
+    /// The JSON-RPC error code and data, for `rpc_error`.
+    pub rpc: Option<(i32, Option<String>)>,
+}
+
+impl CallFailure {
+    fn new(error_type: ErrorType, message: String) -> Self {
+        CallFailure {
+            error_type,
+            message: redact_and_cap(&message),
+            signal: None,
+            rpc: None,
+        }
+    }
+
+    fn with_signal(mut self, signal: i32) -> Self {
+        self.signal = Some(signal);
+        self
+    }
+
+    fn with_rpc(mut self, code: i32, data: Option<String>) -> Self {
+        self.rpc = Some((code, data));
+        self
+    }
+}
+
+/// A registered hook: which host serves it.
+#[derive(Clone, Debug)]
+pub struct HookRef {
+    /// Index of the serving host in the manager.
+    host: usize,
+    /// The hook's name.
+    pub name: HookName,
+    /// Its family.
+    pub family: Family,
+    /// Dirty handlers: lower runs first.
+    pub priority: i64,
+}
+
+/// What a host is doing right now (peek/doctor).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostState {
+    /// Running and initialized.
+    Running,
+    /// Down after a failure; started again for a later call.
+    Backoff,
+    /// Disabled for the rest of the run.
+    Disabled,
+}
+
+struct ManagedHost {
+    cfg: HostConfig,
+    spec: LaunchSpec,
+    running: Option<RunningHost>,
+    consecutive_failures: u32,
+    next_start: Instant,
+    disabled: bool,
+}
+
+/// Every host of one supervisor run.
+pub struct HostManager {
+    hosts: Vec<ManagedHost>,
+    hooks: Vec<HookRef>,
+    events: EventLog,
+    init: InitializeParams,
+    confined: bool,
+}
+
+impl HostManager {
+    /// Checks every configured, enabled host's pin and starts the ones that pass.
+    ///
+    /// A host is refused (never launched) when its executable cannot be resolved or read,
+    /// its pin mismatches (`plugin_checksum_mismatch`), it is unpinned under `require`
+    /// (`plugin_sandbox_degraded`), or its `initialize` answer breaks the rules (wrong
+    /// family, duplicate or built-in hook name: `plugin_builtin_name_squat`). Refusals
+    /// are recorded; the supervisor goes on without that host.
+    pub async fn boot(config: &Config, gate: &SandboxGate, events: &EventLog) -> HostManager {
+        let mut manager = HostManager {
+            hosts: Vec::new(),
+            hooks: Vec::new(),
+            events: events.clone(),
+            init: InitializeParams {
+                protocol_version: PROTOCOL_VERSION,
+                supervisor: SupervisorInfo {
+                    name: "agent-runner".into(),
+                    version: env!("CARGO_PKG_VERSION").into(),
+                },
+                host: String::new(),
+                project: config.project.clone(),
+                work_dir: config.runtime.work_dir.display().to_string(),
+                log_dir: config.runtime.log_dir.display().to_string(),
+                state_dir: String::new(),
+                config: Default::default(),
+                sandbox: gate.info(),
+            },
+            confined: gate.applied.seccomp(),
+        };
+        for cfg in &config.plugins.hosts {
+            if config.plugins.disable.contains(&cfg.name) {
+                tracing::info!(host = %cfg.name, "host disabled by [plugins] disable");
+                continue;
+            }
+            let Some(spec) = manager.admit(config, gate, cfg) else {
+                continue;
+            };
+            manager.hosts.push(ManagedHost {
+                cfg: cfg.clone(),
+                spec,
+                running: None,
+                consecutive_failures: 0,
+                next_start: Instant::now(),
+                disabled: false,
+            });
+            let index = manager.hosts.len() - 1;
+            match manager.start(index).await {
+                Ok(decls) => manager.register(index, decls),
+                Err(failure) => {
+                    manager.record_failure(index, &cfg.name, "initialize", &failure);
+                    manager.hosts[index].disabled = true;
+                }
+            }
+        }
+        manager.hooks.sort_by(|a, b| {
+            a.priority
+                .cmp(&b.priority)
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        manager
+    }
+
+    /// Resolves, hashes and pin-checks one host; `None` (after recording why) if refused.
+    fn admit(&self, config: &Config, gate: &SandboxGate, cfg: &HostConfig) -> Option<LaunchSpec> {
+        let checked = match check_pin(config, cfg) {
+            Ok(checked) => checked,
+            Err(message) => {
+                tracing::error!(host = %cfg.name, "{message}");
+                self.events.emit(
+                    "plugin_refused",
+                    json!({"name": cfg.name, "reason": message}),
+                );
+                return None;
+            }
+        };
+        match (&checked.status, gate.pins_required()) {
+            (PinStatus::Mismatch { expected }, _) => {
+                tracing::error!(host = %cfg.name, "pin mismatch: expected {expected}, found {}; host refused", checked.actual);
+                self.events.emit(
+                    "plugin_checksum_mismatch",
+                    json!({"name": cfg.name, "expected": expected.to_string(), "actual": checked.actual.to_string(), "path": checked.path}),
+                );
+                return None;
+            }
+            (PinStatus::Unpinned, true) => {
+                tracing::error!(host = %cfg.name, "host is not pinned and sandbox = \"require\"; add `{} = \"{}\"` to [plugins.pin]", cfg.name, checked.actual);
+                self.events.emit(
+                    "plugin_sandbox_degraded",
+                    json!({"requested": gate.requested.as_str(), "achieved_tier": gate.applied.as_str(),
+                           "reason": format!("host {} is not pinned; refused under sandbox = \"require\"", cfg.name),
+                           "name": cfg.name}),
+                );
+                return None;
+            }
+            _ => {}
+        }
+        let plugins_dir = config.runtime.log_dir.join("plugins");
+        let mut spec = LaunchSpec::new(
+            cfg.name.clone(),
+            checked.exe,
+            &config.runtime.work_dir,
+            &config.runtime.log_dir,
+            plugins_dir.join(&cfg.name),
+            plugins_dir.join(".tmp").join(&cfg.name),
+        );
+        spec.args = cfg.command[1..].iter().map(OsString::from).collect();
+        spec.confine = gate.applied;
+        spec.memory_max_mb = cfg.memory_max_mb;
+        Some(spec)
+    }
+
+    /// Launches host `index` and runs `initialize`; returns its declared hooks.
+    async fn start(&mut self, index: usize) -> Result<Vec<HookDecl>, CallFailure> {
+        let managed = &mut self.hosts[index];
+        if !managed.spec.exe.unchanged_since_hash().unwrap_or(false) {
+            return Err(CallFailure::new(
+                ErrorType::Crashed,
+                format!("{} changed on disk since it was hashed; restart agent-runner to re-check its pin", managed.spec.exe.path.display()),
+            ));
+        }
+        let mut running = RunningHost::start(&managed.spec)?;
+        let mut params = self.init.clone();
+        params.host = managed.cfg.name.clone();
+        params.state_dir = managed.spec.state_dir.display().to_string();
+        params.config = managed.cfg.config.clone();
+        let params = serde_json::to_value(params).expect("initialize params serialize");
+        let result = running
+            .call(
+                methods::INITIALIZE,
+                Some(params),
+                managed.cfg.init_timeout,
+                self.confined,
+            )
+            .await;
+        let value = match result {
+            Ok(value) => value,
+            Err(failure) => {
+                running.kill().await;
+                return Err(version_refusal(failure));
+            }
+        };
+        let decls = match decode_initialize_result(value) {
+            Ok(result) => result.hooks,
+            Err(err) => {
+                running.kill().await;
+                return Err(CallFailure::new(
+                    ErrorType::InvalidResult,
+                    format!("initialize result {err}"),
+                ));
+            }
+        };
+        tracing::info!(host = %managed.cfg.name, pid = running.pid(), hooks = decls.len(), "host started");
+        managed.running = Some(running);
+        Ok(decls)
+    }
+
+    /// Registers the hooks host `index` declared, refusing the whole host if any
+    /// declaration breaks the rules.
+    fn register(&mut self, index: usize, decls: Vec<HookDecl>) {
+        let name = self.hosts[index].cfg.name.clone();
+        let mut problem = None;
+        for decl in &decls {
+            if BUILTIN_HOOK_NAMES.contains(&decl.name.as_str()) {
+                self.events.emit(
+                    "plugin_builtin_name_squat",
+                    json!({"name": decl.name.as_str(), "module_path": self.hosts[index].spec.exe.path, "host": name}),
+                );
+                problem = Some(format!(
+                    "hook name {:?} belongs to a built-in",
+                    decl.name.as_str()
+                ));
+            } else if !self.hosts[index].cfg.provides.contains(&decl.family) {
+                problem = Some(format!(
+                    "declares a {} hook {:?} but [plugins.hosts.{name}] provides only {:?}",
+                    decl.family,
+                    decl.name.as_str(),
+                    self.hosts[index]
+                        .cfg
+                        .provides
+                        .iter()
+                        .map(|f| f.as_str())
+                        .collect::<Vec<_>>()
+                ));
+            } else if self.hooks.iter().any(|h| h.name == decl.name) {
+                problem = Some(format!(
+                    "hook name {:?} is already taken by another host",
+                    decl.name.as_str()
+                ));
+            }
+            if problem.is_some() {
+                break;
+            }
+        }
+        if let Some(reason) = problem {
+            tracing::error!(host = %name, "host refused: {reason}");
+            self.events
+                .emit("plugin_refused", json!({"name": name, "reason": reason}));
+            self.hosts[index].disabled = true;
+            if let Some(running) = self.hosts[index].running.take() {
+                tokio::spawn(running.kill());
+            }
+            return;
+        }
+        for decl in decls {
+            self.hooks.push(HookRef {
+                host: index,
+                priority: decl.priority.unwrap_or(0),
+                name: decl.name,
+                family: decl.family,
+            });
+        }
+    }
+
+    /// Registered hooks of `family`, in call order (dirty handlers by ascending priority).
+    pub fn hooks(&self, family: Family) -> Vec<HookRef> {
+        self.hooks
+            .iter()
+            .filter(|h| h.family == family && !self.hosts[h.host].disabled)
+            .cloned()
+            .collect()
+    }
+
+    /// Calls `method` of `hook` with `params`; on failure records `hook_failed` (and
+    /// `plugin_sandbox_kill` for a sandbox kill), kills the host when the failure ends it,
+    /// and schedules its restart. `Ok(None)` means the host is backing off or disabled
+    /// and was not asked.
+    pub async fn call(
+        &mut self,
+        hook: &HookRef,
+        method: &str,
+        params: Value,
+    ) -> Result<Option<Value>, CallFailure> {
+        let index = hook.host;
+        if self.hosts[index].disabled
+            || Instant::now() < self.hosts[index].next_start && self.hosts[index].running.is_none()
+        {
+            return Ok(None);
+        }
+        if self.hosts[index].running.is_none() {
+            if let Err(failure) = self.start(index).await {
+                self.note_failure(index, hook, &failure);
+                return Err(failure);
+            }
+        }
+        let timeout = self.hosts[index].cfg.call_timeout(hook.family);
+        let confined = self.confined;
+        let running = self.hosts[index].running.as_mut().expect("started above");
+        match running.call(method, Some(params), timeout, confined).await {
+            Ok(value) => {
+                self.hosts[index].consecutive_failures = 0;
+                Ok(Some(value))
+            }
+            Err(failure) => {
+                if failure.error_type.ends_host() {
+                    if let Some(running) = self.hosts[index].running.take() {
+                        running.kill().await;
+                    }
+                }
+                self.note_failure(index, hook, &failure);
+                Err(failure)
+            }
+        }
+    }
+
+    /// Records a failure that happened outside a call's own result (e.g. a result that
+    /// failed validation in the caller).
+    pub fn invalid_result(&mut self, hook: &HookRef, message: String) {
+        let failure = CallFailure::new(ErrorType::InvalidResult, message);
+        self.note_failure(hook.host, hook, &failure);
+    }
+
+    fn note_failure(&mut self, index: usize, hook: &HookRef, failure: &CallFailure) {
+        self.record_failure(index, hook.name.as_str(), hook.family.as_str(), failure);
+    }
+
+    fn record_failure(
+        &mut self,
+        index: usize,
+        hook_name: &str,
+        hook_kind: &str,
+        failure: &CallFailure,
+    ) {
+        let managed = &mut self.hosts[index];
+        if failure.error_type == ErrorType::KilledBySandbox {
+            self.events.emit(
+                "plugin_sandbox_kill",
+                json!({"hook": hook_name, "host": managed.cfg.name, "signal": failure.signal, "syscall": null}),
+            );
+        }
+        self.events.emit(
+            "hook_failed",
+            json!({"hook_name": hook_name, "hook_kind": hook_kind, "host": managed.cfg.name,
+                   "error_type": failure.error_type.as_str(), "error_message": failure.message}),
+        );
+        tracing::warn!(host = %managed.cfg.name, hook = hook_name, error_type = failure.error_type.as_str(), "{}", failure.message);
+        managed.consecutive_failures += 1;
+        let n = managed.consecutive_failures;
+        managed.next_start = Instant::now() + backoff(n);
+        if n >= MAX_CONSECUTIVE_FAILURES && !managed.disabled {
+            managed.disabled = true;
+            self.events.emit(
+                "plugin_disabled",
+                json!({"name": managed.cfg.name, "consecutive_failures": n,
+                       "reason": format!("{n} consecutive failed calls; disabled for the rest of this run")}),
+            );
+        }
+    }
+
+    /// Each host's name, state and pid (for status displays).
+    pub fn states(&self) -> Vec<(String, HostState, Option<u32>)> {
+        self.hosts
+            .iter()
+            .map(|h| {
+                let state = if h.disabled {
+                    HostState::Disabled
+                } else if h.running.is_some() {
+                    HostState::Running
+                } else {
+                    HostState::Backoff
+                };
+                (
+                    h.cfg.name.clone(),
+                    state,
+                    h.running.as_ref().map(RunningHost::pid),
+                )
+            })
+            .collect()
+    }
+
+    /// Shuts every host down (`shutdown`, EOF, grace, group kill), concurrently.
+    pub async fn shutdown(self) {
+        let stops: Vec<_> = self
+            .hosts
+            .into_iter()
+            .filter_map(|h| h.running)
+            .map(|r| tokio::spawn(r.shutdown()))
+            .collect();
+        for stop in stops {
+            let _ = stop.await;
+        }
+    }
+}
+
+/// Wait before restart number `failures`: none after the first failure, then 1 s, 2 s,
+/// 4 s… up to [`MAX_BACKOFF`].
+fn backoff(failures: u32) -> Duration {
+    match failures {
+        0 | 1 => Duration::ZERO,
+        n => Duration::from_secs(1u64 << (n - 2).min(6)).min(MAX_BACKOFF),
+    }
+}
+
+/// A host whose `initialize` got -32001 speaks another protocol version: say both sides.
+fn version_refusal(failure: CallFailure) -> CallFailure {
+    match &failure.rpc {
+        Some((code, data))
+            if *code == agent_runner_protocol::error_codes::UNSUPPORTED_PROTOCOL_VERSION =>
+        {
+            CallFailure::new(
+                ErrorType::RpcError,
+                format!(
+                "host does not speak protocol version {PROTOCOL_VERSION} (it supports {}); refused",
+                data.as_deref().unwrap_or("unknown versions")
+            ),
+            )
+        }
+        _ => failure,
+    }
+}
+
+/// A host's pin status (doctor's `verified` / `mismatch` / `unpinned`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PinStatus {
+    /// The configured pin matches the file.
+    Verified,
+    /// A pin is configured and differs.
+    Mismatch {
+        /// The configured pin.
+        expected: Sha256Pin,
+    },
+    /// No pin is configured.
+    Unpinned,
+}
+
+impl PinStatus {
+    /// The doctor/peek spelling.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            PinStatus::Verified => "verified",
+            PinStatus::Mismatch { .. } => "mismatch",
+            PinStatus::Unpinned => "unpinned",
+        }
+    }
+}
+
+/// A host executable resolved, hashed from an open descriptor, and compared to its pin.
+pub struct CheckedHost {
+    /// The resolved executable (canonical).
+    pub path: PathBuf,
+    /// Its sha256.
+    pub actual: Sha256Pin,
+    /// Against `[plugins.pin]`.
+    pub status: PinStatus,
+    /// The open, hashed executable (what a launch executes).
+    pub exe: agent_runner_plugin_host::pin::VerifiedExecutable,
+}
+
+/// Resolves `command[0]` of `cfg` (relative to the config file's directory, or on PATH),
+/// hashes it and checks it against `[plugins.pin]`.
+///
+/// Errors: a message naming the host and the path when it cannot be resolved or read.
+pub fn check_pin(config: &Config, cfg: &HostConfig) -> Result<CheckedHost, String> {
+    let base = config.path.parent().unwrap_or(Path::new("/"));
+    let path = resolve_executable(&cfg.command[0], base, std::env::var_os("PATH").as_deref())
+        .map_err(|e| format!("host {}: {e}", cfg.name))?;
+    let exe = open_and_hash(&path).map_err(|e| format!("host {}: {e}", cfg.name))?;
+    let actual = exe.sha256;
+    let status = match config.plugins.pins.get(&cfg.name) {
+        None => PinStatus::Unpinned,
+        Some(pin) if *pin == actual => PinStatus::Verified,
+        Some(pin) => PinStatus::Mismatch { expected: *pin },
+    };
+    Ok(CheckedHost {
+        path,
+        actual,
+        status,
+        exe,
+    })
+}

@@ -1,0 +1,142 @@
+//! A newline-delimited stdio transport for jsonrpsee's async client (jsonrpsee ships none;
+//! design.md "Field notes"). One JSON-RPC message per line, lines capped at
+//! [`MAX_LINE_BYTES`]. Anything on the host's stdout that is not a JSON-RPC response is a
+//! protocol violation: the receiver records its first bytes (redacted) in a
+//! [`ViolationSlot`] and fails, which ends the client; the host manager then kills the host.
+
+use agent_runner_protocol::limits::MAX_LINE_BYTES;
+use agent_runner_protocol::redact::redact;
+use jsonrpsee::core::client::{ReceivedMessage, TransportReceiverT, TransportSenderT};
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{ChildStdin, ChildStdout};
+
+/// How many bytes of an offending line a violation quotes.
+pub const QUOTE_BYTES: usize = 80;
+
+/// Where the receiver leaves the description of a protocol violation.
+pub type ViolationSlot = Arc<Mutex<Option<String>>>;
+
+/// Why the transport stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    /// Reading or writing the pipe failed.
+    #[error("host pipe: {0}")]
+    Io(#[from] std::io::Error),
+    /// The host closed its stdout.
+    #[error("host closed its stdout")]
+    Closed,
+    /// The host broke the framing or wrote a non-response (recorded in the slot).
+    #[error("protocol violation: {0}")]
+    Violation(String),
+}
+
+/// Writes requests to the host's stdin.
+pub struct LineSender {
+    stdin: ChildStdin,
+}
+
+/// Reads responses from the host's stdout.
+pub struct LineReceiver {
+    stdout: BufReader<ChildStdout>,
+    violation: ViolationSlot,
+}
+
+/// Wraps a host's pipes; returns the two halves and the slot a violation lands in.
+pub fn line_transport(
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+) -> (LineSender, LineReceiver, ViolationSlot) {
+    let slot = ViolationSlot::default();
+    (
+        LineSender { stdin },
+        LineReceiver {
+            stdout: BufReader::with_capacity(MAX_LINE_BYTES, stdout),
+            violation: slot.clone(),
+        },
+        slot,
+    )
+}
+
+impl TransportSenderT for LineSender {
+    type Error = TransportError;
+
+    async fn send(&mut self, mut msg: String) -> Result<(), Self::Error> {
+        msg.push('\n');
+        self.stdin.write_all(msg.as_bytes()).await?;
+        self.stdin.flush().await?;
+        Ok(())
+    }
+}
+
+impl LineReceiver {
+    fn violate(&self, what: String) -> TransportError {
+        *self.violation.lock().unwrap_or_else(|p| p.into_inner()) = Some(what.clone());
+        TransportError::Violation(what)
+    }
+
+    /// Reads one line of at most [`MAX_LINE_BYTES`] bytes (newline included).
+    async fn read_line(&mut self) -> Result<Vec<u8>, TransportError> {
+        let mut line = Vec::new();
+        loop {
+            let buf = self.stdout.fill_buf().await?;
+            if buf.is_empty() {
+                if line.is_empty() {
+                    return Err(TransportError::Closed);
+                }
+                return Err(self.violate(format!(
+                    "unterminated line at end of stdout: {}",
+                    quote(&line)
+                )));
+            }
+            let (chunk, done) = match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => (&buf[..=i], true),
+                None => (buf, false),
+            };
+            line.extend_from_slice(chunk);
+            let used = chunk.len();
+            self.stdout.consume(used);
+            if line.len() > MAX_LINE_BYTES {
+                return Err(self.violate(format!(
+                    "line longer than {MAX_LINE_BYTES} bytes: {}",
+                    quote(&line)
+                )));
+            }
+            if done {
+                line.pop();
+                return Ok(line);
+            }
+        }
+    }
+}
+
+impl TransportReceiverT for LineReceiver {
+    type Error = TransportError;
+
+    async fn receive(&mut self) -> Result<ReceivedMessage, Self::Error> {
+        let line = self.read_line().await?;
+        let is_response = serde_json::from_slice::<serde_json::Value>(&line)
+            .ok()
+            .and_then(|v| v.as_object().cloned())
+            .is_some_and(|o| {
+                o.get("jsonrpc").and_then(|v| v.as_str()) == Some("2.0")
+                    && o.contains_key("id")
+                    && (o.contains_key("result") != o.contains_key("error"))
+            });
+        if !is_response {
+            return Err(self.violate(format!(
+                "not a JSON-RPC response on stdout: {}; stdout is reserved for protocol messages; log to stderr",
+                quote(&line)
+            )));
+        }
+        String::from_utf8(line)
+            .map(ReceivedMessage::Text)
+            .map_err(|e| self.violate(format!("invalid UTF-8 on stdout: {e}")))
+    }
+}
+
+/// The first [`QUOTE_BYTES`] bytes of `bytes`, lossily decoded, redacted, debug-quoted.
+pub fn quote(bytes: &[u8]) -> String {
+    let head = &bytes[..bytes.len().min(QUOTE_BYTES)];
+    format!("{:?}", redact(&String::from_utf8_lossy(head)))
+}

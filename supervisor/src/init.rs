@@ -1,0 +1,280 @@
+//! `init`: writes `agent-runner.toml` (from a preset) and `prompts/main.md`, adds the log
+//! dir to `.gitignore` when it lies inside the tree, and commits them (unless
+//! `--no-commit`). Refuses to overwrite without `--force`. Presets follow the reference
+//! system's (peer-facts.md "Presets"), plus `codex`.
+
+use std::path::{Path, PathBuf};
+
+use crate::exit::CliError;
+
+/// A preset: how one agent CLI is run.
+#[derive(Clone, Copy, Debug)]
+pub struct Preset {
+    /// `--preset` name.
+    pub name: &'static str,
+    /// `[agent] command`.
+    pub command: &'static [&'static str],
+    /// `[agent] prompt_arg_template`.
+    pub template: &'static [&'static str],
+    /// `[agent] prompt_delivery`.
+    pub delivery: &'static str,
+    /// `[agent.env]`.
+    pub env: &'static [(&'static str, &'static str)],
+}
+
+/// Every preset `init --preset` knows.
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        name: "claude",
+        command: &[
+            "claude",
+            "--model",
+            "sonnet",
+            "--dangerously-skip-permissions",
+            "--verbose",
+            "--output-format",
+            "stream-json",
+        ],
+        template: &["-p"],
+        delivery: "stdin",
+        env: &[("DISABLE_AUTOUPDATER", "1")],
+    },
+    Preset {
+        name: "aider",
+        command: &[
+            "aider",
+            "--yes-always",
+            "--no-stream",
+            "--analytics-disable",
+        ],
+        template: &["--message", "{prompt}"],
+        delivery: "argv",
+        env: &[],
+    },
+    Preset {
+        name: "gemini",
+        command: &["gemini", "--yolo", "-o", "stream-json"],
+        template: &["-p", "{prompt}"],
+        delivery: "argv",
+        env: &[],
+    },
+    Preset {
+        name: "codewhale",
+        command: &[
+            "codewhale",
+            "exec",
+            "--auto",
+            "--output-format",
+            "stream-json",
+        ],
+        template: &["{prompt}"],
+        delivery: "argv",
+        env: &[],
+    },
+    Preset {
+        name: "kimi",
+        command: &["kimi", "--output-format", "stream-json"],
+        template: &["-p", "{prompt}"],
+        delivery: "argv",
+        env: &[],
+    },
+    Preset {
+        name: "pi",
+        command: &["pi", "-p", "-na", "--mode", "json"],
+        template: &["{prompt}"],
+        delivery: "argv",
+        env: &[],
+    },
+    Preset {
+        name: "codex",
+        command: &["codex", "exec", "--full-auto", "--json"],
+        template: &["{prompt}"],
+        delivery: "argv",
+        env: &[],
+    },
+];
+
+/// The default log dir of generated configs (outside the tree, as the reference system).
+pub const DEFAULT_LOG_DIR: &str = "~/.agent-runner/{project}/logs";
+
+/// Looks a preset up by name.
+pub fn preset(name: &str) -> Option<&'static Preset> {
+    PRESETS.iter().find(|p| p.name == name)
+}
+
+fn toml_list(items: &[&str]) -> String {
+    let quoted: Vec<String> = items
+        .iter()
+        .map(|s| toml::Value::String((*s).to_owned()).to_string())
+        .collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+/// The config text `init` writes for `preset`.
+pub fn config_text(preset: &Preset) -> String {
+    let mut env = String::new();
+    for (k, v) in preset.env {
+        env.push_str(&format!("{k} = {}\n", toml::Value::String((*v).to_owned())));
+    }
+    format!(
+        r#"# agent-runner configuration (preset: {name}). Reference: docs/configuration.md
+schema_version = 1
+
+[agent]
+name = "{name}"
+command = {command}
+prompt_arg_template = {template}
+prompt_delivery = "{delivery}"
+
+[agent.env]
+{env}
+[runtime]
+work_dir = "."
+log_dir = "{log_dir}"
+round_budget_s = 1800
+restart_delay_s = 3
+
+[prompt]
+file = "./prompts/main.md"
+
+[vcs]
+dirty_action = "stash"
+stash_idempotency_s = 5
+
+[plugins]
+sandbox = "prefer"
+spawn_override_allow = []
+disable = []
+
+[plugins.pin]
+# name = "sha256:<64 hex>"   (`agent-runner doctor` prints these lines)
+
+# A third-party host, confined and pinned:
+# [plugins.hosts.pause]
+# command = ["./hosts/spawn-pause-file"]
+# provides = ["spawn_hook"]
+# config = {{ file = ".agent-runner-pause", defer_s = 60 }}
+"#,
+        name = preset.name,
+        command = toml_list(preset.command),
+        template = toml_list(preset.template),
+        delivery = preset.delivery,
+        log_dir = DEFAULT_LOG_DIR,
+    )
+}
+
+/// The prompt `init` writes.
+pub const PROMPT_TEXT: &str =
+    "# Task\n\nDescribe the work the agent should do in each round here.\n";
+
+/// `init` options.
+#[derive(Clone, Debug)]
+pub struct InitOptions {
+    /// Where the config goes.
+    pub config_path: PathBuf,
+    /// Preset name (default `claude`).
+    pub preset: String,
+    /// Overwrite existing files.
+    pub force: bool,
+    /// Do not commit the new files.
+    pub no_commit: bool,
+}
+
+/// Runs `init`; returns the lines to print.
+///
+/// Errors: unknown preset (2), an existing file without `--force` (1), I/O failures (1).
+pub fn run(options: &InitOptions) -> Result<Vec<String>, CliError> {
+    let preset = preset(&options.preset).ok_or_else(|| CliError {
+        code: crate::exit::USAGE,
+        message: format!(
+            "unknown preset {:?}; expected one of {}",
+            options.preset,
+            PRESETS
+                .iter()
+                .map(|p| p.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    })?;
+    let config_path =
+        std::path::absolute(&options.config_path).map_err(|e| CliError::failure(e.to_string()))?;
+    let dir = config_path.parent().unwrap_or(Path::new(".")).to_owned();
+    let prompt_path = dir.join("prompts").join("main.md");
+    for path in [&config_path, &prompt_path] {
+        if path.exists() && !options.force {
+            return Err(CliError::failure(format!(
+                "{} already exists; pass --force to overwrite it",
+                path.display()
+            )));
+        }
+    }
+    let io = |path: &Path, e: std::io::Error| {
+        CliError::failure(format!("cannot write {}: {e}", path.display()))
+    };
+    std::fs::create_dir_all(prompt_path.parent().expect("has parent"))
+        .map_err(|e| io(&prompt_path, e))?;
+    std::fs::write(&config_path, config_text(preset)).map_err(|e| io(&config_path, e))?;
+    std::fs::write(&prompt_path, PROMPT_TEXT).map_err(|e| io(&prompt_path, e))?;
+    let mut lines = vec![
+        format!("wrote {} (preset {})", config_path.display(), preset.name),
+        format!("wrote {}", prompt_path.display()),
+    ];
+    let config = crate::config::load(&config_path)?;
+    let mut to_commit = vec![config_path.clone(), prompt_path.clone()];
+    if let Ok(rel) = config
+        .runtime
+        .log_dir
+        .strip_prefix(&config.runtime.work_dir)
+    {
+        let entry = format!("/{}/", rel.display());
+        lines.push(ensure_gitignored(&config.runtime.work_dir, &entry)?);
+        to_commit.push(config.runtime.work_dir.join(".gitignore"));
+    }
+    if !options.no_commit && dir.join(".git").exists() {
+        let git = |args: &[&str]| {
+            std::process::Command::new("git")
+                .args(["-c", "core.hooksPath=/dev/null"])
+                .args(args)
+                .args(&to_commit)
+                .current_dir(&dir)
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        if git(&["add", "--"])
+            && git(&[
+                "commit",
+                "-q",
+                "--no-verify",
+                "-m",
+                "agent-runner init",
+                "--",
+            ])
+        {
+            lines.push("committed the new files".into());
+        } else {
+            lines.push("note: could not commit the new files; commit them yourself".into());
+        }
+    }
+    Ok(lines)
+}
+
+/// Appends `entry` to `<dir>/.gitignore` unless a line already says it.
+pub fn ensure_gitignored(dir: &Path, entry: &str) -> Result<String, CliError> {
+    let path = dir.join(".gitignore");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    if text
+        .lines()
+        .any(|l| l.trim() == entry || l.trim() == entry.trim_end_matches('/'))
+    {
+        return Ok(format!("{} already ignores {entry}", path.display()));
+    }
+    let mut new = text;
+    if !new.is_empty() && !new.ends_with('\n') {
+        new.push('\n');
+    }
+    new.push_str(entry);
+    new.push('\n');
+    std::fs::write(&path, new)
+        .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
+    Ok(format!("added {entry} to {}", path.display()))
+}

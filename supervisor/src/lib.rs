@@ -1,0 +1,31 @@
+//! agent-runner: a restart-on-exit supervisor for autonomous coding-agent CLIs.
+//!
+//! The binary is a thin layer over [`cli`]. Code map (see `ARCHITECTURE.md`):
+//! - [`config`]: `agent-runner.toml`, loaded once and validated strictly (exit 78).
+//! - [`round`]: one round: admission, prompt, spawn gate, agent, dirty tree, events.
+//! - [`serve`]: rounds back to back until stopped.
+//! - [`agent`]: the agent process in its own process group, under its budget.
+//! - [`hosts`]: third-party plugin hosts: pins, confined launch, JSON-RPC, failures.
+//! - [`spawn_gate`] and [`dirty`]: the two hook families and their built-ins.
+//! - [`git`]: the only place that runs git.
+//! - [`events`]: the operator's record, one JSON line per event.
+//! - [`state`]: the project lock, the round counter and the orphan stash record.
+//! - [`doctor`], [`init`]: operator verbs.
+
+pub mod agent;
+pub mod cli;
+pub mod config;
+pub mod dirty;
+pub mod doctor;
+pub mod events;
+pub mod exit;
+pub mod git;
+pub mod hosts;
+pub mod init;
+pub mod prompt;
+pub mod round;
+pub mod sandbox;
+pub mod serve;
+pub mod spawn_gate;
+pub mod state;
+pub mod stop;

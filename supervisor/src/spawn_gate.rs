@@ -1,0 +1,120 @@
+//! Spawn hooks: asked before every agent spawn, by `serve` and `round` alike (design.md
+//! step 3; the reference system's collapse rules in peer-facts.md "Spawn hooks").
+//!
+//! A non-proceed verdict from a hook not listed in `[plugins] spawn_override_allow` is
+//! downgraded to proceed (`plugin_spawn_override_ignored`). Collapse: any skip wins (the
+//! first in call order); else the largest `defer_s`; else proceed. A failed call counts as
+//! proceed (protocol-v1.md §5).
+
+use agent_runner_protocol::redact::redact_and_cap;
+use agent_runner_protocol::{
+    decode_spawn_decision, methods, BeforeSpawnParams, Context, Family, HookName, SpawnAction,
+    SpawnView,
+};
+use serde_json::json;
+
+use crate::events::EventLog;
+use crate::hosts::HostManager;
+
+/// The collapsed verdict of all spawn hooks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Start the agent.
+    Proceed,
+    /// Wait `defer_s` seconds and ask again; the round number does not advance.
+    Defer {
+        /// The hook whose defer won.
+        hook: HookName,
+        /// Seconds to wait (0..=86400).
+        defer_s: u64,
+        /// Its reason (redacted, at most 256 characters).
+        reason: String,
+    },
+    /// Do not run now; idle briefly and ask again.
+    Skip {
+        /// The first hook that skipped.
+        hook: HookName,
+        /// Its reason (redacted, capped).
+        reason: String,
+    },
+}
+
+/// Asks every spawn hook about the spawn described by `ctx` and `spawn`, records each
+/// honoured non-proceed answer (`plugin_spawn_decision`) and each ignored one
+/// (`plugin_spawn_override_ignored`), and returns the collapsed verdict.
+pub async fn consult(
+    hosts: &mut HostManager,
+    allow: &[HookName],
+    events: &EventLog,
+    ctx: &Context,
+    spawn: &SpawnView,
+) -> Verdict {
+    let mut verdict = Verdict::Proceed;
+    for hook in hosts.hooks(Family::SpawnHook) {
+        let params = BeforeSpawnParams {
+            hook: hook.name.clone(),
+            ctx: ctx.clone(),
+            spawn: spawn.clone(),
+        };
+        let params = serde_json::to_value(params).expect("params serialize");
+        let value = match hosts.call(&hook, methods::BEFORE_SPAWN, params).await {
+            Ok(Some(value)) => value,
+            Ok(None) | Err(_) => continue,
+        };
+        let decision = match decode_spawn_decision(value) {
+            Ok(decision) => decision,
+            Err(err) => {
+                hosts.invalid_result(&hook, format!("before_spawn result {err}"));
+                continue;
+            }
+        };
+        if decision.action == SpawnAction::Proceed {
+            continue;
+        }
+        if !allow.contains(&hook.name) {
+            events.emit(
+                "plugin_spawn_override_ignored",
+                json!({"hook": hook.name.as_str(), "action": decision.action.as_str(),
+                       "round_num": ctx.round_num,
+                       "reason": "hook not listed in [plugins] spawn_override_allow"}),
+            );
+            continue;
+        }
+        let reason = redact_and_cap(&decision.reason);
+        let defer_s = if decision.action == SpawnAction::Defer {
+            decision.defer_s
+        } else {
+            0
+        };
+        events.emit(
+            "plugin_spawn_decision",
+            json!({"hook": hook.name.as_str(), "action": decision.action.as_str(),
+                   "defer_s": defer_s, "reason": reason, "round_num": ctx.round_num}),
+        );
+        verdict = match (verdict, decision.action) {
+            (skip @ Verdict::Skip { .. }, _) => skip,
+            (_, SpawnAction::Skip) => Verdict::Skip {
+                hook: hook.name.clone(),
+                reason,
+            },
+            (
+                Verdict::Defer {
+                    hook: h,
+                    defer_s: d,
+                    reason: r,
+                },
+                _,
+            ) if d >= defer_s => Verdict::Defer {
+                hook: h,
+                defer_s: d,
+                reason: r,
+            },
+            _ => Verdict::Defer {
+                hook: hook.name.clone(),
+                defer_s,
+                reason,
+            },
+        };
+    }
+    verdict
+}
