@@ -2,6 +2,7 @@
 //! to with jsonrpsee's client over [`super::transport`], its stderr forwarded to our log.
 
 use agent_runner_plugin_host::launch::{self, LaunchSpec};
+use agent_runner_plugin_host::notify::DenialListener;
 use agent_runner_protocol::redact::redact;
 use jsonrpsee::core::client::{Client, ClientBuilder, ClientT, Error as RpcError};
 use jsonrpsee::core::traits::ToRpcParams;
@@ -30,6 +31,9 @@ pub struct RunningHost {
     pgid: u32,
     client: Client,
     violation: ViolationSlot,
+    /// The seccomp user-notification listener (when seccomp is applied): names the system
+    /// call that got the host killed.
+    denials: Option<DenialListener>,
 }
 
 /// JSON params already serialized.
@@ -46,8 +50,8 @@ impl ToRpcParams for Params {
 impl RunningHost {
     /// Starts the host described by `spec` (its pid is the process group id).
     pub fn start(spec: &LaunchSpec) -> Result<Self, CallFailure> {
-        let mut child =
-            launch::spawn(spec).map_err(|e| CallFailure::new(ErrorType::Crashed, e.to_string()))?;
+        let (mut child, denials) = launch::spawn_with_listener(spec)
+            .map_err(|e| CallFailure::new(ErrorType::Crashed, e.to_string()))?;
         let pgid = child.id().unwrap_or(0);
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -69,6 +73,7 @@ impl RunningHost {
             pgid,
             client,
             violation,
+            denials,
         })
     }
 
@@ -86,7 +91,6 @@ impl RunningHost {
         method: &str,
         params: Option<Value>,
         timeout: Duration,
-        confined: bool,
     ) -> Result<Value, CallFailure> {
         let result = tokio::time::timeout(
             timeout,
@@ -103,7 +107,7 @@ impl RunningHost {
             Ok(Err(RpcError::ParseError(err))) => {
                 Err(CallFailure::new(ErrorType::InvalidResult, err.to_string()))
             }
-            Ok(Err(_)) => Err(self.diagnose_broken_pipe(confined).await),
+            Ok(Err(_)) => Err(self.diagnose_broken_pipe().await),
             Err(_) => Err(CallFailure::new(
                 ErrorType::Timeout,
                 format!("no answer to {method} within {} s", timeout.as_secs_f32()),
@@ -112,7 +116,7 @@ impl RunningHost {
     }
 
     /// The client stopped: a protocol violation, a crash or a confinement kill.
-    async fn diagnose_broken_pipe(&mut self, confined: bool) -> CallFailure {
+    async fn diagnose_broken_pipe(&mut self) -> CallFailure {
         if let Some(violation) = self
             .violation
             .lock()
@@ -122,18 +126,33 @@ impl RunningHost {
             return CallFailure::new(ErrorType::ProtocolViolation, violation);
         }
         match tokio::time::timeout(REAP_WAIT, self.child.wait()).await {
-            Ok(Ok(status)) => match status.signal() {
-                Some(libc::SIGSYS) if confined => CallFailure::new(
+            Ok(Ok(status)) => match (
+                self.denials.as_mut().and_then(DenialListener::try_denial),
+                status.signal(),
+            ) {
+                // The listener queues the denial before it kills the host, so after the
+                // reap it is there whenever the filter stopped the host.
+                (Some(denied), _) => CallFailure::new(
                     ErrorType::KilledBySandbox,
-                    "killed by the seccomp filter (SIGSYS): the host tried a forbidden system call"
+                    format!(
+                        "killed by the sandbox: the host called {}(), which protocol v1 §6 forbids",
+                        denied.name
+                    ),
+                )
+                .with_signal(libc::SIGSYS)
+                .with_syscall(denied.name),
+                // The filter's architecture / x32 guard kills without a notification.
+                (None, Some(libc::SIGSYS)) if self.denials.is_some() => CallFailure::new(
+                    ErrorType::KilledBySandbox,
+                    "killed by the seccomp filter (SIGSYS): foreign-architecture or x32 system call"
                         .into(),
                 )
                 .with_signal(libc::SIGSYS),
-                Some(sig) => {
+                (None, Some(sig)) => {
                     CallFailure::new(ErrorType::Crashed, format!("host died of signal {sig}"))
                         .with_signal(sig)
                 }
-                None => CallFailure::new(
+                (None, None) => CallFailure::new(
                     ErrorType::Crashed,
                     format!(
                         "host exited with status {} during the call",

@@ -82,6 +82,8 @@ pub struct CallFailure {
     pub signal: Option<i32>,
     /// The JSON-RPC error code and data, for `rpc_error`.
     pub rpc: Option<(i32, Option<String>)>,
+    /// The system call the sandbox denied, for `killed_by_sandbox`.
+    pub syscall: Option<&'static str>,
 }
 
 impl CallFailure {
@@ -91,7 +93,13 @@ impl CallFailure {
             message: redact_and_cap(&message),
             signal: None,
             rpc: None,
+            syscall: None,
         }
+    }
+
+    fn with_syscall(mut self, name: &'static str) -> Self {
+        self.syscall = Some(name);
+        self
     }
 
     fn with_signal(mut self, signal: i32) -> Self {
@@ -144,7 +152,6 @@ pub struct HostManager {
     hooks: Vec<HookRef>,
     events: EventLog,
     init: InitializeParams,
-    confined: bool,
 }
 
 impl HostManager {
@@ -174,7 +181,6 @@ impl HostManager {
                 config: Default::default(),
                 sandbox: gate.info(),
             },
-            confined: gate.applied.seccomp(),
         };
         for cfg in &config.plugins.hosts {
             if config.plugins.disable.contains(&cfg.name) {
@@ -274,12 +280,7 @@ impl HostManager {
         params.config = managed.cfg.config.clone();
         let params = serde_json::to_value(params).expect("initialize params serialize");
         let result = running
-            .call(
-                methods::INITIALIZE,
-                Some(params),
-                managed.cfg.init_timeout,
-                self.confined,
-            )
+            .call(methods::INITIALIZE, Some(params), managed.cfg.init_timeout)
             .await;
         let value = match result {
             Ok(value) => value,
@@ -392,9 +393,8 @@ impl HostManager {
             }
         }
         let timeout = self.hosts[index].cfg.call_timeout(hook.family);
-        let confined = self.confined;
         let running = self.hosts[index].running.as_mut().expect("started above");
-        match running.call(method, Some(params), timeout, confined).await {
+        match running.call(method, Some(params), timeout).await {
             Ok(value) => {
                 self.hosts[index].consecutive_failures = 0;
                 Ok(Some(value))
@@ -433,7 +433,7 @@ impl HostManager {
         if failure.error_type == ErrorType::KilledBySandbox {
             self.events.emit(
                 "plugin_sandbox_kill",
-                json!({"hook": hook_name, "host": managed.cfg.name, "signal": failure.signal, "syscall": null}),
+                json!({"hook": hook_name, "host": managed.cfg.name, "signal": failure.signal, "syscall": failure.syscall}),
             );
         }
         self.events.emit(

@@ -1,0 +1,130 @@
+//! Bad configs: `round` and `serve` exit 78 with one stderr line naming the file and the
+//! key, and nothing starts (no log dir, no agent run).
+
+use agent_runner_e2e::{pause_host_bin, HostSpec, Project, RunOutput};
+
+/// Writes `text` as the config, runs `round` and `serve`, and checks both refuse with one
+/// stderr line containing the config path and every one of `needles`.
+fn assert_refused(p: &Project, text: Option<&str>, needles: &[&str]) {
+    if let Some(text) = text {
+        p.write_config_text(text);
+    }
+    let config = p.config_path().display().to_string();
+    for verb in [&["round"][..], &["serve", "--max-rounds", "1"][..]] {
+        let out: RunOutput = p.run(verb);
+        out.assert_code(78);
+        let lines: Vec<&str> = out.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{verb:?}: expected one stderr line: {out}");
+        assert!(lines[0].contains(&config), "{verb:?}: file not named: {out}");
+        for needle in needles {
+            assert!(lines[0].contains(needle), "{verb:?}: {needle:?} missing: {out}");
+        }
+        assert!(!p.log_dir().exists(), "{verb:?}: log dir created");
+        assert!(!p.dir().join("notes").exists(), "{verb:?}: the agent ran");
+    }
+}
+
+fn valid(p: &Project) -> String {
+    p.config().render()
+}
+
+#[test]
+fn the_valid_base_config_runs() {
+    // The base the other cases break: it does run.
+    let p = Project::new();
+    p.write_config_text(&valid(&p));
+    p.run(&["round"]).assert_code(0);
+}
+
+#[test]
+fn unknown_key() {
+    let p = Project::new();
+    let text = valid(&p).replace(
+        "prompt_delivery = \"argv\"\n",
+        "prompt_delivery = \"argv\"\ncomand = [\"claude\"]\n",
+    );
+    assert_refused(&p, Some(&text), &["comand"]);
+}
+
+#[test]
+fn wrong_type() {
+    let p = Project::new();
+    let text = valid(&p).replace("round_budget_s = 60", "round_budget_s = \"x\"");
+    assert_refused(&p, Some(&text), &["runtime.round_budget_s"]);
+}
+
+#[test]
+fn bare_string_where_a_list_belongs() {
+    let p = Project::new();
+    let agent = p.agent_path().display().to_string();
+    let text = valid(&p).replace(&format!("command = [\"{agent}\"]"), "command = \"claude\"");
+    assert!(text.contains("command = \"claude\""));
+    assert_refused(&p, Some(&text), &["agent.command", "list"]);
+}
+
+#[test]
+fn bad_pin_format() {
+    let p = Project::new();
+    let text = p
+        .config()
+        .host(HostSpec::new("pause", pause_host_bin()).pin(agent_runner_e2e::Pin::Literal(
+            "sha256:not-hex".into(),
+        )))
+        .render();
+    assert_refused(&p, Some(&text), &["plugins.pin.pause"]);
+}
+
+#[test]
+fn missing_prompt_file() {
+    let p = Project::new();
+    let text = valid(&p).replace("./prompts/main.md", "./prompts/missing.md");
+    assert_refused(&p, Some(&text), &["prompt.file", "missing.md"]);
+}
+
+#[test]
+fn missing_schema_version() {
+    let p = Project::new();
+    let text = valid(&p).replace("schema_version = 1\n", "");
+    assert_refused(&p, Some(&text), &["schema_version", "schema_version = 1"]);
+}
+
+#[test]
+fn unsupported_schema_version() {
+    let p = Project::new();
+    let text = valid(&p).replace("schema_version = 1\n", "schema_version = 2\n");
+    assert_refused(&p, Some(&text), &["schema_version"]);
+}
+
+#[test]
+fn missing_config_file() {
+    let p = Project::new();
+    assert!(!p.config_path().exists());
+    assert_refused(&p, None, &["cannot read"]);
+}
+
+#[test]
+fn doctor_exits_78_on_a_bad_config() {
+    let p = Project::new();
+    let text = valid(&p).replace("round_budget_s = 60", "round_budget_s = \"x\"");
+    p.write_config_text(&text);
+    let out = p.run(&["doctor", "--json"]);
+    out.assert_code(78);
+    let report: agent_runner_e2e::serde_json::Value =
+        agent_runner_e2e::serde_json::from_str(&out.stdout).expect("doctor --json");
+    let config = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "config")
+        .expect("config check")
+        .clone();
+    assert_eq!(config["ok"], false, "{out}");
+    assert!(
+        config["reason"]
+            .as_str()
+            .unwrap()
+            .contains("runtime.round_budget_s"),
+        "{out}"
+    );
+    assert!(!p.log_dir().exists(), "doctor wrote the log dir");
+}

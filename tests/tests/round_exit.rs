@@ -1,0 +1,72 @@
+//! `round` exit codes against the agent's own outcome: a failing agent and an agent that
+//! overruns its budget both make `round` exit 1; the overrun agent's whole process group
+//! is gone afterwards.
+
+use agent_runner_e2e::serde_json::{self, Value};
+use agent_runner_e2e::Project;
+
+#[test]
+fn clean_agent_exits_0() {
+    let p = Project::new();
+    p.write_config(&p.config());
+    let out = p.run(&["round", "--json"]);
+    out.assert_code(0);
+    let summary: Value = serde_json::from_str(out.stdout.trim()).expect("--json summary");
+    assert_eq!(summary["round_num"], 1, "{out}");
+    assert_eq!(summary["exit_code"], 0, "{out}");
+    assert_eq!(summary["exit_cause"], "exited", "{out}");
+    let exit = &p.events_of("agent_exit")[0];
+    assert_eq!(exit["exit_code"], 0);
+    assert_eq!(exit["timed_out"], false);
+    // The agent got the round's environment and the prompt.
+    let log = std::fs::read_dir(p.log_dir().join("rounds"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(log).unwrap();
+    assert!(text.contains("demo-agent: round 1; prompt:"), "{text}");
+}
+
+#[test]
+fn failing_agent_exits_1() {
+    let p = Project::new();
+    p.write_config(&p.config().agent_env("DEMO_AGENT_EXIT", "3"));
+    let out = p.run(&["round"]);
+    out.assert_code(1);
+    let all = p.events_text();
+    let exit = p.events_of("agent_exit");
+    assert_eq!(exit.len(), 1, "{all}");
+    assert_eq!(exit[0]["exit_code"], 3, "{all}");
+    assert_eq!(exit[0]["exit_cause"], "exited", "{all}");
+    assert_eq!(exit[0]["timed_out"], false, "{all}");
+    // Dirty handling runs only after a clean exit: the tree the agent left stays dirty.
+    assert!(p.events_of("dirty_detected").is_empty(), "{all}");
+    assert!(p.events_of("orphan_stashed").is_empty(), "{all}");
+    assert!(!p.status_porcelain().is_empty());
+    assert_eq!(p.events_of("round_end").len(), 1, "{all}");
+}
+
+#[test]
+fn agent_over_budget_is_terminated_with_its_group() {
+    let p = Project::new();
+    p.write_config(
+        &p.config()
+            .agent_env("DEMO_AGENT_SLEEP", "30")
+            .round_budget_s(1),
+    );
+    let out = p.run(&["round"]);
+    out.assert_code(1);
+    let all = p.events_text();
+    let exit = p.events_of("agent_exit");
+    assert_eq!(exit.len(), 1, "{all}");
+    assert_eq!(exit[0]["exit_cause"], "timeout", "{all}");
+    assert_eq!(exit[0]["timed_out"], true, "{all}");
+    assert!(p.events_of("dirty_detected").is_empty(), "{all}");
+    // The agent (bash) and its `sleep 30` child ran in the project dir; none is left.
+    let left = p.processes();
+    assert!(left.is_empty(), "processes left in the project dir: {left:?}");
+    // The agent never reached its edits.
+    assert!(!p.dir().join("notes").exists());
+}
