@@ -140,19 +140,24 @@ async fn perform(
                     round.events.emit(
                         "dirty_commit_failed",
                         json!({"round_num": round_num, "hook": hook, "error": redact_and_cap(&err.to_string()),
-                               "tree": "left as it was"}),
+                               "tree": tree_after_failure(round.repo, files).await}),
                     );
                     Outcome::Failed
                 }
             }
         }
-        DirtyAction::Stash { message } => stash(round, hook, message.as_deref()).await,
+        DirtyAction::Stash { message } => stash(round, hook, message.as_deref(), files).await,
     }
 }
 
 /// The built-in stash: `git stash push -u -m "ORPHAN R<N> ts=<UTC>"`, remembered by SHA in
 /// `orphan-state.json`, skipped when the last one is younger than `stash_idempotency_s`.
-async fn stash(round: &DirtyRound<'_>, hook: &str, note: Option<&str>) -> Outcome {
+async fn stash(
+    round: &DirtyRound<'_>,
+    hook: &str,
+    note: Option<&str>,
+    files: &[String],
+) -> Outcome {
     let round_num = round.ctx.round_num;
     let log_dir = &round.config.runtime.log_dir;
     let now = SystemTime::now();
@@ -202,9 +207,21 @@ async fn stash(round: &DirtyRound<'_>, hook: &str, note: Option<&str>) -> Outcom
             round.events.emit(
                 "orphan_stash_failed",
                 json!({"round_num": round_num, "hook": hook, "error": redact_and_cap(&err.to_string()),
-                       "tree": "left as it was"}),
+                       "tree": tree_after_failure(round.repo, files).await}),
             );
             Outcome::Failed
         }
+    }
+}
+
+/// What a failed git step left: `"left as it was"` when the same files are still dirty,
+/// otherwise a pointer to look (git can fail after doing part of its work).
+async fn tree_after_failure(repo: &Repo, before: &[String]) -> String {
+    match repo.dirty_files().await {
+        Ok(now) if now == before => "left as it was".to_owned(),
+        Ok(_) => {
+            "changed by the failed git step; inspect `git status` and `git stash list`".to_owned()
+        }
+        Err(err) => format!("unknown: {err}"),
     }
 }

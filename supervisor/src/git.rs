@@ -108,10 +108,16 @@ impl Repo {
         })
     }
 
-    fn exclude_pathspec(&self) -> Vec<String> {
+    /// The pathspec keeping the log dir out of a stash. Empty when there is no log dir in
+    /// the tree, or when git already ignores it: `stash push -u` never takes ignored files,
+    /// and an exclude pathspec naming an ignored path makes git's internal `add` fail
+    /// *after* the stash was created, leaving the tree dirty and the files staged.
+    async fn exclude_pathspec(&self) -> Vec<String> {
         match &self.excluded {
-            Some(ex) => vec![".".to_owned(), format!(":(exclude){ex}")],
-            None => Vec::new(),
+            Some(ex) if self.run(&["check-ignore", "-q", "--", ex]).await.is_err() => {
+                vec![".".to_owned(), format!(":(exclude){ex}")]
+            }
+            _ => Vec::new(),
         }
     }
 
@@ -119,7 +125,7 @@ impl Repo {
     /// or `None` when git found nothing to stash.
     pub async fn stash_push(&self, message: &str) -> Result<Option<String>, GitError> {
         let before = self.stash_head().await;
-        let spec = self.exclude_pathspec();
+        let spec = self.exclude_pathspec().await;
         let mut args = vec!["stash", "push", "-u", "-m", message];
         if !spec.is_empty() {
             args.push("--");

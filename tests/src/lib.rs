@@ -16,11 +16,12 @@
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 pub use serde_json;
@@ -141,15 +142,28 @@ pub fn dirty_commit_host_bin() -> PathBuf {
     workspace_bin("dirty-commit")
 }
 
-/// The sha256 of a file's contents as 64 lowercase hex digits.
+/// The sha256 of a file's contents as 64 lowercase hex digits. Results are cached per
+/// path, size and modification time (the binaries are large and `sha2` is unoptimized in
+/// test builds).
 pub fn sha256_hex(path: &Path) -> String {
-    let bytes =
-        fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    type Key = (PathBuf, u64, Option<std::time::SystemTime>);
+    static CACHE: OnceLock<Mutex<HashMap<Key, String>>> = OnceLock::new();
+    let meta = fs::metadata(path).unwrap_or_else(|e| panic!("cannot stat {}: {e}", path.display()));
+    let key = (path.to_owned(), meta.len(), meta.modified().ok());
+    let cache = CACHE.get_or_init(Mutex::default);
+    if let Some(hex) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return hex.clone();
+    }
+    let bytes = fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     let digest = Sha256::digest(&bytes);
     let mut hex = String::with_capacity(64);
     for byte in digest {
         let _ = write!(hex, "{byte:02x}");
     }
+    cache
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(key, hex.clone());
     hex
 }
 
@@ -378,7 +392,11 @@ impl ConfigBuilder {
         let _ = writeln!(t, "schema_version = 1\n");
         let _ = writeln!(t, "[agent]");
         let _ = writeln!(t, "name = \"demo-agent\"");
-        let _ = writeln!(t, "command = [{}]", toml_string(&self.agent.display().to_string()));
+        let _ = writeln!(
+            t,
+            "command = [{}]",
+            toml_string(&self.agent.display().to_string())
+        );
         let _ = writeln!(t, "prompt_arg_template = [\"{{prompt}}\"]");
         let _ = writeln!(t, "prompt_delivery = \"argv\"\n");
         if !self.agent_env.is_empty() {
@@ -666,7 +684,14 @@ impl Project {
             .trim()
             .is_empty()
         {
-            self.git(&["commit", "-q", "-m", "agent-runner config", "--", "agent-runner.toml"]);
+            self.git(&[
+                "commit",
+                "-q",
+                "-m",
+                "agent-runner config",
+                "--",
+                "agent-runner.toml",
+            ]);
         }
     }
 
@@ -777,6 +802,38 @@ impl Project {
             .collect()
     }
 
+    /// The round logs `logs/rounds/R<N>-<stamp>.log`, sorted by name.
+    pub fn round_logs(&self) -> Vec<PathBuf> {
+        let Ok(entries) = fs::read_dir(self.log_dir().join("rounds")) else {
+            return Vec::new();
+        };
+        let mut logs: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        logs.sort();
+        logs
+    }
+
+    /// What the agent wrote in all rounds (the round logs, concatenated).
+    pub fn agent_output(&self) -> String {
+        self.round_logs()
+            .iter()
+            .map(|log| fs::read_to_string(log).unwrap_or_default())
+            .collect()
+    }
+
+    /// Panics unless the demo agent ran round `round_num` to its end (its round log says
+    /// so).
+    pub fn assert_agent_ran(&self, round_num: u64) {
+        let output = self.agent_output();
+        let started = output.contains(&format!("demo-agent: round {round_num}; prompt:"));
+        let finished = output.contains("demo-agent: left my changes uncommitted")
+            || output.contains("demo-agent: committed my own work");
+        assert!(
+            started && finished,
+            "the agent did not run round {round_num}: {output:?}\n{}",
+            self.events_text()
+        );
+    }
+
     /// The event files `logs/events-*.jsonl`, sorted by name.
     pub fn event_files(&self) -> Vec<PathBuf> {
         let Ok(entries) = fs::read_dir(self.log_dir()) else {
@@ -804,9 +861,8 @@ impl Project {
             let mut lines: Vec<&str> = text.split('\n').collect();
             lines.pop(); // after the last newline: empty, or a line still being written
             for line in lines {
-                let value: Value = serde_json::from_str(line).unwrap_or_else(|e| {
-                    panic!("{}: not JSON ({e}): {line}", file.display())
-                });
+                let value: Value = serde_json::from_str(line)
+                    .unwrap_or_else(|e| panic!("{}: not JSON ({e}): {line}", file.display()));
                 assert!(
                     value["ts"].is_string() && value["event"].is_string(),
                     "{}: event without ts/event: {line}",
@@ -899,7 +955,11 @@ fn live_processes(cwd: &Path, exe_matches: impl Fn(&Path) -> bool) -> Vec<u32> {
     let me = std::process::id();
     let mut pids = Vec::new();
     for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
             continue;
         };
         if pid == me {

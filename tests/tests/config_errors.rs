@@ -13,11 +13,21 @@ fn assert_refused(p: &Project, text: Option<&str>, needles: &[&str]) {
     for verb in [&["round"][..], &["serve", "--max-rounds", "1"][..]] {
         let out: RunOutput = p.run(verb);
         out.assert_code(78);
-        let lines: Vec<&str> = out.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        let lines: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect();
         assert_eq!(lines.len(), 1, "{verb:?}: expected one stderr line: {out}");
-        assert!(lines[0].contains(&config), "{verb:?}: file not named: {out}");
+        assert!(
+            lines[0].contains(&config),
+            "{verb:?}: file not named: {out}"
+        );
         for needle in needles {
-            assert!(lines[0].contains(needle), "{verb:?}: {needle:?} missing: {out}");
+            assert!(
+                lines[0].contains(needle),
+                "{verb:?}: {needle:?} missing: {out}"
+            );
         }
         assert!(!p.log_dir().exists(), "{verb:?}: log dir created");
         assert!(!p.dir().join("notes").exists(), "{verb:?}: the agent ran");
@@ -67,9 +77,10 @@ fn bad_pin_format() {
     let p = Project::new();
     let text = p
         .config()
-        .host(HostSpec::new("pause", pause_host_bin()).pin(agent_runner_e2e::Pin::Literal(
-            "sha256:not-hex".into(),
-        )))
+        .host(
+            HostSpec::new("pause", pause_host_bin())
+                .pin(agent_runner_e2e::Pin::Literal("sha256:not-hex".into())),
+        )
         .render();
     assert_refused(&p, Some(&text), &["plugins.pin.pause"]);
 }

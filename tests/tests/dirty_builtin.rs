@@ -37,7 +37,11 @@ fn stash_is_recorded_by_sha_and_idempotent() {
     assert!(message.starts_with("ORPHAN R1 ts="), "{message}");
     let subject = p.git(&["log", "-1", "--format=%s", &sha]);
     assert!(subject.contains("ORPHAN R1 ts="), "{subject}");
-    assert!(p.status_porcelain().is_empty(), "{:?}", p.status_porcelain());
+    assert!(
+        p.status_porcelain().is_empty(),
+        "{:?}",
+        p.status_porcelain()
+    );
     assert_eq!(p.events_of("round_end")[0]["dirty_outcome"], "stashed");
 
     // Round 2: the agent commits its own work; nothing to stash.
@@ -75,7 +79,11 @@ fn auto_commit_commits_with_the_round_subject() {
     let files = p.git(&["show", "--name-only", "--format=", "HEAD"]);
     assert!(files.contains("notes/journal.md"), "{files}");
     assert!(files.contains("src/round_1.rs"), "{files}");
-    assert!(p.status_porcelain().is_empty(), "{:?}", p.status_porcelain());
+    assert!(
+        p.status_porcelain().is_empty(),
+        "{:?}",
+        p.status_porcelain()
+    );
     assert!(p.stash_shas().is_empty());
 }
 
@@ -96,4 +104,36 @@ fn ignore_leaves_the_tree_dirty() {
     assert!(status.contains("src/"), "{status}");
     assert_eq!(p.git(&["rev-parse", "HEAD"]), head);
     assert!(p.stash_shas().is_empty());
+}
+
+#[test]
+fn stash_keeps_an_unignored_log_dir_out() {
+    // The log dir lies inside the tree and is NOT gitignored: the stash must leave it.
+    let p = Project::new();
+    p.write(".gitignore", "/.agent-runner-pause\n");
+    p.git(&[
+        "commit",
+        "-q",
+        "-m",
+        "track nothing under logs",
+        "--",
+        ".gitignore",
+    ]);
+    p.write_config(&p.config().dirty_action("stash"));
+
+    p.run(&["round"]).assert_code(0);
+    let all = p.events_text();
+    let stashed = p.events_of("orphan_stashed");
+    assert_eq!(stashed.len(), 1, "{all}");
+    let sha = stashed[0]["ref"].as_str().unwrap();
+    // Untracked files of a `stash -u` are in its third parent.
+    let untracked = p.git(&["show", "--name-only", "--format=", &format!("{sha}^3")]);
+    assert!(untracked.contains("notes/journal.md"), "{untracked}");
+    assert!(!untracked.contains("logs/"), "log dir stashed: {untracked}");
+    assert!(!p.event_files().is_empty(), "events gone");
+    let status = p.status_porcelain();
+    assert!(
+        status.iter().all(|entry| entry.starts_with("?? logs/")),
+        "only the log dir may remain untracked: {status:?}"
+    );
 }

@@ -22,7 +22,7 @@ fn failed_round(host: HostSpec) -> (Project, Value) {
     assert_eq!(p.events_of("round_start").len(), 1, "{all}");
     assert_eq!(p.events_of("round_end").len(), 1, "{all}");
     assert_eq!(p.events_of("agent_exit")[0]["exit_code"], 0, "{all}");
-    assert!(p.dir().join("notes/journal.md").is_file(), "the agent did not run");
+    p.assert_agent_ran(1);
     let failed = failed[0].clone();
     (p, failed)
 }
@@ -72,11 +72,9 @@ fn garbage_on_stdout_is_a_protocol_violation() {
 fn well_behaved_raw_host_is_not_a_failure() {
     // Control for the garbage case: the same non-SDK host answering properly is fine.
     let p = Project::new();
-    p.write_config(
-        &p.config().sandbox("require").host(
-            HostSpec::new("polite", RAW).config(json!({"before_spawn": "proceed", "hook": "polite"})),
-        ),
-    );
+    p.write_config(&p.config().sandbox("require").host(
+        HostSpec::new("polite", RAW).config(json!({"before_spawn": "proceed", "hook": "polite"})),
+    ));
     p.run(&["round"]).assert_code(0);
     assert!(p.events_of("hook_failed").is_empty(), "{}", p.events_text());
     assert_eq!(p.events_of("round_end").len(), 1);

@@ -40,7 +40,10 @@ fn require_refuses_when_a_layer_is_missing() {
                 "{tier} {verb:?}: {out}"
             );
             for word in *missing {
-                assert!(out.stderr.contains(word), "{tier} {verb:?}: {word:?}: {out}");
+                assert!(
+                    out.stderr.contains(word),
+                    "{tier} {verb:?}: {word:?}: {out}"
+                );
             }
             assert!(!p.dir().join("notes").exists(), "{tier}: the agent ran");
         }

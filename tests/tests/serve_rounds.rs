@@ -77,7 +77,10 @@ fn three_rounds_deferred_then_resumed_with_hook_commits() {
             .position(|e| e["event"] == kind)
             .unwrap_or_else(|| panic!("no {kind}:\n{all}"))
     };
-    assert!(index_of("round_deferred") < index_of("round_start"), "{all}");
+    assert!(
+        index_of("round_deferred") < index_of("round_start"),
+        "{all}"
+    );
     assert!(index_of("round_resumed") < index_of("round_start"), "{all}");
 
     // Odd rounds were left dirty by the agent and committed on wip_commit's decision;
@@ -115,9 +118,15 @@ fn three_rounds_deferred_then_resumed_with_hook_commits() {
             "{subject}"
         );
     }
-    assert!(p.status_porcelain().is_empty(), "{:?}", p.status_porcelain());
+    assert!(
+        p.status_porcelain().is_empty(),
+        "{:?}",
+        p.status_porcelain()
+    );
 
     // Each round has its own log with the agent's output.
-    let rounds = std::fs::read_dir(p.log_dir().join("rounds")).unwrap().count();
+    let rounds = std::fs::read_dir(p.log_dir().join("rounds"))
+        .unwrap()
+        .count();
     assert_eq!(rounds, 3);
 }

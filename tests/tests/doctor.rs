@@ -1,0 +1,176 @@
+//! `doctor`: the real sandbox probe, each host's exact `sha256:<64 hex>` and its pin status
+//! (verified / mismatch / unpinned), ready-to-paste pin lines; it writes nothing.
+
+use agent_runner_e2e::serde_json::{self, Value};
+use agent_runner_e2e::{
+    dirty_commit_host_bin, pause_host_bin, pin_of, sha256_hex, HostSpec, Pin, Project,
+};
+
+const HOSTILE: &str = env!("CARGO_BIN_EXE_ar-e2e-hostile");
+
+fn host<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["name"] == name)
+        .unwrap_or_else(|| panic!("no host {name}: {report}"))
+}
+
+fn is_pin(text: &str) -> bool {
+    text.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .chars()
+                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+    })
+}
+
+#[test]
+fn all_verified_under_require() {
+    let p = Project::new();
+    p.write_config(
+        &p.config()
+            .sandbox("require")
+            .host(HostSpec::new("pause", pause_host_bin()))
+            .host(HostSpec::new("wip", dirty_commit_host_bin()).provides(&["dirty_handler"])),
+    );
+    let out = p.run(&["doctor", "--json"]);
+    out.assert_code(0);
+    let report: Value = serde_json::from_str(&out.stdout).expect("doctor --json");
+    assert_eq!(report["ok"], true, "{out}");
+    for check in report["checks"].as_array().unwrap() {
+        assert_eq!(check["ok"], true, "{check}");
+    }
+    let sandbox = &report["sandbox"];
+    assert_eq!(sandbox["requested"], "require");
+    assert_eq!(sandbox["achieved_tier"], "landlock+seccomp", "{out}");
+    assert!(sandbox["landlock_abi"].as_u64().unwrap() >= 6, "{out}");
+    assert_eq!(sandbox["seccomp"], true, "{out}");
+    assert!(sandbox["unconfined_reason"].is_null(), "{out}");
+    let mut covers: Vec<&str> = sandbox["covers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    covers.sort_unstable();
+    assert_eq!(covers, ["dirty_handler", "spawn_hook"], "{out}");
+
+    for (name, exe) in [
+        ("pause", pause_host_bin()),
+        ("wip", dirty_commit_host_bin()),
+    ] {
+        let h = host(&report, name);
+        let sha = h["sha256"].as_str().unwrap();
+        assert!(is_pin(sha), "{sha}");
+        assert_eq!(sha, format!("sha256:{}", sha256_hex(&exe)));
+        assert_eq!(h["pin_status"], "verified", "{out}");
+        assert_eq!(
+            h["executable"].as_str().unwrap(),
+            exe.canonicalize().unwrap().to_str().unwrap()
+        );
+        assert_eq!(h["confined_as"], "landlock+seccomp", "{out}");
+        assert_eq!(sandbox["third_party_plugin_hashes"][name], sha, "{out}");
+    }
+    assert!(!p.log_dir().exists(), "doctor wrote the log dir");
+}
+
+#[test]
+fn mismatch_and_unpinned_are_reported() {
+    let p = Project::new();
+    p.write_config(
+        &p.config()
+            .sandbox("prefer")
+            .host(HostSpec::new("pause", pause_host_bin()))
+            .host(
+                HostSpec::new("wip", dirty_commit_host_bin())
+                    .provides(&["dirty_handler"])
+                    .pin(Pin::OfFile(pause_host_bin())),
+            )
+            .host(HostSpec::new("hostile", HOSTILE).pin(Pin::Unpinned)),
+    );
+    let out = p.run(&["doctor", "--json"]);
+    out.assert_code(1); // the mismatch fails its check
+    let report: Value = serde_json::from_str(&out.stdout).expect("doctor --json");
+    assert_eq!(host(&report, "pause")["pin_status"], "verified", "{out}");
+    assert_eq!(host(&report, "wip")["pin_status"], "mismatch", "{out}");
+    assert_eq!(host(&report, "hostile")["pin_status"], "unpinned", "{out}");
+    assert_eq!(
+        host(&report, "wip")["sha256"],
+        pin_of(&dirty_commit_host_bin()),
+        "the real hash, not the pin: {out}"
+    );
+    assert_eq!(
+        host(&report, "hostile")["sha256"],
+        pin_of(std::path::Path::new(HOSTILE))
+    );
+    let check = |name: &str| {
+        report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no check {name}: {report}"))
+            .clone()
+    };
+    assert_eq!(check("host:pause")["ok"], true);
+    assert_eq!(check("host:wip")["ok"], false);
+    assert_eq!(
+        check("host:hostile")["ok"],
+        true,
+        "unpinned is allowed under prefer"
+    );
+
+    // Under require the unpinned host fails its check too, with the line to add.
+    let text = std::fs::read_to_string(p.config_path())
+        .unwrap()
+        .replace("sandbox = \"prefer\"", "sandbox = \"require\"");
+    p.write_config_text(&text);
+    let out = p.run(&["doctor", "--json"]);
+    out.assert_code(1);
+    let report: Value = serde_json::from_str(&out.stdout).expect("doctor --json");
+    let hostile = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "host:hostile")
+        .unwrap()
+        .clone();
+    assert_eq!(hostile["ok"], false, "{out}");
+    let line = format!("hostile = \"{}\"", pin_of(std::path::Path::new(HOSTILE)));
+    assert!(
+        hostile["how_to_fix"].as_str().unwrap().contains(&line),
+        "{out}"
+    );
+    assert!(!p.log_dir().exists(), "doctor wrote the log dir");
+}
+
+#[test]
+fn human_doctor_prints_paste_ready_pin_lines() {
+    let p = Project::new();
+    p.write_config(
+        &p.config()
+            .sandbox("require")
+            .host(HostSpec::new("pause", pause_host_bin()))
+            .host(HostSpec::new("wip", dirty_commit_host_bin()).provides(&["dirty_handler"])),
+    );
+    let out = p.run(&["doctor"]);
+    out.assert_code(0);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    for (name, exe) in [
+        ("pause", pause_host_bin()),
+        ("wip", dirty_commit_host_bin()),
+    ] {
+        let expected = format!("{name} = \"{}\"", pin_of(&exe));
+        assert!(
+            lines.contains(&expected.as_str()),
+            "{expected} missing:\n{out}"
+        );
+    }
+    assert!(lines.contains(&"[plugins.pin]"), "{out}");
+    assert!(
+        out.stdout.contains("achieved_tier=landlock+seccomp"),
+        "{out}"
+    );
+}
