@@ -9,7 +9,7 @@ use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::config::{self, Config};
+use crate::config;
 use crate::events::EventLog;
 use crate::exit::CliError;
 use crate::git::Repo;
@@ -29,15 +29,6 @@ pub struct Booted {
     /// Runs the rounds.
     pub runner: Runner,
     _lock: ProjectLock,
-}
-
-/// Loads the config and evaluates the sandbox gate (shared with `doctor`).
-///
-/// Errors: exit 78 for a bad config or a `require` the kernel cannot meet.
-pub fn load_and_gate(config_path: &Path) -> Result<(Config, SandboxGate), CliError> {
-    let config = config::load(config_path)?;
-    let gate = SandboxGate::evaluate(config.plugins.sandbox, probe()).map_err(CliError::config)?;
-    Ok((config, gate))
 }
 
 /// Everything before the first round: config, gate, lock, git check, hosts.
