@@ -672,15 +672,18 @@ fn spawn_inner(
     let supervisor = own_pidfd()
         .and_then(above_stdio)
         .map_err(|e| open_err(Path::new("<pidfd of the supervisor>"), e))?;
-    let pids = PidsCgroup::create(spec.pids_max)
-        .map_err(|e| open_err(Path::new("<pids cgroup>"), e))?;
+    let pids =
+        PidsCgroup::create(spec.pids_max).map_err(|e| open_err(Path::new("<pids cgroup>"), e))?;
     let (pids_cgroup, pids_guard) = match pids {
         Some(PidsCgroup { procs, guard }) => (
             Some(above_stdio(procs).map_err(|e| open_err(Path::new("<pids cgroup>"), e))?),
             Some(guard),
         ),
         None => {
-            tracing::warn!(host, "no pids cgroup available: the host's number of processes is not bounded");
+            tracing::warn!(
+                host,
+                "no pids cgroup available: the host's number of processes is not bounded"
+            );
             (None, None)
         }
     };

@@ -256,7 +256,13 @@ fn serve(
         );
         // Queue the report before any signal, so it is there when the host's exit is seen.
         let _ = tx.send(denied);
-        kill_for(fd, &notif, pgid, if init { None } else { pidfd.as_ref() }, init);
+        kill_for(
+            fd,
+            &notif,
+            pgid,
+            if init { None } else { pidfd.as_ref() },
+            init,
+        );
     }
 }
 

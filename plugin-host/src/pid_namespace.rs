@@ -85,13 +85,7 @@ impl Drop for FreshPidNamespace {
 /// The OS error of `pidfd_open(2)`.
 pub(crate) fn own_pidfd() -> std::io::Result<OwnedFd> {
     // SAFETY: pidfd_open(pid, flags) returns a new descriptor or -1; integers only.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_pidfd_open,
-            libc::getpid(),
-            0 as libc::c_uint,
-        )
-    };
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0 as libc::c_uint) };
     if fd < 0 {
         return Err(std::io::Error::last_os_error());
     }

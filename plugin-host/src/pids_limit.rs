@@ -161,7 +161,9 @@ mod tests {
     fn mountinfo_lookup_and_relative_paths() {
         let info = "30 25 0:26 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n\
                     31 25 0:27 /ctr /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n";
-        let pids = mount_of(info, |t, o| t == "cgroup" && o.split(',').any(|x| x == "pids"));
+        let pids = mount_of(info, |t, o| {
+            t == "cgroup" && o.split(',').any(|x| x == "pids")
+        });
         assert_eq!(
             pids,
             Some(("/".to_owned(), PathBuf::from("/sys/fs/cgroup/pids")))
@@ -171,9 +173,6 @@ mod tests {
             join_below(&mount, &root, "/ctr/a/b"),
             PathBuf::from("/sys/fs/cgroup/unified/a/b")
         );
-        assert_eq!(
-            join_below(Path::new("/m"), "/", "/"),
-            PathBuf::from("/m")
-        );
+        assert_eq!(join_below(Path::new("/m"), "/", "/"), PathBuf::from("/m"));
     }
 }

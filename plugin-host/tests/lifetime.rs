@@ -22,7 +22,10 @@ fn with_marker(marker: &str) -> Vec<i32> {
         };
         let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
         let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        let zombie = stat.rsplit(')').next().is_some_and(|s| s.trim_start().starts_with('Z'));
+        let zombie = stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|s| s.trim_start().starts_with('Z'));
         if !zombie && cmdline.split(|b| *b == 0).any(|a| a == marker.as_bytes()) {
             pids.push(pid);
         }
@@ -34,7 +37,11 @@ fn with_marker(marker: &str) -> Vec<i32> {
 async fn wait_none(marker: &str) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !with_marker(marker).is_empty() {
-        assert!(Instant::now() < deadline, "still alive: {:?}", with_marker(marker));
+        assert!(
+            Instant::now() < deadline,
+            "still alive: {:?}",
+            with_marker(marker)
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -74,7 +81,11 @@ async fn setsid_child_dies_when_the_host_is_stopped() {
     let escaped: Vec<i32> = procs.iter().copied().filter(|p| *p != pid).collect();
     // SAFETY: getsid/getpgid read another process's ids.
     let (sid, pgid) = unsafe { (libc::getsid(escaped[0]), libc::getpgid(escaped[0])) };
-    assert_eq!((sid, pgid), (escaped[0], escaped[0]), "the child left the host's group");
+    assert_eq!(
+        (sid, pgid),
+        (escaped[0], escaped[0]),
+        "the child left the host's group"
+    );
 
     kill_group(pid as u32).unwrap();
     let st = child.wait().await.unwrap();
@@ -90,5 +101,8 @@ async fn a_fork_bomb_is_bounded_by_pids_max() {
     let (st, out, err) = run_spec(&spec).await;
     assert!(st.success(), "{st:?} {out} {err}");
     let line = out.lines().find(|l| l.starts_with("forks ")).unwrap();
-    assert_eq!(line, "forks 15 errno 11", "the host itself plus 15 children; EAGAIN");
+    assert_eq!(
+        line, "forks 15 errno 11",
+        "the host itself plus 15 children; EAGAIN"
+    );
 }

@@ -189,7 +189,10 @@ fn main() {
             // SAFETY: getpid/getppid take no arguments.
             let (pid, ppid) = unsafe { (libc::getpid(), libc::getppid()) };
             let own = std::fs::read_link("/proc/self").map(|p| p.display().to_string());
-            println!("pid {pid} ppid {ppid} proc-self {}", own.unwrap_or_default());
+            println!(
+                "pid {pid} ppid {ppid} proc-self {}",
+                own.unwrap_or_default()
+            );
         }
         "cwd" => println!("{}", std::env::current_dir().unwrap().display()),
         other => {
