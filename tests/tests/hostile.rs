@@ -476,3 +476,29 @@ fn rust_fork_bomb_is_bounded_and_dies_with_the_host() {
     assert_denied(&p, &out, "fork_bomb", &[libc::EAGAIN]);
     wait_gone(&p, "the fork bomb's children to die with the host");
 }
+
+#[test]
+fn python_host_script_is_pinned_and_its_interpreter_reported_not_pinned() {
+    let p = project(Lang::Python, "read", json!({}), "");
+    let out = p.run(&["doctor", "--json"]);
+    out.assert_code(0);
+    let report: Value = agent_runner_e2e::serde_json::from_str(&out.stdout).unwrap();
+    let host = &report["hosts"][0];
+    assert_eq!(host["pin_status"], "verified", "{report}");
+    assert_eq!(
+        host["sha256"],
+        agent_runner_e2e::pin_of(&host_exe(Lang::Python)),
+        "the pin covers the script's own bytes: {report}"
+    );
+    let interp = host["interpreter"].as_str().expect("an interpreter");
+    assert!(interp.contains("python3"), "{report}");
+    assert_eq!(host["interpreter_pin"], "not pinned", "{report}");
+    let human = p.run(&["doctor"]);
+    human.assert_code(0);
+    assert!(
+        human
+            .stdout
+            .contains(&format!("interpreter {interp} (not pinned)")),
+        "{human}"
+    );
+}
