@@ -357,6 +357,22 @@ fn rust_bpf_is_killed() {
 }
 
 #[test]
+fn rust_perf_keyrings_mounts_namespaces_and_process_memory_are_killed() {
+    for call in [
+        "perf_event_open",
+        "add_key",
+        "mount",
+        "unshare",
+        "process_vm_readv",
+        "userfaultfd",
+    ] {
+        let p = project(Lang::Rust, call, json!({}), "");
+        let out = round(&p);
+        assert_killed(&p, &out, Some(call));
+    }
+}
+
+#[test]
 fn rust_x32_socket_call_is_killed() {
     let p = project(Lang::Rust, "x32_socket", json!({}), "");
     let out = round(&p);

@@ -243,6 +243,66 @@ fn run(
                 "x32",
             )
         }
+        "perf_event_open" => {
+            let mut attr = [0u8; 128];
+            // SAFETY: perf_event_open(attr, pid 0, cpu -1, group -1, flags 0), zeroed attr.
+            raw_result(
+                unsafe {
+                    libc::syscall(libc::SYS_perf_event_open, attr.as_mut_ptr(), 0, -1, -1, 0)
+                },
+                "perf",
+            )
+        }
+        "add_key" => {
+            // SAFETY: add_key("user", "k", "v", 1, KEY_SPEC_PROCESS_KEYRING): static C strings.
+            raw_result(
+                unsafe {
+                    libc::syscall(
+                        libc::SYS_add_key,
+                        c"user".as_ptr(),
+                        c"k".as_ptr(),
+                        c"v".as_ptr(),
+                        1,
+                        -2,
+                    )
+                },
+                "key",
+            )
+        }
+        "mount" => {
+            // SAFETY: mount("none", "/tmp", "tmpfs", 0, NULL): static C strings.
+            raw_result(
+                unsafe {
+                    libc::syscall(
+                        libc::SYS_mount,
+                        c"none".as_ptr(),
+                        c"/tmp".as_ptr(),
+                        c"tmpfs".as_ptr(),
+                        0,
+                        0,
+                    )
+                },
+                "mounted",
+            )
+        }
+        "unshare" => {
+            // SAFETY: unshare takes flags only.
+            raw_result(
+                unsafe { libc::unshare(libc::CLONE_NEWUSER) }.into(),
+                "unshared",
+            )
+        }
+        "process_vm_readv" => {
+            // SAFETY: process_vm_readv(1, NULL, 0, NULL, 0, 0): no iovecs, nothing is read.
+            raw_result(
+                unsafe { libc::syscall(libc::SYS_process_vm_readv, 1, 0, 0, 0, 0, 0) },
+                "read",
+            )
+        }
+        "userfaultfd" => {
+            // SAFETY: userfaultfd(0) takes flags only.
+            raw_result(unsafe { libc::syscall(libc::SYS_userfaultfd, 0) }, "uffd")
+        }
         "fork_bomb" => fork_bomb(c.u64_or("max", 4096, 100_000)?),
         "memory_hog" => memory_hog(c.u64_or("bytes", 1 << 31, u64::MAX)?),
         "setsid_sleeper" => {
