@@ -736,7 +736,9 @@ fn spawn_inner(
 }
 
 /// Sends SIGKILL to the process group `pgid` (a host's pid, since hosts lead their own
-/// group), killing the host and every process it started that stayed in the group.
+/// group), killing the host and every process it started that stayed in the group. Those
+/// that left the group (`setsid`) die too when the host is its PID namespace's init (see
+/// [`crate::pid_namespace`]): the kernel kills the whole namespace when its init dies.
 /// A group that no longer exists is not an error.
 ///
 /// # Errors
