@@ -5,10 +5,14 @@
 //! through `tokio::process::Command`. Between fork and exec the child only makes raw,
 //! async-signal-safe system calls, in this order:
 //!
+//! 0. `write(procs_fd, "0")`: join the launch's own `pids` cgroup, bounding the host's
+//!    tasks to `pids_max` ([`crate::pids_limit`]; skipped where no `pids` controller is
+//!    available);
 //! 1. `setrlimit`: `RLIMIT_CORE = 0` (a seccomp kill must not dump core into `work_dir`),
 //!    `RLIMIT_NOFILE`, `RLIMIT_AS`;
-//! 2. `prctl(PR_SET_PDEATHSIG, SIGKILL)`, then `getppid()` must still be the supervisor
-//!    (else `_exit(1)`: the supervisor died during the fork);
+//! 2. `prctl(PR_SET_PDEATHSIG, SIGKILL)`, then a `poll` of a pidfd of the supervisor (made
+//!    before the fork) must show it alive (else `_exit(1)`: the supervisor died during the
+//!    fork; `getppid()` cannot tell, it is 0 in the host's own PID namespace);
 //! 3. `prctl(PR_SET_NO_NEW_PRIVS, 1)`;
 //! 4. for a script host, `fcntl(F_SETFD, 0)` on the verified script descriptor so the
 //!    interpreter can open it as `/dev/fd/N`;
@@ -25,6 +29,11 @@
 //!
 //! A failure in the child is reported to [`spawn`] as an OS error (std's exec-error pipe).
 //!
+//! The child is born as PID 1 of a new PID namespace ([`crate::pid_namespace`]; the spawning
+//! thread unshares it just before the fork and returns to its own right after), so when the
+//! host dies every process it started dies too, including ones that left its process group
+//! with `setsid()`.
+//!
 //! `PR_SET_PDEATHSIG` fires when the spawning *thread* exits: call [`spawn`] from a
 //! long-lived thread (the supervisor's main thread). The host is also in its own process
 //! group ([`kill_group`]) and its stdin is a pipe, so it sees EOF when the supervisor goes.
@@ -38,6 +47,8 @@ use std::process::Stdio;
 
 use crate::env::host_environment;
 use crate::notify::DenialListener;
+use crate::pid_namespace::{has_exited, own_pidfd, FreshPidNamespace};
+use crate::pids_limit::PidsCgroup;
 use crate::pin::VerifiedExecutable;
 use crate::policy::{
     fs_grants, landlock_ruleset, seccomp_program_for, DenyAction, PolicyError, SeccompProgram,
@@ -48,6 +59,7 @@ use crate::probe::Tier;
 pub const DEFAULT_MEMORY_MAX_MB: u64 = 1024;
 /// Default open-file limit of a host (`RLIMIT_NOFILE`).
 pub const DEFAULT_NOFILE_MAX: u64 = 256;
+pub use crate::pids_limit::DEFAULT_PIDS_MAX;
 
 /// Everything needed to start one host.
 #[derive(Debug)]
@@ -72,6 +84,10 @@ pub struct LaunchSpec {
     pub memory_max_mb: u64,
     /// `RLIMIT_NOFILE` (default [`DEFAULT_NOFILE_MAX`]).
     pub nofile_max: u64,
+    /// Most tasks (processes and threads) the host may have at once, `pids.max` of its own
+    /// `pids` cgroup (default [`DEFAULT_PIDS_MAX`]; not enforced where the system offers no
+    /// `pids` controller, see [`crate::pids_limit`]).
+    pub pids_max: u64,
 }
 
 impl LaunchSpec {
@@ -95,6 +111,7 @@ impl LaunchSpec {
             confine: Tier::LandlockSeccomp,
             memory_max_mb: DEFAULT_MEMORY_MAX_MB,
             nofile_max: DEFAULT_NOFILE_MAX,
+            pids_max: DEFAULT_PIDS_MAX,
         }
     }
 }
@@ -234,7 +251,10 @@ impl ExecArgs {
 
 /// Everything the child needs, moved into the `pre_exec` closure.
 struct ChildPlan {
-    parent: libc::pid_t,
+    /// `cgroup.procs` of the host's `pids` cgroup, if any.
+    pids_cgroup: Option<OwnedFd>,
+    /// A pidfd of the supervisor (see [`crate::pid_namespace::has_exited`]).
+    supervisor: OwnedFd,
     rlimits: [(libc::__rlimit_resource_t, libc::rlim_t); 3],
     /// Kept open (and closed in the parent after the spawn) for execveat.
     exec_fd: OwnedFd,
@@ -337,6 +357,13 @@ impl ChildPlan {
     /// Runs in the forked child. Only raw system calls: no allocation, no locks, no logging.
     fn apply(&self) -> std::io::Result<()> {
         let fail = || Err(std::io::Error::last_os_error());
+        if let Some(procs) = &self.pids_cgroup {
+            // SAFETY: write of a 1-byte static buffer to a descriptor we own; "0" moves the
+            // writing process into the cgroup.
+            if unsafe { libc::write(procs.as_raw_fd(), b"0".as_ptr().cast(), 1) } != 1 {
+                return fail();
+            }
+        }
         for (resource, value) in self.rlimits {
             let lim = libc::rlimit {
                 rlim_cur: value,
@@ -360,8 +387,7 @@ impl ChildPlan {
         {
             return fail();
         }
-        // SAFETY: getppid has no arguments and cannot fail.
-        if unsafe { libc::getppid() } != self.parent {
+        if has_exited(&self.supervisor) {
             // The supervisor died between fork and PR_SET_PDEATHSIG.
             // SAFETY: _exit is async-signal-safe and never returns.
             unsafe { libc::_exit(1) };
@@ -471,8 +497,9 @@ fn kernel_landlock_abi() -> u32 {
 
 /// Starts the host described by `spec`, confined at `spec.confine`.
 ///
-/// stdin, stdout and stderr are pipes; the child is the leader of a new process group (its
-/// pid is the group id, see [`kill_group`]), has cwd `work_dir`, and is killed when the
+/// stdin, stdout and stderr are pipes; the child is PID 1 of a new PID namespace (when the
+/// supervisor may create one; see [`crate::pid_namespace`]) and the leader of a new process
+/// group (its pid is the group id, see [`kill_group`]), has cwd `work_dir`, and is killed when the
 /// returned [`tokio::process::Child`] is dropped. Must be called inside a tokio runtime,
 /// from a long-lived thread (see the module docs about `PR_SET_PDEATHSIG`).
 ///
@@ -642,9 +669,28 @@ fn spawn_inner(
     } else {
         (None, None)
     };
+    let supervisor = own_pidfd()
+        .and_then(above_stdio)
+        .map_err(|e| open_err(Path::new("<pidfd of the supervisor>"), e))?;
+    let pids =
+        PidsCgroup::create(spec.pids_max).map_err(|e| open_err(Path::new("<pids cgroup>"), e))?;
+    let (pids_cgroup, pids_guard) = match pids {
+        Some(PidsCgroup { procs, guard }) => (
+            Some(above_stdio(procs).map_err(|e| open_err(Path::new("<pids cgroup>"), e))?),
+            Some(guard),
+        ),
+        None => {
+            tracing::warn!(
+                host,
+                "no pids cgroup available: the host's number of processes is not bounded"
+            );
+            (None, None)
+        }
+    };
     let mib = 1024 * 1024;
     let plan = ChildPlan {
-        parent: std::process::id() as libc::pid_t,
+        pids_cgroup,
+        supervisor,
         rlimits: [
             (libc::RLIMIT_CORE, 0),
             (libc::RLIMIT_NOFILE, spec.nofile_max),
@@ -673,7 +719,15 @@ fn spawn_inner(
     let mut cmd = tokio::process::Command::from(cmd);
     cmd.kill_on_drop(true);
     tracing::debug!(host, exe = %exe.path.display(), tier = %spec.confine, "spawning host");
-    let child = cmd.spawn().map_err(|source| LaunchError::Spawn {
+    let pid_ns = FreshPidNamespace::for_next_child()
+        .map_err(|e| open_err(Path::new("/proc/thread-self/ns/pid"), e))?;
+    if pid_ns.is_none() {
+        tracing::warn!(host, "no PID namespace (needs CAP_SYS_ADMIN): processes the host starts with setsid() could outlive it");
+    }
+    let spawned = cmd.spawn();
+    drop(pid_ns); // later children of this thread are ordinary again
+    drop(pids_guard); // the child has joined its cgroup (or failed)
+    let child = spawned.map_err(|source| LaunchError::Spawn {
         host: host.to_owned(),
         path: exec_path,
         source,
@@ -682,7 +736,9 @@ fn spawn_inner(
 }
 
 /// Sends SIGKILL to the process group `pgid` (a host's pid, since hosts lead their own
-/// group), killing the host and every process it started that stayed in the group.
+/// group), killing the host and every process it started that stayed in the group. Those
+/// that left the group (`setsid`) die too when the host is its PID namespace's init (see
+/// [`crate::pid_namespace`]): the kernel kills the whole namespace when its init dies.
 /// A group that no longer exists is not an error.
 ///
 /// # Errors

@@ -10,7 +10,8 @@
 //! * Landlock and seccomp are in force ([`policy`], applied by [`launch`] between fork and
 //!   exec, with everything prepared before the fork);
 //! * its environment holds only the allowlist of protocol §6 ([`env`](mod@env));
-//! * resource limits apply and it dies with the supervisor ([`launch`]);
+//! * resource limits apply and it dies with the supervisor ([`launch`]), and every process
+//!   it starts dies with it (it is PID 1 of its own PID namespace);
 //! * with [`spawn_with_listener`], a seccomp denial is named: the supervisor learns which
 //!   system call stopped the host ([`notify`]).
 //!
@@ -28,6 +29,8 @@ compile_error!("agent-runner-plugin-host supports only Linux on x86_64");
 pub mod env;
 pub mod launch;
 pub mod notify;
+pub mod pid_namespace;
+pub mod pids_limit;
 pub mod pin;
 pub mod policy;
 pub mod probe;

@@ -20,7 +20,10 @@
 //!    `SECCOMP_RET_KILL_PROCESS`; `RLIMIT_CORE=0` keeps it from dumping core into
 //!    `work_dir`), then — after the host's main process has exited, or after
 //!    [`KILL_GRACE`] if it has not (a host can block, ignore or catch `SIGSYS`) — `SIGKILL`
-//!    to the group.
+//!    to the group. A host that is PID 1 of its own PID namespace (the normal case, see
+//!    [`crate::pid_namespace`]) ignores `SIGSYS` from outside, so it gets `SIGKILL` at once:
+//!    its exit status reads "signal 9", and callers name the kill from the [`Denied`] report
+//!    (the supervisor's event still says `"signal": 31`).
 //!
 //! The notification is never answered: the denied call never runs, and nobody ever replies
 //! "continue". The thread ends, closing the listener, when no process uses the filter any
@@ -84,11 +87,12 @@ impl DenialListener {
             .ok_or_else(|| std::io::Error::from_raw_os_error(libc::EINVAL))?;
         // The host is our unreaped child, so its pid cannot have been reused.
         let pidfd = pidfd_open(pgid_t).ok();
+        let init = is_namespace_init(pgid_t);
         let size = notif_size()?;
         let (tx, rx) = mpsc::unbounded_channel();
         std::thread::Builder::new()
             .name("ar-seccomp".into())
-            .spawn(move || serve(listener, pgid_t, pidfd, size, tx))?;
+            .spawn(move || serve(listener, pgid_t, pidfd, init, size, tx))?;
         Ok(DenialListener { rx, pgid })
     }
 
@@ -148,6 +152,18 @@ fn notif_size() -> std::io::Result<usize> {
     Ok(usize::from(sizes.seccomp_notif).max(std::mem::size_of::<libc::seccomp_notif>()))
 }
 
+/// True if `pid` is PID 1 of its own PID namespace (the last `NSpid` field of its status).
+fn is_namespace_init(pid: libc::pid_t) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))
+                .and_then(|ids| ids.split_whitespace().last().map(|l| l == "1"))
+        })
+        .unwrap_or(false)
+}
+
 fn pidfd_open(pid: libc::pid_t) -> std::io::Result<OwnedFd> {
     // SAFETY: pidfd_open(pid, 0) takes integers and returns a new descriptor or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0u32) };
@@ -183,6 +199,7 @@ fn serve(
     listener: OwnedFd,
     pgid: libc::pid_t,
     pidfd: Option<OwnedFd>,
+    init: bool,
     size: usize,
     tx: mpsc::UnboundedSender<Denied>,
 ) {
@@ -239,13 +256,26 @@ fn serve(
         );
         // Queue the report before any signal, so it is there when the host's exit is seen.
         let _ = tx.send(denied);
-        kill_for(fd, &notif, pgid, pidfd.as_ref());
+        kill_for(
+            fd,
+            &notif,
+            pgid,
+            if init { None } else { pidfd.as_ref() },
+            init,
+        );
     }
 }
 
 /// Kills the host after a notification (see the module docs). The notification itself is
-/// never answered.
-fn kill_for(fd: RawFd, notif: &libc::seccomp_notif, pgid: libc::pid_t, pidfd: Option<&OwnedFd>) {
+/// never answered. `init`: the host is a PID-namespace init, which ignores `SIGSYS` from
+/// us, so there is no grace to wait for.
+fn kill_for(
+    fd: RawFd,
+    notif: &libc::seccomp_notif,
+    pgid: libc::pid_t,
+    pidfd: Option<&OwnedFd>,
+    init: bool,
+) {
     let pid = notif.pid as libc::pid_t;
     // SAFETY: getpgid takes an integer.
     let its_group = unsafe { libc::getpgid(pid) };
@@ -262,6 +292,7 @@ fn kill_for(fd: RawFd, notif: &libc::seccomp_notif, pgid: libc::pid_t, pidfd: Op
     }
     signal_group(pgid, libc::SIGSYS);
     match pidfd {
+        _ if init => {}
         Some(p) => {
             let ms = KILL_GRACE.as_millis() as libc::c_int;
             let _ = poll_one(p.as_raw_fd(), libc::POLLIN, ms);

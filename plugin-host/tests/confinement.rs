@@ -184,7 +184,9 @@ async fn signals_outside_the_host_are_denied() {
     let me = std::process::id().to_string();
     let (st, out, err, _) = run_target(&["signal", &me], FULL).await;
     assert!(st.success(), "{st:?} {out} {err}");
-    assert!(out.contains(&format!("signal -1 {}", libc::EPERM)), "{out}");
+    // The host's own PID namespace makes outside pids unaddressable (ESRCH); Landlock's
+    // signal scope (EPERM) is the second layer for a host launched without one.
+    assert!(out.contains(&format!("signal -1 {}", libc::ESRCH)), "{out}");
 }
 
 #[tokio::test]
@@ -275,6 +277,35 @@ async fn replaced_file_runs_the_original_bytes() {
         out.contains("start ok") && !out.contains("replaced"),
         "{out}"
     );
+}
+
+#[tokio::test]
+async fn replaced_script_runs_the_original_bytes() {
+    // A `#!` host: the interpreter reads the verified descriptor as /dev/fd/N (which
+    // resolves through /proc/self although the host is in its own PID namespace), never
+    // the path, so a script swapped in after the hash does not run.
+    let d = dirs();
+    let dir = tempfile::tempdir().unwrap();
+    let host = dir.path().join("host.sh");
+    let original = "#!/bin/sh\necho original-script \"$0\"\n";
+    std::fs::write(&host, original).unwrap();
+    std::fs::set_permissions(&host, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let spec = spec_for(&host, &d, &[], FULL);
+    assert_eq!(
+        spec.exe.sha256,
+        agent_runner_plugin_host::Sha256Pin::of_bytes(original.as_bytes())
+    );
+    assert!(spec.exe.interpreter.is_some());
+
+    let evil = dir.path().join("evil.sh");
+    std::fs::write(&evil, "#!/bin/sh\necho replaced\n").unwrap();
+    std::fs::set_permissions(&evil, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::rename(&evil, &host).unwrap();
+
+    let (st, out, err) = run_spec(&spec).await;
+    assert!(st.success(), "{st:?} {out} {err}");
+    assert!(out.starts_with("original-script /dev/fd/"), "{out} {err}");
+    assert!(!out.contains("replaced"), "{out}");
 }
 
 #[tokio::test]

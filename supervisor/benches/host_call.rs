@@ -1,6 +1,9 @@
 //! Cost of a third-party hook through a real, fully confined host (Landlock + seccomp):
-//! - cold start: resolve + hash + pin check + confined launch + `initialize`;
-//! - warm call: one `spawn_hook/before_spawn` round trip, p50 / p99.
+//! - cold start: resolve + hash + pin check + confined launch + `initialize`, under
+//!   `sandbox = "require"` (Landlock + seccomp with its listener) and, for comparison, under
+//!   `sandbox = "off"` (no Landlock, no seccomp; the environment allowlist, limits, PID
+//!   namespace and pids cgroup still apply): the difference is the cost of the two layers;
+//! - warm call: one `spawn_hook/before_spawn` round trip, p50 / p99 (confined).
 //!
 //! Run with `bash bench/host_call.sh` (builds the example host first). The host is
 //! `target/release/spawn-pause-file`, or the path in `AR_BENCH_HOST`.
@@ -30,37 +33,37 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-fn main() {
-    let host = host_binary();
-    assert!(host.is_file(), "{} not found: run `cargo build --release -p example-spawn-pause-file` (bench/host_call.sh does)", host.display());
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::create_dir_all(dir.path().join("prompts")).unwrap();
-    std::fs::write(dir.path().join("prompts/main.md"), "bench").unwrap();
-    let sha = agent_runner_plugin_host::pin::open_and_hash(&host)
+/// Writes a project config in `dir` with one pinned host and `sandbox = <mode>`; loads it.
+fn project_config(dir: &std::path::Path, host: &std::path::Path, mode: &str) -> config::Config {
+    std::fs::create_dir_all(dir.join("prompts")).unwrap();
+    std::fs::write(dir.join("prompts/main.md"), "bench").unwrap();
+    let sha = agent_runner_plugin_host::pin::open_and_hash(host)
         .unwrap()
         .sha256;
-    let config_path = dir.path().join("agent-runner.toml");
+    let config_path = dir.join("agent-runner.toml");
     std::fs::write(
         &config_path,
         format!(
             "schema_version = 1\n[agent]\ncommand = [\"true\"]\n[runtime]\nlog_dir = \"./logs\"\n\
-             [plugins]\nsandbox = \"require\"\n[plugins.pin]\npause = \"{sha}\"\n\
+             [plugins]\nsandbox = \"{mode}\"\n[plugins.pin]\npause = \"{sha}\"\n\
              [plugins.hosts.pause]\ncommand = [{host:?}]\nprovides = [\"spawn_hook\"]\n"
         ),
     )
     .unwrap();
-    let config = config::load(&config_path).expect("config");
-    let gate = SandboxGate::evaluate(config.plugins.sandbox, probe()).expect("landlock+seccomp");
-    let events = EventLog::new(&config.runtime.log_dir);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    config::load(&config_path).expect("config")
+}
 
+/// `COLD_STARTS` boots of the host manager (launch + `initialize`) and shutdowns, sorted.
+fn cold_starts(
+    rt: &tokio::runtime::Runtime,
+    config: &config::Config,
+    gate: &SandboxGate,
+    events: &EventLog,
+) -> Vec<Duration> {
     let mut cold = Vec::with_capacity(COLD_STARTS);
     for _ in 0..COLD_STARTS {
         let started = Instant::now();
-        let manager = rt.block_on(HostManager::boot(&config, &gate, &events));
+        let manager = rt.block_on(HostManager::boot(config, gate, events));
         cold.push(started.elapsed());
         assert_eq!(
             manager.hooks(Family::SpawnHook).len(),
@@ -69,6 +72,28 @@ fn main() {
         );
         rt.block_on(manager.shutdown());
     }
+    cold.sort();
+    cold
+}
+
+fn main() {
+    let host = host_binary();
+    assert!(host.is_file(), "{} not found: run `cargo build --release -p example-spawn-pause-file` (bench/host_call.sh does)", host.display());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+
+    let off = project_config(dir.path(), &host, "off");
+    let off_gate = SandboxGate::evaluate(off.plugins.sandbox, probe()).expect("off");
+    let off_events = EventLog::new(&off.runtime.log_dir);
+    let cold_off = cold_starts(&rt, &off, &off_gate, &off_events);
+
+    let config = project_config(dir.path(), &host, "require");
+    let gate = SandboxGate::evaluate(config.plugins.sandbox, probe()).expect("landlock+seccomp");
+    let events = EventLog::new(&config.runtime.log_dir);
+    let cold = cold_starts(&rt, &config, &gate, &events);
 
     let mut manager = rt.block_on(HostManager::boot(&config, &gate, &events));
     let hook = manager.hooks(Family::SpawnHook).remove(0);
@@ -85,14 +110,22 @@ fn main() {
     }
     rt.block_on(manager.shutdown());
 
-    cold.sort();
     warm.sort();
     let us = |d: Duration| d.as_secs_f64() * 1e6;
-    println!("host: {} (landlock+seccomp)", host.display());
+    println!("host: {}", host.display());
     println!(
-        "cold start (resolve+hash+pin+confine+initialize), n={COLD_STARTS}: p50 {:.0} us, p99 {:.0} us",
+        "cold start (resolve+hash+pin+confine+initialize), landlock+seccomp, n={COLD_STARTS}: p50 {:.0} us, p99 {:.0} us",
         us(percentile(&cold, 0.5)),
         us(percentile(&cold, 0.99))
+    );
+    println!(
+        "cold start, sandbox = \"off\" (unconfined tier), n={COLD_STARTS}: p50 {:.0} us, p99 {:.0} us",
+        us(percentile(&cold_off, 0.5)),
+        us(percentile(&cold_off, 0.99))
+    );
+    println!(
+        "cost of Landlock + seccomp at cold start (p50 difference): {:.0} us",
+        us(percentile(&cold, 0.5)) - us(percentile(&cold_off, 0.5))
     );
     println!(
         "warm before_spawn call, n={WARM_CALLS}: p50 {:.1} us, p99 {:.1} us",

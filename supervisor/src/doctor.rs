@@ -76,7 +76,7 @@ pub async fn run(config_path: &Path) -> Report {
             ));
             return Report {
                 json: json!({"schema_version": 1, "ok": false, "checks": checks,
-                             "sandbox": sandbox_json(None, &caps, None, Map::new()), "hosts": []}),
+                             "sandbox": sandbox_json(None, &caps, None, Map::new(), Vec::new()), "hosts": []}),
                 code: exit::CONFIG,
             };
         }
@@ -146,7 +146,7 @@ pub async fn run(config_path: &Path) -> Report {
     };
     Report {
         json: json!({"schema_version": 1, "ok": code == exit::OK, "config": config.path, "checks": checks,
-                     "sandbox": sandbox_json(Some(&config), &caps, gate.as_ref(), hashes), "hosts": hosts}),
+                     "sandbox": sandbox_json(Some(&config), &caps, gate.as_ref(), hashes, covered_families(&hosts, gate.as_ref())), "hosts": hosts}),
         code,
     }
 }
@@ -216,27 +216,36 @@ fn host_checks(
     (hosts, hashes)
 }
 
+/// The hook families really confined: those of the hosts that would be launched (enabled,
+/// and admitted by the pin rules: verified, or unpinned when pins are not required), when the
+/// gate applies a tier other than `unconfined`. Sorted, without duplicates.
+fn covered_families(hosts: &[Value], gate: Option<&SandboxGate>) -> Vec<String> {
+    let Some(gate) = gate.filter(|g| g.applied != Tier::Unconfined) else {
+        return Vec::new();
+    };
+    let mut families: Vec<String> = hosts
+        .iter()
+        .filter(|h| h["disabled"] == false)
+        .filter(|h| {
+            h["pin_status"] == PinStatus::Verified.as_str()
+                || (h["pin_status"] == PinStatus::Unpinned.as_str() && !gate.pins_required())
+        })
+        .flat_map(|h| h["provides"].as_array().cloned().unwrap_or_default())
+        .filter_map(|f| f.as_str().map(str::to_owned))
+        .collect();
+    families.sort_unstable();
+    families.dedup();
+    families
+}
+
 fn sandbox_json(
     config: Option<&Config>,
     caps: &Capabilities,
     gate: Option<&SandboxGate>,
     hashes: Map<String, Value>,
+    covers: Vec<String>,
 ) -> Value {
     let applied = gate.map(|g| g.applied).unwrap_or(Tier::Unconfined);
-    let covers: Vec<&str> = match (config, applied) {
-        (_, Tier::Unconfined) | (None, _) => Vec::new(),
-        (Some(config), _) => {
-            let mut families: Vec<&str> = config
-                .plugins
-                .hosts
-                .iter()
-                .flat_map(|h| h.provides.iter().map(|f| f.as_str()))
-                .collect();
-            families.sort_unstable();
-            families.dedup();
-            families
-        }
-    };
     json!({
         "requested": config.map(|c| c.plugins.sandbox.as_str()),
         "achieved_tier": applied.as_str(),

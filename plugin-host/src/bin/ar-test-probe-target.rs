@@ -143,6 +143,57 @@ fn main() {
             }
             println!("loop-ns {}", t.elapsed().as_nanos());
         }
+        "setsid-sleeper" => {
+            // argv[2] is a marker the test finds in /proc/<pid>/cmdline (the child keeps it).
+            let mut fds = [0i32; 2];
+            // SAFETY: pipe into a live array; fork in a single-threaded program; the child
+            // makes only raw calls and never returns.
+            unsafe {
+                assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
+                if libc::fork() == 0 {
+                    libc::setsid();
+                    libc::write(fds[1], b"s".as_ptr().cast(), 1);
+                    libc::sleep(3600);
+                    libc::_exit(0);
+                }
+                let mut b = 0u8;
+                libc::read(fds[0], std::ptr::addr_of_mut!(b).cast(), 1);
+            }
+            println!("ready");
+            let _ = std::io::stdout().flush();
+            let _ = std::io::stdin().read(&mut [0u8; 1]);
+        }
+        "fork-until-refused" => {
+            let mut n = 0;
+            let e = loop {
+                // SAFETY: fork in a single-threaded program; the child only pauses.
+                let pid = unsafe { libc::fork() };
+                if pid == 0 {
+                    // SAFETY: raw calls in the child.
+                    unsafe {
+                        libc::pause();
+                        libc::_exit(0);
+                    }
+                }
+                if pid < 0 {
+                    break errno();
+                }
+                n += 1;
+                if n >= 10_000 {
+                    break 0;
+                }
+            };
+            println!("forks {n} errno {e}");
+        }
+        "pid-view" => {
+            // SAFETY: getpid/getppid take no arguments.
+            let (pid, ppid) = unsafe { (libc::getpid(), libc::getppid()) };
+            let own = std::fs::read_link("/proc/self").map(|p| p.display().to_string());
+            println!(
+                "pid {pid} ppid {ppid} proc-self {}",
+                own.unwrap_or_default()
+            );
+        }
         "cwd" => println!("{}", std::env::current_dir().unwrap().display()),
         other => {
             println!("unknown action {other}");

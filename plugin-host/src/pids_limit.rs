@@ -1,0 +1,178 @@
+//! A bound on the number of processes and threads of a host: a `pids` cgroup per launch.
+//!
+//! `RLIMIT_NPROC` cannot do this: it counts per user, and the kernel ignores it for root
+//! (`INIT_USER`) and for `CAP_SYS_ADMIN`/`CAP_SYS_RESOURCE` holders — the supervisor runs as
+//! root. The `pids` controller counts the tasks of a cgroup, whoever owns them: once
+//! `pids.max` tasks exist, `fork`/`clone` fail with `EAGAIN` inside the host, so a fork bomb
+//! stays a small, bounded tree (and dies with the host, see [`crate::pid_namespace`]).
+//!
+//! Before the fork, [`PidsCgroup::create`] makes `agent-runner.<supervisor pid>.<n>` below
+//! the supervisor's own cgroup in the `pids` hierarchy (cgroup v1 `pids`, or cgroup v2 when
+//! the supervisor's cgroup delegates `pids` to its children), writes `pids.max`, and opens
+//! its `cgroup.procs` for writing. Between fork and exec, the child writes `"0"` to that
+//! descriptor, which moves the writer itself into the cgroup: one raw `write(2)`.
+//!
+//! Cgroups of hosts that have exited are removed (`rmdir`, which the kernel refuses while a
+//! task is inside) by the next [`PidsCgroup::create`] of any supervisor: its own earlier ones,
+//! and those of supervisors that no longer run. Where no `pids` controller is available,
+//! [`PidsCgroup::create`] returns `None` and the host runs without this bound
+//! (`docs/security.md`).
+
+use std::fs;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Default bound on a host's tasks (processes and threads together).
+pub const DEFAULT_PIDS_MAX: u64 = 128;
+
+/// Name prefix of the per-launch cgroups.
+const PREFIX: &str = "agent-runner.";
+
+/// Serializes sweeping and creating, so a sweep never removes a cgroup whose child has not
+/// joined it yet.
+static LOCK: Mutex<()> = Mutex::new(());
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// A per-launch `pids` cgroup, ready for the child to join.
+#[derive(Debug)]
+pub(crate) struct PidsCgroup {
+    /// `cgroup.procs` of the new cgroup, open for writing (`O_CLOEXEC`); the child writes
+    /// `"0"` to it.
+    pub(crate) procs: OwnedFd,
+    /// Keep until the child has joined (after the fork): no sweep runs meanwhile.
+    pub(crate) guard: std::sync::MutexGuard<'static, ()>,
+}
+
+impl PidsCgroup {
+    /// Creates a cgroup allowing `max` tasks. `Ok(None)` when this system offers no
+    /// writable `pids` controller to the supervisor.
+    ///
+    /// # Errors
+    /// The OS error of creating the cgroup, writing `pids.max` or opening `cgroup.procs`
+    /// once a writable `pids` hierarchy was found.
+    pub(crate) fn create(max: u64) -> std::io::Result<Option<Self>> {
+        let Some(parent) = own_pids_cgroup() else {
+            return Ok(None);
+        };
+        let guard = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        sweep(&parent);
+        let dir = parent.join(format!(
+            "{PREFIX}{}.{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        match fs::create_dir(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Ok(None),
+            Err(e) if e.raw_os_error() == Some(libc::EROFS) => return Ok(None),
+            Err(e) => return Err(e),
+        }
+        let made = (|| {
+            fs::write(dir.join("pids.max"), max.to_string())?;
+            let procs = fs::OpenOptions::new()
+                .write(true)
+                .open(dir.join("cgroup.procs"))?;
+            Ok(OwnedFd::from(procs))
+        })();
+        match made {
+            Ok(procs) => Ok(Some(PidsCgroup { procs, guard })),
+            Err(e) => {
+                let _ = fs::remove_dir(&dir);
+                Err(e)
+            }
+        }
+    }
+}
+
+/// The supervisor's own cgroup directory in a writable `pids` hierarchy, if any.
+fn own_pids_cgroup() -> Option<PathBuf> {
+    let cgroups = fs::read_to_string("/proc/self/cgroup").ok()?;
+    let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    // cgroup v1: a hierarchy with the pids controller.
+    for line in cgroups.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        if controllers.split(',').any(|c| c == "pids") {
+            return mount_of(&mountinfo, |fstype, opts| {
+                fstype == "cgroup" && opts.split(',').any(|o| o == "pids")
+            })
+            .map(|(root, mount)| join_below(&mount, &root, path));
+        }
+    }
+    // cgroup v2, when our cgroup hands the pids controller to its children.
+    let path = cgroups.lines().find_map(|l| l.strip_prefix("0::"))?;
+    let (root, mount) = mount_of(&mountinfo, |fstype, _| fstype == "cgroup2")?;
+    let dir = join_below(&mount, &root, path);
+    let delegated = fs::read_to_string(dir.join("cgroup.subtree_control")).ok()?;
+    delegated
+        .split_whitespace()
+        .any(|c| c == "pids")
+        .then_some(dir)
+}
+
+/// The (root, mount point) of the first mount whose fstype and super options match.
+fn mount_of(mountinfo: &str, want: impl Fn(&str, &str) -> bool) -> Option<(String, PathBuf)> {
+    mountinfo.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        let left: Vec<&str> = left.split(' ').collect();
+        let right: Vec<&str> = right.split(' ').collect();
+        let (root, mount) = (left.get(3)?, left.get(4)?);
+        let (fstype, opts) = (right.first()?, right.get(2)?);
+        want(fstype, opts).then(|| ((*root).to_owned(), PathBuf::from(mount)))
+    })
+}
+
+/// `mount` + `path` relative to the mount's `root` (a container may mount a sub-tree).
+fn join_below(mount: &Path, root: &str, path: &str) -> PathBuf {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    mount.join(rel.trim_start_matches('/'))
+}
+
+/// Removes the cgroups of exited hosts below `parent`: ours, and those of supervisors that
+/// are gone. `rmdir` fails (`EBUSY`) for a cgroup that still has tasks.
+fn sweep(parent: &Path) {
+    let me = std::process::id();
+    let Ok(entries) = fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(owner) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(PREFIX))
+            .and_then(|rest| rest.split('.').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if owner == me || !Path::new(&format!("/proc/{owner}")).exists() {
+            let _ = fs::remove_dir(e.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_lookup_and_relative_paths() {
+        let info = "30 25 0:26 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n\
+                    31 25 0:27 /ctr /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n";
+        let pids = mount_of(info, |t, o| {
+            t == "cgroup" && o.split(',').any(|x| x == "pids")
+        });
+        assert_eq!(
+            pids,
+            Some(("/".to_owned(), PathBuf::from("/sys/fs/cgroup/pids")))
+        );
+        let (root, mount) = mount_of(info, |t, _| t == "cgroup2").unwrap();
+        assert_eq!(
+            join_below(&mount, &root, "/ctr/a/b"),
+            PathBuf::from("/sys/fs/cgroup/unified/a/b")
+        );
+        assert_eq!(join_below(Path::new("/m"), "/", "/"), PathBuf::from("/m"));
+    }
+}

@@ -1,0 +1,365 @@
+//! `ar-e2e-attempts`: a hostile spawn-hook host (SDK, Rust) for the hostile-host suite
+//! (`tests/tests/hostile.rs`). Its hook `attempt` tries the one forbidden thing named by
+//! its config key `attempt` in `before_spawn` and reports the outcome as a hook error whose
+//! message reads `outcome <attempt>: <result>`, where `<result>` is `denied errno=<n>`,
+//! `allowed <detail>`, `found …` or `not-found named=<bool>` (whether the spawn view names
+//! `AGENT_RUNNER_SECRET_X`). Attempts the sandbox kills never report.
+//!
+//! Config keys: `attempt`; `port` (tcp_connect, udp_send); `path` (read, write,
+//! write_log_dir: a directory); `pid_file` (a file holding the supervisor's pid, waited for
+//! up to 60 s: read_pid_environ, kill_pid, ptrace_attach); `needle` (secret_env);
+//! `bytes` (memory_hog); `max` (fork_bomb: a safety cap). Test-only.
+
+use agent_runner_sdk::{proceed, BeforeSpawnParams, ConfigTable, HookError, Hooks, Host};
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// The result of an attempt that returned.
+fn outcome(attempt: &str, result: String) -> HookError {
+    HookError::new(format!("outcome {attempt}: {result}"))
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(-1)
+}
+
+fn io_result<T>(r: std::io::Result<T>, detail: &str) -> String {
+    match r {
+        Ok(_) => format!("allowed {detail}"),
+        Err(e) => format!("denied errno={}", e.raw_os_error().unwrap_or(-1)),
+    }
+}
+
+/// A raw system call's return value as a result string.
+fn raw_result(rc: i64, detail: &str) -> String {
+    if rc < 0 {
+        format!("denied errno={}", errno())
+    } else {
+        format!("allowed {detail} rc={rc}")
+    }
+}
+
+fn inet_addr(port: u16) -> libc::sockaddr_in {
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_be_bytes([127, 0, 0, 1]).to_be(),
+        },
+        sin_zero: [0; 8],
+    }
+}
+
+fn socket(family: i32, ty: i32, proto: i32) -> String {
+    // SAFETY: socket(2) takes integers only.
+    let fd = unsafe { libc::socket(family, ty, proto) };
+    raw_result(fd.into(), "socket")
+}
+
+fn tcp_connect(port: u16) -> String {
+    std::net::TcpStream::connect(("127.0.0.1", port))
+        .map(|_| "allowed connected".to_owned())
+        .unwrap_or_else(|e| format!("denied errno={}", e.raw_os_error().unwrap_or(-1)))
+}
+
+fn udp_send(port: u16) -> String {
+    // SAFETY: socket(2) takes integers only.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
+    if fd < 0 {
+        return format!("denied errno={}", errno());
+    }
+    let addr = inet_addr(port);
+    // SAFETY: a valid buffer and sockaddr_in, both alive across the call.
+    let rc = unsafe {
+        libc::sendto(
+            fd,
+            b"x".as_ptr().cast(),
+            1,
+            0,
+            std::ptr::addr_of!(addr).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    };
+    raw_result(rc as i64, "sent")
+}
+
+/// Waits (up to 60 s) for `path` to hold a pid.
+fn pid_from(path: &str) -> Result<i32, HookError> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(pid) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+        {
+            return Ok(pid);
+        }
+        if Instant::now() > deadline {
+            return Err(HookError::new(format!("no pid in {path}")));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Tries to open every file under `dir` for appending; the first success is reported.
+fn write_dir_files(dir: &std::path::Path) -> String {
+    let mut tried = 0;
+    let mut last = 0;
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            tried += 1;
+            match std::fs::OpenOptions::new().append(true).open(&p) {
+                Ok(_) => return format!("allowed {}", p.display()),
+                Err(e) => last = e.raw_os_error().unwrap_or(-1),
+            }
+        }
+    }
+    if tried == 0 {
+        return "allowed nothing-to-try".to_owned();
+    }
+    format!("denied errno={last} files={tried}")
+}
+
+/// Forks a child that leaves the host's session and process group and sleeps an hour.
+fn setsid_sleeper() {
+    // SAFETY: the child makes only raw async-signal-safe calls and never returns.
+    unsafe {
+        if libc::fork() == 0 {
+            libc::setsid();
+            libc::sleep(3600);
+            libc::_exit(0);
+        }
+    }
+}
+
+/// Forks children (each pausing forever) until fork fails or `max` are running.
+fn fork_bomb(max: u64) -> String {
+    for n in 0..max {
+        // SAFETY: the child only pauses (raw call) and never returns.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: raw calls only in the child.
+            unsafe {
+                libc::pause();
+                libc::_exit(0);
+            }
+        }
+        if pid < 0 {
+            return format!("denied errno={} after={n}", errno());
+        }
+    }
+    format!("allowed {max}")
+}
+
+fn memory_hog(bytes: u64) -> String {
+    let mut v: Vec<u8> = Vec::new();
+    match v.try_reserve_exact(bytes as usize) {
+        Err(_) => format!("denied errno={}", libc::ENOMEM),
+        Ok(()) => {
+            v.resize(bytes as usize, 1);
+            format!("allowed {}", v.len())
+        }
+    }
+}
+
+fn run(
+    attempt: &str,
+    config: &serde_json::Map<String, serde_json::Value>,
+    p: &BeforeSpawnParams,
+) -> Result<String, HookError> {
+    let c = ConfigTable::new(config);
+    let port = c.u64_or("port", 9, u64::from(u16::MAX))? as u16;
+    let path = c.string_or("path", "")?;
+    Ok(match attempt {
+        "tcp_connect" => tcp_connect(port),
+        "udp_send" => udp_send(port),
+        "netlink_socket" => socket(libc::AF_NETLINK, libc::SOCK_RAW, 0),
+        "packet_socket" => socket(libc::AF_PACKET, libc::SOCK_RAW, 0),
+        "read" => io_result(std::fs::read(&path), "read"),
+        "read_pid_environ" => {
+            let pid = pid_from(&c.string_or("pid_file", "")?)?;
+            io_result(std::fs::read(format!("/proc/{pid}/environ")), "read")
+        }
+        "write" => io_result(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .and_then(|mut f| f.write_all(b"x")),
+            "written",
+        ),
+        "write_log_dir" => write_dir_files(std::path::Path::new(&path)),
+        "exec_sh" => io_result(
+            std::process::Command::new("/bin/sh")
+                .args(["-c", "true"])
+                .status(),
+            "ran",
+        ),
+        "kill_pid" => {
+            let pid = pid_from(&c.string_or("pid_file", "")?)?;
+            // SAFETY: kill(2) takes integers only.
+            raw_result(
+                unsafe { libc::kill(pid, libc::SIGKILL) }.into(),
+                "signalled",
+            )
+        }
+        "ptrace_attach" => {
+            let pid = pid_from(&c.string_or("pid_file", "")?)?;
+            // SAFETY: ptrace(PTRACE_ATTACH, pid, 0, 0): integers only.
+            raw_result(
+                unsafe { libc::ptrace(libc::PTRACE_ATTACH, pid, 0, 0) },
+                "attached",
+            )
+        }
+        "io_uring_setup" => {
+            let mut params = [0u8; 120];
+            // SAFETY: io_uring_setup(entries, params) with a zeroed, large-enough params buffer.
+            raw_result(
+                unsafe { libc::syscall(libc::SYS_io_uring_setup, 4, params.as_mut_ptr()) },
+                "ring",
+            )
+        }
+        "bpf" => {
+            let mut attr = [0u8; 128];
+            // SAFETY: bpf(BPF_MAP_CREATE, attr, size) with a zeroed buffer of that size.
+            raw_result(
+                unsafe { libc::syscall(libc::SYS_bpf, 0, attr.as_mut_ptr(), attr.len()) },
+                "bpf",
+            )
+        }
+        "x32_socket" => {
+            // SAFETY: socket(AF_UNIX, SOCK_STREAM, 0) through its x32 system call number.
+            raw_result(
+                unsafe { libc::syscall(41 | 0x4000_0000, libc::AF_UNIX, libc::SOCK_STREAM, 0) },
+                "x32",
+            )
+        }
+        "perf_event_open" => {
+            let mut attr = [0u8; 128];
+            // SAFETY: perf_event_open(attr, pid 0, cpu -1, group -1, flags 0), zeroed attr.
+            raw_result(
+                unsafe {
+                    libc::syscall(libc::SYS_perf_event_open, attr.as_mut_ptr(), 0, -1, -1, 0)
+                },
+                "perf",
+            )
+        }
+        "add_key" => {
+            // SAFETY: add_key("user", "k", "v", 1, KEY_SPEC_PROCESS_KEYRING): static C strings.
+            raw_result(
+                unsafe {
+                    libc::syscall(
+                        libc::SYS_add_key,
+                        c"user".as_ptr(),
+                        c"k".as_ptr(),
+                        c"v".as_ptr(),
+                        1,
+                        -2,
+                    )
+                },
+                "key",
+            )
+        }
+        "mount" => {
+            // SAFETY: mount("none", "/tmp", "tmpfs", 0, NULL): static C strings.
+            raw_result(
+                unsafe {
+                    libc::syscall(
+                        libc::SYS_mount,
+                        c"none".as_ptr(),
+                        c"/tmp".as_ptr(),
+                        c"tmpfs".as_ptr(),
+                        0,
+                        0,
+                    )
+                },
+                "mounted",
+            )
+        }
+        "unshare" => {
+            // SAFETY: unshare takes flags only.
+            raw_result(
+                unsafe { libc::unshare(libc::CLONE_NEWUSER) }.into(),
+                "unshared",
+            )
+        }
+        "process_vm_readv" => {
+            // SAFETY: process_vm_readv(1, NULL, 0, NULL, 0, 0): no iovecs, nothing is read.
+            raw_result(
+                unsafe { libc::syscall(libc::SYS_process_vm_readv, 1, 0, 0, 0, 0, 0) },
+                "read",
+            )
+        }
+        "userfaultfd" => {
+            // SAFETY: userfaultfd(0) takes flags only.
+            raw_result(unsafe { libc::syscall(libc::SYS_userfaultfd, 0) }, "uffd")
+        }
+        "fork_bomb" => fork_bomb(c.u64_or("max", 4096, 100_000)?),
+        "memory_hog" => memory_hog(c.u64_or("bytes", 1 << 31, u64::MAX)?),
+        "setsid_sleeper" => {
+            setsid_sleeper();
+            return Ok(String::new());
+        }
+        "stdout_holder_exit" => {
+            // A grandchild keeps our stdout open; we exit in the middle of the call.
+            setsid_sleeper();
+            std::thread::sleep(Duration::from_millis(200));
+            // SAFETY: _exit ends the process at once.
+            unsafe { libc::_exit(3) }
+        }
+        "secret_env" => {
+            let needle = c.string_or("needle", "")?;
+            let in_env = std::env::vars_os().any(|(k, v)| {
+                k.to_string_lossy().contains(&needle) || v.to_string_lossy().contains(&needle)
+            });
+            let in_view = p
+                .spawn
+                .argv
+                .iter()
+                .chain(&p.spawn.env_names)
+                .any(|s| s.contains(&needle));
+            // The view does name the variables (names only): say which secret-ish names it saw.
+            let named = p
+                .spawn
+                .env_names
+                .iter()
+                .any(|n| n == "AGENT_RUNNER_SECRET_X");
+            match (in_env, in_view) {
+                (false, false) => format!("not-found named={named}"),
+                (e, v) => format!("found env={e} view={v}"),
+            }
+        }
+        other => return Err(HookError::new(format!("unknown attempt {other:?}"))),
+    })
+}
+
+fn main() -> ExitCode {
+    Host::new("ar-e2e-attempts", env!("CARGO_PKG_VERSION"))
+        .setup(|init| {
+            let config = init.config.clone();
+            let c = ConfigTable::new(&config);
+            c.expect_only(&[
+                "attempt", "port", "path", "pid_file", "needle", "bytes", "max",
+            ])?;
+            let attempt = c.string_or("attempt", "")?;
+            Ok(
+                Hooks::new().spawn_hook("attempt", move |p: &BeforeSpawnParams| {
+                    let result = run(&attempt, &config, p)?;
+                    if result.is_empty() {
+                        return Ok(proceed());
+                    }
+                    Err(outcome(&attempt, result))
+                }),
+            )
+        })
+        .run()
+}

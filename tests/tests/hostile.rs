@@ -1,0 +1,520 @@
+//! The hostile-host suite (issue 4, protocol v1 §6): real hosts — `ar-e2e-attempts` (Rust,
+//! SDK) and `tests/hosts/attempts.py` (Python, by hand) — pinned and run under
+//! `sandbox = "require"`, each trying one forbidden thing in a `before_spawn` call of a real
+//! `agent-runner round`. Every test asserts the denial (the errno the host reports back in its
+//! hook error, or the `plugin_sandbox_kill` event naming the system call), the `hook_failed`
+//! event, that the round still completed (exit 0, `round_end`, the agent ran) and that the
+//! supervisor was unaffected. Nothing here skips.
+
+use agent_runner_e2e::serde_json::{json, Value};
+use agent_runner_e2e::{workspace_root, HostSpec, Project, RunOutput, RUN_TIMEOUT};
+use std::io::ErrorKind;
+use std::net::{TcpListener, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const RUST_HOST: &str = env!("CARGO_BIN_EXE_ar-e2e-attempts");
+
+/// The two languages of the suite.
+#[derive(Clone, Copy, Debug)]
+enum Lang {
+    Rust,
+    Python,
+}
+
+fn host_exe(lang: Lang) -> PathBuf {
+    match lang {
+        Lang::Rust => PathBuf::from(RUST_HOST),
+        Lang::Python => workspace_root().join("tests/hosts/attempts.py"),
+    }
+}
+
+/// A project whose only host `hostile` (language `lang`) makes `attempt` with the config
+/// `config(&project)` returns, under `sandbox = "require"`. `host_keys` are extra lines of
+/// its host table.
+fn project_with(
+    lang: Lang,
+    attempt: &str,
+    host_keys: &str,
+    config: impl FnOnce(&Project) -> Value,
+) -> Project {
+    let p = Project::new();
+    let mut table = json!({ "attempt": attempt });
+    for (k, v) in config(&p).as_object().expect("object") {
+        table[k] = v.clone();
+    }
+    let text = p
+        .config()
+        .sandbox("require")
+        .agent_env("AGENT_RUNNER_SECRET_X", SECRET)
+        .host(HostSpec::new("hostile", host_exe(lang)).config(table))
+        .render()
+        .replace(
+            "[plugins.hosts.hostile]\n",
+            &format!("[plugins.hosts.hostile]\n{host_keys}"),
+        );
+    p.write_config_text(&text);
+    p
+}
+
+/// [`project_with`] a fixed config table.
+fn project(lang: Lang, attempt: &str, config: Value, host_keys: &str) -> Project {
+    project_with(lang, attempt, host_keys, |_| config)
+}
+
+/// A value that must never reach a host.
+const SECRET: &str = "s3cr3t-hostile-suite-7f1c";
+
+/// Runs one round with the secret in the supervisor's environment.
+fn round(p: &Project) -> RunOutput {
+    p.run_env(&["round"], &[("AGENT_RUNNER_SECRET_X", SECRET)])
+}
+
+/// The round completed as if the hook had proceeded: exit 0, round_end, the agent ran,
+/// exactly one hook_failed for our hook, and no host process is left.
+fn assert_round_completed(p: &Project, out: &RunOutput) -> Value {
+    let all = p.events_text();
+    out.assert_code(0);
+    assert_eq!(p.events_of("round_end").len(), 1, "{all}");
+    assert_eq!(p.events_of("agent_exit")[0]["exit_code"], 0, "{all}");
+    assert!(p.dir().join("notes/journal.md").is_file(), "{all}");
+    let failed = p.events_of("hook_failed");
+    assert_eq!(failed.len(), 1, "{all}");
+    assert_eq!(failed[0]["hook_name"], "attempt", "{all}");
+    assert_eq!(failed[0]["hook_kind"], "spawn_hook", "{all}");
+    failed[0].clone()
+}
+
+/// The host reported `denied errno=<one of errnos>` for `attempt`.
+fn assert_denied(p: &Project, out: &RunOutput, attempt: &str, errnos: &[i32]) {
+    let failed = assert_round_completed(p, out);
+    let all = p.events_text();
+    assert_eq!(failed["error_type"], "rpc_error", "{all}");
+    let msg = failed["error_message"].as_str().unwrap_or_default();
+    let prefix = format!("outcome {attempt}: denied errno=");
+    let at = msg
+        .find(&prefix)
+        .unwrap_or_else(|| panic!("not denied: {msg}\n{all}"));
+    let errno: i32 = msg[at + prefix.len()..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no errno in {msg}"));
+    assert!(
+        errnos.contains(&errno),
+        "errno {errno} not in {errnos:?}: {msg}"
+    );
+    assert!(p.events_of("plugin_sandbox_kill").is_empty(), "{all}");
+}
+
+/// The sandbox killed the host with SIGSYS; `syscall` is the name the event carries
+/// (`None` for the architecture/x32 guard, which kills without a notification).
+fn assert_killed(p: &Project, out: &RunOutput, syscall: Option<&str>) {
+    let failed = assert_round_completed(p, out);
+    let all = p.events_text();
+    assert_eq!(failed["error_type"], "killed_by_sandbox", "{all}");
+    let kills = p.events_of("plugin_sandbox_kill");
+    assert_eq!(kills.len(), 1, "{all}");
+    assert_eq!(kills[0]["hook"], "attempt", "{all}");
+    assert_eq!(kills[0]["host"], "hostile", "{all}");
+    assert_eq!(kills[0]["signal"], 31, "{all}");
+    match syscall {
+        Some(name) => assert_eq!(kills[0]["syscall"], name, "{all}"),
+        None => assert!(kills[0]["syscall"].is_null(), "{all}"),
+    }
+}
+
+fn no_connection(listener: &TcpListener) {
+    match listener.accept() {
+        Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+        Ok((_, peer)) => panic!("the confined host connected from {peer}"),
+        Err(e) => panic!("accept: {e}"),
+    }
+}
+
+fn tcp_connect(lang: Lang) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let p = project(lang, "tcp_connect", json!({ "port": port }), "");
+    let out = round(&p);
+    assert_killed(&p, &out, Some("socket"));
+    no_connection(&listener);
+}
+
+#[test]
+fn rust_tcp_connect_is_killed_and_never_reaches_the_listener() {
+    tcp_connect(Lang::Rust);
+}
+
+#[test]
+fn python_tcp_connect_is_killed_and_never_reaches_the_listener() {
+    tcp_connect(Lang::Python);
+}
+
+#[test]
+fn rust_udp_send_is_killed_and_never_arrives() {
+    let receiver = UdpSocket::bind("127.0.0.1:0").unwrap();
+    receiver.set_nonblocking(true).unwrap();
+    let port = receiver.local_addr().unwrap().port();
+    let p = project(Lang::Rust, "udp_send", json!({ "port": port }), "");
+    let out = round(&p);
+    assert_killed(&p, &out, Some("socket"));
+    let mut buf = [0u8; 8];
+    assert_eq!(
+        receiver.recv(&mut buf).map_err(|e| e.kind()).unwrap_err(),
+        ErrorKind::WouldBlock
+    );
+}
+
+#[test]
+fn rust_netlink_socket_is_killed() {
+    let p = project(Lang::Rust, "netlink_socket", json!({}), "");
+    let out = round(&p);
+    assert_killed(&p, &out, Some("socket"));
+}
+
+#[test]
+fn rust_packet_socket_is_killed() {
+    let p = project(Lang::Rust, "packet_socket", json!({}), "");
+    let out = round(&p);
+    assert_killed(&p, &out, Some("socket"));
+}
+
+fn read_home(lang: Lang) {
+    // The supervisor's HOME (`<tmp>/home`, passed on to the host) holds a credential file.
+    let p = project_with(lang, "read", "", |p| {
+        let file = p.tmp_dir().join("home/.netrc");
+        std::fs::write(&file, "machine example.invalid password hunter2\n").unwrap();
+        json!({ "path": file })
+    });
+    let out = round(&p);
+    assert_denied(&p, &out, "read", &[libc::EACCES]);
+}
+
+#[test]
+fn rust_reading_home_files_is_denied() {
+    read_home(Lang::Rust);
+}
+
+#[test]
+fn python_reading_home_files_is_denied() {
+    read_home(Lang::Python);
+}
+
+#[test]
+fn rust_reading_etc_shadow_is_denied() {
+    assert!(Path::new("/etc/shadow").exists());
+    let p = project(Lang::Rust, "read", json!({ "path": "/etc/shadow" }), "");
+    let out = round(&p);
+    assert_denied(&p, &out, "read", &[libc::EACCES]);
+}
+
+/// Runs `round` in the background, tells the host the supervisor's pid through a file in
+/// `log_dir` (which the host may read), and waits for the round to end.
+fn round_with_pid_file(p: &Project) -> (RunOutput, u32) {
+    let mut cmd = p.command(&["round"]);
+    cmd.env("AGENT_RUNNER_SECRET_X", SECRET);
+    let running = p.spawn_with(cmd);
+    let pid = running.pid();
+    std::fs::create_dir_all(p.log_dir()).unwrap();
+    let tmp = p.log_dir().join(".supervisor.pid.tmp");
+    std::fs::write(&tmp, pid.to_string()).unwrap();
+    std::fs::rename(&tmp, pid_file(p)).unwrap();
+    (running.wait(RUN_TIMEOUT), pid)
+}
+
+fn pid_file(p: &Project) -> PathBuf {
+    p.log_dir().join("supervisor.pid")
+}
+
+fn pid_project(attempt: &str) -> Project {
+    project_with(
+        Lang::Rust,
+        attempt,
+        "",
+        |p| json!({ "pid_file": pid_file(p) }),
+    )
+}
+
+#[test]
+fn rust_reading_the_supervisors_environ_is_denied() {
+    let p = pid_project("read_pid_environ");
+    let (out, _) = round_with_pid_file(&p);
+    assert_denied(&p, &out, "read_pid_environ", &[libc::EACCES]);
+}
+
+#[test]
+fn rust_killing_the_supervisor_is_denied() {
+    let p = pid_project("kill_pid");
+    let (out, _) = round_with_pid_file(&p);
+    // ESRCH: the supervisor's pid does not exist in the host's PID namespace; EPERM:
+    // Landlock's signal scope (without a PID namespace).
+    assert_denied(&p, &out, "kill_pid", &[libc::ESRCH, libc::EPERM]);
+}
+
+#[test]
+fn rust_ptrace_attach_to_the_supervisor_is_killed() {
+    let p = pid_project("ptrace_attach");
+    let (out, _) = round_with_pid_file(&p);
+    assert_killed(&p, &out, Some("ptrace"));
+}
+
+fn write_work_tree(lang: Lang) {
+    let p = project_with(
+        lang,
+        "write",
+        "",
+        |p| json!({ "path": p.dir().join("planted.txt") }),
+    );
+    let out = round(&p);
+    assert_denied(&p, &out, "write", &[libc::EACCES]);
+    assert!(!p.dir().join("planted.txt").exists());
+}
+
+#[test]
+fn rust_writing_the_work_tree_is_denied() {
+    write_work_tree(Lang::Rust);
+}
+
+#[test]
+fn python_writing_the_work_tree_is_denied() {
+    write_work_tree(Lang::Python);
+}
+
+/// Configures a `write` attempt at `rel` (relative to the project) and runs it.
+fn write_project_file(rel: &str) -> (Project, Option<Vec<u8>>) {
+    let p = project_with(
+        Lang::Rust,
+        "write",
+        "",
+        |p| json!({ "path": p.dir().join(rel) }),
+    );
+    let target = p.dir().join(rel);
+    let before = std::fs::read(&target).ok();
+    let out = round(&p);
+    assert_denied(&p, &out, "write", &[libc::EACCES]);
+    assert_eq!(std::fs::read(&target).ok(), before, "{rel} changed");
+    (p, before)
+}
+
+#[test]
+fn rust_writing_git_hooks_is_denied() {
+    let (p, before) = write_project_file(".git/hooks/pre-commit");
+    assert!(before.is_none());
+    assert!(!p.dir().join(".git/hooks/pre-commit").exists());
+}
+
+#[test]
+fn rust_writing_the_config_file_is_denied() {
+    let (_, before) = write_project_file("agent-runner.toml");
+    assert!(before.is_some());
+}
+
+#[test]
+fn rust_writing_log_dir_control_files_is_denied() {
+    // The host tries every file in log_dir: the events file, the lock and state files the
+    // supervisor holds while the round runs.
+    let p = project_with(
+        Lang::Rust,
+        "write_log_dir",
+        "",
+        |p| json!({ "path": p.log_dir() }),
+    );
+    let out = round(&p);
+    // `denied errno=13 files=<n>`: n ≥ 1 files tried, none opened for writing.
+    assert_denied(&p, &out, "write_log_dir", &[libc::EACCES]);
+}
+
+fn exec_sh(lang: Lang) {
+    let p = project(lang, "exec_sh", json!({}), "");
+    let out = round(&p);
+    assert_denied(&p, &out, "exec_sh", &[libc::EACCES]);
+}
+
+#[test]
+fn rust_exec_of_bin_sh_is_denied() {
+    exec_sh(Lang::Rust);
+}
+
+#[test]
+fn python_exec_of_bin_sh_is_denied() {
+    exec_sh(Lang::Python);
+}
+
+#[test]
+fn rust_io_uring_setup_is_killed() {
+    let p = project(Lang::Rust, "io_uring_setup", json!({}), "");
+    let out = round(&p);
+    assert_killed(&p, &out, Some("io_uring_setup"));
+}
+
+#[test]
+fn rust_bpf_is_killed() {
+    let p = project(Lang::Rust, "bpf", json!({}), "");
+    let out = round(&p);
+    assert_killed(&p, &out, Some("bpf"));
+}
+
+#[test]
+fn rust_perf_keyrings_mounts_namespaces_and_process_memory_are_killed() {
+    for call in [
+        "perf_event_open",
+        "add_key",
+        "mount",
+        "unshare",
+        "process_vm_readv",
+        "userfaultfd",
+    ] {
+        let p = project(Lang::Rust, call, json!({}), "");
+        let out = round(&p);
+        assert_killed(&p, &out, Some(call));
+    }
+}
+
+#[test]
+fn rust_x32_socket_call_is_killed() {
+    let p = project(Lang::Rust, "x32_socket", json!({}), "");
+    let out = round(&p);
+    assert_killed(&p, &out, None);
+}
+
+#[test]
+fn rust_memory_hog_is_bounded_by_memory_max_mb() {
+    // 256 MiB of address space; the host asks for 512 MiB.
+    let p = project(
+        Lang::Rust,
+        "memory_hog",
+        json!({ "bytes": 512u64 << 20 }),
+        "memory_max_mb = 256\n",
+    );
+    let out = round(&p);
+    assert_denied(&p, &out, "memory_hog", &[libc::ENOMEM]);
+}
+
+fn secret_env(lang: Lang) {
+    let p = project(lang, "secret_env", json!({ "needle": SECRET }), "");
+    let out = round(&p);
+    let failed = assert_round_completed(&p, &out);
+    let all = p.events_text();
+    // Not in the host's environment nor in the spawn view, which does name the variable.
+    assert!(
+        failed["error_message"]
+            .as_str()
+            .unwrap_or_default()
+            .ends_with("outcome secret_env: not-found named=true"),
+        "{all}"
+    );
+    assert!(
+        !all.contains(SECRET),
+        "a secret value reached the events: {all}"
+    );
+}
+
+#[test]
+fn rust_secret_values_reach_neither_environment_nor_spawn_view() {
+    secret_env(Lang::Rust);
+}
+
+#[test]
+fn python_secret_values_reach_neither_environment_nor_spawn_view() {
+    secret_env(Lang::Python);
+}
+
+/// Live processes running the Rust host in `p`'s work tree.
+fn leftovers(p: &Project) -> Vec<u32> {
+    p.host_pids(&[Path::new(RUST_HOST)])
+}
+
+fn wait_gone(p: &Project, what: &str) {
+    agent_runner_e2e::wait_until(what, Duration::from_secs(20), || {
+        leftovers(p).is_empty().then_some(())
+    });
+}
+
+#[test]
+fn rust_setsid_child_dies_with_the_stopped_host() {
+    let p = project(Lang::Rust, "setsid_sleeper", json!({}), "");
+    let out = round(&p);
+    out.assert_code(0);
+    let all = p.events_text();
+    assert!(p.events_of("hook_failed").is_empty(), "{all}");
+    assert_eq!(p.events_of("round_end").len(), 1, "{all}");
+    wait_gone(&p, "the host's setsid() child to die with the host");
+}
+
+#[test]
+fn rust_setsid_child_dies_when_the_supervisor_is_sigkilled() {
+    let p = project(Lang::Rust, "setsid_sleeper", json!({}), "");
+    let running = p.spawn(&["serve"]);
+    // The host and its setsid() child are both up once the hook has answered.
+    agent_runner_e2e::wait_until("host and its setsid child", Duration::from_secs(60), || {
+        (leftovers(&p).len() >= 2).then_some(())
+    });
+    let escaped: Vec<u32> = leftovers(&p)
+        .into_iter()
+        .filter(|pid| {
+            // SAFETY: getsid reads another process's session id.
+            let sid = unsafe { libc::getsid(*pid as i32) };
+            sid == *pid as i32
+        })
+        .collect();
+    assert!(!escaped.is_empty(), "a process left the host's session");
+    running.signal(libc::SIGKILL);
+    let out = running.wait(RUN_TIMEOUT);
+    assert_eq!(out.status.code(), None, "{out}");
+    wait_gone(
+        &p,
+        "the host and its setsid() child to die with the supervisor",
+    );
+}
+
+#[test]
+fn rust_grandchild_holding_stdout_does_not_stall_the_call() {
+    // The host leaves a setsid() child holding its stdout and exits mid-call. The call
+    // must end as a crash when the host dies, not wait for its (long) timeout.
+    let p = project(
+        Lang::Rust,
+        "stdout_holder_exit",
+        json!({}),
+        "timeout_s = 100\n",
+    );
+    let out = round(&p);
+    let failed = assert_round_completed(&p, &out);
+    assert_eq!(failed["error_type"], "crashed", "{}", p.events_text());
+    wait_gone(&p, "the stdout holder to die with the host");
+}
+
+#[test]
+fn rust_fork_bomb_is_bounded_and_dies_with_the_host() {
+    let p = project(Lang::Rust, "fork_bomb", json!({ "max": 4096 }), "");
+    let out = round(&p);
+    assert_denied(&p, &out, "fork_bomb", &[libc::EAGAIN]);
+    wait_gone(&p, "the fork bomb's children to die with the host");
+}
+
+#[test]
+fn python_host_script_is_pinned_and_its_interpreter_reported_not_pinned() {
+    let p = project(Lang::Python, "read", json!({}), "");
+    let out = p.run(&["doctor", "--json"]);
+    out.assert_code(0);
+    let report: Value = agent_runner_e2e::serde_json::from_str(&out.stdout).unwrap();
+    let host = &report["hosts"][0];
+    assert_eq!(host["pin_status"], "verified", "{report}");
+    assert_eq!(
+        host["sha256"],
+        agent_runner_e2e::pin_of(&host_exe(Lang::Python)),
+        "the pin covers the script's own bytes: {report}"
+    );
+    let interp = host["interpreter"].as_str().expect("an interpreter");
+    assert!(interp.contains("python3"), "{report}");
+    assert_eq!(host["interpreter_pin"], "not pinned", "{report}");
+    let human = p.run(&["doctor"]);
+    human.assert_code(0);
+    assert!(
+        human
+            .stdout
+            .contains(&format!("interpreter {interp} (not pinned)")),
+        "{human}"
+    );
+}
