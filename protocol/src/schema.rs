@@ -40,11 +40,17 @@ pub fn all() -> Vec<(&'static str, Value)> {
         ("handle_dirty.result.json", schema::<Option<DirtyAction>>()),
         (
             "shutdown.params.json",
-            null_schema("ShutdownParams", "`shutdown` takes no params: omit them or send null."),
+            null_schema(
+                "ShutdownParams",
+                "`shutdown` takes no params: omit them or send null.",
+            ),
         ),
         (
             "shutdown.result.json",
-            null_schema("ShutdownResult", "`shutdown` answers null, then the host exits on stdin EOF."),
+            null_schema(
+                "ShutdownResult",
+                "`shutdown` answers null, then the host exits on stdin EOF.",
+            ),
         ),
     ]
 }

@@ -9,7 +9,9 @@ use std::fmt;
 use crate::limits::MAX_HOOK_NAME_LEN;
 
 /// A hook family (§3). Serialized as `"spawn_hook"` / `"dirty_handler"`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Family {
     /// Consulted before each agent spawn: proceed, defer or skip.
