@@ -125,16 +125,9 @@ async fn no_reply(wire: &mut HostWire, what: &str, err: NoReply, timeout: Durati
 }
 
 async fn converse(run: &mut Run, wire: &mut HostWire, prepared: &Prepared, params: Value) {
-    // silent_before_initialize
-    if let Some(seen) = wire.first_output_within(SILENCE_WINDOW).await {
-        run.fail(
-            "silent_before_initialize",
-            format!("wrote {seen} before receiving initialize; write nothing until the first request arrives (log to stderr)"),
-        );
-    } else {
-        run.pass("silent_before_initialize");
-    }
-
+    // silent_before_initialize: nothing in the first moments, and nothing but the
+    // response while initialize is pending (the first line a host writes is that response).
+    let early = wire.first_output_within(SILENCE_WINDOW).await;
     // initialize
     let timeout = prepared.cfg.init_timeout;
     let decls = match wire
@@ -181,6 +174,16 @@ async fn converse(run: &mut Run, wire: &mut HostWire, prepared: &Prepared, param
             }
         },
     };
+    let early = early.into_iter().chain(wire.stray.drain(..)).next();
+    run.judge(
+        "silent_before_initialize",
+        match early {
+            None => Ok(()),
+            Some(seen) => Err(format!(
+                "wrote {seen} before answering initialize; write nothing until the first request arrives, and answer it first (log to stderr)"
+            )),
+        },
+    );
     let Some(decls) = decls else {
         run.skip_rest("needs a successful initialize");
         return;
@@ -342,7 +345,8 @@ async fn call_hooks(
         &["notes.md", "src/lib.rs"],
         &["docs/a b.md"],
     ];
-    for decl in decls {
+    // Hooks outside `provides` are never called by serve (the host is refused).
+    for decl in decls.iter().filter(|d| prepared.cfg.provides.contains(&d.family)) {
         let timeout = prepared.cfg.call_timeout(decl.family);
         for (i, ctx) in contexts(prepared).into_iter().enumerate() {
             let round = ctx["round_num"].clone();
