@@ -196,6 +196,15 @@ impl HostManager {
                 Ok(decls) => manager.register(index, decls),
                 Err(failure) => {
                     manager.record_failure(index, &cfg.name, "initialize", &failure);
+                    if failure.rpc.as_ref().is_some_and(|(code, _)| {
+                        *code == agent_runner_protocol::error_codes::UNSUPPORTED_PROTOCOL_VERSION
+                    }) {
+                        // Another protocol version: no restart can help (protocol-v1.md §3).
+                        manager.events.emit(
+                            "plugin_refused",
+                            json!({"name": cfg.name, "reason": failure.message}),
+                        );
+                    }
                     manager.hosts[index].disabled = true;
                 }
             }
@@ -557,6 +566,7 @@ fn version_refusal(failure: CallFailure) -> CallFailure {
                 data.as_deref().unwrap_or("unknown versions")
             ),
             )
+            .with_rpc(*code, data.clone())
         }
         _ => failure,
     }
