@@ -27,9 +27,10 @@ single-file script. Usage::
     if __name__ == "__main__":
         host.run()
 
-What `Host.run` does for you (the mistakes that break hosts, docs/protocol.md):
-- keeps a private copy of the real stdout for protocol lines and points fd 1 and
-  `sys.stdout` at stderr, so `print()` and child output never corrupt the protocol;
+What this module does for you (the mistakes that break hosts, docs/protocol.md):
+- as soon as it is imported, keeps a private copy of the real stdout for protocol lines
+  and points fd 1 and `sys.stdout` at stderr, so `print()` (after the import) and child
+  output never corrupt the protocol; import it before anything that may print;
 - writes nothing before `initialize`; writes each response as one line and flushes it;
 - answers -32700 / -32600 / -32601 / -32602 / -32001 / -32000 / -32603 like the Rust SDK;
 - validates what your hooks return before sending it (a bad result becomes -32603 with a
@@ -254,7 +255,7 @@ class Host:
 
         Call as `sys.exit(host.run())`.
         """
-        out = _protect_stdout()
+        out = _PROTOCOL_OUT
         inp = sys.stdin.buffer
         while True:
             line = inp.readline(MAX_LINE_BYTES)
@@ -416,3 +417,7 @@ def _protect_stdout():
         os.close(devnull)
     sys.stdout = sys.stderr
     return os.fdopen(private, "wb", buffering=0)
+
+
+#: The real stdout, private to the serve loop (taken at import: see the module doc).
+_PROTOCOL_OUT = _protect_stdout()
