@@ -61,15 +61,27 @@ fn initialize_params() {
         ("supervisor.name", Some(json!(7)), "supervisor.name"),
         ("supervisor.extra", Some(json!(7)), "supervisor.extra"),
         ("sandbox.seccomp", Some(json!("yes")), "sandbox.seccomp"),
-        ("sandbox.landlock_abi", Some(json!(-3)), "sandbox.landlock_abi"),
+        (
+            "sandbox.landlock_abi",
+            Some(json!(-3)),
+            "sandbox.landlock_abi",
+        ),
         ("sandbox.extra", Some(json!(true)), "sandbox.extra"),
     ];
     for (path, value, field) in cases {
         let case = format!("{path} = {value:?}");
-        expect_field(decode::<InitializeParams>(with(&base, path, value)), field, &case);
+        expect_field(
+            decode::<InitializeParams>(with(&base, path, value)),
+            field,
+            &case,
+        );
     }
     for not_object in [json!(null), json!([]), json!("x"), json!(1)] {
-        expect_field(decode::<InitializeParams>(not_object.clone()), ".", &not_object.to_string());
+        expect_field(
+            decode::<InitializeParams>(not_object.clone()),
+            ".",
+            &not_object.to_string(),
+        );
     }
 }
 
@@ -93,7 +105,11 @@ fn before_spawn_params() {
     ];
     for (path, value, field) in cases {
         let case = format!("{path} = {value:?}");
-        expect_field(decode::<BeforeSpawnParams>(with(&base, path, value)), field, &case);
+        expect_field(
+            decode::<BeforeSpawnParams>(with(&base, path, value)),
+            field,
+            &case,
+        );
     }
 }
 
@@ -107,7 +123,11 @@ fn handle_dirty_params() {
         ("spawn", Some(json!({})), "spawn"),
     ] {
         let case = format!("{path} = {value:?}");
-        expect_field(decode::<HandleDirtyParams>(with(&base, path, value)), field, &case);
+        expect_field(
+            decode::<HandleDirtyParams>(with(&base, path, value)),
+            field,
+            &case,
+        );
     }
 }
 
@@ -120,12 +140,24 @@ fn initialize_results() {
         ("hooks", None, "."),
         ("name", Some(json!(null)), "name"),
         ("hooks", Some(json!([{"family": "spawn_hook"}])), "hooks[0]"),
-        ("hooks", Some(json!([{"family": "dirty_handler", "name": "d", "priority": 1.5}])), "hooks[0].priority"),
-        ("hooks", Some(json!([{"family": "dirty_handler", "name": "d", "extra": 1}])), "hooks[0].extra"),
+        (
+            "hooks",
+            Some(json!([{"family": "dirty_handler", "name": "d", "priority": 1.5}])),
+            "hooks[0].priority",
+        ),
+        (
+            "hooks",
+            Some(json!([{"family": "dirty_handler", "name": "d", "extra": 1}])),
+            "hooks[0].extra",
+        ),
         ("hooks", Some(json!(["spawn_hook"])), "hooks[0]"),
     ] {
         let case = format!("{path} = {value:?}");
-        expect_field(decode_initialize_result(with(&base, path, value)), field, &case);
+        expect_field(
+            decode_initialize_result(with(&base, path, value)),
+            field,
+            &case,
+        );
     }
 }
 
@@ -140,7 +172,11 @@ fn spawn_decisions() {
         (json!("proceed"), "."),
         (json!(null), "."),
     ] {
-        expect_field(decode_spawn_decision(value.clone()), field, &value.to_string());
+        expect_field(
+            decode_spawn_decision(value.clone()),
+            field,
+            &value.to_string(),
+        );
     }
 }
 
@@ -150,7 +186,10 @@ fn dirty_results() {
     for (value, field) in [
         (json!({"action": "commit"}), "."),
         (json!({"action": "commit", "message": 5}), "message"),
-        (json!({"action": "commit", "message": "m", "paths": "a"}), "paths"),
+        (
+            json!({"action": "commit", "message": "m", "paths": "a"}),
+            "paths",
+        ),
         (json!({"action": "ignore", "message": "x"}), "message"),
         (json!({"action": 3}), "action"),
         (json!({"action": "delete"}), "action"),
@@ -158,6 +197,10 @@ fn dirty_results() {
         (json!("ignore"), "."),
         (json!([]), "."),
     ] {
-        expect_field(decode_dirty_result(value.clone(), &files), field, &value.to_string());
+        expect_field(
+            decode_dirty_result(value.clone(), &files),
+            field,
+            &value.to_string(),
+        );
     }
 }

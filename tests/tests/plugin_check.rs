@@ -3,7 +3,9 @@
 //! (`tests/fixtures/faulty_host.py`) fail, naming the rule they break.
 
 use agent_runner_e2e::serde_json::{self, Value};
-use agent_runner_e2e::{agent_runner_bin, bin_dir, pause_host_bin, workspace_root, HostSpec, Project};
+use agent_runner_e2e::{
+    agent_runner_bin, bin_dir, pause_host_bin, workspace_root, HostSpec, Project,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -50,7 +52,11 @@ fn rules_with(report: &Value, status: &str) -> Vec<String> {
 }
 
 fn assert_all_pass(code: i32, report: &Value) {
-    assert_eq!(rules_with(report, "fail"), Vec::<String>::new(), "{report:#}");
+    assert_eq!(
+        rules_with(report, "fail"),
+        Vec::<String>::new(),
+        "{report:#}"
+    );
     assert_eq!(rules_with(report, "pass").len(), 11, "{report:#}");
     assert_eq!(report["passed"], true);
     assert_eq!(report["tier"], "landlock+seccomp", "{report:#}");
@@ -86,19 +92,33 @@ fn python_example_host_passes_pinned_under_require() {
     let (code, report) = check(&[], &[pyz.to_str().unwrap()]);
     assert_all_pass(code, &report);
     // As serve would run it: by name, from the config, pinned, sandbox = "require".
-    p.write_config(&p.config().sandbox("require").host(HostSpec::new("pause", &pyz)));
+    p.write_config(
+        &p.config()
+            .sandbox("require")
+            .host(HostSpec::new("pause", &pyz)),
+    );
     let out = p.run(&["plugin", "check", "pause"]);
     assert_eq!(out.code(), 0, "{}\n{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("pin verified"), "{}", out.stdout);
-    assert_eq!(out.stdout.lines().filter(|l| l.starts_with("pass  ")).count(), 11, "{}", out.stdout);
+    assert_eq!(
+        out.stdout
+            .lines()
+            .filter(|l| l.starts_with("pass  "))
+            .count(),
+        11,
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
 fn configured_host_unpinned_under_require_fails_launch() {
     let p = Project::new();
-    p.write_config(&p.config().sandbox("require").host(
-        HostSpec::new("pause", pause_host_bin()).pin(agent_runner_e2e::Pin::Unpinned),
-    ));
+    p.write_config(
+        &p.config()
+            .sandbox("require")
+            .host(HostSpec::new("pause", pause_host_bin()).pin(agent_runner_e2e::Pin::Unpinned)),
+    );
     let out = p.run(&["plugin", "check", "--json", "pause"]);
     assert_eq!(out.code(), 1, "{}", out.stderr);
     let report: Value = serde_json::from_str(&out.stdout).unwrap();
@@ -117,12 +137,27 @@ fn faulty_hosts_fail_the_rule_they_break() {
     let (code, report) = check(&[], &[host, "good"]);
     assert_all_pass(code, &report);
     for (mode, provides, rule, says) in [
-        ("talks_early", None, "silent_before_initialize", "before answering initialize"),
-        ("prints_stdout", None, "stdout_protocol_only", "checking whether to proceed"),
+        (
+            "talks_early",
+            None,
+            "silent_before_initialize",
+            "before answering initialize",
+        ),
+        (
+            "prints_stdout",
+            None,
+            "stdout_protocol_only",
+            "checking whether to proceed",
+        ),
         ("wrong_shape", None, "hook_calls", "`verdict`"),
         ("ignores_eof", None, "exit_on_eof", "end-of-file"),
         ("leaves_child", None, "no_process_left", "still running"),
-        ("extra_family", Some("spawn_hook"), "families_in_provides", "dirty_handler `extra`"),
+        (
+            "extra_family",
+            Some("spawn_hook"),
+            "families_in_provides",
+            "dirty_handler `extra`",
+        ),
         ("v2_only", None, "initialize", "version"),
     ] {
         let extra: Vec<&str> = provides.map(|p| vec!["--provides", p]).unwrap_or_default();
@@ -148,17 +183,29 @@ fn python_scaffolds_pass_as_generated() {
     for (name, family) in [("py-spawn", "spawn_hook"), ("py-dirty", "dirty_handler")] {
         let out = agent_runner(
             dir.path(),
-            &["plugin", "new", "--lang", "python", "--family", family, "--dir", ".", name],
+            &[
+                "plugin", "new", "--lang", "python", "--family", family, "--dir", ".", name,
+            ],
         );
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let pyz = dir.path().join(name).join(format!("{name}.pyz"));
         let (code, report) = check(&["--provides", family], &[pyz.to_str().unwrap()]);
         assert_all_pass(code, &report);
     }
     // The name is refused when it is not a valid hook name; an existing dir is never reused.
-    let out = agent_runner(dir.path(), &["plugin", "new", "--lang", "python", "Bad Name"]);
+    let out = agent_runner(
+        dir.path(),
+        &["plugin", "new", "--lang", "python", "Bad Name"],
+    );
     assert_eq!(out.status.code(), Some(2));
-    let out = agent_runner(dir.path(), &["plugin", "new", "--lang", "python", "py-spawn"]);
+    let out = agent_runner(
+        dir.path(),
+        &["plugin", "new", "--lang", "python", "py-spawn"],
+    );
     assert_eq!(out.status.code(), Some(1));
 }
 
@@ -168,12 +215,28 @@ fn rust_scaffold_builds_and_passes() {
     let sdk = workspace_root().join("sdk");
     let out = agent_runner(
         dir.path(),
-        &["plugin", "new", "--lang", "rust", "--sdk-path", sdk.to_str().unwrap(), "ar-scaffold-probe"],
+        &[
+            "plugin",
+            "new",
+            "--lang",
+            "rust",
+            "--sdk-path",
+            sdk.to_str().unwrap(),
+            "ar-scaffold-probe",
+        ],
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let project = dir.path().join("ar-scaffold-probe");
     // The workspace's lock file and target dir: the same dependency versions, already built.
-    std::fs::copy(workspace_root().join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
+    std::fs::copy(
+        workspace_root().join("Cargo.lock"),
+        project.join("Cargo.lock"),
+    )
+    .unwrap();
     let target = bin_dir().parent().unwrap().to_owned();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let build = Command::new(cargo)
@@ -182,7 +245,11 @@ fn rust_scaffold_builds_and_passes() {
         .current_dir(&project)
         .output()
         .unwrap();
-    assert!(build.status.success(), "{}", String::from_utf8_lossy(&build.stderr));
+    assert!(
+        build.status.success(),
+        "{}",
+        String::from_utf8_lossy(&build.stderr)
+    );
     let exe = target.join("debug/ar-scaffold-probe");
     let (code, report) = check(&[], &[exe.to_str().unwrap()]);
     assert_all_pass(code, &report);

@@ -45,7 +45,10 @@ fn rpc_error_is_recorded_redacted_and_five_in_a_row_disable_the_host() {
         assert_eq!(f["error_type"], "rpc_error", "{all}");
         assert_eq!(f["hook_name"], "probe");
         let message = f["error_message"].as_str().unwrap();
-        assert!(message.contains("-32000") && message.contains("token=[REDACTED]"), "{message}");
+        assert!(
+            message.contains("-32000") && message.contains("token=[REDACTED]"),
+            "{message}"
+        );
         assert!(!all.contains("s3cr3tvalue99"), "{all}");
     }
     let disabled = p.events_of("plugin_disabled");
@@ -71,7 +74,11 @@ fn crashed_host_is_restarted_for_a_later_call() {
     assert_eq!(failed.len(), 1, "{all}");
     assert_eq!(failed[0]["error_type"], "crashed", "{all}");
     assert!(p.events_of("plugin_disabled").is_empty(), "{all}");
-    assert_eq!(calls(&p, "flaky"), 3, "the restarted host answered the later calls");
+    assert_eq!(
+        calls(&p, "flaky"),
+        3,
+        "the restarted host answered the later calls"
+    );
 }
 
 #[test]
@@ -99,7 +106,10 @@ fn host_speaking_only_version_2_is_refused_naming_both_versions() {
     assert_eq!(failed.len(), 1, "{all}");
     assert_eq!(failed[0]["hook_kind"], "initialize", "{all}");
     let message = failed[0]["error_message"].as_str().unwrap();
-    assert!(message.contains("protocol version 1") && message.contains("[2]"), "{message}");
+    assert!(
+        message.contains("protocol version 1") && message.contains("[2]"),
+        "{message}"
+    );
     let refused = p.events_of("plugin_refused");
     assert_eq!(refused.len(), 1, "{all}");
     assert_eq!(refused[0]["name"], "future");
@@ -110,7 +120,11 @@ fn host_speaking_only_version_2_is_refused_naming_both_versions() {
 #[test]
 fn host_stderr_reaches_the_log_tagged_and_redacted() {
     let p = Project::new();
-    p.write_config(&p.config().sandbox("require").host(faulty("leaky", "stderr_secret")));
+    p.write_config(
+        &p.config()
+            .sandbox("require")
+            .host(faulty("leaky", "stderr_secret")),
+    );
     let out = p.run(&["round"]);
     out.assert_code(0);
     let line = out
@@ -120,7 +134,10 @@ fn host_stderr_reaches_the_log_tagged_and_redacted() {
         .unwrap_or_else(|| panic!("host stderr line not forwarded:\n{}", out.stderr));
     assert!(line.contains("leaky"), "{line}");
     assert!(line.contains("api_key=[REDACTED]"), "{line}");
-    assert!(!out.stderr.contains("hunter2hunter2") && !out.stderr.contains("ghp_abcdefgh"), "{line}");
+    assert!(
+        !out.stderr.contains("hunter2hunter2") && !out.stderr.contains("ghp_abcdefgh"),
+        "{line}"
+    );
 }
 
 /// Builds the Python example host into `dir`.
@@ -145,13 +162,26 @@ fn pause_rounds(exe: &Path) -> Vec<Value> {
             .sandbox("require")
             .dirty_action("ignore")
             .spawn_override_allow(&["pause_file"])
-            .host(HostSpec::new("pause", exe).config(json!({"defer_s": 30, "reason": "paused for review"}))),
+            .host(
+                HostSpec::new("pause", exe)
+                    .config(json!({"defer_s": 30, "reason": "paused for review"})),
+            ),
     );
     p.write(".agent-runner-pause", "");
     p.run(&["round"]).assert_code(75);
     std::fs::remove_file(p.dir().join(".agent-runner-pause")).unwrap();
     p.run(&["round"]).assert_code(0);
-    let volatile = ["ts", "pid", "duration_s", "started_at", "log_path", "agent_log_path", "sha", "head", "run_id"];
+    let volatile = [
+        "ts",
+        "pid",
+        "duration_s",
+        "started_at",
+        "log_path",
+        "agent_log_path",
+        "sha",
+        "head",
+        "run_id",
+    ];
     p.events()
         .into_iter()
         .map(|mut e| {
@@ -168,7 +198,10 @@ fn python_and_rust_hosts_with_the_same_logic_give_the_same_events() {
     let python = pause_rounds(&python_pause_host(dir.path()));
     let rust = pause_rounds(&pause_host_bin());
     let kinds = |events: &[Value]| -> Vec<String> {
-        events.iter().map(|e| e["event"].as_str().unwrap().to_owned()).collect()
+        events
+            .iter()
+            .map(|e| e["event"].as_str().unwrap().to_owned())
+            .collect()
     };
     let kinds = kinds(&rust);
     assert_eq!(kinds[0], "plugin_spawn_decision", "{rust:#?}");

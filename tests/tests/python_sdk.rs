@@ -48,13 +48,21 @@ fn converse(lines: &[String]) -> (Vec<Value>, String, i32) {
     let stdout = String::from_utf8(out.stdout).unwrap();
     let replies = stdout
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("stdout line not JSON ({e}): {l}")))
+        .map(|l| {
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("stdout line not JSON ({e}): {l}"))
+        })
         .collect();
-    (replies, String::from_utf8_lossy(&out.stderr).into_owned(), out.status.code().unwrap_or(-1))
+    (
+        replies,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code().unwrap_or(-1),
+    )
 }
 
 fn error_code(reply: &Value) -> i64 {
-    reply["error"]["code"].as_i64().unwrap_or_else(|| panic!("not an error: {reply}"))
+    reply["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("not an error: {reply}"))
 }
 
 #[test]
@@ -82,44 +90,78 @@ fn python_sdk_speaks_the_protocol() {
     let (replies, stderr, code) = converse(&lines);
     assert_eq!(code, 0, "exits cleanly on EOF; stderr: {stderr}");
     assert_eq!(replies.len(), 15, "{replies:#?}");
-    let by_id = |id: u64| replies.iter().find(|r| r["id"] == id).unwrap_or_else(|| panic!("no reply {id}"));
+    let by_id = |id: u64| {
+        replies
+            .iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("no reply {id}"))
+    };
     assert_eq!(error_code(by_id(9)), -32600);
-    assert_eq!(by_id(1)["result"]["hooks"][4], json!({"family": "dirty_handler", "name": "wip", "priority": 50}));
+    assert_eq!(
+        by_id(1)["result"]["hooks"][4],
+        json!({"family": "dirty_handler", "name": "wip", "priority": 50})
+    );
     assert_eq!(by_id(1)["result"]["version"], "1.2.3");
     assert_eq!(error_code(by_id(2)), -32600);
-    assert_eq!(by_id(3)["result"], json!({"action": "proceed", "defer_s": 0, "reason": "fine"}));
+    assert_eq!(
+        by_id(3)["result"],
+        json!({"action": "proceed", "defer_s": 0, "reason": "fine"})
+    );
     assert_eq!(error_code(by_id(4)), -32000);
     assert_eq!(by_id(4)["error"]["data"], json!({"retry": true}));
     assert_eq!(error_code(by_id(5)), -32000);
-    assert!(by_id(5)["error"]["message"].as_str().unwrap().contains("ValueError: oops"));
+    assert!(by_id(5)["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("ValueError: oops"));
     assert_eq!(error_code(by_id(6)), -32603);
-    assert!(by_id(6)["error"]["message"].as_str().unwrap().contains("`action`"));
+    assert!(by_id(6)["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("`action`"));
     assert_eq!(error_code(by_id(7)), -32602);
-    assert_eq!(by_id(8)["result"], json!({"action": "commit", "message": "wip", "paths": ["a.rs"]}));
+    assert_eq!(
+        by_id(8)["result"],
+        json!({"action": "commit", "message": "wip", "paths": ["a.rs"]})
+    );
     let null_ids: Vec<i64> = replies
         .iter()
         .filter(|r| r["id"].is_null())
         .map(error_code)
         .collect();
-    assert_eq!(null_ids, [-32700, -32600, -32600], "parse error, batch, overlong line");
+    assert_eq!(
+        null_ids,
+        [-32700, -32600, -32600],
+        "parse error, batch, overlong line"
+    );
     assert_eq!(error_code(by_id(10)), -32601);
     assert_eq!(error_code(by_id(11)), -32602);
     assert_eq!(by_id(12)["result"], Value::Null);
     // print() went to stderr, at import time and inside a hook.
-    assert!(stderr.contains("imported: this must reach stderr"), "{stderr}");
+    assert!(
+        stderr.contains("imported: this must reach stderr"),
+        "{stderr}"
+    );
     assert!(stderr.contains("deciding round 3"), "{stderr}");
 }
 
 #[test]
 fn python_sdk_refuses_other_versions_and_bad_config() {
-    let v2 = init().to_string().replace("\"protocol_version\":1", "\"protocol_version\":2");
-    let refuse = init().to_string().replace("\"config\":{}", "\"config\":{\"refuse\":true}");
+    let v2 = init()
+        .to_string()
+        .replace("\"protocol_version\":1", "\"protocol_version\":2");
+    let refuse = init()
+        .to_string()
+        .replace("\"config\":{}", "\"config\":{\"refuse\":true}");
     let (replies, _, code) = converse(&[v2, refuse]);
     assert_eq!(code, 0);
     assert_eq!(error_code(&replies[0]), -32001);
     assert_eq!(replies[0]["error"]["data"], json!({"supported": [1]}));
     assert_eq!(error_code(&replies[1]), -32000);
-    assert!(replies[1]["error"]["message"].as_str().unwrap().contains("refuse"));
+    assert!(replies[1]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("refuse"));
 }
 
 #[test]

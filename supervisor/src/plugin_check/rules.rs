@@ -346,7 +346,10 @@ async fn call_hooks(
         &["docs/a b.md"],
     ];
     // Hooks outside `provides` are never called by serve (the host is refused).
-    for decl in decls.iter().filter(|d| prepared.cfg.provides.contains(&d.family)) {
+    for decl in decls
+        .iter()
+        .filter(|d| prepared.cfg.provides.contains(&d.family))
+    {
         let timeout = prepared.cfg.call_timeout(decl.family);
         for (i, ctx) in contexts(prepared).into_iter().enumerate() {
             let round = ctx["round_num"].clone();
