@@ -159,6 +159,12 @@ fn faulty_hosts_fail_the_rule_they_break() {
             "dirty_handler `extra`",
         ),
         ("v2_only", None, "initialize", "version"),
+        (
+            "socket",
+            None,
+            "hook_calls",
+            "killed by the sandbox: it called socket()",
+        ),
     ] {
         let extra: Vec<&str> = provides.map(|p| vec!["--provides", p]).unwrap_or_default();
         let (code, report) = check(&extra, &[host, mode]);

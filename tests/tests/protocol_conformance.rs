@@ -91,6 +91,17 @@ fn wrong_result_shape_is_invalid_result() {
 }
 
 #[test]
+fn python_host_opening_a_socket_is_killed_by_the_sandbox() {
+    let (p, failed) = round_with(faulty("netty", "socket"));
+    let all = p.events_text();
+    assert_eq!(failed.len(), 1, "{all}");
+    assert_eq!(failed[0]["error_type"], "killed_by_sandbox", "{all}");
+    let kills = p.events_of("plugin_sandbox_kill");
+    assert_eq!(kills.len(), 1, "{all}");
+    assert_eq!(kills[0]["syscall"], "socket", "{all}");
+}
+
+#[test]
 fn method_not_found_counts_as_a_failed_call() {
     let (p, failed) = round_with(faulty("nomethod", "no_method"));
     assert_eq!(failed.len(), 1, "{}", p.events_text());
