@@ -13,6 +13,7 @@ pub mod error_codes;
 pub mod limits;
 pub mod methods;
 pub mod redact;
+pub mod schema;
 mod types;
 pub mod validate;
 

@@ -1,6 +1,7 @@
 //! Message types of protocol v1 (protocol-v1.md §3–§4). Every struct rejects unknown
 //! fields; decode through [`crate::validate`] functions to also get range checks.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -8,7 +9,9 @@ use std::fmt;
 use crate::limits::MAX_HOOK_NAME_LEN;
 
 /// A hook family (§3). Serialized as `"spawn_hook"` / `"dirty_handler"`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Family {
     /// Consulted before each agent spawn: proceed, defer or skip.
@@ -38,6 +41,21 @@ impl fmt::Display for Family {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct HookName(String);
+
+impl JsonSchema for HookName {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "HookName".into()
+    }
+
+    /// A string matching the §3 pattern.
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A hook's name, unique across all hosts.",
+            "type": "string",
+            "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$"
+        })
+    }
+}
 
 impl HookName {
     /// The name as text.
@@ -88,7 +106,7 @@ impl fmt::Display for HookName {
 }
 
 /// `initialize.params.supervisor`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SupervisorInfo {
     /// Always `agent-runner`.
@@ -98,7 +116,7 @@ pub struct SupervisorInfo {
 }
 
 /// `initialize.params.sandbox`: what was asked for and what the kernel gave.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxInfo {
     /// `require` | `prefer` | `off` (`[plugins] sandbox`).
@@ -112,7 +130,7 @@ pub struct SandboxInfo {
 }
 
 /// Params of `initialize` (§3).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InitializeParams {
     /// The version the supervisor speaks: [`crate::PROTOCOL_VERSION`].
@@ -136,7 +154,7 @@ pub struct InitializeParams {
 }
 
 /// One hook a host declares in its `initialize` result (§3).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HookDecl {
     /// The hook's family; must be in the host's configured `provides`.
@@ -149,7 +167,7 @@ pub struct HookDecl {
 }
 
 /// Result of `initialize` (§3).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InitializeResult {
     /// Must be [`crate::PROTOCOL_VERSION`].
@@ -163,7 +181,7 @@ pub struct InitializeResult {
 }
 
 /// `ctx.vcs`: the `[vcs]` settings in force.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VcsContext {
     /// `stash` | `ignore` | `auto_commit`.
@@ -173,7 +191,7 @@ pub struct VcsContext {
 }
 
 /// The context object sent with every hook call (§4).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Context {
     /// Absolute path of the working tree.
@@ -199,7 +217,7 @@ pub struct Context {
 }
 
 /// `spawn`: what is about to run. Environment *names* only, never values (§4).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SpawnView {
     /// The agent's full argv (the prompt included when delivered by argv).
@@ -209,7 +227,7 @@ pub struct SpawnView {
 }
 
 /// Params of `spawn_hook/before_spawn` (§4).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BeforeSpawnParams {
     /// Which of the host's hooks is asked.
@@ -221,7 +239,7 @@ pub struct BeforeSpawnParams {
 }
 
 /// A spawn hook's verdict (§4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SpawnAction {
     /// Start the agent now.
@@ -244,13 +262,14 @@ impl SpawnAction {
 }
 
 /// Result of `spawn_hook/before_spawn` (§4).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SpawnDecision {
     /// The verdict.
     pub action: SpawnAction,
     /// Seconds to wait, 0..=86400; meaningful for `defer` only. Defaults to 0.
     #[serde(default)]
+    #[schemars(range(max = crate::limits::MAX_DEFER_S))]
     pub defer_s: u64,
     /// Why; the supervisor keeps at most 256 characters, secrets redacted.
     #[serde(default)]
@@ -258,7 +277,7 @@ pub struct SpawnDecision {
 }
 
 /// Params of `dirty_handler/handle_dirty` (§4).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HandleDirtyParams {
     /// Which of the host's hooks is asked.
@@ -271,13 +290,14 @@ pub struct HandleDirtyParams {
 
 /// A dirty handler's answer (§4); the whole result is `Option<DirtyAction>`, `null`
 /// meaning "pass to the next handler". The supervisor performs the action.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
 pub enum DirtyAction {
     /// Stage `paths` (default: all dirty files; each must be one of them) and commit with
     /// `message` (1..=4096 characters, no NUL).
     Commit {
         /// The commit message.
+        #[schemars(length(min = 1, max = crate::limits::MAX_COMMIT_MESSAGE_CHARS))]
         message: String,
         /// Paths to stage; `None` means every dirty file.
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -2,6 +2,7 @@
 //! followed by the range and vocabulary rules of protocol-v1.md §3–§5.
 
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::fmt;
@@ -118,7 +119,7 @@ pub fn decode_dirty_result(
     let action = if value.is_null() {
         None
     } else {
-        Some(decode::<DirtyAction>(value)?)
+        Some(decode_dirty_action(value)?)
     };
     if let Some(DirtyAction::Commit { message, paths }) = &action {
         let chars = message.chars().count();
@@ -146,6 +147,63 @@ pub fn decode_dirty_result(
         }
     }
     Ok(action)
+}
+
+/// The fields of `commit` besides `action`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CommitFields {
+    message: String,
+    #[serde(default)]
+    paths: Option<Vec<String>>,
+}
+
+/// The fields of `stash` besides `action`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StashFields {
+    #[serde(default)]
+    message: Option<String>,
+}
+
+/// `ignore` has no field besides `action`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IgnoreFields {}
+
+/// Decodes one [`DirtyAction`] reading `action` first, so that an error in the other
+/// fields names that field (serde's internally tagged enums report only `.`). The wire
+/// shape is exactly [`DirtyAction`]'s.
+fn decode_dirty_action(value: Value) -> Result<DirtyAction, InvalidMessage> {
+    let Value::Object(mut fields) = value else {
+        return Err(InvalidMessage::new(
+            ".",
+            format!("expected null or a JSON object, got {}", kind_of(&value)),
+        ));
+    };
+    let action = match fields.remove("action") {
+        Some(Value::String(action)) => action,
+        Some(other) => {
+            return Err(InvalidMessage::new(
+                "action",
+                format!("expected a string, got {}", kind_of(&other)),
+            ))
+        }
+        None => return Err(InvalidMessage::new("action", "missing field `action`")),
+    };
+    let rest = Value::Object(fields);
+    match action.as_str() {
+        "commit" => decode::<CommitFields>(rest).map(|f| DirtyAction::Commit {
+            message: f.message,
+            paths: f.paths,
+        }),
+        "stash" => decode::<StashFields>(rest).map(|f| DirtyAction::Stash { message: f.message }),
+        "ignore" => decode::<IgnoreFields>(rest).map(|_| DirtyAction::Ignore),
+        other => Err(InvalidMessage::new(
+            "action",
+            format!("unknown action {other:?}; expected commit, stash or ignore"),
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -260,7 +318,7 @@ mod tests {
                 json!({"action": "commit", "message": "m", "paths": ["c.rs"]}),
                 "paths[0]",
             ),
-            (json!({"action": "stash", "bogus": 1}), "."),
+            (json!({"action": "stash", "bogus": 1}), "bogus"),
             (json!({"action": "delete"}), "action"),
         ] {
             assert_eq!(

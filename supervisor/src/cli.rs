@@ -58,6 +58,53 @@ pub enum Command {
     /// Check the config, the sandbox and every host's pin; exit non-zero when serve would
     /// refuse to boot (78) or a check fails (1).
     Doctor,
+    /// Plugin hosts: check one against the protocol, or scaffold a new one.
+    Plugin {
+        /// What to do.
+        #[command(subcommand)]
+        command: PluginCommand,
+    },
+}
+
+/// `agent-runner plugin …`.
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Run a host through the protocol contract rule by rule: `plugin check NAME` (a host of
+    /// the config, launched as serve would) or `plugin check -- COMMAND [ARGS…]`. Exit 0
+    /// only if every rule passes.
+    Check {
+        /// The host's name in `[plugins.hosts]`.
+        #[arg(conflicts_with = "command")]
+        name: Option<String>,
+        /// With `-- COMMAND`: the families the host may declare (default: both).
+        #[arg(long, value_parser = parse_family, value_delimiter = ',')]
+        provides: Vec<agent_runner_protocol::Family>,
+        /// The host's command line, after `--`.
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Scaffold a host that passes `plugin check` as generated.
+    New {
+        /// The language.
+        #[arg(long, value_enum)]
+        lang: crate::plugin_new::Lang,
+        /// The host's name (also its directory).
+        name: String,
+        /// The family of its hook.
+        #[arg(long, value_parser = parse_family, default_value = "spawn_hook")]
+        family: agent_runner_protocol::Family,
+        /// Where to create the `NAME/` directory.
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        dir: PathBuf,
+        /// Rust only: depend on the SDK at this path (default: the registry version).
+        #[arg(long, value_name = "PATH")]
+        sdk_path: Option<PathBuf>,
+    },
+}
+
+fn parse_family(text: &str) -> Result<agent_runner_protocol::Family, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_owned()))
+        .map_err(|_| format!("{text:?}: expected spawn_hook or dirty_handler"))
 }
 
 /// Parses the command line, runs the verb, returns the exit code.
@@ -140,6 +187,7 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             Ok(report.code)
         }
         Command::Round => round(&cli.config, cli.json).await,
+        Command::Plugin { command } => plugin(command, cli.config, cli.json).await,
         Command::Serve { max_rounds, once } => {
             let mut stop =
                 stop::install_signal_handlers().map_err(|e| CliError::failure(e.to_string()))?;
@@ -151,6 +199,51 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
                 println!("{}", serde_json::json!({"rounds_completed": completed}));
             } else {
                 eprintln!("agent-runner: serve stopped after {completed} completed round(s)");
+            }
+            Ok(exit::OK)
+        }
+    }
+}
+
+async fn plugin(command: PluginCommand, config: PathBuf, json: bool) -> Result<u8, CliError> {
+    match command {
+        PluginCommand::Check {
+            name,
+            provides,
+            command,
+        } => {
+            let target = match name {
+                Some(name) => crate::plugin_check::Target::Configured { config, name },
+                None => crate::plugin_check::Target::Command { command, provides },
+            };
+            let report = crate::plugin_check::run(&target).await?;
+            if json {
+                println!("{}", report.to_json());
+            } else {
+                print!("{}", report.render());
+            }
+            Ok(if report.passed() {
+                exit::OK
+            } else {
+                exit::FAILURE
+            })
+        }
+        PluginCommand::New {
+            lang,
+            name,
+            family,
+            dir,
+            sdk_path,
+        } => {
+            let lines = crate::plugin_new::run(&crate::plugin_new::NewOptions {
+                lang,
+                name,
+                family,
+                dir,
+                sdk_path,
+            })?;
+            for line in lines {
+                println!("{line}");
             }
             Ok(exit::OK)
         }

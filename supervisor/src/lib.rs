@@ -11,6 +11,7 @@
 //! - [`events`]: the operator's record, one JSON line per event.
 //! - [`state`]: the project lock, the round counter and the orphan stash record.
 //! - [`doctor`], [`init`]: operator verbs.
+//! - [`plugin_check`], [`plugin_new`]: host author verbs (`plugin check`, `plugin new`).
 
 pub mod agent;
 pub mod cli;
@@ -22,6 +23,8 @@ pub mod exit;
 pub mod git;
 pub mod hosts;
 pub mod init;
+pub mod plugin_check;
+pub mod plugin_new;
 pub mod prompt;
 pub mod round;
 pub mod sandbox;

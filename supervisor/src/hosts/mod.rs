@@ -26,6 +26,7 @@ use crate::config::{Config, HostConfig};
 use crate::events::EventLog;
 use crate::sandbox::SandboxGate;
 use host::RunningHost;
+pub use host::MAX_STDERR_LINE_CHARS;
 
 /// Consecutive failed calls after which a host is disabled for the rest of the run.
 pub const MAX_CONSECUTIVE_FAILURES: u32 = 5;
@@ -167,20 +168,12 @@ impl HostManager {
             hosts: Vec::new(),
             hooks: Vec::new(),
             events: events.clone(),
-            init: InitializeParams {
-                protocol_version: PROTOCOL_VERSION,
-                supervisor: SupervisorInfo {
-                    name: "agent-runner".into(),
-                    version: env!("CARGO_PKG_VERSION").into(),
-                },
-                host: String::new(),
-                project: config.project.clone(),
-                work_dir: config.runtime.work_dir.display().to_string(),
-                log_dir: config.runtime.log_dir.display().to_string(),
-                state_dir: String::new(),
-                config: Default::default(),
-                sandbox: gate.info(),
-            },
+            init: initialize_params(
+                &config.project,
+                &config.runtime.work_dir,
+                &config.runtime.log_dir,
+                gate,
+            ),
         };
         for cfg in &config.plugins.hosts {
             if config.plugins.disable.contains(&cfg.name) {
@@ -203,6 +196,15 @@ impl HostManager {
                 Ok(decls) => manager.register(index, decls),
                 Err(failure) => {
                     manager.record_failure(index, &cfg.name, "initialize", &failure);
+                    if failure.rpc.as_ref().is_some_and(|(code, _)| {
+                        *code == agent_runner_protocol::error_codes::UNSUPPORTED_PROTOCOL_VERSION
+                    }) {
+                        // Another protocol version: no restart can help (protocol-v1.md §3).
+                        manager.events.emit(
+                            "plugin_refused",
+                            json!({"name": cfg.name, "reason": failure.message}),
+                        );
+                    }
                     manager.hosts[index].disabled = true;
                 }
             }
@@ -249,19 +251,13 @@ impl HostManager {
             }
             _ => {}
         }
-        let plugins_dir = config.runtime.log_dir.join("plugins");
-        let mut spec = LaunchSpec::new(
-            cfg.name.clone(),
+        Some(launch_spec(
+            cfg,
             checked.exe,
             &config.runtime.work_dir,
             &config.runtime.log_dir,
-            plugins_dir.join(&cfg.name),
-            plugins_dir.join(".tmp").join(&cfg.name),
-        );
-        spec.args = cfg.command[1..].iter().map(OsString::from).collect();
-        spec.confine = gate.applied;
-        spec.memory_max_mb = cfg.memory_max_mb;
-        Some(spec)
+            gate,
+        ))
     }
 
     /// Launches host `index` and runs `initialize`; returns its declared hooks.
@@ -274,11 +270,7 @@ impl HostManager {
             ));
         }
         let mut running = RunningHost::start(&managed.spec)?;
-        let mut params = self.init.clone();
-        params.host = managed.cfg.name.clone();
-        params.state_dir = managed.spec.state_dir.display().to_string();
-        params.config = managed.cfg.config.clone();
-        let params = serde_json::to_value(params).expect("initialize params serialize");
+        let params = host_initialize_params(&self.init, &managed.cfg, &managed.spec);
         let result = running
             .call(methods::INITIALIZE, Some(params), managed.cfg.init_timeout)
             .await;
@@ -490,6 +482,68 @@ impl HostManager {
     }
 }
 
+/// The `initialize` params common to every host of a run (`host`, `state_dir` and
+/// `config` are filled per host by [`host_initialize_params`]).
+pub fn initialize_params(
+    project: &str,
+    work_dir: &Path,
+    log_dir: &Path,
+    gate: &SandboxGate,
+) -> InitializeParams {
+    InitializeParams {
+        protocol_version: PROTOCOL_VERSION,
+        supervisor: SupervisorInfo {
+            name: "agent-runner".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        host: String::new(),
+        project: project.to_owned(),
+        work_dir: work_dir.display().to_string(),
+        log_dir: log_dir.display().to_string(),
+        state_dir: String::new(),
+        config: Default::default(),
+        sandbox: gate.info(),
+    }
+}
+
+/// The `initialize` params one host receives, as JSON.
+pub fn host_initialize_params(
+    common: &InitializeParams,
+    cfg: &HostConfig,
+    spec: &LaunchSpec,
+) -> Value {
+    let mut params = common.clone();
+    params.host = cfg.name.clone();
+    params.state_dir = spec.state_dir.display().to_string();
+    params.config = cfg.config.clone();
+    serde_json::to_value(params).expect("initialize params serialize")
+}
+
+/// How serve launches host `cfg` from its verified executable: cwd `work_dir`, state in
+/// `<log_dir>/plugins/<name>`, `TMPDIR` in `<log_dir>/plugins/.tmp/<name>`, confined at
+/// the gate's tier, its memory limit. `plugin check` launches through the same function.
+pub fn launch_spec(
+    cfg: &HostConfig,
+    exe: agent_runner_plugin_host::pin::VerifiedExecutable,
+    work_dir: &Path,
+    log_dir: &Path,
+    gate: &SandboxGate,
+) -> LaunchSpec {
+    let plugins_dir = log_dir.join("plugins");
+    let mut spec = LaunchSpec::new(
+        cfg.name.clone(),
+        exe,
+        work_dir,
+        log_dir,
+        plugins_dir.join(&cfg.name),
+        plugins_dir.join(".tmp").join(&cfg.name),
+    );
+    spec.args = cfg.command[1..].iter().map(OsString::from).collect();
+    spec.confine = gate.applied;
+    spec.memory_max_mb = cfg.memory_max_mb;
+    spec
+}
+
 /// Wait before restart number `failures`: none after the first failure, then 1 s, 2 s,
 /// 4 s… up to [`MAX_BACKOFF`].
 fn backoff(failures: u32) -> Duration {
@@ -512,6 +566,7 @@ fn version_refusal(failure: CallFailure) -> CallFailure {
                 data.as_deref().unwrap_or("unknown versions")
             ),
             )
+            .with_rpc(*code, data.clone())
         }
         _ => failure,
     }

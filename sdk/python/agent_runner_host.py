@@ -1,0 +1,423 @@
+"""Write an agent-runner plugin host in Python (protocol v1; see docs/protocol.md).
+
+A single, standard-library-only module (Python >= 3.9). Copy it next to your host and
+ship both as one file (a zipapp, see docs/protocol.md "Python hosts"), or paste it into a
+single-file script. Usage::
+
+    from agent_runner_host import Host, HookError, proceed, defer
+
+    host = Host("quiet-hours", "1.0.0")
+
+    @host.setup
+    def configure(init):
+        # init: the `initialize` params (dict); init["config"] is the host's config table.
+        # Raise HookError to refuse a bad config; the supervisor records the message.
+        ...
+
+    @host.spawn_hook("quiet_hours")
+    def quiet_hours(params):
+        # params: {"hook", "ctx", "spawn"}; return proceed() / defer(s, why) / skip(why)
+        return proceed()
+
+    @host.dirty_handler("wip_commit", priority=100)
+    def wip(params):
+        # params: {"hook", "ctx", "dirty_files"}; return commit(msg) / stash() / ignore() / None
+        return None
+
+    if __name__ == "__main__":
+        host.run()
+
+What this module does for you (the mistakes that break hosts, docs/protocol.md):
+- as soon as it is imported, keeps a private copy of the real stdout for protocol lines
+  and points fd 1 and `sys.stdout` at stderr, so `print()` (after the import) and child
+  output never corrupt the protocol; import it before anything that may print;
+- writes nothing before `initialize`; writes each response as one line and flushes it;
+- answers -32700 / -32600 / -32601 / -32602 / -32001 / -32000 / -32603 like the Rust SDK;
+- validates what your hooks return before sending it (a bad result becomes -32603 with a
+  message naming the field, instead of a silent `invalid_result` on the supervisor side);
+- returns (exit status 0) when stdin reaches end-of-file.
+"""
+
+import json
+import os
+import re
+import sys
+import traceback
+
+__all__ = [
+    "Host",
+    "HookError",
+    "proceed",
+    "defer",
+    "skip",
+    "commit",
+    "stash",
+    "ignore",
+    "PROTOCOL_VERSION",
+]
+
+#: The protocol version this module speaks.
+PROTOCOL_VERSION = 1
+#: Longest protocol line in bytes, newline included (protocol/src/limits.rs).
+MAX_LINE_BYTES = 65536
+#: Largest `defer_s` (seconds).
+MAX_DEFER_S = 86400
+#: Longest commit message, in characters.
+MAX_COMMIT_MESSAGE_CHARS = 4096
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+HOOK_FAILED = -32000
+UNSUPPORTED_PROTOCOL_VERSION = -32001
+
+INITIALIZE = "initialize"
+BEFORE_SPAWN = "spawn_hook/before_spawn"
+HANDLE_DIRTY = "dirty_handler/handle_dirty"
+SHUTDOWN = "shutdown"
+
+_HOOK_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+_INIT_KEYS = {"protocol_version", "supervisor", "host", "project", "work_dir", "log_dir",
+              "state_dir", "config", "sandbox"}
+_CTX_KEYS = {"work_dir", "log_dir", "project", "round_num", "phase", "agent_name",
+             "agent_binary", "agent_log_path", "dry_run", "vcs"}
+
+
+class HookError(Exception):
+    """A hook (or setup) failed: answered as error -32000 with `message` and `data`."""
+
+    def __init__(self, message, data=None):
+        super().__init__(message)
+        self.message = str(message)
+        self.data = data
+
+
+class _RpcError(Exception):
+    def __init__(self, code, message, data=None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+def proceed(reason=""):
+    """Spawn decision: start the agent now."""
+    return {"action": "proceed", "defer_s": 0, "reason": reason}
+
+
+def defer(defer_s, reason=""):
+    """Spawn decision: wait `defer_s` seconds (0..=86400), then ask again."""
+    return {"action": "defer", "defer_s": defer_s, "reason": reason}
+
+
+def skip(reason=""):
+    """Spawn decision: do not start this round; the supervisor idles briefly, then asks again."""
+    return {"action": "skip", "defer_s": 0, "reason": reason}
+
+
+def commit(message, paths=None):
+    """Dirty action: the supervisor stages `paths` (default: every dirty file) and commits."""
+    action = {"action": "commit", "message": message}
+    if paths is not None:
+        action["paths"] = list(paths)
+    return action
+
+
+def stash(message=None):
+    """Dirty action: the supervisor stashes the tree (its SHA-locked, idempotent stash)."""
+    action = {"action": "stash"}
+    if message is not None:
+        action["message"] = message
+    return action
+
+
+def ignore():
+    """Dirty action: leave the tree dirty for the next round."""
+    return {"action": "ignore"}
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_object(value, field, required, allowed):
+    """Strict shape of a params object: every required key, no unknown key."""
+    if not isinstance(value, dict):
+        raise _RpcError(INVALID_PARAMS, "invalid params: `%s` must be an object" % field,
+                        {"field": field})
+    for key in sorted(required):
+        if key not in value:
+            raise _RpcError(INVALID_PARAMS, "invalid params: missing field `%s`" % key,
+                            {"field": field + "." + key if field != "." else key})
+    for key in value:
+        if key not in allowed:
+            raise _RpcError(INVALID_PARAMS, "invalid params: unknown field `%s`" % key,
+                            {"field": field + "." + key if field != "." else key})
+
+
+def _check_spawn_decision(value):
+    """Returns None if `value` is a valid spawn decision, else what is wrong."""
+    if not isinstance(value, dict):
+        return "`.`: expected an object (use proceed(), defer() or skip())"
+    unknown = set(value) - {"action", "defer_s", "reason"}
+    if unknown:
+        return "`%s`: unknown field" % sorted(unknown)[0]
+    if value.get("action") not in ("proceed", "defer", "skip"):
+        return "`action`: must be proceed, defer or skip, got %r" % (value.get("action"),)
+    defer_s = value.get("defer_s", 0)
+    if not _is_int(defer_s) or not 0 <= defer_s <= MAX_DEFER_S:
+        return "`defer_s`: must be an integer in 0..=%d, got %r" % (MAX_DEFER_S, defer_s)
+    if not isinstance(value.get("reason", ""), str):
+        return "`reason`: must be a string"
+    return None
+
+
+def _check_dirty_action(value, dirty_files):
+    """Returns None if `value` is None or a valid dirty action, else what is wrong."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        return "`.`: expected null or an object (use commit(), stash(), ignore() or None)"
+    action = value.get("action")
+    allowed = {"commit": {"action", "message", "paths"}, "stash": {"action", "message"},
+               "ignore": {"action"}}.get(action)
+    if allowed is None:
+        return "`action`: must be commit, stash or ignore, got %r" % (action,)
+    unknown = set(value) - allowed
+    if unknown:
+        return "`%s`: unknown field for %s" % (sorted(unknown)[0], action)
+    message = value.get("message")
+    if action == "commit":
+        if not isinstance(message, str) or not 1 <= len(message) <= MAX_COMMIT_MESSAGE_CHARS:
+            return "`message`: a commit message is a string of 1..=%d characters" % (
+                MAX_COMMIT_MESSAGE_CHARS)
+        if "\0" in message:
+            return "`message`: commit message contains NUL"
+        paths = value.get("paths")
+        if paths is not None:
+            if not isinstance(paths, list):
+                return "`paths`: must be a list of dirty files"
+            for i, path in enumerate(paths):
+                if path not in dirty_files:
+                    return "`paths[%d]`: %r is not one of the dirty files" % (i, path)
+    elif action == "stash" and message is not None and not isinstance(message, str):
+        return "`message`: must be a string"
+    return None
+
+
+class Host:
+    """A plugin host: its hooks, its setup, and the serve loop (`run`)."""
+
+    def __init__(self, name, version):
+        self.name = name
+        self.version = version
+        #: The `initialize` params once initialized (dict), else None.
+        self.init = None
+        #: `init["config"]`: the host's config table (dict), once initialized.
+        self.config = {}
+        self._setup = None
+        self._hooks = []  # (family, name, priority, fn)
+
+    def setup(self, fn):
+        """Decorator: `fn(init)` runs at `initialize`; raise HookError to refuse the config."""
+        self._setup = fn
+        return fn
+
+    def spawn_hook(self, name):
+        """Decorator: `fn(params)` answers `spawn_hook/before_spawn` for hook `name`."""
+        return self._register("spawn_hook", name, None)
+
+    def dirty_handler(self, name, priority=None):
+        """Decorator: `fn(params)` answers `dirty_handler/handle_dirty` for hook `name`
+        (`priority`: lower runs first; the built-in handler has 1000)."""
+        return self._register("dirty_handler", name, priority)
+
+    def _register(self, family, name, priority):
+        if not _HOOK_NAME.match(name):
+            raise ValueError("hook name %r must match %s" % (name, _HOOK_NAME.pattern))
+        if any(h[1] == name for h in self._hooks):
+            raise ValueError("hook %r declared twice" % name)
+        if priority is not None and not _is_int(priority):
+            raise ValueError("priority of %r must be an integer" % name)
+
+        def decorate(fn):
+            self._hooks.append((family, name, priority, fn))
+            return fn
+
+        return decorate
+
+    # ---- the serve loop -------------------------------------------------------------
+
+    def run(self):
+        """Serves requests on stdin until end-of-file; returns the exit status (0).
+
+        Call as `sys.exit(host.run())`.
+        """
+        out = _PROTOCOL_OUT
+        inp = sys.stdin.buffer
+        while True:
+            line = inp.readline(MAX_LINE_BYTES)
+            if not line:
+                return 0
+            if not line.endswith(b"\n") and len(line) >= MAX_LINE_BYTES:
+                _discard_rest_of_line(inp)
+                reply = _error(None, INVALID_REQUEST,
+                               "line longer than %d bytes" % MAX_LINE_BYTES)
+            else:
+                reply = self._handle_line(line.rstrip(b"\n"))
+            if reply is not None:
+                out.write(reply.encode("utf-8") + b"\n")
+                out.flush()
+
+    def _handle_line(self, raw):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return _error(None, PARSE_ERROR, "parse error: line is not UTF-8")
+        if not text.strip():
+            return None
+        try:
+            request = json.loads(text)
+        except ValueError as err:
+            return _error(None, PARSE_ERROR, "parse error: %s" % err)
+        if isinstance(request, list):
+            return _error(None, INVALID_REQUEST, "invalid request: batches are not supported")
+        if not isinstance(request, dict):
+            return _error(None, INVALID_REQUEST, "invalid request: not an object")
+        rid = request.get("id")
+        if "method" in request and "id" not in request:
+            return None  # a notification: never answered; protocol v1 has none
+        if not (_is_int(rid) or isinstance(rid, str)):
+            rid = None
+        method = request.get("method")
+        if request.get("jsonrpc") != "2.0" or not isinstance(method, str) or rid is None:
+            return _error(rid, INVALID_REQUEST,
+                          "invalid request: need jsonrpc \"2.0\", a string method and an id")
+        params = request.get("params")
+        try:
+            result = self._dispatch(method, params)
+        except _RpcError as err:
+            return _error(rid, err.code, err.message, err.data)
+        reply = json.dumps({"jsonrpc": "2.0", "result": result, "id": rid},
+                           ensure_ascii=False, separators=(",", ":"))
+        if len(reply.encode("utf-8")) + 1 > MAX_LINE_BYTES:
+            return _error(rid, INTERNAL_ERROR,
+                          "response exceeds the %d-byte line limit" % MAX_LINE_BYTES)
+        return reply
+
+    def _dispatch(self, method, params):
+        if method == INITIALIZE:
+            return self._initialize(params)
+        if method == SHUTDOWN:
+            if params not in (None, {}, []):
+                raise _RpcError(INVALID_PARAMS, "invalid params: `shutdown` takes no params",
+                                {"field": "."})
+            return None
+        if method == BEFORE_SPAWN:
+            return self._call("spawn_hook", params, {"hook", "ctx", "spawn"})
+        if method == HANDLE_DIRTY:
+            return self._call("dirty_handler", params, {"hook", "ctx", "dirty_files"})
+        raise _RpcError(METHOD_NOT_FOUND, "method not found: %s" % method)
+
+    def _initialize(self, params):
+        if isinstance(params, dict) and "protocol_version" in params:
+            version = params["protocol_version"]
+            if version != PROTOCOL_VERSION or not _is_int(version):
+                raise _RpcError(
+                    UNSUPPORTED_PROTOCOL_VERSION,
+                    "unsupported protocol version %s; this host speaks %d"
+                    % (json.dumps(version), PROTOCOL_VERSION),
+                    {"supported": [PROTOCOL_VERSION]})
+        _check_object(params, ".", _INIT_KEYS, _INIT_KEYS)
+        if not isinstance(params["config"], dict):
+            raise _RpcError(INVALID_PARAMS, "invalid params: `config` must be an object",
+                            {"field": "config"})
+        if self.init is not None:
+            raise _RpcError(INVALID_REQUEST, "invalid request: already initialized")
+        self.config = params["config"]
+        if self._setup is not None:
+            _guarded("setup", self._setup, params)
+        self.init = params
+        hooks = []
+        for family, name, priority, _ in self._hooks:
+            decl = {"family": family, "name": name}
+            if priority is not None:
+                decl["priority"] = priority
+            hooks.append(decl)
+        return {"protocol_version": PROTOCOL_VERSION, "name": self.name,
+                "version": self.version, "hooks": hooks}
+
+    def _call(self, family, params, keys):
+        if self.init is None:
+            raise _RpcError(INVALID_REQUEST,
+                            "invalid request: `initialize` has not succeeded yet")
+        _check_object(params, ".", keys, keys)
+        _check_object(params["ctx"], "ctx", _CTX_KEYS, _CTX_KEYS)
+        name = params["hook"]
+        mine = [h for h in self._hooks if h[0] == family]
+        fn = next((h[3] for h in mine if h[1] == name), None)
+        if fn is None:
+            raise _RpcError(
+                INVALID_PARAMS,
+                "invalid params: `hook`: this host has no %s named %s (its %ss: %s)"
+                % (family, json.dumps(name), family,
+                   ", ".join(sorted(h[1] for h in mine)) or "none"),
+                {"field": "hook"})
+        what = "%s `%s`" % (family.replace("_", " "), name)
+        result = _guarded(what, fn, params)
+        if family == "spawn_hook":
+            problem = _check_spawn_decision(result)
+        else:
+            dirty_files = params["dirty_files"]
+            problem = _check_dirty_action(result, dirty_files)
+        if problem is not None:
+            raise _RpcError(INTERNAL_ERROR, "%s returned an invalid result: %s" % (what, problem))
+        return result
+
+
+def _guarded(what, fn, params):
+    """Runs host code: HookError becomes -32000 with its message; any other exception
+    -32000 naming it (the traceback goes to stderr)."""
+    try:
+        return fn(params)
+    except HookError as err:
+        raise _RpcError(HOOK_FAILED, err.message, err.data)
+    except Exception as err:  # noqa: BLE001 - a host must answer, never die of its bug
+        traceback.print_exc(file=sys.stderr)
+        raise _RpcError(HOOK_FAILED, "%s raised %s: %s" % (what, type(err).__name__, err))
+
+
+def _error(rid, code, message, data=None):
+    error = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return json.dumps({"jsonrpc": "2.0", "error": error, "id": rid},
+                      ensure_ascii=False, separators=(",", ":"))
+
+
+def _discard_rest_of_line(inp):
+    while True:
+        chunk = inp.readline(MAX_LINE_BYTES)
+        if not chunk or chunk.endswith(b"\n"):
+            return
+
+
+def _protect_stdout():
+    """Keeps the real stdout on a private, non-inheritable descriptor (returned, unbuffered)
+    and points fd 1 and `sys.stdout` at stderr: only the serve loop writes protocol lines."""
+    sys.stdout.flush()
+    private = os.dup(1)  # os.dup descriptors are non-inheritable (close-on-exec)
+    try:
+        os.dup2(2, 1)
+    except OSError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+    sys.stdout = sys.stderr
+    return os.fdopen(private, "wb", buffering=0)
+
+
+#: The real stdout, private to the serve loop (taken at import: see the module doc).
+_PROTOCOL_OUT = _protect_stdout()

@@ -1,0 +1,394 @@
+//! The rules of `plugin check`, run in [`super::RULES`] order against one live host.
+
+use agent_runner_protocol::limits::EXIT_AFTER_EOF_S;
+use agent_runner_protocol::{
+    decode_dirty_result, decode_initialize_result, decode_spawn_decision, error_codes, methods,
+    Family, HookDecl,
+};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+use super::report::{Outcome, Report, Status, RULES};
+use super::wire::{HostWire, NoReply, Reply};
+use super::Prepared;
+use crate::hosts::{host_initialize_params, BUILTIN_HOOK_NAMES};
+
+/// How long a host must stay silent after it starts (before `initialize`).
+pub const SILENCE_WINDOW: Duration = Duration::from_millis(300);
+/// How long `shutdown` may take to be answered.
+const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+/// The method no host provides, for the `unknown_method` rule.
+const UNKNOWN_METHOD: &str = "agent_runner/no_such_method";
+
+struct Run {
+    outcomes: Vec<Outcome>,
+}
+
+impl Run {
+    fn pass(&mut self, rule: &'static str) {
+        self.push(rule, Status::Pass, String::new());
+    }
+
+    fn fail(&mut self, rule: &'static str, detail: String) {
+        self.push(rule, Status::Fail, detail);
+    }
+
+    fn push(&mut self, rule: &'static str, status: Status, detail: String) {
+        self.outcomes.push(Outcome {
+            rule,
+            status,
+            detail,
+        });
+    }
+
+    fn judge(&mut self, rule: &'static str, result: Result<(), String>) -> bool {
+        match result {
+            Ok(()) => {
+                self.pass(rule);
+                true
+            }
+            Err(detail) => {
+                self.fail(rule, detail);
+                false
+            }
+        }
+    }
+
+    /// Marks every rule not judged yet as skipped.
+    fn skip_rest(&mut self, why: &str) {
+        for (rule, _) in RULES {
+            if !self.outcomes.iter().any(|o| o.rule == *rule) {
+                self.push(rule, Status::Skip, why.to_owned());
+            }
+        }
+    }
+}
+
+/// Runs every rule against the host of `prepared`.
+pub(super) async fn check(prepared: Prepared) -> Report {
+    let mut run = Run {
+        outcomes: Vec::new(),
+    };
+    let mut stderr = Vec::new();
+    match &prepared.spec {
+        Err(why) => {
+            run.fail("launch", why.clone());
+            run.skip_rest("the host was not launched");
+        }
+        Ok(spec) => {
+            match HostWire::start(spec) {
+                Err(why) => {
+                    run.fail("launch", format!("{why}; check that the file is executable and its #! interpreter exists"));
+                    run.skip_rest("the host was not launched");
+                }
+                Ok(mut wire) => {
+                    run.pass("launch");
+                    let params = host_initialize_params(&prepared.init, &prepared.cfg, spec);
+                    converse(&mut run, &mut wire, &prepared, params).await;
+                    wire.kill().await;
+                    stderr = wire.stderr_tail();
+                }
+            }
+        }
+    }
+    run.outcomes
+        .sort_by_key(|o| RULES.iter().position(|(r, _)| *r == o.rule));
+    Report {
+        host: prepared.cfg.name.clone(),
+        path: prepared.path.as_ref().map(|p| p.display().to_string()),
+        tier: prepared.tier,
+        pin: prepared.pin,
+        outcomes: run.outcomes,
+        stderr,
+    }
+}
+
+/// Why a request got no reply, for a rule's detail.
+async fn no_reply(wire: &mut HostWire, what: &str, err: NoReply, timeout: Duration) -> String {
+    match err {
+        NoReply::Timeout => format!(
+            "no answer to {what} within {} s; answer every request with one line on stdout and flush it (stdout is block-buffered when it is a pipe)",
+            timeout.as_secs_f32()
+        ),
+        NoReply::Closed | NoReply::Write(_) => {
+            let pipe = match &err {
+                NoReply::Write(e) => format!(" (writing the request failed: {e})"),
+                _ => String::new(),
+            };
+            wire.exited_within(Duration::from_millis(500)).await;
+            format!(
+                "the host {} instead of answering {what}{pipe}; its stderr (below) may say why",
+                wire.how_it_ended()
+            )
+        }
+    }
+}
+
+async fn converse(run: &mut Run, wire: &mut HostWire, prepared: &Prepared, params: Value) {
+    // silent_before_initialize: nothing in the first moments, and nothing but the
+    // response while initialize is pending (the first line a host writes is that response).
+    let early = wire.first_output_within(SILENCE_WINDOW).await;
+    // initialize
+    let timeout = prepared.cfg.init_timeout;
+    let decls = match wire
+        .request(methods::INITIALIZE, Some(params), timeout)
+        .await
+    {
+        Err(err) => {
+            let detail = no_reply(wire, "initialize", err, timeout).await;
+            run.fail("initialize", detail);
+            None
+        }
+        Ok(Reply::Error(code, message))
+            if code == i64::from(error_codes::UNSUPPORTED_PROTOCOL_VERSION) =>
+        {
+            run.fail(
+                "initialize",
+                format!(
+                    "refused protocol version {}: {message}; a host must speak version 1",
+                    agent_runner_protocol::PROTOCOL_VERSION
+                ),
+            );
+            None
+        }
+        Ok(Reply::Error(code, message)) => {
+            run.fail("initialize", format!("answered error {code}: {message}; fix the cause (often the host's config table), or answer with the result"));
+            None
+        }
+        Ok(Reply::Result(value)) => match decode_initialize_result(value) {
+            Ok(result) => {
+                run.pass("initialize");
+                Some(result.hooks)
+            }
+            Err(err) if err.field.starts_with("hooks[") && err.field.ends_with(".name") => {
+                run.pass("initialize");
+                run.fail("hook_names", format!("{err}; names match ^[a-z0-9][a-z0-9_-]{{0,63}}$ and are unique within the host"));
+                None
+            }
+            Err(err) => {
+                run.fail(
+                    "initialize",
+                    format!("invalid result: {err}; see docs/schema/initialize.result.json"),
+                );
+                None
+            }
+        },
+    };
+    let early = early.into_iter().chain(wire.stray.drain(..)).next();
+    run.judge(
+        "silent_before_initialize",
+        match early {
+            None => Ok(()),
+            Some(seen) => Err(format!(
+                "wrote {seen} before answering initialize; write nothing until the first request arrives, and answer it first (log to stderr)"
+            )),
+        },
+    );
+    let Some(decls) = decls else {
+        run.skip_rest("needs a successful initialize");
+        return;
+    };
+
+    // families_in_provides, hook_names
+    let outside: Vec<String> = decls
+        .iter()
+        .filter(|d| !prepared.cfg.provides.contains(&d.family))
+        .map(|d| format!("{} `{}`", d.family, d.name))
+        .collect();
+    let provides: Vec<&str> = prepared.cfg.provides.iter().map(|f| f.as_str()).collect();
+    run.judge(
+        "families_in_provides",
+        if outside.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "declares {} but provides is {provides:?}; serve would refuse the host: add the family to `provides` of [plugins.hosts.{}] or drop the hook",
+                outside.join(", "),
+                prepared.cfg.name
+            ))
+        },
+    );
+    let squat: Vec<&str> = decls
+        .iter()
+        .map(|d| d.name.as_str())
+        .filter(|n| BUILTIN_HOOK_NAMES.contains(n))
+        .collect();
+    run.judge(
+        "hook_names",
+        if decls.is_empty() {
+            Err("declares no hooks; declare at least one spawn_hook or dirty_handler".into())
+        } else if squat.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{squat:?} belongs to a built-in; pick another name"
+            ))
+        },
+    );
+
+    // hook_calls
+    let calls = call_hooks(wire, prepared, &decls).await;
+    let alive = !matches!(calls, Err((_, true)));
+    run.judge("hook_calls", calls.map_err(|(detail, _)| detail));
+    if !alive {
+        run.skip_rest("the host ended during a hook call");
+        return;
+    }
+
+    // unknown_method
+    let timeout = Duration::from_secs(agent_runner_protocol::limits::DEFAULT_SPAWN_HOOK_TIMEOUT_S);
+    let result = match wire.request(UNKNOWN_METHOD, Some(json!({})), timeout).await {
+        Ok(Reply::Error(code, _)) if code == i64::from(error_codes::METHOD_NOT_FOUND) => Ok(()),
+        Ok(Reply::Error(code, message)) => Err(format!(
+            "answered {UNKNOWN_METHOD} with error {code} ({message}); answer methods you do not know with -32601"
+        )),
+        Ok(Reply::Result(value)) => Err(format!(
+            "answered {UNKNOWN_METHOD} with a result ({}); answer methods you do not know with error -32601",
+            super::wire::quote(value.to_string().as_bytes())
+        )),
+        Err(err) => Err(no_reply(wire, UNKNOWN_METHOD, err, timeout).await),
+    };
+    run.judge("unknown_method", result);
+
+    // shutdown
+    let result = match wire
+        .request(methods::SHUTDOWN, None, SHUTDOWN_TIMEOUT)
+        .await
+    {
+        Ok(Reply::Result(Value::Null)) => Ok(()),
+        Ok(Reply::Result(value)) => Err(format!(
+            "answered shutdown with {}; the result must be null",
+            super::wire::quote(value.to_string().as_bytes())
+        )),
+        Ok(Reply::Error(code, message)) => Err(format!(
+            "answered shutdown with error {code} ({message}); answer null (no params are sent)"
+        )),
+        Err(err) => Err(no_reply(wire, "shutdown", err, SHUTDOWN_TIMEOUT).await),
+    };
+    run.judge("shutdown", result);
+
+    // exit_on_eof
+    wire.close_stdin();
+    let exited = wire
+        .exited_within(Duration::from_secs(EXIT_AFTER_EOF_S))
+        .await;
+    run.judge(
+        "exit_on_eof",
+        if exited {
+            Ok(())
+        } else {
+            Err(format!(
+                "still running {EXIT_AFTER_EOF_S} s after its stdin reached end-of-file; exit when a read of stdin returns end-of-file (serve kills a host that does not)"
+            ))
+        },
+    );
+
+    // stdout_protocol_only
+    run.judge(
+        "stdout_protocol_only",
+        match wire.stray.first() {
+            None => Ok(()),
+            Some(first) => Err(format!(
+                "{} non-protocol line(s) on stdout, first {first}; stdout is reserved for protocol messages; log to stderr",
+                wire.stray.len()
+            )),
+        },
+    );
+
+    // no_process_left
+    let left = wire.group_members();
+    run.judge(
+        "no_process_left",
+        if left.is_empty() {
+            Ok(())
+        } else {
+            let list: Vec<String> = left.iter().map(|(pid, comm)| format!("{pid} ({comm})")).collect();
+            Err(format!(
+                "process(es) of the host's group still running after it {}: {}; end (or wait for) every process you start before exiting",
+                if exited { "exited" } else { "was told to stop" },
+                list.join(", ")
+            ))
+        },
+    );
+}
+
+/// The contexts each hook is called with: (round, phase, dry_run, vcs).
+fn contexts(prepared: &Prepared) -> Vec<Value> {
+    let init = &prepared.init;
+    [
+        (1, Value::Null, false, json!({"dirty_action": "stash", "stash_idempotency_s": 5})),
+        (7, json!("dev"), true, Value::Null),
+        (42, json!("review"), false, json!({"dirty_action": "auto_commit", "stash_idempotency_s": 0})),
+    ]
+    .into_iter()
+    .map(|(round, phase, dry_run, vcs)| {
+        json!({
+            "work_dir": init.work_dir, "log_dir": init.log_dir, "project": init.project,
+            "round_num": round, "phase": phase, "agent_name": if round == 1 { Value::Null } else { json!("claude") },
+            "agent_binary": "claude",
+            "agent_log_path": if round == 1 { Value::Null } else { json!(format!("{}/round-{round}.log", init.log_dir)) },
+            "dry_run": dry_run, "vcs": vcs,
+        })
+    })
+    .collect()
+}
+
+/// Calls every declared hook with each context; `Err((detail, conversation_over))` on the
+/// first failure (`true` when the host hung or ended).
+async fn call_hooks(
+    wire: &mut HostWire,
+    prepared: &Prepared,
+    decls: &[HookDecl],
+) -> Result<(), (String, bool)> {
+    let dirty_sets: [&[&str]; 3] = [
+        &["src/main.rs"],
+        &["notes.md", "src/lib.rs"],
+        &["docs/a b.md"],
+    ];
+    // Hooks outside `provides` are never called by serve (the host is refused).
+    for decl in decls
+        .iter()
+        .filter(|d| prepared.cfg.provides.contains(&d.family))
+    {
+        let timeout = prepared.cfg.call_timeout(decl.family);
+        for (i, ctx) in contexts(prepared).into_iter().enumerate() {
+            let round = ctx["round_num"].clone();
+            let (method, params, dirty): (&str, Value, Vec<String>) = match decl.family {
+                Family::SpawnHook => (
+                    methods::BEFORE_SPAWN,
+                    json!({"hook": decl.name, "ctx": ctx,
+                           "spawn": {"argv": ["claude", "-p", "Continue the work."], "env_names": ["HOME", "PATH", "ANTHROPIC_API_KEY"]}}),
+                    Vec::new(),
+                ),
+                Family::DirtyHandler => {
+                    let files: Vec<String> = dirty_sets[i].iter().map(|s| s.to_string()).collect();
+                    (
+                        methods::HANDLE_DIRTY,
+                        json!({"hook": decl.name, "ctx": ctx, "dirty_files": files}),
+                        files,
+                    )
+                }
+            };
+            let what = format!("{method} for `{}` (round {round})", decl.name);
+            let checked = match wire.request(method, Some(params), timeout).await {
+                // No answer (hung or gone): the conversation cannot go on.
+                Err(err) => return Err((no_reply(wire, &what, err, timeout).await, true)),
+                Ok(Reply::Error(code, message)) => Err(format!(
+                    "{what} answered error {code}: {message}; a hook should decide on ordinary contexts (an error counts as a failed call)"
+                )),
+                Ok(Reply::Result(value)) => match decl.family {
+                    Family::SpawnHook => decode_spawn_decision(value).map(drop),
+                    Family::DirtyHandler => decode_dirty_result(value, &dirty).map(drop),
+                }
+                .map_err(|err| {
+                    format!(
+                        "{what} returned an invalid result: {err}; see docs/schema/{}.result.json",
+                        if decl.family == Family::SpawnHook { "before_spawn" } else { "handle_dirty" }
+                    )
+                }),
+            };
+            checked.map_err(|detail| (detail, false))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,338 @@
+//! A small line-based JSON-RPC client for `plugin check`: unlike the serve path (jsonrpsee,
+//! which stops at the first stray byte), it keeps going after a violation so that every
+//! rule can be judged, and it records what it saw. Framing follows protocol-v1.md §1 with
+//! the limit of [`MAX_LINE_BYTES`].
+
+use agent_runner_plugin_host::launch::{self, LaunchSpec};
+use agent_runner_plugin_host::notify::DenialListener;
+use agent_runner_protocol::limits::MAX_LINE_BYTES;
+use agent_runner_protocol::redact::redact;
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin};
+use tokio::sync::mpsc;
+
+use crate::hosts::MAX_STDERR_LINE_CHARS;
+
+/// Host stderr lines kept for the report (the last ones).
+pub const KEPT_STDERR_LINES: usize = 20;
+/// Bytes of an offending stdout line quoted in a report.
+const QUOTE_BYTES: usize = 80;
+
+/// One line the host wrote on stdout.
+enum StdoutLine {
+    /// A complete line, newline stripped.
+    Line(Vec<u8>),
+    /// A line over the limit (its first bytes) or unterminated at end of stdout.
+    Broken(String),
+}
+
+/// A response to one request.
+#[derive(Debug)]
+pub enum Reply {
+    /// `result`.
+    Result(Value),
+    /// `error`: code, message.
+    Error(i64, String),
+}
+
+/// Why a request got no response.
+#[derive(Debug)]
+pub enum NoReply {
+    /// Nothing within the deadline.
+    Timeout,
+    /// stdout closed (the host exited or closed it).
+    Closed,
+    /// Writing the request failed (the host is gone).
+    Write(String),
+}
+
+/// A running host under check.
+pub struct HostWire {
+    child: Child,
+    pgid: u32,
+    stdin: Option<ChildStdin>,
+    stdout: mpsc::UnboundedReceiver<StdoutLine>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    denials: Option<DenialListener>,
+    next_id: u64,
+    status: Option<ExitStatus>,
+    /// Non-protocol output seen on stdout after `initialize` was sent, quoted.
+    pub stray: Vec<String>,
+}
+
+/// `bytes` as a short, redacted, quoted excerpt.
+pub fn quote(bytes: &[u8]) -> String {
+    let head = &bytes[..bytes.len().min(QUOTE_BYTES)];
+    let more = if bytes.len() > QUOTE_BYTES { "…" } else { "" };
+    format!("{:?}{more}", redact(&String::from_utf8_lossy(head)))
+}
+
+impl HostWire {
+    /// Launches the host described by `spec`, confined as it says.
+    pub fn start(spec: &LaunchSpec) -> Result<Self, String> {
+        let (mut child, denials) = launch::spawn_with_listener(spec).map_err(|e| e.to_string())?;
+        let pgid = child.id().unwrap_or(0);
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err("host pipes missing".into());
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(read_stdout(stdout, tx));
+        let kept = Arc::new(Mutex::new(VecDeque::new()));
+        tokio::spawn(keep_stderr(stderr, kept.clone()));
+        Ok(HostWire {
+            child,
+            pgid,
+            stdin: Some(stdin),
+            stdout: rx,
+            stderr: kept,
+            denials,
+            next_id: 0,
+            status: None,
+            stray: Vec::new(),
+        })
+    }
+
+    /// The first thing the host writes on stdout within `wait`, quoted; `None` if silent.
+    pub async fn first_output_within(&mut self, wait: Duration) -> Option<String> {
+        match tokio::time::timeout(wait, self.stdout.recv()).await {
+            Ok(Some(StdoutLine::Line(line))) => Some(quote(&line)),
+            Ok(Some(StdoutLine::Broken(what))) => Some(what),
+            Ok(None) | Err(_) => None,
+        }
+    }
+
+    /// Sends request `method` with `params` (omitted when `None`) and waits up to `timeout`
+    /// for the response with its id. Other lines meanwhile are recorded in [`Self::stray`].
+    pub async fn request(
+        &mut self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> Result<Reply, NoReply> {
+        self.next_id += 1;
+        let id = self.next_id;
+        let mut request = json!({"jsonrpc": "2.0", "id": id, "method": method});
+        if let Some(params) = params {
+            request["params"] = params;
+        }
+        let mut line = request.to_string();
+        line.push('\n');
+        let stdin = self.stdin.as_mut().ok_or(NoReply::Closed)?;
+        let sent = async {
+            stdin.write_all(line.as_bytes()).await?;
+            stdin.flush().await
+        };
+        sent.await.map_err(|e| NoReply::Write(e.to_string()))?;
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let line = match tokio::time::timeout_at(deadline, self.stdout.recv()).await {
+                Err(_) => return Err(NoReply::Timeout),
+                Ok(None) => return Err(NoReply::Closed),
+                Ok(Some(StdoutLine::Broken(what))) => {
+                    self.stray.push(what);
+                    continue;
+                }
+                Ok(Some(StdoutLine::Line(line))) => line,
+            };
+            match parse_response(&line, id) {
+                Some(reply) => return Ok(reply),
+                None => self.stray.push(quote(&line)),
+            }
+        }
+    }
+
+    /// Closes the host's stdin (end-of-file).
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Waits up to `wait` for the host to exit; whether it did. Stdout lines written
+    /// meanwhile are recorded in [`Self::stray`].
+    pub async fn exited_within(&mut self, wait: Duration) -> bool {
+        if self.status.is_some() {
+            return true;
+        }
+        let deadline = tokio::time::Instant::now() + wait;
+        let status = tokio::time::timeout_at(deadline, self.child.wait()).await;
+        // Drain what it wrote before exiting (the reader ends at EOF of its stdout).
+        while let Ok(Some(line)) =
+            tokio::time::timeout(Duration::from_millis(50), self.stdout.recv()).await
+        {
+            match line {
+                StdoutLine::Line(line) => self.stray.push(quote(&line)),
+                StdoutLine::Broken(what) => self.stray.push(what),
+            }
+        }
+        match status {
+            Ok(Ok(status)) => {
+                self.status = Some(status);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// How the host ended, in words (after [`Self::exited_within`] returned true).
+    pub fn how_it_ended(&mut self) -> String {
+        if let Some(denied) = self.denials.as_mut().and_then(DenialListener::try_denial) {
+            return format!(
+                "killed by the sandbox: it called {}(), which a confined host may not (docs/protocol.md, sandbox)",
+                denied.name
+            );
+        }
+        match self.status {
+            Some(status) => match (status.code(), status.signal()) {
+                (Some(code), _) => format!("exited with status {code}"),
+                (None, Some(sig)) => format!("died of signal {sig}"),
+                _ => "ended".into(),
+            },
+            None => "is still running".into(),
+        }
+    }
+
+    /// Live (non-zombie) processes of the host's process group other than the host
+    /// itself once it has exited: `(pid, command name)`.
+    pub fn group_members(&self) -> Vec<(u32, String)> {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        let mut members = Vec::new();
+        for entry in dir.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            // "pid (comm) state ppid pgrp …": comm may contain spaces and parentheses.
+            let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+                continue;
+            };
+            let comm = stat[open + 1..close].to_owned();
+            let mut fields = stat[close + 1..].split_whitespace();
+            let state = fields.next().unwrap_or("");
+            let pgrp = fields.nth(1).and_then(|p| p.parse::<u32>().ok());
+            if pgrp == Some(self.pgid)
+                && state != "Z"
+                && !(pid == self.pgid && self.status.is_none())
+            {
+                members.push((pid, comm));
+            }
+        }
+        members.sort();
+        members
+    }
+
+    /// Kills the host's process group and reaps the host.
+    pub async fn kill(&mut self) {
+        let _ = launch::kill_group(self.pgid);
+        if self.status.is_none() {
+            if let Ok(status) = self.child.wait().await {
+                self.status = Some(status);
+            }
+        }
+    }
+
+    /// The last host stderr lines (redacted, capped).
+    pub fn stderr_tail(&self) -> Vec<String> {
+        self.stderr
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .cloned()
+            .collect()
+    }
+}
+
+/// The reply in `line` if it is a well-formed JSON-RPC 2.0 response to `id`.
+fn parse_response(line: &[u8], id: u64) -> Option<Reply> {
+    let value: Value = serde_json::from_slice(line).ok()?;
+    let obj = value.as_object()?;
+    if obj.get("jsonrpc")?.as_str()? != "2.0" || obj.get("id")?.as_u64()? != id {
+        return None;
+    }
+    match (obj.get("result"), obj.get("error")) {
+        (Some(result), None) if obj.len() == 3 => Some(Reply::Result(result.clone())),
+        (None, Some(error)) if obj.len() == 3 => {
+            let code = error.get("code")?.as_i64()?;
+            let message = error.get("message")?.as_str()?;
+            Some(Reply::Error(code, redact(message)))
+        }
+        _ => None,
+    }
+}
+
+/// Reads stdout line by line (at most [`MAX_LINE_BYTES`] each) until EOF.
+async fn read_stdout(stdout: tokio::process::ChildStdout, tx: mpsc::UnboundedSender<StdoutLine>) {
+    let mut reader = BufReader::new(stdout);
+    loop {
+        let mut line = Vec::new();
+        let limit = MAX_LINE_BYTES as u64;
+        match (&mut reader).take(limit).read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let message = if line.last() == Some(&b'\n') {
+            line.pop();
+            StdoutLine::Line(line)
+        } else if line.len() as u64 >= limit {
+            let head = quote(&line);
+            // Skip the rest of the overlong line.
+            let mut rest = Vec::new();
+            loop {
+                rest.clear();
+                match (&mut reader).take(limit).read_until(b'\n', &mut rest).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) if rest.last() == Some(&b'\n') => break,
+                    Ok(_) => {}
+                }
+            }
+            StdoutLine::Broken(format!("a line longer than {MAX_LINE_BYTES} bytes: {head}"))
+        } else {
+            StdoutLine::Broken(format!(
+                "an unterminated line at end of stdout: {}",
+                quote(&line)
+            ))
+        };
+        if tx.send(message).is_err() {
+            return;
+        }
+    }
+}
+
+/// Keeps the last [`KEPT_STDERR_LINES`] stderr lines, capped and redacted.
+async fn keep_stderr(stderr: tokio::process::ChildStderr, kept: Arc<Mutex<VecDeque<String>>>) {
+    let mut reader = BufReader::new(stderr);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let mut limited = (&mut reader).take(4 * MAX_STDERR_LINE_CHARS as u64);
+        match limited.read_until(b'\n', &mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&buf);
+                let text = agent_runner_protocol::limits::truncate_chars(
+                    text.trim_end(),
+                    MAX_STDERR_LINE_CHARS,
+                );
+                let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+                if kept.len() == KEPT_STDERR_LINES {
+                    kept.pop_front();
+                }
+                kept.push_back(redact(text));
+            }
+        }
+    }
+}

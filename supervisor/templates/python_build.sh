@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Builds {{NAME}}.pyz: one file holding src/ (your host and the SDK module). Pin that file:
+# a confined host can read only its own executable, so the SDK must be inside it.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+python3 -m zipapp "$here/src" -p "/usr/bin/env python3" -o "$here/{{NAME}}.pyz"
+chmod 755 "$here/{{NAME}}.pyz"
+echo "built $here/{{NAME}}.pyz; sha256 (for [plugins.pin]):"
+sha256sum "$here/{{NAME}}.pyz"

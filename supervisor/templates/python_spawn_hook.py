@@ -1,0 +1,29 @@
+"""{{NAME}}: an agent-runner plugin host with one spawn hook, `{{HOOK}}`.
+
+Edit `decide` below, then rebuild and re-check:
+    bash build.sh && agent-runner plugin check -- ./{{NAME}}.pyz
+The contract: docs/protocol.md of agent-runner. Log with print(): it goes to stderr.
+"""
+
+import sys
+
+from agent_runner_host import HookError, Host, proceed
+
+host = Host("{{NAME}}", "0.1.0")
+
+
+@host.setup
+def configure(init):
+    # init["config"] is your [plugins.hosts.<name>.config] table; refuse what you do not know.
+    for key in init["config"]:
+        raise HookError("config: unknown key `%s`" % key)
+
+
+@host.spawn_hook("{{HOOK}}")
+def decide(params):
+    # params["ctx"]: the round (work_dir, round_num, phase, ...); params["spawn"]: argv and
+    # env_names. Return proceed(), defer(seconds, reason) or skip(reason).
+    return proceed()
+
+
+sys.exit(host.run())

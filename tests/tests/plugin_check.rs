@@ -1,0 +1,262 @@
+//! `agent-runner plugin check` and `plugin new` on real, confined hosts: the example hosts
+//! (Rust and Python) and fresh scaffolds pass every rule; deliberately faulty hosts
+//! (`tests/fixtures/faulty_host.py`) fail, naming the rule they break.
+
+use agent_runner_e2e::serde_json::{self, Value};
+use agent_runner_e2e::{
+    agent_runner_bin, bin_dir, pause_host_bin, workspace_root, HostSpec, Project,
+};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn faulty_host() -> PathBuf {
+    workspace_root().join("tests/fixtures/faulty_host.py")
+}
+
+/// Runs `agent-runner <args>` in `cwd`.
+fn agent_runner(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(agent_runner_bin())
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run agent-runner")
+}
+
+/// `plugin check --json [extra…] -- command…`: the exit code and the report.
+fn check(extra: &[&str], command: &[&str]) -> (i32, Value) {
+    let mut args = vec!["plugin", "check", "--json"];
+    args.extend_from_slice(extra);
+    args.push("--");
+    args.extend_from_slice(command);
+    let out = agent_runner(&std::env::temp_dir(), &args);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no JSON report ({e}); stdout: {} stderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), report)
+}
+
+/// The rules of `report` with status `status`.
+fn rules_with(report: &Value, status: &str) -> Vec<String> {
+    report["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["status"] == status)
+        .map(|r| r["rule"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn assert_all_pass(code: i32, report: &Value) {
+    assert_eq!(
+        rules_with(report, "fail"),
+        Vec::<String>::new(),
+        "{report:#}"
+    );
+    assert_eq!(rules_with(report, "pass").len(), 11, "{report:#}");
+    assert_eq!(report["passed"], true);
+    assert_eq!(report["tier"], "landlock+seccomp", "{report:#}");
+    assert_eq!(code, 0, "{report:#}");
+}
+
+/// Builds the Python example host into `dir` and returns the `.pyz`.
+fn python_example(dir: &Path) -> PathBuf {
+    let out = dir.join("python-pause-file.pyz");
+    let status = Command::new("bash")
+        .arg(workspace_root().join("examples/python-pause-file/build.sh"))
+        .arg(&out)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    out
+}
+
+#[test]
+fn rust_example_hosts_pass() {
+    let (code, report) = check(&[], &[pause_host_bin().to_str().unwrap()]);
+    assert_all_pass(code, &report);
+    let dirty = agent_runner_e2e::dirty_commit_host_bin();
+    let (code, report) = check(&["--provides", "dirty_handler"], &[dirty.to_str().unwrap()]);
+    assert_all_pass(code, &report);
+}
+
+#[test]
+fn python_example_host_passes_pinned_under_require() {
+    let p = Project::new();
+    let pyz = python_example(p.tmp_dir());
+    let (code, report) = check(&[], &[pyz.to_str().unwrap()]);
+    assert_all_pass(code, &report);
+    // As serve would run it: by name, from the config, pinned, sandbox = "require".
+    p.write_config(
+        &p.config()
+            .sandbox("require")
+            .host(HostSpec::new("pause", &pyz)),
+    );
+    let out = p.run(&["plugin", "check", "pause"]);
+    assert_eq!(out.code(), 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("pin verified"), "{}", out.stdout);
+    assert_eq!(
+        out.stdout
+            .lines()
+            .filter(|l| l.starts_with("pass  "))
+            .count(),
+        11,
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn configured_host_unpinned_under_require_fails_launch() {
+    let p = Project::new();
+    p.write_config(
+        &p.config()
+            .sandbox("require")
+            .host(HostSpec::new("pause", pause_host_bin()).pin(agent_runner_e2e::Pin::Unpinned)),
+    );
+    let out = p.run(&["plugin", "check", "--json", "pause"]);
+    assert_eq!(out.code(), 1, "{}", out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(rules_with(&report, "fail"), ["launch"], "{report:#}");
+    assert_eq!(rules_with(&report, "skip").len(), 10, "{report:#}");
+    let detail = report["rules"][0]["detail"].as_str().unwrap();
+    assert!(detail.contains("[plugins.pin]"), "{detail}");
+    // A name that is not configured is a config error.
+    assert_eq!(p.run(&["plugin", "check", "nope"]).code(), 78);
+}
+
+#[test]
+fn faulty_hosts_fail_the_rule_they_break() {
+    let host = faulty_host();
+    let host = host.to_str().unwrap();
+    let (code, report) = check(&[], &[host, "good"]);
+    assert_all_pass(code, &report);
+    for (mode, provides, rule, says) in [
+        (
+            "talks_early",
+            None,
+            "silent_before_initialize",
+            "before answering initialize",
+        ),
+        (
+            "prints_stdout",
+            None,
+            "stdout_protocol_only",
+            "checking whether to proceed",
+        ),
+        ("wrong_shape", None, "hook_calls", "`verdict`"),
+        ("ignores_eof", None, "exit_on_eof", "end-of-file"),
+        ("leaves_child", None, "no_process_left", "still running"),
+        (
+            "extra_family",
+            Some("spawn_hook"),
+            "families_in_provides",
+            "dirty_handler `extra`",
+        ),
+        ("v2_only", None, "initialize", "version"),
+        (
+            "socket",
+            None,
+            "hook_calls",
+            "killed by the sandbox: it called socket()",
+        ),
+    ] {
+        let extra: Vec<&str> = provides.map(|p| vec!["--provides", p]).unwrap_or_default();
+        let (code, report) = check(&extra, &[host, mode]);
+        assert_eq!(code, 1, "{mode}: {report:#}");
+        assert_eq!(rules_with(&report, "fail"), [rule], "{mode}: {report:#}");
+        let detail = report["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["rule"] == rule)
+            .unwrap()["detail"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(detail.contains(says), "{mode}: {detail}");
+    }
+}
+
+#[test]
+fn python_scaffolds_pass_as_generated() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, family) in [("py-spawn", "spawn_hook"), ("py-dirty", "dirty_handler")] {
+        let out = agent_runner(
+            dir.path(),
+            &[
+                "plugin", "new", "--lang", "python", "--family", family, "--dir", ".", name,
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let pyz = dir.path().join(name).join(format!("{name}.pyz"));
+        let (code, report) = check(&["--provides", family], &[pyz.to_str().unwrap()]);
+        assert_all_pass(code, &report);
+    }
+    // The name is refused when it is not a valid hook name; an existing dir is never reused.
+    let out = agent_runner(
+        dir.path(),
+        &["plugin", "new", "--lang", "python", "Bad Name"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let out = agent_runner(
+        dir.path(),
+        &["plugin", "new", "--lang", "python", "py-spawn"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn rust_scaffold_builds_and_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let sdk = workspace_root().join("sdk");
+    let out = agent_runner(
+        dir.path(),
+        &[
+            "plugin",
+            "new",
+            "--lang",
+            "rust",
+            "--sdk-path",
+            sdk.to_str().unwrap(),
+            "ar-scaffold-probe",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let project = dir.path().join("ar-scaffold-probe");
+    // The workspace's lock file and target dir: the same dependency versions, already built.
+    std::fs::copy(
+        workspace_root().join("Cargo.lock"),
+        project.join("Cargo.lock"),
+    )
+    .unwrap();
+    let target = bin_dir().parent().unwrap().to_owned();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let build = Command::new(cargo)
+        .args(["build", "--offline", "--quiet"])
+        .env("CARGO_TARGET_DIR", &target)
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    assert!(
+        build.status.success(),
+        "{}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let exe = target.join("debug/ar-scaffold-probe");
+    let (code, report) = check(&[], &[exe.to_str().unwrap()]);
+    assert_all_pass(code, &report);
+}
