@@ -139,6 +139,13 @@ impl Repo {
         Ok(after)
     }
 
+    /// Whether the stash commit `sha` is still in the stash list.
+    pub async fn stash_contains(&self, sha: &str) -> bool {
+        self.run(&["stash", "list", "--format=%H"])
+            .await
+            .is_ok_and(|out| out.lines().any(|l| l.trim() == sha))
+    }
+
     async fn stash_head(&self) -> Option<String> {
         self.run(&["rev-parse", "-q", "--verify", "refs/stash"])
             .await
