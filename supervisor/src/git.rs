@@ -108,35 +108,42 @@ impl Repo {
         })
     }
 
-    fn exclude_pathspec(&self) -> Vec<String> {
+    /// The pathspec keeping the log dir out of a stash: none when git already ignores it
+    /// (`stash -u` skips ignored files, and naming an ignored path makes git fail after
+    /// the stash was made).
+    async fn stash_pathspec(&self) -> Vec<String> {
         match &self.excluded {
-            Some(ex) => vec![".".to_owned(), format!(":(exclude){ex}")],
-            None => Vec::new(),
+            Some(ex) if self.run(&["check-ignore", "-q", ex]).await.is_err() => {
+                vec![".".to_owned(), format!(":(exclude){ex}")]
+            }
+            _ => Vec::new(),
         }
     }
 
     /// `git stash push -u -m <message>` (log dir excluded); returns the stash commit's SHA,
-    /// or `None` when git found nothing to stash.
+    /// or `None` when git found nothing to stash. A stash that git made but then reported
+    /// a failure for still counts as made (the work is in it, by SHA).
     pub async fn stash_push(&self, message: &str) -> Result<Option<String>, GitError> {
         let before = self.stash_head().await;
-        let spec = self.exclude_pathspec();
+        let spec = self.stash_pathspec().await;
         let mut args = vec!["stash", "push", "-u", "-m", message];
         if !spec.is_empty() {
             args.push("--");
             args.extend(spec.iter().map(String::as_str));
         }
-        let out = self.run(&args).await?;
+        let result = self.run(&args).await;
         let after = self.stash_head().await;
-        if after.is_none() || after == before {
-            if out.contains("No local changes") {
-                return Ok(None);
-            }
-            return Err(GitError {
-                args: args.join(" "),
-                detail: format!("no stash was created: {}", out.trim()),
-            });
+        if after.is_some() && after != before {
+            return Ok(after);
         }
-        Ok(after)
+        let out = result?;
+        if out.contains("No local changes") {
+            return Ok(None);
+        }
+        Err(GitError {
+            args: args.join(" "),
+            detail: format!("no stash was created: {}", out.trim()),
+        })
     }
 
     /// Whether the stash commit `sha` is still in the stash list.

@@ -318,7 +318,9 @@ fn explain(message: &str) -> String {
     }
     if message.starts_with("unknown field") {
         // toml appends " in `<table>`": not a candidate.
-        let listed = message.rsplit_once(" in `").map_or(message.as_str(), |(l, _)| l);
+        let listed = message
+            .rsplit_once(" in `")
+            .map_or(message.as_str(), |(l, _)| l);
         let names = backticked(listed);
         if let Some((unknown, expected)) = names.split_first() {
             if let Some(best) = did_you_mean(unknown, expected) {

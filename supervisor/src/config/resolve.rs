@@ -76,7 +76,8 @@ pub struct PhaseOverride {
 /// `[phases]`: the rotation and the per-phase overrides.
 #[derive(Clone, Debug, Default)]
 pub struct PhasesConfig {
-    /// Phase names in rotation order; empty when phases are not used.
+    /// Phase names in rotation order (a name may repeat, to weight it); empty when phases
+    /// are not used.
     pub list: Vec<String>,
     /// Overrides by phase name (every name is in `list`).
     pub overrides: BTreeMap<String, PhaseOverride>,
@@ -382,12 +383,6 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
             return Err(err(
                 &format!("phases.list[{i}]"),
                 "expected a non-empty phase name".into(),
-            ));
-        }
-        if list[..i].contains(name) {
-            return Err(err(
-                &format!("phases.list[{i}]"),
-                format!("{name:?} is listed twice"),
             ));
         }
     }
