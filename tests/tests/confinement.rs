@@ -55,7 +55,9 @@ fn inet_socket_in_before_spawn_is_killed_by_seccomp_and_round_runs() {
     assert!(pos("hook_failed") < pos("round_start"), "{all}");
     assert!(pos("round_start") < pos("round_end"), "{all}");
     assert_eq!(p.events_of("agent_exit")[0]["exit_code"], 0, "{all}");
-    assert!(p.dir().join("notes/journal.md").is_file());
+    // The agent ran: its dirty work is in the orphan stash (default dirty_action).
+    let stashed = p.git(&["stash", "show", "--include-untracked", "--name-only"]);
+    assert!(stashed.contains("notes/journal.md"), "the agent did not run");
 
     match listener.accept() {
         Err(e) if e.kind() == ErrorKind::WouldBlock => {}

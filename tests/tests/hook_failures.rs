@@ -22,7 +22,9 @@ fn failed_round(host: HostSpec) -> (Project, Value) {
     assert_eq!(p.events_of("round_start").len(), 1, "{all}");
     assert_eq!(p.events_of("round_end").len(), 1, "{all}");
     assert_eq!(p.events_of("agent_exit")[0]["exit_code"], 0, "{all}");
-    assert!(p.dir().join("notes/journal.md").is_file(), "the agent did not run");
+    // The agent ran: its dirty work is in the orphan stash (default dirty_action).
+    let stashed = p.git(&["stash", "show", "--include-untracked", "--name-only"]);
+    assert!(stashed.contains("notes/journal.md"), "the agent did not run");
     let failed = failed[0].clone();
     (p, failed)
 }

@@ -40,7 +40,9 @@ fn pin_mismatch_refuses_the_host_and_the_round_runs() {
     assert!(p.events_of("hook_failed").is_empty(), "{all}");
     assert_eq!(p.events_of("round_start").len(), 1, "{all}");
     assert_eq!(p.events_of("round_end").len(), 1, "{all}");
-    assert!(p.dir().join("notes/journal.md").is_file(), "the agent did not run");
+    // The agent ran: its dirty work is in the orphan stash (default dirty_action).
+    let stashed = p.git(&["stash", "show", "--include-untracked", "--name-only"]);
+    assert!(stashed.contains("notes/journal.md"), "the agent did not run");
 }
 
 #[test]
@@ -61,7 +63,9 @@ fn unpinned_host_is_refused_under_require() {
     );
     assert!(p.events_of("plugin_spawn_decision").is_empty(), "{all}");
     assert_eq!(p.events_of("round_end").len(), 1, "{all}");
-    assert!(p.dir().join("notes/journal.md").is_file(), "the agent did not run");
+    // The agent ran: its dirty work is in the orphan stash (default dirty_action).
+    let stashed = p.git(&["stash", "show", "--include-untracked", "--name-only"]);
+    assert!(stashed.contains("notes/journal.md"), "the agent did not run");
 }
 
 #[test]
