@@ -170,6 +170,9 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
         let segments: Vec<&str> = pattern.split('.').collect();
         remove_matching(&mut table, &segments, String::new(), &mut warnings);
     }
+    if let Some(toml::Value::Table(plugins)) = table.get_mut("plugins") {
+        take_plugin_tables(plugins, &mut warnings);
+    }
     let phases = table.remove("phases");
     let agent_table = table.get("agent").cloned();
     let mut raw: RawConfig = deserialize_at(path, "", toml::Value::Table(table))?;
@@ -214,6 +217,26 @@ fn remove_matching(
         } else if let Some(toml::Value::Table(sub)) = table.get_mut(&key) {
             remove_matching(sub, rest, here, warnings);
         }
+    }
+}
+
+/// The keys of `[plugins]` this build reads.
+const PLUGINS_KEYS: &[&str] = &["sandbox", "spawn_override_allow", "disable", "pin", "hosts"];
+
+/// The reference system lets plugins keep their own tables under `[plugins]`: an unknown
+/// key holding a table is taken out with a warning. An unknown key holding a plain value
+/// stays, so a misspelt setting (`sandox = "require"`) is still an error: fail closed.
+fn take_plugin_tables(plugins: &mut toml::Table, warnings: &mut Vec<String>) {
+    let foreign: Vec<String> = plugins
+        .iter()
+        .filter(|(k, v)| !PLUGINS_KEYS.contains(&k.as_str()) && v.is_table())
+        .map(|(k, _)| k.clone())
+        .collect();
+    for key in foreign {
+        plugins.remove(&key);
+        warnings.push(format!(
+            "config table `plugins.{key}` configures a reference-system plugin; this agent-runner runs plugins as [plugins.hosts.<name>] and ignores it"
+        ));
     }
 }
 
@@ -372,6 +395,21 @@ mod tests {
         let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\nterminal_marker = \"m\"\n[monitor]\nauth_fail_hint = \"h\"\n";
         let raw = parse(Path::new("c.toml"), text).unwrap();
         assert_eq!(raw.warnings.len(), 2, "{:?}", raw.warnings);
+        let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\n[plugins]\nsandox = \"require\"\n[plugins.throttle]\nmax = 3\n";
+        match parse(Path::new("c.toml"), text) {
+            Err(ConfigError::Key { key, message, .. }) => {
+                assert_eq!(key, "plugins.sandox");
+                assert!(message.contains("did you mean `sandbox`?"), "{message}");
+            }
+            other => panic!("expected a key error, got {other:?}"),
+        }
+        let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\n[plugins.throttle]\nmax = 3\n";
+        let foreign = parse(Path::new("c.toml"), text).unwrap();
+        assert!(
+            foreign.warnings[0].contains("`plugins.throttle`"),
+            "{:?}",
+            foreign.warnings
+        );
         assert!(raw.warnings[0].contains("agent.terminal_marker"));
         assert!(raw.warnings[1].contains("`monitor`"));
     }
