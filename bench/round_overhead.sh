@@ -31,7 +31,8 @@ git add -A && git commit -qm init
 "$bin" round >/dev/null 2>&1   # warm the page cache, create the log dir
 
 if command -v hyperfine >/dev/null; then
-  hyperfine --warmup 3 --runs "$runs" -N "$bin round" "true"
+  hyperfine --warmup 3 --runs "$runs" -N --export-json "$work/h.json" "$bin round" "true"
+  python3 -c "import json,sys; [print(f\"{r['command']}: median {r['median']*1000:.1f} ms\") for r in json.load(open(sys.argv[1]))['results']]" "$work/h.json"
 else
   for cmd in "$bin round" "true"; do
     times=()
