@@ -6,8 +6,8 @@
 //! a hook call) ends at once on a stop.
 //!
 //! Crash-loop breaker: an agent run that ends unclean (non-zero exit or a signal) within
-//! [`FAST_EXIT`] having written nothing, or that cannot be started at all, is a fast
-//! failure; [`CRASH_LOOP_LIMIT`] of them in a row stop `serve` with a `crash_loop` event
+//! [`FAST_EXIT`] having written nothing, or a round that cannot start at all (agent not
+//! found, prompt unreadable), is a fast failure; [`CRASH_LOOP_LIMIT`] of them in a row stop `serve` with a `crash_loop` event
 //! and exit 75. Any other round resets the count. (A clean, silent, instant exit, like the
 //! benchmark's `true`, is a valid round, not a crash.)
 
@@ -199,7 +199,9 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                     && exit.duration < FAST_EXIT
                     && output_bytes == 0;
                 fast_failures = if fast { fast_failures + 1 } else { 0 };
-                if max_rounds.is_some_and(|max| completed >= max) {
+                if max_rounds.is_some_and(|max| completed >= max)
+                    || fast_failures >= CRASH_LOOP_LIMIT
+                {
                     continue;
                 }
                 restart_delay
@@ -237,6 +239,9 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                 runner
                     .events
                     .emit("round_error", json!({"error": err.message}));
+                if fast_failures >= CRASH_LOOP_LIMIT {
+                    continue;
+                }
                 restart_delay
             }
         };

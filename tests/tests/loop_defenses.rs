@@ -255,3 +255,21 @@ fn defer_zero_is_asked_again_at_most_once_a_second() {
     );
     assert!(decisions >= 2, "{}", p.events_text());
 }
+
+#[test]
+fn an_agent_that_cannot_start_trips_the_breaker_too() {
+    let p = Project::new();
+    let missing = p.tmp_dir().join("no-such-agent");
+    p.write_config(&ConfigBuilder::new(&missing));
+    let out = p
+        .spawn(&["serve", "--max-rounds", "50"])
+        .wait(Duration::from_secs(120));
+    out.assert_code(75);
+    assert_eq!(
+        p.events_of("agent_spawn_failed").len(),
+        5,
+        "{}",
+        p.events_text()
+    );
+    assert_eq!(p.events_of("crash_loop").len(), 1, "{}", p.events_text());
+}
