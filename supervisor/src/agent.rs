@@ -3,6 +3,11 @@
 //! budget runs out (or an immediate stop arrives) the whole group gets SIGTERM, then
 //! SIGKILL after [`KILL_GRACE`]. Whatever the agent left running in its group is killed
 //! when it exits.
+//!
+//! Descendants that left the group (`setsid`, double fork) are caught too: the supervisor
+//! is a child subreaper ([`become_subreaper`]), so every orphaned descendant is reparented
+//! to it; after the agent is gone, [`reap_orphans`] SIGKILLs and reaps every child of the
+//! supervisor that is not a plugin host, until none is left. No zombie remains.
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
@@ -34,6 +39,8 @@ pub struct AgentSpec {
     pub stdin_prompt: Option<String>,
     /// Wall-clock budget.
     pub budget: Duration,
+    /// Pids of the supervisor's own children that must survive the round (plugin hosts).
+    pub spare: Vec<u32>,
 }
 
 /// How the agent's run ended (`agent_exit.exit_cause`).
@@ -114,8 +121,9 @@ pub async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Result<Agent
         _ = tokio::time::sleep(spec.budget) => { cause = Some(ExitCause::Timeout); terminate(&mut child, pgid).await? }
         _ = reached(stop, StopLevel::Immediate) => { cause = Some(ExitCause::Stopped); terminate(&mut child, pgid).await? }
     };
-    // Reap what the agent left behind in its group.
+    // Reap what the agent left behind in its group, then what left the group.
     let _ = killpg(pgid, Signal::SIGKILL);
+    reap_orphans(&spec.spare).await;
     let cause = cause.unwrap_or(if status.signal().is_some() {
         ExitCause::Signaled
     } else {
@@ -127,6 +135,83 @@ pub async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Result<Agent
         duration: started.elapsed(),
         cause,
     })
+}
+
+/// Makes this process a child subreaper (`PR_SET_CHILD_SUBREAPER`): orphaned descendants
+/// are reparented to it instead of to init, so [`reap_orphans`] can find them. Called once
+/// at boot by `serve` and `round`.
+///
+/// Errors: the `prctl` failed (the reaper then only sees the agent's own group).
+pub fn become_subreaper() -> std::io::Result<()> {
+    // SAFETY: PR_SET_CHILD_SUBREAPER takes one integer argument and touches no memory of
+    // ours.
+    let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Longest time [`reap_orphans`] keeps killing newly reparented descendants.
+const REAP_DEADLINE: Duration = Duration::from_secs(5);
+
+/// SIGKILLs (with their process groups when they lead one) and reaps every child of this
+/// process not in `spare`, again and again as their own orphans are reparented here, until
+/// none is left or [`REAP_DEADLINE`] passes. Only the pids found are waited for, so the
+/// exit statuses of the hosts (tokio's children) are never taken.
+pub async fn reap_orphans(spare: &[u32]) {
+    let me = std::process::id();
+    let deadline = Instant::now() + REAP_DEADLINE;
+    loop {
+        let children: Vec<(u32, u32)> = children_of(me)
+            .into_iter()
+            .filter(|(pid, _)| !spare.contains(pid))
+            .collect();
+        if children.is_empty() || Instant::now() >= deadline {
+            return;
+        }
+        let own_group = nix::unistd::getpgrp().as_raw() as u32;
+        for &(pid, pgrp) in &children {
+            if pgrp == pid && pgrp != own_group {
+                let _ = killpg(Pid::from_raw(pgrp as i32), Signal::SIGKILL);
+            }
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+        }
+        for &(pid, _) in &children {
+            // A SIGKILLed process is reapable within milliseconds; WNOHANG + a short sleep
+            // keeps the runtime responsive.
+            let pid = Pid::from_raw(pid as i32);
+            loop {
+                use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+                match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
+                    Ok(WaitStatus::StillAlive) if Instant::now() < deadline => {
+                        tokio::time::sleep(Duration::from_millis(2)).await
+                    }
+                    _ => break,
+                }
+            }
+        }
+    }
+}
+
+/// The children of `parent` (pid, process group), from `/proc/*/stat`.
+fn children_of(parent: u32) -> Vec<(u32, u32)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|entry| {
+        let name = entry.ok()?.file_name();
+        let pid: u32 = name.to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // Fields after the command (which may hold spaces and parentheses).
+        let mut fields = stat.get(stat.rfind(')')? + 2..)?.split(' ');
+        let _state = fields.next()?;
+        let ppid: u32 = fields.next()?.parse().ok()?;
+        let pgrp: u32 = fields.next()?.parse().ok()?;
+        (ppid == parent).then_some((pid, pgrp))
+    })
+    .collect()
 }
 
 async fn terminate(

@@ -45,7 +45,11 @@ pub enum Command {
     },
     /// Run one round, then exit: 0 clean, 1 agent failure/timeout, 75 deferred or skipped,
     /// 78 config error.
-    Round,
+    Round {
+        /// Run this phase instead of the rotation's (`[phases] list`).
+        #[arg(long, value_name = "NAME")]
+        phase: Option<String>,
+    },
     /// Run rounds back to back until stopped (SIGTERM/SIGINT: finish the round, then exit).
     Serve {
         /// Stop after N completed rounds.
@@ -58,6 +62,14 @@ pub enum Command {
     /// Check the config, the sandbox and every host's pin; exit non-zero when serve would
     /// refuse to boot (78) or a check fails (1).
     Doctor,
+    /// Is a supervisor running (pid, current round, uptime, hosts)? Exit 0 yes, 1 no.
+    Status,
+    /// Stop the running supervisor gracefully: no new round; the current one finishes.
+    Stop,
+    /// Terminate the running supervisor now: the agent's group is killed, hosts shut down.
+    Kill,
+    /// Start `serve` detached; refused while a supervisor runs.
+    Start,
     /// Plugin hosts: check one against the protocol, or scaffold a new one.
     Plugin {
         /// What to do.
@@ -144,7 +156,7 @@ pub fn main() -> ExitCode {
 
 fn init_tracing(command: &Command) {
     let default = match command {
-        Command::Round | Command::Serve { .. } => "info",
+        Command::Round { .. } | Command::Serve { .. } => "info",
         _ => "warn",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("AGENT_RUNNER_LOG")
@@ -186,22 +198,42 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             }
             Ok(report.code)
         }
-        Command::Round => round(&cli.config, cli.json).await,
+        Command::Round { phase } => round(&cli.config, cli.json, phase.as_deref()).await,
         Command::Plugin { command } => plugin(command, cli.config, cli.json).await,
         Command::Serve { max_rounds, once } => {
-            let mut stop =
-                stop::install_signal_handlers().map_err(|e| CliError::failure(e.to_string()))?;
+            let (sender, mut stop) =
+                stop::install().map_err(|e| CliError::failure(e.to_string()))?;
             let mut booted = serve::boot(&cli.config).await?;
-            let completed =
-                serve::serve(&mut booted, ServeOptions { max_rounds, once }, &mut stop).await;
+            let log_dir = booted.runner.config.runtime.log_dir.clone();
+            let control = crate::control::listen(&log_dir, sender, booted.status.subscribe())
+                .map_err(|e| {
+                    tracing::warn!(
+                        "control socket unavailable ({e}); stop/status fall back on the lock pid"
+                    )
+                })
+                .ok();
+            let end = serve::serve(&mut booted, ServeOptions { max_rounds, once }, &mut stop).await;
+            drop(control);
             serve::shutdown(booted).await;
+            let completed = end.completed;
             if cli.json {
-                println!("{}", serde_json::json!({"rounds_completed": completed}));
+                println!(
+                    "{}",
+                    serde_json::json!({"rounds_completed": completed, "exit_code": end.code})
+                );
             } else {
                 eprintln!("agent-runner: serve stopped after {completed} completed round(s)");
             }
-            Ok(exit::OK)
+            Ok(end.code)
         }
+        Command::Status => crate::control::status(&cli.config, cli.json).await,
+        Command::Stop => {
+            crate::control::stop(&cli.config, stop::StopLevel::Graceful, cli.json).await
+        }
+        Command::Kill => {
+            crate::control::stop(&cli.config, stop::StopLevel::Immediate, cli.json).await
+        }
+        Command::Start => crate::control::start(&cli.config, cli.json).await,
     }
 }
 
@@ -250,16 +282,28 @@ async fn plugin(command: PluginCommand, config: PathBuf, json: bool) -> Result<u
     }
 }
 
-async fn round(config: &std::path::Path, json: bool) -> Result<u8, CliError> {
+async fn round(config: &std::path::Path, json: bool, phase: Option<&str>) -> Result<u8, CliError> {
     let mut stop = stop::install_signal_handlers().map_err(|e| CliError::failure(e.to_string()))?;
     let mut booted = serve::boot(config).await?;
-    let result = booted.runner.attempt(&mut stop).await;
+    if let Some(name) = phase {
+        let list = &booted.runner.config.phases.list;
+        if !list.iter().any(|p| p == name) {
+            let message = format!("--phase {name:?} is not in [phases] list {list:?}");
+            serve::shutdown(booted).await;
+            return Err(CliError {
+                code: exit::USAGE,
+                message,
+            });
+        }
+    }
+    let result = booted.runner.attempt(&mut stop, phase).await;
     serve::shutdown(booted).await;
     let (code, summary) = match result? {
         Attempt::Ran {
             round_num,
             exit: agent_exit,
             dirty,
+            ..
         } => {
             let code = if agent_exit.is_clean() {
                 exit::OK
@@ -291,6 +335,13 @@ async fn round(config: &std::path::Path, json: bool) -> Result<u8, CliError> {
                 Verdict::Proceed => unreachable!("proceed always runs the agent"),
             };
             (exit::TEMPFAIL, summary)
+        }
+        Attempt::Stopped => {
+            eprintln!("agent-runner: stopped before the agent started");
+            (
+                exit::INTERRUPTED,
+                serde_json::json!({"started": false, "action": "stopped"}),
+            )
         }
     };
     if json {

@@ -18,6 +18,7 @@ use crate::events::{timestamp, EventLog};
 use crate::git::Repo;
 use crate::hosts::HostManager;
 use crate::state::{read_json, write_json_atomic, OrphanState, ORPHAN_FILE};
+use crate::stop::StopWatch;
 
 /// Name of the built-in default dirty handler (reserved: no host may declare it).
 pub const BUILTIN_HANDLER_NAME: &str = "default";
@@ -63,8 +64,15 @@ pub struct DirtyRound<'a> {
     pub ctx: &'a Context,
 }
 
-/// Runs the dirty handlers over `files` (non-empty) and performs the winning answer.
-pub async fn handle(round: &DirtyRound<'_>, hosts: &mut HostManager, files: &[String]) -> Outcome {
+/// Runs the dirty handlers over `files` (non-empty) and performs the winning answer. A
+/// graceful stop abandons a host call in flight (the host is killed) and goes straight to
+/// the built-in handler, so the tree is still handled and the stop is not held up.
+pub async fn handle(
+    round: &DirtyRound<'_>,
+    hosts: &mut HostManager,
+    files: &[String],
+    stop: &mut StopWatch,
+) -> Outcome {
     round.events.emit(
         "dirty_detected",
         json!({"round_num": round.ctx.round_num,
@@ -81,9 +89,13 @@ pub async fn handle(round: &DirtyRound<'_>, hosts: &mut HostManager, files: &[St
             dirty_files: files.to_vec(),
         };
         let params = serde_json::to_value(params).expect("params serialize");
-        let value = match hosts.call(&hook, methods::HANDLE_DIRTY, params).await {
-            Ok(Some(value)) => value,
-            Ok(None) | Err(_) => continue,
+        let value = match hosts
+            .call_unless_stopped(&hook, methods::HANDLE_DIRTY, params, stop)
+            .await
+        {
+            None => break,
+            Some(Ok(Some(value))) => value,
+            Some(Ok(None) | Err(_)) => continue,
         };
         match decode_dirty_result(value, files) {
             Ok(Some(action)) => return perform(round, hook.name.as_str(), action, files).await,

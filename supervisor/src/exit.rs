@@ -1,5 +1,5 @@
 //! Exit codes and the one top-level error type of the CLI (the reference system's codes:
-//! 0 clean, 1 failure, 2 usage, 75 deferred/skipped/crash loop, 78 permanent config error).
+//! 0 clean, 1 failure, 2 usage, 75 deferred/skipped/crash loop, 78 permanent config error, 130 interrupted).
 
 use std::fmt;
 use std::process::ExitCode;
@@ -12,6 +12,8 @@ pub const FAILURE: u8 = 1;
 pub const USAGE: u8 = 2;
 /// Temporary: a spawn hook deferred or skipped the round; no agent started (EX_TEMPFAIL).
 pub const TEMPFAIL: u8 = 75;
+/// Interrupted by a stop before the work could start.
+pub const INTERRUPTED: u8 = 130;
 /// Permanent configuration error: bad config, or `sandbox = "require"` cannot engage
 /// (EX_CONFIG). systemd units use it in `RestartPreventExitStatus`.
 pub const CONFIG: u8 = 78;

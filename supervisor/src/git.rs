@@ -108,13 +108,12 @@ impl Repo {
         })
     }
 
-    /// The pathspec keeping the log dir out of a stash. Empty when there is no log dir in
-    /// the tree, or when git already ignores it: `stash push -u` never takes ignored files,
-    /// and an exclude pathspec naming an ignored path makes git's internal `add` fail
-    /// *after* the stash was created, leaving the tree dirty and the files staged.
-    async fn exclude_pathspec(&self) -> Vec<String> {
+    /// The pathspec keeping the log dir out of a stash: none when git already ignores it
+    /// (`stash -u` skips ignored files, and naming an ignored path makes git fail after
+    /// the stash was made).
+    async fn stash_pathspec(&self) -> Vec<String> {
         match &self.excluded {
-            Some(ex) if self.run(&["check-ignore", "-q", "--", ex]).await.is_err() => {
+            Some(ex) if self.run(&["check-ignore", "-q", ex]).await.is_err() => {
                 vec![".".to_owned(), format!(":(exclude){ex}")]
             }
             _ => Vec::new(),
@@ -122,27 +121,36 @@ impl Repo {
     }
 
     /// `git stash push -u -m <message>` (log dir excluded); returns the stash commit's SHA,
-    /// or `None` when git found nothing to stash.
+    /// or `None` when git found nothing to stash. A stash that git made but then reported
+    /// a failure for still counts as made (the work is in it, by SHA).
     pub async fn stash_push(&self, message: &str) -> Result<Option<String>, GitError> {
         let before = self.stash_head().await;
-        let spec = self.exclude_pathspec().await;
+        let spec = self.stash_pathspec().await;
         let mut args = vec!["stash", "push", "-u", "-m", message];
         if !spec.is_empty() {
             args.push("--");
             args.extend(spec.iter().map(String::as_str));
         }
-        let out = self.run(&args).await?;
+        let result = self.run(&args).await;
         let after = self.stash_head().await;
-        if after.is_none() || after == before {
-            if out.contains("No local changes") {
-                return Ok(None);
-            }
-            return Err(GitError {
-                args: args.join(" "),
-                detail: format!("no stash was created: {}", out.trim()),
-            });
+        if after.is_some() && after != before {
+            return Ok(after);
         }
-        Ok(after)
+        let out = result?;
+        if out.contains("No local changes") {
+            return Ok(None);
+        }
+        Err(GitError {
+            args: args.join(" "),
+            detail: format!("no stash was created: {}", out.trim()),
+        })
+    }
+
+    /// Whether the stash commit `sha` is still in the stash list.
+    pub async fn stash_contains(&self, sha: &str) -> bool {
+        self.run(&["stash", "list", "--format=%H"])
+            .await
+            .is_ok_and(|out| out.lines().any(|l| l.trim() == sha))
     }
 
     async fn stash_head(&self) -> Option<String> {

@@ -10,12 +10,15 @@
 //! - [`git`]: the only place that runs git.
 //! - [`events`]: the operator's record, one JSON line per event.
 //! - [`state`]: the project lock, the round counter and the orphan stash record.
-//! - [`doctor`], [`init`]: operator verbs.
+//! - [`round_context`], [`retention`]: the context the agent sees; round log pruning.
+//! - [`doctor`], [`init`], [`control`]: operator verbs (`status`/`stop`/`kill`/`start`
+//!   over the control socket).
 //! - [`plugin_check`], [`plugin_new`]: host author verbs (`plugin check`, `plugin new`).
 
 pub mod agent;
 pub mod cli;
 pub mod config;
+pub mod control;
 pub mod dirty;
 pub mod doctor;
 pub mod events;
@@ -26,7 +29,9 @@ pub mod init;
 pub mod plugin_check;
 pub mod plugin_new;
 pub mod prompt;
+pub mod retention;
 pub mod round;
+pub mod round_context;
 pub mod sandbox;
 pub mod serve;
 pub mod spawn_gate;

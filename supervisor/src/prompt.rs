@@ -1,15 +1,51 @@
-//! The prompt of a round and the agent's argv: `[prompt] file` read fresh each round, YAML
-//! front matter stripped (the reference system's `strip_yaml_frontmatter = true`), delivered
+//! The prompt of a round and the agent's argv: the `[prompt]` files read fresh each round
+//! and joined with `concat_separator`, the first one's YAML front matter stripped
+//! (`strip_yaml_frontmatter`), the round context prepended as a fenced
+//! ```` ```json round-context ```` block (`context_injection_mode = "prepend"`), delivered
 //! by argv (`{prompt}` in `prompt_arg_template`) or stdin.
 
-use std::path::Path;
+use std::path::PathBuf;
 
-use crate::config::{AgentConfig, PromptDelivery};
+use crate::config::{AgentConfig, PromptConfig, PromptDelivery};
 
-/// Reads the prompt file and strips a leading YAML front matter block (`---` … `---`).
-pub fn read_prompt(path: &Path) -> std::io::Result<String> {
-    let text = std::fs::read_to_string(path)?;
-    Ok(strip_front_matter(&text).to_owned())
+/// Assembles the prompt from `files` (`files[0]` must be readable; a later missing file
+/// is skipped with a warning), then prepends `context` as a fenced block when given.
+///
+/// Errors: `files[0]` or a present later file cannot be read.
+pub fn assemble(
+    config: &PromptConfig,
+    files: &[PathBuf],
+    context: Option<&serde_json::Value>,
+) -> std::io::Result<String> {
+    let mut bodies = Vec::with_capacity(files.len());
+    for (i, path) in files.iter().enumerate() {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if i > 0 && e.kind() == std::io::ErrorKind::NotFound => {
+                tracing::warn!("prompt file {} is missing; skipped", path.display());
+                continue;
+            }
+            Err(e) => {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!("{}: {e}", path.display()),
+                ))
+            }
+        };
+        bodies.push(if i == 0 && config.strip_yaml_frontmatter {
+            strip_front_matter(&text).to_owned()
+        } else {
+            text
+        });
+    }
+    let body = bodies.join(&config.concat_separator);
+    Ok(match context {
+        Some(ctx) => format!(
+            "```json round-context\n{}\n```\n\n{body}",
+            serde_json::to_string_pretty(ctx).unwrap_or_default()
+        ),
+        None => body,
+    })
 }
 
 /// `text` without a leading `---\n … \n---\n` block; unchanged when there is none or it
@@ -50,6 +86,39 @@ pub fn agent_argv(agent: &AgentConfig, prompt: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::ContextInjection;
+
+    #[test]
+    fn files_are_joined_and_the_context_prepended() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.md");
+        let b = dir.path().join("b.md");
+        std::fs::write(&a, "---\ntitle: a\n---\nA").unwrap();
+        std::fs::write(&b, "---\nkept: yes\n---\nB").unwrap();
+        let mut config = PromptConfig {
+            files: vec![],
+            concat_separator: "\n--\n".into(),
+            strip_yaml_frontmatter: true,
+            injection: ContextInjection::Prepend,
+        };
+        let missing = dir.path().join("missing.md");
+        let files = [a.clone(), missing, b];
+        assert_eq!(
+            assemble(&config, &files, None).unwrap(),
+            "A\n--\n---\nkept: yes\n---\nB"
+        );
+        let ctx = serde_json::json!({"round_num": 3});
+        let text = assemble(&config, &files[..1], Some(&ctx)).unwrap();
+        assert_eq!(
+            text,
+            "```json round-context\n{\n  \"round_num\": 3\n}\n```\n\nA"
+        );
+        config.strip_yaml_frontmatter = false;
+        assert!(assemble(&config, &files[..1], None)
+            .unwrap()
+            .starts_with("---\n"));
+        assert!(assemble(&config, &files[1..2], None).is_err());
+    }
 
     #[test]
     fn strips_closed_front_matter_only() {

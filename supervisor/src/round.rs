@@ -1,7 +1,12 @@
-//! One round (design.md "One round, as data flows", steps 2–6): prompt and argv, spawn
-//! hooks, the agent under its budget, the dirty tree, and the events of each step:
-//! `round_start`, `agent_spawn`, `agent_exit`, `dirty_detected` and the dirty outcome,
-//! `round_end`.
+//! One round (design.md "One round, as data flows", steps 2–6): phase and profile, prompt
+//! and argv, spawn hooks, the agent under its budget, the dirty tree, and the events of
+//! each step: `round_start`, `agent_spawn`, `agent_exit`, `dirty_detected` and the dirty
+//! outcome, `round_end`.
+//!
+//! The phase of round N is `[phases] list[(N-1) % len]` unless `round --phase` names one;
+//! it selects the per-phase overrides (budget, prompt files, agent) and reaches the agent
+//! (`AGENT_RUNNER_PHASE`, the round context), the hosts (`ctx.phase`), `round_start.phase`
+//! and the auto-commit subject.
 
 use agent_runner_protocol::{Context, SpawnView, VcsContext};
 use serde_json::json;
@@ -10,16 +15,18 @@ use std::fs::File;
 use std::time::SystemTime;
 
 use crate::agent::{self, AgentExit, AgentSpec};
-use crate::config::{Config, PromptDelivery};
+use crate::config::{Config, ContextInjection, PromptDelivery};
 use crate::dirty::{self, DirtyRound, Outcome};
 use crate::events::{timestamp, EventLog};
 use crate::exit::CliError;
 use crate::git::Repo;
 use crate::hosts::HostManager;
-use crate::prompt::{agent_argv, read_prompt};
+use crate::prompt::{agent_argv, assemble};
+use crate::retention;
+use crate::round_context::{self, CONTEXT_FILE_ENV};
 use crate::spawn_gate::{self, Verdict};
 use crate::state;
-use crate::stop::StopWatch;
+use crate::stop::{StopLevel, StopWatch};
 
 /// What an attempt at a round came to.
 #[derive(Debug)]
@@ -30,11 +37,15 @@ pub enum Attempt {
         round_num: u64,
         /// How the agent ended.
         exit: AgentExit,
+        /// Bytes the agent wrote to its round log (stdout + stderr).
+        output_bytes: u64,
         /// What happened to a dirty tree (`None`: clean, or the agent did not exit cleanly).
         dirty: Option<Outcome>,
     },
     /// Spawn hooks deferred or skipped the round; no agent started.
     NotStarted(Verdict),
+    /// A stop arrived while the spawn hooks were being asked; no agent started.
+    Stopped,
 }
 
 /// Runs rounds of one project: the loaded config, its hosts and its event log.
@@ -60,18 +71,19 @@ impl Runner {
         }
     }
 
-    fn context(&self, round_num: u64, log_path: Option<String>) -> Context {
+    fn context(&self, round_num: u64, phase: Option<&str>, log_path: Option<String>) -> Context {
         let cfg = &self.config;
+        let agent = cfg.profile(phase).agent;
         Context {
             work_dir: cfg.runtime.work_dir.display().to_string(),
             log_dir: cfg.runtime.log_dir.display().to_string(),
             project: cfg.project.clone(),
             round_num,
-            phase: None,
-            agent_name: cfg.agent.name.clone(),
-            agent_binary: Some(cfg.agent.command[0].clone()),
+            phase: phase.map(str::to_owned),
+            agent_name: agent.name.clone(),
+            agent_binary: Some(agent.command[0].clone()),
             agent_log_path: log_path,
-            dry_run: false,
+            dry_run: cfg.runtime.dry_run,
             vcs: Some(VcsContext {
                 dirty_action: cfg.vcs.dirty_action.as_str().to_owned(),
                 stash_idempotency_s: cfg.vcs.stash_idempotency.as_secs(),
@@ -80,29 +92,41 @@ impl Runner {
     }
 
     /// The variables the agent gets on top of the supervisor's environment.
-    fn agent_env(&self, round_num: u64) -> Vec<(String, String)> {
+    fn agent_env(&self, round_num: u64, phase: Option<&str>) -> Vec<(String, String)> {
+        let log_dir = &self.config.runtime.log_dir;
         let mut env: Vec<(String, String)> = self
             .config
+            .profile(phase)
             .agent
             .env
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        env.push((
-            "AGENT_RUNNER_LOG_DIR".into(),
-            self.config.runtime.log_dir.display().to_string(),
-        ));
+        env.push(("AGENT_RUNNER_LOG_DIR".into(), log_dir.display().to_string()));
         env.push(("AGENT_RUNNER_ROUND_NUM".into(), round_num.to_string()));
-        env.push(("AGENT_RUNNER_PHASE".into(), String::new()));
+        env.push(("AGENT_RUNNER_PHASE".into(), phase.unwrap_or("").to_owned()));
+        if self.config.prompt.injection == ContextInjection::File {
+            env.push((
+                CONTEXT_FILE_ENV.into(),
+                log_dir
+                    .join(round_context::CONTEXT_FILE)
+                    .display()
+                    .to_string(),
+            ));
+        }
         env
     }
 
     /// Attempts one round: asks the spawn hooks and, if they let it, runs the agent and
-    /// handles the tree it left.
+    /// handles the tree it left. `phase` overrides the rotation (`round --phase`).
     ///
     /// Errors: the prompt cannot be read, the round log cannot be created, or the agent
     /// cannot be started (all reported to the operator; `serve` keeps going).
-    pub async fn attempt(&mut self, stop: &mut StopWatch) -> Result<Attempt, CliError> {
+    pub async fn attempt(
+        &mut self,
+        stop: &mut StopWatch,
+        phase: Option<&str>,
+    ) -> Result<Attempt, CliError> {
         let log_dir = self.config.runtime.log_dir.clone();
         let next = state::peek_next_round(&log_dir).map_err(|e| {
             CliError::failure(format!(
@@ -110,14 +134,21 @@ impl Runner {
                 log_dir.display()
             ))
         })?;
-        let prompt = read_prompt(&self.config.prompt_file).map_err(|e| {
-            CliError::failure(format!(
-                "cannot read prompt {}: {e}",
-                self.config.prompt_file.display()
-            ))
-        })?;
-        let argv = agent_argv(&self.config.agent, &prompt);
-        let env = self.agent_env(next);
+        let phase: Option<String> = phase
+            .map(str::to_owned)
+            .or_else(|| self.config.phase_for_round(next).map(str::to_owned));
+        let phase = phase.as_deref();
+        let profile = self.config.profile(phase);
+        let started = timestamp(SystemTime::now());
+        let round_ctx = round_context::build(&log_dir, &self.repo, next, &started, phase).await;
+        let prepend =
+            (self.config.prompt.injection == ContextInjection::Prepend).then_some(&round_ctx);
+        let prompt = assemble(&self.config.prompt, profile.prompt_files, prepend)
+            .map_err(|e| CliError::failure(format!("cannot read prompt: {e}")))?;
+        let argv = agent_argv(profile.agent, &prompt);
+        let delivery = profile.agent.delivery;
+        let budget = profile.round_budget;
+        let env = self.agent_env(next, phase);
         let env_names: BTreeSet<String> = std::env::vars_os()
             .map(|(k, _)| k.to_string_lossy().into_owned())
             .chain(env.iter().map(|(k, _)| k.clone()))
@@ -126,15 +157,19 @@ impl Runner {
             argv: argv.clone(),
             env_names: env_names.into_iter().collect(),
         };
-        let ctx = self.context(next, None);
+        let ctx = self.context(next, phase, None);
         let verdict = spawn_gate::consult(
             &mut self.hosts,
             &self.config.plugins.spawn_override_allow,
             &self.events,
             &ctx,
             &spawn,
+            stop,
         )
         .await;
+        if *stop.borrow() >= StopLevel::Graceful {
+            return Ok(Attempt::Stopped);
+        }
         if verdict != Verdict::Proceed {
             return Ok(Attempt::NotStarted(verdict));
         }
@@ -145,36 +180,46 @@ impl Runner {
                 log_dir.display()
             ))
         })?;
+        if let Err(e) = round_context::write(&log_dir, &round_ctx) {
+            tracing::warn!("cannot write the round context: {e}");
+        }
         self.events.emit(
             "round_start",
-            json!({"round_num": round_num, "phase": null}),
+            json!({"round_num": round_num, "phase": phase}),
         );
-        let started = timestamp(SystemTime::now());
         let stamp: String = started[..19]
             .chars()
             .filter(|c| *c != '-' && *c != ':')
             .collect();
         let rounds_dir = log_dir.join("rounds");
         let log_path = rounds_dir.join(format!("R{round_num}-{stamp}.log"));
-        let log = std::fs::create_dir_all(&rounds_dir)
-            .and_then(|_| File::create(&log_path))
-            .map_err(|e| {
-                CliError::failure(format!(
-                    "cannot create round log {}: {e}",
-                    log_path.display()
-                ))
-            })?;
+        std::fs::create_dir_all(&rounds_dir).map_err(|e| {
+            CliError::failure(format!("cannot create {}: {e}", rounds_dir.display()))
+        })?;
+        self.prune_round_logs(&rounds_dir);
+        let log = File::create(&log_path).map_err(|e| {
+            CliError::failure(format!(
+                "cannot create round log {}: {e}",
+                log_path.display()
+            ))
+        })?;
         let spec = AgentSpec {
             argv,
             env,
             work_dir: self.config.runtime.work_dir.clone(),
             log,
-            stdin_prompt: (self.config.agent.delivery == PromptDelivery::Stdin).then_some(prompt),
-            budget: self.config.runtime.round_budget,
+            stdin_prompt: (delivery == PromptDelivery::Stdin).then_some(prompt),
+            budget,
+            spare: self
+                .hosts
+                .states()
+                .into_iter()
+                .filter_map(|(_, _, pid)| pid)
+                .collect(),
         };
         self.events.emit(
             "agent_spawn",
-            json!({"round_num": round_num, "timeout_s": self.config.runtime.round_budget.as_secs(),
+            json!({"round_num": round_num, "timeout_s": budget.as_secs(),
                    "log_path": log_path}),
         );
         let exit = match agent::run(spec, stop).await {
@@ -182,7 +227,7 @@ impl Runner {
             Err(err) => {
                 let message = format!(
                     "cannot start agent {:?}: {err}",
-                    self.config.agent.command[0]
+                    self.config.profile(phase).agent.command[0]
                 );
                 self.events.emit(
                     "agent_spawn_failed",
@@ -195,27 +240,29 @@ impl Runner {
                 return Err(CliError::failure(message));
             }
         };
+        let duration_s = (exit.duration.as_secs_f64() * 1000.0).round() / 1000.0;
         self.events.emit(
             "agent_exit",
             json!({"round_num": round_num, "exit_code": exit.exit_code, "signal": exit.signal,
-                   "duration_s": (exit.duration.as_secs_f64() * 1000.0).round() / 1000.0,
+                   "duration_s": duration_s,
                    "timed_out": exit.cause == agent::ExitCause::Timeout,
                    "exit_cause": exit.cause.as_str()}),
         );
+        let output_bytes = std::fs::metadata(&log_path).map(|m| m.len()).unwrap_or(0);
 
         let mut dirty = None;
         if exit.is_clean() {
             match self.repo.dirty_files().await {
                 Ok(files) if files.is_empty() => {}
                 Ok(files) => {
-                    let ctx = self.context(round_num, Some(log_path.display().to_string()));
+                    let ctx = self.context(round_num, phase, Some(log_path.display().to_string()));
                     let round = DirtyRound {
                         config: &self.config,
                         repo: &self.repo,
                         events: &self.events,
                         ctx: &ctx,
                     };
-                    dirty = Some(dirty::handle(&round, &mut self.hosts, &files).await);
+                    dirty = Some(dirty::handle(&round, &mut self.hosts, &files, stop).await);
                 }
                 Err(err) => {
                     self.events.emit(
@@ -225,6 +272,17 @@ impl Runner {
                 }
             }
         }
+        if let Err(e) = state::record_round_end(
+            &log_dir,
+            state::PreviousRound {
+                round_num,
+                exit_code: exit.exit_code,
+                exit_cause: exit.cause.as_str().to_owned(),
+                duration_s,
+            },
+        ) {
+            tracing::warn!("cannot record the round's end in state.json: {e}");
+        }
         self.events.emit(
             "round_end",
             json!({"round_num": round_num, "exit_code": exit.exit_code, "exit_cause": exit.cause.as_str(),
@@ -233,7 +291,25 @@ impl Runner {
         Ok(Attempt::Ran {
             round_num,
             exit,
+            output_bytes,
             dirty,
         })
+    }
+
+    /// Applies `round_log_retention` before a new round log is created, keeping room for it.
+    fn prune_round_logs(&self, rounds_dir: &std::path::Path) {
+        let keep = self.config.runtime.round_log_retention;
+        if keep == 0 {
+            return;
+        }
+        match retention::prune(rounds_dir, keep - 1) {
+            Ok(deleted) if deleted.is_empty() => {}
+            Ok(deleted) => self.events.emit(
+                "round_logs_pruned",
+                json!({"directory": rounds_dir, "keep": keep, "deleted": deleted.len(),
+                       "files": deleted.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy()).collect::<Vec<_>>()}),
+            ),
+            Err(e) => tracing::warn!("cannot prune round logs in {}: {e}", rounds_dir.display()),
+        }
     }
 }

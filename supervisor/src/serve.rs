@@ -1,15 +1,24 @@
 //! Boot (config → sandbox gate → lock → hosts) and the loop: rounds back to back with
-//! `restart_delay_s` between them, until `max_rounds`, `--once`, or a stop signal. The
-//! first SIGTERM/SIGINT lets the running round finish within its budget and starts no new
-//! one; a second terminates the agent. Every wait (restart delay, defer, skip idle) ends
-//! at once on a stop.
+//! `restart_delay_s` between them, until `max_rounds`, `--once`, the stop file, the
+//! crash-loop breaker, or a stop signal. The first SIGTERM/SIGINT (or `agent-runner stop`)
+//! lets the running round finish within its budget and starts no new one; a second (or
+//! `agent-runner kill`) terminates the agent. Every wait (restart delay, defer, skip idle,
+//! a hook call) ends at once on a stop.
+//!
+//! Crash-loop breaker: an agent run that ends unclean (non-zero exit or a signal) within
+//! [`FAST_EXIT`] having written nothing, or a round that cannot start at all (agent not
+//! found, prompt unreadable), is a fast failure; [`CRASH_LOOP_LIMIT`] of them in a row stop `serve` with a `crash_loop` event
+//! and exit 75. Any other round resets the count. (A clean, silent, instant exit, like the
+//! benchmark's `true`, is a valid round, not a crash.)
 
 use agent_runner_plugin_host::probe::probe;
 use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
+use tokio::sync::watch;
 
 use crate::config;
+use crate::control::Snapshot;
 use crate::events::EventLog;
 use crate::exit::CliError;
 use crate::git::Repo;
@@ -24,10 +33,18 @@ use crate::stop::{sleep_unless, StopLevel, StopWatch};
 /// answer cannot spin (the reference system re-asks ~4×/s).
 pub const MIN_REASK: Duration = Duration::from_secs(1);
 
+/// A run shorter than this, unclean and silent, is a fast failure (crash-loop breaker).
+pub const FAST_EXIT: Duration = Duration::from_secs(2);
+
+/// Fast failures in a row that stop `serve` (exit 75, `crash_loop`).
+pub const CRASH_LOOP_LIMIT: u32 = 5;
+
 /// A booted supervisor: the lock held, hosts running.
 pub struct Booted {
     /// Runs the rounds.
     pub runner: Runner,
+    /// What `status` reports, kept current by [`serve`].
+    pub status: watch::Sender<Snapshot>,
     _lock: ProjectLock,
 }
 
@@ -36,6 +53,9 @@ pub struct Booted {
 /// Errors: 78 for config and gate problems, 1 when another supervisor holds the lock.
 pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
     let config = config::load(config_path)?;
+    if let Err(e) = crate::agent::become_subreaper() {
+        tracing::warn!("cannot become a child subreaper ({e}); processes that leave the agent's group may survive a round");
+    }
     let events = EventLog::new(&config.runtime.log_dir);
     let caps = probe();
     let gate = match SandboxGate::evaluate(config.plugins.sandbox, caps.clone()) {
@@ -72,8 +92,11 @@ pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
         )));
     }
     let hosts = HostManager::boot(&config, &gate, &events).await;
+    let mut snapshot = Snapshot::booting();
+    snapshot.update("waiting", None, &hosts);
     Ok(Booted {
         runner: Runner::new(config, events, hosts),
+        status: watch::channel(snapshot).0,
         _lock: lock,
     })
 }
@@ -87,9 +110,18 @@ pub struct ServeOptions {
     pub once: bool,
 }
 
-/// Runs rounds until stopped; returns the number of completed rounds.
-pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWatch) -> u64 {
-    let runner = &mut booted.runner;
+/// How `serve` ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServeEnd {
+    /// Rounds completed in this run.
+    pub completed: u64,
+    /// The exit code: 0, or 75 after a crash loop.
+    pub code: u8,
+}
+
+/// Runs rounds until stopped.
+pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWatch) -> ServeEnd {
+    let Booted { runner, status, .. } = booted;
     let max_rounds = if options.once {
         Some(1)
     } else {
@@ -97,12 +129,44 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
     };
     let restart_delay = runner.config.runtime.restart_delay;
     let mut completed = 0u64;
+    let mut fast_failures = 0u32;
+    let mut code = crate::exit::OK;
     loop {
         if *stop.borrow() >= StopLevel::Graceful {
             runner.events.emit(
                 "serve_stopping",
                 json!({"reason": "signal", "rounds_completed": completed}),
             );
+            break;
+        }
+        if let Some(file) = runner
+            .config
+            .runtime
+            .stop_file
+            .as_ref()
+            .filter(|f| f.exists())
+        {
+            runner.events.emit(
+                "stop_file_detected",
+                json!({"path": file, "rounds_completed": completed}),
+            );
+            eprintln!(
+                "agent-runner: stop file {} exists; stopping",
+                file.display()
+            );
+            break;
+        }
+        if fast_failures >= CRASH_LOOP_LIMIT {
+            runner.events.emit(
+                "crash_loop",
+                json!({"consecutive_fast_failures": fast_failures, "threshold": CRASH_LOOP_LIMIT,
+                       "fast_exit_s": FAST_EXIT.as_secs(), "rounds_completed": completed}),
+            );
+            eprintln!(
+                "agent-runner: the agent failed {fast_failures} times in a row within {} s without output; stopping (crash loop)",
+                FAST_EXIT.as_secs()
+            );
+            code = crate::exit::TEMPFAIL;
             break;
         }
         if let Some(max) = max_rounds.filter(|max| completed >= *max) {
@@ -112,10 +176,23 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
             );
             break;
         }
-        let wait = match runner.attempt(stop).await {
-            Ok(Attempt::Ran { .. }) => {
+        let next = crate::state::peek_next_round(&runner.config.runtime.log_dir).ok();
+        status.send_modify(|s| s.update("round", next, &runner.hosts));
+        let attempt = runner.attempt(stop, None).await;
+        status.send_modify(|s| s.update("waiting", None, &runner.hosts));
+        let wait = match attempt {
+            Ok(Attempt::Ran {
+                exit, output_bytes, ..
+            }) => {
                 completed += 1;
-                if max_rounds.is_some_and(|max| completed >= max) {
+                let fast = !exit.is_clean()
+                    && exit.cause != crate::agent::ExitCause::Stopped
+                    && exit.duration < FAST_EXIT
+                    && output_bytes == 0;
+                fast_failures = if fast { fast_failures + 1 } else { 0 };
+                if max_rounds.is_some_and(|max| completed >= max)
+                    || fast_failures >= CRASH_LOOP_LIMIT
+                {
                     continue;
                 }
                 restart_delay
@@ -146,17 +223,23 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
             Ok(Attempt::NotStarted(Verdict::Proceed)) => {
                 unreachable!("proceed always runs the agent")
             }
+            Ok(Attempt::Stopped) => continue,
             Err(err) => {
+                fast_failures += 1;
                 eprintln!("agent-runner: {err}");
                 runner
                     .events
                     .emit("round_error", json!({"error": err.message}));
+                if fast_failures >= CRASH_LOOP_LIMIT {
+                    continue;
+                }
                 restart_delay
             }
         };
         sleep_unless(stop, StopLevel::Graceful, wait).await;
     }
-    completed
+    status.send_modify(|s| s.update("stopping", None, &runner.hosts));
+    ServeEnd { completed, code }
 }
 
 /// Shuts the hosts down and releases the lock.

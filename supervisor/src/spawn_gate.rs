@@ -15,6 +15,7 @@ use serde_json::json;
 
 use crate::events::EventLog;
 use crate::hosts::HostManager;
+use crate::stop::StopWatch;
 
 /// The collapsed verdict of all spawn hooks.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,13 +42,16 @@ pub enum Verdict {
 
 /// Asks every spawn hook about the spawn described by `ctx` and `spawn`, records each
 /// honoured non-proceed answer (`plugin_spawn_decision`) and each ignored one
-/// (`plugin_spawn_override_ignored`), and returns the collapsed verdict.
+/// (`plugin_spawn_override_ignored`), and returns the collapsed verdict. A graceful stop
+/// abandons a call in flight (the host is killed) and ends the consultation: the caller
+/// checks the stop before spawning.
 pub async fn consult(
     hosts: &mut HostManager,
     allow: &[HookName],
     events: &EventLog,
     ctx: &Context,
     spawn: &SpawnView,
+    stop: &mut StopWatch,
 ) -> Verdict {
     let mut verdict = Verdict::Proceed;
     for hook in hosts.hooks(Family::SpawnHook) {
@@ -57,9 +61,13 @@ pub async fn consult(
             spawn: spawn.clone(),
         };
         let params = serde_json::to_value(params).expect("params serialize");
-        let value = match hosts.call(&hook, methods::BEFORE_SPAWN, params).await {
-            Ok(Some(value)) => value,
-            Ok(None) | Err(_) => continue,
+        let value = match hosts
+            .call_unless_stopped(&hook, methods::BEFORE_SPAWN, params, stop)
+            .await
+        {
+            None => break,
+            Some(Ok(Some(value))) => value,
+            Some(Ok(None) | Err(_)) => continue,
         };
         let decision = match decode_spawn_decision(value) {
             Ok(decision) => decision,

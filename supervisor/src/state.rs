@@ -84,11 +84,42 @@ impl ProjectLock {
     }
 }
 
-/// `state.json`: the last round number handed out (round numbers persist across restarts).
+/// The pid of the process holding the project lock in `log_dir`, or `None` when nobody
+/// holds it (the probe takes and releases the lock without writing to the file).
+pub fn lock_holder(log_dir: &Path) -> Option<u32> {
+    let file = File::open(log_dir.join(LOCK_FILE)).ok()?;
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(_free) => None,
+        Err((mut file, _)) => {
+            let mut pid = String::new();
+            file.read_to_string(&mut pid).ok()?;
+            pid.trim().parse().ok()
+        }
+    }
+}
+
+/// `state.json`: the last round number handed out (round numbers persist across restarts)
+/// and how the last finished round ended (for the next round's context).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct RoundState {
     /// The last round number that started (0 before the first round).
     pub last_round: u64,
+    /// The last round that finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<PreviousRound>,
+}
+
+/// How a finished round ended (`previous` in the round context).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PreviousRound {
+    /// Its number.
+    pub round_num: u64,
+    /// The agent's exit code (`None` when a signal ended it).
+    pub exit_code: Option<i32>,
+    /// `agent_exit.exit_cause`.
+    pub exit_cause: String,
+    /// Wall time of the agent, seconds.
+    pub duration_s: f64,
 }
 
 /// `orphan-state.json`: the last stash the supervisor made, by SHA (never `stash@{n}`).
@@ -139,10 +170,23 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> io::Result<()>
 /// mid-round never reuses a number.
 pub fn next_round(log_dir: &Path) -> io::Result<u64> {
     let path = log_dir.join(STATE_FILE);
-    let state: RoundState = read_json(&path)?.unwrap_or_default();
-    let next = state.last_round + 1;
-    write_json_atomic(&path, &RoundState { last_round: next })?;
-    Ok(next)
+    let mut state: RoundState = read_json(&path)?.unwrap_or_default();
+    state.last_round += 1;
+    write_json_atomic(&path, &state)?;
+    Ok(state.last_round)
+}
+
+/// Records how the round that just finished ended.
+pub fn record_round_end(log_dir: &Path, previous: PreviousRound) -> io::Result<()> {
+    let path = log_dir.join(STATE_FILE);
+    let mut state: RoundState = read_json(&path)?.unwrap_or_default();
+    state.previous = Some(previous);
+    write_json_atomic(&path, &state)
+}
+
+/// `state.json` as it is (the default before the first round).
+pub fn read_round_state(log_dir: &Path) -> io::Result<RoundState> {
+    Ok(read_json(&log_dir.join(STATE_FILE))?.unwrap_or_default())
 }
 
 /// The number the next round will get, without claiming it.

@@ -18,30 +18,51 @@ pub enum StopLevel {
 /// The receiving side, cloned into every wait.
 pub type StopWatch = watch::Receiver<StopLevel>;
 
+/// The sending side: raises the level (signals, the control socket).
+pub type StopSender = std::sync::Arc<watch::Sender<StopLevel>>;
+
 /// Installs SIGTERM/SIGINT handlers that raise the level one step per signal; returns the
 /// watch. Errors: the signal handlers could not be installed.
 pub fn install_signal_handlers() -> std::io::Result<StopWatch> {
+    install().map(|(_, rx)| rx)
+}
+
+/// [`install_signal_handlers`], also returning the sender for other stop sources.
+///
+/// Errors: the signal handlers could not be installed.
+pub fn install() -> std::io::Result<(StopSender, StopWatch)> {
     use tokio::signal::unix::{signal, SignalKind};
     let (tx, rx) = watch::channel(StopLevel::Run);
+    let tx = std::sync::Arc::new(tx);
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
+    let signals = tx.clone();
     tokio::spawn(async move {
         loop {
             tokio::select! {
                 _ = term.recv() => {}
                 _ = int.recv() => {}
             }
-            let next = match *tx.borrow() {
+            let next = match *signals.borrow() {
                 StopLevel::Run => StopLevel::Graceful,
                 _ => StopLevel::Immediate,
             };
             tracing::info!(?next, "stop signal received");
-            if tx.send(next).is_err() {
-                return;
-            }
+            raise(&signals, next);
         }
     });
-    Ok(rx)
+    Ok((tx, rx))
+}
+
+/// Raises the level to at least `level` (never lowers it).
+pub fn raise(tx: &StopSender, level: StopLevel) {
+    tx.send_if_modified(|current| {
+        let raised = level > *current;
+        if raised {
+            *current = level;
+        }
+        raised
+    });
 }
 
 /// Waits until the level is at least `level` (forever if the sender is gone).

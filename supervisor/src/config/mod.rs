@@ -7,9 +7,10 @@
 mod raw;
 mod resolve;
 
+pub use raw::UNIMPLEMENTED;
 pub use resolve::{
-    AgentConfig, Config, DirtyAction, HostConfig, PluginsConfig, PromptDelivery, RuntimeConfig,
-    SandboxMode, VcsConfig,
+    AgentConfig, Config, ContextInjection, DirtyAction, HostConfig, PhaseOverride, PhasesConfig,
+    PluginsConfig, Profile, PromptConfig, PromptDelivery, RuntimeConfig, SandboxMode, VcsConfig,
 };
 
 use std::path::{Path, PathBuf};
@@ -51,14 +52,27 @@ pub enum ConfigError {
     },
 }
 
-/// Reads, parses, validates and resolves the config at `path`.
+/// Reads, parses, validates and resolves the config at `path`. Each of its
+/// [`Config::warnings`] (reference-system keys this build ignores) goes to stderr, once
+/// per process.
 ///
-/// Errors: [`ConfigError`] naming the file, the key and the expected value.
+/// Errors: [`ConfigError`] naming the file, the key and the expected value; an unknown
+/// key's message carries a did-you-mean suggestion when one is close.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    static WARNED: std::sync::Once = std::sync::Once::new();
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.to_owned(),
         source,
     })?;
     let raw = raw::parse(path, &text)?;
-    resolve::resolve(path, raw)
+    let config = resolve::resolve(path, raw)?;
+    WARNED.call_once(|| {
+        for warning in &config.warnings {
+            eprintln!(
+                "agent-runner: warning: {}: {warning}",
+                config.path.display()
+            );
+        }
+    });
+    Ok(config)
 }

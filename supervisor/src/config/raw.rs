@@ -1,5 +1,8 @@
-//! The file's shape, as serde sees it: every table rejects unknown keys.
+//! The file's shape, as serde sees it: every table rejects unknown keys (with a
+//! did-you-mean suggestion); keys the reference system reads but we do not implement yet
+//! are taken out first and reported as warnings ([`UNIMPLEMENTED`]).
 
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -19,9 +22,15 @@ pub(super) struct RawConfig {
     pub vcs: RawVcs,
     #[serde(default)]
     pub plugins: RawPlugins,
+    /// `[phases]`, parsed by hand (phase names are free keys); see [`RawPhases`].
+    #[serde(skip)]
+    pub phases: RawPhases,
+    /// Warnings for peer keys present in the file that we do not implement.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawAgent {
     pub command: Vec<String>,
@@ -43,12 +52,20 @@ pub(super) struct RawRuntime {
     pub round_budget_s: Option<u64>,
     pub restart_delay_s: Option<u64>,
     pub max_rounds: Option<u64>,
+    pub stop_file: Option<String>,
+    pub round_log_retention: Option<u64>,
+    pub dry_run: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawPrompt {
     pub file: Option<String>,
+    pub files: Option<Vec<String>>,
+    pub concat_separator: Option<String>,
+    pub strip_yaml_frontmatter: Option<bool>,
+    pub inject_context: Option<bool>,
+    pub context_injection_mode: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -84,46 +101,331 @@ pub(super) struct RawHost {
     pub config: serde_json::Map<String, serde_json::Value>,
 }
 
-/// Parses `text` into the raw shape; a shape error names the dotted key.
-pub(super) fn parse(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
-    let de = toml::Deserializer::new(text);
-    serde_path_to_error::deserialize(de).map_err(|err| {
-        let key = err.path().to_string();
-        let inner = err.into_inner();
-        let message = explain(inner.message());
-        if key == "." {
-            if message.starts_with("unknown field") || message.starts_with("missing field") {
-                return ConfigError::Key {
-                    path: path.to_owned(),
-                    key: field_of(&message).unwrap_or_default(),
-                    message,
-                };
-            }
-            return ConfigError::Syntax {
-                path: path.to_owned(),
-                message: inner.to_string().replace('\n', " "),
-            };
-        }
-        ConfigError::Key {
-            path: path.to_owned(),
-            key,
-            message,
-        }
-    })
+/// `[phases]`: `list` plus one `[phases.<name>]` table per overridden phase.
+#[derive(Debug, Default)]
+pub(super) struct RawPhases {
+    pub list: Option<Vec<String>>,
+    pub overrides: BTreeMap<String, RawPhase>,
 }
 
-/// Serde's words, with the fix spelled out for the common case of a bare string where a
-/// list belongs.
-fn explain(message: &str) -> String {
-    if message.contains("expected a sequence") {
-        format!("{message}; expected a list of strings, e.g. [\"value\"]")
+/// One `[phases.<name>]` table, the per-phase `agent` table already merged onto `[agent]`.
+#[derive(Debug)]
+pub(super) struct RawPhase {
+    pub round_budget_s: Option<u64>,
+    pub prompt_files: Option<Vec<String>>,
+    pub agent: Option<RawAgent>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPhaseTable {
+    round_budget_s: Option<u64>,
+    runtime: Option<RawPhaseRuntime>,
+    prompt: Option<RawPhasePrompt>,
+    agent: Option<toml::Table>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPhaseRuntime {
+    round_budget_s: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPhasePrompt {
+    files: Vec<String>,
+}
+
+/// Keys of the reference system's config that this build reads but does not act on yet:
+/// each present one is removed before validation and named in a warning. `*` matches any
+/// phase name; a whole table is listed by its own path.
+pub const UNIMPLEMENTED: &[&str] = &[
+    "agent.exec_prefix",
+    "agent.terminal_marker",
+    "runtime.disable_pre_round_hooks",
+    "runtime.narrative_file",
+    "runtime.transient_error_action",
+    "runtime.substrate_fingerprint_paths",
+    "runtime.fresh_eyes_every_n",
+    "runtime.max_grace_after_result_s",
+    "runtime.grace_kill_ignore_patterns",
+    "monitor",
+    "schedule",
+    "phases.phase_policy",
+    "phases.*.disable_pre_round_hooks",
+    "phases.*.schedule",
+    "phases.*.runtime.disable_pre_round_hooks",
+    "phases.*.agent.terminal_marker",
+];
+
+/// Parses `text` into the raw shape; a shape error names the dotted key.
+pub(super) fn parse(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
+    let mut table: toml::Table = toml::from_str(text).map_err(|e| ConfigError::Syntax {
+        path: path.to_owned(),
+        message: e.to_string().replace('\n', " "),
+    })?;
+    let mut warnings = Vec::new();
+    for pattern in UNIMPLEMENTED {
+        let segments: Vec<&str> = pattern.split('.').collect();
+        remove_matching(&mut table, &segments, String::new(), &mut warnings);
+    }
+    if let Some(toml::Value::Table(plugins)) = table.get_mut("plugins") {
+        take_plugin_tables(plugins, &mut warnings);
+    }
+    let phases = table.remove("phases");
+    let agent_table = table.get("agent").cloned();
+    let mut raw: RawConfig = deserialize_at(path, "", toml::Value::Table(table))?;
+    raw.phases = match phases {
+        None => RawPhases::default(),
+        Some(value) => parse_phases(path, value, agent_table)?,
+    };
+    raw.warnings = warnings;
+    Ok(raw)
+}
+
+/// Removes every key matching `segments` (with `*` for any key) and records a warning.
+fn remove_matching(
+    table: &mut toml::Table,
+    segments: &[&str],
+    prefix: String,
+    warnings: &mut Vec<String>,
+) {
+    let Some((first, rest)) = segments.split_first() else {
+        return;
+    };
+    let keys: Vec<String> = if *first == "*" {
+        table.keys().cloned().collect()
     } else {
-        message.to_owned()
+        table
+            .contains_key(*first)
+            .then(|| first.to_string())
+            .into_iter()
+            .collect()
+    };
+    for key in keys {
+        let here = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        if rest.is_empty() {
+            table.remove(&key);
+            warnings.push(format!(
+                "config key `{here}` is read by the reference system but not implemented by this agent-runner; it is ignored"
+            ));
+        } else if let Some(toml::Value::Table(sub)) = table.get_mut(&key) {
+            remove_matching(sub, rest, here, warnings);
+        }
     }
 }
 
+/// The keys of `[plugins]` this build reads.
+const PLUGINS_KEYS: &[&str] = &["sandbox", "spawn_override_allow", "disable", "pin", "hosts"];
+
+/// The reference system lets plugins keep their own tables under `[plugins]`: an unknown
+/// key holding a table is taken out with a warning. An unknown key holding a plain value
+/// stays, so a misspelt setting (`sandox = "require"`) is still an error: fail closed.
+fn take_plugin_tables(plugins: &mut toml::Table, warnings: &mut Vec<String>) {
+    let foreign: Vec<String> = plugins
+        .iter()
+        .filter(|(k, v)| !PLUGINS_KEYS.contains(&k.as_str()) && v.is_table())
+        .map(|(k, _)| k.clone())
+        .collect();
+    for key in foreign {
+        plugins.remove(&key);
+        warnings.push(format!(
+            "config table `plugins.{key}` configures a reference-system plugin; this agent-runner runs plugins as [plugins.hosts.<name>] and ignores it"
+        ));
+    }
+}
+
+fn parse_phases(
+    path: &Path,
+    value: toml::Value,
+    agent: Option<toml::Value>,
+) -> Result<RawPhases, ConfigError> {
+    let toml::Value::Table(mut table) = value else {
+        return Err(key_error(path, "phases", "expected a table".into()));
+    };
+    let list = match table.remove("list") {
+        None => None,
+        Some(list) => Some(deserialize_at::<Vec<String>>(path, "phases.list", list)?),
+    };
+    let mut overrides = BTreeMap::new();
+    for (name, value) in table {
+        let prefix = format!("phases.{name}");
+        let phase: RawPhaseTable = deserialize_at(path, &prefix, value)?;
+        if phase.round_budget_s.is_some()
+            && phase
+                .runtime
+                .as_ref()
+                .is_some_and(|r| r.round_budget_s.is_some())
+        {
+            return Err(key_error(
+                path,
+                &format!("{prefix}.round_budget_s"),
+                format!("set both here and in [{prefix}.runtime]; use one"),
+            ));
+        }
+        let agent = match phase.agent {
+            None => None,
+            Some(sub) => {
+                let mut merged = match &agent {
+                    Some(toml::Value::Table(base)) => base.clone(),
+                    _ => toml::Table::new(),
+                };
+                merged.extend(sub);
+                Some(deserialize_at::<RawAgent>(
+                    path,
+                    &format!("{prefix}.agent"),
+                    toml::Value::Table(merged),
+                )?)
+            }
+        };
+        overrides.insert(
+            name,
+            RawPhase {
+                round_budget_s: phase
+                    .round_budget_s
+                    .or(phase.runtime.and_then(|r| r.round_budget_s)),
+                prompt_files: phase.prompt.map(|p| p.files),
+                agent,
+            },
+        );
+    }
+    Ok(RawPhases { list, overrides })
+}
+
+fn key_error(path: &Path, key: &str, message: String) -> ConfigError {
+    ConfigError::Key {
+        path: path.to_owned(),
+        key: key.to_owned(),
+        message,
+    }
+}
+
+/// Deserializes `value` as `T`; errors name the dotted key under `prefix`.
+fn deserialize_at<T: DeserializeOwned>(
+    path: &Path,
+    prefix: &str,
+    value: toml::Value,
+) -> Result<T, ConfigError> {
+    serde_path_to_error::deserialize(value).map_err(|err| {
+        let inner_path = err.path().to_string();
+        let message = explain(&err.into_inner().to_string());
+        let mut key = match (prefix, inner_path.as_str()) {
+            (p, ".") => p.to_owned(),
+            ("", inner) => inner.to_owned(),
+            (p, inner) => format!("{p}.{inner}"),
+        };
+        if message.starts_with("unknown field") || message.starts_with("missing field") {
+            if let Some(field) = field_of(&message).filter(|f| !key.ends_with(f.as_str())) {
+                key = if key.is_empty() {
+                    field
+                } else {
+                    format!("{key}.{field}")
+                };
+            }
+        }
+        key_error(path, &key, message)
+    })
+}
+
+/// Serde's words, with the fix spelled out: a did-you-mean for an unknown key, an example
+/// for a bare string where a list belongs.
+fn explain(message: &str) -> String {
+    let message = message.trim_end().replace('\n', " ");
+    if message.contains("expected a sequence") {
+        return format!("{message}; expected a list of strings, e.g. [\"value\"]");
+    }
+    if message.starts_with("unknown field") {
+        // toml appends " in `<table>`": not a candidate.
+        let listed = message
+            .rsplit_once(" in `")
+            .map_or(message.as_str(), |(l, _)| l);
+        let names = backticked(listed);
+        if let Some((unknown, expected)) = names.split_first() {
+            if let Some(best) = did_you_mean(unknown, expected) {
+                return format!("{message}; did you mean `{best}`?");
+            }
+        }
+    }
+    message
+}
+
+/// The closest of `candidates` to `word` (Damerau-Levenshtein distance at most 2, or at most a
+/// third of the word), if any.
+fn did_you_mean<'a>(word: &str, candidates: &'a [String]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (strsim::damerau_levenshtein(word, c), c))
+        .filter(|(d, _)| *d <= 2.max(word.len() / 3))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c.as_str())
+}
+
+fn backticked(message: &str) -> Vec<String> {
+    message
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
 fn field_of(message: &str) -> Option<String> {
-    let start = message.find('`')? + 1;
-    let len = message[start..].find('`')?;
-    Some(message[start..start + len].to_owned())
+    backticked(message).into_iter().next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_key_gets_a_suggestion_and_peer_keys_a_warning() {
+        let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\nterminal_marker = \"m\"\n[prompt]\nfiels = [\"a\"]\n";
+        match parse(Path::new("c.toml"), text) {
+            Err(ConfigError::Key { key, message, .. }) => {
+                assert_eq!(key, "prompt.fiels");
+                assert!(message.contains("did you mean `files`?"), "{message}");
+            }
+            other => panic!("expected a key error, got {other:?}"),
+        }
+        let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\nterminal_marker = \"m\"\n[monitor]\nauth_fail_hint = \"h\"\n";
+        let raw = parse(Path::new("c.toml"), text).unwrap();
+        assert_eq!(raw.warnings.len(), 2, "{:?}", raw.warnings);
+        let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\n[plugins]\nsandox = \"require\"\n[plugins.throttle]\nmax = 3\n";
+        match parse(Path::new("c.toml"), text) {
+            Err(ConfigError::Key { key, message, .. }) => {
+                assert_eq!(key, "plugins.sandox");
+                assert!(message.contains("did you mean `sandbox`?"), "{message}");
+            }
+            other => panic!("expected a key error, got {other:?}"),
+        }
+        let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\n[plugins.throttle]\nmax = 3\n";
+        let foreign = parse(Path::new("c.toml"), text).unwrap();
+        assert!(
+            foreign.warnings[0].contains("`plugins.throttle`"),
+            "{:?}",
+            foreign.warnings
+        );
+        assert!(raw.warnings[0].contains("agent.terminal_marker"));
+        assert!(raw.warnings[1].contains("`monitor`"));
+    }
+
+    #[test]
+    fn phase_agent_tables_merge_onto_agent() {
+        let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\nname = \"base\"\n[phases]\nlist = [\"a\", \"b\"]\n[phases.a]\nround_budget_s = 7\n[phases.a.agent]\nname = \"alpha\"\n[phases.b.prompt]\nfiles = [\"b.md\"]\n";
+        let raw = parse(Path::new("c.toml"), text).unwrap();
+        let a = &raw.phases.overrides["a"];
+        assert_eq!(a.round_budget_s, Some(7));
+        let agent = a.agent.as_ref().unwrap();
+        assert_eq!(agent.command, ["x"]);
+        assert_eq!(agent.name.as_deref(), Some("alpha"));
+        assert_eq!(
+            raw.phases.overrides["b"].prompt_files.as_deref(),
+            Some(&["b.md".to_owned()][..])
+        );
+    }
 }

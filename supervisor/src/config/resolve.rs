@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::raw::{RawConfig, RawHost};
+use super::raw::{RawAgent, RawConfig, RawHost};
 use super::{ConfigError, SCHEMA_VERSION};
 
 /// The whole configuration, validated, with absolute paths.
@@ -23,12 +23,102 @@ pub struct Config {
     pub agent: AgentConfig,
     /// `[runtime]`.
     pub runtime: RuntimeConfig,
-    /// `[prompt] file`, absolute.
-    pub prompt_file: PathBuf,
+    /// `[prompt]`.
+    pub prompt: PromptConfig,
     /// `[vcs]`.
     pub vcs: VcsConfig,
     /// `[plugins]`.
     pub plugins: PluginsConfig,
+    /// `[phases]`.
+    pub phases: PhasesConfig,
+    /// One line per reference-system key present in the file that this build ignores
+    /// ([`super::UNIMPLEMENTED`]); printed once by [`super::load`].
+    pub warnings: Vec<String>,
+}
+
+/// How the round context reaches the agent (`[prompt] context_injection_mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContextInjection {
+    /// A fenced ```` ```json round-context ```` block before the prompt (default).
+    Prepend,
+    /// `<log_dir>/round-context.json` only; its path is in `AGENT_RUNNER_CONTEXT_FILE`.
+    File,
+    /// Not at all.
+    None,
+}
+
+/// `[prompt]`.
+#[derive(Clone, Debug)]
+pub struct PromptConfig {
+    /// `file` or `files`, absolute, in order; `files[0]` must exist, later missing files
+    /// are skipped (the reference system's optional-preamble pattern).
+    pub files: Vec<PathBuf>,
+    /// Joins the files' texts (default `"\n\n"`).
+    pub concat_separator: String,
+    /// Strip a YAML front matter block from the first file (default true).
+    pub strip_yaml_frontmatter: bool,
+    /// How the round context is injected; `inject_context = false` means
+    /// [`ContextInjection::None`].
+    pub injection: ContextInjection,
+}
+
+/// The per-phase overrides of one `[phases.<name>]` table.
+#[derive(Clone, Debug, Default)]
+pub struct PhaseOverride {
+    /// `round_budget_s` (flat or under `[phases.<name>.runtime]`).
+    pub round_budget: Option<Duration>,
+    /// `prompt.files`, absolute.
+    pub prompt_files: Option<Vec<PathBuf>>,
+    /// `[phases.<name>.agent]` merged onto `[agent]`.
+    pub agent: Option<AgentConfig>,
+}
+
+/// `[phases]`: the rotation and the per-phase overrides.
+#[derive(Clone, Debug, Default)]
+pub struct PhasesConfig {
+    /// Phase names in rotation order (a name may repeat, to weight it); empty when phases
+    /// are not used.
+    pub list: Vec<String>,
+    /// Overrides by phase name (every name is in `list`).
+    pub overrides: BTreeMap<String, PhaseOverride>,
+}
+
+/// What one round runs with once its phase is known.
+#[derive(Clone, Copy, Debug)]
+pub struct Profile<'a> {
+    /// The phase (`None` without phases).
+    pub phase: Option<&'a str>,
+    /// The agent.
+    pub agent: &'a AgentConfig,
+    /// The round budget.
+    pub round_budget: Duration,
+    /// The prompt files.
+    pub prompt_files: &'a [PathBuf],
+}
+
+impl Config {
+    /// The phase of round `round_num` (1-based): `list[(round_num - 1) % len]`, or `None`
+    /// without phases.
+    pub fn phase_for_round(&self, round_num: u64) -> Option<&str> {
+        let len = self.phases.list.len() as u64;
+        (len > 0).then(|| self.phases.list[(round_num.saturating_sub(1) % len) as usize].as_str())
+    }
+
+    /// The profile of `phase`: the base config with that phase's overrides applied.
+    /// A phase without a table (or `None`) gets the base config.
+    pub fn profile<'a>(&'a self, phase: Option<&'a str>) -> Profile<'a> {
+        let over = phase.and_then(|p| self.phases.overrides.get(p));
+        Profile {
+            phase,
+            agent: over.and_then(|o| o.agent.as_ref()).unwrap_or(&self.agent),
+            round_budget: over
+                .and_then(|o| o.round_budget)
+                .unwrap_or(self.runtime.round_budget),
+            prompt_files: over
+                .and_then(|o| o.prompt_files.as_deref())
+                .unwrap_or(&self.prompt.files),
+        }
+    }
 }
 
 /// How the prompt reaches the agent (`[agent] prompt_delivery`).
@@ -68,6 +158,12 @@ pub struct RuntimeConfig {
     pub restart_delay: Duration,
     /// Stop `serve` after this many completed rounds.
     pub max_rounds: Option<u64>,
+    /// When this file exists before a round, `serve` stops (`stop_file_detected`).
+    pub stop_file: Option<PathBuf>,
+    /// Keep the last N round logs, delete older ones (0 = keep all, the default).
+    pub round_log_retention: u64,
+    /// Passed to hosts as `ctx.dry_run` (default false).
+    pub dry_run: bool,
 }
 
 /// What the built-in dirty handler does (`[vcs] dirty_action`).
@@ -215,7 +311,7 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         .log_dir
         .as_deref()
         .unwrap_or("~/.agent-runner/{project}/logs");
-    let log_dir = expand_path(log_dir_text, &base, &project)
+    let log_dir = expand_path(log_dir_text, &work_dir, &project)
         .map_err(|message| err("runtime.log_dir", message))?;
     let round_budget_s = raw.runtime.round_budget_s.unwrap_or(1800);
     if round_budget_s == 0 {
@@ -233,57 +329,112 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
     }
 
     // [agent]
-    if raw.agent.command.is_empty() || raw.agent.command[0].is_empty() {
-        return Err(err(
-            "agent.command",
-            "expected a non-empty list, e.g. [\"claude\"]".into(),
-        ));
-    }
-    let delivery = match raw.agent.prompt_delivery.as_deref() {
-        None | Some("argv") => PromptDelivery::Argv,
-        Some("stdin") => PromptDelivery::Stdin,
+    let agent = resolve_agent(raw.agent).map_err(|(key, m)| err(&format!("agent.{key}"), m))?;
+
+    // [prompt]
+    let prompt_files = match (raw.prompt.file, raw.prompt.files) {
+        (Some(_), Some(_)) => {
+            return Err(err(
+                "prompt.files",
+                "`file` and `files` are exclusive; keep one".into(),
+            ))
+        }
+        (Some(file), None) => vec![file],
+        (None, Some(files)) if files.is_empty() => {
+            return Err(err(
+                "prompt.files",
+                "expected a non-empty list of prompt files".into(),
+            ))
+        }
+        (None, Some(files)) => files,
+        (None, None) => vec!["./prompts/main.md".to_owned()],
+    };
+    let file_key = |files: &[String]| {
+        if files.len() == 1 {
+            "prompt.file"
+        } else {
+            "prompt.files"
+        }
+    };
+    let key = file_key(&prompt_files);
+    let prompt_files =
+        resolve_prompt_files(&prompt_files, &work_dir, &project).map_err(|m| err(key, m))?;
+    let injection = match raw.prompt.context_injection_mode.as_deref() {
+        None | Some("prepend") => ContextInjection::Prepend,
+        Some("file") => ContextInjection::File,
+        Some("none") => ContextInjection::None,
         Some(other) => {
             return Err(err(
-                "agent.prompt_delivery",
-                format!("{other:?}; expected \"argv\" or \"stdin\""),
+                "prompt.context_injection_mode",
+                format!("{other:?}; expected \"prepend\", \"file\" or \"none\""),
             ))
         }
     };
-    let template = raw
-        .agent
-        .prompt_arg_template
-        .unwrap_or_else(|| match delivery {
-            PromptDelivery::Argv => vec!["{prompt}".to_owned()],
-            PromptDelivery::Stdin => Vec::new(),
-        });
-    let has_placeholder = template.iter().any(|a| a.contains("{prompt}"));
-    match (delivery, has_placeholder) {
-        (PromptDelivery::Argv, false) => {
-            return Err(err(
-                "agent.prompt_arg_template",
-                "must contain \"{prompt}\" when prompt_delivery = \"argv\"".into(),
-            ))
-        }
-        (PromptDelivery::Stdin, true) => {
-            return Err(err(
-                "agent.prompt_arg_template",
-                "must not contain \"{prompt}\" when prompt_delivery = \"stdin\"".into(),
-            ))
-        }
-        _ => {}
-    }
+    let injection = if raw.prompt.inject_context.unwrap_or(true) {
+        injection
+    } else {
+        ContextInjection::None
+    };
 
-    // [prompt]
-    let prompt_file = base.join(raw.prompt.file.as_deref().unwrap_or("./prompts/main.md"));
-    if !prompt_file.is_file() {
-        return Err(err(
-            "prompt.file",
-            format!(
-                "{} does not exist; expected a readable prompt file",
-                prompt_file.display()
-            ),
-        ));
+    // [phases]
+    let list = raw.phases.list.unwrap_or_default();
+    for (i, name) in list.iter().enumerate() {
+        if name.trim().is_empty() {
+            return Err(err(
+                &format!("phases.list[{i}]"),
+                "expected a non-empty phase name".into(),
+            ));
+        }
     }
+    let mut overrides = BTreeMap::new();
+    for (name, phase) in raw.phases.overrides {
+        let key = |k: &str| format!("phases.{name}.{k}");
+        if !list.contains(&name) {
+            return Err(err(
+                &format!("phases.{name}"),
+                format!("phase {name:?} has a table but is not in phases.list {list:?}"),
+            ));
+        }
+        if phase.round_budget_s == Some(0) {
+            return Err(err(
+                &key("round_budget_s"),
+                "must be at least 1 (seconds)".into(),
+            ));
+        }
+        let prompt_files = match phase.prompt_files {
+            None => None,
+            Some(files) if files.is_empty() => {
+                return Err(err(
+                    &key("prompt.files"),
+                    "expected a non-empty list".into(),
+                ))
+            }
+            Some(files) => Some(
+                resolve_prompt_files(&files, &work_dir, &project)
+                    .map_err(|m| err(&key("prompt.files"), m))?,
+            ),
+        };
+        let agent = match phase.agent {
+            None => None,
+            Some(a) => {
+                Some(resolve_agent(a).map_err(|(k, m)| err(&key(&format!("agent.{k}")), m))?)
+            }
+        };
+        overrides.insert(
+            name,
+            PhaseOverride {
+                round_budget: phase.round_budget_s.map(Duration::from_secs),
+                prompt_files,
+                agent,
+            },
+        );
+    }
+    let stop_file = match raw.runtime.stop_file.as_deref() {
+        None => None,
+        Some(text) => {
+            Some(expand_path(text, &work_dir, &project).map_err(|m| err("runtime.stop_file", m))?)
+        }
+    };
 
     // [vcs]
     let dirty_action = match raw.vcs.dirty_action.as_deref() {
@@ -334,21 +485,26 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
 
     Ok(Config {
         project,
-        agent: AgentConfig {
-            command: raw.agent.command,
-            prompt_arg_template: template,
-            name: raw.agent.name,
-            env: raw.agent.env,
-            delivery,
-        },
+        agent,
         runtime: RuntimeConfig {
             work_dir,
             log_dir,
             round_budget: Duration::from_secs(round_budget_s),
             restart_delay: Duration::from_secs(restart_delay_s),
             max_rounds: raw.runtime.max_rounds,
+            stop_file,
+            round_log_retention: raw.runtime.round_log_retention.unwrap_or(0),
+            dry_run: raw.runtime.dry_run.unwrap_or(false),
         },
-        prompt_file,
+        prompt: PromptConfig {
+            files: prompt_files,
+            concat_separator: raw
+                .prompt
+                .concat_separator
+                .unwrap_or_else(|| "\n\n".to_owned()),
+            strip_yaml_frontmatter: raw.prompt.strip_yaml_frontmatter.unwrap_or(true),
+            injection,
+        },
         vcs: VcsConfig {
             dirty_action,
             stash_idempotency: Duration::from_secs(raw.vcs.stash_idempotency_s.unwrap_or(5)),
@@ -360,8 +516,77 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
             pins,
             hosts,
         },
+        phases: PhasesConfig { list, overrides },
+        warnings: raw.warnings,
         path,
     })
+}
+
+/// Validates one `[agent]` table (the base one, or a phase's merged one). Errors: the key
+/// under `agent.` and the message.
+fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, (&'static str, String)> {
+    if raw.command.is_empty() || raw.command[0].is_empty() {
+        return Err((
+            "command",
+            "expected a non-empty list, e.g. [\"claude\"]".into(),
+        ));
+    }
+    let delivery = match raw.prompt_delivery.as_deref() {
+        None | Some("argv") => PromptDelivery::Argv,
+        Some("stdin") => PromptDelivery::Stdin,
+        Some(other) => {
+            return Err((
+                "prompt_delivery",
+                format!("{other:?}; expected \"argv\" or \"stdin\""),
+            ))
+        }
+    };
+    let template = raw.prompt_arg_template.unwrap_or_else(|| match delivery {
+        PromptDelivery::Argv => vec!["{prompt}".to_owned()],
+        PromptDelivery::Stdin => Vec::new(),
+    });
+    let has_placeholder = template.iter().any(|a| a.contains("{prompt}"));
+    match (delivery, has_placeholder) {
+        (PromptDelivery::Argv, false) => {
+            return Err((
+                "prompt_arg_template",
+                "must contain \"{prompt}\" when prompt_delivery = \"argv\"".into(),
+            ))
+        }
+        (PromptDelivery::Stdin, true) => {
+            return Err((
+                "prompt_arg_template",
+                "must not contain \"{prompt}\" when prompt_delivery = \"stdin\"".into(),
+            ))
+        }
+        _ => {}
+    }
+    Ok(AgentConfig {
+        command: raw.command,
+        prompt_arg_template: template,
+        name: raw.name,
+        env: raw.env,
+        delivery,
+    })
+}
+
+/// Expands and resolves prompt files against `work_dir`; the first must be a readable file.
+fn resolve_prompt_files(
+    files: &[String],
+    work_dir: &Path,
+    project: &str,
+) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::with_capacity(files.len());
+    for text in files {
+        out.push(expand_path(text, work_dir, project)?);
+    }
+    if !out[0].is_file() {
+        return Err(format!(
+            "{} does not exist; expected a readable prompt file",
+            out[0].display()
+        ));
+    }
+    Ok(out)
 }
 
 fn resolve_host(name: &str, raw: RawHost) -> Result<HostConfig, (&'static str, String)> {
@@ -415,7 +640,7 @@ fn resolve_host(name: &str, raw: RawHost) -> Result<HostConfig, (&'static str, S
 }
 
 /// Expands `~` (the user's home) and `{project}`; a relative result is taken relative to
-/// the config file's directory.
+/// `base` (`work_dir`, as the reference system does).
 fn expand_path(text: &str, base: &Path, project: &str) -> Result<PathBuf, String> {
     let text = text.replace("{project}", project);
     let expanded = if text == "~" || text.starts_with("~/") {

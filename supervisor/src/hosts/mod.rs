@@ -403,6 +403,26 @@ impl HostManager {
         }
     }
 
+    /// [`HostManager::call`] raced against a graceful stop: when the stop arrives first the
+    /// call is abandoned, the host killed (it starts again on a later call) and `None`
+    /// returned, so a hung hook never holds a stop for longer than the kill takes.
+    pub async fn call_unless_stopped(
+        &mut self,
+        hook: &HookRef,
+        method: &str,
+        params: Value,
+        stop: &mut crate::stop::StopWatch,
+    ) -> Option<Result<Option<Value>, CallFailure>> {
+        tokio::select! {
+            result = self.call(hook, method, params) => return Some(result),
+            _ = crate::stop::reached(stop, crate::stop::StopLevel::Graceful) => {}
+        }
+        if let Some(running) = self.hosts[hook.host].running.take() {
+            running.kill().await;
+        }
+        None
+    }
+
     /// Records a failure that happened outside a call's own result (e.g. a result that
     /// failed validation in the caller).
     pub fn invalid_result(&mut self, hook: &HookRef, message: String) {

@@ -1,0 +1,82 @@
+//! The dirty tree on real git: a failed git step leaves the tree and the index exactly as
+//! they were and says so; a stash is remembered by SHA and not repeated within
+//! `stash_idempotency_s`, across separate `round` processes.
+
+use agent_runner_e2e::Project;
+
+/// `git status --porcelain=v2` plus the index's content: what must not change.
+fn tree_and_index(p: &Project) -> (Vec<String>, String) {
+    (p.status_porcelain(), p.git(&["ls-files", "--stage"]))
+}
+
+#[test]
+fn a_failed_auto_commit_leaves_tree_and_index_as_they_were() {
+    let p = Project::new();
+    p.write_config(&p.config().dirty_action("auto_commit"));
+    // A stale index.lock makes every index-writing git step fail.
+    p.write(".git/index.lock", "");
+    let head = p.git(&["rev-parse", "HEAD"]);
+    p.run(&["round"]).assert_code(0);
+    let all = p.events_text();
+    let failed = p.events_of("dirty_commit_failed");
+    assert_eq!(failed.len(), 1, "{all}");
+    assert_eq!(failed[0]["hook"], "default", "{all}");
+    assert!(
+        failed[0]["error"].as_str().unwrap().contains("index.lock"),
+        "{all}"
+    );
+    assert_eq!(
+        p.events_of("round_end")[0]["dirty_outcome"],
+        "failed",
+        "{all}"
+    );
+    // Nothing was committed, nothing discarded: the agent's files are all still there
+    // and untracked, and the index is untouched.
+    std::fs::remove_file(p.dir().join(".git/index.lock")).unwrap();
+    assert_eq!(p.git(&["rev-parse", "HEAD"]), head);
+    let (status, index) = tree_and_index(&p);
+    assert!(status.iter().any(|l| l.contains("notes/")), "{status:?}");
+    assert!(status.iter().any(|l| l.contains("src/")), "{status:?}");
+    assert!(!index.contains("notes/journal.md"), "{index}");
+    assert!(p.dir().join("src/round_1.rs").is_file());
+}
+
+#[test]
+fn a_failed_stash_leaves_the_tree_and_reports_it() {
+    let p = Project::new();
+    p.write_config(&p.config().dirty_action("stash"));
+    p.write(".git/index.lock", "");
+    p.run(&["round"]).assert_code(0);
+    let all = p.events_text();
+    assert_eq!(p.events_of("orphan_stash_failed").len(), 1, "{all}");
+    std::fs::remove_file(p.dir().join(".git/index.lock")).unwrap();
+    assert!(p.stash_shas().is_empty());
+    assert!(p.dir().join("src/round_1.rs").is_file());
+    assert!(!p.dir().join("logs/orphan-state.json").exists());
+}
+
+#[test]
+fn stash_idempotency_holds_across_processes_and_by_sha() {
+    let p = Project::new();
+    p.write_config(&p.config().dirty_action("stash").stash_idempotency_s(3600));
+    p.run(&["round"]).assert_code(0);
+    let sha = p.events_of("orphan_stashed")[0]["ref"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let record: agent_runner_e2e::serde_json::Value = agent_runner_e2e::serde_json::from_str(
+        &std::fs::read_to_string(p.log_dir().join("orphan-state.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["sha"], sha.as_str());
+    // Someone pushes another stash on top: ours is still found by SHA, not position.
+    p.write("scratch.txt", "operator's own work\n");
+    p.git(&["stash", "push", "-u", "-m", "operator"]);
+    p.run(&["round"]).assert_code(0); // round 2 commits its own work
+    p.run(&["round"]).assert_code(0); // round 3 is dirty: within the window
+    let skips = p.events_of("orphan_idempotent_skip");
+    assert_eq!(skips.len(), 1, "{}", p.events_text());
+    assert_eq!(skips[0]["ref"], sha.as_str());
+    assert_eq!(p.stash_shas().len(), 2);
+    assert!(p.stash_shas().contains(&sha));
+}
