@@ -77,7 +77,7 @@ fn assert_round_completed(p: &Project, out: &RunOutput) -> Value {
     out.assert_code(0);
     assert_eq!(p.events_of("round_end").len(), 1, "{all}");
     assert_eq!(p.events_of("agent_exit")[0]["exit_code"], 0, "{all}");
-    assert!(p.dir().join("notes/journal.md").is_file(), "{all}");
+    p.assert_agent_ran(1);
     let failed = p.events_of("hook_failed");
     assert_eq!(failed.len(), 1, "{all}");
     assert_eq!(failed[0]["hook_name"], "attempt", "{all}");

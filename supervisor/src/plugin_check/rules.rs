@@ -266,6 +266,10 @@ async fn converse(run: &mut Run, wire: &mut HostWire, prepared: &Prepared, param
         Err(err) => Err(no_reply(wire, "shutdown", err, SHUTDOWN_TIMEOUT).await),
     };
     run.judge("shutdown", result);
+    // Children still running when the host has answered `shutdown`: under serve they die
+    // with the host's PID namespace, but a host must end what it started itself (and
+    // without a namespace, e.g. unprivileged, they would outlive it).
+    let at_shutdown = wire.group_members();
 
     // exit_on_eof
     wire.close_stdin();
@@ -296,7 +300,10 @@ async fn converse(run: &mut Run, wire: &mut HostWire, prepared: &Prepared, param
     );
 
     // no_process_left
-    let left = wire.group_members();
+    let mut left = at_shutdown;
+    left.extend(wire.group_members());
+    left.sort();
+    left.dedup();
     run.judge(
         "no_process_left",
         if left.is_empty() {
@@ -304,8 +311,7 @@ async fn converse(run: &mut Run, wire: &mut HostWire, prepared: &Prepared, param
         } else {
             let list: Vec<String> = left.iter().map(|(pid, comm)| format!("{pid} ({comm})")).collect();
             Err(format!(
-                "process(es) of the host's group still running after it {}: {}; end (or wait for) every process you start before exiting",
-                if exited { "exited" } else { "was told to stop" },
+                "process(es) of the host's group still running after it answered shutdown: {}; end (or wait for) every process you start before answering shutdown",
                 list.join(", ")
             ))
         },
