@@ -10,22 +10,36 @@
 //! - [`git`]: the only place that runs git.
 //! - [`events`]: the operator's record, one JSON line per event.
 //! - [`state`]: the project lock, the round counter and the orphan stash record.
-//! - [`doctor`], [`init`]: operator verbs.
+//! - [`service`]: `service.json`, what a running `serve` is doing.
+//! - [`doctor`], [`init`], [`install`]: operator verbs.
+//! - [`peek`] (with [`peek_render`], [`round_history`], [`system_metrics`]), [`watch`],
+//!   [`event_query`] (over [`event_read`]): the read-only operator surface.
+//! - [`phases`]: which phase a round runs in.
 
 pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod dirty;
 pub mod doctor;
+pub mod event_query;
+pub mod event_read;
 pub mod events;
 pub mod exit;
 pub mod git;
 pub mod hosts;
 pub mod init;
+pub mod install;
+pub mod peek;
+pub mod peek_render;
+pub mod phases;
 pub mod prompt;
 pub mod round;
+pub mod round_history;
 pub mod sandbox;
 pub mod serve;
+pub mod service;
 pub mod spawn_gate;
 pub mod state;
 pub mod stop;
+pub mod system_metrics;
+pub mod watch;

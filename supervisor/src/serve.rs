@@ -16,8 +16,9 @@ use crate::git::Repo;
 use crate::hosts::HostManager;
 use crate::round::{Attempt, Runner};
 use crate::sandbox::SandboxGate;
+use crate::service::{ServiceFile, ServiceState};
 use crate::spawn_gate::Verdict;
-use crate::state::ProjectLock;
+use crate::state::{self, ProjectLock};
 use crate::stop::{sleep_unless, StopLevel, StopWatch};
 
 /// The shortest wait before spawn hooks are asked again after a defer, so a `defer_s = 0`
@@ -28,6 +29,8 @@ pub const MIN_REASK: Duration = Duration::from_secs(1);
 pub struct Booted {
     /// Runs the rounds.
     pub runner: Runner,
+    /// The sandbox gate of this boot (reported in `service.json`).
+    pub gate: SandboxGate,
     _lock: ProjectLock,
 }
 
@@ -83,6 +86,7 @@ pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
     let hosts = HostManager::boot(&config, &gate, &events).await;
     Ok(Booted {
         runner: Runner::new(config, events, hosts),
+        gate,
         _lock: lock,
     })
 }
@@ -96,9 +100,13 @@ pub struct ServeOptions {
     pub once: bool,
 }
 
-/// Runs rounds until stopped; returns the number of completed rounds.
+/// Runs rounds until stopped; returns the number of completed rounds. Keeps
+/// `service.json` up to date at each step (boot, round start and end, defer, stopping,
+/// exit).
 pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWatch) -> u64 {
+    let mut service = ServiceFile::new(&booted.runner.config, &booted.gate);
     let runner = &mut booted.runner;
+    service.update(ServiceState::Idle, None, &runner.hosts);
     let max_rounds = if options.once {
         Some(1)
     } else {
@@ -108,6 +116,7 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
     let mut completed = 0u64;
     loop {
         if *stop.borrow() >= StopLevel::Graceful {
+            service.update(ServiceState::Stopping, None, &runner.hosts);
             runner.events.emit(
                 "serve_stopping",
                 json!({"reason": "signal", "rounds_completed": completed}),
@@ -121,7 +130,19 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
             );
             break;
         }
-        let wait = match runner.attempt(stop).await {
+        let next = state::peek_next_round(&runner.config.runtime.log_dir).unwrap_or(0);
+        service.update(
+            ServiceState::Running,
+            Some(ServiceFile::round_starting(next, None)),
+            &runner.hosts,
+        );
+        let attempt = runner.attempt(stop).await;
+        let after = match &attempt {
+            Ok(Attempt::NotStarted(Verdict::Defer { .. })) => ServiceState::Deferred,
+            _ => ServiceState::Idle,
+        };
+        service.update(after, None, &runner.hosts);
+        let wait = match attempt {
             Ok(Attempt::Ran { .. }) => {
                 completed += 1;
                 if max_rounds.is_some_and(|max| completed >= max) {
@@ -165,6 +186,7 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
         };
         sleep_unless(stop, StopLevel::Graceful, wait).await;
     }
+    service.update(ServiceState::Stopped, None, &runner.hosts);
     completed
 }
 
