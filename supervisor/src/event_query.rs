@@ -173,11 +173,10 @@ async fn follow(log_dir: &Path, newest: Option<PathBuf>, query: &Query) -> Resul
         None => 0,
     };
     let mut skipped = 0;
-    let interrupted = tokio::signal::ctrl_c();
-    tokio::pin!(interrupted);
+    let mut interrupted = crate::watch::interrupt_signal()?;
     loop {
         tokio::select! {
-            _ = &mut interrupted => {
+            _ = interrupted.recv() => {
                 report_skipped(skipped);
                 return Ok(exit::OK);
             }

@@ -28,8 +28,8 @@ pub async fn run(config_path: &Path, interval_s: f64) -> Result<u8, CliError> {
     }
     let interval = Duration::from_secs_f64(interval_s);
     let colour = use_colour();
-    let interrupted = tokio::signal::ctrl_c();
-    tokio::pin!(interrupted);
+    // Registered before the first frame, so an early Ctrl-C is a clean exit too.
+    let mut interrupted = interrupt_signal()?;
     let mut clear = "\x1b[2J";
     loop {
         let config = crate::config::load(config_path)?;
@@ -47,8 +47,16 @@ pub async fn run(config_path: &Path, interval_s: f64) -> Result<u8, CliError> {
         drop(out);
         clear = "";
         tokio::select! {
-            _ = &mut interrupted => return Ok(exit::OK),
+            _ = interrupted.recv() => return Ok(exit::OK),
             _ = tokio::time::sleep(interval) => {}
         }
     }
+}
+
+/// A SIGINT (Ctrl-C) listener, registered now (not at first poll).
+///
+/// Errors: 1 when the handler cannot be installed.
+pub fn interrupt_signal() -> Result<tokio::signal::unix::Signal, CliError> {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .map_err(|e| CliError::failure(format!("cannot handle SIGINT: {e}")))
 }
