@@ -45,7 +45,12 @@ fn parse(stdout: &str) -> Vec<Value> {
 fn rounds_of(events: &[Value]) -> Vec<(String, u64)> {
     events
         .iter()
-        .map(|e| (e["event"].as_str().unwrap().to_owned(), e["round_num"].as_u64().unwrap()))
+        .map(|e| {
+            (
+                e["event"].as_str().unwrap().to_owned(),
+                e["round_num"].as_u64().unwrap(),
+            )
+        })
         .collect()
 }
 
@@ -57,18 +62,36 @@ fn window_and_since_across_months() {
     let all = parse(&out.stdout);
     assert_eq!(
         rounds_of(&all),
-        [("round_start".into(), 1), ("round_end".into(), 1), ("round_start".into(), 2), ("round_end".into(), 2)]
+        [
+            ("round_start".into(), 1),
+            ("round_end".into(), 1),
+            ("round_start".into(), 2),
+            ("round_end".into(), 2)
+        ]
     );
-    assert!(out.stderr.contains("skipped 3"), "two bad lines and one torn: {out}");
+    assert!(
+        out.stderr.contains("skipped 3"),
+        "two bad lines and one torn: {out}"
+    );
 
     let out = p.run(&["events", "--kind", "round_end", "--window", "1"]);
     assert_eq!(rounds_of(&parse(&out.stdout)), [("round_end".into(), 2)]);
 
-    let out = p.run(&["events", "--kind", "round_end,hook_failed", "--since", "2026-10-31T23:59:59Z"]);
+    let out = p.run(&[
+        "events",
+        "--kind",
+        "round_end,hook_failed",
+        "--since",
+        "2026-10-31T23:59:59Z",
+    ]);
     out.assert_code(0);
     assert_eq!(
         rounds_of(&parse(&out.stdout)),
-        [("round_end".into(), 1), ("hook_failed".into(), 2), ("round_end".into(), 2)]
+        [
+            ("round_end".into(), 1),
+            ("hook_failed".into(), 2),
+            ("round_end".into(), 2)
+        ]
     );
     let out = p.run(&["events", "--kind", "round_start", "--since", "2026-11-01"]);
     assert_eq!(rounds_of(&parse(&out.stdout)), [("round_start".into(), 2)]);
@@ -79,7 +102,15 @@ fn bad_arguments_exit_2_and_unreadable_files_exit_1() {
     let p = project();
     for args in [
         &["events", "--kind", "a", "--window", "2", "--tail"][..],
-        &["events", "--kind", "a", "--window", "2", "--since", "2026-11-01"][..],
+        &[
+            "events",
+            "--kind",
+            "a",
+            "--window",
+            "2",
+            "--since",
+            "2026-11-01",
+        ][..],
         &["events", "--kind", "a", "--since", "last tuesday"][..],
         &["events", "--kind", ","][..],
         &["events", "--kind", "a", "--window", "0"][..],
@@ -118,24 +149,43 @@ fn tail_follows_new_events_and_month_rollover_until_ctrl_c() {
     // (it may not have reached its starting point when the first lines land).
     let mut n = 3;
     wait_until("events --tail to print a new event", EVENT_TIMEOUT, || {
-        append("events-2026-11.jsonl", &line("2026-11-02T00:00:00.000Z", "round_start", n));
-        append("events-2026-11.jsonl", &line("2026-11-02T00:00:00.000Z", "round_end", n));
+        append(
+            "events-2026-11.jsonl",
+            &line("2026-11-02T00:00:00.000Z", "round_start", n),
+        );
+        append(
+            "events-2026-11.jsonl",
+            &line("2026-11-02T00:00:00.000Z", "round_end", n),
+        );
         n += 1;
         std::thread::sleep(std::time::Duration::from_millis(300));
         let text = std::fs::read_to_string(&out_path).ok()?;
         (!text.is_empty()).then_some(())
     });
-    append("events-2026-12.jsonl", &line("2026-12-01T00:00:00.000Z", "round_start", 99));
+    append(
+        "events-2026-12.jsonl",
+        &line("2026-12-01T00:00:00.000Z", "round_start", 99),
+    );
     wait_until("the December event", EVENT_TIMEOUT, || {
         let text = std::fs::read_to_string(&out_path).ok()?;
         text.contains("\"round_num\":99").then_some(())
     });
     // SAFETY: kill(2) on the pid of a child we own and have not reaped.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let status = wait_until("events --tail to exit", EVENT_TIMEOUT, || child.try_wait().unwrap());
+    let status = wait_until("events --tail to exit", EVENT_TIMEOUT, || {
+        child.try_wait().unwrap()
+    });
     assert_eq!(status.code(), Some(0));
     let events = parse(&std::fs::read_to_string(&out_path).unwrap());
-    assert!(events.iter().all(|e| e["event"] == "round_start"), "{events:?}");
-    assert!(events.iter().all(|e| e["round_num"] != 1 && e["round_num"] != 2), "no replay: {events:?}");
+    assert!(
+        events.iter().all(|e| e["event"] == "round_start"),
+        "{events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .all(|e| e["round_num"] != 1 && e["round_num"] != 2),
+        "no replay: {events:?}"
+    );
     assert_eq!(events.last().unwrap()["round_num"], 99);
 }

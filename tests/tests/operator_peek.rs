@@ -52,17 +52,26 @@ fn kind(v: &Value) -> &'static str {
 /// Every key of `peer` exists in `ours`; where both values are non-null their JSON types
 /// agree (an integer where the peer has a float is accepted: JSON readers see numbers).
 fn assert_same_shape(peer: &Value, ours: &Value, path: &str) {
-    let Value::Object(peer_map) = peer else { return };
-    let ours_map = ours.as_object().unwrap_or_else(|| panic!("{path}: expected an object, got {ours}"));
+    let Value::Object(peer_map) = peer else {
+        return;
+    };
+    let ours_map = ours
+        .as_object()
+        .unwrap_or_else(|| panic!("{path}: expected an object, got {ours}"));
     for (key, pv) in peer_map {
         let here = format!("{path}.{key}");
-        let ov = ours_map.get(key).unwrap_or_else(|| panic!("{here}: missing from peek --json"));
+        let ov = ours_map
+            .get(key)
+            .unwrap_or_else(|| panic!("{here}: missing from peek --json"));
         if pv.is_null() || ov.is_null() {
             continue;
         }
         let (pk, ok) = (kind(pv), kind(ov));
         let numbers = matches!((pk, ok), ("float", "int") | ("int", "float"));
-        assert!(pk == ok || numbers, "{here}: the peer has {pk}, we have {ok} ({ov})");
+        assert!(
+            pk == ok || numbers,
+            "{here}: the peer has {pk}, we have {ok} ({ov})"
+        );
         if pv.is_object() && !key.ends_with("pins") {
             assert_same_shape(pv, ov, &here);
         }
@@ -90,7 +99,10 @@ fn fresh_project_and_after_rounds_match_schema_and_peer_shape() {
     assert_eq!(fresh["service"]["active"], false);
     assert_eq!(fresh["service"]["state"], "stopped");
     assert_eq!(fresh["plugins"]["pins"], json!({"pause": "verified"}));
-    assert_eq!(fresh["plugins"]["spawn_override_allow"], json!(["pause_file"]));
+    assert_eq!(
+        fresh["plugins"]["spawn_override_allow"],
+        json!(["pause_file"])
+    );
     assert_eq!(fresh["hosts"][0]["state"], "stopped");
     assert_eq!(fresh["hosts"][0]["calls"], 0);
     assert!(fresh["recent_rounds"].as_array().unwrap().is_empty());
@@ -113,18 +125,23 @@ fn fresh_project_and_after_rounds_match_schema_and_peer_shape() {
     assert_eq!(host["hooks"], json!(["pause_file"]));
     assert!(host["calls"].as_u64().unwrap() >= 2, "{host}");
     assert_eq!(host["failures"], 0);
-    assert!(host["call_latency_p50_ms"].as_f64().unwrap() > 0.0, "{host}");
+    assert!(
+        host["call_latency_p50_ms"].as_f64().unwrap() > 0.0,
+        "{host}"
+    );
     let kinds: Vec<&str> = doc["recent_events"]
         .as_array()
         .unwrap()
         .iter()
         .map(|e| e["event"].as_str().unwrap())
         .collect();
-    assert!(kinds.contains(&"round_end") && kinds.contains(&"max_rounds_reached"), "{kinds:?}");
-    let service: Value = serde_json::from_str(
-        &std::fs::read_to_string(p.log_dir().join("service.json")).unwrap(),
-    )
-    .unwrap();
+    assert!(
+        kinds.contains(&"round_end") && kinds.contains(&"max_rounds_reached"),
+        "{kinds:?}"
+    );
+    let service: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.log_dir().join("service.json")).unwrap())
+            .unwrap();
     assert_eq!(service["schema_version"], 1);
     assert_eq!(service["state"], "stopped");
     assert_eq!(service["config"], p.config_path().display().to_string());
@@ -154,13 +171,22 @@ fn live_serve_shows_service_state_and_host_counters() {
     assert!(host["pid"].as_u64().is_some(), "{host}");
     assert_eq!(host["calls"], 1);
     assert!(host["call_latency_p50_ms"].as_f64().is_some());
-    assert!(doc["current_round"].is_null(), "a deferred round has not started");
+    assert!(
+        doc["current_round"].is_null(),
+        "a deferred round has not started"
+    );
 
     let human = p.run(&["peek"]);
     human.assert_code(0);
     assert!(human.stdout.contains("deferred (pid"), "{human}");
-    assert!(human.stdout.contains("pause") && human.stdout.contains("verified"), "{human}");
-    assert!(!human.stdout.contains('\x1b'), "no colour off a terminal: {human}");
+    assert!(
+        human.stdout.contains("pause") && human.stdout.contains("verified"),
+        "{human}"
+    );
+    assert!(
+        !human.stdout.contains('\x1b'),
+        "no colour off a terminal: {human}"
+    );
 
     serve.signal(libc::SIGTERM);
     serve.wait(EVENT_TIMEOUT).assert_code(0);
@@ -196,7 +222,10 @@ fn select_round_and_log() {
     assert!(!log_text.is_empty());
     assert_eq!(doc["round"]["log_tail"].as_str().unwrap(), log_text);
     assert!(doc["round"]["recent_events"].as_array().unwrap().len() >= 4);
-    assert_eq!(peek_json(&p, &["--round", "latest"])["round"]["round_num"], 2);
+    assert_eq!(
+        peek_json(&p, &["--round", "latest"])["round"]["round_num"],
+        2
+    );
 
     let out = p.run(&["peek", "--round", "1", "--log"]);
     out.assert_code(0);
@@ -208,6 +237,12 @@ fn select_round_and_log() {
 
     let out = p.run(&["peek", "--events", "3"]);
     out.assert_code(0);
-    assert!(out.stdout.contains("events") && out.stdout.contains("max_rounds_reached"), "{out}");
-    assert!(out.stdout.contains("R2") && out.stdout.contains("exit 0"), "{out}");
+    assert!(
+        out.stdout.contains("events") && out.stdout.contains("max_rounds_reached"),
+        "{out}"
+    );
+    assert!(
+        out.stdout.contains("R2") && out.stdout.contains("exit 0"),
+        "{out}"
+    );
 }

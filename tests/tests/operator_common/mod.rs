@@ -12,8 +12,8 @@ use std::path::Path;
 /// `docs/schema/peek.schema.json`, compiled.
 pub fn peek_validator() -> jsonschema::Validator {
     let path = workspace_root().join("docs/schema/peek.schema.json");
-    let schema: Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("read schema")).expect("schema is JSON");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("read schema"))
+        .expect("schema is JSON");
     jsonschema::validator_for(&schema).expect("schema compiles")
 }
 
@@ -24,7 +24,11 @@ pub fn assert_peek_schema(doc: &Value) {
         .iter_errors(doc)
         .map(|e| format!("{} at {}", e, e.instance_path()))
         .collect();
-    assert!(errors.is_empty(), "peek --json breaks the schema:\n{}\n{doc:#}", errors.join("\n"));
+    assert!(
+        errors.is_empty(),
+        "peek --json breaks the schema:\n{}\n{doc:#}",
+        errors.join("\n")
+    );
 }
 
 /// `peek --json` of `p` (exit 0 asserted).
@@ -42,7 +46,9 @@ pub fn snapshot(dir: &Path) -> BTreeMap<String, (char, String, u64, i128)> {
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_owned()];
     while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in entries {
             let e = e.expect("dir entry");
             let path = e.path();
@@ -59,7 +65,15 @@ pub fn snapshot(dir: &Path) -> BTreeMap<String, (char, String, u64, i128)> {
     }
     let meta = std::fs::metadata(dir).ok();
     if let Some(meta) = meta {
-        out.insert(".".into(), ('d', String::new(), 0, i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec())));
+        out.insert(
+            ".".into(),
+            (
+                'd',
+                String::new(),
+                0,
+                i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+            ),
+        );
     }
     out
 }
