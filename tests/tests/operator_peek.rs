@@ -246,3 +246,30 @@ fn select_round_and_log() {
         "{out}"
     );
 }
+
+#[test]
+fn running_round_is_current_with_its_age() {
+    let p = Project::new();
+    p.write_config(&p.config().agent_env("DEMO_AGENT_SLEEP", "4"));
+    let serve = p.spawn(&["serve", "--once"]);
+    p.wait_for_event("agent_spawn");
+    let doc = peek_json(&p, &[]);
+    assert_peek_schema(&doc);
+    let current = &doc["current_round"];
+    assert_eq!(current["round_num"], 1, "{doc:#}");
+    assert!(current["duration_so_far_s"].as_f64().unwrap() >= 0.0);
+    assert!(current["exit_code"].is_null());
+    assert!(current["log_path"].as_str().unwrap().contains("R1-"));
+    assert_eq!(doc["status"]["running"], true);
+    assert_eq!(doc["service"]["state"], "running");
+    assert_eq!(doc["service"]["serve_current_round"]["round_num"], 1);
+    assert!(doc["recent_rounds"].as_array().unwrap().is_empty());
+    let human = p.run(&["peek"]);
+    assert!(human.stdout.contains("R1 running for"), "{human}");
+
+    serve.wait(EVENT_TIMEOUT).assert_code(0);
+    let doc = peek_json(&p, &[]);
+    assert!(doc["current_round"].is_null());
+    assert_eq!(doc["recent_rounds"][0]["round_num"], 1);
+    assert_eq!(doc["service"]["state"], "stopped");
+}
