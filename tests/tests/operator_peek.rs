@@ -273,3 +273,34 @@ fn running_round_is_current_with_its_age() {
     assert_eq!(doc["recent_rounds"][0]["round_num"], 1);
     assert_eq!(doc["service"]["state"], "stopped");
 }
+
+#[test]
+fn host_failures_show_in_counters_and_recent_hook_failures() {
+    let p = Project::new();
+    p.write_config(
+        &p.config().restart_delay_s(1).host(
+            HostSpec::new("crashy", env!("CARGO_BIN_EXE_ar-e2e-hostile"))
+                .config(json!({"attempt": "crash", "hook": "crashy"})),
+        ),
+    );
+    p.run(&["serve", "--max-rounds", "2"]).assert_code(0);
+    let doc = peek_json(&p, &[]);
+    assert_peek_schema(&doc);
+    let host = &doc["hosts"][0];
+    assert_eq!(host["name"], "crashy");
+    assert_eq!(host["calls"], 2, "{host}");
+    assert_eq!(host["failures"], 2, "{host}");
+    assert!(
+        host["last_error"]
+            .as_str()
+            .unwrap()
+            .starts_with("crashed: "),
+        "{host}"
+    );
+    let failures = doc["recent_hook_failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 2, "{doc:#}");
+    assert_eq!(failures[1]["error_type"], "crashed");
+    let human = p.run(&["peek"]);
+    assert!(human.stdout.contains("hook failures"), "{human}");
+    assert!(human.stdout.contains("last error: crashed"), "{human}");
+}
