@@ -16,7 +16,7 @@ struct Paint(bool);
 
 impl Paint {
     fn wrap(&self, code: &str, text: &str) -> String {
-        if self.0 {
+        if self.0 && !text.is_empty() {
             format!("\x1b[{code}m{text}\x1b[0m")
         } else {
             text.to_owned()

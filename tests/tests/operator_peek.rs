@@ -304,3 +304,37 @@ fn host_failures_show_in_counters_and_recent_hook_failures() {
     assert!(human.stdout.contains("hook failures"), "{human}");
     assert!(human.stdout.contains("last error: crashed"), "{human}");
 }
+
+/// Colour only on a terminal (a pty from `script(1)`, util-linux), and never with
+/// `NO_COLOR` set.
+#[test]
+fn colour_only_on_a_terminal_without_no_color() {
+    let p = Project::new();
+    p.write_config(&p.config());
+    let line = format!(
+        "{} --config {} peek",
+        agent_runner_e2e::agent_runner_bin().display(),
+        p.config_path().display()
+    );
+    let on_tty = |no_color: Option<&str>| {
+        let mut cmd = std::process::Command::new("script");
+        cmd.args(["-qec", &line, "/dev/null"]).current_dir(p.dir());
+        match no_color {
+            Some(v) => cmd.env("NO_COLOR", v),
+            None => cmd.env_remove("NO_COLOR"),
+        };
+        let out = cmd.output().expect("run script(1)");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let coloured = on_tty(None);
+    assert!(coloured.contains("\x1b[33mnot running"), "{coloured:?}");
+    let plain = on_tty(Some("1"));
+    assert!(
+        plain.contains("not running") && !plain.contains('\x1b'),
+        "{plain:?}"
+    );
+    // An empty NO_COLOR does not count (no-color.org).
+    assert!(on_tty(Some("")).contains('\x1b'));
+    assert!(!p.run(&["peek"]).stdout.contains('\x1b'), "not a terminal");
+}
