@@ -85,7 +85,7 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
     let batch = event_read::tail(log_dir, EVENT_TAIL_BYTES).unwrap_or_default();
     let events = &batch.events;
     let live = service::live_supervisor(log_dir);
-    let service_doc = service::read(log_dir).filter(|d| d.config == config.path);
+    let service_doc = service::read(log_dir);
     let current_doc = service_doc.as_ref().filter(|d| Some(d.pid) == live);
     let rounds = round_history::rounds(events);
 
