@@ -2,7 +2,7 @@
 //! the verb, and the verbs. Each verb maps its result onto the exit codes of
 //! [`crate::exit`].
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -60,8 +60,74 @@ pub enum Command {
         once: bool,
     },
     /// Check the config, the sandbox and every host's pin; exit non-zero when serve would
-    /// refuse to boot (78) or a check fails (1).
-    Doctor,
+    /// refuse to boot (78) or a check fails (1). Read-only.
+    Doctor {
+        /// Show the phase plan of the next N rounds.
+        #[arg(long, value_name = "N", default_value_t = 5)]
+        rounds: u64,
+    },
+    /// One look at the project: service, rounds, orphan stash, hosts, sandbox. Read-only.
+    Peek {
+        /// Also show round N (or `latest`) with the end of its log.
+        #[arg(long, value_name = "N|latest")]
+        round: Option<crate::peek::RoundSel>,
+        /// Print the log of --round (default: the latest round) and nothing else.
+        #[arg(long)]
+        log: bool,
+        /// Show (human form) or include (--json) the N most recent events.
+        #[arg(long, value_name = "N")]
+        events: Option<usize>,
+        /// Print only the value at this dotted path, e.g. plugins.sandbox.achieved_tier.
+        #[arg(long, value_name = "A.B.C")]
+        select: Option<String>,
+    },
+    /// Peek, redrawn in place until Ctrl-C. Read-only.
+    Watch {
+        /// Seconds between redraws.
+        #[arg(long, value_name = "S", default_value_t = crate::watch::DEFAULT_INTERVAL_S)]
+        interval: f64,
+    },
+    /// The event record as JSON Lines, filtered by kind. Read-only. Exit 2 on bad
+    /// arguments, 1 when a file cannot be read.
+    Events {
+        /// Event kinds, comma-separated (e.g. round_start,round_end).
+        #[arg(long, value_name = "K[,K2]")]
+        kind: String,
+        /// The last N matching events (default 10).
+        #[arg(long, value_name = "N")]
+        window: Option<usize>,
+        /// Follow the record until Ctrl-C.
+        #[arg(long)]
+        tail: bool,
+        /// Every matching event with ts >= TS (RFC 3339, or a date).
+        #[arg(long, value_name = "TS")]
+        since: Option<String>,
+    },
+    /// Install a systemd unit running `serve` for this project (user unit by default).
+    Install {
+        /// A system unit in /etc/systemd/system instead of a user unit.
+        #[arg(long)]
+        system: bool,
+        /// Overwrite an existing unit.
+        #[arg(long)]
+        force: bool,
+        /// Print the unit and write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Stop, disable and remove the systemd unit of this project.
+    Uninstall {
+        /// The system unit instead of the user unit.
+        #[arg(long)]
+        system: bool,
+    },
+    /// Print a shell completion script.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff).
+    Man,
     /// Is a supervisor running (pid, current round, uptime, hosts)? Exit 0 yes, 1 no.
     Status,
     /// Stop the running supervisor gracefully: no new round; the current one finishes.
@@ -186,8 +252,8 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             }
             Ok(exit::OK)
         }
-        Command::Doctor => {
-            let report = crate::doctor::run(&cli.config).await;
+        Command::Doctor { rounds } => {
+            let report = crate::doctor::run(&cli.config, rounds).await;
             if cli.json {
                 println!(
                     "{}",
@@ -200,6 +266,59 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
         }
         Command::Round { phase } => round(&cli.config, cli.json, phase.as_deref()).await,
         Command::Plugin { command } => plugin(command, cli.config, cli.json).await,
+        Command::Peek {
+            round,
+            log,
+            events,
+            select,
+        } => crate::peek::run(
+            &cli.config,
+            &crate::peek::PeekOutput {
+                options: crate::peek::PeekOptions { round, events },
+                json: cli.json,
+                log,
+                select,
+            },
+        ),
+        Command::Watch { interval } => crate::watch::run(&cli.config, interval).await,
+        Command::Events {
+            kind,
+            window,
+            tail,
+            since,
+        } => {
+            let query = crate::event_query::Query::new(&kind, window, tail, since.as_deref())?;
+            let config = crate::config::load(&cli.config)?;
+            crate::event_query::run(&config.runtime.log_dir, &query).await
+        }
+        Command::Install {
+            system,
+            force,
+            dry_run,
+        } => {
+            let config = crate::config::load(&cli.config)?;
+            let options = crate::install::InstallOptions {
+                scope: scope(system),
+                force,
+                dry_run,
+            };
+            print_lines(crate::install::install(&config, options)?)
+        }
+        Command::Uninstall { system } => {
+            let config = crate::config::load(&cli.config)?;
+            print_lines(crate::install::uninstall(&config, scope(system))?)
+        }
+        Command::Completions { shell } => {
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "agent-runner", &mut std::io::stdout());
+            Ok(exit::OK)
+        }
+        Command::Man => {
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut std::io::stdout())
+                .map_err(|e| CliError::failure(format!("cannot write the man page: {e}")))?;
+            Ok(exit::OK)
+        }
         Command::Serve { max_rounds, once } => {
             let (sender, mut stop) =
                 stop::install().map_err(|e| CliError::failure(e.to_string()))?;
@@ -280,6 +399,21 @@ async fn plugin(command: PluginCommand, config: PathBuf, json: bool) -> Result<u
             Ok(exit::OK)
         }
     }
+}
+
+fn scope(system: bool) -> crate::install::Scope {
+    if system {
+        crate::install::Scope::System
+    } else {
+        crate::install::Scope::User
+    }
+}
+
+fn print_lines(lines: Vec<String>) -> Result<u8, CliError> {
+    for line in lines {
+        println!("{line}");
+    }
+    Ok(exit::OK)
 }
 
 async fn round(config: &std::path::Path, json: bool, phase: Option<&str>) -> Result<u8, CliError> {

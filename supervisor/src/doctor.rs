@@ -53,8 +53,9 @@ pub struct Report {
     pub code: u8,
 }
 
-/// Runs every check for the config at `config_path`.
-pub async fn run(config_path: &Path) -> Report {
+/// Runs every check for the config at `config_path`; `rounds` is how many upcoming rounds
+/// the phase plan covers.
+pub async fn run(config_path: &Path, rounds: u64) -> Report {
     let caps = probe();
     let mut checks = Vec::new();
     let config = match config::load(config_path) {
@@ -120,6 +121,8 @@ pub async fn run(config_path: &Path) -> Report {
         "run `git init` in the work dir, or point [runtime] work_dir at one",
     ));
     refuse_boot |= !is_repo;
+    checks.push(log_dir_check(&config.runtime.log_dir));
+    checks.push(prompt_check(&config.prompt.files[0]));
     let agent = &config.agent.command[0];
     let base = config.path.parent().unwrap_or(Path::new("/"));
     match resolve_executable(agent, base, std::env::var_os("PATH").as_deref()) {
@@ -144,11 +147,88 @@ pub async fn run(config_path: &Path) -> Report {
     } else {
         exit::OK
     };
+    let next = crate::state::peek_next_round(&config.runtime.log_dir).unwrap_or(1);
     Report {
         json: json!({"schema_version": 1, "ok": code == exit::OK, "config": config.path, "checks": checks,
-                     "sandbox": sandbox_json(Some(&config), &caps, gate.as_ref(), hashes, covered_families(&hosts, gate.as_ref())), "hosts": hosts}),
+                     "sandbox": sandbox_json(Some(&config), &caps, gate.as_ref(), hashes, covered_families(&hosts, gate.as_ref())), "hosts": hosts,
+                     "phase_plan": phase_plan(&config, next, rounds)}),
         code,
     }
+}
+
+/// `log_dir`: an existing writable directory, or creatable (its nearest existing ancestor
+/// is a writable directory). Checked with `access(2)`; nothing is created.
+fn log_dir_check(log_dir: &Path) -> Check {
+    use nix::unistd::{access, AccessFlags};
+    let writable = |p: &Path| access(p, AccessFlags::W_OK | AccessFlags::X_OK).is_ok();
+    let fix = format!(
+        "make {} writable for this user, or point [runtime] log_dir somewhere writable",
+        log_dir.display()
+    );
+    if log_dir.exists() {
+        let ok = log_dir.is_dir() && writable(log_dir);
+        let reason = if !log_dir.is_dir() {
+            format!("{} exists and is not a directory", log_dir.display())
+        } else if ok {
+            format!("{} is writable", log_dir.display())
+        } else {
+            format!("{} is not writable", log_dir.display())
+        };
+        return check("log_dir", ok, reason, fix);
+    }
+    match log_dir.ancestors().skip(1).find(|p| p.exists()) {
+        Some(ancestor) if ancestor.is_dir() && writable(ancestor) => check(
+            "log_dir",
+            true,
+            format!(
+                "{} does not exist yet; serve creates it (under writable {})",
+                log_dir.display(),
+                ancestor.display()
+            ),
+            "",
+        ),
+        Some(ancestor) => check(
+            "log_dir",
+            false,
+            format!(
+                "{} does not exist and cannot be created: {} is not a writable directory",
+                log_dir.display(),
+                ancestor.display()
+            ),
+            fix,
+        ),
+        None => check(
+            "log_dir",
+            false,
+            format!("{} has no existing ancestor", log_dir.display()),
+            fix,
+        ),
+    }
+}
+
+/// The prompt file: present, valid UTF-8, and not empty once its front matter is
+/// stripped (an empty or cut prompt would burn rounds doing nothing).
+fn prompt_check(path: &Path) -> Check {
+    let fix = "write the prompt to this file, or fix [prompt] file";
+    let (ok, reason) = match std::fs::read(path) {
+        Err(e) => (false, format!("cannot read {}: {e}", path.display())),
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Err(e) => (
+                false,
+                format!(
+                    "{} is not valid UTF-8 after byte {} (truncated or binary?)",
+                    path.display(),
+                    e.utf8_error().valid_up_to()
+                ),
+            ),
+            Ok(text) if crate::prompt::strip_front_matter(&text).trim().is_empty() => (
+                false,
+                format!("{} is empty (front matter aside)", path.display()),
+            ),
+            Ok(text) => (true, format!("{} ({} bytes)", path.display(), text.len())),
+        },
+    };
+    check("prompt", ok, reason, fix)
 }
 
 fn host_checks(
@@ -219,7 +299,10 @@ fn host_checks(
 /// The hook families really confined: those of the hosts that would be launched (enabled,
 /// and admitted by the pin rules: verified, or unpinned when pins are not required), when the
 /// gate applies a tier other than `unconfined`. Sorted, without duplicates.
-fn covered_families(hosts: &[Value], gate: Option<&SandboxGate>) -> Vec<String> {
+///
+/// `hosts` are host entries with `disabled`, `pin_status` and `provides` (doctor's and
+/// peek's `hosts` blocks).
+pub fn covered_families(hosts: &[Value], gate: Option<&SandboxGate>) -> Vec<String> {
     let Some(gate) = gate.filter(|g| g.applied != Tier::Unconfined) else {
         return Vec::new();
     };
@@ -245,18 +328,47 @@ fn sandbox_json(
     hashes: Map<String, Value>,
     covers: Vec<String>,
 ) -> Value {
+    let mut block = sandbox_block(config, caps, gate, covers);
+    block.insert("libseccomp_present".into(), Value::Bool(false));
+    block.insert("third_party_plugin_hashes".into(), Value::Object(hashes));
+    Value::Object(block)
+}
+
+/// The sandbox block shared by `doctor` and `peek` (`plugins.sandbox`): `requested`,
+/// `achieved_tier` (what hosts run at; `unconfined` when the gate refuses to boot),
+/// `available_tier` (what the kernel offers), `landlock_abi`, `seccomp`,
+/// `unconfined_reason`, `covers` (from [`covered_families`]).
+pub fn sandbox_block(
+    config: Option<&Config>,
+    caps: &Capabilities,
+    gate: Option<&SandboxGate>,
+    covers: Vec<String>,
+) -> Map<String, Value> {
     let applied = gate.map(|g| g.applied).unwrap_or(Tier::Unconfined);
-    json!({
-        "requested": config.map(|c| c.plugins.sandbox.as_str()),
-        "achieved_tier": applied.as_str(),
-        "available_tier": caps.tier().as_str(),
-        "landlock_abi": caps.landlock_abi,
-        "seccomp": caps.seccomp,
-        "libseccomp_present": false,
-        "unconfined_reason": caps.unconfined_reason,
-        "covers": covers,
-        "third_party_plugin_hashes": hashes,
-    })
+    let mut block = Map::new();
+    let mut put = |key: &str, value: Value| {
+        block.insert(key.to_owned(), value);
+    };
+    put(
+        "requested",
+        json!(config.map(|c| c.plugins.sandbox.as_str())),
+    );
+    put("achieved_tier", json!(applied.as_str()));
+    put("available_tier", json!(caps.tier().as_str()));
+    put("landlock_abi", json!(caps.landlock_abi));
+    put("seccomp", json!(caps.seccomp));
+    put("unconfined_reason", json!(caps.unconfined_reason));
+    put("covers", json!(covers));
+    block
+}
+
+/// The phase plan of `count` rounds from round `first`: `{phases, rounds: [{round_num,
+/// phase}]}` (the rotation rule is [`Config::phase_for_round`]).
+fn phase_plan(config: &Config, first: u64, count: u64) -> Value {
+    let rounds: Vec<Value> = (first..first.saturating_add(count))
+        .map(|n| json!({"round_num": n, "phase": config.phase_for_round(n)}))
+        .collect();
+    json!({"phases": config.phases.list, "rounds": rounds})
 }
 
 /// The human form of a report.
@@ -276,6 +388,30 @@ pub fn render(json: &Value) -> String {
                 c["how_to_fix"].as_str().unwrap_or("")
             ));
         }
+    }
+    if let Some(plan) = json["phase_plan"]["rounds"]
+        .as_array()
+        .filter(|p| !p.is_empty())
+    {
+        let rounds: Vec<String> = plan
+            .iter()
+            .map(|r| {
+                format!(
+                    "R{} {}",
+                    r["round_num"],
+                    r["phase"].as_str().unwrap_or("(no phase)")
+                )
+            })
+            .collect();
+        let phases = if json["phase_plan"]["phases"]
+            .as_array()
+            .is_some_and(|p| p.is_empty())
+        {
+            " [no phases configured]"
+        } else {
+            ""
+        };
+        out.push_str(&format!("\nnext rounds{phases}: {}\n", rounds.join(", ")));
     }
     let s = &json["sandbox"];
     out.push_str(&format!(

@@ -14,6 +14,10 @@
 //! - [`doctor`], [`init`], [`control`]: operator verbs (`status`/`stop`/`kill`/`start`
 //!   over the control socket).
 //! - [`plugin_check`], [`plugin_new`]: host author verbs (`plugin check`, `plugin new`).
+//! - [`service`]: `service.json`, what a running `serve` is doing.
+//! - [`install`]: the systemd unit.
+//! - [`peek`] (with [`peek_render`], [`round_history`], [`system_metrics`]), [`watch`],
+//!   [`event_query`] (over [`event_read`]): the read-only operator surface.
 
 pub mod agent;
 pub mod cli;
@@ -21,19 +25,28 @@ pub mod config;
 pub mod control;
 pub mod dirty;
 pub mod doctor;
+pub mod event_query;
+pub mod event_read;
 pub mod events;
 pub mod exit;
 pub mod git;
 pub mod hosts;
 pub mod init;
+pub mod install;
+pub mod peek;
+pub mod peek_render;
 pub mod plugin_check;
 pub mod plugin_new;
 pub mod prompt;
 pub mod retention;
 pub mod round;
 pub mod round_context;
+pub mod round_history;
 pub mod sandbox;
 pub mod serve;
+pub mod service;
 pub mod spawn_gate;
 pub mod state;
 pub mod stop;
+pub mod system_metrics;
+pub mod watch;

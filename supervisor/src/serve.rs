@@ -25,8 +25,9 @@ use crate::git::Repo;
 use crate::hosts::HostManager;
 use crate::round::{Attempt, Runner};
 use crate::sandbox::SandboxGate;
+use crate::service::{ServiceFile, ServiceState};
 use crate::spawn_gate::Verdict;
-use crate::state::ProjectLock;
+use crate::state::{self, ProjectLock};
 use crate::stop::{sleep_unless, StopLevel, StopWatch};
 
 /// The shortest wait before spawn hooks are asked again after a defer, so a `defer_s = 0`
@@ -45,6 +46,8 @@ pub struct Booted {
     pub runner: Runner,
     /// What `status` reports, kept current by [`serve`].
     pub status: watch::Sender<Snapshot>,
+    /// The sandbox gate of this boot (reported in `service.json`).
+    pub gate: SandboxGate,
     _lock: ProjectLock,
 }
 
@@ -97,6 +100,7 @@ pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
     Ok(Booted {
         runner: Runner::new(config, events, hosts),
         status: watch::channel(snapshot).0,
+        gate,
         _lock: lock,
     })
 }
@@ -119,9 +123,13 @@ pub struct ServeEnd {
     pub code: u8,
 }
 
-/// Runs rounds until stopped.
+/// Runs rounds until stopped. Keeps `status` (the control socket's answer) and
+/// `service.json` up to date at each step (boot, round start and end, defer, stopping,
+/// exit).
 pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWatch) -> ServeEnd {
+    let mut service = ServiceFile::new(&booted.runner.config, &booted.gate);
     let Booted { runner, status, .. } = booted;
+    service.update(ServiceState::Idle, None, &runner.hosts);
     let max_rounds = if options.once {
         Some(1)
     } else {
@@ -133,6 +141,7 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
     let mut code = crate::exit::OK;
     loop {
         if *stop.borrow() >= StopLevel::Graceful {
+            service.update(ServiceState::Stopping, None, &runner.hosts);
             runner.events.emit(
                 "serve_stopping",
                 json!({"reason": "signal", "rounds_completed": completed}),
@@ -176,10 +185,20 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
             );
             break;
         }
-        let next = crate::state::peek_next_round(&runner.config.runtime.log_dir).ok();
+        let next = state::peek_next_round(&runner.config.runtime.log_dir).ok();
         status.send_modify(|s| s.update("round", next, &runner.hosts));
+        service.update(
+            ServiceState::Running,
+            Some(ServiceFile::round_starting(next.unwrap_or(0), None)),
+            &runner.hosts,
+        );
         let attempt = runner.attempt(stop, None).await;
         status.send_modify(|s| s.update("waiting", None, &runner.hosts));
+        let after = match &attempt {
+            Ok(Attempt::NotStarted(Verdict::Defer { .. })) => ServiceState::Deferred,
+            _ => ServiceState::Idle,
+        };
+        service.update(after, None, &runner.hosts);
         let wait = match attempt {
             Ok(Attempt::Ran {
                 exit, output_bytes, ..
@@ -239,6 +258,7 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
         sleep_unless(stop, StopLevel::Graceful, wait).await;
     }
     status.send_modify(|s| s.update("stopping", None, &runner.hosts));
+    service.update(ServiceState::Stopped, None, &runner.hosts);
     ServeEnd { completed, code }
 }
 

@@ -7,7 +7,10 @@
 //! [`MAX_CONSECUTIVE_FAILURES`] failures in a row it is disabled for the rest of the run.
 
 mod host;
+mod stats;
 mod transport;
+
+pub use stats::CallStats;
 
 use agent_runner_plugin_host::launch::LaunchSpec;
 use agent_runner_plugin_host::pin::{open_and_hash, Sha256Pin};
@@ -138,6 +141,32 @@ pub enum HostState {
     Disabled,
 }
 
+impl HostState {
+    /// The `service.json` / `peek` spelling: `running`, `backoff`, `disabled`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HostState::Running => "running",
+            HostState::Backoff => "backoff",
+            HostState::Disabled => "disabled",
+        }
+    }
+}
+
+/// One host as status displays show it ([`HostManager::status`]).
+#[derive(Clone, Debug)]
+pub struct HostStatus {
+    /// The host's name (`[plugins.hosts.<name>]`).
+    pub name: String,
+    /// What it is doing now.
+    pub state: HostState,
+    /// Its pid while running.
+    pub pid: Option<u32>,
+    /// Names of the hooks it registered.
+    pub hooks: Vec<String>,
+    /// Its call counters over this run.
+    pub stats: CallStats,
+}
+
 struct ManagedHost {
     cfg: HostConfig,
     spec: LaunchSpec,
@@ -145,6 +174,7 @@ struct ManagedHost {
     consecutive_failures: u32,
     next_start: Instant,
     disabled: bool,
+    stats: CallStats,
 }
 
 /// Every host of one supervisor run.
@@ -190,6 +220,7 @@ impl HostManager {
                 consecutive_failures: 0,
                 next_start: Instant::now(),
                 disabled: false,
+                stats: CallStats::default(),
             });
             let index = manager.hosts.len() - 1;
             match manager.start(index).await {
@@ -386,7 +417,10 @@ impl HostManager {
         }
         let timeout = self.hosts[index].cfg.call_timeout(hook.family);
         let running = self.hosts[index].running.as_mut().expect("started above");
-        match running.call(method, Some(params), timeout).await {
+        let started = Instant::now();
+        let answer = running.call(method, Some(params), timeout).await;
+        self.hosts[index].stats.record_call(started.elapsed());
+        match answer {
             Ok(value) => {
                 self.hosts[index].consecutive_failures = 0;
                 Ok(Some(value))
@@ -442,6 +476,11 @@ impl HostManager {
         failure: &CallFailure,
     ) {
         let managed = &mut self.hosts[index];
+        managed.stats.record_failure(format!(
+            "{}: {}",
+            failure.error_type.as_str(),
+            failure.message
+        ));
         if failure.error_type == ErrorType::KilledBySandbox {
             self.events.emit(
                 "plugin_sandbox_kill",
@@ -484,6 +523,28 @@ impl HostManager {
                     state,
                     h.running.as_ref().map(RunningHost::pid),
                 )
+            })
+            .collect()
+    }
+
+    /// Each host's state, pid, registered hook names and call counters (for
+    /// `service.json` and `peek`).
+    pub fn status(&self) -> Vec<HostStatus> {
+        self.states()
+            .into_iter()
+            .zip(&self.hosts)
+            .enumerate()
+            .map(|(index, ((name, state, pid), host))| HostStatus {
+                name,
+                state,
+                pid,
+                hooks: self
+                    .hooks
+                    .iter()
+                    .filter(|h| h.host == index)
+                    .map(|h| h.name.as_str().to_owned())
+                    .collect(),
+                stats: host.stats.clone(),
             })
             .collect()
     }

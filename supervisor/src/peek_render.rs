@@ -1,0 +1,283 @@
+//! The human form of a `peek` document: a short summary, coloured only when asked
+//! ([`use_colour`]: stdout is a terminal and `NO_COLOR` is unset or empty).
+
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::time::Duration;
+
+/// Whether to colour output: stdout is a terminal and `NO_COLOR` (no-color.org) is unset
+/// or empty.
+pub fn use_colour() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+struct Paint(bool);
+
+impl Paint {
+    fn wrap(&self, code: &str, text: &str) -> String {
+        if self.0 && !text.is_empty() {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+    fn bold(&self, t: &str) -> String {
+        self.wrap("1", t)
+    }
+    fn good(&self, t: &str) -> String {
+        self.wrap("32", t)
+    }
+    fn bad(&self, t: &str) -> String {
+        self.wrap("31", t)
+    }
+    fn warn(&self, t: &str) -> String {
+        self.wrap("33", t)
+    }
+    fn dim(&self, t: &str) -> String {
+        self.wrap("2", t)
+    }
+}
+
+fn s(v: &Value) -> &str {
+    v.as_str().unwrap_or("-")
+}
+
+/// `1h 2m`, `3m 4s`, `5.2s`.
+fn age(seconds: f64) -> String {
+    let d = Duration::from_secs_f64(seconds.max(0.0));
+    let secs = d.as_secs();
+    if secs >= 3600 {
+        format!("{}h {}m", secs / 3600, secs % 3600 / 60)
+    } else if secs >= 60 {
+        format!("{}m {}s", secs / 60, secs % 60)
+    } else {
+        format!("{seconds:.1}s")
+    }
+}
+
+/// Renders `doc` (a [`crate::peek::snapshot`] document); `events` adds the recent events.
+pub fn render(doc: &Value, colour: bool, events: bool) -> String {
+    let p = Paint(colour);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} {}",
+        p.bold(s(&doc["project"])),
+        p.dim(s(&doc["config"]))
+    );
+
+    let svc = &doc["service"];
+    let service = if svc["active"] == true {
+        let mut line = p.good(&format!("{} (pid {})", s(&svc["state"]), svc["pid"]));
+        if let Some(up) = svc["uptime_s"].as_f64() {
+            let _ = write!(line, ", up {}", age(up));
+        }
+        line
+    } else if svc["stale"] == true {
+        p.bad("not running (its last service.json says otherwise: it died without a clean stop)")
+    } else {
+        p.warn("not running")
+    };
+    let unit = svc["unit_file"]
+        .as_str()
+        .map(|u| format!(" [{} {u}]", s(&svc["mode"])))
+        .unwrap_or_default();
+    let _ = writeln!(out, "service   {service}{}", p.dim(&unit));
+
+    let cur = &doc["current_round"];
+    let round_line = if cur.is_object() {
+        let phase = cur["phase"]
+            .as_str()
+            .map(|ph| format!(", phase {ph}"))
+            .unwrap_or_default();
+        format!(
+            "R{} running for {}{phase}",
+            cur["round_num"],
+            age(cur["duration_so_far_s"].as_f64().unwrap_or(0.0))
+        )
+    } else {
+        format!(
+            "none running; last round number R{}",
+            doc["status"]["round_num"]
+        )
+    };
+    let _ = writeln!(out, "round     {round_line}");
+
+    let rounds = doc["recent_rounds"].as_array().cloned().unwrap_or_default();
+    if !rounds.is_empty() {
+        let _ = writeln!(out, "rounds");
+        for r in rounds.iter().rev().take(5) {
+            let exit = match (r["exit_code"].as_i64(), r["exit_cause"].as_str()) {
+                (Some(0), _) => p.good("exit 0"),
+                (Some(code), _) => p.bad(&format!("exit {code}")),
+                (None, Some(cause)) => p.bad(cause),
+                (None, None) => p.warn("interrupted"),
+            };
+            let dur = r["duration_s"]
+                .as_f64()
+                .map(age)
+                .unwrap_or_else(|| "-".into());
+            let dirty = r["dirty_outcome"]
+                .as_str()
+                .map(|d| format!(" dirty: {d}"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  R{:<5} {exit:<8} {dur:>8}  {}{dirty}",
+                r["round_num"],
+                p.dim(s(&r["started_at"]))
+            );
+        }
+    }
+
+    let orphan = &doc["orphan"];
+    let orphan_line = if orphan.is_object() {
+        format!(
+            "stash {} from R{} at {}",
+            s(&orphan["sha"]).chars().take(12).collect::<String>(),
+            orphan["round_num"],
+            s(&orphan["ts"])
+        )
+    } else {
+        "none".to_owned()
+    };
+    let _ = writeln!(out, "orphan    {orphan_line}");
+
+    let sb = &doc["plugins"]["sandbox"];
+    let tier = s(&sb["achieved_tier"]);
+    let tier = if tier == "landlock+seccomp" {
+        p.good(tier)
+    } else {
+        p.warn(tier)
+    };
+    let reason = sb["unconfined_reason"]
+        .as_str()
+        .map(|r| format!(" ({r})"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "sandbox   requested {} -> {tier}, kernel offers {}{reason}",
+        s(&sb["requested"]),
+        s(&sb["available_tier"])
+    );
+
+    let hosts = doc["hosts"].as_array().cloned().unwrap_or_default();
+    if !hosts.is_empty() {
+        let _ = writeln!(out, "hosts");
+        for h in &hosts {
+            let state = s(&h["state"]);
+            let state = match state {
+                "running" => p.good(state),
+                "stopped" => p.dim(state),
+                _ => p.warn(state),
+            };
+            let pin = s(&h["pin_status"]);
+            let pin = if pin == "verified" {
+                p.good(pin)
+            } else {
+                p.bad(pin)
+            };
+            let pid = h["pid"]
+                .as_u64()
+                .map(|p| format!(" pid {p}"))
+                .unwrap_or_default();
+            let p50 = h["call_latency_p50_ms"]
+                .as_f64()
+                .map(|ms| format!(" p50 {ms} ms"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {:<16} {state}{pid}  pin {pin}  calls {} failures {}{p50}",
+                s(&h["name"]),
+                h["calls"],
+                h["failures"]
+            );
+            if let Some(err) = h["last_error"].as_str() {
+                let _ = writeln!(out, "  {:<16} last error: {}", "", p.bad(err));
+            }
+        }
+    }
+
+    let failures = doc["recent_hook_failures"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if !failures.is_empty() {
+        let _ = writeln!(out, "hook failures");
+        for f in failures.iter().rev().take(5) {
+            let _ = writeln!(
+                out,
+                "  {} {} {}: {}",
+                p.dim(s(&f["ts"])),
+                s(&f["hook_name"]),
+                p.bad(s(&f["error_type"])),
+                s(&f["error_message"])
+            );
+        }
+    }
+
+    if let Some(round) = doc.get("round").filter(|r| r.is_object()) {
+        let _ = writeln!(
+            out,
+            "round R{}: exit {} cause {} log {}",
+            round["round_num"],
+            round["exit_code"],
+            s(&round["exit_cause"]),
+            s(&round["log_path"])
+        );
+        if let Some(tail) = round["log_tail"].as_str() {
+            for line in tail
+                .lines()
+                .rev()
+                .take(10)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+            {
+                let _ = writeln!(out, "  | {line}");
+            }
+        }
+    }
+
+    if events {
+        let _ = writeln!(out, "events");
+        for e in doc["recent_events"].as_array().into_iter().flatten() {
+            let mut fields = e.as_object().cloned().unwrap_or_default();
+            let ts = fields.remove("ts").unwrap_or(Value::Null);
+            let kind = fields.remove("event").unwrap_or(Value::Null);
+            let _ = writeln!(
+                out,
+                "  {} {} {}",
+                p.dim(s(&ts)),
+                p.bold(s(&kind)),
+                Value::Object(fields)
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn plain_text_without_colour() {
+        let doc = json!({
+            "project": "demo", "config": "/p/agent-runner.toml",
+            "service": {"active": false, "stale": false},
+            "current_round": null, "status": {"round_num": 3},
+            "recent_rounds": [{"round_num": 3, "exit_code": 1, "duration_s": 2.5, "started_at": "t"}],
+            "orphan": null, "plugins": {"sandbox": {"requested": "prefer", "achieved_tier": "landlock+seccomp"}},
+            "hosts": [], "recent_hook_failures": [], "recent_events": [{"ts": "t", "event": "round_end", "round_num": 3}],
+        });
+        let text = render(&doc, false, true);
+        assert!(!text.contains('\x1b'), "{text}");
+        assert!(text.contains("not running"), "{text}");
+        assert!(text.contains("R3") && text.contains("exit 1"), "{text}");
+        assert!(text.contains("round_end"), "{text}");
+        assert!(render(&doc, true, false).contains("\x1b[31m"));
+    }
+}

@@ -1,0 +1,190 @@
+//! Rounds as the record tells them: `round_start`, `agent_spawn`, `agent_exit` and
+//! `round_end` events folded into one view per round (the reference system's `RoundView`
+//! shape, for `peek`), and the round logs under `<log_dir>/rounds/`.
+
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// One round as far as the events go.
+#[derive(Clone, Debug, Default)]
+pub struct RoundView {
+    /// Its number.
+    pub round_num: u64,
+    /// Its phase (`null` without `[phases]`).
+    pub phase: Option<String>,
+    /// `round_start.ts`.
+    pub started_at: Option<String>,
+    /// The round log (`agent_spawn.log_path`).
+    pub log_path: Option<String>,
+    /// `agent_exit.exit_code` (`None`: killed by a signal, or not exited yet).
+    pub exit_code: Option<i64>,
+    /// `agent_exit.duration_s`.
+    pub duration_s: Option<f64>,
+    /// `agent_exit.timed_out`.
+    pub timed_out: Option<bool>,
+    /// `agent_exit.exit_cause`.
+    pub exit_cause: Option<String>,
+    /// `round_end.dirty_outcome`.
+    pub dirty_outcome: Option<String>,
+    /// Whether `agent_exit` was recorded.
+    pub exited: bool,
+    /// Whether `round_end` was recorded.
+    pub ended: bool,
+    /// `round_end.ts`.
+    pub ended_at: Option<String>,
+}
+
+/// Folds `events` (oldest first) into rounds, by number, ascending.
+pub fn rounds(events: &[Value]) -> BTreeMap<u64, RoundView> {
+    let mut rounds: BTreeMap<u64, RoundView> = BTreeMap::new();
+    for e in events {
+        let Some(n) = e["round_num"].as_u64() else {
+            continue;
+        };
+        let text = |key: &str| e[key].as_str().map(str::to_owned);
+        let view = || RoundView {
+            round_num: n,
+            ..RoundView::default()
+        };
+        match e["event"].as_str() {
+            Some("round_start") => {
+                let r = rounds.entry(n).or_insert_with(view);
+                r.started_at = text("ts");
+                r.phase = text("phase");
+            }
+            Some("agent_spawn") => {
+                rounds.entry(n).or_insert_with(view).log_path = text("log_path");
+            }
+            Some("agent_exit") => {
+                let r = rounds.entry(n).or_insert_with(view);
+                r.exited = true;
+                r.exit_code = e["exit_code"].as_i64();
+                r.duration_s = e["duration_s"].as_f64();
+                r.timed_out = e["timed_out"].as_bool();
+                r.exit_cause = text("exit_cause");
+            }
+            Some("round_end") => {
+                let r = rounds.entry(n).or_insert_with(view);
+                r.ended = true;
+                r.ended_at = text("ts");
+                r.dirty_outcome = text("dirty_outcome");
+            }
+            _ => {}
+        }
+    }
+    rounds
+}
+
+impl RoundView {
+    /// The reference system's `RoundView` JSON: `round_num`, `phase`, `started_at`,
+    /// `duration_so_far_s` (running: seconds since start; ended: the agent's duration),
+    /// `pid` (always `null`: agent pids are not recorded), `exit_code`, `timed_out`,
+    /// `log_path`, `log_tail`, `recent_events`; plus ours: `duration_s`, `exit_cause`,
+    /// `dirty_outcome`, `ended_at`.
+    pub fn to_json(&self, now: SystemTime, log_tail: Option<String>, events: &[Value]) -> Value {
+        let so_far = if self.exited {
+            self.duration_s
+        } else {
+            self.started_at
+                .as_deref()
+                .and_then(|ts| humantime::parse_rfc3339_weak(ts.trim_end_matches('Z')).ok())
+                .and_then(|t| now.duration_since(t).ok())
+                .map(|d| (d.as_secs_f64() * 10.0).round() / 10.0)
+        };
+        let recent: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["round_num"].as_u64() == Some(self.round_num))
+            .collect();
+        json!({
+            "round_num": self.round_num,
+            "phase": self.phase,
+            "started_at": self.started_at.clone().unwrap_or_default(),
+            "duration_so_far_s": so_far,
+            "pid": null,
+            "exit_code": self.exit_code,
+            "timed_out": self.timed_out,
+            "log_path": self.log_path.clone().unwrap_or_default(),
+            "log_tail": log_tail,
+            "recent_events": recent,
+            "duration_s": self.duration_s,
+            "exit_cause": self.exit_cause,
+            "dirty_outcome": self.dirty_outcome,
+            "ended_at": self.ended_at,
+        })
+    }
+}
+
+/// The log of round `round_num` in `<log_dir>/rounds/` (`R<N>-<stamp>.log`; the newest if
+/// several), if any.
+pub fn log_file(log_dir: &Path, round_num: u64) -> Option<PathBuf> {
+    let prefix = format!("R{round_num}-");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(log_dir.join("rounds"))
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".log"))
+        })
+        .collect();
+    found.sort();
+    found.pop()
+}
+
+/// The highest round number with a log in `<log_dir>/rounds/`.
+pub fn latest_logged_round(log_dir: &Path) -> Option<u64> {
+    std::fs::read_dir(log_dir.join("rounds"))
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name();
+            let name = name.to_str()?;
+            name.strip_prefix('R')?.split('-').next()?.parse().ok()
+        })
+        .max()
+}
+
+/// The last `max_bytes` of `path` as text (lossy UTF-8, starting at a line boundary when
+/// cut), `None` if it cannot be read.
+pub fn tail_text(path: &Path, max_bytes: usize) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    let start = bytes.len().saturating_sub(max_bytes);
+    let mut slice = &bytes[start..];
+    if start > 0 {
+        if let Some(i) = slice.iter().position(|b| *b == b'\n') {
+            slice = &slice[i + 1..];
+        }
+    }
+    Some(String::from_utf8_lossy(slice).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folds_the_events_of_each_round() {
+        let events = vec![
+            json!({"ts": "2026-11-29T10:00:00.000Z", "event": "round_start", "round_num": 1, "phase": null}),
+            json!({"ts": "2026-11-29T10:00:00.100Z", "event": "agent_spawn", "round_num": 1, "log_path": "/l/R1.log"}),
+            json!({"ts": "2026-11-29T10:00:02.000Z", "event": "agent_exit", "round_num": 1, "exit_code": 3, "duration_s": 1.9, "timed_out": false, "exit_cause": "exit"}),
+            json!({"ts": "2026-11-29T10:00:02.100Z", "event": "round_end", "round_num": 1}),
+            json!({"ts": "2026-11-29T10:00:05.000Z", "event": "round_start", "round_num": 2, "phase": "build"}),
+        ];
+        let rounds = rounds(&events);
+        assert_eq!(rounds.len(), 2);
+        let r1 = &rounds[&1];
+        assert!(r1.ended && r1.exited);
+        assert_eq!(r1.exit_code, Some(3));
+        let doc = r1.to_json(SystemTime::now(), None, &events);
+        assert_eq!(doc["duration_so_far_s"], 1.9);
+        assert_eq!(doc["recent_events"].as_array().unwrap().len(), 4);
+        let r2 = &rounds[&2];
+        assert!(!r2.ended);
+        assert_eq!(r2.phase.as_deref(), Some("build"));
+        let later = humantime::parse_rfc3339("2026-11-29T10:00:15Z").unwrap();
+        assert_eq!(r2.to_json(later, None, &events)["duration_so_far_s"], 10.0);
+    }
+}

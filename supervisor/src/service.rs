@@ -1,0 +1,202 @@
+//! `<log_dir>/service.json`: what a running `serve` is doing, for `peek`, `watch` and
+//! `status` (format documented in `docs/operations.md`, "service.json").
+//!
+//! `serve` rewrites it atomically ([`crate::state::write_json_atomic`]) at its own events
+//! only — boot, round start and end, defer, stopping, exit — never on a timer, so the cost
+//! is one small file write per round. Readers must treat it as a hint: a `serve` killed
+//! with SIGKILL leaves its last state behind, so they check whether `pid` is alive (the
+//! project lock's holder) before believing `state`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use crate::config::Config;
+use crate::events::timestamp;
+use crate::hosts::HostManager;
+use crate::sandbox::SandboxGate;
+use crate::state::write_json_atomic;
+
+/// Name of the file in `log_dir`.
+pub const SERVICE_FILE: &str = "service.json";
+
+/// The version of the document's shape; fields are only ever added within a version.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// What `serve` is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServiceState {
+    /// A round is being attempted (spawn hooks asked, or the agent running).
+    Running,
+    /// A spawn hook deferred the round; waiting to ask again.
+    Deferred,
+    /// Between rounds (restart delay, or after a skip).
+    Idle,
+    /// A stop was asked for; finishing up.
+    Stopping,
+    /// `serve` has exited (written last, on a clean exit).
+    Stopped,
+}
+
+impl ServiceState {
+    /// The spelling in the file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServiceState::Running => "running",
+            ServiceState::Deferred => "deferred",
+            ServiceState::Idle => "idle",
+            ServiceState::Stopping => "stopping",
+            ServiceState::Stopped => "stopped",
+        }
+    }
+}
+
+/// The round being attempted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CurrentRound {
+    /// The number the round has (or will get when the spawn hooks let it start).
+    pub round_num: u64,
+    /// Its phase (`null` without `[phases]`).
+    pub phase: Option<String>,
+    /// When the attempt began (UTC, [`timestamp`] form).
+    pub started_at: String,
+}
+
+/// One host as of the last write.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServiceHost {
+    /// The host's name.
+    pub name: String,
+    /// `running`, `backoff` or `disabled`.
+    pub state: String,
+    /// Its pid while running.
+    pub pid: Option<u32>,
+    /// The hooks it registered.
+    pub hooks: Vec<String>,
+    /// Hook calls sent this run.
+    pub calls: u64,
+    /// Failed calls and starts this run.
+    pub failures: u64,
+    /// `<error_type>: <message>` of the last failure.
+    pub last_error: Option<String>,
+    /// Median latency of recent calls, milliseconds.
+    pub call_latency_p50_ms: Option<f64>,
+}
+
+/// The whole document.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServiceDoc {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The `serve` process.
+    pub pid: u32,
+    /// When it booted (UTC).
+    pub started_at: String,
+    /// The absolute config path it runs.
+    pub config: PathBuf,
+    /// What it is doing.
+    pub state: ServiceState,
+    /// The round being attempted, if any.
+    pub current_round: Option<CurrentRound>,
+    /// Its hosts.
+    pub hosts: Vec<ServiceHost>,
+    /// The sandbox gate of this boot: `requested`, `achieved_tier`, `landlock_abi`,
+    /// `seccomp`.
+    pub sandbox: Value,
+    /// When this version of the file was written (UTC).
+    pub updated_at: String,
+}
+
+/// Reads `<log_dir>/service.json`; `None` when it is missing or unreadable (a reader
+/// never fails on it).
+pub fn read(log_dir: &Path) -> Option<ServiceDoc> {
+    crate::state::read_json(&log_dir.join(SERVICE_FILE))
+        .ok()
+        .flatten()
+}
+
+/// The writer `serve` holds.
+pub struct ServiceFile {
+    path: PathBuf,
+    doc: ServiceDoc,
+}
+
+impl ServiceFile {
+    /// A document for a `serve` of `config` booted through `gate` (nothing written yet).
+    pub fn new(config: &Config, gate: &SandboxGate) -> Self {
+        let now = timestamp(SystemTime::now());
+        let info = gate.info();
+        ServiceFile {
+            path: config.runtime.log_dir.join(SERVICE_FILE),
+            doc: ServiceDoc {
+                schema_version: SCHEMA_VERSION,
+                pid: std::process::id(),
+                started_at: now.clone(),
+                config: config.path.clone(),
+                state: ServiceState::Idle,
+                current_round: None,
+                hosts: Vec::new(),
+                sandbox: serde_json::json!({
+                    "requested": info.requested, "achieved_tier": info.achieved_tier,
+                    "landlock_abi": info.landlock_abi, "seccomp": info.seccomp,
+                }),
+                updated_at: now,
+            },
+        }
+    }
+
+    /// Records `state` and `current_round` with the hosts' current counters and writes
+    /// the file. A failed write is logged, never raised (the loop must go on).
+    pub fn update(
+        &mut self,
+        state: ServiceState,
+        current_round: Option<CurrentRound>,
+        hosts: &HostManager,
+    ) {
+        self.doc.state = state;
+        self.doc.current_round = current_round;
+        self.doc.hosts = hosts
+            .status()
+            .into_iter()
+            .map(|h| ServiceHost {
+                call_latency_p50_ms: h.stats.latency_p50_ms(),
+                name: h.name,
+                state: h.state.as_str().to_owned(),
+                pid: h.pid,
+                hooks: h.hooks,
+                calls: h.stats.calls,
+                failures: h.stats.failures,
+                last_error: h.stats.last_error,
+            })
+            .collect();
+        self.doc.updated_at = timestamp(SystemTime::now());
+        if let Err(err) = write_json_atomic(&self.path, &self.doc) {
+            tracing::warn!(path = %self.path.display(), "cannot write service status: {err}");
+        }
+    }
+
+    /// A [`CurrentRound`] starting now.
+    pub fn round_starting(round_num: u64, phase: Option<String>) -> CurrentRound {
+        CurrentRound {
+            round_num,
+            phase,
+            started_at: timestamp(SystemTime::now()),
+        }
+    }
+}
+
+/// The pid of the live supervisor (`serve` or `round`) of the project whose log dir is
+/// `log_dir`: the pid recorded in its lock file, if that process exists and runs
+/// agent-runner. Read-only: the lock is read, never taken (taking it, even shared, could
+/// make a starting `serve` fail).
+pub fn live_supervisor(log_dir: &Path) -> Option<u32> {
+    let text = std::fs::read_to_string(log_dir.join(crate::state::LOCK_FILE)).ok()?;
+    let pid: u32 = text.trim().parse().ok()?;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let argv0 = cmdline.split(|b| *b == 0).next().unwrap_or_default();
+    String::from_utf8_lossy(argv0)
+        .contains("agent-runner")
+        .then_some(pid)
+}

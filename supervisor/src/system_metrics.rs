@@ -1,0 +1,107 @@
+//! The machine as `peek` shows it (the reference system's `system` block): memory from
+//! `/proc/meminfo`, the file system holding the log dir, the 1-minute load, and how many
+//! processes run the agent's binary. Reads procfs only; a value that cannot be read is
+//! `null` (or 0), never an error.
+
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// The `system` block. `disk_path` is the log dir (or, when it does not exist yet, its
+/// nearest existing ancestor); `agent_binary` is the agent's `command[0]`.
+///
+/// Shape: `mem_total_mb`, `mem_available_mb` (MiB), `disk_used_pct` (0–100, one
+/// decimal), `disk_free_gb` (GiB, one decimal), `load_1m`, `cpu_pct` (always `null`: a
+/// CPU percentage needs two samples over time, and peek takes one look),
+/// `agent_process_count` (processes whose name is the agent binary's file name).
+pub fn snapshot(disk_path: &Path, agent_binary: &str) -> Value {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let mem_mb = |key: &str| -> u64 {
+        meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|rest| rest.trim_start_matches(':').split_whitespace().next())
+            .and_then(|kb| kb.parse::<u64>().ok())
+            .map_or(0, |kb| kb / 1024)
+    };
+    let (used_pct, free_gb) = disk(disk_path);
+    let load_1m = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next()?.parse::<f64>().ok());
+    json!({
+        "mem_total_mb": mem_mb("MemTotal"),
+        "mem_available_mb": mem_mb("MemAvailable"),
+        "disk_used_pct": used_pct,
+        "disk_free_gb": free_gb,
+        "load_1m": load_1m,
+        "cpu_pct": null,
+        "agent_process_count": process_count(agent_binary),
+    })
+}
+
+fn disk(path: &Path) -> (f64, f64) {
+    let existing = path
+        .ancestors()
+        .find(|p| p.exists())
+        .unwrap_or(Path::new("/"));
+    match nix::sys::statvfs::statvfs(existing) {
+        Ok(s) => {
+            let frag = s.fragment_size() as f64;
+            let total = s.blocks() as f64 * frag;
+            let free = s.blocks_free() as f64 * frag;
+            let avail = s.blocks_available() as f64 * frag;
+            let used_pct = if total > 0.0 {
+                ((total - free) / total * 1000.0).round() / 10.0
+            } else {
+                0.0
+            };
+            (used_pct, (avail / f64::from(1 << 30) * 10.0).round() / 10.0)
+        }
+        Err(_) => (0.0, 0.0),
+    }
+}
+
+/// Processes whose `comm` is the file name of `binary` (the kernel keeps 15 bytes).
+fn process_count(binary: &str) -> u64 {
+    let name = Path::new(binary)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let comm: String = name.chars().take(15).collect();
+    if comm.is_empty() {
+        return 0;
+    }
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .filter(|e| {
+            std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim_end() == comm)
+        })
+        .count() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_machine() {
+        let s = snapshot(
+            Path::new("/nonexistent/below/root"),
+            "/bin/does-not-run-here",
+        );
+        assert!(s["mem_total_mb"].as_u64().unwrap() > 0);
+        assert!(s["mem_available_mb"].as_u64().unwrap() <= s["mem_total_mb"].as_u64().unwrap());
+        let pct = s["disk_used_pct"].as_f64().unwrap();
+        assert!((0.0..=100.0).contains(&pct));
+        assert_eq!(s["agent_process_count"], 0);
+        let me = std::fs::read_to_string("/proc/self/comm").unwrap();
+        assert!(process_count(me.trim_end()) >= 1);
+    }
+}
