@@ -22,6 +22,9 @@ const VERBS: &[&[&str]] = &[
     &["doctor", "--json", "--rounds", "3"],
 ];
 
+/// `status` answers 0 while a supervisor runs and 1 when none does; read-only either way.
+const STATUS: &[&[&str]] = &[&["status"], &["status", "--json"]];
+
 fn project() -> Project {
     let p = Project::new();
     p.write_config(
@@ -77,6 +80,11 @@ fn live_project_log_dir_is_unchanged() {
         assert!(out.code() == 0, "{verb:?}: {out}");
         assert_eq!(snapshot(&p.log_dir()), before, "{verb:?} changed log_dir");
     }
+    for verb in STATUS {
+        let out = p.run(verb);
+        assert_eq!(out.code(), 0, "{verb:?}: {out}");
+        assert_eq!(snapshot(&p.log_dir()), before, "{verb:?} changed log_dir");
+    }
     watch_briefly(&p);
     assert_eq!(snapshot(&p.log_dir()), before, "watch changed log_dir");
     serve.signal(libc::SIGTERM);
@@ -91,6 +99,10 @@ fn fresh_project_log_dir_is_not_created() {
         // `peek --log` has no round to show (1); everything else succeeds.
         let expected = if verb.contains(&"--log") { 1 } else { 0 };
         assert_eq!(out.code(), expected, "{verb:?}: {out}");
+        assert!(!p.log_dir().exists(), "{verb:?} created log_dir");
+    }
+    for verb in STATUS {
+        assert_eq!(p.run(verb).code(), 1, "{verb:?} with no supervisor");
         assert!(!p.log_dir().exists(), "{verb:?} created log_dir");
     }
     watch_briefly(&p);

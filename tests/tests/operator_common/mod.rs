@@ -58,6 +58,9 @@ pub fn snapshot(dir: &Path) -> BTreeMap<String, (char, String, u64, i128)> {
             if meta.is_dir() {
                 out.insert(rel, ('d', String::new(), 0, mtime));
                 stack.push(path);
+            } else if !meta.is_file() {
+                // The control socket (and any other special file): no content to hash.
+                out.insert(rel, ('s', String::new(), 0, mtime));
             } else {
                 out.insert(rel, ('f', sha256_hex(&path), meta.len(), mtime));
             }
