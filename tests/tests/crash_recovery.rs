@@ -3,7 +3,7 @@
 //! lock is free again for the next `serve` (an `flock` the kernel released), no event line
 //! is torn, and the next round's number continues the count.
 
-use agent_runner_e2e::serde_json::{json, Value};
+use agent_runner_e2e::serde_json::json;
 use agent_runner_e2e::{wait_until, HostSpec, Project, Running};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -22,26 +22,6 @@ fn kill_serve(p: &Project, serve: Running) {
         Duration::from_secs(10),
         || p.processes().is_empty().then_some(()),
     );
-}
-
-/// Every line of every event file is whole: newline-terminated JSON with `ts` and `event`.
-fn assert_no_torn_line(p: &Project) {
-    for file in p.event_files() {
-        let text = std::fs::read_to_string(&file).expect("read events");
-        assert!(
-            text.is_empty() || text.ends_with('\n'),
-            "{}: last line torn: {text:?}",
-            file.display()
-        );
-        for line in text.lines() {
-            let value: Value = agent_runner_e2e::serde_json::from_str(line)
-                .unwrap_or_else(|e| panic!("{}: torn line ({e}): {line}", file.display()));
-            assert!(
-                value["ts"].is_string() && value["event"].is_string(),
-                "{line}"
-            );
-        }
-    }
 }
 
 /// The round numbers of the `round_start` events, in order.
@@ -64,7 +44,7 @@ fn recovers(p: &Project, last: u64) {
         last + 1
     );
     p.assert_agent_ran(last + 1);
-    assert_no_torn_line(p);
+    p.assert_events_whole();
     assert!(p.processes().is_empty(), "{:?}", p.processes());
 }
 
@@ -79,7 +59,7 @@ fn sigkill_mid_round_kills_the_agent_and_serve_recovers() {
         (p.processes().len() >= 2).then_some(())
     });
     kill_serve(&p, serve);
-    assert_no_torn_line(&p);
+    p.assert_events_whole();
     assert_eq!(started_rounds(&p), [1]);
     assert!(p.events_of("round_end").is_empty());
 
@@ -109,7 +89,7 @@ fn sigkill_mid_hook_call_kills_the_host_and_serve_recovers() {
     assert!(p.host_pids(&[Path::new(HOSTILE)]).contains(&host));
     assert_eq!(started_rounds(&p), [1], "the gate let a round start");
     kill_serve(&p, serve);
-    assert_no_torn_line(&p);
+    p.assert_events_whole();
 
     p.write_config(&p.config());
     recovers(&p, 1);
