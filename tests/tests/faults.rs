@@ -236,7 +236,8 @@ fn supervisor_does_not_grow_across_faulty_rounds() {
         "descriptors grew: {early:?} -> {late:?}"
     );
     assert!(
-        late.threads <= early.threads + 2,
+        // Blocking-pool threads come and go; a leak would add one per failed call (10).
+        late.threads <= early.threads + 4,
         "threads grew: {early:?} -> {late:?}"
     );
     assert_eq!(late.zombie_children, 0, "{late:?}");

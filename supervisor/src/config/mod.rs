@@ -59,6 +59,14 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
         path: path.to_owned(),
         source,
     })?;
-    let raw = raw::parse(path, &text)?;
+    parse_str(path, &text)
+}
+
+/// Parses, validates and resolves config `text` as if read from `path` (relative paths
+/// resolve against its directory; the prompt file and work dir are checked on disk).
+///
+/// Errors: [`ConfigError`] naming `path`, the key and the expected value.
+pub fn parse_str(path: &Path, text: &str) -> Result<Config, ConfigError> {
+    let raw = raw::parse(path, text)?;
     resolve::resolve(path, raw)
 }
