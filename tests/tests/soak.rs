@@ -64,11 +64,7 @@ fn serve_stays_flat_over_many_rounds() {
     assert!(rounds >= 8, "AR_SOAK_ROUNDS must be at least 8");
     // Both samples after an odd round: the demo agent leaves the tree dirty in odd rounds,
     // so both follow the same work (a dirty-handler call and a commit).
-    let late_round = if rounds % 2 == 0 {
-        rounds - 1
-    } else {
-        rounds - 2
-    };
+    let late_round = rounds - 1 - rounds % 2;
 
     let p = Project::new();
     p.write_config(
