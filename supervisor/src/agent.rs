@@ -8,10 +8,16 @@
 //! is a child subreaper ([`become_subreaper`]), so every orphaned descendant is reparented
 //! to it; after the agent is gone, [`reap_orphans`] SIGKILLs and reaps every child of the
 //! supervisor that is not a plugin host, until none is left. No zombie remains.
+//!
+//! If the supervisor itself dies (even by SIGKILL) the agent's group dies with it: a
+//! [`GroupGuard`] process, forked into the group before the agent's exec, waits for the end
+//! of a pipe only the supervisor holds and then SIGKILLs its own group. Descendants that
+//! left the agent's process group (`setsid`, `setpgid`) are out of its reach.
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use std::fs::File;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -106,6 +112,7 @@ pub async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Result<Agent
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(spec.log))
         .kill_on_drop(true);
+    let guard = GroupGuard::install(&mut cmd)?;
     let started = Instant::now();
     let mut child = cmd.spawn()?;
     let pgid = Pid::from_raw(child.id().map(|id| id as i32).unwrap_or(0));
@@ -121,9 +128,11 @@ pub async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Result<Agent
         _ = tokio::time::sleep(spec.budget) => { cause = Some(ExitCause::Timeout); terminate(&mut child, pgid).await? }
         _ = reached(stop, StopLevel::Immediate) => { cause = Some(ExitCause::Stopped); terminate(&mut child, pgid).await? }
     };
-    // Reap what the agent left behind in its group, then what left the group.
+    // Reap what the agent left behind in its group (the guard process included), then
+    // what left the group.
     let _ = killpg(pgid, Signal::SIGKILL);
     reap_orphans(&spec.spare).await;
+    drop(guard);
     let cause = cause.unwrap_or(if status.signal().is_some() {
         ExitCause::Signaled
     } else {
@@ -225,5 +234,60 @@ async fn terminate(
             let _ = killpg(pgid, Signal::SIGKILL);
             child.wait().await
         }
+    }
+}
+
+/// Kills the agent's process group when the supervisor dies.
+///
+/// Holds the write end of a close-on-exec pipe; the read end goes to a guard process that
+/// the agent's child forks between `setpgid` and `exec`, so the guard is a member of the
+/// agent's group. The guard blocks in `read(2)` until every write end is closed — when the
+/// supervisor drops this value or dies by any means — then sends SIGKILL to its own group.
+/// (`PR_SET_PDEATHSIG` would only reach the group leader, not what the agent started.)
+struct GroupGuard {
+    _write: OwnedFd,
+}
+
+impl GroupGuard {
+    /// Creates the pipe and adds the guard's fork to `cmd`'s pre-exec steps (which run after
+    /// `process_group(0)` has made the child a group leader).
+    fn install(cmd: &mut Command) -> std::io::Result<GroupGuard> {
+        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+        let read_fd = read.as_raw_fd();
+        // SAFETY: the closure runs in the forked child before exec and uses only
+        // async-signal-safe system calls (fork, close_range, read, kill, _exit); it allocates
+        // nothing and takes no locks. `read` is moved in, so its descriptor stays open in
+        // the parent until `cmd` is dropped, and the child has its own copy.
+        unsafe {
+            cmd.pre_exec(move || {
+                let _keep_open = &read;
+                match libc::fork() {
+                    -1 => Err(std::io::Error::last_os_error()),
+                    0 => {
+                        // The guard execs nothing, so close-on-exec does not apply: close
+                        // every inherited descriptor but the read end (the write end, the
+                        // project lock, host pipes), then wait for EOF.
+                        let last = libc::c_uint::MAX;
+                        let read_u = read_fd as libc::c_uint;
+                        if read_u > 0 {
+                            libc::syscall(libc::SYS_close_range, 0, read_u - 1, 0);
+                        }
+                        libc::syscall(libc::SYS_close_range, read_u + 1, last, 0);
+                        let mut byte = 0u8;
+                        loop {
+                            let n = libc::read(read_fd, std::ptr::addr_of_mut!(byte).cast(), 1);
+                            if n == -1 && *libc::__errno_location() == libc::EINTR {
+                                continue;
+                            }
+                            break;
+                        }
+                        libc::kill(0, libc::SIGKILL);
+                        libc::_exit(0)
+                    }
+                    _ => Ok(()),
+                }
+            });
+        }
+        Ok(GroupGuard { _write: write })
     }
 }

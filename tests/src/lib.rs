@@ -899,6 +899,29 @@ impl Project {
             .join("\n")
     }
 
+    /// Panics unless every event file ends with a newline and every line of it is a JSON
+    /// object with `ts` and `event` (no torn line, the last one included). For a finished
+    /// or killed writer; [`Project::events`] tolerates a line still being written.
+    pub fn assert_events_whole(&self) {
+        for file in self.event_files() {
+            let text = fs::read_to_string(&file).expect("read events");
+            assert!(
+                text.is_empty() || text.ends_with('\n'),
+                "{}: last line torn: {text:?}",
+                file.display()
+            );
+            for line in text.lines() {
+                let value: Value = serde_json::from_str(line)
+                    .unwrap_or_else(|e| panic!("{}: torn line ({e}): {line}", file.display()));
+                assert!(
+                    value["ts"].is_string() && value["event"].is_string(),
+                    "{}: event without ts/event: {line}",
+                    file.display()
+                );
+            }
+        }
+    }
+
     /// Waits (up to [`EVENT_TIMEOUT`]) until an event of kind `kind` is recorded; returns
     /// the first one.
     pub fn wait_for_event(&self, kind: &str) -> Value {

@@ -64,8 +64,7 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
         path: path.to_owned(),
         source,
     })?;
-    let raw = raw::parse(path, &text)?;
-    let config = resolve::resolve(path, raw)?;
+    let config = parse_str(path, &text)?;
     WARNED.call_once(|| {
         for warning in &config.warnings {
             eprintln!(
@@ -75,4 +74,14 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
         }
     });
     Ok(config)
+}
+
+/// Parses, validates and resolves config `text` as if read from `path` (relative paths
+/// resolve against its directory; the prompt file and work dir are checked on disk).
+/// Warnings are left in [`Config::warnings`]; [`load`] prints them once.
+///
+/// Errors: [`ConfigError`] naming `path`, the key and the expected value.
+pub fn parse_str(path: &Path, text: &str) -> Result<Config, ConfigError> {
+    let raw = raw::parse(path, text)?;
+    resolve::resolve(path, raw)
 }
