@@ -7,10 +7,22 @@ use agent_runner_e2e::{
     dirty_commit_host_bin, pause_host_bin, HostSpec, Pin, Project, TEST_PROBE_ENV,
 };
 
+/// `doctor --json` (expected to exit `code`); also checks that `peek --json` reports the
+/// same `covers` and tier, so both read-only views stay honest together.
 fn doctor(p: &Project, env: &[(&str, &str)], code: i32) -> Value {
     let out = p.run_env(&["doctor", "--json"], env);
     out.assert_code(code);
-    serde_json::from_str(&out.stdout).expect("doctor --json")
+    let report: Value = serde_json::from_str(&out.stdout).expect("doctor --json");
+    let peek = p.run_env(&["peek", "--json"], env);
+    peek.assert_code(0);
+    let peek: Value = serde_json::from_str(&peek.stdout).expect("peek --json");
+    for key in ["covers", "achieved_tier"] {
+        assert_eq!(
+            peek["plugins"]["sandbox"][key], report["sandbox"][key],
+            "peek and doctor disagree on {key}:\npeek {peek}\ndoctor {report}"
+        );
+    }
+    report
 }
 
 fn pause_host() -> HostSpec {
