@@ -13,13 +13,13 @@ use std::time::Duration;
 
 const FAULTY: &str = env!("CARGO_BIN_EXE_ar-e2e-faulty");
 
-/// The pids of every launch of host `name`, in launch order (the host appends its pid to
-/// `<log_dir>/plugins/<name>/pids`).
-fn launches(p: &Project, name: &str) -> Vec<u32> {
+/// The launch ids of every launch of host `name`, in launch order (the host appends one,
+/// `<pid>-<start ns>`, to `<log_dir>/plugins/<name>/pids`).
+fn launches(p: &Project, name: &str) -> Vec<String> {
     fs::read_to_string(p.log_dir().join("plugins").join(name).join("pids"))
         .unwrap_or_default()
         .lines()
-        .map(|l| l.parse().expect("pid line"))
+        .map(str::to_owned)
         .collect()
 }
 
@@ -228,7 +228,7 @@ fn supervisor_does_not_grow_across_faulty_rounds() {
     assert_eq!(failed.len() as u64, 5 * ROUNDS / 2, "{all}");
     assert!(p.events_of("plugin_disabled").is_empty(), "{all}");
     for (name, _, _) in faults {
-        let pids: BTreeSet<u32> = launches(&p, name).into_iter().collect();
+        let pids: BTreeSet<String> = launches(&p, name).into_iter().collect();
         assert_eq!(pids.len() as u64, ROUNDS / 2 + 1, "{name}: {pids:?}");
     }
     assert!(

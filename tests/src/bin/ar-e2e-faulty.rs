@@ -14,8 +14,9 @@
 //!   the host exits with status 3 on reading `initialize`, without answering.
 //! * `hook`: the declared hook name (default `faulty`).
 //!
-//! Every launch appends its pid to `<state_dir>/pids` before answering `initialize`, so a
-//! test can tell launches apart. Test-only.
+//! Every launch appends a launch id to `<state_dir>/pids` before answering `initialize`, so
+//! a test can tell launches apart: its pid and start time in nanoseconds (the pid alone is
+//! always 1, each host being PID 1 of its own PID namespace). Test-only.
 
 use serde_json::{json, Value};
 use std::fs::OpenOptions;
@@ -102,8 +103,11 @@ fn main() {
                 let params = &request["params"];
                 let config = &params["config"];
                 let state_dir = PathBuf::from(params["state_dir"].as_str().unwrap_or("."));
-                let launch =
-                    append_line(&state_dir.join("pids"), &std::process::id().to_string()) + 1;
+                let started = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos());
+                let id = format!("{}-{started}", std::process::id());
+                let launch = append_line(&state_dir.join("pids"), &id) + 1;
                 calls_file = state_dir.join("calls");
                 fault = config["fault"].as_str().unwrap_or("none").to_owned();
                 fail_every = config["fail_every"].as_u64().unwrap_or(1).max(1) as usize;
