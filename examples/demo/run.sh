@@ -13,7 +13,11 @@ demo="${DEMO_DIR:-$repo/target/demo}"
 project="$demo/project"
 bin="$repo/target/release"
 
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then
+  say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+else
+  say() { printf '\n== %s\n' "$*"; }
+fi
 
 say "Building the workspace (release)"
 (cd "$repo" && cargo build --release --workspace --bins --quiet)

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
     /// The command string was empty.
-    #[error("empty command: give the host's executable as an absolute path, a path relative to the config directory, or a program name on PATH")]
+    #[error("empty command: give the executable as an absolute path, a path relative to the config directory, or a program name on PATH")]
     Empty,
     /// A path (absolute, or relative to the base directory) did not name an executable file.
-    #[error("host command {cmd0:?}: {tried} {reason}; check the path in the configuration")]
+    #[error("command {cmd0:?}: {tried} {reason}; check the path in the configuration")]
     BadPath {
         /// The command as configured.
         cmd0: String,
@@ -21,7 +21,10 @@ pub enum ResolveError {
         reason: String,
     },
     /// A bare name was not found on PATH.
-    #[error("host command {cmd0:?} not found on PATH (tried: {}); install it or configure an absolute path", display_list(tried))]
+    #[error(
+        "command {cmd0:?} not found on PATH (tried: {}); install it or configure an absolute path",
+        display_list(tried)
+    )]
     NotOnPath {
         /// The command as configured.
         cmd0: String,
@@ -83,6 +86,9 @@ pub fn resolve_executable(
                 dir
             };
             let candidate = dir.join(cmd0);
+            if tried.contains(&candidate) {
+                continue; // PATH lists this directory twice
+            }
             if let Ok(found) = check_executable(&candidate) {
                 return Ok(found);
             }

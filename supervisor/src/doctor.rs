@@ -403,15 +403,16 @@ pub fn render(json: &Value) -> String {
                 )
             })
             .collect();
-        let phases = if json["phase_plan"]["phases"]
+        if json["phase_plan"]["phases"]
             .as_array()
             .is_some_and(|p| p.is_empty())
         {
-            " [no phases configured]"
+            out.push_str(
+                "\nnext rounds: no [phases] configured; every round runs the same prompt\n",
+            );
         } else {
-            ""
-        };
-        out.push_str(&format!("\nnext rounds{phases}: {}\n", rounds.join(", ")));
+            out.push_str(&format!("\nnext rounds: {}\n", rounds.join(", ")));
+        }
     }
     let s = &json["sandbox"];
     out.push_str(&format!(

@@ -97,10 +97,10 @@ pub fn render(doc: &Value, colour: bool, events: bool) -> String {
             age(cur["duration_so_far_s"].as_f64().unwrap_or(0.0))
         )
     } else {
-        format!(
-            "none running; last round number R{}",
-            doc["status"]["round_num"]
-        )
+        match doc["status"]["round_num"].as_u64() {
+            Some(0) | None => "none yet".to_owned(),
+            Some(n) => format!("none running; the last round was R{n}"),
+        }
     };
     let _ = writeln!(out, "round     {round_line}");
 
