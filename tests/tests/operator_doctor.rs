@@ -38,7 +38,7 @@ fn healthy_fresh_project_with_phase_plan() {
     assert!(plan.iter().all(|r| r["phase"].is_null()));
     let human = p.run(&["doctor", "--rounds", "2"]);
     assert!(
-        human.stdout.contains("R1 (no phase), R2 (no phase)"),
+        human.stdout.contains("next rounds: no [phases] configured"),
         "{human}"
     );
 
