@@ -323,7 +323,8 @@ lines.append("- Hooks: ours are the example hosts `spawn-pause-file` (no pause f
 lines.append("- One hook call: the reference keeps no host process, so its cost is only visible "
              "as the difference between `serve` with and without the spawn hook; ours is "
              "measured directly (warm call through the confined host) and by the same "
-             "difference, where it disappears in the noise of the 1 s restart delays.")
+             "difference, which on our side is mostly noise of the 1 s restart delays plus the "
+             "host's one-time start (a few ms per `serve`), not the calls themselves.")
 lines.append("- Idle RSS counts the supervisor process only (our hosts and their per-call children "
              "are separate processes). Stop latency: `serve` is started in the `defer` project "
              "(pause file present, the spawn hook defers 60 s, allowed by `spawn_override_allow`), "
