@@ -6,64 +6,33 @@
 //! - warm call: one `spawn_hook/before_spawn` round trip, p50 / p99 (confined).
 //!
 //! Run with `bash bench/host_call.sh` (builds the example host first). The host is
-//! `target/release/spawn-pause-file`, or the path in `AR_BENCH_HOST`.
+//! `target/release/spawn-pause-file`, or the path in `AR_BENCH_HOST` (setup: `common/`).
+//! Criterion measures the same calls in `hooks.rs`; this harness adds the p99.
 
-use agent_runner::config;
-use agent_runner::events::EventLog;
+mod common;
+
 use agent_runner::hosts::HostManager;
-use agent_runner::sandbox::SandboxGate;
-use agent_runner_plugin_host::probe::probe;
 use agent_runner_protocol::{methods, Family};
-use serde_json::json;
-use std::path::PathBuf;
+use common::Project;
 use std::time::{Duration, Instant};
 
 const COLD_STARTS: usize = 50;
 const WARM_CALLS: usize = 5000;
 
-fn host_binary() -> PathBuf {
-    std::env::var_os("AR_BENCH_HOST")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/spawn-pause-file")
-        })
-}
-
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-/// Writes a project config in `dir` with one pinned host and `sandbox = <mode>`; loads it.
-fn project_config(dir: &std::path::Path, host: &std::path::Path, mode: &str) -> config::Config {
-    std::fs::create_dir_all(dir.join("prompts")).unwrap();
-    std::fs::write(dir.join("prompts/main.md"), "bench").unwrap();
-    let sha = agent_runner_plugin_host::pin::open_and_hash(host)
-        .unwrap()
-        .sha256;
-    let config_path = dir.join("agent-runner.toml");
-    std::fs::write(
-        &config_path,
-        format!(
-            "schema_version = 1\n[agent]\ncommand = [\"true\"]\n[runtime]\nlog_dir = \"./logs\"\n\
-             [plugins]\nsandbox = \"{mode}\"\n[plugins.pin]\npause = \"{sha}\"\n\
-             [plugins.hosts.pause]\ncommand = [{host:?}]\nprovides = [\"spawn_hook\"]\n"
-        ),
-    )
-    .unwrap();
-    config::load(&config_path).expect("config")
-}
-
 /// `COLD_STARTS` boots of the host manager (launch + `initialize`) and shutdowns, sorted.
-fn cold_starts(
-    rt: &tokio::runtime::Runtime,
-    config: &config::Config,
-    gate: &SandboxGate,
-    events: &EventLog,
-) -> Vec<Duration> {
+fn cold_starts(rt: &tokio::runtime::Runtime, project: &Project) -> Vec<Duration> {
     let mut cold = Vec::with_capacity(COLD_STARTS);
     for _ in 0..COLD_STARTS {
         let started = Instant::now();
-        let manager = rt.block_on(HostManager::boot(config, gate, events));
+        let manager = rt.block_on(HostManager::boot(
+            &project.config,
+            &project.gate,
+            &project.events,
+        ));
         cold.push(started.elapsed());
         assert_eq!(
             manager.hooks(Family::SpawnHook).len(),
@@ -77,30 +46,23 @@ fn cold_starts(
 }
 
 fn main() {
-    let host = host_binary();
-    assert!(host.is_file(), "{} not found: run `cargo build --release -p example-spawn-pause-file` (bench/host_call.sh does)", host.display());
+    let host = common::host_binary();
     let dir = tempfile::tempdir().expect("tempdir");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::runtime();
 
-    let off = project_config(dir.path(), &host, "off");
-    let off_gate = SandboxGate::evaluate(off.plugins.sandbox, probe()).expect("off");
-    let off_events = EventLog::new(&off.runtime.log_dir);
-    let cold_off = cold_starts(&rt, &off, &off_gate, &off_events);
+    let off = common::project(dir.path(), &host, "off", 1);
+    let cold_off = cold_starts(&rt, &off);
 
-    let config = project_config(dir.path(), &host, "require");
-    let gate = SandboxGate::evaluate(config.plugins.sandbox, probe()).expect("landlock+seccomp");
-    let events = EventLog::new(&config.runtime.log_dir);
-    let cold = cold_starts(&rt, &config, &gate, &events);
+    let confined = common::project(dir.path(), &host, "require", 1);
+    let cold = cold_starts(&rt, &confined);
 
-    let mut manager = rt.block_on(HostManager::boot(&config, &gate, &events));
+    let mut manager = rt.block_on(HostManager::boot(
+        &confined.config,
+        &confined.gate,
+        &confined.events,
+    ));
     let hook = manager.hooks(Family::SpawnHook).remove(0);
-    let params = json!({"hook": "pause_file", "spawn": {"argv": ["agent", "prompt"], "env_names": ["HOME", "PATH"]},
-        "ctx": {"work_dir": config.runtime.work_dir, "log_dir": config.runtime.log_dir, "project": "bench",
-                "round_num": 1, "phase": null, "agent_name": null, "agent_binary": "agent", "agent_log_path": null,
-                "dry_run": false, "vcs": null}});
+    let params = common::before_spawn_params(&confined.config, &hook.name);
     let mut warm = Vec::with_capacity(WARM_CALLS);
     for _ in 0..WARM_CALLS {
         let started = Instant::now();

@@ -37,7 +37,7 @@ fn main() -> ExitCode {
     Host::new("spawn-pause-file", env!("CARGO_PKG_VERSION"))
         .setup(|init| {
             let config = ConfigTable::new(&init.config);
-            config.expect_only(&["file", "defer_s", "reason"])?;
+            config.expect_only(&["file", "defer_s", "reason", "hook"])?;
             let hook = PauseFile {
                 file: config.string_or("file", ".agent-runner-pause")?,
                 defer_s: config.u64_or("defer_s", 60, MAX_DEFER_S)?,
@@ -46,7 +46,10 @@ fn main() -> ExitCode {
             if hook.file.is_empty() {
                 return Err(HookError::new("config: `file` must not be empty"));
             }
-            Ok(Hooks::new().spawn_hook("pause_file", hook))
+            // Several copies of this host can run side by side under distinct hook names
+            // (hook names are unique across hosts); the supervisor checks the name.
+            let name = config.string_or("hook", "pause_file")?;
+            Ok(Hooks::new().spawn_hook(name, hook))
         })
         .run()
 }

@@ -69,6 +69,21 @@ fn honours_configured_file_defer_and_reason() {
 }
 
 #[test]
+fn declares_the_configured_hook_name() {
+    let dir = work_dir("named");
+    let d = dir.to_str().unwrap();
+    let (mut host, init) = start(d, json!({"hook": "pause_file_2"}));
+    assert_eq!(
+        init["result"]["hooks"],
+        json!([{"family": "spawn_hook", "name": "pause_file_2"}])
+    );
+    let params = json!({"hook": "pause_file_2", "ctx": context(d, 3),
+                        "spawn": {"argv": ["claude"], "env_names": []}});
+    let answer = host.call("spawn_hook/before_spawn", params).unwrap();
+    assert_eq!(answer["result"]["action"], "proceed", "{answer}");
+}
+
+#[test]
 fn rejects_bad_config_at_initialize() {
     let dir = work_dir("bad");
     let d = dir.to_str().unwrap();
@@ -91,7 +106,7 @@ fn rejects_bad_config_at_initialize() {
         ),
         (
             json!({"path": "x"}),
-            "config: unknown key `path` (known keys: file, defer_s, reason)",
+            "config: unknown key `path` (known keys: file, defer_s, reason, hook)",
         ),
     ] {
         let (_host, init) = start(d, config);
