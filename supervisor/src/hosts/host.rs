@@ -194,15 +194,24 @@ impl RunningHost {
     }
 }
 
-/// Forwards a host's stderr to our log line by line, tagged with its name, each line
-/// capped at [`MAX_STDERR_LINE_CHARS`] and redacted.
+/// Forwards a host's stderr to our log line by line, tagged with its name.
 async fn forward_stderr(host: String, stderr: ChildStderr) {
-    let mut lines = BufReader::new(stderr);
+    read_stderr_lines(
+        stderr,
+        |line| tracing::info!(target: "host", host = %host, "{line}"),
+    )
+    .await;
+}
+
+/// Reads a host's stderr until it closes and hands each line to `on_line`, capped at
+/// [`MAX_STDERR_LINE_CHARS`] characters and redacted. Reads are bounded, so a host writing
+/// an endless line cannot grow our memory (the rest of it comes as further lines).
+pub async fn read_stderr_lines(stderr: ChildStderr, mut on_line: impl FnMut(String)) {
+    let mut reader = BufReader::new(stderr);
     let mut buf = Vec::new();
     loop {
         buf.clear();
-        // Bounded: a host writing an endless line cannot grow our memory.
-        let mut limited = (&mut lines).take(4 * MAX_STDERR_LINE_CHARS as u64);
+        let mut limited = (&mut reader).take(4 * MAX_STDERR_LINE_CHARS as u64);
         match limited.read_until(b'\n', &mut buf).await {
             Ok(0) | Err(_) => return,
             Ok(_) => {
@@ -211,7 +220,7 @@ async fn forward_stderr(host: String, stderr: ChildStderr) {
                     text.trim_end(),
                     MAX_STDERR_LINE_CHARS,
                 );
-                tracing::info!(target: "host", host = %host, "{}", redact(text));
+                on_line(redact(text));
             }
         }
     }

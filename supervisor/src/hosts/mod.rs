@@ -29,7 +29,7 @@ use crate::config::{Config, HostConfig};
 use crate::events::EventLog;
 use crate::sandbox::SandboxGate;
 use host::RunningHost;
-pub use host::MAX_STDERR_LINE_CHARS;
+pub use host::read_stderr_lines;
 
 /// Consecutive failed calls after which a host is disabled for the rest of the run.
 pub const MAX_CONSECUTIVE_FAILURES: u32 = 5;

@@ -17,7 +17,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 
-use crate::hosts::MAX_STDERR_LINE_CHARS;
+use crate::hosts::read_stderr_lines;
 
 /// Host stderr lines kept for the report (the last ones).
 pub const KEPT_STDERR_LINES: usize = 20;
@@ -314,25 +314,12 @@ async fn read_stdout(stdout: tokio::process::ChildStdout, tx: mpsc::UnboundedSen
 
 /// Keeps the last [`KEPT_STDERR_LINES`] stderr lines, capped and redacted.
 async fn keep_stderr(stderr: tokio::process::ChildStderr, kept: Arc<Mutex<VecDeque<String>>>) {
-    let mut reader = BufReader::new(stderr);
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        let mut limited = (&mut reader).take(4 * MAX_STDERR_LINE_CHARS as u64);
-        match limited.read_until(b'\n', &mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {
-                let text = String::from_utf8_lossy(&buf);
-                let text = agent_runner_protocol::limits::truncate_chars(
-                    text.trim_end(),
-                    MAX_STDERR_LINE_CHARS,
-                );
-                let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
-                if kept.len() == KEPT_STDERR_LINES {
-                    kept.pop_front();
-                }
-                kept.push_back(redact(text));
-            }
+    read_stderr_lines(stderr, |line| {
+        let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.len() == KEPT_STDERR_LINES {
+            kept.pop_front();
         }
-    }
+        kept.push_back(line);
+    })
+    .await;
 }
