@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 use crate::config::{Config, HostConfig};
 use crate::events::EventLog;
 use crate::sandbox::SandboxGate;
-use host::RunningHost;
 pub use host::read_stderr_lines;
+use host::RunningHost;
 
 /// Consecutive failed calls after which a host is disabled for the rest of the run.
 pub const MAX_CONSECUTIVE_FAILURES: u32 = 5;
