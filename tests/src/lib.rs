@@ -1013,3 +1013,36 @@ fn set_mode(path: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(path, fs::Permissions::from_mode(mode)).expect("chmod");
 }
+
+/// Writing JSON-RPC replies by hand, for the test hosts that do not use the SDK (they break
+/// the protocol on purpose, so they frame their lines themselves).
+pub mod raw_reply {
+    use serde_json::{json, Value};
+    use std::io::Write;
+
+    /// Writes one response line for request `id` (a result, or `(code, message)` as an
+    /// error) and flushes. Errors: the pipe to the supervisor is gone.
+    pub fn send(
+        out: &mut impl Write,
+        id: &Value,
+        reply: Result<Value, (i64, String)>,
+    ) -> std::io::Result<()> {
+        let line = match reply {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Err((code, message)) => {
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+            }
+        };
+        writeln!(out, "{line}")?;
+        out.flush()
+    }
+
+    /// The -32601 answer to a method the host does not know.
+    pub fn method_not_found(out: &mut impl Write, id: &Value, method: &str) -> std::io::Result<()> {
+        send(
+            out,
+            id,
+            Err((-32601, format!("method not found: {method}"))),
+        )
+    }
+}

@@ -18,6 +18,7 @@
 //! a test can tell launches apart: its pid and start time in nanoseconds (the pid alone is
 //! always 1, each host being PID 1 of its own PID namespace). Test-only.
 
+use agent_runner_e2e::raw_reply;
 use serde_json::{json, Value};
 use std::fs::OpenOptions;
 use std::io::{BufRead, Write};
@@ -137,15 +138,11 @@ fn main() {
             }
             "shutdown" => Value::Null,
             other => {
-                let answer = json!({"jsonrpc": "2.0", "id": id,
-                    "error": {"code": -32601, "message": format!("method not found: {other}")}});
-                let _ = writeln!(out, "{answer}");
-                let _ = out.flush();
+                let _ = raw_reply::method_not_found(&mut out, &id, other);
                 continue;
             }
         };
-        let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
-        if writeln!(out, "{answer}").and_then(|_| out.flush()).is_err() {
+        if raw_reply::send(&mut out, &id, Ok(result)).is_err() {
             break;
         }
     }

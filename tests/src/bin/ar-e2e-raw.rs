@@ -10,6 +10,7 @@
 //! On stdin end-of-file it exits, unless config `on_eof = "linger"`: then it sleeps forever
 //! (so only the supervisor's kill, or `PR_SET_PDEATHSIG`, ends it). Test-only.
 
+use agent_runner_e2e::raw_reply;
 use serde_json::{json, Value};
 use std::io::{BufRead, Write};
 use std::time::Duration;
@@ -46,15 +47,11 @@ fn main() {
             "spawn_hook/before_spawn" => json!({"action": "proceed", "defer_s": 0, "reason": ""}),
             "shutdown" => Value::Null,
             other => {
-                let answer = json!({"jsonrpc": "2.0", "id": id,
-                    "error": {"code": -32601, "message": format!("method not found: {other}")}});
-                let _ = writeln!(out, "{answer}");
-                let _ = out.flush();
+                let _ = raw_reply::method_not_found(&mut out, &id, other);
                 continue;
             }
         };
-        let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
-        if writeln!(out, "{answer}").and_then(|_| out.flush()).is_err() {
+        if raw_reply::send(&mut out, &id, Ok(result)).is_err() {
             break;
         }
     }
