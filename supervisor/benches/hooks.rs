@@ -13,8 +13,8 @@
 mod common;
 
 use agent_runner::hosts::HostManager;
-use agent_runner::spawn_gate::{self, Verdict};
-use agent_runner::stop::StopLevel;
+use agent_runner::runtime::spawn_gate::{self, Verdict};
+use agent_runner::runtime::stop::StopLevel;
 use agent_runner_protocol::{methods, Family};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 

@@ -8,10 +8,10 @@ use std::process::ExitCode;
 
 use crate::config::DEFAULT_CONFIG_FILE;
 use crate::exit::{self, CliError};
-use crate::round::Attempt;
-use crate::serve::{self, ServeOptions};
-use crate::spawn_gate::Verdict;
-use crate::stop;
+use crate::runtime::round::Attempt;
+use crate::runtime::serve::{self, ServeOptions};
+use crate::runtime::spawn_gate::Verdict;
+use crate::runtime::stop;
 
 /// Restart-on-exit supervisor for coding-agent CLIs, with pinned, confined plugin hosts.
 #[derive(Debug, Parser)]
@@ -70,7 +70,7 @@ pub enum Command {
     Peek {
         /// Also show round N (or `latest`) with the end of its log.
         #[arg(long, value_name = "N|latest")]
-        round: Option<crate::peek::RoundSel>,
+        round: Option<crate::operator::peek::RoundSel>,
         /// Print the log of --round (default: the latest round) and nothing else.
         #[arg(long)]
         log: bool,
@@ -84,7 +84,7 @@ pub enum Command {
     /// Peek, redrawn in place until Ctrl-C. Read-only.
     Watch {
         /// Seconds between redraws.
-        #[arg(long, value_name = "S", default_value_t = crate::watch::DEFAULT_INTERVAL_S)]
+        #[arg(long, value_name = "S", default_value_t = crate::operator::watch::DEFAULT_INTERVAL_S)]
         interval: f64,
     },
     /// The event record as JSON Lines, filtered by kind. Read-only. Exit 2 on bad
@@ -165,7 +165,7 @@ pub enum PluginCommand {
     New {
         /// The language.
         #[arg(long, value_enum)]
-        lang: crate::plugin_new::Lang,
+        lang: crate::author::plugin_new::Lang,
         /// The host's name (also its directory).
         name: String,
         /// The family of its hook.
@@ -241,7 +241,7 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             force,
             no_commit,
         } => {
-            let lines = crate::init::run(&crate::init::InitOptions {
+            let lines = crate::operator::init::run(&crate::operator::init::InitOptions {
                 config_path: cli.config,
                 preset,
                 force,
@@ -253,14 +253,14 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             Ok(exit::OK)
         }
         Command::Doctor { rounds } => {
-            let report = crate::doctor::run(&cli.config, rounds).await;
+            let report = crate::operator::doctor::run(&cli.config, rounds).await;
             if cli.json {
                 println!(
                     "{}",
                     serde_json::to_string_pretty(&report.json).unwrap_or_default()
                 );
             } else {
-                print!("{}", crate::doctor::render(&report.json));
+                print!("{}", crate::operator::doctor::render(&report.json));
             }
             Ok(report.code)
         }
@@ -271,25 +271,26 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             log,
             events,
             select,
-        } => crate::peek::run(
+        } => crate::operator::peek::run(
             &cli.config,
-            &crate::peek::PeekOutput {
-                options: crate::peek::PeekOptions { round, events },
+            &crate::operator::peek::PeekOutput {
+                options: crate::operator::peek::PeekOptions { round, events },
                 json: cli.json,
                 log,
                 select,
             },
         ),
-        Command::Watch { interval } => crate::watch::run(&cli.config, interval).await,
+        Command::Watch { interval } => crate::operator::watch::run(&cli.config, interval).await,
         Command::Events {
             kind,
             window,
             tail,
             since,
         } => {
-            let query = crate::event_query::Query::new(&kind, window, tail, since.as_deref())?;
+            let query =
+                crate::operator::event_query::Query::new(&kind, window, tail, since.as_deref())?;
             let config = crate::config::load(&cli.config)?;
-            crate::event_query::run(&config.runtime.log_dir, &query).await
+            crate::operator::event_query::run(&config.runtime.log_dir, &query).await
         }
         Command::Install {
             system,
@@ -297,16 +298,16 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             dry_run,
         } => {
             let config = crate::config::load(&cli.config)?;
-            let options = crate::install::InstallOptions {
+            let options = crate::operator::install::InstallOptions {
                 scope: scope(system),
                 force,
                 dry_run,
             };
-            print_lines(crate::install::install(&config, options)?)
+            print_lines(crate::operator::install::install(&config, options)?)
         }
         Command::Uninstall { system } => {
             let config = crate::config::load(&cli.config)?;
-            print_lines(crate::install::uninstall(&config, scope(system))?)
+            print_lines(crate::operator::install::uninstall(&config, scope(system))?)
         }
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
@@ -324,13 +325,14 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
                 stop::install().map_err(|e| CliError::failure(e.to_string()))?;
             let mut booted = serve::boot(&cli.config).await?;
             let log_dir = booted.runner.config.runtime.log_dir.clone();
-            let control = crate::control::listen(&log_dir, sender, booted.status.subscribe())
-                .map_err(|e| {
-                    tracing::warn!(
+            let control =
+                crate::operator::control::listen(&log_dir, sender, booted.status.subscribe())
+                    .map_err(|e| {
+                        tracing::warn!(
                         "control socket unavailable ({e}); stop/status fall back on the lock pid"
                     )
-                })
-                .ok();
+                    })
+                    .ok();
             let end = serve::serve(&mut booted, ServeOptions { max_rounds, once }, &mut stop).await;
             drop(control);
             serve::shutdown(booted).await;
@@ -345,14 +347,14 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             }
             Ok(end.code)
         }
-        Command::Status => crate::control::status(&cli.config, cli.json).await,
+        Command::Status => crate::operator::control::status(&cli.config, cli.json).await,
         Command::Stop => {
-            crate::control::stop(&cli.config, stop::StopLevel::Graceful, cli.json).await
+            crate::operator::control::stop(&cli.config, stop::StopLevel::Graceful, cli.json).await
         }
         Command::Kill => {
-            crate::control::stop(&cli.config, stop::StopLevel::Immediate, cli.json).await
+            crate::operator::control::stop(&cli.config, stop::StopLevel::Immediate, cli.json).await
         }
-        Command::Start => crate::control::start(&cli.config, cli.json).await,
+        Command::Start => crate::operator::control::start(&cli.config, cli.json).await,
     }
 }
 
@@ -364,10 +366,10 @@ async fn plugin(command: PluginCommand, config: PathBuf, json: bool) -> Result<u
             command,
         } => {
             let target = match name {
-                Some(name) => crate::plugin_check::Target::Configured { config, name },
-                None => crate::plugin_check::Target::Command { command, provides },
+                Some(name) => crate::author::plugin_check::Target::Configured { config, name },
+                None => crate::author::plugin_check::Target::Command { command, provides },
             };
-            let report = crate::plugin_check::run(&target).await?;
+            let report = crate::author::plugin_check::run(&target).await?;
             if json {
                 println!("{}", report.to_json());
             } else {
@@ -386,7 +388,7 @@ async fn plugin(command: PluginCommand, config: PathBuf, json: bool) -> Result<u
             dir,
             sdk_path,
         } => {
-            let lines = crate::plugin_new::run(&crate::plugin_new::NewOptions {
+            let lines = crate::author::plugin_new::run(&crate::author::plugin_new::NewOptions {
                 lang,
                 name,
                 family,
@@ -401,11 +403,11 @@ async fn plugin(command: PluginCommand, config: PathBuf, json: bool) -> Result<u
     }
 }
 
-fn scope(system: bool) -> crate::install::Scope {
+fn scope(system: bool) -> crate::operator::install::Scope {
     if system {
-        crate::install::Scope::System
+        crate::operator::install::Scope::System
     } else {
-        crate::install::Scope::User
+        crate::operator::install::Scope::User
     }
 }
 

@@ -6,8 +6,8 @@
 //! `cargo build --release -p example-spawn-pause-file`), or the path in `AR_BENCH_HOST`.
 
 use agent_runner::config::{self, Config};
-use agent_runner::events::EventLog;
-use agent_runner::sandbox::SandboxGate;
+use agent_runner::hosts::sandbox::SandboxGate;
+use agent_runner::runtime::events::EventLog;
 use agent_runner_plugin_host::probe::probe;
 use agent_runner_protocol::{BeforeSpawnParams, Context, HookName, SpawnView};
 use serde_json::Value;

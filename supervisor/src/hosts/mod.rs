@@ -7,6 +7,7 @@
 //! [`MAX_CONSECUTIVE_FAILURES`] failures in a row it is disabled for the rest of the run.
 
 mod host;
+pub mod sandbox;
 mod stats;
 mod transport;
 
@@ -26,8 +27,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, HostConfig};
-use crate::events::EventLog;
-use crate::sandbox::SandboxGate;
+use crate::hosts::sandbox::SandboxGate;
+use crate::runtime::events::EventLog;
 pub use host::read_stderr_lines;
 use host::RunningHost;
 
@@ -37,7 +38,7 @@ pub const MAX_CONSECUTIVE_FAILURES: u32 = 5;
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// Names reserved for built-in hooks; a host declaring one is refused
 /// (`plugin_builtin_name_squat`).
-pub const BUILTIN_HOOK_NAMES: &[&str] = &[crate::dirty::BUILTIN_HANDLER_NAME];
+pub const BUILTIN_HOOK_NAMES: &[&str] = &[crate::runtime::dirty::BUILTIN_HANDLER_NAME];
 
 /// The failure taxonomy of a hook call (`hook_failed.error_type`, protocol-v1.md §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -445,11 +446,11 @@ impl HostManager {
         hook: &HookRef,
         method: &str,
         params: Value,
-        stop: &mut crate::stop::StopWatch,
+        stop: &mut crate::runtime::stop::StopWatch,
     ) -> Option<Result<Option<Value>, CallFailure>> {
         tokio::select! {
             result = self.call(hook, method, params) => return Some(result),
-            _ = crate::stop::reached(stop, crate::stop::StopLevel::Graceful) => {}
+            _ = crate::runtime::stop::reached(stop, crate::runtime::stop::StopLevel::Graceful) => {}
         }
         if let Some(running) = self.hosts[hook.host].running.take() {
             running.kill().await;

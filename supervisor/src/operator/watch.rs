@@ -7,8 +7,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::exit::{self, CliError};
-use crate::peek::{snapshot, PeekOptions};
-use crate::peek_render::{render, use_colour};
+use crate::operator::peek::{snapshot, PeekOptions};
+use crate::operator::peek_render::{render, use_colour};
 
 /// Default seconds between redraws.
 pub const DEFAULT_INTERVAL_S: f64 = 2.0;

@@ -17,8 +17,8 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use crate::event_read::{event_files, read_file, Batch};
 use crate::exit::{self, CliError};
+use crate::operator::event_read::{event_files, read_file, Batch};
 
 /// Matching events printed when neither `--window`, `--since` nor `--tail` is given.
 pub const DEFAULT_WINDOW: usize = 10;
@@ -173,7 +173,7 @@ async fn follow(log_dir: &Path, newest: Option<PathBuf>, query: &Query) -> Resul
         None => 0,
     };
     let mut skipped = 0;
-    let mut interrupted = crate::watch::interrupt_signal()?;
+    let mut interrupted = crate::operator::watch::interrupt_signal()?;
     loop {
         tokio::select! {
             _ = interrupted.recv() => {

@@ -129,7 +129,7 @@ pub struct OrphanState {
     pub sha: String,
     /// The round that left the tree dirty.
     pub round_num: u64,
-    /// When it was made (UTC, [`crate::events::timestamp`] form).
+    /// When it was made (UTC, [`crate::runtime::events::timestamp`] form).
     pub ts: String,
     /// Seconds since the Unix epoch when it was made (for the idempotency window).
     pub unix_s: u64,

@@ -56,7 +56,7 @@ fn age(seconds: f64) -> String {
     }
 }
 
-/// Renders `doc` (a [`crate::peek::snapshot`] document); `events` adds the recent events.
+/// Renders `doc` (a [`crate::operator::peek::snapshot`] document); `events` adds the recent events.
 pub fn render(doc: &Value, colour: bool, events: bool) -> String {
     let p = Paint(colour);
     let mut out = String::new();

@@ -13,9 +13,9 @@ use agent_runner_protocol::{
 };
 use serde_json::json;
 
-use crate::events::EventLog;
 use crate::hosts::HostManager;
-use crate::stop::StopWatch;
+use crate::runtime::events::EventLog;
+use crate::runtime::stop::StopWatch;
 
 /// The collapsed verdict of all spawn hooks.
 #[derive(Clone, Debug, PartialEq, Eq)]

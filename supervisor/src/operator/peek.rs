@@ -14,15 +14,15 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use crate::config::Config;
-use crate::event_read;
 use crate::exit::CliError;
 use crate::hosts::check_pin;
-use crate::install::{unit_name, Scope};
-use crate::round_history::{self, RoundView};
-use crate::sandbox::SandboxGate;
-use crate::service::{self, ServiceDoc};
-use crate::state::{self, OrphanState, RoundState};
-use crate::system_metrics;
+use crate::hosts::sandbox::SandboxGate;
+use crate::operator::event_read;
+use crate::operator::install::{unit_name, Scope};
+use crate::operator::round_history::{self, RoundView};
+use crate::operator::service::{self, ServiceDoc};
+use crate::operator::system_metrics;
+use crate::runtime::state::{self, OrphanState, RoundState};
 
 /// The document's `schema_version`: a string, as in the reference system (`"2.2"`), so
 /// readers that parse it keep working. Fields are only added within a version.
@@ -128,8 +128,9 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
     let caps = probe();
     let gate = SandboxGate::evaluate(config.plugins.sandbox, caps.clone()).ok();
     let (pins, hosts) = hosts_block(config, service_doc.as_ref(), current_doc.is_some());
-    let covers = crate::doctor::covered_families(&hosts, gate.as_ref());
-    let sandbox = crate::doctor::sandbox_block(Some(config), &caps, gate.as_ref(), covers);
+    let covers = crate::operator::doctor::covered_families(&hosts, gate.as_ref());
+    let sandbox =
+        crate::operator::doctor::sandbox_block(Some(config), &caps, gate.as_ref(), covers);
 
     let mut round_log = None;
     let mut doc = json!({
@@ -354,9 +355,9 @@ pub fn run(config_path: &Path, output: &PeekOutput) -> Result<u8, CliError> {
             serde_json::to_string_pretty(&snap.doc).unwrap_or_default()
         );
     } else {
-        let text = crate::peek_render::render(
+        let text = crate::operator::peek_render::render(
             &snap.doc,
-            crate::peek_render::use_colour(),
+            crate::operator::peek_render::use_colour(),
             output.options.events.is_some(),
         );
         let _ = write!(stdout, "{text}");

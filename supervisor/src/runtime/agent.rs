@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-use crate::stop::{reached, StopLevel, StopWatch};
+use crate::runtime::stop::{reached, StopLevel, StopWatch};
 
 /// Time between SIGTERM and SIGKILL to the agent's process group.
 pub const KILL_GRACE: Duration = Duration::from_secs(5);

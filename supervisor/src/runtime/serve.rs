@@ -18,17 +18,17 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use crate::config;
-use crate::control::Snapshot;
-use crate::events::EventLog;
 use crate::exit::CliError;
-use crate::git::Repo;
+use crate::hosts::sandbox::SandboxGate;
 use crate::hosts::HostManager;
-use crate::round::{Attempt, Runner};
-use crate::sandbox::SandboxGate;
-use crate::service::{ServiceFile, ServiceState};
-use crate::spawn_gate::Verdict;
-use crate::state::{self, ProjectLock};
-use crate::stop::{sleep_unless, StopLevel, StopWatch};
+use crate::operator::control::Snapshot;
+use crate::operator::service::{ServiceFile, ServiceState};
+use crate::runtime::events::EventLog;
+use crate::runtime::git::Repo;
+use crate::runtime::round::{Attempt, Runner};
+use crate::runtime::spawn_gate::Verdict;
+use crate::runtime::state::{self, ProjectLock};
+use crate::runtime::stop::{sleep_unless, StopLevel, StopWatch};
 
 /// The shortest wait before spawn hooks are asked again after a defer, so a `defer_s = 0`
 /// answer cannot spin (the reference system re-asks ~4×/s).
@@ -56,7 +56,7 @@ pub struct Booted {
 /// Errors: 78 for config and gate problems, 1 when another supervisor holds the lock.
 pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
     let config = config::load(config_path)?;
-    if let Err(e) = crate::agent::become_subreaper() {
+    if let Err(e) = crate::runtime::agent::become_subreaper() {
         tracing::warn!("cannot become a child subreaper ({e}); processes that leave the agent's group may survive a round");
     }
     let events = EventLog::new(&config.runtime.log_dir);
@@ -205,7 +205,7 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
             }) => {
                 completed += 1;
                 let fast = !exit.is_clean()
-                    && exit.cause != crate::agent::ExitCause::Stopped
+                    && exit.cause != crate::runtime::agent::ExitCause::Stopped
                     && exit.duration < FAST_EXIT
                     && output_bytes == 0;
                 fast_failures = if fast { fast_failures + 1 } else { 0 };

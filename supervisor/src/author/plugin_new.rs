@@ -10,7 +10,7 @@ use std::process::Command;
 use crate::exit::CliError;
 
 /// The Python SDK module, copied into every Python scaffold.
-pub const PYTHON_SDK: &str = include_str!("../../sdk/python/agent_runner_host.py");
+pub const PYTHON_SDK: &str = include_str!("../../../sdk/python/agent_runner_host.py");
 
 /// The language of a scaffold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -62,13 +62,16 @@ pub fn run(opts: &NewOptions) -> Result<Vec<String>, CliError> {
     match opts.lang {
         Lang::Python => {
             let main = match opts.family {
-                Family::SpawnHook => include_str!("../templates/python_spawn_hook.py"),
-                Family::DirtyHandler => include_str!("../templates/python_dirty_handler.py"),
+                Family::SpawnHook => include_str!("../../templates/python_spawn_hook.py"),
+                Family::DirtyHandler => include_str!("../../templates/python_dirty_handler.py"),
             };
             write(&root.join("src/__main__.py"), &fill(main))?;
             write(&root.join("src/agent_runner_host.py"), PYTHON_SDK)?;
             let build = root.join("build.sh");
-            write(&build, &fill(include_str!("../templates/python_build.sh")))?;
+            write(
+                &build,
+                &fill(include_str!("../../templates/python_build.sh")),
+            )?;
             let out = Command::new("bash").arg(&build).output().map_err(|e| {
                 CliError::failure(format!(
                     "plugin new: cannot run bash {}: {e}",
@@ -98,8 +101,8 @@ pub fn run(opts: &NewOptions) -> Result<Vec<String>, CliError> {
         }
         Lang::Rust => {
             let main = match opts.family {
-                Family::SpawnHook => include_str!("../templates/rust_spawn_hook.rs"),
-                Family::DirtyHandler => include_str!("../templates/rust_dirty_handler.rs"),
+                Family::SpawnHook => include_str!("../../templates/rust_spawn_hook.rs"),
+                Family::DirtyHandler => include_str!("../../templates/rust_dirty_handler.rs"),
             };
             let dep = match &opts.sdk_path {
                 Some(path) => format!(
@@ -109,7 +112,7 @@ pub fn run(opts: &NewOptions) -> Result<Vec<String>, CliError> {
                 None => format!("agent-runner-sdk = \"{}\"", env!("CARGO_PKG_VERSION")),
             };
             let manifest =
-                fill(include_str!("../templates/rust_Cargo.toml")).replace("{{SDK_DEP}}", &dep);
+                fill(include_str!("../../templates/rust_Cargo.toml")).replace("{{SDK_DEP}}", &dep);
             write(&root.join("Cargo.toml"), &manifest)?;
             write(&root.join("src/main.rs"), &fill(main))?;
             let exe = root.join("target/release").join(&opts.name);

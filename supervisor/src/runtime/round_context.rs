@@ -7,8 +7,10 @@
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
-use crate::git::Repo;
-use crate::state::{read_json, read_round_state, write_json_atomic, OrphanState, ORPHAN_FILE};
+use crate::runtime::git::Repo;
+use crate::runtime::state::{
+    read_json, read_round_state, write_json_atomic, OrphanState, ORPHAN_FILE,
+};
 
 /// Name of the context file in `log_dir`.
 pub const CONTEXT_FILE: &str = "round-context.json";

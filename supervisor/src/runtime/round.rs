@@ -14,19 +14,19 @@ use std::collections::BTreeSet;
 use std::fs::File;
 use std::time::SystemTime;
 
-use crate::agent::{self, AgentExit, AgentSpec};
 use crate::config::{Config, ContextInjection, PromptDelivery};
-use crate::dirty::{self, DirtyRound, Outcome};
-use crate::events::{timestamp, EventLog};
 use crate::exit::CliError;
-use crate::git::Repo;
 use crate::hosts::HostManager;
-use crate::prompt::{agent_argv, assemble};
-use crate::retention;
-use crate::round_context::{self, CONTEXT_FILE_ENV};
-use crate::spawn_gate::{self, Verdict};
-use crate::state;
-use crate::stop::{StopLevel, StopWatch};
+use crate::runtime::agent::{self, AgentExit, AgentSpec};
+use crate::runtime::dirty::{self, DirtyRound, Outcome};
+use crate::runtime::events::{timestamp, EventLog};
+use crate::runtime::git::Repo;
+use crate::runtime::prompt::{agent_argv, assemble};
+use crate::runtime::retention;
+use crate::runtime::round_context::{self, CONTEXT_FILE_ENV};
+use crate::runtime::spawn_gate::{self, Verdict};
+use crate::runtime::state;
+use crate::runtime::stop::{StopLevel, StopWatch};
 
 /// What an attempt at a round came to.
 #[derive(Debug)]

@@ -1,4 +1,4 @@
-//! Reading the operator's record back ([`crate::events`] writes it): the monthly files of
+//! Reading the operator's record back ([`crate::runtime::events`] writes it): the monthly files of
 //! a log dir in chronological order, whole or only their tail. A line that is torn, not
 //! JSON, or not an object with a string `event` is skipped and counted, never fatal.
 //! Reading never creates or changes anything.

@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use crate::config::{self, HostConfig, SandboxMode};
 use crate::exit::CliError;
+use crate::hosts::sandbox::SandboxGate;
 use crate::hosts::{self, PinStatus};
-use crate::sandbox::SandboxGate;
 
 /// What to check.
 #[derive(Debug)]

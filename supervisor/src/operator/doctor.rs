@@ -14,9 +14,9 @@ use std::path::Path;
 
 use crate::config::{self, Config};
 use crate::exit;
-use crate::git::Repo;
+use crate::hosts::sandbox::SandboxGate;
 use crate::hosts::{check_pin, PinStatus};
-use crate::sandbox::SandboxGate;
+use crate::runtime::git::Repo;
 
 /// One check of the report.
 #[derive(Clone, Debug, Serialize)]
@@ -147,7 +147,7 @@ pub async fn run(config_path: &Path, rounds: u64) -> Report {
     } else {
         exit::OK
     };
-    let next = crate::state::peek_next_round(&config.runtime.log_dir).unwrap_or(1);
+    let next = crate::runtime::state::peek_next_round(&config.runtime.log_dir).unwrap_or(1);
     Report {
         json: json!({"schema_version": 1, "ok": code == exit::OK, "config": config.path, "checks": checks,
                      "sandbox": sandbox_json(Some(&config), &caps, gate.as_ref(), hashes, covered_families(&hosts, gate.as_ref())), "hosts": hosts,
@@ -221,10 +221,16 @@ fn prompt_check(path: &Path) -> Check {
                     e.utf8_error().valid_up_to()
                 ),
             ),
-            Ok(text) if crate::prompt::strip_front_matter(&text).trim().is_empty() => (
-                false,
-                format!("{} is empty (front matter aside)", path.display()),
-            ),
+            Ok(text)
+                if crate::runtime::prompt::strip_front_matter(&text)
+                    .trim()
+                    .is_empty() =>
+            {
+                (
+                    false,
+                    format!("{} is empty (front matter aside)", path.display()),
+                )
+            }
             Ok(text) => (true, format!("{} ({} bytes)", path.display(), text.len())),
         },
     };

@@ -19,11 +19,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::watch;
 
-use crate::events::timestamp;
 use crate::exit::{self, CliError};
 use crate::hosts::{HostManager, HostState};
-use crate::state::{lock_holder, read_round_state, LOCK_FILE};
-use crate::stop::{raise, StopLevel, StopSender};
+use crate::runtime::events::timestamp;
+use crate::runtime::state::{lock_holder, read_round_state, LOCK_FILE};
+use crate::runtime::stop::{raise, StopLevel, StopSender};
 
 /// Name of the control socket in `log_dir`.
 pub const SOCKET_FILE: &str = "control.sock";

@@ -1,7 +1,7 @@
 //! The dirty tree after a clean round (design.md step 5): dirty handlers in ascending
 //! priority, third-party hooks and the built-in default ([`BUILTIN_HANDLER_NAME`], priority
 //! [`BUILTIN_PRIORITY`]); the first non-null answer wins. Hosts only *answer*; the
-//! supervisor performs the git work itself through [`crate::git`] and records it:
+//! supervisor performs the git work itself through [`crate::runtime::git`] and records it:
 //! `dirty_auto_committed` / `dirty_commit_failed`, `orphan_stashed` /
 //! `orphan_idempotent_skip` / `orphan_stash_failed`, `dirty_ignored`, each naming the hook.
 //! A failed git step is recorded, never raised, and leaves the tree as it was.
@@ -14,11 +14,11 @@ use serde_json::json;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::{Config, DirtyAction as BuiltinAction};
-use crate::events::{timestamp, EventLog};
-use crate::git::Repo;
 use crate::hosts::HostManager;
-use crate::state::{read_json, write_json_atomic, OrphanState, ORPHAN_FILE};
-use crate::stop::StopWatch;
+use crate::runtime::events::{timestamp, EventLog};
+use crate::runtime::git::Repo;
+use crate::runtime::state::{read_json, write_json_atomic, OrphanState, ORPHAN_FILE};
+use crate::runtime::stop::StopWatch;
 
 /// Name of the built-in default dirty handler (reserved: no host may declare it).
 pub const BUILTIN_HANDLER_NAME: &str = "default";

@@ -1,7 +1,7 @@
 //! `<log_dir>/service.json`: what a running `serve` is doing, for `peek`, `watch` and
 //! `status` (format documented in `docs/operations.md`, "service.json").
 //!
-//! `serve` rewrites it atomically ([`crate::state::write_json_atomic`]) at its own events
+//! `serve` rewrites it atomically ([`crate::runtime::state::write_json_atomic`]) at its own events
 //! only — boot, round start and end, defer, stopping, exit — never on a timer, so the cost
 //! is one small file write per round. Readers must treat it as a hint: a `serve` killed
 //! with SIGKILL leaves its last state behind, so they check whether `pid` is alive (the
@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::config::Config;
-use crate::events::timestamp;
+use crate::hosts::sandbox::SandboxGate;
 use crate::hosts::HostManager;
-use crate::sandbox::SandboxGate;
-use crate::state::write_json_atomic;
+use crate::runtime::events::timestamp;
+use crate::runtime::state::write_json_atomic;
 
 /// Name of the file in `log_dir`.
 pub const SERVICE_FILE: &str = "service.json";
@@ -112,7 +112,7 @@ pub struct ServiceDoc {
 /// Reads `<log_dir>/service.json`; `None` when it is missing or unreadable (a reader
 /// never fails on it).
 pub fn read(log_dir: &Path) -> Option<ServiceDoc> {
-    crate::state::read_json(&log_dir.join(SERVICE_FILE))
+    crate::runtime::state::read_json(&log_dir.join(SERVICE_FILE))
         .ok()
         .flatten()
 }
@@ -192,7 +192,7 @@ impl ServiceFile {
 /// agent-runner. Read-only: the lock is read, never taken (taking it, even shared, could
 /// make a starting `serve` fail).
 pub fn live_supervisor(log_dir: &Path) -> Option<u32> {
-    let text = std::fs::read_to_string(log_dir.join(crate::state::LOCK_FILE)).ok()?;
+    let text = std::fs::read_to_string(log_dir.join(crate::runtime::state::LOCK_FILE)).ok()?;
     let pid: u32 = text.trim().parse().ok()?;
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     let argv0 = cmdline.split(|b| *b == 0).next().unwrap_or_default();
