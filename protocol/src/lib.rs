@@ -10,6 +10,7 @@
 //! [`InvalidMessage`] naming the field.
 
 pub mod error_codes;
+mod family;
 pub mod limits;
 pub mod methods;
 pub mod redact;
@@ -17,6 +18,7 @@ pub mod schema;
 mod types;
 pub mod validate;
 
+pub use family::{Family, FamilySpec};
 pub use types::*;
 pub use validate::{
     decode, decode_dirty_result, decode_initialize_result, decode_spawn_decision, InvalidMessage,

@@ -6,35 +6,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt;
 
+use crate::family::Family;
 use crate::limits::MAX_HOOK_NAME_LEN;
-
-/// A hook family (§3). Serialized as `"spawn_hook"` / `"dirty_handler"`.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Family {
-    /// Consulted before each agent spawn: proceed, defer or skip.
-    SpawnHook,
-    /// Consulted after a clean round left the tree dirty: commit, stash or ignore.
-    DirtyHandler,
-}
-
-impl Family {
-    /// The wire and config spelling: `spawn_hook` or `dirty_handler`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Family::SpawnHook => "spawn_hook",
-            Family::DirtyHandler => "dirty_handler",
-        }
-    }
-}
-
-impl fmt::Display for Family {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// A hook's name: `^[a-z0-9][a-z0-9_-]{0,63}$` (§3). Its identity in config
 /// (`spawn_override_allow`), events and peek.

@@ -8,7 +8,8 @@ use std::collections::HashSet;
 use std::fmt;
 
 use crate::limits::{MAX_COMMIT_MESSAGE_CHARS, MAX_DEFER_S};
-use crate::types::{DirtyAction, Family, InitializeResult, SpawnDecision};
+use crate::types::{DirtyAction, InitializeResult, SpawnDecision};
+use crate::Family;
 use crate::PROTOCOL_VERSION;
 
 /// A message that broke the contract: `field` is the JSON path (`hooks[0].family`, or

@@ -15,7 +15,7 @@ mod common;
 use agent_runner::hosts::HostManager;
 use agent_runner::runtime::spawn_gate::{self, Verdict};
 use agent_runner::runtime::stop::StopLevel;
-use agent_runner_protocol::{methods, Family};
+use agent_runner_protocol::Family;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
 fn warm_before_spawn(c: &mut Criterion) {
@@ -31,7 +31,7 @@ fn warm_before_spawn(c: &mut Criterion) {
     let params = common::before_spawn_params(&project.config, &hook.name);
     c.bench_function("warm_before_spawn", |b| {
         b.iter(|| {
-            let answer = rt.block_on(manager.call(&hook, methods::BEFORE_SPAWN, params.clone()));
+            let answer = rt.block_on(manager.call(&hook, params.clone()));
             assert!(matches!(answer, Ok(Some(_))), "call failed: {answer:?}");
         })
     });

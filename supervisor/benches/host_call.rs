@@ -12,7 +12,7 @@
 mod common;
 
 use agent_runner::hosts::HostManager;
-use agent_runner_protocol::{methods, Family};
+use agent_runner_protocol::Family;
 use common::Project;
 use std::time::{Duration, Instant};
 
@@ -66,7 +66,7 @@ fn main() {
     let mut warm = Vec::with_capacity(WARM_CALLS);
     for _ in 0..WARM_CALLS {
         let started = Instant::now();
-        let answer = rt.block_on(manager.call(&hook, methods::BEFORE_SPAWN, params.clone()));
+        let answer = rt.block_on(manager.call(&hook, params.clone()));
         warm.push(started.elapsed());
         assert!(matches!(answer, Ok(Some(_))), "call failed: {answer:?}");
     }

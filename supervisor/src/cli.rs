@@ -181,8 +181,12 @@ pub enum PluginCommand {
 }
 
 fn parse_family(text: &str) -> Result<agent_runner_protocol::Family, String> {
-    serde_json::from_value(serde_json::Value::String(text.to_owned()))
-        .map_err(|_| format!("{text:?}: expected spawn_hook or dirty_handler"))
+    agent_runner_protocol::Family::parse(text).ok_or_else(|| {
+        format!(
+            "{text:?}: expected {}",
+            agent_runner_protocol::Family::spelled("", " or ")
+        )
+    })
 }
 
 /// Parses the command line, runs the verb, returns the exit code.

@@ -1,9 +1,7 @@
 //! From the raw shape to a typed [`Config`]: vocabulary checks, defaults, absolute paths.
 
 use agent_runner_plugin_host::pin::Sha256Pin;
-use agent_runner_protocol::limits::{
-    DEFAULT_DIRTY_HANDLER_TIMEOUT_S, DEFAULT_INIT_TIMEOUT_S, DEFAULT_SPAWN_HOOK_TIMEOUT_S,
-};
+use agent_runner_protocol::limits::DEFAULT_INIT_TIMEOUT_S;
 use agent_runner_protocol::{Family, HookName};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -242,10 +240,8 @@ pub struct HostConfig {
 impl HostConfig {
     /// The call timeout for a hook of `family`.
     pub fn call_timeout(&self, family: Family) -> Duration {
-        self.timeout.unwrap_or(Duration::from_secs(match family {
-            Family::SpawnHook => DEFAULT_SPAWN_HOOK_TIMEOUT_S,
-            Family::DirtyHandler => DEFAULT_DIRTY_HANDLER_TIMEOUT_S,
-        }))
+        self.timeout
+            .unwrap_or(Duration::from_secs(family.spec().default_timeout_s))
     }
 }
 
@@ -604,21 +600,21 @@ fn resolve_host(name: &str, raw: RawHost) -> Result<HostConfig, (&'static str, S
     }
     let mut provides = BTreeSet::new();
     for family in &raw.provides {
-        provides.insert(match family.as_str() {
-            "spawn_hook" => Family::SpawnHook,
-            "dirty_handler" => Family::DirtyHandler,
-            other => {
-                return Err((
-                    "provides",
-                    format!("{other:?}; expected \"spawn_hook\" or \"dirty_handler\""),
-                ))
-            }
-        });
+        let Some(family) = Family::parse(family) else {
+            return Err((
+                "provides",
+                format!("{family:?}; expected {}", Family::spelled("\"", " or ")),
+            ));
+        };
+        provides.insert(family);
     }
     if provides.is_empty() {
         return Err((
             "provides",
-            "expected a non-empty list of \"spawn_hook\" / \"dirty_handler\"".into(),
+            format!(
+                "expected a non-empty list of {}",
+                Family::spelled("\"", " / ")
+            ),
         ));
     }
     let positive = |key: &'static str, v: Option<u64>| match v {

@@ -21,14 +21,14 @@ use agent_runner_protocol::{
     decode_initialize_result, methods, Family, HookDecl, HookName, InitializeParams,
     SupervisorInfo, PROTOCOL_VERSION,
 };
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, HostConfig};
 use crate::hosts::sandbox::SandboxGate;
-use crate::runtime::events::EventLog;
+use crate::runtime::events::{Event, EventLog};
 pub use host::read_stderr_lines;
 use host::RunningHost;
 
@@ -232,10 +232,10 @@ impl HostManager {
                         *code == agent_runner_protocol::error_codes::UNSUPPORTED_PROTOCOL_VERSION
                     }) {
                         // Another protocol version: no restart can help (protocol-v1.md §3).
-                        manager.events.emit(
-                            "plugin_refused",
-                            json!({"name": cfg.name, "reason": failure.message}),
-                        );
+                        manager.events.emit(Event::PluginRefused {
+                            name: cfg.name.clone(),
+                            reason: failure.message.clone(),
+                        });
                     }
                     manager.hosts[index].disabled = true;
                 }
@@ -255,30 +255,36 @@ impl HostManager {
             Ok(checked) => checked,
             Err(message) => {
                 tracing::error!(host = %cfg.name, "{message}");
-                self.events.emit(
-                    "plugin_refused",
-                    json!({"name": cfg.name, "reason": message}),
-                );
+                self.events.emit(Event::PluginRefused {
+                    name: cfg.name.clone(),
+                    reason: message,
+                });
                 return None;
             }
         };
         match (&checked.status, gate.pins_required()) {
             (PinStatus::Mismatch { expected }, _) => {
                 tracing::error!(host = %cfg.name, "pin mismatch: expected {expected}, found {}; host refused", checked.actual);
-                self.events.emit(
-                    "plugin_checksum_mismatch",
-                    json!({"name": cfg.name, "expected": expected.to_string(), "actual": checked.actual.to_string(), "path": checked.path}),
-                );
+                self.events.emit(Event::PluginChecksumMismatch {
+                    name: cfg.name.clone(),
+                    expected: expected.to_string(),
+                    actual: checked.actual.to_string(),
+                    path: checked.path.clone(),
+                });
                 return None;
             }
             (PinStatus::Unpinned, true) => {
                 tracing::error!(host = %cfg.name, "host is not pinned and sandbox = \"require\"; add `{} = \"{}\"` to [plugins.pin]", cfg.name, checked.actual);
-                self.events.emit(
-                    "plugin_sandbox_degraded",
-                    json!({"requested": gate.requested.as_str(), "achieved_tier": gate.applied.as_str(),
-                           "reason": format!("host {} is not pinned; refused under sandbox = \"require\"", cfg.name),
-                           "name": cfg.name}),
-                );
+                self.events.emit(Event::PluginSandboxDegraded {
+                    requested: gate.requested.as_str().to_owned(),
+                    achieved_tier: gate.applied.as_str().to_owned(),
+                    reason: format!(
+                        "host {} is not pinned; refused under sandbox = \"require\"",
+                        cfg.name
+                    ),
+                    refused_boot: None,
+                    name: Some(cfg.name.clone()),
+                });
                 return None;
             }
             _ => {}
@@ -335,10 +341,11 @@ impl HostManager {
         let mut problem = None;
         for decl in &decls {
             if BUILTIN_HOOK_NAMES.contains(&decl.name.as_str()) {
-                self.events.emit(
-                    "plugin_builtin_name_squat",
-                    json!({"name": decl.name.as_str(), "module_path": self.hosts[index].spec.exe.path, "host": name}),
-                );
+                self.events.emit(Event::PluginBuiltinNameSquat {
+                    name: decl.name.to_string(),
+                    module_path: self.hosts[index].spec.exe.path.clone(),
+                    host: name.clone(),
+                });
                 problem = Some(format!(
                     "hook name {:?} belongs to a built-in",
                     decl.name.as_str()
@@ -367,8 +374,10 @@ impl HostManager {
         }
         if let Some(reason) = problem {
             tracing::error!(host = %name, "host refused: {reason}");
-            self.events
-                .emit("plugin_refused", json!({"name": name, "reason": reason}));
+            self.events.emit(Event::PluginRefused {
+                name: name.clone(),
+                reason,
+            });
             self.hosts[index].disabled = true;
             if let Some(running) = self.hosts[index].running.take() {
                 tokio::spawn(running.kill());
@@ -394,14 +403,13 @@ impl HostManager {
             .collect()
     }
 
-    /// Calls `method` of `hook` with `params`; on failure records `hook_failed` (and
+    /// Calls `hook` (its family's method, [`Family::method`]) with `params`; on failure records `hook_failed` (and
     /// `plugin_sandbox_kill` for a sandbox kill), kills the host when the failure ends it,
     /// and schedules its restart. `Ok(None)` means the host is backing off or disabled
     /// and was not asked.
     pub async fn call(
         &mut self,
         hook: &HookRef,
-        method: &str,
         params: Value,
     ) -> Result<Option<Value>, CallFailure> {
         let index = hook.host;
@@ -419,7 +427,9 @@ impl HostManager {
         let timeout = self.hosts[index].cfg.call_timeout(hook.family);
         let running = self.hosts[index].running.as_mut().expect("started above");
         let started = Instant::now();
-        let answer = running.call(method, Some(params), timeout).await;
+        let answer = running
+            .call(hook.family.method(), Some(params), timeout)
+            .await;
         self.hosts[index].stats.record_call(started.elapsed());
         match answer {
             Ok(value) => {
@@ -444,12 +454,11 @@ impl HostManager {
     pub async fn call_unless_stopped(
         &mut self,
         hook: &HookRef,
-        method: &str,
         params: Value,
         stop: &mut crate::runtime::stop::StopWatch,
     ) -> Option<Result<Option<Value>, CallFailure>> {
         tokio::select! {
-            result = self.call(hook, method, params) => return Some(result),
+            result = self.call(hook, params) => return Some(result),
             _ = crate::runtime::stop::reached(stop, crate::runtime::stop::StopLevel::Graceful) => {}
         }
         if let Some(running) = self.hosts[hook.host].running.take() {
@@ -483,27 +492,31 @@ impl HostManager {
             failure.message
         ));
         if failure.error_type == ErrorType::KilledBySandbox {
-            self.events.emit(
-                "plugin_sandbox_kill",
-                json!({"hook": hook_name, "host": managed.cfg.name, "signal": failure.signal, "syscall": failure.syscall}),
-            );
+            self.events.emit(Event::PluginSandboxKill {
+                hook: hook_name.to_owned(),
+                host: managed.cfg.name.clone(),
+                signal: failure.signal,
+                syscall: failure.syscall.map(str::to_owned),
+            });
         }
-        self.events.emit(
-            "hook_failed",
-            json!({"hook_name": hook_name, "hook_kind": hook_kind, "host": managed.cfg.name,
-                   "error_type": failure.error_type.as_str(), "error_message": failure.message}),
-        );
+        self.events.emit(Event::HookFailed {
+            hook_name: hook_name.to_owned(),
+            hook_kind: hook_kind.to_owned(),
+            host: managed.cfg.name.clone(),
+            error_type: failure.error_type.as_str().to_owned(),
+            error_message: failure.message.clone(),
+        });
         tracing::warn!(host = %managed.cfg.name, hook = hook_name, error_type = failure.error_type.as_str(), "{}", failure.message);
         managed.consecutive_failures += 1;
         let n = managed.consecutive_failures;
         managed.next_start = Instant::now() + backoff(n);
         if n >= MAX_CONSECUTIVE_FAILURES && !managed.disabled {
             managed.disabled = true;
-            self.events.emit(
-                "plugin_disabled",
-                json!({"name": managed.cfg.name, "consecutive_failures": n,
-                       "reason": format!("{n} consecutive failed calls; disabled for the rest of this run")}),
-            );
+            self.events.emit(Event::PluginDisabled {
+                name: managed.cfg.name.clone(),
+                consecutive_failures: n,
+                reason: format!("{n} consecutive failed calls; disabled for the rest of this run"),
+            });
         }
     }
 

@@ -11,7 +11,6 @@
 //!
 //! Torn or non-JSON lines are skipped and counted on stderr, never fatal.
 
-use serde_json::Value;
 use std::collections::BTreeSet;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -19,6 +18,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::exit::{self, CliError};
 use crate::operator::event_read::{event_files, read_file, Batch};
+use crate::runtime::events::Recorded;
 
 /// Matching events printed when neither `--window`, `--since` nor `--tail` is given.
 pub const DEFAULT_WINDOW: usize = 10;
@@ -101,14 +101,11 @@ impl Query {
         })
     }
 
-    fn matches(&self, event: &Value) -> bool {
-        let kind_ok = event["event"]
-            .as_str()
-            .is_some_and(|k| self.kinds.contains(k));
-        kind_ok
+    fn matches(&self, event: &Recorded) -> bool {
+        self.kinds.contains(event.kind())
             && self.since.is_none_or(|since| {
-                event["ts"]
-                    .as_str()
+                event
+                    .ts()
                     .and_then(|ts| humantime::parse_rfc3339_weak(ts).ok())
                     .is_some_and(|ts| ts >= since)
             })
@@ -225,6 +222,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn recorded(line: serde_json::Value) -> Recorded {
+        Recorded::from_line(line).unwrap()
+    }
+
     #[test]
     fn argument_rules() {
         assert!(Query::new("", None, false, None).is_err());
@@ -249,9 +250,15 @@ mod tests {
             Some(DEFAULT_WINDOW)
         );
         let q = Query::new("a, b", None, false, Some("2026-11-29T17:00:00Z")).unwrap();
-        assert!(q.matches(&json!({"ts": "2026-11-29T17:00:00.000Z", "event": "b"})));
-        assert!(!q.matches(&json!({"ts": "2026-11-29T16:59:59.999Z", "event": "a"})));
-        assert!(!q.matches(&json!({"ts": "2026-11-29T18:00:00.000Z", "event": "c"})));
+        assert!(q.matches(&recorded(
+            json!({"ts": "2026-11-29T17:00:00.000Z", "event": "b"})
+        )));
+        assert!(!q.matches(&recorded(
+            json!({"ts": "2026-11-29T16:59:59.999Z", "event": "a"})
+        )));
+        assert!(!q.matches(&recorded(
+            json!({"ts": "2026-11-29T18:00:00.000Z", "event": "c"})
+        )));
         assert!(Query::new("a", None, false, Some("2026-11-29")).is_ok());
     }
 }

@@ -1,9 +1,12 @@
 //! Reading the operator's record back ([`crate::runtime::events`] writes it): the monthly files of
 //! a log dir in chronological order, whole or only their tail. A line that is torn, not
-//! JSON, or not an object with a string `event` is skipped and counted, never fatal.
+//! JSON, or not an object with a string `event` is skipped and counted, never fatal; a kind
+//! this version does not know is kept (as [`Recorded`] with no typed event).
 //! Reading never creates or changes anything.
 
 use serde_json::Value;
+
+use crate::runtime::events::Recorded;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -12,7 +15,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Default)]
 pub struct Batch {
     /// The events, oldest first.
-    pub events: Vec<Value>,
+    pub events: Vec<Recorded>,
     /// Lines skipped.
     pub skipped: usize,
 }
@@ -29,11 +32,12 @@ impl Batch {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            match serde_json::from_slice::<Value>(line) {
-                Ok(event) if event.get("event").is_some_and(Value::is_string) => {
-                    self.events.push(event)
-                }
-                _ => self.skipped += 1,
+            match serde_json::from_slice::<Value>(line)
+                .ok()
+                .and_then(Recorded::from_line)
+            {
+                Some(event) => self.events.push(event),
+                None => self.skipped += 1,
             }
         }
     }
@@ -127,13 +131,13 @@ mod tests {
         for f in event_files(dir.path()).unwrap() {
             read_file(&f, &mut batch).unwrap();
         }
-        let kinds: Vec<_> = batch.events.iter().map(|e| e["event"].clone()).collect();
+        let kinds: Vec<_> = batch.events.iter().map(|e| e.kind()).collect();
         assert_eq!(kinds, ["a", "b"]);
         assert_eq!(batch.skipped, 3);
 
         let recent = tail(dir.path(), 75).unwrap();
         assert_eq!(recent.events.len(), 1);
-        assert_eq!(recent.events[0]["event"], "b");
+        assert_eq!(recent.events[0].kind(), "b");
         assert_eq!(recent.skipped, 2);
         assert!(event_files(&dir.path().join("missing")).unwrap().is_empty());
     }

@@ -22,6 +22,7 @@ use crate::operator::install::{unit_name, Scope};
 use crate::operator::round_history::{self, RoundView};
 use crate::operator::service::{self, ServiceDoc};
 use crate::operator::system_metrics;
+use crate::runtime::events::{Event, Recorded};
 use crate::runtime::state::{self, OrphanState, RoundState};
 
 /// The document's `schema_version`: a string, as in the reference system (`"2.2"`), so
@@ -118,9 +119,9 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
 
     let n_events = options.events.unwrap_or(DEFAULT_EVENTS);
     let recent_events = &events[events.len().saturating_sub(n_events)..];
-    let hook_failures: Vec<&Value> = events
+    let hook_failures: Vec<&Recorded> = events
         .iter()
-        .filter(|e| e["event"] == "hook_failed")
+        .filter(|e| matches!(e.event, Some(Event::HookFailed { .. })))
         .collect();
     let recent_hook_failures =
         &hook_failures[hook_failures.len().saturating_sub(RECENT_HOOK_FAILURES)..];

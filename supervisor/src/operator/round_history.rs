@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use crate::runtime::events::{Event, Recorded, RoundEnd};
+
 /// One round as far as the events go.
 #[derive(Clone, Debug, Default)]
 pub struct RoundView {
@@ -36,40 +38,61 @@ pub struct RoundView {
     pub ended_at: Option<String>,
 }
 
+/// The view of round `n`, created empty when first met.
+fn entry(rounds: &mut BTreeMap<u64, RoundView>, n: u64) -> &mut RoundView {
+    rounds.entry(n).or_insert_with(|| RoundView {
+        round_num: n,
+        ..RoundView::default()
+    })
+}
+
 /// Folds `events` (oldest first) into rounds, by number, ascending.
-pub fn rounds(events: &[Value]) -> BTreeMap<u64, RoundView> {
+pub fn rounds(events: &[Recorded]) -> BTreeMap<u64, RoundView> {
     let mut rounds: BTreeMap<u64, RoundView> = BTreeMap::new();
     for e in events {
-        let Some(n) = e["round_num"].as_u64() else {
-            continue;
-        };
-        let text = |key: &str| e[key].as_str().map(str::to_owned);
-        let view = || RoundView {
-            round_num: n,
-            ..RoundView::default()
-        };
-        match e["event"].as_str() {
-            Some("round_start") => {
-                let r = rounds.entry(n).or_insert_with(view);
-                r.started_at = text("ts");
-                r.phase = text("phase");
+        let ts = e.ts().map(str::to_owned);
+        let Some(event) = &e.event else { continue };
+        match event {
+            Event::RoundStart { round_num, phase } => {
+                let r = entry(&mut rounds, *round_num);
+                r.started_at = ts;
+                r.phase = phase.clone();
             }
-            Some("agent_spawn") => {
-                rounds.entry(n).or_insert_with(view).log_path = text("log_path");
+            Event::AgentSpawn {
+                round_num,
+                log_path,
+                ..
+            } => {
+                entry(&mut rounds, *round_num).log_path = Some(log_path.display().to_string());
             }
-            Some("agent_exit") => {
-                let r = rounds.entry(n).or_insert_with(view);
+            Event::AgentExit {
+                round_num,
+                exit_code,
+                duration_s,
+                timed_out,
+                exit_cause,
+                ..
+            } => {
+                let r = entry(&mut rounds, *round_num);
                 r.exited = true;
-                r.exit_code = e["exit_code"].as_i64();
-                r.duration_s = e["duration_s"].as_f64();
-                r.timed_out = e["timed_out"].as_bool();
-                r.exit_cause = text("exit_cause");
+                r.exit_code = exit_code.map(i64::from);
+                r.duration_s = Some(*duration_s);
+                r.timed_out = Some(*timed_out);
+                r.exit_cause = Some(exit_cause.clone());
             }
-            Some("round_end") => {
-                let r = rounds.entry(n).or_insert_with(view);
+            Event::RoundEnd(end) => {
+                let (round_num, dirty_outcome) = match end {
+                    RoundEnd::NotStarted { round_num, .. } => (round_num, None),
+                    RoundEnd::Ran {
+                        round_num,
+                        dirty_outcome,
+                        ..
+                    } => (round_num, dirty_outcome.clone()),
+                };
+                let r = entry(&mut rounds, *round_num);
                 r.ended = true;
-                r.ended_at = text("ts");
-                r.dirty_outcome = text("dirty_outcome");
+                r.ended_at = ts;
+                r.dirty_outcome = dirty_outcome;
             }
             _ => {}
         }
@@ -83,7 +106,7 @@ impl RoundView {
     /// `pid` (always `null`: agent pids are not recorded), `exit_code`, `timed_out`,
     /// `log_path`, `log_tail`, `recent_events`; plus ours: `duration_s`, `exit_cause`,
     /// `dirty_outcome`, `ended_at`.
-    pub fn to_json(&self, now: SystemTime, log_tail: Option<String>, events: &[Value]) -> Value {
+    pub fn to_json(&self, now: SystemTime, log_tail: Option<String>, events: &[Recorded]) -> Value {
         let so_far = if self.exited {
             self.duration_s
         } else {
@@ -93,9 +116,9 @@ impl RoundView {
                 .and_then(|t| now.duration_since(t).ok())
                 .map(|d| (d.as_secs_f64() * 10.0).round() / 10.0)
         };
-        let recent: Vec<&Value> = events
+        let recent: Vec<&Recorded> = events
             .iter()
-            .filter(|e| e["round_num"].as_u64() == Some(self.round_num))
+            .filter(|e| e.round_num() == Some(self.round_num))
             .collect();
         json!({
             "round_num": self.round_num,
@@ -166,13 +189,16 @@ mod tests {
 
     #[test]
     fn folds_the_events_of_each_round() {
-        let events = vec![
+        let events: Vec<Recorded> = [
             json!({"ts": "2026-11-29T10:00:00.000Z", "event": "round_start", "round_num": 1, "phase": null}),
             json!({"ts": "2026-11-29T10:00:00.100Z", "event": "agent_spawn", "round_num": 1, "log_path": "/l/R1.log"}),
             json!({"ts": "2026-11-29T10:00:02.000Z", "event": "agent_exit", "round_num": 1, "exit_code": 3, "duration_s": 1.9, "timed_out": false, "exit_cause": "exit"}),
             json!({"ts": "2026-11-29T10:00:02.100Z", "event": "round_end", "round_num": 1}),
             json!({"ts": "2026-11-29T10:00:05.000Z", "event": "round_start", "round_num": 2, "phase": "build"}),
-        ];
+        ]
+        .into_iter()
+        .filter_map(Recorded::from_line)
+        .collect();
         let rounds = rounds(&events);
         assert_eq!(rounds.len(), 2);
         let r1 = &rounds[&1];

@@ -7,15 +7,12 @@
 //! A failed git step is recorded, never raised, and leaves the tree as it was.
 
 use agent_runner_protocol::redact::{redact, redact_and_cap};
-use agent_runner_protocol::{
-    decode_dirty_result, methods, Context, DirtyAction, Family, HandleDirtyParams,
-};
-use serde_json::json;
+use agent_runner_protocol::{decode_dirty_result, Context, DirtyAction, Family, HandleDirtyParams};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::{Config, DirtyAction as BuiltinAction};
 use crate::hosts::HostManager;
-use crate::runtime::events::{timestamp, EventLog};
+use crate::runtime::events::{timestamp, Event, EventLog};
 use crate::runtime::git::Repo;
 use crate::runtime::state::{read_json, write_json_atomic, OrphanState, ORPHAN_FILE};
 use crate::runtime::stop::StopWatch;
@@ -73,12 +70,11 @@ pub async fn handle(
     files: &[String],
     stop: &mut StopWatch,
 ) -> Outcome {
-    round.events.emit(
-        "dirty_detected",
-        json!({"round_num": round.ctx.round_num,
-               "files": files.iter().take(MAX_LISTED_FILES).collect::<Vec<_>>(),
-               "file_count": files.len()}),
-    );
+    round.events.emit(Event::DirtyDetected {
+        round_num: round.ctx.round_num,
+        files: files.iter().take(MAX_LISTED_FILES).cloned().collect(),
+        file_count: files.len(),
+    });
     for hook in hosts.hooks(Family::DirtyHandler) {
         if hook.priority >= BUILTIN_PRIORITY {
             break; // the built-in always answers
@@ -89,10 +85,7 @@ pub async fn handle(
             dirty_files: files.to_vec(),
         };
         let params = serde_json::to_value(params).expect("params serialize");
-        let value = match hosts
-            .call_unless_stopped(&hook, methods::HANDLE_DIRTY, params, stop)
-            .await
-        {
+        let value = match hosts.call_unless_stopped(&hook, params, stop).await {
             None => break,
             Some(Ok(Some(value))) => value,
             Some(Ok(None) | Err(_)) => continue,
@@ -129,10 +122,10 @@ async fn perform(
     let round_num = round.ctx.round_num;
     match action {
         DirtyAction::Ignore => {
-            round.events.emit(
-                "dirty_ignored",
-                json!({"round_num": round_num, "hook": hook}),
-            );
+            round.events.emit(Event::DirtyIgnored {
+                round_num,
+                hook: hook.to_owned(),
+            });
             Outcome::Ignored
         }
         DirtyAction::Commit { message, paths } => {
@@ -140,20 +133,22 @@ async fn perform(
             let message = redact(&message);
             match round.repo.commit_paths(&paths, &message).await {
                 Ok(sha) => {
-                    round.events.emit(
-                        "dirty_auto_committed",
-                        json!({"round_num": round_num, "hook": hook, "sha": sha,
-                               "files": paths.iter().take(MAX_LISTED_FILES).collect::<Vec<_>>(),
-                               "subject": redact_and_cap(message.lines().next().unwrap_or(""))}),
-                    );
+                    round.events.emit(Event::DirtyAutoCommitted {
+                        round_num,
+                        hook: hook.to_owned(),
+                        sha: sha.clone(),
+                        files: paths.iter().take(MAX_LISTED_FILES).cloned().collect(),
+                        subject: redact_and_cap(message.lines().next().unwrap_or("")),
+                    });
                     Outcome::Committed(sha)
                 }
                 Err(err) => {
-                    round.events.emit(
-                        "dirty_commit_failed",
-                        json!({"round_num": round_num, "hook": hook, "error": redact_and_cap(&err.to_string()),
-                               "tree": tree_after_failure(round.repo, files).await}),
-                    );
+                    round.events.emit(Event::DirtyCommitFailed {
+                        round_num,
+                        hook: hook.to_owned(),
+                        error: redact_and_cap(&err.to_string()),
+                        tree: tree_after_failure(round.repo, files).await,
+                    });
                     Outcome::Failed
                 }
             }
@@ -180,12 +175,16 @@ async fn stash(
     let record_path = log_dir.join(ORPHAN_FILE);
     if let Ok(Some(last)) = read_json::<OrphanState>(&record_path) {
         if now_s.saturating_sub(last.unix_s) < round.config.vcs.stash_idempotency.as_secs() {
-            round.events.emit(
-                "orphan_idempotent_skip",
-                json!({"round_num": round_num, "hook": hook, "ref": last.sha,
-                       "reason": format!("a stash was made {} s ago (stash_idempotency_s = {})",
-                                         now_s.saturating_sub(last.unix_s), round.config.vcs.stash_idempotency.as_secs())}),
-            );
+            round.events.emit(Event::OrphanIdempotentSkip {
+                round_num,
+                hook: hook.to_owned(),
+                stash_ref: last.sha,
+                reason: format!(
+                    "a stash was made {} s ago (stash_idempotency_s = {})",
+                    now_s.saturating_sub(last.unix_s),
+                    round.config.vcs.stash_idempotency.as_secs()
+                ),
+            });
             return Outcome::Ignored;
         }
     }
@@ -208,19 +207,23 @@ async fn stash(
                     record_path.display()
                 );
             }
-            round.events.emit(
-                "orphan_stashed",
-                json!({"round_num": round_num, "hook": hook, "ref": sha, "message": message, "reason": reason}),
-            );
+            round.events.emit(Event::OrphanStashed {
+                round_num,
+                hook: hook.to_owned(),
+                stash_ref: sha.clone(),
+                message,
+                reason,
+            });
             Outcome::Stashed(sha)
         }
         Ok(None) => Outcome::Ignored,
         Err(err) => {
-            round.events.emit(
-                "orphan_stash_failed",
-                json!({"round_num": round_num, "hook": hook, "error": redact_and_cap(&err.to_string()),
-                       "tree": tree_after_failure(round.repo, files).await}),
-            );
+            round.events.emit(Event::OrphanStashFailed {
+                round_num,
+                hook: hook.to_owned(),
+                error: redact_and_cap(&err.to_string()),
+                tree: tree_after_failure(round.repo, files).await,
+            });
             Outcome::Failed
         }
     }

@@ -9,7 +9,6 @@
 //! and the auto-commit subject.
 
 use agent_runner_protocol::{Context, SpawnView, VcsContext};
-use serde_json::json;
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::time::SystemTime;
@@ -19,7 +18,7 @@ use crate::exit::CliError;
 use crate::hosts::HostManager;
 use crate::runtime::agent::{self, AgentExit, AgentSpec};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
-use crate::runtime::events::{timestamp, EventLog};
+use crate::runtime::events::{timestamp, Event, EventLog, RoundEnd, RoundOutcome};
 use crate::runtime::git::Repo;
 use crate::runtime::prompt::{agent_argv, assemble};
 use crate::runtime::retention;
@@ -183,10 +182,10 @@ impl Runner {
         if let Err(e) = round_context::write(&log_dir, &round_ctx) {
             tracing::warn!("cannot write the round context: {e}");
         }
-        self.events.emit(
-            "round_start",
-            json!({"round_num": round_num, "phase": phase}),
-        );
+        self.events.emit(Event::RoundStart {
+            round_num,
+            phase: phase.map(str::to_owned),
+        });
         let stamp: String = started[..19]
             .chars()
             .filter(|c| *c != '-' && *c != ':')
@@ -217,11 +216,11 @@ impl Runner {
                 .filter_map(|(_, _, pid)| pid)
                 .collect(),
         };
-        self.events.emit(
-            "agent_spawn",
-            json!({"round_num": round_num, "timeout_s": budget.as_secs(),
-                   "log_path": log_path}),
-        );
+        self.events.emit(Event::AgentSpawn {
+            round_num,
+            timeout_s: budget.as_secs(),
+            log_path: log_path.clone(),
+        });
         let exit = match agent::run(spec, stop).await {
             Ok(exit) => exit,
             Err(err) => {
@@ -229,25 +228,26 @@ impl Runner {
                     "cannot start agent {:?}: {err}",
                     self.config.profile(phase).agent.command[0]
                 );
-                self.events.emit(
-                    "agent_spawn_failed",
-                    json!({"round_num": round_num, "error": message}),
-                );
-                self.events.emit(
-                    "round_end",
-                    json!({"round_num": round_num, "outcome": "spawn_failed"}),
-                );
+                self.events.emit(Event::AgentSpawnFailed {
+                    round_num,
+                    error: message.clone(),
+                });
+                self.events.emit(Event::RoundEnd(RoundEnd::NotStarted {
+                    round_num,
+                    outcome: RoundOutcome::SpawnFailed,
+                }));
                 return Err(CliError::failure(message));
             }
         };
         let duration_s = (exit.duration.as_secs_f64() * 1000.0).round() / 1000.0;
-        self.events.emit(
-            "agent_exit",
-            json!({"round_num": round_num, "exit_code": exit.exit_code, "signal": exit.signal,
-                   "duration_s": duration_s,
-                   "timed_out": exit.cause == agent::ExitCause::Timeout,
-                   "exit_cause": exit.cause.as_str()}),
-        );
+        self.events.emit(Event::AgentExit {
+            round_num,
+            exit_code: exit.exit_code,
+            signal: exit.signal,
+            duration_s,
+            timed_out: exit.cause == agent::ExitCause::Timeout,
+            exit_cause: exit.cause.as_str().to_owned(),
+        });
         let output_bytes = std::fs::metadata(&log_path).map(|m| m.len()).unwrap_or(0);
 
         let mut dirty = None;
@@ -265,10 +265,10 @@ impl Runner {
                     dirty = Some(dirty::handle(&round, &mut self.hosts, &files, stop).await);
                 }
                 Err(err) => {
-                    self.events.emit(
-                        "dirty_check_failed",
-                        json!({"round_num": round_num, "error": err.to_string()}),
-                    );
+                    self.events.emit(Event::DirtyCheckFailed {
+                        round_num,
+                        error: err.to_string(),
+                    });
                 }
             }
         }
@@ -283,11 +283,12 @@ impl Runner {
         ) {
             tracing::warn!("cannot record the round's end in state.json: {e}");
         }
-        self.events.emit(
-            "round_end",
-            json!({"round_num": round_num, "exit_code": exit.exit_code, "exit_cause": exit.cause.as_str(),
-                   "dirty_outcome": dirty.as_ref().map(Outcome::as_str)}),
-        );
+        self.events.emit(Event::RoundEnd(RoundEnd::Ran {
+            round_num,
+            exit_code: exit.exit_code,
+            exit_cause: exit.cause.as_str().to_owned(),
+            dirty_outcome: dirty.as_ref().map(|d| d.as_str().to_owned()),
+        }));
         Ok(Attempt::Ran {
             round_num,
             exit,
@@ -304,11 +305,16 @@ impl Runner {
         }
         match retention::prune(rounds_dir, keep - 1) {
             Ok(deleted) if deleted.is_empty() => {}
-            Ok(deleted) => self.events.emit(
-                "round_logs_pruned",
-                json!({"directory": rounds_dir, "keep": keep, "deleted": deleted.len(),
-                       "files": deleted.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy()).collect::<Vec<_>>()}),
-            ),
+            Ok(deleted) => self.events.emit(Event::RoundLogsPruned {
+                directory: rounds_dir.to_owned(),
+                keep,
+                deleted: deleted.len(),
+                files: deleted
+                    .iter()
+                    .filter_map(|p| p.file_name())
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .collect(),
+            }),
             Err(e) => tracing::warn!("cannot prune round logs in {}: {e}", rounds_dir.display()),
         }
     }

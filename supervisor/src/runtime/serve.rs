@@ -12,7 +12,6 @@
 //! benchmark's `true`, is a valid round, not a crash.)
 
 use agent_runner_plugin_host::probe::probe;
-use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -23,7 +22,7 @@ use crate::hosts::sandbox::SandboxGate;
 use crate::hosts::HostManager;
 use crate::operator::control::Snapshot;
 use crate::operator::service::{ServiceFile, ServiceState};
-use crate::runtime::events::EventLog;
+use crate::runtime::events::{Event, EventLog};
 use crate::runtime::git::Repo;
 use crate::runtime::round::{Attempt, Runner};
 use crate::runtime::spawn_gate::Verdict;
@@ -64,11 +63,13 @@ pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
     let gate = match SandboxGate::evaluate(config.plugins.sandbox, caps.clone()) {
         Ok(gate) => gate,
         Err(message) => {
-            events.emit(
-                "plugin_sandbox_degraded",
-                json!({"requested": config.plugins.sandbox.as_str(), "achieved_tier": caps.tier().as_str(),
-                       "reason": message, "refused_boot": true}),
-            );
+            events.emit(Event::PluginSandboxDegraded {
+                requested: config.plugins.sandbox.as_str().to_owned(),
+                achieved_tier: caps.tier().as_str().to_owned(),
+                reason: message.clone(),
+                refused_boot: Some(true),
+                name: None,
+            });
             return Err(CliError::config(message));
         }
     };
@@ -77,10 +78,13 @@ pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
             "sandbox = \"prefer\": hosts run at tier `{}` ({shortfall})",
             gate.applied.as_str()
         );
-        events.emit(
-            "plugin_sandbox_degraded",
-            json!({"requested": gate.requested.as_str(), "achieved_tier": gate.applied.as_str(), "reason": shortfall}),
-        );
+        events.emit(Event::PluginSandboxDegraded {
+            requested: gate.requested.as_str().to_owned(),
+            achieved_tier: gate.applied.as_str().to_owned(),
+            reason: shortfall.to_string(),
+            refused_boot: None,
+            name: None,
+        });
     }
     let lock = ProjectLock::acquire(&config.runtime.log_dir)
         .map_err(|e| CliError::failure(e.to_string()))?;
@@ -142,10 +146,10 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
     loop {
         if *stop.borrow() >= StopLevel::Graceful {
             service.update(ServiceState::Stopping, None, &runner.hosts);
-            runner.events.emit(
-                "serve_stopping",
-                json!({"reason": "signal", "rounds_completed": completed}),
-            );
+            runner.events.emit(Event::ServeStopping {
+                reason: "signal".to_owned(),
+                rounds_completed: completed,
+            });
             break;
         }
         if let Some(file) = runner
@@ -155,10 +159,10 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
             .as_ref()
             .filter(|f| f.exists())
         {
-            runner.events.emit(
-                "stop_file_detected",
-                json!({"path": file, "rounds_completed": completed}),
-            );
+            runner.events.emit(Event::StopFileDetected {
+                path: file.clone(),
+                rounds_completed: completed,
+            });
             eprintln!(
                 "agent-runner: stop file {} exists; stopping",
                 file.display()
@@ -166,11 +170,12 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
             break;
         }
         if fast_failures >= CRASH_LOOP_LIMIT {
-            runner.events.emit(
-                "crash_loop",
-                json!({"consecutive_fast_failures": fast_failures, "threshold": CRASH_LOOP_LIMIT,
-                       "fast_exit_s": FAST_EXIT.as_secs(), "rounds_completed": completed}),
-            );
+            runner.events.emit(Event::CrashLoop {
+                consecutive_fast_failures: fast_failures,
+                threshold: CRASH_LOOP_LIMIT,
+                fast_exit_s: FAST_EXIT.as_secs(),
+                rounds_completed: completed,
+            });
             eprintln!(
                 "agent-runner: the agent failed {fast_failures} times in a row within {} s without output; stopping (crash loop)",
                 FAST_EXIT.as_secs()
@@ -179,10 +184,10 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
             break;
         }
         if let Some(max) = max_rounds.filter(|max| completed >= *max) {
-            runner.events.emit(
-                "max_rounds_reached",
-                json!({"rounds_completed": completed, "max_rounds": max}),
-            );
+            runner.events.emit(Event::MaxRoundsReached {
+                rounds_completed: completed,
+                max_rounds: max,
+            });
             break;
         }
         let next = state::peek_next_round(&runner.config.runtime.log_dir).ok();
@@ -221,10 +226,12 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                 defer_s,
                 reason,
             })) => {
-                runner.events.emit(
-                    "round_deferred",
-                    json!({"severity": "info", "signal": hook.as_str(), "message": reason, "defer_s": defer_s}),
-                );
+                runner.events.emit(Event::RoundDeferred {
+                    severity: "info".to_owned(),
+                    signal: hook.to_string(),
+                    message: reason.clone(),
+                    defer_s,
+                });
                 let started = Instant::now();
                 sleep_unless(
                     stop,
@@ -232,10 +239,9 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                     Duration::from_secs(defer_s).max(MIN_REASK),
                 )
                 .await;
-                runner.events.emit(
-                    "round_resumed",
-                    json!({"deferred_for_s": (started.elapsed().as_secs_f64() * 10.0).round() / 10.0}),
-                );
+                runner.events.emit(Event::RoundResumed {
+                    deferred_for_s: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+                });
                 continue;
             }
             Ok(Attempt::NotStarted(Verdict::Skip { .. })) => restart_delay,
@@ -246,9 +252,9 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
             Err(err) => {
                 fast_failures += 1;
                 eprintln!("agent-runner: {err}");
-                runner
-                    .events
-                    .emit("round_error", json!({"error": err.message}));
+                runner.events.emit(Event::RoundError {
+                    error: err.message.clone(),
+                });
                 if fast_failures >= CRASH_LOOP_LIMIT {
                     continue;
                 }

@@ -8,13 +8,11 @@
 
 use agent_runner_protocol::redact::redact_and_cap;
 use agent_runner_protocol::{
-    decode_spawn_decision, methods, BeforeSpawnParams, Context, Family, HookName, SpawnAction,
-    SpawnView,
+    decode_spawn_decision, BeforeSpawnParams, Context, Family, HookName, SpawnAction, SpawnView,
 };
-use serde_json::json;
 
 use crate::hosts::HostManager;
-use crate::runtime::events::EventLog;
+use crate::runtime::events::{Event, EventLog};
 use crate::runtime::stop::StopWatch;
 
 /// The collapsed verdict of all spawn hooks.
@@ -61,10 +59,7 @@ pub async fn consult(
             spawn: spawn.clone(),
         };
         let params = serde_json::to_value(params).expect("params serialize");
-        let value = match hosts
-            .call_unless_stopped(&hook, methods::BEFORE_SPAWN, params, stop)
-            .await
-        {
+        let value = match hosts.call_unless_stopped(&hook, params, stop).await {
             None => break,
             Some(Ok(Some(value))) => value,
             Some(Ok(None) | Err(_)) => continue,
@@ -80,12 +75,12 @@ pub async fn consult(
             continue;
         }
         if !allow.contains(&hook.name) {
-            events.emit(
-                "plugin_spawn_override_ignored",
-                json!({"hook": hook.name.as_str(), "action": decision.action.as_str(),
-                       "round_num": ctx.round_num,
-                       "reason": "hook not listed in [plugins] spawn_override_allow"}),
-            );
+            events.emit(Event::PluginSpawnOverrideIgnored {
+                hook: hook.name.to_string(),
+                action: decision.action.as_str().to_owned(),
+                round_num: ctx.round_num,
+                reason: "hook not listed in [plugins] spawn_override_allow".to_owned(),
+            });
             continue;
         }
         let reason = redact_and_cap(&decision.reason);
@@ -94,11 +89,13 @@ pub async fn consult(
         } else {
             0
         };
-        events.emit(
-            "plugin_spawn_decision",
-            json!({"hook": hook.name.as_str(), "action": decision.action.as_str(),
-                   "defer_s": defer_s, "reason": reason, "round_num": ctx.round_num}),
-        );
+        events.emit(Event::PluginSpawnDecision {
+            hook: hook.name.to_string(),
+            action: decision.action.as_str().to_owned(),
+            defer_s,
+            reason: reason.clone(),
+            round_num: ctx.round_num,
+        });
         verdict = match (verdict, decision.action) {
             (skip @ Verdict::Skip { .. }, _) => skip,
             (_, SpawnAction::Skip) => Verdict::Skip {

@@ -172,7 +172,7 @@ fn prepare_command(command: &[String], provides: &[Family]) -> Result<Prepared, 
     }
     let name = host_name_of(program);
     let provides: BTreeSet<Family> = if provides.is_empty() {
-        [Family::SpawnHook, Family::DirtyHandler].into()
+        Family::ALL.iter().copied().collect()
     } else {
         provides.iter().copied().collect()
     };

@@ -216,7 +216,10 @@ async fn converse(run: &mut Run, wire: &mut HostWire, prepared: &Prepared, param
     run.judge(
         "hook_names",
         if decls.is_empty() {
-            Err("declares no hooks; declare at least one spawn_hook or dirty_handler".into())
+            Err(format!(
+                "declares no hooks; declare at least one {}",
+                Family::spelled("", " or ")
+            ))
         } else if squat.is_empty() {
             Ok(())
         } else {
@@ -359,9 +362,9 @@ async fn call_hooks(
         let timeout = prepared.cfg.call_timeout(decl.family);
         for (i, ctx) in contexts(prepared).into_iter().enumerate() {
             let round = ctx["round_num"].clone();
-            let (method, params, dirty): (&str, Value, Vec<String>) = match decl.family {
+            let method = decl.family.method();
+            let (params, dirty): (Value, Vec<String>) = match decl.family {
                 Family::SpawnHook => (
-                    methods::BEFORE_SPAWN,
                     json!({"hook": decl.name, "ctx": ctx,
                            "spawn": {"argv": ["claude", "-p", "Continue the work."], "env_names": ["HOME", "PATH", "ANTHROPIC_API_KEY"]}}),
                     Vec::new(),
@@ -369,7 +372,6 @@ async fn call_hooks(
                 Family::DirtyHandler => {
                     let files: Vec<String> = dirty_sets[i].iter().map(|s| s.to_string()).collect();
                     (
-                        methods::HANDLE_DIRTY,
                         json!({"hook": decl.name, "ctx": ctx, "dirty_files": files}),
                         files,
                     )
@@ -389,7 +391,7 @@ async fn call_hooks(
                 .map_err(|err| {
                     format!(
                         "{what} returned an invalid result: {err}; see docs/schema/{}.result.json",
-                        if decl.family == Family::SpawnHook { "before_spawn" } else { "handle_dirty" }
+                        decl.family.spec().verb()
                     )
                 }),
             };

@@ -1,0 +1,351 @@
+//! Every event kind of the operator's record and its fields, defined once. Writers
+//! construct a variant and hand it to [`super::EventLog::emit`]; readers
+//! ([`super::Recorded`]) match on it. The kind names and field names are the reference
+//! system's where the two overlap (`docs/operations.md`, "Event kinds"); a line's bytes
+//! are `{"ts": …, "event": "<kind>", <fields in the order declared here>}`.
+//!
+//! Adding a kind: a variant here (fields in the order they should appear, `Option` for a
+//! value that may be `null`), a line in `docs/operations.md`, "Event kinds", and a sample in
+//! this module's test. Readers that do not know it keep it raw.
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// One event of the record. Serialized with its kind under `event` (snake case of the
+/// variant) and its fields beside it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    // ---- serve: boot and the loop ----
+    /// Confinement is weaker than `[plugins] sandbox` asked for: at boot (`prefer` running
+    /// below the best tier, or `require` refusing to boot) or for one unpinned host under
+    /// `require`.
+    PluginSandboxDegraded {
+        /// `[plugins] sandbox`.
+        requested: String,
+        /// The tier hosts run at.
+        achieved_tier: String,
+        /// What is missing, in words.
+        reason: String,
+        /// `true` when serve refused to boot; absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        refused_boot: Option<bool>,
+        /// The host refused, when the event is about one host; absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
+    /// A stop signal (or a control-socket stop) ended the loop.
+    ServeStopping {
+        /// Why (`signal`).
+        reason: String,
+        /// Rounds completed by this serve.
+        rounds_completed: u64,
+    },
+    /// `[runtime] stop_file` exists; the loop ends.
+    StopFileDetected {
+        /// The file.
+        path: PathBuf,
+        /// Rounds completed by this serve.
+        rounds_completed: u64,
+    },
+    /// Too many fast failures in a row; the loop ends (exit 75).
+    CrashLoop {
+        /// Failures in a row, each within `fast_exit_s` and without output.
+        consecutive_fast_failures: u32,
+        /// The limit that was reached.
+        threshold: u32,
+        /// What counts as fast, in seconds.
+        fast_exit_s: u64,
+        /// Rounds completed by this serve.
+        rounds_completed: u64,
+    },
+    /// `--max-rounds` reached; the loop ends.
+    MaxRoundsReached {
+        /// Rounds completed by this serve.
+        rounds_completed: u64,
+        /// The limit.
+        max_rounds: u64,
+    },
+    /// A spawn hook deferred the round; serve waits, then asks again.
+    RoundDeferred {
+        /// Always `info`.
+        severity: String,
+        /// The hook that deferred.
+        signal: String,
+        /// Its reason (redacted, capped).
+        message: String,
+        /// Seconds it asked to wait.
+        defer_s: u64,
+    },
+    /// The wait after [`Event::RoundDeferred`] is over.
+    RoundResumed {
+        /// Seconds waited, to 0.1 s.
+        deferred_for_s: f64,
+    },
+    /// A round failed before or around the agent (e.g. the agent cannot be started).
+    RoundError {
+        /// The error, in words.
+        error: String,
+    },
+
+    // ---- one round ----
+    /// A round begins.
+    RoundStart {
+        /// Its number.
+        round_num: u64,
+        /// Its phase; `null` without `[phases]`.
+        phase: Option<String>,
+    },
+    /// The agent process was started.
+    AgentSpawn {
+        /// The round.
+        round_num: u64,
+        /// Its time budget in seconds.
+        timeout_s: u64,
+        /// The round log.
+        log_path: PathBuf,
+    },
+    /// The agent could not be started.
+    AgentSpawnFailed {
+        /// The round.
+        round_num: u64,
+        /// Why.
+        error: String,
+    },
+    /// The agent process ended.
+    AgentExit {
+        /// The round.
+        round_num: u64,
+        /// Its exit code; `null` when a signal ended it.
+        exit_code: Option<i32>,
+        /// The signal that ended it, if any.
+        signal: Option<i32>,
+        /// Wall time from spawn to reap, seconds to 1 ms.
+        duration_s: f64,
+        /// Whether the budget ran out.
+        timed_out: bool,
+        /// `exited`, `timeout`, `stopped`, … (`runtime::agent::ExitCause`).
+        exit_cause: String,
+    },
+    /// `git status` failed after the agent exited.
+    DirtyCheckFailed {
+        /// The round.
+        round_num: u64,
+        /// Why.
+        error: String,
+    },
+    /// A round ends.
+    RoundEnd(RoundEnd),
+    /// `round_log_retention` deleted old round logs.
+    RoundLogsPruned {
+        /// `<log_dir>/rounds`.
+        directory: PathBuf,
+        /// `round_log_retention`.
+        keep: u64,
+        /// How many were deleted.
+        deleted: usize,
+        /// Their file names.
+        files: Vec<String>,
+    },
+
+    // ---- spawn hooks ----
+    /// A spawn hook not in `spawn_override_allow` answered defer or skip; ignored.
+    PluginSpawnOverrideIgnored {
+        /// The hook.
+        hook: String,
+        /// What it answered.
+        action: String,
+        /// The round.
+        round_num: u64,
+        /// Why it was ignored.
+        reason: String,
+    },
+    /// A spawn hook's decision.
+    PluginSpawnDecision {
+        /// The hook.
+        hook: String,
+        /// `proceed`, `defer` or `skip`.
+        action: String,
+        /// Seconds to wait (0 unless deferring).
+        defer_s: u64,
+        /// Its reason (redacted, capped).
+        reason: String,
+        /// The round.
+        round_num: u64,
+    },
+
+    // ---- dirty tree ----
+    /// The tree is dirty after a clean agent exit.
+    DirtyDetected {
+        /// The round.
+        round_num: u64,
+        /// The first dirty paths (capped).
+        files: Vec<String>,
+        /// How many paths are dirty.
+        file_count: usize,
+    },
+    /// The deciding handler answered ignore.
+    DirtyIgnored {
+        /// The round.
+        round_num: u64,
+        /// The handler (a host's hook or the built-in).
+        hook: String,
+    },
+    /// The supervisor committed for a handler.
+    DirtyAutoCommitted {
+        /// The round.
+        round_num: u64,
+        /// The handler.
+        hook: String,
+        /// The new commit.
+        sha: String,
+        /// The committed paths (capped).
+        files: Vec<String>,
+        /// The commit message's first line (redacted, capped).
+        subject: String,
+    },
+    /// The commit failed.
+    DirtyCommitFailed {
+        /// The round.
+        round_num: u64,
+        /// The handler.
+        hook: String,
+        /// git's error (redacted, capped).
+        error: String,
+        /// What the failure left (`left as it was`, or where to look).
+        tree: String,
+    },
+    /// A stash was made recently (`stash_idempotency_s`); none made now.
+    OrphanIdempotentSkip {
+        /// The round.
+        round_num: u64,
+        /// The handler.
+        hook: String,
+        /// The recent stash.
+        #[serde(rename = "ref")]
+        stash_ref: String,
+        /// How long ago, in words.
+        reason: String,
+    },
+    /// The supervisor stashed the dirty tree for a handler.
+    OrphanStashed {
+        /// The round.
+        round_num: u64,
+        /// The handler.
+        hook: String,
+        /// The stash commit.
+        #[serde(rename = "ref")]
+        stash_ref: String,
+        /// The stash message (`ORPHAN R<N> ts=<ts>`).
+        message: String,
+        /// The handler's note, or why the built-in stashed.
+        reason: String,
+    },
+    /// The stash failed.
+    OrphanStashFailed {
+        /// The round.
+        round_num: u64,
+        /// The handler.
+        hook: String,
+        /// git's error (redacted, capped).
+        error: String,
+        /// What the failure left.
+        tree: String,
+    },
+
+    // ---- hosts ----
+    /// A host was refused (bad declaration, other protocol version, unreadable executable).
+    PluginRefused {
+        /// The host.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// A host's executable does not match its pin; it is not started.
+    PluginChecksumMismatch {
+        /// The host.
+        name: String,
+        /// The pin, `sha256:<hex>`.
+        expected: String,
+        /// What the executable hashes to.
+        actual: String,
+        /// The executable.
+        path: PathBuf,
+    },
+    /// A host declared a hook with a built-in's name; the host is refused.
+    PluginBuiltinNameSquat {
+        /// The name.
+        name: String,
+        /// The host's executable.
+        module_path: PathBuf,
+        /// The host.
+        host: String,
+    },
+    /// The sandbox killed a host (a denied system call).
+    PluginSandboxKill {
+        /// The hook being called.
+        hook: String,
+        /// The host.
+        host: String,
+        /// The signal that ended it.
+        signal: Option<i32>,
+        /// The denied system call, when known.
+        syscall: Option<String>,
+    },
+    /// A host call failed (timeout, crash, invalid result, …); the round goes on.
+    HookFailed {
+        /// The hook (or the host's name for `initialize`).
+        hook_name: String,
+        /// Its family, or `initialize`.
+        hook_kind: String,
+        /// The host.
+        host: String,
+        /// The failure class (`timeout`, `crash`, …).
+        error_type: String,
+        /// What happened.
+        error_message: String,
+    },
+    /// A host failed too often in a row; not called again this run.
+    PluginDisabled {
+        /// The host.
+        name: String,
+        /// Failures in a row.
+        consecutive_failures: u32,
+        /// Why, in words.
+        reason: String,
+    },
+}
+
+/// The fields of `round_end`, which has two shapes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RoundEnd {
+    /// The agent could not be started: `{"round_num", "outcome": "spawn_failed"}`.
+    NotStarted {
+        /// The round.
+        round_num: u64,
+        /// Always [`RoundOutcome::SpawnFailed`].
+        outcome: RoundOutcome,
+    },
+    /// The agent ran: `{"round_num", "exit_code", "exit_cause", "dirty_outcome"}`.
+    Ran {
+        /// The round.
+        round_num: u64,
+        /// The agent's exit code; `null` when a signal ended it.
+        exit_code: Option<i32>,
+        /// Why it ended (as in `agent_exit`); read as empty when a line lacks it.
+        #[serde(default)]
+        exit_cause: String,
+        /// `committed`, `stashed`, `ignored`, `failed`; `null` when the tree was clean or
+        /// not looked at.
+        dirty_outcome: Option<String>,
+    },
+}
+
+/// `round_end.outcome` of a round whose agent never ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoundOutcome {
+    /// The agent could not be started.
+    SpawnFailed,
+}

@@ -1,0 +1,270 @@
+//! The operator's record: `<log_dir>/events-YYYY-MM.jsonl` (UTC month), one JSON object per
+//! line, `{"ts": "2026-11-29T16:43:55.711Z", "event": "<kind>", ...fields}` (the reference
+//! system's format). Each line goes out in a single `write(2)` on an `O_APPEND` file, so
+//! lines are never torn or interleaved, even with several writers.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+mod event;
+
+pub use event::{Event, RoundEnd, RoundOutcome};
+
+/// Appends events to the monthly files of one log dir.
+#[derive(Clone, Debug)]
+pub struct EventLog {
+    dir: PathBuf,
+}
+
+/// A UTC timestamp with milliseconds, `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub fn timestamp(at: SystemTime) -> String {
+    humantime::format_rfc3339_millis(at).to_string()
+}
+
+/// One line as written: `ts` first, then the event's kind and fields.
+#[derive(Serialize)]
+struct Line<'a> {
+    ts: &'a str,
+    #[serde(flatten)]
+    event: &'a Event,
+}
+
+impl EventLog {
+    /// Events of the project whose log dir is `dir` (created on first write).
+    pub fn new(dir: &Path) -> Self {
+        EventLog {
+            dir: dir.to_owned(),
+        }
+    }
+
+    /// The file holding events of the month of `ts` (a [`timestamp`]).
+    pub fn file_for(&self, ts: &str) -> PathBuf {
+        self.dir.join(format!("events-{}.jsonl", &ts[..7]))
+    }
+
+    /// Records `event`. A failure to write is logged, never raised: the record must not
+    /// stop the loop.
+    pub fn emit(&self, event: Event) {
+        if let Err(err) = self.try_emit(&event) {
+            tracing::error!(?event, dir = %self.dir.display(), "cannot write event: {err}");
+        }
+    }
+
+    fn try_emit(&self, event: &Event) -> io::Result<()> {
+        let ts = timestamp(SystemTime::now());
+        let mut bytes = line_bytes(&ts, event)?;
+        bytes.push(b'\n');
+        std::fs::create_dir_all(&self.dir)?;
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.file_for(&ts))?;
+        let written = file.write(&bytes)?;
+        if written != bytes.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::WriteZero,
+                format!("short write: {written} of {} bytes", bytes.len()),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The JSON of one line, without its newline.
+///
+/// Errors: a path field that is not UTF-8.
+fn line_bytes(ts: &str, event: &Event) -> io::Result<Vec<u8>> {
+    Ok(serde_json::to_vec(&Line { ts, event })?)
+}
+
+/// One line of the record as read back. `event` is `None` for a kind this version does not
+/// know (a newer supervisor wrote it) or a shape it cannot read; the line itself is always
+/// kept, and is what `events` and `peek` print, so nothing a newer writer added is lost.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recorded {
+    /// The line as written: an object with a string `event`.
+    pub line: Value,
+    /// The typed event, when this version knows its kind.
+    pub event: Option<Event>,
+}
+
+impl Recorded {
+    /// Reads one parsed line; `None` when it is not an object with a string `event`.
+    pub fn from_line(line: Value) -> Option<Recorded> {
+        if !line.get("event").is_some_and(Value::is_string) {
+            return None;
+        }
+        let event = Event::deserialize(&line).ok();
+        Some(Recorded { line, event })
+    }
+
+    /// The kind (`event`).
+    pub fn kind(&self) -> &str {
+        self.line["event"].as_str().unwrap_or_default()
+    }
+
+    /// The line's `ts`, if it has one.
+    pub fn ts(&self) -> Option<&str> {
+        self.line["ts"].as_str()
+    }
+
+    /// The line's `round_num`, if it has one (known kind or not).
+    pub fn round_num(&self) -> Option<u64> {
+        self.line["round_num"].as_u64()
+    }
+}
+
+impl Serialize for Recorded {
+    /// The line as written.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.line.serialize(serializer)
+    }
+}
+
+impl std::fmt::Display for Recorded {
+    /// The line as written, as one line of JSON.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.line.fmt(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Every kind with sample fields, and its line exactly as the record has always had it
+    /// (`ts` first, then `event`, then the fields in their documented order).
+    #[rustfmt::skip]
+    fn vocabulary() -> Vec<(Event, &'static str)> {
+        let s = |t: &str| t.to_owned();
+        vec![
+            (Event::PluginSandboxDegraded { requested: s("require"), achieved_tier: s("landlock"), reason: s("no seccomp"), refused_boot: Some(true), name: None },
+             r#""event":"plugin_sandbox_degraded","requested":"require","achieved_tier":"landlock","reason":"no seccomp","refused_boot":true"#),
+            (Event::PluginSandboxDegraded { requested: s("prefer"), achieved_tier: s("landlock"), reason: s("no seccomp"), refused_boot: None, name: None },
+             r#""event":"plugin_sandbox_degraded","requested":"prefer","achieved_tier":"landlock","reason":"no seccomp""#),
+            (Event::PluginSandboxDegraded { requested: s("require"), achieved_tier: s("landlock+seccomp"), reason: s("host h is not pinned"), refused_boot: None, name: Some(s("h")) },
+             r#""event":"plugin_sandbox_degraded","requested":"require","achieved_tier":"landlock+seccomp","reason":"host h is not pinned","name":"h""#),
+            (Event::ServeStopping { reason: s("signal"), rounds_completed: 2 },
+             r#""event":"serve_stopping","reason":"signal","rounds_completed":2"#),
+            (Event::StopFileDetected { path: PathBuf::from("/p/STOP"), rounds_completed: 0 },
+             r#""event":"stop_file_detected","path":"/p/STOP","rounds_completed":0"#),
+            (Event::CrashLoop { consecutive_fast_failures: 5, threshold: 5, fast_exit_s: 10, rounds_completed: 5 },
+             r#""event":"crash_loop","consecutive_fast_failures":5,"threshold":5,"fast_exit_s":10,"rounds_completed":5"#),
+            (Event::MaxRoundsReached { rounds_completed: 3, max_rounds: 3 },
+             r#""event":"max_rounds_reached","rounds_completed":3,"max_rounds":3"#),
+            (Event::RoundDeferred { severity: s("info"), signal: s("pause"), message: s("paused"), defer_s: 60 },
+             r#""event":"round_deferred","severity":"info","signal":"pause","message":"paused","defer_s":60"#),
+            (Event::RoundResumed { deferred_for_s: 60.1 },
+             r#""event":"round_resumed","deferred_for_s":60.1"#),
+            (Event::RoundError { error: s("boom") },
+             r#""event":"round_error","error":"boom""#),
+            (Event::RoundStart { round_num: 1, phase: None },
+             r#""event":"round_start","round_num":1,"phase":null"#),
+            (Event::AgentSpawn { round_num: 1, timeout_s: 3600, log_path: PathBuf::from("/l/rounds/R1-x.log") },
+             r#""event":"agent_spawn","round_num":1,"timeout_s":3600,"log_path":"/l/rounds/R1-x.log""#),
+            (Event::AgentSpawnFailed { round_num: 1, error: s("cannot start") },
+             r#""event":"agent_spawn_failed","round_num":1,"error":"cannot start""#),
+            (Event::AgentExit { round_num: 1, exit_code: None, signal: Some(9), duration_s: 1.5, timed_out: true, exit_cause: s("timeout") },
+             r#""event":"agent_exit","round_num":1,"exit_code":null,"signal":9,"duration_s":1.5,"timed_out":true,"exit_cause":"timeout""#),
+            (Event::DirtyCheckFailed { round_num: 1, error: s("git") },
+             r#""event":"dirty_check_failed","round_num":1,"error":"git""#),
+            (Event::RoundEnd(RoundEnd::NotStarted { round_num: 1, outcome: RoundOutcome::SpawnFailed }),
+             r#""event":"round_end","round_num":1,"outcome":"spawn_failed""#),
+            (Event::RoundEnd(RoundEnd::Ran { round_num: 2, exit_code: Some(0), exit_cause: s("exited"), dirty_outcome: None }),
+             r#""event":"round_end","round_num":2,"exit_code":0,"exit_cause":"exited","dirty_outcome":null"#),
+            (Event::RoundLogsPruned { directory: PathBuf::from("/l/rounds"), keep: 2, deleted: 1, files: vec![s("R1-x.log")] },
+             r#""event":"round_logs_pruned","directory":"/l/rounds","keep":2,"deleted":1,"files":["R1-x.log"]"#),
+            (Event::PluginSpawnOverrideIgnored { hook: s("gate"), action: s("skip"), round_num: 4, reason: s("hook not listed in [plugins] spawn_override_allow") },
+             r#""event":"plugin_spawn_override_ignored","hook":"gate","action":"skip","round_num":4,"reason":"hook not listed in [plugins] spawn_override_allow""#),
+            (Event::PluginSpawnDecision { hook: s("gate"), action: s("defer"), defer_s: 30, reason: s("later"), round_num: 4 },
+             r#""event":"plugin_spawn_decision","hook":"gate","action":"defer","defer_s":30,"reason":"later","round_num":4"#),
+            (Event::DirtyDetected { round_num: 4, files: vec![s("a")], file_count: 1 },
+             r#""event":"dirty_detected","round_num":4,"files":["a"],"file_count":1"#),
+            (Event::DirtyIgnored { round_num: 4, hook: s("builtin") },
+             r#""event":"dirty_ignored","round_num":4,"hook":"builtin""#),
+            (Event::DirtyAutoCommitted { round_num: 4, hook: s("wip"), sha: s("abc"), files: vec![s("a")], subject: s("wip") },
+             r#""event":"dirty_auto_committed","round_num":4,"hook":"wip","sha":"abc","files":["a"],"subject":"wip""#),
+            (Event::DirtyCommitFailed { round_num: 4, hook: s("wip"), error: s("e"), tree: s("left as it was") },
+             r#""event":"dirty_commit_failed","round_num":4,"hook":"wip","error":"e","tree":"left as it was""#),
+            (Event::OrphanIdempotentSkip { round_num: 4, hook: s("b"), stash_ref: s("abc"), reason: s("recent") },
+             r#""event":"orphan_idempotent_skip","round_num":4,"hook":"b","ref":"abc","reason":"recent""#),
+            (Event::OrphanStashed { round_num: 4, hook: s("b"), stash_ref: s("abc"), message: s("ORPHAN R4 ts=t"), reason: s("why") },
+             r#""event":"orphan_stashed","round_num":4,"hook":"b","ref":"abc","message":"ORPHAN R4 ts=t","reason":"why""#),
+            (Event::OrphanStashFailed { round_num: 4, hook: s("b"), error: s("e"), tree: s("t") },
+             r#""event":"orphan_stash_failed","round_num":4,"hook":"b","error":"e","tree":"t""#),
+            (Event::PluginRefused { name: s("h"), reason: s("r") },
+             r#""event":"plugin_refused","name":"h","reason":"r""#),
+            (Event::PluginChecksumMismatch { name: s("h"), expected: s("sha256:aa"), actual: s("sha256:bb"), path: PathBuf::from("/h") },
+             r#""event":"plugin_checksum_mismatch","name":"h","expected":"sha256:aa","actual":"sha256:bb","path":"/h""#),
+            (Event::PluginBuiltinNameSquat { name: s("builtin"), module_path: PathBuf::from("/h"), host: s("h") },
+             r#""event":"plugin_builtin_name_squat","name":"builtin","module_path":"/h","host":"h""#),
+            (Event::PluginSandboxKill { hook: s("gate"), host: s("h"), signal: Some(31), syscall: None },
+             r#""event":"plugin_sandbox_kill","hook":"gate","host":"h","signal":31,"syscall":null"#),
+            (Event::HookFailed { hook_name: s("gate"), hook_kind: s("spawn_hook"), host: s("h"), error_type: s("timeout"), error_message: s("m") },
+             r#""event":"hook_failed","hook_name":"gate","hook_kind":"spawn_hook","host":"h","error_type":"timeout","error_message":"m""#),
+            (Event::PluginDisabled { name: s("h"), consecutive_failures: 5, reason: s("r") },
+             r#""event":"plugin_disabled","name":"h","consecutive_failures":5,"reason":"r""#),
+        ]
+    }
+
+    #[test]
+    fn every_kind_keeps_its_bytes_and_reads_back() {
+        let ts = "2026-11-29T16:43:55.711Z";
+        for (event, fields) in vocabulary() {
+            let line = String::from_utf8(line_bytes(ts, &event).unwrap()).unwrap();
+            assert_eq!(line, format!("{{\"ts\":\"{ts}\",{fields}}}"));
+            let read = Recorded::from_line(serde_json::from_str(&line).unwrap()).unwrap();
+            assert_eq!(read.event.as_ref(), Some(&event), "{line}");
+            assert_eq!(read.to_string(), line);
+        }
+    }
+
+    #[test]
+    fn unknown_kinds_are_kept_raw() {
+        let line = json!({"ts": "2026-11-29T16:43:55.711Z", "event": "from_the_future", "x": [1]});
+        let read = Recorded::from_line(line.clone()).unwrap();
+        assert_eq!(read.event, None);
+        assert_eq!(read.kind(), "from_the_future");
+        assert_eq!(serde_json::to_value(&read).unwrap(), line);
+        // A known kind with a field it does not expect keeps that field in the line.
+        let newer = json!({"ts": "t", "event": "round_error", "error": "e", "added": 1});
+        let read = Recorded::from_line(newer.clone()).unwrap();
+        assert_eq!(read.event, Some(Event::RoundError { error: "e".into() }));
+        assert_eq!(read.line, newer);
+        assert!(Recorded::from_line(json!({"event": 1})).is_none());
+    }
+
+    #[test]
+    fn writes_whole_lines_with_ts_and_kind_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = EventLog::new(&dir.path().join("logs"));
+        log.emit(Event::RoundStart {
+            round_num: 1,
+            phase: None,
+        });
+        log.emit(Event::RoundEnd(RoundEnd::NotStarted {
+            round_num: 1,
+            outcome: RoundOutcome::SpawnFailed,
+        }));
+        let files: Vec<_> = std::fs::read_dir(dir.path().join("logs"))
+            .unwrap()
+            .collect();
+        assert_eq!(files.len(), 1);
+        let text = std::fs::read_to_string(files[0].as_ref().unwrap().path()).unwrap();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["event"], "round_start");
+        assert_eq!(lines[1]["round_num"], 1);
+        let ts = lines[0]["ts"].as_str().unwrap();
+        assert!(ts.ends_with('Z') && ts.len() == 24, "{ts}");
+        assert!(text.starts_with("{\"ts\":"), "{text}");
+    }
+}
