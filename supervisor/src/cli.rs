@@ -261,10 +261,10 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             if cli.json {
                 println!(
                     "{}",
-                    serde_json::to_string_pretty(&report.json).unwrap_or_default()
+                    serde_json::to_string_pretty(&report.doc).unwrap_or_default()
                 );
             } else {
-                print!("{}", crate::operator::doctor::render(&report.json));
+                print!("{}", crate::operator::doctor::render(&report.doc));
             }
             Ok(report.code)
         }

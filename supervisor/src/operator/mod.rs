@@ -16,6 +16,7 @@ pub mod install;
 pub mod peek;
 pub mod peek_render;
 pub mod round_history;
+pub mod schema;
 pub mod service;
 pub mod system_metrics;
 pub mod watch;

@@ -33,7 +33,8 @@ pub async fn run(config_path: &Path, interval_s: f64) -> Result<u8, CliError> {
     let mut clear = "\x1b[2J";
     loop {
         let config = crate::config::load(config_path)?;
-        let doc = snapshot(&config, &PeekOptions::default()).doc;
+        let doc = serde_json::to_value(snapshot(&config, &PeekOptions::default()).doc)
+            .unwrap_or_default();
         let text = render(&doc, colour, false);
         let mut out = std::io::stdout().lock();
         // Cursor home, the view with each line cleared to its end, then clear below.

@@ -123,13 +123,13 @@ pub struct PreviousRound {
 }
 
 /// `orphan-state.json`: the last stash the supervisor made, by SHA (never `stash@{n}`).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OrphanState {
     /// The stash commit's SHA.
     pub sha: String,
     /// The round that left the tree dirty.
     pub round_num: u64,
-    /// When it was made (UTC, [`crate::runtime::events::timestamp`] form).
+    /// When it was made (UTC, `YYYY-MM-DDTHH:MM:SS.mmmZ`).
     pub ts: String,
     /// Seconds since the Unix epoch when it was made (for the idempotency window).
     pub unix_s: u64,

@@ -125,6 +125,26 @@ impl Serialize for Recorded {
     }
 }
 
+impl schemars::JsonSchema for Recorded {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Event".into()
+    }
+
+    /// An object with at least a string `ts` and a string `event` (the kind); the fields of
+    /// each kind are listed in `docs/operations.md`, "Event kinds".
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "One event of the record, as written: `ts`, `event` (its kind) and the kind's fields (docs/operations.md, 'Event kinds').",
+            "type": "object",
+            "required": ["ts", "event"],
+            "properties": {
+                "ts": {"type": "string"},
+                "event": {"type": "string"}
+            }
+        })
+    }
+}
+
 impl std::fmt::Display for Recorded {
     /// The line as written, as one line of JSON.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
