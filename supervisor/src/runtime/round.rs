@@ -140,9 +140,11 @@ impl Runner {
         let profile = self.config.profile(phase);
         let started = timestamp(SystemTime::now());
         let round_ctx = round_context::build(&log_dir, &self.repo, next, &started, phase).await;
-        let prepend =
-            (self.config.prompt.injection == ContextInjection::Prepend).then_some(&round_ctx);
-        let prompt = assemble(&self.config.prompt, profile.prompt_files, prepend)
+        let prepend = (self.config.prompt.injection == ContextInjection::Prepend)
+            .then(|| serde_json::to_value(&round_ctx))
+            .transpose()
+            .map_err(|e| CliError::failure(format!("cannot render the round context: {e}")))?;
+        let prompt = assemble(&self.config.prompt, profile.prompt_files, prepend.as_ref())
             .map_err(|e| CliError::failure(format!("cannot read prompt: {e}")))?;
         let argv = agent_argv(profile.agent, &prompt);
         let delivery = profile.agent.delivery;
