@@ -7,15 +7,15 @@
 //! [`MAX_CONSECUTIVE_FAILURES`] failures in a row it is disabled for the rest of the run.
 
 mod host;
+pub mod pins;
 pub mod sandbox;
 mod stats;
 mod transport;
 
+pub use pins::{check_pin, CheckedHost, PinStatus};
 pub use stats::CallStats;
 
 use agent_runner_plugin_host::launch::LaunchSpec;
-use agent_runner_plugin_host::pin::{open_and_hash, Sha256Pin};
-use agent_runner_plugin_host::resolve::resolve_executable;
 use agent_runner_protocol::redact::redact_and_cap;
 use agent_runner_protocol::{
     decode_initialize_result, methods, Family, HookDecl, HookName, InitializeParams,
@@ -23,7 +23,7 @@ use agent_runner_protocol::{
 };
 use serde_json::Value;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, HostConfig};
@@ -38,7 +38,11 @@ pub const MAX_CONSECUTIVE_FAILURES: u32 = 5;
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// Names reserved for built-in hooks; a host declaring one is refused
 /// (`plugin_builtin_name_squat`).
-pub const BUILTIN_HOOK_NAMES: &[&str] = &[crate::runtime::dirty::BUILTIN_HANDLER_NAME];
+pub const BUILTIN_HOOK_NAMES: &[&str] = &[BUILTIN_DIRTY_HANDLER];
+
+/// The name of the built-in dirty handler (`runtime::dirty`, which answers at priority
+/// 1000), reserved like every name of [`BUILTIN_HOOK_NAMES`].
+pub const BUILTIN_DIRTY_HANDLER: &str = "default";
 
 /// The failure taxonomy of a hook call (`hook_failed.error_type`, protocol-v1.md §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -665,64 +669,4 @@ fn version_refusal(failure: CallFailure) -> CallFailure {
         }
         _ => failure,
     }
-}
-
-/// A host's pin status (doctor's `verified` / `mismatch` / `unpinned`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PinStatus {
-    /// The configured pin matches the file.
-    Verified,
-    /// A pin is configured and differs.
-    Mismatch {
-        /// The configured pin.
-        expected: Sha256Pin,
-    },
-    /// No pin is configured.
-    Unpinned,
-}
-
-impl PinStatus {
-    /// The doctor/peek spelling.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            PinStatus::Verified => "verified",
-            PinStatus::Mismatch { .. } => "mismatch",
-            PinStatus::Unpinned => "unpinned",
-        }
-    }
-}
-
-/// A host executable resolved, hashed from an open descriptor, and compared to its pin.
-pub struct CheckedHost {
-    /// The resolved executable (canonical).
-    pub path: PathBuf,
-    /// Its sha256.
-    pub actual: Sha256Pin,
-    /// Against `[plugins.pin]`.
-    pub status: PinStatus,
-    /// The open, hashed executable (what a launch executes).
-    pub exe: agent_runner_plugin_host::pin::VerifiedExecutable,
-}
-
-/// Resolves `command[0]` of `cfg` (relative to the config file's directory, or on PATH),
-/// hashes it and checks it against `[plugins.pin]`.
-///
-/// Errors: a message naming the host and the path when it cannot be resolved or read.
-pub fn check_pin(config: &Config, cfg: &HostConfig) -> Result<CheckedHost, String> {
-    let base = config.path.parent().unwrap_or(Path::new("/"));
-    let path = resolve_executable(&cfg.command[0], base, std::env::var_os("PATH").as_deref())
-        .map_err(|e| format!("host {}: {e}", cfg.name))?;
-    let exe = open_and_hash(&path).map_err(|e| format!("host {}: {e}", cfg.name))?;
-    let actual = exe.sha256;
-    let status = match config.plugins.pins.get(&cfg.name) {
-        None => PinStatus::Unpinned,
-        Some(pin) if *pin == actual => PinStatus::Verified,
-        Some(pin) => PinStatus::Mismatch { expected: *pin },
-    };
-    Ok(CheckedHost {
-        path,
-        actual,
-        status,
-        exe,
-    })
 }

@@ -52,7 +52,7 @@ pub struct Snapshot {
 
 /// One host in `status`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema::every_field_required)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
 pub struct StatusHost {
     /// Its name.
     pub name: String,
@@ -66,7 +66,7 @@ pub struct StatusHost {
 /// `{"cmd": "status"}`. From the socket every field is present; from the lock fallback
 /// (`source: "lock"`) only what the lock and `state.json` tell.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[schemars(transform = |s: &mut schemars::Schema| crate::operator::schema::require(s, &["pid", "current_round"]))]
+#[schemars(transform = |s: &mut schemars::Schema| crate::operator::schema_fields::require(s, &["pid", "current_round"]))]
 pub struct StatusDoc {
     /// Whether a supervisor holds the project lock.
     pub running: bool,

@@ -22,7 +22,7 @@ use crate::runtime::git::Repo;
 
 /// One check of the report.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema::every_field_required)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
 pub struct Check {
     /// Short name (`config`, `work_dir`, `agent`, `sandbox`, `host:<name>`).
     pub name: String,
@@ -73,7 +73,7 @@ pub struct DoctorDoc {
 
 /// The sandbox block shared by `doctor` and `peek` (`plugins.sandbox`).
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema::every_field_required)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
 pub struct SandboxBlock {
     /// `[plugins] sandbox` (`null` when the config cannot be loaded).
     pub requested: Option<String>,
@@ -112,7 +112,7 @@ pub struct DoctorSandbox {
 #[serde(untagged)]
 pub enum DoctorHost {
     /// Its executable resolved and was hashed.
-    #[schemars(transform = crate::operator::schema::every_field_required)]
+    #[schemars(transform = crate::operator::schema_fields::every_field_required)]
     Checked {
         /// The host's name.
         name: String,
@@ -134,7 +134,7 @@ pub enum DoctorHost {
         confined_as: Option<String>,
     },
     /// Its executable could not be resolved or read.
-    #[schemars(transform = crate::operator::schema::every_field_required)]
+    #[schemars(transform = crate::operator::schema_fields::every_field_required)]
     Unresolvable {
         /// The host's name.
         name: String,
@@ -153,7 +153,7 @@ pub enum DoctorHost {
 
 /// The phase plan: `[phases] list` and the next rounds with their phase.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema::every_field_required)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
 pub struct PhasePlan {
     /// `[phases] list` (empty without phases).
     pub phases: Vec<String>,
@@ -163,7 +163,7 @@ pub struct PhasePlan {
 
 /// One upcoming round.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema::every_field_required)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
 pub struct PlannedRound {
     /// Its number.
     pub round_num: u64,

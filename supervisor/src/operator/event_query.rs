@@ -170,7 +170,7 @@ async fn follow(log_dir: &Path, newest: Option<PathBuf>, query: &Query) -> Resul
         None => 0,
     };
     let mut skipped = 0;
-    let mut interrupted = crate::operator::watch::interrupt_signal()?;
+    let mut interrupted = crate::operator::interrupt::interrupt_signal()?;
     loop {
         tokio::select! {
             _ = interrupted.recv() => {

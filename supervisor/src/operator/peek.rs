@@ -80,7 +80,7 @@ pub struct PeekOptions {
 /// "peek --json"): the reference system's document, then ours (`hosts`,
 /// `skipped_event_lines`, `round`).
 #[derive(Clone, Debug, Serialize, JsonSchema)]
-#[schemars(transform = |s: &mut schemars::Schema| crate::operator::schema::require(s, &["current_round", "orphan"]))]
+#[schemars(transform = |s: &mut schemars::Schema| crate::operator::schema_fields::require(s, &["current_round", "orphan"]))]
 pub struct PeekDoc {
     /// Always `ar-1` ([`SCHEMA_VERSION`]); fields are only added within a version.
     #[schemars(extend("const" = "ar-1"))]
@@ -120,7 +120,7 @@ pub struct PeekDoc {
 
 /// `peek`'s `status`.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema::every_field_required)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
 pub struct PeekStatus {
     /// The last round number that started (0 before the first).
     pub round_num: u64,
@@ -138,7 +138,7 @@ pub struct PeekStatus {
 
 /// `peek`'s `plugins`.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema::every_field_required)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
 pub struct PeekPlugins {
     /// `[plugins] disable`.
     pub disabled: Vec<String>,
@@ -153,7 +153,7 @@ pub struct PeekPlugins {
 
 /// One host in `peek`'s `hosts`.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema::every_field_required)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
 pub struct PeekHost {
     /// Its name.
     pub name: String,
@@ -191,7 +191,7 @@ pub struct PeekHost {
 /// `peek`'s `service`: the reference system's `mode`, `active`, `pid`, `uptime_s`,
 /// `unit_file`, `rate_limit`, `system_managed`, then ours.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema::every_field_required)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
 pub struct ServiceBlock {
     /// `systemd_user`, `pid_file` or `none`.
     pub mode: String,

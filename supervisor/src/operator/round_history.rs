@@ -105,7 +105,7 @@ pub fn rounds(events: &[Recorded]) -> BTreeMap<u64, RoundView> {
 /// system's `RoundView` fields, then ours (`duration_s`, `exit_cause`, `dirty_outcome`,
 /// `ended_at`).
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema::every_field_required)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
 pub struct RoundDoc {
     /// Its number.
     pub round_num: u64,

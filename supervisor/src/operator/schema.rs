@@ -24,25 +24,6 @@ pub fn all() -> Vec<(&'static str, Value)> {
     ]
 }
 
-/// A `#[schemars(transform = …)]` for documents whose every field is always written (a
-/// missing value is `null`): every property is required.
-pub fn every_field_required(schema: &mut schemars::Schema) {
-    let keys: Vec<Value> = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|p| p.keys().cloned().map(Value::String).collect())
-        .unwrap_or_default();
-    schema.insert("required".into(), Value::Array(keys));
-}
-
-/// Adds `keys` to the schema's `required` (for a document with `Option` fields that are
-/// always written, as `null` when missing, beside fields that are sometimes left out).
-pub fn require(schema: &mut schemars::Schema, keys: &[&str]) {
-    if let Some(Value::Array(required)) = schema.get_mut("required") {
-        required.extend(keys.iter().map(|k| Value::String((*k).to_owned())));
-    }
-}
-
 /// `value` as committed: pretty-printed JSON with a trailing newline (the same form as the
 /// protocol's schemas).
 pub fn render(value: &Value) -> String {

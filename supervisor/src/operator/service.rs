@@ -55,7 +55,7 @@ impl ServiceState {
 
 /// The round being attempted.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[schemars(transform = crate::operator::schema::every_field_required)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
 pub struct CurrentRound {
     /// The number the round has (or will get when the spawn hooks let it start).
     pub round_num: u64,
