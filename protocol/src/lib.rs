@@ -12,6 +12,7 @@
 pub mod error_codes;
 mod family;
 pub mod limits;
+pub mod line;
 pub mod methods;
 pub mod redact;
 pub mod schema;
