@@ -7,11 +7,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-use crate::limits::{DEFAULT_DIRTY_HANDLER_TIMEOUT_S, DEFAULT_SPAWN_HOOK_TIMEOUT_S};
+use crate::limits::{
+    DEFAULT_DIRTY_HANDLER_TIMEOUT_S, DEFAULT_POST_ROUND_TIMEOUT_S, DEFAULT_SPAWN_HOOK_TIMEOUT_S,
+};
 use crate::methods;
 
 /// A hook family (`docs/protocol.md` §3, `hooks[].family`), spelled `"spawn_hook"` /
-/// `"dirty_handler"` on the wire and in config (its `FamilySpec::name`).
+/// `"dirty_handler"` / `"post_round"` on the wire and in config (its `FamilySpec::name`).
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
@@ -21,6 +23,8 @@ pub enum Family {
     SpawnHook,
     /// Consulted after a clean round left the tree dirty: commit, stash or ignore.
     DirtyHandler,
+    /// Consulted after every round the agent ran: continue, back off or stop.
+    PostRound,
 }
 
 /// What the supervisor knows about one family.
@@ -45,7 +49,7 @@ impl FamilySpec {
 
 impl Family {
     /// Every family, in the order messages list them.
-    pub const ALL: &'static [Family] = &[Family::SpawnHook, Family::DirtyHandler];
+    pub const ALL: &'static [Family] = &[Family::SpawnHook, Family::DirtyHandler, Family::PostRound];
 
     /// The family's declaration.
     pub const fn spec(self) -> FamilySpec {
@@ -60,10 +64,15 @@ impl Family {
                 method: methods::HANDLE_DIRTY,
                 default_timeout_s: DEFAULT_DIRTY_HANDLER_TIMEOUT_S,
             },
+            Family::PostRound => FamilySpec {
+                name: "post_round",
+                method: methods::AFTER_ROUND,
+                default_timeout_s: DEFAULT_POST_ROUND_TIMEOUT_S,
+            },
         }
     }
 
-    /// The wire and config spelling: `spawn_hook` or `dirty_handler`.
+    /// The wire and config spelling: `spawn_hook`, `dirty_handler` or `post_round`.
     pub const fn as_str(self) -> &'static str {
         self.spec().name
     }
@@ -122,8 +131,11 @@ mod tests {
         assert_eq!(Family::SpawnHook.spec().verb(), "before_spawn");
         assert_eq!(
             Family::spelled("\"", " or "),
-            "\"spawn_hook\" or \"dirty_handler\""
+            "\"spawn_hook\", \"dirty_handler\" or \"post_round\""
         );
-        assert_eq!(Family::spelled("", " / "), "spawn_hook / dirty_handler");
+        assert_eq!(
+            Family::spelled("", " / "),
+            "spawn_hook, dirty_handler / post_round"
+        );
     }
 }

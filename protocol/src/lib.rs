@@ -16,13 +16,15 @@ pub mod line;
 pub mod methods;
 pub mod redact;
 pub mod schema;
+pub mod tail;
 mod types;
 pub mod validate;
 
 pub use family::{Family, FamilySpec};
 pub use types::*;
 pub use validate::{
-    decode, decode_dirty_result, decode_initialize_result, decode_spawn_decision, InvalidMessage,
+    decode, decode_dirty_result, decode_initialize_result, decode_post_round_result,
+    decode_spawn_decision, InvalidMessage,
 };
 
 /// The protocol version this crate implements (`initialize.protocol_version`).

@@ -16,6 +16,12 @@ pub const DEFAULT_INIT_TIMEOUT_S: u64 = 5;
 pub const DEFAULT_SPAWN_HOOK_TIMEOUT_S: u64 = 10;
 /// Default call timeout of a dirty handler, in seconds (§5).
 pub const DEFAULT_DIRTY_HANDLER_TIMEOUT_S: u64 = 60;
+/// Default call timeout of a post-round hook, in seconds (docs/protocol.md §5).
+pub const DEFAULT_POST_ROUND_TIMEOUT_S: u64 = 10;
+/// Most bytes of the round log sent as `log_tail` (docs/protocol.md §5). Escaped as JSON
+/// it stays under half of [`MAX_LINE_BYTES`] (only `"`, `\`, tab, newline and carriage
+/// return are escaped, two bytes each), leaving room for the rest of the request.
+pub const MAX_LOG_TAIL_BYTES: usize = 16_384;
 /// Seconds a host has to exit after its stdin reached end-of-file (§1, §2).
 pub const EXIT_AFTER_EOF_S: u64 = 2;
 

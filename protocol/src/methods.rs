@@ -8,3 +8,5 @@ pub const BEFORE_SPAWN: &str = "spawn_hook/before_spawn";
 pub const HANDLE_DIRTY: &str = "dirty_handler/handle_dirty";
 /// `shutdown`: the host finishes and then exits on stdin EOF (§4).
 pub const SHUTDOWN: &str = "shutdown";
+/// `post_round/after_round`: tells a post-round hook how a round ended (docs/protocol.md §5).
+pub const AFTER_ROUND: &str = "post_round/after_round";

@@ -4,15 +4,16 @@
 //! path segment); `protocol/tests/schema.rs` fails when the committed files drift.
 //!
 //! The schemas describe shapes and ranges. Rules that span fields (unique hook names,
-//! `priority` on dirty handlers only, commit `paths` among `dirty_files`) are enforced by
+//! `priority` on dirty handlers only, commit `paths` among `dirty_files`, `kind` and
+//! `back_off_s`/`until` by post-round action) are enforced by
 //! [`crate::validate`] and documented in `docs/protocol.md`.
 
 use schemars::{schema_for, JsonSchema};
 use serde_json::Value;
 
 use crate::types::{
-    BeforeSpawnParams, DirtyAction, HandleDirtyParams, InitializeParams, InitializeResult,
-    SpawnDecision,
+    AfterRoundParams, BeforeSpawnParams, DirtyAction, HandleDirtyParams, InitializeParams,
+    InitializeResult, PostRoundVerdict, SpawnDecision,
 };
 
 fn schema<T: JsonSchema>() -> Value {
@@ -38,6 +39,8 @@ pub fn all() -> Vec<(&'static str, Value)> {
         ("before_spawn.result.json", schema::<SpawnDecision>()),
         ("handle_dirty.params.json", schema::<HandleDirtyParams>()),
         ("handle_dirty.result.json", schema::<Option<DirtyAction>>()),
+        ("after_round.params.json", schema::<AfterRoundParams>()),
+        ("after_round.result.json", schema::<Option<PostRoundVerdict>>()),
         (
             "shutdown.params.json",
             null_schema(

@@ -12,15 +12,15 @@ use std::sync::{Arc, Mutex};
 use agent_runner_protocol::limits::MAX_LINE_BYTES;
 use agent_runner_protocol::line::{BoundedLines, Found, LongLines};
 use agent_runner_protocol::{
-    decode, decode_dirty_result, decode_spawn_decision, error_codes, methods, BeforeSpawnParams,
-    Family, HandleDirtyParams, HookDecl, HookName, InitializeParams, InitializeResult,
-    InvalidMessage, PROTOCOL_VERSION,
+    decode, decode_dirty_result, decode_post_round_result, decode_spawn_decision, error_codes,
+    methods, AfterRoundParams, BeforeSpawnParams, Family, HandleDirtyParams, HookDecl, HookName,
+    InitializeParams, InitializeResult, InvalidMessage, PROTOCOL_VERSION,
 };
 use jsonrpsee::types::{ErrorObjectOwned, Params};
 use jsonrpsee::{Methods, RpcModule};
 use serde_json::{json, Value};
 
-use crate::{DirtyHandler, HookError, HookImpl, Hooks, Host, SetupFn, SpawnHook};
+use crate::{DirtyHandler, HookError, HookImpl, Hooks, Host, PostRound, SetupFn, SpawnHook};
 
 /// `EX_SOFTWARE` (sysexits.h): the host cannot start serving.
 const EXIT_SOFTWARE: u8 = 70;
@@ -204,6 +204,7 @@ fn error_line(id: &Value, code: i32, message: &str) -> String {
 struct Installed {
     spawn: HashMap<String, Box<dyn SpawnHook>>,
     dirty: HashMap<String, Box<dyn DirtyHandler>>,
+    post_round: HashMap<String, Box<dyn PostRound>>,
 }
 
 struct State {
@@ -255,11 +256,16 @@ fn build_methods(host: Host) -> Methods {
             })
             .map(|_| ()),
         module
+            .register_method(methods::AFTER_ROUND, |p: Params, s: &State, _| {
+                after_round(s, &p)
+            })
+            .map(|_| ()),
+        module
             .register_method(methods::SHUTDOWN, |p: Params, _: &State, _| shutdown(&p))
             .map(|_| ()),
     ];
     for result in registered {
-        // The four names are distinct constants: registration cannot collide.
+        // The five names are distinct constants: registration cannot collide.
         result.expect("protocol method names are distinct");
     }
     module.into()
@@ -355,6 +361,7 @@ fn install(hooks: Hooks) -> Result<(Installed, Vec<HookDecl>), ErrorObjectOwned>
     let mut installed = Installed {
         spawn: HashMap::new(),
         dirty: HashMap::new(),
+        post_round: HashMap::new(),
     };
     let mut decls = Vec::with_capacity(hooks.entries.len());
     for entry in hooks.entries {
@@ -378,6 +385,10 @@ fn install(hooks: Hooks) -> Result<(Installed, Vec<HookDecl>), ErrorObjectOwned>
             HookImpl::Dirty(handler) => {
                 installed.dirty.insert(name.to_string(), handler);
                 Family::DirtyHandler
+            }
+            HookImpl::PostRound(hook) => {
+                installed.post_round.insert(name.to_string(), hook);
+                Family::PostRound
             }
         };
         decls.push(HookDecl {
@@ -446,6 +457,26 @@ fn handle_dirty(state: &State, params: &Params) -> RpcResult {
         error(
             error_codes::INTERNAL_ERROR,
             format!("{what} returned an invalid action: {err}"),
+        )
+    })?;
+    Ok(value)
+}
+
+fn after_round(state: &State, params: &Params) -> RpcResult {
+    let installed = state.installed()?;
+    let params: AfterRoundParams = decode(params_value(params)?).map_err(invalid_params)?;
+    let hook = installed
+        .post_round
+        .get(params.hook.as_str())
+        .ok_or_else(|| unknown_hook(Family::PostRound, &params.hook, &installed.post_round))?;
+    let what = format!("post-round hook `{}`", params.hook);
+    let verdict = guarded(&what, || hook.after_round(&params))?;
+    let value = serde_json::to_value(&verdict)
+        .map_err(|err| error(error_codes::INTERNAL_ERROR, err.to_string()))?;
+    decode_post_round_result(value.clone()).map_err(|err| {
+        error(
+            error_codes::INTERNAL_ERROR,
+            format!("{what} returned an invalid verdict: {err}"),
         )
     })?;
     Ok(value)

@@ -64,6 +64,7 @@ pub fn run(opts: &NewOptions) -> Result<Vec<String>, CliError> {
             let main = match opts.family {
                 Family::SpawnHook => include_str!("../../templates/python_spawn_hook.py"),
                 Family::DirtyHandler => include_str!("../../templates/python_dirty_handler.py"),
+                Family::PostRound => include_str!("../../templates/python_post_round.py"),
             };
             write(&root.join("src/__main__.py"), &fill(main))?;
             write(&root.join("src/agent_runner_host.py"), PYTHON_SDK)?;
@@ -103,6 +104,7 @@ pub fn run(opts: &NewOptions) -> Result<Vec<String>, CliError> {
             let main = match opts.family {
                 Family::SpawnHook => include_str!("../../templates/rust_spawn_hook.rs"),
                 Family::DirtyHandler => include_str!("../../templates/rust_dirty_handler.rs"),
+                Family::PostRound => include_str!("../../templates/rust_post_round.rs"),
             };
             let dep = match &opts.sdk_path {
                 Some(path) => format!(

@@ -3,7 +3,8 @@
 use agent_runner_protocol::limits::EXIT_AFTER_EOF_S;
 use agent_runner_protocol::redact::quote;
 use agent_runner_protocol::{
-    decode_dirty_result, decode_initialize_result, decode_spawn_decision, error_codes, methods,
+    decode_dirty_result, decode_initialize_result, decode_post_round_result, decode_spawn_decision,
+    error_codes, methods,
     Family, HookDecl,
 };
 use serde_json::{json, Value};
@@ -350,6 +351,24 @@ async fn call_hooks(
     prepared: &Prepared,
     decls: &[HookDecl],
 ) -> Result<(), (String, bool)> {
+    // A clean round, a usage-limit failure, a budget timeout.
+    let round_outcomes: [(Value, &str); 3] = [
+        (
+            json!({"round_num": 1, "phase": null, "exit_code": 0, "signal": null,
+                   "exit_cause": "exited", "duration_s": 41.2, "timed_out": false}),
+            "Done: tests pass.\n",
+        ),
+        (
+            json!({"round_num": 2, "phase": "dev", "exit_code": 1, "signal": null,
+                   "exit_cause": "exited", "duration_s": 0.8, "timed_out": false}),
+            "{\"type\":\"result\",\"is_error\":true,\"result\":\"usage limit reached\"}\n",
+        ),
+        (
+            json!({"round_num": 3, "phase": "dev", "exit_code": null, "signal": 15,
+                   "exit_cause": "timeout", "duration_s": 1800.0, "timed_out": true}),
+            "",
+        ),
+    ];
     let dirty_sets: [&[&str]; 3] = [
         &["src/main.rs"],
         &["notes.md", "src/lib.rs"],
@@ -377,6 +396,11 @@ async fn call_hooks(
                         files,
                     )
                 }
+                Family::PostRound => (
+                    json!({"hook": decl.name, "ctx": ctx, "outcome": round_outcomes[i].0.clone(),
+                           "log_tail": round_outcomes[i].1}),
+                    Vec::new(),
+                ),
             };
             let what = format!("{method} for `{}` (round {round})", decl.name);
             let checked = match wire.request(method, Some(params), timeout).await {
@@ -388,6 +412,7 @@ async fn call_hooks(
                 Ok(Reply::Result(value)) => match decl.family {
                     Family::SpawnHook => decode_spawn_decision(value).map(drop),
                     Family::DirtyHandler => decode_dirty_result(value, &dirty).map(drop),
+                    Family::PostRound => decode_post_round_result(value).map(drop),
                 }
                 .map_err(|err| {
                     format!(
