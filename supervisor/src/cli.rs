@@ -221,8 +221,16 @@ enum RoundSummary {
     },
 }
 
-/// Parses the command line, runs the verb, returns the exit code.
+/// Parses the command line, runs the verb, returns the exit code. Started with
+/// [`crate::detectors::host::HOST_ARG`] as its only argument, the executable is the
+/// built-in detector host instead (launched confined by the supervisor; not a verb).
 pub fn main() -> ExitCode {
+    let mut args = std::env::args_os().skip(1);
+    if let (Some(first), None) = (args.next(), args.next()) {
+        if first == crate::detectors::host::HOST_ARG {
+            return crate::detectors::host::run();
+        }
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {

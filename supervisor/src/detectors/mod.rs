@@ -1,0 +1,119 @@
+//! The built-in post-round error detectors, one per preset CLI (docs/detectors.md).
+//!
+//! **Architecture invariant:** this code reads agent output, which is untrusted (a prompt
+//! injection reaches it), so it never runs in the supervisor process. It runs only in the
+//! built-in detector host ([`host::run`]): the supervisor's own executable started in a
+//! hidden host mode by [`crate::hosts::builtin`], hashed and confined exactly like a
+//! third-party host, answering `post_round/after_round`.
+//!
+//! A detector applies to a round when the basename of `ctx.agent_binary` is its CLI. It
+//! reads the CLI's structured error records whatever the exit status, and the plain text
+//! of the log tail only after an unclean exit (a clean round that printed "rate limit" in
+//! passing is not a failed one). Verdicts: `auth` → stop; usage limit, rate limit,
+//! overload, network → back off until the reset time when one is printed, else for
+//! [`default_back_off_s`]; token usage, when the CLI reports it, rides along.
+
+pub mod classify;
+pub mod dialects;
+pub mod host;
+pub mod reset;
+
+use agent_runner_protocol::redact::redact_and_cap;
+use agent_runner_protocol::{ErrorKind, PostRoundAction, PostRoundVerdict, RoundOutcome};
+use jiff::tz::TimeZone;
+use jiff::Timestamp;
+use regex::Regex;
+
+pub use dialects::{Dialect, DIALECTS};
+
+/// The names of every built-in detector (reserved: no host may declare them).
+pub fn names() -> impl Iterator<Item = &'static str> {
+    DIALECTS.iter().map(|d| d.detector)
+}
+
+/// What one detection looks at.
+#[derive(Clone, Copy, Debug)]
+pub struct Round<'a> {
+    /// How the agent ended.
+    pub outcome: &'a RoundOutcome,
+    /// The basename of the agent's executable.
+    pub agent_binary: &'a str,
+    /// The log tail (protocol `log_tail`).
+    pub tail: &'a str,
+    /// Now (the clock is the caller's, so tests control it).
+    pub now: Timestamp,
+    /// The zone of clock times printed without one.
+    pub local: &'a TimeZone,
+    /// `[monitor] auth_fail_patterns`, compiled.
+    pub auth_patterns: &'a [Regex],
+}
+
+/// Seconds to back off for `kind` when the CLI printed no reset time. The supervisor
+/// waits at least this long and grows the wait exponentially on repeats
+/// (docs/configuration.md `transient_error_action`).
+pub fn default_back_off_s(kind: ErrorKind) -> u64 {
+    match kind {
+        ErrorKind::UsageLimit => 300,
+        ErrorKind::RateLimit | ErrorKind::Overloaded => 30,
+        _ => 10,
+    }
+}
+
+/// Runs `dialect`'s detector on `round`: `None` when it does not apply or finds nothing.
+pub fn detect(dialect: &Dialect, round: &Round) -> Option<PostRoundVerdict> {
+    if round.agent_binary != dialect.binary {
+        return None;
+    }
+    let records = dialects::records(round.tail);
+    let usage = dialects::usage(dialect.usage, &records, round.tail);
+    let structured: Vec<String> = records.iter().filter_map(dialects::error_text).collect();
+    let unclean = round.outcome.exit_cause == "exited" && round.outcome.exit_code != Some(0);
+    let mut texts: Vec<&str> = structured.iter().map(String::as_str).collect();
+    if unclean {
+        texts.push(round.tail);
+    }
+    let found = texts
+        .iter()
+        .find_map(|text| classify::classify(text, round.auth_patterns).map(|f| (f, *text)));
+    let Some((found, text)) = found else {
+        return usage.map(|usage| PostRoundVerdict {
+            action: PostRoundAction::Continue,
+            kind: None,
+            message: String::new(),
+            back_off_s: None,
+            until: None,
+            usage: Some(usage),
+        });
+    };
+    let snippet = redact_and_cap(found.line);
+    let cli = dialect.binary;
+    let mut verdict = PostRoundVerdict {
+        action: PostRoundAction::BackOff,
+        kind: Some(found.kind),
+        message: String::new(),
+        back_off_s: None,
+        until: None,
+        usage,
+    };
+    if found.kind == ErrorKind::Auth {
+        verdict.action = PostRoundAction::Stop;
+        verdict.message = format!("{cli}: login missing or expired: {snippet}");
+        return Some(verdict);
+    }
+    match reset::find(text, round.now, round.local) {
+        Some(reset::Reset::At(at)) => {
+            verdict.until = Some(at.round(jiff::Unit::Second).unwrap_or(at).to_string());
+            verdict.message = format!("{cli}: {}: resets at {at:.0}: {snippet}", found.kind.as_str());
+        }
+        Some(reset::Reset::After(after)) => {
+            let secs = after.as_secs().clamp(1, agent_runner_protocol::limits::MAX_DEFER_S);
+            verdict.back_off_s = Some(secs);
+            verdict.message = format!("{cli}: {}: retry in {secs} s: {snippet}", found.kind.as_str());
+        }
+        None => {
+            verdict.back_off_s = Some(default_back_off_s(found.kind));
+            verdict.message = format!("{cli}: {}: {snippet}", found.kind.as_str());
+        }
+    }
+    Some(verdict)
+}
