@@ -22,6 +22,8 @@ pub(super) struct RawConfig {
     pub vcs: RawVcs,
     #[serde(default)]
     pub plugins: RawPlugins,
+    #[serde(default)]
+    pub monitor: RawMonitor,
     /// `[phases]`, parsed by hand (phase names are free keys); see [`RawPhases`].
     #[serde(skip)]
     pub phases: RawPhases,
@@ -55,6 +57,16 @@ pub(super) struct RawRuntime {
     pub stop_file: Option<String>,
     pub round_log_retention: Option<u64>,
     pub dry_run: Option<bool>,
+    pub transient_error_action: Option<String>,
+    pub transient_backoff_cap_s: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMonitor {
+    pub auth_fail_patterns: Option<Vec<String>>,
+    pub auth_fail_hint: Option<String>,
+    pub auto_stop_on: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -145,12 +157,16 @@ pub const UNIMPLEMENTED: &[&str] = &[
     "agent.terminal_marker",
     "runtime.disable_pre_round_hooks",
     "runtime.narrative_file",
-    "runtime.transient_error_action",
     "runtime.substrate_fingerprint_paths",
     "runtime.fresh_eyes_every_n",
     "runtime.max_grace_after_result_s",
     "runtime.grace_kill_ignore_patterns",
-    "monitor",
+    "monitor.remote_failure_tolerance_s",
+    "monitor.anomaly_repetitive_window",
+    "monitor.anomaly_repetitive_threshold",
+    "monitor.host_health",
+    "monitor.round_progress_interval_s",
+    "monitor.supervisor_stale_threshold_s",
     "schedule",
     "phases.phase_policy",
     "phases.*.disable_pre_round_hooks",
@@ -392,7 +408,7 @@ mod tests {
             }
             other => panic!("expected a key error, got {other:?}"),
         }
-        let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\nterminal_marker = \"m\"\n[monitor]\nauth_fail_hint = \"h\"\n";
+        let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\nterminal_marker = \"m\"\n[monitor]\nauth_fail_hint = \"h\"\nround_progress_interval_s = 5\n";
         let raw = parse(Path::new("c.toml"), text).unwrap();
         assert_eq!(raw.warnings.len(), 2, "{:?}", raw.warnings);
         let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\n[plugins]\nsandox = \"require\"\n[plugins.throttle]\nmax = 3\n";
@@ -411,7 +427,8 @@ mod tests {
             foreign.warnings
         );
         assert!(raw.warnings[0].contains("agent.terminal_marker"));
-        assert!(raw.warnings[1].contains("`monitor`"));
+        assert!(raw.warnings[1].contains("`monitor.round_progress_interval_s`"));
+        assert_eq!(raw.monitor.auth_fail_hint.as_deref(), Some("h"));
     }
 
     #[test]

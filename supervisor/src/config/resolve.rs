@@ -29,6 +29,8 @@ pub struct Config {
     pub plugins: PluginsConfig,
     /// `[phases]`.
     pub phases: PhasesConfig,
+    /// `[monitor]` (the keys this build implements).
+    pub monitor: MonitorConfig,
     /// One line per reference-system key present in the file that this build ignores
     /// ([`super::UNIMPLEMENTED`]); printed once by [`super::load`].
     pub warnings: Vec<String>,
@@ -162,6 +164,60 @@ pub struct RuntimeConfig {
     pub round_log_retention: u64,
     /// Passed to hosts as `ctx.dry_run` (default false).
     pub dry_run: bool,
+    /// What `serve` does after a round a post-round hook diagnosed as a transient failure
+    /// (default [`TransientAction::BackOff`]).
+    pub transient_error_action: TransientAction,
+    /// The longest back-off grown from `restart_delay_s` or asked for in seconds (default
+    /// [`DEFAULT_TRANSIENT_BACKOFF_CAP_S`]); a printed reset time is honoured up to 8 h.
+    pub transient_backoff_cap: Duration,
+}
+
+/// Default of `[runtime] transient_backoff_cap_s`: 30 minutes.
+pub const DEFAULT_TRANSIENT_BACKOFF_CAP_S: u64 = 1800;
+
+/// `[runtime] transient_error_action`: what `serve` does after a diagnosed transient
+/// failure (usage or rate limit, overload, network).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransientAction {
+    /// Wait until the reset time, or exponentially from `restart_delay_s` (default).
+    BackOff,
+    /// Record it and go on after `restart_delay_s`.
+    Skip,
+    /// Stop `serve` (exit 75).
+    Stop,
+}
+
+impl TransientAction {
+    /// The config and event spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransientAction::BackOff => "back_off",
+            TransientAction::Skip => "skip",
+            TransientAction::Stop => "stop",
+        }
+    }
+}
+
+/// `[monitor]`: how post-round diagnoses of a failed login are handled.
+#[derive(Clone, Debug)]
+pub struct MonitorConfig {
+    /// Extra regular expressions (Rust `regex` syntax) that mark a failed round's output
+    /// as a login failure; matched inside the confined detector host, never here.
+    pub auth_fail_patterns: Vec<String>,
+    /// What to tell the operator on a login failure (e.g. how to log in again).
+    pub auth_fail_hint: Option<String>,
+    /// Which post-round stops are honoured: `oauth_fail` for any `auth` diagnosis, or a
+    /// hook's name for that hook's stops (default `["oauth_fail", "disk_critical"]`).
+    pub auto_stop_on: Vec<String>,
+}
+
+impl MonitorConfig {
+    /// Whether a `stop` verdict of `kind` from `hook` is honoured.
+    pub fn stops_on(&self, hook: &str, kind: Option<agent_runner_protocol::ErrorKind>) -> bool {
+        self.auto_stop_on.iter().any(|s| s == hook)
+            || (kind == Some(agent_runner_protocol::ErrorKind::Auth)
+                && self.auto_stop_on.iter().any(|s| s == "oauth_fail"))
+    }
 }
 
 /// What the built-in dirty handler does (`[vcs] dirty_action`).
@@ -432,6 +488,47 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         }
     };
 
+    let transient_error_action = match raw.runtime.transient_error_action.as_deref() {
+        None | Some("back_off") => TransientAction::BackOff,
+        Some("skip") => TransientAction::Skip,
+        Some("stop") => TransientAction::Stop,
+        Some(other) => {
+            return Err(err(
+                "runtime.transient_error_action",
+                format!("{other:?}; expected \"back_off\", \"skip\" or \"stop\""),
+            ))
+        }
+    };
+    let transient_backoff_cap_s = raw
+        .runtime
+        .transient_backoff_cap_s
+        .unwrap_or(DEFAULT_TRANSIENT_BACKOFF_CAP_S);
+    if transient_backoff_cap_s < restart_delay_s || transient_backoff_cap_s > 86_400 {
+        return Err(err(
+            "runtime.transient_backoff_cap_s",
+            format!("{transient_backoff_cap_s} must lie between restart_delay_s ({restart_delay_s}) and 86400 (seconds)"),
+        ));
+    }
+
+    // [monitor]
+    let auth_fail_patterns = raw.monitor.auth_fail_patterns.unwrap_or_default();
+    for (i, pattern) in auth_fail_patterns.iter().enumerate() {
+        if let Err(e) = regex::Regex::new(pattern) {
+            return Err(err(
+                &format!("monitor.auth_fail_patterns[{i}]"),
+                format!("{pattern:?} is not a valid regular expression: {}", e.to_string().replace('\n', " ")),
+            ));
+        }
+    }
+    let monitor = MonitorConfig {
+        auth_fail_patterns,
+        auth_fail_hint: raw.monitor.auth_fail_hint.filter(|h| !h.trim().is_empty()),
+        auto_stop_on: raw
+            .monitor
+            .auto_stop_on
+            .unwrap_or_else(|| vec!["oauth_fail".to_owned(), "disk_critical".to_owned()]),
+    };
+
     // [vcs]
     let dirty_action = match raw.vcs.dirty_action.as_deref() {
         None | Some("stash") => DirtyAction::Stash,
@@ -491,6 +588,8 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
             stop_file,
             round_log_retention: raw.runtime.round_log_retention.unwrap_or(0),
             dry_run: raw.runtime.dry_run.unwrap_or(false),
+            transient_error_action,
+            transient_backoff_cap: Duration::from_secs(transient_backoff_cap_s),
         },
         prompt: PromptConfig {
             files: prompt_files,
@@ -513,6 +612,7 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
             hosts,
         },
         phases: PhasesConfig { list, overrides },
+        monitor,
         warnings: raw.warnings,
         path,
     })
@@ -586,6 +686,12 @@ fn resolve_prompt_files(
 }
 
 fn resolve_host(name: &str, raw: RawHost) -> Result<HostConfig, (&'static str, String)> {
+    if name == crate::detectors::host::HOST_NAME {
+        return Err((
+            "command",
+            format!("host name {name:?} belongs to the built-in detector host; pick another name"),
+        ));
+    }
     if HookName::try_from(name.to_owned()).is_err() {
         return Err((
             "command",

@@ -4,7 +4,8 @@
 //! detector.
 //!
 //! Its config table (`initialize.config`, written by the supervisor):
-//! `{"detectors": ["claude_error_detector", …], "auth_fail_patterns": ["regex", …]}`.
+//! `{"detectors": ["claude_error_detector", …], "auth_fail_patterns": ["regex", …],
+//! "local_time_zone": "Europe/Berlin"}` (the zone of clock times printed without one).
 
 use agent_runner_sdk::{
     AfterRoundParams, ConfigTable, HookError, Hooks, Host, PostRound, PostRoundVerdict,
@@ -20,8 +21,9 @@ use super::{detect, Dialect, Round, DIALECTS};
 /// The hidden first argument that starts the executable as the detector host.
 pub const HOST_ARG: &str = "__builtin-detector-host";
 
-/// The host's name in `initialize` results and logs.
-pub const HOST_NAME: &str = "agent-runner-detectors";
+/// The host's name: in events, `[plugins] disable` (turning every detector off) and
+/// `initialize`; reserved (no `[plugins.hosts]` table may use it).
+pub const HOST_NAME: &str = "builtin-detectors";
 
 struct Detector {
     dialect: Dialect,
@@ -55,7 +57,7 @@ pub fn run() -> ExitCode {
     Host::new(HOST_NAME, env!("CARGO_PKG_VERSION"))
         .setup(|init| {
             let config = ConfigTable::new(&init.config);
-            config.expect_only(&["detectors", "auth_fail_patterns"])?;
+            config.expect_only(&["detectors", "auth_fail_patterns", "local_time_zone"])?;
             let names = config.string_list_or("detectors", &[])?;
             let patterns = config
                 .string_list_or("auth_fail_patterns", &[])?
@@ -67,7 +69,9 @@ pub fn run() -> ExitCode {
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             let patterns = Arc::new(patterns);
-            let local = TimeZone::try_system().unwrap_or(TimeZone::UTC);
+            // The supervisor's zone, by name: the confined host may not read /etc/localtime.
+            let zone = config.string_or("local_time_zone", "UTC")?;
+            let local = TimeZone::get(&zone).unwrap_or(TimeZone::UTC);
             let mut hooks = Hooks::new();
             for name in names {
                 let dialect = DIALECTS

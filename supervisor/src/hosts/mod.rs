@@ -6,6 +6,7 @@
 //! `hook_failed`, and started again for a later call after a backoff; after
 //! [`MAX_CONSECUTIVE_FAILURES`] failures in a row it is disabled for the rest of the run.
 
+pub mod builtin;
 mod host;
 pub mod pins;
 pub mod sandbox;
@@ -36,12 +37,15 @@ use host::RunningHost;
 pub const MAX_CONSECUTIVE_FAILURES: u32 = 5;
 /// Longest wait before a failed host is started again.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
-/// Names reserved for built-in hooks; a host declaring one is refused
+/// Whether `name` is reserved for a built-in hook (the default dirty handler, the built-in
+/// error detectors); a third-party host declaring one is refused
 /// (`plugin_builtin_name_squat`).
-pub const BUILTIN_HOOK_NAMES: &[&str] = &[BUILTIN_DIRTY_HANDLER];
+pub fn is_builtin_hook_name(name: &str) -> bool {
+    name == BUILTIN_DIRTY_HANDLER || crate::detectors::names().any(|n| n == name)
+}
 
 /// The name of the built-in dirty handler (`runtime::dirty`, which answers at priority
-/// 1000), reserved like every name of [`BUILTIN_HOOK_NAMES`].
+/// 1000), reserved (see [`is_builtin_hook_name`]).
 pub const BUILTIN_DIRTY_HANDLER: &str = "default";
 
 /// The failure taxonomy of a hook call (`hook_failed.error_type`, protocol-v1.md §5).
@@ -174,6 +178,8 @@ pub struct HostStatus {
 
 struct ManagedHost {
     cfg: HostConfig,
+    /// The built-in detector host ([`builtin`]): its hooks carry reserved names.
+    builtin: bool,
     spec: LaunchSpec,
     running: Option<RunningHost>,
     consecutive_failures: u32,
@@ -210,16 +216,25 @@ impl HostManager {
                 gate,
             ),
         };
-        for cfg in &config.plugins.hosts {
-            if config.plugins.disable.contains(&cfg.name) {
-                tracing::info!(host = %cfg.name, "host disabled by [plugins] disable");
-                continue;
-            }
-            let Some(spec) = manager.admit(config, gate, cfg) else {
-                continue;
-            };
+        let builtin = builtin::admit(config, gate, &manager.events);
+        let third_party = config
+            .plugins
+            .hosts
+            .iter()
+            .filter(|cfg| {
+                let disabled = config.plugins.disable.contains(&cfg.name);
+                if disabled {
+                    tracing::info!(host = %cfg.name, "host disabled by [plugins] disable");
+                }
+                !disabled
+            })
+            .filter_map(|cfg| Some((cfg.clone(), manager.admit(config, gate, cfg)?, false)));
+        let admitted: Vec<_> = builtin.into_iter().chain(third_party).collect();
+        for (cfg, spec, is_builtin) in admitted {
+            let cfg = &cfg;
             manager.hosts.push(ManagedHost {
                 cfg: cfg.clone(),
+                builtin: is_builtin,
                 spec,
                 running: None,
                 consecutive_failures: 0,
@@ -343,8 +358,14 @@ impl HostManager {
     fn register(&mut self, index: usize, decls: Vec<HookDecl>) {
         let name = self.hosts[index].cfg.name.clone();
         let mut problem = None;
+        let builtin = self.hosts[index].builtin;
         for decl in &decls {
-            if BUILTIN_HOOK_NAMES.contains(&decl.name.as_str()) {
+            if builtin && !is_builtin_hook_name(decl.name.as_str()) {
+                problem = Some(format!(
+                    "hook name {:?} is not one of the built-in detectors",
+                    decl.name.as_str()
+                ));
+            } else if !builtin && is_builtin_hook_name(decl.name.as_str()) {
                 self.events.emit(Event::PluginBuiltinNameSquat {
                     name: decl.name.to_string(),
                     module_path: self.hosts[index].spec.exe.path.clone(),

@@ -13,9 +13,11 @@
 //! - [`retention`]: round log pruning.
 
 pub mod agent;
+pub mod backoff;
 pub mod dirty;
 pub mod events;
 pub mod git;
+pub mod post_round;
 pub mod prompt;
 pub mod retention;
 pub mod round;

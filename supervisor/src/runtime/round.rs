@@ -1,16 +1,20 @@
 //! One round (design.md "One round, as data flows", steps 2–6): phase and profile, prompt
 //! and argv, spawn hooks, the agent under its budget, the dirty tree, and the events of
-//! each step: `round_start`, `agent_spawn`, `agent_exit`, `dirty_detected` and the dirty
-//! outcome, `round_end`.
+//! each step: `round_start`, `agent_spawn`, `agent_exit`, the post-round hooks' records
+//! (`plugin_post_round_decision`, …), `dirty_detected` and the dirty outcome, `round_end`.
 //!
 //! The phase of round N is `[phases] list[(N-1) % len]` unless `round --phase` names one;
 //! it selects the per-phase overrides (budget, prompt files, agent) and reaches the agent
 //! (`AGENT_RUNNER_PHASE`, the round context), the hosts (`ctx.phase`), `round_start.phase`
 //! and the auto-commit subject.
 
-use agent_runner_protocol::{Context, SpawnView, VcsContext};
+use agent_runner_protocol::limits::MAX_LOG_TAIL_BYTES;
+use agent_runner_protocol::tail::log_tail;
+use agent_runner_protocol::{Context, Family, SpawnView, VcsContext};
 use std::collections::BTreeSet;
 use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
 use std::time::SystemTime;
 
 use crate::config::{Config, ContextInjection, PromptDelivery};
@@ -20,6 +24,7 @@ use crate::runtime::agent::{self, AgentExit, AgentSpec};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
 use crate::runtime::events::{timestamp, Event, EventLog, RoundEnd, RoundOutcome};
 use crate::runtime::git::Repo;
+use crate::runtime::post_round::{self, Decision, Judged};
 use crate::runtime::prompt::{agent_argv, assemble};
 use crate::runtime::retention;
 use crate::runtime::round_context::{self, CONTEXT_FILE_ENV};
@@ -40,6 +45,8 @@ pub enum Attempt {
         output_bytes: u64,
         /// What happened to a dirty tree (`None`: clean, or the agent did not exit cleanly).
         dirty: Option<Outcome>,
+        /// What the post-round hooks made of the round.
+        post_round: Decision,
     },
     /// Spawn hooks deferred or skipped the round; no agent started.
     NotStarted(Verdict),
@@ -251,6 +258,9 @@ impl Runner {
             exit_cause: exit.cause.as_str().to_owned(),
         });
         let output_bytes = std::fs::metadata(&log_path).map(|m| m.len()).unwrap_or(0);
+        let post_round = self
+            .judge(round_num, phase, &exit, duration_s, &log_path, stop)
+            .await;
 
         let mut dirty = None;
         if exit.is_clean() {
@@ -296,7 +306,55 @@ impl Runner {
             exit,
             output_bytes,
             dirty,
+            post_round,
         })
+    }
+
+    /// Asks the post-round hooks about the round that just ended (its log's last
+    /// [`MAX_LOG_TAIL_BYTES`] bytes, read here as bytes only: parsing them is the confined
+    /// detectors' job).
+    async fn judge(
+        &mut self,
+        round_num: u64,
+        phase: Option<&str>,
+        exit: &AgentExit,
+        duration_s: f64,
+        log_path: &Path,
+        stop: &mut StopWatch,
+    ) -> Decision {
+        if self.hosts.hooks(Family::PostRound).is_empty() {
+            return Decision::Continue;
+        }
+        let log_tail = match read_end(log_path, MAX_LOG_TAIL_BYTES as u64) {
+            Ok(bytes) => log_tail(&bytes),
+            Err(e) => {
+                tracing::warn!("cannot read the end of {}: {e}", log_path.display());
+                String::new()
+            }
+        };
+        let ctx = self.context(round_num, phase, Some(log_path.display().to_string()));
+        let outcome = agent_runner_protocol::RoundOutcome {
+            round_num,
+            phase: phase.map(str::to_owned),
+            exit_code: exit.exit_code,
+            signal: exit.signal,
+            exit_cause: exit.cause.as_str().to_owned(),
+            duration_s,
+            timed_out: exit.cause == agent::ExitCause::Timeout,
+        };
+        let judged = Judged {
+            ctx: &ctx,
+            outcome: &outcome,
+            log_tail: &log_tail,
+        };
+        post_round::consult(
+            &mut self.hosts,
+            &self.config.monitor,
+            &self.events,
+            &judged,
+            stop,
+        )
+        .await
     }
 
     /// Applies `round_log_retention` before a new round log is created, keeping room for it.
@@ -320,4 +378,14 @@ impl Runner {
             Err(e) => tracing::warn!("cannot prune round logs in {}: {e}", rounds_dir.display()),
         }
     }
+}
+
+/// The last `max` bytes of the file at `path`.
+fn read_end(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    let mut file = File::open(path)?;
+    let len = file.metadata()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(max)))?;
+    let mut bytes = Vec::with_capacity(max.min(len) as usize);
+    file.take(max).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::report::{Outcome, Report, Status, RULES};
 use super::wire::{HostWire, NoReply, Reply};
 use super::Prepared;
-use crate::hosts::{host_initialize_params, BUILTIN_HOOK_NAMES};
+use crate::hosts::{host_initialize_params, is_builtin_hook_name};
 
 /// How long a host must stay silent after it starts (before `initialize`).
 pub const SILENCE_WINDOW: Duration = Duration::from_millis(300);
@@ -213,7 +213,7 @@ async fn converse(run: &mut Run, wire: &mut HostWire, prepared: &Prepared, param
     let squat: Vec<&str> = decls
         .iter()
         .map(|d| d.name.as_str())
-        .filter(|n| BUILTIN_HOOK_NAMES.contains(n))
+        .filter(|n| is_builtin_hook_name(n))
         .collect();
     run.judge(
         "hook_names",

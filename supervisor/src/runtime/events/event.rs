@@ -174,6 +174,128 @@ pub enum Event {
         round_num: u64,
     },
 
+    // ---- post-round hooks (docs/detectors.md) ----
+    /// The combined verdict of the post-round hooks, unless it is plain continue.
+    PluginPostRoundDecision {
+        /// The round.
+        round_num: u64,
+        /// The hook whose verdict won.
+        hook: String,
+        /// `back_off` or `stop`.
+        action: String,
+        /// The diagnosis (`usage_limit`, `rate_limit`, `overloaded`, `network`, `auth`,
+        /// `other`).
+        kind: String,
+        /// The hook's message (redacted, capped).
+        message: String,
+        /// Seconds asked for (`back_off` in seconds); `null` otherwise.
+        back_off_s: Option<u64>,
+        /// The instant asked for (`back_off` until a reset time); `null` otherwise.
+        until: Option<String>,
+    },
+    /// A post-round hook's `stop` that `[monitor] auto_stop_on` does not allow; ignored.
+    PluginPostRoundOverrideIgnored {
+        /// The hook.
+        hook: String,
+        /// Always `stop`.
+        action: String,
+        /// Its diagnosis.
+        kind: String,
+        /// The round.
+        round_num: u64,
+        /// Why it was ignored.
+        reason: String,
+    },
+    /// A post-round hook read the agent's token usage for the round.
+    AgentUsageRecorded {
+        /// The round.
+        round_num: u64,
+        /// The hook that read it.
+        hook: String,
+        /// Input tokens.
+        input_tokens: u64,
+        /// Output tokens.
+        output_tokens: u64,
+        /// Input tokens read from the provider's cache, when reported.
+        cache_read_tokens: Option<u64>,
+        /// Input tokens written to the provider's cache, when reported.
+        cache_write_tokens: Option<u64>,
+        /// The cost the CLI reported, US dollars.
+        cost_usd: Option<f64>,
+    },
+    /// A post-round hook diagnosed a missing or expired login.
+    AgentAuthErrorDetected {
+        /// The round.
+        round_num: u64,
+        /// The hook.
+        hook: String,
+        /// Its message (redacted, capped).
+        message: String,
+        /// `[monitor] auth_fail_hint`.
+        hint: Option<String>,
+        /// Whether serve stops on it (`auto_stop_on`).
+        auto_stop: bool,
+    },
+    /// A post-round hook diagnosed a transient failure (usage or rate limit, overload,
+    /// network); what serve does is `action` (`[runtime] transient_error_action`).
+    TransientErrorDetected {
+        /// The round.
+        round_num: u64,
+        /// The diagnosis.
+        kind: String,
+        /// The hook.
+        hook: String,
+        /// Its message (redacted, capped).
+        message: String,
+        /// The printed reset time, when there was one.
+        reset_at: Option<String>,
+        /// Diagnosed rounds in a row, this one included.
+        consecutive: u32,
+        /// `back_off`, `skip` or `stop`.
+        action: String,
+        /// Seconds serve waits (`back_off` only).
+        back_off_s: Option<u64>,
+        /// When the wait ends (`back_off` only).
+        until: Option<String>,
+    },
+    /// A cap shortened a back-off.
+    TransientErrorBackoffCapped {
+        /// The round.
+        round_num: u64,
+        /// The diagnosis.
+        kind: String,
+        /// What the rules asked for, seconds.
+        requested_s: u64,
+        /// What is waited, seconds.
+        applied_s: u64,
+        /// The cap, seconds.
+        cap_s: u64,
+        /// Diagnosed rounds in a row.
+        consecutive: u32,
+    },
+    /// The first clean round after diagnosed transient failures.
+    TransientErrorRecovered {
+        /// The clean round.
+        round_num: u64,
+        /// The last diagnosis of the episode.
+        kind: String,
+        /// Diagnosed rounds in the episode.
+        consecutive: u32,
+        /// Seconds from the episode's first diagnosis to now.
+        episode_s: u64,
+    },
+    /// A post-round hook diagnosed a network failure.
+    AgentNetworkBlip {
+        /// The round.
+        round_num: u64,
+        /// The hook.
+        hook: String,
+        /// Its message (redacted, capped).
+        message: String,
+        /// Diagnosed rounds in a row.
+        consecutive: u32,
+    },
+
     // ---- dirty tree ----
     /// The tree is dirty after a clean agent exit.
     DirtyDetected {

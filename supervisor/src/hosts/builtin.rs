@@ -1,0 +1,94 @@
+//! The built-in detector host (docs/detectors.md): the supervisor's own executable, started
+//! with [`HOST_ARG`] and launched exactly like a third-party host — resolved, hashed from
+//! the descriptor that is executed, confined at the gate's tier (Landlock + seccomp under
+//! `require`), spoken to over JSON-RPC — so agent output is only ever parsed inside a
+//! confined process.
+//!
+//! Its pin is the supervisor itself: the executable is hashed at boot, and a file changed
+//! on disk after that is refused at launch like any host (`unchanged_since_hash`).
+//! `[plugins] disable` turns off single detectors by name, or all of them by the host's
+//! name [`HOST_NAME`].
+
+use agent_runner_plugin_host::launch::LaunchSpec;
+use agent_runner_plugin_host::pin::open_and_hash;
+use agent_runner_protocol::Family;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+use crate::config::{Config, HostConfig};
+use crate::detectors::host::{HOST_ARG, HOST_NAME};
+use crate::hosts::sandbox::SandboxGate;
+use crate::runtime::events::{Event, EventLog};
+
+/// The detectors `config` leaves enabled, in [`crate::detectors::DIALECTS`] order.
+pub fn enabled_detectors(config: &Config) -> Vec<&'static str> {
+    let disable = &config.plugins.disable;
+    if disable.iter().any(|d| d == HOST_NAME) {
+        return Vec::new();
+    }
+    crate::detectors::names()
+        .filter(|n| !disable.iter().any(|d| d == n))
+        .collect()
+}
+
+/// The host's config table: the enabled detectors, the auth patterns, the local zone.
+fn host_table(config: &Config, detectors: &[&str]) -> serde_json::Map<String, Value> {
+    let zone = jiff::tz::TimeZone::system()
+        .iana_name()
+        .unwrap_or("UTC")
+        .to_owned();
+    let Value::Object(table) = json!({
+        "detectors": detectors,
+        "auth_fail_patterns": config.monitor.auth_fail_patterns,
+        "local_time_zone": zone,
+    }) else {
+        unreachable!("json! of an object literal is an object")
+    };
+    table
+}
+
+/// The built-in host's table and launch, or `None` when every detector is disabled or
+/// the executable cannot be opened (recorded as `plugin_refused`).
+pub fn admit(
+    config: &Config,
+    gate: &SandboxGate,
+    events: &EventLog,
+) -> Option<(HostConfig, LaunchSpec, bool)> {
+    let detectors = enabled_detectors(config);
+    if detectors.is_empty() {
+        tracing::info!("built-in detectors disabled by [plugins] disable");
+        return None;
+    }
+    let exe = match std::env::current_exe()
+        .map_err(|e| e.to_string())
+        .and_then(|path| open_and_hash(&path).map_err(|e| e.to_string()))
+    {
+        Ok(exe) => exe,
+        Err(message) => {
+            let reason = format!("cannot open the supervisor's own executable: {message}");
+            tracing::error!(host = HOST_NAME, "{reason}");
+            events.emit(Event::PluginRefused {
+                name: HOST_NAME.to_owned(),
+                reason,
+            });
+            return None;
+        }
+    };
+    let cfg = HostConfig {
+        name: HOST_NAME.to_owned(),
+        command: vec![exe.path.display().to_string(), HOST_ARG.to_owned()],
+        provides: [Family::PostRound].into(),
+        timeout: None,
+        init_timeout: Duration::from_secs(agent_runner_protocol::limits::DEFAULT_INIT_TIMEOUT_S),
+        memory_max_mb: crate::config::DEFAULT_HOST_MEMORY_MB,
+        config: host_table(config, &detectors),
+    };
+    let spec = super::launch_spec(
+        &cfg,
+        exe,
+        &config.runtime.work_dir,
+        &config.runtime.log_dir,
+        gate,
+    );
+    Some((cfg, spec, true))
+}
