@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use crate::config::DEFAULT_CONFIG_FILE;
 use crate::exit::{self, CliError};
+use crate::runtime::post_round::Decision as PostRound;
 use crate::runtime::round::Attempt;
 use crate::runtime::serve::{self, ServeOptions};
 use crate::runtime::spawn_gate::Verdict;
@@ -44,7 +45,7 @@ pub enum Command {
         no_commit: bool,
     },
     /// Run one round, then exit: 0 clean, 1 agent failure/timeout, 75 deferred or skipped,
-    /// 78 config error.
+    /// 77 a login failure stopped it ([monitor] auto_stop_on), 78 config error.
     Round {
         /// Run this phase instead of the rotation's (`[phases] list`).
         #[arg(long, value_name = "NAME")]
@@ -481,19 +482,32 @@ async fn round(config: &std::path::Path, json: bool, phase: Option<&str>) -> Res
         }
     }
     let result = booted.runner.attempt(&mut stop, phase).await;
+    let hint = booted.runner.config.monitor.auth_fail_hint.clone();
     serve::shutdown(booted).await;
     let (code, summary) = match result? {
         Attempt::Ran {
             round_num,
             exit: agent_exit,
             dirty,
+            post_round,
             ..
         } => {
-            let code = if agent_exit.is_clean() {
+            let mut code = if agent_exit.is_clean() {
                 exit::OK
             } else {
                 exit::FAILURE
             };
+            match &post_round {
+                PostRound::Stop { hook, message, .. } => {
+                    let hint = hint.map(|h| format!("; {h}")).unwrap_or_default();
+                    eprintln!("agent-runner: {message} (post-round hook {hook}){hint}");
+                    code = exit::NOPERM;
+                }
+                PostRound::BackOff { kind, message, .. } => {
+                    eprintln!("agent-runner: {message} ({}); serve would back off before the next round", kind.as_str());
+                }
+                PostRound::Continue => {}
+            }
             let summary = RoundSummary::Ran {
                 round_num,
                 exit_code: agent_exit.exit_code,

@@ -2,7 +2,8 @@
 //! runs `serve` for one project.
 //!
 //! The unit bakes in the absolute binary and config paths, restarts `serve` on failure but
-//! not on exit 78 (a permanent config error: restarting cannot help), and stops the whole
+//! not on exit 78 (a permanent config error) nor 77 (stopped on a login failure): restarting
+//! cannot help either until someone acts. It stops the whole
 //! control group (agent and hosts included) on `systemctl stop`. User units go to
 //! `$XDG_CONFIG_HOME/systemd/user` (default `~/.config/systemd/user`), `--system` units to
 //! `/etc/systemd/system`.
@@ -103,8 +104,9 @@ pub fn render_unit(config: &Config, binary: &Path, scope: Scope) -> String {
          WorkingDirectory={work_dir}\n\
          Restart=on-failure\n\
          RestartSec=10\n\
-         # 78: permanent config error (bad config, sandbox=\"require\" unmet): do not restart.\n\
-         RestartPreventExitStatus=78\n\
+         # 78: permanent config error (bad config, sandbox=\"require\" unmet); 77: stopped on a\n\
+         # login failure ([monitor] auto_stop_on). Restarting cannot help: do not restart.\n\
+         RestartPreventExitStatus={config_code} {noperm_code}\n\
          KillMode=control-group\n\
          KillSignal=SIGTERM\n\
          TimeoutStopSec={stop_s}\n\
@@ -117,6 +119,8 @@ pub fn render_unit(config: &Config, binary: &Path, scope: Scope) -> String {
         config_q = quote(&config.path.display().to_string()),
         work_dir = quote(&config.runtime.work_dir.display().to_string()),
         stop_s = config.runtime.round_budget.as_secs() + 60,
+        config_code = exit::CONFIG,
+        noperm_code = exit::NOPERM,
     )
 }
 

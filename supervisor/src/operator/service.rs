@@ -34,6 +34,10 @@ pub enum ServiceState {
     Deferred,
     /// Between rounds (restart delay, or after a skip).
     Idle,
+    /// Waiting out a back-off after a diagnosed transient failure (`back_off` says until
+    /// when and why).
+    #[serde(rename = "backing_off")]
+    BackingOff,
     /// A stop was asked for; finishing up.
     Stopping,
     /// `serve` has exited (written last, on a clean exit).
@@ -47,6 +51,7 @@ impl ServiceState {
             ServiceState::Running => "running",
             ServiceState::Deferred => "deferred",
             ServiceState::Idle => "idle",
+            ServiceState::BackingOff => "backing_off",
             ServiceState::Stopping => "stopping",
             ServiceState::Stopped => "stopped",
         }
@@ -63,6 +68,22 @@ pub struct CurrentRound {
     pub phase: Option<String>,
     /// When the attempt began (UTC, `YYYY-MM-DDTHH:MM:SS.mmmZ`).
     pub started_at: String,
+}
+
+/// A back-off under way.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BackOffDoc {
+    /// When it ends (UTC, [`timestamp`] form).
+    pub until: String,
+    /// The diagnosis: `usage_limit`, `rate_limit`, `overloaded`, `network`, …
+    pub kind: String,
+}
+
+impl BackOffDoc {
+    /// What `status` and `peek` print: `backing off until <until> (<kind>)`.
+    pub fn describe(&self) -> String {
+        format!("backing off until {} ({})", self.until, self.kind)
+    }
 }
 
 /// One host as of the last write.
@@ -101,6 +122,9 @@ pub struct ServiceDoc {
     pub state: ServiceState,
     /// The round being attempted, if any.
     pub current_round: Option<CurrentRound>,
+    /// While `state` is `backing_off`: until when and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub back_off: Option<BackOffDoc>,
     /// Its hosts.
     pub hosts: Vec<ServiceHost>,
     /// The sandbox gate of this boot: `requested`, `achieved_tier`, `landlock_abi`,
@@ -138,6 +162,7 @@ impl ServiceFile {
                 config: config.path.clone(),
                 state: ServiceState::Idle,
                 current_round: None,
+                back_off: None,
                 hosts: Vec::new(),
                 sandbox: info,
                 updated_at: now,
@@ -155,6 +180,9 @@ impl ServiceFile {
     ) {
         self.doc.state = state;
         self.doc.current_round = current_round;
+        if state != ServiceState::BackingOff {
+            self.doc.back_off = None;
+        }
         self.doc.hosts = hosts
             .status()
             .into_iter()
@@ -173,6 +201,12 @@ impl ServiceFile {
         if let Err(err) = write_json_atomic(&self.path, &self.doc) {
             tracing::warn!(path = %self.path.display(), "cannot write service status: {err}");
         }
+    }
+
+    /// Records a back-off under way (state `backing_off`) and writes the file.
+    pub fn backing_off(&mut self, back_off: BackOffDoc, hosts: &HostManager) {
+        self.doc.back_off = Some(back_off);
+        self.update(ServiceState::BackingOff, None, hosts);
     }
 
     /// A [`CurrentRound`] starting now.

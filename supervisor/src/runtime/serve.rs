@@ -9,7 +9,9 @@
 //! [`FAST_EXIT`] having written nothing, or a round that cannot start at all (agent not
 //! found, prompt unreadable), is a fast failure; [`CRASH_LOOP_LIMIT`] of them in a row stop `serve` with a `crash_loop` event
 //! and exit 75. Any other round resets the count. (A clean, silent, instant exit, like the
-//! benchmark's `true`, is a valid round, not a crash.)
+//! benchmark's `true`, is a valid round, not a crash.) A round a post-round hook diagnosed
+//! (usage or rate limit, overload, network, login) is not a crash either: it is handled by
+//! [`crate::runtime::transient`] (back off, skip, or stop with the operator's hint).
 
 use agent_runner_plugin_host::probe::probe;
 use std::path::Path;
@@ -21,13 +23,15 @@ use crate::exit::CliError;
 use crate::hosts::sandbox::SandboxGate;
 use crate::hosts::HostManager;
 use crate::operator::control::Snapshot;
-use crate::operator::service::{ServiceFile, ServiceState};
+use crate::operator::service::{BackOffDoc, ServiceFile, ServiceState};
+use crate::runtime::backoff::{self, Plan};
 use crate::runtime::events::{Event, EventLog};
 use crate::runtime::git::Repo;
 use crate::runtime::round::{Attempt, Runner};
 use crate::runtime::spawn_gate::Verdict;
 use crate::runtime::state::{self, ProjectLock};
 use crate::runtime::stop::{sleep_unless, StopLevel, StopWatch};
+use crate::runtime::transient::{Step, Transients};
 
 /// The shortest wait before spawn hooks are asked again after a defer, so a `defer_s = 0`
 /// answer cannot spin (the reference system re-asks ~4×/s).
@@ -123,7 +127,8 @@ pub struct ServeOptions {
 pub struct ServeEnd {
     /// Rounds completed in this run.
     pub completed: u64,
-    /// The exit code: 0, or 75 after a crash loop.
+    /// The exit code: 0; 75 after a crash loop or a transient failure under
+    /// `transient_error_action = "stop"`; 77 on an honoured post-round stop (login).
     pub code: u8,
 }
 
@@ -140,6 +145,7 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
         options.max_rounds.or(runner.config.runtime.max_rounds)
     };
     let restart_delay = runner.config.runtime.restart_delay;
+    let mut transients = Transients::new(&runner.config);
     let mut completed = 0u64;
     let mut fast_failures = 0u32;
     let mut code = crate::exit::OK;
@@ -206,17 +212,44 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
         service.update(after, None, &runner.hosts);
         let wait = match attempt {
             Ok(Attempt::Ran {
-                exit, output_bytes, ..
+                round_num,
+                exit,
+                output_bytes,
+                post_round,
+                ..
             }) => {
                 completed += 1;
+                let step =
+                    transients.after_round(&runner.events, &post_round, round_num, exit.is_clean());
                 let fast = !exit.is_clean()
                     && exit.cause != crate::runtime::agent::ExitCause::Stopped
                     && exit.duration < FAST_EXIT
                     && output_bytes == 0;
-                fast_failures = if fast { fast_failures + 1 } else { 0 };
+                // A diagnosed failure is not a crash: the breaker neither counts nor resets.
+                if !step.diagnosed() {
+                    fast_failures = if fast { fast_failures + 1 } else { 0 };
+                }
+                if let Step::Stop {
+                    reason,
+                    code: stop_code,
+                    message,
+                } = &step
+                {
+                    runner.events.emit(Event::ServeStopping {
+                        reason: (*reason).to_owned(),
+                        rounds_completed: completed,
+                    });
+                    eprintln!("agent-runner: {message}");
+                    code = *stop_code;
+                    break;
+                }
                 if max_rounds.is_some_and(|max| completed >= max)
                     || fast_failures >= CRASH_LOOP_LIMIT
                 {
+                    continue;
+                }
+                if let Step::BackOff { plan, kind } = &step {
+                    back_off(runner, &mut service, status, stop, plan, *kind).await;
                     continue;
                 }
                 restart_delay
@@ -266,6 +299,30 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
     status.send_modify(|s| s.update("stopping", None, &runner.hosts));
     service.update(ServiceState::Stopped, None, &runner.hosts);
     ServeEnd { completed, code }
+}
+
+/// Waits out a back-off, `status` and `service.json` saying "backing off until <time>
+/// (<kind>)"; a stop or the stop file ends it within [`crate::runtime::backoff::TICK`]
+/// (the loop's own checks then stop serve).
+async fn back_off(
+    runner: &Runner,
+    service: &mut ServiceFile,
+    status: &watch::Sender<Snapshot>,
+    stop: &mut StopWatch,
+    plan: &Plan,
+    kind: agent_runner_protocol::ErrorKind,
+) {
+    let doc = BackOffDoc {
+        until: crate::runtime::events::timestamp(plan.until),
+        kind: kind.as_str().to_owned(),
+    };
+    status.send_modify(|s| s.update(&doc.describe(), None, &runner.hosts));
+    service.backing_off(doc, &runner.hosts);
+    let stop_file = runner.config.runtime.stop_file.as_deref();
+    let end = backoff::wait(plan, stop, stop_file).await;
+    tracing::info!(?end, "back-off over");
+    status.send_modify(|s| s.update("waiting", None, &runner.hosts));
+    service.update(ServiceState::Idle, None, &runner.hosts);
 }
 
 /// Shuts the hosts down and releases the lock.
