@@ -77,6 +77,12 @@ pub struct BackOffDoc {
     pub until: String,
     /// The diagnosis: `usage_limit`, `rate_limit`, `overloaded`, `network`, …
     pub kind: String,
+    /// The agent's executable (basename).
+    pub agent: String,
+    /// The first round of the episode.
+    pub since_round: u64,
+    /// The phase of the diagnosed round (`""` without `[phases]`).
+    pub phase: String,
 }
 
 impl BackOffDoc {
@@ -84,6 +90,7 @@ impl BackOffDoc {
     pub fn describe(&self) -> String {
         format!("backing off until {} ({})", self.until, self.kind)
     }
+
 }
 
 /// One host as of the last write.

@@ -248,8 +248,22 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                 {
                     continue;
                 }
-                if let Step::BackOff { plan, kind } = &step {
-                    back_off(runner, &mut service, status, stop, plan, *kind).await;
+                if let Step::BackOff {
+                    plan,
+                    kind,
+                    since_round,
+                } = &step
+                {
+                    let phase = runner.config.phase_for_round(round_num).unwrap_or("");
+                    let agent = &runner.config.profile(Some(phase)).agent.command[0];
+                    let doc = BackOffDoc {
+                        until: crate::runtime::events::timestamp(plan.until),
+                        kind: kind.as_str().to_owned(),
+                        agent: agent.rsplit('/').next().unwrap_or(agent).to_owned(),
+                        since_round: *since_round,
+                        phase: phase.to_owned(),
+                    };
+                    back_off(runner, &mut service, status, stop, plan, doc).await;
                     continue;
                 }
                 restart_delay
@@ -310,12 +324,8 @@ async fn back_off(
     status: &watch::Sender<Snapshot>,
     stop: &mut StopWatch,
     plan: &Plan,
-    kind: agent_runner_protocol::ErrorKind,
+    doc: BackOffDoc,
 ) {
-    let doc = BackOffDoc {
-        until: crate::runtime::events::timestamp(plan.until),
-        kind: kind.as_str().to_owned(),
-    };
     status.send_modify(|s| s.update(&doc.describe(), None, &runner.hosts));
     service.backing_off(doc, &runner.hosts);
     let stop_file = runner.config.runtime.stop_file.as_deref();

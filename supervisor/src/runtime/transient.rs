@@ -31,6 +31,8 @@ pub enum Step {
         plan: Plan,
         /// The diagnosis.
         kind: ErrorKind,
+        /// The first round of the episode.
+        since_round: u64,
     },
     /// Stop serving with exit `code`; `message` for stderr.
     Stop {
@@ -52,6 +54,7 @@ impl Step {
 
 struct Episode {
     kind: ErrorKind,
+    since_round: u64,
     consecutive: u32,
     since: Instant,
 }
@@ -121,12 +124,14 @@ impl Transients {
             } => {
                 let episode = self.episode.get_or_insert(Episode {
                     kind: *kind,
+                    since_round: round_num,
                     consecutive: 0,
                     since: Instant::now(),
                 });
                 episode.consecutive += 1;
                 episode.kind = *kind;
                 let consecutive = episode.consecutive;
+                let since_round = episode.since_round;
                 let now = SystemTime::now();
                 let plan = backoff::plan(self.policy, *wait, consecutive, now, backoff::jitter_fraction());
                 let reset_at = match wait {
@@ -173,7 +178,11 @@ impl Transients {
                                 consecutive,
                             });
                         }
-                        Step::BackOff { plan, kind: *kind }
+                        Step::BackOff {
+                            plan,
+                            kind: *kind,
+                            since_round,
+                        }
                     }
                 }
             }
