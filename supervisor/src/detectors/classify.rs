@@ -29,7 +29,8 @@ fn pattern(kind: ErrorKind) -> &'static Regex {
     static USAGE: LazyLock<Regex> = LazyLock::new(|| {
         compile(concat!(
             r"usage limit|(?:5-hour|weekly|daily|session|opus) limit reached|hit your (?:usage )?limit|quota exceeded|exceeded your (?:current )?quota|",
-            r"exhausted your (?:daily )?quota|insufficient_quota|out of credits|credit balance is too low"
+            r"exhausted your (?:daily )?quota|insufficient_quota|exceeded_current_quota|insufficient balance|",
+            r"\b402\b|payment required|out of credits|credit balance is too low"
         ))
     });
     static RATE: LazyLock<Regex> = LazyLock::new(|| {

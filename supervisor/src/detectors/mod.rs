@@ -117,3 +117,130 @@ pub fn detect(dialect: &Dialect, round: &Round) -> Option<PostRoundVerdict> {
     }
     Some(verdict)
 }
+
+#[cfg(test)]
+mod fixture_tests {
+    use super::*;
+    use serde_json::Value;
+    use std::path::PathBuf;
+
+    /// `supervisor/tests/fixtures/agent-output`: each CLI's output and the verdict it must get.
+    fn fixtures() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent-output")
+    }
+
+    #[test]
+    fn every_fixture_gets_its_verdict_and_no_other_detector_answers() {
+        let now: Timestamp = "2026-11-30T01:00:00Z".parse().unwrap();
+        let reset = now.as_second() + 7200;
+        let manifest: Value =
+            serde_json::from_str(&std::fs::read_to_string(fixtures().join("cases.json")).unwrap())
+                .unwrap();
+        let cases = manifest["cases"].as_array().unwrap();
+        let mut clis = std::collections::BTreeSet::new();
+        for case in cases {
+            let file = case["file"].as_str().unwrap();
+            let cli = file.split('/').next().unwrap();
+            clis.insert(cli);
+            let text = std::fs::read_to_string(fixtures().join(file))
+                .unwrap()
+                .replace("@RESET_EPOCH@", &reset.to_string());
+            let outcome = RoundOutcome {
+                round_num: 3,
+                phase: None,
+                exit_code: Some(case["exit_code"].as_i64().unwrap() as i32),
+                signal: None,
+                exit_cause: "exited".into(),
+                duration_s: 1.5,
+                timed_out: false,
+            };
+            let round = Round {
+                outcome: &outcome,
+                agent_binary: cli,
+                tail: &text,
+                now,
+                local: &TimeZone::UTC,
+                auth_patterns: &[],
+            };
+            let dialect = DIALECTS.iter().find(|d| d.binary == cli).expect(cli);
+            let verdict = detect(dialect, &round);
+            let got = serde_json::to_value(&verdict).unwrap();
+            assert_eq!(got["action"], case["action"], "{file}: {got}");
+            assert_eq!(got["kind"], case["kind"], "{file}: {got}");
+            match &case["wait"] {
+                Value::String(s) if s == "until" => {
+                    let until: Timestamp = got["until"].as_str().expect(file).parse().unwrap();
+                    assert!(until > now, "{file}: {got}");
+                }
+                Value::Number(n) => assert_eq!(got["back_off_s"].as_u64(), n.as_u64(), "{file}: {got}"),
+                _ => {}
+            }
+            if let Some(usage) = case["usage"].as_array() {
+                assert_eq!(got["usage"]["input_tokens"], usage[0], "{file}: {got}");
+                assert_eq!(got["usage"]["output_tokens"], usage[1], "{file}: {got}");
+            }
+            if let Some(msg) = got["message"].as_str() {
+                assert!(msg.starts_with(cli) || msg.is_empty(), "{file}: {msg}");
+            }
+            // Another CLI's detector says nothing about this round.
+            for other in DIALECTS.iter().filter(|d| d.binary != cli) {
+                assert_eq!(detect(other, &round), None, "{} on {file}", other.detector);
+            }
+        }
+        assert_eq!(clis.len(), DIALECTS.len(), "a fixture for every CLI: {clis:?}");
+    }
+
+    #[test]
+    fn the_epoch_reset_is_the_printed_one_and_clean_rounds_ignore_plain_text() {
+        let now: Timestamp = "2026-11-30T01:00:00Z".parse().unwrap();
+        let reset = now.as_second() + 120;
+        let text = std::fs::read_to_string(fixtures().join("claude/usage_limit-epoch.jsonl"))
+            .unwrap()
+            .replace("@RESET_EPOCH@", &reset.to_string());
+        let mut outcome = RoundOutcome {
+            round_num: 1,
+            phase: None,
+            exit_code: Some(1),
+            signal: None,
+            exit_cause: "exited".into(),
+            duration_s: 0.4,
+            timed_out: false,
+        };
+        let round = |outcome: &RoundOutcome, tail: &str| {
+            detect(
+                &DIALECTS[0],
+                &Round {
+                    outcome,
+                    agent_binary: "claude",
+                    tail,
+                    now,
+                    local: &TimeZone::UTC,
+                    auth_patterns: &[],
+                },
+            )
+        };
+        let verdict = round(&outcome, &text).unwrap();
+        assert_eq!(verdict.until.as_deref(), Some("2026-11-30T01:02:00Z"));
+        // Plain text counts only after an unclean exit.
+        let plain = "API Error: 429 rate limited\n";
+        assert!(round(&outcome, plain).is_some());
+        outcome.exit_code = Some(0);
+        assert_eq!(round(&outcome, plain), None);
+        // A configured auth pattern is matched (inside the host).
+        outcome.exit_code = Some(1);
+        let patterns = [Regex::new("(?i)sso session ended").unwrap()];
+        let verdict = detect(
+            &DIALECTS[0],
+            &Round {
+                outcome: &outcome,
+                agent_binary: "claude",
+                tail: "Your SSO session ended.",
+                now,
+                local: &TimeZone::UTC,
+                auth_patterns: &patterns,
+            },
+        )
+        .unwrap();
+        assert_eq!(verdict.kind, Some(ErrorKind::Auth));
+    }
+}
