@@ -49,7 +49,8 @@ impl FamilySpec {
 
 impl Family {
     /// Every family, in the order messages list them.
-    pub const ALL: &'static [Family] = &[Family::SpawnHook, Family::DirtyHandler, Family::PostRound];
+    pub const ALL: &'static [Family] =
+        &[Family::SpawnHook, Family::DirtyHandler, Family::PostRound];
 
     /// The family's declaration.
     pub const fn spec(self) -> FamilySpec {

@@ -40,7 +40,10 @@ pub fn all() -> Vec<(&'static str, Value)> {
         ("handle_dirty.params.json", schema::<HandleDirtyParams>()),
         ("handle_dirty.result.json", schema::<Option<DirtyAction>>()),
         ("after_round.params.json", schema::<AfterRoundParams>()),
-        ("after_round.result.json", schema::<Option<PostRoundVerdict>>()),
+        (
+            "after_round.result.json",
+            schema::<Option<PostRoundVerdict>>(),
+        ),
         (
             "shutdown.params.json",
             null_schema(

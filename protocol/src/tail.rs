@@ -43,12 +43,21 @@ mod tests {
         assert!(tail.len() <= MAX_LOG_TAIL_BYTES, "{}", tail.len());
         assert!(tail.ends_with("\u{fffd}[31mred\u{fffd}\tend\n"), "{tail:?}");
         let escaped = serde_json::to_string(&"\"\\\n".repeat(MAX_LOG_TAIL_BYTES)).unwrap();
-        assert!(serde_json::to_string(&log_tail(escaped.as_bytes())).unwrap().len() <= 2 * MAX_LOG_TAIL_BYTES + 2);
+        assert!(
+            serde_json::to_string(&log_tail(escaped.as_bytes()))
+                .unwrap()
+                .len()
+                <= 2 * MAX_LOG_TAIL_BYTES + 2
+        );
         // A multi-byte character cut at the start is dropped, not turned into U+FFFD.
         let mut cut = "é".repeat(MAX_LOG_TAIL_BYTES);
         cut.push('x');
         let tail = log_tail(&cut.as_bytes()[1..]);
-        assert!(!tail.contains('\u{fffd}') && tail.ends_with("éx"), "{}", &tail[..8]);
+        assert!(
+            !tail.contains('\u{fffd}') && tail.ends_with("éx"),
+            "{}",
+            &tail[..8]
+        );
         assert_eq!(log_tail(b"\xffok"), "\u{fffd}ok");
         assert_eq!(log_tail(b""), "");
     }

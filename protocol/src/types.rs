@@ -337,7 +337,9 @@ pub struct AfterRoundParams {
 }
 
 /// What a post-round hook tells the supervisor to do next (`docs/protocol.md` §5).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum PostRoundAction {
     /// Go on as usual (the default; carries only `usage` or a note).
@@ -360,7 +362,9 @@ impl PostRoundAction {
 }
 
 /// What went wrong in a round, as a post-round hook diagnoses it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
     /// The account's usage quota is used up until a reset time.

@@ -8,7 +8,9 @@ use std::collections::HashSet;
 use std::fmt;
 
 use crate::limits::{MAX_COMMIT_MESSAGE_CHARS, MAX_DEFER_S};
-use crate::types::{DirtyAction, InitializeResult, PostRoundAction, PostRoundVerdict, SpawnDecision};
+use crate::types::{
+    DirtyAction, InitializeResult, PostRoundAction, PostRoundVerdict, SpawnDecision,
+};
 use crate::Family;
 use crate::PROTOCOL_VERSION;
 
@@ -163,12 +165,18 @@ pub fn decode_post_round_result(value: Value) -> Result<Option<PostRoundVerdict>
     if wants_kind && verdict.kind.is_none() {
         return Err(InvalidMessage::new(
             "kind",
-            format!("`{}` needs a kind: usage_limit, rate_limit, overloaded, network, auth or other", verdict.action.as_str()),
+            format!(
+                "`{}` needs a kind: usage_limit, rate_limit, overloaded, network, auth or other",
+                verdict.action.as_str()
+            ),
         ));
     }
     match (verdict.action, verdict.back_off_s, verdict.until.as_deref()) {
         (PostRoundAction::BackOff, Some(_), Some(_)) => {
-            return Err(InvalidMessage::new("until", "give `back_off_s` or `until`, not both"))
+            return Err(InvalidMessage::new(
+                "until",
+                "give `back_off_s` or `until`, not both",
+            ))
         }
         (PostRoundAction::BackOff, None, None) => {
             return Err(InvalidMessage::new(
@@ -194,7 +202,10 @@ pub fn decode_post_round_result(value: Value) -> Result<Option<PostRoundVerdict>
         (action, Some(_), _) => {
             return Err(InvalidMessage::new(
                 "back_off_s",
-                format!("only `back_off` takes back_off_s, not `{}`", action.as_str()),
+                format!(
+                    "only `back_off` takes back_off_s, not `{}`",
+                    action.as_str()
+                ),
             ))
         }
         (action, _, Some(_)) => {
@@ -354,9 +365,11 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(until.kind, Some(ErrorKind::UsageLimit));
-        let secs = decode_post_round_result(json!({"action": "back_off", "kind": "rate_limit", "back_off_s": 60}))
-            .unwrap()
-            .unwrap();
+        let secs = decode_post_round_result(
+            json!({"action": "back_off", "kind": "rate_limit", "back_off_s": 60}),
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(secs.back_off_s, Some(60));
         let usage = decode_post_round_result(json!({"action": "continue",
             "usage": {"input_tokens": 3, "output_tokens": 4}}))
@@ -366,17 +379,44 @@ mod tests {
         for (value, field) in [
             (json!({"action": "back_off", "back_off_s": 5}), "kind"),
             (json!({"action": "stop"}), "kind"),
-            (json!({"action": "back_off", "kind": "network"}), "back_off_s"),
-            (json!({"action": "back_off", "kind": "network", "back_off_s": 0}), "back_off_s"),
-            (json!({"action": "back_off", "kind": "network", "back_off_s": 86401}), "back_off_s"),
-            (json!({"action": "back_off", "kind": "network", "back_off_s": 1, "until": "2026-11-30T05:00:00Z"}), "until"),
-            (json!({"action": "back_off", "kind": "network", "until": "tomorrow"}), "until"),
-            (json!({"action": "back_off", "kind": "network", "until": "2026-11-30T05:00:00+01:00"}), "until"),
-            (json!({"action": "stop", "kind": "auth", "back_off_s": 3}), "back_off_s"),
-            (json!({"action": "continue", "until": "2026-11-30T05:00:00Z"}), "until"),
+            (
+                json!({"action": "back_off", "kind": "network"}),
+                "back_off_s",
+            ),
+            (
+                json!({"action": "back_off", "kind": "network", "back_off_s": 0}),
+                "back_off_s",
+            ),
+            (
+                json!({"action": "back_off", "kind": "network", "back_off_s": 86401}),
+                "back_off_s",
+            ),
+            (
+                json!({"action": "back_off", "kind": "network", "back_off_s": 1, "until": "2026-11-30T05:00:00Z"}),
+                "until",
+            ),
+            (
+                json!({"action": "back_off", "kind": "network", "until": "tomorrow"}),
+                "until",
+            ),
+            (
+                json!({"action": "back_off", "kind": "network", "until": "2026-11-30T05:00:00+01:00"}),
+                "until",
+            ),
+            (
+                json!({"action": "stop", "kind": "auth", "back_off_s": 3}),
+                "back_off_s",
+            ),
+            (
+                json!({"action": "continue", "until": "2026-11-30T05:00:00Z"}),
+                "until",
+            ),
             (json!({"action": "pause", "kind": "other"}), "action"),
             (json!({"action": "stop", "kind": "quota"}), "kind"),
-            (json!({"action": "stop", "kind": "auth", "extra": 1}), "extra"),
+            (
+                json!({"action": "stop", "kind": "auth", "extra": 1}),
+                "extra",
+            ),
         ] {
             assert_eq!(
                 decode_post_round_result(value.clone()).unwrap_err().field,

@@ -77,8 +77,8 @@ use std::process::ExitCode;
 pub use agent_runner_protocol as protocol;
 pub use agent_runner_protocol::{
     AfterRoundParams, BeforeSpawnParams, Context, DirtyAction, ErrorKind, Family,
-    HandleDirtyParams, HookName, InitializeParams, PostRoundAction, PostRoundVerdict,
-    RoundOutcome, SpawnAction, SpawnDecision, TokenUsage, PROTOCOL_VERSION,
+    HandleDirtyParams, HookName, InitializeParams, PostRoundAction, PostRoundVerdict, RoundOutcome,
+    SpawnAction, SpawnDecision, TokenUsage, PROTOCOL_VERSION,
 };
 pub use config::ConfigTable;
 pub use selfcheck::{confinement_self_check, SeccompMode, SelfCheck};

@@ -504,7 +504,10 @@ async fn round(config: &std::path::Path, json: bool, phase: Option<&str>) -> Res
                     code = exit::NOPERM;
                 }
                 PostRound::BackOff { kind, message, .. } => {
-                    eprintln!("agent-runner: {message} ({}); serve would back off before the next round", kind.as_str());
+                    eprintln!(
+                        "agent-runner: {message} ({}); serve would back off before the next round",
+                        kind.as_str()
+                    );
                 }
                 PostRound::Continue => {}
             }

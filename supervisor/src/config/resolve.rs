@@ -516,7 +516,10 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         if let Err(e) = regex::Regex::new(pattern) {
             return Err(err(
                 &format!("monitor.auth_fail_patterns[{i}]"),
-                format!("{pattern:?} is not a valid regular expression: {}", e.to_string().replace('\n', " ")),
+                format!(
+                    "{pattern:?} is not a valid regular expression: {}",
+                    e.to_string().replace('\n', " ")
+                ),
             ));
         }
     }

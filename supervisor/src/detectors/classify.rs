@@ -100,14 +100,29 @@ mod tests {
     #[test]
     fn ranks_kinds() {
         let kind = |t: &str| classify(t, &[]).map(|f| f.kind);
-        assert_eq!(kind("Invalid API key · Please run /login"), Some(ErrorKind::Auth));
-        assert_eq!(kind("Claude AI usage limit reached|1764478800"), Some(ErrorKind::UsageLimit));
-        assert_eq!(kind("status 429 Too Many Requests"), Some(ErrorKind::RateLimit));
-        assert_eq!(kind("API Error: 529 Overloaded"), Some(ErrorKind::Overloaded));
+        assert_eq!(
+            kind("Invalid API key · Please run /login"),
+            Some(ErrorKind::Auth)
+        );
+        assert_eq!(
+            kind("Claude AI usage limit reached|1764478800"),
+            Some(ErrorKind::UsageLimit)
+        );
+        assert_eq!(
+            kind("status 429 Too Many Requests"),
+            Some(ErrorKind::RateLimit)
+        );
+        assert_eq!(
+            kind("API Error: 529 Overloaded"),
+            Some(ErrorKind::Overloaded)
+        );
         assert_eq!(kind("TypeError: fetch failed"), Some(ErrorKind::Network));
         assert_eq!(kind("all good, 4290 tests passed"), None);
         let extra = [Regex::new("(?i)session gone").unwrap()];
         let found = classify("ok\nyour session gone, sorry\nbye", &extra).unwrap();
-        assert_eq!((found.kind, found.line), (ErrorKind::Auth, "your session gone, sorry"));
+        assert_eq!(
+            (found.kind, found.line),
+            (ErrorKind::Auth, "your session gone, sorry")
+        );
     }
 }

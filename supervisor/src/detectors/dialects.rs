@@ -115,7 +115,9 @@ pub fn error_text(record: &Value) -> Option<String> {
     let is_error = kind.contains("error")
         || kind.contains("failed")
         || record["is_error"] == Value::Bool(true)
-        || record["subtype"].as_str().is_some_and(|s| s.starts_with("error"))
+        || record["subtype"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("error"))
         || matches!(record["status"].as_str(), Some("error" | "failed"))
         || !record["error"].is_null()
         || message["stopReason"] == "error";
@@ -136,7 +138,11 @@ pub fn error_text(record: &Value) -> Option<String> {
             parts.push(text.to_owned());
         }
     }
-    for status in [&record["api_error_status"], &record["status_code"], &record["error"]["code"]] {
+    for status in [
+        &record["api_error_status"],
+        &record["status_code"],
+        &record["error"]["code"],
+    ] {
         if let Some(code) = status.as_u64() {
             parts.push(format!("HTTP {code}"));
         }
@@ -189,7 +195,12 @@ fn usage_of(record: &Value, path: &str) -> Option<TokenUsage> {
         output_tokens: first_u64(object, &["output_tokens", "output", "completion_tokens"])?,
         cache_read_tokens: first_u64(
             object,
-            &["cache_read_input_tokens", "cached_input_tokens", "cacheRead", "cached"],
+            &[
+                "cache_read_input_tokens",
+                "cached_input_tokens",
+                "cacheRead",
+                "cached",
+            ],
         ),
         cache_write_tokens: first_u64(object, &["cache_creation_input_tokens", "cacheWrite"]),
         cost_usd: record["total_cost_usd"]

@@ -77,7 +77,9 @@ pub fn run() -> ExitCode {
                 let dialect = DIALECTS
                     .iter()
                     .find(|d| d.detector == name)
-                    .ok_or_else(|| HookError::new(format!("config: detectors: unknown detector {name:?}")))?;
+                    .ok_or_else(|| {
+                        HookError::new(format!("config: detectors: unknown detector {name:?}"))
+                    })?;
                 hooks = hooks.post_round(
                     name,
                     Detector {

@@ -103,12 +103,20 @@ pub fn detect(dialect: &Dialect, round: &Round) -> Option<PostRoundVerdict> {
     match reset::find(text, round.now, round.local) {
         Some(reset::Reset::At(at)) => {
             verdict.until = Some(at.round(jiff::Unit::Second).unwrap_or(at).to_string());
-            verdict.message = format!("{cli}: {}: resets at {at:.0}: {snippet}", found.kind.as_str());
+            verdict.message = format!(
+                "{cli}: {}: resets at {at:.0}: {snippet}",
+                found.kind.as_str()
+            );
         }
         Some(reset::Reset::After(after)) => {
-            let secs = after.as_secs().clamp(1, agent_runner_protocol::limits::MAX_DEFER_S);
+            let secs = after
+                .as_secs()
+                .clamp(1, agent_runner_protocol::limits::MAX_DEFER_S);
             verdict.back_off_s = Some(secs);
-            verdict.message = format!("{cli}: {}: retry in {secs} s: {snippet}", found.kind.as_str());
+            verdict.message = format!(
+                "{cli}: {}: retry in {secs} s: {snippet}",
+                found.kind.as_str()
+            );
         }
         None => {
             verdict.back_off_s = Some(default_back_off_s(found.kind));
@@ -172,7 +180,9 @@ mod fixture_tests {
                     let until: Timestamp = got["until"].as_str().expect(file).parse().unwrap();
                     assert!(until > now, "{file}: {got}");
                 }
-                Value::Number(n) => assert_eq!(got["back_off_s"].as_u64(), n.as_u64(), "{file}: {got}"),
+                Value::Number(n) => {
+                    assert_eq!(got["back_off_s"].as_u64(), n.as_u64(), "{file}: {got}")
+                }
                 _ => {}
             }
             if let Some(usage) = case["usage"].as_array() {
@@ -187,7 +197,11 @@ mod fixture_tests {
                 assert_eq!(detect(other, &round), None, "{} on {file}", other.detector);
             }
         }
-        assert_eq!(clis.len(), DIALECTS.len(), "a fixture for every CLI: {clis:?}");
+        assert_eq!(
+            clis.len(),
+            DIALECTS.len(),
+            "a fixture for every CLI: {clis:?}"
+        );
     }
 
     #[test]

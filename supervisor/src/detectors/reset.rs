@@ -24,8 +24,10 @@ pub enum Reset {
 const HORIZON: Duration = Duration::from_secs(8 * 24 * 3600);
 
 static EPOCH: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:limit reached\|?|reset[s_]?(?:_?at)?\W{0,4}|resetsAt\W{0,4})(\d{10}|\d{13})\b")
-        .expect("epoch pattern compiles")
+    Regex::new(
+        r"(?i)(?:limit reached\|?|reset[s_]?(?:_?at)?\W{0,4}|resetsAt\W{0,4})(\d{10}|\d{13})\b",
+    )
+    .expect("epoch pattern compiles")
 });
 
 static CLOCK: LazyLock<Regex> = LazyLock::new(|| {
@@ -57,7 +59,11 @@ pub fn find(text: &str, now: Timestamp, local: &TimeZone) -> Option<Reset> {
     if let Some(caps) = EPOCH.captures(text) {
         let digits = &caps[1];
         let secs: i64 = digits.parse().ok()?;
-        let secs = if digits.len() == 13 { secs / 1000 } else { secs };
+        let secs = if digits.len() == 13 {
+            secs / 1000
+        } else {
+            secs
+        };
         let at = Timestamp::from_second(secs).ok()?;
         return plausible(at, now).then_some(Reset::At(at));
     }
@@ -101,7 +107,11 @@ pub fn find(text: &str, now: Timestamp, local: &TimeZone) -> Option<Reset> {
         };
         let time = Time::new(hour, minute, 0, 0).ok()?;
         let today: Zoned = now.to_zoned(zone);
-        let mut at = today.date().to_datetime(time).to_zoned(today.time_zone().clone()).ok()?;
+        let mut at = today
+            .date()
+            .to_datetime(time)
+            .to_zoned(today.time_zone().clone())
+            .ok()?;
         if at.timestamp() <= now {
             at = at.checked_add(1.day()).ok()?;
         }
@@ -144,7 +154,10 @@ mod tests {
             Some("2026-11-30T03:00:00Z")
         );
         // In the past, or absurdly far ahead: not a reset.
-        assert_eq!(at(&format!("limit reached|{}", now().as_second() - 5)), None);
+        assert_eq!(
+            at(&format!("limit reached|{}", now().as_second() - 5)),
+            None
+        );
         assert_eq!(at("limit reached|4102444800"), None);
     }
 
@@ -155,9 +168,18 @@ mod tests {
             Some("2026-11-30T04:00:00Z")
         );
         // 00:30 UTC already passed at 01:00: tomorrow.
-        assert_eq!(at("resets 12:30am (UTC)").as_deref(), Some("2026-12-01T00:30:00Z"));
-        assert_eq!(at("try again at 3:42 PM").as_deref(), Some("2026-11-30T15:42:00Z"));
-        assert_eq!(at("quota reset at 17:00 UTC").as_deref(), Some("2026-11-30T17:00:00Z"));
+        assert_eq!(
+            at("resets 12:30am (UTC)").as_deref(),
+            Some("2026-12-01T00:30:00Z")
+        );
+        assert_eq!(
+            at("try again at 3:42 PM").as_deref(),
+            Some("2026-11-30T15:42:00Z")
+        );
+        assert_eq!(
+            at("quota reset at 17:00 UTC").as_deref(),
+            Some("2026-11-30T17:00:00Z")
+        );
         let berlin = TimeZone::get("Europe/Berlin").unwrap();
         let local = find("try again at 3:42 PM", now(), &berlin).unwrap();
         assert_eq!(local, Reset::At("2026-11-30T14:42:00Z".parse().unwrap()));

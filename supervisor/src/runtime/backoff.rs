@@ -57,7 +57,10 @@ pub fn plan(policy: Policy, wait: Wait, consecutive: u32, now: SystemTime, jitte
         Wait::Until(at) => {
             let ahead = at.duration_since(now).unwrap_or(Duration::ZERO);
             let spread = (ahead / 10).clamp(Duration::from_secs(1), MAX_JITTER);
-            (ahead + spread.mul_f64(jitter.clamp(0.0, 1.0)), MAX_RESET_WAIT)
+            (
+                ahead + spread.mul_f64(jitter.clamp(0.0, 1.0)),
+                MAX_RESET_WAIT,
+            )
         }
         Wait::For(asked) => {
             let steps = consecutive.saturating_sub(1).min(20);
@@ -142,7 +145,10 @@ mod tests {
                 .applied
                 .as_secs()
         };
-        assert_eq!([secs(1, 1), secs(2, 1), secs(3, 1), secs(4, 1)], [3, 6, 12, 24]);
+        assert_eq!(
+            [secs(1, 1), secs(2, 1), secs(3, 1), secs(4, 1)],
+            [3, 6, 12, 24]
+        );
         // What the hook asked for is a floor.
         assert_eq!(secs(1, 30), 30);
         assert_eq!(secs(5, 30), 48);
@@ -160,12 +166,27 @@ mod tests {
         let early = plan(POLICY, Wait::Until(at), 1, now(), 0.0);
         assert_eq!(early.applied, Duration::from_secs(120));
         let late = plan(POLICY, Wait::Until(at), 7, now(), 0.999);
-        assert!(late.applied > Duration::from_secs(131) && late.applied < Duration::from_secs(132), "{late:?}");
+        assert!(
+            late.applied > Duration::from_secs(131) && late.applied < Duration::from_secs(132),
+            "{late:?}"
+        );
         assert!(!late.capped);
         // Past resets do not wait; far ones are cut at 8 h.
-        let past = plan(POLICY, Wait::Until(now() - Duration::from_secs(5)), 1, now(), 0.5);
+        let past = plan(
+            POLICY,
+            Wait::Until(now() - Duration::from_secs(5)),
+            1,
+            now(),
+            0.5,
+        );
         assert_eq!(past.applied, Duration::from_millis(500));
-        let far = plan(POLICY, Wait::Until(now() + Duration::from_secs(86_400)), 1, now(), 0.0);
+        let far = plan(
+            POLICY,
+            Wait::Until(now() + Duration::from_secs(86_400)),
+            1,
+            now(),
+            0.0,
+        );
         assert_eq!((far.applied, far.capped), (MAX_RESET_WAIT, true));
     }
 
@@ -208,7 +229,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("STOP");
         let (_tx, mut stop) = tokio::sync::watch::channel(StopLevel::Run);
-        let plan = plan(POLICY, Wait::For(Duration::from_secs(600)), 1, SystemTime::now(), 0.0);
+        let plan = plan(
+            POLICY,
+            Wait::For(Duration::from_secs(600)),
+            1,
+            SystemTime::now(),
+            0.0,
+        );
         let writer = {
             let file = file.clone();
             tokio::spawn(async move {

@@ -25,5 +25,5 @@ pub mod round_context;
 pub mod serve;
 pub mod spawn_gate;
 pub mod state;
-pub mod transient;
 pub mod stop;
+pub mod transient;

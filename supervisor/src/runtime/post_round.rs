@@ -113,10 +113,7 @@ pub async fn consult(
             log_tail: round.log_tail.to_owned(),
         };
         let params = serde_json::to_value(params).expect("params serialize");
-        let value = match hosts
-            .call_unless_stopped(&hook, params, stop)
-            .await
-        {
+        let value = match hosts.call_unless_stopped(&hook, params, stop).await {
             None => break,
             Some(Ok(Some(value))) => value,
             Some(Ok(None) | Err(_)) => continue,

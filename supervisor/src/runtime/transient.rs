@@ -109,7 +109,11 @@ impl Transients {
                 kind,
                 message,
             } => {
-                let hint = self.hint.as_deref().map(|h| format!("; {h}")).unwrap_or_default();
+                let hint = self
+                    .hint
+                    .as_deref()
+                    .map(|h| format!("; {h}"))
+                    .unwrap_or_default();
                 Step::Stop {
                     reason: kind.as_str(),
                     code: crate::exit::NOPERM,
@@ -133,7 +137,13 @@ impl Transients {
                 let consecutive = episode.consecutive;
                 let since_round = episode.since_round;
                 let now = SystemTime::now();
-                let plan = backoff::plan(self.policy, *wait, consecutive, now, backoff::jitter_fraction());
+                let plan = backoff::plan(
+                    self.policy,
+                    *wait,
+                    consecutive,
+                    now,
+                    backoff::jitter_fraction(),
+                );
                 let reset_at = match wait {
                     crate::runtime::post_round::Wait::Until(at) => Some(timestamp(*at)),
                     crate::runtime::post_round::Wait::For(_) => None,

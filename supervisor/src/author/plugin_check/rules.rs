@@ -4,8 +4,7 @@ use agent_runner_protocol::limits::EXIT_AFTER_EOF_S;
 use agent_runner_protocol::redact::quote;
 use agent_runner_protocol::{
     decode_dirty_result, decode_initialize_result, decode_post_round_result, decode_spawn_decision,
-    error_codes, methods,
-    Family, HookDecl,
+    error_codes, methods, Family, HookDecl,
 };
 use serde_json::{json, Value};
 use std::time::Duration;
