@@ -190,13 +190,13 @@ pub fn decode_post_round_result(value: Value) -> Result<Option<PostRoundVerdict>
                 format!("{s} is out of range 1..={MAX_DEFER_S}"),
             ))
         }
-        (PostRoundAction::BackOff, None, Some(until)) => {
-            if !until.ends_with('Z') || humantime::parse_rfc3339_weak(until).is_err() {
-                return Err(InvalidMessage::new(
-                    "until",
-                    format!("{until:?} is not an RFC 3339 UTC time like 2026-11-30T05:00:00Z"),
-                ));
-            }
+        (PostRoundAction::BackOff, None, Some(until))
+            if !until.ends_with('Z') || humantime::parse_rfc3339_weak(until).is_err() =>
+        {
+            return Err(InvalidMessage::new(
+                "until",
+                format!("{until:?} is not an RFC 3339 UTC time like 2026-11-30T05:00:00Z"),
+            ))
         }
         (PostRoundAction::BackOff, _, _) => {}
         (action, Some(_), _) => {

@@ -157,7 +157,7 @@ impl Transients {
                     reset_at,
                     consecutive,
                     action: self.action.as_str().into(),
-                    back_off_s: backing_off.then(|| plan.applied.as_secs()),
+                    back_off_s: backing_off.then_some(plan.applied.as_secs()),
                     until: backing_off.then(|| timestamp(plan.until)),
                 });
                 if *kind == ErrorKind::Network {
