@@ -12,6 +12,7 @@
 
 mod common;
 
+use agent_runner::hosts::builtin::DetectorHost;
 use agent_runner::hosts::HostManager;
 use agent_runner::runtime::spawn_gate::{self, Verdict};
 use agent_runner::runtime::stop::StopLevel;
@@ -23,10 +24,11 @@ fn warm_before_spawn(c: &mut Criterion) {
     let rt = common::runtime();
     let project = common::project(dir.path(), &common::host_binary(), "require", 1);
     let mut manager = rt.block_on(HostManager::boot(
-        &project.config,
-        &project.gate,
-        &project.events,
-    ));
+            &project.config,
+            &project.gate,
+            &project.events,
+            &DetectorHost::Off,
+        ));
     let hook = manager.hooks(Family::SpawnHook).remove(0);
     let params = common::before_spawn_params(&project.config, &hook.name);
     c.bench_function("warm_before_spawn", |b| {
@@ -47,10 +49,11 @@ fn cold_start(c: &mut Criterion) {
     group.bench_function("boot_and_shutdown_one_host", |b| {
         b.iter(|| {
             let manager = rt.block_on(HostManager::boot(
-                &project.config,
-                &project.gate,
-                &project.events,
-            ));
+            &project.config,
+            &project.gate,
+            &project.events,
+            &DetectorHost::Off,
+        ));
             assert_eq!(
                 manager.hooks(Family::SpawnHook).len(),
                 1,
@@ -73,6 +76,7 @@ fn round_cost_vs_hosts(c: &mut Criterion) {
             &project.config,
             &project.gate,
             &project.events,
+            &DetectorHost::Off,
         ));
         assert_eq!(
             manager.hooks(Family::SpawnHook).len(),

@@ -20,6 +20,18 @@ use crate::detectors::host::{HOST_ARG, HOST_NAME};
 use crate::hosts::sandbox::SandboxGate;
 use crate::runtime::events::{Event, EventLog};
 
+/// Which executable serves as the built-in detector host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DetectorHost {
+    /// The running supervisor's own executable (`serve`, `round`).
+    OwnExecutable,
+    /// This `agent-runner` executable: for programs embedding the library (benchmarks),
+    /// whose own executable has no host mode.
+    Executable(std::path::PathBuf),
+    /// No built-in detectors (benchmarks of third-party hosts alone).
+    Off,
+}
+
 /// The detectors `config` leaves enabled, in [`crate::detectors::DIALECTS`] order.
 pub fn enabled_detectors(config: &Config) -> Vec<&'static str> {
     let disable = &config.plugins.disable;
@@ -47,19 +59,26 @@ fn host_table(config: &Config, detectors: &[&str]) -> serde_json::Map<String, Va
     table
 }
 
-/// The built-in host's table and launch, or `None` when every detector is disabled or
-/// the executable cannot be opened (recorded as `plugin_refused`).
+/// The built-in host's table and launch from `which` executable, or `None` when every
+/// detector is disabled, `which` is [`DetectorHost::Off`], or the executable cannot be
+/// opened (recorded as `plugin_refused`).
 pub fn admit(
     config: &Config,
     gate: &SandboxGate,
     events: &EventLog,
+    which: &DetectorHost,
 ) -> Option<(HostConfig, LaunchSpec, bool)> {
     let detectors = enabled_detectors(config);
     if detectors.is_empty() {
         tracing::info!("built-in detectors disabled by [plugins] disable");
         return None;
     }
-    let exe = match std::env::current_exe()
+    let path = match which {
+        DetectorHost::Off => return None,
+        DetectorHost::OwnExecutable => std::env::current_exe(),
+        DetectorHost::Executable(path) => Ok(path.clone()),
+    };
+    let exe = match path
         .map_err(|e| e.to_string())
         .and_then(|path| open_and_hash(&path).map_err(|e| e.to_string()))
     {

@@ -204,7 +204,15 @@ impl HostManager {
     /// (`plugin_sandbox_degraded`), or its `initialize` answer breaks the rules (wrong
     /// family, duplicate or built-in hook name: `plugin_builtin_name_squat`). Refusals
     /// are recorded; the supervisor goes on without that host.
-    pub async fn boot(config: &Config, gate: &SandboxGate, events: &EventLog) -> HostManager {
+    ///
+    /// `detectors` says which executable runs the built-in detector host (started first,
+    /// like the others): `serve` and `round` pass [`builtin::DetectorHost::OwnExecutable`].
+    pub async fn boot(
+        config: &Config,
+        gate: &SandboxGate,
+        events: &EventLog,
+        detectors: &builtin::DetectorHost,
+    ) -> HostManager {
         let mut manager = HostManager {
             hosts: Vec::new(),
             hooks: Vec::new(),
@@ -216,7 +224,7 @@ impl HostManager {
                 gate,
             ),
         };
-        let builtin = builtin::admit(config, gate, &manager.events);
+        let builtin = builtin::admit(config, gate, &manager.events, detectors);
         let third_party = config
             .plugins
             .hosts

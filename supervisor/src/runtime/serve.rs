@@ -102,7 +102,13 @@ pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
             config.runtime.work_dir.display()
         )));
     }
-    let hosts = HostManager::boot(&config, &gate, &events).await;
+    let hosts = HostManager::boot(
+        &config,
+        &gate,
+        &events,
+        &crate::hosts::builtin::DetectorHost::OwnExecutable,
+    )
+    .await;
     let mut snapshot = Snapshot::booting();
     snapshot.update("waiting", None, &hosts);
     Ok(Booted {
