@@ -24,11 +24,11 @@ fn warm_before_spawn(c: &mut Criterion) {
     let rt = common::runtime();
     let project = common::project(dir.path(), &common::host_binary(), "require", 1);
     let mut manager = rt.block_on(HostManager::boot(
-            &project.config,
-            &project.gate,
-            &project.events,
-            &DetectorHost::Off,
-        ));
+        &project.config,
+        &project.gate,
+        &project.events,
+        &DetectorHost::Off,
+    ));
     let hook = manager.hooks(Family::SpawnHook).remove(0);
     let params = common::before_spawn_params(&project.config, &hook.name);
     c.bench_function("warm_before_spawn", |b| {
@@ -49,11 +49,11 @@ fn cold_start(c: &mut Criterion) {
     group.bench_function("boot_and_shutdown_one_host", |b| {
         b.iter(|| {
             let manager = rt.block_on(HostManager::boot(
-            &project.config,
-            &project.gate,
-            &project.events,
-            &DetectorHost::Off,
-        ));
+                &project.config,
+                &project.gate,
+                &project.events,
+                &DetectorHost::Off,
+            ));
             assert_eq!(
                 manager.hooks(Family::SpawnHook).len(),
                 1,

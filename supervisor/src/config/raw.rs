@@ -44,6 +44,10 @@ pub(super) struct RawAgent {
     pub env: BTreeMap<String, String>,
     #[serde(default)]
     pub prompt_delivery: Option<String>,
+    #[serde(default)]
+    pub exec_prefix: Option<Vec<String>>,
+    #[serde(default)]
+    pub terminal_marker: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -59,6 +63,11 @@ pub(super) struct RawRuntime {
     pub dry_run: Option<bool>,
     pub transient_error_action: Option<String>,
     pub transient_backoff_cap_s: Option<u64>,
+    pub max_grace_after_result_s: Option<u64>,
+    pub grace_kill_ignore_patterns: Option<Vec<String>>,
+    pub fresh_eyes_every_n: Option<u64>,
+    pub narrative_file: Option<String>,
+    pub substrate_fingerprint_paths: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -153,14 +162,7 @@ struct RawPhasePrompt {
 /// each present one is removed before validation and named in a warning. `*` matches any
 /// phase name; a whole table is listed by its own path.
 pub const UNIMPLEMENTED: &[&str] = &[
-    "agent.exec_prefix",
-    "agent.terminal_marker",
     "runtime.disable_pre_round_hooks",
-    "runtime.narrative_file",
-    "runtime.substrate_fingerprint_paths",
-    "runtime.fresh_eyes_every_n",
-    "runtime.max_grace_after_result_s",
-    "runtime.grace_kill_ignore_patterns",
     "monitor.remote_failure_tolerance_s",
     "monitor.anomaly_repetitive_window",
     "monitor.anomaly_repetitive_threshold",
@@ -172,7 +174,6 @@ pub const UNIMPLEMENTED: &[&str] = &[
     "phases.*.disable_pre_round_hooks",
     "phases.*.schedule",
     "phases.*.runtime.disable_pre_round_hooks",
-    "phases.*.agent.terminal_marker",
 ];
 
 /// Parses `text` into the raw shape; a shape error names the dotted key.
@@ -408,7 +409,7 @@ mod tests {
             }
             other => panic!("expected a key error, got {other:?}"),
         }
-        let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\nterminal_marker = \"m\"\n[monitor]\nauth_fail_hint = \"h\"\nround_progress_interval_s = 5\n";
+        let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\nterminal_marker = \"m\"\n[monitor]\nauth_fail_hint = \"h\"\nround_progress_interval_s = 5\n[schedule]\ntimezone = \"UTC\"\n";
         let raw = parse(Path::new("c.toml"), text).unwrap();
         assert_eq!(raw.warnings.len(), 2, "{:?}", raw.warnings);
         let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\n[plugins]\nsandox = \"require\"\n[plugins.throttle]\nmax = 3\n";
@@ -426,8 +427,8 @@ mod tests {
             "{:?}",
             foreign.warnings
         );
-        assert!(raw.warnings[0].contains("agent.terminal_marker"));
-        assert!(raw.warnings[1].contains("`monitor.round_progress_interval_s`"));
+        assert!(raw.warnings[0].contains("`monitor.round_progress_interval_s`"));
+        assert!(raw.warnings[1].contains("`schedule`"));
         assert_eq!(raw.monitor.auth_fail_hint.as_deref(), Some("h"));
     }
 

@@ -143,7 +143,18 @@ pub struct AgentConfig {
     pub env: BTreeMap<String, String>,
     /// How the prompt is delivered.
     pub delivery: PromptDelivery,
+    /// Words run before `command` (e.g. `["docker", "run", "--rm", "-v", "{work_dir}:/w",
+    /// "img"]`), `{work_dir}` replaced by the work dir; `command[0]` stays the agent's
+    /// identity (detectors, `ctx.agent_binary`). Empty by default.
+    pub exec_prefix: Vec<String>,
+    /// Bytes whose appearance in the round log marks the agent's result (default
+    /// [`DEFAULT_TERMINAL_MARKER`], claude's; empty turns result grace off).
+    pub terminal_marker: String,
 }
+
+/// Default `[agent] terminal_marker`: the compact JSON of claude's final record (the
+/// reference system's default).
+pub const DEFAULT_TERMINAL_MARKER: &str = "\"type\":\"result\"";
 
 /// `[runtime]`.
 #[derive(Clone, Debug)]
@@ -170,6 +181,20 @@ pub struct RuntimeConfig {
     /// The longest back-off grown from `restart_delay_s` or asked for in seconds (default
     /// [`DEFAULT_TRANSIENT_BACKOFF_CAP_S`]); a printed reset time is honoured up to 8 h.
     pub transient_backoff_cap: Duration,
+    /// How long an agent may linger after printing its result before its process group
+    /// is ended (`None`: never; `max_grace_after_result_s = 0`, the default).
+    pub max_grace_after_result: Option<Duration>,
+    /// Patterns (Rust `regex`) of the command lines of the agent's children that do not
+    /// keep a lingering agent alive (`grace_kill_ignore_patterns`).
+    pub grace_kill_ignore_patterns: Vec<String>,
+    /// Every N-th round is a fresh-eyes round (`AGENT_RUNNER_FRESH_EYES=1`); `None` off.
+    pub fresh_eyes_every_n: Option<u64>,
+    /// A file the agent keeps its narrative in (`AGENT_RUNNER_NARRATIVE_FILE`; shown by
+    /// `peek`), absolute.
+    pub narrative_file: Option<PathBuf>,
+    /// Glob patterns, relative to `work_dir`, of the files fingerprinted before and after
+    /// each round (`round_substrate_before` / `_after`).
+    pub substrate_fingerprint_paths: Vec<String>,
 }
 
 /// Default of `[runtime] transient_backoff_cap_s`: 30 minutes.
@@ -510,6 +535,36 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         ));
     }
 
+    let max_grace_after_result = match raw.runtime.max_grace_after_result_s {
+        None | Some(0) => None,
+        Some(s) => Some(Duration::from_secs(s)),
+    };
+    let grace_kill_ignore_patterns = raw.runtime.grace_kill_ignore_patterns.unwrap_or_default();
+    check_patterns(&grace_kill_ignore_patterns)
+        .map_err(|(i, m)| err(&format!("runtime.grace_kill_ignore_patterns[{i}]"), m))?;
+    if raw.runtime.fresh_eyes_every_n == Some(0) {
+        return Err(err(
+            "runtime.fresh_eyes_every_n",
+            "must be at least 1 (every N-th round); leave it out to turn fresh-eyes rounds off"
+                .into(),
+        ));
+    }
+    let narrative_file = match raw.runtime.narrative_file.as_deref() {
+        None => None,
+        Some(text) => Some(
+            expand_path(text, &work_dir, &project).map_err(|m| err("runtime.narrative_file", m))?,
+        ),
+    };
+    let substrate_fingerprint_paths = raw.runtime.substrate_fingerprint_paths.unwrap_or_default();
+    for (i, pattern) in substrate_fingerprint_paths.iter().enumerate() {
+        if let Err(e) = glob::Pattern::new(pattern) {
+            return Err(err(
+                &format!("runtime.substrate_fingerprint_paths[{i}]"),
+                format!("{pattern:?} is not a glob pattern: {e}"),
+            ));
+        }
+    }
+
     // [monitor]
     let auth_fail_patterns = raw.monitor.auth_fail_patterns.unwrap_or_default();
     for (i, pattern) in auth_fail_patterns.iter().enumerate() {
@@ -593,6 +648,11 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
             dry_run: raw.runtime.dry_run.unwrap_or(false),
             transient_error_action,
             transient_backoff_cap: Duration::from_secs(transient_backoff_cap_s),
+            max_grace_after_result,
+            grace_kill_ignore_patterns,
+            fresh_eyes_every_n: raw.runtime.fresh_eyes_every_n,
+            narrative_file,
+            substrate_fingerprint_paths,
         },
         prompt: PromptConfig {
             files: prompt_files,
@@ -660,13 +720,42 @@ fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, (&'static str, String)> {
         }
         _ => {}
     }
+    let exec_prefix = raw.exec_prefix.unwrap_or_default();
+    if exec_prefix.first().is_some_and(String::is_empty) {
+        return Err((
+            "exec_prefix",
+            "exec_prefix[0] is the program run before the agent's command; it must not be empty"
+                .into(),
+        ));
+    }
     Ok(AgentConfig {
         command: raw.command,
         prompt_arg_template: template,
         name: raw.name,
         env: raw.env,
         delivery,
+        exec_prefix,
+        terminal_marker: raw
+            .terminal_marker
+            .unwrap_or_else(|| DEFAULT_TERMINAL_MARKER.to_owned()),
     })
+}
+
+/// Checks that every pattern compiles as a Rust `regex`. Errors: the index of the first
+/// that does not and why.
+fn check_patterns(patterns: &[String]) -> Result<(), (usize, String)> {
+    for (i, pattern) in patterns.iter().enumerate() {
+        if let Err(e) = regex::Regex::new(pattern) {
+            return Err((
+                i,
+                format!(
+                    "{pattern:?} is not a valid regular expression: {}",
+                    e.to_string().replace('\n', " ")
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Expands and resolves prompt files against `work_dir`; the first must be a readable file.

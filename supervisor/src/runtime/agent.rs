@@ -47,6 +47,8 @@ pub struct AgentSpec {
     pub budget: Duration,
     /// Pids of the supervisor's own children that must survive the round (plugin hosts).
     pub spare: Vec<u32>,
+    /// Result grace, when `max_grace_after_result_s` and `terminal_marker` are set.
+    pub grace: Option<crate::runtime::grace::Grace>,
 }
 
 /// How the agent's run ended (`agent_exit.exit_cause`).
@@ -60,6 +62,8 @@ pub enum ExitCause {
     Timeout,
     /// An immediate stop (second signal) terminated it.
     Stopped,
+    /// It printed its result and lingered past `max_grace_after_result_s`; we ended it.
+    GraceKill,
 }
 
 impl ExitCause {
@@ -70,6 +74,7 @@ impl ExitCause {
             ExitCause::Signaled => "signaled",
             ExitCause::Timeout => "timeout",
             ExitCause::Stopped => "stopped",
+            ExitCause::GraceKill => "grace_kill",
         }
     }
 }
@@ -88,9 +93,11 @@ pub struct AgentExit {
 }
 
 impl AgentExit {
-    /// A clean exit: status 0, by itself.
+    /// A clean exit: status 0, by itself; or ended after printing its result
+    /// ([`ExitCause::GraceKill`]): its work is done.
     pub fn is_clean(&self) -> bool {
-        self.cause == ExitCause::Exited && self.exit_code == Some(0)
+        self.cause == ExitCause::GraceKill
+            || self.cause == ExitCause::Exited && self.exit_code == Some(0)
     }
 }
 
@@ -123,8 +130,16 @@ pub async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Result<Agent
         });
     }
     let mut cause = None;
+    let agent_pid = child.id().unwrap_or(0);
+    let grace = async {
+        match &spec.grace {
+            Some(grace) => grace.due(agent_pid, std::env::current_exe().ok()).await,
+            None => std::future::pending().await,
+        }
+    };
     let status = tokio::select! {
         status = child.wait() => status?,
+        _ = grace => { cause = Some(ExitCause::GraceKill); terminate(&mut child, pgid).await? }
         _ = tokio::time::sleep(spec.budget) => { cause = Some(ExitCause::Timeout); terminate(&mut child, pgid).await? }
         _ = reached(stop, StopLevel::Immediate) => { cause = Some(ExitCause::Stopped); terminate(&mut child, pgid).await? }
     };
@@ -205,7 +220,7 @@ pub async fn reap_orphans(spare: &[u32]) {
 }
 
 /// The children of `parent` (pid, process group), from `/proc/*/stat`.
-fn children_of(parent: u32) -> Vec<(u32, u32)> {
+pub fn children_of(parent: u32) -> Vec<(u32, u32)> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };

@@ -24,6 +24,7 @@ use crate::runtime::agent::{self, AgentExit, AgentSpec};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
 use crate::runtime::events::{timestamp, Event, EventLog, RoundEnd, RoundOutcome};
 use crate::runtime::git::Repo;
+use crate::runtime::grace::Grace;
 use crate::runtime::post_round::{self, Decision, Judged};
 use crate::runtime::prompt::{agent_argv, assemble};
 use crate::runtime::retention;
@@ -31,6 +32,7 @@ use crate::runtime::round_context::{self, CONTEXT_FILE_ENV};
 use crate::runtime::spawn_gate::{self, Verdict};
 use crate::runtime::state;
 use crate::runtime::stop::{StopLevel, StopWatch};
+use crate::runtime::substrate;
 
 /// What an attempt at a round came to.
 #[derive(Debug)]
@@ -97,6 +99,60 @@ impl Runner {
         }
     }
 
+    /// The round's result grace, when `max_grace_after_result_s` and the marker are set.
+    fn grace(&self, marker: &[u8], round_num: u64, log_path: &Path) -> Option<Grace> {
+        let after = self.config.runtime.max_grace_after_result?;
+        if marker.is_empty() {
+            return None;
+        }
+        Some(Grace {
+            marker: marker.to_vec(),
+            after,
+            // Validated when the config was loaded.
+            ignore: self
+                .config
+                .runtime
+                .grace_kill_ignore_patterns
+                .iter()
+                .filter_map(|p| regex::Regex::new(p).ok())
+                .collect(),
+            log_path: log_path.to_owned(),
+            events: self.events.clone(),
+            round_num,
+        })
+    }
+
+    /// Whether round `round_num` is a fresh-eyes round: every `fresh_eyes_every_n`-th.
+    fn fresh_eyes(&self, round_num: u64) -> bool {
+        self.config
+            .runtime
+            .fresh_eyes_every_n
+            .is_some_and(|n| round_num > 0 && round_num % n == 0)
+    }
+
+    /// `round_substrate_before` / `_after` when `substrate_fingerprint_paths` is set.
+    async fn substrate(&self, round_num: u64, after: bool) {
+        let patterns = &self.config.runtime.substrate_fingerprint_paths;
+        if patterns.is_empty() {
+            return;
+        }
+        let git_head = self.repo.head().await;
+        let paths_hash = substrate::fingerprint(&self.config.runtime.work_dir, patterns);
+        self.events.emit(if after {
+            Event::RoundSubstrateAfter {
+                round_num,
+                git_head,
+                paths_hash,
+            }
+        } else {
+            Event::RoundSubstrateBefore {
+                round_num,
+                git_head,
+                paths_hash,
+            }
+        });
+    }
+
     /// The variables the agent gets on top of the supervisor's environment.
     fn agent_env(&self, round_num: u64, phase: Option<&str>) -> Vec<(String, String)> {
         let log_dir = &self.config.runtime.log_dir;
@@ -111,6 +167,17 @@ impl Runner {
         env.push(("AGENT_RUNNER_LOG_DIR".into(), log_dir.display().to_string()));
         env.push(("AGENT_RUNNER_ROUND_NUM".into(), round_num.to_string()));
         env.push(("AGENT_RUNNER_PHASE".into(), phase.unwrap_or("").to_owned()));
+        let fresh = self.fresh_eyes(round_num);
+        env.push((
+            "AGENT_RUNNER_FRESH_EYES".into(),
+            if fresh { "1" } else { "0" }.into(),
+        ));
+        if let Some(file) = &self.config.runtime.narrative_file {
+            env.push((
+                "AGENT_RUNNER_NARRATIVE_FILE".into(),
+                file.display().to_string(),
+            ));
+        }
         if self.config.prompt.injection == ContextInjection::File {
             env.push((
                 CONTEXT_FILE_ENV.into(),
@@ -153,8 +220,9 @@ impl Runner {
             .map_err(|e| CliError::failure(format!("cannot render the round context: {e}")))?;
         let prompt = assemble(&self.config.prompt, profile.prompt_files, prepend.as_ref())
             .map_err(|e| CliError::failure(format!("cannot read prompt: {e}")))?;
-        let argv = agent_argv(profile.agent, &prompt);
+        let argv = agent_argv(profile.agent, &prompt, &self.config.runtime.work_dir);
         let delivery = profile.agent.delivery;
+        let profile_marker = profile.agent.terminal_marker.clone();
         let budget = profile.round_budget;
         let env = self.agent_env(next, phase);
         let env_names: BTreeSet<String> = std::env::vars_os()
@@ -195,6 +263,13 @@ impl Runner {
             round_num,
             phase: phase.map(str::to_owned),
         });
+        if self.fresh_eyes(round_num) {
+            self.events.emit(Event::FreshEyesRoundTriggered {
+                round_num,
+                every_n: self.config.runtime.fresh_eyes_every_n.unwrap_or(0),
+            });
+        }
+        self.substrate(round_num, false).await;
         let stamp: String = started[..19]
             .chars()
             .filter(|c| *c != '-' && *c != ':')
@@ -224,6 +299,7 @@ impl Runner {
                 .into_iter()
                 .filter_map(|(_, _, pid)| pid)
                 .collect(),
+            grace: self.grace(profile_marker.as_bytes(), round_num, &log_path),
         };
         self.events.emit(Event::AgentSpawn {
             round_num,
@@ -257,6 +333,7 @@ impl Runner {
             timed_out: exit.cause == agent::ExitCause::Timeout,
             exit_cause: exit.cause.as_str().to_owned(),
         });
+        self.substrate(round_num, true).await;
         let output_bytes = std::fs::metadata(&log_path).map(|m| m.len()).unwrap_or(0);
         let post_round = self
             .judge(round_num, phase, &exit, duration_s, &log_path, stop)

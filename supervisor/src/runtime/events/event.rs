@@ -96,6 +96,52 @@ pub enum Event {
         /// Its phase; `null` without `[phases]`.
         phase: Option<String>,
     },
+    /// This round is a fresh-eyes round (`[runtime] fresh_eyes_every_n`); the agent gets
+    /// `AGENT_RUNNER_FRESH_EYES=1`.
+    FreshEyesRoundTriggered {
+        /// The round.
+        round_num: u64,
+        /// The setting.
+        every_n: u64,
+    },
+    /// What the round starts from (`[runtime] substrate_fingerprint_paths`).
+    RoundSubstrateBefore {
+        /// The round.
+        round_num: u64,
+        /// `HEAD`'s SHA; `null` before the first commit.
+        git_head: Option<String>,
+        /// `sha256:<hex>` of the matching files; `null` when none matches.
+        paths_hash: Option<String>,
+    },
+    /// What the round left (after the agent exited), as [`Event::RoundSubstrateBefore`].
+    RoundSubstrateAfter {
+        /// The round.
+        round_num: u64,
+        /// `HEAD`'s SHA.
+        git_head: Option<String>,
+        /// `sha256:<hex>` of the matching files.
+        paths_hash: Option<String>,
+    },
+    /// The agent printed its result (`terminal_marker`) and lingered past
+    /// `max_grace_after_result_s`, but children of it still run: it is left to its budget.
+    RoundGraceExtended {
+        /// The round.
+        round_num: u64,
+        /// The grace, seconds.
+        grace_s: u64,
+        /// Command lines of the children that keep it alive (capped).
+        live_children: Vec<String>,
+        /// Command lines of children ignored by `grace_kill_ignore_patterns` (capped).
+        ignored_children: Vec<String>,
+    },
+    /// The agent printed its result and lingered past `max_grace_after_result_s` with no
+    /// child at work: its process group was ended (`exit_cause` `grace_kill`).
+    RoundGraceKill {
+        /// The round.
+        round_num: u64,
+        /// The grace, seconds.
+        grace_s: u64,
+    },
     /// The agent process was started.
     AgentSpawn {
         /// The round.
