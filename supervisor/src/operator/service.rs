@@ -90,7 +90,6 @@ impl BackOffDoc {
     pub fn describe(&self) -> String {
         format!("backing off until {} ({})", self.until, self.kind)
     }
-
 }
 
 /// One host as of the last write.

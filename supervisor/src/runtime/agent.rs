@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
+use crate::runtime::processes::children_of;
 use crate::runtime::stop::{reached, StopLevel, StopWatch};
 
 /// Time between SIGTERM and SIGKILL to the agent's process group.
@@ -217,25 +218,6 @@ pub async fn reap_orphans(spare: &[u32]) {
             }
         }
     }
-}
-
-/// The children of `parent` (pid, process group), from `/proc/*/stat`.
-pub fn children_of(parent: u32) -> Vec<(u32, u32)> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|entry| {
-        let name = entry.ok()?.file_name();
-        let pid: u32 = name.to_str()?.parse().ok()?;
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // Fields after the command (which may hold spaces and parentheses).
-        let mut fields = stat.get(stat.rfind(')')? + 2..)?.split(' ');
-        let _state = fields.next()?;
-        let ppid: u32 = fields.next()?.parse().ok()?;
-        let pgrp: u32 = fields.next()?.parse().ok()?;
-        (ppid == parent).then_some((pid, pgrp))
-    })
-    .collect()
 }
 
 async fn terminate(

@@ -113,7 +113,7 @@ fn children(
     let mut ignored = Vec::new();
     let mut stack = vec![pid];
     while let Some(parent) = stack.pop() {
-        for child in crate::runtime::agent::children_of(parent)
+        for child in crate::runtime::processes::children_of(parent)
             .into_iter()
             .map(|(p, _)| p)
         {

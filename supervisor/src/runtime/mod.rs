@@ -19,6 +19,7 @@ pub mod events;
 pub mod git;
 pub mod grace;
 pub mod post_round;
+pub mod processes;
 pub mod prompt;
 pub mod retention;
 pub mod round;
