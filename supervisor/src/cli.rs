@@ -59,6 +59,9 @@ pub enum Command {
         /// Stop after one completed round.
         #[arg(long)]
         once: bool,
+        /// Start rounds whatever [schedule] says (testing, catching up).
+        #[arg(long)]
+        ignore_schedule: bool,
     },
     /// Check the config, the sandbox and every host's pin; exit non-zero when serve would
     /// refuse to boot (78) or a check fails (1). Read-only.
@@ -365,7 +368,11 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
                 .map_err(|e| CliError::failure(format!("cannot write the man page: {e}")))?;
             Ok(exit::OK)
         }
-        Command::Serve { max_rounds, once } => {
+        Command::Serve {
+            max_rounds,
+            once,
+            ignore_schedule,
+        } => {
             let (sender, mut stop) =
                 stop::install().map_err(|e| CliError::failure(e.to_string()))?;
             let mut booted = serve::boot(&cli.config).await?;
@@ -378,7 +385,16 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
                     )
                     })
                     .ok();
-            let end = serve::serve(&mut booted, ServeOptions { max_rounds, once }, &mut stop).await;
+            let end = serve::serve(
+                &mut booted,
+                ServeOptions {
+                    max_rounds,
+                    once,
+                    ignore_schedule,
+                },
+                &mut stop,
+            )
+            .await;
             drop(control);
             serve::shutdown(booted).await;
             let completed = end.completed;

@@ -10,8 +10,9 @@ mod resolve;
 pub use raw::UNIMPLEMENTED;
 pub use resolve::{
     AgentConfig, Config, ContextInjection, DirtyAction, HostConfig, MonitorConfig, PhaseOverride,
-    PhasesConfig, PluginsConfig, Profile, PromptConfig, PromptDelivery, RuntimeConfig, SandboxMode,
-    TransientAction, VcsConfig, DEFAULT_HOST_MEMORY_MB, DEFAULT_TRANSIENT_BACKOFF_CAP_S,
+    PhasePolicy, PhasesConfig, PluginsConfig, Profile, PromptConfig, PromptDelivery, RuntimeConfig,
+    SandboxMode, TransientAction, VcsConfig, DEFAULT_HOST_MEMORY_MB,
+    DEFAULT_TRANSIENT_BACKOFF_CAP_S,
 };
 
 use std::path::{Path, PathBuf};

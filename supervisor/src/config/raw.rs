@@ -24,6 +24,8 @@ pub(super) struct RawConfig {
     pub plugins: RawPlugins,
     #[serde(default)]
     pub monitor: RawMonitor,
+    #[serde(default)]
+    pub schedule: Option<RawSchedule>,
     /// `[phases]`, parsed by hand (phase names are free keys); see [`RawPhases`].
     #[serde(skip)]
     pub phases: RawPhases,
@@ -68,6 +70,16 @@ pub(super) struct RawRuntime {
     pub fresh_eyes_every_n: Option<u64>,
     pub narrative_file: Option<String>,
     pub substrate_fingerprint_paths: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSchedule {
+    pub timezone: Option<String>,
+    #[serde(default)]
+    pub run_windows: Vec<String>,
+    #[serde(default)]
+    pub pause_windows: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -126,6 +138,7 @@ pub(super) struct RawHost {
 #[derive(Debug, Default)]
 pub(super) struct RawPhases {
     pub list: Option<Vec<String>>,
+    pub phase_policy: Option<String>,
     pub overrides: BTreeMap<String, RawPhase>,
 }
 
@@ -135,6 +148,7 @@ pub(super) struct RawPhase {
     pub round_budget_s: Option<u64>,
     pub prompt_files: Option<Vec<String>>,
     pub agent: Option<RawAgent>,
+    pub schedule: Option<RawSchedule>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -144,6 +158,7 @@ struct RawPhaseTable {
     runtime: Option<RawPhaseRuntime>,
     prompt: Option<RawPhasePrompt>,
     agent: Option<toml::Table>,
+    schedule: Option<RawSchedule>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -169,10 +184,7 @@ pub const UNIMPLEMENTED: &[&str] = &[
     "monitor.host_health",
     "monitor.round_progress_interval_s",
     "monitor.supervisor_stale_threshold_s",
-    "schedule",
-    "phases.phase_policy",
     "phases.*.disable_pre_round_hooks",
-    "phases.*.schedule",
     "phases.*.runtime.disable_pre_round_hooks",
 ];
 
@@ -269,6 +281,14 @@ fn parse_phases(
         None => None,
         Some(list) => Some(deserialize_at::<Vec<String>>(path, "phases.list", list)?),
     };
+    let phase_policy = match table.remove("phase_policy") {
+        None => None,
+        Some(value) => Some(deserialize_at::<String>(
+            path,
+            "phases.phase_policy",
+            value,
+        )?),
+    };
     let mut overrides = BTreeMap::new();
     for (name, value) in table {
         let prefix = format!("phases.{name}");
@@ -308,10 +328,15 @@ fn parse_phases(
                     .or(phase.runtime.and_then(|r| r.round_budget_s)),
                 prompt_files: phase.prompt.map(|p| p.files),
                 agent,
+                schedule: phase.schedule,
             },
         );
     }
-    Ok(RawPhases { list, overrides })
+    Ok(RawPhases {
+        list,
+        phase_policy,
+        overrides,
+    })
 }
 
 fn key_error(path: &Path, key: &str, message: String) -> ConfigError {
@@ -409,7 +434,7 @@ mod tests {
             }
             other => panic!("expected a key error, got {other:?}"),
         }
-        let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\nterminal_marker = \"m\"\n[monitor]\nauth_fail_hint = \"h\"\nround_progress_interval_s = 5\n[schedule]\ntimezone = \"UTC\"\n";
+        let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\nterminal_marker = \"m\"\n[monitor]\nauth_fail_hint = \"h\"\nround_progress_interval_s = 5\n[monitor.host_health.disk]\nwarning_pct = 80.0\n";
         let raw = parse(Path::new("c.toml"), text).unwrap();
         assert_eq!(raw.warnings.len(), 2, "{:?}", raw.warnings);
         let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\n[plugins]\nsandox = \"require\"\n[plugins.throttle]\nmax = 3\n";
@@ -427,8 +452,14 @@ mod tests {
             "{:?}",
             foreign.warnings
         );
-        assert!(raw.warnings[0].contains("`monitor.round_progress_interval_s`"));
-        assert!(raw.warnings[1].contains("`schedule`"));
+        assert!(raw
+            .warnings
+            .iter()
+            .any(|w| w.contains("`monitor.round_progress_interval_s`")));
+        assert!(raw
+            .warnings
+            .iter()
+            .any(|w| w.contains("`monitor.host_health`")));
         assert_eq!(raw.monitor.auth_fail_hint.as_deref(), Some("h"));
     }
 

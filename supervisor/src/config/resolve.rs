@@ -7,8 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::raw::{RawAgent, RawConfig, RawHost};
+use super::raw::{RawAgent, RawConfig, RawHost, RawSchedule};
 use super::{ConfigError, SCHEMA_VERSION};
+use crate::runtime::schedule::{Schedule, Window};
 
 /// The whole configuration, validated, with absolute paths.
 #[derive(Clone, Debug)]
@@ -31,6 +32,8 @@ pub struct Config {
     pub phases: PhasesConfig,
     /// `[monitor]` (the keys this build implements).
     pub monitor: MonitorConfig,
+    /// `[schedule]`: when rounds may start (no windows: always).
+    pub schedule: Schedule,
     /// One line per reference-system key present in the file that this build ignores
     /// ([`super::UNIMPLEMENTED`]); printed once by [`super::load`].
     pub warnings: Vec<String>,
@@ -71,6 +74,19 @@ pub struct PhaseOverride {
     pub prompt_files: Option<Vec<PathBuf>>,
     /// `[phases.<name>.agent]` merged onto `[agent]`.
     pub agent: Option<AgentConfig>,
+    /// `[phases.<name>.schedule]` (its `timezone` defaults to `[schedule]`'s).
+    pub schedule: Option<Schedule>,
+}
+
+/// `[phases] phase_policy`: what `serve` does when the next round's phase is outside its
+/// schedule.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PhasePolicy {
+    /// Wait until the phase's schedule opens (default).
+    #[default]
+    Wait,
+    /// Skip the phase (its round number is passed over) and go on with the next one.
+    Skip,
 }
 
 /// `[phases]`: the rotation and the per-phase overrides.
@@ -81,6 +97,8 @@ pub struct PhasesConfig {
     pub list: Vec<String>,
     /// Overrides by phase name (every name is in `list`).
     pub overrides: BTreeMap<String, PhaseOverride>,
+    /// `phase_policy`.
+    pub phase_policy: PhasePolicy,
 }
 
 /// What one round runs with once its phase is known.
@@ -94,6 +112,8 @@ pub struct Profile<'a> {
     pub round_budget: Duration,
     /// The prompt files.
     pub prompt_files: &'a [PathBuf],
+    /// When rounds of this phase may start.
+    pub schedule: &'a Schedule,
 }
 
 impl Config {
@@ -117,6 +137,9 @@ impl Config {
             prompt_files: over
                 .and_then(|o| o.prompt_files.as_deref())
                 .unwrap_or(&self.prompt.files),
+            schedule: over
+                .and_then(|o| o.schedule.as_ref())
+                .unwrap_or(&self.schedule),
         }
     }
 }
@@ -453,8 +476,23 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         ContextInjection::None
     };
 
+    // [schedule]
+    let base_zone = raw.schedule.as_ref().and_then(|s| s.timezone.clone());
+    let schedule = resolve_schedule(raw.schedule.unwrap_or_default(), None)
+        .map_err(|(k, m)| err(&format!("schedule.{k}"), m))?;
+
     // [phases]
     let list = raw.phases.list.unwrap_or_default();
+    let phase_policy = match raw.phases.phase_policy.as_deref() {
+        None | Some("wait") => PhasePolicy::Wait,
+        Some("skip") => PhasePolicy::Skip,
+        Some(other) => {
+            return Err(err(
+                "phases.phase_policy",
+                format!("{other:?}; expected \"wait\" or \"skip\""),
+            ))
+        }
+    };
     for (i, name) in list.iter().enumerate() {
         if name.trim().is_empty() {
             return Err(err(
@@ -497,12 +535,20 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
                 Some(resolve_agent(a).map_err(|(k, m)| err(&key(&format!("agent.{k}")), m))?)
             }
         };
+        let schedule = match phase.schedule {
+            None => None,
+            Some(raw) => Some(
+                resolve_schedule(raw, base_zone.as_deref())
+                    .map_err(|(k, m)| err(&key(&format!("schedule.{k}")), m))?,
+            ),
+        };
         overrides.insert(
             name,
             PhaseOverride {
                 round_budget: phase.round_budget_s.map(Duration::from_secs),
                 prompt_files,
                 agent,
+                schedule,
             },
         );
     }
@@ -674,7 +720,12 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
             pins,
             hosts,
         },
-        phases: PhasesConfig { list, overrides },
+        phases: PhasesConfig {
+            list,
+            overrides,
+            phase_policy,
+        },
+        schedule,
         monitor,
         warnings: raw.warnings,
         path,
@@ -738,6 +789,42 @@ fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, (&'static str, String)> {
         terminal_marker: raw
             .terminal_marker
             .unwrap_or_else(|| DEFAULT_TERMINAL_MARKER.to_owned()),
+    })
+}
+
+/// Resolves one `[schedule]` table (`timezone` defaulting to `inherited`, then the
+/// system's zone). Errors: the key under the table and what is wrong.
+fn resolve_schedule(
+    raw: RawSchedule,
+    inherited: Option<&str>,
+) -> Result<Schedule, (String, String)> {
+    let (zone, zone_name) = match raw.timezone.as_deref().or(inherited) {
+        Some(name) => (
+            jiff::tz::TimeZone::get(name).map_err(|e| {
+                (
+                    "timezone".to_owned(),
+                    format!("{name:?} is not a known IANA time zone ({e}); e.g. \"Europe/Berlin\" or \"UTC\""),
+                )
+            })?,
+            name.to_owned(),
+        ),
+        None => {
+            let zone = jiff::tz::TimeZone::system();
+            let name = zone.iana_name().unwrap_or("local").to_owned();
+            (zone, name)
+        }
+    };
+    let windows = |key: &str, list: &[String]| {
+        list.iter()
+            .enumerate()
+            .map(|(i, w)| Window::parse(w).map_err(|m| (format!("{key}[{i}]"), m)))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    Ok(Schedule {
+        run: windows("run_windows", &raw.run_windows)?,
+        pause: windows("pause_windows", &raw.pause_windows)?,
+        zone,
+        zone_name,
     })
 }
 

@@ -38,6 +38,8 @@ pub enum ServiceState {
     /// when and why).
     #[serde(rename = "backing_off")]
     BackingOff,
+    /// Outside the hours `[schedule]` allows; waiting for them.
+    Paused,
     /// A stop was asked for; finishing up.
     Stopping,
     /// `serve` has exited (written last, on a clean exit).
@@ -52,6 +54,7 @@ impl ServiceState {
             ServiceState::Deferred => "deferred",
             ServiceState::Idle => "idle",
             ServiceState::BackingOff => "backing_off",
+            ServiceState::Paused => "paused",
             ServiceState::Stopping => "stopping",
             ServiceState::Stopped => "stopped",
         }

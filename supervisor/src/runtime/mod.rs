@@ -24,6 +24,7 @@ pub mod prompt;
 pub mod retention;
 pub mod round;
 pub mod round_context;
+pub mod schedule;
 pub mod serve;
 pub mod spawn_gate;
 pub mod state;

@@ -15,16 +15,17 @@
 
 use agent_runner_plugin_host::probe::probe;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 
 use crate::config;
+use crate::config::PhasePolicy;
 use crate::exit::CliError;
 use crate::hosts::sandbox::SandboxGate;
 use crate::hosts::HostManager;
 use crate::operator::control::Snapshot;
 use crate::operator::service::{BackOffDoc, ServiceFile, ServiceState};
-use crate::runtime::backoff::{self, Plan};
+use crate::runtime::backoff::{self, Plan, WaitEnd};
 use crate::runtime::events::{Event, EventLog};
 use crate::runtime::git::Repo;
 use crate::runtime::round::{Attempt, Runner};
@@ -126,6 +127,8 @@ pub struct ServeOptions {
     pub max_rounds: Option<u64>,
     /// Stop after one completed round.
     pub once: bool,
+    /// Start rounds whatever `[schedule]` says (`--ignore-schedule`).
+    pub ignore_schedule: bool,
 }
 
 /// How `serve` ended.
@@ -201,6 +204,9 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                 max_rounds: max,
             });
             break;
+        }
+        if !options.ignore_schedule && !schedule_gate(runner, &mut service, status, stop).await {
+            continue;
         }
         let next = state::peek_next_round(&runner.config.runtime.log_dir).ok();
         status.send_modify(|s| s.update("round", next, &runner.hosts));
@@ -339,6 +345,90 @@ async fn back_off(
     tracing::info!(?end, "back-off over");
     status.send_modify(|s| s.update("waiting", None, &runner.hosts));
     service.update(ServiceState::Idle, None, &runner.hosts);
+}
+
+/// Longest single pause when no schedule window opens within eight days: the schedule is
+/// looked at again after it.
+const SCHEDULE_RECHECK: Duration = Duration::from_secs(3600);
+
+/// `[schedule]` before a round (docs/configuration.md "[schedule]"): `true` when the next
+/// round's phase may start now. Otherwise either passes the round over
+/// (`phase_policy = "skip"` while another phase is open: `schedule_phase_skipped`) or
+/// waits until the schedule opens (`schedule_paused` … `schedule_resumed`; a stop, SIGTERM
+/// or the stop file ends the wait within a tick), and returns `false` so the loop looks
+/// again: after a clock jump one round at most starts, never a burst.
+async fn schedule_gate(
+    runner: &Runner,
+    service: &mut ServiceFile,
+    status: &watch::Sender<Snapshot>,
+    stop: &mut StopWatch,
+) -> bool {
+    let config = &runner.config;
+    let log_dir = &config.runtime.log_dir;
+    let next = state::peek_next_round(log_dir).unwrap_or(1);
+    let phase = config.phase_for_round(next);
+    let schedule = config.profile(phase).schedule;
+    let now = jiff::Timestamp::now();
+    if schedule.allows(now) {
+        return true;
+    }
+    let phases: Vec<&str> = config.phases.list.iter().map(String::as_str).collect();
+    let any_open = phases
+        .iter()
+        .any(|p| config.profile(Some(p)).schedule.allows(now));
+    if config.phases.phase_policy == PhasePolicy::Skip && any_open {
+        if let Ok(round_num) = state::next_round(log_dir) {
+            runner.events.emit(Event::SchedulePhaseSkipped {
+                round_num,
+                phase: phase.unwrap_or("").to_owned(),
+                until: schedule.next_open(now).map(|t| t.to_string()),
+            });
+        }
+        return false;
+    }
+    // Wait for this phase's schedule (skip policy: for the first phase to open).
+    let until = if config.phases.phase_policy == PhasePolicy::Skip && !phases.is_empty() {
+        phases
+            .iter()
+            .filter_map(|p| config.profile(Some(p)).schedule.next_open(now))
+            .min()
+    } else {
+        schedule.next_open(now)
+    };
+    let wait = until
+        .and_then(|t| t.duration_since(now).try_into().ok())
+        .map(|d: Duration| d.max(Duration::from_secs(1)))
+        .unwrap_or(SCHEDULE_RECHECK);
+    let plan = Plan {
+        requested: wait,
+        applied: wait,
+        until: SystemTime::now() + wait,
+        capped: false,
+        cap: wait,
+    };
+    let until_text = crate::runtime::events::timestamp(plan.until);
+    runner.events.emit(Event::SchedulePaused {
+        phase: phase.map(str::to_owned),
+        until: until_text.clone(),
+        timezone: schedule.zone_name.clone(),
+    });
+    let state = format!("paused by schedule until {until_text}");
+    status.send_modify(|s| s.update(&state, None, &runner.hosts));
+    service.update(ServiceState::Paused, None, &runner.hosts);
+    let started = Instant::now();
+    let end = backoff::wait(&plan, stop, config.runtime.stop_file.as_deref()).await;
+    runner.events.emit(Event::ScheduleResumed {
+        paused_for_s: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        reason: match end {
+            WaitEnd::Elapsed => "schedule",
+            WaitEnd::Stopped => "stop",
+            WaitEnd::StopFile => "stop_file",
+        }
+        .to_owned(),
+    });
+    status.send_modify(|s| s.update("waiting", None, &runner.hosts));
+    service.update(ServiceState::Idle, None, &runner.hosts);
+    false
 }
 
 /// Shuts the hosts down and releases the lock.

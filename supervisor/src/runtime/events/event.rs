@@ -66,6 +66,33 @@ pub enum Event {
         /// The limit.
         max_rounds: u64,
     },
+    /// `[schedule]` does not allow the next round now; serve waits.
+    SchedulePaused {
+        /// The phase of the next round; `null` without `[phases]`.
+        phase: Option<String>,
+        /// When the schedule opens (UTC), as far as eight days ahead; else in an hour,
+        /// when it is looked at again.
+        until: String,
+        /// The zone the windows are read in.
+        timezone: String,
+    },
+    /// The wait after [`Event::SchedulePaused`] is over.
+    ScheduleResumed {
+        /// Seconds waited, to 0.1 s.
+        paused_for_s: f64,
+        /// `schedule` (it opened), `stop` or `stop_file`.
+        reason: String,
+    },
+    /// `phase_policy = "skip"`: the next round's phase is outside its schedule while
+    /// another phase is open; its round number is passed over.
+    SchedulePhaseSkipped {
+        /// The round number passed over.
+        round_num: u64,
+        /// Its phase.
+        phase: String,
+        /// When that phase's schedule opens, if within eight days.
+        until: Option<String>,
+    },
     /// A spawn hook deferred the round; serve waits, then asks again.
     RoundDeferred {
         /// Always `info`.
