@@ -367,3 +367,75 @@ fn a_bad_auth_pattern_is_a_config_error() {
         "{out}"
     );
 }
+
+/// A third-party post-round host written with the Python SDK (scaffolded by `plugin new`,
+/// confined and pinned like any host) diagnoses an agent that fails silently at once, round
+/// after round: with `transient_error_action = "skip"` serve keeps going, because diagnosed
+/// failures do not count toward the crash-loop breaker (which stops the same agent after 5
+/// rounds without a diagnosis).
+#[test]
+fn a_python_post_round_host_diagnoses_silent_failures_that_then_do_not_trip_the_breaker() {
+    let p = Project::new();
+    let out = p.run(&[
+        "plugin",
+        "new",
+        "--lang",
+        "python",
+        "--family",
+        "post_round",
+        "--dir",
+        p.tmp_dir().to_str().unwrap(),
+        "judge",
+    ]);
+    out.assert_code(0);
+    let root = p.tmp_dir().join("judge");
+    std::fs::write(
+        root.join("src/__main__.py"),
+        "import sys\n\
+         from agent_runner_host import Host, back_off\n\
+         host = Host(\"judge\", \"0.1.0\")\n\n\
+         @host.post_round(\"judge\")\n\
+         def judge(params):\n    \
+             if params[\"outcome\"][\"exit_code\"] != 0:\n        \
+                 return back_off(\"network\", back_off_s=1, message=\"the agent cannot reach its API\")\n    \
+             return None\n\n\
+         sys.exit(host.run())\n",
+    )
+    .unwrap();
+    let build = std::process::Command::new("bash")
+        .arg(root.join("build.sh"))
+        .output()
+        .unwrap();
+    assert!(
+        build.status.success(),
+        "{}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let pyz = root.join("judge.pyz");
+    let agent = p.tmp_dir().join("silent-fail.sh");
+    std::fs::write(&agent, "#!/bin/sh\nexit 1\n").unwrap();
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let config = ConfigBuilder::new(&agent)
+        .sandbox("require")
+        .host(agent_runner_e2e::HostSpec::new("judge", &pyz).provides(&["post_round"]));
+    let text = config.render().replace(
+        "restart_delay_s = 1\n",
+        "restart_delay_s = 1\ntransient_error_action = \"skip\"\n",
+    );
+    p.write_config_text(&text);
+    let out = p.run(&["serve", "--max-rounds", "7"]);
+    out.assert_code(0);
+    let detected = p.events_of("transient_error_detected");
+    assert_eq!(detected.len(), 7, "{}", p.events_text());
+    assert!(detected
+        .iter()
+        .all(|e| e["hook"] == "judge" && e["action"] == "skip" && e["kind"] == "network"));
+    assert_eq!(p.events_of("agent_network_blip").len(), 7);
+    assert!(p.events_of("crash_loop").is_empty(), "{}", p.events_text());
+
+    // The same agent without the host: the breaker stops serve after 5 rounds.
+    let p = Project::new();
+    p.write_config(&ConfigBuilder::new(&agent));
+    p.run(&["serve", "--max-rounds", "7"]).assert_code(75);
+    assert_eq!(p.events_of("crash_loop").len(), 1);
+}

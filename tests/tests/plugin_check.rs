@@ -186,7 +186,11 @@ fn faulty_hosts_fail_the_rule_they_break() {
 #[test]
 fn python_scaffolds_pass_as_generated() {
     let dir = tempfile::tempdir().unwrap();
-    for (name, family) in [("py-spawn", "spawn_hook"), ("py-dirty", "dirty_handler")] {
+    for (name, family) in [
+        ("py-spawn", "spawn_hook"),
+        ("py-dirty", "dirty_handler"),
+        ("py-post", "post_round"),
+    ] {
         let out = agent_runner(
             dir.path(),
             &[
