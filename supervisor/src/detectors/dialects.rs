@@ -95,11 +95,33 @@ pub const DIALECTS: &[Dialect] = &[
     },
 ];
 
-/// The JSON records of a log tail, in order (lines starting with `{` that parse).
-pub fn records(tail: &str) -> Vec<Value> {
+/// Byte strings one of which every line [`error_text`] can flag contains: an `"error"`
+/// key or value (`"type":"error"`, `"status":"error"`, `"stopReason":"error"`, an
+/// `"error":` member), an `"error_…"` subtype, a true `is_error`, a failed type.
+const ERROR_HINTS: &[&str] = &[
+    "\"error\"",
+    "\"error_",
+    "is_error\":true",
+    "is_error\": true",
+    "failed",
+];
+
+/// The JSON records of a log tail that may matter to `dialect`, in order: lines starting
+/// with `{` that may be error records ([`ERROR_HINTS`]) or name the record type its usage
+/// is read from, and parse. Other lines (most of a log: the agent's own messages and tool
+/// output) are not decoded at all.
+pub fn records(dialect: &Dialect, tail: &str) -> Vec<Value> {
+    let usage_type = match dialect.usage {
+        UsageRule::Last { kind, .. } | UsageRule::Sum { kind, .. } => Some(format!("\"{kind}\"")),
+        UsageRule::AiderText | UsageRule::None => None,
+    };
+    let may_matter = |line: &str| {
+        ERROR_HINTS.iter().any(|h| line.contains(h))
+            || usage_type.as_deref().is_some_and(|t| line.contains(t))
+    };
     tail.lines()
         .map(str::trim_start)
-        .filter(|l| l.starts_with('{'))
+        .filter(|l| l.starts_with('{') && may_matter(l))
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(Value::is_object)
         .collect()

@@ -64,7 +64,7 @@ pub fn detect(dialect: &Dialect, round: &Round) -> Option<PostRoundVerdict> {
     if round.agent_binary != dialect.binary {
         return None;
     }
-    let records = dialects::records(round.tail);
+    let records = dialects::records(dialect, round.tail);
     let usage = dialects::usage(dialect.usage, &records, round.tail);
     let structured: Vec<String> = records.iter().filter_map(dialects::error_text).collect();
     let unclean = round.outcome.exit_cause == "exited" && round.outcome.exit_code != Some(0);
