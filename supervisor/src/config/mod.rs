@@ -6,6 +6,7 @@
 
 mod raw;
 mod resolve;
+pub mod vocabulary;
 
 pub use raw::UNIMPLEMENTED;
 pub use resolve::{
