@@ -2,7 +2,7 @@
 # Supervisor overhead of one round: `agent-runner round` (whole process: boot, lock, spawn
 # gate, agent, dirty check, events) with a trivial agent (`true`) in a fresh git repo,
 # compared with running `true` alone. The reference system measures 409 ms for the same
-# (shared/peer-facts.md). Uses hyperfine when installed, else a `date +%s%N` loop.
+# (docs/reference-system.md, "Measured"). Uses hyperfine when installed, else a `date +%s%N` loop.
 # Usage: bench/round_overhead.sh [RUNS]   (default 50)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

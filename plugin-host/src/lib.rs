@@ -9,7 +9,7 @@
 //!   `execveat(fd, "", AT_EMPTY_PATH)`;
 //! * Landlock and seccomp are in force ([`policy`], applied by [`launch`] between fork and
 //!   exec, with everything prepared before the fork);
-//! * its environment holds only the allowlist of protocol §6 ([`env`](mod@env));
+//! * its environment holds only the allowlist of `docs/protocol.md` §8 ([`env`](mod@env));
 //! * resource limits apply and it dies with the supervisor ([`launch`]), and every process
 //!   it starts dies with it (it is PID 1 of its own PID namespace);
 //! * with [`spawn_with_listener`], a seccomp denial is named: the supervisor learns which

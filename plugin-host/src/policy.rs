@@ -16,7 +16,8 @@
 //!   calls outright (`SECCOMP_RET_KILL_PROCESS` in either variant).
 //!
 //! Both are built in the supervisor *before* the fork (see [`crate::launch`]).
-//! The source of each rule is protocol-v1.md §6 and the design's field notes.
+//! The source of each rule is `docs/protocol.md` §8 (what a confined host can do) and
+//! `docs/design-notes.md`, "Implementation notes".
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -120,7 +121,7 @@ pub enum PolicyError {
     Seccomp(String),
 }
 
-/// The filesystem grants of a host (protocol §6: readable are its executable and what it
+/// The filesystem grants of a host (docs/protocol.md §8: readable are its executable and what it
 /// needs to start, `work_dir` and `log_dir`; writable only `state_dir` and `tmp_dir`).
 pub fn fs_grants(
     exe: &VerifiedExecutable,
@@ -186,28 +187,28 @@ pub fn fs_grants(
     g.push(FsGrant {
         path: work_dir.to_owned(),
         access: FsAccess::ReadOnly,
-        why: "protocol §6: work_dir is readable (the host's cwd), never writable",
+        why: "docs/protocol.md §8: work_dir is readable (the host's cwd), never writable",
         required: true,
         via_verified_fd: false,
     });
     g.push(FsGrant {
         path: log_dir.to_owned(),
         access: FsAccess::ReadOnly,
-        why: "protocol §6: log_dir is readable",
+        why: "docs/protocol.md §8: log_dir is readable",
         required: true,
         via_verified_fd: false,
     });
     g.push(FsGrant {
         path: state_dir.to_owned(),
         access: FsAccess::ReadWrite,
-        why: "protocol §6: the host's private state directory is writable",
+        why: "docs/protocol.md §8: the host's private state directory is writable",
         required: true,
         via_verified_fd: false,
     });
     g.push(FsGrant {
         path: tmp_dir.to_owned(),
         access: FsAccess::ReadWrite,
-        why: "protocol §6: TMPDIR is writable",
+        why: "docs/protocol.md §8: TMPDIR is writable",
         required: true,
         via_verified_fd: false,
     });
@@ -281,12 +282,12 @@ pub fn landlock_ruleset(
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::from_all(abi))?;
     if level >= 4 {
-        // No network: TCP bind/connect handled, no rule grants them (protocol §6).
+        // No network: TCP bind/connect handled, no rule grants them (docs/protocol.md §8).
         ruleset = ruleset.handle_access(AccessNet::from_all(abi))?;
     }
     if level >= 6 {
         // No abstract unix sockets outside the host's domain, no signals to processes
-        // outside the host (protocol §6).
+        // outside the host (docs/protocol.md §8).
         ruleset = ruleset.scope(Scope::from_all(abi))?;
     }
     let mut created = ruleset.create()?;
@@ -363,7 +364,7 @@ macro_rules! deny {
 const NET: &str = "no network: only AF_UNIX sockets (tokio's signal/process drivers use socketpair(AF_UNIX)); no IP, packet or netlink sockets";
 const NS: &str = "no mounts or namespaces";
 
-/// The seccomp deny-list (protocol §6 "cannot do"); a match kills the whole host process
+/// The seccomp deny-list (docs/protocol.md §8 "cannot do"); a match kills the whole host process
 /// (`SECCOMP_RET_KILL_PROCESS`, the parent sees signal 31, SIGSYS), or with
 /// [`DenyAction::Notify`] stops the calling thread in the kernel until the supervisor has read
 /// the notification and killed the host. `clone3` is deliberately *not* here: glibc's

@@ -1,4 +1,4 @@
-//! The host's environment is only the protocol §6 allowlist. (A separate test binary because
+//! The host's environment is only the `docs/protocol.md` §8 allowlist. (A separate test binary because
 //! it changes this process's environment.)
 
 mod common;

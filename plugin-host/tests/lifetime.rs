@@ -1,4 +1,4 @@
-//! Nothing outlives a host (protocol v1 §6 "every process the host starts dies with it"):
+//! Nothing outlives a host (`docs/protocol.md` §8: a host "dies together with every process it started"):
 //! the host is PID 1 of its own PID namespace, so a child that left its process group with
 //! `setsid()` still dies with it; and its number of tasks is bounded by its `pids` cgroup.
 

@@ -1,4 +1,4 @@
-//! The hostile-host suite (issue 4, protocol v1 §6): real hosts — `ar-e2e-attempts` (Rust,
+//! The hostile-host suite (issue 4, `docs/protocol.md` §8): real hosts — `ar-e2e-attempts` (Rust,
 //! SDK) and `tests/hosts/attempts.py` (Python, by hand) — pinned and run under
 //! `sandbox = "require"`, each trying one forbidden thing in a `before_spawn` call of a real
 //! `agent-runner round`. Every test asserts the denial (the errno the host reports back in its

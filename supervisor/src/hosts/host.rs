@@ -19,7 +19,7 @@ use super::{CallFailure, ErrorType};
 
 /// Longest stderr line of a host kept in our log, in characters.
 pub const MAX_STDERR_LINE_CHARS: usize = 1024;
-/// How long a host has to exit after `shutdown` and stdin EOF (protocol-v1.md §2).
+/// How long a host has to exit after `shutdown` and stdin EOF (`docs/protocol.md` §2).
 pub const EXIT_GRACE: Duration =
     Duration::from_secs(agent_runner_protocol::limits::EXIT_AFTER_EOF_S);
 /// How long we wait to learn how a host whose pipe broke ended.

@@ -1,5 +1,6 @@
 //! Third-party plugin hosts: pin check, confined launch, `initialize`, hook calls,
-//! failures and restarts, shutdown (design.md "Host lifecycle", protocol-v1.md §2–§5).
+//! failures and restarts, shutdown (`docs/design-notes.md`, "Host lifecycle";
+//! `docs/protocol.md` §2–§6).
 //!
 //! The manager owns every host of one supervisor run. A host that crashes, hangs, breaks
 //! the protocol or is killed by the sandbox is killed with its process group, recorded as
@@ -44,7 +45,8 @@ pub const BUILTIN_HOOK_NAMES: &[&str] = &[BUILTIN_DIRTY_HANDLER];
 /// 1000), reserved like every name of [`BUILTIN_HOOK_NAMES`].
 pub const BUILTIN_DIRTY_HANDLER: &str = "default";
 
-/// The failure taxonomy of a hook call (`hook_failed.error_type`, protocol-v1.md §5).
+/// The failure taxonomy of a hook call (`hook_failed.error_type`, `docs/protocol.md`
+/// §6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorType {
     /// The host answered with a JSON-RPC error object.
@@ -235,7 +237,7 @@ impl HostManager {
                     if failure.rpc.as_ref().is_some_and(|(code, _)| {
                         *code == agent_runner_protocol::error_codes::UNSUPPORTED_PROTOCOL_VERSION
                     }) {
-                        // Another protocol version: no restart can help (protocol-v1.md §3).
+                        // Another protocol version: no restart can help (`docs/protocol.md` §3).
                         manager.events.emit(Event::PluginRefused {
                             name: cfg.name.clone(),
                             reason: failure.message.clone(),
