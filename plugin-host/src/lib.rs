@@ -35,6 +35,8 @@ pub mod pin;
 pub mod policy;
 pub mod probe;
 pub mod resolve;
+pub mod user_namespace;
+pub mod write_limits;
 
 pub use launch::{kill_group, spawn, spawn_with_listener, LaunchError, LaunchSpec};
 pub use notify::{syscall_name, DenialListener, Denied};
