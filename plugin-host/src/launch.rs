@@ -731,12 +731,16 @@ fn spawn_inner(
     // the new PID namespace.
     let pid_ns = FreshPidNamespace::for_next_child()
         .map_err(|e| open_err(Path::new("/proc/thread-self/ns/pid"), e))?;
-    let user_ns = match (&pid_ns, user_namespaces()) {
-        (Some(_), _) => None,
-        (None, Ok(())) => Some(UserNamespacePlan::new(spec.pids_max)),
-        (None, Err(reason)) => {
-            tracing::warn!(host, %reason, "no PID namespace (needs CAP_SYS_ADMIN or a user namespace): processes the host starts with setsid() could outlive it");
-            None
+    let user_ns = if pid_ns.is_some() {
+        None
+    } else {
+        // (The probe forks: only here, where no PID namespace is armed.)
+        match user_namespaces() {
+            Ok(()) => Some(UserNamespacePlan::new(spec.pids_max)),
+            Err(reason) => {
+                tracing::warn!(host, %reason, "no PID namespace (needs CAP_SYS_ADMIN or a user namespace): processes the host starts with setsid() could outlive it");
+                None
+            }
         }
     };
     let pids = match &user_ns {

@@ -208,6 +208,8 @@ async fn every_thread_is_confined_and_limits_apply() {
     .unwrap();
     assert!(ready);
 
+    let group = pid;
+    let pid = host_pid(pid);
     let mut tasks = 0;
     for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
         let status = std::fs::read_to_string(t.unwrap().path().join("status")).unwrap();
@@ -235,16 +237,16 @@ async fn every_thread_is_confined_and_limits_apply() {
 
     // Its own process group.
     // SAFETY: getpgid reads another process's group id.
-    assert_eq!(unsafe { libc::getpgid(pid as i32) }, pid as i32);
+    assert_eq!(unsafe { libc::getpgid(pid as i32) }, group as i32);
 
-    kill_group(pid).unwrap();
+    kill_group(group).unwrap();
     let st = tokio::time::timeout(Duration::from_secs(10), child.wait())
         .await
         .unwrap()
         .unwrap();
     assert_eq!(st.signal(), Some(libc::SIGKILL));
     // An exited group is not an error.
-    kill_group(pid).unwrap();
+    kill_group(group).unwrap();
 }
 
 #[tokio::test]
@@ -367,9 +369,15 @@ async fn python_env_script_host_starts_under_full_confinement() {
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     let spec = spec_for(&script, &d, &["x"], FULL);
     let interp = spec.exe.interpreter.clone().expect("a #! script");
-    // python3 on PATH is a pyenv shim (a bash script); the real interpreter is resolved.
+    // As root, python3 on PATH is a pyenv shim (a bash script) and the real interpreter is
+    // resolved; the unprivileged user's PATH reaches the system python3.
+    let expected = if agent_runner_e2e::unprivileged::is_rerun() {
+        "/usr/bin/"
+    } else {
+        "/root/.pyenv/versions/"
+    };
     assert!(
-        interp.path.starts_with("/root/.pyenv/versions/"),
+        interp.path.starts_with(expected),
         "{}",
         interp.path.display()
     );
@@ -406,9 +414,11 @@ fn policy_writes_only_state_and_tmp_and_executes_only_host_interpreter_loader() 
             FsAccess::ReadOnly => {}
         }
     }
-    // The interpreter's private prefix (pyenv) is readable, not all of /usr or /root.
+    // The interpreter's private prefix (pyenv, as root) or its stdlib (the system python3
+    // the unprivileged user's PATH reaches) is readable, not all of /usr or /root.
     let prefix = interp.path.parent().unwrap().parent().unwrap();
-    assert!(grants.iter().any(|g| g.path == prefix));
+    assert!(grants.iter().any(|g| g.path == prefix
+        || (prefix == std::path::Path::new("/usr") && g.path.starts_with("/usr/lib/python3"))));
     assert!(
         !grants
             .iter()
@@ -416,4 +426,12 @@ fn policy_writes_only_state_and_tmp_and_executes_only_host_interpreter_loader() 
                 || g.path == std::path::Path::new("/root"))
     );
     assert!(!SECCOMP_DENY.iter().any(|d| d.name == "SYS_clone3"));
+}
+
+/// Every other test of this file again, with the test binary running as an unprivileged
+/// user (user + PID namespaces, `RLIMIT_NPROC` instead of root's PID namespace and `pids`
+/// cgroup).
+#[test]
+fn all_of_the_above_as_an_unprivileged_user() {
+    agent_runner_e2e::rerun_as_unprivileged_user("all_of_the_above_as_an_unprivileged_user");
 }

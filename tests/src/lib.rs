@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 pub use serde_json;
 
 pub mod unprivileged;
-pub use unprivileged::{unprivileged_user, Operator, TestUser};
+pub use unprivileged::{rerun_as_unprivileged_user, unprivileged_user, Operator, TestUser};
 
 /// How long [`Project::wait_for_event`] waits by default: generous, a correctness bound.
 pub const EVENT_TIMEOUT: Duration = Duration::from_secs(30);

@@ -177,3 +177,54 @@ fn chown_tree(path: &Path, uid: u32, gid: u32) {
         }
     }
 }
+
+/// Set in the environment of a test binary re-run by [`rerun_as_unprivileged_user`].
+pub const RERUN_ENV: &str = "AR_E2E_RERUN_AS_USER";
+
+/// True inside a re-run started by [`rerun_as_unprivileged_user`].
+pub fn is_rerun() -> bool {
+    std::env::var_os(RERUN_ENV).is_some()
+}
+
+/// Runs the calling test binary again, as [`unprivileged_user`], with every test but
+/// `this_test` (the caller), and panics with its output unless all pass. This is how a
+/// suite of in-process confinement tests runs twice: once as root, once as an operator
+/// without privileges (the test binary, not `cargo`, runs as the user). Returns at once
+/// inside such a re-run.
+///
+/// # Panics
+/// When the re-run fails or cannot start.
+pub fn rerun_as_unprivileged_user(this_test: &str) {
+    if is_rerun() {
+        return;
+    }
+    let user = unprivileged_user();
+    let exe = std::env::current_exe().expect("current_exe");
+    let out = user
+        .command(&exe)
+        .args(["--skip", this_test, "--test-threads", "2"])
+        .env(RERUN_ENV, "1")
+        .current_dir("/")
+        .output()
+        .unwrap_or_else(|e| panic!("run {} as {}: {e}", exe.display(), user.name));
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "{} as {} (uid {}): {}\n{text}",
+        exe.display(),
+        user.name,
+        user.uid,
+        out.status
+    );
+    // A run that filtered everything out would pass too: insist tests ran.
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("test result: ok.") && !l.contains(" 0 passed")),
+        "no test ran as {}: {text}",
+        user.name
+    );
+}
