@@ -568,12 +568,11 @@ pub fn seccomp_program_for(action: DenyAction) -> Result<SeccompProgram, PolicyE
                 ]
             }
             DenyWhen::NotUnixStreamPair => {
-                let mut chain = vec![SeccompRule::new(vec![cond(
-                    0,
-                    SeccompCmpOp::Ne,
-                    libc::AF_UNIX as u64,
-                )?])
-                .map_err(err)?];
+                let mut chain =
+                    vec![
+                        SeccompRule::new(vec![cond(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?])
+                            .map_err(err)?,
+                    ];
                 // Any type but SOCK_STREAM (the low 4 bits; the rest are flags).
                 for ty in [
                     libc::SOCK_DGRAM,
@@ -581,7 +580,7 @@ pub fn seccomp_program_for(action: DenyAction) -> Result<SeccompProgram, PolicyE
                     libc::SOCK_RDM,
                     libc::SOCK_SEQPACKET,
                     libc::SOCK_DCCP,
-                    libc::SOCK_PACKET,
+                    10, // SOCK_PACKET (deprecated in libc)
                 ] {
                     chain.push(
                         SeccompRule::new(vec![cond(1, SeccompCmpOp::MaskedEq(0xf), ty as u64)?])

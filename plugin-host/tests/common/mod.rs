@@ -100,8 +100,8 @@ pub fn assert_killed_by_seccomp(action: &str, st: ExitStatus, out: &str, err: &s
 /// through a user namespace (an unprivileged supervisor), the reaper's only child, PID 1
 /// of the new PID namespace (see `agent_runner_plugin_host::user_namespace`).
 pub fn host_pid(pid: u32) -> u32 {
-    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default();
+    let children =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
     let children: Vec<u32> = children
         .split_whitespace()
         .filter_map(|c| c.parse().ok())
