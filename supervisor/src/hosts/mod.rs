@@ -11,6 +11,7 @@ pub mod pins;
 pub mod sandbox;
 mod stats;
 mod transport;
+mod write_watch;
 
 pub use pins::{check_pin, CheckedHost, PinStatus};
 pub use stats::CallStats;
@@ -24,6 +25,8 @@ use agent_runner_protocol::{
 use serde_json::Value;
 use std::ffi::OsString;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, HostConfig};
@@ -180,6 +183,9 @@ struct ManagedHost {
     next_start: Instant,
     disabled: bool,
     stats: CallStats,
+    /// Set by the host's [`write_watch::WriteWatch`] when its state directory went over
+    /// `state_max_mb`.
+    write_breach: Arc<AtomicBool>,
 }
 
 /// Every host of one supervisor run.
@@ -226,6 +232,7 @@ impl HostManager {
                 next_start: Instant::now(),
                 disabled: false,
                 stats: CallStats::default(),
+                write_breach: Arc::default(),
             });
             let index = manager.hosts.len() - 1;
             match manager.start(index).await {
@@ -334,6 +341,16 @@ impl HostManager {
             }
         };
         tracing::info!(host = %managed.cfg.name, pid = running.pid(), hooks = decls.len(), "host started");
+        running.watch_writes(write_watch::WriteWatch::start(
+            write_watch::WatchSpec {
+                host: managed.cfg.name.clone(),
+                dir: managed.spec.state_dir.clone(),
+                limit_bytes: managed.cfg.writes.state_max_mb.saturating_mul(1024 * 1024),
+                pgid: running.pid(),
+                breached: managed.write_breach.clone(),
+            },
+            self.events.clone(),
+        ));
         managed.running = Some(running);
         Ok(decls)
     }
@@ -417,6 +434,7 @@ impl HostManager {
         params: Value,
     ) -> Result<Option<Value>, CallFailure> {
         let index = hook.host;
+        self.disable_on_write_breach(index);
         if self.hosts[index].disabled
             || Instant::now() < self.hosts[index].next_start && self.hosts[index].running.is_none()
         {
@@ -447,6 +465,7 @@ impl HostManager {
                     }
                 }
                 self.note_failure(index, hook, &failure);
+                self.disable_on_write_breach(index);
                 Err(failure)
             }
         }
@@ -522,6 +541,25 @@ impl HostManager {
                 reason: format!("{n} consecutive failed calls; disabled for the rest of this run"),
             });
         }
+    }
+
+    /// Disables host `index` (`plugin_disabled`) once its state directory went over its
+    /// limit (the watch has killed it and recorded `plugin_write_limit`).
+    fn disable_on_write_breach(&mut self, index: usize) {
+        let managed = &mut self.hosts[index];
+        if managed.disabled || !managed.write_breach.load(Ordering::SeqCst) {
+            return;
+        }
+        managed.disabled = true;
+        managed.running = None;
+        self.events.emit(Event::PluginDisabled {
+            name: managed.cfg.name.clone(),
+            consecutive_failures: managed.consecutive_failures,
+            reason: format!(
+                "its state directory went over state_max_mb = {} MiB; disabled for the rest of this run",
+                managed.cfg.writes.state_max_mb
+            ),
+        });
     }
 
     /// Each host's name, state and pid (for status displays).
@@ -640,6 +678,8 @@ pub fn launch_spec(
     spec.args = cfg.command[1..].iter().map(OsString::from).collect();
     spec.confine = gate.applied;
     spec.memory_max_mb = cfg.memory_max_mb;
+    spec.file_max_mb = cfg.writes.file_max_mb;
+    spec.tmp_max_mb = cfg.writes.tmp_max_mb;
     spec
 }
 
