@@ -28,6 +28,7 @@ compile_error!("agent-runner-plugin-host supports only Linux on x86_64");
 
 pub mod env;
 pub mod launch;
+pub mod layers;
 pub mod notify;
 pub mod pid_namespace;
 pub mod pids_limit;

@@ -24,7 +24,7 @@ use agent_runner_protocol::{
 };
 use serde_json::Value;
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -656,6 +656,11 @@ pub fn host_initialize_params(
     serde_json::to_value(params).expect("initialize params serialize")
 }
 
+/// Host `name`'s private state directory: `<log_dir>/plugins/<name>`.
+pub fn state_dir(log_dir: &Path, name: &str) -> PathBuf {
+    log_dir.join("plugins").join(name)
+}
+
 /// How serve launches host `cfg` from its verified executable: cwd `work_dir`, state in
 /// `<log_dir>/plugins/<name>`, `TMPDIR` in `<log_dir>/plugins/.tmp/<name>`, confined at
 /// the gate's tier, its memory limit. `plugin check` launches through the same function.
@@ -666,14 +671,13 @@ pub fn launch_spec(
     log_dir: &Path,
     gate: &SandboxGate,
 ) -> LaunchSpec {
-    let plugins_dir = log_dir.join("plugins");
     let mut spec = LaunchSpec::new(
         cfg.name.clone(),
         exe,
         work_dir,
         log_dir,
-        plugins_dir.join(&cfg.name),
-        plugins_dir.join(".tmp").join(&cfg.name),
+        state_dir(log_dir, &cfg.name),
+        log_dir.join("plugins").join(".tmp").join(&cfg.name),
     );
     spec.args = cfg.command[1..].iter().map(OsString::from).collect();
     spec.confine = gate.applied;
