@@ -12,6 +12,7 @@ use agent_runner_e2e::{workspace_root, HostSpec, Operator, Project, RunOutput, R
 use std::cell::Cell;
 use std::io::ErrorKind;
 use std::net::{TcpListener, UdpSocket};
+use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -557,4 +558,186 @@ as_root_and_unprivileged!(
     rust_grandchild_holding_stdout_does_not_stall_the_call,
     rust_fork_bomb_is_bounded_and_dies_with_the_host,
     python_host_script_is_pinned_and_its_interpreter_reported_not_pinned,
+);
+
+/// A listening pathname socket in a fresh directory outside every grant, open to all
+/// (mode 0777), like a system bus or a container daemon's socket.
+fn pathname_listener() -> (tempfile::TempDir, PathBuf, UnixListener) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let path = dir.path().join("daemon.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    (dir, path, listener)
+}
+
+fn no_unix_connection(listener: &UnixListener) {
+    match listener.accept() {
+        Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+        Ok(_) => panic!("the confined host connected to the UNIX socket"),
+        Err(e) => panic!("accept: {e}"),
+    }
+}
+
+fn rust_unix_pathname_connect_is_denied() {
+    let (_dir, path, listener) = pathname_listener();
+    let p = project(Lang::Rust, "unix_connect", json!({ "path": path }), "");
+    let out = round(&p);
+    assert_denied(&p, &out, "unix_connect", &[libc::EACCES]);
+    no_unix_connection(&listener);
+}
+
+fn rust_unix_abstract_connect_is_denied() {
+    use std::os::linux::net::SocketAddrExt;
+    let name = format!(
+        "ar-e2e-abstract-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    );
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let listener = UnixListener::bind_addr(&addr).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let p = project(
+        Lang::Rust,
+        "unix_connect",
+        json!({ "path": format!("@{name}") }),
+        "",
+    );
+    let out = round(&p);
+    assert_denied(&p, &out, "unix_connect", &[libc::EACCES]);
+    no_unix_connection(&listener);
+}
+
+fn rust_socketpair_connect_and_bind_are_killed() {
+    let (_dir, path, listener) = pathname_listener();
+    let p = project(Lang::Rust, "unix_pair_connect", json!({ "path": path }), "");
+    let out = round(&p);
+    assert_killed(&p, &out, Some("connect"));
+    no_unix_connection(&listener);
+    let p = project_with(
+        Lang::Rust,
+        "unix_pair_bind",
+        "",
+        |p| json!({ "path": p.log_dir().join("plugins/hostile/own.sock") }),
+    );
+    let out = round(&p);
+    assert_killed(&p, &out, Some("bind"));
+    assert!(!p.log_dir().join("plugins/hostile/own.sock").exists());
+}
+
+fn rust_connecting_to_the_supervisors_control_socket_is_denied() {
+    // serve listens on <log_dir>/control.sock while the host tries it every round.
+    let p = project_with(
+        Lang::Rust,
+        "unix_connect",
+        "",
+        |p| json!({ "path": p.log_dir().join("control.sock") }),
+    );
+    std::fs::create_dir_all(p.log_dir()).unwrap();
+    let running = p.spawn(&["serve"]);
+    let failed = p.wait_for_event("hook_failed");
+    assert!(
+        failed["error_message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&format!(
+                "outcome unix_connect: denied errno={}",
+                libc::EACCES
+            )),
+        "{failed}"
+    );
+    assert!(p.log_dir().join("control.sock").exists());
+    // The supervisor's socket still answers its operator, and serve stops cleanly.
+    let status = p.run(&["status", "--json"]);
+    status.assert_code(0);
+    assert!(
+        status.stdout.contains("\"source\":\"socket\"")
+            || status.stdout.contains("\"source\": \"socket\""),
+        "{status}"
+    );
+    p.run(&["stop"]).assert_code(0);
+    running.wait(RUN_TIMEOUT).assert_code(0);
+    assert!(
+        p.events_of("plugin_sandbox_kill").is_empty(),
+        "{}",
+        p.events_text()
+    );
+}
+
+fn rust_one_file_past_file_max_mb_fails_with_efbig() {
+    let p = project_with(
+        Lang::Rust,
+        "write_big",
+        "file_max_mb = 1\n",
+        |p| json!({ "path": p.log_dir().join("plugins/hostile/big"), "bytes": 3u64 << 20 }),
+    );
+    let out = round(&p);
+    assert_denied(&p, &out, "write_big", &[libc::EFBIG]);
+    let size = std::fs::metadata(p.log_dir().join("plugins/hostile/big"))
+        .unwrap()
+        .len();
+    assert_eq!(size, 1 << 20, "the file stopped at the limit");
+}
+
+fn rust_many_files_past_state_max_mb_kill_and_disable_the_host() {
+    let p = project_with(
+        Lang::Rust,
+        "write_many",
+        "state_max_mb = 2\n",
+        |p| json!({ "path": p.log_dir().join("plugins/hostile"), "bytes": 256u64 << 10, "count": 4000 }),
+    );
+    let out = round(&p);
+    let failed = assert_round_completed(&p, &out);
+    let all = p.events_text();
+    assert_eq!(failed["error_type"], "crashed", "{all}");
+    let limit = p.events_of("plugin_write_limit");
+    assert_eq!(limit.len(), 1, "{all}");
+    assert_eq!(limit[0]["host"], "hostile", "{all}");
+    assert_eq!(limit[0]["limit_bytes"], 2u64 << 20, "{all}");
+    let used = limit[0]["used_bytes"].as_u64().unwrap();
+    assert!(used > 2 << 20, "{all}");
+    let disabled = p.events_of("plugin_disabled");
+    assert_eq!(disabled.len(), 1, "{all}");
+    assert!(
+        disabled[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("state_max_mb"),
+        "{all}"
+    );
+    // Bounded overshoot: one measurement interval of writing (see docs/security.md).
+    let on_disk =
+        agent_runner_plugin_host::write_limits::disk_usage(&p.log_dir().join("plugins/hostile"));
+    assert!(
+        on_disk <= (2 << 20) + (4 << 20),
+        "{on_disk} bytes in the state dir"
+    );
+    // The records are intact: the events file is whole and the round was recorded.
+    p.assert_events_whole();
+}
+
+fn rust_tmpdir_past_tmp_max_mb_fails_with_enospc() {
+    let p = project(
+        Lang::Rust,
+        "write_tmp",
+        json!({ "bytes": 512u64 << 10, "count": 64 }),
+        "tmp_max_mb = 2\n",
+    );
+    let out = round(&p);
+    assert_denied(&p, &out, "write_tmp", &[libc::ENOSPC]);
+    // TMPDIR was private to the host: nothing reached the log dir's filesystem.
+    let tmp = p.log_dir().join("plugins/.tmp/hostile");
+    assert_eq!(agent_runner_plugin_host::write_limits::disk_usage(&tmp), 0);
+}
+
+as_root_and_unprivileged!(
+    rust_unix_pathname_connect_is_denied,
+    rust_unix_abstract_connect_is_denied,
+    rust_socketpair_connect_and_bind_are_killed,
+    rust_connecting_to_the_supervisors_control_socket_is_denied,
+    rust_one_file_past_file_max_mb_fails_with_efbig,
+    rust_many_files_past_state_max_mb_kill_and_disable_the_host,
+    rust_tmpdir_past_tmp_max_mb_fails_with_enospc,
 );

@@ -445,7 +445,7 @@ fn main() -> ExitCode {
             let config = init.config.clone();
             let c = ConfigTable::new(&config);
             c.expect_only(&[
-                "attempt", "port", "path", "pid_file", "needle", "bytes", "max",
+                "attempt", "port", "path", "pid_file", "needle", "bytes", "max", "count",
             ])?;
             let attempt = c.string_or("attempt", "")?;
             Ok(
