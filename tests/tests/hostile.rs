@@ -666,6 +666,34 @@ fn rust_connecting_to_the_supervisors_control_socket_is_denied() {
     );
 }
 
+fn unconfined_host_is_refused_by_the_control_socket() {
+    // Without seccomp (sandbox = "off") the host can make a UNIX socket: the supervisor's
+    // peer check must refuse it (the host is in its own PID namespace).
+    let p = Project::new_as(OPERATOR.get());
+    let text =
+        p.config()
+            .sandbox("off")
+            .host(HostSpec::new("hostile", host_exe(Lang::Rust)).config(
+                json!({ "attempt": "unix_request", "path": p.log_dir().join("control.sock") }),
+            ))
+            .render();
+    p.write_config_text(&text);
+    std::fs::create_dir_all(p.log_dir()).unwrap();
+    let running = p.spawn(&["serve"]);
+    let failed = p.wait_for_event("hook_failed");
+    let msg = failed["error_message"].as_str().unwrap_or_default();
+    assert!(msg.contains("allowed reply="), "{msg}");
+    assert!(
+        msg.contains("refused:"),
+        "the supervisor answered a host: {msg}"
+    );
+    // The refused `kill` did nothing: serve still runs and stops only when asked.
+    p.run(&["status", "--json"]).assert_code(0);
+    p.run(&["stop"]).assert_code(0);
+    let out = running.wait(RUN_TIMEOUT);
+    out.assert_code(0);
+}
+
 fn rust_one_file_past_file_max_mb_fails_with_efbig() {
     let p = project_with(
         Lang::Rust,
@@ -737,6 +765,7 @@ as_root_and_unprivileged!(
     rust_unix_abstract_connect_is_denied,
     rust_socketpair_connect_and_bind_are_killed,
     rust_connecting_to_the_supervisors_control_socket_is_denied,
+    unconfined_host_is_refused_by_the_control_socket,
     rust_one_file_past_file_max_mb_fails_with_efbig,
     rust_many_files_past_state_max_mb_kill_and_disable_the_host,
     rust_tmpdir_past_tmp_max_mb_fails_with_enospc,

@@ -204,6 +204,21 @@ fn unix_connect(path: &str) -> String {
     raw_result(rc.into(), "connected")
 }
 
+/// Connects to the supervisor's control socket at `path` and asks it to `kill`:
+/// `allowed reply=<its answer>`, or `denied errno=<n>` if no connection could be made.
+fn unix_request(path: &str) -> String {
+    use std::io::{BufRead, BufReader};
+    match std::os::unix::net::UnixStream::connect(path) {
+        Err(e) => format!("denied errno={}", e.raw_os_error().unwrap_or(-1)),
+        Ok(mut s) => {
+            let _ = s.write_all(b"{\"cmd\": \"kill\"}\n");
+            let mut line = String::new();
+            let _ = BufReader::new(s).read_line(&mut line);
+            format!("allowed reply={}", line.trim())
+        }
+    }
+}
+
 /// A socketpair end pointed at `path`: connect (or bind with `bind`).
 fn unix_pair(path: &str, bind: bool) -> String {
     let mut fds = [0; 2];
@@ -381,6 +396,7 @@ fn run(
             raw_result(unsafe { libc::syscall(libc::SYS_userfaultfd, 0) }, "uffd")
         }
         "unix_connect" => unix_connect(&path),
+        "unix_request" => unix_request(&path),
         "unix_pair_connect" => unix_pair(&path, false),
         "unix_pair_bind" => unix_pair(&path, true),
         "write_big" => io_result(
