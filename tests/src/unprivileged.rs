@@ -60,13 +60,18 @@ impl Operator {
 ///
 /// Idempotent across test processes running in parallel: `useradd` takes the system's
 /// passwd lock, and a loser of the race (exit 9, "already exists") or a `useradd` that
-/// failed on the lock simply looks the user up again.
+/// failed on the lock simply looks the user up again. Also makes the build directory and
+/// the checkout reachable (`o+x` on their ancestors) for the user.
 ///
 /// # Panics
 /// When the user neither exists nor can be created (the suite needs root for that).
 pub fn unprivileged_user() -> &'static TestUser {
     static USER: OnceLock<TestUser> = OnceLock::new();
     USER.get_or_init(|| {
+        // The user runs the built binaries and reads the test hosts of the checkout, which
+        // may sit below a private directory (a clone in /root).
+        searchable_ancestors(&crate::bin_dir().join("x"));
+        searchable_ancestors(&crate::workspace_root().join("x"));
         for attempt in 0..20 {
             if let Some(user) = lookup(TEST_USER_NAME) {
                 return user;
@@ -153,17 +158,23 @@ impl TestUser {
     /// On an I/O error (the tests cannot go on as the user then).
     pub fn own(&self, path: &Path) {
         chown_tree(path, self.uid, self.gid);
-        let mut dir = path.parent();
-        while let Some(d) = dir {
-            let meta = fs::metadata(d).unwrap_or_else(|e| panic!("stat {}: {e}", d.display()));
-            use std::os::unix::fs::PermissionsExt;
-            let mode = meta.permissions().mode();
-            if mode & 0o001 == 0 {
-                fs::set_permissions(d, fs::Permissions::from_mode(mode | 0o001))
-                    .unwrap_or_else(|e| panic!("chmod {}: {e}", d.display()));
-            }
-            dir = d.parent();
+        searchable_ancestors(path);
+    }
+}
+
+/// Adds search permission for others (`o+x`) to every ancestor directory of `path` that
+/// lacks it, so another user can reach `path`.
+fn searchable_ancestors(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut dir = path.parent();
+    while let Some(d) = dir {
+        let meta = fs::metadata(d).unwrap_or_else(|e| panic!("stat {}: {e}", d.display()));
+        let mode = meta.permissions().mode();
+        if mode & 0o001 == 0 {
+            fs::set_permissions(d, fs::Permissions::from_mode(mode | 0o001))
+                .unwrap_or_else(|e| panic!("chmod {}: {e}", d.display()));
         }
+        dir = d.parent();
     }
 }
 
