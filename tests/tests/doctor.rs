@@ -177,7 +177,7 @@ fn human_doctor_prints_paste_ready_pin_lines() {
 
 /// Every confinement layer is on for root and for an unprivileged operator on this kernel
 /// (user + PID namespaces and `RLIMIT_NPROC` stand in for root's PID namespace and `pids`
-/// cgroup), and each host's write limits and state use are shown.
+/// cgroup), and each host's write limits and state use are shown, by `doctor` and `peek`.
 #[test]
 fn every_layer_is_on_as_root_and_as_an_unprivileged_user() {
     for operator in [
@@ -227,5 +227,17 @@ fn every_layer_is_on_as_root_and_as_an_unprivileged_user() {
         let human = p.run(&["doctor"]);
         assert!(human.stdout.contains("unix_socket_rule  on"), "{human}");
         assert!(human.stdout.contains("writes: 16 MiB per file"), "{human}");
+        // peek shows the same layers and limits.
+        let peek = p.run(&["peek", "--json"]);
+        peek.assert_code(0);
+        let peek: Value = serde_json::from_str(&peek.stdout).expect("peek --json");
+        assert_eq!(
+            peek["plugins"]["sandbox"]["layers"], report["sandbox"]["layers"],
+            "{peek}"
+        );
+        assert_eq!(
+            peek["hosts"][0]["write_limits"]["state_max_mb"], 64,
+            "{peek}"
+        );
     }
 }
