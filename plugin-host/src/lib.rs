@@ -28,6 +28,7 @@ compile_error!("agent-runner-plugin-host supports only Linux on x86_64");
 
 pub mod env;
 pub mod launch;
+pub mod layers;
 pub mod notify;
 pub mod pid_namespace;
 pub mod pids_limit;
@@ -35,6 +36,8 @@ pub mod pin;
 pub mod policy;
 pub mod probe;
 pub mod resolve;
+pub mod user_namespace;
+pub mod write_limits;
 
 pub use launch::{kill_group, spawn, spawn_with_listener, LaunchError, LaunchSpec};
 pub use notify::{syscall_name, DenialListener, Denied};

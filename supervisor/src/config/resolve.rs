@@ -1,6 +1,7 @@
 //! From the raw shape to a typed [`Config`]: vocabulary checks, defaults, absolute paths.
 
 use agent_runner_plugin_host::pin::Sha256Pin;
+use agent_runner_plugin_host::write_limits;
 use agent_runner_protocol::limits::DEFAULT_INIT_TIMEOUT_S;
 use agent_runner_protocol::{Family, HookName};
 use std::collections::{BTreeMap, BTreeSet};
@@ -285,8 +286,33 @@ pub struct HostConfig {
     pub init_timeout: Duration,
     /// Address-space limit of the host process, MiB (default 1024).
     pub memory_max_mb: u64,
+    /// Write limits of the host (docs/configuration.md, docs/security.md "Write limits").
+    pub writes: WriteLimits,
     /// The free `config` table, passed verbatim in `initialize`.
     pub config: serde_json::Map<String, serde_json::Value>,
+}
+
+/// How much a host may write, in MiB (`[plugins.hosts.<name>]` `file_max_mb`,
+/// `tmp_max_mb`, `state_max_mb`; docs/configuration.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct WriteLimits {
+    /// Largest single file (`RLIMIT_FSIZE`; a write past it fails with `EFBIG`).
+    pub file_max_mb: u64,
+    /// Size of the private TMPDIR (`tmpfs`; past it, `ENOSPC`).
+    pub tmp_max_mb: u64,
+    /// Total of the state directory (measured by the supervisor; past it, the host is
+    /// killed and disabled).
+    pub state_max_mb: u64,
+}
+
+impl Default for WriteLimits {
+    fn default() -> Self {
+        WriteLimits {
+            file_max_mb: write_limits::DEFAULT_FILE_MAX_MB,
+            tmp_max_mb: write_limits::DEFAULT_TMP_MAX_MB,
+            state_max_mb: write_limits::DEFAULT_STATE_MAX_MB,
+        }
+    }
 }
 
 impl HostConfig {
@@ -651,6 +677,14 @@ fn resolve_host(name: &str, raw: RawHost) -> Result<HostConfig, (&'static str, S
         ),
         memory_max_mb: positive("memory_max_mb", raw.memory_max_mb)?
             .unwrap_or(DEFAULT_HOST_MEMORY_MB),
+        writes: WriteLimits {
+            file_max_mb: positive("file_max_mb", raw.file_max_mb)?
+                .unwrap_or(write_limits::DEFAULT_FILE_MAX_MB),
+            tmp_max_mb: positive("tmp_max_mb", raw.tmp_max_mb)?
+                .unwrap_or(write_limits::DEFAULT_TMP_MAX_MB),
+            state_max_mb: positive("state_max_mb", raw.state_max_mb)?
+                .unwrap_or(write_limits::DEFAULT_STATE_MAX_MB),
+        },
         config: raw.config,
     })
 }

@@ -35,6 +35,8 @@ pub struct RunningHost {
     /// The seccomp user-notification listener (when seccomp is applied): names the system
     /// call that got the host killed.
     denials: Option<DenialListener>,
+    /// Measures the state directory while the host lives (see [`super::write_watch`]).
+    write_watch: Option<super::write_watch::WriteWatch>,
 }
 
 /// JSON params already serialized.
@@ -75,7 +77,13 @@ impl RunningHost {
             client,
             violation,
             denials,
+            write_watch: None,
         })
+    }
+
+    /// Keeps `watch` running for as long as this host lives.
+    pub fn watch_writes(&mut self, watch: super::write_watch::WriteWatch) {
+        self.write_watch = Some(watch);
     }
 
     /// The host's pid.

@@ -16,6 +16,7 @@ pub mod install;
 pub mod interrupt;
 pub mod peek;
 pub mod peek_render;
+pub mod peer_check;
 pub mod round_history;
 pub mod schema;
 pub mod schema_fields;

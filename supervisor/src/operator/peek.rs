@@ -186,6 +186,8 @@ pub struct PeekHost {
     pub executable: Option<String>,
     /// Why the executable cannot be resolved.
     pub error: Option<String>,
+    /// Its write limits and the state directory's current use.
+    pub write_limits: crate::operator::doctor::HostWriteLimits,
 }
 
 /// `peek`'s `service`: the reference system's `mode`, `active`, `pid`, `uptime_s`,
@@ -398,6 +400,7 @@ fn hosts_block(
             sha256: checked.as_ref().ok().map(|c| c.actual.to_string()),
             executable: checked.as_ref().ok().map(|c| c.path.display().to_string()),
             error: checked.as_ref().err().cloned(),
+            write_limits: crate::operator::doctor::HostWriteLimits::of(config, cfg),
         });
     }
     (pins, hosts)
