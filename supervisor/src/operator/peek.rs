@@ -23,7 +23,7 @@ use crate::hosts::check_pin;
 use crate::hosts::sandbox::SandboxGate;
 use crate::operator::doctor::{covered_families, sandbox_block, HostCover, SandboxBlock};
 use crate::operator::install::{unit_name, Scope};
-use crate::operator::recent::{self, Wanted};
+use crate::operator::recent::{self, Wanted, RECENT_HOOK_FAILURES, RECENT_ROUNDS};
 use crate::operator::round_history::{self, RoundDoc, RoundView};
 use crate::operator::service::{self, CurrentRound, ServiceDoc};
 use crate::operator::system_metrics::{self, SystemMetrics};
@@ -36,10 +36,6 @@ pub const SCHEMA_VERSION: &str = "ar-1";
 
 /// Recent events shown by default (`--events N` changes it).
 pub const DEFAULT_EVENTS: usize = 20;
-/// Completed rounds listed in `recent_rounds`.
-pub const RECENT_ROUNDS: usize = 10;
-/// `hook_failed` events listed in `recent_hook_failures`.
-pub const RECENT_HOOK_FAILURES: usize = 10;
 /// The end of a round log shown as `log_tail`, in bytes.
 pub const LOG_TAIL_BYTES: usize = 4096;
 

@@ -7,11 +7,17 @@
 //! is bounded by what is asked, not by the record.
 
 use std::collections::BTreeSet;
+use std::io;
 use std::path::Path;
 
 use crate::operator::event_read::Backwards;
 use crate::operator::event_summary::{self, Covers, Summary};
 use crate::runtime::events::Recorded;
+
+/// Completed rounds a look lists (`peek`'s `recent_rounds`).
+pub const RECENT_ROUNDS: usize = 10;
+/// `hook_failed` events a look lists (`recent_hook_failures`).
+pub const RECENT_HOOK_FAILURES: usize = 10;
 
 /// How far back a look reads at most when what it wants is not all found sooner and no
 /// summary covers the rest (a record whose newest megabyte holds no round is a loop
@@ -214,6 +220,40 @@ pub fn gather(
     recent
 }
 
+/// What the summary holds: what `peek` shows of rounds and hook failures.
+fn summary_wanted() -> Wanted {
+    Wanted {
+        events: 0,
+        rounds: RECENT_ROUNDS + 1,
+        hook_failures: RECENT_HOOK_FAILURES,
+        round: None,
+    }
+}
+
+/// Brings the summary of `log_dir` ([`event_summary`]) up to the end of the record and
+/// writes it atomically (only `serve` calls this). Nothing is written while the record is empty.
+///
+/// Errors: the summary cannot be written.
+pub fn refresh_summary(log_dir: &Path) -> io::Result<()> {
+    let previous = event_summary::load(log_dir);
+    let unchanged = previous.as_ref().map(|s| s.covers.clone());
+    let found = gather(log_dir, summary_wanted(), previous, None);
+    let Some(covers) = found.newest else {
+        return Ok(());
+    };
+    if unchanged.as_ref() == Some(&covers) {
+        return Ok(());
+    }
+    let lines = |events: Vec<Recorded>| events.into_iter().map(|e| e.line).collect();
+    let summary = Summary {
+        version: event_summary::VERSION,
+        covers,
+        round_events: lines(found.round_events),
+        hook_failures: lines(found.hook_failures),
+    };
+    event_summary::write(log_dir, &summary)
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -290,5 +330,77 @@ pub(crate) mod tests {
         assert_eq!(recent.skipped, 1);
         assert!(recent.hook_failures.is_empty());
         assert!(scan(&dir.path().join("missing"), wanted).events.is_empty());
+    }
+}
+
+#[cfg(test)]
+mod summary_tests {
+    use super::*;
+    use crate::operator::event_summary::{load, Covers};
+    use crate::operator::recent::tests::round;
+    use std::collections::BTreeSet;
+
+    fn rounds_in(events: &[Recorded]) -> BTreeSet<u64> {
+        events.iter().filter_map(Recorded::round_num).collect()
+    }
+
+    #[test]
+    fn answers_beyond_the_scan_and_is_refreshed_or_set_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let october = dir.path().join("events-2026-10.jsonl");
+        let mut text = String::new();
+        for n in 1..=3 {
+            round(&mut text, n, usize::from(n == 2));
+        }
+        // More than a look reads of a loop deferring, after those rounds.
+        while (text.len() as u64) < SCAN_BYTES + 4096 {
+            text.push_str(
+                "{\"ts\":\"2026-10-29T11:00:00.000Z\",\"event\":\"round_deferred\",\"defer_s\":60}\n",
+            );
+        }
+        std::fs::write(&october, &text).unwrap();
+        let look = || scan(dir.path(), summary_wanted());
+        assert!(look().round_events.is_empty() && look().hook_failures.is_empty());
+
+        refresh_summary(dir.path()).unwrap();
+        let summary = load(dir.path()).unwrap();
+        assert_eq!(summary.covers, Covers::of(&october, text.len() as u64));
+        let found = look();
+        assert_eq!(rounds_in(&found.round_events), BTreeSet::from([1, 2, 3]));
+        assert_eq!(found.hook_failures.len(), 1);
+        // Events of any kind are not in the summary: they are still read from the record.
+        let newest = scan(
+            dir.path(),
+            Wanted {
+                events: 3,
+                ..summary_wanted()
+            },
+        );
+        assert_eq!(newest.events.len(), 3);
+        assert_eq!(newest.events[2].kind(), "round_deferred");
+        assert_eq!(rounds_in(&newest.round_events), BTreeSet::from([1, 2, 3]));
+
+        // Lines appended since (a new month here) are read back to the summary's point.
+        let november = dir.path().join("events-2026-11.jsonl");
+        let mut newer = String::new();
+        round(&mut newer, 4, 1);
+        std::fs::write(&november, &newer).unwrap();
+        let found = look();
+        assert_eq!(rounds_in(&found.round_events), BTreeSet::from([1, 2, 3, 4]));
+        assert_eq!(found.hook_failures.len(), 2);
+        refresh_summary(dir.path()).unwrap();
+        assert_eq!(
+            load(dir.path()).unwrap().covers,
+            Covers::of(&november, newer.len() as u64)
+        );
+
+        // A record cut shorter than the point covered: the summary is set aside, and the
+        // next refresh rebuilds it from what is there.
+        std::fs::write(&november, "").unwrap();
+        assert!(load(dir.path()).is_none());
+        assert_eq!(look().hook_failures.len(), 0);
+        refresh_summary(dir.path()).unwrap();
+        assert_eq!(load(dir.path()).unwrap().hook_failures.len(), 1);
+        assert_eq!(look().hook_failures.len(), 1);
     }
 }

@@ -278,7 +278,7 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
 /// end, so it is current whenever the loop is idle. A failure is logged, never raised:
 /// readers do without the summary.
 fn refresh_summary(log_dir: &Path) {
-    if let Err(err) = crate::operator::event_summary::refresh(log_dir) {
+    if let Err(err) = crate::operator::recent::refresh_summary(log_dir) {
         tracing::warn!(
             "cannot write {}: {err}",
             crate::operator::event_summary::SUMMARY_FILE
