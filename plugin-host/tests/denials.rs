@@ -170,7 +170,9 @@ async fn a_process_that_left_the_group_is_killed_too() {
     assert_eq!(denied.name, "socket");
     // The host prints the child's pid in its own namespace (2: the host is 1); the
     // notification carries the child's pid in ours.
-    assert_eq!(grandchild, 2, "{out:?}");
+    // The host may be killed before it prints the fork line (the grandchild's denial can
+    // come first); when it did print it, the pid is the namespace's second.
+    assert!(grandchild == 2 || grandchild == 0, "{out:?}");
     assert_ne!(denied.pid, host, "{out:?}");
     assert!(
         !out.iter().any(|l| l.starts_with("child-survived")),
