@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-use crate::runtime::processes::children_of;
+use crate::runtime::processes::own_children;
 use crate::runtime::stop::{reached, StopLevel, StopWatch};
 
 /// Time between SIGTERM and SIGKILL to the agent's process group.
@@ -186,10 +186,13 @@ const REAP_DEADLINE: Duration = Duration::from_secs(5);
 /// none is left or [`REAP_DEADLINE`] passes. Only the pids found are waited for, so the
 /// exit statuses of the hosts (tokio's children) are never taken.
 pub async fn reap_orphans(spare: &[u32]) {
-    let me = std::process::id();
     let deadline = Instant::now() + REAP_DEADLINE;
+    // SIGCHLD wakes the wait below as soon as a killed child can be reaped (a death before
+    // this listener exists is seen by the first `waitpid`).
+    let mut child_exited =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()).ok();
     loop {
-        let children: Vec<(u32, u32)> = children_of(me)
+        let children: Vec<(u32, u32)> = own_children()
             .into_iter()
             .filter(|(pid, _)| !spare.contains(pid))
             .collect();
@@ -204,14 +207,20 @@ pub async fn reap_orphans(spare: &[u32]) {
             let _ = nix::sys::signal::kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
         }
         for &(pid, _) in &children {
-            // A SIGKILLed process is reapable within milliseconds; WNOHANG + a short sleep
-            // keeps the runtime responsive.
             let pid = Pid::from_raw(pid as i32);
             loop {
                 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
                 match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
                     Ok(WaitStatus::StillAlive) if Instant::now() < deadline => {
-                        tokio::time::sleep(Duration::from_millis(2)).await
+                        // A SIGKILLed process is reapable within milliseconds: wait for
+                        // SIGCHLD, polling every 2 ms should it be missed.
+                        let poll = Duration::from_millis(2);
+                        match child_exited.as_mut() {
+                            Some(sig) => {
+                                let _ = tokio::time::timeout(poll, sig.recv()).await;
+                            }
+                            None => tokio::time::sleep(poll).await,
+                        }
                     }
                     _ => break,
                 }
