@@ -6,7 +6,7 @@
 //! stop file during a back-off at once.
 
 use agent_runner_e2e::serde_json::{self, Value};
-use agent_runner_e2e::{wait_until, workspace_root, ConfigBuilder, Project};
+use agent_runner_e2e::{wait_until, workspace_root, ConfigBuilder, Operator, Project};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -106,35 +106,77 @@ fn every_cli_fixture_is_diagnosed_by_the_confined_detector_host() {
     }
 }
 
+/// The process that runs the host's code: as root, the pid `status` reports; for an
+/// unprivileged operator that pid is the reaper outside the host's user and PID namespaces
+/// (plugin-host's `user_namespace`), and the host is its one child, PID 1 inside them.
+fn confined_process(operator: Operator, pid: u64) -> u64 {
+    if operator == Operator::Root {
+        return pid;
+    }
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap();
+    let children: Vec<u64> = children
+        .split_whitespace()
+        .map(|c| c.parse().unwrap())
+        .collect();
+    let [host] = children[..] else {
+        panic!("the reaper {pid} has children {children:?}, not one host");
+    };
+    let status = std::fs::read_to_string(format!("/proc/{host}/status")).unwrap();
+    let nspid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))
+        .unwrap_or_default();
+    assert_eq!(
+        nspid.split_whitespace().last(),
+        Some("1"),
+        "the host is not its PID namespace's init: {status}"
+    );
+    host
+}
+
+/// The built-in host is confined like any host, for root and for an unprivileged operator
+/// (user and PID namespaces, docs/security.md).
 #[test]
 fn the_detector_host_runs_confined_and_its_detectors_can_be_disabled() {
-    let p = Project::new();
-    let config = fake_cli(&p, "claude", "claude/rate_limit.txt", 1, 7200)
-        .sandbox("require")
-        .restart_delay_s(600);
-    p.write_config(&config);
-    let serve = p.spawn(&["serve"]);
-    p.wait_for_event("transient_error_detected");
-    let st = status_json(&p);
-    let host = st["hosts"]
-        .as_array()
-        .and_then(|hosts| hosts.iter().find(|h| h["name"] == "builtin-detectors"))
-        .unwrap_or_else(|| panic!("no built-in host in {st}"))
-        .clone();
-    let pid = host["pid"].as_u64().unwrap_or_else(|| panic!("{host}"));
-    let proc_status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    assert!(proc_status.contains("NoNewPrivs:\t1"), "{proc_status}");
-    assert!(proc_status.contains("Seccomp:\t2"), "{proc_status}");
-    // It is the supervisor's own executable, in host mode.
-    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
-    assert_eq!(
-        exe.canonicalize().unwrap(),
-        agent_runner_e2e::agent_runner_bin().canonicalize().unwrap()
-    );
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
-    assert!(String::from_utf8_lossy(&cmdline).contains("__builtin-detector-host"));
-    serve.signal(libc::SIGTERM);
-    serve.wait(Duration::from_secs(30)).assert_code(0);
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        let p = Project::new_as(operator);
+        let config = fake_cli(&p, "claude", "claude/rate_limit.txt", 1, 7200)
+            .sandbox("require")
+            .restart_delay_s(600);
+        p.write_config(&config);
+        let serve = p.spawn(&["serve"]);
+        p.wait_for_event("transient_error_detected");
+        let st = status_json(&p);
+        let host = st["hosts"]
+            .as_array()
+            .and_then(|hosts| hosts.iter().find(|h| h["name"] == "builtin-detectors"))
+            .unwrap_or_else(|| panic!("{operator:?}: no built-in host in {st}"))
+            .clone();
+        let pid = host["pid"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{operator:?}: {host}"));
+        let pid = confined_process(operator, pid);
+        let proc_status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        assert!(
+            proc_status.contains("NoNewPrivs:\t1"),
+            "{operator:?}: {proc_status}"
+        );
+        assert!(
+            proc_status.contains("Seccomp:\t2"),
+            "{operator:?}: {proc_status}"
+        );
+        // It is the supervisor's own executable, in host mode.
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+        assert_eq!(
+            exe.canonicalize().unwrap(),
+            agent_runner_e2e::agent_runner_bin().canonicalize().unwrap(),
+            "{operator:?}"
+        );
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+        assert!(String::from_utf8_lossy(&cmdline).contains("__builtin-detector-host"));
+        serve.signal(libc::SIGTERM);
+        serve.wait(Duration::from_secs(30)).assert_code(0);
+    }
 
     // `[plugins] disable` turns one detector off by its name.
     let p = Project::new();
