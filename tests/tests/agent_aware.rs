@@ -378,6 +378,35 @@ fn a_login_failure_stops_serve_with_the_hint_and_exit_77() {
     assert_eq!(p.events_of("plugin_post_round_override_ignored").len(), 2);
 }
 
+/// `transient_error_action = "stop"`: the first diagnosed rate limit stops serve with exit
+/// 75 (`serve_stopping` reason `transient_error`), after one round, without a back-off.
+#[test]
+fn the_stop_action_ends_serve_at_the_first_transient_failure() {
+    let p = Project::new();
+    let text = fake_cli(&p, "claude", "claude/rate_limit.txt", 1, 7200)
+        .render()
+        .replace(
+            "restart_delay_s = 1\n",
+            "restart_delay_s = 1\ntransient_error_action = \"stop\"\n",
+        );
+    assert!(text.contains("transient_error_action = \"stop\""), "{text}");
+    p.write_config_text(&text);
+    let out = p.spawn(&["serve"]).wait(Duration::from_secs(60));
+    out.assert_code(75);
+    assert!(
+        out.stderr
+            .contains("transient_error_action = \"stop\"; stopping"),
+        "{out}"
+    );
+    let detected = &p.events_of("transient_error_detected")[0];
+    assert_eq!(detected["kind"], "rate_limit", "{detected}");
+    assert_eq!(detected["action"], "stop", "{detected}");
+    let stopping = &p.events_of("serve_stopping")[0];
+    assert_eq!(stopping["reason"], "transient_error", "{stopping}");
+    assert_eq!(p.events_of("round_start").len(), 1, "{}", p.events_text());
+    p.assert_events_whole();
+}
+
 #[test]
 fn a_custom_auth_pattern_is_matched_inside_the_host() {
     let p = Project::new();
