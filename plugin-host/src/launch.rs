@@ -88,6 +88,9 @@ pub struct LaunchSpec {
     /// `pids` cgroup (default [`DEFAULT_PIDS_MAX`]; not enforced where the system offers no
     /// `pids` controller, see [`crate::pids_limit`]).
     pub pids_max: u64,
+    /// Extra read-only paths (the operator's `[plugins.hosts.<name>] read_paths`, checked
+    /// by the supervisor's config loader); empty by default.
+    pub read_paths: Vec<PathBuf>,
 }
 
 impl LaunchSpec {
@@ -112,6 +115,7 @@ impl LaunchSpec {
             memory_max_mb: DEFAULT_MEMORY_MAX_MB,
             nofile_max: DEFAULT_NOFILE_MAX,
             pids_max: DEFAULT_PIDS_MAX,
+            read_paths: Vec::new(),
         }
     }
 }
@@ -623,7 +627,7 @@ fn spawn_inner(
             let ifd: OwnedFd = std::fs::File::open(&interp.path)
                 .map_err(|e| open_err(&interp.path, e))?
                 .into();
-            let mut argv = vec![interp.path.as_os_str().to_owned()];
+            let mut argv = vec![interp.named.as_os_str().to_owned()];
             argv.extend(interp.args.iter().map(OsString::from));
             argv.push(format!("/dev/fd/{}", verified.as_raw_fd()).into());
             (ifd, Some(verified), interp.path.clone(), argv)
@@ -644,6 +648,7 @@ fn spawn_inner(
             &spec.log_dir,
             &spec.state_dir,
             &spec.tmp_dir,
+            &spec.read_paths,
         );
         let ruleset =
             landlock_ruleset(&grants, exe.file(), kernel_landlock_abi()).map_err(policy_err)?;
