@@ -275,11 +275,7 @@ pub const RUNTIME_TREES: &[RuntimeTrees] = &[
     },
     RuntimeTrees {
         family: "ruby",
-        trees: &[
-            "lib/ruby",
-            "share/rubygems-integration",
-            "/var/lib/gems",
-        ],
+        trees: &["lib/ruby", "share/rubygems-integration", "/var/lib/gems"],
         why: "Ruby's standard library and RubyGems, loaded before the script runs",
     },
     RuntimeTrees {
@@ -324,8 +320,10 @@ fn runtime_family(interp: &Path) -> Option<&'static RuntimeTrees> {
 
 /// Read-only trees an interpreter needs to start, with the reason for each:
 ///
-/// * a virtual environment it was named through (`<venv>/bin/python3` with a
-///   `<venv>/pyvenv.cfg`): the environment's root, so its `site-packages` work;
+/// * a virtual environment it was named through or lives in (`<venv>/bin/python3` with a
+///   `<venv>/pyvenv.cfg`): the environment's root, so its `site-packages` work, and the
+///   base installation named by the file's `home` key (a `--copies` or uv environment
+///   keeps its standard library there);
 /// * a private installation (pyenv, nvm, rbenv, conda, `/opt/...`: the prefix above the
 ///   interpreter's `bin/`): that whole prefix;
 /// * a system installation (`/usr`, `/usr/local`, `/`): only its family's
@@ -336,55 +334,76 @@ fn runtime_family(interp: &Path) -> Option<&'static RuntimeTrees> {
 /// directory holds credentials.
 pub fn interpreter_read_roots(interp: &Interpreter) -> Vec<(PathBuf, &'static str)> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let opens_home = |p: &Path| {
-        p == Path::new("/") || home.as_deref().is_some_and(|h| h.starts_with(p))
-    };
+    let opens_home =
+        |p: &Path| p == Path::new("/") || home.as_deref().is_some_and(|h| h.starts_with(p));
+    let family = runtime_family(&interp.path);
     let mut roots: Vec<(PathBuf, &'static str)> = Vec::new();
-    if let Some(venv) = interp.named.parent().and_then(Path::parent) {
-        if venv.join("pyvenv.cfg").is_file() && !opens_home(venv) {
+    let mut prefixes: Vec<PathBuf> = interp
+        .path
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_owned)
+        .into_iter()
+        .collect();
+    for named in [&interp.named, &interp.path] {
+        let Some(venv) = named.parent().and_then(Path::parent) else {
+            continue;
+        };
+        let Ok(cfg) = std::fs::read_to_string(venv.join("pyvenv.cfg")) else {
+            continue;
+        };
+        if !opens_home(venv) {
             roots.push((
                 venv.to_owned(),
-                "the virtual environment the interpreter was named through (pyvenv.cfg, site-packages)",
+                "the virtual environment of the interpreter (pyvenv.cfg, site-packages)",
             ));
         }
-    }
-    let Some(prefix) = interp.path.parent().and_then(Path::parent) else {
-        return roots;
-    };
-    let system = ["/", "/usr", "/usr/local"]
-        .iter()
-        .any(|s| prefix == Path::new(s));
-    if !system {
-        if !opens_home(prefix) {
-            roots.push((
-                prefix.to_owned(),
-                "the interpreter's private installation prefix (pyenv, nvm, rbenv, conda, /opt)",
-            ));
-        }
-        return roots;
-    }
-    let Some(family) = runtime_family(&interp.path) else {
-        return roots;
-    };
-    for tree in family.trees {
-        if let Some(stem) = tree.strip_suffix('*') {
-            let (dir, start) = match stem.rsplit_once('/') {
-                Some((dir, start)) => (prefix.join(dir), start),
-                None => (prefix.to_owned(), stem),
-            };
-            let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .filter(|e| e.file_name().to_string_lossy().starts_with(start))
-                .map(|e| e.path())
-                .collect();
-            found.sort();
-            roots.extend(found.into_iter().map(|p| (p, family.why)));
-        } else {
-            roots.push((prefix.join(tree), family.why));
+        let base_bin = cfg.lines().find_map(|l| {
+            let (key, value) = l.split_once('=')?;
+            (key.trim() == "home").then(|| PathBuf::from(value.trim()))
+        });
+        if let Some(base) = base_bin.and_then(|b| b.canonicalize().ok()) {
+            prefixes.extend(base.parent().map(Path::to_owned));
         }
     }
+    for prefix in prefixes {
+        let system = ["/", "/usr", "/usr/local"]
+            .iter()
+            .any(|s| prefix == Path::new(s));
+        if !system {
+            if !opens_home(&prefix) && !prefix.join("pyvenv.cfg").is_file() {
+                roots.push((
+                    prefix,
+                    "the interpreter's private installation prefix (pyenv, nvm, rbenv, conda, /opt)",
+                ));
+            }
+            continue;
+        }
+        let Some(family) = family else {
+            continue;
+        };
+        for tree in family.trees {
+            if let Some(stem) = tree.strip_suffix('*') {
+                let (dir, start) = match stem.rsplit_once('/') {
+                    Some((dir, start)) => (prefix.join(dir), start),
+                    None => (prefix.clone(), stem),
+                };
+                let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .filter(|e| e.file_name().to_string_lossy().starts_with(start))
+                    .map(|e| e.path())
+                    .collect();
+                found.sort();
+                roots.extend(found.into_iter().map(|p| (p, family.why)));
+            } else {
+                roots.push((prefix.join(tree), family.why));
+            }
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    roots.retain(|(p, _)| seen.insert(p.clone()));
     roots
 }
 
