@@ -98,6 +98,8 @@ pub(super) struct RawHost {
     pub init_timeout_s: Option<u64>,
     pub memory_max_mb: Option<u64>,
     #[serde(default)]
+    pub read_paths: Vec<String>,
+    #[serde(default)]
     pub config: serde_json::Map<String, serde_json::Value>,
 }
 

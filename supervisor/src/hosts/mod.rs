@@ -636,6 +636,7 @@ pub fn launch_spec(
     spec.args = cfg.command[1..].iter().map(OsString::from).collect();
     spec.confine = gate.applied;
     spec.memory_max_mb = cfg.memory_max_mb;
+    spec.read_paths = cfg.read_paths.clone();
     spec
 }
 

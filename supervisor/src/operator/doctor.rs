@@ -281,6 +281,7 @@ fn host_checks(
                     "interpreter_pin": interpreter.as_ref().map(|_| "not pinned"),
                     "provides": cfg.provides.iter().map(|f| f.as_str()).collect::<Vec<_>>(),
                     "confined_as": gate.map(|g| g.applied.as_str()),
+                    "read_paths": cfg.read_paths,
                 }));
             }
             Err(message) => {
@@ -447,6 +448,13 @@ pub fn render(json: &Value) -> String {
             ));
             if let Some(interp) = h["interpreter"].as_str() {
                 out.push_str(&format!("  {:<20} interpreter {interp} (not pinned)\n", ""));
+            }
+            for path in h["read_paths"].as_array().into_iter().flatten() {
+                out.push_str(&format!(
+                    "  {:<20} reads {} (read_paths)\n",
+                    "",
+                    path.as_str().unwrap_or("")
+                ));
             }
         }
         out.push_str("\n# ready to paste into agent-runner.toml\n[plugins.pin]\n");

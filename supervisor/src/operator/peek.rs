@@ -237,6 +237,7 @@ fn hosts_block(
             "sha256": checked.as_ref().ok().map(|c| c.actual.to_string()),
             "executable": checked.as_ref().ok().map(|c| c.path.display().to_string()),
             "error": checked.as_ref().err(),
+            "read_paths": cfg.read_paths,
         }));
     }
     (pins, hosts)
