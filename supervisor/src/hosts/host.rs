@@ -8,7 +8,9 @@ use jsonrpsee::core::client::{Client, ClientBuilder, ClientT, Error as RpcError}
 use jsonrpsee::core::traits::ToRpcParams;
 use serde_json::value::RawValue;
 use serde_json::Value;
+use std::collections::VecDeque;
 use std::os::unix::process::ExitStatusExt;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::{Child, ChildStderr};
@@ -23,6 +25,48 @@ pub const EXIT_GRACE: Duration =
     Duration::from_secs(agent_runner_protocol::limits::EXIT_AFTER_EOF_S);
 /// How long we wait to learn how a host whose pipe broke ended.
 const REAP_WAIT: Duration = Duration::from_millis(500);
+/// Stderr lines of a host kept for a `hook_failed` event when it dies before `initialize`
+/// is answered (docs/protocol.md "Runtimes").
+pub const TAIL_LINES: usize = 5;
+
+/// The last lines a host wrote on stderr (each capped at [`MAX_STDERR_LINE_CHARS`] and
+/// redacted by [`read_stderr_lines`]), at most `cap` of them. Shared by serve (for
+/// `hook_failed`) and `plugin check` (for its report).
+#[derive(Clone, Debug)]
+pub struct StderrTail {
+    lines: Arc<Mutex<VecDeque<String>>>,
+    cap: usize,
+}
+
+impl StderrTail {
+    /// An empty tail keeping `cap` lines.
+    pub fn new(cap: usize) -> Self {
+        StderrTail {
+            lines: Arc::new(Mutex::new(VecDeque::with_capacity(cap))),
+            cap,
+        }
+    }
+
+    /// Appends `line`, dropping the oldest beyond the cap.
+    pub fn push(&self, line: String) {
+        let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        if lines.len() == self.cap {
+            lines.pop_front();
+        }
+        lines.push_back(line);
+    }
+
+    /// The kept lines, oldest first, blank lines left out.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|l| !l.trim().is_empty())
+            .cloned()
+            .collect()
+    }
+}
 
 /// A host process and its JSON-RPC client.
 pub struct RunningHost {
@@ -34,6 +78,9 @@ pub struct RunningHost {
     /// The seccomp user-notification listener (when seccomp is applied): names the system
     /// call that got the host killed.
     denials: Option<DenialListener>,
+    /// The last stderr lines, and the task filling it (done once stderr closed).
+    stderr: StderrTail,
+    stderr_reader: tokio::task::JoinHandle<()>,
 }
 
 /// JSON params already serialized.
@@ -61,7 +108,8 @@ impl RunningHost {
                 "host pipes missing".into(),
             ));
         };
-        tokio::spawn(forward_stderr(spec.name.clone(), stderr));
+        let tail = StderrTail::new(TAIL_LINES);
+        let stderr_reader = tokio::spawn(forward_stderr(spec.name.clone(), stderr, tail.clone()));
         let (sender, receiver, violation) = line_transport(stdin, stdout);
         let client = ClientBuilder::default()
             .request_timeout(Duration::from_secs(24 * 3600))
@@ -74,7 +122,18 @@ impl RunningHost {
             client,
             violation,
             denials,
+            stderr: tail,
+            stderr_reader,
         })
+    }
+
+    /// Kills the host's group and returns the last lines of its stderr, read to its end
+    /// (waiting at most [`REAP_WAIT`] for the pipe to drain).
+    pub async fn kill_for_stderr_tail(mut self) -> Vec<String> {
+        let _ = launch::kill_group(self.pgid);
+        let _ = self.child.wait().await;
+        let _ = tokio::time::timeout(REAP_WAIT, &mut self.stderr_reader).await;
+        self.stderr.lines()
     }
 
     /// The host's pid.
@@ -194,12 +253,13 @@ impl RunningHost {
     }
 }
 
-/// Forwards a host's stderr to our log line by line, tagged with its name.
-async fn forward_stderr(host: String, stderr: ChildStderr) {
-    read_stderr_lines(
-        stderr,
-        |line| tracing::info!(target: "host", host = %host, "{line}"),
-    )
+/// Forwards a host's stderr to our log line by line, tagged with its name, keeping the
+/// last lines in `tail`.
+async fn forward_stderr(host: String, stderr: ChildStderr, tail: StderrTail) {
+    read_stderr_lines(stderr, |line| {
+        tracing::info!(target: "host", host = %host, "{line}");
+        tail.push(line);
+    })
     .await;
 }
 

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use crate::config::{Config, HostConfig};
 use crate::hosts::sandbox::SandboxGate;
 use crate::runtime::events::{Event, EventLog};
-pub use host::read_stderr_lines;
+pub use host::{read_stderr_lines, StderrTail};
 use host::RunningHost;
 
 /// Consecutive failed calls after which a host is disabled for the rest of the run.
@@ -89,6 +89,9 @@ pub struct CallFailure {
     pub rpc: Option<(i32, Option<String>)>,
     /// The system call the sandbox denied, for `killed_by_sandbox`.
     pub syscall: Option<&'static str>,
+    /// The last lines of the host's stderr, for a host that died before answering
+    /// `initialize` (`hook_failed.stderr_tail`); empty otherwise.
+    pub stderr_tail: Vec<String>,
 }
 
 impl CallFailure {
@@ -99,7 +102,19 @@ impl CallFailure {
             signal: None,
             rpc: None,
             syscall: None,
+            stderr_tail: Vec::new(),
         }
+    }
+
+    /// Attaches the host's last stderr lines and names the last one in the message, so the
+    /// operator reads the host's own words ("openssl.cnf: Permission denied"), not only
+    /// its exit status.
+    fn with_stderr_tail(mut self, tail: Vec<String>) -> Self {
+        if let Some(last) = tail.last() {
+            self.message = redact_and_cap(&format!("{}; its stderr ends: {last}", self.message));
+        }
+        self.stderr_tail = tail;
+        self
     }
 
     fn with_syscall(mut self, name: &'static str) -> Self {
@@ -314,6 +329,10 @@ impl HostManager {
             .await;
         let value = match result {
             Ok(value) => value,
+            Err(failure) if failure.error_type.ends_host() => {
+                let tail = running.kill_for_stderr_tail().await;
+                return Err(failure.with_stderr_tail(tail));
+            }
             Err(failure) => {
                 running.kill().await;
                 return Err(version_refusal(failure));
@@ -505,6 +524,7 @@ impl HostManager {
             host: managed.cfg.name.clone(),
             error_type: failure.error_type.as_str().to_owned(),
             error_message: failure.message.clone(),
+            stderr_tail: failure.stderr_tail.clone(),
         });
         tracing::warn!(host = %managed.cfg.name, hook = hook_name, error_type = failure.error_type.as_str(), "{}", failure.message);
         managed.consecutive_failures += 1;

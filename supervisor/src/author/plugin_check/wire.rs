@@ -8,16 +8,15 @@ use agent_runner_plugin_host::notify::DenialListener;
 use agent_runner_protocol::limits::MAX_LINE_BYTES;
 use agent_runner_protocol::redact::redact;
 use serde_json::{json, Value};
-use std::collections::VecDeque;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
-use std::sync::{Arc, Mutex};
+
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 
-use crate::hosts::read_stderr_lines;
+use crate::hosts::{read_stderr_lines, StderrTail};
 
 /// Host stderr lines kept for the report (the last ones).
 pub const KEPT_STDERR_LINES: usize = 20;
@@ -58,7 +57,7 @@ pub struct HostWire {
     pgid: u32,
     stdin: Option<ChildStdin>,
     stdout: mpsc::UnboundedReceiver<StdoutLine>,
-    stderr: Arc<Mutex<VecDeque<String>>>,
+    stderr: StderrTail,
     denials: Option<DenialListener>,
     next_id: u64,
     status: Option<ExitStatus>,
@@ -85,7 +84,7 @@ impl HostWire {
         };
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(read_stdout(stdout, tx));
-        let kept = Arc::new(Mutex::new(VecDeque::new()));
+        let kept = StderrTail::new(KEPT_STDERR_LINES);
         tokio::spawn(keep_stderr(stderr, kept.clone()));
         Ok(HostWire {
             child,
@@ -247,12 +246,7 @@ impl HostWire {
 
     /// The last host stderr lines (redacted, capped).
     pub fn stderr_tail(&self) -> Vec<String> {
-        self.stderr
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .cloned()
-            .collect()
+        self.stderr.lines()
     }
 }
 
@@ -313,13 +307,6 @@ async fn read_stdout(stdout: tokio::process::ChildStdout, tx: mpsc::UnboundedSen
 }
 
 /// Keeps the last [`KEPT_STDERR_LINES`] stderr lines, capped and redacted.
-async fn keep_stderr(stderr: tokio::process::ChildStderr, kept: Arc<Mutex<VecDeque<String>>>) {
-    read_stderr_lines(stderr, |line| {
-        let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
-        if kept.len() == KEPT_STDERR_LINES {
-            kept.pop_front();
-        }
-        kept.push_back(line);
-    })
-    .await;
+async fn keep_stderr(stderr: tokio::process::ChildStderr, kept: StderrTail) {
+    read_stderr_lines(stderr, |line| kept.push(line)).await;
 }

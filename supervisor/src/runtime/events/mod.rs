@@ -205,8 +205,10 @@ mod tests {
              r#""event":"plugin_builtin_name_squat","name":"builtin","module_path":"/h","host":"h""#),
             (Event::PluginSandboxKill { hook: s("gate"), host: s("h"), signal: Some(31), syscall: None },
              r#""event":"plugin_sandbox_kill","hook":"gate","host":"h","signal":31,"syscall":null"#),
-            (Event::HookFailed { hook_name: s("gate"), hook_kind: s("spawn_hook"), host: s("h"), error_type: s("timeout"), error_message: s("m") },
+            (Event::HookFailed { hook_name: s("gate"), hook_kind: s("spawn_hook"), host: s("h"), error_type: s("timeout"), error_message: s("m"), stderr_tail: vec![] },
              r#""event":"hook_failed","hook_name":"gate","hook_kind":"spawn_hook","host":"h","error_type":"timeout","error_message":"m""#),
+            (Event::HookFailed { hook_name: s("h"), hook_kind: s("initialize"), host: s("h"), error_type: s("crashed"), error_message: s("m"), stderr_tail: vec![s("openssl.cnf: Permission denied")] },
+             r#""event":"hook_failed","hook_name":"h","hook_kind":"initialize","host":"h","error_type":"crashed","error_message":"m","stderr_tail":["openssl.cnf: Permission denied"]"#),
             (Event::PluginDisabled { name: s("h"), consecutive_failures: 5, reason: s("r") },
              r#""event":"plugin_disabled","name":"h","consecutive_failures":5,"reason":"r""#),
         ]
