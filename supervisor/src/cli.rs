@@ -174,7 +174,8 @@ pub enum PluginCommand {
         /// Where to create the `NAME/` directory.
         #[arg(long, value_name = "DIR", default_value = ".")]
         dir: PathBuf,
-        /// Rust only: depend on the SDK at this path (default: the registry version).
+        /// Rust only: depend on the SDK at this path, a checkout of agent-runner (default: a
+        /// copy of the SDK written into the scaffold's `vendor/`).
         #[arg(long, value_name = "PATH")]
         sdk_path: Option<PathBuf>,
     },

@@ -100,7 +100,11 @@ fn host_dying_before_initialize_names_its_stderr() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&host, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    p.write_config(&p.config().sandbox("require").host(HostSpec::new("dies", &host)));
+    p.write_config(
+        &p.config()
+            .sandbox("require")
+            .host(HostSpec::new("dies", &host)),
+    );
     p.run(&["round"]).assert_code(0);
     let all = p.events_text();
     let failed = p.events_of("hook_failed");

@@ -4,7 +4,7 @@
 
 use agent_runner_e2e::serde_json::{self, Value};
 use agent_runner_e2e::{
-    agent_runner_bin, bin_dir, pause_host_bin, workspace_root, HostSpec, Project,
+    agent_runner_bin, bin_dir, pause_host_bin, pin_of, workspace_root, HostSpec, Project,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -199,6 +199,16 @@ fn python_scaffolds_pass_as_generated() {
             String::from_utf8_lossy(&out.stderr)
         );
         let pyz = dir.path().join(name).join(format!("{name}.pyz"));
+        // The pin is printed in the form a config accepts, by `plugin new` and build.sh.
+        let pin_line = format!("{name} = \"{}\"", pin_of(&pyz));
+        let told = String::from_utf8_lossy(&out.stdout);
+        assert!(told.contains(&pin_line), "{told}");
+        let rebuilt = Command::new("bash")
+            .arg(dir.path().join(name).join("build.sh"))
+            .output()
+            .unwrap();
+        let told = String::from_utf8_lossy(&rebuilt.stdout);
+        assert!(told.lines().any(|l| l == pin_line), "{told}");
         let (code, report) = check(&["--provides", family], &[pyz.to_str().unwrap()]);
         assert_all_pass(code, &report);
     }
@@ -215,21 +225,15 @@ fn python_scaffolds_pass_as_generated() {
     assert_eq!(out.status.code(), Some(1));
 }
 
+/// The Rust scaffold builds outside any checkout of this repository: it depends only on
+/// crates.io and on the SDK and protocol crates it carries under `vendor/`
+/// (docs/protocol.md §10).
 #[test]
 fn rust_scaffold_builds_and_passes() {
     let dir = tempfile::tempdir().unwrap();
-    let sdk = workspace_root().join("sdk");
     let out = agent_runner(
         dir.path(),
-        &[
-            "plugin",
-            "new",
-            "--lang",
-            "rust",
-            "--sdk-path",
-            sdk.to_str().unwrap(),
-            "ar-scaffold-probe",
-        ],
+        &["plugin", "new", "--lang", "rust", "ar-scaffold-probe"],
     );
     assert!(
         out.status.success(),
@@ -237,12 +241,24 @@ fn rust_scaffold_builds_and_passes() {
         String::from_utf8_lossy(&out.stderr)
     );
     let project = dir.path().join("ar-scaffold-probe");
-    // The workspace's lock file and target dir: the same dependency versions, already built.
-    std::fs::copy(
-        workspace_root().join("Cargo.lock"),
-        project.join("Cargo.lock"),
-    )
-    .unwrap();
+    let manifest = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains("path = \"vendor/agent-runner-sdk\""),
+        "{manifest}"
+    );
+    let root = workspace_root();
+    for entry in walk(&project) {
+        let text = std::fs::read_to_string(&entry).unwrap_or_default();
+        assert!(
+            !text.contains(root.to_str().unwrap()),
+            "{} refers to this checkout",
+            entry.display()
+        );
+    }
+    // The workspace's lock file and target dir: the same crates.io versions, already
+    // downloaded and built (so the build works offline and fast). The lock file names no
+    // path of this checkout.
+    std::fs::copy(root.join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
     let target = bin_dir().parent().unwrap().to_owned();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let build = Command::new(cargo)
@@ -259,4 +275,18 @@ fn rust_scaffold_builds_and_passes() {
     let exe = target.join("debug/ar-scaffold-probe");
     let (code, report) = check(&[], &[exe.to_str().unwrap()]);
     assert_all_pass(code, &report);
+}
+
+/// Every file under `dir`, recursively.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
 }

@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 use crate::config::{Config, HostConfig};
 use crate::hosts::sandbox::SandboxGate;
 use crate::runtime::events::{Event, EventLog};
-pub use host::{read_stderr_lines, StderrTail};
 use host::RunningHost;
+pub use host::{read_stderr_lines, StderrTail};
 
 /// Consecutive failed calls after which a host is disabled for the rest of the run.
 pub const MAX_CONSECUTIVE_FAILURES: u32 = 5;
