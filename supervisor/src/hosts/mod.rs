@@ -37,8 +37,19 @@ pub const MAX_CONSECUTIVE_FAILURES: u32 = 5;
 /// Longest wait before a failed host is started again.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// Names reserved for built-in hooks; a host declaring one is refused
-/// (`plugin_builtin_name_squat`).
-pub const BUILTIN_HOOK_NAMES: &[&str] = &[crate::runtime::dirty::BUILTIN_HANDLER_NAME];
+/// (`plugin_builtin_name_squat`, docs/protocol.md §3). Ours (the default dirty handler),
+/// then the reference system's built-in hook names (its default dirty handler, its Claude
+/// rate-limit spawn hook and its per-agent presets), so that no host's events can pass for
+/// a built-in's to an auditor who knows either system.
+pub const BUILTIN_HOOK_NAMES: &[&str] = &[
+    crate::runtime::dirty::BUILTIN_HANDLER_NAME,
+    "default_dirty_handler",
+    "claude_rate_limit",
+    "gemini",
+    "codewhale",
+    "kimi",
+    "pi",
+];
 
 /// The failure taxonomy of a hook call (`hook_failed.error_type`, protocol-v1.md §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -274,6 +274,7 @@ fn host_checks(
                 if !disabled {
                     checks.push(check(&name, ok, reason, fix));
                 }
+                let warnings = host_warnings(config, &checked.path);
                 hosts.push(json!({
                     "name": cfg.name, "executable": checked.path, "sha256": sha,
                     "pin_status": checked.status.as_str(), "disabled": disabled,
@@ -282,6 +283,7 @@ fn host_checks(
                     "provides": cfg.provides.iter().map(|f| f.as_str()).collect::<Vec<_>>(),
                     "confined_as": gate.map(|g| g.applied.as_str()),
                     "read_paths": cfg.read_paths,
+                    "warnings": warnings,
                 }));
             }
             Err(message) => {
@@ -301,6 +303,27 @@ fn host_checks(
         }
     }
     (hosts, hashes)
+}
+
+/// What `doctor` warns about a host at `exe` (canonical) without failing a check: a host
+/// inside the work tree reads its sibling files (confined hosts may read `work_dir`),
+/// which its pin does not cover and the agent can write (docs/security.md).
+fn host_warnings(config: &Config, exe: &Path) -> Vec<String> {
+    let work_dir = config
+        .runtime
+        .work_dir
+        .canonicalize()
+        .unwrap_or_else(|_| config.runtime.work_dir.clone());
+    let mut warnings = Vec::new();
+    if exe.starts_with(&work_dir) {
+        warnings.push(format!(
+            "{} lives inside the work tree {}: the files beside it are readable to it, not \
+             covered by its pin, and writable by the agent; install the host outside the work tree",
+            exe.display(),
+            work_dir.display()
+        ));
+    }
+    warnings
 }
 
 /// The hook families really confined: those of the hosts that would be launched (enabled,
@@ -454,6 +477,13 @@ pub fn render(json: &Value) -> String {
                     "  {:<20} reads {} (read_paths)\n",
                     "",
                     path.as_str().unwrap_or("")
+                ));
+            }
+            for warning in h["warnings"].as_array().into_iter().flatten() {
+                out.push_str(&format!(
+                    "  {:<20} warning: {}\n",
+                    "",
+                    warning.as_str().unwrap_or("")
                 ));
             }
         }
