@@ -18,6 +18,13 @@ pub const DEFAULT_SPAWN_HOOK_TIMEOUT_S: u64 = 10;
 pub const DEFAULT_DIRTY_HANDLER_TIMEOUT_S: u64 = 60;
 /// Seconds a host has to exit after its stdin reached end-of-file (§1, §2).
 pub const EXIT_AFTER_EOF_S: u64 = 2;
+/// Characters of one host stderr line the supervisor keeps in its log; a longer line is
+/// cut and marked `… [line truncated: N bytes]` (docs/protocol.md §1).
+pub const MAX_STDERR_LINE_CHARS: usize = 1024;
+/// Host stderr lines the supervisor copies per second per host; further lines in the same
+/// second are counted and reported as one `[N stderr lines dropped …]` record
+/// (docs/protocol.md §1).
+pub const MAX_STDERR_LINES_PER_S: u32 = 100;
 
 /// Cuts `text` to at most `max` characters (not bytes), on a character boundary.
 pub fn truncate_chars(text: &str, max: usize) -> &str {

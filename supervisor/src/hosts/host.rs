@@ -18,8 +18,7 @@ use tokio::process::{Child, ChildStderr};
 use super::transport::{line_transport, ViolationSlot};
 use super::{CallFailure, ErrorType};
 
-/// Longest stderr line of a host kept in our log, in characters.
-pub const MAX_STDERR_LINE_CHARS: usize = 1024;
+use agent_runner_protocol::limits::{MAX_STDERR_LINES_PER_S, MAX_STDERR_LINE_CHARS};
 /// How long a host has to exit after `shutdown` and stdin EOF (protocol-v1.md §2).
 pub const EXIT_GRACE: Duration =
     Duration::from_secs(agent_runner_protocol::limits::EXIT_AFTER_EOF_S);
@@ -263,25 +262,142 @@ async fn forward_stderr(host: String, stderr: ChildStderr, tail: StderrTail) {
     .await;
 }
 
-/// Reads a host's stderr until it closes and hands each line to `on_line`, capped at
-/// [`MAX_STDERR_LINE_CHARS`] characters and redacted. Reads are bounded, so a host writing
-/// an endless line cannot grow our memory (the rest of it comes as further lines).
+/// Reads a host's stderr until it closes and hands each line to `on_line`, bounded
+/// (docs/protocol.md §1):
+///
+/// * a line is cut at [`MAX_STDERR_LINE_CHARS`] characters and marked
+///   `… [line truncated: N bytes]`; the rest of it is read and thrown away, never kept;
+/// * at most [`MAX_STDERR_LINES_PER_S`] lines per second are handed on; the lines beyond
+///   are counted and reported as one `[N stderr lines dropped: more than M per second]`
+///   record, with the next line handed on or when stderr closes;
+/// * terminal control sequences (colour codes, cursor moves) and other control characters
+///   are removed, then secrets are redacted.
 pub async fn read_stderr_lines(stderr: ChildStderr, mut on_line: impl FnMut(String)) {
     let mut reader = BufReader::new(stderr);
     let mut buf = Vec::new();
+    let mut window = tokio::time::Instant::now();
+    let mut in_window = 0u32;
+    let mut dropped = 0u64;
+    let read_cap = 4 * MAX_STDERR_LINE_CHARS;
     loop {
         buf.clear();
-        let mut limited = (&mut reader).take(4 * MAX_STDERR_LINE_CHARS as u64);
-        match limited.read_until(b'\n', &mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {
-                let text = String::from_utf8_lossy(&buf);
-                let text = agent_runner_protocol::limits::truncate_chars(
-                    text.trim_end(),
-                    MAX_STDERR_LINE_CHARS,
-                );
-                on_line(redact(text));
+        let n = match (&mut reader)
+            .take(read_cap as u64)
+            .read_until(b'\n', &mut buf)
+            .await
+        {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        // The line's length in bytes, newline excluded.
+        let mut total = n - usize::from(buf.last() == Some(&b'\n'));
+        if n == read_cap && buf.last() != Some(&b'\n') {
+            total += skip_rest_of_line(&mut reader).await;
+        }
+        let now = tokio::time::Instant::now();
+        if now.duration_since(window) >= Duration::from_secs(1) {
+            window = now;
+            in_window = 0;
+            report_dropped(&mut dropped, &mut on_line);
+        }
+        if in_window >= MAX_STDERR_LINES_PER_S {
+            dropped += 1;
+            continue;
+        }
+        in_window += 1;
+        let text = strip_control(String::from_utf8_lossy(&buf).trim_end());
+        let kept = agent_runner_protocol::limits::truncate_chars(&text, MAX_STDERR_LINE_CHARS);
+        let line = if kept.len() < text.len() || total > n {
+            format!("{kept}… [line truncated: {total} bytes]")
+        } else {
+            kept.to_owned()
+        };
+        on_line(redact(&line));
+    }
+    report_dropped(&mut dropped, &mut on_line);
+}
+
+/// Hands on the "lines dropped" record when lines were dropped, and resets the count.
+fn report_dropped(dropped: &mut u64, on_line: &mut impl FnMut(String)) {
+    if *dropped > 0 {
+        on_line(format!(
+            "[{dropped} stderr lines dropped: more than {MAX_STDERR_LINES_PER_S} per second]"
+        ));
+        *dropped = 0;
+    }
+}
+
+/// Reads and discards the rest of an overlong line (up to and including its newline);
+/// returns how many bytes that was, the newline not counted.
+async fn skip_rest_of_line(reader: &mut BufReader<ChildStderr>) -> usize {
+    let mut skipped = 0;
+    loop {
+        let chunk = match reader.fill_buf().await {
+            Ok([]) | Err(_) => return skipped,
+            Ok(chunk) => chunk,
+        };
+        match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => {
+                reader.consume(i + 1);
+                return skipped + i;
+            }
+            None => {
+                let len = chunk.len();
+                reader.consume(len);
+                skipped += len;
             }
         }
+    }
+}
+
+/// `text` without terminal control sequences (`ESC [ … final-byte`, `ESC ] … BEL`) and
+/// without other control characters (tab is kept), so a host cannot colour, move the
+/// cursor of, or retitle the terminal reading our log.
+fn strip_control(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => match chars.peek() {
+                Some('[') => {
+                    chars.next();
+                    // Parameters and intermediates, then one final byte in @..=~.
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                Some(']') => {
+                    chars.next();
+                    while let Some(c) = chars.next() {
+                        if c == '\u{7}' || (c == '\u{1b}' && chars.next_if_eq(&'\\').is_some()) {
+                            break;
+                        }
+                    }
+                }
+                _ => {
+                    chars.next();
+                }
+            },
+            '\t' => out.push(c),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_control;
+
+    #[test]
+    fn control_sequences_are_removed() {
+        assert_eq!(strip_control("\u{1b}[31mred\u{1b}[0m plain"), "red plain");
+        assert_eq!(strip_control("a\u{1b}]0;title\u{7}b"), "ab");
+        assert_eq!(strip_control("a\u{1b}]0;t\u{1b}\\b"), "ab");
+        assert_eq!(strip_control("tab\there\rback\u{8}"), "tab\thereback");
+        assert_eq!(strip_control("héllo"), "héllo");
     }
 }
