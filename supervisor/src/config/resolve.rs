@@ -2,7 +2,7 @@
 
 use agent_runner_plugin_host::pin::Sha256Pin;
 use agent_runner_plugin_host::policy::{covers_protected, CREDENTIAL_PATHS};
-use agent_runner_protocol::limits::DEFAULT_INIT_TIMEOUT_S;
+use agent_runner_protocol::limits::{DEFAULT_INIT_TIMEOUT_S, MAX_HOST_CONFIG_BYTES};
 use agent_runner_protocol::{Family, HookName};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -685,7 +685,19 @@ fn resolve_host(
             .unwrap_or(DEFAULT_HOST_MEMORY_MB),
         read_paths: resolve_read_paths(&raw.read_paths, config_path, work_dir, log_dir, project)
             .map_err(|m| ("read_paths", m))?,
-        config: raw.config,
+        config: {
+            let bytes = serde_json::to_string(&raw.config).map_or(0, |s| s.len());
+            if bytes > MAX_HOST_CONFIG_BYTES {
+                return Err((
+                    "config",
+                    format!(
+                        "the table takes {bytes} bytes as JSON; at most {MAX_HOST_CONFIG_BYTES} \
+                         (it travels in one initialize line); keep large data in a file under read_paths"
+                    ),
+                ));
+            }
+            raw.config
+        },
     })
 }
 

@@ -6,6 +6,7 @@
 //! `hook_failed`, and started again for a later call after a backoff; after
 //! [`MAX_CONSECUTIVE_FAILURES`] failures in a row it is disabled for the rest of the run.
 
+mod declarations;
 mod host;
 pub mod sandbox;
 mod stats;
@@ -16,6 +17,7 @@ pub use stats::CallStats;
 use agent_runner_plugin_host::launch::LaunchSpec;
 use agent_runner_plugin_host::pin::{open_and_hash, Sha256Pin};
 use agent_runner_plugin_host::resolve::resolve_executable;
+use agent_runner_protocol::limits::{fit_text, MAX_CONTEXT_TEXT_BYTES};
 use agent_runner_protocol::redact::redact_and_cap;
 use agent_runner_protocol::{
     decode_initialize_result, methods, Family, HookDecl, HookName, InitializeParams,
@@ -29,8 +31,9 @@ use std::time::{Duration, Instant};
 use crate::config::{Config, HostConfig};
 use crate::hosts::sandbox::SandboxGate;
 use crate::runtime::events::{Event, EventLog};
+pub use declarations::{declaration_problems, DeclarationProblem};
 use host::RunningHost;
-pub use host::{read_stderr_lines, StderrTail};
+pub use host::{read_stderr_lines, StderrTail, EXIT_GRACE};
 
 /// Consecutive failed calls after which a host is disabled for the rest of the run.
 pub const MAX_CONSECUTIVE_FAILURES: u32 = 5;
@@ -368,40 +371,18 @@ impl HostManager {
     /// declaration breaks the rules.
     fn register(&mut self, index: usize, decls: Vec<HookDecl>) {
         let name = self.hosts[index].cfg.name.clone();
-        let mut problem = None;
-        for decl in &decls {
-            if BUILTIN_HOOK_NAMES.contains(&decl.name.as_str()) {
+        let taken: Vec<HookName> = self.hooks.iter().map(|h| h.name.clone()).collect();
+        let problems = declaration_problems(&decls, &self.hosts[index].cfg.provides, &taken);
+        for problem in &problems {
+            if let DeclarationProblem::BuiltinName(hook) = problem {
                 self.events.emit(Event::PluginBuiltinNameSquat {
-                    name: decl.name.to_string(),
+                    name: hook.clone(),
                     module_path: self.hosts[index].spec.exe.path.clone(),
                     host: name.clone(),
                 });
-                problem = Some(format!(
-                    "hook name {:?} belongs to a built-in",
-                    decl.name.as_str()
-                ));
-            } else if !self.hosts[index].cfg.provides.contains(&decl.family) {
-                problem = Some(format!(
-                    "declares a {} hook {:?} but [plugins.hosts.{name}] provides only {:?}",
-                    decl.family,
-                    decl.name.as_str(),
-                    self.hosts[index]
-                        .cfg
-                        .provides
-                        .iter()
-                        .map(|f| f.as_str())
-                        .collect::<Vec<_>>()
-                ));
-            } else if self.hooks.iter().any(|h| h.name == decl.name) {
-                problem = Some(format!(
-                    "hook name {:?} is already taken by another host",
-                    decl.name.as_str()
-                ));
-            }
-            if problem.is_some() {
-                break;
             }
         }
+        let problem = problems.first().map(|p| format!("{p}"));
         if let Some(reason) = problem {
             tracing::error!(host = %name, "host refused: {reason}");
             self.events.emit(Event::PluginRefused {
@@ -623,9 +604,9 @@ pub fn initialize_params(
             version: env!("CARGO_PKG_VERSION").into(),
         },
         host: String::new(),
-        project: project.to_owned(),
-        work_dir: work_dir.display().to_string(),
-        log_dir: log_dir.display().to_string(),
+        project: fit_text(project, MAX_CONTEXT_TEXT_BYTES),
+        work_dir: fit_text(&work_dir.display().to_string(), MAX_CONTEXT_TEXT_BYTES),
+        log_dir: fit_text(&log_dir.display().to_string(), MAX_CONTEXT_TEXT_BYTES),
         state_dir: String::new(),
         config: Default::default(),
         sandbox: gate.info(),
@@ -640,7 +621,10 @@ pub fn host_initialize_params(
 ) -> Value {
     let mut params = common.clone();
     params.host = cfg.name.clone();
-    params.state_dir = spec.state_dir.display().to_string();
+    params.state_dir = fit_text(
+        &spec.state_dir.display().to_string(),
+        MAX_CONTEXT_TEXT_BYTES,
+    );
     params.config = cfg.config.clone();
     serde_json::to_value(params).expect("initialize params serialize")
 }

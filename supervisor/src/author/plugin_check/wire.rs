@@ -7,6 +7,7 @@ use agent_runner_plugin_host::launch::{self, LaunchSpec};
 use agent_runner_plugin_host::notify::DenialListener;
 use agent_runner_protocol::limits::MAX_LINE_BYTES;
 use agent_runner_protocol::redact::redact;
+use agent_runner_protocol::{decode_response, EnvelopeError, Response};
 use serde_json::{json, Value};
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
@@ -49,6 +50,10 @@ pub enum NoReply {
     Closed,
     /// Writing the request failed (the host is gone).
     Write(String),
+    /// The host answered, but not with a valid response to this request (a wrong or
+    /// mistyped `id`, an unknown envelope member, an overlong line): what was seen. Serve
+    /// records the same as a `protocol_violation`.
+    Rejected(String),
 }
 
 /// A running host under check.
@@ -136,14 +141,18 @@ impl HostWire {
                 Err(_) => return Err(NoReply::Timeout),
                 Ok(None) => return Err(NoReply::Closed),
                 Ok(Some(StdoutLine::Broken(what))) => {
-                    self.stray.push(what);
-                    continue;
+                    self.stray.push(what.clone());
+                    return Err(NoReply::Rejected(format!("it wrote {what}")));
                 }
                 Ok(Some(StdoutLine::Line(line))) => line,
             };
-            match parse_response(&line, id) {
-                Some(reply) => return Ok(reply),
-                None => self.stray.push(quote(&line)),
+            match decode_response(&line, id) {
+                Ok(Response::Result(value)) => return Ok(Reply::Result(value)),
+                Ok(Response::Error { code, message, .. }) => {
+                    return Ok(Reply::Error(code, redact(&message)))
+                }
+                Err(EnvelopeError::NotAResponse(_)) => self.stray.push(quote(&line)),
+                Err(err) => return Err(NoReply::Rejected(format!("{err}: {}", quote(&line)))),
             }
         }
     }
@@ -250,24 +259,6 @@ impl HostWire {
     }
 }
 
-/// The reply in `line` if it is a well-formed JSON-RPC 2.0 response to `id`.
-fn parse_response(line: &[u8], id: u64) -> Option<Reply> {
-    let value: Value = serde_json::from_slice(line).ok()?;
-    let obj = value.as_object()?;
-    if obj.get("jsonrpc")?.as_str()? != "2.0" || obj.get("id")?.as_u64()? != id {
-        return None;
-    }
-    match (obj.get("result"), obj.get("error")) {
-        (Some(result), None) if obj.len() == 3 => Some(Reply::Result(result.clone())),
-        (None, Some(error)) if obj.len() == 3 => {
-            let code = error.get("code")?.as_i64()?;
-            let message = error.get("message")?.as_str()?;
-            Some(Reply::Error(code, redact(message)))
-        }
-        _ => None,
-    }
-}
-
 /// Reads stdout line by line (at most [`MAX_LINE_BYTES`] each) until EOF.
 async fn read_stdout(stdout: tokio::process::ChildStdout, tx: mpsc::UnboundedSender<StdoutLine>) {
     let mut reader = BufReader::new(stdout);
@@ -282,8 +273,16 @@ async fn read_stdout(stdout: tokio::process::ChildStdout, tx: mpsc::UnboundedSen
             line.pop();
             StdoutLine::Line(line)
         } else if line.len() as u64 >= limit {
+            // Reported at once (as serve does), then the rest of the line is skipped.
             let head = quote(&line);
-            // Skip the rest of the overlong line.
+            if tx
+                .send(StdoutLine::Broken(format!(
+                    "a line longer than {MAX_LINE_BYTES} bytes: {head}"
+                )))
+                .is_err()
+            {
+                return;
+            }
             let mut rest = Vec::new();
             loop {
                 rest.clear();
@@ -293,7 +292,7 @@ async fn read_stdout(stdout: tokio::process::ChildStdout, tx: mpsc::UnboundedSen
                     Ok(_) => {}
                 }
             }
-            StdoutLine::Broken(format!("a line longer than {MAX_LINE_BYTES} bytes: {head}"))
+            continue;
         } else {
             StdoutLine::Broken(format!(
                 "an unterminated line at end of stdout: {}",
