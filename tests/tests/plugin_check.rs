@@ -156,7 +156,7 @@ fn faulty_hosts_fail_the_rule_they_break() {
             "extra_family",
             Some("spawn_hook"),
             "families_in_provides",
-            "dirty_handler `extra`",
+            "dirty_handler hook \"extra\" outside `provides`",
         ),
         ("v2_only", None, "initialize", "version"),
         (
