@@ -57,6 +57,10 @@ const RUST_VENDOR: &[(&str, &str)] = &[
         include_str!("../../../protocol/src/error_codes.rs"),
     ),
     (
+        "vendor/agent-runner-protocol/src/family.rs",
+        include_str!("../../../protocol/src/family.rs"),
+    ),
+    (
         "vendor/agent-runner-protocol/src/limits.rs",
         include_str!("../../../protocol/src/limits.rs"),
     ),
@@ -319,6 +323,27 @@ mod tests {
             }
         }
         assert!(RUST_VENDOR[0].0.ends_with("agent-runner-sdk/Cargo.toml"));
+        // Every source file of both crates is carried (binaries of the SDK excepted).
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        for (dir, vendored) in [
+            ("sdk", "agent-runner-sdk"),
+            ("protocol", "agent-runner-protocol"),
+        ] {
+            for entry in std::fs::read_dir(root.join(dir).join("src"))
+                .unwrap()
+                .flatten()
+            {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if !name.ends_with(".rs") {
+                    continue;
+                }
+                let want = format!("vendor/{vendored}/src/{name}");
+                assert!(
+                    RUST_VENDOR.iter().any(|(path, _)| *path == want),
+                    "{dir}/src/{name} is not carried into the Rust scaffold"
+                );
+            }
+        }
         assert!(RUST_VENDOR[6]
             .0
             .ends_with("agent-runner-protocol/Cargo.toml"));
