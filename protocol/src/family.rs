@@ -10,8 +10,8 @@ use std::fmt;
 use crate::limits::{DEFAULT_DIRTY_HANDLER_TIMEOUT_S, DEFAULT_SPAWN_HOOK_TIMEOUT_S};
 use crate::methods;
 
-/// A hook family (`docs/protocol.md` §3, `hooks[].family`). Serialized as its
-/// [`FamilySpec::name`]: `"spawn_hook"` / `"dirty_handler"`.
+/// A hook family (`docs/protocol.md` §3, `hooks[].family`), spelled `"spawn_hook"` /
+/// `"dirty_handler"` on the wire and in config (its `FamilySpec::name`).
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]

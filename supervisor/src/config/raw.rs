@@ -97,6 +97,9 @@ pub(super) struct RawHost {
     pub timeout_s: Option<u64>,
     pub init_timeout_s: Option<u64>,
     pub memory_max_mb: Option<u64>,
+    pub file_max_mb: Option<u64>,
+    pub tmp_max_mb: Option<u64>,
+    pub state_max_mb: Option<u64>,
     #[serde(default)]
     pub read_paths: Vec<String>,
     #[serde(default)]

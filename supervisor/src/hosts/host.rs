@@ -3,6 +3,8 @@
 
 use agent_runner_plugin_host::launch::{self, LaunchSpec};
 use agent_runner_plugin_host::notify::DenialListener;
+use agent_runner_protocol::limits::{MAX_STDERR_LINES_PER_S, MAX_STDERR_LINE_CHARS};
+use agent_runner_protocol::line::{BoundedLines, LongLines};
 use agent_runner_protocol::redact::redact;
 use jsonrpsee::core::client::{Client, ClientBuilder, ClientT, Error as RpcError};
 use jsonrpsee::core::traits::ToRpcParams;
@@ -12,14 +14,13 @@ use std::collections::VecDeque;
 use std::os::unix::process::ExitStatusExt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStderr};
 
 use super::transport::{line_transport, ViolationSlot};
 use super::{CallFailure, ErrorType};
 
-use agent_runner_protocol::limits::{MAX_STDERR_LINES_PER_S, MAX_STDERR_LINE_CHARS};
-/// How long a host has to exit after `shutdown` and stdin EOF (protocol-v1.md §2).
+/// How long a host has to exit after `shutdown` and stdin EOF (`docs/protocol.md` §2).
 pub const EXIT_GRACE: Duration =
     Duration::from_secs(agent_runner_protocol::limits::EXIT_AFTER_EOF_S);
 /// How long we wait to learn how a host whose pipe broke ended.
@@ -80,6 +81,8 @@ pub struct RunningHost {
     /// The last stderr lines, and the task filling it (done once stderr closed).
     stderr: StderrTail,
     stderr_reader: tokio::task::JoinHandle<()>,
+    /// Measures the state directory while the host lives (see [`super::write_watch`]).
+    write_watch: Option<super::write_watch::WriteWatch>,
 }
 
 /// JSON params already serialized.
@@ -123,6 +126,7 @@ impl RunningHost {
             denials,
             stderr: tail,
             stderr_reader,
+            write_watch: None,
         })
     }
 
@@ -133,6 +137,11 @@ impl RunningHost {
         let _ = self.child.wait().await;
         let _ = tokio::time::timeout(REAP_WAIT, &mut self.stderr_reader).await;
         self.stderr.lines()
+    }
+
+    /// Keeps `watch` running for as long as this host lives.
+    pub fn watch_writes(&mut self, watch: super::write_watch::WriteWatch) {
+        self.write_watch = Some(watch);
     }
 
     /// The host's pid.
@@ -274,78 +283,95 @@ async fn forward_stderr(host: String, stderr: ChildStderr, tail: StderrTail) {
 ///   are removed, then secrets are redacted.
 pub async fn read_stderr_lines(stderr: ChildStderr, mut on_line: impl FnMut(String)) {
     let mut reader = BufReader::new(stderr);
-    let mut buf = Vec::new();
-    let mut window = tokio::time::Instant::now();
-    let mut in_window = 0u32;
-    let mut dropped = 0u64;
-    let read_cap = 4 * MAX_STDERR_LINE_CHARS;
+    // Up to 4 bytes per character: the framer cuts a longer line into pieces of exactly
+    // `max` bytes; the first piece is kept, the others only counted.
+    let max = 4 * MAX_STDERR_LINE_CHARS;
+    let mut lines = BoundedLines::new(max, LongLines::Split);
+    // The first piece of a line longer than `max` and the line's bytes so far.
+    let mut long: Option<(Vec<u8>, usize)> = None;
+    let mut limit = RateLimit::new();
     loop {
-        buf.clear();
-        let n = match (&mut reader)
-            .take(read_cap as u64)
-            .read_until(b'\n', &mut buf)
-            .await
-        {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
+        let found = match reader.fill_buf().await {
+            Err(_) => None,
+            Ok([]) => lines.finish(),
+            Ok(buf) => {
+                let (used, found) = lines.push(buf);
+                reader.consume(used);
+                if found.is_none() {
+                    continue;
+                }
+                found
+            }
         };
-        // The line's length in bytes, newline excluded.
-        let mut total = n - usize::from(buf.last() == Some(&b'\n'));
-        if n == read_cap && buf.last() != Some(&b'\n') {
-            total += skip_rest_of_line(&mut reader).await;
+        if found.is_none() {
+            break;
         }
+        let piece = lines.line();
+        match long.as_mut() {
+            Some((_, total)) if piece.len() == max => *total += piece.len(),
+            None if piece.len() == max => long = Some((piece.to_vec(), piece.len())),
+            Some(_) => {
+                let (head, total) = long.take().expect("matched Some");
+                limit.hand_on(&head, total + piece.len(), &mut on_line);
+            }
+            None => limit.hand_on(piece, piece.len(), &mut on_line),
+        }
+    }
+    if let Some((head, total)) = long {
+        limit.hand_on(&head, total, &mut on_line);
+    }
+    limit.report_dropped(&mut on_line);
+}
+
+/// The per-second bound of [`read_stderr_lines`] and the lines it dropped.
+struct RateLimit {
+    window: tokio::time::Instant,
+    in_window: u32,
+    dropped: u64,
+}
+
+impl RateLimit {
+    fn new() -> Self {
+        RateLimit {
+            window: tokio::time::Instant::now(),
+            in_window: 0,
+            dropped: 0,
+        }
+    }
+
+    /// Hands on one line (`kept`: its first bytes; `total`: its length in bytes without
+    /// the newline) cleaned, capped, marked when cut and redacted, unless this second's
+    /// [`MAX_STDERR_LINES_PER_S`] are used up (then it is counted as dropped).
+    fn hand_on(&mut self, kept: &[u8], total: usize, on_line: &mut impl FnMut(String)) {
         let now = tokio::time::Instant::now();
-        if now.duration_since(window) >= Duration::from_secs(1) {
-            window = now;
-            in_window = 0;
-            report_dropped(&mut dropped, &mut on_line);
+        if now.duration_since(self.window) >= Duration::from_secs(1) {
+            self.window = now;
+            self.in_window = 0;
+            self.report_dropped(on_line);
         }
-        if in_window >= MAX_STDERR_LINES_PER_S {
-            dropped += 1;
-            continue;
+        if self.in_window >= MAX_STDERR_LINES_PER_S {
+            self.dropped += 1;
+            return;
         }
-        in_window += 1;
-        let text = strip_control(String::from_utf8_lossy(&buf).trim_end());
-        let kept = agent_runner_protocol::limits::truncate_chars(&text, MAX_STDERR_LINE_CHARS);
-        let line = if kept.len() < text.len() || total > n {
-            format!("{kept}… [line truncated: {total} bytes]")
+        self.in_window += 1;
+        let text = strip_control(String::from_utf8_lossy(kept).trim_end());
+        let capped = agent_runner_protocol::limits::truncate_chars(&text, MAX_STDERR_LINE_CHARS);
+        let line = if capped.len() < text.len() || total > kept.len() {
+            format!("{capped}… [line truncated: {total} bytes]")
         } else {
-            kept.to_owned()
+            capped.to_owned()
         };
         on_line(redact(&line));
     }
-    report_dropped(&mut dropped, &mut on_line);
-}
 
-/// Hands on the "lines dropped" record when lines were dropped, and resets the count.
-fn report_dropped(dropped: &mut u64, on_line: &mut impl FnMut(String)) {
-    if *dropped > 0 {
-        on_line(format!(
-            "[{dropped} stderr lines dropped: more than {MAX_STDERR_LINES_PER_S} per second]"
-        ));
-        *dropped = 0;
-    }
-}
-
-/// Reads and discards the rest of an overlong line (up to and including its newline);
-/// returns how many bytes that was, the newline not counted.
-async fn skip_rest_of_line(reader: &mut BufReader<ChildStderr>) -> usize {
-    let mut skipped = 0;
-    loop {
-        let chunk = match reader.fill_buf().await {
-            Ok([]) | Err(_) => return skipped,
-            Ok(chunk) => chunk,
-        };
-        match chunk.iter().position(|&b| b == b'\n') {
-            Some(i) => {
-                reader.consume(i + 1);
-                return skipped + i;
-            }
-            None => {
-                let len = chunk.len();
-                reader.consume(len);
-                skipped += len;
-            }
+    /// Hands on the "lines dropped" record when lines were dropped, and resets the count.
+    fn report_dropped(&mut self, on_line: &mut impl FnMut(String)) {
+        if self.dropped > 0 {
+            on_line(format!(
+                "[{} stderr lines dropped: more than {MAX_STDERR_LINES_PER_S} per second]",
+                self.dropped
+            ));
+            self.dropped = 0;
         }
     }
 }

@@ -4,12 +4,12 @@
 //! `<log_dir>/round-context.json` before every round (where the reference system writes
 //! it) and, in `prepend` mode, also put before the prompt as a fenced block.
 
-use serde_json::{json, Value};
+use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 use crate::runtime::git::Repo;
 use crate::runtime::state::{
-    read_json, read_round_state, write_json_atomic, OrphanState, ORPHAN_FILE,
+    read_json, read_round_state, write_json_replace, OrphanState, PreviousRound, ORPHAN_FILE,
 };
 
 /// Name of the context file in `log_dir`.
@@ -17,6 +17,38 @@ pub const CONTEXT_FILE: &str = "round-context.json";
 
 /// The variable naming the context file in the agent's environment (`file` mode).
 pub const CONTEXT_FILE_ENV: &str = "AGENT_RUNNER_CONTEXT_FILE";
+
+/// What the agent is told about its round; absent parts are left out of the JSON.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RoundContext {
+    /// The round's number.
+    pub round_num: u64,
+    /// When it started (UTC).
+    pub started_at: String,
+    /// Its phase, with `[phases]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// How the previous round ended, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous: Option<PreviousRound>,
+    /// The stash an earlier round left, while it still exists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub orphan_stash: Option<OrphanStash>,
+}
+
+/// `orphan_stash` of the round context.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OrphanStash {
+    /// The stash commit.
+    #[serde(rename = "ref")]
+    pub stash_ref: String,
+    /// The round that left it.
+    pub round_num: u64,
+    /// When it was made (UTC).
+    pub ts: String,
+    /// How to get the work back.
+    pub hint: &'static str,
+}
 
 /// Builds the context of round `round_num`. Missing or unreadable state leaves its part
 /// out (the context is advice, never a reason to skip a round).
@@ -26,31 +58,33 @@ pub async fn build(
     round_num: u64,
     started_at: &str,
     phase: Option<&str>,
-) -> Value {
-    let mut ctx = json!({"round_num": round_num, "started_at": started_at});
-    if let Some(phase) = phase {
-        ctx["phase"] = json!(phase);
-    }
-    if let Ok(state) = read_round_state(log_dir) {
-        if let Some(previous) = state.previous {
-            ctx["previous"] = json!(previous);
-        }
-    }
+) -> RoundContext {
+    let previous = read_round_state(log_dir).ok().and_then(|s| s.previous);
+    let mut orphan_stash = None;
     if let Ok(Some(orphan)) = read_json::<OrphanState>(&log_dir.join(ORPHAN_FILE)) {
         if repo.stash_contains(&orphan.sha).await {
-            ctx["orphan_stash"] = json!({"ref": orphan.sha, "round_num": orphan.round_num,
-                                          "ts": orphan.ts,
-                                          "hint": "an earlier round's uncommitted work is in this stash; `git stash apply <ref>` restores it"});
+            orphan_stash = Some(OrphanStash {
+                stash_ref: orphan.sha,
+                round_num: orphan.round_num,
+                ts: orphan.ts,
+                hint: "an earlier round's uncommitted work is in this stash; `git stash apply <ref>` restores it",
+            });
         }
     }
-    ctx
+    RoundContext {
+        round_num,
+        started_at: started_at.to_owned(),
+        phase: phase.map(str::to_owned),
+        previous,
+        orphan_stash,
+    }
 }
 
 /// Writes `ctx` to `<log_dir>/round-context.json` atomically; returns its path.
 ///
 /// Errors: the file cannot be written.
-pub fn write(log_dir: &Path, ctx: &Value) -> std::io::Result<PathBuf> {
+pub fn write(log_dir: &Path, ctx: &RoundContext) -> std::io::Result<PathBuf> {
     let path = log_dir.join(CONTEXT_FILE);
-    write_json_atomic(&path, ctx)?;
+    write_json_replace(&path, ctx)?;
     Ok(path)
 }
