@@ -65,6 +65,10 @@ const RUST_VENDOR: &[(&str, &str)] = &[
         include_str!("../../../protocol/src/limits.rs"),
     ),
     (
+        "vendor/agent-runner-protocol/src/line.rs",
+        include_str!("../../../protocol/src/line.rs"),
+    ),
+    (
         "vendor/agent-runner-protocol/src/methods.rs",
         include_str!("../../../protocol/src/methods.rs"),
     ),
