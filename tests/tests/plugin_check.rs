@@ -25,11 +25,21 @@ fn agent_runner(cwd: &Path, args: &[&str]) -> Output {
 
 /// `plugin check --json [extra…] -- command…`: the exit code and the report.
 fn check(extra: &[&str], command: &[&str]) -> (i32, Value) {
+    check_with(Command::new(agent_runner_bin()), extra, command)
+}
+
+/// [`check`] run by `cmd` (the `agent-runner` binary, perhaps as another user).
+fn check_with(mut cmd: Command, extra: &[&str], command: &[&str]) -> (i32, Value) {
     let mut args = vec!["plugin", "check", "--json"];
     args.extend_from_slice(extra);
     args.push("--");
     args.extend_from_slice(command);
-    let out = agent_runner(&std::env::temp_dir(), &args);
+    let out = cmd
+        .args(&args)
+        .current_dir(std::env::temp_dir())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run agent-runner");
     let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "no JSON report ({e}); stdout: {} stderr: {}",
@@ -181,6 +191,28 @@ fn faulty_hosts_fail_the_rule_they_break() {
             .to_owned();
         assert!(detail.contains(says), "{mode}: {detail}");
     }
+}
+
+/// As an unprivileged operator the host runs under a reaper, in its own user and PID
+/// namespaces: the host itself is not "a process left", a child it leaves behind is.
+#[test]
+fn no_process_left_as_unprivileged_user() {
+    let user = agent_runner_e2e::unprivileged_user();
+    let host = faulty_host();
+    let host = host.to_str().unwrap();
+    let (code, report) = check_with(user.command(agent_runner_bin()), &[], &[host, "good"]);
+    assert_all_pass(code, &report);
+    let (code, report) = check_with(
+        user.command(agent_runner_bin()),
+        &[],
+        &[host, "leaves_child"],
+    );
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(
+        rules_with(&report, "fail"),
+        ["no_process_left"],
+        "{report:#}"
+    );
 }
 
 #[test]

@@ -199,7 +199,9 @@ impl HostWire {
     }
 
     /// Live (non-zombie) processes of the host's process group other than the host
-    /// itself once it has exited: `(pid, command name)`.
+    /// itself while it runs: `(pid, command name)`. The host is the group's leader, or, for
+    /// an unprivileged operator, the leader's child that is PID 1 of its own PID namespace
+    /// (the leader is then the reaper, see `agent_runner_plugin_host::user_namespace`).
     pub fn group_members(&self) -> Vec<(u32, String)> {
         let Ok(dir) = std::fs::read_dir("/proc") else {
             return Vec::new();
@@ -223,11 +225,11 @@ impl HostWire {
             let comm = stat[open + 1..close].to_owned();
             let mut fields = stat[close + 1..].split_whitespace();
             let state = fields.next().unwrap_or("");
-            let pgrp = fields.nth(1).and_then(|p| p.parse::<u32>().ok());
-            if pgrp == Some(self.pgid)
-                && state != "Z"
-                && !(pid == self.pgid && self.status.is_none())
-            {
+            let ppid = fields.next().and_then(|p| p.parse::<u32>().ok());
+            let pgrp = fields.next().and_then(|p| p.parse::<u32>().ok());
+            let is_host = pid == self.pgid
+                || (ppid == Some(self.pgid) && namespace_init(pid) && self.pgid != 0);
+            if pgrp == Some(self.pgid) && state != "Z" && !(is_host && self.status.is_none()) {
                 members.push((pid, comm));
             }
         }
@@ -249,6 +251,21 @@ impl HostWire {
     pub fn stderr_tail(&self) -> Vec<String> {
         self.stderr.lines()
     }
+}
+
+/// Whether process `pid` is PID 1 of its own PID namespace (the last `NSpid:` entry of
+/// `/proc/<pid>/status` is 1; proc(5)).
+fn namespace_init(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))
+                .and_then(|ids| ids.split_whitespace().last())
+                .map(|id| id == "1")
+        })
+        .unwrap_or(false)
 }
 
 /// Reads stdout line by line (at most [`MAX_LINE_BYTES`] each) until EOF.
