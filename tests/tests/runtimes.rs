@@ -10,8 +10,12 @@
 //! The script hosts live in `tests/runtimes/`; each row copies its host next to the
 //! project with the row's `#!` line, so the pin, the interpreter resolution and the policy
 //! are the ones serve uses. Ruby is installed by `.ci/run` when missing.
+//!
+//! Every row runs twice: `<row>::as_root` and `<row>::as_unprivileged_user` (the supervisor
+//! runs as the test user, whose confinement is the user + PID + mount namespaces; its
+//! `PATH` holds system directories only, so `python_on_path` finds the system Python).
 
-use agent_runner_e2e::{workspace_bin, HostSpec, Project};
+use agent_runner_e2e::{workspace_bin, HostSpec, Operator, Project};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -98,30 +102,26 @@ fn round_under_require(p: &Project, host: &Path, runtime: &str, path: Option<&st
     );
 }
 
-#[test]
-fn bash() {
-    let p = Project::new();
+fn bash(operator: Operator) {
+    let p = Project::new_as(operator);
     let host = host_script(&p, "host.bash", Some("/bin/bash"));
     round_under_require(&p, &host, "bash", None);
 }
 
-#[test]
-fn posix_sh() {
-    let p = Project::new();
+fn posix_sh(operator: Operator) {
+    let p = Project::new_as(operator);
     let host = host_script(&p, "host.sh", Some("/bin/sh"));
     round_under_require(&p, &host, "sh", None);
 }
 
-#[test]
-fn python_system() {
-    let p = Project::new();
+fn python_system(operator: Operator) {
+    let p = Project::new_as(operator);
     let host = host_script(&p, "host.py", Some("/usr/bin/python3"));
     round_under_require(&p, &host, "python", None);
 }
 
-#[test]
-fn python_venv() {
-    let p = Project::new();
+fn python_venv(operator: Operator) {
+    let p = Project::new_as(operator);
     let venv = p.tmp_dir().join("venv");
     must(
         Command::new("/usr/bin/python3")
@@ -136,9 +136,8 @@ fn python_venv() {
 /// A Python installed under the home directory (a `--copies` environment laid out as pyenv
 /// lays out its versions) and reached through `#!/usr/bin/env python3` and a pyenv shim
 /// first on PATH, as a developer's machine does it.
-#[test]
-fn python_under_home_through_env_shim() {
-    let p = Project::new();
+fn python_under_home_through_env_shim(operator: Operator) {
+    let p = Project::new_as(operator);
     let home = p.tmp_dir().join("home");
     let root = home.join(".pyenv");
     let version = root.join("versions/3-test");
@@ -164,36 +163,65 @@ fn python_under_home_through_env_shim() {
 
 /// Whatever `python3` the test's own PATH finds (on the development machine: pyenv under
 /// /root, through its shim).
-#[test]
-fn python_on_path() {
-    let p = Project::new();
+fn python_on_path(operator: Operator) {
+    let p = Project::new_as(operator);
     let host = host_script(&p, "host.py", None);
     round_under_require(&p, &host, "python", None);
 }
 
-#[test]
-fn node() {
-    let p = Project::new();
+fn node(operator: Operator) {
+    let p = Project::new_as(operator);
     let host = host_script(&p, "host.js", None);
     round_under_require(&p, &host, "node", None);
 }
 
-#[test]
-fn perl() {
-    let p = Project::new();
+fn perl(operator: Operator) {
+    let p = Project::new_as(operator);
     let host = host_script(&p, "host.pl", None);
     round_under_require(&p, &host, "perl", None);
 }
 
-#[test]
-fn ruby() {
-    let p = Project::new();
+fn ruby(operator: Operator) {
+    let p = Project::new_as(operator);
     let host = host_script(&p, "host.rb", None);
     round_under_require(&p, &host, "ruby", None);
 }
 
-#[test]
-fn rust() {
-    let p = Project::new();
+fn rust(operator: Operator) {
+    let p = Project::new_as(operator);
     round_under_require(&p, &workspace_bin("ar-e2e-runtime"), "rust", None);
 }
+
+/// Each row twice: `<row>::as_root` and `<row>::as_unprivileged_user`.
+macro_rules! as_root_and_unprivileged {
+    ($($row:ident),* $(,)?) => {
+        $(
+            mod $row {
+                use super::*;
+
+                #[test]
+                fn as_root() {
+                    super::$row(Operator::Root);
+                }
+
+                #[test]
+                fn as_unprivileged_user() {
+                    super::$row(Operator::Unprivileged);
+                }
+            }
+        )*
+    };
+}
+
+as_root_and_unprivileged!(
+    bash,
+    posix_sh,
+    python_system,
+    python_venv,
+    python_under_home_through_env_shim,
+    python_on_path,
+    node,
+    perl,
+    ruby,
+    rust,
+);
