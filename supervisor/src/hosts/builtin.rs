@@ -101,6 +101,7 @@ pub fn admit(
         init_timeout: Duration::from_secs(agent_runner_protocol::limits::DEFAULT_INIT_TIMEOUT_S),
         memory_max_mb: crate::config::DEFAULT_HOST_MEMORY_MB,
         writes: Default::default(),
+        read_paths: Vec::new(),
         config: host_table(config, &detectors),
     };
     let spec = super::launch_spec(
