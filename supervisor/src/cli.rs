@@ -527,6 +527,25 @@ async fn round(config: &std::path::Path, json: bool, phase: Option<&str>) -> Res
             };
             (exit::TEMPFAIL, summary)
         }
+        Attempt::Unhealthy(pressure) => {
+            eprintln!(
+                "agent-runner: round deferred: host health {}: {}",
+                pressure.signal, pressure.message
+            );
+            (
+                exit::TEMPFAIL,
+                RoundSummary::NotStarted {
+                    started: false,
+                    action: "defer",
+                    hook: None,
+                    defer_s: None,
+                    reason: Some(format!(
+                        "host health {}: {}",
+                        pressure.signal, pressure.message
+                    )),
+                },
+            )
+        }
         Attempt::Stopped => {
             eprintln!("agent-runner: stopped before the agent started");
             (

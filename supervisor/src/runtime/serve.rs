@@ -200,7 +200,9 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
         let attempt = runner.attempt(stop, None).await;
         status.send_modify(|s| s.update("waiting", None, &runner.hosts));
         let after = match &attempt {
-            Ok(Attempt::NotStarted(Verdict::Defer { .. })) => ServiceState::Deferred,
+            Ok(Attempt::NotStarted(Verdict::Defer { .. }) | Attempt::Unhealthy(_)) => {
+                ServiceState::Deferred
+            }
             _ => ServiceState::Idle,
         };
         service.update(after, None, &runner.hosts);
@@ -245,6 +247,8 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                 continue;
             }
             Ok(Attempt::NotStarted(Verdict::Skip { .. })) => restart_delay,
+            // Recorded by the runner (round_deferred once, round_resumed when it clears).
+            Ok(Attempt::Unhealthy(_)) => restart_delay,
             Ok(Attempt::NotStarted(Verdict::Proceed)) => {
                 unreachable!("proceed always runs the agent")
             }
