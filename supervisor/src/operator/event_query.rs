@@ -7,21 +7,25 @@
 //! - `--since TS` (RFC 3339, e.g. `2026-11-29T17:00:00Z`, or a date): every matching
 //!   event with `ts >= TS`, then exit (or follow, with `--tail`). A client resumes by
 //!   passing the last `ts` it saw: that event may repeat, none is lost.
+//! - `--kind '*'` (ours): every kind.
 //! - `--tail`: follow the record (month rollover included) until Ctrl-C, exit 0.
 //!
 //! Torn or non-JSON lines are skipped and counted on stderr, never fatal.
 
 use std::collections::BTreeSet;
-use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::io::{self, Write};
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use crate::exit::{self, CliError};
-use crate::operator::event_read::{event_files, read_file, Batch};
+use crate::operator::event_follow::Follower;
 use crate::runtime::events::Recorded;
 
 /// Matching events printed when neither `--window`, `--since` nor `--tail` is given.
 pub const DEFAULT_WINDOW: usize = 10;
+
+/// `--kind '*'` matches every kind (ours: what `monitor --host` asks the remote for).
+pub const ALL_KINDS: &str = "*";
 
 /// How often `--tail` looks for new lines.
 pub const TAIL_POLL: Duration = Duration::from_millis(250);
@@ -102,7 +106,7 @@ impl Query {
     }
 
     fn matches(&self, event: &Recorded) -> bool {
-        self.kinds.contains(event.kind())
+        (self.kinds.contains(event.kind()) || self.kinds.contains(ALL_KINDS))
             && self.since.is_none_or(|since| {
                 event
                     .ts()
@@ -120,38 +124,36 @@ fn parse_since(raw: &str) -> Option<SystemTime> {
     humantime::parse_rfc3339_weak(raw.trim_end_matches('Z')).ok()
 }
 
-/// Runs the query over the record in `log_dir`; returns the exit code.
+/// Runs the query over the record in `log_dir`; returns the exit code. With `--tail`
+/// following starts exactly where the history read stopped, so no event is lost between
+/// the two (what `monitor --host` relies on to resume without a gap).
 ///
 /// Errors (exit 1): a file or the directory cannot be read.
 pub async fn run(log_dir: &Path, query: &Query) -> Result<u8, CliError> {
-    let unreadable = |path: &Path, e: io::Error| {
-        CliError::failure(format!("cannot read {}: {e}", path.display()))
-    };
-    let files = event_files(log_dir).map_err(|e| unreadable(log_dir, e))?;
+    let unreadable =
+        |e: io::Error| CliError::failure(format!("cannot read {}: {e}", log_dir.display()));
     let mut out = io::stdout().lock();
-    let mut skipped = 0;
-    if query.window.is_some() || query.since.is_some() {
-        let mut matching = Vec::new();
-        for path in &files {
-            let mut batch = Batch::default();
-            read_file(path, &mut batch).map_err(|e| unreadable(path, e))?;
-            skipped += batch.skipped;
-            matching.extend(batch.events.into_iter().filter(|e| query.matches(e)));
-        }
+    let follower = if query.window.is_some() || query.since.is_some() {
+        let mut follower = Follower::from_start(log_dir);
+        let batch = follower.poll().map_err(unreadable)?;
+        let matching: Vec<&Recorded> = batch.events.iter().filter(|e| query.matches(e)).collect();
         let from = query.window.map_or(0, |n| matching.len().saturating_sub(n));
         for event in &matching[from..] {
             if writeln!(out, "{event}").is_err() {
                 return Ok(exit::OK);
             }
         }
-    }
-    report_skipped(skipped);
+        report_skipped(batch.skipped);
+        follower
+    } else {
+        Follower::at_end(log_dir).map_err(unreadable)?
+    };
     if !query.follow {
         return Ok(exit::OK);
     }
     let _ = out.flush();
     drop(out);
-    follow(log_dir, files.last().cloned(), query).await
+    follow(log_dir, follower, query).await
 }
 
 fn report_skipped(skipped: usize) {
@@ -160,15 +162,8 @@ fn report_skipped(skipped: usize) {
     }
 }
 
-/// Prints matching events appended after this call until Ctrl-C.
-async fn follow(log_dir: &Path, newest: Option<PathBuf>, query: &Query) -> Result<u8, CliError> {
-    // Position: the newest file and how far into it we have read (its end: only new
-    // events are printed).
-    let mut current = newest.clone();
-    let mut offset = match &newest {
-        Some(path) => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
-        None => 0,
-    };
+/// Prints matching events appended after `follower`'s position until Ctrl-C.
+async fn follow(log_dir: &Path, mut follower: Follower, query: &Query) -> Result<u8, CliError> {
     let mut skipped = 0;
     let mut interrupted = crate::operator::interrupt::interrupt_signal()?;
     loop {
@@ -179,42 +174,18 @@ async fn follow(log_dir: &Path, newest: Option<PathBuf>, query: &Query) -> Resul
             }
             _ = tokio::time::sleep(TAIL_POLL) => {}
         }
-        let files = event_files(log_dir)
+        let batch = follower
+            .poll()
             .map_err(|e| CliError::failure(format!("cannot read {}: {e}", log_dir.display())))?;
-        let from = current.clone();
-        for path in files
-            .iter()
-            .filter(|p| from.as_ref().is_none_or(|c| *p >= c))
-        {
-            if current.as_ref() != Some(path) {
-                current = Some(path.clone());
-                offset = 0;
+        skipped += batch.skipped;
+        let mut out = io::stdout().lock();
+        for event in batch.events.iter().filter(|e| query.matches(e)) {
+            if writeln!(out, "{event}").is_err() {
+                return Ok(exit::OK);
             }
-            let mut batch = Batch::default();
-            offset += read_from(path, offset, &mut batch)
-                .map_err(|e| CliError::failure(format!("cannot read {}: {e}", path.display())))?;
-            skipped += batch.skipped;
-            let mut out = io::stdout().lock();
-            for event in batch.events.iter().filter(|e| query.matches(e)) {
-                if writeln!(out, "{event}").is_err() {
-                    return Ok(exit::OK);
-                }
-            }
-            let _ = out.flush();
         }
+        let _ = out.flush();
     }
-}
-
-/// Reads the whole lines of `path` from `offset` into `batch`; returns how many bytes
-/// they took (a line still being written is left for the next poll).
-fn read_from(path: &Path, offset: u64, batch: &mut Batch) -> io::Result<u64> {
-    let mut file = std::fs::File::open(path)?;
-    file.seek(SeekFrom::Start(offset))?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
-    let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-    batch.push_lines(&bytes[..complete]);
-    Ok(complete as u64)
 }
 
 #[cfg(test)]

@@ -15,7 +15,6 @@
 //! `memory.avail_min_mb` *and* `MemFree` below `memory.free_low_mb` (signal
 //! `combined_low`: either alone is normal on a cache-heavy host).
 
-use serde_json::json;
 use std::path::{Path, PathBuf};
 
 use crate::config::HostHealthConfig;
@@ -24,8 +23,9 @@ use crate::runtime::events::{Event, EventLog};
 /// Replaces `/proc/pressure/memory` (tests only: PSI cannot be raised on demand).
 pub const PRESSURE_FILE_ENV: &str = "AGENT_RUNNER_TEST_PRESSURE_FILE";
 
-/// One reading of the host. `None`: not readable here.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// One reading of the host. `None`: not readable here. Serialized as an object of these
+/// fields (event `context`, the live page's `monitor.host_health.reading`).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Reading {
     /// Used % of the filesystem holding the log dir (as `df` counts it).
     pub disk_used_pct: Option<f64>,
@@ -79,18 +79,6 @@ impl Reading {
             reading.psi_full_avg10 = psi_avg10(&text, "full");
         }
         reading
-    }
-
-    /// The readings as a JSON object (event `context`, `/api/state`).
-    pub fn to_json(&self) -> serde_json::Value {
-        json!({
-            "disk_used_pct": self.disk_used_pct,
-            "disk_free_bytes": self.disk_free_bytes,
-            "mem_available_mb": self.mem_available_mb,
-            "mem_free_mb": self.mem_free_mb,
-            "psi_some_avg10": self.psi_some_avg10,
-            "psi_full_avg10": self.psi_full_avg10,
-        })
     }
 }
 
@@ -241,7 +229,7 @@ impl Floor {
                 self.events.emit(Event::RoundMemCriticalSample {
                     round_num: self.round_num,
                     consecutive: streak,
-                    context: reading.to_json(),
+                    context: serde_json::to_value(&reading).unwrap_or_default(),
                 });
             }
             if streak >= limit && self.cfg.in_round_terminate {
@@ -251,7 +239,7 @@ impl Floor {
                     signal: pressure.signal.to_owned(),
                     message: pressure.message,
                     consecutive: streak,
-                    context: reading.to_json(),
+                    context: serde_json::to_value(&reading).unwrap_or_default(),
                 });
                 return;
             }
