@@ -526,6 +526,11 @@ impl Running {
         self.child.try_wait().expect("try_wait").is_some()
     }
 
+    /// What it wrote to stdout so far.
+    pub fn stdout_so_far(&self) -> String {
+        fs::read_to_string(&self.stdout).unwrap_or_default()
+    }
+
     /// What it wrote to stderr so far.
     pub fn stderr_so_far(&self) -> String {
         fs::read_to_string(&self.stderr).unwrap_or_default()
