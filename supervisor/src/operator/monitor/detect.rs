@@ -33,8 +33,8 @@ const TAIL_BYTES: u64 = 256 * 1024;
 /// How much of the current round's log `anomaly_repetitive_tool` reads.
 const LOG_TAIL_BYTES: usize = 256 * 1024;
 
-/// One alert.
-#[derive(Clone, Debug, PartialEq)]
+/// One alert (printed as this object by `monitor --json`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Alert {
     /// The detector's name.
     pub detector: &'static str,
@@ -260,7 +260,7 @@ pub async fn watch(config: &Config, interval: Duration, json: bool) -> Result<u8
 
 async fn report(config: &Config, alert: &Alert, json: bool) {
     let line = if json {
-        serde_json::json!({"detector": alert.detector, "severity": alert.severity, "message": alert.message, "auto_action": alert.auto_action}).to_string()
+        serde_json::to_string(alert).unwrap_or_default()
     } else {
         let tag = if alert.severity == "critical" {
             "[CRIT]"

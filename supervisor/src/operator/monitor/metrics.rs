@@ -414,7 +414,7 @@ mod tests {
         );
         assert!(
             text.contains(
-                "agent_runner_last_event_timestamp_seconds{project=\"a\\\"b\"} 1764434640\n"
+                "agent_runner_last_event_timestamp_seconds{project=\"a\\\"b\"} 1795970640\n"
             ),
             "{text}"
         );
