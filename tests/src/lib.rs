@@ -1051,3 +1051,32 @@ pub mod raw_reply {
         )
     }
 }
+
+/// A tmpfs mounted on a directory for the life of the value (lazily unmounted on drop):
+/// a small filesystem a test can fill.
+pub struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    /// Mounts a tmpfs of `size` (e.g. `2m`) on `dir` (created if missing); needs root.
+    pub fn mount(dir: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(dir).unwrap();
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .output()
+            .expect("run mount");
+        assert!(
+            out.status.success(),
+            "mount tmpfs on {} (the test runs as root): {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Tmpfs(dir.to_owned())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}

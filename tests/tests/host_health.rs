@@ -3,37 +3,8 @@
 //! reason and they resume once space returns; real memory readings against thresholds no
 //! host meets defer `round`; sustained critical memory pressure ends a running round.
 
-use agent_runner_e2e::{wait_until, Project};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use agent_runner_e2e::{wait_until, Project, Tmpfs};
 use std::time::Duration;
-
-/// A tmpfs mounted on a directory for the life of the value.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(dir: &Path, size: &str) -> Tmpfs {
-        std::fs::create_dir_all(dir).unwrap();
-        let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir)
-            .output()
-            .expect("run mount");
-        assert!(
-            out.status.success(),
-            "mount tmpfs on {} (the test runs as root): {}",
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Tmpfs(dir.to_owned())
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
 
 #[test]
 fn a_full_log_dir_defers_rounds_until_space_returns() {

@@ -1,0 +1,67 @@
+//! `monitor` (anomaly mode) against a real `serve`: a filled log-dir disk raises
+//! `disk_critical`, which is in the default `auto_stop_on`, so the monitor records the alert
+//! and stops the supervisor. `narrate` tells the same record in sentences.
+
+use agent_runner_e2e::{wait_until, Project, Tmpfs};
+use std::time::Duration;
+
+#[test]
+fn disk_critical_stops_the_supervisor() {
+    let p = Project::new();
+    let _fs = Tmpfs::mount(&p.log_dir(), "2m");
+    std::fs::write(p.log_dir().join("fill"), vec![0u8; 1900 * 1024]).unwrap();
+    p.write_config(
+        &p.config()
+            .dirty_action("ignore")
+            .restart_delay_s(2)
+            .extra("[monitor.host_health.disk]\ncritical_pct = 90"),
+    );
+    let serve = p.spawn(&["serve"]);
+    wait_until("serve to defer", Duration::from_secs(30), || {
+        p.events_of("round_deferred").into_iter().next()
+    });
+    let mut narrate = p.command(&["monitor", "--mode", "narrate"]);
+    narrate.env("AGENT_RUNNER_LOG", "warn");
+    let narrate = p.spawn_with(narrate);
+    std::thread::sleep(Duration::from_millis(500));
+    let monitor = p.spawn(&["--json", "monitor", "--interval", "1"]);
+
+    let out = serve.wait(Duration::from_secs(60));
+    out.assert_code(0);
+    let alert = &p.events_of("monitor_alert_emitted")[0];
+    assert_eq!(alert["detector"], "disk_critical", "{alert}");
+    assert_eq!(alert["auto_action"], "stop_service");
+    assert_eq!(
+        p.events_of("monitor_auto_stop_triggered")[0]["detector"],
+        "disk_critical"
+    );
+    assert_eq!(
+        p.events_of("serve_stopping").len(),
+        1,
+        "{}",
+        p.events_text()
+    );
+    assert!(p.events_of("round_start").is_empty());
+    assert_eq!(p.events_of("monitor_started")[0]["mode"], "anomaly");
+
+    monitor.signal(libc::SIGTERM);
+    let out = monitor.wait(Duration::from_secs(10));
+    out.assert_code(0);
+    let printed: agent_runner_e2e::serde_json::Value =
+        agent_runner_e2e::serde_json::from_str(out.stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(printed["detector"], "disk_critical", "{out}");
+
+    wait_until("narrate to tell the alert", Duration::from_secs(10), || {
+        narrate
+            .stdout_so_far()
+            .contains("critical alert from disk_critical")
+            .then_some(())
+    });
+    narrate.signal(libc::SIGINT);
+    let told = narrate.wait(Duration::from_secs(10));
+    told.assert_code(0);
+    assert!(
+        told.stdout.contains("serve_stopping: reason=signal"),
+        "{told}"
+    );
+}
