@@ -303,7 +303,7 @@ pub fn render(projects: &[ProjectView<'_>]) -> String {
         &mut out,
         "agent_runner_host_sandbox_kills_total",
         "counter",
-        "Hosts killed by the sandbox (a denied system call), by host: each one is a host restart.",
+        "Hosts killed by the sandbox (a denied system call), by host.",
     );
     for p in projects {
         for (host, n) in &p.counters.sandbox_kills {
