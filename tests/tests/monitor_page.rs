@@ -241,7 +241,7 @@ fn the_page_shows_a_live_round_in_chromium() {
             let spawned =
                 page.eval("!!document.querySelector('.events li.new[data-kind=agent_spawn]')");
             let line = page.eval("document.querySelector('.round-line').textContent");
-            (spawned == true && line.as_str()?.starts_with("Round 1: ")).then(|| line)
+            (spawned == true && line.as_str()?.starts_with("Round 1: ")).then_some(line)
         },
     );
     assert!(line.as_str().unwrap().ends_with("of 2m00s"), "{line}");
@@ -291,7 +291,7 @@ fn the_page_shows_a_live_round_in_chromium() {
             .any(|s| s.metric == "agent_runner_round_duration_seconds"),
         "{text}"
     );
-    assert_eq!(scrape.docs["agent_runner_rounds_total"].is_empty(), false);
+    assert!(!scrape.docs["agent_runner_rounds_total"].is_empty());
 
     // Read-only: nothing but GET.
     let mut stream =

@@ -168,7 +168,7 @@ fn no_progress(obs: &Observation) -> Option<Alert> {
         .filter(|e| e.kind() == "round_end")
         .collect();
     let last = &ends[ends.len().checked_sub(NO_PROGRESS_ROUNDS)?..];
-    let unclean = |e: &&Recorded| e.line["exit_code"] != Value::from(0);
+    let unclean = |e: &&Recorded| e.line["exit_code"] != 0;
     last.iter().all(unclean).then(|| Alert {
         detector: "no_progress",
         severity: "warning",

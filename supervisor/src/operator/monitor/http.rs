@@ -204,13 +204,15 @@ struct Selector {
     project: usize,
 }
 
-fn pick(app: &App, sel: &Selector) -> Result<Arc<Project>, Response> {
+fn pick(app: &App, sel: &Selector) -> Result<Arc<Project>, Box<Response>> {
     app.projects.get(sel.project).cloned().ok_or_else(|| {
-        (
-            StatusCode::NOT_FOUND,
-            format!("no project {}; see /api/projects\n", sel.project),
+        Box::new(
+            (
+                StatusCode::NOT_FOUND,
+                format!("no project {}; see /api/projects\n", sel.project),
+            )
+                .into_response(),
         )
-            .into_response()
     })
 }
 
@@ -299,7 +301,7 @@ pub fn state_document(config: &Config) -> StateDoc {
 async fn state_route(State(app): State<Arc<App>>, Query(sel): Query<Selector>) -> Response {
     let project = match pick(&app, &sel) {
         Ok(p) => p,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     Json(state_document(&project.config)).into_response()
 }
@@ -307,7 +309,7 @@ async fn state_route(State(app): State<Arc<App>>, Query(sel): Query<Selector>) -
 async fn events_route(State(app): State<Arc<App>>, Query(sel): Query<Selector>) -> Response {
     let project = match pick(&app, &sel) {
         Ok(p) => p,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let receiver = project.live.subscribe();
     let stream = futures_util::stream::unfold(receiver, |mut receiver| async move {
