@@ -25,6 +25,10 @@ log_dir = "./logs"
 restart_delay_s = 1
 [prompt]
 file = "./prompts/main.md"
+
+# Rounds must not wait on how full the bench machine's disk is.
+[monitor.host_health.disk]
+critical_pct = 100
 TOML
 git add -A && git commit -qm init
 # History without waiting rounds out: the record of $rounds rounds, as serve writes it.

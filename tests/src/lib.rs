@@ -311,6 +311,7 @@ pub struct ConfigBuilder {
     sandbox: Option<String>,
     spawn_override_allow: Vec<String>,
     hosts: Vec<HostSpec>,
+    disk_critical_pct: f64,
     extra: String,
 }
 
@@ -327,8 +328,16 @@ impl ConfigBuilder {
             sandbox: None,
             spawn_override_allow: Vec::new(),
             hosts: Vec::new(),
+            disk_critical_pct: 100.0,
             extra: String::new(),
         }
+    }
+
+    /// `[monitor.host_health.disk] critical_pct` (default here: 100, with `warning_pct`
+    /// 100: a test's rounds must not depend on how full the machine's disk is).
+    pub fn disk_critical_pct(mut self, pct: f64) -> Self {
+        self.disk_critical_pct = pct;
+        self
     }
 
     /// Adds `key = value` to `[agent.env]`.
@@ -453,6 +462,9 @@ impl ConfigBuilder {
             }
             t.push('\n');
         }
+        let _ = writeln!(t, "[monitor.host_health.disk]");
+        let _ = writeln!(t, "warning_pct = 100");
+        let _ = writeln!(t, "critical_pct = {}\n", self.disk_critical_pct);
         t.push_str(&self.extra);
         t
     }

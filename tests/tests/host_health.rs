@@ -13,10 +13,21 @@ fn a_full_log_dir_defers_rounds_until_space_returns() {
     // 2 MiB filesystem, 1.9 MiB taken: ~95% used, room left for the events.
     let fill = p.log_dir().join("fill");
     std::fs::write(&fill, vec![0u8; 1900 * 1024]).unwrap();
-    p.write_config(
-        &p.config()
-            .dirty_action("ignore")
-            .extra("[monitor.host_health.disk]\ncritical_pct = 90"),
+    p.write_config(&p.config().dirty_action("ignore").disk_critical_pct(90.0));
+    let doctor = p.run(&["--json", "doctor"]);
+    doctor.assert_code(1);
+    let report: agent_runner_e2e::serde_json::Value =
+        agent_runner_e2e::serde_json::from_str(&doctor.stdout).unwrap();
+    let check = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "host_health")
+        .expect("a host_health check");
+    assert_eq!(check["ok"], false, "{check}");
+    assert!(
+        check["reason"].as_str().unwrap().contains("(disk)"),
+        "{check}"
     );
     let serve = p.spawn(&["serve", "--max-rounds", "1"]);
     let deferred = wait_until("round_deferred", Duration::from_secs(30), || {

@@ -14,7 +14,7 @@ fn disk_critical_stops_the_supervisor() {
         &p.config()
             .dirty_action("ignore")
             .restart_delay_s(2)
-            .extra("[monitor.host_health.disk]\ncritical_pct = 90"),
+            .disk_critical_pct(90.0),
     );
     let serve = p.spawn(&["serve"]);
     wait_until("serve to defer", Duration::from_secs(30), || {
@@ -28,13 +28,22 @@ fn disk_critical_stops_the_supervisor() {
 
     let out = serve.wait(Duration::from_secs(60));
     out.assert_code(0);
-    let alert = &p.events_of("monitor_alert_emitted")[0];
+    let alerts = p.events_of("monitor_alert_emitted");
+    assert!(!alerts.is_empty(), "{}\n{out}", p.events_text());
+    let alert = &alerts[0];
     assert_eq!(alert["detector"], "disk_critical", "{alert}");
     assert_eq!(alert["auto_action"], "stop_service");
-    assert_eq!(
-        p.events_of("monitor_auto_stop_triggered")[0]["detector"],
-        "disk_critical"
+    // Recorded once the stop request is answered, which can be after serve exits.
+    let triggered = wait_until(
+        "monitor_auto_stop_triggered",
+        Duration::from_secs(10),
+        || {
+            p.events_of("monitor_auto_stop_triggered")
+                .into_iter()
+                .next()
+        },
     );
+    assert_eq!(triggered["detector"], "disk_critical");
     assert_eq!(
         p.events_of("serve_stopping").len(),
         1,
