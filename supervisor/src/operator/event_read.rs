@@ -65,15 +65,6 @@ pub fn event_files(log_dir: &Path) -> io::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Every event of `path`, appended to `batch`.
-///
-/// Errors: the file cannot be opened or read.
-pub fn read_file(path: &Path, batch: &mut Batch) -> io::Result<()> {
-    let bytes = std::fs::read(path)?;
-    batch.push_lines(&bytes);
-    Ok(())
-}
-
 /// The most recent events of `log_dir`, reading at most about `max_bytes` from the end of
 /// the newest files (so a years-long record costs the same as a fresh one). The first,
 /// possibly partial, line of a truncated read is dropped, not counted.
@@ -129,7 +120,7 @@ mod tests {
         .unwrap();
         let mut batch = Batch::default();
         for f in event_files(dir.path()).unwrap() {
-            read_file(&f, &mut batch).unwrap();
+            batch.push_lines(&std::fs::read(&f).unwrap());
         }
         let kinds: Vec<_> = batch.events.iter().map(|e| e.kind()).collect();
         assert_eq!(kinds, ["a", "b"]);

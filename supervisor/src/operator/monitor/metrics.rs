@@ -118,27 +118,6 @@ impl Counters {
     }
 }
 
-/// One metric family: `# HELP`, `# TYPE`, then its samples.
-struct Family<'a> {
-    out: &'a mut String,
-}
-
-impl<'a> Family<'a> {
-    fn new(out: &'a mut String, name: &str, kind: &str, help: &str) -> Self {
-        let _ = writeln!(out, "# HELP {name} {help}");
-        let _ = writeln!(out, "# TYPE {name} {kind}");
-        Family { out }
-    }
-
-    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
-        let labels: Vec<String> = labels
-            .iter()
-            .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
-            .collect();
-        let _ = writeln!(self.out, "{name}{{{}}} {}", labels.join(","), number(value));
-    }
-}
-
 /// A label value with `\`, `"` and newlines escaped (the exposition format's rule).
 fn escape(value: &str) -> String {
     value
@@ -155,222 +134,226 @@ fn number(value: f64) -> String {
     }
 }
 
-/// The whole exposition for `projects`.
+/// One sample of a project: its name suffix (`_bucket`, `_sum`, … or empty), its labels
+/// beyond `project`, its value.
+type Sample = (&'static str, Vec<(&'static str, String)>, f64);
+
+/// Writes one metric family: `# HELP`, `# TYPE`, then `samples` of every project.
+fn family(
+    out: &mut String,
+    projects: &[ProjectView<'_>],
+    (name, kind, help): (&str, &str, &str),
+    samples: impl Fn(&ProjectView<'_>) -> Vec<Sample>,
+) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+    for p in projects {
+        for (suffix, labels, value) in samples(p) {
+            let mut text = format!("project=\"{}\"", escape(p.name));
+            for (k, v) in labels {
+                let _ = write!(text, ",{k}=\"{}\"", escape(&v));
+            }
+            let _ = writeln!(out, "{name}{suffix}{{{text}}} {}", number(value));
+        }
+    }
+}
+
+/// One unlabelled sample.
+fn one(value: f64) -> Vec<Sample> {
+    vec![("", Vec::new(), value)]
+}
+
+/// One sample per entry of `map`, its key as label `label`.
+fn by<K: ToString>(label: &'static str, map: &BTreeMap<K, u64>) -> Vec<Sample> {
+    map.iter()
+        .map(|(k, n)| ("", vec![(label, k.to_string())], *n as f64))
+        .collect()
+}
+
+fn flag(on: bool) -> f64 {
+    if on {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+/// The whole exposition for `projects` (docs/metrics.md lists every series).
 pub fn render(projects: &[ProjectView<'_>]) -> String {
     let mut out = String::new();
-    let mut f = Family::new(
-        &mut out,
-        "agent_runner_up",
-        "gauge",
-        "1 while a supervisor holds the project's lock.",
-    );
-    for p in projects {
-        f.sample(
+    let o = &mut out;
+    let state =
+        |p: &ProjectView<'_>, s: ServiceState| p.up && p.service.is_some_and(|d| d.state == s);
+    let hosts = |p: &ProjectView<'_>| -> Vec<(String, u64, Option<f64>)> {
+        p.service
+            .filter(|_| p.up)
+            .map(|s| {
+                s.hosts
+                    .iter()
+                    .map(|h| (h.name.clone(), h.calls, h.call_latency_p50_ms))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    family(
+        o,
+        projects,
+        (
             "agent_runner_up",
-            &[("project", p.name)],
-            if p.up { 1.0 } else { 0.0 },
-        );
-    }
-    let mut f = Family::new(&mut out, "agent_runner_rounds_total", "counter", "Rounds ended, by outcome (ok, failed, timeout, signaled, stopped, host_pressure, spawn_failed).");
-    for p in projects {
-        for (outcome, n) in &p.counters.rounds {
-            f.sample(
-                "agent_runner_rounds_total",
-                &[("project", p.name), ("outcome", outcome)],
-                *n as f64,
-            );
-        }
-    }
-    let name = "agent_runner_round_duration_seconds";
-    let mut f = Family::new(
-        &mut out,
-        name,
-        "histogram",
-        "Wall-clock duration of the agent in each round.",
+            "gauge",
+            "1 while a supervisor holds the project's lock.",
+        ),
+        |p| one(flag(p.up)),
     );
-    for p in projects {
-        let c = p.counters;
-        for (count, bound) in c.duration_buckets.iter().zip(DURATION_BUCKETS) {
-            f.sample(
-                &format!("{name}_bucket"),
-                &[("project", p.name), ("le", &number(bound))],
-                *count as f64,
-            );
-        }
-        f.sample(
-            &format!("{name}_bucket"),
-            &[("project", p.name), ("le", "+Inf")],
-            c.duration_count as f64,
-        );
-        f.sample(
-            &format!("{name}_sum"),
-            &[("project", p.name)],
-            c.duration_sum,
-        );
-        f.sample(
-            &format!("{name}_count"),
-            &[("project", p.name)],
-            c.duration_count as f64,
-        );
-    }
-    let mut f = Family::new(
-        &mut out,
-        "agent_runner_round_in_progress",
-        "gauge",
-        "1 while a round's agent runs.",
+    family(o, projects, ("agent_runner_rounds_total", "counter", "Rounds ended, by outcome (ok, failed, timeout, signaled, stopped, host_pressure, spawn_failed)."), |p| by("outcome", &p.counters.rounds));
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_round_duration_seconds",
+            "histogram",
+            "Wall-clock duration of the agent in each round.",
+        ),
+        |p| {
+            let c = p.counters;
+            let mut samples: Vec<Sample> = c
+                .duration_buckets
+                .iter()
+                .zip(DURATION_BUCKETS)
+                .map(|(n, bound)| ("_bucket", vec![("le", number(bound))], *n as f64))
+                .collect();
+            samples.push((
+                "_bucket",
+                vec![("le", "+Inf".to_owned())],
+                c.duration_count as f64,
+            ));
+            samples.push(("_sum", Vec::new(), c.duration_sum));
+            samples.push(("_count", Vec::new(), c.duration_count as f64));
+            samples
+        },
     );
-    for p in projects {
-        let running = p.up && p.service.is_some_and(|s| s.state == ServiceState::Running);
-        f.sample(
+    family(
+        o,
+        projects,
+        (
             "agent_runner_round_in_progress",
-            &[("project", p.name)],
-            if running { 1.0 } else { 0.0 },
-        );
-    }
-    let mut f = Family::new(
-        &mut out,
-        "agent_runner_deferred",
-        "gauge",
-        "1 while rounds are deferred (a spawn hook's back-off or host health).",
+            "gauge",
+            "1 while a round's agent runs.",
+        ),
+        |p| one(flag(state(p, ServiceState::Running))),
     );
-    for p in projects {
-        let deferred = p.up && p.service.is_some_and(|s| s.state == ServiceState::Deferred);
-        f.sample(
+    family(
+        o,
+        projects,
+        (
             "agent_runner_deferred",
-            &[("project", p.name)],
-            if deferred { 1.0 } else { 0.0 },
-        );
-    }
-    let mut f = Family::new(
-        &mut out,
-        "agent_runner_deferred_until_timestamp_seconds",
-        "gauge",
-        "When the last deferral asked to look again (Unix time).",
+            "gauge",
+            "1 while rounds are deferred (a spawn hook's back-off or host health).",
+        ),
+        |p| one(flag(state(p, ServiceState::Deferred))),
     );
-    for p in projects {
-        if let Some(until) = p.counters.last_deferral_until {
-            f.sample(
-                "agent_runner_deferred_until_timestamp_seconds",
-                &[("project", p.name)],
-                until,
-            );
-        }
-    }
-    let mut f = Family::new(
-        &mut out,
-        "agent_runner_deferrals_total",
-        "counter",
-        "Rounds deferred, by who deferred them (hook, host_health).",
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_deferred_until_timestamp_seconds",
+            "gauge",
+            "When the last deferral asked to look again (Unix time).",
+        ),
+        |p| p.counters.last_deferral_until.map(one).unwrap_or_default(),
     );
-    for p in projects {
-        for (by, n) in &p.counters.deferrals {
-            f.sample(
-                "agent_runner_deferrals_total",
-                &[("project", p.name), ("by", by)],
-                *n as f64,
-            );
-        }
-    }
-    let mut f = Family::new(
-        &mut out,
-        "agent_runner_round_mem_terminated_total",
-        "counter",
-        "Rounds ended by sustained host memory pressure.",
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_deferrals_total",
+            "counter",
+            "Rounds deferred, by who deferred them (hook, host_health).",
+        ),
+        |p| by("by", &p.counters.deferrals),
     );
-    for p in projects {
-        f.sample(
+    family(
+        o,
+        projects,
+        (
             "agent_runner_round_mem_terminated_total",
-            &[("project", p.name)],
-            p.counters.mem_terminated as f64,
-        );
-    }
-    let mut f = Family::new(
-        &mut out,
-        "agent_runner_hook_failures_total",
-        "counter",
-        "Failed hook calls and host starts, by host and hook family.",
+            "counter",
+            "Rounds ended by sustained host memory pressure.",
+        ),
+        |p| one(p.counters.mem_terminated as f64),
     );
-    for p in projects {
-        for ((host, family), n) in &p.counters.hook_failures {
-            f.sample(
-                "agent_runner_hook_failures_total",
-                &[("project", p.name), ("host", host), ("family", family)],
-                *n as f64,
-            );
-        }
-    }
-    let mut f = Family::new(
-        &mut out,
-        "agent_runner_host_sandbox_kills_total",
-        "counter",
-        "Hosts killed by the sandbox (a denied system call), by host.",
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_hook_failures_total",
+            "counter",
+            "Failed hook calls and host starts, by host and hook family.",
+        ),
+        |p| {
+            p.counters
+                .hook_failures
+                .iter()
+                .map(|((host, fam), n)| {
+                    (
+                        "",
+                        vec![("host", host.clone()), ("family", fam.clone())],
+                        *n as f64,
+                    )
+                })
+                .collect()
+        },
     );
-    for p in projects {
-        for (host, n) in &p.counters.sandbox_kills {
-            f.sample(
-                "agent_runner_host_sandbox_kills_total",
-                &[("project", p.name), ("host", host)],
-                *n as f64,
-            );
-        }
-    }
-    let mut f = Family::new(
-        &mut out,
-        "agent_runner_hook_calls",
-        "gauge",
-        "Hook calls sent to a host by the running supervisor.",
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_host_sandbox_kills_total",
+            "counter",
+            "Hosts killed by the sandbox (a denied system call), by host.",
+        ),
+        |p| by("host", &p.counters.sandbox_kills),
     );
-    for p in projects {
-        for h in p
-            .service
-            .filter(|_| p.up)
-            .map(|s| s.hosts.as_slice())
-            .unwrap_or_default()
-        {
-            f.sample(
-                "agent_runner_hook_calls",
-                &[("project", p.name), ("host", &h.name)],
-                h.calls as f64,
-            );
-        }
-    }
-    let mut f = Family::new(
-        &mut out,
-        "agent_runner_hook_call_duration_p50_seconds",
-        "gauge",
-        "Median duration of a host's last 64 hook calls.",
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_hook_calls",
+            "gauge",
+            "Hook calls sent to a host by the running supervisor.",
+        ),
+        |p| {
+            hosts(p)
+                .into_iter()
+                .map(|(h, calls, _)| ("", vec![("host", h)], calls as f64))
+                .collect()
+        },
     );
-    for p in projects {
-        for h in p
-            .service
-            .filter(|_| p.up)
-            .map(|s| s.hosts.as_slice())
-            .unwrap_or_default()
-        {
-            if let Some(ms) = h.call_latency_p50_ms {
-                f.sample(
-                    "agent_runner_hook_call_duration_p50_seconds",
-                    &[("project", p.name), ("host", &h.name)],
-                    ms / 1000.0,
-                );
-            }
-        }
-    }
-    let mut f = Family::new(
-        &mut out,
-        "agent_runner_last_event_timestamp_seconds",
-        "gauge",
-        "Time of the newest event in the record (Unix time).",
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_hook_call_duration_p50_seconds",
+            "gauge",
+            "Median duration of a host's last 64 hook calls.",
+        ),
+        |p| {
+            hosts(p)
+                .into_iter()
+                .filter_map(|(h, _, ms)| Some(("", vec![("host", h)], ms? / 1000.0)))
+                .collect()
+        },
     );
-    for p in projects {
-        if let Some(ts) = p.counters.last_event {
-            f.sample(
-                "agent_runner_last_event_timestamp_seconds",
-                &[("project", p.name)],
-                ts,
-            );
-        }
-    }
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_last_event_timestamp_seconds",
+            "gauge",
+            "Time of the newest event in the record (Unix time).",
+        ),
+        |p| p.counters.last_event.map(one).unwrap_or_default(),
+    );
     out
 }
 
