@@ -19,11 +19,12 @@ pub struct Follower {
 impl Follower {
     /// A follower that returns only events appended after this call.
     ///
-    /// Errors: the log dir exists but cannot be listed.
+    /// Errors: the log dir exists but cannot be listed, or its newest file cannot be read;
+    /// the message starts with the path.
     pub fn at_end(log_dir: &Path) -> io::Result<Follower> {
-        let current = event_files(log_dir)?.pop();
+        let current = event_files(log_dir).map_err(|e| naming(log_dir, e))?.pop();
         let offset = match &current {
-            Some(path) => complete_len(path)?,
+            Some(path) => complete_len(path).map_err(|e| naming(path, e))?,
             None => 0,
         };
         Ok(Follower {
@@ -44,10 +45,10 @@ impl Follower {
 
     /// The whole lines appended since the last poll (or since the start position).
     ///
-    /// Errors: the directory or a file cannot be read.
+    /// Errors: the directory or a file cannot be read; the message starts with its path.
     pub fn poll(&mut self) -> io::Result<Batch> {
         let mut batch = Batch::default();
-        for path in event_files(&self.log_dir)? {
+        for path in event_files(&self.log_dir).map_err(|e| naming(&self.log_dir, e))? {
             if self.current.as_ref().is_some_and(|c| path < *c) {
                 continue;
             }
@@ -55,10 +56,16 @@ impl Follower {
                 self.current = Some(path.clone());
                 self.offset = 0;
             }
-            self.offset += read_from(&path, self.offset, &mut batch)?;
+            self.offset +=
+                read_from(&path, self.offset, &mut batch).map_err(|e| naming(&path, e))?;
         }
         Ok(batch)
     }
+}
+
+/// `e`, its message prefixed with `path`.
+fn naming(path: &Path, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
 /// The length of `path` up to and including its last newline.

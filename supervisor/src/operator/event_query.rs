@@ -130,8 +130,7 @@ fn parse_since(raw: &str) -> Option<SystemTime> {
 ///
 /// Errors (exit 1): a file or the directory cannot be read.
 pub async fn run(log_dir: &Path, query: &Query) -> Result<u8, CliError> {
-    let unreadable =
-        |e: io::Error| CliError::failure(format!("cannot read {}: {e}", log_dir.display()));
+    let unreadable = |e: io::Error| CliError::failure(format!("cannot read {e}"));
     let mut out = io::stdout().lock();
     let follower = if query.window.is_some() || query.since.is_some() {
         let mut follower = Follower::from_start(log_dir);
@@ -153,7 +152,7 @@ pub async fn run(log_dir: &Path, query: &Query) -> Result<u8, CliError> {
     }
     let _ = out.flush();
     drop(out);
-    follow(log_dir, follower, query).await
+    follow(follower, query).await
 }
 
 fn report_skipped(skipped: usize) {
@@ -163,7 +162,7 @@ fn report_skipped(skipped: usize) {
 }
 
 /// Prints matching events appended after `follower`'s position until Ctrl-C.
-async fn follow(log_dir: &Path, mut follower: Follower, query: &Query) -> Result<u8, CliError> {
+async fn follow(mut follower: Follower, query: &Query) -> Result<u8, CliError> {
     let mut skipped = 0;
     let mut interrupted = crate::operator::interrupt::interrupt_signal()?;
     loop {
@@ -176,7 +175,7 @@ async fn follow(log_dir: &Path, mut follower: Follower, query: &Query) -> Result
         }
         let batch = follower
             .poll()
-            .map_err(|e| CliError::failure(format!("cannot read {}: {e}", log_dir.display())))?;
+            .map_err(|e| CliError::failure(format!("cannot read {e}")))?;
         skipped += batch.skipped;
         let mut out = io::stdout().lock();
         for event in batch.events.iter().filter(|e| query.matches(e)) {

@@ -164,8 +164,7 @@ async fn stream(
     render: impl Fn(&crate::runtime::events::Recorded) -> String,
 ) -> Result<u8, CliError> {
     let log_dir = &config.runtime.log_dir;
-    let unreadable =
-        |e: std::io::Error| CliError::failure(format!("cannot read {}: {e}", log_dir.display()));
+    let unreadable = |e: std::io::Error| CliError::failure(format!("cannot read {e}"));
     let mut follower = Follower::at_end(log_dir).map_err(unreadable)?;
     let mut interrupted = crate::operator::interrupt::interrupt_signal()?;
     loop {
