@@ -1,12 +1,13 @@
 //! `agent-runner.toml`: loaded once, validated strictly, resolved to absolute paths.
 //!
-//! Keys and defaults follow the reference system (`shared/peer-facts.md`, "Config"), plus
+//! Keys and defaults follow the reference system (`docs/reference-system.md`, "Config"), plus
 //! our `[plugins.hosts.<name>]` tables. Every error names the file, the key and what was
 //! expected, and maps to exit 78 ([`crate::exit::CONFIG`]).
 
 mod monitor;
 mod raw;
 mod resolve;
+pub mod vocabulary;
 
 pub use monitor::{HostHealthConfig, MonitorConfig, DEFAULT_AUTO_STOP_ON};
 pub use raw::UNIMPLEMENTED;

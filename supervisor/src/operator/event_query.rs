@@ -8,7 +8,9 @@
 //!   event with `ts >= TS`, then exit (or follow, with `--tail`). A client resumes by
 //!   passing the last `ts` it saw: that event may repeat, none is lost.
 //! - `--kind '*'` (ours): every kind.
-//! - `--tail`: follow the record (month rollover included) until Ctrl-C, exit 0.
+//! - `--tail`: follow the record (month rollover included) until Ctrl-C, exit 0. With
+//!   `--since`, following goes on from exactly where the history read stopped, so no event
+//!   is lost between the two (what `monitor --host` relies on to resume without a gap).
 //!
 //! Torn or non-JSON lines are skipped and counted on stderr, never fatal.
 
@@ -18,8 +20,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use crate::exit::{self, CliError};
-use crate::operator::event_follow::Follower;
-use crate::runtime::events::Recorded;
+use crate::operator::event_read::{Backwards, Forward, Head};
 
 /// Matching events printed when neither `--window`, `--since` nor `--tail` is given.
 pub const DEFAULT_WINDOW: usize = 10;
@@ -105,14 +106,11 @@ impl Query {
         })
     }
 
-    fn matches(&self, event: &Recorded) -> bool {
-        (self.kinds.contains(event.kind()) || self.kinds.contains(ALL_KINDS))
-            && self.since.is_none_or(|since| {
-                event
-                    .ts()
-                    .and_then(|ts| humantime::parse_rfc3339_weak(ts).ok())
-                    .is_some_and(|ts| ts >= since)
-            })
+    fn matches(&self, head: &Head) -> bool {
+        (self.kinds.contains(head.event.as_str()) || self.kinds.contains(ALL_KINDS))
+            && self
+                .since
+                .is_none_or(|since| head.time().is_some_and(|ts| ts >= since))
     }
 }
 
@@ -124,35 +122,61 @@ fn parse_since(raw: &str) -> Option<SystemTime> {
     humantime::parse_rfc3339_weak(raw.trim_end_matches('Z')).ok()
 }
 
-/// Runs the query over the record in `log_dir`; returns the exit code. With `--tail`
-/// following starts exactly where the history read stopped, so no event is lost between
-/// the two (what `monitor --host` relies on to resume without a gap).
+/// Runs the query over the record in `log_dir`; returns the exit code. `--window N` reads
+/// the record backwards and stops at the N-th match; `--since` reads forwards from the
+/// first line at or after the timestamp; `--tail` reads what is appended. Matching lines
+/// are printed as written (they are checked to be JSON objects, not re-encoded); memory
+/// stays bounded by the window, whatever the record's size.
 ///
 /// Errors (exit 1): a file or the directory cannot be read.
 pub async fn run(log_dir: &Path, query: &Query) -> Result<u8, CliError> {
     let unreadable = |e: io::Error| CliError::failure(format!("cannot read {e}"));
     let mut out = io::stdout().lock();
-    let follower = if query.window.is_some() || query.since.is_some() {
-        let mut follower = Follower::from_start(log_dir);
-        let batch = follower.poll().map_err(unreadable)?;
-        let matching: Vec<&Recorded> = batch.events.iter().filter(|e| query.matches(e)).collect();
-        let from = query.window.map_or(0, |n| matching.len().saturating_sub(n));
-        for event in &matching[from..] {
-            if writeln!(out, "{event}").is_err() {
+    if let Some(window) = query.window {
+        let mut back = Backwards::open(log_dir).map_err(unreadable)?;
+        let mut matching: Vec<Vec<u8>> = Vec::with_capacity(window);
+        while matching.len() < window {
+            let Some(found) = back.next_event().map_err(unreadable)? else {
+                break;
+            };
+            if query.matches(&found.head) {
+                matching.push(found.line.to_vec());
+            }
+        }
+        report_skipped(back.skipped());
+        for line in matching.iter().rev() {
+            if !print_line(&mut out, line) {
+                break;
+            }
+        }
+        return Ok(exit::OK);
+    }
+    let mut reader = match query.since {
+        Some(since) => Forward::since(log_dir, since),
+        None => Forward::at_end(log_dir),
+    }
+    .map_err(unreadable)?;
+    if query.since.is_some() {
+        while let Some(found) = reader.next_event().map_err(unreadable)? {
+            if query.matches(&found.head) && !print_line(&mut out, found.line) {
                 return Ok(exit::OK);
             }
         }
-        report_skipped(batch.skipped);
-        follower
-    } else {
-        Follower::at_end(log_dir).map_err(unreadable)?
-    };
-    if !query.follow {
-        return Ok(exit::OK);
     }
     let _ = out.flush();
     drop(out);
-    follow(follower, query).await
+    if !query.follow {
+        report_skipped(reader.skipped());
+        return Ok(exit::OK);
+    }
+    follow(log_dir, reader, query).await
+}
+
+/// Writes `line` and its newline; `false` when stdout is closed (the reader went away).
+fn print_line(out: &mut impl Write, line: &[u8]) -> bool {
+    out.write_all(line)
+        .and_then(|_| out.write_all(b"\n"))
+        .is_ok()
 }
 
 fn report_skipped(skipped: usize) {
@@ -161,25 +185,22 @@ fn report_skipped(skipped: usize) {
     }
 }
 
-/// Prints matching events appended after `follower`'s position until Ctrl-C.
-async fn follow(mut follower: Follower, query: &Query) -> Result<u8, CliError> {
-    let mut skipped = 0;
+/// Prints matching events appended after `reader`'s position until Ctrl-C.
+async fn follow(log_dir: &Path, mut reader: Forward, query: &Query) -> Result<u8, CliError> {
+    let unreadable = |e: io::Error| CliError::failure(format!("cannot read {e}"));
     let mut interrupted = crate::operator::interrupt::interrupt_signal()?;
     loop {
         tokio::select! {
             _ = interrupted.recv() => {
-                report_skipped(skipped);
+                report_skipped(reader.skipped());
                 return Ok(exit::OK);
             }
             _ = tokio::time::sleep(TAIL_POLL) => {}
         }
-        let batch = follower
-            .poll()
-            .map_err(|e| CliError::failure(format!("cannot read {e}")))?;
-        skipped += batch.skipped;
+        reader.refresh(log_dir).map_err(unreadable)?;
         let mut out = io::stdout().lock();
-        for event in batch.events.iter().filter(|e| query.matches(e)) {
-            if writeln!(out, "{event}").is_err() {
+        while let Some(found) = reader.next_event().map_err(unreadable)? {
+            if query.matches(&found.head) && !print_line(&mut out, found.line) {
                 return Ok(exit::OK);
             }
         }
@@ -190,11 +211,7 @@ async fn follow(mut follower: Follower, query: &Query) -> Result<u8, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    fn recorded(line: serde_json::Value) -> Recorded {
-        Recorded::from_line(line).unwrap()
-    }
+    use crate::operator::event_read::head;
 
     #[test]
     fn argument_rules() {
@@ -220,15 +237,18 @@ mod tests {
             Some(DEFAULT_WINDOW)
         );
         let q = Query::new("a, b", None, false, Some("2026-11-29T17:00:00Z")).unwrap();
-        assert!(q.matches(&recorded(
-            json!({"ts": "2026-11-29T17:00:00.000Z", "event": "b"})
-        )));
-        assert!(!q.matches(&recorded(
-            json!({"ts": "2026-11-29T16:59:59.999Z", "event": "a"})
-        )));
-        assert!(!q.matches(&recorded(
-            json!({"ts": "2026-11-29T18:00:00.000Z", "event": "c"})
-        )));
+        let matches = |line: &str| q.matches(&head(line.as_bytes()).unwrap());
+        assert!(matches(
+            r#"{"ts": "2026-11-29T17:00:00.000Z", "event": "b"}"#
+        ));
+        assert!(!matches(
+            r#"{"ts": "2026-11-29T16:59:59.999Z", "event": "a"}"#
+        ));
+        assert!(!matches(
+            r#"{"ts": "2026-11-29T18:00:00.000Z", "event": "c"}"#
+        ));
         assert!(Query::new("a", None, false, Some("2026-11-29")).is_ok());
+        let every = Query::new(ALL_KINDS, None, true, None).unwrap();
+        assert!(every.matches(&head(br#"{"event": "anything"}"#).unwrap()));
     }
 }

@@ -144,6 +144,7 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
     let mut fast_failures = 0u32;
     let mut code = crate::exit::OK;
     loop {
+        refresh_summary(&runner.config.runtime.log_dir);
         if *stop.borrow() >= StopLevel::Graceful {
             service.update(ServiceState::Stopping, None, &runner.hosts);
             runner.events.emit(Event::ServeStopping {
@@ -199,13 +200,15 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
         );
         let attempt = runner.attempt(stop, None).await;
         status.send_modify(|s| s.update("waiting", None, &runner.hosts));
-        let after = match &attempt {
-            Ok(Attempt::NotStarted(Verdict::Defer { .. }) | Attempt::Unhealthy(_)) => {
-                ServiceState::Deferred
-            }
-            _ => ServiceState::Idle,
-        };
-        service.update(after, None, &runner.hosts);
+        // A deferral (a spawn hook's or host health's) is published once its event and the
+        // summary are written, so whoever sees `deferred` in service.json sees the record
+        // of it too.
+        if !matches!(
+            attempt,
+            Ok(Attempt::NotStarted(Verdict::Defer { .. }) | Attempt::Unhealthy(_))
+        ) {
+            service.update(ServiceState::Idle, None, &runner.hosts);
+        }
         let wait = match attempt {
             Ok(Attempt::Ran {
                 exit, output_bytes, ..
@@ -234,6 +237,8 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                     message: reason.clone(),
                     defer_s,
                 });
+                refresh_summary(&runner.config.runtime.log_dir);
+                service.update(ServiceState::Deferred, None, &runner.hosts);
                 let started = Instant::now();
                 sleep_unless(
                     stop,
@@ -248,7 +253,11 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
             }
             Ok(Attempt::NotStarted(Verdict::Skip { .. })) => restart_delay,
             // Recorded by the runner (round_deferred once, round_resumed when it clears).
-            Ok(Attempt::Unhealthy(_)) => restart_delay,
+            Ok(Attempt::Unhealthy(_)) => {
+                refresh_summary(&runner.config.runtime.log_dir);
+                service.update(ServiceState::Deferred, None, &runner.hosts);
+                restart_delay
+            }
             Ok(Attempt::NotStarted(Verdict::Proceed)) => {
                 unreachable!("proceed always runs the agent")
             }
@@ -265,11 +274,26 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                 restart_delay
             }
         };
+        refresh_summary(&runner.config.runtime.log_dir);
         sleep_unless(stop, StopLevel::Graceful, wait).await;
     }
+    refresh_summary(&runner.config.runtime.log_dir);
     status.send_modify(|s| s.update("stopping", None, &runner.hosts));
     service.update(ServiceState::Stopped, None, &runner.hosts);
     ServeEnd { completed, code }
+}
+
+/// Brings the record's summary up to date for the read-only views (serve is its only
+/// writer: docs/operations.md "Reading the record"): at boot, before every wait and at the
+/// end, so it is current whenever the loop is idle. A failure is logged, never raised:
+/// readers do without the summary.
+fn refresh_summary(log_dir: &Path) {
+    if let Err(err) = crate::operator::recent::refresh_summary(log_dir) {
+        tracing::warn!(
+            "cannot write {}: {err}",
+            crate::operator::event_summary::SUMMARY_FILE
+        );
+    }
 }
 
 /// Shuts the hosts down and releases the lock.

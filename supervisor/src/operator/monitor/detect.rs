@@ -16,8 +16,8 @@ use std::time::{Duration, SystemTime};
 
 use crate::config::{Config, MonitorConfig};
 use crate::exit::{self, CliError};
-use crate::operator::event_read;
 use crate::operator::monitor::metrics::epoch_seconds;
+use crate::operator::recent::{self, Wanted};
 use crate::operator::round_history;
 use crate::operator::service::{self, ServiceState};
 use crate::runtime::events::{Event, Recorded};
@@ -27,8 +27,9 @@ use crate::runtime::stop::StopLevel;
 /// Rounds in a row ending unclean that raise `no_progress`.
 pub const NO_PROGRESS_ROUNDS: usize = 3;
 
-/// How much of the record's end each look reads.
-const TAIL_BYTES: u64 = 256 * 1024;
+/// The newest events each look reads for `supervisor_stale` (the monitor's own events,
+/// one per alert episode, are passed over among them).
+const NEWEST_EVENTS: usize = 64;
 
 /// How much of the current round's log `anomaly_repetitive_tool` reads.
 const LOG_TAIL_BYTES: usize = 256 * 1024;
@@ -48,8 +49,11 @@ pub struct Alert {
 
 /// What one look at the project found.
 pub struct Observation {
-    /// The end of the record, oldest first.
+    /// The newest events of the record, oldest first.
     pub events: Vec<Recorded>,
+    /// Every event of the newest rounds (the running one and [`NO_PROGRESS_ROUNDS`]
+    /// before it), oldest first.
+    pub round_events: Vec<Recorded>,
     /// The host's readings.
     pub reading: Reading,
     /// Whether a supervisor holds the lock, and what `service.json` says it is doing.
@@ -64,21 +68,28 @@ impl Observation {
     /// Looks at the project of `config` (read-only).
     pub fn take(config: &Config) -> Observation {
         let log_dir = &config.runtime.log_dir;
-        let events = event_read::tail(log_dir, TAIL_BYTES)
-            .map(|b| b.events)
-            .unwrap_or_default();
+        let found = recent::scan(
+            log_dir,
+            Wanted {
+                events: NEWEST_EVENTS,
+                rounds: NO_PROGRESS_ROUNDS + 1,
+                hook_failures: 0,
+                round: None,
+            },
+        );
         let live = service::live_supervisor(log_dir).map(|pid| {
             service::read(log_dir)
                 .filter(|d| d.pid == pid)
                 .map_or(ServiceState::Running, |d| d.state)
         });
-        let log_tail = round_history::rounds(&events)
+        let log_tail = round_history::rounds(&found.round_events)
             .values()
             .next_back()
             .and_then(|r| r.log_path.clone())
             .and_then(|p| round_history::tail_text(Path::new(&p), LOG_TAIL_BYTES));
         Observation {
-            events,
+            events: found.events,
+            round_events: found.round_events,
             reading: Reading::take(log_dir),
             live,
             now: SystemTime::now(),
@@ -163,7 +174,7 @@ fn supervisor_stale(monitor: &MonitorConfig, obs: &Observation) -> Option<Alert>
 
 fn no_progress(obs: &Observation) -> Option<Alert> {
     let ends: Vec<&Recorded> = obs
-        .events
+        .round_events
         .iter()
         .filter(|e| e.kind() == "round_end")
         .collect();
@@ -313,8 +324,10 @@ mod tests {
     use serde_json::json;
 
     fn obs(events: Vec<Value>, live: Option<ServiceState>) -> Observation {
+        let events: Vec<Recorded> = events.into_iter().filter_map(Recorded::from_line).collect();
         Observation {
-            events: events.into_iter().filter_map(Recorded::from_line).collect(),
+            round_events: events.clone(),
+            events,
             reading: Reading::default(),
             live,
             now: humantime::parse_rfc3339("2026-11-29T17:00:00Z").unwrap(),

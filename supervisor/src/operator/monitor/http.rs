@@ -27,7 +27,7 @@ use tokio::sync::broadcast;
 
 use crate::config::Config;
 use crate::exit::{self, CliError};
-use crate::operator::event_follow::Follower;
+use crate::operator::event_read::Forward;
 use crate::operator::monitor::metrics::{self, Counters, ProjectView};
 use crate::operator::peek::{self, PeekDoc, PeekOptions};
 use crate::operator::service;
@@ -133,19 +133,32 @@ pub async fn serve(options: HttpOptions) -> Result<u8, CliError> {
     Ok(exit::OK)
 }
 
-/// Reads the record of `project` from its start (for the counters), then follows it:
-/// each new line is added up and sent to the page's live streams.
+/// Reads the record of `project` from its start (for the counters; one line at a time),
+/// then follows it: each new line is added up and sent to the page's live streams.
 async fn follow(project: Arc<Project>) {
-    let mut follower = Follower::from_start(&project.config.runtime.log_dir);
+    let log_dir = &project.config.runtime.log_dir;
+    let mut reader = Forward::at(Vec::new(), 0, 0);
     let mut first = true;
     loop {
-        match follower.poll() {
-            Ok(batch) => {
+        match reader.refresh(log_dir) {
+            Ok(()) => {
                 let mut counters = project.counters.lock().unwrap_or_else(|e| e.into_inner());
-                for event in &batch.events {
-                    counters.observe(event);
-                    if !first {
-                        let _ = project.live.send(event.to_string().into());
+                loop {
+                    match reader.next_event() {
+                        Ok(Some(found)) => {
+                            let Some(event) = found.recorded() else {
+                                continue;
+                            };
+                            counters.observe(&event);
+                            if !first {
+                                let _ = project.live.send(event.to_string().into());
+                            }
+                        }
+                        Ok(None) => break,
+                        Err(e) => {
+                            tracing::debug!("cannot read the record: {e}");
+                            break;
+                        }
                     }
                 }
                 first = false;

@@ -26,8 +26,8 @@ use std::time::Duration;
 
 use crate::config::{self, Config};
 use crate::exit::{self, CliError};
-use crate::operator::event_follow::Follower;
 use crate::operator::event_query::TAIL_POLL;
+use crate::operator::event_read::Forward;
 use crate::runtime::events::{Event, EventLog};
 
 /// `--mode`.
@@ -165,17 +165,20 @@ async fn stream(
 ) -> Result<u8, CliError> {
     let log_dir = &config.runtime.log_dir;
     let unreadable = |e: std::io::Error| CliError::failure(format!("cannot read {e}"));
-    let mut follower = Follower::at_end(log_dir).map_err(unreadable)?;
+    let mut reader = Forward::at_end(log_dir).map_err(unreadable)?;
     let mut interrupted = crate::operator::interrupt::interrupt_signal()?;
     loop {
         tokio::select! {
             _ = interrupted.recv() => return Ok(exit::OK),
             _ = tokio::time::sleep(TAIL_POLL) => {}
         }
-        let batch = follower.poll().map_err(unreadable)?;
+        reader.refresh(log_dir).map_err(unreadable)?;
         let mut out = std::io::stdout().lock();
-        for event in &batch.events {
-            if writeln!(out, "{}", render(event)).is_err() {
+        while let Some(found) = reader.next_event().map_err(unreadable)? {
+            let Some(event) = found.recorded() else {
+                continue;
+            };
+            if writeln!(out, "{}", render(&event)).is_err() {
                 return Ok(exit::OK);
             }
         }

@@ -55,7 +55,12 @@ pub fn ssh_argv(options: &RelayOptions, since: Option<&str>) -> Vec<String> {
         remote.extend(["--config".to_owned(), config.clone()]);
     }
     remote.extend(["events", "--tail", "--kind"].map(str::to_owned));
-    remote.push(options.kind.clone().unwrap_or_else(|| "*".to_owned()));
+    remote.push(
+        options
+            .kind
+            .clone()
+            .unwrap_or_else(|| crate::operator::event_query::ALL_KINDS.to_owned()),
+    );
     if let Some(ts) = since {
         remote.extend(["--since".to_owned(), ts.to_owned()]);
     }
