@@ -60,17 +60,22 @@ fn disk_critical_stops_the_supervisor() {
         agent_runner_e2e::serde_json::from_str(out.stdout.lines().next().unwrap()).unwrap();
     assert_eq!(printed["detector"], "disk_critical", "{out}");
 
-    wait_until("narrate to tell the alert", Duration::from_secs(10), || {
-        narrate
-            .stdout_so_far()
-            .contains("critical alert from disk_critical")
+    // The alert and serve's stop land within milliseconds of each other; narrate reads
+    // every 250 ms, so wait for both before interrupting it.
+    wait_until(
+        "narrate to tell the alert and the stop",
+        Duration::from_secs(10),
+        || {
+            let told = narrate.stdout_so_far();
+            (told.contains("critical alert from disk_critical")
+                && told.contains("serve_stopping: reason=signal"))
             .then_some(())
-    });
+        },
+    );
     narrate.signal(libc::SIGINT);
     let told = narrate.wait(Duration::from_secs(10));
     told.assert_code(0);
-    assert!(
-        told.stdout.contains("serve_stopping: reason=signal"),
-        "{told}"
-    );
+    let alert_at = told.stdout.find("critical alert from disk_critical");
+    let stop_at = told.stdout.find("serve_stopping: reason=signal");
+    assert!(alert_at < stop_at, "the record's order: {told}");
 }
