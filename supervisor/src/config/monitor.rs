@@ -1,6 +1,7 @@
 //! `[monitor]` and `[monitor.host_health]`: the one place their keys are read, checked and
-//! given defaults. Keys and defaults are the reference system's (docs/configuration.md,
-//! "[monitor]"); `pressure.sample_interval_s` is ours. Auth keys (`auth_fail_patterns`,
+//! given defaults. Keys and defaults are the reference system's (`docs/reference-system.md`,
+//! "Monitor"; each key in docs/configuration.md, "[monitor]"); `pressure.sample_interval_s`
+//! is ours. Auth keys (`auth_fail_patterns`,
 //! `auth_fail_hint`) and `round_progress_interval_s` are still listed in
 //! [`super::UNIMPLEMENTED`].
 

@@ -3,9 +3,9 @@
 //! prints and records each new alert once per episode (until the detector is quiet for one
 //! look), and stops the supervisor for detectors listed in `[monitor] auto_stop_on`.
 //!
-//! Detector names follow the reference system where they overlap: `disk_critical`,
-//! `disk_warning`, `mem_pressure`, `supervisor_stale`, `anomaly_repetitive_tool`; ours:
-//! `no_progress` (the last [`NO_PROGRESS_ROUNDS`] rounds all ended unclean). Auth failures
+//! Detector names follow the reference system (`docs/reference-system.md`, "Monitor") where
+//! they overlap: `disk_critical`, `disk_warning`, `mem_pressure`, `supervisor_stale`,
+//! `anomaly_repetitive_tool`; ours: `no_progress` (the last [`NO_PROGRESS_ROUNDS`] rounds all ended unclean). Auth failures
 //! (`oauth_fail`) are not detected by this build yet.
 
 use serde_json::Value;

@@ -1,5 +1,5 @@
 //! `agent-runner monitor`: watch a project without touching it (docs/operations.md
-//! "monitor"). Modes, as in the reference system:
+//! "monitor"). Modes, as in the reference system (`docs/reference-system.md`, "Monitor"):
 //!
 //! - `anomaly` (default): the built-in detectors ([`detect`]) every `--interval` seconds;
 //!   each new alert is printed and recorded (`monitor_alert_emitted`); an alert of a
