@@ -47,7 +47,7 @@ pub struct ProjectView<'a> {
 
 /// Seconds since the epoch of an event `ts`.
 pub fn epoch_seconds(ts: &str) -> Option<f64> {
-    let at = humantime::parse_rfc3339_weak(ts.trim_end_matches('Z')).ok()?;
+    let at = crate::operator::event_read::parse_ts(ts)?;
     Some(
         at.duration_since(SystemTime::UNIX_EPOCH)
             .ok()?
