@@ -5,6 +5,8 @@
 //! the peek document, `/metrics` parses with a Prometheus text parser, and any address
 //! but loopback needs a token.
 
+mod operator_common;
+
 use agent_runner_e2e::serde_json::{self, json, Value};
 use agent_runner_e2e::{wait_until, workspace_root, Project, Running};
 use base64::Engine;
@@ -256,6 +258,7 @@ fn the_page_shows_a_live_round_in_chromium() {
     let (status, body) = http_get(&url, "/api/state", None);
     assert_eq!(status, 200);
     let state: Value = serde_json::from_str(&body).unwrap();
+    operator_common::assert_schema("monitor-state.schema.json", &state);
     assert_eq!(state["current_round"]["round_num"], 1, "{state}");
     assert_eq!(state["service"]["state"], "running", "{state}");
     assert!(

@@ -25,7 +25,7 @@ pub const PRESSURE_FILE_ENV: &str = "AGENT_RUNNER_TEST_PRESSURE_FILE";
 
 /// One reading of the host. `None`: not readable here. Serialized as an object of these
 /// fields (event `context`, the live page's `monitor.host_health.reading`).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct Reading {
     /// Used % of the filesystem holding the log dir (as `df` counts it).
     pub disk_used_pct: Option<f64>,

@@ -251,8 +251,9 @@ async fn projects_route(State(app): State<Arc<App>>) -> Response {
     Json(entries).into_response()
 }
 
-/// `GET /api/state`: the `peek --json` document, plus a `monitor` block.
-#[derive(Serialize)]
+/// `GET /api/state`: the `peek --json` document, plus a `monitor` block (schema:
+/// `docs/schema/monitor-state.schema.json`).
+#[derive(Serialize, schemars::JsonSchema)]
 pub struct StateDoc {
     /// The peek document, its fields at the top level.
     #[serde(flatten)]
@@ -262,7 +263,7 @@ pub struct StateDoc {
 }
 
 /// `monitor` of [`StateDoc`].
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 pub struct StateMonitor {
     /// The round budget of the current round's phase (or the base one), seconds.
     pub round_budget_s: u64,
@@ -271,7 +272,7 @@ pub struct StateMonitor {
 }
 
 /// `monitor.host_health` of [`StateDoc`].
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 pub struct StateHealth {
     /// The reading.
     pub reading: Reading,
