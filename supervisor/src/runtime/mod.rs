@@ -2,6 +2,7 @@
 //!
 //! - [`serve`]: boot (config → sandbox gate → lock → hosts) and rounds back to back.
 //! - [`round`]: one round: admission, prompt, spawn gate, agent, dirty tree, events.
+//! - [`host_health`]: disk, memory and pressure before and during a round.
 //! - [`agent`]: the agent process in its own process group, under its budget.
 //! - [`spawn_gate`] and [`dirty`]: the two hook families as the round sees them, with their
 //!   built-ins.
@@ -16,6 +17,7 @@ pub mod agent;
 pub mod dirty;
 pub mod events;
 pub mod git;
+pub mod host_health;
 pub mod prompt;
 pub mod retention;
 pub mod round;
