@@ -4,16 +4,17 @@
 //! our `[plugins.hosts.<name>]` tables. Every error names the file, the key and what was
 //! expected, and maps to exit 78 ([`crate::exit::CONFIG`]).
 
+mod monitor;
 mod raw;
 mod resolve;
 pub mod vocabulary;
 
+pub use monitor::{HostHealthConfig, MonitorConfig, DEFAULT_AUTO_STOP_ON};
 pub use raw::UNIMPLEMENTED;
 pub use resolve::{
-    AgentConfig, Config, ContextInjection, DirtyAction, HostConfig, MonitorConfig, PhaseOverride,
-    PhasePolicy, PhasesConfig, PluginsConfig, Profile, PromptConfig, PromptDelivery, RuntimeConfig,
-    SandboxMode, TransientAction, VcsConfig, DEFAULT_HOST_MEMORY_MB,
-    DEFAULT_TRANSIENT_BACKOFF_CAP_S,
+    AgentConfig, Config, ContextInjection, DirtyAction, HostConfig, PhaseOverride, PhasePolicy,
+    PhasesConfig, PluginsConfig, Profile, PromptConfig, PromptDelivery, RuntimeConfig, SandboxMode,
+    TransientAction, VcsConfig, DEFAULT_HOST_MEMORY_MB, DEFAULT_TRANSIENT_BACKOFF_CAP_S,
 };
 
 use std::path::{Path, PathBuf};

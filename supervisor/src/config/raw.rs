@@ -23,7 +23,7 @@ pub(super) struct RawConfig {
     #[serde(default)]
     pub plugins: RawPlugins,
     #[serde(default)]
-    pub monitor: RawMonitor,
+    pub monitor: super::monitor::RawMonitor,
     #[serde(default)]
     pub schedule: Option<RawSchedule>,
     /// `[phases]`, parsed by hand (phase names are free keys); see [`RawPhases`].
@@ -80,14 +80,6 @@ pub(super) struct RawSchedule {
     pub run_windows: Vec<String>,
     #[serde(default)]
     pub pause_windows: Vec<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawMonitor {
-    pub auth_fail_patterns: Option<Vec<String>>,
-    pub auth_fail_hint: Option<String>,
-    pub auto_stop_on: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -183,12 +175,7 @@ struct RawPhasePrompt {
 /// phase name; a whole table is listed by its own path.
 pub const UNIMPLEMENTED: &[&str] = &[
     "runtime.disable_pre_round_hooks",
-    "monitor.remote_failure_tolerance_s",
-    "monitor.anomaly_repetitive_window",
-    "monitor.anomaly_repetitive_threshold",
-    "monitor.host_health",
     "monitor.round_progress_interval_s",
-    "monitor.supervisor_stale_threshold_s",
     "phases.*.disable_pre_round_hooks",
     "phases.*.runtime.disable_pre_round_hooks",
 ];
@@ -441,7 +428,7 @@ mod tests {
         }
         let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\nterminal_marker = \"m\"\n[monitor]\nauth_fail_hint = \"h\"\nround_progress_interval_s = 5\n[monitor.host_health.disk]\nwarning_pct = 80.0\n";
         let raw = parse(Path::new("c.toml"), text).unwrap();
-        assert_eq!(raw.warnings.len(), 2, "{:?}", raw.warnings);
+        assert_eq!(raw.warnings.len(), 1, "{:?}", raw.warnings);
         let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\n[plugins]\nsandox = \"require\"\n[plugins.throttle]\nmax = 3\n";
         match parse(Path::new("c.toml"), text) {
             Err(ConfigError::Key { key, message, .. }) => {
@@ -461,11 +448,6 @@ mod tests {
             .warnings
             .iter()
             .any(|w| w.contains("`monitor.round_progress_interval_s`")));
-        assert!(raw
-            .warnings
-            .iter()
-            .any(|w| w.contains("`monitor.host_health`")));
-        assert_eq!(raw.monitor.auth_fail_hint.as_deref(), Some("h"));
     }
 
     #[test]

@@ -33,8 +33,8 @@ pub struct Config {
     pub plugins: PluginsConfig,
     /// `[phases]`.
     pub phases: PhasesConfig,
-    /// `[monitor]` (the keys this build implements).
-    pub monitor: MonitorConfig,
+    /// `[monitor]` (host health, detectors, the ssh relay, login stops).
+    pub monitor: super::MonitorConfig,
     /// `[schedule]`: when rounds may start (no windows: always).
     pub schedule: Schedule,
     /// One line per reference-system key present in the file that this build ignores
@@ -300,28 +300,6 @@ impl TransientAction {
             TransientAction::Skip => "skip",
             TransientAction::Stop => "stop",
         }
-    }
-}
-
-/// `[monitor]`: how post-round diagnoses of a failed login are handled.
-#[derive(Clone, Debug)]
-pub struct MonitorConfig {
-    /// Extra regular expressions (Rust `regex` syntax) that mark a failed round's output
-    /// as a login failure; matched inside the confined detector host, never here.
-    pub auth_fail_patterns: Vec<String>,
-    /// What to tell the operator on a login failure (e.g. how to log in again).
-    pub auth_fail_hint: Option<String>,
-    /// Which post-round stops are honoured: `oauth_fail` for any `auth` diagnosis, or a
-    /// hook's name for that hook's stops (default `["oauth_fail", "disk_critical"]`).
-    pub auto_stop_on: Vec<String>,
-}
-
-impl MonitorConfig {
-    /// Whether a `stop` verdict of `kind` from `hook` is honoured.
-    pub fn stops_on(&self, hook: &str, kind: Option<agent_runner_protocol::ErrorKind>) -> bool {
-        self.auto_stop_on.iter().any(|s| s == hook)
-            || (kind == Some(agent_runner_protocol::ErrorKind::Auth)
-                && self.auto_stop_on.iter().any(|s| s == "oauth_fail"))
     }
 }
 
@@ -699,28 +677,6 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         }
     }
 
-    // [monitor]
-    let auth_fail_patterns = raw.monitor.auth_fail_patterns.unwrap_or_default();
-    for (i, pattern) in auth_fail_patterns.iter().enumerate() {
-        if let Err(e) = regex::Regex::new(pattern) {
-            return Err(err(
-                &format!("monitor.auth_fail_patterns[{i}]"),
-                format!(
-                    "{pattern:?} is not a valid regular expression: {}",
-                    e.to_string().replace('\n', " ")
-                ),
-            ));
-        }
-    }
-    let monitor = MonitorConfig {
-        auth_fail_patterns,
-        auth_fail_hint: raw.monitor.auth_fail_hint.filter(|h| !h.trim().is_empty()),
-        auto_stop_on: raw
-            .monitor
-            .auto_stop_on
-            .unwrap_or_else(|| vec!["oauth_fail".to_owned(), "disk_critical".to_owned()]),
-    };
-
     // [vcs]
     let dirty_action = vocabulary::parse(raw.vcs.dirty_action.as_deref(), DirtyAction::Stash)
         .map_err(|m| err("vcs.dirty_action", m))?;
@@ -749,6 +705,10 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
                 .map_err(|(key, message)| err(&format!("plugins.hosts.{name}.{key}"), message))?,
         );
     }
+
+    // [monitor]
+    let monitor = super::monitor::resolve(raw.monitor, Duration::from_secs(round_budget_s))
+        .map_err(|(key, message)| err(&key, message))?;
 
     Ok(Config {
         project,

@@ -46,6 +46,8 @@ pub struct AgentSpec {
     pub stdin_prompt: Option<String>,
     /// Wall-clock budget.
     pub budget: Duration,
+    /// The in-round host-health floor; it ends the round on sustained critical pressure.
+    pub floor: Option<crate::runtime::host_health::Floor>,
     /// Pids of the supervisor's own children that must survive the round (plugin hosts).
     pub spare: Vec<u32>,
     /// Result grace, when `max_grace_after_result_s` and `terminal_marker` are set.
@@ -65,6 +67,8 @@ pub enum ExitCause {
     Stopped,
     /// It printed its result and lingered past `max_grace_after_result_s`; we ended it.
     GraceKill,
+    /// Sustained critical host pressure ended it (`round_mem_terminated`).
+    HostPressure,
 }
 
 impl ExitCause {
@@ -76,6 +80,7 @@ impl ExitCause {
             ExitCause::Timeout => "timeout",
             ExitCause::Stopped => "stopped",
             ExitCause::GraceKill => "grace_kill",
+            ExitCause::HostPressure => "host_pressure",
         }
     }
 }
@@ -143,6 +148,7 @@ pub async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Result<Agent
         _ = grace => { cause = Some(ExitCause::GraceKill); terminate(&mut child, pgid).await? }
         _ = tokio::time::sleep(spec.budget) => { cause = Some(ExitCause::Timeout); terminate(&mut child, pgid).await? }
         _ = reached(stop, StopLevel::Immediate) => { cause = Some(ExitCause::Stopped); terminate(&mut child, pgid).await? }
+        _ = breached(spec.floor.as_ref(), pgid.as_raw() as u32) => { cause = Some(ExitCause::HostPressure); terminate(&mut child, pgid).await? }
     };
     // Reap what the agent left behind in its group (the guard process included), then
     // what left the group.
@@ -160,6 +166,14 @@ pub async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Result<Agent
         duration: started.elapsed(),
         cause,
     })
+}
+
+/// Resolves when `floor` calls for the end of the round; never without a floor.
+async fn breached(floor: Option<&crate::runtime::host_health::Floor>, pid: u32) {
+    match floor {
+        Some(floor) => floor.breached(pid).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Makes this process a child subreaper (`PR_SET_CHILD_SUBREAPER`): orphaned descendants
