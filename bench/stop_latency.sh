@@ -20,6 +20,7 @@ schema_version = 1
 command = ["true"]
 [runtime]
 log_dir = "./logs"
+state_dir = "$work/state"
 [prompt]
 file = "./prompts/main.md"
 [plugins]
@@ -32,10 +33,10 @@ TOML
 git add -A && git commit -qm init
 touch .pause
 for i in $(seq "$runs"); do
-  rm -rf logs
+  rm -rf logs "$work/state"
   "$bin" serve >/dev/null 2>&1 &
   pid=$!
-  until grep -qs round_deferred logs/events-*.jsonl; do sleep 0.05; done
+  until grep -qs round_deferred "$work"/state/events-*.jsonl; do sleep 0.05; done
   t0=$(date +%s%N)
   "$bin" stop >/dev/null
   wait "$pid" || true

@@ -326,7 +326,7 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             let query =
                 crate::operator::event_query::Query::new(&kind, window, tail, since.as_deref())?;
             let config = crate::config::load(&cli.config)?;
-            crate::operator::event_query::run(&config.runtime.log_dir, &query).await
+            crate::operator::event_query::run(&config.runtime.state_dir, &query).await
         }
         Command::Install {
             system,
@@ -360,9 +360,9 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             let (sender, mut stop) =
                 stop::install().map_err(|e| CliError::failure(e.to_string()))?;
             let mut booted = serve::boot(&cli.config).await?;
-            let log_dir = booted.runner.config.runtime.log_dir.clone();
+            let state_dir = booted.runner.config.runtime.state_dir.clone();
             let control =
-                crate::operator::control::listen(&log_dir, sender, booted.status.subscribe())
+                crate::operator::control::listen(&state_dir, sender, booted.status.subscribe())
                     .map_err(|e| {
                         tracing::warn!(
                         "control socket unavailable ({e}); stop/status fall back on the lock pid"

@@ -313,13 +313,14 @@ fn rust_writing_the_config_file_is_denied() {
 
 #[test]
 fn rust_writing_log_dir_control_files_is_denied() {
-    // The host tries every file in log_dir: the events file, the lock and state files the
-    // supervisor holds while the round runs.
+    // The host tries every file in the state dir: the events file, the lock and state files
+    // the supervisor holds while the round runs (docs/operations.md, "State dir"); it may
+    // not even list the directory.
     let p = project_with(
         Lang::Rust,
         "write_log_dir",
         "",
-        |p| json!({ "path": p.log_dir() }),
+        |p| json!({ "path": p.state_dir() }),
     );
     let out = round(&p);
     // `denied errno=13 files=<n>`: n ≥ 1 files tried, none opened for writing.

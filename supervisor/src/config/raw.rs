@@ -49,6 +49,7 @@ pub(super) struct RawAgent {
 pub(super) struct RawRuntime {
     pub work_dir: Option<String>,
     pub log_dir: Option<String>,
+    pub state_dir: Option<String>,
     pub round_budget_s: Option<u64>,
     pub restart_delay_s: Option<u64>,
     pub max_rounds: Option<u64>,

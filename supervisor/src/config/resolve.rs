@@ -148,8 +148,13 @@ pub struct AgentConfig {
 pub struct RuntimeConfig {
     /// The git working tree the agent works in (absolute, existing).
     pub work_dir: PathBuf,
-    /// Events, round logs, state and host state dirs (absolute; created on first write).
+    /// Round logs, the round context file and host state dirs (absolute; created on first
+    /// write).
     pub log_dir: PathBuf,
+    /// The project lock, events, `state.json`, the orphan stash record, `service.json` and
+    /// the control socket (absolute; created on first write). See
+    /// [`crate::runtime::state_dir`] for the default.
+    pub state_dir: PathBuf,
     /// Wall-clock budget of one round (default 1800 s).
     pub round_budget: Duration,
     /// Pause between rounds under `serve` (default 3 s, at least 1 s).
@@ -309,6 +314,11 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         .unwrap_or("~/.agent-runner/{project}/logs");
     let log_dir = expand_path(log_dir_text, &work_dir, &project)
         .map_err(|message| err("runtime.log_dir", message))?;
+    let state_dir = match raw.runtime.state_dir.as_deref() {
+        Some(text) => expand_path(text, &work_dir, &project)
+            .map_err(|message| err("runtime.state_dir", message))?,
+        None => crate::runtime::state_dir::default_for(&work_dir, &log_dir, &project),
+    };
     let round_budget_s = raw.runtime.round_budget_s.unwrap_or(1800);
     if round_budget_s == 0 {
         return Err(err(
@@ -485,6 +495,7 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         runtime: RuntimeConfig {
             work_dir,
             log_dir,
+            state_dir,
             round_budget: Duration::from_secs(round_budget_s),
             restart_delay: Duration::from_secs(restart_delay_s),
             max_rounds: raw.runtime.max_rounds,

@@ -120,14 +120,14 @@ fn parse_since(raw: &str) -> Option<SystemTime> {
     humantime::parse_rfc3339_weak(raw.trim_end_matches('Z')).ok()
 }
 
-/// Runs the query over the record in `log_dir`; returns the exit code.
+/// Runs the query over the record in `state_dir`; returns the exit code.
 ///
 /// Errors (exit 1): a file or the directory cannot be read.
-pub async fn run(log_dir: &Path, query: &Query) -> Result<u8, CliError> {
+pub async fn run(state_dir: &Path, query: &Query) -> Result<u8, CliError> {
     let unreadable = |path: &Path, e: io::Error| {
         CliError::failure(format!("cannot read {}: {e}", path.display()))
     };
-    let files = event_files(log_dir).map_err(|e| unreadable(log_dir, e))?;
+    let files = event_files(state_dir).map_err(|e| unreadable(state_dir, e))?;
     let mut out = io::stdout().lock();
     let mut skipped = 0;
     if query.window.is_some() || query.since.is_some() {
@@ -151,7 +151,7 @@ pub async fn run(log_dir: &Path, query: &Query) -> Result<u8, CliError> {
     }
     let _ = out.flush();
     drop(out);
-    follow(log_dir, files.last().cloned(), query).await
+    follow(state_dir, files.last().cloned(), query).await
 }
 
 fn report_skipped(skipped: usize) {
@@ -161,7 +161,7 @@ fn report_skipped(skipped: usize) {
 }
 
 /// Prints matching events appended after this call until Ctrl-C.
-async fn follow(log_dir: &Path, newest: Option<PathBuf>, query: &Query) -> Result<u8, CliError> {
+async fn follow(state_dir: &Path, newest: Option<PathBuf>, query: &Query) -> Result<u8, CliError> {
     // Position: the newest file and how far into it we have read (its end: only new
     // events are printed).
     let mut current = newest.clone();
@@ -179,8 +179,8 @@ async fn follow(log_dir: &Path, newest: Option<PathBuf>, query: &Query) -> Resul
             }
             _ = tokio::time::sleep(TAIL_POLL) => {}
         }
-        let files = event_files(log_dir)
-            .map_err(|e| CliError::failure(format!("cannot read {}: {e}", log_dir.display())))?;
+        let files = event_files(state_dir)
+            .map_err(|e| CliError::failure(format!("cannot read {}: {e}", state_dir.display())))?;
         let from = current.clone();
         for path in files
             .iter()

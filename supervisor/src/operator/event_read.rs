@@ -43,12 +43,12 @@ impl Batch {
     }
 }
 
-/// The event files of `log_dir` (`events-YYYY-MM.jsonl`), oldest month first; empty when
+/// The event files of `state_dir` (`events-YYYY-MM.jsonl`), oldest month first; empty when
 /// the directory does not exist.
 ///
 /// Errors: the directory exists but cannot be listed.
-pub fn event_files(log_dir: &Path) -> io::Result<Vec<PathBuf>> {
-    let entries = match std::fs::read_dir(log_dir) {
+pub fn event_files(state_dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let entries = match std::fs::read_dir(state_dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
@@ -74,15 +74,15 @@ pub fn read_file(path: &Path, batch: &mut Batch) -> io::Result<()> {
     Ok(())
 }
 
-/// The most recent events of `log_dir`, reading at most about `max_bytes` from the end of
+/// The most recent events of `state_dir`, reading at most about `max_bytes` from the end of
 /// the newest files (so a years-long record costs the same as a fresh one). The first,
 /// possibly partial, line of a truncated read is dropped, not counted.
 ///
 /// Errors: a file or the directory cannot be read.
-pub fn tail(log_dir: &Path, max_bytes: u64) -> io::Result<Batch> {
+pub fn tail(state_dir: &Path, max_bytes: u64) -> io::Result<Batch> {
     let mut chunks: Vec<Vec<u8>> = Vec::new();
     let mut budget = max_bytes;
-    for path in event_files(log_dir)?.iter().rev() {
+    for path in event_files(state_dir)?.iter().rev() {
         if budget == 0 {
             break;
         }

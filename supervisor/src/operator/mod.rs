@@ -4,7 +4,7 @@
 //!   [`peek_render`], [`round_history`], [`system_metrics`]), [`watch`], [`event_query`] (over
 //!   [`event_read`]) and [`doctor`].
 //! - Control of a running `serve`: [`control`] (`status`/`stop`/`kill`/`start` over
-//!   `<log_dir>/control.sock`) and [`service`] (`service.json`).
+//!   `<state_dir>/control.sock`) and [`service`] (`service.json`).
 //! - Set-up: [`init`] (config and prompt from a preset) and [`install`] (the systemd unit).
 
 pub mod control;

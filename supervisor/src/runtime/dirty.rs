@@ -164,13 +164,13 @@ async fn stash(
     files: &[String],
 ) -> Outcome {
     let round_num = round.ctx.round_num;
-    let log_dir = &round.config.runtime.log_dir;
+    let state_dir = &round.config.runtime.state_dir;
     let now = SystemTime::now();
     let now_s = now
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let record_path = log_dir.join(ORPHAN_FILE);
+    let record_path = state_dir.join(ORPHAN_FILE);
     if let Ok(Some(last)) = read_json::<OrphanState>(&record_path) {
         if now_s.saturating_sub(last.unix_s) < round.config.vcs.stash_idempotency.as_secs() {
             round.events.emit(Event::OrphanIdempotentSkip {

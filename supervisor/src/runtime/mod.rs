@@ -9,6 +9,7 @@
 //! - [`prompt`], [`round_context`]: what the agent is told.
 //! - [`events`]: the operator's record, one JSON line per event (writer side).
 //! - [`state`]: the project lock, the round counter and the orphan stash record.
+//! - [`state_dir`]: where they live (out of the agent's reach by default).
 //! - [`stop`]: signals and control requests → the stop level.
 //! - [`retention`]: round log pruning.
 
@@ -23,4 +24,5 @@ pub mod round_context;
 pub mod serve;
 pub mod spawn_gate;
 pub mod state;
+pub mod state_dir;
 pub mod stop;

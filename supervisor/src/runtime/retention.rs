@@ -28,8 +28,8 @@ pub fn prune(rounds_dir: &Path, keep: u64) -> std::io::Result<Vec<PathBuf>> {
     Ok(deleted)
 }
 
-/// The round number of a round log's file name (`R<N>-….log`).
-fn round_of(path: &Path) -> Option<u64> {
+/// The round number of a round log's file name (`R<N>-….log`); `None` for other files.
+pub fn round_of(path: &Path) -> Option<u64> {
     let name = path.file_name()?.to_str()?;
     let rest = name.strip_prefix('R')?.strip_suffix(".log")?;
     rest.split('-').next()?.parse().ok()

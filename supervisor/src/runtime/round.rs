@@ -127,10 +127,11 @@ impl Runner {
         phase: Option<&str>,
     ) -> Result<Attempt, CliError> {
         let log_dir = self.config.runtime.log_dir.clone();
-        let next = state::peek_next_round(&log_dir).map_err(|e| {
+        let state_dir = self.config.runtime.state_dir.clone();
+        let next = state::peek_next_round(&state_dir).map_err(|e| {
             CliError::failure(format!(
                 "cannot read round state in {}: {e}",
-                log_dir.display()
+                state_dir.display()
             ))
         })?;
         let phase: Option<String> = phase
@@ -139,7 +140,7 @@ impl Runner {
         let phase = phase.as_deref();
         let profile = self.config.profile(phase);
         let started = timestamp(SystemTime::now());
-        let round_ctx = round_context::build(&log_dir, &self.repo, next, &started, phase).await;
+        let round_ctx = round_context::build(&state_dir, &self.repo, next, &started, phase).await;
         let prepend = (self.config.prompt.injection == ContextInjection::Prepend)
             .then(|| serde_json::to_value(&round_ctx))
             .transpose()
@@ -175,10 +176,10 @@ impl Runner {
             return Ok(Attempt::NotStarted(verdict));
         }
 
-        let round_num = state::next_round(&log_dir).map_err(|e| {
+        let round_num = state::next_round(&state_dir).map_err(|e| {
             CliError::failure(format!(
                 "cannot record round state in {}: {e}",
-                log_dir.display()
+                state_dir.display()
             ))
         })?;
         if let Err(e) = round_context::write(&log_dir, &round_ctx) {
@@ -275,7 +276,7 @@ impl Runner {
             }
         }
         if let Err(e) = state::record_round_end(
-            &log_dir,
+            &state_dir,
             state::PreviousRound {
                 round_num,
                 exit_code: exit.exit_code,

@@ -58,7 +58,7 @@ pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
     if let Err(e) = crate::runtime::agent::become_subreaper() {
         tracing::warn!("cannot become a child subreaper ({e}); processes that leave the agent's group may survive a round");
     }
-    let events = EventLog::new(&config.runtime.log_dir);
+    let events = EventLog::new(&config.runtime.state_dir);
     let caps = probe();
     let gate = match SandboxGate::evaluate(config.plugins.sandbox, caps.clone()) {
         Ok(gate) => gate,
@@ -86,8 +86,9 @@ pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
             name: None,
         });
     }
-    let lock = ProjectLock::acquire(&config.runtime.log_dir)
+    let lock = ProjectLock::acquire(&config.runtime.state_dir)
         .map_err(|e| CliError::failure(e.to_string()))?;
+    crate::runtime::state_dir::prepare(&config, &events);
     if !Repo::new(&config.runtime.work_dir, &config.runtime.log_dir)
         .is_repo()
         .await
@@ -190,7 +191,7 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
             });
             break;
         }
-        let next = state::peek_next_round(&runner.config.runtime.log_dir).ok();
+        let next = state::peek_next_round(&runner.config.runtime.state_dir).ok();
         status.send_modify(|s| s.update("round", next, &runner.hosts));
         service.update(
             ServiceState::Running,

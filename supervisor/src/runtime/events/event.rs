@@ -87,6 +87,28 @@ pub enum Event {
         /// The error, in words.
         error: String,
     },
+    /// A record an earlier layout left in `log_dir` was moved into the state dir
+    /// (docs/operations.md, "State dir").
+    StateMigrated {
+        /// The old place (`log_dir`).
+        from: PathBuf,
+        /// The state dir.
+        to: PathBuf,
+        /// The file names moved.
+        files: Vec<String>,
+    },
+    /// `state.json` was behind the round logs (the state dir was lost); the counter was
+    /// raised so no round number is reused.
+    RoundStateRecovered {
+        /// What `state.json` said (0: missing).
+        last_round_was: u64,
+        /// The last round number now recorded.
+        last_round: u64,
+        /// Where the number came from (`round logs`).
+        source: String,
+        /// The counter file.
+        state_file: PathBuf,
+    },
 
     // ---- one round ----
     /// A round begins.

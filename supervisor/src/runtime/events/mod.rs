@@ -1,4 +1,4 @@
-//! The operator's record: `<log_dir>/events-YYYY-MM.jsonl` (UTC month), one JSON object per
+//! The operator's record: `<state_dir>/events-YYYY-MM.jsonl` (UTC month), one JSON object per
 //! line, `{"ts": "2026-11-29T16:43:55.711Z", "event": "<kind>", ...fields}` (the reference
 //! system's format). Each line goes out in a single `write(2)` on an `O_APPEND` file, so
 //! lines are never torn or interleaved, even with several writers.
@@ -183,6 +183,10 @@ mod tests {
              r#""event":"round_resumed","deferred_for_s":60.1"#),
             (Event::RoundError { error: s("boom") },
              r#""event":"round_error","error":"boom""#),
+            (Event::StateMigrated { from: PathBuf::from("/p/logs"), to: PathBuf::from("/s"), files: vec![s("state.json")] },
+             r#""event":"state_migrated","from":"/p/logs","to":"/s","files":["state.json"]"#),
+            (Event::RoundStateRecovered { last_round_was: 0, last_round: 7, source: s("round logs"), state_file: PathBuf::from("/s/state.json") },
+             r#""event":"round_state_recovered","last_round_was":0,"last_round":7,"source":"round logs","state_file":"/s/state.json""#),
             (Event::RoundStart { round_num: 1, phase: None },
              r#""event":"round_start","round_num":1,"phase":null"#),
             (Event::AgentSpawn { round_num: 1, timeout_s: 3600, log_path: PathBuf::from("/l/rounds/R1-x.log") },
