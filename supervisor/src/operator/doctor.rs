@@ -241,7 +241,10 @@ pub async fn run(config_path: &Path, rounds: u64) -> Report {
             None
         }
     };
-    let repo = Repo::new(&config.runtime.work_dir, &config.runtime.log_dir);
+    let repo = Repo::new(
+        &config.runtime.work_dir,
+        crate::runtime::attribution::OwnFiles::default(),
+    );
     let is_repo = repo.is_repo().await;
     checks.push(check(
         "work_dir",

@@ -1,4 +1,5 @@
-//! The dirty tree after a clean round (design.md step 5): dirty handlers in ascending
+//! The dirty tree after a clean round (design.md step 5), limited to the round's dirt
+//! ([`crate::runtime::attribution`]): dirty handlers in ascending
 //! priority, third-party hooks and the built-in default ([`BUILTIN_DIRTY_HANDLER`], priority
 //! [`BUILTIN_PRIORITY`]); the first non-null answer wins. Hosts only *answer*; the
 //! supervisor performs the git work itself through [`crate::runtime::git`] and records it:
@@ -12,6 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::{Config, DirtyAction as BuiltinAction};
 use crate::hosts::{HostManager, BUILTIN_DIRTY_HANDLER};
+use crate::runtime::attribution::Split;
 use crate::runtime::events::{timestamp, Event, EventLog};
 use crate::runtime::git::Repo;
 use crate::runtime::state::{read_json, write_json_atomic, OrphanState, ORPHAN_FILE};
@@ -57,6 +59,8 @@ pub struct DirtyRound<'a> {
     pub events: &'a EventLog,
     /// The round's context (sent to hosts too).
     pub ctx: &'a Context,
+    /// Whose dirt the dirty paths are.
+    pub attribution: &'a Split,
 }
 
 /// Runs the dirty handlers over `files` (non-empty) and performs the winning answer. A
@@ -72,6 +76,11 @@ pub async fn handle(
         round_num: round.ctx.round_num,
         files: files.iter().take(MAX_LISTED_FILES).cloned().collect(),
         file_count: files.len(),
+        changed_preexisting: (round.attribution.changed_preexisting.iter())
+            .take(MAX_LISTED_FILES)
+            .cloned()
+            .collect(),
+        left_to_operator: round.attribution.operator.len(),
     });
     for hook in hosts.hooks(Family::DirtyHandler) {
         if hook.priority >= BUILTIN_PRIORITY {
@@ -145,7 +154,7 @@ async fn perform(
                         round_num,
                         hook: hook.to_owned(),
                         error: redact_and_cap(&err.to_string()),
-                        tree: tree_after_failure(round.repo, files).await,
+                        tree: tree_after_failure(round, files).await,
                     });
                     Outcome::Failed
                 }
@@ -188,10 +197,26 @@ async fn stash(
     }
     let ts = timestamp(now);
     let message = format!("ORPHAN R{round_num} ts={ts}");
-    let reason = note
-        .map(redact_and_cap)
-        .unwrap_or_else(|| "dirty tree after a clean agent exit".to_owned());
-    match round.repo.stash_push(&message).await {
+    let reason = note.map(redact_and_cap).unwrap_or_else(|| {
+        let mut reason = format!(
+            "the round left {} file(s) dirty after a clean agent exit",
+            files.len()
+        );
+        let changed = round.attribution.changed_preexisting.len();
+        if changed > 0 {
+            reason.push_str(&format!(
+                " ({changed} of them already dirty before the round and changed by it)"
+            ));
+        }
+        let operator = round.attribution.operator.len();
+        if operator > 0 {
+            reason.push_str(&format!(
+                "; {operator} file(s) dirty before the round and unchanged were left in place"
+            ));
+        }
+        reason
+    });
+    match round.repo.stash_push(&message, files).await {
         Ok(Some(sha)) => {
             let record = OrphanState {
                 sha: sha.clone(),
@@ -220,7 +245,7 @@ async fn stash(
                 round_num,
                 hook: hook.to_owned(),
                 error: redact_and_cap(&err.to_string()),
-                tree: tree_after_failure(round.repo, files).await,
+                tree: tree_after_failure(round, files).await,
             });
             Outcome::Failed
         }
@@ -229,9 +254,17 @@ async fn stash(
 
 /// What a failed git step left: `"left as it was"` when the same files are still dirty,
 /// otherwise a pointer to look (git can fail after doing part of its work).
-async fn tree_after_failure(repo: &Repo, before: &[String]) -> String {
-    match repo.dirty_files().await {
-        Ok(now) if now == before => "left as it was".to_owned(),
+async fn tree_after_failure(round: &DirtyRound<'_>, before: &[String]) -> String {
+    let operator = &round.attribution.operator;
+    match round.repo.dirty_files().await {
+        Ok(now)
+            if now
+                .iter()
+                .filter(|f| !operator.contains(f))
+                .eq(before.iter()) =>
+        {
+            "left as it was".to_owned()
+        }
         Ok(_) => {
             "changed by the failed git step; inspect `git status` and `git stash list`".to_owned()
         }

@@ -6,6 +6,13 @@
 use std::path::{Path, PathBuf};
 use tokio::process::Command;
 
+use crate::runtime::attribution::OwnFiles;
+
+/// `paths` as `:(literal)` pathspecs (relative to the work dir, where git runs).
+fn literal(paths: &[String]) -> Vec<String> {
+    paths.iter().map(|p| format!(":(literal){p}")).collect()
+}
+
 /// A git invocation that failed: the command and what git said.
 #[derive(Debug, thiserror::Error)]
 #[error("git {args} failed: {detail}")]
@@ -16,26 +23,27 @@ pub struct GitError {
     pub detail: String,
 }
 
-/// A git working tree, with the path (relative to the tree) that never counts as dirty
-/// because it holds our own logs.
+/// A git working tree seen from `work_dir` (which may be a subdirectory of a bigger
+/// repository: everything is limited to it), with the supervisor's own files, which never
+/// count as dirty.
 #[derive(Clone, Debug)]
 pub struct Repo {
     work_dir: PathBuf,
-    excluded: Option<String>,
+    own: OwnFiles,
 }
 
 impl Repo {
-    /// The tree at `work_dir`; `log_dir` is excluded from dirt when it lies inside it.
-    pub fn new(work_dir: &Path, log_dir: &Path) -> Self {
-        let excluded = log_dir
-            .strip_prefix(work_dir)
-            .ok()
-            .filter(|rel| !rel.as_os_str().is_empty())
-            .map(|rel| rel.to_string_lossy().trim_end_matches('/').to_owned());
+    /// The tree at `work_dir`; paths in `own` are never dirt.
+    pub fn new(work_dir: &Path, own: OwnFiles) -> Self {
         Repo {
             work_dir: work_dir.to_owned(),
-            excluded,
+            own,
         }
+    }
+
+    /// The work dir.
+    pub fn work_dir(&self) -> &Path {
+        &self.work_dir
     }
 
     async fn run(&self, args: &[&str]) -> Result<String, GitError> {
@@ -76,11 +84,21 @@ impl Repo {
             .is_ok()
     }
 
-    /// Dirty paths (relative to the tree), from `git status --porcelain -z`, untracked files
-    /// listed one by one, paths under the log dir left out.
+    /// Dirty paths inside the work dir, relative to it (docs/protocol.md: `dirty_files`),
+    /// from `git status --porcelain -z -- .`, untracked files listed one by one, the
+    /// supervisor's own files left out.
     pub async fn dirty_files(&self) -> Result<Vec<String>, GitError> {
+        let prefix = self.run(&["rev-parse", "--show-prefix"]).await?;
+        let prefix = prefix.trim_end_matches('\n');
         let out = self
-            .run(&["status", "--porcelain", "-z", "--untracked-files=all"])
+            .run(&[
+                "status",
+                "--porcelain",
+                "-z",
+                "--untracked-files=all",
+                "--",
+                ".",
+            ])
             .await?;
         let mut files = Vec::new();
         let mut entries = out.split('\0').filter(|e| !e.is_empty());
@@ -92,45 +110,28 @@ impl Repo {
             if status.starts_with('R') || status.starts_with('C') {
                 entries.next(); // the rename's source path follows
             }
-            if !self.is_excluded(path) {
+            // status prints paths from the repository's top; ours are the work dir's.
+            let path = path.strip_prefix(prefix).unwrap_or(path);
+            if !self.own.contains(path) {
                 files.push(path.to_owned());
             }
         }
         Ok(files)
     }
 
-    fn is_excluded(&self, path: &str) -> bool {
-        self.excluded.as_deref().is_some_and(|ex| {
-            path == ex
-                || path
-                    .strip_prefix(ex)
-                    .is_some_and(|rest| rest.starts_with('/'))
-        })
-    }
-
-    /// The pathspec keeping the log dir out of a stash: none when git already ignores it
-    /// (`stash -u` skips ignored files, and naming an ignored path makes git fail after
-    /// the stash was made).
-    async fn stash_pathspec(&self) -> Vec<String> {
-        match &self.excluded {
-            Some(ex) if self.run(&["check-ignore", "-q", ex]).await.is_err() => {
-                vec![".".to_owned(), format!(":(exclude){ex}")]
-            }
-            _ => Vec::new(),
-        }
-    }
-
-    /// `git stash push -u -m <message>` (log dir excluded); returns the stash commit's SHA,
-    /// or `None` when git found nothing to stash. A stash that git made but then reported
-    /// a failure for still counts as made (the work is in it, by SHA).
-    pub async fn stash_push(&self, message: &str) -> Result<Option<String>, GitError> {
+    /// `git stash push -u -m <message> -- <paths>`: only `paths` (work-dir-relative,
+    /// literal) go into the stash; returns the stash commit's SHA, or `None` when git found
+    /// nothing to stash. A stash that git made but then reported a failure for still counts
+    /// as made (the work is in it, by SHA).
+    pub async fn stash_push(
+        &self,
+        message: &str,
+        paths: &[String],
+    ) -> Result<Option<String>, GitError> {
         let before = self.stash_head().await;
-        let spec = self.stash_pathspec().await;
-        let mut args = vec!["stash", "push", "-u", "-m", message];
-        if !spec.is_empty() {
-            args.push("--");
-            args.extend(spec.iter().map(String::as_str));
-        }
+        let specs = literal(paths);
+        let mut args = vec!["stash", "push", "-u", "-m", message, "--"];
+        args.extend(specs.iter().map(String::as_str));
         let result = self.run(&args).await;
         let after = self.stash_head().await;
         if after.is_some() && after != before {
@@ -164,7 +165,7 @@ impl Repo {
     /// (no push). Returns the new commit's SHA. On failure the index is restored for those
     /// paths and the working tree is left as it was.
     pub async fn commit_paths(&self, paths: &[String], message: &str) -> Result<String, GitError> {
-        let specs: Vec<String> = paths.iter().map(|p| format!(":(literal){p}")).collect();
+        let specs = literal(paths);
         let specs: Vec<&str> = specs.iter().map(String::as_str).collect();
         let mut add = vec!["add", "-A", "--"];
         add.extend(&specs);

@@ -5,7 +5,8 @@
 //! - [`agent`]: the agent process in its own process group, under its budget.
 //! - [`spawn_gate`] and [`dirty`]: the two hook families as the round sees them, with their
 //!   built-ins.
-//! - [`git`]: the only place that runs git.
+//! - [`git`]: the only place that runs git; [`attribution`]: whose dirt is it (the round's,
+//!   the operator's, the supervisor's own files).
 //! - [`prompt`], [`round_context`]: what the agent is told.
 //! - [`events`]: the operator's record, one JSON line per event (writer side).
 //! - [`state`]: the project lock, the round counter and the orphan stash record.
@@ -14,6 +15,7 @@
 //! - [`retention`]: round log pruning.
 
 pub mod agent;
+pub mod attribution;
 pub mod dirty;
 pub mod events;
 pub mod git;

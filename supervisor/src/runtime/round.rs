@@ -17,6 +17,7 @@ use crate::config::{Config, ContextInjection, PromptDelivery};
 use crate::exit::CliError;
 use crate::hosts::HostManager;
 use crate::runtime::agent::{self, AgentExit, AgentSpec};
+use crate::runtime::attribution::{Baseline, OwnFiles};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
 use crate::runtime::events::{timestamp, Event, EventLog, RoundEnd, RoundOutcome};
 use crate::runtime::git::Repo;
@@ -61,7 +62,7 @@ pub struct Runner {
 impl Runner {
     /// A runner over `config` with `hosts` already booted.
     pub fn new(config: Config, events: EventLog, hosts: HostManager) -> Self {
-        let repo = Repo::new(&config.runtime.work_dir, &config.runtime.log_dir);
+        let repo = Repo::new(&config.runtime.work_dir, OwnFiles::of(&config));
         Runner {
             config,
             events,
@@ -219,6 +220,7 @@ impl Runner {
                 .filter_map(|(_, _, pid)| pid)
                 .collect(),
         };
+        let baseline = self.baseline(round_num).await;
         self.events.emit(Event::AgentSpawn {
             round_num,
             timeout_s: budget.as_secs(),
@@ -256,16 +258,21 @@ impl Runner {
         let mut dirty = None;
         if exit.is_clean() {
             match self.repo.dirty_files().await {
-                Ok(files) if files.is_empty() => {}
                 Ok(files) => {
-                    let ctx = self.context(round_num, phase, Some(log_path.display().to_string()));
-                    let round = DirtyRound {
-                        config: &self.config,
-                        repo: &self.repo,
-                        events: &self.events,
-                        ctx: &ctx,
-                    };
-                    dirty = Some(dirty::handle(&round, &mut self.hosts, &files, stop).await);
+                    let split = baseline.split(&self.config.runtime.work_dir, files);
+                    if !split.round.is_empty() {
+                        let ctx =
+                            self.context(round_num, phase, Some(log_path.display().to_string()));
+                        let round = DirtyRound {
+                            config: &self.config,
+                            repo: &self.repo,
+                            events: &self.events,
+                            ctx: &ctx,
+                            attribution: &split,
+                        };
+                        dirty =
+                            Some(dirty::handle(&round, &mut self.hosts, &split.round, stop).await);
+                    }
                 }
                 Err(err) => {
                     self.events.emit(Event::DirtyCheckFailed {
@@ -298,6 +305,32 @@ impl Runner {
             output_bytes,
             dirty,
         })
+    }
+
+    /// The tree before the agent starts (docs/configuration.md, "Dirt attribution"): what
+    /// is dirty now is the operator's, recorded as `dirty_before_round`. A failed look
+    /// records nothing and attributes everything after the round to the round.
+    async fn baseline(&self, round_num: u64) -> Baseline {
+        match self.repo.dirty_files().await {
+            Ok(files) => {
+                if !files.is_empty() {
+                    self.events.emit(Event::DirtyBeforeRound {
+                        round_num,
+                        files: files.iter().take(dirty::MAX_LISTED_FILES).cloned().collect(),
+                        file_count: files.len(),
+                        reason: "dirty before the agent started: the operator's work, left alone unless the round changes it".to_owned(),
+                    });
+                }
+                Baseline::take(&self.config.runtime.work_dir, &files)
+            }
+            Err(err) => {
+                self.events.emit(Event::DirtyCheckFailed {
+                    round_num,
+                    error: err.to_string(),
+                });
+                Baseline::default()
+            }
+        }
     }
 
     /// Applies `round_log_retention` before a new round log is created, keeping room for it.

@@ -22,6 +22,7 @@ use crate::hosts::sandbox::SandboxGate;
 use crate::hosts::HostManager;
 use crate::operator::control::Snapshot;
 use crate::operator::service::{ServiceFile, ServiceState};
+use crate::runtime::attribution::OwnFiles;
 use crate::runtime::events::{Event, EventLog};
 use crate::runtime::git::Repo;
 use crate::runtime::round::{Attempt, Runner};
@@ -89,7 +90,7 @@ pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
     let lock = ProjectLock::acquire(&config.runtime.state_dir)
         .map_err(|e| CliError::failure(e.to_string()))?;
     crate::runtime::state_dir::prepare(&config, &events);
-    if !Repo::new(&config.runtime.work_dir, &config.runtime.log_dir)
+    if !Repo::new(&config.runtime.work_dir, OwnFiles::default())
         .is_repo()
         .await
     {

@@ -197,14 +197,33 @@ pub enum Event {
     },
 
     // ---- dirty tree ----
-    /// The tree is dirty after a clean agent exit.
+    /// The tree was dirty before the agent started: the operator's work, left alone unless
+    /// the round changes it (docs/configuration.md, "Dirt attribution").
+    DirtyBeforeRound {
+        /// The round.
+        round_num: u64,
+        /// The first dirty paths (capped), work-dir-relative.
+        files: Vec<String>,
+        /// How many paths were dirty.
+        file_count: usize,
+        /// What this means for them, in words.
+        reason: String,
+    },
+    /// The round left the tree dirty after a clean agent exit.
     DirtyDetected {
         /// The round.
         round_num: u64,
-        /// The first dirty paths (capped).
+        /// The first of the round's dirty paths (capped), work-dir-relative.
         files: Vec<String>,
-        /// How many paths are dirty.
+        /// How many paths the round left dirty.
         file_count: usize,
+        /// Of `files`, those already dirty before the round and changed by it (capped);
+        /// empty in lines written before attribution.
+        #[serde(default)]
+        changed_preexisting: Vec<String>,
+        /// Paths dirty before the round and unchanged, left alone.
+        #[serde(default)]
+        left_to_operator: usize,
     },
     /// The deciding handler answered ignore.
     DirtyIgnored {
