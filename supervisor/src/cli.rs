@@ -50,7 +50,8 @@ pub enum Command {
         #[arg(long, value_name = "NAME")]
         phase: Option<String>,
     },
-    /// Run rounds back to back until stopped (SIGTERM/SIGINT: finish the round, then exit).
+    /// Run rounds back to back until stopped (SIGTERM/SIGINT: finish the round, then exit;
+    /// SIGHUP: re-read the config).
     Serve {
         /// Stop after N completed rounds.
         #[arg(long, value_name = "N")]

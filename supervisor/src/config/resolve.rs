@@ -224,7 +224,7 @@ impl SandboxMode {
 }
 
 /// One `[plugins.hosts.<name>]` table.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct HostConfig {
     /// The table's key: the host's name, used by pins, `disable`, events.
     pub name: String,

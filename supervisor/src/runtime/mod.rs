@@ -8,6 +8,7 @@
 //! - [`git`]: the only place that runs git; [`attribution`]: whose dirt is it (the round's,
 //!   the operator's, the supervisor's own files).
 //! - [`prompt`], [`round_context`]: what the agent is told.
+//! - [`config_follow`]: the config re-read before every round and on SIGHUP.
 //! - [`events`]: the operator's record, one JSON line per event (writer side).
 //! - [`state`]: the project lock, the round counter and the orphan stash record.
 //! - [`state_dir`]: where they live (out of the agent's reach by default).
@@ -16,6 +17,7 @@
 
 pub mod agent;
 pub mod attribution;
+pub mod config_follow;
 pub mod dirty;
 pub mod events;
 pub mod git;

@@ -50,7 +50,7 @@ pub enum Attempt {
 
 /// Runs rounds of one project: the loaded config, its hosts and its event log.
 pub struct Runner {
-    /// The configuration (read once).
+    /// The configuration (re-read before each round by `serve`).
     pub config: Config,
     /// The operator's record.
     pub events: EventLog,
@@ -69,6 +69,13 @@ impl Runner {
             hosts,
             repo,
         }
+    }
+
+    /// Runs later rounds with `config` (a re-read of the same file: same work dir, log dir
+    /// and state dir). The own files are recomputed (prompt files may have moved).
+    pub fn replace_config(&mut self, config: Config) {
+        self.repo = Repo::new(&config.runtime.work_dir, OwnFiles::of(&config));
+        self.config = config;
     }
 
     fn context(&self, round_num: u64, phase: Option<&str>, log_path: Option<String>) -> Context {

@@ -87,6 +87,33 @@ pub enum Event {
         /// The error, in words.
         error: String,
     },
+    /// `serve` re-read a changed config file and runs the next rounds with it
+    /// (docs/configuration.md, "Config follows the file").
+    ConfigReloaded {
+        /// The config file.
+        path: PathBuf,
+        /// `sha256:<hex>` of the file's bytes now.
+        digest: String,
+        /// The same of the bytes read before (empty when they could not be read).
+        previous_digest: String,
+        /// `round` (the check before every round) or `sighup`.
+        trigger: String,
+        /// Hosts admitted anew (new, or their entry or pin changed).
+        hosts_restarted: Vec<String>,
+        /// Hosts shut down (removed or disabled).
+        hosts_stopped: Vec<String>,
+    },
+    /// A changed config file cannot be used; the last good config keeps running.
+    ConfigBroken {
+        /// The config file.
+        path: PathBuf,
+        /// The one-line config error naming file and key.
+        error: String,
+        /// `sha256:<hex>` of the broken bytes; `null` when the file could not be read.
+        digest: Option<String>,
+        /// `round` or `sighup`.
+        trigger: String,
+    },
     /// A record an earlier layout left in `log_dir` was moved into the state dir
     /// (docs/operations.md, "State dir").
     StateMigrated {
