@@ -74,6 +74,7 @@ pub(super) struct RawPrompt {
 pub(super) struct RawVcs {
     pub dirty_action: Option<String>,
     pub stash_idempotency_s: Option<u64>,
+    pub git_timeout_s: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -198,7 +198,13 @@ pub struct VcsConfig {
     pub dirty_action: DirtyAction,
     /// A stash within this long of the previous one is skipped (default 5 s).
     pub stash_idempotency: Duration,
+    /// Longest run of one git command before it is killed with its process group
+    /// (default [`DEFAULT_GIT_TIMEOUT_S`]).
+    pub git_timeout: Duration,
 }
+
+/// Default `[vcs] git_timeout_s`.
+pub const DEFAULT_GIT_TIMEOUT_S: u64 = 60;
 
 /// `[plugins] sandbox`: how much confinement third-party hosts must get.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -319,6 +325,13 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
             .map_err(|message| err("runtime.state_dir", message))?,
         None => crate::runtime::state_dir::default_for(&work_dir, &log_dir, &project),
     };
+    let git_timeout_s = raw.vcs.git_timeout_s.unwrap_or(DEFAULT_GIT_TIMEOUT_S);
+    if git_timeout_s == 0 {
+        return Err(err(
+            "vcs.git_timeout_s",
+            "must be at least 1 (seconds)".into(),
+        ));
+    }
     let round_budget_s = raw.runtime.round_budget_s.unwrap_or(1800);
     if round_budget_s == 0 {
         return Err(err(
@@ -515,6 +528,7 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         vcs: VcsConfig {
             dirty_action,
             stash_idempotency: Duration::from_secs(raw.vcs.stash_idempotency_s.unwrap_or(5)),
+            git_timeout: Duration::from_secs(git_timeout_s),
         },
         plugins: PluginsConfig {
             sandbox,

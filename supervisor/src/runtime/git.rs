@@ -1,26 +1,55 @@
-//! The one place that runs git. Every call runs in `work_dir` with repository hooks
-//! disabled (`core.hooksPath=/dev/null`: the agent may have written `.git/hooks`, and the
-//! supervisor must not run that code). Paths a host or the agent named are passed as
+//! The one place that runs git. Every call is bounded (docs/configuration.md, `[vcs]
+//! git_timeout_s`): no controlling terminal, killed with its process group on timeout or
+//! stop. Every call runs in `work_dir` with repository hooks disabled
+//! (`core.hooksPath=/dev/null`: the agent may have written `.git/hooks`, and the supervisor
+//! must not run that code). Paths a host or the agent named are passed as
 //! `:(literal)` pathspecs, so no path is ever read as a pattern.
 
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 use tokio::process::Command;
 
+use crate::config::DEFAULT_GIT_TIMEOUT_S;
 use crate::runtime::attribution::OwnFiles;
+use crate::runtime::stop::StopWatch;
+
+/// SIGKILLs the process group a git command leads (a signer it started included).
+fn kill_group(group: Option<Pid>) {
+    if let Some(group) = group {
+        let _ = killpg(group, Signal::SIGKILL);
+    }
+}
 
 /// `paths` as `:(literal)` pathspecs (relative to the work dir, where git runs).
 fn literal(paths: &[String]) -> Vec<String> {
     paths.iter().map(|p| format!(":(literal){p}")).collect()
 }
 
-/// A git invocation that failed: the command and what git said.
+/// A git invocation that failed: the command and what git said. Display names only the
+/// subcommand (`git commit failed: …`), so a capped event keeps git's reason rather than
+/// a long list of paths.
 #[derive(Debug, thiserror::Error)]
-#[error("git {args} failed: {detail}")]
+#[error("git {} failed: {detail}", subcommand(args))]
 pub struct GitError {
     /// The arguments, space-joined.
     pub args: String,
-    /// git's stderr (trimmed) or the spawn error.
+    /// git's stderr (trimmed), the spawn error, or why it was killed.
     pub detail: String,
+}
+
+/// The first word of `args` that is neither an option nor the value of a `-c`.
+fn subcommand(args: &str) -> &str {
+    let mut words = args.split(' ');
+    while let Some(word) = words.next() {
+        if word == "-c" {
+            words.next();
+        } else if !word.starts_with('-') {
+            return word;
+        }
+    }
+    args
 }
 
 /// A git working tree seen from `work_dir` (which may be a subdirectory of a bigger
@@ -30,15 +59,32 @@ pub struct GitError {
 pub struct Repo {
     work_dir: PathBuf,
     own: OwnFiles,
+    timeout: Duration,
+    stop: Option<StopWatch>,
 }
 
 impl Repo {
-    /// The tree at `work_dir`; paths in `own` are never dirt.
+    /// The tree at `work_dir`; paths in `own` are never dirt. Each git command may run
+    /// [`DEFAULT_GIT_TIMEOUT_S`] until [`Repo::with_timeout`] says otherwise.
     pub fn new(work_dir: &Path, own: OwnFiles) -> Self {
         Repo {
             work_dir: work_dir.to_owned(),
             own,
+            timeout: Duration::from_secs(DEFAULT_GIT_TIMEOUT_S),
+            stop: None,
         }
+    }
+
+    /// Each git command is killed (with its process group) after `timeout`.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// A stop that arrives while a git command runs (a `stop`, `kill`, SIGTERM or SIGINT
+    /// raising the level) kills it with its process group.
+    pub fn stop_on(&mut self, stop: &StopWatch) {
+        self.stop = Some(stop.clone());
     }
 
     /// The work dir.
@@ -46,6 +92,10 @@ impl Repo {
         &self.work_dir
     }
 
+    /// Runs one git command, bounded: in a session of its own (no controlling terminal, so
+    /// nothing can prompt on one: a passphrase prompt fails instead of waiting), stdin
+    /// from `/dev/null`, killed with its process group after the timeout or when a stop
+    /// arrives.
     async fn run(&self, args: &[&str]) -> Result<String, GitError> {
         let mut cmd = Command::new("git");
         cmd.arg("-c")
@@ -53,13 +103,51 @@ impl Repo {
             .args(args)
             .current_dir(&self.work_dir)
             .env("GIT_TERMINAL_PROMPT", "0")
+            .env_remove("GPG_TTY")
             .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
             .kill_on_drop(true);
+        // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                nix::unistd::setsid().map_err(std::io::Error::from)?;
+                Ok(())
+            });
+        }
         let joined = args.join(" ");
-        let out = cmd.output().await.map_err(|e| GitError {
+        let failed = |detail: String| GitError {
             args: joined.clone(),
-            detail: e.to_string(),
-        })?;
+            detail,
+        };
+        let child = cmd.spawn().map_err(|e| failed(e.to_string()))?;
+        let group = child.id().map(|pid| Pid::from_raw(pid as i32));
+        let mut stop = self.stop.clone();
+        let level = stop.as_ref().map(|s| *s.borrow());
+        let stopped = async {
+            match (stop.as_mut(), level) {
+                (Some(stop), Some(level)) => {
+                    if stop.wait_for(|l| *l > level).await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                }
+                _ => std::future::pending::<()>().await,
+            }
+        };
+        let out = tokio::select! {
+            out = child.wait_with_output() => out.map_err(|e| failed(e.to_string()))?,
+            _ = tokio::time::sleep(self.timeout) => {
+                kill_group(group);
+                return Err(failed(format!(
+                    "timed out after {} s ([vcs] git_timeout_s) and was killed with its process group; it runs without a terminal, so a prompt (a signing passphrase, credentials) cannot be answered",
+                    self.timeout.as_secs()
+                )));
+            }
+            _ = stopped => {
+                kill_group(group);
+                return Err(failed("killed with its process group by a stop request".into()));
+            }
+        };
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).into_owned())
         } else {

@@ -62,7 +62,8 @@ pub struct Runner {
 impl Runner {
     /// A runner over `config` with `hosts` already booted.
     pub fn new(config: Config, events: EventLog, hosts: HostManager) -> Self {
-        let repo = Repo::new(&config.runtime.work_dir, OwnFiles::of(&config));
+        let repo = Repo::new(&config.runtime.work_dir, OwnFiles::of(&config))
+            .with_timeout(config.vcs.git_timeout);
         Runner {
             config,
             events,
@@ -74,7 +75,8 @@ impl Runner {
     /// Runs later rounds with `config` (a re-read of the same file: same work dir, log dir
     /// and state dir). The own files are recomputed (prompt files may have moved).
     pub fn replace_config(&mut self, config: Config) {
-        self.repo = Repo::new(&config.runtime.work_dir, OwnFiles::of(&config));
+        self.repo = Repo::new(&config.runtime.work_dir, OwnFiles::of(&config))
+            .with_timeout(config.vcs.git_timeout);
         self.config = config;
     }
 
@@ -134,6 +136,7 @@ impl Runner {
         stop: &mut StopWatch,
         phase: Option<&str>,
     ) -> Result<Attempt, CliError> {
+        self.repo.stop_on(stop);
         let log_dir = self.config.runtime.log_dir.clone();
         let state_dir = self.config.runtime.state_dir.clone();
         let next = state::peek_next_round(&state_dir).map_err(|e| {
