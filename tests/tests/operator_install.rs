@@ -25,7 +25,7 @@ fn assert_unit_text(p: &Project, text: &str) {
             bin.display(),
             p.config_path().display()
         ),
-        format!("WorkingDirectory=\"{}\"", p.dir().display()),
+        format!("WorkingDirectory={}", p.dir().display()),
         "TimeoutStopSec=".to_owned(),
         "[Install]".to_owned(),
     ] {
@@ -124,4 +124,57 @@ fn completions_and_man_page() {
     );
     assert!(out.stdout.contains("agent\\-runner"), "{out}");
     assert!(out.stdout.contains("peek"), "{out}");
+}
+
+/// Issue 17, case 10: what `install` writes passes the system's `systemd-analyze verify`,
+/// for a project path with spaces and `%` too (a quoted `WorkingDirectory=` is "not
+/// absolute" to systemd).
+#[test]
+fn installed_unit_passes_systemd_analyze_verify() {
+    let p = Project::new();
+    p.write_config(&p.config());
+    let odd = p.dir().join("my project 100%");
+    std::fs::create_dir_all(odd.join("prompts")).unwrap();
+    std::fs::write(odd.join("prompts/main.md"), "Work.\n").unwrap();
+    std::fs::write(odd.join("agent-runner.toml"), p.config().render()).unwrap();
+    for config in [p.config_path(), odd.join("agent-runner.toml")] {
+        let mut cmd = std::process::Command::new(agent_runner_bin());
+        cmd.arg("--config")
+            .arg(&config)
+            .arg("install")
+            .current_dir(config.parent().unwrap())
+            .env("HOME", p.home())
+            .env_remove("XDG_CONFIG_HOME");
+        let out = p.run_with(cmd);
+        out.assert_code(0);
+        let unit_dir = p.home().join(".config/systemd/user");
+        let unit = std::fs::read_dir(&unit_dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|u| {
+                std::fs::read_to_string(u).unwrap().contains(&format!(
+                    "WorkingDirectory={}",
+                    config
+                        .parent()
+                        .unwrap()
+                        .display()
+                        .to_string()
+                        .replace('%', "%%")
+                ))
+            })
+            .unwrap_or_else(|| panic!("no unit for {}: {out}", config.display()));
+        let verify = std::process::Command::new("systemd-analyze")
+            .arg("verify")
+            .arg(&unit)
+            .env("SYSTEMD_LOG_LEVEL", "warning")
+            .output()
+            .expect("systemd-analyze (installed by .ci/run)");
+        let said = String::from_utf8_lossy(&verify.stderr);
+        assert!(
+            verify.status.success() && !said.contains(unit.file_name().unwrap().to_str().unwrap()),
+            "{}: {said}\n{}",
+            unit.display(),
+            std::fs::read_to_string(&unit).unwrap()
+        );
+    }
 }

@@ -74,11 +74,15 @@ pub fn systemd_running() -> bool {
 /// A word for a systemd command line: double-quoted, `\` and `"` escaped, `%` doubled
 /// (systemd.service(5) "Command lines", systemd.unit(5) "Specifiers").
 fn quote(word: &str) -> String {
-    let escaped = word
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('%', "%%");
-    format!("\"{escaped}\"")
+    let escaped = word.replace('\\', "\\\\").replace('"', "\\\"");
+    format!("\"{}\"", specifiers_escaped(&escaped))
+}
+
+/// A value taken verbatim by systemd (a path setting such as `WorkingDirectory=`, a
+/// description): `%` doubled, no quotes — quotes would be part of the path, which systemd
+/// then rejects as not absolute (systemd.unit(5) "Specifiers").
+fn specifiers_escaped(text: &str) -> String {
+    text.replace('%', "%%")
 }
 
 /// The unit text for `serve` of `config` run by `binary` (both absolute).
@@ -111,11 +115,11 @@ pub fn render_unit(config: &Config, binary: &Path, scope: Scope) -> String {
          \n\
          [Install]\n\
          WantedBy={wanted_by}\n",
-        project = config.project,
-        config = config.path.display(),
+        project = specifiers_escaped(&config.project),
+        config = specifiers_escaped(&config.path.display().to_string()),
         binary = quote(&binary.display().to_string()),
         config_q = quote(&config.path.display().to_string()),
-        work_dir = quote(&config.runtime.work_dir.display().to_string()),
+        work_dir = specifiers_escaped(&config.runtime.work_dir.display().to_string()),
         stop_s = config.runtime.round_budget.as_secs() + 60,
     )
 }
