@@ -459,6 +459,11 @@ fn print_lines(lines: Vec<String>) -> Result<u8, CliError> {
     Ok(exit::OK)
 }
 
+/// Lines of the round log `round` prints when the agent failed.
+const ROUND_TAIL_LINES: usize = 20;
+/// At most this many characters of them.
+const ROUND_TAIL_CHARS: usize = 4000;
+
 async fn round(config: &std::path::Path, json: bool, phase: Option<&str>) -> Result<u8, CliError> {
     let mut stop = stop::install_signal_handlers().map_err(|e| CliError::failure(e.to_string()))?;
     let mut booted = serve::boot(config).await?;
@@ -480,6 +485,7 @@ async fn round(config: &std::path::Path, json: bool, phase: Option<&str>) -> Res
             round_num,
             exit: agent_exit,
             dirty,
+            log_path,
             ..
         } => {
             let code = if agent_exit.is_clean() {
@@ -487,6 +493,21 @@ async fn round(config: &std::path::Path, json: bool, phase: Option<&str>) -> Res
             } else {
                 exit::FAILURE
             };
+            if code != exit::OK {
+                // The reason is usually in the agent's last words (docs/operations.md,
+                // "Agent preconditions").
+                eprintln!(
+                    "agent-runner: round {round_num}: the agent ended {} after {:.1} s; the end of {}:\n{}",
+                    match (agent_exit.exit_code, agent_exit.signal) {
+                        (Some(code), _) => format!("with exit code {code}"),
+                        (None, Some(signal)) => format!("by signal {signal}"),
+                        _ => agent_exit.cause.as_str().to_owned(),
+                    },
+                    agent_exit.duration.as_secs_f64(),
+                    log_path.display(),
+                    crate::runtime::round::log_tail(&log_path, ROUND_TAIL_LINES, ROUND_TAIL_CHARS)
+                );
+            }
             let summary = RoundSummary::Ran {
                 round_num,
                 exit_code: agent_exit.exit_code,

@@ -262,7 +262,6 @@ pub async fn run(config_path: &Path, rounds: u64) -> Report {
     ));
     refuse_boot |= !is_repo;
     checks.push(log_dir_check(&config.runtime.log_dir));
-    let warnings = layout_warnings(&config);
     checks.push(prompt_check(&config.prompt.files[0]));
     let agent = &config.agent.command[0];
     let base = config.path.parent().unwrap_or(Path::new("/"));
@@ -280,6 +279,9 @@ pub async fn run(config_path: &Path, rounds: u64) -> Report {
             "install the agent CLI or fix [agent] command",
         )),
     }
+    let (found, mut warnings) = agent_findings(&config);
+    checks.extend(found);
+    warnings.extend(layout_warnings(&config));
     let (hosts, hashes) = host_checks(&config, gate.as_ref(), &mut checks);
     let code = if refuse_boot {
         exit::CONFIG
@@ -303,6 +305,53 @@ pub async fn run(config_path: &Path, rounds: u64) -> Report {
         },
         code,
     }
+}
+
+/// The agent CLI's preconditions on this machine ([`agent_preconditions`]), for the
+/// agent of every phase: failed checks and warnings named `agent_preconditions`.
+fn agent_findings(config: &Config) -> (Vec<Check>, Vec<Check>) {
+    use crate::operator::agent_preconditions::{failures, warnings, Machine};
+    let mut agents = vec![&config.agent];
+    agents.extend(
+        config
+            .phases
+            .overrides
+            .values()
+            .filter_map(|o| o.agent.as_ref()),
+    );
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    // SAFETY: geteuid(2) takes no arguments, cannot fail and touches no memory of ours.
+    let euid = unsafe { libc::geteuid() };
+    let (mut failed, mut warned) = (Vec::new(), Vec::new());
+    for agent in agents {
+        let var = |name: &str| {
+            agent
+                .env
+                .get(name)
+                .cloned()
+                .or_else(|| std::env::var(name).ok())
+        };
+        let machine = Machine {
+            euid,
+            var: &var,
+            home: home.as_deref(),
+        };
+        for (reason, fix) in failures(agent, &machine) {
+            failed.push(check("agent_preconditions", false, reason, fix));
+        }
+        for (reason, fix) in warnings(agent, &machine) {
+            warned.push(check("agent_preconditions", false, reason, fix));
+        }
+    }
+    if failed.is_empty() {
+        failed.push(check(
+            "agent_preconditions",
+            true,
+            "no known precondition of the agent CLI is unmet on this machine",
+            "",
+        ));
+    }
+    (failed, warned)
 }
 
 /// What the agent's tree operations can reach (docs/operations.md, "State dir"): a

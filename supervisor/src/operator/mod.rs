@@ -2,11 +2,12 @@
 //!
 //! - Read-only views (never write under `log_dir`, never start a host): [`peek`] (with
 //!   [`peek_render`], [`round_history`], [`system_metrics`]), [`watch`], [`event_query`] (over
-//!   [`event_read`]) and [`doctor`].
+//!   [`event_read`]) and [`doctor`] (with [`agent_preconditions`]).
 //! - Control of a running `serve`: [`control`] (`status`/`stop`/`kill`/`start` over
 //!   `<state_dir>/control.sock`) and [`service`] (`service.json`).
 //! - Set-up: [`init`] (config and prompt from a preset) and [`install`] (the systemd unit).
 
+pub mod agent_preconditions;
 pub mod control;
 pub mod doctor;
 pub mod event_query;

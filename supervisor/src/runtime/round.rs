@@ -28,6 +28,25 @@ use crate::runtime::spawn_gate::{self, Verdict};
 use crate::runtime::state;
 use crate::runtime::stop::{StopLevel, StopWatch};
 
+/// Lines of the round log that `round_end.log_tail` carries after a failed agent run.
+pub const TAIL_LINES: usize = 5;
+/// At most this many characters of them (the end is kept).
+pub const TAIL_CHARS: usize = 500;
+
+/// The last `lines` lines of the round log at `path`, redacted, at most `chars`
+/// characters (the end kept); empty when it cannot be read.
+pub fn log_tail(path: &std::path::Path, lines: usize, chars: usize) -> String {
+    let text = crate::operator::round_history::tail_text(path, 64 * 1024).unwrap_or_default();
+    let text = text.trim_end();
+    let start = text
+        .rmatch_indices('\n')
+        .nth(lines.saturating_sub(1))
+        .map_or(0, |(i, _)| i + 1);
+    let tail = agent_runner_protocol::redact::redact(&text[start..]);
+    let skip = tail.chars().count().saturating_sub(chars);
+    tail.chars().skip(skip).collect()
+}
+
 /// What an attempt at a round came to.
 #[derive(Debug)]
 pub enum Attempt {
@@ -35,6 +54,8 @@ pub enum Attempt {
     Ran {
         /// The round's number.
         round_num: u64,
+        /// Its round log.
+        log_path: std::path::PathBuf,
         /// How the agent ended.
         exit: AgentExit,
         /// Bytes the agent wrote to its round log (stdout + stderr).
@@ -303,14 +324,17 @@ impl Runner {
         ) {
             tracing::warn!("cannot record the round's end in state.json: {e}");
         }
+        let failed = !exit.is_clean() && exit.cause != agent::ExitCause::Stopped;
         self.events.emit(Event::RoundEnd(RoundEnd::Ran {
             round_num,
             exit_code: exit.exit_code,
             exit_cause: exit.cause.as_str().to_owned(),
             dirty_outcome: dirty.as_ref().map(|d| d.as_str().to_owned()),
+            log_tail: failed.then(|| log_tail(&log_path, TAIL_LINES, TAIL_CHARS)),
         }));
         Ok(Attempt::Ran {
             round_num,
+            log_path,
             exit,
             output_bytes,
             dirty,

@@ -407,6 +407,11 @@ pub enum RoundEnd {
         /// `committed`, `stashed`, `ignored`, `failed`; `null` when the tree was clean or
         /// not looked at.
         dirty_outcome: Option<String>,
+        /// When the agent failed (non-zero exit or a signal not ours): the last lines of
+        /// its round log, redacted, at most [`crate::runtime::round::TAIL_CHARS`]
+        /// characters; absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        log_tail: Option<String>,
     },
 }
 
