@@ -55,6 +55,8 @@ pub(super) struct RawRuntime {
     pub max_rounds: Option<u64>,
     pub stop_file: Option<String>,
     pub round_log_retention: Option<u64>,
+    pub round_log_max_bytes: Option<u64>,
+    pub round_log_retention_bytes: Option<u64>,
     pub dry_run: Option<bool>,
 }
 

@@ -165,6 +165,11 @@ pub struct RuntimeConfig {
     pub stop_file: Option<PathBuf>,
     /// Keep the last N round logs, delete older ones (0 = keep all, the default).
     pub round_log_retention: u64,
+    /// Cap of one round log, bytes (default [`DEFAULT_ROUND_LOG_MAX_BYTES`]).
+    pub round_log_max_bytes: u64,
+    /// Keep the newest round logs within this many bytes in total (0 = no size limit, the
+    /// default).
+    pub round_log_retention_bytes: u64,
     /// Passed to hosts as `ctx.dry_run` (default false).
     pub dry_run: bool,
 }
@@ -202,6 +207,9 @@ pub struct VcsConfig {
     /// (default [`DEFAULT_GIT_TIMEOUT_S`]).
     pub git_timeout: Duration,
 }
+
+/// Default `[runtime] round_log_max_bytes`: 64 MiB.
+pub const DEFAULT_ROUND_LOG_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Default `[vcs] git_timeout_s`.
 pub const DEFAULT_GIT_TIMEOUT_S: u64 = 60;
@@ -330,6 +338,16 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         return Err(err(
             "vcs.git_timeout_s",
             "must be at least 1 (seconds)".into(),
+        ));
+    }
+    let round_log_max_bytes = raw
+        .runtime
+        .round_log_max_bytes
+        .unwrap_or(DEFAULT_ROUND_LOG_MAX_BYTES);
+    if round_log_max_bytes < 1024 {
+        return Err(err(
+            "runtime.round_log_max_bytes",
+            format!("{round_log_max_bytes} is too small; expected at least 1024 (bytes)"),
         ));
     }
     let round_budget_s = raw.runtime.round_budget_s.unwrap_or(1800);
@@ -514,6 +532,8 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
             max_rounds: raw.runtime.max_rounds,
             stop_file,
             round_log_retention: raw.runtime.round_log_retention.unwrap_or(0),
+            round_log_max_bytes,
+            round_log_retention_bytes: raw.runtime.round_log_retention_bytes.unwrap_or(0),
             dry_run: raw.runtime.dry_run.unwrap_or(false),
         },
         prompt: PromptConfig {

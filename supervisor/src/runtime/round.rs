@@ -238,6 +238,7 @@ impl Runner {
             ))
         })?;
         let spec = AgentSpec {
+            log_cap: self.config.runtime.round_log_max_bytes,
             argv,
             env,
             work_dir: self.config.runtime.work_dir.clone(),
@@ -284,7 +285,16 @@ impl Runner {
             timed_out: exit.cause == agent::ExitCause::Timeout,
             exit_cause: exit.cause.as_str().to_owned(),
         });
-        let output_bytes = std::fs::metadata(&log_path).map(|m| m.len()).unwrap_or(0);
+        // Counted as it went by, not from the file: the agent may have deleted it.
+        let output_bytes = exit.log.kept + exit.log.discarded;
+        if exit.log.discarded > 0 {
+            self.events.emit(Event::RoundLogCapped {
+                round_num,
+                log_path: log_path.clone(),
+                cap_bytes: self.config.runtime.round_log_max_bytes,
+                discarded_bytes: exit.log.discarded,
+            });
+        }
 
         let mut dirty = None;
         if exit.is_clean() {
@@ -367,13 +377,19 @@ impl Runner {
         }
     }
 
-    /// Applies `round_log_retention` before a new round log is created, keeping room for it.
+    /// Applies `round_log_retention` and `round_log_retention_bytes` before a new round
+    /// log is created, keeping room for it (one log fewer; its cap of bytes fewer).
     fn prune_round_logs(&self, rounds_dir: &std::path::Path) {
-        let keep = self.config.runtime.round_log_retention;
-        if keep == 0 {
+        let rt = &self.config.runtime;
+        let keep = rt.round_log_retention;
+        let keep_bytes = (rt.round_log_retention_bytes > 0).then(|| {
+            rt.round_log_retention_bytes
+                .saturating_sub(rt.round_log_max_bytes)
+        });
+        if keep == 0 && keep_bytes.is_none() {
             return;
         }
-        match retention::prune(rounds_dir, keep - 1) {
+        match retention::prune(rounds_dir, (keep > 0).then(|| keep - 1), keep_bytes) {
             Ok(deleted) if deleted.is_empty() => {}
             Ok(deleted) => self.events.emit(Event::RoundLogsPruned {
                 directory: rounds_dir.to_owned(),

@@ -185,6 +185,18 @@ pub enum Event {
     },
     /// A round ends.
     RoundEnd(RoundEnd),
+    /// The agent wrote more than `round_log_max_bytes`; the rest of its output was
+    /// discarded after a marker line in the log.
+    RoundLogCapped {
+        /// The round.
+        round_num: u64,
+        /// The round log.
+        log_path: PathBuf,
+        /// `[runtime] round_log_max_bytes`.
+        cap_bytes: u64,
+        /// Output bytes not written to the log.
+        discarded_bytes: u64,
+    },
     /// `round_log_retention` deleted old round logs.
     RoundLogsPruned {
         /// `<log_dir>/rounds`.

@@ -207,6 +207,8 @@ mod tests {
              r#""event":"round_end","round_num":2,"exit_code":0,"exit_cause":"exited","dirty_outcome":null"#),
             (Event::RoundEnd(RoundEnd::Ran { round_num: 3, exit_code: Some(1), exit_cause: s("exited"), dirty_outcome: None, log_tail: Some(s("no auth")) }),
              r#""event":"round_end","round_num":3,"exit_code":1,"exit_cause":"exited","dirty_outcome":null,"log_tail":"no auth""#),
+            (Event::RoundLogCapped { round_num: 2, log_path: PathBuf::from("/l/rounds/R2-x.log"), cap_bytes: 1024, discarded_bytes: 10 },
+             r#""event":"round_log_capped","round_num":2,"log_path":"/l/rounds/R2-x.log","cap_bytes":1024,"discarded_bytes":10"#),
             (Event::RoundLogsPruned { directory: PathBuf::from("/l/rounds"), keep: 2, deleted: 1, files: vec![s("R1-x.log")] },
              r#""event":"round_logs_pruned","directory":"/l/rounds","keep":2,"deleted":1,"files":["R1-x.log"]"#),
             (Event::PluginSpawnOverrideIgnored { hook: s("gate"), action: s("skip"), round_num: 4, reason: s("hook not listed in [plugins] spawn_override_allow") },
