@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
+use crate::runtime::path_name;
 
 /// The supervisor's own paths inside the work tree (work-dir-relative, no trailing `/`).
 #[derive(Clone, Debug, Default)]
@@ -104,7 +105,7 @@ impl Baseline {
         Baseline {
             files: dirty
                 .iter()
-                .map(|f| (f.clone(), fingerprint(&work_dir.join(f))))
+                .map(|f| (f.clone(), fingerprint(&path_name::join(work_dir, f))))
                 .collect(),
         }
     }
@@ -121,7 +122,7 @@ impl Baseline {
         for path in after {
             match self.files.get(&path) {
                 None => split.round.push(path),
-                Some(before) if *before != fingerprint(&work_dir.join(&path)) => {
+                Some(before) if *before != fingerprint(&path_name::join(work_dir, &path)) => {
                     split.changed_preexisting.push(path.clone());
                     split.round.push(path);
                 }

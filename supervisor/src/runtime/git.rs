@@ -7,12 +7,14 @@
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::process::Command;
 
 use crate::config::DEFAULT_GIT_TIMEOUT_S;
 use crate::runtime::attribution::OwnFiles;
+use crate::runtime::path_name;
 use crate::runtime::stop::StopWatch;
 
 /// SIGKILLs the process group a git command leads (a signer it started included).
@@ -22,9 +24,17 @@ fn kill_group(group: Option<Pid>) {
     }
 }
 
-/// `paths` as `:(literal)` pathspecs (relative to the work dir, where git runs).
-fn literal(paths: &[String]) -> Vec<String> {
-    paths.iter().map(|p| format!(":(literal){p}")).collect()
+/// `paths` (text form, [`path_name`]) as `:(literal)` pathspecs of their bytes, relative
+/// to the work dir, where git runs.
+fn literal(paths: &[String]) -> Vec<OsString> {
+    paths
+        .iter()
+        .map(|p| {
+            let mut spec = OsString::from(":(literal)");
+            spec.push(path_name::os(p));
+            spec
+        })
+        .collect()
 }
 
 /// A git invocation that failed: the command and what git said. Display names only the
@@ -96,7 +106,14 @@ impl Repo {
     /// nothing can prompt on one: a passphrase prompt fails instead of waiting), stdin
     /// from `/dev/null`, killed with its process group after the timeout or when a stop
     /// arrives.
-    async fn run(&self, args: &[&str]) -> Result<String, GitError> {
+    async fn run<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<String, GitError> {
+        self.run_bytes(args)
+            .await
+            .map(|out| String::from_utf8_lossy(&out).into_owned())
+    }
+
+    /// [`Repo::run`], stdout as bytes (file names are bytes).
+    async fn run_bytes<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Vec<u8>, GitError> {
         let mut cmd = Command::new("git");
         cmd.arg("-c")
             .arg("core.hooksPath=/dev/null")
@@ -115,7 +132,11 @@ impl Repo {
                 Ok(())
             });
         }
-        let joined = args.join(" ");
+        let joined = args
+            .iter()
+            .map(|a| a.as_ref().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ");
         let failed = |detail: String| GitError {
             args: joined.clone(),
             detail,
@@ -149,7 +170,7 @@ impl Repo {
             }
         };
         if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+            Ok(out.stdout)
         } else {
             let stderr = String::from_utf8_lossy(&out.stderr);
             let stdout = String::from_utf8_lossy(&out.stdout);
@@ -176,10 +197,10 @@ impl Repo {
     /// from `git status --porcelain -z -- .`, untracked files listed one by one, the
     /// supervisor's own files left out.
     pub async fn dirty_files(&self) -> Result<Vec<String>, GitError> {
-        let prefix = self.run(&["rev-parse", "--show-prefix"]).await?;
-        let prefix = prefix.trim_end_matches('\n');
+        let prefix = self.run_bytes(&["rev-parse", "--show-prefix"]).await?;
+        let prefix = prefix.strip_suffix(b"\n").unwrap_or(&prefix);
         let out = self
-            .run(&[
+            .run_bytes(&[
                 "status",
                 "--porcelain",
                 "-z",
@@ -189,19 +210,19 @@ impl Repo {
             ])
             .await?;
         let mut files = Vec::new();
-        let mut entries = out.split('\0').filter(|e| !e.is_empty());
+        let mut entries = out.split(|b| *b == 0).filter(|e| !e.is_empty());
         while let Some(entry) = entries.next() {
             if entry.len() < 4 {
                 continue;
             }
             let (status, path) = entry.split_at(3);
-            if status.starts_with('R') || status.starts_with('C') {
+            if status.starts_with(b"R") || status.starts_with(b"C") {
                 entries.next(); // the rename's source path follows
             }
             // status prints paths from the repository's top; ours are the work dir's.
-            let path = path.strip_prefix(prefix).unwrap_or(path);
-            if !self.own.contains(path) {
-                files.push(path.to_owned());
+            let path = path_name::encode(path.strip_prefix(prefix).unwrap_or(path));
+            if !self.own.contains(&path) {
+                files.push(path);
             }
         }
         Ok(files)
@@ -217,9 +238,11 @@ impl Repo {
         paths: &[String],
     ) -> Result<Option<String>, GitError> {
         let before = self.stash_head().await;
-        let specs = literal(paths);
-        let mut args = vec!["stash", "push", "-u", "-m", message, "--"];
-        args.extend(specs.iter().map(String::as_str));
+        let mut args: Vec<OsString> = ["stash", "push", "-u", "-m", message, "--"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        args.extend(literal(paths));
         let result = self.run(&args).await;
         let after = self.stash_head().await;
         if after.is_some() && after != before {
@@ -230,7 +253,7 @@ impl Repo {
             return Ok(None);
         }
         Err(GitError {
-            args: args.join(" "),
+            args: "stash push".to_owned(),
             detail: format!("no stash was created: {}", out.trim()),
         })
     }
@@ -254,18 +277,18 @@ impl Repo {
     /// paths and the working tree is left as it was.
     pub async fn commit_paths(&self, paths: &[String], message: &str) -> Result<String, GitError> {
         let specs = literal(paths);
-        let specs: Vec<&str> = specs.iter().map(String::as_str).collect();
-        let mut add = vec!["add", "-A", "--"];
-        add.extend(&specs);
-        self.run(&add).await?;
+        let with = |head: &[&str]| -> Vec<OsString> {
+            head.iter()
+                .map(OsString::from)
+                .chain(specs.iter().cloned())
+                .collect()
+        };
+        self.run(&with(&["add", "-A", "--"])).await?;
         let identity = self.identity_args().await;
-        let mut commit: Vec<&str> = identity.iter().map(String::as_str).collect();
-        commit.extend(["commit", "--no-verify", "-q", "-m", message, "--"]);
-        commit.extend(&specs);
-        if let Err(err) = self.run(&commit).await {
-            let mut reset = vec!["reset", "-q", "--"];
-            reset.extend(&specs);
-            let _ = self.run(&reset).await;
+        let mut head: Vec<&str> = identity.iter().map(String::as_str).collect();
+        head.extend(["commit", "--no-verify", "-q", "-m", message, "--"]);
+        if let Err(err) = self.run(&with(&head)).await {
+            let _ = self.run(&with(&["reset", "-q", "--"])).await;
             return Err(err);
         }
         Ok(self.run(&["rev-parse", "HEAD"]).await?.trim().to_owned())

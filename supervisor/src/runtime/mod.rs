@@ -7,6 +7,7 @@
 //!   built-ins.
 //! - [`git`]: the only place that runs git; [`attribution`]: whose dirt is it (the round's,
 //!   the operator's, the supervisor's own files).
+//! - [`path_name`]: file names as lossless text (non-UTF-8 names in git's quoted form).
 //! - [`prompt`], [`round_context`]: what the agent is told.
 //! - [`config_follow`]: the config re-read before every round and on SIGHUP.
 //! - [`events`]: the operator's record, one JSON line per event (writer side).
@@ -21,6 +22,7 @@ pub mod config_follow;
 pub mod dirty;
 pub mod events;
 pub mod git;
+pub mod path_name;
 pub mod prompt;
 pub mod retention;
 pub mod round;
