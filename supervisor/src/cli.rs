@@ -283,7 +283,8 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
                 preset,
                 force,
                 no_commit,
-            })?;
+            })
+            .await?;
             for line in lines {
                 println!("{line}");
             }
