@@ -221,3 +221,30 @@ fn a_work_dir_inside_a_monorepo_keeps_to_itself() {
         .status_porcelain()
         .contains(&"?? packages/b/wip.txt".to_owned()));
 }
+
+#[test]
+fn a_host_executable_kept_in_the_tree_is_never_dirt() {
+    let p = Project::new();
+    // The pause host copied into the project, untracked (an operator's `hosts/` dir).
+    let exe = p.dir().join("hosts/spawn-pause-file");
+    fs::create_dir_all(exe.parent().unwrap()).unwrap();
+    fs::copy(agent_runner_e2e::pause_host_bin(), &exe).unwrap();
+    p.write_config(
+        &p.config()
+            .dirty_action("stash")
+            .host(agent_runner_e2e::HostSpec::new("pause", &exe)),
+    );
+    p.run(&["round"]).assert_code(0);
+    let all = p.events_text();
+    assert_eq!(p.events_of("hook_failed").len(), 0, "{all}");
+    let stashed = &p.events_of("orphan_stashed")[0];
+    let in_stash = stash_paths(&p, stashed["ref"].as_str().unwrap());
+    assert!(
+        in_stash.iter().all(|f| !f.starts_with("hosts/")),
+        "{in_stash:?}"
+    );
+    assert!(exe.exists(), "the host executable was swept away");
+    assert!(p
+        .status_porcelain()
+        .contains(&"?? hosts/spawn-pause-file".to_owned()));
+}
