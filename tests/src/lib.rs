@@ -671,6 +671,18 @@ impl Project {
             .join(format!("project-{key}"))
     }
 
+    /// Writes an executable script `<tmp>/<rel>` (outside the project's tree) with `body`;
+    /// returns its path.
+    pub fn script(&self, rel: &str, body: &str) -> PathBuf {
+        let path = self.tmp.path().join(rel);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).expect("mkdir");
+        }
+        fs::write(&path, body).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+        set_mode(&path, 0o755);
+        path
+    }
+
     /// The project's private `HOME`.
     pub fn home(&self) -> &Path {
         &self.home

@@ -13,21 +13,14 @@ use std::time::Duration;
 fn cleaning_project() -> Project {
     let p = Project::without_prompt();
     p.run(&["init", "--preset", "claude"]).assert_code(0);
-    let agent = p.tmp_dir().join("cleaner.sh");
     let ran = p.tmp_dir().join("ran");
-    std::fs::write(
-        &agent,
-        format!(
+    let agent = p.script(
+        "cleaner.sh",
+        &format!(
             "#!/bin/sh\ngit clean -fdxq\necho \"$AGENT_RUNNER_ROUND_NUM\" >> '{}'\nsleep \"${{CLEAN_SLEEP:-0}}\"\n",
             ran.display()
         ),
-    )
-    .unwrap();
-    std::process::Command::new("chmod")
-        .arg("755")
-        .arg(&agent)
-        .status()
-        .unwrap();
+    );
     let text = std::fs::read_to_string(p.config_path()).unwrap();
     let text = text
         .lines()

@@ -12,20 +12,13 @@ use std::time::{Duration, Instant};
 fn signed_project(git_timeout_s: u64) -> (Project, PathBuf) {
     let p = Project::new();
     let pid_file = p.tmp_dir().join("signer.pid");
-    let signer = p.tmp_dir().join("signer.sh");
-    std::fs::write(
-        &signer,
-        format!(
+    let signer = p.script(
+        "signer.sh",
+        &format!(
             "#!/bin/sh\necho $$ > '{}'\nexec sleep 600\n",
             pid_file.display()
         ),
-    )
-    .unwrap();
-    std::process::Command::new("chmod")
-        .arg("755")
-        .arg(&signer)
-        .status()
-        .unwrap();
+    );
     let config = p.config().dirty_action("auto_commit").render().replace(
         "[vcs]\n",
         &format!("[vcs]\ngit_timeout_s = {git_timeout_s}\n"),

@@ -9,17 +9,10 @@ const FLOOD: u64 = 1_000_000;
 
 fn flooding_project(extra_runtime: &str) -> Project {
     let p = Project::new();
-    let agent = p.tmp_dir().join("flood.sh");
-    std::fs::write(
-        &agent,
-        format!("#!/bin/sh\nhead -c {FLOOD} /dev/zero | tr '\\0' x\n"),
-    )
-    .unwrap();
-    std::process::Command::new("chmod")
-        .arg("755")
-        .arg(&agent)
-        .status()
-        .unwrap();
+    let agent = p.script(
+        "flood.sh",
+        &format!("#!/bin/sh\nhead -c {FLOOD} /dev/zero | tr '\\0' x\n"),
+    );
     let text = agent_runner_e2e::ConfigBuilder::new(&agent)
         .render()
         .replace(

@@ -11,17 +11,10 @@ const TEXT_FORM: &str = "\"caf\\351.txt\"";
 
 fn latin1_project(host: bool) -> Project {
     let p = Project::new();
-    let agent = p.tmp_dir().join("latin1.sh");
-    std::fs::write(
-        &agent,
+    let agent = p.script(
+        "latin1.sh",
         "#!/bin/sh\nprintf 'x\\n' > \"$(printf 'caf\\351.txt')\"\n",
-    )
-    .unwrap();
-    std::process::Command::new("chmod")
-        .arg("755")
-        .arg(&agent)
-        .status()
-        .unwrap();
+    );
     let mut config = agent_runner_e2e::ConfigBuilder::new(&agent).dirty_action("auto_commit");
     if host {
         config =

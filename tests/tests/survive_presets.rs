@@ -8,11 +8,8 @@ use agent_runner_e2e::Project;
 use serde_json::Value;
 
 fn fake_claude(p: &Project) -> String {
-    let bin = p.tmp_dir().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let claude = bin.join("claude");
-    std::fs::write(
-        &claude,
+    let claude = p.script(
+        "bin/claude",
         "#!/bin/sh\n\
          for a in \"$@\"; do\n\
            if [ \"$a\" = --dangerously-skip-permissions ] && [ \"$(id -u)\" = 0 ] && [ \"$IS_SANDBOX\" != 1 ]; then\n\
@@ -22,13 +19,8 @@ fn fake_claude(p: &Project) -> String {
            fi\n\
          done\n\
          echo 'claude: worked'\n",
-    )
-    .unwrap();
-    std::process::Command::new("chmod")
-        .arg("755")
-        .arg(&claude)
-        .status()
-        .unwrap();
+    );
+    let bin = claude.parent().unwrap();
     format!(
         "{}:{}",
         bin.display(),

@@ -62,17 +62,10 @@ fn sigint_is_graceful_like_sigterm() {
 #[test]
 fn an_agent_command_edited_during_round_one_runs_from_round_two() {
     let p = sleepy_project("2");
-    let other = p.tmp_dir().join("other-agent.sh");
-    std::fs::write(
-        &other,
+    let other = p.script(
+        "other-agent.sh",
         "#!/bin/sh\necho \"other agent, round $AGENT_RUNNER_ROUND_NUM\"\n",
-    )
-    .unwrap();
-    std::process::Command::new("chmod")
-        .arg("755")
-        .arg(&other)
-        .status()
-        .unwrap();
+    );
     let serve = p.spawn(&["serve", "--max-rounds", "3"]);
     p.wait_for_event("agent_spawn");
     let text = std::fs::read_to_string(p.config_path()).unwrap();
