@@ -1,5 +1,5 @@
 //! Secret redaction for text a host hands back (`reason`, `ref`, commit messages, error
-//! messages, stderr lines): protocol-v1.md §4 says the supervisor keeps at most 256
+//! messages, stderr lines): `docs/protocol.md` §7 says the supervisor keeps at most 256
 //! characters with secrets redacted.
 //!
 //! Two rules, applied word by word (a word is a run of non-whitespace):

@@ -1,5 +1,5 @@
 //! The serve loop: stdout protection, line framing, and the jsonrpsee `RpcModule` with the
-//! four protocol methods (protocol-v1.md §1–§5).
+//! four protocol methods (`docs/protocol.md` §1–§6).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -53,7 +53,7 @@ pub(crate) fn run(host: Host) -> ExitCode {
 }
 
 /// Keeps the real stdout on a private close-on-exec descriptor (returned) and points fd 1
-/// at stderr, so that only the serve loop can write protocol messages (protocol-v1.md §1:
+/// at stderr, so that only the serve loop can write protocol messages (`docs/protocol.md` §1:
 /// "stdout carries protocol messages only").
 fn protect_stdout() -> io::Result<File> {
     // SAFETY: fcntl(F_DUPFD_CLOEXEC) takes only integer arguments and touches no memory of
@@ -315,7 +315,7 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, HookError>) -> Result<T,
 fn initialize(state: &State, params: &Params) -> RpcResult {
     let value = params_value(params)?;
     // The version is checked before the shape: a supervisor speaking another version may
-    // send other fields, and must learn which versions this host speaks (§3).
+    // send other fields, and must learn which versions this host speaks (`docs/protocol.md` §3).
     if let Some(version) = value.get("protocol_version") {
         if version.as_u64() != Some(u64::from(PROTOCOL_VERSION)) {
             return Err(ErrorObjectOwned::owned(
@@ -350,7 +350,7 @@ fn initialize(state: &State, params: &Params) -> RpcResult {
     serde_json::to_value(result).map_err(|err| error(error_codes::INTERNAL_ERROR, err.to_string()))
 }
 
-/// Checks the declared hooks (§3: name syntax, unique within the host) and indexes them.
+/// Checks the declared hooks (`docs/protocol.md` §3: name syntax, unique within the host) and indexes them.
 fn install(hooks: Hooks) -> Result<(Installed, Vec<HookDecl>), ErrorObjectOwned> {
     let mut installed = Installed {
         spawn: HashMap::new(),
@@ -451,7 +451,7 @@ fn handle_dirty(state: &State, params: &Params) -> RpcResult {
     Ok(value)
 }
 
-/// `shutdown` (§4): no params (absent, `null`, `{}` or `[]` accepted); result `null`. The
+/// `shutdown` (`docs/protocol.md` §5): no params (absent, `null`, `{}` or `[]` accepted); result `null`. The
 /// process exits when stdin reaches end-of-file, which the supervisor closes next.
 fn shutdown(params: &Params) -> RpcResult {
     match params_value(params)? {

@@ -247,7 +247,7 @@ pub fn main() -> ExitCode {
         }
     };
     // One thread: hosts are spawned from it, so their PR_SET_PDEATHSIG (tied to the
-    // spawning thread) fires only when the supervisor itself exits (design.md field notes).
+    // spawning thread) fires only when the supervisor itself exits (`docs/design-notes.md`, "Implementation notes").
     match runtime.block_on(run(cli)) {
         Ok(code) => exit::code(code),
         Err(err) => {

@@ -19,7 +19,7 @@ use super::{CallFailure, ErrorType};
 
 /// Longest stderr line of a host kept in our log, in characters.
 pub const MAX_STDERR_LINE_CHARS: usize = 1024;
-/// How long a host has to exit after `shutdown` and stdin EOF (protocol-v1.md §2).
+/// How long a host has to exit after `shutdown` and stdin EOF (`docs/protocol.md` §2).
 pub const EXIT_GRACE: Duration =
     Duration::from_secs(agent_runner_protocol::limits::EXIT_AFTER_EOF_S);
 /// How long we wait to learn how a host whose pipe broke ended.
@@ -35,6 +35,8 @@ pub struct RunningHost {
     /// The seccomp user-notification listener (when seccomp is applied): names the system
     /// call that got the host killed.
     denials: Option<DenialListener>,
+    /// Measures the state directory while the host lives (see [`super::write_watch`]).
+    write_watch: Option<super::write_watch::WriteWatch>,
 }
 
 /// JSON params already serialized.
@@ -75,7 +77,13 @@ impl RunningHost {
             client,
             violation,
             denials,
+            write_watch: None,
         })
+    }
+
+    /// Keeps `watch` running for as long as this host lives.
+    pub fn watch_writes(&mut self, watch: super::write_watch::WriteWatch) {
+        self.write_watch = Some(watch);
     }
 
     /// The host's pid.

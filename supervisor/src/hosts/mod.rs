@@ -1,5 +1,6 @@
 //! Third-party plugin hosts: pin check, confined launch, `initialize`, hook calls,
-//! failures and restarts, shutdown (design.md "Host lifecycle", protocol-v1.md §2–§5).
+//! failures and restarts, shutdown (`docs/design-notes.md`, "Host lifecycle";
+//! `docs/protocol.md` §2–§6).
 //!
 //! The manager owns every host of one supervisor run. A host that crashes, hangs, breaks
 //! the protocol or is killed by the sandbox is killed with its process group, recorded as
@@ -11,6 +12,7 @@ pub mod pins;
 pub mod sandbox;
 mod stats;
 mod transport;
+mod write_watch;
 
 pub use pins::{check_pin, CheckedHost, PinStatus};
 pub use stats::CallStats;
@@ -23,7 +25,9 @@ use agent_runner_protocol::{
 };
 use serde_json::Value;
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, HostConfig};
@@ -44,7 +48,8 @@ pub const BUILTIN_HOOK_NAMES: &[&str] = &[BUILTIN_DIRTY_HANDLER];
 /// 1000), reserved like every name of [`BUILTIN_HOOK_NAMES`].
 pub const BUILTIN_DIRTY_HANDLER: &str = "default";
 
-/// The failure taxonomy of a hook call (`hook_failed.error_type`, protocol-v1.md §5).
+/// The failure taxonomy of a hook call (`hook_failed.error_type`, `docs/protocol.md`
+/// §6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorType {
     /// The host answered with a JSON-RPC error object.
@@ -182,6 +187,9 @@ struct ManagedHost {
     next_start: Instant,
     disabled: bool,
     stats: CallStats,
+    /// Set by the host's [`write_watch::WriteWatch`] when its state directory went over
+    /// `state_max_mb`.
+    write_breach: Arc<AtomicBool>,
 }
 
 /// What [`HostManager::reconcile`] did.
@@ -304,6 +312,7 @@ impl HostManager {
             next_start: Instant::now(),
             disabled: false,
             stats: CallStats::default(),
+            write_breach: Arc::default(),
         });
         let index = self.hosts.len() - 1;
         match self.start(index).await {
@@ -313,7 +322,7 @@ impl HostManager {
                 if failure.rpc.as_ref().is_some_and(|(code, _)| {
                     *code == agent_runner_protocol::error_codes::UNSUPPORTED_PROTOCOL_VERSION
                 }) {
-                    // Another protocol version: no restart can help (protocol-v1.md §3).
+                    // Another protocol version: no restart can help (`docs/protocol.md` §3).
                     self.events.emit(Event::PluginRefused {
                         name: cfg.name.clone(),
                         reason: failure.message.clone(),
@@ -413,6 +422,16 @@ impl HostManager {
             }
         };
         tracing::info!(host = %managed.cfg.name, pid = running.pid(), hooks = decls.len(), "host started");
+        running.watch_writes(write_watch::WriteWatch::start(
+            write_watch::WatchSpec {
+                host: managed.cfg.name.clone(),
+                dir: managed.spec.state_dir.clone(),
+                limit_bytes: managed.cfg.writes.state_max_mb.saturating_mul(1024 * 1024),
+                pgid: running.pid(),
+                breached: managed.write_breach.clone(),
+            },
+            self.events.clone(),
+        ));
         managed.running = Some(running);
         Ok(decls)
     }
@@ -496,6 +515,7 @@ impl HostManager {
         params: Value,
     ) -> Result<Option<Value>, CallFailure> {
         let index = hook.host;
+        self.disable_on_write_breach(index);
         if self.hosts[index].disabled
             || Instant::now() < self.hosts[index].next_start && self.hosts[index].running.is_none()
         {
@@ -526,6 +546,7 @@ impl HostManager {
                     }
                 }
                 self.note_failure(index, hook, &failure);
+                self.disable_on_write_breach(index);
                 Err(failure)
             }
         }
@@ -601,6 +622,25 @@ impl HostManager {
                 reason: format!("{n} consecutive failed calls; disabled for the rest of this run"),
             });
         }
+    }
+
+    /// Disables host `index` (`plugin_disabled`) once its state directory went over its
+    /// limit (the watch has killed it and recorded `plugin_write_limit`).
+    fn disable_on_write_breach(&mut self, index: usize) {
+        let managed = &mut self.hosts[index];
+        if managed.disabled || !managed.write_breach.load(Ordering::SeqCst) {
+            return;
+        }
+        managed.disabled = true;
+        managed.running = None;
+        self.events.emit(Event::PluginDisabled {
+            name: managed.cfg.name.clone(),
+            consecutive_failures: managed.consecutive_failures,
+            reason: format!(
+                "its state directory went over state_max_mb = {} MiB; disabled for the rest of this run",
+                managed.cfg.writes.state_max_mb
+            ),
+        });
     }
 
     /// Each host's name, state and pid (for status displays).
@@ -697,6 +737,11 @@ pub fn host_initialize_params(
     serde_json::to_value(params).expect("initialize params serialize")
 }
 
+/// Host `name`'s private state directory: `<log_dir>/plugins/<name>`.
+pub fn state_dir(log_dir: &Path, name: &str) -> PathBuf {
+    log_dir.join("plugins").join(name)
+}
+
 /// How serve launches host `cfg` from its verified executable: cwd `work_dir`, state in
 /// `<log_dir>/plugins/<name>`, `TMPDIR` in `<log_dir>/plugins/.tmp/<name>`, confined at
 /// the gate's tier, its memory limit. `plugin check` launches through the same function.
@@ -707,18 +752,19 @@ pub fn launch_spec(
     log_dir: &Path,
     gate: &SandboxGate,
 ) -> LaunchSpec {
-    let plugins_dir = log_dir.join("plugins");
     let mut spec = LaunchSpec::new(
         cfg.name.clone(),
         exe,
         work_dir,
         log_dir,
-        plugins_dir.join(&cfg.name),
-        plugins_dir.join(".tmp").join(&cfg.name),
+        state_dir(log_dir, &cfg.name),
+        log_dir.join("plugins").join(".tmp").join(&cfg.name),
     );
     spec.args = cfg.command[1..].iter().map(OsString::from).collect();
     spec.confine = gate.applied;
     spec.memory_max_mb = cfg.memory_max_mb;
+    spec.file_max_mb = cfg.writes.file_max_mb;
+    spec.tmp_max_mb = cfg.writes.tmp_max_mb;
     spec
 }
 

@@ -1,5 +1,5 @@
 //! A newline-delimited stdio transport for jsonrpsee's async client (jsonrpsee ships none;
-//! design.md "Field notes"). One JSON-RPC message per line, lines capped at
+//! `docs/design-notes.md`, "Implementation notes"). One JSON-RPC message per line, lines capped at
 //! [`MAX_LINE_BYTES`]. Anything on the host's stdout that is not a JSON-RPC response is a
 //! protocol violation: the receiver records its first bytes (redacted) in a
 //! [`ViolationSlot`] and fails, which ends the client; the host manager then kills the host.

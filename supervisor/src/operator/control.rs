@@ -109,7 +109,7 @@ struct StopReply {
 #[derive(Serialize)]
 struct ErrorReply {
     ok: bool,
-    error: &'static str,
+    error: String,
 }
 
 /// A request on the socket.
@@ -217,6 +217,27 @@ async fn answer(
     stop: &StopSender,
     snapshot: &watch::Receiver<Snapshot>,
 ) -> std::io::Result<()> {
+    let host_pids: Vec<u32> = snapshot
+        .borrow()
+        .hosts
+        .iter()
+        .filter_map(|h| h.pid)
+        .collect();
+    let peer = conn
+        .peer_creds()
+        .ok()
+        .and_then(|c| c.pid())
+        .map(|p| p as u32);
+    if let Some(reason) = super::peer_check::refusal(peer, &host_pids) {
+        tracing::warn!(%reason, "control socket: peer refused");
+        let mut send = &conn;
+        let reply = serde_json::to_string(&ErrorReply {
+            ok: false,
+            error: format!("refused: {reason}"),
+        })?;
+        send.write_all(format!("{reply}\n").as_bytes()).await?;
+        return send.flush().await;
+    }
     let mut line = String::new();
     BufReader::new(&conn).read_line(&mut line).await?;
     let request: Option<Request> = serde_json::from_str(&line).ok();
@@ -253,7 +274,7 @@ async fn answer(
         }
         _ => serde_json::to_string(&ErrorReply {
             ok: false,
-            error: "expected {\"cmd\": \"status\"|\"stop\"|\"kill\"}",
+            error: "expected {\"cmd\": \"status\"|\"stop\"|\"kill\"}".into(),
         }),
     }?;
     let mut send = &conn;

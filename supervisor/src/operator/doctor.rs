@@ -95,6 +95,50 @@ pub struct SandboxBlock {
     /// The hook families really confined: those of enabled hosts that would be launched,
     /// when hosts run at a tier other than `unconfined`.
     pub covers: Vec<String>,
+    /// Each confinement layer, on or off with the reason (docs/security.md "Layers").
+    pub layers: Vec<LayerView>,
+}
+
+/// One confinement layer (see `agent_runner_plugin_host::layers`).
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+pub struct LayerView {
+    /// `landlock`, `seccomp`, `pid_namespace`, `process_bound`, `memory_bound`,
+    /// `unix_socket_rule` or `write_limits`.
+    pub name: String,
+    /// Whether hosts launched now get it.
+    pub on: bool,
+    /// What it covers, or why it is off.
+    pub detail: String,
+}
+
+/// A host's write limits (MiB) and what its state directory holds now (docs/security.md
+/// "Write limits"; TMPDIR lives in the host's own mount namespace, its use is not visible
+/// from the supervisor).
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+pub struct HostWriteLimits {
+    /// Largest single file.
+    pub file_max_mb: u64,
+    /// Size of the private TMPDIR.
+    pub tmp_max_mb: u64,
+    /// Total of the state directory.
+    pub state_max_mb: u64,
+    /// Bytes the state directory holds now (allocated blocks).
+    pub state_used_bytes: u64,
+}
+
+impl HostWriteLimits {
+    /// The limits of host `cfg` and the current use of its state directory.
+    pub fn of(config: &Config, cfg: &crate::config::HostConfig) -> Self {
+        let state = crate::hosts::state_dir(&config.runtime.log_dir, &cfg.name);
+        HostWriteLimits {
+            file_max_mb: cfg.writes.file_max_mb,
+            tmp_max_mb: cfg.writes.tmp_max_mb,
+            state_max_mb: cfg.writes.state_max_mb,
+            state_used_bytes: agent_runner_plugin_host::write_limits::disk_usage(&state),
+        }
+    }
 }
 
 /// `doctor`'s `sandbox`: the shared block plus the reference system's
@@ -135,6 +179,8 @@ pub enum DoctorHost {
         provides: Vec<Family>,
         /// The tier it would run at (`null` when serve would refuse to boot).
         confined_as: Option<String>,
+        /// Its write limits and the state directory's current use.
+        write_limits: HostWriteLimits,
     },
     /// Its executable could not be resolved or read.
     #[schemars(transform = crate::operator::schema_fields::every_field_required)]
@@ -515,6 +561,7 @@ fn host_checks(
                     interpreter,
                     provides: cfg.provides.iter().copied().collect(),
                     confined_as: gate.map(|g| g.applied.as_str().to_owned()),
+                    write_limits: HostWriteLimits::of(config, cfg),
                 });
             }
             Err(message) => {
@@ -627,6 +674,17 @@ pub fn sandbox_block(
         seccomp: caps.seccomp,
         unconfined_reason: caps.unconfined_reason.clone(),
         covers,
+        layers: agent_runner_plugin_host::layers::layers(
+            gate.map(|g| g.applied).unwrap_or(Tier::Unconfined),
+            caps.landlock_abi.unwrap_or(0),
+        )
+        .into_iter()
+        .map(|l| LayerView {
+            name: l.name.to_owned(),
+            on: l.on,
+            detail: l.detail,
+        })
+        .collect(),
     }
 }
 
@@ -697,6 +755,14 @@ pub fn render(doc: &DoctorDoc) -> String {
             .map(|r| format!(" ({r})"))
             .unwrap_or_default()
     ));
+    for l in &s.layers {
+        out.push_str(&format!(
+            "  {:<17} {:<3} {}\n",
+            l.name,
+            if l.on { "on" } else { "off" },
+            l.detail
+        ));
+    }
     if !doc.hosts.is_empty() {
         out.push_str("\nhosts:\n");
         for h in &doc.hosts {
@@ -716,6 +782,19 @@ pub fn render(doc: &DoctorDoc) -> String {
             } = h
             {
                 out.push_str(&format!("  {:<20} interpreter {interp} (not pinned)\n", ""));
+            }
+            if let DoctorHost::Checked {
+                write_limits: w, ..
+            } = h
+            {
+                out.push_str(&format!(
+                    "  {:<20} writes: {} MiB per file, TMPDIR {} MiB, state {:.1} of {} MiB used\n",
+                    "",
+                    w.file_max_mb,
+                    w.tmp_max_mb,
+                    w.state_used_bytes as f64 / 1048576.0,
+                    w.state_max_mb
+                ));
             }
         }
         out.push_str("\n# ready to paste into agent-runner.toml\n[plugins.pin]\n");

@@ -22,26 +22,20 @@ use crate::exit::CliError;
 use crate::hosts::check_pin;
 use crate::hosts::sandbox::SandboxGate;
 use crate::operator::doctor::{covered_families, sandbox_block, HostCover, SandboxBlock};
-use crate::operator::event_read;
 use crate::operator::install::{unit_name, Scope};
+use crate::operator::recent::{self, Wanted, RECENT_HOOK_FAILURES, RECENT_ROUNDS};
 use crate::operator::round_history::{self, RoundDoc, RoundView};
 use crate::operator::service::{self, CurrentRound, ServiceDoc};
 use crate::operator::system_metrics::{self, SystemMetrics};
-use crate::runtime::events::{Event, Recorded};
+use crate::runtime::events::Recorded;
 use crate::runtime::state::{self, OrphanState, RoundState};
 
 /// The document's `schema_version`: a string, as in the reference system (`"2.2"`), so
 /// readers that parse it keep working. Fields are only added within a version.
 pub const SCHEMA_VERSION: &str = "ar-1";
 
-/// How much of the end of the event record one look reads.
-pub const EVENT_TAIL_BYTES: u64 = 1 << 20;
 /// Recent events shown by default (`--events N` changes it).
 pub const DEFAULT_EVENTS: usize = 20;
-/// Completed rounds listed in `recent_rounds`.
-pub const RECENT_ROUNDS: usize = 10;
-/// `hook_failed` events listed in `recent_hook_failures`.
-pub const RECENT_HOOK_FAILURES: usize = 10;
 /// The end of a round log shown as `log_tail`, in bytes.
 pub const LOG_TAIL_BYTES: usize = 4096;
 
@@ -188,6 +182,8 @@ pub struct PeekHost {
     pub executable: Option<String>,
     /// Why the executable cannot be resolved.
     pub error: Option<String>,
+    /// Its write limits and the state directory's current use.
+    pub write_limits: crate::operator::doctor::HostWriteLimits,
 }
 
 /// `peek`'s `service`: the reference system's `mode`, `active`, `pid`, `uptime_s`,
@@ -233,12 +229,25 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
     let now = SystemTime::now();
     let log_dir = &config.runtime.log_dir;
     let state_dir = &config.runtime.state_dir;
-    let batch = event_read::tail(state_dir, EVENT_TAIL_BYTES).unwrap_or_default();
-    let events = &batch.events;
+    let n_events = options.events.unwrap_or(DEFAULT_EVENTS);
+    let recent = recent::scan(
+        state_dir,
+        Wanted {
+            events: n_events,
+            // The running round, if any, and the completed ones listed.
+            rounds: RECENT_ROUNDS + 1,
+            hook_failures: RECENT_HOOK_FAILURES,
+            round: match options.round {
+                Some(RoundSel::Num(n)) => Some(n),
+                _ => None,
+            },
+        },
+    );
+    let round_events = &recent.round_events;
     let live = service::live_supervisor(state_dir);
     let service_doc = service::read(state_dir);
     let current_doc = service_doc.as_ref().filter(|d| Some(d.pid) == live);
-    let rounds = round_history::rounds(events);
+    let rounds = round_history::rounds(round_events);
 
     let running_round = live.and_then(|_| rounds.values().next_back().filter(|r| !r.ended));
     let current_round = running_round.map(|r| {
@@ -246,7 +255,7 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
             .log_path
             .as_deref()
             .and_then(|p| round_history::tail_text(Path::new(p), LOG_TAIL_BYTES));
-        r.to_doc(now, tail, events)
+        r.to_doc(now, tail, round_events)
     });
     let completed: Vec<&RoundView> = rounds
         .values()
@@ -266,18 +275,6 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
     let orphan: Option<OrphanState> = state::read_json(&state_dir.join(state::ORPHAN_FILE))
         .ok()
         .flatten();
-
-    let n_events = options.events.unwrap_or(DEFAULT_EVENTS);
-    let recent_events = events[events.len().saturating_sub(n_events)..].to_vec();
-    let hook_failures: Vec<&Recorded> = events
-        .iter()
-        .filter(|e| matches!(e.event, Some(Event::HookFailed { .. })))
-        .collect();
-    let recent_hook_failures = hook_failures
-        [hook_failures.len().saturating_sub(RECENT_HOOK_FAILURES)..]
-        .iter()
-        .map(|e| (*e).clone())
-        .collect();
 
     let caps = probe();
     let gate = SandboxGate::evaluate(config.plugins.sandbox, caps.clone()).ok();
@@ -322,7 +319,7 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
                 .as_deref()
                 .and_then(|p| round_history::tail_text(p, LOG_TAIL_BYTES));
             round_log = Some((view.round_num, file));
-            view.to_doc(now, tail, events)
+            view.to_doc(now, tail, round_events)
         })
     });
     let doc = PeekDoc {
@@ -355,10 +352,10 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
         orphan,
         system: system_metrics::snapshot(log_dir, &config.agent.command[0]),
         service: service_block(config, live, current_doc, service_doc.as_ref(), now),
-        recent_events,
-        recent_hook_failures,
+        recent_events: recent.events,
+        recent_hook_failures: recent.hook_failures,
         hosts,
-        skipped_event_lines: batch.skipped,
+        skipped_event_lines: recent.skipped,
         round,
     };
     Snapshot { doc, round_log }
@@ -402,6 +399,7 @@ fn hosts_block(
             sha256: checked.as_ref().ok().map(|c| c.actual.to_string()),
             executable: checked.as_ref().ok().map(|c| c.path.display().to_string()),
             error: checked.as_ref().err().cloned(),
+            write_limits: crate::operator::doctor::HostWriteLimits::of(config, cfg),
         });
     }
     (pins, hosts)

@@ -1,5 +1,5 @@
-//! The dirty tree after a clean round (design.md step 5), limited to the round's dirt
-//! ([`crate::runtime::attribution`]): dirty handlers in ascending
+//! The dirty tree after a clean round (`docs/design-notes.md`, "One round", step 5), limited
+//! to the round's dirt ([`crate::runtime::attribution`]): dirty handlers in ascending
 //! priority, third-party hooks and the built-in default ([`BUILTIN_DIRTY_HANDLER`], priority
 //! [`BUILTIN_PRIORITY`]); the first non-null answer wins. Hosts only *answer*; the
 //! supervisor performs the git work itself through [`crate::runtime::git`] and records it:

@@ -1,4 +1,4 @@
-//! One round (design.md "One round, as data flows", steps 2–6): phase and profile, prompt
+//! One round (`docs/design-notes.md`, "One round", steps 2–6): phase and profile, prompt
 //! and argv, spawn hooks, the agent under its budget, the dirty tree, and the events of
 //! each step: `round_start`, `agent_spawn`, `agent_exit`, `dirty_detected` and the dirty
 //! outcome, `round_end`.

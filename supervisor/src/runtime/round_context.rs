@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::runtime::git::Repo;
 use crate::runtime::state::{
-    read_json, read_round_state, write_json_atomic, OrphanState, PreviousRound, ORPHAN_FILE,
+    read_json, read_round_state, write_json_replace, OrphanState, PreviousRound, ORPHAN_FILE,
 };
 
 /// Name of the context file in `log_dir`.
@@ -85,6 +85,6 @@ pub async fn build(
 /// Errors: the file cannot be written.
 pub fn write(log_dir: &Path, ctx: &RoundContext) -> std::io::Result<PathBuf> {
     let path = log_dir.join(CONTEXT_FILE);
-    write_json_atomic(&path, ctx)?;
+    write_json_replace(&path, ctx)?;
     Ok(path)
 }

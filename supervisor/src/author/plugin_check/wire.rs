@@ -1,6 +1,6 @@
 //! A small line-based JSON-RPC client for `plugin check`: unlike the serve path (jsonrpsee,
 //! which stops at the first stray byte), it keeps going after a violation so that every
-//! rule can be judged, and it records what it saw. Framing follows protocol-v1.md §1 with
+//! rule can be judged, and it records what it saw. Framing follows `docs/protocol.md` §1 with
 //! the limit of [`MAX_LINE_BYTES`].
 
 use agent_runner_plugin_host::launch::{self, LaunchSpec};

@@ -241,6 +241,8 @@ mod tests {
              r#""event":"plugin_sandbox_kill","hook":"gate","host":"h","signal":31,"syscall":null"#),
             (Event::HookFailed { hook_name: s("gate"), hook_kind: s("spawn_hook"), host: s("h"), error_type: s("timeout"), error_message: s("m") },
              r#""event":"hook_failed","hook_name":"gate","hook_kind":"spawn_hook","host":"h","error_type":"timeout","error_message":"m""#),
+            (Event::PluginWriteLimit { host: s("h"), dir: s("state"), path: PathBuf::from("/s"), used_bytes: 3, limit_bytes: 2 },
+             r#""event":"plugin_write_limit","host":"h","dir":"state","path":"/s","used_bytes":3,"limit_bytes":2"#),
             (Event::PluginDisabled { name: s("h"), consecutive_failures: 5, reason: s("r") },
              r#""event":"plugin_disabled","name":"h","consecutive_failures":5,"reason":"r""#),
         ]
