@@ -78,7 +78,7 @@ fn live_project_log_dir_is_unchanged() {
     );
     // serve keeps the record's summary; the readers below use it and leave it as it is.
     let summary: Value = serde_json::from_str(
-        &std::fs::read_to_string(p.log_dir().join("events-summary.json")).unwrap(),
+        &std::fs::read_to_string(p.state_dir().join("events-summary.json")).unwrap(),
     )
     .unwrap();
     assert_eq!(
@@ -86,7 +86,7 @@ fn live_project_log_dir_is_unchanged() {
         "{summary}"
     );
     let covered = p
-        .log_dir()
+        .state_dir()
         .join(summary["covers"]["file"].as_str().unwrap());
     assert_eq!(
         summary["covers"]["end"].as_u64(),
