@@ -22,7 +22,8 @@ pub mod validate;
 pub use family::{Family, FamilySpec};
 pub use types::*;
 pub use validate::{
-    decode, decode_dirty_result, decode_initialize_result, decode_spawn_decision, InvalidMessage,
+    decode, decode_dirty_result, decode_initialize_result, decode_response, decode_spawn_decision,
+    EnvelopeError, InvalidMessage, Response,
 };
 
 /// The protocol version this crate implements (`initialize.protocol_version`).

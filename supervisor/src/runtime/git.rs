@@ -195,7 +195,9 @@ impl Repo {
 
     /// Dirty paths inside the work dir, relative to it (docs/protocol.md: `dirty_files`),
     /// from `git status --porcelain -z -- .`, untracked files listed one by one, the
-    /// supervisor's own files left out.
+    /// supervisor's own files left out. A staged rename lists both sides, new path then
+    /// source (the source only when it lies inside the work dir); a copy only the new path
+    /// (its source is unchanged).
     pub async fn dirty_files(&self) -> Result<Vec<String>, GitError> {
         let prefix = self.run_bytes(&["rev-parse", "--show-prefix"]).await?;
         let prefix = prefix.strip_suffix(b"\n").unwrap_or(&prefix);
@@ -216,13 +218,23 @@ impl Repo {
                 continue;
             }
             let (status, path) = entry.split_at(3);
-            if status.starts_with(b"R") || status.starts_with(b"C") {
-                entries.next(); // the rename's source path follows
-            }
-            // status prints paths from the repository's top; ours are the work dir's.
-            let path = path_name::encode(path.strip_prefix(prefix).unwrap_or(path));
-            if !self.own.contains(&path) {
-                files.push(path);
+            // A rename or copy is followed by its source path.
+            let source = if status.starts_with(b"R") || status.starts_with(b"C") {
+                entries.next()
+            } else {
+                None
+            };
+            let renamed_from = source.filter(|_| status.starts_with(b"R"));
+            for path in std::iter::once(path).chain(renamed_from) {
+                // status prints paths from the repository's top; ours are the work dir's
+                // (a rename's source outside the work dir is not ours to hand on).
+                let Some(inside) = path.strip_prefix(prefix) else {
+                    continue;
+                };
+                let path = path_name::encode(inside);
+                if !self.own.contains(&path) {
+                    files.push(path);
+                }
             }
         }
         Ok(files)
@@ -276,6 +288,16 @@ impl Repo {
     /// (no push). Returns the new commit's SHA. On failure the index is restored for those
     /// paths and the working tree is left as it was.
     pub async fn commit_paths(&self, paths: &[String], message: &str) -> Result<String, GitError> {
+        // `update-index --add --remove` stages additions, changes and deletions of exactly
+        // these paths, and accepts the source of a staged rename (gone from both the tree
+        // and the index), which `git add -A -- <path>` refuses. Paths are work-dir-relative
+        // and passed as their real bytes.
+        let mut stage: Vec<OsString> = ["update-index", "--add", "--remove", "--"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        stage.extend(paths.iter().map(|p| path_name::os(p)));
+        self.run(&stage).await?;
         let specs = literal(paths);
         let with = |head: &[&str]| -> Vec<OsString> {
             head.iter()
@@ -283,7 +305,6 @@ impl Repo {
                 .chain(specs.iter().cloned())
                 .collect()
         };
-        self.run(&with(&["add", "-A", "--"])).await?;
         let identity = self.identity_args().await;
         let mut head: Vec<&str> = identity.iter().map(String::as_str).collect();
         head.extend(["commit", "--no-verify", "-q", "-m", message, "--"]);
