@@ -307,7 +307,7 @@ pub struct HostConfig {
     /// Address-space limit of the host process, MiB (default 1024).
     pub memory_max_mb: u64,
     /// Extra paths the host may read (`read_paths`), canonical, each existing and none
-    /// covering the config file, `log_dir` or a credential directory (see
+    /// covering the config file, `log_dir`, the state dir or a credential directory (see
     /// [`resolve_read_paths`]).
     pub read_paths: Vec<PathBuf>,
     /// Write limits of the host (docs/configuration.md, docs/security.md "Write limits").
@@ -572,9 +572,13 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         pins.insert(name, pin);
     }
     let mut hosts = Vec::new();
+    let dirs = RunDirs {
+        log_dir: &log_dir,
+        state_dir: &state_dir,
+    };
     for (name, host) in raw.plugins.hosts {
         hosts.push(
-            resolve_host(&name, host, &path, &work_dir, &log_dir, &project)
+            resolve_host(&name, host, &path, &work_dir, dirs, &project)
                 .map_err(|(key, message)| err(&format!("plugins.hosts.{name}.{key}"), message))?,
         );
     }
@@ -683,20 +687,23 @@ fn resolve_prompt_files(
 
 /// `read_paths` of a host: `~` and `{project}` expanded, relative to `work_dir`, made
 /// canonical. Refused when a path does not exist, or when it covers without naming it the
-/// config file, `log_dir` (control socket, state files) or one of the user's credential
-/// paths ([`CREDENTIAL_PATHS`]): docs/configuration.md, docs/security.md.
+/// config file, `log_dir`, the state dir (control socket, lock, events, state files:
+/// docs/operations.md, "State dir") or one of the user's credential paths
+/// ([`CREDENTIAL_PATHS`]): docs/configuration.md, docs/security.md.
 fn resolve_read_paths(
     texts: &[String],
     config_path: &Path,
     work_dir: &Path,
-    log_dir: &Path,
+    dirs: RunDirs<'_>,
     project: &str,
 ) -> Result<Vec<PathBuf>, String> {
-    let mut protected = vec![config_path.to_owned(), log_dir.to_owned()];
+    let mut protected = vec![config_path.to_owned(), dirs.log_dir.to_owned()];
     if let Some(home) = std::env::var_os("HOME") {
         let home = PathBuf::from(home);
         protected.extend(CREDENTIAL_PATHS.iter().map(|(rel, _)| home.join(rel)));
     }
+    // Last, so a grant of the whole home is refused naming a credential path first.
+    protected.push(dirs.state_dir.to_owned());
     let mut out = Vec::with_capacity(texts.len());
     for text in texts {
         let path = expand_path(text, work_dir, project)?;
@@ -721,12 +728,19 @@ fn resolve_read_paths(
     Ok(out)
 }
 
+/// The supervisor's own directories a host's `read_paths` must not cover.
+#[derive(Clone, Copy)]
+struct RunDirs<'a> {
+    log_dir: &'a Path,
+    state_dir: &'a Path,
+}
+
 fn resolve_host(
     name: &str,
     raw: RawHost,
     config_path: &Path,
     work_dir: &Path,
-    log_dir: &Path,
+    dirs: RunDirs<'_>,
     project: &str,
 ) -> Result<HostConfig, (&'static str, String)> {
     if HookName::try_from(name.to_owned()).is_err() {
@@ -774,7 +788,7 @@ fn resolve_host(
         ),
         memory_max_mb: positive("memory_max_mb", raw.memory_max_mb)?
             .unwrap_or(DEFAULT_HOST_MEMORY_MB),
-        read_paths: resolve_read_paths(&raw.read_paths, config_path, work_dir, log_dir, project)
+        read_paths: resolve_read_paths(&raw.read_paths, config_path, work_dir, dirs, project)
             .map_err(|m| ("read_paths", m))?,
         writes: WriteLimits {
             file_max_mb: positive("file_max_mb", raw.file_max_mb)?
