@@ -24,6 +24,10 @@ log_dir = "./logs"
 state_dir = "$state"
 [prompt]
 file = "./prompts/main.md"
+
+# Rounds must not wait on how full the bench machine's disk is.
+[monitor.host_health.disk]
+critical_pct = 100
 [plugins]
 spawn_override_allow = ["pause_file"]
 [plugins.hosts.pause]

@@ -5,7 +5,8 @@
 
 use agent_runner_e2e::{agent_runner_bin, Project};
 
-const UNIT: &str = "agent-runner-project.service";
+const TEMPLATE: &str = "agent-runner@.service";
+const DROP_IN: &str = "agent-runner@project.service.d/project.conf";
 
 fn run(p: &Project, args: &[&str]) -> agent_runner_e2e::RunOutput {
     let mut cmd = p.command(args);
@@ -21,8 +22,11 @@ fn assert_unit_text(p: &Project, text: &str) {
         "RestartPreventExitStatus=78".to_owned(),
         "KillMode=control-group".to_owned(),
         format!(
-            "ExecStart=\"{}\" --config \"{}\" serve",
-            bin.display(),
+            "ExecStart=\"{}\" --config ${{AGENT_RUNNER_CONFIG}} serve",
+            bin.display()
+        ),
+        format!(
+            "Environment=\"AGENT_RUNNER_CONFIG={}\"",
             p.config_path().display()
         ),
         format!("WorkingDirectory={}", p.dir().display()),
@@ -40,7 +44,8 @@ fn assert_unit_text(p: &Project, text: &str) {
 fn user_unit_dry_run_install_and_uninstall_without_systemd() {
     let p = Project::new();
     p.write_config(&p.config().round_budget_s(600));
-    let unit_path = p.tmp_dir().join("home/.config/systemd/user").join(UNIT);
+    let unit_dir = p.tmp_dir().join("home/.config/systemd/user");
+    let unit_path = unit_dir.join(DROP_IN);
 
     let out = run(&p, &["install", "--dry-run"]);
     out.assert_code(0);
@@ -63,8 +68,25 @@ fn user_unit_dry_run_install_and_uninstall_without_systemd() {
         "this test expects no systemd"
     );
     assert!(out.stdout.contains("systemd is not running"), "{out}");
-    let text = std::fs::read_to_string(&unit_path).expect("unit written");
+    let text = std::fs::read_to_string(unit_dir.join(TEMPLATE)).expect("template written")
+        + &std::fs::read_to_string(&unit_path).expect("drop-in written");
     assert_unit_text(&p, &text);
+    assert!(out.stdout.contains("agent-runner@project.service"), "{out}");
+
+    // Another project with the same name cannot silently take over the instance.
+    let other = Project::new();
+    other.write_config(&other.config());
+    let mut cmd = other.command(&["install"]);
+    cmd.env("XDG_CONFIG_HOME", p.tmp_dir().join("home/.config"));
+    let refused = other.run_with(cmd);
+    refused.assert_code(1);
+    assert!(
+        refused.stderr.contains("project.conf already exists"),
+        "{refused}"
+    );
+    assert!(std::fs::read_to_string(&unit_path)
+        .unwrap()
+        .contains(&p.config_path().display().to_string()));
 
     let out = run(&p, &["install"]);
     out.assert_code(1);
@@ -80,6 +102,10 @@ fn user_unit_dry_run_install_and_uninstall_without_systemd() {
     out.assert_code(0);
     assert!(out.stdout.contains("removed"), "{out}");
     assert!(!unit_path.exists());
+    assert!(
+        unit_dir.join(TEMPLATE).exists(),
+        "the shared template stays"
+    );
     let out = run(&p, &["uninstall"]);
     out.assert_code(0);
     assert!(out.stdout.contains("nothing to do"), "{out}");
@@ -94,12 +120,12 @@ fn system_unit_dry_run() {
     assert_unit_text(&p, &out.stdout);
     assert!(
         out.stdout
-            .contains(&format!("# /etc/systemd/system/{UNIT}")),
+            .contains(&format!("# /etc/systemd/system/{DROP_IN}")),
         "{out}"
     );
     assert!(out.stdout.contains("WantedBy=multi-user.target"), "{out}");
     assert!(!std::path::Path::new("/etc/systemd/system")
-        .join(UNIT)
+        .join(DROP_IN)
         .exists());
 }
 
@@ -126,9 +152,10 @@ fn completions_and_man_page() {
     assert!(out.stdout.contains("peek"), "{out}");
 }
 
-/// Issue 17, case 10: what `install` writes passes the system's `systemd-analyze verify`,
-/// for a project path with spaces and `%` too (a quoted `WorkingDirectory=` is "not
-/// absolute" to systemd).
+/// Issue 17, case 10: what `install` writes (the template and the instance's drop-in)
+/// passes the system's `systemd-analyze verify`, for a project path with spaces and `%`
+/// too (a quoted `WorkingDirectory=` is "not absolute" to systemd). The instance is
+/// verified by name with the unit dir as the search path, so its drop-in is loaded.
 #[test]
 fn installed_unit_passes_systemd_analyze_verify() {
     let p = Project::new();
@@ -137,6 +164,7 @@ fn installed_unit_passes_systemd_analyze_verify() {
     std::fs::create_dir_all(odd.join("prompts")).unwrap();
     std::fs::write(odd.join("prompts/main.md"), "Work.\n").unwrap();
     std::fs::write(odd.join("agent-runner.toml"), p.config().render()).unwrap();
+    let unit_dir = p.home().join(".config/systemd/user");
     for config in [p.config_path(), odd.join("agent-runner.toml")] {
         let mut cmd = std::process::Command::new(agent_runner_bin());
         cmd.arg("--config")
@@ -147,34 +175,44 @@ fn installed_unit_passes_systemd_analyze_verify() {
             .env_remove("XDG_CONFIG_HOME");
         let out = p.run_with(cmd);
         out.assert_code(0);
-        let unit_dir = p.home().join(".config/systemd/user");
-        let unit = std::fs::read_dir(&unit_dir)
+        let working_dir = format!(
+            "WorkingDirectory={}\n",
+            config
+                .parent()
+                .unwrap()
+                .display()
+                .to_string()
+                .replace('%', "%%")
+        );
+        let drop_in = std::fs::read_dir(&unit_dir)
             .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|u| {
-                std::fs::read_to_string(u).unwrap().contains(&format!(
-                    "WorkingDirectory={}",
-                    config
-                        .parent()
-                        .unwrap()
-                        .display()
-                        .to_string()
-                        .replace('%', "%%")
-                ))
-            })
-            .unwrap_or_else(|| panic!("no unit for {}: {out}", config.display()));
+            .map(|e| e.unwrap().path().join("project.conf"))
+            .find(|d| std::fs::read_to_string(d).is_ok_and(|t| t.contains(&working_dir)))
+            .unwrap_or_else(|| panic!("no drop-in with {working_dir:?}: {out}"));
+        let instance = drop_in
+            .parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .strip_suffix(".d")
+            .unwrap()
+            .to_owned();
+        let mut search = unit_dir.clone().into_os_string();
+        search.push(":"); // then systemd's own paths
         let verify = std::process::Command::new("systemd-analyze")
             .arg("verify")
-            .arg(&unit)
+            .arg(&instance)
+            .env("SYSTEMD_UNIT_PATH", &search)
             .env("SYSTEMD_LOG_LEVEL", "warning")
             .output()
             .expect("systemd-analyze (installed by .ci/run)");
         let said = String::from_utf8_lossy(&verify.stderr);
         assert!(
-            verify.status.success() && !said.contains(unit.file_name().unwrap().to_str().unwrap()),
-            "{}: {said}\n{}",
-            unit.display(),
-            std::fs::read_to_string(&unit).unwrap()
+            verify.status.success() && !said.contains("agent-runner@"),
+            "{instance}: {said}\n{}",
+            std::fs::read_to_string(&drop_in).unwrap()
         );
     }
 }

@@ -22,6 +22,8 @@ pub(super) struct RawConfig {
     pub vcs: RawVcs,
     #[serde(default)]
     pub plugins: RawPlugins,
+    #[serde(default)]
+    pub monitor: super::monitor::RawMonitor,
     /// `[phases]`, parsed by hand (phase names are free keys); see [`RawPhases`].
     #[serde(skip)]
     pub phases: RawPhases,
@@ -159,7 +161,9 @@ pub const UNIMPLEMENTED: &[&str] = &[
     "runtime.fresh_eyes_every_n",
     "runtime.max_grace_after_result_s",
     "runtime.grace_kill_ignore_patterns",
-    "monitor",
+    "monitor.auth_fail_patterns",
+    "monitor.auth_fail_hint",
+    "monitor.round_progress_interval_s",
     "schedule",
     "phases.phase_policy",
     "phases.*.disable_pre_round_hooks",
@@ -420,7 +424,7 @@ mod tests {
             foreign.warnings
         );
         assert!(raw.warnings[0].contains("agent.terminal_marker"));
-        assert!(raw.warnings[1].contains("`monitor`"));
+        assert!(raw.warnings[1].contains("`monitor.auth_fail_hint`"));
     }
 
     #[test]

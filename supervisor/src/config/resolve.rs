@@ -32,6 +32,8 @@ pub struct Config {
     pub plugins: PluginsConfig,
     /// `[phases]`.
     pub phases: PhasesConfig,
+    /// `[monitor]` (host health, detectors, the ssh relay).
+    pub monitor: super::MonitorConfig,
     /// One line per reference-system key present in the file that this build ignores
     /// ([`super::UNIMPLEMENTED`]); printed once by [`super::load`].
     pub warnings: Vec<String>,
@@ -583,6 +585,10 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         );
     }
 
+    // [monitor]
+    let monitor = super::monitor::resolve(raw.monitor, Duration::from_secs(round_budget_s))
+        .map_err(|(key, message)| err(&key, message))?;
+
     Ok(Config {
         project,
         agent,
@@ -621,6 +627,7 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
             hosts,
         },
         phases: PhasesConfig { list, overrides },
+        monitor,
         warnings: raw.warnings,
         path,
     })

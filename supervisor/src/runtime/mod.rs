@@ -2,6 +2,7 @@
 //!
 //! - [`serve`]: boot (config → sandbox gate → lock → hosts) and rounds back to back.
 //! - [`round`]: one round: admission, prompt, spawn gate, agent, dirty tree, events.
+//! - [`host_health`]: disk, memory and pressure before and during a round.
 //! - [`agent`]: the agent process in its own process group, under its budget.
 //! - [`spawn_gate`] and [`dirty`]: the two hook families as the round sees them, with their
 //!   built-ins.
@@ -22,6 +23,7 @@ pub mod config_follow;
 pub mod dirty;
 pub mod events;
 pub mod git;
+pub mod host_health;
 pub mod path_name;
 pub mod prompt;
 pub mod retention;
