@@ -15,7 +15,8 @@ cargo build --release --quiet -p agent-runner -p example-spawn-pause-file
 bin="$PWD/target/release/agent-runner"
 host="$PWD/target/release/spawn-pause-file"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+state="$(mktemp -d)" # the record, out of the tree (docs/operations.md, "State dir")
+trap 'rm -rf "$work" "$state"' EXIT
 cd "$work"
 git init -q . && git config user.email b@b && git config user.name bench
 mkdir prompts && echo "Do nothing." > prompts/main.md
@@ -29,6 +30,7 @@ schema_version = 1
 command = ["true"]
 [runtime]
 log_dir = "./logs"
+state_dir = "$state"
 [prompt]
 file = "./prompts/main.md"
 
@@ -56,8 +58,13 @@ AR_STATE = "$work/reset-state"
 AR_RESET_IN = "600"
 [runtime]
 log_dir = "./logs"
+state_dir = "$state"
 [prompt]
 file = "./prompts/main.md"
+
+# Rounds must not wait on how full the bench machine's disk is.
+[monitor.host_health.disk]
+critical_pct = 100
 TOML
     ;;
   pause)
@@ -68,6 +75,7 @@ schema_version = 1
 command = ["true"]
 [runtime]
 log_dir = "./logs"
+state_dir = "$state"
 [prompt]
 file = "./prompts/main.md"
 [schedule]
@@ -78,10 +86,10 @@ TOML
 esac
 git add agent-runner.toml prompts .gitignore && git commit -qm init
 for i in $(seq "$runs"); do
-  rm -rf logs "$work/reset-state"
+  rm -rf logs "$state" "$work/reset-state"
   "$bin" serve >/dev/null 2>&1 &
   pid=$!
-  until grep -qs "$wait_for" logs/events-*.jsonl; do sleep 0.05; done
+  until grep -qs "$wait_for" "$state"/events-*.jsonl; do sleep 0.05; done
   sleep 0.3
   t0=$(date +%s%N)
   "$bin" stop >/dev/null

@@ -269,7 +269,7 @@ fn backing_off(p: &Project, extra: &str) -> agent_runner_e2e::Running {
         "service.json to say backing_off",
         Duration::from_secs(10),
         || {
-            std::fs::read_to_string(p.log_dir().join("service.json"))
+            std::fs::read_to_string(p.state_dir().join("service.json"))
                 .ok()
                 .filter(|t| t.contains("\"backing_off\""))
         },

@@ -14,7 +14,8 @@ pub use raw::UNIMPLEMENTED;
 pub use resolve::{
     AgentConfig, Config, ContextInjection, DirtyAction, HostConfig, PhaseOverride, PhasePolicy,
     PhasesConfig, PluginsConfig, Profile, PromptConfig, PromptDelivery, RuntimeConfig, SandboxMode,
-    TransientAction, VcsConfig, DEFAULT_HOST_MEMORY_MB, DEFAULT_TRANSIENT_BACKOFF_CAP_S,
+    TransientAction, VcsConfig, DEFAULT_GIT_TIMEOUT_S, DEFAULT_HOST_MEMORY_MB,
+    DEFAULT_TRANSIENT_BACKOFF_CAP_S,
 };
 
 use std::path::{Path, PathBuf};

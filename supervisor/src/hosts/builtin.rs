@@ -43,8 +43,15 @@ pub fn enabled_detectors(config: &Config) -> Vec<&'static str> {
         .collect()
 }
 
-/// The host's config table: the enabled detectors, the auth patterns, the local zone.
-fn host_table(config: &Config, detectors: &[&str]) -> serde_json::Map<String, Value> {
+/// The host's config table (the enabled detectors, the auth patterns, the local zone), or
+/// `None` when `config` disables every detector or `which` is [`DetectorHost::Off`]. A
+/// re-read config that gives another table restarts the host
+/// ([`crate::hosts::HostManager::reconcile`]).
+pub fn host_table(config: &Config, which: &DetectorHost) -> Option<serde_json::Map<String, Value>> {
+    let detectors = enabled_detectors(config);
+    if detectors.is_empty() || *which == DetectorHost::Off {
+        return None;
+    }
     let zone = jiff::tz::TimeZone::system()
         .iana_name()
         .unwrap_or("UTC")
@@ -56,7 +63,7 @@ fn host_table(config: &Config, detectors: &[&str]) -> serde_json::Map<String, Va
     }) else {
         unreachable!("json! of an object literal is an object")
     };
-    table
+    Some(table)
 }
 
 /// The built-in host's table and launch from `which` executable, or `None` when every
@@ -67,12 +74,11 @@ pub fn admit(
     gate: &SandboxGate,
     events: &EventLog,
     which: &DetectorHost,
-) -> Option<(HostConfig, LaunchSpec, bool)> {
-    let detectors = enabled_detectors(config);
-    if detectors.is_empty() {
-        tracing::info!("built-in detectors disabled by [plugins] disable");
+) -> Option<(HostConfig, LaunchSpec)> {
+    let Some(table) = host_table(config, which) else {
+        tracing::info!("built-in detectors off ([plugins] disable, or not wanted here)");
         return None;
-    }
+    };
     let path = match which {
         DetectorHost::Off => return None,
         DetectorHost::OwnExecutable => std::env::current_exe(),
@@ -102,7 +108,7 @@ pub fn admit(
         memory_max_mb: crate::config::DEFAULT_HOST_MEMORY_MB,
         writes: Default::default(),
         read_paths: Vec::new(),
-        config: host_table(config, &detectors),
+        config: table,
     };
     let spec = super::launch_spec(
         &cfg,
@@ -111,5 +117,5 @@ pub fn admit(
         &config.runtime.log_dir,
         gate,
     );
-    Some((cfg, spec, true))
+    Some((cfg, spec))
 }

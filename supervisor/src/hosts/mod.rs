@@ -219,6 +219,8 @@ struct ManagedHost {
     cfg: HostConfig,
     /// The built-in detector host ([`builtin`]): its hooks carry reserved names.
     builtin: bool,
+    /// Its `[plugins.pin]` entry when it was admitted.
+    pin: Option<agent_runner_plugin_host::pin::Sha256Pin>,
     spec: LaunchSpec,
     running: Option<RunningHost>,
     consecutive_failures: u32,
@@ -230,12 +232,24 @@ struct ManagedHost {
     write_breach: Arc<AtomicBool>,
 }
 
+/// What [`HostManager::reconcile`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reconciled {
+    /// Hosts admitted anew (new, or their entry or pin changed), whether or not they
+    /// passed their checks.
+    pub started: Vec<String>,
+    /// Hosts shut down for good (removed from the config or disabled).
+    pub stopped: Vec<String>,
+}
+
 /// Every host of one supervisor run.
 pub struct HostManager {
     hosts: Vec<ManagedHost>,
     hooks: Vec<HookRef>,
     events: EventLog,
     init: InitializeParams,
+    /// Which executable runs the built-in detector host (kept for [`Self::reconcile`]).
+    detectors: builtin::DetectorHost,
 }
 
 impl HostManager {
@@ -265,58 +279,171 @@ impl HostManager {
                 &config.runtime.log_dir,
                 gate,
             ),
+            detectors: detectors.clone(),
         };
-        let builtin = builtin::admit(config, gate, &manager.events, detectors);
-        let third_party = config
-            .plugins
-            .hosts
+        manager.add_builtin(config, gate).await;
+        for cfg in &config.plugins.hosts {
+            if config.plugins.disable.contains(&cfg.name) {
+                tracing::info!(host = %cfg.name, "host disabled by [plugins] disable");
+                continue;
+            }
+            manager.add(config, gate, cfg).await;
+        }
+        manager.sort_hooks();
+        manager
+    }
+
+    /// Follows a re-read config (docs/configuration.md, "Config follows the file"): a host
+    /// whose `[plugins.hosts.<name>]` entry and pin are unchanged keeps running with its
+    /// hooks; a host whose entry or pin changed is shut down and admitted again (resolve,
+    /// hash, pin check, launch, `initialize`), a new host is admitted, a removed or newly
+    /// disabled one is shut down. The built-in detector host is restarted when its table
+    /// ([`builtin::host_table`]: enabled detectors, `auth_fail_patterns`) changed, and shut
+    /// down when every detector is disabled. Returns the names of the hosts (re)started and
+    /// stopped.
+    pub async fn reconcile(&mut self, config: &Config, gate: &SandboxGate) -> Reconciled {
+        let mut old: Vec<Option<ManagedHost>> = std::mem::take(&mut self.hosts)
+            .into_iter()
+            .map(Some)
+            .collect();
+        let old_hooks = std::mem::take(&mut self.hooks);
+        let mut done = Reconciled::default();
+        let keep = |i: usize, host: ManagedHost, manager: &mut HostManager| {
+            let now = manager.hosts.len();
+            manager.hosts.push(host);
+            manager.hooks.extend(
+                old_hooks
+                    .iter()
+                    .filter(|h| h.host == i)
+                    .cloned()
+                    .map(|h| HookRef { host: now, ..h }),
+            );
+        };
+        // The built-in detector host follows its table ([`builtin::host_table`]).
+        let table = builtin::host_table(config, &self.detectors);
+        let was_builtin = old
             .iter()
-            .filter(|cfg| {
-                let disabled = config.plugins.disable.contains(&cfg.name);
-                if disabled {
-                    tracing::info!(host = %cfg.name, "host disabled by [plugins] disable");
+            .position(|h| h.as_ref().is_some_and(|h| h.builtin));
+        match (was_builtin, &table) {
+            (Some(i), Some(table)) if old[i].as_ref().is_some_and(|h| h.cfg.config == *table) => {
+                if let Some(host) = old[i].take() {
+                    keep(i, host, self);
                 }
-                !disabled
-            })
-            .filter_map(|cfg| Some((cfg.clone(), manager.admit(config, gate, cfg)?, false)));
-        let admitted: Vec<_> = builtin.into_iter().chain(third_party).collect();
-        for (cfg, spec, is_builtin) in admitted {
-            let cfg = &cfg;
-            manager.hosts.push(ManagedHost {
-                cfg: cfg.clone(),
-                builtin: is_builtin,
-                spec,
-                running: None,
-                consecutive_failures: 0,
-                next_start: Instant::now(),
-                disabled: false,
-                stats: CallStats::default(),
-                write_breach: Arc::default(),
-            });
-            let index = manager.hosts.len() - 1;
-            match manager.start(index).await {
-                Ok(decls) => manager.register(index, decls),
-                Err(failure) => {
-                    manager.record_failure(index, &cfg.name, "initialize", &failure);
-                    if failure.rpc.as_ref().is_some_and(|(code, _)| {
-                        *code == agent_runner_protocol::error_codes::UNSUPPORTED_PROTOCOL_VERSION
-                    }) {
-                        // Another protocol version: no restart can help (`docs/protocol.md` §3).
-                        manager.events.emit(Event::PluginRefused {
-                            name: cfg.name.clone(),
-                            reason: failure.message.clone(),
-                        });
+            }
+            (was, table) => {
+                if let Some(host) = was.and_then(|i| old[i].take()) {
+                    if let Some(running) = host.running {
+                        running.shutdown().await;
                     }
-                    manager.hosts[index].disabled = true;
+                    if table.is_none() {
+                        done.stopped.push(host.cfg.name.clone());
+                    }
+                }
+                if table.is_some() {
+                    self.add_builtin(config, gate).await;
+                    done.started
+                        .push(crate::detectors::host::HOST_NAME.to_owned());
                 }
             }
         }
-        manager.hooks.sort_by(|a, b| {
+        for cfg in &config.plugins.hosts {
+            if config.plugins.disable.contains(&cfg.name) {
+                continue;
+            }
+            let pin = config.plugins.pins.get(&cfg.name).copied();
+            let same = old
+                .iter()
+                .position(|h| h.as_ref().is_some_and(|h| h.cfg == *cfg && h.pin == pin));
+            match same.and_then(|i| old[i].take().map(|h| (i, h))) {
+                Some((was, host)) => keep(was, host, self),
+                None => {
+                    if let Some(i) = old
+                        .iter()
+                        .position(|h| h.as_ref().is_some_and(|h| h.cfg.name == cfg.name))
+                    {
+                        if let Some(running) = old[i].take().and_then(|h| h.running) {
+                            running.shutdown().await;
+                        }
+                    }
+                    self.add(config, gate, cfg).await;
+                    done.started.push(cfg.name.clone());
+                }
+            }
+        }
+        for host in old.into_iter().flatten() {
+            done.stopped.push(host.cfg.name.clone());
+            if let Some(running) = host.running {
+                running.shutdown().await;
+            }
+        }
+        self.sort_hooks();
+        done
+    }
+
+    /// Admits, starts and registers one host (after recording why, refused or disabled
+    /// when any step fails).
+    async fn add(&mut self, config: &Config, gate: &SandboxGate, cfg: &HostConfig) {
+        let Some(spec) = self.admit(config, gate, cfg) else {
+            return;
+        };
+        let pin = config.plugins.pins.get(&cfg.name).copied();
+        self.launch(cfg, pin, spec, false).await;
+    }
+
+    /// Admits, starts and registers the built-in detector host ([`builtin::admit`]),
+    /// unless `config` or [`builtin::DetectorHost::Off`] leaves it out.
+    async fn add_builtin(&mut self, config: &Config, gate: &SandboxGate) {
+        if let Some((cfg, spec)) = builtin::admit(config, gate, &self.events, &self.detectors) {
+            self.launch(&cfg, None, spec, true).await;
+        }
+    }
+
+    /// Starts and registers one admitted host (disabled, after recording why, when its
+    /// `initialize` fails).
+    async fn launch(
+        &mut self,
+        cfg: &HostConfig,
+        pin: Option<agent_runner_plugin_host::pin::Sha256Pin>,
+        spec: LaunchSpec,
+        builtin: bool,
+    ) {
+        self.hosts.push(ManagedHost {
+            cfg: cfg.clone(),
+            builtin,
+            pin,
+            spec,
+            running: None,
+            consecutive_failures: 0,
+            next_start: Instant::now(),
+            disabled: false,
+            stats: CallStats::default(),
+            write_breach: Arc::default(),
+        });
+        let index = self.hosts.len() - 1;
+        match self.start(index).await {
+            Ok(decls) => self.register(index, decls),
+            Err(failure) => {
+                self.record_failure(index, &cfg.name, "initialize", &failure);
+                if failure.rpc.as_ref().is_some_and(|(code, _)| {
+                    *code == agent_runner_protocol::error_codes::UNSUPPORTED_PROTOCOL_VERSION
+                }) {
+                    // Another protocol version: no restart can help (`docs/protocol.md` §3).
+                    self.events.emit(Event::PluginRefused {
+                        name: cfg.name.clone(),
+                        reason: failure.message.clone(),
+                    });
+                }
+                self.hosts[index].disabled = true;
+            }
+        }
+    }
+
+    fn sort_hooks(&mut self) {
+        self.hooks.sort_by(|a, b| {
             a.priority
                 .cmp(&b.priority)
                 .then_with(|| a.name.cmp(&b.name))
         });
-        manager
     }
 
     /// Resolves, hashes and pin-checks one host; `None` (after recording why) if refused.

@@ -6,20 +6,31 @@
 //! - [`agent`]: the agent process in its own process group, under its budget.
 //! - [`spawn_gate`] and [`dirty`]: the two hook families as the round sees them, with their
 //!   built-ins.
-//! - [`git`]: the only place that runs git.
+//! - [`git`]: the only place that runs git; [`attribution`]: whose dirt is it (the round's,
+//!   the operator's, the supervisor's own files).
+//! - [`path_name`]: file names as lossless text (non-UTF-8 names in git's quoted form).
 //! - [`prompt`], [`round_context`]: what the agent is told.
+//! - [`config_follow`]: the config re-read before every round and on SIGHUP.
 //! - [`events`]: the operator's record, one JSON line per event (writer side).
 //! - [`state`]: the project lock, the round counter and the orphan stash record.
+//! - [`state_dir`]: where they live (out of the agent's reach by default).
 //! - [`stop`]: signals and control requests → the stop level.
 //! - [`retention`]: round log pruning.
+//! - [`post_round`]: the post-round family as the round sees it (verdicts → a decision);
+//!   [`transient`] and [`backoff`]: what serve does with it (back-off episodes, login
+//!   stops); [`schedule`]: `[schedule]` windows; [`grace`]: result grace;
+//!   [`substrate`]: the git head and fingerprint; [`processes`]: who is whose child.
 
 pub mod agent;
+pub mod attribution;
 pub mod backoff;
+pub mod config_follow;
 pub mod dirty;
 pub mod events;
 pub mod git;
 pub mod grace;
 pub mod host_health;
+pub mod path_name;
 pub mod post_round;
 pub mod processes;
 pub mod prompt;
@@ -30,6 +41,7 @@ pub mod schedule;
 pub mod serve;
 pub mod spawn_gate;
 pub mod state;
+pub mod state_dir;
 pub mod stop;
 pub mod substrate;
 pub mod transient;

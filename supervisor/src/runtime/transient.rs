@@ -81,6 +81,17 @@ impl Transients {
         }
     }
 
+    /// Takes the settings of a re-read `config` (docs/configuration.md, "Config follows the
+    /// file": base delay, cap, action, hint) and keeps the episode under way, so a back-off
+    /// keeps growing from where it was and recovery is still reported once.
+    pub fn follow(&mut self, config: &Config) {
+        let episode = self.episode.take();
+        *self = Transients {
+            episode,
+            ..Transients::new(config)
+        };
+    }
+
     /// Decides the step after round `round_num` whose agent exited `clean`ly (or not),
     /// given the hooks' `decision`, recording the events of this module.
     pub fn after_round(
@@ -197,5 +208,91 @@ impl Transients {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::post_round::Wait;
+    use std::time::Duration;
+
+    fn config(dir: &std::path::Path, runtime: &str) -> Config {
+        std::fs::write(dir.join("prompt.md"), "work\n").unwrap();
+        let text = format!(
+            "schema_version = 1\n[agent]\ncommand = [\"true\"]\n[prompt]\nfile = \"prompt.md\"\n[runtime]\nlog_dir = \"logs\"\n{runtime}\n"
+        );
+        crate::config::parse_str(&dir.join("agent-runner.toml"), &text).unwrap()
+    }
+
+    fn limit() -> Decision {
+        Decision::BackOff {
+            hook: "claude_code".parse().unwrap(),
+            kind: ErrorKind::RateLimit,
+            message: "rate limited".to_owned(),
+            wait: Wait::For(Duration::from_secs(1)),
+        }
+    }
+
+    #[test]
+    fn a_reread_config_applies_its_cap_and_keeps_the_episode() {
+        let dir = tempfile::tempdir().unwrap();
+        let events = EventLog::new(&dir.path().join("state"));
+        let first = config(
+            dir.path(),
+            "restart_delay_s = 100\ntransient_backoff_cap_s = 3600",
+        );
+        let mut transients = Transients::new(&first);
+        let Step::BackOff {
+            plan, since_round, ..
+        } = transients.after_round(&events, &limit(), 4, false)
+        else {
+            panic!("a rate limit backs off");
+        };
+        assert_eq!((plan.applied, since_round), (Duration::from_secs(100), 4));
+
+        transients.follow(&config(
+            dir.path(),
+            "restart_delay_s = 100\ntransient_backoff_cap_s = 150",
+        ));
+        let Step::BackOff {
+            plan, since_round, ..
+        } = transients.after_round(&events, &limit(), 5, false)
+        else {
+            panic!("still backing off");
+        };
+        // Second in a row: 2 × 100 s, cut to the new cap; still the episode of round 4.
+        assert_eq!(plan.requested, Duration::from_secs(200));
+        assert_eq!(plan.applied, Duration::from_secs(150));
+        assert_eq!(since_round, 4);
+
+        transients.follow(&config(dir.path(), "transient_error_action = \"skip\""));
+        assert_eq!(
+            transients.after_round(&events, &limit(), 6, false),
+            Step::Skip
+        );
+        assert_eq!(
+            transients.after_round(&events, &Decision::Continue, 7, true),
+            Step::Continue
+        );
+        let recorded = std::fs::read_to_string(
+            std::fs::read_dir(dir.path().join("state"))
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap()
+                .path(),
+        )
+        .unwrap();
+        let recovered: Vec<&str> = recorded
+            .lines()
+            .filter(|l| l.contains("\"transient_error_recovered\""))
+            .collect();
+        assert_eq!(recovered.len(), 1, "{recorded}");
+        assert!(
+            recovered[0].contains("\"consecutive\":3"),
+            "{}",
+            recovered[0]
+        );
     }
 }

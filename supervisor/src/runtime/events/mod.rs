@@ -1,4 +1,4 @@
-//! The operator's record: `<log_dir>/events-YYYY-MM.jsonl` (UTC month), one JSON object per
+//! The operator's record: `<state_dir>/events-YYYY-MM.jsonl` (UTC month), one JSON object per
 //! line, `{"ts": "2026-11-29T16:43:55.711Z", "event": "<kind>", ...fields}` (the reference
 //! system's format). Each line goes out in a single `write(2)` on an `O_APPEND` file, so
 //! lines are never torn or interleaved, even with several writers.
@@ -199,6 +199,14 @@ mod tests {
              r#""event":"monitor_remote_giveup","host":"box","returncode":null,"total_attempts":4,"total_elapsed_s":90.5"#),
             (Event::RoundError { error: s("boom") },
              r#""event":"round_error","error":"boom""#),
+            (Event::ConfigReloaded { path: PathBuf::from("/p/agent-runner.toml"), digest: s("sha256:bb"), previous_digest: s("sha256:aa"), trigger: s("sighup"), hosts_restarted: vec![s("b")], hosts_stopped: vec![] },
+             r#""event":"config_reloaded","path":"/p/agent-runner.toml","digest":"sha256:bb","previous_digest":"sha256:aa","trigger":"sighup","hosts_restarted":["b"],"hosts_stopped":[]"#),
+            (Event::ConfigBroken { path: PathBuf::from("/p/agent-runner.toml"), error: s("config error in /p/agent-runner.toml: key `x`: unknown"), digest: Some(s("sha256:cc")), trigger: s("round") },
+             r#""event":"config_broken","path":"/p/agent-runner.toml","error":"config error in /p/agent-runner.toml: key `x`: unknown","digest":"sha256:cc","trigger":"round""#),
+            (Event::StateMigrated { from: PathBuf::from("/p/logs"), to: PathBuf::from("/s"), files: vec![s("state.json")] },
+             r#""event":"state_migrated","from":"/p/logs","to":"/s","files":["state.json"]"#),
+            (Event::RoundStateRecovered { last_round_was: 0, last_round: 7, source: s("round logs"), state_file: PathBuf::from("/s/state.json") },
+             r#""event":"round_state_recovered","last_round_was":0,"last_round":7,"source":"round logs","state_file":"/s/state.json""#),
             (Event::RoundStart { round_num: 1, phase: None },
              r#""event":"round_start","round_num":1,"phase":null"#),
             (Event::SchedulePaused { phase: None, until: s("2026-11-30T22:00:00.000Z"), timezone: s("Europe/Berlin") },
@@ -227,8 +235,12 @@ mod tests {
              r#""event":"dirty_check_failed","round_num":1,"error":"git""#),
             (Event::RoundEnd(RoundEnd::NotStarted { round_num: 1, outcome: RoundOutcome::SpawnFailed }),
              r#""event":"round_end","round_num":1,"outcome":"spawn_failed""#),
-            (Event::RoundEnd(RoundEnd::Ran { round_num: 2, exit_code: Some(0), exit_cause: s("exited"), dirty_outcome: None }),
+            (Event::RoundEnd(RoundEnd::Ran { round_num: 2, exit_code: Some(0), exit_cause: s("exited"), dirty_outcome: None, log_tail: None }),
              r#""event":"round_end","round_num":2,"exit_code":0,"exit_cause":"exited","dirty_outcome":null"#),
+            (Event::RoundEnd(RoundEnd::Ran { round_num: 3, exit_code: Some(1), exit_cause: s("exited"), dirty_outcome: None, log_tail: Some(s("no auth")) }),
+             r#""event":"round_end","round_num":3,"exit_code":1,"exit_cause":"exited","dirty_outcome":null,"log_tail":"no auth""#),
+            (Event::RoundLogCapped { round_num: 2, log_path: PathBuf::from("/l/rounds/R2-x.log"), cap_bytes: 1024, discarded_bytes: 10 },
+             r#""event":"round_log_capped","round_num":2,"log_path":"/l/rounds/R2-x.log","cap_bytes":1024,"discarded_bytes":10"#),
             (Event::RoundLogsPruned { directory: PathBuf::from("/l/rounds"), keep: 2, deleted: 1, files: vec![s("R1-x.log")] },
              r#""event":"round_logs_pruned","directory":"/l/rounds","keep":2,"deleted":1,"files":["R1-x.log"]"#),
             (Event::PluginPostRoundDecision { round_num: 3, hook: s("claude_error_detector"), action: s("back_off"), kind: s("usage_limit"), message: s("claude: usage_limit"), back_off_s: None, until: Some(s("2026-11-30T05:00:00.000Z")) },
@@ -251,8 +263,10 @@ mod tests {
              r#""event":"plugin_spawn_override_ignored","hook":"gate","action":"skip","round_num":4,"reason":"hook not listed in [plugins] spawn_override_allow""#),
             (Event::PluginSpawnDecision { hook: s("gate"), action: s("defer"), defer_s: 30, reason: s("later"), round_num: 4 },
              r#""event":"plugin_spawn_decision","hook":"gate","action":"defer","defer_s":30,"reason":"later","round_num":4"#),
-            (Event::DirtyDetected { round_num: 4, files: vec![s("a")], file_count: 1 },
-             r#""event":"dirty_detected","round_num":4,"files":["a"],"file_count":1"#),
+            (Event::DirtyBeforeRound { round_num: 4, files: vec![s("b")], file_count: 1, reason: s("operator") },
+             r#""event":"dirty_before_round","round_num":4,"files":["b"],"file_count":1,"reason":"operator""#),
+            (Event::DirtyDetected { round_num: 4, files: vec![s("a")], file_count: 1, changed_preexisting: vec![], left_to_operator: 1 },
+             r#""event":"dirty_detected","round_num":4,"files":["a"],"file_count":1,"changed_preexisting":[],"left_to_operator":1"#),
             (Event::DirtyIgnored { round_num: 4, hook: s("builtin") },
              r#""event":"dirty_ignored","round_num":4,"hook":"builtin""#),
             (Event::DirtyAutoCommitted { round_num: 4, hook: s("wip"), sha: s("abc"), files: vec![s("a")], subject: s("wip") },
