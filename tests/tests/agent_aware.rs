@@ -340,6 +340,47 @@ fn a_stop_sigterm_or_the_stop_file_ends_a_back_off_at_once() {
 }
 
 #[test]
+fn a_sighup_during_a_back_off_rereads_the_config_and_the_back_off_goes_on() {
+    let p = Project::new();
+    let serve = backing_off(&p, "");
+    let st = status_json(&p);
+    let builtin = st["hosts"]
+        .as_array()
+        .and_then(|hosts| hosts.iter().find(|h| h["name"] == "builtin-detectors"))
+        .and_then(|h| h["pid"].as_u64())
+        .unwrap_or_else(|| panic!("no running built-in host in {st}"));
+    // Every detector off: the built-in host goes; the back-off (ten minutes) goes on.
+    let text = std::fs::read_to_string(p.config_path()).unwrap().replace(
+        "[plugins]\n",
+        "[plugins]\ndisable = [\"builtin-detectors\"]\n",
+    );
+    std::fs::write(p.config_path(), text).unwrap();
+    serve.signal(libc::SIGHUP);
+    let reloaded = p.wait_for_event("config_reloaded");
+    assert_eq!(reloaded["trigger"], "sighup", "{reloaded}");
+    assert_eq!(
+        reloaded["hosts_stopped"],
+        serde_json::json!(["builtin-detectors"]),
+        "{reloaded}"
+    );
+    assert_eq!(
+        reloaded["hosts_restarted"],
+        serde_json::json!([]),
+        "{reloaded}"
+    );
+    wait_until("the built-in host to exit", Duration::from_secs(10), || {
+        (!std::path::Path::new(&format!("/proc/{builtin}")).exists()).then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(p.events_of("round_start").len(), 1, "{}", p.events_text());
+    let service = std::fs::read_to_string(p.state_dir().join("service.json")).unwrap();
+    assert!(service.contains("\"backing_off\""), "{service}");
+    let asked = Instant::now();
+    p.run(&["stop"]).assert_code(0);
+    stopped_quickly(serve, asked);
+}
+
+#[test]
 fn a_login_failure_stops_serve_with_the_hint_and_exit_77() {
     let p = Project::new();
     let text = fake_cli(&p, "claude", "claude/auth-api-key.jsonl", 1, 7200).render()

@@ -1,5 +1,5 @@
 //! `[schedule]` on real `serve` runs: a closed schedule pauses serve (and a stop lands at
-//! once), `--ignore-schedule` runs anyway, and `phase_policy = "skip"` passes over a phase
+//! once, a SIGHUP looks at the re-read schedule), `--ignore-schedule` runs anyway, and `phase_policy = "skip"` passes over a phase
 //! outside its own schedule. The window arithmetic (wrap past midnight, weekdays, `24:00`,
 //! zones and daylight saving) is tested with a fixed clock in `runtime::schedule`.
 
@@ -40,6 +40,29 @@ fn a_closed_schedule_pauses_serve_and_a_stop_lands_at_once() {
     // --ignore-schedule runs the round anyway.
     p.run(&["serve", "--max-rounds", "1", "--ignore-schedule"])
         .assert_code(0);
+    assert_eq!(p.events_of("round_start").len(), 1, "{}", p.events_text());
+}
+
+#[test]
+fn a_sighup_during_a_pause_looks_at_the_new_schedule() {
+    let p = Project::new();
+    let open = p.config().dirty_action("ignore").render();
+    p.write_config_text(&format!(
+        "{open}\n[schedule]\ntimezone = \"UTC\"\npause_windows = [\"00:00-24:00\"]\n"
+    ));
+    let serve = p.spawn(&["serve", "--max-rounds", "1"]);
+    p.wait_for_event("schedule_paused");
+    // The operator drops the schedule and says so; the round runs at once.
+    p.write_config_text(&open);
+    serve.signal(libc::SIGHUP);
+    serve.wait(Duration::from_secs(60)).assert_code(0);
+    let resumed = p.events_of("schedule_resumed");
+    assert_eq!(resumed.len(), 1, "{}", p.events_text());
+    assert_eq!(resumed[0]["reason"], "sighup", "{}", resumed[0]);
+    let reloaded = p.events_of("config_reloaded");
+    assert_eq!(reloaded.len(), 1, "{}", p.events_text());
+    assert_eq!(reloaded[0]["trigger"], "sighup", "{}", reloaded[0]);
+    assert_eq!(p.events_of("schedule_paused").len(), 1);
     assert_eq!(p.events_of("round_start").len(), 1, "{}", p.events_text());
 }
 

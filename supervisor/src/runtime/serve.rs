@@ -225,7 +225,9 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
             });
             break;
         }
-        if !options.ignore_schedule && !schedule_gate(runner, &mut service, status, stop).await {
+        if !options.ignore_schedule
+            && !schedule_gate(runner, &mut service, status, stop, follow, gate).await
+        {
             continue;
         }
         let next = state::peek_next_round(&runner.config.runtime.state_dir).ok();
@@ -299,7 +301,12 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                         since_round: *since_round,
                         phase: phase.to_owned(),
                     };
-                    back_off(runner, &mut service, status, stop, plan, doc).await;
+                    let waits = Waits {
+                        stop: &mut *stop,
+                        follow: &mut *follow,
+                        gate,
+                    };
+                    back_off(runner, &mut service, status, waits, plan, doc).await;
                     continue;
                 }
                 restart_delay
@@ -361,14 +368,59 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
     ServeEnd { completed, code }
 }
 
+/// What a long wait between rounds listens to: a stop (and the stop file), and SIGHUP,
+/// which re-reads the config at once (docs/configuration.md, "Config follows the file").
+struct Waits<'a> {
+    stop: &'a mut StopWatch,
+    follow: &'a mut ConfigFollower,
+    gate: &'a SandboxGate,
+}
+
+/// How a [`wait_out`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Woken {
+    /// [`backoff::wait`] ended (elapsed, stop, stop file).
+    End(WaitEnd),
+    /// SIGHUP: the config was re-read.
+    Hangup,
+}
+
+/// Waits out `plan` ([`backoff::wait`]: a stop or the stop file ends it within a tick);
+/// a SIGHUP re-reads the config at once and then goes on waiting unless `end_on_hangup`.
+async fn wait_out(
+    runner: &mut Runner,
+    waits: &mut Waits<'_>,
+    plan: &Plan,
+    end_on_hangup: bool,
+) -> Woken {
+    loop {
+        let stop_file = runner.config.runtime.stop_file.clone();
+        let woken = tokio::select! {
+            end = backoff::wait(plan, waits.stop, stop_file.as_deref()) => Woken::End(end),
+            () = waits.follow.hangup() => Woken::Hangup,
+        };
+        if woken == Woken::Hangup {
+            waits
+                .follow
+                .refresh(runner, waits.gate, Trigger::Hangup)
+                .await;
+            if !end_on_hangup {
+                continue;
+            }
+        }
+        return woken;
+    }
+}
+
 /// Waits out a back-off, `status` and `service.json` saying "backing off until <time>
 /// (<kind>)"; a stop or the stop file ends it within [`crate::runtime::backoff::TICK`]
-/// (the loop's own checks then stop serve).
+/// (the loop's own checks then stop serve); a SIGHUP re-reads the config and the wait
+/// goes on.
 async fn back_off(
-    runner: &Runner,
+    runner: &mut Runner,
     service: &mut ServiceFile,
     status: &watch::Sender<Snapshot>,
-    stop: &mut StopWatch,
+    mut waits: Waits<'_>,
     plan: &Plan,
     doc: BackOffDoc,
 ) {
@@ -376,8 +428,7 @@ async fn back_off(
     refresh_summary(&runner.config.runtime.state_dir);
     status.send_modify(|s| s.update(&doc.describe(), None, &runner.hosts));
     service.backing_off(doc, &runner.hosts);
-    let stop_file = runner.config.runtime.stop_file.as_deref();
-    let end = backoff::wait(plan, stop, stop_file).await;
+    let end = wait_out(runner, &mut waits, plan, false).await;
     tracing::info!(?end, "back-off over");
     status.send_modify(|s| s.update("waiting", None, &runner.hosts));
     service.update(ServiceState::Idle, None, &runner.hosts);
@@ -391,13 +442,16 @@ const SCHEDULE_RECHECK: Duration = Duration::from_secs(3600);
 /// round's phase may start now. Otherwise either passes the round over
 /// (`phase_policy = "skip"` while another phase is open: `schedule_phase_skipped`) or
 /// waits until the schedule opens (`schedule_paused` … `schedule_resumed`; a stop, SIGTERM
-/// or the stop file ends the wait within a tick), and returns `false` so the loop looks
-/// again: after a clock jump one round at most starts, never a burst.
+/// or the stop file ends the wait within a tick, a SIGHUP re-reads the config and ends it
+/// so the new `[schedule]` is looked at), and returns `false` so the loop looks again:
+/// after a clock jump one round at most starts, never a burst.
 async fn schedule_gate(
-    runner: &Runner,
+    runner: &mut Runner,
     service: &mut ServiceFile,
     status: &watch::Sender<Snapshot>,
     stop: &mut StopWatch,
+    follow: &mut ConfigFollower,
+    gate: &SandboxGate,
 ) -> bool {
     let config = &runner.config;
     let state_dir = &config.runtime.state_dir;
@@ -453,13 +507,15 @@ async fn schedule_gate(
     status.send_modify(|s| s.update(&state, None, &runner.hosts));
     service.update(ServiceState::Paused, None, &runner.hosts);
     let started = Instant::now();
-    let end = backoff::wait(&plan, stop, config.runtime.stop_file.as_deref()).await;
+    let mut waits = Waits { stop, follow, gate };
+    let woken = wait_out(runner, &mut waits, &plan, true).await;
     runner.events.emit(Event::ScheduleResumed {
         paused_for_s: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
-        reason: match end {
-            WaitEnd::Elapsed => "schedule",
-            WaitEnd::Stopped => "stop",
-            WaitEnd::StopFile => "stop_file",
+        reason: match woken {
+            Woken::End(WaitEnd::Elapsed) => "schedule",
+            Woken::End(WaitEnd::Stopped) => "stop",
+            Woken::End(WaitEnd::StopFile) => "stop_file",
+            Woken::Hangup => "sighup",
         }
         .to_owned(),
     });

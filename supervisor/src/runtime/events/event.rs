@@ -80,7 +80,8 @@ pub enum Event {
     ScheduleResumed {
         /// Seconds waited, to 0.1 s.
         paused_for_s: f64,
-        /// `schedule` (it opened), `stop` or `stop_file`.
+        /// `schedule` (it opened), `stop`, `stop_file` or `sighup` (the config was re-read;
+        /// the schedule is looked at again).
         reason: String,
     },
     /// `phase_policy = "skip"`: the next round's phase is outside its schedule while
