@@ -21,7 +21,9 @@ pub mod validate;
 pub use family::{Family, FamilySpec};
 pub use types::*;
 pub use validate::{
-    decode, decode_dirty_result, decode_initialize_result, decode_spawn_decision, InvalidMessage,
+    check_host_events, decode, decode_detection, decode_dirty_result, decode_enrichment,
+    decode_initialize_result, decode_round_decision, decode_spawn_decision, decode_startup_result,
+    InvalidMessage,
 };
 
 /// The protocol version this crate implements (`initialize.protocol_version`).

@@ -9,8 +9,9 @@ mod resolve;
 
 pub use raw::UNIMPLEMENTED;
 pub use resolve::{
-    AgentConfig, Config, ContextInjection, DirtyAction, HostConfig, PhaseOverride, PhasesConfig,
-    PluginsConfig, Profile, PromptConfig, PromptDelivery, RuntimeConfig, SandboxMode, VcsConfig,
+    AgentConfig, Config, ContextInjection, DirtyAction, HostConfig, MonitorConfig, PhaseOverride,
+    PhasesConfig, PluginsConfig, Profile, PromptConfig, PromptDelivery, RuntimeConfig, SandboxMode,
+    VcsConfig,
 };
 
 use std::path::{Path, PathBuf};

@@ -29,9 +29,19 @@ pub struct Config {
     pub plugins: PluginsConfig,
     /// `[phases]`.
     pub phases: PhasesConfig,
+    /// `[monitor]`.
+    pub monitor: MonitorConfig,
     /// One line per reference-system key present in the file that this build ignores
     /// ([`super::UNIMPLEMENTED`]); printed once by [`super::load`].
     pub warnings: Vec<String>,
+}
+
+/// `[monitor]`: what this build reads of the reference system's monitor table.
+#[derive(Clone, Debug, Default)]
+pub struct MonitorConfig {
+    /// Detector hook names whose `stop_service` alerts stop `serve`
+    /// (docs/protocol.md §5.6); an alert from any other detector is recorded only.
+    pub auto_stop_on: Vec<HookName>,
 }
 
 /// How the round context reaches the agent (`[prompt] context_injection_mode`).
@@ -472,10 +482,43 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         pins.insert(name, pin);
     }
     let mut hosts = Vec::new();
-    for (name, host) in raw.plugins.hosts {
+    let mut plugin_tables = raw.plugin_tables;
+    for (name, mut host) in raw.plugins.hosts {
+        if let Some(table) = plugin_tables.remove(&name) {
+            if !host.config.is_empty() {
+                return Err(err(
+                    &format!("plugins.{name}"),
+                    format!("host {name:?} has both [plugins.{name}] and [plugins.hosts.{name}.config]; keep one"),
+                ));
+            }
+            host.config = table;
+        }
         hosts.push(
             resolve_host(&name, host)
                 .map_err(|(key, message)| err(&format!("plugins.hosts.{name}.{key}"), message))?,
+        );
+    }
+    let mut warnings = raw.warnings;
+    let host_names: Vec<&str> = hosts.iter().map(|h: &HostConfig| h.name.as_str()).collect();
+    for name in plugin_tables.keys() {
+        warnings.push(format!(
+            "config table `plugins.{name}` is a plugin's config but no [plugins.hosts.{name}] is configured; it is ignored"
+        ));
+    }
+    for name in raw
+        .plugins
+        .disable
+        .iter()
+        .filter(|n| !host_names.contains(&n.as_str()))
+    {
+        warnings.push(format!(
+            "`plugins.disable` names {name:?}, which is not a configured host (hosts: {host_names:?}); disable keys on host names"
+        ));
+    }
+    let mut auto_stop_on = Vec::new();
+    for (i, name) in raw.monitor.auto_stop_on.into_iter().enumerate() {
+        auto_stop_on.push(
+            HookName::try_from(name).map_err(|m| err(&format!("monitor.auto_stop_on[{i}]"), m))?,
         );
     }
 
@@ -513,7 +556,8 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
             hosts,
         },
         phases: PhasesConfig { list, overrides },
-        warnings: raw.warnings,
+        monitor: MonitorConfig { auto_stop_on },
+        warnings,
         path,
     })
 }

@@ -8,6 +8,7 @@
 
 use agent_runner_plugin_host::probe::{probe, Capabilities, Tier};
 use agent_runner_plugin_host::resolve::resolve_executable;
+use agent_runner_protocol::Family;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::path::Path;
@@ -304,7 +305,9 @@ fn host_checks(
 
 /// The hook families really confined: those of the hosts that would be launched (enabled,
 /// and admitted by the pin rules: verified, or unpinned when pins are not required), when the
-/// gate applies a tier other than `unconfined`. Sorted, without duplicates.
+/// gate applies a tier other than `unconfined`, in the reference system's spelling
+/// ([`Family::registry_key`]: `spawn_hooks`, `dirty_handlers`, …). Sorted, without
+/// duplicates.
 ///
 /// `hosts` are host entries with `disabled`, `pin_status` and `provides` (doctor's and
 /// peek's `hosts` blocks).
@@ -320,7 +323,8 @@ pub fn covered_families(hosts: &[Value], gate: Option<&SandboxGate>) -> Vec<Stri
                 || (h["pin_status"] == PinStatus::Unpinned.as_str() && !gate.pins_required())
         })
         .flat_map(|h| h["provides"].as_array().cloned().unwrap_or_default())
-        .filter_map(|f| f.as_str().map(str::to_owned))
+        .filter_map(|f| f.as_str().and_then(Family::parse))
+        .map(|f| f.registry_key().to_owned())
         .collect();
     families.sort_unstable();
     families.dedup();

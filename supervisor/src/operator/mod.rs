@@ -8,6 +8,7 @@
 //! - Set-up: [`init`] (config and prompt from a preset) and [`install`] (the systemd unit).
 
 pub mod control;
+pub mod defenses;
 pub mod doctor;
 pub mod event_query;
 pub mod event_read;

@@ -8,6 +8,7 @@
 //! `log_dir` does not exist yet.
 
 use agent_runner_plugin_host::probe::probe;
+use agent_runner_protocol::Family;
 use serde_json::{json, Map, Value};
 use std::io::Write;
 use std::path::Path;
@@ -25,9 +26,10 @@ use crate::operator::system_metrics;
 use crate::runtime::events::{Event, Recorded};
 use crate::runtime::state::{self, OrphanState, RoundState};
 
-/// The document's `schema_version`: a string, as in the reference system (`"2.2"`), so
-/// readers that parse it keep working. Fields are only added within a version.
-pub const SCHEMA_VERSION: &str = "ar-1";
+/// The document's `schema_version`: the reference system's (`"2.2"`), whose every key this
+/// document carries with its type (a superset: ours are added under keys it does not use;
+/// docs/operations.md). Fields are only added within a version.
+pub const SCHEMA_VERSION: &str = "2.2";
 
 /// How much of the end of the event record one look reads.
 pub const EVENT_TAIL_BYTES: u64 = 1 << 20;
@@ -147,12 +149,7 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
             "last_duration_s": last_done.and_then(|r| r.duration_s),
             "phase_index": 0,
         },
-        "plugins": {
-            "disabled": config.plugins.disable,
-            "sandbox": sandbox,
-            "pins": pins,
-            "spawn_override_allow": config.plugins.spawn_override_allow.iter().map(|h| h.as_str()).collect::<Vec<_>>(),
-        },
+        "plugins": plugins_block(config, &hosts, sandbox, pins),
         "current_round": current_round,
         "recent_rounds": recent_rounds,
         "orphan": orphan,
@@ -160,6 +157,12 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
         "service": service_block(config, live, current_doc, service_doc.as_ref(), now),
         "recent_events": recent_events,
         "recent_hook_failures": recent_hook_failures,
+        "defenses": crate::operator::defenses::list(config, gate.as_ref()),
+        // The reference system's transient-error blips, cgroup growth warnings and
+        // `[schedule]`: this build has none of them (docs/operations.md).
+        "recent_blips": [],
+        "recent_cgroup_growth_warnings": [],
+        "schedule": null,
         "hosts": hosts,
         "skipped_event_lines": batch.skipped,
     });
@@ -199,6 +202,61 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
     Snapshot { doc, round_log }
 }
 
+/// The `plugins` block: the reference system's keys (`event_kinds`, one list of hook
+/// names per family registry — `context_enrichers`, `pre_round_hooks`,
+/// `post_round_hooks`, `detectors` — `owned_paths`, `disabled`, `sandbox`, `pins`,
+/// `spawn_override_allow`) plus our families it has no registry list for
+/// (`spawn_hooks`, `dirty_handlers`, `serve_startup_hooks`). Hooks, event kinds and owned
+/// paths are those the enabled hosts declared to the last `serve` (`service.json`).
+fn plugins_block(
+    config: &Config,
+    hosts: &[Value],
+    sandbox: Map<String, Value>,
+    pins: Map<String, Value>,
+) -> Value {
+    let enabled = || hosts.iter().filter(|h| h["disabled"] == false);
+    let gather = |key: &str| -> Vec<String> {
+        let mut items: Vec<String> = enabled()
+            .flat_map(|h| h[key].as_array().cloned().unwrap_or_default())
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect();
+        items.sort();
+        items.dedup();
+        items
+    };
+    let mut block = Map::new();
+    block.insert("event_kinds".into(), json!(gather("event_kinds")));
+    // post_round_hooks: the reference system's key; that family is not in this build yet.
+    block.insert("post_round_hooks".into(), json!([]));
+    for family in Family::ALL {
+        let mut names: Vec<String> = enabled()
+            .flat_map(|h| {
+                h["families"][family.as_str()]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect();
+        names.sort();
+        block.insert(family.registry_key().into(), json!(names));
+    }
+    block.insert("owned_paths".into(), json!(gather("owned_paths")));
+    block.insert("disabled".into(), json!(config.plugins.disable));
+    block.insert("sandbox".into(), Value::Object(sandbox));
+    block.insert("pins".into(), Value::Object(pins));
+    block.insert(
+        "spawn_override_allow".into(),
+        json!(config
+            .plugins
+            .spawn_override_allow
+            .iter()
+            .map(|h| h.as_str())
+            .collect::<Vec<_>>()),
+    );
+    Value::Object(block)
+}
+
 /// `plugins.pins` (`name: verified|mismatch|unpinned|unresolvable`) and the `hosts` block.
 fn hosts_block(
     config: &Config,
@@ -228,6 +286,9 @@ fn hosts_block(
             "disabled": disabled,
             "pid": seen.filter(|_| live).and_then(|h| h.pid),
             "hooks": seen.map(|h| h.hooks.clone()).unwrap_or_default(),
+            "families": seen.map(|h| json!(h.families)).unwrap_or_else(|| json!({})),
+            "event_kinds": seen.map(|h| h.event_kinds.clone()).unwrap_or_default(),
+            "owned_paths": seen.map(|h| h.owned_paths.clone()).unwrap_or_default(),
             "provides": cfg.provides.iter().map(|f| f.as_str()).collect::<Vec<_>>(),
             "calls": seen.map_or(0, |h| h.calls),
             "failures": seen.map_or(0, |h| h.failures),

@@ -16,12 +16,13 @@ pub struct GitError {
     pub detail: String,
 }
 
-/// A git working tree, with the path (relative to the tree) that never counts as dirty
-/// because it holds our own logs.
+/// A git working tree, with the paths (relative to the tree) that never count as dirty
+/// and are never stashed or committed: the log dir when it lies inside the tree, and the
+/// paths hosts own (docs/protocol.md §5.8).
 #[derive(Clone, Debug)]
 pub struct Repo {
     work_dir: PathBuf,
-    excluded: Option<String>,
+    excluded: Vec<String>,
 }
 
 impl Repo {
@@ -34,8 +35,19 @@ impl Repo {
             .map(|rel| rel.to_string_lossy().trim_end_matches('/').to_owned());
         Repo {
             work_dir: work_dir.to_owned(),
-            excluded,
+            excluded: excluded.into_iter().collect(),
         }
+    }
+
+    /// This tree with `owned` (relative paths hosts declared) also left out of dirt,
+    /// stash and commit.
+    pub fn excluding(mut self, owned: impl IntoIterator<Item = String>) -> Self {
+        for path in owned {
+            if !self.excluded.contains(&path) {
+                self.excluded.push(path);
+            }
+        }
+        self
     }
 
     async fn run(&self, args: &[&str]) -> Result<String, GitError> {
@@ -100,27 +112,31 @@ impl Repo {
     }
 
     fn is_excluded(&self, path: &str) -> bool {
-        self.excluded.as_deref().is_some_and(|ex| {
+        self.excluded.iter().any(|ex| {
             path == ex
                 || path
-                    .strip_prefix(ex)
+                    .strip_prefix(ex.as_str())
                     .is_some_and(|rest| rest.starts_with('/'))
         })
     }
 
-    /// The pathspec keeping the log dir out of a stash: none when git already ignores it
-    /// (`stash -u` skips ignored files, and naming an ignored path makes git fail after
-    /// the stash was made).
+    /// The pathspec keeping the excluded paths out of a stash, leaving out those git
+    /// already ignores (`stash -u` skips ignored files, and naming an ignored path makes
+    /// git fail after the stash was made); none when nothing is left.
     async fn stash_pathspec(&self) -> Vec<String> {
-        match &self.excluded {
-            Some(ex) if self.run(&["check-ignore", "-q", ex]).await.is_err() => {
-                vec![".".to_owned(), format!(":(exclude){ex}")]
+        let mut spec = Vec::new();
+        for ex in &self.excluded {
+            if self.run(&["check-ignore", "-q", ex]).await.is_err() {
+                spec.push(format!(":(exclude,literal){ex}"));
             }
-            _ => Vec::new(),
         }
+        if !spec.is_empty() {
+            spec.insert(0, ".".to_owned());
+        }
+        spec
     }
 
-    /// `git stash push -u -m <message>` (log dir excluded); returns the stash commit's SHA,
+    /// `git stash push -u -m <message>` (excluded paths left out); returns the stash commit's SHA,
     /// or `None` when git found nothing to stash. A stash that git made but then reported
     /// a failure for still counts as made (the work is in it, by SHA).
     pub async fn stash_push(&self, message: &str) -> Result<Option<String>, GitError> {

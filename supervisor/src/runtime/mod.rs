@@ -3,8 +3,9 @@
 //! - [`serve`]: boot (config → sandbox gate → lock → hosts) and rounds back to back.
 //! - [`round`]: one round: admission, prompt, spawn gate, agent, dirty tree, events.
 //! - [`agent`]: the agent process in its own process group, under its budget.
-//! - [`spawn_gate`] and [`dirty`]: the two hook families as the round sees them, with their
-//!   built-ins.
+//! - [`pre_round`] (pre-round hooks and context enrichers), [`spawn_gate`], [`dirty`] and
+//!   [`detect`]: the hook families as the round sees them, with their built-ins;
+//!   [`serve_startup`]: the hooks `serve` calls once at boot.
 //! - [`git`]: the only place that runs git.
 //! - [`prompt`], [`round_context`]: what the agent is told.
 //! - [`events`]: the operator's record, one JSON line per event (writer side).
@@ -13,14 +14,17 @@
 //! - [`retention`]: round log pruning.
 
 pub mod agent;
+pub mod detect;
 pub mod dirty;
 pub mod events;
 pub mod git;
+pub mod pre_round;
 pub mod prompt;
 pub mod retention;
 pub mod round;
 pub mod round_context;
 pub mod serve;
+pub mod serve_startup;
 pub mod spawn_gate;
 pub mod state;
 pub mod stop;

@@ -8,7 +8,7 @@
 //! (`AGENT_RUNNER_PHASE`, the round context), the hosts (`ctx.phase`), `round_start.phase`
 //! and the auto-commit subject.
 
-use agent_runner_protocol::{Context, SpawnView, VcsContext};
+use agent_runner_protocol::{Context, ProjectState, SpawnView, VcsContext};
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::time::SystemTime;
@@ -17,9 +17,11 @@ use crate::config::{Config, ContextInjection, PromptDelivery};
 use crate::exit::CliError;
 use crate::hosts::HostManager;
 use crate::runtime::agent::{self, AgentExit, AgentSpec};
+use crate::runtime::detect::{self, AutoStop};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
 use crate::runtime::events::{timestamp, Event, EventLog, RoundEnd, RoundOutcome};
 use crate::runtime::git::Repo;
+use crate::runtime::pre_round;
 use crate::runtime::prompt::{agent_argv, assemble};
 use crate::runtime::retention;
 use crate::runtime::round_context::{self, CONTEXT_FILE_ENV};
@@ -61,7 +63,8 @@ pub struct Runner {
 impl Runner {
     /// A runner over `config` with `hosts` already booted.
     pub fn new(config: Config, events: EventLog, hosts: HostManager) -> Self {
-        let repo = Repo::new(&config.runtime.work_dir, &config.runtime.log_dir);
+        let repo = Repo::new(&config.runtime.work_dir, &config.runtime.log_dir)
+            .excluding(hosts.owned_paths());
         Runner {
             config,
             events,
@@ -139,7 +142,23 @@ impl Runner {
         let phase = phase.as_deref();
         let profile = self.config.profile(phase);
         let started = timestamp(SystemTime::now());
-        let round_ctx = round_context::build(&log_dir, &self.repo, next, &started, phase).await;
+        let ctx = self.context(next, phase, None);
+        let Some(pre) = pre_round::consult(
+            &mut self.hosts,
+            &self.config.plugins.spawn_override_allow,
+            &self.events,
+            &ctx,
+            stop,
+        )
+        .await
+        else {
+            return Ok(Attempt::Stopped);
+        };
+        if let Some((hook, reason)) = pre.skip {
+            return Ok(Attempt::NotStarted(Verdict::Skip { hook, reason }));
+        }
+        let mut round_ctx = round_context::build(&log_dir, &self.repo, next, &started, phase).await;
+        pre_round::merge(&mut round_ctx, pre.enrichments);
         let prepend =
             (self.config.prompt.injection == ContextInjection::Prepend).then_some(&round_ctx);
         let prompt = assemble(&self.config.prompt, profile.prompt_files, prepend)
@@ -156,7 +175,6 @@ impl Runner {
             argv: argv.clone(),
             env_names: env_names.into_iter().collect(),
         };
-        let ctx = self.context(next, phase, None);
         let verdict = spawn_gate::consult(
             &mut self.hosts,
             &self.config.plugins.spawn_override_allow,
@@ -295,6 +313,27 @@ impl Runner {
             output_bytes,
             dirty,
         })
+    }
+
+    /// Polls the detectors after round `round_num` (docs/protocol.md §5.6) with the
+    /// project's `state`; returns the alert that stops `serve`, if one does.
+    pub async fn poll_detectors(
+        &mut self,
+        round_num: u64,
+        state: &ProjectState,
+        stop: &mut StopWatch,
+    ) -> Option<AutoStop> {
+        let phase = self.config.phase_for_round(round_num).map(str::to_owned);
+        let ctx = self.context(round_num, phase.as_deref(), None);
+        detect::poll(
+            &mut self.hosts,
+            &self.config.monitor.auto_stop_on,
+            &self.events,
+            &ctx,
+            state,
+            stop,
+        )
+        .await
     }
 
     /// Applies `round_log_retention` before a new round log is created, keeping room for it.

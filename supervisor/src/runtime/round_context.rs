@@ -18,6 +18,16 @@ pub const CONTEXT_FILE: &str = "round-context.json";
 /// The variable naming the context file in the agent's environment (`file` mode).
 pub const CONTEXT_FILE_ENV: &str = "AGENT_RUNNER_CONTEXT_FILE";
 
+/// The round context's own top-level keys; a context enricher may not be named after one
+/// (its object is put under its name, docs/protocol.md §5.4).
+pub const RESERVED_CONTEXT_KEYS: &[&str] = &[
+    "round_num",
+    "started_at",
+    "phase",
+    "previous",
+    "orphan_stash",
+];
+
 /// Builds the context of round `round_num`. Missing or unreadable state leaves its part
 /// out (the context is advice, never a reason to skip a round).
 pub async fn build(
