@@ -186,7 +186,14 @@ fn faulty_hosts_fail_the_rule_they_break() {
 #[test]
 fn python_scaffolds_pass_as_generated() {
     let dir = tempfile::tempdir().unwrap();
-    for (name, family) in [("py-spawn", "spawn_hook"), ("py-dirty", "dirty_handler")] {
+    for (name, family) in [
+        ("py-spawn", "spawn_hook"),
+        ("py-dirty", "dirty_handler"),
+        ("py-pre-round", "pre_round"),
+        ("py-enricher", "context_enricher"),
+        ("py-startup", "serve_startup"),
+        ("py-detector", "detector"),
+    ] {
         let out = agent_runner(
             dir.path(),
             &[
@@ -216,47 +223,59 @@ fn python_scaffolds_pass_as_generated() {
 }
 
 #[test]
-fn rust_scaffold_builds_and_passes() {
+fn rust_scaffolds_build_and_pass() {
     let dir = tempfile::tempdir().unwrap();
     let sdk = workspace_root().join("sdk");
-    let out = agent_runner(
-        dir.path(),
-        &[
-            "plugin",
-            "new",
-            "--lang",
-            "rust",
-            "--sdk-path",
-            sdk.to_str().unwrap(),
-            "ar-scaffold-probe",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let project = dir.path().join("ar-scaffold-probe");
-    // The workspace's lock file and target dir: the same dependency versions, already built.
-    std::fs::copy(
-        workspace_root().join("Cargo.lock"),
-        project.join("Cargo.lock"),
-    )
-    .unwrap();
     let target = bin_dir().parent().unwrap().to_owned();
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let build = Command::new(cargo)
-        .args(["build", "--offline", "--quiet"])
-        .env("CARGO_TARGET_DIR", &target)
-        .current_dir(&project)
-        .output()
+    for family in [
+        "spawn_hook",
+        "dirty_handler",
+        "pre_round",
+        "context_enricher",
+        "serve_startup",
+        "detector",
+    ] {
+        let name = format!("ar-scaffold-{}", family.replace('_', "-"));
+        let out = agent_runner(
+            dir.path(),
+            &[
+                "plugin",
+                "new",
+                "--lang",
+                "rust",
+                "--family",
+                family,
+                "--sdk-path",
+                sdk.to_str().unwrap(),
+                &name,
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let project = dir.path().join(&name);
+        // The workspace's lock file and target dir: the same dependency versions, already built.
+        std::fs::copy(
+            workspace_root().join("Cargo.lock"),
+            project.join("Cargo.lock"),
+        )
         .unwrap();
-    assert!(
-        build.status.success(),
-        "{}",
-        String::from_utf8_lossy(&build.stderr)
-    );
-    let exe = target.join("debug/ar-scaffold-probe");
-    let (code, report) = check(&[], &[exe.to_str().unwrap()]);
-    assert_all_pass(code, &report);
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let build = Command::new(cargo)
+            .args(["build", "--offline", "--quiet"])
+            .env("CARGO_TARGET_DIR", &target)
+            .current_dir(&project)
+            .output()
+            .unwrap();
+        assert!(
+            build.status.success(),
+            "{family}: {}",
+            String::from_utf8_lossy(&build.stderr)
+        );
+        let exe = target.join("debug").join(&name);
+        let (code, report) = check(&["--provides", family], &[exe.to_str().unwrap()]);
+        assert_all_pass(code, &report);
+    }
 }
