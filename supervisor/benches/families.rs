@@ -11,6 +11,9 @@
 //! Serve-startup hooks run once per serve and dirty handlers only for dirty trees, so
 //! neither is in the per-round figure. Run with `bash bench/criterion.sh`.
 
+// Shared with hooks.rs and host_call.rs; this benchmark uses only its runtime, context and
+// spawn view.
+#[allow(dead_code)]
 mod common;
 
 use agent_runner::config;

@@ -141,6 +141,10 @@ pub struct HookRef {
     pub priority: i64,
 }
 
+/// One call of a [`HostManager::call_all`] batch waiting for its host: position in the
+/// batch, method, params, timeout.
+type PendingCall = (usize, &'static str, Value, Duration);
+
 /// What a host is doing right now (peek/doctor).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HostState {
@@ -521,11 +525,7 @@ impl HostManager {
             calls.iter().map(|_| None).collect();
         // Per host: the running process (taken out while its calls are in flight) and
         // its calls as (position in `calls`, method, params, timeout).
-        let mut batches: Vec<(
-            usize,
-            RunningHost,
-            Vec<(usize, &'static str, Value, Duration)>,
-        )> = Vec::new();
+        let mut batches: Vec<(usize, RunningHost, Vec<PendingCall>)> = Vec::new();
         for (i, (hook, params)) in calls.iter().enumerate() {
             if let Some(batch) = batches.iter_mut().find(|b| b.0 == hook.host) {
                 let timeout = self.hosts[hook.host].cfg.call_timeout(hook.family);
