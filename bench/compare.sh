@@ -10,7 +10,8 @@
 # — the reference refuses prompts under 500 bytes —, a trivial agent, one config both
 # accept) under target/compare/, then measures each row RUNS times, alternating the two
 # systems (wall time by the clock, peak RSS of the whole process by /usr/bin/time). It writes
-# the medians and the ratios to docs/performance.md. A verb one side lacks is shown as n/a.
+# the medians and the ratios to docs/performance.md (keeping the section bench/scale.sh
+# writes there). A verb one side lacks is shown as n/a.
 #
 # Hook rows use more copies of the project: `hooks` (an agent that dirties the tree, one spawn
 # hook answering proceed, one dirty handler committing), `spawn` (the trivial agent, the spawn
@@ -329,8 +330,13 @@ lines.append("- Idle RSS counts the supervisor process only (our hosts and their
              "are separate processes). Stop latency: `serve` is started in the `defer` project "
              "(pause file present, the spawn hook defers 60 s, allowed by `spawn_override_allow`), "
              "SIGTERM is sent after 2 s and the clock stops when the process exits.\n")
-with open(os.environ["OUT"], "w") as f:
-    f.write("\n".join(lines))
+# bench/scale.sh owns its section of the file: keep it.
+out = os.environ["OUT"]
+previous = open(out).read() if os.path.exists(out) else ""
+marker = "<!-- bench/scale.sh: begin -->"
+scale = previous[previous.index(marker):] if marker in previous else ""
+with open(out, "w") as f:
+    f.write("\n".join(lines) + ("\n" + scale if scale else ""))
 print("\n".join(lines))
 print("\nheadline: " + "; ".join(headline))
 PY

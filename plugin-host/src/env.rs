@@ -1,13 +1,13 @@
-//! The environment a host receives (protocol v1, §6).
+//! The environment a host receives (`docs/protocol.md` §8).
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-/// Names copied from the supervisor's environment when set (protocol §6), besides `LC_*`.
+/// Names copied from the supervisor's environment when set (`docs/protocol.md` §8), besides `LC_*`.
 const COPIED: [&str; 4] = ["PATH", "HOME", "LANG", "TZ"];
 
-/// The complete environment of a host named `host_name` (protocol §6): `PATH`, `HOME`,
+/// The complete environment of a host named `host_name` (`docs/protocol.md` §8): `PATH`, `HOME`,
 /// `LANG`, every `LC_*` and `TZ` copied from the current process when set; `TMPDIR` set to
 /// `tmp_dir`; `AGENT_RUNNER_HOST=<host_name>`; `AGENT_RUNNER_PROTOCOL=1`. Nothing else of
 /// the supervisor's environment crosses.

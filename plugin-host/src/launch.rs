@@ -9,10 +9,18 @@
 //!    tasks to `pids_max` ([`crate::pids_limit`]; skipped where no `pids` controller is
 //!    available);
 //! 1. `setrlimit`: `RLIMIT_CORE = 0` (a seccomp kill must not dump core into `work_dir`),
-//!    `RLIMIT_NOFILE`, `RLIMIT_AS`;
+//!    `RLIMIT_NOFILE`, `RLIMIT_AS`, `RLIMIT_FSIZE` ([`crate::write_limits`]);
 //! 2. `prctl(PR_SET_PDEATHSIG, SIGKILL)`, then a `poll` of a pidfd of the supervisor (made
 //!    before the fork) must show it alive (else `_exit(1)`: the supervisor died during the
 //!    fork; `getppid()` cannot tell, it is 0 in the host's own PID namespace);
+//!    * for an unprivileged supervisor (no PID namespace of its own making) where user
+//!      namespaces are allowed: new user, PID and mount namespaces, `RLIMIT_NPROC`, and a
+//!      fork into the host-to-be and a reaper ([`crate::user_namespace`]), after which the
+//!      host-to-be arms `PR_SET_PDEATHSIG` again (its parent is now the reaper);
+//!    * where a mount namespace can be had (root, or the user namespace above): a private
+//!      size-limited `tmpfs` over `tmp_dir`, granted in the Landlock ruleset
+//!      ([`crate::write_limits`]);
+//!    * `SIGXFSZ` ignored, so `RLIMIT_FSIZE` fails writes with `EFBIG`;
 //! 3. `prctl(PR_SET_NO_NEW_PRIVS, 1)`;
 //! 4. for a script host, `fcntl(F_SETFD, 0)` on the verified script descriptor so the
 //!    interpreter can open it as `/dev/fd/N`;
@@ -51,9 +59,13 @@ use crate::pid_namespace::{has_exited, own_pidfd, FreshPidNamespace};
 use crate::pids_limit::PidsCgroup;
 use crate::pin::VerifiedExecutable;
 use crate::policy::{
-    fs_grants, landlock_ruleset, seccomp_program_for, DenyAction, PolicyError, SeccompProgram,
+    fs_grants, landlock_ruleset, seccomp_program_for, DenyAction, FsAccess, PolicyError,
+    SeccompProgram, POLICY_LANDLOCK_ABI,
 };
 use crate::probe::Tier;
+use crate::user_namespace::{user_namespaces, UserNamespacePlan};
+use crate::write_limits::{ignore_sigxfsz, PrivateTmp};
+pub use crate::write_limits::{DEFAULT_FILE_MAX_MB, DEFAULT_TMP_MAX_MB};
 
 /// Default address-space limit of a host, in MiB (`RLIMIT_AS`).
 pub const DEFAULT_MEMORY_MAX_MB: u64 = 1024;
@@ -88,6 +100,12 @@ pub struct LaunchSpec {
     /// `pids` cgroup (default [`DEFAULT_PIDS_MAX`]; not enforced where the system offers no
     /// `pids` controller, see [`crate::pids_limit`]).
     pub pids_max: u64,
+    /// `RLIMIT_FSIZE` in MiB: the largest file the host may write (default
+    /// [`DEFAULT_FILE_MAX_MB`]; see [`crate::write_limits`]).
+    pub file_max_mb: u64,
+    /// Size of the host's private TMPDIR `tmpfs` in MiB (default [`DEFAULT_TMP_MAX_MB`];
+    /// where no mount namespace can be had, TMPDIR is the plain directory).
+    pub tmp_max_mb: u64,
 }
 
 impl LaunchSpec {
@@ -112,6 +130,8 @@ impl LaunchSpec {
             memory_max_mb: DEFAULT_MEMORY_MAX_MB,
             nofile_max: DEFAULT_NOFILE_MAX,
             pids_max: DEFAULT_PIDS_MAX,
+            file_max_mb: DEFAULT_FILE_MAX_MB,
+            tmp_max_mb: DEFAULT_TMP_MAX_MB,
         }
     }
 }
@@ -255,7 +275,11 @@ struct ChildPlan {
     pids_cgroup: Option<OwnedFd>,
     /// A pidfd of the supervisor (see [`crate::pid_namespace::has_exited`]).
     supervisor: OwnedFd,
-    rlimits: [(libc::__rlimit_resource_t, libc::rlim_t); 3],
+    rlimits: [(libc::__rlimit_resource_t, libc::rlim_t); 4],
+    /// For an unprivileged supervisor: the user/PID/mount namespaces to enter.
+    user_ns: Option<UserNamespacePlan>,
+    /// The private TMPDIR to mount, where a mount namespace can be had.
+    private_tmp: Option<PrivateTmp>,
     /// Kept open (and closed in the parent after the spawn) for execveat.
     exec_fd: OwnedFd,
     /// For a script host: the verified script descriptor, to be inherited by the interpreter.
@@ -354,6 +378,29 @@ fn recv_fd(sock: RawFd) -> std::io::Result<OwnedFd> {
 }
 
 impl ChildPlan {
+    /// `prctl(PR_SET_PDEATHSIG, SIGKILL)`, then `_exit(1)` if the supervisor is already gone
+    /// (it died between the fork and the prctl).
+    fn die_with_parent(&self) -> std::io::Result<()> {
+        // SAFETY: prctl with integer arguments only.
+        if unsafe {
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            )
+        } != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        if has_exited(&self.supervisor) {
+            // SAFETY: _exit is async-signal-safe and never returns.
+            unsafe { libc::_exit(1) };
+        }
+        Ok(())
+    }
+
     /// Runs in the forked child. Only raw system calls: no allocation, no locks, no logging.
     fn apply(&self) -> std::io::Result<()> {
         let fail = || Err(std::io::Error::last_os_error());
@@ -374,24 +421,16 @@ impl ChildPlan {
                 return fail();
             }
         }
-        // SAFETY: prctl with integer arguments only.
-        if unsafe {
-            libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            )
-        } != 0
-        {
-            return fail();
+        self.die_with_parent()?;
+        if let Some(user_ns) = &self.user_ns {
+            user_ns.enter()?;
+            // Now PID 1 of the new namespace, child of the reaper.
+            self.die_with_parent()?;
         }
-        if has_exited(&self.supervisor) {
-            // The supervisor died between fork and PR_SET_PDEATHSIG.
-            // SAFETY: _exit is async-signal-safe and never returns.
-            unsafe { libc::_exit(1) };
+        if let Some(tmp) = &self.private_tmp {
+            tmp.mount(self.landlock.as_ref().map(|fd| fd.as_raw_fd()))?;
         }
+        ignore_sigxfsz()?;
         // SAFETY: prctl with integer arguments only.
         if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
             return fail();
@@ -477,8 +516,15 @@ fn above_stdio(fd: OwnedFd) -> std::io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(new) })
 }
 
+/// A new open file description (offset 0, `O_RDONLY | O_CLOEXEC`) of the file behind
+/// `fd`, through `/proc/self/fd` (the inode the descriptor holds, whatever its path now
+/// names).
+fn reopen(fd: &OwnedFd) -> std::io::Result<OwnedFd> {
+    std::fs::File::open(format!("/proc/self/fd/{}", fd.as_raw_fd())).map(OwnedFd::from)
+}
+
 /// Current Landlock ABI of the kernel (0 if none).
-fn kernel_landlock_abi() -> u32 {
+pub fn kernel_landlock_abi() -> u32 {
     // SAFETY: landlock_create_ruleset(NULL, 0, VERSION) only returns a number.
     let r = unsafe {
         libc::syscall(
@@ -623,10 +669,19 @@ fn spawn_inner(
             let ifd: OwnedFd = std::fs::File::open(&interp.path)
                 .map_err(|e| open_err(&interp.path, e))?
                 .into();
+            // The interpreter must read the bytes that were hashed, from their start: a
+            // fresh open file description of the verified inode (through its descriptor,
+            // never the path), so its offset is 0 and no other launch shares it. Perl reads
+            // `/dev/fd/N` through the inherited descriptor itself; bash, sh, Python and
+            // Node reopen it (docs/security.md "Verified launch").
+            let script = reopen(&verified)
+                .and_then(above_stdio)
+                .map_err(|e| open_err(&exe.path, e))?;
+            drop(verified);
             let mut argv = vec![interp.path.as_os_str().to_owned()];
             argv.extend(interp.args.iter().map(OsString::from));
-            argv.push(format!("/dev/fd/{}", verified.as_raw_fd()).into());
-            (ifd, Some(verified), interp.path.clone(), argv)
+            argv.push(format!("/dev/fd/{}", script.as_raw_fd()).into());
+            (ifd, Some(script), interp.path.clone(), argv)
         }
     };
     argv.extend(spec.args.iter().cloned());
@@ -672,13 +727,33 @@ fn spawn_inner(
     let supervisor = own_pidfd()
         .and_then(above_stdio)
         .map_err(|e| open_err(Path::new("<pidfd of the supervisor>"), e))?;
-    let pids =
-        PidsCgroup::create(spec.pids_max).map_err(|e| open_err(Path::new("<pids cgroup>"), e))?;
+    // No fork may happen between this and the spawn: the thread's next child is born in
+    // the new PID namespace.
+    let pid_ns = FreshPidNamespace::for_next_child()
+        .map_err(|e| open_err(Path::new("/proc/thread-self/ns/pid"), e))?;
+    let user_ns = if pid_ns.is_some() {
+        None
+    } else {
+        // (The probe forks: only here, where no PID namespace is armed.)
+        match user_namespaces() {
+            Ok(()) => Some(UserNamespacePlan::new(spec.pids_max)),
+            Err(reason) => {
+                tracing::warn!(host, %reason, "no PID namespace (needs CAP_SYS_ADMIN or a user namespace): processes the host starts with setsid() could outlive it");
+                None
+            }
+        }
+    };
+    let pids = match &user_ns {
+        Some(_) => None,
+        None => PidsCgroup::create(spec.pids_max)
+            .map_err(|e| open_err(Path::new("<pids cgroup>"), e))?,
+    };
     let (pids_cgroup, pids_guard) = match pids {
         Some(PidsCgroup { procs, guard }) => (
             Some(above_stdio(procs).map_err(|e| open_err(Path::new("<pids cgroup>"), e))?),
             Some(guard),
         ),
+        None if user_ns.is_some() => (None, None),
         None => {
             tracing::warn!(
                 host,
@@ -686,6 +761,24 @@ fn spawn_inner(
             );
             (None, None)
         }
+    };
+    let private_tmp = if pid_ns.is_some() || user_ns.is_some() {
+        let abi = landlock::ABI::from(kernel_landlock_abi().min(POLICY_LANDLOCK_ABI) as i32);
+        let rights = FsAccess::ReadWrite.rights(abi).bits();
+        Some(
+            PrivateTmp::new(&spec.tmp_dir, spec.tmp_max_mb, user_ns.is_none(), rights).ok_or_else(
+                || LaunchError::Nul {
+                    host: host.to_owned(),
+                    what: "tmp_dir".into(),
+                },
+            )?,
+        )
+    } else {
+        tracing::warn!(
+            host,
+            "no mount namespace: TMPDIR is bounded only by the supervisor's usage check"
+        );
+        None
     };
     let mib = 1024 * 1024;
     let plan = ChildPlan {
@@ -695,7 +788,10 @@ fn spawn_inner(
             (libc::RLIMIT_CORE, 0),
             (libc::RLIMIT_NOFILE, spec.nofile_max),
             (libc::RLIMIT_AS, spec.memory_max_mb.saturating_mul(mib)),
+            (libc::RLIMIT_FSIZE, spec.file_max_mb.saturating_mul(mib)),
         ],
+        user_ns,
+        private_tmp,
         exec_fd,
         script_fd,
         landlock,
@@ -719,11 +815,6 @@ fn spawn_inner(
     let mut cmd = tokio::process::Command::from(cmd);
     cmd.kill_on_drop(true);
     tracing::debug!(host, exe = %exe.path.display(), tier = %spec.confine, "spawning host");
-    let pid_ns = FreshPidNamespace::for_next_child()
-        .map_err(|e| open_err(Path::new("/proc/thread-self/ns/pid"), e))?;
-    if pid_ns.is_none() {
-        tracing::warn!(host, "no PID namespace (needs CAP_SYS_ADMIN): processes the host starts with setsid() could outlive it");
-    }
     let spawned = cmd.spawn();
     drop(pid_ns); // later children of this thread are ordinary again
     drop(pids_guard); // the child has joined its cgroup (or failed)

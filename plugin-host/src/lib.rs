@@ -9,7 +9,7 @@
 //!   `execveat(fd, "", AT_EMPTY_PATH)`;
 //! * Landlock and seccomp are in force ([`policy`], applied by [`launch`] between fork and
 //!   exec, with everything prepared before the fork);
-//! * its environment holds only the allowlist of protocol §6 ([`env`](mod@env));
+//! * its environment holds only the allowlist of `docs/protocol.md` §8 ([`env`](mod@env));
 //! * resource limits apply and it dies with the supervisor ([`launch`]), and every process
 //!   it starts dies with it (it is PID 1 of its own PID namespace);
 //! * with [`spawn_with_listener`], a seccomp denial is named: the supervisor learns which
@@ -28,6 +28,7 @@ compile_error!("agent-runner-plugin-host supports only Linux on x86_64");
 
 pub mod env;
 pub mod launch;
+pub mod layers;
 pub mod notify;
 pub mod pid_namespace;
 pub mod pids_limit;
@@ -35,6 +36,8 @@ pub mod pin;
 pub mod policy;
 pub mod probe;
 pub mod resolve;
+pub mod user_namespace;
+pub mod write_limits;
 
 pub use launch::{kill_group, spawn, spawn_with_listener, LaunchError, LaunchSpec};
 pub use notify::{syscall_name, DenialListener, Denied};

@@ -86,6 +86,20 @@ impl PidsCgroup {
     }
 }
 
+/// The cgroup below which hosts' `pids` cgroups are made, if this process may create
+/// them there; otherwise why not (for `doctor`).
+pub fn pids_cgroup() -> Result<PathBuf, String> {
+    let dir = own_pids_cgroup().ok_or("no pids controller delegated to the supervisor's cgroup")?;
+    let c =
+        std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).map_err(|e| e.to_string())?;
+    // SAFETY: access(2) on a NUL-terminated path.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0 {
+        Ok(dir)
+    } else {
+        Err(format!("{} is not writable by this user", dir.display()))
+    }
+}
+
 /// The supervisor's own cgroup directory in a writable `pids` hierarchy, if any.
 fn own_pids_cgroup() -> Option<PathBuf> {
     let cgroups = fs::read_to_string("/proc/self/cgroup").ok()?;

@@ -7,6 +7,10 @@
 //!   knows, up to ABI 7, are *handled*). TCP bind/connect are handled and never granted
 //!   (ABI ≥ 4); abstract unix sockets and signals are scoped to the host's own domain
 //!   (ABI ≥ 6).
+//! * UNIX sockets: a host has none but its own `socketpair(AF_UNIX, SOCK_STREAM)`s.
+//!   `socket(AF_UNIX)` fails with [`UNIX_SOCKET_ERRNO`] and `connect`, `bind`, `listen`,
+//!   `accept`, `accept4` are in [`SECCOMP_DENY`]: no Landlock ABI up to 7 restricts
+//!   `connect()` to a *pathname* socket (docs/security.md "UNIX sockets").
 //! * [`SECCOMP_DENY`]: the system calls a host may not make; every other call is allowed
 //!   (Landlock does the path-based work). [`seccomp_program`] compiles it with
 //!   `SECCOMP_RET_KILL_PROCESS` on a match; [`seccomp_program_for`] with
@@ -16,7 +20,8 @@
 //!   calls outright (`SECCOMP_RET_KILL_PROCESS` in either variant).
 //!
 //! Both are built in the supervisor *before* the fork (see [`crate::launch`]).
-//! The source of each rule is protocol-v1.md §6 and the design's field notes.
+//! The source of each rule is `docs/protocol.md` §8 (what a confined host can do) and
+//! `docs/design-notes.md`, "Implementation notes".
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -120,7 +125,7 @@ pub enum PolicyError {
     Seccomp(String),
 }
 
-/// The filesystem grants of a host (protocol §6: readable are its executable and what it
+/// The filesystem grants of a host (docs/protocol.md §8: readable are its executable and what it
 /// needs to start, `work_dir` and `log_dir`; writable only `state_dir` and `tmp_dir`).
 pub fn fs_grants(
     exe: &VerifiedExecutable,
@@ -186,28 +191,28 @@ pub fn fs_grants(
     g.push(FsGrant {
         path: work_dir.to_owned(),
         access: FsAccess::ReadOnly,
-        why: "protocol §6: work_dir is readable (the host's cwd), never writable",
+        why: "docs/protocol.md §8: work_dir is readable (the host's cwd), never writable",
         required: true,
         via_verified_fd: false,
     });
     g.push(FsGrant {
         path: log_dir.to_owned(),
         access: FsAccess::ReadOnly,
-        why: "protocol §6: log_dir is readable",
+        why: "docs/protocol.md §8: log_dir is readable",
         required: true,
         via_verified_fd: false,
     });
     g.push(FsGrant {
         path: state_dir.to_owned(),
         access: FsAccess::ReadWrite,
-        why: "protocol §6: the host's private state directory is writable",
+        why: "docs/protocol.md §8: the host's private state directory is writable",
         required: true,
         via_verified_fd: false,
     });
     g.push(FsGrant {
         path: tmp_dir.to_owned(),
         access: FsAccess::ReadWrite,
-        why: "protocol §6: TMPDIR is writable",
+        why: "docs/protocol.md §8: TMPDIR is writable",
         required: true,
         via_verified_fd: false,
     });
@@ -281,12 +286,12 @@ pub fn landlock_ruleset(
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::from_all(abi))?;
     if level >= 4 {
-        // No network: TCP bind/connect handled, no rule grants them (protocol §6).
+        // No network: TCP bind/connect handled, no rule grants them (docs/protocol.md §8).
         ruleset = ruleset.handle_access(AccessNet::from_all(abi))?;
     }
     if level >= 6 {
         // No abstract unix sockets outside the host's domain, no signals to processes
-        // outside the host (protocol §6).
+        // outside the host (docs/protocol.md §8).
         ruleset = ruleset.scope(Scope::from_all(abi))?;
     }
     let mut created = ruleset.create()?;
@@ -330,6 +335,10 @@ pub enum DenyWhen {
     Always,
     /// When argument 0 (the address family) is not `AF_UNIX`.
     FamilyNotUnix,
+    /// `socketpair`: when argument 0 is not `AF_UNIX` or the type (argument 1 without the
+    /// `SOCK_NONBLOCK`/`SOCK_CLOEXEC` flags) is not `SOCK_STREAM`: a datagram or seqpacket
+    /// pair could `sendto`/`sendmsg` an explicit pathname address, a stream pair cannot.
+    NotUnixStreamPair,
     /// When argument 0 is neither `0xffffffff` (query) nor `0` (`PER_LINUX`, the default).
     PersonalityChange,
     /// When argument 1 (the request) is `TIOCSTI` or `TIOCLINUX`.
@@ -360,17 +369,24 @@ macro_rules! deny {
     };
 }
 
-const NET: &str = "no network: only AF_UNIX sockets (tokio's signal/process drivers use socketpair(AF_UNIX)); no IP, packet or netlink sockets";
+const NET: &str = "no network: no IP, packet or netlink sockets (socket(AF_UNIX) fails with EACCES instead, see UNIX_SOCKET_ERRNO)";
+const PAIR: &str = "only socketpair(AF_UNIX, SOCK_STREAM): tokio, Python's asyncio and libuv make their wake-up channels with it";
+const UNIX: &str = "no UNIX-socket addresses: the only sockets a host can have are its own socketpair()s, which never need connect, bind, listen or accept (pathname sockets are not covered by Landlock up to ABI 7)";
 const NS: &str = "no mounts or namespaces";
 
-/// The seccomp deny-list (protocol §6 "cannot do"); a match kills the whole host process
+/// The seccomp deny-list (docs/protocol.md §8 "cannot do"); a match kills the whole host process
 /// (`SECCOMP_RET_KILL_PROCESS`, the parent sees signal 31, SIGSYS), or with
 /// [`DenyAction::Notify`] stops the calling thread in the kernel until the supervisor has read
 /// the notification and killed the host. `clone3` is deliberately *not* here: glibc's
 /// `pthread_create` uses it.
 pub const SECCOMP_DENY: &[Denial] = &[
     deny!(SYS_socket, DenyWhen::FamilyNotUnix, NET),
-    deny!(SYS_socketpair, DenyWhen::FamilyNotUnix, NET),
+    deny!(SYS_socketpair, DenyWhen::NotUnixStreamPair, PAIR),
+    deny!(SYS_connect, DenyWhen::Always, UNIX),
+    deny!(SYS_bind, DenyWhen::Always, UNIX),
+    deny!(SYS_listen, DenyWhen::Always, UNIX),
+    deny!(SYS_accept, DenyWhen::Always, UNIX),
+    deny!(SYS_accept4, DenyWhen::Always, UNIX),
     deny!(SYS_ptrace, DenyWhen::Always, "no ptrace"),
     deny!(SYS_process_vm_readv, DenyWhen::Always, "no reading other processes' memory"),
     deny!(SYS_process_vm_writev, DenyWhen::Always, "no writing other processes' memory"),
@@ -448,6 +464,8 @@ const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
 const SECCOMP_DATA_NR: u32 = 0;
 const SECCOMP_DATA_ARCH: u32 = 4;
+/// Offset of the low 32 bits of `args[0]` in `struct seccomp_data` (little-endian).
+const SECCOMP_DATA_ARG0_LO: u32 = 16;
 const BPF_LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
 const BPF_JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
 const BPF_JSET_K: u16 = (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16;
@@ -457,9 +475,16 @@ fn insn(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
     libc::sock_filter { code, jt, jf, k }
 }
 
+/// The errno `socket(AF_UNIX, …)` fails with in a host: `EACCES`. Failing (rather than
+/// killing) keeps glibc working: `getpwuid` and friends first try `socket(AF_UNIX)` to reach
+/// nscd and fall back on the files when it fails (bash looks up its user at start-up).
+/// The host gets no UNIX socket to connect, bind or listen with either way.
+pub const UNIX_SOCKET_ERRNO: i32 = libc::EACCES;
+
 /// Our guard, prepended to seccompiler's program: kill any call made with a foreign
 /// architecture and any x86_64 call with the x32 bit (0x40000000) set, which seccompiler
-/// does not check (x32 numbers alias the x86_64 ones).
+/// does not check (x32 numbers alias the x86_64 ones); then fail `socket(AF_UNIX, …)`
+/// with [`UNIX_SOCKET_ERRNO`] (seccompiler has a single match action per program).
 fn guard() -> Vec<libc::sock_filter> {
     vec![
         insn(BPF_LD_W_ABS, 0, 0, SECCOMP_DATA_ARCH),
@@ -468,6 +493,16 @@ fn guard() -> Vec<libc::sock_filter> {
         insn(BPF_LD_W_ABS, 0, 0, SECCOMP_DATA_NR),
         insn(BPF_JSET_K, 0, 1, X32_SYSCALL_BIT),
         insn(BPF_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS),
+        // A = nr (still loaded): socket?
+        insn(BPF_JEQ_K, 0, 3, libc::SYS_socket as u32),
+        insn(BPF_LD_W_ABS, 0, 0, SECCOMP_DATA_ARG0_LO),
+        insn(BPF_JEQ_K, 0, 1, libc::AF_UNIX as u32),
+        insn(
+            BPF_RET_K,
+            0,
+            0,
+            libc::SECCOMP_RET_ERRNO | UNIX_SOCKET_ERRNO as u32,
+        ),
     ]
 }
 
@@ -532,6 +567,28 @@ pub fn seccomp_program_for(action: DenyAction) -> Result<SeccompProgram, PolicyE
                     SeccompRule::new(vec![cond(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?])
                         .map_err(err)?,
                 ]
+            }
+            DenyWhen::NotUnixStreamPair => {
+                let mut chain =
+                    vec![
+                        SeccompRule::new(vec![cond(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?])
+                            .map_err(err)?,
+                    ];
+                // Any type but SOCK_STREAM (the low 4 bits; the rest are flags).
+                for ty in [
+                    libc::SOCK_DGRAM,
+                    libc::SOCK_RAW,
+                    libc::SOCK_RDM,
+                    libc::SOCK_SEQPACKET,
+                    libc::SOCK_DCCP,
+                    10, // SOCK_PACKET (deprecated in libc)
+                ] {
+                    chain.push(
+                        SeccompRule::new(vec![cond(1, SeccompCmpOp::MaskedEq(0xf), ty as u64)?])
+                            .map_err(err)?,
+                    );
+                }
+                chain
             }
             DenyWhen::PersonalityChange => vec![SeccompRule::new(vec![
                 cond(0, SeccompCmpOp::Ne, 0xffff_ffff)?,
@@ -623,7 +680,8 @@ mod tests {
                 [
                     libc::SECCOMP_RET_ALLOW,
                     SECCOMP_RET_KILL_PROCESS,
-                    libc::SECCOMP_RET_USER_NOTIF
+                    libc::SECCOMP_RET_USER_NOTIF,
+                    libc::SECCOMP_RET_ERRNO | UNIX_SOCKET_ERRNO as u32,
                 ]
                 .contains(&f.k),
                 "{:#x}",

@@ -208,6 +208,8 @@ async fn every_thread_is_confined_and_limits_apply() {
     .unwrap();
     assert!(ready);
 
+    let group = pid;
+    let pid = host_pid(pid);
     let mut tasks = 0;
     for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
         let status = std::fs::read_to_string(t.unwrap().path().join("status")).unwrap();
@@ -235,16 +237,16 @@ async fn every_thread_is_confined_and_limits_apply() {
 
     // Its own process group.
     // SAFETY: getpgid reads another process's group id.
-    assert_eq!(unsafe { libc::getpgid(pid as i32) }, pid as i32);
+    assert_eq!(unsafe { libc::getpgid(pid as i32) }, group as i32);
 
-    kill_group(pid).unwrap();
+    kill_group(group).unwrap();
     let st = tokio::time::timeout(Duration::from_secs(10), child.wait())
         .await
         .unwrap()
         .unwrap();
     assert_eq!(st.signal(), Some(libc::SIGKILL));
     // An exited group is not an error.
-    kill_group(pid).unwrap();
+    kill_group(group).unwrap();
 }
 
 #[tokio::test]
@@ -367,9 +369,15 @@ async fn python_env_script_host_starts_under_full_confinement() {
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     let spec = spec_for(&script, &d, &["x"], FULL);
     let interp = spec.exe.interpreter.clone().expect("a #! script");
-    // python3 on PATH is a pyenv shim (a bash script); the real interpreter is resolved.
+    // As root, python3 on PATH is a pyenv shim (a bash script) and the real interpreter is
+    // resolved; the unprivileged user's PATH reaches the system python3.
+    let expected = if agent_runner_e2e::unprivileged::is_rerun() {
+        "/usr/bin/"
+    } else {
+        "/root/.pyenv/versions/"
+    };
     assert!(
-        interp.path.starts_with("/root/.pyenv/versions/"),
+        interp.path.starts_with(expected),
         "{}",
         interp.path.display()
     );
@@ -406,9 +414,11 @@ fn policy_writes_only_state_and_tmp_and_executes_only_host_interpreter_loader() 
             FsAccess::ReadOnly => {}
         }
     }
-    // The interpreter's private prefix (pyenv) is readable, not all of /usr or /root.
+    // The interpreter's private prefix (pyenv, as root) or its stdlib (the system python3
+    // the unprivileged user's PATH reaches) is readable, not all of /usr or /root.
     let prefix = interp.path.parent().unwrap().parent().unwrap();
-    assert!(grants.iter().any(|g| g.path == prefix));
+    assert!(grants.iter().any(|g| g.path == prefix
+        || (prefix == std::path::Path::new("/usr") && g.path.starts_with("/usr/lib/python3"))));
     assert!(
         !grants
             .iter()
@@ -416,4 +426,138 @@ fn policy_writes_only_state_and_tmp_and_executes_only_host_interpreter_loader() 
                 || g.path == std::path::Path::new("/root"))
     );
     assert!(!SECCOMP_DENY.iter().any(|d| d.name == "SYS_clone3"));
+}
+
+/// Every other test of this file again, with the test binary running as an unprivileged
+/// user (user + PID namespaces, `RLIMIT_NPROC` instead of root's PID namespace and `pids`
+/// cgroup).
+#[test]
+fn all_of_the_above_as_an_unprivileged_user() {
+    agent_runner_e2e::rerun_as_unprivileged_user("all_of_the_above_as_an_unprivileged_user");
+}
+
+/// A listening pathname socket in a fresh directory outside every grant, open to all
+/// (0777), as a system bus or container daemon socket would be.
+fn open_unix_listener() -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    std::os::unix::net::UnixListener,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let path = dir.path().join("bus.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    (dir, path, listener)
+}
+
+#[tokio::test]
+async fn unix_sockets_exist_only_as_stream_pairs() {
+    let (_dir, path, listener) = open_unix_listener();
+    let path = path.to_str().unwrap();
+    // socket(AF_UNIX) fails with EACCES (glibc's nscd lookups fall back on it).
+    let (st, out, err, _) = run_target(&["unix-socket", path], FULL).await;
+    assert!(st.success(), "{st:?} {out} {err}");
+    assert!(out.contains(&format!("unix-socket-err {EACCES}")), "{out}");
+    // A stream pair works (tokio, asyncio, libuv); a datagram pair, or pointing a pair's
+    // end at an address, is killed.
+    let (st, out, err, _) = run_target(&["unix-pair"], FULL).await;
+    assert!(
+        st.success() && out.contains("unix-pair-ok"),
+        "{st:?} {out} {err}"
+    );
+    let (st, out, err, _) = run_target(&["unix-dgram-pair"], FULL).await;
+    assert_killed_by_seccomp("unix-dgram-pair", st, &out, &err);
+    let (st, out, err, _) = run_target(&["unix-pair-connect", path], FULL).await;
+    assert_killed_by_seccomp("unix-pair-connect", st, &out, &err);
+    let (st, out, err, d) = run_target(&["unix-pair-bind", "state/own.sock"], FULL).await;
+    assert_killed_by_seccomp("unix-pair-bind", st, &out, &err);
+    assert!(!d.state.join("own.sock").exists());
+    // Nothing ever reached the listener.
+    let e = listener.accept().unwrap_err();
+    assert_eq!(
+        e.kind(),
+        ErrorKind::WouldBlock,
+        "the listener saw a connection"
+    );
+}
+
+#[tokio::test]
+async fn writes_are_bounded_per_file_and_tmpdir_in_total() {
+    let d = dirs();
+    let mib = 1 << 20;
+    // Per file: RLIMIT_FSIZE, EFBIG (SIGXFSZ is ignored), the file stops at the limit.
+    let big = d.root.path().join("state/big");
+    let mut spec = spec_for(
+        &target(),
+        &d,
+        &["write-size", big.to_str().unwrap(), &(3 * mib).to_string()],
+        FULL,
+    );
+    spec.file_max_mb = 1;
+    let (st, out, err) = run_spec(&spec).await;
+    assert!(st.success(), "{st:?} {out} {err}");
+    assert!(out.contains("write-size-err 27"), "EFBIG: {out}");
+    assert_eq!(std::fs::metadata(&big).unwrap().len(), mib as u64);
+    // TMPDIR in total: a private tmpfs of tmp_max_mb; ENOSPC once it is full.
+    let mut spec = spec_for(
+        &target(),
+        &d,
+        &[
+            "write-many",
+            d.tmp.to_str().unwrap(),
+            &(mib / 2).to_string(),
+            "64",
+        ],
+        FULL,
+    );
+    spec.tmp_max_mb = 2;
+    let (st, out, err) = run_spec(&spec).await;
+    assert!(st.success(), "{st:?} {out} {err}");
+    assert!(out.contains("write-many-err 28"), "ENOSPC: {out}");
+    let files: usize = out
+        .lines()
+        .find_map(|l| l.strip_prefix("files "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(files, 4, "2 MiB hold four half-MiB files: {out}");
+    // The tmpfs lived in the host's own mount namespace: nothing reached the disk.
+    assert_eq!(std::fs::read_dir(&d.tmp).unwrap().count(), 0);
+}
+
+/// The same script host, started twice from one verification, in each interpreter that
+/// may read its script through the inherited descriptor (Perl does; the others reopen
+/// `/dev/fd/N`): each run prints what only the verified bytes say.
+#[tokio::test]
+async fn script_hosts_run_their_verified_bytes_in_every_interpreter() {
+    let dir = tempfile::tempdir().unwrap();
+    let scripts = [
+        ("perl", "#!/usr/bin/perl\nprint \"ran perl\\n\";\n"),
+        ("bash", "#!/bin/bash\necho ran bash\n"),
+        ("sh", "#!/bin/sh\necho ran sh\n"),
+        ("python3", "#!/usr/bin/env python3\nprint('ran python3')\n"),
+        // asyncio's event loop makes its wake-up channel with socketpair(AF_UNIX).
+        (
+            "python3-asyncio",
+            "#!/usr/bin/env python3\nimport asyncio\nasync def main():\n    await asyncio.sleep(0)\n    print('ran python3-asyncio')\nasyncio.run(main())\n",
+        ),
+        ("node", "#!/usr/bin/env node\nconsole.log('ran node')\n"),
+    ];
+    for (name, text) in scripts {
+        let d = dirs();
+        let script = dir.path().join(format!("host-{name}"));
+        std::fs::write(&script, text).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // Node's start-up reads system files outside this policy (the runtime grants are
+        // separate work); the offset under test does not depend on Landlock.
+        let tier = if name == "node" { Tier::Seccomp } else { FULL };
+        let spec = spec_for(&script, &d, &[], tier);
+        for run in 0..2 {
+            let (st, out, err) = run_spec(&spec).await;
+            assert!(st.success(), "{name} run {run}: {st:?} {out} {err}");
+            assert_eq!(out, format!("ran {name}\n"), "{name} run {run}: {err}");
+        }
+    }
 }

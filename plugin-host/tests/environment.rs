@@ -1,4 +1,4 @@
-//! The host's environment is only the protocol §6 allowlist. (A separate test binary because
+//! The host's environment is only the `docs/protocol.md` §8 allowlist. (A separate test binary because
 //! it changes this process's environment.)
 
 mod common;
@@ -39,4 +39,12 @@ async fn host_sees_only_the_allowlist() {
     ] {
         assert!(names.iter().any(|n| n == must), "{must} missing: {names:?}");
     }
+}
+
+/// Every other test of this file again, with the test binary running as an unprivileged
+/// user (user + PID namespaces, `RLIMIT_NPROC` instead of root's PID namespace and `pids`
+/// cgroup).
+#[test]
+fn all_of_the_above_as_an_unprivileged_user() {
+    agent_runner_e2e::rerun_as_unprivileged_user("all_of_the_above_as_an_unprivileged_user");
 }

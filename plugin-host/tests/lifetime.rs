@@ -1,4 +1,4 @@
-//! Nothing outlives a host (protocol v1 §6 "every process the host starts dies with it"):
+//! Nothing outlives a host (`docs/protocol.md` §8: a host "dies together with every process it started"):
 //! the host is PID 1 of its own PID namespace, so a child that left its process group with
 //! `setsid()` still dies with it; and its number of tasks is bounded by its `pids` cgroup.
 
@@ -65,7 +65,8 @@ async fn setsid_child_dies_when_the_host_is_stopped() {
     let marker = format!("ar-lifetime-{}", std::process::id());
     let spec = spec_for(&target(), &d, &["setsid-sleeper", &marker], FULL);
     let mut child = spawn(&spec).unwrap();
-    let pid = child.id().unwrap() as i32;
+    let group = child.id().unwrap();
+    let pid = host_pid(group) as i32;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let nspid = status.lines().find(|l| l.starts_with("NSpid:")).unwrap();
     assert_eq!(nspid.split_whitespace().last(), Some("1"), "{nspid}");
@@ -87,7 +88,7 @@ async fn setsid_child_dies_when_the_host_is_stopped() {
         "the child left the host's group"
     );
 
-    kill_group(pid as u32).unwrap();
+    kill_group(group).unwrap();
     let st = child.wait().await.unwrap();
     assert_eq!(st.signal(), Some(libc::SIGKILL));
     wait_none(&marker).await;
@@ -105,4 +106,12 @@ async fn a_fork_bomb_is_bounded_by_pids_max() {
         line, "forks 15 errno 11",
         "the host itself plus 15 children; EAGAIN"
     );
+}
+
+/// Every other test of this file again, with the test binary running as an unprivileged
+/// user (user + PID namespaces, `RLIMIT_NPROC` instead of root's PID namespace and `pids`
+/// cgroup).
+#[test]
+fn all_of_the_above_as_an_unprivileged_user() {
+    agent_runner_e2e::rerun_as_unprivileged_user("all_of_the_above_as_an_unprivileged_user");
 }

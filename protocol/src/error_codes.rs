@@ -1,4 +1,4 @@
-//! JSON-RPC error codes used by protocol v1 (protocol-v1.md §5; the -327xx codes are the
+//! JSON-RPC error codes used by protocol v1 (`docs/protocol.md` §6; the -327xx codes are the
 //! JSON-RPC 2.0 specification's own).
 
 /// Invalid JSON was received.

@@ -13,8 +13,8 @@ use crate::limits::{
 };
 use crate::methods;
 
-/// A hook family (`docs/protocol.md` §3, `hooks[].family`). Serialized as its
-/// [`FamilySpec::name`]: `"spawn_hook"`, `"dirty_handler"`, `"pre_round"`,
+/// A hook family (`docs/protocol.md` §3, `hooks[].family`), spelled on the wire and in
+/// config as its [`FamilySpec::name`]: `"spawn_hook"`, `"dirty_handler"`, `"pre_round"`,
 /// `"context_enricher"`, `"serve_startup"`, `"detector"`.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,

@@ -2,7 +2,7 @@
 //!
 //! A *host* is an executable, in any language, that provides hooks. The supervisor talks to
 //! it with JSON-RPC 2.0 objects, one per line, on the host's stdin/stdout
-//! (`shared/protocol-v1.md`, restated for authors in `docs/protocol.md`).
+//! (`docs/protocol.md`).
 //!
 //! This crate owns the wire format and nothing else: message types (serde), method names,
 //! limits, error codes, validation and redaction. It does no I/O. Decoding is strict:
@@ -12,6 +12,7 @@
 pub mod error_codes;
 mod family;
 pub mod limits;
+pub mod line;
 pub mod methods;
 pub mod redact;
 pub mod schema;

@@ -1,5 +1,5 @@
 //! Secret redaction for text a host hands back (`reason`, `ref`, commit messages, error
-//! messages, stderr lines): protocol-v1.md §4 says the supervisor keeps at most 256
+//! messages, stderr lines): `docs/protocol.md` §7 says the supervisor keeps at most 256
 //! characters with secrets redacted.
 //!
 //! Two rules, applied word by word (a word is a run of non-whitespace):
@@ -109,6 +109,17 @@ fn redact_word(word: &str) -> String {
         }
     }
     word.to_owned()
+}
+
+/// Bytes of a host's output shown in a message about it ([`quote`]).
+pub const QUOTE_BYTES: usize = 80;
+
+/// `bytes` (a host's stray output) as a short excerpt for a message: the first
+/// [`QUOTE_BYTES`] bytes, lossily decoded, redacted, debug-quoted, with `…` when cut.
+pub fn quote(bytes: &[u8]) -> String {
+    let head = &bytes[..bytes.len().min(QUOTE_BYTES)];
+    let more = if bytes.len() > QUOTE_BYTES { "…" } else { "" };
+    format!("{:?}{more}", redact(&String::from_utf8_lossy(head)))
 }
 
 #[cfg(test)]

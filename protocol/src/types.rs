@@ -1,4 +1,4 @@
-//! Message types of protocol v1 (protocol-v1.md §3–§4). Every struct rejects unknown
+//! Message types of protocol v1 (`docs/protocol.md` §3–§5). Every struct rejects unknown
 //! fields; decode through [`crate::validate`] functions to also get range checks.
 
 use schemars::JsonSchema;
@@ -9,7 +9,7 @@ use std::fmt;
 use crate::family::Family;
 use crate::limits::MAX_HOOK_NAME_LEN;
 
-/// A hook's name: `^[a-z0-9][a-z0-9_-]{0,63}$` (§3). Its identity in config
+/// A hook's name: `^[a-z0-9][a-z0-9_-]{0,63}$` (`docs/protocol.md` §3). Its identity in config
 /// (`spawn_override_allow`), events and peek.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -20,7 +20,7 @@ impl JsonSchema for HookName {
         "HookName".into()
     }
 
-    /// A string matching the §3 pattern.
+    /// A string matching the pattern of `docs/protocol.md` §3.
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "description": "A hook's name, unique across all hosts.",
@@ -102,7 +102,7 @@ pub struct SandboxInfo {
     pub seccomp: bool,
 }
 
-/// Params of `initialize` (§3).
+/// Params of `initialize` (`docs/protocol.md` §3).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InitializeParams {
@@ -126,7 +126,7 @@ pub struct InitializeParams {
     pub sandbox: SandboxInfo,
 }
 
-/// One hook a host declares in its `initialize` result (§3).
+/// One hook a host declares in its `initialize` result (`docs/protocol.md` §3).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HookDecl {
@@ -139,7 +139,7 @@ pub struct HookDecl {
     pub priority: Option<i64>,
 }
 
-/// Result of `initialize` (§3).
+/// Result of `initialize` (`docs/protocol.md` §3).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InitializeResult {
@@ -172,7 +172,7 @@ pub struct VcsContext {
     pub stash_idempotency_s: u64,
 }
 
-/// The context object sent with every hook call (§4).
+/// The context object sent with every hook call (`docs/protocol.md` §4).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Context {
@@ -198,7 +198,7 @@ pub struct Context {
     pub vcs: Option<VcsContext>,
 }
 
-/// `spawn`: what is about to run. Environment *names* only, never values (§4).
+/// `spawn`: what is about to run. Environment *names* only, never values (`docs/protocol.md` §5).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SpawnView {
@@ -208,7 +208,7 @@ pub struct SpawnView {
     pub env_names: Vec<String>,
 }
 
-/// Params of `spawn_hook/before_spawn` (§4).
+/// Params of `spawn_hook/before_spawn` (`docs/protocol.md` §5).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BeforeSpawnParams {
@@ -220,7 +220,7 @@ pub struct BeforeSpawnParams {
     pub spawn: SpawnView,
 }
 
-/// A spawn hook's verdict (§4).
+/// A spawn hook's verdict (`docs/protocol.md` §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SpawnAction {
@@ -243,7 +243,7 @@ impl SpawnAction {
     }
 }
 
-/// Result of `spawn_hook/before_spawn` (§4).
+/// Result of `spawn_hook/before_spawn` (`docs/protocol.md` §5).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SpawnDecision {
@@ -258,7 +258,7 @@ pub struct SpawnDecision {
     pub reason: String,
 }
 
-/// Params of `dirty_handler/handle_dirty` (§4).
+/// Params of `dirty_handler/handle_dirty` (`docs/protocol.md` §5).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HandleDirtyParams {
@@ -270,7 +270,7 @@ pub struct HandleDirtyParams {
     pub dirty_files: Vec<String>,
 }
 
-/// A dirty handler's answer (§4); the whole result is `Option<DirtyAction>`, `null`
+/// A dirty handler's answer (`docs/protocol.md` §5); the whole result is `Option<DirtyAction>`, `null`
 /// meaning "pass to the next handler". The supervisor performs the action.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]

@@ -1,5 +1,5 @@
 //! Strict decoding of results and params: serde shape checks (naming the field that broke)
-//! followed by the range and vocabulary rules of protocol-v1.md §3–§5.
+//! followed by the range and vocabulary rules of `docs/protocol.md` §3–§6.
 
 use serde::de::DeserializeOwned;
 use serde::Deserialize;

@@ -35,7 +35,8 @@ fn committed_schemas_match_the_types() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         // Protocol message schemas are `<message>.params.json` / `<message>.result.json`;
-        // other schemas in the folder (peek.schema.json) belong to the supervisor.
+        // the `<verb>.schema.json` files in the folder are the supervisor's documents
+        // (supervisor/tests/schema.rs).
         .filter(|n| n.ends_with(".params.json") || n.ends_with(".result.json"))
         .collect();
     committed.sort();

@@ -1,5 +1,5 @@
 //! Typed reads of a host's free config table (`initialize.params.config`, the host's
-//! `[plugins.hosts.<name>.config]` table verbatim, protocol-v1.md §3).
+//! `[plugins.hosts.<name>.config]` table verbatim, `docs/protocol.md` §3).
 
 use serde_json::{Map, Value};
 

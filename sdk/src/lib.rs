@@ -1,8 +1,8 @@
 //! Write agent-runner plugin hosts in Rust.
 //!
 //! A *host* is an executable the supervisor starts, confines and talks to with JSON-RPC 2.0,
-//! one object per line, on the host's stdin/stdout (protocol v1, `shared/protocol-v1.md`,
-//! restated for authors in `docs/protocol.md`). This crate does the protocol part:
+//! one object per line, on the host's stdin/stdout (protocol v1, `docs/protocol.md`). This
+//! crate does the protocol part:
 //!
 //! * implement [`SpawnHook`] (proceed / defer / skip an agent spawn) and/or
 //!   [`DirtyHandler`] (commit / stash / ignore a dirty tree, or pass with `None`);
@@ -86,7 +86,7 @@ pub use selfcheck::{confinement_self_check, SeccompMode, SelfCheck};
 /// test messages with `serde_json::json!`).
 pub use serde_json;
 
-/// A spawn hook (protocol-v1.md §4, `spawn_hook/before_spawn`): asked before each agent
+/// A spawn hook (`docs/protocol.md` §5, `spawn_hook/before_spawn`): asked before each agent
 /// spawn whether the agent may start now.
 ///
 /// Called on the serve loop's thread, one call at a time; the supervisor's call timeout
@@ -110,7 +110,7 @@ where
     }
 }
 
-/// A dirty handler (protocol-v1.md §4, `dirty_handler/handle_dirty`): asked, in ascending
+/// A dirty handler (`docs/protocol.md` §5, `dirty_handler/handle_dirty`): asked, in ascending
 /// priority order across all handlers, what to do with a working tree a clean round left
 /// dirty. The handler only decides; the supervisor stages, commits or stashes.
 ///
@@ -173,7 +173,7 @@ pub trait Detector: Send + Sync {
 
 /// A hook (or the host's setup) failed. Sent as the JSON-RPC error object
 /// `{"code": -32000, "message": <message>, "data": <data>}` (`-32000` is "hook failed",
-/// protocol-v1.md §5); the supervisor records the message, redacted and capped at 256
+/// `docs/protocol.md` §6); the supervisor records the message, redacted and capped at 256
 /// characters, in a `hook_failed` event.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HookError {
@@ -333,7 +333,7 @@ pub(crate) struct HookEntry {
 /// the `initialize` result lists.
 ///
 /// Names must match `^[a-z0-9][a-z0-9_-]{0,63}$` and be unique within the host
-/// (protocol-v1.md §3); a violation is reported when `initialize` runs, as a `-32603`
+/// (`docs/protocol.md` §3); a violation is reported when `initialize` runs, as a `-32603`
 /// error naming the hook.
 #[derive(Default)]
 pub struct Hooks {

@@ -1,5 +1,5 @@
 //! Whether this process runs confined: NoNewPrivs and seccomp from `/proc/self/status`,
-//! and a Landlock hint (protocol-v1.md §6 describes the confinement a host can expect).
+//! and a Landlock hint (`docs/protocol.md` §8 describes the confinement a host can expect).
 
 use std::fmt;
 
@@ -27,7 +27,7 @@ pub struct SelfCheck {
     /// `Seccomp_filters:` (number of filters in force); `None` if unreadable.
     pub seccomp_filters: Option<u32>,
     /// A Landlock hint. A process cannot ask the kernel whether it is Landlock-restricted,
-    /// so this tries to open `/` for reading, which a confined host may not (§6):
+    /// so this tries to open `/` for reading, which a confined host may not (`docs/protocol.md` §8):
     /// `Some(false)` when that was refused with `EACCES`, `Some(true)` when it succeeded,
     /// `None` for any other outcome.
     pub root_readable: Option<bool>,

@@ -1,5 +1,5 @@
 //! The serve loop: stdout protection, line framing, and the jsonrpsee `RpcModule` with the
-//! four protocol methods (protocol-v1.md §1–§5).
+//! four protocol methods (`docs/protocol.md` §1–§6).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use agent_runner_protocol::limits::MAX_LINE_BYTES;
+use agent_runner_protocol::line::{BoundedLines, Found, LongLines};
 use agent_runner_protocol::{
     check_host_events, decode, decode_detection, decode_dirty_result, decode_enrichment,
     decode_initialize_result, decode_round_decision, decode_spawn_decision, decode_startup_result,
@@ -56,7 +57,7 @@ pub(crate) fn run(host: Host) -> ExitCode {
 }
 
 /// Keeps the real stdout on a private close-on-exec descriptor (returned) and points fd 1
-/// at stderr, so that only the serve loop can write protocol messages (protocol-v1.md §1:
+/// at stderr, so that only the serve loop can write protocol messages (`docs/protocol.md` §1:
 /// "stdout carries protocol messages only").
 fn protect_stdout() -> io::Result<File> {
     // SAFETY: fcntl(F_DUPFD_CLOEXEC) takes only integer arguments and touches no memory of
@@ -86,27 +87,8 @@ fn protect_stdout() -> io::Result<File> {
     Ok(out)
 }
 
-/// The outcome of reading one line.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Line {
-    /// End of input and nothing pending.
-    Eof,
-    /// A line is in the buffer (without its newline; the last line may lack one).
-    Complete,
-    /// The line was longer than the limit; it was skipped up to its newline (or EOF).
-    TooLong,
-}
-
-/// Reads one `\n`-terminated line into `buf` (newline stripped) without ever holding more
-/// than `max` bytes: a line longer than `max` bytes, newline included, is consumed up to
-/// and including its newline and reported as [`Line::TooLong`].
-pub(crate) fn read_line_bounded(
-    input: &mut impl BufRead,
-    buf: &mut Vec<u8>,
-    max: usize,
-) -> io::Result<Line> {
-    buf.clear();
-    let mut too_long = false;
+/// Reads from `input` until `lines` frames the next line; `None` at end of input.
+fn next_line(input: &mut impl BufRead, lines: &mut BoundedLines) -> io::Result<Option<Found>> {
     loop {
         let available = match input.fill_buf() {
             Ok(bytes) => bytes,
@@ -114,31 +96,12 @@ pub(crate) fn read_line_bounded(
             Err(err) => return Err(err),
         };
         if available.is_empty() {
-            return Ok(if too_long {
-                Line::TooLong
-            } else if buf.is_empty() {
-                Line::Eof
-            } else {
-                Line::Complete
-            });
+            return Ok(lines.finish());
         }
-        let newline = available.iter().position(|&b| b == b'\n');
-        let take = newline.map_or(available.len(), |i| i + 1);
-        if !too_long {
-            if buf.len() + take > max {
-                too_long = true;
-                buf.clear();
-            } else {
-                buf.extend_from_slice(&available[..newline.unwrap_or(take)]);
-            }
-        }
-        input.consume(take);
-        if newline.is_some() {
-            return Ok(if too_long {
-                Line::TooLong
-            } else {
-                Line::Complete
-            });
+        let (used, found) = lines.push(available);
+        input.consume(used);
+        if found.is_some() {
+            return Ok(found);
         }
     }
 }
@@ -150,16 +113,18 @@ pub(crate) fn serve_lines(
     mut input: impl BufRead,
     mut output: impl Write,
 ) -> io::Result<()> {
-    let mut buf = Vec::with_capacity(8192);
+    // A too-long line is answered once; its rest is dropped (never held).
+    let mut lines = BoundedLines::new(MAX_LINE_BYTES, LongLines::Skip);
     loop {
-        let reply = match read_line_bounded(&mut input, &mut buf, MAX_LINE_BYTES)? {
-            Line::Eof => return Ok(()),
-            Line::TooLong => Some(error_line(
+        let reply = match next_line(&mut input, &mut lines)? {
+            None => return Ok(()),
+            Some(Found::TooLong) => Some(error_line(
                 &Value::Null,
                 error_codes::INVALID_REQUEST,
                 &format!("line longer than {MAX_LINE_BYTES} bytes"),
             )),
-            Line::Complete => handle_line(runtime, methods, &buf),
+            // The last line may lack its newline.
+            Some(Found::Line | Found::Unterminated) => handle_line(runtime, methods, lines.line()),
         };
         if let Some(reply) = reply {
             let mut bytes = reply.into_bytes();
@@ -368,7 +333,7 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, HookError>) -> Result<T,
 fn initialize(state: &State, params: &Params) -> RpcResult {
     let value = params_value(params)?;
     // The version is checked before the shape: a supervisor speaking another version may
-    // send other fields, and must learn which versions this host speaks (§3).
+    // send other fields, and must learn which versions this host speaks (`docs/protocol.md` §3).
     if let Some(version) = value.get("protocol_version") {
         if version.as_u64() != Some(u64::from(PROTOCOL_VERSION)) {
             return Err(ErrorObjectOwned::owned(
@@ -416,7 +381,7 @@ fn initialize(state: &State, params: &Params) -> RpcResult {
     Ok(value)
 }
 
-/// Checks the declared hooks (§3: name syntax, unique within the host) and indexes them.
+/// Checks the declared hooks (`docs/protocol.md` §3: name syntax, unique within the host) and indexes them.
 fn install(hooks: Hooks) -> Result<(Installed, Vec<HookDecl>), ErrorObjectOwned> {
     let mut installed = Installed {
         hooks: HashMap::new(),
@@ -606,7 +571,7 @@ fn detect(state: &State, params: &Params) -> RpcResult {
     )
 }
 
-/// `shutdown` (§4): no params (absent, `null`, `{}` or `[]` accepted); result `null`. The
+/// `shutdown` (`docs/protocol.md` §5): no params (absent, `null`, `{}` or `[]` accepted); result `null`. The
 /// process exits when stdin reaches end-of-file, which the supervisor closes next.
 fn shutdown(params: &Params) -> RpcResult {
     match params_value(params)? {
@@ -625,17 +590,29 @@ fn shutdown(params: &Params) -> RpcResult {
 mod tests {
     use super::*;
 
+    /// What the serve loop makes of a line.
+    #[derive(Debug, PartialEq)]
+    enum Line {
+        /// Handled as a request.
+        Complete,
+        /// Answered with an error, its bytes dropped.
+        TooLong,
+    }
+
     fn lines(input: &[u8], max: usize) -> Vec<(Line, String)> {
         let mut reader = io::BufReader::with_capacity(4, input);
-        let mut buf = Vec::new();
+        let mut framed = BoundedLines::new(max, LongLines::Skip);
         let mut out = Vec::new();
-        loop {
-            let line = read_line_bounded(&mut reader, &mut buf, max).unwrap();
-            if line == Line::Eof {
-                return out;
-            }
-            out.push((line, String::from_utf8(buf.clone()).unwrap()));
+        while let Some(found) = next_line(&mut reader, &mut framed).unwrap() {
+            out.push(match found {
+                Found::TooLong => (Line::TooLong, String::new()),
+                Found::Line | Found::Unterminated => (
+                    Line::Complete,
+                    String::from_utf8(framed.line().to_vec()).unwrap(),
+                ),
+            });
         }
+        out
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Drive a host executable over pipes from tests, the way the supervisor does: one JSON-RPC
-//! object per line on its stdin, one per line back on its stdout (protocol-v1.md §1).
+//! object per line on its stdin, one per line back on its stdout (`docs/protocol.md` §1).
 //!
 //! ```no_run
 //! use agent_runner_sdk::testing::{context, initialize_params, HostProcess};
@@ -183,7 +183,7 @@ impl HostProcess {
         }
     }
 
-    /// Closes stdin, then waits up to `timeout` for the exit (protocol-v1.md §1: a host
+    /// Closes stdin, then waits up to `timeout` for the exit (`docs/protocol.md` §1: a host
     /// exits within 2 s of end-of-file); `None` if it still runs.
     pub fn close_and_wait(&mut self, timeout: Duration) -> io::Result<Option<ExitStatus>> {
         self.close_stdin();
@@ -242,7 +242,7 @@ pub fn initialize_params(work_dir: &str, config: Value) -> Value {
     })
 }
 
-/// A hook-call context (`ctx`, protocol-v1.md §4) for round `round_num` in `work_dir`.
+/// A hook-call context (`ctx`, `docs/protocol.md` §4) for round `round_num` in `work_dir`.
 pub fn context(work_dir: &str, round_num: u64) -> Value {
     json!({
         "work_dir": work_dir, "log_dir": work_dir, "project": "test-project",

@@ -1,5 +1,5 @@
 //! Drives the real `ar-sdk-test-host` binary (built on this SDK, `src/bin/`) over pipes,
-//! as the supervisor would, and checks the protocol-v1 behaviour `run()` promises.
+//! as the supervisor would, and checks the protocol v1 behaviour (`docs/protocol.md`) `run()` promises.
 
 use agent_runner_sdk::serde_json::{json, Value};
 use agent_runner_sdk::testing::{context, initialize_params, HostProcess};

@@ -189,6 +189,38 @@ fn parse_family(text: &str) -> Result<agent_runner_protocol::Family, String> {
     })
 }
 
+/// `serve --json`: what it did.
+#[derive(serde::Serialize)]
+struct ServeSummary {
+    rounds_completed: u64,
+    exit_code: u8,
+}
+
+/// `round --json`: how the round went, or why it did not start.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum RoundSummary {
+    /// The agent ran.
+    Ran {
+        round_num: u64,
+        exit_code: Option<i32>,
+        exit_cause: &'static str,
+        duration_s: f64,
+        dirty_outcome: Option<&'static str>,
+    },
+    /// A spawn hook deferred or skipped it, or a stop came first (`action`).
+    NotStarted {
+        started: bool,
+        action: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        hook: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        defer_s: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+}
+
 /// Parses the command line, runs the verb, returns the exit code.
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -214,7 +246,7 @@ pub fn main() -> ExitCode {
         }
     };
     // One thread: hosts are spawned from it, so their PR_SET_PDEATHSIG (tied to the
-    // spawning thread) fires only when the supervisor itself exits (design.md field notes).
+    // spawning thread) fires only when the supervisor itself exits (`docs/design-notes.md`, "Implementation notes").
     match runtime.block_on(run(cli)) {
         Ok(code) => exit::code(code),
         Err(err) => {
@@ -261,10 +293,10 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             if cli.json {
                 println!(
                     "{}",
-                    serde_json::to_string_pretty(&report.json).unwrap_or_default()
+                    serde_json::to_string_pretty(&report.doc).unwrap_or_default()
                 );
             } else {
-                print!("{}", crate::operator::doctor::render(&report.json));
+                print!("{}", crate::operator::doctor::render(&report.doc));
             }
             Ok(report.code)
         }
@@ -342,10 +374,11 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             serve::shutdown(booted).await;
             let completed = end.completed;
             if cli.json {
-                println!(
-                    "{}",
-                    serde_json::json!({"rounds_completed": completed, "exit_code": end.code})
-                );
+                let summary = ServeSummary {
+                    rounds_completed: completed,
+                    exit_code: end.code,
+                };
+                println!("{}", serde_json::to_string(&summary).unwrap_or_default());
             } else {
                 eprintln!("agent-runner: serve stopped after {completed} completed round(s)");
             }
@@ -375,7 +408,10 @@ async fn plugin(command: PluginCommand, config: PathBuf, json: bool) -> Result<u
             };
             let report = crate::author::plugin_check::run(&target).await?;
             if json {
-                println!("{}", report.to_json());
+                println!(
+                    "{}",
+                    serde_json::to_string(&report.to_doc()).unwrap_or_default()
+                );
             } else {
                 print!("{}", report.render());
             }
@@ -450,10 +486,13 @@ async fn round(config: &std::path::Path, json: bool, phase: Option<&str>) -> Res
             } else {
                 exit::FAILURE
             };
-            let summary = serde_json::json!({
-                "round_num": round_num, "exit_code": agent_exit.exit_code, "exit_cause": agent_exit.cause.as_str(),
-                "duration_s": agent_exit.duration.as_secs_f64(), "dirty_outcome": dirty.as_ref().map(|d| d.as_str()),
-            });
+            let summary = RoundSummary::Ran {
+                round_num,
+                exit_code: agent_exit.exit_code,
+                exit_cause: agent_exit.cause.as_str(),
+                duration_s: agent_exit.duration.as_secs_f64(),
+                dirty_outcome: dirty.as_ref().map(|d| d.as_str()),
+            };
             (code, summary)
         }
         Attempt::NotStarted(verdict) => {
@@ -466,11 +505,23 @@ async fn round(config: &std::path::Path, json: bool, phase: Option<&str>) -> Res
                     eprintln!(
                         "agent-runner: round deferred by hook {hook} for {defer_s} s: {reason}"
                     );
-                    serde_json::json!({"started": false, "action": "defer", "hook": hook, "defer_s": defer_s, "reason": reason})
+                    RoundSummary::NotStarted {
+                        started: false,
+                        action: "defer",
+                        hook: Some(hook.to_string()),
+                        defer_s: Some(defer_s),
+                        reason: Some(reason),
+                    }
                 }
                 Verdict::Skip { hook, reason } => {
                     eprintln!("agent-runner: round skipped by hook {hook}: {reason}");
-                    serde_json::json!({"started": false, "action": "skip", "hook": hook, "reason": reason})
+                    RoundSummary::NotStarted {
+                        started: false,
+                        action: "skip",
+                        hook: Some(hook.to_string()),
+                        defer_s: None,
+                        reason: Some(reason),
+                    }
                 }
                 Verdict::Proceed => unreachable!("proceed always runs the agent"),
             };
@@ -480,12 +531,18 @@ async fn round(config: &std::path::Path, json: bool, phase: Option<&str>) -> Res
             eprintln!("agent-runner: stopped before the agent started");
             (
                 exit::INTERRUPTED,
-                serde_json::json!({"started": false, "action": "stopped"}),
+                RoundSummary::NotStarted {
+                    started: false,
+                    action: "stopped",
+                    hook: None,
+                    defer_s: None,
+                    reason: None,
+                },
             )
         }
     };
     if json {
-        println!("{summary}");
+        println!("{}", serde_json::to_string(&summary).unwrap_or_default());
     }
     Ok(code)
 }

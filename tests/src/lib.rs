@@ -10,7 +10,9 @@
 //!   stash list);
 //! * [`wait_until`] and [`Project::wait_for_event`]: correctness waits with generous
 //!   deadlines (never speed assertions);
-//! * [`host_pids`]: the live processes running given executables in a given directory.
+//! * [`host_pids`]: the live processes running given executables in a given directory;
+//! * [`unprivileged`]: the unprivileged test user ([`unprivileged_user`]) and projects whose
+//!   commands run as it ([`Project::new_as`]).
 
 #![warn(missing_docs)]
 
@@ -25,6 +27,9 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 pub use serde_json;
+
+pub mod unprivileged;
+pub use unprivileged::{rerun_as_unprivileged_user, unprivileged_user, Operator, TestUser};
 
 /// How long [`Project::wait_for_event`] waits by default: generous, a correctness bound.
 pub const EVENT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -598,6 +603,8 @@ pub struct Project {
     home: PathBuf,
     agent: PathBuf,
     spawned: std::sync::atomic::AtomicU32,
+    /// Who runs the project's `agent-runner` commands.
+    operator: Operator,
 }
 
 impl Default for Project {
@@ -610,6 +617,21 @@ impl Project {
     /// Creates the repository, the prompt and the demo agent.
     pub fn new() -> Project {
         Self::create(true)
+    }
+
+    /// Like [`Project::new`], but every `agent-runner` command ([`Project::command`]) runs
+    /// as `operator`: for [`Operator::Unprivileged`], as [`unprivileged_user`], with the
+    /// whole temporary directory handed to that user before each command starts (the test
+    /// itself, as root, may have written files since).
+    pub fn new_as(operator: Operator) -> Project {
+        let mut p = Self::create(true);
+        p.operator = operator;
+        p
+    }
+
+    /// Who runs this project's `agent-runner` commands.
+    pub fn operator(&self) -> Operator {
+        self.operator
     }
 
     /// Like [`Project::new`] but without `prompts/main.md` (for `init`).
@@ -642,6 +664,7 @@ impl Project {
             home,
             agent,
             spawned: std::sync::atomic::AtomicU32::new(0),
+            operator: Operator::Root,
         };
         project.write("README.md", "# e2e project\n");
         if with_prompt {
@@ -726,9 +749,12 @@ impl Project {
 
     /// An `agent-runner --config <project>/agent-runner.toml <args…>` command, run in the
     /// project dir with `HOME` set to the project's private home and no inherited
-    /// `AGENT_RUNNER_*` test or log settings.
+    /// `AGENT_RUNNER_*` test or log settings; as the project's [`Operator`].
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(agent_runner_bin());
+        if let Some(user) = self.operator.user() {
+            user.apply(&mut cmd);
+        }
         cmd.arg("--config")
             .arg(self.config_path())
             .args(args)
@@ -772,6 +798,9 @@ impl Project {
         let stderr = self.tmp.path().join(format!("run-{n}.stderr"));
         cmd.stdout(fs::File::create(&stdout).expect("stdout file"))
             .stderr(fs::File::create(&stderr).expect("stderr file"));
+        if let Some(user) = self.operator.user() {
+            user.own(self.tmp.path());
+        }
         let child = cmd.spawn().expect("spawn agent-runner");
         Running {
             child,
@@ -782,7 +811,9 @@ impl Project {
 
     /// Runs `git <args…>` in the project; panics unless it succeeds; returns its stdout.
     pub fn git(&self, args: &[&str]) -> String {
+        // The tree may belong to the unprivileged test user: tell git it is safe.
         let out = Command::new("git")
+            .args(["-c", "safe.directory=*"])
             .args(args)
             .current_dir(&self.root)
             .env("HOME", &self.home)

@@ -174,3 +174,70 @@ fn human_doctor_prints_paste_ready_pin_lines() {
         "{out}"
     );
 }
+
+/// Every confinement layer is on for root and for an unprivileged operator on this kernel
+/// (user + PID namespaces and `RLIMIT_NPROC` stand in for root's PID namespace and `pids`
+/// cgroup), and each host's write limits and state use are shown, by `doctor` and `peek`.
+#[test]
+fn every_layer_is_on_as_root_and_as_an_unprivileged_user() {
+    for operator in [
+        agent_runner_e2e::Operator::Root,
+        agent_runner_e2e::Operator::Unprivileged,
+    ] {
+        let p = Project::new_as(operator);
+        p.write_config(
+            &p.config()
+                .sandbox("require")
+                .host(HostSpec::new("pause", pause_host_bin())),
+        );
+        let out = p.run(&["doctor", "--json"]);
+        out.assert_code(0);
+        let report: Value = serde_json::from_str(&out.stdout).expect("doctor --json");
+        let layers = report["sandbox"]["layers"].as_array().expect("layers");
+        let names: Vec<&str> = layers.iter().filter_map(|l| l["name"].as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "landlock",
+                "seccomp",
+                "pid_namespace",
+                "process_bound",
+                "memory_bound",
+                "unix_socket_rule",
+                "write_limits"
+            ],
+            "{operator:?}: {report}"
+        );
+        for l in layers {
+            assert_eq!(l["on"], true, "{operator:?}: {l}");
+        }
+        let expected = match operator {
+            agent_runner_e2e::Operator::Root => "own PID namespace (root)",
+            agent_runner_e2e::Operator::Unprivileged => "own user and PID namespaces",
+        };
+        assert!(
+            layers[2]["detail"].as_str().unwrap().starts_with(expected),
+            "{operator:?}: {report}"
+        );
+        let limits = &host(&report, "pause")["write_limits"];
+        assert_eq!(limits["file_max_mb"], 16, "{report}");
+        assert_eq!(limits["state_max_mb"], 64, "{report}");
+        assert_eq!(limits["tmp_max_mb"], 64, "{report}");
+        assert!(limits["state_used_bytes"].is_u64(), "{report}");
+        let human = p.run(&["doctor"]);
+        assert!(human.stdout.contains("unix_socket_rule  on"), "{human}");
+        assert!(human.stdout.contains("writes: 16 MiB per file"), "{human}");
+        // peek shows the same layers and limits.
+        let peek = p.run(&["peek", "--json"]);
+        peek.assert_code(0);
+        let peek: Value = serde_json::from_str(&peek.stdout).expect("peek --json");
+        assert_eq!(
+            peek["plugins"]["sandbox"]["layers"], report["sandbox"]["layers"],
+            "{peek}"
+        );
+        assert_eq!(
+            peek["hosts"][0]["write_limits"]["state_max_mb"], 64,
+            "{peek}"
+        );
+    }
+}

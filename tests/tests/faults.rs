@@ -240,7 +240,15 @@ fn supervisor_does_not_grow_across_faulty_rounds() {
         late.threads <= early.threads + 4,
         "threads grew: {early:?} -> {late:?}"
     );
-    assert_eq!(late.zombie_children, 0, "{late:?}");
+    // A zombie caught between a child's exit and its reaping is not a leak; a leaked one
+    // stays. So the late sample's zombies must be gone within moments.
+    if late.zombie_children > 0 {
+        wait_until(
+            &format!("supervisor's zombie children reaped ({late:?})"),
+            Duration::from_secs(3),
+            || (zombie_children(pid) == 0).then_some(()),
+        );
+    }
     assert_eq!(early.zombie_children, 0, "{early:?}");
     let left = p.host_pids(&[Path::new(FAULTY)]);
     assert!(left.is_empty(), "hosts left running: {left:?}");

@@ -1,19 +1,55 @@
-//! The hostile-host suite (issue 4, protocol v1 §6): real hosts — `ar-e2e-attempts` (Rust,
+//! The hostile-host suite (issue 4, `docs/protocol.md` §8): real hosts — `ar-e2e-attempts` (Rust,
 //! SDK) and `tests/hosts/attempts.py` (Python, by hand) — pinned and run under
 //! `sandbox = "require"`, each trying one forbidden thing in a `before_spawn` call of a real
 //! `agent-runner round`. Every test asserts the denial (the errno the host reports back in its
 //! hook error, or the `plugin_sandbox_kill` event naming the system call), the `hook_failed`
 //! event, that the round still completed (exit 0, `round_end`, the agent ran) and that the
-//! supervisor was unaffected. Nothing here skips.
+//! supervisor was unaffected. Nothing here skips. Every case runs twice, with the
+//! supervisor run by root and by an unprivileged user (`as_root_and_unprivileged!`).
 
 use agent_runner_e2e::serde_json::{json, Value};
-use agent_runner_e2e::{workspace_root, HostSpec, Project, RunOutput, RUN_TIMEOUT};
+use agent_runner_e2e::{workspace_root, HostSpec, Operator, Project, RunOutput, RUN_TIMEOUT};
+use std::cell::Cell;
 use std::io::ErrorKind;
 use std::net::{TcpListener, UdpSocket};
+use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const RUST_HOST: &str = env!("CARGO_BIN_EXE_ar-e2e-attempts");
+
+thread_local! {
+    /// Who runs the supervisor in the current test (each test runs on its own thread).
+    static OPERATOR: Cell<Operator> = const { Cell::new(Operator::Root) };
+}
+
+/// Runs `test` with the supervisor run by `operator`.
+fn with_operator(operator: Operator, test: fn()) {
+    OPERATOR.set(operator);
+    test();
+}
+
+/// Every case of the suite runs twice: `<case>::as_root` and
+/// `<case>::as_unprivileged_user` (the supervisor binary itself runs as the test user).
+macro_rules! as_root_and_unprivileged {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                use super::*;
+
+                #[test]
+                fn as_root() {
+                    with_operator(Operator::Root, super::$name);
+                }
+
+                #[test]
+                fn as_unprivileged_user() {
+                    with_operator(Operator::Unprivileged, super::$name);
+                }
+            }
+        )*
+    };
+}
 
 /// The two languages of the suite.
 #[derive(Clone, Copy, Debug)]
@@ -38,7 +74,7 @@ fn project_with(
     host_keys: &str,
     config: impl FnOnce(&Project) -> Value,
 ) -> Project {
-    let p = Project::new();
+    let p = Project::new_as(OPERATOR.get());
     let mut table = json!({ "attempt": attempt });
     for (k, v) in config(&p).as_object().expect("object") {
         table[k] = v.clone();
@@ -142,17 +178,14 @@ fn tcp_connect(lang: Lang) {
     no_connection(&listener);
 }
 
-#[test]
 fn rust_tcp_connect_is_killed_and_never_reaches_the_listener() {
     tcp_connect(Lang::Rust);
 }
 
-#[test]
 fn python_tcp_connect_is_killed_and_never_reaches_the_listener() {
     tcp_connect(Lang::Python);
 }
 
-#[test]
 fn rust_udp_send_is_killed_and_never_arrives() {
     let receiver = UdpSocket::bind("127.0.0.1:0").unwrap();
     receiver.set_nonblocking(true).unwrap();
@@ -167,14 +200,12 @@ fn rust_udp_send_is_killed_and_never_arrives() {
     );
 }
 
-#[test]
 fn rust_netlink_socket_is_killed() {
     let p = project(Lang::Rust, "netlink_socket", json!({}), "");
     let out = round(&p);
     assert_killed(&p, &out, Some("socket"));
 }
 
-#[test]
 fn rust_packet_socket_is_killed() {
     let p = project(Lang::Rust, "packet_socket", json!({}), "");
     let out = round(&p);
@@ -192,17 +223,14 @@ fn read_home(lang: Lang) {
     assert_denied(&p, &out, "read", &[libc::EACCES]);
 }
 
-#[test]
 fn rust_reading_home_files_is_denied() {
     read_home(Lang::Rust);
 }
 
-#[test]
 fn python_reading_home_files_is_denied() {
     read_home(Lang::Python);
 }
 
-#[test]
 fn rust_reading_etc_shadow_is_denied() {
     assert!(Path::new("/etc/shadow").exists());
     let p = project(Lang::Rust, "read", json!({ "path": "/etc/shadow" }), "");
@@ -213,11 +241,13 @@ fn rust_reading_etc_shadow_is_denied() {
 /// Runs `round` in the background, tells the host the supervisor's pid through a file in
 /// `log_dir` (which the host may read), and waits for the round to end.
 fn round_with_pid_file(p: &Project) -> (RunOutput, u32) {
+    // log_dir exists before the supervisor starts (and is handed to its user with the
+    // rest of the project).
+    std::fs::create_dir_all(p.log_dir()).unwrap();
     let mut cmd = p.command(&["round"]);
     cmd.env("AGENT_RUNNER_SECRET_X", SECRET);
     let running = p.spawn_with(cmd);
     let pid = running.pid();
-    std::fs::create_dir_all(p.log_dir()).unwrap();
     let tmp = p.log_dir().join(".supervisor.pid.tmp");
     std::fs::write(&tmp, pid.to_string()).unwrap();
     std::fs::rename(&tmp, pid_file(p)).unwrap();
@@ -237,14 +267,12 @@ fn pid_project(attempt: &str) -> Project {
     )
 }
 
-#[test]
 fn rust_reading_the_supervisors_environ_is_denied() {
     let p = pid_project("read_pid_environ");
     let (out, _) = round_with_pid_file(&p);
     assert_denied(&p, &out, "read_pid_environ", &[libc::EACCES]);
 }
 
-#[test]
 fn rust_killing_the_supervisor_is_denied() {
     let p = pid_project("kill_pid");
     let (out, _) = round_with_pid_file(&p);
@@ -253,7 +281,6 @@ fn rust_killing_the_supervisor_is_denied() {
     assert_denied(&p, &out, "kill_pid", &[libc::ESRCH, libc::EPERM]);
 }
 
-#[test]
 fn rust_ptrace_attach_to_the_supervisor_is_killed() {
     let p = pid_project("ptrace_attach");
     let (out, _) = round_with_pid_file(&p);
@@ -272,12 +299,10 @@ fn write_work_tree(lang: Lang) {
     assert!(!p.dir().join("planted.txt").exists());
 }
 
-#[test]
 fn rust_writing_the_work_tree_is_denied() {
     write_work_tree(Lang::Rust);
 }
 
-#[test]
 fn python_writing_the_work_tree_is_denied() {
     write_work_tree(Lang::Python);
 }
@@ -298,20 +323,17 @@ fn write_project_file(rel: &str) -> (Project, Option<Vec<u8>>) {
     (p, before)
 }
 
-#[test]
 fn rust_writing_git_hooks_is_denied() {
     let (p, before) = write_project_file(".git/hooks/pre-commit");
     assert!(before.is_none());
     assert!(!p.dir().join(".git/hooks/pre-commit").exists());
 }
 
-#[test]
 fn rust_writing_the_config_file_is_denied() {
     let (_, before) = write_project_file("agent-runner.toml");
     assert!(before.is_some());
 }
 
-#[test]
 fn rust_writing_log_dir_control_files_is_denied() {
     // The host tries every file in log_dir: the events file, the lock and state files the
     // supervisor holds while the round runs.
@@ -332,31 +354,26 @@ fn exec_sh(lang: Lang) {
     assert_denied(&p, &out, "exec_sh", &[libc::EACCES]);
 }
 
-#[test]
 fn rust_exec_of_bin_sh_is_denied() {
     exec_sh(Lang::Rust);
 }
 
-#[test]
 fn python_exec_of_bin_sh_is_denied() {
     exec_sh(Lang::Python);
 }
 
-#[test]
 fn rust_io_uring_setup_is_killed() {
     let p = project(Lang::Rust, "io_uring_setup", json!({}), "");
     let out = round(&p);
     assert_killed(&p, &out, Some("io_uring_setup"));
 }
 
-#[test]
 fn rust_bpf_is_killed() {
     let p = project(Lang::Rust, "bpf", json!({}), "");
     let out = round(&p);
     assert_killed(&p, &out, Some("bpf"));
 }
 
-#[test]
 fn rust_perf_keyrings_mounts_namespaces_and_process_memory_are_killed() {
     for call in [
         "perf_event_open",
@@ -372,14 +389,12 @@ fn rust_perf_keyrings_mounts_namespaces_and_process_memory_are_killed() {
     }
 }
 
-#[test]
 fn rust_x32_socket_call_is_killed() {
     let p = project(Lang::Rust, "x32_socket", json!({}), "");
     let out = round(&p);
     assert_killed(&p, &out, None);
 }
 
-#[test]
 fn rust_memory_hog_is_bounded_by_memory_max_mb() {
     // 256 MiB of address space; the host asks for 512 MiB.
     let p = project(
@@ -411,12 +426,10 @@ fn secret_env(lang: Lang) {
     );
 }
 
-#[test]
 fn rust_secret_values_reach_neither_environment_nor_spawn_view() {
     secret_env(Lang::Rust);
 }
 
-#[test]
 fn python_secret_values_reach_neither_environment_nor_spawn_view() {
     secret_env(Lang::Python);
 }
@@ -432,7 +445,6 @@ fn wait_gone(p: &Project, what: &str) {
     });
 }
 
-#[test]
 fn rust_setsid_child_dies_with_the_stopped_host() {
     let p = project(Lang::Rust, "setsid_sleeper", json!({}), "");
     let out = round(&p);
@@ -443,7 +455,6 @@ fn rust_setsid_child_dies_with_the_stopped_host() {
     wait_gone(&p, "the host's setsid() child to die with the host");
 }
 
-#[test]
 fn rust_setsid_child_dies_when_the_supervisor_is_sigkilled() {
     let p = project(Lang::Rust, "setsid_sleeper", json!({}), "");
     let running = p.spawn(&["serve"]);
@@ -469,7 +480,6 @@ fn rust_setsid_child_dies_when_the_supervisor_is_sigkilled() {
     );
 }
 
-#[test]
 fn rust_grandchild_holding_stdout_does_not_stall_the_call() {
     // The host leaves a setsid() child holding its stdout and exits mid-call. The call
     // must end as a crash when the host dies, not wait for its (long) timeout.
@@ -485,7 +495,6 @@ fn rust_grandchild_holding_stdout_does_not_stall_the_call() {
     wait_gone(&p, "the stdout holder to die with the host");
 }
 
-#[test]
 fn rust_fork_bomb_is_bounded_and_dies_with_the_host() {
     let p = project(Lang::Rust, "fork_bomb", json!({ "max": 4096 }), "");
     let out = round(&p);
@@ -493,7 +502,6 @@ fn rust_fork_bomb_is_bounded_and_dies_with_the_host() {
     wait_gone(&p, "the fork bomb's children to die with the host");
 }
 
-#[test]
 fn python_host_script_is_pinned_and_its_interpreter_reported_not_pinned() {
     let p = project(Lang::Python, "read", json!({}), "");
     let out = p.run(&["doctor", "--json"]);
@@ -518,3 +526,247 @@ fn python_host_script_is_pinned_and_its_interpreter_reported_not_pinned() {
         "{human}"
     );
 }
+
+as_root_and_unprivileged!(
+    rust_tcp_connect_is_killed_and_never_reaches_the_listener,
+    python_tcp_connect_is_killed_and_never_reaches_the_listener,
+    rust_udp_send_is_killed_and_never_arrives,
+    rust_netlink_socket_is_killed,
+    rust_packet_socket_is_killed,
+    rust_reading_home_files_is_denied,
+    python_reading_home_files_is_denied,
+    rust_reading_etc_shadow_is_denied,
+    rust_reading_the_supervisors_environ_is_denied,
+    rust_killing_the_supervisor_is_denied,
+    rust_ptrace_attach_to_the_supervisor_is_killed,
+    rust_writing_the_work_tree_is_denied,
+    python_writing_the_work_tree_is_denied,
+    rust_writing_git_hooks_is_denied,
+    rust_writing_the_config_file_is_denied,
+    rust_writing_log_dir_control_files_is_denied,
+    rust_exec_of_bin_sh_is_denied,
+    python_exec_of_bin_sh_is_denied,
+    rust_io_uring_setup_is_killed,
+    rust_bpf_is_killed,
+    rust_perf_keyrings_mounts_namespaces_and_process_memory_are_killed,
+    rust_x32_socket_call_is_killed,
+    rust_memory_hog_is_bounded_by_memory_max_mb,
+    rust_secret_values_reach_neither_environment_nor_spawn_view,
+    python_secret_values_reach_neither_environment_nor_spawn_view,
+    rust_setsid_child_dies_with_the_stopped_host,
+    rust_setsid_child_dies_when_the_supervisor_is_sigkilled,
+    rust_grandchild_holding_stdout_does_not_stall_the_call,
+    rust_fork_bomb_is_bounded_and_dies_with_the_host,
+    python_host_script_is_pinned_and_its_interpreter_reported_not_pinned,
+);
+
+/// A listening pathname socket in a fresh directory outside every grant, open to all
+/// (mode 0777), like a system bus or a container daemon's socket.
+fn pathname_listener() -> (tempfile::TempDir, PathBuf, UnixListener) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let path = dir.path().join("daemon.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    (dir, path, listener)
+}
+
+fn no_unix_connection(listener: &UnixListener) {
+    match listener.accept() {
+        Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+        Ok(_) => panic!("the confined host connected to the UNIX socket"),
+        Err(e) => panic!("accept: {e}"),
+    }
+}
+
+fn rust_unix_pathname_connect_is_denied() {
+    let (_dir, path, listener) = pathname_listener();
+    let p = project(Lang::Rust, "unix_connect", json!({ "path": path }), "");
+    let out = round(&p);
+    assert_denied(&p, &out, "unix_connect", &[libc::EACCES]);
+    no_unix_connection(&listener);
+}
+
+fn rust_unix_abstract_connect_is_denied() {
+    use std::os::linux::net::SocketAddrExt;
+    let name = format!(
+        "ar-e2e-abstract-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    );
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let listener = UnixListener::bind_addr(&addr).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let p = project(
+        Lang::Rust,
+        "unix_connect",
+        json!({ "path": format!("@{name}") }),
+        "",
+    );
+    let out = round(&p);
+    assert_denied(&p, &out, "unix_connect", &[libc::EACCES]);
+    no_unix_connection(&listener);
+}
+
+fn rust_socketpair_connect_and_bind_are_killed() {
+    let (_dir, path, listener) = pathname_listener();
+    let p = project(Lang::Rust, "unix_pair_connect", json!({ "path": path }), "");
+    let out = round(&p);
+    assert_killed(&p, &out, Some("connect"));
+    no_unix_connection(&listener);
+    let p = project_with(
+        Lang::Rust,
+        "unix_pair_bind",
+        "",
+        |p| json!({ "path": p.log_dir().join("plugins/hostile/own.sock") }),
+    );
+    let out = round(&p);
+    assert_killed(&p, &out, Some("bind"));
+    assert!(!p.log_dir().join("plugins/hostile/own.sock").exists());
+}
+
+fn rust_connecting_to_the_supervisors_control_socket_is_denied() {
+    // serve listens on <log_dir>/control.sock while the host tries it every round.
+    let p = project_with(
+        Lang::Rust,
+        "unix_connect",
+        "",
+        |p| json!({ "path": p.log_dir().join("control.sock") }),
+    );
+    std::fs::create_dir_all(p.log_dir()).unwrap();
+    let running = p.spawn(&["serve"]);
+    let failed = p.wait_for_event("hook_failed");
+    assert!(
+        failed["error_message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&format!(
+                "outcome unix_connect: denied errno={}",
+                libc::EACCES
+            )),
+        "{failed}"
+    );
+    assert!(p.log_dir().join("control.sock").exists());
+    // The supervisor's socket still answers its operator, and serve stops cleanly.
+    let status = p.run(&["status", "--json"]);
+    status.assert_code(0);
+    assert!(
+        status.stdout.contains("\"source\":\"socket\"")
+            || status.stdout.contains("\"source\": \"socket\""),
+        "{status}"
+    );
+    p.run(&["stop"]).assert_code(0);
+    running.wait(RUN_TIMEOUT).assert_code(0);
+    assert!(
+        p.events_of("plugin_sandbox_kill").is_empty(),
+        "{}",
+        p.events_text()
+    );
+}
+
+fn unconfined_host_is_refused_by_the_control_socket() {
+    // Without seccomp (sandbox = "off") the host can make a UNIX socket: the supervisor's
+    // peer check must refuse it (the host is in its own PID namespace).
+    let p = Project::new_as(OPERATOR.get());
+    let text =
+        p.config()
+            .sandbox("off")
+            .host(HostSpec::new("hostile", host_exe(Lang::Rust)).config(
+                json!({ "attempt": "unix_request", "path": p.log_dir().join("control.sock") }),
+            ))
+            .render();
+    p.write_config_text(&text);
+    std::fs::create_dir_all(p.log_dir()).unwrap();
+    let running = p.spawn(&["serve"]);
+    let failed = p.wait_for_event("hook_failed");
+    let msg = failed["error_message"].as_str().unwrap_or_default();
+    assert!(msg.contains("allowed reply="), "{msg}");
+    assert!(
+        msg.contains("refused:"),
+        "the supervisor answered a host: {msg}"
+    );
+    // The refused `kill` did nothing: serve still runs and stops only when asked.
+    p.run(&["status", "--json"]).assert_code(0);
+    p.run(&["stop"]).assert_code(0);
+    let out = running.wait(RUN_TIMEOUT);
+    out.assert_code(0);
+}
+
+fn rust_one_file_past_file_max_mb_fails_with_efbig() {
+    let p = project_with(
+        Lang::Rust,
+        "write_big",
+        "file_max_mb = 1\n",
+        |p| json!({ "path": p.log_dir().join("plugins/hostile/big"), "bytes": 3u64 << 20 }),
+    );
+    let out = round(&p);
+    assert_denied(&p, &out, "write_big", &[libc::EFBIG]);
+    let size = std::fs::metadata(p.log_dir().join("plugins/hostile/big"))
+        .unwrap()
+        .len();
+    assert_eq!(size, 1 << 20, "the file stopped at the limit");
+}
+
+fn rust_many_files_past_state_max_mb_kill_and_disable_the_host() {
+    let p = project_with(
+        Lang::Rust,
+        "write_many",
+        "state_max_mb = 2\n",
+        |p| json!({ "path": p.log_dir().join("plugins/hostile"), "bytes": 256u64 << 10, "count": 4000 }),
+    );
+    let out = round(&p);
+    let failed = assert_round_completed(&p, &out);
+    let all = p.events_text();
+    assert_eq!(failed["error_type"], "crashed", "{all}");
+    let limit = p.events_of("plugin_write_limit");
+    assert_eq!(limit.len(), 1, "{all}");
+    assert_eq!(limit[0]["host"], "hostile", "{all}");
+    assert_eq!(limit[0]["limit_bytes"], 2u64 << 20, "{all}");
+    let used = limit[0]["used_bytes"].as_u64().unwrap();
+    assert!(used > 2 << 20, "{all}");
+    let disabled = p.events_of("plugin_disabled");
+    assert_eq!(disabled.len(), 1, "{all}");
+    assert!(
+        disabled[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("state_max_mb"),
+        "{all}"
+    );
+    // Bounded overshoot: one measurement interval of writing (see docs/security.md).
+    let on_disk =
+        agent_runner_plugin_host::write_limits::disk_usage(&p.log_dir().join("plugins/hostile"));
+    assert!(
+        on_disk <= (2 << 20) + (4 << 20),
+        "{on_disk} bytes in the state dir"
+    );
+    // The records are intact: the events file is whole and the round was recorded.
+    p.assert_events_whole();
+}
+
+fn rust_tmpdir_past_tmp_max_mb_fails_with_enospc() {
+    let p = project(
+        Lang::Rust,
+        "write_tmp",
+        json!({ "bytes": 512u64 << 10, "count": 64 }),
+        "tmp_max_mb = 2\n",
+    );
+    let out = round(&p);
+    assert_denied(&p, &out, "write_tmp", &[libc::ENOSPC]);
+    // TMPDIR was private to the host: nothing reached the log dir's filesystem.
+    let tmp = p.log_dir().join("plugins/.tmp/hostile");
+    assert_eq!(agent_runner_plugin_host::write_limits::disk_usage(&tmp), 0);
+}
+
+as_root_and_unprivileged!(
+    rust_unix_pathname_connect_is_denied,
+    rust_unix_abstract_connect_is_denied,
+    rust_socketpair_connect_and_bind_are_killed,
+    rust_connecting_to_the_supervisors_control_socket_is_denied,
+    unconfined_host_is_refused_by_the_control_socket,
+    rust_one_file_past_file_max_mb_fails_with_efbig,
+    rust_many_files_past_state_max_mb_kill_and_disable_the_host,
+    rust_tmpdir_past_tmp_max_mb_fails_with_enospc,
+);

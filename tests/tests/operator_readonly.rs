@@ -75,6 +75,23 @@ fn live_project_log_dir_is_unchanged() {
         before.contains_key("service.json") && before.len() > 5,
         "{before:?}"
     );
+    // serve keeps the record's summary; the readers below use it and leave it as it is.
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(p.log_dir().join("events-summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        summary["round_events"][0]["event"], "round_start",
+        "{summary}"
+    );
+    let covered = p
+        .log_dir()
+        .join(summary["covers"]["file"].as_str().unwrap());
+    assert_eq!(
+        summary["covers"]["end"].as_u64(),
+        Some(std::fs::metadata(covered).unwrap().len()),
+        "serve refreshed it before deferring: {summary}"
+    );
     for verb in VERBS {
         let out = p.run(verb);
         assert!(out.code() == 0, "{verb:?}: {out}");

@@ -14,6 +14,33 @@ fn report(what: &str, r: std::io::Result<()>) {
     }
 }
 
+/// A `sockaddr_un` for `path` and its length.
+fn sockaddr_un(path: &str) -> (libc::sockaddr_un, libc::socklen_t) {
+    // SAFETY: sockaddr_un is plain data; all-zero is valid.
+    let mut a: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    a.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (d, s) in a.sun_path.iter_mut().zip(path.bytes()) {
+        *d = s as libc::c_char;
+    }
+    (
+        a,
+        std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t,
+    )
+}
+
+/// Writes `n` bytes to `path` (created or truncated) in writes of at most 1 MiB.
+fn write_bytes(path: &std::path::Path, n: usize) -> std::io::Result<()> {
+    let mut f = std::fs::File::create(path)?;
+    let chunk = vec![b'x'; 1 << 20];
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(chunk.len());
+        f.write_all(&chunk[..k])?;
+        left -= k;
+    }
+    Ok(())
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let action = args.get(1).map(String::as_str).unwrap_or("ok");
@@ -41,6 +68,52 @@ fn main() {
         "unix-pair" => {
             let r = std::os::unix::net::UnixStream::pair();
             report("unix-pair", r.map(|_| ()));
+        }
+        "unix-socket" => {
+            // A pathname connect through the std API: socket(AF_UNIX) first.
+            let r = std::os::unix::net::UnixStream::connect(&arg);
+            report("unix-socket", r.map(|_| ()));
+        }
+        "unix-dgram-pair" => {
+            let r = std::os::unix::net::UnixDatagram::pair();
+            report("unix-dgram-pair", r.map(|_| ()));
+        }
+        "unix-pair-connect" | "unix-pair-bind" => {
+            // A socketpair end pointed at a pathname address.
+            let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+            let (name, len) = sockaddr_un(&arg);
+            use std::os::fd::AsRawFd;
+            // SAFETY: a valid sockaddr_un on the stack, alive across the call.
+            let r = unsafe {
+                if action == "unix-pair-connect" {
+                    libc::connect(a.as_raw_fd(), std::ptr::addr_of!(name).cast(), len)
+                } else {
+                    libc::bind(a.as_raw_fd(), std::ptr::addr_of!(name).cast(), len)
+                }
+            };
+            println!("{action} {r} {}", if r == 0 { 0 } else { errno() });
+        }
+        "write-size" => {
+            // Writes argv[3] bytes into the file argv[2], in 1 MiB writes.
+            let n: usize = args[3].parse().unwrap();
+            report("write-size", write_bytes(std::path::Path::new(&arg), n));
+        }
+        "write-many" => {
+            // Writes files of argv[3] bytes into directory argv[2] until one fails
+            // (at most argv[4] files).
+            let n: usize = args[3].parse().unwrap();
+            let max: usize = args[4].parse().unwrap();
+            let mut written = 0;
+            let mut result = Ok(());
+            for i in 0..max {
+                result = write_bytes(&std::path::Path::new(&arg).join(format!("f{i}")), n);
+                if result.is_err() {
+                    break;
+                }
+                written += 1;
+            }
+            println!("files {written}");
+            report("write-many", result);
         }
         "read" => report("read", std::fs::read(&arg).map(|_| ())),
         "write" => report("write", std::fs::write(&arg, b"x")),

@@ -95,3 +95,42 @@ pub fn assert_killed_by_seccomp(action: &str, st: ExitStatus, out: &str, err: &s
         "{action}: expected SIGSYS kill, got {st:?}; stdout={out:?} stderr={err:?}"
     );
 }
+
+/// The pid of the host itself for the spawned child `pid`: `pid`, or when the launch went
+/// through a user namespace (an unprivileged supervisor), the reaper's only child, PID 1
+/// of the new PID namespace (see `agent_runner_plugin_host::user_namespace`).
+pub fn host_pid(pid: u32) -> u32 {
+    let children =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    let children: Vec<u32> = children
+        .split_whitespace()
+        .filter_map(|c| c.parse().ok())
+        .collect();
+    let is_init = |p: u32| {
+        std::fs::read_to_string(format!("/proc/{p}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("NSpid:"))
+                    .map(|ids| ids.split_whitespace().last() == Some("1"))
+            })
+            .unwrap_or(false)
+    };
+    match children.as_slice() {
+        [only] if !is_init(pid) && is_init(*only) => *only,
+        _ => pid,
+    }
+}
+
+/// The signal a host killed after a named seccomp denial ends with, as its parent sees it.
+/// As root the host is its PID namespace's init, which ignores the listener's SIGSYS, so
+/// SIGKILL ends it. Unprivileged, the parent sees the reaper, which dies of the SIGSYS sent
+/// to the host's process group (see `agent_runner_plugin_host::user_namespace`).
+pub fn denial_signal() -> i32 {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        libc::SIGKILL
+    } else {
+        SIGSYS
+    }
+}

@@ -1,11 +1,12 @@
 //! `agent-runner.toml`: loaded once, validated strictly, resolved to absolute paths.
 //!
-//! Keys and defaults follow the reference system (`shared/peer-facts.md`, "Config"), plus
+//! Keys and defaults follow the reference system (`docs/reference-system.md`, "Config"), plus
 //! our `[plugins.hosts.<name>]` tables. Every error names the file, the key and what was
 //! expected, and maps to exit 78 ([`crate::exit::CONFIG`]).
 
 mod raw;
 mod resolve;
+pub mod vocabulary;
 
 pub use raw::UNIMPLEMENTED;
 pub use resolve::{

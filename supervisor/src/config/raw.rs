@@ -110,6 +110,9 @@ pub(super) struct RawHost {
     pub timeout_s: Option<u64>,
     pub init_timeout_s: Option<u64>,
     pub memory_max_mb: Option<u64>,
+    pub file_max_mb: Option<u64>,
+    pub tmp_max_mb: Option<u64>,
+    pub state_max_mb: Option<u64>,
     #[serde(default)]
     pub config: serde_json::Map<String, serde_json::Value>,
 }

@@ -1,6 +1,7 @@
 //! From the raw shape to a typed [`Config`]: vocabulary checks, defaults, absolute paths.
 
 use agent_runner_plugin_host::pin::Sha256Pin;
+use agent_runner_plugin_host::write_limits;
 use agent_runner_protocol::limits::DEFAULT_INIT_TIMEOUT_S;
 use agent_runner_protocol::{Family, HookName};
 use std::collections::{BTreeMap, BTreeSet};
@@ -8,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::raw::{RawAgent, RawConfig, RawHost};
+use super::vocabulary::{self, Vocabulary};
 use super::{ConfigError, SCHEMA_VERSION};
 
 /// The whole configuration, validated, with absolute paths.
@@ -45,7 +47,8 @@ pub struct MonitorConfig {
 }
 
 /// How the round context reaches the agent (`[prompt] context_injection_mode`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ContextInjection {
     /// A fenced ```` ```json round-context ```` block before the prompt (default).
     Prepend,
@@ -53,6 +56,22 @@ pub enum ContextInjection {
     File,
     /// Not at all.
     None,
+}
+
+impl Vocabulary for ContextInjection {
+    const ALL: &'static [Self] = &[
+        ContextInjection::Prepend,
+        ContextInjection::File,
+        ContextInjection::None,
+    ];
+
+    fn word(self) -> &'static str {
+        match self {
+            ContextInjection::Prepend => "prepend",
+            ContextInjection::File => "file",
+            ContextInjection::None => "none",
+        }
+    }
 }
 
 /// `[prompt]`.
@@ -130,12 +149,24 @@ impl Config {
 }
 
 /// How the prompt reaches the agent (`[agent] prompt_delivery`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum PromptDelivery {
     /// `{prompt}` in `prompt_arg_template` is replaced by the prompt text.
     Argv,
     /// The prompt is written to the agent's stdin, which is then closed.
     Stdin,
+}
+
+impl Vocabulary for PromptDelivery {
+    const ALL: &'static [Self] = &[PromptDelivery::Argv, PromptDelivery::Stdin];
+
+    fn word(self) -> &'static str {
+        match self {
+            PromptDelivery::Argv => "argv",
+            PromptDelivery::Stdin => "stdin",
+        }
+    }
 }
 
 /// `[agent]`.
@@ -175,7 +206,8 @@ pub struct RuntimeConfig {
 }
 
 /// What the built-in dirty handler does (`[vcs] dirty_action`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum DirtyAction {
     /// `git stash push -u`, SHA-locked and idempotent (default).
     Stash,
@@ -183,6 +215,18 @@ pub enum DirtyAction {
     Ignore,
     /// Commit everything with subject `agent-runner auto-commit: R<N> <phase>`.
     AutoCommit,
+}
+
+impl Vocabulary for DirtyAction {
+    const ALL: &'static [Self] = &[
+        DirtyAction::Stash,
+        DirtyAction::Ignore,
+        DirtyAction::AutoCommit,
+    ];
+
+    fn word(self) -> &'static str {
+        self.as_str()
+    }
 }
 
 impl DirtyAction {
@@ -206,7 +250,8 @@ pub struct VcsConfig {
 }
 
 /// `[plugins] sandbox`: how much confinement third-party hosts must get.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum SandboxMode {
     /// Landlock and seccomp must both engage and every host must be pinned, or nothing
     /// starts (exit 78).
@@ -215,6 +260,14 @@ pub enum SandboxMode {
     Prefer,
     /// Run hosts unconfined (not for production).
     Off,
+}
+
+impl Vocabulary for SandboxMode {
+    const ALL: &'static [Self] = &[SandboxMode::Require, SandboxMode::Prefer, SandboxMode::Off];
+
+    fn word(self) -> &'static str {
+        self.as_str()
+    }
 }
 
 impl SandboxMode {
@@ -243,8 +296,33 @@ pub struct HostConfig {
     pub init_timeout: Duration,
     /// Address-space limit of the host process, MiB (default 1024).
     pub memory_max_mb: u64,
+    /// Write limits of the host (docs/configuration.md, docs/security.md "Write limits").
+    pub writes: WriteLimits,
     /// The free `config` table, passed verbatim in `initialize`.
     pub config: serde_json::Map<String, serde_json::Value>,
+}
+
+/// How much a host may write, in MiB (`[plugins.hosts.<name>]` `file_max_mb`,
+/// `tmp_max_mb`, `state_max_mb`; docs/configuration.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct WriteLimits {
+    /// Largest single file (`RLIMIT_FSIZE`; a write past it fails with `EFBIG`).
+    pub file_max_mb: u64,
+    /// Size of the private TMPDIR (`tmpfs`; past it, `ENOSPC`).
+    pub tmp_max_mb: u64,
+    /// Total of the state directory (measured by the supervisor; past it, the host is
+    /// killed and disabled).
+    pub state_max_mb: u64,
+}
+
+impl Default for WriteLimits {
+    fn default() -> Self {
+        WriteLimits {
+            file_max_mb: write_limits::DEFAULT_FILE_MAX_MB,
+            tmp_max_mb: write_limits::DEFAULT_TMP_MAX_MB,
+            state_max_mb: write_limits::DEFAULT_STATE_MAX_MB,
+        }
+    }
 }
 
 impl HostConfig {
@@ -365,17 +443,11 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
     let key = file_key(&prompt_files);
     let prompt_files =
         resolve_prompt_files(&prompt_files, &work_dir, &project).map_err(|m| err(key, m))?;
-    let injection = match raw.prompt.context_injection_mode.as_deref() {
-        None | Some("prepend") => ContextInjection::Prepend,
-        Some("file") => ContextInjection::File,
-        Some("none") => ContextInjection::None,
-        Some(other) => {
-            return Err(err(
-                "prompt.context_injection_mode",
-                format!("{other:?}; expected \"prepend\", \"file\" or \"none\""),
-            ))
-        }
-    };
+    let injection = vocabulary::parse(
+        raw.prompt.context_injection_mode.as_deref(),
+        ContextInjection::Prepend,
+    )
+    .map_err(|m| err("prompt.context_injection_mode", m))?;
     let injection = if raw.prompt.inject_context.unwrap_or(true) {
         injection
     } else {
@@ -443,30 +515,12 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
     };
 
     // [vcs]
-    let dirty_action = match raw.vcs.dirty_action.as_deref() {
-        None | Some("stash") => DirtyAction::Stash,
-        Some("ignore") => DirtyAction::Ignore,
-        Some("auto_commit") => DirtyAction::AutoCommit,
-        Some(other) => {
-            return Err(err(
-                "vcs.dirty_action",
-                format!("{other:?}; expected \"stash\", \"ignore\" or \"auto_commit\""),
-            ))
-        }
-    };
+    let dirty_action = vocabulary::parse(raw.vcs.dirty_action.as_deref(), DirtyAction::Stash)
+        .map_err(|m| err("vcs.dirty_action", m))?;
 
     // [plugins]
-    let sandbox = match raw.plugins.sandbox.as_deref() {
-        None | Some("prefer") => SandboxMode::Prefer,
-        Some("require") => SandboxMode::Require,
-        Some("off") => SandboxMode::Off,
-        Some(other) => {
-            return Err(err(
-                "plugins.sandbox",
-                format!("{other:?}; expected \"require\", \"prefer\" or \"off\""),
-            ))
-        }
-    };
+    let sandbox = vocabulary::parse(raw.plugins.sandbox.as_deref(), SandboxMode::Prefer)
+        .map_err(|m| err("plugins.sandbox", m))?;
     let mut spawn_override_allow = Vec::new();
     for (i, name) in raw.plugins.spawn_override_allow.into_iter().enumerate() {
         spawn_override_allow.push(
@@ -571,16 +625,8 @@ fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, (&'static str, String)> {
             "expected a non-empty list, e.g. [\"claude\"]".into(),
         ));
     }
-    let delivery = match raw.prompt_delivery.as_deref() {
-        None | Some("argv") => PromptDelivery::Argv,
-        Some("stdin") => PromptDelivery::Stdin,
-        Some(other) => {
-            return Err((
-                "prompt_delivery",
-                format!("{other:?}; expected \"argv\" or \"stdin\""),
-            ))
-        }
-    };
+    let delivery = vocabulary::parse(raw.prompt_delivery.as_deref(), PromptDelivery::Argv)
+        .map_err(|m| ("prompt_delivery", m))?;
     let template = raw.prompt_arg_template.unwrap_or_else(|| match delivery {
         PromptDelivery::Argv => vec!["{prompt}".to_owned()],
         PromptDelivery::Stdin => Vec::new(),
@@ -675,6 +721,14 @@ fn resolve_host(name: &str, raw: RawHost) -> Result<HostConfig, (&'static str, S
         ),
         memory_max_mb: positive("memory_max_mb", raw.memory_max_mb)?
             .unwrap_or(DEFAULT_HOST_MEMORY_MB),
+        writes: WriteLimits {
+            file_max_mb: positive("file_max_mb", raw.file_max_mb)?
+                .unwrap_or(write_limits::DEFAULT_FILE_MAX_MB),
+            tmp_max_mb: positive("tmp_max_mb", raw.tmp_max_mb)?
+                .unwrap_or(write_limits::DEFAULT_TMP_MAX_MB),
+            state_max_mb: positive("state_max_mb", raw.state_max_mb)?
+                .unwrap_or(write_limits::DEFAULT_STATE_MAX_MB),
+        },
         config: raw.config,
     })
 }

@@ -3,6 +3,7 @@
 
 use agent_runner_plugin_host::launch::{self, LaunchSpec};
 use agent_runner_plugin_host::notify::DenialListener;
+use agent_runner_protocol::line::{BoundedLines, LongLines};
 use agent_runner_protocol::redact::redact;
 use jsonrpsee::core::client::{Client, ClientBuilder, ClientT, Error as RpcError};
 use jsonrpsee::core::traits::ToRpcParams;
@@ -10,7 +11,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStderr};
 
 use super::transport::{line_transport, ViolationSlot};
@@ -18,7 +19,7 @@ use super::{CallFailure, ErrorType};
 
 /// Longest stderr line of a host kept in our log, in characters.
 pub const MAX_STDERR_LINE_CHARS: usize = 1024;
-/// How long a host has to exit after `shutdown` and stdin EOF (protocol-v1.md §2).
+/// How long a host has to exit after `shutdown` and stdin EOF (`docs/protocol.md` §2).
 pub const EXIT_GRACE: Duration =
     Duration::from_secs(agent_runner_protocol::limits::EXIT_AFTER_EOF_S);
 /// How long we wait to learn how a host whose pipe broke ended.
@@ -34,6 +35,8 @@ pub struct RunningHost {
     /// The seccomp user-notification listener (when seccomp is applied): names the system
     /// call that got the host killed.
     denials: Option<DenialListener>,
+    /// Measures the state directory while the host lives (see [`super::write_watch`]).
+    write_watch: Option<super::write_watch::WriteWatch>,
 }
 
 /// JSON params already serialized.
@@ -74,7 +77,13 @@ impl RunningHost {
             client,
             violation,
             denials,
+            write_watch: None,
         })
+    }
+
+    /// Keeps `watch` running for as long as this host lives.
+    pub fn watch_writes(&mut self, watch: super::write_watch::WriteWatch) {
+        self.write_watch = Some(watch);
     }
 
     /// The host's pid.
@@ -208,20 +217,27 @@ async fn forward_stderr(host: String, stderr: ChildStderr) {
 /// an endless line cannot grow our memory (the rest of it comes as further lines).
 pub async fn read_stderr_lines(stderr: ChildStderr, mut on_line: impl FnMut(String)) {
     let mut reader = BufReader::new(stderr);
-    let mut buf = Vec::new();
+    // Up to 4 bytes per character: a longer line is cut into pieces, each a line.
+    let mut lines = BoundedLines::new(4 * MAX_STDERR_LINE_CHARS, LongLines::Split);
     loop {
-        buf.clear();
-        let mut limited = (&mut reader).take(4 * MAX_STDERR_LINE_CHARS as u64);
-        match limited.read_until(b'\n', &mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {
-                let text = String::from_utf8_lossy(&buf);
-                let text = agent_runner_protocol::limits::truncate_chars(
-                    text.trim_end(),
-                    MAX_STDERR_LINE_CHARS,
-                );
-                on_line(redact(text));
+        let found = match reader.fill_buf().await {
+            Err(_) => return,
+            Ok([]) => lines.finish(),
+            Ok(buf) => {
+                let (used, found) = lines.push(buf);
+                reader.consume(used);
+                if found.is_none() {
+                    continue;
+                }
+                found
             }
+        };
+        if found.is_none() {
+            return;
         }
+        let text = String::from_utf8_lossy(lines.line());
+        let text =
+            agent_runner_protocol::limits::truncate_chars(text.trim_end(), MAX_STDERR_LINE_CHARS);
+        on_line(redact(text));
     }
 }

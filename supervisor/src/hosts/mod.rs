@@ -1,5 +1,6 @@
 //! Third-party plugin hosts: pin check, confined launch, `initialize`, hook calls,
-//! failures and restarts, shutdown (design.md "Host lifecycle", protocol-v1.md §2–§5).
+//! failures and restarts, shutdown (`docs/design-notes.md`, "Host lifecycle";
+//! `docs/protocol.md` §2–§6).
 //!
 //! The manager owns every host of one supervisor run. A host that crashes, hangs, breaks
 //! the protocol or is killed by the sandbox is killed with its process group, recorded as
@@ -7,15 +8,16 @@
 //! [`MAX_CONSECUTIVE_FAILURES`] failures in a row it is disabled for the rest of the run.
 
 mod host;
+pub mod pins;
 pub mod sandbox;
 mod stats;
 mod transport;
+mod write_watch;
 
+pub use pins::{check_pin, CheckedHost, PinStatus};
 pub use stats::CallStats;
 
 use agent_runner_plugin_host::launch::LaunchSpec;
-use agent_runner_plugin_host::pin::{open_and_hash, Sha256Pin};
-use agent_runner_plugin_host::resolve::resolve_executable;
 use agent_runner_protocol::redact::redact_and_cap;
 use agent_runner_protocol::{
     check_host_events, decode_initialize_result, methods, Family, HookName, HostEvent,
@@ -24,6 +26,8 @@ use agent_runner_protocol::{
 use serde_json::Value;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, HostConfig};
@@ -39,9 +43,9 @@ pub const MAX_CONSECUTIVE_FAILURES: u32 = 5;
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// Names reserved for built-in hooks; a host declaring one is refused
 /// (`plugin_builtin_name_squat`).
-pub const BUILTIN_HOOK_NAMES: &[&str] = &[crate::runtime::dirty::BUILTIN_HANDLER_NAME];
+pub const BUILTIN_HOOK_NAMES: &[&str] = &[BUILTIN_DIRTY_HANDLER];
 
-/// What a host declared in `initialize` besides its hooks (docs/protocol.md §3).
+/// What a host declared in `initialize` besides its hooks (`docs/protocol.md` §3).
 #[derive(Clone, Debug, Default)]
 pub struct Declared {
     /// Event kinds it may emit, without the `<host>.` prefix.
@@ -50,7 +54,12 @@ pub struct Declared {
     pub owned_paths: Vec<String>,
 }
 
-/// The failure taxonomy of a hook call (`hook_failed.error_type`, protocol-v1.md §5).
+/// The name of the built-in dirty handler (`runtime::dirty`, which answers at priority
+/// 1000), reserved like every name of [`BUILTIN_HOOK_NAMES`].
+pub const BUILTIN_DIRTY_HANDLER: &str = "default";
+
+/// The failure taxonomy of a hook call (`hook_failed.error_type`, `docs/protocol.md`
+/// §6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorType {
     /// The host answered with a JSON-RPC error object.
@@ -196,6 +205,9 @@ struct ManagedHost {
     next_start: Instant,
     disabled: bool,
     stats: CallStats,
+    /// Set by the host's [`write_watch::WriteWatch`] when its state directory went over
+    /// `state_max_mb`.
+    write_breach: Arc<AtomicBool>,
 }
 
 /// Every host of one supervisor run.
@@ -243,6 +255,7 @@ impl HostManager {
                 next_start: Instant::now(),
                 disabled: false,
                 stats: CallStats::default(),
+                write_breach: Arc::default(),
             });
             let index = manager.hosts.len() - 1;
             match manager.start(index).await {
@@ -252,7 +265,7 @@ impl HostManager {
                     if failure.rpc.as_ref().is_some_and(|(code, _)| {
                         *code == agent_runner_protocol::error_codes::UNSUPPORTED_PROTOCOL_VERSION
                     }) {
-                        // Another protocol version: no restart can help (protocol-v1.md §3).
+                        // Another protocol version: no restart can help (`docs/protocol.md` §3).
                         manager.events.emit(Event::PluginRefused {
                             name: cfg.name.clone(),
                             reason: failure.message.clone(),
@@ -351,6 +364,16 @@ impl HostManager {
             }
         };
         tracing::info!(host = %managed.cfg.name, pid = running.pid(), hooks = result.hooks.len(), "host started");
+        running.watch_writes(write_watch::WriteWatch::start(
+            write_watch::WatchSpec {
+                host: managed.cfg.name.clone(),
+                dir: managed.spec.state_dir.clone(),
+                limit_bytes: managed.cfg.writes.state_max_mb.saturating_mul(1024 * 1024),
+                pgid: running.pid(),
+                breached: managed.write_breach.clone(),
+            },
+            self.events.clone(),
+        ));
         managed.running = Some(running);
         Ok(result)
     }
@@ -470,6 +493,7 @@ impl HostManager {
     /// disabled or backing off, the start failure, recorded).
     async fn ready(&mut self, hook: &HookRef) -> Option<Result<Option<Value>, CallFailure>> {
         let index = hook.host;
+        self.disable_on_write_breach(index);
         if self.hosts[index].disabled
             || Instant::now() < self.hosts[index].next_start && self.hosts[index].running.is_none()
         {
@@ -506,6 +530,7 @@ impl HostManager {
                     }
                 }
                 self.note_failure(index, hook, &failure);
+                self.disable_on_write_breach(index);
                 Err(failure)
             }
         }
@@ -692,6 +717,25 @@ impl HostManager {
         }
     }
 
+    /// Disables host `index` (`plugin_disabled`) once its state directory went over its
+    /// limit (the watch has killed it and recorded `plugin_write_limit`).
+    fn disable_on_write_breach(&mut self, index: usize) {
+        let managed = &mut self.hosts[index];
+        if managed.disabled || !managed.write_breach.load(Ordering::SeqCst) {
+            return;
+        }
+        managed.disabled = true;
+        managed.running = None;
+        self.events.emit(Event::PluginDisabled {
+            name: managed.cfg.name.clone(),
+            consecutive_failures: managed.consecutive_failures,
+            reason: format!(
+                "its state directory went over state_max_mb = {} MiB; disabled for the rest of this run",
+                managed.cfg.writes.state_max_mb
+            ),
+        });
+    }
+
     /// Each host's name, state and pid (for status displays).
     pub fn states(&self) -> Vec<(String, HostState, Option<u32>)> {
         self.hosts
@@ -793,6 +837,11 @@ pub fn host_initialize_params(
     serde_json::to_value(params).expect("initialize params serialize")
 }
 
+/// Host `name`'s private state directory: `<log_dir>/plugins/<name>`.
+pub fn state_dir(log_dir: &Path, name: &str) -> PathBuf {
+    log_dir.join("plugins").join(name)
+}
+
 /// How serve launches host `cfg` from its verified executable: cwd `work_dir`, state in
 /// `<log_dir>/plugins/<name>`, `TMPDIR` in `<log_dir>/plugins/.tmp/<name>`, confined at
 /// the gate's tier, its memory limit. `plugin check` launches through the same function.
@@ -803,18 +852,19 @@ pub fn launch_spec(
     log_dir: &Path,
     gate: &SandboxGate,
 ) -> LaunchSpec {
-    let plugins_dir = log_dir.join("plugins");
     let mut spec = LaunchSpec::new(
         cfg.name.clone(),
         exe,
         work_dir,
         log_dir,
-        plugins_dir.join(&cfg.name),
-        plugins_dir.join(".tmp").join(&cfg.name),
+        state_dir(log_dir, &cfg.name),
+        log_dir.join("plugins").join(".tmp").join(&cfg.name),
     );
     spec.args = cfg.command[1..].iter().map(OsString::from).collect();
     spec.confine = gate.applied;
     spec.memory_max_mb = cfg.memory_max_mb;
+    spec.file_max_mb = cfg.writes.file_max_mb;
+    spec.tmp_max_mb = cfg.writes.tmp_max_mb;
     spec
 }
 
@@ -844,64 +894,4 @@ fn version_refusal(failure: CallFailure) -> CallFailure {
         }
         _ => failure,
     }
-}
-
-/// A host's pin status (doctor's `verified` / `mismatch` / `unpinned`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PinStatus {
-    /// The configured pin matches the file.
-    Verified,
-    /// A pin is configured and differs.
-    Mismatch {
-        /// The configured pin.
-        expected: Sha256Pin,
-    },
-    /// No pin is configured.
-    Unpinned,
-}
-
-impl PinStatus {
-    /// The doctor/peek spelling.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            PinStatus::Verified => "verified",
-            PinStatus::Mismatch { .. } => "mismatch",
-            PinStatus::Unpinned => "unpinned",
-        }
-    }
-}
-
-/// A host executable resolved, hashed from an open descriptor, and compared to its pin.
-pub struct CheckedHost {
-    /// The resolved executable (canonical).
-    pub path: PathBuf,
-    /// Its sha256.
-    pub actual: Sha256Pin,
-    /// Against `[plugins.pin]`.
-    pub status: PinStatus,
-    /// The open, hashed executable (what a launch executes).
-    pub exe: agent_runner_plugin_host::pin::VerifiedExecutable,
-}
-
-/// Resolves `command[0]` of `cfg` (relative to the config file's directory, or on PATH),
-/// hashes it and checks it against `[plugins.pin]`.
-///
-/// Errors: a message naming the host and the path when it cannot be resolved or read.
-pub fn check_pin(config: &Config, cfg: &HostConfig) -> Result<CheckedHost, String> {
-    let base = config.path.parent().unwrap_or(Path::new("/"));
-    let path = resolve_executable(&cfg.command[0], base, std::env::var_os("PATH").as_deref())
-        .map_err(|e| format!("host {}: {e}", cfg.name))?;
-    let exe = open_and_hash(&path).map_err(|e| format!("host {}: {e}", cfg.name))?;
-    let actual = exe.sha256;
-    let status = match config.plugins.pins.get(&cfg.name) {
-        None => PinStatus::Unpinned,
-        Some(pin) if *pin == actual => PinStatus::Verified,
-        Some(pin) => PinStatus::Mismatch { expected: *pin },
-    };
-    Ok(CheckedHost {
-        path,
-        actual,
-        status,
-        exe,
-    })
 }

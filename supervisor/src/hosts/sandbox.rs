@@ -1,5 +1,5 @@
 //! The sandbox gate: what `[plugins] sandbox` asks for against what the kernel offers
-//! (design.md "Host lifecycle"). The same gate runs in `serve`, `round` and `doctor`.
+//! (`docs/design-notes.md`, "Host lifecycle"). The same gate runs in `serve`, `round` and `doctor`.
 //!
 //! - `require`: Landlock and seccomp must both engage, or nothing starts (exit 78, with a
 //!   message on stderr saying what is missing); every host must be pinned.

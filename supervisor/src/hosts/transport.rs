@@ -1,18 +1,16 @@
 //! A newline-delimited stdio transport for jsonrpsee's async client (jsonrpsee ships none;
-//! design.md "Field notes"). One JSON-RPC message per line, lines capped at
+//! `docs/design-notes.md`, "Implementation notes"). One JSON-RPC message per line, lines capped at
 //! [`MAX_LINE_BYTES`]. Anything on the host's stdout that is not a JSON-RPC response is a
 //! protocol violation: the receiver records its first bytes (redacted) in a
 //! [`ViolationSlot`] and fails, which ends the client; the host manager then kills the host.
 
 use agent_runner_protocol::limits::MAX_LINE_BYTES;
-use agent_runner_protocol::redact::redact;
+use agent_runner_protocol::line::{BoundedLines, Found, LongLines};
+use agent_runner_protocol::redact::quote;
 use jsonrpsee::core::client::{ReceivedMessage, TransportReceiverT, TransportSenderT};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout};
-
-/// How many bytes of an offending line a violation quotes.
-pub const QUOTE_BYTES: usize = 80;
 
 /// Where the receiver leaves the description of a protocol violation.
 pub type ViolationSlot = Arc<Mutex<Option<String>>>;
@@ -39,6 +37,7 @@ pub struct LineSender {
 /// Reads responses from the host's stdout.
 pub struct LineReceiver {
     stdout: BufReader<ChildStdout>,
+    lines: BoundedLines,
     violation: ViolationSlot,
 }
 
@@ -52,6 +51,8 @@ pub fn line_transport(
         LineSender { stdin },
         LineReceiver {
             stdout: BufReader::with_capacity(MAX_LINE_BYTES, stdout),
+            // A too-long line ends the conversation: nothing after it is read.
+            lines: BoundedLines::new(MAX_LINE_BYTES, LongLines::Skip),
             violation: slot.clone(),
         },
         slot,
@@ -77,34 +78,29 @@ impl LineReceiver {
 
     /// Reads one line of at most [`MAX_LINE_BYTES`] bytes (newline included).
     async fn read_line(&mut self) -> Result<Vec<u8>, TransportError> {
-        let mut line = Vec::new();
         loop {
             let buf = self.stdout.fill_buf().await?;
-            if buf.is_empty() {
-                if line.is_empty() {
-                    return Err(TransportError::Closed);
-                }
-                return Err(self.violate(format!(
-                    "unterminated line at end of stdout: {}",
-                    quote(&line)
-                )));
-            }
-            let (chunk, done) = match buf.iter().position(|&b| b == b'\n') {
-                Some(i) => (&buf[..=i], true),
-                None => (buf, false),
+            let (used, found) = if buf.is_empty() {
+                (0, Some(self.lines.finish().ok_or(TransportError::Closed)?))
+            } else {
+                self.lines.push(buf)
             };
-            line.extend_from_slice(chunk);
-            let used = chunk.len();
             self.stdout.consume(used);
-            if line.len() > MAX_LINE_BYTES {
-                return Err(self.violate(format!(
-                    "line longer than {MAX_LINE_BYTES} bytes: {}",
-                    quote(&line)
-                )));
-            }
-            if done {
-                line.pop();
-                return Ok(line);
+            match found {
+                None => {}
+                Some(Found::Line) => return Ok(self.lines.line().to_vec()),
+                Some(Found::TooLong) => {
+                    return Err(self.violate(format!(
+                        "line longer than {MAX_LINE_BYTES} bytes: {}",
+                        quote(self.lines.line())
+                    )))
+                }
+                Some(Found::Unterminated) => {
+                    return Err(self.violate(format!(
+                        "unterminated line at end of stdout: {}",
+                        quote(self.lines.line())
+                    )))
+                }
             }
         }
     }
@@ -133,10 +129,4 @@ impl TransportReceiverT for LineReceiver {
             .map(ReceivedMessage::Text)
             .map_err(|e| self.violate(format!("invalid UTF-8 on stdout: {e}")))
     }
-}
-
-/// The first [`QUOTE_BYTES`] bytes of `bytes`, lossily decoded, redacted, debug-quoted.
-pub fn quote(bytes: &[u8]) -> String {
-    let head = &bytes[..bytes.len().min(QUOTE_BYTES)];
-    format!("{:?}", redact(&String::from_utf8_lossy(head)))
 }

@@ -12,8 +12,9 @@ use interprocess::local_socket::tokio::prelude::*;
 use interprocess::local_socket::{GenericFilePath, ListenerOptions};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -45,8 +46,84 @@ pub struct Snapshot {
     pub state: String,
     /// The round running now, or the last one handed out.
     pub current_round: Option<u64>,
-    /// The hosts: name, `running`/`backoff`/`disabled`, pid.
-    pub hosts: Vec<Value>,
+    /// The hosts.
+    pub hosts: Vec<StatusHost>,
+}
+
+/// One host in `status`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+pub struct StatusHost {
+    /// Its name.
+    pub name: String,
+    /// `running`, `backoff` or `disabled`.
+    pub state: String,
+    /// Its pid while running.
+    pub pid: Option<u32>,
+}
+
+/// `status --json` (schema: `docs/schema/status.schema.json`), also the socket's answer to
+/// `{"cmd": "status"}`. From the socket every field is present; from the lock fallback
+/// (`source: "lock"`) only what the lock and `state.json` tell.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(transform = |s: &mut schemars::Schema| crate::operator::schema_fields::require(s, &["pid", "current_round"]))]
+pub struct StatusDoc {
+    /// Whether a supervisor holds the project lock.
+    pub running: bool,
+    /// Its pid.
+    pub pid: Option<u32>,
+    /// `starting`, `round`, `waiting`, `stopping`; `unknown` from the lock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// The round running now, or the last one handed out (from the lock: the last started).
+    pub current_round: Option<u64>,
+    /// When it booted (UTC; from the lock: when the lock file was last written).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// Seconds since the Unix epoch at boot (socket only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_unix_s: Option<u64>,
+    /// Seconds since boot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uptime_s: Option<u64>,
+    /// Its hosts (empty from the lock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<Vec<StatusHost>>,
+    /// `socket` or `lock`.
+    pub source: String,
+}
+
+/// The answer to `stop` and `kill` (from the socket, or `source: "signal"` when the lock
+/// holder was signalled instead).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct StopReply {
+    ok: bool,
+    pid: u32,
+    /// `graceful`/`immediate` from the socket, `stop`/`kill` from the signal fallback.
+    level: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    source: Option<String>,
+}
+
+/// The socket's answer to a request it does not understand.
+#[derive(Serialize)]
+struct ErrorReply {
+    ok: bool,
+    error: String,
+}
+
+/// A request on the socket.
+#[derive(Serialize, Deserialize)]
+struct Request {
+    cmd: String,
+}
+
+/// What `start --json` prints.
+#[derive(Serialize)]
+struct StartReply<'a> {
+    started: bool,
+    pid: u32,
+    output: &'a Path,
 }
 
 impl Snapshot {
@@ -78,7 +155,11 @@ impl Snapshot {
                     HostState::Backoff => "backoff",
                     HostState::Disabled => "disabled",
                 };
-                json!({"name": name, "state": state, "pid": pid})
+                StatusHost {
+                    name,
+                    state: state.to_owned(),
+                    pid,
+                }
             })
             .collect();
     }
@@ -136,48 +217,89 @@ async fn answer(
     stop: &StopSender,
     snapshot: &watch::Receiver<Snapshot>,
 ) -> std::io::Result<()> {
+    let host_pids: Vec<u32> = snapshot
+        .borrow()
+        .hosts
+        .iter()
+        .filter_map(|h| h.pid)
+        .collect();
+    let peer = conn
+        .peer_creds()
+        .ok()
+        .and_then(|c| c.pid())
+        .map(|p| p as u32);
+    if let Some(reason) = super::peer_check::refusal(peer, &host_pids) {
+        tracing::warn!(%reason, "control socket: peer refused");
+        let mut send = &conn;
+        let reply = serde_json::to_string(&ErrorReply {
+            ok: false,
+            error: format!("refused: {reason}"),
+        })?;
+        send.write_all(format!("{reply}\n").as_bytes()).await?;
+        return send.flush().await;
+    }
     let mut line = String::new();
     BufReader::new(&conn).read_line(&mut line).await?;
-    let request: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+    let request: Option<Request> = serde_json::from_str(&line).ok();
     let pid = std::process::id();
-    let reply = match request["cmd"].as_str() {
+    let stopped = |level: &str| StopReply {
+        ok: true,
+        pid,
+        level: level.to_owned(),
+        source: None,
+    };
+    let reply = match request.as_ref().map(|r| r.cmd.as_str()) {
         Some("status") => {
             let snap = snapshot.borrow().clone();
             let uptime = unix_s(SystemTime::now()).saturating_sub(snap.started_unix_s);
-            let mut value = json!(snap);
-            value["running"] = json!(true);
-            value["uptime_s"] = json!(uptime);
-            value["source"] = json!("socket");
-            value
+            serde_json::to_string(&StatusDoc {
+                running: true,
+                pid: Some(snap.pid),
+                state: Some(snap.state),
+                current_round: snap.current_round,
+                started_at: Some(snap.started_at),
+                started_unix_s: Some(snap.started_unix_s),
+                uptime_s: Some(uptime),
+                hosts: Some(snap.hosts),
+                source: "socket".to_owned(),
+            })
         }
         Some("stop") => {
             raise(stop, StopLevel::Graceful);
-            json!({"ok": true, "pid": pid, "level": "graceful"})
+            serde_json::to_string(&stopped("graceful"))
         }
         Some("kill") => {
             raise(stop, StopLevel::Immediate);
-            json!({"ok": true, "pid": pid, "level": "immediate"})
+            serde_json::to_string(&stopped("immediate"))
         }
-        _ => json!({"ok": false, "error": "expected {\"cmd\": \"status\"|\"stop\"|\"kill\"}"}),
-    };
+        _ => serde_json::to_string(&ErrorReply {
+            ok: false,
+            error: "expected {\"cmd\": \"status\"|\"stop\"|\"kill\"}".into(),
+        }),
+    }?;
     let mut send = &conn;
     send.write_all(format!("{reply}\n").as_bytes()).await?;
     send.flush().await
 }
 
-/// Sends one request to the socket in `log_dir`; `None` when it does not answer in time.
-async fn request(log_dir: &Path, cmd: &str) -> Option<Value> {
+/// Sends one request to the socket in `log_dir`; `None` when it does not answer in time or
+/// answers something other than a `T`.
+async fn request<T: DeserializeOwned>(log_dir: &Path, cmd: &str) -> Option<T> {
     let path = log_dir.join(SOCKET_FILE);
     let exchange = async {
         let name = path.as_path().to_fs_name::<GenericFilePath>().ok()?;
         let conn = LocalSocketStream::connect(name).await.ok()?;
         let mut send = &conn;
-        send.write_all(format!("{}\n", json!({"cmd": cmd})).as_bytes())
+        let request = serde_json::to_string(&Request {
+            cmd: cmd.to_owned(),
+        })
+        .ok()?;
+        send.write_all(format!("{request}\n").as_bytes())
             .await
             .ok()?;
         let mut line = String::new();
         BufReader::new(&conn).read_line(&mut line).await.ok()?;
-        serde_json::from_str::<Value>(&line).ok()
+        serde_json::from_str::<T>(&line).ok()
     };
     tokio::time::timeout(SOCKET_TIMEOUT, exchange)
         .await
@@ -191,49 +313,74 @@ async fn request(log_dir: &Path, cmd: &str) -> Option<Value> {
 pub async fn status(config_path: &Path, as_json: bool) -> Result<u8, CliError> {
     let config = crate::config::load(config_path)?;
     let log_dir = &config.runtime.log_dir;
-    let report = match request(log_dir, "status").await {
-        Some(value) => value,
+    let report = match request::<StatusDoc>(log_dir, "status").await {
+        Some(doc) => doc,
         None => fallback_status(log_dir),
     };
-    let running = report["running"].as_bool().unwrap_or(false);
     if as_json {
-        println!("{report}");
-    } else if running {
+        println!("{}", serde_json::to_string(&report).unwrap_or_default());
+    } else if report.running {
         println!(
             "running: pid {}, round {}, state {}, up {} s",
-            report["pid"],
-            report["current_round"],
-            report["state"].as_str().unwrap_or("?"),
-            report["uptime_s"]
+            or_null(report.pid),
+            or_null(report.current_round),
+            report.state.as_deref().unwrap_or("?"),
+            or_null(report.uptime_s)
         );
-        for host in report["hosts"].as_array().into_iter().flatten() {
+        for host in report.hosts.iter().flatten() {
             println!(
                 "  host {}: {} (pid {})",
-                host["name"].as_str().unwrap_or("?"),
-                host["state"].as_str().unwrap_or("?"),
-                host["pid"]
+                host.name,
+                host.state,
+                or_null(host.pid)
             );
         }
     } else {
-        println!("not running (last round {})", report["current_round"]);
+        println!("not running (last round {})", or_null(report.current_round));
     }
-    Ok(if running { exit::OK } else { exit::FAILURE })
+    Ok(if report.running {
+        exit::OK
+    } else {
+        exit::FAILURE
+    })
+}
+
+/// `value` as JSON would print it: the number, or `null`.
+fn or_null<T: std::fmt::Display>(value: Option<T>) -> String {
+    value.map_or_else(|| "null".to_owned(), |v| v.to_string())
 }
 
 /// Status from the lock and `state.json` when the socket does not answer.
-fn fallback_status(log_dir: &Path) -> Value {
+fn fallback_status(log_dir: &Path) -> StatusDoc {
     let round = read_round_state(log_dir).ok().map(|s| s.last_round);
     match lock_holder(log_dir) {
         Some(pid) => {
             let started = std::fs::metadata(log_dir.join(LOCK_FILE))
                 .and_then(|m| m.modified())
                 .ok();
-            json!({"running": true, "pid": pid, "state": "unknown", "current_round": round,
-                   "started_at": started.map(timestamp),
-                   "uptime_s": started.map(|s| unix_s(SystemTime::now()).saturating_sub(unix_s(s))),
-                   "hosts": [], "source": "lock"})
+            StatusDoc {
+                running: true,
+                pid: Some(pid),
+                state: Some("unknown".to_owned()),
+                current_round: round,
+                started_at: started.map(timestamp),
+                started_unix_s: None,
+                uptime_s: started.map(|s| unix_s(SystemTime::now()).saturating_sub(unix_s(s))),
+                hosts: Some(Vec::new()),
+                source: "lock".to_owned(),
+            }
         }
-        None => json!({"running": false, "pid": null, "current_round": round, "source": "lock"}),
+        None => StatusDoc {
+            running: false,
+            pid: None,
+            state: None,
+            current_round: round,
+            started_at: None,
+            started_unix_s: None,
+            uptime_s: None,
+            hosts: None,
+            source: "lock".to_owned(),
+        },
     }
 }
 
@@ -249,8 +396,8 @@ pub async fn stop(config_path: &Path, level: StopLevel, as_json: bool) -> Result
     } else {
         "stop"
     };
-    let report = match request(log_dir, cmd).await {
-        Some(value) => value,
+    let report = match request::<StopReply>(log_dir, cmd).await {
+        Some(reply) => reply,
         None => match lock_holder(log_dir) {
             None => {
                 return Err(CliError::failure(format!(
@@ -266,16 +413,21 @@ pub async fn stop(config_path: &Path, level: StopLevel, as_json: bool) -> Result
                     tokio::time::sleep(Duration::from_millis(200)).await;
                     let _ = kill(target, Signal::SIGTERM);
                 }
-                json!({"ok": true, "pid": pid, "level": cmd, "source": "signal"})
+                StopReply {
+                    ok: true,
+                    pid,
+                    level: cmd.to_owned(),
+                    source: Some("signal".to_owned()),
+                }
             }
         },
     };
     if as_json {
-        println!("{report}");
+        println!("{}", serde_json::to_string(&report).unwrap_or_default());
     } else {
         println!(
             "agent-runner (pid {}): {}",
-            report["pid"],
+            report.pid,
             if cmd == "kill" {
                 "terminating the agent now"
             } else {
@@ -347,7 +499,12 @@ pub async fn start(config_path: &Path, as_json: bool) -> Result<u8, CliError> {
     if as_json {
         println!(
             "{}",
-            json!({"started": true, "pid": pid, "output": out_path})
+            serde_json::to_string(&StartReply {
+                started: true,
+                pid,
+                output: &out_path,
+            })
+            .unwrap_or_default()
         );
     } else {
         println!(

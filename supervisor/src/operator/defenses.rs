@@ -1,23 +1,48 @@
 //! `peek --json`'s `defenses`: the loop's defenses against what breaks unattended runs, in
 //! the reference system's shape (`name`, `value`, `codifies`, `guarded_by`,
-//! `current_state`; docs/operations.md). `value` is what this project's config sets;
-//! `codifies` says what the defense prevents; `guarded_by` names the test that proves it.
+//! `current_state`; `docs/operations.md`, "peek --json"). `value` is what this project's
+//! config sets; `codifies` says what the defense prevents; `guarded_by` names the test that
+//! proves it.
 
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::config::{Config, SandboxMode};
 use crate::hosts::sandbox::SandboxGate;
 use crate::runtime::serve::{CRASH_LOOP_LIMIT, FAST_EXIT, MIN_REASK};
 
+/// One entry of `peek`'s `defenses`.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+pub struct Defense {
+    /// The defense's name (`round_budget_s`, `crash_loop_breaker`, …).
+    pub name: String,
+    /// What this project's config sets for it: a number, a string or `null`.
+    pub value: Value,
+    /// What it prevents.
+    pub codifies: String,
+    /// The test that proves it (a path under `tests/`).
+    pub guarded_by: String,
+    /// `active` or `inactive` with this config.
+    #[schemars(extend("enum" = ["active", "inactive"]))]
+    pub current_state: String,
+}
+
 /// One defense entry.
-fn defense(name: &str, value: Value, codifies: &str, guarded_by: &str, active: bool) -> Value {
-    json!({"name": name, "value": value, "codifies": codifies, "guarded_by": guarded_by,
-           "current_state": if active { "active" } else { "inactive" }})
+fn defense(name: &str, value: Value, codifies: &str, guarded_by: &str, active: bool) -> Defense {
+    Defense {
+        name: name.to_owned(),
+        value,
+        codifies: codifies.to_owned(),
+        guarded_by: guarded_by.to_owned(),
+        current_state: if active { "active" } else { "inactive" }.to_owned(),
+    }
 }
 
 /// The defenses in force for `config` with the sandbox `gate` (`None`: the gate refuses
 /// to boot).
-pub fn list(config: &Config, gate: Option<&SandboxGate>) -> Vec<Value> {
+pub fn list(config: &Config, gate: Option<&SandboxGate>) -> Vec<Defense> {
     let rt = &config.runtime;
     vec![
         defense(

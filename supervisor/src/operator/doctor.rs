@@ -9,9 +9,10 @@
 use agent_runner_plugin_host::probe::{probe, Capabilities, Tier};
 use agent_runner_plugin_host::resolve::resolve_executable;
 use agent_runner_protocol::Family;
+use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::{json, Map, Value};
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use crate::config::{self, Config};
 use crate::exit;
@@ -20,7 +21,8 @@ use crate::hosts::{check_pin, PinStatus};
 use crate::runtime::git::Repo;
 
 /// One check of the report.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
 pub struct Check {
     /// Short name (`config`, `work_dir`, `agent`, `sandbox`, `host:<name>`).
     pub name: String,
@@ -46,10 +48,180 @@ fn check(
     }
 }
 
+/// `doctor --json` (schema: `docs/schema/doctor.schema.json`). The reference system's
+/// `checks` and `sandbox`, plus ours: `hosts`, `config` and `phase_plan` (absent when the
+/// config cannot be loaded).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct DoctorDoc {
+    /// The document's version, 1.
+    pub schema_version: u32,
+    /// Whether every check passed.
+    pub ok: bool,
+    /// The config file checked (absent when it cannot be loaded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<PathBuf>,
+    /// Every check, in the order run.
+    pub checks: Vec<Check>,
+    /// The sandbox probe and the hosts' hashes.
+    pub sandbox: DoctorSandbox,
+    /// Every configured host.
+    pub hosts: Vec<DoctorHost>,
+    /// The upcoming rounds and their phases (absent when the config cannot be loaded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase_plan: Option<PhasePlan>,
+}
+
+/// The sandbox block shared by `doctor` and `peek` (`plugins.sandbox`).
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+pub struct SandboxBlock {
+    /// `[plugins] sandbox` (`null` when the config cannot be loaded).
+    pub requested: Option<String>,
+    /// What hosts run at; `unconfined` when the gate refuses to boot.
+    #[schemars(extend("enum" = ["landlock+seccomp", "landlock", "seccomp", "unconfined"]))]
+    pub achieved_tier: String,
+    /// What the kernel offers.
+    #[schemars(extend("enum" = ["landlock+seccomp", "landlock", "seccomp", "unconfined"]))]
+    pub available_tier: String,
+    /// The kernel's Landlock ABI version, if Landlock is available.
+    pub landlock_abi: Option<u32>,
+    /// Whether seccomp filters can be installed.
+    pub seccomp: bool,
+    /// Why one or both layers are missing.
+    pub unconfined_reason: Option<String>,
+    /// The hook families really confined: those of enabled hosts that would be launched,
+    /// when hosts run at a tier other than `unconfined`, in the reference system's
+    /// spelling (`spawn_hooks`, `dirty_handlers`, `pre_round_hooks`, …).
+    pub covers: Vec<String>,
+    /// Each confinement layer, on or off with the reason (docs/security.md "Layers").
+    pub layers: Vec<LayerView>,
+}
+
+/// One confinement layer (see `agent_runner_plugin_host::layers`).
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+pub struct LayerView {
+    /// `landlock`, `seccomp`, `pid_namespace`, `process_bound`, `memory_bound`,
+    /// `unix_socket_rule` or `write_limits`.
+    pub name: String,
+    /// Whether hosts launched now get it.
+    pub on: bool,
+    /// What it covers, or why it is off.
+    pub detail: String,
+}
+
+/// A host's write limits (MiB) and what its state directory holds now (docs/security.md
+/// "Write limits"; TMPDIR lives in the host's own mount namespace, its use is not visible
+/// from the supervisor).
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+pub struct HostWriteLimits {
+    /// Largest single file.
+    pub file_max_mb: u64,
+    /// Size of the private TMPDIR.
+    pub tmp_max_mb: u64,
+    /// Total of the state directory.
+    pub state_max_mb: u64,
+    /// Bytes the state directory holds now (allocated blocks).
+    pub state_used_bytes: u64,
+}
+
+impl HostWriteLimits {
+    /// The limits of host `cfg` and the current use of its state directory.
+    pub fn of(config: &Config, cfg: &crate::config::HostConfig) -> Self {
+        let state = crate::hosts::state_dir(&config.runtime.log_dir, &cfg.name);
+        HostWriteLimits {
+            file_max_mb: cfg.writes.file_max_mb,
+            tmp_max_mb: cfg.writes.tmp_max_mb,
+            state_max_mb: cfg.writes.state_max_mb,
+            state_used_bytes: agent_runner_plugin_host::write_limits::disk_usage(&state),
+        }
+    }
+}
+
+/// `doctor`'s `sandbox`: the shared block plus the reference system's
+/// `libseccomp_present` and `third_party_plugin_hashes`.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct DoctorSandbox {
+    /// The shared fields.
+    #[serde(flatten)]
+    pub block: SandboxBlock,
+    /// Always `false`: the seccomp filter is built without libseccomp.
+    pub libseccomp_present: bool,
+    /// Each resolvable host's `sha256:<64 hex>`, by name.
+    pub third_party_plugin_hashes: BTreeMap<String, String>,
+}
+
+/// One host in `doctor`'s `hosts`.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum DoctorHost {
+    /// Its executable resolved and was hashed.
+    #[schemars(transform = crate::operator::schema_fields::every_field_required)]
+    Checked {
+        /// The host's name.
+        name: String,
+        /// The resolved executable.
+        executable: PathBuf,
+        /// `sha256:<64 hex>`.
+        sha256: String,
+        /// `verified`, `mismatch` or `unpinned`.
+        pin_status: String,
+        /// Listed in `[plugins] disable`.
+        disabled: bool,
+        /// The interpreter of a `#!` script, if any.
+        interpreter: Option<String>,
+        /// `not pinned` when there is an interpreter.
+        interpreter_pin: Option<String>,
+        /// Its `provides`.
+        provides: Vec<Family>,
+        /// The tier it would run at (`null` when serve would refuse to boot).
+        confined_as: Option<String>,
+        /// Its write limits and the state directory's current use.
+        write_limits: HostWriteLimits,
+    },
+    /// Its executable could not be resolved or read.
+    #[schemars(transform = crate::operator::schema_fields::every_field_required)]
+    Unresolvable {
+        /// The host's name.
+        name: String,
+        /// Always `null`.
+        executable: Option<PathBuf>,
+        /// Always `null`.
+        sha256: Option<String>,
+        /// Always `null`.
+        pin_status: Option<String>,
+        /// Listed in `[plugins] disable`.
+        disabled: bool,
+        /// Why.
+        error: String,
+    },
+}
+
+/// The phase plan: `[phases] list` and the next rounds with their phase.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+pub struct PhasePlan {
+    /// `[phases] list` (empty without phases).
+    pub phases: Vec<String>,
+    /// The upcoming rounds.
+    pub rounds: Vec<PlannedRound>,
+}
+
+/// One upcoming round.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+pub struct PlannedRound {
+    /// Its number.
+    pub round_num: u64,
+    /// Its phase (`null` without phases).
+    pub phase: Option<String>,
+}
+
 /// The full report and the exit status it implies.
 pub struct Report {
-    /// The JSON document (`checks`, `sandbox`, `hosts`).
-    pub json: Value,
+    /// The document.
+    pub doc: DoctorDoc,
     /// The exit status ([`exit::OK`], [`exit::FAILURE`] or [`exit::CONFIG`]).
     pub code: u8,
 }
@@ -77,8 +249,15 @@ pub async fn run(config_path: &Path, rounds: u64) -> Report {
                 "fix the key named above; `agent-runner init` writes a valid file",
             ));
             return Report {
-                json: json!({"schema_version": 1, "ok": false, "checks": checks,
-                             "sandbox": sandbox_json(None, &caps, None, Map::new(), Vec::new()), "hosts": []}),
+                doc: DoctorDoc {
+                    schema_version: 1,
+                    ok: false,
+                    config: None,
+                    checks,
+                    sandbox: doctor_sandbox(None, &caps, None, BTreeMap::new(), Vec::new()),
+                    hosts: Vec::new(),
+                    phase_plan: None,
+                },
                 code: exit::CONFIG,
             };
         }
@@ -149,10 +328,17 @@ pub async fn run(config_path: &Path, rounds: u64) -> Report {
         exit::OK
     };
     let next = crate::runtime::state::peek_next_round(&config.runtime.log_dir).unwrap_or(1);
+    let covers = covered_families(hosts.iter().filter_map(DoctorHost::cover), gate.as_ref());
     Report {
-        json: json!({"schema_version": 1, "ok": code == exit::OK, "config": config.path, "checks": checks,
-                     "sandbox": sandbox_json(Some(&config), &caps, gate.as_ref(), hashes, covered_families(&hosts, gate.as_ref())), "hosts": hosts,
-                     "phase_plan": phase_plan(&config, next, rounds)}),
+        doc: DoctorDoc {
+            schema_version: 1,
+            ok: code == exit::OK,
+            config: Some(config.path.clone()),
+            checks,
+            sandbox: doctor_sandbox(Some(&config), &caps, gate.as_ref(), hashes, covers),
+            hosts,
+            phase_plan: Some(phase_plan(&config, next, rounds)),
+        },
         code,
     }
 }
@@ -242,17 +428,17 @@ fn host_checks(
     config: &Config,
     gate: Option<&SandboxGate>,
     checks: &mut Vec<Check>,
-) -> (Vec<Value>, Map<String, Value>) {
+) -> (Vec<DoctorHost>, BTreeMap<String, String>) {
     let require = config.plugins.sandbox == config::SandboxMode::Require;
     let mut hosts = Vec::new();
-    let mut hashes = Map::new();
+    let mut hashes = BTreeMap::new();
     for cfg in &config.plugins.hosts {
         let disabled = config.plugins.disable.contains(&cfg.name);
         let name = format!("host:{}", cfg.name);
         match check_pin(config, cfg) {
             Ok(checked) => {
                 let sha = checked.actual.to_string();
-                hashes.insert(cfg.name.clone(), Value::String(sha.clone()));
+                hashes.insert(cfg.name.clone(), sha.clone());
                 let interpreter = checked
                     .exe
                     .interpreter
@@ -275,14 +461,18 @@ fn host_checks(
                 if !disabled {
                     checks.push(check(&name, ok, reason, fix));
                 }
-                hosts.push(json!({
-                    "name": cfg.name, "executable": checked.path, "sha256": sha,
-                    "pin_status": checked.status.as_str(), "disabled": disabled,
-                    "interpreter": interpreter,
-                    "interpreter_pin": interpreter.as_ref().map(|_| "not pinned"),
-                    "provides": cfg.provides.iter().map(|f| f.as_str()).collect::<Vec<_>>(),
-                    "confined_as": gate.map(|g| g.applied.as_str()),
-                }));
+                hosts.push(DoctorHost::Checked {
+                    name: cfg.name.clone(),
+                    executable: checked.path,
+                    sha256: sha,
+                    pin_status: checked.status.as_str().to_owned(),
+                    disabled,
+                    interpreter_pin: interpreter.as_ref().map(|_| "not pinned".to_owned()),
+                    interpreter,
+                    provides: cfg.provides.iter().copied().collect(),
+                    confined_as: gate.map(|g| g.applied.as_str().to_owned()),
+                    write_limits: HostWriteLimits::of(config, cfg),
+                });
             }
             Err(message) => {
                 if !disabled {
@@ -293,14 +483,47 @@ fn host_checks(
                         "fix the host's command in [plugins.hosts]",
                     ));
                 }
-                hosts.push(
-                    json!({"name": cfg.name, "executable": null, "sha256": null, "pin_status": null,
-                                  "disabled": disabled, "error": message}),
-                );
+                hosts.push(DoctorHost::Unresolvable {
+                    name: cfg.name.clone(),
+                    executable: None,
+                    sha256: None,
+                    pin_status: None,
+                    disabled,
+                    error: message,
+                });
             }
         }
     }
     (hosts, hashes)
+}
+
+/// What [`covered_families`] needs to know of one host (doctor's and peek's `hosts`).
+pub struct HostCover<'a> {
+    /// Listed in `[plugins] disable`.
+    pub disabled: bool,
+    /// Its pin status (`verified`, `unpinned`, …).
+    pub pin_status: &'a str,
+    /// Its `provides`.
+    pub provides: &'a [Family],
+}
+
+impl DoctorHost {
+    /// The host as [`covered_families`] sees it; `None` when it cannot be resolved.
+    pub fn cover(&self) -> Option<HostCover<'_>> {
+        match self {
+            DoctorHost::Checked {
+                disabled,
+                pin_status,
+                provides,
+                ..
+            } => Some(HostCover {
+                disabled: *disabled,
+                pin_status,
+                provides,
+            }),
+            DoctorHost::Unresolvable { .. } => None,
+        }
+    }
 }
 
 /// The hook families really confined: those of the hosts that would be launched (enabled,
@@ -308,158 +531,182 @@ fn host_checks(
 /// gate applies a tier other than `unconfined`, in the reference system's spelling
 /// ([`Family::registry_key`]: `spawn_hooks`, `dirty_handlers`, …). Sorted, without
 /// duplicates.
-///
-/// `hosts` are host entries with `disabled`, `pin_status` and `provides` (doctor's and
-/// peek's `hosts` blocks).
-pub fn covered_families(hosts: &[Value], gate: Option<&SandboxGate>) -> Vec<String> {
+pub fn covered_families<'a>(
+    hosts: impl IntoIterator<Item = HostCover<'a>>,
+    gate: Option<&SandboxGate>,
+) -> Vec<String> {
     let Some(gate) = gate.filter(|g| g.applied != Tier::Unconfined) else {
         return Vec::new();
     };
     let mut families: Vec<String> = hosts
-        .iter()
-        .filter(|h| h["disabled"] == false)
+        .into_iter()
+        .filter(|h| !h.disabled)
         .filter(|h| {
-            h["pin_status"] == PinStatus::Verified.as_str()
-                || (h["pin_status"] == PinStatus::Unpinned.as_str() && !gate.pins_required())
+            h.pin_status == PinStatus::Verified.as_str()
+                || (h.pin_status == PinStatus::Unpinned.as_str() && !gate.pins_required())
         })
-        .flat_map(|h| h["provides"].as_array().cloned().unwrap_or_default())
-        .filter_map(|f| f.as_str().and_then(Family::parse))
-        .map(|f| f.registry_key().to_owned())
+        .flat_map(|h| h.provides.iter().map(|f| f.registry_key().to_owned()))
         .collect();
     families.sort_unstable();
     families.dedup();
     families
 }
 
-fn sandbox_json(
+fn doctor_sandbox(
     config: Option<&Config>,
     caps: &Capabilities,
     gate: Option<&SandboxGate>,
-    hashes: Map<String, Value>,
+    hashes: BTreeMap<String, String>,
     covers: Vec<String>,
-) -> Value {
-    let mut block = sandbox_block(config, caps, gate, covers);
-    block.insert("libseccomp_present".into(), Value::Bool(false));
-    block.insert("third_party_plugin_hashes".into(), Value::Object(hashes));
-    Value::Object(block)
+) -> DoctorSandbox {
+    DoctorSandbox {
+        block: sandbox_block(config, caps, gate, covers),
+        libseccomp_present: false,
+        third_party_plugin_hashes: hashes,
+    }
 }
 
-/// The sandbox block shared by `doctor` and `peek` (`plugins.sandbox`): `requested`,
-/// `achieved_tier` (what hosts run at; `unconfined` when the gate refuses to boot),
-/// `available_tier` (what the kernel offers), `landlock_abi`, `seccomp`,
-/// `unconfined_reason`, `covers` (from [`covered_families`]).
+/// The sandbox block shared by `doctor` and `peek` (`plugins.sandbox`); `covers` comes from
+/// [`covered_families`].
 pub fn sandbox_block(
     config: Option<&Config>,
     caps: &Capabilities,
     gate: Option<&SandboxGate>,
     covers: Vec<String>,
-) -> Map<String, Value> {
-    let applied = gate.map(|g| g.applied).unwrap_or(Tier::Unconfined);
-    let mut block = Map::new();
-    let mut put = |key: &str, value: Value| {
-        block.insert(key.to_owned(), value);
-    };
-    put(
-        "requested",
-        json!(config.map(|c| c.plugins.sandbox.as_str())),
-    );
-    put("achieved_tier", json!(applied.as_str()));
-    put("available_tier", json!(caps.tier().as_str()));
-    put("landlock_abi", json!(caps.landlock_abi));
-    put("seccomp", json!(caps.seccomp));
-    put("unconfined_reason", json!(caps.unconfined_reason));
-    put("covers", json!(covers));
-    block
+) -> SandboxBlock {
+    SandboxBlock {
+        requested: config.map(|c| c.plugins.sandbox.as_str().to_owned()),
+        achieved_tier: gate
+            .map(|g| g.applied)
+            .unwrap_or(Tier::Unconfined)
+            .as_str()
+            .to_owned(),
+        available_tier: caps.tier().as_str().to_owned(),
+        landlock_abi: caps.landlock_abi,
+        seccomp: caps.seccomp,
+        unconfined_reason: caps.unconfined_reason.clone(),
+        covers,
+        layers: agent_runner_plugin_host::layers::layers(
+            gate.map(|g| g.applied).unwrap_or(Tier::Unconfined),
+            caps.landlock_abi.unwrap_or(0),
+        )
+        .into_iter()
+        .map(|l| LayerView {
+            name: l.name.to_owned(),
+            on: l.on,
+            detail: l.detail,
+        })
+        .collect(),
+    }
 }
 
-/// The phase plan of `count` rounds from round `first`: `{phases, rounds: [{round_num,
-/// phase}]}` (the rotation rule is [`Config::phase_for_round`]).
-fn phase_plan(config: &Config, first: u64, count: u64) -> Value {
-    let rounds: Vec<Value> = (first..first.saturating_add(count))
-        .map(|n| json!({"round_num": n, "phase": config.phase_for_round(n)}))
-        .collect();
-    json!({"phases": config.phases.list, "rounds": rounds})
+/// The phase plan of `count` rounds from round `first` (the rotation rule is
+/// [`Config::phase_for_round`]).
+fn phase_plan(config: &Config, first: u64, count: u64) -> PhasePlan {
+    PhasePlan {
+        phases: config.phases.list.clone(),
+        rounds: (first..first.saturating_add(count))
+            .map(|n| PlannedRound {
+                round_num: n,
+                phase: config.phase_for_round(n).map(str::to_owned),
+            })
+            .collect(),
+    }
 }
 
 /// The human form of a report.
-pub fn render(json: &Value) -> String {
+pub fn render(doc: &DoctorDoc) -> String {
     let mut out = String::new();
-    for c in json["checks"].as_array().into_iter().flatten() {
-        let ok = c["ok"].as_bool().unwrap_or(false);
+    for c in &doc.checks {
         out.push_str(&format!(
             "{} {}: {}\n",
-            if ok { "  ok  " } else { "  FAIL" },
-            c["name"].as_str().unwrap_or(""),
-            c["reason"].as_str().unwrap_or("")
+            if c.ok { "  ok  " } else { "  FAIL" },
+            c.name,
+            c.reason
         ));
-        if !ok {
-            out.push_str(&format!(
-                "         fix: {}\n",
-                c["how_to_fix"].as_str().unwrap_or("")
-            ));
+        if !c.ok {
+            out.push_str(&format!("         fix: {}\n", c.how_to_fix));
         }
     }
-    if let Some(plan) = json["phase_plan"]["rounds"]
-        .as_array()
-        .filter(|p| !p.is_empty())
-    {
-        let rounds: Vec<String> = plan
-            .iter()
-            .map(|r| {
-                format!(
-                    "R{} {}",
-                    r["round_num"],
-                    r["phase"].as_str().unwrap_or("(no phase)")
-                )
-            })
-            .collect();
-        if json["phase_plan"]["phases"]
-            .as_array()
-            .is_some_and(|p| p.is_empty())
-        {
+    if let Some(plan) = doc.phase_plan.as_ref().filter(|p| !p.rounds.is_empty()) {
+        if plan.phases.is_empty() {
             out.push_str(
                 "\nnext rounds: no [phases] configured; every round runs the same prompt\n",
             );
         } else {
+            let rounds: Vec<String> = plan
+                .rounds
+                .iter()
+                .map(|r| {
+                    format!(
+                        "R{} {}",
+                        r.round_num,
+                        r.phase.as_deref().unwrap_or("(no phase)")
+                    )
+                })
+                .collect();
             out.push_str(&format!("\nnext rounds: {}\n", rounds.join(", ")));
         }
     }
-    let s = &json["sandbox"];
+    let s = &doc.sandbox.block;
     out.push_str(&format!(
         "\nsandbox: requested={} achieved_tier={} landlock_abi={} seccomp={}{}\n",
-        s["requested"].as_str().unwrap_or("?"),
-        s["achieved_tier"].as_str().unwrap_or("?"),
-        s["landlock_abi"],
-        s["seccomp"],
-        s["unconfined_reason"]
-            .as_str()
+        s.requested.as_deref().unwrap_or("?"),
+        s.achieved_tier,
+        s.landlock_abi
+            .map_or_else(|| "null".to_owned(), |abi| abi.to_string()),
+        s.seccomp,
+        s.unconfined_reason
+            .as_deref()
             .map(|r| format!(" ({r})"))
             .unwrap_or_default()
     ));
-    let hosts = json["hosts"].as_array().cloned().unwrap_or_default();
-    if !hosts.is_empty() {
+    for l in &s.layers {
+        out.push_str(&format!(
+            "  {:<17} {:<3} {}\n",
+            l.name,
+            if l.on { "on" } else { "off" },
+            l.detail
+        ));
+    }
+    if !doc.hosts.is_empty() {
         out.push_str("\nhosts:\n");
-        for h in &hosts {
-            out.push_str(&format!(
-                "  {:<20} {:<9} {}\n",
-                h["name"].as_str().unwrap_or(""),
-                h["pin_status"].as_str().unwrap_or("error"),
-                h["executable"]
-                    .as_str()
-                    .or(h["error"].as_str())
-                    .unwrap_or("")
-            ));
-            if let Some(interp) = h["interpreter"].as_str() {
+        for h in &doc.hosts {
+            let (name, status, where_) = match h {
+                DoctorHost::Checked {
+                    name,
+                    pin_status,
+                    executable,
+                    ..
+                } => (name, pin_status.as_str(), executable.display().to_string()),
+                DoctorHost::Unresolvable { name, error, .. } => (name, "error", error.clone()),
+            };
+            out.push_str(&format!("  {name:<20} {status:<9} {where_}\n"));
+            if let DoctorHost::Checked {
+                interpreter: Some(interp),
+                ..
+            } = h
+            {
                 out.push_str(&format!("  {:<20} interpreter {interp} (not pinned)\n", ""));
+            }
+            if let DoctorHost::Checked {
+                write_limits: w, ..
+            } = h
+            {
+                out.push_str(&format!(
+                    "  {:<20} writes: {} MiB per file, TMPDIR {} MiB, state {:.1} of {} MiB used\n",
+                    "",
+                    w.file_max_mb,
+                    w.tmp_max_mb,
+                    w.state_used_bytes as f64 / 1048576.0,
+                    w.state_max_mb
+                ));
             }
         }
         out.push_str("\n# ready to paste into agent-runner.toml\n[plugins.pin]\n");
-        for h in &hosts {
-            if let Some(sha) = h["sha256"].as_str() {
-                out.push_str(&format!(
-                    "{} = \"{sha}\"\n",
-                    h["name"].as_str().unwrap_or("")
-                ));
+        for h in &doc.hosts {
+            if let DoctorHost::Checked { name, sha256, .. } = h {
+                out.push_str(&format!("{name} = \"{sha256}\"\n"));
             }
         }
     }

@@ -12,13 +12,12 @@
 //! Torn or non-JSON lines are skipped and counted on stderr, never fatal.
 
 use std::collections::BTreeSet;
-use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::io::{self, Write};
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use crate::exit::{self, CliError};
-use crate::operator::event_read::{event_files, read_file, Batch};
-use crate::runtime::events::Recorded;
+use crate::operator::event_read::{Backwards, Forward, Head};
 
 /// Matching events printed when neither `--window`, `--since` nor `--tail` is given.
 pub const DEFAULT_WINDOW: usize = 10;
@@ -101,14 +100,11 @@ impl Query {
         })
     }
 
-    fn matches(&self, event: &Recorded) -> bool {
-        self.kinds.contains(event.kind())
-            && self.since.is_none_or(|since| {
-                event
-                    .ts()
-                    .and_then(|ts| humantime::parse_rfc3339_weak(ts).ok())
-                    .is_some_and(|ts| ts >= since)
-            })
+    fn matches(&self, head: &Head) -> bool {
+        self.kinds.contains(head.event.as_str())
+            && self
+                .since
+                .is_none_or(|since| head.time().is_some_and(|ts| ts >= since))
     }
 }
 
@@ -120,38 +116,61 @@ fn parse_since(raw: &str) -> Option<SystemTime> {
     humantime::parse_rfc3339_weak(raw.trim_end_matches('Z')).ok()
 }
 
-/// Runs the query over the record in `log_dir`; returns the exit code.
+/// Runs the query over the record in `log_dir`; returns the exit code. `--window N` reads
+/// the record backwards and stops at the N-th match; `--since` reads forwards from the
+/// first line at or after the timestamp; `--tail` reads what is appended. Matching lines
+/// are printed as written (they are checked to be JSON objects, not re-encoded); memory
+/// stays bounded by the window, whatever the record's size.
 ///
 /// Errors (exit 1): a file or the directory cannot be read.
 pub async fn run(log_dir: &Path, query: &Query) -> Result<u8, CliError> {
-    let unreadable = |path: &Path, e: io::Error| {
-        CliError::failure(format!("cannot read {}: {e}", path.display()))
-    };
-    let files = event_files(log_dir).map_err(|e| unreadable(log_dir, e))?;
+    let unreadable = |e: io::Error| CliError::failure(format!("cannot read {e}"));
     let mut out = io::stdout().lock();
-    let mut skipped = 0;
-    if query.window.is_some() || query.since.is_some() {
-        let mut matching = Vec::new();
-        for path in &files {
-            let mut batch = Batch::default();
-            read_file(path, &mut batch).map_err(|e| unreadable(path, e))?;
-            skipped += batch.skipped;
-            matching.extend(batch.events.into_iter().filter(|e| query.matches(e)));
+    if let Some(window) = query.window {
+        let mut back = Backwards::open(log_dir).map_err(unreadable)?;
+        let mut matching: Vec<Vec<u8>> = Vec::with_capacity(window);
+        while matching.len() < window {
+            let Some(found) = back.next_event().map_err(unreadable)? else {
+                break;
+            };
+            if query.matches(&found.head) {
+                matching.push(found.line.to_vec());
+            }
         }
-        let from = query.window.map_or(0, |n| matching.len().saturating_sub(n));
-        for event in &matching[from..] {
-            if writeln!(out, "{event}").is_err() {
+        report_skipped(back.skipped());
+        for line in matching.iter().rev() {
+            if !print_line(&mut out, line) {
+                break;
+            }
+        }
+        return Ok(exit::OK);
+    }
+    let mut reader = match query.since {
+        Some(since) => Forward::since(log_dir, since),
+        None => Forward::at_end(log_dir),
+    }
+    .map_err(unreadable)?;
+    if query.since.is_some() {
+        while let Some(found) = reader.next_event().map_err(unreadable)? {
+            if query.matches(&found.head) && !print_line(&mut out, found.line) {
                 return Ok(exit::OK);
             }
         }
     }
-    report_skipped(skipped);
-    if !query.follow {
-        return Ok(exit::OK);
-    }
     let _ = out.flush();
     drop(out);
-    follow(log_dir, files.last().cloned(), query).await
+    if !query.follow {
+        report_skipped(reader.skipped());
+        return Ok(exit::OK);
+    }
+    follow(log_dir, reader, query).await
+}
+
+/// Writes `line` and its newline; `false` when stdout is closed (the reader went away).
+fn print_line(out: &mut impl Write, line: &[u8]) -> bool {
+    out.write_all(line)
+        .and_then(|_| out.write_all(b"\n"))
+        .is_ok()
 }
 
 fn report_skipped(skipped: usize) {
@@ -160,71 +179,33 @@ fn report_skipped(skipped: usize) {
     }
 }
 
-/// Prints matching events appended after this call until Ctrl-C.
-async fn follow(log_dir: &Path, newest: Option<PathBuf>, query: &Query) -> Result<u8, CliError> {
-    // Position: the newest file and how far into it we have read (its end: only new
-    // events are printed).
-    let mut current = newest.clone();
-    let mut offset = match &newest {
-        Some(path) => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
-        None => 0,
-    };
-    let mut skipped = 0;
-    let mut interrupted = crate::operator::watch::interrupt_signal()?;
+/// Prints matching events appended after `reader`'s position until Ctrl-C.
+async fn follow(log_dir: &Path, mut reader: Forward, query: &Query) -> Result<u8, CliError> {
+    let unreadable = |e: io::Error| CliError::failure(format!("cannot read {e}"));
+    let mut interrupted = crate::operator::interrupt::interrupt_signal()?;
     loop {
         tokio::select! {
             _ = interrupted.recv() => {
-                report_skipped(skipped);
+                report_skipped(reader.skipped());
                 return Ok(exit::OK);
             }
             _ = tokio::time::sleep(TAIL_POLL) => {}
         }
-        let files = event_files(log_dir)
-            .map_err(|e| CliError::failure(format!("cannot read {}: {e}", log_dir.display())))?;
-        let from = current.clone();
-        for path in files
-            .iter()
-            .filter(|p| from.as_ref().is_none_or(|c| *p >= c))
-        {
-            if current.as_ref() != Some(path) {
-                current = Some(path.clone());
-                offset = 0;
+        reader.refresh(log_dir).map_err(unreadable)?;
+        let mut out = io::stdout().lock();
+        while let Some(found) = reader.next_event().map_err(unreadable)? {
+            if query.matches(&found.head) && !print_line(&mut out, found.line) {
+                return Ok(exit::OK);
             }
-            let mut batch = Batch::default();
-            offset += read_from(path, offset, &mut batch)
-                .map_err(|e| CliError::failure(format!("cannot read {}: {e}", path.display())))?;
-            skipped += batch.skipped;
-            let mut out = io::stdout().lock();
-            for event in batch.events.iter().filter(|e| query.matches(e)) {
-                if writeln!(out, "{event}").is_err() {
-                    return Ok(exit::OK);
-                }
-            }
-            let _ = out.flush();
         }
+        let _ = out.flush();
     }
-}
-
-/// Reads the whole lines of `path` from `offset` into `batch`; returns how many bytes
-/// they took (a line still being written is left for the next poll).
-fn read_from(path: &Path, offset: u64, batch: &mut Batch) -> io::Result<u64> {
-    let mut file = std::fs::File::open(path)?;
-    file.seek(SeekFrom::Start(offset))?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
-    let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-    batch.push_lines(&bytes[..complete]);
-    Ok(complete as u64)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    fn recorded(line: serde_json::Value) -> Recorded {
-        Recorded::from_line(line).unwrap()
-    }
+    use crate::operator::event_read::head;
 
     #[test]
     fn argument_rules() {
@@ -250,15 +231,16 @@ mod tests {
             Some(DEFAULT_WINDOW)
         );
         let q = Query::new("a, b", None, false, Some("2026-11-29T17:00:00Z")).unwrap();
-        assert!(q.matches(&recorded(
-            json!({"ts": "2026-11-29T17:00:00.000Z", "event": "b"})
-        )));
-        assert!(!q.matches(&recorded(
-            json!({"ts": "2026-11-29T16:59:59.999Z", "event": "a"})
-        )));
-        assert!(!q.matches(&recorded(
-            json!({"ts": "2026-11-29T18:00:00.000Z", "event": "c"})
-        )));
+        let matches = |line: &str| q.matches(&head(line.as_bytes()).unwrap());
+        assert!(matches(
+            r#"{"ts": "2026-11-29T17:00:00.000Z", "event": "b"}"#
+        ));
+        assert!(!matches(
+            r#"{"ts": "2026-11-29T16:59:59.999Z", "event": "a"}"#
+        ));
+        assert!(!matches(
+            r#"{"ts": "2026-11-29T18:00:00.000Z", "event": "c"}"#
+        ));
         assert!(Query::new("a", None, false, Some("2026-11-29")).is_ok());
     }
 }

@@ -1,7 +1,7 @@
 //! `init`: writes `agent-runner.toml` (from a preset) and `prompts/main.md`, adds the log
 //! dir to `.gitignore` when it lies inside the tree, and commits them (unless
 //! `--no-commit`). Refuses to overwrite without `--force`. Presets follow the reference
-//! system's (peer-facts.md "Presets"), plus `codex`.
+//! system's (`docs/reference-system.md`, "Presets"), plus `codex`.
 
 use std::path::{Path, PathBuf};
 

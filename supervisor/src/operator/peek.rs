@@ -9,21 +9,26 @@
 
 use agent_runner_plugin_host::probe::probe;
 use agent_runner_protocol::Family;
-use serde_json::{json, Map, Value};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::config::Config;
 use crate::exit::CliError;
 use crate::hosts::check_pin;
 use crate::hosts::sandbox::SandboxGate;
-use crate::operator::event_read;
+use crate::operator::defenses::Defense;
+use crate::operator::doctor::{covered_families, sandbox_block, HostCover, SandboxBlock};
 use crate::operator::install::{unit_name, Scope};
-use crate::operator::round_history::{self, RoundView};
-use crate::operator::service::{self, ServiceDoc};
-use crate::operator::system_metrics;
-use crate::runtime::events::{Event, Recorded};
+use crate::operator::recent::{self, Wanted, RECENT_HOOK_FAILURES, RECENT_ROUNDS};
+use crate::operator::round_history::{self, RoundDoc, RoundView};
+use crate::operator::service::{self, CurrentRound, ServiceDoc};
+use crate::operator::system_metrics::{self, SystemMetrics};
+use crate::runtime::events::Recorded;
 use crate::runtime::state::{self, OrphanState, RoundState};
 
 /// The document's `schema_version`: the reference system's (`"2.2"`), whose every key this
@@ -31,14 +36,8 @@ use crate::runtime::state::{self, OrphanState, RoundState};
 /// docs/operations.md). Fields are only added within a version.
 pub const SCHEMA_VERSION: &str = "2.2";
 
-/// How much of the end of the event record one look reads.
-pub const EVENT_TAIL_BYTES: u64 = 1 << 20;
 /// Recent events shown by default (`--events N` changes it).
 pub const DEFAULT_EVENTS: usize = 20;
-/// Completed rounds listed in `recent_rounds`.
-pub const RECENT_ROUNDS: usize = 10;
-/// `hook_failed` events listed in `recent_hook_failures`.
-pub const RECENT_HOOK_FAILURES: usize = 10;
 /// The end of a round log shown as `log_tail`, in bytes.
 pub const LOG_TAIL_BYTES: usize = 4096;
 
@@ -73,10 +72,194 @@ pub struct PeekOptions {
     pub events: Option<usize>,
 }
 
-/// Everything a look found (the JSON document, plus what the human form needs).
+/// `peek --json` (schema: `docs/schema/peek.schema.json`, fields: `docs/operations.md`,
+/// "peek --json"): the reference system's document (schema 2.2, every key with its type),
+/// then ours (`hosts`, `skipped_event_lines`, `round`).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[schemars(transform = |s: &mut schemars::Schema| crate::operator::schema_fields::require(s, &["current_round", "orphan", "schedule"]))]
+pub struct PeekDoc {
+    /// Always `2.2` ([`SCHEMA_VERSION`]), the reference system's version; fields are only
+    /// added within a version.
+    #[schemars(extend("const" = "2.2"))]
+    pub schema_version: String,
+    /// The project's name.
+    pub project: String,
+    /// The config file.
+    pub config: PathBuf,
+    /// The log dir.
+    pub log_dir: PathBuf,
+    /// Rounds at a glance.
+    pub status: PeekStatus,
+    /// Plugin settings and confinement.
+    pub plugins: PeekPlugins,
+    /// The round running now (`null` when none).
+    pub current_round: Option<RoundDoc>,
+    /// The last completed rounds, oldest first.
+    pub recent_rounds: Vec<RoundDoc>,
+    /// The last stash the supervisor made.
+    pub orphan: Option<OrphanState>,
+    /// The machine.
+    pub system: SystemMetrics,
+    /// Whether and how `serve` runs.
+    pub service: ServiceBlock,
+    /// The last events (`--events N`), oldest first.
+    pub recent_events: Vec<Recorded>,
+    /// The last `hook_failed` events.
+    pub recent_hook_failures: Vec<Recorded>,
+    /// The loop's defenses in force (`operator::defenses`).
+    pub defenses: Vec<Defense>,
+    /// The reference system's transient-error blips: always `[]` (this build retries
+    /// nothing on its own; `docs/operations.md`).
+    pub recent_blips: Vec<Value>,
+    /// The reference system's cgroup growth warnings: always `[]` (this build keeps no
+    /// cgroup of the agent; `docs/operations.md`).
+    pub recent_cgroup_growth_warnings: Vec<Value>,
+    /// The reference system's `[schedule]`: always `null` (not implemented).
+    pub schedule: Option<Value>,
+    /// Every configured host.
+    pub hosts: Vec<PeekHost>,
+    /// Torn or non-JSON lines met in the events read.
+    pub skipped_event_lines: usize,
+    /// With `--round`: that round (`null` when no round is known); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<Option<RoundDoc>>,
+}
+
+/// `peek`'s `status`.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+pub struct PeekStatus {
+    /// The last round number that started (0 before the first).
+    pub round_num: u64,
+    /// Whether a round runs now.
+    pub running: bool,
+    /// When the last completed round ended.
+    pub last_completed_at: Option<String>,
+    /// Its agent's exit code.
+    pub last_exit_code: Option<i64>,
+    /// Its agent's duration, seconds.
+    pub last_duration_s: Option<f64>,
+    /// Always 0 (the reference system's field; phases rotate by round number here).
+    pub phase_index: u64,
+}
+
+/// `peek`'s `plugins`: the reference system's keys (`event_kinds`, one list of hook names
+/// per family registry, `owned_paths`, `disabled`, `sandbox`, `pins`,
+/// `spawn_override_allow`), plus our families it has no registry list for (`spawn_hooks`,
+/// `dirty_handlers`, `serve_startup_hooks`). Hooks, event kinds and owned paths are those
+/// the enabled hosts declared to the last `serve` (`service.json`); lists are sorted.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+pub struct PeekPlugins {
+    /// The event kinds hosts declared, as recorded: `<host>.<kind>`.
+    pub event_kinds: Vec<String>,
+    /// Spawn hooks (family `spawn_hook`).
+    pub spawn_hooks: Vec<String>,
+    /// Dirty handlers (family `dirty_handler`).
+    pub dirty_handlers: Vec<String>,
+    /// Pre-round hooks (family `pre_round`).
+    pub pre_round_hooks: Vec<String>,
+    /// Context enrichers (family `context_enricher`).
+    pub context_enrichers: Vec<String>,
+    /// The reference system's post-round hooks: always `[]` (no such family in this build).
+    pub post_round_hooks: Vec<String>,
+    /// Serve-startup hooks (family `serve_startup`).
+    pub serve_startup_hooks: Vec<String>,
+    /// Detectors (family `detector`).
+    pub detectors: Vec<String>,
+    /// Paths the hosts own (relative to `work_dir`), kept out of dirty detection, stash
+    /// and commit (`docs/protocol.md` §5.8).
+    pub owned_paths: Vec<String>,
+    /// `[plugins] disable`.
+    pub disabled: Vec<String>,
+    /// The sandbox block (shared with `doctor`).
+    pub sandbox: SandboxBlock,
+    /// Each host's pin status by name: `verified`, `mismatch`, `unpinned` or
+    /// `unresolvable`.
+    pub pins: BTreeMap<String, String>,
+    /// `[plugins] spawn_override_allow`.
+    pub spawn_override_allow: Vec<String>,
+}
+
+/// One host in `peek`'s `hosts`.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+pub struct PeekHost {
+    /// Its name.
+    pub name: String,
+    /// `running`, `backoff`, `disabled` (by config or after failures), `refused` or
+    /// `stopped`.
+    pub state: String,
+    /// Listed in `[plugins] disable`.
+    pub disabled: bool,
+    /// Its pid while running.
+    pub pid: Option<u32>,
+    /// The hooks it registered.
+    pub hooks: Vec<String>,
+    /// Its hooks by family (wire spelling → hook names).
+    pub families: BTreeMap<String, Vec<String>>,
+    /// The event kinds it declared, as recorded: `<host>.<kind>`.
+    pub event_kinds: Vec<String>,
+    /// The paths it owns (relative to `work_dir`).
+    pub owned_paths: Vec<String>,
+    /// Its `provides`.
+    pub provides: Vec<Family>,
+    /// Hook calls this run.
+    pub calls: u64,
+    /// Failed calls and starts this run.
+    pub failures: u64,
+    /// The last failure.
+    pub last_error: Option<String>,
+    /// Median latency of recent calls, milliseconds.
+    pub call_latency_p50_ms: Option<f64>,
+    /// `verified`, `mismatch`, `unpinned` or `unresolvable`.
+    #[schemars(extend("enum" = ["verified", "mismatch", "unpinned", "unresolvable"]))]
+    pub pin_status: String,
+    /// `sha256:<64 hex>` of its executable.
+    #[schemars(regex(pattern = r"^sha256:[0-9a-f]{64}$"))]
+    pub sha256: Option<String>,
+    /// The resolved executable.
+    pub executable: Option<String>,
+    /// Why the executable cannot be resolved.
+    pub error: Option<String>,
+    /// Its write limits and the state directory's current use.
+    pub write_limits: crate::operator::doctor::HostWriteLimits,
+}
+
+/// `peek`'s `service`: the reference system's `mode`, `active`, `pid`, `uptime_s`,
+/// `unit_file`, `rate_limit`, `system_managed`, then ours.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+pub struct ServiceBlock {
+    /// `systemd_user`, `pid_file` or `none`.
+    pub mode: String,
+    /// Whether a supervisor holds the project lock.
+    pub active: bool,
+    /// Its pid.
+    pub pid: Option<u32>,
+    /// Seconds since the running `serve` booted, to 0.1 s.
+    pub uptime_s: Option<f64>,
+    /// The installed systemd unit, if any.
+    pub unit_file: Option<PathBuf>,
+    /// Always `null` (not implemented).
+    pub rate_limit: Option<u32>,
+    /// Whether a system-wide unit is installed.
+    pub system_managed: bool,
+    /// From `service.json` when its writer is the live supervisor; `round` when a one-off
+    /// `round` holds the lock; `stopped` otherwise.
+    pub state: String,
+    /// A `service.json` left by a supervisor that died without marking it stopped.
+    pub stale: bool,
+    /// When `service.json` was last written.
+    pub updated_at: Option<String>,
+    /// The round the running `serve` is attempting.
+    pub serve_current_round: Option<CurrentRound>,
+}
+
+/// Everything a look found (the document, plus what the human form needs).
 pub struct Snapshot {
     /// The document.
-    pub doc: Value,
+    pub doc: PeekDoc,
     /// The round `--round` resolved to, and its log file.
     pub round_log: Option<(u64, Option<std::path::PathBuf>)>,
 }
@@ -85,12 +268,25 @@ pub struct Snapshot {
 pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
     let now = SystemTime::now();
     let log_dir = &config.runtime.log_dir;
-    let batch = event_read::tail(log_dir, EVENT_TAIL_BYTES).unwrap_or_default();
-    let events = &batch.events;
+    let n_events = options.events.unwrap_or(DEFAULT_EVENTS);
+    let recent = recent::scan(
+        log_dir,
+        Wanted {
+            events: n_events,
+            // The running round, if any, and the completed ones listed.
+            rounds: RECENT_ROUNDS + 1,
+            hook_failures: RECENT_HOOK_FAILURES,
+            round: match options.round {
+                Some(RoundSel::Num(n)) => Some(n),
+                _ => None,
+            },
+        },
+    );
+    let round_events = &recent.round_events;
     let live = service::live_supervisor(log_dir);
     let service_doc = service::read(log_dir);
     let current_doc = service_doc.as_ref().filter(|d| Some(d.pid) == live);
-    let rounds = round_history::rounds(events);
+    let rounds = round_history::rounds(round_events);
 
     let running_round = live.and_then(|_| rounds.values().next_back().filter(|r| !r.ended));
     let current_round = running_round.map(|r| {
@@ -98,16 +294,16 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
             .log_path
             .as_deref()
             .and_then(|p| round_history::tail_text(Path::new(p), LOG_TAIL_BYTES));
-        r.to_json(now, tail, events)
+        r.to_doc(now, tail, round_events)
     });
     let completed: Vec<&RoundView> = rounds
         .values()
         .filter(|r| running_round.is_none_or(|c| c.round_num != r.round_num))
         .collect();
-    let recent_rounds: Vec<Value> = completed
+    let recent_rounds: Vec<RoundDoc> = completed
         .iter()
         .skip(completed.len().saturating_sub(RECENT_ROUNDS))
-        .map(|r| r.to_json(now, None, &[]))
+        .map(|r| r.to_doc(now, None, &[]))
         .collect();
     let last_done = completed.iter().rev().find(|r| r.ended);
 
@@ -119,54 +315,21 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
         .ok()
         .flatten();
 
-    let n_events = options.events.unwrap_or(DEFAULT_EVENTS);
-    let recent_events = &events[events.len().saturating_sub(n_events)..];
-    let hook_failures: Vec<&Recorded> = events
-        .iter()
-        .filter(|e| matches!(e.event, Some(Event::HookFailed { .. })))
-        .collect();
-    let recent_hook_failures =
-        &hook_failures[hook_failures.len().saturating_sub(RECENT_HOOK_FAILURES)..];
-
     let caps = probe();
     let gate = SandboxGate::evaluate(config.plugins.sandbox, caps.clone()).ok();
     let (pins, hosts) = hosts_block(config, service_doc.as_ref(), current_doc.is_some());
-    let covers = crate::operator::doctor::covered_families(&hosts, gate.as_ref());
-    let sandbox =
-        crate::operator::doctor::sandbox_block(Some(config), &caps, gate.as_ref(), covers);
+    let covers = covered_families(
+        hosts.iter().map(|h| HostCover {
+            disabled: h.disabled,
+            pin_status: &h.pin_status,
+            provides: &h.provides,
+        }),
+        gate.as_ref(),
+    );
+    let sandbox = sandbox_block(Some(config), &caps, gate.as_ref(), covers);
 
     let mut round_log = None;
-    let mut doc = json!({
-        "schema_version": SCHEMA_VERSION,
-        "project": config.project,
-        "config": config.path,
-        "log_dir": log_dir,
-        "status": {
-            "round_num": round_state.last_round,
-            "running": running_round.is_some(),
-            "last_completed_at": last_done.and_then(|r| r.ended_at.clone()),
-            "last_exit_code": last_done.and_then(|r| r.exit_code),
-            "last_duration_s": last_done.and_then(|r| r.duration_s),
-            "phase_index": 0,
-        },
-        "plugins": plugins_block(config, &hosts, sandbox, pins),
-        "current_round": current_round,
-        "recent_rounds": recent_rounds,
-        "orphan": orphan,
-        "system": system_metrics::snapshot(log_dir, &config.agent.command[0]),
-        "service": service_block(config, live, current_doc, service_doc.as_ref(), now),
-        "recent_events": recent_events,
-        "recent_hook_failures": recent_hook_failures,
-        "defenses": crate::operator::defenses::list(config, gate.as_ref()),
-        // The reference system's transient-error blips, cgroup growth warnings and
-        // `[schedule]`: this build has none of them (docs/operations.md).
-        "recent_blips": [],
-        "recent_cgroup_growth_warnings": [],
-        "schedule": null,
-        "hosts": hosts,
-        "skipped_event_lines": batch.skipped,
-    });
-    if let Some(sel) = options.round {
+    let round = options.round.map(|sel| {
         let num = match sel {
             RoundSel::Num(n) => Some(n),
             RoundSel::Latest => rounds
@@ -181,11 +344,11 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
                 ..RoundView::default()
             })
         });
-        let block = view.map(|mut view| {
+        view.map(|mut view| {
             let file = view
                 .log_path
                 .clone()
-                .map(std::path::PathBuf::from)
+                .map(PathBuf::from)
                 .filter(|p| p.is_file())
                 .or_else(|| round_history::log_file(log_dir, view.round_num));
             if view.log_path.is_none() {
@@ -195,66 +358,83 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
                 .as_deref()
                 .and_then(|p| round_history::tail_text(p, LOG_TAIL_BYTES));
             round_log = Some((view.round_num, file));
-            view.to_json(now, tail, events)
-        });
-        doc["round"] = block.unwrap_or(Value::Null);
-    }
+            view.to_doc(now, tail, round_events)
+        })
+    });
+    let doc = PeekDoc {
+        schema_version: SCHEMA_VERSION.to_owned(),
+        project: config.project.clone(),
+        config: config.path.clone(),
+        log_dir: log_dir.clone(),
+        status: PeekStatus {
+            round_num: round_state.last_round,
+            running: running_round.is_some(),
+            last_completed_at: last_done.and_then(|r| r.ended_at.clone()),
+            last_exit_code: last_done.and_then(|r| r.exit_code),
+            last_duration_s: last_done.and_then(|r| r.duration_s),
+            phase_index: 0,
+        },
+        plugins: plugins_block(config, &hosts, sandbox, pins),
+        current_round,
+        recent_rounds,
+        orphan,
+        system: system_metrics::snapshot(log_dir, &config.agent.command[0]),
+        service: service_block(config, live, current_doc, service_doc.as_ref(), now),
+        recent_events: recent.events,
+        recent_hook_failures: recent.hook_failures,
+        defenses: crate::operator::defenses::list(config, gate.as_ref()),
+        recent_blips: Vec::new(),
+        recent_cgroup_growth_warnings: Vec::new(),
+        schedule: None,
+        hosts,
+        skipped_event_lines: recent.skipped,
+        round,
+    };
     Snapshot { doc, round_log }
 }
 
-/// The `plugins` block: the reference system's keys (`event_kinds`, one list of hook
-/// names per family registry — `context_enrichers`, `pre_round_hooks`,
-/// `post_round_hooks`, `detectors` — `owned_paths`, `disabled`, `sandbox`, `pins`,
-/// `spawn_override_allow`) plus our families it has no registry list for
-/// (`spawn_hooks`, `dirty_handlers`, `serve_startup_hooks`). Hooks, event kinds and owned
-/// paths are those the enabled hosts declared to the last `serve` (`service.json`).
+/// The `plugins` block of `config`, its `hosts` (from [`hosts_block`]), `sandbox` and
+/// `pins`: hook names, event kinds and owned paths of the enabled hosts.
 fn plugins_block(
     config: &Config,
-    hosts: &[Value],
-    sandbox: Map<String, Value>,
-    pins: Map<String, Value>,
-) -> Value {
-    let enabled = || hosts.iter().filter(|h| h["disabled"] == false);
-    let gather = |key: &str| -> Vec<String> {
-        let mut items: Vec<String> = enabled()
-            .flat_map(|h| h[key].as_array().cloned().unwrap_or_default())
-            .filter_map(|v| v.as_str().map(str::to_owned))
-            .collect();
+    hosts: &[PeekHost],
+    sandbox: SandboxBlock,
+    pins: BTreeMap<String, String>,
+) -> PeekPlugins {
+    let enabled = || hosts.iter().filter(|h| !h.disabled);
+    let sorted = |items: Vec<String>| {
+        let mut items = items;
         items.sort();
         items.dedup();
         items
     };
-    let mut block = Map::new();
-    block.insert("event_kinds".into(), json!(gather("event_kinds")));
-    // post_round_hooks: the reference system's key; that family is not in this build yet.
-    block.insert("post_round_hooks".into(), json!([]));
-    for family in Family::ALL {
-        let mut names: Vec<String> = enabled()
-            .flat_map(|h| {
-                h["families"][family.as_str()]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .filter_map(|v| v.as_str().map(str::to_owned))
-            .collect();
-        names.sort();
-        block.insert(family.registry_key().into(), json!(names));
-    }
-    block.insert("owned_paths".into(), json!(gather("owned_paths")));
-    block.insert("disabled".into(), json!(config.plugins.disable));
-    block.insert("sandbox".into(), Value::Object(sandbox));
-    block.insert("pins".into(), Value::Object(pins));
-    block.insert(
-        "spawn_override_allow".into(),
-        json!(config
+    let hooks = |family: Family| {
+        sorted(
+            enabled()
+                .flat_map(|h| h.families.get(family.as_str()).cloned().unwrap_or_default())
+                .collect(),
+        )
+    };
+    PeekPlugins {
+        event_kinds: sorted(enabled().flat_map(|h| h.event_kinds.clone()).collect()),
+        spawn_hooks: hooks(Family::SpawnHook),
+        dirty_handlers: hooks(Family::DirtyHandler),
+        pre_round_hooks: hooks(Family::PreRound),
+        context_enrichers: hooks(Family::ContextEnricher),
+        post_round_hooks: Vec::new(),
+        serve_startup_hooks: hooks(Family::ServeStartup),
+        detectors: hooks(Family::Detector),
+        owned_paths: sorted(enabled().flat_map(|h| h.owned_paths.clone()).collect()),
+        disabled: config.plugins.disable.clone(),
+        sandbox,
+        pins,
+        spawn_override_allow: config
             .plugins
             .spawn_override_allow
             .iter()
-            .map(|h| h.as_str())
-            .collect::<Vec<_>>()),
-    );
-    Value::Object(block)
+            .map(|h| h.to_string())
+            .collect(),
+    }
 }
 
 /// `plugins.pins` (`name: verified|mismatch|unpinned|unresolvable`) and the `hosts` block.
@@ -262,8 +442,8 @@ fn hosts_block(
     config: &Config,
     service_doc: Option<&ServiceDoc>,
     live: bool,
-) -> (Map<String, Value>, Vec<Value>) {
-    let mut pins = Map::new();
+) -> (BTreeMap<String, String>, Vec<PeekHost>) {
+    let mut pins = BTreeMap::new();
     let mut hosts = Vec::new();
     for cfg in &config.plugins.hosts {
         let checked = check_pin(config, cfg);
@@ -271,7 +451,7 @@ fn hosts_block(
             Ok(c) => c.status.as_str(),
             Err(_) => "unresolvable",
         };
-        pins.insert(cfg.name.clone(), json!(pin_status));
+        pins.insert(cfg.name.clone(), pin_status.to_owned());
         let disabled = config.plugins.disable.contains(&cfg.name);
         let seen = service_doc.and_then(|d| d.hosts.iter().find(|h| h.name == cfg.name));
         let state = match (disabled, seen, live) {
@@ -280,41 +460,40 @@ fn hosts_block(
             (false, None, true) => "refused".to_owned(),
             (false, _, false) => "stopped".to_owned(),
         };
-        hosts.push(json!({
-            "name": cfg.name,
-            "state": state,
-            "disabled": disabled,
-            "pid": seen.filter(|_| live).and_then(|h| h.pid),
-            "hooks": seen.map(|h| h.hooks.clone()).unwrap_or_default(),
-            "families": seen.map(|h| json!(h.families)).unwrap_or_else(|| json!({})),
-            "event_kinds": seen.map(|h| h.event_kinds.clone()).unwrap_or_default(),
-            "owned_paths": seen.map(|h| h.owned_paths.clone()).unwrap_or_default(),
-            "provides": cfg.provides.iter().map(|f| f.as_str()).collect::<Vec<_>>(),
-            "calls": seen.map_or(0, |h| h.calls),
-            "failures": seen.map_or(0, |h| h.failures),
-            "last_error": seen.and_then(|h| h.last_error.clone()),
-            "call_latency_p50_ms": seen.and_then(|h| h.call_latency_p50_ms),
-            "pin_status": pin_status,
-            "sha256": checked.as_ref().ok().map(|c| c.actual.to_string()),
-            "executable": checked.as_ref().ok().map(|c| c.path.display().to_string()),
-            "error": checked.as_ref().err(),
-        }));
+        hosts.push(PeekHost {
+            name: cfg.name.clone(),
+            state,
+            disabled,
+            pid: seen.filter(|_| live).and_then(|h| h.pid),
+            hooks: seen.map(|h| h.hooks.clone()).unwrap_or_default(),
+            families: seen.map(|h| h.families.clone()).unwrap_or_default(),
+            event_kinds: seen.map(|h| h.event_kinds.clone()).unwrap_or_default(),
+            owned_paths: seen.map(|h| h.owned_paths.clone()).unwrap_or_default(),
+            provides: cfg.provides.iter().copied().collect(),
+            calls: seen.map_or(0, |h| h.calls),
+            failures: seen.map_or(0, |h| h.failures),
+            last_error: seen.and_then(|h| h.last_error.clone()),
+            call_latency_p50_ms: seen.and_then(|h| h.call_latency_p50_ms),
+            pin_status: pin_status.to_owned(),
+            sha256: checked.as_ref().ok().map(|c| c.actual.to_string()),
+            executable: checked.as_ref().ok().map(|c| c.path.display().to_string()),
+            error: checked.as_ref().err().cloned(),
+            write_limits: crate::operator::doctor::HostWriteLimits::of(config, cfg),
+        });
     }
     (pins, hosts)
 }
 
-/// The reference system's `service` block (`mode`, `active`, `pid`, `uptime_s`,
-/// `unit_file`, `rate_limit`, `system_managed`) plus ours: `state` (from `service.json`
-/// when its writer is the live supervisor; `round` when a one-off `round` holds the lock;
-/// `stopped` otherwise), `stale` (a `service.json` left by a supervisor that died without
-/// marking it stopped), `updated_at`, `serve_current_round`.
+/// The `service` block; `state` comes from `service.json` when its writer is the live
+/// supervisor, `stale` marks one left by a supervisor that died without marking it
+/// stopped.
 fn service_block(
     config: &Config,
     live: Option<u32>,
     current: Option<&ServiceDoc>,
     last: Option<&ServiceDoc>,
     now: SystemTime,
-) -> Value {
+) -> ServiceBlock {
     let name = unit_name(config);
     let user_unit = Scope::User.unit_dir().join(&name);
     let system_unit = Scope::System.unit_dir().join(&name);
@@ -337,19 +516,25 @@ fn service_block(
         (None, _) => "stopped",
     };
     let stale = live.is_none() && last.is_some_and(|d| d.state != service::ServiceState::Stopped);
-    json!({
-        "mode": mode,
-        "active": live.is_some(),
-        "pid": live,
-        "uptime_s": uptime_s,
-        "unit_file": if user_installed { Some(user_unit) } else if system_installed { Some(system_unit) } else { None },
-        "rate_limit": null,
-        "system_managed": system_installed,
-        "state": state,
-        "stale": stale,
-        "updated_at": last.map(|d| d.updated_at.clone()),
-        "serve_current_round": current.and_then(|d| d.current_round.clone()),
-    })
+    ServiceBlock {
+        mode: mode.to_owned(),
+        active: live.is_some(),
+        pid: live,
+        uptime_s,
+        unit_file: if user_installed {
+            Some(user_unit)
+        } else if system_installed {
+            Some(system_unit)
+        } else {
+            None
+        },
+        rate_limit: None,
+        system_managed: system_installed,
+        state: state.to_owned(),
+        stale,
+        updated_at: last.map(|d| d.updated_at.clone()),
+        serve_current_round: current.and_then(|d| d.current_round.clone()),
+    }
 }
 
 /// What the `peek` verb prints.
@@ -376,6 +561,7 @@ pub fn run(config_path: &Path, output: &PeekOutput) -> Result<u8, CliError> {
         options.round = Some(RoundSel::Latest);
     }
     let snap = snapshot(&config, &options);
+    let doc = serde_json::to_value(&snap.doc).unwrap_or_default();
     let mut stdout = std::io::stdout().lock();
     if output.log {
         let (num, file) = snap
@@ -393,11 +579,10 @@ pub fn run(config_path: &Path, output: &PeekOutput) -> Result<u8, CliError> {
         return Ok(crate::exit::OK);
     }
     if let Some(path) = &output.select {
-        let value = select(&snap.doc, path).ok_or_else(|| {
+        let value = select(&doc, path).ok_or_else(|| {
             CliError::failure(format!(
                 "peek --select: no value at `{path}` (top-level keys: {})",
-                snap.doc
-                    .as_object()
+                doc.as_object()
                     .map(|m| m.keys().cloned().collect::<Vec<_>>().join(", "))
                     .unwrap_or_default()
             ))
@@ -414,11 +599,11 @@ pub fn run(config_path: &Path, output: &PeekOutput) -> Result<u8, CliError> {
         let _ = writeln!(
             stdout,
             "{}",
-            serde_json::to_string_pretty(&snap.doc).unwrap_or_default()
+            serde_json::to_string_pretty(&doc).unwrap_or_default()
         );
     } else {
         let text = crate::operator::peek_render::render(
-            &snap.doc,
+            &doc,
             crate::operator::peek_render::use_colour(),
             output.options.events.is_some(),
         );
@@ -442,6 +627,7 @@ pub fn select<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn select_walks_objects_and_arrays() {
@@ -454,5 +640,18 @@ mod tests {
         assert_eq!("latest".parse::<RoundSel>(), Ok(RoundSel::Latest));
         assert_eq!("7".parse::<RoundSel>(), Ok(RoundSel::Num(7)));
         assert!("x".parse::<RoundSel>().is_err());
+    }
+
+    #[test]
+    fn plugins_block_has_a_list_for_every_family_registry() {
+        let schema = schemars::schema_for!(PeekPlugins);
+        let properties = schema.get("properties").and_then(Value::as_object).unwrap();
+        for family in Family::ALL {
+            assert!(
+                properties.contains_key(family.registry_key()),
+                "plugins has no {:?} list",
+                family.registry_key()
+            );
+        }
     }
 }

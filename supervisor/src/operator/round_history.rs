@@ -2,7 +2,8 @@
 //! `round_end` events folded into one view per round (the reference system's `RoundView`
 //! shape, for `peek`), and the round logs under `<log_dir>/rounds/`.
 
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -100,13 +101,50 @@ pub fn rounds(events: &[Recorded]) -> BTreeMap<u64, RoundView> {
     rounds
 }
 
+/// One round in `peek` (`current_round`, `recent_rounds`, `round`): the reference
+/// system's `RoundView` fields, then ours (`duration_s`, `exit_cause`, `dirty_outcome`,
+/// `ended_at`).
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+pub struct RoundDoc {
+    /// Its number.
+    pub round_num: u64,
+    /// Its phase (`null` without `[phases]`).
+    pub phase: Option<String>,
+    /// `round_start.ts` (empty when not recorded).
+    pub started_at: String,
+    /// Running: seconds since start, to 0.1 s; ended: the agent's duration.
+    pub duration_so_far_s: Option<f64>,
+    /// Always `null`: agent pids are not recorded.
+    pub pid: Option<u32>,
+    /// The agent's exit code (`null`: killed by a signal, or not exited yet).
+    pub exit_code: Option<i64>,
+    /// Whether the budget ran out.
+    pub timed_out: Option<bool>,
+    /// The round log (empty when not known).
+    pub log_path: String,
+    /// The end of the round log, when asked for.
+    pub log_tail: Option<String>,
+    /// The round's events, oldest first.
+    pub recent_events: Vec<Recorded>,
+    /// `agent_exit.duration_s`.
+    pub duration_s: Option<f64>,
+    /// `agent_exit.exit_cause`.
+    pub exit_cause: Option<String>,
+    /// `round_end.dirty_outcome`.
+    pub dirty_outcome: Option<String>,
+    /// `round_end.ts`.
+    pub ended_at: Option<String>,
+}
+
 impl RoundView {
-    /// The reference system's `RoundView` JSON: `round_num`, `phase`, `started_at`,
-    /// `duration_so_far_s` (running: seconds since start; ended: the agent's duration),
-    /// `pid` (always `null`: agent pids are not recorded), `exit_code`, `timed_out`,
-    /// `log_path`, `log_tail`, `recent_events`; plus ours: `duration_s`, `exit_cause`,
-    /// `dirty_outcome`, `ended_at`.
-    pub fn to_json(&self, now: SystemTime, log_tail: Option<String>, events: &[Recorded]) -> Value {
+    /// The round as `peek` shows it; `events` are searched for its `recent_events`.
+    pub fn to_doc(
+        &self,
+        now: SystemTime,
+        log_tail: Option<String>,
+        events: &[Recorded],
+    ) -> RoundDoc {
         let so_far = if self.exited {
             self.duration_s
         } else {
@@ -116,26 +154,26 @@ impl RoundView {
                 .and_then(|t| now.duration_since(t).ok())
                 .map(|d| (d.as_secs_f64() * 10.0).round() / 10.0)
         };
-        let recent: Vec<&Recorded> = events
-            .iter()
-            .filter(|e| e.round_num() == Some(self.round_num))
-            .collect();
-        json!({
-            "round_num": self.round_num,
-            "phase": self.phase,
-            "started_at": self.started_at.clone().unwrap_or_default(),
-            "duration_so_far_s": so_far,
-            "pid": null,
-            "exit_code": self.exit_code,
-            "timed_out": self.timed_out,
-            "log_path": self.log_path.clone().unwrap_or_default(),
-            "log_tail": log_tail,
-            "recent_events": recent,
-            "duration_s": self.duration_s,
-            "exit_cause": self.exit_cause,
-            "dirty_outcome": self.dirty_outcome,
-            "ended_at": self.ended_at,
-        })
+        RoundDoc {
+            round_num: self.round_num,
+            phase: self.phase.clone(),
+            started_at: self.started_at.clone().unwrap_or_default(),
+            duration_so_far_s: so_far,
+            pid: None,
+            exit_code: self.exit_code,
+            timed_out: self.timed_out,
+            log_path: self.log_path.clone().unwrap_or_default(),
+            log_tail,
+            recent_events: events
+                .iter()
+                .filter(|e| e.round_num() == Some(self.round_num))
+                .cloned()
+                .collect(),
+            duration_s: self.duration_s,
+            exit_cause: self.exit_cause.clone(),
+            dirty_outcome: self.dirty_outcome.clone(),
+            ended_at: self.ended_at.clone(),
+        }
     }
 }
 
@@ -186,6 +224,7 @@ pub fn tail_text(path: &Path, max_bytes: usize) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn folds_the_events_of_each_round() {
@@ -204,13 +243,16 @@ mod tests {
         let r1 = &rounds[&1];
         assert!(r1.ended && r1.exited);
         assert_eq!(r1.exit_code, Some(3));
-        let doc = r1.to_json(SystemTime::now(), None, &events);
-        assert_eq!(doc["duration_so_far_s"], 1.9);
-        assert_eq!(doc["recent_events"].as_array().unwrap().len(), 4);
+        let doc = r1.to_doc(SystemTime::now(), None, &events);
+        assert_eq!(doc.duration_so_far_s, Some(1.9));
+        assert_eq!(doc.recent_events.len(), 4);
         let r2 = &rounds[&2];
         assert!(!r2.ended);
         assert_eq!(r2.phase.as_deref(), Some("build"));
         let later = humantime::parse_rfc3339("2026-11-29T10:00:15Z").unwrap();
-        assert_eq!(r2.to_json(later, None, &events)["duration_so_far_s"], 10.0);
+        assert_eq!(
+            r2.to_doc(later, None, &events).duration_so_far_s,
+            Some(10.0)
+        );
     }
 }

@@ -7,8 +7,8 @@
 //! with SIGKILL leaves its last state behind, so they check whether `pid` is alive (the
 //! project lock's holder) before believing `state`.
 
+use agent_runner_protocol::SandboxInfo;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -55,13 +55,14 @@ impl ServiceState {
 }
 
 /// The round being attempted.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
 pub struct CurrentRound {
     /// The number the round has (or will get when the spawn hooks let it start).
     pub round_num: u64,
     /// Its phase (`null` without `[phases]`).
     pub phase: Option<String>,
-    /// When the attempt began (UTC, [`timestamp`] form).
+    /// When the attempt began (UTC, `YYYY-MM-DDTHH:MM:SS.mmmZ`).
     pub started_at: String,
 }
 
@@ -114,7 +115,7 @@ pub struct ServiceDoc {
     pub hosts: Vec<ServiceHost>,
     /// The sandbox gate of this boot: `requested`, `achieved_tier`, `landlock_abi`,
     /// `seccomp`.
-    pub sandbox: Value,
+    pub sandbox: SandboxInfo,
     /// When this version of the file was written (UTC).
     pub updated_at: String,
 }
@@ -148,10 +149,7 @@ impl ServiceFile {
                 state: ServiceState::Idle,
                 current_round: None,
                 hosts: Vec::new(),
-                sandbox: serde_json::json!({
-                    "requested": info.requested, "achieved_tier": info.achieved_tier,
-                    "landlock_abi": info.landlock_abi, "seccomp": info.seccomp,
-                }),
+                sandbox: info,
                 updated_at: now,
             },
         }

@@ -3,17 +3,34 @@
 //! processes run the agent's binary. Reads procfs only; a value that cannot be read is
 //! `null` (or 0), never an error.
 
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::Serialize;
 use std::path::Path;
+
+/// `peek`'s `system` block.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+pub struct SystemMetrics {
+    /// Memory, MiB.
+    pub mem_total_mb: u64,
+    /// Memory available, MiB.
+    pub mem_available_mb: u64,
+    /// Used share of the file system holding the log dir, 0–100, one decimal.
+    pub disk_used_pct: f64,
+    /// Free space there, GiB, one decimal.
+    pub disk_free_gb: f64,
+    /// The 1-minute load average.
+    pub load_1m: Option<f64>,
+    /// Always `null`: a CPU percentage needs two samples over time, and peek takes one
+    /// look.
+    pub cpu_pct: Option<f64>,
+    /// Processes whose name is the agent binary's file name.
+    pub agent_process_count: u64,
+}
 
 /// The `system` block. `disk_path` is the log dir (or, when it does not exist yet, its
 /// nearest existing ancestor); `agent_binary` is the agent's `command[0]`.
-///
-/// Shape: `mem_total_mb`, `mem_available_mb` (MiB), `disk_used_pct` (0–100, one
-/// decimal), `disk_free_gb` (GiB, one decimal), `load_1m`, `cpu_pct` (always `null`: a
-/// CPU percentage needs two samples over time, and peek takes one look),
-/// `agent_process_count` (processes whose name is the agent binary's file name).
-pub fn snapshot(disk_path: &Path, agent_binary: &str) -> Value {
+pub fn snapshot(disk_path: &Path, agent_binary: &str) -> SystemMetrics {
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
     let mem_mb = |key: &str| -> u64 {
         meminfo
@@ -27,15 +44,15 @@ pub fn snapshot(disk_path: &Path, agent_binary: &str) -> Value {
     let load_1m = std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|l| l.split_whitespace().next()?.parse::<f64>().ok());
-    json!({
-        "mem_total_mb": mem_mb("MemTotal"),
-        "mem_available_mb": mem_mb("MemAvailable"),
-        "disk_used_pct": used_pct,
-        "disk_free_gb": free_gb,
-        "load_1m": load_1m,
-        "cpu_pct": null,
-        "agent_process_count": process_count(agent_binary),
-    })
+    SystemMetrics {
+        mem_total_mb: mem_mb("MemTotal"),
+        mem_available_mb: mem_mb("MemAvailable"),
+        disk_used_pct: used_pct,
+        disk_free_gb: free_gb,
+        load_1m,
+        cpu_pct: None,
+        agent_process_count: process_count(agent_binary),
+    }
 }
 
 fn disk(path: &Path) -> (f64, f64) {
@@ -92,10 +109,11 @@ mod tests {
 
     #[test]
     fn reads_the_machine() {
-        let s = snapshot(
+        let s = serde_json::to_value(snapshot(
             Path::new("/nonexistent/below/root"),
             "/bin/does-not-run-here",
-        );
+        ))
+        .unwrap();
         assert!(s["mem_total_mb"].as_u64().unwrap() > 0);
         assert!(s["mem_available_mb"].as_u64().unwrap() <= s["mem_total_mb"].as_u64().unwrap());
         let pct = s["disk_used_pct"].as_f64().unwrap();

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::exit::{self, CliError};
+use crate::operator::interrupt::interrupt_signal;
 use crate::operator::peek::{snapshot, PeekOptions};
 use crate::operator::peek_render::{render, use_colour};
 
@@ -33,7 +34,8 @@ pub async fn run(config_path: &Path, interval_s: f64) -> Result<u8, CliError> {
     let mut clear = "\x1b[2J";
     loop {
         let config = crate::config::load(config_path)?;
-        let doc = snapshot(&config, &PeekOptions::default()).doc;
+        let doc = serde_json::to_value(snapshot(&config, &PeekOptions::default()).doc)
+            .unwrap_or_default();
         let text = render(&doc, colour, false);
         let mut out = std::io::stdout().lock();
         // Cursor home, the view with each line cleared to its end, then clear below.
@@ -51,12 +53,4 @@ pub async fn run(config_path: &Path, interval_s: f64) -> Result<u8, CliError> {
             _ = tokio::time::sleep(interval) => {}
         }
     }
-}
-
-/// A SIGINT (Ctrl-C) listener, registered now (not at first poll).
-///
-/// Errors: 1 when the handler cannot be installed.
-pub fn interrupt_signal() -> Result<tokio::signal::unix::Signal, CliError> {
-    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        .map_err(|e| CliError::failure(format!("cannot handle SIGINT: {e}")))
 }

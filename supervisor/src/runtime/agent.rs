@@ -170,10 +170,13 @@ const REAP_DEADLINE: Duration = Duration::from_secs(5);
 /// none is left or [`REAP_DEADLINE`] passes. Only the pids found are waited for, so the
 /// exit statuses of the hosts (tokio's children) are never taken.
 pub async fn reap_orphans(spare: &[u32]) {
-    let me = std::process::id();
     let deadline = Instant::now() + REAP_DEADLINE;
+    // SIGCHLD wakes the wait below as soon as a killed child can be reaped (a death before
+    // this listener exists is seen by the first `waitpid`).
+    let mut child_exited =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()).ok();
     loop {
-        let children: Vec<(u32, u32)> = children_of(me)
+        let children: Vec<(u32, u32)> = own_children()
             .into_iter()
             .filter(|(pid, _)| !spare.contains(pid))
             .collect();
@@ -188,14 +191,20 @@ pub async fn reap_orphans(spare: &[u32]) {
             let _ = nix::sys::signal::kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
         }
         for &(pid, _) in &children {
-            // A SIGKILLed process is reapable within milliseconds; WNOHANG + a short sleep
-            // keeps the runtime responsive.
             let pid = Pid::from_raw(pid as i32);
             loop {
                 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
                 match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
                     Ok(WaitStatus::StillAlive) if Instant::now() < deadline => {
-                        tokio::time::sleep(Duration::from_millis(2)).await
+                        // A SIGKILLed process is reapable within milliseconds: wait for
+                        // SIGCHLD, polling every 2 ms should it be missed.
+                        let poll = Duration::from_millis(2);
+                        match child_exited.as_mut() {
+                            Some(sig) => {
+                                let _ = tokio::time::timeout(poll, sig.recv()).await;
+                            }
+                            None => tokio::time::sleep(poll).await,
+                        }
                     }
                     _ => break,
                 }
@@ -204,23 +213,50 @@ pub async fn reap_orphans(spare: &[u32]) {
     }
 }
 
-/// The children of `parent` (pid, process group), from `/proc/*/stat`.
-fn children_of(parent: u32) -> Vec<(u32, u32)> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
+/// The children of this process (pid, process group): the pids in every thread's
+/// `/proc/self/task/<tid>/children` (proc(5), Linux 3.5+), then each one's `stat` for its
+/// group, so the cost follows our children, not the machine's process count. Where those
+/// files are missing (a kernel without `CONFIG_PROC_CHILDREN`), every `/proc/<pid>/stat`.
+fn own_children() -> Vec<(u32, u32)> {
+    let me = std::process::id();
+    let listed = || -> Option<Vec<u32>> {
+        let mut pids = Vec::new();
+        for task in std::fs::read_dir("/proc/self/task").ok()? {
+            let text = std::fs::read_to_string(task.ok()?.path().join("children")).ok()?;
+            pids.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+        Some(pids)
     };
-    dir.filter_map(|entry| {
-        let name = entry.ok()?.file_name();
-        let pid: u32 = name.to_str()?.parse().ok()?;
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // Fields after the command (which may hold spaces and parentheses).
-        let mut fields = stat.get(stat.rfind(')')? + 2..)?.split(' ');
-        let _state = fields.next()?;
-        let ppid: u32 = fields.next()?.parse().ok()?;
-        let pgrp: u32 = fields.next()?.parse().ok()?;
-        (ppid == parent).then_some((pid, pgrp))
-    })
-    .collect()
+    let candidates: Vec<u32> = match listed() {
+        Some(pids) => pids,
+        None => std::fs::read_dir("/proc")
+            .map(|dir| {
+                dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default(),
+    };
+    candidates
+        .into_iter()
+        .filter_map(|pid| {
+            let (ppid, pgrp) = parent_and_group(pid)?;
+            (ppid == me).then_some((pid, pgrp))
+        })
+        .collect()
+}
+
+/// The parent and process group of `pid`, from `/proc/<pid>/stat`.
+fn parent_and_group(pid: u32) -> Option<(u32, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command (which may hold spaces and parentheses).
+    let mut fields = stat.get(stat.rfind(')')? + 2..)?.split(' ');
+    let _state = fields.next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((ppid, pgrp))
 }
 
 async fn terminate(

@@ -1,5 +1,6 @@
-//! The dirty tree after a clean round (design.md step 5): dirty handlers in ascending
-//! priority, third-party hooks and the built-in default ([`BUILTIN_HANDLER_NAME`], priority
+//! The dirty tree after a clean round (`docs/design-notes.md`, "One round", step 5): dirty
+//! handlers in ascending
+//! priority, third-party hooks and the built-in default ([`BUILTIN_DIRTY_HANDLER`], priority
 //! [`BUILTIN_PRIORITY`]); the first non-null answer wins. Hosts only *answer*; the
 //! supervisor performs the git work itself through [`crate::runtime::git`] and records it:
 //! `dirty_auto_committed` / `dirty_commit_failed`, `orphan_stashed` /
@@ -11,14 +12,12 @@ use agent_runner_protocol::{decode_dirty_result, Context, DirtyAction, Family, H
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::{Config, DirtyAction as BuiltinAction};
-use crate::hosts::HostManager;
+use crate::hosts::{HostManager, BUILTIN_DIRTY_HANDLER};
 use crate::runtime::events::{timestamp, Event, EventLog};
 use crate::runtime::git::Repo;
 use crate::runtime::state::{read_json, write_json_atomic, OrphanState, ORPHAN_FILE};
 use crate::runtime::stop::StopWatch;
 
-/// Name of the built-in default dirty handler (reserved: no host may declare it).
-pub const BUILTIN_HANDLER_NAME: &str = "default";
 /// Priority of the built-in default dirty handler.
 pub const BUILTIN_PRIORITY: i64 = 1000;
 /// At most this many files are listed in `dirty_detected`.
@@ -110,7 +109,7 @@ pub async fn handle(
             paths: None,
         },
     };
-    perform(round, BUILTIN_HANDLER_NAME, builtin, files).await
+    perform(round, BUILTIN_DIRTY_HANDLER, builtin, files).await
 }
 
 async fn perform(

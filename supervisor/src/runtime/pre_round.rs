@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 
 use crate::hosts::{HookRef, HostManager};
 use crate::runtime::events::{Event, EventLog};
+use crate::runtime::round_context::RoundContext;
 use crate::runtime::stop::StopWatch;
 
 /// What the pre-round hooks and enrichers came to.
@@ -116,8 +117,8 @@ pub async fn consult(
 
 /// Puts each enrichment into the round context `ctx` under its hook's name (enricher
 /// names never equal the context's own keys: the host is refused at registration).
-pub fn merge(ctx: &mut Value, enrichments: Vec<(HookName, Map<String, Value>)>) {
+pub fn merge(ctx: &mut RoundContext, enrichments: Vec<(HookName, Map<String, Value>)>) {
     for (hook, object) in enrichments {
-        ctx[hook.as_str()] = Value::Object(object);
+        ctx.enrichments.insert(hook.to_string(), object);
     }
 }

@@ -1,4 +1,4 @@
-//! One round (design.md "One round, as data flows", steps 2–6): phase and profile, prompt
+//! One round (`docs/design-notes.md`, "One round", steps 2–6): phase and profile, prompt
 //! and argv, spawn hooks, the agent under its budget, the dirty tree, and the events of
 //! each step: `round_start`, `agent_spawn`, `agent_exit`, `dirty_detected` and the dirty
 //! outcome, `round_end`.
@@ -159,9 +159,11 @@ impl Runner {
         }
         let mut round_ctx = round_context::build(&log_dir, &self.repo, next, &started, phase).await;
         pre_round::merge(&mut round_ctx, pre.enrichments);
-        let prepend =
-            (self.config.prompt.injection == ContextInjection::Prepend).then_some(&round_ctx);
-        let prompt = assemble(&self.config.prompt, profile.prompt_files, prepend)
+        let prepend = (self.config.prompt.injection == ContextInjection::Prepend)
+            .then(|| serde_json::to_value(&round_ctx))
+            .transpose()
+            .map_err(|e| CliError::failure(format!("cannot render the round context: {e}")))?;
+        let prompt = assemble(&self.config.prompt, profile.prompt_files, prepend.as_ref())
             .map_err(|e| CliError::failure(format!("cannot read prompt: {e}")))?;
         let argv = agent_argv(profile.agent, &prompt);
         let delivery = profile.agent.delivery;

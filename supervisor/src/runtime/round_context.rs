@@ -4,12 +4,14 @@
 //! `<log_dir>/round-context.json` before every round (where the reference system writes
 //! it) and, in `prepend` mode, also put before the prompt as a fenced block.
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::runtime::git::Repo;
 use crate::runtime::state::{
-    read_json, read_round_state, write_json_atomic, OrphanState, ORPHAN_FILE,
+    read_json, read_round_state, write_json_replace, OrphanState, PreviousRound, ORPHAN_FILE,
 };
 
 /// Name of the context file in `log_dir`.
@@ -19,7 +21,8 @@ pub const CONTEXT_FILE: &str = "round-context.json";
 pub const CONTEXT_FILE_ENV: &str = "AGENT_RUNNER_CONTEXT_FILE";
 
 /// The round context's own top-level keys; a context enricher may not be named after one
-/// (its object is put under its name, docs/protocol.md §5.4).
+/// (its object is put under its name, `docs/protocol.md` §5.4); the serde names of
+/// [`RoundContext`]'s own fields.
 pub const RESERVED_CONTEXT_KEYS: &[&str] = &[
     "round_num",
     "started_at",
@@ -27,6 +30,42 @@ pub const RESERVED_CONTEXT_KEYS: &[&str] = &[
     "previous",
     "orphan_stash",
 ];
+
+/// What the agent is told about its round; absent parts are left out of the JSON.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RoundContext {
+    /// The round's number.
+    pub round_num: u64,
+    /// When it started (UTC).
+    pub started_at: String,
+    /// Its phase, with `[phases]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// How the previous round ended, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous: Option<PreviousRound>,
+    /// The stash an earlier round left, while it still exists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub orphan_stash: Option<OrphanStash>,
+    /// Each context enricher's object under its hook's name, in name order
+    /// (`docs/protocol.md` §5.4); never one of [`RESERVED_CONTEXT_KEYS`].
+    #[serde(flatten)]
+    pub enrichments: BTreeMap<String, Map<String, Value>>,
+}
+
+/// `orphan_stash` of the round context.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OrphanStash {
+    /// The stash commit.
+    #[serde(rename = "ref")]
+    pub stash_ref: String,
+    /// The round that left it.
+    pub round_num: u64,
+    /// When it was made (UTC).
+    pub ts: String,
+    /// How to get the work back.
+    pub hint: &'static str,
+}
 
 /// Builds the context of round `round_num`. Missing or unreadable state leaves its part
 /// out (the context is advice, never a reason to skip a round).
@@ -36,31 +75,80 @@ pub async fn build(
     round_num: u64,
     started_at: &str,
     phase: Option<&str>,
-) -> Value {
-    let mut ctx = json!({"round_num": round_num, "started_at": started_at});
-    if let Some(phase) = phase {
-        ctx["phase"] = json!(phase);
-    }
-    if let Ok(state) = read_round_state(log_dir) {
-        if let Some(previous) = state.previous {
-            ctx["previous"] = json!(previous);
-        }
-    }
+) -> RoundContext {
+    let previous = read_round_state(log_dir).ok().and_then(|s| s.previous);
+    let mut orphan_stash = None;
     if let Ok(Some(orphan)) = read_json::<OrphanState>(&log_dir.join(ORPHAN_FILE)) {
         if repo.stash_contains(&orphan.sha).await {
-            ctx["orphan_stash"] = json!({"ref": orphan.sha, "round_num": orphan.round_num,
-                                          "ts": orphan.ts,
-                                          "hint": "an earlier round's uncommitted work is in this stash; `git stash apply <ref>` restores it"});
+            orphan_stash = Some(OrphanStash {
+                stash_ref: orphan.sha,
+                round_num: orphan.round_num,
+                ts: orphan.ts,
+                hint: "an earlier round's uncommitted work is in this stash; `git stash apply <ref>` restores it",
+            });
         }
     }
-    ctx
+    RoundContext {
+        round_num,
+        started_at: started_at.to_owned(),
+        phase: phase.map(str::to_owned),
+        previous,
+        orphan_stash,
+        enrichments: BTreeMap::new(),
+    }
 }
 
 /// Writes `ctx` to `<log_dir>/round-context.json` atomically; returns its path.
 ///
 /// Errors: the file cannot be written.
-pub fn write(log_dir: &Path, ctx: &Value) -> std::io::Result<PathBuf> {
+pub fn write(log_dir: &Path, ctx: &RoundContext) -> std::io::Result<PathBuf> {
     let path = log_dir.join(CONTEXT_FILE);
-    write_json_atomic(&path, ctx)?;
+    write_json_replace(&path, ctx)?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserved_keys_are_the_fields_and_enrichments_sit_beside_them() {
+        let mut ctx = RoundContext {
+            round_num: 3,
+            started_at: "2026-01-01T00:00:00.000Z".into(),
+            phase: Some("review".into()),
+            previous: Some(PreviousRound {
+                round_num: 2,
+                exit_code: Some(0),
+                exit_cause: "exit".into(),
+                duration_s: 1.5,
+            }),
+            orphan_stash: Some(OrphanStash {
+                stash_ref: "abc".into(),
+                round_num: 1,
+                ts: "2026-01-01T00:00:00.000Z".into(),
+                hint: "h",
+            }),
+            enrichments: BTreeMap::new(),
+        };
+        let value = serde_json::to_value(&ctx).unwrap();
+        let keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut reserved = RESERVED_CONTEXT_KEYS.to_vec();
+        reserved.sort_unstable();
+        let mut keys_sorted = keys.clone();
+        keys_sorted.sort_unstable();
+        assert_eq!(keys_sorted, reserved);
+
+        let mut object = Map::new();
+        object.insert("subjects".into(), Value::from(vec!["fix parser"]));
+        ctx.enrichments.insert("recent_work".into(), object);
+        let value = serde_json::to_value(&ctx).unwrap();
+        assert_eq!(value["round_num"], 3);
+        assert_eq!(value["recent_work"]["subjects"][0], "fix parser");
+    }
 }

@@ -165,6 +165,7 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
         };
     }
     loop {
+        refresh_summary(&runner.config.runtime.log_dir);
         if *stop.borrow() >= StopLevel::Graceful {
             service.update(ServiceState::Stopping, None, &runner.hosts);
             runner.events.emit(Event::ServeStopping {
@@ -222,11 +223,11 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
         );
         let attempt = runner.attempt(stop, None).await;
         status.send_modify(|s| s.update("waiting", None, &runner.hosts));
-        let after = match &attempt {
-            Ok(Attempt::NotStarted(Verdict::Defer { .. })) => ServiceState::Deferred,
-            _ => ServiceState::Idle,
-        };
-        service.update(after, None, &runner.hosts);
+        // A deferral is published once its event and the summary are written, so whoever
+        // sees `deferred` in service.json sees the record of it too.
+        if !matches!(attempt, Ok(Attempt::NotStarted(Verdict::Defer { .. }))) {
+            service.update(ServiceState::Idle, None, &runner.hosts);
+        }
         let wait = match attempt {
             Ok(Attempt::Ran {
                 round_num,
@@ -282,6 +283,8 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                     message: reason.clone(),
                     defer_s,
                 });
+                refresh_summary(&runner.config.runtime.log_dir);
+                service.update(ServiceState::Deferred, None, &runner.hosts);
                 let started = Instant::now();
                 sleep_unless(
                     stop,
@@ -311,11 +314,26 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                 restart_delay
             }
         };
+        refresh_summary(&runner.config.runtime.log_dir);
         sleep_unless(stop, StopLevel::Graceful, wait).await;
     }
+    refresh_summary(&runner.config.runtime.log_dir);
     status.send_modify(|s| s.update("stopping", None, &runner.hosts));
     service.update(ServiceState::Stopped, None, &runner.hosts);
     ServeEnd { completed, code }
+}
+
+/// Brings the record's summary up to date for the read-only views (serve is its only
+/// writer: docs/operations.md "Reading the record"): at boot, before every wait and at the
+/// end, so it is current whenever the loop is idle. A failure is logged, never raised:
+/// readers do without the summary.
+fn refresh_summary(log_dir: &Path) {
+    if let Err(err) = crate::operator::recent::refresh_summary(log_dir) {
+        tracing::warn!(
+            "cannot write {}: {err}",
+            crate::operator::event_summary::SUMMARY_FILE
+        );
+    }
 }
 
 /// Shuts the hosts down and releases the lock.

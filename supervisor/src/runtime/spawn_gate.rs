@@ -1,10 +1,11 @@
-//! Spawn hooks: asked before every agent spawn, by `serve` and `round` alike (design.md
-//! step 3; the reference system's collapse rules in peer-facts.md "Spawn hooks").
+//! Spawn hooks: asked before every agent spawn, by `serve` and `round` alike
+//! (`docs/design-notes.md`, "One round", step 3; the reference system's collapse rules in
+//! `docs/reference-system.md`, "Spawn hooks").
 //!
 //! A non-proceed verdict from a hook not listed in `[plugins] spawn_override_allow` is
 //! downgraded to proceed (`plugin_spawn_override_ignored`). Collapse: any skip wins (the
 //! first in call order); else the largest `defer_s`; else proceed. A failed call counts as
-//! proceed (protocol-v1.md §5).
+//! proceed (`docs/protocol.md` §2).
 
 use agent_runner_protocol::redact::redact_and_cap;
 use agent_runner_protocol::{

@@ -123,13 +123,13 @@ pub struct PreviousRound {
 }
 
 /// `orphan-state.json`: the last stash the supervisor made, by SHA (never `stash@{n}`).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OrphanState {
     /// The stash commit's SHA.
     pub sha: String,
     /// The round that left the tree dirty.
     pub round_num: u64,
-    /// When it was made (UTC, [`crate::runtime::events::timestamp`] form).
+    /// When it was made (UTC, `YYYY-MM-DDTHH:MM:SS.mmmZ`).
     pub ts: String,
     /// Seconds since the Unix epoch when it was made (for the idempotency window).
     pub unix_s: u64,
@@ -150,8 +150,25 @@ pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> io::Result<Option
 }
 
 /// Writes `value` as JSON to `path` atomically: a temp file in the same directory, fsync,
-/// rename over the target.
+/// rename over the target. For state that must survive a power failure (the round counter,
+/// the orphan record).
+///
+/// Errors: the directory cannot be created, or the file cannot be written or renamed.
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
+    write_json(path, value, true)
+}
+
+/// Like [`write_json_atomic`] without the fsync: readers still see the old or the new file,
+/// never a part, but a power failure may lose the update. For files rebuilt often from
+/// other state (the round context, the record's summary), where an fsync would only add
+/// milliseconds to every round.
+///
+/// Errors: as [`write_json_atomic`].
+pub fn write_json_replace<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
+    write_json(path, value, false)
+}
+
+fn write_json<T: Serialize>(path: &Path, value: &T, sync: bool) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let tmp: PathBuf = dir.join(format!(
@@ -162,7 +179,9 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> io::Result<()>
     let mut file = File::create(&tmp)?;
     file.write_all(&serde_json::to_vec_pretty(value)?)?;
     file.write_all(b"\n")?;
-    file.sync_all()?;
+    if sync {
+        file.sync_all()?;
+    }
     std::fs::rename(&tmp, path)
 }
 

@@ -8,7 +8,9 @@
 //! Config keys: `attempt`; `port` (tcp_connect, udp_send); `path` (read, write,
 //! write_log_dir: a directory); `pid_file` (a file holding the supervisor's pid, waited for
 //! up to 60 s: read_pid_environ, kill_pid, ptrace_attach); `needle` (secret_env);
-//! `bytes` (memory_hog); `max` (fork_bomb: a safety cap). Test-only.
+//! `bytes` (memory_hog, write_big, write_many, write_tmp); `count` (write_many,
+//! write_tmp); `max` (fork_bomb: a safety cap). `path` of unix_connect may be `@name` (an
+//! abstract socket). Test-only.
 
 use agent_runner_sdk::{proceed, BeforeSpawnParams, ConfigTable, HookError, Hooks, Host};
 use std::io::Write;
@@ -171,6 +173,96 @@ fn memory_hog(bytes: u64) -> String {
     }
 }
 
+/// A `sockaddr_un` for `path`; a leading `@` names an abstract socket.
+fn sockaddr_un(path: &str) -> (libc::sockaddr_un, libc::socklen_t) {
+    // SAFETY: sockaddr_un is plain data; all-zero is valid.
+    let mut a: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    a.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let (bytes, len) = match path.strip_prefix('@') {
+        // Abstract: sun_path[0] = 0, then the name; the length counts exactly that.
+        Some(name) => (name.as_bytes(), 1 + name.len()),
+        None => (path.as_bytes(), path.len() + 1),
+    };
+    let offset = usize::from(path.starts_with('@'));
+    for (d, s) in a.sun_path[offset..].iter_mut().zip(bytes) {
+        *d = *s as libc::c_char;
+    }
+    let base = std::mem::size_of::<libc::sa_family_t>();
+    (a, (base + len) as libc::socklen_t)
+}
+
+/// socket(AF_UNIX) and connect to `path` (pathname, or `@name` abstract).
+fn unix_connect(path: &str) -> String {
+    // SAFETY: socket(2) takes integers only.
+    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0) };
+    if fd < 0 {
+        return format!("denied errno={}", errno());
+    }
+    let (addr, len) = sockaddr_un(path);
+    // SAFETY: a valid sockaddr_un alive across the call.
+    let rc = unsafe { libc::connect(fd, std::ptr::addr_of!(addr).cast(), len) };
+    raw_result(rc.into(), "connected")
+}
+
+/// Connects to the supervisor's control socket at `path` and asks it to `kill`:
+/// `allowed reply=<its answer>`, or `denied errno=<n>` if no connection could be made.
+fn unix_request(path: &str) -> String {
+    use std::io::{BufRead, BufReader};
+    match std::os::unix::net::UnixStream::connect(path) {
+        Err(e) => format!("denied errno={}", e.raw_os_error().unwrap_or(-1)),
+        Ok(mut s) => {
+            let _ = s.write_all(b"{\"cmd\": \"kill\"}\n");
+            let mut line = String::new();
+            let _ = BufReader::new(s).read_line(&mut line);
+            format!("allowed reply={}", line.trim())
+        }
+    }
+}
+
+/// A socketpair end pointed at `path`: connect (or bind with `bind`).
+fn unix_pair(path: &str, bind: bool) -> String {
+    let mut fds = [0; 2];
+    // SAFETY: socketpair writes two descriptors into the live array.
+    if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) } != 0 {
+        return format!("denied errno={}", errno());
+    }
+    let (addr, len) = sockaddr_un(path);
+    // SAFETY: a valid sockaddr_un alive across the call.
+    let rc = unsafe {
+        if bind {
+            libc::bind(fds[0], std::ptr::addr_of!(addr).cast(), len)
+        } else {
+            libc::connect(fds[0], std::ptr::addr_of!(addr).cast(), len)
+        }
+    };
+    raw_result(rc.into(), if bind { "bound" } else { "connected" })
+}
+
+/// Writes `n` bytes to `path` (created or truncated) in writes of at most 1 MiB.
+fn write_bytes(path: &std::path::Path, n: u64) -> std::io::Result<()> {
+    let mut f = std::fs::File::create(path)?;
+    let chunk = vec![b'x'; 1 << 20];
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(chunk.len() as u64) as usize;
+        f.write_all(&chunk[..k])?;
+        left -= k as u64;
+    }
+    f.sync_all()
+}
+
+/// Writes `count` files of `bytes` into `dir`, pausing 20 ms between files, until one
+/// fails: `denied errno=<n> files=<written>`, or `allowed files=<count>`.
+fn write_many(dir: &std::path::Path, bytes: u64, count: u64) -> String {
+    for i in 0..count {
+        if let Err(e) = write_bytes(&dir.join(format!("fill-{i}")), bytes) {
+            return format!("denied errno={} files={i}", e.raw_os_error().unwrap_or(-1));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    format!("allowed files={count}")
+}
+
 fn run(
     attempt: &str,
     config: &serde_json::Map<String, serde_json::Value>,
@@ -303,6 +395,27 @@ fn run(
             // SAFETY: userfaultfd(0) takes flags only.
             raw_result(unsafe { libc::syscall(libc::SYS_userfaultfd, 0) }, "uffd")
         }
+        "unix_connect" => unix_connect(&path),
+        "unix_request" => unix_request(&path),
+        "unix_pair_connect" => unix_pair(&path, false),
+        "unix_pair_bind" => unix_pair(&path, true),
+        "write_big" => io_result(
+            write_bytes(
+                std::path::Path::new(&path),
+                c.u64_or("bytes", 1 << 20, u64::MAX)?,
+            ),
+            "wrote",
+        ),
+        "write_many" => write_many(
+            std::path::Path::new(&path),
+            c.u64_or("bytes", 1 << 20, u64::MAX)?,
+            c.u64_or("count", 16, 1_000_000)?,
+        ),
+        "write_tmp" => write_many(
+            &std::env::temp_dir(),
+            c.u64_or("bytes", 1 << 20, u64::MAX)?,
+            c.u64_or("count", 16, 1_000_000)?,
+        ),
         "fork_bomb" => fork_bomb(c.u64_or("max", 4096, 100_000)?),
         "memory_hog" => memory_hog(c.u64_or("bytes", 1 << 31, u64::MAX)?),
         "setsid_sleeper" => {
@@ -348,7 +461,7 @@ fn main() -> ExitCode {
             let config = init.config.clone();
             let c = ConfigTable::new(&config);
             c.expect_only(&[
-                "attempt", "port", "path", "pid_file", "needle", "bytes", "max",
+                "attempt", "port", "path", "pid_file", "needle", "bytes", "max", "count",
             ])?;
             let attempt = c.string_or("attempt", "")?;
             Ok(

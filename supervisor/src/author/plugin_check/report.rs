@@ -1,7 +1,7 @@
 //! The result of `plugin check`: one [`Outcome`] per rule of [`RULES`], rendered as text
 //! (`pass  <rule>` / `FAIL  <rule>: …` / `skip  <rule>: …`) or JSON (`--json`).
 
-use serde_json::{json, Value};
+use serde::Serialize;
 
 /// Every rule, in the order it is checked, with what it requires.
 pub const RULES: &[(&str, &str)] = &[
@@ -75,6 +75,36 @@ pub struct Outcome {
     pub detail: String,
 }
 
+/// `plugin check --json`: the host, how it was launched, whether it passed, and each rule.
+#[derive(Debug, Serialize)]
+pub struct CheckDoc<'a> {
+    /// The host's name.
+    pub host: &'a str,
+    /// The resolved executable, if it resolved.
+    pub path: Option<&'a str>,
+    /// The confinement tier it ran under.
+    pub tier: &'a str,
+    /// `verified`, `unpinned` or `mismatch`.
+    pub pin: &'a str,
+    /// Whether every rule passed.
+    pub passed: bool,
+    /// One entry per rule, in [`RULES`] order.
+    pub rules: Vec<RuleDoc<'a>>,
+    /// The host's last stderr lines (redacted).
+    pub host_stderr: &'a [String],
+}
+
+/// One rule in [`CheckDoc`].
+#[derive(Debug, Serialize)]
+pub struct RuleDoc<'a> {
+    /// The rule's name.
+    pub rule: &'a str,
+    /// `pass`, `fail` or `skip`.
+    pub status: String,
+    /// What was seen and how to fix it, or why it was skipped (empty on a pass).
+    pub detail: &'a str,
+}
+
 /// The whole check.
 #[derive(Debug)]
 pub struct Report {
@@ -144,17 +174,23 @@ impl Report {
     }
 
     /// The `--json` form.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "host": self.host,
-            "path": self.path,
-            "tier": self.tier,
-            "pin": self.pin,
-            "passed": self.passed(),
-            "rules": self.outcomes.iter().map(|o| json!({
-                "rule": o.rule, "status": o.status.as_str().to_ascii_lowercase(), "detail": o.detail,
-            })).collect::<Vec<_>>(),
-            "host_stderr": self.stderr,
-        })
+    pub fn to_doc(&self) -> CheckDoc<'_> {
+        CheckDoc {
+            host: &self.host,
+            path: self.path.as_deref(),
+            tier: self.tier,
+            pin: self.pin,
+            passed: self.passed(),
+            rules: self
+                .outcomes
+                .iter()
+                .map(|o| RuleDoc {
+                    rule: o.rule,
+                    status: o.status.as_str().to_ascii_lowercase(),
+                    detail: &o.detail,
+                })
+                .collect(),
+            host_stderr: &self.stderr,
+        }
     }
 }

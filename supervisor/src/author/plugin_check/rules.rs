@@ -1,6 +1,7 @@
 //! The rules of `plugin check`, run in [`super::RULES`] order against one live host.
 
 use agent_runner_protocol::limits::EXIT_AFTER_EOF_S;
+use agent_runner_protocol::redact::quote;
 use agent_runner_protocol::{
     check_host_events, decode_detection, decode_dirty_result, decode_enrichment,
     decode_initialize_result, decode_round_decision, decode_spawn_decision, decode_startup_result,
@@ -250,7 +251,7 @@ async fn converse(run: &mut Run, wire: &mut HostWire, prepared: &Prepared, param
         )),
         Ok(Reply::Result(value)) => Err(format!(
             "answered {UNKNOWN_METHOD} with a result ({}); answer methods you do not know with error -32601",
-            super::wire::quote(value.to_string().as_bytes())
+            quote(value.to_string().as_bytes())
         )),
         Err(err) => Err(no_reply(wire, UNKNOWN_METHOD, err, timeout).await),
     };
@@ -264,7 +265,7 @@ async fn converse(run: &mut Run, wire: &mut HostWire, prepared: &Prepared, param
         Ok(Reply::Result(Value::Null)) => Ok(()),
         Ok(Reply::Result(value)) => Err(format!(
             "answered shutdown with {}; the result must be null",
-            super::wire::quote(value.to_string().as_bytes())
+            quote(value.to_string().as_bytes())
         )),
         Ok(Reply::Error(code, message)) => Err(format!(
             "answered shutdown with error {code} ({message}); answer null (no params are sent)"

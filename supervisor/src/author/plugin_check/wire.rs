@@ -1,19 +1,20 @@
 //! A small line-based JSON-RPC client for `plugin check`: unlike the serve path (jsonrpsee,
 //! which stops at the first stray byte), it keeps going after a violation so that every
-//! rule can be judged, and it records what it saw. Framing follows protocol-v1.md §1 with
+//! rule can be judged, and it records what it saw. Framing follows `docs/protocol.md` §1 with
 //! the limit of [`MAX_LINE_BYTES`].
 
 use agent_runner_plugin_host::launch::{self, LaunchSpec};
 use agent_runner_plugin_host::notify::DenialListener;
 use agent_runner_protocol::limits::MAX_LINE_BYTES;
-use agent_runner_protocol::redact::redact;
+use agent_runner_protocol::line::{BoundedLines, Found, LongLines};
+use agent_runner_protocol::redact::{quote, redact};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 
@@ -21,8 +22,6 @@ use crate::hosts::read_stderr_lines;
 
 /// Host stderr lines kept for the report (the last ones).
 pub const KEPT_STDERR_LINES: usize = 20;
-/// Bytes of an offending stdout line quoted in a report.
-const QUOTE_BYTES: usize = 80;
 
 /// One line the host wrote on stdout.
 enum StdoutLine {
@@ -64,13 +63,6 @@ pub struct HostWire {
     status: Option<ExitStatus>,
     /// Non-protocol output seen on stdout after `initialize` was sent, quoted.
     pub stray: Vec<String>,
-}
-
-/// `bytes` as a short, redacted, quoted excerpt.
-pub fn quote(bytes: &[u8]) -> String {
-    let head = &bytes[..bytes.len().min(QUOTE_BYTES)];
-    let more = if bytes.len() > QUOTE_BYTES { "…" } else { "" };
-    format!("{:?}{more}", redact(&String::from_utf8_lossy(head)))
 }
 
 impl HostWire {
@@ -277,34 +269,34 @@ fn parse_response(line: &[u8], id: u64) -> Option<Reply> {
 /// Reads stdout line by line (at most [`MAX_LINE_BYTES`] each) until EOF.
 async fn read_stdout(stdout: tokio::process::ChildStdout, tx: mpsc::UnboundedSender<StdoutLine>) {
     let mut reader = BufReader::new(stdout);
+    // A too-long line is reported once and its rest dropped; reading goes on.
+    let mut lines = BoundedLines::new(MAX_LINE_BYTES, LongLines::Skip);
     loop {
-        let mut line = Vec::new();
-        let limit = MAX_LINE_BYTES as u64;
-        match (&mut reader).take(limit).read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-        let message = if line.last() == Some(&b'\n') {
-            line.pop();
-            StdoutLine::Line(line)
-        } else if line.len() as u64 >= limit {
-            let head = quote(&line);
-            // Skip the rest of the overlong line.
-            let mut rest = Vec::new();
-            loop {
-                rest.clear();
-                match (&mut reader).take(limit).read_until(b'\n', &mut rest).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) if rest.last() == Some(&b'\n') => break,
-                    Ok(_) => {}
+        let found = match reader.fill_buf().await {
+            Err(_) => return,
+            Ok([]) => match lines.finish() {
+                Some(found) => found,
+                None => return,
+            },
+            Ok(buf) => {
+                let (used, found) = lines.push(buf);
+                reader.consume(used);
+                match found {
+                    Some(found) => found,
+                    None => continue,
                 }
             }
-            StdoutLine::Broken(format!("a line longer than {MAX_LINE_BYTES} bytes: {head}"))
-        } else {
-            StdoutLine::Broken(format!(
+        };
+        let message = match found {
+            Found::Line => StdoutLine::Line(lines.line().to_vec()),
+            Found::TooLong => StdoutLine::Broken(format!(
+                "a line longer than {MAX_LINE_BYTES} bytes: {}",
+                quote(lines.line())
+            )),
+            Found::Unterminated => StdoutLine::Broken(format!(
                 "an unterminated line at end of stdout: {}",
-                quote(&line)
-            ))
+                quote(lines.line())
+            )),
         };
         if tx.send(message).is_err() {
             return;

@@ -357,7 +357,22 @@ pub enum Event {
         /// What happened.
         error_message: String,
     },
-    /// A host failed too often in a row; not called again this run.
+    /// A host's state directory went over `state_max_mb`: the host was killed (it is then
+    /// disabled, `plugin_disabled`). docs/security.md "Write limits".
+    PluginWriteLimit {
+        /// The host.
+        host: String,
+        /// Which directory (`state`).
+        dir: String,
+        /// Its path.
+        path: PathBuf,
+        /// Bytes it held when measured.
+        used_bytes: u64,
+        /// The limit, in bytes.
+        limit_bytes: u64,
+    },
+    /// A host failed too often in a row (or went over a write limit); not called again
+    /// this run.
     PluginDisabled {
         /// The host.
         name: String,

@@ -147,6 +147,26 @@ impl Serialize for Recorded {
     }
 }
 
+impl schemars::JsonSchema for Recorded {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Event".into()
+    }
+
+    /// An object with at least a string `ts` and a string `event` (the kind); the fields of
+    /// each kind are listed in `docs/operations.md`, "Event kinds".
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "One event of the record, as written: `ts`, `event` (its kind) and the kind's fields (docs/operations.md, 'Event kinds').",
+            "type": "object",
+            "required": ["ts", "event"],
+            "properties": {
+                "ts": {"type": "string"},
+                "event": {"type": "string"}
+            }
+        })
+    }
+}
+
 impl std::fmt::Display for Recorded {
     /// The line as written, as one line of JSON.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -239,6 +259,8 @@ mod tests {
              r#""event":"plugin_sandbox_kill","hook":"gate","host":"h","signal":31,"syscall":null"#),
             (Event::HookFailed { hook_name: s("gate"), hook_kind: s("spawn_hook"), host: s("h"), error_type: s("timeout"), error_message: s("m") },
              r#""event":"hook_failed","hook_name":"gate","hook_kind":"spawn_hook","host":"h","error_type":"timeout","error_message":"m""#),
+            (Event::PluginWriteLimit { host: s("h"), dir: s("state"), path: PathBuf::from("/s"), used_bytes: 3, limit_bytes: 2 },
+             r#""event":"plugin_write_limit","host":"h","dir":"state","path":"/s","used_bytes":3,"limit_bytes":2"#),
             (Event::PluginDisabled { name: s("h"), consecutive_failures: 5, reason: s("r") },
              r#""event":"plugin_disabled","name":"h","consecutive_failures":5,"reason":"r""#),
         ]

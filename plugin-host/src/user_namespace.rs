@@ -1,0 +1,218 @@
+//! Full confinement without root: the host in its own user, PID and mount namespaces, its
+//! process count bounded by `RLIMIT_NPROC` inside the new user namespace.
+//!
+//! An unprivileged supervisor cannot unshare a PID namespace (`CAP_SYS_ADMIN` is needed),
+//! nor use a `pids` cgroup (the hierarchy belongs to root) — see [`crate::pid_namespace`]
+//! and [`crate::pids_limit`]. Where the kernel allows unprivileged user namespaces it can do
+//! both jobs another way, between fork and exec ([`UserNamespacePlan::enter`]):
+//!
+//! 1. `unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS)`: the forked child (single-threaded,
+//!    as a user namespace requires) gets a user namespace it owns, in which it may create
+//!    the PID and mount namespaces;
+//! 2. `/proc/self/setgroups` ← `deny`, `/proc/self/uid_map` ← `U U 1`, `/proc/self/gid_map` ←
+//!    `G G 1`: the operator's own ids map to themselves, so files the host creates belong to
+//!    the operator and nothing else is reachable (user_namespaces(7));
+//! 3. `setrlimit(RLIMIT_NPROC, pids_max + 1)`: since Linux 5.14 the kernel counts processes
+//!    per (user namespace, uid) (`ucounts`), so inside the fresh namespace the count is the
+//!    host's own tasks only, not all of the operator's; and the host holds no
+//!    `CAP_SYS_RESOURCE`/`CAP_SYS_ADMIN` in the *initial* namespace, which is where
+//!    `copy_process` looks for an exemption. The `+ 1` is the reaper below;
+//! 4. `fork`: the child is PID 1 of the new PID namespace and goes on to confine itself and
+//!    exec the host; the parent becomes a *reaper* that closes every descriptor (so the
+//!    supervisor sees EOF on the host's pipes, and std's exec-error pipe closes at the
+//!    host's exec), waits for the host and ends the same way (exit code, or the same
+//!    signal re-raised with its default action), so the supervisor sees the host's status.
+//!
+//! The reaper is the supervisor's child and the leader of the host's process group, so
+//! [`crate::launch::kill_group`] reaches both. Both arm `PR_SET_PDEATHSIG`: the supervisor's
+//! death kills the reaper, whose death kills the host, whose death (as namespace init) kills
+//! everything it started. The reaper runs no foreign code and makes only raw system calls.
+//!
+//! Root never takes this path: it has the plain PID namespace and the `pids` cgroup, and
+//! `RLIMIT_NPROC` does not apply to uid 0 (`INIT_USER`).
+
+use std::ffi::CStr;
+use std::os::fd::RawFd;
+use std::sync::OnceLock;
+
+/// `"<id> <id> 1\n"` of one id, prepared before the fork.
+#[derive(Debug, Clone, Copy)]
+struct IdMap {
+    buf: [u8; 32],
+    len: usize,
+}
+
+impl IdMap {
+    fn identity(id: u32) -> Self {
+        let text = format!("{id} {id} 1\n");
+        let mut buf = [0u8; 32];
+        buf[..text.len()].copy_from_slice(text.as_bytes());
+        IdMap {
+            buf,
+            len: text.len(),
+        }
+    }
+}
+
+/// What the forked child does to enter its namespaces; built before the fork.
+#[derive(Debug)]
+pub(crate) struct UserNamespacePlan {
+    uid_map: IdMap,
+    gid_map: IdMap,
+    /// `RLIMIT_NPROC` inside the new user namespace.
+    nproc: libc::rlim_t,
+}
+
+impl UserNamespacePlan {
+    /// A plan bounding the host to `pids_max` tasks, for the calling process's ids.
+    pub(crate) fn new(pids_max: u64) -> Self {
+        // SAFETY: getuid/getgid cannot fail.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        UserNamespacePlan {
+            uid_map: IdMap::identity(uid),
+            gid_map: IdMap::identity(gid),
+            nproc: pids_max.saturating_add(1),
+        }
+    }
+
+    /// Between fork and exec: steps 1–4 of the module docs. Returns in the host-to-be (PID 1
+    /// of the new PID namespace); the reaper never returns. Raw system calls only.
+    ///
+    /// # Errors
+    /// The OS error of the failing step (before the fork).
+    pub(crate) fn enter(&self) -> std::io::Result<()> {
+        let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWPID | libc::CLONE_NEWNS;
+        // SAFETY: unshare takes flags only; this child is single-threaded.
+        if unsafe { libc::unshare(flags) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        write_file(c"/proc/self/setgroups", b"deny")?;
+        write_file(c"/proc/self/uid_map", &self.uid_map.buf[..self.uid_map.len])?;
+        write_file(c"/proc/self/gid_map", &self.gid_map.buf[..self.gid_map.len])?;
+        let lim = libc::rlimit {
+            rlim_cur: self.nproc,
+            rlim_max: self.nproc,
+        };
+        // SAFETY: setrlimit reads a valid stack struct.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NPROC, &lim) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // A raw clone behaves like fork without running glibc's atfork handlers.
+        // SAFETY: clone with SIGCHLD and no new stack duplicates this process; both sides
+        // only make raw system calls afterwards.
+        let pid =
+            unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0) };
+        match pid {
+            -1 => Err(std::io::Error::last_os_error()),
+            0 => Ok(()),
+            host => reap(host as libc::pid_t),
+        }
+    }
+}
+
+/// The reaper: closes everything, waits for `host`, ends as it ended. Never returns.
+fn reap(host: libc::pid_t) -> ! {
+    // SAFETY: close_range over all descriptors of this process; nothing here uses them.
+    unsafe { libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) };
+    let mut status: libc::c_int = 0;
+    loop {
+        // SAFETY: wait4 writes the status into a live stack integer.
+        let r = unsafe { libc::wait4(host, &mut status, 0, std::ptr::null_mut()) };
+        if r == host {
+            break;
+        }
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            // SAFETY: _exit never returns.
+            unsafe { libc::_exit(127) };
+        }
+    }
+    if libc::WIFSIGNALED(status) {
+        let sig = libc::WTERMSIG(status);
+        // SAFETY: restore the default action of `sig`, unblock it and send it to this
+        // process: it ends the reaper the way the host ended (RLIMIT_CORE is 0: no core).
+        unsafe {
+            let mut act: libc::sigaction = std::mem::zeroed();
+            act.sa_sigaction = libc::SIG_DFL;
+            libc::sigaction(sig, &act, std::ptr::null_mut());
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, sig);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            libc::kill(libc::getpid(), sig);
+        }
+    }
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        128 + libc::WTERMSIG(status)
+    };
+    // SAFETY: _exit never returns.
+    unsafe { libc::_exit(code) }
+}
+
+/// Writes `data` to the existing file `path` in one `write`. Raw system calls only.
+pub(crate) fn write_file(path: &CStr, data: &[u8]) -> std::io::Result<()> {
+    // SAFETY: open of a NUL-terminated static path; returns a descriptor or -1.
+    let fd: RawFd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: write of a live buffer to the descriptor just opened.
+    let n = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
+    let err = std::io::Error::last_os_error();
+    // SAFETY: close of the descriptor just opened.
+    unsafe { libc::close(fd) };
+    if n == data.len() as isize {
+        Ok(())
+    } else {
+        Err(err)
+    }
+}
+
+/// Whether this process may create a user namespace with PID and mount namespaces in it
+/// (unprivileged user namespaces enabled, not blocked by a security module or a
+/// `max_user_namespaces` of 0). Probed once by a forked child that tries and exits; the
+/// answer is cached. `Err` carries the reason (the errno of `unshare`).
+pub fn user_namespaces() -> Result<(), String> {
+    static ANSWER: OnceLock<Result<(), String>> = OnceLock::new();
+    ANSWER.get_or_init(probe).clone()
+}
+
+fn probe() -> Result<(), String> {
+    // SAFETY: a raw clone duplicating this process (as fork, without atfork handlers); the
+    // child makes one unshare and exits.
+    let pid = unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0) };
+    if pid == 0 {
+        let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWPID | libc::CLONE_NEWNS;
+        // SAFETY: unshare takes flags; _exit never returns.
+        unsafe {
+            let code = if libc::unshare(flags) == 0 {
+                0
+            } else {
+                *libc::__errno_location()
+            };
+            libc::_exit(code)
+        }
+    }
+    if pid < 0 {
+        return Err(format!(
+            "cannot fork to probe: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    let mut status: libc::c_int = 0;
+    // SAFETY: wait for the probe child into a live stack integer.
+    while unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) } < 0 {
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return Err("cannot wait for the probe".into());
+        }
+    }
+    match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
+        Some(0) => Ok(()),
+        Some(errno) => Err(format!(
+            "unshare(CLONE_NEWUSER) fails: {} (unprivileged user namespaces disabled: see kernel.unprivileged_userns_clone, user.max_user_namespaces, kernel.apparmor_restrict_unprivileged_userns)",
+            std::io::Error::from_raw_os_error(errno)
+        )),
+        None => Err("the probe child died".into()),
+    }
+}

@@ -1,0 +1,69 @@
+//! The config's closed vocabularies (`dirty_action`, `sandbox`, `prompt_delivery`,
+//! `context_injection_mode`): serde enums spelled in snake case, each listing its words so
+//! that a bad value gets one message naming them all
+//! (`"x"; expected "stash", "ignore" or "auto_commit"`).
+
+use serde::de::value::{Error as ValueError, StrDeserializer};
+use serde::de::{Deserialize, IntoDeserializer};
+
+/// A closed set of words a config key accepts.
+pub trait Vocabulary: Copy + for<'de> Deserialize<'de> + 'static {
+    /// Every word, in the order messages list them.
+    const ALL: &'static [Self];
+
+    /// The config spelling.
+    fn word(self) -> &'static str;
+}
+
+/// The word `value` of a key (`default` when the key is absent).
+///
+/// Errors: a message naming `value` and every accepted word.
+pub fn parse<T: Vocabulary>(value: Option<&str>, default: T) -> Result<T, String> {
+    let Some(text) = value else {
+        return Ok(default);
+    };
+    let deserializer: StrDeserializer<'_, ValueError> = text.into_deserializer();
+    T::deserialize(deserializer).map_err(|_| format!("{text:?}; expected {}", expected::<T>()))
+}
+
+/// `"a", "b" or "c"`.
+fn expected<T: Vocabulary>() -> String {
+    let words: Vec<String> = T::ALL.iter().map(|w| format!("{:?}", w.word())).collect();
+    match words.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ContextInjection, DirtyAction, PromptDelivery, SandboxMode};
+
+    fn spelled_alike<T: Vocabulary + PartialEq + std::fmt::Debug>() {
+        for word in T::ALL {
+            assert_eq!(parse::<T>(Some(word.word()), T::ALL[0]), Ok(*word));
+        }
+    }
+
+    #[test]
+    fn serde_and_messages_agree_on_every_word() {
+        spelled_alike::<ContextInjection>();
+        spelled_alike::<DirtyAction>();
+        spelled_alike::<PromptDelivery>();
+        spelled_alike::<SandboxMode>();
+        assert_eq!(
+            parse::<DirtyAction>(Some("wipe"), DirtyAction::Stash),
+            Err("\"wipe\"; expected \"stash\", \"ignore\" or \"auto_commit\"".to_owned())
+        );
+        assert_eq!(
+            parse::<PromptDelivery>(Some("pipe"), PromptDelivery::Argv),
+            Err("\"pipe\"; expected \"argv\" or \"stdin\"".to_owned())
+        );
+        assert_eq!(
+            parse::<SandboxMode>(None, SandboxMode::Prefer),
+            Ok(SandboxMode::Prefer)
+        );
+    }
+}
