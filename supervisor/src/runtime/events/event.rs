@@ -420,6 +420,7 @@ pub const BUILTIN_KINDS: &[&str] = &[
     "plugin_builtin_name_squat",
     "plugin_sandbox_kill",
     "hook_failed",
+    "plugin_write_limit",
     "plugin_disabled",
 ];
 
