@@ -473,7 +473,8 @@ fn dispatch<P: NamesHook, R: Serialize>(
         .get(params.hook().as_str())
         .filter(|h| h.family() == family)
         .ok_or_else(|| unknown_hook(family, params.hook(), &installed))?;
-    let what = format!("{family} `{}`", params.hook());
+    // "spawn hook `gate` panicked: …": the family in words, as the error messages say it.
+    let what = format!("{} `{}`", family.as_str().replace('_', " "), params.hook());
     let answer = guarded(&what, || {
         run(hook, &params).expect("the hook's family was checked above")
     })?;
