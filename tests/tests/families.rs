@@ -256,3 +256,33 @@ fn a_skip_from_a_hook_not_in_spawn_override_allow_is_recorded_and_the_round_runs
     assert_eq!(ignored[0]["action"], "skip");
     assert_eq!(p.events_of("round_start").len(), 1);
 }
+
+/// Hooks of different hosts in one batch are asked at the same time (docs/protocol.md
+/// §5.9): two enricher hosts that each answer only once the other has been asked too
+/// (`tests/hosts/rendezvous.py`). Asked one after the other, the first would wait past its
+/// 10 s timeout (`hook_failed`) and its object would be missing from the round context.
+#[test]
+fn enrichers_of_different_hosts_are_asked_at_the_same_time() {
+    let p = Project::new();
+    let agent = recording_agent(&p);
+    let host = agent_runner_e2e::workspace_root().join("tests/hosts/rendezvous.py");
+    let enricher = |name: &str, hook: &str, peer: &str| {
+        HostSpec::new(name, &host)
+            .provides(&["context_enricher"])
+            .timeout_s(10)
+            .config(json!({"hook": hook, "peer": peer}))
+    };
+    p.write_config(
+        &ConfigBuilder::new(&agent)
+            .sandbox("require")
+            .host(enricher("left", "meet_left", "right"))
+            .host(enricher("right", "meet_right", "left")),
+    );
+    p.run(&["round"]).assert_code(0);
+    let all = p.events_text();
+    assert!(p.events_of("hook_failed").is_empty(), "{all}");
+    let text = std::fs::read_to_string(p.log_dir().join("round-context.json")).unwrap();
+    let ctx: Value = agent_runner_e2e::serde_json::from_str(&text).unwrap();
+    assert_eq!(ctx["meet_left"], json!({"met": "right"}), "{ctx:#}");
+    assert_eq!(ctx["meet_right"], json!({"met": "left"}), "{ctx:#}");
+}
