@@ -100,6 +100,9 @@ pub struct LaunchSpec {
     /// `pids` cgroup (default [`DEFAULT_PIDS_MAX`]; not enforced where the system offers no
     /// `pids` controller, see [`crate::pids_limit`]).
     pub pids_max: u64,
+    /// Extra read-only paths (the operator's `[plugins.hosts.<name>] read_paths`, checked
+    /// by the supervisor's config loader); empty by default.
+    pub read_paths: Vec<PathBuf>,
     /// `RLIMIT_FSIZE` in MiB: the largest file the host may write (default
     /// [`DEFAULT_FILE_MAX_MB`]; see [`crate::write_limits`]).
     pub file_max_mb: u64,
@@ -130,6 +133,7 @@ impl LaunchSpec {
             memory_max_mb: DEFAULT_MEMORY_MAX_MB,
             nofile_max: DEFAULT_NOFILE_MAX,
             pids_max: DEFAULT_PIDS_MAX,
+            read_paths: Vec::new(),
             file_max_mb: DEFAULT_FILE_MAX_MB,
             tmp_max_mb: DEFAULT_TMP_MAX_MB,
         }
@@ -678,7 +682,7 @@ fn spawn_inner(
                 .and_then(above_stdio)
                 .map_err(|e| open_err(&exe.path, e))?;
             drop(verified);
-            let mut argv = vec![interp.path.as_os_str().to_owned()];
+            let mut argv = vec![interp.named.as_os_str().to_owned()];
             argv.extend(interp.args.iter().map(OsString::from));
             argv.push(format!("/dev/fd/{}", script.as_raw_fd()).into());
             (ifd, Some(script), interp.path.clone(), argv)
@@ -699,6 +703,7 @@ fn spawn_inner(
             &spec.log_dir,
             &spec.state_dir,
             &spec.tmp_dir,
+            &spec.read_paths,
         );
         let ruleset =
             landlock_ruleset(&grants, exe.file(), kernel_landlock_abi()).map_err(policy_err)?;

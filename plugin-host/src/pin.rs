@@ -90,6 +90,11 @@ pub struct Interpreter {
     /// `#!/usr/bin/env NAME`, NAME resolved on the supervisor's PATH; a pyenv shim is
     /// replaced by the interpreter it would run.
     pub path: PathBuf,
+    /// The interpreter as the `#!` line (or `env`'s PATH search) named it, before symlinks
+    /// are resolved: passed as its `argv[0]`, so that a virtual environment's
+    /// `<venv>/bin/python3` (a symlink to the base interpreter) still finds its
+    /// `pyvenv.cfg`. Equal to `path` for a pyenv shim (the shim is never run).
+    pub named: PathBuf,
     /// Arguments between the interpreter and the script path, from the `#!` line (for `env`,
     /// what follows NAME; `env -S` lines are split on whitespace).
     pub args: Vec<String>,
@@ -278,7 +283,7 @@ fn parse_shebang(script: &Path, head: &[u8]) -> Result<Interpreter, PinError> {
     let interp_path = check_executable(Path::new(interp))
         .map_err(|r| fail(format!("interpreter {interp} {r}")))?;
     let is_env = interp_path.file_name() == Some(OsStr::new("env"));
-    let (target, args): (PathBuf, Vec<String>) = if is_env {
+    let (target, named, args): (PathBuf, PathBuf, Vec<String>) = if is_env {
         let mut words: Vec<&str> = rest.split_whitespace().collect();
         if words.first() == Some(&"-S") {
             words.remove(0);
@@ -303,23 +308,36 @@ fn parse_shebang(script: &Path, head: &[u8]) -> Result<Interpreter, PinError> {
                     source,
                 }
             })?;
-        (found, more.iter().map(|s| (*s).to_owned()).collect())
+        let named = path_var
+            .iter()
+            .flat_map(std::env::split_paths)
+            .map(|dir| dir.join(name))
+            .find(|c| check_executable(c).as_ref() == Ok(&found))
+            .unwrap_or_else(|| found.clone());
+        (found, named, more.iter().map(|s| (*s).to_owned()).collect())
     } else {
         let args = if rest.is_empty() {
             Vec::new()
         } else {
             vec![rest.to_owned()]
         };
-        (interp_path, args)
+        (interp_path, PathBuf::from(interp), args)
     };
-    let real = resolve_pyenv_shim(&target).map_err(fail)?.unwrap_or(target);
+    let (real, named) = match resolve_pyenv_shim(&target).map_err(fail)? {
+        Some(real) => (real.clone(), real),
+        None => (target, named),
+    };
     if is_script(&real).map_err(|e| fail(format!("cannot read {}: {e}", real.display())))? {
         return Err(fail(format!(
             "the interpreter {} is itself a script; point #! at a binary interpreter",
             real.display()
         )));
     }
-    Ok(Interpreter { path: real, args })
+    Ok(Interpreter {
+        path: real,
+        named,
+        args,
+    })
 }
 
 fn is_script(path: &Path) -> std::io::Result<bool> {

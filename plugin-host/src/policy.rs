@@ -127,12 +127,15 @@ pub enum PolicyError {
 
 /// The filesystem grants of a host (docs/protocol.md §8: readable are its executable and what it
 /// needs to start, `work_dir` and `log_dir`; writable only `state_dir` and `tmp_dir`).
+/// `extra_read` are the operator's `read_paths` for this host (checked by the supervisor's
+/// config loader; each must exist), granted read-only.
 pub fn fs_grants(
     exe: &VerifiedExecutable,
     work_dir: &Path,
     log_dir: &Path,
     state_dir: &Path,
     tmp_dir: &Path,
+    extra_read: &[PathBuf],
 ) -> Vec<FsGrant> {
     let mut g = vec![FsGrant {
         path: exe.path.clone(),
@@ -149,11 +152,11 @@ pub fn fs_grants(
             required: true,
             via_verified_fd: false,
         });
-        for root in interpreter_read_roots(interp) {
+        for (root, why) in interpreter_read_roots(interp) {
             g.push(FsGrant {
                 path: root,
                 access: FsAccess::ReadOnly,
-                why: "the interpreter's own tree (stdlib, shared library) so the interpreter can start",
+                why,
                 required: false,
                 via_verified_fd: false,
             });
@@ -185,6 +188,24 @@ pub fn fs_grants(
             access: FsAccess::ReadOnly,
             why,
             required: false,
+            via_verified_fd: false,
+        });
+    }
+    for (path, why) in RUNTIME_START_FILES {
+        g.push(FsGrant {
+            path: PathBuf::from(path),
+            access: FsAccess::ReadOnly,
+            why,
+            required: false,
+            via_verified_fd: false,
+        });
+    }
+    for path in extra_read {
+        g.push(FsGrant {
+            path: path.clone(),
+            access: FsAccess::ReadOnly,
+            why: "named by the operator in [plugins.hosts.<name>] read_paths",
+            required: true,
             via_verified_fd: false,
         });
     }
@@ -226,39 +247,196 @@ pub fn fs_grants(
     g
 }
 
-/// Read-only trees an interpreter needs to start. Python: the installation prefix when it is
-/// a private one (pyenv, /opt/...), else only `<prefix>/lib/python3*` (never all of /usr).
-/// Other interpreters (sh, bash, perl, ...) get nothing beyond the shared libraries.
-pub fn interpreter_read_roots(interp: &Interpreter) -> Vec<PathBuf> {
-    let name = interp
-        .path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    if !name.starts_with("python") {
-        return Vec::new();
-    }
-    let Some(bin) = interp.path.parent() else {
-        return Vec::new();
-    };
-    let Some(prefix) = bin.parent() else {
-        return Vec::new();
-    };
-    let system = ["/", "/usr", "/usr/local"]
+/// The read-only trees of one runtime family installed under a *system* prefix (`/usr`,
+/// `/usr/local`, `/`), where granting the whole prefix would open far more than the runtime.
+#[derive(Debug, Clone, Copy)]
+pub struct RuntimeTrees {
+    /// The family, matched against the interpreter's file name (`python3.11` is `python`,
+    /// `ruby3.1` is `ruby`, `nodejs` is `node`).
+    pub family: &'static str,
+    /// Paths relative to the prefix (a trailing `*` matches every entry of that directory
+    /// whose name starts with the rest), or absolute paths (the family's system-wide
+    /// directories outside the prefix).
+    pub trees: &'static [&'static str],
+    /// Why the runtime reads them.
+    pub why: &'static str,
+}
+
+/// Reviewed data: what each runtime family reads from a system installation at start and
+/// when importing its standard library (docs/protocol.md "Runtimes"). Shells (`sh`,
+/// `bash`, `dash`) need nothing beyond the shared libraries. Architecture-specific
+/// directories (`lib/x86_64-linux-gnu/perl*`, `…/ruby`) are already under the shared
+/// library grant.
+pub const RUNTIME_TREES: &[RuntimeTrees] = &[
+    RuntimeTrees {
+        family: "python",
+        trees: &["lib/python3*"],
+        why: "Python's standard library and dist-packages (lib/python3.X, lib/python3)",
+    },
+    RuntimeTrees {
+        family: "perl",
+        trees: &["share/perl", "share/perl5", "lib/site_perl"],
+        why: "Perl's core and vendor modules (@INC: share/perl/5.X, share/perl5)",
+    },
+    RuntimeTrees {
+        family: "ruby",
+        trees: &["lib/ruby", "share/rubygems-integration", "/var/lib/gems"],
+        why: "Ruby's standard library and RubyGems, loaded before the script runs",
+    },
+    RuntimeTrees {
+        family: "node",
+        trees: &["share/nodejs", "lib/node", "lib/node_modules"],
+        why: "Node's system-wide module directories (Debian's nodejs packages)",
+    },
+];
+
+/// Reviewed data: system files runtimes read at start, granted read-only to every host
+/// (docs/protocol.md "Runtimes"). Each holds configuration or public data, never secrets;
+/// none is writable by the agent.
+pub const RUNTIME_START_FILES: &[(&str, &str)] = &[
+    (
+        "/etc/ssl/openssl.cnf",
+        "OpenSSL's configuration: Node (and Python's ssl module) read it at start; Node exits 13 without it",
+    ),
+    (
+        "/usr/lib/locale/locale-archive",
+        "glibc's compiled locales (LANG/LC_* of the host environment); Perl warns without them",
+    ),
+    (
+        "/usr/lib/locale/C.utf8",
+        "glibc's C.UTF-8 locale (Debian ships it outside the archive)",
+    ),
+    (
+        "/usr/share/locale/locale.alias",
+        "glibc's locale name aliases, read by setlocale()",
+    ),
+    (
+        "/usr/share/zoneinfo",
+        "time zone data (TZ of the host environment, localtime())",
+    ),
+    ("/etc/localtime", "the system time zone (a link into zoneinfo)"),
+];
+
+/// Reviewed data: credential directories and files under the home directory that no grant
+/// may cover implicitly (docs/security.md). An operator's `read_paths` entry that contains
+/// one of them (`~`, `~/.config`) is refused; naming one exactly (or a path inside it) is
+/// a deliberate choice and allowed.
+pub const CREDENTIAL_PATHS: &[(&str, &str)] = &[
+    (".ssh", "SSH keys"),
+    (".aws", "AWS credentials"),
+    (".config/gcloud", "Google Cloud credentials"),
+    (".claude", "Claude Code credentials"),
+    (".claude.json", "Claude Code account state"),
+    (".gnupg", "GnuPG keys"),
+    (".netrc", "passwords for hosts"),
+    (".docker", "registry credentials"),
+    (".kube", "Kubernetes credentials"),
+    (".config/gh", "GitHub CLI token"),
+    (".azure", "Azure credentials"),
+    (".git-credentials", "git's stored passwords"),
+    (".gemini", "Gemini CLI credentials"),
+];
+
+/// The first of `protected` that `path` covers without naming it: `path` is a strict
+/// ancestor of it. `None` when `path` is safe to grant read-only.
+pub fn covers_protected<'a>(path: &Path, protected: &'a [PathBuf]) -> Option<&'a PathBuf> {
+    protected
         .iter()
-        .any(|s| prefix == Path::new(s));
-    if !system {
-        return vec![prefix.to_owned()];
-    }
-    let lib = prefix.join("lib");
-    let mut roots: Vec<PathBuf> = std::fs::read_dir(&lib)
+        .find(|p| p.starts_with(path) && p.as_path() != path)
+}
+
+/// The runtime family of an interpreter by its file name (see [`RuntimeTrees::family`]).
+fn runtime_family(interp: &Path) -> Option<&'static RuntimeTrees> {
+    let name = interp.file_name()?.to_string_lossy();
+    RUNTIME_TREES.iter().find(|t| name.starts_with(t.family))
+}
+
+/// Read-only trees an interpreter needs to start, with the reason for each:
+///
+/// * a virtual environment it was named through or lives in (`<venv>/bin/python3` with a
+///   `<venv>/pyvenv.cfg`): the environment's root, so its `site-packages` work, and the
+///   base installation named by the file's `home` key (a `--copies` or uv environment
+///   keeps its standard library there);
+/// * a private installation (pyenv, nvm, rbenv, conda, `/opt/...`: the prefix above the
+///   interpreter's `bin/`): that whole prefix;
+/// * a system installation (`/usr`, `/usr/local`, `/`): only its family's
+///   [`RUNTIME_TREES`], never the whole prefix.
+///
+/// A root that is `/`, the supervisor's home directory or one of its ancestors is never
+/// returned (a runtime installed directly in `~/bin` gets no prefix grant): the home
+/// directory holds credentials.
+pub fn interpreter_read_roots(interp: &Interpreter) -> Vec<(PathBuf, &'static str)> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let opens_home =
+        |p: &Path| p == Path::new("/") || home.as_deref().is_some_and(|h| h.starts_with(p));
+    let family = runtime_family(&interp.path);
+    let mut roots: Vec<(PathBuf, &'static str)> = Vec::new();
+    let mut prefixes: Vec<PathBuf> = interp
+        .path
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_owned)
         .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("python3"))
-        .map(|e| e.path())
         .collect();
-    roots.sort();
+    for named in [&interp.named, &interp.path] {
+        let Some(venv) = named.parent().and_then(Path::parent) else {
+            continue;
+        };
+        let Ok(cfg) = std::fs::read_to_string(venv.join("pyvenv.cfg")) else {
+            continue;
+        };
+        if !opens_home(venv) {
+            roots.push((
+                venv.to_owned(),
+                "the virtual environment of the interpreter (pyvenv.cfg, site-packages)",
+            ));
+        }
+        let base_bin = cfg.lines().find_map(|l| {
+            let (key, value) = l.split_once('=')?;
+            (key.trim() == "home").then(|| PathBuf::from(value.trim()))
+        });
+        if let Some(base) = base_bin.and_then(|b| b.canonicalize().ok()) {
+            prefixes.extend(base.parent().map(Path::to_owned));
+        }
+    }
+    for prefix in prefixes {
+        let system = ["/", "/usr", "/usr/local"]
+            .iter()
+            .any(|s| prefix == Path::new(s));
+        if !system {
+            if !opens_home(&prefix) && !prefix.join("pyvenv.cfg").is_file() {
+                roots.push((
+                    prefix,
+                    "the interpreter's private installation prefix (pyenv, nvm, rbenv, conda, /opt)",
+                ));
+            }
+            continue;
+        }
+        let Some(family) = family else {
+            continue;
+        };
+        for tree in family.trees {
+            if let Some(stem) = tree.strip_suffix('*') {
+                let (dir, start) = match stem.rsplit_once('/') {
+                    Some((dir, start)) => (prefix.join(dir), start),
+                    None => (prefix.clone(), stem),
+                };
+                let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .filter(|e| e.file_name().to_string_lossy().starts_with(start))
+                    .map(|e| e.path())
+                    .collect();
+                found.sort();
+                roots.extend(found.into_iter().map(|p| (p, family.why)));
+            } else {
+                roots.push((prefix.join(tree), family.why));
+            }
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    roots.retain(|(p, _)| seen.insert(p.clone()));
     roots
 }
 

@@ -398,7 +398,7 @@ fn policy_writes_only_state_and_tmp_and_executes_only_host_interpreter_loader() 
     std::fs::write(&script, "#!/usr/bin/env python3\n").unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     let exe = agent_runner_plugin_host::open_and_hash(&script).unwrap();
-    let grants = fs_grants(&exe, &d.work, &d.log, &d.state, &d.tmp);
+    let grants = fs_grants(&exe, &d.work, &d.log, &d.state, &d.tmp, &[]);
     let interp = exe.interpreter.as_ref().unwrap();
     for g in &grants {
         assert!(!g.why.is_empty());

@@ -11,9 +11,9 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 use agent_runner_plugin_host::notify::{DENIAL_SIGNAL, KILL_GRACE};
-use agent_runner_plugin_host::{spawn, spawn_with_listener, DenialListener, Denied, Tier};
+use agent_runner_plugin_host::{spawn_with_listener, DenialListener, Denied, Tier};
 use common::*;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Child;
 
 const FULL: Tier = Tier::LandlockSeccomp;
@@ -57,9 +57,11 @@ async fn tcp_connect_is_named_socket_and_never_connects() {
     let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
     tcp.set_nonblocking(true).unwrap();
     let port = tcp.local_addr().unwrap().port().to_string();
-    let (child, listener, d) = start(&["tcp-connect", &port], FULL);
+    let (mut child, listener, d) = start(&["gated-tcp-connect", &port], FULL);
     let pid = child.id().unwrap();
+    // The host waits on stdin: it is alive while its pid is read.
     let host = host_pid(pid);
+    child.stdin.take().unwrap().write_all(b"go").await.unwrap();
     let listener = listener.expect("seccomp applied, so a listener");
     assert_eq!(listener.pgid(), pid);
     let (denied, st, out) = denial_and_exit(child, listener).await;
@@ -252,9 +254,11 @@ async fn the_host_does_not_hold_its_listener() {
 }
 
 #[tokio::test]
-async fn normal_hosts_work_and_are_not_slowed_down() {
+async fn normal_hosts_work_and_meet_no_notification() {
     // Allowed calls, including those that meet a conditional deny rule (socketpair(AF_UNIX),
-    // personality query), run normally: any notification would have killed the host.
+    // personality query), run normally: the filter allows them without a user notification
+    // (any notification would have killed the host). Their cost is measured through real
+    // confined hosts by bench/host_call.sh, not here.
     for action in ["ok", "unix-pair", "cwd"] {
         let (mut child, listener, _d) = start(&[action], FULL);
         drop(child.stdin.take());
@@ -267,42 +271,6 @@ async fn normal_hosts_work_and_are_not_slowed_down() {
         assert!(!text.contains("-err"), "{action}: {text}");
         assert_eq!(listener.unwrap().try_denial(), None);
     }
-
-    // Per-call cost of allowed calls with and without a listener: the same filter path.
-    async fn loop_ns(with_listener: bool) -> u64 {
-        let d = dirs();
-        let spec = spec_for(&target(), &d, &["loop", "20000"], FULL);
-        let mut child = if with_listener {
-            spawn_with_listener(&spec).unwrap().0
-        } else {
-            spawn(&spec).unwrap()
-        };
-        drop(child.stdin.take());
-        let out = tokio::time::timeout(T, child.wait_with_output())
-            .await
-            .unwrap()
-            .unwrap();
-        assert!(out.status.success(), "{:?}", out.status);
-        let text = String::from_utf8_lossy(&out.stdout);
-        text.lines()
-            .find_map(|l| l.strip_prefix("loop-ns "))
-            .unwrap_or_else(|| panic!("{text}"))
-            .parse()
-            .unwrap()
-    }
-    let mut plain = u64::MAX;
-    let mut notify = u64::MAX;
-    for _ in 0..3 {
-        plain = plain.min(loop_ns(false).await);
-        notify = notify.min(loop_ns(true).await);
-    }
-    eprintln!("20000 iterations: with listener {notify} ns, plain {plain} ns");
-    // 20000 iterations of socketpair + 2 close + getppid: a user-notification round trip per
-    // call would cost tens of µs each (≥ 1 s in total).
-    assert!(
-        notify < plain * 2 + 50_000_000,
-        "with listener {notify} ns vs plain {plain} ns"
-    );
 }
 
 #[tokio::test]

@@ -37,6 +37,65 @@ pub const MAX_EVENT_KINDS: usize = 32;
 pub const MAX_OWNED_PATHS: usize = 32;
 /// Seconds a host has to exit after its stdin reached end-of-file (`docs/protocol.md` §1, §2).
 pub const EXIT_AFTER_EOF_S: u64 = 2;
+/// Characters of one host stderr line the supervisor keeps in its log; a longer line is
+/// cut and marked `… [line truncated: N bytes]` (docs/protocol.md §1).
+pub const MAX_STDERR_LINE_CHARS: usize = 1024;
+/// Host stderr lines the supervisor copies per second per host; further lines in the same
+/// second are counted and reported as one `[N stderr lines dropped …]` record
+/// (docs/protocol.md §1).
+pub const MAX_STDERR_LINES_PER_S: u32 = 100;
+
+/// Serialized bytes of `spawn.argv` in `before_spawn` at most (docs/protocol.md §7).
+pub const MAX_SPAWN_ARGV_BYTES: usize = 8_192;
+/// Serialized bytes of `spawn.env_names` in `before_spawn` at most.
+pub const MAX_ENV_NAMES_BYTES: usize = 8_192;
+/// Serialized bytes of `dirty_files` in `handle_dirty` at most.
+pub const MAX_DIRTY_FILES_BYTES: usize = 16_384;
+/// Serialized bytes of each text of `ctx` and `initialize` (paths, names) at most.
+pub const MAX_CONTEXT_TEXT_BYTES: usize = 4_096;
+/// Serialized bytes of a host's `config` table at most (checked when the config loads).
+pub const MAX_HOST_CONFIG_BYTES: usize = 8_192;
+
+/// The bytes `text` takes as a JSON string, quotes included.
+fn json_len(text: &str) -> usize {
+    serde_json::to_string(text).map_or(text.len() + 2, |s| s.len())
+}
+
+/// `text`, cut on a character boundary (and marked with a final `…`) so that it takes at
+/// most `max_bytes` as a JSON string.
+pub fn fit_text(text: &str, max_bytes: usize) -> String {
+    if json_len(text) <= max_bytes {
+        return text.to_owned();
+    }
+    let mut out = String::new();
+    let mut used = json_len("…");
+    for c in text.chars() {
+        let mut buf = [0u8; 4];
+        let add = json_len(c.encode_utf8(&mut buf)) - 2;
+        if used + add > max_bytes {
+            break;
+        }
+        used += add;
+        out.push(c);
+    }
+    out.push('…');
+    out
+}
+
+/// The leading `items` that fit, as a JSON array, in `max_bytes`; the rest are left out.
+pub fn fit_list(items: &[String], max_bytes: usize) -> Vec<String> {
+    let mut used = 2; // []
+    let mut out = Vec::new();
+    for item in items {
+        let add = json_len(item) + usize::from(!out.is_empty());
+        if used + add > max_bytes {
+            break;
+        }
+        used += add;
+        out.push(item.clone());
+    }
+    out
+}
 
 /// Cuts `text` to at most `max` characters (not bytes), on a character boundary.
 pub fn truncate_chars(text: &str, max: usize) -> &str {
@@ -55,5 +114,19 @@ mod tests {
         assert_eq!(truncate_chars("héllo", 2), "hé");
         assert_eq!(truncate_chars("abc", 10), "abc");
         assert_eq!(truncate_chars("", 0), "");
+    }
+
+    #[test]
+    fn fitting_counts_serialized_bytes() {
+        assert_eq!(fit_text("short", 100), "short");
+        let cut = fit_text(&"\"".repeat(100), 20);
+        assert!(serde_json::to_string(&cut).unwrap().len() <= 20, "{cut}");
+        assert!(cut.ends_with('…'));
+        let items: Vec<String> = (0..100).map(|i| format!("file{i}")).collect();
+        let kept = fit_list(&items, 50);
+        assert!(serde_json::to_string(&kept).unwrap().len() <= 50);
+        assert_eq!(kept[0], "file0");
+        assert!(kept.len() < items.len());
+        assert_eq!(fit_list(&items[..2], 50), items[..2].to_vec());
     }
 }

@@ -266,7 +266,10 @@ pub struct HandleDirtyParams {
     pub hook: HookName,
     /// The round context.
     pub ctx: Context,
-    /// Dirty paths relative to `work_dir`, as `git status --porcelain` reports them.
+    /// Dirty paths relative to `work_dir`, as `git status --porcelain` reports them, one
+    /// entry per path (untracked files one by one). A staged rename (`git mv a b`) gives
+    /// both sides, the new path then the old one (`"b", "a"`), so that a `commit` naming
+    /// both (or no `paths`) commits the rename whole; a copy gives only the new path.
     pub dirty_files: Vec<String>,
 }
 

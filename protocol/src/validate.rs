@@ -361,6 +361,150 @@ fn decode_dirty_action(value: Value) -> Result<DirtyAction, InvalidMessage> {
     }
 }
 
+/// A response line that passed [`decode_response`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum Response {
+    /// `result`.
+    Result(Value),
+    /// `error`: its `code`, `message` and optional `data`.
+    Error {
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The message, as sent (the caller redacts it).
+        message: String,
+        /// `data`, when present.
+        data: Option<Value>,
+    },
+}
+
+/// Why a line on a host's stdout is not the response to the request in flight
+/// (docs/protocol.md §1, §6). The `Display` text says what was seen; serve records it as a
+/// `protocol_violation`, `plugin check` reports it under the rule of the request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EnvelopeError {
+    /// Not a JSON object with `"jsonrpc": "2.0"` and an `id`: output that is no response
+    /// at all (a `print`, a banner). Carries a short description of what it was.
+    NotAResponse(String),
+    /// A response whose `id` is not the request's: `got` as sent (JSON text).
+    WrongId {
+        /// The id of the request in flight.
+        expected: u64,
+        /// The id the response carried, as JSON (`"1"` for a string).
+        got: String,
+    },
+    /// A member other than `jsonrpc`, `id`, `result`, `error`.
+    UnknownMember(String),
+    /// Both `result` and `error`, or neither.
+    ResultXorError,
+    /// An `error` member that is not `{code: integer, message: string, data?}`.
+    BadError(String),
+}
+
+impl fmt::Display for EnvelopeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EnvelopeError::NotAResponse(what) => write!(
+                f,
+                "not a JSON-RPC response on stdout: {what}; stdout is reserved for protocol messages; log to stderr"
+            ),
+            EnvelopeError::WrongId { expected, got } => {
+                let kind = match serde_json::from_str::<Value>(got) {
+                    Ok(Value::String(_)) => " (a string)",
+                    Ok(Value::Number(_)) => "",
+                    Ok(_) => " (not a number)",
+                    Err(_) => "",
+                };
+                write!(
+                    f,
+                    "response id {got}{kind} does not match request id {expected}; echo the request's id unchanged"
+                )
+            }
+            EnvelopeError::UnknownMember(name) => write!(
+                f,
+                "unknown member {name:?} in the response; a response has only jsonrpc, id and result or error"
+            ),
+            EnvelopeError::ResultXorError => {
+                f.write_str("a response carries exactly one of result and error")
+            }
+            EnvelopeError::BadError(why) => write!(
+                f,
+                "invalid error object: {why}; send {{\"code\": integer, \"message\": string}}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for EnvelopeError {}
+
+/// Decodes one stdout line of a host (newline stripped) as the response to the request
+/// with id `expected_id`: a JSON object with exactly `jsonrpc: "2.0"`, `id` (the same
+/// integer), and one of `result` or `error` (`{code, message, data?}`). The one validator
+/// of the response envelope, shared by serve's transport and `plugin check`.
+///
+/// # Errors
+/// [`EnvelopeError`] saying what was seen.
+pub fn decode_response(line: &[u8], expected_id: u64) -> Result<Response, EnvelopeError> {
+    let not_a_response = |what: &str| EnvelopeError::NotAResponse(what.to_owned());
+    let value: Value = serde_json::from_slice(line).map_err(|e| {
+        not_a_response(&format!(
+            "{} ({e})",
+            if std::str::from_utf8(line).is_err() {
+                "invalid UTF-8"
+            } else {
+                "not JSON"
+            }
+        ))
+    })?;
+    let Value::Object(mut obj) = value else {
+        return Err(not_a_response(&format!("JSON that is {}", kind_of(&value))));
+    };
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") || !obj.contains_key("id") {
+        return Err(not_a_response(
+            "a JSON object without \"jsonrpc\": \"2.0\" and an id",
+        ));
+    }
+    let id = obj.remove("id").unwrap_or(Value::Null);
+    if id.as_u64() != Some(expected_id) {
+        return Err(EnvelopeError::WrongId {
+            expected: expected_id,
+            got: id.to_string(),
+        });
+    }
+    obj.remove("jsonrpc");
+    let result = obj.remove("result");
+    let error = obj.remove("error");
+    if let Some(name) = obj.keys().next() {
+        return Err(EnvelopeError::UnknownMember(name.clone()));
+    }
+    match (result, error) {
+        (Some(result), None) => Ok(Response::Result(result)),
+        (None, Some(Value::Object(mut error))) => {
+            let code = error
+                .remove("code")
+                .and_then(|c| c.as_i64())
+                .ok_or_else(|| EnvelopeError::BadError("`code` is not an integer".into()))?;
+            let message = match error.remove("message") {
+                Some(Value::String(m)) => m,
+                _ => return Err(EnvelopeError::BadError("`message` is not a string".into())),
+            };
+            let data = error.remove("data");
+            if let Some(name) = error.keys().next() {
+                return Err(EnvelopeError::BadError(format!("unknown member {name:?}")));
+            }
+            Ok(Response::Error {
+                code,
+                message,
+                data,
+            })
+        }
+        (None, Some(other)) => Err(EnvelopeError::BadError(format!(
+            "`error` is {}",
+            kind_of(&other)
+        ))),
+        _ => Err(EnvelopeError::ResultXorError),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -606,5 +750,61 @@ mod tests {
         let err = decode::<HandleDirtyParams>(json!({"hook": "q", "ctx": ctx, "dirty_files": "a"}))
             .unwrap_err();
         assert_eq!(err.field, "dirty_files");
+    }
+
+    #[test]
+    fn response_envelope_says_what_was_seen() {
+        let ok = decode_response(br#"{"jsonrpc":"2.0","id":3,"result":null}"#, 3).unwrap();
+        assert_eq!(ok, Response::Result(Value::Null));
+        let err = decode_response(
+            br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32000,"message":"m","data":[1]}}"#,
+            3,
+        )
+        .unwrap();
+        assert_eq!(
+            err,
+            Response::Error {
+                code: -32000,
+                message: "m".into(),
+                data: Some(json!([1]))
+            }
+        );
+        let cases: [(&[u8], &str); 9] = [
+            (
+                br#"{"jsonrpc":"2.0","id":"1","result":{}}"#,
+                "response id \"1\" (a string) does not match request id 1",
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":2,"result":{}}"#,
+                "response id 2 does not match request id 1",
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":1,"result":{},"extra":1}"#,
+                "unknown member \"extra\"",
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":1}"#,
+                "exactly one of result and error",
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":1,"result":1,"error":{}}"#,
+                "exactly one of result and error",
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"m"}}"#,
+                "`code` is not an integer",
+            ),
+            (b"hello", "not JSON"),
+            (br#"{"id":1,"result":{}}"#, "without \"jsonrpc\""),
+            (b"[1]", "JSON that is an array"),
+        ];
+        for (line, says) in cases {
+            let err = decode_response(line, 1).unwrap_err().to_string();
+            assert!(
+                err.contains(says),
+                "{}: {err}",
+                String::from_utf8_lossy(line)
+            );
+        }
     }
 }

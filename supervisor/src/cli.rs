@@ -174,7 +174,8 @@ pub enum PluginCommand {
         /// Where to create the `NAME/` directory.
         #[arg(long, value_name = "DIR", default_value = ".")]
         dir: PathBuf,
-        /// Rust only: depend on the SDK at this path (default: the registry version).
+        /// Rust only: depend on the SDK at this path, a checkout of agent-runner (default: a
+        /// copy of the SDK written into the scaffold's `vendor/`).
         #[arg(long, value_name = "PATH")]
         sdk_path: Option<PathBuf>,
     },
@@ -263,8 +264,13 @@ fn init_tracing(command: &Command) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("AGENT_RUNNER_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Colour only on a terminal, and never under NO_COLOR (https://no-color.org): a log
+    // file or journal gets plain text.
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour)
         .with_writer(std::io::stderr)
         .with_target(false)
         .try_init();

@@ -5,5 +5,6 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 python3 -m zipapp "$here/src" -p "/usr/bin/env python3" -o "$here/{{NAME}}.pyz"
 chmod 755 "$here/{{NAME}}.pyz"
-echo "built $here/{{NAME}}.pyz; sha256 (for [plugins.pin]):"
-sha256sum "$here/{{NAME}}.pyz"
+sum="$(sha256sum "$here/{{NAME}}.pyz")"
+echo "built $here/{{NAME}}.pyz; its pin, ready to paste under [plugins.pin]:"
+echo "{{NAME}} = \"sha256:${sum%% *}\""

@@ -79,3 +79,51 @@ fn well_behaved_raw_host_is_not_a_failure() {
     assert!(p.events_of("hook_failed").is_empty(), "{}", p.events_text());
     assert_eq!(p.events_of("round_end").len(), 1);
 }
+
+/// A host that dies before answering `initialize` (here: what Node did when it could not
+/// read openssl.cnf) is recorded with the last lines of its stderr, redacted, so the
+/// operator reads the cause, not only the exit status.
+#[test]
+fn host_dying_before_initialize_names_its_stderr() {
+    let p = Project::new();
+    let host = p.tmp_dir().join("dies.sh");
+    std::fs::write(
+        &host,
+        "#!/bin/sh\n\
+         echo 'starting with api_key=hunter2hunter2' >&2\n\
+         echo '' >&2\n\
+         echo 'fopen(/etc/ssl/openssl.cnf): Permission denied' >&2\n\
+         exit 13\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&host, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    p.write_config(
+        &p.config()
+            .sandbox("require")
+            .host(HostSpec::new("dies", &host)),
+    );
+    p.run(&["round"]).assert_code(0);
+    let all = p.events_text();
+    let failed = p.events_of("hook_failed");
+    assert_eq!(failed.len(), 1, "{all}");
+    assert_eq!(failed[0]["hook_kind"], "initialize", "{all}");
+    assert_eq!(failed[0]["error_type"], "crashed", "{all}");
+    let message = failed[0]["error_message"].as_str().unwrap();
+    assert!(message.contains("status 13"), "{message}");
+    assert!(
+        message.contains("fopen(/etc/ssl/openssl.cnf): Permission denied"),
+        "{message}"
+    );
+    assert_eq!(
+        failed[0]["stderr_tail"],
+        json!([
+            "starting with api_key=[REDACTED]",
+            "fopen(/etc/ssl/openssl.cnf): Permission denied"
+        ]),
+        "{all}"
+    );
+    assert!(!all.contains("hunter2"), "{all}");
+}

@@ -80,3 +80,55 @@ fn stash_idempotency_holds_across_processes_and_by_sha() {
     assert_eq!(p.stash_shas().len(), 2);
     assert!(p.stash_shas().contains(&sha));
 }
+
+/// A rename is handed whole (docs/protocol.md, `dirty_handler/handle_dirty`): `dirty_files`
+/// carries both sides, new then old, and a handler committing exactly the files it was
+/// given (`dirty-commit` names them in `paths`) commits the rename in one step, leaving
+/// nothing staged for the next round.
+#[test]
+fn a_rename_is_committed_whole_by_a_handler() {
+    let p = Project::new();
+    p.write("notes/old.md", "kept across the rename\n");
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-q", "-m", "notes"]);
+    let agent = p.tmp_dir().join("renaming-agent.sh");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\nset -e\ngit mv notes/old.md notes/new.md\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    p.write_config(
+        &agent_runner_e2e::ConfigBuilder::new(&agent)
+            .sandbox("require")
+            .host(
+                agent_runner_e2e::HostSpec::new("wip", agent_runner_e2e::dirty_commit_host_bin())
+                    .provides(&["dirty_handler"]),
+            ),
+    );
+    p.run(&["round"]).assert_code(0);
+    let all = p.events_text();
+    let detected = p.events_of("dirty_detected");
+    assert_eq!(
+        detected[0]["files"],
+        agent_runner_e2e::serde_json::json!(["notes/new.md", "notes/old.md"]),
+        "{all}"
+    );
+    let committed = p.events_of("dirty_auto_committed");
+    assert_eq!(committed.len(), 1, "{all}");
+    assert_eq!(committed[0]["hook"], "wip_commit", "{all}");
+    let changes = p.git(&["show", "-M", "--name-status", "--format=", "HEAD"]);
+    assert_eq!(
+        changes.trim(),
+        "R100\tnotes/old.md\tnotes/new.md",
+        "{changes}"
+    );
+    assert!(
+        p.status_porcelain().is_empty(),
+        "{:?}",
+        p.status_porcelain()
+    );
+}

@@ -4,7 +4,7 @@
 
 use agent_runner_e2e::serde_json::{self, Value};
 use agent_runner_e2e::{
-    agent_runner_bin, bin_dir, pause_host_bin, workspace_root, HostSpec, Project,
+    agent_runner_bin, bin_dir, pause_host_bin, pin_of, workspace_root, HostSpec, Project,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -25,11 +25,21 @@ fn agent_runner(cwd: &Path, args: &[&str]) -> Output {
 
 /// `plugin check --json [extra…] -- command…`: the exit code and the report.
 fn check(extra: &[&str], command: &[&str]) -> (i32, Value) {
+    check_with(Command::new(agent_runner_bin()), extra, command)
+}
+
+/// [`check`] run by `cmd` (the `agent-runner` binary, perhaps as another user).
+fn check_with(mut cmd: Command, extra: &[&str], command: &[&str]) -> (i32, Value) {
     let mut args = vec!["plugin", "check", "--json"];
     args.extend_from_slice(extra);
     args.push("--");
     args.extend_from_slice(command);
-    let out = agent_runner(&std::env::temp_dir(), &args);
+    let out = cmd
+        .args(&args)
+        .current_dir(std::env::temp_dir())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run agent-runner");
     let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "no JSON report ({e}); stdout: {} stderr: {}",
@@ -156,7 +166,7 @@ fn faulty_hosts_fail_the_rule_they_break() {
             "extra_family",
             Some("spawn_hook"),
             "families_in_provides",
-            "dirty_handler `extra`",
+            "dirty_handler hook \"extra\" outside `provides`",
         ),
         ("v2_only", None, "initialize", "version"),
         (
@@ -183,6 +193,28 @@ fn faulty_hosts_fail_the_rule_they_break() {
     }
 }
 
+/// As an unprivileged operator the host runs under a reaper, in its own user and PID
+/// namespaces: the host itself is not "a process left", a child it leaves behind is.
+#[test]
+fn no_process_left_as_unprivileged_user() {
+    let user = agent_runner_e2e::unprivileged_user();
+    let host = faulty_host();
+    let host = host.to_str().unwrap();
+    let (code, report) = check_with(user.command(agent_runner_bin()), &[], &[host, "good"]);
+    assert_all_pass(code, &report);
+    let (code, report) = check_with(
+        user.command(agent_runner_bin()),
+        &[],
+        &[host, "leaves_child"],
+    );
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(
+        rules_with(&report, "fail"),
+        ["no_process_left"],
+        "{report:#}"
+    );
+}
+
 #[test]
 fn python_scaffolds_pass_as_generated() {
     let dir = tempfile::tempdir().unwrap();
@@ -206,6 +238,16 @@ fn python_scaffolds_pass_as_generated() {
             String::from_utf8_lossy(&out.stderr)
         );
         let pyz = dir.path().join(name).join(format!("{name}.pyz"));
+        // The pin is printed in the form a config accepts, by `plugin new` and build.sh.
+        let pin_line = format!("{name} = \"{}\"", pin_of(&pyz));
+        let told = String::from_utf8_lossy(&out.stdout);
+        assert!(told.contains(&pin_line), "{told}");
+        let rebuilt = Command::new("bash")
+            .arg(dir.path().join(name).join("build.sh"))
+            .output()
+            .unwrap();
+        let told = String::from_utf8_lossy(&rebuilt.stdout);
+        assert!(told.lines().any(|l| l == pin_line), "{told}");
         let (code, report) = check(&["--provides", family], &[pyz.to_str().unwrap()]);
         assert_all_pass(code, &report);
     }
@@ -222,8 +264,62 @@ fn python_scaffolds_pass_as_generated() {
     assert_eq!(out.status.code(), Some(1));
 }
 
+/// The Rust scaffold builds outside any checkout of this repository: it depends only on
+/// crates.io and on the SDK and protocol crates it carries under `vendor/`
+/// (docs/protocol.md §10).
 #[test]
-fn rust_scaffolds_build_and_pass() {
+fn rust_scaffold_builds_and_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = agent_runner(
+        dir.path(),
+        &["plugin", "new", "--lang", "rust", "ar-scaffold-probe"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let project = dir.path().join("ar-scaffold-probe");
+    let manifest = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains("path = \"vendor/agent-runner-sdk\""),
+        "{manifest}"
+    );
+    let root = workspace_root();
+    for entry in walk(&project) {
+        let text = std::fs::read_to_string(&entry).unwrap_or_default();
+        assert!(
+            !text.contains(root.to_str().unwrap()),
+            "{} refers to this checkout",
+            entry.display()
+        );
+    }
+    // The workspace's lock file and target dir: the same crates.io versions, already
+    // downloaded and built (so the build works offline and fast). The lock file names no
+    // path of this checkout.
+    std::fs::copy(root.join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
+    let target = bin_dir().parent().unwrap().to_owned();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let build = Command::new(cargo)
+        .args(["build", "--offline", "--quiet"])
+        .env("CARGO_TARGET_DIR", &target)
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    assert!(
+        build.status.success(),
+        "{}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let exe = target.join("debug/ar-scaffold-probe");
+    let (code, report) = check(&[], &[exe.to_str().unwrap()]);
+    assert_all_pass(code, &report);
+}
+
+/// A Rust scaffold of each family, built against this checkout's SDK (`--sdk-path`),
+/// passes `plugin check` for its family.
+#[test]
+fn rust_scaffolds_of_every_family_build_and_pass() {
     let dir = tempfile::tempdir().unwrap();
     let sdk = workspace_root().join("sdk");
     let target = bin_dir().parent().unwrap().to_owned();
@@ -278,4 +374,18 @@ fn rust_scaffolds_build_and_pass() {
         let (code, report) = check(&["--provides", family], &[exe.to_str().unwrap()]);
         assert_all_pass(code, &report);
     }
+}
+
+/// Every file under `dir`, recursively.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
 }

@@ -45,6 +45,15 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let action = args.get(1).map(String::as_str).unwrap_or("ok");
     let arg = args.get(2).cloned().unwrap_or_default();
+    // "gated-<action>" waits for one byte (or EOF) on stdin first, so a test can look at the
+    // running host before the action ends it.
+    let action = match action.strip_prefix("gated-") {
+        Some(gated) => {
+            let _ = std::io::stdin().read(&mut [0u8; 1]);
+            gated
+        }
+        None => action,
+    };
     // Flush a marker first so tests can tell "started and then killed" from "never started".
     println!("start {action}");
     let _ = std::io::stdout().flush();
@@ -197,24 +206,6 @@ fn main() {
             println!("child-status {status}");
             let _ = std::io::stdout().flush();
             let _ = std::io::stdin().read(&mut [0u8; 1]);
-        }
-        "loop" => {
-            let n: u32 = arg.parse().unwrap();
-            let t = std::time::Instant::now();
-            for _ in 0..n {
-                let mut fds = [0i32; 2];
-                // SAFETY: socketpair(AF_UNIX) into a live array, then close both.
-                unsafe {
-                    assert_eq!(
-                        libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()),
-                        0
-                    );
-                    libc::close(fds[0]);
-                    libc::close(fds[1]);
-                    libc::getppid();
-                }
-            }
-            println!("loop-ns {}", t.elapsed().as_nanos());
         }
         "setsid-sleeper" => {
             // argv[2] is a marker the test finds in /proc/<pid>/cmdline (the child keeps it).

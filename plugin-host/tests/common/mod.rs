@@ -100,12 +100,6 @@ pub fn assert_killed_by_seccomp(action: &str, st: ExitStatus, out: &str, err: &s
 /// through a user namespace (an unprivileged supervisor), the reaper's only child, PID 1
 /// of the new PID namespace (see `agent_runner_plugin_host::user_namespace`).
 pub fn host_pid(pid: u32) -> u32 {
-    let children =
-        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-    let children: Vec<u32> = children
-        .split_whitespace()
-        .filter_map(|c| c.parse().ok())
-        .collect();
     let is_init = |p: u32| {
         std::fs::read_to_string(format!("/proc/{p}/status"))
             .ok()
@@ -116,9 +110,29 @@ pub fn host_pid(pid: u32) -> u32 {
             })
             .unwrap_or(false)
     };
-    match children.as_slice() {
-        [only] if !is_init(pid) && is_init(*only) => *only,
-        _ => pid,
+    // The reaper forks the host after it starts: right after the spawn it may have no child
+    // yet, so wait (a loaded machine has taken several milliseconds) rather than guess.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if is_init(pid) {
+            return pid;
+        }
+        let children =
+            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+        let children: Vec<u32> = children
+            .split_whitespace()
+            .filter_map(|c| c.parse().ok())
+            .collect();
+        if let [only] = children.as_slice() {
+            if is_init(*only) {
+                return *only;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{pid} is neither a PID namespace's init nor the reaper of one"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
     }
 }
 

@@ -1,7 +1,10 @@
 //! `agent-runner plugin new --lang rust|python NAME`: writes a working host (one hook of
 //! the `--family` asked for) that passes `plugin check` as generated. Templates live in
 //! `supervisor/templates/`; the Python scaffold carries a copy of the Python SDK module and
-//! is built into one pinnable zipapp (`NAME.pyz`).
+//! is built into one pinnable zipapp (`NAME.pyz`). The Rust scaffold carries a copy of the
+//! Rust SDK and the protocol crate under `vendor/` (neither is published on crates.io), so
+//! it builds on a machine that reaches only crates.io and has no checkout of this
+//! repository.
 
 use agent_runner_protocol::{Family, HookName};
 use std::path::{Path, PathBuf};
@@ -11,6 +14,81 @@ use crate::exit::CliError;
 
 /// The Python SDK module, copied into every Python scaffold.
 pub const PYTHON_SDK: &str = include_str!("../../../sdk/python/agent_runner_host.py");
+
+/// The Rust SDK and the protocol crate, copied into every Rust scaffold under `vendor/`:
+/// (path inside the scaffold, contents). The manifests are templates with `{{VERSION}}`;
+/// `vendored_manifests_match_the_workspace` keeps their dependencies those of `sdk/` and
+/// `protocol/`.
+const RUST_VENDOR: &[(&str, &str)] = &[
+    (
+        "vendor/agent-runner-sdk/Cargo.toml",
+        include_str!("../../templates/vendor/sdk_Cargo.toml"),
+    ),
+    (
+        "vendor/agent-runner-sdk/src/lib.rs",
+        include_str!("../../../sdk/src/lib.rs"),
+    ),
+    (
+        "vendor/agent-runner-sdk/src/config.rs",
+        include_str!("../../../sdk/src/config.rs"),
+    ),
+    (
+        "vendor/agent-runner-sdk/src/selfcheck.rs",
+        include_str!("../../../sdk/src/selfcheck.rs"),
+    ),
+    (
+        "vendor/agent-runner-sdk/src/serve.rs",
+        include_str!("../../../sdk/src/serve.rs"),
+    ),
+    (
+        "vendor/agent-runner-sdk/src/testing.rs",
+        include_str!("../../../sdk/src/testing.rs"),
+    ),
+    (
+        "vendor/agent-runner-protocol/Cargo.toml",
+        include_str!("../../templates/vendor/protocol_Cargo.toml"),
+    ),
+    (
+        "vendor/agent-runner-protocol/src/lib.rs",
+        include_str!("../../../protocol/src/lib.rs"),
+    ),
+    (
+        "vendor/agent-runner-protocol/src/error_codes.rs",
+        include_str!("../../../protocol/src/error_codes.rs"),
+    ),
+    (
+        "vendor/agent-runner-protocol/src/family.rs",
+        include_str!("../../../protocol/src/family.rs"),
+    ),
+    (
+        "vendor/agent-runner-protocol/src/limits.rs",
+        include_str!("../../../protocol/src/limits.rs"),
+    ),
+    (
+        "vendor/agent-runner-protocol/src/line.rs",
+        include_str!("../../../protocol/src/line.rs"),
+    ),
+    (
+        "vendor/agent-runner-protocol/src/methods.rs",
+        include_str!("../../../protocol/src/methods.rs"),
+    ),
+    (
+        "vendor/agent-runner-protocol/src/redact.rs",
+        include_str!("../../../protocol/src/redact.rs"),
+    ),
+    (
+        "vendor/agent-runner-protocol/src/schema.rs",
+        include_str!("../../../protocol/src/schema.rs"),
+    ),
+    (
+        "vendor/agent-runner-protocol/src/types.rs",
+        include_str!("../../../protocol/src/types.rs"),
+    ),
+    (
+        "vendor/agent-runner-protocol/src/validate.rs",
+        include_str!("../../../protocol/src/validate.rs"),
+    ),
+];
 
 /// The language of a scaffold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -32,7 +110,8 @@ pub struct NewOptions {
     pub family: Family,
     /// The parent directory of the new project.
     pub dir: PathBuf,
-    /// Rust only: depend on the SDK at this path instead of the registry version.
+    /// Rust only: depend on the SDK at this path (a checkout of this repository) instead of
+    /// the copy written into the scaffold.
     pub sdk_path: Option<PathBuf>,
 }
 
@@ -94,7 +173,11 @@ pub fn run(opts: &NewOptions) -> Result<Vec<String>, CliError> {
                 exe.display()
             ));
             lines.push(format!("rebuild after edits:  bash {}", build.display()));
-            push_config_hint(&mut lines, &opts.name, &exe, opts.family);
+            let pin = agent_runner_plugin_host::pin::open_and_hash(&exe)
+                .map(|v| v.sha256.to_string())
+                .map_err(|e| CliError::failure(format!("plugin new: {e}")))?;
+            push_config_hint(&mut lines, &opts.name, &exe, opts.family, Some(&pin));
+            return Ok(lines);
         }
         Lang::Rust => {
             let main = rust_template(opts.family);
@@ -103,7 +186,13 @@ pub fn run(opts: &NewOptions) -> Result<Vec<String>, CliError> {
                     "agent-runner-sdk = {{ path = {:?} }}",
                     absolute(path).display().to_string()
                 ),
-                None => format!("agent-runner-sdk = \"{}\"", env!("CARGO_PKG_VERSION")),
+                None => {
+                    for (path, text) in RUST_VENDOR {
+                        let text = text.replace("{{VERSION}}", env!("CARGO_PKG_VERSION"));
+                        write(&root.join(path), &text)?;
+                    }
+                    "agent-runner-sdk = { path = \"vendor/agent-runner-sdk\" }".to_owned()
+                }
             };
             let manifest =
                 fill(include_str!("../../templates/rust_Cargo.toml")).replace("{{SDK_DEP}}", &dep);
@@ -123,7 +212,7 @@ pub fn run(opts: &NewOptions) -> Result<Vec<String>, CliError> {
                 "check it:  agent-runner plugin check -- {}",
                 exe.display()
             ));
-            push_config_hint(&mut lines, &opts.name, &exe, opts.family);
+            push_config_hint(&mut lines, &opts.name, &exe, opts.family, None);
         }
     }
     Ok(lines)
@@ -153,12 +242,22 @@ fn rust_template(family: Family) -> &'static str {
     }
 }
 
-fn push_config_hint(lines: &mut Vec<String>, name: &str, exe: &Path, family: Family) {
+/// The config lines to paste: the pin in the form a config accepts (`sha256:<hex>`) when
+/// the executable exists (`pin`), else how to get it once built.
+fn push_config_hint(
+    lines: &mut Vec<String>,
+    name: &str,
+    exe: &Path,
+    family: Family,
+    pin: Option<&str>,
+) {
     lines.push("then in agent-runner.toml:".into());
-    lines.push(format!(
-        "  [plugins.pin]\n  {name} = \"<sha256sum of {}>\"",
-        exe.display()
-    ));
+    match pin {
+        Some(pin) => lines.push(format!("  [plugins.pin]\n  {name} = \"{pin}\"")),
+        None => lines.push(format!(
+            "  [plugins.pin]\n  {name} = \"sha256:…\"   # once built, `agent-runner doctor` prints this line ready to paste"
+        )),
+    }
     lines.push(format!(
         "  [plugins.hosts.{name}]\n  command = [{:?}]\n  provides = [\"{family}\"]",
         exe.display().to_string()
@@ -180,4 +279,95 @@ fn write(path: &Path, text: &str) -> Result<(), CliError> {
     }
     std::fs::write(path, text)
         .map_err(|e| CliError::failure(format!("plugin new: cannot write {}: {e}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RUST_VENDOR;
+    use toml::Value;
+
+    /// A dependency's version requirement and features, `workspace = true` resolved
+    /// against the workspace manifest.
+    fn dep(spec: &Value, workspace: &Value, name: &str) -> (Option<String>, Vec<String>) {
+        let features = |v: &Value| -> Vec<String> {
+            v.get("features")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|f| f.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let version = |v: &Value| match v {
+            Value::String(s) => Some(s.clone()),
+            other => other
+                .get("version")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        };
+        if spec.get("workspace").and_then(Value::as_bool) == Some(true) {
+            let base = &workspace["workspace"]["dependencies"][name];
+            let mut all = features(base);
+            all.extend(features(spec));
+            (version(base), all)
+        } else {
+            (version(spec), features(spec))
+        }
+    }
+
+    #[test]
+    fn vendored_manifests_match_the_workspace() {
+        let workspace: Value = include_str!("../../../Cargo.toml").parse().unwrap();
+        for (real, vendored) in [
+            (include_str!("../../../sdk/Cargo.toml"), RUST_VENDOR[0].1),
+            (
+                include_str!("../../../protocol/Cargo.toml"),
+                RUST_VENDOR[6].1,
+            ),
+        ] {
+            let real: Value = real.parse().unwrap();
+            let vendored: Value = vendored.parse().unwrap();
+            let real_deps = real["dependencies"].as_table().unwrap();
+            let vendored_deps = vendored["dependencies"].as_table().unwrap();
+            let names = |t: &toml::Table| t.keys().cloned().collect::<Vec<_>>();
+            assert_eq!(names(real_deps), names(vendored_deps));
+            for (name, spec) in real_deps {
+                if name.starts_with("agent-runner-") {
+                    continue;
+                }
+                let (want_version, want_features) = dep(spec, &workspace, name);
+                let (got_version, got_features) = dep(&vendored_deps[name], &workspace, name);
+                assert_eq!(want_version, got_version, "{name}");
+                for f in want_features {
+                    assert!(got_features.contains(&f), "{name}: feature {f} missing");
+                }
+            }
+        }
+        assert!(RUST_VENDOR[0].0.ends_with("agent-runner-sdk/Cargo.toml"));
+        // Every source file of both crates is carried (binaries of the SDK excepted).
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        for (dir, vendored) in [
+            ("sdk", "agent-runner-sdk"),
+            ("protocol", "agent-runner-protocol"),
+        ] {
+            for entry in std::fs::read_dir(root.join(dir).join("src"))
+                .unwrap()
+                .flatten()
+            {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if !name.ends_with(".rs") {
+                    continue;
+                }
+                let want = format!("vendor/{vendored}/src/{name}");
+                assert!(
+                    RUST_VENDOR.iter().any(|(path, _)| *path == want),
+                    "{dir}/src/{name} is not carried into the Rust scaffold"
+                );
+            }
+        }
+        assert!(RUST_VENDOR[6]
+            .0
+            .ends_with("agent-runner-protocol/Cargo.toml"));
+    }
 }

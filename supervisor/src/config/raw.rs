@@ -114,6 +114,8 @@ pub(super) struct RawHost {
     pub tmp_max_mb: Option<u64>,
     pub state_max_mb: Option<u64>,
     #[serde(default)]
+    pub read_paths: Vec<String>,
+    #[serde(default)]
     pub config: serde_json::Map<String, serde_json::Value>,
 }
 

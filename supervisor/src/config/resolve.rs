@@ -1,8 +1,9 @@
 //! From the raw shape to a typed [`Config`]: vocabulary checks, defaults, absolute paths.
 
 use agent_runner_plugin_host::pin::Sha256Pin;
+use agent_runner_plugin_host::policy::{covers_protected, CREDENTIAL_PATHS};
 use agent_runner_plugin_host::write_limits;
-use agent_runner_protocol::limits::DEFAULT_INIT_TIMEOUT_S;
+use agent_runner_protocol::limits::{DEFAULT_INIT_TIMEOUT_S, MAX_HOST_CONFIG_BYTES};
 use agent_runner_protocol::{Family, HookName};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -296,6 +297,10 @@ pub struct HostConfig {
     pub init_timeout: Duration,
     /// Address-space limit of the host process, MiB (default 1024).
     pub memory_max_mb: u64,
+    /// Extra paths the host may read (`read_paths`), canonical, each existing and none
+    /// covering the config file, `log_dir` or a credential directory (see
+    /// [`resolve_read_paths`]).
+    pub read_paths: Vec<PathBuf>,
     /// Write limits of the host (docs/configuration.md, docs/security.md "Write limits").
     pub writes: WriteLimits,
     /// The free `config` table, passed verbatim in `initialize`.
@@ -548,7 +553,7 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
             host.config = table;
         }
         hosts.push(
-            resolve_host(&name, host)
+            resolve_host(&name, host, &path, &work_dir, &log_dir, &project)
                 .map_err(|(key, message)| err(&format!("plugins.hosts.{name}.{key}"), message))?,
         );
     }
@@ -675,7 +680,54 @@ fn resolve_prompt_files(
     Ok(out)
 }
 
-fn resolve_host(name: &str, raw: RawHost) -> Result<HostConfig, (&'static str, String)> {
+/// `read_paths` of a host: `~` and `{project}` expanded, relative to `work_dir`, made
+/// canonical. Refused when a path does not exist, or when it covers without naming it the
+/// config file, `log_dir` (control socket, state files) or one of the user's credential
+/// paths ([`CREDENTIAL_PATHS`]): docs/configuration.md, docs/security.md.
+fn resolve_read_paths(
+    texts: &[String],
+    config_path: &Path,
+    work_dir: &Path,
+    log_dir: &Path,
+    project: &str,
+) -> Result<Vec<PathBuf>, String> {
+    let mut protected = vec![config_path.to_owned(), log_dir.to_owned()];
+    if let Some(home) = std::env::var_os("HOME") {
+        let home = PathBuf::from(home);
+        protected.extend(CREDENTIAL_PATHS.iter().map(|(rel, _)| home.join(rel)));
+    }
+    let mut out = Vec::with_capacity(texts.len());
+    for text in texts {
+        let path = expand_path(text, work_dir, project)?;
+        let path = path.canonicalize().map_err(|e| {
+            format!(
+                "{text:?} ({}): {e}; expected an existing file or directory",
+                path.display()
+            )
+        })?;
+        let canonical_protected: Vec<PathBuf> = protected
+            .iter()
+            .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
+            .collect();
+        if let Some(hit) = covers_protected(&path, &canonical_protected) {
+            return Err(format!(
+                "{text:?} covers {}, which a host must not read; name a narrower directory (a protected path itself may be named exactly)",
+                hit.display()
+            ));
+        }
+        out.push(path);
+    }
+    Ok(out)
+}
+
+fn resolve_host(
+    name: &str,
+    raw: RawHost,
+    config_path: &Path,
+    work_dir: &Path,
+    log_dir: &Path,
+    project: &str,
+) -> Result<HostConfig, (&'static str, String)> {
     if HookName::try_from(name.to_owned()).is_err() {
         return Err((
             "command",
@@ -721,6 +773,8 @@ fn resolve_host(name: &str, raw: RawHost) -> Result<HostConfig, (&'static str, S
         ),
         memory_max_mb: positive("memory_max_mb", raw.memory_max_mb)?
             .unwrap_or(DEFAULT_HOST_MEMORY_MB),
+        read_paths: resolve_read_paths(&raw.read_paths, config_path, work_dir, log_dir, project)
+            .map_err(|m| ("read_paths", m))?,
         writes: WriteLimits {
             file_max_mb: positive("file_max_mb", raw.file_max_mb)?
                 .unwrap_or(write_limits::DEFAULT_FILE_MAX_MB),
@@ -729,7 +783,19 @@ fn resolve_host(name: &str, raw: RawHost) -> Result<HostConfig, (&'static str, S
             state_max_mb: positive("state_max_mb", raw.state_max_mb)?
                 .unwrap_or(write_limits::DEFAULT_STATE_MAX_MB),
         },
-        config: raw.config,
+        config: {
+            let bytes = serde_json::to_string(&raw.config).map_or(0, |s| s.len());
+            if bytes > MAX_HOST_CONFIG_BYTES {
+                return Err((
+                    "config",
+                    format!(
+                        "the table takes {bytes} bytes as JSON; at most {MAX_HOST_CONFIG_BYTES} \
+                         (it travels in one initialize line); keep large data in a file under read_paths"
+                    ),
+                ));
+            }
+            raw.config
+        },
     })
 }
 

@@ -3,13 +3,16 @@
 
 use agent_runner_plugin_host::launch::{self, LaunchSpec};
 use agent_runner_plugin_host::notify::DenialListener;
+use agent_runner_protocol::limits::{MAX_STDERR_LINES_PER_S, MAX_STDERR_LINE_CHARS};
 use agent_runner_protocol::line::{BoundedLines, LongLines};
 use agent_runner_protocol::redact::redact;
 use jsonrpsee::core::client::{Client, ClientBuilder, ClientT, Error as RpcError};
 use jsonrpsee::core::traits::ToRpcParams;
 use serde_json::value::RawValue;
 use serde_json::Value;
+use std::collections::VecDeque;
 use std::os::unix::process::ExitStatusExt;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStderr};
@@ -17,13 +20,53 @@ use tokio::process::{Child, ChildStderr};
 use super::transport::{line_transport, ViolationSlot};
 use super::{CallFailure, ErrorType};
 
-/// Longest stderr line of a host kept in our log, in characters.
-pub const MAX_STDERR_LINE_CHARS: usize = 1024;
 /// How long a host has to exit after `shutdown` and stdin EOF (`docs/protocol.md` §2).
 pub const EXIT_GRACE: Duration =
     Duration::from_secs(agent_runner_protocol::limits::EXIT_AFTER_EOF_S);
 /// How long we wait to learn how a host whose pipe broke ended.
 const REAP_WAIT: Duration = Duration::from_millis(500);
+/// Stderr lines of a host kept for a `hook_failed` event when it dies before `initialize`
+/// is answered (docs/protocol.md "Runtimes").
+pub const TAIL_LINES: usize = 5;
+
+/// The last lines a host wrote on stderr (each capped at [`MAX_STDERR_LINE_CHARS`] and
+/// redacted by [`read_stderr_lines`]), at most `cap` of them. Shared by serve (for
+/// `hook_failed`) and `plugin check` (for its report).
+#[derive(Clone, Debug)]
+pub struct StderrTail {
+    lines: Arc<Mutex<VecDeque<String>>>,
+    cap: usize,
+}
+
+impl StderrTail {
+    /// An empty tail keeping `cap` lines.
+    pub fn new(cap: usize) -> Self {
+        StderrTail {
+            lines: Arc::new(Mutex::new(VecDeque::with_capacity(cap))),
+            cap,
+        }
+    }
+
+    /// Appends `line`, dropping the oldest beyond the cap.
+    pub fn push(&self, line: String) {
+        let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        if lines.len() == self.cap {
+            lines.pop_front();
+        }
+        lines.push_back(line);
+    }
+
+    /// The kept lines, oldest first, blank lines left out.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|l| !l.trim().is_empty())
+            .cloned()
+            .collect()
+    }
+}
 
 /// A host process and its JSON-RPC client.
 pub struct RunningHost {
@@ -35,6 +78,9 @@ pub struct RunningHost {
     /// The seccomp user-notification listener (when seccomp is applied): names the system
     /// call that got the host killed.
     denials: Option<DenialListener>,
+    /// The last stderr lines, and the task filling it (done once stderr closed).
+    stderr: StderrTail,
+    stderr_reader: tokio::task::JoinHandle<()>,
     /// Measures the state directory while the host lives (see [`super::write_watch`]).
     write_watch: Option<super::write_watch::WriteWatch>,
 }
@@ -64,7 +110,8 @@ impl RunningHost {
                 "host pipes missing".into(),
             ));
         };
-        tokio::spawn(forward_stderr(spec.name.clone(), stderr));
+        let tail = StderrTail::new(TAIL_LINES);
+        let stderr_reader = tokio::spawn(forward_stderr(spec.name.clone(), stderr, tail.clone()));
         let (sender, receiver, violation) = line_transport(stdin, stdout);
         let client = ClientBuilder::default()
             .request_timeout(Duration::from_secs(24 * 3600))
@@ -77,8 +124,19 @@ impl RunningHost {
             client,
             violation,
             denials,
+            stderr: tail,
+            stderr_reader,
             write_watch: None,
         })
+    }
+
+    /// Kills the host's group and returns the last lines of its stderr, read to its end
+    /// (waiting at most [`REAP_WAIT`] for the pipe to drain).
+    pub async fn kill_for_stderr_tail(mut self) -> Vec<String> {
+        let _ = launch::kill_group(self.pgid);
+        let _ = self.child.wait().await;
+        let _ = tokio::time::timeout(REAP_WAIT, &mut self.stderr_reader).await;
+        self.stderr.lines()
     }
 
     /// Keeps `watch` running for as long as this host lives.
@@ -203,25 +261,38 @@ impl RunningHost {
     }
 }
 
-/// Forwards a host's stderr to our log line by line, tagged with its name.
-async fn forward_stderr(host: String, stderr: ChildStderr) {
-    read_stderr_lines(
-        stderr,
-        |line| tracing::info!(target: "host", host = %host, "{line}"),
-    )
+/// Forwards a host's stderr to our log line by line, tagged with its name, keeping the
+/// last lines in `tail`.
+async fn forward_stderr(host: String, stderr: ChildStderr, tail: StderrTail) {
+    read_stderr_lines(stderr, |line| {
+        tracing::info!(target: "host", host = %host, "{line}");
+        tail.push(line);
+    })
     .await;
 }
 
-/// Reads a host's stderr until it closes and hands each line to `on_line`, capped at
-/// [`MAX_STDERR_LINE_CHARS`] characters and redacted. Reads are bounded, so a host writing
-/// an endless line cannot grow our memory (the rest of it comes as further lines).
+/// Reads a host's stderr until it closes and hands each line to `on_line`, bounded
+/// (docs/protocol.md §1):
+///
+/// * a line is cut at [`MAX_STDERR_LINE_CHARS`] characters and marked
+///   `… [line truncated: N bytes]`; the rest of it is read and thrown away, never kept;
+/// * at most [`MAX_STDERR_LINES_PER_S`] lines per second are handed on; the lines beyond
+///   are counted and reported as one `[N stderr lines dropped: more than M per second]`
+///   record, with the next line handed on or when stderr closes;
+/// * terminal control sequences (colour codes, cursor moves) and other control characters
+///   are removed, then secrets are redacted.
 pub async fn read_stderr_lines(stderr: ChildStderr, mut on_line: impl FnMut(String)) {
     let mut reader = BufReader::new(stderr);
-    // Up to 4 bytes per character: a longer line is cut into pieces, each a line.
-    let mut lines = BoundedLines::new(4 * MAX_STDERR_LINE_CHARS, LongLines::Split);
+    // Up to 4 bytes per character: the framer cuts a longer line into pieces of exactly
+    // `max` bytes; the first piece is kept, the others only counted.
+    let max = 4 * MAX_STDERR_LINE_CHARS;
+    let mut lines = BoundedLines::new(max, LongLines::Split);
+    // The first piece of a line longer than `max` and the line's bytes so far.
+    let mut long: Option<(Vec<u8>, usize)> = None;
+    let mut limit = RateLimit::new();
     loop {
         let found = match reader.fill_buf().await {
-            Err(_) => return,
+            Err(_) => None,
             Ok([]) => lines.finish(),
             Ok(buf) => {
                 let (used, found) = lines.push(buf);
@@ -233,11 +304,126 @@ pub async fn read_stderr_lines(stderr: ChildStderr, mut on_line: impl FnMut(Stri
             }
         };
         if found.is_none() {
+            break;
+        }
+        let piece = lines.line();
+        match long.as_mut() {
+            Some((_, total)) if piece.len() == max => *total += piece.len(),
+            None if piece.len() == max => long = Some((piece.to_vec(), piece.len())),
+            Some(_) => {
+                let (head, total) = long.take().expect("matched Some");
+                limit.hand_on(&head, total + piece.len(), &mut on_line);
+            }
+            None => limit.hand_on(piece, piece.len(), &mut on_line),
+        }
+    }
+    if let Some((head, total)) = long {
+        limit.hand_on(&head, total, &mut on_line);
+    }
+    limit.report_dropped(&mut on_line);
+}
+
+/// The per-second bound of [`read_stderr_lines`] and the lines it dropped.
+struct RateLimit {
+    window: tokio::time::Instant,
+    in_window: u32,
+    dropped: u64,
+}
+
+impl RateLimit {
+    fn new() -> Self {
+        RateLimit {
+            window: tokio::time::Instant::now(),
+            in_window: 0,
+            dropped: 0,
+        }
+    }
+
+    /// Hands on one line (`kept`: its first bytes; `total`: its length in bytes without
+    /// the newline) cleaned, capped, marked when cut and redacted, unless this second's
+    /// [`MAX_STDERR_LINES_PER_S`] are used up (then it is counted as dropped).
+    fn hand_on(&mut self, kept: &[u8], total: usize, on_line: &mut impl FnMut(String)) {
+        let now = tokio::time::Instant::now();
+        if now.duration_since(self.window) >= Duration::from_secs(1) {
+            self.window = now;
+            self.in_window = 0;
+            self.report_dropped(on_line);
+        }
+        if self.in_window >= MAX_STDERR_LINES_PER_S {
+            self.dropped += 1;
             return;
         }
-        let text = String::from_utf8_lossy(lines.line());
-        let text =
-            agent_runner_protocol::limits::truncate_chars(text.trim_end(), MAX_STDERR_LINE_CHARS);
-        on_line(redact(text));
+        self.in_window += 1;
+        let text = strip_control(String::from_utf8_lossy(kept).trim_end());
+        let capped = agent_runner_protocol::limits::truncate_chars(&text, MAX_STDERR_LINE_CHARS);
+        let line = if capped.len() < text.len() || total > kept.len() {
+            format!("{capped}… [line truncated: {total} bytes]")
+        } else {
+            capped.to_owned()
+        };
+        on_line(redact(&line));
+    }
+
+    /// Hands on the "lines dropped" record when lines were dropped, and resets the count.
+    fn report_dropped(&mut self, on_line: &mut impl FnMut(String)) {
+        if self.dropped > 0 {
+            on_line(format!(
+                "[{} stderr lines dropped: more than {MAX_STDERR_LINES_PER_S} per second]",
+                self.dropped
+            ));
+            self.dropped = 0;
+        }
+    }
+}
+
+/// `text` without terminal control sequences (`ESC [ … final-byte`, `ESC ] … BEL`) and
+/// without other control characters (tab is kept), so a host cannot colour, move the
+/// cursor of, or retitle the terminal reading our log.
+fn strip_control(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => match chars.peek() {
+                Some('[') => {
+                    chars.next();
+                    // Parameters and intermediates, then one final byte in @..=~.
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                Some(']') => {
+                    chars.next();
+                    while let Some(c) = chars.next() {
+                        if c == '\u{7}' || (c == '\u{1b}' && chars.next_if_eq(&'\\').is_some()) {
+                            break;
+                        }
+                    }
+                }
+                _ => {
+                    chars.next();
+                }
+            },
+            '\t' => out.push(c),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_control;
+
+    #[test]
+    fn control_sequences_are_removed() {
+        assert_eq!(strip_control("\u{1b}[31mred\u{1b}[0m plain"), "red plain");
+        assert_eq!(strip_control("a\u{1b}]0;title\u{7}b"), "ab");
+        assert_eq!(strip_control("a\u{1b}]0;t\u{1b}\\b"), "ab");
+        assert_eq!(strip_control("tab\there\rback\u{8}"), "tab\thereback");
+        assert_eq!(strip_control("héllo"), "héllo");
     }
 }

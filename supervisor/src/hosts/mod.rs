@@ -7,6 +7,7 @@
 //! `hook_failed`, and started again for a later call after a backoff; after
 //! [`MAX_CONSECUTIVE_FAILURES`] failures in a row it is disabled for the rest of the run.
 
+mod declarations;
 mod host;
 pub mod pins;
 pub mod sandbox;
@@ -18,6 +19,7 @@ pub use pins::{check_pin, CheckedHost, PinStatus};
 pub use stats::CallStats;
 
 use agent_runner_plugin_host::launch::LaunchSpec;
+use agent_runner_protocol::limits::{fit_text, MAX_CONTEXT_TEXT_BYTES};
 use agent_runner_protocol::redact::redact_and_cap;
 use agent_runner_protocol::{
     check_host_events, decode_initialize_result, methods, Family, HookName, HostEvent,
@@ -32,18 +34,29 @@ use std::time::{Duration, Instant};
 
 use crate::config::{Config, HostConfig};
 use crate::hosts::sandbox::SandboxGate;
-use crate::runtime::events::{Event, EventLog, BUILTIN_KINDS};
-use crate::runtime::round_context::RESERVED_CONTEXT_KEYS;
-pub use host::read_stderr_lines;
+use crate::runtime::events::{Event, EventLog};
+pub use declarations::{declaration_problems, DeclarationProblem};
 use host::RunningHost;
+pub use host::{read_stderr_lines, StderrTail, EXIT_GRACE};
 
 /// Consecutive failed calls after which a host is disabled for the rest of the run.
 pub const MAX_CONSECUTIVE_FAILURES: u32 = 5;
 /// Longest wait before a failed host is started again.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// Names reserved for built-in hooks; a host declaring one is refused
-/// (`plugin_builtin_name_squat`).
-pub const BUILTIN_HOOK_NAMES: &[&str] = &[BUILTIN_DIRTY_HANDLER];
+/// (`plugin_builtin_name_squat`, `docs/protocol.md` §3). Ours (the default dirty handler),
+/// then the reference system's built-in hook names (its default dirty handler, its Claude
+/// rate-limit spawn hook and its per-agent presets), so that no host's events can pass for
+/// a built-in's to an auditor who knows either system.
+pub const BUILTIN_HOOK_NAMES: &[&str] = &[
+    BUILTIN_DIRTY_HANDLER,
+    "default_dirty_handler",
+    "claude_rate_limit",
+    "gemini",
+    "codewhale",
+    "kimi",
+    "pi",
+];
 
 /// What a host declared in `initialize` besides its hooks (`docs/protocol.md` §3).
 #[derive(Clone, Debug, Default)]
@@ -108,6 +121,9 @@ pub struct CallFailure {
     pub rpc: Option<(i32, Option<String>)>,
     /// The system call the sandbox denied, for `killed_by_sandbox`.
     pub syscall: Option<&'static str>,
+    /// The last lines of the host's stderr, for a host that died before answering
+    /// `initialize` (`hook_failed.stderr_tail`); empty otherwise.
+    pub stderr_tail: Vec<String>,
 }
 
 impl CallFailure {
@@ -118,7 +134,19 @@ impl CallFailure {
             signal: None,
             rpc: None,
             syscall: None,
+            stderr_tail: Vec::new(),
         }
+    }
+
+    /// Attaches the host's last stderr lines and names the last one in the message, so the
+    /// operator reads the host's own words ("openssl.cnf: Permission denied"), not only
+    /// its exit status.
+    fn with_stderr_tail(mut self, tail: Vec<String>) -> Self {
+        if let Some(last) = tail.last() {
+            self.message = redact_and_cap(&format!("{}; its stderr ends: {last}", self.message));
+        }
+        self.stderr_tail = tail;
+        self
     }
 
     fn with_syscall(mut self, name: &'static str) -> Self {
@@ -348,6 +376,10 @@ impl HostManager {
             .await;
         let value = match result {
             Ok(value) => value,
+            Err(failure) if failure.error_type.ends_host() => {
+                let tail = running.kill_for_stderr_tail().await;
+                return Err(failure.with_stderr_tail(tail));
+            }
             Err(failure) => {
                 running.kill().await;
                 return Err(version_refusal(failure));
@@ -383,51 +415,23 @@ impl HostManager {
     fn register(&mut self, index: usize, result: InitializeResult) {
         let name = self.hosts[index].cfg.name.clone();
         let decls = result.hooks;
-        let mut problem = result
-            .event_kinds
-            .iter()
-            .find(|k| BUILTIN_KINDS.contains(&k.as_str()))
-            .map(|k| format!("event kind {k:?} is a built-in event kind"));
-        for decl in &decls {
-            if BUILTIN_HOOK_NAMES.contains(&decl.name.as_str()) {
+        let taken: Vec<HookName> = self.hooks.iter().map(|h| h.name.clone()).collect();
+        let problems = declaration_problems(
+            &decls,
+            &result.event_kinds,
+            &self.hosts[index].cfg.provides,
+            &taken,
+        );
+        for problem in &problems {
+            if let DeclarationProblem::BuiltinName(hook) = problem {
                 self.events.emit(Event::PluginBuiltinNameSquat {
-                    name: decl.name.to_string(),
+                    name: hook.clone(),
                     module_path: self.hosts[index].spec.exe.path.clone(),
                     host: name.clone(),
                 });
-                problem = Some(format!(
-                    "hook name {:?} belongs to a built-in",
-                    decl.name.as_str()
-                ));
-            } else if !self.hosts[index].cfg.provides.contains(&decl.family) {
-                problem = Some(format!(
-                    "declares a {} hook {:?} but [plugins.hosts.{name}] provides only {:?}",
-                    decl.family,
-                    decl.name.as_str(),
-                    self.hosts[index]
-                        .cfg
-                        .provides
-                        .iter()
-                        .map(|f| f.as_str())
-                        .collect::<Vec<_>>()
-                ));
-            } else if self.hooks.iter().any(|h| h.name == decl.name) {
-                problem = Some(format!(
-                    "hook name {:?} is already taken by another host",
-                    decl.name.as_str()
-                ));
-            } else if decl.family == Family::ContextEnricher
-                && RESERVED_CONTEXT_KEYS.contains(&decl.name.as_str())
-            {
-                problem = Some(format!(
-                    "context enricher {:?} would replace the round context's own key of that name",
-                    decl.name.as_str()
-                ));
-            }
-            if problem.is_some() {
-                break;
             }
         }
+        let problem = problems.first().map(|p| format!("{p}"));
         if let Some(reason) = problem {
             tracing::error!(host = %name, "host refused: {reason}");
             self.events.emit(Event::PluginRefused {
@@ -702,6 +706,7 @@ impl HostManager {
             host: managed.cfg.name.clone(),
             error_type: failure.error_type.as_str().to_owned(),
             error_message: failure.message.clone(),
+            stderr_tail: failure.stderr_tail.clone(),
         });
         tracing::warn!(host = %managed.cfg.name, hook = hook_name, error_type = failure.error_type.as_str(), "{}", failure.message);
         managed.consecutive_failures += 1;
@@ -815,9 +820,9 @@ pub fn initialize_params(
             version: env!("CARGO_PKG_VERSION").into(),
         },
         host: String::new(),
-        project: project.to_owned(),
-        work_dir: work_dir.display().to_string(),
-        log_dir: log_dir.display().to_string(),
+        project: fit_text(project, MAX_CONTEXT_TEXT_BYTES),
+        work_dir: fit_text(&work_dir.display().to_string(), MAX_CONTEXT_TEXT_BYTES),
+        log_dir: fit_text(&log_dir.display().to_string(), MAX_CONTEXT_TEXT_BYTES),
         state_dir: String::new(),
         config: Default::default(),
         sandbox: gate.info(),
@@ -832,7 +837,10 @@ pub fn host_initialize_params(
 ) -> Value {
     let mut params = common.clone();
     params.host = cfg.name.clone();
-    params.state_dir = spec.state_dir.display().to_string();
+    params.state_dir = fit_text(
+        &spec.state_dir.display().to_string(),
+        MAX_CONTEXT_TEXT_BYTES,
+    );
     params.config = cfg.config.clone();
     serde_json::to_value(params).expect("initialize params serialize")
 }
@@ -863,6 +871,7 @@ pub fn launch_spec(
     spec.args = cfg.command[1..].iter().map(OsString::from).collect();
     spec.confine = gate.applied;
     spec.memory_max_mb = cfg.memory_max_mb;
+    spec.read_paths = cfg.read_paths.clone();
     spec.file_max_mb = cfg.writes.file_max_mb;
     spec.tmp_max_mb = cfg.writes.tmp_max_mb;
     spec

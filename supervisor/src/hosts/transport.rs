@@ -1,12 +1,15 @@
 //! A newline-delimited stdio transport for jsonrpsee's async client (jsonrpsee ships none;
-//! `docs/design-notes.md`, "Implementation notes"). One JSON-RPC message per line, lines capped at
-//! [`MAX_LINE_BYTES`]. Anything on the host's stdout that is not a JSON-RPC response is a
-//! protocol violation: the receiver records its first bytes (redacted) in a
-//! [`ViolationSlot`] and fails, which ends the client; the host manager then kills the host.
+//! `docs/design-notes.md`, "Implementation notes"). One JSON-RPC message per line, lines
+//! capped at [`MAX_LINE_BYTES`]. Every line on the host's stdout must be the response to the
+//! request in flight, as [`decode_response`] (shared with `plugin check`) decides: anything
+//! else — stray output, a wrong or mistyped `id`, an unknown envelope member — is a protocol
+//! violation: the receiver records what it saw (quoted, redacted) in a [`ViolationSlot`]
+//! and fails, which ends the client; the host manager then kills the host.
 
 use agent_runner_protocol::limits::MAX_LINE_BYTES;
 use agent_runner_protocol::line::{BoundedLines, Found, LongLines};
 use agent_runner_protocol::redact::quote;
+use agent_runner_protocol::{decode_response, EnvelopeError};
 use jsonrpsee::core::client::{ReceivedMessage, TransportReceiverT, TransportSenderT};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -14,6 +17,9 @@ use tokio::process::{ChildStdin, ChildStdout};
 
 /// Where the receiver leaves the description of a protocol violation.
 pub type ViolationSlot = Arc<Mutex<Option<String>>>;
+
+/// The id of the last request sent (jsonrpsee numbers them; one is in flight at a time).
+type InFlight = Arc<Mutex<Option<u64>>>;
 
 /// Why the transport stopped.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +38,7 @@ pub enum TransportError {
 /// Writes requests to the host's stdin.
 pub struct LineSender {
     stdin: ChildStdin,
+    in_flight: InFlight,
 }
 
 /// Reads responses from the host's stdout.
@@ -39,6 +46,7 @@ pub struct LineReceiver {
     stdout: BufReader<ChildStdout>,
     lines: BoundedLines,
     violation: ViolationSlot,
+    in_flight: InFlight,
 }
 
 /// Wraps a host's pipes; returns the two halves and the slot a violation lands in.
@@ -47,13 +55,18 @@ pub fn line_transport(
     stdout: ChildStdout,
 ) -> (LineSender, LineReceiver, ViolationSlot) {
     let slot = ViolationSlot::default();
+    let in_flight = InFlight::default();
     (
-        LineSender { stdin },
+        LineSender {
+            stdin,
+            in_flight: in_flight.clone(),
+        },
         LineReceiver {
             stdout: BufReader::with_capacity(MAX_LINE_BYTES, stdout),
             // A too-long line ends the conversation: nothing after it is read.
             lines: BoundedLines::new(MAX_LINE_BYTES, LongLines::Skip),
             violation: slot.clone(),
+            in_flight,
         },
         slot,
     )
@@ -63,6 +76,10 @@ impl TransportSenderT for LineSender {
     type Error = TransportError;
 
     async fn send(&mut self, mut msg: String) -> Result<(), Self::Error> {
+        let id = serde_json::from_str::<serde_json::Value>(&msg)
+            .ok()
+            .and_then(|v| v.get("id").and_then(serde_json::Value::as_u64));
+        *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()) = id;
         msg.push('\n');
         self.stdin.write_all(msg.as_bytes()).await?;
         self.stdin.flush().await?;
@@ -111,19 +128,15 @@ impl TransportReceiverT for LineReceiver {
 
     async fn receive(&mut self) -> Result<ReceivedMessage, Self::Error> {
         let line = self.read_line().await?;
-        let is_response = serde_json::from_slice::<serde_json::Value>(&line)
-            .ok()
-            .and_then(|v| v.as_object().cloned())
-            .is_some_and(|o| {
-                o.get("jsonrpc").and_then(|v| v.as_str()) == Some("2.0")
-                    && o.contains_key("id")
-                    && (o.contains_key("result") != o.contains_key("error"))
-            });
-        if !is_response {
-            return Err(self.violate(format!(
-                "not a JSON-RPC response on stdout: {}; stdout is reserved for protocol messages; log to stderr",
-                quote(&line)
-            )));
+        let expected = *self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        let verdict = match expected {
+            Some(id) => decode_response(&line, id).map(|_| ()),
+            None => Err(EnvelopeError::NotAResponse(
+                "output while no request was in flight".into(),
+            )),
+        };
+        if let Err(err) = verdict {
+            return Err(self.violate(format!("{err}: {}", quote(&line))));
         }
         String::from_utf8(line)
             .map(ReceivedMessage::Text)

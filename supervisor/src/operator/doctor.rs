@@ -177,8 +177,14 @@ pub enum DoctorHost {
         provides: Vec<Family>,
         /// The tier it would run at (`null` when serve would refuse to boot).
         confined_as: Option<String>,
+        /// Its extra read-only grants (`[plugins.hosts.<name>] read_paths`), canonical
+        /// paths; empty when none.
+        read_paths: Vec<PathBuf>,
         /// Its write limits and the state directory's current use.
         write_limits: HostWriteLimits,
+        /// What doctor warns about without failing a check (a host inside the work tree),
+        /// one sentence each; empty when none.
+        warnings: Vec<String>,
     },
     /// Its executable could not be resolved or read.
     #[schemars(transform = crate::operator::schema_fields::every_field_required)]
@@ -461,6 +467,7 @@ fn host_checks(
                 if !disabled {
                     checks.push(check(&name, ok, reason, fix));
                 }
+                let warnings = host_warnings(config, &checked.path);
                 hosts.push(DoctorHost::Checked {
                     name: cfg.name.clone(),
                     executable: checked.path,
@@ -471,7 +478,9 @@ fn host_checks(
                     interpreter,
                     provides: cfg.provides.iter().copied().collect(),
                     confined_as: gate.map(|g| g.applied.as_str().to_owned()),
+                    read_paths: cfg.read_paths.clone(),
                     write_limits: HostWriteLimits::of(config, cfg),
+                    warnings,
                 });
             }
             Err(message) => {
@@ -495,6 +504,27 @@ fn host_checks(
         }
     }
     (hosts, hashes)
+}
+
+/// What `doctor` warns about a host at `exe` (canonical) without failing a check: a host
+/// inside the work tree reads its sibling files (confined hosts may read `work_dir`),
+/// which its pin does not cover and the agent can write (docs/security.md).
+fn host_warnings(config: &Config, exe: &Path) -> Vec<String> {
+    let work_dir = config
+        .runtime
+        .work_dir
+        .canonicalize()
+        .unwrap_or_else(|_| config.runtime.work_dir.clone());
+    let mut warnings = Vec::new();
+    if exe.starts_with(&work_dir) {
+        warnings.push(format!(
+            "{} lives inside the work tree {}: the files beside it are readable to it, not \
+             covered by its pin, and writable by the agent; install the host outside the work tree",
+            exe.display(),
+            work_dir.display()
+        ));
+    }
+    warnings
 }
 
 /// What [`covered_families`] needs to know of one host (doctor's and peek's `hosts`).
@@ -690,9 +720,19 @@ pub fn render(doc: &DoctorDoc) -> String {
                 out.push_str(&format!("  {:<20} interpreter {interp} (not pinned)\n", ""));
             }
             if let DoctorHost::Checked {
-                write_limits: w, ..
+                read_paths,
+                write_limits: w,
+                warnings,
+                ..
             } = h
             {
+                for path in read_paths {
+                    out.push_str(&format!(
+                        "  {:<20} reads {} (read_paths)\n",
+                        "",
+                        path.display()
+                    ));
+                }
                 out.push_str(&format!(
                     "  {:<20} writes: {} MiB per file, TMPDIR {} MiB, state {:.1} of {} MiB used\n",
                     "",
@@ -701,6 +741,9 @@ pub fn render(doc: &DoctorDoc) -> String {
                     w.state_used_bytes as f64 / 1048576.0,
                     w.state_max_mb
                 ));
+                for warning in warnings {
+                    out.push_str(&format!("  {:<20} warning: {warning}\n", ""));
+                }
             }
         }
         out.push_str("\n# ready to paste into agent-runner.toml\n[plugins.pin]\n");

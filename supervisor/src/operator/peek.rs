@@ -222,6 +222,9 @@ pub struct PeekHost {
     pub executable: Option<String>,
     /// Why the executable cannot be resolved.
     pub error: Option<String>,
+    /// Its extra read-only grants (`[plugins.hosts.<name>] read_paths`), canonical paths;
+    /// empty when none.
+    pub read_paths: Vec<std::path::PathBuf>,
     /// Its write limits and the state directory's current use.
     pub write_limits: crate::operator::doctor::HostWriteLimits,
 }
@@ -478,6 +481,7 @@ fn hosts_block(
             sha256: checked.as_ref().ok().map(|c| c.actual.to_string()),
             executable: checked.as_ref().ok().map(|c| c.path.display().to_string()),
             error: checked.as_ref().err().cloned(),
+            read_paths: cfg.read_paths.clone(),
             write_limits: crate::operator::doctor::HostWriteLimits::of(config, cfg),
         });
     }

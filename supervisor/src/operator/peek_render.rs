@@ -196,6 +196,9 @@ pub fn render(doc: &Value, colour: bool, events: bool) -> String {
             if let Some(err) = h["last_error"].as_str() {
                 let _ = writeln!(out, "  {:<16} last error: {}", "", p.bad(err));
             }
+            for path in h["read_paths"].as_array().into_iter().flatten() {
+                let _ = writeln!(out, "  {:<16} reads {} (read_paths)", "", s(path));
+            }
         }
     }
 

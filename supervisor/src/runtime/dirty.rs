@@ -7,6 +7,7 @@
 //! `orphan_idempotent_skip` / `orphan_stash_failed`, `dirty_ignored`, each naming the hook.
 //! A failed git step is recorded, never raised, and leaves the tree as it was.
 
+use agent_runner_protocol::limits::{fit_list, MAX_DIRTY_FILES_BYTES};
 use agent_runner_protocol::redact::{redact, redact_and_cap};
 use agent_runner_protocol::{decode_dirty_result, Context, DirtyAction, Family, HandleDirtyParams};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -81,7 +82,9 @@ pub async fn handle(
         let params = HandleDirtyParams {
             hook: hook.name.clone(),
             ctx: round.ctx.clone(),
-            dirty_files: files.to_vec(),
+            // Capped so that the request fits a line (docs/protocol.md §7); a commit
+            // without `paths` still commits every dirty file.
+            dirty_files: fit_list(files, MAX_DIRTY_FILES_BYTES),
         };
         let params = serde_json::to_value(params).expect("params serialize");
         let value = match hosts.call_unless_stopped(&hook, params, stop).await {

@@ -89,7 +89,9 @@ impl Repo {
     }
 
     /// Dirty paths (relative to the tree), from `git status --porcelain -z`, untracked files
-    /// listed one by one, paths under the log dir left out.
+    /// listed one by one, paths under the log dir left out. A staged rename lists both
+    /// sides, new path then source (docs/protocol.md `dirty_handler/handle_dirty`); a copy
+    /// only the new path (its source is unchanged).
     pub async fn dirty_files(&self) -> Result<Vec<String>, GitError> {
         let out = self
             .run(&["status", "--porcelain", "-z", "--untracked-files=all"])
@@ -101,11 +103,17 @@ impl Repo {
                 continue;
             }
             let (status, path) = entry.split_at(3);
-            if status.starts_with('R') || status.starts_with('C') {
-                entries.next(); // the rename's source path follows
-            }
-            if !self.is_excluded(path) {
-                files.push(path.to_owned());
+            // A rename or copy is followed by its source path.
+            let source = if status.starts_with(['R', 'C']) {
+                entries.next()
+            } else {
+                None
+            };
+            let renamed_from = source.filter(|_| status.starts_with('R'));
+            for path in std::iter::once(path).chain(renamed_from) {
+                if !self.is_excluded(path) {
+                    files.push(path.to_owned());
+                }
             }
         }
         Ok(files)
@@ -180,11 +188,14 @@ impl Repo {
     /// (no push). Returns the new commit's SHA. On failure the index is restored for those
     /// paths and the working tree is left as it was.
     pub async fn commit_paths(&self, paths: &[String], message: &str) -> Result<String, GitError> {
+        // `update-index --add --remove` stages additions, changes and deletions of exactly
+        // these paths, and accepts the source of a staged rename (gone from both the tree
+        // and the index), which `git add -A -- <path>` refuses.
+        let mut stage = vec!["update-index", "--add", "--remove", "--"];
+        stage.extend(paths.iter().map(String::as_str));
+        self.run(&stage).await?;
         let specs: Vec<String> = paths.iter().map(|p| format!(":(literal){p}")).collect();
         let specs: Vec<&str> = specs.iter().map(String::as_str).collect();
-        let mut add = vec!["add", "-A", "--"];
-        add.extend(&specs);
-        self.run(&add).await?;
         let identity = self.identity_args().await;
         let mut commit: Vec<&str> = identity.iter().map(String::as_str).collect();
         commit.extend(["commit", "--no-verify", "-q", "-m", message, "--"]);

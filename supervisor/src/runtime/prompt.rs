@@ -67,6 +67,15 @@ pub fn strip_front_matter(text: &str) -> &str {
     text
 }
 
+/// The agent's command as spawn hooks see it (`spawn.argv`, docs/protocol.md §5): the
+/// command, then `prompt_arg_template` verbatim, `{prompt}` left in place of the prompt.
+/// The prompt never goes to a host: it can be larger than a protocol line.
+pub fn spawn_view_argv(agent: &AgentConfig) -> Vec<String> {
+    let mut argv = agent.command.clone();
+    argv.extend(agent.prompt_arg_template.iter().cloned());
+    argv
+}
+
 /// The agent's full argv: `command` then `prompt_arg_template` with `{prompt}` replaced
 /// (argv delivery) or as is (stdin delivery).
 pub fn agent_argv(agent: &AgentConfig, prompt: &str) -> Vec<String> {

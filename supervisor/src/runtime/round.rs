@@ -8,6 +8,9 @@
 //! (`AGENT_RUNNER_PHASE`, the round context), the hosts (`ctx.phase`), `round_start.phase`
 //! and the auto-commit subject.
 
+use agent_runner_protocol::limits::{
+    fit_list, fit_text, MAX_CONTEXT_TEXT_BYTES, MAX_ENV_NAMES_BYTES, MAX_SPAWN_ARGV_BYTES,
+};
 use agent_runner_protocol::{Context, ProjectState, SpawnView, VcsContext};
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -22,7 +25,7 @@ use crate::runtime::dirty::{self, DirtyRound, Outcome};
 use crate::runtime::events::{timestamp, Event, EventLog, RoundEnd, RoundOutcome};
 use crate::runtime::git::Repo;
 use crate::runtime::pre_round;
-use crate::runtime::prompt::{agent_argv, assemble};
+use crate::runtime::prompt::{agent_argv, assemble, spawn_view_argv};
 use crate::runtime::retention;
 use crate::runtime::round_context::{self, CONTEXT_FILE_ENV};
 use crate::runtime::spawn_gate::{self, Verdict};
@@ -76,15 +79,17 @@ impl Runner {
     fn context(&self, round_num: u64, phase: Option<&str>, log_path: Option<String>) -> Context {
         let cfg = &self.config;
         let agent = cfg.profile(phase).agent;
+        // Every text capped so that no request line can exceed the limit (docs/protocol.md §7).
+        let fit = |text: &str| fit_text(text, MAX_CONTEXT_TEXT_BYTES);
         Context {
-            work_dir: cfg.runtime.work_dir.display().to_string(),
-            log_dir: cfg.runtime.log_dir.display().to_string(),
-            project: cfg.project.clone(),
+            work_dir: fit(&cfg.runtime.work_dir.display().to_string()),
+            log_dir: fit(&cfg.runtime.log_dir.display().to_string()),
+            project: fit(&cfg.project),
             round_num,
-            phase: phase.map(str::to_owned),
-            agent_name: agent.name.clone(),
-            agent_binary: Some(agent.command[0].clone()),
-            agent_log_path: log_path,
+            phase: phase.map(fit),
+            agent_name: agent.name.as_deref().map(fit),
+            agent_binary: Some(fit(&agent.command[0])),
+            agent_log_path: log_path.as_deref().map(fit),
             dry_run: cfg.runtime.dry_run,
             vcs: Some(VcsContext {
                 dirty_action: cfg.vcs.dirty_action.as_str().to_owned(),
@@ -173,9 +178,10 @@ impl Runner {
             .map(|(k, _)| k.to_string_lossy().into_owned())
             .chain(env.iter().map(|(k, _)| k.clone()))
             .collect();
+        let env_names: Vec<String> = env_names.into_iter().collect();
         let spawn = SpawnView {
-            argv: argv.clone(),
-            env_names: env_names.into_iter().collect(),
+            argv: fit_list(&spawn_view_argv(profile.agent), MAX_SPAWN_ARGV_BYTES),
+            env_names: fit_list(&env_names, MAX_ENV_NAMES_BYTES),
         };
         let verdict = spawn_gate::consult(
             &mut self.hosts,

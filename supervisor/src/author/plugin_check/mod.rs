@@ -183,6 +183,7 @@ fn prepare_command(command: &[String], provides: &[Family]) -> Result<Prepared, 
         timeout: None,
         init_timeout: Duration::from_secs(agent_runner_protocol::limits::DEFAULT_INIT_TIMEOUT_S),
         memory_max_mb: agent_runner_plugin_host::launch::DEFAULT_MEMORY_MAX_MB,
+        read_paths: Vec::new(),
         writes: Default::default(),
         config: Default::default(),
     };

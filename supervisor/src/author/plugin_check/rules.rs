@@ -13,12 +13,12 @@ use std::time::Duration;
 use super::report::{Outcome, Report, Status, RULES};
 use super::wire::{HostWire, NoReply, Reply};
 use super::Prepared;
-use crate::hosts::{host_initialize_params, BUILTIN_HOOK_NAMES};
+use crate::hosts::{declaration_problems, host_initialize_params, EXIT_GRACE};
 
 /// How long a host must stay silent after it starts (before `initialize`).
 pub const SILENCE_WINDOW: Duration = Duration::from_millis(300);
-/// How long `shutdown` may take to be answered.
-const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long `shutdown` may take to be answered: what serve waits ([`EXIT_GRACE`]).
+const SHUTDOWN_TIMEOUT: Duration = EXIT_GRACE;
 /// The method no host provides, for the `unknown_method` rule.
 const UNKNOWN_METHOD: &str = "agent_runner/no_such_method";
 
@@ -112,6 +112,9 @@ async fn no_reply(wire: &mut HostWire, what: &str, err: NoReply, timeout: Durati
             "no answer to {what} within {} s; answer every request with one line on stdout and flush it (stdout is block-buffered when it is a pipe)",
             timeout.as_secs_f32()
         ),
+        NoReply::Rejected(seen) => format!(
+            "the answer to {what} is not a valid response: {seen}; serve records this as a protocol_violation and kills the host"
+        ),
         NoReply::Closed | NoReply::Write(_) => {
             let pipe = match &err {
                 NoReply::Write(e) => format!(" (writing the request failed: {e})"),
@@ -193,45 +196,30 @@ async fn converse(run: &mut Run, wire: &mut HostWire, prepared: &Prepared, param
         return;
     };
 
-    // families_in_provides, hook_names
-    let outside: Vec<String> = decls
-        .iter()
-        .filter(|d| !prepared.cfg.provides.contains(&d.family))
-        .map(|d| format!("{} `{}`", d.family, d.name))
-        .collect();
+    // families_in_provides, hook_names: the rules serve refuses a host by.
+    let problems = declaration_problems(&decls, &event_kinds, &prepared.cfg.provides, &[]);
     let provides: Vec<&str> = prepared.cfg.provides.iter().map(|f| f.as_str()).collect();
-    run.judge(
-        "families_in_provides",
-        if outside.is_empty() {
-            Ok(())
-        } else {
-            Err(format!(
-                "declares {} but provides is {provides:?}; serve would refuse the host: add the family to `provides` of [plugins.hosts.{}] or drop the hook",
-                outside.join(", "),
-                prepared.cfg.name
-            ))
-        },
-    );
-    let squat: Vec<&str> = decls
-        .iter()
-        .map(|d| d.name.as_str())
-        .filter(|n| BUILTIN_HOOK_NAMES.contains(n))
-        .collect();
-    run.judge(
-        "hook_names",
-        if decls.is_empty() {
-            Err(format!(
-                "declares no hooks; declare at least one {}",
-                Family::spelled("", " or ")
-            ))
-        } else if squat.is_empty() {
-            Ok(())
-        } else {
-            Err(format!(
-                "{squat:?} belongs to a built-in; pick another name"
-            ))
-        },
-    );
+    for rule in ["families_in_provides", "hook_names"] {
+        let seen: Vec<String> = problems
+            .iter()
+            .filter(|p| p.rule() == rule)
+            .map(|p| p.to_string())
+            .collect();
+        run.judge(
+            rule,
+            if seen.is_empty() {
+                Ok(())
+            } else if rule == "families_in_provides" {
+                Err(format!(
+                    "{} (provides is {provides:?}); serve would refuse the host: add the family to `provides` of [plugins.hosts.{}] or drop the hook",
+                    seen.join("; "),
+                    prepared.cfg.name
+                ))
+            } else {
+                Err(format!("{}; serve would refuse the host", seen.join("; ")))
+            },
+        );
+    }
 
     // hook_calls
     let calls = call_hooks(wire, prepared, &decls, &event_kinds).await;

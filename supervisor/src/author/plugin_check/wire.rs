@@ -8,17 +8,17 @@ use agent_runner_plugin_host::notify::DenialListener;
 use agent_runner_protocol::limits::MAX_LINE_BYTES;
 use agent_runner_protocol::line::{BoundedLines, Found, LongLines};
 use agent_runner_protocol::redact::{quote, redact};
+use agent_runner_protocol::{decode_response, EnvelopeError, Response};
 use serde_json::{json, Value};
-use std::collections::VecDeque;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
-use std::sync::{Arc, Mutex};
+
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 
-use crate::hosts::read_stderr_lines;
+use crate::hosts::{read_stderr_lines, StderrTail};
 
 /// Host stderr lines kept for the report (the last ones).
 pub const KEPT_STDERR_LINES: usize = 20;
@@ -49,6 +49,10 @@ pub enum NoReply {
     Closed,
     /// Writing the request failed (the host is gone).
     Write(String),
+    /// The host answered, but not with a valid response to this request (a wrong or
+    /// mistyped `id`, an unknown envelope member, an overlong line): what was seen. Serve
+    /// records the same as a `protocol_violation`.
+    Rejected(String),
 }
 
 /// A running host under check.
@@ -57,7 +61,7 @@ pub struct HostWire {
     pgid: u32,
     stdin: Option<ChildStdin>,
     stdout: mpsc::UnboundedReceiver<StdoutLine>,
-    stderr: Arc<Mutex<VecDeque<String>>>,
+    stderr: StderrTail,
     denials: Option<DenialListener>,
     next_id: u64,
     status: Option<ExitStatus>,
@@ -77,7 +81,7 @@ impl HostWire {
         };
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(read_stdout(stdout, tx));
-        let kept = Arc::new(Mutex::new(VecDeque::new()));
+        let kept = StderrTail::new(KEPT_STDERR_LINES);
         tokio::spawn(keep_stderr(stderr, kept.clone()));
         Ok(HostWire {
             child,
@@ -129,14 +133,18 @@ impl HostWire {
                 Err(_) => return Err(NoReply::Timeout),
                 Ok(None) => return Err(NoReply::Closed),
                 Ok(Some(StdoutLine::Broken(what))) => {
-                    self.stray.push(what);
-                    continue;
+                    self.stray.push(what.clone());
+                    return Err(NoReply::Rejected(format!("it wrote {what}")));
                 }
                 Ok(Some(StdoutLine::Line(line))) => line,
             };
-            match parse_response(&line, id) {
-                Some(reply) => return Ok(reply),
-                None => self.stray.push(quote(&line)),
+            match decode_response(&line, id) {
+                Ok(Response::Result(value)) => return Ok(Reply::Result(value)),
+                Ok(Response::Error { code, message, .. }) => {
+                    return Ok(Reply::Error(code, redact(&message)))
+                }
+                Err(EnvelopeError::NotAResponse(_)) => self.stray.push(quote(&line)),
+                Err(err) => return Err(NoReply::Rejected(format!("{err}: {}", quote(&line)))),
             }
         }
     }
@@ -191,7 +199,9 @@ impl HostWire {
     }
 
     /// Live (non-zombie) processes of the host's process group other than the host
-    /// itself once it has exited: `(pid, command name)`.
+    /// itself while it runs: `(pid, command name)`. The host is the group's leader, or, for
+    /// an unprivileged operator, the leader's child that is PID 1 of its own PID namespace
+    /// (the leader is then the reaper, see `agent_runner_plugin_host::user_namespace`).
     pub fn group_members(&self) -> Vec<(u32, String)> {
         let Ok(dir) = std::fs::read_dir("/proc") else {
             return Vec::new();
@@ -215,11 +225,11 @@ impl HostWire {
             let comm = stat[open + 1..close].to_owned();
             let mut fields = stat[close + 1..].split_whitespace();
             let state = fields.next().unwrap_or("");
-            let pgrp = fields.nth(1).and_then(|p| p.parse::<u32>().ok());
-            if pgrp == Some(self.pgid)
-                && state != "Z"
-                && !(pid == self.pgid && self.status.is_none())
-            {
+            let ppid = fields.next().and_then(|p| p.parse::<u32>().ok());
+            let pgrp = fields.next().and_then(|p| p.parse::<u32>().ok());
+            let is_host = pid == self.pgid
+                || (ppid == Some(self.pgid) && namespace_init(pid) && self.pgid != 0);
+            if pgrp == Some(self.pgid) && state != "Z" && !(is_host && self.status.is_none()) {
                 members.push((pid, comm));
             }
         }
@@ -239,31 +249,23 @@ impl HostWire {
 
     /// The last host stderr lines (redacted, capped).
     pub fn stderr_tail(&self) -> Vec<String> {
-        self.stderr
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .cloned()
-            .collect()
+        self.stderr.lines()
     }
 }
 
-/// The reply in `line` if it is a well-formed JSON-RPC 2.0 response to `id`.
-fn parse_response(line: &[u8], id: u64) -> Option<Reply> {
-    let value: Value = serde_json::from_slice(line).ok()?;
-    let obj = value.as_object()?;
-    if obj.get("jsonrpc")?.as_str()? != "2.0" || obj.get("id")?.as_u64()? != id {
-        return None;
-    }
-    match (obj.get("result"), obj.get("error")) {
-        (Some(result), None) if obj.len() == 3 => Some(Reply::Result(result.clone())),
-        (None, Some(error)) if obj.len() == 3 => {
-            let code = error.get("code")?.as_i64()?;
-            let message = error.get("message")?.as_str()?;
-            Some(Reply::Error(code, redact(message)))
-        }
-        _ => None,
-    }
+/// Whether process `pid` is PID 1 of its own PID namespace (the last `NSpid:` entry of
+/// `/proc/<pid>/status` is 1; proc(5)).
+fn namespace_init(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))
+                .and_then(|ids| ids.split_whitespace().last())
+                .map(|id| id == "1")
+        })
+        .unwrap_or(false)
 }
 
 /// Reads stdout line by line (at most [`MAX_LINE_BYTES`] each) until EOF.
@@ -305,13 +307,6 @@ async fn read_stdout(stdout: tokio::process::ChildStdout, tx: mpsc::UnboundedSen
 }
 
 /// Keeps the last [`KEPT_STDERR_LINES`] stderr lines, capped and redacted.
-async fn keep_stderr(stderr: tokio::process::ChildStderr, kept: Arc<Mutex<VecDeque<String>>>) {
-    read_stderr_lines(stderr, |line| {
-        let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
-        if kept.len() == KEPT_STDERR_LINES {
-            kept.pop_front();
-        }
-        kept.push_back(line);
-    })
-    .await;
+async fn keep_stderr(stderr: tokio::process::ChildStderr, kept: StderrTail) {
+    read_stderr_lines(stderr, |line| kept.push(line)).await;
 }

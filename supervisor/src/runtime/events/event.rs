@@ -356,6 +356,10 @@ pub enum Event {
         error_type: String,
         /// What happened.
         error_message: String,
+        /// The last lines of the host's stderr (capped, redacted) when it died before
+        /// answering `initialize`; absent otherwise (docs/protocol.md "Runtimes").
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        stderr_tail: Vec<String>,
     },
     /// A host's state directory went over `state_max_mb`: the host was killed (it is then
     /// disabled, `plugin_disabled`). docs/security.md "Write limits".
