@@ -4,6 +4,7 @@
 //! `serve_startup_hook_failed` and stops `serve` with exit 78: the hook said the project
 //! is not fit to run.
 
+use agent_runner_protocol::limits::{fit_text, MAX_CONTEXT_TEXT_BYTES};
 use agent_runner_protocol::{decode_startup_result, Family, OnStartParams};
 use serde_json::Value;
 
@@ -24,11 +25,13 @@ pub async fn run(
         .hooks(Family::ServeStartup)
         .into_iter()
         .map(|hook| {
+            // Texts capped as in `initialize` and `ctx` (`docs/protocol.md` §7, "Limits").
+            let fit = |text: &str| fit_text(text, MAX_CONTEXT_TEXT_BYTES);
             let params = OnStartParams {
                 hook: hook.name.clone(),
-                project: config.project.clone(),
-                work_dir: config.runtime.work_dir.display().to_string(),
-                log_dir: config.runtime.log_dir.display().to_string(),
+                project: fit(&config.project),
+                work_dir: fit(&config.runtime.work_dir.display().to_string()),
+                log_dir: fit(&config.runtime.log_dir.display().to_string()),
                 config: hosts.host_config(&hook).clone(),
             };
             (
