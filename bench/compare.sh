@@ -144,6 +144,10 @@ restart_delay_s = 1
 [prompt]
 file = "./prompts/main.md"
 
+# Rounds must not wait on how full the bench machine's disk is.
+[monitor.host_health.disk]
+critical_pct = 100
+
 [vcs]
 dirty_action = "stash"
 TOML

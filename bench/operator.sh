@@ -57,6 +57,10 @@ log_dir = "./logs"
 restart_delay_s = 1
 [prompt]
 file = "./prompts/main.md"
+
+# Rounds must not wait on how full the bench machine's disk is.
+[monitor.host_health.disk]
+critical_pct = 100
 [plugins]
 sandbox = "require"
 spawn_override_allow = ["pause_file"]

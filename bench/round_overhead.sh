@@ -26,6 +26,10 @@ prompt_arg_template = ["{prompt}"]
 log_dir = "./logs"
 [prompt]
 file = "./prompts/main.md"
+
+# Rounds must not wait on how full the bench machine's disk is.
+[monitor.host_health.disk]
+critical_pct = 100
 [vcs]
 dirty_action = "ignore"
 TOML

@@ -22,6 +22,10 @@ command = ["true"]
 log_dir = "./logs"
 [prompt]
 file = "./prompts/main.md"
+
+# Rounds must not wait on how full the bench machine's disk is.
+[monitor.host_health.disk]
+critical_pct = 100
 [plugins]
 spawn_override_allow = ["pause_file"]
 [plugins.hosts.pause]

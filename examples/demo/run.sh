@@ -56,6 +56,11 @@ file = "./prompts/main.md"
 [vcs]
 dirty_action = "stash"
 
+# Rounds wait while the log dir's disk is at least this full (default 95%). Build machines
+# often run near full; the demo should run there too.
+[monitor.host_health.disk]
+critical_pct = 100
+
 [plugins]
 sandbox = "require"
 spawn_override_allow = ["pause_file"]

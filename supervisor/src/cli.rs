@@ -103,6 +103,38 @@ pub enum Command {
         #[arg(long, value_name = "TS")]
         since: Option<String>,
     },
+    /// Watch the project: detectors (anomaly), the record live (events, narrate; `--host`
+    /// relays another machine's over ssh), or the live page with /api/state and /metrics
+    /// (http).
+    Monitor {
+        /// What to do.
+        #[arg(long, value_enum, default_value = "anomaly")]
+        mode: crate::operator::monitor::Mode,
+        /// Relay this ssh alias's record (`--mode events` only).
+        #[arg(long, value_name = "SSH-ALIAS")]
+        host: Option<String>,
+        /// Seconds between detector runs (anomaly; default 30).
+        #[arg(long, value_name = "SECONDS")]
+        interval: Option<u64>,
+        /// Event kinds to relay (`--host` only; default every kind).
+        #[arg(long, value_name = "K[,K2]")]
+        kind: Option<String>,
+        /// The config path on the remote (`--host` only).
+        #[arg(long, value_name = "PATH")]
+        remote_config: Option<String>,
+        /// Address of the page (http). Any address but loopback needs a token.
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+        bind: std::net::IpAddr,
+        /// Port of the page (http; 0: any free port, printed on start).
+        #[arg(long, value_name = "PORT", default_value_t = 8765)]
+        port: u16,
+        /// Another project's config to show on the page (http; repeatable).
+        #[arg(long = "project", value_name = "CONFIG")]
+        projects: Vec<PathBuf>,
+        /// A file holding the page's token (http; else AGENT_RUNNER_MONITOR_TOKEN).
+        #[arg(long, value_name = "PATH")]
+        token_file: Option<PathBuf>,
+    },
     /// Install a systemd unit running `serve` for this project (user unit by default).
     Install {
         /// A system unit in /etc/systemd/system instead of a user unit.
@@ -390,6 +422,32 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             }
             Ok(end.code)
         }
+        Command::Monitor {
+            mode,
+            host,
+            interval,
+            kind,
+            remote_config,
+            bind,
+            port,
+            projects,
+            token_file,
+        } => {
+            crate::operator::monitor::run(crate::operator::monitor::Options {
+                config: cli.config,
+                json: cli.json,
+                mode,
+                host,
+                kind,
+                remote_config,
+                interval,
+                bind,
+                port,
+                projects,
+                token_file,
+            })
+            .await
+        }
         Command::Status => crate::operator::control::status(&cli.config, cli.json).await,
         Command::Stop => {
             crate::operator::control::stop(&cli.config, stop::StopLevel::Graceful, cli.json).await
@@ -532,6 +590,25 @@ async fn round(config: &std::path::Path, json: bool, phase: Option<&str>) -> Res
                 Verdict::Proceed => unreachable!("proceed always runs the agent"),
             };
             (exit::TEMPFAIL, summary)
+        }
+        Attempt::Unhealthy(pressure) => {
+            eprintln!(
+                "agent-runner: round deferred: host health {}: {}",
+                pressure.signal, pressure.message
+            );
+            (
+                exit::TEMPFAIL,
+                RoundSummary::NotStarted {
+                    started: false,
+                    action: "defer",
+                    hook: None,
+                    defer_s: None,
+                    reason: Some(format!(
+                        "host health {}: {}",
+                        pressure.signal, pressure.message
+                    )),
+                },
+            )
         }
         Attempt::Stopped => {
             eprintln!("agent-runner: stopped before the agent started");

@@ -59,10 +59,12 @@ fn all_six_peer_presets_load_unchanged() {
         assert_eq!(c.vcs.dirty_action, DirtyAction::Stash);
         assert_eq!(c.vcs.stash_idempotency, Duration::from_secs(5));
         assert!(c.phases.list.is_empty());
-        // Every preset has [monitor]; we read only its `auto_stop_on`, and each other key
-        // is named in a warning of its own.
+        // Every preset has [monitor] with an auth hint: read by the reference's auth
+        // detector, not by this build yet; named, one line each.
         assert!(
-            c.warnings.iter().any(|w| w.contains("`monitor.")),
+            c.warnings
+                .iter()
+                .any(|w| w.contains("`monitor.auth_fail_hint`")),
             "{name}: {:?}",
             c.warnings
         );

@@ -76,4 +76,12 @@ fn documents_require_their_fields() {
     assert!(doctor.contains(&"checks".to_owned()) && doctor.contains(&"sandbox".to_owned()));
     let status = required(&find("status.schema.json"));
     assert!(status.contains(&"running".to_owned()) && status.contains(&"source".to_owned()));
+    // The live page's state is the peek document plus its `monitor` block.
+    let state = required(&find("monitor-state.schema.json"));
+    for key in peek.iter().map(String::as_str).chain(["monitor"]) {
+        assert!(
+            state.contains(&key.to_owned()),
+            "state lacks {key}: {state:?}"
+        );
+    }
 }

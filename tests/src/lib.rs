@@ -336,6 +336,7 @@ pub struct ConfigBuilder {
     sandbox: Option<String>,
     spawn_override_allow: Vec<String>,
     hosts: Vec<HostSpec>,
+    disk_critical_pct: f64,
     extra: String,
 }
 
@@ -352,8 +353,16 @@ impl ConfigBuilder {
             sandbox: None,
             spawn_override_allow: Vec::new(),
             hosts: Vec::new(),
+            disk_critical_pct: 100.0,
             extra: String::new(),
         }
+    }
+
+    /// `[monitor.host_health.disk] critical_pct` (default here: 100, with `warning_pct`
+    /// 100: a test's rounds must not depend on how full the machine's disk is).
+    pub fn disk_critical_pct(mut self, pct: f64) -> Self {
+        self.disk_critical_pct = pct;
+        self
     }
 
     /// Adds `key = value` to `[agent.env]`.
@@ -478,6 +487,9 @@ impl ConfigBuilder {
             }
             t.push('\n');
         }
+        let _ = writeln!(t, "[monitor.host_health.disk]");
+        let _ = writeln!(t, "warning_pct = 100");
+        let _ = writeln!(t, "critical_pct = {}\n", self.disk_critical_pct);
         t.push_str(&self.extra);
         t
     }
@@ -549,6 +561,11 @@ impl Running {
     /// Whether it has exited (reaping it if so).
     pub fn has_exited(&mut self) -> bool {
         self.child.try_wait().expect("try_wait").is_some()
+    }
+
+    /// What it wrote to stdout so far.
+    pub fn stdout_so_far(&self) -> String {
+        fs::read_to_string(&self.stdout).unwrap_or_default()
     }
 
     /// What it wrote to stderr so far.
@@ -1095,5 +1112,34 @@ pub mod raw_reply {
             id,
             Err((-32601, format!("method not found: {method}"))),
         )
+    }
+}
+
+/// A tmpfs mounted on a directory for the life of the value (lazily unmounted on drop):
+/// a small filesystem a test can fill.
+pub struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    /// Mounts a tmpfs of `size` (e.g. `2m`) on `dir` (created if missing); needs root.
+    pub fn mount(dir: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(dir).unwrap();
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .output()
+            .expect("run mount");
+        assert!(
+            out.status.success(),
+            "mount tmpfs on {} (the test runs as root): {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Tmpfs(dir.to_owned())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
     }
 }

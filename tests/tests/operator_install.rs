@@ -5,7 +5,8 @@
 
 use agent_runner_e2e::{agent_runner_bin, Project};
 
-const UNIT: &str = "agent-runner-project.service";
+const TEMPLATE: &str = "agent-runner@.service";
+const DROP_IN: &str = "agent-runner@project.service.d/project.conf";
 
 fn run(p: &Project, args: &[&str]) -> agent_runner_e2e::RunOutput {
     let mut cmd = p.command(args);
@@ -21,8 +22,11 @@ fn assert_unit_text(p: &Project, text: &str) {
         "RestartPreventExitStatus=78".to_owned(),
         "KillMode=control-group".to_owned(),
         format!(
-            "ExecStart=\"{}\" --config \"{}\" serve",
-            bin.display(),
+            "ExecStart=\"{}\" --config ${{AGENT_RUNNER_CONFIG}} serve",
+            bin.display()
+        ),
+        format!(
+            "Environment=\"AGENT_RUNNER_CONFIG={}\"",
             p.config_path().display()
         ),
         format!("WorkingDirectory=\"{}\"", p.dir().display()),
@@ -40,7 +44,8 @@ fn assert_unit_text(p: &Project, text: &str) {
 fn user_unit_dry_run_install_and_uninstall_without_systemd() {
     let p = Project::new();
     p.write_config(&p.config().round_budget_s(600));
-    let unit_path = p.tmp_dir().join("home/.config/systemd/user").join(UNIT);
+    let unit_dir = p.tmp_dir().join("home/.config/systemd/user");
+    let unit_path = unit_dir.join(DROP_IN);
 
     let out = run(&p, &["install", "--dry-run"]);
     out.assert_code(0);
@@ -63,8 +68,25 @@ fn user_unit_dry_run_install_and_uninstall_without_systemd() {
         "this test expects no systemd"
     );
     assert!(out.stdout.contains("systemd is not running"), "{out}");
-    let text = std::fs::read_to_string(&unit_path).expect("unit written");
+    let text = std::fs::read_to_string(unit_dir.join(TEMPLATE)).expect("template written")
+        + &std::fs::read_to_string(&unit_path).expect("drop-in written");
     assert_unit_text(&p, &text);
+    assert!(out.stdout.contains("agent-runner@project.service"), "{out}");
+
+    // Another project with the same name cannot silently take over the instance.
+    let other = Project::new();
+    other.write_config(&other.config());
+    let mut cmd = other.command(&["install"]);
+    cmd.env("XDG_CONFIG_HOME", p.tmp_dir().join("home/.config"));
+    let refused = other.run_with(cmd);
+    refused.assert_code(1);
+    assert!(
+        refused.stderr.contains("project.conf already exists"),
+        "{refused}"
+    );
+    assert!(std::fs::read_to_string(&unit_path)
+        .unwrap()
+        .contains(&p.config_path().display().to_string()));
 
     let out = run(&p, &["install"]);
     out.assert_code(1);
@@ -80,6 +102,10 @@ fn user_unit_dry_run_install_and_uninstall_without_systemd() {
     out.assert_code(0);
     assert!(out.stdout.contains("removed"), "{out}");
     assert!(!unit_path.exists());
+    assert!(
+        unit_dir.join(TEMPLATE).exists(),
+        "the shared template stays"
+    );
     let out = run(&p, &["uninstall"]);
     out.assert_code(0);
     assert!(out.stdout.contains("nothing to do"), "{out}");
@@ -94,12 +120,12 @@ fn system_unit_dry_run() {
     assert_unit_text(&p, &out.stdout);
     assert!(
         out.stdout
-            .contains(&format!("# /etc/systemd/system/{UNIT}")),
+            .contains(&format!("# /etc/systemd/system/{DROP_IN}")),
         "{out}"
     );
     assert!(out.stdout.contains("WantedBy=multi-user.target"), "{out}");
     assert!(!std::path::Path::new("/etc/systemd/system")
-        .join(UNIT)
+        .join(DROP_IN)
         .exists());
 }
 

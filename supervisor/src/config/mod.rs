@@ -4,15 +4,16 @@
 //! our `[plugins.hosts.<name>]` tables. Every error names the file, the key and what was
 //! expected, and maps to exit 78 ([`crate::exit::CONFIG`]).
 
+mod monitor;
 mod raw;
 mod resolve;
 pub mod vocabulary;
 
+pub use monitor::{HostHealthConfig, MonitorConfig, DEFAULT_AUTO_STOP_ON};
 pub use raw::UNIMPLEMENTED;
 pub use resolve::{
-    AgentConfig, Config, ContextInjection, DirtyAction, HostConfig, MonitorConfig, PhaseOverride,
-    PhasesConfig, PluginsConfig, Profile, PromptConfig, PromptDelivery, RuntimeConfig, SandboxMode,
-    VcsConfig,
+    AgentConfig, Config, ContextInjection, DirtyAction, HostConfig, PhaseOverride, PhasesConfig,
+    PluginsConfig, Profile, PromptConfig, PromptDelivery, RuntimeConfig, SandboxMode, VcsConfig,
 };
 
 use std::path::{Path, PathBuf};

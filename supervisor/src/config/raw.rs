@@ -22,12 +22,11 @@ pub(super) struct RawConfig {
     pub vcs: RawVcs,
     #[serde(default)]
     pub plugins: RawPlugins,
+    #[serde(default)]
+    pub monitor: super::monitor::RawMonitor,
     /// `[phases]`, parsed by hand (phase names are free keys); see [`RawPhases`].
     #[serde(skip)]
     pub phases: RawPhases,
-    /// `[monitor]`, parsed by hand: only `auto_stop_on` is read (docs/configuration.md).
-    #[serde(skip)]
-    pub monitor: RawMonitor,
     /// Reference-style `[plugins.<name>]` tables, by name: a host's config
     /// (docs/configuration.md, "Plugins").
     #[serde(skip)]
@@ -35,12 +34,6 @@ pub(super) struct RawConfig {
     /// Warnings for peer keys present in the file that we do not implement.
     #[serde(skip)]
     pub warnings: Vec<String>,
-}
-
-/// `[monitor]`: the detectors whose `stop_service` alerts stop `serve`.
-#[derive(Debug, Default)]
-pub(super) struct RawMonitor {
-    pub auto_stop_on: Vec<String>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -168,6 +161,9 @@ pub const UNIMPLEMENTED: &[&str] = &[
     "runtime.fresh_eyes_every_n",
     "runtime.max_grace_after_result_s",
     "runtime.grace_kill_ignore_patterns",
+    "monitor.auth_fail_patterns",
+    "monitor.auth_fail_hint",
+    "monitor.round_progress_interval_s",
     "schedule",
     "phases.phase_policy",
     "phases.*.disable_pre_round_hooks",
@@ -191,10 +187,6 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
         Some(toml::Value::Table(plugins)) => take_plugin_tables(path, plugins)?,
         _ => BTreeMap::new(),
     };
-    let monitor = match table.remove("monitor") {
-        None => RawMonitor::default(),
-        Some(value) => parse_monitor(path, value, &mut warnings)?,
-    };
     let phases = table.remove("phases");
     let agent_table = table.get("agent").cloned();
     let mut raw: RawConfig = deserialize_at(path, "", toml::Value::Table(table))?;
@@ -202,7 +194,6 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
         None => RawPhases::default(),
         Some(value) => parse_phases(path, value, agent_table)?,
     };
-    raw.monitor = monitor;
     raw.plugin_tables = plugin_tables;
     raw.warnings = warnings;
     Ok(raw)
@@ -267,28 +258,6 @@ fn take_plugin_tables(
         tables.insert(key, config);
     }
     Ok(tables)
-}
-
-/// `[monitor]`: `auto_stop_on` (a list of detector hook names) is read; every other key
-/// is the reference system's monitor, not implemented here, and named in a warning.
-fn parse_monitor(
-    path: &Path,
-    value: toml::Value,
-    warnings: &mut Vec<String>,
-) -> Result<RawMonitor, ConfigError> {
-    let toml::Value::Table(mut table) = value else {
-        return Err(key_error(path, "monitor", "expected a table".into()));
-    };
-    let auto_stop_on = match table.remove("auto_stop_on") {
-        None => Vec::new(),
-        Some(list) => deserialize_at(path, "monitor.auto_stop_on", list)?,
-    };
-    for key in table.keys() {
-        warnings.push(format!(
-            "config key `monitor.{key}` is read by the reference system but not implemented by this agent-runner; it is ignored"
-        ));
-    }
-    Ok(RawMonitor { auto_stop_on })
 }
 
 fn parse_phases(
@@ -446,7 +415,6 @@ mod tests {
         let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\nterminal_marker = \"m\"\n[monitor]\nauth_fail_hint = \"h\"\nauto_stop_on = [\"stalled\"]\n";
         let raw = parse(Path::new("c.toml"), text).unwrap();
         assert_eq!(raw.warnings.len(), 2, "{:?}", raw.warnings);
-        assert_eq!(raw.monitor.auto_stop_on, ["stalled"]);
         let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\n[plugins]\nsandox = \"require\"\n[plugins.throttle]\nmax = 3\n";
         match parse(Path::new("c.toml"), text) {
             Err(ConfigError::Key { key, message, .. }) => {

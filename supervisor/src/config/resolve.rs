@@ -32,19 +32,11 @@ pub struct Config {
     pub plugins: PluginsConfig,
     /// `[phases]`.
     pub phases: PhasesConfig,
-    /// `[monitor]`.
-    pub monitor: MonitorConfig,
+    /// `[monitor]` (host health, detectors, the ssh relay).
+    pub monitor: super::MonitorConfig,
     /// One line per reference-system key present in the file that this build ignores
     /// ([`super::UNIMPLEMENTED`]); printed once by [`super::load`].
     pub warnings: Vec<String>,
-}
-
-/// `[monitor]`: what this build reads of the reference system's monitor table.
-#[derive(Clone, Debug, Default)]
-pub struct MonitorConfig {
-    /// Detector hook names whose `stop_service` alerts stop `serve`
-    /// (docs/protocol.md §5.6); an alert from any other detector is recorded only.
-    pub auto_stop_on: Vec<HookName>,
 }
 
 /// How the round context reaches the agent (`[prompt] context_injection_mode`).
@@ -574,12 +566,10 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
             "`plugins.disable` names {name:?}, which is not a configured host (hosts: {host_names:?}); disable keys on host names"
         ));
     }
-    let mut auto_stop_on = Vec::new();
-    for (i, name) in raw.monitor.auto_stop_on.into_iter().enumerate() {
-        auto_stop_on.push(
-            HookName::try_from(name).map_err(|m| err(&format!("monitor.auto_stop_on[{i}]"), m))?,
-        );
-    }
+
+    // [monitor]
+    let monitor = super::monitor::resolve(raw.monitor, Duration::from_secs(round_budget_s))
+        .map_err(|(key, message)| err(&key, message))?;
 
     Ok(Config {
         project,
@@ -615,7 +605,7 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
             hosts,
         },
         phases: PhasesConfig { list, overrides },
-        monitor: MonitorConfig { auto_stop_on },
+        monitor,
         warnings,
         path,
     })

@@ -96,7 +96,7 @@ pub struct StatusDoc {
 /// The answer to `stop` and `kill` (from the socket, or `source: "signal"` when the lock
 /// holder was signalled instead).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct StopReply {
+pub struct StopReply {
     ok: bool,
     pid: u32,
     /// `graceful`/`immediate` from the socket, `stop`/`kill` from the signal fallback.
@@ -390,7 +390,28 @@ fn fallback_status(log_dir: &Path) -> StatusDoc {
 /// Errors: exit 78 for a bad config.
 pub async fn stop(config_path: &Path, level: StopLevel, as_json: bool) -> Result<u8, CliError> {
     let config = crate::config::load(config_path)?;
-    let log_dir = &config.runtime.log_dir;
+    let report = ask_stop(&config.runtime.log_dir, level).await?;
+    if as_json {
+        println!("{}", serde_json::to_string(&report).unwrap_or_default());
+    } else {
+        println!(
+            "agent-runner (pid {}): {}",
+            report.pid,
+            if level == StopLevel::Immediate {
+                "terminating the agent now"
+            } else {
+                "stopping after the current round"
+            }
+        );
+    }
+    Ok(exit::OK)
+}
+
+/// Asks the supervisor of `log_dir` to stop at `level`: over the control socket, else by
+/// SIGTERM to the lock holder (what `stop`, `kill` and `monitor`'s `auto_stop_on` use).
+///
+/// Errors: no supervisor holds the lock.
+pub async fn ask_stop(log_dir: &Path, level: StopLevel) -> Result<StopReply, CliError> {
     let cmd = if level == StopLevel::Immediate {
         "kill"
     } else {
@@ -422,20 +443,7 @@ pub async fn stop(config_path: &Path, level: StopLevel, as_json: bool) -> Result
             }
         },
     };
-    if as_json {
-        println!("{}", serde_json::to_string(&report).unwrap_or_default());
-    } else {
-        println!(
-            "agent-runner (pid {}): {}",
-            report.pid,
-            if cmd == "kill" {
-                "terminating the agent now"
-            } else {
-                "stopping after the current round"
-            }
-        );
-    }
-    Ok(exit::OK)
+    Ok(report)
 }
 
 /// `start`: runs `serve` detached (its own session; output in `<log_dir>/serve.out`) and

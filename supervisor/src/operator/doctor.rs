@@ -19,6 +19,7 @@ use crate::exit;
 use crate::hosts::sandbox::SandboxGate;
 use crate::hosts::{check_pin, PinStatus};
 use crate::runtime::git::Repo;
+use crate::runtime::host_health::{self, Reading};
 
 /// One check of the report.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
@@ -308,6 +309,7 @@ pub async fn run(config_path: &Path, rounds: u64) -> Report {
     ));
     refuse_boot |= !is_repo;
     checks.push(log_dir_check(&config.runtime.log_dir));
+    checks.push(host_health_check(&config));
     checks.push(prompt_check(&config.prompt.files[0]));
     let agent = &config.agent.command[0];
     let base = config.path.parent().unwrap_or(Path::new("/"));
@@ -351,6 +353,22 @@ pub async fn run(config_path: &Path, rounds: u64) -> Report {
 
 /// `log_dir`: an existing writable directory, or creatable (its nearest existing ancestor
 /// is a writable directory). Checked with `access(2)`; nothing is created.
+/// `host_health`: fails when a round would be deferred now (a critical reading against
+/// `[monitor.host_health]`, docs/operations.md "Host health"); a warning passes, named.
+fn host_health_check(config: &Config) -> Check {
+    let cfg = &config.monitor.host_health;
+    match host_health::assess(cfg, &Reading::take(&config.runtime.log_dir)) {
+        Some(p) if p.severity == "critical" => check(
+            "host_health",
+            false,
+            format!("rounds would be deferred now ({}): {}", p.signal, p.message),
+            "free space on the log dir's filesystem or memory on the host, or adjust [monitor.host_health]",
+        ),
+        Some(p) => check("host_health", true, format!("warning ({}): {}", p.signal, p.message), ""),
+        None => check("host_health", true, "disk, memory and memory pressure below their thresholds", ""),
+    }
+}
+
 fn log_dir_check(log_dir: &Path) -> Check {
     use nix::unistd::{access, AccessFlags};
     let writable = |p: &Path| access(p, AccessFlags::W_OK | AccessFlags::X_OK).is_ok();

@@ -7,7 +7,10 @@
 //! - `--since TS` (RFC 3339, e.g. `2026-11-29T17:00:00Z`, or a date): every matching
 //!   event with `ts >= TS`, then exit (or follow, with `--tail`). A client resumes by
 //!   passing the last `ts` it saw: that event may repeat, none is lost.
-//! - `--tail`: follow the record (month rollover included) until Ctrl-C, exit 0.
+//! - `--kind '*'` (ours): every kind.
+//! - `--tail`: follow the record (month rollover included) until Ctrl-C, exit 0. With
+//!   `--since`, following goes on from exactly where the history read stopped, so no event
+//!   is lost between the two (what `monitor --host` relies on to resume without a gap).
 //!
 //! Torn or non-JSON lines are skipped and counted on stderr, never fatal.
 
@@ -21,6 +24,9 @@ use crate::operator::event_read::{Backwards, Forward, Head};
 
 /// Matching events printed when neither `--window`, `--since` nor `--tail` is given.
 pub const DEFAULT_WINDOW: usize = 10;
+
+/// `--kind '*'` matches every kind (ours: what `monitor --host` asks the remote for).
+pub const ALL_KINDS: &str = "*";
 
 /// How often `--tail` looks for new lines.
 pub const TAIL_POLL: Duration = Duration::from_millis(250);
@@ -101,7 +107,7 @@ impl Query {
     }
 
     fn matches(&self, head: &Head) -> bool {
-        self.kinds.contains(head.event.as_str())
+        (self.kinds.contains(head.event.as_str()) || self.kinds.contains(ALL_KINDS))
             && self
                 .since
                 .is_none_or(|since| head.time().is_some_and(|ts| ts >= since))
@@ -242,5 +248,7 @@ mod tests {
             r#"{"ts": "2026-11-29T18:00:00.000Z", "event": "c"}"#
         ));
         assert!(Query::new("a", None, false, Some("2026-11-29")).is_ok());
+        let every = Query::new(ALL_KINDS, None, true, None).unwrap();
+        assert!(every.matches(&head(br#"{"event": "anything"}"#).unwrap()));
     }
 }

@@ -21,6 +21,8 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use crate::runtime::events::Recorded;
+
 /// Bytes read per step when reading backwards.
 pub const BLOCK_BYTES: usize = 64 * 1024;
 
@@ -103,6 +105,16 @@ pub struct Found<'a> {
     pub file: &'a Path,
     /// The offset just past its newline in that file.
     pub end: u64,
+}
+
+impl Found<'_> {
+    /// The whole line as a [`Recorded`] event (its head was read to find it; this parses
+    /// the rest); `None` when it is not one.
+    pub fn recorded(&self) -> Option<Recorded> {
+        serde_json::from_slice(self.line)
+            .ok()
+            .and_then(Recorded::from_line)
+    }
 }
 
 /// A file being read backwards: bytes `pos..pos + buf.len()` of it are in `buf`, and

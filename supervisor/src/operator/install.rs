@@ -1,8 +1,10 @@
 //! `install [--system] [--force] [--dry-run]` / `uninstall [--system]`: a systemd unit that
 //! runs `serve` for one project.
 //!
-//! The unit bakes in the absolute binary and config paths, restarts `serve` on failure but
-//! not on exit 78 (a permanent config error: restarting cannot help), and stops the whole
+//! One template, `agent-runner@.service`, serves every project of the machine; each project
+//! is an instance, `agent-runner@<project>.service`, whose drop-in `project.conf` names its
+//! config (`AGENT_RUNNER_CONFIG`), work dir and stop timeout. The template bakes in the
+//! absolute binary path, restarts `serve` on failure but not on exit 78 (a permanent config error: restarting cannot help), and stops the whole
 //! control group (agent and hosts included) on `systemctl stop`. User units go to
 //! `$XDG_CONFIG_HOME/systemd/user` (default `~/.config/systemd/user`), `--system` units to
 //! `/etc/systemd/system`.
@@ -49,8 +51,11 @@ impl Scope {
     }
 }
 
-/// The unit's file name: `agent-runner-<project>.service`, the project name reduced to
-/// `[A-Za-z0-9_-]` (other characters become `-`).
+/// The template unit every project shares: `agent-runner@.service`.
+pub const TEMPLATE: &str = "agent-runner@.service";
+
+/// The project's instance of the template: `agent-runner@<project>.service`, the project
+/// name reduced to `[A-Za-z0-9_-]` (other characters become `-`).
 pub fn unit_name(config: &Config) -> String {
     let project: String = config
         .project
@@ -63,7 +68,16 @@ pub fn unit_name(config: &Config) -> String {
             }
         })
         .collect();
-    format!("agent-runner-{project}.service")
+    format!("agent-runner@{project}.service")
+}
+
+/// The instance's drop-in, which names the project's config (systemd.unit(5),
+/// "drop-in"): `<unit dir>/agent-runner@<project>.service.d/project.conf`.
+pub fn project_file(config: &Config, scope: Scope) -> PathBuf {
+    scope
+        .unit_dir()
+        .join(format!("{}.d", unit_name(config)))
+        .join("project.conf")
 }
 
 /// Whether systemd manages this machine (`/run/systemd/system` exists: sd_booted(3)).
@@ -81,40 +95,50 @@ fn quote(word: &str) -> String {
     format!("\"{escaped}\"")
 }
 
-/// The unit text for `serve` of `config` run by `binary` (both absolute).
-///
-/// `TimeoutStopSec` is the round budget plus 60 s, so a stop lets the running round
-/// finish as `serve` promises before systemd escalates to SIGKILL.
-pub fn render_unit(config: &Config, binary: &Path, scope: Scope) -> String {
+/// The template's text: `serve` of the config named by the instance's drop-in
+/// (`AGENT_RUNNER_CONFIG`), run by `binary` (absolute).
+pub fn render_template(binary: &Path, scope: Scope) -> String {
     let wanted_by = match scope {
         Scope::User => "default.target",
         Scope::System => "multi-user.target",
     };
     format!(
-        "# Written by `agent-runner install`; remove with `agent-runner uninstall`.\n\
+        "# Written by `agent-runner install`: one instance per project,\n\
+         # agent-runner@<project>.service, configured by its drop-in project.conf.\n\
          [Unit]\n\
-         Description=agent-runner serve for {project} ({config})\n\
+         Description=agent-runner serve for %i\n\
          After=network-online.target\n\
          Wants=network-online.target\n\
          \n\
          [Service]\n\
          Type=exec\n\
-         ExecStart={binary} --config {config_q} serve\n\
-         WorkingDirectory={work_dir}\n\
+         ExecStart={binary} --config ${{AGENT_RUNNER_CONFIG}} serve\n\
          Restart=on-failure\n\
          RestartSec=10\n\
          # 78: permanent config error (bad config, sandbox=\"require\" unmet): do not restart.\n\
          RestartPreventExitStatus=78\n\
          KillMode=control-group\n\
          KillSignal=SIGTERM\n\
-         TimeoutStopSec={stop_s}\n\
          \n\
          [Install]\n\
          WantedBy={wanted_by}\n",
-        project = config.project,
-        config = config.path.display(),
         binary = quote(&binary.display().to_string()),
-        config_q = quote(&config.path.display().to_string()),
+    )
+}
+
+/// The instance drop-in of `config`: its config path, work dir and stop timeout.
+///
+/// `TimeoutStopSec` is the round budget plus 60 s, so a stop lets the running round
+/// finish as `serve` promises before systemd escalates to SIGKILL.
+pub fn render_project(config: &Config) -> String {
+    format!(
+        "# Written by `agent-runner install` for {project}; remove with `agent-runner uninstall`.\n\
+         [Service]\n\
+         Environment={env}\n\
+         WorkingDirectory={work_dir}\n\
+         TimeoutStopSec={stop_s}\n",
+        project = config.project,
+        env = quote(&format!("AGENT_RUNNER_CONFIG={}", config.path.display())),
         work_dir = quote(&config.runtime.work_dir.display().to_string()),
         stop_s = config.runtime.round_budget.as_secs() + 60,
     )
@@ -131,30 +155,48 @@ pub struct InstallOptions {
     pub dry_run: bool,
 }
 
-/// Installs (or, with `dry_run`, prints) the unit; returns the lines to print.
+/// Installs (or, with `dry_run`, prints) the template and the project's drop-in; returns
+/// the lines to print. The template is shared: it is rewritten when it differs (another
+/// binary) only with `--force`; an existing drop-in for this project also needs `--force`.
 ///
-/// Errors: exit 1 when the unit exists (without `--force`), cannot be written, or
+/// Errors: exit 1 when a file exists (without `--force`), cannot be written, or
 /// `systemctl` fails.
 pub fn install(config: &Config, options: InstallOptions) -> Result<Vec<String>, CliError> {
     let binary = std::env::current_exe()
         .and_then(|p| p.canonicalize())
         .map_err(|e| CliError::failure(format!("cannot find the agent-runner binary: {e}")))?;
-    let text = render_unit(config, &binary, options.scope);
-    let path = options.scope.unit_dir().join(unit_name(config));
+    let template = render_template(&binary, options.scope);
+    let template_path = options.scope.unit_dir().join(TEMPLATE);
+    let project = render_project(config);
+    let project_path = project_file(config, options.scope);
     if options.dry_run {
-        return Ok(vec![format!("# {}", path.display()), text]);
+        return Ok(vec![
+            format!("# {}", template_path.display()),
+            template,
+            format!("# {}", project_path.display()),
+            project,
+        ]);
     }
-    if path.exists() && !options.force {
-        return Err(CliError::failure(format!(
-            "{} already exists; pass --force to overwrite it",
-            path.display()
-        )));
+    let same_template = std::fs::read_to_string(&template_path).is_ok_and(|t| t == template);
+    for (path, exists) in [
+        (&template_path, template_path.exists() && !same_template),
+        (&project_path, project_path.exists()),
+    ] {
+        if exists && !options.force {
+            return Err(CliError::failure(format!(
+                "{} already exists; pass --force to overwrite it",
+                path.display()
+            )));
+        }
     }
-    let parent = path.parent().unwrap_or(Path::new("/"));
-    std::fs::create_dir_all(parent)
-        .and_then(|_| std::fs::write(&path, &text))
-        .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
-    let mut lines = vec![format!("wrote {}", path.display())];
+    let mut lines = Vec::new();
+    for (path, text) in [(&template_path, &template), (&project_path, &project)] {
+        let parent = path.parent().unwrap_or(Path::new("/"));
+        std::fs::create_dir_all(parent)
+            .and_then(|_| std::fs::write(path, text))
+            .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
+        lines.push(format!("wrote {}", path.display()));
+    }
     let name = unit_name(config);
     if !systemd_running() {
         lines.push(format!(
@@ -169,16 +211,17 @@ pub fn install(config: &Config, options: InstallOptions) -> Result<Vec<String>, 
     Ok(lines)
 }
 
-/// Stops, disables and removes the unit; returns the lines to print. A unit that is not
-/// there is not an error (nothing to do).
+/// Stops and disables the project's instance and removes its drop-in; the template stays
+/// (other projects may use it). Returns the lines to print. A project that is not
+/// installed is not an error (nothing to do).
 ///
 /// Errors: exit 1 when the file cannot be removed or `systemctl` fails.
 pub fn uninstall(config: &Config, scope: Scope) -> Result<Vec<String>, CliError> {
     let name = unit_name(config);
-    let path = scope.unit_dir().join(&name);
+    let path = project_file(config, scope);
     if !path.exists() {
         return Ok(vec![format!(
-            "{} is not installed; nothing to do",
+            "{name} is not installed ({} does not exist); nothing to do",
             path.display()
         )]);
     }
@@ -191,6 +234,9 @@ pub fn uninstall(config: &Config, scope: Scope) -> Result<Vec<String>, CliError>
     }
     std::fs::remove_file(&path)
         .map_err(|e| CliError::failure(format!("cannot remove {}: {e}", path.display())))?;
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::remove_dir(dir);
+    }
     lines.push(format!("removed {}", path.display()));
     if systemd_running() {
         systemctl(scope, &["daemon-reload"])?;

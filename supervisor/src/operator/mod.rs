@@ -2,7 +2,8 @@
 //!
 //! - Read-only views (never write under `log_dir`, never start a host): [`peek`] (with
 //!   [`peek_render`], [`recent`], [`round_history`], [`system_metrics`]), [`watch`],
-//!   [`event_query`] (both reading the record through [`event_read`]) and [`doctor`].
+//!   [`event_query`] (both reading the record through [`event_read`])
+//!   and [`doctor`]; [`monitor`] (detectors, the ssh relay, the live page and `/metrics`).
 //! - [`event_summary`]: the summary of the record that `serve` keeps for those views.
 //! - Control of a running `serve`: [`control`] (`status`/`stop`/`kill`/`start` over
 //!   `<log_dir>/control.sock`) and [`service`] (`service.json`).
@@ -17,6 +18,7 @@ pub mod event_summary;
 pub mod init;
 pub mod install;
 pub mod interrupt;
+pub mod monitor;
 pub mod peek;
 pub mod peek_render;
 pub mod peer_check;

@@ -23,7 +23,7 @@ use crate::hosts::check_pin;
 use crate::hosts::sandbox::SandboxGate;
 use crate::operator::defenses::Defense;
 use crate::operator::doctor::{covered_families, sandbox_block, HostCover, SandboxBlock};
-use crate::operator::install::{unit_name, Scope};
+use crate::operator::install::{project_file, Scope};
 use crate::operator::recent::{self, Wanted, RECENT_HOOK_FAILURES, RECENT_ROUNDS};
 use crate::operator::round_history::{self, RoundDoc, RoundView};
 use crate::operator::service::{self, CurrentRound, ServiceDoc};
@@ -498,9 +498,8 @@ fn service_block(
     last: Option<&ServiceDoc>,
     now: SystemTime,
 ) -> ServiceBlock {
-    let name = unit_name(config);
-    let user_unit = Scope::User.unit_dir().join(&name);
-    let system_unit = Scope::System.unit_dir().join(&name);
+    let user_unit = project_file(config, Scope::User);
+    let system_unit = project_file(config, Scope::System);
     let user_installed = user_unit.is_file();
     let system_installed = system_unit.is_file();
     let mode = if user_installed {

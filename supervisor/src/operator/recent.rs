@@ -203,11 +203,7 @@ pub fn gather(
             }
             newest.get_or_insert(at);
             scanned += found.line.len() as u64 + 1;
-            collector.offer(&found.head.event, found.head.round_num, || {
-                serde_json::from_slice(found.line)
-                    .ok()
-                    .and_then(Recorded::from_line)
-            });
+            collector.offer(&found.head.event, found.head.round_num, || found.recorded());
             let bounded = limit.is_some_and(|limit| scanned >= limit);
             if collector.round_found && (collector.tail_done() || bounded) {
                 break;

@@ -1,6 +1,7 @@
 //! JSON Schemas (draft 2020-12) of the operator's documents, generated from their types:
-//! `peek --json` ([`PeekDoc`]), `doctor --json` ([`DoctorDoc`]) and `status --json`
-//! ([`StatusDoc`]). They are committed under `docs/schema/` as `<verb>.schema.json`;
+//! `peek --json` ([`PeekDoc`]), `doctor --json` ([`DoctorDoc`]), `status --json`
+//! ([`StatusDoc`]) and the live page's `GET /api/state` ([`StateDoc`], as
+//! `monitor-state`). They are committed under `docs/schema/` as `<verb>.schema.json`;
 //! `supervisor/tests/schema.rs` fails when the committed files drift from the types (the
 //! protocol's own schemas come from `agent_runner_protocol::schema`).
 
@@ -9,6 +10,7 @@ use serde_json::Value;
 
 use crate::operator::control::StatusDoc;
 use crate::operator::doctor::DoctorDoc;
+use crate::operator::monitor::http::StateDoc;
 use crate::operator::peek::PeekDoc;
 
 fn schema<T: JsonSchema>() -> Value {
@@ -21,6 +23,7 @@ pub fn all() -> Vec<(&'static str, Value)> {
         ("peek.schema.json", schema::<PeekDoc>()),
         ("doctor.schema.json", schema::<DoctorDoc>()),
         ("status.schema.json", schema::<StatusDoc>()),
+        ("monitor-state.schema.json", schema::<StateDoc>()),
     ]
 }
 

@@ -45,6 +45,8 @@ pub struct AgentSpec {
     pub stdin_prompt: Option<String>,
     /// Wall-clock budget.
     pub budget: Duration,
+    /// The in-round host-health floor; it ends the round on sustained critical pressure.
+    pub floor: Option<crate::runtime::host_health::Floor>,
     /// Pids of the supervisor's own children that must survive the round (plugin hosts).
     pub spare: Vec<u32>,
 }
@@ -60,6 +62,8 @@ pub enum ExitCause {
     Timeout,
     /// An immediate stop (second signal) terminated it.
     Stopped,
+    /// Sustained critical host pressure ended it (`round_mem_terminated`).
+    HostPressure,
 }
 
 impl ExitCause {
@@ -70,6 +74,7 @@ impl ExitCause {
             ExitCause::Signaled => "signaled",
             ExitCause::Timeout => "timeout",
             ExitCause::Stopped => "stopped",
+            ExitCause::HostPressure => "host_pressure",
         }
     }
 }
@@ -127,6 +132,7 @@ pub async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Result<Agent
         status = child.wait() => status?,
         _ = tokio::time::sleep(spec.budget) => { cause = Some(ExitCause::Timeout); terminate(&mut child, pgid).await? }
         _ = reached(stop, StopLevel::Immediate) => { cause = Some(ExitCause::Stopped); terminate(&mut child, pgid).await? }
+        _ = breached(spec.floor.as_ref(), pgid.as_raw() as u32) => { cause = Some(ExitCause::HostPressure); terminate(&mut child, pgid).await? }
     };
     // Reap what the agent left behind in its group (the guard process included), then
     // what left the group.
@@ -144,6 +150,14 @@ pub async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Result<Agent
         duration: started.elapsed(),
         cause,
     })
+}
+
+/// Resolves when `floor` calls for the end of the round; never without a floor.
+async fn breached(floor: Option<&crate::runtime::host_health::Floor>, pid: u32) {
+    match floor {
+        Some(floor) => floor.breached(pid).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Makes this process a child subreaper (`PR_SET_CHILD_SUBREAPER`): orphaned descendants

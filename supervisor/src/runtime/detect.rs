@@ -30,7 +30,7 @@ pub struct AutoStop {
 /// honoured `stop_service` alert, in hook order. A graceful stop abandons the poll.
 pub async fn poll(
     hosts: &mut HostManager,
-    auto_stop_on: &[HookName],
+    auto_stop_on: &[String],
     events: &EventLog,
     ctx: &Context,
     state: &ProjectState,
@@ -73,7 +73,7 @@ pub async fn poll(
             continue;
         };
         let message = redact_and_cap(&alert.message);
-        let honoured = alert.stop_service && auto_stop_on.contains(&hook.name);
+        let honoured = alert.stop_service && auto_stop_on.iter().any(|n| n == hook.name.as_str());
         events.emit(Event::DetectorAlert {
             hook: hook.name.to_string(),
             severity: alert.severity.as_str().to_owned(),

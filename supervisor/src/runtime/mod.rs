@@ -2,6 +2,7 @@
 //!
 //! - [`serve`]: boot (config → sandbox gate → lock → hosts) and rounds back to back.
 //! - [`round`]: one round: admission, prompt, spawn gate, agent, dirty tree, events.
+//! - [`host_health`]: disk, memory and pressure before and during a round.
 //! - [`agent`]: the agent process in its own process group, under its budget.
 //! - [`pre_round`] (pre-round hooks and context enrichers), [`spawn_gate`], [`dirty`] and
 //!   [`detect`]: the hook families as the round sees them, with their built-ins;
@@ -18,6 +19,7 @@ pub mod detect;
 pub mod dirty;
 pub mod events;
 pub mod git;
+pub mod host_health;
 pub mod pre_round;
 pub mod prompt;
 pub mod retention;

@@ -24,6 +24,7 @@ use crate::runtime::detect::{self, AutoStop};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
 use crate::runtime::events::{timestamp, Event, EventLog, RoundEnd, RoundOutcome};
 use crate::runtime::git::Repo;
+use crate::runtime::host_health::{self, Floor, Pressure, Reading};
 use crate::runtime::pre_round;
 use crate::runtime::prompt::{agent_argv, assemble, spawn_view_argv};
 use crate::runtime::retention;
@@ -50,6 +51,8 @@ pub enum Attempt {
     NotStarted(Verdict),
     /// A stop arrived while the spawn hooks were being asked; no agent started.
     Stopped,
+    /// The host-health gate found a critical reading; no hook was asked, no agent started.
+    Unhealthy(Pressure),
 }
 
 /// Runs rounds of one project: the loaded config, its hosts and its event log.
@@ -61,6 +64,8 @@ pub struct Runner {
     /// Third-party hosts.
     pub hosts: HostManager,
     repo: Repo,
+    /// Since when the host-health gate has been deferring rounds.
+    unhealthy_since: Option<std::time::Instant>,
 }
 
 impl Runner {
@@ -73,6 +78,7 @@ impl Runner {
             events,
             hosts,
             repo,
+            unhealthy_since: None,
         }
     }
 
@@ -124,7 +130,9 @@ impl Runner {
         env
     }
 
-    /// Attempts one round: asks the spawn hooks and, if they let it, runs the agent and
+    /// Attempts one round: checks host health (a critical reading defers the round:
+    /// `round_deferred` once per episode, `round_resumed` when a later attempt finds the
+    /// host healthy), asks the spawn hooks and, if they let it, runs the agent and
     /// handles the tree it left. `phase` overrides the rotation (`round --phase`).
     ///
     /// Errors: the prompt cannot be read, the round log cannot be created, or the agent
@@ -135,6 +143,26 @@ impl Runner {
         phase: Option<&str>,
     ) -> Result<Attempt, CliError> {
         let log_dir = self.config.runtime.log_dir.clone();
+        let health = &self.config.monitor.host_health;
+        if let Some(pressure) = host_health::assess(health, &Reading::take(&log_dir))
+            .filter(|p| p.severity == "critical")
+        {
+            if self.unhealthy_since.is_none() {
+                self.unhealthy_since = Some(std::time::Instant::now());
+                self.events.emit(Event::RoundDeferred {
+                    severity: pressure.severity.to_owned(),
+                    signal: pressure.signal.to_owned(),
+                    message: pressure.message.clone(),
+                    defer_s: self.config.runtime.restart_delay.as_secs(),
+                });
+            }
+            return Ok(Attempt::Unhealthy(pressure));
+        }
+        if let Some(since) = self.unhealthy_since.take() {
+            self.events.emit(Event::RoundResumed {
+                deferred_for_s: (since.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+            });
+        }
         let next = state::peek_next_round(&log_dir).map_err(|e| {
             CliError::failure(format!(
                 "cannot read round state in {}: {e}",
@@ -235,6 +263,11 @@ impl Runner {
             log,
             stdin_prompt: (delivery == PromptDelivery::Stdin).then_some(prompt),
             budget,
+            floor: Some(Floor {
+                cfg: self.config.monitor.host_health.clone(),
+                events: self.events.clone(),
+                round_num,
+            }),
             spare: self
                 .hosts
                 .states()

@@ -223,9 +223,13 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
         );
         let attempt = runner.attempt(stop, None).await;
         status.send_modify(|s| s.update("waiting", None, &runner.hosts));
-        // A deferral is published once its event and the summary are written, so whoever
-        // sees `deferred` in service.json sees the record of it too.
-        if !matches!(attempt, Ok(Attempt::NotStarted(Verdict::Defer { .. }))) {
+        // A deferral (a spawn hook's or host health's) is published once its event and the
+        // summary are written, so whoever sees `deferred` in service.json sees the record
+        // of it too.
+        if !matches!(
+            attempt,
+            Ok(Attempt::NotStarted(Verdict::Defer { .. }) | Attempt::Unhealthy(_))
+        ) {
             service.update(ServiceState::Idle, None, &runner.hosts);
         }
         let wait = match attempt {
@@ -298,6 +302,12 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                 continue;
             }
             Ok(Attempt::NotStarted(Verdict::Skip { .. })) => restart_delay,
+            // Recorded by the runner (round_deferred once, round_resumed when it clears).
+            Ok(Attempt::Unhealthy(_)) => {
+                refresh_summary(&runner.config.runtime.log_dir);
+                service.update(ServiceState::Deferred, None, &runner.hosts);
+                restart_delay
+            }
             Ok(Attempt::NotStarted(Verdict::Proceed)) => {
                 unreachable!("proceed always runs the agent")
             }

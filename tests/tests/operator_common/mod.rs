@@ -1,4 +1,4 @@
-//! Shared by the `operator_*` tests: the peek JSON Schema, a byte-for-byte snapshot of a
+//! Shared by the `operator_*` tests (and the live page's): the document JSON Schemas, a byte-for-byte snapshot of a
 //! directory, and `peek --json` as a value.
 
 #![allow(dead_code)] // each test target uses its own subset
@@ -9,26 +9,30 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-/// `docs/schema/peek.schema.json`, compiled.
-pub fn peek_validator() -> jsonschema::Validator {
-    let path = workspace_root().join("docs/schema/peek.schema.json");
+/// `docs/schema/<file>`, compiled.
+fn document_validator(file: &str) -> jsonschema::Validator {
+    let path = workspace_root().join("docs/schema").join(file);
     let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("read schema"))
         .expect("schema is JSON");
     jsonschema::validator_for(&schema).expect("schema compiles")
 }
 
-/// Panics with every violation when `doc` does not match the peek schema.
-pub fn assert_peek_schema(doc: &Value) {
-    let validator = peek_validator();
-    let errors: Vec<String> = validator
+/// Panics with every violation when `doc` does not match `docs/schema/<file>`.
+pub fn assert_schema(file: &str, doc: &Value) {
+    let errors: Vec<String> = document_validator(file)
         .iter_errors(doc)
         .map(|e| format!("{} at {}", e, e.instance_path()))
         .collect();
     assert!(
         errors.is_empty(),
-        "peek --json breaks the schema:\n{}\n{doc:#}",
+        "the document breaks {file}:\n{}\n{doc:#}",
         errors.join("\n")
     );
+}
+
+/// Panics with every violation when `doc` does not match the peek schema.
+pub fn assert_peek_schema(doc: &Value) {
+    assert_schema("peek.schema.json", doc);
 }
 
 /// `peek --json` of `p` (exit 0 asserted).

@@ -118,21 +118,101 @@ pub enum Event {
         /// The limit.
         max_rounds: u64,
     },
-    /// A spawn hook deferred the round; serve waits, then asks again.
+    /// A spawn hook (`severity` `info`) or the host-health gate (`critical`: disk,
+    /// memory or pressure) deferred the round; serve waits, then asks again.
     RoundDeferred {
-        /// Always `info`.
+        /// `info` for a hook, `critical` for host health.
         severity: String,
-        /// The hook that deferred.
+        /// The hook that deferred, or the reading: `disk`, `psi`, `combined_low`.
         signal: String,
         /// Its reason (redacted, capped).
         message: String,
-        /// Seconds it asked to wait.
+        /// Seconds it asked to wait (host health: until the next check).
         defer_s: u64,
     },
     /// The wait after [`Event::RoundDeferred`] is over.
     RoundResumed {
         /// Seconds waited, to 0.1 s.
         deferred_for_s: f64,
+    },
+    /// One critical host-health sample during a round (`[monitor.host_health]`), emitted
+    /// for the first `2 × critical_consecutive_samples` samples of a streak.
+    RoundMemCriticalSample {
+        /// The round.
+        round_num: u64,
+        /// Critical samples in a row so far.
+        consecutive: u32,
+        /// The readings (`psi_some_avg10`, `psi_full_avg10`, `mem_available_mb`, …).
+        context: serde_json::Value,
+    },
+    /// Sustained critical pressure ended the round (`pressure.in_round_terminate`).
+    RoundMemTerminated {
+        /// The agent's process (group leader).
+        pid: u32,
+        /// Always `critical`.
+        severity: String,
+        /// Which reading: `psi` or `combined_low`.
+        signal: String,
+        /// The reading, in words.
+        message: String,
+        /// Critical samples in a row that ended it.
+        consecutive: u32,
+        /// The readings.
+        context: serde_json::Value,
+    },
+
+    // ---- monitor ----
+    /// A `monitor` began watching this project.
+    MonitorStarted {
+        /// `anomaly`, `narrate`, `events` or `http`.
+        mode: String,
+        /// The monitor's process.
+        pid: u32,
+    },
+    /// A detector raised an alert.
+    MonitorAlertEmitted {
+        /// The detector (`disk_critical`, `supervisor_stale`, …).
+        detector: String,
+        /// `warning` or `critical`.
+        severity: String,
+        /// What it saw, in words.
+        message: String,
+        /// `stop_service` or `none`.
+        auto_action: String,
+    },
+    /// An alert's detector is in `auto_stop_on`; the supervisor was asked to stop.
+    MonitorAutoStopTriggered {
+        /// The detector.
+        detector: String,
+    },
+    /// The stop asked for by an alert did not take.
+    MonitorAutoStopFailed {
+        /// The detector.
+        detector: String,
+        /// Why, in words.
+        error: String,
+    },
+    /// The `monitor --host` ssh link dropped; the relay reconnects with `--since`.
+    MonitorRemoteBlip {
+        /// The ssh alias.
+        host: String,
+        /// ssh's exit code (`null` when killed by a signal).
+        returncode: Option<i32>,
+        /// The end of ssh's stderr.
+        error: String,
+        /// Reconnect attempt number (1 = the first reconnect).
+        attempt: u32,
+    },
+    /// The relay gave up after `remote_failure_tolerance_s` without a working link.
+    MonitorRemoteGiveup {
+        /// The ssh alias.
+        host: String,
+        /// ssh's last exit code.
+        returncode: Option<i32>,
+        /// Connection attempts made.
+        total_attempts: u32,
+        /// Seconds since the link was last up.
+        total_elapsed_s: f64,
     },
     /// A round failed before or around the agent (e.g. the agent cannot be started).
     RoundError {

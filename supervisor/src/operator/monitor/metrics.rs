@@ -1,0 +1,405 @@
+//! `GET /metrics`: the Prometheus text exposition format (version 0.0.4, as documented in
+//! Prometheus' "Exposition formats"), for fleets that already run Prometheus and Grafana
+//! (docs/metrics.md: every series, a scrape config and a dashboard).
+//!
+//! Counters come from the event record, read once from its start and then followed
+//! ([`Counters::observe`]), so they survive monitor restarts as long as the record does;
+//! gauges come from `service.json` at scrape time.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::time::SystemTime;
+
+use crate::operator::service::{ServiceDoc, ServiceState};
+use crate::runtime::events::{Event, Recorded, RoundEnd};
+
+/// Upper bounds (seconds) of the round duration histogram's buckets.
+pub const DURATION_BUCKETS: [f64; 11] = [
+    1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0,
+];
+
+/// What the record of one project adds up to.
+#[derive(Clone, Debug, Default)]
+pub struct Counters {
+    rounds: BTreeMap<String, u64>,
+    duration_buckets: [u64; DURATION_BUCKETS.len()],
+    duration_sum: f64,
+    duration_count: u64,
+    deferrals: BTreeMap<String, u64>,
+    hook_failures: BTreeMap<(String, String), u64>,
+    sandbox_kills: BTreeMap<String, u64>,
+    mem_terminated: u64,
+    last_event: Option<f64>,
+    last_deferral_until: Option<f64>,
+}
+
+/// The scrape-time view of one project.
+pub struct ProjectView<'a> {
+    /// The project's name (label `project`).
+    pub name: &'a str,
+    /// Its record, added up.
+    pub counters: &'a Counters,
+    /// `service.json`, when a supervisor has written one.
+    pub service: Option<&'a ServiceDoc>,
+    /// Whether a supervisor holds the project's lock now.
+    pub up: bool,
+}
+
+/// Seconds since the epoch of an event `ts`.
+pub fn epoch_seconds(ts: &str) -> Option<f64> {
+    let at = crate::operator::event_read::parse_ts(ts)?;
+    Some(
+        at.duration_since(SystemTime::UNIX_EPOCH)
+            .ok()?
+            .as_secs_f64(),
+    )
+}
+
+impl Counters {
+    /// Adds one event of the record.
+    pub fn observe(&mut self, recorded: &Recorded) {
+        let ts = recorded.ts().and_then(epoch_seconds);
+        if ts.is_some() {
+            self.last_event = ts;
+        }
+        let Some(event) = &recorded.event else {
+            return;
+        };
+        match event {
+            Event::RoundEnd(RoundEnd::Ran {
+                exit_code,
+                exit_cause,
+                ..
+            }) => {
+                let outcome = match (exit_cause.as_str(), exit_code) {
+                    ("exited", Some(0)) => "ok",
+                    ("exited", _) => "failed",
+                    (cause, _) => cause,
+                };
+                *self.rounds.entry(outcome.to_owned()).or_default() += 1;
+            }
+            Event::RoundEnd(RoundEnd::NotStarted { .. }) => {
+                *self.rounds.entry("spawn_failed".to_owned()).or_default() += 1;
+            }
+            Event::AgentExit { duration_s, .. } => {
+                for (bucket, bound) in self.duration_buckets.iter_mut().zip(DURATION_BUCKETS) {
+                    if *duration_s <= bound {
+                        *bucket += 1;
+                    }
+                }
+                self.duration_sum += duration_s;
+                self.duration_count += 1;
+            }
+            Event::RoundDeferred {
+                severity, defer_s, ..
+            } => {
+                let by = if severity == "info" {
+                    "hook"
+                } else {
+                    "host_health"
+                };
+                *self.deferrals.entry(by.to_owned()).or_default() += 1;
+                self.last_deferral_until = ts.map(|t| t + *defer_s as f64);
+            }
+            Event::HookFailed {
+                host, hook_kind, ..
+            } => {
+                *self
+                    .hook_failures
+                    .entry((host.clone(), hook_kind.clone()))
+                    .or_default() += 1;
+            }
+            Event::PluginSandboxKill { host, .. } => {
+                *self.sandbox_kills.entry(host.clone()).or_default() += 1;
+            }
+            Event::RoundMemTerminated { .. } => self.mem_terminated += 1,
+            _ => {}
+        }
+    }
+}
+
+/// A label value with `\`, `"` and newlines escaped (the exposition format's rule).
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn number(value: f64) -> String {
+    if value.is_infinite() {
+        if value > 0.0 { "+Inf" } else { "-Inf" }.to_owned()
+    } else {
+        format!("{value}")
+    }
+}
+
+/// One sample of a project: its name suffix (`_bucket`, `_sum`, … or empty), its labels
+/// beyond `project`, its value.
+type Sample = (&'static str, Vec<(&'static str, String)>, f64);
+
+/// Writes one metric family: `# HELP`, `# TYPE`, then `samples` of every project.
+fn family(
+    out: &mut String,
+    projects: &[ProjectView<'_>],
+    (name, kind, help): (&str, &str, &str),
+    samples: impl Fn(&ProjectView<'_>) -> Vec<Sample>,
+) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+    for p in projects {
+        for (suffix, labels, value) in samples(p) {
+            let mut text = format!("project=\"{}\"", escape(p.name));
+            for (k, v) in labels {
+                let _ = write!(text, ",{k}=\"{}\"", escape(&v));
+            }
+            let _ = writeln!(out, "{name}{suffix}{{{text}}} {}", number(value));
+        }
+    }
+}
+
+/// One unlabelled sample.
+fn one(value: f64) -> Vec<Sample> {
+    vec![("", Vec::new(), value)]
+}
+
+/// One sample per entry of `map`, its key as label `label`.
+fn by<K: ToString>(label: &'static str, map: &BTreeMap<K, u64>) -> Vec<Sample> {
+    map.iter()
+        .map(|(k, n)| ("", vec![(label, k.to_string())], *n as f64))
+        .collect()
+}
+
+fn flag(on: bool) -> f64 {
+    if on {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+/// The whole exposition for `projects` (docs/metrics.md lists every series).
+pub fn render(projects: &[ProjectView<'_>]) -> String {
+    let mut out = String::new();
+    let o = &mut out;
+    let state =
+        |p: &ProjectView<'_>, s: ServiceState| p.up && p.service.is_some_and(|d| d.state == s);
+    let hosts = |p: &ProjectView<'_>| -> Vec<(String, u64, Option<f64>)> {
+        p.service
+            .filter(|_| p.up)
+            .map(|s| {
+                s.hosts
+                    .iter()
+                    .map(|h| (h.name.clone(), h.calls, h.call_latency_p50_ms))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_up",
+            "gauge",
+            "1 while a supervisor holds the project's lock.",
+        ),
+        |p| one(flag(p.up)),
+    );
+    family(o, projects, ("agent_runner_rounds_total", "counter", "Rounds ended, by outcome (ok, failed, timeout, signaled, stopped, host_pressure, spawn_failed)."), |p| by("outcome", &p.counters.rounds));
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_round_duration_seconds",
+            "histogram",
+            "Wall-clock duration of the agent in each round.",
+        ),
+        |p| {
+            let c = p.counters;
+            let mut samples: Vec<Sample> = c
+                .duration_buckets
+                .iter()
+                .zip(DURATION_BUCKETS)
+                .map(|(n, bound)| ("_bucket", vec![("le", number(bound))], *n as f64))
+                .collect();
+            samples.push((
+                "_bucket",
+                vec![("le", "+Inf".to_owned())],
+                c.duration_count as f64,
+            ));
+            samples.push(("_sum", Vec::new(), c.duration_sum));
+            samples.push(("_count", Vec::new(), c.duration_count as f64));
+            samples
+        },
+    );
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_round_in_progress",
+            "gauge",
+            "1 while a round's agent runs.",
+        ),
+        |p| one(flag(state(p, ServiceState::Running))),
+    );
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_deferred",
+            "gauge",
+            "1 while rounds are deferred (a spawn hook's back-off or host health).",
+        ),
+        |p| one(flag(state(p, ServiceState::Deferred))),
+    );
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_deferred_until_timestamp_seconds",
+            "gauge",
+            "When the last deferral asked to look again (Unix time).",
+        ),
+        |p| p.counters.last_deferral_until.map(one).unwrap_or_default(),
+    );
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_deferrals_total",
+            "counter",
+            "Rounds deferred, by who deferred them (hook, host_health).",
+        ),
+        |p| by("by", &p.counters.deferrals),
+    );
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_round_mem_terminated_total",
+            "counter",
+            "Rounds ended by sustained host memory pressure.",
+        ),
+        |p| one(p.counters.mem_terminated as f64),
+    );
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_hook_failures_total",
+            "counter",
+            "Failed hook calls and host starts, by host and hook family.",
+        ),
+        |p| {
+            p.counters
+                .hook_failures
+                .iter()
+                .map(|((host, fam), n)| {
+                    (
+                        "",
+                        vec![("host", host.clone()), ("family", fam.clone())],
+                        *n as f64,
+                    )
+                })
+                .collect()
+        },
+    );
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_host_sandbox_kills_total",
+            "counter",
+            "Hosts killed by the sandbox (a denied system call), by host.",
+        ),
+        |p| by("host", &p.counters.sandbox_kills),
+    );
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_hook_calls",
+            "gauge",
+            "Hook calls sent to a host by the running supervisor.",
+        ),
+        |p| {
+            hosts(p)
+                .into_iter()
+                .map(|(h, calls, _)| ("", vec![("host", h)], calls as f64))
+                .collect()
+        },
+    );
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_hook_call_duration_p50_seconds",
+            "gauge",
+            "Median duration of a host's last 64 hook calls.",
+        ),
+        |p| {
+            hosts(p)
+                .into_iter()
+                .filter_map(|(h, _, ms)| Some(("", vec![("host", h)], ms? / 1000.0)))
+                .collect()
+        },
+    );
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_last_event_timestamp_seconds",
+            "gauge",
+            "Time of the newest event in the record (Unix time).",
+        ),
+        |p| p.counters.last_event.map(one).unwrap_or_default(),
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn counts_outcomes_and_durations_and_escapes_labels() {
+        let mut c = Counters::default();
+        for line in [
+            json!({"ts": "2026-11-29T16:43:55.711Z", "event": "agent_exit", "round_num": 1, "exit_code": 0, "signal": null, "duration_s": 12.5, "timed_out": false, "exit_cause": "exited"}),
+            json!({"ts": "2026-11-29T16:43:56.000Z", "event": "round_end", "round_num": 1, "exit_code": 0, "exit_cause": "exited", "dirty_outcome": null}),
+            json!({"ts": "2026-11-29T16:44:00.000Z", "event": "round_end", "round_num": 2, "exit_code": null, "exit_cause": "timeout", "dirty_outcome": null}),
+        ] {
+            c.observe(&Recorded::from_line(line).unwrap());
+        }
+        let text = render(&[ProjectView {
+            name: "a\"b",
+            counters: &c,
+            service: None,
+            up: false,
+        }]);
+        assert!(
+            text.contains("agent_runner_rounds_total{project=\"a\\\"b\",outcome=\"ok\"} 1\n"),
+            "{text}"
+        );
+        assert!(text.contains("outcome=\"timeout\"} 1\n"), "{text}");
+        assert!(
+            text.contains(
+                "agent_runner_round_duration_seconds_bucket{project=\"a\\\"b\",le=\"5\"} 0\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "agent_runner_round_duration_seconds_bucket{project=\"a\\\"b\",le=\"15\"} 1\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "agent_runner_last_event_timestamp_seconds{project=\"a\\\"b\"} 1795970640\n"
+            ),
+            "{text}"
+        );
+    }
+}

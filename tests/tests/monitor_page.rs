@@ -1,0 +1,334 @@
+//! `monitor --mode http` in a real headless Chromium (the Debian `chromium` package, driven
+//! over its DevTools protocol): the page loads, a round started afterwards reaches it as a
+//! live server-sent event, and the screenshot — `target/e2e-screenshots/monitor-page.png`,
+//! kept by CI with the test output — shows that round in progress. Also: `/api/state` is
+//! the peek document, `/metrics` parses with a Prometheus text parser, and any address
+//! but loopback needs a token.
+
+mod operator_common;
+
+use agent_runner_e2e::serde_json::{self, json, Value};
+use agent_runner_e2e::{wait_until, workspace_root, Project, Running};
+use base64::Engine;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// `GET path` on `base` (`http://127.0.0.1:PORT/`): (status, body).
+fn http_get(base: &str, path: &str, bearer: Option<&str>) -> (u16, String) {
+    let addr = base
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let mut stream = TcpStream::connect(&addr).expect("connect to the page");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let auth = bearer.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    // Chromium's DevTools server keeps the connection open: read by Content-Length.
+    let mut reader = BufReader::new(stream);
+    let mut status_line = String::new();
+    reader.read_line(&mut status_line).unwrap();
+    let status = status_line.split(' ').nth(1).unwrap().parse().unwrap();
+    let mut length = None;
+    loop {
+        let mut header = String::new();
+        reader.read_line(&mut header).unwrap();
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse::<usize>().ok();
+            }
+        }
+    }
+    let mut body = Vec::new();
+    match length {
+        Some(n) => {
+            body.resize(n, 0);
+            reader.read_exact(&mut body).unwrap();
+        }
+        None => {
+            reader.read_to_end(&mut body).unwrap();
+        }
+    }
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+fn start_monitor(p: &Project, extra: &[&str], env: &[(&str, &str)]) -> (Running, String) {
+    let mut args = vec!["monitor", "--mode", "http", "--port", "0"];
+    args.extend_from_slice(extra);
+    let mut cmd = p.command(&args);
+    cmd.envs(env.iter().copied());
+    let mut monitor = p.spawn_with(cmd);
+    let url = wait_until("the page to listen", Duration::from_secs(20), || {
+        assert!(
+            !monitor.has_exited(),
+            "monitor exited: {}",
+            monitor.stderr_so_far()
+        );
+        monitor.stdout_so_far().lines().next().map(str::to_owned)
+    });
+    (monitor, url)
+}
+
+/// Headless Chromium with a fresh profile, killed when dropped.
+struct Browser {
+    child: Child,
+    _profile: tempfile::TempDir,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One page target over the DevTools protocol (JSON over a WebSocket).
+struct Page {
+    socket: tungstenite::WebSocket<tungstenite::stream::MaybeTlsStream<TcpStream>>,
+    next_id: u64,
+}
+
+impl Page {
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.socket
+            .send(tungstenite::Message::text(
+                json!({"id": id, "method": method, "params": params}).to_string(),
+            ))
+            .expect("send to chromium");
+        loop {
+            let message = self.socket.read().expect("read from chromium");
+            let Ok(text) = message.to_text() else {
+                continue;
+            };
+            let value: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+            if value["id"] == id {
+                assert!(value.get("error").is_none(), "{method}: {value}");
+                return value["result"].clone();
+            }
+        }
+    }
+
+    /// Evaluates `expression` in the page; its value.
+    fn eval(&mut self, expression: &str) -> Value {
+        self.call(
+            "Runtime.evaluate",
+            json!({"expression": expression, "returnByValue": true}),
+        )["result"]["value"]
+            .clone()
+    }
+}
+
+fn open_in_chromium(url: &str) -> (Browser, Page) {
+    let chromium = ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .expect("Chromium is installed (.ci/run installs the Debian `chromium` package)");
+    let profile = tempfile::tempdir().unwrap();
+    let mut child = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1280,1000",
+            "--remote-debugging-port=0",
+            "about:blank",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start chromium");
+    // "DevTools listening on ws://127.0.0.1:PORT/devtools/browser/…"
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let port = loop {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "chromium exited before listening"
+        );
+        if let Some(rest) = line
+            .trim()
+            .strip_prefix("DevTools listening on ws://127.0.0.1:")
+        {
+            break rest.split('/').next().unwrap().to_owned();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let browser = Browser {
+        child,
+        _profile: profile,
+    };
+    let targets = wait_until("a page target", Duration::from_secs(20), || {
+        let (_, body) = http_get(&format!("http://127.0.0.1:{port}/"), "/json/list", None);
+        let targets: Value = serde_json::from_str(&body).ok()?;
+        targets
+            .as_array()?
+            .iter()
+            .find(|t| t["type"] == "page")
+            .cloned()
+    });
+    let ws = targets["webSocketDebuggerUrl"].as_str().unwrap().to_owned();
+    let (socket, _) = tungstenite::connect(ws.as_str()).expect("connect to the page target");
+    let mut page = Page { socket, next_id: 0 };
+    page.call("Page.enable", json!({}));
+    page.call("Page.navigate", json!({"url": url}));
+    (browser, page)
+}
+
+fn screenshot_path() -> PathBuf {
+    workspace_root().join("target/e2e-screenshots/monitor-page.png")
+}
+
+fn save_screenshot(page: &mut Page, path: &Path) {
+    let shot = page.call("Page.captureScreenshot", json!({"format": "png"}));
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(shot["data"].as_str().unwrap())
+        .unwrap();
+    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, png).unwrap();
+}
+
+#[test]
+fn the_page_shows_a_live_round_in_chromium() {
+    let p = Project::new();
+    p.write_config(
+        &p.config()
+            .dirty_action("ignore")
+            .round_budget_s(120)
+            .agent_env("DEMO_AGENT_SLEEP", "60"),
+    );
+    let (monitor, url) = start_monitor(&p, &[], &[]);
+    let (_browser, mut page) = open_in_chromium(&url);
+    wait_until(
+        "the page to connect its event stream",
+        Duration::from_secs(30),
+        || (page.eval("document.getElementById('connection').textContent") == "live").then_some(()),
+    );
+    assert_eq!(
+        page.eval("document.querySelectorAll('.events li.new').length"),
+        0
+    );
+
+    // Started after the page loaded: the round reaches it only through the live stream.
+    let _serve = p.spawn(&["serve", "--max-rounds", "1"]);
+    let line = wait_until(
+        "a live event and the round in progress",
+        Duration::from_secs(60),
+        || {
+            let spawned =
+                page.eval("!!document.querySelector('.events li.new[data-kind=agent_spawn]')");
+            let line = page.eval("document.querySelector('.round-line').textContent");
+            (spawned == true && line.as_str()?.starts_with("Round 1: ")).then_some(line)
+        },
+    );
+    assert!(line.as_str().unwrap().ends_with("of 2m00s"), "{line}");
+    assert_eq!(
+        page.eval("document.querySelector('.timeline li').className"),
+        "o-running"
+    );
+    // Let the elapsed time tick once so the screenshot shows progress.
+    std::thread::sleep(Duration::from_millis(1500));
+    save_screenshot(&mut page, &screenshot_path());
+
+    let (status, body) = http_get(&url, "/api/state", None);
+    assert_eq!(status, 200);
+    let state: Value = serde_json::from_str(&body).unwrap();
+    operator_common::assert_schema("monitor-state.schema.json", &state);
+    assert_eq!(state["current_round"]["round_num"], 1, "{state}");
+    assert_eq!(state["service"]["state"], "running", "{state}");
+    assert!(
+        state["plugins"]["sandbox"]["achieved_tier"].is_string(),
+        "{state}"
+    );
+    assert_eq!(state["monitor"]["round_budget_s"], 120);
+
+    let (status, text) = http_get(&url, "/metrics", None);
+    assert_eq!(status, 200);
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned())))
+        .expect("/metrics parses as the Prometheus text format");
+    let sample = |name: &str| {
+        scrape
+            .samples
+            .iter()
+            .find(|s| s.metric == name)
+            .unwrap_or_else(|| panic!("{name} missing:\n{text}"))
+    };
+    assert!(
+        matches!(sample("agent_runner_up").value, prometheus_parse::Value::Gauge(v) if v == 1.0)
+    );
+    assert!(
+        matches!(sample("agent_runner_round_in_progress").value, prometheus_parse::Value::Gauge(v) if v == 1.0)
+    );
+    assert!(
+        matches!(sample("agent_runner_last_event_timestamp_seconds").value, prometheus_parse::Value::Gauge(v) if v > 1.7e9)
+    );
+    assert!(
+        scrape
+            .samples
+            .iter()
+            .any(|s| s.metric == "agent_runner_round_duration_seconds"),
+        "{text}"
+    );
+    assert!(!scrape.docs["agent_runner_rounds_total"].is_empty());
+
+    // Read-only: nothing but GET.
+    let mut stream =
+        TcpStream::connect(url.trim_start_matches("http://").trim_end_matches('/')).unwrap();
+    write!(
+        stream,
+        "POST /api/state HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 405"), "{response}");
+    drop(monitor);
+}
+
+#[test]
+fn other_addresses_need_a_token() {
+    let p = Project::new();
+    p.write_config(&p.config());
+    let out = p.run(&[
+        "monitor", "--mode", "http", "--bind", "0.0.0.0", "--port", "0",
+    ]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("token"), "{out}");
+
+    let (_monitor, url) = start_monitor(
+        &p,
+        &["--bind", "0.0.0.0"],
+        &[("AGENT_RUNNER_MONITOR_TOKEN", "s3cret")],
+    );
+    let port = url.rsplit(':').next().unwrap().trim_end_matches('/');
+    let local = format!("http://127.0.0.1:{port}/");
+    assert_eq!(http_get(&local, "/api/state", None).0, 401);
+    assert_eq!(http_get(&local, "/api/state", Some("wrong")).0, 401);
+    assert_eq!(http_get(&local, "/api/state", Some("s3cret")).0, 200);
+    assert_eq!(http_get(&local, "/metrics?token=s3cret", None).0, 200);
+}
