@@ -506,6 +506,14 @@ pub const BUILTIN_KINDS: &[&str] = &[
     "hook_failed",
     "plugin_write_limit",
     "plugin_disabled",
+    "round_mem_critical_sample",
+    "round_mem_terminated",
+    "monitor_started",
+    "monitor_alert_emitted",
+    "monitor_auto_stop_triggered",
+    "monitor_auto_stop_failed",
+    "monitor_remote_blip",
+    "monitor_remote_giveup",
 ];
 
 /// The fields of `round_end`, which has two shapes.
