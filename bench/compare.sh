@@ -36,6 +36,9 @@ host_call="$root/target/compare-host-call.txt"
 cargo bench --quiet -p agent-runner --bench host_call > "$host_call"
 
 work="$root/target/compare"
+# The record of a ./logs project goes to $XDG_STATE_HOME (docs/operations.md, "State dir"):
+# keep it in the scratch dir, not in the user's home.
+export XDG_STATE_HOME="$work/.xdg-state"
 rm -rf "$work"
 mkdir -p "$work"
 cat > "$work/trivial-agent.sh" <<'AGENT'

@@ -14,6 +14,9 @@ AR=$PWD/target/release/agent-runner
 HOST=$PWD/target/release/spawn-pause-file
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
+# The record of a ./logs project goes to $XDG_STATE_HOME (docs/operations.md, "State dir"):
+# keep it in the scratch dir, not in the user's home.
+export XDG_STATE_HOME="$WORK/.xdg-state"
 
 new_project() { # dir
     mkdir -p "$1/prompts"

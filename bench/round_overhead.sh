@@ -12,7 +12,11 @@ runs="${1:-50}"
 cargo build --release --quiet -p agent-runner
 bin="$PWD/target/release/agent-runner"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+# The record of a ./logs project goes to $XDG_STATE_HOME (docs/operations.md, "State dir"):
+# keep it in a scratch dir of its own, not in the user's home.
+XDG_STATE_HOME="$(mktemp -d)"
+export XDG_STATE_HOME
+trap 'rm -rf "$work" "$XDG_STATE_HOME"' EXIT
 cd "$work"
 git init -q . && git config user.email b@b && git config user.name bench
 mkdir prompts && echo "Do nothing." > prompts/main.md

@@ -43,10 +43,12 @@ echo "trivial agent: $(printf '%s' "$1" | head -c 40)"
 AGENT
 chmod +x "$work/trivial-agent.sh"
 
-# new_project DIR: a git repo with a 700-byte prompt (the reference refuses prompts under
-# 500 bytes) and one config both systems accept.
+# new_project DIR [STATE_DIR]: a git repo with a 700-byte prompt (the reference refuses
+# prompts under 500 bytes) and one config both systems accept; with STATE_DIR (ours only),
+# `[runtime] state_dir` keeps the record there, out of the tree (docs/operations.md, "State
+# dir"), instead of under the user's ~/.local/state.
 new_project() {
-  local p=$1
+  local p=$1 state=${2:-}
   mkdir -p "$p/prompts" "$p/logs"
   git -C "$p" init -q -b main .
   git -C "$p" config user.name bench
@@ -65,6 +67,7 @@ prompt_delivery = "argv"
 [runtime]
 work_dir = "."
 log_dir = "./logs"
+${state:+state_dir = \"$state\"}
 round_budget_s = 60
 restart_delay_s = 1
 
@@ -111,10 +114,11 @@ while written < n:
 for f in files.values():
     f.close()
 PY
-  for side in ours peer; do
-    new_project "$work/$side-$n"
-    cp "$work/record-$n"/events-*.jsonl "$work/$side-$n/logs/"
-  done
+  new_project "$work/ours-$n" "$work/ours-$n-state"
+  mkdir -p "$work/ours-$n-state"
+  cp "$work/record-$n"/events-*.jsonl "$work/ours-$n-state/"
+  new_project "$work/peer-$n"
+  cp "$work/record-$n"/events-*.jsonl "$work/peer-$n/logs/"
   rm -rf "$work/record-$n"
 done
 

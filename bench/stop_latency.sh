@@ -9,7 +9,8 @@ cargo build --release --quiet -p agent-runner -p example-spawn-pause-file
 bin="$PWD/target/release/agent-runner"
 host="$PWD/target/release/spawn-pause-file"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+state="$(mktemp -d)" # the record, out of the tree (docs/operations.md, "State dir")
+trap 'rm -rf "$work" "$state"' EXIT
 cd "$work"
 git init -q . && git config user.email b@b && git config user.name bench
 mkdir prompts && echo "Do nothing." > prompts/main.md
@@ -20,6 +21,7 @@ schema_version = 1
 command = ["true"]
 [runtime]
 log_dir = "./logs"
+state_dir = "$state"
 [prompt]
 file = "./prompts/main.md"
 
@@ -36,10 +38,10 @@ TOML
 git add -A && git commit -qm init
 touch .pause
 for i in $(seq "$runs"); do
-  rm -rf logs
+  rm -rf logs "$state"
   "$bin" serve >/dev/null 2>&1 &
   pid=$!
-  until grep -qs round_deferred logs/events-*.jsonl; do sleep 0.05; done
+  until grep -qs round_deferred "$state"/events-*.jsonl; do sleep 0.05; done
   t0=$(date +%s%N)
   "$bin" stop >/dev/null
   wait "$pid" || true

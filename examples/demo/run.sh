@@ -47,6 +47,9 @@ prompt_delivery = "argv"
 [runtime]
 work_dir = "."
 log_dir = "./logs"
+# The record (lock, events, state) out of the agent's reach; the default would be
+# ~/.local/state/agent-runner/projects/… (docs/operations.md, "State dir").
+state_dir = "../state"
 round_budget_s = 60
 restart_delay_s = 1
 
@@ -89,7 +92,7 @@ touch .agent-runner-pause
 AGENT_RUNNER_LOG=warn "$bin/agent-runner" serve --max-rounds 3 &
 serve_pid=$!
 for _ in $(seq 1 100); do
-  if grep -qs '"round_deferred"' logs/events-*.jsonl; then break; fi
+  if grep -qs '"round_deferred"' ../state/events-*.jsonl; then break; fi
   sleep 0.1
 done
 echo "deferred while the pause file exists; removing it"
@@ -101,7 +104,7 @@ say "What happened"
 python3 - "$project" <<'PY'
 import glob, json, sys
 project = sys.argv[1]
-events = [json.loads(l) for f in sorted(glob.glob(f"{project}/logs/events-*.jsonl")) for l in open(f)]
+events = [json.loads(l) for f in sorted(glob.glob(f"{project}/../state/events-*.jsonl")) for l in open(f)]
 kinds = [e["event"] for e in events]
 print(f"rounds run: {kinds.count('round_end')}, deferrals: {kinds.count('round_deferred')}, "
       f"hook commits: {kinds.count('dirty_auto_committed')}, stashes: {kinds.count('orphan_stashed')}, "
@@ -114,5 +117,5 @@ echo
 echo "git log of the project:"
 git --no-pager log --oneline
 echo
-echo "events:      $project/logs/events-*.jsonl"
+echo "events:      $demo/state/events-*.jsonl"
 echo "round logs:  $project/logs/rounds/"

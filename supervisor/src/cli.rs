@@ -50,7 +50,8 @@ pub enum Command {
         #[arg(long, value_name = "NAME")]
         phase: Option<String>,
     },
-    /// Run rounds back to back until stopped (SIGTERM/SIGINT: finish the round, then exit).
+    /// Run rounds back to back until stopped (SIGTERM/SIGINT: finish the round, then exit;
+    /// SIGHUP: re-read the config).
     Serve {
         /// Stop after N completed rounds.
         #[arg(long, value_name = "N")]
@@ -320,7 +321,8 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
                 preset,
                 force,
                 no_commit,
-            })?;
+            })
+            .await?;
             for line in lines {
                 println!("{line}");
             }
@@ -364,7 +366,7 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             let query =
                 crate::operator::event_query::Query::new(&kind, window, tail, since.as_deref())?;
             let config = crate::config::load(&cli.config)?;
-            crate::operator::event_query::run(&config.runtime.log_dir, &query).await
+            crate::operator::event_query::run(&config.runtime.state_dir, &query).await
         }
         Command::Install {
             system,
@@ -398,9 +400,9 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             let (sender, mut stop) =
                 stop::install().map_err(|e| CliError::failure(e.to_string()))?;
             let mut booted = serve::boot(&cli.config).await?;
-            let log_dir = booted.runner.config.runtime.log_dir.clone();
+            let state_dir = booted.runner.config.runtime.state_dir.clone();
             let control =
-                crate::operator::control::listen(&log_dir, sender, booted.status.subscribe())
+                crate::operator::control::listen(&state_dir, sender, booted.status.subscribe())
                     .map_err(|e| {
                         tracing::warn!(
                         "control socket unavailable ({e}); stop/status fall back on the lock pid"
@@ -522,6 +524,11 @@ fn print_lines(lines: Vec<String>) -> Result<u8, CliError> {
     Ok(exit::OK)
 }
 
+/// Lines of the round log `round` prints when the agent failed.
+const ROUND_TAIL_LINES: usize = 20;
+/// At most this many characters of them.
+const ROUND_TAIL_CHARS: usize = 4000;
+
 async fn round(config: &std::path::Path, json: bool, phase: Option<&str>) -> Result<u8, CliError> {
     let mut stop = stop::install_signal_handlers().map_err(|e| CliError::failure(e.to_string()))?;
     let mut booted = serve::boot(config).await?;
@@ -543,6 +550,7 @@ async fn round(config: &std::path::Path, json: bool, phase: Option<&str>) -> Res
             round_num,
             exit: agent_exit,
             dirty,
+            log_path,
             ..
         } => {
             let code = if agent_exit.is_clean() {
@@ -550,6 +558,21 @@ async fn round(config: &std::path::Path, json: bool, phase: Option<&str>) -> Res
             } else {
                 exit::FAILURE
             };
+            if code != exit::OK {
+                // The reason is usually in the agent's last words (docs/operations.md,
+                // "Agent preconditions").
+                eprintln!(
+                    "agent-runner: round {round_num}: the agent ended {} after {:.1} s; the end of {}:\n{}",
+                    match (agent_exit.exit_code, agent_exit.signal) {
+                        (Some(code), _) => format!("with exit code {code}"),
+                        (None, Some(signal)) => format!("by signal {signal}"),
+                        _ => agent_exit.cause.as_str().to_owned(),
+                    },
+                    agent_exit.duration.as_secs_f64(),
+                    log_path.display(),
+                    crate::runtime::round::log_tail(&log_path, ROUND_TAIL_LINES, ROUND_TAIL_CHARS)
+                );
+            }
             let summary = RoundSummary::Ran {
                 round_num,
                 exit_code: agent_exit.exit_code,

@@ -719,6 +719,35 @@ impl Project {
         self.root.join("logs")
     }
 
+    /// Where the record lives for this project's `./logs` layout (docs/operations.md,
+    /// "State dir"): `<home>/.local/state/agent-runner/projects/project-<key>`, `<key>`
+    /// being the first 16 hex digits of the sha256 of the project dir's path.
+    pub fn state_dir(&self) -> PathBuf {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(self.root.as_os_str().as_encoded_bytes());
+        let key: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        self.home
+            .join(".local/state/agent-runner/projects")
+            .join(format!("project-{key}"))
+    }
+
+    /// Writes an executable script `<tmp>/<rel>` (outside the project's tree) with `body`;
+    /// returns its path.
+    pub fn script(&self, rel: &str, body: &str) -> PathBuf {
+        let path = self.tmp.path().join(rel);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).expect("mkdir");
+        }
+        fs::write(&path, body).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+        set_mode(&path, 0o755);
+        path
+    }
+
+    /// The project's private `HOME`.
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
     /// The demo agent script.
     pub fn agent_path(&self) -> &Path {
         &self.agent
@@ -777,6 +806,7 @@ impl Project {
             .args(args)
             .current_dir(&self.root)
             .env("HOME", &self.home)
+            .env_remove("XDG_STATE_HOME")
             .env_remove(TEST_PROBE_ENV)
             .env_remove("AGENT_RUNNER_LOG")
             .stdin(Stdio::null());
@@ -902,9 +932,10 @@ impl Project {
         );
     }
 
-    /// The event files `logs/events-*.jsonl`, sorted by name.
+    /// The event files `<state dir>/events-*.jsonl` ([`Project::state_dir`]), sorted by
+    /// name.
     pub fn event_files(&self) -> Vec<PathBuf> {
-        let Ok(entries) = fs::read_dir(self.log_dir()) else {
+        let Ok(entries) = fs::read_dir(self.state_dir()) else {
             return Vec::new();
         };
         let mut files: Vec<PathBuf> = entries

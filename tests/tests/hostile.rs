@@ -335,13 +335,14 @@ fn rust_writing_the_config_file_is_denied() {
 }
 
 fn rust_writing_log_dir_control_files_is_denied() {
-    // The host tries every file in log_dir: the events file, the lock and state files the
-    // supervisor holds while the round runs.
+    // The host tries every file in the state dir: the events file, the lock and state files
+    // the supervisor holds while the round runs (docs/operations.md, "State dir"); it may
+    // not even list the directory.
     let p = project_with(
         Lang::Rust,
         "write_log_dir",
         "",
-        |p| json!({ "path": p.log_dir() }),
+        |p| json!({ "path": p.state_dir() }),
     );
     let out = round(&p);
     // `denied errno=13 files=<n>`: n ≥ 1 files tried, none opened for writing.
@@ -628,12 +629,12 @@ fn rust_socketpair_connect_and_bind_are_killed() {
 }
 
 fn rust_connecting_to_the_supervisors_control_socket_is_denied() {
-    // serve listens on <log_dir>/control.sock while the host tries it every round.
+    // serve listens on <state_dir>/control.sock while the host tries it every round.
     let p = project_with(
         Lang::Rust,
         "unix_connect",
         "",
-        |p| json!({ "path": p.log_dir().join("control.sock") }),
+        |p| json!({ "path": p.state_dir().join("control.sock") }),
     );
     std::fs::create_dir_all(p.log_dir()).unwrap();
     let running = p.spawn(&["serve"]);
@@ -648,7 +649,7 @@ fn rust_connecting_to_the_supervisors_control_socket_is_denied() {
             )),
         "{failed}"
     );
-    assert!(p.log_dir().join("control.sock").exists());
+    assert!(p.state_dir().join("control.sock").exists());
     // The supervisor's socket still answers its operator, and serve stops cleanly.
     let status = p.run(&["status", "--json"]);
     status.assert_code(0);
@@ -670,13 +671,13 @@ fn unconfined_host_is_refused_by_the_control_socket() {
     // Without seccomp (sandbox = "off") the host can make a UNIX socket: the supervisor's
     // peer check must refuse it (the host is in its own PID namespace).
     let p = Project::new_as(OPERATOR.get());
-    let text =
-        p.config()
-            .sandbox("off")
-            .host(HostSpec::new("hostile", host_exe(Lang::Rust)).config(
-                json!({ "attempt": "unix_request", "path": p.log_dir().join("control.sock") }),
-            ))
-            .render();
+    let text = p
+        .config()
+        .sandbox("off")
+        .host(HostSpec::new("hostile", host_exe(Lang::Rust)).config(
+            json!({ "attempt": "unix_request", "path": p.state_dir().join("control.sock") }),
+        ))
+        .render();
     p.write_config_text(&text);
     std::fs::create_dir_all(p.log_dir()).unwrap();
     let running = p.spawn(&["serve"]);

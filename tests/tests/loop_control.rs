@@ -62,7 +62,7 @@ fn start_status_refusal_and_stop() {
         (!alive(pid)).then_some(())
     });
     assert_eq!(p.events_of("round_start").len(), 1, "{}", p.events_text());
-    assert!(!p.log_dir().join("control.sock").exists());
+    assert!(!p.state_dir().join("control.sock").exists());
     let (code, st) = status(&p);
     assert_eq!(code, 1, "{st}");
     assert_eq!(st["current_round"], 1, "{st}");
@@ -96,7 +96,7 @@ fn stop_falls_back_on_the_lock_pid_without_a_socket() {
     p.write_config(&p.config().dirty_action("ignore").restart_delay_s(60));
     let serve = p.spawn(&["serve"]);
     p.wait_for_event("round_end");
-    let sock = p.log_dir().join("control.sock");
+    let sock = p.state_dir().join("control.sock");
     wait_until("the control socket", Duration::from_secs(10), || {
         sock.exists().then_some(())
     });

@@ -52,7 +52,7 @@ fn a_failed_stash_leaves_the_tree_and_reports_it() {
     std::fs::remove_file(p.dir().join(".git/index.lock")).unwrap();
     assert!(p.stash_shas().is_empty());
     assert!(p.dir().join("src/round_1.rs").is_file());
-    assert!(!p.dir().join("logs/orphan-state.json").exists());
+    assert!(!p.state_dir().join("orphan-state.json").exists());
 }
 
 #[test]
@@ -65,7 +65,7 @@ fn stash_idempotency_holds_across_processes_and_by_sha() {
         .unwrap()
         .to_owned();
     let record: agent_runner_e2e::serde_json::Value = agent_runner_e2e::serde_json::from_str(
-        &std::fs::read_to_string(p.log_dir().join("orphan-state.json")).unwrap(),
+        &std::fs::read_to_string(p.state_dir().join("orphan-state.json")).unwrap(),
     )
     .unwrap();
     assert_eq!(record["sha"], sha.as_str());

@@ -28,7 +28,12 @@ fn every_preset_passes_doctor_with_its_cli_on_path() {
             bin.display(),
             std::env::var("PATH").unwrap_or_default()
         );
-        let out = p.run_env(&["doctor", "--json"], &[("PATH", &path)]);
+        // Tests run as root, where claude refuses its bypass flag unless the environment
+        // declares a sandbox (tests/tests/survive_presets.rs covers the refusal).
+        let out = p.run_env(
+            &["doctor", "--json"],
+            &[("PATH", &path), ("IS_SANDBOX", "1")],
+        );
         out.assert_code(0);
         let report: agent_runner_e2e::serde_json::Value =
             agent_runner_e2e::serde_json::from_str(&out.stdout).expect("doctor --json");

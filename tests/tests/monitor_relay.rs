@@ -45,8 +45,10 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// An sshd for alias `remote-box` whose sessions find `agent-runner` on PATH.
-fn start_sshd(dir: &Path) -> Sshd {
+/// An sshd for alias `remote-box` whose sessions find `agent-runner` on PATH and have
+/// `home` as `HOME` (the remote user's home, where a `./logs` project keeps its record:
+/// docs/operations.md, "State dir").
+fn start_sshd(dir: &Path, home: &Path) -> Sshd {
     std::fs::create_dir_all(dir).unwrap();
     // sshd's privilege separation directory.
     std::fs::create_dir_all("/run/sshd").unwrap();
@@ -67,9 +69,10 @@ fn start_sshd(dir: &Path) -> Sshd {
             "Port {port}\nListenAddress 127.0.0.1\nHostKey {host}\nPidFile {dir}/sshd.pid\n\
              AuthorizedKeysFile {dir}/authorized_keys\nPermitRootLogin prohibit-password\n\
              PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n\
-             StrictModes no\nSetEnv PATH={remote_path}\n",
+             StrictModes no\nSetEnv PATH={remote_path} HOME={home}\n",
             host = host_key.display(),
             dir = dir.display(),
+            home = home.display(),
         ),
     )
     .unwrap();
@@ -162,7 +165,7 @@ fn relayed_events_survive_dropped_links_without_a_gap() {
     );
     let local = Project::new();
     local.write_config(&local.config());
-    let sshd = start_sshd(&local.tmp_dir().join("ssh"));
+    let sshd = start_sshd(&local.tmp_dir().join("ssh"), remote.home());
 
     let path = format!(
         "{}:{}",
@@ -247,7 +250,7 @@ fn the_relay_gives_up_after_the_tolerance() {
             .config()
             .extra("[monitor]\nremote_failure_tolerance_s = 3"),
     );
-    let sshd = start_sshd(&local.tmp_dir().join("ssh"));
+    let sshd = start_sshd(&local.tmp_dir().join("ssh"), local.home());
     // A port nobody listens on.
     let dead = free_port();
     let path = format!(

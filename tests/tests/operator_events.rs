@@ -30,8 +30,9 @@ fn project() -> Project {
         "\n".to_owned(),
     ]
     .concat();
-    p.write("logs/events-2026-10.jsonl", &october);
-    p.write("logs/events-2026-11.jsonl", &november);
+    std::fs::create_dir_all(p.state_dir()).unwrap();
+    std::fs::write(p.state_dir().join("events-2026-10.jsonl"), october).unwrap();
+    std::fs::write(p.state_dir().join("events-2026-11.jsonl"), november).unwrap();
     p
 }
 
@@ -122,7 +123,7 @@ fn bad_arguments_exit_2_and_unreadable_files_exit_1() {
         assert!(!out.stderr.is_empty(), "{args:?} says why");
     }
     // A month file that cannot be read (a directory in its place: root reads any file).
-    std::fs::create_dir_all(p.log_dir().join("events-2026-12.jsonl")).unwrap();
+    std::fs::create_dir_all(p.state_dir().join("events-2026-12.jsonl")).unwrap();
     let out = p.run(&["events", "--kind", "round_start"]);
     out.assert_code(1);
     assert!(out.stderr.contains("events-2026-12.jsonl"), "{out}");
@@ -141,7 +142,7 @@ fn tail_follows_new_events_and_month_rollover_until_ctrl_c() {
         let mut f = std::fs::OpenOptions::new()
             .append(true)
             .create(true)
-            .open(p.log_dir().join(file))
+            .open(p.state_dir().join(file))
             .unwrap();
         f.write_all(text.as_bytes()).unwrap();
     };

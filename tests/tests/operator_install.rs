@@ -29,7 +29,7 @@ fn assert_unit_text(p: &Project, text: &str) {
             "Environment=\"AGENT_RUNNER_CONFIG={}\"",
             p.config_path().display()
         ),
-        format!("WorkingDirectory=\"{}\"", p.dir().display()),
+        format!("WorkingDirectory={}", p.dir().display()),
         "TimeoutStopSec=".to_owned(),
         "[Install]".to_owned(),
     ] {
@@ -150,4 +150,69 @@ fn completions_and_man_page() {
     );
     assert!(out.stdout.contains("agent\\-runner"), "{out}");
     assert!(out.stdout.contains("peek"), "{out}");
+}
+
+/// Issue 17, case 10: what `install` writes (the template and the instance's drop-in)
+/// passes the system's `systemd-analyze verify`, for a project path with spaces and `%`
+/// too (a quoted `WorkingDirectory=` is "not absolute" to systemd). The instance is
+/// verified by name with the unit dir as the search path, so its drop-in is loaded.
+#[test]
+fn installed_unit_passes_systemd_analyze_verify() {
+    let p = Project::new();
+    p.write_config(&p.config());
+    let odd = p.dir().join("my project 100%");
+    std::fs::create_dir_all(odd.join("prompts")).unwrap();
+    std::fs::write(odd.join("prompts/main.md"), "Work.\n").unwrap();
+    std::fs::write(odd.join("agent-runner.toml"), p.config().render()).unwrap();
+    let unit_dir = p.home().join(".config/systemd/user");
+    for config in [p.config_path(), odd.join("agent-runner.toml")] {
+        let mut cmd = std::process::Command::new(agent_runner_bin());
+        cmd.arg("--config")
+            .arg(&config)
+            .arg("install")
+            .current_dir(config.parent().unwrap())
+            .env("HOME", p.home())
+            .env_remove("XDG_CONFIG_HOME");
+        let out = p.run_with(cmd);
+        out.assert_code(0);
+        let working_dir = format!(
+            "WorkingDirectory={}\n",
+            config
+                .parent()
+                .unwrap()
+                .display()
+                .to_string()
+                .replace('%', "%%")
+        );
+        let drop_in = std::fs::read_dir(&unit_dir)
+            .unwrap()
+            .map(|e| e.unwrap().path().join("project.conf"))
+            .find(|d| std::fs::read_to_string(d).is_ok_and(|t| t.contains(&working_dir)))
+            .unwrap_or_else(|| panic!("no drop-in with {working_dir:?}: {out}"));
+        let instance = drop_in
+            .parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .strip_suffix(".d")
+            .unwrap()
+            .to_owned();
+        let mut search = unit_dir.clone().into_os_string();
+        search.push(":"); // then systemd's own paths
+        let verify = std::process::Command::new("systemd-analyze")
+            .arg("verify")
+            .arg(&instance)
+            .env("SYSTEMD_UNIT_PATH", &search)
+            .env("SYSTEMD_LOG_LEVEL", "warning")
+            .output()
+            .expect("systemd-analyze (installed by .ci/run)");
+        let said = String::from_utf8_lossy(&verify.stderr);
+        assert!(
+            verify.status.success() && !said.contains("agent-runner@"),
+            "{instance}: {said}\n{}",
+            std::fs::read_to_string(&drop_in).unwrap()
+        );
+    }
 }

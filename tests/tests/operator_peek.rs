@@ -224,7 +224,7 @@ fn fresh_project_and_after_rounds_match_schema_and_peer_shape() {
         "{kinds:?}"
     );
     let service: Value =
-        serde_json::from_str(&std::fs::read_to_string(p.log_dir().join("service.json")).unwrap())
+        serde_json::from_str(&std::fs::read_to_string(p.state_dir().join("service.json")).unwrap())
             .unwrap();
     assert_eq!(service["schema_version"], 1);
     assert_eq!(service["state"], "stopped");
@@ -236,7 +236,7 @@ fn live_serve_shows_service_state_and_host_counters() {
     let p = pause_project();
     p.write(".agent-runner-pause", "");
     let serve = p.spawn(&["serve"]);
-    let service_json = p.log_dir().join("service.json");
+    let service_json = p.state_dir().join("service.json");
     wait_until("service.json says deferred", EVENT_TIMEOUT, || {
         let text = std::fs::read_to_string(&service_json).ok()?;
         let v: Value = serde_json::from_str(&text).ok()?;

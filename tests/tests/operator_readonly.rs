@@ -65,19 +65,20 @@ fn live_project_log_dir_is_unchanged() {
     // in 60 s.
     p.write(".agent-runner-pause", "");
     let serve = p.spawn(&["serve"]);
-    let service_json = p.log_dir().join("service.json");
+    let service_json = p.state_dir().join("service.json");
     wait_until("serve deferred", EVENT_TIMEOUT, || {
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&service_json).ok()?).ok()?;
         (v["state"] == "deferred" && v["pid"] == serve.pid()).then_some(())
     });
-    let before = snapshot(&p.log_dir());
+    let record = || (snapshot(&p.log_dir()), snapshot(&p.state_dir()));
+    let before = record();
     assert!(
-        before.contains_key("service.json") && before.len() > 5,
+        before.1.contains_key("service.json") && before.0.len() + before.1.len() > 5,
         "{before:?}"
     );
     // serve keeps the record's summary; the readers below use it and leave it as it is.
     let summary: Value = serde_json::from_str(
-        &std::fs::read_to_string(p.log_dir().join("events-summary.json")).unwrap(),
+        &std::fs::read_to_string(p.state_dir().join("events-summary.json")).unwrap(),
     )
     .unwrap();
     assert_eq!(
@@ -85,7 +86,7 @@ fn live_project_log_dir_is_unchanged() {
         "{summary}"
     );
     let covered = p
-        .log_dir()
+        .state_dir()
         .join(summary["covers"]["file"].as_str().unwrap());
     assert_eq!(
         summary["covers"]["end"].as_u64(),
@@ -95,15 +96,15 @@ fn live_project_log_dir_is_unchanged() {
     for verb in VERBS {
         let out = p.run(verb);
         assert!(out.code() == 0, "{verb:?}: {out}");
-        assert_eq!(snapshot(&p.log_dir()), before, "{verb:?} changed log_dir");
+        assert_eq!(record(), before, "{verb:?} changed log_dir or state dir");
     }
     for verb in STATUS {
         let out = p.run(verb);
         assert_eq!(out.code(), 0, "{verb:?}: {out}");
-        assert_eq!(snapshot(&p.log_dir()), before, "{verb:?} changed log_dir");
+        assert_eq!(record(), before, "{verb:?} changed log_dir or state dir");
     }
     watch_briefly(&p);
-    assert_eq!(snapshot(&p.log_dir()), before, "watch changed log_dir");
+    assert_eq!(record(), before, "watch changed log_dir or state dir");
     serve.signal(libc::SIGTERM);
     serve.wait(EVENT_TIMEOUT).assert_code(0);
 }
@@ -117,10 +118,12 @@ fn fresh_project_log_dir_is_not_created() {
         let expected = if verb.contains(&"--log") { 1 } else { 0 };
         assert_eq!(out.code(), expected, "{verb:?}: {out}");
         assert!(!p.log_dir().exists(), "{verb:?} created log_dir");
+        assert!(!p.state_dir().exists(), "{verb:?} created the state dir");
     }
     for verb in STATUS {
         assert_eq!(p.run(verb).code(), 1, "{verb:?} with no supervisor");
         assert!(!p.log_dir().exists(), "{verb:?} created log_dir");
+        assert!(!p.state_dir().exists(), "{verb:?} created the state dir");
     }
     watch_briefly(&p);
     assert!(!p.log_dir().exists(), "watch created log_dir");

@@ -1,6 +1,6 @@
 //! `[plugins.hosts.<name>] read_paths` (docs/configuration.md): an operator's extra
 //! read-only paths reach the confined host and nothing else does; paths covering the config
-//! file, `log_dir` or a credential directory are refused with one clear error (exit 78);
+//! file, `log_dir`, the state dir or a credential directory are refused with one clear error (exit 78);
 //! `doctor` and `peek` show them.
 
 use agent_runner_e2e::serde_json::{json, Value};
@@ -77,9 +77,15 @@ fn covering_paths_are_refused_and_exact_ones_allowed() {
         ("[\"~\"]", "/home/.ssh"),
         ("[\".\"]", "agent-runner.toml"),
         ("[\"..\"]", "agent-runner.toml"),
+        // The state dir of a ./logs project (docs/operations.md, "State dir").
+        (
+            "[\"~/.local\"]",
+            ".local/state/agent-runner/projects/project-",
+        ),
     ] {
         let q = project(&target, Some(list));
         std::fs::create_dir_all(q.tmp_dir().join("home/.aws")).unwrap();
+        std::fs::create_dir_all(q.tmp_dir().join("home/.local")).unwrap();
         let out = q.run(&["doctor"]);
         assert_eq!(out.code(), 78, "{list}: {out}");
         let text = out.to_string();

@@ -14,6 +14,7 @@ pub use raw::UNIMPLEMENTED;
 pub use resolve::{
     AgentConfig, Config, ContextInjection, DirtyAction, HostConfig, PhaseOverride, PhasesConfig,
     PluginsConfig, Profile, PromptConfig, PromptDelivery, RuntimeConfig, SandboxMode, VcsConfig,
+    DEFAULT_GIT_TIMEOUT_S,
 };
 
 use std::path::{Path, PathBuf};

@@ -55,11 +55,14 @@ pub(super) struct RawAgent {
 pub(super) struct RawRuntime {
     pub work_dir: Option<String>,
     pub log_dir: Option<String>,
+    pub state_dir: Option<String>,
     pub round_budget_s: Option<u64>,
     pub restart_delay_s: Option<u64>,
     pub max_rounds: Option<u64>,
     pub stop_file: Option<String>,
     pub round_log_retention: Option<u64>,
+    pub round_log_max_bytes: Option<u64>,
+    pub round_log_retention_bytes: Option<u64>,
     pub dry_run: Option<bool>,
 }
 
@@ -79,6 +82,7 @@ pub(super) struct RawPrompt {
 pub(super) struct RawVcs {
     pub dirty_action: Option<String>,
     pub stash_idempotency_s: Option<u64>,
+    pub git_timeout_s: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -182,8 +182,13 @@ pub struct AgentConfig {
 pub struct RuntimeConfig {
     /// The git working tree the agent works in (absolute, existing).
     pub work_dir: PathBuf,
-    /// Events, round logs, state and host state dirs (absolute; created on first write).
+    /// Round logs, the round context file and host state dirs (absolute; created on first
+    /// write).
     pub log_dir: PathBuf,
+    /// The project lock, events, `state.json`, the orphan stash record, `service.json` and
+    /// the control socket (absolute; created on first write). See
+    /// [`crate::runtime::state_dir`] for the default.
+    pub state_dir: PathBuf,
     /// Wall-clock budget of one round (default 1800 s).
     pub round_budget: Duration,
     /// Pause between rounds under `serve` (default 3 s, at least 1 s).
@@ -194,6 +199,11 @@ pub struct RuntimeConfig {
     pub stop_file: Option<PathBuf>,
     /// Keep the last N round logs, delete older ones (0 = keep all, the default).
     pub round_log_retention: u64,
+    /// Cap of one round log, bytes (default [`DEFAULT_ROUND_LOG_MAX_BYTES`]).
+    pub round_log_max_bytes: u64,
+    /// Keep the newest round logs within this many bytes in total (0 = no size limit, the
+    /// default).
+    pub round_log_retention_bytes: u64,
     /// Passed to hosts as `ctx.dry_run` (default false).
     pub dry_run: bool,
 }
@@ -240,7 +250,16 @@ pub struct VcsConfig {
     pub dirty_action: DirtyAction,
     /// A stash within this long of the previous one is skipped (default 5 s).
     pub stash_idempotency: Duration,
+    /// Longest run of one git command before it is killed with its process group
+    /// (default [`DEFAULT_GIT_TIMEOUT_S`]).
+    pub git_timeout: Duration,
 }
+
+/// Default `[runtime] round_log_max_bytes`: 64 MiB.
+pub const DEFAULT_ROUND_LOG_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Default `[vcs] git_timeout_s`.
+pub const DEFAULT_GIT_TIMEOUT_S: u64 = 60;
 
 /// `[plugins] sandbox`: how much confinement third-party hosts must get.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -275,7 +294,7 @@ impl SandboxMode {
 }
 
 /// One `[plugins.hosts.<name>]` table.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct HostConfig {
     /// The table's key: the host's name, used by pins, `disable`, events.
     pub name: String,
@@ -290,7 +309,7 @@ pub struct HostConfig {
     /// Address-space limit of the host process, MiB (default 1024).
     pub memory_max_mb: u64,
     /// Extra paths the host may read (`read_paths`), canonical, each existing and none
-    /// covering the config file, `log_dir` or a credential directory (see
+    /// covering the config file, `log_dir`, the state dir or a credential directory (see
     /// [`resolve_read_paths`]).
     pub read_paths: Vec<PathBuf>,
     /// Write limits of the host (docs/configuration.md, docs/security.md "Write limits").
@@ -394,6 +413,28 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         .unwrap_or("~/.agent-runner/{project}/logs");
     let log_dir = expand_path(log_dir_text, &work_dir, &project)
         .map_err(|message| err("runtime.log_dir", message))?;
+    let state_dir = match raw.runtime.state_dir.as_deref() {
+        Some(text) => expand_path(text, &work_dir, &project)
+            .map_err(|message| err("runtime.state_dir", message))?,
+        None => crate::runtime::state_dir::default_for(&work_dir, &log_dir, &project),
+    };
+    let git_timeout_s = raw.vcs.git_timeout_s.unwrap_or(DEFAULT_GIT_TIMEOUT_S);
+    if git_timeout_s == 0 {
+        return Err(err(
+            "vcs.git_timeout_s",
+            "must be at least 1 (seconds)".into(),
+        ));
+    }
+    let round_log_max_bytes = raw
+        .runtime
+        .round_log_max_bytes
+        .unwrap_or(DEFAULT_ROUND_LOG_MAX_BYTES);
+    if round_log_max_bytes < 1024 {
+        return Err(err(
+            "runtime.round_log_max_bytes",
+            format!("{round_log_max_bytes} is too small; expected at least 1024 (bytes)"),
+        ));
+    }
     let round_budget_s = raw.runtime.round_budget_s.unwrap_or(1800);
     if round_budget_s == 0 {
         return Err(err(
@@ -533,6 +574,10 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         pins.insert(name, pin);
     }
     let mut hosts = Vec::new();
+    let dirs = RunDirs {
+        log_dir: &log_dir,
+        state_dir: &state_dir,
+    };
     let mut plugin_tables = raw.plugin_tables;
     for (name, mut host) in raw.plugins.hosts {
         if let Some(table) = plugin_tables.remove(&name) {
@@ -545,7 +590,7 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
             host.config = table;
         }
         hosts.push(
-            resolve_host(&name, host, &path, &work_dir, &log_dir, &project)
+            resolve_host(&name, host, &path, &work_dir, dirs, &project)
                 .map_err(|(key, message)| err(&format!("plugins.hosts.{name}.{key}"), message))?,
         );
     }
@@ -577,11 +622,14 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         runtime: RuntimeConfig {
             work_dir,
             log_dir,
+            state_dir,
             round_budget: Duration::from_secs(round_budget_s),
             restart_delay: Duration::from_secs(restart_delay_s),
             max_rounds: raw.runtime.max_rounds,
             stop_file,
             round_log_retention: raw.runtime.round_log_retention.unwrap_or(0),
+            round_log_max_bytes,
+            round_log_retention_bytes: raw.runtime.round_log_retention_bytes.unwrap_or(0),
             dry_run: raw.runtime.dry_run.unwrap_or(false),
         },
         prompt: PromptConfig {
@@ -596,6 +644,7 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         vcs: VcsConfig {
             dirty_action,
             stash_idempotency: Duration::from_secs(raw.vcs.stash_idempotency_s.unwrap_or(5)),
+            git_timeout: Duration::from_secs(git_timeout_s),
         },
         plugins: PluginsConfig {
             sandbox,
@@ -672,20 +721,23 @@ fn resolve_prompt_files(
 
 /// `read_paths` of a host: `~` and `{project}` expanded, relative to `work_dir`, made
 /// canonical. Refused when a path does not exist, or when it covers without naming it the
-/// config file, `log_dir` (control socket, state files) or one of the user's credential
-/// paths ([`CREDENTIAL_PATHS`]): docs/configuration.md, docs/security.md.
+/// config file, `log_dir`, the state dir (control socket, lock, events, state files:
+/// docs/operations.md, "State dir") or one of the user's credential paths
+/// ([`CREDENTIAL_PATHS`]): docs/configuration.md, docs/security.md.
 fn resolve_read_paths(
     texts: &[String],
     config_path: &Path,
     work_dir: &Path,
-    log_dir: &Path,
+    dirs: RunDirs<'_>,
     project: &str,
 ) -> Result<Vec<PathBuf>, String> {
-    let mut protected = vec![config_path.to_owned(), log_dir.to_owned()];
+    let mut protected = vec![config_path.to_owned(), dirs.log_dir.to_owned()];
     if let Some(home) = std::env::var_os("HOME") {
         let home = PathBuf::from(home);
         protected.extend(CREDENTIAL_PATHS.iter().map(|(rel, _)| home.join(rel)));
     }
+    // Last, so a grant of the whole home is refused naming a credential path first.
+    protected.push(dirs.state_dir.to_owned());
     let mut out = Vec::with_capacity(texts.len());
     for text in texts {
         let path = expand_path(text, work_dir, project)?;
@@ -710,12 +762,19 @@ fn resolve_read_paths(
     Ok(out)
 }
 
+/// The supervisor's own directories a host's `read_paths` must not cover.
+#[derive(Clone, Copy)]
+struct RunDirs<'a> {
+    log_dir: &'a Path,
+    state_dir: &'a Path,
+}
+
 fn resolve_host(
     name: &str,
     raw: RawHost,
     config_path: &Path,
     work_dir: &Path,
-    log_dir: &Path,
+    dirs: RunDirs<'_>,
     project: &str,
 ) -> Result<HostConfig, (&'static str, String)> {
     if HookName::try_from(name.to_owned()).is_err() {
@@ -763,7 +822,7 @@ fn resolve_host(
         ),
         memory_max_mb: positive("memory_max_mb", raw.memory_max_mb)?
             .unwrap_or(DEFAULT_HOST_MEMORY_MB),
-        read_paths: resolve_read_paths(&raw.read_paths, config_path, work_dir, log_dir, project)
+        read_paths: resolve_read_paths(&raw.read_paths, config_path, work_dir, dirs, project)
             .map_err(|m| ("read_paths", m))?,
         writes: WriteLimits {
             file_max_mb: positive("file_max_mb", raw.file_max_mb)?

@@ -225,6 +225,8 @@ pub struct HostStatus {
 
 struct ManagedHost {
     cfg: HostConfig,
+    /// Its `[plugins.pin]` entry when it was admitted.
+    pin: Option<agent_runner_plugin_host::pin::Sha256Pin>,
     spec: LaunchSpec,
     /// What `initialize` declared besides hooks (docs/protocol.md §3).
     declared: Declared,
@@ -236,6 +238,16 @@ struct ManagedHost {
     /// Set by the host's [`write_watch::WriteWatch`] when its state directory went over
     /// `state_max_mb`.
     write_breach: Arc<AtomicBool>,
+}
+
+/// What [`HostManager::reconcile`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reconciled {
+    /// Hosts admitted anew (new, or their entry or pin changed), whether or not they
+    /// passed their checks.
+    pub started: Vec<String>,
+    /// Hosts shut down for good (removed from the config or disabled).
+    pub stopped: Vec<String>,
 }
 
 /// Every host of one supervisor run.
@@ -271,44 +283,111 @@ impl HostManager {
                 tracing::info!(host = %cfg.name, "host disabled by [plugins] disable");
                 continue;
             }
-            let Some(spec) = manager.admit(config, gate, cfg) else {
+            manager.add(config, gate, cfg).await;
+        }
+        manager.sort_hooks();
+        manager
+    }
+
+    /// Follows a re-read config (docs/configuration.md, "Config follows the file"): a host
+    /// whose `[plugins.hosts.<name>]` entry and pin are unchanged keeps running with its
+    /// hooks; a host whose entry or pin changed is shut down and admitted again (resolve,
+    /// hash, pin check, launch, `initialize`), a new host is admitted, a removed or newly
+    /// disabled one is shut down. Returns the names of the hosts (re)started and stopped.
+    pub async fn reconcile(&mut self, config: &Config, gate: &SandboxGate) -> Reconciled {
+        let mut old: Vec<Option<ManagedHost>> = std::mem::take(&mut self.hosts)
+            .into_iter()
+            .map(Some)
+            .collect();
+        let old_hooks = std::mem::take(&mut self.hooks);
+        let mut done = Reconciled::default();
+        for cfg in &config.plugins.hosts {
+            if config.plugins.disable.contains(&cfg.name) {
                 continue;
-            };
-            manager.hosts.push(ManagedHost {
-                cfg: cfg.clone(),
-                spec,
-                declared: Declared::default(),
-                running: None,
-                consecutive_failures: 0,
-                next_start: Instant::now(),
-                disabled: false,
-                stats: CallStats::default(),
-                write_breach: Arc::default(),
-            });
-            let index = manager.hosts.len() - 1;
-            match manager.start(index).await {
-                Ok(result) => manager.register(index, result),
-                Err(failure) => {
-                    manager.record_failure(index, &cfg.name, "initialize", &failure);
-                    if failure.rpc.as_ref().is_some_and(|(code, _)| {
-                        *code == agent_runner_protocol::error_codes::UNSUPPORTED_PROTOCOL_VERSION
-                    }) {
-                        // Another protocol version: no restart can help (`docs/protocol.md` §3).
-                        manager.events.emit(Event::PluginRefused {
-                            name: cfg.name.clone(),
-                            reason: failure.message.clone(),
-                        });
+            }
+            let pin = config.plugins.pins.get(&cfg.name).copied();
+            let same = old
+                .iter()
+                .position(|h| h.as_ref().is_some_and(|h| h.cfg == *cfg && h.pin == pin));
+            match same.and_then(|i| old[i].take().map(|h| (i, h))) {
+                Some((was, host)) => {
+                    let now = self.hosts.len();
+                    self.hosts.push(host);
+                    self.hooks.extend(
+                        old_hooks
+                            .iter()
+                            .filter(|h| h.host == was)
+                            .cloned()
+                            .map(|h| HookRef { host: now, ..h }),
+                    );
+                }
+                None => {
+                    if let Some(i) = old
+                        .iter()
+                        .position(|h| h.as_ref().is_some_and(|h| h.cfg.name == cfg.name))
+                    {
+                        if let Some(running) = old[i].take().and_then(|h| h.running) {
+                            running.shutdown().await;
+                        }
                     }
-                    manager.hosts[index].disabled = true;
+                    self.add(config, gate, cfg).await;
+                    done.started.push(cfg.name.clone());
                 }
             }
         }
-        manager.hooks.sort_by(|a, b| {
+        for host in old.into_iter().flatten() {
+            done.stopped.push(host.cfg.name.clone());
+            if let Some(running) = host.running {
+                running.shutdown().await;
+            }
+        }
+        self.sort_hooks();
+        done
+    }
+
+    /// Admits, starts and registers one host (after recording why, refused or disabled
+    /// when any step fails).
+    async fn add(&mut self, config: &Config, gate: &SandboxGate, cfg: &HostConfig) {
+        let Some(spec) = self.admit(config, gate, cfg) else {
+            return;
+        };
+        self.hosts.push(ManagedHost {
+            cfg: cfg.clone(),
+            pin: config.plugins.pins.get(&cfg.name).copied(),
+            spec,
+            declared: Declared::default(),
+            running: None,
+            consecutive_failures: 0,
+            next_start: Instant::now(),
+            disabled: false,
+            stats: CallStats::default(),
+            write_breach: Arc::default(),
+        });
+        let index = self.hosts.len() - 1;
+        match self.start(index).await {
+            Ok(result) => self.register(index, result),
+            Err(failure) => {
+                self.record_failure(index, &cfg.name, "initialize", &failure);
+                if failure.rpc.as_ref().is_some_and(|(code, _)| {
+                    *code == agent_runner_protocol::error_codes::UNSUPPORTED_PROTOCOL_VERSION
+                }) {
+                    // Another protocol version: no restart can help (`docs/protocol.md` §3).
+                    self.events.emit(Event::PluginRefused {
+                        name: cfg.name.clone(),
+                        reason: failure.message.clone(),
+                    });
+                }
+                self.hosts[index].disabled = true;
+            }
+        }
+    }
+
+    fn sort_hooks(&mut self) {
+        self.hooks.sort_by(|a, b| {
             a.priority
                 .cmp(&b.priority)
                 .then_with(|| a.name.cmp(&b.name))
         });
-        manager
     }
 
     /// Resolves, hashes and pin-checks one host; `None` (after recording why) if refused.

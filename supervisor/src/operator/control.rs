@@ -2,7 +2,7 @@
 //! finishes), `kill` (terminate the agent now; hosts are shut down on the way out) and
 //! `start` (`serve` detached, refused while one runs).
 //!
-//! `serve` listens on a local socket, `<log_dir>/control.sock` (one JSON request line
+//! `serve` listens on a local socket, `<state_dir>/control.sock` (one JSON request line
 //! `{"cmd": "status"|"stop"|"kill"}`, one JSON answer line). When the socket does not answer
 //! (an older or wedged supervisor, a path too long for a socket) the verbs fall back on the
 //! project lock: its holder's pid is signalled (SIGTERM: graceful; a second SIGTERM:
@@ -26,7 +26,7 @@ use crate::runtime::events::timestamp;
 use crate::runtime::state::{lock_holder, read_round_state, LOCK_FILE};
 use crate::runtime::stop::{raise, StopLevel, StopSender};
 
-/// Name of the control socket in `log_dir`.
+/// Name of the control socket in `state_dir`.
 pub const SOCKET_FILE: &str = "control.sock";
 
 /// How long a client waits for the socket to answer before falling back.
@@ -184,16 +184,16 @@ impl Drop for ControlServer {
     }
 }
 
-/// Binds `<log_dir>/control.sock` (replacing a stale one: the caller holds the project
+/// Binds `<state_dir>/control.sock` (replacing a stale one: the caller holds the project
 /// lock) and answers requests until dropped.
 ///
 /// Errors: the socket cannot be bound (the caller carries on; clients fall back).
 pub fn listen(
-    log_dir: &Path,
+    state_dir: &Path,
     stop: StopSender,
     snapshot: watch::Receiver<Snapshot>,
 ) -> std::io::Result<ControlServer> {
-    let path = log_dir.join(SOCKET_FILE);
+    let path = state_dir.join(SOCKET_FILE);
     let _ = std::fs::remove_file(&path);
     let name = path.as_path().to_fs_name::<GenericFilePath>()?;
     let listener = ListenerOptions::new().name(name).create_tokio()?;
@@ -282,10 +282,10 @@ async fn answer(
     send.flush().await
 }
 
-/// Sends one request to the socket in `log_dir`; `None` when it does not answer in time or
+/// Sends one request to the socket in `state_dir`; `None` when it does not answer in time or
 /// answers something other than a `T`.
-async fn request<T: DeserializeOwned>(log_dir: &Path, cmd: &str) -> Option<T> {
-    let path = log_dir.join(SOCKET_FILE);
+async fn request<T: DeserializeOwned>(state_dir: &Path, cmd: &str) -> Option<T> {
+    let path = state_dir.join(SOCKET_FILE);
     let exchange = async {
         let name = path.as_path().to_fs_name::<GenericFilePath>().ok()?;
         let conn = LocalSocketStream::connect(name).await.ok()?;
@@ -312,10 +312,10 @@ async fn request<T: DeserializeOwned>(log_dir: &Path, cmd: &str) -> Option<T> {
 /// Errors: exit 78 for a bad config.
 pub async fn status(config_path: &Path, as_json: bool) -> Result<u8, CliError> {
     let config = crate::config::load(config_path)?;
-    let log_dir = &config.runtime.log_dir;
-    let report = match request::<StatusDoc>(log_dir, "status").await {
+    let state_dir = &config.runtime.state_dir;
+    let report = match request::<StatusDoc>(state_dir, "status").await {
         Some(doc) => doc,
-        None => fallback_status(log_dir),
+        None => fallback_status(state_dir),
     };
     if as_json {
         println!("{}", serde_json::to_string(&report).unwrap_or_default());
@@ -351,11 +351,11 @@ fn or_null<T: std::fmt::Display>(value: Option<T>) -> String {
 }
 
 /// Status from the lock and `state.json` when the socket does not answer.
-fn fallback_status(log_dir: &Path) -> StatusDoc {
-    let round = read_round_state(log_dir).ok().map(|s| s.last_round);
-    match lock_holder(log_dir) {
+fn fallback_status(state_dir: &Path) -> StatusDoc {
+    let round = read_round_state(state_dir).ok().map(|s| s.last_round);
+    match lock_holder(state_dir) {
         Some(pid) => {
-            let started = std::fs::metadata(log_dir.join(LOCK_FILE))
+            let started = std::fs::metadata(state_dir.join(LOCK_FILE))
                 .and_then(|m| m.modified())
                 .ok();
             StatusDoc {
@@ -390,7 +390,7 @@ fn fallback_status(log_dir: &Path) -> StatusDoc {
 /// Errors: exit 78 for a bad config.
 pub async fn stop(config_path: &Path, level: StopLevel, as_json: bool) -> Result<u8, CliError> {
     let config = crate::config::load(config_path)?;
-    let report = ask_stop(&config.runtime.log_dir, level).await?;
+    let report = ask_stop(&config.runtime.state_dir, level).await?;
     if as_json {
         println!("{}", serde_json::to_string(&report).unwrap_or_default());
     } else {
@@ -407,23 +407,23 @@ pub async fn stop(config_path: &Path, level: StopLevel, as_json: bool) -> Result
     Ok(exit::OK)
 }
 
-/// Asks the supervisor of `log_dir` to stop at `level`: over the control socket, else by
+/// Asks the supervisor whose state dir is `state_dir` to stop at `level`: over the control socket, else by
 /// SIGTERM to the lock holder (what `stop`, `kill` and `monitor`'s `auto_stop_on` use).
 ///
 /// Errors: no supervisor holds the lock.
-pub async fn ask_stop(log_dir: &Path, level: StopLevel) -> Result<StopReply, CliError> {
+pub async fn ask_stop(state_dir: &Path, level: StopLevel) -> Result<StopReply, CliError> {
     let cmd = if level == StopLevel::Immediate {
         "kill"
     } else {
         "stop"
     };
-    let report = match request::<StopReply>(log_dir, cmd).await {
+    let report = match request::<StopReply>(state_dir, cmd).await {
         Some(reply) => reply,
-        None => match lock_holder(log_dir) {
+        None => match lock_holder(state_dir) {
             None => {
                 return Err(CliError::failure(format!(
                     "no agent-runner supervises this project (no lock holder in {})",
-                    log_dir.display()
+                    state_dir.display()
                 )))
             }
             Some(pid) => {
@@ -446,7 +446,7 @@ pub async fn ask_stop(log_dir: &Path, level: StopLevel) -> Result<StopReply, Cli
     Ok(report)
 }
 
-/// `start`: runs `serve` detached (its own session; output in `<log_dir>/serve.out`) and
+/// `start`: runs `serve` detached (its own session; output in `<state_dir>/serve.out`) and
 /// returns once it holds the project lock. Refused (exit 1) while a supervisor runs.
 ///
 /// Errors: 78 for a bad config; 1 when one runs, or when `serve` exits during start-up
@@ -454,15 +454,15 @@ pub async fn ask_stop(log_dir: &Path, level: StopLevel) -> Result<StopReply, Cli
 pub async fn start(config_path: &Path, as_json: bool) -> Result<u8, CliError> {
     use std::os::unix::process::CommandExt;
     let config = crate::config::load(config_path)?;
-    let log_dir = &config.runtime.log_dir;
-    if let Some(pid) = lock_holder(log_dir) {
+    let state_dir = &config.runtime.state_dir;
+    if let Some(pid) = lock_holder(state_dir) {
         return Err(CliError::failure(format!(
             "another agent-runner (pid {pid}) already supervises this project"
         )));
     }
-    std::fs::create_dir_all(log_dir)
-        .map_err(|e| CliError::failure(format!("cannot create {}: {e}", log_dir.display())))?;
-    let out_path = log_dir.join("serve.out");
+    std::fs::create_dir_all(state_dir)
+        .map_err(|e| CliError::failure(format!("cannot create {}: {e}", state_dir.display())))?;
+    let out_path = state_dir.join("serve.out");
     let out = std::fs::File::create(&out_path)
         .map_err(|e| CliError::failure(format!("cannot create {}: {e}", out_path.display())))?;
     let err = out
@@ -489,7 +489,7 @@ pub async fn start(config_path: &Path, as_json: bool) -> Result<u8, CliError> {
     let pid = child.id();
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
-        if lock_holder(log_dir) == Some(pid) {
+        if lock_holder(state_dir) == Some(pid) {
             break;
         }
         if let Ok(Some(status)) = child.try_wait() {

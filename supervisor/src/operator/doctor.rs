@@ -63,6 +63,9 @@ pub struct DoctorDoc {
     pub config: Option<PathBuf>,
     /// Every check, in the order run.
     pub checks: Vec<Check>,
+    /// What works but will hurt (same shape as a failed check; they do not change `ok`):
+    /// a log or state dir inside the work tree (docs/operations.md, "State dir").
+    pub warnings: Vec<Check>,
     /// The sandbox probe and the hosts' hashes.
     pub sandbox: DoctorSandbox,
     /// Every configured host.
@@ -261,6 +264,7 @@ pub async fn run(config_path: &Path, rounds: u64) -> Report {
                     ok: false,
                     config: None,
                     checks,
+                    warnings: Vec::new(),
                     sandbox: doctor_sandbox(None, &caps, None, BTreeMap::new(), Vec::new()),
                     hosts: Vec::new(),
                     phase_plan: None,
@@ -291,7 +295,10 @@ pub async fn run(config_path: &Path, rounds: u64) -> Report {
             None
         }
     };
-    let repo = Repo::new(&config.runtime.work_dir, &config.runtime.log_dir);
+    let repo = Repo::new(
+        &config.runtime.work_dir,
+        crate::runtime::attribution::OwnFiles::default(),
+    );
     let is_repo = repo.is_repo().await;
     checks.push(check(
         "work_dir",
@@ -327,6 +334,9 @@ pub async fn run(config_path: &Path, rounds: u64) -> Report {
             "install the agent CLI or fix [agent] command",
         )),
     }
+    let (found, mut warnings) = agent_findings(&config);
+    checks.extend(found);
+    warnings.extend(layout_warnings(&config));
     let (hosts, hashes) = host_checks(&config, gate.as_ref(), &mut checks);
     let code = if refuse_boot {
         exit::CONFIG
@@ -335,7 +345,7 @@ pub async fn run(config_path: &Path, rounds: u64) -> Report {
     } else {
         exit::OK
     };
-    let next = crate::runtime::state::peek_next_round(&config.runtime.log_dir).unwrap_or(1);
+    let next = crate::runtime::state::peek_next_round(&config.runtime.state_dir).unwrap_or(1);
     let covers = covered_families(hosts.iter().filter_map(DoctorHost::cover), gate.as_ref());
     Report {
         doc: DoctorDoc {
@@ -343,12 +353,93 @@ pub async fn run(config_path: &Path, rounds: u64) -> Report {
             ok: code == exit::OK,
             config: Some(config.path.clone()),
             checks,
+            warnings,
             sandbox: doctor_sandbox(Some(&config), &caps, gate.as_ref(), hashes, covers),
             hosts,
             phase_plan: Some(phase_plan(&config, next, rounds)),
         },
         code,
     }
+}
+
+/// The agent CLI's preconditions on this machine ([`agent_preconditions`]), for the
+/// agent of every phase: failed checks and warnings named `agent_preconditions`.
+fn agent_findings(config: &Config) -> (Vec<Check>, Vec<Check>) {
+    use crate::operator::agent_preconditions::{failures, warnings, Machine};
+    let mut agents = vec![&config.agent];
+    agents.extend(
+        config
+            .phases
+            .overrides
+            .values()
+            .filter_map(|o| o.agent.as_ref()),
+    );
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    // SAFETY: geteuid(2) takes no arguments, cannot fail and touches no memory of ours.
+    let euid = unsafe { libc::geteuid() };
+    let (mut failed, mut warned) = (Vec::new(), Vec::new());
+    for agent in agents {
+        let var = |name: &str| {
+            agent
+                .env
+                .get(name)
+                .cloned()
+                .or_else(|| std::env::var(name).ok())
+        };
+        let machine = Machine {
+            euid,
+            var: &var,
+            home: home.as_deref(),
+        };
+        for (reason, fix) in failures(agent, &machine) {
+            failed.push(check("agent_preconditions", false, reason, fix));
+        }
+        for (reason, fix) in warnings(agent, &machine) {
+            warned.push(check("agent_preconditions", false, reason, fix));
+        }
+    }
+    if failed.is_empty() {
+        failed.push(check(
+            "agent_preconditions",
+            true,
+            "no known precondition of the agent CLI is unmet on this machine",
+            "",
+        ));
+    }
+    (failed, warned)
+}
+
+/// What the agent's tree operations can reach (docs/operations.md, "State dir"): a
+/// `log_dir` inside the work tree loses its round logs to `git clean -fdx`; a `state_dir`
+/// inside it can lose the lock and the round counter. Warnings, not failures: the
+/// supervisor runs either way.
+fn layout_warnings(config: &Config) -> Vec<Check> {
+    use crate::runtime::state_dir::in_tree;
+    let rt = &config.runtime;
+    let mut warnings = Vec::new();
+    if in_tree(&rt.work_dir, &rt.state_dir) {
+        warnings.push(check(
+            "state_dir",
+            false,
+            format!(
+                "{} lies inside the work tree: an agent running `git clean -fdx` deletes the lock, events and round counter, and a second supervisor can start",
+                rt.state_dir.display()
+            ),
+            "remove [runtime] state_dir (the default is outside the tree) or point it outside the work tree",
+        ));
+    } else if in_tree(&rt.work_dir, &rt.log_dir) {
+        warnings.push(check(
+            "log_dir",
+            false,
+            format!(
+                "{} lies inside the work tree: an agent running `git clean -fdx` deletes the round logs (the lock, events and state are safe in {})",
+                rt.log_dir.display(),
+                rt.state_dir.display()
+            ),
+            "point [runtime] log_dir outside the work tree, e.g. \"~/.agent-runner/{project}/logs\"",
+        ));
+    }
+    warnings
 }
 
 /// `log_dir`: an existing writable directory, or creatable (its nearest existing ancestor
@@ -675,6 +766,12 @@ pub fn render(doc: &DoctorDoc) -> String {
         if !c.ok {
             out.push_str(&format!("         fix: {}\n", c.how_to_fix));
         }
+    }
+    for w in &doc.warnings {
+        out.push_str(&format!(
+            "  warn {}: {}\n         fix: {}\n",
+            w.name, w.reason, w.how_to_fix
+        ));
     }
     if let Some(plan) = doc.phase_plan.as_ref().filter(|p| !p.rounds.is_empty()) {
         if plan.phases.is_empty() {

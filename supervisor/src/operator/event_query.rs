@@ -122,18 +122,18 @@ fn parse_since(raw: &str) -> Option<SystemTime> {
     humantime::parse_rfc3339_weak(raw.trim_end_matches('Z')).ok()
 }
 
-/// Runs the query over the record in `log_dir`; returns the exit code. `--window N` reads
+/// Runs the query over the record in `state_dir`; returns the exit code. `--window N` reads
 /// the record backwards and stops at the N-th match; `--since` reads forwards from the
 /// first line at or after the timestamp; `--tail` reads what is appended. Matching lines
 /// are printed as written (they are checked to be JSON objects, not re-encoded); memory
 /// stays bounded by the window, whatever the record's size.
 ///
 /// Errors (exit 1): a file or the directory cannot be read.
-pub async fn run(log_dir: &Path, query: &Query) -> Result<u8, CliError> {
+pub async fn run(state_dir: &Path, query: &Query) -> Result<u8, CliError> {
     let unreadable = |e: io::Error| CliError::failure(format!("cannot read {e}"));
     let mut out = io::stdout().lock();
     if let Some(window) = query.window {
-        let mut back = Backwards::open(log_dir).map_err(unreadable)?;
+        let mut back = Backwards::open(state_dir).map_err(unreadable)?;
         let mut matching: Vec<Vec<u8>> = Vec::with_capacity(window);
         while matching.len() < window {
             let Some(found) = back.next_event().map_err(unreadable)? else {
@@ -152,8 +152,8 @@ pub async fn run(log_dir: &Path, query: &Query) -> Result<u8, CliError> {
         return Ok(exit::OK);
     }
     let mut reader = match query.since {
-        Some(since) => Forward::since(log_dir, since),
-        None => Forward::at_end(log_dir),
+        Some(since) => Forward::since(state_dir, since),
+        None => Forward::at_end(state_dir),
     }
     .map_err(unreadable)?;
     if query.since.is_some() {
@@ -169,7 +169,7 @@ pub async fn run(log_dir: &Path, query: &Query) -> Result<u8, CliError> {
         report_skipped(reader.skipped());
         return Ok(exit::OK);
     }
-    follow(log_dir, reader, query).await
+    follow(state_dir, reader, query).await
 }
 
 /// Writes `line` and its newline; `false` when stdout is closed (the reader went away).
@@ -186,7 +186,7 @@ fn report_skipped(skipped: usize) {
 }
 
 /// Prints matching events appended after `reader`'s position until Ctrl-C.
-async fn follow(log_dir: &Path, mut reader: Forward, query: &Query) -> Result<u8, CliError> {
+async fn follow(state_dir: &Path, mut reader: Forward, query: &Query) -> Result<u8, CliError> {
     let unreadable = |e: io::Error| CliError::failure(format!("cannot read {e}"));
     let mut interrupted = crate::operator::interrupt::interrupt_signal()?;
     loop {
@@ -197,7 +197,7 @@ async fn follow(log_dir: &Path, mut reader: Forward, query: &Query) -> Result<u8
             }
             _ = tokio::time::sleep(TAIL_POLL) => {}
         }
-        reader.refresh(log_dir).map_err(unreadable)?;
+        reader.refresh(state_dir).map_err(unreadable)?;
         let mut out = io::stdout().lock();
         while let Some(found) = reader.next_event().map_err(unreadable)? {
             if query.matches(&found.head) && !print_line(&mut out, found.line) {

@@ -26,15 +26,15 @@ use crate::runtime::events::Recorded;
 /// Bytes read per step when reading backwards.
 pub const BLOCK_BYTES: usize = 64 * 1024;
 
-/// The event files of `log_dir` (`events-YYYY-MM.jsonl`), oldest month first; empty when
+/// The event files of `state_dir` (`events-YYYY-MM.jsonl`), oldest month first; empty when
 /// the directory does not exist.
 ///
 /// Errors: the directory exists but cannot be listed.
-pub fn event_files(log_dir: &Path) -> io::Result<Vec<PathBuf>> {
-    let entries = match std::fs::read_dir(log_dir) {
+pub fn event_files(state_dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let entries = match std::fs::read_dir(state_dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(at_path(log_dir)(e)),
+        Err(e) => return Err(at_path(state_dir)(e)),
     };
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -221,11 +221,11 @@ pub struct Backwards {
 }
 
 impl Backwards {
-    /// The record of `log_dir`, from its newest line (nothing when there is no record).
+    /// The record of `state_dir`, from its newest line (nothing when there is no record).
     ///
     /// Errors: the directory exists but cannot be listed.
-    pub fn open(log_dir: &Path) -> io::Result<Backwards> {
-        Ok(Backwards::over(event_files(log_dir)?))
+    pub fn open(state_dir: &Path) -> io::Result<Backwards> {
+        Ok(Backwards::over(event_files(state_dir)?))
     }
 
     /// `files` (oldest first), from the newest line of the last one.
@@ -314,11 +314,11 @@ impl Forward {
         }
     }
 
-    /// From the end of the record of `log_dir`: only lines appended later are read.
+    /// From the end of the record of `state_dir`: only lines appended later are read.
     ///
     /// Errors: the directory or the newest file cannot be read.
-    pub fn at_end(log_dir: &Path) -> io::Result<Forward> {
-        let files = event_files(log_dir)?;
+    pub fn at_end(state_dir: &Path) -> io::Result<Forward> {
+        let files = event_files(state_dir)?;
         let Some(newest) = files.last() else {
             return Ok(Forward::at(files, 0, 0));
         };
@@ -337,8 +337,8 @@ impl Forward {
     /// before that point are all older.
     ///
     /// Errors: the directory or a file cannot be read.
-    pub fn since(log_dir: &Path, since: SystemTime) -> io::Result<Forward> {
-        let files = event_files(log_dir)?;
+    pub fn since(state_dir: &Path, since: SystemTime) -> io::Result<Forward> {
+        let files = event_files(state_dir)?;
         let month = crate::runtime::events::timestamp(since)[..7].to_owned();
         let Some(index) = files
             .iter()
@@ -362,11 +362,11 @@ impl Forward {
         self.skipped
     }
 
-    /// Lists the files of `log_dir` again, so months begun since are read too.
+    /// Lists the files of `state_dir` again, so months begun since are read too.
     ///
     /// Errors: the directory cannot be listed.
-    pub fn refresh(&mut self, log_dir: &Path) -> io::Result<()> {
-        let files = event_files(log_dir)?;
+    pub fn refresh(&mut self, state_dir: &Path) -> io::Result<()> {
+        let files = event_files(state_dir)?;
         let current = self.files.get(self.index).cloned();
         self.index = match &current {
             Some(current) => files

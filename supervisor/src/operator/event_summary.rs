@@ -1,4 +1,4 @@
-//! The summary `serve` keeps beside the record, `<log_dir>/events-summary.json`, for the
+//! The summary `serve` keeps beside the record, `<state_dir>/events-summary.json`, for the
 //! questions reading backwards cannot answer cheaply: the newest rounds and `hook_failed`
 //! events when they lie further back than a look reads ([`crate::operator::recent`], which
 //! also refreshes it for `serve`).
@@ -18,7 +18,7 @@ use std::path::Path;
 
 use crate::runtime::state::{read_json, write_json_replace};
 
-/// The summary's file name in `log_dir`.
+/// The summary's file name in `state_dir`.
 pub const SUMMARY_FILE: &str = "events-summary.json";
 
 /// This format's `version`; a summary of another version is rebuilt.
@@ -64,19 +64,19 @@ pub struct Summary {
     pub hook_failures: Vec<Value>,
 }
 
-/// The summary of `log_dir`, if there is one of this version whose covered point still
+/// The summary of `state_dir`, if there is one of this version whose covered point still
 /// exists in the record (its file is at least that long).
-pub fn load(log_dir: &Path) -> Option<Summary> {
-    let summary: Summary = read_json(&log_dir.join(SUMMARY_FILE)).ok().flatten()?;
-    let len = std::fs::metadata(log_dir.join(&summary.covers.file))
+pub fn load(state_dir: &Path) -> Option<Summary> {
+    let summary: Summary = read_json(&state_dir.join(SUMMARY_FILE)).ok().flatten()?;
+    let len = std::fs::metadata(state_dir.join(&summary.covers.file))
         .ok()?
         .len();
     (summary.version == VERSION && len >= summary.covers.end).then_some(summary)
 }
 
-/// Writes `summary` into `log_dir` atomically (no fsync: it is rebuilt when lost).
+/// Writes `summary` into `state_dir` atomically (no fsync: it is rebuilt when lost).
 ///
 /// Errors: the file cannot be written.
-pub fn write(log_dir: &Path, summary: &Summary) -> io::Result<()> {
-    write_json_replace(&log_dir.join(SUMMARY_FILE), summary)
+pub fn write(state_dir: &Path, summary: &Summary) -> io::Result<()> {
+    write_json_replace(&state_dir.join(SUMMARY_FILE), summary)
 }

@@ -3,9 +3,13 @@
 //! `--no-commit`). Refuses to overwrite without `--force`. Presets follow the reference
 //! system's (`docs/reference-system.md`, "Presets"), plus `codex`.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::exit::CliError;
+use crate::runtime::attribution::OwnFiles;
+use crate::runtime::git::Repo;
+use crate::runtime::path_name;
 
 /// A preset: how one agent CLI is run.
 #[derive(Clone, Copy, Debug)]
@@ -183,7 +187,7 @@ pub struct InitOptions {
 /// Runs `init`; returns the lines to print.
 ///
 /// Errors: unknown preset (2), an existing file without `--force` (1), I/O failures (1).
-pub fn run(options: &InitOptions) -> Result<Vec<String>, CliError> {
+pub async fn run(options: &InitOptions) -> Result<Vec<String>, CliError> {
     let preset = preset(&options.preset).ok_or_else(|| CliError {
         code: crate::exit::USAGE,
         message: format!(
@@ -231,28 +235,18 @@ pub fn run(options: &InitOptions) -> Result<Vec<String>, CliError> {
         to_commit.push(config.runtime.work_dir.join(".gitignore"));
     }
     if !options.no_commit && dir.join(".git").exists() {
-        let git = |args: &[&str]| {
-            std::process::Command::new("git")
-                .args(["-c", "core.hooksPath=/dev/null"])
-                .args(args)
-                .args(&to_commit)
-                .current_dir(&dir)
-                .status()
-                .is_ok_and(|s| s.success())
-        };
-        if git(&["add", "--"])
-            && git(&[
-                "commit",
-                "-q",
-                "--no-verify",
-                "-m",
-                "agent-runner init",
-                "--",
-            ])
-        {
-            lines.push("committed the new files".into());
-        } else {
-            lines.push("note: could not commit the new files; commit them yourself".into());
+        // Through the one git runner: bounded, no terminal, hooks disabled.
+        let repo = Repo::new(&dir, OwnFiles::default()).with_timeout(config.vcs.git_timeout);
+        let paths: Vec<String> = to_commit
+            .iter()
+            .filter_map(|p| p.strip_prefix(&dir).ok())
+            .map(|p| path_name::encode(p.as_os_str().as_bytes()))
+            .collect();
+        match repo.commit_paths(&paths, "agent-runner init").await {
+            Ok(_) => lines.push("committed the new files".into()),
+            Err(e) => lines.push(format!(
+                "note: could not commit the new files ({e}); commit them yourself"
+            )),
         }
     }
     Ok(lines)

@@ -88,11 +88,15 @@ pub fn systemd_running() -> bool {
 /// A word for a systemd command line: double-quoted, `\` and `"` escaped, `%` doubled
 /// (systemd.service(5) "Command lines", systemd.unit(5) "Specifiers").
 fn quote(word: &str) -> String {
-    let escaped = word
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('%', "%%");
-    format!("\"{escaped}\"")
+    let escaped = word.replace('\\', "\\\\").replace('"', "\\\"");
+    format!("\"{}\"", specifiers_escaped(&escaped))
+}
+
+/// A value taken verbatim by systemd (a path setting such as `WorkingDirectory=`, a
+/// description): `%` doubled, no quotes — quotes would be part of the path, which systemd
+/// then rejects as not absolute (systemd.unit(5) "Specifiers").
+fn specifiers_escaped(text: &str) -> String {
+    text.replace('%', "%%")
 }
 
 /// The template's text: `serve` of the config named by the instance's drop-in
@@ -139,7 +143,7 @@ pub fn render_project(config: &Config) -> String {
          TimeoutStopSec={stop_s}\n",
         project = config.project,
         env = quote(&format!("AGENT_RUNNER_CONFIG={}", config.path.display())),
-        work_dir = quote(&config.runtime.work_dir.display().to_string()),
+        work_dir = specifiers_escaped(&config.runtime.work_dir.display().to_string()),
         stop_s = config.runtime.round_budget.as_secs() + 60,
     )
 }

@@ -3,12 +3,14 @@
 //! - Read-only views (never write under `log_dir`, never start a host): [`peek`] (with
 //!   [`peek_render`], [`recent`], [`round_history`], [`system_metrics`]), [`watch`],
 //!   [`event_query`] (both reading the record through [`event_read`])
-//!   and [`doctor`]; [`monitor`] (detectors, the ssh relay, the live page and `/metrics`).
+//!   and [`doctor`] (with [`agent_preconditions`]); [`monitor`] (detectors, the ssh relay,
+//!   the live page and `/metrics`).
 //! - [`event_summary`]: the summary of the record that `serve` keeps for those views.
 //! - Control of a running `serve`: [`control`] (`status`/`stop`/`kill`/`start` over
-//!   `<log_dir>/control.sock`) and [`service`] (`service.json`).
+//!   `<state_dir>/control.sock`) and [`service`] (`service.json`).
 //! - Set-up: [`init`] (config and prompt from a preset) and [`install`] (the systemd unit).
 
+pub mod agent_preconditions;
 pub mod control;
 pub mod defenses;
 pub mod doctor;

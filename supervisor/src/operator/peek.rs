@@ -88,6 +88,8 @@ pub struct PeekDoc {
     pub config: PathBuf,
     /// The log dir.
     pub log_dir: PathBuf,
+    /// The state dir: lock, events, state (docs/operations.md, "State dir").
+    pub state_dir: PathBuf,
     /// Rounds at a glance.
     pub status: PeekStatus,
     /// Plugin settings and confinement.
@@ -271,9 +273,10 @@ pub struct Snapshot {
 pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
     let now = SystemTime::now();
     let log_dir = &config.runtime.log_dir;
+    let state_dir = &config.runtime.state_dir;
     let n_events = options.events.unwrap_or(DEFAULT_EVENTS);
     let recent = recent::scan(
-        log_dir,
+        state_dir,
         Wanted {
             events: n_events,
             // The running round, if any, and the completed ones listed.
@@ -286,8 +289,8 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
         },
     );
     let round_events = &recent.round_events;
-    let live = service::live_supervisor(log_dir);
-    let service_doc = service::read(log_dir);
+    let live = service::live_supervisor(state_dir);
+    let service_doc = service::read(state_dir);
     let current_doc = service_doc.as_ref().filter(|d| Some(d.pid) == live);
     let rounds = round_history::rounds(round_events);
 
@@ -310,11 +313,11 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
         .collect();
     let last_done = completed.iter().rev().find(|r| r.ended);
 
-    let round_state: RoundState = state::read_json(&log_dir.join(state::STATE_FILE))
+    let round_state: RoundState = state::read_json(&state_dir.join(state::STATE_FILE))
         .ok()
         .flatten()
         .unwrap_or_default();
-    let orphan: Option<OrphanState> = state::read_json(&log_dir.join(state::ORPHAN_FILE))
+    let orphan: Option<OrphanState> = state::read_json(&state_dir.join(state::ORPHAN_FILE))
         .ok()
         .flatten();
 
@@ -369,6 +372,7 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
         project: config.project.clone(),
         config: config.path.clone(),
         log_dir: log_dir.clone(),
+        state_dir: state_dir.clone(),
         status: PeekStatus {
             round_num: round_state.last_round,
             running: running_round.is_some(),

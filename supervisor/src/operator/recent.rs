@@ -169,22 +169,22 @@ impl Collector {
     }
 }
 
-/// Reads back through the record of `log_dir` for `wanted`, at most [`SCAN_BYTES`] unless
+/// Reads back through the record of `state_dir` for `wanted`, at most [`SCAN_BYTES`] unless
 /// `wanted.round` is still to be found, taking the summary's part when the scan reaches
 /// it. An unreadable record gives what was found before the error (a look shows what it
 /// can).
-pub fn scan(log_dir: &Path, wanted: Wanted) -> Recent {
+pub fn scan(state_dir: &Path, wanted: Wanted) -> Recent {
     gather(
-        log_dir,
+        state_dir,
         wanted,
-        event_summary::load(log_dir),
+        event_summary::load(state_dir),
         Some(SCAN_BYTES),
     )
 }
 
 /// Like [`scan`], from `summary` (or without one) and with an optional byte bound.
 pub fn gather(
-    log_dir: &Path,
+    state_dir: &Path,
     wanted: Wanted,
     mut summary: Option<Summary>,
     limit: Option<u64>,
@@ -192,7 +192,7 @@ pub fn gather(
     let mut collector = Collector::new(wanted);
     let mut newest = None;
     let mut skipped = 0;
-    if let Ok(mut back) = Backwards::open(log_dir) {
+    if let Ok(mut back) = Backwards::open(state_dir) {
         let mut scanned: u64 = 0;
         while let Ok(Some(found)) = back.next_event() {
             let at = Covers::of(found.file, found.end);
@@ -226,14 +226,14 @@ fn summary_wanted() -> Wanted {
     }
 }
 
-/// Brings the summary of `log_dir` ([`event_summary`]) up to the end of the record and
+/// Brings the summary of `state_dir` ([`event_summary`]) up to the end of the record and
 /// writes it atomically (only `serve` calls this). Nothing is written while the record is empty.
 ///
 /// Errors: the summary cannot be written.
-pub fn refresh_summary(log_dir: &Path) -> io::Result<()> {
-    let previous = event_summary::load(log_dir);
+pub fn refresh_summary(state_dir: &Path) -> io::Result<()> {
+    let previous = event_summary::load(state_dir);
     let unchanged = previous.as_ref().map(|s| s.covers.clone());
-    let found = gather(log_dir, summary_wanted(), previous, None);
+    let found = gather(state_dir, summary_wanted(), previous, None);
     let Some(covers) = found.newest else {
         return Ok(());
     };
@@ -247,7 +247,7 @@ pub fn refresh_summary(log_dir: &Path) -> io::Result<()> {
         round_events: lines(found.round_events),
         hook_failures: lines(found.hook_failures),
     };
-    event_summary::write(log_dir, &summary)
+    event_summary::write(state_dir, &summary)
 }
 
 #[cfg(test)]

@@ -210,9 +210,14 @@ pub fn latest_logged_round(log_dir: &Path) -> Option<u64> {
 /// The last `max_bytes` of `path` as text (lossy UTF-8, starting at a line boundary when
 /// cut), `None` if it cannot be read.
 pub fn tail_text(path: &Path, max_bytes: usize) -> Option<String> {
-    let bytes = std::fs::read(path).ok()?;
-    let start = bytes.len().saturating_sub(max_bytes);
-    let mut slice = &bytes[start..];
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let start = len.saturating_sub(max_bytes as u64);
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut bytes = Vec::with_capacity(max_bytes.min(len as usize));
+    file.take(max_bytes as u64).read_to_end(&mut bytes).ok()?;
+    let mut slice = &bytes[..];
     if start > 0 {
         if let Some(i) = slice.iter().position(|b| *b == b'\n') {
             slice = &slice[i + 1..];

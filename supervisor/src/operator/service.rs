@@ -1,4 +1,4 @@
-//! `<log_dir>/service.json`: what a running `serve` is doing, for `peek`, `watch` and
+//! `<state_dir>/service.json`: what a running `serve` is doing, for `peek`, `watch` and
 //! `status` (format documented in `docs/operations.md`, "service.json").
 //!
 //! `serve` rewrites it atomically ([`crate::runtime::state::write_json_atomic`]) at its own events
@@ -120,10 +120,10 @@ pub struct ServiceDoc {
     pub updated_at: String,
 }
 
-/// Reads `<log_dir>/service.json`; `None` when it is missing or unreadable (a reader
+/// Reads `<state_dir>/service.json`; `None` when it is missing or unreadable (a reader
 /// never fails on it).
-pub fn read(log_dir: &Path) -> Option<ServiceDoc> {
-    crate::runtime::state::read_json(&log_dir.join(SERVICE_FILE))
+pub fn read(state_dir: &Path) -> Option<ServiceDoc> {
+    crate::runtime::state::read_json(&state_dir.join(SERVICE_FILE))
         .ok()
         .flatten()
 }
@@ -140,7 +140,7 @@ impl ServiceFile {
         let now = timestamp(SystemTime::now());
         let info = gate.info();
         ServiceFile {
-            path: config.runtime.log_dir.join(SERVICE_FILE),
+            path: config.runtime.state_dir.join(SERVICE_FILE),
             doc: ServiceDoc {
                 schema_version: SCHEMA_VERSION,
                 pid: std::process::id(),
@@ -211,12 +211,12 @@ impl ServiceFile {
     }
 }
 
-/// The pid of the live supervisor (`serve` or `round`) of the project whose log dir is
-/// `log_dir`: the pid recorded in its lock file, if that process exists and runs
+/// The pid of the live supervisor (`serve` or `round`) of the project whose state dir is
+/// `state_dir`: the pid recorded in its lock file, if that process exists and runs
 /// agent-runner. Read-only: the lock is read, never taken (taking it, even shared, could
 /// make a starting `serve` fail).
-pub fn live_supervisor(log_dir: &Path) -> Option<u32> {
-    let text = std::fs::read_to_string(log_dir.join(crate::runtime::state::LOCK_FILE)).ok()?;
+pub fn live_supervisor(state_dir: &Path) -> Option<u32> {
+    let text = std::fs::read_to_string(state_dir.join(crate::runtime::state::LOCK_FILE)).ok()?;
     let pid: u32 = text.trim().parse().ok()?;
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     let argv0 = cmdline.split(|b| *b == 0).next().unwrap_or_default();

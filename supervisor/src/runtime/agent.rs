@@ -1,5 +1,6 @@
 //! The agent process of one round: started in its own process group, prompt by argv or
-//! stdin, stdout+stderr merged into the round log, bounded by the round budget. When the
+//! stdin, stdout+stderr merged through one pipe into the round log (at most
+//! `[runtime] round_log_max_bytes` of it, then a marker line), bounded by the round budget. When the
 //! budget runs out (or an immediate stop arrives) the whole group gets SIGTERM, then
 //! SIGKILL after [`KILL_GRACE`]. Whatever the agent left running in its group is killed
 //! when it exits.
@@ -41,6 +42,9 @@ pub struct AgentSpec {
     pub work_dir: PathBuf,
     /// The round log receiving stdout and stderr.
     pub log: File,
+    /// At most this many bytes of output go to the round log; the rest is discarded after
+    /// a marker line ([`CappedLog`]).
+    pub log_cap: u64,
     /// Written to stdin (then closed) for stdin delivery; `None` gives `/dev/null`.
     pub stdin_prompt: Option<String>,
     /// Wall-clock budget.
@@ -90,6 +94,56 @@ pub struct AgentExit {
     pub duration: Duration,
     /// Why it ended.
     pub cause: ExitCause,
+    /// What the round log received.
+    pub log: CappedLog,
+}
+
+/// What the copier wrote to the round log: the agent's bytes kept, and those discarded
+/// once the cap was reached (after the marker line [`cap_marker`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CappedLog {
+    /// Agent output bytes written to the log.
+    pub kept: u64,
+    /// Agent output bytes discarded past the cap.
+    pub discarded: u64,
+}
+
+/// The line written to a round log when its cap is reached.
+pub fn cap_marker(cap: u64) -> String {
+    format!("\n[agent-runner: round log cap of {cap} bytes reached ([runtime] round_log_max_bytes); further output is discarded]\n")
+}
+
+/// How long the copier may still drain the pipe after the agent and its group are gone
+/// (a descendant out of reach may hold the pipe open; its output is then not logged).
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// Copies the agent's merged output from `pipe` into `log` until every writer closed the
+/// pipe: the first `cap` bytes, then the marker, then nothing but counting.
+fn copy_capped(pipe: OwnedFd, mut log: File, cap: u64) -> CappedLog {
+    use std::io::{Read, Write};
+    let mut pipe = File::from(pipe);
+    let mut counts = CappedLog::default();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match pipe.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let room = cap.saturating_sub(counts.kept) as usize;
+        let keep = n.min(room);
+        if keep > 0 && log.write_all(&buf[..keep]).is_ok() {
+            counts.kept += keep as u64;
+        }
+        if keep < n {
+            if counts.discarded == 0 {
+                let _ = log.write_all(cap_marker(cap).as_bytes());
+            }
+            counts.discarded += (n - keep) as u64;
+        }
+    }
+    counts
 }
 
 impl AgentExit {
@@ -103,7 +157,9 @@ impl AgentExit {
 ///
 /// Errors: the agent could not be started (not found, not executable).
 pub async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Result<AgentExit> {
-    let out = spec.log.try_clone()?;
+    // stdout and stderr share one pipe; a copier thread caps what reaches the round log.
+    let (pipe, out) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    let err = out.try_clone()?;
     let mut cmd = Command::new(&spec.argv[0]);
     cmd.args(&spec.argv[1..])
         .current_dir(&spec.work_dir)
@@ -115,11 +171,17 @@ pub async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Result<Agent
             Stdio::null()
         })
         .stdout(Stdio::from(out))
-        .stderr(Stdio::from(spec.log))
+        .stderr(Stdio::from(err))
         .kill_on_drop(true);
     let guard = GroupGuard::install(&mut cmd)?;
     let started = Instant::now();
     let mut child = cmd.spawn()?;
+    drop(cmd); // our copies of the pipe's write end: the copier sees EOF when the agent's close
+    let (log, cap) = (spec.log, spec.log_cap);
+    // A plain thread, not the runtime's blocking pool: one stuck on a pipe a stray
+    // descendant holds must not hold up the supervisor's exit.
+    let (done, copier) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || done.send(copy_capped(pipe, log, cap)));
     let pgid = Pid::from_raw(child.id().map(|id| id as i32).unwrap_or(0));
     if let (Some(prompt), Some(mut stdin)) = (spec.stdin_prompt, child.stdin.take()) {
         tokio::spawn(async move {
@@ -139,6 +201,14 @@ pub async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Result<Agent
     let _ = killpg(pgid, Signal::SIGKILL);
     reap_orphans(&spec.spare).await;
     drop(guard);
+    let duration = started.elapsed();
+    let log = match tokio::time::timeout(DRAIN_GRACE, copier).await {
+        Ok(Ok(counts)) => counts,
+        _ => {
+            tracing::warn!("agent output still open after the agent's end; the round log may miss its last bytes");
+            CappedLog::default()
+        }
+    };
     let cause = cause.unwrap_or(if status.signal().is_some() {
         ExitCause::Signaled
     } else {
@@ -147,8 +217,9 @@ pub async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Result<Agent
     Ok(AgentExit {
         exit_code: status.code(),
         signal: status.signal(),
-        duration: started.elapsed(),
+        duration,
         cause,
+        log,
     })
 }
 

@@ -1,5 +1,5 @@
-//! The dirty tree after a clean round (`docs/design-notes.md`, "One round", step 5): dirty
-//! handlers in ascending
+//! The dirty tree after a clean round (`docs/design-notes.md`, "One round", step 5), limited
+//! to the round's dirt ([`crate::runtime::attribution`]): dirty handlers in ascending
 //! priority, third-party hooks and the built-in default ([`BUILTIN_DIRTY_HANDLER`], priority
 //! [`BUILTIN_PRIORITY`]); the first non-null answer wins. Hosts only *answer*; the
 //! supervisor performs the git work itself through [`crate::runtime::git`] and records it:
@@ -14,6 +14,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::{Config, DirtyAction as BuiltinAction};
 use crate::hosts::{HostManager, BUILTIN_DIRTY_HANDLER};
+use crate::runtime::attribution::Split;
 use crate::runtime::events::{timestamp, Event, EventLog};
 use crate::runtime::git::Repo;
 use crate::runtime::state::{read_json, write_json_atomic, OrphanState, ORPHAN_FILE};
@@ -59,6 +60,8 @@ pub struct DirtyRound<'a> {
     pub events: &'a EventLog,
     /// The round's context (sent to hosts too).
     pub ctx: &'a Context,
+    /// Whose dirt the dirty paths are.
+    pub attribution: &'a Split,
 }
 
 /// Runs the dirty handlers over `files` (non-empty) and performs the winning answer. A
@@ -74,6 +77,11 @@ pub async fn handle(
         round_num: round.ctx.round_num,
         files: files.iter().take(MAX_LISTED_FILES).cloned().collect(),
         file_count: files.len(),
+        changed_preexisting: (round.attribution.changed_preexisting.iter())
+            .take(MAX_LISTED_FILES)
+            .cloned()
+            .collect(),
+        left_to_operator: round.attribution.operator.len(),
     });
     for hook in hosts.hooks(Family::DirtyHandler) {
         if hook.priority >= BUILTIN_PRIORITY {
@@ -149,7 +157,7 @@ async fn perform(
                         round_num,
                         hook: hook.to_owned(),
                         error: redact_and_cap(&err.to_string()),
-                        tree: tree_after_failure(round.repo, files).await,
+                        tree: tree_after_failure(round, files).await,
                     });
                     Outcome::Failed
                 }
@@ -168,13 +176,13 @@ async fn stash(
     files: &[String],
 ) -> Outcome {
     let round_num = round.ctx.round_num;
-    let log_dir = &round.config.runtime.log_dir;
+    let state_dir = &round.config.runtime.state_dir;
     let now = SystemTime::now();
     let now_s = now
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let record_path = log_dir.join(ORPHAN_FILE);
+    let record_path = state_dir.join(ORPHAN_FILE);
     if let Ok(Some(last)) = read_json::<OrphanState>(&record_path) {
         if now_s.saturating_sub(last.unix_s) < round.config.vcs.stash_idempotency.as_secs() {
             round.events.emit(Event::OrphanIdempotentSkip {
@@ -192,10 +200,26 @@ async fn stash(
     }
     let ts = timestamp(now);
     let message = format!("ORPHAN R{round_num} ts={ts}");
-    let reason = note
-        .map(redact_and_cap)
-        .unwrap_or_else(|| "dirty tree after a clean agent exit".to_owned());
-    match round.repo.stash_push(&message).await {
+    let reason = note.map(redact_and_cap).unwrap_or_else(|| {
+        let mut reason = format!(
+            "the round left {} file(s) dirty after a clean agent exit",
+            files.len()
+        );
+        let changed = round.attribution.changed_preexisting.len();
+        if changed > 0 {
+            reason.push_str(&format!(
+                " ({changed} of them already dirty before the round and changed by it)"
+            ));
+        }
+        let operator = round.attribution.operator.len();
+        if operator > 0 {
+            reason.push_str(&format!(
+                "; {operator} file(s) dirty before the round and unchanged were left in place"
+            ));
+        }
+        reason
+    });
+    match round.repo.stash_push(&message, files).await {
         Ok(Some(sha)) => {
             let record = OrphanState {
                 sha: sha.clone(),
@@ -224,7 +248,7 @@ async fn stash(
                 round_num,
                 hook: hook.to_owned(),
                 error: redact_and_cap(&err.to_string()),
-                tree: tree_after_failure(round.repo, files).await,
+                tree: tree_after_failure(round, files).await,
             });
             Outcome::Failed
         }
@@ -233,9 +257,17 @@ async fn stash(
 
 /// What a failed git step left: `"left as it was"` when the same files are still dirty,
 /// otherwise a pointer to look (git can fail after doing part of its work).
-async fn tree_after_failure(repo: &Repo, before: &[String]) -> String {
-    match repo.dirty_files().await {
-        Ok(now) if now == before => "left as it was".to_owned(),
+async fn tree_after_failure(round: &DirtyRound<'_>, before: &[String]) -> String {
+    let operator = &round.attribution.operator;
+    match round.repo.dirty_files().await {
+        Ok(now)
+            if now
+                .iter()
+                .filter(|f| !operator.contains(f))
+                .eq(before.iter()) =>
+        {
+            "left as it was".to_owned()
+        }
         Ok(_) => {
             "changed by the failed git step; inspect `git status` and `git stash list`".to_owned()
         }

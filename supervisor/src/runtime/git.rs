@@ -1,71 +1,176 @@
-//! The one place that runs git. Every call runs in `work_dir` with repository hooks
-//! disabled (`core.hooksPath=/dev/null`: the agent may have written `.git/hooks`, and the
-//! supervisor must not run that code). Paths a host or the agent named are passed as
+//! The one place that runs git. Every call is bounded (docs/configuration.md, `[vcs]
+//! git_timeout_s`): no controlling terminal, killed with its process group on timeout or
+//! stop. Every call runs in `work_dir` with repository hooks disabled
+//! (`core.hooksPath=/dev/null`: the agent may have written `.git/hooks`, and the supervisor
+//! must not run that code). Paths a host or the agent named are passed as
 //! `:(literal)` pathspecs, so no path is ever read as a pattern.
 
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 use tokio::process::Command;
 
-/// A git invocation that failed: the command and what git said.
+use crate::config::DEFAULT_GIT_TIMEOUT_S;
+use crate::runtime::attribution::OwnFiles;
+use crate::runtime::path_name;
+use crate::runtime::stop::StopWatch;
+
+/// SIGKILLs the process group a git command leads (a signer it started included).
+fn kill_group(group: Option<Pid>) {
+    if let Some(group) = group {
+        let _ = killpg(group, Signal::SIGKILL);
+    }
+}
+
+/// `paths` (text form, [`path_name`]) as `:(literal)` pathspecs of their bytes, relative
+/// to the work dir, where git runs.
+fn literal(paths: &[String]) -> Vec<OsString> {
+    paths
+        .iter()
+        .map(|p| {
+            let mut spec = OsString::from(":(literal)");
+            spec.push(path_name::os(p));
+            spec
+        })
+        .collect()
+}
+
+/// A git invocation that failed: the command and what git said. Display names only the
+/// subcommand (`git commit failed: …`), so a capped event keeps git's reason rather than
+/// a long list of paths.
 #[derive(Debug, thiserror::Error)]
-#[error("git {args} failed: {detail}")]
+#[error("git {} failed: {detail}", subcommand(args))]
 pub struct GitError {
     /// The arguments, space-joined.
     pub args: String,
-    /// git's stderr (trimmed) or the spawn error.
+    /// git's stderr (trimmed), the spawn error, or why it was killed.
     pub detail: String,
 }
 
-/// A git working tree, with the paths (relative to the tree) that never count as dirty
-/// and are never stashed or committed: the log dir when it lies inside the tree, and the
-/// paths hosts own (docs/protocol.md §5.8).
+/// The first word of `args` that is neither an option nor the value of a `-c`.
+fn subcommand(args: &str) -> &str {
+    let mut words = args.split(' ');
+    while let Some(word) = words.next() {
+        if word == "-c" {
+            words.next();
+        } else if !word.starts_with('-') {
+            return word;
+        }
+    }
+    args
+}
+
+/// A git working tree seen from `work_dir` (which may be a subdirectory of a bigger
+/// repository: everything is limited to it), with the supervisor's own files, which never
+/// count as dirty.
 #[derive(Clone, Debug)]
 pub struct Repo {
     work_dir: PathBuf,
-    excluded: Vec<String>,
+    own: OwnFiles,
+    timeout: Duration,
+    stop: Option<StopWatch>,
 }
 
 impl Repo {
-    /// The tree at `work_dir`; `log_dir` is excluded from dirt when it lies inside it.
-    pub fn new(work_dir: &Path, log_dir: &Path) -> Self {
-        let excluded = log_dir
-            .strip_prefix(work_dir)
-            .ok()
-            .filter(|rel| !rel.as_os_str().is_empty())
-            .map(|rel| rel.to_string_lossy().trim_end_matches('/').to_owned());
+    /// The tree at `work_dir`; paths in `own` are never dirt. Each git command may run
+    /// [`DEFAULT_GIT_TIMEOUT_S`] until [`Repo::with_timeout`] says otherwise.
+    pub fn new(work_dir: &Path, own: OwnFiles) -> Self {
         Repo {
             work_dir: work_dir.to_owned(),
-            excluded: excluded.into_iter().collect(),
+            own,
+            timeout: Duration::from_secs(DEFAULT_GIT_TIMEOUT_S),
+            stop: None,
         }
     }
 
-    /// This tree with `owned` (relative paths hosts declared) also left out of dirt,
-    /// stash and commit.
-    pub fn excluding(mut self, owned: impl IntoIterator<Item = String>) -> Self {
-        for path in owned {
-            if !self.excluded.contains(&path) {
-                self.excluded.push(path);
-            }
-        }
+    /// Each git command is killed (with its process group) after `timeout`.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
         self
     }
 
-    async fn run(&self, args: &[&str]) -> Result<String, GitError> {
+    /// A stop that arrives while a git command runs (a `stop`, `kill`, SIGTERM or SIGINT
+    /// raising the level) kills it with its process group.
+    pub fn stop_on(&mut self, stop: &StopWatch) {
+        self.stop = Some(stop.clone());
+    }
+
+    /// The work dir.
+    pub fn work_dir(&self) -> &Path {
+        &self.work_dir
+    }
+
+    /// Runs one git command, bounded: in a session of its own (no controlling terminal, so
+    /// nothing can prompt on one: a passphrase prompt fails instead of waiting), stdin
+    /// from `/dev/null`, killed with its process group after the timeout or when a stop
+    /// arrives.
+    async fn run<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<String, GitError> {
+        self.run_bytes(args)
+            .await
+            .map(|out| String::from_utf8_lossy(&out).into_owned())
+    }
+
+    /// [`Repo::run`], stdout as bytes (file names are bytes).
+    async fn run_bytes<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Vec<u8>, GitError> {
         let mut cmd = Command::new("git");
         cmd.arg("-c")
             .arg("core.hooksPath=/dev/null")
             .args(args)
             .current_dir(&self.work_dir)
             .env("GIT_TERMINAL_PROMPT", "0")
+            .env_remove("GPG_TTY")
             .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
             .kill_on_drop(true);
-        let joined = args.join(" ");
-        let out = cmd.output().await.map_err(|e| GitError {
+        // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                nix::unistd::setsid().map_err(std::io::Error::from)?;
+                Ok(())
+            });
+        }
+        let joined = args
+            .iter()
+            .map(|a| a.as_ref().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let failed = |detail: String| GitError {
             args: joined.clone(),
-            detail: e.to_string(),
-        })?;
+            detail,
+        };
+        let child = cmd.spawn().map_err(|e| failed(e.to_string()))?;
+        let group = child.id().map(|pid| Pid::from_raw(pid as i32));
+        let mut stop = self.stop.clone();
+        let level = stop.as_ref().map(|s| *s.borrow());
+        let stopped = async {
+            match (stop.as_mut(), level) {
+                (Some(stop), Some(level)) => {
+                    if stop.wait_for(|l| *l > level).await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                }
+                _ => std::future::pending::<()>().await,
+            }
+        };
+        let out = tokio::select! {
+            out = child.wait_with_output() => out.map_err(|e| failed(e.to_string()))?,
+            _ = tokio::time::sleep(self.timeout) => {
+                kill_group(group);
+                return Err(failed(format!(
+                    "timed out after {} s ([vcs] git_timeout_s) and was killed with its process group; it runs without a terminal, so a prompt (a signing passphrase, credentials) cannot be answered",
+                    self.timeout.as_secs()
+                )));
+            }
+            _ = stopped => {
+                kill_group(group);
+                return Err(failed("killed with its process group by a stop request".into()));
+            }
+        };
         if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+            Ok(out.stdout)
         } else {
             let stderr = String::from_utf8_lossy(&out.stderr);
             let stdout = String::from_utf8_lossy(&out.stdout);
@@ -88,73 +193,68 @@ impl Repo {
             .is_ok()
     }
 
-    /// Dirty paths (relative to the tree), from `git status --porcelain -z`, untracked files
-    /// listed one by one, paths under the log dir left out. A staged rename lists both
-    /// sides, new path then source (docs/protocol.md `dirty_handler/handle_dirty`); a copy
-    /// only the new path (its source is unchanged).
+    /// Dirty paths inside the work dir, relative to it (docs/protocol.md: `dirty_files`),
+    /// from `git status --porcelain -z -- .`, untracked files listed one by one, the
+    /// supervisor's own files left out. A staged rename lists both sides, new path then
+    /// source (the source only when it lies inside the work dir); a copy only the new path
+    /// (its source is unchanged).
     pub async fn dirty_files(&self) -> Result<Vec<String>, GitError> {
+        let prefix = self.run_bytes(&["rev-parse", "--show-prefix"]).await?;
+        let prefix = prefix.strip_suffix(b"\n").unwrap_or(&prefix);
         let out = self
-            .run(&["status", "--porcelain", "-z", "--untracked-files=all"])
+            .run_bytes(&[
+                "status",
+                "--porcelain",
+                "-z",
+                "--untracked-files=all",
+                "--",
+                ".",
+            ])
             .await?;
         let mut files = Vec::new();
-        let mut entries = out.split('\0').filter(|e| !e.is_empty());
+        let mut entries = out.split(|b| *b == 0).filter(|e| !e.is_empty());
         while let Some(entry) = entries.next() {
             if entry.len() < 4 {
                 continue;
             }
             let (status, path) = entry.split_at(3);
             // A rename or copy is followed by its source path.
-            let source = if status.starts_with(['R', 'C']) {
+            let source = if status.starts_with(b"R") || status.starts_with(b"C") {
                 entries.next()
             } else {
                 None
             };
-            let renamed_from = source.filter(|_| status.starts_with('R'));
+            let renamed_from = source.filter(|_| status.starts_with(b"R"));
             for path in std::iter::once(path).chain(renamed_from) {
-                if !self.is_excluded(path) {
-                    files.push(path.to_owned());
+                // status prints paths from the repository's top; ours are the work dir's
+                // (a rename's source outside the work dir is not ours to hand on).
+                let Some(inside) = path.strip_prefix(prefix) else {
+                    continue;
+                };
+                let path = path_name::encode(inside);
+                if !self.own.contains(&path) {
+                    files.push(path);
                 }
             }
         }
         Ok(files)
     }
 
-    fn is_excluded(&self, path: &str) -> bool {
-        self.excluded.iter().any(|ex| {
-            path == ex
-                || path
-                    .strip_prefix(ex.as_str())
-                    .is_some_and(|rest| rest.starts_with('/'))
-        })
-    }
-
-    /// The pathspec keeping the excluded paths out of a stash, leaving out those git
-    /// already ignores (`stash -u` skips ignored files, and naming an ignored path makes
-    /// git fail after the stash was made); none when nothing is left.
-    async fn stash_pathspec(&self) -> Vec<String> {
-        let mut spec = Vec::new();
-        for ex in &self.excluded {
-            if self.run(&["check-ignore", "-q", ex]).await.is_err() {
-                spec.push(format!(":(exclude,literal){ex}"));
-            }
-        }
-        if !spec.is_empty() {
-            spec.insert(0, ".".to_owned());
-        }
-        spec
-    }
-
-    /// `git stash push -u -m <message>` (excluded paths left out); returns the stash commit's SHA,
-    /// or `None` when git found nothing to stash. A stash that git made but then reported
-    /// a failure for still counts as made (the work is in it, by SHA).
-    pub async fn stash_push(&self, message: &str) -> Result<Option<String>, GitError> {
+    /// `git stash push -u -m <message> -- <paths>`: only `paths` (work-dir-relative,
+    /// literal) go into the stash; returns the stash commit's SHA, or `None` when git found
+    /// nothing to stash. A stash that git made but then reported a failure for still counts
+    /// as made (the work is in it, by SHA).
+    pub async fn stash_push(
+        &self,
+        message: &str,
+        paths: &[String],
+    ) -> Result<Option<String>, GitError> {
         let before = self.stash_head().await;
-        let spec = self.stash_pathspec().await;
-        let mut args = vec!["stash", "push", "-u", "-m", message];
-        if !spec.is_empty() {
-            args.push("--");
-            args.extend(spec.iter().map(String::as_str));
-        }
+        let mut args: Vec<OsString> = ["stash", "push", "-u", "-m", message, "--"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        args.extend(literal(paths));
         let result = self.run(&args).await;
         let after = self.stash_head().await;
         if after.is_some() && after != before {
@@ -165,7 +265,7 @@ impl Repo {
             return Ok(None);
         }
         Err(GitError {
-            args: args.join(" "),
+            args: "stash push".to_owned(),
             detail: format!("no stash was created: {}", out.trim()),
         })
     }
@@ -190,20 +290,26 @@ impl Repo {
     pub async fn commit_paths(&self, paths: &[String], message: &str) -> Result<String, GitError> {
         // `update-index --add --remove` stages additions, changes and deletions of exactly
         // these paths, and accepts the source of a staged rename (gone from both the tree
-        // and the index), which `git add -A -- <path>` refuses.
-        let mut stage = vec!["update-index", "--add", "--remove", "--"];
-        stage.extend(paths.iter().map(String::as_str));
+        // and the index), which `git add -A -- <path>` refuses. Paths are work-dir-relative
+        // and passed as their real bytes.
+        let mut stage: Vec<OsString> = ["update-index", "--add", "--remove", "--"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        stage.extend(paths.iter().map(|p| path_name::os(p)));
         self.run(&stage).await?;
-        let specs: Vec<String> = paths.iter().map(|p| format!(":(literal){p}")).collect();
-        let specs: Vec<&str> = specs.iter().map(String::as_str).collect();
+        let specs = literal(paths);
+        let with = |head: &[&str]| -> Vec<OsString> {
+            head.iter()
+                .map(OsString::from)
+                .chain(specs.iter().cloned())
+                .collect()
+        };
         let identity = self.identity_args().await;
-        let mut commit: Vec<&str> = identity.iter().map(String::as_str).collect();
-        commit.extend(["commit", "--no-verify", "-q", "-m", message, "--"]);
-        commit.extend(&specs);
-        if let Err(err) = self.run(&commit).await {
-            let mut reset = vec!["reset", "-q", "--"];
-            reset.extend(&specs);
-            let _ = self.run(&reset).await;
+        let mut head: Vec<&str> = identity.iter().map(String::as_str).collect();
+        head.extend(["commit", "--no-verify", "-q", "-m", message, "--"]);
+        if let Err(err) = self.run(&with(&head)).await {
+            let _ = self.run(&with(&["reset", "-q", "--"])).await;
             return Err(err);
         }
         Ok(self.run(&["rev-parse", "HEAD"]).await?.trim().to_owned())

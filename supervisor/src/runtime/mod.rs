@@ -7,19 +7,26 @@
 //! - [`pre_round`] (pre-round hooks and context enrichers), [`spawn_gate`], [`dirty`] and
 //!   [`detect`]: the hook families as the round sees them, with their built-ins;
 //!   [`serve_startup`]: the hooks `serve` calls once at boot.
-//! - [`git`]: the only place that runs git.
+//! - [`git`]: the only place that runs git; [`attribution`]: whose dirt is it (the round's,
+//!   the operator's, the supervisor's own files and the paths hosts own).
+//! - [`path_name`]: file names as lossless text (non-UTF-8 names in git's quoted form).
 //! - [`prompt`], [`round_context`]: what the agent is told.
+//! - [`config_follow`]: the config re-read before every round and on SIGHUP.
 //! - [`events`]: the operator's record, one JSON line per event (writer side).
 //! - [`state`]: the project lock, the round counter and the orphan stash record.
+//! - [`state_dir`]: where they live (out of the agent's reach by default).
 //! - [`stop`]: signals and control requests → the stop level.
 //! - [`retention`]: round log pruning.
 
 pub mod agent;
+pub mod attribution;
+pub mod config_follow;
 pub mod detect;
 pub mod dirty;
 pub mod events;
 pub mod git;
 pub mod host_health;
+pub mod path_name;
 pub mod pre_round;
 pub mod prompt;
 pub mod retention;
@@ -29,4 +36,5 @@ pub mod serve;
 pub mod serve_startup;
 pub mod spawn_gate;
 pub mod state;
+pub mod state_dir;
 pub mod stop;

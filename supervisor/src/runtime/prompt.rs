@@ -35,7 +35,7 @@ pub fn assemble(
         bodies.push(if i == 0 && config.strip_yaml_frontmatter {
             strip_front_matter(&text).to_owned()
         } else {
-            text
+            without_bom(&text).to_owned()
         });
     }
     let body = bodies.join(&config.concat_separator);
@@ -48,9 +48,17 @@ pub fn assemble(
     })
 }
 
-/// `text` without a leading `---\n … \n---\n` block; unchanged when there is none or it
-/// is not closed.
+/// `text` without a leading UTF-8 byte order mark (editors on Windows write one; it means
+/// nothing to the agent).
+fn without_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
+/// `text` without a leading byte order mark and a leading `---\n … \n---\n` block (LF or
+/// CRLF lines; the closing `---` may end the file); only the mark is removed when there is
+/// no block or it is not closed.
 pub fn strip_front_matter(text: &str) -> &str {
+    let text = without_bom(text);
     let Some(rest) = text
         .strip_prefix("---\n")
         .or_else(|| text.strip_prefix("---\r\n"))
@@ -134,6 +142,21 @@ mod tests {
         assert_eq!(strip_front_matter("---\ntitle: x\n---\nbody\n"), "body\n");
         assert_eq!(strip_front_matter("---\nnot closed\n"), "---\nnot closed\n");
         assert_eq!(strip_front_matter("plain"), "plain");
+    }
+
+    #[test]
+    fn front_matter_after_a_bom_with_crlf_or_no_final_newline() {
+        assert_eq!(
+            strip_front_matter("\u{feff}---\ntitle: x\n---\nbody\n"),
+            "body\n"
+        );
+        assert_eq!(
+            strip_front_matter("\u{feff}---\r\ntitle: x\r\n---\r\nbody\r\n"),
+            "body\r\n"
+        );
+        assert_eq!(strip_front_matter("---\ntitle: x\n---"), "");
+        assert_eq!(strip_front_matter("\u{feff}plain"), "plain");
+        assert_eq!(strip_front_matter("\u{feff}---\nopen\n"), "---\nopen\n");
     }
 
     #[test]

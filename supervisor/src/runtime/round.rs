@@ -20,6 +20,7 @@ use crate::config::{Config, ContextInjection, PromptDelivery};
 use crate::exit::CliError;
 use crate::hosts::HostManager;
 use crate::runtime::agent::{self, AgentExit, AgentSpec};
+use crate::runtime::attribution::{Baseline, OwnFiles};
 use crate::runtime::detect::{self, AutoStop};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
 use crate::runtime::events::{timestamp, Event, EventLog, RoundEnd, RoundOutcome};
@@ -33,6 +34,25 @@ use crate::runtime::spawn_gate::{self, Verdict};
 use crate::runtime::state;
 use crate::runtime::stop::{StopLevel, StopWatch};
 
+/// Lines of the round log that `round_end.log_tail` carries after a failed agent run.
+pub const TAIL_LINES: usize = 5;
+/// At most this many characters of them (the end is kept).
+pub const TAIL_CHARS: usize = 500;
+
+/// The last `lines` lines of the round log at `path`, redacted, at most `chars`
+/// characters (the end kept); empty when it cannot be read.
+pub fn log_tail(path: &std::path::Path, lines: usize, chars: usize) -> String {
+    let text = crate::operator::round_history::tail_text(path, 64 * 1024).unwrap_or_default();
+    let text = text.trim_end();
+    let start = text
+        .rmatch_indices('\n')
+        .nth(lines.saturating_sub(1))
+        .map_or(0, |(i, _)| i + 1);
+    let tail = agent_runner_protocol::redact::redact(&text[start..]);
+    let skip = tail.chars().count().saturating_sub(chars);
+    tail.chars().skip(skip).collect()
+}
+
 /// What an attempt at a round came to.
 #[derive(Debug)]
 pub enum Attempt {
@@ -40,6 +60,8 @@ pub enum Attempt {
     Ran {
         /// The round's number.
         round_num: u64,
+        /// Its round log.
+        log_path: std::path::PathBuf,
         /// How the agent ended.
         exit: AgentExit,
         /// Bytes the agent wrote to its round log (stdout + stderr).
@@ -57,7 +79,7 @@ pub enum Attempt {
 
 /// Runs rounds of one project: the loaded config, its hosts and its event log.
 pub struct Runner {
-    /// The configuration (read once).
+    /// The configuration (re-read before each round by `serve`).
     pub config: Config,
     /// The operator's record.
     pub events: EventLog,
@@ -68,11 +90,21 @@ pub struct Runner {
     unhealthy_since: Option<std::time::Instant>,
 }
 
+/// The work tree as rounds see it under `config`: the supervisor's own files and the paths
+/// `hosts` declared (`owned_paths`) are never dirt; each git command is bounded by
+/// `[vcs] git_timeout_s`.
+fn repo_for(config: &Config, hosts: &HostManager) -> Repo {
+    Repo::new(
+        &config.runtime.work_dir,
+        OwnFiles::of(config).with_host_paths(hosts.owned_paths()),
+    )
+    .with_timeout(config.vcs.git_timeout)
+}
+
 impl Runner {
     /// A runner over `config` with `hosts` already booted.
     pub fn new(config: Config, events: EventLog, hosts: HostManager) -> Self {
-        let repo = Repo::new(&config.runtime.work_dir, &config.runtime.log_dir)
-            .excluding(hosts.owned_paths());
+        let repo = repo_for(&config, &hosts);
         Runner {
             config,
             events,
@@ -80,6 +112,14 @@ impl Runner {
             repo,
             unhealthy_since: None,
         }
+    }
+
+    /// Runs later rounds with `config` (a re-read of the same file: same work dir, log dir
+    /// and state dir), after `hosts` followed it. The own files are recomputed (prompt
+    /// files may have moved, hosts may own other paths).
+    pub fn replace_config(&mut self, config: Config) {
+        self.repo = repo_for(&config, &self.hosts);
+        self.config = config;
     }
 
     fn context(&self, round_num: u64, phase: Option<&str>, log_path: Option<String>) -> Context {
@@ -142,6 +182,7 @@ impl Runner {
         stop: &mut StopWatch,
         phase: Option<&str>,
     ) -> Result<Attempt, CliError> {
+        self.repo.stop_on(stop);
         let log_dir = self.config.runtime.log_dir.clone();
         let health = &self.config.monitor.host_health;
         if let Some(pressure) = host_health::assess(health, &Reading::take(&log_dir))
@@ -163,10 +204,11 @@ impl Runner {
                 deferred_for_s: (since.elapsed().as_secs_f64() * 10.0).round() / 10.0,
             });
         }
-        let next = state::peek_next_round(&log_dir).map_err(|e| {
+        let state_dir = self.config.runtime.state_dir.clone();
+        let next = state::peek_next_round(&state_dir).map_err(|e| {
             CliError::failure(format!(
                 "cannot read round state in {}: {e}",
-                log_dir.display()
+                state_dir.display()
             ))
         })?;
         let phase: Option<String> = phase
@@ -190,7 +232,8 @@ impl Runner {
         if let Some((hook, reason)) = pre.skip {
             return Ok(Attempt::NotStarted(Verdict::Skip { hook, reason }));
         }
-        let mut round_ctx = round_context::build(&log_dir, &self.repo, next, &started, phase).await;
+        let mut round_ctx =
+            round_context::build(&state_dir, &self.repo, next, &started, phase).await;
         pre_round::merge(&mut round_ctx, pre.enrichments);
         let prepend = (self.config.prompt.injection == ContextInjection::Prepend)
             .then(|| serde_json::to_value(&round_ctx))
@@ -227,10 +270,10 @@ impl Runner {
             return Ok(Attempt::NotStarted(verdict));
         }
 
-        let round_num = state::next_round(&log_dir).map_err(|e| {
+        let round_num = state::next_round(&state_dir).map_err(|e| {
             CliError::failure(format!(
                 "cannot record round state in {}: {e}",
-                log_dir.display()
+                state_dir.display()
             ))
         })?;
         if let Err(e) = round_context::write(&log_dir, &round_ctx) {
@@ -257,6 +300,7 @@ impl Runner {
             ))
         })?;
         let spec = AgentSpec {
+            log_cap: self.config.runtime.round_log_max_bytes,
             argv,
             env,
             work_dir: self.config.runtime.work_dir.clone(),
@@ -275,6 +319,7 @@ impl Runner {
                 .filter_map(|(_, _, pid)| pid)
                 .collect(),
         };
+        let baseline = self.baseline(round_num).await;
         self.events.emit(Event::AgentSpawn {
             round_num,
             timeout_s: budget.as_secs(),
@@ -307,21 +352,35 @@ impl Runner {
             timed_out: exit.cause == agent::ExitCause::Timeout,
             exit_cause: exit.cause.as_str().to_owned(),
         });
-        let output_bytes = std::fs::metadata(&log_path).map(|m| m.len()).unwrap_or(0);
+        // Counted as it went by, not from the file: the agent may have deleted it.
+        let output_bytes = exit.log.kept + exit.log.discarded;
+        if exit.log.discarded > 0 {
+            self.events.emit(Event::RoundLogCapped {
+                round_num,
+                log_path: log_path.clone(),
+                cap_bytes: self.config.runtime.round_log_max_bytes,
+                discarded_bytes: exit.log.discarded,
+            });
+        }
 
         let mut dirty = None;
         if exit.is_clean() {
             match self.repo.dirty_files().await {
-                Ok(files) if files.is_empty() => {}
                 Ok(files) => {
-                    let ctx = self.context(round_num, phase, Some(log_path.display().to_string()));
-                    let round = DirtyRound {
-                        config: &self.config,
-                        repo: &self.repo,
-                        events: &self.events,
-                        ctx: &ctx,
-                    };
-                    dirty = Some(dirty::handle(&round, &mut self.hosts, &files, stop).await);
+                    let split = baseline.split(&self.config.runtime.work_dir, files);
+                    if !split.round.is_empty() {
+                        let ctx =
+                            self.context(round_num, phase, Some(log_path.display().to_string()));
+                        let round = DirtyRound {
+                            config: &self.config,
+                            repo: &self.repo,
+                            events: &self.events,
+                            ctx: &ctx,
+                            attribution: &split,
+                        };
+                        dirty =
+                            Some(dirty::handle(&round, &mut self.hosts, &split.round, stop).await);
+                    }
                 }
                 Err(err) => {
                     self.events.emit(Event::DirtyCheckFailed {
@@ -332,7 +391,7 @@ impl Runner {
             }
         }
         if let Err(e) = state::record_round_end(
-            &log_dir,
+            &state_dir,
             state::PreviousRound {
                 round_num,
                 exit_code: exit.exit_code,
@@ -342,14 +401,17 @@ impl Runner {
         ) {
             tracing::warn!("cannot record the round's end in state.json: {e}");
         }
+        let failed = !exit.is_clean() && exit.cause != agent::ExitCause::Stopped;
         self.events.emit(Event::RoundEnd(RoundEnd::Ran {
             round_num,
             exit_code: exit.exit_code,
             exit_cause: exit.cause.as_str().to_owned(),
             dirty_outcome: dirty.as_ref().map(|d| d.as_str().to_owned()),
+            log_tail: failed.then(|| log_tail(&log_path, TAIL_LINES, TAIL_CHARS)),
         }));
         Ok(Attempt::Ran {
             round_num,
+            log_path,
             exit,
             output_bytes,
             dirty,
@@ -377,13 +439,45 @@ impl Runner {
         .await
     }
 
-    /// Applies `round_log_retention` before a new round log is created, keeping room for it.
+    /// The tree before the agent starts (docs/configuration.md, "Dirt attribution"): what
+    /// is dirty now is the operator's, recorded as `dirty_before_round`. A failed look
+    /// records nothing and attributes everything after the round to the round.
+    async fn baseline(&self, round_num: u64) -> Baseline {
+        match self.repo.dirty_files().await {
+            Ok(files) => {
+                if !files.is_empty() {
+                    self.events.emit(Event::DirtyBeforeRound {
+                        round_num,
+                        files: files.iter().take(dirty::MAX_LISTED_FILES).cloned().collect(),
+                        file_count: files.len(),
+                        reason: "dirty before the agent started: the operator's work, left alone unless the round changes it".to_owned(),
+                    });
+                }
+                Baseline::take(&self.config.runtime.work_dir, &files)
+            }
+            Err(err) => {
+                self.events.emit(Event::DirtyCheckFailed {
+                    round_num,
+                    error: err.to_string(),
+                });
+                Baseline::default()
+            }
+        }
+    }
+
+    /// Applies `round_log_retention` and `round_log_retention_bytes` before a new round
+    /// log is created, keeping room for it (one log fewer; its cap of bytes fewer).
     fn prune_round_logs(&self, rounds_dir: &std::path::Path) {
-        let keep = self.config.runtime.round_log_retention;
-        if keep == 0 {
+        let rt = &self.config.runtime;
+        let keep = rt.round_log_retention;
+        let keep_bytes = (rt.round_log_retention_bytes > 0).then(|| {
+            rt.round_log_retention_bytes
+                .saturating_sub(rt.round_log_max_bytes)
+        });
+        if keep == 0 && keep_bytes.is_none() {
             return;
         }
-        match retention::prune(rounds_dir, keep - 1) {
+        match retention::prune(rounds_dir, (keep > 0).then(|| keep - 1), keep_bytes) {
             Ok(deleted) if deleted.is_empty() => {}
             Ok(deleted) => self.events.emit(Event::RoundLogsPruned {
                 directory: rounds_dir.to_owned(),

@@ -70,15 +70,15 @@ pub struct OrphanStash {
 /// Builds the context of round `round_num`. Missing or unreadable state leaves its part
 /// out (the context is advice, never a reason to skip a round).
 pub async fn build(
-    log_dir: &Path,
+    state_dir: &Path,
     repo: &Repo,
     round_num: u64,
     started_at: &str,
     phase: Option<&str>,
 ) -> RoundContext {
-    let previous = read_round_state(log_dir).ok().and_then(|s| s.previous);
+    let previous = read_round_state(state_dir).ok().and_then(|s| s.previous);
     let mut orphan_stash = None;
-    if let Ok(Some(orphan)) = read_json::<OrphanState>(&log_dir.join(ORPHAN_FILE)) {
+    if let Ok(Some(orphan)) = read_json::<OrphanState>(&state_dir.join(ORPHAN_FILE)) {
         if repo.stash_contains(&orphan.sha).await {
             orphan_stash = Some(OrphanStash {
                 stash_ref: orphan.sha,

@@ -1,6 +1,8 @@
 //! Boot (config → sandbox gate → lock → hosts) and the loop: rounds back to back with
 //! `restart_delay_s` between them, until `max_rounds`, `--once`, the stop file, the
-//! crash-loop breaker, or a stop signal. The first SIGTERM/SIGINT (or `agent-runner stop`)
+//! crash-loop breaker, or a stop signal. Before every round the config is re-read
+//! ([`crate::runtime::config_follow`]; SIGHUP re-reads it at once between rounds and never
+//! ends the process). The first SIGTERM/SIGINT (or `agent-runner stop`)
 //! lets the running round finish within its budget and starts no new one; a second (or
 //! `agent-runner kill`) terminates the agent. Every wait (restart delay, defer, skip idle,
 //! a hook call) ends at once on a stop.
@@ -23,13 +25,15 @@ use crate::hosts::sandbox::SandboxGate;
 use crate::hosts::HostManager;
 use crate::operator::control::Snapshot;
 use crate::operator::service::{ServiceFile, ServiceState};
+use crate::runtime::attribution::OwnFiles;
+use crate::runtime::config_follow::{ConfigFollower, Trigger};
 use crate::runtime::events::{Event, EventLog};
 use crate::runtime::git::Repo;
 use crate::runtime::round::{Attempt, Runner};
 use crate::runtime::serve_startup;
 use crate::runtime::spawn_gate::Verdict;
 use crate::runtime::state::{self, ProjectLock};
-use crate::runtime::stop::{sleep_unless, StopLevel, StopWatch};
+use crate::runtime::stop::{reached, sleep_unless, StopLevel, StopWatch};
 
 /// The shortest wait before spawn hooks are asked again after a defer, so a `defer_s = 0`
 /// answer cannot spin (the reference system re-asks ~4×/s).
@@ -49,6 +53,8 @@ pub struct Booted {
     pub status: watch::Sender<Snapshot>,
     /// The sandbox gate of this boot (reported in `service.json`).
     pub gate: SandboxGate,
+    /// Re-reads the config before each round and on SIGHUP.
+    pub follow: ConfigFollower,
     _lock: ProjectLock,
 }
 
@@ -57,10 +63,12 @@ pub struct Booted {
 /// Errors: 78 for config and gate problems, 1 when another supervisor holds the lock.
 pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
     let config = config::load(config_path)?;
+    let follow = ConfigFollower::new(&config)
+        .map_err(|e| CliError::failure(format!("cannot install the SIGHUP handler: {e}")))?;
     if let Err(e) = crate::runtime::agent::become_subreaper() {
         tracing::warn!("cannot become a child subreaper ({e}); processes that leave the agent's group may survive a round");
     }
-    let events = EventLog::new(&config.runtime.log_dir);
+    let events = EventLog::new(&config.runtime.state_dir);
     let caps = probe();
     let gate = match SandboxGate::evaluate(config.plugins.sandbox, caps.clone()) {
         Ok(gate) => gate,
@@ -88,9 +96,10 @@ pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
             name: None,
         });
     }
-    let lock = ProjectLock::acquire(&config.runtime.log_dir)
+    let lock = ProjectLock::acquire(&config.runtime.state_dir)
         .map_err(|e| CliError::failure(e.to_string()))?;
-    if !Repo::new(&config.runtime.work_dir, &config.runtime.log_dir)
+    crate::runtime::state_dir::prepare(&config, &events);
+    if !Repo::new(&config.runtime.work_dir, OwnFiles::default())
         .is_repo()
         .await
     {
@@ -107,6 +116,7 @@ pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
         runner: Runner::new(config, events, hosts),
         status: watch::channel(snapshot).0,
         gate,
+        follow,
         _lock: lock,
     })
 }
@@ -134,14 +144,19 @@ pub struct ServeEnd {
 /// exit).
 pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWatch) -> ServeEnd {
     let mut service = ServiceFile::new(&booted.runner.config, &booted.gate);
-    let Booted { runner, status, .. } = booted;
+    let Booted {
+        runner,
+        status,
+        gate,
+        follow,
+        ..
+    } = booted;
     service.update(ServiceState::Idle, None, &runner.hosts);
     let max_rounds = if options.once {
         Some(1)
     } else {
         options.max_rounds.or(runner.config.runtime.max_rounds)
     };
-    let restart_delay = runner.config.runtime.restart_delay;
     let mut completed = 0u64;
     let mut fast_failures = 0u32;
     let mut code = crate::exit::OK;
@@ -165,7 +180,7 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
         };
     }
     loop {
-        refresh_summary(&runner.config.runtime.log_dir);
+        refresh_summary(&runner.config.runtime.state_dir);
         if *stop.borrow() >= StopLevel::Graceful {
             service.update(ServiceState::Stopping, None, &runner.hosts);
             runner.events.emit(Event::ServeStopping {
@@ -176,6 +191,8 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
             });
             break;
         }
+        follow.refresh(runner, gate, Trigger::Round).await;
+        let restart_delay = runner.config.runtime.restart_delay;
         if let Some(file) = runner
             .config
             .runtime
@@ -214,7 +231,7 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
             });
             break;
         }
-        let next = state::peek_next_round(&runner.config.runtime.log_dir).ok();
+        let next = state::peek_next_round(&runner.config.runtime.state_dir).ok();
         status.send_modify(|s| s.update("round", next, &runner.hosts));
         service.update(
             ServiceState::Running,
@@ -238,6 +255,7 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                 exit,
                 output_bytes,
                 dirty,
+                ..
             }) => {
                 completed += 1;
                 let fast = !exit.is_clean()
@@ -287,7 +305,7 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                     message: reason.clone(),
                     defer_s,
                 });
-                refresh_summary(&runner.config.runtime.log_dir);
+                refresh_summary(&runner.config.runtime.state_dir);
                 service.update(ServiceState::Deferred, None, &runner.hosts);
                 let started = Instant::now();
                 sleep_unless(
@@ -324,21 +342,44 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                 restart_delay
             }
         };
-        refresh_summary(&runner.config.runtime.log_dir);
-        sleep_unless(stop, StopLevel::Graceful, wait).await;
+        refresh_summary(&runner.config.runtime.state_dir);
+        pause(stop, follow, runner, gate, wait).await;
     }
-    refresh_summary(&runner.config.runtime.log_dir);
+    refresh_summary(&runner.config.runtime.state_dir);
     status.send_modify(|s| s.update("stopping", None, &runner.hosts));
     service.update(ServiceState::Stopped, None, &runner.hosts);
     ServeEnd { completed, code }
+}
+
+/// Waits `wait` between rounds: ends early on a stop; a SIGHUP re-reads the config at once
+/// and the wait goes on.
+async fn pause(
+    stop: &mut StopWatch,
+    follow: &mut ConfigFollower,
+    runner: &mut Runner,
+    gate: &SandboxGate,
+    wait: Duration,
+) {
+    let until = tokio::time::Instant::now() + wait;
+    loop {
+        let hangup = tokio::select! {
+            _ = tokio::time::sleep_until(until) => false,
+            _ = reached(stop, StopLevel::Graceful) => false,
+            _ = follow.hangup() => true,
+        };
+        if !hangup {
+            return;
+        }
+        follow.refresh(runner, gate, Trigger::Hangup).await;
+    }
 }
 
 /// Brings the record's summary up to date for the read-only views (serve is its only
 /// writer: docs/operations.md "Reading the record"): at boot, before every wait and at the
 /// end, so it is current whenever the loop is idle. A failure is logged, never raised:
 /// readers do without the summary.
-fn refresh_summary(log_dir: &Path) {
-    if let Err(err) = crate::operator::recent::refresh_summary(log_dir) {
+fn refresh_summary(state_dir: &Path) {
+    if let Err(err) = crate::operator::recent::refresh_summary(state_dir) {
         tracing::warn!(
             "cannot write {}: {err}",
             crate::operator::event_summary::SUMMARY_FILE

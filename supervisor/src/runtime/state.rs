@@ -1,4 +1,5 @@
-//! What persists between runs, under `log_dir`: the project lock (`agent-runner.lock`), the
+//! What persists between runs, under `state_dir` ([`crate::runtime::state_dir`]): the
+//! project lock (`agent-runner.lock`), the
 //! round counter (`state.json`) and the orphan stash record (`orphan-state.json`). State
 //! files are written atomically (temp file + rename).
 
@@ -8,11 +9,11 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
-/// Name of the lock file in `log_dir`; it holds the holder's pid.
+/// Name of the lock file in `state_dir`; it holds the holder's pid.
 pub const LOCK_FILE: &str = "agent-runner.lock";
-/// Name of the round counter file in `log_dir`.
+/// Name of the round counter file in `state_dir`.
 pub const STATE_FILE: &str = "state.json";
-/// Name of the orphan stash record in `log_dir`.
+/// Name of the orphan stash record in `state_dir`.
 pub const ORPHAN_FILE: &str = "orphan-state.json";
 
 /// The exclusive lock of one project: one supervisor (`serve` or `round`) at a time.
@@ -44,15 +45,15 @@ pub enum LockError {
 }
 
 impl ProjectLock {
-    /// Takes the lock of the project whose log dir is `log_dir` (created if missing) and
+    /// Takes the lock of the project whose log dir is `state_dir` (created if missing) and
     /// records this process's pid in it.
-    pub fn acquire(log_dir: &Path) -> Result<Self, LockError> {
-        let path = log_dir.join(LOCK_FILE);
+    pub fn acquire(state_dir: &Path) -> Result<Self, LockError> {
+        let path = state_dir.join(LOCK_FILE);
         let io_err = |source| LockError::Io {
             path: path.display().to_string(),
             source,
         };
-        std::fs::create_dir_all(log_dir).map_err(io_err)?;
+        std::fs::create_dir_all(state_dir).map_err(io_err)?;
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -84,10 +85,10 @@ impl ProjectLock {
     }
 }
 
-/// The pid of the process holding the project lock in `log_dir`, or `None` when nobody
+/// The pid of the process holding the project lock in `state_dir`, or `None` when nobody
 /// holds it (the probe takes and releases the lock without writing to the file).
-pub fn lock_holder(log_dir: &Path) -> Option<u32> {
-    let file = File::open(log_dir.join(LOCK_FILE)).ok()?;
+pub fn lock_holder(state_dir: &Path) -> Option<u32> {
+    let file = File::open(state_dir.join(LOCK_FILE)).ok()?;
     match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
         Ok(_free) => None,
         Err((mut file, _)) => {
@@ -187,30 +188,57 @@ fn write_json<T: Serialize>(path: &Path, value: &T, sync: bool) -> io::Result<()
 
 /// Hands out the next round number and records it before the round starts, so a crash
 /// mid-round never reuses a number.
-pub fn next_round(log_dir: &Path) -> io::Result<u64> {
-    let path = log_dir.join(STATE_FILE);
+pub fn next_round(state_dir: &Path) -> io::Result<u64> {
+    let path = state_dir.join(STATE_FILE);
     let mut state: RoundState = read_json(&path)?.unwrap_or_default();
     state.last_round += 1;
     write_json_atomic(&path, &state)?;
     Ok(state.last_round)
 }
 
+/// Makes sure `state.json` never hands out a number already used: when a round log in
+/// `rounds_dir` (`R<N>-….log`) shows a higher round than `last_round` (the state was lost
+/// or deleted), the counter is raised to it. Returns `(was, now)` when it raised it, so
+/// the caller records it (`round_state_recovered`); `None` when the counter was right.
+///
+/// Errors: `state.json` is unreadable or cannot be written.
+pub fn recover_round_counter(
+    state_dir: &Path,
+    rounds_dir: &Path,
+) -> io::Result<Option<(u64, u64)>> {
+    let path = state_dir.join(STATE_FILE);
+    let mut state: RoundState = read_json(&path)?.unwrap_or_default();
+    let logged = std::fs::read_dir(rounds_dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| crate::runtime::retention::round_of(&e.ok()?.path()))
+        .max()
+        .unwrap_or(0);
+    if logged <= state.last_round {
+        return Ok(None);
+    }
+    let was = state.last_round;
+    state.last_round = logged;
+    write_json_atomic(&path, &state)?;
+    Ok(Some((was, logged)))
+}
+
 /// Records how the round that just finished ended.
-pub fn record_round_end(log_dir: &Path, previous: PreviousRound) -> io::Result<()> {
-    let path = log_dir.join(STATE_FILE);
+pub fn record_round_end(state_dir: &Path, previous: PreviousRound) -> io::Result<()> {
+    let path = state_dir.join(STATE_FILE);
     let mut state: RoundState = read_json(&path)?.unwrap_or_default();
     state.previous = Some(previous);
     write_json_atomic(&path, &state)
 }
 
 /// `state.json` as it is (the default before the first round).
-pub fn read_round_state(log_dir: &Path) -> io::Result<RoundState> {
-    Ok(read_json(&log_dir.join(STATE_FILE))?.unwrap_or_default())
+pub fn read_round_state(state_dir: &Path) -> io::Result<RoundState> {
+    Ok(read_json(&state_dir.join(STATE_FILE))?.unwrap_or_default())
 }
 
 /// The number the next round will get, without claiming it.
-pub fn peek_next_round(log_dir: &Path) -> io::Result<u64> {
-    let state: RoundState = read_json(&log_dir.join(STATE_FILE))?.unwrap_or_default();
+pub fn peek_next_round(state_dir: &Path) -> io::Result<u64> {
+    let state: RoundState = read_json(&state_dir.join(STATE_FILE))?.unwrap_or_default();
     Ok(state.last_round + 1)
 }
 
@@ -233,5 +261,26 @@ mod tests {
         }
         drop(held);
         ProjectLock::acquire(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn a_lost_counter_resumes_after_the_highest_logged_round() {
+        let state = tempfile::tempdir().unwrap();
+        let rounds = tempfile::tempdir().unwrap();
+        assert_eq!(
+            recover_round_counter(state.path(), rounds.path()).unwrap(),
+            None
+        );
+        std::fs::write(rounds.path().join("R7-20261130T120000.log"), "").unwrap();
+        std::fs::write(rounds.path().join("notes.txt"), "").unwrap();
+        assert_eq!(
+            recover_round_counter(state.path(), rounds.path()).unwrap(),
+            Some((0, 7))
+        );
+        assert_eq!(next_round(state.path()).unwrap(), 8);
+        assert_eq!(
+            recover_round_counter(state.path(), rounds.path()).unwrap(),
+            None
+        );
     }
 }

@@ -103,8 +103,12 @@ fn pid_from(path: &str) -> Result<i32, HookError> {
     }
 }
 
-/// Tries to open every file under `dir` for appending; the first success is reported.
+/// Tries to open every file under `dir` for appending; the first success is reported. A
+/// `dir` that cannot even be listed is reported as denied with that error.
 fn write_dir_files(dir: &std::path::Path) -> String {
+    if let Err(e) = std::fs::read_dir(dir) {
+        return format!("denied errno={} files=0", e.raw_os_error().unwrap_or(-1));
+    }
     let mut tried = 0;
     let mut last = 0;
     let mut stack = vec![dir.to_owned()];

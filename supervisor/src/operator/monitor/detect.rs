@@ -67,9 +67,9 @@ pub struct Observation {
 impl Observation {
     /// Looks at the project of `config` (read-only).
     pub fn take(config: &Config) -> Observation {
-        let log_dir = &config.runtime.log_dir;
+        let state_dir = &config.runtime.state_dir;
         let found = recent::scan(
-            log_dir,
+            state_dir,
             Wanted {
                 events: NEWEST_EVENTS,
                 rounds: NO_PROGRESS_ROUNDS + 1,
@@ -77,8 +77,8 @@ impl Observation {
                 round: None,
             },
         );
-        let live = service::live_supervisor(log_dir).map(|pid| {
-            service::read(log_dir)
+        let live = service::live_supervisor(state_dir).map(|pid| {
+            service::read(state_dir)
                 .filter(|d| d.pid == pid)
                 .map_or(ServiceState::Running, |d| d.state)
         });
@@ -90,7 +90,7 @@ impl Observation {
         Observation {
             events: found.events,
             round_events: found.round_events,
-            reading: Reading::take(log_dir),
+            reading: Reading::take(&config.runtime.log_dir),
             live,
             now: SystemTime::now(),
             log_tail,
@@ -301,7 +301,7 @@ async fn report(config: &Config, alert: &Alert, json: bool) {
     if alert.auto_action != "stop_service" || !allowed {
         return;
     }
-    match crate::operator::control::ask_stop(&config.runtime.log_dir, StopLevel::Graceful).await {
+    match crate::operator::control::ask_stop(&config.runtime.state_dir, StopLevel::Graceful).await {
         Ok(_) => super::record(
             config,
             Event::MonitorAutoStopTriggered {

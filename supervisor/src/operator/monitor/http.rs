@@ -136,11 +136,11 @@ pub async fn serve(options: HttpOptions) -> Result<u8, CliError> {
 /// Reads the record of `project` from its start (for the counters; one line at a time),
 /// then follows it: each new line is added up and sent to the page's live streams.
 async fn follow(project: Arc<Project>) {
-    let log_dir = &project.config.runtime.log_dir;
+    let state_dir = &project.config.runtime.state_dir;
     let mut reader = Forward::at(Vec::new(), 0, 0);
     let mut first = true;
     loop {
-        match reader.refresh(log_dir) {
+        match reader.refresh(state_dir) {
             Ok(()) => {
                 let mut counters = project.counters.lock().unwrap_or_else(|e| e.into_inner());
                 loop {
@@ -348,11 +348,11 @@ async fn metrics_route(State(app): State<Arc<App>>) -> Response {
         .projects
         .iter()
         .map(|p| {
-            let log_dir = &p.config.runtime.log_dir;
+            let state_dir = &p.config.runtime.state_dir;
             (
                 p.counters.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-                service::read(log_dir),
-                service::live_supervisor(log_dir).is_some(),
+                service::read(state_dir),
+                service::live_supervisor(state_dir).is_some(),
             )
         })
         .collect();

@@ -121,7 +121,7 @@ pub async fn run(options: Options) -> Result<u8, CliError> {
                 kind: options.kind.clone(),
                 remote_config: options.remote_config.clone(),
                 tolerance: config.monitor.remote_failure_tolerance,
-                log_dir: config.runtime.log_dir.clone(),
+                state_dir: config.runtime.state_dir.clone(),
             })
             .await
         }
@@ -163,16 +163,16 @@ async fn stream(
     config: &Config,
     render: impl Fn(&crate::runtime::events::Recorded) -> String,
 ) -> Result<u8, CliError> {
-    let log_dir = &config.runtime.log_dir;
+    let state_dir = &config.runtime.state_dir;
     let unreadable = |e: std::io::Error| CliError::failure(format!("cannot read {e}"));
-    let mut reader = Forward::at_end(log_dir).map_err(unreadable)?;
+    let mut reader = Forward::at_end(state_dir).map_err(unreadable)?;
     let mut interrupted = crate::operator::interrupt::interrupt_signal()?;
     loop {
         tokio::select! {
             _ = interrupted.recv() => return Ok(exit::OK),
             _ = tokio::time::sleep(TAIL_POLL) => {}
         }
-        reader.refresh(log_dir).map_err(unreadable)?;
+        reader.refresh(state_dir).map_err(unreadable)?;
         let mut out = std::io::stdout().lock();
         while let Some(found) = reader.next_event().map_err(unreadable)? {
             let Some(event) = found.recorded() else {
@@ -188,5 +188,5 @@ async fn stream(
 
 /// Records a `monitor_*` event in the project's record (anomaly mode only).
 fn record(config: &Config, event: Event) {
-    EventLog::new(&config.runtime.log_dir).emit(event);
+    EventLog::new(&config.runtime.state_dir).emit(event);
 }

@@ -39,8 +39,9 @@ pub struct RelayOptions {
     pub remote_config: Option<String>,
     /// How long to keep reconnecting.
     pub tolerance: Duration,
-    /// Where the relay's own events go (the local project's log dir).
-    pub log_dir: PathBuf,
+    /// Where the relay's own events go (the local project's state dir, docs/operations.md
+    /// "State dir").
+    pub state_dir: PathBuf,
 }
 
 /// A shell word for the remote's shell (ssh hands the command line to it).
@@ -112,7 +113,7 @@ impl Position {
 ///
 /// Errors: `ssh` cannot be started at all (exit 1).
 pub async fn run(options: &RelayOptions) -> Result<u8, CliError> {
-    let events = EventLog::new(&options.log_dir);
+    let events = EventLog::new(&options.state_dir);
     let mut position = Position::default();
     let mut attempt = 0u32;
     let mut down_since: Option<Instant> = None;
@@ -238,7 +239,7 @@ mod tests {
                 kind: None,
                 remote_config: Some("/srv/it's/agent-runner.toml".into()),
                 tolerance: Duration::from_secs(90),
-                log_dir: PathBuf::from("/l"),
+                state_dir: PathBuf::from("/l"),
             },
             Some("2026-11-29T16:00:01.000Z"),
         );

@@ -219,6 +219,55 @@ pub enum Event {
         /// The error, in words.
         error: String,
     },
+    /// `serve` re-read a changed config file and runs the next rounds with it
+    /// (docs/configuration.md, "Config follows the file").
+    ConfigReloaded {
+        /// The config file.
+        path: PathBuf,
+        /// `sha256:<hex>` of the file's bytes now.
+        digest: String,
+        /// The same of the bytes read before (empty when they could not be read).
+        previous_digest: String,
+        /// `round` (the check before every round) or `sighup`.
+        trigger: String,
+        /// Hosts admitted anew (new, or their entry or pin changed).
+        hosts_restarted: Vec<String>,
+        /// Hosts shut down (removed or disabled).
+        hosts_stopped: Vec<String>,
+    },
+    /// A changed config file cannot be used; the last good config keeps running.
+    ConfigBroken {
+        /// The config file.
+        path: PathBuf,
+        /// The one-line config error naming file and key.
+        error: String,
+        /// `sha256:<hex>` of the broken bytes; `null` when the file could not be read.
+        digest: Option<String>,
+        /// `round` or `sighup`.
+        trigger: String,
+    },
+    /// A record an earlier layout left in `log_dir` was moved into the state dir
+    /// (docs/operations.md, "State dir").
+    StateMigrated {
+        /// The old place (`log_dir`).
+        from: PathBuf,
+        /// The state dir.
+        to: PathBuf,
+        /// The file names moved.
+        files: Vec<String>,
+    },
+    /// `state.json` was behind the round logs (the state dir was lost); the counter was
+    /// raised so no round number is reused.
+    RoundStateRecovered {
+        /// What `state.json` said (0: missing).
+        last_round_was: u64,
+        /// The last round number now recorded.
+        last_round: u64,
+        /// Where the number came from (`round logs`).
+        source: String,
+        /// The counter file.
+        state_file: PathBuf,
+    },
 
     // ---- one round ----
     /// A round begins.
@@ -268,6 +317,18 @@ pub enum Event {
     },
     /// A round ends.
     RoundEnd(RoundEnd),
+    /// The agent wrote more than `round_log_max_bytes`; the rest of its output was
+    /// discarded after a marker line in the log.
+    RoundLogCapped {
+        /// The round.
+        round_num: u64,
+        /// The round log.
+        log_path: PathBuf,
+        /// `[runtime] round_log_max_bytes`.
+        cap_bytes: u64,
+        /// Output bytes not written to the log.
+        discarded_bytes: u64,
+    },
     /// `round_log_retention` deleted old round logs.
     RoundLogsPruned {
         /// `<log_dir>/rounds`.
@@ -307,14 +368,33 @@ pub enum Event {
     },
 
     // ---- dirty tree ----
-    /// The tree is dirty after a clean agent exit.
+    /// The tree was dirty before the agent started: the operator's work, left alone unless
+    /// the round changes it (docs/configuration.md, "Dirt attribution").
+    DirtyBeforeRound {
+        /// The round.
+        round_num: u64,
+        /// The first dirty paths (capped), work-dir-relative.
+        files: Vec<String>,
+        /// How many paths were dirty.
+        file_count: usize,
+        /// What this means for them, in words.
+        reason: String,
+    },
+    /// The round left the tree dirty after a clean agent exit.
     DirtyDetected {
         /// The round.
         round_num: u64,
-        /// The first dirty paths (capped).
+        /// The first of the round's dirty paths (capped), work-dir-relative.
         files: Vec<String>,
-        /// How many paths are dirty.
+        /// How many paths the round left dirty.
         file_count: usize,
+        /// Of `files`, those already dirty before the round and changed by it (capped);
+        /// empty in lines written before attribution.
+        #[serde(default)]
+        changed_preexisting: Vec<String>,
+        /// Paths dirty before the round and unchanged, left alone.
+        #[serde(default)]
+        left_to_operator: usize,
     },
     /// The deciding handler answered ignore.
     DirtyIgnored {
@@ -539,6 +619,11 @@ pub enum RoundEnd {
         /// `committed`, `stashed`, `ignored`, `failed`; `null` when the tree was clean or
         /// not looked at.
         dirty_outcome: Option<String>,
+        /// When the agent failed (non-zero exit or a signal not ours): the last lines of
+        /// its round log, redacted, at most [`crate::runtime::round::TAIL_CHARS`]
+        /// characters; absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        log_tail: Option<String>,
     },
 }
 

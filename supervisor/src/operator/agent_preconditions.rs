@@ -1,0 +1,132 @@
+//! What an agent CLI needs from this machine that `doctor` can check locally, without
+//! network: docs/operations.md, "Agent preconditions". Each finding says what will happen
+//! and what to do.
+//!
+//! - `claude` refuses `--dangerously-skip-permissions` (and the other ways into its bypass
+//!   mode) when run as root, exiting 1 within a second, unless its environment declares a
+//!   sandbox (`IS_SANDBOX=1` or `CLAUDE_CODE_BUBBLEWRAP=1`): every round would fail.
+//! - `claude` with neither stored credentials (`~/.claude/.credentials.json`) nor a key in
+//!   the environment (`ANTHROPIC_API_KEY`, `CLAUDE_CODE_OAUTH_TOKEN`) is likely not logged
+//!   in (a warning: other login stores exist).
+
+use std::path::Path;
+
+use crate::config::AgentConfig;
+
+/// The arguments through which `claude` enters its bypass-permissions mode.
+const CLAUDE_BYPASS_ARGS: &[&str] = &[
+    "--dangerously-skip-permissions",
+    "--allow-dangerously-skip-permissions",
+    "bypassPermissions",
+];
+
+/// Variables with which `claude` accepts its bypass mode as root.
+const CLAUDE_SANDBOX_VARS: &[&str] = &["IS_SANDBOX", "CLAUDE_CODE_BUBBLEWRAP"];
+
+/// Variables that carry a `claude` credential.
+const CLAUDE_KEY_VARS: &[&str] = &["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"];
+
+/// One finding: `(reason, how to fix)`.
+pub type Finding = (String, String);
+
+/// What the machine is: the effective uid and a variable lookup (the supervisor's
+/// environment, overridden by `[agent.env]`), and the home directory.
+pub struct Machine<'a> {
+    /// Effective user id.
+    pub euid: u32,
+    /// The value of a variable in the agent's environment.
+    pub var: &'a dyn Fn(&str) -> Option<String>,
+    /// `HOME`, if set.
+    pub home: Option<&'a Path>,
+}
+
+/// Which CLI `agent` runs: the file name of `command[0]`.
+fn cli_name(agent: &AgentConfig) -> &str {
+    Path::new(&agent.command[0])
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("")
+}
+
+/// Findings that make every round fail (doctor: a failed check).
+pub fn failures(agent: &AgentConfig, machine: &Machine) -> Vec<Finding> {
+    let mut found = Vec::new();
+    let argv = agent.command.iter().chain(&agent.prompt_arg_template);
+    let bypass = argv
+        .clone()
+        .find(|a| CLAUDE_BYPASS_ARGS.contains(&a.as_str()));
+    let sandboxed = CLAUDE_SANDBOX_VARS
+        .iter()
+        .any(|v| (machine.var)(v).as_deref() == Some("1"));
+    if let (true, 0, Some(arg), false) =
+        (cli_name(agent) == "claude", machine.euid, bypass, sandboxed)
+    {
+        found.push((
+            format!("claude refuses {arg} when run as root (uid 0): every round would exit 1 within a second"),
+            "run agent-runner as an unprivileged user; or, in a disposable container, declare it with IS_SANDBOX = \"1\" in [agent.env]".to_owned(),
+        ));
+    }
+    found
+}
+
+/// Findings that may make rounds fail (doctor: warnings).
+pub fn warnings(agent: &AgentConfig, machine: &Machine) -> Vec<Finding> {
+    let mut found = Vec::new();
+    if cli_name(agent) == "claude" {
+        let stored = machine
+            .home
+            .is_some_and(|h| h.join(".claude/.credentials.json").is_file());
+        let key = CLAUDE_KEY_VARS
+            .iter()
+            .any(|v| (machine.var)(v).is_some_and(|x| !x.is_empty()));
+        if !stored && !key {
+            found.push((
+                "claude looks logged out: no ~/.claude/.credentials.json and no ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN".to_owned(),
+                "run `claude` once as this user to log in, or set ANTHROPIC_API_KEY in the environment".to_owned(),
+            ));
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claude(args: &[&str]) -> AgentConfig {
+        AgentConfig {
+            command: args.iter().map(|s| s.to_string()).collect(),
+            prompt_arg_template: vec![],
+            name: None,
+            env: Default::default(),
+            delivery: crate::config::PromptDelivery::Argv,
+        }
+    }
+
+    #[test]
+    fn root_with_the_bypass_flag_fails_unless_sandboxed() {
+        let none = |_: &str| None;
+        let sandbox = |v: &str| (v == "IS_SANDBOX").then(|| "1".to_owned());
+        let agent = claude(&["/usr/bin/claude", "-p", "--dangerously-skip-permissions"]);
+        let root = Machine {
+            euid: 0,
+            var: &none,
+            home: None,
+        };
+        assert_eq!(failures(&agent, &root).len(), 1);
+        let user = Machine {
+            euid: 1000,
+            var: &none,
+            home: None,
+        };
+        assert!(failures(&agent, &user).is_empty());
+        let boxed = Machine {
+            euid: 0,
+            var: &sandbox,
+            home: None,
+        };
+        assert!(failures(&agent, &boxed).is_empty());
+        assert!(failures(&claude(&["claude", "-p"]), &root).is_empty());
+        assert!(failures(&claude(&["aider", "--dangerously-skip-permissions"]), &root).is_empty());
+    }
+}

@@ -1,0 +1,219 @@
+//! Whose dirt is it? The one place that decides which dirty paths a round's dirty handling
+//! may touch (docs/configuration.md, "Dirt attribution"):
+//!
+//! - [`OwnFiles`]: the supervisor's own files are never dirt: the config file, the prompt
+//!   files, `log_dir` and `state_dir` when inside the work tree, host executables and
+//!   scripts kept in the tree, and the files its own stdout/stderr go to
+//!   (`agent-runner serve > serve.log 2>&1`).
+//! - [`Baseline`]: the tree as it was before the agent started. A path dirty then and
+//!   byte-for-byte the same after the round is the operator's work: reported
+//!   (`dirty_before_round`), never stashed, committed or handed to a dirty handler. A path
+//!   the round changed further is the round's, like any path it dirtied.
+//!
+//! Paths are relative to `work_dir`, as [`crate::runtime::git::Repo::dirty_files`] gives
+//! them.
+
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::config::Config;
+use crate::runtime::path_name;
+
+/// The supervisor's own paths inside the work tree (work-dir-relative, no trailing `/`).
+#[derive(Clone, Debug, Default)]
+pub struct OwnFiles {
+    paths: Vec<String>,
+}
+
+impl OwnFiles {
+    /// The own files of a supervisor running `config` in this process.
+    pub fn of(config: &Config) -> Self {
+        let rt = &config.runtime;
+        let base = config.path.parent().unwrap_or(Path::new("/"));
+        let mut candidates: Vec<PathBuf> = vec![
+            config.path.clone(),
+            rt.log_dir.clone(),
+            rt.state_dir.clone(),
+        ];
+        candidates.extend(config.prompt.files.iter().cloned());
+        for phase in config.phases.overrides.values() {
+            candidates.extend(phase.prompt_files.iter().flatten().cloned());
+        }
+        for host in &config.plugins.hosts {
+            candidates.extend(
+                host.command
+                    .iter()
+                    .map(|arg| base.join(arg))
+                    .filter(|p| p.is_file()),
+            );
+        }
+        candidates.extend(std_streams());
+        let mut paths: Vec<String> = candidates
+            .iter()
+            .filter_map(|p| relative_to(&rt.work_dir, p))
+            .collect();
+        paths.sort();
+        paths.dedup();
+        OwnFiles { paths }
+    }
+
+    /// These own files plus the paths hosts declared as theirs (`owned_paths`,
+    /// docs/protocol.md §5.8; work-dir-relative, already checked by
+    /// `agent_runner_protocol::validate`): never dirt, so never stashed, committed or
+    /// handed to a dirty handler. A host's path only keeps git away from it; it gives the
+    /// host no write access (the sandbox decides that, and the state dir is never one).
+    pub fn with_host_paths(mut self, owned: impl IntoIterator<Item = String>) -> Self {
+        self.paths.extend(
+            owned
+                .into_iter()
+                .map(|p| p.trim_end_matches('/').to_owned())
+                .filter(|p| !p.is_empty()),
+        );
+        self.paths.sort();
+        self.paths.dedup();
+        self
+    }
+
+    /// Whether `path` (work-dir-relative) is one of the own files or lies under one of the
+    /// own directories.
+    pub fn contains(&self, path: &str) -> bool {
+        self.paths.iter().any(|own| {
+            path == own
+                || path
+                    .strip_prefix(own.as_str())
+                    .is_some_and(|rest| rest.starts_with('/'))
+        })
+    }
+
+    /// The own paths, work-dir-relative.
+    pub fn paths(&self) -> &[String] {
+        &self.paths
+    }
+}
+
+/// `p` relative to `work_dir` (canonical where it exists), when it lies inside it.
+fn relative_to(work_dir: &Path, p: &Path) -> Option<String> {
+    let p = p.canonicalize().unwrap_or_else(|_| p.to_owned());
+    let rel = p.strip_prefix(work_dir).ok()?;
+    let rel = rel.to_str()?.trim_end_matches('/');
+    (!rel.is_empty()).then(|| rel.to_owned())
+}
+
+/// The regular files this process's stdout and stderr are open on.
+fn std_streams() -> Vec<PathBuf> {
+    [1, 2]
+        .iter()
+        .filter_map(|fd| std::fs::read_link(format!("/proc/self/fd/{fd}")).ok())
+        .filter(|p| p.is_file())
+        .collect()
+}
+
+/// The content of each path dirty before the round: the sha256 of its bytes (`None`: it
+/// did not exist, e.g. a deletion).
+#[derive(Clone, Debug, Default)]
+pub struct Baseline {
+    files: BTreeMap<String, Option<[u8; 32]>>,
+}
+
+impl Baseline {
+    /// Records the state of `dirty` (work-dir-relative) under `work_dir`.
+    pub fn take(work_dir: &Path, dirty: &[String]) -> Self {
+        Baseline {
+            files: dirty
+                .iter()
+                .map(|f| (f.clone(), fingerprint(&path_name::join(work_dir, f))))
+                .collect(),
+        }
+    }
+
+    /// The paths dirty before the round.
+    pub fn files(&self) -> Vec<String> {
+        self.files.keys().cloned().collect()
+    }
+
+    /// Splits the paths dirty after the round into the round's (new dirt, or operator
+    /// dirt it changed further) and the operator's (dirty before, unchanged since).
+    pub fn split(&self, work_dir: &Path, after: Vec<String>) -> Split {
+        let mut split = Split::default();
+        for path in after {
+            match self.files.get(&path) {
+                None => split.round.push(path),
+                Some(before) if *before != fingerprint(&path_name::join(work_dir, &path)) => {
+                    split.changed_preexisting.push(path.clone());
+                    split.round.push(path);
+                }
+                Some(_) => split.operator.push(path),
+            }
+        }
+        split
+    }
+}
+
+/// Dirty paths after a round, by owner.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Split {
+    /// The round's: handled (stash, commit, dirty handlers).
+    pub round: Vec<String>,
+    /// Of [`Split::round`], those already dirty before the round (changed further by it).
+    pub changed_preexisting: Vec<String>,
+    /// The operator's: dirty before the round and unchanged; left alone.
+    pub operator: Vec<String>,
+}
+
+fn fingerprint(path: &Path) -> Option<[u8; 32]> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    let bytes = if meta.file_type().is_symlink() {
+        use std::os::unix::ffi::OsStrExt;
+        std::fs::read_link(path)
+            .ok()?
+            .as_os_str()
+            .as_bytes()
+            .to_vec()
+    } else {
+        std::fs::read(path).ok()?
+    };
+    Some(Sha256::digest(bytes).into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unchanged_operator_dirt_is_left_and_changed_dirt_is_the_rounds() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = dir.path();
+        std::fs::write(w.join("scratch"), "mine").unwrap();
+        std::fs::write(w.join("edited"), "v1").unwrap();
+        let base = Baseline::take(w, &["scratch".into(), "edited".into()]);
+        std::fs::write(w.join("edited"), "v2").unwrap();
+        std::fs::write(w.join("new"), "agent").unwrap();
+        let split = base.split(w, vec!["edited".into(), "new".into(), "scratch".into()]);
+        assert_eq!(split.round, ["edited", "new"]);
+        assert_eq!(split.changed_preexisting, ["edited"]);
+        assert_eq!(split.operator, ["scratch"]);
+    }
+
+    #[test]
+    fn own_paths_match_whole_components() {
+        let own = OwnFiles {
+            paths: vec!["logs".into(), "agent-runner.toml".into()],
+        };
+        assert!(own.contains("logs") && own.contains("logs/rounds/R1.log"));
+        assert!(!own.contains("logsx") && !own.contains("src/logs"));
+        assert!(own.contains("agent-runner.toml"));
+    }
+
+    #[test]
+    fn host_owned_paths_join_the_own_files() {
+        let own = OwnFiles {
+            paths: vec!["logs".into()],
+        }
+        .with_host_paths(["notes/".to_owned(), "reports/junit.xml".to_owned()]);
+        assert_eq!(own.paths(), ["logs", "notes", "reports/junit.xml"]);
+        assert!(own.contains("notes/") && own.contains("notes/today.md"));
+        assert!(own.contains("reports/junit.xml") && !own.contains("reports/other.xml"));
+        assert!(!own.contains("notesx"));
+    }
+}

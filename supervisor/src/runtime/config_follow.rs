@@ -1,0 +1,163 @@
+//! Config follows the file (docs/configuration.md, "Config follows the file"): `serve`
+//! re-reads `agent-runner.toml` before every round, and at once on SIGHUP while it waits
+//! between rounds (during a round, SIGHUP takes effect before the next one; it never ends
+//! the process).
+//!
+//! - Same bytes (sha256): nothing happens.
+//! - A valid new config replaces the running one (`config_reloaded`, with the new file's
+//!   `digest`); hosts whose entry or pin changed are restarted and re-checked, the others
+//!   keep running ([`crate::hosts::HostManager::reconcile`]).
+//! - An invalid one (or one that changes what only a restart can change: `work_dir`,
+//!   `log_dir`, `state_dir`, `[plugins] sandbox`) is recorded once as `config_broken` with
+//!   the one-line error naming file and key; the last good config keeps running.
+
+use sha2::{Digest, Sha256};
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::watch;
+
+use crate::config::{self, Config};
+use crate::hosts::sandbox::SandboxGate;
+use crate::runtime::events::Event;
+use crate::runtime::round::Runner;
+
+/// What asked for the re-read (`config_reloaded.trigger`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trigger {
+    /// The check before every round.
+    Round,
+    /// SIGHUP.
+    Hangup,
+}
+
+impl Trigger {
+    /// The event spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Round => "round",
+            Trigger::Hangup => "sighup",
+        }
+    }
+}
+
+/// Watches the config file of a running supervisor.
+pub struct ConfigFollower {
+    digest: String,
+    hangups: watch::Receiver<u64>,
+}
+
+impl ConfigFollower {
+    /// Follows the file `config` was loaded from, and installs the SIGHUP handler (from
+    /// now on SIGHUP never terminates the process).
+    ///
+    /// Errors: the signal handler cannot be installed.
+    pub fn new(config: &Config) -> std::io::Result<Self> {
+        let (tx, hangups) = watch::channel(0u64);
+        let mut hup = signal(SignalKind::hangup())?;
+        tokio::spawn(async move {
+            while hup.recv().await.is_some() {
+                tracing::info!("SIGHUP: re-reading the config");
+                tx.send_modify(|n| *n += 1);
+            }
+        });
+        Ok(ConfigFollower {
+            digest: std::fs::read(&config.path)
+                .map(|b| digest(&b))
+                .unwrap_or_default(),
+            hangups,
+        })
+    }
+
+    /// Waits for the next SIGHUP (forever when the handler is gone).
+    pub async fn hangup(&mut self) {
+        if self.hangups.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Re-reads the config file and applies it to `runner` if it changed (module docs).
+    pub async fn refresh(&mut self, runner: &mut Runner, gate: &SandboxGate, trigger: Trigger) {
+        self.hangups.borrow_and_update();
+        let path = runner.config.path.clone();
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                let error = format!(
+                    "config error: cannot read {}: {e}; the last good config keeps running",
+                    path.display()
+                );
+                if self.digest != "unreadable" {
+                    self.digest = "unreadable".into();
+                    broken(runner, &error, None, trigger);
+                }
+                return;
+            }
+        };
+        let new_digest = digest(&bytes);
+        if new_digest == self.digest {
+            return;
+        }
+        let previous = std::mem::replace(&mut self.digest, new_digest.clone());
+        let text = String::from_utf8_lossy(&bytes);
+        let config = match config::parse_str(&path, &text) {
+            Ok(config) => config,
+            Err(e) => return broken(runner, &e.to_string(), Some(&new_digest), trigger),
+        };
+        if let Err(e) = fixed_keys_unchanged(&runner.config, &config) {
+            return broken(runner, &e, Some(&new_digest), trigger);
+        }
+        let hosts = runner.hosts.reconcile(&config, gate).await;
+        runner.replace_config(config);
+        tracing::info!("config reloaded ({new_digest})");
+        runner.events.emit(Event::ConfigReloaded {
+            path,
+            digest: new_digest,
+            previous_digest: previous,
+            trigger: trigger.as_str().to_owned(),
+            hosts_restarted: hosts.started,
+            hosts_stopped: hosts.stopped,
+        });
+    }
+}
+
+fn broken(runner: &Runner, error: &str, digest: Option<&str>, trigger: Trigger) {
+    let error = error.replace('\n', " ");
+    eprintln!("agent-runner: {error}; keeping the last good config");
+    runner.events.emit(Event::ConfigBroken {
+        path: runner.config.path.clone(),
+        error,
+        digest: digest.map(str::to_owned),
+        trigger: trigger.as_str().to_owned(),
+    });
+}
+
+/// What only a restart can change: the tree, where the record and logs live (the lock is
+/// held there), and the sandbox gate evaluated at boot.
+fn fixed_keys_unchanged(old: &Config, new: &Config) -> Result<(), String> {
+    let changed = if old.runtime.work_dir != new.runtime.work_dir {
+        Some("runtime.work_dir")
+    } else if old.runtime.log_dir != new.runtime.log_dir {
+        Some("runtime.log_dir")
+    } else if old.runtime.state_dir != new.runtime.state_dir {
+        Some("runtime.state_dir")
+    } else if old.plugins.sandbox != new.plugins.sandbox {
+        Some("plugins.sandbox")
+    } else {
+        None
+    };
+    match changed {
+        Some(key) => Err(format!(
+            "config error in {}: key `{key}`: cannot change while serve runs; restart serve to apply it",
+            new.path.display()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `sha256:<hex>` of the config file's bytes.
+pub fn digest(bytes: &[u8]) -> String {
+    let hex: String = Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("sha256:{hex}")
+}
