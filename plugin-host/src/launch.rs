@@ -62,6 +62,7 @@ use crate::policy::{
     fs_grants, landlock_ruleset, seccomp_program_for, DenyAction, FsAccess, PolicyError,
     SeccompProgram, POLICY_LANDLOCK_ABI,
 };
+use crate::probe::kernel_landlock_abi;
 use crate::probe::Tier;
 use crate::user_namespace::{user_namespaces, UserNamespacePlan};
 use crate::write_limits::{ignore_sigxfsz, PrivateTmp};
@@ -527,24 +528,6 @@ fn reopen(fd: &OwnedFd) -> std::io::Result<OwnedFd> {
     std::fs::File::open(format!("/proc/self/fd/{}", fd.as_raw_fd())).map(OwnedFd::from)
 }
 
-/// Current Landlock ABI of the kernel (0 if none).
-pub fn kernel_landlock_abi() -> u32 {
-    // SAFETY: landlock_create_ruleset(NULL, 0, VERSION) only returns a number.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<libc::c_void>(),
-            0usize,
-            1u32,
-        )
-    };
-    if r > 0 {
-        r as u32
-    } else {
-        0
-    }
-}
-
 /// Starts the host described by `spec`, confined at `spec.confine`.
 ///
 /// stdin, stdout and stderr are pipes; the child is PID 1 of a new PID namespace (when the
@@ -705,8 +688,8 @@ fn spawn_inner(
             &spec.tmp_dir,
             &spec.read_paths,
         );
-        let ruleset =
-            landlock_ruleset(&grants, exe.file(), kernel_landlock_abi()).map_err(policy_err)?;
+        let ruleset = landlock_ruleset(&grants, exe.file(), kernel_landlock_abi().unwrap_or(0))
+            .map_err(policy_err)?;
         Some(above_stdio(ruleset).map_err(|e| open_err(Path::new("<landlock ruleset>"), e))?)
     } else {
         None
@@ -768,7 +751,8 @@ fn spawn_inner(
         }
     };
     let private_tmp = if pid_ns.is_some() || user_ns.is_some() {
-        let abi = landlock::ABI::from(kernel_landlock_abi().min(POLICY_LANDLOCK_ABI) as i32);
+        let abi =
+            landlock::ABI::from(kernel_landlock_abi().unwrap_or(0).min(POLICY_LANDLOCK_ABI) as i32);
         let rights = FsAccess::ReadWrite.rights(abi).bits();
         Some(
             PrivateTmp::new(&spec.tmp_dir, spec.tmp_max_mb, user_ns.is_none(), rights).ok_or_else(

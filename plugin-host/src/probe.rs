@@ -122,8 +122,14 @@ pub fn probe() -> Capabilities {
     }
 }
 
-fn probe_kernel() -> Capabilities {
-    let mut reasons = Vec::new();
+/// The kernel's Landlock ABI version (≥ 1), whatever [`TEST_PROBE_ENV`] says:
+/// `landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)`
+/// (Documentation/userspace-api/landlock.rst).
+///
+/// # Errors
+/// The call's error: `ENOSYS` when Landlock is not built into the kernel, `EOPNOTSUPP` when
+/// it is disabled at boot.
+pub fn kernel_landlock_abi() -> std::io::Result<u32> {
     // SAFETY: landlock_create_ruleset with a NULL attr, size 0 and the VERSION flag only
     // returns the ABI version (or -1/errno); it touches no memory.
     let abi = unsafe {
@@ -134,19 +140,28 @@ fn probe_kernel() -> Capabilities {
             1u32, /* LANDLOCK_CREATE_RULESET_VERSION */
         )
     };
-    let landlock_abi = if abi >= 1 {
-        Some(abi as u32)
+    if abi >= 1 {
+        Ok(abi as u32)
     } else {
-        let e = std::io::Error::last_os_error();
-        reasons.push(match e.raw_os_error() {
-            Some(libc::ENOSYS) => "landlock: not built into this kernel (ENOSYS)".to_owned(),
-            Some(libc::EOPNOTSUPP) => {
-                "landlock: disabled at boot (EOPNOTSUPP; add landlock to the lsm= kernel parameter)"
-                    .to_owned()
-            }
-            _ => format!("landlock: unavailable ({e})"),
-        });
-        None
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+fn probe_kernel() -> Capabilities {
+    let mut reasons = Vec::new();
+    let landlock_abi = match kernel_landlock_abi() {
+        Ok(abi) => Some(abi),
+        Err(e) => {
+            reasons.push(match e.raw_os_error() {
+                Some(libc::ENOSYS) => "landlock: not built into this kernel (ENOSYS)".to_owned(),
+                Some(libc::EOPNOTSUPP) => {
+                    "landlock: disabled at boot (EOPNOTSUPP; add landlock to the lsm= kernel parameter)"
+                        .to_owned()
+                }
+                _ => format!("landlock: unavailable ({e})"),
+            });
+            None
+        }
     };
     // SAFETY: PR_GET_SECCOMP takes no pointer arguments.
     let mode = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) };
