@@ -19,7 +19,7 @@ use crate::hosts::HostManager;
 use crate::runtime::events::timestamp;
 use crate::runtime::state::write_json_atomic;
 
-/// Name of the file in `log_dir`.
+/// Name of the file in the state dir.
 pub const SERVICE_FILE: &str = "service.json";
 
 /// The version of the document's shape; fields are only ever added within a version.

@@ -322,7 +322,7 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
             Ok(Attempt::NotStarted(Verdict::Skip { .. })) => restart_delay,
             // Recorded by the runner (round_deferred once, round_resumed when it clears).
             Ok(Attempt::Unhealthy(_)) => {
-                refresh_summary(&runner.config.runtime.log_dir);
+                refresh_summary(&runner.config.runtime.state_dir);
                 service.update(ServiceState::Deferred, None, &runner.hosts);
                 restart_delay
             }
