@@ -286,3 +286,52 @@ fn enrichers_of_different_hosts_are_asked_at_the_same_time() {
     assert_eq!(ctx["meet_left"], json!({"met": "right"}), "{ctx:#}");
     assert_eq!(ctx["meet_right"], json!({"met": "left"}), "{ctx:#}");
 }
+
+/// A host's detector hook that shares a built-in detector's name (`oauth_fail`, in the
+/// default `[monitor] auto_stop_on`) does not stop `serve` unasked: its `stop_service`
+/// alerts are only recorded until the operator writes `auto_stop_on` naming the hook
+/// (docs/protocol.md §5.6; `tests/hosts/alarm.py` alerts after every round).
+#[test]
+fn a_host_detector_named_like_a_builtin_stops_serve_only_when_listed() {
+    let p = Project::new();
+    let agent = recording_agent(&p);
+    let host = agent_runner_e2e::workspace_root().join("tests/hosts/alarm.py");
+    let config = || {
+        ConfigBuilder::new(&agent)
+            .sandbox("require")
+            .restart_delay_s(1)
+            .host(
+                HostSpec::new("alarm", &host)
+                    .provides(&["detector"])
+                    .config(json!({"hook": "oauth_fail"})),
+            )
+    };
+    p.write_config(&config());
+    p.run(&["serve", "--max-rounds", "2"]).assert_code(0);
+    let all = p.events_text();
+    let alerts = p.events_of("detector_alert");
+    assert_eq!(alerts.len(), 2, "{all}");
+    for alert in &alerts {
+        assert_eq!(alert["hook"], "oauth_fail", "{all}");
+        assert_eq!(alert["stop_service"], true, "{all}");
+        assert_eq!(alert["auto_stop"], false, "{all}");
+    }
+    assert!(
+        p.events_of("serve_stopping")
+            .iter()
+            .all(|e| e["reason"] != "auto_stop"),
+        "{all}"
+    );
+
+    p.write_config(&config().extra("[monitor]\nauto_stop_on = [\"oauth_fail\"]"));
+    p.run(&["serve", "--max-rounds", "2"]).assert_code(75);
+    let all = p.events_text();
+    let alerts = p.events_of("detector_alert");
+    assert_eq!(alerts.len(), 3, "{all}");
+    assert_eq!(alerts[2]["auto_stop"], true, "{all}");
+    let stopping = p.events_of("serve_stopping");
+    let last = stopping.last().expect("serve_stopping");
+    assert_eq!(last["reason"], "auto_stop", "{all}");
+    assert_eq!(last["hook"], "oauth_fail", "{all}");
+    assert_eq!(p.events_of("round_start").len(), 3, "{all}");
+}

@@ -4,8 +4,10 @@
 //! (docs/configuration.md, `[monitor]`).
 //!
 //! Each alert is recorded as `detector_alert`. An alert with `stop_service` stops `serve`
-//! only when its hook is named in `[monitor] auto_stop_on`; otherwise it is recorded with
-//! `auto_stop: false` and the loop goes on. A failed call raises nothing.
+//! only when its hook is named in the `[monitor] auto_stop_on` the operator wrote
+//! ([`crate::config::MonitorConfig::host_auto_stop_on`]; the default names built-in
+//! detectors only); otherwise it is recorded with `auto_stop: false` and the loop goes on.
+//! A failed call raises nothing.
 
 use agent_runner_protocol::redact::redact_and_cap;
 use agent_runner_protocol::{

@@ -430,7 +430,7 @@ impl Runner {
         let ctx = self.context(round_num, phase.as_deref(), None);
         detect::poll(
             &mut self.hosts,
-            &self.config.monitor.auto_stop_on,
+            self.config.monitor.host_auto_stop_on(),
             &self.events,
             &ctx,
             state,
