@@ -594,6 +594,12 @@ pub const BUILTIN_KINDS: &[&str] = &[
     "monitor_auto_stop_failed",
     "monitor_remote_blip",
     "monitor_remote_giveup",
+    "dirty_before_round",
+    "round_log_capped",
+    "round_state_recovered",
+    "state_migrated",
+    "config_reloaded",
+    "config_broken",
 ];
 
 /// The fields of `round_end`, which has two shapes.
