@@ -52,6 +52,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::MutexGuard;
 
 use crate::env::host_environment;
 use crate::notify::DenialListener;
@@ -406,26 +407,11 @@ impl ChildPlan {
         Ok(())
     }
 
-    /// Runs in the forked child. Only raw system calls: no allocation, no locks, no logging.
+    /// Runs in the forked child, the steps in the module docs' order. Only raw system calls:
+    /// no allocation, no locks, no logging (nor in any step below).
     fn apply(&self) -> std::io::Result<()> {
-        let fail = || Err(std::io::Error::last_os_error());
-        if let Some(procs) = &self.pids_cgroup {
-            // SAFETY: write of a 1-byte static buffer to a descriptor we own; "0" moves the
-            // writing process into the cgroup.
-            if unsafe { libc::write(procs.as_raw_fd(), b"0".as_ptr().cast(), 1) } != 1 {
-                return fail();
-            }
-        }
-        for (resource, value) in self.rlimits {
-            let lim = libc::rlimit {
-                rlim_cur: value,
-                rlim_max: value,
-            };
-            // SAFETY: setrlimit reads a valid stack rlimit struct; async-signal-safe.
-            if unsafe { libc::setrlimit(resource, &lim) } != 0 {
-                return fail();
-            }
-        }
+        self.join_pids_cgroup()?;
+        self.set_rlimits()?;
         self.die_with_parent()?;
         if let Some(user_ns) = &self.user_ns {
             user_ns.enter()?;
@@ -438,57 +424,109 @@ impl ChildPlan {
         ignore_sigxfsz()?;
         // SAFETY: prctl with integer arguments only.
         if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-            return fail();
+            return Err(std::io::Error::last_os_error());
         }
+        self.inherit_script()?;
+        self.restrict_landlock()?;
+        self.install_seccomp()?;
+        self.exec()
+    }
+
+    /// Step 0: joins the host's `pids` cgroup, if any.
+    fn join_pids_cgroup(&self) -> std::io::Result<()> {
+        if let Some(procs) = &self.pids_cgroup {
+            // SAFETY: write of a 1-byte static buffer to a descriptor we own; "0" moves the
+            // writing process into the cgroup.
+            if unsafe { libc::write(procs.as_raw_fd(), b"0".as_ptr().cast(), 1) } != 1 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+
+    /// Step 1: sets each resource limit (soft and hard) from the plan's array.
+    fn set_rlimits(&self) -> std::io::Result<()> {
+        for (resource, value) in self.rlimits {
+            let lim = libc::rlimit {
+                rlim_cur: value,
+                rlim_max: value,
+            };
+            // SAFETY: setrlimit reads a valid stack rlimit struct; async-signal-safe.
+            if unsafe { libc::setrlimit(resource, &lim) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+
+    /// Step 4: for a script host, clears `FD_CLOEXEC` on the verified script descriptor.
+    fn inherit_script(&self) -> std::io::Result<()> {
         if let Some(fd) = &self.script_fd {
             // SAFETY: fcntl on a descriptor we own; clears FD_CLOEXEC so the interpreter
             // inherits the verified script as /dev/fd/N.
             if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, 0) } != 0 {
-                return fail();
+                return Err(std::io::Error::last_os_error());
             }
         }
+        Ok(())
+    }
+
+    /// Step 5: enforces the Landlock ruleset, if Landlock is applied.
+    fn restrict_landlock(&self) -> std::io::Result<()> {
         if let Some(ruleset) = &self.landlock {
             // SAFETY: landlock_restrict_self(ruleset_fd, flags=0) takes a descriptor we own.
             let r = unsafe {
                 libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32)
             };
             if r != 0 {
-                return fail();
+                return Err(std::io::Error::last_os_error());
             }
         }
-        if let Some(prog) = &self.seccomp {
-            let fprog = prog.fprog();
-            let flags = if self.listener_tx.is_some() {
-                libc::SECCOMP_FILTER_FLAG_NEW_LISTENER
-            } else {
-                0
-            };
-            // SAFETY: fprog points at the program's instructions, which live (unmoved, unmodified)
-            // in self for the duration of the call; the kernel copies them.
-            let r = unsafe {
-                libc::syscall(
-                    libc::SYS_seccomp,
-                    libc::SECCOMP_SET_MODE_FILTER,
-                    flags,
-                    &fprog as *const libc::sock_fprog,
-                )
-            };
-            if r < 0 {
-                return fail();
-            }
-            if let Some(sock) = &self.listener_tx {
-                // From here on the filter is in force: sendmsg, close and execveat are allowed.
-                let listener = r as RawFd;
-                let sent = send_fd(sock.as_raw_fd(), listener);
-                // SAFETY: close of the listener descriptor this child just received from
-                // seccomp(2); nothing else refers to it. The host must never hold it.
-                let closed = unsafe { libc::close(listener) };
-                sent?;
-                if closed != 0 {
-                    return fail();
-                }
+        Ok(())
+    }
+
+    /// Step 6: installs the seccomp filter, if seccomp is applied; with a listener socket,
+    /// asks for the user-notification listener, sends it to the supervisor and closes it.
+    fn install_seccomp(&self) -> std::io::Result<()> {
+        let Some(prog) = &self.seccomp else {
+            return Ok(());
+        };
+        let fprog = prog.fprog();
+        let flags = if self.listener_tx.is_some() {
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER
+        } else {
+            0
+        };
+        // SAFETY: fprog points at the program's instructions, which live (unmoved, unmodified)
+        // in self for the duration of the call; the kernel copies them.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                flags,
+                &fprog as *const libc::sock_fprog,
+            )
+        };
+        if r < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if let Some(sock) = &self.listener_tx {
+            // From here on the filter is in force: sendmsg, close and execveat are allowed.
+            let listener = r as RawFd;
+            let sent = send_fd(sock.as_raw_fd(), listener);
+            // SAFETY: close of the listener descriptor this child just received from
+            // seccomp(2); nothing else refers to it. The host must never hold it.
+            let closed = unsafe { libc::close(listener) };
+            sent?;
+            if closed != 0 {
+                return Err(std::io::Error::last_os_error());
             }
         }
+        Ok(())
+    }
+
+    /// Step 7: `execveat` of the exec descriptor. Returns only with its error.
+    fn exec(&self) -> std::io::Result<()> {
         // SAFETY: argv/envp are NULL-terminated arrays of pointers into live CStrings owned by
         // self; the path is an empty C string as AT_EMPTY_PATH requires. Returns only on error.
         unsafe {
@@ -501,7 +539,7 @@ impl ChildPlan {
                 libc::AT_EMPTY_PATH,
             )
         };
-        fail()
+        Err(std::io::Error::last_os_error())
     }
 }
 
@@ -609,19 +647,89 @@ fn spawn_inner(
     notify: bool,
 ) -> Result<(tokio::process::Child, Option<OwnedFd>), LaunchError> {
     let host = spec.name.as_str();
+    create_host_dirs(spec)?;
+    let verified = verified_descriptor(spec)?;
+    let target = exec_target(spec, verified)?;
+    let args = ExecArgs::new(host, &target.argv, &host_environment(host, &spec.tmp_dir))?;
+    let landlock = landlock_ruleset_fd(spec)?;
+    let notify = notify && spec.confine.seccomp();
+    let seccomp = seccomp_filter(spec, notify)?;
+    let (listener_rx, listener_tx) = listener_socket(host, notify)?;
+    let supervisor = own_pidfd()
+        .and_then(above_stdio)
+        .map_err(|e| open_error(host, Path::new("<pidfd of the supervisor>"), e))?;
+    // No fork may happen between this and the spawn: the thread's next child is born in
+    // the new PID namespace.
+    let pid_ns = FreshPidNamespace::for_next_child()
+        .map_err(|e| open_error(host, Path::new("/proc/thread-self/ns/pid"), e))?;
+    let user_ns = if pid_ns.is_some() {
+        None
+    } else {
+        // (The probe forks: only here, where no PID namespace is armed.)
+        user_namespace_plan(spec)
+    };
+    let (pids_cgroup, pids_guard) = pids_cgroup(spec, user_ns.is_some())?;
+    let private_tmp = private_tmp(spec, pid_ns.is_some(), user_ns.is_some())?;
+    let plan = ChildPlan {
+        pids_cgroup,
+        supervisor,
+        rlimits: host_rlimits(spec),
+        user_ns,
+        private_tmp,
+        exec_fd: target.fd,
+        script_fd: target.script_fd,
+        landlock,
+        seccomp,
+        listener_tx,
+        args,
+    };
+    let mut cmd = host_command(spec, &target.path, plan);
+    tracing::debug!(host, exe = %spec.exe.path.display(), tier = %spec.confine, "spawning host");
+    let spawned = cmd.spawn();
+    drop(pid_ns); // later children of this thread are ordinary again
+    drop(pids_guard); // the child has joined its cgroup (or failed)
+    let child = spawned.map_err(|source| LaunchError::Spawn {
+        host: host.to_owned(),
+        path: target.path,
+        source,
+    })?;
+    Ok((child, listener_rx))
+}
+
+/// [`LaunchError::Open`] for `host` and `path`.
+fn open_error(host: &str, path: &Path, source: std::io::Error) -> LaunchError {
+    LaunchError::Open {
+        host: host.to_owned(),
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// [`LaunchError::Policy`] for `host`.
+fn policy_error(host: &str, source: PolicyError) -> LaunchError {
+    LaunchError::Policy {
+        host: host.to_owned(),
+        source,
+    }
+}
+
+/// Creates the host's `state_dir` and `tmp_dir` (and their parents) if missing.
+fn create_host_dirs(spec: &LaunchSpec) -> Result<(), LaunchError> {
     for dir in [&spec.state_dir, &spec.tmp_dir] {
         std::fs::create_dir_all(dir).map_err(|source| LaunchError::CreateDir {
-            host: host.to_owned(),
+            host: spec.name.clone(),
             path: dir.clone(),
             source,
         })?;
     }
-    let exe = &spec.exe;
-    let open_err = |path: &Path, source| LaunchError::Open {
-        host: host.to_owned(),
-        path: path.to_owned(),
-        source,
-    };
+    Ok(())
+}
+
+/// A duplicate (`O_CLOEXEC`, above stdio) of the verified descriptor, owned by this launch,
+/// once the executable is shown unchanged since it was hashed ([`LaunchError::Modified`]
+/// otherwise).
+fn verified_descriptor(spec: &LaunchSpec) -> Result<OwnedFd, LaunchError> {
+    let (host, exe) = (spec.name.as_str(), &spec.exe);
     match exe.unchanged_since_hash() {
         Ok(true) => {}
         Ok(false) => {
@@ -630,31 +738,41 @@ fn spawn_inner(
                 path: exe.path.clone(),
             })
         }
-        Err(e) => return Err(open_err(&exe.path, e)),
+        Err(e) => return Err(open_error(host, &exe.path, e)),
     }
-    // A duplicate (O_CLOEXEC) of the verified descriptor, owned by this launch.
-    let verified: OwnedFd = exe
-        .file()
+    exe.file()
         .try_clone()
         .map(OwnedFd::from)
         .and_then(above_stdio)
-        .map_err(|e| open_err(&exe.path, e))?;
+        .map_err(|e| open_error(host, &exe.path, e))
+}
 
-    let (exec_fd, script_fd, exec_path, mut argv): (
-        OwnedFd,
-        Option<OwnedFd>,
-        PathBuf,
-        Vec<OsString>,
-    ) = match &exe.interpreter {
-        None => (
-            verified,
-            None,
-            exe.path.clone(),
-            vec![exe.path.as_os_str().to_owned()],
-        ),
+/// What `execveat` runs: the verified executable itself, or for a `#!` script its
+/// interpreter with the verified script passed as `/dev/fd/N`.
+struct ExecTarget {
+    /// The descriptor executed.
+    fd: OwnedFd,
+    /// For a script host: the verified script descriptor, inherited by the interpreter.
+    script_fd: Option<OwnedFd>,
+    /// What is executed (for `Command` and error messages).
+    path: PathBuf,
+    /// The full argv, `argv[0]` first, the spec's arguments last.
+    argv: Vec<OsString>,
+}
+
+/// The [`ExecTarget`] of `spec`, taking ownership of its `verified` descriptor.
+fn exec_target(spec: &LaunchSpec, verified: OwnedFd) -> Result<ExecTarget, LaunchError> {
+    let (host, exe) = (spec.name.as_str(), &spec.exe);
+    let mut target = match &exe.interpreter {
+        None => ExecTarget {
+            fd: verified,
+            script_fd: None,
+            path: exe.path.clone(),
+            argv: vec![exe.path.as_os_str().to_owned()],
+        },
         Some(interp) => {
             let ifd: OwnedFd = std::fs::File::open(&interp.path)
-                .map_err(|e| open_err(&interp.path, e))?
+                .map_err(|e| open_error(host, &interp.path, e))?
                 .into();
             // The interpreter must read the bytes that were hashed, from their start: a
             // fresh open file description of the verified inode (through its descriptor,
@@ -663,85 +781,109 @@ fn spawn_inner(
             // Node reopen it (docs/security.md "Verified launch").
             let script = reopen(&verified)
                 .and_then(above_stdio)
-                .map_err(|e| open_err(&exe.path, e))?;
+                .map_err(|e| open_error(host, &exe.path, e))?;
             drop(verified);
             let mut argv = vec![interp.named.as_os_str().to_owned()];
             argv.extend(interp.args.iter().map(OsString::from));
             argv.push(format!("/dev/fd/{}", script.as_raw_fd()).into());
-            (ifd, Some(script), interp.path.clone(), argv)
-        }
-    };
-    argv.extend(spec.args.iter().cloned());
-    let env = host_environment(host, &spec.tmp_dir);
-    let args = ExecArgs::new(host, &argv, &env)?;
-
-    let policy_err = |source| LaunchError::Policy {
-        host: host.to_owned(),
-        source,
-    };
-    let landlock = if spec.confine.landlock() {
-        let grants = fs_grants(
-            exe,
-            &spec.work_dir,
-            &spec.log_dir,
-            &spec.state_dir,
-            &spec.tmp_dir,
-            &spec.read_paths,
-        );
-        let ruleset = landlock_ruleset(&grants, exe.file(), kernel_landlock_abi().unwrap_or(0))
-            .map_err(policy_err)?;
-        Some(above_stdio(ruleset).map_err(|e| open_err(Path::new("<landlock ruleset>"), e))?)
-    } else {
-        None
-    };
-    let notify = notify && spec.confine.seccomp();
-    let seccomp = if spec.confine.seccomp() {
-        let action = if notify {
-            DenyAction::Notify
-        } else {
-            DenyAction::KillProcess
-        };
-        Some(seccomp_program_for(action).map_err(policy_err)?)
-    } else {
-        None
-    };
-    let (listener_rx, listener_tx) = if notify {
-        let (rx, tx) =
-            socket_pair().map_err(|e| open_err(Path::new("<seccomp listener socket>"), e))?;
-        (Some(rx), Some(tx))
-    } else {
-        (None, None)
-    };
-    let supervisor = own_pidfd()
-        .and_then(above_stdio)
-        .map_err(|e| open_err(Path::new("<pidfd of the supervisor>"), e))?;
-    // No fork may happen between this and the spawn: the thread's next child is born in
-    // the new PID namespace.
-    let pid_ns = FreshPidNamespace::for_next_child()
-        .map_err(|e| open_err(Path::new("/proc/thread-self/ns/pid"), e))?;
-    let user_ns = if pid_ns.is_some() {
-        None
-    } else {
-        // (The probe forks: only here, where no PID namespace is armed.)
-        match user_namespaces() {
-            Ok(()) => Some(UserNamespacePlan::new(spec.pids_max)),
-            Err(reason) => {
-                tracing::warn!(host, %reason, "no PID namespace (needs CAP_SYS_ADMIN or a user namespace): processes the host starts with setsid() could outlive it");
-                None
+            ExecTarget {
+                fd: ifd,
+                script_fd: Some(script),
+                path: interp.path.clone(),
+                argv,
             }
         }
     };
-    let pids = match &user_ns {
-        Some(_) => None,
-        None => PidsCgroup::create(spec.pids_max)
-            .map_err(|e| open_err(Path::new("<pids cgroup>"), e))?,
+    target.argv.extend(spec.args.iter().cloned());
+    Ok(target)
+}
+
+/// The Landlock ruleset descriptor (above stdio) of the host's filesystem grants, when
+/// `spec.confine` applies Landlock.
+fn landlock_ruleset_fd(spec: &LaunchSpec) -> Result<Option<OwnedFd>, LaunchError> {
+    if !spec.confine.landlock() {
+        return Ok(None);
+    }
+    let host = spec.name.as_str();
+    let grants = fs_grants(
+        &spec.exe,
+        &spec.work_dir,
+        &spec.log_dir,
+        &spec.state_dir,
+        &spec.tmp_dir,
+        &spec.read_paths,
+    );
+    let ruleset = landlock_ruleset(&grants, spec.exe.file(), kernel_landlock_abi().unwrap_or(0))
+        .map_err(|e| policy_error(host, e))?;
+    above_stdio(ruleset)
+        .map(Some)
+        .map_err(|e| open_error(host, Path::new("<landlock ruleset>"), e))
+}
+
+/// The seccomp program, when `spec.confine` applies seccomp: denials notify the supervisor
+/// when `notify`, else kill the process.
+fn seccomp_filter(spec: &LaunchSpec, notify: bool) -> Result<Option<SeccompProgram>, LaunchError> {
+    if !spec.confine.seccomp() {
+        return Ok(None);
+    }
+    let action = if notify {
+        DenyAction::Notify
+    } else {
+        DenyAction::KillProcess
     };
-    let (pids_cgroup, pids_guard) = match pids {
-        Some(PidsCgroup { procs, guard }) => (
-            Some(above_stdio(procs).map_err(|e| open_err(Path::new("<pids cgroup>"), e))?),
-            Some(guard),
-        ),
-        None if user_ns.is_some() => (None, None),
+    seccomp_program_for(action)
+        .map(Some)
+        .map_err(|e| policy_error(&spec.name, e))
+}
+
+/// With `notify`, the unix socket pair over which the child sends its seccomp listener:
+/// `(supervisor's end, child's end)`; `(None, None)` otherwise.
+fn listener_socket(
+    host: &str,
+    notify: bool,
+) -> Result<(Option<OwnedFd>, Option<OwnedFd>), LaunchError> {
+    if !notify {
+        return Ok((None, None));
+    }
+    let (rx, tx) =
+        socket_pair().map_err(|e| open_error(host, Path::new("<seccomp listener socket>"), e))?;
+    Ok((Some(rx), Some(tx)))
+}
+
+/// The user/PID/mount namespaces an unprivileged supervisor gives the host, where user
+/// namespaces are allowed (`None`, with a warning, elsewhere). The probe forks: call only
+/// while no PID namespace is armed for the next child.
+fn user_namespace_plan(spec: &LaunchSpec) -> Option<UserNamespacePlan> {
+    match user_namespaces() {
+        Ok(()) => Some(UserNamespacePlan::new(spec.pids_max)),
+        Err(reason) => {
+            let host = spec.name.as_str();
+            tracing::warn!(host, %reason, "no PID namespace (needs CAP_SYS_ADMIN or a user namespace): processes the host starts with setsid() could outlive it");
+            None
+        }
+    }
+}
+
+/// The host's own `pids` cgroup: its `cgroup.procs` (above stdio) for the child to join, and
+/// the guard to hold until it has. None when the host gets a user namespace (which bounds
+/// its tasks with `RLIMIT_NPROC`) or where no `pids` controller is available (with a
+/// warning).
+fn pids_cgroup(
+    spec: &LaunchSpec,
+    in_user_ns: bool,
+) -> Result<(Option<OwnedFd>, Option<MutexGuard<'static, ()>>), LaunchError> {
+    let host = spec.name.as_str();
+    let pids_err = |e| open_error(host, Path::new("<pids cgroup>"), e);
+    let pids = if in_user_ns {
+        None
+    } else {
+        PidsCgroup::create(spec.pids_max).map_err(pids_err)?
+    };
+    Ok(match pids {
+        Some(PidsCgroup { procs, guard }) => {
+            (Some(above_stdio(procs).map_err(pids_err)?), Some(guard))
+        }
+        None if in_user_ns => (None, None),
         None => {
             tracing::warn!(
                 host,
@@ -749,47 +891,51 @@ fn spawn_inner(
             );
             (None, None)
         }
-    };
-    let private_tmp = if pid_ns.is_some() || user_ns.is_some() {
-        let abi =
-            landlock::ABI::from(kernel_landlock_abi().unwrap_or(0).min(POLICY_LANDLOCK_ABI) as i32);
-        let rights = FsAccess::ReadWrite.rights(abi).bits();
-        Some(
-            PrivateTmp::new(&spec.tmp_dir, spec.tmp_max_mb, user_ns.is_none(), rights).ok_or_else(
-                || LaunchError::Nul {
-                    host: host.to_owned(),
-                    what: "tmp_dir".into(),
-                },
-            )?,
-        )
-    } else {
+    })
+}
+
+/// The private size-limited TMPDIR `tmpfs`, where the host gets a mount namespace (its own
+/// PID namespace's, or the user namespace's); `None`, with a warning, elsewhere.
+fn private_tmp(
+    spec: &LaunchSpec,
+    in_pid_ns: bool,
+    in_user_ns: bool,
+) -> Result<Option<PrivateTmp>, LaunchError> {
+    let host = spec.name.as_str();
+    if !(in_pid_ns || in_user_ns) {
         tracing::warn!(
             host,
             "no mount namespace: TMPDIR is bounded only by the supervisor's usage check"
         );
-        None
-    };
-    let mib = 1024 * 1024;
-    let plan = ChildPlan {
-        pids_cgroup,
-        supervisor,
-        rlimits: [
-            (libc::RLIMIT_CORE, 0),
-            (libc::RLIMIT_NOFILE, spec.nofile_max),
-            (libc::RLIMIT_AS, spec.memory_max_mb.saturating_mul(mib)),
-            (libc::RLIMIT_FSIZE, spec.file_max_mb.saturating_mul(mib)),
-        ],
-        user_ns,
-        private_tmp,
-        exec_fd,
-        script_fd,
-        landlock,
-        seccomp,
-        listener_tx,
-        args,
-    };
+        return Ok(None);
+    }
+    let abi =
+        landlock::ABI::from(kernel_landlock_abi().unwrap_or(0).min(POLICY_LANDLOCK_ABI) as i32);
+    let rights = FsAccess::ReadWrite.rights(abi).bits();
+    PrivateTmp::new(&spec.tmp_dir, spec.tmp_max_mb, !in_user_ns, rights)
+        .map(Some)
+        .ok_or_else(|| LaunchError::Nul {
+            host: host.to_owned(),
+            what: "tmp_dir".into(),
+        })
+}
 
-    let mut cmd = std::process::Command::new(&exec_path);
+/// The host's resource limits, `(resource, soft = hard value)`: no core dumps, and the
+/// spec's open-file, address-space and file-size limits (MiB converted to bytes).
+fn host_rlimits(spec: &LaunchSpec) -> [(libc::__rlimit_resource_t, libc::rlim_t); 4] {
+    let mib = 1024 * 1024;
+    [
+        (libc::RLIMIT_CORE, 0),
+        (libc::RLIMIT_NOFILE, spec.nofile_max),
+        (libc::RLIMIT_AS, spec.memory_max_mb.saturating_mul(mib)),
+        (libc::RLIMIT_FSIZE, spec.file_max_mb.saturating_mul(mib)),
+    ]
+}
+
+/// The command that forks the host: clean environment, cwd `work_dir`, piped stdio, its own
+/// process group, killed on drop, and `plan` applied between fork and exec.
+fn host_command(spec: &LaunchSpec, exec_path: &Path, plan: ChildPlan) -> tokio::process::Command {
+    let mut cmd = std::process::Command::new(exec_path);
     cmd.env_clear()
         .current_dir(&spec.work_dir)
         .stdin(Stdio::piped())
@@ -803,16 +949,7 @@ fn spawn_inner(
     }
     let mut cmd = tokio::process::Command::from(cmd);
     cmd.kill_on_drop(true);
-    tracing::debug!(host, exe = %exe.path.display(), tier = %spec.confine, "spawning host");
-    let spawned = cmd.spawn();
-    drop(pid_ns); // later children of this thread are ordinary again
-    drop(pids_guard); // the child has joined its cgroup (or failed)
-    let child = spawned.map_err(|source| LaunchError::Spawn {
-        host: host.to_owned(),
-        path: exec_path,
-        source,
-    })?;
-    Ok((child, listener_rx))
+    cmd
 }
 
 /// Sends SIGKILL to the process group `pgid` (a host's pid, since hosts lead their own

@@ -60,14 +60,35 @@ fn age(seconds: f64) -> String {
 pub fn render(doc: &Value, colour: bool, events: bool) -> String {
     let p = Paint(colour);
     let mut out = String::new();
+    header(&mut out, &p, doc);
+    service(&mut out, &p, &doc["service"]);
+    current_round(&mut out, doc);
+    recent_rounds(&mut out, &p, doc);
+    orphan(&mut out, &doc["orphan"]);
+    sandbox(&mut out, &p, &doc["plugins"]["sandbox"]);
+    hosts(&mut out, &p, doc);
+    hook_failures(&mut out, &p, doc);
+    if let Some(round) = doc.get("round").filter(|r| r.is_object()) {
+        asked_round(&mut out, round);
+    }
+    if events {
+        recent_events(&mut out, &p, doc);
+    }
+    out
+}
+
+/// The first line: the project and its config file.
+fn header(out: &mut String, p: &Paint, doc: &Value) {
     let _ = writeln!(
         out,
         "{} {}",
         p.bold(s(&doc["project"])),
         p.dim(s(&doc["config"]))
     );
+}
 
-    let svc = &doc["service"];
+/// `service`: whether the supervisor runs (pid, uptime) and its unit file.
+fn service(out: &mut String, p: &Paint, svc: &Value) {
     let service = if svc["active"] == true {
         let mut line = p.good(&format!("{} (pid {})", s(&svc["state"]), svc["pid"]));
         if let Some(up) = svc["uptime_s"].as_f64() {
@@ -84,7 +105,10 @@ pub fn render(doc: &Value, colour: bool, events: bool) -> String {
         .map(|u| format!(" [{} {u}]", s(&svc["mode"])))
         .unwrap_or_default();
     let _ = writeln!(out, "service   {service}{}", p.dim(&unit));
+}
 
+/// `round`: the round running now (for how long, in which phase), or the last one.
+fn current_round(out: &mut String, doc: &Value) {
     let cur = &doc["current_round"];
     let round_line = if cur.is_object() {
         let phase = cur["phase"]
@@ -103,35 +127,41 @@ pub fn render(doc: &Value, colour: bool, events: bool) -> String {
         }
     };
     let _ = writeln!(out, "round     {round_line}");
+}
 
+/// `rounds`: the last five rounds, newest first, with exit, duration and dirty outcome.
+fn recent_rounds(out: &mut String, p: &Paint, doc: &Value) {
     let rounds = doc["recent_rounds"].as_array().cloned().unwrap_or_default();
-    if !rounds.is_empty() {
-        let _ = writeln!(out, "rounds");
-        for r in rounds.iter().rev().take(5) {
-            let exit = match (r["exit_code"].as_i64(), r["exit_cause"].as_str()) {
-                (Some(0), _) => p.good("exit 0"),
-                (Some(code), _) => p.bad(&format!("exit {code}")),
-                (None, Some(cause)) => p.bad(cause),
-                (None, None) => p.warn("interrupted"),
-            };
-            let dur = r["duration_s"]
-                .as_f64()
-                .map(age)
-                .unwrap_or_else(|| "-".into());
-            let dirty = r["dirty_outcome"]
-                .as_str()
-                .map(|d| format!(" dirty: {d}"))
-                .unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "  R{:<5} {exit:<8} {dur:>8}  {}{dirty}",
-                r["round_num"],
-                p.dim(s(&r["started_at"]))
-            );
-        }
+    if rounds.is_empty() {
+        return;
     }
+    let _ = writeln!(out, "rounds");
+    for r in rounds.iter().rev().take(5) {
+        let exit = match (r["exit_code"].as_i64(), r["exit_cause"].as_str()) {
+            (Some(0), _) => p.good("exit 0"),
+            (Some(code), _) => p.bad(&format!("exit {code}")),
+            (None, Some(cause)) => p.bad(cause),
+            (None, None) => p.warn("interrupted"),
+        };
+        let dur = r["duration_s"]
+            .as_f64()
+            .map(age)
+            .unwrap_or_else(|| "-".into());
+        let dirty = r["dirty_outcome"]
+            .as_str()
+            .map(|d| format!(" dirty: {d}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  R{:<5} {exit:<8} {dur:>8}  {}{dirty}",
+            r["round_num"],
+            p.dim(s(&r["started_at"]))
+        );
+    }
+}
 
-    let orphan = &doc["orphan"];
+/// `orphan`: the stash left by an interrupted round, if any.
+fn orphan(out: &mut String, orphan: &Value) {
     let orphan_line = if orphan.is_object() {
         format!(
             "stash {} from R{} at {}",
@@ -143,8 +173,10 @@ pub fn render(doc: &Value, colour: bool, events: bool) -> String {
         "none".to_owned()
     };
     let _ = writeln!(out, "orphan    {orphan_line}");
+}
 
-    let sb = &doc["plugins"]["sandbox"];
+/// `sandbox`: the requested and achieved confinement tier, and what the kernel offers.
+fn sandbox(out: &mut String, p: &Paint, sb: &Value) {
     let tier = s(&sb["achieved_tier"]);
     let tier = if tier == "landlock+seccomp" {
         p.good(tier)
@@ -161,104 +193,114 @@ pub fn render(doc: &Value, colour: bool, events: bool) -> String {
         s(&sb["requested"]),
         s(&sb["available_tier"])
     );
+}
 
+/// `hosts`: one line per host (state, pid, pin, calls), then its last error and read paths.
+fn hosts(out: &mut String, p: &Paint, doc: &Value) {
     let hosts = doc["hosts"].as_array().cloned().unwrap_or_default();
-    if !hosts.is_empty() {
-        let _ = writeln!(out, "hosts");
-        for h in &hosts {
-            let state = s(&h["state"]);
-            let state = match state {
-                "running" => p.good(state),
-                "stopped" => p.dim(state),
-                _ => p.warn(state),
-            };
-            let pin = s(&h["pin_status"]);
-            let pin = if pin == "verified" {
-                p.good(pin)
-            } else {
-                p.bad(pin)
-            };
-            let pid = h["pid"]
-                .as_u64()
-                .map(|p| format!(" pid {p}"))
-                .unwrap_or_default();
-            let p50 = h["call_latency_p50_ms"]
-                .as_f64()
-                .map(|ms| format!(" p50 {ms} ms"))
-                .unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "  {:<16} {state}{pid}  pin {pin}  calls {} failures {}{p50}",
-                s(&h["name"]),
-                h["calls"],
-                h["failures"]
-            );
-            if let Some(err) = h["last_error"].as_str() {
-                let _ = writeln!(out, "  {:<16} last error: {}", "", p.bad(err));
-            }
-            for path in h["read_paths"].as_array().into_iter().flatten() {
-                let _ = writeln!(out, "  {:<16} reads {} (read_paths)", "", s(path));
-            }
+    if hosts.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "hosts");
+    for h in &hosts {
+        let state = s(&h["state"]);
+        let state = match state {
+            "running" => p.good(state),
+            "stopped" => p.dim(state),
+            _ => p.warn(state),
+        };
+        let pin = s(&h["pin_status"]);
+        let pin = if pin == "verified" {
+            p.good(pin)
+        } else {
+            p.bad(pin)
+        };
+        let pid = h["pid"]
+            .as_u64()
+            .map(|p| format!(" pid {p}"))
+            .unwrap_or_default();
+        let p50 = h["call_latency_p50_ms"]
+            .as_f64()
+            .map(|ms| format!(" p50 {ms} ms"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  {:<16} {state}{pid}  pin {pin}  calls {} failures {}{p50}",
+            s(&h["name"]),
+            h["calls"],
+            h["failures"]
+        );
+        if let Some(err) = h["last_error"].as_str() {
+            let _ = writeln!(out, "  {:<16} last error: {}", "", p.bad(err));
+        }
+        for path in h["read_paths"].as_array().into_iter().flatten() {
+            let _ = writeln!(out, "  {:<16} reads {} (read_paths)", "", s(path));
         }
     }
+}
 
+/// `hook failures`: the last five, newest first.
+fn hook_failures(out: &mut String, p: &Paint, doc: &Value) {
     let failures = doc["recent_hook_failures"]
         .as_array()
         .cloned()
         .unwrap_or_default();
-    if !failures.is_empty() {
-        let _ = writeln!(out, "hook failures");
-        for f in failures.iter().rev().take(5) {
-            let _ = writeln!(
-                out,
-                "  {} {} {}: {}",
-                p.dim(s(&f["ts"])),
-                s(&f["hook_name"]),
-                p.bad(s(&f["error_type"])),
-                s(&f["error_message"])
-            );
-        }
+    if failures.is_empty() {
+        return;
     }
-
-    if let Some(round) = doc.get("round").filter(|r| r.is_object()) {
+    let _ = writeln!(out, "hook failures");
+    for f in failures.iter().rev().take(5) {
         let _ = writeln!(
             out,
-            "round R{}: exit {} cause {} log {}",
-            round["round_num"],
-            round["exit_code"],
-            s(&round["exit_cause"]),
-            s(&round["log_path"])
+            "  {} {} {}: {}",
+            p.dim(s(&f["ts"])),
+            s(&f["hook_name"]),
+            p.bad(s(&f["error_type"])),
+            s(&f["error_message"])
         );
-        if let Some(tail) = round["log_tail"].as_str() {
-            for line in tail
-                .lines()
-                .rev()
-                .take(10)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-            {
-                let _ = writeln!(out, "  | {line}");
-            }
-        }
     }
+}
 
-    if events {
-        let _ = writeln!(out, "events");
-        for e in doc["recent_events"].as_array().into_iter().flatten() {
-            let mut fields = e.as_object().cloned().unwrap_or_default();
-            let ts = fields.remove("ts").unwrap_or(Value::Null);
-            let kind = fields.remove("event").unwrap_or(Value::Null);
-            let _ = writeln!(
-                out,
-                "  {} {} {}",
-                p.dim(s(&ts)),
-                p.bold(s(&kind)),
-                Value::Object(fields)
-            );
+/// The round asked for (`peek --round N`): its exit, cause, log path and the log's last
+/// ten lines.
+fn asked_round(out: &mut String, round: &Value) {
+    let _ = writeln!(
+        out,
+        "round R{}: exit {} cause {} log {}",
+        round["round_num"],
+        round["exit_code"],
+        s(&round["exit_cause"]),
+        s(&round["log_path"])
+    );
+    if let Some(tail) = round["log_tail"].as_str() {
+        for line in tail
+            .lines()
+            .rev()
+            .take(10)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+        {
+            let _ = writeln!(out, "  | {line}");
         }
     }
-    out
+}
+
+/// `events`: the recent events, one line each (time, kind, the other fields as JSON).
+fn recent_events(out: &mut String, p: &Paint, doc: &Value) {
+    let _ = writeln!(out, "events");
+    for e in doc["recent_events"].as_array().into_iter().flatten() {
+        let mut fields = e.as_object().cloned().unwrap_or_default();
+        let ts = fields.remove("ts").unwrap_or(Value::Null);
+        let kind = fields.remove("event").unwrap_or(Value::Null);
+        let _ = writeln!(
+            out,
+            "  {} {} {}",
+            p.dim(s(&ts)),
+            p.bold(s(&kind)),
+            Value::Object(fields)
+        );
+    }
 }
 
 #[cfg(test)]

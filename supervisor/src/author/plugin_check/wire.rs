@@ -3,7 +3,7 @@
 //! rule can be judged, and it records what it saw. Framing follows `docs/protocol.md` §1 with
 //! the limit of [`MAX_LINE_BYTES`].
 
-use agent_runner_plugin_host::launch::{self, LaunchSpec};
+use agent_runner_plugin_host::launch::{self, LaunchError, LaunchSpec};
 use agent_runner_plugin_host::notify::DenialListener;
 use agent_runner_protocol::limits::MAX_LINE_BYTES;
 use agent_runner_protocol::line::{BoundedLines, Found, LongLines};
@@ -55,6 +55,17 @@ pub enum NoReply {
     Rejected(String),
 }
 
+/// Why [`HostWire::start`] could not start the host.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The launch failed: its message, unchanged.
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    /// The started host lacked a stdin, stdout or stderr pipe (it is killed on drop).
+    #[error("host pipes missing")]
+    PipesMissing,
+}
+
 /// A running host under check.
 pub struct HostWire {
     child: Child,
@@ -71,13 +82,16 @@ pub struct HostWire {
 
 impl HostWire {
     /// Launches the host described by `spec`, confined as it says.
-    pub fn start(spec: &LaunchSpec) -> Result<Self, String> {
-        let (mut child, denials) = launch::spawn_with_listener(spec).map_err(|e| e.to_string())?;
+    ///
+    /// # Errors
+    /// [`StartError`]: the launch failed, or the host's pipes are missing.
+    pub fn start(spec: &LaunchSpec) -> Result<Self, StartError> {
+        let (mut child, denials) = launch::spawn_with_listener(spec)?;
         let pgid = child.id().unwrap_or(0);
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
-            return Err("host pipes missing".into());
+            return Err(StartError::PipesMissing);
         };
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(read_stdout(stdout, tx));

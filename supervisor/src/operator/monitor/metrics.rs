@@ -181,20 +181,35 @@ fn flag(on: bool) -> f64 {
 /// The whole exposition for `projects` (docs/metrics.md lists every series).
 pub fn render(projects: &[ProjectView<'_>]) -> String {
     let mut out = String::new();
-    let o = &mut out;
-    let state =
-        |p: &ProjectView<'_>, s: ServiceState| p.up && p.service.is_some_and(|d| d.state == s);
-    let hosts = |p: &ProjectView<'_>| -> Vec<(String, u64, Option<f64>)> {
-        p.service
-            .filter(|_| p.up)
-            .map(|s| {
-                s.hosts
-                    .iter()
-                    .map(|h| (h.name.clone(), h.calls, h.call_latency_p50_ms))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    liveness(&mut out, projects);
+    rounds(&mut out, projects);
+    deferrals(&mut out, projects);
+    failures(&mut out, projects);
+    hook_calls(&mut out, projects);
+    last_event(&mut out, projects);
+    out
+}
+
+/// Whether the project's supervisor is up and, per `service.json`, in state `s`.
+fn in_state(p: &ProjectView<'_>, s: ServiceState) -> bool {
+    p.up && p.service.is_some_and(|d| d.state == s)
+}
+
+/// The hosts of the running supervisor: name, hook calls, median call duration in ms.
+fn running_hosts(p: &ProjectView<'_>) -> Vec<(String, u64, Option<f64>)> {
+    p.service
+        .filter(|_| p.up)
+        .map(|s| {
+            s.hosts
+                .iter()
+                .map(|h| (h.name.clone(), h.calls, h.call_latency_p50_ms))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `agent_runner_up`.
+fn liveness(o: &mut String, projects: &[ProjectView<'_>]) {
     family(
         o,
         projects,
@@ -205,6 +220,11 @@ pub fn render(projects: &[ProjectView<'_>]) -> String {
         ),
         |p| one(flag(p.up)),
     );
+}
+
+/// `agent_runner_rounds_total`, `agent_runner_round_duration_seconds`,
+/// `agent_runner_round_in_progress`.
+fn rounds(o: &mut String, projects: &[ProjectView<'_>]) {
     family(o, projects, ("agent_runner_rounds_total", "counter", "Rounds ended, by outcome (ok, failed, timeout, signaled, stopped, host_pressure, spawn_failed)."), |p| by("outcome", &p.counters.rounds));
     family(
         o,
@@ -214,23 +234,7 @@ pub fn render(projects: &[ProjectView<'_>]) -> String {
             "histogram",
             "Wall-clock duration of the agent in each round.",
         ),
-        |p| {
-            let c = p.counters;
-            let mut samples: Vec<Sample> = c
-                .duration_buckets
-                .iter()
-                .zip(DURATION_BUCKETS)
-                .map(|(n, bound)| ("_bucket", vec![("le", number(bound))], *n as f64))
-                .collect();
-            samples.push((
-                "_bucket",
-                vec![("le", "+Inf".to_owned())],
-                c.duration_count as f64,
-            ));
-            samples.push(("_sum", Vec::new(), c.duration_sum));
-            samples.push(("_count", Vec::new(), c.duration_count as f64));
-            samples
-        },
+        |p| duration_histogram(p.counters),
     );
     family(
         o,
@@ -240,8 +244,31 @@ pub fn render(projects: &[ProjectView<'_>]) -> String {
             "gauge",
             "1 while a round's agent runs.",
         ),
-        |p| one(flag(state(p, ServiceState::Running))),
+        |p| one(flag(in_state(p, ServiceState::Running))),
     );
+}
+
+/// The samples of the round duration histogram: cumulative buckets, `+Inf`, sum, count.
+fn duration_histogram(c: &Counters) -> Vec<Sample> {
+    let mut samples: Vec<Sample> = c
+        .duration_buckets
+        .iter()
+        .zip(DURATION_BUCKETS)
+        .map(|(n, bound)| ("_bucket", vec![("le", number(bound))], *n as f64))
+        .collect();
+    samples.push((
+        "_bucket",
+        vec![("le", "+Inf".to_owned())],
+        c.duration_count as f64,
+    ));
+    samples.push(("_sum", Vec::new(), c.duration_sum));
+    samples.push(("_count", Vec::new(), c.duration_count as f64));
+    samples
+}
+
+/// `agent_runner_deferred`, `agent_runner_deferred_until_timestamp_seconds`,
+/// `agent_runner_deferrals_total`.
+fn deferrals(o: &mut String, projects: &[ProjectView<'_>]) {
     family(
         o,
         projects,
@@ -250,7 +277,7 @@ pub fn render(projects: &[ProjectView<'_>]) -> String {
             "gauge",
             "1 while rounds are deferred (a spawn hook's back-off or host health).",
         ),
-        |p| one(flag(state(p, ServiceState::Deferred))),
+        |p| one(flag(in_state(p, ServiceState::Deferred))),
     );
     family(
         o,
@@ -272,6 +299,11 @@ pub fn render(projects: &[ProjectView<'_>]) -> String {
         ),
         |p| by("by", &p.counters.deferrals),
     );
+}
+
+/// `agent_runner_round_mem_terminated_total`, `agent_runner_hook_failures_total`,
+/// `agent_runner_host_sandbox_kills_total`.
+fn failures(o: &mut String, projects: &[ProjectView<'_>]) {
     family(
         o,
         projects,
@@ -314,6 +346,11 @@ pub fn render(projects: &[ProjectView<'_>]) -> String {
         ),
         |p| by("host", &p.counters.sandbox_kills),
     );
+}
+
+/// `agent_runner_hook_calls`, `agent_runner_hook_call_duration_p50_seconds` (hosts of the
+/// running supervisor only).
+fn hook_calls(o: &mut String, projects: &[ProjectView<'_>]) {
     family(
         o,
         projects,
@@ -323,7 +360,7 @@ pub fn render(projects: &[ProjectView<'_>]) -> String {
             "Hook calls sent to a host by the running supervisor.",
         ),
         |p| {
-            hosts(p)
+            running_hosts(p)
                 .into_iter()
                 .map(|(h, calls, _)| ("", vec![("host", h)], calls as f64))
                 .collect()
@@ -338,12 +375,16 @@ pub fn render(projects: &[ProjectView<'_>]) -> String {
             "Median duration of a host's last 64 hook calls.",
         ),
         |p| {
-            hosts(p)
+            running_hosts(p)
                 .into_iter()
                 .filter_map(|(h, _, ms)| Some(("", vec![("host", h)], ms? / 1000.0)))
                 .collect()
         },
     );
+}
+
+/// `agent_runner_last_event_timestamp_seconds`.
+fn last_event(o: &mut String, projects: &[ProjectView<'_>]) {
     family(
         o,
         projects,
@@ -354,7 +395,6 @@ pub fn render(projects: &[ProjectView<'_>]) -> String {
         ),
         |p| p.counters.last_event.map(one).unwrap_or_default(),
     );
-    out
 }
 
 #[cfg(test)]
