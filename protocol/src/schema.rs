@@ -11,8 +11,9 @@ use schemars::{schema_for, JsonSchema};
 use serde_json::Value;
 
 use crate::types::{
-    BeforeSpawnParams, DirtyAction, HandleDirtyParams, InitializeParams, InitializeResult,
-    SpawnDecision,
+    BeforeRoundParams, BeforeSpawnParams, DetectParams, Detection, DirtyAction, EnrichParams,
+    Enrichment, HandleDirtyParams, InitializeParams, InitializeResult, OnStartParams,
+    RoundDecision, SpawnDecision, StartupResult,
 };
 
 fn schema<T: JsonSchema>() -> Value {
@@ -38,6 +39,14 @@ pub fn all() -> Vec<(&'static str, Value)> {
         ("before_spawn.result.json", schema::<SpawnDecision>()),
         ("handle_dirty.params.json", schema::<HandleDirtyParams>()),
         ("handle_dirty.result.json", schema::<Option<DirtyAction>>()),
+        ("before_round.params.json", schema::<BeforeRoundParams>()),
+        ("before_round.result.json", schema::<RoundDecision>()),
+        ("enrich.params.json", schema::<EnrichParams>()),
+        ("enrich.result.json", schema::<Enrichment>()),
+        ("on_start.params.json", schema::<OnStartParams>()),
+        ("on_start.result.json", schema::<Option<StartupResult>>()),
+        ("detect.params.json", schema::<DetectParams>()),
+        ("detect.result.json", schema::<Option<Detection>>()),
         (
             "shutdown.params.json",
             null_schema(

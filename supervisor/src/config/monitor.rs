@@ -68,6 +68,9 @@ pub struct MonitorConfig {
     /// Detector names whose alerts stop the supervisor (`monitor_auto_stop_triggered`);
     /// default [`DEFAULT_AUTO_STOP_ON`].
     pub auto_stop_on: Vec<String>,
+    /// Whether `auto_stop_on` was written in the file (not the default): only then does
+    /// it reach hosts' detector hooks ([`MonitorConfig::host_auto_stop_on`]).
+    pub auto_stop_on_set: bool,
     /// How long `monitor --host` keeps reconnecting a dropped ssh link (default 90 s,
     /// at most 3600; 0: the first drop is fatal).
     pub remote_failure_tolerance: Duration,
@@ -116,10 +119,26 @@ pub struct HostHealthConfig {
     pub sample_interval: Duration,
 }
 
+impl MonitorConfig {
+    /// The hosts' detector hooks whose `stop_service` alerts stop `serve`: the names the
+    /// operator wrote in `auto_stop_on`, none when the key is unset. The default list names
+    /// the built-in detectors (`oauth_fail`, `disk_critical`, the reference system's);
+    /// a host's hook that happens to share such a name must not stop `serve` unasked
+    /// (docs/configuration.md, `[monitor]`).
+    pub fn host_auto_stop_on(&self) -> &[String] {
+        if self.auto_stop_on_set {
+            &self.auto_stop_on
+        } else {
+            &[]
+        }
+    }
+}
+
 impl Default for MonitorConfig {
     fn default() -> Self {
         MonitorConfig {
             auto_stop_on: DEFAULT_AUTO_STOP_ON.iter().map(|s| s.to_string()).collect(),
+            auto_stop_on_set: false,
             remote_failure_tolerance: Duration::from_secs(90),
             anomaly_repetitive_window: 0,
             anomaly_repetitive_threshold: 0,
@@ -203,6 +222,7 @@ pub(super) fn resolve(
         u64::from(hd.critical_consecutive_samples),
     )?;
     Ok(MonitorConfig {
+        auto_stop_on_set: raw.auto_stop_on.is_some(),
         auto_stop_on: raw.auto_stop_on.unwrap_or(d.auto_stop_on),
         remote_failure_tolerance: Duration::from_secs(tolerance),
         anomaly_repetitive_window: window,
@@ -282,6 +302,19 @@ mod tests {
         assert!(m.host_health.in_round_terminate);
         assert_eq!(m.supervisor_stale_threshold, Some(Duration::from_secs(150)));
         assert_eq!(m.remote_failure_tolerance, Duration::from_secs(90));
+    }
+
+    #[test]
+    fn host_detectors_stop_serve_only_when_the_operator_names_them() {
+        let default = parse("").unwrap();
+        assert!(default.host_auto_stop_on().is_empty(), "{default:?}");
+        let listed = parse("auto_stop_on = [\"oauth_fail\", \"no_commit\"]").unwrap();
+        assert_eq!(listed.host_auto_stop_on(), ["oauth_fail", "no_commit"]);
+        assert_eq!(listed.auto_stop_on, ["oauth_fail", "no_commit"]);
+        assert!(parse("auto_stop_on = []")
+            .unwrap()
+            .host_auto_stop_on()
+            .is_empty());
     }
 
     #[test]

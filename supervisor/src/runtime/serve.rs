@@ -14,6 +14,7 @@
 //! benchmark's `true`, is a valid round, not a crash.)
 
 use agent_runner_plugin_host::probe::probe;
+use agent_runner_protocol::{LastRound, ProjectState};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -29,6 +30,7 @@ use crate::runtime::config_follow::{ConfigFollower, Trigger};
 use crate::runtime::events::{Event, EventLog};
 use crate::runtime::git::Repo;
 use crate::runtime::round::{Attempt, Runner};
+use crate::runtime::serve_startup;
 use crate::runtime::spawn_gate::Verdict;
 use crate::runtime::state::{self, ProjectLock};
 use crate::runtime::stop::{reached, sleep_unless, StopLevel, StopWatch};
@@ -158,6 +160,25 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
     let mut completed = 0u64;
     let mut fast_failures = 0u32;
     let mut code = crate::exit::OK;
+    if let Err(failed) =
+        serve_startup::run(&mut runner.hosts, &runner.config, &runner.events, stop).await
+    {
+        eprintln!(
+            "agent-runner: {failed}\nagent-runner: serve stops before the first round (exit 78)"
+        );
+        runner.events.emit(Event::ServeStopping {
+            reason: "serve_startup_hook_failed".into(),
+            rounds_completed: 0,
+            hook: None,
+            message: None,
+        });
+        status.send_modify(|s| s.update("stopping", None, &runner.hosts));
+        service.update(ServiceState::Stopped, None, &runner.hosts);
+        return ServeEnd {
+            completed,
+            code: crate::exit::CONFIG,
+        };
+    }
     loop {
         refresh_summary(&runner.config.runtime.state_dir);
         if *stop.borrow() >= StopLevel::Graceful {
@@ -165,6 +186,8 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
             runner.events.emit(Event::ServeStopping {
                 reason: "signal".to_owned(),
                 rounds_completed: completed,
+                hook: None,
+                message: None,
             });
             break;
         }
@@ -228,7 +251,11 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
         }
         let wait = match attempt {
             Ok(Attempt::Ran {
-                exit, output_bytes, ..
+                round_num,
+                exit,
+                output_bytes,
+                dirty,
+                ..
             }) => {
                 completed += 1;
                 let fast = !exit.is_clean()
@@ -236,6 +263,30 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                     && exit.duration < FAST_EXIT
                     && output_bytes == 0;
                 fast_failures = if fast { fast_failures + 1 } else { 0 };
+                let state = ProjectState {
+                    rounds_completed: completed,
+                    last_round: Some(LastRound {
+                        round_num,
+                        exit_code: exit.exit_code,
+                        exit_cause: exit.cause.as_str().to_owned(),
+                        duration_s: exit.duration.as_secs_f64(),
+                        dirty_outcome: dirty.as_ref().map(|d| d.as_str().to_owned()),
+                    }),
+                };
+                if let Some(auto) = runner.poll_detectors(round_num, &state, stop).await {
+                    eprintln!(
+                        "agent-runner: detector `{}` asked to stop ([monitor] auto_stop_on): {}",
+                        auto.hook, auto.message
+                    );
+                    runner.events.emit(Event::ServeStopping {
+                        reason: "auto_stop".into(),
+                        rounds_completed: completed,
+                        hook: Some(auto.hook.to_string()),
+                        message: Some(auto.message),
+                    });
+                    code = crate::exit::TEMPFAIL;
+                    break;
+                }
                 if max_rounds.is_some_and(|max| completed >= max)
                     || fast_failures >= CRASH_LOOP_LIMIT
                 {
@@ -271,7 +322,7 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
             Ok(Attempt::NotStarted(Verdict::Skip { .. })) => restart_delay,
             // Recorded by the runner (round_deferred once, round_resumed when it clears).
             Ok(Attempt::Unhealthy(_)) => {
-                refresh_summary(&runner.config.runtime.log_dir);
+                refresh_summary(&runner.config.runtime.state_dir);
                 service.update(ServiceState::Deferred, None, &runner.hosts);
                 restart_delay
             }
