@@ -83,6 +83,8 @@ fn initialize_result() -> InitializeResult {
                 priority: Some(10),
             },
         ],
+        event_kinds: Vec::new(),
+        owned_paths: Vec::new(),
     }
 }
 

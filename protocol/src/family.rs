@@ -8,12 +8,14 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 use crate::limits::{
-    DEFAULT_DIRTY_HANDLER_TIMEOUT_S, DEFAULT_POST_ROUND_TIMEOUT_S, DEFAULT_SPAWN_HOOK_TIMEOUT_S,
+    DEFAULT_DIRTY_HANDLER_TIMEOUT_S, DEFAULT_ROUND_HOOK_TIMEOUT_S, DEFAULT_SERVE_STARTUP_TIMEOUT_S,
+    DEFAULT_SPAWN_HOOK_TIMEOUT_S,
 };
 use crate::methods;
 
-/// A hook family (`docs/protocol.md` §3, `hooks[].family`), spelled `"spawn_hook"` /
-/// `"dirty_handler"` / `"post_round"` on the wire and in config (its `FamilySpec::name`).
+/// A hook family (`docs/protocol.md` §3, `hooks[].family`), spelled on the wire and in
+/// config as its [`FamilySpec::name`]: `"spawn_hook"`, `"dirty_handler"`, `"pre_round"`,
+/// `"context_enricher"`, `"serve_startup"`, `"detector"`, `"post_round"`.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
@@ -23,6 +25,14 @@ pub enum Family {
     SpawnHook,
     /// Consulted after a clean round left the tree dirty: commit, stash or ignore.
     DirtyHandler,
+    /// Consulted before a round's context is written: proceed or skip this round.
+    PreRound,
+    /// Asked for a JSON object merged into the round context under the hook's name.
+    ContextEnricher,
+    /// Called once when `serve` boots; a failure stops `serve` (exit 78).
+    ServeStartup,
+    /// Polled with the project's state after each round; may raise an alert.
+    Detector,
     /// Consulted after every round the agent ran: continue, back off or stop.
     PostRound,
 }
@@ -37,6 +47,10 @@ pub struct FamilySpec {
     pub method: &'static str,
     /// The call timeout in seconds when the host's table sets no `timeout_s`.
     pub default_timeout_s: u64,
+    /// The name of this family's registry in the reference system (cli-agent-runner
+    /// 0.3.2), kept by `peek --json` as a key of its `plugins` block and in
+    /// `plugins.sandbox.covers` (`docs/operations.md`).
+    pub registry_key: &'static str,
 }
 
 impl FamilySpec {
@@ -49,8 +63,15 @@ impl FamilySpec {
 
 impl Family {
     /// Every family, in the order messages list them.
-    pub const ALL: &'static [Family] =
-        &[Family::SpawnHook, Family::DirtyHandler, Family::PostRound];
+    pub const ALL: &'static [Family] = &[
+        Family::SpawnHook,
+        Family::DirtyHandler,
+        Family::PreRound,
+        Family::ContextEnricher,
+        Family::ServeStartup,
+        Family::Detector,
+        Family::PostRound,
+    ];
 
     /// The family's declaration.
     pub const fn spec(self) -> FamilySpec {
@@ -59,21 +80,58 @@ impl Family {
                 name: "spawn_hook",
                 method: methods::BEFORE_SPAWN,
                 default_timeout_s: DEFAULT_SPAWN_HOOK_TIMEOUT_S,
+                registry_key: "spawn_hooks",
             },
             Family::DirtyHandler => FamilySpec {
                 name: "dirty_handler",
                 method: methods::HANDLE_DIRTY,
                 default_timeout_s: DEFAULT_DIRTY_HANDLER_TIMEOUT_S,
+                registry_key: "dirty_handlers",
+            },
+            Family::PreRound => FamilySpec {
+                name: "pre_round",
+                method: methods::BEFORE_ROUND,
+                default_timeout_s: DEFAULT_ROUND_HOOK_TIMEOUT_S,
+                registry_key: "pre_round_hooks",
+            },
+            Family::ContextEnricher => FamilySpec {
+                name: "context_enricher",
+                method: methods::ENRICH,
+                default_timeout_s: DEFAULT_ROUND_HOOK_TIMEOUT_S,
+                registry_key: "context_enrichers",
+            },
+            Family::ServeStartup => FamilySpec {
+                name: "serve_startup",
+                method: methods::ON_START,
+                default_timeout_s: DEFAULT_SERVE_STARTUP_TIMEOUT_S,
+                registry_key: "serve_startup_hooks",
+            },
+            Family::Detector => FamilySpec {
+                name: "detector",
+                method: methods::DETECT,
+                default_timeout_s: DEFAULT_ROUND_HOOK_TIMEOUT_S,
+                registry_key: "detectors",
             },
             Family::PostRound => FamilySpec {
                 name: "post_round",
                 method: methods::AFTER_ROUND,
-                default_timeout_s: DEFAULT_POST_ROUND_TIMEOUT_S,
+                default_timeout_s: DEFAULT_ROUND_HOOK_TIMEOUT_S,
+                registry_key: "post_round_hooks",
             },
         }
     }
 
-    /// The wire and config spelling: `spawn_hook`, `dirty_handler` or `post_round`.
+    /// The reference system's registry name ([`FamilySpec::registry_key`]).
+    pub const fn registry_key(self) -> &'static str {
+        self.spec().registry_key
+    }
+
+    /// The call timeout in seconds unless the host sets `timeout_s`.
+    pub const fn default_timeout_s(self) -> u64 {
+        self.spec().default_timeout_s
+    }
+
+    /// The wire and config spelling (`spawn_hook`, `detector`, `post_round`, …).
     pub const fn as_str(self) -> &'static str {
         self.spec().name
     }
@@ -132,11 +190,9 @@ mod tests {
         assert_eq!(Family::SpawnHook.spec().verb(), "before_spawn");
         assert_eq!(
             Family::spelled("\"", " or "),
-            "\"spawn_hook\", \"dirty_handler\" or \"post_round\""
+            "\"spawn_hook\", \"dirty_handler\", \"pre_round\", \"context_enricher\", \"serve_startup\", \"detector\" or \"post_round\""
         );
-        assert_eq!(
-            Family::spelled("", " / "),
-            "spawn_hook, dirty_handler / post_round"
-        );
+        assert_eq!(Family::Detector.spec().verb(), "detect");
+        assert_eq!(Family::PostRound.spec().verb(), "after_round");
     }
 }

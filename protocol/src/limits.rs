@@ -17,12 +17,28 @@ pub const DEFAULT_INIT_TIMEOUT_S: u64 = 5;
 pub const DEFAULT_SPAWN_HOOK_TIMEOUT_S: u64 = 10;
 /// Default call timeout of a dirty handler, in seconds (`docs/protocol.md` §7).
 pub const DEFAULT_DIRTY_HANDLER_TIMEOUT_S: u64 = 60;
-/// Default call timeout of a post-round hook, in seconds (`docs/protocol.md` §7).
-pub const DEFAULT_POST_ROUND_TIMEOUT_S: u64 = 10;
+/// Default call timeout of a pre-round hook, context enricher, detector or post-round hook,
+/// in seconds (`docs/protocol.md` §7).
+pub const DEFAULT_ROUND_HOOK_TIMEOUT_S: u64 = 10;
+/// Default call timeout of a serve-startup hook, in seconds (`docs/protocol.md` §7).
+pub const DEFAULT_SERVE_STARTUP_TIMEOUT_S: u64 = 30;
 /// Most bytes of the round log sent as `log_tail` (`docs/protocol.md` §5, §7). Escaped as
 /// JSON it stays under half of [`MAX_LINE_BYTES`] (only `"`, `\`, tab, newline and
 /// carriage return are escaped, two bytes each), leaving room for the rest of the request.
 pub const MAX_LOG_TAIL_BYTES: usize = 16_384;
+/// Largest object a context enricher may return, in bytes of compact JSON
+/// (`docs/protocol.md` §5.4).
+pub const MAX_ENRICHMENT_BYTES: usize = 16_384;
+/// Most events one result may carry (`docs/protocol.md` §5.7).
+pub const MAX_HOST_EVENTS_PER_RESULT: usize = 8;
+/// Largest `fields` object of one host event, in bytes of compact JSON (`docs/protocol.md` §5.7).
+pub const MAX_HOST_EVENT_BYTES: usize = 4_096;
+/// Longest declared event kind (`^[a-z][a-z0-9_]{0,47}$`, `docs/protocol.md` §3).
+pub const MAX_EVENT_KIND_LEN: usize = 48;
+/// Most event kinds one host may declare (`docs/protocol.md` §3).
+pub const MAX_EVENT_KINDS: usize = 32;
+/// Most owned paths one host may declare (`docs/protocol.md` §3).
+pub const MAX_OWNED_PATHS: usize = 32;
 /// Seconds a host has to exit after its stdin reached end-of-file (`docs/protocol.md` §1, §2).
 pub const EXIT_AFTER_EOF_S: u64 = 2;
 /// Characters of one host stderr line the supervisor keeps in its log; a longer line is

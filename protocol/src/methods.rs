@@ -6,6 +6,14 @@ pub const INITIALIZE: &str = "initialize";
 pub const BEFORE_SPAWN: &str = "spawn_hook/before_spawn";
 /// `dirty_handler/handle_dirty`: asks a dirty handler what to do with a dirty tree (`docs/protocol.md` §5).
 pub const HANDLE_DIRTY: &str = "dirty_handler/handle_dirty";
+/// `pre_round/before_round`: asks a pre-round hook whether this round runs (`docs/protocol.md` §5.3).
+pub const BEFORE_ROUND: &str = "pre_round/before_round";
+/// `context_enricher/enrich`: asks for an object to merge into the round context (`docs/protocol.md` §5.4).
+pub const ENRICH: &str = "context_enricher/enrich";
+/// `serve_startup/on_start`: called once when `serve` boots (`docs/protocol.md` §5.5).
+pub const ON_START: &str = "serve_startup/on_start";
+/// `detector/detect`: polls a detector with the project's state (`docs/protocol.md` §5.6).
+pub const DETECT: &str = "detector/detect";
 /// `shutdown`: the host finishes and then exits on stdin EOF (`docs/protocol.md` §5).
 pub const SHUTDOWN: &str = "shutdown";
 /// `post_round/after_round`: tells a post-round hook how a round ended (docs/protocol.md §5).

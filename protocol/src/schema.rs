@@ -12,8 +12,9 @@ use schemars::{schema_for, JsonSchema};
 use serde_json::Value;
 
 use crate::types::{
-    AfterRoundParams, BeforeSpawnParams, DirtyAction, HandleDirtyParams, InitializeParams,
-    InitializeResult, PostRoundVerdict, SpawnDecision,
+    AfterRoundParams, BeforeRoundParams, BeforeSpawnParams, DetectParams, Detection, DirtyAction,
+    EnrichParams, Enrichment, HandleDirtyParams, InitializeParams, InitializeResult, OnStartParams,
+    PostRoundVerdict, RoundDecision, SpawnDecision, StartupResult,
 };
 
 fn schema<T: JsonSchema>() -> Value {
@@ -39,6 +40,14 @@ pub fn all() -> Vec<(&'static str, Value)> {
         ("before_spawn.result.json", schema::<SpawnDecision>()),
         ("handle_dirty.params.json", schema::<HandleDirtyParams>()),
         ("handle_dirty.result.json", schema::<Option<DirtyAction>>()),
+        ("before_round.params.json", schema::<BeforeRoundParams>()),
+        ("before_round.result.json", schema::<RoundDecision>()),
+        ("enrich.params.json", schema::<EnrichParams>()),
+        ("enrich.result.json", schema::<Enrichment>()),
+        ("on_start.params.json", schema::<OnStartParams>()),
+        ("on_start.result.json", schema::<Option<StartupResult>>()),
+        ("detect.params.json", schema::<DetectParams>()),
+        ("detect.result.json", schema::<Option<Detection>>()),
         ("after_round.params.json", schema::<AfterRoundParams>()),
         (
             "after_round.result.json",

@@ -151,6 +151,15 @@ pub struct InitializeResult {
     pub version: String,
     /// The hooks this host provides.
     pub hooks: Vec<HookDecl>,
+    /// Event kinds this host may emit in its results (docs/protocol.md §5.7), each
+    /// matching `^[a-z][a-z0-9_]{0,47}$` and never a built-in kind; recorded as
+    /// `<host>.<kind>`. Optional; defaults to none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub event_kinds: Vec<String>,
+    /// Paths (relative to `work_dir`, no `..`, not `.git`) this host owns: left out of
+    /// dirty detection, stash and commit (docs/protocol.md §5.8). Optional.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub owned_paths: Vec<String>,
 }
 
 /// `ctx.vcs`: the `[vcs]` settings in force.
@@ -298,6 +307,199 @@ impl DirtyAction {
             DirtyAction::Ignore => "ignore",
         }
     }
+}
+
+/// An event a host asks the supervisor to record (docs/protocol.md §5.7): `kind` is one
+/// of the host's declared `event_kinds`; the supervisor records it as `<host>.<kind>`
+/// with `fields` plus `host` and `hook`. At most
+/// [`crate::limits::MAX_HOST_EVENTS_PER_RESULT`] per result, `fields` at most
+/// [`crate::limits::MAX_HOST_EVENT_BYTES`] bytes as JSON.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HostEvent {
+    /// A declared event kind (without the host prefix).
+    pub kind: String,
+    /// The event's fields; `ts`, `event`, `host` and `hook` are the supervisor's.
+    #[serde(default)]
+    pub fields: Map<String, Value>,
+}
+
+/// Params of `pre_round/before_round` (§5.3): asked before a round's context is written.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BeforeRoundParams {
+    /// Which of the host's hooks is asked.
+    pub hook: HookName,
+    /// The context of the round about to start (`round_num` is the number it will get).
+    pub ctx: Context,
+}
+
+/// A pre-round hook's verdict (§5.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RoundAction {
+    /// Run the round.
+    Proceed,
+    /// Do not run this round; the supervisor idles and asks again.
+    Skip,
+}
+
+impl RoundAction {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RoundAction::Proceed => "proceed",
+            RoundAction::Skip => "skip",
+        }
+    }
+}
+
+/// Result of `pre_round/before_round` (§5.3).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RoundDecision {
+    /// The verdict; `skip` is honoured only for hooks in `[plugins] spawn_override_allow`.
+    pub action: RoundAction,
+    /// Why; the supervisor keeps at most 256 characters, secrets redacted.
+    #[serde(default)]
+    pub reason: String,
+    /// Events to record (declared kinds only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<HostEvent>,
+}
+
+/// Params of `context_enricher/enrich` (§5.4).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnrichParams {
+    /// Which of the host's hooks is asked.
+    pub hook: HookName,
+    /// The context of the round about to start.
+    pub ctx: Context,
+}
+
+/// Result of `context_enricher/enrich` (§5.4).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Enrichment {
+    /// Merged into the round context under the hook's name; at most
+    /// [`crate::limits::MAX_ENRICHMENT_BYTES`] bytes as JSON.
+    pub context: Map<String, Value>,
+    /// Events to record (declared kinds only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<HostEvent>,
+}
+
+/// Params of `serve_startup/on_start` (§5.5): sent once, when `serve` boots.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OnStartParams {
+    /// Which of the host's hooks is asked.
+    pub hook: HookName,
+    /// The project's name.
+    pub project: String,
+    /// Absolute path of the working tree.
+    pub work_dir: String,
+    /// Absolute path of the log dir.
+    pub log_dir: String,
+    /// The host's config table, as in `initialize`.
+    pub config: Map<String, Value>,
+}
+
+/// Result of `serve_startup/on_start` (§5.5): `{}` lets `serve` go on; an error object
+/// (or any failed call) stops it with exit 78.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartupResult {
+    /// Events to record (declared kinds only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<HostEvent>,
+}
+
+/// How the last round ended, as a detector sees it (§5.6).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LastRound {
+    /// Its number.
+    pub round_num: u64,
+    /// The agent's exit code (`null` when it died of a signal).
+    pub exit_code: Option<i32>,
+    /// `exited`, `timeout`, `stopped`, … (the `agent_exit.exit_cause` vocabulary).
+    pub exit_cause: String,
+    /// Wall-clock seconds the agent ran.
+    pub duration_s: f64,
+    /// `committed` | `stashed` | `ignored` | `failed`, or `null` for a clean tree.
+    pub dirty_outcome: Option<String>,
+}
+
+/// The project's state handed to detectors (§5.6).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectState {
+    /// Rounds completed by this `serve` run.
+    pub rounds_completed: u64,
+    /// The round that just ended, if one ran.
+    pub last_round: Option<LastRound>,
+}
+
+/// Params of `detector/detect` (§5.6).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DetectParams {
+    /// Which of the host's hooks is asked.
+    pub hook: HookName,
+    /// The context of the round that just ended.
+    pub ctx: Context,
+    /// The project's state.
+    pub state: ProjectState,
+}
+
+/// How serious an alert is (§5.6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Worth knowing.
+    Info,
+    /// Needs a look.
+    Warning,
+    /// Needs action now.
+    Critical,
+}
+
+impl Severity {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Critical => "critical",
+        }
+    }
+}
+
+/// A detector's alert (§5.6).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Alert {
+    /// How serious.
+    pub severity: Severity,
+    /// What was seen; the supervisor keeps at most 256 characters, secrets redacted.
+    pub message: String,
+    /// Asks `serve` to stop; honoured only for hooks named in `[monitor] auto_stop_on`.
+    #[serde(default)]
+    pub stop_service: bool,
+}
+
+/// Result of `detector/detect` (§5.6).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Detection {
+    /// The alert, or `null` when all is well.
+    #[serde(default)]
+    pub alert: Option<Alert>,
+    /// Events to record (declared kinds only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<HostEvent>,
 }
 
 /// How the agent of a round ended, as `post_round/after_round` reports it

@@ -7,12 +7,15 @@ use serde_json::Value;
 use std::collections::HashSet;
 use std::fmt;
 
-use crate::limits::{MAX_COMMIT_MESSAGE_CHARS, MAX_DEFER_S};
-use crate::types::{
-    DirtyAction, InitializeResult, PostRoundAction, PostRoundVerdict, SpawnDecision,
+use crate::limits::{
+    MAX_COMMIT_MESSAGE_CHARS, MAX_DEFER_S, MAX_ENRICHMENT_BYTES, MAX_EVENT_KINDS,
+    MAX_EVENT_KIND_LEN, MAX_HOST_EVENTS_PER_RESULT, MAX_HOST_EVENT_BYTES, MAX_OWNED_PATHS,
 };
-use crate::Family;
-use crate::PROTOCOL_VERSION;
+use crate::types::{
+    Detection, DirtyAction, Enrichment, HostEvent, InitializeResult, PostRoundAction,
+    PostRoundVerdict, RoundDecision, SpawnDecision, StartupResult,
+};
+use crate::{Family, PROTOCOL_VERSION};
 
 /// A message that broke the contract: `field` is the JSON path (`hooks[0].family`, or
 /// `.` for the whole message) and `message` what was wrong.
@@ -90,14 +93,163 @@ pub fn decode_initialize_result(value: Value) -> Result<InitializeResult, Invali
                 format!("hook name {:?} declared twice", hook.name.as_str()),
             ));
         }
-        if hook.family == Family::SpawnHook && hook.priority.is_some() {
+        if hook.family != Family::DirtyHandler && hook.priority.is_some() {
             return Err(InvalidMessage::new(
                 format!("hooks[{i}].priority"),
                 "priority is for dirty handlers only",
             ));
         }
     }
+    check_event_kinds(&result.event_kinds)?;
+    check_owned_paths(&result.owned_paths)?;
     Ok(result)
+}
+
+/// `event_kinds`: at most [`MAX_EVENT_KINDS`], unique, each `^[a-z][a-z0-9_]{0,47}$`.
+fn check_event_kinds(kinds: &[String]) -> Result<(), InvalidMessage> {
+    if kinds.len() > MAX_EVENT_KINDS {
+        return Err(InvalidMessage::new(
+            "event_kinds",
+            format!("{} kinds declared; at most {MAX_EVENT_KINDS}", kinds.len()),
+        ));
+    }
+    let mut seen = HashSet::new();
+    for (i, kind) in kinds.iter().enumerate() {
+        let ok = kind.len() <= MAX_EVENT_KIND_LEN
+            && kind.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
+            && kind
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if !ok {
+            return Err(InvalidMessage::new(
+                format!("event_kinds[{i}]"),
+                format!("{kind:?} must match ^[a-z][a-z0-9_]{{0,47}}$"),
+            ));
+        }
+        if !seen.insert(kind) {
+            return Err(InvalidMessage::new(
+                format!("event_kinds[{i}]"),
+                format!("{kind:?} declared twice"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `owned_paths`: at most [`MAX_OWNED_PATHS`], each relative to `work_dir`, without
+/// `.` / `..` components, not `.git` or inside it, no NUL or newline.
+fn check_owned_paths(paths: &[String]) -> Result<(), InvalidMessage> {
+    if paths.len() > MAX_OWNED_PATHS {
+        return Err(InvalidMessage::new(
+            "owned_paths",
+            format!("{} paths declared; at most {MAX_OWNED_PATHS}", paths.len()),
+        ));
+    }
+    for (i, path) in paths.iter().enumerate() {
+        let trimmed = path.trim_end_matches('/');
+        let bad = if trimmed.is_empty() {
+            Some("is empty")
+        } else if trimmed.starts_with('/') {
+            Some("must be relative to work_dir")
+        } else if trimmed.contains(['\0', '\n']) {
+            Some("contains NUL or a newline")
+        } else if trimmed
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == "..")
+        {
+            Some("must not have empty, `.` or `..` components")
+        } else if trimmed.split('/').next() == Some(".git") {
+            Some("must not be .git or inside it")
+        } else {
+            None
+        };
+        if let Some(why) = bad {
+            return Err(InvalidMessage::new(
+                format!("owned_paths[{i}]"),
+                format!("{path:?} {why}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks the `events` of a result from a host that declared `declared` kinds: at most
+/// [`MAX_HOST_EVENTS_PER_RESULT`], each kind declared, each `fields` object at most
+/// [`MAX_HOST_EVENT_BYTES`] bytes of compact JSON without the supervisor's keys (`ts`,
+/// `event`, `host`, `hook`).
+pub fn check_host_events(events: &[HostEvent], declared: &[String]) -> Result<(), InvalidMessage> {
+    if events.len() > MAX_HOST_EVENTS_PER_RESULT {
+        return Err(InvalidMessage::new(
+            "events",
+            format!(
+                "{} events in one result; at most {MAX_HOST_EVENTS_PER_RESULT}",
+                events.len()
+            ),
+        ));
+    }
+    for (i, event) in events.iter().enumerate() {
+        if !declared.contains(&event.kind) {
+            return Err(InvalidMessage::new(
+                format!("events[{i}].kind"),
+                format!(
+                    "{:?} is not one of the host's declared event_kinds {declared:?}",
+                    event.kind
+                ),
+            ));
+        }
+        if let Some(key) = ["ts", "event", "host", "hook"]
+            .into_iter()
+            .find(|k| event.fields.contains_key(*k))
+        {
+            return Err(InvalidMessage::new(
+                format!("events[{i}].fields.{key}"),
+                "is set by the supervisor",
+            ));
+        }
+        let size = serde_json::to_vec(&event.fields).map_or(usize::MAX, |v| v.len());
+        if size > MAX_HOST_EVENT_BYTES {
+            return Err(InvalidMessage::new(
+                format!("events[{i}].fields"),
+                format!("{size} bytes of JSON; at most {MAX_HOST_EVENT_BYTES}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Decodes a `pre_round/before_round` result.
+pub fn decode_round_decision(value: Value) -> Result<RoundDecision, InvalidMessage> {
+    decode(value)
+}
+
+/// Decodes a `context_enricher/enrich` result; `context` is at most
+/// [`MAX_ENRICHMENT_BYTES`] bytes of compact JSON.
+pub fn decode_enrichment(value: Value) -> Result<Enrichment, InvalidMessage> {
+    let enrichment: Enrichment = decode(value)?;
+    let size = serde_json::to_vec(&enrichment.context).map_or(usize::MAX, |v| v.len());
+    if size > MAX_ENRICHMENT_BYTES {
+        return Err(InvalidMessage::new(
+            "context",
+            format!("{size} bytes of JSON; at most {MAX_ENRICHMENT_BYTES}"),
+        ));
+    }
+    Ok(enrichment)
+}
+
+/// Decodes a `serve_startup/on_start` result (`{}` or `null` both mean "go on").
+pub fn decode_startup_result(value: Value) -> Result<StartupResult, InvalidMessage> {
+    if value.is_null() {
+        return Ok(StartupResult::default());
+    }
+    decode(value)
+}
+
+/// Decodes a `detector/detect` result (`null` means no alert).
+pub fn decode_detection(value: Value) -> Result<Detection, InvalidMessage> {
+    if value.is_null() {
+        return Ok(Detection::default());
+    }
+    decode(value)
 }
 
 /// Decodes a `spawn_hook/before_spawn` result; `defer_s` must be 0..=86400.
@@ -475,6 +627,114 @@ mod tests {
         for (value, field) in cases {
             let err = decode_initialize_result(value.clone()).unwrap_err();
             assert_eq!(err.field, field, "{value}: {err}");
+        }
+    }
+
+    #[test]
+    fn declared_kinds_and_owned_paths_are_checked() {
+        let base = |extra: Value| {
+            let mut v = json!({"protocol_version": 1, "name": "h", "version": "1",
+                "hooks": [{"family": "detector", "name": "d"}]});
+            v.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            v
+        };
+        let ok = decode_initialize_result(base(
+            json!({"event_kinds": ["stalled"], "owned_paths": ["notes/", "reports/junit.xml"]}),
+        ))
+        .unwrap();
+        assert_eq!(ok.event_kinds, ["stalled"]);
+        for (extra, field) in [
+            (json!({"event_kinds": ["Bad"]}), "event_kinds[0]"),
+            (json!({"event_kinds": ["a", "a"]}), "event_kinds[1]"),
+            (json!({"owned_paths": ["/abs"]}), "owned_paths[0]"),
+            (json!({"owned_paths": ["ok", "a/../b"]}), "owned_paths[1]"),
+            (json!({"owned_paths": [".git/hooks"]}), "owned_paths[0]"),
+            (json!({"owned_paths": [""]}), "owned_paths[0]"),
+        ] {
+            let err = decode_initialize_result(base(extra.clone())).unwrap_err();
+            assert_eq!(err.field, field, "{extra}: {err}");
+        }
+        let err = decode_initialize_result(json!({"protocol_version": 1, "name": "h",
+            "version": "1", "hooks": [{"family": "detector", "name": "d", "priority": 1}]}))
+        .unwrap_err();
+        assert_eq!(err.field, "hooks[0].priority");
+    }
+
+    #[test]
+    fn new_family_results_decode_strictly() {
+        let skip = decode_round_decision(json!({"action": "skip", "reason": "r"})).unwrap();
+        assert_eq!(skip.action, RoundAction::Skip);
+        assert_eq!(
+            decode_round_decision(json!({"action": "defer"}))
+                .unwrap_err()
+                .field,
+            "action"
+        );
+        let e = decode_enrichment(json!({"context": {"a": 1}})).unwrap();
+        assert_eq!(e.context["a"], 1);
+        let big = "x".repeat(MAX_ENRICHMENT_BYTES);
+        assert_eq!(
+            decode_enrichment(json!({"context": {"a": big}}))
+                .unwrap_err()
+                .field,
+            "context"
+        );
+        assert_eq!(
+            decode_enrichment(json!({"context": [1]}))
+                .unwrap_err()
+                .field,
+            "context"
+        );
+        assert_eq!(
+            decode_startup_result(Value::Null).unwrap(),
+            StartupResult::default()
+        );
+        assert_eq!(decode_detection(Value::Null).unwrap().alert, None);
+        let d = decode_detection(json!({"alert": {"severity": "critical", "message": "m",
+            "stop_service": true}}))
+        .unwrap();
+        assert!(d.alert.unwrap().stop_service);
+        assert_eq!(
+            decode_detection(json!({"alert": {"severity": "loud", "message": "m"}}))
+                .unwrap_err()
+                .field,
+            "alert.severity"
+        );
+    }
+
+    #[test]
+    fn host_events_are_declared_capped_and_keep_our_keys() {
+        let declared = vec!["stalled".to_owned()];
+        let ev = |kind: &str, fields: Value| HostEvent {
+            kind: kind.into(),
+            fields: fields.as_object().unwrap().clone(),
+        };
+        check_host_events(&[ev("stalled", json!({"rounds": 3}))], &declared).unwrap();
+        let cases = [
+            (vec![ev("other", json!({}))], "events[0].kind"),
+            (
+                vec![ev("stalled", json!({"ts": "x"}))],
+                "events[0].fields.ts",
+            ),
+            (
+                vec![ev(
+                    "stalled",
+                    json!({"x": "y".repeat(MAX_HOST_EVENT_BYTES)}),
+                )],
+                "events[0].fields",
+            ),
+            (
+                vec![ev("stalled", json!({})); MAX_HOST_EVENTS_PER_RESULT + 1],
+                "events",
+            ),
+        ];
+        for (events, field) in cases {
+            assert_eq!(
+                check_host_events(&events, &declared).unwrap_err().field,
+                field
+            );
         }
     }
 

@@ -24,6 +24,17 @@ single-file script. Usage::
         # params: {"hook", "ctx", "dirty_files"}; return commit(msg) / stash() / ignore() / None
         return None
 
+    # The other families (docs/protocol.md §5.3-§5.6):
+    #   @host.pre_round(name)        params {"hook", "ctx"} -> run_round() / skip_round(why)
+    #   @host.context_enricher(name) params {"hook", "ctx"} -> enrichment({...})
+    #   @host.serve_startup(name)    params {"hook", "project", "work_dir", "log_dir",
+    #                                "config"} -> started(); raise HookError to stop serve
+    #   @host.detector(name)         params {"hook", "ctx", "state"} -> no_alert() /
+    #                                alert(severity, message, stop_service=False)
+    # host.event_kinds(["stalled"]) declares kinds a result may carry in "events"
+    # (with_events(result, [event("stalled", {...})])); host.owned_paths(["reports/"])
+    # keeps paths out of dirty detection, stash and commit.
+
     if __name__ == "__main__":
         host.run()
 
@@ -53,6 +64,14 @@ __all__ = [
     "commit",
     "stash",
     "ignore",
+    "run_round",
+    "skip_round",
+    "enrichment",
+    "started",
+    "no_alert",
+    "alert",
+    "event",
+    "with_events",
     "PROTOCOL_VERSION",
 ]
 
@@ -64,6 +83,11 @@ MAX_LINE_BYTES = 65536
 MAX_DEFER_S = 86400
 #: Longest commit message, in characters.
 MAX_COMMIT_MESSAGE_CHARS = 4096
+#: Largest context enricher object, in bytes of compact JSON.
+MAX_ENRICHMENT_BYTES = 16384
+#: Most events one result may carry; largest `fields` of one, in bytes of compact JSON.
+MAX_HOST_EVENTS_PER_RESULT = 8
+MAX_HOST_EVENT_BYTES = 4096
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -76,10 +100,15 @@ UNSUPPORTED_PROTOCOL_VERSION = -32001
 INITIALIZE = "initialize"
 BEFORE_SPAWN = "spawn_hook/before_spawn"
 HANDLE_DIRTY = "dirty_handler/handle_dirty"
+BEFORE_ROUND = "pre_round/before_round"
+ENRICH = "context_enricher/enrich"
+ON_START = "serve_startup/on_start"
+DETECT = "detector/detect"
 AFTER_ROUND = "post_round/after_round"
 SHUTDOWN = "shutdown"
 
 _HOOK_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+_EVENT_KIND = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
 _INIT_KEYS = {"protocol_version", "supervisor", "host", "project", "work_dir", "log_dir",
               "state_dir", "config", "sandbox"}
 _CTX_KEYS = {"work_dir", "log_dir", "project", "round_num", "phase", "agent_name",
@@ -211,6 +240,53 @@ def _check_post_round_verdict(value):
     return None
 
 
+def run_round():
+    """Pre-round answer: run this round."""
+    return {"action": "proceed"}
+
+
+def skip_round(reason=""):
+    """Pre-round answer: skip this round (honoured only for hooks listed in
+    [plugins] spawn_override_allow)."""
+    return {"action": "skip", "reason": reason}
+
+
+def enrichment(context):
+    """Context enricher answer: `context` (a dict) goes into the round context under the
+    hook's name."""
+    return {"context": context}
+
+
+def started():
+    """Serve-startup answer: the project may run."""
+    return {}
+
+
+def no_alert():
+    """Detector answer: nothing to report."""
+    return {"alert": None}
+
+
+def alert(severity, message, stop_service=False):
+    """Detector answer: an alert (`severity` info, warning or critical); `stop_service`
+    stops serve only when [monitor] auto_stop_on names the hook."""
+    return {"alert": {"severity": severity, "message": message,
+                      "stop_service": bool(stop_service)}}
+
+
+def event(kind, fields=None):
+    """An event of a declared kind, recorded by the supervisor as `<host>.<kind>`."""
+    return {"kind": kind, "fields": dict(fields or {})}
+
+
+def with_events(result, events):
+    """`result` (of a pre-round hook, enricher, serve-startup hook or detector) carrying
+    `events`."""
+    result = dict(result)
+    result["events"] = list(events)
+    return result
+
+
 def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -280,6 +356,104 @@ def _check_dirty_action(value, dirty_files):
     return None
 
 
+def _compact_size(value):
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def _check_events(value, declared):
+    events = value.get("events", [])
+    if not isinstance(events, list):
+        return "`events`: must be a list"
+    if len(events) > MAX_HOST_EVENTS_PER_RESULT:
+        return "`events`: at most %d per result" % MAX_HOST_EVENTS_PER_RESULT
+    for i, ev in enumerate(events):
+        if not isinstance(ev, dict) or set(ev) - {"kind", "fields"} or "kind" not in ev:
+            return "`events[%d]`: expected {\"kind\", \"fields\"}" % i
+        if ev["kind"] not in declared:
+            return "`events[%d].kind`: %r is not a declared event kind" % (i, ev["kind"])
+        fields = ev.get("fields", {})
+        if not isinstance(fields, dict):
+            return "`events[%d].fields`: must be an object" % i
+        for key in ("ts", "event", "host", "hook"):
+            if key in fields:
+                return "`events[%d].fields.%s`: is set by the supervisor" % (i, key)
+        if _compact_size(fields) > MAX_HOST_EVENT_BYTES:
+            return "`events[%d].fields`: at most %d bytes of JSON" % (i, MAX_HOST_EVENT_BYTES)
+    return None
+
+
+def _check_shape(value, allowed, what):
+    if not isinstance(value, dict):
+        return "`.`: expected an object (use %s)" % what
+    unknown = set(value) - allowed
+    if unknown:
+        return "`%s`: unknown field" % sorted(unknown)[0]
+    return None
+
+
+def _check_round_decision(value, declared):
+    problem = _check_shape(value, {"action", "reason", "events"}, "run_round() or skip_round()")
+    if problem:
+        return problem
+    if value.get("action") not in ("proceed", "skip"):
+        return "`action`: must be proceed or skip, got %r" % (value.get("action"),)
+    if not isinstance(value.get("reason", ""), str):
+        return "`reason`: must be a string"
+    return _check_events(value, declared)
+
+
+def _check_enrichment(value, declared):
+    problem = _check_shape(value, {"context", "events"}, "enrichment({...})")
+    if problem:
+        return problem
+    if not isinstance(value.get("context"), dict):
+        return "`context`: must be an object"
+    if _compact_size(value["context"]) > MAX_ENRICHMENT_BYTES:
+        return "`context`: at most %d bytes of JSON" % MAX_ENRICHMENT_BYTES
+    return _check_events(value, declared)
+
+
+def _check_startup(value, declared):
+    if value is None:
+        return None
+    return _check_shape(value, {"events"}, "started()") or _check_events(value, declared)
+
+
+def _check_detection(value, declared):
+    if value is None:
+        return None
+    problem = _check_shape(value, {"alert", "events"}, "no_alert() or alert(...)")
+    if problem:
+        return problem
+    found = value.get("alert")
+    if found is not None:
+        if not isinstance(found, dict) or set(found) - {"severity", "message", "stop_service"}:
+            return "`alert`: expected {\"severity\", \"message\", \"stop_service\"}"
+        if found.get("severity") not in ("info", "warning", "critical"):
+            return "`alert.severity`: must be info, warning or critical"
+        if not isinstance(found.get("message"), str):
+            return "`alert.message`: must be a string"
+        if not isinstance(found.get("stop_service", False), bool):
+            return "`alert.stop_service`: must be a boolean"
+    return _check_events(value, declared)
+
+
+#: Per family: its method's params keys and the checker of its result.
+_FAMILIES = {
+    "spawn_hook": ({"hook", "ctx", "spawn"}, None),
+    "dirty_handler": ({"hook", "ctx", "dirty_files"}, None),
+    "pre_round": ({"hook", "ctx"}, _check_round_decision),
+    "context_enricher": ({"hook", "ctx"}, _check_enrichment),
+    "serve_startup": ({"hook", "project", "work_dir", "log_dir", "config"}, _check_startup),
+    "detector": ({"hook", "ctx", "state"}, _check_detection),
+    "post_round": ({"hook", "ctx", "outcome", "log_tail"},
+                   lambda result, _kinds: _check_post_round_verdict(result)),
+}
+_METHODS = {BEFORE_SPAWN: "spawn_hook", HANDLE_DIRTY: "dirty_handler",
+            BEFORE_ROUND: "pre_round", ENRICH: "context_enricher", ON_START: "serve_startup",
+            DETECT: "detector", AFTER_ROUND: "post_round"}
+
+
 class Host:
     """A plugin host: its hooks, its setup, and the serve loop (`run`)."""
 
@@ -292,6 +466,37 @@ class Host:
         self.config = {}
         self._setup = None
         self._hooks = []  # (family, name, priority, fn)
+        self._event_kinds = []
+        self._owned_paths = []
+
+    def event_kinds(self, kinds):
+        """Declares event kinds (`^[a-z][a-z0-9_]{0,47}$`) results may carry; recorded by
+        the supervisor as `<host>.<kind>`."""
+        for kind in kinds:
+            if not _EVENT_KIND.match(kind):
+                raise ValueError("event kind %r must match %s" % (kind, _EVENT_KIND.pattern))
+        self._event_kinds = list(kinds)
+
+    def owned_paths(self, paths):
+        """Declares paths (relative to work_dir) this host owns: the supervisor leaves them
+        out of dirty detection, stash and commit."""
+        self._owned_paths = list(paths)
+
+    def pre_round(self, name):
+        """Decorator: `fn(params)` answers `pre_round/before_round` for hook `name`."""
+        return self._register("pre_round", name, None)
+
+    def context_enricher(self, name):
+        """Decorator: `fn(params)` answers `context_enricher/enrich` for hook `name`."""
+        return self._register("context_enricher", name, None)
+
+    def serve_startup(self, name):
+        """Decorator: `fn(params)` answers `serve_startup/on_start` for hook `name`."""
+        return self._register("serve_startup", name, None)
+
+    def detector(self, name):
+        """Decorator: `fn(params)` answers `detector/detect` for hook `name`."""
+        return self._register("detector", name, None)
 
     def setup(self, fn):
         """Decorator: `fn(init)` runs at `initialize`; raise HookError to refuse the config."""
@@ -393,12 +598,9 @@ class Host:
                 raise _RpcError(INVALID_PARAMS, "invalid params: `shutdown` takes no params",
                                 {"field": "."})
             return None
-        if method == BEFORE_SPAWN:
-            return self._call("spawn_hook", params, {"hook", "ctx", "spawn"})
-        if method == HANDLE_DIRTY:
-            return self._call("dirty_handler", params, {"hook", "ctx", "dirty_files"})
-        if method == AFTER_ROUND:
-            return self._call("post_round", params, {"hook", "ctx", "outcome", "log_tail"})
+        family = _METHODS.get(method)
+        if family is not None:
+            return self._call(family, params, _FAMILIES[family][0])
         raise _RpcError(METHOD_NOT_FOUND, "method not found: %s" % method)
 
     def _initialize(self, params):
@@ -426,15 +628,21 @@ class Host:
             if priority is not None:
                 decl["priority"] = priority
             hooks.append(decl)
-        return {"protocol_version": PROTOCOL_VERSION, "name": self.name,
-                "version": self.version, "hooks": hooks}
+        result = {"protocol_version": PROTOCOL_VERSION, "name": self.name,
+                  "version": self.version, "hooks": hooks}
+        if self._event_kinds:
+            result["event_kinds"] = self._event_kinds
+        if self._owned_paths:
+            result["owned_paths"] = self._owned_paths
+        return result
 
     def _call(self, family, params, keys):
         if self.init is None:
             raise _RpcError(INVALID_REQUEST,
                             "invalid request: `initialize` has not succeeded yet")
         _check_object(params, ".", keys, keys)
-        _check_object(params["ctx"], "ctx", _CTX_KEYS, _CTX_KEYS)
+        if "ctx" in keys:
+            _check_object(params["ctx"], "ctx", _CTX_KEYS, _CTX_KEYS)
         name = params["hook"]
         mine = [h for h in self._hooks if h[0] == family]
         fn = next((h[3] for h in mine if h[1] == name), None)
@@ -449,11 +657,10 @@ class Host:
         result = _guarded(what, fn, params)
         if family == "spawn_hook":
             problem = _check_spawn_decision(result)
-        elif family == "post_round":
-            problem = _check_post_round_verdict(result)
+        elif family == "dirty_handler":
+            problem = _check_dirty_action(result, params["dirty_files"])
         else:
-            dirty_files = params["dirty_files"]
-            problem = _check_dirty_action(result, dirty_files)
+            problem = _FAMILIES[family][1](result, self._event_kinds)
         if problem is not None:
             raise _RpcError(INTERNAL_ERROR, "%s returned an invalid result: %s" % (what, problem))
         return result

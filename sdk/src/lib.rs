@@ -76,9 +76,11 @@ use std::process::ExitCode;
 
 pub use agent_runner_protocol as protocol;
 pub use agent_runner_protocol::{
-    AfterRoundParams, BeforeSpawnParams, Context, DirtyAction, ErrorKind, Family,
-    HandleDirtyParams, HookName, InitializeParams, PostRoundAction, PostRoundVerdict, RoundOutcome,
-    SpawnAction, SpawnDecision, TokenUsage, PROTOCOL_VERSION,
+    AfterRoundParams, Alert, BeforeRoundParams, BeforeSpawnParams, Context, DetectParams,
+    Detection, DirtyAction, EnrichParams, Enrichment, ErrorKind, Family, HandleDirtyParams,
+    HookName, HostEvent, InitializeParams, OnStartParams, PostRoundAction, PostRoundVerdict,
+    ProjectState, RoundAction, RoundDecision, RoundOutcome, Severity, SpawnAction, SpawnDecision,
+    StartupResult, TokenUsage, PROTOCOL_VERSION,
 };
 pub use config::ConfigTable;
 pub use selfcheck::{confinement_self_check, SeccompMode, SelfCheck};
@@ -134,6 +136,41 @@ where
     fn handle_dirty(&self, params: &HandleDirtyParams) -> Result<Option<DirtyAction>, HookError> {
         self(params)
     }
+}
+
+/// A pre-round hook (docs/protocol.md §5.3, `pre_round/before_round`): asked before a
+/// round's context is written whether the round runs. A `skip` is honoured only for hooks
+/// in `[plugins] spawn_override_allow`; a failed call counts as `proceed`. Default call
+/// timeout 10 s.
+pub trait PreRoundHook: Send + Sync {
+    /// Decides on the round described by `params.ctx` (`round_num` is the number it
+    /// will get).
+    fn before_round(&self, params: &BeforeRoundParams) -> Result<RoundDecision, HookError>;
+}
+
+/// A context enricher (docs/protocol.md §5.4, `context_enricher/enrich`): returns an
+/// object (at most 16,384 bytes of JSON) that the supervisor puts into the round context
+/// under the hook's name. A failed call adds nothing. Default call timeout 10 s.
+pub trait ContextEnricher: Send + Sync {
+    /// The object to add for the round described by `params.ctx`.
+    fn enrich(&self, params: &EnrichParams) -> Result<Enrichment, HookError>;
+}
+
+/// A serve-startup hook (docs/protocol.md §5.5, `serve_startup/on_start`): called once
+/// when `serve` boots, with the host's config. A returned [`HookError`] (or any failed
+/// call) stops `serve` with exit 78 and `serve_startup_hook_failed`: the place to refuse
+/// a project that is not ready. Default call timeout 30 s.
+pub trait ServeStartupHook: Send + Sync {
+    /// Checks the project before the first round.
+    fn on_start(&self, params: &OnStartParams) -> Result<StartupResult, HookError>;
+}
+
+/// A detector (docs/protocol.md §5.6, `detector/detect`): polled with the project's
+/// state after each round; returns an alert or none. A `stop_service` alert stops `serve`
+/// only for hooks named in `[monitor] auto_stop_on`. Default call timeout 10 s.
+pub trait Detector: Send + Sync {
+    /// Looks at the project after the round in `params.ctx`.
+    fn detect(&self, params: &DetectParams) -> Result<Detection, HookError>;
 }
 
 /// A post-round hook (`docs/protocol.md` §5, `post_round/after_round`): told how each round
@@ -308,11 +345,60 @@ pub fn skip(reason: impl Into<String>) -> SpawnDecision {
     }
 }
 
+/// `{"action": "proceed"}` for a pre-round hook: run the round.
+pub fn run_round() -> RoundDecision {
+    RoundDecision {
+        action: RoundAction::Proceed,
+        reason: String::new(),
+        events: Vec::new(),
+    }
+}
+
+/// `{"action": "skip", "reason": ..}` for a pre-round hook: do not run this round.
+pub fn skip_round(reason: impl Into<String>) -> RoundDecision {
+    RoundDecision {
+        action: RoundAction::Skip,
+        reason: reason.into(),
+        events: Vec::new(),
+    }
+}
+
+/// A detector's answer raising an alert of `severity` with `message`; `stop_service`
+/// asks `serve` to stop (honoured only when `[monitor] auto_stop_on` names the hook).
+pub fn alert(severity: Severity, message: impl Into<String>, stop_service: bool) -> Detection {
+    Detection {
+        alert: Some(Alert {
+            severity,
+            message: message.into(),
+            stop_service,
+        }),
+        events: Vec::new(),
+    }
+}
+
 /// One declared hook: its name, priority (dirty handlers) and implementation.
 pub(crate) enum HookImpl {
     Spawn(Box<dyn SpawnHook>),
     Dirty(Box<dyn DirtyHandler>),
+    PreRound(Box<dyn PreRoundHook>),
+    Enricher(Box<dyn ContextEnricher>),
+    Startup(Box<dyn ServeStartupHook>),
+    Detector(Box<dyn Detector>),
     PostRound(Box<dyn PostRound>),
+}
+
+impl HookImpl {
+    pub(crate) fn family(&self) -> Family {
+        match self {
+            HookImpl::Spawn(_) => Family::SpawnHook,
+            HookImpl::Dirty(_) => Family::DirtyHandler,
+            HookImpl::PreRound(_) => Family::PreRound,
+            HookImpl::Enricher(_) => Family::ContextEnricher,
+            HookImpl::Startup(_) => Family::ServeStartup,
+            HookImpl::Detector(_) => Family::Detector,
+            HookImpl::PostRound(_) => Family::PostRound,
+        }
+    }
 }
 
 pub(crate) struct HookEntry {
@@ -330,6 +416,8 @@ pub(crate) struct HookEntry {
 #[derive(Default)]
 pub struct Hooks {
     pub(crate) entries: Vec<HookEntry>,
+    pub(crate) event_kinds: Vec<String>,
+    pub(crate) owned_paths: Vec<String>,
 }
 
 impl Hooks {
@@ -371,6 +459,70 @@ impl Hooks {
             priority: None,
             hook: HookImpl::PostRound(Box::new(hook)),
         });
+        self
+    }
+
+    /// Adds a pre-round hook called `name` (family `pre_round`).
+    pub fn pre_round(mut self, name: impl Into<String>, hook: impl PreRoundHook + 'static) -> Self {
+        self.entries.push(HookEntry {
+            name: name.into(),
+            priority: None,
+            hook: HookImpl::PreRound(Box::new(hook)),
+        });
+        self
+    }
+
+    /// Adds a context enricher called `name` (family `context_enricher`); its object
+    /// appears in the round context under `name`.
+    pub fn context_enricher(
+        mut self,
+        name: impl Into<String>,
+        enricher: impl ContextEnricher + 'static,
+    ) -> Self {
+        self.entries.push(HookEntry {
+            name: name.into(),
+            priority: None,
+            hook: HookImpl::Enricher(Box::new(enricher)),
+        });
+        self
+    }
+
+    /// Adds a serve-startup hook called `name` (family `serve_startup`).
+    pub fn serve_startup(
+        mut self,
+        name: impl Into<String>,
+        hook: impl ServeStartupHook + 'static,
+    ) -> Self {
+        self.entries.push(HookEntry {
+            name: name.into(),
+            priority: None,
+            hook: HookImpl::Startup(Box::new(hook)),
+        });
+        self
+    }
+
+    /// Adds a detector called `name` (family `detector`).
+    pub fn detector(mut self, name: impl Into<String>, detector: impl Detector + 'static) -> Self {
+        self.entries.push(HookEntry {
+            name: name.into(),
+            priority: None,
+            hook: HookImpl::Detector(Box::new(detector)),
+        });
+        self
+    }
+
+    /// Declares an event kind this host may emit in results (`^[a-z][a-z0-9_]{0,47}$`,
+    /// never a built-in kind); the supervisor records it as `<host>.<kind>`
+    /// (docs/protocol.md §5.7).
+    pub fn event_kind(mut self, kind: impl Into<String>) -> Self {
+        self.event_kinds.push(kind.into());
+        self
+    }
+
+    /// Declares a path (relative to `work_dir`) this host owns: the supervisor leaves it
+    /// out of dirty detection, stash and commit (docs/protocol.md §5.8).
+    pub fn owned_path(mut self, path: impl Into<String>) -> Self {
+        self.owned_paths.push(path.into());
         self
     }
 

@@ -12,15 +12,20 @@ use std::sync::{Arc, Mutex};
 use agent_runner_protocol::limits::MAX_LINE_BYTES;
 use agent_runner_protocol::line::{BoundedLines, Found, LongLines};
 use agent_runner_protocol::{
-    decode, decode_dirty_result, decode_post_round_result, decode_spawn_decision, error_codes,
-    methods, AfterRoundParams, BeforeSpawnParams, Family, HandleDirtyParams, HookDecl, HookName,
-    InitializeParams, InitializeResult, InvalidMessage, PROTOCOL_VERSION,
+    check_host_events, decode, decode_detection, decode_dirty_result, decode_enrichment,
+    decode_initialize_result, decode_post_round_result, decode_round_decision,
+    decode_spawn_decision, decode_startup_result, error_codes, methods, AfterRoundParams,
+    BeforeRoundParams, BeforeSpawnParams, DetectParams, EnrichParams, Family, HandleDirtyParams,
+    HookDecl, HookName, HostEvent, InitializeParams, InitializeResult, InvalidMessage,
+    OnStartParams, PROTOCOL_VERSION,
 };
 use jsonrpsee::types::{ErrorObjectOwned, Params};
 use jsonrpsee::{Methods, RpcModule};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::{DirtyHandler, HookError, HookImpl, Hooks, Host, PostRound, SetupFn, SpawnHook};
+use crate::{HookError, HookImpl, Hooks, Host, SetupFn};
 
 /// `EX_SOFTWARE` (sysexits.h): the host cannot start serving.
 const EXIT_SOFTWARE: u8 = 70;
@@ -200,11 +205,10 @@ fn error_line(id: &Value, code: i32, message: &str) -> String {
     json!({"jsonrpc": "2.0", "error": {"code": code, "message": message}, "id": id}).to_string()
 }
 
-/// The hooks installed by `initialize`, by name.
+/// The hooks installed by `initialize`, by name, and the event kinds they may emit.
 struct Installed {
-    spawn: HashMap<String, Box<dyn SpawnHook>>,
-    dirty: HashMap<String, Box<dyn DirtyHandler>>,
-    post_round: HashMap<String, Box<dyn PostRound>>,
+    hooks: HashMap<String, HookImpl>,
+    event_kinds: Vec<String>,
 }
 
 struct State {
@@ -256,6 +260,20 @@ fn build_methods(host: Host) -> Methods {
             })
             .map(|_| ()),
         module
+            .register_method(methods::BEFORE_ROUND, |p: Params, s: &State, _| {
+                before_round(s, &p)
+            })
+            .map(|_| ()),
+        module
+            .register_method(methods::ENRICH, |p: Params, s: &State, _| enrich(s, &p))
+            .map(|_| ()),
+        module
+            .register_method(methods::ON_START, |p: Params, s: &State, _| on_start(s, &p))
+            .map(|_| ()),
+        module
+            .register_method(methods::DETECT, |p: Params, s: &State, _| detect(s, &p))
+            .map(|_| ()),
+        module
             .register_method(methods::AFTER_ROUND, |p: Params, s: &State, _| {
                 after_round(s, &p)
             })
@@ -265,7 +283,7 @@ fn build_methods(host: Host) -> Methods {
             .map(|_| ()),
     ];
     for result in registered {
-        // The five names are distinct constants: registration cannot collide.
+        // The names are distinct constants: registration cannot collide.
         result.expect("protocol method names are distinct");
     }
     module.into()
@@ -345,23 +363,35 @@ fn initialize(state: &State, params: &Params) -> RpcResult {
         ));
     }
     let hooks = guarded("setup", || (state.setup)(&init))?;
+    let event_kinds = hooks.event_kinds.clone();
+    let owned_paths = hooks.owned_paths.clone();
     let (hooks, decls) = install(hooks)?;
     let result = InitializeResult {
         protocol_version: PROTOCOL_VERSION,
         name: state.name.clone(),
         version: state.version.clone(),
         hooks: decls,
+        event_kinds,
+        owned_paths,
     };
+    let value = serde_json::to_value(result)
+        .map_err(|err| error(error_codes::INTERNAL_ERROR, err.to_string()))?;
+    // Event kinds and owned paths follow the same rules the supervisor checks.
+    decode_initialize_result(value.clone()).map_err(|err| {
+        error(
+            error_codes::INTERNAL_ERROR,
+            format!("host declares an invalid initialize result: {err}"),
+        )
+    })?;
     *installed = Some(Arc::new(hooks));
-    serde_json::to_value(result).map_err(|err| error(error_codes::INTERNAL_ERROR, err.to_string()))
+    Ok(value)
 }
 
 /// Checks the declared hooks (`docs/protocol.md` §3: name syntax, unique within the host) and indexes them.
 fn install(hooks: Hooks) -> Result<(Installed, Vec<HookDecl>), ErrorObjectOwned> {
     let mut installed = Installed {
-        spawn: HashMap::new(),
-        dirty: HashMap::new(),
-        post_round: HashMap::new(),
+        hooks: HashMap::new(),
+        event_kinds: hooks.event_kinds,
     };
     let mut decls = Vec::with_capacity(hooks.entries.len());
     for entry in hooks.entries {
@@ -377,20 +407,8 @@ fn install(hooks: Hooks) -> Result<(Installed, Vec<HookDecl>), ErrorObjectOwned>
                 format!("host declares hook `{name}` twice"),
             ));
         }
-        let family = match entry.hook {
-            HookImpl::Spawn(hook) => {
-                installed.spawn.insert(name.to_string(), hook);
-                Family::SpawnHook
-            }
-            HookImpl::Dirty(handler) => {
-                installed.dirty.insert(name.to_string(), handler);
-                Family::DirtyHandler
-            }
-            HookImpl::PostRound(hook) => {
-                installed.post_round.insert(name.to_string(), hook);
-                Family::PostRound
-            }
-        };
+        let family = entry.hook.family();
+        installed.hooks.insert(name.to_string(), entry.hook);
         decls.push(HookDecl {
             family,
             name,
@@ -400,12 +418,13 @@ fn install(hooks: Hooks) -> Result<(Installed, Vec<HookDecl>), ErrorObjectOwned>
     Ok((installed, decls))
 }
 
-fn unknown_hook<T>(
-    family: Family,
-    name: &HookName,
-    known: &HashMap<String, T>,
-) -> ErrorObjectOwned {
-    let mut names: Vec<&str> = known.keys().map(String::as_str).collect();
+fn unknown_hook(family: Family, name: &HookName, installed: &Installed) -> ErrorObjectOwned {
+    let mut names: Vec<&str> = installed
+        .hooks
+        .iter()
+        .filter(|(_, h)| h.family() == family)
+        .map(|(n, _)| n.as_str())
+        .collect();
     names.sort_unstable();
     ErrorObjectOwned::owned(
         error_codes::INVALID_PARAMS,
@@ -422,64 +441,155 @@ fn unknown_hook<T>(
     )
 }
 
-fn before_spawn(state: &State, params: &Params) -> RpcResult {
+/// Params of every hook call name the hook first.
+trait NamesHook: DeserializeOwned {
+    fn hook(&self) -> &HookName;
+}
+
+macro_rules! names_hook {
+    ($($t:ty),*) => {$(impl NamesHook for $t {
+        fn hook(&self) -> &HookName {
+            &self.hook
+        }
+    })*};
+}
+names_hook!(
+    BeforeSpawnParams,
+    HandleDirtyParams,
+    BeforeRoundParams,
+    EnrichParams,
+    OnStartParams,
+    DetectParams,
+    AfterRoundParams
+);
+
+/// One hook call: decodes `P` strictly, finds the hook of `family` it names, runs it
+/// (guarded), and checks the answer with `check` before it is sent (a bad answer is
+/// `-32603`, never sent).
+fn dispatch<P: NamesHook, R: Serialize>(
+    state: &State,
+    params: &Params,
+    family: Family,
+    run: impl FnOnce(&HookImpl, &P) -> Option<Result<R, HookError>>,
+    check: impl FnOnce(Value, &P, &Installed) -> Result<(), InvalidMessage>,
+) -> RpcResult {
     let installed = state.installed()?;
-    let params: BeforeSpawnParams = decode(params_value(params)?).map_err(invalid_params)?;
+    let params: P = decode(params_value(params)?).map_err(invalid_params)?;
     let hook = installed
-        .spawn
-        .get(params.hook.as_str())
-        .ok_or_else(|| unknown_hook(Family::SpawnHook, &params.hook, &installed.spawn))?;
-    let what = format!("spawn hook `{}`", params.hook);
-    let decision = guarded(&what, || hook.before_spawn(&params))?;
-    let value = serde_json::to_value(&decision)
+        .hooks
+        .get(params.hook().as_str())
+        .filter(|h| h.family() == family)
+        .ok_or_else(|| unknown_hook(family, params.hook(), &installed))?;
+    // "spawn hook `gate` panicked: …": the family in words, as the error messages say it.
+    let what = format!("{} `{}`", family.as_str().replace('_', " "), params.hook());
+    let answer = guarded(&what, || {
+        run(hook, &params).expect("the hook's family was checked above")
+    })?;
+    let value = serde_json::to_value(&answer)
         .map_err(|err| error(error_codes::INTERNAL_ERROR, err.to_string()))?;
-    decode_spawn_decision(value.clone()).map_err(|err| {
+    check(value.clone(), &params, &installed).map_err(|err| {
         error(
             error_codes::INTERNAL_ERROR,
-            format!("{what} returned an invalid decision: {err}"),
+            format!("{what} returned an invalid result: {err}"),
         )
     })?;
     Ok(value)
+}
+
+/// The events of a checked result against the kinds the host declared.
+fn events_declared(events: &[HostEvent], installed: &Installed) -> Result<(), InvalidMessage> {
+    check_host_events(events, &installed.event_kinds)
+}
+
+fn before_spawn(state: &State, params: &Params) -> RpcResult {
+    dispatch(
+        state,
+        params,
+        Family::SpawnHook,
+        |h, p: &BeforeSpawnParams| match h {
+            HookImpl::Spawn(hook) => Some(hook.before_spawn(p)),
+            _ => None,
+        },
+        |v, _, _| decode_spawn_decision(v).map(drop),
+    )
 }
 
 fn handle_dirty(state: &State, params: &Params) -> RpcResult {
-    let installed = state.installed()?;
-    let params: HandleDirtyParams = decode(params_value(params)?).map_err(invalid_params)?;
-    let handler = installed
-        .dirty
-        .get(params.hook.as_str())
-        .ok_or_else(|| unknown_hook(Family::DirtyHandler, &params.hook, &installed.dirty))?;
-    let what = format!("dirty handler `{}`", params.hook);
-    let action = guarded(&what, || handler.handle_dirty(&params))?;
-    let value = serde_json::to_value(&action)
-        .map_err(|err| error(error_codes::INTERNAL_ERROR, err.to_string()))?;
-    decode_dirty_result(value.clone(), &params.dirty_files).map_err(|err| {
-        error(
-            error_codes::INTERNAL_ERROR,
-            format!("{what} returned an invalid action: {err}"),
-        )
-    })?;
-    Ok(value)
+    dispatch(
+        state,
+        params,
+        Family::DirtyHandler,
+        |h, p: &HandleDirtyParams| match h {
+            HookImpl::Dirty(handler) => Some(handler.handle_dirty(p)),
+            _ => None,
+        },
+        |v, p, _| decode_dirty_result(v, &p.dirty_files).map(drop),
+    )
+}
+
+fn before_round(state: &State, params: &Params) -> RpcResult {
+    dispatch(
+        state,
+        params,
+        Family::PreRound,
+        |h, p: &BeforeRoundParams| match h {
+            HookImpl::PreRound(hook) => Some(hook.before_round(p)),
+            _ => None,
+        },
+        |v, _, i| events_declared(&decode_round_decision(v)?.events, i),
+    )
+}
+
+fn enrich(state: &State, params: &Params) -> RpcResult {
+    dispatch(
+        state,
+        params,
+        Family::ContextEnricher,
+        |h, p: &EnrichParams| match h {
+            HookImpl::Enricher(enricher) => Some(enricher.enrich(p)),
+            _ => None,
+        },
+        |v, _, i| events_declared(&decode_enrichment(v)?.events, i),
+    )
+}
+
+fn on_start(state: &State, params: &Params) -> RpcResult {
+    dispatch(
+        state,
+        params,
+        Family::ServeStartup,
+        |h, p: &OnStartParams| match h {
+            HookImpl::Startup(hook) => Some(hook.on_start(p)),
+            _ => None,
+        },
+        |v, _, i| events_declared(&decode_startup_result(v)?.events, i),
+    )
+}
+
+fn detect(state: &State, params: &Params) -> RpcResult {
+    dispatch(
+        state,
+        params,
+        Family::Detector,
+        |h, p: &DetectParams| match h {
+            HookImpl::Detector(detector) => Some(detector.detect(p)),
+            _ => None,
+        },
+        |v, _, i| events_declared(&decode_detection(v)?.events, i),
+    )
 }
 
 fn after_round(state: &State, params: &Params) -> RpcResult {
-    let installed = state.installed()?;
-    let params: AfterRoundParams = decode(params_value(params)?).map_err(invalid_params)?;
-    let hook = installed
-        .post_round
-        .get(params.hook.as_str())
-        .ok_or_else(|| unknown_hook(Family::PostRound, &params.hook, &installed.post_round))?;
-    let what = format!("post-round hook `{}`", params.hook);
-    let verdict = guarded(&what, || hook.after_round(&params))?;
-    let value = serde_json::to_value(&verdict)
-        .map_err(|err| error(error_codes::INTERNAL_ERROR, err.to_string()))?;
-    decode_post_round_result(value.clone()).map_err(|err| {
-        error(
-            error_codes::INTERNAL_ERROR,
-            format!("{what} returned an invalid verdict: {err}"),
-        )
-    })?;
-    Ok(value)
+    dispatch(
+        state,
+        params,
+        Family::PostRound,
+        |h, p: &AfterRoundParams| match h {
+            HookImpl::PostRound(hook) => Some(hook.after_round(p)),
+            _ => None,
+        },
+        |v, _, _| decode_post_round_result(v).map(drop),
+    )
 }
 
 /// `shutdown` (`docs/protocol.md` §5): no params (absent, `null`, `{}` or `[]` accepted); result `null`. The

@@ -68,6 +68,7 @@ const WORKSPACE_BINS: &[(&str, &str)] = &[
     ("agent-runner", "agent-runner"),
     ("spawn-pause-file", "example-spawn-pause-file"),
     ("dirty-commit", "example-dirty-commit"),
+    ("no-commit-detector", "example-no-commit-detector"),
 ];
 
 /// Runs `cargo build` of the packages in [`WORKSPACE_BINS`] once per test process, into the
@@ -145,6 +146,25 @@ pub fn pause_host_bin() -> PathBuf {
 /// The example dirty-handler host `dirty-commit` (hook `wip_commit`).
 pub fn dirty_commit_host_bin() -> PathBuf {
     workspace_bin("dirty-commit")
+}
+
+/// The example detector host `no-commit-detector` (hook `no_commit`).
+pub fn no_commit_detector_bin() -> PathBuf {
+    workspace_bin("no-commit-detector")
+}
+
+/// Builds the Python example host `test-report` (hooks `junit_gate`, `junit_report_check`,
+/// `recent_work`) into `dir` with its `build.sh` and returns the `.pyz`.
+pub fn test_report_host(dir: &Path) -> PathBuf {
+    let out = dir.join("test-report.pyz");
+    let status = Command::new("bash")
+        .arg(workspace_root().join("examples/test-report/build.sh"))
+        .arg(&out)
+        .stdout(Stdio::null())
+        .status()
+        .expect("run examples/test-report/build.sh");
+    assert!(status.success(), "examples/test-report/build.sh failed");
+    out
 }
 
 /// The sha256 of a file's contents as 64 lowercase hex digits. Results are cached per

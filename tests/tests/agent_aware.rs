@@ -480,14 +480,10 @@ fn a_bad_auth_pattern_is_a_config_error() {
     );
 }
 
-/// A third-party post-round host written with the Python SDK (scaffolded by `plugin new`,
-/// confined and pinned like any host) diagnoses an agent that fails silently at once, round
-/// after round: with `transient_error_action = "skip"` serve keeps going, because diagnosed
-/// failures do not count toward the crash-loop breaker (which stops the same agent after 5
-/// rounds without a diagnosis).
-#[test]
-fn a_python_post_round_host_diagnoses_silent_failures_that_then_do_not_trip_the_breaker() {
-    let p = Project::new();
+/// Scaffolds (`plugin new --lang python --family post_round`) and builds a Python host
+/// `name` whose one hook `name` imports `helper` and runs `body` (indented by four spaces,
+/// `params` in scope); returns its zipapp.
+fn python_post_round_host(p: &Project, name: &str, helper: &str, body: &str) -> PathBuf {
     let out = p.run(&[
         "plugin",
         "new",
@@ -497,21 +493,18 @@ fn a_python_post_round_host_diagnoses_silent_failures_that_then_do_not_trip_the_
         "post_round",
         "--dir",
         p.tmp_dir().to_str().unwrap(),
-        "judge",
+        name,
     ]);
     out.assert_code(0);
-    let root = p.tmp_dir().join("judge");
+    let root = p.tmp_dir().join(name);
     std::fs::write(
         root.join("src/__main__.py"),
-        "import sys\n\
-         from agent_runner_host import Host, back_off\n\
-         host = Host(\"judge\", \"0.1.0\")\n\n\
-         @host.post_round(\"judge\")\n\
-         def judge(params):\n    \
-             if params[\"outcome\"][\"exit_code\"] != 0:\n        \
-                 return back_off(\"network\", back_off_s=1, message=\"the agent cannot reach its API\")\n    \
-             return None\n\n\
-         sys.exit(host.run())\n",
+        format!(
+            "import sys\nfrom agent_runner_host import Host, {helper}\n\
+             host = Host(\"{name}\", \"0.1.0\")\n\n\
+             @host.post_round(\"{name}\")\ndef hook(params):\n    {body}\n\n\
+             sys.exit(host.run())\n"
+        ),
     )
     .unwrap();
     let build = std::process::Command::new("bash")
@@ -523,7 +516,60 @@ fn a_python_post_round_host_diagnoses_silent_failures_that_then_do_not_trip_the_
         "{}",
         String::from_utf8_lossy(&build.stderr)
     );
-    let pyz = root.join("judge.pyz");
+    root.join(format!("{name}.pyz"))
+}
+
+/// The one `[monitor] auto_stop_on` rule, for a third-party host: its login stop is
+/// recorded and not honoured under the default list (which covers the built-in detectors
+/// only); once the operator writes `auto_stop_on` naming `oauth_fail`, the same stop ends
+/// the round with 77.
+#[test]
+fn a_hosts_login_stop_needs_an_auto_stop_on_the_operator_wrote() {
+    let p = Project::new();
+    let pyz = python_post_round_host(
+        &p,
+        "gatekeeper",
+        "stop",
+        "return stop(\"auth\", message=\"token expired\")",
+    );
+    let config = ConfigBuilder::new(std::path::Path::new("/bin/true"))
+        .sandbox("require")
+        .host(agent_runner_e2e::HostSpec::new("gatekeeper", &pyz).provides(&["post_round"]));
+    p.write_config(&config);
+    p.run(&["round"]).assert_code(0);
+    let ignored = p.events_of("plugin_post_round_override_ignored");
+    assert_eq!(ignored.len(), 1, "{}", p.events_text());
+    assert_eq!(ignored[0]["hook"], "gatekeeper", "{}", ignored[0]);
+    let auth = p.events_of("agent_auth_error_detected");
+    assert_eq!(auth[0]["auto_stop"], false, "{}", auth[0]);
+
+    p.write_config_text(&(config.render() + "\n[monitor]\nauto_stop_on = [\"oauth_fail\"]\n"));
+    let out = p.run(&["round"]);
+    out.assert_code(77);
+    assert!(out.stderr.contains("token expired"), "{out}");
+    assert_eq!(p.events_of("plugin_post_round_override_ignored").len(), 1);
+    assert_eq!(
+        p.events_of("agent_auth_error_detected")[1]["auto_stop"],
+        true
+    );
+}
+
+/// A third-party post-round host written with the Python SDK (scaffolded by `plugin new`,
+/// confined and pinned like any host) diagnoses an agent that fails silently at once, round
+/// after round: with `transient_error_action = "skip"` serve keeps going, because diagnosed
+/// failures do not count toward the crash-loop breaker (which stops the same agent after 5
+/// rounds without a diagnosis).
+#[test]
+fn a_python_post_round_host_diagnoses_silent_failures_that_then_do_not_trip_the_breaker() {
+    let p = Project::new();
+    let pyz = python_post_round_host(
+        &p,
+        "judge",
+        "back_off",
+        "if params[\"outcome\"][\"exit_code\"] != 0:\n        \
+             return back_off(\"network\", back_off_s=1, message=\"the agent cannot reach its API\")\n    \
+         return None",
+    );
     let agent = p.tmp_dir().join("silent-fail.sh");
     std::fs::write(&agent, "#!/bin/sh\nexit 1\n").unwrap();
     std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();

@@ -55,7 +55,7 @@ fn all_verified_under_require() {
         .map(|c| c.as_str().unwrap())
         .collect();
     covers.sort_unstable();
-    assert_eq!(covers, ["dirty_handler", "spawn_hook"], "{out}");
+    assert_eq!(covers, ["dirty_handlers", "spawn_hooks"], "{out}");
 
     for (name, exe) in [
         ("pause", pause_host_bin()),

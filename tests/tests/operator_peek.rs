@@ -78,6 +78,90 @@ fn assert_same_shape(peer: &Value, ours: &Value, path: &str) {
     }
 }
 
+/// The reference system's `peek --json` key list (every dotted path of its document with
+/// the JSON type of its value; `[]` marks the items of a list), captured from
+/// cli-agent-runner 0.3.2 on this machine: `tests/fixtures/README.md` says how.
+fn reference_keys() -> Value {
+    let text = std::fs::read_to_string(
+        agent_runner_e2e::workspace_root().join("tests/fixtures/reference-peek-2.2.keys.json"),
+    )
+    .expect("reference key list");
+    serde_json::from_str(&text).expect("reference key list is JSON")
+}
+
+/// The values at dotted `path` of `doc` (`a.b[].c` visits every item of `a.b`).
+fn values_at<'a>(doc: &'a Value, path: &str) -> Vec<&'a Value> {
+    let mut found = vec![doc];
+    for part in path.split('.') {
+        let (key, items) = match part.strip_suffix("[]") {
+            Some(key) => (key, true),
+            None => (part, false),
+        };
+        found = found
+            .into_iter()
+            .filter_map(|v| v.get(key))
+            .flat_map(|v| match (items, v) {
+                (true, Value::Array(list)) => list.iter().collect(),
+                (true, _) => Vec::new(),
+                (false, v) => vec![v],
+            })
+            .collect();
+    }
+    found
+}
+
+/// Holds `doc` against the reference key list: every key present (list items checked
+/// when the list is not empty), each non-null value of the reference's type.
+fn assert_reference_keys(doc: &Value) {
+    let reference = reference_keys();
+    assert_eq!(doc["schema_version"], reference["schema_version"]);
+    for (path, kind) in reference["keys"].as_object().unwrap() {
+        let (parent, last) = path.rsplit_once('.').unwrap_or(("", path));
+        let holders: Vec<&Value> = if parent.is_empty() {
+            vec![doc]
+        } else {
+            values_at(doc, parent)
+        };
+        if !parent.ends_with("[]") {
+            assert!(!holders.is_empty(), "{parent}: missing from peek --json");
+        }
+        for holder in holders {
+            let value = holder
+                .get(last)
+                .unwrap_or_else(|| panic!("{path}: missing from peek --json"));
+            let ok = match (kind.as_str().unwrap(), value) {
+                ("null" | "any", _) | (_, Value::Null) => true,
+                ("string", v) => v.is_string(),
+                ("number", v) => v.is_number(),
+                ("bool", v) => v.is_boolean(),
+                ("array", v) => v.is_array(),
+                ("object", v) => v.is_object(),
+                (other, _) => panic!("unknown type {other} in the reference key list"),
+            };
+            assert!(ok, "{path}: the reference has {kind}, we have {value}");
+        }
+    }
+}
+
+#[test]
+fn peek_json_holds_every_reference_key_with_its_type() {
+    let p = pause_project();
+    let fresh = peek_json(&p, &[]);
+    assert_reference_keys(&fresh);
+    p.run(&["serve", "--max-rounds", "1"]).assert_code(0);
+    let doc = peek_json(&p, &[]);
+    assert_reference_keys(&doc);
+    assert_eq!(doc["plugins"]["spawn_hooks"], json!(["pause_file"]));
+    assert_eq!(doc["plugins"]["sandbox"]["covers"], json!(["spawn_hooks"]));
+    let defenses = doc["defenses"].as_array().unwrap();
+    let budget = defenses
+        .iter()
+        .find(|d| d["name"] == "round_budget_s")
+        .expect("round_budget_s defense");
+    assert_eq!(budget["value"], 60, "the config's budget: {budget}");
+    assert_eq!(budget["current_state"], "active");
+}
+
 fn pause_project() -> Project {
     let p = Project::new();
     p.write_config(

@@ -221,6 +221,10 @@ fn python_scaffolds_pass_as_generated() {
     for (name, family) in [
         ("py-spawn", "spawn_hook"),
         ("py-dirty", "dirty_handler"),
+        ("py-pre-round", "pre_round"),
+        ("py-enricher", "context_enricher"),
+        ("py-startup", "serve_startup"),
+        ("py-detector", "detector"),
         ("py-post", "post_round"),
     ] {
         let out = agent_runner(
@@ -311,6 +315,67 @@ fn rust_scaffold_builds_and_passes() {
     let exe = target.join("debug/ar-scaffold-probe");
     let (code, report) = check(&[], &[exe.to_str().unwrap()]);
     assert_all_pass(code, &report);
+}
+
+/// A Rust scaffold of each family, built against this checkout's SDK (`--sdk-path`),
+/// passes `plugin check` for its family.
+#[test]
+fn rust_scaffolds_of_every_family_build_and_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let sdk = workspace_root().join("sdk");
+    let target = bin_dir().parent().unwrap().to_owned();
+    for family in [
+        "spawn_hook",
+        "dirty_handler",
+        "pre_round",
+        "context_enricher",
+        "serve_startup",
+        "detector",
+        "post_round",
+    ] {
+        let name = format!("ar-scaffold-{}", family.replace('_', "-"));
+        let out = agent_runner(
+            dir.path(),
+            &[
+                "plugin",
+                "new",
+                "--lang",
+                "rust",
+                "--family",
+                family,
+                "--sdk-path",
+                sdk.to_str().unwrap(),
+                &name,
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let project = dir.path().join(&name);
+        // The workspace's lock file and target dir: the same dependency versions, already built.
+        std::fs::copy(
+            workspace_root().join("Cargo.lock"),
+            project.join("Cargo.lock"),
+        )
+        .unwrap();
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let build = Command::new(cargo)
+            .args(["build", "--offline", "--quiet"])
+            .env("CARGO_TARGET_DIR", &target)
+            .current_dir(&project)
+            .output()
+            .unwrap();
+        assert!(
+            build.status.success(),
+            "{family}: {}",
+            String::from_utf8_lossy(&build.stderr)
+        );
+        let exe = target.join("debug").join(&name);
+        let (code, report) = check(&["--provides", family], &[exe.to_str().unwrap()]);
+        assert_all_pass(code, &report);
+    }
 }
 
 /// Every file under `dir`, recursively.

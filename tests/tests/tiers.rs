@@ -93,7 +93,7 @@ fn prefer_at_full_strength_announces_nothing() {
     assert!(!out.stderr.contains("sandbox = \"prefer\""), "{out}");
     let report = doctor(&p, &[], 0);
     assert_eq!(report["sandbox"]["achieved_tier"], "landlock+seccomp");
-    assert_eq!(report["sandbox"]["covers"], json!(["spawn_hook"]));
+    assert_eq!(report["sandbox"]["covers"], json!(["spawn_hooks"]));
 }
 
 #[test]
@@ -109,7 +109,7 @@ fn covers_lists_only_families_of_hosts_that_run_confined() {
     let report = doctor(&p, &[], 0);
     assert_eq!(
         report["sandbox"]["covers"],
-        json!(["dirty_handler", "spawn_hook"]),
+        json!(["dirty_handlers", "spawn_hooks"]),
         "{report}"
     );
 
@@ -122,7 +122,7 @@ fn covers_lists_only_families_of_hosts_that_run_confined() {
     let report = doctor(&p, &[], 0);
     assert_eq!(
         report["sandbox"]["covers"],
-        json!(["spawn_hook"]),
+        json!(["spawn_hooks"]),
         "{report}"
     );
 
@@ -136,7 +136,7 @@ fn covers_lists_only_families_of_hosts_that_run_confined() {
     let report = doctor(&p, &[], 1);
     assert_eq!(
         report["sandbox"]["covers"],
-        json!(["spawn_hook"]),
+        json!(["spawn_hooks"]),
         "{report}"
     );
 
@@ -151,22 +151,22 @@ fn covers_lists_only_families_of_hosts_that_run_confined() {
     let report = doctor(&p, &[], 1);
     assert_eq!(
         report["sandbox"]["covers"],
-        json!(["spawn_hook"]),
+        json!(["spawn_hooks"]),
         "{report}"
     );
     p.write_config(&unpinned("prefer"));
     let report = doctor(&p, &[], 0);
     assert_eq!(
         report["sandbox"]["covers"],
-        json!(["dirty_handler", "spawn_hook"]),
+        json!(["dirty_handlers", "spawn_hooks"]),
         "{report}"
     );
 
     // A degraded tier still confines (one layer): covered; unconfined covers nothing.
     p.write_config(&builder.clone().sandbox("prefer"));
     for (tier, covers) in [
-        ("landlock", json!(["dirty_handler", "spawn_hook"])),
-        ("seccomp", json!(["dirty_handler", "spawn_hook"])),
+        ("landlock", json!(["dirty_handlers", "spawn_hooks"])),
+        ("seccomp", json!(["dirty_handlers", "spawn_hooks"])),
         ("unconfined", json!([])),
     ] {
         let report = doctor(&p, &[(TEST_PROBE_ENV, tier)], 0);

@@ -1,5 +1,5 @@
-//! `agent-runner plugin new --lang rust|python NAME`: writes a working host (one spawn hook
-//! or one dirty handler) that passes `plugin check` as generated. Templates live in
+//! `agent-runner plugin new --lang rust|python NAME`: writes a working host (one hook of
+//! the `--family` asked for) that passes `plugin check` as generated. Templates live in
 //! `supervisor/templates/`; the Python scaffold carries a copy of the Python SDK module and
 //! is built into one pinnable zipapp (`NAME.pyz`). The Rust scaffold carries a copy of the
 //! Rust SDK and the protocol crate under `vendor/` (neither is published on crates.io), so
@@ -144,11 +144,7 @@ pub fn run(opts: &NewOptions) -> Result<Vec<String>, CliError> {
     let mut lines = Vec::new();
     match opts.lang {
         Lang::Python => {
-            let main = match opts.family {
-                Family::SpawnHook => include_str!("../../templates/python_spawn_hook.py"),
-                Family::DirtyHandler => include_str!("../../templates/python_dirty_handler.py"),
-                Family::PostRound => include_str!("../../templates/python_post_round.py"),
-            };
+            let main = python_template(opts.family);
             write(&root.join("src/__main__.py"), &fill(main))?;
             write(&root.join("src/agent_runner_host.py"), PYTHON_SDK)?;
             let build = root.join("build.sh");
@@ -188,11 +184,7 @@ pub fn run(opts: &NewOptions) -> Result<Vec<String>, CliError> {
             return Ok(lines);
         }
         Lang::Rust => {
-            let main = match opts.family {
-                Family::SpawnHook => include_str!("../../templates/rust_spawn_hook.rs"),
-                Family::DirtyHandler => include_str!("../../templates/rust_dirty_handler.rs"),
-                Family::PostRound => include_str!("../../templates/rust_post_round.rs"),
-            };
+            let main = rust_template(opts.family);
             let dep = match &opts.sdk_path {
                 Some(path) => format!(
                     "agent-runner-sdk = {{ path = {:?} }}",
@@ -228,6 +220,32 @@ pub fn run(opts: &NewOptions) -> Result<Vec<String>, CliError> {
         }
     }
     Ok(lines)
+}
+
+/// The Python scaffold's `__main__.py` for a host with one hook of `family`.
+fn python_template(family: Family) -> &'static str {
+    match family {
+        Family::SpawnHook => include_str!("../../templates/python_spawn_hook.py"),
+        Family::DirtyHandler => include_str!("../../templates/python_dirty_handler.py"),
+        Family::PreRound => include_str!("../../templates/python_pre_round.py"),
+        Family::ContextEnricher => include_str!("../../templates/python_context_enricher.py"),
+        Family::ServeStartup => include_str!("../../templates/python_serve_startup.py"),
+        Family::Detector => include_str!("../../templates/python_detector.py"),
+        Family::PostRound => include_str!("../../templates/python_post_round.py"),
+    }
+}
+
+/// The Rust scaffold's `main.rs` for a host with one hook of `family`.
+fn rust_template(family: Family) -> &'static str {
+    match family {
+        Family::SpawnHook => include_str!("../../templates/rust_spawn_hook.rs"),
+        Family::DirtyHandler => include_str!("../../templates/rust_dirty_handler.rs"),
+        Family::PreRound => include_str!("../../templates/rust_pre_round.rs"),
+        Family::ContextEnricher => include_str!("../../templates/rust_context_enricher.rs"),
+        Family::ServeStartup => include_str!("../../templates/rust_serve_startup.rs"),
+        Family::Detector => include_str!("../../templates/rust_detector.rs"),
+        Family::PostRound => include_str!("../../templates/rust_post_round.rs"),
+    }
 }
 
 /// The config lines to paste: the pin in the form a config accepts (`sha256:<hex>`) when

@@ -9,7 +9,7 @@ mod raw;
 mod resolve;
 pub mod vocabulary;
 
-pub use monitor::{HostHealthConfig, MonitorConfig, DEFAULT_AUTO_STOP_ON};
+pub use monitor::{auto_stop_names, HostHealthConfig, MonitorConfig, DEFAULT_AUTO_STOP_ON};
 pub use raw::UNIMPLEMENTED;
 pub use resolve::{
     AgentConfig, Config, ContextInjection, DirtyAction, HostConfig, PhaseOverride, PhasePolicy,

@@ -77,6 +77,9 @@ pub struct MonitorConfig {
     /// `oauth_fail`: a post-round `auth` diagnosis, or a post-round hook's name for that
     /// hook's stops, docs/detectors.md); default [`DEFAULT_AUTO_STOP_ON`].
     pub auto_stop_on: Vec<String>,
+    /// Whether `auto_stop_on` was written in the file (not the default): only then does
+    /// it reach third-party hosts' hooks ([`MonitorConfig::stops_on`]).
+    pub auto_stop_on_set: bool,
     /// How long `monitor --host` keeps reconnecting a dropped ssh link (default 90 s,
     /// at most 3600; 0: the first drop is fatal).
     pub remote_failure_tolerance: Duration,
@@ -125,12 +128,32 @@ pub struct HostHealthConfig {
     pub sample_interval: Duration,
 }
 
+/// The names a stop from `hook` with diagnosis `kind` answers to in `auto_stop_on`: the
+/// hook's own name, and `oauth_fail` for an `auth` diagnosis (the reference system's name
+/// for a login failure).
+pub fn auto_stop_names(hook: &str, kind: Option<agent_runner_protocol::ErrorKind>) -> Vec<&str> {
+    let mut names = vec![hook];
+    if kind == Some(agent_runner_protocol::ErrorKind::Auth) {
+        names.push("oauth_fail");
+    }
+    names
+}
+
 impl MonitorConfig {
-    /// Whether a `stop` verdict of `kind` from `hook` is honoured.
-    pub fn stops_on(&self, hook: &str, kind: Option<agent_runner_protocol::ErrorKind>) -> bool {
-        self.auto_stop_on.iter().any(|s| s == hook)
-            || (kind == Some(agent_runner_protocol::ErrorKind::Auth)
-                && self.auto_stop_on.iter().any(|s| s == "oauth_fail"))
+    /// The one `[monitor] auto_stop_on` rule (docs/configuration.md `[monitor]`): whether a
+    /// stop asked for under any of `names` (a hook's name, or the diagnosis it maps to:
+    /// `oauth_fail` for a post-round `auth`, [`auto_stop_names`]) stops `serve`. The
+    /// built-in detector host's names count when `auto_stop_on` lists them, its default
+    /// ([`DEFAULT_AUTO_STOP_ON`]) included; a third-party host's (`builtin = false`) only
+    /// when the operator wrote `auto_stop_on` in the file and listed one of them, so a
+    /// host's hook that happens to share a default name never stops `serve` unasked.
+    pub fn stops_on(&self, names: &[&str], builtin: bool) -> bool {
+        let listed: &[String] = if builtin || self.auto_stop_on_set {
+            &self.auto_stop_on
+        } else {
+            &[]
+        };
+        names.iter().any(|n| listed.iter().any(|s| s == n))
     }
 }
 
@@ -140,6 +163,7 @@ impl Default for MonitorConfig {
             auth_fail_patterns: Vec::new(),
             auth_fail_hint: None,
             auto_stop_on: DEFAULT_AUTO_STOP_ON.iter().map(|s| s.to_string()).collect(),
+            auto_stop_on_set: false,
             remote_failure_tolerance: Duration::from_secs(90),
             anomaly_repetitive_window: 0,
             anomaly_repetitive_threshold: 0,
@@ -237,6 +261,7 @@ pub(super) fn resolve(
     Ok(MonitorConfig {
         auth_fail_patterns,
         auth_fail_hint: raw.auth_fail_hint.filter(|h| !h.trim().is_empty()),
+        auto_stop_on_set: raw.auto_stop_on.is_some(),
         auto_stop_on: raw.auto_stop_on.unwrap_or(d.auto_stop_on),
         remote_failure_tolerance: Duration::from_secs(tolerance),
         anomaly_repetitive_window: window,
@@ -316,6 +341,26 @@ mod tests {
         assert!(m.host_health.in_round_terminate);
         assert_eq!(m.supervisor_stale_threshold, Some(Duration::from_secs(150)));
         assert_eq!(m.remote_failure_tolerance, Duration::from_secs(90));
+    }
+
+    #[test]
+    fn third_party_hooks_stop_serve_only_when_the_operator_names_them() {
+        use agent_runner_protocol::ErrorKind;
+        let default = parse("").unwrap();
+        let auth = auto_stop_names("claude_error_detector", Some(ErrorKind::Auth));
+        // The built-in detectors' login failure counts by default (`oauth_fail`) …
+        assert!(default.stops_on(&auth, true), "{default:?}");
+        // … a host's never unasked, even under a default name.
+        assert!(!default.stops_on(&auth, false));
+        assert!(!default.stops_on(&["oauth_fail"], false));
+        assert!(!default.stops_on(&auto_stop_names("x", Some(ErrorKind::RateLimit)), true));
+        let listed = parse("auto_stop_on = [\"oauth_fail\", \"no_commit\"]").unwrap();
+        assert!(listed.stops_on(&["no_commit"], false));
+        assert!(listed.stops_on(&auto_stop_names("mine", Some(ErrorKind::Auth)), false));
+        assert!(!listed.stops_on(&["stalled"], false));
+        let none = parse("auto_stop_on = []").unwrap();
+        assert!(!none.stops_on(&auth, true));
+        assert!(!none.stops_on(&["oauth_fail"], false));
     }
 
     #[test]

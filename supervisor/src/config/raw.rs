@@ -29,6 +29,10 @@ pub(super) struct RawConfig {
     /// `[phases]`, parsed by hand (phase names are free keys); see [`RawPhases`].
     #[serde(skip)]
     pub phases: RawPhases,
+    /// Reference-style `[plugins.<name>]` tables, by name: a host's config
+    /// (docs/configuration.md, "Plugins").
+    #[serde(skip)]
+    pub plugin_tables: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
     /// Warnings for peer keys present in the file that we do not implement.
     #[serde(skip)]
     pub warnings: Vec<String>,
@@ -195,9 +199,10 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
         let segments: Vec<&str> = pattern.split('.').collect();
         remove_matching(&mut table, &segments, String::new(), &mut warnings);
     }
-    if let Some(toml::Value::Table(plugins)) = table.get_mut("plugins") {
-        take_plugin_tables(plugins, &mut warnings);
-    }
+    let plugin_tables = match table.get_mut("plugins") {
+        Some(toml::Value::Table(plugins)) => take_plugin_tables(path, plugins)?,
+        _ => BTreeMap::new(),
+    };
     let phases = table.remove("phases");
     let agent_table = table.get("agent").cloned();
     let mut raw: RawConfig = deserialize_at(path, "", toml::Value::Table(table))?;
@@ -205,6 +210,7 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
         None => RawPhases::default(),
         Some(value) => parse_phases(path, value, agent_table)?,
     };
+    raw.plugin_tables = plugin_tables;
     raw.warnings = warnings;
     Ok(raw)
 }
@@ -248,21 +254,26 @@ fn remove_matching(
 /// The keys of `[plugins]` this build reads.
 const PLUGINS_KEYS: &[&str] = &["sandbox", "spawn_override_allow", "disable", "pin", "hosts"];
 
-/// The reference system lets plugins keep their own tables under `[plugins]`: an unknown
-/// key holding a table is taken out with a warning. An unknown key holding a plain value
+/// The reference system gives each plugin its own `[plugins.<name>]` table: an unknown
+/// key of `[plugins]` holding a table is taken out and kept as the config of the host of
+/// that name (docs/configuration.md, "Plugins"). An unknown key holding a plain value
 /// stays, so a misspelt setting (`sandox = "require"`) is still an error: fail closed.
-fn take_plugin_tables(plugins: &mut toml::Table, warnings: &mut Vec<String>) {
+fn take_plugin_tables(
+    path: &Path,
+    plugins: &mut toml::Table,
+) -> Result<BTreeMap<String, serde_json::Map<String, serde_json::Value>>, ConfigError> {
     let foreign: Vec<String> = plugins
         .iter()
         .filter(|(k, v)| !PLUGINS_KEYS.contains(&k.as_str()) && v.is_table())
         .map(|(k, _)| k.clone())
         .collect();
+    let mut tables = BTreeMap::new();
     for key in foreign {
-        plugins.remove(&key);
-        warnings.push(format!(
-            "config table `plugins.{key}` configures a reference-system plugin; this agent-runner runs plugins as [plugins.hosts.<name>] and ignores it"
-        ));
+        let value = plugins.remove(&key).expect("listed above");
+        let config = deserialize_at(path, &format!("plugins.{key}"), value)?;
+        tables.insert(key, config);
     }
+    Ok(tables)
 }
 
 fn parse_phases(
@@ -443,11 +454,8 @@ mod tests {
         }
         let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\n[plugins.throttle]\nmax = 3\n";
         let foreign = parse(Path::new("c.toml"), text).unwrap();
-        assert!(
-            foreign.warnings[0].contains("`plugins.throttle`"),
-            "{:?}",
-            foreign.warnings
-        );
+        assert_eq!(foreign.plugin_tables["throttle"]["max"], 3);
+        assert!(foreign.warnings.is_empty(), "{:?}", foreign.warnings);
         assert!(raw
             .warnings
             .iter()

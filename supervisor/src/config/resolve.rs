@@ -744,11 +744,35 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         log_dir: &log_dir,
         state_dir: &state_dir,
     };
-    for (name, host) in raw.plugins.hosts {
+    let mut plugin_tables = raw.plugin_tables;
+    for (name, mut host) in raw.plugins.hosts {
+        if let Some(table) = plugin_tables.remove(&name) {
+            if !host.config.is_empty() {
+                return Err(err(
+                    &format!("plugins.{name}"),
+                    format!("host {name:?} has both [plugins.{name}] and [plugins.hosts.{name}.config]; keep one"),
+                ));
+            }
+            host.config = table;
+        }
         hosts.push(
             resolve_host(&name, host, &path, &work_dir, dirs, &project)
                 .map_err(|(key, message)| err(&format!("plugins.hosts.{name}.{key}"), message))?,
         );
+    }
+    let mut warnings = raw.warnings;
+    let host_names: Vec<&str> = hosts.iter().map(|h: &HostConfig| h.name.as_str()).collect();
+    for name in plugin_tables.keys() {
+        warnings.push(format!(
+            "config table `plugins.{name}` is a plugin's config but no [plugins.hosts.{name}] is configured; it is ignored"
+        ));
+    }
+    for name in raw.plugins.disable.iter().filter(|n| {
+        !host_names.contains(&n.as_str()) && !crate::detectors::host::is_disable_name(n)
+    }) {
+        warnings.push(format!(
+            "`plugins.disable` names {name:?}, which is not a configured host (hosts: {host_names:?}) nor a built-in detector; disable keys on host and detector names"
+        ));
     }
 
     // [monitor]
@@ -806,7 +830,7 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         },
         schedule,
         monitor,
-        warnings: raw.warnings,
+        warnings,
         path,
     })
 }

@@ -25,6 +25,12 @@ pub const HOST_ARG: &str = "__builtin-detector-host";
 /// `initialize`; reserved (no `[plugins.hosts]` table may use it).
 pub const HOST_NAME: &str = "builtin-detectors";
 
+/// Whether `[plugins] disable` may name `name` for the built-in detectors: [`HOST_NAME`]
+/// (all of them) or one detector's name (docs/configuration.md, `[plugins]`).
+pub fn is_disable_name(name: &str) -> bool {
+    name == HOST_NAME || crate::detectors::names().any(|n| n == name)
+}
+
 struct Detector {
     dialect: Dialect,
     auth_patterns: Arc<Vec<Regex>>,

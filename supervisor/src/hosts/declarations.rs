@@ -1,11 +1,13 @@
-//! The rules a host's declared hooks must meet (docs/protocol.md §3), in one place for
-//! serve (which refuses the host on the first problem) and `plugin check` (which reports
-//! each under its rule).
+//! The rules a host's declared hooks and event kinds must meet (docs/protocol.md §3), in
+//! one place for serve (which refuses the host on the first problem) and `plugin check`
+//! (which reports each under its rule).
 
 use agent_runner_protocol::{Family, HookDecl, HookName};
 use std::collections::BTreeSet;
 
 use super::is_builtin_hook_name;
+use crate::runtime::events::BUILTIN_KINDS;
+use crate::runtime::round_context::RESERVED_CONTEXT_KEYS;
 
 /// One broken declaration rule; `Display` says what was seen.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,6 +27,11 @@ pub enum DeclarationProblem {
     Taken(String),
     /// The built-in detector host declared a name that is not a built-in detector's.
     NotADetector(String),
+    /// A context enricher named after one of the round context's own keys
+    /// (`docs/protocol.md` §5.4): its object would replace that key.
+    ReservedContextKey(String),
+    /// A declared event kind is one of the supervisor's own kinds (`docs/protocol.md` §5.7).
+    BuiltinEventKind(String),
 }
 
 impl DeclarationProblem {
@@ -40,11 +47,9 @@ impl DeclarationProblem {
 impl std::fmt::Display for DeclarationProblem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            DeclarationProblem::NoHooks => write!(
-                f,
-                "declares no hooks; declare at least one {}",
-                Family::spelled("", " or ")
-            ),
+            DeclarationProblem::NoHooks => {
+                f.write_str("declares no hooks; declare at least one hook")
+            }
             DeclarationProblem::BuiltinName(name) => {
                 write!(
                     f,
@@ -60,23 +65,35 @@ impl std::fmt::Display for DeclarationProblem {
             DeclarationProblem::NotADetector(name) => {
                 write!(f, "hook name {name:?} is not one of the built-in detectors")
             }
+            DeclarationProblem::ReservedContextKey(name) => write!(
+                f,
+                "context enricher {name:?} would replace the round context's own key of that name"
+            ),
+            DeclarationProblem::BuiltinEventKind(kind) => {
+                write!(f, "event kind {kind:?} is a built-in event kind")
+            }
         }
     }
 }
 
-/// Every problem of `decls` for a host whose table provides `provides`, given the names
-/// other hosts already registered (`taken`); empty when the host may be registered.
-/// Names unique within the host and valid in shape are already checked by
+/// Every problem of `decls` and `event_kinds` for a host whose table provides `provides`,
+/// given the names other hosts already registered (`taken`); empty when the host may be
+/// registered. Names unique within the host and valid in shape are already checked by
 /// `decode_initialize_result`.
 pub fn declaration_problems(
     decls: &[HookDecl],
+    event_kinds: &[String],
     provides: &BTreeSet<Family>,
     taken: &[HookName],
 ) -> Vec<DeclarationProblem> {
     if decls.is_empty() {
         return vec![DeclarationProblem::NoHooks];
     }
-    let mut problems = Vec::new();
+    let mut problems: Vec<DeclarationProblem> = event_kinds
+        .iter()
+        .filter(|k| BUILTIN_KINDS.contains(&k.as_str()))
+        .map(|k| DeclarationProblem::BuiltinEventKind(k.clone()))
+        .collect();
     for decl in decls {
         let name = decl.name.as_str().to_owned();
         if is_builtin_hook_name(&name) {
@@ -88,6 +105,10 @@ pub fn declaration_problems(
             });
         } else if taken.contains(&decl.name) {
             problems.push(DeclarationProblem::Taken(name));
+        } else if decl.family == Family::ContextEnricher
+            && RESERVED_CONTEXT_KEYS.contains(&name.as_str())
+        {
+            problems.push(DeclarationProblem::ReservedContextKey(name));
         }
     }
     problems

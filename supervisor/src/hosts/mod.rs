@@ -23,8 +23,8 @@ use agent_runner_plugin_host::launch::LaunchSpec;
 use agent_runner_protocol::limits::{fit_text, MAX_CONTEXT_TEXT_BYTES};
 use agent_runner_protocol::redact::redact_and_cap;
 use agent_runner_protocol::{
-    decode_initialize_result, methods, Family, HookDecl, HookName, InitializeParams,
-    SupervisorInfo, PROTOCOL_VERSION,
+    check_host_events, decode_initialize_result, methods, Family, HookName, HostEvent,
+    InitializeParams, InitializeResult, SupervisorInfo, PROTOCOL_VERSION,
 };
 use serde_json::Value;
 use std::ffi::OsString;
@@ -65,6 +65,15 @@ pub const BUILTIN_HOOK_NAMES: &[&str] = &[
 /// refused (`plugin_builtin_name_squat`).
 pub fn is_builtin_hook_name(name: &str) -> bool {
     BUILTIN_HOOK_NAMES.contains(&name) || crate::detectors::names().any(|n| n == name)
+}
+
+/// What a host declared in `initialize` besides its hooks (`docs/protocol.md` §3).
+#[derive(Clone, Debug, Default)]
+pub struct Declared {
+    /// Event kinds it may emit, without the `<host>.` prefix.
+    pub event_kinds: Vec<String>,
+    /// Paths relative to `work_dir` it owns.
+    pub owned_paths: Vec<String>,
 }
 
 /// The name of the built-in dirty handler (`runtime::dirty`, which answers at priority
@@ -178,6 +187,10 @@ pub struct HookRef {
     pub priority: i64,
 }
 
+/// One call of a [`HostManager::call_all`] batch waiting for its host: position in the
+/// batch, method, params, timeout.
+type PendingCall = (usize, &'static str, Value, Duration);
+
 /// What a host is doing right now (peek/doctor).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HostState {
@@ -213,6 +226,10 @@ pub struct HostStatus {
     pub hooks: Vec<String>,
     /// Its call counters over this run.
     pub stats: CallStats,
+    /// The family of each of its hooks, as `(family, hook)`.
+    pub hook_families: Vec<(Family, String)>,
+    /// What it declared besides hooks.
+    pub declared: Declared,
 }
 
 struct ManagedHost {
@@ -222,6 +239,8 @@ struct ManagedHost {
     /// Its `[plugins.pin]` entry when it was admitted.
     pin: Option<agent_runner_plugin_host::pin::Sha256Pin>,
     spec: LaunchSpec,
+    /// What `initialize` declared besides hooks (docs/protocol.md §3).
+    declared: Declared,
     running: Option<RunningHost>,
     consecutive_failures: u32,
     next_start: Instant,
@@ -412,6 +431,7 @@ impl HostManager {
             builtin,
             pin,
             spec,
+            declared: Declared::default(),
             running: None,
             consecutive_failures: 0,
             next_start: Instant::now(),
@@ -421,7 +441,7 @@ impl HostManager {
         });
         let index = self.hosts.len() - 1;
         match self.start(index).await {
-            Ok(decls) => self.register(index, decls),
+            Ok(result) => self.register(index, result),
             Err(failure) => {
                 self.record_failure(index, &cfg.name, "initialize", &failure);
                 if failure.rpc.as_ref().is_some_and(|(code, _)| {
@@ -495,8 +515,8 @@ impl HostManager {
         ))
     }
 
-    /// Launches host `index` and runs `initialize`; returns its declared hooks.
-    async fn start(&mut self, index: usize) -> Result<Vec<HookDecl>, CallFailure> {
+    /// Launches host `index` and runs `initialize`; returns its validated result.
+    async fn start(&mut self, index: usize) -> Result<InitializeResult, CallFailure> {
         let managed = &mut self.hosts[index];
         if !managed.spec.exe.unchanged_since_hash().unwrap_or(false) {
             return Err(CallFailure::new(
@@ -520,8 +540,8 @@ impl HostManager {
                 return Err(version_refusal(failure));
             }
         };
-        let decls = match decode_initialize_result(value) {
-            Ok(result) => result.hooks,
+        let result = match decode_initialize_result(value) {
+            Ok(result) => result,
             Err(err) => {
                 running.kill().await;
                 return Err(CallFailure::new(
@@ -530,7 +550,7 @@ impl HostManager {
                 ));
             }
         };
-        tracing::info!(host = %managed.cfg.name, pid = running.pid(), hooks = decls.len(), "host started");
+        tracing::info!(host = %managed.cfg.name, pid = running.pid(), hooks = result.hooks.len(), "host started");
         running.watch_writes(write_watch::WriteWatch::start(
             write_watch::WatchSpec {
                 host: managed.cfg.name.clone(),
@@ -542,16 +562,22 @@ impl HostManager {
             self.events.clone(),
         ));
         managed.running = Some(running);
-        Ok(decls)
+        Ok(result)
     }
 
-    /// Registers the hooks host `index` declared, refusing the whole host if any
-    /// declaration breaks the rules.
-    fn register(&mut self, index: usize, decls: Vec<HookDecl>) {
+    /// Registers the hooks, event kinds and owned paths host `index` declared, refusing
+    /// the whole host if any declaration breaks the rules (docs/protocol.md §3).
+    fn register(&mut self, index: usize, result: InitializeResult) {
         let name = self.hosts[index].cfg.name.clone();
         let builtin = self.hosts[index].builtin;
+        let decls = result.hooks;
         let taken: Vec<HookName> = self.hooks.iter().map(|h| h.name.clone()).collect();
-        let mut problems = declaration_problems(&decls, &self.hosts[index].cfg.provides, &taken);
+        let mut problems = declaration_problems(
+            &decls,
+            &result.event_kinds,
+            &self.hosts[index].cfg.provides,
+            &taken,
+        );
         if builtin {
             // The built-in detector host declares exactly the reserved detector names.
             problems.retain(|p| !matches!(p, DeclarationProblem::BuiltinName(_)));
@@ -584,6 +610,10 @@ impl HostManager {
             }
             return;
         }
+        self.hosts[index].declared = Declared {
+            event_kinds: result.event_kinds,
+            owned_paths: result.owned_paths,
+        };
         for decl in decls {
             self.hooks.push(HookRef {
                 host: index,
@@ -592,6 +622,12 @@ impl HostManager {
                 family: decl.family,
             });
         }
+    }
+
+    /// Whether `hook` is served by the built-in detector host ([`builtin`]), whose stops
+    /// `[monitor] auto_stop_on`'s default covers ([`crate::config::MonitorConfig::stops_on`]).
+    pub fn is_builtin(&self, hook: &HookRef) -> bool {
+        self.hosts.get(hook.host).is_some_and(|h| h.builtin)
     }
 
     /// Registered hooks of `family`, in call order (dirty handlers by ascending priority).
@@ -613,25 +649,51 @@ impl HostManager {
         params: Value,
     ) -> Result<Option<Value>, CallFailure> {
         let index = hook.host;
-        self.disable_on_write_breach(index);
-        if self.hosts[index].disabled
-            || Instant::now() < self.hosts[index].next_start && self.hosts[index].running.is_none()
-        {
-            return Ok(None);
-        }
-        if self.hosts[index].running.is_none() {
-            if let Err(failure) = self.start(index).await {
-                self.note_failure(index, hook, &failure);
-                return Err(failure);
-            }
+        if let Some(not_asked) = self.ready(hook).await {
+            return not_asked;
         }
         let timeout = self.hosts[index].cfg.call_timeout(hook.family);
-        let running = self.hosts[index].running.as_mut().expect("started above");
+        let running = self.hosts[index]
+            .running
+            .as_mut()
+            .expect("ready() started it");
         let started = Instant::now();
         let answer = running
             .call(hook.family.method(), Some(params), timeout)
             .await;
-        self.hosts[index].stats.record_call(started.elapsed());
+        self.settle(hook, started.elapsed(), answer).await
+    }
+
+    /// Makes the host of `hook` ready for a call: `None` when it is running (started now
+    /// if needed), otherwise what the call comes to without asking it (`Ok(None)` while
+    /// disabled or backing off, the start failure, recorded).
+    async fn ready(&mut self, hook: &HookRef) -> Option<Result<Option<Value>, CallFailure>> {
+        let index = hook.host;
+        self.disable_on_write_breach(index);
+        if self.hosts[index].disabled
+            || Instant::now() < self.hosts[index].next_start && self.hosts[index].running.is_none()
+        {
+            return Some(Ok(None));
+        }
+        if self.hosts[index].running.is_none() {
+            if let Err(failure) = self.start(index).await {
+                self.note_failure(index, hook, &failure);
+                return Some(Err(failure));
+            }
+        }
+        None
+    }
+
+    /// Books one answered or failed call of `hook` that took `elapsed`: counters, the
+    /// failure record, and killing the host when the failure ends it.
+    async fn settle(
+        &mut self,
+        hook: &HookRef,
+        elapsed: Duration,
+        answer: Result<Value, CallFailure>,
+    ) -> Result<Option<Value>, CallFailure> {
+        let index = hook.host;
+        self.hosts[index].stats.record_call(elapsed);
         match answer {
             Ok(value) => {
                 self.hosts[index].consecutive_failures = 0;
@@ -648,6 +710,115 @@ impl HostManager {
                 Err(failure)
             }
         }
+    }
+
+    /// Calls every hook of `calls` (each with its family's method and its params), hosts
+    /// concurrently and each host's calls in order, one request in flight per host
+    /// (docs/protocol.md §1). Results come back in the order of `calls`, booked as
+    /// [`HostManager::call`] books them. A graceful stop abandons the batch: every host
+    /// with a call in flight is killed (it starts again later) and `None` is returned.
+    pub async fn call_all(
+        &mut self,
+        calls: Vec<(HookRef, Value)>,
+        stop: &mut crate::runtime::stop::StopWatch,
+    ) -> Option<Vec<Result<Option<Value>, CallFailure>>> {
+        let mut results: Vec<Option<Result<Option<Value>, CallFailure>>> =
+            calls.iter().map(|_| None).collect();
+        // Per host: the running process (taken out while its calls are in flight) and
+        // its calls as (position in `calls`, method, params, timeout).
+        let mut batches: Vec<(usize, RunningHost, Vec<PendingCall>)> = Vec::new();
+        for (i, (hook, params)) in calls.iter().enumerate() {
+            if let Some(batch) = batches.iter_mut().find(|b| b.0 == hook.host) {
+                let timeout = self.hosts[hook.host].cfg.call_timeout(hook.family);
+                batch
+                    .2
+                    .push((i, hook.family.method(), params.clone(), timeout));
+                continue;
+            }
+            if let Some(not_asked) = self.ready(hook).await {
+                results[i] = Some(not_asked);
+                continue;
+            }
+            let timeout = self.hosts[hook.host].cfg.call_timeout(hook.family);
+            let running = self.hosts[hook.host]
+                .running
+                .take()
+                .expect("ready() started it");
+            batches.push((
+                hook.host,
+                running,
+                vec![(i, hook.family.method(), params.clone(), timeout)],
+            ));
+        }
+        let flights = batches.iter_mut().map(|(_, running, batch)| async move {
+            let mut answers = Vec::with_capacity(batch.len());
+            for (i, method, params, timeout) in batch.drain(..) {
+                let started = Instant::now();
+                let answer = running.call(method, Some(params), timeout).await;
+                let ends = answer.as_ref().is_err_and(|f| f.error_type.ends_host());
+                answers.push((i, started.elapsed(), answer));
+                if ends {
+                    break; // the rest of this host's calls are not asked
+                }
+            }
+            answers
+        });
+        let answers = tokio::select! {
+            answers = futures_util::future::join_all(flights) => Some(answers),
+            _ = crate::runtime::stop::reached(stop, crate::runtime::stop::StopLevel::Graceful) => None,
+        };
+        let Some(answers) = answers else {
+            for (_, running, _) in batches {
+                running.kill().await;
+            }
+            return None;
+        };
+        for (index, running, _) in batches {
+            self.hosts[index].running = Some(running);
+        }
+        for (i, elapsed, answer) in answers.into_iter().flatten() {
+            results[i] = Some(self.settle(&calls[i].0, elapsed, answer).await);
+        }
+        Some(results.into_iter().map(|r| r.unwrap_or(Ok(None))).collect())
+    }
+
+    /// Records the `events` a result of `hook` carried (docs/protocol.md §5.7), each as
+    /// `<host>.<kind>` with its fields plus `host` and `hook`. Events breaking the rules
+    /// (undeclared kind, too many, too large) make the call's result invalid: nothing is
+    /// recorded and the failure is booked as `invalid_result`.
+    pub fn record_host_events(&mut self, hook: &HookRef, events: Vec<HostEvent>) -> bool {
+        let host = &self.hosts[hook.host];
+        if let Err(err) = check_host_events(&events, &host.declared.event_kinds) {
+            self.invalid_result(hook, format!("{} result {err}", hook.family.method()));
+            return false;
+        }
+        for event in events {
+            let mut fields = event.fields;
+            fields.insert("host".into(), Value::from(host.cfg.name.as_str()));
+            fields.insert("hook".into(), Value::from(hook.name.as_str()));
+            self.events
+                .emit_host_event(&format!("{}.{}", host.cfg.name, event.kind), fields);
+        }
+        true
+    }
+
+    /// The config table of the host serving `hook` (what `initialize` sent it).
+    pub fn host_config(&self, hook: &HookRef) -> &serde_json::Map<String, Value> {
+        &self.hosts[hook.host].cfg.config
+    }
+
+    /// The paths (relative to `work_dir`) owned by registered hosts, sorted, without
+    /// duplicates (docs/protocol.md §5.8).
+    pub fn owned_paths(&self) -> Vec<String> {
+        let mut paths: Vec<String> = self
+            .hosts
+            .iter()
+            .flat_map(|h| h.declared.owned_paths.iter())
+            .map(|p| p.trim_end_matches('/').to_owned())
+            .collect();
+        paths.sort();
+        paths.dedup();
+        paths
     }
 
     /// [`HostManager::call`] raced against a graceful stop: when the stop arrives first the
@@ -781,6 +952,13 @@ impl HostManager {
                     .map(|h| h.name.as_str().to_owned())
                     .collect(),
                 stats: host.stats.clone(),
+                hook_families: self
+                    .hooks
+                    .iter()
+                    .filter(|h| h.host == index)
+                    .map(|h| (h.family, h.name.as_str().to_owned()))
+                    .collect(),
+                declared: host.declared.clone(),
             })
             .collect()
     }

@@ -94,7 +94,8 @@ pub struct SandboxBlock {
     /// Why one or both layers are missing.
     pub unconfined_reason: Option<String>,
     /// The hook families really confined: those of enabled hosts that would be launched,
-    /// when hosts run at a tier other than `unconfined`.
+    /// when hosts run at a tier other than `unconfined`, in the reference system's
+    /// spelling (`spawn_hooks`, `dirty_handlers`, `pre_round_hooks`, …).
     pub covers: Vec<String>,
     /// Each confinement layer, on or off with the reason (docs/security.md "Layers").
     pub layers: Vec<LayerView>,
@@ -666,7 +667,9 @@ impl DoctorHost {
 
 /// The hook families really confined: those of the hosts that would be launched (enabled,
 /// and admitted by the pin rules: verified, or unpinned when pins are not required), when the
-/// gate applies a tier other than `unconfined`. Sorted, without duplicates.
+/// gate applies a tier other than `unconfined`, in the reference system's spelling
+/// ([`Family::registry_key`]: `spawn_hooks`, `dirty_handlers`, …). Sorted, without
+/// duplicates.
 pub fn covered_families<'a>(
     hosts: impl IntoIterator<Item = HostCover<'a>>,
     gate: Option<&SandboxGate>,
@@ -681,7 +684,7 @@ pub fn covered_families<'a>(
             h.pin_status == PinStatus::Verified.as_str()
                 || (h.pin_status == PinStatus::Unpinned.as_str() && !gate.pins_required())
         })
-        .flat_map(|h| h.provides.iter().map(|f| f.as_str().to_owned()))
+        .flat_map(|h| h.provides.iter().map(|f| f.registry_key().to_owned()))
         .collect();
     families.sort_unstable();
     families.dedup();

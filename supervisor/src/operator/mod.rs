@@ -12,6 +12,7 @@
 
 pub mod agent_preconditions;
 pub mod control;
+pub mod defenses;
 pub mod doctor;
 pub mod event_query;
 pub mod event_read;

@@ -21,6 +21,7 @@ use crate::config::Config;
 use crate::exit::CliError;
 use crate::hosts::check_pin;
 use crate::hosts::sandbox::SandboxGate;
+use crate::operator::defenses::Defense;
 use crate::operator::doctor::{covered_families, sandbox_block, HostCover, SandboxBlock};
 use crate::operator::install::{project_file, Scope};
 use crate::operator::recent::{self, Wanted, RECENT_HOOK_FAILURES, RECENT_ROUNDS};
@@ -30,9 +31,10 @@ use crate::operator::system_metrics::{self, SystemMetrics};
 use crate::runtime::events::Recorded;
 use crate::runtime::state::{self, OrphanState, RoundState};
 
-/// The document's `schema_version`: a string, as in the reference system (`"2.2"`), so
-/// readers that parse it keep working. Fields are only added within a version.
-pub const SCHEMA_VERSION: &str = "ar-1";
+/// The document's `schema_version`: the reference system's (`"2.2"`), whose every key this
+/// document carries with its type (a superset: ours are added under keys it does not use;
+/// docs/operations.md). Fields are only added within a version.
+pub const SCHEMA_VERSION: &str = "2.2";
 
 /// Recent events shown by default (`--events N` changes it).
 pub const DEFAULT_EVENTS: usize = 20;
@@ -71,13 +73,14 @@ pub struct PeekOptions {
 }
 
 /// `peek --json` (schema: `docs/schema/peek.schema.json`, fields: `docs/operations.md`,
-/// "peek --json"): the reference system's document, then ours (`hosts`,
-/// `skipped_event_lines`, `round`).
+/// "peek --json"): the reference system's document (schema 2.2, every key with its type),
+/// then ours (`hosts`, `skipped_event_lines`, `round`).
 #[derive(Clone, Debug, Serialize, JsonSchema)]
-#[schemars(transform = |s: &mut schemars::Schema| crate::operator::schema_fields::require(s, &["current_round", "orphan"]))]
+#[schemars(transform = |s: &mut schemars::Schema| crate::operator::schema_fields::require(s, &["current_round", "orphan", "schedule"]))]
 pub struct PeekDoc {
-    /// Always `ar-1` ([`SCHEMA_VERSION`]); fields are only added within a version.
-    #[schemars(extend("const" = "ar-1"))]
+    /// Always `2.2` ([`SCHEMA_VERSION`]), the reference system's version; fields are only
+    /// added within a version.
+    #[schemars(extend("const" = "2.2"))]
     pub schema_version: String,
     /// The project's name.
     pub project: String,
@@ -105,6 +108,17 @@ pub struct PeekDoc {
     pub recent_events: Vec<Recorded>,
     /// The last `hook_failed` events.
     pub recent_hook_failures: Vec<Recorded>,
+    /// The loop's defenses in force (`operator::defenses`).
+    pub defenses: Vec<Defense>,
+    /// The reference system's transient-error blips: always `[]` for now (they are
+    /// recorded as `agent_network_blip` events; `docs/operations.md`).
+    pub recent_blips: Vec<Value>,
+    /// The reference system's cgroup growth warnings: always `[]` (this build keeps no
+    /// cgroup of the agent; `docs/operations.md`).
+    pub recent_cgroup_growth_warnings: Vec<Value>,
+    /// The reference system's `[schedule]`: always `null` for now (`serve` reads
+    /// `[schedule]`; `status` and `service.json` say when it pauses).
+    pub schedule: Option<Value>,
     /// Every configured host.
     pub hosts: Vec<PeekHost>,
     /// Torn or non-JSON lines met in the events read.
@@ -132,10 +146,34 @@ pub struct PeekStatus {
     pub phase_index: u64,
 }
 
-/// `peek`'s `plugins`.
+/// `peek`'s `plugins`: the reference system's keys (`event_kinds`, one list of hook names
+/// per family registry, `owned_paths`, `disabled`, `sandbox`, `pins`,
+/// `spawn_override_allow`), plus our families it has no registry list for (`spawn_hooks`,
+/// `dirty_handlers`, `serve_startup_hooks`). Hooks, event kinds and owned paths are those
+/// the enabled hosts declared to the last `serve` (`service.json`); lists are sorted.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[schemars(transform = crate::operator::schema_fields::every_field_required)]
 pub struct PeekPlugins {
+    /// The event kinds hosts declared, as recorded: `<host>.<kind>`.
+    pub event_kinds: Vec<String>,
+    /// Spawn hooks (family `spawn_hook`).
+    pub spawn_hooks: Vec<String>,
+    /// Dirty handlers (family `dirty_handler`).
+    pub dirty_handlers: Vec<String>,
+    /// Pre-round hooks (family `pre_round`).
+    pub pre_round_hooks: Vec<String>,
+    /// Context enrichers (family `context_enricher`).
+    pub context_enrichers: Vec<String>,
+    /// Post-round hooks (family `post_round`): the hosts' and the built-in detectors left
+    /// enabled (`[plugins] disable`).
+    pub post_round_hooks: Vec<String>,
+    /// Serve-startup hooks (family `serve_startup`).
+    pub serve_startup_hooks: Vec<String>,
+    /// Detectors (family `detector`).
+    pub detectors: Vec<String>,
+    /// Paths the hosts own (relative to `work_dir`), kept out of dirty detection, stash
+    /// and commit (`docs/protocol.md` §5.8).
+    pub owned_paths: Vec<String>,
     /// `[plugins] disable`.
     pub disabled: Vec<String>,
     /// The sandbox block (shared with `doctor`).
@@ -162,6 +200,12 @@ pub struct PeekHost {
     pub pid: Option<u32>,
     /// The hooks it registered.
     pub hooks: Vec<String>,
+    /// Its hooks by family (wire spelling → hook names).
+    pub families: BTreeMap<String, Vec<String>>,
+    /// The event kinds it declared, as recorded: `<host>.<kind>`.
+    pub event_kinds: Vec<String>,
+    /// The paths it owns (relative to `work_dir`).
+    pub owned_paths: Vec<String>,
     /// Its `provides`.
     pub provides: Vec<Family>,
     /// Hook calls this run.
@@ -372,17 +416,7 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
             last_duration_s: last_done.and_then(|r| r.duration_s),
             phase_index: 0,
         },
-        plugins: PeekPlugins {
-            disabled: config.plugins.disable.clone(),
-            sandbox,
-            pins,
-            spawn_override_allow: config
-                .plugins
-                .spawn_override_allow
-                .iter()
-                .map(|h| h.to_string())
-                .collect(),
-        },
+        plugins: plugins_block(config, &hosts, sandbox, pins),
         current_round,
         recent_rounds,
         orphan,
@@ -390,11 +424,69 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
         service: service_block(config, live, current_doc, service_doc.as_ref(), now),
         recent_events: recent.events,
         recent_hook_failures: recent.hook_failures,
+        defenses: crate::operator::defenses::list(config, gate.as_ref()),
+        recent_blips: Vec::new(),
+        recent_cgroup_growth_warnings: Vec::new(),
+        schedule: None,
         hosts,
         skipped_event_lines: recent.skipped,
         round,
     };
     Snapshot { doc, round_log }
+}
+
+/// The `plugins` block of `config`, its `hosts` (from [`hosts_block`]), `sandbox` and
+/// `pins`: hook names, event kinds and owned paths of the enabled hosts.
+fn plugins_block(
+    config: &Config,
+    hosts: &[PeekHost],
+    sandbox: SandboxBlock,
+    pins: BTreeMap<String, String>,
+) -> PeekPlugins {
+    let enabled = || hosts.iter().filter(|h| !h.disabled);
+    let sorted = |items: Vec<String>| {
+        let mut items = items;
+        items.sort();
+        items.dedup();
+        items
+    };
+    let hooks = |family: Family| {
+        sorted(
+            enabled()
+                .flat_map(|h| h.families.get(family.as_str()).cloned().unwrap_or_default())
+                .collect(),
+        )
+    };
+    PeekPlugins {
+        event_kinds: sorted(enabled().flat_map(|h| h.event_kinds.clone()).collect()),
+        spawn_hooks: hooks(Family::SpawnHook),
+        dirty_handlers: hooks(Family::DirtyHandler),
+        pre_round_hooks: hooks(Family::PreRound),
+        context_enrichers: hooks(Family::ContextEnricher),
+        // The built-in detector host declares exactly the detectors left enabled.
+        post_round_hooks: sorted(
+            hooks(Family::PostRound)
+                .into_iter()
+                .chain(
+                    crate::hosts::builtin::enabled_detectors(config)
+                        .into_iter()
+                        .map(str::to_owned),
+                )
+                .collect(),
+        ),
+        serve_startup_hooks: hooks(Family::ServeStartup),
+        detectors: hooks(Family::Detector),
+        owned_paths: sorted(enabled().flat_map(|h| h.owned_paths.clone()).collect()),
+        disabled: config.plugins.disable.clone(),
+        sandbox,
+        pins,
+        spawn_override_allow: config
+            .plugins
+            .spawn_override_allow
+            .iter()
+            .map(|h| h.to_string())
+            .collect(),
+    }
 }
 
 /// `plugins.pins` (`name: verified|mismatch|unpinned|unresolvable`) and the `hosts` block.
@@ -426,6 +518,9 @@ fn hosts_block(
             disabled,
             pid: seen.filter(|_| live).and_then(|h| h.pid),
             hooks: seen.map(|h| h.hooks.clone()).unwrap_or_default(),
+            families: seen.map(|h| h.families.clone()).unwrap_or_default(),
+            event_kinds: seen.map(|h| h.event_kinds.clone()).unwrap_or_default(),
+            owned_paths: seen.map(|h| h.owned_paths.clone()).unwrap_or_default(),
             provides: cfg.provides.iter().copied().collect(),
             calls: seen.map_or(0, |h| h.calls),
             failures: seen.map_or(0, |h| h.failures),
@@ -601,5 +696,18 @@ mod tests {
         assert_eq!("latest".parse::<RoundSel>(), Ok(RoundSel::Latest));
         assert_eq!("7".parse::<RoundSel>(), Ok(RoundSel::Num(7)));
         assert!("x".parse::<RoundSel>().is_err());
+    }
+
+    #[test]
+    fn plugins_block_has_a_list_for_every_family_registry() {
+        let schema = schemars::schema_for!(PeekPlugins);
+        let properties = schema.get("properties").and_then(Value::as_object).unwrap();
+        for family in Family::ALL {
+            assert!(
+                properties.contains_key(family.registry_key()),
+                "plugins has no {:?} list",
+                family.registry_key()
+            );
+        }
     }
 }

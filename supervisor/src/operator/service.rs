@@ -9,6 +9,7 @@
 
 use agent_runner_protocol::SandboxInfo;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -18,7 +19,7 @@ use crate::hosts::HostManager;
 use crate::runtime::events::timestamp;
 use crate::runtime::state::write_json_atomic;
 
-/// Name of the file in `log_dir`.
+/// Name of the file in the state dir.
 pub const SERVICE_FILE: &str = "service.json";
 
 /// The version of the document's shape; fields are only ever added within a version.
@@ -114,6 +115,15 @@ pub struct ServiceHost {
     pub last_error: Option<String>,
     /// Median latency of recent calls, milliseconds.
     pub call_latency_p50_ms: Option<f64>,
+    /// Its hooks by family (wire spelling → hook names).
+    #[serde(default)]
+    pub families: BTreeMap<String, Vec<String>>,
+    /// The event kinds it declared, as recorded: `<host>.<kind>`.
+    #[serde(default)]
+    pub event_kinds: Vec<String>,
+    /// The paths it owns (relative to `work_dir`).
+    #[serde(default)]
+    pub owned_paths: Vec<String>,
 }
 
 /// The whole document.
@@ -196,6 +206,22 @@ impl ServiceFile {
             .status()
             .into_iter()
             .map(|h| ServiceHost {
+                families: h.hook_families.iter().fold(
+                    BTreeMap::new(),
+                    |mut acc: BTreeMap<String, Vec<String>>, (family, hook)| {
+                        acc.entry(family.as_str().to_owned())
+                            .or_default()
+                            .push(hook.clone());
+                        acc
+                    },
+                ),
+                event_kinds: h
+                    .declared
+                    .event_kinds
+                    .iter()
+                    .map(|k| format!("{}.{k}", h.name))
+                    .collect(),
+                owned_paths: h.declared.owned_paths.clone(),
                 call_latency_p50_ms: h.stats.latency_p50_ms(),
                 name: h.name,
                 state: h.state.as_str().to_owned(),

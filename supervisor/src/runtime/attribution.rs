@@ -58,6 +58,23 @@ impl OwnFiles {
         OwnFiles { paths }
     }
 
+    /// These own files plus the paths hosts declared as theirs (`owned_paths`,
+    /// docs/protocol.md §5.8; work-dir-relative, already checked by
+    /// `agent_runner_protocol::validate`): never dirt, so never stashed, committed or
+    /// handed to a dirty handler. A host's path only keeps git away from it; it gives the
+    /// host no write access (the sandbox decides that, and the state dir is never one).
+    pub fn with_host_paths(mut self, owned: impl IntoIterator<Item = String>) -> Self {
+        self.paths.extend(
+            owned
+                .into_iter()
+                .map(|p| p.trim_end_matches('/').to_owned())
+                .filter(|p| !p.is_empty()),
+        );
+        self.paths.sort();
+        self.paths.dedup();
+        self
+    }
+
     /// Whether `path` (work-dir-relative) is one of the own files or lies under one of the
     /// own directories.
     pub fn contains(&self, path: &str) -> bool {
@@ -186,5 +203,17 @@ mod tests {
         assert!(own.contains("logs") && own.contains("logs/rounds/R1.log"));
         assert!(!own.contains("logsx") && !own.contains("src/logs"));
         assert!(own.contains("agent-runner.toml"));
+    }
+
+    #[test]
+    fn host_owned_paths_join_the_own_files() {
+        let own = OwnFiles {
+            paths: vec!["logs".into()],
+        }
+        .with_host_paths(["notes/".to_owned(), "reports/junit.xml".to_owned()]);
+        assert_eq!(own.paths(), ["logs", "notes", "reports/junit.xml"]);
+        assert!(own.contains("notes/") && own.contains("notes/today.md"));
+        assert!(own.contains("reports/junit.xml") && !own.contains("reports/other.xml"));
+        assert!(!own.contains("notesx"));
     }
 }

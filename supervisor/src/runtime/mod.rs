@@ -4,10 +4,11 @@
 //! - [`round`]: one round: admission, prompt, spawn gate, agent, dirty tree, events.
 //! - [`host_health`]: disk, memory and pressure before and during a round.
 //! - [`agent`]: the agent process in its own process group, under its budget.
-//! - [`spawn_gate`] and [`dirty`]: the two hook families as the round sees them, with their
-//!   built-ins.
+//! - [`pre_round`] (pre-round hooks and context enrichers), [`spawn_gate`], [`dirty`] and
+//!   [`detect`]: the hook families as the round sees them, with their built-ins;
+//!   [`serve_startup`]: the hooks `serve` calls once at boot.
 //! - [`git`]: the only place that runs git; [`attribution`]: whose dirt is it (the round's,
-//!   the operator's, the supervisor's own files).
+//!   the operator's, the supervisor's own files and the paths hosts own).
 //! - [`path_name`]: file names as lossless text (non-UTF-8 names in git's quoted form).
 //! - [`prompt`], [`round_context`]: what the agent is told.
 //! - [`config_follow`]: the config re-read before every round and on SIGHUP.
@@ -25,6 +26,7 @@ pub mod agent;
 pub mod attribution;
 pub mod backoff;
 pub mod config_follow;
+pub mod detect;
 pub mod dirty;
 pub mod events;
 pub mod git;
@@ -32,6 +34,7 @@ pub mod grace;
 pub mod host_health;
 pub mod path_name;
 pub mod post_round;
+pub mod pre_round;
 pub mod processes;
 pub mod prompt;
 pub mod retention;
@@ -39,6 +42,7 @@ pub mod round;
 pub mod round_context;
 pub mod schedule;
 pub mod serve;
+pub mod serve_startup;
 pub mod spawn_gate;
 pub mod state;
 pub mod state_dir;

@@ -4,8 +4,10 @@
 //! Every post-round hook gets the round's outcome and the end of its log; the built-in
 //! detectors are asked only about their own CLI's rounds. Verdicts combine as: any honoured
 //! stop wins (the first in call order); else the back-off that ends latest; else continue.
-//! A `stop` is honoured per `[monitor] auto_stop_on` (`oauth_fail` for any `auth`
-//! diagnosis, or the hook's own name); an unhonoured one is recorded
+//! A `stop` is honoured per `[monitor] auto_stop_on` (`oauth_fail` for an `auth`
+//! diagnosis, or the hook's own name; the default list covers the built-in detectors only,
+//! a third-party host's stop needs a list the operator wrote:
+//! [`MonitorConfig::stops_on`]); an unhonoured one is recorded
 //! (`plugin_post_round_override_ignored`) and counts as continue. A failed call counts as
 //! `null`. Side records: `agent_usage_recorded` for reported token usage,
 //! `agent_auth_error_detected` for every `auth` diagnosis, and one
@@ -18,7 +20,7 @@ use agent_runner_protocol::{
 };
 use std::time::{Duration, SystemTime};
 
-use crate::config::MonitorConfig;
+use crate::config::{auto_stop_names, MonitorConfig};
 use crate::hosts::{HookRef, HostManager};
 use crate::runtime::events::{Event, EventLog};
 use crate::runtime::stop::StopWatch;
@@ -126,12 +128,18 @@ pub async fn consult(
                 continue;
             }
         };
-        record(events, monitor, &hook.name, round_num, &verdict);
+        let builtin = hosts.is_builtin(&hook);
+        record(events, monitor, &hook.name, builtin, round_num, &verdict);
         let message = redact_and_cap(&verdict.message);
         let kind = verdict.kind.unwrap_or(ErrorKind::Other);
         let candidate = match verdict.action {
             PostRoundAction::Continue => continue,
-            PostRoundAction::Stop if monitor.stops_on(hook.name.as_str(), verdict.kind) => {
+            PostRoundAction::Stop
+                if monitor.stops_on(
+                    &auto_stop_names(hook.name.as_str(), verdict.kind),
+                    hosts.is_builtin(&hook),
+                ) =>
+            {
                 Decision::Stop {
                     hook: hook.name.clone(),
                     kind,
@@ -144,7 +152,7 @@ pub async fn consult(
                     action: "stop".into(),
                     kind: kind.as_str().into(),
                     round_num,
-                    reason: "neither the hook nor its kind (auth: oauth_fail) is listed in [monitor] auto_stop_on".into(),
+                    reason: "neither the hook nor its kind (auth: oauth_fail) is listed in [monitor] auto_stop_on (a third-party host's stop needs a list written in the file)".into(),
                 });
                 continue;
             }
@@ -193,6 +201,7 @@ fn record(
     events: &EventLog,
     monitor: &MonitorConfig,
     hook: &HookName,
+    builtin: bool,
     round_num: u64,
     verdict: &PostRoundVerdict,
 ) {
@@ -213,7 +222,7 @@ fn record(
             hook: hook.to_string(),
             message: redact_and_cap(&verdict.message),
             hint: monitor.auth_fail_hint.clone(),
-            auto_stop: monitor.stops_on(hook.as_str(), verdict.kind),
+            auto_stop: monitor.stops_on(&auto_stop_names(hook.as_str(), verdict.kind), builtin),
         });
     }
 }

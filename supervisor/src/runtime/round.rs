@@ -12,7 +12,7 @@ use agent_runner_protocol::limits::{
     fit_list, fit_text, MAX_CONTEXT_TEXT_BYTES, MAX_ENV_NAMES_BYTES, MAX_LOG_TAIL_BYTES,
     MAX_SPAWN_ARGV_BYTES,
 };
-use agent_runner_protocol::{Context, Family, SpawnView, VcsContext};
+use agent_runner_protocol::{Context, Family, ProjectState, SpawnView, VcsContext};
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -24,12 +24,14 @@ use crate::exit::CliError;
 use crate::hosts::HostManager;
 use crate::runtime::agent::{self, AgentExit, AgentSpec};
 use crate::runtime::attribution::{Baseline, OwnFiles};
+use crate::runtime::detect::{self, AutoStop};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
 use crate::runtime::events::{timestamp, Event, EventLog, RoundEnd, RoundOutcome};
 use crate::runtime::git::Repo;
 use crate::runtime::grace::Grace;
 use crate::runtime::host_health::{self, Floor, Pressure, Reading};
 use crate::runtime::post_round::{self, Decision, Judged};
+use crate::runtime::pre_round;
 use crate::runtime::prompt::{agent_argv, assemble, spawn_view_argv};
 use crate::runtime::retention;
 use crate::runtime::round_context::{self, CONTEXT_FILE_ENV};
@@ -96,11 +98,21 @@ pub struct Runner {
     unhealthy_since: Option<std::time::Instant>,
 }
 
+/// The work tree as rounds see it under `config`: the supervisor's own files and the paths
+/// `hosts` declared (`owned_paths`) are never dirt; each git command is bounded by
+/// `[vcs] git_timeout_s`.
+fn repo_for(config: &Config, hosts: &HostManager) -> Repo {
+    Repo::new(
+        &config.runtime.work_dir,
+        OwnFiles::of(config).with_host_paths(hosts.owned_paths()),
+    )
+    .with_timeout(config.vcs.git_timeout)
+}
+
 impl Runner {
     /// A runner over `config` with `hosts` already booted.
     pub fn new(config: Config, events: EventLog, hosts: HostManager) -> Self {
-        let repo = Repo::new(&config.runtime.work_dir, OwnFiles::of(&config))
-            .with_timeout(config.vcs.git_timeout);
+        let repo = repo_for(&config, &hosts);
         Runner {
             config,
             events,
@@ -111,10 +123,10 @@ impl Runner {
     }
 
     /// Runs later rounds with `config` (a re-read of the same file: same work dir, log dir
-    /// and state dir). The own files are recomputed (prompt files may have moved).
+    /// and state dir), after `hosts` followed it. The own files are recomputed (prompt
+    /// files may have moved, hosts may own other paths).
     pub fn replace_config(&mut self, config: Config) {
-        self.repo = Repo::new(&config.runtime.work_dir, OwnFiles::of(&config))
-            .with_timeout(config.vcs.git_timeout);
+        self.repo = repo_for(&config, &self.hosts);
         self.config = config;
     }
 
@@ -278,7 +290,24 @@ impl Runner {
         let phase = phase.as_deref();
         let profile = self.config.profile(phase);
         let started = timestamp(SystemTime::now());
-        let round_ctx = round_context::build(&state_dir, &self.repo, next, &started, phase).await;
+        let ctx = self.context(next, phase, None);
+        let Some(pre) = pre_round::consult(
+            &mut self.hosts,
+            &self.config.plugins.spawn_override_allow,
+            &self.events,
+            &ctx,
+            stop,
+        )
+        .await
+        else {
+            return Ok(Attempt::Stopped);
+        };
+        if let Some((hook, reason)) = pre.skip {
+            return Ok(Attempt::NotStarted(Verdict::Skip { hook, reason }));
+        }
+        let mut round_ctx =
+            round_context::build(&state_dir, &self.repo, next, &started, phase).await;
+        pre_round::merge(&mut round_ctx, pre.enrichments);
         let prepend = (self.config.prompt.injection == ContextInjection::Prepend)
             .then(|| serde_json::to_value(&round_ctx))
             .transpose()
@@ -299,7 +328,6 @@ impl Runner {
             argv: fit_list(&spawn_view_argv(profile.agent), MAX_SPAWN_ARGV_BYTES),
             env_names: fit_list(&env_names, MAX_ENV_NAMES_BYTES),
         };
-        let ctx = self.context(next, phase, None);
         let verdict = spawn_gate::consult(
             &mut self.hosts,
             &self.config.plugins.spawn_override_allow,
@@ -519,6 +547,27 @@ impl Runner {
             &self.config.monitor,
             &self.events,
             &judged,
+            stop,
+        )
+        .await
+    }
+
+    /// Polls the detectors after round `round_num` (docs/protocol.md §5.6) with the
+    /// project's `state`; returns the alert that stops `serve`, if one does.
+    pub async fn poll_detectors(
+        &mut self,
+        round_num: u64,
+        state: &ProjectState,
+        stop: &mut StopWatch,
+    ) -> Option<AutoStop> {
+        let phase = self.config.phase_for_round(round_num).map(str::to_owned);
+        let ctx = self.context(round_num, phase.as_deref(), None);
+        detect::poll(
+            &mut self.hosts,
+            &self.config.monitor,
+            &self.events,
+            &ctx,
+            state,
             stop,
         )
         .await

@@ -5,6 +5,8 @@
 //! it) and, in `prepend` mode, also put before the prompt as a fenced block.
 
 use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::runtime::git::Repo;
@@ -17,6 +19,17 @@ pub const CONTEXT_FILE: &str = "round-context.json";
 
 /// The variable naming the context file in the agent's environment (`file` mode).
 pub const CONTEXT_FILE_ENV: &str = "AGENT_RUNNER_CONTEXT_FILE";
+
+/// The round context's own top-level keys; a context enricher may not be named after one
+/// (its object is put under its name, `docs/protocol.md` §5.4); the serde names of
+/// [`RoundContext`]'s own fields.
+pub const RESERVED_CONTEXT_KEYS: &[&str] = &[
+    "round_num",
+    "started_at",
+    "phase",
+    "previous",
+    "orphan_stash",
+];
 
 /// What the agent is told about its round; absent parts are left out of the JSON.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -34,6 +47,10 @@ pub struct RoundContext {
     /// The stash an earlier round left, while it still exists.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub orphan_stash: Option<OrphanStash>,
+    /// Each context enricher's object under its hook's name, in name order
+    /// (`docs/protocol.md` §5.4); never one of [`RESERVED_CONTEXT_KEYS`].
+    #[serde(flatten)]
+    pub enrichments: BTreeMap<String, Map<String, Value>>,
 }
 
 /// `orphan_stash` of the round context.
@@ -77,6 +94,7 @@ pub async fn build(
         phase: phase.map(str::to_owned),
         previous,
         orphan_stash,
+        enrichments: BTreeMap::new(),
     }
 }
 
@@ -87,4 +105,50 @@ pub fn write(log_dir: &Path, ctx: &RoundContext) -> std::io::Result<PathBuf> {
     let path = log_dir.join(CONTEXT_FILE);
     write_json_replace(&path, ctx)?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserved_keys_are_the_fields_and_enrichments_sit_beside_them() {
+        let mut ctx = RoundContext {
+            round_num: 3,
+            started_at: "2026-01-01T00:00:00.000Z".into(),
+            phase: Some("review".into()),
+            previous: Some(PreviousRound {
+                round_num: 2,
+                exit_code: Some(0),
+                exit_cause: "exit".into(),
+                duration_s: 1.5,
+            }),
+            orphan_stash: Some(OrphanStash {
+                stash_ref: "abc".into(),
+                round_num: 1,
+                ts: "2026-01-01T00:00:00.000Z".into(),
+                hint: "h",
+            }),
+            enrichments: BTreeMap::new(),
+        };
+        let value = serde_json::to_value(&ctx).unwrap();
+        let keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut reserved = RESERVED_CONTEXT_KEYS.to_vec();
+        reserved.sort_unstable();
+        let mut keys_sorted = keys.clone();
+        keys_sorted.sort_unstable();
+        assert_eq!(keys_sorted, reserved);
+
+        let mut object = Map::new();
+        object.insert("subjects".into(), Value::from(vec!["fix parser"]));
+        ctx.enrichments.insert("recent_work".into(), object);
+        let value = serde_json::to_value(&ctx).unwrap();
+        assert_eq!(value["round_num"], 3);
+        assert_eq!(value["recent_work"]["subjects"][0], "fix parser");
+    }
 }

@@ -16,6 +16,7 @@
 //! [`crate::runtime::transient`] (back off, skip, or stop with the operator's hint).
 
 use agent_runner_plugin_host::probe::probe;
+use agent_runner_protocol::{LastRound, ProjectState};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
@@ -33,6 +34,7 @@ use crate::runtime::config_follow::{ConfigFollower, Trigger};
 use crate::runtime::events::{Event, EventLog};
 use crate::runtime::git::Repo;
 use crate::runtime::round::{Attempt, Runner};
+use crate::runtime::serve_startup;
 use crate::runtime::spawn_gate::Verdict;
 use crate::runtime::state::{self, ProjectLock};
 use crate::runtime::stop::{reached, sleep_unless, StopLevel, StopWatch};
@@ -173,6 +175,25 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
     let mut completed = 0u64;
     let mut fast_failures = 0u32;
     let mut code = crate::exit::OK;
+    if let Err(failed) =
+        serve_startup::run(&mut runner.hosts, &runner.config, &runner.events, stop).await
+    {
+        eprintln!(
+            "agent-runner: {failed}\nagent-runner: serve stops before the first round (exit 78)"
+        );
+        runner.events.emit(Event::ServeStopping {
+            reason: "serve_startup_hook_failed".into(),
+            rounds_completed: 0,
+            hook: None,
+            message: None,
+        });
+        status.send_modify(|s| s.update("stopping", None, &runner.hosts));
+        service.update(ServiceState::Stopped, None, &runner.hosts);
+        return ServeEnd {
+            completed,
+            code: crate::exit::CONFIG,
+        };
+    }
     loop {
         refresh_summary(&runner.config.runtime.state_dir);
         if *stop.borrow() >= StopLevel::Graceful {
@@ -180,6 +201,8 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
             runner.events.emit(Event::ServeStopping {
                 reason: "signal".to_owned(),
                 rounds_completed: completed,
+                hook: None,
+                message: None,
             });
             break;
         }
@@ -254,6 +277,7 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                 exit,
                 output_bytes,
                 post_round,
+                dirty,
                 ..
             }) => {
                 completed += 1;
@@ -269,6 +293,7 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                 }
                 if let Step::Stop {
                     reason,
+                    hook,
                     code: stop_code,
                     message,
                 } = &step
@@ -276,9 +301,35 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                     runner.events.emit(Event::ServeStopping {
                         reason: (*reason).to_owned(),
                         rounds_completed: completed,
+                        hook: Some(hook.clone()),
+                        message: Some(message.clone()),
                     });
                     eprintln!("agent-runner: {message}");
                     code = *stop_code;
+                    break;
+                }
+                let state = ProjectState {
+                    rounds_completed: completed,
+                    last_round: Some(LastRound {
+                        round_num,
+                        exit_code: exit.exit_code,
+                        exit_cause: exit.cause.as_str().to_owned(),
+                        duration_s: exit.duration.as_secs_f64(),
+                        dirty_outcome: dirty.as_ref().map(|d| d.as_str().to_owned()),
+                    }),
+                };
+                if let Some(auto) = runner.poll_detectors(round_num, &state, stop).await {
+                    eprintln!(
+                        "agent-runner: detector `{}` asked to stop ([monitor] auto_stop_on): {}",
+                        auto.hook, auto.message
+                    );
+                    runner.events.emit(Event::ServeStopping {
+                        reason: "auto_stop".into(),
+                        rounds_completed: completed,
+                        hook: Some(auto.hook.to_string()),
+                        message: Some(auto.message),
+                    });
+                    code = crate::exit::TEMPFAIL;
                     break;
                 }
                 if max_rounds.is_some_and(|max| completed >= max)

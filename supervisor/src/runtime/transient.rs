@@ -38,6 +38,8 @@ pub enum Step {
     Stop {
         /// `serve_stopping.reason`: the diagnosis (`auth`, …) or `transient_error`.
         reason: &'static str,
+        /// The post-round hook whose verdict it was (`serve_stopping.hook`).
+        hook: String,
         /// The exit code.
         code: u8,
         /// What happened and what to do.
@@ -127,6 +129,7 @@ impl Transients {
                     .unwrap_or_default();
                 Step::Stop {
                     reason: kind.as_str(),
+                    hook: hook.to_string(),
                     code: crate::exit::NOPERM,
                     message: format!("{message} (post-round hook {hook}){hint}; stopping"),
                 }
@@ -184,6 +187,7 @@ impl Transients {
                     TransientAction::Stop => {
                         Step::Stop {
                             reason: "transient_error",
+                            hook: hook.to_string(),
                             code: crate::exit::TEMPFAIL,
                             message: format!("{message} (post-round hook {hook}); transient_error_action = \"stop\"; stopping"),
                         }

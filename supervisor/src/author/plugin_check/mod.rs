@@ -39,7 +39,7 @@ pub enum Target {
     Command {
         /// `command[0]` and its arguments.
         command: Vec<String>,
-        /// The families the host may declare (`--provides`); empty means all.
+        /// The families the host may declare (`--provides`); empty means every family.
         provides: Vec<Family>,
     },
 }

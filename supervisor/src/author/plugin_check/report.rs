@@ -21,7 +21,10 @@ pub const RULES: &[(&str, &str)] = &[
         "families_in_provides",
         "every declared family is in `provides`",
     ),
-    ("hook_names", "hook names are unique and not a built-in's"),
+    (
+        "hook_names",
+        "hook names are unique and not a built-in's (nor, for enrichers, a round-context key); event kinds are not built-in kinds",
+    ),
     (
         "hook_calls",
         "every declared hook answers representative calls with a valid result",

@@ -3,8 +3,10 @@
 use agent_runner_protocol::limits::EXIT_AFTER_EOF_S;
 use agent_runner_protocol::redact::quote;
 use agent_runner_protocol::{
-    decode_dirty_result, decode_initialize_result, decode_post_round_result, decode_spawn_decision,
-    error_codes, methods, Family, HookDecl,
+    check_host_events, decode_detection, decode_dirty_result, decode_enrichment,
+    decode_initialize_result, decode_post_round_result, decode_round_decision,
+    decode_spawn_decision, decode_startup_result, error_codes, methods, Family, HookDecl,
+    InvalidMessage,
 };
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -134,6 +136,7 @@ async fn converse(run: &mut Run, wire: &mut HostWire, prepared: &Prepared, param
     let early = wire.first_output_within(SILENCE_WINDOW).await;
     // initialize
     let timeout = prepared.cfg.init_timeout;
+    let mut event_kinds = Vec::new();
     let decls = match wire
         .request(methods::INITIALIZE, Some(params), timeout)
         .await
@@ -162,6 +165,7 @@ async fn converse(run: &mut Run, wire: &mut HostWire, prepared: &Prepared, param
         Ok(Reply::Result(value)) => match decode_initialize_result(value) {
             Ok(result) => {
                 run.pass("initialize");
+                event_kinds = result.event_kinds;
                 Some(result.hooks)
             }
             Err(err) if err.field.starts_with("hooks[") && err.field.ends_with(".name") => {
@@ -194,7 +198,7 @@ async fn converse(run: &mut Run, wire: &mut HostWire, prepared: &Prepared, param
     };
 
     // families_in_provides, hook_names: the rules serve refuses a host by.
-    let problems = declaration_problems(&decls, &prepared.cfg.provides, &[]);
+    let problems = declaration_problems(&decls, &event_kinds, &prepared.cfg.provides, &[]);
     let provides: Vec<&str> = prepared.cfg.provides.iter().map(|f| f.as_str()).collect();
     for rule in ["families_in_provides", "hook_names"] {
         let seen: Vec<String> = problems
@@ -219,7 +223,7 @@ async fn converse(run: &mut Run, wire: &mut HostWire, prepared: &Prepared, param
     }
 
     // hook_calls
-    let calls = call_hooks(wire, prepared, &decls).await;
+    let calls = call_hooks(wire, prepared, &decls, &event_kinds).await;
     let alive = !matches!(calls, Err((_, true)));
     run.judge("hook_calls", calls.map_err(|(detail, _)| detail));
     if !alive {
@@ -332,30 +336,14 @@ fn contexts(prepared: &Prepared) -> Vec<Value> {
 }
 
 /// Calls every declared hook with each context; `Err((detail, conversation_over))` on the
-/// first failure (`true` when the host hung or ended).
+/// first failure (`true` when the host hung or ended). Results must carry only events of
+/// the declared `event_kinds`.
 async fn call_hooks(
     wire: &mut HostWire,
     prepared: &Prepared,
     decls: &[HookDecl],
+    event_kinds: &[String],
 ) -> Result<(), (String, bool)> {
-    // A clean round, a usage-limit failure, a budget timeout.
-    let round_outcomes: [(Value, &str); 3] = [
-        (
-            json!({"round_num": 1, "phase": null, "exit_code": 0, "signal": null,
-                   "exit_cause": "exited", "duration_s": 41.2, "timed_out": false}),
-            "Done: tests pass.\n",
-        ),
-        (
-            json!({"round_num": 2, "phase": "dev", "exit_code": 1, "signal": null,
-                   "exit_cause": "exited", "duration_s": 0.8, "timed_out": false}),
-            "{\"type\":\"result\",\"is_error\":true,\"result\":\"usage limit reached\"}\n",
-        ),
-        (
-            json!({"round_num": 3, "phase": "dev", "exit_code": null, "signal": 15,
-                   "exit_cause": "timeout", "duration_s": 1800.0, "timed_out": true}),
-            "",
-        ),
-    ];
     let dirty_sets: [&[&str]; 3] = [
         &["src/main.rs"],
         &["notes.md", "src/lib.rs"],
@@ -367,49 +355,103 @@ async fn call_hooks(
         .filter(|d| prepared.cfg.provides.contains(&d.family))
     {
         let timeout = prepared.cfg.call_timeout(decl.family);
+        let method = decl.family.method();
         for (i, ctx) in contexts(prepared).into_iter().enumerate() {
             let round = ctx["round_num"].clone();
-            let method = decl.family.method();
-            let (params, dirty): (Value, Vec<String>) = match decl.family {
-                Family::SpawnHook => (
-                    json!({"hook": decl.name, "ctx": ctx,
-                           "spawn": {"argv": ["claude", "-p", "Continue the work."], "env_names": ["HOME", "PATH", "ANTHROPIC_API_KEY"]}}),
-                    Vec::new(),
-                ),
-                Family::DirtyHandler => {
-                    let files: Vec<String> = dirty_sets[i].iter().map(|s| s.to_string()).collect();
-                    (
-                        json!({"hook": decl.name, "ctx": ctx, "dirty_files": files}),
-                        files,
-                    )
-                }
-                Family::PostRound => (
-                    json!({"hook": decl.name, "ctx": ctx, "outcome": round_outcomes[i].0.clone(),
-                           "log_tail": round_outcomes[i].1}),
-                    Vec::new(),
-                ),
-            };
+            let files: Vec<String> = dirty_sets[i].iter().map(|s| s.to_string()).collect();
+            let params = call_params(prepared, decl, ctx, &files, i);
             let what = format!("{method} for `{}` (round {round})", decl.name);
             let checked = match wire.request(method, Some(params), timeout).await {
                 // No answer (hung or gone): the conversation cannot go on.
                 Err(err) => return Err((no_reply(wire, &what, err, timeout).await, true)),
+                // A serve-startup hook refuses a project with -32000 by design (§5.5); the
+                // temporary project of `plugin check` may well be one it refuses.
+                Ok(Reply::Error(code, _))
+                    if decl.family == Family::ServeStartup && code == i64::from(error_codes::HOOK_FAILED) =>
+                {
+                    Ok(())
+                }
                 Ok(Reply::Error(code, message)) => Err(format!(
                     "{what} answered error {code}: {message}; a hook should decide on ordinary contexts (an error counts as a failed call)"
                 )),
-                Ok(Reply::Result(value)) => match decl.family {
-                    Family::SpawnHook => decode_spawn_decision(value).map(drop),
-                    Family::DirtyHandler => decode_dirty_result(value, &dirty).map(drop),
-                    Family::PostRound => decode_post_round_result(value).map(drop),
-                }
-                .map_err(|err| {
-                    format!(
-                        "{what} returned an invalid result: {err}; see docs/schema/{}.result.json",
-                        decl.family.spec().verb()
-                    )
-                }),
+                Ok(Reply::Result(value)) => check_result(decl.family, value, &files, event_kinds)
+                    .map_err(|err| {
+                        format!(
+                            "{what} returned an invalid result: {err}; see docs/schema/{}.result.json",
+                            decl.family.spec().verb()
+                        )
+                    }),
             };
             checked.map_err(|detail| (detail, false))?;
         }
     }
     Ok(())
+}
+
+/// The params of one representative call of `decl` (context number `i`).
+fn call_params(
+    prepared: &Prepared,
+    decl: &HookDecl,
+    ctx: Value,
+    dirty_files: &[String],
+    i: usize,
+) -> Value {
+    match decl.family {
+        Family::SpawnHook => json!({"hook": decl.name, "ctx": ctx,
+            "spawn": {"argv": ["claude", "-p", "Continue the work."], "env_names": ["HOME", "PATH", "ANTHROPIC_API_KEY"]}}),
+        Family::DirtyHandler => json!({"hook": decl.name, "ctx": ctx, "dirty_files": dirty_files}),
+        Family::PreRound | Family::ContextEnricher => json!({"hook": decl.name, "ctx": ctx}),
+        Family::ServeStartup => json!({"hook": decl.name, "project": ctx["project"],
+            "work_dir": ctx["work_dir"], "log_dir": ctx["log_dir"], "config": prepared.cfg.config}),
+        Family::Detector => {
+            let last = (i > 0).then(|| json!({"round_num": ctx["round_num"], "exit_code": if i == 1 { json!(0) } else { json!(1) },
+                "exit_cause": "exited", "duration_s": 12.5, "dirty_outcome": if i == 1 { json!("committed") } else { Value::Null }}));
+            json!({"hook": decl.name, "ctx": ctx, "state": {"rounds_completed": i, "last_round": last}})
+        }
+        Family::PostRound => {
+            let (outcome, log_tail) = round_outcome(i);
+            json!({"hook": decl.name, "ctx": ctx, "outcome": outcome, "log_tail": log_tail})
+        }
+    }
+}
+
+/// The `i`-th sample round a post-round hook is told about: a clean round, a usage-limit
+/// failure, a budget timeout.
+fn round_outcome(i: usize) -> (Value, &'static str) {
+    match i {
+        0 => (
+            json!({"round_num": 1, "phase": null, "exit_code": 0, "signal": null,
+                   "exit_cause": "exited", "duration_s": 41.2, "timed_out": false}),
+            "Done: tests pass.\n",
+        ),
+        1 => (
+            json!({"round_num": 2, "phase": "dev", "exit_code": 1, "signal": null,
+                   "exit_cause": "exited", "duration_s": 0.8, "timed_out": false}),
+            "{\"type\":\"result\",\"is_error\":true,\"result\":\"usage limit reached\"}\n",
+        ),
+        _ => (
+            json!({"round_num": 3, "phase": "dev", "exit_code": null, "signal": 15,
+                   "exit_cause": "timeout", "duration_s": 1800.0, "timed_out": true}),
+            "",
+        ),
+    }
+}
+
+/// Checks one result of a hook of `family` as the supervisor will.
+fn check_result(
+    family: Family,
+    value: Value,
+    dirty_files: &[String],
+    event_kinds: &[String],
+) -> Result<(), InvalidMessage> {
+    let events = match family {
+        Family::SpawnHook => return decode_spawn_decision(value).map(drop),
+        Family::DirtyHandler => return decode_dirty_result(value, dirty_files).map(drop),
+        Family::PreRound => decode_round_decision(value)?.events,
+        Family::ContextEnricher => decode_enrichment(value)?.events,
+        Family::ServeStartup => decode_startup_result(value)?.events,
+        Family::Detector => decode_detection(value)?.events,
+        Family::PostRound => return decode_post_round_result(value).map(drop),
+    };
+    check_host_events(&events, event_kinds)
 }

@@ -34,12 +34,66 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         name: Option<String>,
     },
-    /// A stop signal (or a control-socket stop) ended the loop.
+    /// The loop ends: a stop signal (or a control-socket stop), a failed serve-startup
+    /// hook, or a detector's honoured `stop_service` alert.
     ServeStopping {
-        /// Why (`signal`).
+        /// Why: `signal`, `serve_startup_hook_failed`, `auto_stop` (a detector's alert), a
+        /// post-round hook's honoured stop (its diagnosis: `auth`, …) or `transient_error`
+        /// (`transient_error_action = "stop"`).
         reason: String,
         /// Rounds completed by this serve.
         rounds_completed: u64,
+        /// `auto_stop` and the post-round reasons: the hook that asked; absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hook: Option<String>,
+        /// `auto_stop` and the post-round reasons: its message; absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// A serve-startup hook failed (`docs/protocol.md` §5.5); serve exits 78.
+    ServeStartupHookFailed {
+        /// The hook.
+        hook: String,
+        /// The failure class (`rpc_error`, `timeout`, …, or `not_asked`).
+        error_type: String,
+        /// What happened.
+        error_message: String,
+    },
+    /// A pre-round hook's honoured skip (`docs/protocol.md` §5.3): the round does not run.
+    RoundSkipped {
+        /// The hook.
+        hook: String,
+        /// Its reason (redacted, capped).
+        reason: String,
+        /// The number the round would have had.
+        round_num: u64,
+    },
+    /// A pre-round hook answered `skip` but is not in `[plugins] spawn_override_allow`;
+    /// the round runs.
+    PluginRoundOverrideIgnored {
+        /// The hook.
+        hook: String,
+        /// What it answered (`skip`).
+        action: String,
+        /// Its reason (redacted, capped).
+        reason: String,
+        /// The round.
+        round_num: u64,
+    },
+    /// A detector's alert (`docs/protocol.md` §5.6).
+    DetectorAlert {
+        /// The detector hook.
+        hook: String,
+        /// `info`, `warning` or `critical`.
+        severity: String,
+        /// What it saw (redacted, capped).
+        message: String,
+        /// Whether it asked serve to stop.
+        stop_service: bool,
+        /// Whether serve stops for it (`[monitor] auto_stop_on` names the hook).
+        auto_stop: bool,
+        /// The round that just ended.
+        round_num: u64,
     },
     /// `[runtime] stop_file` exists; the loop ends.
     StopFileDetected {
@@ -690,6 +744,77 @@ pub enum Event {
         reason: String,
     },
 }
+
+/// Every kind [`Event`] writes. A host may not declare one of these as its own event kind
+/// (`docs/protocol.md` §5.7); hosts' events are recorded as `<host>.<kind>`. Kept equal to
+/// the variants by the vocabulary test.
+pub const BUILTIN_KINDS: &[&str] = &[
+    "plugin_sandbox_degraded",
+    "serve_stopping",
+    "serve_startup_hook_failed",
+    "round_skipped",
+    "plugin_round_override_ignored",
+    "detector_alert",
+    "stop_file_detected",
+    "crash_loop",
+    "max_rounds_reached",
+    "round_deferred",
+    "round_resumed",
+    "round_error",
+    "round_start",
+    "agent_spawn",
+    "agent_spawn_failed",
+    "agent_exit",
+    "dirty_check_failed",
+    "round_end",
+    "round_logs_pruned",
+    "plugin_spawn_decision",
+    "plugin_spawn_override_ignored",
+    "dirty_detected",
+    "dirty_ignored",
+    "dirty_auto_committed",
+    "dirty_commit_failed",
+    "orphan_idempotent_skip",
+    "orphan_stashed",
+    "orphan_stash_failed",
+    "plugin_refused",
+    "plugin_checksum_mismatch",
+    "plugin_builtin_name_squat",
+    "plugin_sandbox_kill",
+    "hook_failed",
+    "plugin_write_limit",
+    "plugin_disabled",
+    "round_mem_critical_sample",
+    "round_mem_terminated",
+    "monitor_started",
+    "monitor_alert_emitted",
+    "monitor_auto_stop_triggered",
+    "monitor_auto_stop_failed",
+    "monitor_remote_blip",
+    "monitor_remote_giveup",
+    "dirty_before_round",
+    "round_log_capped",
+    "round_state_recovered",
+    "state_migrated",
+    "config_reloaded",
+    "config_broken",
+    "schedule_paused",
+    "schedule_resumed",
+    "schedule_phase_skipped",
+    "fresh_eyes_round_triggered",
+    "round_substrate_before",
+    "round_substrate_after",
+    "round_grace_extended",
+    "round_grace_kill",
+    "plugin_post_round_decision",
+    "plugin_post_round_override_ignored",
+    "agent_usage_recorded",
+    "agent_auth_error_detected",
+    "transient_error_detected",
+    "transient_error_backoff_capped",
+    "transient_error_recovered",
+    "agent_network_blip",
+];
 
 /// The fields of `round_end`, which has two shapes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -12,7 +12,7 @@ use std::time::SystemTime;
 
 mod event;
 
-pub use event::{Event, RoundEnd, RoundOutcome};
+pub use event::{Event, RoundEnd, RoundOutcome, BUILTIN_KINDS};
 
 /// Appends events to the monthly files of one log dir.
 #[derive(Clone, Debug)]
@@ -54,15 +54,37 @@ impl EventLog {
         }
     }
 
+    /// Records an event a host declared and emitted (`docs/protocol.md` §5.7): `kind` is
+    /// `<host>.<kind>`, already checked against the host's declaration, and `fields` carry
+    /// `host` and `hook`. The one way a kind outside [`Event`] enters the record.
+    pub fn emit_host_event(&self, kind: &str, fields: serde_json::Map<String, Value>) {
+        let ts = timestamp(SystemTime::now());
+        let mut line = serde_json::Map::new();
+        line.insert("ts".into(), Value::String(ts.clone()));
+        line.insert("event".into(), Value::String(kind.to_owned()));
+        line.extend(fields);
+        let written = serde_json::to_vec(&Value::Object(line))
+            .map_err(io::Error::from)
+            .and_then(|bytes| self.append(&ts, bytes));
+        if let Err(err) = written {
+            tracing::error!(kind, dir = %self.dir.display(), "cannot write event: {err}");
+        }
+    }
+
     fn try_emit(&self, event: &Event) -> io::Result<()> {
         let ts = timestamp(SystemTime::now());
-        let mut bytes = line_bytes(&ts, event)?;
+        self.append(&ts, line_bytes(&ts, event)?)
+    }
+
+    /// Appends one line (`bytes` plus a newline) to the file of `ts`'s month in one
+    /// `write(2)`.
+    fn append(&self, ts: &str, mut bytes: Vec<u8>) -> io::Result<()> {
         bytes.push(b'\n');
         std::fs::create_dir_all(&self.dir)?;
         let mut file = OpenOptions::new()
             .create(true)
             .append(true)
-            .open(self.file_for(&ts))?;
+            .open(self.file_for(ts))?;
         let written = file.write(&bytes)?;
         if written != bytes.len() {
             return Err(io::Error::new(
@@ -169,8 +191,18 @@ mod tests {
              r#""event":"plugin_sandbox_degraded","requested":"prefer","achieved_tier":"landlock","reason":"no seccomp""#),
             (Event::PluginSandboxDegraded { requested: s("require"), achieved_tier: s("landlock+seccomp"), reason: s("host h is not pinned"), refused_boot: None, name: Some(s("h")) },
              r#""event":"plugin_sandbox_degraded","requested":"require","achieved_tier":"landlock+seccomp","reason":"host h is not pinned","name":"h""#),
-            (Event::ServeStopping { reason: s("signal"), rounds_completed: 2 },
+            (Event::ServeStopping { reason: s("signal"), rounds_completed: 2, hook: None, message: None },
              r#""event":"serve_stopping","reason":"signal","rounds_completed":2"#),
+            (Event::ServeStopping { reason: s("auto_stop"), rounds_completed: 3, hook: Some(s("no_commit")), message: Some(s("stuck")) },
+             r#""event":"serve_stopping","reason":"auto_stop","rounds_completed":3,"hook":"no_commit","message":"stuck""#),
+            (Event::ServeStartupHookFailed { hook: s("check"), error_type: s("rpc_error"), error_message: s("no report dir") },
+             r#""event":"serve_startup_hook_failed","hook":"check","error_type":"rpc_error","error_message":"no report dir""#),
+            (Event::RoundSkipped { hook: s("gate"), reason: s("3 failing"), round_num: 4 },
+             r#""event":"round_skipped","hook":"gate","reason":"3 failing","round_num":4"#),
+            (Event::PluginRoundOverrideIgnored { hook: s("gate"), action: s("skip"), reason: s("3 failing"), round_num: 4 },
+             r#""event":"plugin_round_override_ignored","hook":"gate","action":"skip","reason":"3 failing","round_num":4"#),
+            (Event::DetectorAlert { hook: s("no_commit"), severity: s("warning"), message: s("stuck"), stop_service: true, auto_stop: false, round_num: 5 },
+             r#""event":"detector_alert","hook":"no_commit","severity":"warning","message":"stuck","stop_service":true,"auto_stop":false,"round_num":5"#),
             (Event::StopFileDetected { path: PathBuf::from("/p/STOP"), rounds_completed: 0 },
              r#""event":"stop_file_detected","path":"/p/STOP","rounds_completed":0"#),
             (Event::CrashLoop { consecutive_fast_failures: 5, threshold: 5, fast_exit_s: 10, rounds_completed: 5 },
@@ -308,6 +340,44 @@ mod tests {
             assert_eq!(read.event.as_ref(), Some(&event), "{line}");
             assert_eq!(read.to_string(), line);
         }
+    }
+
+    #[test]
+    fn builtin_kinds_are_the_variants() {
+        let mut kinds: Vec<String> = vocabulary()
+            .iter()
+            .map(|(e, _)| {
+                serde_json::to_value(e).unwrap()["event"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        kinds.sort();
+        kinds.dedup();
+        let mut listed: Vec<&str> = BUILTIN_KINDS.to_vec();
+        listed.sort_unstable();
+        assert_eq!(kinds, listed);
+    }
+
+    #[test]
+    fn host_events_are_whole_lines_with_their_own_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = EventLog::new(dir.path());
+        let fields = json!({"host": "h", "hook": "d", "n": 1});
+        log.emit_host_event("h.stalled", fields.as_object().unwrap().clone());
+        let file = std::fs::read_dir(dir.path())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let text = std::fs::read_to_string(file).unwrap();
+        let line: Value = serde_json::from_str(text.strip_suffix('\n').unwrap()).unwrap();
+        assert_eq!(line["event"], "h.stalled");
+        assert_eq!(line["n"], 1);
+        assert!(text.starts_with("{\"ts\":"), "{text}");
+        assert_eq!(Recorded::from_line(line).unwrap().event, None);
     }
 
     #[test]

@@ -1,0 +1,1 @@
+../../../sdk/python/agent_runner_host.py

@@ -1,0 +1,89 @@
+//! Serve-startup hooks (docs/protocol.md §5.5): called once when `serve` boots, before the
+//! first round, in one concurrent batch, each with its host's config. Any failure (an
+//! error answer, an invalid result, a timeout, a crash) is recorded as
+//! `serve_startup_hook_failed` and stops `serve` with exit 78: the hook said the project
+//! is not fit to run.
+
+use agent_runner_protocol::limits::{fit_text, MAX_CONTEXT_TEXT_BYTES};
+use agent_runner_protocol::{decode_startup_result, Family, OnStartParams};
+use serde_json::Value;
+
+use crate::config::Config;
+use crate::hosts::{HookRef, HostManager};
+use crate::runtime::events::{Event, EventLog};
+use crate::runtime::stop::StopWatch;
+
+/// Calls every serve-startup hook. `Err` carries one line per failed hook, for the
+/// operator; `Ok` when all passed (or there are none) or a stop arrived meanwhile.
+pub async fn run(
+    hosts: &mut HostManager,
+    config: &Config,
+    events: &EventLog,
+    stop: &mut StopWatch,
+) -> Result<(), String> {
+    let calls: Vec<(HookRef, Value)> = hosts
+        .hooks(Family::ServeStartup)
+        .into_iter()
+        .map(|hook| {
+            // Texts capped as in `initialize` and `ctx` (`docs/protocol.md` §7, "Limits").
+            let fit = |text: &str| fit_text(text, MAX_CONTEXT_TEXT_BYTES);
+            let params = OnStartParams {
+                hook: hook.name.clone(),
+                project: fit(&config.project),
+                work_dir: fit(&config.runtime.work_dir.display().to_string()),
+                log_dir: fit(&config.runtime.log_dir.display().to_string()),
+                config: hosts.host_config(&hook).clone(),
+            };
+            (
+                hook,
+                serde_json::to_value(params).expect("params serialize"),
+            )
+        })
+        .collect();
+    if calls.is_empty() {
+        return Ok(());
+    }
+    let hooks: Vec<HookRef> = calls.iter().map(|(h, _)| h.clone()).collect();
+    let Some(answers) = hosts.call_all(calls, stop).await else {
+        return Ok(()); // stopping anyway
+    };
+    let mut failed = Vec::new();
+    for (hook, answer) in hooks.iter().zip(answers) {
+        let problem = match answer {
+            Ok(Some(value)) => match decode_startup_result(value) {
+                Ok(result) => (!hosts.record_host_events(hook, result.events)).then(|| {
+                    (
+                        "invalid_result",
+                        "its result carried invalid events".to_owned(),
+                    )
+                }),
+                Err(err) => {
+                    let message = format!("on_start result {err}");
+                    hosts.invalid_result(hook, message.clone());
+                    Some(("invalid_result", message))
+                }
+            },
+            Ok(None) => Some((
+                "not_asked",
+                "its host is disabled or backing off".to_owned(),
+            )),
+            Err(failure) => Some((failure.error_type.as_str(), failure.message)),
+        };
+        if let Some((error_type, message)) = problem {
+            events.emit(Event::ServeStartupHookFailed {
+                hook: hook.name.to_string(),
+                error_type: error_type.to_owned(),
+                error_message: message.clone(),
+            });
+            failed.push(format!(
+                "serve-startup hook `{}` failed ({error_type}): {message}",
+                hook.name
+            ));
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(failed.join("\n"))
+    }
+}

@@ -1,0 +1,29 @@
+"""{{NAME}}: an agent-runner plugin host with one context enricher, `{{HOOK}}`.
+
+Edit `answer` below, then rebuild and re-check:
+    bash build.sh && agent-runner plugin check -- ./{{NAME}}.pyz
+The contract: docs/protocol.md of agent-runner. Log with print(): it goes to stderr.
+"""
+
+import sys
+
+from agent_runner_host import HookError, Host, enrichment
+
+host = Host("{{NAME}}", "0.1.0")
+
+
+@host.setup
+def configure(init):
+    # init["config"] is your [plugins.hosts.<name>.config] table; refuse what you do not know.
+    for key in init["config"]:
+        raise HookError("config: unknown key `%s`" % key)
+
+
+@host.context_enricher("{{HOOK}}")
+def answer(params):
+    # params["ctx"]: the round about to start. Return an object (at most 16,384 bytes of
+    # JSON); it appears in the round context under "{{HOOK}}".
+    return enrichment({"note": "round %d" % params["ctx"]["round_num"]})
+
+
+sys.exit(host.run())

@@ -1,0 +1,29 @@
+"""{{NAME}}: an agent-runner plugin host with one detector, `{{HOOK}}`.
+
+Edit `answer` below, then rebuild and re-check:
+    bash build.sh && agent-runner plugin check -- ./{{NAME}}.pyz
+The contract: docs/protocol.md of agent-runner. Log with print(): it goes to stderr.
+"""
+
+import sys
+
+from agent_runner_host import HookError, Host, no_alert
+
+host = Host("{{NAME}}", "0.1.0")
+
+
+@host.setup
+def configure(init):
+    # init["config"] is your [plugins.hosts.<name>.config] table; refuse what you do not know.
+    for key in init["config"]:
+        raise HookError("config: unknown key `%s`" % key)
+
+
+@host.detector("{{HOOK}}")
+def answer(params):
+    # params["ctx"]: the round that just ended; params["state"]: rounds_completed and
+    # last_round. Return no_alert() or alert(severity, message, stop_service=False).
+    return no_alert()
+
+
+sys.exit(host.run())
