@@ -15,7 +15,7 @@ use crate::methods;
 
 /// A hook family (`docs/protocol.md` §3, `hooks[].family`), spelled on the wire and in
 /// config as its [`FamilySpec::name`]: `"spawn_hook"`, `"dirty_handler"`, `"pre_round"`,
-/// `"context_enricher"`, `"serve_startup"`, `"detector"`.
+/// `"context_enricher"`, `"serve_startup"`, `"detector"`, `"post_round"`.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
@@ -33,6 +33,8 @@ pub enum Family {
     ServeStartup,
     /// Polled with the project's state after each round; may raise an alert.
     Detector,
+    /// Consulted after every round the agent ran: continue, back off or stop.
+    PostRound,
 }
 
 /// What the supervisor knows about one family.
@@ -68,6 +70,7 @@ impl Family {
         Family::ContextEnricher,
         Family::ServeStartup,
         Family::Detector,
+        Family::PostRound,
     ];
 
     /// The family's declaration.
@@ -109,6 +112,12 @@ impl Family {
                 default_timeout_s: DEFAULT_ROUND_HOOK_TIMEOUT_S,
                 registry_key: "detectors",
             },
+            Family::PostRound => FamilySpec {
+                name: "post_round",
+                method: methods::AFTER_ROUND,
+                default_timeout_s: DEFAULT_ROUND_HOOK_TIMEOUT_S,
+                registry_key: "post_round_hooks",
+            },
         }
     }
 
@@ -122,7 +131,7 @@ impl Family {
         self.spec().default_timeout_s
     }
 
-    /// The wire and config spelling (`spawn_hook`, `detector`, …).
+    /// The wire and config spelling (`spawn_hook`, `detector`, `post_round`, …).
     pub const fn as_str(self) -> &'static str {
         self.spec().name
     }
@@ -181,8 +190,9 @@ mod tests {
         assert_eq!(Family::SpawnHook.spec().verb(), "before_spawn");
         assert_eq!(
             Family::spelled("\"", " or "),
-            "\"spawn_hook\", \"dirty_handler\", \"pre_round\", \"context_enricher\", \"serve_startup\" or \"detector\""
+            "\"spawn_hook\", \"dirty_handler\", \"pre_round\", \"context_enricher\", \"serve_startup\", \"detector\" or \"post_round\""
         );
         assert_eq!(Family::Detector.spec().verb(), "detect");
+        assert_eq!(Family::PostRound.spec().verb(), "after_round");
     }
 }

@@ -17,11 +17,15 @@ pub const DEFAULT_INIT_TIMEOUT_S: u64 = 5;
 pub const DEFAULT_SPAWN_HOOK_TIMEOUT_S: u64 = 10;
 /// Default call timeout of a dirty handler, in seconds (`docs/protocol.md` §7).
 pub const DEFAULT_DIRTY_HANDLER_TIMEOUT_S: u64 = 60;
-/// Default call timeout of a pre-round hook, context enricher or detector, in seconds
-/// (`docs/protocol.md` §7).
+/// Default call timeout of a pre-round hook, context enricher, detector or post-round hook,
+/// in seconds (`docs/protocol.md` §7).
 pub const DEFAULT_ROUND_HOOK_TIMEOUT_S: u64 = 10;
 /// Default call timeout of a serve-startup hook, in seconds (`docs/protocol.md` §7).
 pub const DEFAULT_SERVE_STARTUP_TIMEOUT_S: u64 = 30;
+/// Most bytes of the round log sent as `log_tail` (`docs/protocol.md` §5, §7). Escaped as
+/// JSON it stays under half of [`MAX_LINE_BYTES`] (only `"`, `\`, tab, newline and
+/// carriage return are escaped, two bytes each), leaving room for the rest of the request.
+pub const MAX_LOG_TAIL_BYTES: usize = 16_384;
 /// Largest object a context enricher may return, in bytes of compact JSON
 /// (`docs/protocol.md` §5.4).
 pub const MAX_ENRICHMENT_BYTES: usize = 16_384;

@@ -16,3 +16,5 @@ pub const ON_START: &str = "serve_startup/on_start";
 pub const DETECT: &str = "detector/detect";
 /// `shutdown`: the host finishes and then exits on stdin EOF (`docs/protocol.md` §5).
 pub const SHUTDOWN: &str = "shutdown";
+/// `post_round/after_round`: tells a post-round hook how a round ended (docs/protocol.md §5).
+pub const AFTER_ROUND: &str = "post_round/after_round";

@@ -4,16 +4,17 @@
 //! path segment); `protocol/tests/schema.rs` fails when the committed files drift.
 //!
 //! The schemas describe shapes and ranges. Rules that span fields (unique hook names,
-//! `priority` on dirty handlers only, commit `paths` among `dirty_files`) are enforced by
+//! `priority` on dirty handlers only, commit `paths` among `dirty_files`, `kind` and
+//! `back_off_s`/`until` by post-round action) are enforced by
 //! [`crate::validate`] and documented in `docs/protocol.md`.
 
 use schemars::{schema_for, JsonSchema};
 use serde_json::Value;
 
 use crate::types::{
-    BeforeRoundParams, BeforeSpawnParams, DetectParams, Detection, DirtyAction, EnrichParams,
-    Enrichment, HandleDirtyParams, InitializeParams, InitializeResult, OnStartParams,
-    RoundDecision, SpawnDecision, StartupResult,
+    AfterRoundParams, BeforeRoundParams, BeforeSpawnParams, DetectParams, Detection, DirtyAction,
+    EnrichParams, Enrichment, HandleDirtyParams, InitializeParams, InitializeResult, OnStartParams,
+    PostRoundVerdict, RoundDecision, SpawnDecision, StartupResult,
 };
 
 fn schema<T: JsonSchema>() -> Value {
@@ -47,6 +48,11 @@ pub fn all() -> Vec<(&'static str, Value)> {
         ("on_start.result.json", schema::<Option<StartupResult>>()),
         ("detect.params.json", schema::<DetectParams>()),
         ("detect.result.json", schema::<Option<Detection>>()),
+        ("after_round.params.json", schema::<AfterRoundParams>()),
+        (
+            "after_round.result.json",
+            schema::<Option<PostRoundVerdict>>(),
+        ),
         (
             "shutdown.params.json",
             null_schema(

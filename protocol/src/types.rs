@@ -501,3 +501,151 @@ pub struct Detection {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<HostEvent>,
 }
+
+/// How the agent of a round ended, as `post_round/after_round` reports it
+/// (`docs/protocol.md` §5).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RoundOutcome {
+    /// The round's number (1-based).
+    pub round_num: u64,
+    /// The round's phase, if phases are configured.
+    pub phase: Option<String>,
+    /// The agent's exit status when it exited by itself.
+    pub exit_code: Option<i32>,
+    /// The signal that ended the agent, if one did.
+    pub signal: Option<i32>,
+    /// `exited` | `signaled` | `timeout` | `stopped`.
+    pub exit_cause: String,
+    /// Wall time from spawn to reap, seconds (millisecond precision).
+    pub duration_s: f64,
+    /// Whether the round budget ran out.
+    pub timed_out: bool,
+}
+
+/// Params of `post_round/after_round` (`docs/protocol.md` §5).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AfterRoundParams {
+    /// Which of the host's hooks is asked.
+    pub hook: HookName,
+    /// The round context (`agent_log_path` set).
+    pub ctx: Context,
+    /// How the agent ended.
+    pub outcome: RoundOutcome,
+    /// The end of the round log (stdout and stderr merged): at most
+    /// [`crate::limits::MAX_LOG_TAIL_BYTES`] bytes of it, decoded as UTF-8 (invalid bytes
+    /// become U+FFFD), control characters other than tab, newline and carriage return
+    /// replaced by U+FFFD. Untrusted text: the agent wrote it.
+    #[schemars(length(max = crate::limits::MAX_LOG_TAIL_BYTES))]
+    pub log_tail: String,
+}
+
+/// What a post-round hook tells the supervisor to do next (`docs/protocol.md` §5).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum PostRoundAction {
+    /// Go on as usual (the default; carries only `usage` or a note).
+    Continue,
+    /// Wait before the next round: `back_off_s` seconds, or until `until`.
+    BackOff,
+    /// Stop serving (honoured per `[monitor] auto_stop_on`).
+    Stop,
+}
+
+impl PostRoundAction {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PostRoundAction::Continue => "continue",
+            PostRoundAction::BackOff => "back_off",
+            PostRoundAction::Stop => "stop",
+        }
+    }
+}
+
+/// What went wrong in a round, as a post-round hook diagnoses it.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The account's usage quota is used up until a reset time.
+    UsageLimit,
+    /// Too many requests (HTTP 429).
+    RateLimit,
+    /// The provider is overloaded (HTTP 529, 503, "overloaded").
+    Overloaded,
+    /// The network failed (DNS, connection refused or reset, timeout).
+    Network,
+    /// The login is missing or expired, or the key is invalid.
+    Auth,
+    /// Anything else.
+    Other,
+}
+
+impl ErrorKind {
+    /// The wire and event spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::UsageLimit => "usage_limit",
+            ErrorKind::RateLimit => "rate_limit",
+            ErrorKind::Overloaded => "overloaded",
+            ErrorKind::Network => "network",
+            ErrorKind::Auth => "auth",
+            ErrorKind::Other => "other",
+        }
+    }
+
+    /// Whether waiting can cure it (everything but `auth` and `other`).
+    pub fn is_transient(self) -> bool {
+        !matches!(self, ErrorKind::Auth | ErrorKind::Other)
+    }
+}
+
+/// Tokens the agent reported using in the round (from its JSON stream).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TokenUsage {
+    /// Input (prompt) tokens.
+    pub input_tokens: u64,
+    /// Output (completion) tokens.
+    pub output_tokens: u64,
+    /// Input tokens read from the provider's cache, when reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<u64>,
+    /// Input tokens written to the provider's cache, when reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
+    /// The cost the CLI reported, in US dollars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+/// A post-round hook's verdict; the whole result is `Option<PostRoundVerdict>`, `null`
+/// meaning "nothing to say" (`docs/protocol.md` §5).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PostRoundVerdict {
+    /// What to do next.
+    pub action: PostRoundAction,
+    /// The diagnosis; required for `back_off` and `stop`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ErrorKind>,
+    /// For the operator (the supervisor keeps 256 characters, secrets redacted).
+    #[serde(default)]
+    pub message: String,
+    /// `back_off`: seconds to wait, 1..=86400 (exclusive with `until`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = crate::limits::MAX_DEFER_S))]
+    pub back_off_s: Option<u64>,
+    /// `back_off`: wait until this instant, RFC 3339 in UTC (`2026-11-30T05:00:00Z`),
+    /// e.g. a usage limit's reset time (exclusive with `back_off_s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    /// Tokens the round used, when the hook could read them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TokenUsage>,
+}

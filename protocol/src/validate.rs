@@ -12,8 +12,8 @@ use crate::limits::{
     MAX_EVENT_KIND_LEN, MAX_HOST_EVENTS_PER_RESULT, MAX_HOST_EVENT_BYTES, MAX_OWNED_PATHS,
 };
 use crate::types::{
-    Detection, DirtyAction, Enrichment, HostEvent, InitializeResult, RoundDecision, SpawnDecision,
-    StartupResult,
+    Detection, DirtyAction, Enrichment, HostEvent, InitializeResult, PostRoundAction,
+    PostRoundVerdict, RoundDecision, SpawnDecision, StartupResult,
 };
 use crate::{Family, PROTOCOL_VERSION};
 
@@ -302,6 +302,73 @@ pub fn decode_dirty_result(
         }
     }
     Ok(action)
+}
+
+/// Decodes a `post_round/after_round` result: `null` or a [`PostRoundVerdict`] where
+/// `back_off` and `stop` carry a `kind`; `back_off` carries exactly one of `back_off_s`
+/// (1..=86400) and `until` (RFC 3339, UTC, `Z` suffix); `continue` and `stop` carry
+/// neither.
+pub fn decode_post_round_result(value: Value) -> Result<Option<PostRoundVerdict>, InvalidMessage> {
+    if value.is_null() {
+        return Ok(None);
+    }
+    let verdict: PostRoundVerdict = decode(value)?;
+    let wants_kind = verdict.action != PostRoundAction::Continue;
+    if wants_kind && verdict.kind.is_none() {
+        return Err(InvalidMessage::new(
+            "kind",
+            format!(
+                "`{}` needs a kind: usage_limit, rate_limit, overloaded, network, auth or other",
+                verdict.action.as_str()
+            ),
+        ));
+    }
+    match (verdict.action, verdict.back_off_s, verdict.until.as_deref()) {
+        (PostRoundAction::BackOff, Some(_), Some(_)) => {
+            return Err(InvalidMessage::new(
+                "until",
+                "give `back_off_s` or `until`, not both",
+            ))
+        }
+        (PostRoundAction::BackOff, None, None) => {
+            return Err(InvalidMessage::new(
+                "back_off_s",
+                "`back_off` needs `back_off_s` (seconds) or `until` (RFC 3339 UTC)",
+            ))
+        }
+        (PostRoundAction::BackOff, Some(s), None) if !(1..=MAX_DEFER_S).contains(&s) => {
+            return Err(InvalidMessage::new(
+                "back_off_s",
+                format!("{s} is out of range 1..={MAX_DEFER_S}"),
+            ))
+        }
+        (PostRoundAction::BackOff, None, Some(until))
+            if !until.ends_with('Z') || humantime::parse_rfc3339_weak(until).is_err() =>
+        {
+            return Err(InvalidMessage::new(
+                "until",
+                format!("{until:?} is not an RFC 3339 UTC time like 2026-11-30T05:00:00Z"),
+            ))
+        }
+        (PostRoundAction::BackOff, _, _) => {}
+        (action, Some(_), _) => {
+            return Err(InvalidMessage::new(
+                "back_off_s",
+                format!(
+                    "only `back_off` takes back_off_s, not `{}`",
+                    action.as_str()
+                ),
+            ))
+        }
+        (action, _, Some(_)) => {
+            return Err(InvalidMessage::new(
+                "until",
+                format!("only `back_off` takes until, not `{}`", action.as_str()),
+            ))
+        }
+        _ => {}
+    }
+    Ok(Some(verdict))
 }
 
 /// The fields of `commit` besides `action`.
@@ -688,6 +755,75 @@ mod tests {
         ] {
             assert_eq!(
                 decode_spawn_decision(value.clone()).unwrap_err().field,
+                field,
+                "{value}"
+            );
+        }
+    }
+
+    #[test]
+    fn post_round_results() {
+        assert_eq!(decode_post_round_result(Value::Null).unwrap(), None);
+        let until = decode_post_round_result(json!({"action": "back_off", "kind": "usage_limit",
+            "message": "limit", "until": "2026-11-30T05:00:00Z"}))
+        .unwrap()
+        .unwrap();
+        assert_eq!(until.kind, Some(ErrorKind::UsageLimit));
+        let secs = decode_post_round_result(
+            json!({"action": "back_off", "kind": "rate_limit", "back_off_s": 60}),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(secs.back_off_s, Some(60));
+        let usage = decode_post_round_result(json!({"action": "continue",
+            "usage": {"input_tokens": 3, "output_tokens": 4}}))
+        .unwrap()
+        .unwrap();
+        assert_eq!(usage.usage.unwrap().output_tokens, 4);
+        for (value, field) in [
+            (json!({"action": "back_off", "back_off_s": 5}), "kind"),
+            (json!({"action": "stop"}), "kind"),
+            (
+                json!({"action": "back_off", "kind": "network"}),
+                "back_off_s",
+            ),
+            (
+                json!({"action": "back_off", "kind": "network", "back_off_s": 0}),
+                "back_off_s",
+            ),
+            (
+                json!({"action": "back_off", "kind": "network", "back_off_s": 86401}),
+                "back_off_s",
+            ),
+            (
+                json!({"action": "back_off", "kind": "network", "back_off_s": 1, "until": "2026-11-30T05:00:00Z"}),
+                "until",
+            ),
+            (
+                json!({"action": "back_off", "kind": "network", "until": "tomorrow"}),
+                "until",
+            ),
+            (
+                json!({"action": "back_off", "kind": "network", "until": "2026-11-30T05:00:00+01:00"}),
+                "until",
+            ),
+            (
+                json!({"action": "stop", "kind": "auth", "back_off_s": 3}),
+                "back_off_s",
+            ),
+            (
+                json!({"action": "continue", "until": "2026-11-30T05:00:00Z"}),
+                "until",
+            ),
+            (json!({"action": "pause", "kind": "other"}), "action"),
+            (json!({"action": "stop", "kind": "quota"}), "kind"),
+            (
+                json!({"action": "stop", "kind": "auth", "extra": 1}),
+                "extra",
+            ),
+        ] {
+            assert_eq!(
+                decode_post_round_result(value.clone()).unwrap_err().field,
                 field,
                 "{value}"
             );

@@ -104,6 +104,7 @@ BEFORE_ROUND = "pre_round/before_round"
 ENRICH = "context_enricher/enrich"
 ON_START = "serve_startup/on_start"
 DETECT = "detector/detect"
+AFTER_ROUND = "post_round/after_round"
 SHUTDOWN = "shutdown"
 
 _HOOK_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
@@ -165,6 +166,78 @@ def stash(message=None):
 def ignore():
     """Dirty action: leave the tree dirty for the next round."""
     return {"action": "ignore"}
+
+
+#: The diagnoses a post-round verdict may carry.
+ERROR_KINDS = ("usage_limit", "rate_limit", "overloaded", "network", "auth", "other")
+
+
+def back_off(kind, back_off_s=None, until=None, message=""):
+    """Post-round verdict: wait `back_off_s` seconds (1..=86400) or until `until` (RFC 3339
+    UTC, e.g. "2026-11-30T05:00:00Z") before the next round; give exactly one."""
+    verdict = {"action": "back_off", "kind": kind, "message": message}
+    if back_off_s is not None:
+        verdict["back_off_s"] = back_off_s
+    if until is not None:
+        verdict["until"] = until
+    return verdict
+
+
+def stop(kind, message=""):
+    """Post-round verdict: stop serving (honoured per [monitor] auto_stop_on)."""
+    return {"action": "stop", "kind": kind, "message": message}
+
+
+def carry_on(message="", usage=None):
+    """Post-round verdict: continue as usual, optionally reporting token `usage`
+    ({"input_tokens": n, "output_tokens": n, ...})."""
+    verdict = {"action": "continue", "message": message}
+    if usage is not None:
+        verdict["usage"] = usage
+    return verdict
+
+
+_RFC3339_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$")
+_USAGE_KEYS = {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+               "cost_usd"}
+
+
+def _check_post_round_verdict(value):
+    """Returns None if `value` is None or a valid post-round verdict, else what is wrong."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        return "`.`: expected null or an object (use back_off(), stop(), carry_on() or None)"
+    unknown = set(value) - {"action", "kind", "message", "back_off_s", "until", "usage"}
+    if unknown:
+        return "`%s`: unknown field" % sorted(unknown)[0]
+    action = value.get("action")
+    if action not in ("continue", "back_off", "stop"):
+        return "`action`: must be continue, back_off or stop, got %r" % (action,)
+    kind = value.get("kind")
+    if kind is not None and kind not in ERROR_KINDS:
+        return "`kind`: must be one of %s, got %r" % (", ".join(ERROR_KINDS), kind)
+    if action != "continue" and kind is None:
+        return "`kind`: %s needs a kind" % action
+    if not isinstance(value.get("message", ""), str):
+        return "`message`: must be a string"
+    secs, until = value.get("back_off_s"), value.get("until")
+    if action == "back_off":
+        if (secs is None) == (until is None):
+            return "`back_off_s`: back_off needs exactly one of back_off_s and until"
+        if secs is not None and (not _is_int(secs) or not 1 <= secs <= MAX_DEFER_S):
+            return "`back_off_s`: must be an integer in 1..=%d, got %r" % (MAX_DEFER_S, secs)
+        if until is not None and not (isinstance(until, str) and _RFC3339_UTC.match(until)):
+            return "`until`: must be an RFC 3339 UTC time like 2026-11-30T05:00:00Z"
+    elif secs is not None or until is not None:
+        return "`back_off_s`: only back_off takes back_off_s or until"
+    usage = value.get("usage")
+    if usage is not None:
+        if not isinstance(usage, dict) or set(usage) - _USAGE_KEYS or not {
+                "input_tokens", "output_tokens"} <= set(usage):
+            return "`usage`: needs input_tokens and output_tokens, and only %s" % (
+                ", ".join(sorted(_USAGE_KEYS)))
+    return None
 
 
 def run_round():
@@ -373,10 +446,12 @@ _FAMILIES = {
     "context_enricher": ({"hook", "ctx"}, _check_enrichment),
     "serve_startup": ({"hook", "project", "work_dir", "log_dir", "config"}, _check_startup),
     "detector": ({"hook", "ctx", "state"}, _check_detection),
+    "post_round": ({"hook", "ctx", "outcome", "log_tail"},
+                   lambda result, _kinds: _check_post_round_verdict(result)),
 }
 _METHODS = {BEFORE_SPAWN: "spawn_hook", HANDLE_DIRTY: "dirty_handler",
             BEFORE_ROUND: "pre_round", ENRICH: "context_enricher", ON_START: "serve_startup",
-            DETECT: "detector"}
+            DETECT: "detector", AFTER_ROUND: "post_round"}
 
 
 class Host:
@@ -436,6 +511,11 @@ class Host:
         """Decorator: `fn(params)` answers `dirty_handler/handle_dirty` for hook `name`
         (`priority`: lower runs first; the built-in handler has 1000)."""
         return self._register("dirty_handler", name, priority)
+
+    def post_round(self, name):
+        """Decorator: `fn(params)` answers `post_round/after_round` for hook `name`:
+        return None, back_off(...), stop(...) or carry_on(...)."""
+        return self._register("post_round", name, None)
 
     def _register(self, family, name, priority):
         if not _HOOK_NAME.match(name):

@@ -64,6 +64,22 @@ impl<'a> ConfigTable<'a> {
         }
     }
 
+    /// The list of strings at `key`, or `default` when absent. Errors when present but not
+    /// a list of strings.
+    pub fn string_list_or(&self, key: &str, default: &[&str]) -> Result<Vec<String>, HookError> {
+        match self.table.get(key) {
+            None => Ok(default.iter().map(|s| (*s).to_owned()).collect()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|item| match item {
+                    Value::String(s) => Ok(s.clone()),
+                    other => Err(wrong_type(key, "a list of strings", other)),
+                })
+                .collect(),
+            Some(other) => Err(wrong_type(key, "a list of strings", other)),
+        }
+    }
+
     /// The boolean at `key`, or `default` when absent. Errors when present but not a
     /// boolean.
     pub fn bool_or(&self, key: &str, default: bool) -> Result<bool, HookError> {

@@ -4,8 +4,9 @@
 //! one object per line, on the host's stdin/stdout (protocol v1, `docs/protocol.md`). This
 //! crate does the protocol part:
 //!
-//! * implement [`SpawnHook`] (proceed / defer / skip an agent spawn) and/or
-//!   [`DirtyHandler`] (commit / stash / ignore a dirty tree, or pass with `None`);
+//! * implement [`SpawnHook`] (proceed / defer / skip an agent spawn), [`DirtyHandler`]
+//!   (commit / stash / ignore a dirty tree, or pass with `None`) and/or [`PostRound`]
+//!   (continue / back off / stop after a round, or `None`);
 //! * describe the host with [`Host::new`] and a [`Host::setup`] function that runs when
 //!   `initialize` arrives and builds the [`Hooks`] from the host's config table
 //!   ([`InitializeParams::config`], read with [`ConfigTable`]) and directories;
@@ -75,10 +76,11 @@ use std::process::ExitCode;
 
 pub use agent_runner_protocol as protocol;
 pub use agent_runner_protocol::{
-    Alert, BeforeRoundParams, BeforeSpawnParams, Context, DetectParams, Detection, DirtyAction,
-    EnrichParams, Enrichment, Family, HandleDirtyParams, HookName, HostEvent, InitializeParams,
-    OnStartParams, ProjectState, RoundAction, RoundDecision, Severity, SpawnAction, SpawnDecision,
-    StartupResult, PROTOCOL_VERSION,
+    AfterRoundParams, Alert, BeforeRoundParams, BeforeSpawnParams, Context, DetectParams,
+    Detection, DirtyAction, EnrichParams, Enrichment, ErrorKind, Family, HandleDirtyParams,
+    HookName, HostEvent, InitializeParams, OnStartParams, PostRoundAction, PostRoundVerdict,
+    ProjectState, RoundAction, RoundDecision, RoundOutcome, Severity, SpawnAction, SpawnDecision,
+    StartupResult, TokenUsage, PROTOCOL_VERSION,
 };
 pub use config::ConfigTable;
 pub use selfcheck::{confinement_self_check, SeccompMode, SelfCheck};
@@ -169,6 +171,80 @@ pub trait ServeStartupHook: Send + Sync {
 pub trait Detector: Send + Sync {
     /// Looks at the project after the round in `params.ctx`.
     fn detect(&self, params: &DetectParams) -> Result<Detection, HookError>;
+}
+
+/// A post-round hook (`docs/protocol.md` §5, `post_round/after_round`): told how each round
+/// the agent ran ended, with the end of its log, and answering `None` (nothing to say) or a
+/// [`PostRoundVerdict`]: continue, back off, or stop, with a diagnosis ([`ErrorKind`]).
+///
+/// Called on the serve loop's thread, one call at a time, after every round; the call
+/// timeout (default 10 s) bounds it. A returned [`HookError`] (or a panic) makes the call
+/// failed, which the supervisor counts as `None`. `params.log_tail` is untrusted text the
+/// agent wrote: match it, never execute or trust it.
+///
+/// Any `Fn(&AfterRoundParams) -> Result<Option<PostRoundVerdict>, HookError> + Send + Sync`
+/// closure is a post-round hook too.
+pub trait PostRound: Send + Sync {
+    /// Answers `None`, or a verdict: `back_off` and `stop` need a `kind`; `back_off` needs
+    /// exactly one of `back_off_s` (1..=86400) and `until` (RFC 3339 UTC). A verdict
+    /// breaking that is not sent: the caller gets `-32603`.
+    fn after_round(&self, params: &AfterRoundParams)
+        -> Result<Option<PostRoundVerdict>, HookError>;
+}
+
+impl<F> PostRound for F
+where
+    F: Fn(&AfterRoundParams) -> Result<Option<PostRoundVerdict>, HookError> + Send + Sync,
+{
+    fn after_round(
+        &self,
+        params: &AfterRoundParams,
+    ) -> Result<Option<PostRoundVerdict>, HookError> {
+        self(params)
+    }
+}
+
+/// `{"action": "back_off", "kind": .., "back_off_s": .., "message": ..}`: wait
+/// `back_off_s` seconds (1..=86400) before the next round.
+pub fn back_off(kind: ErrorKind, back_off_s: u64, message: impl Into<String>) -> PostRoundVerdict {
+    PostRoundVerdict {
+        action: PostRoundAction::BackOff,
+        kind: Some(kind),
+        message: message.into(),
+        back_off_s: Some(back_off_s),
+        until: None,
+        usage: None,
+    }
+}
+
+/// `{"action": "back_off", "kind": .., "until": .., "message": ..}`: wait until `until`
+/// (RFC 3339 in UTC, e.g. `2026-11-30T05:00:00Z`) before the next round.
+pub fn back_off_until(
+    kind: ErrorKind,
+    until: impl Into<String>,
+    message: impl Into<String>,
+) -> PostRoundVerdict {
+    PostRoundVerdict {
+        action: PostRoundAction::BackOff,
+        kind: Some(kind),
+        message: message.into(),
+        back_off_s: None,
+        until: Some(until.into()),
+        usage: None,
+    }
+}
+
+/// `{"action": "stop", "kind": .., "message": ..}`: stop serving. Honoured when `kind` is
+/// `auth` and `[monitor] auto_stop_on` lists `oauth_fail`, or when the hook's name is listed.
+pub fn stop(kind: ErrorKind, message: impl Into<String>) -> PostRoundVerdict {
+    PostRoundVerdict {
+        action: PostRoundAction::Stop,
+        kind: Some(kind),
+        message: message.into(),
+        back_off_s: None,
+        until: None,
+        usage: None,
+    }
 }
 
 /// A hook (or the host's setup) failed. Sent as the JSON-RPC error object
@@ -308,6 +384,7 @@ pub(crate) enum HookImpl {
     Enricher(Box<dyn ContextEnricher>),
     Startup(Box<dyn ServeStartupHook>),
     Detector(Box<dyn Detector>),
+    PostRound(Box<dyn PostRound>),
 }
 
 impl HookImpl {
@@ -319,6 +396,7 @@ impl HookImpl {
             HookImpl::Enricher(_) => Family::ContextEnricher,
             HookImpl::Startup(_) => Family::ServeStartup,
             HookImpl::Detector(_) => Family::Detector,
+            HookImpl::PostRound(_) => Family::PostRound,
         }
     }
 }
@@ -370,6 +448,16 @@ impl Hooks {
             name: name.into(),
             priority: Some(priority),
             hook: HookImpl::Dirty(Box::new(handler)),
+        });
+        self
+    }
+
+    /// Adds a post-round hook called `name` (family `post_round`).
+    pub fn post_round(mut self, name: impl Into<String>, hook: impl PostRound + 'static) -> Self {
+        self.entries.push(HookEntry {
+            name: name.into(),
+            priority: None,
+            hook: HookImpl::PostRound(Box::new(hook)),
         });
         self
     }
@@ -513,7 +601,8 @@ impl fmt::Debug for Host {
 /// Before reading anything it moves the real stdout to a private, close-on-exec descriptor
 /// and points fd 1 at stderr (so `println!` in host code goes to stderr). It builds a
 /// single-threaded tokio runtime and a jsonrpsee `RpcModule` with `initialize`,
-/// `spawn_hook/before_spawn`, `dirty_handler/handle_dirty` and `shutdown`, then reads one
+/// `spawn_hook/before_spawn`, `dirty_handler/handle_dirty`, `post_round/after_round` and
+/// `shutdown`, then reads one
 /// request per line and writes one response per line, flushed.
 ///
 /// Exit codes: 0 on end-of-file; 70 (`EX_SOFTWARE`) when stdout is not open or the runtime

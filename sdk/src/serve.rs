@@ -13,10 +13,11 @@ use agent_runner_protocol::limits::MAX_LINE_BYTES;
 use agent_runner_protocol::line::{BoundedLines, Found, LongLines};
 use agent_runner_protocol::{
     check_host_events, decode, decode_detection, decode_dirty_result, decode_enrichment,
-    decode_initialize_result, decode_round_decision, decode_spawn_decision, decode_startup_result,
-    error_codes, methods, BeforeRoundParams, BeforeSpawnParams, DetectParams, EnrichParams, Family,
-    HandleDirtyParams, HookDecl, HookName, HostEvent, InitializeParams, InitializeResult,
-    InvalidMessage, OnStartParams, PROTOCOL_VERSION,
+    decode_initialize_result, decode_post_round_result, decode_round_decision,
+    decode_spawn_decision, decode_startup_result, error_codes, methods, AfterRoundParams,
+    BeforeRoundParams, BeforeSpawnParams, DetectParams, EnrichParams, Family, HandleDirtyParams,
+    HookDecl, HookName, HostEvent, InitializeParams, InitializeResult, InvalidMessage,
+    OnStartParams, PROTOCOL_VERSION,
 };
 use jsonrpsee::types::{ErrorObjectOwned, Params};
 use jsonrpsee::{Methods, RpcModule};
@@ -273,6 +274,11 @@ fn build_methods(host: Host) -> Methods {
             .register_method(methods::DETECT, |p: Params, s: &State, _| detect(s, &p))
             .map(|_| ()),
         module
+            .register_method(methods::AFTER_ROUND, |p: Params, s: &State, _| {
+                after_round(s, &p)
+            })
+            .map(|_| ()),
+        module
             .register_method(methods::SHUTDOWN, |p: Params, _: &State, _| shutdown(&p))
             .map(|_| ()),
     ];
@@ -453,7 +459,8 @@ names_hook!(
     BeforeRoundParams,
     EnrichParams,
     OnStartParams,
-    DetectParams
+    DetectParams,
+    AfterRoundParams
 );
 
 /// One hook call: decodes `P` strictly, finds the hook of `family` it names, runs it
@@ -569,6 +576,19 @@ fn detect(state: &State, params: &Params) -> RpcResult {
             _ => None,
         },
         |v, _, i| events_declared(&decode_detection(v)?.events, i),
+    )
+}
+
+fn after_round(state: &State, params: &Params) -> RpcResult {
+    dispatch(
+        state,
+        params,
+        Family::PostRound,
+        |h, p: &AfterRoundParams| match h {
+            HookImpl::PostRound(hook) => Some(hook.after_round(p)),
+            _ => None,
+        },
+        |v, _, _| decode_post_round_result(v).map(drop),
     )
 }
 

@@ -59,7 +59,8 @@ fn silent_until_initialize_then_lists_its_hooks() {
         json!({"jsonrpc": "2.0", "id": 1, "result": {
             "protocol_version": 1, "name": "ar-sdk-test-host", "version": "9.9.9",
             "hooks": [{"family": "spawn_hook", "name": "gate"},
-                      {"family": "dirty_handler", "name": "park", "priority": 5}]}})
+                      {"family": "dirty_handler", "name": "park", "priority": 5},
+                      {"family": "post_round", "name": "judge"}]}})
     );
     // A second initialize is refused; the first one's hooks stay.
     let again = host
@@ -120,6 +121,44 @@ fn spawn_hook_decisions_and_failures() {
         .call("spawn_hook/before_spawn", spawn_params("gate", 1))
         .unwrap();
     assert_eq!(after["result"]["action"], "proceed");
+}
+
+fn after_round_params(exit_code: i32, log_tail: &str) -> Value {
+    json!({"hook": "judge", "ctx": context(WORK_DIR, 4),
+           "outcome": {"round_num": 4, "phase": null, "exit_code": exit_code, "signal": null,
+                       "exit_cause": "exited", "duration_s": 0.5, "timed_out": false},
+           "log_tail": log_tail})
+}
+
+#[test]
+fn post_round_verdicts_are_validated_before_they_are_sent() {
+    let mut host = started_and_initialized();
+    let call = |host: &mut HostProcess, exit_code, tail| {
+        host.call(
+            "post_round/after_round",
+            after_round_params(exit_code, tail),
+        )
+        .unwrap()
+    };
+    assert_eq!(call(&mut host, 0, "done")["result"], Value::Null);
+    assert_eq!(
+        call(&mut host, 1, "API Error: 429")["result"],
+        json!({"action": "back_off", "kind": "rate_limit", "message": "HTTP 429", "back_off_s": 60})
+    );
+    assert_eq!(
+        call(&mut host, 1, "Invalid API key")["result"],
+        json!({"action": "stop", "kind": "auth", "message": "not logged in"})
+    );
+    // A back-off without a wait breaks the contract: not sent, -32603 naming the field.
+    let (code, message) = error_of(&call(&mut host, 2, ""));
+    assert_eq!(code, -32603);
+    assert!(message.contains("back_off_s"), "{message}");
+    // Params are decoded strictly: a missing log_tail is -32602.
+    let mut params = after_round_params(1, "");
+    params.as_object_mut().unwrap().remove("log_tail");
+    let (code, message) = error_of(&host.call("post_round/after_round", params).unwrap());
+    assert_eq!(code, -32602);
+    assert!(message.contains("log_tail"), "{message}");
 }
 
 #[test]
@@ -369,7 +408,7 @@ fn invalid_or_duplicate_hook_names_fail_initialize() {
         )
         .unwrap();
     assert_eq!(
-        reply["result"]["hooks"][2],
+        reply["result"]["hooks"][3],
         json!({"family": "spawn_hook", "name": "later-1"})
     );
 }

@@ -7,6 +7,7 @@
 //! Run with `bash bench/cold_start.sh` (builds the Rust host first).
 
 use agent_runner::config;
+use agent_runner::hosts::builtin::DetectorHost;
 use agent_runner::hosts::sandbox::SandboxGate;
 use agent_runner::hosts::HostManager;
 use agent_runner::runtime::events::EventLog;
@@ -74,7 +75,12 @@ fn main() {
         let mut failed = false;
         for _ in 0..COLD_STARTS {
             let started = Instant::now();
-            let manager = rt.block_on(HostManager::boot(&config, &gate, &events));
+            let manager = rt.block_on(HostManager::boot(
+                &config,
+                &gate,
+                &events,
+                &DetectorHost::Off,
+            ));
             cold.push(started.elapsed());
             failed |= manager.hooks(Family::SpawnHook).len() != 1;
             rt.block_on(manager.shutdown());

@@ -17,6 +17,7 @@
 mod common;
 
 use agent_runner::config;
+use agent_runner::hosts::builtin::DetectorHost;
 use agent_runner::hosts::sandbox::SandboxGate;
 use agent_runner::hosts::HostManager;
 use agent_runner::runtime::events::EventLog;
@@ -110,7 +111,13 @@ fn round_families(c: &mut Criterion) {
     let gate = SandboxGate::evaluate(config.plugins.sandbox, probe()).expect("require");
     let events = EventLog::new(&config.runtime.log_dir);
     let rt = common::runtime();
-    let mut hosts = rt.block_on(HostManager::boot(&config, &gate, &events));
+    // Third-party hosts alone: the built-in detectors are post-round hooks, not measured here.
+    let mut hosts = rt.block_on(HostManager::boot(
+        &config,
+        &gate,
+        &events,
+        &DetectorHost::Off,
+    ));
     for family in [
         Family::PreRound,
         Family::ContextEnricher,
@@ -133,7 +140,7 @@ fn round_families(c: &mut Criterion) {
     };
     let (_stop_tx, mut stop) = tokio::sync::watch::channel(StopLevel::Run);
     let allow = config.plugins.spawn_override_allow.clone();
-    let auto_stop = config.monitor.auto_stop_on.clone();
+    let monitor = config.monitor.clone();
     let mut group = c.benchmark_group("round_families");
     group.bench_function("added", |b| {
         b.iter(|| {
@@ -142,7 +149,7 @@ fn round_families(c: &mut Criterion) {
                     .await
                     .expect("not stopped");
                 assert!(pre.skip.is_none() && pre.enrichments.len() == 1);
-                let auto = detect::poll(&mut hosts, &auto_stop, &events, &ctx, &state, &mut stop);
+                let auto = detect::poll(&mut hosts, &monitor, &events, &ctx, &state, &mut stop);
                 assert!(auto.await.is_none());
             })
         })
@@ -157,7 +164,7 @@ fn round_families(c: &mut Criterion) {
                 let verdict =
                     spawn_gate::consult(&mut hosts, &allow, &events, &ctx, &spawn, &mut stop).await;
                 assert_eq!(verdict, spawn_gate::Verdict::Proceed);
-                let auto = detect::poll(&mut hosts, &auto_stop, &events, &ctx, &state, &mut stop);
+                let auto = detect::poll(&mut hosts, &monitor, &events, &ctx, &state, &mut stop);
                 assert!(auto.await.is_none());
             })
         })

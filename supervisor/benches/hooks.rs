@@ -12,6 +12,7 @@
 
 mod common;
 
+use agent_runner::hosts::builtin::DetectorHost;
 use agent_runner::hosts::HostManager;
 use agent_runner::runtime::spawn_gate::{self, Verdict};
 use agent_runner::runtime::stop::StopLevel;
@@ -26,6 +27,7 @@ fn warm_before_spawn(c: &mut Criterion) {
         &project.config,
         &project.gate,
         &project.events,
+        &DetectorHost::Off,
     ));
     let hook = manager.hooks(Family::SpawnHook).remove(0);
     let params = common::before_spawn_params(&project.config, &hook.name);
@@ -50,6 +52,7 @@ fn cold_start(c: &mut Criterion) {
                 &project.config,
                 &project.gate,
                 &project.events,
+                &DetectorHost::Off,
             ));
             assert_eq!(
                 manager.hooks(Family::SpawnHook).len(),
@@ -73,6 +76,7 @@ fn round_cost_vs_hosts(c: &mut Criterion) {
             &project.config,
             &project.gate,
             &project.events,
+            &DetectorHost::Off,
         ));
         assert_eq!(
             manager.hooks(Family::SpawnHook).len(),

@@ -11,6 +11,7 @@
 
 mod common;
 
+use agent_runner::hosts::builtin::DetectorHost;
 use agent_runner::hosts::HostManager;
 use agent_runner_protocol::Family;
 use common::Project;
@@ -32,6 +33,7 @@ fn cold_starts(rt: &tokio::runtime::Runtime, project: &Project) -> Vec<Duration>
             &project.config,
             &project.gate,
             &project.events,
+            &DetectorHost::Off,
         ));
         cold.push(started.elapsed());
         assert_eq!(
@@ -60,6 +62,7 @@ fn main() {
         &confined.config,
         &confined.gate,
         &confined.events,
+        &DetectorHost::Off,
     ));
     let hook = manager.hooks(Family::SpawnHook).remove(0);
     let params = common::before_spawn_params(&confined.config, &hook.name);

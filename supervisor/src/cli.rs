@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use crate::config::DEFAULT_CONFIG_FILE;
 use crate::exit::{self, CliError};
+use crate::runtime::post_round::Decision as PostRound;
 use crate::runtime::round::Attempt;
 use crate::runtime::serve::{self, ServeOptions};
 use crate::runtime::spawn_gate::Verdict;
@@ -44,7 +45,7 @@ pub enum Command {
         no_commit: bool,
     },
     /// Run one round, then exit: 0 clean, 1 agent failure/timeout, 75 deferred or skipped,
-    /// 78 config error.
+    /// 77 a login failure stopped it ([monitor] auto_stop_on), 78 config error.
     Round {
         /// Run this phase instead of the rotation's (`[phases] list`).
         #[arg(long, value_name = "NAME")]
@@ -59,6 +60,9 @@ pub enum Command {
         /// Stop after one completed round.
         #[arg(long)]
         once: bool,
+        /// Start rounds whatever [schedule] says (testing, catching up).
+        #[arg(long)]
+        ignore_schedule: bool,
     },
     /// Check the config, the sandbox and every host's pin; exit non-zero when serve would
     /// refuse to boot (78) or a check fails (1). Read-only.
@@ -255,8 +259,16 @@ enum RoundSummary {
     },
 }
 
-/// Parses the command line, runs the verb, returns the exit code.
+/// Parses the command line, runs the verb, returns the exit code. Started with
+/// [`crate::detectors::host::HOST_ARG`] as its only argument, the executable is the
+/// built-in detector host instead (launched confined by the supervisor; not a verb).
 pub fn main() -> ExitCode {
+    let mut args = std::env::args_os().skip(1);
+    if let (Some(first), None) = (args.next(), args.next()) {
+        if first == crate::detectors::host::HOST_ARG {
+            return crate::detectors::host::run();
+        }
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
@@ -396,7 +408,11 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
                 .map_err(|e| CliError::failure(format!("cannot write the man page: {e}")))?;
             Ok(exit::OK)
         }
-        Command::Serve { max_rounds, once } => {
+        Command::Serve {
+            max_rounds,
+            once,
+            ignore_schedule,
+        } => {
             let (sender, mut stop) =
                 stop::install().map_err(|e| CliError::failure(e.to_string()))?;
             let mut booted = serve::boot(&cli.config).await?;
@@ -409,7 +425,16 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
                     )
                     })
                     .ok();
-            let end = serve::serve(&mut booted, ServeOptions { max_rounds, once }, &mut stop).await;
+            let end = serve::serve(
+                &mut booted,
+                ServeOptions {
+                    max_rounds,
+                    once,
+                    ignore_schedule,
+                },
+                &mut stop,
+            )
+            .await;
             drop(control);
             serve::shutdown(booted).await;
             let completed = end.completed;
@@ -544,16 +569,18 @@ async fn round(config: &std::path::Path, json: bool, phase: Option<&str>) -> Res
         }
     }
     let result = booted.runner.attempt(&mut stop, phase).await;
+    let hint = booted.runner.config.monitor.auth_fail_hint.clone();
     serve::shutdown(booted).await;
     let (code, summary) = match result? {
         Attempt::Ran {
             round_num,
             exit: agent_exit,
             dirty,
+            post_round,
             log_path,
             ..
         } => {
-            let code = if agent_exit.is_clean() {
+            let mut code = if agent_exit.is_clean() {
                 exit::OK
             } else {
                 exit::FAILURE
@@ -572,6 +599,20 @@ async fn round(config: &std::path::Path, json: bool, phase: Option<&str>) -> Res
                     log_path.display(),
                     crate::runtime::round::log_tail(&log_path, ROUND_TAIL_LINES, ROUND_TAIL_CHARS)
                 );
+            }
+            match &post_round {
+                PostRound::Stop { hook, message, .. } => {
+                    let hint = hint.map(|h| format!("; {h}")).unwrap_or_default();
+                    eprintln!("agent-runner: {message} (post-round hook {hook}){hint}");
+                    code = exit::NOPERM;
+                }
+                PostRound::BackOff { kind, message, .. } => {
+                    eprintln!(
+                        "agent-runner: {message} ({}); serve would back off before the next round",
+                        kind.as_str()
+                    );
+                }
+                PostRound::Continue => {}
             }
             let summary = RoundSummary::Ran {
                 round_num,

@@ -1,5 +1,6 @@
 //! Exit codes and the one top-level error type of the CLI (the reference system's codes:
-//! 0 clean, 1 failure, 2 usage, 75 deferred/skipped/crash loop, 78 permanent config error, 130 interrupted).
+//! 0 clean, 1 failure, 2 usage, 75 deferred/skipped/crash loop, 78 permanent config error, 130 interrupted),
+//! plus ours: 77 stopped on a login failure (`[monitor] auto_stop_on`).
 
 use std::fmt;
 use std::process::ExitCode;
@@ -12,6 +13,10 @@ pub const FAILURE: u8 = 1;
 pub const USAGE: u8 = 2;
 /// Temporary: a spawn hook deferred or skipped the round; no agent started (EX_TEMPFAIL).
 pub const TEMPFAIL: u8 = 75;
+/// `serve` stopped on a post-round stop the operator allowed (`[monitor] auto_stop_on`):
+/// an expired or missing login, typically. Restarting cannot help until someone acts, so
+/// the systemd unit does not restart on it (EX_NOPERM).
+pub const NOPERM: u8 = 77;
 /// Interrupted by a stop before the work could start.
 pub const INTERRUPTED: u8 = 130;
 /// Permanent configuration error: bad config, or `sandbox = "require"` cannot engage

@@ -11,10 +11,13 @@
 //!   init, install.
 //! - [`author`]: the host author's verbs: `plugin check`, `plugin new`.
 //! - [`exit`]: exit codes and the CLI's error type.
+//! - [`detectors`]: the built-in post-round error detectors; they run only inside the
+//!   confined built-in detector host, never in the supervisor process.
 
 pub mod author;
 pub mod cli;
 pub mod config;
+pub mod detectors;
 pub mod exit;
 pub mod hosts;
 pub mod operator;

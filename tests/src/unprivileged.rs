@@ -181,11 +181,33 @@ fn searchable_ancestors(path: &Path) {
 fn chown_tree(path: &Path, uid: u32, gid: u32) {
     std::os::unix::fs::lchown(path, Some(uid), Some(gid))
         .unwrap_or_else(|e| panic!("chown {}: {e}", path.display()));
-    let meta = fs::symlink_metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    if meta.is_dir() {
-        for entry in fs::read_dir(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())) {
-            chown_tree(&entry.expect("dir entry").path(), uid, gid);
+    chown_below(path, uid, gid);
+}
+
+/// Gives everything beneath the directory `dir` to `uid`:`gid`. An entry that vanishes
+/// during the walk is skipped: a supervisor of the project may be running git (whose lock
+/// files come and go) while a command is prepared for the user.
+fn chown_below(dir: &Path, uid: u32, gid: u32) {
+    let gone = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+    let meta = match fs::symlink_metadata(dir) {
+        Err(e) if gone(&e) => return,
+        meta => meta.unwrap_or_else(|e| panic!("{}: {e}", dir.display())),
+    };
+    if !meta.is_dir() {
+        return;
+    }
+    let entries = match fs::read_dir(dir) {
+        Err(e) if gone(&e) => return,
+        entries => entries.unwrap_or_else(|e| panic!("{}: {e}", dir.display())),
+    };
+    for entry in entries {
+        let Ok(entry) = entry else { continue };
+        let path = entry.path();
+        match std::os::unix::fs::lchown(&path, Some(uid), Some(gid)) {
+            Err(e) if gone(&e) => continue,
+            done => done.unwrap_or_else(|e| panic!("chown {}: {e}", path.display())),
         }
+        chown_below(&path, uid, gid);
     }
 }
 

@@ -225,6 +225,7 @@ fn python_scaffolds_pass_as_generated() {
         ("py-enricher", "context_enricher"),
         ("py-startup", "serve_startup"),
         ("py-detector", "detector"),
+        ("py-post", "post_round"),
     ] {
         let out = agent_runner(
             dir.path(),
@@ -330,6 +331,7 @@ fn rust_scaffolds_of_every_family_build_and_pass() {
         "context_enricher",
         "serve_startup",
         "detector",
+        "post_round",
     ] {
         let name = format!("ar-scaffold-{}", family.replace('_', "-"));
         let out = agent_runner(

@@ -6,13 +6,17 @@
 //!   even → defer 30 s, odd → proceed.
 //! * dirty handler `park` (priority 5): no files → pass, `secret.txt` among them → ignore,
 //!   else stash.
+//! * post-round hook `judge`: exit code 0 → `None`; `"429"` in the log tail → back off
+//!   60 s (rate limit); exit code 2 → an invalid verdict (back off without a wait); else
+//!   stop (auth).
 //! * config `{"fail_setup": true}` makes `initialize` fail; `{"extra_hook": "<name>"}`
 //!   declares one more spawn hook with that name (to test name checks); logs the confinement
 //!   self-check to stderr at setup.
 
 use agent_runner_sdk::{
-    confinement_self_check, defer, proceed, BeforeSpawnParams, ConfigTable, DirtyAction,
-    HandleDirtyParams, HookError, Hooks, Host,
+    back_off, confinement_self_check, defer, proceed, stop, AfterRoundParams, BeforeSpawnParams,
+    ConfigTable, DirtyAction, ErrorKind, HandleDirtyParams, HookError, Hooks, Host,
+    PostRoundVerdict,
 };
 use std::process::ExitCode;
 
@@ -40,6 +44,20 @@ fn park(params: &HandleDirtyParams) -> Result<Option<DirtyAction>, HookError> {
     }
 }
 
+fn judge(params: &AfterRoundParams) -> Result<Option<PostRoundVerdict>, HookError> {
+    match params.outcome.exit_code {
+        Some(0) => Ok(None),
+        _ if params.log_tail.contains("429") => {
+            Ok(Some(back_off(ErrorKind::RateLimit, 60, "HTTP 429")))
+        }
+        Some(2) => Ok(Some(PostRoundVerdict {
+            back_off_s: None,
+            ..back_off(ErrorKind::Network, 1, "no wait given")
+        })),
+        _ => Ok(Some(stop(ErrorKind::Auth, "not logged in"))),
+    }
+}
+
 fn main() -> ExitCode {
     Host::new("ar-sdk-test-host", "9.9.9")
         .setup(|init| {
@@ -51,7 +69,8 @@ fn main() -> ExitCode {
             }
             let hooks = Hooks::new()
                 .spawn_hook("gate", gate)
-                .dirty_handler("park", 5, park);
+                .dirty_handler("park", 5, park)
+                .post_round("judge", judge);
             match config.get("extra_hook").and_then(|v| v.as_str()) {
                 Some(name) => Ok(hooks.spawn_hook(name, |_: &BeforeSpawnParams| Ok(proceed()))),
                 None => Ok(hooks),

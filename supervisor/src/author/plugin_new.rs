@@ -81,6 +81,10 @@ const RUST_VENDOR: &[(&str, &str)] = &[
         include_str!("../../../protocol/src/schema.rs"),
     ),
     (
+        "vendor/agent-runner-protocol/src/tail.rs",
+        include_str!("../../../protocol/src/tail.rs"),
+    ),
+    (
         "vendor/agent-runner-protocol/src/types.rs",
         include_str!("../../../protocol/src/types.rs"),
     ),
@@ -227,6 +231,7 @@ fn python_template(family: Family) -> &'static str {
         Family::ContextEnricher => include_str!("../../templates/python_context_enricher.py"),
         Family::ServeStartup => include_str!("../../templates/python_serve_startup.py"),
         Family::Detector => include_str!("../../templates/python_detector.py"),
+        Family::PostRound => include_str!("../../templates/python_post_round.py"),
     }
 }
 
@@ -239,6 +244,7 @@ fn rust_template(family: Family) -> &'static str {
         Family::ContextEnricher => include_str!("../../templates/rust_context_enricher.rs"),
         Family::ServeStartup => include_str!("../../templates/rust_serve_startup.rs"),
         Family::Detector => include_str!("../../templates/rust_detector.rs"),
+        Family::PostRound => include_str!("../../templates/rust_post_round.rs"),
     }
 }
 

@@ -9,12 +9,13 @@ mod raw;
 mod resolve;
 pub mod vocabulary;
 
-pub use monitor::{HostHealthConfig, MonitorConfig, DEFAULT_AUTO_STOP_ON};
+pub use monitor::{auto_stop_names, HostHealthConfig, MonitorConfig, DEFAULT_AUTO_STOP_ON};
 pub use raw::UNIMPLEMENTED;
 pub use resolve::{
-    AgentConfig, Config, ContextInjection, DirtyAction, HostConfig, PhaseOverride, PhasesConfig,
-    PluginsConfig, Profile, PromptConfig, PromptDelivery, RuntimeConfig, SandboxMode, VcsConfig,
-    DEFAULT_GIT_TIMEOUT_S,
+    AgentConfig, Config, ContextInjection, DirtyAction, HostConfig, PhaseOverride, PhasePolicy,
+    PhasesConfig, PluginsConfig, Profile, PromptConfig, PromptDelivery, RuntimeConfig, SandboxMode,
+    TransientAction, VcsConfig, DEFAULT_GIT_TIMEOUT_S, DEFAULT_HOST_MEMORY_MB,
+    DEFAULT_TRANSIENT_BACKOFF_CAP_S,
 };
 
 use std::path::{Path, PathBuf};

@@ -1,8 +1,8 @@
 //! `[monitor]` and `[monitor.host_health]`: the one place their keys are read, checked and
 //! given defaults. Keys and defaults are the reference system's (`docs/reference-system.md`,
 //! "Monitor"; each key in docs/configuration.md, "[monitor]"); `pressure.sample_interval_s`
-//! is ours. Auth keys (`auth_fail_patterns`,
-//! `auth_fail_hint`) and `round_progress_interval_s` are still listed in
+//! is ours. The login keys (`auth_fail_patterns`, `auth_fail_hint`) serve the built-in
+//! post-round detectors (docs/detectors.md); `round_progress_interval_s` is still listed in
 //! [`super::UNIMPLEMENTED`].
 
 use serde::Deserialize;
@@ -12,6 +12,8 @@ use std::time::Duration;
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawMonitor {
+    auth_fail_patterns: Option<Vec<String>>,
+    auth_fail_hint: Option<String>,
     auto_stop_on: Option<Vec<String>>,
     remote_failure_tolerance_s: Option<u64>,
     anomaly_repetitive_window: Option<u64>,
@@ -65,11 +67,18 @@ pub const DEFAULT_AUTO_STOP_ON: &[&str] = &["oauth_fail", "disk_critical"];
 /// `[monitor]`, resolved.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MonitorConfig {
-    /// Detector names whose alerts stop the supervisor (`monitor_auto_stop_triggered`);
-    /// default [`DEFAULT_AUTO_STOP_ON`].
+    /// Extra regular expressions (Rust `regex` syntax) that mark a failed round's output
+    /// as a login failure; matched inside the confined detector host, never here.
+    pub auth_fail_patterns: Vec<String>,
+    /// What to tell the operator on a login failure (e.g. how to log in again); blank is
+    /// `None`.
+    pub auth_fail_hint: Option<String>,
+    /// Detector names whose alerts stop the supervisor (`monitor_auto_stop_triggered`;
+    /// `oauth_fail`: a post-round `auth` diagnosis, or a post-round hook's name for that
+    /// hook's stops, docs/detectors.md); default [`DEFAULT_AUTO_STOP_ON`].
     pub auto_stop_on: Vec<String>,
     /// Whether `auto_stop_on` was written in the file (not the default): only then does
-    /// it reach hosts' detector hooks ([`MonitorConfig::host_auto_stop_on`]).
+    /// it reach third-party hosts' hooks ([`MonitorConfig::stops_on`]).
     pub auto_stop_on_set: bool,
     /// How long `monitor --host` keeps reconnecting a dropped ssh link (default 90 s,
     /// at most 3600; 0: the first drop is fatal).
@@ -119,24 +128,40 @@ pub struct HostHealthConfig {
     pub sample_interval: Duration,
 }
 
+/// The names a stop from `hook` with diagnosis `kind` answers to in `auto_stop_on`: the
+/// hook's own name, and `oauth_fail` for an `auth` diagnosis (the reference system's name
+/// for a login failure).
+pub fn auto_stop_names(hook: &str, kind: Option<agent_runner_protocol::ErrorKind>) -> Vec<&str> {
+    let mut names = vec![hook];
+    if kind == Some(agent_runner_protocol::ErrorKind::Auth) {
+        names.push("oauth_fail");
+    }
+    names
+}
+
 impl MonitorConfig {
-    /// The hosts' detector hooks whose `stop_service` alerts stop `serve`: the names the
-    /// operator wrote in `auto_stop_on`, none when the key is unset. The default list names
-    /// the built-in detectors (`oauth_fail`, `disk_critical`, the reference system's);
-    /// a host's hook that happens to share such a name must not stop `serve` unasked
-    /// (docs/configuration.md, `[monitor]`).
-    pub fn host_auto_stop_on(&self) -> &[String] {
-        if self.auto_stop_on_set {
+    /// The one `[monitor] auto_stop_on` rule (docs/configuration.md `[monitor]`): whether a
+    /// stop asked for under any of `names` (a hook's name, or the diagnosis it maps to:
+    /// `oauth_fail` for a post-round `auth`, [`auto_stop_names`]) stops `serve`. The
+    /// built-in detector host's names count when `auto_stop_on` lists them, its default
+    /// ([`DEFAULT_AUTO_STOP_ON`]) included; a third-party host's (`builtin = false`) only
+    /// when the operator wrote `auto_stop_on` in the file and listed one of them, so a
+    /// host's hook that happens to share a default name never stops `serve` unasked.
+    pub fn stops_on(&self, names: &[&str], builtin: bool) -> bool {
+        let listed: &[String] = if builtin || self.auto_stop_on_set {
             &self.auto_stop_on
         } else {
             &[]
-        }
+        };
+        names.iter().any(|n| listed.iter().any(|s| s == n))
     }
 }
 
 impl Default for MonitorConfig {
     fn default() -> Self {
         MonitorConfig {
+            auth_fail_patterns: Vec::new(),
+            auth_fail_hint: None,
             auto_stop_on: DEFAULT_AUTO_STOP_ON.iter().map(|s| s.to_string()).collect(),
             auto_stop_on_set: false,
             remote_failure_tolerance: Duration::from_secs(90),
@@ -221,7 +246,21 @@ pub(super) fn resolve(
         h.pressure.critical_consecutive_samples,
         u64::from(hd.critical_consecutive_samples),
     )?;
+    let auth_fail_patterns = raw.auth_fail_patterns.unwrap_or_default();
+    for (i, pattern) in auth_fail_patterns.iter().enumerate() {
+        if let Err(e) = regex::Regex::new(pattern) {
+            return Err((
+                format!("monitor.auth_fail_patterns[{i}]"),
+                format!(
+                    "{pattern:?} is not a valid regular expression: {}",
+                    e.to_string().replace('\n', " ")
+                ),
+            ));
+        }
+    }
     Ok(MonitorConfig {
+        auth_fail_patterns,
+        auth_fail_hint: raw.auth_fail_hint.filter(|h| !h.trim().is_empty()),
         auto_stop_on_set: raw.auto_stop_on.is_some(),
         auto_stop_on: raw.auto_stop_on.unwrap_or(d.auto_stop_on),
         remote_failure_tolerance: Duration::from_secs(tolerance),
@@ -305,16 +344,23 @@ mod tests {
     }
 
     #[test]
-    fn host_detectors_stop_serve_only_when_the_operator_names_them() {
+    fn third_party_hooks_stop_serve_only_when_the_operator_names_them() {
+        use agent_runner_protocol::ErrorKind;
         let default = parse("").unwrap();
-        assert!(default.host_auto_stop_on().is_empty(), "{default:?}");
+        let auth = auto_stop_names("claude_error_detector", Some(ErrorKind::Auth));
+        // The built-in detectors' login failure counts by default (`oauth_fail`) …
+        assert!(default.stops_on(&auth, true), "{default:?}");
+        // … a host's never unasked, even under a default name.
+        assert!(!default.stops_on(&auth, false));
+        assert!(!default.stops_on(&["oauth_fail"], false));
+        assert!(!default.stops_on(&auto_stop_names("x", Some(ErrorKind::RateLimit)), true));
         let listed = parse("auto_stop_on = [\"oauth_fail\", \"no_commit\"]").unwrap();
-        assert_eq!(listed.host_auto_stop_on(), ["oauth_fail", "no_commit"]);
-        assert_eq!(listed.auto_stop_on, ["oauth_fail", "no_commit"]);
-        assert!(parse("auto_stop_on = []")
-            .unwrap()
-            .host_auto_stop_on()
-            .is_empty());
+        assert!(listed.stops_on(&["no_commit"], false));
+        assert!(listed.stops_on(&auto_stop_names("mine", Some(ErrorKind::Auth)), false));
+        assert!(!listed.stops_on(&["stalled"], false));
+        let none = parse("auto_stop_on = []").unwrap();
+        assert!(!none.stops_on(&auth, true));
+        assert!(!none.stops_on(&["oauth_fail"], false));
     }
 
     #[test]

@@ -24,6 +24,8 @@ pub(super) struct RawConfig {
     pub plugins: RawPlugins,
     #[serde(default)]
     pub monitor: super::monitor::RawMonitor,
+    #[serde(default)]
+    pub schedule: Option<RawSchedule>,
     /// `[phases]`, parsed by hand (phase names are free keys); see [`RawPhases`].
     #[serde(skip)]
     pub phases: RawPhases,
@@ -48,6 +50,10 @@ pub(super) struct RawAgent {
     pub env: BTreeMap<String, String>,
     #[serde(default)]
     pub prompt_delivery: Option<String>,
+    #[serde(default)]
+    pub exec_prefix: Option<Vec<String>>,
+    #[serde(default)]
+    pub terminal_marker: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -64,6 +70,23 @@ pub(super) struct RawRuntime {
     pub round_log_max_bytes: Option<u64>,
     pub round_log_retention_bytes: Option<u64>,
     pub dry_run: Option<bool>,
+    pub transient_error_action: Option<String>,
+    pub transient_backoff_cap_s: Option<u64>,
+    pub max_grace_after_result_s: Option<u64>,
+    pub grace_kill_ignore_patterns: Option<Vec<String>>,
+    pub fresh_eyes_every_n: Option<u64>,
+    pub narrative_file: Option<String>,
+    pub substrate_fingerprint_paths: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSchedule {
+    pub timezone: Option<String>,
+    #[serde(default)]
+    pub run_windows: Vec<String>,
+    #[serde(default)]
+    pub pause_windows: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -120,6 +143,7 @@ pub(super) struct RawHost {
 #[derive(Debug, Default)]
 pub(super) struct RawPhases {
     pub list: Option<Vec<String>>,
+    pub phase_policy: Option<String>,
     pub overrides: BTreeMap<String, RawPhase>,
 }
 
@@ -129,6 +153,7 @@ pub(super) struct RawPhase {
     pub round_budget_s: Option<u64>,
     pub prompt_files: Option<Vec<String>>,
     pub agent: Option<RawAgent>,
+    pub schedule: Option<RawSchedule>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -138,6 +163,7 @@ struct RawPhaseTable {
     runtime: Option<RawPhaseRuntime>,
     prompt: Option<RawPhasePrompt>,
     agent: Option<toml::Table>,
+    schedule: Option<RawSchedule>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -156,24 +182,10 @@ struct RawPhasePrompt {
 /// each present one is removed before validation and named in a warning. `*` matches any
 /// phase name; a whole table is listed by its own path.
 pub const UNIMPLEMENTED: &[&str] = &[
-    "agent.exec_prefix",
-    "agent.terminal_marker",
     "runtime.disable_pre_round_hooks",
-    "runtime.narrative_file",
-    "runtime.transient_error_action",
-    "runtime.substrate_fingerprint_paths",
-    "runtime.fresh_eyes_every_n",
-    "runtime.max_grace_after_result_s",
-    "runtime.grace_kill_ignore_patterns",
-    "monitor.auth_fail_patterns",
-    "monitor.auth_fail_hint",
     "monitor.round_progress_interval_s",
-    "schedule",
-    "phases.phase_policy",
     "phases.*.disable_pre_round_hooks",
-    "phases.*.schedule",
     "phases.*.runtime.disable_pre_round_hooks",
-    "phases.*.agent.terminal_marker",
 ];
 
 /// Parses `text` into the raw shape; a shape error names the dotted key.
@@ -276,6 +288,14 @@ fn parse_phases(
         None => None,
         Some(list) => Some(deserialize_at::<Vec<String>>(path, "phases.list", list)?),
     };
+    let phase_policy = match table.remove("phase_policy") {
+        None => None,
+        Some(value) => Some(deserialize_at::<String>(
+            path,
+            "phases.phase_policy",
+            value,
+        )?),
+    };
     let mut overrides = BTreeMap::new();
     for (name, value) in table {
         let prefix = format!("phases.{name}");
@@ -315,10 +335,15 @@ fn parse_phases(
                     .or(phase.runtime.and_then(|r| r.round_budget_s)),
                 prompt_files: phase.prompt.map(|p| p.files),
                 agent,
+                schedule: phase.schedule,
             },
         );
     }
-    Ok(RawPhases { list, overrides })
+    Ok(RawPhases {
+        list,
+        phase_policy,
+        overrides,
+    })
 }
 
 fn key_error(path: &Path, key: &str, message: String) -> ConfigError {
@@ -416,9 +441,9 @@ mod tests {
             }
             other => panic!("expected a key error, got {other:?}"),
         }
-        let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\nterminal_marker = \"m\"\n[monitor]\nauth_fail_hint = \"h\"\nauto_stop_on = [\"stalled\"]\n";
+        let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\nterminal_marker = \"m\"\n[monitor]\nauth_fail_hint = \"h\"\nround_progress_interval_s = 5\n[monitor.host_health.disk]\nwarning_pct = 80.0\n";
         let raw = parse(Path::new("c.toml"), text).unwrap();
-        assert_eq!(raw.warnings.len(), 2, "{:?}", raw.warnings);
+        assert_eq!(raw.warnings.len(), 1, "{:?}", raw.warnings);
         let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\n[plugins]\nsandox = \"require\"\n[plugins.throttle]\nmax = 3\n";
         match parse(Path::new("c.toml"), text) {
             Err(ConfigError::Key { key, message, .. }) => {
@@ -431,8 +456,10 @@ mod tests {
         let foreign = parse(Path::new("c.toml"), text).unwrap();
         assert_eq!(foreign.plugin_tables["throttle"]["max"], 3);
         assert!(foreign.warnings.is_empty(), "{:?}", foreign.warnings);
-        assert!(raw.warnings[0].contains("agent.terminal_marker"));
-        assert!(raw.warnings[1].contains("`monitor.auth_fail_hint`"));
+        assert!(raw
+            .warnings
+            .iter()
+            .any(|w| w.contains("`monitor.round_progress_interval_s`")));
     }
 
     #[test]

@@ -9,9 +9,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::raw::{RawAgent, RawConfig, RawHost};
+use super::raw::{RawAgent, RawConfig, RawHost, RawSchedule};
 use super::vocabulary::{self, Vocabulary};
 use super::{ConfigError, SCHEMA_VERSION};
+use crate::runtime::schedule::{Schedule, Window};
 
 /// The whole configuration, validated, with absolute paths.
 #[derive(Clone, Debug)]
@@ -32,8 +33,10 @@ pub struct Config {
     pub plugins: PluginsConfig,
     /// `[phases]`.
     pub phases: PhasesConfig,
-    /// `[monitor]` (host health, detectors, the ssh relay).
+    /// `[monitor]` (host health, detectors, the ssh relay, login stops).
     pub monitor: super::MonitorConfig,
+    /// `[schedule]`: when rounds may start (no windows: always).
+    pub schedule: Schedule,
     /// One line per reference-system key present in the file that this build ignores
     /// ([`super::UNIMPLEMENTED`]); printed once by [`super::load`].
     pub warnings: Vec<String>,
@@ -91,6 +94,31 @@ pub struct PhaseOverride {
     pub prompt_files: Option<Vec<PathBuf>>,
     /// `[phases.<name>.agent]` merged onto `[agent]`.
     pub agent: Option<AgentConfig>,
+    /// `[phases.<name>.schedule]` (its `timezone` defaults to `[schedule]`'s).
+    pub schedule: Option<Schedule>,
+}
+
+/// `[phases] phase_policy`: what `serve` does when the next round's phase is outside its
+/// schedule.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PhasePolicy {
+    /// Wait until the phase's schedule opens (default).
+    #[default]
+    Wait,
+    /// Skip the phase (its round number is passed over) and go on with the next one.
+    Skip,
+}
+
+impl Vocabulary for PhasePolicy {
+    const ALL: &'static [Self] = &[PhasePolicy::Wait, PhasePolicy::Skip];
+
+    fn word(self) -> &'static str {
+        match self {
+            PhasePolicy::Wait => "wait",
+            PhasePolicy::Skip => "skip",
+        }
+    }
 }
 
 /// `[phases]`: the rotation and the per-phase overrides.
@@ -101,6 +129,8 @@ pub struct PhasesConfig {
     pub list: Vec<String>,
     /// Overrides by phase name (every name is in `list`).
     pub overrides: BTreeMap<String, PhaseOverride>,
+    /// `phase_policy`.
+    pub phase_policy: PhasePolicy,
 }
 
 /// What one round runs with once its phase is known.
@@ -114,6 +144,8 @@ pub struct Profile<'a> {
     pub round_budget: Duration,
     /// The prompt files.
     pub prompt_files: &'a [PathBuf],
+    /// When rounds of this phase may start.
+    pub schedule: &'a Schedule,
 }
 
 impl Config {
@@ -137,6 +169,9 @@ impl Config {
             prompt_files: over
                 .and_then(|o| o.prompt_files.as_deref())
                 .unwrap_or(&self.prompt.files),
+            schedule: over
+                .and_then(|o| o.schedule.as_ref())
+                .unwrap_or(&self.schedule),
         }
     }
 }
@@ -175,7 +210,18 @@ pub struct AgentConfig {
     pub env: BTreeMap<String, String>,
     /// How the prompt is delivered.
     pub delivery: PromptDelivery,
+    /// Words run before `command` (e.g. `["docker", "run", "--rm", "-v", "{work_dir}:/w",
+    /// "img"]`), `{work_dir}` replaced by the work dir; `command[0]` stays the agent's
+    /// identity (detectors, `ctx.agent_binary`). Empty by default.
+    pub exec_prefix: Vec<String>,
+    /// Bytes whose appearance in the round log marks the agent's result (default
+    /// [`DEFAULT_TERMINAL_MARKER`], claude's; empty turns result grace off).
+    pub terminal_marker: String,
 }
+
+/// Default `[agent] terminal_marker`: the compact JSON of claude's final record (the
+/// reference system's default).
+pub const DEFAULT_TERMINAL_MARKER: &str = "\"type\":\"result\"";
 
 /// `[runtime]`.
 #[derive(Clone, Debug)]
@@ -206,6 +252,65 @@ pub struct RuntimeConfig {
     pub round_log_retention_bytes: u64,
     /// Passed to hosts as `ctx.dry_run` (default false).
     pub dry_run: bool,
+    /// What `serve` does after a round a post-round hook diagnosed as a transient failure
+    /// (default [`TransientAction::BackOff`]).
+    pub transient_error_action: TransientAction,
+    /// The longest back-off grown from `restart_delay_s` or asked for in seconds (default
+    /// [`DEFAULT_TRANSIENT_BACKOFF_CAP_S`]); a printed reset time is honoured up to 8 h.
+    pub transient_backoff_cap: Duration,
+    /// How long an agent may linger after printing its result before its process group
+    /// is ended (`None`: never; `max_grace_after_result_s = 0`, the default).
+    pub max_grace_after_result: Option<Duration>,
+    /// Patterns (Rust `regex`) of the command lines of the agent's children that do not
+    /// keep a lingering agent alive (`grace_kill_ignore_patterns`).
+    pub grace_kill_ignore_patterns: Vec<String>,
+    /// Every N-th round is a fresh-eyes round (`AGENT_RUNNER_FRESH_EYES=1`); `None` off.
+    pub fresh_eyes_every_n: Option<u64>,
+    /// A file the agent keeps its narrative in (`AGENT_RUNNER_NARRATIVE_FILE`; shown by
+    /// `peek`), absolute.
+    pub narrative_file: Option<PathBuf>,
+    /// Glob patterns, relative to `work_dir`, of the files fingerprinted before and after
+    /// each round (`round_substrate_before` / `_after`).
+    pub substrate_fingerprint_paths: Vec<String>,
+}
+
+/// Default of `[runtime] transient_backoff_cap_s`: 30 minutes.
+pub const DEFAULT_TRANSIENT_BACKOFF_CAP_S: u64 = 1800;
+
+/// `[runtime] transient_error_action`: what `serve` does after a diagnosed transient
+/// failure (usage or rate limit, overload, network).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TransientAction {
+    /// Wait until the reset time, or exponentially from `restart_delay_s` (default).
+    BackOff,
+    /// Record it and go on after `restart_delay_s`.
+    Skip,
+    /// Stop `serve` (exit 75).
+    Stop,
+}
+
+impl Vocabulary for TransientAction {
+    const ALL: &'static [Self] = &[
+        TransientAction::BackOff,
+        TransientAction::Skip,
+        TransientAction::Stop,
+    ];
+
+    fn word(self) -> &'static str {
+        self.as_str()
+    }
+}
+
+impl TransientAction {
+    /// The config and event spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransientAction::BackOff => "back_off",
+            TransientAction::Skip => "skip",
+            TransientAction::Stop => "stop",
+        }
+    }
 }
 
 /// What the built-in dirty handler does (`[vcs] dirty_action`).
@@ -492,8 +597,15 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         ContextInjection::None
     };
 
+    // [schedule]
+    let base_zone = raw.schedule.as_ref().and_then(|s| s.timezone.clone());
+    let schedule = resolve_schedule(raw.schedule.unwrap_or_default(), None)
+        .map_err(|(k, m)| err(&format!("schedule.{k}"), m))?;
+
     // [phases]
     let list = raw.phases.list.unwrap_or_default();
+    let phase_policy = vocabulary::parse(raw.phases.phase_policy.as_deref(), PhasePolicy::Wait)
+        .map_err(|m| err("phases.phase_policy", m))?;
     for (i, name) in list.iter().enumerate() {
         if name.trim().is_empty() {
             return Err(err(
@@ -536,12 +648,20 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
                 Some(resolve_agent(a).map_err(|(k, m)| err(&key(&format!("agent.{k}")), m))?)
             }
         };
+        let schedule = match phase.schedule {
+            None => None,
+            Some(raw) => Some(
+                resolve_schedule(raw, base_zone.as_deref())
+                    .map_err(|(k, m)| err(&key(&format!("schedule.{k}")), m))?,
+            ),
+        };
         overrides.insert(
             name,
             PhaseOverride {
                 round_budget: phase.round_budget_s.map(Duration::from_secs),
                 prompt_files,
                 agent,
+                schedule,
             },
         );
     }
@@ -551,6 +671,52 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
             Some(expand_path(text, &work_dir, &project).map_err(|m| err("runtime.stop_file", m))?)
         }
     };
+
+    let transient_error_action = vocabulary::parse(
+        raw.runtime.transient_error_action.as_deref(),
+        TransientAction::BackOff,
+    )
+    .map_err(|m| err("runtime.transient_error_action", m))?;
+    let transient_backoff_cap_s = raw
+        .runtime
+        .transient_backoff_cap_s
+        .unwrap_or(DEFAULT_TRANSIENT_BACKOFF_CAP_S);
+    if transient_backoff_cap_s < restart_delay_s || transient_backoff_cap_s > 86_400 {
+        return Err(err(
+            "runtime.transient_backoff_cap_s",
+            format!("{transient_backoff_cap_s} must lie between restart_delay_s ({restart_delay_s}) and 86400 (seconds)"),
+        ));
+    }
+
+    let max_grace_after_result = match raw.runtime.max_grace_after_result_s {
+        None | Some(0) => None,
+        Some(s) => Some(Duration::from_secs(s)),
+    };
+    let grace_kill_ignore_patterns = raw.runtime.grace_kill_ignore_patterns.unwrap_or_default();
+    check_patterns(&grace_kill_ignore_patterns)
+        .map_err(|(i, m)| err(&format!("runtime.grace_kill_ignore_patterns[{i}]"), m))?;
+    if raw.runtime.fresh_eyes_every_n == Some(0) {
+        return Err(err(
+            "runtime.fresh_eyes_every_n",
+            "must be at least 1 (every N-th round); leave it out to turn fresh-eyes rounds off"
+                .into(),
+        ));
+    }
+    let narrative_file = match raw.runtime.narrative_file.as_deref() {
+        None => None,
+        Some(text) => Some(
+            expand_path(text, &work_dir, &project).map_err(|m| err("runtime.narrative_file", m))?,
+        ),
+    };
+    let substrate_fingerprint_paths = raw.runtime.substrate_fingerprint_paths.unwrap_or_default();
+    for (i, pattern) in substrate_fingerprint_paths.iter().enumerate() {
+        if let Err(e) = glob::Pattern::new(pattern) {
+            return Err(err(
+                &format!("runtime.substrate_fingerprint_paths[{i}]"),
+                format!("{pattern:?} is not a glob pattern: {e}"),
+            ));
+        }
+    }
 
     // [vcs]
     let dirty_action = vocabulary::parse(raw.vcs.dirty_action.as_deref(), DirtyAction::Stash)
@@ -601,14 +767,11 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
             "config table `plugins.{name}` is a plugin's config but no [plugins.hosts.{name}] is configured; it is ignored"
         ));
     }
-    for name in raw
-        .plugins
-        .disable
-        .iter()
-        .filter(|n| !host_names.contains(&n.as_str()))
-    {
+    for name in raw.plugins.disable.iter().filter(|n| {
+        !host_names.contains(&n.as_str()) && !crate::detectors::host::is_disable_name(n)
+    }) {
         warnings.push(format!(
-            "`plugins.disable` names {name:?}, which is not a configured host (hosts: {host_names:?}); disable keys on host names"
+            "`plugins.disable` names {name:?}, which is not a configured host (hosts: {host_names:?}) nor a built-in detector; disable keys on host and detector names"
         ));
     }
 
@@ -631,6 +794,13 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
             round_log_max_bytes,
             round_log_retention_bytes: raw.runtime.round_log_retention_bytes.unwrap_or(0),
             dry_run: raw.runtime.dry_run.unwrap_or(false),
+            transient_error_action,
+            transient_backoff_cap: Duration::from_secs(transient_backoff_cap_s),
+            max_grace_after_result,
+            grace_kill_ignore_patterns,
+            fresh_eyes_every_n: raw.runtime.fresh_eyes_every_n,
+            narrative_file,
+            substrate_fingerprint_paths,
         },
         prompt: PromptConfig {
             files: prompt_files,
@@ -653,7 +823,12 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
             pins,
             hosts,
         },
-        phases: PhasesConfig { list, overrides },
+        phases: PhasesConfig {
+            list,
+            overrides,
+            phase_policy,
+        },
+        schedule,
         monitor,
         warnings,
         path,
@@ -691,13 +866,78 @@ fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, (&'static str, String)> {
         }
         _ => {}
     }
+    let exec_prefix = raw.exec_prefix.unwrap_or_default();
+    if exec_prefix.first().is_some_and(String::is_empty) {
+        return Err((
+            "exec_prefix",
+            "exec_prefix[0] is the program run before the agent's command; it must not be empty"
+                .into(),
+        ));
+    }
     Ok(AgentConfig {
         command: raw.command,
         prompt_arg_template: template,
         name: raw.name,
         env: raw.env,
         delivery,
+        exec_prefix,
+        terminal_marker: raw
+            .terminal_marker
+            .unwrap_or_else(|| DEFAULT_TERMINAL_MARKER.to_owned()),
     })
+}
+
+/// Resolves one `[schedule]` table (`timezone` defaulting to `inherited`, then the
+/// system's zone). Errors: the key under the table and what is wrong.
+fn resolve_schedule(
+    raw: RawSchedule,
+    inherited: Option<&str>,
+) -> Result<Schedule, (String, String)> {
+    let (zone, zone_name) = match raw.timezone.as_deref().or(inherited) {
+        Some(name) => (
+            jiff::tz::TimeZone::get(name).map_err(|e| {
+                (
+                    "timezone".to_owned(),
+                    format!("{name:?} is not a known IANA time zone ({e}); e.g. \"Europe/Berlin\" or \"UTC\""),
+                )
+            })?,
+            name.to_owned(),
+        ),
+        None => {
+            let zone = jiff::tz::TimeZone::system();
+            let name = zone.iana_name().unwrap_or("local").to_owned();
+            (zone, name)
+        }
+    };
+    let windows = |key: &str, list: &[String]| {
+        list.iter()
+            .enumerate()
+            .map(|(i, w)| Window::parse(w).map_err(|m| (format!("{key}[{i}]"), m)))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    Ok(Schedule {
+        run: windows("run_windows", &raw.run_windows)?,
+        pause: windows("pause_windows", &raw.pause_windows)?,
+        zone,
+        zone_name,
+    })
+}
+
+/// Checks that every pattern compiles as a Rust `regex`. Errors: the index of the first
+/// that does not and why.
+fn check_patterns(patterns: &[String]) -> Result<(), (usize, String)> {
+    for (i, pattern) in patterns.iter().enumerate() {
+        if let Err(e) = regex::Regex::new(pattern) {
+            return Err((
+                i,
+                format!(
+                    "{pattern:?} is not a valid regular expression: {}",
+                    e.to_string().replace('\n', " ")
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Expands and resolves prompt files against `work_dir`; the first must be a readable file.
@@ -777,6 +1017,12 @@ fn resolve_host(
     dirs: RunDirs<'_>,
     project: &str,
 ) -> Result<HostConfig, (&'static str, String)> {
+    if name == crate::detectors::host::HOST_NAME {
+        return Err((
+            "command",
+            format!("host name {name:?} belongs to the built-in detector host; pick another name"),
+        ));
+    }
     if HookName::try_from(name.to_owned()).is_err() {
         return Err((
             "command",

@@ -1,5 +1,5 @@
 //! The config's closed vocabularies (`dirty_action`, `sandbox`, `prompt_delivery`,
-//! `context_injection_mode`): serde enums spelled in snake case, each listing its words so
+//! `context_injection_mode`, `transient_error_action`, `phase_policy`): serde enums spelled in snake case, each listing its words so
 //! that a bad value gets one message naming them all
 //! (`"x"; expected "stash", "ignore" or "auto_commit"`).
 
@@ -39,7 +39,9 @@ fn expected<T: Vocabulary>() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{ContextInjection, DirtyAction, PromptDelivery, SandboxMode};
+    use crate::config::{
+        ContextInjection, DirtyAction, PhasePolicy, PromptDelivery, SandboxMode, TransientAction,
+    };
 
     fn spelled_alike<T: Vocabulary + PartialEq + std::fmt::Debug>() {
         for word in T::ALL {
@@ -53,6 +55,8 @@ mod tests {
         spelled_alike::<DirtyAction>();
         spelled_alike::<PromptDelivery>();
         spelled_alike::<SandboxMode>();
+        spelled_alike::<PhasePolicy>();
+        spelled_alike::<TransientAction>();
         assert_eq!(
             parse::<DirtyAction>(Some("wipe"), DirtyAction::Stash),
             Err("\"wipe\"; expected \"stash\", \"ignore\" or \"auto_commit\"".to_owned())

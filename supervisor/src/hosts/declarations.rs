@@ -5,7 +5,7 @@
 use agent_runner_protocol::{Family, HookDecl, HookName};
 use std::collections::BTreeSet;
 
-use super::BUILTIN_HOOK_NAMES;
+use super::is_builtin_hook_name;
 use crate::runtime::events::BUILTIN_KINDS;
 use crate::runtime::round_context::RESERVED_CONTEXT_KEYS;
 
@@ -25,6 +25,8 @@ pub enum DeclarationProblem {
     },
     /// Another host of the project already registered this name.
     Taken(String),
+    /// The built-in detector host declared a name that is not a built-in detector's.
+    NotADetector(String),
     /// A context enricher named after one of the round context's own keys
     /// (`docs/protocol.md` §5.4): its object would replace that key.
     ReservedContextKey(String),
@@ -60,6 +62,9 @@ impl std::fmt::Display for DeclarationProblem {
             DeclarationProblem::Taken(name) => {
                 write!(f, "hook name {name:?} is already taken by another host")
             }
+            DeclarationProblem::NotADetector(name) => {
+                write!(f, "hook name {name:?} is not one of the built-in detectors")
+            }
             DeclarationProblem::ReservedContextKey(name) => write!(
                 f,
                 "context enricher {name:?} would replace the round context's own key of that name"
@@ -91,7 +96,7 @@ pub fn declaration_problems(
         .collect();
     for decl in decls {
         let name = decl.name.as_str().to_owned();
-        if BUILTIN_HOOK_NAMES.contains(&name.as_str()) {
+        if is_builtin_hook_name(&name) {
             problems.push(DeclarationProblem::BuiltinName(name));
         } else if !provides.contains(&decl.family) {
             problems.push(DeclarationProblem::OutsideProvides {

@@ -7,6 +7,7 @@
 //! `hook_failed`, and started again for a later call after a backoff; after
 //! [`MAX_CONSECUTIVE_FAILURES`] failures in a row it is disabled for the rest of the run.
 
+pub mod builtin;
 mod declarations;
 mod host;
 pub mod pins;
@@ -58,6 +59,14 @@ pub const BUILTIN_HOOK_NAMES: &[&str] = &[
     "pi",
 ];
 
+/// Whether `name` is reserved for a built-in hook: one of [`BUILTIN_HOOK_NAMES`] or a
+/// built-in error detector's name (`crate::detectors::names`). Only the built-in detector
+/// host may declare the detectors' names; any other host declaring a reserved name is
+/// refused (`plugin_builtin_name_squat`).
+pub fn is_builtin_hook_name(name: &str) -> bool {
+    BUILTIN_HOOK_NAMES.contains(&name) || crate::detectors::names().any(|n| n == name)
+}
+
 /// What a host declared in `initialize` besides its hooks (`docs/protocol.md` §3).
 #[derive(Clone, Debug, Default)]
 pub struct Declared {
@@ -68,7 +77,7 @@ pub struct Declared {
 }
 
 /// The name of the built-in dirty handler (`runtime::dirty`, which answers at priority
-/// 1000), reserved like every name of [`BUILTIN_HOOK_NAMES`].
+/// 1000), reserved (see [`is_builtin_hook_name`]).
 pub const BUILTIN_DIRTY_HANDLER: &str = "default";
 
 /// The failure taxonomy of a hook call (`hook_failed.error_type`, `docs/protocol.md`
@@ -225,6 +234,8 @@ pub struct HostStatus {
 
 struct ManagedHost {
     cfg: HostConfig,
+    /// The built-in detector host ([`builtin`]): its hooks carry reserved names.
+    builtin: bool,
     /// Its `[plugins.pin]` entry when it was admitted.
     pin: Option<agent_runner_plugin_host::pin::Sha256Pin>,
     spec: LaunchSpec,
@@ -256,6 +267,8 @@ pub struct HostManager {
     hooks: Vec<HookRef>,
     events: EventLog,
     init: InitializeParams,
+    /// Which executable runs the built-in detector host (kept for [`Self::reconcile`]).
+    detectors: builtin::DetectorHost,
 }
 
 impl HostManager {
@@ -266,7 +279,15 @@ impl HostManager {
     /// (`plugin_sandbox_degraded`), or its `initialize` answer breaks the rules (wrong
     /// family, duplicate or built-in hook name: `plugin_builtin_name_squat`). Refusals
     /// are recorded; the supervisor goes on without that host.
-    pub async fn boot(config: &Config, gate: &SandboxGate, events: &EventLog) -> HostManager {
+    ///
+    /// `detectors` says which executable runs the built-in detector host (started first,
+    /// like the others): `serve` and `round` pass [`builtin::DetectorHost::OwnExecutable`].
+    pub async fn boot(
+        config: &Config,
+        gate: &SandboxGate,
+        events: &EventLog,
+        detectors: &builtin::DetectorHost,
+    ) -> HostManager {
         let mut manager = HostManager {
             hosts: Vec::new(),
             hooks: Vec::new(),
@@ -277,7 +298,9 @@ impl HostManager {
                 &config.runtime.log_dir,
                 gate,
             ),
+            detectors: detectors.clone(),
         };
+        manager.add_builtin(config, gate).await;
         for cfg in &config.plugins.hosts {
             if config.plugins.disable.contains(&cfg.name) {
                 tracing::info!(host = %cfg.name, "host disabled by [plugins] disable");
@@ -293,7 +316,10 @@ impl HostManager {
     /// whose `[plugins.hosts.<name>]` entry and pin are unchanged keeps running with its
     /// hooks; a host whose entry or pin changed is shut down and admitted again (resolve,
     /// hash, pin check, launch, `initialize`), a new host is admitted, a removed or newly
-    /// disabled one is shut down. Returns the names of the hosts (re)started and stopped.
+    /// disabled one is shut down. The built-in detector host is restarted when its table
+    /// ([`builtin::host_table`]: enabled detectors, `auth_fail_patterns`) changed, and shut
+    /// down when every detector is disabled. Returns the names of the hosts (re)started and
+    /// stopped.
     pub async fn reconcile(&mut self, config: &Config, gate: &SandboxGate) -> Reconciled {
         let mut old: Vec<Option<ManagedHost>> = std::mem::take(&mut self.hosts)
             .into_iter()
@@ -301,6 +327,44 @@ impl HostManager {
             .collect();
         let old_hooks = std::mem::take(&mut self.hooks);
         let mut done = Reconciled::default();
+        let keep = |i: usize, host: ManagedHost, manager: &mut HostManager| {
+            let now = manager.hosts.len();
+            manager.hosts.push(host);
+            manager.hooks.extend(
+                old_hooks
+                    .iter()
+                    .filter(|h| h.host == i)
+                    .cloned()
+                    .map(|h| HookRef { host: now, ..h }),
+            );
+        };
+        // The built-in detector host follows its table ([`builtin::host_table`]).
+        let table = builtin::host_table(config, &self.detectors);
+        let was_builtin = old
+            .iter()
+            .position(|h| h.as_ref().is_some_and(|h| h.builtin));
+        match (was_builtin, &table) {
+            (Some(i), Some(table)) if old[i].as_ref().is_some_and(|h| h.cfg.config == *table) => {
+                if let Some(host) = old[i].take() {
+                    keep(i, host, self);
+                }
+            }
+            (was, table) => {
+                if let Some(host) = was.and_then(|i| old[i].take()) {
+                    if let Some(running) = host.running {
+                        running.shutdown().await;
+                    }
+                    if table.is_none() {
+                        done.stopped.push(host.cfg.name.clone());
+                    }
+                }
+                if table.is_some() {
+                    self.add_builtin(config, gate).await;
+                    done.started
+                        .push(crate::detectors::host::HOST_NAME.to_owned());
+                }
+            }
+        }
         for cfg in &config.plugins.hosts {
             if config.plugins.disable.contains(&cfg.name) {
                 continue;
@@ -310,17 +374,7 @@ impl HostManager {
                 .iter()
                 .position(|h| h.as_ref().is_some_and(|h| h.cfg == *cfg && h.pin == pin));
             match same.and_then(|i| old[i].take().map(|h| (i, h))) {
-                Some((was, host)) => {
-                    let now = self.hosts.len();
-                    self.hosts.push(host);
-                    self.hooks.extend(
-                        old_hooks
-                            .iter()
-                            .filter(|h| h.host == was)
-                            .cloned()
-                            .map(|h| HookRef { host: now, ..h }),
-                    );
-                }
+                Some((was, host)) => keep(was, host, self),
                 None => {
                     if let Some(i) = old
                         .iter()
@@ -351,9 +405,31 @@ impl HostManager {
         let Some(spec) = self.admit(config, gate, cfg) else {
             return;
         };
+        let pin = config.plugins.pins.get(&cfg.name).copied();
+        self.launch(cfg, pin, spec, false).await;
+    }
+
+    /// Admits, starts and registers the built-in detector host ([`builtin::admit`]),
+    /// unless `config` or [`builtin::DetectorHost::Off`] leaves it out.
+    async fn add_builtin(&mut self, config: &Config, gate: &SandboxGate) {
+        if let Some((cfg, spec)) = builtin::admit(config, gate, &self.events, &self.detectors) {
+            self.launch(&cfg, None, spec, true).await;
+        }
+    }
+
+    /// Starts and registers one admitted host (disabled, after recording why, when its
+    /// `initialize` fails).
+    async fn launch(
+        &mut self,
+        cfg: &HostConfig,
+        pin: Option<agent_runner_plugin_host::pin::Sha256Pin>,
+        spec: LaunchSpec,
+        builtin: bool,
+    ) {
         self.hosts.push(ManagedHost {
             cfg: cfg.clone(),
-            pin: config.plugins.pins.get(&cfg.name).copied(),
+            builtin,
+            pin,
             spec,
             declared: Declared::default(),
             running: None,
@@ -493,14 +569,25 @@ impl HostManager {
     /// the whole host if any declaration breaks the rules (docs/protocol.md §3).
     fn register(&mut self, index: usize, result: InitializeResult) {
         let name = self.hosts[index].cfg.name.clone();
+        let builtin = self.hosts[index].builtin;
         let decls = result.hooks;
         let taken: Vec<HookName> = self.hooks.iter().map(|h| h.name.clone()).collect();
-        let problems = declaration_problems(
+        let mut problems = declaration_problems(
             &decls,
             &result.event_kinds,
             &self.hosts[index].cfg.provides,
             &taken,
         );
+        if builtin {
+            // The built-in detector host declares exactly the reserved detector names.
+            problems.retain(|p| !matches!(p, DeclarationProblem::BuiltinName(_)));
+            if let Some(other) = decls
+                .iter()
+                .find(|d| !crate::detectors::names().any(|n| n == d.name.as_str()))
+            {
+                problems.insert(0, DeclarationProblem::NotADetector(other.name.to_string()));
+            }
+        }
         for problem in &problems {
             if let DeclarationProblem::BuiltinName(hook) = problem {
                 self.events.emit(Event::PluginBuiltinNameSquat {
@@ -535,6 +622,12 @@ impl HostManager {
                 family: decl.family,
             });
         }
+    }
+
+    /// Whether `hook` is served by the built-in detector host ([`builtin`]), whose stops
+    /// `[monitor] auto_stop_on`'s default covers ([`crate::config::MonitorConfig::stops_on`]).
+    pub fn is_builtin(&self, hook: &HookRef) -> bool {
+        self.hosts.get(hook.host).is_some_and(|h| h.builtin)
     }
 
     /// Registered hooks of `family`, in call order (dirty handlers by ascending priority).

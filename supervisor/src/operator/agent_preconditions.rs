@@ -100,6 +100,8 @@ mod tests {
             name: None,
             env: Default::default(),
             delivery: crate::config::PromptDelivery::Argv,
+            exec_prefix: vec![],
+            terminal_marker: String::new(),
         }
     }
 

@@ -24,6 +24,12 @@ pub struct Preset {
     pub delivery: &'static str,
     /// `[agent.env]`.
     pub env: &'static [(&'static str, &'static str)],
+    /// `[agent] terminal_marker` when it differs from claude's (the default).
+    pub terminal_marker: Option<&'static str>,
+    /// `[runtime] grace_kill_ignore_patterns`: helpers of the CLI that outlive its result.
+    pub grace_ignore: &'static [&'static str],
+    /// `[monitor] auth_fail_hint`: how to log this CLI in again.
+    pub auth_hint: &'static str,
 }
 
 /// Every preset `init --preset` knows.
@@ -42,6 +48,9 @@ pub const PRESETS: &[Preset] = &[
         template: &["-p"],
         delivery: "stdin",
         env: &[("DISABLE_AUTOUPDATER", "1")],
+        terminal_marker: None,
+        grace_ignore: &["\\.claude/shell-snapshots/snapshot-bash-"],
+        auth_hint: "Log in again on this machine: run `claude` and use /login, or set ANTHROPIC_API_KEY for the service.",
     },
     Preset {
         name: "aider",
@@ -54,6 +63,9 @@ pub const PRESETS: &[Preset] = &[
         template: &["--message", "{prompt}"],
         delivery: "argv",
         env: &[],
+        terminal_marker: None,
+        grace_ignore: &[],
+        auth_hint: "Check the provider key aider uses (OPENAI_API_KEY, ANTHROPIC_API_KEY, …) in the service's environment; `aider --models` lists what it finds.",
     },
     Preset {
         name: "gemini",
@@ -61,6 +73,9 @@ pub const PRESETS: &[Preset] = &[
         template: &["-p", "{prompt}"],
         delivery: "argv",
         env: &[],
+        terminal_marker: None,
+        grace_ignore: &[],
+        auth_hint: "Log in again with `gemini` on this machine, or set GEMINI_API_KEY for the service.",
     },
     Preset {
         name: "codewhale",
@@ -74,6 +89,9 @@ pub const PRESETS: &[Preset] = &[
         template: &["{prompt}"],
         delivery: "argv",
         env: &[],
+        terminal_marker: Some("\"type\":\"metadata\""),
+        grace_ignore: &[],
+        auth_hint: "Check the provider credentials with `codewhale auth status`, or set DEEPSEEK_API_KEY for the service.",
     },
     Preset {
         name: "kimi",
@@ -81,6 +99,9 @@ pub const PRESETS: &[Preset] = &[
         template: &["-p", "{prompt}"],
         delivery: "argv",
         env: &[],
+        terminal_marker: None,
+        grace_ignore: &[],
+        auth_hint: "Log in again with `kimi login` on this machine; `kimi doctor` checks the model settings.",
     },
     Preset {
         name: "pi",
@@ -88,6 +109,9 @@ pub const PRESETS: &[Preset] = &[
         template: &["{prompt}"],
         delivery: "argv",
         env: &[],
+        terminal_marker: Some("\"type\":\"agent_end\""),
+        grace_ignore: &[],
+        auth_hint: "Configure a reachable provider for pi on this machine (`pi` then /login, or its models.json); `pi -p ok` checks it.",
     },
     Preset {
         name: "codex",
@@ -95,6 +119,9 @@ pub const PRESETS: &[Preset] = &[
         template: &["{prompt}"],
         delivery: "argv",
         env: &[],
+        terminal_marker: None,
+        grace_ignore: &[],
+        auth_hint: "Log in again with `codex login` on this machine, or set OPENAI_API_KEY for the service.",
     },
 ];
 
@@ -129,7 +156,7 @@ name = "{name}"
 command = {command}
 prompt_arg_template = {template}
 prompt_delivery = "{delivery}"
-
+{marker}
 [agent.env]
 {env}
 [runtime]
@@ -137,6 +164,15 @@ work_dir = "."
 log_dir = "{log_dir}"
 round_budget_s = 1800
 restart_delay_s = 3
+# After a usage or rate limit: wait until the printed reset (docs/detectors.md).
+transient_error_action = "back_off"
+# End an agent that lingers this long after printing its result (0: never).
+max_grace_after_result_s = 0
+grace_kill_ignore_patterns = {grace_ignore}
+
+[monitor]
+auth_fail_hint = {hint}
+auto_stop_on = ["oauth_fail"]
 
 [prompt]
 file = "./prompts/main.md"
@@ -164,6 +200,12 @@ disable = []
         template = toml_list(preset.template),
         delivery = preset.delivery,
         log_dir = DEFAULT_LOG_DIR,
+        marker = preset
+            .terminal_marker
+            .map(|m| format!("terminal_marker = {}\n", toml::Value::String(m.to_owned())))
+            .unwrap_or_default(),
+        grace_ignore = toml_list(preset.grace_ignore),
+        hint = toml::Value::String(preset.auth_hint.to_owned()),
     )
 }
 

@@ -4,7 +4,9 @@
 //! One template, `agent-runner@.service`, serves every project of the machine; each project
 //! is an instance, `agent-runner@<project>.service`, whose drop-in `project.conf` names its
 //! config (`AGENT_RUNNER_CONFIG`), work dir and stop timeout. The template bakes in the
-//! absolute binary path, restarts `serve` on failure but not on exit 78 (a permanent config error: restarting cannot help), and stops the whole
+//! absolute binary path, restarts `serve` on failure but not on exit 78 (a permanent config
+//! error) nor 77 (stopped on a login failure): restarting cannot help either until someone
+//! acts. It stops the whole
 //! control group (agent and hosts included) on `systemctl stop`. User units go to
 //! `$XDG_CONFIG_HOME/systemd/user` (default `~/.config/systemd/user`), `--system` units to
 //! `/etc/systemd/system`.
@@ -119,14 +121,17 @@ pub fn render_template(binary: &Path, scope: Scope) -> String {
          ExecStart={binary} --config ${{AGENT_RUNNER_CONFIG}} serve\n\
          Restart=on-failure\n\
          RestartSec=10\n\
-         # 78: permanent config error (bad config, sandbox=\"require\" unmet): do not restart.\n\
-         RestartPreventExitStatus=78\n\
+         # 78: permanent config error (bad config, sandbox=\"require\" unmet); 77: stopped on a\n\
+         # login failure ([monitor] auto_stop_on). Restarting cannot help: do not restart.\n\
+         RestartPreventExitStatus={config_code} {noperm_code}\n\
          KillMode=control-group\n\
          KillSignal=SIGTERM\n\
          \n\
          [Install]\n\
          WantedBy={wanted_by}\n",
         binary = quote(&binary.display().to_string()),
+        config_code = exit::CONFIG,
+        noperm_code = exit::NOPERM,
     )
 }
 

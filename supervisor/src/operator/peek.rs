@@ -110,13 +110,14 @@ pub struct PeekDoc {
     pub recent_hook_failures: Vec<Recorded>,
     /// The loop's defenses in force (`operator::defenses`).
     pub defenses: Vec<Defense>,
-    /// The reference system's transient-error blips: always `[]` (this build retries
-    /// nothing on its own; `docs/operations.md`).
+    /// The reference system's transient-error blips: always `[]` for now (they are
+    /// recorded as `agent_network_blip` events; `docs/operations.md`).
     pub recent_blips: Vec<Value>,
     /// The reference system's cgroup growth warnings: always `[]` (this build keeps no
     /// cgroup of the agent; `docs/operations.md`).
     pub recent_cgroup_growth_warnings: Vec<Value>,
-    /// The reference system's `[schedule]`: always `null` (not implemented).
+    /// The reference system's `[schedule]`: always `null` for now (`serve` reads
+    /// `[schedule]`; `status` and `service.json` say when it pauses).
     pub schedule: Option<Value>,
     /// Every configured host.
     pub hosts: Vec<PeekHost>,
@@ -163,7 +164,8 @@ pub struct PeekPlugins {
     pub pre_round_hooks: Vec<String>,
     /// Context enrichers (family `context_enricher`).
     pub context_enrichers: Vec<String>,
-    /// The reference system's post-round hooks: always `[]` (no such family in this build).
+    /// Post-round hooks (family `post_round`): the hosts' and the built-in detectors left
+    /// enabled (`[plugins] disable`).
     pub post_round_hooks: Vec<String>,
     /// Serve-startup hooks (family `serve_startup`).
     pub serve_startup_hooks: Vec<String>,
@@ -246,8 +248,9 @@ pub struct ServiceBlock {
     pub uptime_s: Option<f64>,
     /// The installed systemd unit, if any.
     pub unit_file: Option<PathBuf>,
-    /// Always `null` (not implemented).
-    pub rate_limit: Option<u32>,
+    /// During a back-off after a diagnosed transient failure, the reference system's
+    /// throttle object; `null` otherwise.
+    pub rate_limit: Option<RateLimit>,
     /// Whether a system-wide unit is installed.
     pub system_managed: bool,
     /// From `service.json` when its writer is the live supervisor; `round` when a one-off
@@ -259,6 +262,38 @@ pub struct ServiceBlock {
     pub updated_at: Option<String>,
     /// The round the running `serve` is attempting.
     pub serve_current_round: Option<CurrentRound>,
+}
+
+/// `service.rate_limit`: the back-off under way, in the reference system's shape.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+pub struct RateLimit {
+    /// When the back-off ends, seconds since the Unix epoch.
+    pub throttled_until_epoch: Option<u64>,
+    /// The diagnosis (`usage_limit`, `rate_limit`, `overloaded`, `network`, …).
+    pub limit_type: String,
+    /// The agent's executable (basename).
+    pub agent: String,
+    /// The first round of the episode.
+    pub since_round: u64,
+    /// The phase (`""` without phases).
+    pub phase: String,
+    /// Every agent backing off (one: a project runs one agent).
+    pub throttled_agents: Vec<String>,
+}
+
+fn rate_limit(back_off: &service::BackOffDoc) -> RateLimit {
+    RateLimit {
+        throttled_until_epoch: humantime::parse_rfc3339_weak(back_off.until.trim_end_matches('Z'))
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs()),
+        limit_type: back_off.kind.clone(),
+        agent: back_off.agent.clone(),
+        since_round: back_off.since_round,
+        phase: back_off.phase.clone(),
+        throttled_agents: vec![back_off.agent.clone()],
+    }
 }
 
 /// Everything a look found (the document, plus what the human form needs).
@@ -428,7 +463,17 @@ fn plugins_block(
         dirty_handlers: hooks(Family::DirtyHandler),
         pre_round_hooks: hooks(Family::PreRound),
         context_enrichers: hooks(Family::ContextEnricher),
-        post_round_hooks: Vec::new(),
+        // The built-in detector host declares exactly the detectors left enabled.
+        post_round_hooks: sorted(
+            hooks(Family::PostRound)
+                .into_iter()
+                .chain(
+                    crate::hosts::builtin::enabled_detectors(config)
+                        .into_iter()
+                        .map(str::to_owned),
+                )
+                .collect(),
+        ),
         serve_startup_hooks: hooks(Family::ServeStartup),
         detectors: hooks(Family::Detector),
         owned_paths: sorted(enabled().flat_map(|h| h.owned_paths.clone()).collect()),
@@ -493,8 +538,8 @@ fn hosts_block(
 }
 
 /// The `service` block; `state` comes from `service.json` when its writer is the live
-/// supervisor, `stale` marks one left by a supervisor that died without marking it
-/// stopped.
+/// supervisor (during a back-off: `backing off until <time> (<kind>)`, with `rate_limit`
+/// filled), `stale` marks one left by a supervisor that died without marking it stopped.
 fn service_block(
     config: &Config,
     live: Option<u32>,
@@ -517,10 +562,14 @@ fn service_block(
         .and_then(|d| humantime::parse_rfc3339_weak(d.started_at.trim_end_matches('Z')).ok())
         .and_then(|t| now.duration_since(t).ok())
         .map(|d| (d.as_secs_f64() * 10.0).round() / 10.0);
-    let state = match (live, current) {
-        (Some(_), Some(doc)) => doc.state.as_str(),
-        (Some(_), None) => "round",
-        (None, _) => "stopped",
+    let back_off = current.and_then(|d| d.back_off.as_ref());
+    let state = match (live, current, back_off) {
+        (Some(_), Some(doc), Some(b)) if doc.state == service::ServiceState::BackingOff => {
+            b.describe()
+        }
+        (Some(_), Some(doc), _) => doc.state.as_str().to_owned(),
+        (Some(_), None, _) => "round".to_owned(),
+        (None, _, _) => "stopped".to_owned(),
     };
     let stale = live.is_none() && last.is_some_and(|d| d.state != service::ServiceState::Stopped);
     ServiceBlock {
@@ -535,7 +584,7 @@ fn service_block(
         } else {
             None
         },
-        rate_limit: None,
+        rate_limit: back_off.map(rate_limit),
         system_managed: system_installed,
         state: state.to_owned(),
         stale,

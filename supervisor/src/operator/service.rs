@@ -35,6 +35,12 @@ pub enum ServiceState {
     Deferred,
     /// Between rounds (restart delay, or after a skip).
     Idle,
+    /// Waiting out a back-off after a diagnosed transient failure (`back_off` says until
+    /// when and why).
+    #[serde(rename = "backing_off")]
+    BackingOff,
+    /// Outside the hours `[schedule]` allows; waiting for them.
+    Paused,
     /// A stop was asked for; finishing up.
     Stopping,
     /// `serve` has exited (written last, on a clean exit).
@@ -48,6 +54,8 @@ impl ServiceState {
             ServiceState::Running => "running",
             ServiceState::Deferred => "deferred",
             ServiceState::Idle => "idle",
+            ServiceState::BackingOff => "backing_off",
+            ServiceState::Paused => "paused",
             ServiceState::Stopping => "stopping",
             ServiceState::Stopped => "stopped",
         }
@@ -64,6 +72,28 @@ pub struct CurrentRound {
     pub phase: Option<String>,
     /// When the attempt began (UTC, `YYYY-MM-DDTHH:MM:SS.mmmZ`).
     pub started_at: String,
+}
+
+/// A back-off under way.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BackOffDoc {
+    /// When it ends (UTC, [`timestamp`] form).
+    pub until: String,
+    /// The diagnosis: `usage_limit`, `rate_limit`, `overloaded`, `network`, …
+    pub kind: String,
+    /// The agent's executable (basename).
+    pub agent: String,
+    /// The first round of the episode.
+    pub since_round: u64,
+    /// The phase of the diagnosed round (`""` without `[phases]`).
+    pub phase: String,
+}
+
+impl BackOffDoc {
+    /// What `status` and `peek` print: `backing off until <until> (<kind>)`.
+    pub fn describe(&self) -> String {
+        format!("backing off until {} ({})", self.until, self.kind)
+    }
 }
 
 /// One host as of the last write.
@@ -111,6 +141,9 @@ pub struct ServiceDoc {
     pub state: ServiceState,
     /// The round being attempted, if any.
     pub current_round: Option<CurrentRound>,
+    /// While `state` is `backing_off`: until when and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub back_off: Option<BackOffDoc>,
     /// Its hosts.
     pub hosts: Vec<ServiceHost>,
     /// The sandbox gate of this boot: `requested`, `achieved_tier`, `landlock_abi`,
@@ -148,6 +181,7 @@ impl ServiceFile {
                 config: config.path.clone(),
                 state: ServiceState::Idle,
                 current_round: None,
+                back_off: None,
                 hosts: Vec::new(),
                 sandbox: info,
                 updated_at: now,
@@ -165,6 +199,9 @@ impl ServiceFile {
     ) {
         self.doc.state = state;
         self.doc.current_round = current_round;
+        if state != ServiceState::BackingOff {
+            self.doc.back_off = None;
+        }
         self.doc.hosts = hosts
             .status()
             .into_iter()
@@ -199,6 +236,12 @@ impl ServiceFile {
         if let Err(err) = write_json_atomic(&self.path, &self.doc) {
             tracing::warn!(path = %self.path.display(), "cannot write service status: {err}");
         }
+    }
+
+    /// Records a back-off under way (state `backing_off`) and writes the file.
+    pub fn backing_off(&mut self, back_off: BackOffDoc, hosts: &HostManager) {
+        self.doc.back_off = Some(back_off);
+        self.update(ServiceState::BackingOff, None, hosts);
     }
 
     /// A [`CurrentRound`] starting now.

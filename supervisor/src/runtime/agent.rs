@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
+use crate::runtime::processes::own_children;
 use crate::runtime::stop::{reached, StopLevel, StopWatch};
 
 /// Time between SIGTERM and SIGKILL to the agent's process group.
@@ -53,6 +54,8 @@ pub struct AgentSpec {
     pub floor: Option<crate::runtime::host_health::Floor>,
     /// Pids of the supervisor's own children that must survive the round (plugin hosts).
     pub spare: Vec<u32>,
+    /// Result grace, when `max_grace_after_result_s` and `terminal_marker` are set.
+    pub grace: Option<crate::runtime::grace::Grace>,
 }
 
 /// How the agent's run ended (`agent_exit.exit_cause`).
@@ -66,6 +69,8 @@ pub enum ExitCause {
     Timeout,
     /// An immediate stop (second signal) terminated it.
     Stopped,
+    /// It printed its result and lingered past `max_grace_after_result_s`; we ended it.
+    GraceKill,
     /// Sustained critical host pressure ended it (`round_mem_terminated`).
     HostPressure,
 }
@@ -78,6 +83,7 @@ impl ExitCause {
             ExitCause::Signaled => "signaled",
             ExitCause::Timeout => "timeout",
             ExitCause::Stopped => "stopped",
+            ExitCause::GraceKill => "grace_kill",
             ExitCause::HostPressure => "host_pressure",
         }
     }
@@ -147,9 +153,11 @@ fn copy_capped(pipe: OwnedFd, mut log: File, cap: u64) -> CappedLog {
 }
 
 impl AgentExit {
-    /// A clean exit: status 0, by itself.
+    /// A clean exit: status 0, by itself; or ended after printing its result
+    /// ([`ExitCause::GraceKill`]): its work is done.
     pub fn is_clean(&self) -> bool {
-        self.cause == ExitCause::Exited && self.exit_code == Some(0)
+        self.cause == ExitCause::GraceKill
+            || self.cause == ExitCause::Exited && self.exit_code == Some(0)
     }
 }
 
@@ -190,8 +198,16 @@ pub async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Result<Agent
         });
     }
     let mut cause = None;
+    let agent_pid = child.id().unwrap_or(0);
+    let grace = async {
+        match &spec.grace {
+            Some(grace) => grace.due(agent_pid, std::env::current_exe().ok()).await,
+            None => std::future::pending().await,
+        }
+    };
     let status = tokio::select! {
         status = child.wait() => status?,
+        _ = grace => { cause = Some(ExitCause::GraceKill); terminate(&mut child, pgid).await? }
         _ = tokio::time::sleep(spec.budget) => { cause = Some(ExitCause::Timeout); terminate(&mut child, pgid).await? }
         _ = reached(stop, StopLevel::Immediate) => { cause = Some(ExitCause::Stopped); terminate(&mut child, pgid).await? }
         _ = breached(spec.floor.as_ref(), pgid.as_raw() as u32) => { cause = Some(ExitCause::HostPressure); terminate(&mut child, pgid).await? }
@@ -296,52 +312,6 @@ pub async fn reap_orphans(spare: &[u32]) {
             }
         }
     }
-}
-
-/// The children of this process (pid, process group): the pids in every thread's
-/// `/proc/self/task/<tid>/children` (proc(5), Linux 3.5+), then each one's `stat` for its
-/// group, so the cost follows our children, not the machine's process count. Where those
-/// files are missing (a kernel without `CONFIG_PROC_CHILDREN`), every `/proc/<pid>/stat`.
-fn own_children() -> Vec<(u32, u32)> {
-    let me = std::process::id();
-    let listed = || -> Option<Vec<u32>> {
-        let mut pids = Vec::new();
-        for task in std::fs::read_dir("/proc/self/task").ok()? {
-            let text = std::fs::read_to_string(task.ok()?.path().join("children")).ok()?;
-            pids.extend(
-                text.split_whitespace()
-                    .filter_map(|p| p.parse::<u32>().ok()),
-            );
-        }
-        Some(pids)
-    };
-    let candidates: Vec<u32> = match listed() {
-        Some(pids) => pids,
-        None => std::fs::read_dir("/proc")
-            .map(|dir| {
-                dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                    .collect()
-            })
-            .unwrap_or_default(),
-    };
-    candidates
-        .into_iter()
-        .filter_map(|pid| {
-            let (ppid, pgrp) = parent_and_group(pid)?;
-            (ppid == me).then_some((pid, pgrp))
-        })
-        .collect()
-}
-
-/// The parent and process group of `pid`, from `/proc/<pid>/stat`.
-fn parent_and_group(pid: u32) -> Option<(u32, u32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command (which may hold spaces and parentheses).
-    let mut fields = stat.get(stat.rfind(')')? + 2..)?.split(' ');
-    let _state = fields.next()?;
-    let ppid = fields.next()?.parse().ok()?;
-    let pgrp = fields.next()?.parse().ok()?;
-    Some((ppid, pgrp))
 }
 
 async fn terminate(

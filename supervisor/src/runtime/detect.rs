@@ -5,8 +5,8 @@
 //!
 //! Each alert is recorded as `detector_alert`. An alert with `stop_service` stops `serve`
 //! only when its hook is named in the `[monitor] auto_stop_on` the operator wrote
-//! ([`crate::config::MonitorConfig::host_auto_stop_on`]; the default names built-in
-//! detectors only); otherwise it is recorded with `auto_stop: false` and the loop goes on.
+//! ([`crate::config::MonitorConfig::stops_on`]; the default names built-in detectors
+//! only); otherwise it is recorded with `auto_stop: false` and the loop goes on.
 //! A failed call raises nothing.
 
 use agent_runner_protocol::redact::redact_and_cap;
@@ -15,6 +15,7 @@ use agent_runner_protocol::{
 };
 use serde_json::Value;
 
+use crate::config::MonitorConfig;
 use crate::hosts::{HookRef, HostManager};
 use crate::runtime::events::{Event, EventLog};
 use crate::runtime::stop::StopWatch;
@@ -32,7 +33,7 @@ pub struct AutoStop {
 /// honoured `stop_service` alert, in hook order. A graceful stop abandons the poll.
 pub async fn poll(
     hosts: &mut HostManager,
-    auto_stop_on: &[String],
+    monitor: &MonitorConfig,
     events: &EventLog,
     ctx: &Context,
     state: &ProjectState,
@@ -75,7 +76,8 @@ pub async fn poll(
             continue;
         };
         let message = redact_and_cap(&alert.message);
-        let honoured = alert.stop_service && auto_stop_on.iter().any(|n| n == hook.name.as_str());
+        let honoured =
+            alert.stop_service && monitor.stops_on(&[hook.name.as_str()], hosts.is_builtin(hook));
         events.emit(Event::DetectorAlert {
             hook: hook.name.to_string(),
             severity: alert.severity.as_str().to_owned(),

@@ -277,6 +277,14 @@ impl Repo {
             .is_ok_and(|out| out.lines().any(|l| l.trim() == sha))
     }
 
+    /// The SHA of `HEAD`, `None` before the first commit or when git fails.
+    pub async fn head(&self) -> Option<String> {
+        self.run(&["rev-parse", "-q", "--verify", "HEAD"])
+            .await
+            .ok()
+            .map(|s| s.trim().to_owned())
+    }
+
     async fn stash_head(&self) -> Option<String> {
         self.run(&["rev-parse", "-q", "--verify", "refs/stash"])
             .await

@@ -17,24 +17,35 @@
 //! - [`state_dir`]: where they live (out of the agent's reach by default).
 //! - [`stop`]: signals and control requests → the stop level.
 //! - [`retention`]: round log pruning.
+//! - [`post_round`]: the post-round family as the round sees it (verdicts → a decision);
+//!   [`transient`] and [`backoff`]: what serve does with it (back-off episodes, login
+//!   stops); [`schedule`]: `[schedule]` windows; [`grace`]: result grace;
+//!   [`substrate`]: the git head and fingerprint; [`processes`]: who is whose child.
 
 pub mod agent;
 pub mod attribution;
+pub mod backoff;
 pub mod config_follow;
 pub mod detect;
 pub mod dirty;
 pub mod events;
 pub mod git;
+pub mod grace;
 pub mod host_health;
 pub mod path_name;
+pub mod post_round;
 pub mod pre_round;
+pub mod processes;
 pub mod prompt;
 pub mod retention;
 pub mod round;
 pub mod round_context;
+pub mod schedule;
 pub mod serve;
 pub mod serve_startup;
 pub mod spawn_gate;
 pub mod state;
 pub mod state_dir;
 pub mod stop;
+pub mod substrate;
+pub mod transient;

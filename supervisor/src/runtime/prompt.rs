@@ -84,10 +84,17 @@ pub fn spawn_view_argv(agent: &AgentConfig) -> Vec<String> {
     argv
 }
 
-/// The agent's full argv: `command` then `prompt_arg_template` with `{prompt}` replaced
-/// (argv delivery) or as is (stdin delivery).
-pub fn agent_argv(agent: &AgentConfig, prompt: &str) -> Vec<String> {
-    let mut argv = agent.command.clone();
+/// The agent's full argv: `exec_prefix` with `{work_dir}` replaced (the reference system's
+/// rule: only in the prefix), then `command`, then `prompt_arg_template` with `{prompt}`
+/// replaced (argv delivery) or as is (stdin delivery).
+pub fn agent_argv(agent: &AgentConfig, prompt: &str, work_dir: &std::path::Path) -> Vec<String> {
+    let work_dir = work_dir.display().to_string();
+    let mut argv: Vec<String> = agent
+        .exec_prefix
+        .iter()
+        .map(|word| word.replace("{work_dir}", &work_dir))
+        .collect();
+    argv.extend(agent.command.iter().cloned());
     argv.extend(
         agent
             .prompt_arg_template
@@ -167,10 +174,36 @@ mod tests {
             name: None,
             env: Default::default(),
             delivery: PromptDelivery::Argv,
+            exec_prefix: Vec::new(),
+            terminal_marker: String::new(),
+        };
+        let work_dir = std::path::Path::new("/srv/p");
+        assert_eq!(
+            agent_argv(&agent, "do it", work_dir),
+            ["aider", "--yes", "--message", "do it"]
+        );
+        let prefixed = AgentConfig {
+            exec_prefix: vec![
+                "docker".into(),
+                "run".into(),
+                "-v".into(),
+                "{work_dir}:/w".into(),
+            ],
+            command: vec!["aider".into(), "{work_dir}".into()],
+            ..agent
         };
         assert_eq!(
-            agent_argv(&agent, "do it"),
-            ["aider", "--yes", "--message", "do it"]
+            agent_argv(&prefixed, "do it", work_dir),
+            [
+                "docker",
+                "run",
+                "-v",
+                "/srv/p:/w",
+                "aider",
+                "{work_dir}",
+                "--message",
+                "do it"
+            ]
         );
     }
 }

@@ -1,7 +1,7 @@
 //! One round (`docs/design-notes.md`, "One round", steps 2–6): phase and profile, prompt
 //! and argv, spawn hooks, the agent under its budget, the dirty tree, and the events of
-//! each step: `round_start`, `agent_spawn`, `agent_exit`, `dirty_detected` and the dirty
-//! outcome, `round_end`.
+//! each step: `round_start`, `agent_spawn`, `agent_exit`, the post-round hooks' records
+//! (`plugin_post_round_decision`, …), `dirty_detected` and the dirty outcome, `round_end`.
 //!
 //! The phase of round N is `[phases] list[(N-1) % len]` unless `round --phase` names one;
 //! it selects the per-phase overrides (budget, prompt files, agent) and reaches the agent
@@ -9,11 +9,14 @@
 //! and the auto-commit subject.
 
 use agent_runner_protocol::limits::{
-    fit_list, fit_text, MAX_CONTEXT_TEXT_BYTES, MAX_ENV_NAMES_BYTES, MAX_SPAWN_ARGV_BYTES,
+    fit_list, fit_text, MAX_CONTEXT_TEXT_BYTES, MAX_ENV_NAMES_BYTES, MAX_LOG_TAIL_BYTES,
+    MAX_SPAWN_ARGV_BYTES,
 };
-use agent_runner_protocol::{Context, ProjectState, SpawnView, VcsContext};
+use agent_runner_protocol::{Context, Family, ProjectState, SpawnView, VcsContext};
 use std::collections::BTreeSet;
 use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
 use std::time::SystemTime;
 
 use crate::config::{Config, ContextInjection, PromptDelivery};
@@ -25,7 +28,9 @@ use crate::runtime::detect::{self, AutoStop};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
 use crate::runtime::events::{timestamp, Event, EventLog, RoundEnd, RoundOutcome};
 use crate::runtime::git::Repo;
+use crate::runtime::grace::Grace;
 use crate::runtime::host_health::{self, Floor, Pressure, Reading};
+use crate::runtime::post_round::{self, Decision, Judged};
 use crate::runtime::pre_round;
 use crate::runtime::prompt::{agent_argv, assemble, spawn_view_argv};
 use crate::runtime::retention;
@@ -33,6 +38,7 @@ use crate::runtime::round_context::{self, CONTEXT_FILE_ENV};
 use crate::runtime::spawn_gate::{self, Verdict};
 use crate::runtime::state;
 use crate::runtime::stop::{StopLevel, StopWatch};
+use crate::runtime::substrate;
 
 /// Lines of the round log that `round_end.log_tail` carries after a failed agent run.
 pub const TAIL_LINES: usize = 5;
@@ -68,6 +74,8 @@ pub enum Attempt {
         output_bytes: u64,
         /// What happened to a dirty tree (`None`: clean, or the agent did not exit cleanly).
         dirty: Option<Outcome>,
+        /// What the post-round hooks made of the round.
+        post_round: Decision,
     },
     /// Spawn hooks deferred or skipped the round; no agent started.
     NotStarted(Verdict),
@@ -144,6 +152,60 @@ impl Runner {
         }
     }
 
+    /// The round's result grace, when `max_grace_after_result_s` and the marker are set.
+    fn grace(&self, marker: &[u8], round_num: u64, log_path: &Path) -> Option<Grace> {
+        let after = self.config.runtime.max_grace_after_result?;
+        if marker.is_empty() {
+            return None;
+        }
+        Some(Grace {
+            marker: marker.to_vec(),
+            after,
+            // Validated when the config was loaded.
+            ignore: self
+                .config
+                .runtime
+                .grace_kill_ignore_patterns
+                .iter()
+                .filter_map(|p| regex::Regex::new(p).ok())
+                .collect(),
+            log_path: log_path.to_owned(),
+            events: self.events.clone(),
+            round_num,
+        })
+    }
+
+    /// Whether round `round_num` is a fresh-eyes round: every `fresh_eyes_every_n`-th.
+    fn fresh_eyes(&self, round_num: u64) -> bool {
+        self.config
+            .runtime
+            .fresh_eyes_every_n
+            .is_some_and(|n| round_num > 0 && round_num % n == 0)
+    }
+
+    /// `round_substrate_before` / `_after` when `substrate_fingerprint_paths` is set.
+    async fn substrate(&self, round_num: u64, after: bool) {
+        let patterns = &self.config.runtime.substrate_fingerprint_paths;
+        if patterns.is_empty() {
+            return;
+        }
+        let git_head = self.repo.head().await;
+        let paths_hash = substrate::fingerprint(&self.config.runtime.work_dir, patterns);
+        self.events.emit(if after {
+            Event::RoundSubstrateAfter {
+                round_num,
+                git_head,
+                paths_hash,
+            }
+        } else {
+            Event::RoundSubstrateBefore {
+                round_num,
+                git_head,
+                paths_hash,
+            }
+        });
+    }
+
     /// The variables the agent gets on top of the supervisor's environment.
     fn agent_env(&self, round_num: u64, phase: Option<&str>) -> Vec<(String, String)> {
         let log_dir = &self.config.runtime.log_dir;
@@ -158,6 +220,17 @@ impl Runner {
         env.push(("AGENT_RUNNER_LOG_DIR".into(), log_dir.display().to_string()));
         env.push(("AGENT_RUNNER_ROUND_NUM".into(), round_num.to_string()));
         env.push(("AGENT_RUNNER_PHASE".into(), phase.unwrap_or("").to_owned()));
+        let fresh = self.fresh_eyes(round_num);
+        env.push((
+            "AGENT_RUNNER_FRESH_EYES".into(),
+            if fresh { "1" } else { "0" }.into(),
+        ));
+        if let Some(file) = &self.config.runtime.narrative_file {
+            env.push((
+                "AGENT_RUNNER_NARRATIVE_FILE".into(),
+                file.display().to_string(),
+            ));
+        }
         if self.config.prompt.injection == ContextInjection::File {
             env.push((
                 CONTEXT_FILE_ENV.into(),
@@ -241,8 +314,9 @@ impl Runner {
             .map_err(|e| CliError::failure(format!("cannot render the round context: {e}")))?;
         let prompt = assemble(&self.config.prompt, profile.prompt_files, prepend.as_ref())
             .map_err(|e| CliError::failure(format!("cannot read prompt: {e}")))?;
-        let argv = agent_argv(profile.agent, &prompt);
+        let argv = agent_argv(profile.agent, &prompt, &self.config.runtime.work_dir);
         let delivery = profile.agent.delivery;
+        let profile_marker = profile.agent.terminal_marker.clone();
         let budget = profile.round_budget;
         let env = self.agent_env(next, phase);
         let env_names: BTreeSet<String> = std::env::vars_os()
@@ -283,6 +357,13 @@ impl Runner {
             round_num,
             phase: phase.map(str::to_owned),
         });
+        if self.fresh_eyes(round_num) {
+            self.events.emit(Event::FreshEyesRoundTriggered {
+                round_num,
+                every_n: self.config.runtime.fresh_eyes_every_n.unwrap_or(0),
+            });
+        }
+        self.substrate(round_num, false).await;
         let stamp: String = started[..19]
             .chars()
             .filter(|c| *c != '-' && *c != ':')
@@ -318,6 +399,7 @@ impl Runner {
                 .into_iter()
                 .filter_map(|(_, _, pid)| pid)
                 .collect(),
+            grace: self.grace(profile_marker.as_bytes(), round_num, &log_path),
         };
         let baseline = self.baseline(round_num).await;
         self.events.emit(Event::AgentSpawn {
@@ -352,6 +434,7 @@ impl Runner {
             timed_out: exit.cause == agent::ExitCause::Timeout,
             exit_cause: exit.cause.as_str().to_owned(),
         });
+        self.substrate(round_num, true).await;
         // Counted as it went by, not from the file: the agent may have deleted it.
         let output_bytes = exit.log.kept + exit.log.discarded;
         if exit.log.discarded > 0 {
@@ -362,6 +445,9 @@ impl Runner {
                 discarded_bytes: exit.log.discarded,
             });
         }
+        let post_round = self
+            .judge(round_num, phase, &exit, duration_s, &log_path, stop)
+            .await;
 
         let mut dirty = None;
         if exit.is_clean() {
@@ -415,7 +501,55 @@ impl Runner {
             exit,
             output_bytes,
             dirty,
+            post_round,
         })
+    }
+
+    /// Asks the post-round hooks about the round that just ended (its log's last
+    /// [`MAX_LOG_TAIL_BYTES`] bytes, read here as bytes only: parsing them is the confined
+    /// detectors' job).
+    async fn judge(
+        &mut self,
+        round_num: u64,
+        phase: Option<&str>,
+        exit: &AgentExit,
+        duration_s: f64,
+        log_path: &Path,
+        stop: &mut StopWatch,
+    ) -> Decision {
+        if self.hosts.hooks(Family::PostRound).is_empty() {
+            return Decision::Continue;
+        }
+        let log_tail = match read_end(log_path, MAX_LOG_TAIL_BYTES as u64) {
+            Ok(bytes) => agent_runner_protocol::tail::log_tail(&bytes),
+            Err(e) => {
+                tracing::warn!("cannot read the end of {}: {e}", log_path.display());
+                String::new()
+            }
+        };
+        let ctx = self.context(round_num, phase, Some(log_path.display().to_string()));
+        let outcome = agent_runner_protocol::RoundOutcome {
+            round_num,
+            phase: phase.map(str::to_owned),
+            exit_code: exit.exit_code,
+            signal: exit.signal,
+            exit_cause: exit.cause.as_str().to_owned(),
+            duration_s,
+            timed_out: exit.cause == agent::ExitCause::Timeout,
+        };
+        let judged = Judged {
+            ctx: &ctx,
+            outcome: &outcome,
+            log_tail: &log_tail,
+        };
+        post_round::consult(
+            &mut self.hosts,
+            &self.config.monitor,
+            &self.events,
+            &judged,
+            stop,
+        )
+        .await
     }
 
     /// Polls the detectors after round `round_num` (docs/protocol.md §5.6) with the
@@ -430,7 +564,7 @@ impl Runner {
         let ctx = self.context(round_num, phase.as_deref(), None);
         detect::poll(
             &mut self.hosts,
-            self.config.monitor.host_auto_stop_on(),
+            &self.config.monitor,
             &self.events,
             &ctx,
             state,
@@ -492,4 +626,14 @@ impl Runner {
             Err(e) => tracing::warn!("cannot prune round logs in {}: {e}", rounds_dir.display()),
         }
     }
+}
+
+/// The last `max` bytes of the file at `path`.
+fn read_end(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    let mut file = File::open(path)?;
+    let len = file.metadata()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(max)))?;
+    let mut bytes = Vec::with_capacity(max.min(len) as usize);
+    file.take(max).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }

@@ -11,21 +11,25 @@
 //! [`FAST_EXIT`] having written nothing, or a round that cannot start at all (agent not
 //! found, prompt unreadable), is a fast failure; [`CRASH_LOOP_LIMIT`] of them in a row stop `serve` with a `crash_loop` event
 //! and exit 75. Any other round resets the count. (A clean, silent, instant exit, like the
-//! benchmark's `true`, is a valid round, not a crash.)
+//! benchmark's `true`, is a valid round, not a crash.) A round a post-round hook diagnosed
+//! (usage or rate limit, overload, network, login) is not a crash either: it is handled by
+//! [`crate::runtime::transient`] (back off, skip, or stop with the operator's hint).
 
 use agent_runner_plugin_host::probe::probe;
 use agent_runner_protocol::{LastRound, ProjectState};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 
 use crate::config;
+use crate::config::PhasePolicy;
 use crate::exit::CliError;
 use crate::hosts::sandbox::SandboxGate;
 use crate::hosts::HostManager;
 use crate::operator::control::Snapshot;
-use crate::operator::service::{ServiceFile, ServiceState};
+use crate::operator::service::{BackOffDoc, ServiceFile, ServiceState};
 use crate::runtime::attribution::OwnFiles;
+use crate::runtime::backoff::{self, Plan, WaitEnd};
 use crate::runtime::config_follow::{ConfigFollower, Trigger};
 use crate::runtime::events::{Event, EventLog};
 use crate::runtime::git::Repo;
@@ -34,6 +38,7 @@ use crate::runtime::serve_startup;
 use crate::runtime::spawn_gate::Verdict;
 use crate::runtime::state::{self, ProjectLock};
 use crate::runtime::stop::{reached, sleep_unless, StopLevel, StopWatch};
+use crate::runtime::transient::{Step, Transients};
 
 /// The shortest wait before spawn hooks are asked again after a defer, so a `defer_s = 0`
 /// answer cannot spin (the reference system re-asks ~4×/s).
@@ -109,7 +114,13 @@ pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
             config.runtime.work_dir.display()
         )));
     }
-    let hosts = HostManager::boot(&config, &gate, &events).await;
+    let hosts = HostManager::boot(
+        &config,
+        &gate,
+        &events,
+        &crate::hosts::builtin::DetectorHost::OwnExecutable,
+    )
+    .await;
     let mut snapshot = Snapshot::booting();
     snapshot.update("waiting", None, &hosts);
     Ok(Booted {
@@ -128,6 +139,8 @@ pub struct ServeOptions {
     pub max_rounds: Option<u64>,
     /// Stop after one completed round.
     pub once: bool,
+    /// Start rounds whatever `[schedule]` says (`--ignore-schedule`).
+    pub ignore_schedule: bool,
 }
 
 /// How `serve` ended.
@@ -135,7 +148,8 @@ pub struct ServeOptions {
 pub struct ServeEnd {
     /// Rounds completed in this run.
     pub completed: u64,
-    /// The exit code: 0, or 75 after a crash loop.
+    /// The exit code: 0; 75 after a crash loop or a transient failure under
+    /// `transient_error_action = "stop"`; 77 on an honoured post-round stop (login).
     pub code: u8,
 }
 
@@ -157,6 +171,7 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
     } else {
         options.max_rounds.or(runner.config.runtime.max_rounds)
     };
+    let mut transients = Transients::new(&runner.config);
     let mut completed = 0u64;
     let mut fast_failures = 0u32;
     let mut code = crate::exit::OK;
@@ -192,6 +207,8 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
             break;
         }
         follow.refresh(runner, gate, Trigger::Round).await;
+        // The back-off settings follow the file; the episode under way goes on.
+        transients.follow(&runner.config);
         let restart_delay = runner.config.runtime.restart_delay;
         if let Some(file) = runner
             .config
@@ -231,6 +248,11 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
             });
             break;
         }
+        if !options.ignore_schedule
+            && !schedule_gate(runner, &mut service, status, stop, follow, gate).await
+        {
+            continue;
+        }
         let next = state::peek_next_round(&runner.config.runtime.state_dir).ok();
         status.send_modify(|s| s.update("round", next, &runner.hosts));
         service.update(
@@ -254,15 +276,38 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                 round_num,
                 exit,
                 output_bytes,
+                post_round,
                 dirty,
                 ..
             }) => {
                 completed += 1;
+                let step =
+                    transients.after_round(&runner.events, &post_round, round_num, exit.is_clean());
                 let fast = !exit.is_clean()
                     && exit.cause != crate::runtime::agent::ExitCause::Stopped
                     && exit.duration < FAST_EXIT
                     && output_bytes == 0;
-                fast_failures = if fast { fast_failures + 1 } else { 0 };
+                // A diagnosed failure is not a crash: the breaker neither counts nor resets.
+                if !step.diagnosed() {
+                    fast_failures = if fast { fast_failures + 1 } else { 0 };
+                }
+                if let Step::Stop {
+                    reason,
+                    hook,
+                    code: stop_code,
+                    message,
+                } = &step
+                {
+                    runner.events.emit(Event::ServeStopping {
+                        reason: (*reason).to_owned(),
+                        rounds_completed: completed,
+                        hook: Some(hook.clone()),
+                        message: Some(message.clone()),
+                    });
+                    eprintln!("agent-runner: {message}");
+                    code = *stop_code;
+                    break;
+                }
                 let state = ProjectState {
                     rounds_completed: completed,
                     last_round: Some(LastRound {
@@ -290,6 +335,29 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                 if max_rounds.is_some_and(|max| completed >= max)
                     || fast_failures >= CRASH_LOOP_LIMIT
                 {
+                    continue;
+                }
+                if let Step::BackOff {
+                    plan,
+                    kind,
+                    since_round,
+                } = &step
+                {
+                    let phase = runner.config.phase_for_round(round_num).unwrap_or("");
+                    let agent = &runner.config.profile(Some(phase)).agent.command[0];
+                    let doc = BackOffDoc {
+                        until: crate::runtime::events::timestamp(plan.until),
+                        kind: kind.as_str().to_owned(),
+                        agent: agent.rsplit('/').next().unwrap_or(agent).to_owned(),
+                        since_round: *since_round,
+                        phase: phase.to_owned(),
+                    };
+                    let waits = Waits {
+                        stop: &mut *stop,
+                        follow: &mut *follow,
+                        gate,
+                    };
+                    back_off(runner, &mut service, status, waits, plan, doc).await;
                     continue;
                 }
                 restart_delay
@@ -349,6 +417,162 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
     status.send_modify(|s| s.update("stopping", None, &runner.hosts));
     service.update(ServiceState::Stopped, None, &runner.hosts);
     ServeEnd { completed, code }
+}
+
+/// What a long wait between rounds listens to: a stop (and the stop file), and SIGHUP,
+/// which re-reads the config at once (docs/configuration.md, "Config follows the file").
+struct Waits<'a> {
+    stop: &'a mut StopWatch,
+    follow: &'a mut ConfigFollower,
+    gate: &'a SandboxGate,
+}
+
+/// How a [`wait_out`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Woken {
+    /// [`backoff::wait`] ended (elapsed, stop, stop file).
+    End(WaitEnd),
+    /// SIGHUP: the config was re-read.
+    Hangup,
+}
+
+/// Waits out `plan` ([`backoff::wait`]: a stop or the stop file ends it within a tick);
+/// a SIGHUP re-reads the config at once and then goes on waiting unless `end_on_hangup`.
+async fn wait_out(
+    runner: &mut Runner,
+    waits: &mut Waits<'_>,
+    plan: &Plan,
+    end_on_hangup: bool,
+) -> Woken {
+    loop {
+        let stop_file = runner.config.runtime.stop_file.clone();
+        let woken = tokio::select! {
+            end = backoff::wait(plan, waits.stop, stop_file.as_deref()) => Woken::End(end),
+            () = waits.follow.hangup() => Woken::Hangup,
+        };
+        if woken == Woken::Hangup {
+            waits
+                .follow
+                .refresh(runner, waits.gate, Trigger::Hangup)
+                .await;
+            if !end_on_hangup {
+                continue;
+            }
+        }
+        return woken;
+    }
+}
+
+/// Waits out a back-off, `status` and `service.json` saying "backing off until <time>
+/// (<kind>)"; a stop or the stop file ends it within [`crate::runtime::backoff::TICK`]
+/// (the loop's own checks then stop serve); a SIGHUP re-reads the config and the wait
+/// goes on.
+async fn back_off(
+    runner: &mut Runner,
+    service: &mut ServiceFile,
+    status: &watch::Sender<Snapshot>,
+    mut waits: Waits<'_>,
+    plan: &Plan,
+    doc: BackOffDoc,
+) {
+    // Published once the summary holds the back-off's events (as a deferral is).
+    refresh_summary(&runner.config.runtime.state_dir);
+    status.send_modify(|s| s.update(&doc.describe(), None, &runner.hosts));
+    service.backing_off(doc, &runner.hosts);
+    let end = wait_out(runner, &mut waits, plan, false).await;
+    tracing::info!(?end, "back-off over");
+    status.send_modify(|s| s.update("waiting", None, &runner.hosts));
+    service.update(ServiceState::Idle, None, &runner.hosts);
+}
+
+/// Longest single pause when no schedule window opens within eight days: the schedule is
+/// looked at again after it.
+const SCHEDULE_RECHECK: Duration = Duration::from_secs(3600);
+
+/// `[schedule]` before a round (docs/configuration.md "[schedule]"): `true` when the next
+/// round's phase may start now. Otherwise either passes the round over
+/// (`phase_policy = "skip"` while another phase is open: `schedule_phase_skipped`) or
+/// waits until the schedule opens (`schedule_paused` … `schedule_resumed`; a stop, SIGTERM
+/// or the stop file ends the wait within a tick, a SIGHUP re-reads the config and ends it
+/// so the new `[schedule]` is looked at), and returns `false` so the loop looks again:
+/// after a clock jump one round at most starts, never a burst.
+async fn schedule_gate(
+    runner: &mut Runner,
+    service: &mut ServiceFile,
+    status: &watch::Sender<Snapshot>,
+    stop: &mut StopWatch,
+    follow: &mut ConfigFollower,
+    gate: &SandboxGate,
+) -> bool {
+    let config = &runner.config;
+    let state_dir = &config.runtime.state_dir;
+    let next = state::peek_next_round(state_dir).unwrap_or(1);
+    let phase = config.phase_for_round(next);
+    let schedule = config.profile(phase).schedule;
+    let now = jiff::Timestamp::now();
+    if schedule.allows(now) {
+        return true;
+    }
+    let phases: Vec<&str> = config.phases.list.iter().map(String::as_str).collect();
+    let any_open = phases
+        .iter()
+        .any(|p| config.profile(Some(p)).schedule.allows(now));
+    if config.phases.phase_policy == PhasePolicy::Skip && any_open {
+        if let Ok(round_num) = state::next_round(state_dir) {
+            runner.events.emit(Event::SchedulePhaseSkipped {
+                round_num,
+                phase: phase.unwrap_or("").to_owned(),
+                until: schedule.next_open(now).map(|t| t.to_string()),
+            });
+        }
+        return false;
+    }
+    // Wait for this phase's schedule (skip policy: for the first phase to open).
+    let until = if config.phases.phase_policy == PhasePolicy::Skip && !phases.is_empty() {
+        phases
+            .iter()
+            .filter_map(|p| config.profile(Some(p)).schedule.next_open(now))
+            .min()
+    } else {
+        schedule.next_open(now)
+    };
+    let wait = until
+        .and_then(|t| t.duration_since(now).try_into().ok())
+        .map(|d: Duration| d.max(Duration::from_secs(1)))
+        .unwrap_or(SCHEDULE_RECHECK);
+    let plan = Plan {
+        requested: wait,
+        applied: wait,
+        until: SystemTime::now() + wait,
+        capped: false,
+        cap: wait,
+    };
+    let until_text = crate::runtime::events::timestamp(plan.until);
+    runner.events.emit(Event::SchedulePaused {
+        phase: phase.map(str::to_owned),
+        until: until_text.clone(),
+        timezone: schedule.zone_name.clone(),
+    });
+    refresh_summary(state_dir);
+    let state = format!("paused by schedule until {until_text}");
+    status.send_modify(|s| s.update(&state, None, &runner.hosts));
+    service.update(ServiceState::Paused, None, &runner.hosts);
+    let started = Instant::now();
+    let mut waits = Waits { stop, follow, gate };
+    let woken = wait_out(runner, &mut waits, &plan, true).await;
+    runner.events.emit(Event::ScheduleResumed {
+        paused_for_s: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        reason: match woken {
+            Woken::End(WaitEnd::Elapsed) => "schedule",
+            Woken::End(WaitEnd::Stopped) => "stop",
+            Woken::End(WaitEnd::StopFile) => "stop_file",
+            Woken::Hangup => "sighup",
+        }
+        .to_owned(),
+    });
+    status.send_modify(|s| s.update("waiting", None, &runner.hosts));
+    service.update(ServiceState::Idle, None, &runner.hosts);
+    false
 }
 
 /// Waits `wait` between rounds: ends early on a stop; a SIGHUP re-reads the config at once

@@ -4,8 +4,9 @@ use agent_runner_protocol::limits::EXIT_AFTER_EOF_S;
 use agent_runner_protocol::redact::quote;
 use agent_runner_protocol::{
     check_host_events, decode_detection, decode_dirty_result, decode_enrichment,
-    decode_initialize_result, decode_round_decision, decode_spawn_decision, decode_startup_result,
-    error_codes, methods, Family, HookDecl, InvalidMessage,
+    decode_initialize_result, decode_post_round_result, decode_round_decision,
+    decode_spawn_decision, decode_startup_result, error_codes, methods, Family, HookDecl,
+    InvalidMessage,
 };
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -407,6 +408,32 @@ fn call_params(
                 "exit_cause": "exited", "duration_s": 12.5, "dirty_outcome": if i == 1 { json!("committed") } else { Value::Null }}));
             json!({"hook": decl.name, "ctx": ctx, "state": {"rounds_completed": i, "last_round": last}})
         }
+        Family::PostRound => {
+            let (outcome, log_tail) = round_outcome(i);
+            json!({"hook": decl.name, "ctx": ctx, "outcome": outcome, "log_tail": log_tail})
+        }
+    }
+}
+
+/// The `i`-th sample round a post-round hook is told about: a clean round, a usage-limit
+/// failure, a budget timeout.
+fn round_outcome(i: usize) -> (Value, &'static str) {
+    match i {
+        0 => (
+            json!({"round_num": 1, "phase": null, "exit_code": 0, "signal": null,
+                   "exit_cause": "exited", "duration_s": 41.2, "timed_out": false}),
+            "Done: tests pass.\n",
+        ),
+        1 => (
+            json!({"round_num": 2, "phase": "dev", "exit_code": 1, "signal": null,
+                   "exit_cause": "exited", "duration_s": 0.8, "timed_out": false}),
+            "{\"type\":\"result\",\"is_error\":true,\"result\":\"usage limit reached\"}\n",
+        ),
+        _ => (
+            json!({"round_num": 3, "phase": "dev", "exit_code": null, "signal": 15,
+                   "exit_cause": "timeout", "duration_s": 1800.0, "timed_out": true}),
+            "",
+        ),
     }
 }
 
@@ -424,6 +451,7 @@ fn check_result(
         Family::ContextEnricher => decode_enrichment(value)?.events,
         Family::ServeStartup => decode_startup_result(value)?.events,
         Family::Detector => decode_detection(value)?.events,
+        Family::PostRound => return decode_post_round_result(value).map(drop),
     };
     check_host_events(&events, event_kinds)
 }

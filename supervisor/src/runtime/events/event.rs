@@ -37,14 +37,16 @@ pub enum Event {
     /// The loop ends: a stop signal (or a control-socket stop), a failed serve-startup
     /// hook, or a detector's honoured `stop_service` alert.
     ServeStopping {
-        /// Why: `signal`, `serve_startup_hook_failed` or `auto_stop`.
+        /// Why: `signal`, `serve_startup_hook_failed`, `auto_stop` (a detector's alert), a
+        /// post-round hook's honoured stop (its diagnosis: `auth`, …) or `transient_error`
+        /// (`transient_error_action = "stop"`).
         reason: String,
         /// Rounds completed by this serve.
         rounds_completed: u64,
-        /// `auto_stop`: the detector hook that asked; absent otherwise.
+        /// `auto_stop` and the post-round reasons: the hook that asked; absent otherwise.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         hook: Option<String>,
-        /// `auto_stop`: its alert message; absent otherwise.
+        /// `auto_stop` and the post-round reasons: its message; absent otherwise.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
     },
@@ -117,6 +119,34 @@ pub enum Event {
         rounds_completed: u64,
         /// The limit.
         max_rounds: u64,
+    },
+    /// `[schedule]` does not allow the next round now; serve waits.
+    SchedulePaused {
+        /// The phase of the next round; `null` without `[phases]`.
+        phase: Option<String>,
+        /// When the schedule opens (UTC), as far as eight days ahead; else in an hour,
+        /// when it is looked at again.
+        until: String,
+        /// The zone the windows are read in.
+        timezone: String,
+    },
+    /// The wait after [`Event::SchedulePaused`] is over.
+    ScheduleResumed {
+        /// Seconds waited, to 0.1 s.
+        paused_for_s: f64,
+        /// `schedule` (it opened), `stop`, `stop_file` or `sighup` (the config was re-read;
+        /// the schedule is looked at again).
+        reason: String,
+    },
+    /// `phase_policy = "skip"`: the next round's phase is outside its schedule while
+    /// another phase is open; its round number is passed over.
+    SchedulePhaseSkipped {
+        /// The round number passed over.
+        round_num: u64,
+        /// Its phase.
+        phase: String,
+        /// When that phase's schedule opens, if within eight days.
+        until: Option<String>,
     },
     /// A spawn hook (`severity` `info`) or the host-health gate (`critical`: disk,
     /// memory or pressure) deferred the round; serve waits, then asks again.
@@ -277,6 +307,52 @@ pub enum Event {
         /// Its phase; `null` without `[phases]`.
         phase: Option<String>,
     },
+    /// This round is a fresh-eyes round (`[runtime] fresh_eyes_every_n`); the agent gets
+    /// `AGENT_RUNNER_FRESH_EYES=1`.
+    FreshEyesRoundTriggered {
+        /// The round.
+        round_num: u64,
+        /// The setting.
+        every_n: u64,
+    },
+    /// What the round starts from (`[runtime] substrate_fingerprint_paths`).
+    RoundSubstrateBefore {
+        /// The round.
+        round_num: u64,
+        /// `HEAD`'s SHA; `null` before the first commit.
+        git_head: Option<String>,
+        /// `sha256:<hex>` of the matching files; `null` when none matches.
+        paths_hash: Option<String>,
+    },
+    /// What the round left (after the agent exited), as [`Event::RoundSubstrateBefore`].
+    RoundSubstrateAfter {
+        /// The round.
+        round_num: u64,
+        /// `HEAD`'s SHA.
+        git_head: Option<String>,
+        /// `sha256:<hex>` of the matching files.
+        paths_hash: Option<String>,
+    },
+    /// The agent printed its result (`terminal_marker`) and lingered past
+    /// `max_grace_after_result_s`, but children of it still run: it is left to its budget.
+    RoundGraceExtended {
+        /// The round.
+        round_num: u64,
+        /// The grace, seconds.
+        grace_s: u64,
+        /// Command lines of the children that keep it alive (capped).
+        live_children: Vec<String>,
+        /// Command lines of children ignored by `grace_kill_ignore_patterns` (capped).
+        ignored_children: Vec<String>,
+    },
+    /// The agent printed its result and lingered past `max_grace_after_result_s` with no
+    /// child at work: its process group was ended (`exit_cause` `grace_kill`).
+    RoundGraceKill {
+        /// The round.
+        round_num: u64,
+        /// The grace, seconds.
+        grace_s: u64,
+    },
     /// The agent process was started.
     AgentSpawn {
         /// The round.
@@ -365,6 +441,128 @@ pub enum Event {
         reason: String,
         /// The round.
         round_num: u64,
+    },
+
+    // ---- post-round hooks (docs/detectors.md) ----
+    /// The combined verdict of the post-round hooks, unless it is plain continue.
+    PluginPostRoundDecision {
+        /// The round.
+        round_num: u64,
+        /// The hook whose verdict won.
+        hook: String,
+        /// `back_off` or `stop`.
+        action: String,
+        /// The diagnosis (`usage_limit`, `rate_limit`, `overloaded`, `network`, `auth`,
+        /// `other`).
+        kind: String,
+        /// The hook's message (redacted, capped).
+        message: String,
+        /// Seconds asked for (`back_off` in seconds); `null` otherwise.
+        back_off_s: Option<u64>,
+        /// The instant asked for (`back_off` until a reset time); `null` otherwise.
+        until: Option<String>,
+    },
+    /// A post-round hook's `stop` that `[monitor] auto_stop_on` does not allow; ignored.
+    PluginPostRoundOverrideIgnored {
+        /// The hook.
+        hook: String,
+        /// Always `stop`.
+        action: String,
+        /// Its diagnosis.
+        kind: String,
+        /// The round.
+        round_num: u64,
+        /// Why it was ignored.
+        reason: String,
+    },
+    /// A post-round hook read the agent's token usage for the round.
+    AgentUsageRecorded {
+        /// The round.
+        round_num: u64,
+        /// The hook that read it.
+        hook: String,
+        /// Input tokens.
+        input_tokens: u64,
+        /// Output tokens.
+        output_tokens: u64,
+        /// Input tokens read from the provider's cache, when reported.
+        cache_read_tokens: Option<u64>,
+        /// Input tokens written to the provider's cache, when reported.
+        cache_write_tokens: Option<u64>,
+        /// The cost the CLI reported, US dollars.
+        cost_usd: Option<f64>,
+    },
+    /// A post-round hook diagnosed a missing or expired login.
+    AgentAuthErrorDetected {
+        /// The round.
+        round_num: u64,
+        /// The hook.
+        hook: String,
+        /// Its message (redacted, capped).
+        message: String,
+        /// `[monitor] auth_fail_hint`.
+        hint: Option<String>,
+        /// Whether serve stops on it (`auto_stop_on`).
+        auto_stop: bool,
+    },
+    /// A post-round hook diagnosed a transient failure (usage or rate limit, overload,
+    /// network); what serve does is `action` (`[runtime] transient_error_action`).
+    TransientErrorDetected {
+        /// The round.
+        round_num: u64,
+        /// The diagnosis.
+        kind: String,
+        /// The hook.
+        hook: String,
+        /// Its message (redacted, capped).
+        message: String,
+        /// The printed reset time, when there was one.
+        reset_at: Option<String>,
+        /// Diagnosed rounds in a row, this one included.
+        consecutive: u32,
+        /// `back_off`, `skip` or `stop`.
+        action: String,
+        /// Seconds serve waits (`back_off` only).
+        back_off_s: Option<u64>,
+        /// When the wait ends (`back_off` only).
+        until: Option<String>,
+    },
+    /// A cap shortened a back-off.
+    TransientErrorBackoffCapped {
+        /// The round.
+        round_num: u64,
+        /// The diagnosis.
+        kind: String,
+        /// What the rules asked for, seconds.
+        requested_s: u64,
+        /// What is waited, seconds.
+        applied_s: u64,
+        /// The cap, seconds.
+        cap_s: u64,
+        /// Diagnosed rounds in a row.
+        consecutive: u32,
+    },
+    /// The first clean round after diagnosed transient failures.
+    TransientErrorRecovered {
+        /// The clean round.
+        round_num: u64,
+        /// The last diagnosis of the episode.
+        kind: String,
+        /// Diagnosed rounds in the episode.
+        consecutive: u32,
+        /// Seconds from the episode's first diagnosis to now.
+        episode_s: u64,
+    },
+    /// A post-round hook diagnosed a network failure.
+    AgentNetworkBlip {
+        /// The round.
+        round_num: u64,
+        /// The hook.
+        hook: String,
+        /// Its message (redacted, capped).
+        message: String,
+        /// Diagnosed rounds in a row.
+        consecutive: u32,
     },
 
     // ---- dirty tree ----
@@ -600,6 +798,22 @@ pub const BUILTIN_KINDS: &[&str] = &[
     "state_migrated",
     "config_reloaded",
     "config_broken",
+    "schedule_paused",
+    "schedule_resumed",
+    "schedule_phase_skipped",
+    "fresh_eyes_round_triggered",
+    "round_substrate_before",
+    "round_substrate_after",
+    "round_grace_extended",
+    "round_grace_kill",
+    "plugin_post_round_decision",
+    "plugin_post_round_override_ignored",
+    "agent_usage_recorded",
+    "agent_auth_error_detected",
+    "transient_error_detected",
+    "transient_error_backoff_capped",
+    "transient_error_recovered",
+    "agent_network_blip",
 ];
 
 /// The fields of `round_end`, which has two shapes.

@@ -1,0 +1,252 @@
+//! What each preset's CLI prints (docs/detectors.md "Per CLI"): which lines of its JSON
+//! stream are error records, and where it reports token usage.
+
+use agent_runner_protocol::TokenUsage;
+use regex::Regex;
+use serde_json::Value;
+use std::sync::LazyLock;
+
+/// Where a CLI reports token usage.
+#[derive(Clone, Copy, Debug)]
+pub enum UsageRule {
+    /// The last JSON record of `kind` (its `type`), usage object at `path`.
+    Last {
+        /// The record's `type`.
+        kind: &'static str,
+        /// Dotted path of the usage object inside the record.
+        path: &'static str,
+    },
+    /// The sum over every JSON record of `kind`, usage object at `path`.
+    Sum {
+        /// The record's `type`.
+        kind: &'static str,
+        /// Dotted path of the usage object inside the record.
+        path: &'static str,
+    },
+    /// aider's plain `Tokens: 12k sent, 1.2k received. Cost: $0.05 message, …` line.
+    AiderText,
+    /// The CLI does not report usage in a form we read.
+    None,
+}
+
+/// One preset CLI: the detector's name (the reference system's), the executable's
+/// basename it applies to, and its usage rule.
+#[derive(Clone, Copy, Debug)]
+pub struct Dialect {
+    /// The hook name, e.g. `claude_error_detector`.
+    pub detector: &'static str,
+    /// `ctx.agent_binary`'s basename this detector applies to.
+    pub binary: &'static str,
+    /// Where usage is read.
+    pub usage: UsageRule,
+}
+
+/// The built-in detectors, one per preset (`init --preset`).
+pub const DIALECTS: &[Dialect] = &[
+    Dialect {
+        detector: "claude_error_detector",
+        binary: "claude",
+        usage: UsageRule::Last {
+            kind: "result",
+            path: "usage",
+        },
+    },
+    Dialect {
+        detector: "gemini_error_detector",
+        binary: "gemini",
+        usage: UsageRule::Last {
+            kind: "result",
+            path: "stats",
+        },
+    },
+    Dialect {
+        detector: "codewhale_error_detector",
+        binary: "codewhale",
+        usage: UsageRule::Last {
+            kind: "metadata",
+            path: "usage",
+        },
+    },
+    Dialect {
+        detector: "kimi_error_detector",
+        binary: "kimi",
+        usage: UsageRule::None,
+    },
+    Dialect {
+        detector: "pi_error_detector",
+        binary: "pi",
+        usage: UsageRule::Sum {
+            kind: "message_end",
+            path: "message.usage",
+        },
+    },
+    Dialect {
+        detector: "codex_error_detector",
+        binary: "codex",
+        usage: UsageRule::Sum {
+            kind: "turn.completed",
+            path: "usage",
+        },
+    },
+    Dialect {
+        detector: "aider_error_detector",
+        binary: "aider",
+        usage: UsageRule::AiderText,
+    },
+];
+
+/// Byte strings one of which every line [`error_text`] can flag contains: an `"error"`
+/// key or value (`"type":"error"`, `"status":"error"`, `"stopReason":"error"`, an
+/// `"error":` member), an `"error_…"` subtype, a true `is_error`, a failed type.
+const ERROR_HINTS: &[&str] = &[
+    "\"error\"",
+    "\"error_",
+    "is_error\":true",
+    "is_error\": true",
+    "failed",
+];
+
+/// The JSON records of a log tail that may matter to `dialect`, in order: lines starting
+/// with `{` that may be error records ([`ERROR_HINTS`]) or name the record type its usage
+/// is read from, and parse. Other lines (most of a log: the agent's own messages and tool
+/// output) are not decoded at all.
+pub fn records(dialect: &Dialect, tail: &str) -> Vec<Value> {
+    let usage_type = match dialect.usage {
+        UsageRule::Last { kind, .. } | UsageRule::Sum { kind, .. } => Some(format!("\"{kind}\"")),
+        UsageRule::AiderText | UsageRule::None => None,
+    };
+    let may_matter = |line: &str| {
+        ERROR_HINTS.iter().any(|h| line.contains(h))
+            || usage_type.as_deref().is_some_and(|t| line.contains(t))
+    };
+    tail.lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with('{') && may_matter(l))
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(Value::is_object)
+        .collect()
+}
+
+/// The error texts of a record that reports an error at its top level (`type` naming an
+/// error or failure, `is_error: true`, `status: "error"`, an `error` member, or an
+/// assistant message that stopped on an error), else `None`. Nested records (a tool's
+/// failed result inside a message) are not errors of the CLI.
+pub fn error_text(record: &Value) -> Option<String> {
+    let kind = record["type"].as_str().unwrap_or("");
+    let message = &record["message"];
+    let is_error = kind.contains("error")
+        || kind.contains("failed")
+        || record["is_error"] == Value::Bool(true)
+        || record["subtype"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("error"))
+        || matches!(record["status"].as_str(), Some("error" | "failed"))
+        || !record["error"].is_null()
+        || message["stopReason"] == "error";
+    if !is_error {
+        return None;
+    }
+    let mut parts = Vec::new();
+    for value in [
+        &record["result"],
+        message,
+        &record["error"],
+        &record["error"]["message"],
+        &record["error"]["type"],
+        &record["errorMessage"],
+        &message["errorMessage"],
+    ] {
+        if let Some(text) = value.as_str() {
+            parts.push(text.to_owned());
+        }
+    }
+    for status in [
+        &record["api_error_status"],
+        &record["status_code"],
+        &record["error"]["code"],
+    ] {
+        if let Some(code) = status.as_u64() {
+            parts.push(format!("HTTP {code}"));
+        }
+    }
+    Some(parts.join(" "))
+}
+
+/// Token usage per `rule`, if the tail reports any.
+pub fn usage(rule: UsageRule, records: &[Value], tail: &str) -> Option<TokenUsage> {
+    match rule {
+        UsageRule::None => None,
+        UsageRule::Last { kind, path } => records
+            .iter()
+            .rev()
+            .find(|r| r["type"] == kind)
+            .and_then(|r| usage_of(r, path)),
+        UsageRule::Sum { kind, path } => records
+            .iter()
+            .filter(|r| r["type"] == kind)
+            .filter_map(|r| usage_of(r, path))
+            .reduce(|a, b| TokenUsage {
+                input_tokens: a.input_tokens + b.input_tokens,
+                output_tokens: a.output_tokens + b.output_tokens,
+                cache_read_tokens: add(a.cache_read_tokens, b.cache_read_tokens),
+                cache_write_tokens: add(a.cache_write_tokens, b.cache_write_tokens),
+                cost_usd: match (a.cost_usd, b.cost_usd) {
+                    (None, None) => None,
+                    (x, y) => Some(x.unwrap_or(0.0) + y.unwrap_or(0.0)),
+                },
+            }),
+        UsageRule::AiderText => aider_usage(tail),
+    }
+}
+
+fn add(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (None, None) => None,
+        (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
+    }
+}
+
+fn first_u64(object: &Value, names: &[&str]) -> Option<u64> {
+    names.iter().find_map(|n| object[*n].as_u64())
+}
+
+fn usage_of(record: &Value, path: &str) -> Option<TokenUsage> {
+    let object = path.split('.').fold(record, |v, key| &v[key]);
+    Some(TokenUsage {
+        input_tokens: first_u64(object, &["input_tokens", "input", "prompt_tokens"])?,
+        output_tokens: first_u64(object, &["output_tokens", "output", "completion_tokens"])?,
+        cache_read_tokens: first_u64(
+            object,
+            &[
+                "cache_read_input_tokens",
+                "cached_input_tokens",
+                "cacheRead",
+                "cached",
+            ],
+        ),
+        cache_write_tokens: first_u64(object, &["cache_creation_input_tokens", "cacheWrite"]),
+        cost_usd: record["total_cost_usd"]
+            .as_f64()
+            .or_else(|| object["cost"]["total"].as_f64()),
+    })
+}
+
+static AIDER_TOKENS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"Tokens: ([\d.]+)(k?) sent(?:, [\d.]+k? cache \w+)*, ([\d.]+)(k?) received\.(?: Cost: \$([\d.]+) message)?")
+        .expect("aider usage pattern compiles")
+});
+
+fn aider_usage(tail: &str) -> Option<TokenUsage> {
+    let caps = AIDER_TOKENS.captures_iter(tail).last()?;
+    let count = |n: &str, k: &str| -> Option<u64> {
+        let value: f64 = n.parse().ok()?;
+        Some((value * if k == "k" { 1000.0 } else { 1.0 }).round() as u64)
+    };
+    Some(TokenUsage {
+        input_tokens: count(&caps[1], &caps[2])?,
+        output_tokens: count(&caps[3], &caps[4])?,
+        cache_read_tokens: None,
+        cache_write_tokens: None,
+        cost_usd: caps.get(5).and_then(|c| c.as_str().parse().ok()),
+    })
+}

@@ -1,0 +1,157 @@
+//! Result grace (docs/configuration.md `max_grace_after_result_s`): an agent that printed
+//! its result (`[agent] terminal_marker` appeared in the round log) but is still running
+//! `max_grace_after_result_s` later is ended — unless a child of it is still at work (one
+//! whose command line matches no `grace_kill_ignore_patterns`), in which case it is left
+//! to its budget and `round_grace_extended` is recorded once.
+//!
+//! The marker is found by a plain byte-substring search over the log as it grows; nothing
+//! of the agent's output is interpreted here. An agent that prints the marker early only
+//! shortens its own round, as exiting would.
+
+use regex::Regex;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::runtime::events::{Event, EventLog};
+
+/// How often the log is looked at.
+pub const POLL: Duration = Duration::from_millis(500);
+
+/// Most bytes read from the log per look (a fast writer is caught up over several looks).
+const CHUNK: u64 = 1 << 20;
+
+/// Command lines kept in `round_grace_extended`.
+const MAX_LISTED: usize = 10;
+
+/// The grace of one round.
+#[derive(Debug)]
+pub struct Grace {
+    /// The bytes marking the result.
+    pub marker: Vec<u8>,
+    /// How long the agent may linger after it.
+    pub after: Duration,
+    /// Children whose command line matches one of these do not keep the agent alive.
+    pub ignore: Vec<Regex>,
+    /// The round log.
+    pub log_path: PathBuf,
+    /// Where the grace events go.
+    pub events: EventLog,
+    /// The round.
+    pub round_num: u64,
+}
+
+impl Grace {
+    /// Returns when the agent `agent_pid` should be ended: its result was printed at
+    /// least [`Grace::after`] ago and no child of it (other than ignored ones and the
+    /// supervisor's own group guard, `guard_exe`) is running. Never returns otherwise.
+    pub async fn due(&self, agent_pid: u32, guard_exe: Option<PathBuf>) {
+        let mut offset = 0u64;
+        let mut window: Vec<u8> = Vec::new();
+        let mut seen_at: Option<Instant> = None;
+        let mut extended = false;
+        loop {
+            tokio::time::sleep(POLL).await;
+            if seen_at.is_none() {
+                if let Ok(chunk) = read_from(&self.log_path, offset) {
+                    offset += chunk.len() as u64;
+                    window.extend_from_slice(&chunk);
+                    if contains(&window, &self.marker) {
+                        seen_at = Some(Instant::now());
+                    } else {
+                        // Keep what could be the start of a marker split across looks.
+                        let keep = self.marker.len().saturating_sub(1).min(window.len());
+                        window.drain(..window.len() - keep);
+                    }
+                }
+            }
+            let Some(seen) = seen_at else { continue };
+            if seen.elapsed() < self.after {
+                continue;
+            }
+            let (live, ignored) = children(agent_pid, guard_exe.as_deref(), &self.ignore);
+            if live.is_empty() {
+                self.events.emit(Event::RoundGraceKill {
+                    round_num: self.round_num,
+                    grace_s: self.after.as_secs(),
+                });
+                return;
+            }
+            if !extended {
+                extended = true;
+                self.events.emit(Event::RoundGraceExtended {
+                    round_num: self.round_num,
+                    grace_s: self.after.as_secs(),
+                    live_children: live.into_iter().take(MAX_LISTED).collect(),
+                    ignored_children: ignored.into_iter().take(MAX_LISTED).collect(),
+                });
+            }
+        }
+    }
+}
+
+fn read_from(path: &PathBuf, offset: u64) -> std::io::Result<Vec<u8>> {
+    let mut file = std::fs::File::open(path)?;
+    file.seek(SeekFrom::Start(offset))?;
+    let mut bytes = Vec::new();
+    file.take(CHUNK).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The command lines of `pid`'s descendants, split into (live, ignored); the group guard
+/// (a fork of the supervisor, whose executable is `guard_exe`) is left out.
+fn children(
+    pid: u32,
+    guard_exe: Option<&std::path::Path>,
+    ignore: &[Regex],
+) -> (Vec<String>, Vec<String>) {
+    let mut live = Vec::new();
+    let mut ignored = Vec::new();
+    let mut stack = vec![pid];
+    while let Some(parent) = stack.pop() {
+        for child in crate::runtime::processes::children_of(parent)
+            .into_iter()
+            .map(|(p, _)| p)
+        {
+            stack.push(child);
+            let exe = std::fs::read_link(format!("/proc/{child}/exe")).ok();
+            if exe.is_some() && exe.as_deref() == guard_exe {
+                continue;
+            }
+            let cmdline = std::fs::read(format!("/proc/{child}/cmdline"))
+                .map(|raw| {
+                    raw.split(|b| *b == 0)
+                        .filter(|w| !w.is_empty())
+                        .map(|w| String::from_utf8_lossy(w).into_owned())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_default();
+            if cmdline.is_empty() {
+                continue; // gone, or a zombie
+            }
+            if ignore.iter().any(|re| re.is_match(&cmdline)) {
+                ignored.push(cmdline);
+            } else {
+                live.push(cmdline);
+            }
+        }
+    }
+    (live, ignored)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_a_marker_only_when_whole() {
+        assert!(contains(b"x{\"type\":\"result\"}", b"\"type\":\"result\""));
+        assert!(!contains(b"\"type\":\"resu", b"\"type\":\"result\""));
+        assert!(!contains(b"anything", b""));
+    }
+}

@@ -1,0 +1,295 @@
+//! Post-round hooks: asked after every round the agent ran, by `serve` and `round` alike
+//! (docs/protocol.md §5 `post_round/after_round`, docs/detectors.md).
+//!
+//! Every post-round hook gets the round's outcome and the end of its log; the built-in
+//! detectors are asked only about their own CLI's rounds. Verdicts combine as: any honoured
+//! stop wins (the first in call order); else the back-off that ends latest; else continue.
+//! A `stop` is honoured per `[monitor] auto_stop_on` (`oauth_fail` for an `auth`
+//! diagnosis, or the hook's own name; the default list covers the built-in detectors only,
+//! a third-party host's stop needs a list the operator wrote:
+//! [`MonitorConfig::stops_on`]); an unhonoured one is recorded
+//! (`plugin_post_round_override_ignored`) and counts as continue. A failed call counts as
+//! `null`. Side records: `agent_usage_recorded` for reported token usage,
+//! `agent_auth_error_detected` for every `auth` diagnosis, and one
+//! `plugin_post_round_decision` for the combined verdict unless it is plain continue.
+
+use agent_runner_protocol::redact::redact_and_cap;
+use agent_runner_protocol::{
+    decode_post_round_result, AfterRoundParams, Context, ErrorKind, Family, HookName,
+    PostRoundAction, PostRoundVerdict, RoundOutcome,
+};
+use std::time::{Duration, SystemTime};
+
+use crate::config::{auto_stop_names, MonitorConfig};
+use crate::hosts::{HookRef, HostManager};
+use crate::runtime::events::{Event, EventLog};
+use crate::runtime::stop::StopWatch;
+
+/// When a back-off ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// After this long (1..=86400 s), grown exponentially on repeats.
+    For(Duration),
+    /// At this instant (a printed reset time).
+    Until(SystemTime),
+}
+
+impl Wait {
+    /// The instant the wait ends if it starts at `now`.
+    pub fn deadline(self, now: SystemTime) -> SystemTime {
+        match self {
+            Wait::For(d) => now + d,
+            Wait::Until(t) => t,
+        }
+    }
+}
+
+/// The combined verdict of the post-round hooks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Go on as usual.
+    Continue,
+    /// Wait before the next round.
+    BackOff {
+        /// The hook whose back-off won.
+        hook: HookName,
+        /// Its diagnosis.
+        kind: ErrorKind,
+        /// Its message (redacted, at most 256 characters).
+        message: String,
+        /// How long.
+        wait: Wait,
+    },
+    /// Stop serving (an honoured stop).
+    Stop {
+        /// The hook that asked.
+        hook: HookName,
+        /// Its diagnosis.
+        kind: ErrorKind,
+        /// Its message (redacted, capped).
+        message: String,
+    },
+}
+
+/// The round being judged.
+pub struct Judged<'a> {
+    /// The context (with `agent_log_path`).
+    pub ctx: &'a Context,
+    /// How the agent ended.
+    pub outcome: &'a RoundOutcome,
+    /// The protocol `log_tail`.
+    pub log_tail: &'a str,
+}
+
+/// Whether `hook` is asked about a round of `agent_binary`: a built-in detector only
+/// about its own CLI, any other hook always.
+fn applies(hook: &HookRef, agent_binary: &str) -> bool {
+    let basename = agent_binary.rsplit('/').next().unwrap_or(agent_binary);
+    crate::detectors::DIALECTS
+        .iter()
+        .find(|d| d.detector == hook.name.as_str())
+        .is_none_or(|d| d.binary == basename)
+}
+
+/// Asks every applicable post-round hook about `round`, records what they said, and
+/// returns the combined [`Decision`]. A graceful stop abandons a call in flight.
+pub async fn consult(
+    hosts: &mut HostManager,
+    monitor: &MonitorConfig,
+    events: &EventLog,
+    round: &Judged<'_>,
+    stop: &mut StopWatch,
+) -> Decision {
+    let agent = round.ctx.agent_binary.as_deref().unwrap_or("");
+    let round_num = round.ctx.round_num;
+    let now = SystemTime::now();
+    let mut decision = Decision::Continue;
+    for hook in hosts.hooks(Family::PostRound) {
+        if !applies(&hook, agent) {
+            continue;
+        }
+        let params = AfterRoundParams {
+            hook: hook.name.clone(),
+            ctx: round.ctx.clone(),
+            outcome: round.outcome.clone(),
+            log_tail: round.log_tail.to_owned(),
+        };
+        let params = serde_json::to_value(params).expect("params serialize");
+        let value = match hosts.call_unless_stopped(&hook, params, stop).await {
+            None => break,
+            Some(Ok(Some(value))) => value,
+            Some(Ok(None) | Err(_)) => continue,
+        };
+        let verdict = match decode_post_round_result(value) {
+            Ok(Some(verdict)) => verdict,
+            Ok(None) => continue,
+            Err(err) => {
+                hosts.invalid_result(&hook, format!("after_round result {err}"));
+                continue;
+            }
+        };
+        let builtin = hosts.is_builtin(&hook);
+        record(events, monitor, &hook.name, builtin, round_num, &verdict);
+        let message = redact_and_cap(&verdict.message);
+        let kind = verdict.kind.unwrap_or(ErrorKind::Other);
+        let candidate = match verdict.action {
+            PostRoundAction::Continue => continue,
+            PostRoundAction::Stop
+                if monitor.stops_on(
+                    &auto_stop_names(hook.name.as_str(), verdict.kind),
+                    hosts.is_builtin(&hook),
+                ) =>
+            {
+                Decision::Stop {
+                    hook: hook.name.clone(),
+                    kind,
+                    message,
+                }
+            }
+            PostRoundAction::Stop => {
+                events.emit(Event::PluginPostRoundOverrideIgnored {
+                    hook: hook.name.to_string(),
+                    action: "stop".into(),
+                    kind: kind.as_str().into(),
+                    round_num,
+                    reason: "neither the hook nor its kind (auth: oauth_fail) is listed in [monitor] auto_stop_on (a third-party host's stop needs a list written in the file)".into(),
+                });
+                continue;
+            }
+            PostRoundAction::BackOff => Decision::BackOff {
+                hook: hook.name.clone(),
+                kind,
+                message,
+                wait: wait_of(&verdict),
+            },
+        };
+        decision = combine(decision, candidate, now);
+    }
+    if let Some(event) = decision_event(&decision, round_num) {
+        events.emit(event);
+    }
+    decision
+}
+
+/// stop > the back-off that ends latest > continue; on a tie the earlier verdict stays.
+pub fn combine(current: Decision, candidate: Decision, now: SystemTime) -> Decision {
+    match (&current, &candidate) {
+        (Decision::Stop { .. }, _) => current,
+        (_, Decision::Stop { .. }) => candidate,
+        (Decision::BackOff { wait: a, .. }, Decision::BackOff { wait: b, .. })
+            if a.deadline(now) >= b.deadline(now) =>
+        {
+            current
+        }
+        (_, Decision::Continue) => current,
+        _ => candidate,
+    }
+}
+
+fn wait_of(verdict: &PostRoundVerdict) -> Wait {
+    match (&verdict.until, verdict.back_off_s) {
+        (Some(until), _) => humantime::parse_rfc3339_weak(until)
+            .map(Wait::Until)
+            // decode_post_round_result checked the format; a parse failure cannot happen.
+            .unwrap_or(Wait::For(Duration::from_secs(1))),
+        (None, secs) => Wait::For(Duration::from_secs(secs.unwrap_or(1))),
+    }
+}
+
+/// `agent_usage_recorded` and `agent_auth_error_detected` for one verdict.
+fn record(
+    events: &EventLog,
+    monitor: &MonitorConfig,
+    hook: &HookName,
+    builtin: bool,
+    round_num: u64,
+    verdict: &PostRoundVerdict,
+) {
+    if let Some(usage) = &verdict.usage {
+        events.emit(Event::AgentUsageRecorded {
+            round_num,
+            hook: hook.to_string(),
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            cache_read_tokens: usage.cache_read_tokens,
+            cache_write_tokens: usage.cache_write_tokens,
+            cost_usd: usage.cost_usd,
+        });
+    }
+    if verdict.kind == Some(ErrorKind::Auth) {
+        events.emit(Event::AgentAuthErrorDetected {
+            round_num,
+            hook: hook.to_string(),
+            message: redact_and_cap(&verdict.message),
+            hint: monitor.auth_fail_hint.clone(),
+            auto_stop: monitor.stops_on(&auto_stop_names(hook.as_str(), verdict.kind), builtin),
+        });
+    }
+}
+
+/// `plugin_post_round_decision` for a decision other than continue.
+fn decision_event(decision: &Decision, round_num: u64) -> Option<Event> {
+    let (hook, action, kind, message, wait) = match decision {
+        Decision::Continue => return None,
+        Decision::Stop {
+            hook,
+            kind,
+            message,
+        } => (hook, "stop", kind, message, None),
+        Decision::BackOff {
+            hook,
+            kind,
+            message,
+            wait,
+        } => (hook, "back_off", kind, message, Some(wait)),
+    };
+    let (back_off_s, until) = match wait {
+        Some(Wait::For(d)) => (Some(d.as_secs()), None),
+        Some(Wait::Until(t)) => (None, Some(crate::runtime::events::timestamp(*t))),
+        None => (None, None),
+    };
+    Some(Event::PluginPostRoundDecision {
+        round_num,
+        hook: hook.to_string(),
+        action: action.into(),
+        kind: kind.as_str().into(),
+        message: message.clone(),
+        back_off_s,
+        until,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn back_off(hook: &str, wait: Wait) -> Decision {
+        Decision::BackOff {
+            hook: hook.parse().unwrap(),
+            kind: ErrorKind::RateLimit,
+            message: String::new(),
+            wait,
+        }
+    }
+
+    #[test]
+    fn stop_beats_the_longest_back_off_which_beats_continue() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let short = back_off("a", Wait::For(Duration::from_secs(30)));
+        let long = back_off("b", Wait::Until(now + Duration::from_secs(120)));
+        let stop = Decision::Stop {
+            hook: "c".parse().unwrap(),
+            kind: ErrorKind::Auth,
+            message: String::new(),
+        };
+        assert_eq!(combine(Decision::Continue, short.clone(), now), short);
+        assert_eq!(combine(short.clone(), long.clone(), now), long);
+        assert_eq!(combine(long.clone(), short.clone(), now), long);
+        assert_eq!(combine(long.clone(), Decision::Continue, now), long);
+        assert_eq!(combine(long.clone(), stop.clone(), now), stop);
+        assert_eq!(combine(stop.clone(), long, now), stop);
+        // A tie keeps the earlier verdict.
+        let twin = back_off("z", Wait::For(Duration::from_secs(30)));
+        assert_eq!(combine(short.clone(), twin, now), short);
+    }
+}

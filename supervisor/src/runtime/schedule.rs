@@ -1,0 +1,228 @@
+//! `[schedule]`: the hours rounds may start in (docs/configuration.md "[schedule]"), the
+//! reference system's window syntax: `"[DAYS ]HH:MM-HH:MM"`, `DAYS` a comma list of
+//! `mon`…`sun` or ranges (`mon-fri`), a window whose end is not after its start wrapping
+//! past midnight (its tail belongs to its start day), `24:00` allowed as an end. A round
+//! may start when some `run_windows` entry holds (or there is none) and no `pause_windows`
+//! entry does, in `timezone` (an IANA name; default the system's zone). Pure: callers pass
+//! the instant, so tests control the clock. Zone rules come from `jiff`'s bundled
+//! database.
+
+use jiff::tz::TimeZone;
+use jiff::Timestamp;
+
+/// Minutes in a day.
+const DAY: u16 = 24 * 60;
+
+/// How far ahead [`Schedule::next_open`] looks: a week and a day, so weekday-only run
+/// windows across a long weekend are found.
+const HORIZON_MIN: i64 = 8 * 24 * 60;
+
+/// One window.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// Minute of the day it opens, 0..1440.
+    start: u16,
+    /// Minute of the day it closes, 1..=1440; at or before `start` it wraps past midnight.
+    end: u16,
+    /// Weekdays it opens on (0 = Monday); empty means every day.
+    days: Vec<u8>,
+    /// As written, for events.
+    pub label: String,
+}
+
+const WEEKDAYS: [&str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+
+impl Window {
+    /// Parses `"[DAYS ]HH:MM-HH:MM"`. Errors: what is wrong, for the config error.
+    pub fn parse(text: &str) -> Result<Window, String> {
+        let spec = text.trim();
+        let (days_text, times) = match spec.rsplit_once(' ') {
+            Some((days, times)) => (Some(days.trim()), times),
+            None => (None, spec),
+        };
+        let (start, end) = times.split_once('-').ok_or_else(|| {
+            format!("{text:?}: expected \"HH:MM-HH:MM\", optionally after days like \"mon-fri \"")
+        })?;
+        let start = minute(start, false).map_err(|e| format!("{text:?}: {e}"))?;
+        let end = minute(end, true).map_err(|e| format!("{text:?}: {e}"))?;
+        let mut days = Vec::new();
+        if let Some(list) = days_text {
+            for token in list.split(',').map(|t| t.trim().to_ascii_lowercase()) {
+                let day = |name: &str| {
+                    WEEKDAYS
+                        .iter()
+                        .position(|d| *d == name)
+                        .map(|i| i as u8)
+                        .ok_or_else(|| format!("{text:?}: {name:?} is not a weekday (mon … sun)"))
+                };
+                match token.split_once('-') {
+                    Some((a, b)) => {
+                        let (a, b) = (day(a)?, day(b)?);
+                        if a > b {
+                            return Err(format!(
+                                "{text:?}: a weekday range runs mon → sun, not {token:?}"
+                            ));
+                        }
+                        days.extend(a..=b);
+                    }
+                    None => days.push(day(&token)?),
+                }
+            }
+        }
+        Ok(Window {
+            start,
+            end,
+            days,
+            label: spec.to_owned(),
+        })
+    }
+
+    /// Whether the window holds on `weekday` (0 = Monday) at `minute` of the day.
+    fn contains(&self, weekday: u8, minute: u16) -> bool {
+        let wraps = self.end <= self.start;
+        let (inside, start_day) = if wraps {
+            if minute >= self.start {
+                (true, weekday)
+            } else {
+                (minute < self.end, (weekday + 6) % 7)
+            }
+        } else {
+            (self.start <= minute && minute < self.end, weekday)
+        };
+        inside && (self.days.is_empty() || self.days.contains(&start_day))
+    }
+}
+
+fn minute(text: &str, end: bool) -> Result<u16, String> {
+    let (h, m) = text
+        .trim()
+        .split_once(':')
+        .filter(|(h, m)| h.len() == 2 && m.len() == 2)
+        .ok_or_else(|| format!("{text:?} is not HH:MM"))?;
+    let (h, m): (u16, u16) = (
+        h.parse().map_err(|_| format!("{text:?} is not HH:MM"))?,
+        m.parse().map_err(|_| format!("{text:?} is not HH:MM"))?,
+    );
+    match (h, m) {
+        (24, 0) if end => Ok(DAY),
+        (24, _) => Err("24:00 is only an end".into()),
+        (0..=23, 0..=59) => Ok(h * 60 + m),
+        _ => Err(format!("{text:?} is out of range")),
+    }
+}
+
+/// A resolved `[schedule]` (or a phase's).
+#[derive(Clone, Debug)]
+pub struct Schedule {
+    /// The zone windows are read in.
+    pub zone: TimeZone,
+    /// Its name, for events.
+    pub zone_name: String,
+    /// Rounds start only inside one of these (when any).
+    pub run: Vec<Window>,
+    /// Rounds never start inside one of these.
+    pub pause: Vec<Window>,
+}
+
+impl Schedule {
+    /// Whether any window is set.
+    pub fn is_active(&self) -> bool {
+        !self.run.is_empty() || !self.pause.is_empty()
+    }
+
+    /// Whether a round may start at `at`.
+    pub fn allows(&self, at: Timestamp) -> bool {
+        let local = at.to_zoned(self.zone.clone());
+        let weekday = local.weekday().to_monday_zero_offset() as u8;
+        let minute = local.hour() as u16 * 60 + local.minute() as u16;
+        (self.run.is_empty() || self.run.iter().any(|w| w.contains(weekday, minute)))
+            && !self.pause.iter().any(|w| w.contains(weekday, minute))
+    }
+
+    /// The first instant, minute-aligned, at or after `at` when a round may start; `None`
+    /// when none lies within eight days (windows that never open).
+    pub fn next_open(&self, at: Timestamp) -> Option<Timestamp> {
+        if self.allows(at) {
+            return Some(at);
+        }
+        let minute0 = at.as_second() - at.as_second().rem_euclid(60);
+        (1..=HORIZON_MIN)
+            .filter_map(|i| Timestamp::from_second(minute0 + i * 60).ok())
+            .find(|t| self.allows(*t))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schedule(zone: &str, run: &[&str], pause: &[&str]) -> Schedule {
+        Schedule {
+            zone: TimeZone::get(zone).unwrap(),
+            zone_name: zone.to_owned(),
+            run: run.iter().map(|w| Window::parse(w).unwrap()).collect(),
+            pause: pause.iter().map(|w| Window::parse(w).unwrap()).collect(),
+        }
+    }
+
+    fn ts(text: &str) -> Timestamp {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn parses_the_window_syntax() {
+        assert!(Window::parse("09:00-17:00").is_ok());
+        assert!(Window::parse("mon-fri 09:00-24:00").is_ok());
+        assert!(Window::parse("sat,sun 22:00-06:00").is_ok());
+        for bad in [
+            "9:00-17:00",
+            "09:00",
+            "24:00-01:00",
+            "09:60-10:00",
+            "fri-mon 09:00-10:00",
+            "moon 09:00-10:00",
+            "09:00-25:00",
+        ] {
+            assert!(Window::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn run_and_pause_windows_with_wrap_days_and_zones() {
+        // 2026-11-30 is a Monday.
+        let s = schedule("Europe/Berlin", &["mon-fri 22:00-06:00"], &["02:00-03:00"]);
+        assert!(s.allows(ts("2026-11-30T21:30:00Z"))); // Mon 22:30 Berlin
+        assert!(!s.allows(ts("2026-11-30T20:30:00Z"))); // Mon 21:30
+        assert!(!s.allows(ts("2026-12-01T01:30:00Z"))); // Tue 02:30: paused
+        assert!(s.allows(ts("2026-12-01T04:00:00Z"))); // Tue 05:00: Monday's tail
+                                                       // Friday's window runs into Saturday morning; Saturday's own evening is closed.
+        assert!(s.allows(ts("2026-12-05T03:00:00Z"))); // Sat 04:00
+        assert!(!s.allows(ts("2026-12-05T21:30:00Z"))); // Sat 22:30
+                                                        // From Saturday evening the next opening is Monday 22:00 Berlin.
+        assert_eq!(
+            s.next_open(ts("2026-12-05T21:30:00Z")),
+            Some(ts("2026-12-07T21:00:00Z"))
+        );
+        // 24:00 closes at midnight.
+        let s = schedule("UTC", &["18:00-24:00"], &[]);
+        assert!(s.allows(ts("2026-11-30T23:59:00Z")));
+        assert!(!s.allows(ts("2026-12-01T00:00:00Z")));
+        assert_eq!(
+            s.next_open(ts("2026-12-01T00:00:30Z")),
+            Some(ts("2026-12-01T18:00:00Z"))
+        );
+        // No windows: always open; windows that never open: no next opening.
+        assert!(schedule("UTC", &[], &[]).allows(ts("2026-11-30T12:00:00Z")));
+        let never = schedule("UTC", &[], &["00:00-24:00"]);
+        assert_eq!(never.next_open(ts("2026-11-30T12:00:00Z")), None);
+    }
+
+    #[test]
+    fn daylight_saving_changes_follow_the_zone() {
+        // New York's clocks go back on 2026-11-01: 09:00 local is 13:00Z before, 14:00Z after.
+        let s = schedule("America/New_York", &["09:00-10:00"], &[]);
+        assert!(s.allows(ts("2026-10-30T13:30:00Z")));
+        assert!(!s.allows(ts("2026-11-02T13:30:00Z")));
+        assert!(s.allows(ts("2026-11-02T14:30:00Z")));
+    }
+}
