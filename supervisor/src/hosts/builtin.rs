@@ -33,7 +33,7 @@ pub enum DetectorHost {
 }
 
 /// The detectors `config` leaves enabled, in [`crate::detectors::DIALECTS`] order.
-pub fn enabled_detectors(config: &Config) -> Vec<&'static str> {
+fn enabled_detectors(config: &Config) -> Vec<&'static str> {
     let disable = &config.plugins.disable;
     if disable.iter().any(|d| d == HOST_NAME) {
         return Vec::new();
@@ -43,12 +43,37 @@ pub fn enabled_detectors(config: &Config) -> Vec<&'static str> {
         .collect()
 }
 
-/// The host's config table (the enabled detectors, the auth patterns, the local zone), or
-/// `None` when `config` disables every detector or `which` is [`DetectorHost::Off`]. A
+/// The enabled detectors that can apply to `config`'s rounds: those whose CLI is the
+/// basename of `[agent] command[0]` in the base config or in a phase's override (a detector
+/// answers only about rounds of its own CLI, docs/detectors.md). Empty for any other agent,
+/// so no built-in host is started for it and its rounds pay nothing for one.
+pub fn applicable_detectors(config: &Config) -> Vec<&'static str> {
+    let agents: Vec<&str> = std::iter::once(&config.agent)
+        .chain(
+            config
+                .phases
+                .overrides
+                .values()
+                .filter_map(|o| o.agent.as_ref()),
+        )
+        .filter_map(|agent| agent.command.first())
+        .map(|program| program.rsplit('/').next().unwrap_or(program))
+        .collect();
+    let enabled = enabled_detectors(config);
+    crate::detectors::DIALECTS
+        .iter()
+        .filter(|d| enabled.contains(&d.detector) && agents.contains(&d.binary))
+        .map(|d| d.detector)
+        .collect()
+}
+
+/// The host's config table (the applicable detectors, the auth patterns, the local zone),
+/// or `None` when no detector applies ([`applicable_detectors`]) or `which` is
+/// [`DetectorHost::Off`]. A
 /// re-read config that gives another table restarts the host
 /// ([`crate::hosts::HostManager::reconcile`]).
 pub fn host_table(config: &Config, which: &DetectorHost) -> Option<serde_json::Map<String, Value>> {
-    let detectors = enabled_detectors(config);
+    let detectors = applicable_detectors(config);
     if detectors.is_empty() || *which == DetectorHost::Off {
         return None;
     }

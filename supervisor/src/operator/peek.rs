@@ -463,12 +463,13 @@ fn plugins_block(
         dirty_handlers: hooks(Family::DirtyHandler),
         pre_round_hooks: hooks(Family::PreRound),
         context_enrichers: hooks(Family::ContextEnricher),
-        // The built-in detector host declares exactly the detectors left enabled.
+        // The built-in detector host declares exactly the enabled detectors of the
+        // configured agents' CLIs.
         post_round_hooks: sorted(
             hooks(Family::PostRound)
                 .into_iter()
                 .chain(
-                    crate::hosts::builtin::enabled_detectors(config)
+                    crate::hosts::builtin::applicable_detectors(config)
                         .into_iter()
                         .map(str::to_owned),
                 )
