@@ -71,6 +71,9 @@ pub struct Repo {
     own: OwnFiles,
     timeout: Duration,
     stop: Option<StopWatch>,
+    /// The work dir's path from the repository's top (`git rev-parse --show-prefix`), asked
+    /// once: a repo's work dir never moves.
+    prefix: std::sync::OnceLock<Vec<u8>>,
 }
 
 impl Repo {
@@ -82,6 +85,7 @@ impl Repo {
             own,
             timeout: Duration::from_secs(DEFAULT_GIT_TIMEOUT_S),
             stop: None,
+            prefix: std::sync::OnceLock::new(),
         }
     }
 
@@ -199,8 +203,16 @@ impl Repo {
     /// source (the source only when it lies inside the work dir); a copy only the new path
     /// (its source is unchanged).
     pub async fn dirty_files(&self) -> Result<Vec<String>, GitError> {
-        let prefix = self.run_bytes(&["rev-parse", "--show-prefix"]).await?;
-        let prefix = prefix.strip_suffix(b"\n").unwrap_or(&prefix);
+        let prefix = match self.prefix.get() {
+            Some(prefix) => prefix,
+            None => {
+                let mut prefix = self.run_bytes(&["rev-parse", "--show-prefix"]).await?;
+                if prefix.last() == Some(&b'\n') {
+                    prefix.pop();
+                }
+                self.prefix.get_or_init(|| prefix)
+            }
+        };
         let out = self
             .run_bytes(&[
                 "status",
@@ -228,7 +240,7 @@ impl Repo {
             for path in std::iter::once(path).chain(renamed_from) {
                 // status prints paths from the repository's top; ours are the work dir's
                 // (a rename's source outside the work dir is not ours to hand on).
-                let Some(inside) = path.strip_prefix(prefix) else {
+                let Some(inside) = path.strip_prefix(prefix.as_slice()) else {
                     continue;
                 };
                 let path = path_name::encode(inside);
