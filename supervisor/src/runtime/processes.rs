@@ -9,13 +9,21 @@
 /// an empty list.
 pub fn children_of(parent: u32) -> Vec<(u32, u32)> {
     let listed = || -> Option<Vec<u32>> {
+        // The main thread's file says whether the kernel keeps these files at all.
+        std::fs::metadata(format!("/proc/{parent}/task/{parent}/children")).ok()?;
         let mut pids = Vec::new();
-        for task in std::fs::read_dir(format!("/proc/{parent}/task")).ok()? {
-            let text = std::fs::read_to_string(task.ok()?.path().join("children")).ok()?;
-            pids.extend(
-                text.split_whitespace()
-                    .filter_map(|p| p.parse::<u32>().ok()),
-            );
+        for task in std::fs::read_dir(format!("/proc/{parent}/task"))
+            .ok()?
+            .flatten()
+        {
+            // A thread that ended after the listing has no file any more, and no children
+            // to report: skip it rather than fall back to scanning every process.
+            if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+                pids.extend(
+                    text.split_whitespace()
+                        .filter_map(|p| p.parse::<u32>().ok()),
+                );
+            }
         }
         Some(pids)
     };
