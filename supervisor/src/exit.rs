@@ -64,6 +64,12 @@ impl From<crate::config::ConfigError> for CliError {
     }
 }
 
+impl From<crate::runtime::round::RoundError> for CliError {
+    fn from(err: crate::runtime::round::RoundError) -> Self {
+        CliError::failure(err.to_string())
+    }
+}
+
 /// Converts a numeric code into the process exit code.
 pub fn code(value: u8) -> ExitCode {
     ExitCode::from(value)

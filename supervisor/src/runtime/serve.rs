@@ -402,7 +402,7 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                 fast_failures += 1;
                 eprintln!("agent-runner: {err}");
                 runner.events.emit(Event::RoundError {
-                    error: err.message.clone(),
+                    error: err.to_string(),
                 });
                 if fast_failures >= CRASH_LOOP_LIMIT {
                     continue;
