@@ -63,26 +63,30 @@ pub fn log_tail(path: &std::path::Path, lines: usize, chars: usize) -> String {
 #[derive(Debug)]
 pub enum Attempt {
     /// The agent ran.
-    Ran {
-        /// The round's number.
-        round_num: u64,
-        /// Its round log.
-        log_path: std::path::PathBuf,
-        /// How the agent ended.
-        exit: AgentExit,
-        /// Bytes the agent wrote to its round log (stdout + stderr).
-        output_bytes: u64,
-        /// What happened to a dirty tree (`None`: clean, or the agent did not exit cleanly).
-        dirty: Option<Outcome>,
-        /// What the post-round hooks made of the round.
-        post_round: Decision,
-    },
+    Ran(Ran),
     /// Spawn hooks deferred or skipped the round; no agent started.
     NotStarted(Verdict),
     /// A stop arrived while the spawn hooks were being asked; no agent started.
     Stopped,
     /// The host-health gate found a critical reading; no hook was asked, no agent started.
     Unhealthy(Pressure),
+}
+
+/// A round whose agent ran.
+#[derive(Debug)]
+pub struct Ran {
+    /// The round's number.
+    pub round_num: u64,
+    /// Its round log.
+    pub log_path: PathBuf,
+    /// How the agent ended.
+    pub exit: AgentExit,
+    /// Bytes the agent wrote to its round log (stdout + stderr).
+    pub output_bytes: u64,
+    /// What happened to a dirty tree (`None`: clean, or the agent did not exit cleanly).
+    pub dirty: Option<Outcome>,
+    /// What the post-round hooks made of the round.
+    pub post_round: Decision,
 }
 
 /// Why a round could not run. Each is reported to the operator: `serve` records it as
@@ -354,14 +358,7 @@ impl Runner {
         self.substrate(round_num, true).await;
         // Counted as it went by, not from the file: the agent may have deleted it.
         let output_bytes = exit.log.kept + exit.log.discarded;
-        if exit.log.discarded > 0 {
-            self.events.emit(Event::RoundLogCapped {
-                round_num,
-                log_path: log_path.clone(),
-                cap_bytes: self.config.runtime.round_log_max_bytes,
-                discarded_bytes: exit.log.discarded,
-            });
-        }
+        self.note_log_cap(round_num, &exit, &log_path);
         let post_round = self
             .judge(round_num, phase, &exit, duration_s, &log_path, stop)
             .await;
@@ -372,14 +369,14 @@ impl Runner {
             None
         };
         self.end_round(round_num, &exit, duration_s, dirty.as_ref(), &log_path);
-        Ok(Attempt::Ran {
+        Ok(Attempt::Ran(Ran {
             round_num,
             log_path,
             exit,
             output_bytes,
             dirty,
             post_round,
-        })
+        }))
     }
 
     /// The host-health gate: the critical reading that defers the round, if there is one
@@ -611,6 +608,18 @@ impl Runner {
             exit_cause: exit.cause.as_str().to_owned(),
         });
         Ok(exit)
+    }
+
+    /// `round_log_capped` when the agent wrote more than `round_log_max_bytes`.
+    fn note_log_cap(&self, round_num: u64, exit: &AgentExit, log_path: &Path) {
+        if exit.log.discarded > 0 {
+            self.events.emit(Event::RoundLogCapped {
+                round_num,
+                log_path: log_path.to_owned(),
+                cap_bytes: self.config.runtime.round_log_max_bytes,
+                discarded_bytes: exit.log.discarded,
+            });
+        }
     }
 
     /// After a clean exit: the files the round left dirty (what `baseline` found before
