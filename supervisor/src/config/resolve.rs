@@ -996,7 +996,7 @@ fn resolve_schedule(
     let windows = |key: &str, list: &[String]| {
         list.iter()
             .enumerate()
-            .map(|(i, w)| Window::parse(w).map_err(|m| (format!("{key}[{i}]"), m)))
+            .map(|(i, w)| Window::parse(w).map_err(|e| (format!("{key}[{i}]"), e.to_string())))
             .collect::<Result<Vec<_>, _>>()
     };
     Ok(Schedule {

@@ -470,11 +470,11 @@ impl HostManager {
     fn admit(&self, config: &Config, gate: &SandboxGate, cfg: &HostConfig) -> Option<LaunchSpec> {
         let checked = match check_pin(config, cfg) {
             Ok(checked) => checked,
-            Err(message) => {
-                tracing::error!(host = %cfg.name, "{message}");
+            Err(err) => {
+                tracing::error!(host = %cfg.name, "{err}");
                 self.events.emit(Event::PluginRefused {
                     name: cfg.name.clone(),
-                    reason: message,
+                    reason: err.to_string(),
                 });
                 return None;
             }

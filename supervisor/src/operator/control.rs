@@ -407,11 +407,19 @@ pub async fn stop(config_path: &Path, level: StopLevel, as_json: bool) -> Result
     Ok(exit::OK)
 }
 
+/// No supervisor holds the project lock in `state_dir` (`stop`, `kill` exit 1).
+#[derive(Debug, thiserror::Error)]
+#[error("no agent-runner supervises this project (no lock holder in {})", state_dir.display())]
+pub struct NotRunning {
+    /// The state dir looked in.
+    pub state_dir: std::path::PathBuf,
+}
+
 /// Asks the supervisor whose state dir is `state_dir` to stop at `level`: over the control socket, else by
 /// SIGTERM to the lock holder (what `stop`, `kill` and `monitor`'s `auto_stop_on` use).
 ///
-/// Errors: no supervisor holds the lock.
-pub async fn ask_stop(state_dir: &Path, level: StopLevel) -> Result<StopReply, CliError> {
+/// Errors: [`NotRunning`], no supervisor holds the lock.
+pub async fn ask_stop(state_dir: &Path, level: StopLevel) -> Result<StopReply, NotRunning> {
     let cmd = if level == StopLevel::Immediate {
         "kill"
     } else {
@@ -421,10 +429,9 @@ pub async fn ask_stop(state_dir: &Path, level: StopLevel) -> Result<StopReply, C
         Some(reply) => reply,
         None => match lock_holder(state_dir) {
             None => {
-                return Err(CliError::failure(format!(
-                    "no agent-runner supervises this project (no lock holder in {})",
-                    state_dir.display()
-                )))
+                return Err(NotRunning {
+                    state_dir: state_dir.to_owned(),
+                })
             }
             Some(pid) => {
                 let target = Pid::from_raw(pid as i32);

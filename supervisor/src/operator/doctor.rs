@@ -284,12 +284,12 @@ pub async fn run(config_path: &Path, rounds: u64) -> Report {
             checks.push(check("sandbox", true, reason, ""));
             Some(gate)
         }
-        Err(message) => {
+        Err(refused) => {
             refuse_boot = true;
             checks.push(check(
                 "sandbox",
                 false,
-                message,
+                refused.to_string(),
                 "enable Landlock and seccomp in the kernel, or set [plugins] sandbox = \"prefer\"",
             ));
             None
@@ -592,7 +592,8 @@ fn host_checks(
                     warnings,
                 });
             }
-            Err(message) => {
+            Err(err) => {
+                let message = err.to_string();
                 if !disabled {
                     checks.push(check(
                         &name,

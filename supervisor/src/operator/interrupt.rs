@@ -1,12 +1,14 @@
 //! Ctrl-C for the verbs that follow until interrupted (`watch`, `events --tail`): both
 //! exit 0 on SIGINT and leave what they printed.
 
-use crate::exit::CliError;
+/// The SIGINT handler could not be installed (the verb exits 1).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot handle SIGINT: {0}")]
+pub struct NoInterrupt(std::io::Error);
 
 /// A SIGINT (Ctrl-C) listener, registered now (not at first poll).
 ///
-/// Errors: 1 when the handler cannot be installed.
-pub fn interrupt_signal() -> Result<tokio::signal::unix::Signal, CliError> {
-    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        .map_err(|e| CliError::failure(format!("cannot handle SIGINT: {e}")))
+/// Errors: [`NoInterrupt`] when the handler cannot be installed.
+pub fn interrupt_signal() -> Result<tokio::signal::unix::Signal, NoInterrupt> {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).map_err(NoInterrupt)
 }

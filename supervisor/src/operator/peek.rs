@@ -530,7 +530,7 @@ fn hosts_block(
             pin_status: pin_status.to_owned(),
             sha256: checked.as_ref().ok().map(|c| c.actual.to_string()),
             executable: checked.as_ref().ok().map(|c| c.path.display().to_string()),
-            error: checked.as_ref().err().cloned(),
+            error: checked.as_ref().err().map(ToString::to_string),
             read_paths: cfg.read_paths.clone(),
             write_limits: crate::operator::doctor::HostWriteLimits::of(config, cfg),
         });

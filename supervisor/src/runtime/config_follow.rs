@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 
-use crate::config::{self, Config};
+use crate::config::{self, Config, ConfigError};
 use crate::hosts::sandbox::SandboxGate;
 use crate::runtime::events::Event;
 use crate::runtime::round::Runner;
@@ -103,7 +103,7 @@ impl ConfigFollower {
             Err(e) => return broken(runner, &e.to_string(), Some(&new_digest), trigger),
         };
         if let Err(e) = fixed_keys_unchanged(&runner.config, &config) {
-            return broken(runner, &e, Some(&new_digest), trigger);
+            return broken(runner, &e.to_string(), Some(&new_digest), trigger);
         }
         let hosts = runner.hosts.reconcile(&config, gate).await;
         runner.replace_config(config);
@@ -132,7 +132,9 @@ fn broken(runner: &Runner, error: &str, digest: Option<&str>, trigger: Trigger) 
 
 /// What only a restart can change: the tree, where the record and logs live (the lock is
 /// held there), and the sandbox gate evaluated at boot.
-fn fixed_keys_unchanged(old: &Config, new: &Config) -> Result<(), String> {
+///
+/// Errors: [`ConfigError::Key`] naming the first such key that `new` changes.
+fn fixed_keys_unchanged(old: &Config, new: &Config) -> Result<(), ConfigError> {
     let changed = if old.runtime.work_dir != new.runtime.work_dir {
         Some("runtime.work_dir")
     } else if old.runtime.log_dir != new.runtime.log_dir {
@@ -145,10 +147,11 @@ fn fixed_keys_unchanged(old: &Config, new: &Config) -> Result<(), String> {
         None
     };
     match changed {
-        Some(key) => Err(format!(
-            "config error in {}: key `{key}`: cannot change while serve runs; restart serve to apply it",
-            new.path.display()
-        )),
+        Some(key) => Err(ConfigError::Key {
+            path: new.path.clone(),
+            key: key.to_owned(),
+            message: "cannot change while serve runs; restart serve to apply it".to_owned(),
+        }),
         None => Ok(()),
     }
 }

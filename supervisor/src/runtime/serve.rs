@@ -21,10 +21,9 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 
-use crate::config;
 use crate::config::PhasePolicy;
-use crate::exit::CliError;
-use crate::hosts::sandbox::SandboxGate;
+use crate::config::{self, ConfigError};
+use crate::hosts::sandbox::{SandboxGate, SandboxRefused};
 use crate::hosts::HostManager;
 use crate::operator::control::Snapshot;
 use crate::operator::service::{BackOffDoc, ServiceFile, ServiceState};
@@ -36,7 +35,7 @@ use crate::runtime::git::Repo;
 use crate::runtime::round::{Attempt, Ran, RoundError, Runner};
 use crate::runtime::serve_startup;
 use crate::runtime::spawn_gate::Verdict;
-use crate::runtime::state::{self, ProjectLock};
+use crate::runtime::state::{self, LockError, ProjectLock};
 use crate::runtime::stop::{reached, sleep_unless, StopLevel, StopWatch};
 use crate::runtime::transient::{Step, Transients};
 
@@ -63,13 +62,30 @@ pub struct Booted {
     _lock: ProjectLock,
 }
 
+/// Why `serve` or `round` could not boot.
+#[derive(Debug, thiserror::Error)]
+pub enum BootError {
+    /// The config is bad, or `runtime.work_dir` is not in a git working tree.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// `sandbox = "require"` on a kernel that cannot honour it.
+    #[error(transparent)]
+    Sandbox(SandboxRefused),
+    /// The SIGHUP handler could not be installed.
+    #[error("cannot install the SIGHUP handler: {0}")]
+    Hangup(std::io::Error),
+    /// Another supervisor holds the project lock (or the lock file cannot be used).
+    #[error(transparent)]
+    Lock(#[from] LockError),
+}
+
 /// Everything before the first round: config, gate, lock, git check, hosts.
 ///
-/// Errors: 78 for config and gate problems, 1 when another supervisor holds the lock.
-pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
+/// Errors: [`BootError`]; the CLI exits 78 for config and gate problems, 1 for the others
+/// (another supervisor holds the lock, typically).
+pub async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     let config = config::load(config_path)?;
-    let follow = ConfigFollower::new(&config)
-        .map_err(|e| CliError::failure(format!("cannot install the SIGHUP handler: {e}")))?;
+    let follow = ConfigFollower::new(&config).map_err(BootError::Hangup)?;
     if let Err(e) = crate::runtime::agent::become_subreaper() {
         tracing::warn!("cannot become a child subreaper ({e}); processes that leave the agent's group may survive a round");
     }
@@ -77,15 +93,15 @@ pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
     let caps = probe();
     let gate = match SandboxGate::evaluate(config.plugins.sandbox, caps.clone()) {
         Ok(gate) => gate,
-        Err(message) => {
+        Err(refused) => {
             events.emit(Event::PluginSandboxDegraded {
                 requested: config.plugins.sandbox.as_str().to_owned(),
                 achieved_tier: caps.tier().as_str().to_owned(),
-                reason: message.clone(),
+                reason: refused.to_string(),
                 refused_boot: Some(true),
                 name: None,
             });
-            return Err(CliError::config(message));
+            return Err(BootError::Sandbox(refused));
         }
     };
     if let Some(shortfall) = gate.shortfall() {
@@ -101,18 +117,20 @@ pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
             name: None,
         });
     }
-    let lock = ProjectLock::acquire(&config.runtime.state_dir)
-        .map_err(|e| CliError::failure(e.to_string()))?;
+    let lock = ProjectLock::acquire(&config.runtime.state_dir)?;
     crate::runtime::state_dir::prepare(&config, &events);
     if !Repo::new(&config.runtime.work_dir, OwnFiles::default())
         .is_repo()
         .await
     {
-        return Err(CliError::config(format!(
-            "config error in {}: key `runtime.work_dir`: {} is not inside a git working tree; run `git init` there",
-            config.path.display(),
-            config.runtime.work_dir.display()
-        )));
+        return Err(BootError::Config(ConfigError::Key {
+            path: config.path.clone(),
+            key: "runtime.work_dir".to_owned(),
+            message: format!(
+                "{} is not inside a git working tree; run `git init` there",
+                config.runtime.work_dir.display()
+            ),
+        }));
     }
     let hosts = HostManager::boot(
         &config,

@@ -99,7 +99,7 @@ fn prepare_configured(path: &Path, name: &str) -> Result<Prepared, CliError> {
             }
         )));
     };
-    let gate = SandboxGate::evaluate(config.plugins.sandbox, probe()).map_err(CliError::config)?;
+    let gate = SandboxGate::evaluate(config.plugins.sandbox, probe())?;
     let init = hosts::initialize_params(
         &config.project,
         &config.runtime.work_dir,
@@ -109,9 +109,7 @@ fn prepare_configured(path: &Path, name: &str) -> Result<Prepared, CliError> {
     let mut pin = "unpinned";
     let mut resolved = None;
     let spec = match hosts::check_pin(&config, &cfg) {
-        Err(message) => Err(format!(
-            "{message}; fix `command` of [plugins.hosts.{name}]"
-        )),
+        Err(err) => Err(format!("{err}; fix `command` of [plugins.hosts.{name}]")),
         Ok(checked) => {
             pin = checked.status.as_str();
             resolved = Some(checked.path.clone());
@@ -188,7 +186,7 @@ fn prepare_command(command: &[String], provides: &[Family]) -> Result<Prepared, 
         config: Default::default(),
     };
     // Best tier available; unpinned hosts are allowed (nothing is trusted here).
-    let gate = SandboxGate::evaluate(SandboxMode::Prefer, probe()).map_err(CliError::config)?;
+    let gate = SandboxGate::evaluate(SandboxMode::Prefer, probe())?;
     let init = hosts::initialize_params(&name, &work_dir, &log_dir, &gate);
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let mut resolved = None;

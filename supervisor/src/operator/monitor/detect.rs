@@ -312,7 +312,7 @@ async fn report(config: &Config, alert: &Alert, json: bool) {
             config,
             Event::MonitorAutoStopFailed {
                 detector: alert.detector.into(),
-                error: e.message,
+                error: e.to_string(),
             },
         ),
     }
