@@ -20,7 +20,7 @@ use crate::runtime::stop::{self, StopLevel};
 /// Restart-on-exit supervisor for coding-agent CLIs, with pinned, confined plugin hosts.
 #[derive(Debug, Parser)]
 #[command(name = "agent-runner", version, about)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// The config file.
     #[arg(long, global = true, value_name = "PATH", default_value = DEFAULT_CONFIG_FILE)]
     pub config: PathBuf,
@@ -34,7 +34,7 @@ pub struct Cli {
 
 /// The verbs.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Write agent-runner.toml and prompts/main.md for an agent CLI.
     Init {
         /// Which agent CLI: claude, aider, gemini, codewhale, kimi, pi, codex.
@@ -158,7 +158,7 @@ pub enum Command {
 
 /// `agent-runner plugin …`.
 #[derive(Debug, Subcommand)]
-pub enum PluginCommand {
+pub(crate) enum PluginCommand {
     /// Run a host through the protocol contract rule by rule: `plugin check NAME` (a host of
     /// the config, launched as serve would) or `plugin check -- COMMAND [ARGS…]`. Exit 0
     /// only if every rule passes.
@@ -204,7 +204,7 @@ fn parse_family(text: &str) -> Result<agent_runner_protocol::Family, String> {
 
 /// The flags of `monitor`.
 #[derive(Debug, clap::Args)]
-pub struct MonitorArgs {
+pub(crate) struct MonitorArgs {
     /// What to do.
     #[arg(long, value_enum, default_value = "anomaly")]
     mode: crate::operator::monitor::Mode,

@@ -181,7 +181,7 @@ struct RawPhasePrompt {
 /// Keys of the reference system's config that this build reads but does not act on yet:
 /// each present one is removed before validation and named in a warning. `*` matches any
 /// phase name; a whole table is listed by its own path.
-pub const UNIMPLEMENTED: &[&str] = &[
+pub(crate) const UNIMPLEMENTED: &[&str] = &[
     "runtime.disable_pre_round_hooks",
     "monitor.round_progress_interval_s",
     "phases.*.disable_pre_round_hooks",

@@ -138,9 +138,7 @@ pub struct PhasesConfig {
 
 /// What one round runs with once its phase is known.
 #[derive(Clone, Copy, Debug)]
-pub struct Profile<'a> {
-    /// The phase (`None` without phases).
-    pub phase: Option<&'a str>,
+pub(crate) struct Profile<'a> {
     /// The agent.
     pub agent: &'a AgentConfig,
     /// The round budget.
@@ -154,17 +152,16 @@ pub struct Profile<'a> {
 impl Config {
     /// The phase of round `round_num` (1-based): `list[(round_num - 1) % len]`, or `None`
     /// without phases.
-    pub fn phase_for_round(&self, round_num: u64) -> Option<&str> {
+    pub(crate) fn phase_for_round(&self, round_num: u64) -> Option<&str> {
         let len = self.phases.list.len() as u64;
         (len > 0).then(|| self.phases.list[(round_num.saturating_sub(1) % len) as usize].as_str())
     }
 
     /// The profile of `phase`: the base config with that phase's overrides applied.
     /// A phase without a table (or `None`) gets the base config.
-    pub fn profile<'a>(&'a self, phase: Option<&'a str>) -> Profile<'a> {
+    pub(crate) fn profile<'a>(&'a self, phase: Option<&'a str>) -> Profile<'a> {
         let over = phase.and_then(|p| self.phases.overrides.get(p));
         Profile {
-            phase,
             agent: over.and_then(|o| o.agent.as_ref()).unwrap_or(&self.agent),
             round_budget: over
                 .and_then(|o| o.round_budget)
@@ -224,7 +221,7 @@ pub struct AgentConfig {
 
 /// Default `[agent] terminal_marker`: the compact JSON of claude's final record (the
 /// reference system's default).
-pub const DEFAULT_TERMINAL_MARKER: &str = "\"type\":\"result\"";
+pub(super) const DEFAULT_TERMINAL_MARKER: &str = "\"type\":\"result\"";
 
 /// `[runtime]`.
 #[derive(Clone, Debug)]
@@ -278,7 +275,7 @@ pub struct RuntimeConfig {
 }
 
 /// Default of `[runtime] transient_backoff_cap_s`: 30 minutes.
-pub const DEFAULT_TRANSIENT_BACKOFF_CAP_S: u64 = 1800;
+pub(crate) const DEFAULT_TRANSIENT_BACKOFF_CAP_S: u64 = 1800;
 
 /// `[runtime] transient_error_action`: what `serve` does after a diagnosed transient
 /// failure (usage or rate limit, overload, network).
@@ -307,7 +304,7 @@ impl Vocabulary for TransientAction {
 
 impl TransientAction {
     /// The config and event spelling.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             TransientAction::BackOff => "back_off",
             TransientAction::Skip => "skip",
@@ -342,7 +339,7 @@ impl Vocabulary for DirtyAction {
 
 impl DirtyAction {
     /// The config spelling.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             DirtyAction::Stash => "stash",
             DirtyAction::Ignore => "ignore",
@@ -364,10 +361,10 @@ pub struct VcsConfig {
 }
 
 /// Default `[runtime] round_log_max_bytes`: 64 MiB.
-pub const DEFAULT_ROUND_LOG_MAX_BYTES: u64 = 64 * 1024 * 1024;
+pub(super) const DEFAULT_ROUND_LOG_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Default `[vcs] git_timeout_s`.
-pub const DEFAULT_GIT_TIMEOUT_S: u64 = 60;
+pub(crate) const DEFAULT_GIT_TIMEOUT_S: u64 = 60;
 
 /// `[plugins] sandbox`: how much confinement third-party hosts must get.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -392,7 +389,7 @@ impl Vocabulary for SandboxMode {
 
 impl SandboxMode {
     /// The config spelling.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SandboxMode::Require => "require",
             SandboxMode::Prefer => "prefer",
@@ -451,7 +448,7 @@ impl Default for WriteLimits {
 
 impl HostConfig {
     /// The call timeout for a hook of `family`.
-    pub fn call_timeout(&self, family: Family) -> Duration {
+    pub(crate) fn call_timeout(&self, family: Family) -> Duration {
         self.timeout
             .unwrap_or(Duration::from_secs(family.spec().default_timeout_s))
     }
@@ -473,7 +470,7 @@ pub struct PluginsConfig {
 }
 
 /// Default memory limit of a host (MiB).
-pub const DEFAULT_HOST_MEMORY_MB: u64 = 1024;
+pub(crate) const DEFAULT_HOST_MEMORY_MB: u64 = 1024;
 
 /// A bad key found while resolving: the dotted key and what is wrong with it; [`resolve`]
 /// adds the file to make it a [`ConfigError::Key`].

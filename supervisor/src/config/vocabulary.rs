@@ -7,7 +7,7 @@ use serde::de::value::{Error as ValueError, StrDeserializer};
 use serde::de::{Deserialize, IntoDeserializer};
 
 /// A closed set of words a config key accepts.
-pub trait Vocabulary: Copy + for<'de> Deserialize<'de> + 'static {
+pub(crate) trait Vocabulary: Copy + for<'de> Deserialize<'de> + 'static {
     /// Every word, in the order messages list them.
     const ALL: &'static [Self];
 
@@ -18,7 +18,7 @@ pub trait Vocabulary: Copy + for<'de> Deserialize<'de> + 'static {
 /// A value outside a key's vocabulary. Display: `"x"; expected "a", "b" or "c"`.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{value:?}; expected {expected}")]
-pub struct UnknownWord {
+pub(crate) struct UnknownWord {
     /// The value found.
     value: String,
     /// Every accepted word, quoted: `"a", "b" or "c"`.
@@ -28,7 +28,7 @@ pub struct UnknownWord {
 /// The word `value` of a key (`default` when the key is absent).
 ///
 /// Errors: [`UnknownWord`], naming `value` and every accepted word.
-pub fn parse<T: Vocabulary>(value: Option<&str>, default: T) -> Result<T, UnknownWord> {
+pub(crate) fn parse<T: Vocabulary>(value: Option<&str>, default: T) -> Result<T, UnknownWord> {
     let Some(text) = value else {
         return Ok(default);
     };

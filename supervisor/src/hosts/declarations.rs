@@ -11,7 +11,7 @@ use crate::runtime::round_context::RESERVED_CONTEXT_KEYS;
 
 /// One broken declaration rule; `Display` says what was seen.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DeclarationProblem {
+pub(crate) enum DeclarationProblem {
     /// The `initialize` result declared no hook at all.
     NoHooks,
     /// A hook takes a built-in's name (`plugin_builtin_name_squat`).
@@ -36,7 +36,7 @@ pub enum DeclarationProblem {
 
 impl DeclarationProblem {
     /// The `plugin check` rule this problem fails.
-    pub fn rule(&self) -> &'static str {
+    pub(crate) fn rule(&self) -> &'static str {
         match self {
             DeclarationProblem::OutsideProvides { .. } => "families_in_provides",
             _ => "hook_names",
@@ -80,7 +80,7 @@ impl std::fmt::Display for DeclarationProblem {
 /// given the names other hosts already registered (`taken`); empty when the host may be
 /// registered. Names unique within the host and valid in shape are already checked by
 /// `decode_initialize_result`.
-pub fn declaration_problems(
+pub(crate) fn declaration_problems(
     decls: &[HookDecl],
     event_kinds: &[String],
     provides: &BTreeSet<Family>,

@@ -11,7 +11,7 @@ use crate::config::{Config, HostConfig};
 
 /// A host's pin status (doctor's `verified` / `mismatch` / `unpinned`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PinStatus {
+pub(crate) enum PinStatus {
     /// The configured pin matches the file.
     Verified,
     /// A pin is configured and differs.
@@ -25,7 +25,7 @@ pub enum PinStatus {
 
 impl PinStatus {
     /// The doctor/peek spelling.
-    pub fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             PinStatus::Verified => "verified",
             PinStatus::Mismatch { .. } => "mismatch",
@@ -35,7 +35,7 @@ impl PinStatus {
 }
 
 /// A host executable resolved, hashed from an open descriptor, and compared to its pin.
-pub struct CheckedHost {
+pub(crate) struct CheckedHost {
     /// The resolved executable (canonical).
     pub path: PathBuf,
     /// Its sha256.
@@ -48,7 +48,7 @@ pub struct CheckedHost {
 
 /// A host's executable that cannot be checked. Display: `host <name>: <why>`.
 #[derive(Debug, thiserror::Error)]
-pub enum UncheckedHost {
+pub(crate) enum UncheckedHost {
     /// `command[0]` cannot be resolved to an executable.
     #[error("host {host}: {source}")]
     Resolve {
@@ -72,7 +72,7 @@ pub enum UncheckedHost {
 ///
 /// Errors: [`UncheckedHost`], naming the host and the path, when it cannot be resolved or
 /// read.
-pub fn check_pin(config: &Config, cfg: &HostConfig) -> Result<CheckedHost, UncheckedHost> {
+pub(crate) fn check_pin(config: &Config, cfg: &HostConfig) -> Result<CheckedHost, UncheckedHost> {
     let base = config.path.parent().unwrap_or(Path::new("/"));
     let path = resolve_executable(&cfg.command[0], base, std::env::var_os("PATH").as_deref())
         .map_err(|source| UncheckedHost::Resolve {

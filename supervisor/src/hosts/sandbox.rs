@@ -60,18 +60,18 @@ impl SandboxGate {
     }
 
     /// A description of what is missing under `prefer`, if anything (announced once).
-    pub fn shortfall(&self) -> Option<String> {
+    pub(crate) fn shortfall(&self) -> Option<String> {
         (self.requested == SandboxMode::Prefer && self.applied != Tier::LandlockSeccomp)
             .then(|| shortfall(&self.caps))
     }
 
     /// Whether unpinned hosts are refused (`require`).
-    pub fn pins_required(&self) -> bool {
+    pub(crate) fn pins_required(&self) -> bool {
         self.requested == SandboxMode::Require
     }
 
     /// The `sandbox` object sent in `initialize`.
-    pub fn info(&self) -> SandboxInfo {
+    pub(crate) fn info(&self) -> SandboxInfo {
         SandboxInfo {
             requested: self.requested.as_str().to_owned(),
             achieved_tier: self.applied.as_str().to_owned(),

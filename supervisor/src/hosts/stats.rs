@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 /// How many recent call latencies the p50 is computed over.
-pub const LATENCY_WINDOW: usize = 64;
+pub(super) const LATENCY_WINDOW: usize = 64;
 
 /// Counters of one host over this supervisor run.
 #[derive(Clone, Debug, Default)]
@@ -22,7 +22,7 @@ pub struct CallStats {
 
 impl CallStats {
     /// Counts one call that took `elapsed` (answered or failed).
-    pub fn record_call(&mut self, elapsed: Duration) {
+    pub(crate) fn record_call(&mut self, elapsed: Duration) {
         self.calls += 1;
         if self.latencies_ms.len() == LATENCY_WINDOW {
             self.latencies_ms.pop_front();
@@ -31,14 +31,14 @@ impl CallStats {
     }
 
     /// Counts one failure described by `error`.
-    pub fn record_failure(&mut self, error: String) {
+    pub(crate) fn record_failure(&mut self, error: String) {
         self.failures += 1;
         self.last_error = Some(error);
     }
 
     /// The median latency of the last [`LATENCY_WINDOW`] calls in milliseconds (rounded to
     /// 0.1 ms), `None` before the first call.
-    pub fn latency_p50_ms(&self) -> Option<f64> {
+    pub(crate) fn latency_p50_ms(&self) -> Option<f64> {
         if self.latencies_ms.is_empty() {
             return None;
         }

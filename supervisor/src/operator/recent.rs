@@ -15,18 +15,18 @@ use crate::operator::event_summary::{self, Covers, Summary};
 use crate::runtime::events::Recorded;
 
 /// Completed rounds a look lists (`peek`'s `recent_rounds`).
-pub const RECENT_ROUNDS: usize = 10;
+pub(crate) const RECENT_ROUNDS: usize = 10;
 /// `hook_failed` events a look lists (`recent_hook_failures`).
-pub const RECENT_HOOK_FAILURES: usize = 10;
+pub(crate) const RECENT_HOOK_FAILURES: usize = 10;
 
 /// How far back a look reads at most when what it wants is not all found sooner and no
 /// summary covers the rest (a record whose newest megabyte holds no round is a loop
 /// deferring or failing, and says so in those lines).
-pub const SCAN_BYTES: u64 = 1 << 20;
+pub(crate) const SCAN_BYTES: u64 = 1 << 20;
 
 /// What to look for.
 #[derive(Clone, Copy, Debug)]
-pub struct Wanted {
+pub(crate) struct Wanted {
     /// The newest events of any kind.
     pub events: usize,
     /// The newest rounds (all their events).
@@ -39,7 +39,7 @@ pub struct Wanted {
 
 /// What was found, each list oldest first.
 #[derive(Debug, Default)]
-pub struct Recent {
+pub(crate) struct Recent {
     /// The newest events (at most `Wanted::events`).
     pub events: Vec<Recorded>,
     /// Every event of the newest rounds and of `Wanted::round`.
@@ -173,7 +173,7 @@ impl Collector {
 /// `wanted.round` is still to be found, taking the summary's part when the scan reaches
 /// it. An unreadable record gives what was found before the error (a look shows what it
 /// can).
-pub fn scan(state_dir: &Path, wanted: Wanted) -> Recent {
+pub(crate) fn scan(state_dir: &Path, wanted: Wanted) -> Recent {
     gather(
         state_dir,
         wanted,
@@ -183,7 +183,7 @@ pub fn scan(state_dir: &Path, wanted: Wanted) -> Recent {
 }
 
 /// Like [`scan`], from `summary` (or without one) and with an optional byte bound.
-pub fn gather(
+pub(crate) fn gather(
     state_dir: &Path,
     wanted: Wanted,
     mut summary: Option<Summary>,
@@ -230,7 +230,7 @@ fn summary_wanted() -> Wanted {
 /// writes it atomically (only `serve` calls this). Nothing is written while the record is empty.
 ///
 /// Errors: the summary cannot be written.
-pub fn refresh_summary(state_dir: &Path) -> io::Result<()> {
+pub(crate) fn refresh_summary(state_dir: &Path) -> io::Result<()> {
     let previous = event_summary::load(state_dir);
     let unchanged = previous.as_ref().map(|s| s.covers.clone());
     let found = gather(state_dir, summary_wanted(), previous, None);

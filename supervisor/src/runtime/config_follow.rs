@@ -22,7 +22,7 @@ use crate::runtime::round::Runner;
 
 /// What asked for the re-read (`config_reloaded.trigger`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Trigger {
+pub(crate) enum Trigger {
     /// The check before every round.
     Round,
     /// SIGHUP.
@@ -31,7 +31,7 @@ pub enum Trigger {
 
 impl Trigger {
     /// The event spelling.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Trigger::Round => "round",
             Trigger::Hangup => "sighup",
@@ -40,7 +40,7 @@ impl Trigger {
 }
 
 /// Watches the config file of a running supervisor.
-pub struct ConfigFollower {
+pub(crate) struct ConfigFollower {
     digest: String,
     hangups: watch::Receiver<u64>,
 }
@@ -50,7 +50,7 @@ impl ConfigFollower {
     /// now on SIGHUP never terminates the process).
     ///
     /// Errors: the signal handler cannot be installed.
-    pub fn new(config: &Config) -> std::io::Result<Self> {
+    pub(crate) fn new(config: &Config) -> std::io::Result<Self> {
         let (tx, hangups) = watch::channel(0u64);
         let mut hup = signal(SignalKind::hangup())?;
         tokio::spawn(async move {
@@ -68,14 +68,19 @@ impl ConfigFollower {
     }
 
     /// Waits for the next SIGHUP (forever when the handler is gone).
-    pub async fn hangup(&mut self) {
+    pub(crate) async fn hangup(&mut self) {
         if self.hangups.changed().await.is_err() {
             std::future::pending::<()>().await;
         }
     }
 
     /// Re-reads the config file and applies it to `runner` if it changed (module docs).
-    pub async fn refresh(&mut self, runner: &mut Runner, gate: &SandboxGate, trigger: Trigger) {
+    pub(crate) async fn refresh(
+        &mut self,
+        runner: &mut Runner,
+        gate: &SandboxGate,
+        trigger: Trigger,
+    ) {
         self.hangups.borrow_and_update();
         let path = runner.config.path.clone();
         let bytes = match std::fs::read(&path) {
@@ -157,7 +162,7 @@ fn fixed_keys_unchanged(old: &Config, new: &Config) -> Result<(), ConfigError> {
 }
 
 /// `sha256:<hex>` of the config file's bytes.
-pub fn digest(bytes: &[u8]) -> String {
+pub(crate) fn digest(bytes: &[u8]) -> String {
     let hex: String = Sha256::digest(bytes)
         .iter()
         .map(|b| format!("{b:02x}"))

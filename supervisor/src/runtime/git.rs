@@ -42,7 +42,7 @@ fn literal(paths: &[String]) -> Vec<OsString> {
 /// a long list of paths.
 #[derive(Debug, thiserror::Error)]
 #[error("git {} failed: {detail}", subcommand(args))]
-pub struct GitError {
+pub(crate) struct GitError {
     /// The arguments, space-joined.
     pub args: String,
     /// git's stderr (trimmed), the spawn error, or why it was killed.
@@ -66,7 +66,7 @@ fn subcommand(args: &str) -> &str {
 /// repository: everything is limited to it), with the supervisor's own files, which never
 /// count as dirty.
 #[derive(Clone, Debug)]
-pub struct Repo {
+pub(crate) struct Repo {
     work_dir: PathBuf,
     own: OwnFiles,
     timeout: Duration,
@@ -79,7 +79,7 @@ pub struct Repo {
 impl Repo {
     /// The tree at `work_dir`; paths in `own` are never dirt. Each git command may run
     /// [`DEFAULT_GIT_TIMEOUT_S`] until [`Repo::with_timeout`] says otherwise.
-    pub fn new(work_dir: &Path, own: OwnFiles) -> Self {
+    pub(crate) fn new(work_dir: &Path, own: OwnFiles) -> Self {
         Repo {
             work_dir: work_dir.to_owned(),
             own,
@@ -90,20 +90,15 @@ impl Repo {
     }
 
     /// Each git command is killed (with its process group) after `timeout`.
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+    pub(crate) fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
 
     /// A stop that arrives while a git command runs (a `stop`, `kill`, SIGTERM or SIGINT
     /// raising the level) kills it with its process group.
-    pub fn stop_on(&mut self, stop: &StopWatch) {
+    pub(crate) fn stop_on(&mut self, stop: &StopWatch) {
         self.stop = Some(stop.clone());
-    }
-
-    /// The work dir.
-    pub fn work_dir(&self) -> &Path {
-        &self.work_dir
     }
 
     /// Runs one git command, bounded: in a session of its own (no controlling terminal, so
@@ -191,7 +186,7 @@ impl Repo {
     }
 
     /// Whether `work_dir` is inside a git working tree.
-    pub async fn is_repo(&self) -> bool {
+    pub(crate) async fn is_repo(&self) -> bool {
         self.run(&["rev-parse", "--is-inside-work-tree"])
             .await
             .is_ok()
@@ -202,7 +197,7 @@ impl Repo {
     /// supervisor's own files left out. A staged rename lists both sides, new path then
     /// source (the source only when it lies inside the work dir); a copy only the new path
     /// (its source is unchanged).
-    pub async fn dirty_files(&self) -> Result<Vec<String>, GitError> {
+    pub(crate) async fn dirty_files(&self) -> Result<Vec<String>, GitError> {
         let prefix = match self.prefix.get() {
             Some(prefix) => prefix,
             None => {
@@ -256,7 +251,7 @@ impl Repo {
     /// literal) go into the stash; returns the stash commit's SHA, or `None` when git found
     /// nothing to stash. A stash that git made but then reported a failure for still counts
     /// as made (the work is in it, by SHA).
-    pub async fn stash_push(
+    pub(crate) async fn stash_push(
         &self,
         message: &str,
         paths: &[String],
@@ -283,14 +278,14 @@ impl Repo {
     }
 
     /// Whether the stash commit `sha` is still in the stash list.
-    pub async fn stash_contains(&self, sha: &str) -> bool {
+    pub(crate) async fn stash_contains(&self, sha: &str) -> bool {
         self.run(&["stash", "list", "--format=%H"])
             .await
             .is_ok_and(|out| out.lines().any(|l| l.trim() == sha))
     }
 
     /// The SHA of `HEAD`, `None` before the first commit or when git fails.
-    pub async fn head(&self) -> Option<String> {
+    pub(crate) async fn head(&self) -> Option<String> {
         self.run(&["rev-parse", "-q", "--verify", "HEAD"])
             .await
             .ok()
@@ -307,7 +302,11 @@ impl Repo {
     /// Stages `paths` and commits exactly those paths with `message` on the current branch
     /// (no push). Returns the new commit's SHA. On failure the index is restored for those
     /// paths and the working tree is left as it was.
-    pub async fn commit_paths(&self, paths: &[String], message: &str) -> Result<String, GitError> {
+    pub(crate) async fn commit_paths(
+        &self,
+        paths: &[String],
+        message: &str,
+    ) -> Result<String, GitError> {
         // `update-index --add --remove` stages additions, changes and deletions of exactly
         // these paths, and accepts the source of a staged rename (gone from both the tree
         // and the index), which `git add -A -- <path>` refuses. Paths are work-dir-relative

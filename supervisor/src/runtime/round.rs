@@ -41,13 +41,13 @@ use crate::runtime::stop::{StopLevel, StopWatch};
 use crate::runtime::substrate;
 
 /// Lines of the round log that `round_end.log_tail` carries after a failed agent run.
-pub const TAIL_LINES: usize = 5;
+pub(crate) const TAIL_LINES: usize = 5;
 /// At most this many characters of them (the end is kept).
-pub const TAIL_CHARS: usize = 500;
+pub(crate) const TAIL_CHARS: usize = 500;
 
 /// The last `lines` lines of the round log at `path`, redacted, at most `chars`
 /// characters (the end kept); empty when it cannot be read.
-pub fn log_tail(path: &std::path::Path, lines: usize, chars: usize) -> String {
+pub(crate) fn log_tail(path: &std::path::Path, lines: usize, chars: usize) -> String {
     let text = crate::operator::round_history::tail_text(path, 64 * 1024).unwrap_or_default();
     let text = text.trim_end();
     let start = text
@@ -61,7 +61,7 @@ pub fn log_tail(path: &std::path::Path, lines: usize, chars: usize) -> String {
 
 /// What an attempt at a round came to.
 #[derive(Debug)]
-pub enum Attempt {
+pub(crate) enum Attempt {
     /// The agent ran.
     Ran(Ran),
     /// Spawn hooks deferred or skipped the round; no agent started.
@@ -74,7 +74,7 @@ pub enum Attempt {
 
 /// A round whose agent ran.
 #[derive(Debug)]
-pub struct Ran {
+pub(crate) struct Ran {
     /// The round's number.
     pub round_num: u64,
     /// Its round log.
@@ -92,7 +92,7 @@ pub struct Ran {
 /// Why a round could not run. Each is reported to the operator: `serve` records it as
 /// `round_error` and goes on, `round` exits 1 with it.
 #[derive(Debug, thiserror::Error)]
-pub enum RoundError {
+pub(crate) enum RoundError {
     /// `state.json` could not be read.
     #[error("cannot read round state in {}: {source}", dir.display())]
     ReadState {
@@ -156,7 +156,7 @@ struct Launch {
 }
 
 /// Runs rounds of one project: the loaded config, its hosts and its event log.
-pub struct Runner {
+pub(crate) struct Runner {
     /// The configuration (re-read before each round by `serve`).
     pub config: Config,
     /// The operator's record.
@@ -181,7 +181,7 @@ fn repo_for(config: &Config, hosts: &HostManager) -> Repo {
 
 impl Runner {
     /// A runner over `config` with `hosts` already booted.
-    pub fn new(config: Config, events: EventLog, hosts: HostManager) -> Self {
+    pub(crate) fn new(config: Config, events: EventLog, hosts: HostManager) -> Self {
         let repo = repo_for(&config, &hosts);
         Runner {
             config,
@@ -195,7 +195,7 @@ impl Runner {
     /// Runs later rounds with `config` (a re-read of the same file: same work dir, log dir
     /// and state dir), after `hosts` followed it. The own files are recomputed (prompt
     /// files may have moved, hosts may own other paths).
-    pub fn replace_config(&mut self, config: Config) {
+    pub(crate) fn replace_config(&mut self, config: Config) {
         self.repo = repo_for(&config, &self.hosts);
         self.config = config;
     }
@@ -321,7 +321,7 @@ impl Runner {
     /// Errors: [`RoundError`]: the round state or prompt cannot be read, the round log
     /// cannot be created, or the agent cannot be started (all reported to the operator;
     /// `serve` keeps going).
-    pub async fn attempt(
+    pub(crate) async fn attempt(
         &mut self,
         stop: &mut StopWatch,
         phase: Option<&str>,
@@ -737,7 +737,7 @@ impl Runner {
 
     /// Polls the detectors after round `round_num` (docs/protocol.md §5.6) with the
     /// project's `state`; returns the alert that stops `serve`, if one does.
-    pub async fn poll_detectors(
+    pub(crate) async fn poll_detectors(
         &mut self,
         round_num: u64,
         state: &ProjectState,

@@ -34,7 +34,7 @@ pub struct Window {
 /// `"<entry>": <problem>`, the value of a config error.
 #[derive(Debug, thiserror::Error)]
 #[error("{window:?}: {problem}")]
-pub struct BadWindow {
+pub(crate) struct BadWindow {
     /// The entry as written.
     window: String,
     /// What is wrong with it.
@@ -64,7 +64,7 @@ impl Window {
     /// Parses `"[DAYS ]HH:MM-HH:MM"`.
     ///
     /// Errors: [`BadWindow`], saying what is wrong, for the config error.
-    pub fn parse(text: &str) -> Result<Window, BadWindow> {
+    pub(crate) fn parse(text: &str) -> Result<Window, BadWindow> {
         let bad = |problem| BadWindow {
             window: text.to_owned(),
             problem,
@@ -160,13 +160,8 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    /// Whether any window is set.
-    pub fn is_active(&self) -> bool {
-        !self.run.is_empty() || !self.pause.is_empty()
-    }
-
     /// Whether a round may start at `at`.
-    pub fn allows(&self, at: Timestamp) -> bool {
+    pub(crate) fn allows(&self, at: Timestamp) -> bool {
         let local = at.to_zoned(self.zone.clone());
         let weekday = local.weekday().to_monday_zero_offset() as u8;
         let minute = local.hour() as u16 * 60 + local.minute() as u16;
@@ -176,7 +171,7 @@ impl Schedule {
 
     /// The first instant, minute-aligned, at or after `at` when a round may start; `None`
     /// when none lies within eight days (windows that never open).
-    pub fn next_open(&self, at: Timestamp) -> Option<Timestamp> {
+    pub(crate) fn next_open(&self, at: Timestamp) -> Option<Timestamp> {
         if self.allows(at) {
             return Some(at);
         }

@@ -41,16 +41,16 @@ use crate::runtime::transient::{Step, Transients};
 
 /// The shortest wait before spawn hooks are asked again after a defer, so a `defer_s = 0`
 /// answer cannot spin (the reference system re-asks ~4×/s).
-pub const MIN_REASK: Duration = Duration::from_secs(1);
+pub(crate) const MIN_REASK: Duration = Duration::from_secs(1);
 
 /// A run shorter than this, unclean and silent, is a fast failure (crash-loop breaker).
-pub const FAST_EXIT: Duration = Duration::from_secs(2);
+pub(crate) const FAST_EXIT: Duration = Duration::from_secs(2);
 
 /// Fast failures in a row that stop `serve` (exit 75, `crash_loop`).
-pub const CRASH_LOOP_LIMIT: u32 = 5;
+pub(crate) const CRASH_LOOP_LIMIT: u32 = 5;
 
 /// A booted supervisor: the lock held, hosts running.
-pub struct Booted {
+pub(crate) struct Booted {
     /// Runs the rounds.
     pub runner: Runner,
     /// What `status` reports, kept current by [`serve`].
@@ -64,7 +64,7 @@ pub struct Booted {
 
 /// Why `serve` or `round` could not boot.
 #[derive(Debug, thiserror::Error)]
-pub enum BootError {
+pub(crate) enum BootError {
     /// The config is bad, or `runtime.work_dir` is not in a git working tree.
     #[error(transparent)]
     Config(#[from] ConfigError),
@@ -83,7 +83,7 @@ pub enum BootError {
 ///
 /// Errors: [`BootError`]; the CLI exits 78 for config and gate problems, 1 for the others
 /// (another supervisor holds the lock, typically).
-pub async fn boot(config_path: &Path) -> Result<Booted, BootError> {
+pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     let config = config::load(config_path)?;
     let follow = ConfigFollower::new(&config).map_err(BootError::Hangup)?;
     if let Err(e) = crate::runtime::agent::become_subreaper() {
@@ -152,7 +152,7 @@ pub async fn boot(config_path: &Path) -> Result<Booted, BootError> {
 
 /// How `serve` was asked to run.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ServeOptions {
+pub(crate) struct ServeOptions {
     /// Stop after this many completed rounds (overrides `[runtime] max_rounds`).
     pub max_rounds: Option<u64>,
     /// Stop after one completed round.
@@ -163,7 +163,7 @@ pub struct ServeOptions {
 
 /// How `serve` ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ServeEnd {
+pub(crate) struct ServeEnd {
     /// Rounds completed in this run.
     pub completed: u64,
     /// The exit code: 0; 75 after a crash loop or a transient failure under
@@ -174,7 +174,11 @@ pub struct ServeEnd {
 /// Runs rounds until stopped. Keeps `status` (the control socket's answer) and
 /// `service.json` up to date at each step (boot, round start and end, defer, stopping,
 /// exit).
-pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWatch) -> ServeEnd {
+pub(crate) async fn serve(
+    booted: &mut Booted,
+    options: ServeOptions,
+    stop: &mut StopWatch,
+) -> ServeEnd {
     let service = ServiceFile::new(&booted.runner.config, &booted.gate);
     let Booted {
         runner,
@@ -784,6 +788,6 @@ fn refresh_summary(state_dir: &Path) {
 }
 
 /// Shuts the hosts down and releases the lock.
-pub async fn shutdown(booted: Booted) {
+pub(crate) async fn shutdown(booted: Booted) {
     booted.runner.hosts.shutdown().await;
 }

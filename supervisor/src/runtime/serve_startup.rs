@@ -16,7 +16,7 @@ use crate::runtime::stop::StopWatch;
 /// One serve-startup hook that failed. Display: ``serve-startup hook `<hook>` failed
 /// (<error_type>): <message>``.
 #[derive(Debug)]
-pub struct HookFailure {
+pub(crate) struct HookFailure {
     /// The hook's name.
     pub hook: String,
     /// `serve_startup_hook_failed.error_type`: `invalid_result`, `not_asked`, `timeout`, ...
@@ -39,14 +39,14 @@ impl std::fmt::Display for HookFailure {
 /// per hook.
 #[derive(Debug, thiserror::Error)]
 #[error("{}", self.0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
-pub struct StartupFailed(pub Vec<HookFailure>);
+pub(crate) struct StartupFailed(pub Vec<HookFailure>);
 
 /// Calls every serve-startup hook. `Ok` when all passed (or there are none) or a stop
 /// arrived meanwhile.
 ///
 /// Errors: [`StartupFailed`], each failed hook (also recorded as
 /// `serve_startup_hook_failed`).
-pub async fn run(
+pub(crate) async fn run(
     hosts: &mut HostManager,
     config: &Config,
     events: &EventLog,

@@ -10,7 +10,7 @@ mod report;
 mod rules;
 mod wire;
 
-pub use report::{Outcome, Report, Status, RULES};
+pub(crate) use report::Report;
 
 use agent_runner_plugin_host::pin::open_and_hash;
 use agent_runner_plugin_host::probe::probe;
@@ -27,7 +27,7 @@ use crate::hosts::{self, PinStatus};
 
 /// What to check.
 #[derive(Debug)]
-pub enum Target {
+pub(crate) enum Target {
     /// `[plugins.hosts.NAME]` of the config at `config`.
     Configured {
         /// The config file.
@@ -66,7 +66,7 @@ pub(crate) struct Prepared {
 ///
 /// Errors: the config cannot be loaded, has no such host, or its sandbox mode cannot
 /// engage (exit 78).
-pub async fn run(target: &Target) -> Result<Report, CliError> {
+pub(crate) async fn run(target: &Target) -> Result<Report, CliError> {
     let prepared = match target {
         Target::Configured { config, name } => prepare_configured(config, name)?,
         Target::Command { command, provides } => prepare_command(command, provides)?,

@@ -17,7 +17,7 @@ use super::Prepared;
 use crate::hosts::{declaration_problems, host_initialize_params, EXIT_GRACE};
 
 /// How long a host must stay silent after it starts (before `initialize`).
-pub const SILENCE_WINDOW: Duration = Duration::from_millis(300);
+pub(super) const SILENCE_WINDOW: Duration = Duration::from_millis(300);
 /// How long `shutdown` may take to be answered: what serve waits ([`EXIT_GRACE`]).
 const SHUTDOWN_TIMEOUT: Duration = EXIT_GRACE;
 /// The method no host provides, for the `unknown_method` rule.
