@@ -119,10 +119,8 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     }
     let lock = ProjectLock::acquire(&config.runtime.state_dir)?;
     crate::runtime::state_dir::prepare(&config, &events);
-    if !Repo::new(&config.runtime.work_dir, OwnFiles::default())
-        .is_repo()
-        .await
-    {
+    let tree = Repo::new(&config.runtime.work_dir, OwnFiles::default());
+    if !tree.is_repo().await {
         return Err(BootError::Config(ConfigError::Key {
             path: config.path.clone(),
             key: "runtime.work_dir".to_owned(),
@@ -142,7 +140,7 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     let mut snapshot = Snapshot::booting();
     snapshot.update("waiting", None, &hosts);
     Ok(Booted {
-        runner: Runner::new(config, events, hosts),
+        runner: Runner::new(config, events, hosts, tree),
         status: watch::channel(snapshot).0,
         gate,
         follow,
