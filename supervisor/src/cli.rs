@@ -266,6 +266,39 @@ enum RoundSummary {
     },
 }
 
+/// `From<E> for CliError` with exit code `$code` and `E`'s message, for each error type of
+/// the runtime and operator modules that ends a command: the one place where they meet
+/// exit codes (the modules return their own `thiserror` types).
+macro_rules! exit_with {
+    ($code:expr => $($error:ty),+) => {
+        $(impl From<$error> for CliError {
+            fn from(err: $error) -> Self {
+                CliError {
+                    code: $code,
+                    message: err.to_string(),
+                }
+            }
+        })+
+    };
+}
+
+exit_with!(exit::CONFIG => crate::config::ConfigError, crate::hosts::sandbox::SandboxRefused);
+exit_with!(exit::FAILURE =>
+    crate::runtime::round::RoundError,
+    crate::operator::interrupt::NoInterrupt
+);
+
+impl From<crate::runtime::serve::BootError> for CliError {
+    fn from(err: crate::runtime::serve::BootError) -> Self {
+        use crate::runtime::serve::BootError;
+        match err {
+            BootError::Config(err) => err.into(),
+            BootError::Sandbox(err) => err.into(),
+            err @ (BootError::Hangup(_) | BootError::Lock(_)) => CliError::failure(err.to_string()),
+        }
+    }
+}
+
 /// Parses the command line, runs the verb, returns the exit code. Started with
 /// [`crate::detectors::host::HOST_ARG`] as its only argument, the executable is the
 /// built-in detector host instead (launched confined by the supervisor; not a verb).

@@ -58,39 +58,6 @@ impl fmt::Display for CliError {
 
 impl std::error::Error for CliError {}
 
-/// `From<E> for CliError` with exit code `$code` and `E`'s message, for each error type of
-/// the runtime and operator modules that ends a command: the one place they meet exit codes.
-macro_rules! exit_with {
-    ($code:expr => $($error:ty),+) => {
-        $(impl From<$error> for CliError {
-            fn from(err: $error) -> Self {
-                CliError {
-                    code: $code,
-                    message: err.to_string(),
-                }
-            }
-        })+
-    };
-}
-
-exit_with!(CONFIG => crate::config::ConfigError, crate::hosts::sandbox::SandboxRefused);
-exit_with!(FAILURE =>
-    crate::runtime::round::RoundError,
-    crate::operator::interrupt::NoInterrupt,
-    crate::operator::control::NotRunning
-);
-
-impl From<crate::runtime::serve::BootError> for CliError {
-    fn from(err: crate::runtime::serve::BootError) -> Self {
-        use crate::runtime::serve::BootError;
-        match err {
-            BootError::Config(err) => err.into(),
-            BootError::Sandbox(err) => err.into(),
-            err @ (BootError::Hangup(_) | BootError::Lock(_)) => CliError::failure(err.to_string()),
-        }
-    }
-}
-
 /// Converts a numeric code into the process exit code.
 pub(crate) fn code(value: u8) -> ExitCode {
     ExitCode::from(value)
