@@ -285,7 +285,8 @@ macro_rules! exit_with {
 exit_with!(exit::CONFIG => crate::config::ConfigError, crate::hosts::sandbox::SandboxRefused);
 exit_with!(exit::FAILURE =>
     crate::runtime::round::RoundError,
-    crate::operator::interrupt::NoInterrupt
+    crate::operator::interrupt::NoInterrupt,
+    crate::operator::control::NotRunning
 );
 
 impl From<crate::runtime::serve::BootError> for CliError {

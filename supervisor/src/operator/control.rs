@@ -394,9 +394,7 @@ pub(crate) async fn stop(
     as_json: bool,
 ) -> Result<u8, CliError> {
     let config = crate::config::load(config_path)?;
-    let report = ask_stop(&config.runtime.state_dir, level)
-        .await
-        .map_err(|e| CliError::failure(e.to_string()))?;
+    let report = ask_stop(&config.runtime.state_dir, level).await?;
     if as_json {
         println!("{}", serde_json::to_string(&report).unwrap_or_default());
     } else {
