@@ -91,6 +91,25 @@ pub fn writable(dir: &Path) -> Result<(), String> {
     }
 }
 
+/// Removes the child cgroups of `parent` that belong to this process or to a process that
+/// is gone: `owner` reads the owning pid out of a child's name (`None`: not one of ours).
+/// The kernel refuses (`EBUSY`) to remove one that still has tasks, so a cgroup in use
+/// stays.
+pub fn remove_stale_children(parent: &Path, owner: impl Fn(&str) -> Option<u32>) {
+    let me = std::process::id();
+    let Ok(entries) = fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(&owner) else {
+            continue;
+        };
+        if pid == me || !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = fs::remove_dir(e.path());
+        }
+    }
+}
+
 /// The v1 hierarchy directory of `controller` from `/proc/self/cgroup` and mountinfo text.
 fn v1_dir(cgroups: &str, mountinfo: &str, controller: &str) -> Option<PathBuf> {
     for line in cgroups.lines() {

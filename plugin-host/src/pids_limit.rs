@@ -112,24 +112,9 @@ fn own_pids_cgroup() -> Option<PathBuf> {
 }
 
 /// Removes the cgroups of exited hosts below `parent`: ours, and those of supervisors that
-/// are gone. `rmdir` fails (`EBUSY`) for a cgroup that still has tasks.
+/// are gone (named `agent-runner.<supervisor pid>.<n>`).
 fn sweep(parent: &Path) {
-    let me = std::process::id();
-    let Ok(entries) = fs::read_dir(parent) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(owner) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(PREFIX))
-            .and_then(|rest| rest.split('.').next())
-            .and_then(|pid| pid.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if owner == me || !Path::new(&format!("/proc/{owner}")).exists() {
-            let _ = fs::remove_dir(e.path());
-        }
-    }
+    cgroup::remove_stale_children(parent, |name| {
+        name.strip_prefix(PREFIX)?.split('.').next()?.parse().ok()
+    });
 }

@@ -241,26 +241,11 @@ fn counter(text: &str, key: &str) -> u64 {
 }
 
 /// Removes round cgroups below `parent` left by this supervisor's earlier rounds or by
-/// supervisors that are gone; `rmdir` refuses (`EBUSY`) one that still has processes.
+/// supervisors that are gone (`round-<N>.<pid>`); one that still has processes stays.
 fn sweep(parent: &Path) {
-    let me = std::process::id();
-    let Ok(entries) = fs::read_dir(parent) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(owner) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(PREFIX))
-            .and_then(|rest| rest.split_once('.'))
-            .and_then(|(_, pid)| pid.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if owner == me || !Path::new(&format!("/proc/{owner}")).exists() {
-            let _ = fs::remove_dir(e.path());
-        }
-    }
+    cgroup::remove_stale_children(parent, |name| {
+        name.strip_prefix(PREFIX)?.split_once('.')?.1.parse().ok()
+    });
 }
 
 #[cfg(test)]
