@@ -412,13 +412,8 @@ impl Runner {
             grace: self.grace(profile_marker.as_bytes(), round_num, &log_path),
             cgroup_procs: None,
         };
-        let cgroup = self.round_cgroup(round_num);
-        if let Some(cg) = &cgroup {
-            match cg.procs.try_clone() {
-                Ok(procs) => spec.cgroup_procs = Some(procs),
-                Err(e) => tracing::warn!("round {round_num} runs in the supervisor's cgroup: {e}"),
-            }
-        }
+        let mut cgroup = self.round_cgroup(round_num);
+        spec.cgroup_procs = cgroup.as_mut().and_then(RoundCgroup::take_procs);
         let baseline = self.baseline(round_num).await;
         self.events.emit(Event::AgentSpawn {
             round_num,

@@ -120,9 +120,9 @@ pub struct RoundCgroup {
     pub dir: PathBuf,
     layout: Layout,
     limits: Limits,
-    /// Its `cgroup.procs`, open for writing (close-on-exec): the agent writes `0` to it
-    /// between fork and exec.
-    pub procs: OwnedFd,
+    /// Its `cgroup.procs`, open for writing (close-on-exec), until the spawn takes it
+    /// ([`RoundCgroup::take_procs`]).
+    procs: Option<OwnedFd>,
 }
 
 /// What a round's cgroup was and measured.
@@ -174,7 +174,7 @@ impl Delegation {
                 dir,
                 layout: self.layout,
                 limits,
-                procs,
+                procs: Some(procs),
             }),
             Err(e) => {
                 let _ = fs::remove_dir(&dir);
@@ -190,6 +190,12 @@ const REMOVE_TRIES: u32 = 50;
 const REMOVE_PAUSE: Duration = Duration::from_millis(10);
 
 impl RoundCgroup {
+    /// The open `cgroup.procs` for the agent to write `0` to between fork and exec
+    /// (`AgentSpec::cgroup_procs`); `None` once taken.
+    pub fn take_procs(&mut self) -> Option<OwnedFd> {
+        self.procs.take()
+    }
+
     /// Reads what the round used, then removes the cgroup (its processes are gone: the
     /// agent's end reaps them all, docs/design-notes.md). A cgroup that cannot be removed
     /// is logged and left for the next round's sweep.
@@ -210,7 +216,6 @@ impl RoundCgroup {
             peak_bytes: read(peak_file).and_then(|t| t.trim().parse().ok()),
             oom_kills: read(oom_file).map_or(0, |t| counter(&t, "oom_kill")),
         };
-        drop(self.procs);
         for _ in 0..REMOVE_TRIES {
             match fs::remove_dir(&self.dir) {
                 Ok(()) => return usage,
