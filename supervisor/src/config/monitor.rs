@@ -47,6 +47,8 @@ struct RawMemory {
     avail_min_mb: Option<u64>,
     free_low_mb: Option<u64>,
     swap_out_noise_floor_mb: Option<u64>,
+    round_high_mb: Option<u64>,
+    round_max_mb: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -110,6 +112,16 @@ pub struct HostHealthConfig {
     /// `memory.swap_out_noise_floor_mb` (default 32): read and kept for the reference's
     /// swap-rate signal, which this build does not use (PSI covers it).
     pub swap_out_noise_floor_mb: u64,
+    /// `memory.round_high_mb` (ours, default unset): the brake on a round's memory, in
+    /// MiB; set as `memory.high` (cgroup v2) or `memory.soft_limit_in_bytes` (v1) of the
+    /// round's cgroup when the supervisor's cgroup is delegated (docs/operations.md,
+    /// "Round cgroups"). `None`: no brake.
+    pub round_high_mb: Option<u64>,
+    /// `memory.round_max_mb` (ours, default unset): the hard limit on a round's memory, in
+    /// MiB; `memory.max` (v2) or `memory.limit_in_bytes` (v1) of the round's cgroup. Past
+    /// it the kernel's OOM killer ends a process of the round (`round_oom_killed`).
+    /// `None`: no limit.
+    pub round_max_mb: Option<u64>,
     /// `pressure.full_avg10_critical` (default 60.0 %): memory PSI `full avg10` at or above
     /// this is critical.
     pub full_avg10_critical: f64,
@@ -181,6 +193,8 @@ impl Default for HostHealthConfig {
             avail_min_mb: 200,
             free_low_mb: 16,
             swap_out_noise_floor_mb: 32,
+            round_high_mb: None,
+            round_max_mb: None,
             full_avg10_critical: 60.0,
             some_avg10_warning: 5.0,
             critical_consecutive_samples: 3,
@@ -241,6 +255,23 @@ pub(super) fn resolve(
             format!("{growth}: expected a positive number"),
         ));
     }
+    let round_mb = |key: &str, v: Option<u64>| match v {
+        Some(0) => Err((
+            format!("monitor.host_health.memory.{key}"),
+            "must be at least 1 (MiB); leave it out for no limit".to_owned(),
+        )),
+        v => Ok(v),
+    };
+    let round_high_mb = round_mb("round_high_mb", h.memory.round_high_mb)?;
+    let round_max_mb = round_mb("round_max_mb", h.memory.round_max_mb)?;
+    if let (Some(high), Some(max)) = (round_high_mb, round_max_mb) {
+        if high >= max {
+            return Err((
+                "monitor.host_health.memory.round_high_mb".into(),
+                format!("{high} is not below round_max_mb ({max}); expected a brake under the hard limit"),
+            ));
+        }
+    }
     let samples = at_least_one(
         "host_health.pressure.critical_consecutive_samples",
         h.pressure.critical_consecutive_samples,
@@ -295,6 +326,8 @@ pub(super) fn resolve(
                 h.memory.swap_out_noise_floor_mb,
                 hd.swap_out_noise_floor_mb,
             )?,
+            round_high_mb,
+            round_max_mb,
             full_avg10_critical: pct(
                 "pressure.full_avg10_critical",
                 h.pressure.full_avg10_critical,
@@ -379,6 +412,17 @@ mod tests {
                 .unwrap()
                 .supervisor_stale_threshold,
             None
+        );
+        let (key, _) = parse("[host_health.memory]\nround_max_mb = 0").unwrap_err();
+        assert_eq!(key, "monitor.host_health.memory.round_max_mb");
+        let (key, why) =
+            parse("[host_health.memory]\nround_high_mb = 64\nround_max_mb = 64").unwrap_err();
+        assert_eq!(key, "monitor.host_health.memory.round_high_mb");
+        assert!(why.contains("round_max_mb (64)"), "{why}");
+        let m = parse("[host_health.memory]\nround_high_mb = 48\nround_max_mb = 64").unwrap();
+        assert_eq!(
+            (m.host_health.round_high_mb, m.host_health.round_max_mb),
+            (Some(48), Some(64))
         );
     }
 }
