@@ -91,6 +91,66 @@ pub fn writable(dir: &Path) -> Result<(), String> {
     }
 }
 
+/// Whether `dir` is *delegated* to this process: writable ([`writable`]) and handed over,
+/// either by ownership (a non-root user owns it: systemd chowns a delegated cgroup to the
+/// unit's user, and on v1 an administrator chowns it) or by systemd's mark on a cgroup of
+/// a `Delegate=yes` unit (the extended attribute `trusted.delegate` or `user.delegate` set
+/// to `1`; systemd's `docs/CGROUP_DELEGATION.md`). Root can write every cgroup, so for root
+/// writability alone is not delegation: a cgroup systemd did not hand over is systemd's.
+///
+/// # Errors
+/// Why not, in words.
+pub fn delegated(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    writable(dir)?;
+    // SAFETY: geteuid(2) has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    let owner = fs::metadata(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .uid();
+    if uid != 0 && owner == uid {
+        return Ok(());
+    }
+    if ["trusted.delegate", "user.delegate"]
+        .iter()
+        .any(|name| xattr_is_one(dir, name))
+    {
+        return Ok(());
+    }
+    Err(format!(
+        "{} is writable by uid {uid} but was not handed over: {} and carries no \
+         systemd delegation mark (trusted.delegate)",
+        dir.display(),
+        if uid == 0 {
+            "root can write every cgroup".to_owned()
+        } else {
+            format!("it is owned by uid {owner}")
+        }
+    ))
+}
+
+/// Whether the extended attribute `name` of `path` reads `1`.
+fn xattr_is_one(path: &Path, name: &str) -> bool {
+    let (Ok(path), Ok(name)) = (
+        std::ffi::CString::new(path.as_os_str().as_encoded_bytes()),
+        std::ffi::CString::new(name),
+    ) else {
+        return false;
+    };
+    let mut value = [0u8; 8];
+    // SAFETY: getxattr(2) with NUL-terminated strings that outlive the call and a buffer
+    // whose length is passed; it writes at most that many bytes.
+    let n = unsafe {
+        libc::getxattr(
+            path.as_ptr(),
+            name.as_ptr(),
+            value.as_mut_ptr().cast(),
+            value.len(),
+        )
+    };
+    n > 0 && value[..n as usize].trim_ascii() == b"1"
+}
+
 /// Removes the child cgroups of `parent` that belong to this process or to a process that
 /// is gone: `owner` reads the owning pid out of a child's name (`None`: not one of ours).
 /// The kernel refuses (`EBUSY`) to remove one that still has tasks, so a cgroup in use

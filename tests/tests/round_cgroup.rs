@@ -193,13 +193,19 @@ fn last_round_log(p: &Project) -> String {
 fn peak_and_oom_kill_in_a_delegated_cgroup(operator: Operator) {
     let p = project(operator);
     let cg = TestCgroup::new(operator.user());
+    // The test user's cgroup is delegated by ownership; root, which can write every
+    // cgroup, opts in for a cgroup systemd did not mark.
+    let mode = match operator {
+        Operator::Root => "round_cgroup = \"on\"\n",
+        Operator::Unprivileged => "",
+    };
     let (high, max) = match cg.layout {
         Layout::V1 => ("memory.soft_limit_in_bytes", "memory.limit_in_bytes"),
         Layout::V2 => ("memory.high", "memory.max"),
     };
 
     // Round 1: 40 MiB under a 512 MiB brake: the peak is recorded, the brake was set.
-    write_config(&p, Some(&cg), 40, "round_high_mb = 512");
+    write_config(&p, Some(&cg), 40, &format!("{mode}round_high_mb = 512"));
     let check = doctor_round_cgroup(&p, Some(&cg));
     let reason = check["reason"].as_str().unwrap();
     assert!(
@@ -237,7 +243,7 @@ fn peak_and_oom_kill_in_a_delegated_cgroup(operator: Operator) {
     assert!(!round_dir.exists(), "{} left behind", round_dir.display());
 
     // Round 2: 256 MiB against a 32 MiB hard limit: the kernel kills the agent, named.
-    write_config(&p, Some(&cg), 256, "round_max_mb = 32");
+    write_config(&p, Some(&cg), 256, &format!("{mode}round_max_mb = 32"));
     run_in(&p, Some(&cg), &["round"]).assert_code(1);
     let log = last_round_log(&p);
     assert!(
@@ -319,4 +325,40 @@ fn without_delegation_nothing_changes_and_doctor_says_how_to_get_it() {
             .map(str::to_owned)
     };
     assert_eq!(line(&last_round_log(&p)), line(&mine));
+}
+
+#[test]
+fn as_root_a_writable_cgroup_systemd_did_not_hand_over_is_left_alone() {
+    // Root may write every cgroup; without systemd's delegation mark or
+    // `memory.round_cgroup = "on"`, its cgroup is not its own: rounds stay in it, at no
+    // cost (moving a process between cgroups waits on the kernel), and doctor says why.
+    let p = project(Operator::Root);
+    let cg = TestCgroup::new(None);
+    write_config(&p, Some(&cg), 8, "round_max_mb = 32");
+    let check = doctor_round_cgroup(&p, Some(&cg));
+    let reason = check["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("not delegated")
+            && reason.contains("root can write every cgroup")
+            && reason.contains("trusted.delegate")
+            && reason.contains("memory.round_cgroup = \"on\""),
+        "{check}"
+    );
+    run_in(&p, Some(&cg), &["round"]).assert_code(0);
+    assert!(
+        p.events_of("round_cgroup_memory").is_empty(),
+        "{}",
+        p.events_text()
+    );
+    assert!(cg.rounds().is_empty());
+    // "off" wins over a writable cgroup too.
+    write_config(&p, Some(&cg), 8, "round_cgroup = \"off\"");
+    let check = doctor_round_cgroup(&p, Some(&cg));
+    assert!(
+        check["reason"]
+            .as_str()
+            .unwrap()
+            .contains("memory.round_cgroup = \"off\""),
+        "{check}"
+    );
 }

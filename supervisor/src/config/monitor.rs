@@ -49,6 +49,7 @@ struct RawMemory {
     swap_out_noise_floor_mb: Option<u64>,
     round_high_mb: Option<u64>,
     round_max_mb: Option<u64>,
+    round_cgroup: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -96,6 +97,32 @@ pub struct MonitorConfig {
     pub host_health: HostHealthConfig,
 }
 
+/// `[monitor.host_health] memory.round_cgroup`: when a round gets a cgroup of its own
+/// (docs/operations.md, "Round cgroups").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RoundCgroupMode {
+    /// `"auto"`: when the supervisor's memory cgroup is delegated to it (owned by its
+    /// non-root user, or marked by systemd's `Delegate=yes`).
+    #[default]
+    Auto,
+    /// `"on"`: whenever the supervisor may write its memory cgroup (root outside systemd,
+    /// on a machine whose cgroups the operator manages).
+    On,
+    /// `"off"`: never.
+    Off,
+}
+
+impl RoundCgroupMode {
+    /// The config spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RoundCgroupMode::Auto => "auto",
+            RoundCgroupMode::On => "on",
+            RoundCgroupMode::Off => "off",
+        }
+    }
+}
+
 /// `[monitor.host_health]`: thresholds of the pre-round gate and the in-round floor.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostHealthConfig {
@@ -122,6 +149,9 @@ pub struct HostHealthConfig {
     /// it the kernel's OOM killer ends a process of the round (`round_oom_killed`).
     /// `None`: no limit.
     pub round_max_mb: Option<u64>,
+    /// `memory.round_cgroup` (ours, default `"auto"`): whether rounds run in cgroups of
+    /// their own (docs/operations.md, "Round cgroups").
+    pub round_cgroup: RoundCgroupMode,
     /// `pressure.full_avg10_critical` (default 60.0 %): memory PSI `full avg10` at or above
     /// this is critical.
     pub full_avg10_critical: f64,
@@ -195,6 +225,7 @@ impl Default for HostHealthConfig {
             swap_out_noise_floor_mb: 32,
             round_high_mb: None,
             round_max_mb: None,
+            round_cgroup: RoundCgroupMode::Auto,
             full_avg10_critical: 60.0,
             some_avg10_warning: 5.0,
             critical_consecutive_samples: 3,
@@ -272,6 +303,17 @@ pub(super) fn resolve(
             ));
         }
     }
+    let round_cgroup = match h.memory.round_cgroup.as_deref() {
+        None | Some("auto") => RoundCgroupMode::Auto,
+        Some("on") => RoundCgroupMode::On,
+        Some("off") => RoundCgroupMode::Off,
+        Some(other) => {
+            return Err((
+                "monitor.host_health.memory.round_cgroup".into(),
+                format!("{other:?}: expected \"auto\", \"on\" or \"off\""),
+            ))
+        }
+    };
     let samples = at_least_one(
         "host_health.pressure.critical_consecutive_samples",
         h.pressure.critical_consecutive_samples,
@@ -328,6 +370,7 @@ pub(super) fn resolve(
             )?,
             round_high_mb,
             round_max_mb,
+            round_cgroup,
             full_avg10_critical: pct(
                 "pressure.full_avg10_critical",
                 h.pressure.full_avg10_critical,
@@ -423,6 +466,15 @@ mod tests {
         assert_eq!(
             (m.host_health.round_high_mb, m.host_health.round_max_mb),
             (Some(48), Some(64))
+        );
+        assert_eq!(m.host_health.round_cgroup, RoundCgroupMode::Auto);
+        let m = parse("[host_health.memory]\nround_cgroup = \"on\"").unwrap();
+        assert_eq!(m.host_health.round_cgroup, RoundCgroupMode::On);
+        let (key, why) = parse("[host_health.memory]\nround_cgroup = \"yes\"").unwrap_err();
+        assert_eq!(key, "monitor.host_health.memory.round_cgroup");
+        assert!(
+            why.contains("expected \"auto\", \"on\" or \"off\""),
+            "{why}"
         );
     }
 }

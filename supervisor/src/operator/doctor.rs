@@ -465,7 +465,7 @@ fn host_health_check(config: &Config) -> Check {
 /// get it. Informational: rounds run either way, so it always passes.
 fn round_cgroup_check(config: &Config) -> Check {
     let cfg = &config.monitor.host_health;
-    let reason = match round_cgroup::delegation() {
+    let reason = match round_cgroup::delegation(cfg.round_cgroup) {
         Ok(d) => format!(
             "delegated: each round runs in its own child of {} (cgroup {} memory)",
             d.dir.display(),
@@ -474,8 +474,9 @@ fn round_cgroup_check(config: &Config) -> Check {
         Err(why) => format!(
             "not delegated ({why}): rounds run in the supervisor's cgroup{}; to get one \
              per round, run serve under systemd with Delegate=yes (the unit of \
-             `agent-runner install` sets it) or, on cgroup v1, chown the supervisor's \
-             memory cgroup directory to its user",
+             `agent-runner install` sets it), or, on cgroup v1, chown the supervisor's \
+             memory cgroup directory to its user; root on a machine whose cgroups it \
+             manages sets [monitor.host_health] memory.round_cgroup = \"on\"",
             if cfg.round_high_mb.is_some() || cfg.round_max_mb.is_some() {
                 " and memory.round_high_mb / round_max_mb are not applied"
             } else {

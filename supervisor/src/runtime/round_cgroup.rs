@@ -18,6 +18,7 @@
 //! | peak | `memory.peak` | `memory.max_usage_in_bytes` |
 //! | OOM kills | `memory.events` `oom_kill N` | `memory.oom_control` `oom_kill N` |
 
+use crate::config::RoundCgroupMode;
 use agent_runner_plugin_host::cgroup::{self, Layout, OwnCgroup, SUPERVISOR_LEAF};
 use std::fs;
 use std::os::fd::OwnedFd;
@@ -56,14 +57,22 @@ impl Limits {
     }
 }
 
-/// Whether this process's memory cgroup is delegated to it, read-only (for `doctor`).
+/// Whether rounds get cgroups of their own under `mode`, read-only (for `doctor`): with
+/// `auto`, when this process's memory cgroup is delegated to it ([`cgroup::delegated`]);
+/// with `on`, when it may write it.
 ///
 /// # Errors
-/// Why not, in words: no memory controller, or the directory is not writable.
-pub fn delegation() -> Result<Delegation, String> {
+/// Why not, in words: `off`, no memory controller, or the directory is not delegated.
+pub fn delegation(mode: RoundCgroupMode) -> Result<Delegation, String> {
+    if mode == RoundCgroupMode::Off {
+        return Err("memory.round_cgroup = \"off\"".to_owned());
+    }
     let OwnCgroup { dir, layout } = cgroup::own_cgroup("memory")
         .ok_or("no memory controller is mounted for the supervisor's cgroup")?;
-    cgroup::writable(&dir)?;
+    match mode {
+        RoundCgroupMode::On => cgroup::writable(&dir)?,
+        _ => cgroup::delegated(&dir)?,
+    }
     Ok(Delegation { dir, layout })
 }
 
@@ -72,8 +81,8 @@ pub fn delegation() -> Result<Delegation, String> {
 /// itself into the leaf [`SUPERVISOR_LEAF`] and enables `+memory` in
 /// `cgroup.subtree_control`. `None` (and one log line when something failed) when rounds
 /// run without a cgroup of their own.
-pub fn prepare() -> Option<Delegation> {
-    let found = match delegation() {
+pub fn prepare(mode: RoundCgroupMode) -> Option<Delegation> {
+    let found = match delegation(mode) {
         Ok(d) => d,
         Err(why) => {
             tracing::debug!("rounds run without a cgroup of their own: {why}");

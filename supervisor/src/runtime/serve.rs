@@ -74,7 +74,7 @@ pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
         tracing::warn!("cannot become a child subreaper ({e}); processes that leave the agent's group may survive a round");
     }
     // Before any host starts: on cgroup v2 the supervisor may move itself into a leaf.
-    let cgroups = crate::runtime::round_cgroup::prepare();
+    let cgroups = crate::runtime::round_cgroup::prepare(config.monitor.host_health.round_cgroup);
     let events = EventLog::new(&config.runtime.state_dir);
     let caps = probe();
     let gate = match SandboxGate::evaluate(config.plugins.sandbox, caps.clone()) {
