@@ -9,7 +9,7 @@ mod raw;
 mod resolve;
 pub(crate) mod vocabulary;
 
-pub(crate) use monitor::auto_stop_names;
+pub(crate) use monitor::{auto_stop_names, RoundCgroupMode};
 pub use monitor::{HostHealthConfig, MonitorConfig};
 pub use resolve::{
     AgentConfig, Config, ContextInjection, DirtyAction, HostConfig, PhasePolicy, PromptConfig,

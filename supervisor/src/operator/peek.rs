@@ -113,8 +113,9 @@ pub(crate) struct PeekDoc {
     /// The reference system's transient-error blips: always `[]` for now (they are
     /// recorded as `agent_network_blip` events; `docs/operations.md`).
     pub recent_blips: Vec<Value>,
-    /// The reference system's cgroup growth warnings: always `[]` (this build keeps no
-    /// cgroup of the agent; `docs/operations.md`).
+    /// The reference system's cgroup growth warnings: always `[]` (this build records a
+    /// round's peak memory after the round instead, `round_cgroup_memory`;
+    /// `docs/operations.md`, "Round cgroups").
     pub recent_cgroup_growth_warnings: Vec<Value>,
     /// The reference system's `[schedule]`: always `null` for now (`serve` reads
     /// `[schedule]`; `status` and `service.json` say when it pauses).

@@ -34,6 +34,7 @@ use crate::runtime::post_round::{self, Decision, Judged};
 use crate::runtime::pre_round;
 use crate::runtime::prompt::{agent_argv, assemble, spawn_view_argv};
 use crate::runtime::retention;
+use crate::runtime::round_cgroup::{self, Delegation, RoundCgroup};
 use crate::runtime::round_context::{self, RoundContext, CONTEXT_FILE_ENV};
 use crate::runtime::spawn_gate::{self, Verdict};
 use crate::runtime::state;
@@ -166,6 +167,8 @@ pub(crate) struct Runner {
     repo: Repo,
     /// Since when the host-health gate has been deferring rounds.
     unhealthy_since: Option<std::time::Instant>,
+    /// The delegated cgroup rounds get children of; `None`: rounds run in the supervisor's.
+    cgroups: Option<Delegation>,
 }
 
 /// The work tree as rounds see it under `config`: the supervisor's own files and the paths
@@ -178,8 +181,15 @@ fn repo_for(config: &Config, hosts: &HostManager, tree: Repo) -> Repo {
 
 impl Runner {
     /// A runner over `config` with `hosts` already booted, on `tree` (the work dir's repo,
-    /// already found to be one: [`Repo::is_repo`]).
-    pub(crate) fn new(config: Config, events: EventLog, hosts: HostManager, tree: Repo) -> Self {
+    /// already found to be one: [`Repo::is_repo`]); each round gets a child of `cgroups`
+    /// when there is one ([`round_cgroup::prepare`]).
+    pub(crate) fn new(
+        config: Config,
+        events: EventLog,
+        hosts: HostManager,
+        tree: Repo,
+        cgroups: Option<Delegation>,
+    ) -> Self {
         let repo = repo_for(&config, &hosts, tree);
         Runner {
             config,
@@ -187,6 +197,7 @@ impl Runner {
             hosts,
             repo,
             unhealthy_since: None,
+            cgroups,
         }
     }
 
@@ -544,8 +555,9 @@ impl Runner {
         Ok((round_num, log_path, log))
     }
 
-    /// Runs the agent of round `round_num` under its budget (`agent_spawn`, `agent_exit`;
-    /// `agent_spawn_failed` and a `round_end` when it cannot start).
+    /// Runs the agent of round `round_num` under its budget, in a cgroup of its own when
+    /// the supervisor's is delegated (`agent_spawn`, `agent_exit`, `round_cgroup_memory`,
+    /// `round_oom_killed`; `agent_spawn_failed` and a `round_end` when it cannot start).
     async fn run_agent(
         &mut self,
         round_num: u64,
@@ -556,7 +568,7 @@ impl Runner {
         stop: &mut StopWatch,
     ) -> Result<AgentExit, RoundError> {
         let budget = launch.budget;
-        let spec = AgentSpec {
+        let mut spec = AgentSpec {
             log_cap: self.config.runtime.round_log_max_bytes,
             argv: launch.argv,
             env: launch.env,
@@ -576,13 +588,21 @@ impl Runner {
                 .filter_map(|(_, _, pid)| pid)
                 .collect(),
             grace: self.grace(launch.marker.as_bytes(), round_num, log_path),
+            cgroup_procs: None,
         };
+        let mut cgroup = self.round_cgroup(round_num);
+        spec.cgroup_procs = cgroup.as_mut().and_then(RoundCgroup::take_procs);
         self.events.emit(Event::AgentSpawn {
             round_num,
             timeout_s: budget.as_secs(),
             log_path: log_path.to_owned(),
         });
-        let exit = agent::run(spec, stop).await.map_err(|source| {
+        let exit = agent::run(spec, stop).await;
+        let usage = match cgroup {
+            Some(cg) => Some(cg.finish().await),
+            None => None,
+        };
+        let exit = exit.map_err(|source| {
             let err = RoundError::StartAgent {
                 command: self.config.profile(phase).agent.command[0].clone(),
                 source,
@@ -605,6 +625,10 @@ impl Runner {
             timed_out: exit.cause == agent::ExitCause::Timeout,
             exit_cause: exit.cause.as_str().to_owned(),
         });
+        if let Some(usage) = usage {
+            let agent = &self.config.profile(phase).agent.command[0];
+            self.record_cgroup(round_num, agent, &exit, usage);
+        }
         Ok(exit)
     }
 
@@ -684,6 +708,49 @@ impl Runner {
             dirty_outcome: dirty.map(|d| d.as_str().to_owned()),
             log_tail: failed.then(|| log_tail(log_path, TAIL_LINES, TAIL_CHARS)),
         }));
+    }
+
+    /// The cgroup of round `round_num`, when the supervisor's cgroup is delegated; a
+    /// failure to make it is logged and the round runs in the supervisor's cgroup.
+    fn round_cgroup(&self, round_num: u64) -> Option<RoundCgroup> {
+        let limits = round_cgroup::Limits::of(&self.config.monitor.host_health);
+        match self.cgroups.as_ref()?.create(round_num, limits) {
+            Ok(cg) => Some(cg),
+            Err(e) => {
+                tracing::warn!(
+                    "round {round_num} runs in the supervisor's cgroup: cannot make its own: {e}"
+                );
+                None
+            }
+        }
+    }
+
+    /// `round_oom_killed` (when the kernel killed inside the round's cgroup) and
+    /// `round_cgroup_memory` for a round that ran in its own cgroup.
+    fn record_cgroup(
+        &self,
+        round_num: u64,
+        agent: &str,
+        exit: &AgentExit,
+        usage: round_cgroup::Usage,
+    ) {
+        if usage.oom_kills > 0 {
+            self.events.emit(Event::RoundOomKilled {
+                round_num,
+                agent: agent.to_owned(),
+                agent_killed: exit.signal == Some(libc::SIGKILL),
+                oom_kills: usage.oom_kills,
+                max_bytes: usage.limits.max,
+            });
+        }
+        self.events.emit(Event::RoundCgroupMemory {
+            round_num,
+            layout: usage.layout.as_str().to_owned(),
+            cgroup: usage.dir.display().to_string(),
+            peak_bytes: usage.peak_bytes,
+            high_bytes: usage.limits.high,
+            max_bytes: usage.limits.max,
+        });
     }
 
     /// Asks the post-round hooks about the round that just ended (its log's last

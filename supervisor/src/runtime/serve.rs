@@ -89,6 +89,8 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     if let Err(e) = crate::runtime::agent::become_subreaper() {
         tracing::warn!("cannot become a child subreaper ({e}); processes that leave the agent's group may survive a round");
     }
+    // Before any host starts: on cgroup v2 the supervisor may move itself into a leaf.
+    let cgroups = crate::runtime::round_cgroup::prepare(config.monitor.host_health.round_cgroup);
     let events = EventLog::new(&config.runtime.state_dir);
     let caps = probe();
     let gate = match SandboxGate::evaluate(config.plugins.sandbox, caps.clone()) {
@@ -140,7 +142,7 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     let mut snapshot = Snapshot::booting();
     snapshot.update("waiting", None, &hosts);
     Ok(Booted {
-        runner: Runner::new(config, events, hosts, tree),
+        runner: Runner::new(config, events, hosts, tree, cgroups),
         status: watch::channel(snapshot).0,
         gate,
         follow,
