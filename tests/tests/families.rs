@@ -335,3 +335,57 @@ fn a_host_detector_named_like_a_builtin_stops_serve_only_when_listed() {
     assert_eq!(last["hook"], "oauth_fail", "{all}");
     assert_eq!(p.events_of("round_start").len(), 3, "{all}");
 }
+
+/// `[runtime] disable_pre_round_hooks` (the reference system's key, overridable per
+/// phase): while it holds, the pre-round gate is not asked and the round runs despite a
+/// failing report; context enrichers are still asked. A phase that sets it back to
+/// `false` is gated again, and `peek --json` says which holds for the next round.
+#[test]
+fn disable_pre_round_hooks_leaves_the_gate_out_and_the_enricher_in() {
+    let p = Project::new();
+    let pyz = test_report_host(p.tmp_dir());
+    let agent = recording_agent(&p);
+    let text = ConfigBuilder::new(&agent)
+        .sandbox("require")
+        .spawn_override_allow(&["junit_gate"])
+        .host(
+            HostSpec::new("tests", &pyz)
+                .provides(&["pre_round", "context_enricher", "serve_startup"])
+                .config(json!({"report": "junit.xml"})),
+        )
+        .extra("[phases]\nlist = [\"build\", \"check\"]\n\n[phases.check.runtime]\ndisable_pre_round_hooks = false")
+        .render()
+        .replace("[runtime]\n", "[runtime]\ndisable_pre_round_hooks = true\n");
+    p.write_config_text(&text);
+    p.write("junit.xml", &junit(2, 2));
+    let peek = |p: &Project| -> Value {
+        let out = p.run(&["peek", "--json"]);
+        out.assert_code(0);
+        agent_runner_e2e::serde_json::from_str(&out.stdout).unwrap()
+    };
+    assert_eq!(peek(&p)["plugins"]["pre_round_hooks_disabled"], true);
+
+    let out = p.run(&["round"]);
+    out.assert_code(0);
+    assert!(
+        !out.stderr.contains("disable_pre_round_hooks"),
+        "no not-implemented warning: {out}"
+    );
+    let all = p.events_text();
+    assert!(p.events_of("round_skipped").is_empty(), "{all}");
+    assert!(p.events_of("plugin_round_override_ignored").is_empty(), "{all}");
+    assert!(p.events_of("tests.tests_failing").is_empty(), "the gate was not asked: {all}");
+    assert_eq!(p.events_of("round_start").len(), 1, "{all}");
+    let ctx: Value = agent_runner_e2e::serde_json::from_str(
+        &std::fs::read_to_string(p.log_dir().join("round-context.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(ctx["recent_work"]["tests_total"], 2, "the enricher was asked: {ctx:#}");
+
+    // Round 2 is a `check` round, whose phase turns the pre-round hooks back on.
+    assert_eq!(peek(&p)["plugins"]["pre_round_hooks_disabled"], false);
+    p.run(&["round"]).assert_code(75);
+    let skipped = p.events_of("round_skipped");
+    assert_eq!(skipped.len(), 1, "{}", p.events_text());
+    assert_eq!(skipped[0]["hook"], "junit_gate");
+}

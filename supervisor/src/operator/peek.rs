@@ -162,6 +162,9 @@ pub struct PeekPlugins {
     pub dirty_handlers: Vec<String>,
     /// Pre-round hooks (family `pre_round`).
     pub pre_round_hooks: Vec<String>,
+    /// Whether `disable_pre_round_hooks` holds for the next round (`[runtime]`, or its
+    /// phase's): its pre-round hooks are then not asked (docs/configuration.md).
+    pub pre_round_hooks_disabled: bool,
     /// Context enrichers (family `context_enricher`).
     pub context_enrichers: Vec<String>,
     /// Post-round hooks (family `post_round`): the hosts' and the built-in detectors left
@@ -355,6 +358,8 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
     let orphan: Option<OrphanState> = state::read_json(&state_dir.join(state::ORPHAN_FILE))
         .ok()
         .flatten();
+    // What the next round runs with (its phase's overrides).
+    let next = config.profile(config.phase_for_round(round_state.last_round + 1));
 
     let caps = probe();
     let gate = SandboxGate::evaluate(config.plugins.sandbox, caps.clone()).ok();
@@ -416,7 +421,7 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
             last_duration_s: last_done.and_then(|r| r.duration_s),
             phase_index: 0,
         },
-        plugins: plugins_block(config, &hosts, sandbox, pins),
+        plugins: plugins_block(config, &hosts, sandbox, pins, next.disable_pre_round_hooks),
         current_round,
         recent_rounds,
         orphan,
@@ -435,13 +440,15 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
     Snapshot { doc, round_log }
 }
 
-/// The `plugins` block of `config`, its `hosts` (from [`hosts_block`]), `sandbox` and
-/// `pins`: hook names, event kinds and owned paths of the enabled hosts.
+/// The `plugins` block of `config`, its `hosts` (from [`hosts_block`]), `sandbox`, `pins`
+/// and whether the next round's pre-round hooks are disabled: hook names, event kinds and
+/// owned paths of the enabled hosts.
 fn plugins_block(
     config: &Config,
     hosts: &[PeekHost],
     sandbox: SandboxBlock,
     pins: BTreeMap<String, String>,
+    pre_round_hooks_disabled: bool,
 ) -> PeekPlugins {
     let enabled = || hosts.iter().filter(|h| !h.disabled);
     let sorted = |items: Vec<String>| {
@@ -462,6 +469,7 @@ fn plugins_block(
         spawn_hooks: hooks(Family::SpawnHook),
         dirty_handlers: hooks(Family::DirtyHandler),
         pre_round_hooks: hooks(Family::PreRound),
+        pre_round_hooks_disabled,
         context_enrichers: hooks(Family::ContextEnricher),
         // The built-in detector host declares exactly the enabled detectors of the
         // configured agents' CLIs.
