@@ -373,14 +373,23 @@ fn disable_pre_round_hooks_leaves_the_gate_out_and_the_enricher_in() {
     );
     let all = p.events_text();
     assert!(p.events_of("round_skipped").is_empty(), "{all}");
-    assert!(p.events_of("plugin_round_override_ignored").is_empty(), "{all}");
-    assert!(p.events_of("tests.tests_failing").is_empty(), "the gate was not asked: {all}");
+    assert!(
+        p.events_of("plugin_round_override_ignored").is_empty(),
+        "{all}"
+    );
+    assert!(
+        p.events_of("tests.tests_failing").is_empty(),
+        "the gate was not asked: {all}"
+    );
     assert_eq!(p.events_of("round_start").len(), 1, "{all}");
     let ctx: Value = agent_runner_e2e::serde_json::from_str(
         &std::fs::read_to_string(p.log_dir().join("round-context.json")).unwrap(),
     )
     .unwrap();
-    assert_eq!(ctx["recent_work"]["tests_total"], 2, "the enricher was asked: {ctx:#}");
+    assert_eq!(
+        ctx["recent_work"]["tests_total"], 2,
+        "the enricher was asked: {ctx:#}"
+    );
 
     // Round 2 is a `check` round, whose phase turns the pre-round hooks back on.
     assert_eq!(peek(&p)["plugins"]["pre_round_hooks_disabled"], false);

@@ -479,8 +479,14 @@ mod tests {
         let raw = parse(Path::new("c.toml"), text).unwrap();
         assert!(raw.warnings.is_empty(), "{:?}", raw.warnings);
         assert_eq!(raw.runtime.disable_pre_round_hooks, Some(true));
-        assert_eq!(raw.phases.overrides["a"].disable_pre_round_hooks, Some(false));
-        assert_eq!(raw.phases.overrides["b"].disable_pre_round_hooks, Some(true));
+        assert_eq!(
+            raw.phases.overrides["a"].disable_pre_round_hooks,
+            Some(false)
+        );
+        assert_eq!(
+            raw.phases.overrides["b"].disable_pre_round_hooks,
+            Some(true)
+        );
         let both = "schema_version = 1\n[agent]\ncommand = [\"x\"]\n[phases]\nlist = [\"a\"]\n[phases.a]\ndisable_pre_round_hooks = false\n[phases.a.runtime]\ndisable_pre_round_hooks = true\n";
         match parse(Path::new("c.toml"), both) {
             Err(ConfigError::Key { key, .. }) => {

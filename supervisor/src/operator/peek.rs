@@ -24,8 +24,9 @@ use crate::hosts::sandbox::SandboxGate;
 use crate::operator::defenses::Defense;
 use crate::operator::doctor::{covered_families, sandbox_block, HostCover, SandboxBlock};
 use crate::operator::install::{project_file, Scope};
-use crate::operator::recent::{self, Wanted, RECENT_HOOK_FAILURES, RECENT_ROUNDS};
+use crate::operator::recent::{self, Wanted, RECENT_BLIPS, RECENT_HOOK_FAILURES, RECENT_ROUNDS};
 use crate::operator::round_history::{self, RoundDoc, RoundView};
+use crate::operator::schedule_view::{self, PeekSchedule};
 use crate::operator::service::{self, CurrentRound, ServiceDoc};
 use crate::operator::system_metrics::{self, SystemMetrics};
 use crate::runtime::events::Recorded;
@@ -110,15 +111,17 @@ pub struct PeekDoc {
     pub recent_hook_failures: Vec<Recorded>,
     /// The loop's defenses in force (`operator::defenses`).
     pub defenses: Vec<Defense>,
-    /// The reference system's transient-error blips: always `[]` for now (they are
-    /// recorded as `agent_network_blip` events; `docs/operations.md`).
-    pub recent_blips: Vec<Value>,
+    /// The last [`RECENT_BLIPS`] `agent_network_blip` events (a post-round hook diagnosed
+    /// a network failure), oldest first: the reference system's network blips
+    /// (docs/operations.md "peek --json").
+    pub recent_blips: Vec<Recorded>,
     /// The reference system's cgroup growth warnings: always `[]` (this build keeps no
     /// cgroup of the agent; `docs/operations.md`).
     pub recent_cgroup_growth_warnings: Vec<Value>,
-    /// The reference system's `[schedule]`: always `null` for now (`serve` reads
-    /// `[schedule]`; `status` and `service.json` say when it pauses).
-    pub schedule: Option<Value>,
+    /// What `[schedule]` says of the next round now (`null` when no schedule sets a
+    /// window): the reference system's `paused`, `resume_at`, `active_window`, `phase`,
+    /// then ours (docs/operations.md "peek --json").
+    pub schedule: Option<PeekSchedule>,
     /// Every configured host.
     pub hosts: Vec<PeekHost>,
     /// Torn or non-JSON lines met in the events read.
@@ -320,6 +323,7 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
             // The running round, if any, and the completed ones listed.
             rounds: RECENT_ROUNDS + 1,
             hook_failures: RECENT_HOOK_FAILURES,
+            blips: RECENT_BLIPS,
             round: match options.round {
                 Some(RoundSel::Num(n)) => Some(n),
                 _ => None,
@@ -430,9 +434,13 @@ pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
         recent_events: recent.events,
         recent_hook_failures: recent.hook_failures,
         defenses: crate::operator::defenses::list(config, gate.as_ref()),
-        recent_blips: Vec::new(),
+        recent_blips: recent.blips,
         recent_cgroup_growth_warnings: Vec::new(),
-        schedule: None,
+        schedule: schedule_view::of(
+            config,
+            round_state.last_round + 1,
+            jiff::Timestamp::try_from(now).unwrap_or_else(|_| jiff::Timestamp::now()),
+        ),
         hosts,
         skipped_event_lines: recent.skipped,
         round,

@@ -41,6 +41,7 @@ pub mod retention;
 pub mod round;
 pub mod round_context;
 pub mod schedule;
+pub mod schedule_gate;
 pub mod serve;
 pub mod serve_startup;
 pub mod spawn_gate;
