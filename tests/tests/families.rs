@@ -398,3 +398,79 @@ fn disable_pre_round_hooks_leaves_the_gate_out_and_the_enricher_in() {
     assert_eq!(skipped.len(), 1, "{}", p.events_text());
     assert_eq!(skipped[0]["hook"], "junit_gate");
 }
+
+/// A host restarted after a crash keeps the hooks, event kinds and owned paths of its first
+/// `initialize` (docs/protocol.md §3, "A restarted host"): `tests/hosts/redeclare.py`
+/// crashes at its first call and, started again, declares a second hook, another event
+/// kind and another owned path. The difference is recorded once per restart
+/// (`plugin_redeclaration_ignored`) and ignored: its first kind is still recorded, its new
+/// one is refused as undeclared, its first path stays owned and the new one is dirt.
+#[test]
+fn a_restarted_host_keeps_its_first_declarations() {
+    let p = Project::new();
+    let agent = p.script(
+        "agent.sh",
+        "#!/bin/sh\necho \"$AGENT_RUNNER_ROUND_NUM\" > first.txt\necho \"$AGENT_RUNNER_ROUND_NUM\" > second.txt\n",
+    );
+    let host = agent_runner_e2e::workspace_root().join("tests/hosts/redeclare.py");
+    p.write_config(
+        &ConfigBuilder::new(&agent)
+            .sandbox("require")
+            .dirty_action("ignore")
+            .host(HostSpec::new("redecl", &host).provides(&["pre_round"])),
+    );
+    p.run(&["serve", "--max-rounds", "3"]).assert_code(0);
+    let all = p.events_text();
+    assert_eq!(p.events_of("round_start").len(), 3, "{all}");
+
+    let failures = p.events_of("hook_failed");
+    assert_eq!(failures.len(), 2, "{all}");
+    assert_eq!(failures[0]["error_type"], "crashed", "{all}");
+    assert_eq!(failures[1]["error_type"], "invalid_result", "{all}");
+    assert!(
+        failures[1]["error_message"]
+            .as_str()
+            .unwrap()
+            .contains("second"),
+        "the new kind is not declared: {all}"
+    );
+
+    let ignored = p.events_of("plugin_redeclaration_ignored");
+    assert_eq!(ignored.len(), 1, "one restart: {all}");
+    assert_eq!(ignored[0]["name"], "redecl");
+    assert_eq!(
+        ignored[0]["changed"],
+        json!(["hooks", "event_kinds", "owned_paths"]),
+        "{all}"
+    );
+    let detail = ignored[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("pre_round/gate_two") && detail.contains("second.txt"),
+        "{detail}"
+    );
+
+    let kept = p.events_of("redecl.first");
+    assert_eq!(kept.len(), 1, "{all}");
+    assert_eq!(kept[0]["round"], 2);
+    assert!(p.events_of("redecl.second").is_empty(), "{all}");
+
+    // first.txt stays owned, second.txt is the round's dirt.
+    for dirty in p.events_of("dirty_detected") {
+        let files = dirty["files"].to_string();
+        assert!(
+            files.contains("second.txt") && !files.contains("first.txt"),
+            "{dirty}"
+        );
+    }
+    assert_eq!(p.events_of("dirty_detected").len(), 3, "{all}");
+
+    let out = p.run(&["peek", "--json"]);
+    let doc: Value = agent_runner_e2e::serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        doc["plugins"]["pre_round_hooks"],
+        json!(["gate"]),
+        "{doc:#}"
+    );
+    assert_eq!(doc["plugins"]["event_kinds"], json!(["redecl.first"]));
+    assert_eq!(doc["plugins"]["owned_paths"], json!(["first.txt"]));
+}
