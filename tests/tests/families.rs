@@ -474,3 +474,59 @@ fn a_restarted_host_keeps_its_first_declarations() {
     assert_eq!(doc["plugins"]["event_kinds"], json!(["redecl.first"]));
     assert_eq!(doc["plugins"]["owned_paths"], json!(["first.txt"]));
 }
+
+/// The no-commit detector counts only the agent's commits (docs/hosts/no-commit-detector.md):
+/// the supervisor's own commits for the built-in `auto_commit` handler move the head every
+/// round, but the reflog marks them (`agent-runner dirty handler default: …`,
+/// docs/protocol.md §5.2), so with K = 2 the alert still comes two rounds after the agent's
+/// own commit in round 2, and `serve` stops.
+#[test]
+fn the_no_commit_detector_does_not_count_the_supervisors_commits() {
+    let p = Project::new();
+    let agent = p.script(
+        "agent.sh",
+        "#!/bin/sh\nset -e\necho \"$AGENT_RUNNER_ROUND_NUM\" >> work.txt\n\
+         if [ \"$AGENT_RUNNER_ROUND_NUM\" = 2 ]; then\n  git add work.txt\n  \
+         git -c user.name=agent -c user.email=agent@example.com commit -qm 'agent: round 2'\n  \
+         echo more >> work.txt\nfi\n",
+    );
+    p.write_config(
+        &ConfigBuilder::new(&agent)
+            .sandbox("require")
+            .dirty_action("auto_commit")
+            .host(HostSpec::new("stall", no_commit_detector_bin()).provides(&["detector"]))
+            .extra("[plugins.stall]\nrounds = 2\nstop_service = true\n\n[monitor]\nauto_stop_on = [\"no_commit\"]"),
+    );
+    p.run(&["serve", "--max-rounds", "8"]).assert_code(75);
+    let all = p.events_text();
+    let commits = p.events_of("dirty_auto_committed");
+    assert_eq!(
+        commits.len(),
+        4,
+        "the supervisor committed every round: {all}"
+    );
+    assert!(commits.iter().all(|c| c["hook"] == "default"), "{all}");
+    let reflog = p.git(&["reflog", "--format=%gs"]);
+    assert!(
+        reflog.contains("agent-runner dirty handler default: agent-runner auto-commit: R3")
+            && reflog.contains("commit: agent: round 2"),
+        "{reflog}"
+    );
+
+    let alerts = p.events_of("detector_alert");
+    assert_eq!(alerts.len(), 1, "{all}");
+    assert_eq!(alerts[0]["round_num"], 4, "{all}");
+    assert!(
+        alerts[0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("no commit for 2 rounds"),
+        "{all}"
+    );
+    assert_eq!(p.events_of("round_start").len(), 4, "{all}");
+    assert_eq!(
+        p.events_of("serve_stopping")[0]["reason"],
+        "auto_stop",
+        "{all}"
+    );
+}
