@@ -139,3 +139,34 @@ fn doctor_exits_78_on_a_bad_config() {
     );
     assert!(!p.log_dir().exists(), "doctor wrote the log dir");
 }
+
+#[test]
+fn work_dir_outside_a_git_working_tree() {
+    // `git rev-parse --is-inside-work-tree --show-prefix` answers both questions at boot:
+    // outside a repository it fails; inside `.git` it prints `false`.
+    let p = Project::new();
+    let text = valid(&p);
+    p.write_config_text(&text);
+    std::fs::rename(p.dir().join(".git"), p.dir().join("not-git")).unwrap();
+    assert_refused(
+        &p,
+        None,
+        &["runtime.work_dir", "is not inside a git working tree"],
+    );
+    std::fs::rename(p.dir().join("not-git"), p.dir().join(".git")).unwrap();
+    let inside_git_dir = text.replace(
+        "work_dir = \".\"",
+        &format!("work_dir = \"{}\"", p.dir().join(".git").display()),
+    );
+    assert_ne!(inside_git_dir, text);
+    p.write_config_text(&inside_git_dir);
+    // Paths of the config are the work dir's: give it the prompt, so only the work dir is wrong.
+    let prompts = p.dir().join(".git/prompts");
+    std::fs::create_dir_all(&prompts).unwrap();
+    std::fs::copy(p.dir().join("prompts/main.md"), prompts.join("main.md")).unwrap();
+    assert_refused(
+        &p,
+        None,
+        &["runtime.work_dir", "is not inside a git working tree"],
+    );
+}

@@ -916,6 +916,11 @@ fn resolve_schedule(
             })?,
             name.to_owned(),
         ),
+        // A schedule without windows is never consulted: its zone stays unasked (finding
+        // the system zone's name walks the zoneinfo directory, ~1 ms of every start).
+        None if raw.run_windows.is_empty() && raw.pause_windows.is_empty() => {
+            (jiff::tz::TimeZone::UTC, "UTC".to_owned())
+        }
         None => {
             let zone = jiff::tz::TimeZone::system();
             let name = zone.iana_name().unwrap_or("local").to_owned();

@@ -210,11 +210,42 @@ impl Repo {
         }
     }
 
-    /// Whether `work_dir` is inside a git working tree.
+    /// Whether `work_dir` is inside a git working tree. The same git process tells the
+    /// work dir's prefix ([`Repo::dirty_files`] needs it), so a repo asked this first runs
+    /// one git process fewer per round.
     pub async fn is_repo(&self) -> bool {
-        self.run(&["rev-parse", "--is-inside-work-tree"])
+        let Ok(out) = self
+            .run_bytes(&["rev-parse", "--is-inside-work-tree", "--show-prefix"])
             .await
-            .is_ok()
+        else {
+            return false;
+        };
+        let mut lines = out.split(|b| *b == b'\n');
+        if lines.next() != Some(b"true".as_slice()) {
+            return false;
+        }
+        let _ = self.prefix.set(lines.next().unwrap_or_default().to_vec());
+        true
+    }
+
+    /// The same tree with `own` as the supervisor's files; what was learned of the tree
+    /// (its prefix) is kept.
+    pub fn with_own(mut self, own: OwnFiles) -> Self {
+        self.own = own;
+        self
+    }
+
+    /// The work dir's path from the repository's top (`git rev-parse --show-prefix`, with
+    /// its trailing `/`; empty at the top), asked once (or learned by [`Repo::is_repo`]).
+    async fn prefix(&self) -> Result<&[u8], GitError> {
+        if let Some(prefix) = self.prefix.get() {
+            return Ok(prefix);
+        }
+        let mut prefix = self.run_bytes(&["rev-parse", "--show-prefix"]).await?;
+        if prefix.last() == Some(&b'\n') {
+            prefix.pop();
+        }
+        Ok(self.prefix.get_or_init(|| prefix))
     }
 
     /// Dirty paths inside the work dir, relative to it (docs/protocol.md: `dirty_files`),
@@ -223,18 +254,12 @@ impl Repo {
     /// source (the source only when it lies inside the work dir); a copy only the new path
     /// (its source is unchanged).
     pub async fn dirty_files(&self) -> Result<Vec<String>, GitError> {
-        let prefix = match self.prefix.get() {
-            Some(prefix) => prefix,
-            None => {
-                let mut prefix = self.run_bytes(&["rev-parse", "--show-prefix"]).await?;
-                if prefix.last() == Some(&b'\n') {
-                    prefix.pop();
-                }
-                self.prefix.get_or_init(|| prefix)
-            }
-        };
+        // `--no-optional-locks`: status leaves the index as it is rather than refreshing
+        // it on disk, so it never takes `index.lock` from under an agent's own git, and it
+        // costs less.
         let out = self
             .run_bytes(&[
+                "--no-optional-locks",
                 "status",
                 "--porcelain",
                 "-z",
@@ -243,6 +268,10 @@ impl Repo {
                 ".",
             ])
             .await?;
+        if out.is_empty() {
+            return Ok(Vec::new());
+        }
+        let prefix = self.prefix().await?;
         let mut files = Vec::new();
         let mut entries = out.split(|b| *b == 0).filter(|e| !e.is_empty());
         while let Some(entry) = entries.next() {
@@ -260,7 +289,7 @@ impl Repo {
             for path in std::iter::once(path).chain(renamed_from) {
                 // status prints paths from the repository's top; ours are the work dir's
                 // (a rename's source outside the work dir is not ours to hand on).
-                let Some(inside) = path.strip_prefix(prefix.as_slice()) else {
+                let Some(inside) = path.strip_prefix(prefix) else {
                     continue;
                 };
                 let path = path_name::encode(inside);

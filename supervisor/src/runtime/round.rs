@@ -101,18 +101,16 @@ pub struct Runner {
 /// The work tree as rounds see it under `config`: the supervisor's own files and the paths
 /// `hosts` declared (`owned_paths`) are never dirt; each git command is bounded by
 /// `[vcs] git_timeout_s`.
-fn repo_for(config: &Config, hosts: &HostManager) -> Repo {
-    Repo::new(
-        &config.runtime.work_dir,
-        OwnFiles::of(config).with_host_paths(hosts.owned_paths()),
-    )
-    .with_timeout(config.vcs.git_timeout)
+fn repo_for(config: &Config, hosts: &HostManager, tree: Repo) -> Repo {
+    tree.with_own(OwnFiles::of(config).with_host_paths(hosts.owned_paths()))
+        .with_timeout(config.vcs.git_timeout)
 }
 
 impl Runner {
-    /// A runner over `config` with `hosts` already booted.
-    pub fn new(config: Config, events: EventLog, hosts: HostManager) -> Self {
-        let repo = repo_for(&config, &hosts);
+    /// A runner over `config` with `hosts` already booted, on `tree` (the work dir's repo,
+    /// already found to be one: [`Repo::is_repo`]).
+    pub fn new(config: Config, events: EventLog, hosts: HostManager, tree: Repo) -> Self {
+        let repo = repo_for(&config, &hosts, tree);
         Runner {
             config,
             events,
@@ -126,7 +124,7 @@ impl Runner {
     /// and state dir), after `hosts` followed it. The own files are recomputed (prompt
     /// files may have moved, hosts may own other paths).
     pub fn replace_config(&mut self, config: Config) {
-        self.repo = repo_for(&config, &self.hosts);
+        self.repo = repo_for(&config, &self.hosts, self.repo.clone());
         self.config = config;
     }
 

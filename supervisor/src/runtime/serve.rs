@@ -104,10 +104,8 @@ pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
     let lock = ProjectLock::acquire(&config.runtime.state_dir)
         .map_err(|e| CliError::failure(e.to_string()))?;
     crate::runtime::state_dir::prepare(&config, &events);
-    if !Repo::new(&config.runtime.work_dir, OwnFiles::default())
-        .is_repo()
-        .await
-    {
+    let tree = Repo::new(&config.runtime.work_dir, OwnFiles::default());
+    if !tree.is_repo().await {
         return Err(CliError::config(format!(
             "config error in {}: key `runtime.work_dir`: {} is not inside a git working tree; run `git init` there",
             config.path.display(),
@@ -124,7 +122,7 @@ pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
     let mut snapshot = Snapshot::booting();
     snapshot.update("waiting", None, &hosts);
     Ok(Booted {
-        runner: Runner::new(config, events, hosts),
+        runner: Runner::new(config, events, hosts, tree),
         status: watch::channel(snapshot).0,
         gate,
         follow,
