@@ -91,7 +91,7 @@ fn agent_moved(reflog: &str, from: &str, to: &str) -> bool {
     true
 }
 
-/// What the detector remembers between calls: `<head> <round it moved>`.
+/// What the detector remembers between calls: `<head> <round of the agent's last commit>`.
 struct Memory {
     file: PathBuf,
 }
