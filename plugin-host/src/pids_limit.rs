@@ -18,6 +18,7 @@
 //! [`PidsCgroup::create`] returns `None` and the host runs without this bound
 //! (`docs/security.md`).
 
+use crate::cgroup::{self, Layout};
 use std::fs;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -90,103 +91,30 @@ impl PidsCgroup {
 /// them there; otherwise why not (for `doctor`).
 pub fn pids_cgroup() -> Result<PathBuf, String> {
     let dir = own_pids_cgroup().ok_or("no pids controller delegated to the supervisor's cgroup")?;
-    let c =
-        std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).map_err(|e| e.to_string())?;
-    // SAFETY: access(2) on a NUL-terminated path.
-    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0 {
-        Ok(dir)
-    } else {
-        Err(format!("{} is not writable by this user", dir.display()))
-    }
+    cgroup::writable(&dir)?;
+    Ok(dir)
 }
 
-/// The supervisor's own cgroup directory in a writable `pids` hierarchy, if any.
+/// The supervisor's own cgroup directory in a `pids` hierarchy, if any: v1, or v2 when
+/// the cgroup hands the `pids` controller to its children (`cgroup.subtree_control`).
 fn own_pids_cgroup() -> Option<PathBuf> {
-    let cgroups = fs::read_to_string("/proc/self/cgroup").ok()?;
-    let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
-    // cgroup v1: a hierarchy with the pids controller.
-    for line in cgroups.lines() {
-        let mut parts = line.splitn(3, ':');
-        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-        if controllers.split(',').any(|c| c == "pids") {
-            return mount_of(&mountinfo, |fstype, opts| {
-                fstype == "cgroup" && opts.split(',').any(|o| o == "pids")
-            })
-            .map(|(root, mount)| join_below(&mount, &root, path));
+    let own = cgroup::own_cgroup("pids")?;
+    match own.layout {
+        Layout::V1 => Some(own.dir),
+        Layout::V2 => {
+            let delegated = fs::read_to_string(own.dir.join("cgroup.subtree_control")).ok()?;
+            delegated
+                .split_whitespace()
+                .any(|c| c == "pids")
+                .then_some(own.dir)
         }
     }
-    // cgroup v2, when our cgroup hands the pids controller to its children.
-    let path = cgroups.lines().find_map(|l| l.strip_prefix("0::"))?;
-    let (root, mount) = mount_of(&mountinfo, |fstype, _| fstype == "cgroup2")?;
-    let dir = join_below(&mount, &root, path);
-    let delegated = fs::read_to_string(dir.join("cgroup.subtree_control")).ok()?;
-    delegated
-        .split_whitespace()
-        .any(|c| c == "pids")
-        .then_some(dir)
-}
-
-/// The (root, mount point) of the first mount whose fstype and super options match.
-fn mount_of(mountinfo: &str, want: impl Fn(&str, &str) -> bool) -> Option<(String, PathBuf)> {
-    mountinfo.lines().find_map(|line| {
-        let (left, right) = line.split_once(" - ")?;
-        let left: Vec<&str> = left.split(' ').collect();
-        let right: Vec<&str> = right.split(' ').collect();
-        let (root, mount) = (left.get(3)?, left.get(4)?);
-        let (fstype, opts) = (right.first()?, right.get(2)?);
-        want(fstype, opts).then(|| ((*root).to_owned(), PathBuf::from(mount)))
-    })
-}
-
-/// `mount` + `path` relative to the mount's `root` (a container may mount a sub-tree).
-fn join_below(mount: &Path, root: &str, path: &str) -> PathBuf {
-    let rel = path.strip_prefix(root).unwrap_or(path);
-    mount.join(rel.trim_start_matches('/'))
 }
 
 /// Removes the cgroups of exited hosts below `parent`: ours, and those of supervisors that
-/// are gone. `rmdir` fails (`EBUSY`) for a cgroup that still has tasks.
+/// are gone (named `agent-runner.<supervisor pid>.<n>`).
 fn sweep(parent: &Path) {
-    let me = std::process::id();
-    let Ok(entries) = fs::read_dir(parent) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(owner) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(PREFIX))
-            .and_then(|rest| rest.split('.').next())
-            .and_then(|pid| pid.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if owner == me || !Path::new(&format!("/proc/{owner}")).exists() {
-            let _ = fs::remove_dir(e.path());
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mountinfo_lookup_and_relative_paths() {
-        let info = "30 25 0:26 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n\
-                    31 25 0:27 /ctr /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n";
-        let pids = mount_of(info, |t, o| {
-            t == "cgroup" && o.split(',').any(|x| x == "pids")
-        });
-        assert_eq!(
-            pids,
-            Some(("/".to_owned(), PathBuf::from("/sys/fs/cgroup/pids")))
-        );
-        let (root, mount) = mount_of(info, |t, _| t == "cgroup2").unwrap();
-        assert_eq!(
-            join_below(&mount, &root, "/ctr/a/b"),
-            PathBuf::from("/sys/fs/cgroup/unified/a/b")
-        );
-        assert_eq!(join_below(Path::new("/m"), "/", "/"), PathBuf::from("/m"));
-    }
+    cgroup::remove_stale_children(parent, |name| {
+        name.strip_prefix(PREFIX)?.split('.').next()?.parse().ok()
+    });
 }

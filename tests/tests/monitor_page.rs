@@ -8,7 +8,7 @@
 mod operator_common;
 
 use agent_runner_e2e::serde_json::{self, json, Value};
-use agent_runner_e2e::{wait_until, workspace_root, Project, Running};
+use agent_runner_e2e::{pause_host_bin, wait_until, workspace_root, HostSpec, Project, Running};
 use base64::Engine;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -216,12 +216,18 @@ fn save_screenshot(page: &mut Page, path: &Path) {
 #[test]
 fn the_page_shows_a_live_round_in_chromium() {
     let p = Project::new();
+    // A spawn hook that defers the first attempt (the pause file exists until the test
+    // removes it): a hook call booked in service.json before the round runs, for the
+    // hook call duration histogram of /metrics.
     p.write_config(
         &p.config()
             .dirty_action("ignore")
             .round_budget_s(120)
-            .agent_env("DEMO_AGENT_SLEEP", "60"),
+            .agent_env("DEMO_AGENT_SLEEP", "60")
+            .spawn_override_allow(&["pause_file"])
+            .host(HostSpec::new("pause", pause_host_bin()).config(json!({"defer_s": 1}))),
     );
+    p.write(".agent-runner-pause", "");
     let (monitor, url) = start_monitor(&p, &[], &[]);
     let (_browser, mut page) = open_in_chromium(&url);
     wait_until(
@@ -236,6 +242,8 @@ fn the_page_shows_a_live_round_in_chromium() {
 
     // Started after the page loaded: the round reaches it only through the live stream.
     let _serve = p.spawn(&["serve", "--max-rounds", "1"]);
+    p.wait_for_event("round_deferred");
+    std::fs::remove_file(p.dir().join(".agent-runner-pause")).unwrap();
     let line = wait_until(
         "a live event and the round in progress",
         Duration::from_secs(60),
@@ -295,6 +303,34 @@ fn the_page_shows_a_live_round_in_chromium() {
         "{text}"
     );
     assert!(!scrape.docs["agent_runner_rounds_total"].is_empty());
+    // The spawn hook's calls, by family, as a histogram: cumulative buckets ending in
+    // `+Inf` = `_count`, a `_sum`.
+    let spawn_calls: Vec<&prometheus_parse::Sample> = scrape
+        .samples
+        .iter()
+        .filter(|s| {
+            s.metric == "agent_runner_hook_call_duration_seconds"
+                && s.labels.get("family") == Some("spawn_hook")
+        })
+        .collect();
+    let prometheus_parse::Value::Histogram(buckets) = &spawn_calls
+        .first()
+        .unwrap_or_else(|| panic!("no spawn_hook call histogram:\n{text}"))
+        .value
+    else {
+        panic!("agent_runner_hook_call_duration_seconds is not a histogram:\n{text}");
+    };
+    let last = buckets.last().unwrap();
+    assert!(last.less_than.is_infinite() && last.count >= 1.0, "{text}");
+    assert!(
+        buckets.windows(2).all(|w| w[0].count <= w[1].count),
+        "buckets not cumulative:\n{text}"
+    );
+    assert!(
+        text.contains("agent_runner_hook_call_duration_seconds_count{project=")
+            && text.contains("agent_runner_hook_call_duration_seconds_sum{project="),
+        "{text}"
+    );
 
     // Read-only: nothing but GET.
     let mut stream =

@@ -2,7 +2,8 @@
 //! started by the test (host and client keys generated on the spot, `root` logs in with
 //! the test's key), the system `ssh` client reached through PATH (a wrapper adding
 //! `-F <the test's ssh config>`). The ssh client is killed twice while `serve` writes
-//! rounds; every event of the remote record arrives exactly once, in order.
+//! rounds; every event of the remote record arrives exactly once, in order, and no remote
+//! `events --tail` outlives its link.
 
 use agent_runner_e2e::serde_json::Value;
 use agent_runner_e2e::{agent_runner_bin, wait_until, Project};
@@ -235,6 +236,14 @@ fn relayed_events_survive_dropped_links_without_a_gap() {
         relayed, expected,
         "relayed stream differs from the remote record\n{}",
         out.stderr
+    );
+    // Every remote `events --tail` ended with its link: the two whose ssh client was
+    // killed, and the last one once the relay stopped its ssh (nothing was written to any
+    // of them after the drop).
+    wait_until(
+        "no remote `events --tail` left",
+        Duration::from_secs(10),
+        || (!remote_follower_running(&remote_config)).then_some(()),
     );
     let blips = local.events_of("monitor_remote_blip");
     assert_eq!(blips.len(), 2, "{}", local.events_text());

@@ -21,6 +21,7 @@ fn assert_unit_text(p: &Project, text: &str) {
         "Restart=on-failure".to_owned(),
         "RestartPreventExitStatus=78 77".to_owned(),
         "KillMode=control-group".to_owned(),
+        "Delegate=yes".to_owned(),
         format!(
             "ExecStart=\"{}\" --config ${{AGENT_RUNNER_CONFIG}} serve",
             bin.display()

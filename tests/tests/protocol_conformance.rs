@@ -186,6 +186,7 @@ fn pause_rounds(exe: &Path) -> Vec<Value> {
         "ts",
         "pid",
         "duration_s",
+        "peak_bytes",
         "started_at",
         "log_path",
         "agent_log_path",

@@ -9,7 +9,9 @@ mod raw;
 mod resolve;
 pub mod vocabulary;
 
-pub use monitor::{auto_stop_names, HostHealthConfig, MonitorConfig, DEFAULT_AUTO_STOP_ON};
+pub use monitor::{
+    auto_stop_names, HostHealthConfig, MonitorConfig, RoundCgroupMode, DEFAULT_AUTO_STOP_ON,
+};
 pub use raw::UNIMPLEMENTED;
 pub use resolve::{
     AgentConfig, Config, ContextInjection, DirtyAction, HostConfig, PhaseOverride, PhasePolicy,

@@ -47,6 +47,9 @@ struct RawMemory {
     avail_min_mb: Option<u64>,
     free_low_mb: Option<u64>,
     swap_out_noise_floor_mb: Option<u64>,
+    round_high_mb: Option<u64>,
+    round_max_mb: Option<u64>,
+    round_cgroup: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -94,6 +97,32 @@ pub struct MonitorConfig {
     pub host_health: HostHealthConfig,
 }
 
+/// `[monitor.host_health] memory.round_cgroup`: when a round gets a cgroup of its own
+/// (docs/operations.md, "Round cgroups").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RoundCgroupMode {
+    /// `"auto"`: when the supervisor's memory cgroup is delegated to it (owned by its
+    /// non-root user, or marked by systemd's `Delegate=yes`).
+    #[default]
+    Auto,
+    /// `"on"`: whenever the supervisor may write its memory cgroup (root outside systemd,
+    /// on a machine whose cgroups the operator manages).
+    On,
+    /// `"off"`: never.
+    Off,
+}
+
+impl RoundCgroupMode {
+    /// The config spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RoundCgroupMode::Auto => "auto",
+            RoundCgroupMode::On => "on",
+            RoundCgroupMode::Off => "off",
+        }
+    }
+}
+
 /// `[monitor.host_health]`: thresholds of the pre-round gate and the in-round floor.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostHealthConfig {
@@ -110,6 +139,19 @@ pub struct HostHealthConfig {
     /// `memory.swap_out_noise_floor_mb` (default 32): read and kept for the reference's
     /// swap-rate signal, which this build does not use (PSI covers it).
     pub swap_out_noise_floor_mb: u64,
+    /// `memory.round_high_mb` (ours, default unset): the brake on a round's memory, in
+    /// MiB; set as `memory.high` (cgroup v2) or `memory.soft_limit_in_bytes` (v1) of the
+    /// round's cgroup when the supervisor's cgroup is delegated (docs/operations.md,
+    /// "Round cgroups"). `None`: no brake.
+    pub round_high_mb: Option<u64>,
+    /// `memory.round_max_mb` (ours, default unset): the hard limit on a round's memory, in
+    /// MiB; `memory.max` (v2) or `memory.limit_in_bytes` (v1) of the round's cgroup. Past
+    /// it the kernel's OOM killer ends a process of the round (`round_oom_killed`).
+    /// `None`: no limit.
+    pub round_max_mb: Option<u64>,
+    /// `memory.round_cgroup` (ours, default `"auto"`): whether rounds run in cgroups of
+    /// their own (docs/operations.md, "Round cgroups").
+    pub round_cgroup: RoundCgroupMode,
     /// `pressure.full_avg10_critical` (default 60.0 %): memory PSI `full avg10` at or above
     /// this is critical.
     pub full_avg10_critical: f64,
@@ -181,6 +223,9 @@ impl Default for HostHealthConfig {
             avail_min_mb: 200,
             free_low_mb: 16,
             swap_out_noise_floor_mb: 32,
+            round_high_mb: None,
+            round_max_mb: None,
+            round_cgroup: RoundCgroupMode::Auto,
             full_avg10_critical: 60.0,
             some_avg10_warning: 5.0,
             critical_consecutive_samples: 3,
@@ -241,6 +286,34 @@ pub(super) fn resolve(
             format!("{growth}: expected a positive number"),
         ));
     }
+    let round_mb = |key: &str, v: Option<u64>| match v {
+        Some(0) => Err((
+            format!("monitor.host_health.memory.{key}"),
+            "must be at least 1 (MiB); leave it out for no limit".to_owned(),
+        )),
+        v => Ok(v),
+    };
+    let round_high_mb = round_mb("round_high_mb", h.memory.round_high_mb)?;
+    let round_max_mb = round_mb("round_max_mb", h.memory.round_max_mb)?;
+    if let (Some(high), Some(max)) = (round_high_mb, round_max_mb) {
+        if high >= max {
+            return Err((
+                "monitor.host_health.memory.round_high_mb".into(),
+                format!("{high} is not below round_max_mb ({max}); expected a brake under the hard limit"),
+            ));
+        }
+    }
+    let round_cgroup = match h.memory.round_cgroup.as_deref() {
+        None | Some("auto") => RoundCgroupMode::Auto,
+        Some("on") => RoundCgroupMode::On,
+        Some("off") => RoundCgroupMode::Off,
+        Some(other) => {
+            return Err((
+                "monitor.host_health.memory.round_cgroup".into(),
+                format!("{other:?}: expected \"auto\", \"on\" or \"off\""),
+            ))
+        }
+    };
     let samples = at_least_one(
         "host_health.pressure.critical_consecutive_samples",
         h.pressure.critical_consecutive_samples,
@@ -295,6 +368,9 @@ pub(super) fn resolve(
                 h.memory.swap_out_noise_floor_mb,
                 hd.swap_out_noise_floor_mb,
             )?,
+            round_high_mb,
+            round_max_mb,
+            round_cgroup,
             full_avg10_critical: pct(
                 "pressure.full_avg10_critical",
                 h.pressure.full_avg10_critical,
@@ -379,6 +455,26 @@ mod tests {
                 .unwrap()
                 .supervisor_stale_threshold,
             None
+        );
+        let (key, _) = parse("[host_health.memory]\nround_max_mb = 0").unwrap_err();
+        assert_eq!(key, "monitor.host_health.memory.round_max_mb");
+        let (key, why) =
+            parse("[host_health.memory]\nround_high_mb = 64\nround_max_mb = 64").unwrap_err();
+        assert_eq!(key, "monitor.host_health.memory.round_high_mb");
+        assert!(why.contains("round_max_mb (64)"), "{why}");
+        let m = parse("[host_health.memory]\nround_high_mb = 48\nround_max_mb = 64").unwrap();
+        assert_eq!(
+            (m.host_health.round_high_mb, m.host_health.round_max_mb),
+            (Some(48), Some(64))
+        );
+        assert_eq!(m.host_health.round_cgroup, RoundCgroupMode::Auto);
+        let m = parse("[host_health.memory]\nround_cgroup = \"on\"").unwrap();
+        assert_eq!(m.host_health.round_cgroup, RoundCgroupMode::On);
+        let (key, why) = parse("[host_health.memory]\nround_cgroup = \"yes\"").unwrap_err();
+        assert_eq!(key, "monitor.host_health.memory.round_cgroup");
+        assert!(
+            why.contains("expected \"auto\", \"on\" or \"off\""),
+            "{why}"
         );
     }
 }

@@ -17,7 +17,7 @@ mod transport;
 mod write_watch;
 
 pub use pins::{check_pin, CheckedHost, PinStatus};
-pub use stats::CallStats;
+pub use stats::{CallHistogram, CallStats, CALL_BUCKETS};
 
 use agent_runner_plugin_host::launch::LaunchSpec;
 use agent_runner_protocol::limits::{fit_text, MAX_CONTEXT_TEXT_BYTES};
@@ -270,6 +270,8 @@ pub struct HostManager {
     init: InitializeParams,
     /// Which executable runs the built-in detector host (kept for [`Self::reconcile`]).
     detectors: builtin::DetectorHost,
+    /// Hook call durations by family, this run (`service.json`, `/metrics`).
+    call_durations: std::collections::BTreeMap<Family, CallHistogram>,
 }
 
 impl HostManager {
@@ -300,6 +302,7 @@ impl HostManager {
                 gate,
             ),
             detectors: detectors.clone(),
+            call_durations: std::collections::BTreeMap::new(),
         };
         manager.add_builtin(config, gate).await;
         for cfg in &config.plugins.hosts {
@@ -732,6 +735,10 @@ impl HostManager {
     ) -> Result<Option<Value>, CallFailure> {
         let index = hook.host;
         self.hosts[index].stats.record_call(elapsed);
+        self.call_durations
+            .entry(hook.family)
+            .or_default()
+            .observe(elapsed);
         match answer {
             Ok(value) => {
                 self.hosts[index].consecutive_failures = 0;
@@ -970,6 +977,11 @@ impl HostManager {
                 )
             })
             .collect()
+    }
+
+    /// The durations of this run's hook calls, per family (for `service.json`).
+    pub fn call_durations(&self) -> &std::collections::BTreeMap<Family, CallHistogram> {
+        &self.call_durations
     }
 
     /// Each host's state, pid, registered hook names and call counters (for

@@ -1,9 +1,45 @@
 //! Per-host call counters for status displays (`service.json`, `peek`): calls, failures,
-//! the last error and a window of recent call latencies. Updated in memory only; `serve`
-//! copies them into `service.json` at its own write points.
+//! the last error and a window of recent call latencies; and per hook family, a histogram
+//! of call durations ([`CallHistogram`], fixed buckets: its size never grows with history)
+//! for `/metrics` (docs/metrics.md). Updated in memory only; `serve` copies them into
+//! `service.json` at its own write points.
 
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::time::Duration;
+
+/// Upper bounds (seconds) of the hook call duration histogram's buckets, `+Inf` implied:
+/// from a fast compiled host (a few ms) to the longest call timeouts.
+pub const CALL_BUCKETS: [f64; 12] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// Durations of the hook calls of one family this supervisor run, in Prometheus'
+/// histogram shape: `buckets[i]` counts calls of at most [`CALL_BUCKETS`]`[i]` seconds
+/// (cumulative), `count` every call (the `+Inf` bucket), `sum_s` their total in seconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CallHistogram {
+    /// Cumulative counts per bound of [`CALL_BUCKETS`].
+    pub buckets: [u64; CALL_BUCKETS.len()],
+    /// Calls observed.
+    pub count: u64,
+    /// Their total duration, seconds.
+    pub sum_s: f64,
+}
+
+impl CallHistogram {
+    /// Counts one call that took `elapsed` (answered or failed).
+    pub fn observe(&mut self, elapsed: Duration) {
+        let s = elapsed.as_secs_f64();
+        for (n, bound) in self.buckets.iter_mut().zip(CALL_BUCKETS) {
+            if s <= bound {
+                *n += 1;
+            }
+        }
+        self.count += 1;
+        self.sum_s += s;
+    }
+}
 
 /// How many recent call latencies the p50 is computed over.
 pub const LATENCY_WINDOW: usize = 64;
@@ -57,6 +93,21 @@ impl CallStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn histogram_buckets_are_cumulative() {
+        let mut h = CallHistogram::default();
+        for ms in [3, 40, 40, 2000, 60_000] {
+            h.observe(Duration::from_millis(ms));
+        }
+        // ≤5 ms: 1; ≤50 ms: 3; ≤2.5 s: 4; ≤30 s: 4; +Inf (count): 5.
+        assert_eq!(h.buckets[0], 1);
+        assert_eq!(h.buckets[3], 3);
+        assert_eq!(h.buckets[8], 4);
+        assert_eq!(h.buckets[11], 4);
+        assert_eq!(h.count, 5);
+        assert!((h.sum_s - 62.083).abs() < 1e-9, "{}", h.sum_s);
+    }
 
     #[test]
     fn p50_over_a_sliding_window() {

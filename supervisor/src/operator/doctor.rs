@@ -20,6 +20,7 @@ use crate::hosts::sandbox::SandboxGate;
 use crate::hosts::{check_pin, PinStatus};
 use crate::runtime::git::Repo;
 use crate::runtime::host_health::{self, Reading};
+use crate::runtime::round_cgroup;
 
 /// One check of the report.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
@@ -317,6 +318,7 @@ pub async fn run(config_path: &Path, rounds: u64) -> Report {
     refuse_boot |= !is_repo;
     checks.push(log_dir_check(&config.runtime.log_dir));
     checks.push(host_health_check(&config));
+    checks.push(round_cgroup_check(&config));
     checks.push(prompt_check(&config.prompt.files[0]));
     let agent = &config.agent.command[0];
     let base = config.path.parent().unwrap_or(Path::new("/"));
@@ -442,8 +444,6 @@ fn layout_warnings(config: &Config) -> Vec<Check> {
     warnings
 }
 
-/// `log_dir`: an existing writable directory, or creatable (its nearest existing ancestor
-/// is a writable directory). Checked with `access(2)`; nothing is created.
 /// `host_health`: fails when a round would be deferred now (a critical reading against
 /// `[monitor.host_health]`, docs/operations.md "Host health"); a warning passes, named.
 fn host_health_check(config: &Config) -> Check {
@@ -460,6 +460,35 @@ fn host_health_check(config: &Config) -> Check {
     }
 }
 
+/// `round_cgroup`: whether the supervisor's memory cgroup is delegated, so rounds run in
+/// cgroups of their own (docs/operations.md, "Round cgroups"); without delegation, how to
+/// get it. Informational: rounds run either way, so it always passes.
+fn round_cgroup_check(config: &Config) -> Check {
+    let cfg = &config.monitor.host_health;
+    let reason = match round_cgroup::delegation(cfg.round_cgroup) {
+        Ok(d) => format!(
+            "delegated: each round runs in its own child of {} (cgroup {} memory)",
+            d.dir.display(),
+            d.layout.as_str()
+        ),
+        Err(why) => format!(
+            "not delegated ({why}): rounds run in the supervisor's cgroup{}; to get one \
+             per round, run serve under systemd with Delegate=yes (the unit of \
+             `agent-runner install` sets it), or, on cgroup v1, chown the supervisor's \
+             memory cgroup directory to its user; root on a machine whose cgroups it \
+             manages sets [monitor.host_health] memory.round_cgroup = \"on\"",
+            if cfg.round_high_mb.is_some() || cfg.round_max_mb.is_some() {
+                " and memory.round_high_mb / round_max_mb are not applied"
+            } else {
+                ""
+            }
+        ),
+    };
+    check("round_cgroup", true, reason, "")
+}
+
+/// `log_dir`: an existing writable directory, or creatable (its nearest existing ancestor
+/// is a writable directory). Checked with `access(2)`; nothing is created.
 fn log_dir_check(log_dir: &Path) -> Check {
     use nix::unistd::{access, AccessFlags};
     let writable = |p: &Path| access(p, AccessFlags::W_OK | AccessFlags::X_OK).is_ok();

@@ -8,7 +8,8 @@
 //!   event with `ts >= TS`, then exit (or follow, with `--tail`). A client resumes by
 //!   passing the last `ts` it saw: that event may repeat, none is lost.
 //! - `--kind '*'` (ours): every kind.
-//! - `--tail`: follow the record (month rollover included) until Ctrl-C, exit 0. With
+//! - `--tail`: follow the record (month rollover included) until Ctrl-C or until stdout's
+//!   reader is gone (a closed pipe, a hung-up socket), exit 0. With
 //!   `--since`, following goes on from exactly where the history read stopped, so no event
 //!   is lost between the two (what `monitor --host` relies on to resume without a gap).
 //!
@@ -185,7 +186,8 @@ fn report_skipped(skipped: usize) {
     }
 }
 
-/// Prints matching events appended after `reader`'s position until Ctrl-C.
+/// Prints matching events appended after `reader`'s position until Ctrl-C, or until
+/// stdout's reader is gone (checked every [`TAIL_POLL`], written to or not).
 async fn follow(state_dir: &Path, mut reader: Forward, query: &Query) -> Result<u8, CliError> {
     let unreadable = |e: io::Error| CliError::failure(format!("cannot read {e}"));
     let mut interrupted = crate::operator::interrupt::interrupt_signal()?;
@@ -196,6 +198,10 @@ async fn follow(state_dir: &Path, mut reader: Forward, query: &Query) -> Result<
                 return Ok(exit::OK);
             }
             _ = tokio::time::sleep(TAIL_POLL) => {}
+        }
+        if crate::operator::interrupt::stdout_closed() {
+            report_skipped(reader.skipped());
+            return Ok(exit::OK);
         }
         reader.refresh(state_dir).map_err(unreadable)?;
         let mut out = io::stdout().lock();

@@ -125,6 +125,9 @@ pub fn render_template(binary: &Path, scope: Scope) -> String {
          # login failure ([monitor] auto_stop_on). Restarting cannot help: do not restart.\n\
          RestartPreventExitStatus={config_code} {noperm_code}\n\
          KillMode=control-group\n\
+         # The unit's cgroup is the supervisor's to divide: each round runs in a child\n\
+         # cgroup (memory accounted, OOM kills named; docs/operations.md, Round cgroups).\n\
+         Delegate=yes\n\
          KillSignal=SIGTERM\n\
          \n\
          [Install]\n\

@@ -1,5 +1,8 @@
 //! Ctrl-C for the verbs that follow until interrupted (`watch`, `events --tail`): both
-//! exit 0 on SIGINT and leave what they printed.
+//! exit 0 on SIGINT and leave what they printed. `events --tail` also ends, exit 0, once
+//! its reader is gone ([`stdout_closed`]), even while nothing new is written: the remote
+//! end of `monitor --host` must not outlive a dropped ssh link (docs/operations.md,
+//! "`monitor`").
 
 use crate::exit::CliError;
 
@@ -9,4 +12,19 @@ use crate::exit::CliError;
 pub fn interrupt_signal() -> Result<tokio::signal::unix::Signal, CliError> {
     tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .map_err(|e| CliError::failure(format!("cannot handle SIGINT: {e}")))
+}
+
+/// Whether standard output leads nowhere any more: the read end of its pipe is closed
+/// (`POLLERR`) or its socket peer hung up (`POLLHUP`), as when the ssh connection carrying
+/// it dropped and sshd closed the session's descriptors (poll(2)). A terminal or file never
+/// reports either.
+pub fn stdout_closed() -> bool {
+    let mut fd = libc::pollfd {
+        fd: libc::STDOUT_FILENO,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: poll(2) on one valid pollfd that outlives the call, with no wait.
+    let n = unsafe { libc::poll(&mut fd, 1, 0) };
+    n == 1 && fd.revents & (libc::POLLERR | libc::POLLHUP) != 0
 }

@@ -115,8 +115,9 @@ pub struct PeekDoc {
     /// a network failure), oldest first: the reference system's network blips
     /// (docs/operations.md "peek --json").
     pub recent_blips: Vec<Recorded>,
-    /// The reference system's cgroup growth warnings: always `[]` (this build keeps no
-    /// cgroup of the agent; `docs/operations.md`).
+    /// The reference system's cgroup growth warnings: always `[]` (this build records a
+    /// round's peak memory after the round instead, `round_cgroup_memory`;
+    /// `docs/operations.md`, "Round cgroups").
     pub recent_cgroup_growth_warnings: Vec<Value>,
     /// What `[schedule]` says of the next round now (`null` when no schedule sets a
     /// window): the reference system's `paused`, `resume_at`, `active_window`, `phase`,

@@ -15,7 +15,7 @@ use std::time::SystemTime;
 
 use crate::config::Config;
 use crate::hosts::sandbox::SandboxGate;
-use crate::hosts::HostManager;
+use crate::hosts::{CallHistogram, HostManager};
 use crate::runtime::events::timestamp;
 use crate::runtime::state::write_json_atomic;
 
@@ -146,6 +146,10 @@ pub struct ServiceDoc {
     pub back_off: Option<BackOffDoc>,
     /// Its hosts.
     pub hosts: Vec<ServiceHost>,
+    /// Durations of this run's hook calls, by family (wire spelling): fixed buckets,
+    /// bounded whatever the run's length (`/metrics`, docs/metrics.md).
+    #[serde(default)]
+    pub hook_call_durations: BTreeMap<String, CallHistogram>,
     /// The sandbox gate of this boot: `requested`, `achieved_tier`, `landlock_abi`,
     /// `seccomp`.
     pub sandbox: SandboxInfo,
@@ -183,6 +187,7 @@ impl ServiceFile {
                 current_round: None,
                 back_off: None,
                 hosts: Vec::new(),
+                hook_call_durations: BTreeMap::new(),
                 sandbox: info,
                 updated_at: now,
             },
@@ -231,6 +236,11 @@ impl ServiceFile {
                 failures: h.stats.failures,
                 last_error: h.stats.last_error,
             })
+            .collect();
+        self.doc.hook_call_durations = hosts
+            .call_durations()
+            .iter()
+            .map(|(family, h)| (family.as_str().to_owned(), h.clone()))
             .collect();
         self.doc.updated_at = timestamp(SystemTime::now());
         if let Err(err) = write_json_atomic(&self.path, &self.doc) {

@@ -56,6 +56,9 @@ pub struct AgentSpec {
     pub spare: Vec<u32>,
     /// Result grace, when `max_grace_after_result_s` and `terminal_marker` are set.
     pub grace: Option<crate::runtime::grace::Grace>,
+    /// `cgroup.procs` of the round's cgroup (close-on-exec), which the agent joins before
+    /// its exec ([`crate::runtime::round_cgroup`]); `None`: the supervisor's own cgroup.
+    pub cgroup_procs: Option<OwnedFd>,
 }
 
 /// How the agent's run ended (`agent_exit.exit_cause`).
@@ -181,6 +184,9 @@ pub async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Result<Agent
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err))
         .kill_on_drop(true);
+    if let Some(procs) = spec.cgroup_procs {
+        join_cgroup(&mut cmd, procs);
+    }
     let guard = GroupGuard::install(&mut cmd)?;
     let started = Instant::now();
     let mut child = cmd.spawn()?;
@@ -325,6 +331,28 @@ async fn terminate(
             let _ = killpg(pgid, Signal::SIGKILL);
             child.wait().await
         }
+    }
+}
+
+/// Adds to `cmd`'s pre-exec steps (before the [`GroupGuard`]'s fork, so the guard joins
+/// too) the write of `0` to `procs`, an open `cgroup.procs`: the child moves itself into
+/// that cgroup before its exec, so nothing the agent starts runs outside it (kernel
+/// `cgroup-v2.rst`, "Processes": writing 0 migrates the writer). A failed write fails the
+/// spawn.
+fn join_cgroup(cmd: &mut Command, procs: OwnedFd) {
+    let fd = procs.as_raw_fd();
+    // SAFETY: the closure runs in the forked child before exec and makes one
+    // async-signal-safe system call (write) on a descriptor it owns (`procs` is moved in
+    // and stays open until `cmd` is dropped); it allocates nothing and takes no locks.
+    unsafe {
+        cmd.pre_exec(move || {
+            let _keep_open = &procs;
+            if libc::write(fd, b"0".as_ptr().cast(), 1) == 1 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
     }
 }
 

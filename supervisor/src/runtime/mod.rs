@@ -2,7 +2,8 @@
 //!
 //! - [`serve`]: boot (config → sandbox gate → lock → hosts) and rounds back to back.
 //! - [`round`]: one round: admission, prompt, spawn gate, agent, dirty tree, events.
-//! - [`host_health`]: disk, memory and pressure before and during a round.
+//! - [`host_health`]: disk, memory and pressure before and during a round;
+//!   [`round_cgroup`]: each round in its own cgroup when the supervisor's is delegated.
 //! - [`agent`]: the agent process in its own process group, under its budget.
 //! - [`pre_round`] (pre-round hooks and context enrichers), [`spawn_gate`], [`dirty`] and
 //!   [`detect`]: the hook families as the round sees them, with their built-ins;
@@ -39,6 +40,7 @@ pub mod processes;
 pub mod prompt;
 pub mod retention;
 pub mod round;
+pub mod round_cgroup;
 pub mod round_context;
 pub mod schedule;
 pub mod schedule_gate;

@@ -34,6 +34,7 @@ use crate::runtime::post_round::{self, Decision, Judged};
 use crate::runtime::pre_round;
 use crate::runtime::prompt::{agent_argv, assemble, spawn_view_argv};
 use crate::runtime::retention;
+use crate::runtime::round_cgroup::{self, Delegation, RoundCgroup};
 use crate::runtime::round_context::{self, CONTEXT_FILE_ENV};
 use crate::runtime::spawn_gate::{self, Verdict};
 use crate::runtime::state;
@@ -96,6 +97,8 @@ pub struct Runner {
     repo: Repo,
     /// Since when the host-health gate has been deferring rounds.
     unhealthy_since: Option<std::time::Instant>,
+    /// The delegated cgroup rounds get children of; `None`: rounds run in the supervisor's.
+    cgroups: Option<Delegation>,
 }
 
 /// The work tree as rounds see it under `config`: the supervisor's own files and the paths
@@ -108,8 +111,15 @@ fn repo_for(config: &Config, hosts: &HostManager, tree: Repo) -> Repo {
 
 impl Runner {
     /// A runner over `config` with `hosts` already booted, on `tree` (the work dir's repo,
-    /// already found to be one: [`Repo::is_repo`]).
-    pub fn new(config: Config, events: EventLog, hosts: HostManager, tree: Repo) -> Self {
+    /// already found to be one: [`Repo::is_repo`]); each round gets a child of `cgroups`
+    /// when there is one ([`round_cgroup::prepare`]).
+    pub fn new(
+        config: Config,
+        events: EventLog,
+        hosts: HostManager,
+        tree: Repo,
+        cgroups: Option<Delegation>,
+    ) -> Self {
         let repo = repo_for(&config, &hosts, tree);
         Runner {
             config,
@@ -117,6 +127,7 @@ impl Runner {
             hosts,
             repo,
             unhealthy_since: None,
+            cgroups,
         }
     }
 
@@ -379,7 +390,7 @@ impl Runner {
                 log_path.display()
             ))
         })?;
-        let spec = AgentSpec {
+        let mut spec = AgentSpec {
             log_cap: self.config.runtime.round_log_max_bytes,
             argv,
             env,
@@ -399,14 +410,22 @@ impl Runner {
                 .filter_map(|(_, _, pid)| pid)
                 .collect(),
             grace: self.grace(profile_marker.as_bytes(), round_num, &log_path),
+            cgroup_procs: None,
         };
+        let mut cgroup = self.round_cgroup(round_num);
+        spec.cgroup_procs = cgroup.as_mut().and_then(RoundCgroup::take_procs);
         let baseline = self.baseline(round_num).await;
         self.events.emit(Event::AgentSpawn {
             round_num,
             timeout_s: budget.as_secs(),
             log_path: log_path.clone(),
         });
-        let exit = match agent::run(spec, stop).await {
+        let exit = agent::run(spec, stop).await;
+        let usage = match cgroup {
+            Some(cg) => Some(cg.finish().await),
+            None => None,
+        };
+        let exit = match exit {
             Ok(exit) => exit,
             Err(err) => {
                 let message = format!(
@@ -433,6 +452,10 @@ impl Runner {
             timed_out: exit.cause == agent::ExitCause::Timeout,
             exit_cause: exit.cause.as_str().to_owned(),
         });
+        if let Some(usage) = usage {
+            let agent = &self.config.profile(phase).agent.command[0];
+            self.record_cgroup(round_num, agent, &exit, usage);
+        }
         self.substrate(round_num, true).await;
         // Counted as it went by, not from the file: the agent may have deleted it.
         let output_bytes = exit.log.kept + exit.log.discarded;
@@ -502,6 +525,49 @@ impl Runner {
             dirty,
             post_round,
         })
+    }
+
+    /// The cgroup of round `round_num`, when the supervisor's cgroup is delegated; a
+    /// failure to make it is logged and the round runs in the supervisor's cgroup.
+    fn round_cgroup(&self, round_num: u64) -> Option<RoundCgroup> {
+        let limits = round_cgroup::Limits::of(&self.config.monitor.host_health);
+        match self.cgroups.as_ref()?.create(round_num, limits) {
+            Ok(cg) => Some(cg),
+            Err(e) => {
+                tracing::warn!(
+                    "round {round_num} runs in the supervisor's cgroup: cannot make its own: {e}"
+                );
+                None
+            }
+        }
+    }
+
+    /// `round_oom_killed` (when the kernel killed inside the round's cgroup) and
+    /// `round_cgroup_memory` for a round that ran in its own cgroup.
+    fn record_cgroup(
+        &self,
+        round_num: u64,
+        agent: &str,
+        exit: &AgentExit,
+        usage: round_cgroup::Usage,
+    ) {
+        if usage.oom_kills > 0 {
+            self.events.emit(Event::RoundOomKilled {
+                round_num,
+                agent: agent.to_owned(),
+                agent_killed: exit.signal == Some(libc::SIGKILL),
+                oom_kills: usage.oom_kills,
+                max_bytes: usage.limits.max,
+            });
+        }
+        self.events.emit(Event::RoundCgroupMemory {
+            round_num,
+            layout: usage.layout.as_str().to_owned(),
+            cgroup: usage.dir.display().to_string(),
+            peak_bytes: usage.peak_bytes,
+            high_bytes: usage.limits.high,
+            max_bytes: usage.limits.max,
+        });
     }
 
     /// Asks the post-round hooks about the round that just ended (its log's last

@@ -73,6 +73,8 @@ pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
     if let Err(e) = crate::runtime::agent::become_subreaper() {
         tracing::warn!("cannot become a child subreaper ({e}); processes that leave the agent's group may survive a round");
     }
+    // Before any host starts: on cgroup v2 the supervisor may move itself into a leaf.
+    let cgroups = crate::runtime::round_cgroup::prepare(config.monitor.host_health.round_cgroup);
     let events = EventLog::new(&config.runtime.state_dir);
     let caps = probe();
     let gate = match SandboxGate::evaluate(config.plugins.sandbox, caps.clone()) {
@@ -122,7 +124,7 @@ pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
     let mut snapshot = Snapshot::booting();
     snapshot.update("waiting", None, &hosts);
     Ok(Booted {
-        runner: Runner::new(config, events, hosts, tree),
+        runner: Runner::new(config, events, hosts, tree, cgroups),
         status: watch::channel(snapshot).0,
         gate,
         follow,

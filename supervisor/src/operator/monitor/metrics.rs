@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::time::SystemTime;
 
+use crate::hosts::{CallHistogram, CALL_BUCKETS};
 use crate::operator::service::{ServiceDoc, ServiceState};
 use crate::runtime::events::{Event, Recorded, RoundEnd};
 
@@ -266,6 +267,26 @@ fn duration_histogram(c: &Counters) -> Vec<Sample> {
     samples
 }
 
+/// The samples of one family's call duration histogram: cumulative buckets, `+Inf`, sum,
+/// count, each labelled `family`.
+fn call_histogram(fam: &str, h: &CallHistogram) -> Vec<Sample> {
+    let labels = |le: Option<String>| {
+        let mut l = vec![("family", fam.to_owned())];
+        l.extend(le.map(|le| ("le", le)));
+        l
+    };
+    let mut samples: Vec<Sample> = h
+        .buckets
+        .iter()
+        .zip(CALL_BUCKETS)
+        .map(|(n, bound)| ("_bucket", labels(Some(number(bound))), *n as f64))
+        .collect();
+    samples.push(("_bucket", labels(Some("+Inf".to_owned())), h.count as f64));
+    samples.push(("_sum", labels(None), h.sum_s));
+    samples.push(("_count", labels(None), h.count as f64));
+    samples
+}
+
 /// `agent_runner_deferred`, `agent_runner_deferred_until_timestamp_seconds`,
 /// `agent_runner_deferrals_total`.
 fn deferrals(o: &mut String, projects: &[ProjectView<'_>]) {
@@ -349,8 +370,29 @@ fn failures(o: &mut String, projects: &[ProjectView<'_>]) {
 }
 
 /// `agent_runner_hook_calls`, `agent_runner_hook_call_duration_p50_seconds` (hosts of the
-/// running supervisor only).
+/// running supervisor only) and `agent_runner_hook_call_duration_seconds` (the running
+/// supervisor's calls by family).
 fn hook_calls(o: &mut String, projects: &[ProjectView<'_>]) {
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_hook_call_duration_seconds",
+            "histogram",
+            "Duration of the running supervisor's hook calls, by hook family.",
+        ),
+        |p| {
+            p.service
+                .filter(|_| p.up)
+                .map(|s| {
+                    s.hook_call_durations
+                        .iter()
+                        .flat_map(|(fam, h)| call_histogram(fam, h))
+                        .collect()
+                })
+                .unwrap_or_default()
+        },
+    );
     family(
         o,
         projects,

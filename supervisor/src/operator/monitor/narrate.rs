@@ -48,6 +48,21 @@ pub fn sentence(recorded: &Recorded) -> String {
         Some(Event::RoundMemTerminated { message, .. }) => {
             format!("round ended by host pressure: {message}")
         }
+        Some(Event::RoundOomKilled {
+            round_num,
+            agent,
+            agent_killed,
+            max_bytes,
+            ..
+        }) => format!(
+            "round {round_num}: the kernel's OOM killer ended {}{}",
+            if *agent_killed {
+                format!("the agent {agent}")
+            } else {
+                format!("a process of the agent {agent}")
+            },
+            max_bytes.map_or(String::new(), |b| format!(" (round_max_mb {})", b >> 20))
+        ),
         Some(Event::MonitorAlertEmitted {
             detector,
             severity,
@@ -92,5 +107,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(sentence(&other), "16:43:56 future_kind: x=1");
+        let oom = Recorded::from_line(json!({"ts": "2026-11-29T16:43:57.000Z", "event": "round_oom_killed", "round_num": 2, "agent": "claude", "agent_killed": true, "oom_kills": 1, "max_bytes": 33554432})).unwrap();
+        assert_eq!(
+            sentence(&oom),
+            "16:43:57 round 2: the kernel's OOM killer ended the agent claude (round_max_mb 32)"
+        );
     }
 }

@@ -190,6 +190,39 @@ pub enum Event {
         /// The readings.
         context: serde_json::Value,
     },
+    /// What a round's own cgroup measured (the supervisor's cgroup is delegated,
+    /// docs/operations.md "Round cgroups"); after `agent_exit`.
+    RoundCgroupMemory {
+        /// The round.
+        round_num: u64,
+        /// `v1` (the memory controller's own hierarchy) or `v2` (unified).
+        layout: String,
+        /// The round's cgroup directory (removed after the round).
+        cgroup: String,
+        /// Most memory the round's processes used at once, in bytes (`memory.peak` on v2,
+        /// `memory.max_usage_in_bytes` on v1); `null` when the kernel does not keep it.
+        peak_bytes: Option<u64>,
+        /// The brake set (`memory.round_high_mb`), in bytes; `null`: none.
+        high_bytes: Option<u64>,
+        /// The hard limit set (`memory.round_max_mb`), in bytes; `null`: none.
+        max_bytes: Option<u64>,
+    },
+    /// The kernel's OOM killer ended a process of the round inside its cgroup; after
+    /// `agent_exit`, before `round_cgroup_memory`.
+    RoundOomKilled {
+        /// The round.
+        round_num: u64,
+        /// The agent's command (`argv[0]`) whose round it was.
+        agent: String,
+        /// The agent process itself ended by SIGKILL (the OOM killer's signal); `false`
+        /// when the killed process was one of its children.
+        agent_killed: bool,
+        /// OOM kills counted in the round's cgroup (`oom_kill` of `memory.events` on v2,
+        /// of `memory.oom_control` on v1).
+        oom_kills: u64,
+        /// The hard limit, in bytes; `null` when the host itself ran out of memory.
+        max_bytes: Option<u64>,
+    },
 
     // ---- monitor ----
     /// A `monitor` began watching this project.
@@ -798,6 +831,8 @@ pub const BUILTIN_KINDS: &[&str] = &[
     "plugin_disabled",
     "round_mem_critical_sample",
     "round_mem_terminated",
+    "round_cgroup_memory",
+    "round_oom_killed",
     "monitor_started",
     "monitor_alert_emitted",
     "monitor_auto_stop_triggered",

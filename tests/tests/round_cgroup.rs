@@ -1,0 +1,364 @@
+//! Per-round child cgroups (docs/operations.md, "Round cgroups") on the real kernel, in the
+//! layout this machine mounts the memory controller in (cgroup v1 memory here; v2 where
+//! the unified hierarchy has it), as root and as the unprivileged test user.
+//!
+//! Each test makes a memory cgroup of its own below the test process's, hands it to the
+//! operator (for the test user: `chown`, which is what delegation means on v1 and what
+//! systemd's `Delegate=yes` does on v2) and starts the supervisor inside it. A round's
+//! agent then runs in `round-<N>.<pid>` below it, with the configured brake and limit set;
+//! its peak memory is recorded, an allocation past the limit is OOM-killed and named, and
+//! the round's cgroup is gone after the round. Without delegation nothing changes and
+//! `doctor` says how to get it.
+
+use agent_runner_e2e::serde_json::{self, Value};
+use agent_runner_e2e::unprivileged::{Operator, TestUser};
+use agent_runner_e2e::{Project, RunOutput};
+use agent_runner_plugin_host::cgroup::{own_cgroup, Layout};
+use std::fs;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+const MIB: u64 = 1024 * 1024;
+
+/// A memory cgroup made for one test below the test process's own, removed on drop.
+struct TestCgroup {
+    dir: PathBuf,
+    layout: Layout,
+}
+
+impl TestCgroup {
+    /// Makes it, given to `owner` when there is one.
+    fn new(owner: Option<&TestUser>) -> TestCgroup {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let own = own_cgroup("memory")
+            .expect("the memory controller is mounted (cgroup v1 memory or v2): tests need it");
+        let parent = match own.layout {
+            Layout::V1 => own.dir,
+            Layout::V2 => v2_parent_with_memory(own.dir),
+        };
+        let dir = parent.join(format!(
+            "ar-e2e-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        fs::create_dir(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+        if let Some(user) = owner {
+            user.own(&dir);
+        }
+        TestCgroup {
+            dir,
+            layout: own.layout,
+        }
+    }
+
+    /// The names of the round cgroups below it.
+    fn rounds(&self) -> Vec<String> {
+        let mut names = self.children();
+        names.retain(|n| n.starts_with("round-"));
+        names
+    }
+
+    /// Makes `cmd` start inside this cgroup: its child writes `0` to the open
+    /// `cgroup.procs` before exec.
+    fn enter(&self, cmd: &mut Command) {
+        let procs: OwnedFd = fs::OpenOptions::new()
+            .write(true)
+            .open(self.dir.join("cgroup.procs"))
+            .expect("open cgroup.procs")
+            .into();
+        let fd = procs.as_raw_fd();
+        // SAFETY: runs in the forked child before exec; one async-signal-safe write(2) on a
+        // descriptor kept open by the closure; no allocation, no locks.
+        unsafe {
+            cmd.pre_exec(move || {
+                let _keep = &procs;
+                if libc::write(fd, b"0".as_ptr().cast(), 1) == 1 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
+    }
+
+    /// The names of the cgroups below it.
+    fn children(&self) -> Vec<String> {
+        fs::read_dir(&self.dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+}
+
+/// Where a v2 test cgroup can get the memory controller: the test's own cgroup when it can
+/// enable `memory` for its children, else (a cgroup holding processes cannot: "no internal
+/// processes") the root of the hierarchy, which is exempt.
+fn v2_parent_with_memory(own: PathBuf) -> PathBuf {
+    if fs::write(own.join("cgroup.subtree_control"), "+memory").is_ok() {
+        return own;
+    }
+    let mut root = own;
+    while root
+        .parent()
+        .is_some_and(|p| p.join("cgroup.procs").exists())
+    {
+        root.pop();
+    }
+    let control = fs::read_to_string(root.join("cgroup.subtree_control")).unwrap_or_default();
+    if !control.split_whitespace().any(|c| c == "memory") {
+        fs::write(root.join("cgroup.subtree_control"), "+memory")
+            .unwrap_or_else(|e| panic!("enable memory below {}: {e}", root.display()));
+    }
+    root
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        for child in self.children() {
+            let _ = fs::remove_dir(self.dir.join(child));
+        }
+        let _ = fs::remove_dir(&self.dir);
+    }
+}
+
+/// An agent (Python) that prints its cgroups and the limits of the round cgroup below
+/// `$ROUND_CG_PARENT`, then holds `$ALLOC_MB` MiB of touched memory for a moment.
+const AGENT: &str = r#"#!/usr/bin/env python3
+import os, sys, time
+print(open("/proc/self/cgroup").read(), flush=True)
+parent = os.environ.get("ROUND_CG_PARENT", "")
+if parent:
+    for name in sorted(os.listdir(parent)):
+        if name.startswith("round-"):
+            for f in ("memory.soft_limit_in_bytes", "memory.limit_in_bytes", "memory.high", "memory.max"):
+                try:
+                    print("limit", f, open(os.path.join(parent, name, f)).read().strip(), flush=True)
+                except OSError:
+                    pass
+block = b"x" * (int(os.environ["ALLOC_MB"]) << 20)
+print("allocated", len(block), flush=True)
+time.sleep(0.3)
+"#;
+
+fn project(operator: Operator) -> Project {
+    let p = Project::new_as(operator);
+    p.script("agent/mem-agent.py", AGENT);
+    p
+}
+
+/// `agent-runner <args>` started inside `cg` (or where the test runs, for `None`).
+fn run_in(p: &Project, cg: Option<&TestCgroup>, args: &[&str]) -> RunOutput {
+    let mut cmd = p.command(args);
+    if let Some(cg) = cg {
+        cg.enter(&mut cmd);
+    }
+    p.run_with(cmd)
+}
+
+fn write_config(p: &Project, cg: Option<&TestCgroup>, alloc_mb: u64, memory: &str) {
+    let agent = p.tmp_dir().join("agent/mem-agent.py");
+    let parent = cg.map(|c| c.dir.display().to_string()).unwrap_or_default();
+    p.write_config(
+        &agent_runner_e2e::ConfigBuilder::new(&agent)
+            .dirty_action("ignore")
+            .agent_env("ALLOC_MB", &alloc_mb.to_string())
+            .agent_env("ROUND_CG_PARENT", &parent)
+            .extra(&format!("[monitor.host_health.memory]\n{memory}")),
+    );
+}
+
+fn doctor_round_cgroup(p: &Project, cg: Option<&TestCgroup>) -> Value {
+    let out = run_in(p, cg, &["doctor", "--json"]);
+    let report: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out}"));
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "round_cgroup")
+        .cloned()
+        .unwrap_or_else(|| panic!("no round_cgroup check: {report}"))
+}
+
+/// The last round's log text.
+fn last_round_log(p: &Project) -> String {
+    let logs = p.round_logs();
+    fs::read_to_string(logs.last().expect("a round log")).unwrap()
+}
+
+fn peak_and_oom_kill_in_a_delegated_cgroup(operator: Operator) {
+    let p = project(operator);
+    let cg = TestCgroup::new(operator.user());
+    // The test user's cgroup is delegated by ownership; root, which can write every
+    // cgroup, opts in for a cgroup systemd did not mark.
+    let mode = match operator {
+        Operator::Root => "round_cgroup = \"on\"\n",
+        Operator::Unprivileged => "",
+    };
+    let (high, max) = match cg.layout {
+        Layout::V1 => ("memory.soft_limit_in_bytes", "memory.limit_in_bytes"),
+        Layout::V2 => ("memory.high", "memory.max"),
+    };
+
+    // Round 1: 40 MiB under a 512 MiB brake: the peak is recorded, the brake was set.
+    write_config(&p, Some(&cg), 40, &format!("{mode}round_high_mb = 512"));
+    let check = doctor_round_cgroup(&p, Some(&cg));
+    let reason = check["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("delegated") && reason.contains(&cg.dir.display().to_string()),
+        "{check}"
+    );
+    run_in(&p, Some(&cg), &["round"]).assert_code(0);
+    let mem = &p.events_of("round_cgroup_memory")[0];
+    assert_eq!(mem["round_num"], 1, "{mem}");
+    assert_eq!(mem["layout"], cg.layout.as_str(), "{mem}");
+    assert_eq!(mem["high_bytes"], 512 * MIB, "{mem}");
+    assert_eq!(mem["max_bytes"], Value::Null, "{mem}");
+    let peak = mem["peak_bytes"].as_u64().expect("peak_bytes");
+    assert!(peak >= 40 * MIB, "peak {peak} below the 40 MiB held: {mem}");
+    let round_dir = PathBuf::from(mem["cgroup"].as_str().unwrap());
+    assert_eq!(round_dir.parent(), Some(cg.dir.as_path()), "{mem}");
+    let name = round_dir.file_name().unwrap().to_str().unwrap().to_owned();
+    assert!(name.starts_with("round-1."), "{name}");
+    // The agent really ran in it, with the brake set.
+    let log = last_round_log(&p);
+    let suffix = format!("/{}/{name}", cg.dir.file_name().unwrap().to_str().unwrap());
+    assert!(
+        log.lines().any(|l| l.ends_with(&suffix)),
+        "agent's /proc/self/cgroup lacks {suffix}:\n{log}"
+    );
+    assert!(
+        log.contains(&format!("limit {high} {}", 512 * MIB)),
+        "brake not set in {high}:\n{log}"
+    );
+    assert!(
+        p.events_of("round_oom_killed").is_empty(),
+        "{}",
+        p.events_text()
+    );
+    assert!(!round_dir.exists(), "{} left behind", round_dir.display());
+
+    // Round 2: 256 MiB against a 32 MiB hard limit: the kernel kills the agent, named.
+    write_config(&p, Some(&cg), 256, &format!("{mode}round_max_mb = 32"));
+    run_in(&p, Some(&cg), &["round"]).assert_code(1);
+    let log = last_round_log(&p);
+    assert!(
+        log.contains(&format!("limit {max} {}", 32 * MIB)),
+        "limit not set in {max}:\n{log}"
+    );
+    assert!(
+        !log.contains("allocated"),
+        "the allocation succeeded:\n{log}"
+    );
+    let exit = p.events_of("agent_exit")[1].clone();
+    assert_eq!(exit["signal"], 9, "{exit}");
+    let oom = p
+        .events_of("round_oom_killed")
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("no round_oom_killed:\n{}", p.events_text()));
+    assert_eq!(oom["round_num"], 2, "{oom}");
+    assert_eq!(
+        oom["agent"],
+        p.tmp_dir().join("agent/mem-agent.py").display().to_string(),
+        "{oom}"
+    );
+    assert_eq!(oom["agent_killed"], true, "{oom}");
+    assert!(oom["oom_kills"].as_u64().unwrap() >= 1, "{oom}");
+    assert_eq!(oom["max_bytes"], 32 * MIB, "{oom}");
+    let mem = &p.events_of("round_cgroup_memory")[1];
+    assert_eq!(mem["round_num"], 2, "{mem}");
+    assert!(mem["peak_bytes"].as_u64().unwrap() <= 32 * MIB, "{mem}");
+    // Every round cgroup is gone (on v2 the supervisor's own leaf stays until the test's
+    // cgroup is removed).
+    assert_eq!(cg.rounds(), Vec::<String>::new());
+    p.assert_events_whole();
+}
+
+#[test]
+fn as_root_a_rounds_peak_is_recorded_and_an_allocation_past_the_limit_is_oom_killed() {
+    peak_and_oom_kill_in_a_delegated_cgroup(Operator::Root);
+}
+
+#[test]
+fn as_a_user_with_a_delegated_cgroup_rounds_get_cgroups_of_their_own() {
+    peak_and_oom_kill_in_a_delegated_cgroup(Operator::Unprivileged);
+}
+
+#[test]
+fn without_delegation_nothing_changes_and_doctor_says_how_to_get_it() {
+    // The test user in the test process's own cgroup, which root owns: not delegated.
+    let p = project(Operator::Unprivileged);
+    let own = own_cgroup("memory").expect("memory controller");
+    write_config(&p, None, 8, "round_max_mb = 32");
+    let check = doctor_round_cgroup(&p, None);
+    assert_eq!(check["ok"], true, "{check}");
+    let reason = check["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("not delegated")
+            && reason.contains(&own.dir.display().to_string())
+            && reason.contains("Delegate=yes")
+            && reason.contains("round_max_mb are not applied"),
+        "{check}"
+    );
+    run_in(&p, None, &["round"]).assert_code(0);
+    assert!(
+        p.events_of("round_cgroup_memory").is_empty() && p.events_of("round_oom_killed").is_empty(),
+        "{}",
+        p.events_text()
+    );
+    // The agent ran in the supervisor's (the test's) memory cgroup.
+    let mine = fs::read_to_string("/proc/self/cgroup").unwrap();
+    let line = |text: &str| {
+        text.lines()
+            .find(|l| match own.layout {
+                Layout::V1 => l
+                    .split(':')
+                    .nth(1)
+                    .is_some_and(|c| c.split(',').any(|c| c == "memory")),
+                Layout::V2 => l.starts_with("0::"),
+            })
+            .map(str::to_owned)
+    };
+    assert_eq!(line(&last_round_log(&p)), line(&mine));
+}
+
+#[test]
+fn as_root_a_writable_cgroup_systemd_did_not_hand_over_is_left_alone() {
+    // Root may write every cgroup; without systemd's delegation mark or
+    // `memory.round_cgroup = "on"`, its cgroup is not its own: rounds stay in it, at no
+    // cost (moving a process between cgroups waits on the kernel), and doctor says why.
+    let p = project(Operator::Root);
+    let cg = TestCgroup::new(None);
+    write_config(&p, Some(&cg), 8, "round_max_mb = 32");
+    let check = doctor_round_cgroup(&p, Some(&cg));
+    let reason = check["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("not delegated")
+            && reason.contains("root can write every cgroup")
+            && reason.contains("trusted.delegate")
+            && reason.contains("memory.round_cgroup = \"on\""),
+        "{check}"
+    );
+    run_in(&p, Some(&cg), &["round"]).assert_code(0);
+    assert!(
+        p.events_of("round_cgroup_memory").is_empty(),
+        "{}",
+        p.events_text()
+    );
+    assert!(cg.rounds().is_empty());
+    // "off" wins over a writable cgroup too.
+    write_config(&p, Some(&cg), 8, "round_cgroup = \"off\"");
+    let check = doctor_round_cgroup(&p, Some(&cg));
+    assert!(
+        check["reason"]
+            .as_str()
+            .unwrap()
+            .contains("memory.round_cgroup = \"off\""),
+        "{check}"
+    );
+}
