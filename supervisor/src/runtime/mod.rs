@@ -43,6 +43,7 @@ pub mod round;
 pub mod round_cgroup;
 pub mod round_context;
 pub mod schedule;
+pub mod schedule_gate;
 pub mod serve;
 pub mod serve_startup;
 pub mod spawn_gate;

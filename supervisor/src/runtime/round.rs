@@ -305,6 +305,7 @@ impl Runner {
             &self.config.plugins.spawn_override_allow,
             &self.events,
             &ctx,
+            profile.disable_pre_round_hooks,
             stop,
         )
         .await

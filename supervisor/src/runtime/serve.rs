@@ -22,7 +22,6 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 
 use crate::config;
-use crate::config::PhasePolicy;
 use crate::exit::CliError;
 use crate::hosts::sandbox::SandboxGate;
 use crate::hosts::HostManager;
@@ -34,6 +33,7 @@ use crate::runtime::config_follow::{ConfigFollower, Trigger};
 use crate::runtime::events::{Event, EventLog};
 use crate::runtime::git::Repo;
 use crate::runtime::round::{Attempt, Runner};
+use crate::runtime::schedule_gate;
 use crate::runtime::serve_startup;
 use crate::runtime::spawn_gate::Verdict;
 use crate::runtime::state::{self, ProjectLock};
@@ -507,34 +507,22 @@ async fn schedule_gate(
     let config = &runner.config;
     let state_dir = &config.runtime.state_dir;
     let next = state::peek_next_round(state_dir).unwrap_or(1);
-    let phase = config.phase_for_round(next);
-    let schedule = config.profile(phase).schedule;
     let now = jiff::Timestamp::now();
-    if schedule.allows(now) {
-        return true;
-    }
-    let phases: Vec<&str> = config.phases.list.iter().map(String::as_str).collect();
-    let any_open = phases
-        .iter()
-        .any(|p| config.profile(Some(p)).schedule.allows(now));
-    if config.phases.phase_policy == PhasePolicy::Skip && any_open {
-        if let Ok(round_num) = state::next_round(state_dir) {
-            runner.events.emit(Event::SchedulePhaseSkipped {
-                round_num,
-                phase: phase.unwrap_or("").to_owned(),
-                until: schedule.next_open(now).map(|t| t.to_string()),
-            });
+    let look = schedule_gate::look(config, next, now);
+    let (phase, schedule) = (look.phase, look.schedule);
+    let until = match look.verdict {
+        schedule_gate::Verdict::Run => return true,
+        schedule_gate::Verdict::PassOver { opens } => {
+            if let Ok(round_num) = state::next_round(state_dir) {
+                runner.events.emit(Event::SchedulePhaseSkipped {
+                    round_num,
+                    phase: phase.unwrap_or("").to_owned(),
+                    until: opens.map(|t| t.to_string()),
+                });
+            }
+            return false;
         }
-        return false;
-    }
-    // Wait for this phase's schedule (skip policy: for the first phase to open).
-    let until = if config.phases.phase_policy == PhasePolicy::Skip && !phases.is_empty() {
-        phases
-            .iter()
-            .filter_map(|p| config.profile(Some(p)).schedule.next_open(now))
-            .min()
-    } else {
-        schedule.next_open(now)
+        schedule_gate::Verdict::Pause { until } => until,
     };
     let wait = until
         .and_then(|t| t.duration_since(now).try_into().ok())
