@@ -1,10 +1,10 @@
-//! The summary `serve` keeps beside the record, `<state_dir>/events-summary.json`, for the
+//! The summary `serve` and `round` keep beside the record, `<state_dir>/events-summary.json`, for the
 //! questions reading backwards cannot answer cheaply: the newest rounds, `hook_failed` and
 //! `agent_network_blip` events when they lie further back than a look reads ([`crate::operator::recent`], which
-//! also refreshes it for `serve`).
+//! also refreshes it for them).
 //!
 //! It is state rebuilt from the record, never a source of truth: `serve` refreshes it at
-//! boot and after every attempt at a round (reading back only to the point the previous
+//! boot and after every attempt at a round, `round` when it ends (reading back only to the point the previous
 //! summary covers, or, when it is missing, unreadable or stale, until its lists are full)
 //! and writes it atomically. Readers never write it; they use it only when their own
 //! backwards scan reaches the point it covers, so a summary that is missing, stale or

@@ -289,7 +289,7 @@ fn summary_wanted() -> Wanted {
 }
 
 /// Brings the summary of `state_dir` ([`event_summary`]) up to the end of the record and
-/// writes it atomically (only `serve` calls this). Nothing is written while the record is empty.
+/// writes it atomically (only `serve` and `round` call this). Nothing is written while the record is empty.
 ///
 /// Errors: the summary cannot be written.
 pub fn refresh_summary(state_dir: &Path) -> io::Result<()> {

@@ -586,9 +586,9 @@ async fn pause(
     }
 }
 
-/// Brings the record's summary up to date for the read-only views (serve is its only
-/// writer: docs/operations.md "Reading the record"): at boot, before every wait and at the
-/// end, so it is current whenever the loop is idle. A failure is logged, never raised:
+/// Brings the record's summary up to date for the read-only views (`serve` and `round` are
+/// its only writers: docs/operations.md "Reading the record"): at boot, before every wait
+/// and at the end, so it is current whenever the loop is idle or a `round` has ended. A failure is logged, never raised:
 /// readers do without the summary.
 fn refresh_summary(state_dir: &Path) {
     if let Err(err) = crate::operator::recent::refresh_summary(state_dir) {
@@ -602,4 +602,6 @@ fn refresh_summary(state_dir: &Path) {
 /// Shuts the hosts down and releases the lock.
 pub async fn shutdown(booted: Booted) {
     booted.runner.hosts.shutdown().await;
+    // `round` ends here too: its look-ups are then as cheap as after a `serve`.
+    refresh_summary(&booted.runner.config.runtime.state_dir);
 }
