@@ -5,9 +5,10 @@
 //! (`docs/protocol.md`).
 //!
 //! This crate owns the wire format and nothing else: message types (serde), method names,
-//! limits, error codes, validation and redaction. It does no I/O. Decoding is strict:
-//! unknown fields, wrong types and out-of-range values are rejected with an
-//! [`InvalidMessage`] naming the field.
+//! limits, error codes, validation and redaction, and the one mark hosts read outside the
+//! wire (`reflog`: how the supervisor's own commits show in `.git`). It does no I/O.
+//! Decoding is strict: unknown fields, wrong types and out-of-range values are rejected
+//! with an [`InvalidMessage`] naming the field.
 
 pub mod error_codes;
 mod family;
@@ -15,6 +16,7 @@ pub mod limits;
 pub mod line;
 pub mod methods;
 pub mod redact;
+pub mod reflog;
 pub mod schema;
 pub mod tail;
 mod types;

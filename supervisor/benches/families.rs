@@ -145,7 +145,7 @@ fn round_families(c: &mut Criterion) {
     group.bench_function("added", |b| {
         b.iter(|| {
             rt.block_on(async {
-                let pre = pre_round::consult(&mut hosts, &allow, &events, &ctx, &mut stop)
+                let pre = pre_round::consult(&mut hosts, &allow, &events, &ctx, false, &mut stop)
                     .await
                     .expect("not stopped");
                 assert!(pre.skip.is_none() && pre.enrichments.len() == 1);
@@ -157,7 +157,7 @@ fn round_families(c: &mut Criterion) {
     group.bench_function("all_per_round", |b| {
         b.iter(|| {
             rt.block_on(async {
-                let pre = pre_round::consult(&mut hosts, &allow, &events, &ctx, &mut stop)
+                let pre = pre_round::consult(&mut hosts, &allow, &events, &ctx, false, &mut stop)
                     .await
                     .expect("not stopped");
                 assert!(pre.skip.is_none());

@@ -597,3 +597,80 @@ fn a_python_post_round_host_diagnoses_silent_failures_that_then_do_not_trip_the_
     p.run(&["serve", "--max-rounds", "7"]).assert_code(75);
     assert_eq!(p.events_of("crash_loop").len(), 1);
 }
+
+/// `peek --json` reads back what a real `serve` recorded and is configured with: the
+/// diagnosed network failure as one of `recent_blips` (the `agent_network_blip` event), and
+/// `schedule` from the resolved `[schedule]` (docs/operations.md "peek --json"): open now,
+/// until the pause window two hours ahead; then, with a pause window around the clock,
+/// paused in it with no time to resume within eight days.
+#[test]
+fn peek_lists_the_network_blip_and_the_schedule_of_a_real_serve() {
+    let p = Project::new();
+    let hour = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        / 3600;
+    let pause_from = (hour + 2) % 24;
+    let utc = |epoch_s: u64| {
+        let out = std::process::Command::new("date")
+            .args(["-u", "-d", &format!("@{epoch_s}"), "+%Y-%m-%dT%H:%M:%SZ"])
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let window = format!("{pause_from:02}:00-{:02}:00", pause_from + 1);
+    let config = fake_cli(&p, "claude", "claude/network.txt", 1, 7200)
+        .render()
+        .replace(
+            "restart_delay_s = 1\n",
+            "restart_delay_s = 1\ntransient_error_action = \"stop\"\n",
+        );
+    let schedule = |pause: &str| {
+        format!("{config}\n[schedule]\ntimezone = \"UTC\"\npause_windows = [\"{pause}\"]\n")
+    };
+    p.write_config_text(&schedule(&window));
+    p.spawn(&["serve"])
+        .wait(Duration::from_secs(60))
+        .assert_code(75);
+    assert_eq!(
+        p.events_of("agent_network_blip").len(),
+        1,
+        "{}",
+        p.events_text()
+    );
+
+    let peek = || -> Value {
+        let out = p.run(&["peek", "--json"]);
+        out.assert_code(0);
+        serde_json::from_str(&out.stdout).unwrap()
+    };
+    let doc = peek();
+    let blips = doc["recent_blips"].as_array().unwrap();
+    assert_eq!(blips.len(), 1, "{doc:#}");
+    assert_eq!(blips[0]["event"], "agent_network_blip");
+    assert_eq!(blips[0]["round_num"], 1);
+    assert_eq!(blips[0]["hook"], "claude_error_detector");
+    assert!(blips[0]["ts"].is_string(), "{doc:#}");
+
+    let s = &doc["schedule"];
+    assert_eq!(s["paused"], false, "{s:#}");
+    assert_eq!(
+        (s["resume_at"].as_str(), s["active_window"].as_str()),
+        (Some(""), Some(""))
+    );
+    assert_eq!(s["phase"], "");
+    assert_eq!(s["timezone"], "UTC");
+    assert_eq!(s["pause_windows"], serde_json::json!([window]));
+    assert_eq!(s["next_end"], utc((hour + 2) * 3600), "{s:#}");
+
+    p.write_config_text(&schedule("00:00-24:00"));
+    let s = peek()["schedule"].clone();
+    assert_eq!(s["paused"], true, "{s:#}");
+    assert_eq!(s["active_window"], "00:00-24:00");
+    assert_eq!(s["resume_at"], "", "never opens within eight days: {s:#}");
+    assert!(
+        s["next_start"].is_null() && s["next_end"].is_null(),
+        "{s:#}"
+    );
+}

@@ -335,3 +335,198 @@ fn a_host_detector_named_like_a_builtin_stops_serve_only_when_listed() {
     assert_eq!(last["hook"], "oauth_fail", "{all}");
     assert_eq!(p.events_of("round_start").len(), 3, "{all}");
 }
+
+/// `[runtime] disable_pre_round_hooks` (the reference system's key, overridable per
+/// phase): while it holds, the pre-round gate is not asked and the round runs despite a
+/// failing report; context enrichers are still asked. A phase that sets it back to
+/// `false` is gated again, and `peek --json` says which holds for the next round.
+#[test]
+fn disable_pre_round_hooks_leaves_the_gate_out_and_the_enricher_in() {
+    let p = Project::new();
+    let pyz = test_report_host(p.tmp_dir());
+    let agent = recording_agent(&p);
+    let text = ConfigBuilder::new(&agent)
+        .sandbox("require")
+        .spawn_override_allow(&["junit_gate"])
+        .host(
+            HostSpec::new("tests", &pyz)
+                .provides(&["pre_round", "context_enricher", "serve_startup"])
+                .config(json!({"report": "junit.xml"})),
+        )
+        .extra("[phases]\nlist = [\"build\", \"check\"]\n\n[phases.check.runtime]\ndisable_pre_round_hooks = false")
+        .render()
+        .replace("[runtime]\n", "[runtime]\ndisable_pre_round_hooks = true\n");
+    p.write_config_text(&text);
+    p.write("junit.xml", &junit(2, 2));
+    let peek = |p: &Project| -> Value {
+        let out = p.run(&["peek", "--json"]);
+        out.assert_code(0);
+        agent_runner_e2e::serde_json::from_str(&out.stdout).unwrap()
+    };
+    assert_eq!(peek(&p)["plugins"]["pre_round_hooks_disabled"], true);
+
+    let out = p.run(&["round"]);
+    out.assert_code(0);
+    assert!(
+        !out.stderr.contains("disable_pre_round_hooks"),
+        "no not-implemented warning: {out}"
+    );
+    let all = p.events_text();
+    assert!(p.events_of("round_skipped").is_empty(), "{all}");
+    assert!(
+        p.events_of("plugin_round_override_ignored").is_empty(),
+        "{all}"
+    );
+    assert!(
+        p.events_of("tests.tests_failing").is_empty(),
+        "the gate was not asked: {all}"
+    );
+    assert_eq!(p.events_of("round_start").len(), 1, "{all}");
+    let ctx: Value = agent_runner_e2e::serde_json::from_str(
+        &std::fs::read_to_string(p.log_dir().join("round-context.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        ctx["recent_work"]["tests_total"], 2,
+        "the enricher was asked: {ctx:#}"
+    );
+
+    // Round 2 is a `check` round, whose phase turns the pre-round hooks back on.
+    assert_eq!(peek(&p)["plugins"]["pre_round_hooks_disabled"], false);
+    p.run(&["round"]).assert_code(75);
+    let skipped = p.events_of("round_skipped");
+    assert_eq!(skipped.len(), 1, "{}", p.events_text());
+    assert_eq!(skipped[0]["hook"], "junit_gate");
+}
+
+/// A host restarted after a crash keeps the hooks, event kinds and owned paths of its first
+/// `initialize` (docs/protocol.md §3, "A restarted host"): `tests/hosts/redeclare.py`
+/// crashes at its first call and, started again, declares a second hook, another event
+/// kind and another owned path. The difference is recorded once per restart
+/// (`plugin_redeclaration_ignored`) and ignored: its first kind is still recorded, its new
+/// one is refused as undeclared, its first path stays owned and the new one is dirt.
+#[test]
+fn a_restarted_host_keeps_its_first_declarations() {
+    let p = Project::new();
+    let agent = p.script(
+        "agent.sh",
+        "#!/bin/sh\necho \"$AGENT_RUNNER_ROUND_NUM\" > first.txt\necho \"$AGENT_RUNNER_ROUND_NUM\" > second.txt\n",
+    );
+    let host = agent_runner_e2e::workspace_root().join("tests/hosts/redeclare.py");
+    p.write_config(
+        &ConfigBuilder::new(&agent)
+            .sandbox("require")
+            .dirty_action("ignore")
+            .host(HostSpec::new("redecl", &host).provides(&["pre_round"])),
+    );
+    p.run(&["serve", "--max-rounds", "3"]).assert_code(0);
+    let all = p.events_text();
+    assert_eq!(p.events_of("round_start").len(), 3, "{all}");
+
+    let failures = p.events_of("hook_failed");
+    assert_eq!(failures.len(), 2, "{all}");
+    assert_eq!(failures[0]["error_type"], "crashed", "{all}");
+    assert_eq!(failures[1]["error_type"], "invalid_result", "{all}");
+    assert!(
+        failures[1]["error_message"]
+            .as_str()
+            .unwrap()
+            .contains("second"),
+        "the new kind is not declared: {all}"
+    );
+
+    let ignored = p.events_of("plugin_redeclaration_ignored");
+    assert_eq!(ignored.len(), 1, "one restart: {all}");
+    assert_eq!(ignored[0]["name"], "redecl");
+    assert_eq!(
+        ignored[0]["changed"],
+        json!(["hooks", "event_kinds", "owned_paths"]),
+        "{all}"
+    );
+    let detail = ignored[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("pre_round/gate_two") && detail.contains("second.txt"),
+        "{detail}"
+    );
+
+    let kept = p.events_of("redecl.first");
+    assert_eq!(kept.len(), 1, "{all}");
+    assert_eq!(kept[0]["round"], 2);
+    assert!(p.events_of("redecl.second").is_empty(), "{all}");
+
+    // first.txt stays owned, second.txt is the round's dirt.
+    for dirty in p.events_of("dirty_detected") {
+        let files = dirty["files"].to_string();
+        assert!(
+            files.contains("second.txt") && !files.contains("first.txt"),
+            "{dirty}"
+        );
+    }
+    assert_eq!(p.events_of("dirty_detected").len(), 3, "{all}");
+
+    let out = p.run(&["peek", "--json"]);
+    let doc: Value = agent_runner_e2e::serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        doc["plugins"]["pre_round_hooks"],
+        json!(["gate"]),
+        "{doc:#}"
+    );
+    assert_eq!(doc["plugins"]["event_kinds"], json!(["redecl.first"]));
+    assert_eq!(doc["plugins"]["owned_paths"], json!(["first.txt"]));
+}
+
+/// The no-commit detector counts only the agent's commits (docs/hosts/no-commit-detector.md):
+/// the supervisor's own commits for the built-in `auto_commit` handler move the head every
+/// round, but the reflog marks them (`agent-runner dirty handler default: …`,
+/// docs/protocol.md §5.2), so with K = 2 the alert still comes two rounds after the agent's
+/// own commit in round 2, and `serve` stops.
+#[test]
+fn the_no_commit_detector_does_not_count_the_supervisors_commits() {
+    let p = Project::new();
+    let agent = p.script(
+        "agent.sh",
+        "#!/bin/sh\nset -e\necho \"$AGENT_RUNNER_ROUND_NUM\" >> work.txt\n\
+         if [ \"$AGENT_RUNNER_ROUND_NUM\" = 2 ]; then\n  git add work.txt\n  \
+         git -c user.name=agent -c user.email=agent@example.com commit -qm 'agent: round 2'\n  \
+         echo more >> work.txt\nfi\n",
+    );
+    p.write_config(
+        &ConfigBuilder::new(&agent)
+            .sandbox("require")
+            .dirty_action("auto_commit")
+            .host(HostSpec::new("stall", no_commit_detector_bin()).provides(&["detector"]))
+            .extra("[plugins.stall]\nrounds = 2\nstop_service = true\n\n[monitor]\nauto_stop_on = [\"no_commit\"]"),
+    );
+    p.run(&["serve", "--max-rounds", "8"]).assert_code(75);
+    let all = p.events_text();
+    let commits = p.events_of("dirty_auto_committed");
+    assert_eq!(
+        commits.len(),
+        4,
+        "the supervisor committed every round: {all}"
+    );
+    assert!(commits.iter().all(|c| c["hook"] == "default"), "{all}");
+    let reflog = p.git(&["reflog", "--format=%gs"]);
+    assert!(
+        reflog.contains("agent-runner dirty handler default: agent-runner auto-commit: R3")
+            && reflog.contains("commit: agent: round 2"),
+        "{reflog}"
+    );
+
+    let alerts = p.events_of("detector_alert");
+    assert_eq!(alerts.len(), 1, "{all}");
+    assert_eq!(alerts[0]["round_num"], 4, "{all}");
+    assert!(
+        alerts[0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("no commit for 2 rounds"),
+        "{all}"
+    );
+    assert_eq!(p.events_of("round_start").len(), 4, "{all}");
+    assert_eq!(
+        p.events_of("serve_stopping")[0]["reason"],
+        "auto_stop",
+        "{all}"
+    );
+}

@@ -422,3 +422,35 @@ fn colour_only_on_a_terminal_without_no_color() {
     assert!(on_tty(Some("")).contains('\x1b'));
     assert!(!p.run(&["peek"]).stdout.contains('\x1b'), "not a terminal");
 }
+
+#[test]
+fn a_round_leaves_the_records_summary_current_for_the_next_look() {
+    // `round` writes the summary as `serve` does (docs/operations.md, "Reading the
+    // record"): a look after it never reads back further than the summary's point.
+    let p = Project::new();
+    p.write_config(&p.config());
+    for n in 1..=2 {
+        p.run(&["round"]).assert_code(0);
+        let summary: Value = serde_json::from_str(
+            &std::fs::read_to_string(p.state_dir().join("events-summary.json"))
+                .unwrap_or_else(|e| panic!("no summary after round {n}: {e}")),
+        )
+        .unwrap();
+        let covered = p
+            .state_dir()
+            .join(summary["covers"]["file"].as_str().unwrap());
+        assert_eq!(
+            summary["covers"]["end"].as_u64(),
+            Some(std::fs::metadata(&covered).unwrap().len()),
+            "round {n}: the summary stops short of the record's end: {summary}"
+        );
+        let ends: Vec<&Value> = summary["round_events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["event"] == "round_end")
+            .map(|e| &e["round_num"])
+            .collect();
+        assert_eq!(ends.last().copied(), Some(&json!(n)), "{summary}");
+    }
+}

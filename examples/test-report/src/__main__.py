@@ -98,6 +98,10 @@ def check(params):
     return started()
 
 
+#: How the supervisor's own commits begin in the reflog (docs/protocol.md §5.2).
+SUPERVISOR_REFLOG_PREFIX = "agent-runner dirty handler "
+
+
 def recent_subjects(work_dir, count):
     """The last `count` commit subjects, newest first, from HEAD's reflog."""
     try:
@@ -110,7 +114,9 @@ def recent_subjects(work_dir, count):
     for line in reversed(lines):
         _, _, message = line.rstrip("\n").partition("\t")
         kind, _, subject = message.partition(": ")
-        if kind.startswith("commit") and subject:
+        # The agent's commits read `commit: <subject>`; the supervisor's, for a dirty
+        # handler, `agent-runner dirty handler <hook>: <subject>` (docs/protocol.md §5.2).
+        if (kind.startswith("commit") or kind.startswith(SUPERVISOR_REFLOG_PREFIX)) and subject:
             subjects.append(subject)
             if len(subjects) == count:
                 break

@@ -77,6 +77,10 @@ const RUST_VENDOR: &[(&str, &str)] = &[
         include_str!("../../../protocol/src/redact.rs"),
     ),
     (
+        "vendor/agent-runner-protocol/src/reflog.rs",
+        include_str!("../../../protocol/src/reflog.rs"),
+    ),
+    (
         "vendor/agent-runner-protocol/src/schema.rs",
         include_str!("../../../protocol/src/schema.rs"),
     ),

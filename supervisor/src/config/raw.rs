@@ -70,6 +70,7 @@ pub(super) struct RawRuntime {
     pub round_log_max_bytes: Option<u64>,
     pub round_log_retention_bytes: Option<u64>,
     pub dry_run: Option<bool>,
+    pub disable_pre_round_hooks: Option<bool>,
     pub transient_error_action: Option<String>,
     pub transient_backoff_cap_s: Option<u64>,
     pub max_grace_after_result_s: Option<u64>,
@@ -151,6 +152,7 @@ pub(super) struct RawPhases {
 #[derive(Debug)]
 pub(super) struct RawPhase {
     pub round_budget_s: Option<u64>,
+    pub disable_pre_round_hooks: Option<bool>,
     pub prompt_files: Option<Vec<String>>,
     pub agent: Option<RawAgent>,
     pub schedule: Option<RawSchedule>,
@@ -160,6 +162,7 @@ pub(super) struct RawPhase {
 #[serde(deny_unknown_fields)]
 struct RawPhaseTable {
     round_budget_s: Option<u64>,
+    disable_pre_round_hooks: Option<bool>,
     runtime: Option<RawPhaseRuntime>,
     prompt: Option<RawPhasePrompt>,
     agent: Option<toml::Table>,
@@ -170,6 +173,7 @@ struct RawPhaseTable {
 #[serde(deny_unknown_fields)]
 struct RawPhaseRuntime {
     round_budget_s: Option<u64>,
+    disable_pre_round_hooks: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -181,12 +185,7 @@ struct RawPhasePrompt {
 /// Keys of the reference system's config that this build reads but does not act on yet:
 /// each present one is removed before validation and named in a warning. `*` matches any
 /// phase name; a whole table is listed by its own path.
-pub(crate) const UNIMPLEMENTED: &[&str] = &[
-    "runtime.disable_pre_round_hooks",
-    "monitor.round_progress_interval_s",
-    "phases.*.disable_pre_round_hooks",
-    "phases.*.runtime.disable_pre_round_hooks",
-];
+pub(crate) const UNIMPLEMENTED: &[&str] = &["monitor.round_progress_interval_s"];
 
 /// Parses `text` into the raw shape; a shape error names the dotted key.
 pub(super) fn parse(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
@@ -300,17 +299,28 @@ fn parse_phases(
     for (name, value) in table {
         let prefix = format!("phases.{name}");
         let phase: RawPhaseTable = deserialize_at(path, &prefix, value)?;
-        if phase.round_budget_s.is_some()
-            && phase
-                .runtime
-                .as_ref()
-                .is_some_and(|r| r.round_budget_s.is_some())
-        {
-            return Err(key_error(
-                path,
-                &format!("{prefix}.round_budget_s"),
-                format!("set both here and in [{prefix}.runtime]; use one"),
-            ));
+        // The reference system's flat keys and their `[phases.<name>.runtime]` twins: one
+        // of each pair.
+        let runtime = phase.runtime.unwrap_or_default();
+        for (key, flat, nested) in [
+            (
+                "round_budget_s",
+                phase.round_budget_s.is_some(),
+                runtime.round_budget_s.is_some(),
+            ),
+            (
+                "disable_pre_round_hooks",
+                phase.disable_pre_round_hooks.is_some(),
+                runtime.disable_pre_round_hooks.is_some(),
+            ),
+        ] {
+            if flat && nested {
+                return Err(key_error(
+                    path,
+                    &format!("{prefix}.{key}"),
+                    format!("set both here and in [{prefix}.runtime]; use one"),
+                ));
+            }
         }
         let agent = match phase.agent {
             None => None,
@@ -330,9 +340,10 @@ fn parse_phases(
         overrides.insert(
             name,
             RawPhase {
-                round_budget_s: phase
-                    .round_budget_s
-                    .or(phase.runtime.and_then(|r| r.round_budget_s)),
+                round_budget_s: phase.round_budget_s.or(runtime.round_budget_s),
+                disable_pre_round_hooks: phase
+                    .disable_pre_round_hooks
+                    .or(runtime.disable_pre_round_hooks),
                 prompt_files: phase.prompt.map(|p| p.files),
                 agent,
                 schedule: phase.schedule,
@@ -460,6 +471,34 @@ mod tests {
             .warnings
             .iter()
             .any(|w| w.contains("`monitor.round_progress_interval_s`")));
+    }
+
+    #[test]
+    fn disable_pre_round_hooks_is_read_flat_or_nested_never_both() {
+        let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\n[runtime]\ndisable_pre_round_hooks = true\n[phases]\nlist = [\"a\", \"b\"]\n[phases.a]\ndisable_pre_round_hooks = false\n[phases.b.runtime]\ndisable_pre_round_hooks = true\n";
+        let raw = parse(Path::new("c.toml"), text).unwrap();
+        assert!(raw.warnings.is_empty(), "{:?}", raw.warnings);
+        assert_eq!(raw.runtime.disable_pre_round_hooks, Some(true));
+        assert_eq!(
+            raw.phases.overrides["a"].disable_pre_round_hooks,
+            Some(false)
+        );
+        assert_eq!(
+            raw.phases.overrides["b"].disable_pre_round_hooks,
+            Some(true)
+        );
+        let both = "schema_version = 1\n[agent]\ncommand = [\"x\"]\n[phases]\nlist = [\"a\"]\n[phases.a]\ndisable_pre_round_hooks = false\n[phases.a.runtime]\ndisable_pre_round_hooks = true\n";
+        match parse(Path::new("c.toml"), both) {
+            Err(ConfigError::Key { key, .. }) => {
+                assert_eq!(key, "phases.a.disable_pre_round_hooks")
+            }
+            other => panic!("expected a key error, got {other:?}"),
+        }
+        let bad = "schema_version = 1\n[agent]\ncommand = [\"x\"]\n[runtime]\ndisable_pre_round_hooks = \"yes\"\n";
+        match parse(Path::new("c.toml"), bad) {
+            Err(ConfigError::Key { key, .. }) => assert_eq!(key, "runtime.disable_pre_round_hooks"),
+            other => panic!("expected a key error, got {other:?}"),
+        }
     }
 
     #[test]

@@ -99,6 +99,8 @@ pub struct PhaseOverride {
     pub agent: Option<AgentConfig>,
     /// `[phases.<name>.schedule]` (its `timezone` defaults to `[schedule]`'s).
     pub schedule: Option<Schedule>,
+    /// `disable_pre_round_hooks` (flat or under `[phases.<name>.runtime]`).
+    pub disable_pre_round_hooks: Option<bool>,
 }
 
 /// `[phases] phase_policy`: what `serve` does when the next round's phase is outside its
@@ -147,6 +149,8 @@ pub(crate) struct Profile<'a> {
     pub prompt_files: &'a [PathBuf],
     /// When rounds of this phase may start.
     pub schedule: &'a Schedule,
+    /// Its pre-round hooks are not asked (`disable_pre_round_hooks`).
+    pub disable_pre_round_hooks: bool,
 }
 
 impl Config {
@@ -172,6 +176,9 @@ impl Config {
             schedule: over
                 .and_then(|o| o.schedule.as_ref())
                 .unwrap_or(&self.schedule),
+            disable_pre_round_hooks: over
+                .and_then(|o| o.disable_pre_round_hooks)
+                .unwrap_or(self.runtime.disable_pre_round_hooks),
         }
     }
 }
@@ -252,6 +259,10 @@ pub struct RuntimeConfig {
     pub round_log_retention_bytes: u64,
     /// Passed to hosts as `ctx.dry_run` (default false).
     pub dry_run: bool,
+    /// `disable_pre_round_hooks` (default false): no pre-round hook is asked before a
+    /// round (the reference system's key; context enrichers and every other family are
+    /// still called). A phase may override it.
+    pub disable_pre_round_hooks: bool,
     /// What `serve` does after a round a post-round hook diagnosed as a transient failure
     /// (default [`TransientAction::BackOff`]).
     pub transient_error_action: TransientAction,
@@ -750,6 +761,7 @@ fn resolve_phase(
         prompt_files,
         agent,
         schedule,
+        disable_pre_round_hooks: phase.disable_pre_round_hooks,
     })
 }
 
@@ -801,6 +813,7 @@ fn resolve_runtime(
         round_log_max_bytes: numbers.round_log_max_bytes,
         round_log_retention_bytes: raw.round_log_retention_bytes.unwrap_or(0),
         dry_run: raw.dry_run.unwrap_or(false),
+        disable_pre_round_hooks: raw.disable_pre_round_hooks.unwrap_or(false),
         transient_error_action,
         transient_backoff_cap,
         max_grace_after_result: match raw.max_grace_after_result_s {

@@ -4,6 +4,7 @@
 
 use agent_runner_protocol::{Family, HookDecl, HookName};
 use std::collections::BTreeSet;
+use std::fmt::Write;
 
 use super::is_builtin_hook_name;
 use crate::runtime::events::BUILTIN_KINDS;
@@ -112,4 +113,102 @@ pub(crate) fn declaration_problems(
         }
     }
     problems
+}
+
+/// What one `initialize` declared, in a form to compare: hooks (`family/name`, with
+/// `@priority` when not 0, the default), event kinds and owned paths, each as a set.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct Declarations {
+    hooks: BTreeSet<String>,
+    event_kinds: BTreeSet<String>,
+    owned_paths: BTreeSet<String>,
+}
+
+impl Declarations {
+    /// From hooks as `(family, name, priority)`, event kinds and owned paths.
+    pub(super) fn new<'a>(
+        hooks: impl IntoIterator<Item = (Family, &'a str, i64)>,
+        event_kinds: &[String],
+        owned_paths: &[String],
+    ) -> Declarations {
+        Declarations {
+            hooks: hooks
+                .into_iter()
+                .map(|(family, name, priority)| match priority {
+                    0 => format!("{family}/{name}"),
+                    p => format!("{family}/{name}@{p}"),
+                })
+                .collect(),
+            event_kinds: event_kinds.iter().cloned().collect(),
+            owned_paths: owned_paths.iter().cloned().collect(),
+        }
+    }
+
+    /// The fields in which `now` differs from `self` (`hooks`, `event_kinds`,
+    /// `owned_paths`), and a line giving each one's values first and now. Empty when the
+    /// same: a restarted host keeps its first declarations (docs/protocol.md §3, "A
+    /// restarted host").
+    pub(super) fn changed(&self, now: &Declarations) -> (Vec<String>, String) {
+        let mut changed = Vec::new();
+        let mut detail = String::new();
+        for (field, first, again) in [
+            ("hooks", &self.hooks, &now.hooks),
+            ("event_kinds", &self.event_kinds, &now.event_kinds),
+            ("owned_paths", &self.owned_paths, &now.owned_paths),
+        ] {
+            if first != again {
+                if !detail.is_empty() {
+                    detail.push_str("; ");
+                }
+                let _ = write!(detail, "{field}: {first:?} then {again:?}");
+                changed.push(field.to_owned());
+            }
+        }
+        (changed, detail)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_redeclaration_is_compared_as_sets_field_by_field() {
+        let kinds = |k: &[&str]| k.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let first = Declarations::new(
+            [
+                (Family::PreRound, "gate", 0),
+                (Family::DirtyHandler, "wip", 100),
+            ],
+            &kinds(&["a", "b"]),
+            &kinds(&["reports/"]),
+        );
+        let reordered = Declarations::new(
+            [
+                (Family::DirtyHandler, "wip", 100),
+                (Family::PreRound, "gate", 0),
+            ],
+            &kinds(&["b", "a"]),
+            &kinds(&["reports/"]),
+        );
+        assert_eq!(first.changed(&reordered), (Vec::new(), String::new()));
+        let other = Declarations::new(
+            [
+                (Family::PreRound, "gate", 0),
+                (Family::DirtyHandler, "wip", 5),
+            ],
+            &kinds(&["a", "c"]),
+            &kinds(&["reports/"]),
+        );
+        let (changed, detail) = first.changed(&other);
+        assert_eq!(changed, ["hooks", "event_kinds"]);
+        assert!(
+            detail.contains("dirty_handler/wip@100") && detail.contains("dirty_handler/wip@5"),
+            "{detail}"
+        );
+        assert!(
+            detail.contains(r#"event_kinds: {"a", "b"} then {"a", "c"}"#),
+            "{detail}"
+        );
+    }
 }

@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 use crate::config::{Config, HostConfig};
 use crate::hosts::sandbox::SandboxGate;
 use crate::runtime::events::{Event, EventLog};
+use declarations::Declarations;
 pub(crate) use declarations::{declaration_problems, DeclarationProblem};
 use host::RunningHost;
 pub(crate) use host::{read_stderr_lines, StderrTail, EXIT_GRACE};
@@ -679,12 +680,49 @@ impl HostManager {
             return Some(Ok(None));
         }
         if self.hosts[index].running.is_none() {
-            if let Err(failure) = self.start(index).await {
-                self.note_failure(index, hook, &failure);
-                return Some(Err(failure));
+            match self.start(index).await {
+                Ok(result) => self.keep_first_declarations(index, &result),
+                Err(failure) => {
+                    self.note_failure(index, hook, &failure);
+                    return Some(Err(failure));
+                }
             }
         }
         None
+    }
+
+    /// A restarted host keeps the hooks, event kinds and owned paths of its first
+    /// `initialize`; a new `initialize` that declares otherwise is recorded
+    /// (`plugin_redeclaration_ignored`) and has no effect (docs/protocol.md §3, "A
+    /// restarted host").
+    fn keep_first_declarations(&mut self, index: usize, result: &InitializeResult) {
+        let host = &self.hosts[index];
+        let first = Declarations::new(
+            self.hooks
+                .iter()
+                .filter(|h| h.host == index)
+                .map(|h| (h.family, h.name.as_str(), h.priority)),
+            &host.declared.event_kinds,
+            &host.declared.owned_paths,
+        );
+        let now = Declarations::new(
+            result
+                .hooks
+                .iter()
+                .map(|d| (d.family, d.name.as_str(), d.priority.unwrap_or(0))),
+            &result.event_kinds,
+            &result.owned_paths,
+        );
+        let (changed, detail) = first.changed(&now);
+        if changed.is_empty() {
+            return;
+        }
+        tracing::warn!(host = %host.cfg.name, %detail, "restarted host declared otherwise; its first declarations stay");
+        self.events.emit(Event::PluginRedeclarationIgnored {
+            name: host.cfg.name.clone(),
+            changed,
+            detail: redact_and_cap(&detail),
+        });
     }
 
     /// Books one answered or failed call of `hook` that took `elapsed`: counters, the

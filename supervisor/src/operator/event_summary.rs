@@ -1,10 +1,10 @@
-//! The summary `serve` keeps beside the record, `<state_dir>/events-summary.json`, for the
-//! questions reading backwards cannot answer cheaply: the newest rounds and `hook_failed`
-//! events when they lie further back than a look reads ([`crate::operator::recent`], which
-//! also refreshes it for `serve`).
+//! The summary `serve` and `round` keep beside the record, `<state_dir>/events-summary.json`, for the
+//! questions reading backwards cannot answer cheaply: the newest rounds, `hook_failed` and
+//! `agent_network_blip` events when they lie further back than a look reads ([`crate::operator::recent`], which
+//! also refreshes it for them).
 //!
 //! It is state rebuilt from the record, never a source of truth: `serve` refreshes it at
-//! boot and after every attempt at a round (reading back only to the point the previous
+//! boot and after every attempt at a round, `round` when it ends (reading back only to the point the previous
 //! summary covers, or, when it is missing, unreadable or stale, until its lists are full)
 //! and writes it atomically. Readers never write it; they use it only when their own
 //! backwards scan reaches the point it covers, so a summary that is missing, stale or
@@ -21,8 +21,9 @@ use crate::runtime::state::{read_json, write_json_replace};
 /// The summary's file name in `state_dir`.
 pub(crate) const SUMMARY_FILE: &str = "events-summary.json";
 
-/// This format's `version`; a summary of another version is rebuilt.
-pub(crate) const VERSION: u32 = 1;
+/// This format's `version`; a summary of another version is rebuilt (2: with
+/// `network_blips`).
+pub(crate) const VERSION: u32 = 2;
 
 /// A point in the record: the end of a line of one monthly file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,7 +52,8 @@ impl Covers {
     }
 }
 
-/// The newest rounds' events and `hook_failed` events of the record up to `covers`.
+/// The newest rounds' events, `hook_failed` and `agent_network_blip` events of the record
+/// up to `covers`.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Summary {
     /// [`VERSION`].
@@ -62,6 +64,8 @@ pub(crate) struct Summary {
     pub round_events: Vec<Value>,
     /// The newest `RECENT_HOOK_FAILURES` `hook_failed` events, oldest first, as written.
     pub hook_failures: Vec<Value>,
+    /// The newest `RECENT_BLIPS` `agent_network_blip` events, oldest first, as written.
+    pub network_blips: Vec<Value>,
 }
 
 /// The summary of `state_dir`, if there is one of this version whose covered point still

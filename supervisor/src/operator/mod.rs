@@ -1,7 +1,8 @@
 //! The operator's verbs besides running rounds.
 //!
 //! - Read-only views (never write under `log_dir`, never start a host): [`peek`] (with
-//!   [`peek_render`], [`recent`], [`round_history`], [`system_metrics`]), [`watch`],
+//!   [`peek_render`], [`recent`], [`round_history`], [`system_metrics`],
+//!   [`schedule_view`]), [`watch`],
 //!   [`event_query`] (both reading the record through [`event_read`])
 //!   and [`doctor`] (with [`agent_preconditions`]); [`monitor`] (detectors, the ssh relay,
 //!   the live page and `/metrics`).
@@ -26,6 +27,7 @@ pub(crate) mod peek_render;
 pub(crate) mod peer_check;
 pub(crate) mod recent;
 pub(crate) mod round_history;
+pub(crate) mod schedule_view;
 pub mod schema;
 pub(crate) mod schema_fields;
 pub(crate) mod service;

@@ -24,8 +24,9 @@ use crate::hosts::sandbox::SandboxGate;
 use crate::operator::defenses::Defense;
 use crate::operator::doctor::{covered_families, sandbox_block, HostCover, SandboxBlock};
 use crate::operator::install::{project_file, Scope};
-use crate::operator::recent::{self, Wanted, RECENT_HOOK_FAILURES, RECENT_ROUNDS};
+use crate::operator::recent::{self, Wanted, RECENT_BLIPS, RECENT_HOOK_FAILURES, RECENT_ROUNDS};
 use crate::operator::round_history::{self, RoundDoc, RoundView};
+use crate::operator::schedule_view::{self, PeekSchedule};
 use crate::operator::service::{self, CurrentRound, ServiceDoc};
 use crate::operator::system_metrics::{self, SystemMetrics};
 use crate::runtime::events::Recorded;
@@ -110,16 +111,18 @@ pub(crate) struct PeekDoc {
     pub recent_hook_failures: Vec<Recorded>,
     /// The loop's defenses in force (`operator::defenses`).
     pub defenses: Vec<Defense>,
-    /// The reference system's transient-error blips: always `[]` for now (they are
-    /// recorded as `agent_network_blip` events; `docs/operations.md`).
-    pub recent_blips: Vec<Value>,
+    /// The last [`RECENT_BLIPS`] `agent_network_blip` events (a post-round hook diagnosed
+    /// a network failure), oldest first: the reference system's network blips
+    /// (docs/operations.md "peek --json").
+    pub recent_blips: Vec<Recorded>,
     /// The reference system's cgroup growth warnings: always `[]` (this build records a
     /// round's peak memory after the round instead, `round_cgroup_memory`;
     /// `docs/operations.md`, "Round cgroups").
     pub recent_cgroup_growth_warnings: Vec<Value>,
-    /// The reference system's `[schedule]`: always `null` for now (`serve` reads
-    /// `[schedule]`; `status` and `service.json` say when it pauses).
-    pub schedule: Option<Value>,
+    /// What `[schedule]` says of the next round now (`null` when no schedule sets a
+    /// window): the reference system's `paused`, `resume_at`, `active_window`, `phase`,
+    /// then ours (docs/operations.md "peek --json").
+    pub schedule: Option<PeekSchedule>,
     /// Every configured host.
     pub hosts: Vec<PeekHost>,
     /// Torn or non-JSON lines met in the events read.
@@ -163,6 +166,9 @@ pub(crate) struct PeekPlugins {
     pub dirty_handlers: Vec<String>,
     /// Pre-round hooks (family `pre_round`).
     pub pre_round_hooks: Vec<String>,
+    /// Whether `disable_pre_round_hooks` holds for the next round (`[runtime]`, or its
+    /// phase's): its pre-round hooks are then not asked (docs/configuration.md).
+    pub pre_round_hooks_disabled: bool,
     /// Context enrichers (family `context_enricher`).
     pub context_enrichers: Vec<String>,
     /// Post-round hooks (family `post_round`): the hosts' and the built-in detectors left
@@ -318,6 +324,7 @@ pub(crate) fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
             // The running round, if any, and the completed ones listed.
             rounds: RECENT_ROUNDS + 1,
             hook_failures: RECENT_HOOK_FAILURES,
+            blips: RECENT_BLIPS,
             round: match options.round {
                 Some(RoundSel::Num(n)) => Some(n),
                 _ => None,
@@ -356,6 +363,8 @@ pub(crate) fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
     let orphan: Option<OrphanState> = state::read_json(&state_dir.join(state::ORPHAN_FILE))
         .ok()
         .flatten();
+    // What the next round runs with (its phase's overrides).
+    let next = config.profile(config.phase_for_round(round_state.last_round + 1));
 
     let caps = probe();
     let gate = SandboxGate::evaluate(config.plugins.sandbox, caps.clone()).ok();
@@ -417,7 +426,7 @@ pub(crate) fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
             last_duration_s: last_done.and_then(|r| r.duration_s),
             phase_index: 0,
         },
-        plugins: plugins_block(config, &hosts, sandbox, pins),
+        plugins: plugins_block(config, &hosts, sandbox, pins, next.disable_pre_round_hooks),
         current_round,
         recent_rounds,
         orphan,
@@ -426,9 +435,13 @@ pub(crate) fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
         recent_events: recent.events,
         recent_hook_failures: recent.hook_failures,
         defenses: crate::operator::defenses::list(config, gate.as_ref()),
-        recent_blips: Vec::new(),
+        recent_blips: recent.blips,
         recent_cgroup_growth_warnings: Vec::new(),
-        schedule: None,
+        schedule: schedule_view::of(
+            config,
+            round_state.last_round + 1,
+            jiff::Timestamp::try_from(now).unwrap_or_else(|_| jiff::Timestamp::now()),
+        ),
         hosts,
         skipped_event_lines: recent.skipped,
         round,
@@ -436,13 +449,15 @@ pub(crate) fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
     Snapshot { doc, round_log }
 }
 
-/// The `plugins` block of `config`, its `hosts` (from [`hosts_block`]), `sandbox` and
-/// `pins`: hook names, event kinds and owned paths of the enabled hosts.
+/// The `plugins` block of `config`, its `hosts` (from [`hosts_block`]), `sandbox`, `pins`
+/// and whether the next round's pre-round hooks are disabled: hook names, event kinds and
+/// owned paths of the enabled hosts.
 fn plugins_block(
     config: &Config,
     hosts: &[PeekHost],
     sandbox: SandboxBlock,
     pins: BTreeMap<String, String>,
+    pre_round_hooks_disabled: bool,
 ) -> PeekPlugins {
     let enabled = || hosts.iter().filter(|h| !h.disabled);
     let sorted = |items: Vec<String>| {
@@ -463,6 +478,7 @@ fn plugins_block(
         spawn_hooks: hooks(Family::SpawnHook),
         dirty_handlers: hooks(Family::DirtyHandler),
         pre_round_hooks: hooks(Family::PreRound),
+        pre_round_hooks_disabled,
         context_enrichers: hooks(Family::ContextEnricher),
         // The built-in detector host declares exactly the enabled detectors of the
         // configured agents' CLIs.

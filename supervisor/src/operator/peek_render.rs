@@ -62,6 +62,7 @@ pub(crate) fn render(doc: &Value, colour: bool, events: bool) -> String {
     let mut out = String::new();
     header(&mut out, &p, doc);
     service(&mut out, &p, &doc["service"]);
+    schedule(&mut out, &p, &doc["schedule"]);
     current_round(&mut out, doc);
     recent_rounds(&mut out, &p, doc);
     orphan(&mut out, &doc["orphan"]);
@@ -173,6 +174,31 @@ fn orphan(out: &mut String, orphan: &Value) {
         "none".to_owned()
     };
     let _ = writeln!(out, "orphan    {orphan_line}");
+}
+
+/// `schedule` (only when one is set): paused until when and in which window, or open until
+/// when.
+fn schedule(out: &mut String, p: &Paint, schedule: &Value) {
+    if !schedule.is_object() {
+        return;
+    }
+    let when = |key: &str, none: &str| {
+        schedule[key]
+            .as_str()
+            .filter(|t| !t.is_empty())
+            .unwrap_or(none)
+            .to_owned()
+    };
+    let line = if schedule["paused"] == true {
+        p.warn(&format!(
+            "paused until {} ({})",
+            when("resume_at", "no opening within 8 days"),
+            s(&schedule["active_window"])
+        ))
+    } else {
+        p.good(&format!("open until {}", when("next_end", "beyond 8 days")))
+    };
+    let _ = writeln!(out, "schedule  {line} {}", p.dim(s(&schedule["timezone"])));
 }
 
 /// `sandbox`: the requested and achieved confinement tier, and what the kernel offers.
@@ -317,12 +343,17 @@ mod tests {
             "recent_rounds": [{"round_num": 3, "exit_code": 1, "duration_s": 2.5, "started_at": "t"}],
             "orphan": null, "plugins": {"sandbox": {"requested": "prefer", "achieved_tier": "landlock+seccomp"}},
             "hosts": [], "recent_hook_failures": [], "recent_events": [{"ts": "t", "event": "round_end", "round_num": 3}],
+            "schedule": {"paused": true, "resume_at": "2026-12-07T08:00:00Z", "active_window": "outside run_windows", "timezone": "UTC"},
         });
         let text = render(&doc, false, true);
         assert!(!text.contains('\x1b'), "{text}");
         assert!(text.contains("not running"), "{text}");
         assert!(text.contains("R3") && text.contains("exit 1"), "{text}");
         assert!(text.contains("round_end"), "{text}");
+        assert!(
+            text.contains("schedule  paused until 2026-12-07T08:00:00Z (outside run_windows) UTC"),
+            "{text}"
+        );
         assert!(render(&doc, true, false).contains("\x1b[31m"));
     }
 }

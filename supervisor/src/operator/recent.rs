@@ -1,7 +1,7 @@
 //! What one look (`peek`, `watch`) needs from the record: the newest events, the events of
-//! the newest rounds and the newest `hook_failed` events, gathered by reading the record
-//! backwards ([`crate::operator::event_read::Backwards`]) and stopping as soon as all three
-//! are found. What lies further back than [`SCAN_BYTES`] comes from the summary `serve`
+//! the newest rounds, the newest `hook_failed` events and the newest `agent_network_blip`
+//! events, gathered by reading the record backwards
+//! ([`crate::operator::event_read::Backwards`]) and stopping as soon as all are found. What lies further back than [`SCAN_BYTES`] comes from the summary `serve`
 //! keeps ([`crate::operator::event_summary`]) when the scan reaches the point it covers
 //! (docs/operations.md "Reading the record"). Only the kept lines are deserialized; memory
 //! is bounded by what is asked, not by the record.
@@ -18,6 +18,14 @@ use crate::runtime::events::Recorded;
 pub(crate) const RECENT_ROUNDS: usize = 10;
 /// `hook_failed` events a look lists (`recent_hook_failures`).
 pub(crate) const RECENT_HOOK_FAILURES: usize = 10;
+/// `agent_network_blip` events a look lists (`recent_blips`; the reference system's five,
+/// docs/operations.md "peek --json").
+pub(crate) const RECENT_BLIPS: usize = 5;
+
+/// The kinds a look lists on their own, newest first, however far apart they lie.
+const HOOK_FAILED: &str = "hook_failed";
+const NETWORK_BLIP: &str = "agent_network_blip";
+const LISTED_KINDS: [&str; 2] = [HOOK_FAILED, NETWORK_BLIP];
 
 /// How far back a look reads at most when what it wants is not all found sooner and no
 /// summary covers the rest (a record whose newest megabyte holds no round is a loop
@@ -33,6 +41,8 @@ pub(crate) struct Wanted {
     pub rounds: usize,
     /// The newest `hook_failed` events.
     pub hook_failures: usize,
+    /// The newest `agent_network_blip` events.
+    pub blips: usize,
     /// Also this round's events, however far back (the scan bound does not apply).
     pub round: Option<u64>,
 }
@@ -46,10 +56,43 @@ pub(crate) struct Recent {
     pub round_events: Vec<Recorded>,
     /// The newest `hook_failed` events.
     pub hook_failures: Vec<Recorded>,
+    /// The newest `agent_network_blip` events.
+    pub blips: Vec<Recorded>,
     /// Torn or non-JSON lines passed over.
     pub skipped: usize,
     /// The newest line read: where a summary of this scan stands.
     pub newest: Option<Covers>,
+}
+
+impl Wanted {
+    /// How many events of listed `kind` ([`LISTED_KINDS`]) are wanted.
+    fn of_kind(&self, kind: &str) -> usize {
+        match kind {
+            HOOK_FAILED => self.hook_failures,
+            NETWORK_BLIP => self.blips,
+            _ => 0,
+        }
+    }
+
+    /// No events of the listed kinds.
+    fn without_listed(self) -> Wanted {
+        Wanted {
+            hook_failures: 0,
+            blips: 0,
+            ..self
+        }
+    }
+}
+
+impl Recent {
+    /// The list of listed `kind` ([`LISTED_KINDS`]).
+    fn of_kind(&mut self, kind: &str) -> Option<&mut Vec<Recorded>> {
+        match kind {
+            HOOK_FAILED => Some(&mut self.hook_failures),
+            NETWORK_BLIP => Some(&mut self.blips),
+            _ => None,
+        }
+    }
 }
 
 /// Keeps, from lines offered newest first, what [`Wanted`] asks for.
@@ -86,9 +129,12 @@ impl Collector {
     ) {
         let wanted = self.wanted;
         let keep_event = self.recent.events.len() < wanted.events;
-        let is_failure = self.summarized.is_none()
-            && event == "hook_failed"
-            && self.recent.hook_failures.len() < wanted.hook_failures;
+        let wanted_of_kind = wanted.of_kind(event);
+        let listed = self.summarized.is_none()
+            && self
+                .recent
+                .of_kind(event)
+                .is_some_and(|found| found.len() < wanted_of_kind);
         let in_round = round_num.is_some_and(|n| match &self.summarized {
             Some(done) => wanted.round == Some(n) && !done.contains(&n),
             None if wanted.round == Some(n) => true,
@@ -107,7 +153,7 @@ impl Collector {
                 self.round_found = true;
             }
         }
-        if !(keep_event || is_failure || in_round) {
+        if !(keep_event || listed || in_round) {
             return;
         }
         let Some(value) = value() else {
@@ -116,8 +162,10 @@ impl Collector {
         if keep_event {
             self.recent.events.push(value.clone());
         }
-        if is_failure {
-            self.recent.hook_failures.push(value.clone());
+        if listed {
+            if let Some(found) = self.recent.of_kind(event) {
+                found.push(value.clone());
+            }
         }
         if in_round {
             self.recent.round_events.push(value);
@@ -125,19 +173,25 @@ impl Collector {
     }
 
     /// Everything but `Wanted::round` is found.
-    fn tail_done(&self) -> bool {
-        self.recent.events.len() >= self.wanted.events
-            && (self.summarized.is_some()
-                || (self.rounds_started >= self.wanted.rounds
-                    && self.recent.hook_failures.len() >= self.wanted.hook_failures))
+    fn tail_done(&mut self) -> bool {
+        let wanted = self.wanted;
+        let listed_done = LISTED_KINDS.iter().all(|kind| {
+            self.recent
+                .of_kind(kind)
+                .is_some_and(|found| found.len() >= wanted.of_kind(kind))
+        });
+        self.recent.events.len() >= wanted.events
+            && (self.summarized.is_some() || (self.rounds_started >= wanted.rounds && listed_done))
     }
 
-    /// Takes a summary's rounds and failures as the part of the record older than the
+    /// Takes a summary's rounds and listed kinds as the part of the record older than the
     /// lines offered so far (it holds no events of other kinds: those are still read).
     fn merge(&mut self, summary: Summary) {
         let wanted = self.wanted;
-        self.wanted.events = 0;
-        self.wanted.hook_failures = 0;
+        self.wanted = Wanted {
+            events: 0,
+            ..wanted.without_listed()
+        };
         for line in summary.round_events.into_iter().rev() {
             let Some(event) = Recorded::from_line(line) else {
                 continue;
@@ -147,16 +201,22 @@ impl Collector {
             self.offer(&kind, num, || Some(event));
         }
         self.wanted = wanted;
-        let missing = wanted
-            .hook_failures
-            .saturating_sub(self.recent.hook_failures.len());
-        let older = summary
-            .hook_failures
-            .into_iter()
-            .rev()
-            .filter_map(Recorded::from_line)
-            .take(missing);
-        self.recent.hook_failures.extend(older);
+        for (kind, older) in [
+            (HOOK_FAILED, summary.hook_failures),
+            (NETWORK_BLIP, summary.network_blips),
+        ] {
+            let Some(found) = self.recent.of_kind(kind) else {
+                continue;
+            };
+            let missing = wanted.of_kind(kind).saturating_sub(found.len());
+            found.extend(
+                older
+                    .into_iter()
+                    .rev()
+                    .filter_map(Recorded::from_line)
+                    .take(missing),
+            );
+        }
         self.summarized = Some(self.rounds.clone());
     }
 
@@ -165,6 +225,7 @@ impl Collector {
         self.recent.events.reverse();
         self.recent.round_events.reverse();
         self.recent.hook_failures.reverse();
+        self.recent.blips.reverse();
         self.recent
     }
 }
@@ -216,18 +277,19 @@ pub(crate) fn gather(
     recent
 }
 
-/// What the summary holds: what `peek` shows of rounds and hook failures.
+/// What the summary holds: what `peek` shows of rounds, hook failures and blips.
 fn summary_wanted() -> Wanted {
     Wanted {
         events: 0,
         rounds: RECENT_ROUNDS + 1,
         hook_failures: RECENT_HOOK_FAILURES,
+        blips: RECENT_BLIPS,
         round: None,
     }
 }
 
 /// Brings the summary of `state_dir` ([`event_summary`]) up to the end of the record and
-/// writes it atomically (only `serve` calls this). Nothing is written while the record is empty.
+/// writes it atomically (only `serve` and `round` call this). Nothing is written while the record is empty.
 ///
 /// Errors: the summary cannot be written.
 pub(crate) fn refresh_summary(state_dir: &Path) -> io::Result<()> {
@@ -246,6 +308,7 @@ pub(crate) fn refresh_summary(state_dir: &Path) -> io::Result<()> {
         covers,
         round_events: lines(found.round_events),
         hook_failures: lines(found.hook_failures),
+        network_blips: lines(found.blips),
     };
     event_summary::write(state_dir, &summary)
 }
@@ -273,12 +336,24 @@ pub(crate) mod tests {
         .unwrap();
     }
 
+    /// Appends a network blip of round `n` to `text`.
+    pub(crate) fn blip(text: &mut String, n: u64) {
+        writeln!(
+            text,
+            r#"{{"ts":"2026-11-29T10:00:00.000Z","event":"agent_network_blip","round_num":{n},"hook":"h","message":"dns","consecutive":1}}"#
+        )
+        .unwrap();
+    }
+
     #[test]
     fn stops_when_found_and_keeps_only_what_was_asked() {
         let dir = tempfile::tempdir().unwrap();
         let mut old = String::new();
         for n in 1..=50 {
             round(&mut old, n, usize::from(n == 2));
+            if n == 3 {
+                blip(&mut old, n);
+            }
         }
         std::fs::write(dir.path().join("events-2026-10.jsonl"), old).unwrap();
         let mut new = String::new();
@@ -292,6 +367,7 @@ pub(crate) mod tests {
             events: 3,
             rounds: 12,
             hook_failures: 1,
+            blips: 1,
             round: Some(1),
         };
         let recent = scan(dir.path(), wanted);
@@ -306,9 +382,11 @@ pub(crate) mod tests {
         assert_eq!(nums, expected);
         assert_eq!(recent.round_events.len(), 2 * expected.len());
         assert_eq!(recent.hook_failures.len(), 1);
+        assert_eq!(recent.blips.len(), 1);
+        assert_eq!(recent.blips[0].round_num(), Some(3));
         assert_eq!(recent.skipped, 1);
 
-        // Without a failure to find, the scan stops at the rounds it wanted: older lines
+        // Without a failure or blip to find, the scan stops at the rounds it wanted: older lines
         // (and their torn line) are never read.
         std::fs::write(
             dir.path().join("events-2026-09.jsonl"),
@@ -319,12 +397,13 @@ pub(crate) mod tests {
             dir.path(),
             Wanted {
                 hook_failures: 0,
+                blips: 0,
                 round: None,
                 ..wanted
             },
         );
         assert_eq!(recent.skipped, 1);
-        assert!(recent.hook_failures.is_empty());
+        assert!(recent.hook_failures.is_empty() && recent.blips.is_empty());
         assert!(scan(&dir.path().join("missing"), wanted).events.is_empty());
     }
 }
@@ -333,7 +412,7 @@ pub(crate) mod tests {
 mod summary_tests {
     use super::*;
     use crate::operator::event_summary::{load, Covers};
-    use crate::operator::recent::tests::round;
+    use crate::operator::recent::tests::{blip, round};
     use std::collections::BTreeSet;
 
     fn rounds_in(events: &[Recorded]) -> BTreeSet<u64> {
@@ -348,6 +427,7 @@ mod summary_tests {
         for n in 1..=3 {
             round(&mut text, n, usize::from(n == 2));
         }
+        blip(&mut text, 3);
         // More than a look reads of a loop deferring, after those rounds.
         while (text.len() as u64) < SCAN_BYTES + 4096 {
             text.push_str(
@@ -357,6 +437,7 @@ mod summary_tests {
         std::fs::write(&october, &text).unwrap();
         let look = || scan(dir.path(), summary_wanted());
         assert!(look().round_events.is_empty() && look().hook_failures.is_empty());
+        assert!(look().blips.is_empty());
 
         refresh_summary(dir.path()).unwrap();
         let summary = load(dir.path()).unwrap();
@@ -364,6 +445,8 @@ mod summary_tests {
         let found = look();
         assert_eq!(rounds_in(&found.round_events), BTreeSet::from([1, 2, 3]));
         assert_eq!(found.hook_failures.len(), 1);
+        assert_eq!(found.blips.len(), 1);
+        assert_eq!(found.blips[0].round_num(), Some(3));
         // Events of any kind are not in the summary: they are still read from the record.
         let newest = scan(
             dir.path(),

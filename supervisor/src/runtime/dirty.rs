@@ -141,7 +141,7 @@ async fn perform(
         DirtyAction::Commit { message, paths } => {
             let paths = paths.unwrap_or_else(|| files.to_vec());
             let message = redact(&message);
-            match round.repo.commit_paths(&paths, &message).await {
+            match round.repo.commit_for_handler(&paths, &message, hook).await {
                 Ok(sha) => {
                     round.events.emit(Event::DirtyAutoCommitted {
                         round_num,

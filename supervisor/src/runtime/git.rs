@@ -5,6 +5,7 @@
 //! must not run that code). Paths a host or the agent named are passed as
 //! `:(literal)` pathspecs, so no path is ever read as a pattern.
 
+use agent_runner_protocol::reflog::reflog_action;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use std::ffi::{OsStr, OsString};
@@ -106,17 +107,36 @@ impl Repo {
     /// from `/dev/null`, killed with its process group after the timeout or when a stop
     /// arrives.
     async fn run<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<String, GitError> {
-        self.run_bytes(args)
+        self.run_with_env(args, &[]).await
+    }
+
+    /// [`Repo::run`] with variables `env` added to git's environment.
+    async fn run_with_env<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        env: &[(&str, &str)],
+    ) -> Result<String, GitError> {
+        self.run_bytes_with_env(args, env)
             .await
             .map(|out| String::from_utf8_lossy(&out).into_owned())
     }
 
     /// [`Repo::run`], stdout as bytes (file names are bytes).
     async fn run_bytes<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Vec<u8>, GitError> {
+        self.run_bytes_with_env(args, &[]).await
+    }
+
+    /// [`Repo::run_bytes`] with variables `env` added to git's environment.
+    async fn run_bytes_with_env<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        env: &[(&str, &str)],
+    ) -> Result<Vec<u8>, GitError> {
         let mut cmd = Command::new("git");
         cmd.arg("-c")
             .arg("core.hooksPath=/dev/null")
             .args(args)
+            .envs(env.iter().copied())
             .current_dir(&self.work_dir)
             .env("GIT_TERMINAL_PROMPT", "0")
             .env_remove("GPG_TTY")
@@ -336,10 +356,32 @@ impl Repo {
         paths: &[String],
         message: &str,
     ) -> Result<String, GitError> {
-        // `update-index --add --remove` stages additions, changes and deletions of exactly
-        // these paths, and accepts the source of a staged rename (gone from both the tree
-        // and the index), which `git add -A -- <path>` refuses. Paths are work-dir-relative
-        // and passed as their real bytes.
+        self.commit(paths, message, &[]).await
+    }
+
+    /// [`Repo::commit_paths`] for dirty handler `hook`: the reflog entry reads
+    /// `agent-runner dirty handler <hook>: <subject>`, so a host reading `.git` tells the
+    /// supervisor's commits from the agent's (docs/protocol.md §5.2, "The supervisor's
+    /// commits").
+    pub(crate) async fn commit_for_handler(
+        &self,
+        paths: &[String],
+        message: &str,
+        hook: &str,
+    ) -> Result<String, GitError> {
+        let action = reflog_action(hook);
+        self.commit(paths, message, &[("GIT_REFLOG_ACTION", &action)])
+            .await
+    }
+
+    /// [`Repo::commit_paths`] with variables `env` added to git's environment for the
+    /// commit itself.
+    async fn commit(
+        &self,
+        paths: &[String],
+        message: &str,
+        env: &[(&str, &str)],
+    ) -> Result<String, GitError> {
         let mut stage: Vec<OsString> = ["update-index", "--add", "--remove", "--"]
             .iter()
             .map(OsString::from)
@@ -356,7 +398,7 @@ impl Repo {
         let identity = self.identity_args().await;
         let mut head: Vec<&str> = identity.iter().map(String::as_str).collect();
         head.extend(["commit", "--no-verify", "-q", "-m", message, "--"]);
-        if let Err(err) = self.run(&with(&head)).await {
+        if let Err(err) = self.run_with_env(&with(&head), env).await {
             let _ = self.run(&with(&["reset", "-q", "--"])).await;
             return Err(err);
         }

@@ -43,6 +43,7 @@ pub(crate) mod round;
 pub(crate) mod round_cgroup;
 pub(crate) mod round_context;
 pub(crate) mod schedule;
+pub(crate) mod schedule_gate;
 pub(crate) mod serve;
 pub(crate) mod serve_startup;
 pub mod spawn_gate;

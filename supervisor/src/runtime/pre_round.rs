@@ -8,6 +8,9 @@
 //! same gate as spawn overrides); otherwise it is recorded as
 //! `plugin_round_override_ignored` and the round runs. A failed call counts as `proceed`
 //! (pre-round) or adds nothing (enricher).
+//!
+//! `[runtime] disable_pre_round_hooks` (or the round's phase's) leaves the pre-round hooks
+//! out of the batch; enrichers are still asked (docs/configuration.md, `[runtime]`).
 
 use agent_runner_protocol::redact::redact_and_cap;
 use agent_runner_protocol::{
@@ -30,17 +33,24 @@ pub struct PreRound {
     pub enrichments: Vec<(HookName, Map<String, Value>)>,
 }
 
-/// Asks every pre-round hook and context enricher about the round described by `ctx`.
-/// `None` when a graceful stop arrived during the calls (hosts in flight are killed).
+/// Asks every context enricher, and every pre-round hook unless `pre_round_disabled`,
+/// about the round described by `ctx`. `None` when a graceful stop arrived during the
+/// calls (hosts in flight are killed).
 pub async fn consult(
     hosts: &mut HostManager,
     allow: &[HookName],
     events: &EventLog,
     ctx: &Context,
+    pre_round_disabled: bool,
     stop: &mut StopWatch,
 ) -> Option<PreRound> {
     let mut calls: Vec<(HookRef, Value)> = Vec::new();
-    for hook in hosts.hooks(Family::PreRound) {
+    let pre_round = if pre_round_disabled {
+        Vec::new()
+    } else {
+        hosts.hooks(Family::PreRound)
+    };
+    for hook in pre_round {
         let params = BeforeRoundParams {
             hook: hook.name.clone(),
             ctx: ctx.clone(),

@@ -430,6 +430,7 @@ impl Runner {
             &self.config.plugins.spawn_override_allow,
             &self.events,
             ctx,
+            self.config.profile(phase).disable_pre_round_hooks,
             stop,
         )
         .await

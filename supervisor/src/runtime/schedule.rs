@@ -160,11 +160,14 @@ pub struct Schedule {
 }
 
 impl Schedule {
+    /// Whether any window is set.
+    pub(crate) fn is_active(&self) -> bool {
+        !self.run.is_empty() || !self.pause.is_empty()
+    }
+
     /// Whether a round may start at `at`.
     pub(crate) fn allows(&self, at: Timestamp) -> bool {
-        let local = at.to_zoned(self.zone.clone());
-        let weekday = local.weekday().to_monday_zero_offset() as u8;
-        let minute = local.hour() as u16 * 60 + local.minute() as u16;
+        let (weekday, minute) = self.local(at);
         (self.run.is_empty() || self.run.iter().any(|w| w.contains(weekday, minute)))
             && !self.pause.iter().any(|w| w.contains(weekday, minute))
     }
@@ -172,13 +175,40 @@ impl Schedule {
     /// The first instant, minute-aligned, at or after `at` when a round may start; `None`
     /// when none lies within eight days (windows that never open).
     pub(crate) fn next_open(&self, at: Timestamp) -> Option<Timestamp> {
-        if self.allows(at) {
+        self.first_minute(at, true)
+    }
+
+    /// The first instant, minute-aligned, at or after `at` when no round may start; `None`
+    /// when none lies within eight days (windows that never close).
+    pub(crate) fn next_close(&self, at: Timestamp) -> Option<Timestamp> {
+        self.first_minute(at, false)
+    }
+
+    /// The `pause_windows` entry holding at `at`, if any (the first, in config order).
+    pub(crate) fn pause_window_at(&self, at: Timestamp) -> Option<&Window> {
+        let (weekday, minute) = self.local(at);
+        self.pause.iter().find(|w| w.contains(weekday, minute))
+    }
+
+    /// `at` itself when [`Schedule::allows`] it is `allowed`, else the first following
+    /// minute that is, within [`HORIZON_MIN`].
+    fn first_minute(&self, at: Timestamp, allowed: bool) -> Option<Timestamp> {
+        if self.allows(at) == allowed {
             return Some(at);
         }
         let minute0 = at.as_second() - at.as_second().rem_euclid(60);
         (1..=HORIZON_MIN)
             .filter_map(|i| Timestamp::from_second(minute0 + i * 60).ok())
-            .find(|t| self.allows(*t))
+            .find(|t| self.allows(*t) == allowed)
+    }
+
+    /// The weekday (0 = Monday) and minute of the day of `at` in the schedule's zone.
+    fn local(&self, at: Timestamp) -> (u8, u16) {
+        let local = at.to_zoned(self.zone.clone());
+        (
+            local.weekday().to_monday_zero_offset() as u8,
+            local.hour() as u16 * 60 + local.minute() as u16,
+        )
     }
 }
 
@@ -241,10 +271,30 @@ mod tests {
             s.next_open(ts("2026-12-01T00:00:30Z")),
             Some(ts("2026-12-01T18:00:00Z"))
         );
+        // It closes at midnight, and its pause window holds 02:00-03:00 only.
+        let s2 = schedule("UTC", &["18:00-24:00"], &["02:00-03:00"]);
+        assert_eq!(
+            s2.next_close(ts("2026-11-30T19:00:30Z")),
+            Some(ts("2026-12-01T00:00:00Z"))
+        );
+        assert_eq!(
+            s2.next_close(ts("2026-11-30T12:00:00Z")),
+            Some(ts("2026-11-30T12:00:00Z"))
+        );
+        assert_eq!(
+            s2.pause_window_at(ts("2026-12-01T02:30:00Z"))
+                .map(|w| w.label.as_str()),
+            Some("02:00-03:00")
+        );
+        assert_eq!(s2.pause_window_at(ts("2026-12-01T12:00:00Z")), None);
         // No windows: always open; windows that never open: no next opening.
         assert!(schedule("UTC", &[], &[]).allows(ts("2026-11-30T12:00:00Z")));
         let never = schedule("UTC", &[], &["00:00-24:00"]);
         assert_eq!(never.next_open(ts("2026-11-30T12:00:00Z")), None);
+        assert_eq!(
+            schedule("UTC", &[], &[]).next_close(ts("2026-11-30T12:00:00Z")),
+            None
+        );
     }
 
     #[test]

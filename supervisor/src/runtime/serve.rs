@@ -21,7 +21,6 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 
-use crate::config::PhasePolicy;
 use crate::config::{self, ConfigError};
 use crate::hosts::sandbox::{SandboxGate, SandboxRefused};
 use crate::hosts::HostManager;
@@ -33,6 +32,7 @@ use crate::runtime::config_follow::{ConfigFollower, Trigger};
 use crate::runtime::events::{Event, EventLog};
 use crate::runtime::git::Repo;
 use crate::runtime::round::{Attempt, Ran, RoundError, Runner};
+use crate::runtime::schedule_gate;
 use crate::runtime::serve_startup;
 use crate::runtime::spawn_gate::Verdict;
 use crate::runtime::state::{self, LockError, ProjectLock};
@@ -683,34 +683,22 @@ async fn schedule_gate(
     let config = &runner.config;
     let state_dir = &config.runtime.state_dir;
     let next = state::peek_next_round(state_dir).unwrap_or(1);
-    let phase = config.phase_for_round(next);
-    let schedule = config.profile(phase).schedule;
     let now = jiff::Timestamp::now();
-    if schedule.allows(now) {
-        return true;
-    }
-    let phases: Vec<&str> = config.phases.list.iter().map(String::as_str).collect();
-    let any_open = phases
-        .iter()
-        .any(|p| config.profile(Some(p)).schedule.allows(now));
-    if config.phases.phase_policy == PhasePolicy::Skip && any_open {
-        if let Ok(round_num) = state::next_round(state_dir) {
-            runner.events.emit(Event::SchedulePhaseSkipped {
-                round_num,
-                phase: phase.unwrap_or("").to_owned(),
-                until: schedule.next_open(now).map(|t| t.to_string()),
-            });
+    let look = schedule_gate::look(config, next, now);
+    let (phase, schedule) = (look.phase, look.schedule);
+    let until = match look.verdict {
+        schedule_gate::Verdict::Run => return true,
+        schedule_gate::Verdict::PassOver { opens } => {
+            if let Ok(round_num) = state::next_round(state_dir) {
+                runner.events.emit(Event::SchedulePhaseSkipped {
+                    round_num,
+                    phase: phase.unwrap_or("").to_owned(),
+                    until: opens.map(|t| t.to_string()),
+                });
+            }
+            return false;
         }
-        return false;
-    }
-    // Wait for this phase's schedule (skip policy: for the first phase to open).
-    let until = if config.phases.phase_policy == PhasePolicy::Skip && !phases.is_empty() {
-        phases
-            .iter()
-            .filter_map(|p| config.profile(Some(p)).schedule.next_open(now))
-            .min()
-    } else {
-        schedule.next_open(now)
+        schedule_gate::Verdict::Pause { until } => until,
     };
     let wait = until
         .and_then(|t| t.duration_since(now).try_into().ok())
@@ -774,9 +762,9 @@ async fn pause(
     }
 }
 
-/// Brings the record's summary up to date for the read-only views (serve is its only
-/// writer: docs/operations.md "Reading the record"): at boot, before every wait and at the
-/// end, so it is current whenever the loop is idle. A failure is logged, never raised:
+/// Brings the record's summary up to date for the read-only views (`serve` and `round` are
+/// its only writers: docs/operations.md "Reading the record"): at boot, before every wait
+/// and at the end, so it is current whenever the loop is idle or a `round` has ended. A failure is logged, never raised:
 /// readers do without the summary.
 fn refresh_summary(state_dir: &Path) {
     if let Err(err) = crate::operator::recent::refresh_summary(state_dir) {
@@ -790,4 +778,6 @@ fn refresh_summary(state_dir: &Path) {
 /// Shuts the hosts down and releases the lock.
 pub(crate) async fn shutdown(booted: Booted) {
     booted.runner.hosts.shutdown().await;
+    // `round` ends here too: its look-ups are then as cheap as after a `serve`.
+    refresh_summary(&booted.runner.config.runtime.state_dir);
 }

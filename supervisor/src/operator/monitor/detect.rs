@@ -74,6 +74,7 @@ impl Observation {
                 events: NEWEST_EVENTS,
                 rounds: NO_PROGRESS_ROUNDS + 1,
                 hook_failures: 0,
+                blips: 0,
                 round: None,
             },
         );

@@ -704,6 +704,17 @@ pub(crate) enum Event {
         /// Why.
         reason: String,
     },
+    /// A restarted host declared, in its new `initialize`, hooks, event kinds or owned
+    /// paths other than those of its first; the first declarations stay in force
+    /// (docs/protocol.md §3, "A restarted host").
+    PluginRedeclarationIgnored {
+        /// The host.
+        name: String,
+        /// What differs: `hooks`, `event_kinds`, `owned_paths`.
+        changed: Vec<String>,
+        /// The first and the new declarations of each (redacted, capped).
+        detail: String,
+    },
     /// A host's executable does not match its pin; it is not started.
     PluginChecksumMismatch {
         /// The host.
@@ -811,6 +822,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "orphan_stashed",
     "orphan_stash_failed",
     "plugin_refused",
+    "plugin_redeclaration_ignored",
     "plugin_checksum_mismatch",
     "plugin_builtin_name_squat",
     "plugin_sandbox_kill",

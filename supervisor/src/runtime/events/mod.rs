@@ -317,6 +317,8 @@ mod tests {
              r#""event":"orphan_stash_failed","round_num":4,"hook":"b","error":"e","tree":"t""#),
             (Event::PluginRefused { name: s("h"), reason: s("r") },
              r#""event":"plugin_refused","name":"h","reason":"r""#),
+            (Event::PluginRedeclarationIgnored { name: s("h"), changed: vec![s("event_kinds")], detail: s("event_kinds: [a] then [b]") },
+             r#""event":"plugin_redeclaration_ignored","name":"h","changed":["event_kinds"],"detail":"event_kinds: [a] then [b]""#),
             (Event::PluginChecksumMismatch { name: s("h"), expected: s("sha256:aa"), actual: s("sha256:bb"), path: PathBuf::from("/h") },
              r#""event":"plugin_checksum_mismatch","name":"h","expected":"sha256:aa","actual":"sha256:bb","path":"/h""#),
             (Event::PluginBuiltinNameSquat { name: s("builtin"), module_path: PathBuf::from("/h"), host: s("h") },
