@@ -569,28 +569,7 @@ impl Runner {
         stop: &mut StopWatch,
     ) -> Result<AgentExit, RoundError> {
         let budget = launch.budget;
-        let mut spec = AgentSpec {
-            log_cap: self.config.runtime.round_log_max_bytes,
-            argv: launch.argv,
-            env: launch.env,
-            work_dir: self.config.runtime.work_dir.clone(),
-            log,
-            stdin_prompt: launch.stdin_prompt,
-            budget,
-            floor: Some(Floor {
-                cfg: self.config.monitor.host_health.clone(),
-                events: self.events.clone(),
-                round_num,
-            }),
-            spare: self
-                .hosts
-                .states()
-                .into_iter()
-                .filter_map(|(_, _, pid)| pid)
-                .collect(),
-            grace: self.grace(launch.marker.as_bytes(), round_num, log_path),
-            cgroup_procs: None,
-        };
+        let mut spec = self.agent_spec(round_num, launch, log_path, log);
         let mut cgroup = self.round_cgroup(round_num);
         spec.cgroup_procs = cgroup.as_mut().and_then(RoundCgroup::take_procs);
         self.events.emit(Event::AgentSpawn {
@@ -631,6 +610,33 @@ impl Runner {
             self.record_cgroup(round_num, agent, &exit, usage);
         }
         Ok(exit)
+    }
+
+    /// How the agent of round `round_num` runs: `launch`, its round log, the host-health
+    /// floor, the hosts' pids spared by the orphan reaper, result grace (no cgroup yet).
+    fn agent_spec(&self, round_num: u64, launch: Launch, log_path: &Path, log: File) -> AgentSpec {
+        AgentSpec {
+            log_cap: self.config.runtime.round_log_max_bytes,
+            argv: launch.argv,
+            env: launch.env,
+            work_dir: self.config.runtime.work_dir.clone(),
+            log,
+            stdin_prompt: launch.stdin_prompt,
+            budget: launch.budget,
+            floor: Some(Floor {
+                cfg: self.config.monitor.host_health.clone(),
+                events: self.events.clone(),
+                round_num,
+            }),
+            spare: self
+                .hosts
+                .states()
+                .into_iter()
+                .filter_map(|(_, _, pid)| pid)
+                .collect(),
+            grace: self.grace(launch.marker.as_bytes(), round_num, log_path),
+            cgroup_procs: None,
+        }
     }
 
     /// `round_log_capped` when the agent wrote more than `round_log_max_bytes`.
