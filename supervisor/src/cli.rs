@@ -3,21 +3,24 @@
 //! [`crate::exit`].
 
 use clap::{CommandFactory, Parser, Subcommand};
+use std::io::stdout;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::config::DEFAULT_CONFIG_FILE;
 use crate::exit::{self, CliError};
+use crate::operator::control;
+use crate::operator::peek::{self, PeekOptions, PeekOutput};
 use crate::runtime::post_round::Decision as PostRound;
-use crate::runtime::round::Attempt;
+use crate::runtime::round::{Attempt, Ran};
 use crate::runtime::serve::{self, ServeOptions};
 use crate::runtime::spawn_gate::Verdict;
-use crate::runtime::stop;
+use crate::runtime::stop::{self, StopLevel};
 
 /// Restart-on-exit supervisor for coding-agent CLIs, with pinned, confined plugin hosts.
 #[derive(Debug, Parser)]
 #[command(name = "agent-runner", version, about)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// The config file.
     #[arg(long, global = true, value_name = "PATH", default_value = DEFAULT_CONFIG_FILE)]
     pub config: PathBuf,
@@ -31,7 +34,7 @@ pub struct Cli {
 
 /// The verbs.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Write agent-runner.toml and prompts/main.md for an agent CLI.
     Init {
         /// Which agent CLI: claude, aider, gemini, codewhale, kimi, pi, codex.
@@ -111,35 +114,7 @@ pub enum Command {
     /// Watch the project: detectors (anomaly), the record live (events, narrate; `--host`
     /// relays another machine's over ssh), or the live page with /api/state and /metrics
     /// (http).
-    Monitor {
-        /// What to do.
-        #[arg(long, value_enum, default_value = "anomaly")]
-        mode: crate::operator::monitor::Mode,
-        /// Relay this ssh alias's record (`--mode events` only).
-        #[arg(long, value_name = "SSH-ALIAS")]
-        host: Option<String>,
-        /// Seconds between detector runs (anomaly; default 30).
-        #[arg(long, value_name = "SECONDS")]
-        interval: Option<u64>,
-        /// Event kinds to relay (`--host` only; default every kind).
-        #[arg(long, value_name = "K[,K2]")]
-        kind: Option<String>,
-        /// The config path on the remote (`--host` only).
-        #[arg(long, value_name = "PATH")]
-        remote_config: Option<String>,
-        /// Address of the page (http). Any address but loopback needs a token.
-        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
-        bind: std::net::IpAddr,
-        /// Port of the page (http; 0: any free port, printed on start).
-        #[arg(long, value_name = "PORT", default_value_t = 8765)]
-        port: u16,
-        /// Another project's config to show on the page (http; repeatable).
-        #[arg(long = "project", value_name = "CONFIG")]
-        projects: Vec<PathBuf>,
-        /// A file holding the page's token (http; else AGENT_RUNNER_MONITOR_TOKEN).
-        #[arg(long, value_name = "PATH")]
-        token_file: Option<PathBuf>,
-    },
+    Monitor(MonitorArgs),
     /// Install a systemd unit running `serve` for this project (user unit by default).
     Install {
         /// A system unit in /etc/systemd/system instead of a user unit.
@@ -183,7 +158,7 @@ pub enum Command {
 
 /// `agent-runner plugin …`.
 #[derive(Debug, Subcommand)]
-pub enum PluginCommand {
+pub(crate) enum PluginCommand {
     /// Run a host through the protocol contract rule by rule: `plugin check NAME` (a host of
     /// the config, launched as serve would) or `plugin check -- COMMAND [ARGS…]`. Exit 0
     /// only if every rule passes.
@@ -227,6 +202,38 @@ fn parse_family(text: &str) -> Result<agent_runner_protocol::Family, String> {
     })
 }
 
+/// The flags of `monitor`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct MonitorArgs {
+    /// What to do.
+    #[arg(long, value_enum, default_value = "anomaly")]
+    mode: crate::operator::monitor::Mode,
+    /// Relay this ssh alias's record (`--mode events` only).
+    #[arg(long, value_name = "SSH-ALIAS")]
+    host: Option<String>,
+    /// Seconds between detector runs (anomaly; default 30).
+    #[arg(long, value_name = "SECONDS")]
+    interval: Option<u64>,
+    /// Event kinds to relay (`--host` only; default every kind).
+    #[arg(long, value_name = "K[,K2]")]
+    kind: Option<String>,
+    /// The config path on the remote (`--host` only).
+    #[arg(long, value_name = "PATH")]
+    remote_config: Option<String>,
+    /// Address of the page (http). Any address but loopback needs a token.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+    bind: std::net::IpAddr,
+    /// Port of the page (http; 0: any free port, printed on start).
+    #[arg(long, value_name = "PORT", default_value_t = 8765)]
+    port: u16,
+    /// Another project's config to show on the page (http; repeatable).
+    #[arg(long = "project", value_name = "CONFIG")]
+    projects: Vec<PathBuf>,
+    /// A file holding the page's token (http; else AGENT_RUNNER_MONITOR_TOKEN).
+    #[arg(long, value_name = "PATH")]
+    token_file: Option<PathBuf>,
+}
+
 /// `serve --json`: what it did.
 #[derive(serde::Serialize)]
 struct ServeSummary {
@@ -257,6 +264,40 @@ enum RoundSummary {
         #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+}
+
+/// `From<E> for CliError` with exit code `$code` and `E`'s message, for each error type of
+/// the runtime and operator modules that ends a command: the one place where they meet
+/// exit codes (the modules return their own `thiserror` types).
+macro_rules! exit_with {
+    ($code:expr => $($error:ty),+) => {
+        $(impl From<$error> for CliError {
+            fn from(err: $error) -> Self {
+                CliError {
+                    code: $code,
+                    message: err.to_string(),
+                }
+            }
+        })+
+    };
+}
+
+exit_with!(exit::CONFIG => crate::config::ConfigError, crate::hosts::sandbox::SandboxRefused);
+exit_with!(exit::FAILURE =>
+    crate::runtime::round::RoundError,
+    crate::operator::interrupt::NoInterrupt,
+    crate::operator::control::NotRunning
+);
+
+impl From<crate::runtime::serve::BootError> for CliError {
+    fn from(err: crate::runtime::serve::BootError) -> Self {
+        use crate::runtime::serve::BootError;
+        match err {
+            BootError::Config(err) => err.into(),
+            BootError::Sandbox(err) => err.into(),
+            err @ (BootError::Hangup(_) | BootError::Lock(_)) => CliError::failure(err.to_string()),
+        }
+    }
 }
 
 /// Parses the command line, runs the verb, returns the exit code. Started with
@@ -322,168 +363,207 @@ fn init_tracing(command: &Command) {
 }
 
 async fn run(cli: Cli) -> Result<u8, CliError> {
+    let (config, json) = (cli.config, cli.json);
     match cli.command {
         Command::Init {
             preset,
             force,
             no_commit,
-        } => {
-            let lines = crate::operator::init::run(&crate::operator::init::InitOptions {
-                config_path: cli.config,
-                preset,
-                force,
-                no_commit,
-            })
-            .await?;
-            for line in lines {
-                println!("{line}");
-            }
-            Ok(exit::OK)
-        }
-        Command::Doctor { rounds } => {
-            let report = crate::operator::doctor::run(&cli.config, rounds).await;
-            if cli.json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&report.doc).unwrap_or_default()
-                );
-            } else {
-                print!("{}", crate::operator::doctor::render(&report.doc));
-            }
-            Ok(report.code)
-        }
-        Command::Round { phase } => round(&cli.config, cli.json, phase.as_deref()).await,
-        Command::Plugin { command } => plugin(command, cli.config, cli.json).await,
+        } => init(config, preset, force, no_commit).await,
+        Command::Doctor { rounds } => Ok(doctor(&config, json, rounds).await),
+        Command::Round { phase } => round(&config, json, phase.as_deref()).await,
+        Command::Serve {
+            max_rounds,
+            once,
+            ignore_schedule,
+        } => run_serve(&config, json, max_rounds, once, ignore_schedule).await,
+        Command::Plugin { command } => plugin(command, config, json).await,
         Command::Peek {
             round,
             log,
             events,
             select,
-        } => crate::operator::peek::run(
-            &cli.config,
-            &crate::operator::peek::PeekOutput {
-                options: crate::operator::peek::PeekOptions { round, events },
-                json: cli.json,
-                log,
-                select,
-            },
-        ),
-        Command::Watch { interval } => crate::operator::watch::run(&cli.config, interval).await,
+        } => peek(&config, json, PeekOptions { round, events }, log, select),
+        Command::Watch { interval } => crate::operator::watch::run(&config, interval).await,
         Command::Events {
             kind,
             window,
             tail,
             since,
-        } => {
-            let query =
-                crate::operator::event_query::Query::new(&kind, window, tail, since.as_deref())?;
-            let config = crate::config::load(&cli.config)?;
-            crate::operator::event_query::run(&config.runtime.state_dir, &query).await
-        }
+        } => events(&config, &kind, window, tail, since.as_deref()).await,
         Command::Install {
             system,
             force,
             dry_run,
-        } => {
-            let config = crate::config::load(&cli.config)?;
-            let options = crate::operator::install::InstallOptions {
-                scope: scope(system),
-                force,
-                dry_run,
-            };
-            print_lines(crate::operator::install::install(&config, options)?)
-        }
+        } => install(&config, system, force, dry_run),
         Command::Uninstall { system } => {
-            let config = crate::config::load(&cli.config)?;
+            let config = crate::config::load(&config)?;
             print_lines(crate::operator::install::uninstall(&config, scope(system))?)
         }
         Command::Completions { shell } => {
-            let mut cmd = Cli::command();
-            clap_complete::generate(shell, &mut cmd, "agent-runner", &mut std::io::stdout());
+            clap_complete::generate(shell, &mut Cli::command(), "agent-runner", &mut stdout());
             Ok(exit::OK)
         }
-        Command::Man => {
-            clap_mangen::Man::new(Cli::command())
-                .render(&mut std::io::stdout())
-                .map_err(|e| CliError::failure(format!("cannot write the man page: {e}")))?;
-            Ok(exit::OK)
-        }
-        Command::Serve {
-            max_rounds,
-            once,
-            ignore_schedule,
-        } => {
-            let (sender, mut stop) =
-                stop::install().map_err(|e| CliError::failure(e.to_string()))?;
-            let mut booted = serve::boot(&cli.config).await?;
-            let state_dir = booted.runner.config.runtime.state_dir.clone();
-            let control =
-                crate::operator::control::listen(&state_dir, sender, booted.status.subscribe())
-                    .map_err(|e| {
-                        tracing::warn!(
-                        "control socket unavailable ({e}); stop/status fall back on the lock pid"
-                    )
-                    })
-                    .ok();
-            let end = serve::serve(
-                &mut booted,
-                ServeOptions {
-                    max_rounds,
-                    once,
-                    ignore_schedule,
-                },
-                &mut stop,
-            )
-            .await;
-            drop(control);
-            serve::shutdown(booted).await;
-            let completed = end.completed;
-            if cli.json {
-                let summary = ServeSummary {
-                    rounds_completed: completed,
-                    exit_code: end.code,
-                };
-                println!("{}", serde_json::to_string(&summary).unwrap_or_default());
-            } else {
-                eprintln!("agent-runner: serve stopped after {completed} completed round(s)");
-            }
-            Ok(end.code)
-        }
-        Command::Monitor {
-            mode,
-            host,
-            interval,
-            kind,
-            remote_config,
-            bind,
-            port,
-            projects,
-            token_file,
-        } => {
-            crate::operator::monitor::run(crate::operator::monitor::Options {
-                config: cli.config,
-                json: cli.json,
-                mode,
-                host,
-                kind,
-                remote_config,
-                interval,
-                bind,
-                port,
-                projects,
-                token_file,
-            })
-            .await
-        }
-        Command::Status => crate::operator::control::status(&cli.config, cli.json).await,
-        Command::Stop => {
-            crate::operator::control::stop(&cli.config, stop::StopLevel::Graceful, cli.json).await
-        }
-        Command::Kill => {
-            crate::operator::control::stop(&cli.config, stop::StopLevel::Immediate, cli.json).await
-        }
-        Command::Start => crate::operator::control::start(&cli.config, cli.json).await,
+        Command::Man => man(),
+        Command::Monitor(args) => monitor(config, json, args).await,
+        Command::Status => control::status(&config, json).await,
+        Command::Stop => control::stop(&config, StopLevel::Graceful, json).await,
+        Command::Kill => control::stop(&config, StopLevel::Immediate, json).await,
+        Command::Start => control::start(&config, json).await,
     }
+}
+
+/// `init`: writes the config and prompt of `preset`, prints what it did.
+async fn init(
+    config_path: PathBuf,
+    preset: String,
+    force: bool,
+    no_commit: bool,
+) -> Result<u8, CliError> {
+    let lines = crate::operator::init::run(&crate::operator::init::InitOptions {
+        config_path,
+        preset,
+        force,
+        no_commit,
+    })
+    .await?;
+    print_lines(lines)
+}
+
+/// `doctor`: the report (human or `--json`) and its exit code.
+async fn doctor(config: &std::path::Path, json: bool, rounds: u64) -> u8 {
+    let report = crate::operator::doctor::run(config, rounds).await;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report.doc).unwrap_or_default()
+        );
+    } else {
+        print!("{}", crate::operator::doctor::render(&report.doc));
+    }
+    report.code
+}
+
+/// `events`: the record's events of `kind` as JSON Lines.
+async fn events(
+    config: &std::path::Path,
+    kind: &str,
+    window: Option<usize>,
+    tail: bool,
+    since: Option<&str>,
+) -> Result<u8, CliError> {
+    let query = crate::operator::event_query::Query::new(kind, window, tail, since)?;
+    let config = crate::config::load(config)?;
+    crate::operator::event_query::run(&config.runtime.state_dir, &query).await
+}
+
+/// `install`: the systemd unit of `serve`.
+fn install(
+    config: &std::path::Path,
+    system: bool,
+    force: bool,
+    dry_run: bool,
+) -> Result<u8, CliError> {
+    let config = crate::config::load(config)?;
+    let options = crate::operator::install::InstallOptions {
+        scope: scope(system),
+        force,
+        dry_run,
+    };
+    print_lines(crate::operator::install::install(&config, options)?)
+}
+
+/// `man`: the man page on stdout.
+fn man() -> Result<u8, CliError> {
+    clap_mangen::Man::new(Cli::command())
+        .render(&mut stdout())
+        .map_err(|e| CliError::failure(format!("cannot write the man page: {e}")))?;
+    Ok(exit::OK)
+}
+
+/// `monitor` with its flags.
+async fn monitor(config: PathBuf, json: bool, args: MonitorArgs) -> Result<u8, CliError> {
+    let MonitorArgs {
+        mode,
+        host,
+        interval,
+        kind,
+        remote_config,
+        bind,
+        port,
+        projects,
+        token_file,
+    } = args;
+    crate::operator::monitor::run(crate::operator::monitor::Options {
+        config,
+        json,
+        mode,
+        host,
+        kind,
+        remote_config,
+        interval,
+        bind,
+        port,
+        projects,
+        token_file,
+    })
+    .await
+}
+
+/// `peek`, human or `--json`, whole or `--log` or `--select`ed.
+fn peek(
+    config: &std::path::Path,
+    json: bool,
+    options: PeekOptions,
+    log: bool,
+    select: Option<String>,
+) -> Result<u8, CliError> {
+    let output = PeekOutput {
+        options,
+        json,
+        log,
+        select,
+    };
+    peek::run(config, &output)
+}
+
+/// `serve`: boot, the control socket, the loop, shutdown, the summary.
+async fn run_serve(
+    config: &std::path::Path,
+    json: bool,
+    max_rounds: Option<u64>,
+    once: bool,
+    ignore_schedule: bool,
+) -> Result<u8, CliError> {
+    let options = ServeOptions {
+        max_rounds,
+        once,
+        ignore_schedule,
+    };
+    let (sender, mut stop) = stop::install().map_err(|e| CliError::failure(e.to_string()))?;
+    let mut booted = serve::boot(config).await?;
+    let state_dir = booted.runner.config.runtime.state_dir.clone();
+    let control = crate::operator::control::listen(&state_dir, sender, booted.status.subscribe())
+        .map_err(|e| {
+            tracing::warn!(
+                "control socket unavailable ({e}); stop/status fall back on the lock pid"
+            )
+        })
+        .ok();
+    let end = serve::serve(&mut booted, options, &mut stop).await;
+    drop(control);
+    serve::shutdown(booted).await;
+    let completed = end.completed;
+    if json {
+        let summary = ServeSummary {
+            rounds_completed: completed,
+            exit_code: end.code,
+        };
+        println!("{}", serde_json::to_string(&summary).unwrap_or_default());
+    } else {
+        eprintln!("agent-runner: serve stopped after {completed} completed round(s)");
+    }
+    Ok(end.code)
 }
 
 async fn plugin(command: PluginCommand, config: PathBuf, json: bool) -> Result<u8, CliError> {
@@ -572,89 +652,8 @@ async fn round(config: &std::path::Path, json: bool, phase: Option<&str>) -> Res
     let hint = booted.runner.config.monitor.auth_fail_hint.clone();
     serve::shutdown(booted).await;
     let (code, summary) = match result? {
-        Attempt::Ran {
-            round_num,
-            exit: agent_exit,
-            dirty,
-            post_round,
-            log_path,
-            ..
-        } => {
-            let mut code = if agent_exit.is_clean() {
-                exit::OK
-            } else {
-                exit::FAILURE
-            };
-            if code != exit::OK {
-                // The reason is usually in the agent's last words (docs/operations.md,
-                // "Agent preconditions").
-                eprintln!(
-                    "agent-runner: round {round_num}: the agent ended {} after {:.1} s; the end of {}:\n{}",
-                    match (agent_exit.exit_code, agent_exit.signal) {
-                        (Some(code), _) => format!("with exit code {code}"),
-                        (None, Some(signal)) => format!("by signal {signal}"),
-                        _ => agent_exit.cause.as_str().to_owned(),
-                    },
-                    agent_exit.duration.as_secs_f64(),
-                    log_path.display(),
-                    crate::runtime::round::log_tail(&log_path, ROUND_TAIL_LINES, ROUND_TAIL_CHARS)
-                );
-            }
-            match &post_round {
-                PostRound::Stop { hook, message, .. } => {
-                    let hint = hint.map(|h| format!("; {h}")).unwrap_or_default();
-                    eprintln!("agent-runner: {message} (post-round hook {hook}){hint}");
-                    code = exit::NOPERM;
-                }
-                PostRound::BackOff { kind, message, .. } => {
-                    eprintln!(
-                        "agent-runner: {message} ({}); serve would back off before the next round",
-                        kind.as_str()
-                    );
-                }
-                PostRound::Continue => {}
-            }
-            let summary = RoundSummary::Ran {
-                round_num,
-                exit_code: agent_exit.exit_code,
-                exit_cause: agent_exit.cause.as_str(),
-                duration_s: agent_exit.duration.as_secs_f64(),
-                dirty_outcome: dirty.as_ref().map(|d| d.as_str()),
-            };
-            (code, summary)
-        }
-        Attempt::NotStarted(verdict) => {
-            let summary = match verdict {
-                Verdict::Defer {
-                    hook,
-                    defer_s,
-                    reason,
-                } => {
-                    eprintln!(
-                        "agent-runner: round deferred by hook {hook} for {defer_s} s: {reason}"
-                    );
-                    RoundSummary::NotStarted {
-                        started: false,
-                        action: "defer",
-                        hook: Some(hook.to_string()),
-                        defer_s: Some(defer_s),
-                        reason: Some(reason),
-                    }
-                }
-                Verdict::Skip { hook, reason } => {
-                    eprintln!("agent-runner: round skipped by hook {hook}: {reason}");
-                    RoundSummary::NotStarted {
-                        started: false,
-                        action: "skip",
-                        hook: Some(hook.to_string()),
-                        defer_s: None,
-                        reason: Some(reason),
-                    }
-                }
-                Verdict::Proceed => unreachable!("proceed always runs the agent"),
-            };
-            (exit::TEMPFAIL, summary)
-        }
+        Attempt::Ran(ran) => round_ran(&ran, hint),
+        Attempt::NotStarted(verdict) => (exit::TEMPFAIL, round_not_started(verdict)),
         Attempt::Unhealthy(pressure) => {
             eprintln!(
                 "agent-runner: round deferred: host health {}: {}",
@@ -692,4 +691,84 @@ async fn round(config: &std::path::Path, json: bool, phase: Option<&str>) -> Res
         println!("{}", serde_json::to_string(&summary).unwrap_or_default());
     }
     Ok(code)
+}
+
+/// `round` after the agent ran: the exit code (1 when the agent failed, 77 on a post-round
+/// stop), what it prints on stderr and its `--json` summary.
+fn round_ran(ran: &Ran, hint: Option<String>) -> (u8, RoundSummary) {
+    let agent_exit = &ran.exit;
+    let mut code = if agent_exit.is_clean() {
+        exit::OK
+    } else {
+        exit::FAILURE
+    };
+    if code != exit::OK {
+        // The reason is usually in the agent's last words (docs/operations.md,
+        // "Agent preconditions").
+        eprintln!(
+            "agent-runner: round {}: the agent ended {} after {:.1} s; the end of {}:\n{}",
+            ran.round_num,
+            match (agent_exit.exit_code, agent_exit.signal) {
+                (Some(code), _) => format!("with exit code {code}"),
+                (None, Some(signal)) => format!("by signal {signal}"),
+                _ => agent_exit.cause.as_str().to_owned(),
+            },
+            agent_exit.duration.as_secs_f64(),
+            ran.log_path.display(),
+            crate::runtime::round::log_tail(&ran.log_path, ROUND_TAIL_LINES, ROUND_TAIL_CHARS)
+        );
+    }
+    match &ran.post_round {
+        PostRound::Stop { hook, message, .. } => {
+            let hint = hint.map(|h| format!("; {h}")).unwrap_or_default();
+            eprintln!("agent-runner: {message} (post-round hook {hook}){hint}");
+            code = exit::NOPERM;
+        }
+        PostRound::BackOff { kind, message, .. } => {
+            eprintln!(
+                "agent-runner: {message} ({}); serve would back off before the next round",
+                kind.as_str()
+            );
+        }
+        PostRound::Continue => {}
+    }
+    let summary = RoundSummary::Ran {
+        round_num: ran.round_num,
+        exit_code: agent_exit.exit_code,
+        exit_cause: agent_exit.cause.as_str(),
+        duration_s: agent_exit.duration.as_secs_f64(),
+        dirty_outcome: ran.dirty.as_ref().map(|d| d.as_str()),
+    };
+    (code, summary)
+}
+
+/// `round` when a spawn hook deferred or skipped it: what it prints and its summary.
+fn round_not_started(verdict: Verdict) -> RoundSummary {
+    match verdict {
+        Verdict::Defer {
+            hook,
+            defer_s,
+            reason,
+        } => {
+            eprintln!("agent-runner: round deferred by hook {hook} for {defer_s} s: {reason}");
+            RoundSummary::NotStarted {
+                started: false,
+                action: "defer",
+                hook: Some(hook.to_string()),
+                defer_s: Some(defer_s),
+                reason: Some(reason),
+            }
+        }
+        Verdict::Skip { hook, reason } => {
+            eprintln!("agent-runner: round skipped by hook {hook}: {reason}");
+            RoundSummary::NotStarted {
+                started: false,
+                action: "skip",
+                hook: Some(hook.to_string()),
+                defer_s: None,
+                reason: Some(reason),
+            }
+        }
+        Verdict::Proceed => unreachable!("proceed always runs the agent"),
+    }
 }

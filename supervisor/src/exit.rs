@@ -6,26 +6,26 @@ use std::fmt;
 use std::process::ExitCode;
 
 /// Clean exit.
-pub const OK: u8 = 0;
+pub(crate) const OK: u8 = 0;
 /// A failure: agent failed or timed out, serve already running, a check failed.
-pub const FAILURE: u8 = 1;
+pub(crate) const FAILURE: u8 = 1;
 /// Bad command-line usage (clap's own code).
-pub const USAGE: u8 = 2;
+pub(crate) const USAGE: u8 = 2;
 /// Temporary: a spawn hook deferred or skipped the round; no agent started (EX_TEMPFAIL).
-pub const TEMPFAIL: u8 = 75;
+pub(crate) const TEMPFAIL: u8 = 75;
 /// `serve` stopped on a post-round stop the operator allowed (`[monitor] auto_stop_on`):
 /// an expired or missing login, typically. Restarting cannot help until someone acts, so
 /// the systemd unit does not restart on it (EX_NOPERM).
-pub const NOPERM: u8 = 77;
+pub(crate) const NOPERM: u8 = 77;
 /// Interrupted by a stop before the work could start.
-pub const INTERRUPTED: u8 = 130;
+pub(crate) const INTERRUPTED: u8 = 130;
 /// Permanent configuration error: bad config, or `sandbox = "require"` cannot engage
 /// (EX_CONFIG). systemd units use it in `RestartPreventExitStatus`.
-pub const CONFIG: u8 = 78;
+pub(crate) const CONFIG: u8 = 78;
 
 /// An error that ends the command: one message for stderr and its exit code.
 #[derive(Debug)]
-pub struct CliError {
+pub(crate) struct CliError {
     /// One of the constants of this module.
     pub code: u8,
     /// What went wrong and what to do, one line.
@@ -34,7 +34,7 @@ pub struct CliError {
 
 impl CliError {
     /// A configuration error (exit 78).
-    pub fn config(message: impl Into<String>) -> Self {
+    pub(crate) fn config(message: impl Into<String>) -> Self {
         CliError {
             code: CONFIG,
             message: message.into(),
@@ -42,7 +42,7 @@ impl CliError {
     }
 
     /// A runtime failure (exit 1).
-    pub fn failure(message: impl Into<String>) -> Self {
+    pub(crate) fn failure(message: impl Into<String>) -> Self {
         CliError {
             code: FAILURE,
             message: message.into(),
@@ -58,13 +58,7 @@ impl fmt::Display for CliError {
 
 impl std::error::Error for CliError {}
 
-impl From<crate::config::ConfigError> for CliError {
-    fn from(err: crate::config::ConfigError) -> Self {
-        CliError::config(err.to_string())
-    }
-}
-
 /// Converts a numeric code into the process exit code.
-pub fn code(value: u8) -> ExitCode {
+pub(crate) fn code(value: u8) -> ExitCode {
     ExitCode::from(value)
 }

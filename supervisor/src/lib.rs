@@ -14,11 +14,13 @@
 //! - [`detectors`]: the built-in post-round error detectors; they run only inside the
 //!   confined built-in detector host, never in the supervisor process.
 
-pub mod author;
+#![warn(unreachable_pub)]
+
+pub(crate) mod author;
 pub mod cli;
 pub mod config;
 pub mod detectors;
-pub mod exit;
+pub(crate) mod exit;
 pub mod hosts;
 pub mod operator;
 pub mod runtime;

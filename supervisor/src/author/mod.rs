@@ -1,5 +1,5 @@
 //! The host author's verbs: [`plugin_check`] runs a host through the protocol rule by rule;
 //! [`plugin_new`] scaffolds a working host in Rust or Python.
 
-pub mod plugin_check;
-pub mod plugin_new;
+pub(crate) mod plugin_check;
+pub(crate) mod plugin_new;

@@ -13,7 +13,7 @@ use std::process::Command;
 use crate::exit::CliError;
 
 /// The Python SDK module, copied into every Python scaffold.
-pub const PYTHON_SDK: &str = include_str!("../../../sdk/python/agent_runner_host.py");
+pub(crate) const PYTHON_SDK: &str = include_str!("../../../sdk/python/agent_runner_host.py");
 
 /// The Rust SDK and the protocol crate, copied into every Rust scaffold under `vendor/`:
 /// (path inside the scaffold, contents). The manifests are templates with `{{VERSION}}`;
@@ -100,7 +100,7 @@ const RUST_VENDOR: &[(&str, &str)] = &[
 
 /// The language of a scaffold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Lang {
+pub(crate) enum Lang {
     /// A Cargo project using `agent-runner-sdk`.
     Rust,
     /// A Python script with the stdlib-only SDK, built into a zipapp.
@@ -109,7 +109,7 @@ pub enum Lang {
 
 /// What to scaffold.
 #[derive(Debug)]
-pub struct NewOptions {
+pub(crate) struct NewOptions {
     /// The language.
     pub lang: Lang,
     /// The host's name (also the project directory and the executable's name).
@@ -127,7 +127,7 @@ pub struct NewOptions {
 ///
 /// Errors: a bad name (usage, exit 2), an existing target directory or an I/O failure
 /// (exit 1), and for Python a failed zipapp build (exit 1, naming the command).
-pub fn run(opts: &NewOptions) -> Result<Vec<String>, CliError> {
+pub(crate) fn run(opts: &NewOptions) -> Result<Vec<String>, CliError> {
     HookName::try_from(opts.name.clone()).map_err(|msg| CliError {
         code: crate::exit::USAGE,
         message: format!("plugin new: host name: {msg}"),

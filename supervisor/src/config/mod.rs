@@ -7,26 +7,23 @@
 mod monitor;
 mod raw;
 mod resolve;
-pub mod vocabulary;
+pub(crate) mod vocabulary;
 
-pub use monitor::{
-    auto_stop_names, HostHealthConfig, MonitorConfig, RoundCgroupMode, DEFAULT_AUTO_STOP_ON,
-};
-pub use raw::UNIMPLEMENTED;
+pub(crate) use monitor::{auto_stop_names, RoundCgroupMode};
+pub use monitor::{HostHealthConfig, MonitorConfig};
 pub use resolve::{
-    AgentConfig, Config, ContextInjection, DirtyAction, HostConfig, PhaseOverride, PhasePolicy,
-    PhasesConfig, PluginsConfig, Profile, PromptConfig, PromptDelivery, RuntimeConfig, SandboxMode,
-    TransientAction, VcsConfig, DEFAULT_GIT_TIMEOUT_S, DEFAULT_HOST_MEMORY_MB,
-    DEFAULT_TRANSIENT_BACKOFF_CAP_S,
+    AgentConfig, Config, ContextInjection, DirtyAction, HostConfig, PhasePolicy, PromptConfig,
+    PromptDelivery, SandboxMode, TransientAction,
 };
+pub(crate) use resolve::{DEFAULT_GIT_TIMEOUT_S, DEFAULT_HOST_MEMORY_MB};
 
 use std::path::{Path, PathBuf};
 
 /// The config file name looked up when `--config` is not given.
-pub const DEFAULT_CONFIG_FILE: &str = "agent-runner.toml";
+pub(crate) const DEFAULT_CONFIG_FILE: &str = "agent-runner.toml";
 
 /// The only `schema_version` this build reads.
-pub const SCHEMA_VERSION: i64 = 1;
+pub(crate) const SCHEMA_VERSION: i64 = 1;
 
 /// A config that cannot be used. Display: `config error in <file>: key `<key>`: <what>`.
 #[derive(Debug, thiserror::Error)]

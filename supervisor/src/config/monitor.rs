@@ -65,7 +65,7 @@ struct RawPressure {
 
 /// Detectors whose stop is honoured when `auto_stop_on` is not set (the reference
 /// system's default).
-pub const DEFAULT_AUTO_STOP_ON: &[&str] = &["oauth_fail", "disk_critical"];
+pub(crate) const DEFAULT_AUTO_STOP_ON: &[&str] = &["oauth_fail", "disk_critical"];
 
 /// `[monitor]`, resolved.
 #[derive(Clone, Debug, PartialEq)]
@@ -173,7 +173,10 @@ pub struct HostHealthConfig {
 /// The names a stop from `hook` with diagnosis `kind` answers to in `auto_stop_on`: the
 /// hook's own name, and `oauth_fail` for an `auth` diagnosis (the reference system's name
 /// for a login failure).
-pub fn auto_stop_names(hook: &str, kind: Option<agent_runner_protocol::ErrorKind>) -> Vec<&str> {
+pub(crate) fn auto_stop_names(
+    hook: &str,
+    kind: Option<agent_runner_protocol::ErrorKind>,
+) -> Vec<&str> {
     let mut names = vec![hook];
     if kind == Some(agent_runner_protocol::ErrorKind::Auth) {
         names.push("oauth_fail");
@@ -189,7 +192,7 @@ impl MonitorConfig {
     /// ([`DEFAULT_AUTO_STOP_ON`]) included; a third-party host's (`builtin = false`) only
     /// when the operator wrote `auto_stop_on` in the file and listed one of them, so a
     /// host's hook that happens to share a default name never stops `serve` unasked.
-    pub fn stops_on(&self, names: &[&str], builtin: bool) -> bool {
+    pub(crate) fn stops_on(&self, names: &[&str], builtin: bool) -> bool {
         let listed: &[String] = if builtin || self.auto_stop_on_set {
             &self.auto_stop_on
         } else {

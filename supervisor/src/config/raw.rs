@@ -185,7 +185,7 @@ struct RawPhasePrompt {
 /// Keys of the reference system's config that this build reads but does not act on yet:
 /// each present one is removed before validation and named in a warning. `*` matches any
 /// phase name; a whole table is listed by its own path.
-pub const UNIMPLEMENTED: &[&str] = &["monitor.round_progress_interval_s"];
+pub(crate) const UNIMPLEMENTED: &[&str] = &["monitor.round_progress_interval_s"];
 
 /// Parses `text` into the raw shape; a shape error names the dotted key.
 pub(super) fn parse(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {

@@ -9,7 +9,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::raw::{RawAgent, RawConfig, RawHost, RawSchedule};
+use super::raw::{
+    RawAgent, RawConfig, RawHost, RawPhase, RawPhases, RawPlugins, RawPrompt, RawRuntime,
+    RawSchedule, RawVcs,
+};
 use super::vocabulary::{self, Vocabulary};
 use super::{ConfigError, SCHEMA_VERSION};
 use crate::runtime::schedule::{Schedule, Window};
@@ -137,9 +140,7 @@ pub struct PhasesConfig {
 
 /// What one round runs with once its phase is known.
 #[derive(Clone, Copy, Debug)]
-pub struct Profile<'a> {
-    /// The phase (`None` without phases).
-    pub phase: Option<&'a str>,
+pub(crate) struct Profile<'a> {
     /// The agent.
     pub agent: &'a AgentConfig,
     /// The round budget.
@@ -155,17 +156,16 @@ pub struct Profile<'a> {
 impl Config {
     /// The phase of round `round_num` (1-based): `list[(round_num - 1) % len]`, or `None`
     /// without phases.
-    pub fn phase_for_round(&self, round_num: u64) -> Option<&str> {
+    pub(crate) fn phase_for_round(&self, round_num: u64) -> Option<&str> {
         let len = self.phases.list.len() as u64;
         (len > 0).then(|| self.phases.list[(round_num.saturating_sub(1) % len) as usize].as_str())
     }
 
     /// The profile of `phase`: the base config with that phase's overrides applied.
     /// A phase without a table (or `None`) gets the base config.
-    pub fn profile<'a>(&'a self, phase: Option<&'a str>) -> Profile<'a> {
+    pub(crate) fn profile<'a>(&'a self, phase: Option<&'a str>) -> Profile<'a> {
         let over = phase.and_then(|p| self.phases.overrides.get(p));
         Profile {
-            phase,
             agent: over.and_then(|o| o.agent.as_ref()).unwrap_or(&self.agent),
             round_budget: over
                 .and_then(|o| o.round_budget)
@@ -228,7 +228,7 @@ pub struct AgentConfig {
 
 /// Default `[agent] terminal_marker`: the compact JSON of claude's final record (the
 /// reference system's default).
-pub const DEFAULT_TERMINAL_MARKER: &str = "\"type\":\"result\"";
+pub(super) const DEFAULT_TERMINAL_MARKER: &str = "\"type\":\"result\"";
 
 /// `[runtime]`.
 #[derive(Clone, Debug)]
@@ -286,7 +286,7 @@ pub struct RuntimeConfig {
 }
 
 /// Default of `[runtime] transient_backoff_cap_s`: 30 minutes.
-pub const DEFAULT_TRANSIENT_BACKOFF_CAP_S: u64 = 1800;
+pub(crate) const DEFAULT_TRANSIENT_BACKOFF_CAP_S: u64 = 1800;
 
 /// `[runtime] transient_error_action`: what `serve` does after a diagnosed transient
 /// failure (usage or rate limit, overload, network).
@@ -315,7 +315,7 @@ impl Vocabulary for TransientAction {
 
 impl TransientAction {
     /// The config and event spelling.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             TransientAction::BackOff => "back_off",
             TransientAction::Skip => "skip",
@@ -350,7 +350,7 @@ impl Vocabulary for DirtyAction {
 
 impl DirtyAction {
     /// The config spelling.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             DirtyAction::Stash => "stash",
             DirtyAction::Ignore => "ignore",
@@ -372,10 +372,10 @@ pub struct VcsConfig {
 }
 
 /// Default `[runtime] round_log_max_bytes`: 64 MiB.
-pub const DEFAULT_ROUND_LOG_MAX_BYTES: u64 = 64 * 1024 * 1024;
+pub(super) const DEFAULT_ROUND_LOG_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Default `[vcs] git_timeout_s`.
-pub const DEFAULT_GIT_TIMEOUT_S: u64 = 60;
+pub(crate) const DEFAULT_GIT_TIMEOUT_S: u64 = 60;
 
 /// `[plugins] sandbox`: how much confinement third-party hosts must get.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -400,7 +400,7 @@ impl Vocabulary for SandboxMode {
 
 impl SandboxMode {
     /// The config spelling.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SandboxMode::Require => "require",
             SandboxMode::Prefer => "prefer",
@@ -459,7 +459,7 @@ impl Default for WriteLimits {
 
 impl HostConfig {
     /// The call timeout for a hook of `family`.
-    pub fn call_timeout(&self, family: Family) -> Duration {
+    pub(crate) fn call_timeout(&self, family: Family) -> Duration {
         self.timeout
             .unwrap_or(Duration::from_secs(family.spec().default_timeout_s))
     }
@@ -481,36 +481,97 @@ pub struct PluginsConfig {
 }
 
 /// Default memory limit of a host (MiB).
-pub const DEFAULT_HOST_MEMORY_MB: u64 = 1024;
+pub(crate) const DEFAULT_HOST_MEMORY_MB: u64 = 1024;
 
+/// A bad key found while resolving: the dotted key and what is wrong with it; [`resolve`]
+/// adds the file to make it a [`ConfigError::Key`].
+type Bad = (String, String);
+
+/// The `(key, message)` of a bad key.
+fn bad(key: impl Into<String>, message: impl Into<String>) -> Bad {
+    (key.into(), message.into())
+}
+
+/// Resolves the whole file, table by table, in the order its keys are checked (the first
+/// bad key is the one reported).
+///
+/// Errors: [`ConfigError::Key`] naming `path`, the dotted key and the expected value.
 pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError> {
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
-    let err = |key: &str, message: String| ConfigError::Key {
+    let at = |(key, message): Bad| ConfigError::Key {
         path: path.clone(),
-        key: key.to_owned(),
+        key,
         message,
     };
-    match raw.schema_version {
-        Some(SCHEMA_VERSION) => {}
-        None => {
-            return Err(err(
-                "schema_version",
-                format!("missing; add `schema_version = {SCHEMA_VERSION}` at the top of the file"),
-            ))
-        }
-        Some(other) => {
-            return Err(err(
-                "schema_version",
-                format!("{other} is not supported; this agent-runner reads schema_version = {SCHEMA_VERSION}"),
-            ))
-        }
-    }
+    check_schema_version(raw.schema_version).map_err(at)?;
     let base = path.parent().map(Path::to_owned).unwrap_or_default();
+    let places = resolve_places(&base, &raw.runtime).map_err(at)?;
+    let numbers = resolve_numbers(&raw.runtime, &raw.vcs).map_err(at)?;
+    let agent = resolve_agent(raw.agent).map_err(|(key, m)| at(bad(format!("agent.{key}"), m)))?;
+    let prompt = resolve_prompt(raw.prompt, &places).map_err(at)?;
+    let base_zone = raw.schedule.as_ref().and_then(|s| s.timezone.clone());
+    let schedule = resolve_schedule(raw.schedule.unwrap_or_default(), None)
+        .map_err(|(k, m)| at(bad(format!("schedule.{k}"), m)))?;
+    let phases = resolve_phases(raw.phases, &places, base_zone.as_deref()).map_err(at)?;
+    let runtime = resolve_runtime(raw.runtime, &places, &numbers).map_err(at)?;
+    let vcs = resolve_vcs(&raw.vcs, &numbers).map_err(at)?;
+    let mut warnings = raw.warnings;
+    let plugins = resolve_plugins(
+        raw.plugins,
+        raw.plugin_tables,
+        &path,
+        &places,
+        &mut warnings,
+    )
+    .map_err(at)?;
+    let monitor = super::monitor::resolve(raw.monitor, runtime.round_budget).map_err(at)?;
+    Ok(Config {
+        project: places.project,
+        agent,
+        runtime,
+        prompt,
+        vcs,
+        plugins,
+        phases,
+        schedule,
+        monitor,
+        warnings,
+        path,
+    })
+}
 
-    // [runtime]
-    let work_dir = base.join(raw.runtime.work_dir.as_deref().unwrap_or("."));
+/// `schema_version`: present and the one this build reads ([`SCHEMA_VERSION`]).
+fn check_schema_version(version: Option<i64>) -> Result<(), Bad> {
+    match version {
+        Some(SCHEMA_VERSION) => Ok(()),
+        None => Err(bad(
+            "schema_version",
+            format!("missing; add `schema_version = {SCHEMA_VERSION}` at the top of the file"),
+        )),
+        Some(other) => Err(bad(
+            "schema_version",
+            format!("{other} is not supported; this agent-runner reads schema_version = {SCHEMA_VERSION}"),
+        )),
+    }
+}
+
+/// Where the project lives and where the supervisor writes: `[runtime]` `work_dir`,
+/// `log_dir`, `state_dir`, absolute.
+struct Places {
+    /// The existing work dir, canonical.
+    work_dir: PathBuf,
+    /// Its last component.
+    project: String,
+    log_dir: PathBuf,
+    state_dir: PathBuf,
+}
+
+/// `[runtime]` `work_dir` (relative to the config's directory `base`, existing), `log_dir`
+/// and `state_dir` (default: [`crate::runtime::state_dir::default_for`]).
+fn resolve_places(base: &Path, raw: &RawRuntime) -> Result<Places, Bad> {
+    let work_dir = base.join(raw.work_dir.as_deref().unwrap_or("."));
     let work_dir = work_dir.canonicalize().map_err(|e| {
-        err(
+        bad(
             "runtime.work_dir",
             format!(
                 "{}: {e}; expected an existing directory",
@@ -523,329 +584,349 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "project".to_owned());
     let log_dir_text = raw
-        .runtime
         .log_dir
         .as_deref()
         .unwrap_or("~/.agent-runner/{project}/logs");
-    let log_dir = expand_path(log_dir_text, &work_dir, &project)
-        .map_err(|message| err("runtime.log_dir", message))?;
-    let state_dir = match raw.runtime.state_dir.as_deref() {
-        Some(text) => expand_path(text, &work_dir, &project)
-            .map_err(|message| err("runtime.state_dir", message))?,
+    let log_dir = expand_key("runtime.log_dir", log_dir_text, &work_dir, &project)?;
+    let state_dir = match raw.state_dir.as_deref() {
+        Some(text) => expand_key("runtime.state_dir", text, &work_dir, &project)?,
         None => crate::runtime::state_dir::default_for(&work_dir, &log_dir, &project),
     };
-    let git_timeout_s = raw.vcs.git_timeout_s.unwrap_or(DEFAULT_GIT_TIMEOUT_S);
+    Ok(Places {
+        work_dir,
+        project,
+        log_dir,
+        state_dir,
+    })
+}
+
+/// [`expand_path`] of the value of `key`.
+fn expand_key(key: &str, text: &str, work_dir: &Path, project: &str) -> Result<PathBuf, Bad> {
+    expand_path(text, work_dir, project).map_err(|e| bad(key, e.to_string()))
+}
+
+/// The numbers other keys are checked against, each checked first.
+struct Numbers {
+    git_timeout_s: u64,
+    round_log_max_bytes: u64,
+    round_budget_s: u64,
+    restart_delay_s: u64,
+}
+
+/// `[vcs] git_timeout_s`, `[runtime]` `round_log_max_bytes`, `round_budget_s` and
+/// `restart_delay_s`, with their defaults and lower bounds.
+fn resolve_numbers(runtime: &RawRuntime, vcs: &RawVcs) -> Result<Numbers, Bad> {
+    let at_least_1 = "must be at least 1 (seconds)";
+    let git_timeout_s = vcs.git_timeout_s.unwrap_or(DEFAULT_GIT_TIMEOUT_S);
     if git_timeout_s == 0 {
-        return Err(err(
-            "vcs.git_timeout_s",
-            "must be at least 1 (seconds)".into(),
-        ));
+        return Err(bad("vcs.git_timeout_s", at_least_1));
     }
-    let round_log_max_bytes = raw
-        .runtime
+    let round_log_max_bytes = runtime
         .round_log_max_bytes
         .unwrap_or(DEFAULT_ROUND_LOG_MAX_BYTES);
     if round_log_max_bytes < 1024 {
-        return Err(err(
+        return Err(bad(
             "runtime.round_log_max_bytes",
             format!("{round_log_max_bytes} is too small; expected at least 1024 (bytes)"),
         ));
     }
-    let round_budget_s = raw.runtime.round_budget_s.unwrap_or(1800);
+    let round_budget_s = runtime.round_budget_s.unwrap_or(1800);
     if round_budget_s == 0 {
-        return Err(err(
-            "runtime.round_budget_s",
-            "must be at least 1 (seconds)".into(),
-        ));
+        return Err(bad("runtime.round_budget_s", at_least_1));
     }
-    let restart_delay_s = raw.runtime.restart_delay_s.unwrap_or(3);
+    let restart_delay_s = runtime.restart_delay_s.unwrap_or(3);
     if restart_delay_s < 1 {
-        return Err(err(
-            "runtime.restart_delay_s",
-            "must be at least 1 (seconds)".into(),
-        ));
+        return Err(bad("runtime.restart_delay_s", at_least_1));
     }
+    Ok(Numbers {
+        git_timeout_s,
+        round_log_max_bytes,
+        round_budget_s,
+        restart_delay_s,
+    })
+}
 
-    // [agent]
-    let agent = resolve_agent(raw.agent).map_err(|(key, m)| err(&format!("agent.{key}"), m))?;
-
-    // [prompt]
-    let prompt_files = match (raw.prompt.file, raw.prompt.files) {
+/// `[prompt]`: `file` or `files` (default `./prompts/main.md`), the separator, front
+/// matter and how the round context is injected.
+fn resolve_prompt(raw: RawPrompt, places: &Places) -> Result<PromptConfig, Bad> {
+    let files = match (raw.file, raw.files) {
         (Some(_), Some(_)) => {
-            return Err(err(
+            return Err(bad(
                 "prompt.files",
-                "`file` and `files` are exclusive; keep one".into(),
+                "`file` and `files` are exclusive; keep one",
             ))
         }
         (Some(file), None) => vec![file],
         (None, Some(files)) if files.is_empty() => {
-            return Err(err(
+            return Err(bad(
                 "prompt.files",
-                "expected a non-empty list of prompt files".into(),
+                "expected a non-empty list of prompt files",
             ))
         }
         (None, Some(files)) => files,
         (None, None) => vec!["./prompts/main.md".to_owned()],
     };
-    let file_key = |files: &[String]| {
-        if files.len() == 1 {
-            "prompt.file"
-        } else {
-            "prompt.files"
-        }
+    let key = if files.len() == 1 {
+        "prompt.file"
+    } else {
+        "prompt.files"
     };
-    let key = file_key(&prompt_files);
-    let prompt_files =
-        resolve_prompt_files(&prompt_files, &work_dir, &project).map_err(|m| err(key, m))?;
+    let files =
+        resolve_prompt_files(&files, &places.work_dir, &places.project).map_err(|m| bad(key, m))?;
     let injection = vocabulary::parse(
-        raw.prompt.context_injection_mode.as_deref(),
+        raw.context_injection_mode.as_deref(),
         ContextInjection::Prepend,
     )
-    .map_err(|m| err("prompt.context_injection_mode", m))?;
-    let injection = if raw.prompt.inject_context.unwrap_or(true) {
-        injection
-    } else {
-        ContextInjection::None
-    };
+    .map_err(|e| bad("prompt.context_injection_mode", e.to_string()))?;
+    Ok(PromptConfig {
+        files,
+        concat_separator: raw.concat_separator.unwrap_or_else(|| "\n\n".to_owned()),
+        strip_yaml_frontmatter: raw.strip_yaml_frontmatter.unwrap_or(true),
+        injection: if raw.inject_context.unwrap_or(true) {
+            injection
+        } else {
+            ContextInjection::None
+        },
+    })
+}
 
-    // [schedule]
-    let base_zone = raw.schedule.as_ref().and_then(|s| s.timezone.clone());
-    let schedule = resolve_schedule(raw.schedule.unwrap_or_default(), None)
-        .map_err(|(k, m)| err(&format!("schedule.{k}"), m))?;
-
-    // [phases]
-    let list = raw.phases.list.unwrap_or_default();
-    let phase_policy = vocabulary::parse(raw.phases.phase_policy.as_deref(), PhasePolicy::Wait)
-        .map_err(|m| err("phases.phase_policy", m))?;
+/// `[phases]`: `phase_policy`, the `list` of names and one override per
+/// `[phases.<name>]` table (its `schedule.timezone` defaulting to `base_zone`).
+fn resolve_phases(
+    raw: RawPhases,
+    places: &Places,
+    base_zone: Option<&str>,
+) -> Result<PhasesConfig, Bad> {
+    let list = raw.list.unwrap_or_default();
+    let phase_policy = vocabulary::parse(raw.phase_policy.as_deref(), PhasePolicy::Wait)
+        .map_err(|e| bad("phases.phase_policy", e.to_string()))?;
     for (i, name) in list.iter().enumerate() {
         if name.trim().is_empty() {
-            return Err(err(
-                &format!("phases.list[{i}]"),
-                "expected a non-empty phase name".into(),
+            return Err(bad(
+                format!("phases.list[{i}]"),
+                "expected a non-empty phase name",
             ));
         }
     }
     let mut overrides = BTreeMap::new();
-    for (name, phase) in raw.phases.overrides {
-        let key = |k: &str| format!("phases.{name}.{k}");
+    for (name, phase) in raw.overrides {
         if !list.contains(&name) {
-            return Err(err(
-                &format!("phases.{name}"),
+            return Err(bad(
+                format!("phases.{name}"),
                 format!("phase {name:?} has a table but is not in phases.list {list:?}"),
             ));
         }
-        if phase.round_budget_s == Some(0) {
-            return Err(err(
-                &key("round_budget_s"),
-                "must be at least 1 (seconds)".into(),
-            ));
-        }
-        let prompt_files = match phase.prompt_files {
-            None => None,
-            Some(files) if files.is_empty() => {
-                return Err(err(
-                    &key("prompt.files"),
-                    "expected a non-empty list".into(),
-                ))
-            }
-            Some(files) => Some(
-                resolve_prompt_files(&files, &work_dir, &project)
-                    .map_err(|m| err(&key("prompt.files"), m))?,
-            ),
-        };
-        let agent = match phase.agent {
-            None => None,
-            Some(a) => {
-                Some(resolve_agent(a).map_err(|(k, m)| err(&key(&format!("agent.{k}")), m))?)
-            }
-        };
-        let schedule = match phase.schedule {
-            None => None,
-            Some(raw) => Some(
-                resolve_schedule(raw, base_zone.as_deref())
-                    .map_err(|(k, m)| err(&key(&format!("schedule.{k}")), m))?,
-            ),
-        };
-        overrides.insert(
-            name,
-            PhaseOverride {
-                round_budget: phase.round_budget_s.map(Duration::from_secs),
-                prompt_files,
-                agent,
-                schedule,
-                disable_pre_round_hooks: phase.disable_pre_round_hooks,
-            },
-        );
+        let over = resolve_phase(phase, places, base_zone)
+            .map_err(|(k, m)| bad(format!("phases.{name}.{k}"), m))?;
+        overrides.insert(name, over);
     }
-    let stop_file = match raw.runtime.stop_file.as_deref() {
-        None => None,
-        Some(text) => {
-            Some(expand_path(text, &work_dir, &project).map_err(|m| err("runtime.stop_file", m))?)
-        }
-    };
+    Ok(PhasesConfig {
+        list,
+        overrides,
+        phase_policy,
+    })
+}
 
-    let transient_error_action = vocabulary::parse(
-        raw.runtime.transient_error_action.as_deref(),
-        TransientAction::BackOff,
-    )
-    .map_err(|m| err("runtime.transient_error_action", m))?;
-    let transient_backoff_cap_s = raw
-        .runtime
-        .transient_backoff_cap_s
-        .unwrap_or(DEFAULT_TRANSIENT_BACKOFF_CAP_S);
-    if transient_backoff_cap_s < restart_delay_s || transient_backoff_cap_s > 86_400 {
-        return Err(err(
-            "runtime.transient_backoff_cap_s",
-            format!("{transient_backoff_cap_s} must lie between restart_delay_s ({restart_delay_s}) and 86400 (seconds)"),
-        ));
+/// One `[phases.<name>]` table. Errors: the key under the table and what is wrong.
+fn resolve_phase(
+    phase: RawPhase,
+    places: &Places,
+    base_zone: Option<&str>,
+) -> Result<PhaseOverride, Bad> {
+    if phase.round_budget_s == Some(0) {
+        return Err(bad("round_budget_s", "must be at least 1 (seconds)"));
     }
-
-    let max_grace_after_result = match raw.runtime.max_grace_after_result_s {
-        None | Some(0) => None,
-        Some(s) => Some(Duration::from_secs(s)),
-    };
-    let grace_kill_ignore_patterns = raw.runtime.grace_kill_ignore_patterns.unwrap_or_default();
-    check_patterns(&grace_kill_ignore_patterns)
-        .map_err(|(i, m)| err(&format!("runtime.grace_kill_ignore_patterns[{i}]"), m))?;
-    if raw.runtime.fresh_eyes_every_n == Some(0) {
-        return Err(err(
-            "runtime.fresh_eyes_every_n",
-            "must be at least 1 (every N-th round); leave it out to turn fresh-eyes rounds off"
-                .into(),
-        ));
-    }
-    let narrative_file = match raw.runtime.narrative_file.as_deref() {
+    let prompt_files = match phase.prompt_files {
         None => None,
-        Some(text) => Some(
-            expand_path(text, &work_dir, &project).map_err(|m| err("runtime.narrative_file", m))?,
+        Some(files) if files.is_empty() => {
+            return Err(bad("prompt.files", "expected a non-empty list"))
+        }
+        Some(files) => Some(
+            resolve_prompt_files(&files, &places.work_dir, &places.project)
+                .map_err(|m| bad("prompt.files", m))?,
         ),
     };
-    let substrate_fingerprint_paths = raw.runtime.substrate_fingerprint_paths.unwrap_or_default();
+    let agent = match phase.agent {
+        None => None,
+        Some(a) => Some(resolve_agent(a).map_err(|(k, m)| bad(format!("agent.{k}"), m))?),
+    };
+    let schedule = match phase.schedule {
+        None => None,
+        Some(raw) => Some(
+            resolve_schedule(raw, base_zone).map_err(|(k, m)| bad(format!("schedule.{k}"), m))?,
+        ),
+    };
+    Ok(PhaseOverride {
+        round_budget: phase.round_budget_s.map(Duration::from_secs),
+        prompt_files,
+        agent,
+        schedule,
+        disable_pre_round_hooks: phase.disable_pre_round_hooks,
+    })
+}
+
+/// The rest of `[runtime]`, after [`resolve_places`] and [`resolve_numbers`].
+fn resolve_runtime(
+    raw: RawRuntime,
+    places: &Places,
+    numbers: &Numbers,
+) -> Result<RuntimeConfig, Bad> {
+    let expand = |key: &str, text: Option<&str>| {
+        text.map(|t| expand_key(key, t, &places.work_dir, &places.project))
+            .transpose()
+    };
+    let stop_file = expand("runtime.stop_file", raw.stop_file.as_deref())?;
+    let transient_error_action = vocabulary::parse(
+        raw.transient_error_action.as_deref(),
+        TransientAction::BackOff,
+    )
+    .map_err(|e| bad("runtime.transient_error_action", e.to_string()))?;
+    let transient_backoff_cap = resolve_backoff_cap(&raw, numbers.restart_delay_s)?;
+    let grace_kill_ignore_patterns = raw.grace_kill_ignore_patterns.unwrap_or_default();
+    check_patterns(&grace_kill_ignore_patterns)
+        .map_err(|(i, m)| bad(format!("runtime.grace_kill_ignore_patterns[{i}]"), m))?;
+    if raw.fresh_eyes_every_n == Some(0) {
+        return Err(bad(
+            "runtime.fresh_eyes_every_n",
+            "must be at least 1 (every N-th round); leave it out to turn fresh-eyes rounds off",
+        ));
+    }
+    let narrative_file = expand("runtime.narrative_file", raw.narrative_file.as_deref())?;
+    let substrate_fingerprint_paths = raw.substrate_fingerprint_paths.unwrap_or_default();
     for (i, pattern) in substrate_fingerprint_paths.iter().enumerate() {
         if let Err(e) = glob::Pattern::new(pattern) {
-            return Err(err(
-                &format!("runtime.substrate_fingerprint_paths[{i}]"),
+            return Err(bad(
+                format!("runtime.substrate_fingerprint_paths[{i}]"),
                 format!("{pattern:?} is not a glob pattern: {e}"),
             ));
         }
     }
+    Ok(RuntimeConfig {
+        work_dir: places.work_dir.clone(),
+        log_dir: places.log_dir.clone(),
+        state_dir: places.state_dir.clone(),
+        round_budget: Duration::from_secs(numbers.round_budget_s),
+        restart_delay: Duration::from_secs(numbers.restart_delay_s),
+        max_rounds: raw.max_rounds,
+        stop_file,
+        round_log_retention: raw.round_log_retention.unwrap_or(0),
+        round_log_max_bytes: numbers.round_log_max_bytes,
+        round_log_retention_bytes: raw.round_log_retention_bytes.unwrap_or(0),
+        dry_run: raw.dry_run.unwrap_or(false),
+        disable_pre_round_hooks: raw.disable_pre_round_hooks.unwrap_or(false),
+        transient_error_action,
+        transient_backoff_cap,
+        max_grace_after_result: match raw.max_grace_after_result_s {
+            None | Some(0) => None,
+            Some(s) => Some(Duration::from_secs(s)),
+        },
+        grace_kill_ignore_patterns,
+        fresh_eyes_every_n: raw.fresh_eyes_every_n,
+        narrative_file,
+        substrate_fingerprint_paths,
+    })
+}
 
-    // [vcs]
-    let dirty_action = vocabulary::parse(raw.vcs.dirty_action.as_deref(), DirtyAction::Stash)
-        .map_err(|m| err("vcs.dirty_action", m))?;
+/// `[runtime] transient_backoff_cap_s`: between `restart_delay_s` and a day.
+fn resolve_backoff_cap(raw: &RawRuntime, restart_delay_s: u64) -> Result<Duration, Bad> {
+    let cap_s = raw
+        .transient_backoff_cap_s
+        .unwrap_or(DEFAULT_TRANSIENT_BACKOFF_CAP_S);
+    if cap_s < restart_delay_s || cap_s > 86_400 {
+        return Err(bad(
+            "runtime.transient_backoff_cap_s",
+            format!(
+                "{cap_s} must lie between restart_delay_s ({restart_delay_s}) and 86400 (seconds)"
+            ),
+        ));
+    }
+    Ok(Duration::from_secs(cap_s))
+}
 
-    // [plugins]
-    let sandbox = vocabulary::parse(raw.plugins.sandbox.as_deref(), SandboxMode::Prefer)
-        .map_err(|m| err("plugins.sandbox", m))?;
+/// `[vcs]`.
+fn resolve_vcs(raw: &RawVcs, numbers: &Numbers) -> Result<VcsConfig, Bad> {
+    let dirty_action = vocabulary::parse(raw.dirty_action.as_deref(), DirtyAction::Stash)
+        .map_err(|e| bad("vcs.dirty_action", e.to_string()))?;
+    Ok(VcsConfig {
+        dirty_action,
+        stash_idempotency: Duration::from_secs(raw.stash_idempotency_s.unwrap_or(5)),
+        git_timeout: Duration::from_secs(numbers.git_timeout_s),
+    })
+}
+
+/// `[plugins]`: the sandbox mode, `spawn_override_allow`, pins and hosts (each host's
+/// config from `[plugins.<name>]` or `[plugins.hosts.<name>.config]`). Tables and
+/// `disable` names that match no host become `warnings`.
+fn resolve_plugins(
+    raw: RawPlugins,
+    mut plugin_tables: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
+    config_path: &Path,
+    places: &Places,
+    warnings: &mut Vec<String>,
+) -> Result<PluginsConfig, Bad> {
+    let sandbox = vocabulary::parse(raw.sandbox.as_deref(), SandboxMode::Prefer)
+        .map_err(|e| bad("plugins.sandbox", e.to_string()))?;
     let mut spawn_override_allow = Vec::new();
-    for (i, name) in raw.plugins.spawn_override_allow.into_iter().enumerate() {
+    for (i, name) in raw.spawn_override_allow.into_iter().enumerate() {
         spawn_override_allow.push(
             HookName::try_from(name)
-                .map_err(|m| err(&format!("plugins.spawn_override_allow[{i}]"), m))?,
+                .map_err(|m| bad(format!("plugins.spawn_override_allow[{i}]"), m))?,
         );
     }
     let mut pins = BTreeMap::new();
-    for (name, text) in raw.plugins.pin {
+    for (name, text) in raw.pin {
         let pin: Sha256Pin = text
             .parse()
-            .map_err(|e| err(&format!("plugins.pin.{name}"), format!("{text:?}: {e}")))?;
+            .map_err(|e| bad(format!("plugins.pin.{name}"), format!("{text:?}: {e}")))?;
         pins.insert(name, pin);
     }
     let mut hosts = Vec::new();
-    let dirs = RunDirs {
-        log_dir: &log_dir,
-        state_dir: &state_dir,
-    };
-    let mut plugin_tables = raw.plugin_tables;
-    for (name, mut host) in raw.plugins.hosts {
+    for (name, mut host) in raw.hosts {
         if let Some(table) = plugin_tables.remove(&name) {
             if !host.config.is_empty() {
-                return Err(err(
-                    &format!("plugins.{name}"),
+                return Err(bad(
+                    format!("plugins.{name}"),
                     format!("host {name:?} has both [plugins.{name}] and [plugins.hosts.{name}.config]; keep one"),
                 ));
             }
             host.config = table;
         }
         hosts.push(
-            resolve_host(&name, host, &path, &work_dir, dirs, &project)
-                .map_err(|(key, message)| err(&format!("plugins.hosts.{name}.{key}"), message))?,
+            resolve_host(&name, host, config_path, places)
+                .map_err(|(key, message)| bad(format!("plugins.hosts.{name}.{key}"), message))?,
         );
     }
-    let mut warnings = raw.warnings;
-    let host_names: Vec<&str> = hosts.iter().map(|h: &HostConfig| h.name.as_str()).collect();
+    warn_unmatched(&plugin_tables, &raw.disable, &hosts, warnings);
+    Ok(PluginsConfig {
+        sandbox,
+        spawn_override_allow,
+        disable: raw.disable,
+        pins,
+        hosts,
+    })
+}
+
+/// A warning for each `[plugins.<name>]` table left without a host and each `disable`
+/// name that is neither a host nor a built-in detector.
+fn warn_unmatched(
+    plugin_tables: &BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
+    disable: &[String],
+    hosts: &[HostConfig],
+    warnings: &mut Vec<String>,
+) {
+    let host_names: Vec<&str> = hosts.iter().map(|h| h.name.as_str()).collect();
     for name in plugin_tables.keys() {
         warnings.push(format!(
             "config table `plugins.{name}` is a plugin's config but no [plugins.hosts.{name}] is configured; it is ignored"
         ));
     }
-    for name in raw.plugins.disable.iter().filter(|n| {
+    for name in disable.iter().filter(|n| {
         !host_names.contains(&n.as_str()) && !crate::detectors::host::is_disable_name(n)
     }) {
         warnings.push(format!(
             "`plugins.disable` names {name:?}, which is not a configured host (hosts: {host_names:?}) nor a built-in detector; disable keys on host and detector names"
         ));
     }
-
-    // [monitor]
-    let monitor = super::monitor::resolve(raw.monitor, Duration::from_secs(round_budget_s))
-        .map_err(|(key, message)| err(&key, message))?;
-
-    Ok(Config {
-        project,
-        agent,
-        runtime: RuntimeConfig {
-            work_dir,
-            log_dir,
-            state_dir,
-            round_budget: Duration::from_secs(round_budget_s),
-            restart_delay: Duration::from_secs(restart_delay_s),
-            max_rounds: raw.runtime.max_rounds,
-            stop_file,
-            round_log_retention: raw.runtime.round_log_retention.unwrap_or(0),
-            round_log_max_bytes,
-            round_log_retention_bytes: raw.runtime.round_log_retention_bytes.unwrap_or(0),
-            dry_run: raw.runtime.dry_run.unwrap_or(false),
-            disable_pre_round_hooks: raw.runtime.disable_pre_round_hooks.unwrap_or(false),
-            transient_error_action,
-            transient_backoff_cap: Duration::from_secs(transient_backoff_cap_s),
-            max_grace_after_result,
-            grace_kill_ignore_patterns,
-            fresh_eyes_every_n: raw.runtime.fresh_eyes_every_n,
-            narrative_file,
-            substrate_fingerprint_paths,
-        },
-        prompt: PromptConfig {
-            files: prompt_files,
-            concat_separator: raw
-                .prompt
-                .concat_separator
-                .unwrap_or_else(|| "\n\n".to_owned()),
-            strip_yaml_frontmatter: raw.prompt.strip_yaml_frontmatter.unwrap_or(true),
-            injection,
-        },
-        vcs: VcsConfig {
-            dirty_action,
-            stash_idempotency: Duration::from_secs(raw.vcs.stash_idempotency_s.unwrap_or(5)),
-            git_timeout: Duration::from_secs(git_timeout_s),
-        },
-        plugins: PluginsConfig {
-            sandbox,
-            spawn_override_allow,
-            disable: raw.plugins.disable,
-            pins,
-            hosts,
-        },
-        phases: PhasesConfig {
-            list,
-            overrides,
-            phase_policy,
-        },
-        schedule,
-        monitor,
-        warnings,
-        path,
-    })
 }
 
 /// Validates one `[agent]` table (the base one, or a phase's merged one). Errors: the key
@@ -858,7 +939,7 @@ fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, (&'static str, String)> {
         ));
     }
     let delivery = vocabulary::parse(raw.prompt_delivery.as_deref(), PromptDelivery::Argv)
-        .map_err(|m| ("prompt_delivery", m))?;
+        .map_err(|e| ("prompt_delivery", e.to_string()))?;
     let template = raw.prompt_arg_template.unwrap_or_else(|| match delivery {
         PromptDelivery::Argv => vec!["{prompt}".to_owned()],
         PromptDelivery::Stdin => Vec::new(),
@@ -930,7 +1011,7 @@ fn resolve_schedule(
     let windows = |key: &str, list: &[String]| {
         list.iter()
             .enumerate()
-            .map(|(i, w)| Window::parse(w).map_err(|m| (format!("{key}[{i}]"), m)))
+            .map(|(i, w)| Window::parse(w).map_err(|e| (format!("{key}[{i}]"), e.to_string())))
             .collect::<Result<Vec<_>, _>>()
     };
     Ok(Schedule {
@@ -966,7 +1047,7 @@ fn resolve_prompt_files(
 ) -> Result<Vec<PathBuf>, String> {
     let mut out = Vec::with_capacity(files.len());
     for text in files {
-        out.push(expand_path(text, work_dir, project)?);
+        out.push(expand_path(text, work_dir, project).map_err(|e| e.to_string())?);
     }
     if !out[0].is_file() {
         return Err(format!(
@@ -985,20 +1066,19 @@ fn resolve_prompt_files(
 fn resolve_read_paths(
     texts: &[String],
     config_path: &Path,
-    work_dir: &Path,
-    dirs: RunDirs<'_>,
-    project: &str,
+    places: &Places,
 ) -> Result<Vec<PathBuf>, String> {
-    let mut protected = vec![config_path.to_owned(), dirs.log_dir.to_owned()];
+    let mut protected = vec![config_path.to_owned(), places.log_dir.to_owned()];
     if let Some(home) = std::env::var_os("HOME") {
         let home = PathBuf::from(home);
         protected.extend(CREDENTIAL_PATHS.iter().map(|(rel, _)| home.join(rel)));
     }
     // Last, so a grant of the whole home is refused naming a credential path first.
-    protected.push(dirs.state_dir.to_owned());
+    protected.push(places.state_dir.to_owned());
     let mut out = Vec::with_capacity(texts.len());
     for text in texts {
-        let path = expand_path(text, work_dir, project)?;
+        let path =
+            expand_path(text, &places.work_dir, &places.project).map_err(|e| e.to_string())?;
         let path = path.canonicalize().map_err(|e| {
             format!(
                 "{text:?} ({}): {e}; expected an existing file or directory",
@@ -1020,20 +1100,11 @@ fn resolve_read_paths(
     Ok(out)
 }
 
-/// The supervisor's own directories a host's `read_paths` must not cover.
-#[derive(Clone, Copy)]
-struct RunDirs<'a> {
-    log_dir: &'a Path,
-    state_dir: &'a Path,
-}
-
 fn resolve_host(
     name: &str,
     raw: RawHost,
     config_path: &Path,
-    work_dir: &Path,
-    dirs: RunDirs<'_>,
-    project: &str,
+    places: &Places,
 ) -> Result<HostConfig, (&'static str, String)> {
     if name == crate::detectors::host::HOST_NAME {
         return Err((
@@ -1086,7 +1157,7 @@ fn resolve_host(
         ),
         memory_max_mb: positive("memory_max_mb", raw.memory_max_mb)?
             .unwrap_or(DEFAULT_HOST_MEMORY_MB),
-        read_paths: resolve_read_paths(&raw.read_paths, config_path, work_dir, dirs, project)
+        read_paths: resolve_read_paths(&raw.read_paths, config_path, places)
             .map_err(|m| ("read_paths", m))?,
         writes: WriteLimits {
             file_max_mb: positive("file_max_mb", raw.file_max_mb)?
@@ -1112,13 +1183,17 @@ fn resolve_host(
     })
 }
 
+/// A path that starts with `~` while `HOME` is not set.
+#[derive(Debug, thiserror::Error)]
+#[error("uses ~ but HOME is not set; give an absolute path")]
+struct HomeNotSet;
+
 /// Expands `~` (the user's home) and `{project}`; a relative result is taken relative to
 /// `base` (`work_dir`, as the reference system does).
-fn expand_path(text: &str, base: &Path, project: &str) -> Result<PathBuf, String> {
+fn expand_path(text: &str, base: &Path, project: &str) -> Result<PathBuf, HomeNotSet> {
     let text = text.replace("{project}", project);
     let expanded = if text == "~" || text.starts_with("~/") {
-        let home =
-            std::env::var_os("HOME").ok_or("uses ~ but HOME is not set; give an absolute path")?;
+        let home = std::env::var_os("HOME").ok_or(HomeNotSet)?;
         PathBuf::from(home).join(text.trim_start_matches('~').trim_start_matches('/'))
     } else {
         PathBuf::from(text)

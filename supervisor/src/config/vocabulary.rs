@@ -7,7 +7,7 @@ use serde::de::value::{Error as ValueError, StrDeserializer};
 use serde::de::{Deserialize, IntoDeserializer};
 
 /// A closed set of words a config key accepts.
-pub trait Vocabulary: Copy + for<'de> Deserialize<'de> + 'static {
+pub(crate) trait Vocabulary: Copy + for<'de> Deserialize<'de> + 'static {
     /// Every word, in the order messages list them.
     const ALL: &'static [Self];
 
@@ -15,15 +15,28 @@ pub trait Vocabulary: Copy + for<'de> Deserialize<'de> + 'static {
     fn word(self) -> &'static str;
 }
 
+/// A value outside a key's vocabulary. Display: `"x"; expected "a", "b" or "c"`.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{value:?}; expected {expected}")]
+pub(crate) struct UnknownWord {
+    /// The value found.
+    value: String,
+    /// Every accepted word, quoted: `"a", "b" or "c"`.
+    expected: String,
+}
+
 /// The word `value` of a key (`default` when the key is absent).
 ///
-/// Errors: a message naming `value` and every accepted word.
-pub fn parse<T: Vocabulary>(value: Option<&str>, default: T) -> Result<T, String> {
+/// Errors: [`UnknownWord`], naming `value` and every accepted word.
+pub(crate) fn parse<T: Vocabulary>(value: Option<&str>, default: T) -> Result<T, UnknownWord> {
     let Some(text) = value else {
         return Ok(default);
     };
     let deserializer: StrDeserializer<'_, ValueError> = text.into_deserializer();
-    T::deserialize(deserializer).map_err(|_| format!("{text:?}; expected {}", expected::<T>()))
+    T::deserialize(deserializer).map_err(|_| UnknownWord {
+        value: text.to_owned(),
+        expected: expected::<T>(),
+    })
 }
 
 /// `"a", "b" or "c"`.
@@ -58,11 +71,11 @@ mod tests {
         spelled_alike::<PhasePolicy>();
         spelled_alike::<TransientAction>();
         assert_eq!(
-            parse::<DirtyAction>(Some("wipe"), DirtyAction::Stash),
+            parse::<DirtyAction>(Some("wipe"), DirtyAction::Stash).map_err(|e| e.to_string()),
             Err("\"wipe\"; expected \"stash\", \"ignore\" or \"auto_commit\"".to_owned())
         );
         assert_eq!(
-            parse::<PromptDelivery>(Some("pipe"), PromptDelivery::Argv),
+            parse::<PromptDelivery>(Some("pipe"), PromptDelivery::Argv).map_err(|e| e.to_string()),
             Err("\"pipe\"; expected \"argv\" or \"stdin\"".to_owned())
         );
         assert_eq!(

@@ -8,7 +8,7 @@ use regex::Regex;
 use std::sync::LazyLock;
 
 /// Kinds in the order they are tried.
-pub const ORDER: [ErrorKind; 5] = [
+pub(crate) const ORDER: [ErrorKind; 5] = [
     ErrorKind::Auth,
     ErrorKind::UsageLimit,
     ErrorKind::RateLimit,
@@ -61,7 +61,7 @@ fn compile(source: &str) -> Regex {
 
 /// A kind found in a text, with the line it was found on.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Found<'t> {
+pub(crate) struct Found<'t> {
     /// The diagnosis.
     pub kind: ErrorKind,
     /// The line of `text` holding the match (trimmed).
@@ -70,7 +70,7 @@ pub struct Found<'t> {
 
 /// The highest-ranked kind `text` shows; `extra_auth` (`[monitor] auth_fail_patterns`)
 /// count as auth patterns.
-pub fn classify<'t>(text: &'t str, extra_auth: &[Regex]) -> Option<Found<'t>> {
+pub(crate) fn classify<'t>(text: &'t str, extra_auth: &[Regex]) -> Option<Found<'t>> {
     for kind in ORDER {
         let hit = pattern(kind).find(text).or_else(|| {
             (kind == ErrorKind::Auth)

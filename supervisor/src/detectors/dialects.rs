@@ -110,7 +110,7 @@ const ERROR_HINTS: &[&str] = &[
 /// with `{` that may be error records ([`ERROR_HINTS`]) or name the record type its usage
 /// is read from, and parse. Other lines (most of a log: the agent's own messages and tool
 /// output) are not decoded at all.
-pub fn records(dialect: &Dialect, tail: &str) -> Vec<Value> {
+pub(crate) fn records(dialect: &Dialect, tail: &str) -> Vec<Value> {
     let usage_type = match dialect.usage {
         UsageRule::Last { kind, .. } | UsageRule::Sum { kind, .. } => Some(format!("\"{kind}\"")),
         UsageRule::AiderText | UsageRule::None => None,
@@ -131,7 +131,7 @@ pub fn records(dialect: &Dialect, tail: &str) -> Vec<Value> {
 /// error or failure, `is_error: true`, `status: "error"`, an `error` member, or an
 /// assistant message that stopped on an error), else `None`. Nested records (a tool's
 /// failed result inside a message) are not errors of the CLI.
-pub fn error_text(record: &Value) -> Option<String> {
+pub(crate) fn error_text(record: &Value) -> Option<String> {
     let kind = record["type"].as_str().unwrap_or("");
     let message = &record["message"];
     let is_error = kind.contains("error")
@@ -173,7 +173,7 @@ pub fn error_text(record: &Value) -> Option<String> {
 }
 
 /// Token usage per `rule`, if the tail reports any.
-pub fn usage(rule: UsageRule, records: &[Value], tail: &str) -> Option<TokenUsage> {
+pub(crate) fn usage(rule: UsageRule, records: &[Value], tail: &str) -> Option<TokenUsage> {
     match rule {
         UsageRule::None => None,
         UsageRule::Last { kind, path } => records

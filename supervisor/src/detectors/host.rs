@@ -19,15 +19,15 @@ use std::sync::Arc;
 use super::{detect, Dialect, Round, DIALECTS};
 
 /// The hidden first argument that starts the executable as the detector host.
-pub const HOST_ARG: &str = "__builtin-detector-host";
+pub(crate) const HOST_ARG: &str = "__builtin-detector-host";
 
 /// The host's name: in events, `[plugins] disable` (turning every detector off) and
 /// `initialize`; reserved (no `[plugins.hosts]` table may use it).
-pub const HOST_NAME: &str = "builtin-detectors";
+pub(crate) const HOST_NAME: &str = "builtin-detectors";
 
 /// Whether `[plugins] disable` may name `name` for the built-in detectors: [`HOST_NAME`]
 /// (all of them) or one detector's name (docs/configuration.md, `[plugins]`).
-pub fn is_disable_name(name: &str) -> bool {
+pub(crate) fn is_disable_name(name: &str) -> bool {
     name == HOST_NAME || crate::detectors::names().any(|n| n == name)
 }
 
@@ -59,7 +59,7 @@ impl PostRound for Detector {
 }
 
 /// Serves stdin/stdout as the detector host until end-of-file (see [`agent_runner_sdk::run`]).
-pub fn run() -> ExitCode {
+pub(crate) fn run() -> ExitCode {
     Host::new(HOST_NAME, env!("CARGO_PKG_VERSION"))
         .setup(|init| {
             let config = ConfigTable::new(&init.config);

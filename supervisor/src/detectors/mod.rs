@@ -13,10 +13,10 @@
 //! overload, network → back off until the reset time when one is printed, else for
 //! [`default_back_off_s`]; token usage, when the CLI reports it, rides along.
 
-pub mod classify;
-pub mod dialects;
-pub mod host;
-pub mod reset;
+pub(crate) mod classify;
+pub(crate) mod dialects;
+pub(crate) mod host;
+pub(crate) mod reset;
 
 use agent_runner_protocol::redact::redact_and_cap;
 use agent_runner_protocol::{ErrorKind, PostRoundAction, PostRoundVerdict, RoundOutcome};
@@ -27,7 +27,7 @@ use regex::Regex;
 pub use dialects::{Dialect, DIALECTS};
 
 /// The names of every built-in detector (reserved: no host may declare them).
-pub fn names() -> impl Iterator<Item = &'static str> {
+pub(crate) fn names() -> impl Iterator<Item = &'static str> {
     DIALECTS.iter().map(|d| d.detector)
 }
 
@@ -51,7 +51,7 @@ pub struct Round<'a> {
 /// Seconds to back off for `kind` when the CLI printed no reset time. The supervisor
 /// waits at least this long and grows the wait exponentially on repeats
 /// (docs/configuration.md `transient_error_action`).
-pub fn default_back_off_s(kind: ErrorKind) -> u64 {
+pub(crate) fn default_back_off_s(kind: ErrorKind) -> u64 {
     match kind {
         ErrorKind::UsageLimit => 300,
         ErrorKind::RateLimit | ErrorKind::Overloaded => 30,

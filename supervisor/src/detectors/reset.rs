@@ -13,7 +13,7 @@ use std::time::Duration;
 
 /// When the provider will take requests again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reset {
+pub(crate) enum Reset {
     /// At this instant.
     At(Timestamp),
     /// After this long (from the round's end).
@@ -55,7 +55,7 @@ static PART: LazyLock<Regex> = LazyLock::new(|| {
 /// The first reset time found in `text`, judged at `now` in `local` (the zone of a clock
 /// time printed without one). `None` when there is none, or it lies in the past or more
 /// than 8 days ahead.
-pub fn find(text: &str, now: Timestamp, local: &TimeZone) -> Option<Reset> {
+pub(crate) fn find(text: &str, now: Timestamp, local: &TimeZone) -> Option<Reset> {
     if let Some(caps) = EPOCH.captures(text) {
         let digits = &caps[1];
         let secs: i64 = digits.parse().ok()?;

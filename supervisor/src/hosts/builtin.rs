@@ -47,7 +47,7 @@ fn enabled_detectors(config: &Config) -> Vec<&'static str> {
 /// basename of `[agent] command[0]` in the base config or in a phase's override (a detector
 /// answers only about rounds of its own CLI, docs/detectors.md). Empty for any other agent,
 /// so no built-in host is started for it and its rounds pay nothing for one.
-pub fn applicable_detectors(config: &Config) -> Vec<&'static str> {
+pub(crate) fn applicable_detectors(config: &Config) -> Vec<&'static str> {
     let agents: Vec<&str> = std::iter::once(&config.agent)
         .chain(
             config
@@ -72,7 +72,10 @@ pub fn applicable_detectors(config: &Config) -> Vec<&'static str> {
 /// [`DetectorHost::Off`]. A
 /// re-read config that gives another table restarts the host
 /// ([`crate::hosts::HostManager::reconcile`]).
-pub fn host_table(config: &Config, which: &DetectorHost) -> Option<serde_json::Map<String, Value>> {
+pub(crate) fn host_table(
+    config: &Config,
+    which: &DetectorHost,
+) -> Option<serde_json::Map<String, Value>> {
     let detectors = applicable_detectors(config);
     if detectors.is_empty() || *which == DetectorHost::Off {
         return None;
@@ -94,7 +97,7 @@ pub fn host_table(config: &Config, which: &DetectorHost) -> Option<serde_json::M
 /// The built-in host's table and launch from `which` executable, or `None` when every
 /// detector is disabled, `which` is [`DetectorHost::Off`], or the executable cannot be
 /// opened (recorded as `plugin_refused`).
-pub fn admit(
+pub(crate) fn admit(
     config: &Config,
     gate: &SandboxGate,
     events: &EventLog,

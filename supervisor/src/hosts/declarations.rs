@@ -12,7 +12,7 @@ use crate::runtime::round_context::RESERVED_CONTEXT_KEYS;
 
 /// One broken declaration rule; `Display` says what was seen.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DeclarationProblem {
+pub(crate) enum DeclarationProblem {
     /// The `initialize` result declared no hook at all.
     NoHooks,
     /// A hook takes a built-in's name (`plugin_builtin_name_squat`).
@@ -37,7 +37,7 @@ pub enum DeclarationProblem {
 
 impl DeclarationProblem {
     /// The `plugin check` rule this problem fails.
-    pub fn rule(&self) -> &'static str {
+    pub(crate) fn rule(&self) -> &'static str {
         match self {
             DeclarationProblem::OutsideProvides { .. } => "families_in_provides",
             _ => "hook_names",
@@ -81,7 +81,7 @@ impl std::fmt::Display for DeclarationProblem {
 /// given the names other hosts already registered (`taken`); empty when the host may be
 /// registered. Names unique within the host and valid in shape are already checked by
 /// `decode_initialize_result`.
-pub fn declaration_problems(
+pub(crate) fn declaration_problems(
     decls: &[HookDecl],
     event_kinds: &[String],
     provides: &BTreeSet<Family>,
@@ -118,7 +118,7 @@ pub fn declaration_problems(
 /// What one `initialize` declared, in a form to compare: hooks (`family/name`, with
 /// `@priority` when not 0, the default), event kinds and owned paths, each as a set.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Declarations {
+pub(super) struct Declarations {
     hooks: BTreeSet<String>,
     event_kinds: BTreeSet<String>,
     owned_paths: BTreeSet<String>,
@@ -126,7 +126,7 @@ pub struct Declarations {
 
 impl Declarations {
     /// From hooks as `(family, name, priority)`, event kinds and owned paths.
-    pub fn new<'a>(
+    pub(super) fn new<'a>(
         hooks: impl IntoIterator<Item = (Family, &'a str, i64)>,
         event_kinds: &[String],
         owned_paths: &[String],
@@ -148,7 +148,7 @@ impl Declarations {
     /// `owned_paths`), and a line giving each one's values first and now. Empty when the
     /// same: a restarted host keeps its first declarations (docs/protocol.md §3, "A
     /// restarted host").
-    pub fn changed(&self, now: &Declarations) -> (Vec<String>, String) {
+    pub(super) fn changed(&self, now: &Declarations) -> (Vec<String>, String) {
         let mut changed = Vec::new();
         let mut detail = String::new();
         for (field, first, again) in [

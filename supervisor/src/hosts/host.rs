@@ -21,26 +21,26 @@ use super::transport::{line_transport, ViolationSlot};
 use super::{CallFailure, ErrorType};
 
 /// How long a host has to exit after `shutdown` and stdin EOF (`docs/protocol.md` §2).
-pub const EXIT_GRACE: Duration =
+pub(crate) const EXIT_GRACE: Duration =
     Duration::from_secs(agent_runner_protocol::limits::EXIT_AFTER_EOF_S);
 /// How long we wait to learn how a host whose pipe broke ended.
 const REAP_WAIT: Duration = Duration::from_millis(500);
 /// Stderr lines of a host kept for a `hook_failed` event when it dies before `initialize`
 /// is answered (docs/protocol.md "Runtimes").
-pub const TAIL_LINES: usize = 5;
+pub(super) const TAIL_LINES: usize = 5;
 
 /// The last lines a host wrote on stderr (each capped at [`MAX_STDERR_LINE_CHARS`] and
 /// redacted by [`read_stderr_lines`]), at most `cap` of them. Shared by serve (for
 /// `hook_failed`) and `plugin check` (for its report).
 #[derive(Clone, Debug)]
-pub struct StderrTail {
+pub(crate) struct StderrTail {
     lines: Arc<Mutex<VecDeque<String>>>,
     cap: usize,
 }
 
 impl StderrTail {
     /// An empty tail keeping `cap` lines.
-    pub fn new(cap: usize) -> Self {
+    pub(crate) fn new(cap: usize) -> Self {
         StderrTail {
             lines: Arc::new(Mutex::new(VecDeque::with_capacity(cap))),
             cap,
@@ -48,7 +48,7 @@ impl StderrTail {
     }
 
     /// Appends `line`, dropping the oldest beyond the cap.
-    pub fn push(&self, line: String) {
+    pub(crate) fn push(&self, line: String) {
         let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
         if lines.len() == self.cap {
             lines.pop_front();
@@ -57,7 +57,7 @@ impl StderrTail {
     }
 
     /// The kept lines, oldest first, blank lines left out.
-    pub fn lines(&self) -> Vec<String> {
+    pub(crate) fn lines(&self) -> Vec<String> {
         self.lines
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -69,7 +69,7 @@ impl StderrTail {
 }
 
 /// A host process and its JSON-RPC client.
-pub struct RunningHost {
+pub(super) struct RunningHost {
     name: String,
     child: Child,
     pgid: u32,
@@ -98,7 +98,7 @@ impl ToRpcParams for Params {
 
 impl RunningHost {
     /// Starts the host described by `spec` (its pid is the process group id).
-    pub fn start(spec: &LaunchSpec) -> Result<Self, CallFailure> {
+    pub(super) fn start(spec: &LaunchSpec) -> Result<Self, CallFailure> {
         let (mut child, denials) = launch::spawn_with_listener(spec)
             .map_err(|e| CallFailure::new(ErrorType::Crashed, e.to_string()))?;
         let pgid = child.id().unwrap_or(0);
@@ -132,7 +132,7 @@ impl RunningHost {
 
     /// Kills the host's group and returns the last lines of its stderr, read to its end
     /// (waiting at most [`REAP_WAIT`] for the pipe to drain).
-    pub async fn kill_for_stderr_tail(mut self) -> Vec<String> {
+    pub(super) async fn kill_for_stderr_tail(mut self) -> Vec<String> {
         let _ = launch::kill_group(self.pgid);
         let _ = self.child.wait().await;
         let _ = tokio::time::timeout(REAP_WAIT, &mut self.stderr_reader).await;
@@ -140,12 +140,12 @@ impl RunningHost {
     }
 
     /// Keeps `watch` running for as long as this host lives.
-    pub fn watch_writes(&mut self, watch: super::write_watch::WriteWatch) {
+    pub(super) fn watch_writes(&mut self, watch: super::write_watch::WriteWatch) {
         self.write_watch = Some(watch);
     }
 
     /// The host's pid.
-    pub fn pid(&self) -> u32 {
+    pub(super) fn pid(&self) -> u32 {
         self.pgid
     }
 
@@ -153,7 +153,7 @@ impl RunningHost {
     ///
     /// Errors are classified into the failure taxonomy; after any error but `rpc_error`
     /// the host is dead or must be killed (the caller does that with [`Self::kill`]).
-    pub async fn call(
+    pub(super) async fn call(
         &mut self,
         method: &str,
         params: Option<Value>,
@@ -235,14 +235,14 @@ impl RunningHost {
     }
 
     /// Kills the host's whole process group and reaps it.
-    pub async fn kill(mut self) {
+    pub(super) async fn kill(mut self) {
         let _ = launch::kill_group(self.pgid);
         let _ = self.child.wait().await;
     }
 
     /// `shutdown`, stdin EOF, [`EXIT_GRACE`] to exit, then the group is killed regardless
     /// (nothing the host started survives it).
-    pub async fn shutdown(mut self) {
+    pub(super) async fn shutdown(mut self) {
         let _ = tokio::time::timeout(
             EXIT_GRACE,
             self.client
@@ -281,7 +281,7 @@ async fn forward_stderr(host: String, stderr: ChildStderr, tail: StderrTail) {
 ///   record, with the next line handed on or when stderr closes;
 /// * terminal control sequences (colour codes, cursor moves) and other control characters
 ///   are removed, then secrets are redacted.
-pub async fn read_stderr_lines(stderr: ChildStderr, mut on_line: impl FnMut(String)) {
+pub(crate) async fn read_stderr_lines(stderr: ChildStderr, mut on_line: impl FnMut(String)) {
     let mut reader = BufReader::new(stderr);
     // Up to 4 bytes per character: the framer cuts a longer line into pieces of exactly
     // `max` bytes; the first piece is kept, the others only counted.

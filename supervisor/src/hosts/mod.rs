@@ -10,14 +10,14 @@
 pub mod builtin;
 mod declarations;
 mod host;
-pub mod pins;
+pub(crate) mod pins;
 pub mod sandbox;
 mod stats;
 mod transport;
 mod write_watch;
 
-pub use pins::{check_pin, CheckedHost, PinStatus};
-pub use stats::{CallHistogram, CallStats, CALL_BUCKETS};
+pub(crate) use pins::{check_pin, PinStatus};
+pub(crate) use stats::{CallHistogram, CallStats, CALL_BUCKETS};
 
 use agent_runner_plugin_host::launch::LaunchSpec;
 use agent_runner_protocol::limits::{fit_text, MAX_CONTEXT_TEXT_BYTES};
@@ -37,20 +37,20 @@ use crate::config::{Config, HostConfig};
 use crate::hosts::sandbox::SandboxGate;
 use crate::runtime::events::{Event, EventLog};
 use declarations::Declarations;
-pub use declarations::{declaration_problems, DeclarationProblem};
+pub(crate) use declarations::{declaration_problems, DeclarationProblem};
 use host::RunningHost;
-pub use host::{read_stderr_lines, StderrTail, EXIT_GRACE};
+pub(crate) use host::{read_stderr_lines, StderrTail, EXIT_GRACE};
 
 /// Consecutive failed calls after which a host is disabled for the rest of the run.
-pub const MAX_CONSECUTIVE_FAILURES: u32 = 5;
+pub(crate) const MAX_CONSECUTIVE_FAILURES: u32 = 5;
 /// Longest wait before a failed host is started again.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
+pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// Names reserved for built-in hooks; a host declaring one is refused
 /// (`plugin_builtin_name_squat`, `docs/protocol.md` §3). Ours (the default dirty handler),
 /// then the reference system's built-in hook names (its default dirty handler, its Claude
 /// rate-limit spawn hook and its per-agent presets), so that no host's events can pass for
 /// a built-in's to an auditor who knows either system.
-pub const BUILTIN_HOOK_NAMES: &[&str] = &[
+pub(crate) const BUILTIN_HOOK_NAMES: &[&str] = &[
     BUILTIN_DIRTY_HANDLER,
     "default_dirty_handler",
     "claude_rate_limit",
@@ -64,7 +64,7 @@ pub const BUILTIN_HOOK_NAMES: &[&str] = &[
 /// built-in error detector's name (`crate::detectors::names`). Only the built-in detector
 /// host may declare the detectors' names; any other host declaring a reserved name is
 /// refused (`plugin_builtin_name_squat`).
-pub fn is_builtin_hook_name(name: &str) -> bool {
+pub(crate) fn is_builtin_hook_name(name: &str) -> bool {
     BUILTIN_HOOK_NAMES.contains(&name) || crate::detectors::names().any(|n| n == name)
 }
 
@@ -79,7 +79,7 @@ pub struct Declared {
 
 /// The name of the built-in dirty handler (`runtime::dirty`, which answers at priority
 /// 1000), reserved (see [`is_builtin_hook_name`]).
-pub const BUILTIN_DIRTY_HANDLER: &str = "default";
+pub(crate) const BUILTIN_DIRTY_HANDLER: &str = "default";
 
 /// The failure taxonomy of a hook call (`hook_failed.error_type`, `docs/protocol.md`
 /// §6).
@@ -101,7 +101,7 @@ pub enum ErrorType {
 
 impl ErrorType {
     /// The event spelling.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ErrorType::RpcError => "rpc_error",
             ErrorType::InvalidResult => "invalid_result",
@@ -205,7 +205,7 @@ pub enum HostState {
 
 impl HostState {
     /// The `service.json` / `peek` spelling: `running`, `backoff`, `disabled`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             HostState::Running => "running",
             HostState::Backoff => "backoff",
@@ -254,7 +254,7 @@ struct ManagedHost {
 
 /// What [`HostManager::reconcile`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Reconciled {
+pub(crate) struct Reconciled {
     /// Hosts admitted anew (new, or their entry or pin changed), whether or not they
     /// passed their checks.
     pub started: Vec<String>,
@@ -324,7 +324,7 @@ impl HostManager {
     /// ([`builtin::host_table`]: enabled detectors, `auth_fail_patterns`) changed, and shut
     /// down when every detector is disabled. Returns the names of the hosts (re)started and
     /// stopped.
-    pub async fn reconcile(&mut self, config: &Config, gate: &SandboxGate) -> Reconciled {
+    pub(crate) async fn reconcile(&mut self, config: &Config, gate: &SandboxGate) -> Reconciled {
         let mut old: Vec<Option<ManagedHost>> = std::mem::take(&mut self.hosts)
             .into_iter()
             .map(Some)
@@ -474,11 +474,11 @@ impl HostManager {
     fn admit(&self, config: &Config, gate: &SandboxGate, cfg: &HostConfig) -> Option<LaunchSpec> {
         let checked = match check_pin(config, cfg) {
             Ok(checked) => checked,
-            Err(message) => {
-                tracing::error!(host = %cfg.name, "{message}");
+            Err(err) => {
+                tracing::error!(host = %cfg.name, "{err}");
                 self.events.emit(Event::PluginRefused {
                     name: cfg.name.clone(),
-                    reason: message,
+                    reason: err.to_string(),
                 });
                 return None;
             }
@@ -630,7 +630,7 @@ impl HostManager {
 
     /// Whether `hook` is served by the built-in detector host ([`builtin`]), whose stops
     /// `[monitor] auto_stop_on`'s default covers ([`crate::config::MonitorConfig::stops_on`]).
-    pub fn is_builtin(&self, hook: &HookRef) -> bool {
+    pub(crate) fn is_builtin(&self, hook: &HookRef) -> bool {
         self.hosts.get(hook.host).is_some_and(|h| h.builtin)
     }
 
@@ -762,7 +762,7 @@ impl HostManager {
     /// (docs/protocol.md §1). Results come back in the order of `calls`, booked as
     /// [`HostManager::call`] books them. A graceful stop abandons the batch: every host
     /// with a call in flight is killed (it starts again later) and `None` is returned.
-    pub async fn call_all(
+    pub(crate) async fn call_all(
         &mut self,
         calls: Vec<(HookRef, Value)>,
         stop: &mut crate::runtime::stop::StopWatch,
@@ -831,7 +831,7 @@ impl HostManager {
     /// `<host>.<kind>` with its fields plus `host` and `hook`. Events breaking the rules
     /// (undeclared kind, too many, too large) make the call's result invalid: nothing is
     /// recorded and the failure is booked as `invalid_result`.
-    pub fn record_host_events(&mut self, hook: &HookRef, events: Vec<HostEvent>) -> bool {
+    pub(crate) fn record_host_events(&mut self, hook: &HookRef, events: Vec<HostEvent>) -> bool {
         let host = &self.hosts[hook.host];
         if let Err(err) = check_host_events(&events, &host.declared.event_kinds) {
             self.invalid_result(hook, format!("{} result {err}", hook.family.method()));
@@ -848,13 +848,13 @@ impl HostManager {
     }
 
     /// The config table of the host serving `hook` (what `initialize` sent it).
-    pub fn host_config(&self, hook: &HookRef) -> &serde_json::Map<String, Value> {
+    pub(crate) fn host_config(&self, hook: &HookRef) -> &serde_json::Map<String, Value> {
         &self.hosts[hook.host].cfg.config
     }
 
     /// The paths (relative to `work_dir`) owned by registered hosts, sorted, without
     /// duplicates (docs/protocol.md §5.8).
-    pub fn owned_paths(&self) -> Vec<String> {
+    pub(crate) fn owned_paths(&self) -> Vec<String> {
         let mut paths: Vec<String> = self
             .hosts
             .iter()
@@ -869,7 +869,7 @@ impl HostManager {
     /// [`HostManager::call`] raced against a graceful stop: when the stop arrives first the
     /// call is abandoned, the host killed (it starts again on a later call) and `None`
     /// returned, so a hung hook never holds a stop for longer than the kill takes.
-    pub async fn call_unless_stopped(
+    pub(crate) async fn call_unless_stopped(
         &mut self,
         hook: &HookRef,
         params: Value,
@@ -887,7 +887,7 @@ impl HostManager {
 
     /// Records a failure that happened outside a call's own result (e.g. a result that
     /// failed validation in the caller).
-    pub fn invalid_result(&mut self, hook: &HookRef, message: String) {
+    pub(crate) fn invalid_result(&mut self, hook: &HookRef, message: String) {
         let failure = CallFailure::new(ErrorType::InvalidResult, message);
         self.note_failure(hook.host, hook, &failure);
     }
@@ -959,7 +959,7 @@ impl HostManager {
     }
 
     /// Each host's name, state and pid (for status displays).
-    pub fn states(&self) -> Vec<(String, HostState, Option<u32>)> {
+    pub(crate) fn states(&self) -> Vec<(String, HostState, Option<u32>)> {
         self.hosts
             .iter()
             .map(|h| {
@@ -1029,7 +1029,7 @@ impl HostManager {
 
 /// The `initialize` params common to every host of a run (`host`, `state_dir` and
 /// `config` are filled per host by [`host_initialize_params`]).
-pub fn initialize_params(
+pub(crate) fn initialize_params(
     project: &str,
     work_dir: &Path,
     log_dir: &Path,
@@ -1052,7 +1052,7 @@ pub fn initialize_params(
 }
 
 /// The `initialize` params one host receives, as JSON.
-pub fn host_initialize_params(
+pub(crate) fn host_initialize_params(
     common: &InitializeParams,
     cfg: &HostConfig,
     spec: &LaunchSpec,
@@ -1068,14 +1068,14 @@ pub fn host_initialize_params(
 }
 
 /// Host `name`'s private state directory: `<log_dir>/plugins/<name>`.
-pub fn state_dir(log_dir: &Path, name: &str) -> PathBuf {
+pub(crate) fn state_dir(log_dir: &Path, name: &str) -> PathBuf {
     log_dir.join("plugins").join(name)
 }
 
 /// How serve launches host `cfg` from its verified executable: cwd `work_dir`, state in
 /// `<log_dir>/plugins/<name>`, `TMPDIR` in `<log_dir>/plugins/.tmp/<name>`, confined at
 /// the gate's tier, its memory limit. `plugin check` launches through the same function.
-pub fn launch_spec(
+pub(crate) fn launch_spec(
     cfg: &HostConfig,
     exe: agent_runner_plugin_host::pin::VerifiedExecutable,
     work_dir: &Path,

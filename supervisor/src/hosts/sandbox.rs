@@ -22,22 +22,32 @@ pub struct SandboxGate {
     pub applied: Tier,
 }
 
+/// `sandbox = "require"` on a kernel that does not offer both Landlock and seccomp
+/// (exit 78 at boot; doctor's failed `sandbox` check).
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("sandbox = \"require\" but the kernel offers only `{}` ({shortfall}); hosts need both Landlock and seccomp. Run on a kernel with Landlock enabled (lsm=landlock) and seccomp, or set [plugins] sandbox = \"prefer\"", available.as_str())]
+pub struct SandboxRefused {
+    /// The tier the kernel offers.
+    pub available: Tier,
+    /// What is missing and why.
+    pub shortfall: String,
+}
+
 impl SandboxGate {
     /// Evaluates `requested` against `caps`.
     ///
-    /// Errors: under `require`, a message saying which layer is missing and why.
-    pub fn evaluate(requested: SandboxMode, caps: Capabilities) -> Result<Self, String> {
+    /// Errors: [`SandboxRefused`] under `require`, saying which layer is missing and why.
+    pub fn evaluate(requested: SandboxMode, caps: Capabilities) -> Result<Self, SandboxRefused> {
         let available = caps.tier();
         let applied = match requested {
             SandboxMode::Off => Tier::Unconfined,
             SandboxMode::Prefer => available,
             SandboxMode::Require => {
                 if available != Tier::LandlockSeccomp {
-                    return Err(format!(
-                        "sandbox = \"require\" but the kernel offers only `{}` ({}); hosts need both Landlock and seccomp. Run on a kernel with Landlock enabled (lsm=landlock) and seccomp, or set [plugins] sandbox = \"prefer\"",
-                        available.as_str(),
-                        shortfall(&caps)
-                    ));
+                    return Err(SandboxRefused {
+                        available,
+                        shortfall: shortfall(&caps),
+                    });
                 }
                 available
             }
@@ -50,18 +60,18 @@ impl SandboxGate {
     }
 
     /// A description of what is missing under `prefer`, if anything (announced once).
-    pub fn shortfall(&self) -> Option<String> {
+    pub(crate) fn shortfall(&self) -> Option<String> {
         (self.requested == SandboxMode::Prefer && self.applied != Tier::LandlockSeccomp)
             .then(|| shortfall(&self.caps))
     }
 
     /// Whether unpinned hosts are refused (`require`).
-    pub fn pins_required(&self) -> bool {
+    pub(crate) fn pins_required(&self) -> bool {
         self.requested == SandboxMode::Require
     }
 
     /// The `sandbox` object sent in `initialize`.
-    pub fn info(&self) -> SandboxInfo {
+    pub(crate) fn info(&self) -> SandboxInfo {
         SandboxInfo {
             requested: self.requested.as_str().to_owned(),
             achieved_tier: self.applied.as_str().to_owned(),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 /// Upper bounds (seconds) of the hook call duration histogram's buckets, `+Inf` implied:
 /// from a fast compiled host (a few ms) to the longest call timeouts.
-pub const CALL_BUCKETS: [f64; 12] = [
+pub(crate) const CALL_BUCKETS: [f64; 12] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
 ];
 
@@ -42,7 +42,7 @@ impl CallHistogram {
 }
 
 /// How many recent call latencies the p50 is computed over.
-pub const LATENCY_WINDOW: usize = 64;
+pub(super) const LATENCY_WINDOW: usize = 64;
 
 /// Counters of one host over this supervisor run.
 #[derive(Clone, Debug, Default)]
@@ -58,7 +58,7 @@ pub struct CallStats {
 
 impl CallStats {
     /// Counts one call that took `elapsed` (answered or failed).
-    pub fn record_call(&mut self, elapsed: Duration) {
+    pub(crate) fn record_call(&mut self, elapsed: Duration) {
         self.calls += 1;
         if self.latencies_ms.len() == LATENCY_WINDOW {
             self.latencies_ms.pop_front();
@@ -67,14 +67,14 @@ impl CallStats {
     }
 
     /// Counts one failure described by `error`.
-    pub fn record_failure(&mut self, error: String) {
+    pub(crate) fn record_failure(&mut self, error: String) {
         self.failures += 1;
         self.last_error = Some(error);
     }
 
     /// The median latency of the last [`LATENCY_WINDOW`] calls in milliseconds (rounded to
     /// 0.1 ms), `None` before the first call.
-    pub fn latency_p50_ms(&self) -> Option<f64> {
+    pub(crate) fn latency_p50_ms(&self) -> Option<f64> {
         if self.latencies_ms.is_empty() {
             return None;
         }

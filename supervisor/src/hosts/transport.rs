@@ -16,14 +16,14 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout};
 
 /// Where the receiver leaves the description of a protocol violation.
-pub type ViolationSlot = Arc<Mutex<Option<String>>>;
+pub(super) type ViolationSlot = Arc<Mutex<Option<String>>>;
 
 /// The id of the last request sent (jsonrpsee numbers them; one is in flight at a time).
 type InFlight = Arc<Mutex<Option<u64>>>;
 
 /// Why the transport stopped.
 #[derive(Debug, thiserror::Error)]
-pub enum TransportError {
+pub(super) enum TransportError {
     /// Reading or writing the pipe failed.
     #[error("host pipe: {0}")]
     Io(#[from] std::io::Error),
@@ -36,13 +36,13 @@ pub enum TransportError {
 }
 
 /// Writes requests to the host's stdin.
-pub struct LineSender {
+pub(super) struct LineSender {
     stdin: ChildStdin,
     in_flight: InFlight,
 }
 
 /// Reads responses from the host's stdout.
-pub struct LineReceiver {
+pub(super) struct LineReceiver {
     stdout: BufReader<ChildStdout>,
     lines: BoundedLines,
     violation: ViolationSlot,
@@ -50,7 +50,7 @@ pub struct LineReceiver {
 }
 
 /// Wraps a host's pipes; returns the two halves and the slot a violation lands in.
-pub fn line_transport(
+pub(super) fn line_transport(
     stdin: ChildStdin,
     stdout: ChildStdout,
 ) -> (LineSender, LineReceiver, ViolationSlot) {

@@ -20,10 +20,10 @@ use agent_runner_plugin_host::launch::kill_group;
 use agent_runner_plugin_host::write_limits::disk_usage;
 
 /// How often a running host's state directory is measured.
-pub const CHECK_INTERVAL: Duration = Duration::from_millis(100);
+pub(super) const CHECK_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Measures one running host's state directory; stops when dropped.
-pub struct WriteWatch {
+pub(super) struct WriteWatch {
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -34,7 +34,7 @@ impl Drop for WriteWatch {
 }
 
 /// What to watch.
-pub struct WatchSpec {
+pub(super) struct WatchSpec {
     /// The host's name (for the event).
     pub host: String,
     /// Its state directory.
@@ -49,7 +49,7 @@ pub struct WatchSpec {
 
 impl WriteWatch {
     /// Starts measuring `spec.dir` (inside a tokio runtime).
-    pub fn start(spec: WatchSpec, events: EventLog) -> WriteWatch {
+    pub(super) fn start(spec: WatchSpec, events: EventLog) -> WriteWatch {
         let task = tokio::spawn(async move {
             loop {
                 tokio::time::sleep(CHECK_INTERVAL).await;

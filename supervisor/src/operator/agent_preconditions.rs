@@ -27,11 +27,11 @@ const CLAUDE_SANDBOX_VARS: &[&str] = &["IS_SANDBOX", "CLAUDE_CODE_BUBBLEWRAP"];
 const CLAUDE_KEY_VARS: &[&str] = &["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"];
 
 /// One finding: `(reason, how to fix)`.
-pub type Finding = (String, String);
+pub(crate) type Finding = (String, String);
 
 /// What the machine is: the effective uid and a variable lookup (the supervisor's
 /// environment, overridden by `[agent.env]`), and the home directory.
-pub struct Machine<'a> {
+pub(crate) struct Machine<'a> {
     /// Effective user id.
     pub euid: u32,
     /// The value of a variable in the agent's environment.
@@ -49,7 +49,7 @@ fn cli_name(agent: &AgentConfig) -> &str {
 }
 
 /// Findings that make every round fail (doctor: a failed check).
-pub fn failures(agent: &AgentConfig, machine: &Machine) -> Vec<Finding> {
+pub(crate) fn failures(agent: &AgentConfig, machine: &Machine) -> Vec<Finding> {
     let mut found = Vec::new();
     let argv = agent.command.iter().chain(&agent.prompt_arg_template);
     let bypass = argv
@@ -70,7 +70,7 @@ pub fn failures(agent: &AgentConfig, machine: &Machine) -> Vec<Finding> {
 }
 
 /// Findings that may make rounds fail (doctor: warnings).
-pub fn warnings(agent: &AgentConfig, machine: &Machine) -> Vec<Finding> {
+pub(crate) fn warnings(agent: &AgentConfig, machine: &Machine) -> Vec<Finding> {
     let mut found = Vec::new();
     if cli_name(agent) == "claude" {
         let stored = machine

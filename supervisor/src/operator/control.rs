@@ -27,14 +27,14 @@ use crate::runtime::state::{lock_holder, read_round_state, LOCK_FILE};
 use crate::runtime::stop::{raise, StopLevel, StopSender};
 
 /// Name of the control socket in `state_dir`.
-pub const SOCKET_FILE: &str = "control.sock";
+pub(crate) const SOCKET_FILE: &str = "control.sock";
 
 /// How long a client waits for the socket to answer before falling back.
 const SOCKET_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What `serve` publishes for `status`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     /// The supervisor's pid.
     pub pid: u32,
     /// When it booted (UTC, RFC 3339).
@@ -53,7 +53,7 @@ pub struct Snapshot {
 /// One host in `status`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(transform = crate::operator::schema_fields::every_field_required)]
-pub struct StatusHost {
+pub(crate) struct StatusHost {
     /// Its name.
     pub name: String,
     /// `running`, `backoff` or `disabled`.
@@ -67,7 +67,7 @@ pub struct StatusHost {
 /// (`source: "lock"`) only what the lock and `state.json` tell.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(transform = |s: &mut schemars::Schema| crate::operator::schema_fields::require(s, &["pid", "current_round"]))]
-pub struct StatusDoc {
+pub(crate) struct StatusDoc {
     /// Whether a supervisor holds the project lock.
     pub running: bool,
     /// Its pid.
@@ -96,7 +96,7 @@ pub struct StatusDoc {
 /// The answer to `stop` and `kill` (from the socket, or `source: "signal"` when the lock
 /// holder was signalled instead).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct StopReply {
+pub(crate) struct StopReply {
     ok: bool,
     pid: u32,
     /// `graceful`/`immediate` from the socket, `stop`/`kill` from the signal fallback.
@@ -128,7 +128,7 @@ struct StartReply<'a> {
 
 impl Snapshot {
     /// The snapshot of a supervisor booting now.
-    pub fn booting() -> Self {
+    pub(crate) fn booting() -> Self {
         let now = SystemTime::now();
         Snapshot {
             pid: std::process::id(),
@@ -141,7 +141,7 @@ impl Snapshot {
     }
 
     /// Updates the state, round and hosts.
-    pub fn update(&mut self, state: &str, current_round: Option<u64>, hosts: &HostManager) {
+    pub(crate) fn update(&mut self, state: &str, current_round: Option<u64>, hosts: &HostManager) {
         self.state = state.to_owned();
         if current_round.is_some() {
             self.current_round = current_round;
@@ -172,7 +172,7 @@ fn unix_s(at: SystemTime) -> u64 {
 }
 
 /// The listening control socket; removed when dropped.
-pub struct ControlServer {
+pub(crate) struct ControlServer {
     path: PathBuf,
     task: tokio::task::JoinHandle<()>,
 }
@@ -188,7 +188,7 @@ impl Drop for ControlServer {
 /// lock) and answers requests until dropped.
 ///
 /// Errors: the socket cannot be bound (the caller carries on; clients fall back).
-pub fn listen(
+pub(crate) fn listen(
     state_dir: &Path,
     stop: StopSender,
     snapshot: watch::Receiver<Snapshot>,
@@ -310,7 +310,7 @@ async fn request<T: DeserializeOwned>(state_dir: &Path, cmd: &str) -> Option<T> 
 /// `status [--json]`: exit 0 when a supervisor runs, 1 when none does.
 ///
 /// Errors: exit 78 for a bad config.
-pub async fn status(config_path: &Path, as_json: bool) -> Result<u8, CliError> {
+pub(crate) async fn status(config_path: &Path, as_json: bool) -> Result<u8, CliError> {
     let config = crate::config::load(config_path)?;
     let state_dir = &config.runtime.state_dir;
     let report = match request::<StatusDoc>(state_dir, "status").await {
@@ -388,7 +388,11 @@ fn fallback_status(state_dir: &Path) -> StatusDoc {
 /// runs.
 ///
 /// Errors: exit 78 for a bad config.
-pub async fn stop(config_path: &Path, level: StopLevel, as_json: bool) -> Result<u8, CliError> {
+pub(crate) async fn stop(
+    config_path: &Path,
+    level: StopLevel,
+    as_json: bool,
+) -> Result<u8, CliError> {
     let config = crate::config::load(config_path)?;
     let report = ask_stop(&config.runtime.state_dir, level).await?;
     if as_json {
@@ -407,11 +411,19 @@ pub async fn stop(config_path: &Path, level: StopLevel, as_json: bool) -> Result
     Ok(exit::OK)
 }
 
+/// No supervisor holds the project lock in `state_dir` (`stop`, `kill` exit 1).
+#[derive(Debug, thiserror::Error)]
+#[error("no agent-runner supervises this project (no lock holder in {})", state_dir.display())]
+pub(crate) struct NotRunning {
+    /// The state dir looked in.
+    pub state_dir: std::path::PathBuf,
+}
+
 /// Asks the supervisor whose state dir is `state_dir` to stop at `level`: over the control socket, else by
 /// SIGTERM to the lock holder (what `stop`, `kill` and `monitor`'s `auto_stop_on` use).
 ///
-/// Errors: no supervisor holds the lock.
-pub async fn ask_stop(state_dir: &Path, level: StopLevel) -> Result<StopReply, CliError> {
+/// Errors: [`NotRunning`], no supervisor holds the lock.
+pub(crate) async fn ask_stop(state_dir: &Path, level: StopLevel) -> Result<StopReply, NotRunning> {
     let cmd = if level == StopLevel::Immediate {
         "kill"
     } else {
@@ -421,10 +433,9 @@ pub async fn ask_stop(state_dir: &Path, level: StopLevel) -> Result<StopReply, C
         Some(reply) => reply,
         None => match lock_holder(state_dir) {
             None => {
-                return Err(CliError::failure(format!(
-                    "no agent-runner supervises this project (no lock holder in {})",
-                    state_dir.display()
-                )))
+                return Err(NotRunning {
+                    state_dir: state_dir.to_owned(),
+                })
             }
             Some(pid) => {
                 let target = Pid::from_raw(pid as i32);
@@ -451,7 +462,7 @@ pub async fn ask_stop(state_dir: &Path, level: StopLevel) -> Result<StopReply, C
 ///
 /// Errors: 78 for a bad config; 1 when one runs, or when `serve` exits during start-up
 /// (its exit code and output are reported).
-pub async fn start(config_path: &Path, as_json: bool) -> Result<u8, CliError> {
+pub(crate) async fn start(config_path: &Path, as_json: bool) -> Result<u8, CliError> {
     use std::os::unix::process::CommandExt;
     let config = crate::config::load(config_path)?;
     let state_dir = &config.runtime.state_dir;

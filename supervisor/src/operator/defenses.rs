@@ -15,7 +15,7 @@ use crate::runtime::serve::{CRASH_LOOP_LIMIT, FAST_EXIT, MIN_REASK};
 /// One entry of `peek`'s `defenses`.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[schemars(transform = crate::operator::schema_fields::every_field_required)]
-pub struct Defense {
+pub(crate) struct Defense {
     /// The defense's name (`round_budget_s`, `crash_loop_breaker`, …).
     pub name: String,
     /// What this project's config sets for it: a number, a string or `null`.
@@ -42,7 +42,7 @@ fn defense(name: &str, value: Value, codifies: &str, guarded_by: &str, active: b
 
 /// The defenses in force for `config` with the sandbox `gate` (`None`: the gate refuses
 /// to boot).
-pub fn list(config: &Config, gate: Option<&SandboxGate>) -> Vec<Defense> {
+pub(crate) fn list(config: &Config, gate: Option<&SandboxGate>) -> Vec<Defense> {
     let rt = &config.runtime;
     vec![
         defense(

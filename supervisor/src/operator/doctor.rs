@@ -25,7 +25,7 @@ use crate::runtime::round_cgroup;
 /// One check of the report.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 #[schemars(transform = crate::operator::schema_fields::every_field_required)]
-pub struct Check {
+pub(crate) struct Check {
     /// Short name (`config`, `work_dir`, `agent`, `sandbox`, `host:<name>`).
     pub name: String,
     /// Whether it passed.
@@ -54,7 +54,7 @@ fn check(
 /// `checks` and `sandbox`, plus ours: `hosts`, `config` and `phase_plan` (absent when the
 /// config cannot be loaded).
 #[derive(Clone, Debug, Serialize, JsonSchema)]
-pub struct DoctorDoc {
+pub(crate) struct DoctorDoc {
     /// The document's version, 1.
     pub schema_version: u32,
     /// Whether every check passed.
@@ -79,7 +79,7 @@ pub struct DoctorDoc {
 /// The sandbox block shared by `doctor` and `peek` (`plugins.sandbox`).
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[schemars(transform = crate::operator::schema_fields::every_field_required)]
-pub struct SandboxBlock {
+pub(crate) struct SandboxBlock {
     /// `[plugins] sandbox` (`null` when the config cannot be loaded).
     pub requested: Option<String>,
     /// What hosts run at; `unconfined` when the gate refuses to boot.
@@ -105,7 +105,7 @@ pub struct SandboxBlock {
 /// One confinement layer (see `agent_runner_plugin_host::layers`).
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[schemars(transform = crate::operator::schema_fields::every_field_required)]
-pub struct LayerView {
+pub(crate) struct LayerView {
     /// `landlock`, `seccomp`, `pid_namespace`, `process_bound`, `memory_bound`,
     /// `unix_socket_rule` or `write_limits`.
     pub name: String,
@@ -120,7 +120,7 @@ pub struct LayerView {
 /// from the supervisor).
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[schemars(transform = crate::operator::schema_fields::every_field_required)]
-pub struct HostWriteLimits {
+pub(crate) struct HostWriteLimits {
     /// Largest single file.
     pub file_max_mb: u64,
     /// Size of the private TMPDIR.
@@ -133,7 +133,7 @@ pub struct HostWriteLimits {
 
 impl HostWriteLimits {
     /// The limits of host `cfg` and the current use of its state directory.
-    pub fn of(config: &Config, cfg: &crate::config::HostConfig) -> Self {
+    pub(crate) fn of(config: &Config, cfg: &crate::config::HostConfig) -> Self {
         let state = crate::hosts::state_dir(&config.runtime.log_dir, &cfg.name);
         HostWriteLimits {
             file_max_mb: cfg.writes.file_max_mb,
@@ -147,7 +147,7 @@ impl HostWriteLimits {
 /// `doctor`'s `sandbox`: the shared block plus the reference system's
 /// `libseccomp_present` and `third_party_plugin_hashes`.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-pub struct DoctorSandbox {
+pub(crate) struct DoctorSandbox {
     /// The shared fields.
     #[serde(flatten)]
     pub block: SandboxBlock,
@@ -160,7 +160,7 @@ pub struct DoctorSandbox {
 /// One host in `doctor`'s `hosts`.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(untagged)]
-pub enum DoctorHost {
+pub(crate) enum DoctorHost {
     /// Its executable resolved and was hashed.
     #[schemars(transform = crate::operator::schema_fields::every_field_required)]
     Checked {
@@ -212,7 +212,7 @@ pub enum DoctorHost {
 /// The phase plan: `[phases] list` and the next rounds with their phase.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[schemars(transform = crate::operator::schema_fields::every_field_required)]
-pub struct PhasePlan {
+pub(crate) struct PhasePlan {
     /// `[phases] list` (empty without phases).
     pub phases: Vec<String>,
     /// The upcoming rounds.
@@ -222,7 +222,7 @@ pub struct PhasePlan {
 /// One upcoming round.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[schemars(transform = crate::operator::schema_fields::every_field_required)]
-pub struct PlannedRound {
+pub(crate) struct PlannedRound {
     /// Its number.
     pub round_num: u64,
     /// Its phase (`null` without phases).
@@ -230,7 +230,7 @@ pub struct PlannedRound {
 }
 
 /// The full report and the exit status it implies.
-pub struct Report {
+pub(crate) struct Report {
     /// The document.
     pub doc: DoctorDoc,
     /// The exit status ([`exit::OK`], [`exit::FAILURE`] or [`exit::CONFIG`]).
@@ -239,7 +239,7 @@ pub struct Report {
 
 /// Runs every check for the config at `config_path`; `rounds` is how many upcoming rounds
 /// the phase plan covers.
-pub async fn run(config_path: &Path, rounds: u64) -> Report {
+pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     let caps = probe();
     let mut checks = Vec::new();
     let config = match config::load(config_path) {
@@ -285,12 +285,12 @@ pub async fn run(config_path: &Path, rounds: u64) -> Report {
             checks.push(check("sandbox", true, reason, ""));
             Some(gate)
         }
-        Err(message) => {
+        Err(refused) => {
             refuse_boot = true;
             checks.push(check(
                 "sandbox",
                 false,
-                message,
+                refused.to_string(),
                 "enable Landlock and seccomp in the kernel, or set [plugins] sandbox = \"prefer\"",
             ));
             None
@@ -621,7 +621,8 @@ fn host_checks(
                     warnings,
                 });
             }
-            Err(message) => {
+            Err(err) => {
+                let message = err.to_string();
                 if !disabled {
                     checks.push(check(
                         &name,
@@ -666,7 +667,7 @@ fn host_warnings(config: &Config, exe: &Path) -> Vec<String> {
 }
 
 /// What [`covered_families`] needs to know of one host (doctor's and peek's `hosts`).
-pub struct HostCover<'a> {
+pub(crate) struct HostCover<'a> {
     /// Listed in `[plugins] disable`.
     pub disabled: bool,
     /// Its pin status (`verified`, `unpinned`, …).
@@ -677,7 +678,7 @@ pub struct HostCover<'a> {
 
 impl DoctorHost {
     /// The host as [`covered_families`] sees it; `None` when it cannot be resolved.
-    pub fn cover(&self) -> Option<HostCover<'_>> {
+    pub(crate) fn cover(&self) -> Option<HostCover<'_>> {
         match self {
             DoctorHost::Checked {
                 disabled,
@@ -699,7 +700,7 @@ impl DoctorHost {
 /// gate applies a tier other than `unconfined`, in the reference system's spelling
 /// ([`Family::registry_key`]: `spawn_hooks`, `dirty_handlers`, …). Sorted, without
 /// duplicates.
-pub fn covered_families<'a>(
+pub(crate) fn covered_families<'a>(
     hosts: impl IntoIterator<Item = HostCover<'a>>,
     gate: Option<&SandboxGate>,
 ) -> Vec<String> {
@@ -736,7 +737,7 @@ fn doctor_sandbox(
 
 /// The sandbox block shared by `doctor` and `peek` (`plugins.sandbox`); `covers` comes from
 /// [`covered_families`].
-pub fn sandbox_block(
+pub(crate) fn sandbox_block(
     config: Option<&Config>,
     caps: &Capabilities,
     gate: Option<&SandboxGate>,
@@ -783,7 +784,7 @@ fn phase_plan(config: &Config, first: u64, count: u64) -> PhasePlan {
 }
 
 /// The human form of a report.
-pub fn render(doc: &DoctorDoc) -> String {
+pub(crate) fn render(doc: &DoctorDoc) -> String {
     let mut out = String::new();
     for c in &doc.checks {
         out.push_str(&format!(

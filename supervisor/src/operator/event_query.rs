@@ -24,17 +24,17 @@ use crate::exit::{self, CliError};
 use crate::operator::event_read::{Backwards, Forward, Head};
 
 /// Matching events printed when neither `--window`, `--since` nor `--tail` is given.
-pub const DEFAULT_WINDOW: usize = 10;
+pub(crate) const DEFAULT_WINDOW: usize = 10;
 
 /// `--kind '*'` matches every kind (ours: what `monitor --host` asks the remote for).
-pub const ALL_KINDS: &str = "*";
+pub(crate) const ALL_KINDS: &str = "*";
 
 /// How often `--tail` looks for new lines.
-pub const TAIL_POLL: Duration = Duration::from_millis(250);
+pub(crate) const TAIL_POLL: Duration = Duration::from_millis(250);
 
 /// A validated query.
 #[derive(Clone, Debug)]
-pub struct Query {
+pub(crate) struct Query {
     kinds: BTreeSet<String>,
     window: Option<usize>,
     follow: bool,
@@ -54,7 +54,7 @@ impl Query {
     ///
     /// Errors (exit 2): no kind, `--window` with `--tail` or `--since`, a window of 0, a
     /// `--since` that is not a timestamp.
-    pub fn new(
+    pub(crate) fn new(
         kind: &str,
         window: Option<usize>,
         follow: bool,
@@ -130,7 +130,7 @@ fn parse_since(raw: &str) -> Option<SystemTime> {
 /// stays bounded by the window, whatever the record's size.
 ///
 /// Errors (exit 1): a file or the directory cannot be read.
-pub async fn run(state_dir: &Path, query: &Query) -> Result<u8, CliError> {
+pub(crate) async fn run(state_dir: &Path, query: &Query) -> Result<u8, CliError> {
     let unreadable = |e: io::Error| CliError::failure(format!("cannot read {e}"));
     let mut out = io::stdout().lock();
     if let Some(window) = query.window {

@@ -24,13 +24,13 @@ use std::time::SystemTime;
 use crate::runtime::events::Recorded;
 
 /// Bytes read per step when reading backwards.
-pub const BLOCK_BYTES: usize = 64 * 1024;
+pub(crate) const BLOCK_BYTES: usize = 64 * 1024;
 
 /// The event files of `state_dir` (`events-YYYY-MM.jsonl`), oldest month first; empty when
 /// the directory does not exist.
 ///
 /// Errors: the directory exists but cannot be listed.
-pub fn event_files(state_dir: &Path) -> io::Result<Vec<PathBuf>> {
+pub(crate) fn event_files(state_dir: &Path) -> io::Result<Vec<PathBuf>> {
     let entries = match std::fs::read_dir(state_dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -54,7 +54,7 @@ fn month_of(path: &Path) -> Option<&str> {
 
 /// The fields a reader selects on (the rest of the line is checked to be JSON, not kept).
 #[derive(Debug, Deserialize)]
-pub struct Head {
+pub(crate) struct Head {
     /// `ts` (RFC 3339 UTC, milliseconds), when present and a string.
     #[serde(default)]
     pub ts: Option<String>,
@@ -67,20 +67,20 @@ pub struct Head {
 
 impl Head {
     /// `ts` as a time, `None` when absent or not RFC 3339.
-    pub fn time(&self) -> Option<SystemTime> {
+    pub(crate) fn time(&self) -> Option<SystemTime> {
         self.ts.as_deref().and_then(parse_ts)
     }
 }
 
 /// Parses an RFC 3339 timestamp as the record writes it (`2026-11-29T16:43:55.711Z`).
-pub fn parse_ts(ts: &str) -> Option<SystemTime> {
+pub(crate) fn parse_ts(ts: &str) -> Option<SystemTime> {
     humantime::parse_rfc3339_weak(ts.trim_end_matches('Z')).ok()
 }
 
 /// The head of `line`: `None` when the line is not a JSON object with a string `event`
 /// (a torn or foreign line). The whole line is checked to be JSON; nothing but the head
 /// is kept, so a line is parsed once to be selected and once more only if it is kept.
-pub fn head(line: &[u8]) -> Option<Head> {
+pub(crate) fn head(line: &[u8]) -> Option<Head> {
     serde_json::from_slice(line).ok()
 }
 
@@ -96,7 +96,7 @@ fn blank(line: &[u8]) -> bool {
 
 /// A line found, with its place in the record.
 #[derive(Debug)]
-pub struct Found<'a> {
+pub(crate) struct Found<'a> {
     /// The line, without its newline: valid JSON whose head is `head`.
     pub line: &'a [u8],
     /// Its head.
@@ -110,7 +110,7 @@ pub struct Found<'a> {
 impl Found<'_> {
     /// The whole line as a [`Recorded`] event (its head was read to find it; this parses
     /// the rest); `None` when it is not one.
-    pub fn recorded(&self) -> Option<Recorded> {
+    pub(crate) fn recorded(&self) -> Option<Recorded> {
         serde_json::from_slice(self.line)
             .ok()
             .and_then(Recorded::from_line)
@@ -212,7 +212,7 @@ impl BackFile {
 }
 
 /// The record read newest line first, file by file, a block at a time.
-pub struct Backwards {
+pub(crate) struct Backwards {
     files: Vec<PathBuf>,
     /// Files not yet opened are `files[..next]`.
     next: usize,
@@ -224,12 +224,12 @@ impl Backwards {
     /// The record of `state_dir`, from its newest line (nothing when there is no record).
     ///
     /// Errors: the directory exists but cannot be listed.
-    pub fn open(state_dir: &Path) -> io::Result<Backwards> {
+    pub(crate) fn open(state_dir: &Path) -> io::Result<Backwards> {
         Ok(Backwards::over(event_files(state_dir)?))
     }
 
     /// `files` (oldest first), from the newest line of the last one.
-    pub fn over(files: Vec<PathBuf>) -> Backwards {
+    pub(crate) fn over(files: Vec<PathBuf>) -> Backwards {
         Backwards {
             next: files.len(),
             files,
@@ -239,14 +239,14 @@ impl Backwards {
     }
 
     /// Torn or non-JSON lines passed over so far.
-    pub fn skipped(&self) -> usize {
+    pub(crate) fn skipped(&self) -> usize {
         self.skipped
     }
 
     /// The next line, going back in time; `None` once the oldest file is read.
     ///
     /// Errors: a file cannot be opened or read.
-    pub fn next_event(&mut self) -> io::Result<Option<Found<'_>>> {
+    pub(crate) fn next_event(&mut self) -> io::Result<Option<Found<'_>>> {
         loop {
             if self.current.is_none() {
                 if self.next == 0 {
@@ -286,7 +286,7 @@ impl Backwards {
 /// The record read oldest line first from a position, across the monthly files. The
 /// position only ever moves past whole lines, so a reader that stops at the end can be
 /// asked again later ([`Forward::refresh`]) and goes on with what was appended.
-pub struct Forward {
+pub(crate) struct Forward {
     files: Vec<PathBuf>,
     /// The file being read, an index into `files`.
     index: usize,
@@ -302,7 +302,7 @@ pub struct Forward {
 
 impl Forward {
     /// From byte `offset` of `files[index]` (oldest first).
-    pub fn at(files: Vec<PathBuf>, index: usize, offset: u64) -> Forward {
+    pub(crate) fn at(files: Vec<PathBuf>, index: usize, offset: u64) -> Forward {
         Forward {
             files,
             index,
@@ -317,7 +317,7 @@ impl Forward {
     /// From the end of the record of `state_dir`: only lines appended later are read.
     ///
     /// Errors: the directory or the newest file cannot be read.
-    pub fn at_end(state_dir: &Path) -> io::Result<Forward> {
+    pub(crate) fn at_end(state_dir: &Path) -> io::Result<Forward> {
         let files = event_files(state_dir)?;
         let Some(newest) = files.last() else {
             return Ok(Forward::at(files, 0, 0));
@@ -337,7 +337,7 @@ impl Forward {
     /// before that point are all older.
     ///
     /// Errors: the directory or a file cannot be read.
-    pub fn since(state_dir: &Path, since: SystemTime) -> io::Result<Forward> {
+    pub(crate) fn since(state_dir: &Path, since: SystemTime) -> io::Result<Forward> {
         let files = event_files(state_dir)?;
         let month = crate::runtime::events::timestamp(since)[..7].to_owned();
         let Some(index) = files
@@ -358,14 +358,14 @@ impl Forward {
     }
 
     /// Torn or non-JSON lines passed over so far.
-    pub fn skipped(&self) -> usize {
+    pub(crate) fn skipped(&self) -> usize {
         self.skipped
     }
 
     /// Lists the files of `state_dir` again, so months begun since are read too.
     ///
     /// Errors: the directory cannot be listed.
-    pub fn refresh(&mut self, state_dir: &Path) -> io::Result<()> {
+    pub(crate) fn refresh(&mut self, state_dir: &Path) -> io::Result<()> {
         let files = event_files(state_dir)?;
         let current = self.files.get(self.index).cloned();
         self.index = match &current {
@@ -425,7 +425,7 @@ impl Forward {
     /// is left for a later call).
     ///
     /// Errors: a file cannot be opened or read.
-    pub fn next_event(&mut self) -> io::Result<Option<Found<'_>>> {
+    pub(crate) fn next_event(&mut self) -> io::Result<Option<Found<'_>>> {
         loop {
             if self.reader.is_none() && !self.open_current()? {
                 if self.next_file() {

@@ -19,15 +19,15 @@ use std::path::Path;
 use crate::runtime::state::{read_json, write_json_replace};
 
 /// The summary's file name in `state_dir`.
-pub const SUMMARY_FILE: &str = "events-summary.json";
+pub(crate) const SUMMARY_FILE: &str = "events-summary.json";
 
 /// This format's `version`; a summary of another version is rebuilt (2: with
 /// `network_blips`).
-pub const VERSION: u32 = 2;
+pub(crate) const VERSION: u32 = 2;
 
 /// A point in the record: the end of a line of one monthly file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Covers {
+pub(crate) struct Covers {
     /// The file's name (`events-YYYY-MM.jsonl`).
     pub file: String,
     /// The offset just past the line's newline, in bytes.
@@ -36,7 +36,7 @@ pub struct Covers {
 
 impl Covers {
     /// The point `end` of `path`.
-    pub fn of(path: &Path, end: u64) -> Covers {
+    pub(crate) fn of(path: &Path, end: u64) -> Covers {
         Covers {
             file: path
                 .file_name()
@@ -47,7 +47,7 @@ impl Covers {
     }
 
     /// `other` is at or before this point (monthly files sort by name).
-    pub fn includes(&self, other: &Covers) -> bool {
+    pub(crate) fn includes(&self, other: &Covers) -> bool {
         other.file < self.file || (other.file == self.file && other.end <= self.end)
     }
 }
@@ -55,7 +55,7 @@ impl Covers {
 /// The newest rounds' events, `hook_failed` and `agent_network_blip` events of the record
 /// up to `covers`.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// [`VERSION`].
     pub version: u32,
     /// How far into the record this summary accounts for.
@@ -70,7 +70,7 @@ pub struct Summary {
 
 /// The summary of `state_dir`, if there is one of this version whose covered point still
 /// exists in the record (its file is at least that long).
-pub fn load(state_dir: &Path) -> Option<Summary> {
+pub(crate) fn load(state_dir: &Path) -> Option<Summary> {
     let summary: Summary = read_json(&state_dir.join(SUMMARY_FILE)).ok().flatten()?;
     let len = std::fs::metadata(state_dir.join(&summary.covers.file))
         .ok()?
@@ -81,6 +81,6 @@ pub fn load(state_dir: &Path) -> Option<Summary> {
 /// Writes `summary` into `state_dir` atomically (no fsync: it is rebuilt when lost).
 ///
 /// Errors: the file cannot be written.
-pub fn write(state_dir: &Path, summary: &Summary) -> io::Result<()> {
+pub(crate) fn write(state_dir: &Path, summary: &Summary) -> io::Result<()> {
     write_json_replace(&state_dir.join(SUMMARY_FILE), summary)
 }

@@ -13,7 +13,7 @@ use crate::runtime::path_name;
 
 /// A preset: how one agent CLI is run.
 #[derive(Clone, Copy, Debug)]
-pub struct Preset {
+pub(crate) struct Preset {
     /// `--preset` name.
     pub name: &'static str,
     /// `[agent] command`.
@@ -33,7 +33,7 @@ pub struct Preset {
 }
 
 /// Every preset `init --preset` knows.
-pub const PRESETS: &[Preset] = &[
+pub(crate) const PRESETS: &[Preset] = &[
     Preset {
         name: "claude",
         command: &[
@@ -126,10 +126,10 @@ pub const PRESETS: &[Preset] = &[
 ];
 
 /// The default log dir of generated configs (outside the tree, as the reference system).
-pub const DEFAULT_LOG_DIR: &str = "~/.agent-runner/{project}/logs";
+pub(crate) const DEFAULT_LOG_DIR: &str = "~/.agent-runner/{project}/logs";
 
 /// Looks a preset up by name.
-pub fn preset(name: &str) -> Option<&'static Preset> {
+pub(crate) fn preset(name: &str) -> Option<&'static Preset> {
     PRESETS.iter().find(|p| p.name == name)
 }
 
@@ -142,7 +142,7 @@ fn toml_list(items: &[&str]) -> String {
 }
 
 /// The config text `init` writes for `preset`.
-pub fn config_text(preset: &Preset) -> String {
+pub(crate) fn config_text(preset: &Preset) -> String {
     let mut env = String::new();
     for (k, v) in preset.env {
         env.push_str(&format!("{k} = {}\n", toml::Value::String((*v).to_owned())));
@@ -210,12 +210,12 @@ disable = []
 }
 
 /// The prompt `init` writes.
-pub const PROMPT_TEXT: &str =
+pub(crate) const PROMPT_TEXT: &str =
     "# Task\n\nDescribe the work the agent should do in each round here.\n";
 
 /// `init` options.
 #[derive(Clone, Debug)]
-pub struct InitOptions {
+pub(crate) struct InitOptions {
     /// Where the config goes.
     pub config_path: PathBuf,
     /// Preset name (default `claude`).
@@ -229,7 +229,7 @@ pub struct InitOptions {
 /// Runs `init`; returns the lines to print.
 ///
 /// Errors: unknown preset (2), an existing file without `--force` (1), I/O failures (1).
-pub async fn run(options: &InitOptions) -> Result<Vec<String>, CliError> {
+pub(crate) async fn run(options: &InitOptions) -> Result<Vec<String>, CliError> {
     let preset = preset(&options.preset).ok_or_else(|| CliError {
         code: crate::exit::USAGE,
         message: format!(
@@ -295,7 +295,7 @@ pub async fn run(options: &InitOptions) -> Result<Vec<String>, CliError> {
 }
 
 /// Appends `entry` to `<dir>/.gitignore` unless a line already says it.
-pub fn ensure_gitignored(dir: &Path, entry: &str) -> Result<String, CliError> {
+pub(crate) fn ensure_gitignored(dir: &Path, entry: &str) -> Result<String, CliError> {
     let path = dir.join(".gitignore");
     let text = std::fs::read_to_string(&path).unwrap_or_default();
     if text

@@ -23,7 +23,7 @@ use crate::exit::{self, CliError};
 
 /// Where the unit goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// The invoking user's systemd instance (`systemctl --user`).
     User,
     /// The system instance (`/etc/systemd/system`).
@@ -40,7 +40,7 @@ impl Scope {
     }
 
     /// The unit directory of this scope.
-    pub fn unit_dir(self) -> PathBuf {
+    pub(crate) fn unit_dir(self) -> PathBuf {
         match self {
             Scope::System => PathBuf::from("/etc/systemd/system"),
             Scope::User => std::env::var_os("XDG_CONFIG_HOME")
@@ -54,11 +54,11 @@ impl Scope {
 }
 
 /// The template unit every project shares: `agent-runner@.service`.
-pub const TEMPLATE: &str = "agent-runner@.service";
+pub(crate) const TEMPLATE: &str = "agent-runner@.service";
 
 /// The project's instance of the template: `agent-runner@<project>.service`, the project
 /// name reduced to `[A-Za-z0-9_-]` (other characters become `-`).
-pub fn unit_name(config: &Config) -> String {
+pub(crate) fn unit_name(config: &Config) -> String {
     let project: String = config
         .project
         .chars()
@@ -75,7 +75,7 @@ pub fn unit_name(config: &Config) -> String {
 
 /// The instance's drop-in, which names the project's config (systemd.unit(5),
 /// "drop-in"): `<unit dir>/agent-runner@<project>.service.d/project.conf`.
-pub fn project_file(config: &Config, scope: Scope) -> PathBuf {
+pub(crate) fn project_file(config: &Config, scope: Scope) -> PathBuf {
     scope
         .unit_dir()
         .join(format!("{}.d", unit_name(config)))
@@ -83,7 +83,7 @@ pub fn project_file(config: &Config, scope: Scope) -> PathBuf {
 }
 
 /// Whether systemd manages this machine (`/run/systemd/system` exists: sd_booted(3)).
-pub fn systemd_running() -> bool {
+pub(crate) fn systemd_running() -> bool {
     Path::new("/run/systemd/system").is_dir()
 }
 
@@ -103,7 +103,7 @@ fn specifiers_escaped(text: &str) -> String {
 
 /// The template's text: `serve` of the config named by the instance's drop-in
 /// (`AGENT_RUNNER_CONFIG`), run by `binary` (absolute).
-pub fn render_template(binary: &Path, scope: Scope) -> String {
+pub(crate) fn render_template(binary: &Path, scope: Scope) -> String {
     let wanted_by = match scope {
         Scope::User => "default.target",
         Scope::System => "multi-user.target",
@@ -142,7 +142,7 @@ pub fn render_template(binary: &Path, scope: Scope) -> String {
 ///
 /// `TimeoutStopSec` is the round budget plus 60 s, so a stop lets the running round
 /// finish as `serve` promises before systemd escalates to SIGKILL.
-pub fn render_project(config: &Config) -> String {
+pub(crate) fn render_project(config: &Config) -> String {
     format!(
         "# Written by `agent-runner install` for {project}; remove with `agent-runner uninstall`.\n\
          [Service]\n\
@@ -158,7 +158,7 @@ pub fn render_project(config: &Config) -> String {
 
 /// What `install` was asked to do.
 #[derive(Clone, Copy, Debug)]
-pub struct InstallOptions {
+pub(crate) struct InstallOptions {
     /// Where the unit goes.
     pub scope: Scope,
     /// Overwrite an existing unit.
@@ -173,7 +173,7 @@ pub struct InstallOptions {
 ///
 /// Errors: exit 1 when a file exists (without `--force`), cannot be written, or
 /// `systemctl` fails.
-pub fn install(config: &Config, options: InstallOptions) -> Result<Vec<String>, CliError> {
+pub(crate) fn install(config: &Config, options: InstallOptions) -> Result<Vec<String>, CliError> {
     let binary = std::env::current_exe()
         .and_then(|p| p.canonicalize())
         .map_err(|e| CliError::failure(format!("cannot find the agent-runner binary: {e}")))?;
@@ -228,7 +228,7 @@ pub fn install(config: &Config, options: InstallOptions) -> Result<Vec<String>, 
 /// installed is not an error (nothing to do).
 ///
 /// Errors: exit 1 when the file cannot be removed or `systemctl` fails.
-pub fn uninstall(config: &Config, scope: Scope) -> Result<Vec<String>, CliError> {
+pub(crate) fn uninstall(config: &Config, scope: Scope) -> Result<Vec<String>, CliError> {
     let name = unit_name(config);
     let path = project_file(config, scope);
     if !path.exists() {

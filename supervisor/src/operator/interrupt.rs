@@ -4,21 +4,23 @@
 //! end of `monitor --host` must not outlive a dropped ssh link (docs/operations.md,
 //! "`monitor`").
 
-use crate::exit::CliError;
+/// The SIGINT handler could not be installed (the verb exits 1).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot handle SIGINT: {0}")]
+pub(crate) struct NoInterrupt(std::io::Error);
 
 /// A SIGINT (Ctrl-C) listener, registered now (not at first poll).
 ///
-/// Errors: 1 when the handler cannot be installed.
-pub fn interrupt_signal() -> Result<tokio::signal::unix::Signal, CliError> {
-    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        .map_err(|e| CliError::failure(format!("cannot handle SIGINT: {e}")))
+/// Errors: [`NoInterrupt`] when the handler cannot be installed.
+pub(crate) fn interrupt_signal() -> Result<tokio::signal::unix::Signal, NoInterrupt> {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).map_err(NoInterrupt)
 }
 
 /// Whether standard output leads nowhere any more: the read end of its pipe is closed
 /// (`POLLERR`) or its socket peer hung up (`POLLHUP`), as when the ssh connection carrying
 /// it dropped and sshd closed the session's descriptors (poll(2)). A terminal or file never
 /// reports either.
-pub fn stdout_closed() -> bool {
+pub(crate) fn stdout_closed() -> bool {
     let mut fd = libc::pollfd {
         fd: libc::STDOUT_FILENO,
         events: 0,

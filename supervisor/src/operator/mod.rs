@@ -11,25 +11,25 @@
 //!   `<state_dir>/control.sock`) and [`service`] (`service.json`).
 //! - Set-up: [`init`] (config and prompt from a preset) and [`install`] (the systemd unit).
 
-pub mod agent_preconditions;
-pub mod control;
-pub mod defenses;
-pub mod doctor;
-pub mod event_query;
-pub mod event_read;
-pub mod event_summary;
-pub mod init;
-pub mod install;
-pub mod interrupt;
-pub mod monitor;
-pub mod peek;
-pub mod peek_render;
-pub mod peer_check;
-pub mod recent;
-pub mod round_history;
-pub mod schedule_view;
+pub(crate) mod agent_preconditions;
+pub(crate) mod control;
+pub(crate) mod defenses;
+pub(crate) mod doctor;
+pub(crate) mod event_query;
+pub(crate) mod event_read;
+pub(crate) mod event_summary;
+pub(crate) mod init;
+pub(crate) mod install;
+pub(crate) mod interrupt;
+pub(crate) mod monitor;
+pub(crate) mod peek;
+pub(crate) mod peek_render;
+pub(crate) mod peer_check;
+pub(crate) mod recent;
+pub(crate) mod round_history;
+pub(crate) mod schedule_view;
 pub mod schema;
-pub mod schema_fields;
-pub mod service;
-pub mod system_metrics;
-pub mod watch;
+pub(crate) mod schema_fields;
+pub(crate) mod service;
+pub(crate) mod system_metrics;
+pub(crate) mod watch;

@@ -35,16 +35,16 @@ use crate::runtime::state::{self, OrphanState, RoundState};
 /// The document's `schema_version`: the reference system's (`"2.2"`), whose every key this
 /// document carries with its type (a superset: ours are added under keys it does not use;
 /// docs/operations.md). Fields are only added within a version.
-pub const SCHEMA_VERSION: &str = "2.2";
+pub(crate) const SCHEMA_VERSION: &str = "2.2";
 
 /// Recent events shown by default (`--events N` changes it).
-pub const DEFAULT_EVENTS: usize = 20;
+pub(crate) const DEFAULT_EVENTS: usize = 20;
 /// The end of a round log shown as `log_tail`, in bytes.
-pub const LOG_TAIL_BYTES: usize = 4096;
+pub(crate) const LOG_TAIL_BYTES: usize = 4096;
 
 /// Which round `--round` asks about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RoundSel {
+pub(crate) enum RoundSel {
     /// The newest round recorded.
     Latest,
     /// Round N.
@@ -66,7 +66,7 @@ impl std::str::FromStr for RoundSel {
 
 /// What one look shows.
 #[derive(Clone, Debug, Default)]
-pub struct PeekOptions {
+pub(crate) struct PeekOptions {
     /// Add a `round` block for this round.
     pub round: Option<RoundSel>,
     /// How many recent events to include (`None`: [`DEFAULT_EVENTS`]).
@@ -78,7 +78,7 @@ pub struct PeekOptions {
 /// then ours (`hosts`, `skipped_event_lines`, `round`).
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 #[schemars(transform = |s: &mut schemars::Schema| crate::operator::schema_fields::require(s, &["current_round", "orphan", "schedule"]))]
-pub struct PeekDoc {
+pub(crate) struct PeekDoc {
     /// Always `2.2` ([`SCHEMA_VERSION`]), the reference system's version; fields are only
     /// added within a version.
     #[schemars(extend("const" = "2.2"))]
@@ -135,7 +135,7 @@ pub struct PeekDoc {
 /// `peek`'s `status`.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[schemars(transform = crate::operator::schema_fields::every_field_required)]
-pub struct PeekStatus {
+pub(crate) struct PeekStatus {
     /// The last round number that started (0 before the first).
     pub round_num: u64,
     /// Whether a round runs now.
@@ -157,7 +157,7 @@ pub struct PeekStatus {
 /// the enabled hosts declared to the last `serve` (`service.json`); lists are sorted.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[schemars(transform = crate::operator::schema_fields::every_field_required)]
-pub struct PeekPlugins {
+pub(crate) struct PeekPlugins {
     /// The event kinds hosts declared, as recorded: `<host>.<kind>`.
     pub event_kinds: Vec<String>,
     /// Spawn hooks (family `spawn_hook`).
@@ -195,7 +195,7 @@ pub struct PeekPlugins {
 /// One host in `peek`'s `hosts`.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[schemars(transform = crate::operator::schema_fields::every_field_required)]
-pub struct PeekHost {
+pub(crate) struct PeekHost {
     /// Its name.
     pub name: String,
     /// `running`, `backoff`, `disabled` (by config or after failures), `refused` or
@@ -244,7 +244,7 @@ pub struct PeekHost {
 /// `unit_file`, `rate_limit`, `system_managed`, then ours.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[schemars(transform = crate::operator::schema_fields::every_field_required)]
-pub struct ServiceBlock {
+pub(crate) struct ServiceBlock {
     /// `systemd_user`, `pid_file` or `none`.
     pub mode: String,
     /// Whether a supervisor holds the project lock.
@@ -274,7 +274,7 @@ pub struct ServiceBlock {
 /// `service.rate_limit`: the back-off under way, in the reference system's shape.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[schemars(transform = crate::operator::schema_fields::every_field_required)]
-pub struct RateLimit {
+pub(crate) struct RateLimit {
     /// When the back-off ends, seconds since the Unix epoch.
     pub throttled_until_epoch: Option<u64>,
     /// The diagnosis (`usage_limit`, `rate_limit`, `overloaded`, `network`, …).
@@ -304,7 +304,7 @@ fn rate_limit(back_off: &service::BackOffDoc) -> RateLimit {
 }
 
 /// Everything a look found (the document, plus what the human form needs).
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     /// The document.
     pub doc: PeekDoc,
     /// The round `--round` resolved to, and its log file.
@@ -312,7 +312,7 @@ pub struct Snapshot {
 }
 
 /// Takes one look at the project of `config`.
-pub fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
+pub(crate) fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
     let now = SystemTime::now();
     let log_dir = &config.runtime.log_dir;
     let state_dir = &config.runtime.state_dir;
@@ -547,7 +547,7 @@ fn hosts_block(
             pin_status: pin_status.to_owned(),
             sha256: checked.as_ref().ok().map(|c| c.actual.to_string()),
             executable: checked.as_ref().ok().map(|c| c.path.display().to_string()),
-            error: checked.as_ref().err().cloned(),
+            error: checked.as_ref().err().map(ToString::to_string),
             read_paths: cfg.read_paths.clone(),
             write_limits: crate::operator::doctor::HostWriteLimits::of(config, cfg),
         });
@@ -613,7 +613,7 @@ fn service_block(
 
 /// What the `peek` verb prints.
 #[derive(Clone, Debug, Default)]
-pub struct PeekOutput {
+pub(crate) struct PeekOutput {
     /// The look itself.
     pub options: PeekOptions,
     /// The JSON document instead of the summary.
@@ -628,7 +628,7 @@ pub struct PeekOutput {
 ///
 /// Errors: 78 for a config that cannot be loaded; 1 for a `--select` path that does not
 /// exist or a `--log` round without a log.
-pub fn run(config_path: &Path, output: &PeekOutput) -> Result<u8, CliError> {
+pub(crate) fn run(config_path: &Path, output: &PeekOutput) -> Result<u8, CliError> {
     let config = crate::config::load(config_path)?;
     let mut options = output.options.clone();
     if output.log && options.round.is_none() {
@@ -688,7 +688,7 @@ pub fn run(config_path: &Path, output: &PeekOutput) -> Result<u8, CliError> {
 
 /// The value at dotted `path` (`plugins.sandbox.achieved_tier`; array elements by index,
 /// `recent_rounds.0.exit_code`), `None` if there is none.
-pub fn select<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
+pub(crate) fn select<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
     path.split('.')
         .filter(|p| !p.is_empty())
         .try_fold(doc, |v, key| match v {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 /// Whether to colour output: stdout is a terminal and `NO_COLOR` (no-color.org) is unset
 /// or empty.
-pub fn use_colour() -> bool {
+pub(crate) fn use_colour() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
@@ -57,7 +57,7 @@ fn age(seconds: f64) -> String {
 }
 
 /// Renders `doc` (a [`crate::operator::peek::snapshot`] document); `events` adds the recent events.
-pub fn render(doc: &Value, colour: bool, events: bool) -> String {
+pub(crate) fn render(doc: &Value, colour: bool, events: bool) -> String {
     let p = Paint(colour);
     let mut out = String::new();
     header(&mut out, &p, doc);

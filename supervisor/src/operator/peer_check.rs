@@ -14,7 +14,7 @@
 use std::path::Path;
 
 /// Why the peer `pid` must be refused, given the pids of the live hosts; `None` to accept.
-pub fn refusal(pid: Option<u32>, host_pids: &[u32]) -> Option<String> {
+pub(crate) fn refusal(pid: Option<u32>, host_pids: &[u32]) -> Option<String> {
     let Some(pid) = pid.filter(|p| *p > 0) else {
         return Some("the peer's pid is unknown".into());
     };

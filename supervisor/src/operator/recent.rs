@@ -15,12 +15,12 @@ use crate::operator::event_summary::{self, Covers, Summary};
 use crate::runtime::events::Recorded;
 
 /// Completed rounds a look lists (`peek`'s `recent_rounds`).
-pub const RECENT_ROUNDS: usize = 10;
+pub(crate) const RECENT_ROUNDS: usize = 10;
 /// `hook_failed` events a look lists (`recent_hook_failures`).
-pub const RECENT_HOOK_FAILURES: usize = 10;
+pub(crate) const RECENT_HOOK_FAILURES: usize = 10;
 /// `agent_network_blip` events a look lists (`recent_blips`; the reference system's five,
 /// docs/operations.md "peek --json").
-pub const RECENT_BLIPS: usize = 5;
+pub(crate) const RECENT_BLIPS: usize = 5;
 
 /// The kinds a look lists on their own, newest first, however far apart they lie.
 const HOOK_FAILED: &str = "hook_failed";
@@ -30,11 +30,11 @@ const LISTED_KINDS: [&str; 2] = [HOOK_FAILED, NETWORK_BLIP];
 /// How far back a look reads at most when what it wants is not all found sooner and no
 /// summary covers the rest (a record whose newest megabyte holds no round is a loop
 /// deferring or failing, and says so in those lines).
-pub const SCAN_BYTES: u64 = 1 << 20;
+pub(crate) const SCAN_BYTES: u64 = 1 << 20;
 
 /// What to look for.
 #[derive(Clone, Copy, Debug)]
-pub struct Wanted {
+pub(crate) struct Wanted {
     /// The newest events of any kind.
     pub events: usize,
     /// The newest rounds (all their events).
@@ -49,7 +49,7 @@ pub struct Wanted {
 
 /// What was found, each list oldest first.
 #[derive(Debug, Default)]
-pub struct Recent {
+pub(crate) struct Recent {
     /// The newest events (at most `Wanted::events`).
     pub events: Vec<Recorded>,
     /// Every event of the newest rounds and of `Wanted::round`.
@@ -234,7 +234,7 @@ impl Collector {
 /// `wanted.round` is still to be found, taking the summary's part when the scan reaches
 /// it. An unreadable record gives what was found before the error (a look shows what it
 /// can).
-pub fn scan(state_dir: &Path, wanted: Wanted) -> Recent {
+pub(crate) fn scan(state_dir: &Path, wanted: Wanted) -> Recent {
     gather(
         state_dir,
         wanted,
@@ -244,7 +244,7 @@ pub fn scan(state_dir: &Path, wanted: Wanted) -> Recent {
 }
 
 /// Like [`scan`], from `summary` (or without one) and with an optional byte bound.
-pub fn gather(
+pub(crate) fn gather(
     state_dir: &Path,
     wanted: Wanted,
     mut summary: Option<Summary>,
@@ -292,7 +292,7 @@ fn summary_wanted() -> Wanted {
 /// writes it atomically (only `serve` and `round` call this). Nothing is written while the record is empty.
 ///
 /// Errors: the summary cannot be written.
-pub fn refresh_summary(state_dir: &Path) -> io::Result<()> {
+pub(crate) fn refresh_summary(state_dir: &Path) -> io::Result<()> {
     let previous = event_summary::load(state_dir);
     let unchanged = previous.as_ref().map(|s| s.covers.clone());
     let found = gather(state_dir, summary_wanted(), previous, None);

@@ -12,7 +12,7 @@ use crate::runtime::events::{Event, Recorded, RoundEnd};
 
 /// One round as far as the events go.
 #[derive(Clone, Debug, Default)]
-pub struct RoundView {
+pub(crate) struct RoundView {
     /// Its number.
     pub round_num: u64,
     /// Its phase (`null` without `[phases]`).
@@ -48,7 +48,7 @@ fn entry(rounds: &mut BTreeMap<u64, RoundView>, n: u64) -> &mut RoundView {
 }
 
 /// Folds `events` (oldest first) into rounds, by number, ascending.
-pub fn rounds(events: &[Recorded]) -> BTreeMap<u64, RoundView> {
+pub(crate) fn rounds(events: &[Recorded]) -> BTreeMap<u64, RoundView> {
     let mut rounds: BTreeMap<u64, RoundView> = BTreeMap::new();
     for e in events {
         let ts = e.ts().map(str::to_owned);
@@ -106,7 +106,7 @@ pub fn rounds(events: &[Recorded]) -> BTreeMap<u64, RoundView> {
 /// `ended_at`).
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[schemars(transform = crate::operator::schema_fields::every_field_required)]
-pub struct RoundDoc {
+pub(crate) struct RoundDoc {
     /// Its number.
     pub round_num: u64,
     /// Its phase (`null` without `[phases]`).
@@ -139,7 +139,7 @@ pub struct RoundDoc {
 
 impl RoundView {
     /// The round as `peek` shows it; `events` are searched for its `recent_events`.
-    pub fn to_doc(
+    pub(crate) fn to_doc(
         &self,
         now: SystemTime,
         log_tail: Option<String>,
@@ -179,7 +179,7 @@ impl RoundView {
 
 /// The log of round `round_num` in `<log_dir>/rounds/` (`R<N>-<stamp>.log`; the newest if
 /// several), if any.
-pub fn log_file(log_dir: &Path, round_num: u64) -> Option<PathBuf> {
+pub(crate) fn log_file(log_dir: &Path, round_num: u64) -> Option<PathBuf> {
     let prefix = format!("R{round_num}-");
     let mut found: Vec<PathBuf> = std::fs::read_dir(log_dir.join("rounds"))
         .ok()?
@@ -195,7 +195,7 @@ pub fn log_file(log_dir: &Path, round_num: u64) -> Option<PathBuf> {
 }
 
 /// The highest round number with a log in `<log_dir>/rounds/`.
-pub fn latest_logged_round(log_dir: &Path) -> Option<u64> {
+pub(crate) fn latest_logged_round(log_dir: &Path) -> Option<u64> {
     std::fs::read_dir(log_dir.join("rounds"))
         .ok()?
         .filter_map(|e| e.ok())
@@ -209,7 +209,7 @@ pub fn latest_logged_round(log_dir: &Path) -> Option<u64> {
 
 /// The last `max_bytes` of `path` as text (lossy UTF-8, starting at a line boundary when
 /// cut), `None` if it cannot be read.
-pub fn tail_text(path: &Path, max_bytes: usize) -> Option<String> {
+pub(crate) fn tail_text(path: &Path, max_bytes: usize) -> Option<String> {
     use std::io::{Read, Seek, SeekFrom};
     let mut file = std::fs::File::open(path).ok()?;
     let len = file.metadata().ok()?.len();

@@ -19,7 +19,7 @@ const OUTSIDE_RUN_WINDOWS: &str = "outside run_windows";
 /// window). Instants are UTC, RFC 3339; searches look eight days ahead.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[schemars(transform = crate::operator::schema_fields::every_field_required)]
-pub struct PeekSchedule {
+pub(crate) struct PeekSchedule {
     /// The schedule holds rounds now: `serve` waits (`schedule_paused`). `false` while the
     /// next round may start, or while `phase_policy = "skip"` passes its closed phase over
     /// for an open one.
@@ -47,7 +47,7 @@ pub struct PeekSchedule {
 }
 
 /// The `schedule` block for round `next_round` of `config` at `now`.
-pub fn of(config: &Config, next_round: u64, now: Timestamp) -> Option<PeekSchedule> {
+pub(crate) fn of(config: &Config, next_round: u64, now: Timestamp) -> Option<PeekSchedule> {
     let any = config.schedule.is_active()
         || config
             .phases

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 /// A `#[schemars(transform = …)]` for documents whose every field is always written (a
 /// missing value is `null`): every property is required.
-pub fn every_field_required(schema: &mut schemars::Schema) {
+pub(crate) fn every_field_required(schema: &mut schemars::Schema) {
     let keys: Vec<Value> = schema
         .get("properties")
         .and_then(Value::as_object)
@@ -18,7 +18,7 @@ pub fn every_field_required(schema: &mut schemars::Schema) {
 
 /// Adds `keys` to the schema's `required` (for a document with `Option` fields that are
 /// always written, as `null` when missing, beside fields that are sometimes left out).
-pub fn require(schema: &mut schemars::Schema, keys: &[&str]) {
+pub(crate) fn require(schema: &mut schemars::Schema, keys: &[&str]) {
     if let Some(Value::Array(required)) = schema.get_mut("required") {
         required.extend(keys.iter().map(|k| Value::String((*k).to_owned())));
     }

@@ -20,15 +20,15 @@ use crate::runtime::events::timestamp;
 use crate::runtime::state::write_json_atomic;
 
 /// Name of the file in the state dir.
-pub const SERVICE_FILE: &str = "service.json";
+pub(crate) const SERVICE_FILE: &str = "service.json";
 
 /// The version of the document's shape; fields are only ever added within a version.
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 /// What `serve` is doing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ServiceState {
+pub(crate) enum ServiceState {
     /// A round is being attempted (spawn hooks asked, or the agent running).
     Running,
     /// A spawn hook deferred the round; waiting to ask again.
@@ -49,7 +49,7 @@ pub enum ServiceState {
 
 impl ServiceState {
     /// The spelling in the file.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ServiceState::Running => "running",
             ServiceState::Deferred => "deferred",
@@ -65,7 +65,7 @@ impl ServiceState {
 /// The round being attempted.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[schemars(transform = crate::operator::schema_fields::every_field_required)]
-pub struct CurrentRound {
+pub(crate) struct CurrentRound {
     /// The number the round has (or will get when the spawn hooks let it start).
     pub round_num: u64,
     /// Its phase (`null` without `[phases]`).
@@ -76,7 +76,7 @@ pub struct CurrentRound {
 
 /// A back-off under way.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BackOffDoc {
+pub(crate) struct BackOffDoc {
     /// When it ends (UTC, [`timestamp`] form).
     pub until: String,
     /// The diagnosis: `usage_limit`, `rate_limit`, `overloaded`, `network`, …
@@ -91,14 +91,14 @@ pub struct BackOffDoc {
 
 impl BackOffDoc {
     /// What `status` and `peek` print: `backing off until <until> (<kind>)`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!("backing off until {} ({})", self.until, self.kind)
     }
 }
 
 /// One host as of the last write.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ServiceHost {
+pub(crate) struct ServiceHost {
     /// The host's name.
     pub name: String,
     /// `running`, `backoff` or `disabled`.
@@ -128,7 +128,7 @@ pub struct ServiceHost {
 
 /// The whole document.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ServiceDoc {
+pub(crate) struct ServiceDoc {
     /// [`SCHEMA_VERSION`].
     pub schema_version: u32,
     /// The `serve` process.
@@ -159,21 +159,21 @@ pub struct ServiceDoc {
 
 /// Reads `<state_dir>/service.json`; `None` when it is missing or unreadable (a reader
 /// never fails on it).
-pub fn read(state_dir: &Path) -> Option<ServiceDoc> {
+pub(crate) fn read(state_dir: &Path) -> Option<ServiceDoc> {
     crate::runtime::state::read_json(&state_dir.join(SERVICE_FILE))
         .ok()
         .flatten()
 }
 
 /// The writer `serve` holds.
-pub struct ServiceFile {
+pub(crate) struct ServiceFile {
     path: PathBuf,
     doc: ServiceDoc,
 }
 
 impl ServiceFile {
     /// A document for a `serve` of `config` booted through `gate` (nothing written yet).
-    pub fn new(config: &Config, gate: &SandboxGate) -> Self {
+    pub(crate) fn new(config: &Config, gate: &SandboxGate) -> Self {
         let now = timestamp(SystemTime::now());
         let info = gate.info();
         ServiceFile {
@@ -196,7 +196,7 @@ impl ServiceFile {
 
     /// Records `state` and `current_round` with the hosts' current counters and writes
     /// the file. A failed write is logged, never raised (the loop must go on).
-    pub fn update(
+    pub(crate) fn update(
         &mut self,
         state: ServiceState,
         current_round: Option<CurrentRound>,
@@ -249,13 +249,13 @@ impl ServiceFile {
     }
 
     /// Records a back-off under way (state `backing_off`) and writes the file.
-    pub fn backing_off(&mut self, back_off: BackOffDoc, hosts: &HostManager) {
+    pub(crate) fn backing_off(&mut self, back_off: BackOffDoc, hosts: &HostManager) {
         self.doc.back_off = Some(back_off);
         self.update(ServiceState::BackingOff, None, hosts);
     }
 
     /// A [`CurrentRound`] starting now.
-    pub fn round_starting(round_num: u64, phase: Option<String>) -> CurrentRound {
+    pub(crate) fn round_starting(round_num: u64, phase: Option<String>) -> CurrentRound {
         CurrentRound {
             round_num,
             phase,
@@ -268,7 +268,7 @@ impl ServiceFile {
 /// `state_dir`: the pid recorded in its lock file, if that process exists and runs
 /// agent-runner. Read-only: the lock is read, never taken (taking it, even shared, could
 /// make a starting `serve` fail).
-pub fn live_supervisor(state_dir: &Path) -> Option<u32> {
+pub(crate) fn live_supervisor(state_dir: &Path) -> Option<u32> {
     let text = std::fs::read_to_string(state_dir.join(crate::runtime::state::LOCK_FILE)).ok()?;
     let pid: u32 = text.trim().parse().ok()?;
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;

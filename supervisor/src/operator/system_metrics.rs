@@ -10,7 +10,7 @@ use std::path::Path;
 /// `peek`'s `system` block.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[schemars(transform = crate::operator::schema_fields::every_field_required)]
-pub struct SystemMetrics {
+pub(crate) struct SystemMetrics {
     /// Memory, MiB.
     pub mem_total_mb: u64,
     /// Memory available, MiB.
@@ -30,7 +30,7 @@ pub struct SystemMetrics {
 
 /// The `system` block. `disk_path` is the log dir (or, when it does not exist yet, its
 /// nearest existing ancestor); `agent_binary` is the agent's `command[0]`.
-pub fn snapshot(disk_path: &Path, agent_binary: &str) -> SystemMetrics {
+pub(crate) fn snapshot(disk_path: &Path, agent_binary: &str) -> SystemMetrics {
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
     let mem_mb = |key: &str| -> u64 {
         meminfo

@@ -12,13 +12,13 @@ use crate::operator::peek::{snapshot, PeekOptions};
 use crate::operator::peek_render::{render, use_colour};
 
 /// Default seconds between redraws.
-pub const DEFAULT_INTERVAL_S: f64 = 2.0;
+pub(crate) const DEFAULT_INTERVAL_S: f64 = 2.0;
 
 /// Redraws until interrupted. The config is re-read at each redraw, so an edit shows up.
 ///
 /// Errors: 2 for an interval that is not a positive number; 78 when the config cannot be
 /// loaded.
-pub async fn run(config_path: &Path, interval_s: f64) -> Result<u8, CliError> {
+pub(crate) async fn run(config_path: &Path, interval_s: f64) -> Result<u8, CliError> {
     if !(interval_s.is_finite() && interval_s > 0.0) {
         return Err(CliError {
             code: exit::USAGE,

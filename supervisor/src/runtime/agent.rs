@@ -30,11 +30,11 @@ use crate::runtime::processes::own_children;
 use crate::runtime::stop::{reached, StopLevel, StopWatch};
 
 /// Time between SIGTERM and SIGKILL to the agent's process group.
-pub const KILL_GRACE: Duration = Duration::from_secs(5);
+pub(crate) const KILL_GRACE: Duration = Duration::from_secs(5);
 
 /// What to run.
 #[derive(Debug)]
-pub struct AgentSpec {
+pub(crate) struct AgentSpec {
     /// Full argv; `argv[0]` is looked up on PATH.
     pub argv: Vec<String>,
     /// Variables added to the supervisor's environment.
@@ -63,7 +63,7 @@ pub struct AgentSpec {
 
 /// How the agent's run ended (`agent_exit.exit_cause`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExitCause {
+pub(crate) enum ExitCause {
     /// It exited by itself.
     Exited,
     /// A signal ended it (not ours).
@@ -80,7 +80,7 @@ pub enum ExitCause {
 
 impl ExitCause {
     /// The event spelling.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ExitCause::Exited => "exited",
             ExitCause::Signaled => "signaled",
@@ -94,7 +94,7 @@ impl ExitCause {
 
 /// The outcome of one agent run.
 #[derive(Clone, Debug)]
-pub struct AgentExit {
+pub(crate) struct AgentExit {
     /// Exit code when it exited normally.
     pub exit_code: Option<i32>,
     /// The signal that ended it, if any.
@@ -110,7 +110,7 @@ pub struct AgentExit {
 /// What the copier wrote to the round log: the agent's bytes kept, and those discarded
 /// once the cap was reached (after the marker line [`cap_marker`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CappedLog {
+pub(crate) struct CappedLog {
     /// Agent output bytes written to the log.
     pub kept: u64,
     /// Agent output bytes discarded past the cap.
@@ -118,7 +118,7 @@ pub struct CappedLog {
 }
 
 /// The line written to a round log when its cap is reached.
-pub fn cap_marker(cap: u64) -> String {
+pub(crate) fn cap_marker(cap: u64) -> String {
     format!("\n[agent-runner: round log cap of {cap} bytes reached ([runtime] round_log_max_bytes); further output is discarded]\n")
 }
 
@@ -158,7 +158,7 @@ fn copy_capped(pipe: OwnedFd, mut log: File, cap: u64) -> CappedLog {
 impl AgentExit {
     /// A clean exit: status 0, by itself; or ended after printing its result
     /// ([`ExitCause::GraceKill`]): its work is done.
-    pub fn is_clean(&self) -> bool {
+    pub(crate) fn is_clean(&self) -> bool {
         self.cause == ExitCause::GraceKill
             || self.cause == ExitCause::Exited && self.exit_code == Some(0)
     }
@@ -167,7 +167,7 @@ impl AgentExit {
 /// Spawns the agent and waits for it under its budget and the stop watch.
 ///
 /// Errors: the agent could not be started (not found, not executable).
-pub async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Result<AgentExit> {
+pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Result<AgentExit> {
     // stdout and stderr share one pipe; a copier thread caps what reaches the round log.
     let (pipe, out) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     let err = out.try_clone()?;
@@ -258,7 +258,7 @@ async fn breached(floor: Option<&crate::runtime::host_health::Floor>, pid: u32) 
 /// at boot by `serve` and `round`.
 ///
 /// Errors: the `prctl` failed (the reaper then only sees the agent's own group).
-pub fn become_subreaper() -> std::io::Result<()> {
+pub(crate) fn become_subreaper() -> std::io::Result<()> {
     // SAFETY: PR_SET_CHILD_SUBREAPER takes one integer argument and touches no memory of
     // ours.
     let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) };
@@ -276,7 +276,7 @@ const REAP_DEADLINE: Duration = Duration::from_secs(5);
 /// process not in `spare`, again and again as their own orphans are reparented here, until
 /// none is left or [`REAP_DEADLINE`] passes. Only the pids found are waited for, so the
 /// exit statuses of the hosts (tokio's children) are never taken.
-pub async fn reap_orphans(spare: &[u32]) {
+pub(crate) async fn reap_orphans(spare: &[u32]) {
     let deadline = Instant::now() + REAP_DEADLINE;
     // SIGCHLD wakes the wait below as soon as a killed child can be reaped (a death before
     // this listener exists is seen by the first `waitpid`).

@@ -22,13 +22,13 @@ use crate::runtime::path_name;
 
 /// The supervisor's own paths inside the work tree (work-dir-relative, no trailing `/`).
 #[derive(Clone, Debug, Default)]
-pub struct OwnFiles {
+pub(crate) struct OwnFiles {
     paths: Vec<String>,
 }
 
 impl OwnFiles {
     /// The own files of a supervisor running `config` in this process.
-    pub fn of(config: &Config) -> Self {
+    pub(crate) fn of(config: &Config) -> Self {
         let rt = &config.runtime;
         let base = config.path.parent().unwrap_or(Path::new("/"));
         let mut candidates: Vec<PathBuf> = vec![
@@ -63,7 +63,7 @@ impl OwnFiles {
     /// `agent_runner_protocol::validate`): never dirt, so never stashed, committed or
     /// handed to a dirty handler. A host's path only keeps git away from it; it gives the
     /// host no write access (the sandbox decides that, and the state dir is never one).
-    pub fn with_host_paths(mut self, owned: impl IntoIterator<Item = String>) -> Self {
+    pub(crate) fn with_host_paths(mut self, owned: impl IntoIterator<Item = String>) -> Self {
         self.paths.extend(
             owned
                 .into_iter()
@@ -77,18 +77,13 @@ impl OwnFiles {
 
     /// Whether `path` (work-dir-relative) is one of the own files or lies under one of the
     /// own directories.
-    pub fn contains(&self, path: &str) -> bool {
+    pub(crate) fn contains(&self, path: &str) -> bool {
         self.paths.iter().any(|own| {
             path == own
                 || path
                     .strip_prefix(own.as_str())
                     .is_some_and(|rest| rest.starts_with('/'))
         })
-    }
-
-    /// The own paths, work-dir-relative.
-    pub fn paths(&self) -> &[String] {
-        &self.paths
     }
 }
 
@@ -112,13 +107,13 @@ fn std_streams() -> Vec<PathBuf> {
 /// The content of each path dirty before the round: the sha256 of its bytes (`None`: it
 /// did not exist, e.g. a deletion).
 #[derive(Clone, Debug, Default)]
-pub struct Baseline {
+pub(crate) struct Baseline {
     files: BTreeMap<String, Option<[u8; 32]>>,
 }
 
 impl Baseline {
     /// Records the state of `dirty` (work-dir-relative) under `work_dir`.
-    pub fn take(work_dir: &Path, dirty: &[String]) -> Self {
+    pub(crate) fn take(work_dir: &Path, dirty: &[String]) -> Self {
         Baseline {
             files: dirty
                 .iter()
@@ -127,14 +122,9 @@ impl Baseline {
         }
     }
 
-    /// The paths dirty before the round.
-    pub fn files(&self) -> Vec<String> {
-        self.files.keys().cloned().collect()
-    }
-
     /// Splits the paths dirty after the round into the round's (new dirt, or operator
     /// dirt it changed further) and the operator's (dirty before, unchanged since).
-    pub fn split(&self, work_dir: &Path, after: Vec<String>) -> Split {
+    pub(crate) fn split(&self, work_dir: &Path, after: Vec<String>) -> Split {
         let mut split = Split::default();
         for path in after {
             match self.files.get(&path) {
@@ -152,7 +142,7 @@ impl Baseline {
 
 /// Dirty paths after a round, by owner.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Split {
+pub(crate) struct Split {
     /// The round's: handled (stash, commit, dirty handlers).
     pub round: Vec<String>,
     /// Of [`Split::round`], those already dirty before the round (changed further by it).
@@ -211,7 +201,7 @@ mod tests {
             paths: vec!["logs".into()],
         }
         .with_host_paths(["notes/".to_owned(), "reports/junit.xml".to_owned()]);
-        assert_eq!(own.paths(), ["logs", "notes", "reports/junit.xml"]);
+        assert_eq!(own.paths, ["logs", "notes", "reports/junit.xml"]);
         assert!(own.contains("notes/") && own.contains("notes/today.md"));
         assert!(own.contains("reports/junit.xml") && !own.contains("reports/other.xml"));
         assert!(!own.contains("notesx"));

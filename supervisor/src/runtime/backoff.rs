@@ -18,17 +18,17 @@ use crate::runtime::post_round::Wait;
 use crate::runtime::stop::{StopLevel, StopWatch};
 
 /// The longest wait for a printed reset time (a misprinted epoch cannot park serve).
-pub const MAX_RESET_WAIT: Duration = Duration::from_secs(8 * 3600);
+pub(crate) const MAX_RESET_WAIT: Duration = Duration::from_secs(8 * 3600);
 
 /// The wait's polling step: the bound on how late a stop file or a clock jump is noticed.
-pub const TICK: Duration = Duration::from_millis(250);
+pub(crate) const TICK: Duration = Duration::from_millis(250);
 
 /// The largest jitter added after a reset time.
-pub const MAX_JITTER: Duration = Duration::from_secs(30);
+pub(crate) const MAX_JITTER: Duration = Duration::from_secs(30);
 
 /// The settings of a back-off.
 #[derive(Clone, Copy, Debug)]
-pub struct Policy {
+pub(crate) struct Policy {
     /// `restart_delay_s`: the first step.
     pub base: Duration,
     /// `transient_backoff_cap_s`.
@@ -37,7 +37,7 @@ pub struct Policy {
 
 /// A planned wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// What the rules asked for before any cap (jitter included).
     pub requested: Duration,
     /// What will be waited.
@@ -52,7 +52,13 @@ pub struct Plan {
 
 /// Plans the wait after the `consecutive`-th (1-based) diagnosed failure in a row, for a
 /// verdict asking `wait`, at `now`; `jitter` in `0.0..1.0` picks the jitter.
-pub fn plan(policy: Policy, wait: Wait, consecutive: u32, now: SystemTime, jitter: f64) -> Plan {
+pub(crate) fn plan(
+    policy: Policy,
+    wait: Wait,
+    consecutive: u32,
+    now: SystemTime,
+    jitter: f64,
+) -> Plan {
     let (requested, cap) = match wait {
         Wait::Until(at) => {
             let ahead = at.duration_since(now).unwrap_or(Duration::ZERO);
@@ -79,7 +85,7 @@ pub fn plan(policy: Policy, wait: Wait, consecutive: u32, now: SystemTime, jitte
 }
 
 /// A jitter fraction in `0.0..1.0` from the process's random hash keys (no extra crate).
-pub fn jitter_fraction() -> f64 {
+pub(crate) fn jitter_fraction() -> f64 {
     use std::hash::{BuildHasher, Hasher};
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u128(
@@ -93,7 +99,7 @@ pub fn jitter_fraction() -> f64 {
 
 /// How a wait ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WaitEnd {
+pub(crate) enum WaitEnd {
     /// The deadline passed.
     Elapsed,
     /// A graceful (or harder) stop arrived.
@@ -103,7 +109,7 @@ pub enum WaitEnd {
 }
 
 /// Waits out `plan`, ending early (within [`TICK`]) on a stop or when `stop_file` exists.
-pub async fn wait(plan: &Plan, stop: &mut StopWatch, stop_file: Option<&Path>) -> WaitEnd {
+pub(crate) async fn wait(plan: &Plan, stop: &mut StopWatch, stop_file: Option<&Path>) -> WaitEnd {
     let started = Instant::now();
     loop {
         if *stop.borrow() >= StopLevel::Graceful {

@@ -15,14 +15,14 @@ use sha2::{Digest, Sha256};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 
-use crate::config::{self, Config};
+use crate::config::{self, Config, ConfigError};
 use crate::hosts::sandbox::SandboxGate;
 use crate::runtime::events::Event;
 use crate::runtime::round::Runner;
 
 /// What asked for the re-read (`config_reloaded.trigger`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Trigger {
+pub(crate) enum Trigger {
     /// The check before every round.
     Round,
     /// SIGHUP.
@@ -31,7 +31,7 @@ pub enum Trigger {
 
 impl Trigger {
     /// The event spelling.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Trigger::Round => "round",
             Trigger::Hangup => "sighup",
@@ -40,7 +40,7 @@ impl Trigger {
 }
 
 /// Watches the config file of a running supervisor.
-pub struct ConfigFollower {
+pub(crate) struct ConfigFollower {
     digest: String,
     hangups: watch::Receiver<u64>,
 }
@@ -50,7 +50,7 @@ impl ConfigFollower {
     /// now on SIGHUP never terminates the process).
     ///
     /// Errors: the signal handler cannot be installed.
-    pub fn new(config: &Config) -> std::io::Result<Self> {
+    pub(crate) fn new(config: &Config) -> std::io::Result<Self> {
         let (tx, hangups) = watch::channel(0u64);
         let mut hup = signal(SignalKind::hangup())?;
         tokio::spawn(async move {
@@ -68,14 +68,19 @@ impl ConfigFollower {
     }
 
     /// Waits for the next SIGHUP (forever when the handler is gone).
-    pub async fn hangup(&mut self) {
+    pub(crate) async fn hangup(&mut self) {
         if self.hangups.changed().await.is_err() {
             std::future::pending::<()>().await;
         }
     }
 
     /// Re-reads the config file and applies it to `runner` if it changed (module docs).
-    pub async fn refresh(&mut self, runner: &mut Runner, gate: &SandboxGate, trigger: Trigger) {
+    pub(crate) async fn refresh(
+        &mut self,
+        runner: &mut Runner,
+        gate: &SandboxGate,
+        trigger: Trigger,
+    ) {
         self.hangups.borrow_and_update();
         let path = runner.config.path.clone();
         let bytes = match std::fs::read(&path) {
@@ -103,7 +108,7 @@ impl ConfigFollower {
             Err(e) => return broken(runner, &e.to_string(), Some(&new_digest), trigger),
         };
         if let Err(e) = fixed_keys_unchanged(&runner.config, &config) {
-            return broken(runner, &e, Some(&new_digest), trigger);
+            return broken(runner, &e.to_string(), Some(&new_digest), trigger);
         }
         let hosts = runner.hosts.reconcile(&config, gate).await;
         runner.replace_config(config);
@@ -132,7 +137,9 @@ fn broken(runner: &Runner, error: &str, digest: Option<&str>, trigger: Trigger) 
 
 /// What only a restart can change: the tree, where the record and logs live (the lock is
 /// held there), and the sandbox gate evaluated at boot.
-fn fixed_keys_unchanged(old: &Config, new: &Config) -> Result<(), String> {
+///
+/// Errors: [`ConfigError::Key`] naming the first such key that `new` changes.
+fn fixed_keys_unchanged(old: &Config, new: &Config) -> Result<(), ConfigError> {
     let changed = if old.runtime.work_dir != new.runtime.work_dir {
         Some("runtime.work_dir")
     } else if old.runtime.log_dir != new.runtime.log_dir {
@@ -145,16 +152,17 @@ fn fixed_keys_unchanged(old: &Config, new: &Config) -> Result<(), String> {
         None
     };
     match changed {
-        Some(key) => Err(format!(
-            "config error in {}: key `{key}`: cannot change while serve runs; restart serve to apply it",
-            new.path.display()
-        )),
+        Some(key) => Err(ConfigError::Key {
+            path: new.path.clone(),
+            key: key.to_owned(),
+            message: "cannot change while serve runs; restart serve to apply it".to_owned(),
+        }),
         None => Ok(()),
     }
 }
 
 /// `sha256:<hex>` of the config file's bytes.
-pub fn digest(bytes: &[u8]) -> String {
+pub(crate) fn digest(bytes: &[u8]) -> String {
     let hex: String = Sha256::digest(bytes)
         .iter()
         .map(|b| format!("{b:02x}"))

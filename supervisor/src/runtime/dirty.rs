@@ -21,13 +21,13 @@ use crate::runtime::state::{read_json, write_json_atomic, OrphanState, ORPHAN_FI
 use crate::runtime::stop::StopWatch;
 
 /// Priority of the built-in default dirty handler.
-pub const BUILTIN_PRIORITY: i64 = 1000;
+pub(crate) const BUILTIN_PRIORITY: i64 = 1000;
 /// At most this many files are listed in `dirty_detected`.
-pub const MAX_LISTED_FILES: usize = 20;
+pub(crate) const MAX_LISTED_FILES: usize = 20;
 
 /// What happened to the dirty tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Committed: the new commit's SHA.
     Committed(String),
     /// Stashed: the stash commit's SHA.
@@ -40,7 +40,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// The event spelling (`committed` / `stashed` / `ignored` / `failed`).
-    pub fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             Outcome::Committed(_) => "committed",
             Outcome::Stashed(_) => "stashed",
@@ -51,7 +51,7 @@ impl Outcome {
 }
 
 /// Everything the primitives need about the round.
-pub struct DirtyRound<'a> {
+pub(crate) struct DirtyRound<'a> {
     /// The configuration.
     pub config: &'a Config,
     /// The repository.
@@ -67,7 +67,7 @@ pub struct DirtyRound<'a> {
 /// Runs the dirty handlers over `files` (non-empty) and performs the winning answer. A
 /// graceful stop abandons a host call in flight (the host is killed) and goes straight to
 /// the built-in handler, so the tree is still handled and the stop is not held up.
-pub async fn handle(
+pub(crate) async fn handle(
     round: &DirtyRound<'_>,
     hosts: &mut HostManager,
     files: &[String],

@@ -43,7 +43,7 @@ fn literal(paths: &[String]) -> Vec<OsString> {
 /// a long list of paths.
 #[derive(Debug, thiserror::Error)]
 #[error("git {} failed: {detail}", subcommand(args))]
-pub struct GitError {
+pub(crate) struct GitError {
     /// The arguments, space-joined.
     pub args: String,
     /// git's stderr (trimmed), the spawn error, or why it was killed.
@@ -67,7 +67,7 @@ fn subcommand(args: &str) -> &str {
 /// repository: everything is limited to it), with the supervisor's own files, which never
 /// count as dirty.
 #[derive(Clone, Debug)]
-pub struct Repo {
+pub(crate) struct Repo {
     work_dir: PathBuf,
     own: OwnFiles,
     timeout: Duration,
@@ -80,7 +80,7 @@ pub struct Repo {
 impl Repo {
     /// The tree at `work_dir`; paths in `own` are never dirt. Each git command may run
     /// [`DEFAULT_GIT_TIMEOUT_S`] until [`Repo::with_timeout`] says otherwise.
-    pub fn new(work_dir: &Path, own: OwnFiles) -> Self {
+    pub(crate) fn new(work_dir: &Path, own: OwnFiles) -> Self {
         Repo {
             work_dir: work_dir.to_owned(),
             own,
@@ -91,20 +91,15 @@ impl Repo {
     }
 
     /// Each git command is killed (with its process group) after `timeout`.
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+    pub(crate) fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
 
     /// A stop that arrives while a git command runs (a `stop`, `kill`, SIGTERM or SIGINT
     /// raising the level) kills it with its process group.
-    pub fn stop_on(&mut self, stop: &StopWatch) {
+    pub(crate) fn stop_on(&mut self, stop: &StopWatch) {
         self.stop = Some(stop.clone());
-    }
-
-    /// The work dir.
-    pub fn work_dir(&self) -> &Path {
-        &self.work_dir
     }
 
     /// Runs one git command, bounded: in a session of its own (no controlling terminal, so
@@ -213,7 +208,7 @@ impl Repo {
     /// Whether `work_dir` is inside a git working tree. The same git process tells the
     /// work dir's prefix ([`Repo::dirty_files`] needs it), so a repo asked this first runs
     /// one git process fewer per round.
-    pub async fn is_repo(&self) -> bool {
+    pub(crate) async fn is_repo(&self) -> bool {
         let Ok(out) = self
             .run_bytes(&["rev-parse", "--is-inside-work-tree", "--show-prefix"])
             .await
@@ -230,7 +225,7 @@ impl Repo {
 
     /// The same tree with `own` as the supervisor's files; what was learned of the tree
     /// (its prefix) is kept.
-    pub fn with_own(mut self, own: OwnFiles) -> Self {
+    pub(crate) fn with_own(mut self, own: OwnFiles) -> Self {
         self.own = own;
         self
     }
@@ -253,7 +248,7 @@ impl Repo {
     /// supervisor's own files left out. A staged rename lists both sides, new path then
     /// source (the source only when it lies inside the work dir); a copy only the new path
     /// (its source is unchanged).
-    pub async fn dirty_files(&self) -> Result<Vec<String>, GitError> {
+    pub(crate) async fn dirty_files(&self) -> Result<Vec<String>, GitError> {
         // `--no-optional-locks`: status leaves the index as it is rather than refreshing
         // it on disk, so it never takes `index.lock` from under an agent's own git, and it
         // costs less.
@@ -305,7 +300,7 @@ impl Repo {
     /// literal) go into the stash; returns the stash commit's SHA, or `None` when git found
     /// nothing to stash. A stash that git made but then reported a failure for still counts
     /// as made (the work is in it, by SHA).
-    pub async fn stash_push(
+    pub(crate) async fn stash_push(
         &self,
         message: &str,
         paths: &[String],
@@ -332,14 +327,14 @@ impl Repo {
     }
 
     /// Whether the stash commit `sha` is still in the stash list.
-    pub async fn stash_contains(&self, sha: &str) -> bool {
+    pub(crate) async fn stash_contains(&self, sha: &str) -> bool {
         self.run(&["stash", "list", "--format=%H"])
             .await
             .is_ok_and(|out| out.lines().any(|l| l.trim() == sha))
     }
 
     /// The SHA of `HEAD`, `None` before the first commit or when git fails.
-    pub async fn head(&self) -> Option<String> {
+    pub(crate) async fn head(&self) -> Option<String> {
         self.run(&["rev-parse", "-q", "--verify", "HEAD"])
             .await
             .ok()
@@ -356,7 +351,11 @@ impl Repo {
     /// Stages `paths` and commits exactly those paths with `message` on the current branch
     /// (no push). Returns the new commit's SHA. On failure the index is restored for those
     /// paths and the working tree is left as it was.
-    pub async fn commit_paths(&self, paths: &[String], message: &str) -> Result<String, GitError> {
+    pub(crate) async fn commit_paths(
+        &self,
+        paths: &[String],
+        message: &str,
+    ) -> Result<String, GitError> {
         self.commit(paths, message, &[]).await
     }
 
@@ -364,7 +363,7 @@ impl Repo {
     /// `agent-runner dirty handler <hook>: <subject>`, so a host reading `.git` tells the
     /// supervisor's commits from the agent's (docs/protocol.md §5.2, "The supervisor's
     /// commits").
-    pub async fn commit_for_handler(
+    pub(crate) async fn commit_for_handler(
         &self,
         paths: &[String],
         message: &str,

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use crate::runtime::events::{Event, EventLog};
 
 /// How often the log is looked at.
-pub const POLL: Duration = Duration::from_millis(500);
+pub(crate) const POLL: Duration = Duration::from_millis(500);
 
 /// Most bytes read from the log per look (a fast writer is caught up over several looks).
 const CHUNK: u64 = 1 << 20;
@@ -26,7 +26,7 @@ const MAX_LISTED: usize = 10;
 
 /// The grace of one round.
 #[derive(Debug)]
-pub struct Grace {
+pub(crate) struct Grace {
     /// The bytes marking the result.
     pub marker: Vec<u8>,
     /// How long the agent may linger after it.
@@ -45,7 +45,7 @@ impl Grace {
     /// Returns when the agent `agent_pid` should be ended: its result was printed at
     /// least [`Grace::after`] ago and no child of it (other than ignored ones and the
     /// supervisor's own group guard, `guard_exe`) is running. Never returns otherwise.
-    pub async fn due(&self, agent_pid: u32, guard_exe: Option<PathBuf>) {
+    pub(crate) async fn due(&self, agent_pid: u32, guard_exe: Option<PathBuf>) {
         let mut offset = 0u64;
         let mut window: Vec<u8> = Vec::new();
         let mut seen_at: Option<Instant> = None;

@@ -21,12 +21,12 @@ use crate::config::HostHealthConfig;
 use crate::runtime::events::{Event, EventLog};
 
 /// Replaces `/proc/pressure/memory` (tests only: PSI cannot be raised on demand).
-pub const PRESSURE_FILE_ENV: &str = "AGENT_RUNNER_TEST_PRESSURE_FILE";
+pub(crate) const PRESSURE_FILE_ENV: &str = "AGENT_RUNNER_TEST_PRESSURE_FILE";
 
 /// One reading of the host. `None`: not readable here. Serialized as an object of these
 /// fields (event `context`, the live page's `monitor.host_health.reading`).
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, schemars::JsonSchema)]
-pub struct Reading {
+pub(crate) struct Reading {
     /// Used % of the filesystem holding the log dir (as `df` counts it).
     pub disk_used_pct: Option<f64>,
     /// Bytes available to unprivileged writers on that filesystem.
@@ -43,7 +43,7 @@ pub struct Reading {
 
 /// A reading past a threshold.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Pressure {
+pub(crate) struct Pressure {
     /// `warning` or `critical`.
     pub severity: &'static str,
     /// `disk`, `psi` or `combined_low`.
@@ -55,7 +55,7 @@ pub struct Pressure {
 impl Reading {
     /// Reads the disk of `log_dir` (or of its nearest existing ancestor: the log dir may
     /// not exist yet), `/proc/meminfo` and `/proc/pressure/memory`.
-    pub fn take(log_dir: &Path) -> Reading {
+    pub(crate) fn take(log_dir: &Path) -> Reading {
         let mut reading = Reading::memory();
         if let Some((used, free)) = disk_usage(log_dir) {
             reading.disk_used_pct = Some(used);
@@ -65,7 +65,7 @@ impl Reading {
     }
 
     /// The memory readings only (what the in-round floor samples).
-    pub fn memory() -> Reading {
+    pub(crate) fn memory() -> Reading {
         let mut reading = Reading::default();
         if let Ok(text) = std::fs::read_to_string("/proc/meminfo") {
             reading.mem_available_mb = meminfo_mb(&text, "MemAvailable:");
@@ -84,7 +84,7 @@ impl Reading {
 
 /// The worst reading of `reading` against `cfg`: the first critical one (disk, then PSI,
 /// then combined-low memory), else the first warning, else `None`.
-pub fn assess(cfg: &HostHealthConfig, reading: &Reading) -> Option<Pressure> {
+pub(crate) fn assess(cfg: &HostHealthConfig, reading: &Reading) -> Option<Pressure> {
     let mut found: Vec<Pressure> = Vec::new();
     if let Some(used) = reading.disk_used_pct {
         let free_mb = reading.disk_free_bytes.unwrap_or(0) / (1024 * 1024);
@@ -112,7 +112,7 @@ pub fn assess(cfg: &HostHealthConfig, reading: &Reading) -> Option<Pressure> {
 }
 
 /// The memory part of [`assess`].
-pub fn assess_memory(cfg: &HostHealthConfig, reading: &Reading) -> Option<Pressure> {
+pub(crate) fn assess_memory(cfg: &HostHealthConfig, reading: &Reading) -> Option<Pressure> {
     if let Some(full) = reading.psi_full_avg10 {
         if full >= cfg.full_avg10_critical {
             return Some(critical(
@@ -198,7 +198,7 @@ fn psi_avg10(text: &str, kind: &str) -> Option<f64> {
 /// The in-round floor of one round: samples memory health every
 /// `pressure.sample_interval_s` while the agent runs.
 #[derive(Debug)]
-pub struct Floor {
+pub(crate) struct Floor {
     /// The thresholds.
     pub cfg: HostHealthConfig,
     /// Where samples and the termination are recorded.
@@ -212,7 +212,7 @@ impl Floor {
     /// taken and `in_round_terminate` is set, after recording `round_mem_terminated` for
     /// the agent `pid`; otherwise never. Each critical sample of a streak, up to twice the
     /// limit, is recorded as `round_mem_critical_sample`; a healthy sample resets it.
-    pub async fn breached(&self, pid: u32) {
+    pub(crate) async fn breached(&self, pid: u32) {
         let mut streak = 0u32;
         let limit = self.cfg.critical_consecutive_samples;
         loop {

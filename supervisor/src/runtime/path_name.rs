@@ -10,7 +10,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 
 /// The text form of the name `bytes`.
-pub fn encode(bytes: &[u8]) -> String {
+pub(crate) fn encode(bytes: &[u8]) -> String {
     match std::str::from_utf8(bytes) {
         Ok(text) if !text.starts_with('"') => text.to_owned(),
         _ => {
@@ -39,7 +39,7 @@ pub fn encode(bytes: &[u8]) -> String {
 
 /// The bytes of the name whose text form is `name` (the inverse of [`encode`]). A quoted
 /// form with a malformed escape is taken literally.
-pub fn decode(name: &str) -> Vec<u8> {
+pub(crate) fn decode(name: &str) -> Vec<u8> {
     let quoted = name.len() >= 2 && name.starts_with('"') && name.ends_with('"');
     if !quoted {
         return name.as_bytes().to_vec();
@@ -89,12 +89,12 @@ fn unquote(inner: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// The name `name` (text form) as an OS string, for git's argv and the file system.
-pub fn os(name: &str) -> OsString {
+pub(crate) fn os(name: &str) -> OsString {
     OsString::from_vec(decode(name))
 }
 
 /// `dir` joined with the name `name` (text form).
-pub fn join(dir: &Path, name: &str) -> std::path::PathBuf {
+pub(crate) fn join(dir: &Path, name: &str) -> std::path::PathBuf {
     dir.join(std::ffi::OsStr::from_bytes(&decode(name)))
 }
 

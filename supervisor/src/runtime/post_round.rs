@@ -36,7 +36,7 @@ pub enum Wait {
 
 impl Wait {
     /// The instant the wait ends if it starts at `now`.
-    pub fn deadline(self, now: SystemTime) -> SystemTime {
+    pub(crate) fn deadline(self, now: SystemTime) -> SystemTime {
         match self {
             Wait::For(d) => now + d,
             Wait::Until(t) => t,
@@ -172,7 +172,7 @@ pub async fn consult(
 }
 
 /// stop > the back-off that ends latest > continue; on a tie the earlier verdict stays.
-pub fn combine(current: Decision, candidate: Decision, now: SystemTime) -> Decision {
+pub(crate) fn combine(current: Decision, candidate: Decision, now: SystemTime) -> Decision {
     match (&current, &candidate) {
         (Decision::Stop { .. }, _) => current,
         (_, Decision::Stop { .. }) => candidate,

@@ -127,7 +127,7 @@ pub async fn consult(
 
 /// Puts each enrichment into the round context `ctx` under its hook's name (enricher
 /// names never equal the context's own keys: the host is refused at registration).
-pub fn merge(ctx: &mut RoundContext, enrichments: Vec<(HookName, Map<String, Value>)>) {
+pub(crate) fn merge(ctx: &mut RoundContext, enrichments: Vec<(HookName, Map<String, Value>)>) {
     for (hook, object) in enrichments {
         ctx.enrichments.insert(hook.to_string(), object);
     }

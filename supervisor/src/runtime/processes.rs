@@ -7,7 +7,7 @@
 /// count. Where those files are missing (a kernel without `CONFIG_PROC_CHILDREN`), every
 /// `/proc/<pid>/stat`. A process gone meanwhile is left out; an unreadable `parent` gives
 /// an empty list.
-pub fn children_of(parent: u32) -> Vec<(u32, u32)> {
+pub(crate) fn children_of(parent: u32) -> Vec<(u32, u32)> {
     let listed = || -> Option<Vec<u32>> {
         // The main thread's file says whether the kernel keeps these files at all.
         std::fs::metadata(format!("/proc/{parent}/task/{parent}/children")).ok()?;
@@ -46,7 +46,7 @@ pub fn children_of(parent: u32) -> Vec<(u32, u32)> {
 }
 
 /// The children of this process (see [`children_of`]).
-pub fn own_children() -> Vec<(u32, u32)> {
+pub(crate) fn own_children() -> Vec<(u32, u32)> {
     children_of(std::process::id())
 }
 

@@ -12,7 +12,7 @@ use crate::config::{AgentConfig, PromptConfig, PromptDelivery};
 /// is skipped with a warning), then prepends `context` as a fenced block when given.
 ///
 /// Errors: `files[0]` or a present later file cannot be read.
-pub fn assemble(
+pub(crate) fn assemble(
     config: &PromptConfig,
     files: &[PathBuf],
     context: Option<&serde_json::Value>,
@@ -57,7 +57,7 @@ fn without_bom(text: &str) -> &str {
 /// `text` without a leading byte order mark and a leading `---\n … \n---\n` block (LF or
 /// CRLF lines; the closing `---` may end the file); only the mark is removed when there is
 /// no block or it is not closed.
-pub fn strip_front_matter(text: &str) -> &str {
+pub(crate) fn strip_front_matter(text: &str) -> &str {
     let text = without_bom(text);
     let Some(rest) = text
         .strip_prefix("---\n")
@@ -78,7 +78,7 @@ pub fn strip_front_matter(text: &str) -> &str {
 /// The agent's command as spawn hooks see it (`spawn.argv`, docs/protocol.md §5): the
 /// command, then `prompt_arg_template` verbatim, `{prompt}` left in place of the prompt.
 /// The prompt never goes to a host: it can be larger than a protocol line.
-pub fn spawn_view_argv(agent: &AgentConfig) -> Vec<String> {
+pub(crate) fn spawn_view_argv(agent: &AgentConfig) -> Vec<String> {
     let mut argv = agent.command.clone();
     argv.extend(agent.prompt_arg_template.iter().cloned());
     argv
@@ -87,7 +87,11 @@ pub fn spawn_view_argv(agent: &AgentConfig) -> Vec<String> {
 /// The agent's full argv: `exec_prefix` with `{work_dir}` replaced (the reference system's
 /// rule: only in the prefix), then `command`, then `prompt_arg_template` with `{prompt}`
 /// replaced (argv delivery) or as is (stdin delivery).
-pub fn agent_argv(agent: &AgentConfig, prompt: &str, work_dir: &std::path::Path) -> Vec<String> {
+pub(crate) fn agent_argv(
+    agent: &AgentConfig,
+    prompt: &str,
+    work_dir: &std::path::Path,
+) -> Vec<String> {
     let work_dir = work_dir.display().to_string();
     let mut argv: Vec<String> = agent
         .exec_prefix

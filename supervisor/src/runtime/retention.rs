@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 /// deleted paths. Files not named like round logs are never touched.
 ///
 /// Errors: the directory cannot be listed (a file that cannot be deleted is skipped).
-pub fn prune(
+pub(crate) fn prune(
     rounds_dir: &Path,
     keep: Option<u64>,
     keep_bytes: Option<u64>,
@@ -42,7 +42,7 @@ pub fn prune(
 }
 
 /// The round number of a round log's file name (`R<N>-….log`); `None` for other files.
-pub fn round_of(path: &Path) -> Option<u64> {
+pub(crate) fn round_of(path: &Path) -> Option<u64> {
     let name = path.file_name()?.to_str()?;
     let rest = name.strip_prefix('R')?.strip_suffix(".log")?;
     rest.split('-').next()?.parse().ok()

@@ -16,11 +16,11 @@ use agent_runner_protocol::{Context, Family, ProjectState, SpawnView, VcsContext
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
-use std::path::Path;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::config::{Config, ContextInjection, PromptDelivery};
-use crate::exit::CliError;
 use crate::hosts::HostManager;
 use crate::runtime::agent::{self, AgentExit, AgentSpec};
 use crate::runtime::attribution::{Baseline, OwnFiles};
@@ -35,20 +35,20 @@ use crate::runtime::pre_round;
 use crate::runtime::prompt::{agent_argv, assemble, spawn_view_argv};
 use crate::runtime::retention;
 use crate::runtime::round_cgroup::{self, Delegation, RoundCgroup};
-use crate::runtime::round_context::{self, CONTEXT_FILE_ENV};
+use crate::runtime::round_context::{self, RoundContext, CONTEXT_FILE_ENV};
 use crate::runtime::spawn_gate::{self, Verdict};
 use crate::runtime::state;
 use crate::runtime::stop::{StopLevel, StopWatch};
 use crate::runtime::substrate;
 
 /// Lines of the round log that `round_end.log_tail` carries after a failed agent run.
-pub const TAIL_LINES: usize = 5;
+pub(crate) const TAIL_LINES: usize = 5;
 /// At most this many characters of them (the end is kept).
-pub const TAIL_CHARS: usize = 500;
+pub(crate) const TAIL_CHARS: usize = 500;
 
 /// The last `lines` lines of the round log at `path`, redacted, at most `chars`
 /// characters (the end kept); empty when it cannot be read.
-pub fn log_tail(path: &std::path::Path, lines: usize, chars: usize) -> String {
+pub(crate) fn log_tail(path: &std::path::Path, lines: usize, chars: usize) -> String {
     let text = crate::operator::round_history::tail_text(path, 64 * 1024).unwrap_or_default();
     let text = text.trim_end();
     let start = text
@@ -62,22 +62,9 @@ pub fn log_tail(path: &std::path::Path, lines: usize, chars: usize) -> String {
 
 /// What an attempt at a round came to.
 #[derive(Debug)]
-pub enum Attempt {
+pub(crate) enum Attempt {
     /// The agent ran.
-    Ran {
-        /// The round's number.
-        round_num: u64,
-        /// Its round log.
-        log_path: std::path::PathBuf,
-        /// How the agent ended.
-        exit: AgentExit,
-        /// Bytes the agent wrote to its round log (stdout + stderr).
-        output_bytes: u64,
-        /// What happened to a dirty tree (`None`: clean, or the agent did not exit cleanly).
-        dirty: Option<Outcome>,
-        /// What the post-round hooks made of the round.
-        post_round: Decision,
-    },
+    Ran(Ran),
     /// Spawn hooks deferred or skipped the round; no agent started.
     NotStarted(Verdict),
     /// A stop arrived while the spawn hooks were being asked; no agent started.
@@ -86,8 +73,91 @@ pub enum Attempt {
     Unhealthy(Pressure),
 }
 
+/// A round whose agent ran.
+#[derive(Debug)]
+pub(crate) struct Ran {
+    /// The round's number.
+    pub round_num: u64,
+    /// Its round log.
+    pub log_path: PathBuf,
+    /// How the agent ended.
+    pub exit: AgentExit,
+    /// Bytes the agent wrote to its round log (stdout + stderr).
+    pub output_bytes: u64,
+    /// What happened to a dirty tree (`None`: clean, or the agent did not exit cleanly).
+    pub dirty: Option<Outcome>,
+    /// What the post-round hooks made of the round.
+    pub post_round: Decision,
+}
+
+/// Why a round could not run. Each is reported to the operator: `serve` records it as
+/// `round_error` and goes on, `round` exits 1 with it.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RoundError {
+    /// `state.json` could not be read.
+    #[error("cannot read round state in {}: {source}", dir.display())]
+    ReadState {
+        /// The state dir.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The round's number could not be recorded in `state.json`.
+    #[error("cannot record round state in {}: {source}", dir.display())]
+    RecordState {
+        /// The state dir.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The round context could not be rendered as JSON for the prompt.
+    #[error("cannot render the round context: {0}")]
+    RenderContext(serde_json::Error),
+    /// A prompt file could not be read.
+    #[error("cannot read prompt: {0}")]
+    Prompt(std::io::Error),
+    /// `<log_dir>/rounds` could not be created.
+    #[error("cannot create {}: {source}", dir.display())]
+    CreateRoundsDir {
+        /// `<log_dir>/rounds`.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The round log could not be created.
+    #[error("cannot create round log {}: {source}", path.display())]
+    CreateLog {
+        /// The round log's path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The agent could not be started (not found, not executable, ...).
+    #[error("cannot start agent {command:?}: {source}")]
+    StartAgent {
+        /// The agent's `command[0]`.
+        command: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// What the agent of a round is started with, once the spawn hooks let it.
+struct Launch {
+    /// The agent's argv.
+    argv: Vec<String>,
+    /// The prompt, when it is delivered on stdin.
+    stdin_prompt: Option<String>,
+    /// The variables the agent gets on top of the supervisor's environment.
+    env: Vec<(String, String)>,
+    /// `terminal_marker` of the round's agent.
+    marker: String,
+    /// The round's budget.
+    budget: std::time::Duration,
+}
+
 /// Runs rounds of one project: the loaded config, its hosts and its event log.
-pub struct Runner {
+pub(crate) struct Runner {
     /// The configuration (re-read before each round by `serve`).
     pub config: Config,
     /// The operator's record.
@@ -113,7 +183,7 @@ impl Runner {
     /// A runner over `config` with `hosts` already booted, on `tree` (the work dir's repo,
     /// already found to be one: [`Repo::is_repo`]); each round gets a child of `cgroups`
     /// when there is one ([`round_cgroup::prepare`]).
-    pub fn new(
+    pub(crate) fn new(
         config: Config,
         events: EventLog,
         hosts: HostManager,
@@ -134,7 +204,7 @@ impl Runner {
     /// Runs later rounds with `config` (a re-read of the same file: same work dir, log dir
     /// and state dir), after `hosts` followed it. The own files are recomputed (prompt
     /// files may have moved, hosts may own other paths).
-    pub fn replace_config(&mut self, config: Config) {
+    pub(crate) fn replace_config(&mut self, config: Config) {
         self.repo = repo_for(&config, &self.hosts, self.repo.clone());
         self.config = config;
     }
@@ -257,18 +327,74 @@ impl Runner {
     /// host healthy), asks the spawn hooks and, if they let it, runs the agent and
     /// handles the tree it left. `phase` overrides the rotation (`round --phase`).
     ///
-    /// Errors: the prompt cannot be read, the round log cannot be created, or the agent
-    /// cannot be started (all reported to the operator; `serve` keeps going).
-    pub async fn attempt(
+    /// Errors: [`RoundError`]: the round state or prompt cannot be read, the round log
+    /// cannot be created, or the agent cannot be started (all reported to the operator;
+    /// `serve` keeps going).
+    pub(crate) async fn attempt(
         &mut self,
         stop: &mut StopWatch,
         phase: Option<&str>,
-    ) -> Result<Attempt, CliError> {
+    ) -> Result<Attempt, RoundError> {
         self.repo.stop_on(stop);
-        let log_dir = self.config.runtime.log_dir.clone();
+        if let Some(pressure) = self.health_gate() {
+            return Ok(Attempt::Unhealthy(pressure));
+        }
+        let state_dir = self.config.runtime.state_dir.clone();
+        let next = state::peek_next_round(&state_dir).map_err(|source| RoundError::ReadState {
+            dir: state_dir.clone(),
+            source,
+        })?;
+        let phase: Option<String> = phase
+            .map(str::to_owned)
+            .or_else(|| self.config.phase_for_round(next).map(str::to_owned));
+        let phase = phase.as_deref();
+        let started = timestamp(SystemTime::now());
+        let ctx = self.context(next, phase, None);
+        let round_ctx = match self.ask_pre_round(&ctx, next, &started, phase, stop).await {
+            ControlFlow::Continue(round_ctx) => round_ctx,
+            ControlFlow::Break(attempt) => return Ok(attempt),
+        };
+        let launch = self.launch(next, phase, &round_ctx)?;
+        if let ControlFlow::Break(attempt) = self.ask_spawn_gate(&ctx, &launch, phase, stop).await {
+            return Ok(attempt);
+        }
+        let (round_num, log_path, log) = self.start_round(&round_ctx, &started, phase).await?;
+        let baseline = self.baseline(round_num).await;
+        let exit = self
+            .run_agent(round_num, phase, launch, &log_path, log, stop)
+            .await?;
+        let duration_s = (exit.duration.as_secs_f64() * 1000.0).round() / 1000.0;
+        self.substrate(round_num, true).await;
+        // Counted as it went by, not from the file: the agent may have deleted it.
+        let output_bytes = exit.log.kept + exit.log.discarded;
+        self.note_log_cap(round_num, &exit, &log_path);
+        let post_round = self
+            .judge(round_num, phase, &exit, duration_s, &log_path, stop)
+            .await;
+        let dirty = if exit.is_clean() {
+            self.handle_dirt(round_num, phase, &baseline, &log_path, stop)
+                .await
+        } else {
+            None
+        };
+        self.end_round(round_num, &exit, duration_s, dirty.as_ref(), &log_path);
+        Ok(Attempt::Ran(Ran {
+            round_num,
+            log_path,
+            exit,
+            output_bytes,
+            dirty,
+            post_round,
+        }))
+    }
+
+    /// The host-health gate: the critical reading that defers the round, if there is one
+    /// (`round_deferred` at the start of an episode, `round_resumed` at its end).
+    fn health_gate(&mut self) -> Option<Pressure> {
         let health = &self.config.monitor.host_health;
-        if let Some(pressure) = host_health::assess(health, &Reading::take(&log_dir))
-            .filter(|p| p.severity == "critical")
+        if let Some(pressure) =
+            host_health::assess(health, &Reading::take(&self.config.runtime.log_dir))
+                .filter(|p| p.severity == "critical")
         {
             if self.unhealthy_since.is_none() {
                 self.unhealthy_since = Some(std::time::Instant::now());
@@ -279,88 +405,126 @@ impl Runner {
                     defer_s: self.config.runtime.restart_delay.as_secs(),
                 });
             }
-            return Ok(Attempt::Unhealthy(pressure));
+            return Some(pressure);
         }
         if let Some(since) = self.unhealthy_since.take() {
             self.events.emit(Event::RoundResumed {
                 deferred_for_s: (since.elapsed().as_secs_f64() * 10.0).round() / 10.0,
             });
         }
-        let state_dir = self.config.runtime.state_dir.clone();
-        let next = state::peek_next_round(&state_dir).map_err(|e| {
-            CliError::failure(format!(
-                "cannot read round state in {}: {e}",
-                state_dir.display()
-            ))
-        })?;
-        let phase: Option<String> = phase
-            .map(str::to_owned)
-            .or_else(|| self.config.phase_for_round(next).map(str::to_owned));
-        let phase = phase.as_deref();
-        let profile = self.config.profile(phase);
-        let started = timestamp(SystemTime::now());
-        let ctx = self.context(next, phase, None);
+        None
+    }
+
+    /// The pre-round hooks and context enrichers (docs/protocol.md §5.9): the round
+    /// context with their enrichments merged, or the attempt's end (a stop, a skip).
+    async fn ask_pre_round(
+        &mut self,
+        ctx: &Context,
+        next: u64,
+        started: &str,
+        phase: Option<&str>,
+        stop: &mut StopWatch,
+    ) -> ControlFlow<Attempt, RoundContext> {
         let Some(pre) = pre_round::consult(
             &mut self.hosts,
             &self.config.plugins.spawn_override_allow,
             &self.events,
-            &ctx,
-            profile.disable_pre_round_hooks,
+            ctx,
+            self.config.profile(phase).disable_pre_round_hooks,
             stop,
         )
         .await
         else {
-            return Ok(Attempt::Stopped);
+            return ControlFlow::Break(Attempt::Stopped);
         };
         if let Some((hook, reason)) = pre.skip {
-            return Ok(Attempt::NotStarted(Verdict::Skip { hook, reason }));
+            return ControlFlow::Break(Attempt::NotStarted(Verdict::Skip { hook, reason }));
         }
-        let mut round_ctx =
-            round_context::build(&state_dir, &self.repo, next, &started, phase).await;
+        let state_dir = &self.config.runtime.state_dir;
+        let mut round_ctx = round_context::build(state_dir, &self.repo, next, started, phase).await;
         pre_round::merge(&mut round_ctx, pre.enrichments);
+        ControlFlow::Continue(round_ctx)
+    }
+
+    /// What the agent of round `next` is started with: the prompt (the round context
+    /// prepended when `context_injection_mode = "prepend"`), argv and environment.
+    fn launch(
+        &self,
+        next: u64,
+        phase: Option<&str>,
+        round_ctx: &RoundContext,
+    ) -> Result<Launch, RoundError> {
+        let profile = self.config.profile(phase);
         let prepend = (self.config.prompt.injection == ContextInjection::Prepend)
-            .then(|| serde_json::to_value(&round_ctx))
+            .then(|| serde_json::to_value(round_ctx))
             .transpose()
-            .map_err(|e| CliError::failure(format!("cannot render the round context: {e}")))?;
+            .map_err(RoundError::RenderContext)?;
         let prompt = assemble(&self.config.prompt, profile.prompt_files, prepend.as_ref())
-            .map_err(|e| CliError::failure(format!("cannot read prompt: {e}")))?;
-        let argv = agent_argv(profile.agent, &prompt, &self.config.runtime.work_dir);
-        let delivery = profile.agent.delivery;
-        let profile_marker = profile.agent.terminal_marker.clone();
-        let budget = profile.round_budget;
-        let env = self.agent_env(next, phase);
+            .map_err(RoundError::Prompt)?;
+        Ok(Launch {
+            argv: agent_argv(profile.agent, &prompt, &self.config.runtime.work_dir),
+            stdin_prompt: (profile.agent.delivery == PromptDelivery::Stdin).then_some(prompt),
+            env: self.agent_env(next, phase),
+            marker: profile.agent.terminal_marker.clone(),
+            budget: profile.round_budget,
+        })
+    }
+
+    /// The spawn hooks (docs/protocol.md §5.1) on the spawn about to happen: go on, or the
+    /// attempt's end (a stop, a defer, a skip).
+    async fn ask_spawn_gate(
+        &mut self,
+        ctx: &Context,
+        launch: &Launch,
+        phase: Option<&str>,
+        stop: &mut StopWatch,
+    ) -> ControlFlow<Attempt> {
         let env_names: BTreeSet<String> = std::env::vars_os()
             .map(|(k, _)| k.to_string_lossy().into_owned())
-            .chain(env.iter().map(|(k, _)| k.clone()))
+            .chain(launch.env.iter().map(|(k, _)| k.clone()))
             .collect();
         let env_names: Vec<String> = env_names.into_iter().collect();
         let spawn = SpawnView {
-            argv: fit_list(&spawn_view_argv(profile.agent), MAX_SPAWN_ARGV_BYTES),
+            argv: fit_list(
+                &spawn_view_argv(self.config.profile(phase).agent),
+                MAX_SPAWN_ARGV_BYTES,
+            ),
             env_names: fit_list(&env_names, MAX_ENV_NAMES_BYTES),
         };
         let verdict = spawn_gate::consult(
             &mut self.hosts,
             &self.config.plugins.spawn_override_allow,
             &self.events,
-            &ctx,
+            ctx,
             &spawn,
             stop,
         )
         .await;
         if *stop.borrow() >= StopLevel::Graceful {
-            return Ok(Attempt::Stopped);
+            return ControlFlow::Break(Attempt::Stopped);
         }
         if verdict != Verdict::Proceed {
-            return Ok(Attempt::NotStarted(verdict));
+            return ControlFlow::Break(Attempt::NotStarted(verdict));
         }
+        ControlFlow::Continue(())
+    }
 
-        let round_num = state::next_round(&state_dir).map_err(|e| {
-            CliError::failure(format!(
-                "cannot record round state in {}: {e}",
-                state_dir.display()
-            ))
+    /// Starts the round proper: its number taken, the round context written,
+    /// `round_start` (and `fresh_eyes_round_triggered`, `round_substrate_before`)
+    /// recorded, old round logs pruned and the round's log created.
+    async fn start_round(
+        &mut self,
+        round_ctx: &RoundContext,
+        started: &str,
+        phase: Option<&str>,
+    ) -> Result<(u64, PathBuf, File), RoundError> {
+        let state_dir = &self.config.runtime.state_dir;
+        let round_num = state::next_round(state_dir).map_err(|source| RoundError::RecordState {
+            dir: state_dir.clone(),
+            source,
         })?;
-        if let Err(e) = round_context::write(&log_dir, &round_ctx) {
+        let log_dir = &self.config.runtime.log_dir;
+        if let Err(e) = round_context::write(log_dir, round_ctx) {
             tracing::warn!("cannot write the round context: {e}");
         }
         self.events.emit(Event::RoundStart {
@@ -378,26 +542,87 @@ impl Runner {
             .chars()
             .filter(|c| *c != '-' && *c != ':')
             .collect();
-        let rounds_dir = log_dir.join("rounds");
+        let rounds_dir = self.config.runtime.log_dir.join("rounds");
         let log_path = rounds_dir.join(format!("R{round_num}-{stamp}.log"));
-        std::fs::create_dir_all(&rounds_dir).map_err(|e| {
-            CliError::failure(format!("cannot create {}: {e}", rounds_dir.display()))
+        std::fs::create_dir_all(&rounds_dir).map_err(|source| RoundError::CreateRoundsDir {
+            dir: rounds_dir.clone(),
+            source,
         })?;
         self.prune_round_logs(&rounds_dir);
-        let log = File::create(&log_path).map_err(|e| {
-            CliError::failure(format!(
-                "cannot create round log {}: {e}",
-                log_path.display()
-            ))
+        let log = File::create(&log_path).map_err(|source| RoundError::CreateLog {
+            path: log_path.clone(),
+            source,
         })?;
-        let mut spec = AgentSpec {
+        Ok((round_num, log_path, log))
+    }
+
+    /// Runs the agent of round `round_num` under its budget, in a cgroup of its own when
+    /// the supervisor's is delegated (`agent_spawn`, `agent_exit`, `round_cgroup_memory`,
+    /// `round_oom_killed`; `agent_spawn_failed` and a `round_end` when it cannot start).
+    async fn run_agent(
+        &mut self,
+        round_num: u64,
+        phase: Option<&str>,
+        launch: Launch,
+        log_path: &Path,
+        log: File,
+        stop: &mut StopWatch,
+    ) -> Result<AgentExit, RoundError> {
+        let budget = launch.budget;
+        let mut spec = self.agent_spec(round_num, launch, log_path, log);
+        let mut cgroup = self.round_cgroup(round_num);
+        spec.cgroup_procs = cgroup.as_mut().and_then(RoundCgroup::take_procs);
+        self.events.emit(Event::AgentSpawn {
+            round_num,
+            timeout_s: budget.as_secs(),
+            log_path: log_path.to_owned(),
+        });
+        let exit = agent::run(spec, stop).await;
+        let usage = match cgroup {
+            Some(cg) => Some(cg.finish().await),
+            None => None,
+        };
+        let exit = exit.map_err(|source| {
+            let err = RoundError::StartAgent {
+                command: self.config.profile(phase).agent.command[0].clone(),
+                source,
+            };
+            self.events.emit(Event::AgentSpawnFailed {
+                round_num,
+                error: err.to_string(),
+            });
+            self.events.emit(Event::RoundEnd(RoundEnd::NotStarted {
+                round_num,
+                outcome: RoundOutcome::SpawnFailed,
+            }));
+            err
+        })?;
+        self.events.emit(Event::AgentExit {
+            round_num,
+            exit_code: exit.exit_code,
+            signal: exit.signal,
+            duration_s: (exit.duration.as_secs_f64() * 1000.0).round() / 1000.0,
+            timed_out: exit.cause == agent::ExitCause::Timeout,
+            exit_cause: exit.cause.as_str().to_owned(),
+        });
+        if let Some(usage) = usage {
+            let agent = &self.config.profile(phase).agent.command[0];
+            self.record_cgroup(round_num, agent, &exit, usage);
+        }
+        Ok(exit)
+    }
+
+    /// How the agent of round `round_num` runs: `launch`, its round log, the host-health
+    /// floor, the hosts' pids spared by the orphan reaper, result grace (no cgroup yet).
+    fn agent_spec(&self, round_num: u64, launch: Launch, log_path: &Path, log: File) -> AgentSpec {
+        AgentSpec {
             log_cap: self.config.runtime.round_log_max_bytes,
-            argv,
-            env,
+            argv: launch.argv,
+            env: launch.env,
             work_dir: self.config.runtime.work_dir.clone(),
             log,
-            stdin_prompt: (delivery == PromptDelivery::Stdin).then_some(prompt),
-            budget,
+            stdin_prompt: launch.stdin_prompt,
+            budget: launch.budget,
             floor: Some(Floor {
                 cfg: self.config.monitor.host_health.clone(),
                 events: self.events.clone(),
@@ -409,97 +634,70 @@ impl Runner {
                 .into_iter()
                 .filter_map(|(_, _, pid)| pid)
                 .collect(),
-            grace: self.grace(profile_marker.as_bytes(), round_num, &log_path),
+            grace: self.grace(launch.marker.as_bytes(), round_num, log_path),
             cgroup_procs: None,
-        };
-        let mut cgroup = self.round_cgroup(round_num);
-        spec.cgroup_procs = cgroup.as_mut().and_then(RoundCgroup::take_procs);
-        let baseline = self.baseline(round_num).await;
-        self.events.emit(Event::AgentSpawn {
-            round_num,
-            timeout_s: budget.as_secs(),
-            log_path: log_path.clone(),
-        });
-        let exit = agent::run(spec, stop).await;
-        let usage = match cgroup {
-            Some(cg) => Some(cg.finish().await),
-            None => None,
-        };
-        let exit = match exit {
-            Ok(exit) => exit,
-            Err(err) => {
-                let message = format!(
-                    "cannot start agent {:?}: {err}",
-                    self.config.profile(phase).agent.command[0]
-                );
-                self.events.emit(Event::AgentSpawnFailed {
-                    round_num,
-                    error: message.clone(),
-                });
-                self.events.emit(Event::RoundEnd(RoundEnd::NotStarted {
-                    round_num,
-                    outcome: RoundOutcome::SpawnFailed,
-                }));
-                return Err(CliError::failure(message));
-            }
-        };
-        let duration_s = (exit.duration.as_secs_f64() * 1000.0).round() / 1000.0;
-        self.events.emit(Event::AgentExit {
-            round_num,
-            exit_code: exit.exit_code,
-            signal: exit.signal,
-            duration_s,
-            timed_out: exit.cause == agent::ExitCause::Timeout,
-            exit_cause: exit.cause.as_str().to_owned(),
-        });
-        if let Some(usage) = usage {
-            let agent = &self.config.profile(phase).agent.command[0];
-            self.record_cgroup(round_num, agent, &exit, usage);
         }
-        self.substrate(round_num, true).await;
-        // Counted as it went by, not from the file: the agent may have deleted it.
-        let output_bytes = exit.log.kept + exit.log.discarded;
+    }
+
+    /// `round_log_capped` when the agent wrote more than `round_log_max_bytes`.
+    fn note_log_cap(&self, round_num: u64, exit: &AgentExit, log_path: &Path) {
         if exit.log.discarded > 0 {
             self.events.emit(Event::RoundLogCapped {
                 round_num,
-                log_path: log_path.clone(),
+                log_path: log_path.to_owned(),
                 cap_bytes: self.config.runtime.round_log_max_bytes,
                 discarded_bytes: exit.log.discarded,
             });
         }
-        let post_round = self
-            .judge(round_num, phase, &exit, duration_s, &log_path, stop)
-            .await;
+    }
 
-        let mut dirty = None;
-        if exit.is_clean() {
-            match self.repo.dirty_files().await {
-                Ok(files) => {
-                    let split = baseline.split(&self.config.runtime.work_dir, files);
-                    if !split.round.is_empty() {
-                        let ctx =
-                            self.context(round_num, phase, Some(log_path.display().to_string()));
-                        let round = DirtyRound {
-                            config: &self.config,
-                            repo: &self.repo,
-                            events: &self.events,
-                            ctx: &ctx,
-                            attribution: &split,
-                        };
-                        dirty =
-                            Some(dirty::handle(&round, &mut self.hosts, &split.round, stop).await);
-                    }
-                }
-                Err(err) => {
-                    self.events.emit(Event::DirtyCheckFailed {
-                        round_num,
-                        error: err.to_string(),
-                    });
-                }
+    /// After a clean exit: the files the round left dirty (what `baseline` found before
+    /// it is the operator's) go to the dirty handlers; `None` when the round left none.
+    async fn handle_dirt(
+        &mut self,
+        round_num: u64,
+        phase: Option<&str>,
+        baseline: &Baseline,
+        log_path: &Path,
+        stop: &mut StopWatch,
+    ) -> Option<Outcome> {
+        let files = match self.repo.dirty_files().await {
+            Ok(files) => files,
+            Err(err) => {
+                self.events.emit(Event::DirtyCheckFailed {
+                    round_num,
+                    error: err.to_string(),
+                });
+                return None;
             }
+        };
+        let split = baseline.split(&self.config.runtime.work_dir, files);
+        if split.round.is_empty() {
+            return None;
         }
+        let ctx = self.context(round_num, phase, Some(log_path.display().to_string()));
+        let round = DirtyRound {
+            config: &self.config,
+            repo: &self.repo,
+            events: &self.events,
+            ctx: &ctx,
+            attribution: &split,
+        };
+        Some(dirty::handle(&round, &mut self.hosts, &split.round, stop).await)
+    }
+
+    /// Records the round's end: `state.json`'s previous round and `round_end` (with the
+    /// log's last lines after a failed run).
+    fn end_round(
+        &self,
+        round_num: u64,
+        exit: &AgentExit,
+        duration_s: f64,
+        dirty: Option<&Outcome>,
+        log_path: &Path,
+    ) {
         if let Err(e) = state::record_round_end(
-            &state_dir,
+            &self.config.runtime.state_dir,
             state::PreviousRound {
                 round_num,
                 exit_code: exit.exit_code,
@@ -514,17 +712,9 @@ impl Runner {
             round_num,
             exit_code: exit.exit_code,
             exit_cause: exit.cause.as_str().to_owned(),
-            dirty_outcome: dirty.as_ref().map(|d| d.as_str().to_owned()),
-            log_tail: failed.then(|| log_tail(&log_path, TAIL_LINES, TAIL_CHARS)),
+            dirty_outcome: dirty.map(|d| d.as_str().to_owned()),
+            log_tail: failed.then(|| log_tail(log_path, TAIL_LINES, TAIL_CHARS)),
         }));
-        Ok(Attempt::Ran {
-            round_num,
-            log_path,
-            exit,
-            output_bytes,
-            dirty,
-            post_round,
-        })
     }
 
     /// The cgroup of round `round_num`, when the supervisor's cgroup is delegated; a
@@ -619,7 +809,7 @@ impl Runner {
 
     /// Polls the detectors after round `round_num` (docs/protocol.md §5.6) with the
     /// project's `state`; returns the alert that stops `serve`, if one does.
-    pub async fn poll_detectors(
+    pub(crate) async fn poll_detectors(
         &mut self,
         round_num: u64,
         state: &ProjectState,

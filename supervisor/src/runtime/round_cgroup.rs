@@ -30,7 +30,7 @@ const PREFIX: &str = "round-";
 
 /// The supervisor's delegated memory cgroup: rounds get children of [`Delegation::dir`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Delegation {
+pub(crate) struct Delegation {
     /// The supervisor's own memory cgroup directory.
     pub dir: PathBuf,
     /// Its layout.
@@ -39,7 +39,7 @@ pub struct Delegation {
 
 /// The memory limits of one round, in bytes (from `[monitor.host_health] memory`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// The brake (`memory.high` / `memory.soft_limit_in_bytes`).
     pub high: Option<u64>,
     /// The hard limit (`memory.max` / `memory.limit_in_bytes`).
@@ -48,7 +48,7 @@ pub struct Limits {
 
 impl Limits {
     /// The limits `[monitor.host_health]` asks for (MiB there, bytes here).
-    pub fn of(cfg: &crate::config::HostHealthConfig) -> Limits {
+    pub(crate) fn of(cfg: &crate::config::HostHealthConfig) -> Limits {
         let bytes = |mb: Option<u64>| mb.map(|mb| mb.saturating_mul(1024 * 1024));
         Limits {
             high: bytes(cfg.round_high_mb),
@@ -63,7 +63,7 @@ impl Limits {
 ///
 /// # Errors
 /// Why not, in words: `off`, no memory controller, or the directory is not delegated.
-pub fn delegation(mode: RoundCgroupMode) -> Result<Delegation, String> {
+pub(crate) fn delegation(mode: RoundCgroupMode) -> Result<Delegation, String> {
     if mode == RoundCgroupMode::Off {
         return Err("memory.round_cgroup = \"off\"".to_owned());
     }
@@ -81,7 +81,7 @@ pub fn delegation(mode: RoundCgroupMode) -> Result<Delegation, String> {
 /// itself into the leaf [`SUPERVISOR_LEAF`] and enables `+memory` in
 /// `cgroup.subtree_control`. `None` (and one log line when something failed) when rounds
 /// run without a cgroup of their own.
-pub fn prepare(mode: RoundCgroupMode) -> Option<Delegation> {
+pub(crate) fn prepare(mode: RoundCgroupMode) -> Option<Delegation> {
     let found = match delegation(mode) {
         Ok(d) => d,
         Err(why) => {
@@ -124,7 +124,7 @@ fn lists(text: &str, word: &str) -> bool {
 
 /// One round's cgroup, made and limited, waiting for the agent to join.
 #[derive(Debug)]
-pub struct RoundCgroup {
+pub(crate) struct RoundCgroup {
     /// The cgroup's directory.
     pub dir: PathBuf,
     layout: Layout,
@@ -136,7 +136,7 @@ pub struct RoundCgroup {
 
 /// What a round's cgroup was and measured.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Usage {
+pub(crate) struct Usage {
     /// The cgroup's directory (removed by now).
     pub dir: PathBuf,
     /// Its layout.
@@ -156,7 +156,7 @@ impl Delegation {
     /// # Errors
     /// The OS error of `mkdir`, of writing a limit or of opening `cgroup.procs` (the
     /// directory is removed again).
-    pub fn create(&self, round_num: u64, limits: Limits) -> std::io::Result<RoundCgroup> {
+    pub(crate) fn create(&self, round_num: u64, limits: Limits) -> std::io::Result<RoundCgroup> {
         sweep(&self.dir);
         let dir = self
             .dir
@@ -201,14 +201,14 @@ const REMOVE_PAUSE: Duration = Duration::from_millis(10);
 impl RoundCgroup {
     /// The open `cgroup.procs` for the agent to write `0` to between fork and exec
     /// (`AgentSpec::cgroup_procs`); `None` once taken.
-    pub fn take_procs(&mut self) -> Option<OwnedFd> {
+    pub(crate) fn take_procs(&mut self) -> Option<OwnedFd> {
         self.procs.take()
     }
 
     /// Reads what the round used, then removes the cgroup (its processes are gone: the
     /// agent's end reaps them all, docs/design-notes.md). A cgroup that cannot be removed
     /// is logged and left for the next round's sweep.
-    pub async fn finish(self) -> Usage {
+    pub(crate) async fn finish(self) -> Usage {
         let read = |name: &str| fs::read_to_string(self.dir.join(name)).ok();
         let peak_file = match self.layout {
             Layout::V2 => "memory.peak",

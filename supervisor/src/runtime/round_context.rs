@@ -15,15 +15,15 @@ use crate::runtime::state::{
 };
 
 /// Name of the context file in `log_dir`.
-pub const CONTEXT_FILE: &str = "round-context.json";
+pub(crate) const CONTEXT_FILE: &str = "round-context.json";
 
 /// The variable naming the context file in the agent's environment (`file` mode).
-pub const CONTEXT_FILE_ENV: &str = "AGENT_RUNNER_CONTEXT_FILE";
+pub(crate) const CONTEXT_FILE_ENV: &str = "AGENT_RUNNER_CONTEXT_FILE";
 
 /// The round context's own top-level keys; a context enricher may not be named after one
 /// (its object is put under its name, `docs/protocol.md` §5.4); the serde names of
 /// [`RoundContext`]'s own fields.
-pub const RESERVED_CONTEXT_KEYS: &[&str] = &[
+pub(crate) const RESERVED_CONTEXT_KEYS: &[&str] = &[
     "round_num",
     "started_at",
     "phase",
@@ -33,7 +33,7 @@ pub const RESERVED_CONTEXT_KEYS: &[&str] = &[
 
 /// What the agent is told about its round; absent parts are left out of the JSON.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct RoundContext {
+pub(crate) struct RoundContext {
     /// The round's number.
     pub round_num: u64,
     /// When it started (UTC).
@@ -55,7 +55,7 @@ pub struct RoundContext {
 
 /// `orphan_stash` of the round context.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct OrphanStash {
+pub(crate) struct OrphanStash {
     /// The stash commit.
     #[serde(rename = "ref")]
     pub stash_ref: String,
@@ -69,7 +69,7 @@ pub struct OrphanStash {
 
 /// Builds the context of round `round_num`. Missing or unreadable state leaves its part
 /// out (the context is advice, never a reason to skip a round).
-pub async fn build(
+pub(crate) async fn build(
     state_dir: &Path,
     repo: &Repo,
     round_num: u64,
@@ -101,7 +101,7 @@ pub async fn build(
 /// Writes `ctx` to `<log_dir>/round-context.json` atomically; returns its path.
 ///
 /// Errors: the file cannot be written.
-pub fn write(log_dir: &Path, ctx: &RoundContext) -> std::io::Result<PathBuf> {
+pub(crate) fn write(log_dir: &Path, ctx: &RoundContext) -> std::io::Result<PathBuf> {
     let path = log_dir.join(CONTEXT_FILE);
     write_json_replace(&path, ctx)?;
     Ok(path)

@@ -30,21 +30,56 @@ pub struct Window {
     pub label: String,
 }
 
+/// A `run_windows` / `pause_windows` entry that is not a window. Display:
+/// `"<entry>": <problem>`, the value of a config error.
+#[derive(Debug, thiserror::Error)]
+#[error("{window:?}: {problem}")]
+pub(crate) struct BadWindow {
+    /// The entry as written.
+    window: String,
+    /// What is wrong with it.
+    problem: WindowProblem,
+}
+
+/// What is wrong with a window entry.
+#[derive(Debug, thiserror::Error)]
+enum WindowProblem {
+    #[error("expected \"HH:MM-HH:MM\", optionally after days like \"mon-fri \"")]
+    NoRange,
+    #[error("{0:?} is not HH:MM")]
+    NotTime(String),
+    #[error("24:00 is only an end")]
+    MidnightStart,
+    #[error("{0:?} is out of range")]
+    OutOfRange(String),
+    #[error("{0:?} is not a weekday (mon … sun)")]
+    NotWeekday(String),
+    #[error("a weekday range runs mon → sun, not {0:?}")]
+    BackwardDays(String),
+}
+
 const WEEKDAYS: [&str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
 
 impl Window {
-    /// Parses `"[DAYS ]HH:MM-HH:MM"`. Errors: what is wrong, for the config error.
-    pub fn parse(text: &str) -> Result<Window, String> {
+    /// Parses `"[DAYS ]HH:MM-HH:MM"`.
+    ///
+    /// Errors: [`BadWindow`], saying what is wrong, for the config error.
+    pub(crate) fn parse(text: &str) -> Result<Window, BadWindow> {
+        let bad = |problem| BadWindow {
+            window: text.to_owned(),
+            problem,
+        };
         let spec = text.trim();
         let (days_text, times) = match spec.rsplit_once(' ') {
             Some((days, times)) => (Some(days.trim()), times),
             None => (None, spec),
         };
-        let (start, end) = times.split_once('-').ok_or_else(|| {
-            format!("{text:?}: expected \"HH:MM-HH:MM\", optionally after days like \"mon-fri \"")
-        })?;
-        let start = minute(start, false).map_err(|e| format!("{text:?}: {e}"))?;
-        let end = minute(end, true).map_err(|e| format!("{text:?}: {e}"))?;
+        let (start, end) = times
+            .split_once('-')
+            .ok_or(WindowProblem::NoRange)
+            .map_err(bad)?;
+        let start = minute(start, false).map_err(bad)?;
+        let end = minute(end, true).map_err(bad)?;
         let mut days = Vec::new();
         if let Some(list) = days_text {
             for token in list.split(',').map(|t| t.trim().to_ascii_lowercase()) {
@@ -53,15 +88,13 @@ impl Window {
                         .iter()
                         .position(|d| *d == name)
                         .map(|i| i as u8)
-                        .ok_or_else(|| format!("{text:?}: {name:?} is not a weekday (mon … sun)"))
+                        .ok_or_else(|| bad(WindowProblem::NotWeekday(name.to_owned())))
                 };
                 match token.split_once('-') {
                     Some((a, b)) => {
                         let (a, b) = (day(a)?, day(b)?);
                         if a > b {
-                            return Err(format!(
-                                "{text:?}: a weekday range runs mon → sun, not {token:?}"
-                            ));
+                            return Err(bad(WindowProblem::BackwardDays(token)));
                         }
                         days.extend(a..=b);
                     }
@@ -93,21 +126,23 @@ impl Window {
     }
 }
 
-fn minute(text: &str, end: bool) -> Result<u16, String> {
+/// The minute of the day of `"HH:MM"` (`"24:00"` only as an `end`).
+fn minute(text: &str, end: bool) -> Result<u16, WindowProblem> {
+    let not_time = || WindowProblem::NotTime(text.to_owned());
     let (h, m) = text
         .trim()
         .split_once(':')
         .filter(|(h, m)| h.len() == 2 && m.len() == 2)
-        .ok_or_else(|| format!("{text:?} is not HH:MM"))?;
+        .ok_or_else(not_time)?;
     let (h, m): (u16, u16) = (
-        h.parse().map_err(|_| format!("{text:?} is not HH:MM"))?,
-        m.parse().map_err(|_| format!("{text:?} is not HH:MM"))?,
+        h.parse().map_err(|_| not_time())?,
+        m.parse().map_err(|_| not_time())?,
     );
     match (h, m) {
         (24, 0) if end => Ok(DAY),
-        (24, _) => Err("24:00 is only an end".into()),
+        (24, _) => Err(WindowProblem::MidnightStart),
         (0..=23, 0..=59) => Ok(h * 60 + m),
-        _ => Err(format!("{text:?} is out of range")),
+        _ => Err(WindowProblem::OutOfRange(text.to_owned())),
     }
 }
 
@@ -126,12 +161,12 @@ pub struct Schedule {
 
 impl Schedule {
     /// Whether any window is set.
-    pub fn is_active(&self) -> bool {
+    pub(crate) fn is_active(&self) -> bool {
         !self.run.is_empty() || !self.pause.is_empty()
     }
 
     /// Whether a round may start at `at`.
-    pub fn allows(&self, at: Timestamp) -> bool {
+    pub(crate) fn allows(&self, at: Timestamp) -> bool {
         let (weekday, minute) = self.local(at);
         (self.run.is_empty() || self.run.iter().any(|w| w.contains(weekday, minute)))
             && !self.pause.iter().any(|w| w.contains(weekday, minute))
@@ -139,18 +174,18 @@ impl Schedule {
 
     /// The first instant, minute-aligned, at or after `at` when a round may start; `None`
     /// when none lies within eight days (windows that never open).
-    pub fn next_open(&self, at: Timestamp) -> Option<Timestamp> {
+    pub(crate) fn next_open(&self, at: Timestamp) -> Option<Timestamp> {
         self.first_minute(at, true)
     }
 
     /// The first instant, minute-aligned, at or after `at` when no round may start; `None`
     /// when none lies within eight days (windows that never close).
-    pub fn next_close(&self, at: Timestamp) -> Option<Timestamp> {
+    pub(crate) fn next_close(&self, at: Timestamp) -> Option<Timestamp> {
         self.first_minute(at, false)
     }
 
     /// The `pause_windows` entry holding at `at`, if any (the first, in config order).
-    pub fn pause_window_at(&self, at: Timestamp) -> Option<&Window> {
+    pub(crate) fn pause_window_at(&self, at: Timestamp) -> Option<&Window> {
         let (weekday, minute) = self.local(at);
         self.pause.iter().find(|w| w.contains(weekday, minute))
     }

@@ -10,7 +10,7 @@ use crate::runtime::schedule::Schedule;
 
 /// What the schedule says of the next round.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// It may start now.
     Run,
     /// Its phase is closed while another is open: its round number is passed over.
@@ -30,7 +30,7 @@ pub enum Verdict {
 
 /// The next round as the schedule sees it.
 #[derive(Clone, Copy, Debug)]
-pub struct Look<'a> {
+pub(crate) struct Look<'a> {
     /// Its phase (`None` without phases).
     pub phase: Option<&'a str>,
     /// Its phase's schedule.
@@ -40,7 +40,7 @@ pub struct Look<'a> {
 }
 
 /// Looks at round `next_round` of `config` at `now`.
-pub fn look(config: &Config, next_round: u64, now: Timestamp) -> Look<'_> {
+pub(crate) fn look(config: &Config, next_round: u64, now: Timestamp) -> Look<'_> {
     let phase = config.phase_for_round(next_round);
     let schedule = config.profile(phase).schedule;
     let verdict = if schedule.allows(now) {

@@ -21,9 +21,8 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 
-use crate::config;
-use crate::exit::CliError;
-use crate::hosts::sandbox::SandboxGate;
+use crate::config::{self, ConfigError};
+use crate::hosts::sandbox::{SandboxGate, SandboxRefused};
 use crate::hosts::HostManager;
 use crate::operator::control::Snapshot;
 use crate::operator::service::{BackOffDoc, ServiceFile, ServiceState};
@@ -32,26 +31,26 @@ use crate::runtime::backoff::{self, Plan, WaitEnd};
 use crate::runtime::config_follow::{ConfigFollower, Trigger};
 use crate::runtime::events::{Event, EventLog};
 use crate::runtime::git::Repo;
-use crate::runtime::round::{Attempt, Runner};
+use crate::runtime::round::{Attempt, Ran, RoundError, Runner};
 use crate::runtime::schedule_gate;
 use crate::runtime::serve_startup;
 use crate::runtime::spawn_gate::Verdict;
-use crate::runtime::state::{self, ProjectLock};
+use crate::runtime::state::{self, LockError, ProjectLock};
 use crate::runtime::stop::{reached, sleep_unless, StopLevel, StopWatch};
 use crate::runtime::transient::{Step, Transients};
 
 /// The shortest wait before spawn hooks are asked again after a defer, so a `defer_s = 0`
 /// answer cannot spin (the reference system re-asks ~4×/s).
-pub const MIN_REASK: Duration = Duration::from_secs(1);
+pub(crate) const MIN_REASK: Duration = Duration::from_secs(1);
 
 /// A run shorter than this, unclean and silent, is a fast failure (crash-loop breaker).
-pub const FAST_EXIT: Duration = Duration::from_secs(2);
+pub(crate) const FAST_EXIT: Duration = Duration::from_secs(2);
 
 /// Fast failures in a row that stop `serve` (exit 75, `crash_loop`).
-pub const CRASH_LOOP_LIMIT: u32 = 5;
+pub(crate) const CRASH_LOOP_LIMIT: u32 = 5;
 
 /// A booted supervisor: the lock held, hosts running.
-pub struct Booted {
+pub(crate) struct Booted {
     /// Runs the rounds.
     pub runner: Runner,
     /// What `status` reports, kept current by [`serve`].
@@ -63,13 +62,30 @@ pub struct Booted {
     _lock: ProjectLock,
 }
 
+/// Why `serve` or `round` could not boot.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BootError {
+    /// The config is bad, or `runtime.work_dir` is not in a git working tree.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// `sandbox = "require"` on a kernel that cannot honour it.
+    #[error(transparent)]
+    Sandbox(SandboxRefused),
+    /// The SIGHUP handler could not be installed.
+    #[error("cannot install the SIGHUP handler: {0}")]
+    Hangup(std::io::Error),
+    /// Another supervisor holds the project lock (or the lock file cannot be used).
+    #[error(transparent)]
+    Lock(#[from] LockError),
+}
+
 /// Everything before the first round: config, gate, lock, git check, hosts.
 ///
-/// Errors: 78 for config and gate problems, 1 when another supervisor holds the lock.
-pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
+/// Errors: [`BootError`]; the CLI exits 78 for config and gate problems, 1 for the others
+/// (another supervisor holds the lock, typically).
+pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     let config = config::load(config_path)?;
-    let follow = ConfigFollower::new(&config)
-        .map_err(|e| CliError::failure(format!("cannot install the SIGHUP handler: {e}")))?;
+    let follow = ConfigFollower::new(&config).map_err(BootError::Hangup)?;
     if let Err(e) = crate::runtime::agent::become_subreaper() {
         tracing::warn!("cannot become a child subreaper ({e}); processes that leave the agent's group may survive a round");
     }
@@ -79,15 +95,15 @@ pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
     let caps = probe();
     let gate = match SandboxGate::evaluate(config.plugins.sandbox, caps.clone()) {
         Ok(gate) => gate,
-        Err(message) => {
+        Err(refused) => {
             events.emit(Event::PluginSandboxDegraded {
                 requested: config.plugins.sandbox.as_str().to_owned(),
                 achieved_tier: caps.tier().as_str().to_owned(),
-                reason: message.clone(),
+                reason: refused.to_string(),
                 refused_boot: Some(true),
                 name: None,
             });
-            return Err(CliError::config(message));
+            return Err(BootError::Sandbox(refused));
         }
     };
     if let Some(shortfall) = gate.shortfall() {
@@ -103,16 +119,18 @@ pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
             name: None,
         });
     }
-    let lock = ProjectLock::acquire(&config.runtime.state_dir)
-        .map_err(|e| CliError::failure(e.to_string()))?;
+    let lock = ProjectLock::acquire(&config.runtime.state_dir)?;
     crate::runtime::state_dir::prepare(&config, &events);
     let tree = Repo::new(&config.runtime.work_dir, OwnFiles::default());
     if !tree.is_repo().await {
-        return Err(CliError::config(format!(
-            "config error in {}: key `runtime.work_dir`: {} is not inside a git working tree; run `git init` there",
-            config.path.display(),
-            config.runtime.work_dir.display()
-        )));
+        return Err(BootError::Config(ConfigError::Key {
+            path: config.path.clone(),
+            key: "runtime.work_dir".to_owned(),
+            message: format!(
+                "{} is not inside a git working tree; run `git init` there",
+                config.runtime.work_dir.display()
+            ),
+        }));
     }
     let hosts = HostManager::boot(
         &config,
@@ -134,7 +152,7 @@ pub async fn boot(config_path: &Path) -> Result<Booted, CliError> {
 
 /// How `serve` was asked to run.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ServeOptions {
+pub(crate) struct ServeOptions {
     /// Stop after this many completed rounds (overrides `[runtime] max_rounds`).
     pub max_rounds: Option<u64>,
     /// Stop after one completed round.
@@ -145,7 +163,7 @@ pub struct ServeOptions {
 
 /// How `serve` ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ServeEnd {
+pub(crate) struct ServeEnd {
     /// Rounds completed in this run.
     pub completed: u64,
     /// The exit code: 0; 75 after a crash loop or a transient failure under
@@ -156,8 +174,12 @@ pub struct ServeEnd {
 /// Runs rounds until stopped. Keeps `status` (the control socket's answer) and
 /// `service.json` up to date at each step (boot, round start and end, defer, stopping,
 /// exit).
-pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWatch) -> ServeEnd {
-    let mut service = ServiceFile::new(&booted.runner.config, &booted.gate);
+pub(crate) async fn serve(
+    booted: &mut Booted,
+    options: ServeOptions,
+    stop: &mut StopWatch,
+) -> ServeEnd {
+    let service = ServiceFile::new(&booted.runner.config, &booted.gate);
     let Booted {
         runner,
         status,
@@ -165,19 +187,82 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
         follow,
         ..
     } = booted;
-    service.update(ServiceState::Idle, None, &runner.hosts);
     let max_rounds = if options.once {
         Some(1)
     } else {
         options.max_rounds.or(runner.config.runtime.max_rounds)
     };
-    let mut transients = Transients::new(&runner.config);
-    let mut completed = 0u64;
-    let mut fast_failures = 0u32;
-    let mut code = crate::exit::OK;
-    if let Err(failed) =
-        serve_startup::run(&mut runner.hosts, &runner.config, &runner.events, stop).await
-    {
+    let mut serving = Serving {
+        transients: Transients::new(&runner.config),
+        runner,
+        status,
+        gate,
+        follow,
+        service,
+        max_rounds,
+        completed: 0,
+        fast_failures: 0,
+        code: crate::exit::OK,
+    };
+    serving
+        .service
+        .update(ServiceState::Idle, None, &serving.runner.hosts);
+    if serving.start_up(stop).await {
+        serving.run_rounds(options, stop).await;
+    }
+    let runner = &serving.runner;
+    refresh_summary(&runner.config.runtime.state_dir);
+    serving
+        .status
+        .send_modify(|s| s.update("stopping", None, &runner.hosts));
+    serving
+        .service
+        .update(ServiceState::Stopped, None, &runner.hosts);
+    ServeEnd {
+        completed: serving.completed,
+        code: serving.code,
+    }
+}
+
+/// One `serve` under way: the booted parts it uses, `service.json`, the back-off episode
+/// and the counts that end it.
+struct Serving<'a> {
+    runner: &'a mut Runner,
+    status: &'a watch::Sender<Snapshot>,
+    gate: &'a SandboxGate,
+    follow: &'a mut ConfigFollower,
+    service: ServiceFile,
+    transients: Transients,
+    /// `--max-rounds`, `--once` or `[runtime] max_rounds`.
+    max_rounds: Option<u64>,
+    /// Rounds completed in this run.
+    completed: u64,
+    /// Fast failures in a row (crash-loop breaker).
+    fast_failures: u32,
+    /// The exit code so far.
+    code: u8,
+}
+
+/// What the loop does after a round attempt.
+enum Flow {
+    /// `serve` ends.
+    Stop,
+    /// Straight to the loop's checks, no pause.
+    Again,
+    /// Pause this long, then the loop's checks.
+    Pause(Duration),
+}
+
+impl Serving<'_> {
+    /// The serve-startup hooks (docs/protocol.md §5.5); `false` (exit 78,
+    /// `serve_stopping` with `serve_startup_hook_failed`) when one failed.
+    async fn start_up(&mut self, stop: &mut StopWatch) -> bool {
+        let runner = &mut *self.runner;
+        let Err(failed) =
+            serve_startup::run(&mut runner.hosts, &runner.config, &runner.events, stop).await
+        else {
+            return true;
+        };
         eprintln!(
             "agent-runner: {failed}\nagent-runner: serve stops before the first round (exit 78)"
         );
@@ -187,29 +272,63 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
             hook: None,
             message: None,
         });
-        status.send_modify(|s| s.update("stopping", None, &runner.hosts));
-        service.update(ServiceState::Stopped, None, &runner.hosts);
-        return ServeEnd {
-            completed,
-            code: crate::exit::CONFIG,
-        };
+        self.code = crate::exit::CONFIG;
+        false
     }
-    loop {
-        refresh_summary(&runner.config.runtime.state_dir);
-        if *stop.borrow() >= StopLevel::Graceful {
-            service.update(ServiceState::Stopping, None, &runner.hosts);
-            runner.events.emit(Event::ServeStopping {
-                reason: "signal".to_owned(),
-                rounds_completed: completed,
-                hook: None,
-                message: None,
-            });
-            break;
+
+    /// Rounds back to back until one of the loop's checks or a round's outcome ends
+    /// `serve`.
+    async fn run_rounds(&mut self, options: ServeOptions, stop: &mut StopWatch) {
+        loop {
+            refresh_summary(&self.runner.config.runtime.state_dir);
+            if *stop.borrow() >= StopLevel::Graceful {
+                self.service
+                    .update(ServiceState::Stopping, None, &self.runner.hosts);
+                self.runner.events.emit(Event::ServeStopping {
+                    reason: "signal".to_owned(),
+                    rounds_completed: self.completed,
+                    hook: None,
+                    message: None,
+                });
+                return;
+            }
+            self.follow
+                .refresh(self.runner, self.gate, Trigger::Round)
+                .await;
+            // The back-off settings follow the file; the episode under way goes on.
+            self.transients.follow(&self.runner.config);
+            if self.must_end() {
+                return;
+            }
+            if !options.ignore_schedule
+                && !schedule_gate(
+                    self.runner,
+                    &mut self.service,
+                    self.status,
+                    stop,
+                    self.follow,
+                    self.gate,
+                )
+                .await
+            {
+                continue;
+            }
+            let attempt = self.attempt(stop).await;
+            let wait = match self.after_attempt(attempt, stop).await {
+                Flow::Stop => return,
+                Flow::Again => continue,
+                Flow::Pause(wait) => wait,
+            };
+            refresh_summary(&self.runner.config.runtime.state_dir);
+            pause(stop, self.follow, self.runner, self.gate, wait).await;
         }
-        follow.refresh(runner, gate, Trigger::Round).await;
-        // The back-off settings follow the file; the episode under way goes on.
-        transients.follow(&runner.config);
-        let restart_delay = runner.config.runtime.restart_delay;
+    }
+
+    /// The checks before a round that end `serve`: the stop file, the crash-loop breaker,
+    /// `max_rounds` (each with its event).
+    fn must_end(&mut self) -> bool {
+        let runner = &*self.runner;
+        let completed = self.completed;
         if let Some(file) = runner
             .config
             .runtime
@@ -225,43 +344,47 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
                 "agent-runner: stop file {} exists; stopping",
                 file.display()
             );
-            break;
+            return true;
         }
-        if fast_failures >= CRASH_LOOP_LIMIT {
+        if self.fast_failures >= CRASH_LOOP_LIMIT {
             runner.events.emit(Event::CrashLoop {
-                consecutive_fast_failures: fast_failures,
+                consecutive_fast_failures: self.fast_failures,
                 threshold: CRASH_LOOP_LIMIT,
                 fast_exit_s: FAST_EXIT.as_secs(),
                 rounds_completed: completed,
             });
             eprintln!(
-                "agent-runner: the agent failed {fast_failures} times in a row within {} s without output; stopping (crash loop)",
+                "agent-runner: the agent failed {} times in a row within {} s without output; stopping (crash loop)",
+                self.fast_failures,
                 FAST_EXIT.as_secs()
             );
-            code = crate::exit::TEMPFAIL;
-            break;
+            self.code = crate::exit::TEMPFAIL;
+            return true;
         }
-        if let Some(max) = max_rounds.filter(|max| completed >= *max) {
+        if let Some(max) = self.max_rounds.filter(|max| completed >= *max) {
             runner.events.emit(Event::MaxRoundsReached {
                 rounds_completed: completed,
                 max_rounds: max,
             });
-            break;
+            return true;
         }
-        if !options.ignore_schedule
-            && !schedule_gate(runner, &mut service, status, stop, follow, gate).await
-        {
-            continue;
-        }
+        false
+    }
+
+    /// One round attempt, `status` and `service.json` saying so.
+    async fn attempt(&mut self, stop: &mut StopWatch) -> Result<Attempt, RoundError> {
+        let runner = &mut *self.runner;
         let next = state::peek_next_round(&runner.config.runtime.state_dir).ok();
-        status.send_modify(|s| s.update("round", next, &runner.hosts));
-        service.update(
+        self.status
+            .send_modify(|s| s.update("round", next, &runner.hosts));
+        self.service.update(
             ServiceState::Running,
             Some(ServiceFile::round_starting(next.unwrap_or(0), None)),
             &runner.hosts,
         );
         let attempt = runner.attempt(stop, None).await;
-        status.send_modify(|s| s.update("waiting", None, &runner.hosts));
+        self.status
+            .send_modify(|s| s.update("waiting", None, &runner.hosts));
         // A deferral (a spawn hook's or host health's) is published once its event and the
         // summary are written, so whoever sees `deferred` in service.json sees the record
         // of it too.
@@ -269,154 +392,207 @@ pub async fn serve(booted: &mut Booted, options: ServeOptions, stop: &mut StopWa
             attempt,
             Ok(Attempt::NotStarted(Verdict::Defer { .. }) | Attempt::Unhealthy(_))
         ) {
-            service.update(ServiceState::Idle, None, &runner.hosts);
+            self.service.update(ServiceState::Idle, None, &runner.hosts);
         }
-        let wait = match attempt {
-            Ok(Attempt::Ran {
-                round_num,
-                exit,
-                output_bytes,
-                post_round,
-                dirty,
-                ..
-            }) => {
-                completed += 1;
-                let step =
-                    transients.after_round(&runner.events, &post_round, round_num, exit.is_clean());
-                let fast = !exit.is_clean()
-                    && exit.cause != crate::runtime::agent::ExitCause::Stopped
-                    && exit.duration < FAST_EXIT
-                    && output_bytes == 0;
-                // A diagnosed failure is not a crash: the breaker neither counts nor resets.
-                if !step.diagnosed() {
-                    fast_failures = if fast { fast_failures + 1 } else { 0 };
-                }
-                if let Step::Stop {
-                    reason,
-                    hook,
-                    code: stop_code,
-                    message,
-                } = &step
-                {
-                    runner.events.emit(Event::ServeStopping {
-                        reason: (*reason).to_owned(),
-                        rounds_completed: completed,
-                        hook: Some(hook.clone()),
-                        message: Some(message.clone()),
-                    });
-                    eprintln!("agent-runner: {message}");
-                    code = *stop_code;
-                    break;
-                }
-                let state = ProjectState {
-                    rounds_completed: completed,
-                    last_round: Some(LastRound {
-                        round_num,
-                        exit_code: exit.exit_code,
-                        exit_cause: exit.cause.as_str().to_owned(),
-                        duration_s: exit.duration.as_secs_f64(),
-                        dirty_outcome: dirty.as_ref().map(|d| d.as_str().to_owned()),
-                    }),
-                };
-                if let Some(auto) = runner.poll_detectors(round_num, &state, stop).await {
-                    eprintln!(
-                        "agent-runner: detector `{}` asked to stop ([monitor] auto_stop_on): {}",
-                        auto.hook, auto.message
-                    );
-                    runner.events.emit(Event::ServeStopping {
-                        reason: "auto_stop".into(),
-                        rounds_completed: completed,
-                        hook: Some(auto.hook.to_string()),
-                        message: Some(auto.message),
-                    });
-                    code = crate::exit::TEMPFAIL;
-                    break;
-                }
-                if max_rounds.is_some_and(|max| completed >= max)
-                    || fast_failures >= CRASH_LOOP_LIMIT
-                {
-                    continue;
-                }
-                if let Step::BackOff {
-                    plan,
-                    kind,
-                    since_round,
-                } = &step
-                {
-                    let phase = runner.config.phase_for_round(round_num).unwrap_or("");
-                    let agent = &runner.config.profile(Some(phase)).agent.command[0];
-                    let doc = BackOffDoc {
-                        until: crate::runtime::events::timestamp(plan.until),
-                        kind: kind.as_str().to_owned(),
-                        agent: agent.rsplit('/').next().unwrap_or(agent).to_owned(),
-                        since_round: *since_round,
-                        phase: phase.to_owned(),
-                    };
-                    let waits = Waits {
-                        stop: &mut *stop,
-                        follow: &mut *follow,
-                        gate,
-                    };
-                    back_off(runner, &mut service, status, waits, plan, doc).await;
-                    continue;
-                }
-                restart_delay
-            }
+        attempt
+    }
+
+    /// What the loop does after `attempt`.
+    async fn after_attempt(
+        &mut self,
+        attempt: Result<Attempt, RoundError>,
+        stop: &mut StopWatch,
+    ) -> Flow {
+        let restart_delay = self.runner.config.runtime.restart_delay;
+        match attempt {
+            Ok(Attempt::Ran(ran)) => self.after_round(ran, stop).await,
             Ok(Attempt::NotStarted(Verdict::Defer {
                 hook,
                 defer_s,
                 reason,
             })) => {
-                runner.events.emit(Event::RoundDeferred {
-                    severity: "info".to_owned(),
-                    signal: hook.to_string(),
-                    message: reason.clone(),
-                    defer_s,
-                });
-                refresh_summary(&runner.config.runtime.state_dir);
-                service.update(ServiceState::Deferred, None, &runner.hosts);
-                let started = Instant::now();
-                sleep_unless(
-                    stop,
-                    StopLevel::Graceful,
-                    Duration::from_secs(defer_s).max(MIN_REASK),
-                )
-                .await;
-                runner.events.emit(Event::RoundResumed {
-                    deferred_for_s: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
-                });
-                continue;
+                self.deferred(hook.to_string(), defer_s, reason, stop).await;
+                Flow::Again
             }
-            Ok(Attempt::NotStarted(Verdict::Skip { .. })) => restart_delay,
+            Ok(Attempt::NotStarted(Verdict::Skip { .. })) => Flow::Pause(restart_delay),
             // Recorded by the runner (round_deferred once, round_resumed when it clears).
             Ok(Attempt::Unhealthy(_)) => {
-                refresh_summary(&runner.config.runtime.state_dir);
-                service.update(ServiceState::Deferred, None, &runner.hosts);
-                restart_delay
+                refresh_summary(&self.runner.config.runtime.state_dir);
+                self.service
+                    .update(ServiceState::Deferred, None, &self.runner.hosts);
+                Flow::Pause(restart_delay)
             }
             Ok(Attempt::NotStarted(Verdict::Proceed)) => {
                 unreachable!("proceed always runs the agent")
             }
-            Ok(Attempt::Stopped) => continue,
+            Ok(Attempt::Stopped) => Flow::Again,
             Err(err) => {
-                fast_failures += 1;
+                self.fast_failures += 1;
                 eprintln!("agent-runner: {err}");
-                runner.events.emit(Event::RoundError {
-                    error: err.message.clone(),
+                self.runner.events.emit(Event::RoundError {
+                    error: err.to_string(),
                 });
-                if fast_failures >= CRASH_LOOP_LIMIT {
-                    continue;
+                if self.fast_failures >= CRASH_LOOP_LIMIT {
+                    return Flow::Again;
                 }
-                restart_delay
+                Flow::Pause(restart_delay)
             }
-        };
-        refresh_summary(&runner.config.runtime.state_dir);
-        pause(stop, follow, runner, gate, wait).await;
+        }
     }
-    refresh_summary(&runner.config.runtime.state_dir);
-    status.send_modify(|s| s.update("stopping", None, &runner.hosts));
-    service.update(ServiceState::Stopped, None, &runner.hosts);
-    ServeEnd { completed, code }
+
+    /// After a round that ran: the transient-failure step, the crash-loop count, the
+    /// detectors, and a back-off when one is due.
+    async fn after_round(&mut self, ran: Ran, stop: &mut StopWatch) -> Flow {
+        self.completed += 1;
+        let round_num = ran.round_num;
+        let clean = ran.exit.is_clean();
+        let step =
+            self.transients
+                .after_round(&self.runner.events, &ran.post_round, round_num, clean);
+        let fast = !clean
+            && ran.exit.cause != crate::runtime::agent::ExitCause::Stopped
+            && ran.exit.duration < FAST_EXIT
+            && ran.output_bytes == 0;
+        // A diagnosed failure is not a crash: the breaker neither counts nor resets.
+        if !step.diagnosed() {
+            self.fast_failures = if fast { self.fast_failures + 1 } else { 0 };
+        }
+        if let Step::Stop {
+            reason,
+            hook,
+            code,
+            message,
+        } = &step
+        {
+            self.stopping(reason, Some(hook.clone()), message);
+            self.code = *code;
+            return Flow::Stop;
+        }
+        if self.poll_detectors(&ran, stop).await {
+            return Flow::Stop;
+        }
+        if self.max_rounds.is_some_and(|max| self.completed >= max)
+            || self.fast_failures >= CRASH_LOOP_LIMIT
+        {
+            return Flow::Again;
+        }
+        if let Step::BackOff {
+            plan,
+            kind,
+            since_round,
+        } = &step
+        {
+            self.back_off(round_num, plan, kind.as_str(), *since_round, stop)
+                .await;
+            return Flow::Again;
+        }
+        Flow::Pause(self.runner.config.runtime.restart_delay)
+    }
+
+    /// `serve_stopping` for `reason`, its message on stderr.
+    fn stopping(&self, reason: &str, hook: Option<String>, message: &str) {
+        self.runner.events.emit(Event::ServeStopping {
+            reason: reason.to_owned(),
+            rounds_completed: self.completed,
+            hook,
+            message: Some(message.to_owned()),
+        });
+        eprintln!("agent-runner: {message}");
+    }
+
+    /// The detectors after a round (docs/protocol.md §5.6); `true` when one in
+    /// `[monitor] auto_stop_on` stops `serve` (exit 75).
+    async fn poll_detectors(&mut self, ran: &Ran, stop: &mut StopWatch) -> bool {
+        let state = ProjectState {
+            rounds_completed: self.completed,
+            last_round: Some(LastRound {
+                round_num: ran.round_num,
+                exit_code: ran.exit.exit_code,
+                exit_cause: ran.exit.cause.as_str().to_owned(),
+                duration_s: ran.exit.duration.as_secs_f64(),
+                dirty_outcome: ran.dirty.as_ref().map(|d| d.as_str().to_owned()),
+            }),
+        };
+        let Some(auto) = self
+            .runner
+            .poll_detectors(ran.round_num, &state, stop)
+            .await
+        else {
+            return false;
+        };
+        eprintln!(
+            "agent-runner: detector `{}` asked to stop ([monitor] auto_stop_on): {}",
+            auto.hook, auto.message
+        );
+        self.runner.events.emit(Event::ServeStopping {
+            reason: "auto_stop".into(),
+            rounds_completed: self.completed,
+            hook: Some(auto.hook.to_string()),
+            message: Some(auto.message),
+        });
+        self.code = crate::exit::TEMPFAIL;
+        true
+    }
+
+    /// Waits out a back-off after round `round_num` ([`back_off`]).
+    async fn back_off(
+        &mut self,
+        round_num: u64,
+        plan: &Plan,
+        kind: &str,
+        since_round: u64,
+        stop: &mut StopWatch,
+    ) {
+        let config = &self.runner.config;
+        let phase = config.phase_for_round(round_num).unwrap_or("");
+        let agent = &config.profile(Some(phase)).agent.command[0];
+        let doc = BackOffDoc {
+            until: crate::runtime::events::timestamp(plan.until),
+            kind: kind.to_owned(),
+            agent: agent.rsplit('/').next().unwrap_or(agent).to_owned(),
+            since_round,
+            phase: phase.to_owned(),
+        };
+        let waits = Waits {
+            stop,
+            follow: &mut *self.follow,
+            gate: self.gate,
+        };
+        back_off(
+            self.runner,
+            &mut self.service,
+            self.status,
+            waits,
+            plan,
+            doc,
+        )
+        .await;
+    }
+
+    /// A spawn hook deferred the round: `round_deferred`, `service.json` saying so, the
+    /// wait (at least [`MIN_REASK`], a stop ends it), `round_resumed`.
+    async fn deferred(&mut self, hook: String, defer_s: u64, reason: String, stop: &mut StopWatch) {
+        let runner = &*self.runner;
+        runner.events.emit(Event::RoundDeferred {
+            severity: "info".to_owned(),
+            signal: hook,
+            message: reason,
+            defer_s,
+        });
+        refresh_summary(&runner.config.runtime.state_dir);
+        self.service
+            .update(ServiceState::Deferred, None, &runner.hosts);
+        let started = Instant::now();
+        sleep_unless(
+            stop,
+            StopLevel::Graceful,
+            Duration::from_secs(defer_s).max(MIN_REASK),
+        )
+        .await;
+        runner.events.emit(Event::RoundResumed {
+            deferred_for_s: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        });
+    }
 }
 
 /// What a long wait between rounds listens to: a stop (and the stop file), and SIGHUP,
@@ -600,7 +776,7 @@ fn refresh_summary(state_dir: &Path) {
 }
 
 /// Shuts the hosts down and releases the lock.
-pub async fn shutdown(booted: Booted) {
+pub(crate) async fn shutdown(booted: Booted) {
     booted.runner.hosts.shutdown().await;
     // `round` ends here too: its look-ups are then as cheap as after a `serve`.
     refresh_summary(&booted.runner.config.runtime.state_dir);

@@ -13,14 +13,45 @@ use crate::hosts::{HookRef, HostManager};
 use crate::runtime::events::{Event, EventLog};
 use crate::runtime::stop::StopWatch;
 
-/// Calls every serve-startup hook. `Err` carries one line per failed hook, for the
-/// operator; `Ok` when all passed (or there are none) or a stop arrived meanwhile.
-pub async fn run(
+/// One serve-startup hook that failed. Display: ``serve-startup hook `<hook>` failed
+/// (<error_type>): <message>``.
+#[derive(Debug)]
+pub(crate) struct HookFailure {
+    /// The hook's name.
+    pub hook: String,
+    /// `serve_startup_hook_failed.error_type`: `invalid_result`, `not_asked`, `timeout`, ...
+    pub error_type: String,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl std::fmt::Display for HookFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "serve-startup hook `{}` failed ({}): {}",
+            self.hook, self.error_type, self.message
+        )
+    }
+}
+
+/// The serve-startup hooks that failed, in hook order (at least one). Display: one line
+/// per hook.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", self.0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+pub(crate) struct StartupFailed(pub Vec<HookFailure>);
+
+/// Calls every serve-startup hook. `Ok` when all passed (or there are none) or a stop
+/// arrived meanwhile.
+///
+/// Errors: [`StartupFailed`], each failed hook (also recorded as
+/// `serve_startup_hook_failed`).
+pub(crate) async fn run(
     hosts: &mut HostManager,
     config: &Config,
     events: &EventLog,
     stop: &mut StopWatch,
-) -> Result<(), String> {
+) -> Result<(), StartupFailed> {
     let calls: Vec<(HookRef, Value)> = hosts
         .hooks(Family::ServeStartup)
         .into_iter()
@@ -75,15 +106,16 @@ pub async fn run(
                 error_type: error_type.to_owned(),
                 error_message: message.clone(),
             });
-            failed.push(format!(
-                "serve-startup hook `{}` failed ({error_type}): {message}",
-                hook.name
-            ));
+            failed.push(HookFailure {
+                hook: hook.name.to_string(),
+                error_type: error_type.to_owned(),
+                message,
+            });
         }
     }
     if failed.is_empty() {
         Ok(())
     } else {
-        Err(failed.join("\n"))
+        Err(StartupFailed(failed))
     }
 }

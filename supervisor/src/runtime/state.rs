@@ -10,22 +10,22 @@ use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 /// Name of the lock file in `state_dir`; it holds the holder's pid.
-pub const LOCK_FILE: &str = "agent-runner.lock";
+pub(crate) const LOCK_FILE: &str = "agent-runner.lock";
 /// Name of the round counter file in `state_dir`.
-pub const STATE_FILE: &str = "state.json";
+pub(crate) const STATE_FILE: &str = "state.json";
 /// Name of the orphan stash record in `state_dir`.
-pub const ORPHAN_FILE: &str = "orphan-state.json";
+pub(crate) const ORPHAN_FILE: &str = "orphan-state.json";
 
 /// The exclusive lock of one project: one supervisor (`serve` or `round`) at a time.
 /// Released when dropped (or when the process dies: it is an `flock(2)`).
 #[derive(Debug)]
-pub struct ProjectLock {
+pub(crate) struct ProjectLock {
     _lock: Flock<File>,
 }
 
 /// Why the lock could not be taken.
 #[derive(Debug, thiserror::Error)]
-pub enum LockError {
+pub(crate) enum LockError {
     /// Another process holds it.
     #[error("another agent-runner (pid {pid}) already supervises this project (lock {path})")]
     Held {
@@ -47,7 +47,7 @@ pub enum LockError {
 impl ProjectLock {
     /// Takes the lock of the project whose log dir is `state_dir` (created if missing) and
     /// records this process's pid in it.
-    pub fn acquire(state_dir: &Path) -> Result<Self, LockError> {
+    pub(crate) fn acquire(state_dir: &Path) -> Result<Self, LockError> {
         let path = state_dir.join(LOCK_FILE);
         let io_err = |source| LockError::Io {
             path: path.display().to_string(),
@@ -87,7 +87,7 @@ impl ProjectLock {
 
 /// The pid of the process holding the project lock in `state_dir`, or `None` when nobody
 /// holds it (the probe takes and releases the lock without writing to the file).
-pub fn lock_holder(state_dir: &Path) -> Option<u32> {
+pub(crate) fn lock_holder(state_dir: &Path) -> Option<u32> {
     let file = File::open(state_dir.join(LOCK_FILE)).ok()?;
     match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
         Ok(_free) => None,
@@ -102,7 +102,7 @@ pub fn lock_holder(state_dir: &Path) -> Option<u32> {
 /// `state.json`: the last round number handed out (round numbers persist across restarts)
 /// and how the last finished round ended (for the next round's context).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct RoundState {
+pub(crate) struct RoundState {
     /// The last round number that started (0 before the first round).
     pub last_round: u64,
     /// The last round that finished.
@@ -112,7 +112,7 @@ pub struct RoundState {
 
 /// How a finished round ended (`previous` in the round context).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PreviousRound {
+pub(crate) struct PreviousRound {
     /// Its number.
     pub round_num: u64,
     /// The agent's exit code (`None` when a signal ended it).
@@ -125,7 +125,7 @@ pub struct PreviousRound {
 
 /// `orphan-state.json`: the last stash the supervisor made, by SHA (never `stash@{n}`).
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct OrphanState {
+pub(crate) struct OrphanState {
     /// The stash commit's SHA.
     pub sha: String,
     /// The round that left the tree dirty.
@@ -137,7 +137,7 @@ pub struct OrphanState {
 }
 
 /// Reads a JSON state file; a missing file is `Ok(None)`.
-pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> io::Result<Option<T>> {
+pub(crate) fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> io::Result<Option<T>> {
     match std::fs::read(path) {
         Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
             io::Error::new(
@@ -155,7 +155,7 @@ pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> io::Result<Option
 /// the orphan record).
 ///
 /// Errors: the directory cannot be created, or the file cannot be written or renamed.
-pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
+pub(crate) fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
     write_json(path, value, true)
 }
 
@@ -165,7 +165,7 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> io::Result<()>
 /// milliseconds to every round.
 ///
 /// Errors: as [`write_json_atomic`].
-pub fn write_json_replace<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
+pub(crate) fn write_json_replace<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
     write_json(path, value, false)
 }
 
@@ -188,7 +188,7 @@ fn write_json<T: Serialize>(path: &Path, value: &T, sync: bool) -> io::Result<()
 
 /// Hands out the next round number and records it before the round starts, so a crash
 /// mid-round never reuses a number.
-pub fn next_round(state_dir: &Path) -> io::Result<u64> {
+pub(crate) fn next_round(state_dir: &Path) -> io::Result<u64> {
     let path = state_dir.join(STATE_FILE);
     let mut state: RoundState = read_json(&path)?.unwrap_or_default();
     state.last_round += 1;
@@ -202,7 +202,7 @@ pub fn next_round(state_dir: &Path) -> io::Result<u64> {
 /// the caller records it (`round_state_recovered`); `None` when the counter was right.
 ///
 /// Errors: `state.json` is unreadable or cannot be written.
-pub fn recover_round_counter(
+pub(crate) fn recover_round_counter(
     state_dir: &Path,
     rounds_dir: &Path,
 ) -> io::Result<Option<(u64, u64)>> {
@@ -224,7 +224,7 @@ pub fn recover_round_counter(
 }
 
 /// Records how the round that just finished ended.
-pub fn record_round_end(state_dir: &Path, previous: PreviousRound) -> io::Result<()> {
+pub(crate) fn record_round_end(state_dir: &Path, previous: PreviousRound) -> io::Result<()> {
     let path = state_dir.join(STATE_FILE);
     let mut state: RoundState = read_json(&path)?.unwrap_or_default();
     state.previous = Some(previous);
@@ -232,12 +232,12 @@ pub fn record_round_end(state_dir: &Path, previous: PreviousRound) -> io::Result
 }
 
 /// `state.json` as it is (the default before the first round).
-pub fn read_round_state(state_dir: &Path) -> io::Result<RoundState> {
+pub(crate) fn read_round_state(state_dir: &Path) -> io::Result<RoundState> {
     Ok(read_json(&state_dir.join(STATE_FILE))?.unwrap_or_default())
 }
 
 /// The number the next round will get, without claiming it.
-pub fn peek_next_round(state_dir: &Path) -> io::Result<u64> {
+pub(crate) fn peek_next_round(state_dir: &Path) -> io::Result<u64> {
     let state: RoundState = read_json(&state_dir.join(STATE_FILE))?.unwrap_or_default();
     Ok(state.last_round + 1)
 }

@@ -23,7 +23,7 @@ use crate::runtime::state;
 /// The default state dir of the project whose work tree is `work_dir` (canonical) and whose
 /// log dir is `log_dir` (see the module docs); `log_dir` itself when it lies outside the
 /// work tree or when neither `XDG_STATE_HOME` nor `HOME` is set.
-pub fn default_for(work_dir: &Path, log_dir: &Path, project: &str) -> PathBuf {
+pub(crate) fn default_for(work_dir: &Path, log_dir: &Path, project: &str) -> PathBuf {
     if !in_tree(work_dir, log_dir) {
         return log_dir.to_owned();
     }
@@ -42,7 +42,7 @@ pub fn default_for(work_dir: &Path, log_dir: &Path, project: &str) -> PathBuf {
 /// (`state_migrated`), and a round counter behind the round logs is raised to them
 /// (`round_state_recovered`), so round numbers never restart silently. Failures are
 /// recorded as warnings; the round counter is checked again when the round starts.
-pub fn prepare(config: &Config, events: &EventLog) {
+pub(crate) fn prepare(config: &Config, events: &EventLog) {
     let (log_dir, state_dir) = (&config.runtime.log_dir, &config.runtime.state_dir);
     if log_dir != state_dir {
         match adopt_old_layout(log_dir, state_dir) {
@@ -112,7 +112,7 @@ fn adopt_old_layout(log_dir: &Path, state_dir: &Path) -> std::io::Result<Vec<Str
 
 /// Whether `dir` lies inside the work tree `work_dir` (where the agent's tree operations
 /// reach it).
-pub fn in_tree(work_dir: &Path, dir: &Path) -> bool {
+pub(crate) fn in_tree(work_dir: &Path, dir: &Path) -> bool {
     dir.starts_with(work_dir)
 }
 

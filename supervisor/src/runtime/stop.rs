@@ -16,21 +16,21 @@ pub enum StopLevel {
 }
 
 /// The receiving side, cloned into every wait.
-pub type StopWatch = watch::Receiver<StopLevel>;
+pub(crate) type StopWatch = watch::Receiver<StopLevel>;
 
 /// The sending side: raises the level (signals, the control socket).
-pub type StopSender = std::sync::Arc<watch::Sender<StopLevel>>;
+pub(crate) type StopSender = std::sync::Arc<watch::Sender<StopLevel>>;
 
 /// Installs SIGTERM/SIGINT handlers that raise the level one step per signal; returns the
 /// watch. Errors: the signal handlers could not be installed.
-pub fn install_signal_handlers() -> std::io::Result<StopWatch> {
+pub(crate) fn install_signal_handlers() -> std::io::Result<StopWatch> {
     install().map(|(_, rx)| rx)
 }
 
 /// [`install_signal_handlers`], also returning the sender for other stop sources.
 ///
 /// Errors: the signal handlers could not be installed.
-pub fn install() -> std::io::Result<(StopSender, StopWatch)> {
+pub(crate) fn install() -> std::io::Result<(StopSender, StopWatch)> {
     use tokio::signal::unix::{signal, SignalKind};
     let (tx, rx) = watch::channel(StopLevel::Run);
     let tx = std::sync::Arc::new(tx);
@@ -55,7 +55,7 @@ pub fn install() -> std::io::Result<(StopSender, StopWatch)> {
 }
 
 /// Raises the level to at least `level` (never lowers it).
-pub fn raise(tx: &StopSender, level: StopLevel) {
+pub(crate) fn raise(tx: &StopSender, level: StopLevel) {
     tx.send_if_modified(|current| {
         let raised = level > *current;
         if raised {
@@ -66,7 +66,7 @@ pub fn raise(tx: &StopSender, level: StopLevel) {
 }
 
 /// Waits until the level is at least `level` (forever if the sender is gone).
-pub async fn reached(stop: &mut StopWatch, level: StopLevel) {
+pub(crate) async fn reached(stop: &mut StopWatch, level: StopLevel) {
     if stop.wait_for(|l| *l >= level).await.is_err() {
         std::future::pending::<()>().await;
     }
@@ -74,7 +74,7 @@ pub async fn reached(stop: &mut StopWatch, level: StopLevel) {
 
 /// Sleeps `duration` unless a stop of at least `level` arrives first; returns `true` when
 /// interrupted.
-pub async fn sleep_unless(
+pub(crate) async fn sleep_unless(
     stop: &mut StopWatch,
     level: StopLevel,
     duration: std::time::Duration,

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// (globs relative to `work_dir`): over the sorted, de-duplicated relative paths, each
 /// path followed by NUL, the sha256 of its content and a newline. `None` when no pattern
 /// matches a readable file. Unreadable files are left out.
-pub fn fingerprint(work_dir: &Path, patterns: &[String]) -> Option<String> {
+pub(crate) fn fingerprint(work_dir: &Path, patterns: &[String]) -> Option<String> {
     let mut files: Vec<PathBuf> = patterns
         .iter()
         .filter_map(|p| glob::glob(&work_dir.join(p).to_string_lossy()).ok())

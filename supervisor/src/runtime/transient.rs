@@ -19,7 +19,7 @@ use crate::runtime::post_round::Decision;
 
 /// What `serve` does next.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Step {
+pub(crate) enum Step {
     /// The usual restart delay.
     Continue,
     /// A diagnosed failure whose action is `skip`: the usual restart delay, not counted
@@ -49,7 +49,7 @@ pub enum Step {
 
 impl Step {
     /// Whether the round was diagnosed by a post-round hook (and so is not a crash).
-    pub fn diagnosed(&self) -> bool {
+    pub(crate) fn diagnosed(&self) -> bool {
         !matches!(self, Step::Continue)
     }
 }
@@ -62,7 +62,7 @@ struct Episode {
 }
 
 /// The transient-failure state of one `serve` run.
-pub struct Transients {
+pub(crate) struct Transients {
     policy: Policy,
     action: TransientAction,
     hint: Option<String>,
@@ -71,7 +71,7 @@ pub struct Transients {
 
 impl Transients {
     /// The state for a `serve` of `config`, no episode under way.
-    pub fn new(config: &Config) -> Self {
+    pub(crate) fn new(config: &Config) -> Self {
         Transients {
             policy: Policy {
                 base: config.runtime.restart_delay,
@@ -86,7 +86,7 @@ impl Transients {
     /// Takes the settings of a re-read `config` (docs/configuration.md, "Config follows the
     /// file": base delay, cap, action, hint) and keeps the episode under way, so a back-off
     /// keeps growing from where it was and recovery is still reported once.
-    pub fn follow(&mut self, config: &Config) {
+    pub(crate) fn follow(&mut self, config: &Config) {
         let episode = self.episode.take();
         *self = Transients {
             episode,
@@ -96,7 +96,7 @@ impl Transients {
 
     /// Decides the step after round `round_num` whose agent exited `clean`ly (or not),
     /// given the hooks' `decision`, recording the events of this module.
-    pub fn after_round(
+    pub(crate) fn after_round(
         &mut self,
         events: &EventLog,
         decision: &Decision,

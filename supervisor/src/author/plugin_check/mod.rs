@@ -10,7 +10,7 @@ mod report;
 mod rules;
 mod wire;
 
-pub use report::{Outcome, Report, Status, RULES};
+pub(crate) use report::Report;
 
 use agent_runner_plugin_host::pin::open_and_hash;
 use agent_runner_plugin_host::probe::probe;
@@ -27,7 +27,7 @@ use crate::hosts::{self, PinStatus};
 
 /// What to check.
 #[derive(Debug)]
-pub enum Target {
+pub(crate) enum Target {
     /// `[plugins.hosts.NAME]` of the config at `config`.
     Configured {
         /// The config file.
@@ -66,7 +66,7 @@ pub(crate) struct Prepared {
 ///
 /// Errors: the config cannot be loaded, has no such host, or its sandbox mode cannot
 /// engage (exit 78).
-pub async fn run(target: &Target) -> Result<Report, CliError> {
+pub(crate) async fn run(target: &Target) -> Result<Report, CliError> {
     let prepared = match target {
         Target::Configured { config, name } => prepare_configured(config, name)?,
         Target::Command { command, provides } => prepare_command(command, provides)?,
@@ -99,7 +99,7 @@ fn prepare_configured(path: &Path, name: &str) -> Result<Prepared, CliError> {
             }
         )));
     };
-    let gate = SandboxGate::evaluate(config.plugins.sandbox, probe()).map_err(CliError::config)?;
+    let gate = SandboxGate::evaluate(config.plugins.sandbox, probe())?;
     let init = hosts::initialize_params(
         &config.project,
         &config.runtime.work_dir,
@@ -109,9 +109,7 @@ fn prepare_configured(path: &Path, name: &str) -> Result<Prepared, CliError> {
     let mut pin = "unpinned";
     let mut resolved = None;
     let spec = match hosts::check_pin(&config, &cfg) {
-        Err(message) => Err(format!(
-            "{message}; fix `command` of [plugins.hosts.{name}]"
-        )),
+        Err(err) => Err(format!("{err}; fix `command` of [plugins.hosts.{name}]")),
         Ok(checked) => {
             pin = checked.status.as_str();
             resolved = Some(checked.path.clone());
@@ -188,7 +186,7 @@ fn prepare_command(command: &[String], provides: &[Family]) -> Result<Prepared, 
         config: Default::default(),
     };
     // Best tier available; unpinned hosts are allowed (nothing is trusted here).
-    let gate = SandboxGate::evaluate(SandboxMode::Prefer, probe()).map_err(CliError::config)?;
+    let gate = SandboxGate::evaluate(SandboxMode::Prefer, probe())?;
     let init = hosts::initialize_params(&name, &work_dir, &log_dir, &gate);
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let mut resolved = None;

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 /// Every rule, in the order it is checked, with what it requires.
-pub const RULES: &[(&str, &str)] = &[
+pub(crate) const RULES: &[(&str, &str)] = &[
     (
         "launch",
         "the host resolves, is pinned as the config requires, and starts confined",
@@ -47,7 +47,7 @@ pub const RULES: &[(&str, &str)] = &[
 
 /// How a rule went.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Status {
+pub(crate) enum Status {
     /// The host meets the rule.
     Pass,
     /// It does not; the detail says what was seen and how to fix it.
@@ -58,7 +58,7 @@ pub enum Status {
 
 impl Status {
     /// The text and JSON spelling.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Status::Pass => "pass",
             Status::Fail => "FAIL",
@@ -69,7 +69,7 @@ impl Status {
 
 /// One rule's outcome.
 #[derive(Clone, Debug)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// The rule (a name of [`RULES`]).
     pub rule: &'static str,
     /// How it went.
@@ -80,7 +80,7 @@ pub struct Outcome {
 
 /// `plugin check --json`: the host, how it was launched, whether it passed, and each rule.
 #[derive(Debug, Serialize)]
-pub struct CheckDoc<'a> {
+pub(crate) struct CheckDoc<'a> {
     /// The host's name.
     pub host: &'a str,
     /// The resolved executable, if it resolved.
@@ -99,7 +99,7 @@ pub struct CheckDoc<'a> {
 
 /// One rule in [`CheckDoc`].
 #[derive(Debug, Serialize)]
-pub struct RuleDoc<'a> {
+pub(crate) struct RuleDoc<'a> {
     /// The rule's name.
     pub rule: &'a str,
     /// `pass`, `fail` or `skip`.
@@ -110,7 +110,7 @@ pub struct RuleDoc<'a> {
 
 /// The whole check.
 #[derive(Debug)]
-pub struct Report {
+pub(crate) struct Report {
     /// The host's name.
     pub host: String,
     /// The resolved executable, if it resolved.
@@ -127,18 +127,13 @@ pub struct Report {
 
 impl Report {
     /// Whether every rule passed.
-    pub fn passed(&self) -> bool {
+    pub(crate) fn passed(&self) -> bool {
         self.outcomes.iter().all(|o| o.status == Status::Pass)
-    }
-
-    /// The outcome of `rule`.
-    pub fn outcome(&self, rule: &str) -> Option<&Outcome> {
-        self.outcomes.iter().find(|o| o.rule == rule)
     }
 
     /// The text form: a header, one line per rule, a summary, and on failure the host's
     /// last stderr lines.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = format!(
             "plugin check: host `{}` ({}), sandbox {}, pin {}\n",
             self.host,
@@ -177,7 +172,7 @@ impl Report {
     }
 
     /// The `--json` form.
-    pub fn to_doc(&self) -> CheckDoc<'_> {
+    pub(crate) fn to_doc(&self) -> CheckDoc<'_> {
         CheckDoc {
             host: &self.host,
             path: self.path.as_deref(),

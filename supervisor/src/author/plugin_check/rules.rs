@@ -17,7 +17,7 @@ use super::Prepared;
 use crate::hosts::{declaration_problems, host_initialize_params, EXIT_GRACE};
 
 /// How long a host must stay silent after it starts (before `initialize`).
-pub const SILENCE_WINDOW: Duration = Duration::from_millis(300);
+pub(super) const SILENCE_WINDOW: Duration = Duration::from_millis(300);
 /// How long `shutdown` may take to be answered: what serve waits ([`EXIT_GRACE`]).
 const SHUTDOWN_TIMEOUT: Duration = EXIT_GRACE;
 /// The method no host provides, for the `unknown_method` rule.
@@ -134,54 +134,7 @@ async fn converse(run: &mut Run, wire: &mut HostWire, prepared: &Prepared, param
     // silent_before_initialize: nothing in the first moments, and nothing but the
     // response while initialize is pending (the first line a host writes is that response).
     let early = wire.first_output_within(SILENCE_WINDOW).await;
-    // initialize
-    let timeout = prepared.cfg.init_timeout;
-    let mut event_kinds = Vec::new();
-    let decls = match wire
-        .request(methods::INITIALIZE, Some(params), timeout)
-        .await
-    {
-        Err(err) => {
-            let detail = no_reply(wire, "initialize", err, timeout).await;
-            run.fail("initialize", detail);
-            None
-        }
-        Ok(Reply::Error(code, message))
-            if code == i64::from(error_codes::UNSUPPORTED_PROTOCOL_VERSION) =>
-        {
-            run.fail(
-                "initialize",
-                format!(
-                    "refused protocol version {}: {message}; a host must speak version 1",
-                    agent_runner_protocol::PROTOCOL_VERSION
-                ),
-            );
-            None
-        }
-        Ok(Reply::Error(code, message)) => {
-            run.fail("initialize", format!("answered error {code}: {message}; fix the cause (often the host's config table), or answer with the result"));
-            None
-        }
-        Ok(Reply::Result(value)) => match decode_initialize_result(value) {
-            Ok(result) => {
-                run.pass("initialize");
-                event_kinds = result.event_kinds;
-                Some(result.hooks)
-            }
-            Err(err) if err.field.starts_with("hooks[") && err.field.ends_with(".name") => {
-                run.pass("initialize");
-                run.fail("hook_names", format!("{err}; names match ^[a-z0-9][a-z0-9_-]{{0,63}}$ and are unique within the host"));
-                None
-            }
-            Err(err) => {
-                run.fail(
-                    "initialize",
-                    format!("invalid result: {err}; see docs/schema/initialize.result.json"),
-                );
-                None
-            }
-        },
-    };
+    let declared = initialize(run, wire, prepared, params).await;
     let early = early.into_iter().chain(wire.stray.drain(..)).next();
     run.judge(
         "silent_before_initialize",
@@ -192,13 +145,98 @@ async fn converse(run: &mut Run, wire: &mut HostWire, prepared: &Prepared, param
             )),
         },
     );
-    let Some(decls) = decls else {
+    let Some((decls, event_kinds)) = declared else {
         run.skip_rest("needs a successful initialize");
         return;
     };
+    check_declarations(run, prepared, &decls, &event_kinds);
 
-    // families_in_provides, hook_names: the rules serve refuses a host by.
-    let problems = declaration_problems(&decls, &event_kinds, &prepared.cfg.provides, &[]);
+    // hook_calls
+    let calls = call_hooks(wire, prepared, &decls, &event_kinds).await;
+    let alive = !matches!(calls, Err((_, true)));
+    run.judge("hook_calls", calls.map_err(|(detail, _)| detail));
+    if !alive {
+        run.skip_rest("the host ended during a hook call");
+        return;
+    }
+    let result = ask_unknown_method(wire).await;
+    run.judge("unknown_method", result);
+    let result = ask_shutdown(wire).await;
+    run.judge("shutdown", result);
+    // Children still running when the host has answered `shutdown`: under serve they die
+    // with the host's PID namespace, but a host must end what it started itself (and
+    // without a namespace, e.g. unprivileged, they would outlive it).
+    let at_shutdown = wire.group_members();
+    check_ending(run, wire, at_shutdown).await;
+}
+
+/// The `initialize` rule (and `hook_names` when a declared name is bad): the host's
+/// declared hooks and event kinds, or `None` when it failed.
+async fn initialize(
+    run: &mut Run,
+    wire: &mut HostWire,
+    prepared: &Prepared,
+    params: Value,
+) -> Option<(Vec<HookDecl>, Vec<String>)> {
+    let timeout = prepared.cfg.init_timeout;
+    let reply = match wire
+        .request(methods::INITIALIZE, Some(params), timeout)
+        .await
+    {
+        Ok(reply) => reply,
+        Err(err) => {
+            let detail = no_reply(wire, "initialize", err, timeout).await;
+            run.fail("initialize", detail);
+            return None;
+        }
+    };
+    let value = match reply {
+        Reply::Error(code, message)
+            if code == i64::from(error_codes::UNSUPPORTED_PROTOCOL_VERSION) =>
+        {
+            run.fail(
+                "initialize",
+                format!(
+                    "refused protocol version {}: {message}; a host must speak version 1",
+                    agent_runner_protocol::PROTOCOL_VERSION
+                ),
+            );
+            return None;
+        }
+        Reply::Error(code, message) => {
+            run.fail("initialize", format!("answered error {code}: {message}; fix the cause (often the host's config table), or answer with the result"));
+            return None;
+        }
+        Reply::Result(value) => value,
+    };
+    match decode_initialize_result(value) {
+        Ok(result) => {
+            run.pass("initialize");
+            Some((result.hooks, result.event_kinds))
+        }
+        Err(err) if err.field.starts_with("hooks[") && err.field.ends_with(".name") => {
+            run.pass("initialize");
+            run.fail("hook_names", format!("{err}; names match ^[a-z0-9][a-z0-9_-]{{0,63}}$ and are unique within the host"));
+            None
+        }
+        Err(err) => {
+            run.fail(
+                "initialize",
+                format!("invalid result: {err}; see docs/schema/initialize.result.json"),
+            );
+            None
+        }
+    }
+}
+
+/// `families_in_provides` and `hook_names`: the rules serve refuses a host by.
+fn check_declarations(
+    run: &mut Run,
+    prepared: &Prepared,
+    decls: &[HookDecl],
+    event_kinds: &[String],
+) {
+    let problems = declaration_problems(decls, event_kinds, &prepared.cfg.provides, &[]);
     let provides: Vec<&str> = prepared.cfg.provides.iter().map(|f| f.as_str()).collect();
     for rule in ["families_in_provides", "hook_names"] {
         let seen: Vec<String> = problems
@@ -221,19 +259,12 @@ async fn converse(run: &mut Run, wire: &mut HostWire, prepared: &Prepared, param
             },
         );
     }
+}
 
-    // hook_calls
-    let calls = call_hooks(wire, prepared, &decls, &event_kinds).await;
-    let alive = !matches!(calls, Err((_, true)));
-    run.judge("hook_calls", calls.map_err(|(detail, _)| detail));
-    if !alive {
-        run.skip_rest("the host ended during a hook call");
-        return;
-    }
-
-    // unknown_method
+/// `unknown_method`: a method no host provides must be answered with -32601.
+async fn ask_unknown_method(wire: &mut HostWire) -> Result<(), String> {
     let timeout = Duration::from_secs(agent_runner_protocol::limits::DEFAULT_SPAWN_HOOK_TIMEOUT_S);
-    let result = match wire.request(UNKNOWN_METHOD, Some(json!({})), timeout).await {
+    match wire.request(UNKNOWN_METHOD, Some(json!({})), timeout).await {
         Ok(Reply::Error(code, _)) if code == i64::from(error_codes::METHOD_NOT_FOUND) => Ok(()),
         Ok(Reply::Error(code, message)) => Err(format!(
             "answered {UNKNOWN_METHOD} with error {code} ({message}); answer methods you do not know with -32601"
@@ -243,11 +274,12 @@ async fn converse(run: &mut Run, wire: &mut HostWire, prepared: &Prepared, param
             quote(value.to_string().as_bytes())
         )),
         Err(err) => Err(no_reply(wire, UNKNOWN_METHOD, err, timeout).await),
-    };
-    run.judge("unknown_method", result);
+    }
+}
 
-    // shutdown
-    let result = match wire
+/// `shutdown`: answered with `null` within [`SHUTDOWN_TIMEOUT`].
+async fn ask_shutdown(wire: &mut HostWire) -> Result<(), String> {
+    match wire
         .request(methods::SHUTDOWN, None, SHUTDOWN_TIMEOUT)
         .await
     {
@@ -260,14 +292,12 @@ async fn converse(run: &mut Run, wire: &mut HostWire, prepared: &Prepared, param
             "answered shutdown with error {code} ({message}); answer null (no params are sent)"
         )),
         Err(err) => Err(no_reply(wire, "shutdown", err, SHUTDOWN_TIMEOUT).await),
-    };
-    run.judge("shutdown", result);
-    // Children still running when the host has answered `shutdown`: under serve they die
-    // with the host's PID namespace, but a host must end what it started itself (and
-    // without a namespace, e.g. unprivileged, they would outlive it).
-    let at_shutdown = wire.group_members();
+    }
+}
 
-    // exit_on_eof
+/// After `shutdown`: `exit_on_eof`, `stdout_protocol_only` and `no_process_left`
+/// (`at_shutdown`: the host's group when it answered `shutdown`).
+async fn check_ending(run: &mut Run, wire: &mut HostWire, at_shutdown: Vec<(u32, String)>) {
     wire.close_stdin();
     let exited = wire
         .exited_within(Duration::from_secs(EXIT_AFTER_EOF_S))
@@ -282,8 +312,6 @@ async fn converse(run: &mut Run, wire: &mut HostWire, prepared: &Prepared, param
             ))
         },
     );
-
-    // stdout_protocol_only
     run.judge(
         "stdout_protocol_only",
         match wire.stray.first() {
@@ -294,8 +322,6 @@ async fn converse(run: &mut Run, wire: &mut HostWire, prepared: &Prepared, param
             )),
         },
     );
-
-    // no_process_left
     let mut left = at_shutdown;
     left.extend(wire.group_members());
     left.sort();

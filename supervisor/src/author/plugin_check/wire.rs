@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use crate::hosts::{read_stderr_lines, StderrTail};
 
 /// Host stderr lines kept for the report (the last ones).
-pub const KEPT_STDERR_LINES: usize = 20;
+pub(super) const KEPT_STDERR_LINES: usize = 20;
 
 /// One line the host wrote on stdout.
 enum StdoutLine {
@@ -33,7 +33,7 @@ enum StdoutLine {
 
 /// A response to one request.
 #[derive(Debug)]
-pub enum Reply {
+pub(super) enum Reply {
     /// `result`.
     Result(Value),
     /// `error`: code, message.
@@ -42,7 +42,7 @@ pub enum Reply {
 
 /// Why a request got no response.
 #[derive(Debug)]
-pub enum NoReply {
+pub(super) enum NoReply {
     /// Nothing within the deadline.
     Timeout,
     /// stdout closed (the host exited or closed it).
@@ -57,7 +57,7 @@ pub enum NoReply {
 
 /// Why [`HostWire::start`] could not start the host.
 #[derive(Debug, thiserror::Error)]
-pub enum StartError {
+pub(super) enum StartError {
     /// The launch failed: its message, unchanged.
     #[error(transparent)]
     Launch(#[from] LaunchError),
@@ -67,7 +67,7 @@ pub enum StartError {
 }
 
 /// A running host under check.
-pub struct HostWire {
+pub(super) struct HostWire {
     child: Child,
     pgid: u32,
     stdin: Option<ChildStdin>,
@@ -85,7 +85,7 @@ impl HostWire {
     ///
     /// # Errors
     /// [`StartError`]: the launch failed, or the host's pipes are missing.
-    pub fn start(spec: &LaunchSpec) -> Result<Self, StartError> {
+    pub(super) fn start(spec: &LaunchSpec) -> Result<Self, StartError> {
         let (mut child, denials) = launch::spawn_with_listener(spec)?;
         let pgid = child.id().unwrap_or(0);
         let (Some(stdin), Some(stdout), Some(stderr)) =
@@ -111,7 +111,7 @@ impl HostWire {
     }
 
     /// The first thing the host writes on stdout within `wait`, quoted; `None` if silent.
-    pub async fn first_output_within(&mut self, wait: Duration) -> Option<String> {
+    pub(super) async fn first_output_within(&mut self, wait: Duration) -> Option<String> {
         match tokio::time::timeout(wait, self.stdout.recv()).await {
             Ok(Some(StdoutLine::Line(line))) => Some(quote(&line)),
             Ok(Some(StdoutLine::Broken(what))) => Some(what),
@@ -121,7 +121,7 @@ impl HostWire {
 
     /// Sends request `method` with `params` (omitted when `None`) and waits up to `timeout`
     /// for the response with its id. Other lines meanwhile are recorded in [`Self::stray`].
-    pub async fn request(
+    pub(super) async fn request(
         &mut self,
         method: &str,
         params: Option<Value>,
@@ -164,13 +164,13 @@ impl HostWire {
     }
 
     /// Closes the host's stdin (end-of-file).
-    pub fn close_stdin(&mut self) {
+    pub(super) fn close_stdin(&mut self) {
         self.stdin = None;
     }
 
     /// Waits up to `wait` for the host to exit; whether it did. Stdout lines written
     /// meanwhile are recorded in [`Self::stray`].
-    pub async fn exited_within(&mut self, wait: Duration) -> bool {
+    pub(super) async fn exited_within(&mut self, wait: Duration) -> bool {
         if self.status.is_some() {
             return true;
         }
@@ -195,7 +195,7 @@ impl HostWire {
     }
 
     /// How the host ended, in words (after [`Self::exited_within`] returned true).
-    pub fn how_it_ended(&mut self) -> String {
+    pub(super) fn how_it_ended(&mut self) -> String {
         if let Some(denied) = self.denials.as_mut().and_then(DenialListener::try_denial) {
             return format!(
                 "killed by the sandbox: it called {}(), which a confined host may not (docs/protocol.md, sandbox)",
@@ -216,7 +216,7 @@ impl HostWire {
     /// itself while it runs: `(pid, command name)`. The host is the group's leader, or, for
     /// an unprivileged operator, the leader's child that is PID 1 of its own PID namespace
     /// (the leader is then the reaper, see `agent_runner_plugin_host::user_namespace`).
-    pub fn group_members(&self) -> Vec<(u32, String)> {
+    pub(super) fn group_members(&self) -> Vec<(u32, String)> {
         let Ok(dir) = std::fs::read_dir("/proc") else {
             return Vec::new();
         };
@@ -252,7 +252,7 @@ impl HostWire {
     }
 
     /// Kills the host's process group and reaps the host.
-    pub async fn kill(&mut self) {
+    pub(super) async fn kill(&mut self) {
         let _ = launch::kill_group(self.pgid);
         if self.status.is_none() {
             if let Ok(status) = self.child.wait().await {
@@ -262,7 +262,7 @@ impl HostWire {
     }
 
     /// The last host stderr lines (redacted, capped).
-    pub fn stderr_tail(&self) -> Vec<String> {
+    pub(super) fn stderr_tail(&self) -> Vec<String> {
         self.stderr.lines()
     }
 }

@@ -25,7 +25,7 @@ use crate::runtime::host_health::{self, Reading};
 use crate::runtime::stop::StopLevel;
 
 /// Rounds in a row ending unclean that raise `no_progress`.
-pub const NO_PROGRESS_ROUNDS: usize = 3;
+pub(crate) const NO_PROGRESS_ROUNDS: usize = 3;
 
 /// The newest events each look reads for `supervisor_stale` (the monitor's own events,
 /// one per alert episode, are passed over among them).
@@ -36,7 +36,7 @@ const LOG_TAIL_BYTES: usize = 256 * 1024;
 
 /// One alert (printed as this object by `monitor --json`).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct Alert {
+pub(crate) struct Alert {
     /// The detector's name.
     pub detector: &'static str,
     /// `warning` or `critical`.
@@ -48,7 +48,7 @@ pub struct Alert {
 }
 
 /// What one look at the project found.
-pub struct Observation {
+pub(crate) struct Observation {
     /// The newest events of the record, oldest first.
     pub events: Vec<Recorded>,
     /// Every event of the newest rounds (the running one and [`NO_PROGRESS_ROUNDS`]
@@ -66,7 +66,7 @@ pub struct Observation {
 
 impl Observation {
     /// Looks at the project of `config` (read-only).
-    pub fn take(config: &Config) -> Observation {
+    pub(crate) fn take(config: &Config) -> Observation {
         let state_dir = &config.runtime.state_dir;
         let found = recent::scan(
             state_dir,
@@ -100,7 +100,7 @@ impl Observation {
 }
 
 /// Runs every built-in detector on `obs`.
-pub fn run_all(monitor: &MonitorConfig, obs: &Observation) -> Vec<Alert> {
+pub(crate) fn run_all(monitor: &MonitorConfig, obs: &Observation) -> Vec<Alert> {
     [
         disk(monitor, obs),
         mem_pressure(monitor, obs),
@@ -222,7 +222,7 @@ fn repetitive_tool(monitor: &MonitorConfig, obs: &Observation) -> Option<Alert> 
 }
 
 /// The names of the `tool_use` items of a JSON-lines agent log, in order.
-pub fn tool_calls(log: &str) -> Vec<String> {
+pub(crate) fn tool_calls(log: &str) -> Vec<String> {
     let mut names = Vec::new();
     for line in log.lines() {
         let Ok(value) = serde_json::from_str::<Value>(line) else {
@@ -243,7 +243,7 @@ pub fn tool_calls(log: &str) -> Vec<String> {
 /// Looks every `interval` until Ctrl-C or SIGTERM; prints each new alert
 /// (`[WARN] detector — message`, or one JSON object with `--json`), records it, and stops
 /// the supervisor for detectors in `auto_stop_on`.
-pub async fn watch(config: &Config, interval: Duration, json: bool) -> Result<u8, CliError> {
+pub(crate) async fn watch(config: &Config, interval: Duration, json: bool) -> Result<u8, CliError> {
     super::record(
         config,
         Event::MonitorStarted {
@@ -313,7 +313,7 @@ async fn report(config: &Config, alert: &Alert, json: bool) {
             config,
             Event::MonitorAutoStopFailed {
                 detector: alert.detector.into(),
-                error: e.message,
+                error: e.to_string(),
             },
         ),
     }

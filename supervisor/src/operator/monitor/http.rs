@@ -38,10 +38,10 @@ const APP_JS: &str = include_str!("page/app.js");
 const STYLE_CSS: &str = include_str!("page/style.css");
 
 /// How often each project's record is looked at for new lines.
-pub const FOLLOW_POLL: Duration = Duration::from_millis(250);
+pub(crate) const FOLLOW_POLL: Duration = Duration::from_millis(250);
 
 /// Where and for whom the page is served.
-pub struct HttpOptions {
+pub(crate) struct HttpOptions {
     /// The address to bind (default 127.0.0.1).
     pub addr: SocketAddr,
     /// Required from clients when set; must be set for a non-loopback address.
@@ -65,7 +65,7 @@ struct App {
 ///
 /// Errors: exit 2 for a non-loopback address without a token; exit 1 when the address
 /// cannot be bound.
-pub async fn serve(options: HttpOptions) -> Result<u8, CliError> {
+pub(crate) async fn serve(options: HttpOptions) -> Result<u8, CliError> {
     if !options.addr.ip().is_loopback() && options.token.is_none() {
         return Err(CliError {
             code: exit::USAGE,
@@ -254,7 +254,7 @@ async fn projects_route(State(app): State<Arc<App>>) -> Response {
 /// `GET /api/state`: the `peek --json` document, plus a `monitor` block (schema:
 /// `docs/schema/monitor-state.schema.json`).
 #[derive(Serialize, schemars::JsonSchema)]
-pub struct StateDoc {
+pub(crate) struct StateDoc {
     /// The peek document, its fields at the top level.
     #[serde(flatten)]
     pub peek: PeekDoc,
@@ -264,7 +264,7 @@ pub struct StateDoc {
 
 /// `monitor` of [`StateDoc`].
 #[derive(Serialize, schemars::JsonSchema)]
-pub struct StateMonitor {
+pub(crate) struct StateMonitor {
     /// The round budget of the current round's phase (or the base one), seconds.
     pub round_budget_s: u64,
     /// A host-health reading now, and its verdict.
@@ -273,7 +273,7 @@ pub struct StateMonitor {
 
 /// `monitor.host_health` of [`StateDoc`].
 #[derive(Serialize, schemars::JsonSchema)]
-pub struct StateHealth {
+pub(crate) struct StateHealth {
     /// The reading.
     pub reading: Reading,
     /// `warning`, `critical`, or `null` when healthy.
@@ -285,7 +285,7 @@ pub struct StateHealth {
 }
 
 /// The [`StateDoc`] of the project of `config` (read-only, like `peek`).
-pub fn state_document(config: &Config) -> StateDoc {
+pub(crate) fn state_document(config: &Config) -> StateDoc {
     let peek = peek::snapshot(
         config,
         &PeekOptions {

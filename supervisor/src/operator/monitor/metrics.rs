@@ -15,13 +15,13 @@ use crate::operator::service::{ServiceDoc, ServiceState};
 use crate::runtime::events::{Event, Recorded, RoundEnd};
 
 /// Upper bounds (seconds) of the round duration histogram's buckets.
-pub const DURATION_BUCKETS: [f64; 11] = [
+pub(crate) const DURATION_BUCKETS: [f64; 11] = [
     1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0,
 ];
 
 /// What the record of one project adds up to.
 #[derive(Clone, Debug, Default)]
-pub struct Counters {
+pub(crate) struct Counters {
     rounds: BTreeMap<String, u64>,
     duration_buckets: [u64; DURATION_BUCKETS.len()],
     duration_sum: f64,
@@ -35,7 +35,7 @@ pub struct Counters {
 }
 
 /// The scrape-time view of one project.
-pub struct ProjectView<'a> {
+pub(crate) struct ProjectView<'a> {
     /// The project's name (label `project`).
     pub name: &'a str,
     /// Its record, added up.
@@ -47,7 +47,7 @@ pub struct ProjectView<'a> {
 }
 
 /// Seconds since the epoch of an event `ts`.
-pub fn epoch_seconds(ts: &str) -> Option<f64> {
+pub(crate) fn epoch_seconds(ts: &str) -> Option<f64> {
     let at = crate::operator::event_read::parse_ts(ts)?;
     Some(
         at.duration_since(SystemTime::UNIX_EPOCH)
@@ -58,7 +58,7 @@ pub fn epoch_seconds(ts: &str) -> Option<f64> {
 
 impl Counters {
     /// Adds one event of the record.
-    pub fn observe(&mut self, recorded: &Recorded) {
+    pub(crate) fn observe(&mut self, recorded: &Recorded) {
         let ts = recorded.ts().and_then(epoch_seconds);
         if ts.is_some() {
             self.last_event = ts;
@@ -180,7 +180,7 @@ fn flag(on: bool) -> f64 {
 }
 
 /// The whole exposition for `projects` (docs/metrics.md lists every series).
-pub fn render(projects: &[ProjectView<'_>]) -> String {
+pub(crate) fn render(projects: &[ProjectView<'_>]) -> String {
     let mut out = String::new();
     liveness(&mut out, projects);
     rounds(&mut out, projects);

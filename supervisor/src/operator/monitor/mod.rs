@@ -13,11 +13,11 @@
 //! Only `anomaly` writes to the project's record (its `monitor_*` events) and asks a
 //! supervisor to stop; the other modes are read-only.
 
-pub mod detect;
-pub mod http;
-pub mod metrics;
-pub mod narrate;
-pub mod relay;
+pub(crate) mod detect;
+pub(crate) mod http;
+pub(crate) mod metrics;
+pub(crate) mod narrate;
+pub(crate) mod relay;
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
@@ -32,7 +32,7 @@ use crate::runtime::events::{Event, EventLog};
 
 /// `--mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Alerts only (default).
     Anomaly,
     /// The record, one sentence per event.
@@ -45,7 +45,7 @@ pub enum Mode {
 
 impl Mode {
     /// The CLI spelling.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Mode::Anomaly => "anomaly",
             Mode::Narrate => "narrate",
@@ -57,7 +57,7 @@ impl Mode {
 
 /// Everything `monitor` was asked.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub(crate) struct Options {
     /// `--config`.
     pub config: PathBuf,
     /// `--json`: alerts as JSON objects (anomaly).
@@ -83,7 +83,7 @@ pub struct Options {
 }
 
 /// The environment variable holding the page's token.
-pub const TOKEN_ENV: &str = "AGENT_RUNNER_MONITOR_TOKEN";
+pub(crate) const TOKEN_ENV: &str = "AGENT_RUNNER_MONITOR_TOKEN";
 
 fn usage(message: String) -> CliError {
     CliError {
@@ -95,7 +95,7 @@ fn usage(message: String) -> CliError {
 /// Runs `monitor`; returns the exit code.
 ///
 /// Errors: 2 for flags that do not fit the mode, 78 for a bad config, 1 otherwise.
-pub async fn run(options: Options) -> Result<u8, CliError> {
+pub(crate) async fn run(options: Options) -> Result<u8, CliError> {
     if options.host.is_some() && options.mode != Mode::Events {
         return Err(usage(format!(
             "monitor: --host works with --mode events only (detection runs on the machine itself), not --mode {}",

@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::runtime::events::{Event, Recorded, RoundEnd};
 
 /// The sentence for `recorded`, prefixed with its local-free UTC time (`HH:MM:SS`).
-pub fn sentence(recorded: &Recorded) -> String {
+pub(crate) fn sentence(recorded: &Recorded) -> String {
     let time = recorded
         .ts()
         .and_then(|ts| ts.get(11..19))

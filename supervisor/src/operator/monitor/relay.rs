@@ -23,14 +23,14 @@ use crate::exit::{self, CliError};
 use crate::runtime::events::{Event, EventLog};
 
 /// Waits before reconnect attempt 1, 2, …; the last value repeats.
-pub const BACKOFF_S: [u64; 6] = [1, 2, 4, 8, 16, 30];
+pub(crate) const BACKOFF_S: [u64; 6] = [1, 2, 4, 8, 16, 30];
 
 /// Lines of ssh's stderr kept for the blip and give-up events.
 const STDERR_LINES: usize = 20;
 
 /// What to relay from where.
 #[derive(Clone, Debug)]
-pub struct RelayOptions {
+pub(crate) struct RelayOptions {
     /// The ssh alias (or `user@host`).
     pub host: String,
     /// Kinds to relay, comma-separated; every kind (`*`) when unset.
@@ -50,7 +50,7 @@ fn sh_quote(word: &str) -> String {
 }
 
 /// The argv: `ssh <host> -- <remote command>`.
-pub fn ssh_argv(options: &RelayOptions, since: Option<&str>) -> Vec<String> {
+pub(crate) fn ssh_argv(options: &RelayOptions, since: Option<&str>) -> Vec<String> {
     let mut remote = vec!["agent-runner".to_owned()];
     if let Some(config) = &options.remote_config {
         remote.extend(["--config".to_owned(), config.clone()]);
@@ -112,7 +112,7 @@ impl Position {
 /// (exit 1).
 ///
 /// Errors: `ssh` cannot be started at all (exit 1).
-pub async fn run(options: &RelayOptions) -> Result<u8, CliError> {
+pub(crate) async fn run(options: &RelayOptions) -> Result<u8, CliError> {
     let events = EventLog::new(&options.state_dir);
     let mut position = Position::default();
     let mut attempt = 0u32;

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 /// variant) and its fields beside it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
-pub enum Event {
+pub(crate) enum Event {
     // ---- serve: boot and the loop ----
     /// Confinement is weaker than `[plugins] sandbox` asked for: at boot (`prefer` running
     /// below the best tier, or `require` refusing to boot) or for one unpinned host under
@@ -792,7 +792,7 @@ pub enum Event {
 /// Every kind [`Event`] writes. A host may not declare one of these as its own event kind
 /// (`docs/protocol.md` §5.7); hosts' events are recorded as `<host>.<kind>`. Kept equal to
 /// the variants by the vocabulary test.
-pub const BUILTIN_KINDS: &[&str] = &[
+pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "plugin_sandbox_degraded",
     "serve_stopping",
     "serve_startup_hook_failed",
@@ -866,7 +866,7 @@ pub const BUILTIN_KINDS: &[&str] = &[
 /// The fields of `round_end`, which has two shapes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum RoundEnd {
+pub(crate) enum RoundEnd {
     /// The agent could not be started: `{"round_num", "outcome": "spawn_failed"}`.
     NotStarted {
         /// The round.
@@ -897,7 +897,7 @@ pub enum RoundEnd {
 /// `round_end.outcome` of a round whose agent never ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum RoundOutcome {
+pub(crate) enum RoundOutcome {
     /// The agent could not be started.
     SpawnFailed,
 }

@@ -12,7 +12,7 @@ use std::time::SystemTime;
 
 mod event;
 
-pub use event::{Event, RoundEnd, RoundOutcome, BUILTIN_KINDS};
+pub(crate) use event::{Event, RoundEnd, RoundOutcome, BUILTIN_KINDS};
 
 /// Appends events to the monthly files of one log dir.
 #[derive(Clone, Debug)]
@@ -21,7 +21,7 @@ pub struct EventLog {
 }
 
 /// A UTC timestamp with milliseconds, `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-pub fn timestamp(at: SystemTime) -> String {
+pub(crate) fn timestamp(at: SystemTime) -> String {
     humantime::format_rfc3339_millis(at).to_string()
 }
 
@@ -42,13 +42,13 @@ impl EventLog {
     }
 
     /// The file holding events of the month of `ts` (a [`timestamp`]).
-    pub fn file_for(&self, ts: &str) -> PathBuf {
+    pub(crate) fn file_for(&self, ts: &str) -> PathBuf {
         self.dir.join(format!("events-{}.jsonl", &ts[..7]))
     }
 
     /// Records `event`. A failure to write is logged, never raised: the record must not
     /// stop the loop.
-    pub fn emit(&self, event: Event) {
+    pub(crate) fn emit(&self, event: Event) {
         if let Err(err) = self.try_emit(&event) {
             tracing::error!(?event, dir = %self.dir.display(), "cannot write event: {err}");
         }
@@ -57,7 +57,7 @@ impl EventLog {
     /// Records an event a host declared and emitted (`docs/protocol.md` §5.7): `kind` is
     /// `<host>.<kind>`, already checked against the host's declaration, and `fields` carry
     /// `host` and `hook`. The one way a kind outside [`Event`] enters the record.
-    pub fn emit_host_event(&self, kind: &str, fields: serde_json::Map<String, Value>) {
+    pub(crate) fn emit_host_event(&self, kind: &str, fields: serde_json::Map<String, Value>) {
         let ts = timestamp(SystemTime::now());
         let mut line = serde_json::Map::new();
         line.insert("ts".into(), Value::String(ts.clone()));
@@ -107,7 +107,7 @@ fn line_bytes(ts: &str, event: &Event) -> io::Result<Vec<u8>> {
 /// know (a newer supervisor wrote it) or a shape it cannot read; the line itself is always
 /// kept, and is what `events` and `peek` print, so nothing a newer writer added is lost.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Recorded {
+pub(crate) struct Recorded {
     /// The line as written: an object with a string `event`.
     pub line: Value,
     /// The typed event, when this version knows its kind.
@@ -116,7 +116,7 @@ pub struct Recorded {
 
 impl Recorded {
     /// Reads one parsed line; `None` when it is not an object with a string `event`.
-    pub fn from_line(line: Value) -> Option<Recorded> {
+    pub(crate) fn from_line(line: Value) -> Option<Recorded> {
         if !line.get("event").is_some_and(Value::is_string) {
             return None;
         }
@@ -125,17 +125,17 @@ impl Recorded {
     }
 
     /// The kind (`event`).
-    pub fn kind(&self) -> &str {
+    pub(crate) fn kind(&self) -> &str {
         self.line["event"].as_str().unwrap_or_default()
     }
 
     /// The line's `ts`, if it has one.
-    pub fn ts(&self) -> Option<&str> {
+    pub(crate) fn ts(&self) -> Option<&str> {
         self.line["ts"].as_str()
     }
 
     /// The line's `round_num`, if it has one (known kind or not).
-    pub fn round_num(&self) -> Option<u64> {
+    pub(crate) fn round_num(&self) -> Option<u64> {
         self.line["round_num"].as_u64()
     }
 }
