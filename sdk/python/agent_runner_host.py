@@ -49,11 +49,61 @@ What this module does for you (the mistakes that break hosts, docs/protocol.md):
 - returns (exit status 0) when stdin reaches end-of-file.
 """
 
-import json
 import os
-import re
 import sys
-import traceback
+
+# JSON goes through `_json`, the C accelerator `json` itself uses: importing `json` pulls
+# in `re`, `enum`, `functools` and `collections`, about 8 ms of a host's cold start
+# (docs/protocol.md "Python hosts: cold start"). `json` is the fallback where `_json` is
+# missing or its constructors differ (another implementation or version).
+try:
+    import _json
+
+    _ENCODE = _json.make_encoder(
+        {}, None, _json.encode_basestring, None, ":", ",", False, False, True)
+
+    class _ScanContext:
+        """The attributes `_json.make_scanner` reads (those of `json.JSONDecoder()`)."""
+        strict = True
+        object_hook = None
+        object_pairs_hook = None
+        parse_float = float
+        parse_int = int
+        memo = None
+
+        @staticmethod
+        def parse_constant(name):
+            raise ValueError("%s is not JSON" % name)
+
+    _SCAN = _json.make_scanner(_ScanContext())
+except (ImportError, AttributeError, TypeError):
+    _ENCODE = _SCAN = None
+
+
+def _dumps(value):
+    """`json.dumps(value, ensure_ascii=False, separators=(",", ":"))`."""
+    if _ENCODE is None:
+        import json
+
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return "".join(_ENCODE(value, 0))
+
+
+def _loads(text):
+    """`json.loads(text)` for one value; raises ValueError when `text` is not JSON."""
+    if _SCAN is None:
+        import json
+
+        return json.loads(text)
+    text = text.strip(" \t\n\r")
+    try:
+        value, end = _SCAN(text, 0)
+    except StopIteration as err:
+        raise ValueError("expecting a value at character %d" % err.value) from None
+    if end != len(text):
+        raise ValueError("extra data at character %d" % end)
+    return value
+
 
 __all__ = [
     "Host",
@@ -107,8 +157,24 @@ DETECT = "detector/detect"
 AFTER_ROUND = "post_round/after_round"
 SHUTDOWN = "shutdown"
 
-_HOOK_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-_EVENT_KIND = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
+_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
+_DIGITS = frozenset("0123456789")
+_HOOK_NAME_PATTERN = "^[a-z0-9][a-z0-9_-]{0,63}$"
+_EVENT_KIND_PATTERN = "^[a-z][a-z0-9_]{0,47}$"
+
+
+def _is_hook_name(name):
+    """Whether `name` matches `_HOOK_NAME_PATTERN` (docs/protocol.md §7)."""
+    return (isinstance(name, str) and 0 < len(name) <= 64 and name[0] in _LOWER | _DIGITS
+            and all(c in _LOWER or c in _DIGITS or c in "_-" for c in name))
+
+
+def _is_event_kind(kind):
+    """Whether `kind` matches `_EVENT_KIND_PATTERN` (docs/protocol.md §7)."""
+    return (isinstance(kind, str) and 0 < len(kind) <= 48 and kind[0] in _LOWER
+            and all(c in _LOWER or c in _DIGITS or c == "_" for c in kind))
+
+
 _INIT_KEYS = {"protocol_version", "supervisor", "host", "project", "work_dir", "log_dir",
               "state_dir", "config", "sandbox"}
 _CTX_KEYS = {"work_dir", "log_dir", "project", "round_num", "phase", "agent_name",
@@ -197,7 +263,20 @@ def carry_on(message="", usage=None):
     return verdict
 
 
-_RFC3339_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$")
+def _is_rfc3339_utc(text):
+    """Whether `text` is `YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z` (ASCII digits only)."""
+    if not isinstance(text, str) or len(text) < 20 or text[-1] != "Z":
+        return False
+    digits = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]
+    if any(text[i] not in _DIGITS for i in digits):
+        return False
+    if [text[i] for i in (4, 7, 10, 13, 16)] != ["-", "-", "T", ":", ":"]:
+        return False
+    fraction = text[19:-1]
+    return fraction == "" or (fraction[0] == "." and 2 <= len(fraction) <= 10
+                              and all(c in _DIGITS for c in fraction[1:]))
+
+
 _USAGE_KEYS = {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
                "cost_usd"}
 
@@ -227,7 +306,7 @@ def _check_post_round_verdict(value):
             return "`back_off_s`: back_off needs exactly one of back_off_s and until"
         if secs is not None and (not _is_int(secs) or not 1 <= secs <= MAX_DEFER_S):
             return "`back_off_s`: must be an integer in 1..=%d, got %r" % (MAX_DEFER_S, secs)
-        if until is not None and not (isinstance(until, str) and _RFC3339_UTC.match(until)):
+        if until is not None and not _is_rfc3339_utc(until):
             return "`until`: must be an RFC 3339 UTC time like 2026-11-30T05:00:00Z"
     elif secs is not None or until is not None:
         return "`back_off_s`: only back_off takes back_off_s or until"
@@ -357,7 +436,7 @@ def _check_dirty_action(value, dirty_files):
 
 
 def _compact_size(value):
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    return len(_dumps(value).encode("utf-8"))
 
 
 def _check_events(value, declared):
@@ -473,8 +552,8 @@ class Host:
         """Declares event kinds (`^[a-z][a-z0-9_]{0,47}$`) results may carry; recorded by
         the supervisor as `<host>.<kind>`."""
         for kind in kinds:
-            if not _EVENT_KIND.match(kind):
-                raise ValueError("event kind %r must match %s" % (kind, _EVENT_KIND.pattern))
+            if not _is_event_kind(kind):
+                raise ValueError("event kind %r must match %s" % (kind, _EVENT_KIND_PATTERN))
         self._event_kinds = list(kinds)
 
     def owned_paths(self, paths):
@@ -518,8 +597,8 @@ class Host:
         return self._register("post_round", name, None)
 
     def _register(self, family, name, priority):
-        if not _HOOK_NAME.match(name):
-            raise ValueError("hook name %r must match %s" % (name, _HOOK_NAME.pattern))
+        if not _is_hook_name(name):
+            raise ValueError("hook name %r must match %s" % (name, _HOOK_NAME_PATTERN))
         if any(h[1] == name for h in self._hooks):
             raise ValueError("hook %r declared twice" % name)
         if priority is not None and not _is_int(priority):
@@ -562,7 +641,7 @@ class Host:
         if not text.strip():
             return None
         try:
-            request = json.loads(text)
+            request = _loads(text)
         except ValueError as err:
             return _error(None, PARSE_ERROR, "parse error: %s" % err)
         if isinstance(request, list):
@@ -583,8 +662,7 @@ class Host:
             result = self._dispatch(method, params)
         except _RpcError as err:
             return _error(rid, err.code, err.message, err.data)
-        reply = json.dumps({"jsonrpc": "2.0", "result": result, "id": rid},
-                           ensure_ascii=False, separators=(",", ":"))
+        reply = _dumps({"jsonrpc": "2.0", "result": result, "id": rid})
         if len(reply.encode("utf-8")) + 1 > MAX_LINE_BYTES:
             return _error(rid, INTERNAL_ERROR,
                           "response exceeds the %d-byte line limit" % MAX_LINE_BYTES)
@@ -610,7 +688,7 @@ class Host:
                 raise _RpcError(
                     UNSUPPORTED_PROTOCOL_VERSION,
                     "unsupported protocol version %s; this host speaks %d"
-                    % (json.dumps(version), PROTOCOL_VERSION),
+                    % (_dumps(version), PROTOCOL_VERSION),
                     {"supported": [PROTOCOL_VERSION]})
         _check_object(params, ".", _INIT_KEYS, _INIT_KEYS)
         if not isinstance(params["config"], dict):
@@ -650,7 +728,7 @@ class Host:
             raise _RpcError(
                 INVALID_PARAMS,
                 "invalid params: `hook`: this host has no %s named %s (its %ss: %s)"
-                % (family, json.dumps(name), family,
+                % (family, _dumps(name), family,
                    ", ".join(sorted(h[1] for h in mine)) or "none"),
                 {"field": "hook"})
         what = "%s `%s`" % (family.replace("_", " "), name)
@@ -674,6 +752,8 @@ def _guarded(what, fn, params):
     except HookError as err:
         raise _RpcError(HOOK_FAILED, err.message, err.data)
     except Exception as err:  # noqa: BLE001 - a host must answer, never die of its bug
+        import traceback  # only on this path: it costs a cold start ~2 ms
+
         traceback.print_exc(file=sys.stderr)
         raise _RpcError(HOOK_FAILED, "%s raised %s: %s" % (what, type(err).__name__, err))
 
@@ -682,8 +762,7 @@ def _error(rid, code, message, data=None):
     error = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
-    return json.dumps({"jsonrpc": "2.0", "error": error, "id": rid},
-                      ensure_ascii=False, separators=(",", ":"))
+    return _dumps({"jsonrpc": "2.0", "error": error, "id": rid})
 
 
 def _discard_rest_of_line(inp):

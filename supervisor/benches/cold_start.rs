@@ -1,10 +1,13 @@
 //! Cold start per runtime: resolve + hash + pin check + confined launch (Landlock +
 //! seccomp, `sandbox = "require"`) + `initialize`, p50 / p99, for the runtime matrix's
 //! hosts (`tests/runtimes/`: bash, sh, Python, Node, Perl, Ruby; Rust:
-//! `target/release/ar-e2e-runtime`). Goals (issue 11): ≤ 5 ms for Rust, ≤ 30 ms for
-//! Python. A runtime missing on this machine is reported, not measured.
+//! `target/release/ar-e2e-runtime`), plus the Python SDK's own form of a host: the example
+//! `python-pause-file` as `sdk/python/build_pyz.py` builds it (a zipapp with bytecode,
+//! `#!/usr/bin/env -S python3 -I -S`). Goals (issue 11): ≤ 5 ms for Rust, ≤ 30 ms for
+//! Python. A runtime missing on this machine is reported, not measured. Each script row
+//! names the interpreter its `#!` line resolved to on this PATH.
 //!
-//! Run with `bash bench/cold_start.sh` (builds the Rust host first).
+//! Run with `bash bench/cold_start.sh` (builds the Rust host and the zipapp first).
 
 use agent_runner::config;
 use agent_runner::hosts::builtin::DetectorHost;
@@ -49,6 +52,7 @@ fn main() {
         ("sh", root.join("tests/runtimes/host.sh")),
         ("bash", root.join("tests/runtimes/host.bash")),
         ("python", root.join("tests/runtimes/host.py")),
+        ("pyz-sdk", root.join("target/release/python-pause-file.pyz")),
         ("node", root.join("tests/runtimes/host.js")),
         ("perl", root.join("tests/runtimes/host.pl")),
         ("ruby", root.join("tests/runtimes/host.rb")),
@@ -66,10 +70,13 @@ fn main() {
             println!("  {name:<7} not measured: {} missing", host.display());
             continue;
         };
-        if agent_runner_plugin_host::pin::open_and_hash(&canonical).is_err() {
-            println!("  {name:<7} not measured: its interpreter is not installed");
-            continue;
-        }
+        let interpreter = match agent_runner_plugin_host::pin::open_and_hash(&canonical) {
+            Ok(verified) => verified.interpreter.map(|i| i.path.display().to_string()),
+            Err(_) => {
+                println!("  {name:<7} not measured: its interpreter is not installed");
+                continue;
+            }
+        };
         let (config, gate, events) = project(dir.path(), &canonical);
         let mut cold = Vec::with_capacity(COLD_STARTS);
         let mut failed = false;
@@ -91,9 +98,10 @@ fn main() {
         }
         cold.sort();
         println!(
-            "  {name:<7} p50 {:7.2} ms   p99 {:7.2} ms",
+            "  {name:<7} p50 {:7.2} ms   p99 {:7.2} ms   {}",
             ms(percentile(&cold, 0.5)),
-            ms(percentile(&cold, 0.99))
+            ms(percentile(&cold, 0.99)),
+            interpreter.unwrap_or_default()
         );
     }
 }

@@ -1,6 +1,8 @@
 //! The Python SDK (`sdk/python/agent_runner_host.py`) over real pipes: stdout protection,
 //! silence before `initialize`, every error code the Rust SDK answers, result validation,
-//! and a clean exit on EOF. The host is `tests/fixtures/sdk_probe_host.py`.
+//! and a clean exit on EOF, with JSON through `_json` and through the `json` fallback.
+//! The host is `tests/fixtures/sdk_probe_host.py`. Also `sdk/python/build_pyz.py`: the
+//! zipapp it builds loads its modules from bytecode and is the same bytes when rebuilt.
 
 use agent_runner_e2e::serde_json::{self, json, Value};
 use agent_runner_e2e::workspace_root;
@@ -27,11 +29,34 @@ fn call(id: u64, method: &str, hook: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
+/// How the probe host's interpreter finds JSON.
+#[derive(Clone, Copy)]
+enum Json {
+    /// As shipped: the `_json` accelerator.
+    Accelerated,
+    /// `_json` blocked (`sys.modules["_json"] = None`), as on an interpreter without it:
+    /// the SDK falls back to the `json` module.
+    Fallback,
+}
+
 /// Feeds `lines` to the probe host, closes stdin, and returns (stdout lines as JSON,
 /// stderr, exit code).
 fn converse(lines: &[String]) -> (Vec<Value>, String, i32) {
-    let mut child = Command::new("python3")
-        .arg(workspace_root().join("tests/fixtures/sdk_probe_host.py"))
+    converse_with(Json::Accelerated, lines)
+}
+
+fn converse_with(json_path: Json, lines: &[String]) -> (Vec<Value>, String, i32) {
+    let probe = workspace_root().join("tests/fixtures/sdk_probe_host.py");
+    let mut command = Command::new("python3");
+    match json_path {
+        Json::Accelerated => command.arg(&probe),
+        Json::Fallback => command.arg("-c").arg(format!(
+            "import runpy, sys\nsys.modules['_json'] = None\n\
+             runpy.run_path({:?}, run_name='__main__')",
+            probe.display().to_string()
+        )),
+    };
+    let mut child = command
         .env("PYTHONPATH", workspace_root().join("sdk/python"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -67,6 +92,15 @@ fn error_code(reply: &Value) -> i64 {
 
 #[test]
 fn python_sdk_speaks_the_protocol() {
+    speaks_the_protocol(Json::Accelerated);
+}
+
+#[test]
+fn python_sdk_speaks_the_protocol_without_the_json_accelerator() {
+    speaks_the_protocol(Json::Fallback);
+}
+
+fn speaks_the_protocol(json_path: Json) {
     let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(70_000));
     let lines = vec![
         call(9, "spawn_hook/before_spawn", "printer").to_string(), // before initialize
@@ -87,7 +121,7 @@ fn python_sdk_speaks_the_protocol() {
         json!({"jsonrpc": "2.0", "method": "note"}).to_string(), // notification: no reply
         json!({"jsonrpc": "2.0", "id": 12, "method": "shutdown"}).to_string(),
     ];
-    let (replies, stderr, code) = converse(&lines);
+    let (replies, stderr, code) = converse_with(json_path, &lines);
     assert_eq!(code, 0, "exits cleanly on EOF; stderr: {stderr}");
     assert_eq!(replies.len(), 15, "{replies:#?}");
     let by_id = |id: u64| {
@@ -168,4 +202,52 @@ fn python_sdk_refuses_other_versions_and_bad_config() {
 fn python_sdk_is_silent_until_initialize() {
     let (replies, stderr, code) = converse(&[]);
     assert_eq!((replies.len(), code), (0, 0), "{stderr}");
+}
+
+/// Builds `examples/python-pause-file` with `sdk/python/build_pyz.py` into `dir`; returns
+/// the zipapp and what the builder printed.
+fn build_pause_pyz(dir: &std::path::Path, name: &str) -> (std::path::PathBuf, String) {
+    let out = dir.join(name);
+    let built = Command::new("python3")
+        .arg(workspace_root().join("sdk/python/build_pyz.py"))
+        .arg(workspace_root().join("examples/python-pause-file/src"))
+        .arg(&out)
+        .output()
+        .expect("python3 build_pyz.py");
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    (out, String::from_utf8(built.stdout).unwrap())
+}
+
+#[test]
+fn zipapps_load_their_modules_from_bytecode_and_rebuild_to_the_same_pin() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, told) = build_pause_pyz(dir.path(), "a.pyz");
+    let (second, _) = build_pause_pyz(dir.path(), "b.pyz");
+    let bytes = std::fs::read(&first).unwrap();
+    assert!(bytes.starts_with(b"#!/usr/bin/env -S python3 -I -S\n"));
+    assert_eq!(bytes, std::fs::read(&second).unwrap(), "reproducible");
+    let pin = format!("a = \"sha256:{}\"", agent_runner_e2e::sha256_hex(&first));
+    assert!(told.lines().any(|l| l == pin), "{told}");
+    // `-v -v` lists each place zipimport tries, in the order .pyc, .py: a module loaded
+    // from its bytecode stops at the .pyc (a rejected .pyc would go on to the .py).
+    let run = Command::new("python3")
+        .args(["-v", "-v"])
+        .arg(&first)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0));
+    let verbose = String::from_utf8_lossy(&run.stderr);
+    for module in ["agent_runner_host", "__main__"] {
+        let tried = |suffix: &str| format!("# trying {}/{module}{suffix}\n", first.display());
+        assert!(verbose.contains(&tried(".pyc")), "{verbose}");
+        assert!(
+            !verbose.contains(&tried(".py")),
+            "{module} compiled from source:\n{verbose}"
+        );
+    }
 }

@@ -1,7 +1,7 @@
 //! `agent-runner plugin new --lang rust|python NAME`: writes a working host (one hook of
 //! the `--family` asked for) that passes `plugin check` as generated. Templates live in
 //! `supervisor/templates/`; the Python scaffold carries a copy of the Python SDK module and
-//! is built into one pinnable zipapp (`NAME.pyz`). The Rust scaffold carries a copy of the
+//! of its zipapp builder, and is built into one pinnable zipapp (`NAME.pyz`, with bytecode). The Rust scaffold carries a copy of the
 //! Rust SDK and the protocol crate under `vendor/` (neither is published on crates.io), so
 //! it builds on a machine that reaches only crates.io and has no checkout of this
 //! repository.
@@ -14,6 +14,10 @@ use crate::exit::CliError;
 
 /// The Python SDK module, copied into every Python scaffold.
 pub(crate) const PYTHON_SDK: &str = include_str!("../../../sdk/python/agent_runner_host.py");
+
+/// The zipapp builder (`sdk/python/build_pyz.py`: sources plus checked bytecode, prints the
+/// pin), copied into every Python scaffold beside `build.sh`.
+const PYTHON_BUILD_PYZ: &str = include_str!("../../../sdk/python/build_pyz.py");
 
 /// The Rust SDK and the protocol crate, copied into every Rust scaffold under `vendor/`:
 /// (path inside the scaffold, contents). The manifests are templates with `{{VERSION}}`;
@@ -151,6 +155,7 @@ pub(crate) fn run(opts: &NewOptions) -> Result<Vec<String>, CliError> {
             let main = python_template(opts.family);
             write(&root.join("src/__main__.py"), &fill(main))?;
             write(&root.join("src/agent_runner_host.py"), PYTHON_SDK)?;
+            write(&root.join("build_pyz.py"), PYTHON_BUILD_PYZ)?;
             let build = root.join("build.sh");
             write(
                 &build,
