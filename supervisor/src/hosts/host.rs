@@ -86,6 +86,11 @@ pub(super) struct RunningHost {
     write_watch: Option<super::write_watch::WriteWatch>,
     /// The bounds of its table, named when one ended it.
     bounds: Bounds,
+    /// A second descriptor of the host's stdin, held until [`Self::shutdown`]: when the
+    /// client stops because the host closed its stdout, the client's end of the pipe
+    /// closes, and without this one the host would read end-of-file and exit; then a live
+    /// host that closed its stdout would pass for one that exited (docs/protocol.md §6).
+    stdin_hold: Option<std::os::fd::OwnedFd>,
 }
 
 /// JSON params already serialized.
@@ -118,6 +123,7 @@ impl RunningHost {
                 "host could not be launched: its stdin, stdout or stderr pipe is missing".into(),
             ));
         };
+        let stdin_hold = std::os::fd::AsFd::as_fd(&stdin).try_clone_to_owned().ok();
         let tail = StderrTail::new(TAIL_LINES);
         let stderr_reader = tokio::spawn(forward_stderr(spec.name.clone(), stderr, tail.clone()));
         let (sender, receiver, violation) = line_transport(stdin, stdout);
@@ -136,6 +142,7 @@ impl RunningHost {
             stderr_reader,
             write_watch: None,
             bounds,
+            stdin_hold,
         })
     }
 
@@ -275,7 +282,8 @@ impl RunningHost {
                 .request::<Value, _>(agent_runner_protocol::methods::SHUTDOWN, Params(None)),
         )
         .await;
-        drop(self.client); // closes the host's stdin
+        drop(self.client); // closes the host's stdin, with the held descriptor
+        drop(self.stdin_hold.take());
         if tokio::time::timeout(EXIT_GRACE, self.child.wait())
             .await
             .is_err()
