@@ -3,11 +3,62 @@
 //! failing on purpose in `initialize` or in its spawn hook `gate`, and the exact
 //! `hook_failed` fields it leaves in the events file: the call in flight, the exit status
 //! or the signal by name, the config key of the bound that ended the host, the envelope
-//! rule an answer broke, and `stderr_tail` on every failure that ends the host.
+//! rule an answer broke, and `stderr_tail` on every failure that ends the host. Every case
+//! runs with the supervisor run by root and by an unprivileged user.
 
 use agent_runner_e2e::serde_json::{json, Value};
-use agent_runner_e2e::{wait_until, HostSpec, Project, EVENT_TIMEOUT, RUN_TIMEOUT};
+use agent_runner_e2e::{wait_until, HostSpec, Operator, Project, EVENT_TIMEOUT, RUN_TIMEOUT};
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
+
+thread_local! {
+    /// Who runs the supervisor in the current test (each test runs on its own thread).
+    static OPERATOR: Cell<Operator> = const { Cell::new(Operator::Root) };
+}
+
+/// Every cause runs twice, `<cause>::as_root` and `<cause>::as_unprivileged_user`: the
+/// host is then the child of a reaper in its own user namespace, which passes its status
+/// on (`agent_runner_plugin_host::user_namespace`), and the message must not change.
+macro_rules! as_root_and_unprivileged {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                use super::*;
+
+                #[test]
+                fn as_root() {
+                    OPERATOR.set(Operator::Root);
+                    super::$name();
+                }
+
+                #[test]
+                fn as_unprivileged_user() {
+                    OPERATOR.set(Operator::Unprivileged);
+                    super::$name();
+                }
+            }
+        )*
+    };
+}
+
+as_root_and_unprivileged!(
+    exit_status_zero_without_answering,
+    exit_status_during_initialize,
+    a_signal_is_named,
+    a_sigkill_not_sent_by_the_supervisor_says_so,
+    the_state_max_mb_kill_names_the_key,
+    running_out_of_memory_names_memory_max_mb,
+    a_timeout_names_timeout_s,
+    a_timeout_names_the_family_default,
+    an_initialize_timeout_names_init_timeout_s,
+    stdout_closed_by_a_live_host,
+    a_sandbox_kill_names_the_call_and_the_system_call,
+    an_error_answer_keeps_the_host_and_has_no_tail,
+    a_wrong_jsonrpc_version_is_named,
+    a_missing_id_is_named,
+    a_null_id_is_named,
+    a_wrong_id_names_both_ids,
+);
 
 /// The hook every test host declares.
 const HOOK: &str = "gate";
@@ -113,9 +164,8 @@ fn fields(event: &Value) -> Value {
     event
 }
 
-#[test]
 fn exit_status_zero_without_answering() {
-    let p = Project::new();
+    let p = Project::new_as(OPERATOR.get());
     let host = python_host(&p, "", "say('nothing to add')\nsys.exit(0)");
     let failed = failed_round(&p, &host, "");
     assert_eq!(
@@ -128,9 +178,8 @@ fn exit_status_zero_without_answering() {
     );
 }
 
-#[test]
 fn exit_status_during_initialize() {
-    let p = Project::new();
+    let p = Project::new_as(OPERATOR.get());
     let host = python_host(&p, "say('no config file')\nsys.exit(3)", "pass");
     let failed = failed_round(&p, &host, "");
     assert_eq!(
@@ -143,9 +192,8 @@ fn exit_status_during_initialize() {
     );
 }
 
-#[test]
 fn a_signal_is_named() {
-    let p = Project::new();
+    let p = Project::new_as(OPERATOR.get());
     let host = python_host(
         &p,
         "",
@@ -167,9 +215,8 @@ fn a_signal_is_named() {
 }
 
 /// Another process (here the test) kills the host while it holds the call.
-#[test]
 fn a_sigkill_not_sent_by_the_supervisor_says_so() {
-    let p = Project::new();
+    let p = Project::new_as(OPERATOR.get());
     let host = python_host(
         &p,
         "",
@@ -209,9 +256,8 @@ fn a_sigkill_not_sent_by_the_supervisor_says_so() {
 /// The write watch kills the host once its state directory holds more than
 /// `state_max_mb`; the host waits for that (its stdin stays silent while a call is in
 /// flight).
-#[test]
 fn the_state_max_mb_kill_names_the_key() {
-    let p = Project::new();
+    let p = Project::new_as(OPERATOR.get());
     let host = python_host(
         &p,
         "",
@@ -231,9 +277,8 @@ fn the_state_max_mb_kill_names_the_key() {
     assert_eq!(p.events_of("plugin_write_limit").len(), 1);
 }
 
-#[test]
 fn running_out_of_memory_names_memory_max_mb() {
-    let p = Project::new();
+    let p = Project::new_as(OPERATOR.get());
     let host = python_host(
         &p,
         "",
@@ -250,9 +295,8 @@ fn running_out_of_memory_names_memory_max_mb() {
     );
 }
 
-#[test]
 fn a_timeout_names_timeout_s() {
-    let p = Project::new();
+    let p = Project::new_as(OPERATOR.get());
     let host = python_host(&p, "", "say('thinking')\nsys.stdin.readline()");
     let failed = failed_round(&p, &host, "timeout_s = 1\n");
     assert_eq!(
@@ -265,9 +309,8 @@ fn a_timeout_names_timeout_s() {
     );
 }
 
-#[test]
 fn a_timeout_names_the_family_default() {
-    let p = Project::new();
+    let p = Project::new_as(OPERATOR.get());
     let host = python_host(&p, "", "sys.stdin.readline()");
     let failed = failed_round(&p, &host, "");
     assert_eq!(
@@ -280,9 +323,8 @@ fn a_timeout_names_the_family_default() {
     );
 }
 
-#[test]
 fn an_initialize_timeout_names_init_timeout_s() {
-    let p = Project::new();
+    let p = Project::new_as(OPERATOR.get());
     let host = python_host(&p, "say('loading')\nsys.stdin.readline()", "pass");
     let failed = failed_round(&p, &host, "init_timeout_s = 1\n");
     assert_eq!(
@@ -295,9 +337,8 @@ fn an_initialize_timeout_names_init_timeout_s() {
     );
 }
 
-#[test]
 fn stdout_closed_by_a_live_host() {
-    let p = Project::new();
+    let p = Project::new_as(OPERATOR.get());
     let host = python_host(
         &p,
         "",
@@ -314,9 +355,8 @@ fn stdout_closed_by_a_live_host() {
     );
 }
 
-#[test]
 fn a_sandbox_kill_names_the_call_and_the_system_call() {
-    let p = Project::new();
+    let p = Project::new_as(OPERATOR.get());
     let host = python_host(
         &p,
         "",
@@ -334,9 +374,8 @@ fn a_sandbox_kill_names_the_call_and_the_system_call() {
 }
 
 /// An error answer keeps the host: no `stderr_tail`, whatever the host wrote.
-#[test]
 fn an_error_answer_keeps_the_host_and_has_no_tail() {
-    let p = Project::new();
+    let p = Project::new_as(OPERATOR.get());
     let host = python_host(
         &p,
         "",
@@ -354,7 +393,7 @@ fn an_error_answer_keeps_the_host_and_has_no_tail() {
 /// the round's `hook_failed` event, and `plugin check`'s detail of rule `hook_calls`
 /// (the same envelope validator judges both).
 fn bad_answer(answer: &str) -> (Value, String) {
-    let p = Project::new();
+    let p = Project::new_as(OPERATOR.get());
     let host = python_host(
         &p,
         "",
@@ -379,7 +418,6 @@ fn bad_answer(answer: &str) -> (Value, String) {
 /// `initialize` is the first.
 const FIRST_CALL_ID: u64 = 1;
 
-#[test]
 fn a_wrong_jsonrpc_version_is_named() {
     let (failed, detail) = bad_answer(r#"{"jsonrpc":"1.0","id":RID,"result":{}}"#);
     let line = format!(r#"{{"jsonrpc":"1.0","id":{FIRST_CALL_ID},"result":{{}}}}"#);
@@ -395,7 +433,6 @@ fn a_wrong_jsonrpc_version_is_named() {
     assert!(detail.contains(said), "{detail}");
 }
 
-#[test]
 fn a_missing_id_is_named() {
     let (failed, detail) = bad_answer(r#"{"jsonrpc":"2.0","result":{}}"#);
     let said = format!(
@@ -418,7 +455,6 @@ fn a_missing_id_is_named() {
     );
 }
 
-#[test]
 fn a_null_id_is_named() {
     let answer = r#"{"jsonrpc":"2.0","id":null,"result":{}}"#;
     let (failed, detail) = bad_answer(answer);
@@ -437,7 +473,6 @@ fn a_null_id_is_named() {
     );
 }
 
-#[test]
 fn a_wrong_id_names_both_ids() {
     let (failed, detail) = bad_answer(r#"{"jsonrpc":"2.0","id":RID0,"result":{}}"#);
     let line = format!(r#"{{"jsonrpc":"2.0","id":{FIRST_CALL_ID}0,"result":{{}}}}"#);
