@@ -452,6 +452,14 @@ pub enum EnvelopeError {
     /// Not a JSON object with `"jsonrpc": "2.0"` and an `id`: output that is no response
     /// at all (a `print`, a banner). Carries a short description of what it was.
     NotAResponse(String),
+    /// An attempted response (it has an `id`, `result` or `error`) whose `jsonrpc` member
+    /// is not `"2.0"`: the member as sent (JSON text), `None` when it is missing.
+    WrongVersion(Option<String>),
+    /// A response with `"jsonrpc": "2.0"` but no `id`: the id of the request in flight.
+    MissingId(u64),
+    /// A response whose `id` is `null` (what JSON-RPC 2.0 §5 sends for a request that
+    /// could not be parsed): the id of the request in flight.
+    NullId(u64),
     /// A response whose `id` is not the request's: `got` as sent (JSON text).
     WrongId {
         /// The id of the request in flight.
@@ -473,6 +481,21 @@ impl fmt::Display for EnvelopeError {
             EnvelopeError::NotAResponse(what) => write!(
                 f,
                 "not a JSON-RPC response on stdout: {what}; stdout is reserved for protocol messages; log to stderr"
+            ),
+            EnvelopeError::WrongVersion(None) => f.write_str(
+                "response without \"jsonrpc\": \"2.0\"; every response carries \"jsonrpc\": \"2.0\"",
+            ),
+            EnvelopeError::WrongVersion(Some(got)) => write!(
+                f,
+                "response with \"jsonrpc\": {got}; every response carries \"jsonrpc\": \"2.0\""
+            ),
+            EnvelopeError::MissingId(expected) => write!(
+                f,
+                "response without an id to request id {expected}; echo the request's id unchanged"
+            ),
+            EnvelopeError::NullId(expected) => write!(
+                f,
+                "response id null does not match request id {expected}; a null id says the host could not parse the request"
             ),
             EnvelopeError::WrongId { expected, got } => {
                 let kind = match serde_json::from_str::<Value>(got) {
@@ -503,6 +526,37 @@ impl fmt::Display for EnvelopeError {
 
 impl std::error::Error for EnvelopeError {}
 
+/// The members that make a stdout object a response, before its `id` is compared: an
+/// object with a `method`, or with none of `jsonrpc`, `id`, `result`, `error`, is no
+/// response at all (stray output); an attempted response needs `"jsonrpc": "2.0"` and an
+/// `id` (docs/protocol.md §6).
+fn check_envelope_head(
+    obj: &serde_json::Map<String, Value>,
+    expected_id: u64,
+) -> Result<(), EnvelopeError> {
+    if obj.contains_key("method") {
+        return Err(EnvelopeError::NotAResponse(
+            "a JSON-RPC request or notification (it has a \"method\"); a host only answers".into(),
+        ));
+    }
+    if !["jsonrpc", "id", "result", "error"]
+        .iter()
+        .any(|k| obj.contains_key(*k))
+    {
+        return Err(EnvelopeError::NotAResponse(
+            "a JSON object without \"jsonrpc\": \"2.0\" and an id".into(),
+        ));
+    }
+    match obj.get("jsonrpc") {
+        Some(Value::String(v)) if v == "2.0" => {}
+        other => return Err(EnvelopeError::WrongVersion(other.map(Value::to_string))),
+    }
+    if !obj.contains_key("id") {
+        return Err(EnvelopeError::MissingId(expected_id));
+    }
+    Ok(())
+}
+
 /// Decodes one stdout line of a host (newline stripped) as the response to the request
 /// with id `expected_id`: a JSON object with exactly `jsonrpc: "2.0"`, `id` (the same
 /// integer), and one of `result` or `error` (`{code, message, data?}`). The one validator
@@ -525,12 +579,11 @@ pub fn decode_response(line: &[u8], expected_id: u64) -> Result<Response, Envelo
     let Value::Object(mut obj) = value else {
         return Err(not_a_response(&format!("JSON that is {}", kind_of(&value))));
     };
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") || !obj.contains_key("id") {
-        return Err(not_a_response(
-            "a JSON object without \"jsonrpc\": \"2.0\" and an id",
-        ));
-    }
+    check_envelope_head(&obj, expected_id)?;
     let id = obj.remove("id").unwrap_or(Value::Null);
+    if id.is_null() {
+        return Err(EnvelopeError::NullId(expected_id));
+    }
     if id.as_u64() != Some(expected_id) {
         return Err(EnvelopeError::WrongId {
             expected: expected_id,
@@ -905,7 +958,27 @@ mod tests {
                 data: Some(json!([1]))
             }
         );
-        let cases: [(&[u8], &str); 9] = [
+        let cases: [(&[u8], &str); 15] = [
+            (
+                br#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+                "response with \"jsonrpc\": \"1.0\"; every response carries",
+            ),
+            (
+                br#"{"jsonrpc":2,"id":1,"result":{}}"#,
+                "response with \"jsonrpc\": 2;",
+            ),
+            (
+                br#"{"jsonrpc":"2.0","result":{}}"#,
+                "response without an id to request id 1",
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"m"}}"#,
+                "response id null does not match request id 1; a null id",
+            ),
+            (
+                br#"{"jsonrpc":"2.0","method":"log","params":{}}"#,
+                "not a JSON-RPC response on stdout: a JSON-RPC request or notification",
+            ),
             (
                 br#"{"jsonrpc":"2.0","id":"1","result":{}}"#,
                 "response id \"1\" (a string) does not match request id 1",
@@ -931,7 +1004,11 @@ mod tests {
                 "`code` is not an integer",
             ),
             (b"hello", "not JSON"),
-            (br#"{"id":1,"result":{}}"#, "without \"jsonrpc\""),
+            (
+                br#"{"id":1,"result":{}}"#,
+                "response without \"jsonrpc\": \"2.0\"",
+            ),
+            (br#"{"level":"info"}"#, "not a JSON-RPC response on stdout"),
             (b"[1]", "JSON that is an array"),
         ];
         for (line, says) in cases {

@@ -17,6 +17,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStderr};
 
+use super::cause::{self, Bounds, Deadline, InFlight};
 use super::transport::{line_transport, ViolationSlot};
 use super::{CallFailure, ErrorType};
 
@@ -25,8 +26,8 @@ pub(crate) const EXIT_GRACE: Duration =
     Duration::from_secs(agent_runner_protocol::limits::EXIT_AFTER_EOF_S);
 /// How long we wait to learn how a host whose pipe broke ended.
 const REAP_WAIT: Duration = Duration::from_millis(500);
-/// Stderr lines of a host kept for a `hook_failed` event when it dies before `initialize`
-/// is answered (docs/protocol.md "Runtimes").
+/// Stderr lines of a host kept for the `hook_failed` event of a failure that ends it
+/// (docs/protocol.md §6).
 pub(super) const TAIL_LINES: usize = 5;
 
 /// The last lines a host wrote on stderr (each capped at [`MAX_STDERR_LINE_CHARS`] and
@@ -83,6 +84,13 @@ pub(super) struct RunningHost {
     stderr_reader: tokio::task::JoinHandle<()>,
     /// Measures the state directory while the host lives (see [`super::write_watch`]).
     write_watch: Option<super::write_watch::WriteWatch>,
+    /// The bounds of its table, named when one ended it.
+    bounds: Bounds,
+    /// A second descriptor of the host's stdin, held until [`Self::shutdown`]: when the
+    /// client stops because the host closed its stdout, the client's end of the pipe
+    /// closes, and without this one the host would read end-of-file and exit; then a live
+    /// host that closed its stdout would pass for one that exited (docs/protocol.md §6).
+    stdin_hold: Option<std::os::fd::OwnedFd>,
 }
 
 /// JSON params already serialized.
@@ -97,19 +105,25 @@ impl ToRpcParams for Params {
 }
 
 impl RunningHost {
-    /// Starts the host described by `spec` (its pid is the process group id).
-    pub(super) fn start(spec: &LaunchSpec) -> Result<Self, CallFailure> {
-        let (mut child, denials) = launch::spawn_with_listener(spec)
-            .map_err(|e| CallFailure::new(ErrorType::Crashed, e.to_string()))?;
+    /// Starts the host described by `spec` (its pid is the process group id), with the
+    /// `bounds` of its table.
+    pub(super) fn start(spec: &LaunchSpec, bounds: Bounds) -> Result<Self, CallFailure> {
+        let (mut child, denials) = launch::spawn_with_listener(spec).map_err(|e| {
+            CallFailure::new(
+                ErrorType::Crashed,
+                format!("host could not be launched: {e}"),
+            )
+        })?;
         let pgid = child.id().unwrap_or(0);
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             return Err(CallFailure::new(
                 ErrorType::Crashed,
-                "host pipes missing".into(),
+                "host could not be launched: its stdin, stdout or stderr pipe is missing".into(),
             ));
         };
+        let stdin_hold = std::os::fd::AsFd::as_fd(&stdin).try_clone_to_owned().ok();
         let tail = StderrTail::new(TAIL_LINES);
         let stderr_reader = tokio::spawn(forward_stderr(spec.name.clone(), stderr, tail.clone()));
         let (sender, receiver, violation) = line_transport(stdin, stdout);
@@ -127,16 +141,25 @@ impl RunningHost {
             stderr: tail,
             stderr_reader,
             write_watch: None,
+            bounds,
+            stdin_hold,
         })
     }
 
-    /// Kills the host's group and returns the last lines of its stderr, read to its end
-    /// (waiting at most [`REAP_WAIT`] for the pipe to drain).
-    pub(super) async fn kill_for_stderr_tail(mut self) -> Vec<String> {
+    /// Ends the host after `failure` (one that [`ErrorType::ends_host`]): kills its group,
+    /// reads its stderr to the end (waiting at most [`REAP_WAIT`] for the pipe to drain)
+    /// and returns `failure` with the last lines attached and, when they say memory ran
+    /// out, `memory_max_mb` named ([`Bounds::stderr_cause`]).
+    pub(super) async fn end(mut self, failure: CallFailure) -> CallFailure {
         let _ = launch::kill_group(self.pgid);
         let _ = self.child.wait().await;
         let _ = tokio::time::timeout(REAP_WAIT, &mut self.stderr_reader).await;
-        self.stderr.lines()
+        let tail = self.stderr.lines();
+        let failure = match self.bounds.stderr_cause(&tail) {
+            Some(cause) => failure.with_cause(&cause),
+            None => failure,
+        };
+        failure.with_stderr_tail(tail)
     }
 
     /// Keeps `watch` running for as long as this host lives.
@@ -149,19 +172,20 @@ impl RunningHost {
         self.pgid
     }
 
-    /// Sends `method` with `params` and waits at most `timeout` for the result.
+    /// Sends `call` with `params` and waits at most `deadline` for the result.
     ///
-    /// Errors are classified into the failure taxonomy; after any error but `rpc_error`
-    /// the host is dead or must be killed (the caller does that with [`Self::kill`]).
+    /// Errors are classified into the failure taxonomy, their messages naming `call`;
+    /// after any error but `rpc_error` and `invalid_result` the host is dead or must be
+    /// killed (the caller does that with [`Self::end`]).
     pub(super) async fn call(
         &mut self,
-        method: &str,
+        call: &InFlight,
         params: Option<Value>,
-        timeout: Duration,
+        deadline: &Deadline,
     ) -> Result<Value, CallFailure> {
         let result = tokio::time::timeout(
-            timeout,
-            self.client.request::<Value, _>(method, Params(params)),
+            deadline.after,
+            self.client.request::<Value, _>(call.method, Params(params)),
         )
         .await;
         match result {
@@ -171,65 +195,74 @@ impl RunningHost {
                 format!("error {}: {}", err.code(), redact(err.message())),
             )
             .with_rpc(err.code(), err.data().map(|d| d.get().to_owned()))),
-            Ok(Err(RpcError::ParseError(err))) => {
-                Err(CallFailure::new(ErrorType::InvalidResult, err.to_string()))
-            }
-            Ok(Err(_)) => Err(self.diagnose_broken_pipe().await),
-            Err(_) => Err(CallFailure::new(
-                ErrorType::Timeout,
-                format!("no answer to {method} within {} s", timeout.as_secs_f32()),
+            Ok(Err(RpcError::ParseError(err))) => Err(CallFailure::new(
+                ErrorType::InvalidResult,
+                format!("{call} result: {err}"),
             )),
+            Ok(Err(_)) => Err(self.diagnose_broken_pipe(call).await),
+            Err(_) => Err(CallFailure::new(ErrorType::Timeout, deadline.missed(call))),
         }
     }
 
-    /// The client stopped: a protocol violation, a crash or a confinement kill.
-    async fn diagnose_broken_pipe(&mut self) -> CallFailure {
+    /// The client stopped during `call`: a protocol violation, stdout closed by a live
+    /// host, or the host's end (an exit, a signal, a confinement kill).
+    async fn diagnose_broken_pipe(&mut self, call: &InFlight) -> CallFailure {
         if let Some(violation) = self
             .violation
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take()
         {
-            return CallFailure::new(ErrorType::ProtocolViolation, violation);
+            return CallFailure::new(
+                ErrorType::ProtocolViolation,
+                format!("in answer to {call}: {violation}"),
+            );
         }
         match tokio::time::timeout(REAP_WAIT, self.child.wait()).await {
-            Ok(Ok(status)) => match (
-                self.denials.as_mut().and_then(DenialListener::try_denial),
-                status.signal(),
-            ) {
-                // The listener queues the denial before it kills the host, so after the
-                // reap it is there whenever the filter stopped the host.
-                (Some(denied), _) => CallFailure::new(
-                    ErrorType::KilledBySandbox,
-                    format!(
-                        "killed by the sandbox: the host called {}(), which protocol v1 §6 forbids",
-                        denied.name
-                    ),
-                )
-                .with_signal(libc::SIGSYS)
-                .with_syscall(denied.name),
-                // The filter's architecture / x32 guard kills without a notification.
-                (None, Some(libc::SIGSYS)) if self.denials.is_some() => CallFailure::new(
-                    ErrorType::KilledBySandbox,
-                    "killed by the seccomp filter (SIGSYS): foreign-architecture or x32 system call"
-                        .into(),
-                )
-                .with_signal(libc::SIGSYS),
-                (None, Some(sig)) => {
-                    CallFailure::new(ErrorType::Crashed, format!("host died of signal {sig}"))
-                        .with_signal(sig)
-                }
-                (None, None) => CallFailure::new(
-                    ErrorType::Crashed,
-                    format!(
-                        "host exited with status {} during the call",
-                        status.code().unwrap_or(-1)
-                    ),
-                ),
-            },
+            Ok(Ok(status)) => self.ended(call, status),
             _ => CallFailure::new(
                 ErrorType::ProtocolViolation,
-                "host closed its stdout but kept running".into(),
+                format!("host closed its stdout before answering {call} but kept running; killed"),
+            ),
+        }
+    }
+
+    /// The failure of a host that ended with `status` while answering `call`.
+    fn ended(&mut self, call: &InFlight, status: std::process::ExitStatus) -> CallFailure {
+        // The listener queues the denial before it kills the host, so after the reap it
+        // is there whenever the filter stopped the host.
+        if let Some(denied) = self.denials.as_mut().and_then(DenialListener::try_denial) {
+            return CallFailure::new(
+                ErrorType::KilledBySandbox,
+                format!(
+                    "killed by the sandbox before answering {call}: {}",
+                    cause::sandbox_denial(denied.name)
+                ),
+            )
+            .with_signal(libc::SIGSYS)
+            .with_syscall(denied.name);
+        }
+        match status.signal() {
+            // The filter's architecture / x32 guard kills without a notification.
+            Some(libc::SIGSYS) if self.denials.is_some() => CallFailure::new(
+                ErrorType::KilledBySandbox,
+                format!("killed by the seccomp filter (SIGSYS) before answering {call}: a foreign-architecture or x32 system call"),
+            )
+            .with_signal(libc::SIGSYS),
+            Some(signal) => {
+                let failure = CallFailure::new(
+                    ErrorType::Crashed,
+                    format!("host {} before answering {call}", cause::ending(status)),
+                )
+                .with_signal(signal);
+                match self.bounds.signal_cause(signal) {
+                    Some(why) => failure.with_cause(&why),
+                    None => failure,
+                }
+            }
+            None => CallFailure::new(
+                ErrorType::Crashed,
+                format!("host {} before answering {call}", cause::ending(status)),
             ),
         }
     }
@@ -249,7 +282,8 @@ impl RunningHost {
                 .request::<Value, _>(agent_runner_protocol::methods::SHUTDOWN, Params(None)),
         )
         .await;
-        drop(self.client); // closes the host's stdin
+        drop(self.client); // closes the host's stdin, with the held descriptor
+        drop(self.stdin_hold.take());
         if tokio::time::timeout(EXIT_GRACE, self.child.wait())
             .await
             .is_err()

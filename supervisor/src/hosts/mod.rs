@@ -8,6 +8,7 @@
 //! [`MAX_CONSECUTIVE_FAILURES`] failures in a row it is disabled for the rest of the run.
 
 pub mod builtin;
+pub(crate) mod cause;
 mod declarations;
 mod host;
 pub(crate) mod pins;
@@ -36,6 +37,7 @@ use std::time::{Duration, Instant};
 use crate::config::{Config, HostConfig};
 use crate::hosts::sandbox::SandboxGate;
 use crate::runtime::events::{Event, EventLog};
+use cause::{Bounds, Deadline, InFlight};
 use declarations::Declarations;
 pub(crate) use declarations::{declaration_problems, DeclarationProblem};
 use host::RunningHost;
@@ -131,8 +133,8 @@ pub struct CallFailure {
     pub rpc: Option<(i32, Option<String>)>,
     /// The system call the sandbox denied, for `killed_by_sandbox`.
     pub syscall: Option<&'static str>,
-    /// The last lines of the host's stderr, for a host that died before answering
-    /// `initialize` (`hook_failed.stderr_tail`); empty otherwise.
+    /// The last lines of the host's stderr, for a failure that ended the host
+    /// (`hook_failed.stderr_tail`, docs/protocol.md §6); empty otherwise.
     pub stderr_tail: Vec<String>,
 }
 
@@ -146,6 +148,12 @@ impl CallFailure {
             syscall: None,
             stderr_tail: Vec::new(),
         }
+    }
+
+    /// Adds what caused the failure, when more is known than its kind: `; <cause>`.
+    fn with_cause(mut self, cause: &str) -> Self {
+        self.message = redact_and_cap(&format!("{}; {cause}", self.message));
+        self
     }
 
     /// Attaches the host's last stderr lines and names the last one in the message, so the
@@ -189,8 +197,8 @@ pub struct HookRef {
 }
 
 /// One call of a [`HostManager::call_all`] batch waiting for its host: position in the
-/// batch, method, params, timeout.
-type PendingCall = (usize, &'static str, Value, Duration);
+/// batch, the call, params, its time bound.
+type PendingCall = (usize, InFlight, Value, Deadline);
 
 /// What a host is doing right now (peek/doctor).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -528,16 +536,20 @@ impl HostManager {
                 format!("{} changed on disk since it was hashed; restart agent-runner to re-check its pin", managed.spec.exe.path.display()),
             ));
         }
-        let mut running = RunningHost::start(&managed.spec)?;
+        let bounds = Bounds::of(&managed.cfg, managed.write_breach.clone());
+        let mut running = RunningHost::start(&managed.spec, bounds)?;
         let params = host_initialize_params(&self.init, &managed.cfg, &managed.spec);
+        let call = InFlight {
+            method: methods::INITIALIZE,
+            hook: None,
+        };
         let result = running
-            .call(methods::INITIALIZE, Some(params), managed.cfg.init_timeout)
+            .call(&call, Some(params), &Deadline::initialize(&managed.cfg))
             .await;
         let value = match result {
             Ok(value) => value,
             Err(failure) if failure.error_type.ends_host() => {
-                let tail = running.kill_for_stderr_tail().await;
-                return Err(failure.with_stderr_tail(tail));
+                return Err(running.end(failure).await);
             }
             Err(failure) => {
                 running.kill().await;
@@ -656,14 +668,14 @@ impl HostManager {
         if let Some(not_asked) = self.ready(hook).await {
             return not_asked;
         }
-        let timeout = self.hosts[index].cfg.call_timeout(hook.family);
+        let deadline = Deadline::call(&self.hosts[index].cfg, hook.family);
         let running = self.hosts[index]
             .running
             .as_mut()
             .expect("ready() started it");
         let started = Instant::now();
         let answer = running
-            .call(hook.family.method(), Some(params), timeout)
+            .call(&in_flight(hook), Some(params), &deadline)
             .await;
         self.settle(hook, started.elapsed(), answer).await
     }
@@ -744,10 +756,10 @@ impl HostManager {
                 self.hosts[index].consecutive_failures = 0;
                 Ok(Some(value))
             }
-            Err(failure) => {
+            Err(mut failure) => {
                 if failure.error_type.ends_host() {
                     if let Some(running) = self.hosts[index].running.take() {
-                        running.kill().await;
+                        failure = running.end(failure).await;
                     }
                 }
                 self.note_failure(index, hook, &failure);
@@ -773,18 +785,15 @@ impl HostManager {
         // its calls as (position in `calls`, method, params, timeout).
         let mut batches: Vec<(usize, RunningHost, Vec<PendingCall>)> = Vec::new();
         for (i, (hook, params)) in calls.iter().enumerate() {
+            let deadline = Deadline::call(&self.hosts[hook.host].cfg, hook.family);
             if let Some(batch) = batches.iter_mut().find(|b| b.0 == hook.host) {
-                let timeout = self.hosts[hook.host].cfg.call_timeout(hook.family);
-                batch
-                    .2
-                    .push((i, hook.family.method(), params.clone(), timeout));
+                batch.2.push((i, in_flight(hook), params.clone(), deadline));
                 continue;
             }
             if let Some(not_asked) = self.ready(hook).await {
                 results[i] = Some(not_asked);
                 continue;
             }
-            let timeout = self.hosts[hook.host].cfg.call_timeout(hook.family);
             let running = self.hosts[hook.host]
                 .running
                 .take()
@@ -792,14 +801,14 @@ impl HostManager {
             batches.push((
                 hook.host,
                 running,
-                vec![(i, hook.family.method(), params.clone(), timeout)],
+                vec![(i, in_flight(hook), params.clone(), deadline)],
             ));
         }
         let flights = batches.iter_mut().map(|(_, running, batch)| async move {
             let mut answers = Vec::with_capacity(batch.len());
-            for (i, method, params, timeout) in batch.drain(..) {
+            for (i, call, params, deadline) in batch.drain(..) {
                 let started = Instant::now();
-                let answer = running.call(method, Some(params), timeout).await;
+                let answer = running.call(&call, Some(params), &deadline).await;
                 let ends = answer.as_ref().is_err_and(|f| f.error_type.ends_host());
                 answers.push((i, started.elapsed(), answer));
                 if ends {
@@ -1097,6 +1106,14 @@ pub(crate) fn launch_spec(
     spec.file_max_mb = cfg.writes.file_max_mb;
     spec.tmp_max_mb = cfg.writes.tmp_max_mb;
     spec
+}
+
+/// The call of `hook`: its family's method and its name.
+fn in_flight(hook: &HookRef) -> InFlight {
+    InFlight {
+        method: hook.family.method(),
+        hook: Some(hook.name.as_str().to_owned()),
+    }
 }
 
 /// Wait before restart number `failures`: none after the first failure, then 1 s, 2 s,

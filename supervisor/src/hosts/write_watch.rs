@@ -58,8 +58,10 @@ impl WriteWatch {
                     return;
                 };
                 if used > spec.limit_bytes {
-                    let _ = kill_group(spec.pgid);
+                    // Flagged before the kill, so whoever reaps the host knows who killed it
+                    // (`super::cause::Bounds::signal_cause`).
                     spec.breached.store(true, Ordering::SeqCst);
+                    let _ = kill_group(spec.pgid);
                     tracing::warn!(host = %spec.host, used, limit = spec.limit_bytes, "state directory over its limit; host killed");
                     events.emit(Event::PluginWriteLimit {
                         host: spec.host,

@@ -123,7 +123,7 @@ async fn no_reply(wire: &mut HostWire, what: &str, err: NoReply, timeout: Durati
             };
             wire.exited_within(Duration::from_millis(500)).await;
             format!(
-                "the host {} instead of answering {what}{pipe}; its stderr (below) may say why",
+                "instead of answering {what}{pipe}, the host {}; its stderr (below) may say why",
                 wire.how_it_ended()
             )
         }

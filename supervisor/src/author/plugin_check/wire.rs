@@ -10,7 +10,6 @@ use agent_runner_protocol::line::{BoundedLines, Found, LongLines};
 use agent_runner_protocol::redact::{quote, redact};
 use agent_runner_protocol::{decode_response, EnvelopeError, Response};
 use serde_json::{json, Value};
-use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 
 use std::time::Duration;
@@ -18,7 +17,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 
-use crate::hosts::{read_stderr_lines, StderrTail};
+use crate::hosts::{cause, read_stderr_lines, StderrTail};
 
 /// Host stderr lines kept for the report (the last ones).
 pub(super) const KEPT_STDERR_LINES: usize = 20;
@@ -194,20 +193,18 @@ impl HostWire {
         }
     }
 
-    /// How the host ended, in words (after [`Self::exited_within`] returned true).
+    /// How the host ended, in serve's words (`crate::hosts::cause`), after
+    /// [`Self::exited_within`] returned true: `exited with status 3`, `died of SIGSEGV`,
+    /// `was killed by the sandbox: it called socket(), …`.
     pub(super) fn how_it_ended(&mut self) -> String {
         if let Some(denied) = self.denials.as_mut().and_then(DenialListener::try_denial) {
             return format!(
-                "killed by the sandbox: it called {}(), which a confined host may not (docs/protocol.md, sandbox)",
-                denied.name
+                "was killed by the sandbox: {}",
+                cause::sandbox_denial(denied.name)
             );
         }
         match self.status {
-            Some(status) => match (status.code(), status.signal()) {
-                (Some(code), _) => format!("exited with status {code}"),
-                (None, Some(sig)) => format!("died of signal {sig}"),
-                _ => "ended".into(),
-            },
+            Some(status) => cause::ending(status),
             None => "is still running".into(),
         }
     }

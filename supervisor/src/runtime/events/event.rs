@@ -754,12 +754,13 @@ pub(crate) enum Event {
         hook_kind: String,
         /// The host.
         host: String,
-        /// The failure class (`timeout`, `crash`, …).
+        /// The failure class (`timeout`, `crashed`, …).
         error_type: String,
-        /// What happened.
+        /// Its cause: the call in flight, the exit status or signal by name, the config
+        /// key of the bound that ended the host (docs/protocol.md §6).
         error_message: String,
-        /// The last lines of the host's stderr (capped, redacted) when it died before
-        /// answering `initialize`; absent otherwise (docs/protocol.md "Runtimes").
+        /// The last lines of the host's stderr (capped, redacted) when the failure ended
+        /// the host; absent otherwise (docs/protocol.md §6).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         stderr_tail: Vec<String>,
     },
