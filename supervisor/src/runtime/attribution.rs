@@ -151,19 +151,23 @@ pub(crate) struct Split {
     pub operator: Vec<String>,
 }
 
+/// The sha256 of a path's state: a symlink's target, or a file's size and its bytes up to
+/// that size as it was when opened, streamed through a fixed buffer. Bounded: a dirty
+/// file of any size costs no more memory than the buffer, and a file that grows while it
+/// is read (a log written by a process outside the round) is read once, not chased.
 fn fingerprint(path: &Path) -> Option<[u8; 32]> {
     let meta = std::fs::symlink_metadata(path).ok()?;
-    let bytes = if meta.file_type().is_symlink() {
+    let mut hasher = Sha256::new();
+    if meta.file_type().is_symlink() {
         use std::os::unix::ffi::OsStrExt;
-        std::fs::read_link(path)
-            .ok()?
-            .as_os_str()
-            .as_bytes()
-            .to_vec()
+        hasher.update(std::fs::read_link(path).ok()?.as_os_str().as_bytes());
     } else {
-        std::fs::read(path).ok()?
-    };
-    Some(Sha256::digest(bytes).into())
+        let file = std::fs::File::open(path).ok()?;
+        let len = file.metadata().ok()?.len();
+        hasher.update(len.to_le_bytes());
+        std::io::copy(&mut std::io::Read::take(file, len), &mut hasher).ok()?;
+    }
+    Some(hasher.finalize().into())
 }
 
 #[cfg(test)]
