@@ -25,47 +25,16 @@ const OUT_OF_MEMORY_WORDS: &[&str] = &[
     "out of memory",
 ];
 
-/// The name of `signal` (`SIGKILL`, `SIGSEGV`, …; signal(7)), `SIGRTMIN+n` for a
-/// real-time one, or `signal N` for a number Linux does not name.
+/// The name of `signal` (`SIGKILL`, `SIGSEGV`, …; signal(7), as `nix` spells it),
+/// `SIGRTMIN+n` for a real-time one, or `signal N` for a number Linux does not name.
 pub(crate) fn signal_name(signal: i32) -> String {
-    let name = match signal {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGTRAP => "SIGTRAP",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGUSR1 => "SIGUSR1",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGUSR2 => "SIGUSR2",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGALRM => "SIGALRM",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGSTKFLT => "SIGSTKFLT",
-        libc::SIGCHLD => "SIGCHLD",
-        libc::SIGCONT => "SIGCONT",
-        libc::SIGSTOP => "SIGSTOP",
-        libc::SIGTSTP => "SIGTSTP",
-        libc::SIGTTIN => "SIGTTIN",
-        libc::SIGTTOU => "SIGTTOU",
-        libc::SIGURG => "SIGURG",
-        libc::SIGXCPU => "SIGXCPU",
-        libc::SIGXFSZ => "SIGXFSZ",
-        libc::SIGVTALRM => "SIGVTALRM",
-        libc::SIGPROF => "SIGPROF",
-        libc::SIGWINCH => "SIGWINCH",
-        libc::SIGIO => "SIGIO",
-        libc::SIGPWR => "SIGPWR",
-        libc::SIGSYS => "SIGSYS",
-        n if (libc::SIGRTMIN()..=libc::SIGRTMAX()).contains(&n) => {
-            return format!("SIGRTMIN+{}", n - libc::SIGRTMIN())
+    match nix::sys::signal::Signal::try_from(signal) {
+        Ok(named) => named.as_str().to_owned(),
+        Err(_) if (libc::SIGRTMIN()..=libc::SIGRTMAX()).contains(&signal) => {
+            format!("SIGRTMIN+{}", signal - libc::SIGRTMIN())
         }
-        n => return format!("signal {n}"),
-    };
-    name.to_owned()
+        Err(_) => format!("signal {signal}"),
+    }
 }
 
 /// How a process ended, for "the host … before answering …": `exited with status N`, or
@@ -225,6 +194,7 @@ mod tests {
     fn signals_are_named() {
         assert_eq!(signal_name(libc::SIGKILL), "SIGKILL");
         assert_eq!(signal_name(libc::SIGSEGV), "SIGSEGV");
+        assert_eq!(signal_name(libc::SIGPWR), "SIGPWR");
         assert_eq!(signal_name(libc::SIGRTMIN() + 2), "SIGRTMIN+2");
         assert_eq!(signal_name(99), "signal 99");
         assert_eq!(
