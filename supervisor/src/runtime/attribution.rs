@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
+use crate::runtime::file_digest::{regular_file_sha256, Symlink};
 use crate::runtime::path_name;
 
 /// The supervisor's own paths inside the work tree (work-dir-relative, no trailing `/`).
@@ -151,21 +152,21 @@ pub(crate) struct Split {
     pub operator: Vec<String>,
 }
 
-/// The sha256 of a path's state: a symlink's target, or a file's size and its bytes up to
-/// that size as it was when opened, streamed through a fixed buffer. Bounded: a dirty
-/// file of any size costs no more memory than the buffer, and a file that grows while it
-/// is read (a log written by a process outside the round) is read once, not chased.
+/// The sha256 of a path's state: a symlink's target, a regular file's bytes
+/// ([`regular_file_sha256`]: bounded, never blocking), or for anything else (a FIFO, a
+/// socket, a device, a directory) only its kind.
 fn fingerprint(path: &Path) -> Option<[u8; 32]> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
+    let kind = std::fs::symlink_metadata(path).ok()?.file_type();
+    if kind.is_file() {
+        return regular_file_sha256(path, Symlink::Refuse);
+    }
     let mut hasher = Sha256::new();
-    if meta.file_type().is_symlink() {
+    if kind.is_symlink() {
         use std::os::unix::ffi::OsStrExt;
+        hasher.update(b"symlink:");
         hasher.update(std::fs::read_link(path).ok()?.as_os_str().as_bytes());
     } else {
-        let file = std::fs::File::open(path).ok()?;
-        let len = file.metadata().ok()?.len();
-        hasher.update(len.to_le_bytes());
-        std::io::copy(&mut std::io::Read::take(file, len), &mut hasher).ok()?;
+        hasher.update(format!("other:{kind:?}").as_bytes());
     }
     Some(hasher.finalize().into())
 }
@@ -187,6 +188,20 @@ mod tests {
         assert_eq!(split.round, ["edited", "new"]);
         assert_eq!(split.changed_preexisting, ["edited"]);
         assert_eq!(split.operator, ["scratch"]);
+    }
+
+    #[test]
+    fn a_fifo_put_where_operator_dirt_was_is_the_rounds_and_never_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = dir.path();
+        std::fs::write(w.join("notes"), "mine").unwrap();
+        let base = Baseline::take(w, &["notes".into()]);
+        std::fs::remove_file(w.join("notes")).unwrap();
+        nix::unistd::mkfifo(&w.join("notes"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        // Opening the FIFO for reading would wait for a writer: this returns at once.
+        let split = base.split(w, vec!["notes".into()]);
+        assert_eq!(split.round, ["notes"]);
+        assert_eq!(split.changed_preexisting, ["notes"]);
     }
 
     #[test]

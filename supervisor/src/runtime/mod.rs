@@ -10,7 +10,8 @@
 //!   [`serve_startup`]: the hooks `serve` calls once at boot.
 //! - [`git`]: the only place that runs git; [`attribution`]: whose dirt is it (the round's,
 //!   the operator's, the supervisor's own files and the paths hosts own).
-//! - [`path_name`]: file names as lossless text (non-UTF-8 names in git's quoted form).
+//! - [`path_name`]: file names as lossless text (non-UTF-8 names in git's quoted form);
+//!   [`file_digest`]: the one way a work-tree file is hashed (bounded, never blocking).
 //! - [`prompt`], [`round_context`]: what the agent is told.
 //! - [`config_follow`]: the config re-read before every round and on SIGHUP.
 //! - [`events`]: the operator's record, one JSON line per event (writer side).
@@ -30,6 +31,7 @@ pub(crate) mod config_follow;
 pub mod detect;
 pub(crate) mod dirty;
 pub mod events;
+pub(crate) mod file_digest;
 pub(crate) mod git;
 pub(crate) mod grace;
 pub(crate) mod host_health;

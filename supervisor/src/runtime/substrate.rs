@@ -6,10 +6,13 @@
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
+use crate::runtime::file_digest::{regular_file_sha256, Symlink};
+
 /// The `sha256:<hex>` fingerprint of the files under `work_dir` matching `patterns`
 /// (globs relative to `work_dir`): over the sorted, de-duplicated relative paths, each
 /// path followed by NUL, the sha256 of its content and a newline. `None` when no pattern
-/// matches a readable file. Unreadable files are left out.
+/// matches a readable file. Unreadable files are left out, and so is anything that is not
+/// a regular file when opened ([`regular_file_sha256`]: bounded, never blocking).
 pub(crate) fn fingerprint(work_dir: &Path, patterns: &[String]) -> Option<String> {
     let mut files: Vec<PathBuf> = patterns
         .iter()
@@ -23,13 +26,13 @@ pub(crate) fn fingerprint(work_dir: &Path, patterns: &[String]) -> Option<String
     let mut hasher = Sha256::new();
     let mut any = false;
     for file in &files {
-        let Ok(content) = std::fs::read(file) else {
+        let Some(content) = regular_file_sha256(file, Symlink::Follow) else {
             continue;
         };
         let rel = file.strip_prefix(work_dir).unwrap_or(file);
         hasher.update(rel.to_string_lossy().as_bytes());
         hasher.update([0]);
-        hasher.update(Sha256::digest(&content));
+        hasher.update(content);
         hasher.update(b"\n");
         any = true;
     }
