@@ -3,10 +3,11 @@
 //! repository limits dirt, stash and commits to itself (docs/configuration.md, "Dirt
 //! attribution").
 
-use agent_runner_e2e::{agent_runner_bin, Project};
+use agent_runner_e2e::{agent_runner_bin, ConfigBuilder, Project};
 use serde_json::Value;
 use std::fs;
 use std::process::Stdio;
+use std::time::Duration;
 
 /// The paths stored in stash `sha`: tracked changes and untracked files.
 fn stash_paths(p: &Project, sha: &str) -> Vec<String> {
@@ -247,4 +248,33 @@ fn a_host_executable_kept_in_the_tree_is_never_dirt() {
     assert!(p
         .status_porcelain()
         .contains(&"?? hosts/spawn-pause-file".to_owned()));
+}
+
+#[test]
+fn an_agent_that_puts_a_fifo_where_operator_dirt_was_does_not_hang_the_round() {
+    // The operator edited a tracked file; the agent replaces it with a FIFO, which git
+    // lists as modified. Opening a FIFO for reading waits for a writer: the supervisor,
+    // asking whether the round changed the operator's file, must see it is no longer a
+    // file, not open it.
+    let p = Project::new();
+    let agent = p.script(
+        "fifo-agent.sh",
+        "#!/bin/sh\nrm -f README.md\nmkfifo README.md\n",
+    );
+    p.write_config(&ConfigBuilder::new(&agent).dirty_action("ignore"));
+    p.write("README.md", "# e2e project\n\noperator edit\n");
+
+    p.spawn(&["round"])
+        .wait(Duration::from_secs(60))
+        .assert_code(0);
+    let all = p.events_text();
+    let before = p.events_of("dirty_before_round");
+    assert_eq!(strings(&before[0]["files"]), ["README.md"], "{all}");
+    let detected = &p.events_of("dirty_detected")[0];
+    assert_eq!(
+        strings(&detected["changed_preexisting"]),
+        ["README.md"],
+        "{all}"
+    );
+    assert_eq!(p.events_of("round_end").len(), 1, "{all}");
 }
