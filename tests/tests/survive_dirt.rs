@@ -278,3 +278,25 @@ fn an_agent_that_puts_a_fifo_where_operator_dirt_was_does_not_hang_the_round() {
     );
     assert_eq!(p.events_of("round_end").len(), 1, "{all}");
 }
+
+#[test]
+fn an_agent_that_turns_its_round_log_into_a_fifo_does_not_hang_the_round() {
+    // After a failed run the supervisor reads the end of the round log (`round_end`'s
+    // log_tail, the tail `round` prints); the log lies in the agent's reach.
+    let p = Project::new();
+    let agent = p.script(
+        "fifo-log-agent.sh",
+        "#!/bin/sh\nfor log in \"$AGENT_RUNNER_LOG_DIR\"/rounds/R\"$AGENT_RUNNER_ROUND_NUM\"-*.log; do\n\
+         rm -f \"$log\" && mkfifo \"$log\"\ndone\nexit 3\n",
+    );
+    p.write_config(&ConfigBuilder::new(&agent).dirty_action("ignore"));
+
+    p.spawn(&["round"])
+        .wait(Duration::from_secs(60))
+        .assert_code(1);
+    let all = p.events_text();
+    let ended = p.events_of("round_end");
+    assert_eq!(ended.len(), 1, "{all}");
+    assert_eq!(ended[0]["exit_code"], 3, "{all}");
+    assert_eq!(ended[0]["log_tail"], "", "{all}");
+}

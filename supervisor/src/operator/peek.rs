@@ -647,8 +647,11 @@ pub(crate) fn run(config_path: &Path, output: &PeekOutput) -> Result<u8, CliErro
                 config.runtime.log_dir.join("rounds").display()
             ))
         })?;
-        let mut log = std::fs::File::open(&file)
-            .map_err(|e| CliError::failure(format!("cannot read {}: {e}", file.display())))?;
+        let mut log = crate::runtime::tree_file::open_regular(
+            &file,
+            crate::runtime::tree_file::Symlink::Refuse,
+        )
+        .map_err(|e| CliError::failure(format!("cannot read {}: {e}", file.display())))?;
         let _ = std::io::copy(&mut log, &mut stdout);
         return Ok(crate::exit::OK);
     }

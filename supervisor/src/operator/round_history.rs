@@ -211,7 +211,9 @@ pub(crate) fn latest_logged_round(log_dir: &Path) -> Option<u64> {
 /// cut), `None` if it cannot be read.
 pub(crate) fn tail_text(path: &Path, max_bytes: usize) -> Option<String> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut file = std::fs::File::open(path).ok()?;
+    let mut file =
+        crate::runtime::tree_file::open_regular(path, crate::runtime::tree_file::Symlink::Refuse)
+            .ok()?;
     let len = file.metadata().ok()?.len();
     let start = len.saturating_sub(max_bytes as u64);
     file.seek(SeekFrom::Start(start)).ok()?;

@@ -10,7 +10,7 @@
 
 use regex::Regex;
 use std::io::{Read, Seek, SeekFrom};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::runtime::events::{Event, EventLog};
@@ -90,8 +90,9 @@ impl Grace {
     }
 }
 
-fn read_from(path: &PathBuf, offset: u64) -> std::io::Result<Vec<u8>> {
-    let mut file = std::fs::File::open(path)?;
+fn read_from(path: &Path, offset: u64) -> std::io::Result<Vec<u8>> {
+    let mut file =
+        crate::runtime::tree_file::open_regular(path, crate::runtime::tree_file::Symlink::Refuse)?;
     file.seek(SeekFrom::Start(offset))?;
     let mut bytes = Vec::new();
     file.take(CHUNK).read_to_end(&mut bytes)?;

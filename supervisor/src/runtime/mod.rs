@@ -11,7 +11,8 @@
 //! - [`git`]: the only place that runs git; [`attribution`]: whose dirt is it (the round's,
 //!   the operator's, the supervisor's own files and the paths hosts own).
 //! - [`path_name`]: file names as lossless text (non-UTF-8 names in git's quoted form);
-//!   [`file_digest`]: the one way a work-tree file is hashed (bounded, never blocking).
+//!   [`tree_file`]: the one way a file in the agent's reach is opened and hashed (never
+//!   blocking, bounded).
 //! - [`prompt`], [`round_context`]: what the agent is told.
 //! - [`config_follow`]: the config re-read before every round and on SIGHUP.
 //! - [`events`]: the operator's record, one JSON line per event (writer side).
@@ -31,7 +32,6 @@ pub(crate) mod config_follow;
 pub mod detect;
 pub(crate) mod dirty;
 pub mod events;
-pub(crate) mod file_digest;
 pub(crate) mod git;
 pub(crate) mod grace;
 pub(crate) mod host_health;
@@ -54,3 +54,4 @@ pub(crate) mod state_dir;
 pub mod stop;
 pub(crate) mod substrate;
 pub(crate) mod transient;
+pub(crate) mod tree_file;

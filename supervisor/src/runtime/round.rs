@@ -40,6 +40,7 @@ use crate::runtime::spawn_gate::{self, Verdict};
 use crate::runtime::state;
 use crate::runtime::stop::{StopLevel, StopWatch};
 use crate::runtime::substrate;
+use crate::runtime::tree_file;
 
 /// Lines of the round log that `round_end.log_tail` carries after a failed agent run.
 pub(crate) const TAIL_LINES: usize = 5;
@@ -885,7 +886,7 @@ impl Runner {
 
 /// The last `max` bytes of the file at `path`.
 fn read_end(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    let mut file = File::open(path)?;
+    let mut file = tree_file::open_regular(path, tree_file::Symlink::Refuse)?;
     let len = file.metadata()?.len();
     file.seek(SeekFrom::Start(len.saturating_sub(max)))?;
     let mut bytes = Vec::with_capacity(max.min(len) as usize);
