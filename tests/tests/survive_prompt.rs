@@ -1,8 +1,10 @@
 //! Issue 17, case 8: a prompt file that starts with a UTF-8 byte order mark (as Windows
 //! editors write it), with CRLF lines, or without a final newline, still has its front
-//! matter stripped; the agent gets neither the mark nor the YAML block.
+//! matter stripped; the agent gets neither the mark nor the YAML block. And a prompt file
+//! the agent turns into a FIFO is refused, not waited on.
 
-use agent_runner_e2e::Project;
+use agent_runner_e2e::{ConfigBuilder, Project};
+use std::time::Duration;
 
 #[test]
 fn the_agent_gets_the_prompt_without_bom_or_front_matter() {
@@ -31,4 +33,32 @@ fn the_agent_gets_the_prompt_without_bom_or_front_matter() {
         assert!(!output.contains('\u{feff}'), "{case}: {output:?}");
         assert!(!output.contains("title: e2e"), "{case}: {output:?}");
     }
+}
+
+#[test]
+fn a_prompt_the_agent_turns_into_a_fifo_is_refused_not_waited_on() {
+    // The prompt lies in the work tree; opening a FIFO for reading would wait for a writer.
+    let p = Project::new();
+    let agent = p.script(
+        "fifo-prompt-agent.sh",
+        "#!/bin/sh\nrm -f prompts/main.md && mkfifo prompts/main.md\n",
+    );
+    p.write_config(
+        &ConfigBuilder::new(&agent)
+            .dirty_action("ignore")
+            .restart_delay_s(1),
+    );
+    let out = p
+        .spawn(&["serve", "--max-rounds", "2"])
+        .wait(Duration::from_secs(60));
+    let all = p.events_text();
+    assert_eq!(p.events_of("round_end").len(), 1, "{all}");
+    let errors = p.events_of("round_error");
+    assert!(!errors.is_empty(), "{all}");
+    let error = errors[0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("prompts/main.md: not a regular file"),
+        "{error}"
+    );
+    assert_ne!(out.code(), 0, "{all}");
 }

@@ -64,9 +64,11 @@ pub enum ConfigError {
 /// key's message carries a did-you-mean suggestion when one is close.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
     static WARNED: std::sync::Once = std::sync::Once::new();
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-        path: path.to_owned(),
-        source,
+    let text = crate::runtime::tree_file::read_regular_to_string(path).map_err(|source| {
+        ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        }
     })?;
     let config = parse_str(path, &text)?;
     WARNED.call_once(|| {

@@ -60,7 +60,7 @@ impl ConfigFollower {
             }
         });
         Ok(ConfigFollower {
-            digest: std::fs::read(&config.path)
+            digest: crate::runtime::tree_file::read_regular(&config.path)
                 .map(|b| digest(&b))
                 .unwrap_or_default(),
             hangups,
@@ -83,7 +83,7 @@ impl ConfigFollower {
     ) {
         self.hangups.borrow_and_update();
         let path = runner.config.path.clone();
-        let bytes = match std::fs::read(&path) {
+        let bytes = match crate::runtime::tree_file::read_regular(&path) {
             Ok(bytes) => bytes,
             Err(e) => {
                 let error = format!(

@@ -1,9 +1,10 @@
 //! Files in the agent's reach (the work tree, the round logs under a `log_dir` inside it):
 //! the agent can replace any of them at will, with a FIFO or a file that grows without
 //! end. The one way the supervisor opens them ([`open_regular`]: never blocks, regular
-//! files only) and hashes them ([`regular_file_sha256`]: bounded memory), for dirt
-//! attribution, `substrate_fingerprint_paths`, result grace, post-round log tails and
-//! `peek`.
+//! files only), reads them whole ([`read_regular`], [`read_regular_to_string`]: the
+//! config file and the prompt files, which the agent can write too) and hashes them
+//! ([`regular_file_sha256`]: bounded memory), for dirt attribution,
+//! `substrate_fingerprint_paths`, result grace, post-round log tails and `peek`.
 
 use sha2::{Digest, Sha256};
 use std::fs::File;
@@ -45,6 +46,21 @@ pub(crate) fn open_regular(path: &Path, symlink: Symlink) -> std::io::Result<Fil
     Ok(file)
 }
 
+/// A regular file's bytes ([`open_regular`], following a final symlink: an operator may
+/// link the config or a prompt).
+pub(crate) fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut open_regular(path, Symlink::Follow)?, &mut bytes)?;
+    Ok(bytes)
+}
+
+/// A regular file's text ([`read_regular`]); `InvalidData` when it is not UTF-8, as
+/// `std::fs::read_to_string`.
+pub(crate) fn read_regular_to_string(path: &Path) -> std::io::Result<String> {
+    String::from_utf8(read_regular(path)?)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
 /// The sha256 of a regular file's bytes ([`open_regular`]), up to the size it had when
 /// opened, streamed through a fixed buffer. `None` when it cannot be opened or is not a
 /// regular file. Memory stays at the buffer's size whatever the file's, and a file that
@@ -76,5 +92,8 @@ mod tests {
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
         assert_eq!(regular_file_sha256(&fifo, Symlink::Follow), None);
         assert_eq!(regular_file_sha256(dir.path(), Symlink::Follow), None);
+        assert_eq!(read_regular_to_string(&link).unwrap(), "abc");
+        let refused = read_regular(&fifo).unwrap_err();
+        assert_eq!(refused.kind(), std::io::ErrorKind::InvalidInput);
     }
 }
