@@ -391,3 +391,37 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+#[test]
+fn a_host_that_dies_at_initialize_is_told_whether_its_stderr_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, body, says) in [
+        (
+            "silent.sh",
+            "#!/bin/sh\nread -r line\nexit 3\n",
+            "exited with status 3; it wrote nothing on stderr",
+        ),
+        (
+            "talks.sh",
+            "#!/bin/sh\nread -r line\necho 'boom: config missing' >&2\nexit 3\n",
+            "exited with status 3; its stderr (below) may say why",
+        ),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, body).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let (code, report) = check(&[], &[path.to_str().unwrap()]);
+        assert_eq!(code, 1, "{name}: {report:#}");
+        let detail = report["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["rule"] == "initialize")
+            .unwrap()["detail"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(detail.contains(says), "{name}: {detail}");
+    }
+}

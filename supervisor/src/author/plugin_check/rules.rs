@@ -110,7 +110,10 @@ pub(super) async fn check(prepared: Prepared) -> Report {
 async fn no_reply(wire: &mut HostWire, what: &str, err: NoReply, timeout: Duration) -> String {
     match err {
         NoReply::Timeout => format!(
-            "no answer to {what} within {} s; answer every request with one line on stdout and flush it (stdout is block-buffered when it is a pipe)",
+            "no answer to {what} within {} s; a hook that needs longer raises its host's \
+             `timeout_s` ([plugins.hosts.<name>]); otherwise check that every request gets \
+             one line on stdout, flushed (stdout is block-buffered when it is a pipe; the \
+             SDKs flush)",
             timeout.as_secs_f32()
         ),
         NoReply::Rejected(seen) => format!(
@@ -122,8 +125,13 @@ async fn no_reply(wire: &mut HostWire, what: &str, err: NoReply, timeout: Durati
                 _ => String::new(),
             };
             wire.exited_within(Duration::from_millis(500)).await;
+            let stderr = if wire.settled_stderr_tail().await.is_empty() {
+                "it wrote nothing on stderr"
+            } else {
+                "its stderr (below) may say why"
+            };
             format!(
-                "instead of answering {what}{pipe}, the host {}; its stderr (below) may say why",
+                "instead of answering {what}{pipe}, the host {}; {stderr}",
                 wire.how_it_ended()
             )
         }

@@ -72,6 +72,8 @@ pub(super) struct HostWire {
     stdin: Option<ChildStdin>,
     stdout: mpsc::UnboundedReceiver<StdoutLine>,
     stderr: StderrTail,
+    /// The task keeping [`HostWire::stderr`]; it ends at the pipe's end of file.
+    stderr_reader: tokio::task::JoinHandle<()>,
     denials: Option<DenialListener>,
     next_id: u64,
     status: Option<ExitStatus>,
@@ -95,13 +97,14 @@ impl HostWire {
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(read_stdout(stdout, tx));
         let kept = StderrTail::new(KEPT_STDERR_LINES);
-        tokio::spawn(keep_stderr(stderr, kept.clone()));
+        let stderr_reader = tokio::spawn(keep_stderr(stderr, kept.clone()));
         Ok(HostWire {
             child,
             pgid,
             stdin: Some(stdin),
             stdout: rx,
             stderr: kept,
+            stderr_reader,
             denials,
             next_id: 0,
             status: None,
@@ -260,6 +263,14 @@ impl HostWire {
 
     /// The last host stderr lines (redacted, capped).
     pub(super) fn stderr_tail(&self) -> Vec<String> {
+        self.stderr.lines()
+    }
+
+    /// The last host stderr lines once it has ended: first waits up to 100 ms for its
+    /// stderr to reach end of file (longer only if something it started holds it open),
+    /// so that a host that wrote before dying is not reported as silent.
+    pub(super) async fn settled_stderr_tail(&mut self) -> Vec<String> {
+        let _ = tokio::time::timeout(Duration::from_millis(100), &mut self.stderr_reader).await;
         self.stderr.lines()
     }
 }
