@@ -2,7 +2,9 @@
 
 Edit `answer` below, then rebuild and re-check:
     bash build.sh && agent-runner plugin check -- ./{{NAME}}.pyz
-The contract: docs/protocol.md of agent-runner. Log with print(): it goes to stderr.
+The contract: docs/protocol.md of agent-runner. Log with print() once agent_runner_host
+is imported (keep that import first): print() then goes to stderr. Before it, stdout is
+the protocol and a print breaks it.
 """
 
 import sys

@@ -277,6 +277,11 @@ fn push_config_hint(
         "  [plugins.hosts.{name}]\n  command = [{:?}]\n  provides = [\"{family}\"]",
         exe.display().to_string()
     ));
+    lines.push(
+        "keep the host outside the agent's work tree (copy it, then pin the copy): the agent \
+         can rewrite files there, and `doctor` warns about a host inside it"
+            .into(),
+    );
 }
 
 fn absolute(path: &Path) -> PathBuf {
