@@ -167,6 +167,16 @@ pub fn test_report_host(dir: &Path) -> PathBuf {
     out
 }
 
+/// The outcome of rule `rule` in a `plugin check --json` report (`{"rule", "status",
+/// "detail"}`); panics, showing the report, when the report has no such rule.
+pub fn check_rule(report: &Value, rule: &str) -> Value {
+    report["rules"]
+        .as_array()
+        .and_then(|rules| rules.iter().find(|r| r["rule"] == rule))
+        .cloned()
+        .unwrap_or_else(|| panic!("no rule {rule} in {report:#}"))
+}
+
 /// The sha256 of a file's contents as 64 lowercase hex digits. Results are cached per
 /// path, size and modification time (the binaries are large and `sha2` is unoptimized in
 /// test builds).

@@ -52,13 +52,7 @@ fn serve_and_check(p: &Project, host: &PathBuf, rule: &str) -> (Value, String) {
     let check = p.run(&["plugin", "check", "--json", "h"]);
     assert_eq!(check.code(), 1, "{check}");
     let report: Value = agent_runner_e2e::serde_json::from_str(&check.stdout).unwrap();
-    let outcome = report["rules"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["rule"] == rule)
-        .cloned()
-        .unwrap();
+    let outcome = agent_runner_e2e::check_rule(&report, rule);
     assert_eq!(outcome["status"], "fail", "{report:#}");
     (
         failed[0].clone(),
@@ -141,13 +135,7 @@ fn a_host_without_hooks_is_refused_by_both() {
     );
     let check = p.run(&["plugin", "check", "--json", "h"]);
     let report: Value = agent_runner_e2e::serde_json::from_str(&check.stdout).unwrap();
-    let rule = report["rules"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["rule"] == "hook_names")
-        .cloned()
-        .unwrap();
+    let rule = agent_runner_e2e::check_rule(&report, "hook_names");
     assert_eq!(rule["status"], "fail", "{report:#}");
     assert!(
         rule["detail"]

@@ -129,6 +129,14 @@ fn failed_round(p: &Project, host: &PathBuf, host_keys: &str) -> Value {
     failed[0].clone()
 }
 
+/// The fields of the one `hook_failed` event a round leaves when host `c` is
+/// [`python_host`]`(on_init, on_call)` with `host_keys` in its table ([`failed_round`]).
+fn cause_of(on_init: &str, on_call: &str, host_keys: &str) -> Value {
+    let p = Project::new_as(OPERATOR.get());
+    let host = python_host(&p, on_init, on_call);
+    fields(&failed_round(&p, &host, host_keys))
+}
+
 /// The fields of a `hook_failed` event of host `c` (`stderr_tail` left out when empty, as
 /// the event leaves it out).
 fn hook_failed(hook: (&str, &str), error_type: &str, message: &str, tail: &[&str]) -> Value {
@@ -165,11 +173,9 @@ fn fields(event: &Value) -> Value {
 }
 
 fn exit_status_zero_without_answering() {
-    let p = Project::new_as(OPERATOR.get());
-    let host = python_host(&p, "", "say('nothing to add')\nsys.exit(0)");
-    let failed = failed_round(&p, &host, "");
+    let failed = cause_of("", "say('nothing to add')\nsys.exit(0)", "");
     assert_eq!(
-        fields(&failed),
+        failed,
         in_gate(
             "crashed",
             &format!("host exited with status 0 before answering {IN_GATE}; its stderr ends: nothing to add"),
@@ -179,11 +185,9 @@ fn exit_status_zero_without_answering() {
 }
 
 fn exit_status_during_initialize() {
-    let p = Project::new_as(OPERATOR.get());
-    let host = python_host(&p, "say('no config file')\nsys.exit(3)", "pass");
-    let failed = failed_round(&p, &host, "");
+    let failed = cause_of("say('no config file')\nsys.exit(3)", "pass", "");
     assert_eq!(
-        fields(&failed),
+        failed,
         in_initialize(
             "crashed",
             "host exited with status 3 before answering initialize; its stderr ends: no config file",
@@ -193,17 +197,15 @@ fn exit_status_during_initialize() {
 }
 
 fn a_signal_is_named() {
-    let p = Project::new_as(OPERATOR.get());
-    let host = python_host(
-        &p,
+    let failed = cause_of(
         "",
         // A real fault: a host may be PID 1 of its own PID namespace, which ignores the
         // signals it sends itself.
         "say('about to fault')\nimport ctypes\nctypes.string_at(0)",
+        "",
     );
-    let failed = failed_round(&p, &host, "");
     assert_eq!(
-        fields(&failed),
+        failed,
         in_gate(
             "crashed",
             &format!(
@@ -278,15 +280,13 @@ fn the_state_max_mb_kill_names_the_key() {
 }
 
 fn running_out_of_memory_names_memory_max_mb() {
-    let p = Project::new_as(OPERATOR.get());
-    let host = python_host(
-        &p,
+    let failed = cause_of(
         "",
         "try:\n    bytearray(1 << 30)\nexcept MemoryError:\n    say('MemoryError: no room for 1 GiB')\n    sys.exit(1)",
+        "memory_max_mb = 128\n",
     );
-    let failed = failed_round(&p, &host, "memory_max_mb = 128\n");
     assert_eq!(
-        fields(&failed),
+        failed,
         in_gate(
             "crashed",
             &format!("host exited with status 1 before answering {IN_GATE}; its stderr says memory ran out: memory_max_mb = 128 of [plugins.hosts.c] bounds its address space; its stderr ends: MemoryError: no room for 1 GiB"),
@@ -296,11 +296,13 @@ fn running_out_of_memory_names_memory_max_mb() {
 }
 
 fn a_timeout_names_timeout_s() {
-    let p = Project::new_as(OPERATOR.get());
-    let host = python_host(&p, "", "say('thinking')\nsys.stdin.readline()");
-    let failed = failed_round(&p, &host, "timeout_s = 1\n");
+    let failed = cause_of(
+        "",
+        "say('thinking')\nsys.stdin.readline()",
+        "timeout_s = 1\n",
+    );
     assert_eq!(
-        fields(&failed),
+        failed,
         in_gate(
             "timeout",
             &format!("no answer to {IN_GATE} within 1 s (timeout_s = 1 of [plugins.hosts.c]); its stderr ends: thinking"),
@@ -310,11 +312,9 @@ fn a_timeout_names_timeout_s() {
 }
 
 fn a_timeout_names_the_family_default() {
-    let p = Project::new_as(OPERATOR.get());
-    let host = python_host(&p, "", "sys.stdin.readline()");
-    let failed = failed_round(&p, &host, "");
+    let failed = cause_of("", "sys.stdin.readline()", "");
     assert_eq!(
-        fields(&failed),
+        failed,
         in_gate(
             "timeout",
             &format!("no answer to {IN_GATE} within 10 s (the spawn_hook default; timeout_s of [plugins.hosts.c] is unset)"),
@@ -324,11 +324,13 @@ fn a_timeout_names_the_family_default() {
 }
 
 fn an_initialize_timeout_names_init_timeout_s() {
-    let p = Project::new_as(OPERATOR.get());
-    let host = python_host(&p, "say('loading')\nsys.stdin.readline()", "pass");
-    let failed = failed_round(&p, &host, "init_timeout_s = 1\n");
+    let failed = cause_of(
+        "say('loading')\nsys.stdin.readline()",
+        "pass",
+        "init_timeout_s = 1\n",
+    );
     assert_eq!(
-        fields(&failed),
+        failed,
         in_initialize(
             "timeout",
             "no answer to initialize within 1 s (init_timeout_s = 1 of [plugins.hosts.c]); its stderr ends: loading",
@@ -338,15 +340,13 @@ fn an_initialize_timeout_names_init_timeout_s() {
 }
 
 fn stdout_closed_by_a_live_host() {
-    let p = Project::new_as(OPERATOR.get());
-    let host = python_host(
-        &p,
+    let failed = cause_of(
         "",
         "say('closing stdout')\nos.close(1)\nsys.stdin.readline()",
+        "",
     );
-    let failed = failed_round(&p, &host, "");
     assert_eq!(
-        fields(&failed),
+        failed,
         in_gate(
             "protocol_violation",
             &format!("host closed its stdout before answering {IN_GATE} but kept running; killed; its stderr ends: closing stdout"),
@@ -356,15 +356,13 @@ fn stdout_closed_by_a_live_host() {
 }
 
 fn a_sandbox_kill_names_the_call_and_the_system_call() {
-    let p = Project::new_as(OPERATOR.get());
-    let host = python_host(
-        &p,
+    let failed = cause_of(
         "",
         "say('opening a socket')\nsocket.socket(socket.AF_INET, socket.SOCK_STREAM)",
+        "",
     );
-    let failed = failed_round(&p, &host, "");
     assert_eq!(
-        fields(&failed),
+        failed,
         in_gate(
             "killed_by_sandbox",
             &format!("killed by the sandbox before answering {IN_GATE}: it called socket(), which a confined host may not (docs/protocol.md §8); its stderr ends: opening a socket"),
@@ -375,16 +373,14 @@ fn a_sandbox_kill_names_the_call_and_the_system_call() {
 
 /// An error answer keeps the host: no `stderr_tail`, whatever the host wrote.
 fn an_error_answer_keeps_the_host_and_has_no_tail() {
-    let p = Project::new_as(OPERATOR.get());
-    let host = python_host(
-        &p,
+    let failed = cause_of(
         "",
         "say('refusing')\n\
          send({'jsonrpc': '2.0', 'id': rid, 'error': {'code': -32000, 'message': 'no gate today'}})",
+        "",
     );
-    let failed = failed_round(&p, &host, "");
     assert_eq!(
-        fields(&failed),
+        failed,
         in_gate("rpc_error", "error -32000: no gate today", &[])
     );
 }
@@ -403,13 +399,7 @@ fn bad_answer(answer: &str) -> (Value, String) {
     let check = p.run(&["plugin", "check", "--json", "c"]);
     assert_eq!(check.code(), 1, "{check}");
     let report: Value = agent_runner_e2e::serde_json::from_str(&check.stdout).unwrap();
-    let rule = report["rules"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["rule"] == "hook_calls")
-        .cloned()
-        .unwrap();
+    let rule = agent_runner_e2e::check_rule(&report, "hook_calls");
     assert_eq!(rule["status"], "fail", "{report:#}");
     (fields(&failed), rule["detail"].as_str().unwrap().to_owned())
 }

@@ -4,7 +4,8 @@
 
 use agent_runner_e2e::serde_json::{self, Value};
 use agent_runner_e2e::{
-    agent_runner_bin, bin_dir, pause_host_bin, pin_of, workspace_root, HostSpec, Project,
+    agent_runner_bin, bin_dir, check_rule, pause_host_bin, pin_of, workspace_root, HostSpec,
+    Project,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -180,12 +181,7 @@ fn faulty_hosts_fail_the_rule_they_break() {
         let (code, report) = check(&extra, &[host, mode]);
         assert_eq!(code, 1, "{mode}: {report:#}");
         assert_eq!(rules_with(&report, "fail"), [rule], "{mode}: {report:#}");
-        let detail = report["rules"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["rule"] == rule)
-            .unwrap()["detail"]
+        let detail = check_rule(&report, rule)["detail"]
             .as_str()
             .unwrap()
             .to_owned();
@@ -413,12 +409,7 @@ fn a_host_that_dies_at_initialize_is_told_whether_its_stderr_says_why() {
             .unwrap();
         let (code, report) = check(&[], &[path.to_str().unwrap()]);
         assert_eq!(code, 1, "{name}: {report:#}");
-        let detail = report["rules"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["rule"] == "initialize")
-            .unwrap()["detail"]
+        let detail = check_rule(&report, "initialize")["detail"]
             .as_str()
             .unwrap()
             .to_owned();

@@ -38,13 +38,7 @@ fn built_in_names_are_refused() {
         let check = p.run(&["plugin", "check", "--json", "squatter"]);
         assert_eq!(check.code(), 1, "{check}");
         let report: Value = agent_runner_e2e::serde_json::from_str(&check.stdout).unwrap();
-        let rule = report["rules"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["rule"] == "hook_names")
-            .cloned()
-            .unwrap_or_else(|| panic!("{report:#}"));
+        let rule = agent_runner_e2e::check_rule(&report, "hook_names");
         assert_eq!(rule["status"], "fail", "{rule}");
         assert!(rule["detail"].as_str().unwrap().contains(name), "{rule}");
     }
