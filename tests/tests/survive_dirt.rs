@@ -3,7 +3,7 @@
 //! repository limits dirt, stash and commits to itself (docs/configuration.md, "Dirt
 //! attribution").
 
-use agent_runner_e2e::{agent_runner_bin, ConfigBuilder, Project};
+use agent_runner_e2e::{agent_runner_bin, ConfigBuilder, Operator, Project};
 use serde_json::Value;
 use std::fs;
 use std::process::Stdio;
@@ -252,11 +252,19 @@ fn a_host_executable_kept_in_the_tree_is_never_dirt() {
 
 #[test]
 fn an_agent_that_puts_a_fifo_where_operator_dirt_was_does_not_hang_the_round() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        one_an_agent_that_puts_a_fifo_where_operator_dirt_was_does_not_hang_the_round(operator);
+    }
+}
+
+fn one_an_agent_that_puts_a_fifo_where_operator_dirt_was_does_not_hang_the_round(
+    operator: Operator,
+) {
     // The operator edited a tracked file; the agent replaces it with a FIFO, which git
     // lists as modified. Opening a FIFO for reading waits for a writer: the supervisor,
     // asking whether the round changed the operator's file, must see it is no longer a
     // file, not open it.
-    let p = Project::new();
+    let p = Project::new_as(operator);
     let agent = p.script(
         "fifo-agent.sh",
         "#!/bin/sh\nrm -f README.md\nmkfifo README.md\n",
@@ -281,9 +289,15 @@ fn an_agent_that_puts_a_fifo_where_operator_dirt_was_does_not_hang_the_round() {
 
 #[test]
 fn an_agent_that_turns_its_round_log_into_a_fifo_does_not_hang_the_round() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        one_an_agent_that_turns_its_round_log_into_a_fifo_does_not_hang_the_round(operator);
+    }
+}
+
+fn one_an_agent_that_turns_its_round_log_into_a_fifo_does_not_hang_the_round(operator: Operator) {
     // After a failed run the supervisor reads the end of the round log (`round_end`'s
     // log_tail, the tail `round` prints); the log lies in the agent's reach.
-    let p = Project::new();
+    let p = Project::new_as(operator);
     let agent = p.script(
         "fifo-log-agent.sh",
         "#!/bin/sh\nfor log in \"$AGENT_RUNNER_LOG_DIR\"/rounds/R\"$AGENT_RUNNER_ROUND_NUM\"-*.log; do\n\

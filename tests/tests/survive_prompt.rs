@@ -3,7 +3,7 @@
 //! matter stripped; the agent gets neither the mark nor the YAML block. And a prompt file
 //! the agent turns into a FIFO is refused, not waited on.
 
-use agent_runner_e2e::{ConfigBuilder, Project};
+use agent_runner_e2e::{ConfigBuilder, Operator, Project};
 use std::time::Duration;
 
 #[test]
@@ -37,8 +37,14 @@ fn the_agent_gets_the_prompt_without_bom_or_front_matter() {
 
 #[test]
 fn a_prompt_the_agent_turns_into_a_fifo_is_refused_not_waited_on() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        one_a_prompt_the_agent_turns_into_a_fifo_is_refused_not_waited_on(operator);
+    }
+}
+
+fn one_a_prompt_the_agent_turns_into_a_fifo_is_refused_not_waited_on(operator: Operator) {
     // The prompt lies in the work tree; opening a FIFO for reading would wait for a writer.
-    let p = Project::new();
+    let p = Project::new_as(operator);
     let agent = p.script(
         "fifo-prompt-agent.sh",
         "#!/bin/sh\nrm -f prompts/main.md && mkfifo prompts/main.md\n",
