@@ -33,6 +33,7 @@ pub mod detect;
 pub(crate) mod dirty;
 pub mod events;
 pub(crate) mod git;
+pub(crate) mod git_operation;
 pub(crate) mod grace;
 pub(crate) mod host_health;
 pub(crate) mod path_name;
