@@ -43,7 +43,7 @@ pub fn engine() -> &'static Engine {
                 .is_ok_and(|s| s.success());
             assert!(
                 found,
-                "{tool} is missing: run tests/setup.sh (tests/setup.d/30-podman.sh installs it)"
+                "{tool} is missing: run tests/setup.sh (tests/setup.d/40-podman.sh installs it)"
             );
         }
         let dir = container_dir();

@@ -24,15 +24,19 @@
 //!   [`transient`] and [`backoff`]: what serve does with it (back-off episodes, login
 //!   stops); [`schedule`]: `[schedule]` windows; [`grace`]: result grace;
 //!   [`substrate`]: the git head and fingerprint; [`processes`]: who is whose child.
+//! - [`goal`]: `[goal]` checks after each round and the treadmill advisory; [`bounds`]:
+//!   `max_duration_s` and `max_rounds_per_hour`.
 
 pub(crate) mod agent;
 pub(crate) mod attribution;
 pub(crate) mod backoff;
+pub(crate) mod bounds;
 pub(crate) mod config_follow;
 pub mod detect;
 pub(crate) mod dirty;
 pub mod events;
 pub(crate) mod git;
+pub(crate) mod goal;
 pub(crate) mod grace;
 pub(crate) mod host_health;
 pub(crate) mod path_name;
