@@ -332,12 +332,19 @@ fn round_start_carries_the_reference_config_digest() {
         starts[0]["config_prompt_files"],
         serde_json::json!([prompt.display().to_string(), lessons.display().to_string()])
     );
-    assert_eq!(starts[0]["config_check_names"], serde_json::json!(["readme"]));
+    assert_eq!(
+        starts[0]["config_check_names"],
+        serde_json::json!(["readme"])
+    );
     assert_eq!(starts[0]["config_vcs_dirty_action"], "stash");
     assert_eq!(starts[0]["config_prompt_delivery"], "argv");
     assert_eq!(starts[1]["config_digest"], first);
     assert_eq!(starts[1]["config_changed"], false);
-    assert!(starts[1].get("config_prompt_files").is_none(), "{}", starts[1]);
+    assert!(
+        starts[1].get("config_prompt_files").is_none(),
+        "{}",
+        starts[1]
+    );
     assert_eq!(starts[2]["config_digest"], third, "{}", starts[2]);
     assert_eq!(starts[2]["config_changed"], true);
     assert_ne!(first, third);
