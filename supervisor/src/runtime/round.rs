@@ -24,6 +24,7 @@ use crate::config::{Config, ContextInjection, PromptDelivery};
 use crate::hosts::HostManager;
 use crate::runtime::agent::{self, AgentExit, AgentSpec};
 use crate::runtime::attribution::{Baseline, OwnFiles};
+use crate::runtime::config_digest;
 use crate::runtime::detect::{self, AutoStop};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
 use crate::runtime::events::{timestamp, Event, EventLog, RoundEnd, RoundOutcome};
@@ -544,9 +545,17 @@ impl Runner {
         if let Some(goal) = &self.config.goal {
             crate::runtime::goal::assess(goal, state_dir, round_num, &self.events);
         }
+        let label = config_digest::label(&self.config, phase, state_dir);
+        let snapshot = label.snapshot;
         self.events.emit(Event::RoundStart {
             round_num,
             phase: phase.map(str::to_owned),
+            config_digest: Some(label.digest),
+            config_changed: Some(label.changed),
+            config_prompt_files: snapshot.as_ref().map(|s| s.prompt_files.clone()),
+            config_check_names: snapshot.as_ref().map(|s| s.check_names.clone()),
+            config_vcs_dirty_action: snapshot.as_ref().map(|s| s.vcs_dirty_action.clone()),
+            config_prompt_delivery: snapshot.map(|s| s.prompt_delivery),
         });
         if self.fresh_eyes(round_num) {
             self.events.emit(Event::FreshEyesRoundTriggered {

@@ -255,8 +255,10 @@ mod tests {
              r#""event":"state_migrated","from":"/p/logs","to":"/s","files":["state.json"]"#),
             (Event::RoundStateRecovered { last_round_was: 0, last_round: 7, source: s("round logs"), state_file: PathBuf::from("/s/state.json") },
              r#""event":"round_state_recovered","last_round_was":0,"last_round":7,"source":"round logs","state_file":"/s/state.json""#),
-            (Event::RoundStart { round_num: 1, phase: None },
+            (Event::RoundStart { round_num: 1, phase: None, config_digest: None, config_changed: None, config_prompt_files: None, config_check_names: None, config_vcs_dirty_action: None, config_prompt_delivery: None },
              r#""event":"round_start","round_num":1,"phase":null"#),
+            (Event::RoundStart { round_num: 2, phase: Some(s("build")), config_digest: Some(s("ab12")), config_changed: Some(true), config_prompt_files: Some(vec![s("/p/main.md")]), config_check_names: Some(vec![]), config_vcs_dirty_action: Some(s("stash")), config_prompt_delivery: Some(s("argv")) },
+             r#""event":"round_start","round_num":2,"phase":"build","config_digest":"ab12","config_changed":true,"config_prompt_files":["/p/main.md"],"config_check_names":[],"config_vcs_dirty_action":"stash","config_prompt_delivery":"argv""#),
             (Event::SchedulePaused { phase: None, until: s("2026-11-30T22:00:00.000Z"), timezone: s("Europe/Berlin") },
              r#""event":"schedule_paused","phase":null,"until":"2026-11-30T22:00:00.000Z","timezone":"Europe/Berlin""#),
             (Event::ScheduleResumed { paused_for_s: 3600.0, reason: s("schedule") },
@@ -422,6 +424,12 @@ mod tests {
         log.emit(Event::RoundStart {
             round_num: 1,
             phase: None,
+            config_digest: None,
+            config_changed: None,
+            config_prompt_files: None,
+            config_check_names: None,
+            config_vcs_dirty_action: None,
+            config_prompt_delivery: None,
         });
         log.emit(Event::RoundEnd(RoundEnd::NotStarted {
             round_num: 1,
