@@ -24,10 +24,12 @@ use crate::config::{Config, ContextInjection, PromptDelivery};
 use crate::hosts::HostManager;
 use crate::runtime::agent::{self, AgentExit, AgentSpec};
 use crate::runtime::attribution::{Baseline, OwnFiles};
+use crate::runtime::config_digest;
 use crate::runtime::detect::{self, AutoStop};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
 use crate::runtime::events::{timestamp, Event, EventLog, RoundEnd, RoundOutcome};
 use crate::runtime::git::Repo;
+use crate::runtime::git_operation;
 use crate::runtime::grace::Grace;
 use crate::runtime::host_health::{self, Floor, Pressure, Reading};
 use crate::runtime::post_round::{self, Decision, Judged};
@@ -548,9 +550,17 @@ impl Runner {
         if let Some(goal) = &self.config.goal {
             crate::runtime::goal::assess(goal, state_dir, round_num, &self.events);
         }
+        let label = config_digest::label(&self.config, phase, state_dir);
+        let snapshot = label.snapshot;
         self.events.emit(Event::RoundStart {
             round_num,
             phase: phase.map(str::to_owned),
+            config_digest: Some(label.digest),
+            config_changed: Some(label.changed),
+            config_prompt_files: snapshot.as_ref().map(|s| s.prompt_files.clone()),
+            config_check_names: snapshot.as_ref().map(|s| s.check_names.clone()),
+            config_vcs_dirty_action: snapshot.as_ref().map(|s| s.vcs_dirty_action.clone()),
+            config_prompt_delivery: snapshot.map(|s| s.prompt_delivery),
         });
         if self.fresh_eyes(round_num) {
             self.events.emit(Event::FreshEyesRoundTriggered {
@@ -695,6 +705,16 @@ impl Runner {
         let split = baseline.split(&self.config.runtime.work_dir, files);
         if split.round.is_empty() {
             return None;
+        }
+        if let Some(found) = git_operation::in_progress(&self.config.runtime.work_dir) {
+            self.events.emit(Event::GitOperationInProgress {
+                round_num,
+                operation: found.operation.name().to_owned(),
+                marker: found.marker,
+                file_count: split.round.len(),
+                what_to_do: found.operation.what_to_do(),
+            });
+            return Some(Outcome::Ignored);
         }
         let ctx = self.context(round_num, phase, Some(log_path.display().to_string()));
         let round = DirtyRound {

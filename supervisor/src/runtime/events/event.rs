@@ -404,6 +404,25 @@ pub(crate) enum Event {
         round_num: u64,
         /// Its phase; `null` without `[phases]`.
         phase: Option<String>,
+        /// sha256 hex of what the round runs with (`crate::runtime::config_digest`); a
+        /// label only. Absent in records written before it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        config_digest: Option<String>,
+        /// `config_digest` differs from the last `round_start`'s.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        config_changed: Option<bool>,
+        /// When changed: the prompt files (absolute paths).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        config_prompt_files: Option<Vec<String>>,
+        /// When changed: the `[[goal.checks]]` names.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        config_check_names: Option<Vec<String>>,
+        /// When changed: `[vcs] dirty_action`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        config_vcs_dirty_action: Option<String>,
+        /// When changed: `[agent] prompt_delivery`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        config_prompt_delivery: Option<String>,
     },
     /// This round is a fresh-eyes round (`[runtime] fresh_eyes_every_n`); the agent gets
     /// `AGENT_RUNNER_FRESH_EYES=1`.
@@ -749,6 +768,21 @@ pub(crate) enum Event {
         /// The handler's note, or why the built-in stashed.
         reason: String,
     },
+    /// The repository is in the middle of a git operation (a rebase, merge, cherry-pick or
+    /// revert stopped on a conflict, a bisect): the round's dirty files are left untouched,
+    /// no handler is asked (`crate::runtime::git_operation`).
+    GitOperationInProgress {
+        /// The round.
+        round_num: u64,
+        /// `rebase`, `am`, `merge`, `cherry-pick`, `revert` or `bisect`.
+        operation: String,
+        /// The marker in the git dir that shows it (`.git/rebase-merge`, `.git/MERGE_HEAD`…).
+        marker: PathBuf,
+        /// How many dirty files were left untouched.
+        file_count: usize,
+        /// What the operator does to end it.
+        what_to_do: String,
+    },
     /// The stash failed.
     OrphanStashFailed {
         /// The round.
@@ -892,6 +926,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "dirty_commit_failed",
     "orphan_idempotent_skip",
     "orphan_stashed",
+    "git_operation_in_progress",
     "orphan_stash_failed",
     "plugin_refused",
     "plugin_redeclaration_ignored",

@@ -255,8 +255,10 @@ mod tests {
              r#""event":"state_migrated","from":"/p/logs","to":"/s","files":["state.json"]"#),
             (Event::RoundStateRecovered { last_round_was: 0, last_round: 7, source: s("round logs"), state_file: PathBuf::from("/s/state.json") },
              r#""event":"round_state_recovered","last_round_was":0,"last_round":7,"source":"round logs","state_file":"/s/state.json""#),
-            (Event::RoundStart { round_num: 1, phase: None },
+            (Event::RoundStart { round_num: 1, phase: None, config_digest: None, config_changed: None, config_prompt_files: None, config_check_names: None, config_vcs_dirty_action: None, config_prompt_delivery: None },
              r#""event":"round_start","round_num":1,"phase":null"#),
+            (Event::RoundStart { round_num: 2, phase: Some(s("build")), config_digest: Some(s("ab12")), config_changed: Some(true), config_prompt_files: Some(vec![s("/p/main.md")]), config_check_names: Some(vec![]), config_vcs_dirty_action: Some(s("stash")), config_prompt_delivery: Some(s("argv")) },
+             r#""event":"round_start","round_num":2,"phase":"build","config_digest":"ab12","config_changed":true,"config_prompt_files":["/p/main.md"],"config_check_names":[],"config_vcs_dirty_action":"stash","config_prompt_delivery":"argv""#),
             (Event::SchedulePaused { phase: None, until: s("2026-11-30T22:00:00.000Z"), timezone: s("Europe/Berlin") },
              r#""event":"schedule_paused","phase":null,"until":"2026-11-30T22:00:00.000Z","timezone":"Europe/Berlin""#),
             (Event::ScheduleResumed { paused_for_s: 3600.0, reason: s("schedule") },
@@ -327,6 +329,8 @@ mod tests {
              r#""event":"orphan_stashed","round_num":4,"hook":"b","ref":"abc","message":"ORPHAN R4 ts=t","reason":"why""#),
             (Event::OrphanStashFailed { round_num: 4, hook: s("b"), error: s("e"), tree: s("t") },
              r#""event":"orphan_stash_failed","round_num":4,"hook":"b","error":"e","tree":"t""#),
+            (Event::GitOperationInProgress { round_num: 4, operation: s("rebase"), marker: PathBuf::from("/p/.git/rebase-merge"), file_count: 2, what_to_do: s("w") },
+             r#""event":"git_operation_in_progress","round_num":4,"operation":"rebase","marker":"/p/.git/rebase-merge","file_count":2,"what_to_do":"w""#),
             (Event::PluginRefused { name: s("h"), reason: s("r") },
              r#""event":"plugin_refused","name":"h","reason":"r""#),
             (Event::PluginRedeclarationIgnored { name: s("h"), changed: vec![s("event_kinds")], detail: s("event_kinds: [a] then [b]") },
@@ -420,6 +424,12 @@ mod tests {
         log.emit(Event::RoundStart {
             round_num: 1,
             phase: None,
+            config_digest: None,
+            config_changed: None,
+            config_prompt_files: None,
+            config_check_names: None,
+            config_vcs_dirty_action: None,
+            config_prompt_delivery: None,
         });
         log.emit(Event::RoundEnd(RoundEnd::NotStarted {
             round_num: 1,
