@@ -85,8 +85,6 @@ pub(crate) struct Ran {
     pub log_path: PathBuf,
     /// How the agent ended.
     pub exit: AgentExit,
-    /// Bytes the agent wrote to its round log (stdout + stderr).
-    pub output_bytes: u64,
     /// What happened to a dirty tree (`None`: clean, or the agent did not exit cleanly).
     pub dirty: Option<Outcome>,
     /// What the post-round hooks made of the round.
@@ -384,8 +382,6 @@ impl Runner {
             None => None,
         };
         self.substrate(round_num, true).await;
-        // Counted as it went by, not from the file: the agent may have deleted it.
-        let output_bytes = exit.log.kept + exit.log.discarded;
         self.note_log_cap(round_num, &exit, &log_path);
         let post_round = self
             .judge(round_num, phase, &exit, duration_s, &log_path, stop)
@@ -401,7 +397,6 @@ impl Runner {
             round_num,
             log_path,
             exit,
-            output_bytes,
             dirty,
             post_round,
             goal,
