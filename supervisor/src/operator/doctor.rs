@@ -322,13 +322,24 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     checks.push(prompt_check(&config.prompt.files[0]));
     let agent = &config.agent.command[0];
     let base = config.path.parent().unwrap_or(Path::new("/"));
+    let mut version_warning = None;
     match resolve_executable(agent, base, std::env::var_os("PATH").as_deref()) {
-        Ok(path) => checks.push(check(
-            "agent",
-            true,
-            format!("{agent} resolves to {}", path.display()),
-            "",
-        )),
+        Ok(path) => {
+            checks.push(check(
+                "agent",
+                true,
+                format!("{agent} resolves to {}", path.display()),
+                "",
+            ));
+            let cli = Path::new(agent).file_name().and_then(|n| n.to_str());
+            match cli.and_then(|cli| crate::operator::agent_version::check(&path, cli)) {
+                Some((true, reason, _)) => checks.push(check("agent_version", true, reason, "")),
+                Some((false, reason, fix)) => {
+                    version_warning = Some(check("agent_version", false, reason, fix))
+                }
+                None => {}
+            }
+        }
         Err(err) => checks.push(check(
             "agent",
             false,
@@ -338,6 +349,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     }
     let (found, mut warnings) = agent_findings(&config);
     checks.extend(found);
+    warnings.extend(version_warning);
     warnings.extend(layout_warnings(&config));
     let (hosts, hashes) = host_checks(&config, gate.as_ref(), &mut checks);
     let code = if refuse_boot {
@@ -367,39 +379,15 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
 /// The agent CLI's preconditions on this machine ([`agent_preconditions`]), for the
 /// agent of every phase: failed checks and warnings named `agent_preconditions`.
 fn agent_findings(config: &Config) -> (Vec<Check>, Vec<Check>) {
-    use crate::operator::agent_preconditions::{failures, warnings, Machine};
-    let mut agents = vec![&config.agent];
-    agents.extend(
-        config
-            .phases
-            .overrides
-            .values()
-            .filter_map(|o| o.agent.as_ref()),
-    );
-    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    // SAFETY: geteuid(2) takes no arguments, cannot fail and touches no memory of ours.
-    let euid = unsafe { libc::geteuid() };
-    let (mut failed, mut warned) = (Vec::new(), Vec::new());
-    for agent in agents {
-        let var = |name: &str| {
-            agent
-                .env
-                .get(name)
-                .cloned()
-                .or_else(|| std::env::var(name).ok())
-        };
-        let machine = Machine {
-            euid,
-            var: &var,
-            home: home.as_deref(),
-        };
-        for (reason, fix) in failures(agent, &machine) {
-            failed.push(check("agent_preconditions", false, reason, fix));
-        }
-        for (reason, fix) in warnings(agent, &machine) {
-            warned.push(check("agent_preconditions", false, reason, fix));
-        }
-    }
+    let (failures, warnings) = crate::operator::agent_preconditions::on_this_machine(config);
+    let mut failed: Vec<Check> = failures
+        .into_iter()
+        .map(|(reason, fix)| check("agent_preconditions", false, reason, fix))
+        .collect();
+    let warned: Vec<Check> = warnings
+        .into_iter()
+        .map(|(reason, fix)| check("agent_preconditions", false, reason, fix))
+        .collect();
     if failed.is_empty() {
         failed.push(check(
             "agent_preconditions",
