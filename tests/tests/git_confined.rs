@@ -68,7 +68,6 @@ fn one(operator: Operator, action: &str) {
         ));
     }
     agent.push_str("git config filter.planted.required true\n");
-    agent.push_str("git config commit.gpgSign true\n");
     agent.push_str(&format!("mkdir -p '{}'\n", hooks_dir.display()));
     for hook in HOOKS {
         for dir in [p.dir().join(".git/hooks"), hooks_dir.clone()] {

@@ -53,7 +53,8 @@ const ALWAYS: [&str; 4] = [
 ];
 
 /// Whether config key `key` (as `git config --list` prints it: section and name in lower
-/// case) makes git run a program, or chooses to run one (signing).
+/// case) names a program for git to run. (Whether to sign, `commit.gpgSign`, is the
+/// repository's to say; the signing program is the operator's or git's default.)
 fn runs_a_program(key: &str) -> bool {
     let (section, rest) = key.split_once('.').unwrap_or((key, ""));
     let name = rest.rsplit('.').next().unwrap_or(rest);
@@ -74,7 +75,6 @@ fn runs_a_program(key: &str) -> bool {
         ("pager", ..) => true,
         ("credential", _, "helper") => true,
         ("gpg", _, "program") => true,
-        ("commit" | "tag" | "push", false, "gpgsign") => true,
         ("diff", false, "external") => true,
         ("diff", true, "command" | "textconv") => true,
         ("merge", true, "driver") => true,
@@ -88,15 +88,18 @@ fn runs_a_program(key: &str) -> bool {
     }
 }
 
-/// The value that runs nothing for a program-running `key` the operator did not set.
+/// The value for a program-running `key` the operator did not set: one that runs nothing,
+/// or for a signing program git's default for its format (the machine's, not the agent's).
 fn inert_value(key: &str) -> &'static str {
-    if key.ends_with(".gpgsign") || key.ends_with(".required") || key == "core.fsmonitor" {
-        "false"
-    } else if key == "core.hookspath" {
-        "/dev/null"
-    } else {
+    match key {
+        "core.fsmonitor" => "false",
+        "core.hookspath" => "/dev/null",
+        "gpg.program" | "gpg.openpgp.program" => "gpg",
+        "gpg.x509.program" => "gpgsm",
+        "gpg.ssh.program" => "ssh-keygen",
+        _ if key.ends_with(".required") => "false",
         // An empty command is no command: git runs no filter, pager or helper.
-        ""
+        _ => "",
     }
 }
 
@@ -134,6 +137,14 @@ pub(crate) fn program_overrides(listing: &[u8]) -> Vec<String> {
             format!("{key}={value}")
         })
         .collect()
+}
+
+/// `args` space-joined, for messages.
+fn joined_args<S: AsRef<OsStr>>(args: &[S]) -> String {
+    args.iter()
+        .map(|a| a.as_ref().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A git invocation that failed: the command and what git said. Display names only the
@@ -233,11 +244,15 @@ impl Repo {
         env: &[(&str, &str)],
     ) -> Result<Vec<u8>, GitError> {
         // Listed afresh for each command: the agent may write the config (or a file it
-        // includes) at any time.
+        // includes) at any time. A listing that fails (a broken config, a timeout, a stop)
+        // fails the command: it would not run safely.
         let listing = self
             .run_confined(&[], &["config", "--list", "--show-scope", "-z"], &[])
             .await
-            .unwrap_or_default();
+            .map_err(|err| GitError {
+                args: joined_args(args),
+                detail: format!("reading its config: {}", err.detail),
+            })?;
         self.run_confined(&program_overrides(&listing), args, env)
             .await
     }
@@ -280,11 +295,7 @@ impl Repo {
                 Ok(())
             });
         }
-        let joined = args
-            .iter()
-            .map(|a| a.as_ref().to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" ");
+        let joined = joined_args(args);
         let failed = |detail: String| GitError {
             args: joined.clone(),
             detail,
