@@ -15,7 +15,8 @@
 //!   [`tree_file`]: the one way a file in the agent's reach is opened and hashed (never
 //!   blocking, bounded).
 //! - [`prompt`], [`round_context`]: what the agent is told.
-//! - [`config_follow`]: the config re-read before every round and on SIGHUP.
+//! - [`config_follow`]: the config re-read before every round and on SIGHUP;
+//!   [`config_digest`]: `round_start.config_digest`, the reference system's label.
 //! - [`events`]: the operator's record, one JSON line per event (writer side).
 //! - [`state`]: the project lock, the round counter and the orphan stash record.
 //! - [`state_dir`]: where they live (out of the agent's reach by default).
@@ -32,6 +33,7 @@ pub(crate) mod agent;
 pub(crate) mod attribution;
 pub(crate) mod backoff;
 pub(crate) mod bounds;
+pub(crate) mod config_digest;
 pub(crate) mod config_follow;
 pub mod detect;
 pub(crate) mod dirty;
@@ -41,6 +43,7 @@ pub(crate) mod git_operation;
 pub(crate) mod goal;
 pub(crate) mod grace;
 pub(crate) mod host_health;
+pub(crate) mod log_views;
 pub(crate) mod path_name;
 pub mod post_round;
 pub mod pre_round;
