@@ -85,8 +85,6 @@ pub(crate) struct Ran {
     pub log_path: PathBuf,
     /// How the agent ended.
     pub exit: AgentExit,
-    /// Bytes the agent wrote to its round log (stdout + stderr).
-    pub output_bytes: u64,
     /// What happened to a dirty tree (`None`: clean, or the agent did not exit cleanly).
     pub dirty: Option<Outcome>,
     /// What the post-round hooks made of the round.
@@ -386,8 +384,6 @@ impl Runner {
             None => None,
         };
         self.substrate(round_num, true).await;
-        // Counted as it went by, not from the file: the agent may have deleted it.
-        let output_bytes = exit.log.kept + exit.log.discarded;
         self.note_log_cap(round_num, &exit, &log_path);
         let post_round = self
             .judge(round_num, phase, &exit, duration_s, &log_path, stop)
@@ -399,11 +395,17 @@ impl Runner {
             None
         };
         self.end_round(round_num, &exit, duration_s, dirty.as_ref(), &log_path);
+        crate::runtime::log_views::write_status(
+            &self.config.runtime.log_dir,
+            round_num,
+            exit.exit_code,
+            duration_s,
+            phase,
+        );
         Ok(Attempt::Ran(Ran {
             round_num,
             log_path,
             exit,
-            output_bytes,
             dirty,
             post_round,
             goal,

@@ -104,14 +104,16 @@ pub(crate) enum Event {
     },
     /// Too many fast failures in a row; the loop ends (exit 75).
     CrashLoop {
-        /// Failures in a row, each within `fast_exit_s` and without output.
-        consecutive_fast_failures: u32,
+        /// Failed rounds in a row (unclean exit or a diagnosed failure, output or not).
+        consecutive_failures: u32,
         /// The limit that was reached.
         threshold: u32,
-        /// What counts as fast, in seconds.
-        fast_exit_s: u64,
         /// Rounds completed by this serve.
         rounds_completed: u64,
+        /// Why the last of them failed: `round N: exit 1 after 0.4 s; diagnosed rate_limit`.
+        reason: String,
+        /// The last lines of its round log (redacted; at most 10 lines, 2000 characters).
+        last_lines: Vec<String>,
     },
     /// `--max-rounds` reached; the loop ends.
     MaxRoundsReached {
