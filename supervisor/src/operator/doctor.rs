@@ -74,6 +74,36 @@ pub(crate) struct DoctorDoc {
     /// The upcoming rounds and their phases (absent when the config cannot be loaded).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phase_plan: Option<PhasePlan>,
+    /// How `[agent]`'s agent is stopped (the reference system's key; absent when the
+    /// config cannot be loaded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sigterm_grace: Option<SigtermGrace>,
+}
+
+/// `doctor`'s `sigterm_grace`: the stop signal and grace of `[agent]`'s agent
+/// ([`crate::runtime::cooperative`]).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub(crate) struct SigtermGrace {
+    /// The agent's CLI (`command[0]`'s file name).
+    pub agent: String,
+    /// Whether the CLI finishes its turn on a signal.
+    pub cooperative: bool,
+    /// That signal (`SIGINT`, `SIGTERM`); `null` when not cooperative (it gets SIGTERM).
+    pub signal: Option<String>,
+    /// Seconds between the signal and SIGKILL.
+    pub resolved_s: u64,
+}
+
+impl SigtermGrace {
+    fn of(agent: &crate::config::AgentConfig) -> Self {
+        let stop = crate::runtime::cooperative::stop_signal(agent);
+        SigtermGrace {
+            agent: crate::runtime::cooperative::binary(agent).to_owned(),
+            cooperative: stop.cooperative,
+            signal: stop.cooperative.then(|| stop.signal.as_str().to_owned()),
+            resolved_s: stop.grace.as_secs(),
+        }
+    }
 }
 
 /// The sandbox block shared by `doctor` and `peek` (`plugins.sandbox`).
@@ -269,6 +299,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
                     sandbox: doctor_sandbox(None, &caps, None, BTreeMap::new(), Vec::new()),
                     hosts: Vec::new(),
                     phase_plan: None,
+                    sigterm_grace: None,
                 },
                 code: exit::CONFIG,
             };
@@ -371,6 +402,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
             sandbox: doctor_sandbox(Some(&config), &caps, gate.as_ref(), hashes, covers),
             hosts,
             phase_plan: Some(phase_plan(&config, next, rounds)),
+            sigterm_grace: Some(SigtermGrace::of(&config.agent)),
         },
         code,
     }
@@ -810,6 +842,27 @@ pub(crate) fn render(doc: &DoctorDoc) -> String {
                 .collect();
             out.push_str(&format!("\nnext rounds: {}\n", rounds.join(", ")));
         }
+    }
+    if let Some(sg) = &doc.sigterm_grace {
+        let presets: Vec<String> = crate::runtime::cooperative::COOPERATIVE
+            .iter()
+            .map(|(name, signal)| format!("{name} ({})", signal.as_str()))
+            .collect();
+        out.push_str(&format!(
+            "\ncooperative presets: {}\nsigterm grace: {}s ({}{}, agent={})\n",
+            presets.join(", "),
+            sg.resolved_s,
+            if sg.cooperative {
+                "cooperative"
+            } else {
+                "non-cooperative"
+            },
+            sg.signal
+                .as_deref()
+                .map(|s| format!(", signal={s}"))
+                .unwrap_or_default(),
+            sg.agent
+        ));
     }
     let s = &doc.sandbox.block;
     out.push_str(&format!(
