@@ -157,6 +157,8 @@ struct Launch {
     marker: String,
     /// The round's budget.
     budget: std::time::Duration,
+    /// How the agent is ended (its CLI's cooperative signal and grace).
+    stop_signal: crate::runtime::cooperative::StopSignal,
 }
 
 /// Runs rounds of one project: the loaded config, its hosts and its event log.
@@ -393,6 +395,13 @@ impl Runner {
             None
         };
         self.end_round(round_num, &exit, duration_s, dirty.as_ref(), &log_path);
+        crate::runtime::log_views::write_status(
+            &self.config.runtime.log_dir,
+            round_num,
+            exit.exit_code,
+            duration_s,
+            phase,
+        );
         Ok(Attempt::Ran(Ran {
             round_num,
             log_path,
@@ -482,6 +491,7 @@ impl Runner {
             env: self.agent_env(next, phase),
             marker: profile.agent.terminal_marker.clone(),
             budget: profile.round_budget,
+            stop_signal: crate::runtime::cooperative::stop_signal(profile.agent),
         })
     }
 
@@ -649,6 +659,7 @@ impl Runner {
             log,
             stdin_prompt: launch.stdin_prompt,
             budget: launch.budget,
+            stop_signal: launch.stop_signal,
             floor: Some(Floor {
                 cfg: self.config.monitor.host_health.clone(),
                 events: self.events.clone(),

@@ -34,6 +34,7 @@ use crate::runtime::backoff::{self, Plan, WaitEnd};
 use crate::runtime::config_follow::{ConfigFollower, Trigger};
 use crate::runtime::events::{Event, EventLog};
 use crate::runtime::git::Repo;
+use crate::runtime::log_views;
 use crate::runtime::round::{Attempt, Ran, RoundError, Runner};
 use crate::runtime::schedule_gate;
 use crate::runtime::serve_startup;
@@ -66,6 +67,8 @@ pub(crate) struct Booted {
     pub gate: SandboxGate,
     /// Re-reads the config before each round and on SIGHUP.
     pub follow: ConfigFollower,
+    /// `<log_dir>/agent-runner.lock.holder` while the lock is held (dropped before it).
+    _holder: Option<log_views::ViewFile>,
     _lock: ProjectLock,
 }
 
@@ -92,13 +95,23 @@ pub(crate) enum BootError {
 /// (another supervisor holds the lock, typically).
 pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     let config = config::load(config_path)?;
+    // An agent that will fail every round on this machine (claude's bypass flag as root):
+    // refused here with doctor's finding and fix, not found out round after round.
+    let (unmet, _) = crate::operator::agent_preconditions::on_this_machine(&config);
+    if let Some((reason, fix)) = unmet.into_iter().next() {
+        return Err(BootError::Config(ConfigError::Key {
+            path: config.path.clone(),
+            key: "agent.command".to_owned(),
+            message: format!("{reason}; {fix} (`agent-runner doctor` checks this)"),
+        }));
+    }
     let follow = ConfigFollower::new(&config).map_err(BootError::Hangup)?;
     if let Err(e) = crate::runtime::agent::become_subreaper() {
         tracing::warn!("cannot become a child subreaper ({e}); processes that leave the agent's group may survive a round");
     }
     // Before any host starts: on cgroup v2 the supervisor may move itself into a leaf.
     let cgroups = crate::runtime::round_cgroup::prepare(config.monitor.host_health.round_cgroup);
-    let events = EventLog::new(&config.runtime.state_dir);
+    let events = EventLog::new(&config.runtime.state_dir).linked_in(&config.runtime.log_dir);
     let caps = probe();
     let gate = match SandboxGate::evaluate(config.plugins.sandbox, caps.clone()) {
         Ok(gate) => gate,
@@ -127,6 +140,7 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
         });
     }
     let lock = ProjectLock::acquire(&config.runtime.state_dir)?;
+    let holder = log_views::hold(&config.runtime.log_dir);
     crate::runtime::state_dir::prepare(&config, &events);
     let tree = Repo::new(&config.runtime.work_dir, OwnFiles::default());
     if !tree.is_repo().await {
@@ -153,6 +167,7 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
         status: watch::channel(snapshot).0,
         gate,
         follow,
+        _holder: holder,
         _lock: lock,
     })
 }

@@ -189,5 +189,7 @@ async fn stream(
 
 /// Records a `monitor_*` event in the project's record (anomaly mode only).
 fn record(config: &Config, event: Event) {
-    EventLog::new(&config.runtime.state_dir).emit(event);
+    EventLog::new(&config.runtime.state_dir)
+        .linked_in(&config.runtime.log_dir)
+        .emit(event);
 }

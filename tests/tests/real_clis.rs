@@ -1,0 +1,386 @@
+//! `serve` on the real agent CLIs (docs/agent-clis.md): the config `init --preset` writes,
+//! the pinned CLI it starts (tests/setup.d/30-agent-clis.sh installs them into
+//! target/agent-clis), and the fake model server of the test suite
+//! (tests/agent-clis/fake_model.py on 127.0.0.1) standing in for the provider. A normal
+//! round changes the tree; each failure mode gets its decision from the built-in detector
+//! running confined; a preset that fails every round stops serve after five rounds with
+//! the reason.
+
+use agent_runner_e2e::unprivileged::TEST_USER_PATH;
+use agent_runner_e2e::{workspace_root, Operator, Project, RunOutput};
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+/// The fake model server, killed when dropped.
+struct FakeModel {
+    child: Child,
+    port: u16,
+}
+
+impl FakeModel {
+    fn start(mode: &str) -> FakeModel {
+        let mut child = Command::new("python3")
+            .arg(workspace_root().join("tests/agent-clis/fake_model.py"))
+            .args(["--mode", mode])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the fake model server");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("the fake model server's port line");
+        let port = line
+            .trim()
+            .strip_prefix("port ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("fake model server said {line:?}"));
+        FakeModel { child, port }
+    }
+}
+
+impl Drop for FakeModel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port nothing listens on (bound, then closed): connections to it are refused.
+fn refused_port() -> u16 {
+    let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    socket.local_addr().unwrap().port()
+}
+
+fn agent_clis(args: &[&str]) -> String {
+    let out = Command::new("bash")
+        .arg(workspace_root().join("tests/agent-clis/agent-clis.sh"))
+        .args(args)
+        .output()
+        .expect("run tests/agent-clis/agent-clis.sh");
+    assert!(out.status.success(), "agent-clis.sh {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The directory holding `cli`'s executable; fails (never skips) when it is not installed.
+fn cli_dir(cli: &str) -> PathBuf {
+    let bin = PathBuf::from(agent_clis(&["bin", cli]).trim());
+    assert!(
+        bin.exists(),
+        "{} is missing: run tests/setup.sh (tests/setup.d/30-agent-clis.sh installs the pinned agent CLIs)",
+        bin.display()
+    );
+    bin.parent().unwrap().to_owned()
+}
+
+/// A project set up by `init --preset cli` (its config, with the record in `./logs`, the
+/// loop's pauses short, and `edit` applied), then `serve --max-rounds N` with `cli` on PATH
+/// and its environment pointing at `port`.
+fn serve(
+    p: &Project,
+    cli: &str,
+    port: u16,
+    max_rounds: u32,
+    edit: &dyn Fn(String) -> String,
+) -> RunOutput {
+    let max_rounds = max_rounds.to_string();
+    run_cli(p, cli, port, edit, &["serve", "--max-rounds", &max_rounds])
+}
+
+/// `agent-runner <args>` on a project set up as [`serve`] describes. As the unprivileged
+/// user, claude gets no `IS_SANDBOX` (it needs none there) and `PATH` holds only system
+/// directories besides the CLI's.
+fn run_cli(
+    p: &Project,
+    cli: &str,
+    port: u16,
+    edit: &dyn Fn(String) -> String,
+    args: &[&str],
+) -> RunOutput {
+    p.run(&["init", "--preset", cli, "--force"]).assert_code(0);
+    let text = std::fs::read_to_string(p.config_path()).unwrap();
+    // The record where Project looks for it (./logs); the loop's pauses short.
+    let text = text
+        .replace(
+            "log_dir = \"~/.agent-runner/{project}/logs\"",
+            "log_dir = \"logs\"",
+        )
+        .replace("restart_delay_s = 3\n", "restart_delay_s = 1\n")
+        .replace("round_budget_s = 1800\n", "round_budget_s = 40\n");
+    p.write_config_text(&edit(text));
+    let home = p.home().to_str().unwrap().to_owned();
+    let env = agent_clis(&["env", cli, &home, &port.to_string()]);
+    let unprivileged = p.operator() == Operator::Unprivileged;
+    let system_path = if unprivileged {
+        TEST_USER_PATH.to_owned()
+    } else {
+        std::env::var("PATH").unwrap_or_default()
+    };
+    let mut cmd = p.command(args);
+    cmd.env("PATH", format!("{}:{system_path}", cli_dir(cli).display()));
+    for line in env.lines() {
+        let (k, v) = line.split_once('=').expect("KEY=VALUE");
+        if unprivileged && k == "IS_SANDBOX" {
+            continue;
+        }
+        cmd.env(k, v);
+    }
+    p.run_with(cmd)
+}
+
+fn unchanged(text: String) -> String {
+    text
+}
+
+/// What serve decided about its only round.
+fn decision(p: &Project) -> (Vec<Value>, Vec<Value>) {
+    (
+        p.events_of("transient_error_detected"),
+        p.events_of("agent_auth_error_detected"),
+    )
+}
+
+/// A normal round: the CLI's shell tool call wrote the marker file (the tree changed:
+/// the stash of the dirty tree names it), the detector reported usage, nothing diagnosed.
+/// `retry_once`: the same after the CLI's own retry of an overloaded first answer.
+fn normal_round_changes_the_tree(cli: &str, mode: &str) {
+    normal_round_as(Operator::Root, cli, mode);
+}
+
+fn normal_round_as(operator: Operator, cli: &str, mode: &str) {
+    let p = Project::new_as(operator);
+    let server = FakeModel::start(mode);
+    let out = serve(&p, cli, server.port, 1, &unchanged);
+    out.assert_code(0);
+    let dirty = p.events_of("dirty_detected");
+    assert!(
+        dirty
+            .iter()
+            .any(|d| d["files"].to_string().contains("agent-was-here.txt")),
+        "{cli} {mode}: the round did not write the file: {}",
+        p.events_text()
+    );
+    assert_eq!(
+        p.events_of("agent_usage_recorded").len(),
+        1,
+        "{}",
+        p.events_text()
+    );
+    assert_eq!(decision(&p), (vec![], vec![]), "{}", p.events_text());
+}
+
+/// A transient failure mode: the round is diagnosed `kind` and backed off `back_off_s`.
+fn failure_backs_off(cli: &str, mode: &str, kind: &str, back_off_s: u64) {
+    let p = Project::new();
+    let server;
+    let port = if mode == "refused" {
+        refused_port()
+    } else {
+        server = FakeModel::start(mode);
+        server.port
+    };
+    let out = serve(&p, cli, port, 1, &unchanged);
+    out.assert_code(0);
+    let (detected, auth) = decision(&p);
+    assert!(auth.is_empty(), "{}", p.events_text());
+    assert_eq!(detected.len(), 1, "{cli} {mode}: {}", p.events_text());
+    assert_eq!(detected[0]["kind"], kind, "{cli} {mode}: {}", detected[0]);
+    assert_eq!(
+        detected[0]["back_off_s"], back_off_s,
+        "{cli} {mode}: {}",
+        detected[0]
+    );
+    assert!(
+        p.events_of("agent_usage_recorded").is_empty(),
+        "{}",
+        p.events_text()
+    );
+}
+
+/// 401: serve stops at once with exit 77 and the preset's hint.
+fn invalid_key_stops_with_77(cli: &str) {
+    let p = Project::new();
+    let server = FakeModel::start("auth");
+    let out = serve(&p, cli, server.port, 3, &unchanged);
+    out.assert_code(77);
+    let (_, auth) = decision(&p);
+    assert_eq!(auth.len(), 1, "{}", p.events_text());
+    assert!(
+        auth[0]["hint"].as_str().is_some_and(|h| !h.is_empty()),
+        "{}",
+        auth[0]
+    );
+    assert_eq!(p.events_of("agent_exit").len(), 1);
+}
+
+#[test]
+fn claude_normal_round_changes_the_tree() {
+    normal_round_changes_the_tree("claude", "normal");
+}
+
+#[test]
+fn claude_success_after_a_retry_is_not_backed_off() {
+    normal_round_changes_the_tree("claude", "retry_once");
+}
+
+#[test]
+fn claude_rate_limit_waits_the_printed_reset() {
+    failure_backs_off("claude", "rate_limit", "rate_limit", 3);
+}
+
+#[test]
+fn claude_overload_backs_off() {
+    failure_backs_off("claude", "overloaded", "overloaded", 30);
+}
+
+#[test]
+fn claude_server_down_is_a_network_failure() {
+    failure_backs_off("claude", "refused", "network", 10);
+}
+
+#[test]
+fn claude_invalid_key_stops_with_77() {
+    invalid_key_stops_with_77("claude");
+}
+
+#[test]
+fn codex_normal_round_changes_the_tree() {
+    normal_round_changes_the_tree("codex", "normal");
+}
+
+#[test]
+fn codex_success_after_a_retry_is_not_backed_off() {
+    normal_round_changes_the_tree("codex", "retry_once");
+}
+
+#[test]
+fn codex_rate_limit_backs_off() {
+    failure_backs_off("codex", "rate_limit", "rate_limit", 30);
+}
+
+#[test]
+fn codex_overload_backs_off() {
+    failure_backs_off("codex", "overloaded", "overloaded", 30);
+}
+
+/// codex never exits while the server is down ("Reconnecting... waiting for network"): the
+/// round budget ends it, and its tail is read.
+#[test]
+fn codex_server_down_times_out_and_is_a_network_failure() {
+    failure_backs_off("codex", "refused", "network", 10);
+}
+
+#[test]
+fn codex_invalid_key_stops_with_77() {
+    invalid_key_stops_with_77("codex");
+}
+
+/// The codex preset as it was (`--full-auto`, which today's codex refuses with exit 2):
+/// every round fails with output, and serve stops after five, naming the failure.
+#[test]
+fn a_preset_that_fails_every_round_stops_after_five_with_the_reason() {
+    let p = Project::new();
+    let server = FakeModel::start("normal");
+    let out = serve(&p, "codex", server.port, 20, &|text| {
+        text.replace("\"--sandbox\", \"workspace-write\"", "\"--full-auto\"")
+    });
+    out.assert_code(75);
+    assert_eq!(p.events_of("agent_exit").len(), 5, "{}", p.events_text());
+    let crash = p.events_of("crash_loop");
+    assert_eq!(crash.len(), 1, "{}", p.events_text());
+    assert!(
+        crash[0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("round 5: exit 2 after ")),
+        "{}",
+        crash[0]
+    );
+    assert!(
+        crash[0]["last_lines"].to_string().contains("--full-auto"),
+        "{}",
+        crash[0]
+    );
+}
+
+/// The presets start their CLIs as an unprivileged operator too (claude without
+/// `IS_SANDBOX`, codex's workspace-write sandbox as a plain user).
+#[test]
+fn claude_and_codex_rounds_run_as_an_unprivileged_user() {
+    normal_round_as(Operator::Unprivileged, "claude", "normal");
+    normal_round_as(Operator::Unprivileged, "codex", "normal");
+}
+
+/// claude's preset as root without a declared sandbox would fail every round: `serve`
+/// and `round` refuse to start (exit 78) with doctor's finding and fix.
+#[test]
+fn claude_as_root_without_a_sandbox_is_refused_at_boot() {
+    let p = Project::new();
+    let server = FakeModel::start("normal");
+    let no_sandbox =
+        |text: String| text.replace("[agent.env]\n", "[agent.env]\nIS_SANDBOX = \"0\"\n");
+    for args in [&["serve", "--max-rounds", "3"][..], &["round"][..]] {
+        let out = run_cli(&p, "claude", server.port, &no_sandbox, args);
+        out.assert_code(78);
+        assert!(
+            out.stderr
+                .contains("claude refuses --dangerously-skip-permissions when run as root")
+                && out.stderr.contains("IS_SANDBOX"),
+            "{args:?}: {}",
+            out.stderr
+        );
+        assert!(p.events_of("agent_spawn").is_empty(), "{}", p.events_text());
+    }
+}
+
+/// `doctor` prints the installed CLI's version and whether the preset was verified with
+/// it; a CLI outside that series is a warning.
+#[test]
+fn doctor_prints_the_cli_version_and_warns_outside_the_verified_series() {
+    let p = Project::new();
+    let server = FakeModel::start("normal");
+    let out = run_cli(&p, "codex", server.port, &unchanged, &["doctor", "--json"]);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let version = agent_clis(&["version", "codex"]);
+    let check = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "agent_version")
+        .unwrap_or_else(|| panic!("no agent_version check: {doc}"));
+    assert_eq!(check["ok"], true, "{check}");
+    assert!(
+        check["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("codex {}", version.trim())),
+        "{check}"
+    );
+    // A codex of another series.
+    let fake = p.script("old-cli/codex", "#!/bin/sh\necho 'codex-cli 0.99.1'\n");
+    let mut cmd = p.command(&["doctor", "--json"]);
+    cmd.env(
+        "PATH",
+        format!(
+            "{}:{}",
+            fake.parent().unwrap().display(),
+            std::env::var("PATH").unwrap()
+        ),
+    );
+    let out = p.run_with(cmd);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let warning = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "agent_version")
+        .unwrap_or_else(|| panic!("no agent_version warning: {doc}"));
+    assert!(
+        warning["reason"]
+            .as_str()
+            .unwrap()
+            .contains("codex 0.99.1 is outside the series"),
+        "{warning}"
+    );
+}
