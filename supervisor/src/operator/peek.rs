@@ -24,13 +24,13 @@ use crate::hosts::sandbox::SandboxGate;
 use crate::operator::defenses::Defense;
 use crate::operator::doctor::{covered_families, sandbox_block, HostCover, SandboxBlock};
 use crate::operator::install::{project_file, Scope};
-use crate::operator::recent::{self, Wanted, RECENT_BLIPS, RECENT_HOOK_FAILURES, RECENT_ROUNDS};
-use crate::operator::round_history::{self, RoundDoc, RoundView};
 use crate::operator::schedule_view::{self, PeekSchedule};
-use crate::operator::service::{self, CurrentRound, ServiceDoc};
 use crate::operator::system_metrics::{self, SystemMetrics};
-use crate::runtime::events::Recorded;
-use crate::runtime::state::{self, OrphanState, RoundState};
+use crate::record::events::Recorded;
+use crate::record::recent::{self, Wanted, RECENT_BLIPS, RECENT_HOOK_FAILURES, RECENT_ROUNDS};
+use crate::record::round_history::{self, RoundDoc, RoundView};
+use crate::record::service::{self, CurrentRound, ServiceDoc};
+use crate::record::state::{self, OrphanState, RoundState};
 
 /// The document's `schema_version`: the reference system's (`"2.2"`), whose every key this
 /// document carries with its type (a superset: ours are added under keys it does not use;
@@ -77,7 +77,7 @@ pub(crate) struct PeekOptions {
 /// "peek --json"): the reference system's document (schema 2.2, every key with its type),
 /// then ours (`hosts`, `skipped_event_lines`, `round`).
 #[derive(Clone, Debug, Serialize, JsonSchema)]
-#[schemars(transform = |s: &mut schemars::Schema| crate::operator::schema_fields::require(s, &["current_round", "orphan", "schedule"]))]
+#[schemars(transform = |s: &mut schemars::Schema| crate::record::schema_fields::require(s, &["current_round", "orphan", "schedule"]))]
 pub(crate) struct PeekDoc {
     /// Always `2.2` ([`SCHEMA_VERSION`]), the reference system's version; fields are only
     /// added within a version.
@@ -134,7 +134,7 @@ pub(crate) struct PeekDoc {
 
 /// `peek`'s `status`.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct PeekStatus {
     /// The last round number that started (0 before the first).
     pub round_num: u64,
@@ -156,7 +156,7 @@ pub(crate) struct PeekStatus {
 /// `dirty_handlers`, `serve_startup_hooks`). Hooks, event kinds and owned paths are those
 /// the enabled hosts declared to the last `serve` (`service.json`); lists are sorted.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct PeekPlugins {
     /// The event kinds hosts declared, as recorded: `<host>.<kind>`.
     pub event_kinds: Vec<String>,
@@ -194,7 +194,7 @@ pub(crate) struct PeekPlugins {
 
 /// One host in `peek`'s `hosts`.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct PeekHost {
     /// Its name.
     pub name: String,
@@ -243,7 +243,7 @@ pub(crate) struct PeekHost {
 /// `peek`'s `service`: the reference system's `mode`, `active`, `pid`, `uptime_s`,
 /// `unit_file`, `rate_limit`, `system_managed`, then ours.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct ServiceBlock {
     /// `systemd_user`, `pid_file` or `none`.
     pub mode: String,
@@ -273,7 +273,7 @@ pub(crate) struct ServiceBlock {
 
 /// `service.rate_limit`: the back-off under way, in the reference system's shape.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct RateLimit {
     /// When the back-off ends, seconds since the Unix epoch.
     pub throttled_until_epoch: Option<u64>,
@@ -647,11 +647,8 @@ pub(crate) fn run(config_path: &Path, output: &PeekOutput) -> Result<u8, CliErro
                 config.runtime.log_dir.join("rounds").display()
             ))
         })?;
-        let mut log = crate::runtime::tree_file::open_regular(
-            &file,
-            crate::runtime::tree_file::Symlink::Refuse,
-        )
-        .map_err(|e| CliError::failure(format!("cannot read {}: {e}", file.display())))?;
+        let mut log = crate::tree_file::open_regular(&file, crate::tree_file::Symlink::Refuse)
+            .map_err(|e| CliError::failure(format!("cannot read {}: {e}", file.display())))?;
         let _ = std::io::copy(&mut log, &mut stdout);
         return Ok(crate::exit::OK);
     }

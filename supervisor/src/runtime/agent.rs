@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
+use crate::record::stop::{reached, StopLevel, StopWatch};
 use crate::runtime::processes::own_children;
-use crate::runtime::stop::{reached, StopLevel, StopWatch};
 
 /// Time between SIGTERM and SIGKILL to the agent's process group.
 pub(crate) const KILL_GRACE: Duration = Duration::from_secs(5);
