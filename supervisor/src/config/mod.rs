@@ -5,6 +5,7 @@
 //! expected, and maps to exit 78 ([`crate::exit::CONFIG`]).
 
 mod error;
+mod goal;
 mod monitor;
 mod raw;
 mod resolve;
@@ -14,6 +15,8 @@ pub(crate) mod vocabulary;
 
 pub use error::ConfigError;
 pub(crate) use error::SCHEMA_VERSION;
+pub(crate) use goal::CHECK_KILL_GRACE;
+pub use goal::{GoalCheck, GoalConfig, StopWhen};
 pub(crate) use monitor::{auto_stop_names, RoundCgroupMode};
 pub use monitor::{HostHealthConfig, MonitorConfig};
 pub use resolve::{

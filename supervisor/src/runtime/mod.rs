@@ -19,14 +19,18 @@
 //!   [`transient`] and [`backoff`]: what serve does with it (back-off episodes, login
 //!   stops); [`schedule_gate`]: what `[schedule]` says of the next round; [`grace`]: result grace;
 //!   [`substrate`]: the git head and fingerprint; [`processes`]: who is whose child.
+//! - [`goal`]: `[goal]` checks after each round and the treadmill advisory; [`bounds`]:
+//!   `max_duration_s` and `max_rounds_per_hour`.
 
 pub(crate) mod agent;
 pub(crate) mod attribution;
 pub(crate) mod backoff;
+pub(crate) mod bounds;
 pub(crate) mod config_follow;
 pub mod detect;
 pub(crate) mod dirty;
 pub(crate) mod git;
+pub(crate) mod goal;
 pub(crate) mod grace;
 pub(crate) mod host_health;
 pub(crate) mod path_name;

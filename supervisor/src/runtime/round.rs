@@ -89,6 +89,8 @@ pub(crate) struct Ran {
     pub dirty: Option<Outcome>,
     /// What the post-round hooks made of the round.
     pub post_round: Decision,
+    /// What the `[goal]` checks found after the agent exited (`None` without `[goal]`).
+    pub goal: Option<crate::runtime::goal::Checked>,
 }
 
 /// Why a round could not run. Each is reported to the operator: `serve` records it as
@@ -266,7 +268,8 @@ impl Runner {
     /// `round_substrate_before` / `_after` when `substrate_fingerprint_paths` is set.
     async fn substrate(&self, round_num: u64, after: bool) {
         let patterns = &self.config.runtime.substrate_fingerprint_paths;
-        if patterns.is_empty() {
+        // `[goal]`'s treadmill advisory reads `HEAD` before and after each round.
+        if patterns.is_empty() && self.config.goal.is_none() {
             return;
         }
         let git_head = self.repo.head().await;
@@ -365,6 +368,19 @@ impl Runner {
             .run_agent(round_num, phase, launch, &log_path, log, stop)
             .await?;
         let duration_s = (exit.duration.as_secs_f64() * 1000.0).round() / 1000.0;
+        // Before the dirty tree is handled, so a check sees the round's edits.
+        let goal = match &self.config.goal {
+            Some(goal) => Some(
+                crate::runtime::goal::run_checks(
+                    goal,
+                    self.config.runtime.dry_run,
+                    round_num,
+                    &self.events,
+                )
+                .await,
+            ),
+            None => None,
+        };
         self.substrate(round_num, true).await;
         // Counted as it went by, not from the file: the agent may have deleted it.
         let output_bytes = exit.log.kept + exit.log.discarded;
@@ -386,6 +402,7 @@ impl Runner {
             output_bytes,
             dirty,
             post_round,
+            goal,
         }))
     }
 
@@ -527,6 +544,9 @@ impl Runner {
         let log_dir = &self.config.runtime.log_dir;
         if let Err(e) = round_context::write(log_dir, round_ctx) {
             tracing::warn!("cannot write the round context: {e}");
+        }
+        if let Some(goal) = &self.config.goal {
+            crate::runtime::goal::assess(goal, state_dir, round_num, &self.events);
         }
         self.events.emit(Event::RoundStart {
             round_num,

@@ -1,6 +1,7 @@
 //! Boot (config → sandbox gate → lock → hosts) and the loop: rounds back to back with
-//! `restart_delay_s` between them, until `max_rounds`, `--once`, the stop file, the
-//! crash-loop breaker, or a stop signal. Before every round the config is re-read
+//! `restart_delay_s` between them, until `max_rounds`, `--once`, `max_duration_s`, the
+//! goal reached (`[goal] stop_when`), the stop file, the crash-loop breaker, or a stop
+//! signal; `max_rounds_per_hour` pauses it ([`crate::runtime::bounds`]). Before every round the config is re-read
 //! ([`crate::runtime::config_follow`]; SIGHUP re-reads it at once between rounds and never
 //! ends the process). The first SIGTERM/SIGINT (or `agent-runner stop`)
 //! lets the running round finish within its budget and starts no new one; a second (or
@@ -203,6 +204,7 @@ pub(crate) async fn serve(
         completed: 0,
         fast_failures: 0,
         code: crate::exit::OK,
+        started: Instant::now(),
     };
     serving
         .service
@@ -241,6 +243,8 @@ struct Serving<'a> {
     fast_failures: u32,
     /// The exit code so far.
     code: u8,
+    /// When this serve began (`max_duration_s`).
+    started: Instant,
 }
 
 /// What the loop does after a round attempt.
@@ -299,6 +303,18 @@ impl Serving<'_> {
             self.transients.follow(&self.runner.config);
             if self.must_end() {
                 return;
+            }
+            if !rate_ceiling(
+                self.runner,
+                &mut self.service,
+                self.status,
+                stop,
+                self.follow,
+                self.gate,
+            )
+            .await
+            {
+                continue;
             }
             if !options.ignore_schedule
                 && !schedule_gate(
@@ -368,7 +384,43 @@ impl Serving<'_> {
             });
             return true;
         }
+        let elapsed = self.started.elapsed();
+        if let Some(max) = runner.config.runtime.max_duration.filter(|m| elapsed >= *m) {
+            runner.events.emit(Event::MaxDurationReached {
+                elapsed_s: (elapsed.as_secs_f64() * 10.0).round() / 10.0,
+                max_duration_s: max.as_secs(),
+                rounds_completed: completed,
+            });
+            eprintln!(
+                "agent-runner: serve ran {} s, [runtime] max_duration_s is {}; stopping",
+                elapsed.as_secs(),
+                max.as_secs()
+            );
+            return true;
+        }
         false
+    }
+
+    /// `[goal] stop_when = "all_satisfied"` and every check passed after `ran`:
+    /// `goal_reached`, and `serve` ends with exit 0.
+    fn goal_reached(&self, ran: &Ran) -> bool {
+        let Some(goal) = &self.runner.config.goal else {
+            return false;
+        };
+        let reached = goal.stop_when == crate::config::StopWhen::AllSatisfied
+            && ran.goal.as_ref().is_some_and(|g| g.all_satisfied());
+        if reached {
+            self.runner.events.emit(Event::GoalReached {
+                round_num: ran.round_num,
+                checks: goal.checks.iter().map(|c| c.name.clone()).collect(),
+                rounds_completed: self.completed,
+            });
+            eprintln!(
+                "agent-runner: every [goal] check passed after round {}; stopping ([goal] stop_when = \"all_satisfied\")",
+                ran.round_num
+            );
+        }
+        reached
     }
 
     /// One round attempt, `status` and `service.json` saying so.
@@ -469,6 +521,9 @@ impl Serving<'_> {
             return Flow::Stop;
         }
         if self.poll_detectors(&ran, stop).await {
+            return Flow::Stop;
+        }
+        if self.goal_reached(&ran) {
             return Flow::Stop;
         }
         if self.max_rounds.is_some_and(|max| self.completed >= max)
@@ -728,6 +783,61 @@ async fn schedule_gate(
         paused_for_s: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
         reason: match woken {
             Woken::End(WaitEnd::Elapsed) => "schedule",
+            Woken::End(WaitEnd::Stopped) => "stop",
+            Woken::End(WaitEnd::StopFile) => "stop_file",
+            Woken::Hangup => "sighup",
+        }
+        .to_owned(),
+    });
+    status.send_modify(|s| s.update("waiting", None, &runner.hosts));
+    service.update(ServiceState::Idle, None, &runner.hosts);
+    false
+}
+
+/// `[runtime] max_rounds_per_hour` before a round: `true` when a round may start now.
+/// Otherwise waits until the oldest of the last hour's rounds leaves the window
+/// (`rate_ceiling_paused` … `rate_ceiling_resumed`; a stop, SIGTERM or the stop file ends
+/// the wait within a tick, a SIGHUP re-reads the config and ends it so a new ceiling is
+/// looked at) and returns `false` so the loop looks again.
+async fn rate_ceiling(
+    runner: &mut Runner,
+    service: &mut ServiceFile,
+    status: &watch::Sender<Snapshot>,
+    stop: &mut StopWatch,
+    follow: &mut ConfigFollower,
+    gate: &SandboxGate,
+) -> bool {
+    let Some(max) = runner.config.runtime.max_rounds_per_hour else {
+        return true;
+    };
+    let state_dir = runner.config.runtime.state_dir.clone();
+    let Some(ceiling) = crate::runtime::bounds::ceiling(&state_dir, max, SystemTime::now()) else {
+        return true;
+    };
+    let plan = Plan {
+        requested: ceiling.wait,
+        applied: ceiling.wait,
+        until: SystemTime::now() + ceiling.wait,
+        capped: false,
+        cap: ceiling.wait,
+    };
+    runner.events.emit(Event::RateCeilingPaused {
+        rounds_last_hour: ceiling.rounds_last_hour,
+        max_rounds_per_hour: max,
+        resume_in_s: (ceiling.wait.as_secs_f64() * 10.0).round() / 10.0,
+    });
+    refresh_summary(&state_dir);
+    let until_text = crate::record::events::timestamp(plan.until);
+    let state = format!("paused by max_rounds_per_hour until {until_text}");
+    status.send_modify(|s| s.update(&state, None, &runner.hosts));
+    service.update(ServiceState::Paused, None, &runner.hosts);
+    let started = Instant::now();
+    let mut waits = Waits { stop, follow, gate };
+    let woken = wait_out(runner, &mut waits, &plan, true).await;
+    runner.events.emit(Event::RateCeilingResumed {
+        paused_for_s: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        reason: match woken {
+            Woken::End(WaitEnd::Elapsed) => "elapsed",
             Woken::End(WaitEnd::Stopped) => "stop",
             Woken::End(WaitEnd::StopFile) => "stop_file",
             Woken::Hangup => "sighup",

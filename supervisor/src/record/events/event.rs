@@ -120,6 +120,71 @@ pub(crate) enum Event {
         /// The limit.
         max_rounds: u64,
     },
+    /// `[runtime] max_duration_s` reached; the loop ends (exit 0).
+    MaxDurationReached {
+        /// Seconds `serve` ran.
+        elapsed_s: f64,
+        /// The limit.
+        max_duration_s: u64,
+        /// Rounds completed by this serve.
+        rounds_completed: u64,
+    },
+    /// `[runtime] max_rounds_per_hour` reached: no round starts until the oldest of the
+    /// last hour's rounds is an hour old.
+    RateCeilingPaused {
+        /// Rounds started in the last 60 minutes (by the record).
+        rounds_last_hour: u64,
+        /// The ceiling.
+        max_rounds_per_hour: u64,
+        /// Seconds until a round may start.
+        resume_in_s: f64,
+    },
+    /// The rate-ceiling pause is over (or a stop ended it).
+    RateCeilingResumed {
+        /// Seconds paused.
+        paused_for_s: f64,
+        /// `elapsed`, `stop`, `stop_file` or `sighup`.
+        reason: String,
+    },
+    /// Every `[[goal.checks]]` entry passed after a round and `[goal] stop_when =
+    /// "all_satisfied"`: the loop ends (exit 0).
+    GoalReached {
+        /// The round after which the checks passed.
+        round_num: u64,
+        /// The checks' names.
+        checks: Vec<String>,
+        /// Rounds completed by this serve.
+        rounds_completed: u64,
+    },
+    /// One `[[goal.checks]]` entry ran after a round's agent exited (the reference
+    /// system's fields, then `round_num`).
+    GoalCheck {
+        /// The check's name.
+        name: String,
+        /// It exited 0 within its timeout.
+        satisfied: bool,
+        /// The last finite number its stdout printed; `null` when none.
+        value: Option<f64>,
+        /// Its timeout ran out (its process group was ended).
+        timed_out: bool,
+        /// `true` under `dry_run`: not run.
+        skipped: bool,
+        /// Why it could not start; absent when it started.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// The round it ran after.
+        round_num: u64,
+    },
+    /// The treadmill advisory was prepended to the `[goal]` ledger: the last rounds all
+    /// changed the tree and no check moved.
+    GoalAssessment {
+        /// What was seen.
+        observation: String,
+        /// What the agent is asked.
+        question: String,
+        /// `low`, `medium` or `high`.
+        confidence: String,
+    },
     /// `[schedule]` does not allow the next round now; serve waits.
     SchedulePaused {
         /// The phase of the next round; `null` without `[phases]`.
@@ -803,6 +868,12 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "stop_file_detected",
     "crash_loop",
     "max_rounds_reached",
+    "max_duration_reached",
+    "rate_ceiling_paused",
+    "rate_ceiling_resumed",
+    "goal_reached",
+    "goal_check",
+    "goal_assessment",
     "round_deferred",
     "round_resumed",
     "round_error",
