@@ -10,7 +10,8 @@
 //! up to 60 s: read_pid_environ, kill_pid, ptrace_attach); `needle` (secret_env);
 //! `bytes` (memory_hog, write_big, write_many, write_tmp); `count` (write_many,
 //! write_tmp); `max` (fork_bomb: a safety cap). `path` of unix_connect may be `@name` (an
-//! abstract socket). Test-only.
+//! abstract socket); `hook` names the hook (default `attempt`; several hosts of one
+//! project need distinct names). Test-only.
 
 use agent_runner_sdk::{proceed, BeforeSpawnParams, ConfigTable, HookError, Hooks, Host};
 use std::io::Write;
@@ -465,11 +466,12 @@ fn main() -> ExitCode {
             let config = init.config.clone();
             let c = ConfigTable::new(&config);
             c.expect_only(&[
-                "attempt", "port", "path", "pid_file", "needle", "bytes", "max", "count",
+                "attempt", "port", "path", "pid_file", "needle", "bytes", "max", "count", "hook",
             ])?;
             let attempt = c.string_or("attempt", "")?;
+            let hook = c.string_or("hook", "attempt")?;
             Ok(
-                Hooks::new().spawn_hook("attempt", move |p: &BeforeSpawnParams| {
+                Hooks::new().spawn_hook(&hook, move |p: &BeforeSpawnParams| {
                     let result = run(&attempt, &config, p)?;
                     if result.is_empty() {
                         return Ok(proceed());
