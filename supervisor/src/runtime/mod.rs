@@ -8,7 +8,8 @@
 //! - [`pre_round`] (pre-round hooks and context enrichers), [`spawn_gate`], [`dirty`] and
 //!   [`detect`]: the hook families as the round sees them, with their built-ins;
 //!   [`serve_startup`]: the hooks `serve` calls once at boot.
-//! - [`git`]: the only place that runs git; [`attribution`]: whose dirt is it (the round's,
+//! - [`git`]: the only place that runs git; [`git_operation`]: a rebase, merge… under way
+//!   (the tree is then left untouched); [`attribution`]: whose dirt is it (the round's,
 //!   the operator's, the supervisor's own files and the paths hosts own).
 //! - [`path_name`]: file names as lossless text (non-UTF-8 names in git's quoted form).
 //! - [`prompt`], [`round_context`]: what the agent is told.
@@ -30,6 +31,7 @@ pub(crate) mod config_follow;
 pub mod detect;
 pub(crate) mod dirty;
 pub(crate) mod git;
+pub(crate) mod git_operation;
 pub(crate) mod goal;
 pub(crate) mod grace;
 pub(crate) mod host_health;

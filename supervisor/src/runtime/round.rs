@@ -31,6 +31,7 @@ use crate::runtime::attribution::{Baseline, OwnFiles};
 use crate::runtime::detect::{self, AutoStop};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
 use crate::runtime::git::Repo;
+use crate::runtime::git_operation;
 use crate::runtime::grace::Grace;
 use crate::runtime::host_health::{self, Floor, Pressure, Reading};
 use crate::runtime::post_round::{self, Decision, Judged};
@@ -695,6 +696,16 @@ impl Runner {
         let split = baseline.split(&self.config.runtime.work_dir, files);
         if split.round.is_empty() {
             return None;
+        }
+        if let Some(found) = git_operation::in_progress(&self.config.runtime.work_dir) {
+            self.events.emit(Event::GitOperationInProgress {
+                round_num,
+                operation: found.operation.name().to_owned(),
+                marker: found.marker,
+                file_count: split.round.len(),
+                what_to_do: found.operation.what_to_do(),
+            });
+            return Some(Outcome::Ignored);
         }
         let ctx = self.context(round_num, phase, Some(log_path.display().to_string()));
         let round = DirtyRound {

@@ -749,6 +749,21 @@ pub(crate) enum Event {
         /// The handler's note, or why the built-in stashed.
         reason: String,
     },
+    /// The repository is in the middle of a git operation (a rebase, merge, cherry-pick or
+    /// revert stopped on a conflict, a bisect): the round's dirty files are left untouched,
+    /// no handler is asked (`crate::runtime::git_operation`).
+    GitOperationInProgress {
+        /// The round.
+        round_num: u64,
+        /// `rebase`, `am`, `merge`, `cherry-pick`, `revert` or `bisect`.
+        operation: String,
+        /// The marker in the git dir that shows it (`.git/rebase-merge`, `.git/MERGE_HEAD`…).
+        marker: PathBuf,
+        /// How many dirty files were left untouched.
+        file_count: usize,
+        /// What the operator does to end it.
+        what_to_do: String,
+    },
     /// The stash failed.
     OrphanStashFailed {
         /// The round.
@@ -892,6 +907,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "dirty_commit_failed",
     "orphan_idempotent_skip",
     "orphan_stashed",
+    "git_operation_in_progress",
     "orphan_stash_failed",
     "plugin_refused",
     "plugin_redeclaration_ignored",

@@ -327,6 +327,8 @@ mod tests {
              r#""event":"orphan_stashed","round_num":4,"hook":"b","ref":"abc","message":"ORPHAN R4 ts=t","reason":"why""#),
             (Event::OrphanStashFailed { round_num: 4, hook: s("b"), error: s("e"), tree: s("t") },
              r#""event":"orphan_stash_failed","round_num":4,"hook":"b","error":"e","tree":"t""#),
+            (Event::GitOperationInProgress { round_num: 4, operation: s("rebase"), marker: PathBuf::from("/p/.git/rebase-merge"), file_count: 2, what_to_do: s("w") },
+             r#""event":"git_operation_in_progress","round_num":4,"operation":"rebase","marker":"/p/.git/rebase-merge","file_count":2,"what_to_do":"w""#),
             (Event::PluginRefused { name: s("h"), reason: s("r") },
              r#""event":"plugin_refused","name":"h","reason":"r""#),
             (Event::PluginRedeclarationIgnored { name: s("h"), changed: vec![s("event_kinds")], detail: s("event_kinds: [a] then [b]") },
