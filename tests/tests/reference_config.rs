@@ -261,3 +261,91 @@ fn the_ledger_must_follow_the_main_prompt_and_survive_a_stash() {
     p.write_config_text(&format!("{text}[goal]\nledger = {outside}\n"));
     p.run(&["round"]).assert_code(0);
 }
+
+/// The reference system's digest of a config with `files` as prompt files, one check
+/// (`readme`), `dirty_action = "stash"`, argv delivery and `env`, computed by its documented
+/// formula (docs/reference-system.md, "Later releases") with Python's own `json` and
+/// `hashlib`: an implementation of the bytes independent of ours.
+fn python_digest(files: &[&std::path::Path], env: &[(&str, &str)]) -> String {
+    let script = r#"
+import hashlib, json, sys
+files, env = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+def sha(p):
+    try:
+        return hashlib.sha256(open(p, "rb").read()).hexdigest()
+    except OSError:
+        return None
+payload = {
+    "prompt_files": files,
+    "prompt_file_sha256": [sha(p) for p in files],
+    "checks": [{"name": "readme", "cmd": ["test", "-f", "README.md"]}],
+    "vcs_dirty_action": "stash",
+    "prompt_delivery": "argv",
+    "agent_env": sorted(env),
+}
+blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+print(hashlib.sha256(blob.encode("utf-8")).hexdigest())
+"#;
+    let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            script,
+            &serde_json::to_string(&files).unwrap(),
+            &serde_json::to_string(env).unwrap(),
+        ])
+        .output()
+        .expect("python3 (run tests/setup.sh)");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+#[test]
+fn round_start_carries_the_reference_config_digest() {
+    let p = Project::new();
+    let env = [("ZED", "naïve \"quoted\"\ttab"), ("ALPHA", "1")];
+    let text = ConfigBuilder::new(p.agent_path())
+        .agent_env(env[0].0, env[0].1)
+        .agent_env(env[1].0, env[1].1)
+        .render()
+        .replace(
+            "file = \"./prompts/main.md\"",
+            "files = [\"./prompts/main.md\", \"./logs/lessons.md\"]",
+        )
+        + "[goal]\nledger = \"./logs/lessons.md\"\n[[goal.checks]]\nname = \"readme\"\ncmd = [\"test\", \"-f\", \"README.md\"]\n";
+    p.write_config_text(&text);
+    let prompt = p.dir().join("prompts/main.md");
+    let lessons = p.dir().join("logs/lessons.md");
+    p.run(&["round"]).assert_code(0);
+    let first = python_digest(&[&prompt, &lessons], &env);
+    p.run(&["round"]).assert_code(0);
+    p.write("prompts/main.md", "A new prompt.\n");
+    p.run(&["round"]).assert_code(0);
+    let third = python_digest(&[&prompt, &lessons], &env);
+    // No advisory was written: the ledger's hash is null, as in the reference.
+    assert!(!lessons.exists());
+    let starts = p.events_of("round_start");
+    assert_eq!(starts.len(), 3);
+    assert_eq!(starts[0]["config_digest"], first, "{}", starts[0]);
+    assert_eq!(starts[0]["config_changed"], true, "no earlier round_start");
+    assert_eq!(
+        starts[0]["config_prompt_files"],
+        serde_json::json!([prompt.display().to_string(), lessons.display().to_string()])
+    );
+    assert_eq!(
+        starts[0]["config_check_names"],
+        serde_json::json!(["readme"])
+    );
+    assert_eq!(starts[0]["config_vcs_dirty_action"], "stash");
+    assert_eq!(starts[0]["config_prompt_delivery"], "argv");
+    assert_eq!(starts[1]["config_digest"], first);
+    assert_eq!(starts[1]["config_changed"], false);
+    assert!(
+        starts[1].get("config_prompt_files").is_none(),
+        "{}",
+        starts[1]
+    );
+    assert_eq!(starts[2]["config_digest"], third, "{}", starts[2]);
+    assert_eq!(starts[2]["config_changed"], true);
+    assert_ne!(first, third);
+}

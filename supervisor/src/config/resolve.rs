@@ -196,6 +196,13 @@ pub enum PromptDelivery {
     Stdin,
 }
 
+impl PromptDelivery {
+    /// The config spelling.
+    pub(crate) fn as_str(self) -> &'static str {
+        self.word()
+    }
+}
+
 impl Vocabulary for PromptDelivery {
     const ALL: &'static [Self] = &[PromptDelivery::Argv, PromptDelivery::Stdin];
 

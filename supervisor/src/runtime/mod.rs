@@ -13,7 +13,8 @@
 //!   the operator's, the supervisor's own files and the paths hosts own).
 //! - [`path_name`]: file names as lossless text (non-UTF-8 names in git's quoted form).
 //! - [`prompt`], [`round_context`]: what the agent is told.
-//! - [`config_follow`]: the config re-read before every round and on SIGHUP.
+//! - [`config_follow`]: the config re-read before every round and on SIGHUP;
+//!   [`config_digest`]: `round_start.config_digest`, the reference system's label.
 //! - What it writes, and the stop level it obeys, stand a floor below in
 //!   [`crate::record`]; `[schedule]` and where the state dir lies in [`crate::config`].
 //! - [`post_round`]: the post-round family as the round sees it (verdicts → a decision);
@@ -27,6 +28,7 @@ pub(crate) mod agent;
 pub(crate) mod attribution;
 pub(crate) mod backoff;
 pub(crate) mod bounds;
+pub(crate) mod config_digest;
 pub(crate) mod config_follow;
 pub mod detect;
 pub(crate) mod dirty;

@@ -28,6 +28,7 @@ use crate::record::state;
 use crate::record::stop::{StopLevel, StopWatch};
 use crate::runtime::agent::{self, AgentExit, AgentSpec};
 use crate::runtime::attribution::{Baseline, OwnFiles};
+use crate::runtime::config_digest;
 use crate::runtime::detect::{self, AutoStop};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
 use crate::runtime::git::Repo;
@@ -84,8 +85,6 @@ pub(crate) struct Ran {
     pub log_path: PathBuf,
     /// How the agent ended.
     pub exit: AgentExit,
-    /// Bytes the agent wrote to its round log (stdout + stderr).
-    pub output_bytes: u64,
     /// What happened to a dirty tree (`None`: clean, or the agent did not exit cleanly).
     pub dirty: Option<Outcome>,
     /// What the post-round hooks made of the round.
@@ -383,8 +382,6 @@ impl Runner {
             None => None,
         };
         self.substrate(round_num, true).await;
-        // Counted as it went by, not from the file: the agent may have deleted it.
-        let output_bytes = exit.log.kept + exit.log.discarded;
         self.note_log_cap(round_num, &exit, &log_path);
         let post_round = self
             .judge(round_num, phase, &exit, duration_s, &log_path, stop)
@@ -400,7 +397,6 @@ impl Runner {
             round_num,
             log_path,
             exit,
-            output_bytes,
             dirty,
             post_round,
             goal,
@@ -549,9 +545,17 @@ impl Runner {
         if let Some(goal) = &self.config.goal {
             crate::runtime::goal::assess(goal, state_dir, round_num, &self.events);
         }
+        let label = config_digest::label(&self.config, phase, state_dir);
+        let snapshot = label.snapshot;
         self.events.emit(Event::RoundStart {
             round_num,
             phase: phase.map(str::to_owned),
+            config_digest: Some(label.digest),
+            config_changed: Some(label.changed),
+            config_prompt_files: snapshot.as_ref().map(|s| s.prompt_files.clone()),
+            config_check_names: snapshot.as_ref().map(|s| s.check_names.clone()),
+            config_vcs_dirty_action: snapshot.as_ref().map(|s| s.vcs_dirty_action.clone()),
+            config_prompt_delivery: snapshot.map(|s| s.prompt_delivery),
         });
         if self.fresh_eyes(round_num) {
             self.events.emit(Event::FreshEyesRoundTriggered {

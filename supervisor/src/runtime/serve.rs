@@ -8,13 +8,15 @@
 //! `agent-runner kill`) terminates the agent. Every wait (restart delay, defer, skip idle,
 //! a hook call) ends at once on a stop.
 //!
-//! Crash-loop breaker: an agent run that ends unclean (non-zero exit or a signal) within
-//! [`FAST_EXIT`] having written nothing, or a round that cannot start at all (agent not
-//! found, prompt unreadable), is a fast failure; [`CRASH_LOOP_LIMIT`] of them in a row stop `serve` with a `crash_loop` event
-//! and exit 75. Any other round resets the count. (A clean, silent, instant exit, like the
-//! benchmark's `true`, is a valid round, not a crash.) A round a post-round hook diagnosed
-//! (usage or rate limit, overload, network, login) is not a crash either: it is handled by
-//! [`crate::runtime::transient`] (back off, skip, or stop with the operator's hint).
+//! Crash-loop breaker (docs/operations.md, "The crash-loop breaker"): a failed round — the
+//! agent ended unclean (non-zero exit, a signal, the budget) whatever it printed, or a
+//! post-round hook diagnosed a failure (usage or rate limit, overload, network), or the
+//! round could not start at all (agent not found, prompt unreadable) — counts;
+//! [`CRASH_LOOP_LIMIT`] of them in a row stop `serve` with a `crash_loop` event (the reason
+//! and the last lines of the last round's log) and exit 75. Any other round resets the
+//! count. (A clean, silent, instant exit, like the benchmark's `true`, is a valid round.)
+//! Diagnosed failures are also backed off ([`crate::runtime::transient`]), so a loop that
+//! burns money stops after a few minutes of growing waits.
 
 use agent_runner_plugin_host::probe::probe;
 use agent_runner_protocol::{LastRound, ProjectState};
@@ -44,11 +46,15 @@ use crate::runtime::transient::{Step, Transients};
 /// answer cannot spin (the reference system re-asks ~4×/s).
 pub(crate) const MIN_REASK: Duration = Duration::from_secs(1);
 
-/// A run shorter than this, unclean and silent, is a fast failure (crash-loop breaker).
-pub(crate) const FAST_EXIT: Duration = Duration::from_secs(2);
-
-/// Fast failures in a row that stop `serve` (exit 75, `crash_loop`).
+/// Failed rounds in a row that stop `serve` (exit 75, `crash_loop`), as the reference
+/// system's crash loop.
 pub(crate) const CRASH_LOOP_LIMIT: u32 = 5;
+
+/// Lines of the last failed round's log the `crash_loop` event carries.
+const CRASH_LOOP_TAIL_LINES: usize = 10;
+
+/// At most this many characters of them (the end kept).
+const CRASH_LOOP_TAIL_CHARS: usize = 2000;
 
 /// A booted supervisor: the lock held, hosts running.
 pub(crate) struct Booted {
@@ -202,7 +208,8 @@ pub(crate) async fn serve(
         service,
         max_rounds,
         completed: 0,
-        fast_failures: 0,
+        failures: 0,
+        last_failure: None,
         code: crate::exit::OK,
         started: Instant::now(),
     };
@@ -239,8 +246,10 @@ struct Serving<'a> {
     max_rounds: Option<u64>,
     /// Rounds completed in this run.
     completed: u64,
-    /// Fast failures in a row (crash-loop breaker).
-    fast_failures: u32,
+    /// Failed rounds in a row (crash-loop breaker).
+    failures: u32,
+    /// The last of them: why it failed, and its log's last lines.
+    last_failure: Option<(String, Vec<String>)>,
     /// The exit code so far.
     code: u8,
     /// When this serve began (`max_duration_s`).
@@ -362,18 +371,22 @@ impl Serving<'_> {
             );
             return true;
         }
-        if self.fast_failures >= CRASH_LOOP_LIMIT {
+        if self.failures >= CRASH_LOOP_LIMIT {
+            let (reason, last_lines) = self.last_failure.clone().unwrap_or_default();
             runner.events.emit(Event::CrashLoop {
-                consecutive_fast_failures: self.fast_failures,
+                consecutive_failures: self.failures,
                 threshold: CRASH_LOOP_LIMIT,
-                fast_exit_s: FAST_EXIT.as_secs(),
                 rounds_completed: completed,
+                reason: reason.clone(),
+                last_lines: last_lines.clone(),
             });
             eprintln!(
-                "agent-runner: the agent failed {} times in a row within {} s without output; stopping (crash loop)",
-                self.fast_failures,
-                FAST_EXIT.as_secs()
+                "agent-runner: {} rounds failed in a row; stopping (crash loop). The last: {reason}",
+                self.failures
             );
+            for line in &last_lines {
+                eprintln!("  | {line}");
+            }
             self.code = crate::exit::TEMPFAIL;
             return true;
         }
@@ -479,12 +492,13 @@ impl Serving<'_> {
             }
             Ok(Attempt::Stopped) => Flow::Again,
             Err(err) => {
-                self.fast_failures += 1;
+                self.failures += 1;
+                self.last_failure = Some((format!("the round could not start: {err}"), Vec::new()));
                 eprintln!("agent-runner: {err}");
                 self.runner.events.emit(Event::RoundError {
                     error: err.to_string(),
                 });
-                if self.fast_failures >= CRASH_LOOP_LIMIT {
+                if self.failures >= CRASH_LOOP_LIMIT {
                     return Flow::Again;
                 }
                 Flow::Pause(restart_delay)
@@ -501,13 +515,16 @@ impl Serving<'_> {
         let step =
             self.transients
                 .after_round(&self.runner.events, &ran.post_round, round_num, clean);
-        let fast = !clean
-            && ran.exit.cause != crate::runtime::agent::ExitCause::Stopped
-            && ran.exit.duration < FAST_EXIT
-            && ran.output_bytes == 0;
-        // A diagnosed failure is not a crash: the breaker neither counts nor resets.
-        if !step.diagnosed() {
-            self.fast_failures = if fast { self.fast_failures + 1 } else { 0 };
+        // Any failed round counts, printed output or not: real CLIs print a line when they
+        // fail. An operator's stop is not a failure of the agent.
+        let failed = step.diagnosed()
+            || (!clean && ran.exit.cause != crate::runtime::agent::ExitCause::Stopped);
+        if failed {
+            self.failures += 1;
+            self.last_failure = Some(failure_of(&ran, &step));
+        } else {
+            self.failures = 0;
+            self.last_failure = None;
         }
         if let Step::Stop {
             reason,
@@ -527,7 +544,7 @@ impl Serving<'_> {
             return Flow::Stop;
         }
         if self.max_rounds.is_some_and(|max| self.completed >= max)
-            || self.fast_failures >= CRASH_LOOP_LIMIT
+            || self.failures >= CRASH_LOOP_LIMIT
         {
             return Flow::Again;
         }
@@ -890,4 +907,28 @@ pub(crate) async fn shutdown(booted: Booted) {
     booted.runner.hosts.shutdown().await;
     // `round` ends here too: its look-ups are then as cheap as after a `serve`.
     refresh_summary(&booted.runner.config.runtime.state_dir);
+}
+
+/// Why `ran` failed, in a line, and its log's last lines (redacted), for `crash_loop`.
+fn failure_of(ran: &Ran, step: &Step) -> (String, Vec<String>) {
+    let exit = &ran.exit;
+    let mut reason = match (exit.cause, exit.exit_code, exit.signal) {
+        (crate::runtime::agent::ExitCause::Exited, Some(code), _) => format!("exit {code}"),
+        (cause, _, Some(signal)) => format!("{} (signal {signal})", cause.as_str()),
+        (cause, _, None) => cause.as_str().to_owned(),
+    };
+    reason = format!(
+        "round {}: {reason} after {:.1} s",
+        ran.round_num,
+        exit.duration.as_secs_f64()
+    );
+    if let Some(diagnosis) = step.diagnosis() {
+        reason.push_str(&format!("; {diagnosis}"));
+    }
+    let tail = crate::runtime::round::log_tail(
+        &ran.log_path,
+        CRASH_LOOP_TAIL_LINES,
+        CRASH_LOOP_TAIL_CHARS,
+    );
+    (reason, tail.lines().map(str::to_owned).collect())
 }

@@ -104,14 +104,16 @@ pub(crate) enum Event {
     },
     /// Too many fast failures in a row; the loop ends (exit 75).
     CrashLoop {
-        /// Failures in a row, each within `fast_exit_s` and without output.
-        consecutive_fast_failures: u32,
+        /// Failed rounds in a row (unclean exit or a diagnosed failure, output or not).
+        consecutive_failures: u32,
         /// The limit that was reached.
         threshold: u32,
-        /// What counts as fast, in seconds.
-        fast_exit_s: u64,
         /// Rounds completed by this serve.
         rounds_completed: u64,
+        /// Why the last of them failed: `round N: exit 1 after 0.4 s; diagnosed rate_limit`.
+        reason: String,
+        /// The last lines of its round log (redacted; at most 10 lines, 2000 characters).
+        last_lines: Vec<String>,
     },
     /// `--max-rounds` reached; the loop ends.
     MaxRoundsReached {
@@ -404,6 +406,25 @@ pub(crate) enum Event {
         round_num: u64,
         /// Its phase; `null` without `[phases]`.
         phase: Option<String>,
+        /// sha256 hex of what the round runs with (`crate::runtime::config_digest`); a
+        /// label only. Absent in records written before it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        config_digest: Option<String>,
+        /// `config_digest` differs from the last `round_start`'s.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        config_changed: Option<bool>,
+        /// When changed: the prompt files (absolute paths).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        config_prompt_files: Option<Vec<String>>,
+        /// When changed: the `[[goal.checks]]` names.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        config_check_names: Option<Vec<String>>,
+        /// When changed: `[vcs] dirty_action`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        config_vcs_dirty_action: Option<String>,
+        /// When changed: `[agent] prompt_delivery`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        config_prompt_delivery: Option<String>,
     },
     /// This round is a fresh-eyes round (`[runtime] fresh_eyes_every_n`); the agent gets
     /// `AGENT_RUNNER_FRESH_EYES=1`.
