@@ -37,6 +37,7 @@ pub(crate) mod git_operation;
 pub(crate) mod goal;
 pub(crate) mod grace;
 pub(crate) mod host_health;
+pub(crate) mod log_views;
 pub(crate) mod path_name;
 pub mod post_round;
 pub mod pre_round;

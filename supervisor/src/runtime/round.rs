@@ -393,6 +393,13 @@ impl Runner {
             None
         };
         self.end_round(round_num, &exit, duration_s, dirty.as_ref(), &log_path);
+        crate::runtime::log_views::write_status(
+            &self.config.runtime.log_dir,
+            round_num,
+            exit.exit_code,
+            duration_s,
+            phase,
+        );
         Ok(Attempt::Ran(Ran {
             round_num,
             log_path,

@@ -36,6 +36,7 @@ use crate::runtime::attribution::OwnFiles;
 use crate::runtime::backoff::{self, Plan, WaitEnd};
 use crate::runtime::config_follow::{ConfigFollower, Trigger};
 use crate::runtime::git::Repo;
+use crate::runtime::log_views;
 use crate::runtime::round::{Attempt, Ran, RoundError, Runner};
 use crate::runtime::schedule_gate;
 use crate::runtime::serve_startup;
@@ -66,6 +67,8 @@ pub(crate) struct Booted {
     pub gate: SandboxGate,
     /// Re-reads the config before each round and on SIGHUP.
     pub follow: ConfigFollower,
+    /// `<log_dir>/agent-runner.lock.holder` while the lock is held (dropped before it).
+    _holder: Option<log_views::ViewFile>,
     _lock: ProjectLock,
 }
 
@@ -127,6 +130,7 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
         });
     }
     let lock = ProjectLock::acquire(&config.runtime.state_dir)?;
+    let holder = log_views::hold(&config.runtime.log_dir);
     crate::record::state::prepare(&config, &events);
     let tree = Repo::new(&config.runtime.work_dir, OwnFiles::default());
     if !tree.is_repo().await {
@@ -153,6 +157,7 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
         status: watch::channel(snapshot).0,
         gate,
         follow,
+        _holder: holder,
         _lock: lock,
     })
 }
