@@ -286,14 +286,21 @@ pub(crate) fn prepare(config: &Config, events: &EventLog) {
     }
 }
 
-/// Moves `state.json`, `orphan-state.json` and `events-*.jsonl` from `log_dir` to
-/// `state_dir` when `state_dir` holds none of them yet; returns the names moved.
+/// Moves `state.json`, `orphan-state.json` and `events-*.jsonl` (regular files) from
+/// `log_dir` to `state_dir` when `state_dir` holds none of them yet; returns the names
+/// moved.
 fn adopt_old_layout(log_dir: &Path, state_dir: &Path) -> std::io::Result<Vec<String>> {
     let Ok(entries) = std::fs::read_dir(log_dir) else {
         return Ok(Vec::new());
     };
+    // Regular files only: a symbolic link there is ours, a month file's link to the
+    // record (`EventLog::linked_in`), never an old record.
     let names: Vec<String> = entries
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter_map(|e| {
+            let e = e.ok()?;
+            e.file_type().ok()?.is_file().then_some(())?;
+            e.file_name().into_string().ok()
+        })
         .filter(|n| {
             n == STATE_FILE
                 || n == ORPHAN_FILE

@@ -101,7 +101,7 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     }
     // Before any host starts: on cgroup v2 the supervisor may move itself into a leaf.
     let cgroups = crate::runtime::round_cgroup::prepare(config.monitor.host_health.round_cgroup);
-    let events = EventLog::new(&config.runtime.state_dir);
+    let events = EventLog::new(&config.runtime.state_dir).linked_in(&config.runtime.log_dir);
     let caps = probe();
     let gate = match SandboxGate::evaluate(config.plugins.sandbox, caps.clone()) {
         Ok(gate) => gate,

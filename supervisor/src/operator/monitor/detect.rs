@@ -321,7 +321,9 @@ async fn report(config: &Config, alert: &Alert, json: bool) {
 
 /// Records a `monitor_*` event in the project's record (anomaly mode only).
 fn record(config: &Config, event: Event) {
-    EventLog::new(&config.runtime.state_dir).emit(event);
+    EventLog::new(&config.runtime.state_dir)
+        .linked_in(&config.runtime.log_dir)
+        .emit(event);
 }
 
 #[cfg(test)]
