@@ -97,7 +97,7 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     let config = config::load(config_path)?;
     // An agent that will fail every round on this machine (claude's bypass flag as root):
     // refused here with doctor's finding and fix, not found out round after round.
-    let (unmet, _) = crate::operator::agent_preconditions::on_this_machine(&config);
+    let (unmet, _) = crate::runtime::agent_preconditions::on_this_machine(&config);
     if let Some((reason, fix)) = unmet.into_iter().next() {
         return Err(BootError::Config(ConfigError::Key {
             path: config.path.clone(),
@@ -177,9 +177,8 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
 fn stop_file_content(file: &std::path::Path) -> String {
     use std::io::Read;
     let mut bytes = Vec::new();
-    let read =
-        crate::runtime::tree_file::open_regular(file, crate::runtime::tree_file::Symlink::Follow)
-            .and_then(|f| f.take(800).read_to_end(&mut bytes));
+    let read = crate::tree_file::open_regular(file, crate::tree_file::Symlink::Follow)
+        .and_then(|f| f.take(800).read_to_end(&mut bytes));
     match read {
         Ok(_) => String::from_utf8_lossy(&bytes).chars().take(200).collect(),
         Err(_) => String::new(),
