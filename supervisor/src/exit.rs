@@ -12,6 +12,8 @@ pub(crate) const FAILURE: u8 = 1;
 /// Bad command-line usage (clap's own code).
 pub(crate) const USAGE: u8 = 2;
 /// Temporary: a spawn hook deferred or skipped the round; no agent started (EX_TEMPFAIL).
+/// From `serve`: a deliberate stop (crash loop, `transient_error_action = "stop"`, a
+/// detector hook's auto-stop), which the systemd unit does not restart.
 pub(crate) const TEMPFAIL: u8 = 75;
 /// `serve` stopped on a post-round stop the operator allowed (`[monitor] auto_stop_on`):
 /// an expired or missing login, typically. Restarting cannot help until someone acts, so
@@ -22,6 +24,11 @@ pub(crate) const INTERRUPTED: u8 = 130;
 /// Permanent configuration error: bad config, or `sandbox = "require"` cannot engage
 /// (EX_CONFIG). systemd units use it in `RestartPreventExitStatus`.
 pub(crate) const CONFIG: u8 = 78;
+
+/// The exits of `serve` that mean "stay stopped": a person must act before a new start can
+/// help (usage, a deliberate stop, a login failure, a config error). The systemd unit lists
+/// them in `RestartPreventExitStatus=` (docs/operations.md, "Leaving it unattended").
+pub(crate) const STAY_STOPPED: [u8; 4] = [USAGE, TEMPFAIL, NOPERM, CONFIG];
 
 /// An error that ends the command: one message for stderr and its exit code.
 #[derive(Debug)]

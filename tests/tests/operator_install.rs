@@ -1,4 +1,4 @@
-//! `install` / `uninstall`: the generated systemd unit (restart policy, exits 78 and 77 not
+//! `install` / `uninstall`: the generated systemd unit (restart policy, exits 2, 75, 77, 78 not
 //! restarted, the control group killed, absolute binary and config paths), `--dry-run`
 //! writing nothing, and on this machine (no systemd running) a written unit with a clear
 //! message instead of a failure. Shell completions and the man page.
@@ -19,7 +19,9 @@ fn assert_unit_text(p: &Project, text: &str) {
     for line in [
         "[Service]".to_owned(),
         "Restart=on-failure".to_owned(),
-        "RestartPreventExitStatus=78 77".to_owned(),
+        "RestartPreventExitStatus=2 75 77 78".to_owned(),
+        "StartLimitIntervalSec=600".to_owned(),
+        "StartLimitBurst=5".to_owned(),
         "KillMode=control-group".to_owned(),
         "Delegate=yes".to_owned(),
         format!(

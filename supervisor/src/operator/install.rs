@@ -4,10 +4,9 @@
 //! One template, `agent-runner@.service`, serves every project of the machine; each project
 //! is an instance, `agent-runner@<project>.service`, whose drop-in `project.conf` names its
 //! config (`AGENT_RUNNER_CONFIG`), work dir and stop timeout. The template bakes in the
-//! absolute binary path, restarts `serve` on failure but not on exit 78 (a permanent config
-//! error) nor 77 (stopped on a login failure): restarting cannot help either until someone
-//! acts. It stops the whole
-//! control group (agent and hosts included) on `systemctl stop`. User units go to
+//! absolute binary path, restarts `serve` on failure but not on the exits that mean "stay
+//! stopped" ([`exit::STAY_STOPPED`]: 2, 75, 77, 78), with a start limit (5 starts in 10
+//! minutes). It stops the whole control group (agent and hosts included) on `systemctl stop`. User units go to
 //! `$XDG_CONFIG_HOME/systemd/user` (default `~/.config/systemd/user`), `--system` units to
 //! `/etc/systemd/system`.
 //!
@@ -101,6 +100,14 @@ fn specifiers_escaped(text: &str) -> String {
     text.replace('%', "%%")
 }
 
+/// Seconds systemd waits before restarting a failed `serve` (`RestartSec=`).
+pub(crate) const RESTART_DELAY_S: u64 = 10;
+/// The start limit's window in seconds (`StartLimitIntervalSec=`): with
+/// [`START_LIMIT_BURST`], a `serve` that fails 5 times within 10 minutes stays failed.
+pub(crate) const START_LIMIT_INTERVAL_S: u64 = 600;
+/// Starts allowed within [`START_LIMIT_INTERVAL_S`] (`StartLimitBurst=`).
+pub(crate) const START_LIMIT_BURST: u32 = 5;
+
 /// The template's text: `serve` of the config named by the instance's drop-in
 /// (`AGENT_RUNNER_CONFIG`), run by `binary` (absolute).
 pub(crate) fn render_template(binary: &Path, scope: Scope) -> String {
@@ -115,15 +122,21 @@ pub(crate) fn render_template(binary: &Path, scope: Scope) -> String {
          Description=agent-runner serve for %i\n\
          After=network-online.target\n\
          Wants=network-online.target\n\
+         # At most {burst} starts in {interval} s, then the unit stays failed until\n\
+         # `systemctl reset-failed` (a serve that keeps failing is not retried for ever).\n\
+         StartLimitIntervalSec={interval}\n\
+         StartLimitBurst={burst}\n\
          \n\
          [Service]\n\
          Type=exec\n\
          ExecStart={binary} --config ${{AGENT_RUNNER_CONFIG}} serve\n\
          Restart=on-failure\n\
-         RestartSec=10\n\
-         # 78: permanent config error (bad config, sandbox=\"require\" unmet); 77: stopped on a\n\
-         # login failure ([monitor] auto_stop_on). Restarting cannot help: do not restart.\n\
-         RestartPreventExitStatus={config_code} {noperm_code}\n\
+         RestartSec={restart_s}\n\
+         # Exits that mean \"stay stopped\" (docs/operations.md, Leaving it unattended): 75 a\n\
+         # deliberate stop (crash loop, transient_error_action = \"stop\", auto-stop), 77 a\n\
+         # login failure, 78 a permanent config error, 2 bad usage. Restarting cannot help\n\
+         # until someone acts; the unit shows failed with the code.\n\
+         RestartPreventExitStatus={stay_stopped}\n\
          KillMode=control-group\n\
          # The unit's cgroup is the supervisor's to divide: each round runs in a child\n\
          # cgroup (memory accounted, OOM kills named; docs/operations.md, Round cgroups).\n\
@@ -133,8 +146,10 @@ pub(crate) fn render_template(binary: &Path, scope: Scope) -> String {
          [Install]\n\
          WantedBy={wanted_by}\n",
         binary = quote(&binary.display().to_string()),
-        config_code = exit::CONFIG,
-        noperm_code = exit::NOPERM,
+        stay_stopped = exit::STAY_STOPPED.map(|c| c.to_string()).join(" "),
+        interval = START_LIMIT_INTERVAL_S,
+        burst = START_LIMIT_BURST,
+        restart_s = RESTART_DELAY_S,
     )
 }
 

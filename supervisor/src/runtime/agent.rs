@@ -10,10 +10,17 @@
 //! to it; after the agent is gone, [`reap_orphans`] SIGKILLs and reaps every child of the
 //! supervisor that is not a plugin host, until none is left. No zombie remains.
 //!
-//! If the supervisor itself dies (even by SIGKILL) the agent's group dies with it: a
+//! The agent's own process is signalled by its pid as well as by its group, so an agent
+//! that moves itself into another group (`setpgid` into the supervisor's) is still ended by
+//! the budget, a stop and the kill that follows.
+//!
+//! If the supervisor itself dies (even by SIGKILL) the agent dies with it: the agent's
+//! process has `PR_SET_PDEATHSIG` = SIGKILL ([`die_with_supervisor`]), and a
 //! [`GroupGuard`] process, forked into the group before the agent's exec, waits for the end
-//! of a pipe only the supervisor holds and then SIGKILLs its own group. Descendants that
-//! left the agent's process group (`setsid`, `setpgid`) are out of its reach.
+//! of a pipe only the supervisor holds and then SIGKILLs its own group. A descendant that
+//! left the agent's process group (`setsid`, `setpgid`) while its parent lives on is out of
+//! their reach when the supervisor is killed: under the systemd unit, the unit's control
+//! group ends it (docs/operations.md, "Leaving it unattended").
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
@@ -188,6 +195,7 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
         join_cgroup(&mut cmd, procs);
     }
     let guard = GroupGuard::install(&mut cmd)?;
+    die_with_supervisor(&mut cmd);
     let started = Instant::now();
     let mut child = cmd.spawn()?;
     drop(cmd); // our copies of the pipe's write end: the copier sees EOF when the agent's close
@@ -219,7 +227,7 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
         _ = breached(spec.floor.as_ref(), pgid.as_raw() as u32) => { cause = Some(ExitCause::HostPressure); terminate(&mut child, pgid).await? }
     };
     // Reap what the agent left behind in its group (the guard process included), then
-    // what left the group.
+    // what left the group (reparented to us, the subreaper, as their parents died).
     let _ = killpg(pgid, Signal::SIGKILL);
     reap_orphans(&spec.spare).await;
     drop(guard);
@@ -320,17 +328,56 @@ pub(crate) async fn reap_orphans(spare: &[u32]) {
     }
 }
 
+/// SIGTERM to the agent's process group and to the agent's own pid (it may have left the
+/// group), then SIGKILL to both after [`KILL_GRACE`]. The pid cannot name another process
+/// meanwhile: the agent is our child, not yet reaped.
 async fn terminate(
     child: &mut tokio::process::Child,
     pgid: Pid,
 ) -> std::io::Result<std::process::ExitStatus> {
-    let _ = killpg(pgid, Signal::SIGTERM);
+    let signal_both = |signal| {
+        if pgid.as_raw() > 0 {
+            let _ = killpg(pgid, signal);
+            let _ = nix::sys::signal::kill(pgid, signal);
+        }
+    };
+    signal_both(Signal::SIGTERM);
     match tokio::time::timeout(KILL_GRACE, child.wait()).await {
         Ok(status) => status,
         Err(_) => {
-            let _ = killpg(pgid, Signal::SIGKILL);
+            signal_both(Signal::SIGKILL);
             child.wait().await
         }
+    }
+}
+
+/// Adds to `cmd`'s pre-exec steps `PR_SET_PDEATHSIG` = SIGKILL: the kernel kills the agent
+/// when the thread that spawned it ends, which is when the supervisor ends (one thread,
+/// `cli::main`), whatever process group or session the agent moves to. A supervisor that
+/// died before this step (the parent is no longer the one that forked) ends the child at
+/// once (prctl(2)).
+fn die_with_supervisor(cmd: &mut Command) {
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the forked child before exec and makes only
+    // async-signal-safe system calls (prctl, getppid, _exit); it allocates nothing and takes
+    // no locks.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
     }
 }
 

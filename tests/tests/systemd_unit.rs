@@ -1,0 +1,216 @@
+//! The unit `install` writes, run by a real systemd: its restart rules against the exit-code
+//! contract (docs/operations.md, "Leaving it unattended").
+//!
+//! systemd is not PID 1 on the test machines (containers), so each test starts a systemd
+//! *user manager* (`/lib/systemd/systemd --user`) of its own, in a private mount namespace
+//! (`unshare -m`) where a tmpfs over `/run` holds `/run/systemd/system` (sd_booted(3): the
+//! manager refuses to start without it) and the manager's runtime dir. `install` runs inside
+//! that namespace too, so it sees systemd running and does what it does on a real machine:
+//! `systemctl --user daemon-reload` and `enable --now`. systemd's own `systemctl show` reports
+//! what the manager did (`NRestarts`, `Result`, `ExecMainStatus`); the tests count the
+//! starts themselves. `RestartSec=1` in a test drop-in shortens the 10 s wait between
+//! restarts; every other rule (`Restart=`, `RestartPreventExitStatus=`, the start limit)
+//! is the template's.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use agent_runner_e2e::{agent_runner_bin, Project};
+
+/// The exits `serve` ends with when it must stay stopped (docs/operations.md).
+const STAY_STOPPED: [&str; 4] = ["2", "75", "77", "78"];
+
+/// Runs `steps` (shell) in a private mount namespace next to a fresh systemd user manager
+/// whose `HOME` is the project's; returns the script's stdout. Panics with the manager's
+/// log when the script fails.
+fn with_user_manager(p: &Project, steps: &str) -> String {
+    for tool in ["unshare", "systemctl"] {
+        assert!(
+            Command::new("sh")
+                .args(["-c", &format!("command -v {tool}")])
+                .status()
+                .unwrap()
+                .success(),
+            "{tool} is missing: run tests/setup.sh"
+        );
+    }
+    assert!(
+        Path::new("/lib/systemd/systemd").exists(),
+        "/lib/systemd/systemd is missing (Debian package systemd): run tests/setup.sh"
+    );
+    let log = p.tmp_dir().join("manager.log");
+    let script = format!(
+        "set -e\n\
+         mount -t tmpfs tmpfs /run\n\
+         mkdir -p /run/systemd/system /run/user-manager\n\
+         export XDG_RUNTIME_DIR=/run/user-manager HOME='{home}'\n\
+         unset XDG_CONFIG_HOME\n\
+         /lib/systemd/systemd --user --log-target=console --log-level=info >'{log}' 2>&1 &\n\
+         manager=$!\n\
+         trap 'kill $manager; wait $manager' EXIT\n\
+         for i in $(seq 100); do [ -S /run/user-manager/systemd/private ] && break; sleep 0.1; done\n\
+         {steps}\n",
+        home = p.home().display(),
+        log = log.display(),
+    );
+    let out = Command::new("timeout")
+        .arg("120")
+        .args(["unshare", "-m", "sh", "-c", &script])
+        .current_dir(p.dir())
+        .output()
+        .expect("unshare");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{}\nstdout:\n{stdout}\nstderr:\n{}\nmanager:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr),
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    stdout
+}
+
+/// `systemctl --user show` output of one unit, as a map (lines `unit.Key=Value`).
+fn shown(stdout: &str, unit: &str) -> BTreeMap<String, String> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix(&format!("{unit}.")))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+fn show(unit: &str) -> String {
+    format!(
+        "systemctl --user show -p NRestarts,Result,ExecMainStatus,ActiveState,StartLimitBurst,StartLimitIntervalUSec {unit} | sed 's/^/{unit}./'\n"
+    )
+}
+
+/// Installs the unit for the project (so the template is the one under test).
+fn write_template(p: &Project) {
+    let mut cmd = p.command(&["install"]);
+    cmd.env_remove("XDG_CONFIG_HOME");
+    p.run_with(cmd).assert_code(0);
+}
+
+/// Issue 27, item 1: a real `serve` that stops itself on purpose (a crash loop: exit 75)
+/// under the installed unit stays stopped: systemd does not start it again, so the agent
+/// runs exactly the crash loop's 5 rounds. Before, the unit restarted it 10 s later, for
+/// ever. `install` itself enables and starts the instance here (systemd is running).
+#[test]
+fn deliberate_stop_of_a_real_serve_is_not_restarted() {
+    let p = Project::new();
+    let runs = p.tmp_dir().join("agent-runs");
+    let agent = p.script(
+        "failing-agent.sh",
+        &format!("#!/bin/sh\necho run >> '{}'\nexit 1\n", runs.display()),
+    );
+    p.write_config(&agent_runner_e2e::ConfigBuilder::new(&agent));
+    let drop_in = p
+        .home()
+        .join(".config/systemd/user/agent-runner@project.service.d/test.conf");
+    std::fs::create_dir_all(drop_in.parent().unwrap()).unwrap();
+    std::fs::write(&drop_in, "[Service]\nRestartSec=1\n").unwrap();
+    let unit = "agent-runner@project.service";
+    let stdout = with_user_manager(
+        &p,
+        &format!(
+            "'{bin}' --config '{config}' install\n\
+             for i in $(seq 300); do systemctl --user is-failed -q {unit} && break; sleep 0.1; done\n\
+             sleep 4\n\
+             {show}",
+            bin = agent_runner_bin().display(),
+            config = p.config_path().display(),
+            show = show(unit),
+        ),
+    );
+    assert!(stdout.contains("enabled and started"), "{stdout}");
+    let state = shown(&stdout, unit);
+    assert_eq!(state["ExecMainStatus"], "75", "{stdout}");
+    assert_eq!(state["ActiveState"], "failed", "{stdout}");
+    assert_eq!(
+        state["NRestarts"], "0",
+        "restarted after a crash loop: {stdout}"
+    );
+    let rounds = std::fs::read_to_string(&runs).unwrap().lines().count();
+    assert_eq!(rounds, 5, "the crash loop's rounds only, no second serve");
+    assert_eq!(p.events_of("crash_loop").len(), 1);
+}
+
+/// Issue 27, item 1: every exit of the contract, run by the manager under the template's
+/// rules (an instance whose drop-in replaces `ExecStart` by `exit N`): 0 ends the service
+/// (not a failure); 2, 75, 77 and 78 leave it failed and never restart it; 1 and a SIGKILL
+/// (an OOM kill) restart it until the start limit (5 starts in 10 minutes) stops it.
+#[test]
+fn unit_restart_rules_follow_the_exit_code_contract() {
+    let p = Project::new();
+    p.write_config(&p.config());
+    write_template(&p);
+    let unit_dir = p.home().join(".config/systemd/user");
+    let cases: Vec<(&str, &str)> = ["0", "1", "2", "75", "77", "78"]
+        .iter()
+        .map(|code| (*code, "exit"))
+        .chain([("kill9", "kill -9 $$$$;")])
+        .collect();
+    let mut steps = String::from("systemctl --user daemon-reload\n");
+    for (name, how) in &cases {
+        let starts = p.tmp_dir().join(format!("starts-{name}"));
+        let run = if *how == "exit" {
+            format!("exit {name}")
+        } else {
+            (*how).to_owned()
+        };
+        let dir = unit_dir.join(format!("agent-runner@exit{name}.service.d"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("test.conf"),
+            format!(
+                "[Service]\nRestartSec=1\nExecStart=\nExecStart=/bin/sh -c \"echo start >> {}; {run}\"\n",
+                starts.display()
+            ),
+        )
+        .unwrap();
+    }
+    steps.push_str("systemctl --user daemon-reload\n");
+    for (name, _) in &cases {
+        steps.push_str(&format!(
+            "systemctl --user start agent-runner@exit{name}.service || true\n"
+        ));
+    }
+    // Five starts 1 s apart, then the start limit; the others have long settled.
+    steps.push_str("sleep 9\n");
+    for (name, _) in &cases {
+        steps.push_str(&show(&format!("agent-runner@exit{name}.service")));
+    }
+    let stdout = with_user_manager(&p, &steps);
+    for (name, _) in &cases {
+        let unit = format!("agent-runner@exit{name}.service");
+        let state = shown(&stdout, &unit);
+        let starts = std::fs::read_to_string(p.tmp_dir().join(format!("starts-{name}")))
+            .unwrap_or_default()
+            .lines()
+            .count();
+        assert_eq!(state["StartLimitBurst"], "5", "{unit}: {stdout}");
+        assert_eq!(state["StartLimitIntervalUSec"], "10min", "{unit}: {stdout}");
+        match *name {
+            "0" => {
+                assert_eq!(starts, 1, "{unit}: {stdout}");
+                assert_eq!(state["Result"], "success", "{unit}: {stdout}");
+                assert_eq!(state["ActiveState"], "inactive", "{unit}: {stdout}");
+            }
+            code if STAY_STOPPED.contains(&code) => {
+                assert_eq!(starts, 1, "{unit} restarted: {stdout}");
+                assert_eq!(state["NRestarts"], "0", "{unit}: {stdout}");
+                assert_eq!(state["ExecMainStatus"], code, "{unit}: {stdout}");
+                assert_eq!(state["ActiveState"], "failed", "{unit}: {stdout}");
+            }
+            _ => {
+                assert_eq!(starts, 5, "{unit}: the start limit: {stdout}");
+                // The sixth start is refused: systemd 252 counts it in NRestarts.
+                assert_eq!(state["NRestarts"], "5", "{unit}: {stdout}");
+                assert_eq!(state["ActiveState"], "failed", "{unit}: {stdout}");
+            }
+        }
+    }
+}
