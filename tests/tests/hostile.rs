@@ -1010,3 +1010,113 @@ as_root_and_unprivileged!(
     rust_inotify_on_home_sysv_ipc_and_flock_are_killed,
     rust_filesystem_ioctls_are_killed_on_a_loop_image,
 );
+
+fn rust_many_empty_files_count_against_state_max_mb() {
+    // Empty files take no block: each counts for ENTRY_CHARGE_BYTES, so 1 MiB holds 256.
+    let p = project_with(
+        Lang::Rust,
+        "write_many",
+        "state_max_mb = 1\n",
+        |p| json!({ "path": p.log_dir().join("plugins/hostile"), "bytes": 0, "count": 100_000 }),
+    );
+    let out = round(&p);
+    let failed = assert_round_completed(&p, &out);
+    let all = p.events_text();
+    assert_eq!(failed["error_type"], "crashed", "{all}");
+    let limit = p.events_of("plugin_write_limit");
+    assert_eq!(limit.len(), 1, "{all}");
+    assert!(limit[0]["used_bytes"].as_u64().unwrap() > 1 << 20, "{all}");
+    assert_eq!(p.events_of("plugin_disabled").len(), 1, "{all}");
+    let files = std::fs::read_dir(p.log_dir().join("plugins/hostile"))
+        .unwrap()
+        .count() as u64;
+    let charge = agent_runner_plugin_host::write_limits::ENTRY_CHARGE_BYTES;
+    assert!(files > (1 << 20) / charge, "{files} files");
+    assert!(
+        files < 2 * (1 << 20) / charge,
+        "{files} files: the bound overshot"
+    );
+}
+
+/// A project with `tests/hosts/loud.py` (spawn hook `noisy`, post-round hook
+/// `long_wait`, `timeout_s = 3`); `allow` goes to `[plugins] spawn_override_allow`.
+fn loud_project(allow: &[&str]) -> Project {
+    let p = Project::new_as(OPERATOR.get());
+    p.write_config(
+        &p.config()
+            .sandbox("require")
+            .spawn_override_allow(allow)
+            .host(
+                HostSpec::new("loud", workspace_root().join("tests/hosts/loud.py"))
+                    .provides(&["spawn_hook", "post_round"])
+                    .timeout_s(3),
+            ),
+    );
+    p
+}
+
+fn python_back_off_past_the_call_timeout_is_capped_unless_allowed() {
+    let p = loud_project(&[]);
+    round(&p).assert_code(0);
+    let all = p.events_text();
+    let ignored = p.events_of("plugin_post_round_override_ignored");
+    assert_eq!(ignored.len(), 1, "{all}");
+    assert_eq!(ignored[0]["action"], "back_off", "{all}");
+    assert_eq!(ignored[0]["hook"], "long_wait", "{all}");
+    assert!(
+        ignored[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("capped to 3 s"),
+        "{all}"
+    );
+    let decision = p.events_of("plugin_post_round_decision");
+    assert_eq!(decision.len(), 1, "{all}");
+    assert_eq!(decision[0]["back_off_s"], 3, "{all}");
+    assert!(decision[0]["until"].is_null(), "{all}");
+
+    // Listed by the operator: the reset time is the hook's to give.
+    let p = loud_project(&["noisy", "long_wait"]);
+    round(&p).assert_code(0);
+    let all = p.events_text();
+    assert!(
+        p.events_of("plugin_post_round_override_ignored").is_empty(),
+        "{all}"
+    );
+    let decision = p.events_of("plugin_post_round_decision");
+    assert_eq!(decision[0]["until"], "2099-01-01T00:00:00.000Z", "{all}");
+}
+
+fn python_escape_sequences_reach_neither_peek_nor_narrate() {
+    let p = loud_project(&[]);
+    // narrate follows the record from its end: started first, it tells the round.
+    std::fs::create_dir_all(p.log_dir()).unwrap();
+    let narrate = p.spawn(&["monitor", "--mode", "narrate"]);
+    round(&p).assert_code(0);
+    let failed = p.events_of("hook_failed");
+    assert_eq!(failed.len(), 1, "{}", p.events_text());
+    let peek = p.run(&["peek", "--events", "20"]);
+    peek.assert_code(0);
+    assert!(peek.stdout.contains("boom"), "{peek}");
+    let said = agent_runner_e2e::wait_until("narrate", Duration::from_secs(30), || {
+        let text = narrate.stdout_so_far();
+        text.contains("boom").then_some(text)
+    });
+    narrate.signal(libc::SIGTERM);
+    let _ = narrate.wait(RUN_TIMEOUT);
+    for (what, text) in [("peek", &peek.stdout), ("narrate", &said)] {
+        assert!(
+            !text
+                .chars()
+                .any(|c| c == '\u{1b}' || c == '\u{7}' || c == '\u{202e}'),
+            "{what} printed a control character: {text:?}"
+        );
+        assert!(text.contains("boom\u{fffd}[2J"), "{what}: {text:?}");
+    }
+}
+
+as_root_and_unprivileged!(
+    rust_many_empty_files_count_against_state_max_mb,
+    python_back_off_past_the_call_timeout_is_capped_unless_allowed,
+    python_escape_sequences_reach_neither_peek_nor_narrate,
+);
