@@ -218,9 +218,45 @@ fn probe() -> Result<(), String> {
     match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
         Some(0) => Ok(()),
         Some(errno) => Err(format!(
-            "unshare(CLONE_NEWUSER) fails: {} (unprivileged user namespaces disabled: see kernel.unprivileged_userns_clone, user.max_user_namespaces, kernel.apparmor_restrict_unprivileged_userns)",
-            std::io::Error::from_raw_os_error(errno)
+            "unshare(CLONE_NEWUSER) fails: {} ({})",
+            std::io::Error::from_raw_os_error(errno),
+            why_no_user_namespace(errno, under_seccomp_filter())
         )),
         None => Err("the probe child died".into()),
+    }
+}
+
+/// Whether this process already runs under a seccomp filter of someone else's (a container
+/// runtime's profile, systemd's `SystemCallFilter=`): `Seccomp: 2` in `/proc/self/status`.
+fn under_seccomp_filter() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+        status
+            .lines()
+            .any(|line| line.split_whitespace().eq(["Seccomp:", "2"]))
+    })
+}
+
+/// Where to look when `unshare(CLONE_NEWUSER)` failed with `errno`. Inside a container the
+/// usual cause is the runtime's seccomp profile (containerd's and Docker's default deny
+/// `unshare` without `CAP_SYS_ADMIN`), not the kernel's settings: docs/operations.md
+/// "Confinement in a container".
+fn why_no_user_namespace(errno: i32, filtered: bool) -> &'static str {
+    if filtered && (errno == libc::EPERM || errno == libc::ENOSYS) {
+        "this process runs under a seccomp filter (a container runtime's default profile denies unshare without CAP_SYS_ADMIN: allow it, deploy/seccomp/userns.py), or unprivileged user namespaces are disabled: see kernel.unprivileged_userns_clone, user.max_user_namespaces, kernel.apparmor_restrict_unprivileged_userns"
+    } else {
+        "unprivileged user namespaces disabled: see kernel.unprivileged_userns_clone, user.max_user_namespaces, kernel.apparmor_restrict_unprivileged_userns"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reason_names_the_seccomp_filter_only_under_one() {
+        assert!(why_no_user_namespace(libc::EPERM, true).contains("seccomp filter"));
+        assert!(why_no_user_namespace(libc::ENOSYS, true).contains("seccomp filter"));
+        assert!(!why_no_user_namespace(libc::EPERM, false).contains("seccomp"));
+        assert!(!why_no_user_namespace(libc::ENOSPC, true).contains("seccomp"));
     }
 }

@@ -542,6 +542,7 @@ async fn run_serve(
     };
     let (sender, mut stop) = stop::install().map_err(|e| CliError::failure(e.to_string()))?;
     let mut booted = serve::boot(config).await?;
+    let pid_file = crate::runtime::log_views::serve_pid(&booted.runner.config.runtime.log_dir);
     let state_dir = booted.runner.config.runtime.state_dir.clone();
     let control = crate::operator::control::listen(&state_dir, sender, booted.status.subscribe())
         .map_err(|e| {
@@ -553,6 +554,7 @@ async fn run_serve(
     let end = serve::serve(&mut booted, options, &mut stop).await;
     drop(control);
     serve::shutdown(booted).await;
+    drop(pid_file);
     let completed = end.completed;
     if json {
         let summary = ServeSummary {

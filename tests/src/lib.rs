@@ -12,7 +12,8 @@
 //!   deadlines (never speed assertions);
 //! * [`host_pids`]: the live processes running given executables in a given directory;
 //! * [`unprivileged`]: the unprivileged test user ([`unprivileged_user`]) and projects whose
-//!   commands run as it ([`Project::new_as`]).
+//!   commands run as it ([`Project::new_as`]);
+//! * [`container`]: a real container engine (podman) and the image of deploy/Containerfile.
 
 #![warn(missing_docs)]
 
@@ -28,6 +29,7 @@ use std::time::{Duration, Instant};
 
 pub use serde_json;
 
+pub mod container;
 pub mod unprivileged;
 pub use unprivileged::{rerun_as_unprivileged_user, unprivileged_user, Operator, TestUser};
 

@@ -560,7 +560,7 @@ fn a_hosts_login_stop_needs_an_auto_stop_on_the_operator_wrote() {
 /// failures do not count toward the crash-loop breaker (which stops the same agent after 5
 /// rounds without a diagnosis).
 #[test]
-fn a_python_post_round_host_diagnoses_silent_failures_that_then_do_not_trip_the_breaker() {
+fn a_python_post_round_host_diagnoses_failures_and_the_breaker_counts_them() {
     let p = Project::new();
     let pyz = python_post_round_host(
         &p,
@@ -581,17 +581,24 @@ fn a_python_post_round_host_diagnoses_silent_failures_that_then_do_not_trip_the_
         "restart_delay_s = 1\ntransient_error_action = \"skip\"\n",
     );
     p.write_config_text(&text);
+    // Diagnosed, skipped, and counted: five failed rounds in a row stop serve.
     let out = p.run(&["serve", "--max-rounds", "7"]);
-    out.assert_code(0);
+    out.assert_code(75);
     let detected = p.events_of("transient_error_detected");
-    assert_eq!(detected.len(), 7, "{}", p.events_text());
+    assert_eq!(detected.len(), 5, "{}", p.events_text());
     assert!(detected
         .iter()
         .all(|e| e["hook"] == "judge" && e["action"] == "skip" && e["kind"] == "network"));
-    assert_eq!(p.events_of("agent_network_blip").len(), 7);
-    assert!(p.events_of("crash_loop").is_empty(), "{}", p.events_text());
+    assert_eq!(p.events_of("agent_network_blip").len(), 5);
+    let crash = p.events_of("crash_loop");
+    assert_eq!(crash.len(), 1, "{}", p.events_text());
+    let reason = crash[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("round 5: exit 1 after ") && reason.contains("diagnosed"),
+        "{reason}"
+    );
 
-    // The same agent without the host: the breaker stops serve after 5 rounds.
+    // The same agent without the host: the breaker stops serve after 5 rounds too.
     let p = Project::new();
     p.write_config(&ConfigBuilder::new(&agent));
     p.run(&["serve", "--max-rounds", "7"]).assert_code(75);

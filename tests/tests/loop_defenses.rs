@@ -100,25 +100,72 @@ fn five_fast_silent_failures_stop_serve_with_75() {
     out.assert_code(75);
     let crash = p.events_of("crash_loop");
     assert_eq!(crash.len(), 1, "{}", p.events_text());
-    assert_eq!(crash[0]["consecutive_fast_failures"], 5);
+    assert_eq!(crash[0]["consecutive_failures"], 5);
     assert_eq!(p.events_of("agent_exit").len(), 5, "{}", p.events_text());
 }
 
+/// Real CLIs print a line when they fail: a failure with output counts like a silent one,
+/// and the crash loop names the last failure and carries its log's last lines, in the
+/// event, on stderr and in `peek`.
 #[test]
-fn a_failure_with_output_does_not_count_as_a_crash() {
+fn failures_with_output_stop_serve_with_the_reason_and_the_last_lines() {
     let p = Project::new();
     let agent = script(
         &p,
         "noisy-failing-agent.sh",
-        "echo 'working, then failing'; exit 3",
+        "echo 'working, then failing'; echo 'Error: the provider said no'; exit 3",
     );
     p.write_config(&ConfigBuilder::new(&agent));
     let out = p
-        .spawn(&["serve", "--max-rounds", "6"])
+        .spawn(&["serve", "--max-rounds", "50"])
+        .wait(Duration::from_secs(120));
+    out.assert_code(75);
+    assert_eq!(p.events_of("agent_exit").len(), 5, "{}", p.events_text());
+    let crash = p.events_of("crash_loop");
+    assert_eq!(crash.len(), 1, "{}", p.events_text());
+    assert_eq!(crash[0]["consecutive_failures"], 5);
+    let reason = crash[0]["reason"].as_str().unwrap();
+    assert!(reason.starts_with("round 5: exit 3 after "), "{reason}");
+    assert_eq!(
+        crash[0]["last_lines"],
+        serde_json::json!(["working, then failing", "Error: the provider said no"])
+    );
+    assert!(
+        out.stderr.contains("rounds failed in a row")
+            && out.stderr.contains("the provider said no"),
+        "{}",
+        out.stderr
+    );
+    let peek = p.run(&["peek", "--json"]);
+    peek.assert_code(0);
+    let doc: serde_json::Value = serde_json::from_str(&peek.stdout).unwrap();
+    let shown = doc["recent_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["event"] == "crash_loop")
+        .unwrap_or_else(|| panic!("no crash_loop in peek: {doc}"));
+    assert_eq!(shown["reason"], crash[0]["reason"]);
+}
+
+/// A round that recovers resets the count: failures that do not come five in a row do
+/// not stop serve.
+#[test]
+fn a_clean_round_between_failures_resets_the_breaker() {
+    let p = Project::new();
+    // Fails on rounds 1-4, succeeds on 5, fails on 6-9.
+    let agent = script(
+        &p,
+        "flaky-agent.sh",
+        "n=$AGENT_RUNNER_ROUND_NUM; echo \"round $n\"; [ \"$n\" = 5 ] && exit 0; exit 3",
+    );
+    p.write_config(&ConfigBuilder::new(&agent).dirty_action("ignore"));
+    let out = p
+        .spawn(&["serve", "--max-rounds", "9"])
         .wait(Duration::from_secs(120));
     out.assert_code(0);
     assert!(p.events_of("crash_loop").is_empty(), "{}", p.events_text());
-    assert_eq!(p.events_of("max_rounds_reached").len(), 1);
+    assert_eq!(p.events_of("agent_exit").len(), 9);
 }
 
 #[test]

@@ -81,6 +81,50 @@ fn stash_idempotency_holds_across_processes_and_by_sha() {
     assert!(p.stash_shas().contains(&sha));
 }
 
+/// Issue 27, item 8: after the clock steps back, the last stash is recorded "in the future";
+/// it must not hold up stashes for as long as the step (before, every round was skipped as
+/// "a stash was made 0 s ago" for that hour). Real rounds, the record as `serve` writes it
+/// with its time an hour ahead of the machine's clock. As root and as the unprivileged user.
+#[test]
+fn a_stash_recorded_in_the_future_does_not_block_stashes() {
+    use agent_runner_e2e::unprivileged::Operator;
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        let p = Project::new_as(operator);
+        let agent = p.script("dirty-agent.sh", "#!/bin/sh\necho work >> scratch.txt\n");
+        p.write_config(
+            &agent_runner_e2e::ConfigBuilder::new(&agent)
+                .dirty_action("stash")
+                .stash_idempotency_s(3600),
+        );
+        p.run(&["round"]).assert_code(0);
+        assert_eq!(
+            p.events_of("orphan_stashed").len(),
+            1,
+            "{}",
+            p.events_text()
+        );
+        let path = p.state_dir().join("orphan-state.json");
+        let mut record: agent_runner_e2e::serde_json::Value =
+            agent_runner_e2e::serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
+                .unwrap();
+        let unix_s = record["unix_s"].as_u64().unwrap();
+        record["unix_s"] = (unix_s + 3600).into();
+        std::fs::write(&path, record.to_string()).unwrap();
+        p.run(&["round"]).assert_code(0);
+        let all = p.events_text();
+        assert!(
+            p.events_of("orphan_idempotent_skip").is_empty(),
+            "{operator:?}: {all}"
+        );
+        assert_eq!(
+            p.events_of("orphan_stashed").len(),
+            2,
+            "{operator:?}: {all}"
+        );
+        assert_eq!(p.stash_shas().len(), 2, "{operator:?}");
+    }
+}
+
 /// A rename is handed whole (docs/protocol.md, `dirty_handler/handle_dirty`): `dirty_files`
 /// carries both sides, new then old, and a handler committing exactly the files it was
 /// given (`dirty-commit` names them in `paths`) commits the rename in one step, leaving

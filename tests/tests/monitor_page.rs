@@ -368,3 +368,63 @@ fn other_addresses_need_a_token() {
     assert_eq!(http_get(&local, "/api/state", Some("s3cret")).0, 200);
     assert_eq!(http_get(&local, "/metrics?token=s3cret", None).0, 200);
 }
+
+#[test]
+fn healthz_says_down_ok_and_wedged_without_a_token() {
+    let p = Project::new();
+    p.write_config(&p.config().restart_delay_s(1));
+    let (_monitor, url) = start_monitor(
+        &p,
+        &["--bind", "0.0.0.0"],
+        &[("AGENT_RUNNER_MONITOR_TOKEN", "s3cret")],
+    );
+    let port = url.rsplit(':').next().unwrap().trim_end_matches('/');
+    let local = format!("http://127.0.0.1:{port}/");
+    let health = || {
+        let (code, body) = http_get(&local, "/healthz", None);
+        let doc: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        (code, doc)
+    };
+    let becomes = |status: &str, code: u16| {
+        wait_until(
+            &format!("/healthz to say {status}"),
+            Duration::from_secs(30),
+            || {
+                let (c, doc) = health();
+                (doc["status"] == status).then(|| {
+                    assert_eq!(c, code, "{doc}");
+                    doc
+                })
+            },
+        )
+    };
+    // Open without the token the other routes need.
+    assert_eq!(http_get(&local, "/metrics", None).0, 401);
+    let down = becomes("down", 503);
+    assert!(down["pid"].is_null(), "{down}");
+
+    let mut serve = p.spawn(&["serve"]);
+    let ok = becomes("ok", 200);
+    assert_eq!(ok["pid"], serve.pid(), "{ok}");
+    assert!(ok["state"].is_string(), "{ok}");
+
+    // A supervisor that holds the lock but does not answer (stopped by SIGSTOP) is wedged.
+    serve.signal(libc::SIGSTOP);
+    let wedged = becomes("wedged", 503);
+    assert_eq!(wedged["pid"], serve.pid(), "{wedged}");
+    assert!(
+        wedged["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("control socket does not answer"),
+        "{wedged}"
+    );
+    serve.signal(libc::SIGCONT);
+    becomes("ok", 200);
+
+    serve.signal(libc::SIGTERM);
+    wait_until("serve to stop", Duration::from_secs(60), || {
+        serve.has_exited().then_some(())
+    });
+    becomes("down", 503);
+}

@@ -25,7 +25,14 @@ fn signed_project(git_timeout_s: u64) -> (Project, PathBuf) {
     );
     p.write_config_text(&config);
     p.git(&["config", "commit.gpgsign", "true"]);
-    p.git(&["config", "gpg.program", signer.to_str().unwrap()]);
+    // The operator's signer, in the operator's (global) config: one in the repository's
+    // own config is not run by the supervisor (docs/security.md, "The supervisor's git").
+    p.git(&[
+        "config",
+        "--global",
+        "gpg.program",
+        signer.to_str().unwrap(),
+    ]);
     (p, pid_file)
 }
 

@@ -4,11 +4,14 @@
 //! our `[plugins.hosts.<name>]` tables. Every error names the file, the key and what was
 //! expected, and maps to exit 78 ([`crate::exit::CONFIG`]).
 
+mod goal;
 mod monitor;
 mod raw;
 mod resolve;
 pub(crate) mod vocabulary;
 
+pub(crate) use goal::CHECK_KILL_GRACE;
+pub use goal::{GoalCheck, GoalConfig, StopWhen};
 pub(crate) use monitor::{auto_stop_names, RoundCgroupMode};
 pub use monitor::{HostHealthConfig, MonitorConfig};
 pub use resolve::{

@@ -334,6 +334,20 @@ pub(super) fn resolve(
             ));
         }
     }
+    // Goal events only inform: none of them may be made a reason to stop (the
+    // reference system's rule, docs/configuration.md "[goal]").
+    if let Some((i, name)) = raw
+        .auto_stop_on
+        .iter()
+        .flatten()
+        .enumerate()
+        .find(|(_, n)| n.starts_with("goal"))
+    {
+        return Err((
+            format!("monitor.auto_stop_on[{i}]"),
+            format!("{name:?}: goal kinds only inform and can never stop serve; remove it (use [goal] stop_when to end serve when the goal is reached)"),
+        ));
+    }
     Ok(MonitorConfig {
         auth_fail_patterns,
         auth_fail_hint: raw.auth_fail_hint.filter(|h| !h.trim().is_empty()),

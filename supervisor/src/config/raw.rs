@@ -26,6 +26,9 @@ pub(super) struct RawConfig {
     pub monitor: super::monitor::RawMonitor,
     #[serde(default)]
     pub schedule: Option<RawSchedule>,
+    /// `[goal]`: absent, no goal checks.
+    #[serde(default)]
+    pub goal: Option<super::goal::RawGoal>,
     /// `[phases]`, parsed by hand (phase names are free keys); see [`RawPhases`].
     #[serde(skip)]
     pub phases: RawPhases,
@@ -54,6 +57,8 @@ pub(super) struct RawAgent {
     pub exec_prefix: Option<Vec<String>>,
     #[serde(default)]
     pub terminal_marker: Option<String>,
+    #[serde(default)]
+    pub sigterm_grace_s: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -78,6 +83,8 @@ pub(super) struct RawRuntime {
     pub fresh_eyes_every_n: Option<u64>,
     pub narrative_file: Option<String>,
     pub substrate_fingerprint_paths: Option<Vec<String>>,
+    pub max_duration_s: Option<u64>,
+    pub max_rounds_per_hour: Option<u64>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -185,7 +192,14 @@ struct RawPhasePrompt {
 /// Keys of the reference system's config that this build reads but does not act on yet:
 /// each present one is removed before validation and named in a warning. `*` matches any
 /// phase name; a whole table is listed by its own path.
-pub(crate) const UNIMPLEMENTED: &[&str] = &["monitor.round_progress_interval_s"];
+pub(crate) const UNIMPLEMENTED: &[&str] = &[
+    "monitor.round_progress_interval_s",
+    "monitor.host_health.disk.growth_window_s",
+    "monitor.host_health.disk.disk_growth_pct_per_hr_warning",
+    "monitor.host_health.disk.inode_growth_pct_per_hr_warning",
+    "monitor.host_health.pressure.in_round_nudge",
+    "monitor.host_health.brake",
+];
 
 /// Parses `text` into the raw shape; a shape error names the dotted key.
 pub(super) fn parse(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {

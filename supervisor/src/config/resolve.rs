@@ -40,6 +40,9 @@ pub struct Config {
     pub monitor: super::MonitorConfig,
     /// `[schedule]`: when rounds may start (no windows: always).
     pub schedule: Schedule,
+    /// `[goal]`: objective checks after each round and the lessons ledger; `None` without
+    /// the table.
+    pub goal: Option<super::GoalConfig>,
     /// One line per reference-system key present in the file that this build ignores
     /// ([`super::UNIMPLEMENTED`]); printed once by [`super::load`].
     pub warnings: Vec<String>,
@@ -193,6 +196,13 @@ pub enum PromptDelivery {
     Stdin,
 }
 
+impl PromptDelivery {
+    /// The config spelling.
+    pub(crate) fn as_str(self) -> &'static str {
+        self.word()
+    }
+}
+
 impl Vocabulary for PromptDelivery {
     const ALL: &'static [Self] = &[PromptDelivery::Argv, PromptDelivery::Stdin];
 
@@ -224,7 +234,18 @@ pub struct AgentConfig {
     /// Bytes whose appearance in the round log marks the agent's result (default
     /// [`DEFAULT_TERMINAL_MARKER`], claude's; empty turns result grace off).
     pub terminal_marker: String,
+    /// `sigterm_grace_s` (default [`DEFAULT_SIGTERM_GRACE_S`], at most
+    /// [`MAX_SIGTERM_GRACE_S`]): how long an agent whose CLI drains its turn on a signal
+    /// (`crate::runtime::cooperative`) gets between that signal and SIGKILL.
+    pub sigterm_grace: Duration,
 }
+
+/// Default `[agent] sigterm_grace_s` (the reference system's).
+pub(crate) const DEFAULT_SIGTERM_GRACE_S: u64 = 10;
+
+/// The largest `[agent] sigterm_grace_s`: the reference system keeps it a few seconds
+/// inside its own wait for a round to end (15 s); larger values are refused, not clamped.
+pub(crate) const MAX_SIGTERM_GRACE_S: u64 = 12;
 
 /// Default `[agent] terminal_marker`: the compact JSON of claude's final record (the
 /// reference system's default).
@@ -283,6 +304,13 @@ pub struct RuntimeConfig {
     /// Glob patterns, relative to `work_dir`, of the files fingerprinted before and after
     /// each round (`round_substrate_before` / `_after`).
     pub substrate_fingerprint_paths: Vec<String>,
+    /// `max_duration_s` (ours): `serve` starts no round after running this long
+    /// (`max_duration_reached`, exit 0); `None`: no bound.
+    pub max_duration: Option<Duration>,
+    /// `max_rounds_per_hour` (ours): at most this many rounds start in any 60 minutes;
+    /// `serve` pauses until the oldest of them is an hour old (`rate_ceiling_paused`,
+    /// `rate_ceiling_resumed`); `None`: no ceiling.
+    pub max_rounds_per_hour: Option<u64>,
 }
 
 /// Default of `[runtime] transient_backoff_cap_s`: 30 minutes.
@@ -525,6 +553,11 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
     )
     .map_err(at)?;
     let monitor = super::monitor::resolve(raw.monitor, runtime.round_budget).map_err(at)?;
+    let goal = raw
+        .goal
+        .map(|goal| resolve_goal(goal, &places, &prompt, &phases))
+        .transpose()
+        .map_err(at)?;
     Ok(Config {
         project: places.project,
         agent,
@@ -535,9 +568,51 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         phases,
         schedule,
         monitor,
+        goal,
         warnings,
         path,
     })
+}
+
+/// `[goal]` ([`super::goal::resolve`]) against the prompt files of every phase. (The
+/// reference system warns when the checks' worst case reaches its fast-spin window; here a
+/// round's duration for the breakers is the agent's alone, so checks cannot delay them.)
+fn resolve_goal(
+    raw: super::goal::RawGoal,
+    places: &Places,
+    prompt: &PromptConfig,
+    phases: &PhasesConfig,
+) -> Result<super::GoalConfig, Bad> {
+    let expand = |text: &str| -> Result<PathBuf, String> {
+        expand_path(text, &places.work_dir, &places.project).map_err(|e| e.to_string())
+    };
+    let prompt_files: Vec<(String, &[PathBuf])> = if phases.list.is_empty() {
+        vec![("prompt".to_owned(), &prompt.files[..])]
+    } else {
+        phases
+            .list
+            .iter()
+            .map(|name| {
+                match phases
+                    .overrides
+                    .get(name)
+                    .and_then(|o| o.prompt_files.as_deref())
+                {
+                    Some(files) => (format!("phases.{name}.prompt"), files),
+                    None => ("prompt".to_owned(), &prompt.files[..]),
+                }
+            })
+            .collect()
+    };
+    super::goal::resolve(
+        raw,
+        &super::goal::Places {
+            work_dir: &places.work_dir,
+            log_dir: &places.log_dir,
+            expand: &expand,
+            prompt_files,
+        },
+    )
 }
 
 /// `schema_version`: present and the one this build reads ([`SCHEMA_VERSION`]).
@@ -824,7 +899,18 @@ fn resolve_runtime(
         fresh_eyes_every_n: raw.fresh_eyes_every_n,
         narrative_file,
         substrate_fingerprint_paths,
+        max_duration: positive("runtime.max_duration_s", raw.max_duration_s)?
+            .map(Duration::from_secs),
+        max_rounds_per_hour: positive("runtime.max_rounds_per_hour", raw.max_rounds_per_hour)?,
     })
+}
+
+/// An optional bound that must be at least 1 when given.
+fn positive(key: &str, value: Option<u64>) -> Result<Option<u64>, Bad> {
+    match value {
+        Some(0) => Err(bad(key, "must be at least 1; leave it out for no bound")),
+        v => Ok(v),
+    }
 }
 
 /// `[runtime] transient_backoff_cap_s`: between `restart_delay_s` and a day.
@@ -968,7 +1054,17 @@ fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, (&'static str, String)> {
                 .into(),
         ));
     }
+    let sigterm_grace_s = raw.sigterm_grace_s.unwrap_or(DEFAULT_SIGTERM_GRACE_S);
+    if !(1..=MAX_SIGTERM_GRACE_S).contains(&sigterm_grace_s) {
+        return Err((
+            "sigterm_grace_s",
+            format!(
+                "{sigterm_grace_s} is out of range; expected seconds in 1..={MAX_SIGTERM_GRACE_S}"
+            ),
+        ));
+    }
     Ok(AgentConfig {
+        sigterm_grace: Duration::from_secs(sigterm_grace_s),
         command: raw.command,
         prompt_arg_template: template,
         name: raw.name,

@@ -1,7 +1,8 @@
 //! Which [`ErrorKind`] a piece of agent output shows (docs/detectors.md "Kinds"). The
 //! patterns are ours, written from the CLIs' documented error messages; the first kind in
 //! [`ORDER`] whose pattern matches wins (a login problem outranks a usage limit, which
-//! outranks a plain 429).
+//! outranks a plain 429; a failed connection outranks the "servers are down or
+//! overloaded" explanation aider prints under every connection error).
 
 use agent_runner_protocol::ErrorKind;
 use regex::Regex;
@@ -12,8 +13,8 @@ pub(crate) const ORDER: [ErrorKind; 5] = [
     ErrorKind::Auth,
     ErrorKind::UsageLimit,
     ErrorKind::RateLimit,
-    ErrorKind::Overloaded,
     ErrorKind::Network,
+    ErrorKind::Overloaded,
 ];
 
 fn pattern(kind: ErrorKind) -> &'static Regex {
@@ -23,7 +24,7 @@ fn pattern(kind: ErrorKind) -> &'static Regex {
             r"authenticationerror|\bunauthori[sz]ed\b|\b401\b|please run /login|run `?(?:claude|codex|kimi|pi|codewhale) (?:/)?login|",
             r"not logged in|please log ?in|login required|(?:oauth )?token (?:has )?expired|",
             r"credentials? (?:are |is )?(?:missing|invalid|expired)|no api key|api key (?:is )?(?:missing|not set|not found)|",
-            r"set an auth method"
+            r"set an auth method|invalid auth method"
         ))
     });
     static USAGE: LazyLock<Regex> = LazyLock::new(|| {
@@ -43,7 +44,8 @@ fn pattern(kind: ErrorKind) -> &'static Regex {
         compile(concat!(
             r"econnrefused|econnreset|enotfound|etimedout|eai_again|getaddrinfo|fetch failed|",
             r"network error|connection (?:refused|reset|error|timed out)|could not resolve host|",
-            r"apiconnectionerror|socket hang up|temporary failure in name resolution|network is unreachable"
+            r"apiconnectionerror|socket hang up|temporary failure in name resolution|network is unreachable|",
+            r"connectionrefused|unable to connect|waiting for network|error sending request"
         ))
     });
     match kind {
@@ -55,7 +57,10 @@ fn pattern(kind: ErrorKind) -> &'static Regex {
     }
 }
 
+/// Case-insensitive, and a space in a pattern matches any run of white space: a CLI that
+/// wraps its lines (aider, at 80 columns) may break a phrase anywhere.
 fn compile(source: &str) -> Regex {
+    let source = source.replace(' ', r"\s+");
     Regex::new(&format!("(?i){source}")).expect("built-in detector pattern compiles")
 }
 
@@ -64,7 +69,8 @@ fn compile(source: &str) -> Regex {
 pub(crate) struct Found<'t> {
     /// The diagnosis.
     pub kind: ErrorKind,
-    /// The line of `text` holding the match (trimmed).
+    /// The lines of `text` holding the match (trimmed; more than one when the CLI wrapped
+    /// the matched phrase).
     pub line: &'t str,
 }
 
@@ -80,16 +86,16 @@ pub(crate) fn classify<'t>(text: &'t str, extra_auth: &[Regex]) -> Option<Found<
         if let Some(hit) = hit {
             return Some(Found {
                 kind,
-                line: line_around(text, hit.start()),
+                line: lines_around(text, hit.start(), hit.end()),
             });
         }
     }
     None
 }
 
-fn line_around(text: &str, at: usize) -> &str {
-    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-    let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+fn lines_around(text: &str, from: usize, to: usize) -> &str {
+    let start = text[..from].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[to..].find('\n').map_or(text.len(), |i| to + i);
     text[start..end].trim()
 }
 

@@ -39,6 +39,13 @@ pub struct Dialect {
     pub binary: &'static str,
     /// Where usage is read.
     pub usage: UsageRule,
+    /// The `type`s of the record that ends a round of its stream (`result`, `turn.failed`,
+    /// …): the last such record is the round's final word. When it is not an error, the
+    /// error-shaped records before it were the CLI's own retries, which worked.
+    pub finale: &'static [&'static str],
+    /// The CLI may exit 0 after a failure it printed (aider, after its own retries): its
+    /// plain text is read whatever the exit status.
+    pub text_whatever_exit: bool,
 }
 
 /// The built-in detectors, one per preset (`init --preset`).
@@ -50,6 +57,8 @@ pub const DIALECTS: &[Dialect] = &[
             kind: "result",
             path: "usage",
         },
+        finale: &["result"],
+        text_whatever_exit: false,
     },
     Dialect {
         detector: "gemini_error_detector",
@@ -58,6 +67,8 @@ pub const DIALECTS: &[Dialect] = &[
             kind: "result",
             path: "stats",
         },
+        finale: &["result"],
+        text_whatever_exit: false,
     },
     Dialect {
         detector: "codewhale_error_detector",
@@ -66,11 +77,15 @@ pub const DIALECTS: &[Dialect] = &[
             kind: "metadata",
             path: "usage",
         },
+        finale: &[],
+        text_whatever_exit: false,
     },
     Dialect {
         detector: "kimi_error_detector",
         binary: "kimi",
         usage: UsageRule::None,
+        finale: &[],
+        text_whatever_exit: false,
     },
     Dialect {
         detector: "pi_error_detector",
@@ -79,6 +94,8 @@ pub const DIALECTS: &[Dialect] = &[
             kind: "message_end",
             path: "message.usage",
         },
+        finale: &[],
+        text_whatever_exit: false,
     },
     Dialect {
         detector: "codex_error_detector",
@@ -87,11 +104,15 @@ pub const DIALECTS: &[Dialect] = &[
             kind: "turn.completed",
             path: "usage",
         },
+        finale: &["turn.completed", "turn.failed"],
+        text_whatever_exit: false,
     },
     Dialect {
         detector: "aider_error_detector",
         binary: "aider",
         usage: UsageRule::AiderText,
+        finale: &[],
+        text_whatever_exit: true,
     },
 ];
 
@@ -172,7 +193,16 @@ pub(crate) fn error_text(record: &Value) -> Option<String> {
     Some(parts.join(" "))
 }
 
-/// Token usage per `rule`, if the tail reports any.
+/// The record that ends the round's stream (the last one whose `type` is in `finale`).
+pub(crate) fn finale<'r>(finale: &[&str], records: &'r [Value]) -> Option<&'r Value> {
+    records
+        .iter()
+        .rev()
+        .find(|r| r["type"].as_str().is_some_and(|t| finale.contains(&t)))
+}
+
+/// Token usage per `rule`, if the tail reports any (a record of zero tokens both ways, as
+/// failed rounds print, is no usage).
 pub(crate) fn usage(rule: UsageRule, records: &[Value], tail: &str) -> Option<TokenUsage> {
     match rule {
         UsageRule::None => None,
@@ -197,6 +227,7 @@ pub(crate) fn usage(rule: UsageRule, records: &[Value], tail: &str) -> Option<To
             }),
         UsageRule::AiderText => aider_usage(tail),
     }
+    .filter(|u| u.input_tokens > 0 || u.output_tokens > 0)
 }
 
 fn add(a: Option<u64>, b: Option<u64>) -> Option<u64> {

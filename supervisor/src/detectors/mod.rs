@@ -7,9 +7,11 @@
 //! third-party host, answering `post_round/after_round`.
 //!
 //! A detector applies to a round when the basename of `ctx.agent_binary` is its CLI. It
-//! reads the CLI's structured error records whatever the exit status, and the plain text
-//! of the log tail only after an unclean exit (a clean round that printed "rate limit" in
-//! passing is not a failed one). Verdicts: `auth` → stop; usage limit, rate limit,
+//! reads the CLI's structured error records whatever the exit status, the last first,
+//! unless the stream's final result record says the round succeeded (the CLI's own
+//! retries worked); and the plain text of the log tail after any end but a clean exit (a
+//! clean round that printed "rate limit" in passing is not a failed one), or whatever the
+//! exit for a CLI that exits 0 after a failure (aider). Verdicts: `auth` → stop; usage limit, rate limit,
 //! overload, network → back off until the reset time when one is printed, else for
 //! [`default_back_off_s`]; token usage, when the CLI reports it, rides along.
 
@@ -66,10 +68,26 @@ pub fn detect(dialect: &Dialect, round: &Round) -> Option<PostRoundVerdict> {
     }
     let records = dialects::records(dialect, round.tail);
     let usage = dialects::usage(dialect.usage, &records, round.tail);
-    let structured: Vec<String> = records.iter().filter_map(dialects::error_text).collect();
-    let unclean = round.outcome.exit_cause == "exited" && round.outcome.exit_code != Some(0);
+    // The stream's final word decides: a round whose last result is a success got through
+    // the CLI's own retries, whatever error-shaped notices came before it.
+    let succeeded = dialects::finale(dialect.finale, &records)
+        .is_some_and(|r| dialects::error_text(r).is_none());
+    // The last error record first: the final result carries the printed reset, the
+    // retry notices before it do not.
+    let structured: Vec<String> = if succeeded {
+        Vec::new()
+    } else {
+        records
+            .iter()
+            .rev()
+            .filter_map(dialects::error_text)
+            .collect()
+    };
+    // Plain text after any end but a clean exit (a timed-out or killed round's tail
+    // included), and whatever the exit for CLIs that exit 0 after printing a failure.
+    let clean = round.outcome.exit_cause == "exited" && round.outcome.exit_code == Some(0);
     let mut texts: Vec<&str> = structured.iter().map(String::as_str).collect();
-    if unclean {
+    if !succeeded && (!clean || dialect.text_whatever_exit) {
         texts.push(round.tail);
     }
     let found = texts
@@ -85,7 +103,8 @@ pub fn detect(dialect: &Dialect, round: &Round) -> Option<PostRoundVerdict> {
             usage: Some(usage),
         });
     };
-    let snippet = redact_and_cap(found.line);
+    // A match may span a line the CLI wrapped: the snippet is one line.
+    let snippet = redact_and_cap(&found.line.split_whitespace().collect::<Vec<_>>().join(" "));
     let cli = dialect.binary;
     let mut verdict = PostRoundVerdict {
         action: PostRoundAction::BackOff,

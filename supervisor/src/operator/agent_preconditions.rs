@@ -102,6 +102,7 @@ mod tests {
             delivery: crate::config::PromptDelivery::Argv,
             exec_prefix: vec![],
             terminal_marker: String::new(),
+            sigterm_grace: std::time::Duration::from_secs(10),
         }
     }
 

@@ -284,7 +284,7 @@ async fn answer(
 
 /// Sends one request to the socket in `state_dir`; `None` when it does not answer in time or
 /// answers something other than a `T`.
-async fn request<T: DeserializeOwned>(state_dir: &Path, cmd: &str) -> Option<T> {
+pub(crate) async fn request<T: DeserializeOwned>(state_dir: &Path, cmd: &str) -> Option<T> {
     let path = state_dir.join(SOCKET_FILE);
     let exchange = async {
         let name = path.as_path().to_fs_name::<GenericFilePath>().ok()?;

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::config::{Config, SandboxMode};
 use crate::hosts::sandbox::SandboxGate;
-use crate::runtime::serve::{CRASH_LOOP_LIMIT, FAST_EXIT, MIN_REASK};
+use crate::runtime::serve::{CRASH_LOOP_LIMIT, MIN_REASK};
 
 /// One entry of `peek`'s `defenses`.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
@@ -76,8 +76,7 @@ pub(crate) fn list(config: &Config, gate: Option<&SandboxGate>) -> Vec<Defense> 
         defense(
             "crash_loop_breaker",
             json!(format!(
-                "stop after {CRASH_LOOP_LIMIT} unclean silent exits within {} s (exit 75)",
-                FAST_EXIT.as_secs()
+                "stop after {CRASH_LOOP_LIMIT} failed rounds in a row (exit 75)"
             )),
             "a crashing agent respawned without end",
             "tests/tests/loop_defenses.rs",

@@ -30,6 +30,9 @@ pub(crate) struct Preset {
     pub grace_ignore: &'static [&'static str],
     /// `[monitor] auth_fail_hint`: how to log this CLI in again.
     pub auth_hint: &'static str,
+    /// Entries `init` adds to the work tree's `.gitignore`: files the CLI writes there on
+    /// every round that are not the agent's work (so a round does not end dirty).
+    pub gitignore: &'static [&'static str],
 }
 
 /// Every preset `init --preset` knows.
@@ -50,6 +53,7 @@ pub(crate) const PRESETS: &[Preset] = &[
         env: &[("DISABLE_AUTOUPDATER", "1")],
         terminal_marker: None,
         grace_ignore: &["\\.claude/shell-snapshots/snapshot-bash-"],
+        gitignore: &[],
         auth_hint: "Log in again on this machine: run `claude` and use /login, or set ANTHROPIC_API_KEY for the service.",
     },
     Preset {
@@ -59,22 +63,25 @@ pub(crate) const PRESETS: &[Preset] = &[
             "--yes-always",
             "--no-stream",
             "--analytics-disable",
+            "--no-gitignore",
         ],
         template: &["--message", "{prompt}"],
         delivery: "argv",
         env: &[],
         terminal_marker: None,
         grace_ignore: &[],
+        gitignore: &[".aider*"],
         auth_hint: "Check the provider key aider uses (OPENAI_API_KEY, ANTHROPIC_API_KEY, …) in the service's environment; `aider --models` lists what it finds.",
     },
     Preset {
         name: "gemini",
-        command: &["gemini", "--yolo", "-o", "stream-json"],
+        command: &["gemini", "--yolo", "--skip-trust", "-o", "stream-json"],
         template: &["-p", "{prompt}"],
         delivery: "argv",
         env: &[],
         terminal_marker: None,
         grace_ignore: &[],
+        gitignore: &[],
         auth_hint: "Log in again with `gemini` on this machine, or set GEMINI_API_KEY for the service.",
     },
     Preset {
@@ -91,6 +98,7 @@ pub(crate) const PRESETS: &[Preset] = &[
         env: &[],
         terminal_marker: Some("\"type\":\"metadata\""),
         grace_ignore: &[],
+        gitignore: &[],
         auth_hint: "Check the provider credentials with `codewhale auth status`, or set DEEPSEEK_API_KEY for the service.",
     },
     Preset {
@@ -101,6 +109,7 @@ pub(crate) const PRESETS: &[Preset] = &[
         env: &[],
         terminal_marker: None,
         grace_ignore: &[],
+        gitignore: &[],
         auth_hint: "Log in again with `kimi login` on this machine; `kimi doctor` checks the model settings.",
     },
     Preset {
@@ -111,16 +120,18 @@ pub(crate) const PRESETS: &[Preset] = &[
         env: &[],
         terminal_marker: Some("\"type\":\"agent_end\""),
         grace_ignore: &[],
+        gitignore: &[],
         auth_hint: "Configure a reachable provider for pi on this machine (`pi` then /login, or its models.json); `pi -p ok` checks it.",
     },
     Preset {
         name: "codex",
-        command: &["codex", "exec", "--full-auto", "--json"],
+        command: &["codex", "exec", "--sandbox", "workspace-write", "--json"],
         template: &["{prompt}"],
         delivery: "argv",
         env: &[],
         terminal_marker: None,
         grace_ignore: &[],
+        gitignore: &[],
         auth_hint: "Log in again with `codex login` on this machine, or set OPENAI_API_KEY for the service.",
     },
 ];
@@ -275,6 +286,13 @@ pub(crate) async fn run(options: &InitOptions) -> Result<Vec<String>, CliError> 
         let entry = format!("/{}/", rel.display());
         lines.push(ensure_gitignored(&config.runtime.work_dir, &entry)?);
         to_commit.push(config.runtime.work_dir.join(".gitignore"));
+    }
+    for entry in preset.gitignore {
+        lines.push(ensure_gitignored(&config.runtime.work_dir, entry)?);
+        let gitignore = config.runtime.work_dir.join(".gitignore");
+        if !to_commit.contains(&gitignore) {
+            to_commit.push(gitignore);
+        }
     }
     if !options.no_commit && dir.join(".git").exists() {
         // Through the one git runner: bounded, no terminal, hooks disabled.

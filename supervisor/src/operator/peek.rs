@@ -30,6 +30,7 @@ use crate::operator::schedule_view::{self, PeekSchedule};
 use crate::operator::service::{self, CurrentRound, ServiceDoc};
 use crate::operator::system_metrics::{self, SystemMetrics};
 use crate::runtime::events::Recorded;
+use crate::runtime::git_operation;
 use crate::runtime::state::{self, OrphanState, RoundState};
 
 /// The document's `schema_version`: the reference system's (`"2.2"`), whose every key this
@@ -101,6 +102,10 @@ pub(crate) struct PeekDoc {
     pub recent_rounds: Vec<RoundDoc>,
     /// The last stash the supervisor made.
     pub orphan: Option<OrphanState>,
+    /// Ours: the git operation under way in the work tree now (`null` when none), during
+    /// which the supervisor stashes and commits nothing (docs/operations.md, "Leaving it
+    /// unattended").
+    pub git_operation: Option<GitOperationDoc>,
     /// The machine.
     pub system: SystemMetrics,
     /// Whether and how `serve` runs.
@@ -130,6 +135,18 @@ pub(crate) struct PeekDoc {
     /// With `--round`: that round (`null` when no round is known); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round: Option<Option<RoundDoc>>,
+}
+
+/// `peek`'s `git_operation`: a rebase, merge, cherry-pick, revert, `am` or bisect under way.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+pub(crate) struct GitOperationDoc {
+    /// `rebase`, `am`, `merge`, `cherry-pick`, `revert` or `bisect`.
+    pub operation: String,
+    /// The marker in the git dir that shows it.
+    pub marker: PathBuf,
+    /// What the operator does to end it.
+    pub what_to_do: String,
 }
 
 /// `peek`'s `status`.
@@ -430,6 +447,13 @@ pub(crate) fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
         current_round,
         recent_rounds,
         orphan,
+        git_operation: git_operation::in_progress(&config.runtime.work_dir).map(|found| {
+            GitOperationDoc {
+                operation: found.operation.name().to_owned(),
+                marker: found.marker,
+                what_to_do: found.operation.what_to_do(),
+            }
+        }),
         system: system_metrics::snapshot(log_dir, &config.agent.command[0]),
         service: service_block(config, live, current_doc, service_doc.as_ref(), now),
         recent_events: recent.events,

@@ -70,6 +70,7 @@ pub(crate) fn render(doc: &Value, colour: bool, events: bool) -> String {
     current_round(&mut out, doc);
     recent_rounds(&mut out, &p, doc);
     orphan(&mut out, &doc["orphan"]);
+    git_operation(&mut out, &p, &doc["git_operation"]);
     sandbox(&mut out, &p, &doc["plugins"]["sandbox"]);
     hosts(&mut out, &p, doc);
     hook_failures(&mut out, &p, doc);
@@ -178,6 +179,22 @@ fn orphan(out: &mut String, orphan: &Value) {
         "none".to_owned()
     };
     let _ = writeln!(out, "orphan    {orphan_line}");
+}
+
+/// `git` (only while a git operation is under way): which, and what to do.
+fn git_operation(out: &mut String, p: &Paint, op: &Value) {
+    if op.is_object() {
+        let _ = writeln!(
+            out,
+            "git       {}: {}",
+            p.warn(&format!(
+                "a {} is in progress ({})",
+                s(&op["operation"]),
+                s(&op["marker"])
+            )),
+            s(&op["what_to_do"])
+        );
+    }
 }
 
 /// `schedule` (only when one is set): paused until when and in which window, or open until

@@ -54,7 +54,9 @@ pub(crate) fn rounds(events: &[Recorded]) -> BTreeMap<u64, RoundView> {
         let ts = e.ts().map(str::to_owned);
         let Some(event) = &e.event else { continue };
         match event {
-            Event::RoundStart { round_num, phase } => {
+            Event::RoundStart {
+                round_num, phase, ..
+            } => {
                 let r = entry(&mut rounds, *round_num);
                 r.started_at = ts;
                 r.phase = phase.clone();

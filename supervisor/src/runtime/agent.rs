@@ -410,14 +410,14 @@ fn join_cgroup(cmd: &mut Command, procs: OwnedFd) {
 /// agent's group. The guard blocks in `read(2)` until every write end is closed — when the
 /// supervisor drops this value or dies by any means — then sends SIGKILL to its own group.
 /// (`PR_SET_PDEATHSIG` would only reach the group leader, not what the agent started.)
-struct GroupGuard {
+pub(crate) struct GroupGuard {
     _write: OwnedFd,
 }
 
 impl GroupGuard {
     /// Creates the pipe and adds the guard's fork to `cmd`'s pre-exec steps (which run after
     /// `process_group(0)` has made the child a group leader).
-    fn install(cmd: &mut Command) -> std::io::Result<GroupGuard> {
+    pub(crate) fn install(cmd: &mut Command) -> std::io::Result<GroupGuard> {
         let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
         let read_fd = read.as_raw_fd();
         // SAFETY: the closure runs in the forked child before exec and uses only

@@ -2,8 +2,10 @@
 //! `transient_error_action`): the arithmetic, pure and clock-injected, and the wait, which
 //! ends within [`TICK`] of a stop, a stop file or the deadline.
 //!
-//! The n-th diagnosed failure in a row waits `restart_delay_s × 2^(n-1)`, at least what
-//! the hook asked for in seconds, at most `transient_backoff_cap_s`. A printed reset time
+//! The n-th diagnosed failure in a row waits `w × 2^(n-1)`, at most
+//! `transient_backoff_cap_s`, where `w` is what the hook asked for in seconds (a duration
+//! the CLI printed, or the detector's default for the kind), at least `restart_delay_s`:
+//! a provider that keeps refusing is asked less and less often. A printed reset time
 //! is honoured as it is, up to [`MAX_RESET_WAIT`], plus a jitter of up to a tenth of the
 //! wait (1..=30 s), so many supervisors do not all start at the reset instant.
 //!
@@ -70,8 +72,8 @@ pub(crate) fn plan(
         }
         Wait::For(asked) => {
             let steps = consecutive.saturating_sub(1).min(20);
-            let grown = policy.base.saturating_mul(1u32 << steps);
-            (grown.max(asked), policy.cap)
+            let grown = asked.max(policy.base).saturating_mul(1u32 << steps);
+            (grown, policy.cap)
         }
     };
     let applied = requested.min(cap);
@@ -155,9 +157,12 @@ mod tests {
             [secs(1, 1), secs(2, 1), secs(3, 1), secs(4, 1)],
             [3, 6, 12, 24]
         );
-        // What the hook asked for is a floor.
-        assert_eq!(secs(1, 30), 30);
-        assert_eq!(secs(5, 30), 48);
+        // What the hook asked for is the first step, and grows too (a flat 30 s on every
+        // repeat was the bug).
+        assert_eq!(
+            [secs(1, 30), secs(2, 30), secs(3, 30), secs(5, 30)],
+            [30, 60, 120, 480]
+        );
         let capped = plan(POLICY, Wait::For(Duration::from_secs(1)), 12, now(), 0.5);
         assert_eq!(capped.applied, POLICY.cap);
         assert!(capped.capped && capped.requested > POLICY.cap);

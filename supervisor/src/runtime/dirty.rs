@@ -184,7 +184,10 @@ async fn stash(
         .unwrap_or(0);
     let record_path = state_dir.join(ORPHAN_FILE);
     if let Ok(Some(last)) = read_json::<OrphanState>(&record_path) {
-        if now_s.saturating_sub(last.unix_s) < round.config.vcs.stash_idempotency.as_secs() {
+        // A stash recorded in the future means the clock stepped back since: its age is
+        // unknown, so it holds nothing up (a skip would last as long as the step).
+        let age = now_s.checked_sub(last.unix_s);
+        if age.is_some_and(|age| age < round.config.vcs.stash_idempotency.as_secs()) {
             round.events.emit(Event::OrphanIdempotentSkip {
                 round_num,
                 hook: hook.to_owned(),

@@ -1,9 +1,14 @@
 //! The one place that runs git. Every call is bounded (docs/configuration.md, `[vcs]
 //! git_timeout_s`): no controlling terminal, killed with its process group on timeout or
-//! stop. Every call runs in `work_dir` with repository hooks disabled
-//! (`core.hooksPath=/dev/null`: the agent may have written `.git/hooks`, and the supervisor
-//! must not run that code). Paths a host or the agent named are passed as
-//! `:(literal)` pathspecs, so no path is ever read as a pattern.
+//! stop. Every call runs in `work_dir` and runs no program the repository configured
+//! ([`program_overrides`], docs/security.md "The supervisor's git"): hooks are off
+//! (`core.hooksPath=/dev/null`), `core.fsmonitor` is off, and every setting of the
+//! repository's own config (`.git/config`, `config.worktree` and what they include: the
+//! agent can write them) that makes git run a program — filters, diff and merge drivers,
+//! pagers, editors, credential helpers, signing programs — is overridden on the command
+//! line with the operator's own (global or system) value, or with one that runs nothing.
+//! Paths a host or the agent named are passed as `:(literal)` pathspecs, so no path is
+//! ever read as a pattern.
 
 use agent_runner_protocol::reflog::reflog_action;
 use nix::sys::signal::{killpg, Signal};
@@ -36,6 +41,110 @@ fn literal(paths: &[String]) -> Vec<OsString> {
             spec
         })
         .collect()
+}
+
+/// `-c` settings every call carries, whatever any config says: no hooks, no fsmonitor, no
+/// automatic gc or maintenance after a commit (they would outlive the call's bound).
+const ALWAYS: [&str; 4] = [
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+];
+
+/// Whether config key `key` (as `git config --list` prints it: section and name in lower
+/// case) names a program for git to run. (Whether to sign, `commit.gpgSign`, is the
+/// repository's to say; the signing program is the operator's or git's default.)
+fn runs_a_program(key: &str) -> bool {
+    let (section, rest) = key.split_once('.').unwrap_or((key, ""));
+    let name = rest.rsplit('.').next().unwrap_or(rest);
+    let sub = rest.contains('.');
+    match (section, sub, name) {
+        ("core", false, n) => matches!(
+            n,
+            "fsmonitor"
+                | "hookspath"
+                | "pager"
+                | "editor"
+                | "askpass"
+                | "sshcommand"
+                | "gitproxy"
+                | "alternaterefscommand"
+        ),
+        ("sequence", false, "editor") => true,
+        ("pager", ..) => true,
+        ("credential", _, "helper") => true,
+        ("gpg", _, "program") => true,
+        ("diff", false, "external") => true,
+        ("diff", true, "command" | "textconv") => true,
+        ("merge", true, "driver") => true,
+        ("filter", true, "clean" | "smudge" | "process" | "required") => true,
+        ("uploadpack", false, "packobjectshook") => true,
+        ("remote", true, "uploadpack" | "receivepack") => true,
+        ("trailer", true, "command" | "cmd") => true,
+        ("mergetool" | "difftool", true, "cmd" | "path") => true,
+        ("ssh", false, "variant") => true,
+        _ => false,
+    }
+}
+
+/// The value for a program-running `key` the operator did not set: one that runs nothing,
+/// or for a signing program git's default for its format (the machine's, not the agent's).
+fn inert_value(key: &str) -> &'static str {
+    match key {
+        "core.fsmonitor" => "false",
+        "core.hookspath" => "/dev/null",
+        "gpg.program" | "gpg.openpgp.program" => "gpg",
+        "gpg.x509.program" => "gpgsm",
+        "gpg.ssh.program" => "ssh-keygen",
+        _ if key.ends_with(".required") => "false",
+        // An empty command is no command: git runs no filter, pager or helper.
+        _ => "",
+    }
+}
+
+/// `-c key=value` arguments overriding every program-running setting of the repository's
+/// own config (scopes `local` and `worktree`, includes counted as their includer's) from
+/// `listing`, the output of `git config --list --show-scope -z` (`scope NUL key LF value
+/// NUL`, or `scope NUL key NUL` for a key without a value): with the operator's last
+/// `global` or `system` value of the key when there is one, else with [`inert_value`].
+pub(crate) fn program_overrides(listing: &[u8]) -> Vec<String> {
+    let mut fields = listing.split(|b| *b == 0);
+    let mut operator: Vec<(String, String)> = Vec::new();
+    let mut repository: Vec<String> = Vec::new();
+    while let (Some(scope), Some(entry)) = (fields.next(), fields.next()) {
+        let entry = String::from_utf8_lossy(entry);
+        let (key, value) = entry.split_once('\n').unwrap_or((&entry, ""));
+        if !runs_a_program(key) {
+            continue;
+        }
+        match scope {
+            b"global" | b"system" => operator.push((key.to_owned(), value.to_owned())),
+            b"local" | b"worktree" => repository.push(key.to_owned()),
+            _ => {}
+        }
+    }
+    repository.sort();
+    repository.dedup();
+    repository
+        .into_iter()
+        .map(|key| {
+            let value = operator
+                .iter()
+                .rev()
+                .find(|(k, _)| *k == key)
+                .map_or(inert_value(&key), |(_, v)| v.as_str());
+            format!("{key}={value}")
+        })
+        .collect()
+}
+
+/// `args` space-joined, for messages.
+fn joined_args<S: AsRef<OsStr>>(args: &[S]) -> String {
+    args.iter()
+        .map(|a| a.as_ref().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A git invocation that failed: the command and what git said. Display names only the
@@ -126,16 +235,51 @@ impl Repo {
         self.run_bytes_with_env(args, &[]).await
     }
 
-    /// [`Repo::run_bytes`] with variables `env` added to git's environment.
+    /// [`Repo::run_bytes`] with variables `env` added to git's environment: first the
+    /// repository's config is listed (which runs nothing) for [`program_overrides`], then
+    /// the command runs with them.
     async fn run_bytes_with_env<S: AsRef<OsStr>>(
         &self,
         args: &[S],
         env: &[(&str, &str)],
     ) -> Result<Vec<u8>, GitError> {
+        // Listed afresh for each command: the agent may write the config (or a file it
+        // includes) at any time. A listing that fails (a broken config, a timeout, a stop)
+        // fails the command: it would not run safely.
+        let listing = self
+            .run_confined(&[], &["config", "--list", "--show-scope", "-z"], &[])
+            .await
+            .map_err(|err| GitError {
+                args: joined_args(args),
+                detail: format!("reading its config: {}", err.detail),
+            })?;
+        self.run_confined(&program_overrides(&listing), args, env)
+            .await
+    }
+
+    /// One bounded git command with [`ALWAYS`] and `overrides` as `-c` settings, git's
+    /// pager, editors and external diff disabled through the environment too.
+    async fn run_confined<S: AsRef<OsStr>>(
+        &self,
+        overrides: &[String],
+        args: &[S],
+        env: &[(&str, &str)],
+    ) -> Result<Vec<u8>, GitError> {
         let mut cmd = Command::new("git");
-        cmd.arg("-c")
-            .arg("core.hooksPath=/dev/null")
-            .args(args)
+        for setting in ALWAYS
+            .iter()
+            .copied()
+            .chain(overrides.iter().map(String::as_str))
+        {
+            cmd.arg("-c").arg(setting);
+        }
+        cmd.args(args)
+            .env("GIT_PAGER", "cat")
+            .env("GIT_EDITOR", "true")
+            .env("GIT_SEQUENCE_EDITOR", "true")
+            .env_remove("GIT_EXTERNAL_DIFF")
+            .env_remove("GIT_ASKPASS")
+            .env_remove("SSH_ASKPASS")
             .envs(env.iter().copied())
             .current_dir(&self.work_dir)
             .env("GIT_TERMINAL_PROMPT", "0")
@@ -151,11 +295,7 @@ impl Repo {
                 Ok(())
             });
         }
-        let joined = args
-            .iter()
-            .map(|a| a.as_ref().to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" ");
+        let joined = joined_args(args);
         let failed = |detail: String| GitError {
             args: joined.clone(),
             detail,
@@ -419,5 +559,36 @@ impl Repo {
         ]
         .map(String::from)
         .to_vec()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repository_settings_that_run_programs_are_overridden_with_the_operators() {
+        let listing = b"global\0gpg.program\n/usr/bin/gpg2\0\
+local\0core.fsmonitor\n./monitor\0\
+local\0filter.lfs.process\n./evil\0\
+local\0filter.lfs.required\0\
+local\0gpg.program\n./sign\0\
+local\0user.email\na@b\0\
+worktree\0diff.x.textconv\n./conv\0\
+global\0core.pager\nless\0\
+command\0core.editor\nvi\0";
+        assert_eq!(
+            program_overrides(listing),
+            [
+                "core.fsmonitor=false",
+                "diff.x.textconv=",
+                "filter.lfs.process=",
+                "filter.lfs.required=false",
+                "gpg.program=/usr/bin/gpg2",
+            ]
+        );
+        assert!(!runs_a_program("user.email"));
+        assert!(runs_a_program("credential.https://x.example.helper"));
+        assert!(!runs_a_program("diff.renames"));
     }
 }

@@ -8,13 +8,15 @@
 //! - [`pre_round`] (pre-round hooks and context enrichers), [`spawn_gate`], [`dirty`] and
 //!   [`detect`]: the hook families as the round sees them, with their built-ins;
 //!   [`serve_startup`]: the hooks `serve` calls once at boot.
-//! - [`git`]: the only place that runs git; [`attribution`]: whose dirt is it (the round's,
+//! - [`git`]: the only place that runs git; [`git_operation`]: a rebase, merge… under way
+//!   (the tree is then left untouched); [`attribution`]: whose dirt is it (the round's,
 //!   the operator's, the supervisor's own files and the paths hosts own).
 //! - [`path_name`]: file names as lossless text (non-UTF-8 names in git's quoted form);
 //!   [`tree_file`]: the one way a file in the agent's reach is opened and hashed (never
 //!   blocking, bounded).
 //! - [`prompt`], [`round_context`]: what the agent is told.
-//! - [`config_follow`]: the config re-read before every round and on SIGHUP.
+//! - [`config_follow`]: the config re-read before every round and on SIGHUP;
+//!   [`config_digest`]: `round_start.config_digest`, the reference system's label.
 //! - [`events`]: the operator's record, one JSON line per event (writer side).
 //! - [`state`]: the project lock, the round counter and the orphan stash record.
 //! - [`state_dir`]: where they live (out of the agent's reach by default).
@@ -24,17 +26,24 @@
 //!   [`transient`] and [`backoff`]: what serve does with it (back-off episodes, login
 //!   stops); [`schedule`]: `[schedule]` windows; [`grace`]: result grace;
 //!   [`substrate`]: the git head and fingerprint; [`processes`]: who is whose child.
+//! - [`goal`]: `[goal]` checks after each round and the treadmill advisory; [`bounds`]:
+//!   `max_duration_s` and `max_rounds_per_hour`.
 
 pub(crate) mod agent;
 pub(crate) mod attribution;
 pub(crate) mod backoff;
+pub(crate) mod bounds;
+pub(crate) mod config_digest;
 pub(crate) mod config_follow;
 pub mod detect;
 pub(crate) mod dirty;
 pub mod events;
 pub(crate) mod git;
+pub(crate) mod git_operation;
+pub(crate) mod goal;
 pub(crate) mod grace;
 pub(crate) mod host_health;
+pub(crate) mod log_views;
 pub(crate) mod path_name;
 pub mod post_round;
 pub mod pre_round;

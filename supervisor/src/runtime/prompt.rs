@@ -180,6 +180,7 @@ mod tests {
             delivery: PromptDelivery::Argv,
             exec_prefix: Vec::new(),
             terminal_marker: String::new(),
+            sigterm_grace: std::time::Duration::from_secs(10),
         };
         let work_dir = std::path::Path::new("/srv/p");
         assert_eq!(

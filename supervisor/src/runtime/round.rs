@@ -24,10 +24,12 @@ use crate::config::{Config, ContextInjection, PromptDelivery};
 use crate::hosts::HostManager;
 use crate::runtime::agent::{self, AgentExit, AgentSpec};
 use crate::runtime::attribution::{Baseline, OwnFiles};
+use crate::runtime::config_digest;
 use crate::runtime::detect::{self, AutoStop};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
 use crate::runtime::events::{timestamp, Event, EventLog, RoundEnd, RoundOutcome};
 use crate::runtime::git::Repo;
+use crate::runtime::git_operation;
 use crate::runtime::grace::Grace;
 use crate::runtime::host_health::{self, Floor, Pressure, Reading};
 use crate::runtime::post_round::{self, Decision, Judged};
@@ -83,12 +85,12 @@ pub(crate) struct Ran {
     pub log_path: PathBuf,
     /// How the agent ended.
     pub exit: AgentExit,
-    /// Bytes the agent wrote to its round log (stdout + stderr).
-    pub output_bytes: u64,
     /// What happened to a dirty tree (`None`: clean, or the agent did not exit cleanly).
     pub dirty: Option<Outcome>,
     /// What the post-round hooks made of the round.
     pub post_round: Decision,
+    /// What the `[goal]` checks found after the agent exited (`None` without `[goal]`).
+    pub goal: Option<crate::runtime::goal::Checked>,
 }
 
 /// Why a round could not run. Each is reported to the operator: `serve` records it as
@@ -266,7 +268,8 @@ impl Runner {
     /// `round_substrate_before` / `_after` when `substrate_fingerprint_paths` is set.
     async fn substrate(&self, round_num: u64, after: bool) {
         let patterns = &self.config.runtime.substrate_fingerprint_paths;
-        if patterns.is_empty() {
+        // `[goal]`'s treadmill advisory reads `HEAD` before and after each round.
+        if patterns.is_empty() && self.config.goal.is_none() {
             return;
         }
         let git_head = self.repo.head().await;
@@ -365,9 +368,20 @@ impl Runner {
             .run_agent(round_num, phase, launch, &log_path, log, stop)
             .await?;
         let duration_s = (exit.duration.as_secs_f64() * 1000.0).round() / 1000.0;
+        // Before the dirty tree is handled, so a check sees the round's edits.
+        let goal = match &self.config.goal {
+            Some(goal) => Some(
+                crate::runtime::goal::run_checks(
+                    goal,
+                    self.config.runtime.dry_run,
+                    round_num,
+                    &self.events,
+                )
+                .await,
+            ),
+            None => None,
+        };
         self.substrate(round_num, true).await;
-        // Counted as it went by, not from the file: the agent may have deleted it.
-        let output_bytes = exit.log.kept + exit.log.discarded;
         self.note_log_cap(round_num, &exit, &log_path);
         let post_round = self
             .judge(round_num, phase, &exit, duration_s, &log_path, stop)
@@ -379,13 +393,20 @@ impl Runner {
             None
         };
         self.end_round(round_num, &exit, duration_s, dirty.as_ref(), &log_path);
+        crate::runtime::log_views::write_status(
+            &self.config.runtime.log_dir,
+            round_num,
+            exit.exit_code,
+            duration_s,
+            phase,
+        );
         Ok(Attempt::Ran(Ran {
             round_num,
             log_path,
             exit,
-            output_bytes,
             dirty,
             post_round,
+            goal,
         }))
     }
 
@@ -528,9 +549,20 @@ impl Runner {
         if let Err(e) = round_context::write(log_dir, round_ctx) {
             tracing::warn!("cannot write the round context: {e}");
         }
+        if let Some(goal) = &self.config.goal {
+            crate::runtime::goal::assess(goal, state_dir, round_num, &self.events);
+        }
+        let label = config_digest::label(&self.config, phase, state_dir);
+        let snapshot = label.snapshot;
         self.events.emit(Event::RoundStart {
             round_num,
             phase: phase.map(str::to_owned),
+            config_digest: Some(label.digest),
+            config_changed: Some(label.changed),
+            config_prompt_files: snapshot.as_ref().map(|s| s.prompt_files.clone()),
+            config_check_names: snapshot.as_ref().map(|s| s.check_names.clone()),
+            config_vcs_dirty_action: snapshot.as_ref().map(|s| s.vcs_dirty_action.clone()),
+            config_prompt_delivery: snapshot.map(|s| s.prompt_delivery),
         });
         if self.fresh_eyes(round_num) {
             self.events.emit(Event::FreshEyesRoundTriggered {
@@ -675,6 +707,16 @@ impl Runner {
         let split = baseline.split(&self.config.runtime.work_dir, files);
         if split.round.is_empty() {
             return None;
+        }
+        if let Some(found) = git_operation::in_progress(&self.config.runtime.work_dir) {
+            self.events.emit(Event::GitOperationInProgress {
+                round_num,
+                operation: found.operation.name().to_owned(),
+                marker: found.marker,
+                file_count: split.round.len(),
+                what_to_do: found.operation.what_to_do(),
+            });
+            return Some(Outcome::Ignored);
         }
         let ctx = self.context(round_num, phase, Some(log_path.display().to_string()));
         let round = DirtyRound {

@@ -1,19 +1,22 @@
 //! Boot (config → sandbox gate → lock → hosts) and the loop: rounds back to back with
-//! `restart_delay_s` between them, until `max_rounds`, `--once`, the stop file, the
-//! crash-loop breaker, or a stop signal. Before every round the config is re-read
+//! `restart_delay_s` between them, until `max_rounds`, `--once`, `max_duration_s`, the
+//! goal reached (`[goal] stop_when`), the stop file, the crash-loop breaker, or a stop
+//! signal; `max_rounds_per_hour` pauses it ([`crate::runtime::bounds`]). Before every round the config is re-read
 //! ([`crate::runtime::config_follow`]; SIGHUP re-reads it at once between rounds and never
 //! ends the process). The first SIGTERM/SIGINT (or `agent-runner stop`)
 //! lets the running round finish within its budget and starts no new one; a second (or
 //! `agent-runner kill`) terminates the agent. Every wait (restart delay, defer, skip idle,
 //! a hook call) ends at once on a stop.
 //!
-//! Crash-loop breaker: an agent run that ends unclean (non-zero exit or a signal) within
-//! [`FAST_EXIT`] having written nothing, or a round that cannot start at all (agent not
-//! found, prompt unreadable), is a fast failure; [`CRASH_LOOP_LIMIT`] of them in a row stop `serve` with a `crash_loop` event
-//! and exit 75. Any other round resets the count. (A clean, silent, instant exit, like the
-//! benchmark's `true`, is a valid round, not a crash.) A round a post-round hook diagnosed
-//! (usage or rate limit, overload, network, login) is not a crash either: it is handled by
-//! [`crate::runtime::transient`] (back off, skip, or stop with the operator's hint).
+//! Crash-loop breaker (docs/operations.md, "The crash-loop breaker"): a failed round — the
+//! agent ended unclean (non-zero exit, a signal, the budget) whatever it printed, or a
+//! post-round hook diagnosed a failure (usage or rate limit, overload, network), or the
+//! round could not start at all (agent not found, prompt unreadable) — counts;
+//! [`CRASH_LOOP_LIMIT`] of them in a row stop `serve` with a `crash_loop` event (the reason
+//! and the last lines of the last round's log) and exit 75. Any other round resets the
+//! count. (A clean, silent, instant exit, like the benchmark's `true`, is a valid round.)
+//! Diagnosed failures are also backed off ([`crate::runtime::transient`]), so a loop that
+//! burns money stops after a few minutes of growing waits.
 
 use agent_runner_plugin_host::probe::probe;
 use agent_runner_protocol::{LastRound, ProjectState};
@@ -31,6 +34,7 @@ use crate::runtime::backoff::{self, Plan, WaitEnd};
 use crate::runtime::config_follow::{ConfigFollower, Trigger};
 use crate::runtime::events::{Event, EventLog};
 use crate::runtime::git::Repo;
+use crate::runtime::log_views;
 use crate::runtime::round::{Attempt, Ran, RoundError, Runner};
 use crate::runtime::schedule_gate;
 use crate::runtime::serve_startup;
@@ -43,11 +47,15 @@ use crate::runtime::transient::{Step, Transients};
 /// answer cannot spin (the reference system re-asks ~4×/s).
 pub(crate) const MIN_REASK: Duration = Duration::from_secs(1);
 
-/// A run shorter than this, unclean and silent, is a fast failure (crash-loop breaker).
-pub(crate) const FAST_EXIT: Duration = Duration::from_secs(2);
-
-/// Fast failures in a row that stop `serve` (exit 75, `crash_loop`).
+/// Failed rounds in a row that stop `serve` (exit 75, `crash_loop`), as the reference
+/// system's crash loop.
 pub(crate) const CRASH_LOOP_LIMIT: u32 = 5;
+
+/// Lines of the last failed round's log the `crash_loop` event carries.
+const CRASH_LOOP_TAIL_LINES: usize = 10;
+
+/// At most this many characters of them (the end kept).
+const CRASH_LOOP_TAIL_CHARS: usize = 2000;
 
 /// A booted supervisor: the lock held, hosts running.
 pub(crate) struct Booted {
@@ -59,6 +67,8 @@ pub(crate) struct Booted {
     pub gate: SandboxGate,
     /// Re-reads the config before each round and on SIGHUP.
     pub follow: ConfigFollower,
+    /// `<log_dir>/agent-runner.lock.holder` while the lock is held (dropped before it).
+    _holder: Option<log_views::ViewFile>,
     _lock: ProjectLock,
 }
 
@@ -120,6 +130,7 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
         });
     }
     let lock = ProjectLock::acquire(&config.runtime.state_dir)?;
+    let holder = log_views::hold(&config.runtime.log_dir);
     crate::runtime::state_dir::prepare(&config, &events);
     let tree = Repo::new(&config.runtime.work_dir, OwnFiles::default());
     if !tree.is_repo().await {
@@ -146,6 +157,7 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
         status: watch::channel(snapshot).0,
         gate,
         follow,
+        _holder: holder,
         _lock: lock,
     })
 }
@@ -201,8 +213,10 @@ pub(crate) async fn serve(
         service,
         max_rounds,
         completed: 0,
-        fast_failures: 0,
+        failures: 0,
+        last_failure: None,
         code: crate::exit::OK,
+        started: Instant::now(),
     };
     serving
         .service
@@ -237,10 +251,14 @@ struct Serving<'a> {
     max_rounds: Option<u64>,
     /// Rounds completed in this run.
     completed: u64,
-    /// Fast failures in a row (crash-loop breaker).
-    fast_failures: u32,
+    /// Failed rounds in a row (crash-loop breaker).
+    failures: u32,
+    /// The last of them: why it failed, and its log's last lines.
+    last_failure: Option<(String, Vec<String>)>,
     /// The exit code so far.
     code: u8,
+    /// When this serve began (`max_duration_s`).
+    started: Instant,
 }
 
 /// What the loop does after a round attempt.
@@ -300,6 +318,18 @@ impl Serving<'_> {
             if self.must_end() {
                 return;
             }
+            if !rate_ceiling(
+                self.runner,
+                &mut self.service,
+                self.status,
+                stop,
+                self.follow,
+                self.gate,
+            )
+            .await
+            {
+                continue;
+            }
             if !options.ignore_schedule
                 && !schedule_gate(
                     self.runner,
@@ -346,18 +376,22 @@ impl Serving<'_> {
             );
             return true;
         }
-        if self.fast_failures >= CRASH_LOOP_LIMIT {
+        if self.failures >= CRASH_LOOP_LIMIT {
+            let (reason, last_lines) = self.last_failure.clone().unwrap_or_default();
             runner.events.emit(Event::CrashLoop {
-                consecutive_fast_failures: self.fast_failures,
+                consecutive_failures: self.failures,
                 threshold: CRASH_LOOP_LIMIT,
-                fast_exit_s: FAST_EXIT.as_secs(),
                 rounds_completed: completed,
+                reason: reason.clone(),
+                last_lines: last_lines.clone(),
             });
             eprintln!(
-                "agent-runner: the agent failed {} times in a row within {} s without output; stopping (crash loop)",
-                self.fast_failures,
-                FAST_EXIT.as_secs()
+                "agent-runner: {} rounds failed in a row; stopping (crash loop). The last: {reason}",
+                self.failures
             );
+            for line in &last_lines {
+                eprintln!("  | {line}");
+            }
             self.code = crate::exit::TEMPFAIL;
             return true;
         }
@@ -368,7 +402,43 @@ impl Serving<'_> {
             });
             return true;
         }
+        let elapsed = self.started.elapsed();
+        if let Some(max) = runner.config.runtime.max_duration.filter(|m| elapsed >= *m) {
+            runner.events.emit(Event::MaxDurationReached {
+                elapsed_s: (elapsed.as_secs_f64() * 10.0).round() / 10.0,
+                max_duration_s: max.as_secs(),
+                rounds_completed: completed,
+            });
+            eprintln!(
+                "agent-runner: serve ran {} s, [runtime] max_duration_s is {}; stopping",
+                elapsed.as_secs(),
+                max.as_secs()
+            );
+            return true;
+        }
         false
+    }
+
+    /// `[goal] stop_when = "all_satisfied"` and every check passed after `ran`:
+    /// `goal_reached`, and `serve` ends with exit 0.
+    fn goal_reached(&self, ran: &Ran) -> bool {
+        let Some(goal) = &self.runner.config.goal else {
+            return false;
+        };
+        let reached = goal.stop_when == crate::config::StopWhen::AllSatisfied
+            && ran.goal.as_ref().is_some_and(|g| g.all_satisfied());
+        if reached {
+            self.runner.events.emit(Event::GoalReached {
+                round_num: ran.round_num,
+                checks: goal.checks.iter().map(|c| c.name.clone()).collect(),
+                rounds_completed: self.completed,
+            });
+            eprintln!(
+                "agent-runner: every [goal] check passed after round {}; stopping ([goal] stop_when = \"all_satisfied\")",
+                ran.round_num
+            );
+        }
+        reached
     }
 
     /// One round attempt, `status` and `service.json` saying so.
@@ -427,12 +497,13 @@ impl Serving<'_> {
             }
             Ok(Attempt::Stopped) => Flow::Again,
             Err(err) => {
-                self.fast_failures += 1;
+                self.failures += 1;
+                self.last_failure = Some((format!("the round could not start: {err}"), Vec::new()));
                 eprintln!("agent-runner: {err}");
                 self.runner.events.emit(Event::RoundError {
                     error: err.to_string(),
                 });
-                if self.fast_failures >= CRASH_LOOP_LIMIT {
+                if self.failures >= CRASH_LOOP_LIMIT {
                     return Flow::Again;
                 }
                 Flow::Pause(restart_delay)
@@ -449,13 +520,16 @@ impl Serving<'_> {
         let step =
             self.transients
                 .after_round(&self.runner.events, &ran.post_round, round_num, clean);
-        let fast = !clean
-            && ran.exit.cause != crate::runtime::agent::ExitCause::Stopped
-            && ran.exit.duration < FAST_EXIT
-            && ran.output_bytes == 0;
-        // A diagnosed failure is not a crash: the breaker neither counts nor resets.
-        if !step.diagnosed() {
-            self.fast_failures = if fast { self.fast_failures + 1 } else { 0 };
+        // Any failed round counts, printed output or not: real CLIs print a line when they
+        // fail. An operator's stop is not a failure of the agent.
+        let failed = step.diagnosed()
+            || (!clean && ran.exit.cause != crate::runtime::agent::ExitCause::Stopped);
+        if failed {
+            self.failures += 1;
+            self.last_failure = Some(failure_of(&ran, &step));
+        } else {
+            self.failures = 0;
+            self.last_failure = None;
         }
         if let Step::Stop {
             reason,
@@ -471,8 +545,11 @@ impl Serving<'_> {
         if self.poll_detectors(&ran, stop).await {
             return Flow::Stop;
         }
+        if self.goal_reached(&ran) {
+            return Flow::Stop;
+        }
         if self.max_rounds.is_some_and(|max| self.completed >= max)
-            || self.fast_failures >= CRASH_LOOP_LIMIT
+            || self.failures >= CRASH_LOOP_LIMIT
         {
             return Flow::Again;
         }
@@ -739,6 +816,61 @@ async fn schedule_gate(
     false
 }
 
+/// `[runtime] max_rounds_per_hour` before a round: `true` when a round may start now.
+/// Otherwise waits until the oldest of the last hour's rounds leaves the window
+/// (`rate_ceiling_paused` … `rate_ceiling_resumed`; a stop, SIGTERM or the stop file ends
+/// the wait within a tick, a SIGHUP re-reads the config and ends it so a new ceiling is
+/// looked at) and returns `false` so the loop looks again.
+async fn rate_ceiling(
+    runner: &mut Runner,
+    service: &mut ServiceFile,
+    status: &watch::Sender<Snapshot>,
+    stop: &mut StopWatch,
+    follow: &mut ConfigFollower,
+    gate: &SandboxGate,
+) -> bool {
+    let Some(max) = runner.config.runtime.max_rounds_per_hour else {
+        return true;
+    };
+    let state_dir = runner.config.runtime.state_dir.clone();
+    let Some(ceiling) = crate::runtime::bounds::ceiling(&state_dir, max, SystemTime::now()) else {
+        return true;
+    };
+    let plan = Plan {
+        requested: ceiling.wait,
+        applied: ceiling.wait,
+        until: SystemTime::now() + ceiling.wait,
+        capped: false,
+        cap: ceiling.wait,
+    };
+    runner.events.emit(Event::RateCeilingPaused {
+        rounds_last_hour: ceiling.rounds_last_hour,
+        max_rounds_per_hour: max,
+        resume_in_s: (ceiling.wait.as_secs_f64() * 10.0).round() / 10.0,
+    });
+    refresh_summary(&state_dir);
+    let until_text = crate::runtime::events::timestamp(plan.until);
+    let state = format!("paused by max_rounds_per_hour until {until_text}");
+    status.send_modify(|s| s.update(&state, None, &runner.hosts));
+    service.update(ServiceState::Paused, None, &runner.hosts);
+    let started = Instant::now();
+    let mut waits = Waits { stop, follow, gate };
+    let woken = wait_out(runner, &mut waits, &plan, true).await;
+    runner.events.emit(Event::RateCeilingResumed {
+        paused_for_s: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        reason: match woken {
+            Woken::End(WaitEnd::Elapsed) => "elapsed",
+            Woken::End(WaitEnd::Stopped) => "stop",
+            Woken::End(WaitEnd::StopFile) => "stop_file",
+            Woken::Hangup => "sighup",
+        }
+        .to_owned(),
+    });
+    status.send_modify(|s| s.update("waiting", None, &runner.hosts));
+    service.update(ServiceState::Idle, None, &runner.hosts);
+    false
+}
+
 /// Waits `wait` between rounds: ends early on a stop; a SIGHUP re-reads the config at once
 /// and the wait goes on.
 async fn pause(
@@ -780,4 +912,28 @@ pub(crate) async fn shutdown(booted: Booted) {
     booted.runner.hosts.shutdown().await;
     // `round` ends here too: its look-ups are then as cheap as after a `serve`.
     refresh_summary(&booted.runner.config.runtime.state_dir);
+}
+
+/// Why `ran` failed, in a line, and its log's last lines (redacted), for `crash_loop`.
+fn failure_of(ran: &Ran, step: &Step) -> (String, Vec<String>) {
+    let exit = &ran.exit;
+    let mut reason = match (exit.cause, exit.exit_code, exit.signal) {
+        (crate::runtime::agent::ExitCause::Exited, Some(code), _) => format!("exit {code}"),
+        (cause, _, Some(signal)) => format!("{} (signal {signal})", cause.as_str()),
+        (cause, _, None) => cause.as_str().to_owned(),
+    };
+    reason = format!(
+        "round {}: {reason} after {:.1} s",
+        ran.round_num,
+        exit.duration.as_secs_f64()
+    );
+    if let Some(diagnosis) = step.diagnosis() {
+        reason.push_str(&format!("; {diagnosis}"));
+    }
+    let tail = crate::runtime::round::log_tail(
+        &ran.log_path,
+        CRASH_LOOP_TAIL_LINES,
+        CRASH_LOOP_TAIL_CHARS,
+    );
+    (reason, tail.lines().map(str::to_owned).collect())
 }

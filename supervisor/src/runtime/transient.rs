@@ -6,8 +6,8 @@
 //!
 //! Events: `transient_error_detected` (each diagnosed round), `transient_error_backoff_capped`
 //! (a cap shortened the wait), `agent_network_blip` (a network diagnosis),
-//! `transient_error_recovered`. Diagnosed rounds do not count toward the crash-loop
-//! breaker (the caller's rule, [`Step::diagnosed`]).
+//! `transient_error_recovered`. Diagnosed rounds count toward the crash-loop breaker (the
+//! caller's rule, [`Step::diagnosed`]).
 
 use agent_runner_protocol::ErrorKind;
 use std::time::{Instant, SystemTime};
@@ -48,9 +48,20 @@ pub(crate) enum Step {
 }
 
 impl Step {
-    /// Whether the round was diagnosed by a post-round hook (and so is not a crash).
+    /// Whether a post-round hook diagnosed the round as failed (it counts toward the
+    /// crash-loop breaker).
     pub(crate) fn diagnosed(&self) -> bool {
         !matches!(self, Step::Continue)
+    }
+
+    /// The diagnosis in a line (`diagnosed rate_limit by claude_error_detector`), if any.
+    pub(crate) fn diagnosis(&self) -> Option<String> {
+        match self {
+            Step::Continue => None,
+            Step::Skip => Some("diagnosed by a post-round hook (skipped)".to_owned()),
+            Step::BackOff { kind, .. } => Some(format!("diagnosed {}", kind.as_str())),
+            Step::Stop { reason, hook, .. } => Some(format!("diagnosed {reason} by {hook}")),
+        }
     }
 }
 

@@ -10,8 +10,9 @@
 //! up to 60 s: read_pid_environ, kill_pid, ptrace_attach); `needle` (secret_env);
 //! `bytes` (memory_hog, write_big, write_many, write_tmp); `count` (write_many,
 //! write_tmp); `max` (fork_bomb: a safety cap); `name` (call: the system call to make on
-//! `path`, see `call`). `path` of unix_connect may be `@name` (an
-//! abstract socket). Test-only.
+//! `path`, see `call`). `path` of unix_connect may be `@name` (an abstract socket); `hook`
+//! names the hook (default `attempt`; several hosts of one project need distinct names).
+//! Test-only.
 
 use agent_runner_sdk::{proceed, BeforeSpawnParams, ConfigTable, HookError, Hooks, Host};
 use std::io::Write;
@@ -673,10 +674,12 @@ fn main() -> ExitCode {
             let c = ConfigTable::new(&config);
             c.expect_only(&[
                 "attempt", "port", "path", "pid_file", "needle", "bytes", "max", "count", "name",
+                "hook",
             ])?;
             let attempt = c.string_or("attempt", "")?;
+            let hook = c.string_or("hook", "attempt")?;
             Ok(
-                Hooks::new().spawn_hook("attempt", move |p: &BeforeSpawnParams| {
+                Hooks::new().spawn_hook(&hook, move |p: &BeforeSpawnParams| {
                     let result = run(&attempt, &config, p)?;
                     if result.is_empty() {
                         return Ok(proceed());

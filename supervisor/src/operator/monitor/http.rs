@@ -5,11 +5,14 @@
 //!
 //! Routes: `/` (the page), `/app.js`, `/style.css`, `/api/projects`, `/api/state` (the
 //! `peek --json` document, `?project=N`), `/api/events` (server-sent events: each new line
-//! of the record as a `record` event, `?project=N`), `/metrics` (Prometheus text).
+//! of the record as a `record` event, `?project=N`), `/metrics` (Prometheus text),
+//! `/healthz` (is serve alive and not wedged: [`super::healthz`], `?project=N`).
 //!
 //! Binding to 127.0.0.1 (the default) needs no token; binding to any other address needs
-//! one (`AGENT_RUNNER_MONITOR_TOKEN` or `--token-file`), then sent by every request as
-//! `Authorization: Bearer <token>` or `?token=<token>`.
+//! one (`AGENT_RUNNER_MONITOR_TOKEN` or `--token-file`), then sent by every request but
+//! `/healthz` as `Authorization: Bearer <token>` or `?token=<token>`. `/healthz` is open
+//! (a kubelet's probe carries no secret) and tells only the verdict, its reason, the pid,
+//! the state and the round number.
 
 use axum::extract::{Query, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -28,6 +31,7 @@ use tokio::sync::broadcast;
 use crate::config::Config;
 use crate::exit::{self, CliError};
 use crate::operator::event_read::Forward;
+use crate::operator::monitor::healthz;
 use crate::operator::monitor::metrics::{self, Counters, ProjectView};
 use crate::operator::peek::{self, PeekDoc, PeekOptions};
 use crate::operator::service;
@@ -107,6 +111,7 @@ pub(crate) async fn serve(options: HttpOptions) -> Result<u8, CliError> {
         .route("/api/state", get(state_route))
         .route("/api/events", get(events_route))
         .route("/metrics", get(metrics_route))
+        .route("/healthz", get(healthz_route))
         .layer(middleware::from_fn_with_state(app.clone(), guard))
         .with_state(app);
     let listener = tokio::net::TcpListener::bind(options.addr)
@@ -176,7 +181,8 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
 /// The token check, and headers every answer carries (no caching, no framing, scripts
 /// only from this origin).
 async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
-    if let Some(expected) = &app.token {
+    let open = request.uri().path() == "/healthz";
+    if let Some(expected) = app.token.as_ref().filter(|_| !open) {
         let bearer = request
             .headers()
             .get(header::AUTHORIZATION)
@@ -341,6 +347,22 @@ async fn events_route(State(app): State<Arc<App>>, Query(sel): Query<Selector>) 
     Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response()
+}
+
+/// `GET /healthz`: 200 when serve is alive and not wedged, else 503; the body is the
+/// [`healthz::Health`] document.
+async fn healthz_route(State(app): State<Arc<App>>, Query(sel): Query<Selector>) -> Response {
+    let project = match pick(&app, &sel) {
+        Ok(p) => p,
+        Err(response) => return *response,
+    };
+    let health = healthz::check(&project.config).await;
+    let code = if health.ok() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (code, Json(health)).into_response()
 }
 
 async fn metrics_route(State(app): State<Arc<App>>) -> Response {

@@ -8,12 +8,13 @@
 //! - `events`: the record as JSON Lines, live; with `--host ALIAS` relayed from another
 //!   machine over the system `ssh` ([`relay`]).
 //! - `narrate`: the record live, one sentence per event.
-//! - `http`: the live page, `/api/state` and `/metrics` ([`http`]).
+//! - `http`: the live page, `/api/state`, `/metrics` and `/healthz` ([`http`], [`healthz`]).
 //!
 //! Only `anomaly` writes to the project's record (its `monitor_*` events) and asks a
 //! supervisor to stop; the other modes are read-only.
 
 pub(crate) mod detect;
+pub(crate) mod healthz;
 pub(crate) mod http;
 pub(crate) mod metrics;
 pub(crate) mod narrate;

@@ -14,7 +14,9 @@ pub(crate) fn sentence(recorded: &Recorded) -> String {
         .and_then(|ts| ts.get(11..19))
         .unwrap_or("--:--:--");
     let text = match &recorded.event {
-        Some(Event::RoundStart { round_num, phase }) => match phase {
+        Some(Event::RoundStart {
+            round_num, phase, ..
+        }) => match phase {
             Some(p) => format!("round {round_num} starts (phase {p})"),
             None => format!("round {round_num} starts"),
         },

@@ -104,14 +104,16 @@ pub(crate) enum Event {
     },
     /// Too many fast failures in a row; the loop ends (exit 75).
     CrashLoop {
-        /// Failures in a row, each within `fast_exit_s` and without output.
-        consecutive_fast_failures: u32,
+        /// Failed rounds in a row (unclean exit or a diagnosed failure, output or not).
+        consecutive_failures: u32,
         /// The limit that was reached.
         threshold: u32,
-        /// What counts as fast, in seconds.
-        fast_exit_s: u64,
         /// Rounds completed by this serve.
         rounds_completed: u64,
+        /// Why the last of them failed: `round N: exit 1 after 0.4 s; diagnosed rate_limit`.
+        reason: String,
+        /// The last lines of its round log (redacted; at most 10 lines, 2000 characters).
+        last_lines: Vec<String>,
     },
     /// `--max-rounds` reached; the loop ends.
     MaxRoundsReached {
@@ -119,6 +121,71 @@ pub(crate) enum Event {
         rounds_completed: u64,
         /// The limit.
         max_rounds: u64,
+    },
+    /// `[runtime] max_duration_s` reached; the loop ends (exit 0).
+    MaxDurationReached {
+        /// Seconds `serve` ran.
+        elapsed_s: f64,
+        /// The limit.
+        max_duration_s: u64,
+        /// Rounds completed by this serve.
+        rounds_completed: u64,
+    },
+    /// `[runtime] max_rounds_per_hour` reached: no round starts until the oldest of the
+    /// last hour's rounds is an hour old.
+    RateCeilingPaused {
+        /// Rounds started in the last 60 minutes (by the record).
+        rounds_last_hour: u64,
+        /// The ceiling.
+        max_rounds_per_hour: u64,
+        /// Seconds until a round may start.
+        resume_in_s: f64,
+    },
+    /// The rate-ceiling pause is over (or a stop ended it).
+    RateCeilingResumed {
+        /// Seconds paused.
+        paused_for_s: f64,
+        /// `elapsed`, `stop`, `stop_file` or `sighup`.
+        reason: String,
+    },
+    /// Every `[[goal.checks]]` entry passed after a round and `[goal] stop_when =
+    /// "all_satisfied"`: the loop ends (exit 0).
+    GoalReached {
+        /// The round after which the checks passed.
+        round_num: u64,
+        /// The checks' names.
+        checks: Vec<String>,
+        /// Rounds completed by this serve.
+        rounds_completed: u64,
+    },
+    /// One `[[goal.checks]]` entry ran after a round's agent exited (the reference
+    /// system's fields, then `round_num`).
+    GoalCheck {
+        /// The check's name.
+        name: String,
+        /// It exited 0 within its timeout.
+        satisfied: bool,
+        /// The last finite number its stdout printed; `null` when none.
+        value: Option<f64>,
+        /// Its timeout ran out (its process group was ended).
+        timed_out: bool,
+        /// `true` under `dry_run`: not run.
+        skipped: bool,
+        /// Why it could not start; absent when it started.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// The round it ran after.
+        round_num: u64,
+    },
+    /// The treadmill advisory was prepended to the `[goal]` ledger: the last rounds all
+    /// changed the tree and no check moved.
+    GoalAssessment {
+        /// What was seen.
+        observation: String,
+        /// What the agent is asked.
+        question: String,
+        /// `low`, `medium` or `high`.
+        confidence: String,
     },
     /// `[schedule]` does not allow the next round now; serve waits.
     SchedulePaused {
@@ -339,6 +406,25 @@ pub(crate) enum Event {
         round_num: u64,
         /// Its phase; `null` without `[phases]`.
         phase: Option<String>,
+        /// sha256 hex of what the round runs with (`crate::runtime::config_digest`); a
+        /// label only. Absent in records written before it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        config_digest: Option<String>,
+        /// `config_digest` differs from the last `round_start`'s.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        config_changed: Option<bool>,
+        /// When changed: the prompt files (absolute paths).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        config_prompt_files: Option<Vec<String>>,
+        /// When changed: the `[[goal.checks]]` names.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        config_check_names: Option<Vec<String>>,
+        /// When changed: `[vcs] dirty_action`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        config_vcs_dirty_action: Option<String>,
+        /// When changed: `[agent] prompt_delivery`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        config_prompt_delivery: Option<String>,
     },
     /// This round is a fresh-eyes round (`[runtime] fresh_eyes_every_n`); the agent gets
     /// `AGENT_RUNNER_FRESH_EYES=1`.
@@ -684,6 +770,21 @@ pub(crate) enum Event {
         /// The handler's note, or why the built-in stashed.
         reason: String,
     },
+    /// The repository is in the middle of a git operation (a rebase, merge, cherry-pick or
+    /// revert stopped on a conflict, a bisect): the round's dirty files are left untouched,
+    /// no handler is asked (`crate::runtime::git_operation`).
+    GitOperationInProgress {
+        /// The round.
+        round_num: u64,
+        /// `rebase`, `am`, `merge`, `cherry-pick`, `revert` or `bisect`.
+        operation: String,
+        /// The marker in the git dir that shows it (`.git/rebase-merge`, `.git/MERGE_HEAD`…).
+        marker: PathBuf,
+        /// How many dirty files were left untouched.
+        file_count: usize,
+        /// What the operator does to end it.
+        what_to_do: String,
+    },
     /// The stash failed.
     OrphanStashFailed {
         /// The round.
@@ -803,6 +904,12 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "stop_file_detected",
     "crash_loop",
     "max_rounds_reached",
+    "max_duration_reached",
+    "rate_ceiling_paused",
+    "rate_ceiling_resumed",
+    "goal_reached",
+    "goal_check",
+    "goal_assessment",
     "round_deferred",
     "round_resumed",
     "round_error",
@@ -821,6 +928,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "dirty_commit_failed",
     "orphan_idempotent_skip",
     "orphan_stashed",
+    "git_operation_in_progress",
     "orphan_stash_failed",
     "plugin_refused",
     "plugin_redeclaration_ignored",

@@ -1,0 +1,409 @@
+//! `[goal]` (docs/configuration.md, "[goal]"): the objective checks run after each
+//! round's agent exits, and the treadmill advisory prepended to the lessons ledger before
+//! a round starts. Both only inform: nothing here can end a round, kill an agent or make
+//! `serve` give up; the one way a goal ends `serve` is the operator's opt-in
+//! `[goal] stop_when = "all_satisfied"`, decided by `serve` from [`Checked`].
+//!
+//! A check runs in its own process group under its `timeout_s`: on breach the group gets
+//! SIGTERM, then SIGKILL [`CHECK_KILL_GRACE`] later; whatever is left in the group when
+//! the check ends is killed too. Its output is read for at most [`CHECK_KILL_GRACE`] after
+//! it ends (a descendant that left the group cannot hold the round), and only its last
+//! [`OUTPUT_TAIL`] bytes are kept: `goal_check.value` is the last finite number printed.
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
+use tokio::io::AsyncReadExt;
+use tokio::process::Command;
+
+use crate::config::{GoalCheck, GoalConfig, CHECK_KILL_GRACE};
+use crate::operator::event_read::Backwards;
+use crate::runtime::events::{Event, EventLog};
+
+/// Bytes of a check's stdout kept (its end): enough for the last number of a report.
+const OUTPUT_TAIL: usize = 64 * 1024;
+
+/// Completed rounds the treadmill advisory looks at (the reference system's).
+const TREADMILL_ROUNDS: usize = 3;
+
+/// The ledger is cut to at most this many bytes, oldest advisories first (the newest is
+/// always kept).
+const LEDGER_MAX_BYTES: usize = 8192;
+
+/// Lines of the record read back at most when looking for the treadmill: the episode walk
+/// stops there (about a thousand rounds of a typical record).
+const TREADMILL_SCAN_LINES: usize = 50_000;
+
+/// One check's result, as `goal_check` records it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct CheckResult {
+    /// The check's name.
+    pub name: String,
+    /// Exited 0 within its timeout.
+    pub satisfied: bool,
+    /// The last finite number its stdout printed.
+    pub value: Option<f64>,
+    /// Its timeout ran out.
+    pub timed_out: bool,
+}
+
+/// What the checks of one round came to.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Checked {
+    /// Each check's result, in config order (empty under `dry_run`: checks are skipped).
+    pub results: Vec<CheckResult>,
+}
+
+impl Checked {
+    /// Every check ran and passed (and there was at least one).
+    pub(crate) fn all_satisfied(&self) -> bool {
+        !self.results.is_empty() && self.results.iter().all(|r| r.satisfied)
+    }
+}
+
+/// Runs every check of `goal` in order, each recorded as `goal_check`; under `dry_run`
+/// none is started and each is recorded as skipped.
+pub(crate) async fn run_checks(
+    goal: &GoalConfig,
+    dry_run: bool,
+    round_num: u64,
+    events: &EventLog,
+) -> Checked {
+    let mut results = Vec::with_capacity(goal.checks.len());
+    for check in &goal.checks {
+        if dry_run {
+            events.emit(Event::GoalCheck {
+                name: check.name.clone(),
+                satisfied: false,
+                value: None,
+                timed_out: false,
+                skipped: true,
+                error: None,
+                round_num,
+            });
+            continue;
+        }
+        let (result, error) = match run_one(check).await {
+            Ok(result) => (result, None),
+            Err(e) => (
+                CheckResult {
+                    name: check.name.clone(),
+                    satisfied: false,
+                    value: None,
+                    timed_out: false,
+                },
+                Some(agent_runner_protocol::limits::fit_text(
+                    &format!("cannot start {:?}: {e}", check.cmd[0]),
+                    200,
+                )),
+            ),
+        };
+        events.emit(Event::GoalCheck {
+            name: result.name.clone(),
+            satisfied: result.satisfied,
+            value: result.value,
+            timed_out: result.timed_out,
+            skipped: false,
+            error,
+            round_num,
+        });
+        results.push(result);
+    }
+    Checked { results }
+}
+
+/// Runs one check in its own process group under its timeout.
+///
+/// Errors: it could not be started (not found, not executable, `cwd` missing).
+async fn run_one(check: &GoalCheck) -> std::io::Result<CheckResult> {
+    let mut cmd = Command::new(&check.cmd[0]);
+    cmd.args(&check.cmd[1..])
+        .current_dir(&check.cwd)
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    let guard = crate::runtime::agent::GroupGuard::install(&mut cmd)?;
+    let mut child = cmd.spawn()?;
+    drop(cmd);
+    let pgid = Pid::from_raw(child.id().map(|id| id as i32).unwrap_or(0));
+    let mut stdout = child.stdout.take().expect("piped");
+    let reader = tokio::spawn(async move {
+        let mut tail = Vec::new();
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = stdout.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            tail.extend_from_slice(&buf[..n]);
+            if tail.len() > 2 * OUTPUT_TAIL {
+                tail.drain(..tail.len() - OUTPUT_TAIL);
+            }
+        }
+        tail
+    });
+    let (status, timed_out) = match tokio::time::timeout(check.timeout, child.wait()).await {
+        Ok(status) => (status.ok(), false),
+        Err(_) => {
+            let _ = killpg(pgid, Signal::SIGTERM);
+            let status = match tokio::time::timeout(CHECK_KILL_GRACE, child.wait()).await {
+                Ok(status) => status.ok(),
+                Err(_) => {
+                    let _ = killpg(pgid, Signal::SIGKILL);
+                    child.wait().await.ok()
+                }
+            };
+            (status, true)
+        }
+    };
+    // What the check left in its group (the guard included) goes with it, and is reaped
+    // once reparented here (the supervisor is a child subreaper).
+    let _ = killpg(pgid, Signal::SIGKILL);
+    drop(guard);
+    reap_group(pgid).await;
+    let tail = match tokio::time::timeout(CHECK_KILL_GRACE, reader).await {
+        Ok(Ok(tail)) => tail,
+        _ => Vec::new(),
+    };
+    let satisfied = !timed_out && status.is_some_and(|s| s.success());
+    Ok(CheckResult {
+        name: check.name.clone(),
+        satisfied,
+        value: last_number(&String::from_utf8_lossy(&tail)),
+        timed_out,
+    })
+}
+
+/// Reaps the supervisor's children in process group `pgid` (a killed check's
+/// descendants, reparented here), waiting at most [`CHECK_KILL_GRACE`] for them.
+async fn reap_group(pgid: Pid) {
+    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+    let deadline = std::time::Instant::now() + CHECK_KILL_GRACE;
+    let group = Pid::from_raw(-pgid.as_raw());
+    loop {
+        match waitpid(group, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            Ok(WaitStatus::StillAlive) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+}
+
+/// The last whitespace-separated word of `text` that is a finite number.
+fn last_number(text: &str) -> Option<f64> {
+    text.split_whitespace()
+        .rev()
+        .filter_map(|w| w.parse::<f64>().ok())
+        .find(|v| v.is_finite())
+}
+
+/// Per check name, `(satisfied, value)` as one round recorded it.
+type Signature = BTreeMap<String, (bool, Option<u64>)>;
+
+/// What one completed round of the record shows.
+#[derive(Debug, Default)]
+struct RoundSeen {
+    /// Dirt, an auto-commit, or `HEAD` moved between `round_substrate_before` and
+    /// `_after`.
+    activity: bool,
+    /// Its checks (values compared by their bits).
+    signature: Signature,
+    /// A `goal_assessment` was recorded in it (or before its next round started).
+    assessed: bool,
+    head_before: Option<String>,
+    head_after: Option<String>,
+}
+
+/// Reads the record of `state_dir` back and, when the treadmill shows (the last
+/// [`TREADMILL_ROUNDS`] completed rounds before `current_round` each had activity; every
+/// check kept the same `(satisfied, value)` over them; at least one is unsatisfied; and no
+/// `goal_assessment` since the episode began), returns the advisory's observation.
+fn treadmill(state_dir: &Path, current_round: u64) -> Option<String> {
+    let mut rounds: BTreeMap<u64, RoundSeen> = BTreeMap::new();
+    // Events without `round_num` (`goal_assessment`) belong to the round before them:
+    // going back, they are held until the round they follow is met.
+    let mut pending_assessment = false;
+    let mut back = Backwards::open(state_dir).ok()?;
+    for _ in 0..TREADMILL_SCAN_LINES {
+        let Ok(Some(found)) = back.next_event() else {
+            break;
+        };
+        let kind = found.head.event.as_str();
+        if kind == "goal_assessment" {
+            pending_assessment = true;
+            continue;
+        }
+        let Some(round_num) = found.head.round_num.filter(|n| *n < current_round) else {
+            continue;
+        };
+        let seen = rounds.entry(round_num).or_default();
+        if std::mem::take(&mut pending_assessment) {
+            seen.assessed = true;
+        }
+        match kind {
+            "dirty_detected" | "dirty_auto_committed" => seen.activity = true,
+            "round_substrate_before" | "round_substrate_after" | "goal_check" => {
+                let Ok(value) = serde_json::from_slice::<serde_json::Value>(found.line) else {
+                    continue;
+                };
+                if kind == "goal_check" {
+                    if value["skipped"] == true {
+                        continue;
+                    }
+                    let Some(name) = value["name"].as_str() else {
+                        continue;
+                    };
+                    let number = value["value"].as_f64().filter(|v| v.is_finite());
+                    seen.signature
+                        .entry(name.to_owned())
+                        .or_insert((value["satisfied"] == true, number.map(f64::to_bits)));
+                } else {
+                    let head = value["git_head"].as_str().map(str::to_owned);
+                    if kind == "round_substrate_before" {
+                        seen.head_before = head;
+                    } else {
+                        seen.head_after = head;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let active = |seen: &RoundSeen| {
+        seen.activity
+            || matches!((&seen.head_before, &seen.head_after), (Some(b), Some(a)) if a != b)
+    };
+    let newest: Vec<&RoundSeen> = rounds.values().rev().collect();
+    if newest.len() < TREADMILL_ROUNDS {
+        return None;
+    }
+    let window = &newest[..TREADMILL_ROUNDS];
+    let signature = &window[0].signature;
+    if signature.is_empty()
+        || signature.values().all(|(satisfied, _)| *satisfied)
+        || window
+            .iter()
+            .any(|seen| !active(seen) || seen.signature != *signature)
+    {
+        return None;
+    }
+    // The episode: the window and every earlier round that still matches it.
+    let episode = newest
+        .iter()
+        .take_while(|seen| active(seen) && seen.signature == *signature);
+    if episode.into_iter().any(|seen| seen.assessed) {
+        return None;
+    }
+    let names: Vec<&str> = signature.keys().map(String::as_str).collect();
+    Some(format!(
+        "For the last {TREADMILL_ROUNDS} rounds the working tree kept changing, but goal check(s) {} never changed status or value.",
+        names.join(", ")
+    ))
+}
+
+/// Before round `current_round` starts: when the treadmill shows, prepends one advisory to
+/// the ledger (written whole and renamed into place, cut to [`LEDGER_MAX_BYTES`] at an
+/// advisory's boundary) and records `goal_assessment`. A failure is logged, never raised:
+/// the advisory never holds a round up.
+pub(crate) fn assess(goal: &GoalConfig, state_dir: &Path, current_round: u64, events: &EventLog) {
+    let Some(observation) = treadmill(state_dir, current_round) else {
+        return;
+    };
+    let question = "What specifically blocks progress on the unmet check(s): is there a concrete next step, or does the check measure the wrong thing?";
+    let confidence = "medium";
+    let observation = agent_runner_protocol::redact::redact(&observation);
+    let block = format!(
+        "### Goal assessment -- {}\n- Observation: {observation}\n- Question: {question}\n- Confidence: {confidence}",
+        crate::runtime::events::timestamp(std::time::SystemTime::now())
+    );
+    if let Err(e) = prepend(&goal.ledger, &block) {
+        tracing::warn!(
+            "goal advisory skipped: cannot write {}: {e}",
+            goal.ledger.display()
+        );
+        return;
+    }
+    events.emit(Event::GoalAssessment {
+        observation,
+        question: question.to_owned(),
+        confidence: confidence.to_owned(),
+    });
+}
+
+/// Separates advisories in the ledger.
+const BLOCK_SEP: &str = "\n\n";
+
+/// Prepends `block` to the ledger at `path`, dropping the oldest blocks past
+/// [`LEDGER_MAX_BYTES`]; written to `<path>.tmp`, synced, renamed over `path`.
+fn prepend(path: &Path, block: &str) -> std::io::Result<()> {
+    let existing = match std::fs::read(path) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e),
+    };
+    let mut kept: Vec<&str> = Vec::new();
+    let mut total = 0;
+    for part in
+        std::iter::once(block).chain(existing.split(BLOCK_SEP).filter(|b| !b.trim().is_empty()))
+    {
+        let add = part.len() + if kept.is_empty() { 0 } else { BLOCK_SEP.len() };
+        if !kept.is_empty() && total + add > LEDGER_MAX_BYTES {
+            break;
+        }
+        kept.push(part);
+        total += add;
+    }
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let tmp = path.with_file_name(format!(
+        "{}.tmp",
+        path.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    let written = (|| {
+        use std::io::Write;
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(kept.join(BLOCK_SEP).as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_finite_number_is_the_value() {
+        assert_eq!(last_number("passed 12 of 14\nscore: 0.75\n"), Some(0.75));
+        assert_eq!(last_number("3 nan inf"), Some(3.0));
+        assert_eq!(last_number("no numbers"), None);
+    }
+
+    #[test]
+    fn the_ledger_keeps_the_newest_blocks_within_its_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = dir.path().join("logs/lessons.md");
+        let big = "x".repeat(3000);
+        for i in 0..4 {
+            prepend(&ledger, &format!("### {i}\n{big}")).unwrap();
+        }
+        let text = std::fs::read_to_string(&ledger).unwrap();
+        assert!(text.len() <= LEDGER_MAX_BYTES, "{}", text.len());
+        assert!(text.starts_with("### 3\n"), "newest first");
+        assert!(text.contains("### 2\n") && !text.contains("### 1\n"));
+        // The newest block is kept even when it alone is over the cap.
+        prepend(&ledger, &format!("### huge\n{}", "y".repeat(10_000))).unwrap();
+        let text = std::fs::read_to_string(&ledger).unwrap();
+        assert!(text.starts_with("### huge\n") && !text.contains("### 3"));
+    }
+}

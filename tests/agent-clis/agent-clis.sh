@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# How the tests run each pinned agent CLI against the fake model server: where it is
+# installed (target/agent-clis, by tests/setup.d/30-agent-clis.sh), the preset's command
+# (as `agent-runner init --preset` writes it, supervisor/src/operator/init.rs), and the
+# fake HOME and environment that point it at 127.0.0.1:PORT with a fake key.
+#
+# Sourced by capture.sh; run as a command by the Rust tests:
+#   agent-clis.sh env CLI HOME PORT   writes CLI's config under HOME, prints KEY=VALUE lines
+#   agent-clis.sh bin CLI             prints the CLI's executable
+#   agent-clis.sh version CLI         prints the pinned version
+set -euo pipefail
+_ac_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+. "$_ac_root/tests/agent-clis/versions.env"
+AGENT_CLIS_DIR="${AR_AGENT_CLIS_DIR:-$_ac_root/target/agent-clis}"
+
+agent_cli_bin() {
+  case $1 in
+    claude) echo "$AGENT_CLIS_DIR/claude/node_modules/.bin/claude" ;;
+    codex) echo "$AGENT_CLIS_DIR/codex/node_modules/.bin/codex" ;;
+    gemini) echo "$AGENT_CLIS_DIR/gemini/node_modules/.bin/gemini" ;;
+    aider) echo "$AGENT_CLIS_DIR/aider/bin/aider" ;;
+    *) echo "unknown CLI $1" >&2; return 2 ;;
+  esac
+}
+
+agent_cli_version() {
+  case $1 in
+    claude) echo "$CLAUDE_CODE_VERSION" ;;
+    codex) echo "$CODEX_VERSION" ;;
+    gemini) echo "$GEMINI_CLI_VERSION" ;;
+    aider) echo "$AIDER_CHAT_VERSION" ;;
+  esac
+}
+
+# The preset's arguments after the executable, prompt delivery included ("-" = stdin).
+agent_cli_args() {
+  case $1 in
+    claude) echo "--model sonnet --dangerously-skip-permissions --verbose --output-format stream-json -p" ;;
+    codex) echo "exec --sandbox workspace-write --json" ;;
+    gemini) echo "--yolo --skip-trust -o stream-json -p" ;;
+    aider) echo "--yes-always --no-stream --analytics-disable --no-gitignore --message" ;;
+  esac
+}
+
+# Writes CLI's config under HOME (pointing it at the fake server on PORT) and prints the
+# environment it needs, one KEY=VALUE a line.
+agent_cli_env() {
+  local cli=$1 home=$2 port=$3
+  echo "HOME=$home"
+  case $cli in
+    claude)
+      echo "ANTHROPIC_BASE_URL=http://127.0.0.1:$port"
+      echo "ANTHROPIC_API_KEY=sk-ant-fake-key"
+      echo "DISABLE_AUTOUPDATER=1"
+      echo "IS_SANDBOX=1"
+      # Its own retries (10 by default, minutes of back-off) cut to one: the tests want its
+      # final answer, not its patience.
+      echo "CLAUDE_CODE_MAX_RETRIES=1" ;;
+    codex)
+      mkdir -p "$home/.codex"
+      cat >"$home/.codex/config.toml" <<TOML
+model = "fake-model"
+model_provider = "fake"
+[model_providers.fake]
+name = "fake"
+base_url = "http://127.0.0.1:$port/v1"
+env_key = "OPENAI_API_KEY"
+wire_api = "responses"
+# Its own retries (4 and 5 by default) cut to one, as claude's above.
+request_max_retries = 1
+stream_max_retries = 1
+TOML
+      echo "OPENAI_API_KEY=sk-fake-key" ;;
+    gemini)
+      mkdir -p "$home/.gemini"
+      # The API-key login chosen (else: exit 41 "Invalid auth method selected."); its own
+      # retries (10 by default) cut to two.
+      echo '{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"maxAttempts":2}}' >"$home/.gemini/settings.json"
+      echo "GEMINI_API_KEY=fake-key"
+      # One model, not "auto" routing (whose fallback chain retries ten times).
+      echo "GEMINI_MODEL=gemini-2.5-flash"
+      echo "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:$port" ;;
+    aider)
+      echo "OPENAI_API_KEY=sk-fake-key"
+      echo "OPENAI_API_BASE=http://127.0.0.1:$port/v1"
+      echo "AIDER_MODEL=openai/fake-model" ;;
+  esac
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  case ${1:-} in
+    env) agent_cli_env "$2" "$3" "$4" ;;
+    bin) agent_cli_bin "$2" ;;
+    version) agent_cli_version "$2" ;;
+    args) agent_cli_args "$2" ;;
+    *) echo "usage: agent-clis.sh env CLI HOME PORT | bin CLI | version CLI | args CLI" >&2; exit 2 ;;
+  esac
+fi
