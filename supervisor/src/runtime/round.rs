@@ -22,12 +22,15 @@ use std::time::SystemTime;
 
 use crate::config::{Config, ContextInjection, PromptDelivery};
 use crate::hosts::HostManager;
+use crate::record::events::{timestamp, Event, EventLog, RoundEnd, RoundOutcome};
+use crate::record::retention;
+use crate::record::state;
+use crate::record::stop::{StopLevel, StopWatch};
 use crate::runtime::agent::{self, AgentExit, AgentSpec};
 use crate::runtime::attribution::{Baseline, OwnFiles};
 use crate::runtime::config_digest;
 use crate::runtime::detect::{self, AutoStop};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
-use crate::runtime::events::{timestamp, Event, EventLog, RoundEnd, RoundOutcome};
 use crate::runtime::git::Repo;
 use crate::runtime::git_operation;
 use crate::runtime::grace::Grace;
@@ -35,14 +38,11 @@ use crate::runtime::host_health::{self, Floor, Pressure, Reading};
 use crate::runtime::post_round::{self, Decision, Judged};
 use crate::runtime::pre_round;
 use crate::runtime::prompt::{agent_argv, assemble, spawn_view_argv};
-use crate::runtime::retention;
 use crate::runtime::round_cgroup::{self, Delegation, RoundCgroup};
 use crate::runtime::round_context::{self, RoundContext, CONTEXT_FILE_ENV};
 use crate::runtime::spawn_gate::{self, Verdict};
-use crate::runtime::state;
-use crate::runtime::stop::{StopLevel, StopWatch};
 use crate::runtime::substrate;
-use crate::runtime::tree_file;
+use crate::tree_file;
 
 /// Lines of the round log that `round_end.log_tail` carries after a failed agent run.
 pub(crate) const TAIL_LINES: usize = 5;
@@ -52,7 +52,7 @@ pub(crate) const TAIL_CHARS: usize = 500;
 /// The last `lines` lines of the round log at `path`, redacted, at most `chars`
 /// characters (the end kept); empty when it cannot be read.
 pub(crate) fn log_tail(path: &std::path::Path, lines: usize, chars: usize) -> String {
-    let text = crate::operator::round_history::tail_text(path, 64 * 1024).unwrap_or_default();
+    let text = crate::record::round_history::tail_text(path, 64 * 1024).unwrap_or_default();
     let text = text.trim_end();
     let start = text
         .rmatch_indices('\n')
@@ -157,6 +157,8 @@ struct Launch {
     marker: String,
     /// The round's budget.
     budget: std::time::Duration,
+    /// How the agent is ended (its CLI's cooperative signal and grace).
+    stop_signal: crate::runtime::cooperative::StopSignal,
 }
 
 /// Runs rounds of one project: the loaded config, its hosts and its event log.
@@ -489,6 +491,7 @@ impl Runner {
             env: self.agent_env(next, phase),
             marker: profile.agent.terminal_marker.clone(),
             budget: profile.round_budget,
+            stop_signal: crate::runtime::cooperative::stop_signal(profile.agent),
         })
     }
 
@@ -656,6 +659,7 @@ impl Runner {
             log,
             stdin_prompt: launch.stdin_prompt,
             budget: launch.budget,
+            stop_signal: launch.stop_signal,
             floor: Some(Floor {
                 cfg: self.config.monitor.host_health.clone(),
                 events: self.events.clone(),

@@ -6,7 +6,7 @@
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
-use crate::runtime::tree_file::{regular_file_sha256, Symlink};
+use crate::tree_file::{regular_file_sha256, Symlink};
 
 /// The `sha256:<hex>` fingerprint of the files under `work_dir` matching `patterns`
 /// (globs relative to `work_dir`): over the sorted, de-duplicated relative paths, each

@@ -5,7 +5,7 @@
 use agent_runner_protocol::printable::printable;
 use serde_json::Value;
 
-use crate::runtime::events::{Event, Recorded, RoundEnd};
+use crate::record::events::{Event, Recorded, RoundEnd};
 
 /// The sentence for `recorded`, prefixed with its local-free UTC time (`HH:MM:SS`).
 pub(crate) fn sentence(recorded: &Recorded) -> String {

@@ -18,6 +18,9 @@ pub(crate) use event::{Event, RoundEnd, RoundOutcome, BUILTIN_KINDS};
 #[derive(Clone, Debug)]
 pub struct EventLog {
     dir: PathBuf,
+    /// Where each month file also shows, as a symbolic link (`log_dir` when the record
+    /// lives in a state dir apart from it; docs/operations.md, "State dir").
+    links: Option<PathBuf>,
 }
 
 /// A UTC timestamp with milliseconds, `YYYY-MM-DDTHH:MM:SS.mmmZ`.
@@ -38,7 +41,20 @@ impl EventLog {
     pub fn new(dir: &Path) -> Self {
         EventLog {
             dir: dir.to_owned(),
+            links: None,
         }
+    }
+
+    /// The same record, each month file also shown in `log_dir` as a symbolic link to it,
+    /// made (again) on each write when it is missing, so consumers written against the
+    /// reference can keep reading `<log_dir>/events-YYYY-MM.jsonl` while the record itself
+    /// stays out of `git clean`'s reach. No link when `log_dir` is the record's own dir;
+    /// whatever else sits at a link's name is left alone.
+    pub(crate) fn linked_in(mut self, log_dir: &Path) -> Self {
+        if log_dir != self.dir {
+            self.links = Some(log_dir.to_owned());
+        }
+        self
     }
 
     /// The file holding events of the month of `ts` (a [`timestamp`]).
@@ -92,7 +108,29 @@ impl EventLog {
                 format!("short write: {written} of {} bytes", bytes.len()),
             ));
         }
+        self.link(ts);
         Ok(())
+    }
+
+    /// Makes `<links>/events-YYYY-MM.jsonl` a link to the month file of `ts` when nothing
+    /// is at that name. A failure is logged: the record itself was written.
+    fn link(&self, ts: &str) {
+        let Some(links) = &self.links else { return };
+        let target = self.file_for(ts);
+        let Some(name) = target.file_name() else {
+            return;
+        };
+        let link = links.join(name);
+        if std::fs::symlink_metadata(&link).is_ok() {
+            return;
+        }
+        let made = std::fs::create_dir_all(links)
+            .and_then(|()| std::os::unix::fs::symlink(&target, &link));
+        if let Err(err) = made {
+            if err.kind() != io::ErrorKind::AlreadyExists {
+                tracing::warn!("cannot link {} to the record: {err}", link.display());
+            }
+        }
     }
 }
 
@@ -380,6 +418,33 @@ mod tests {
         let mut listed: Vec<&str> = BUILTIN_KINDS.to_vec();
         listed.sort_unstable();
         assert_eq!(kinds, listed);
+    }
+
+    #[test]
+    fn month_files_show_in_log_dir_as_links_made_again_when_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (state, logs) = (dir.path().join("state"), dir.path().join("logs"));
+        let log = EventLog::new(&state).linked_in(&logs);
+        log.emit_host_event("h.one", serde_json::Map::new());
+        let month = std::fs::read_dir(&state).unwrap().next().unwrap().unwrap();
+        let link = logs.join(month.file_name());
+        assert_eq!(std::fs::read_link(&link).unwrap(), month.path());
+        std::fs::remove_dir_all(&logs).unwrap();
+        log.emit_host_event("h.two", serde_json::Map::new());
+        let text = std::fs::read_to_string(&link).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        // Something else at the link's name is left alone.
+        std::fs::remove_file(&link).unwrap();
+        std::fs::write(&link, "mine\n").unwrap();
+        log.emit_host_event("h.three", serde_json::Map::new());
+        assert_eq!(std::fs::read_to_string(&link).unwrap(), "mine\n");
+        assert_eq!(
+            std::fs::read_to_string(month.path())
+                .unwrap()
+                .lines()
+                .count(),
+            3
+        );
     }
 
     #[test]
