@@ -97,7 +97,7 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     let config = config::load(config_path)?;
     // An agent that will fail every round on this machine (claude's bypass flag as root):
     // refused here with doctor's finding and fix, not found out round after round.
-    let (unmet, _) = crate::operator::agent_preconditions::on_this_machine(&config);
+    let (unmet, _) = crate::runtime::agent_preconditions::on_this_machine(&config);
     if let Some((reason, fix)) = unmet.into_iter().next() {
         return Err(BootError::Config(ConfigError::Key {
             path: config.path.clone(),
@@ -170,6 +170,19 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
         _holder: holder,
         _lock: lock,
     })
+}
+
+/// The first 200 characters of the stop file (lossy UTF-8), read without blocking and only
+/// from a regular file; empty otherwise (`stop_file_detected.content`).
+fn stop_file_content(file: &std::path::Path) -> String {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    let read = crate::tree_file::open_regular(file, crate::tree_file::Symlink::Follow)
+        .and_then(|f| f.take(800).read_to_end(&mut bytes));
+    match read {
+        Ok(_) => String::from_utf8_lossy(&bytes).chars().take(200).collect(),
+        Err(_) => String::new(),
+    }
 }
 
 /// How `serve` was asked to run.
@@ -378,6 +391,8 @@ impl Serving<'_> {
         {
             runner.events.emit(Event::StopFileDetected {
                 path: file.clone(),
+                stop_file: file.display().to_string(),
+                content: stop_file_content(file),
                 rounds_completed: completed,
             });
             eprintln!(
