@@ -37,11 +37,13 @@ for path in sys.argv[1:]:
         call = re.match(r"^(\w+)\(", rest)
         if resumed or call:
             lines.append((pid, (resumed or call).group(1), rest, bool(resumed)))
-    start, children = {}, []
+    start, children, argv0 = {}, [], {}
     for i, (pid, name, rest, resumed) in enumerate(lines):
-        if name == "execveat" and not resumed and rest.rstrip().endswith("= 0"):
-            argv0 = re.search(r'\["([^"]*)"', rest)
-            start[pid] = (i, os.path.basename(argv0.group(1)) if argv0 else "?")
+        if name == "execveat" and not resumed:
+            found = re.search(r'\["([^"]*)"', rest)
+            argv0[pid] = os.path.basename(found.group(1)) if found else "?"
+        if name == "execveat" and rest.rstrip().endswith("= 0"):
+            start[pid] = (i, argv0.get(pid, "?"))
         if name in ("clone", "clone3", "fork", "vfork"):
             ret = re.search(r"= (\d+)\s*$", rest)
             if ret:
