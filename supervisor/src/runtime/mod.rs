@@ -64,3 +64,4 @@ pub mod stop;
 pub(crate) mod substrate;
 pub(crate) mod transient;
 pub(crate) mod tree_file;
+pub(crate) mod tree_lock;
