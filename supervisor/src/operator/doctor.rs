@@ -74,6 +74,36 @@ pub(crate) struct DoctorDoc {
     /// The upcoming rounds and their phases (absent when the config cannot be loaded).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phase_plan: Option<PhasePlan>,
+    /// How `[agent]`'s agent is stopped (the reference system's key; absent when the
+    /// config cannot be loaded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sigterm_grace: Option<SigtermGrace>,
+}
+
+/// `doctor`'s `sigterm_grace`: the stop signal and grace of `[agent]`'s agent
+/// ([`crate::runtime::cooperative`]).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub(crate) struct SigtermGrace {
+    /// The agent's CLI (`command[0]`'s file name).
+    pub agent: String,
+    /// Whether the CLI finishes its turn on a signal.
+    pub cooperative: bool,
+    /// That signal (`SIGINT`, `SIGTERM`); `null` when not cooperative (it gets SIGTERM).
+    pub signal: Option<String>,
+    /// Seconds between the signal and SIGKILL.
+    pub resolved_s: u64,
+}
+
+impl SigtermGrace {
+    fn of(agent: &crate::config::AgentConfig) -> Self {
+        let stop = crate::runtime::cooperative::stop_signal(agent);
+        SigtermGrace {
+            agent: crate::runtime::cooperative::binary(agent).to_owned(),
+            cooperative: stop.cooperative,
+            signal: stop.cooperative.then(|| stop.signal.as_str().to_owned()),
+            resolved_s: stop.grace.as_secs(),
+        }
+    }
 }
 
 /// The sandbox block shared by `doctor` and `peek` (`plugins.sandbox`).
@@ -269,6 +299,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
                     sandbox: doctor_sandbox(None, &caps, None, BTreeMap::new(), Vec::new()),
                     hosts: Vec::new(),
                     phase_plan: None,
+                    sigterm_grace: None,
                 },
                 code: exit::CONFIG,
             };
@@ -322,13 +353,24 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     checks.push(prompt_check(&config.prompt.files[0]));
     let agent = &config.agent.command[0];
     let base = config.path.parent().unwrap_or(Path::new("/"));
+    let mut version_warning = None;
     match resolve_executable(agent, base, std::env::var_os("PATH").as_deref()) {
-        Ok(path) => checks.push(check(
-            "agent",
-            true,
-            format!("{agent} resolves to {}", path.display()),
-            "",
-        )),
+        Ok(path) => {
+            checks.push(check(
+                "agent",
+                true,
+                format!("{agent} resolves to {}", path.display()),
+                "",
+            ));
+            let cli = Path::new(agent).file_name().and_then(|n| n.to_str());
+            match cli.and_then(|cli| crate::operator::agent_version::check(&path, cli)) {
+                Some((true, reason, _)) => checks.push(check("agent_version", true, reason, "")),
+                Some((false, reason, fix)) => {
+                    version_warning = Some(check("agent_version", false, reason, fix))
+                }
+                None => {}
+            }
+        }
         Err(err) => checks.push(check(
             "agent",
             false,
@@ -338,6 +380,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     }
     let (found, mut warnings) = agent_findings(&config);
     checks.extend(found);
+    warnings.extend(version_warning);
     warnings.extend(layout_warnings(&config));
     let (hosts, hashes) = host_checks(&config, gate.as_ref(), &mut checks);
     let code = if refuse_boot {
@@ -359,6 +402,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
             sandbox: doctor_sandbox(Some(&config), &caps, gate.as_ref(), hashes, covers),
             hosts,
             phase_plan: Some(phase_plan(&config, next, rounds)),
+            sigterm_grace: Some(SigtermGrace::of(&config.agent)),
         },
         code,
     }
@@ -367,39 +411,15 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
 /// The agent CLI's preconditions on this machine ([`agent_preconditions`]), for the
 /// agent of every phase: failed checks and warnings named `agent_preconditions`.
 fn agent_findings(config: &Config) -> (Vec<Check>, Vec<Check>) {
-    use crate::operator::agent_preconditions::{failures, warnings, Machine};
-    let mut agents = vec![&config.agent];
-    agents.extend(
-        config
-            .phases
-            .overrides
-            .values()
-            .filter_map(|o| o.agent.as_ref()),
-    );
-    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    // SAFETY: geteuid(2) takes no arguments, cannot fail and touches no memory of ours.
-    let euid = unsafe { libc::geteuid() };
-    let (mut failed, mut warned) = (Vec::new(), Vec::new());
-    for agent in agents {
-        let var = |name: &str| {
-            agent
-                .env
-                .get(name)
-                .cloned()
-                .or_else(|| std::env::var(name).ok())
-        };
-        let machine = Machine {
-            euid,
-            var: &var,
-            home: home.as_deref(),
-        };
-        for (reason, fix) in failures(agent, &machine) {
-            failed.push(check("agent_preconditions", false, reason, fix));
-        }
-        for (reason, fix) in warnings(agent, &machine) {
-            warned.push(check("agent_preconditions", false, reason, fix));
-        }
-    }
+    let (failures, warnings) = crate::operator::agent_preconditions::on_this_machine(config);
+    let mut failed: Vec<Check> = failures
+        .into_iter()
+        .map(|(reason, fix)| check("agent_preconditions", false, reason, fix))
+        .collect();
+    let warned: Vec<Check> = warnings
+        .into_iter()
+        .map(|(reason, fix)| check("agent_preconditions", false, reason, fix))
+        .collect();
     if failed.is_empty() {
         failed.push(check(
             "agent_preconditions",
@@ -822,6 +842,27 @@ pub(crate) fn render(doc: &DoctorDoc) -> String {
                 .collect();
             out.push_str(&format!("\nnext rounds: {}\n", rounds.join(", ")));
         }
+    }
+    if let Some(sg) = &doc.sigterm_grace {
+        let presets: Vec<String> = crate::runtime::cooperative::COOPERATIVE
+            .iter()
+            .map(|(name, signal)| format!("{name} ({})", signal.as_str()))
+            .collect();
+        out.push_str(&format!(
+            "\ncooperative presets: {}\nsigterm grace: {}s ({}{}, agent={})\n",
+            presets.join(", "),
+            sg.resolved_s,
+            if sg.cooperative {
+                "cooperative"
+            } else {
+                "non-cooperative"
+            },
+            sg.signal
+                .as_deref()
+                .map(|s| format!(", signal={s}"))
+                .unwrap_or_default(),
+            sg.agent
+        ));
     }
     let s = &doc.sandbox.block;
     out.push_str(&format!(

@@ -12,6 +12,7 @@
 //! - Set-up: [`init`] (config and prompt from a preset) and [`install`] (the systemd unit).
 
 pub(crate) mod agent_preconditions;
+pub(crate) mod agent_version;
 pub(crate) mod control;
 pub(crate) mod defenses;
 pub(crate) mod doctor;

@@ -207,6 +207,12 @@ pub(crate) struct PeekPlugins {
     pub pins: BTreeMap<String, String>,
     /// `[plugins] spawn_override_allow`.
     pub spawn_override_allow: Vec<String>,
+    /// The CLIs that finish their turn on a signal, and which (`claude`: `SIGINT`, …;
+    /// the reference system's 2.3/2.6 key, [`crate::runtime::cooperative`]).
+    pub cooperative_stop: BTreeMap<String, String>,
+    /// Seconds between the stop signal and SIGKILL for `[agent]`'s agent: its
+    /// `sigterm_grace_s` when its CLI is cooperative, else 5 (the reference's 2.4 key).
+    pub resolved_sigterm_grace_s: u64,
 }
 
 /// One host in `peek`'s `hosts`.
@@ -528,6 +534,13 @@ fn plugins_block(
             .iter()
             .map(|h| h.to_string())
             .collect(),
+        cooperative_stop: crate::runtime::cooperative::COOPERATIVE
+            .iter()
+            .map(|(name, signal)| ((*name).to_owned(), signal.as_str().to_owned()))
+            .collect(),
+        resolved_sigterm_grace_s: crate::runtime::cooperative::stop_signal(&config.agent)
+            .grace
+            .as_secs(),
     }
 }
 

@@ -1,8 +1,9 @@
 //! The agent process of one round: started in its own process group, prompt by argv or
 //! stdin, stdout+stderr merged through one pipe into the round log (at most
 //! `[runtime] round_log_max_bytes` of it, then a marker line), bounded by the round budget. When the
-//! budget runs out (or an immediate stop arrives) the whole group gets SIGTERM, then
-//! SIGKILL after [`KILL_GRACE`]. Whatever the agent left running in its group is killed
+//! budget runs out (or an immediate stop arrives) the whole group gets the agent's stop
+//! signal (SIGTERM, or its CLI's cooperative one), then SIGKILL after its grace
+//! ([`crate::runtime::cooperative`]). Whatever the agent left running in its group is killed
 //! when it exits.
 //!
 //! Descendants that left the group (`setsid`, double fork) are caught too: the supervisor
@@ -36,9 +37,6 @@ use tokio::process::Command;
 use crate::runtime::processes::own_children;
 use crate::runtime::stop::{reached, StopLevel, StopWatch};
 
-/// Time between SIGTERM and SIGKILL to the agent's process group.
-pub(crate) const KILL_GRACE: Duration = Duration::from_secs(5);
-
 /// What to run.
 #[derive(Debug)]
 pub(crate) struct AgentSpec {
@@ -57,6 +55,9 @@ pub(crate) struct AgentSpec {
     pub stdin_prompt: Option<String>,
     /// Wall-clock budget.
     pub budget: Duration,
+    /// The signal that ends it and the grace before SIGKILL
+    /// ([`crate::runtime::cooperative`]).
+    pub stop_signal: crate::runtime::cooperative::StopSignal,
     /// The in-round host-health floor; it ends the round on sustained critical pressure.
     pub floor: Option<crate::runtime::host_health::Floor>,
     /// Pids of the supervisor's own children that must survive the round (plugin hosts).
@@ -221,10 +222,10 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
     };
     let status = tokio::select! {
         status = child.wait() => status?,
-        _ = grace => { cause = Some(ExitCause::GraceKill); terminate(&mut child, pgid).await? }
-        _ = tokio::time::sleep(spec.budget) => { cause = Some(ExitCause::Timeout); terminate(&mut child, pgid).await? }
-        _ = reached(stop, StopLevel::Immediate) => { cause = Some(ExitCause::Stopped); terminate(&mut child, pgid).await? }
-        _ = breached(spec.floor.as_ref(), pgid.as_raw() as u32) => { cause = Some(ExitCause::HostPressure); terminate(&mut child, pgid).await? }
+        _ = grace => { cause = Some(ExitCause::GraceKill); terminate(&mut child, pgid, spec.stop_signal).await? }
+        _ = tokio::time::sleep(spec.budget) => { cause = Some(ExitCause::Timeout); terminate(&mut child, pgid, spec.stop_signal).await? }
+        _ = reached(stop, StopLevel::Immediate) => { cause = Some(ExitCause::Stopped); terminate(&mut child, pgid, spec.stop_signal).await? }
+        _ = breached(spec.floor.as_ref(), pgid.as_raw() as u32) => { cause = Some(ExitCause::HostPressure); terminate(&mut child, pgid, spec.stop_signal).await? }
     };
     // Reap what the agent left behind in its group (the guard process included), then
     // what left the group (reparented to us, the subreaper, as their parents died).
@@ -328,12 +329,13 @@ pub(crate) async fn reap_orphans(spare: &[u32]) {
     }
 }
 
-/// SIGTERM to the agent's process group and to the agent's own pid (it may have left the
-/// group), then SIGKILL to both after [`KILL_GRACE`]. The pid cannot name another process
+/// `stop.signal` to the agent's process group and to the agent's own pid (it may have left
+/// the group), then SIGKILL to both after `stop.grace`. The pid cannot name another process
 /// meanwhile: the agent is our child, not yet reaped.
 async fn terminate(
     child: &mut tokio::process::Child,
     pgid: Pid,
+    stop: crate::runtime::cooperative::StopSignal,
 ) -> std::io::Result<std::process::ExitStatus> {
     let signal_both = |signal| {
         if pgid.as_raw() > 0 {
@@ -341,8 +343,8 @@ async fn terminate(
             let _ = nix::sys::signal::kill(pgid, signal);
         }
     };
-    signal_both(Signal::SIGTERM);
-    match tokio::time::timeout(KILL_GRACE, child.wait()).await {
+    signal_both(stop.signal);
+    match tokio::time::timeout(stop.grace, child.wait()).await {
         Ok(status) => status,
         Err(_) => {
             signal_both(Signal::SIGKILL);

@@ -4,7 +4,8 @@
 //! - [`round`]: one round: admission, prompt, spawn gate, agent, dirty tree, events.
 //! - [`host_health`]: disk, memory and pressure before and during a round;
 //!   [`round_cgroup`]: each round in its own cgroup when the supervisor's is delegated.
-//! - [`agent`]: the agent process in its own process group, under its budget.
+//! - [`agent`]: the agent process in its own process group, under its budget;
+//!   [`cooperative`]: the signal and grace that end it.
 //! - [`pre_round`] (pre-round hooks and context enrichers), [`spawn_gate`], [`dirty`] and
 //!   [`detect`]: the hook families as the round sees them, with their built-ins;
 //!   [`serve_startup`]: the hooks `serve` calls once at boot.
@@ -35,6 +36,7 @@ pub(crate) mod backoff;
 pub(crate) mod bounds;
 pub(crate) mod config_digest;
 pub(crate) mod config_follow;
+pub(crate) mod cooperative;
 pub mod detect;
 pub(crate) mod dirty;
 pub mod events;

@@ -157,6 +157,8 @@ struct Launch {
     marker: String,
     /// The round's budget.
     budget: std::time::Duration,
+    /// How the agent is ended (its CLI's cooperative signal and grace).
+    stop_signal: crate::runtime::cooperative::StopSignal,
 }
 
 /// Runs rounds of one project: the loaded config, its hosts and its event log.
@@ -489,6 +491,7 @@ impl Runner {
             env: self.agent_env(next, phase),
             marker: profile.agent.terminal_marker.clone(),
             budget: profile.round_budget,
+            stop_signal: crate::runtime::cooperative::stop_signal(profile.agent),
         })
     }
 
@@ -656,6 +659,7 @@ impl Runner {
             log,
             stdin_prompt: launch.stdin_prompt,
             budget: launch.budget,
+            stop_signal: launch.stop_signal,
             floor: Some(Floor {
                 cfg: self.config.monitor.host_health.clone(),
                 events: self.events.clone(),

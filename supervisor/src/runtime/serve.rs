@@ -101,6 +101,16 @@ pub(crate) enum BootError {
 /// (another supervisor holds the lock, typically).
 pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     let config = config::load(config_path)?;
+    // An agent that will fail every round on this machine (claude's bypass flag as root):
+    // refused here with doctor's finding and fix, not found out round after round.
+    let (unmet, _) = crate::operator::agent_preconditions::on_this_machine(&config);
+    if let Some((reason, fix)) = unmet.into_iter().next() {
+        return Err(BootError::Config(ConfigError::Key {
+            path: config.path.clone(),
+            key: "agent.command".to_owned(),
+            message: format!("{reason}; {fix} (`agent-runner doctor` checks this)"),
+        }));
+    }
     let follow = ConfigFollower::new(&config).map_err(BootError::Hangup)?;
     if let Err(e) = crate::runtime::agent::become_subreaper() {
         tracing::warn!("cannot become a child subreaper ({e}); processes that leave the agent's group may survive a round");
