@@ -24,7 +24,7 @@ use crate::runtime::round_cgroup;
 
 /// One check of the report.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct Check {
     /// Short name (`config`, `work_dir`, `agent`, `sandbox`, `host:<name>`).
     pub name: String,
@@ -108,7 +108,7 @@ impl SigtermGrace {
 
 /// The sandbox block shared by `doctor` and `peek` (`plugins.sandbox`).
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct SandboxBlock {
     /// `[plugins] sandbox` (`null` when the config cannot be loaded).
     pub requested: Option<String>,
@@ -134,7 +134,7 @@ pub(crate) struct SandboxBlock {
 
 /// One confinement layer (see `agent_runner_plugin_host::layers`).
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct LayerView {
     /// `landlock`, `seccomp`, `pid_namespace`, `process_bound`, `memory_bound`,
     /// `unix_socket_rule` or `write_limits`.
@@ -149,7 +149,7 @@ pub(crate) struct LayerView {
 /// "Write limits"; TMPDIR lives in the host's own mount namespace, its use is not visible
 /// from the supervisor).
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct HostWriteLimits {
     /// Largest single file.
     pub file_max_mb: u64,
@@ -192,7 +192,7 @@ pub(crate) struct DoctorSandbox {
 #[serde(untagged)]
 pub(crate) enum DoctorHost {
     /// Its executable resolved and was hashed.
-    #[schemars(transform = crate::operator::schema_fields::every_field_required)]
+    #[schemars(transform = crate::record::schema_fields::every_field_required)]
     Checked {
         /// The host's name.
         name: String,
@@ -222,7 +222,7 @@ pub(crate) enum DoctorHost {
         warnings: Vec<String>,
     },
     /// Its executable could not be resolved or read.
-    #[schemars(transform = crate::operator::schema_fields::every_field_required)]
+    #[schemars(transform = crate::record::schema_fields::every_field_required)]
     Unresolvable {
         /// The host's name.
         name: String,
@@ -241,7 +241,7 @@ pub(crate) enum DoctorHost {
 
 /// The phase plan: `[phases] list` and the next rounds with their phase.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct PhasePlan {
     /// `[phases] list` (empty without phases).
     pub phases: Vec<String>,
@@ -251,7 +251,7 @@ pub(crate) struct PhasePlan {
 
 /// One upcoming round.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct PlannedRound {
     /// Its number.
     pub round_num: u64,
@@ -390,7 +390,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     } else {
         exit::OK
     };
-    let next = crate::runtime::state::peek_next_round(&config.runtime.state_dir).unwrap_or(1);
+    let next = crate::record::state::peek_next_round(&config.runtime.state_dir).unwrap_or(1);
     let covers = covered_families(hosts.iter().filter_map(DoctorHost::cover), gate.as_ref());
     Report {
         doc: DoctorDoc {
@@ -436,7 +436,7 @@ fn agent_findings(config: &Config) -> (Vec<Check>, Vec<Check>) {
 /// inside it can lose the lock and the round counter. Warnings, not failures: the
 /// supervisor runs either way.
 fn layout_warnings(config: &Config) -> Vec<Check> {
-    use crate::runtime::state_dir::in_tree;
+    use crate::config::state_dir::in_tree;
     let rt = &config.runtime;
     let mut warnings = Vec::new();
     if in_tree(&rt.work_dir, &rt.state_dir) {
