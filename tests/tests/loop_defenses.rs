@@ -47,7 +47,7 @@ fn budget_kill_reaches_a_setsid_child_that_ignores_sigterm() {
     );
     p.write_config(&ConfigBuilder::new(&agent).round_budget_s(1));
     let out = p.run(&["round", "--json"]);
-    out.assert_code(1);
+    out.assert_code(0);
     let stray: u32 = std::fs::read_to_string(&pidfile)
         .expect("the agent recorded its detached child")
         .trim()
@@ -175,7 +175,7 @@ fn stop_file_stops_serve_before_the_next_round() {
     let agent = script(
         &p,
         "stopping-agent.sh",
-        &format!("echo round $AGENT_RUNNER_ROUND_NUM; [ \"$AGENT_RUNNER_ROUND_NUM\" = 2 ] && touch {}; exit 0", stop.display()),
+        &format!("echo round $AGENT_RUNNER_ROUND_NUM; [ \"$AGENT_RUNNER_ROUND_NUM\" = 2 ] && echo all done > {}; exit 0", stop.display()),
     );
     // stop_file belongs in [runtime].
     let text = ConfigBuilder::new(&agent).render().replace(
@@ -190,6 +190,8 @@ fn stop_file_stops_serve_before_the_next_round() {
     let detected = p.events_of("stop_file_detected");
     assert_eq!(detected.len(), 1, "{}", p.events_text());
     assert_eq!(detected[0]["rounds_completed"], 2);
+    assert_eq!(detected[0]["stop_file"], detected[0]["path"]);
+    assert_eq!(detected[0]["content"], "all done\n", "{}", detected[0]);
     assert_eq!(p.events_of("round_start").len(), 2);
 }
 

@@ -1,10 +1,12 @@
 //! The round runtime: what `serve` and `round` do, from boot to the end of a round.
 //!
-//! - [`serve`]: boot (config → sandbox gate → lock → hosts) and rounds back to back.
+//! - [`serve`]: boot (config → sandbox gate → lock → hosts) and rounds back to back;
+//!   [`tree_lock`]: the work tree's own lock and record, by its identity.
 //! - [`round`]: one round: admission, prompt, spawn gate, agent, dirty tree, events.
 //! - [`host_health`]: disk, memory and pressure before and during a round;
 //!   [`round_cgroup`]: each round in its own cgroup when the supervisor's is delegated.
 //! - [`agent`]: the agent process in its own process group, under its budget;
+//!   [`agent_preconditions`]: what the agent CLI needs from this machine (serve and doctor).
 //!   [`cooperative`]: the signal and grace that end it.
 //! - [`pre_round`] (pre-round hooks and context enrichers), [`spawn_gate`], [`dirty`] and
 //!   [`detect`]: the hook families as the round sees them, with their built-ins;
@@ -26,6 +28,7 @@
 //!   `max_duration_s` and `max_rounds_per_hour`.
 
 pub(crate) mod agent;
+pub(crate) mod agent_preconditions;
 pub(crate) mod attribution;
 pub(crate) mod backoff;
 pub(crate) mod bounds;
@@ -54,3 +57,4 @@ pub(crate) mod serve_startup;
 pub mod spawn_gate;
 pub(crate) mod substrate;
 pub(crate) mod transient;
+pub(crate) mod tree_lock;

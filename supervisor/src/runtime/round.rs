@@ -269,11 +269,9 @@ impl Runner {
 
     /// `round_substrate_before` / `_after` when `substrate_fingerprint_paths` is set.
     async fn substrate(&self, round_num: u64, after: bool) {
+        // Always recorded, as the reference system does (`paths_hash` null without
+        // patterns); `[goal]`'s treadmill advisory reads `HEAD` from them too.
         let patterns = &self.config.runtime.substrate_fingerprint_paths;
-        // `[goal]`'s treadmill advisory reads `HEAD` before and after each round.
-        if patterns.is_empty() && self.config.goal.is_none() {
-            return;
-        }
         let git_head = self.repo.head().await;
         let paths_hash = substrate::fingerprint(&self.config.runtime.work_dir, patterns);
         self.events.emit(if after {
@@ -633,19 +631,34 @@ impl Runner {
             }));
             err
         })?;
-        self.events.emit(Event::AgentExit {
-            round_num,
-            exit_code: exit.exit_code,
-            signal: exit.signal,
-            duration_s: (exit.duration.as_secs_f64() * 1000.0).round() / 1000.0,
-            timed_out: exit.cause == agent::ExitCause::Timeout,
-            exit_cause: exit.cause.as_str().to_owned(),
-        });
+        self.record_exit(round_num, &exit, budget);
         if let Some(usage) = usage {
             let agent = &self.config.profile(phase).agent.command[0];
             self.record_cgroup(round_num, agent, &exit, usage);
         }
         Ok(exit)
+    }
+
+    /// Records how the agent of round `round_num` ended: `agent_exit`, and after a budget
+    /// kill `round_timeout_kill` (the reference system's kind).
+    fn record_exit(&self, round_num: u64, exit: &AgentExit, budget: std::time::Duration) {
+        self.events.emit(Event::AgentExit {
+            round_num,
+            exit_code: exit.exit_code,
+            signal: exit.signal,
+            duration_s: (exit.duration.as_secs_f64() * 1000.0).round() / 1000.0,
+            timed_out: matches!(
+                exit.cause,
+                agent::ExitCause::Timeout | agent::ExitCause::GraceKill
+            ),
+            exit_cause: exit.cause.as_str().to_owned(),
+        });
+        if exit.cause == agent::ExitCause::Timeout {
+            self.events.emit(Event::RoundTimeoutKill {
+                round_num,
+                reason: format!("exceeded round_budget_s={}", budget.as_secs()),
+            });
+        }
     }
 
     /// How the agent of round `round_num` runs: `launch`, its round log, the host-health
@@ -847,6 +860,7 @@ impl Runner {
         post_round::consult(
             &mut self.hosts,
             &self.config.monitor,
+            &self.config.plugins.spawn_override_allow,
             &self.events,
             &judged,
             stop,

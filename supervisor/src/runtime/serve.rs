@@ -42,6 +42,7 @@ use crate::runtime::schedule_gate;
 use crate::runtime::serve_startup;
 use crate::runtime::spawn_gate::Verdict;
 use crate::runtime::transient::{Step, Transients};
+use crate::runtime::tree_lock;
 
 /// The shortest wait before spawn hooks are asked again after a defer, so a `defer_s = 0`
 /// answer cannot spin (the reference system re-asks ~4×/s).
@@ -69,6 +70,8 @@ pub(crate) struct Booted {
     pub follow: ConfigFollower,
     /// `<log_dir>/agent-runner.lock.holder` while the lock is held (dropped before it).
     _holder: Option<log_views::ViewFile>,
+    /// The work tree's own lock, by its identity ([`tree_lock`]).
+    _tree_lock: tree_lock::TreeLock,
     _lock: ProjectLock,
 }
 
@@ -87,6 +90,9 @@ pub(crate) enum BootError {
     /// Another supervisor holds the project lock (or the lock file cannot be used).
     #[error(transparent)]
     Lock(#[from] LockError),
+    /// Another supervisor holds the work tree, or the record is another tree's.
+    #[error(transparent)]
+    TreeLock(#[from] tree_lock::TreeLockError),
 }
 
 /// Everything before the first round: config, gate, lock, git check, hosts.
@@ -97,7 +103,7 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     let config = config::load(config_path)?;
     // An agent that will fail every round on this machine (claude's bypass flag as root):
     // refused here with doctor's finding and fix, not found out round after round.
-    let (unmet, _) = crate::operator::agent_preconditions::on_this_machine(&config);
+    let (unmet, _) = crate::runtime::agent_preconditions::on_this_machine(&config);
     if let Some((reason, fix)) = unmet.into_iter().next() {
         return Err(BootError::Config(ConfigError::Key {
             path: config.path.clone(),
@@ -140,6 +146,7 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
         });
     }
     let lock = ProjectLock::acquire(&config.runtime.state_dir)?;
+    let tree_lock = tree_lock::acquire(&config.runtime.work_dir, &config.runtime.state_dir)?;
     let holder = log_views::hold(&config.runtime.log_dir);
     crate::record::state::prepare(&config, &events);
     let tree = Repo::new(&config.runtime.work_dir, OwnFiles::default());
@@ -168,8 +175,22 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
         gate,
         follow,
         _holder: holder,
+        _tree_lock: tree_lock,
         _lock: lock,
     })
+}
+
+/// The first 200 characters of the stop file (lossy UTF-8), read without blocking and only
+/// from a regular file; empty otherwise (`stop_file_detected.content`).
+fn stop_file_content(file: &std::path::Path) -> String {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    let read = crate::tree_file::open_regular(file, crate::tree_file::Symlink::Follow)
+        .and_then(|f| f.take(800).read_to_end(&mut bytes));
+    match read {
+        Ok(_) => String::from_utf8_lossy(&bytes).chars().take(200).collect(),
+        Err(_) => String::new(),
+    }
 }
 
 /// How `serve` was asked to run.
@@ -378,6 +399,8 @@ impl Serving<'_> {
         {
             runner.events.emit(Event::StopFileDetected {
                 path: file.clone(),
+                stop_file: file.display().to_string(),
+                content: stop_file_content(file),
                 rounds_completed: completed,
             });
             eprintln!(
