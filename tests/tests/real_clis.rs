@@ -13,6 +13,9 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
+/// How long one `serve` or `round` on a real CLI may take.
+const CLI_RUN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// The fake model server, killed when dropped.
 struct FakeModel {
     child: Child,
@@ -127,7 +130,9 @@ fn run_cli(
         }
         cmd.env(k, v);
     }
-    p.run_with(cmd)
+    // Real CLIs start slowly on a busy machine (node, a 400 MB binary): a longer bound
+    // than the suite's usual two minutes.
+    p.spawn_with(cmd).wait(CLI_RUN_TIMEOUT)
 }
 
 fn unchanged(text: String) -> String {
