@@ -7,9 +7,10 @@
 //!   and [`doctor`] (with [`agent_preconditions`]); [`monitor`] (detectors, the ssh relay,
 //!   the live page and `/metrics`).
 //! - [`event_summary`]: the summary of the record that `serve` keeps for those views.
-//! - Control of a running `serve`: [`control`] (`status`/`stop`/`kill`/`start` over
-//!   `<state_dir>/control.sock`) and [`service`] (`service.json`).
-//! - Set-up: [`init`] (config and prompt from a preset) and [`install`] (the systemd unit).
+//! - Control of a running `serve`: [`control`] (`status`/`stop`/`kill`/`start`/`restart`
+//!   over `<state_dir>/control.sock`) and [`service`] (`service.json`).
+//! - Set-up: [`init`] (config and prompt from a preset), [`install`] (the systemd unit) and
+//!   [`migrate`] (a reference system's config made ours).
 
 pub(crate) mod agent_preconditions;
 pub(crate) mod control;
@@ -21,6 +22,7 @@ pub(crate) mod event_summary;
 pub(crate) mod init;
 pub(crate) mod install;
 pub(crate) mod interrupt;
+pub(crate) mod migrate;
 pub(crate) mod monitor;
 pub(crate) mod peek;
 pub(crate) mod peek_render;
