@@ -13,7 +13,7 @@ use agent_runner::config;
 use agent_runner::hosts::builtin::DetectorHost;
 use agent_runner::hosts::sandbox::SandboxGate;
 use agent_runner::hosts::HostManager;
-use agent_runner::runtime::events::EventLog;
+use agent_runner::record::events::EventLog;
 use agent_runner_plugin_host::probe::probe;
 use agent_runner_protocol::Family;
 use std::path::{Path, PathBuf};

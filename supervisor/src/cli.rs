@@ -11,11 +11,11 @@ use crate::config::DEFAULT_CONFIG_FILE;
 use crate::exit::{self, CliError};
 use crate::operator::control;
 use crate::operator::peek::{self, PeekOptions, PeekOutput};
+use crate::record::stop::{self, StopLevel};
 use crate::runtime::post_round::Decision as PostRound;
 use crate::runtime::round::{Attempt, Ran};
 use crate::runtime::serve::{self, ServeOptions};
 use crate::runtime::spawn_gate::Verdict;
-use crate::runtime::stop::{self, StopLevel};
 
 /// Restart-on-exit supervisor for coding-agent CLIs, with pinned, confined plugin hosts.
 #[derive(Debug, Parser)]

@@ -4,7 +4,11 @@
 //! `ARCHITECTURE.md`):
 //! - [`config`]: `agent-runner.toml`, loaded and validated strictly (exit 78).
 //! - [`runtime`]: what `serve` and `round` do: rounds, the agent, spawn gate, dirty tree,
-//!   git, events, state, stop.
+//!   git.
+//! - [`record`]: what `serve` writes and every view reads: events and their readers, the
+//!   summary, state, retention, `service.json`, what `status` is told, the stop level.
+//! - [`tree_file`]: the one way a file in the agent's reach is opened (never blocking,
+//!   bounded).
 //! - [`hosts`]: third-party plugin hosts: sandbox gate, pins, confined launch, JSON-RPC,
 //!   failures.
 //! - [`operator`]: the operator's other verbs: peek, watch, events, doctor, control, service,
@@ -23,4 +27,6 @@ pub mod detectors;
 pub(crate) mod exit;
 pub mod hosts;
 pub mod operator;
+pub mod record;
 pub mod runtime;
+pub(crate) mod tree_file;

@@ -175,7 +175,7 @@ fn stop_file_stops_serve_before_the_next_round() {
     let agent = script(
         &p,
         "stopping-agent.sh",
-        &format!("echo round $AGENT_RUNNER_ROUND_NUM; [ \"$AGENT_RUNNER_ROUND_NUM\" = 2 ] && touch {}; exit 0", stop.display()),
+        &format!("echo round $AGENT_RUNNER_ROUND_NUM; [ \"$AGENT_RUNNER_ROUND_NUM\" = 2 ] && echo all done > {}; exit 0", stop.display()),
     );
     // stop_file belongs in [runtime].
     let text = ConfigBuilder::new(&agent).render().replace(
@@ -190,6 +190,8 @@ fn stop_file_stops_serve_before_the_next_round() {
     let detected = p.events_of("stop_file_detected");
     assert_eq!(detected.len(), 1, "{}", p.events_text());
     assert_eq!(detected[0]["rounds_completed"], 2);
+    assert_eq!(detected[0]["stop_file"], detected[0]["path"]);
+    assert_eq!(detected[0]["content"], "all done\n", "{}", detected[0]);
     assert_eq!(p.events_of("round_start").len(), 2);
 }
 

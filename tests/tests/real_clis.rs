@@ -6,7 +6,8 @@
 //! running confined; a preset that fails every round stops serve after five rounds with
 //! the reason.
 
-use agent_runner_e2e::{workspace_root, Project, RunOutput};
+use agent_runner_e2e::unprivileged::TEST_USER_PATH;
+use agent_runner_e2e::{workspace_root, Operator, Project, RunOutput};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -84,6 +85,20 @@ fn serve(
     max_rounds: u32,
     edit: &dyn Fn(String) -> String,
 ) -> RunOutput {
+    let max_rounds = max_rounds.to_string();
+    run_cli(p, cli, port, edit, &["serve", "--max-rounds", &max_rounds])
+}
+
+/// `agent-runner <args>` on a project set up as [`serve`] describes. As the unprivileged
+/// user, claude gets no `IS_SANDBOX` (it needs none there) and `PATH` holds only system
+/// directories besides the CLI's.
+fn run_cli(
+    p: &Project,
+    cli: &str,
+    port: u16,
+    edit: &dyn Fn(String) -> String,
+    args: &[&str],
+) -> RunOutput {
     p.run(&["init", "--preset", cli, "--force"]).assert_code(0);
     let text = std::fs::read_to_string(p.config_path()).unwrap();
     // The record where Project looks for it (./logs); the loop's pauses short.
@@ -97,15 +112,19 @@ fn serve(
     p.write_config_text(&edit(text));
     let home = p.home().to_str().unwrap().to_owned();
     let env = agent_clis(&["env", cli, &home, &port.to_string()]);
-    let path = format!(
-        "{}:{}",
-        cli_dir(cli).display(),
+    let unprivileged = p.operator() == Operator::Unprivileged;
+    let system_path = if unprivileged {
+        TEST_USER_PATH.to_owned()
+    } else {
         std::env::var("PATH").unwrap_or_default()
-    );
-    let mut cmd = p.command(&["serve", "--max-rounds", &max_rounds.to_string()]);
-    cmd.env("PATH", path);
+    };
+    let mut cmd = p.command(args);
+    cmd.env("PATH", format!("{}:{system_path}", cli_dir(cli).display()));
     for line in env.lines() {
         let (k, v) = line.split_once('=').expect("KEY=VALUE");
+        if unprivileged && k == "IS_SANDBOX" {
+            continue;
+        }
         cmd.env(k, v);
     }
     p.run_with(cmd)
@@ -127,7 +146,11 @@ fn decision(p: &Project) -> (Vec<Value>, Vec<Value>) {
 /// the stash of the dirty tree names it), the detector reported usage, nothing diagnosed.
 /// `retry_once`: the same after the CLI's own retry of an overloaded first answer.
 fn normal_round_changes_the_tree(cli: &str, mode: &str) {
-    let p = Project::new();
+    normal_round_as(Operator::Root, cli, mode);
+}
+
+fn normal_round_as(operator: Operator, cli: &str, mode: &str) {
+    let p = Project::new_as(operator);
     let server = FakeModel::start(mode);
     let out = serve(&p, cli, server.port, 1, &unchanged);
     out.assert_code(0);
@@ -278,5 +301,86 @@ fn a_preset_that_fails_every_round_stops_after_five_with_the_reason() {
         crash[0]["last_lines"].to_string().contains("--full-auto"),
         "{}",
         crash[0]
+    );
+}
+
+/// The presets start their CLIs as an unprivileged operator too (claude without
+/// `IS_SANDBOX`, codex's workspace-write sandbox as a plain user).
+#[test]
+fn claude_and_codex_rounds_run_as_an_unprivileged_user() {
+    normal_round_as(Operator::Unprivileged, "claude", "normal");
+    normal_round_as(Operator::Unprivileged, "codex", "normal");
+}
+
+/// claude's preset as root without a declared sandbox would fail every round: `serve`
+/// and `round` refuse to start (exit 78) with doctor's finding and fix.
+#[test]
+fn claude_as_root_without_a_sandbox_is_refused_at_boot() {
+    let p = Project::new();
+    let server = FakeModel::start("normal");
+    let no_sandbox =
+        |text: String| text.replace("[agent.env]\n", "[agent.env]\nIS_SANDBOX = \"0\"\n");
+    for args in [&["serve", "--max-rounds", "3"][..], &["round"][..]] {
+        let out = run_cli(&p, "claude", server.port, &no_sandbox, args);
+        out.assert_code(78);
+        assert!(
+            out.stderr
+                .contains("claude refuses --dangerously-skip-permissions when run as root")
+                && out.stderr.contains("IS_SANDBOX"),
+            "{args:?}: {}",
+            out.stderr
+        );
+        assert!(p.events_of("agent_spawn").is_empty(), "{}", p.events_text());
+    }
+}
+
+/// `doctor` prints the installed CLI's version and whether the preset was verified with
+/// it; a CLI outside that series is a warning.
+#[test]
+fn doctor_prints_the_cli_version_and_warns_outside_the_verified_series() {
+    let p = Project::new();
+    let server = FakeModel::start("normal");
+    let out = run_cli(&p, "codex", server.port, &unchanged, &["doctor", "--json"]);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let version = agent_clis(&["version", "codex"]);
+    let check = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "agent_version")
+        .unwrap_or_else(|| panic!("no agent_version check: {doc}"));
+    assert_eq!(check["ok"], true, "{check}");
+    assert!(
+        check["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("codex {}", version.trim())),
+        "{check}"
+    );
+    // A codex of another series.
+    let fake = p.script("old-cli/codex", "#!/bin/sh\necho 'codex-cli 0.99.1'\n");
+    let mut cmd = p.command(&["doctor", "--json"]);
+    cmd.env(
+        "PATH",
+        format!(
+            "{}:{}",
+            fake.parent().unwrap().display(),
+            std::env::var("PATH").unwrap()
+        ),
+    );
+    let out = p.run_with(cmd);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let warning = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "agent_version")
+        .unwrap_or_else(|| panic!("no agent_version warning: {doc}"));
+    assert!(
+        warning["reason"]
+            .as_str()
+            .unwrap()
+            .contains("codex 0.99.1 is outside the series"),
+        "{warning}"
     );
 }

@@ -19,6 +19,15 @@ fn clean_agent_exits_0() {
     let exit = &p.events_of("agent_exit")[0];
     assert_eq!(exit["exit_code"], 0);
     assert_eq!(exit["timed_out"], false);
+    assert!(p.events_of("round_timeout_kill").is_empty());
+    // Substrate events come every round, `paths_hash` null without patterns.
+    let before = &p.events_of("round_substrate_before")[0];
+    assert_eq!(before["paths_hash"], Value::Null, "{before}");
+    assert_eq!(
+        before["git_head"].as_str().map(str::len),
+        Some(40),
+        "{before}"
+    );
     // The agent got the round's environment and the prompt.
     let log = std::fs::read_dir(p.log_dir().join("rounds"))
         .unwrap()
@@ -64,6 +73,10 @@ fn agent_over_budget_is_terminated_with_its_group() {
     assert_eq!(exit.len(), 1, "{all}");
     assert_eq!(exit[0]["exit_cause"], "timeout", "{all}");
     assert_eq!(exit[0]["timed_out"], true, "{all}");
+    let kill = p.events_of("round_timeout_kill");
+    assert_eq!(kill.len(), 1, "{all}");
+    assert_eq!(kill[0]["round_num"], 1, "{all}");
+    assert_eq!(kill[0]["reason"], "exceeded round_budget_s=1", "{all}");
     assert!(p.events_of("dirty_detected").is_empty(), "{all}");
     // The agent (bash) and its `sleep 30` child ran in the project dir; both were killed
     // (a killed process may take a moment to vanish; 5 s is far below the 30 s sleep).

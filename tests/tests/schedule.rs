@@ -1,7 +1,7 @@
 //! `[schedule]` on real `serve` runs: a closed schedule pauses serve (and a stop lands at
 //! once, a SIGHUP looks at the re-read schedule), `--ignore-schedule` runs anyway, and `phase_policy = "skip"` passes over a phase
 //! outside its own schedule. The window arithmetic (wrap past midnight, weekdays, `24:00`,
-//! zones and daylight saving) is tested with a fixed clock in `runtime::schedule`.
+//! zones and daylight saving) is tested with a fixed clock in `config::schedule`.
 
 use agent_runner_e2e::{wait_until, Project};
 use std::time::{Duration, Instant};

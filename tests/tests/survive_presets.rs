@@ -1,8 +1,8 @@
 //! Issue 17, case 12: the `claude` preset as root. A stand-in `claude` on PATH behaves as
 //! the real CLI does under uid 0 (it refuses `--dangerously-skip-permissions` and exits 1
-//! at once). `doctor` names the problem and the fix; `round` prints the end of the round
-//! log; `round_end` carries a short, redacted tail (docs/operations.md, "Agent
-//! preconditions").
+//! at once). `doctor` names the problem and the fix; `round` and `serve` refuse to start
+//! with the same finding (exit 78) instead of failing every round (docs/operations.md,
+//! "Agent preconditions").
 
 use agent_runner_e2e::Project;
 use serde_json::Value;
@@ -56,34 +56,22 @@ fn claude_as_root_is_named_by_doctor_and_round() {
         "{check}"
     );
 
-    let round = p.run_env(&["round"], &[("PATH", &path)]);
-    round.assert_code(1);
+    // `round` and `serve` refuse to start with the same finding and fix (exit 78) rather
+    // than fail every round (issue 25).
+    for args in [&["round"][..], &["serve", "--max-rounds", "3"][..]] {
+        let out = p.run_env(args, &[("PATH", &path)]);
+        out.assert_code(78);
+        assert!(
+            out.stderr
+                .contains("claude refuses --dangerously-skip-permissions when run as root")
+                && out.stderr.contains("IS_SANDBOX = \"1\" in [agent.env]"),
+            "{args:?}: {out}"
+        );
+    }
     assert!(
-        round
-            .stderr
-            .contains("cannot be used with root/sudo privileges"),
-        "round said nothing useful: {round}"
+        !p.home().join(".agent-runner/project/logs/rounds").exists(),
+        "a round ran"
     );
-    assert!(!round.stderr.contains("0123456789abcdef"), "{round}");
-    let events: Vec<Value> = std::fs::read_dir(p.home().join(".agent-runner/project/logs"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|f| f.to_string_lossy().ends_with(".jsonl"))
-        .flat_map(|f| {
-            std::fs::read_to_string(f)
-                .unwrap()
-                .lines()
-                .map(|l| serde_json::from_str::<Value>(l).unwrap())
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    let end = events
-        .iter()
-        .find(|e| e["event"] == "round_end")
-        .unwrap_or_else(|| panic!("{events:?}"));
-    let tail = end["log_tail"].as_str().unwrap();
-    assert!(tail.contains("root/sudo privileges"), "{end}");
-    assert!(!tail.contains("0123456789abcdef"), "not redacted: {end}");
 
     // The fix doctor names works.
     let config = std::fs::read_to_string(p.config_path()).unwrap();

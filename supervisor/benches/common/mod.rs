@@ -7,7 +7,7 @@
 
 use agent_runner::config::{self, Config};
 use agent_runner::hosts::sandbox::SandboxGate;
-use agent_runner::runtime::events::EventLog;
+use agent_runner::record::events::EventLog;
 use agent_runner_plugin_host::probe::probe;
 use agent_runner_protocol::{BeforeSpawnParams, Context, HookName, SpawnView};
 use serde_json::Value;

@@ -4,12 +4,17 @@
 //! our `[plugins.hosts.<name>]` tables. Every error names the file, the key and what was
 //! expected, and maps to exit 78 ([`crate::exit::CONFIG`]).
 
+mod error;
 mod goal;
 mod monitor;
 mod raw;
 mod resolve;
+pub(crate) mod schedule;
+pub(crate) mod state_dir;
 pub(crate) mod vocabulary;
 
+pub use error::ConfigError;
+pub(crate) use error::SCHEMA_VERSION;
 pub(crate) use goal::CHECK_KILL_GRACE;
 pub use goal::{GoalCheck, GoalConfig, StopWhen};
 pub(crate) use monitor::{auto_stop_names, RoundCgroupMode};
@@ -20,44 +25,10 @@ pub use resolve::{
 };
 pub(crate) use resolve::{DEFAULT_GIT_TIMEOUT_S, DEFAULT_HOST_MEMORY_MB};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The config file name looked up when `--config` is not given.
 pub(crate) const DEFAULT_CONFIG_FILE: &str = "agent-runner.toml";
-
-/// The only `schema_version` this build reads.
-pub(crate) const SCHEMA_VERSION: i64 = 1;
-
-/// A config that cannot be used. Display: `config error in <file>: key `<key>`: <what>`.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// The file could not be read.
-    #[error("config error: cannot read {}: {source}; run `agent-runner init` to create one or pass --config PATH", path.display())]
-    Read {
-        /// The config path.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// The file is not valid TOML.
-    #[error("config error in {}: invalid TOML: {message}", path.display())]
-    Syntax {
-        /// The config path.
-        path: PathBuf,
-        /// The parser's message (line and column included).
-        message: String,
-    },
-    /// A key is missing, unknown, of the wrong type or out of range.
-    #[error("config error in {}: key `{key}`: {message}", path.display())]
-    Key {
-        /// The config path.
-        path: PathBuf,
-        /// Dotted key path, e.g. `plugins.hosts.pause.command`.
-        key: String,
-        /// What was found and what is expected.
-        message: String,
-    },
-}
 
 /// Reads, parses, validates and resolves the config at `path`. Each of its
 /// [`Config::warnings`] (reference-system keys this build ignores) goes to stderr, once
@@ -67,12 +38,11 @@ pub enum ConfigError {
 /// key's message carries a did-you-mean suggestion when one is close.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
     static WARNED: std::sync::Once = std::sync::Once::new();
-    let text = crate::runtime::tree_file::read_regular_to_string(path).map_err(|source| {
-        ConfigError::Read {
+    let text =
+        crate::tree_file::read_regular_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_owned(),
             source,
-        }
-    })?;
+        })?;
     let config = parse_str(path, &text)?;
     WARNED.call_once(|| {
         for warning in &config.warnings {

@@ -15,7 +15,7 @@ use super::raw::{
 };
 use super::vocabulary::{self, Vocabulary};
 use super::{ConfigError, SCHEMA_VERSION};
-use crate::runtime::schedule::{Schedule, Window};
+use crate::config::schedule::{Schedule, Window};
 
 /// The whole configuration, validated, with absolute paths.
 #[derive(Clone, Debug)]
@@ -261,7 +261,7 @@ pub struct RuntimeConfig {
     pub log_dir: PathBuf,
     /// The project lock, events, `state.json`, the orphan stash record, `service.json` and
     /// the control socket (absolute; created on first write). See
-    /// [`crate::runtime::state_dir`] for the default.
+    /// [`crate::config::state_dir`] for the default.
     pub state_dir: PathBuf,
     /// Wall-clock budget of one round (default 1800 s).
     pub round_budget: Duration,
@@ -642,7 +642,7 @@ struct Places {
 }
 
 /// `[runtime]` `work_dir` (relative to the config's directory `base`, existing), `log_dir`
-/// and `state_dir` (default: [`crate::runtime::state_dir::default_for`]).
+/// and `state_dir` (default: [`crate::config::state_dir::default_for`]).
 fn resolve_places(base: &Path, raw: &RawRuntime) -> Result<Places, Bad> {
     let work_dir = base.join(raw.work_dir.as_deref().unwrap_or("."));
     let work_dir = work_dir.canonicalize().map_err(|e| {
@@ -665,7 +665,7 @@ fn resolve_places(base: &Path, raw: &RawRuntime) -> Result<Places, Bad> {
     let log_dir = expand_key("runtime.log_dir", log_dir_text, &work_dir, &project)?;
     let state_dir = match raw.state_dir.as_deref() {
         Some(text) => expand_key("runtime.state_dir", text, &work_dir, &project)?,
-        None => crate::runtime::state_dir::default_for(&work_dir, &log_dir, &project),
+        None => crate::config::state_dir::default_for(&work_dir, &log_dir, &project),
     };
     Ok(Places {
         work_dir,

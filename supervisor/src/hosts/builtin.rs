@@ -18,7 +18,7 @@ use std::time::Duration;
 use crate::config::{Config, HostConfig};
 use crate::detectors::host::{HOST_ARG, HOST_NAME};
 use crate::hosts::sandbox::SandboxGate;
-use crate::runtime::events::{Event, EventLog};
+use crate::record::events::{Event, EventLog};
 
 /// Which executable serves as the built-in detector host.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -138,7 +138,7 @@ pub(crate) fn admit(
         read_paths: Vec::new(),
         config: table,
     };
-    let spec = super::launch_spec(
+    let spec = super::launch::launch_spec(
         &cfg,
         exe,
         &config.runtime.work_dir,

@@ -6,9 +6,45 @@ use agent_runner_protocol::{Family, HookDecl, HookName};
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use super::is_builtin_hook_name;
-use crate::runtime::events::BUILTIN_KINDS;
-use crate::runtime::round_context::RESERVED_CONTEXT_KEYS;
+use crate::record::events::BUILTIN_KINDS;
+
+/// Names reserved for built-in hooks; a host declaring one is refused
+/// (`plugin_builtin_name_squat`, `docs/protocol.md` §3). Ours (the default dirty handler),
+/// then the reference system's built-in hook names (its default dirty handler, its Claude
+/// rate-limit spawn hook and its per-agent presets), so that no host's events can pass for
+/// a built-in's to an auditor who knows either system.
+pub(crate) const BUILTIN_HOOK_NAMES: &[&str] = &[
+    BUILTIN_DIRTY_HANDLER,
+    "default_dirty_handler",
+    "claude_rate_limit",
+    "gemini",
+    "codewhale",
+    "kimi",
+    "pi",
+];
+
+/// Whether `name` is reserved for a built-in hook: one of [`BUILTIN_HOOK_NAMES`] or a
+/// built-in error detector's name (`crate::detectors::names`). Only the built-in detector
+/// host may declare the detectors' names; any other host declaring a reserved name is
+/// refused (`plugin_builtin_name_squat`).
+pub(crate) fn is_builtin_hook_name(name: &str) -> bool {
+    BUILTIN_HOOK_NAMES.contains(&name) || crate::detectors::names().any(|n| n == name)
+}
+
+/// The name of the built-in dirty handler (`runtime::dirty`, which answers at priority
+/// 1000), reserved (see [`is_builtin_hook_name`]).
+pub(crate) const BUILTIN_DIRTY_HANDLER: &str = "default";
+
+/// The round context's own top-level keys; a context enricher may not be named after one
+/// (its object is put under its name, `docs/protocol.md` §5.4); the serde names of
+/// `crate::runtime::round_context::RoundContext`'s own fields.
+pub(crate) const RESERVED_CONTEXT_KEYS: &[&str] = &[
+    "round_num",
+    "started_at",
+    "phase",
+    "previous",
+    "orphan_stash",
+];
 
 /// One broken declaration rule; `Display` says what was seen.
 #[derive(Clone, Debug, PartialEq, Eq)]

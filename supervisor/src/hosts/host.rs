@@ -18,8 +18,8 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStderr};
 
 use super::cause::{self, Bounds, Deadline, InFlight};
+use super::failure::{CallFailure, ErrorType};
 use super::transport::{line_transport, ViolationSlot};
-use super::{CallFailure, ErrorType};
 
 /// How long a host has to exit after `shutdown` and stdin EOF (`docs/protocol.md` §2).
 pub(crate) const EXIT_GRACE: Duration =

@@ -9,67 +9,47 @@
 
 pub mod builtin;
 pub(crate) mod cause;
-mod declarations;
+pub(crate) mod declarations;
+mod failure;
 mod host;
+mod launch;
 pub(crate) mod pins;
+mod report;
 pub mod sandbox;
 mod stats;
 mod transport;
 mod write_watch;
 
 pub(crate) use pins::{check_pin, PinStatus};
-pub(crate) use stats::{CallHistogram, CallStats, CALL_BUCKETS};
+use stats::CallHistogram;
+pub(crate) use stats::CallStats;
 
 use agent_runner_plugin_host::launch::LaunchSpec;
-use agent_runner_protocol::limits::{fit_text, MAX_CONTEXT_TEXT_BYTES};
 use agent_runner_protocol::redact::redact_and_cap;
 use agent_runner_protocol::{
     check_host_events, decode_initialize_result, methods, Family, HookName, HostEvent,
-    InitializeParams, InitializeResult, SupervisorInfo, PROTOCOL_VERSION,
+    InitializeParams, InitializeResult, PROTOCOL_VERSION,
 };
 use serde_json::Value;
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, HostConfig};
 use crate::hosts::sandbox::SandboxGate;
-use crate::runtime::events::{Event, EventLog};
+use crate::record::events::{Event, EventLog};
 use cause::{Bounds, Deadline, InFlight};
 use declarations::Declarations;
-pub(crate) use declarations::{declaration_problems, DeclarationProblem};
+pub(crate) use declarations::{declaration_problems, DeclarationProblem, BUILTIN_DIRTY_HANDLER};
+pub use failure::{CallFailure, ErrorType};
 use host::RunningHost;
 pub(crate) use host::{read_stderr_lines, StderrTail, EXIT_GRACE};
+pub(crate) use launch::{host_initialize_params, initialize_params, launch_spec, state_dir};
 
 /// Consecutive failed calls after which a host is disabled for the rest of the run.
 pub(crate) const MAX_CONSECUTIVE_FAILURES: u32 = 5;
 /// Longest wait before a failed host is started again.
 pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(60);
-/// Names reserved for built-in hooks; a host declaring one is refused
-/// (`plugin_builtin_name_squat`, `docs/protocol.md` §3). Ours (the default dirty handler),
-/// then the reference system's built-in hook names (its default dirty handler, its Claude
-/// rate-limit spawn hook and its per-agent presets), so that no host's events can pass for
-/// a built-in's to an auditor who knows either system.
-pub(crate) const BUILTIN_HOOK_NAMES: &[&str] = &[
-    BUILTIN_DIRTY_HANDLER,
-    "default_dirty_handler",
-    "claude_rate_limit",
-    "gemini",
-    "codewhale",
-    "kimi",
-    "pi",
-];
-
-/// Whether `name` is reserved for a built-in hook: one of [`BUILTIN_HOOK_NAMES`] or a
-/// built-in error detector's name (`crate::detectors::names`). Only the built-in detector
-/// host may declare the detectors' names; any other host declaring a reserved name is
-/// refused (`plugin_builtin_name_squat`).
-pub(crate) fn is_builtin_hook_name(name: &str) -> bool {
-    BUILTIN_HOOK_NAMES.contains(&name) || crate::detectors::names().any(|n| n == name)
-}
-
 /// What a host declared in `initialize` besides its hooks (`docs/protocol.md` §3).
 #[derive(Clone, Debug, Default)]
 pub struct Declared {
@@ -77,110 +57,6 @@ pub struct Declared {
     pub event_kinds: Vec<String>,
     /// Paths relative to `work_dir` it owns.
     pub owned_paths: Vec<String>,
-}
-
-/// The name of the built-in dirty handler (`runtime::dirty`, which answers at priority
-/// 1000), reserved (see [`is_builtin_hook_name`]).
-pub(crate) const BUILTIN_DIRTY_HANDLER: &str = "default";
-
-/// The failure taxonomy of a hook call (`hook_failed.error_type`, `docs/protocol.md`
-/// §6).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ErrorType {
-    /// The host answered with a JSON-RPC error object.
-    RpcError,
-    /// The result broke the contract (shape, vocabulary, range).
-    InvalidResult,
-    /// No answer within the timeout.
-    Timeout,
-    /// The host died (exit or a signal other than the sandbox's).
-    Crashed,
-    /// The seccomp filter killed the host.
-    KilledBySandbox,
-    /// Non-protocol bytes on stdout, an oversize line, stdout closed while alive.
-    ProtocolViolation,
-}
-
-impl ErrorType {
-    /// The event spelling.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            ErrorType::RpcError => "rpc_error",
-            ErrorType::InvalidResult => "invalid_result",
-            ErrorType::Timeout => "timeout",
-            ErrorType::Crashed => "crashed",
-            ErrorType::KilledBySandbox => "killed_by_sandbox",
-            ErrorType::ProtocolViolation => "protocol_violation",
-        }
-    }
-
-    /// Whether the host process must be killed after this failure.
-    fn ends_host(self) -> bool {
-        !matches!(self, ErrorType::RpcError | ErrorType::InvalidResult)
-    }
-}
-
-/// A failed call: its type and a redacted, capped message.
-#[derive(Clone, Debug)]
-pub struct CallFailure {
-    /// The taxonomy entry.
-    pub error_type: ErrorType,
-    /// What happened, for `hook_failed.error_message`.
-    pub message: String,
-    /// The signal that ended the host, when one did.
-    pub signal: Option<i32>,
-    /// The JSON-RPC error code and data, for `rpc_error`.
-    pub rpc: Option<(i32, Option<String>)>,
-    /// The system call the sandbox denied, for `killed_by_sandbox`.
-    pub syscall: Option<&'static str>,
-    /// The last lines of the host's stderr, for a failure that ended the host
-    /// (`hook_failed.stderr_tail`, docs/protocol.md §6); empty otherwise.
-    pub stderr_tail: Vec<String>,
-}
-
-impl CallFailure {
-    fn new(error_type: ErrorType, message: String) -> Self {
-        CallFailure {
-            error_type,
-            message: redact_and_cap(&message),
-            signal: None,
-            rpc: None,
-            syscall: None,
-            stderr_tail: Vec::new(),
-        }
-    }
-
-    /// Adds what caused the failure, when more is known than its kind: `; <cause>`.
-    fn with_cause(mut self, cause: &str) -> Self {
-        self.message = redact_and_cap(&format!("{}; {cause}", self.message));
-        self
-    }
-
-    /// Attaches the host's last stderr lines and names the last one in the message, so the
-    /// operator reads the host's own words ("openssl.cnf: Permission denied"), not only
-    /// its exit status.
-    fn with_stderr_tail(mut self, tail: Vec<String>) -> Self {
-        if let Some(last) = tail.last() {
-            self.message = redact_and_cap(&format!("{}; its stderr ends: {last}", self.message));
-        }
-        self.stderr_tail = tail;
-        self
-    }
-
-    fn with_syscall(mut self, name: &'static str) -> Self {
-        self.syscall = Some(name);
-        self
-    }
-
-    fn with_signal(mut self, signal: i32) -> Self {
-        self.signal = Some(signal);
-        self
-    }
-
-    fn with_rpc(mut self, code: i32, data: Option<String>) -> Self {
-        self.rpc = Some((code, data));
-        self
-    }
 }
 
 /// A registered hook: which host serves it.
@@ -777,7 +653,7 @@ impl HostManager {
     pub(crate) async fn call_all(
         &mut self,
         calls: Vec<(HookRef, Value)>,
-        stop: &mut crate::runtime::stop::StopWatch,
+        stop: &mut crate::record::stop::StopWatch,
     ) -> Option<Vec<Result<Option<Value>, CallFailure>>> {
         let mut results: Vec<Option<Result<Option<Value>, CallFailure>>> =
             calls.iter().map(|_| None).collect();
@@ -819,7 +695,7 @@ impl HostManager {
         });
         let answers = tokio::select! {
             answers = futures_util::future::join_all(flights) => Some(answers),
-            _ = crate::runtime::stop::reached(stop, crate::runtime::stop::StopLevel::Graceful) => None,
+            _ = crate::record::stop::reached(stop, crate::record::stop::StopLevel::Graceful) => None,
         };
         let Some(answers) = answers else {
             for (_, running, _) in batches {
@@ -882,11 +758,11 @@ impl HostManager {
         &mut self,
         hook: &HookRef,
         params: Value,
-        stop: &mut crate::runtime::stop::StopWatch,
+        stop: &mut crate::record::stop::StopWatch,
     ) -> Option<Result<Option<Value>, CallFailure>> {
         tokio::select! {
             result = self.call(hook, params) => return Some(result),
-            _ = crate::runtime::stop::reached(stop, crate::runtime::stop::StopLevel::Graceful) => {}
+            _ = crate::record::stop::reached(stop, crate::record::stop::StopLevel::Graceful) => {}
         }
         if let Some(running) = self.hosts[hook.host].running.take() {
             running.kill().await;
@@ -1034,78 +910,6 @@ impl HostManager {
             let _ = stop.await;
         }
     }
-}
-
-/// The `initialize` params common to every host of a run (`host`, `state_dir` and
-/// `config` are filled per host by [`host_initialize_params`]).
-pub(crate) fn initialize_params(
-    project: &str,
-    work_dir: &Path,
-    log_dir: &Path,
-    gate: &SandboxGate,
-) -> InitializeParams {
-    InitializeParams {
-        protocol_version: PROTOCOL_VERSION,
-        supervisor: SupervisorInfo {
-            name: "agent-runner".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-        },
-        host: String::new(),
-        project: fit_text(project, MAX_CONTEXT_TEXT_BYTES),
-        work_dir: fit_text(&work_dir.display().to_string(), MAX_CONTEXT_TEXT_BYTES),
-        log_dir: fit_text(&log_dir.display().to_string(), MAX_CONTEXT_TEXT_BYTES),
-        state_dir: String::new(),
-        config: Default::default(),
-        sandbox: gate.info(),
-    }
-}
-
-/// The `initialize` params one host receives, as JSON.
-pub(crate) fn host_initialize_params(
-    common: &InitializeParams,
-    cfg: &HostConfig,
-    spec: &LaunchSpec,
-) -> Value {
-    let mut params = common.clone();
-    params.host = cfg.name.clone();
-    params.state_dir = fit_text(
-        &spec.state_dir.display().to_string(),
-        MAX_CONTEXT_TEXT_BYTES,
-    );
-    params.config = cfg.config.clone();
-    serde_json::to_value(params).expect("initialize params serialize")
-}
-
-/// Host `name`'s private state directory: `<log_dir>/plugins/<name>`.
-pub(crate) fn state_dir(log_dir: &Path, name: &str) -> PathBuf {
-    log_dir.join("plugins").join(name)
-}
-
-/// How serve launches host `cfg` from its verified executable: cwd `work_dir`, state in
-/// `<log_dir>/plugins/<name>`, `TMPDIR` in `<log_dir>/plugins/.tmp/<name>`, confined at
-/// the gate's tier, its memory limit. `plugin check` launches through the same function.
-pub(crate) fn launch_spec(
-    cfg: &HostConfig,
-    exe: agent_runner_plugin_host::pin::VerifiedExecutable,
-    work_dir: &Path,
-    log_dir: &Path,
-    gate: &SandboxGate,
-) -> LaunchSpec {
-    let mut spec = LaunchSpec::new(
-        cfg.name.clone(),
-        exe,
-        work_dir,
-        log_dir,
-        state_dir(log_dir, &cfg.name),
-        log_dir.join("plugins").join(".tmp").join(&cfg.name),
-    );
-    spec.args = cfg.command[1..].iter().map(OsString::from).collect();
-    spec.confine = gate.applied;
-    spec.memory_max_mb = cfg.memory_max_mb;
-    spec.read_paths = cfg.read_paths.clone();
-    spec.file_max_mb = cfg.writes.file_max_mb;
-    spec.tmp_max_mb = cfg.writes.tmp_max_mb;
-    spec
 }
 
 /// The call of `hook`: its family's method and its name.

@@ -1,45 +1,13 @@
 //! Per-host call counters for status displays (`service.json`, `peek`): calls, failures,
 //! the last error and a window of recent call latencies; and per hook family, a histogram
 //! of call durations ([`CallHistogram`], fixed buckets: its size never grows with history)
-//! for `/metrics` (docs/metrics.md). Updated in memory only; `serve` copies them into
+//! for `/metrics` (docs/metrics.md), kept in [`crate::record::service`]'s [`CallHistogram`]. Updated in memory only; `serve` copies them into
 //! `service.json` at its own write points.
 
-use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::time::Duration;
 
-/// Upper bounds (seconds) of the hook call duration histogram's buckets, `+Inf` implied:
-/// from a fast compiled host (a few ms) to the longest call timeouts.
-pub(crate) const CALL_BUCKETS: [f64; 12] = [
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
-];
-
-/// Durations of the hook calls of one family this supervisor run, in Prometheus'
-/// histogram shape: `buckets[i]` counts calls of at most [`CALL_BUCKETS`]`[i]` seconds
-/// (cumulative), `count` every call (the `+Inf` bucket), `sum_s` their total in seconds.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct CallHistogram {
-    /// Cumulative counts per bound of [`CALL_BUCKETS`].
-    pub buckets: [u64; CALL_BUCKETS.len()],
-    /// Calls observed.
-    pub count: u64,
-    /// Their total duration, seconds.
-    pub sum_s: f64,
-}
-
-impl CallHistogram {
-    /// Counts one call that took `elapsed` (answered or failed).
-    pub fn observe(&mut self, elapsed: Duration) {
-        let s = elapsed.as_secs_f64();
-        for (n, bound) in self.buckets.iter_mut().zip(CALL_BUCKETS) {
-            if s <= bound {
-                *n += 1;
-            }
-        }
-        self.count += 1;
-        self.sum_s += s;
-    }
-}
+pub(crate) use crate::record::service::CallHistogram;
 
 /// How many recent call latencies the p50 is computed over.
 pub(super) const LATENCY_WINDOW: usize = 64;

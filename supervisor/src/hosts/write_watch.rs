@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::runtime::events::{Event, EventLog};
+use crate::record::events::{Event, EventLog};
 use agent_runner_plugin_host::launch::kill_group;
 use agent_runner_plugin_host::write_limits::disk_usage;
 

@@ -11,7 +11,7 @@
 
 use std::path::Path;
 
-use crate::config::AgentConfig;
+use crate::config::{AgentConfig, Config};
 
 /// The arguments through which `claude` enters its bypass-permissions mode.
 const CLAUDE_BYPASS_ARGS: &[&str] = &[
@@ -46,6 +46,42 @@ fn cli_name(agent: &AgentConfig) -> &str {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("")
+}
+
+/// The failures and warnings of the agent of every phase of `config` on this machine: the
+/// effective uid, the supervisor's environment overridden by each agent's `[agent.env]`,
+/// and `HOME`. `doctor` reports both; `serve` and `round` refuse to start on a failure
+/// (every round would fail).
+pub(crate) fn on_this_machine(config: &Config) -> (Vec<Finding>, Vec<Finding>) {
+    let mut agents = vec![&config.agent];
+    agents.extend(
+        config
+            .phases
+            .overrides
+            .values()
+            .filter_map(|o| o.agent.as_ref()),
+    );
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    // SAFETY: geteuid(2) takes no arguments, cannot fail and touches no memory of ours.
+    let euid = unsafe { libc::geteuid() };
+    let (mut failed, mut warned) = (Vec::new(), Vec::new());
+    for agent in agents {
+        let var = |name: &str| {
+            agent
+                .env
+                .get(name)
+                .cloned()
+                .or_else(|| std::env::var(name).ok())
+        };
+        let machine = Machine {
+            euid,
+            var: &var,
+            home: home.as_deref(),
+        };
+        failed.extend(failures(agent, &machine));
+        warned.extend(warnings(agent, &machine));
+    }
+    (failed, warned)
 }
 
 /// Findings that make every round fail (doctor: a failed check).

@@ -16,15 +16,15 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::watch;
 
 use crate::exit::{self, CliError};
-use crate::hosts::{HostManager, HostState};
-use crate::runtime::events::timestamp;
-use crate::runtime::state::{lock_holder, read_round_state, LOCK_FILE};
-use crate::runtime::stop::{raise, StopLevel, StopSender};
+use crate::record::events::timestamp;
+use crate::record::state::{lock_holder, read_round_state, LOCK_FILE};
+use crate::record::status::{unix_s, Snapshot, StatusHost};
+use crate::record::stop::{raise, StopLevel, StopSender};
 
 /// Name of the control socket in `state_dir`.
 pub(crate) const SOCKET_FILE: &str = "control.sock";
@@ -32,41 +32,11 @@ pub(crate) const SOCKET_FILE: &str = "control.sock";
 /// How long a client waits for the socket to answer before falling back.
 const SOCKET_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// What `serve` publishes for `status`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct Snapshot {
-    /// The supervisor's pid.
-    pub pid: u32,
-    /// When it booted (UTC, RFC 3339).
-    pub started_at: String,
-    /// Seconds since the Unix epoch at boot.
-    pub started_unix_s: u64,
-    /// `starting`, `round` (an attempt is under way), `waiting` (between rounds) or
-    /// `stopping`.
-    pub state: String,
-    /// The round running now, or the last one handed out.
-    pub current_round: Option<u64>,
-    /// The hosts.
-    pub hosts: Vec<StatusHost>,
-}
-
-/// One host in `status`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
-pub(crate) struct StatusHost {
-    /// Its name.
-    pub name: String,
-    /// `running`, `backoff` or `disabled`.
-    pub state: String,
-    /// Its pid while running.
-    pub pid: Option<u32>,
-}
-
 /// `status --json` (schema: `docs/schema/status.schema.json`), also the socket's answer to
 /// `{"cmd": "status"}`. From the socket every field is present; from the lock fallback
 /// (`source: "lock"`) only what the lock and `state.json` tell.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[schemars(transform = |s: &mut schemars::Schema| crate::operator::schema_fields::require(s, &["pid", "current_round"]))]
+#[schemars(transform = |s: &mut schemars::Schema| crate::record::schema_fields::require(s, &["pid", "current_round"]))]
 pub(crate) struct StatusDoc {
     /// Whether a supervisor holds the project lock.
     pub running: bool,
@@ -124,51 +94,6 @@ struct StartReply<'a> {
     started: bool,
     pid: u32,
     output: &'a Path,
-}
-
-impl Snapshot {
-    /// The snapshot of a supervisor booting now.
-    pub(crate) fn booting() -> Self {
-        let now = SystemTime::now();
-        Snapshot {
-            pid: std::process::id(),
-            started_at: timestamp(now),
-            started_unix_s: unix_s(now),
-            state: "starting".into(),
-            current_round: None,
-            hosts: Vec::new(),
-        }
-    }
-
-    /// Updates the state, round and hosts.
-    pub(crate) fn update(&mut self, state: &str, current_round: Option<u64>, hosts: &HostManager) {
-        self.state = state.to_owned();
-        if current_round.is_some() {
-            self.current_round = current_round;
-        }
-        self.hosts = hosts
-            .states()
-            .into_iter()
-            .map(|(name, state, pid)| {
-                let state = match state {
-                    HostState::Running => "running",
-                    HostState::Backoff => "backoff",
-                    HostState::Disabled => "disabled",
-                };
-                StatusHost {
-                    name,
-                    state: state.to_owned(),
-                    pid,
-                }
-            })
-            .collect();
-    }
-}
-
-fn unix_s(at: SystemTime) -> u64 {
-    at.duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 /// The listening control socket; removed when dropped.

@@ -14,7 +14,7 @@ use crate::runtime::serve::{CRASH_LOOP_LIMIT, MIN_REASK};
 
 /// One entry of `peek`'s `defenses`.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct Defense {
     /// The defense's name (`round_budget_s`, `crash_loop_breaker`, …).
     pub name: String,

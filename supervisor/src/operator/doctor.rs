@@ -24,7 +24,7 @@ use crate::runtime::round_cgroup;
 
 /// One check of the report.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct Check {
     /// Short name (`config`, `work_dir`, `agent`, `sandbox`, `host:<name>`).
     pub name: String,
@@ -108,7 +108,7 @@ impl SigtermGrace {
 
 /// The sandbox block shared by `doctor` and `peek` (`plugins.sandbox`).
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct SandboxBlock {
     /// `[plugins] sandbox` (`null` when the config cannot be loaded).
     pub requested: Option<String>,
@@ -134,7 +134,7 @@ pub(crate) struct SandboxBlock {
 
 /// One confinement layer (see `agent_runner_plugin_host::layers`).
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct LayerView {
     /// `landlock`, `seccomp`, `pid_namespace`, `process_bound`, `memory_bound`,
     /// `unix_socket_rule` or `write_limits`.
@@ -149,7 +149,7 @@ pub(crate) struct LayerView {
 /// "Write limits"; TMPDIR lives in the host's own mount namespace, its use is not visible
 /// from the supervisor).
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct HostWriteLimits {
     /// Largest single file.
     pub file_max_mb: u64,
@@ -192,7 +192,7 @@ pub(crate) struct DoctorSandbox {
 #[serde(untagged)]
 pub(crate) enum DoctorHost {
     /// Its executable resolved and was hashed.
-    #[schemars(transform = crate::operator::schema_fields::every_field_required)]
+    #[schemars(transform = crate::record::schema_fields::every_field_required)]
     Checked {
         /// The host's name.
         name: String,
@@ -222,7 +222,7 @@ pub(crate) enum DoctorHost {
         warnings: Vec<String>,
     },
     /// Its executable could not be resolved or read.
-    #[schemars(transform = crate::operator::schema_fields::every_field_required)]
+    #[schemars(transform = crate::record::schema_fields::every_field_required)]
     Unresolvable {
         /// The host's name.
         name: String,
@@ -241,7 +241,7 @@ pub(crate) enum DoctorHost {
 
 /// The phase plan: `[phases] list` and the next rounds with their phase.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct PhasePlan {
     /// `[phases] list` (empty without phases).
     pub phases: Vec<String>,
@@ -251,7 +251,7 @@ pub(crate) struct PhasePlan {
 
 /// One upcoming round.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct PlannedRound {
     /// Its number.
     pub round_num: u64,
@@ -353,13 +353,24 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     checks.push(prompt_check(&config.prompt.files[0]));
     let agent = &config.agent.command[0];
     let base = config.path.parent().unwrap_or(Path::new("/"));
+    let mut version_warning = None;
     match resolve_executable(agent, base, std::env::var_os("PATH").as_deref()) {
-        Ok(path) => checks.push(check(
-            "agent",
-            true,
-            format!("{agent} resolves to {}", path.display()),
-            "",
-        )),
+        Ok(path) => {
+            checks.push(check(
+                "agent",
+                true,
+                format!("{agent} resolves to {}", path.display()),
+                "",
+            ));
+            let cli = Path::new(agent).file_name().and_then(|n| n.to_str());
+            match cli.and_then(|cli| crate::operator::agent_version::check(&path, cli)) {
+                Some((true, reason, _)) => checks.push(check("agent_version", true, reason, "")),
+                Some((false, reason, fix)) => {
+                    version_warning = Some(check("agent_version", false, reason, fix))
+                }
+                None => {}
+            }
+        }
         Err(err) => checks.push(check(
             "agent",
             false,
@@ -369,6 +380,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     }
     let (found, mut warnings) = agent_findings(&config);
     checks.extend(found);
+    warnings.extend(version_warning);
     warnings.extend(layout_warnings(&config));
     let (hosts, hashes) = host_checks(&config, gate.as_ref(), &mut checks);
     let code = if refuse_boot {
@@ -378,7 +390,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     } else {
         exit::OK
     };
-    let next = crate::runtime::state::peek_next_round(&config.runtime.state_dir).unwrap_or(1);
+    let next = crate::record::state::peek_next_round(&config.runtime.state_dir).unwrap_or(1);
     let covers = covered_families(hosts.iter().filter_map(DoctorHost::cover), gate.as_ref());
     Report {
         doc: DoctorDoc {
@@ -399,39 +411,15 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
 /// The agent CLI's preconditions on this machine ([`agent_preconditions`]), for the
 /// agent of every phase: failed checks and warnings named `agent_preconditions`.
 fn agent_findings(config: &Config) -> (Vec<Check>, Vec<Check>) {
-    use crate::operator::agent_preconditions::{failures, warnings, Machine};
-    let mut agents = vec![&config.agent];
-    agents.extend(
-        config
-            .phases
-            .overrides
-            .values()
-            .filter_map(|o| o.agent.as_ref()),
-    );
-    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    // SAFETY: geteuid(2) takes no arguments, cannot fail and touches no memory of ours.
-    let euid = unsafe { libc::geteuid() };
-    let (mut failed, mut warned) = (Vec::new(), Vec::new());
-    for agent in agents {
-        let var = |name: &str| {
-            agent
-                .env
-                .get(name)
-                .cloned()
-                .or_else(|| std::env::var(name).ok())
-        };
-        let machine = Machine {
-            euid,
-            var: &var,
-            home: home.as_deref(),
-        };
-        for (reason, fix) in failures(agent, &machine) {
-            failed.push(check("agent_preconditions", false, reason, fix));
-        }
-        for (reason, fix) in warnings(agent, &machine) {
-            warned.push(check("agent_preconditions", false, reason, fix));
-        }
-    }
+    let (failures, warnings) = crate::operator::agent_preconditions::on_this_machine(config);
+    let mut failed: Vec<Check> = failures
+        .into_iter()
+        .map(|(reason, fix)| check("agent_preconditions", false, reason, fix))
+        .collect();
+    let warned: Vec<Check> = warnings
+        .into_iter()
+        .map(|(reason, fix)| check("agent_preconditions", false, reason, fix))
+        .collect();
     if failed.is_empty() {
         failed.push(check(
             "agent_preconditions",
@@ -448,7 +436,7 @@ fn agent_findings(config: &Config) -> (Vec<Check>, Vec<Check>) {
 /// inside it can lose the lock and the round counter. Warnings, not failures: the
 /// supervisor runs either way.
 fn layout_warnings(config: &Config) -> Vec<Check> {
-    use crate::runtime::state_dir::in_tree;
+    use crate::config::state_dir::in_tree;
     let rt = &config.runtime;
     let mut warnings = Vec::new();
     if in_tree(&rt.work_dir, &rt.state_dir) {

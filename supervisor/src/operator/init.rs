@@ -30,6 +30,9 @@ pub(crate) struct Preset {
     pub grace_ignore: &'static [&'static str],
     /// `[monitor] auth_fail_hint`: how to log this CLI in again.
     pub auth_hint: &'static str,
+    /// The CLI version the preset was verified with (docs/agent-clis.md; the tests' pin in
+    /// tests/agent-clis/versions.env), if it was: `doctor` warns outside its series.
+    pub verified_with: Option<&'static str>,
     /// Entries `init` adds to the work tree's `.gitignore`: files the CLI writes there on
     /// every round that are not the agent's work (so a round does not end dirty).
     pub gitignore: &'static [&'static str],
@@ -53,6 +56,7 @@ pub(crate) const PRESETS: &[Preset] = &[
         env: &[("DISABLE_AUTOUPDATER", "1")],
         terminal_marker: None,
         grace_ignore: &["\\.claude/shell-snapshots/snapshot-bash-"],
+        verified_with: Some("2.1.332"),
         gitignore: &[],
         auth_hint: "Log in again on this machine: run `claude` and use /login, or set ANTHROPIC_API_KEY for the service.",
     },
@@ -70,6 +74,7 @@ pub(crate) const PRESETS: &[Preset] = &[
         env: &[],
         terminal_marker: None,
         grace_ignore: &[],
+        verified_with: Some("0.86.2"),
         gitignore: &[".aider*"],
         auth_hint: "Check the provider key aider uses (OPENAI_API_KEY, ANTHROPIC_API_KEY, …) in the service's environment; `aider --models` lists what it finds.",
     },
@@ -81,6 +86,7 @@ pub(crate) const PRESETS: &[Preset] = &[
         env: &[],
         terminal_marker: None,
         grace_ignore: &[],
+        verified_with: Some("0.61.0"),
         gitignore: &[],
         auth_hint: "Log in again with `gemini` on this machine, or set GEMINI_API_KEY for the service.",
     },
@@ -98,6 +104,7 @@ pub(crate) const PRESETS: &[Preset] = &[
         env: &[],
         terminal_marker: Some("\"type\":\"metadata\""),
         grace_ignore: &[],
+        verified_with: None,
         gitignore: &[],
         auth_hint: "Check the provider credentials with `codewhale auth status`, or set DEEPSEEK_API_KEY for the service.",
     },
@@ -109,6 +116,7 @@ pub(crate) const PRESETS: &[Preset] = &[
         env: &[],
         terminal_marker: None,
         grace_ignore: &[],
+        verified_with: None,
         gitignore: &[],
         auth_hint: "Log in again with `kimi login` on this machine; `kimi doctor` checks the model settings.",
     },
@@ -120,6 +128,7 @@ pub(crate) const PRESETS: &[Preset] = &[
         env: &[],
         terminal_marker: Some("\"type\":\"agent_end\""),
         grace_ignore: &[],
+        verified_with: None,
         gitignore: &[],
         auth_hint: "Configure a reachable provider for pi on this machine (`pi` then /login, or its models.json); `pi -p ok` checks it.",
     },
@@ -131,6 +140,7 @@ pub(crate) const PRESETS: &[Preset] = &[
         env: &[],
         terminal_marker: None,
         grace_ignore: &[],
+        verified_with: Some("0.171.0"),
         gitignore: &[],
         auth_hint: "Log in again with `codex login` on this machine, or set OPENAI_API_KEY for the service.",
     },
@@ -331,4 +341,34 @@ pub(crate) fn ensure_gitignored(dir: &Path, entry: &str) -> Result<String, CliEr
     std::fs::write(&path, new)
         .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
     Ok(format!("added {entry} to {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The versions the presets say they were verified with are the ones the tests pin and
+    /// run (tests/agent-clis/versions.env).
+    #[test]
+    fn verified_versions_are_the_tests_pins() {
+        let pins = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/agent-clis/versions.env"),
+        )
+        .unwrap();
+        let pin = |key: &str| {
+            pins.lines()
+                .find_map(|l| l.strip_prefix(&format!("{key}=")))
+                .unwrap_or_else(|| panic!("{key} missing"))
+                .to_owned()
+        };
+        for (preset_name, key) in [
+            ("claude", "CLAUDE_CODE_VERSION"),
+            ("codex", "CODEX_VERSION"),
+            ("gemini", "GEMINI_CLI_VERSION"),
+            ("aider", "AIDER_CHAT_VERSION"),
+        ] {
+            let verified = preset(preset_name).unwrap().verified_with;
+            assert_eq!(verified, Some(pin(key).as_str()), "{preset_name}");
+        }
+    }
 }

@@ -24,14 +24,14 @@ use crate::hosts::sandbox::SandboxGate;
 use crate::operator::defenses::Defense;
 use crate::operator::doctor::{covered_families, sandbox_block, HostCover, SandboxBlock};
 use crate::operator::install::{project_file, Scope};
-use crate::operator::recent::{self, Wanted, RECENT_BLIPS, RECENT_HOOK_FAILURES, RECENT_ROUNDS};
-use crate::operator::round_history::{self, RoundDoc, RoundView};
 use crate::operator::schedule_view::{self, PeekSchedule};
-use crate::operator::service::{self, CurrentRound, ServiceDoc};
 use crate::operator::system_metrics::{self, SystemMetrics};
-use crate::runtime::events::Recorded;
+use crate::record::events::Recorded;
+use crate::record::recent::{self, Wanted, RECENT_BLIPS, RECENT_HOOK_FAILURES, RECENT_ROUNDS};
+use crate::record::round_history::{self, RoundDoc, RoundView};
+use crate::record::service::{self, CurrentRound, ServiceDoc};
+use crate::record::state::{self, OrphanState, RoundState};
 use crate::runtime::git_operation;
-use crate::runtime::state::{self, OrphanState, RoundState};
 
 /// The document's `schema_version`: the reference system's (`"2.2"`), whose every key this
 /// document carries with its type (a superset: ours are added under keys it does not use;
@@ -78,7 +78,7 @@ pub(crate) struct PeekOptions {
 /// "peek --json"): the reference system's document (schema 2.2, every key with its type),
 /// then ours (`hosts`, `skipped_event_lines`, `round`).
 #[derive(Clone, Debug, Serialize, JsonSchema)]
-#[schemars(transform = |s: &mut schemars::Schema| crate::operator::schema_fields::require(s, &["current_round", "orphan", "schedule"]))]
+#[schemars(transform = |s: &mut schemars::Schema| crate::record::schema_fields::require(s, &["current_round", "orphan", "schedule"]))]
 pub(crate) struct PeekDoc {
     /// Always `2.2` ([`SCHEMA_VERSION`]), the reference system's version; fields are only
     /// added within a version.
@@ -139,7 +139,7 @@ pub(crate) struct PeekDoc {
 
 /// `peek`'s `git_operation`: a rebase, merge, cherry-pick, revert, `am` or bisect under way.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct GitOperationDoc {
     /// `rebase`, `am`, `merge`, `cherry-pick`, `revert` or `bisect`.
     pub operation: String,
@@ -151,7 +151,7 @@ pub(crate) struct GitOperationDoc {
 
 /// `peek`'s `status`.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct PeekStatus {
     /// The last round number that started (0 before the first).
     pub round_num: u64,
@@ -173,7 +173,7 @@ pub(crate) struct PeekStatus {
 /// `dirty_handlers`, `serve_startup_hooks`). Hooks, event kinds and owned paths are those
 /// the enabled hosts declared to the last `serve` (`service.json`); lists are sorted.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct PeekPlugins {
     /// The event kinds hosts declared, as recorded: `<host>.<kind>`.
     pub event_kinds: Vec<String>,
@@ -217,7 +217,7 @@ pub(crate) struct PeekPlugins {
 
 /// One host in `peek`'s `hosts`.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct PeekHost {
     /// Its name.
     pub name: String,
@@ -266,7 +266,7 @@ pub(crate) struct PeekHost {
 /// `peek`'s `service`: the reference system's `mode`, `active`, `pid`, `uptime_s`,
 /// `unit_file`, `rate_limit`, `system_managed`, then ours.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct ServiceBlock {
     /// `systemd_user`, `pid_file` or `none`.
     pub mode: String,
@@ -296,7 +296,7 @@ pub(crate) struct ServiceBlock {
 
 /// `service.rate_limit`: the back-off under way, in the reference system's shape.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct RateLimit {
     /// When the back-off ends, seconds since the Unix epoch.
     pub throttled_until_epoch: Option<u64>,
@@ -684,11 +684,8 @@ pub(crate) fn run(config_path: &Path, output: &PeekOutput) -> Result<u8, CliErro
                 config.runtime.log_dir.join("rounds").display()
             ))
         })?;
-        let mut log = crate::runtime::tree_file::open_regular(
-            &file,
-            crate::runtime::tree_file::Symlink::Refuse,
-        )
-        .map_err(|e| CliError::failure(format!("cannot read {}: {e}", file.display())))?;
+        let mut log = crate::tree_file::open_regular(&file, crate::tree_file::Symlink::Refuse)
+            .map_err(|e| CliError::failure(format!("cannot read {}: {e}", file.display())))?;
         let _ = std::io::copy(&mut log, &mut stdout);
         return Ok(crate::exit::OK);
     }

@@ -18,7 +18,7 @@ const OUTSIDE_RUN_WINDOWS: &str = "outside run_windows";
 /// `peek`'s `schedule` (`null` when neither `[schedule]` nor any phase's schedule sets a
 /// window). Instants are UTC, RFC 3339; searches look eight days ahead.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct PeekSchedule {
     /// The schedule holds rounds now: `serve` waits (`schedule_paused`). `false` while the
     /// next round may start, or while `phase_policy = "skip"` passes its closed phase over
@@ -72,7 +72,7 @@ pub(crate) fn of(config: &Config, next_round: u64, now: Timestamp) -> Option<Pee
         (true, Some(window)) => window.label.clone(),
         (true, None) => OUTSIDE_RUN_WINDOWS.to_owned(),
     };
-    let labels = |windows: &[crate::runtime::schedule::Window]| {
+    let labels = |windows: &[crate::config::schedule::Window]| {
         windows.iter().map(|w| w.label.clone()).collect()
     };
     Some(PeekSchedule {

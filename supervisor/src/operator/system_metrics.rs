@@ -9,7 +9,7 @@ use std::path::Path;
 
 /// `peek`'s `system` block.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct SystemMetrics {
     /// Memory, MiB.
     pub mem_total_mb: u64,

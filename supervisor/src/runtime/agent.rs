@@ -34,8 +34,8 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
+use crate::record::stop::{reached, StopLevel, StopWatch};
 use crate::runtime::processes::own_children;
-use crate::runtime::stop::{reached, StopLevel, StopWatch};
 
 /// What to run.
 #[derive(Debug)]

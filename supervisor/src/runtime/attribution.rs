@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::Config;
 use crate::runtime::path_name;
-use crate::runtime::tree_file::{regular_file_sha256, Symlink};
+use crate::tree_file::{regular_file_sha256, Symlink};
 
 /// The supervisor's own paths inside the work tree (work-dir-relative, no trailing `/`).
 #[derive(Clone, Debug, Default)]

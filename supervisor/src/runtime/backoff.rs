@@ -16,8 +16,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::record::stop::{StopLevel, StopWatch};
 use crate::runtime::post_round::Wait;
-use crate::runtime::stop::{StopLevel, StopWatch};
 
 /// The longest wait for a printed reset time (a misprinted epoch cannot park serve).
 pub(crate) const MAX_RESET_WAIT: Duration = Duration::from_secs(8 * 3600);
@@ -129,7 +129,7 @@ pub(crate) async fn wait(plan: &Plan, stop: &mut StopWatch, stop_file: Option<&P
         if left.is_zero() {
             return WaitEnd::Elapsed;
         }
-        crate::runtime::stop::sleep_unless(stop, StopLevel::Graceful, left.min(TICK)).await;
+        crate::record::stop::sleep_unless(stop, StopLevel::Graceful, left.min(TICK)).await;
     }
 }
 

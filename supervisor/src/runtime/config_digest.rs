@@ -17,8 +17,8 @@ use serde::Serialize;
 use std::path::Path;
 
 use crate::config::Config;
-use crate::operator::event_read::Backwards;
-use crate::runtime::tree_file::{regular_file_sha256, Symlink};
+use crate::record::event_read::Backwards;
+use crate::tree_file::{regular_file_sha256, Symlink};
 
 /// The fields serialized, in sorted key order (the struct's order is the JSON's).
 #[derive(Serialize)]

@@ -17,7 +17,7 @@ use tokio::sync::watch;
 
 use crate::config::{self, Config, ConfigError};
 use crate::hosts::sandbox::SandboxGate;
-use crate::runtime::events::Event;
+use crate::record::events::Event;
 use crate::runtime::round::Runner;
 
 /// What asked for the re-read (`config_reloaded.trigger`).
@@ -60,7 +60,7 @@ impl ConfigFollower {
             }
         });
         Ok(ConfigFollower {
-            digest: crate::runtime::tree_file::read_regular(&config.path)
+            digest: crate::tree_file::read_regular(&config.path)
                 .map(|b| digest(&b))
                 .unwrap_or_default(),
             hangups,
@@ -83,7 +83,7 @@ impl ConfigFollower {
     ) {
         self.hangups.borrow_and_update();
         let path = runner.config.path.clone();
-        let bytes = match crate::runtime::tree_file::read_regular(&path) {
+        let bytes = match crate::tree_file::read_regular(&path) {
             Ok(bytes) => bytes,
             Err(e) => {
                 let error = format!(

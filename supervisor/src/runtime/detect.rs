@@ -17,8 +17,8 @@ use serde_json::Value;
 
 use crate::config::MonitorConfig;
 use crate::hosts::{HookRef, HostManager};
-use crate::runtime::events::{Event, EventLog};
-use crate::runtime::stop::StopWatch;
+use crate::record::events::{Event, EventLog};
+use crate::record::stop::StopWatch;
 
 /// A detector alert that stops `serve`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -14,11 +14,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::{Config, DirtyAction as BuiltinAction};
 use crate::hosts::{HostManager, BUILTIN_DIRTY_HANDLER};
+use crate::record::events::{timestamp, Event, EventLog};
+use crate::record::state::{read_json, write_json_atomic, OrphanState, ORPHAN_FILE};
+use crate::record::stop::StopWatch;
 use crate::runtime::attribution::Split;
-use crate::runtime::events::{timestamp, Event, EventLog};
 use crate::runtime::git::Repo;
-use crate::runtime::state::{read_json, write_json_atomic, OrphanState, ORPHAN_FILE};
-use crate::runtime::stop::StopWatch;
 
 /// Priority of the built-in default dirty handler.
 pub(crate) const BUILTIN_PRIORITY: i64 = 1000;

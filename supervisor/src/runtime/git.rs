@@ -19,9 +19,9 @@ use std::time::Duration;
 use tokio::process::Command;
 
 use crate::config::DEFAULT_GIT_TIMEOUT_S;
+use crate::record::stop::StopWatch;
 use crate::runtime::attribution::OwnFiles;
 use crate::runtime::path_name;
-use crate::runtime::stop::StopWatch;
 
 /// SIGKILLs the process group a git command leads (a signer it started included).
 fn kill_group(group: Option<Pid>) {

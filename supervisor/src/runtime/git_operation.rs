@@ -9,7 +9,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::runtime::tree_file::{open_regular, Symlink};
+use crate::tree_file::{open_regular, Symlink};
 
 /// A git operation that is under way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -19,8 +19,8 @@ use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
 use crate::config::{GoalCheck, GoalConfig, CHECK_KILL_GRACE};
-use crate::operator::event_read::Backwards;
-use crate::runtime::events::{Event, EventLog};
+use crate::record::event_read::Backwards;
+use crate::record::events::{Event, EventLog};
 
 /// Bytes of a check's stdout kept (its end): enough for the last number of a report.
 const OUTPUT_TAIL: usize = 64 * 1024;
@@ -319,7 +319,7 @@ pub(crate) fn assess(goal: &GoalConfig, state_dir: &Path, current_round: u64, ev
     let observation = agent_runner_protocol::redact::redact(&observation);
     let block = format!(
         "### Goal assessment -- {}\n- Observation: {observation}\n- Question: {question}\n- Confidence: {confidence}",
-        crate::runtime::events::timestamp(std::time::SystemTime::now())
+        crate::record::events::timestamp(std::time::SystemTime::now())
     );
     if let Err(e) = prepend(&goal.ledger, &block) {
         tracing::warn!(

@@ -13,7 +13,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::runtime::events::{Event, EventLog};
+use crate::record::events::{Event, EventLog};
 
 /// How often the log is looked at.
 pub(crate) const POLL: Duration = Duration::from_millis(500);
@@ -91,8 +91,7 @@ impl Grace {
 }
 
 fn read_from(path: &Path, offset: u64) -> std::io::Result<Vec<u8>> {
-    let mut file =
-        crate::runtime::tree_file::open_regular(path, crate::runtime::tree_file::Symlink::Refuse)?;
+    let mut file = crate::tree_file::open_regular(path, crate::tree_file::Symlink::Refuse)?;
     file.seek(SeekFrom::Start(offset))?;
     let mut bytes = Vec::new();
     file.take(CHUNK).read_to_end(&mut bytes)?;

@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::HostHealthConfig;
-use crate::runtime::events::{Event, EventLog};
+use crate::record::events::{Event, EventLog};
 
 /// Replaces `/proc/pressure/memory` (tests only: PSI cannot be raised on demand).
 pub(crate) const PRESSURE_FILE_ENV: &str = "AGENT_RUNNER_TEST_PRESSURE_FILE";

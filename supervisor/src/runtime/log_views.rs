@@ -4,12 +4,12 @@
 //! supervisor holds the project lock).
 //!
 //! They are views, never the source of truth: the lock is the `flock(2)` on
-//! `<state_dir>/agent-runner.lock` ([`crate::runtime::state`]) and the round counter is
+//! `<state_dir>/agent-runner.lock` ([`crate::record::state`]) and the round counter is
 //! `<state_dir>/state.json`; nothing of ours reads these files back to decide anything.
 //! Writing one can fail (a read-only `log_dir`): that is logged and the supervisor goes on.
 
-use crate::runtime::events::timestamp;
-use crate::runtime::state::write_json_atomic;
+use crate::record::events::timestamp;
+use crate::record::state::write_json_atomic;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;

@@ -12,20 +12,15 @@
 //! - [`git`]: the only place that runs git; [`git_operation`]: a rebase, merge… under way
 //!   (the tree is then left untouched); [`attribution`]: whose dirt is it (the round's,
 //!   the operator's, the supervisor's own files and the paths hosts own).
-//! - [`path_name`]: file names as lossless text (non-UTF-8 names in git's quoted form);
-//!   [`tree_file`]: the one way a file in the agent's reach is opened and hashed (never
-//!   blocking, bounded).
+//! - [`path_name`]: file names as lossless text (non-UTF-8 names in git's quoted form).
 //! - [`prompt`], [`round_context`]: what the agent is told.
 //! - [`config_follow`]: the config re-read before every round and on SIGHUP;
 //!   [`config_digest`]: `round_start.config_digest`, the reference system's label.
-//! - [`events`]: the operator's record, one JSON line per event (writer side).
-//! - [`state`]: the project lock, the round counter and the orphan stash record.
-//! - [`state_dir`]: where they live (out of the agent's reach by default).
-//! - [`stop`]: signals and control requests → the stop level.
-//! - [`retention`]: round log pruning.
+//! - What it writes, and the stop level it obeys, stand a floor below in
+//!   [`crate::record`]; `[schedule]` and where the state dir lies in [`crate::config`].
 //! - [`post_round`]: the post-round family as the round sees it (verdicts → a decision);
 //!   [`transient`] and [`backoff`]: what serve does with it (back-off episodes, login
-//!   stops); [`schedule`]: `[schedule]` windows; [`grace`]: result grace;
+//!   stops); [`schedule_gate`]: what `[schedule]` says of the next round; [`grace`]: result grace;
 //!   [`substrate`]: the git head and fingerprint; [`processes`]: who is whose child.
 //! - [`goal`]: `[goal]` checks after each round and the treadmill advisory; [`bounds`]:
 //!   `max_duration_s` and `max_rounds_per_hour`.
@@ -39,7 +34,6 @@ pub(crate) mod config_follow;
 pub(crate) mod cooperative;
 pub mod detect;
 pub(crate) mod dirty;
-pub mod events;
 pub(crate) mod git;
 pub(crate) mod git_operation;
 pub(crate) mod goal;
@@ -51,18 +45,12 @@ pub mod post_round;
 pub mod pre_round;
 pub(crate) mod processes;
 pub(crate) mod prompt;
-pub(crate) mod retention;
 pub(crate) mod round;
 pub(crate) mod round_cgroup;
 pub(crate) mod round_context;
-pub(crate) mod schedule;
 pub(crate) mod schedule_gate;
 pub(crate) mod serve;
 pub(crate) mod serve_startup;
 pub mod spawn_gate;
-pub(crate) mod state;
-pub(crate) mod state_dir;
-pub mod stop;
 pub(crate) mod substrate;
 pub(crate) mod transient;
-pub(crate) mod tree_file;

@@ -22,8 +22,8 @@ use std::time::{Duration, SystemTime};
 
 use crate::config::{auto_stop_names, MonitorConfig};
 use crate::hosts::{HookRef, HostManager};
-use crate::runtime::events::{Event, EventLog};
-use crate::runtime::stop::StopWatch;
+use crate::record::events::{Event, EventLog};
+use crate::record::stop::StopWatch;
 
 /// When a back-off ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -245,7 +245,7 @@ fn decision_event(decision: &Decision, round_num: u64) -> Option<Event> {
     };
     let (back_off_s, until) = match wait {
         Some(Wait::For(d)) => (Some(d.as_secs()), None),
-        Some(Wait::Until(t)) => (None, Some(crate::runtime::events::timestamp(*t))),
+        Some(Wait::Until(t)) => (None, Some(crate::record::events::timestamp(*t))),
         None => (None, None),
     };
     Some(Event::PluginPostRoundDecision {

@@ -20,9 +20,9 @@ use agent_runner_protocol::{
 use serde_json::{Map, Value};
 
 use crate::hosts::{HookRef, HostManager};
-use crate::runtime::events::{Event, EventLog};
+use crate::record::events::{Event, EventLog};
+use crate::record::stop::StopWatch;
 use crate::runtime::round_context::RoundContext;
-use crate::runtime::stop::StopWatch;
 
 /// What the pre-round hooks and enrichers came to.
 #[derive(Debug, Default)]

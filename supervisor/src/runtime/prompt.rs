@@ -19,7 +19,7 @@ pub(crate) fn assemble(
 ) -> std::io::Result<String> {
     let mut bodies = Vec::with_capacity(files.len());
     for (i, path) in files.iter().enumerate() {
-        let text = match crate::runtime::tree_file::read_regular_to_string(path) {
+        let text = match crate::tree_file::read_regular_to_string(path) {
             Ok(text) => text,
             Err(e) if i > 0 && e.kind() == std::io::ErrorKind::NotFound => {
                 tracing::warn!("prompt file {} is missing; skipped", path.display());

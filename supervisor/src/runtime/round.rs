@@ -22,12 +22,15 @@ use std::time::SystemTime;
 
 use crate::config::{Config, ContextInjection, PromptDelivery};
 use crate::hosts::HostManager;
+use crate::record::events::{timestamp, Event, EventLog, RoundEnd, RoundOutcome};
+use crate::record::retention;
+use crate::record::state;
+use crate::record::stop::{StopLevel, StopWatch};
 use crate::runtime::agent::{self, AgentExit, AgentSpec};
 use crate::runtime::attribution::{Baseline, OwnFiles};
 use crate::runtime::config_digest;
 use crate::runtime::detect::{self, AutoStop};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
-use crate::runtime::events::{timestamp, Event, EventLog, RoundEnd, RoundOutcome};
 use crate::runtime::git::Repo;
 use crate::runtime::git_operation;
 use crate::runtime::grace::Grace;
@@ -35,14 +38,11 @@ use crate::runtime::host_health::{self, Floor, Pressure, Reading};
 use crate::runtime::post_round::{self, Decision, Judged};
 use crate::runtime::pre_round;
 use crate::runtime::prompt::{agent_argv, assemble, spawn_view_argv};
-use crate::runtime::retention;
 use crate::runtime::round_cgroup::{self, Delegation, RoundCgroup};
 use crate::runtime::round_context::{self, RoundContext, CONTEXT_FILE_ENV};
 use crate::runtime::spawn_gate::{self, Verdict};
-use crate::runtime::state;
-use crate::runtime::stop::{StopLevel, StopWatch};
 use crate::runtime::substrate;
-use crate::runtime::tree_file;
+use crate::tree_file;
 
 /// Lines of the round log that `round_end.log_tail` carries after a failed agent run.
 pub(crate) const TAIL_LINES: usize = 5;
@@ -52,7 +52,7 @@ pub(crate) const TAIL_CHARS: usize = 500;
 /// The last `lines` lines of the round log at `path`, redacted, at most `chars`
 /// characters (the end kept); empty when it cannot be read.
 pub(crate) fn log_tail(path: &std::path::Path, lines: usize, chars: usize) -> String {
-    let text = crate::operator::round_history::tail_text(path, 64 * 1024).unwrap_or_default();
+    let text = crate::record::round_history::tail_text(path, 64 * 1024).unwrap_or_default();
     let text = text.trim_end();
     let start = text
         .rmatch_indices('\n')
@@ -269,11 +269,9 @@ impl Runner {
 
     /// `round_substrate_before` / `_after` when `substrate_fingerprint_paths` is set.
     async fn substrate(&self, round_num: u64, after: bool) {
+        // Always recorded, as the reference system does (`paths_hash` null without
+        // patterns); `[goal]`'s treadmill advisory reads `HEAD` from them too.
         let patterns = &self.config.runtime.substrate_fingerprint_paths;
-        // `[goal]`'s treadmill advisory reads `HEAD` before and after each round.
-        if patterns.is_empty() && self.config.goal.is_none() {
-            return;
-        }
         let git_head = self.repo.head().await;
         let paths_hash = substrate::fingerprint(&self.config.runtime.work_dir, patterns);
         self.events.emit(if after {
@@ -633,19 +631,34 @@ impl Runner {
             }));
             err
         })?;
-        self.events.emit(Event::AgentExit {
-            round_num,
-            exit_code: exit.exit_code,
-            signal: exit.signal,
-            duration_s: (exit.duration.as_secs_f64() * 1000.0).round() / 1000.0,
-            timed_out: exit.cause == agent::ExitCause::Timeout,
-            exit_cause: exit.cause.as_str().to_owned(),
-        });
+        self.record_exit(round_num, &exit, budget);
         if let Some(usage) = usage {
             let agent = &self.config.profile(phase).agent.command[0];
             self.record_cgroup(round_num, agent, &exit, usage);
         }
         Ok(exit)
+    }
+
+    /// Records how the agent of round `round_num` ended: `agent_exit`, and after a budget
+    /// kill `round_timeout_kill` (the reference system's kind).
+    fn record_exit(&self, round_num: u64, exit: &AgentExit, budget: std::time::Duration) {
+        self.events.emit(Event::AgentExit {
+            round_num,
+            exit_code: exit.exit_code,
+            signal: exit.signal,
+            duration_s: (exit.duration.as_secs_f64() * 1000.0).round() / 1000.0,
+            timed_out: matches!(
+                exit.cause,
+                agent::ExitCause::Timeout | agent::ExitCause::GraceKill
+            ),
+            exit_cause: exit.cause.as_str().to_owned(),
+        });
+        if exit.cause == agent::ExitCause::Timeout {
+            self.events.emit(Event::RoundTimeoutKill {
+                round_num,
+                reason: format!("exceeded round_budget_s={}", budget.as_secs()),
+            });
+        }
     }
 
     /// How the agent of round `round_num` runs: `launch`, its round log, the host-health

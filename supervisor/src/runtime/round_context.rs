@@ -9,27 +9,16 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::runtime::git::Repo;
-use crate::runtime::state::{
+use crate::record::state::{
     read_json, read_round_state, write_json_replace, OrphanState, PreviousRound, ORPHAN_FILE,
 };
+use crate::runtime::git::Repo;
 
 /// Name of the context file in `log_dir`.
 pub(crate) const CONTEXT_FILE: &str = "round-context.json";
 
 /// The variable naming the context file in the agent's environment (`file` mode).
 pub(crate) const CONTEXT_FILE_ENV: &str = "AGENT_RUNNER_CONTEXT_FILE";
-
-/// The round context's own top-level keys; a context enricher may not be named after one
-/// (its object is put under its name, `docs/protocol.md` §5.4); the serde names of
-/// [`RoundContext`]'s own fields.
-pub(crate) const RESERVED_CONTEXT_KEYS: &[&str] = &[
-    "round_num",
-    "started_at",
-    "phase",
-    "previous",
-    "orphan_stash",
-];
 
 /// What the agent is told about its round; absent parts are left out of the JSON.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -48,7 +37,8 @@ pub(crate) struct RoundContext {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub orphan_stash: Option<OrphanStash>,
     /// Each context enricher's object under its hook's name, in name order
-    /// (`docs/protocol.md` §5.4); never one of [`RESERVED_CONTEXT_KEYS`].
+    /// (`docs/protocol.md` §5.4); never one of
+    /// [`crate::hosts::declarations::RESERVED_CONTEXT_KEYS`] (checked where hosts declare).
     #[serde(flatten)]
     pub enrichments: BTreeMap<String, Map<String, Value>>,
 }
@@ -138,7 +128,7 @@ mod tests {
             .keys()
             .map(String::as_str)
             .collect();
-        let mut reserved = RESERVED_CONTEXT_KEYS.to_vec();
+        let mut reserved = crate::hosts::declarations::RESERVED_CONTEXT_KEYS.to_vec();
         reserved.sort_unstable();
         let mut keys_sorted = keys.clone();
         keys_sorted.sort_unstable();

@@ -5,8 +5,8 @@
 
 use jiff::Timestamp;
 
+use crate::config::schedule::Schedule;
 use crate::config::{Config, PhasePolicy};
-use crate::runtime::schedule::Schedule;
 
 /// What the schedule says of the next round.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -27,20 +27,20 @@ use tokio::sync::watch;
 use crate::config::{self, ConfigError};
 use crate::hosts::sandbox::{SandboxGate, SandboxRefused};
 use crate::hosts::HostManager;
-use crate::operator::control::Snapshot;
-use crate::operator::service::{BackOffDoc, ServiceFile, ServiceState};
+use crate::record::events::{Event, EventLog};
+use crate::record::service::{BackOffDoc, ServiceFile, ServiceState};
+use crate::record::state::{self, LockError, ProjectLock};
+use crate::record::status::Snapshot;
+use crate::record::stop::{reached, sleep_unless, StopLevel, StopWatch};
 use crate::runtime::attribution::OwnFiles;
 use crate::runtime::backoff::{self, Plan, WaitEnd};
 use crate::runtime::config_follow::{ConfigFollower, Trigger};
-use crate::runtime::events::{Event, EventLog};
 use crate::runtime::git::Repo;
 use crate::runtime::log_views;
 use crate::runtime::round::{Attempt, Ran, RoundError, Runner};
 use crate::runtime::schedule_gate;
 use crate::runtime::serve_startup;
 use crate::runtime::spawn_gate::Verdict;
-use crate::runtime::state::{self, LockError, ProjectLock};
-use crate::runtime::stop::{reached, sleep_unless, StopLevel, StopWatch};
 use crate::runtime::transient::{Step, Transients};
 
 /// The shortest wait before spawn hooks are asked again after a defer, so a `defer_s = 0`
@@ -95,6 +95,16 @@ pub(crate) enum BootError {
 /// (another supervisor holds the lock, typically).
 pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     let config = config::load(config_path)?;
+    // An agent that will fail every round on this machine (claude's bypass flag as root):
+    // refused here with doctor's finding and fix, not found out round after round.
+    let (unmet, _) = crate::operator::agent_preconditions::on_this_machine(&config);
+    if let Some((reason, fix)) = unmet.into_iter().next() {
+        return Err(BootError::Config(ConfigError::Key {
+            path: config.path.clone(),
+            key: "agent.command".to_owned(),
+            message: format!("{reason}; {fix} (`agent-runner doctor` checks this)"),
+        }));
+    }
     let follow = ConfigFollower::new(&config).map_err(BootError::Hangup)?;
     if let Err(e) = crate::runtime::agent::become_subreaper() {
         tracing::warn!("cannot become a child subreaper ({e}); processes that leave the agent's group may survive a round");
@@ -131,7 +141,7 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     }
     let lock = ProjectLock::acquire(&config.runtime.state_dir)?;
     let holder = log_views::hold(&config.runtime.log_dir);
-    crate::runtime::state_dir::prepare(&config, &events);
+    crate::record::state::prepare(&config, &events);
     let tree = Repo::new(&config.runtime.work_dir, OwnFiles::default());
     if !tree.is_repo().await {
         return Err(BootError::Config(ConfigError::Key {
@@ -160,6 +170,20 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
         _holder: holder,
         _lock: lock,
     })
+}
+
+/// The first 200 characters of the stop file (lossy UTF-8), read without blocking and only
+/// from a regular file; empty otherwise (`stop_file_detected.content`).
+fn stop_file_content(file: &std::path::Path) -> String {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    let read =
+        crate::runtime::tree_file::open_regular(file, crate::runtime::tree_file::Symlink::Follow)
+            .and_then(|f| f.take(800).read_to_end(&mut bytes));
+    match read {
+        Ok(_) => String::from_utf8_lossy(&bytes).chars().take(200).collect(),
+        Err(_) => String::new(),
+    }
 }
 
 /// How `serve` was asked to run.
@@ -191,7 +215,7 @@ pub(crate) async fn serve(
     options: ServeOptions,
     stop: &mut StopWatch,
 ) -> ServeEnd {
-    let service = ServiceFile::new(&booted.runner.config, &booted.gate);
+    let service = ServiceFile::new(&booted.runner.config, booted.gate.info());
     let Booted {
         runner,
         status,
@@ -368,6 +392,8 @@ impl Serving<'_> {
         {
             runner.events.emit(Event::StopFileDetected {
                 path: file.clone(),
+                stop_file: file.display().to_string(),
+                content: stop_file_content(file),
                 rounds_completed: completed,
             });
             eprintln!(
@@ -624,7 +650,7 @@ impl Serving<'_> {
         let phase = config.phase_for_round(round_num).unwrap_or("");
         let agent = &config.profile(Some(phase)).agent.command[0];
         let doc = BackOffDoc {
-            until: crate::runtime::events::timestamp(plan.until),
+            until: crate::record::events::timestamp(plan.until),
             kind: kind.to_owned(),
             agent: agent.rsplit('/').next().unwrap_or(agent).to_owned(),
             since_round,
@@ -788,7 +814,7 @@ async fn schedule_gate(
         capped: false,
         cap: wait,
     };
-    let until_text = crate::runtime::events::timestamp(plan.until);
+    let until_text = crate::record::events::timestamp(plan.until);
     runner.events.emit(Event::SchedulePaused {
         phase: phase.map(str::to_owned),
         until: until_text.clone(),
@@ -849,7 +875,7 @@ async fn rate_ceiling(
         resume_in_s: (ceiling.wait.as_secs_f64() * 10.0).round() / 10.0,
     });
     refresh_summary(&state_dir);
-    let until_text = crate::runtime::events::timestamp(plan.until);
+    let until_text = crate::record::events::timestamp(plan.until);
     let state = format!("paused by max_rounds_per_hour until {until_text}");
     status.send_modify(|s| s.update(&state, None, &runner.hosts));
     service.update(ServiceState::Paused, None, &runner.hosts);
@@ -899,10 +925,10 @@ async fn pause(
 /// and at the end, so it is current whenever the loop is idle or a `round` has ended. A failure is logged, never raised:
 /// readers do without the summary.
 fn refresh_summary(state_dir: &Path) {
-    if let Err(err) = crate::operator::recent::refresh_summary(state_dir) {
+    if let Err(err) = crate::record::recent::refresh_summary(state_dir) {
         tracing::warn!(
             "cannot write {}: {err}",
-            crate::operator::event_summary::SUMMARY_FILE
+            crate::record::event_summary::SUMMARY_FILE
         );
     }
 }

@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use crate::config::Config;
 use crate::hosts::{HookRef, HostManager};
-use crate::runtime::events::{Event, EventLog};
-use crate::runtime::stop::StopWatch;
+use crate::record::events::{Event, EventLog};
+use crate::record::stop::StopWatch;
 
 /// One serve-startup hook that failed. Display: ``serve-startup hook `<hook>` failed
 /// (<error_type>): <message>``.

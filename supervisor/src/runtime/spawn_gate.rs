@@ -13,8 +13,8 @@ use agent_runner_protocol::{
 };
 
 use crate::hosts::HostManager;
-use crate::runtime::events::{Event, EventLog};
-use crate::runtime::stop::StopWatch;
+use crate::record::events::{Event, EventLog};
+use crate::record::stop::StopWatch;
 
 /// The collapsed verdict of all spawn hooks.
 #[derive(Clone, Debug, PartialEq, Eq)]

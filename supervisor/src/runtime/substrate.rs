@@ -6,9 +6,9 @@
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
-use crate::runtime::tree_file::{regular_file_sha256, Symlink};
+use crate::tree_file::{regular_file_sha256, Symlink};
 
-/// The `sha256:<hex>` fingerprint of the files under `work_dir` matching `patterns`
+/// The sha256 (64 hex digits, as the reference system writes it) fingerprint of the files under `work_dir` matching `patterns`
 /// (globs relative to `work_dir`): over the sorted, de-duplicated relative paths, each
 /// path followed by NUL, the sha256 of its content and a newline. `None` when no pattern
 /// matches a readable file. Unreadable files are left out, and so is anything that is not
@@ -39,7 +39,7 @@ pub(crate) fn fingerprint(work_dir: &Path, patterns: &[String]) -> Option<String
     any.then(|| {
         let digest = hasher.finalize();
         let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        format!("sha256:{hex}")
+        hex
     })
 }
 
@@ -57,7 +57,10 @@ mod tests {
         std::fs::write(root.join("notes.txt"), "n").unwrap();
         let patterns = vec!["docs/*.md".to_owned(), "docs/a.md".to_owned()];
         let first = fingerprint(root, &patterns).unwrap();
-        assert!(first.starts_with("sha256:") && first.len() == 71, "{first}");
+        assert!(
+            first.len() == 64 && first.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{first}"
+        );
         std::fs::write(root.join("notes.txt"), "changed").unwrap();
         assert_eq!(fingerprint(root, &patterns).unwrap(), first);
         std::fs::write(root.join("docs/b.md"), "B").unwrap();

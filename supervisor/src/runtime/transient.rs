@@ -13,8 +13,8 @@ use agent_runner_protocol::ErrorKind;
 use std::time::{Instant, SystemTime};
 
 use crate::config::{Config, TransientAction};
+use crate::record::events::{timestamp, Event, EventLog};
 use crate::runtime::backoff::{self, Plan, Policy};
-use crate::runtime::events::{timestamp, Event, EventLog};
 use crate::runtime::post_round::Decision;
 
 /// What `serve` does next.

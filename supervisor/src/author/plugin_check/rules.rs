@@ -11,9 +11,9 @@ use agent_runner_protocol::{
 use serde_json::{json, Value};
 use std::time::Duration;
 
+use super::prepare::Prepared;
 use super::report::{Outcome, Report, Status, RULES};
 use super::wire::{HostWire, NoReply, Reply};
-use super::Prepared;
 use crate::hosts::{declaration_problems, host_initialize_params, EXIT_GRACE};
 
 /// How long a host must stay silent after it starts (before `initialize`).

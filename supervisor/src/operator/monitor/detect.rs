@@ -17,12 +17,12 @@ use std::time::{Duration, SystemTime};
 use crate::config::{Config, MonitorConfig};
 use crate::exit::{self, CliError};
 use crate::operator::monitor::metrics::epoch_seconds;
-use crate::operator::recent::{self, Wanted};
-use crate::operator::round_history;
-use crate::operator::service::{self, ServiceState};
-use crate::runtime::events::{Event, Recorded};
+use crate::record::events::{Event, EventLog, Recorded};
+use crate::record::recent::{self, Wanted};
+use crate::record::round_history;
+use crate::record::service::{self, ServiceState};
+use crate::record::stop::StopLevel;
 use crate::runtime::host_health::{self, Reading};
-use crate::runtime::stop::StopLevel;
 
 /// Rounds in a row ending unclean that raise `no_progress`.
 pub(crate) const NO_PROGRESS_ROUNDS: usize = 3;
@@ -244,7 +244,7 @@ pub(crate) fn tool_calls(log: &str) -> Vec<String> {
 /// (`[WARN] detector — message`, or one JSON object with `--json`), records it, and stops
 /// the supervisor for detectors in `auto_stop_on`.
 pub(crate) async fn watch(config: &Config, interval: Duration, json: bool) -> Result<u8, CliError> {
-    super::record(
+    record(
         config,
         Event::MonitorStarted {
             mode: "anomaly".into(),
@@ -285,7 +285,7 @@ async fn report(config: &Config, alert: &Alert, json: bool) {
     let _ = writeln!(out, "{line}");
     let _ = out.flush();
     drop(out);
-    super::record(
+    record(
         config,
         Event::MonitorAlertEmitted {
             detector: alert.detector.into(),
@@ -303,13 +303,13 @@ async fn report(config: &Config, alert: &Alert, json: bool) {
         return;
     }
     match crate::operator::control::ask_stop(&config.runtime.state_dir, StopLevel::Graceful).await {
-        Ok(_) => super::record(
+        Ok(_) => record(
             config,
             Event::MonitorAutoStopTriggered {
                 detector: alert.detector.into(),
             },
         ),
-        Err(e) => super::record(
+        Err(e) => record(
             config,
             Event::MonitorAutoStopFailed {
                 detector: alert.detector.into(),
@@ -317,6 +317,13 @@ async fn report(config: &Config, alert: &Alert, json: bool) {
             },
         ),
     }
+}
+
+/// Records a `monitor_*` event in the project's record (anomaly mode only).
+fn record(config: &Config, event: Event) {
+    EventLog::new(&config.runtime.state_dir)
+        .linked_in(&config.runtime.log_dir)
+        .emit(event);
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime};
 use crate::config::Config;
 use crate::operator::control::{self, StatusDoc};
 use crate::operator::monitor::metrics::epoch_seconds;
-use crate::operator::service::{self, ServiceDoc, ServiceState};
+use crate::record::service::{self, ServiceDoc, ServiceState};
 
 /// How far past a deadline the supervisor may be before it is called wedged.
 pub(crate) const WEDGED_GRACE: Duration = Duration::from_secs(300);
@@ -142,8 +142,8 @@ fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operator::service::{BackOffDoc, CurrentRound};
-    use crate::runtime::events::timestamp;
+    use crate::record::events::timestamp;
+    use crate::record::service::{BackOffDoc, CurrentRound};
 
     /// A project with a 100 s round budget (the directory lives as long as the config).
     fn config() -> (tempfile::TempDir, Config) {

@@ -30,11 +30,11 @@ use tokio::sync::broadcast;
 
 use crate::config::Config;
 use crate::exit::{self, CliError};
-use crate::operator::event_read::Forward;
 use crate::operator::monitor::healthz;
 use crate::operator::monitor::metrics::{self, Counters, ProjectView};
 use crate::operator::peek::{self, PeekDoc, PeekOptions};
-use crate::operator::service;
+use crate::record::event_read::Forward;
+use crate::record::service;
 use crate::runtime::host_health::{self, Reading};
 
 const INDEX_HTML: &str = include_str!("page/index.html");

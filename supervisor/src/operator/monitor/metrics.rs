@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::time::SystemTime;
 
-use crate::hosts::{CallHistogram, CALL_BUCKETS};
-use crate::operator::service::{ServiceDoc, ServiceState};
-use crate::runtime::events::{Event, Recorded, RoundEnd};
+use crate::record::events::{Event, Recorded, RoundEnd};
+use crate::record::service::{CallHistogram, CALL_BUCKETS};
+use crate::record::service::{ServiceDoc, ServiceState};
 
 /// Upper bounds (seconds) of the round duration histogram's buckets.
 pub(crate) const DURATION_BUCKETS: [f64; 11] = [
@@ -48,7 +48,7 @@ pub(crate) struct ProjectView<'a> {
 
 /// Seconds since the epoch of an event `ts`.
 pub(crate) fn epoch_seconds(ts: &str) -> Option<f64> {
-    let at = crate::operator::event_read::parse_ts(ts)?;
+    let at = crate::record::event_read::parse_ts(ts)?;
     Some(
         at.duration_since(SystemTime::UNIX_EPOCH)
             .ok()?

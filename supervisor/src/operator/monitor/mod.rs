@@ -28,8 +28,7 @@ use std::time::Duration;
 use crate::config::{self, Config};
 use crate::exit::{self, CliError};
 use crate::operator::event_query::TAIL_POLL;
-use crate::operator::event_read::Forward;
-use crate::runtime::events::{Event, EventLog};
+use crate::record::event_read::Forward;
 
 /// `--mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -162,7 +161,7 @@ pub(crate) async fn run(options: Options) -> Result<u8, CliError> {
 /// Prints each new event of the record, rendered by `render`, until Ctrl-C.
 async fn stream(
     config: &Config,
-    render: impl Fn(&crate::runtime::events::Recorded) -> String,
+    render: impl Fn(&crate::record::events::Recorded) -> String,
 ) -> Result<u8, CliError> {
     let state_dir = &config.runtime.state_dir;
     let unreadable = |e: std::io::Error| CliError::failure(format!("cannot read {e}"));
@@ -185,11 +184,4 @@ async fn stream(
         }
         let _ = out.flush();
     }
-}
-
-/// Records a `monitor_*` event in the project's record (anomaly mode only).
-fn record(config: &Config, event: Event) {
-    EventLog::new(&config.runtime.state_dir)
-        .linked_in(&config.runtime.log_dir)
-        .emit(event);
 }

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::runtime::events::{Event, Recorded, RoundEnd};
+use crate::record::events::{Event, Recorded, RoundEnd};
 
 /// The sentence for `recorded`, prefixed with its local-free UTC time (`HH:MM:SS`).
 pub(crate) fn sentence(recorded: &Recorded) -> String {

@@ -20,7 +20,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
 use crate::exit::{self, CliError};
-use crate::runtime::events::{Event, EventLog};
+use crate::record::events::{Event, EventLog};
 
 /// Waits before reconnect attempt 1, 2, …; the last value repeats.
 pub(crate) const BACKOFF_S: [u64; 6] = [1, 2, 4, 8, 16, 30];

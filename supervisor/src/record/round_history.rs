@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::runtime::events::{Event, Recorded, RoundEnd};
+use crate::record::events::{Event, Recorded, RoundEnd};
 
 /// One round as far as the events go.
 #[derive(Clone, Debug, Default)]
@@ -107,7 +107,7 @@ pub(crate) fn rounds(events: &[Recorded]) -> BTreeMap<u64, RoundView> {
 /// system's `RoundView` fields, then ours (`duration_s`, `exit_cause`, `dirty_outcome`,
 /// `ended_at`).
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct RoundDoc {
     /// Its number.
     pub round_num: u64,
@@ -213,9 +213,7 @@ pub(crate) fn latest_logged_round(log_dir: &Path) -> Option<u64> {
 /// cut), `None` if it cannot be read.
 pub(crate) fn tail_text(path: &Path, max_bytes: usize) -> Option<String> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut file =
-        crate::runtime::tree_file::open_regular(path, crate::runtime::tree_file::Symlink::Refuse)
-            .ok()?;
+    let mut file = crate::tree_file::open_regular(path, crate::tree_file::Symlink::Refuse).ok()?;
     let len = file.metadata().ok()?.len();
     let start = len.saturating_sub(max_bytes as u64);
     file.seek(SeekFrom::Start(start)).ok()?;

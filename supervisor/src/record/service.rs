@@ -1,7 +1,7 @@
 //! `<state_dir>/service.json`: what a running `serve` is doing, for `peek`, `watch` and
 //! `status` (format documented in `docs/operations.md`, "service.json").
 //!
-//! `serve` rewrites it atomically ([`crate::runtime::state::write_json_atomic`]) at its own events
+//! `serve` rewrites it atomically ([`crate::record::state::write_json_atomic`]) at its own events
 //! only — boot, round start and end, defer, stopping, exit — never on a timer, so the cost
 //! is one small file write per round. Readers must treat it as a hint: a `serve` killed
 //! with SIGKILL leaves its last state behind, so they check whether `pid` is alive (the
@@ -11,19 +11,59 @@ use agent_runner_protocol::SandboxInfo;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use crate::config::Config;
-use crate::hosts::sandbox::SandboxGate;
-use crate::hosts::{CallHistogram, HostManager};
-use crate::runtime::events::timestamp;
-use crate::runtime::state::write_json_atomic;
+use crate::record::events::timestamp;
+use crate::record::state::write_json_atomic;
 
 /// Name of the file in the state dir.
 pub(crate) const SERVICE_FILE: &str = "service.json";
 
 /// The version of the document's shape; fields are only ever added within a version.
 pub(crate) const SCHEMA_VERSION: u32 = 1;
+
+/// Upper bounds (seconds) of the hook call duration histogram's buckets, `+Inf` implied:
+/// from a fast compiled host (a few ms) to the longest call timeouts.
+pub(crate) const CALL_BUCKETS: [f64; 12] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// Durations of the hook calls of one family this supervisor run, in Prometheus'
+/// histogram shape: `buckets[i]` counts calls of at most [`CALL_BUCKETS`]`[i]` seconds
+/// (cumulative), `count` every call (the `+Inf` bucket), `sum_s` their total in seconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CallHistogram {
+    /// Cumulative counts per bound of [`CALL_BUCKETS`].
+    pub buckets: [u64; CALL_BUCKETS.len()],
+    /// Calls observed.
+    pub count: u64,
+    /// Their total duration, seconds.
+    pub sum_s: f64,
+}
+
+impl CallHistogram {
+    /// Counts one call that took `elapsed` (answered or failed).
+    pub fn observe(&mut self, elapsed: Duration) {
+        let s = elapsed.as_secs_f64();
+        for (n, bound) in self.buckets.iter_mut().zip(CALL_BUCKETS) {
+            if s <= bound {
+                *n += 1;
+            }
+        }
+        self.count += 1;
+        self.sum_s += s;
+    }
+}
+
+/// The hosts as `service.json` shows them: implemented by the host manager
+/// ([`crate::hosts::HostManager`]), which stands above the record.
+pub(crate) trait ServiceHosts {
+    /// Each host as `service.json` shows it.
+    fn service_hosts(&self) -> Vec<ServiceHost>;
+    /// Durations of this run's hook calls, by family (wire spelling).
+    fn hook_call_durations(&self) -> BTreeMap<String, CallHistogram>;
+}
 
 /// What `serve` is doing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,7 +104,7 @@ impl ServiceState {
 
 /// The round being attempted.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[schemars(transform = crate::operator::schema_fields::every_field_required)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct CurrentRound {
     /// The number the round has (or will get when the spawn hooks let it start).
     pub round_num: u64,
@@ -160,7 +200,7 @@ pub(crate) struct ServiceDoc {
 /// Reads `<state_dir>/service.json`; `None` when it is missing or unreadable (a reader
 /// never fails on it).
 pub(crate) fn read(state_dir: &Path) -> Option<ServiceDoc> {
-    crate::runtime::state::read_json(&state_dir.join(SERVICE_FILE))
+    crate::record::state::read_json(&state_dir.join(SERVICE_FILE))
         .ok()
         .flatten()
 }
@@ -172,10 +212,11 @@ pub(crate) struct ServiceFile {
 }
 
 impl ServiceFile {
-    /// A document for a `serve` of `config` booted through `gate` (nothing written yet).
-    pub(crate) fn new(config: &Config, gate: &SandboxGate) -> Self {
+    /// A document for a `serve` of `config` booted under `sandbox` (the gate's
+    /// [`crate::hosts::sandbox::SandboxGate::info`]); nothing written yet.
+    pub(crate) fn new(config: &Config, sandbox: SandboxInfo) -> Self {
         let now = timestamp(SystemTime::now());
-        let info = gate.info();
+        let info = sandbox;
         ServiceFile {
             path: config.runtime.state_dir.join(SERVICE_FILE),
             doc: ServiceDoc {
@@ -200,48 +241,15 @@ impl ServiceFile {
         &mut self,
         state: ServiceState,
         current_round: Option<CurrentRound>,
-        hosts: &HostManager,
+        hosts: &impl ServiceHosts,
     ) {
         self.doc.state = state;
         self.doc.current_round = current_round;
         if state != ServiceState::BackingOff {
             self.doc.back_off = None;
         }
-        self.doc.hosts = hosts
-            .status()
-            .into_iter()
-            .map(|h| ServiceHost {
-                families: h.hook_families.iter().fold(
-                    BTreeMap::new(),
-                    |mut acc: BTreeMap<String, Vec<String>>, (family, hook)| {
-                        acc.entry(family.as_str().to_owned())
-                            .or_default()
-                            .push(hook.clone());
-                        acc
-                    },
-                ),
-                event_kinds: h
-                    .declared
-                    .event_kinds
-                    .iter()
-                    .map(|k| format!("{}.{k}", h.name))
-                    .collect(),
-                owned_paths: h.declared.owned_paths.clone(),
-                call_latency_p50_ms: h.stats.latency_p50_ms(),
-                name: h.name,
-                state: h.state.as_str().to_owned(),
-                pid: h.pid,
-                hooks: h.hooks,
-                calls: h.stats.calls,
-                failures: h.stats.failures,
-                last_error: h.stats.last_error,
-            })
-            .collect();
-        self.doc.hook_call_durations = hosts
-            .call_durations()
-            .iter()
-            .map(|(family, h)| (family.as_str().to_owned(), h.clone()))
-            .collect();
+        self.doc.hosts = hosts.service_hosts();
+        self.doc.hook_call_durations = hosts.hook_call_durations();
         self.doc.updated_at = timestamp(SystemTime::now());
         if let Err(err) = write_json_atomic(&self.path, &self.doc) {
             tracing::warn!(path = %self.path.display(), "cannot write service status: {err}");
@@ -249,7 +257,7 @@ impl ServiceFile {
     }
 
     /// Records a back-off under way (state `backing_off`) and writes the file.
-    pub(crate) fn backing_off(&mut self, back_off: BackOffDoc, hosts: &HostManager) {
+    pub(crate) fn backing_off(&mut self, back_off: BackOffDoc, hosts: &impl ServiceHosts) {
         self.doc.back_off = Some(back_off);
         self.update(ServiceState::BackingOff, None, hosts);
     }
@@ -269,7 +277,7 @@ impl ServiceFile {
 /// agent-runner. Read-only: the lock is read, never taken (taking it, even shared, could
 /// make a starting `serve` fail).
 pub(crate) fn live_supervisor(state_dir: &Path) -> Option<u32> {
-    let text = std::fs::read_to_string(state_dir.join(crate::runtime::state::LOCK_FILE)).ok()?;
+    let text = std::fs::read_to_string(state_dir.join(crate::record::state::LOCK_FILE)).ok()?;
     let pid: u32 = text.trim().parse().ok()?;
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     let argv0 = cmdline.split(|b| *b == 0).next().unwrap_or_default();

@@ -1,4 +1,4 @@
-//! What persists between runs, under `state_dir` ([`crate::runtime::state_dir`]): the
+//! What persists between runs, under `state_dir` ([`crate::config::state_dir`]): the
 //! project lock (`agent-runner.lock`), the
 //! round counter (`state.json`) and the orphan stash record (`orphan-state.json`). State
 //! files are written atomically (temp file + rename).
@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
+
+use crate::config::Config;
+use crate::record::events::{Event, EventLog};
 
 /// Name of the lock file in `state_dir`; it holds the holder's pid.
 pub(crate) const LOCK_FILE: &str = "agent-runner.lock";
@@ -211,7 +214,7 @@ pub(crate) fn recover_round_counter(
     let logged = std::fs::read_dir(rounds_dir)
         .into_iter()
         .flatten()
-        .filter_map(|e| crate::runtime::retention::round_of(&e.ok()?.path()))
+        .filter_map(|e| crate::record::retention::round_of(&e.ok()?.path()))
         .max()
         .unwrap_or(0);
     if logged <= state.last_round {
@@ -240,6 +243,87 @@ pub(crate) fn read_round_state(state_dir: &Path) -> io::Result<RoundState> {
 pub(crate) fn peek_next_round(state_dir: &Path) -> io::Result<u64> {
     let state: RoundState = read_json(&state_dir.join(STATE_FILE))?.unwrap_or_default();
     Ok(state.last_round + 1)
+}
+
+/// Readies the record of `config`'s project at boot, with the project lock held: a record
+/// left in `log_dir` by an earlier layout (`state.json`, `orphan-state.json`,
+/// `events-*.jsonl`) is moved into `state_dir` when `state_dir` has none of its own
+/// (`state_migrated`), and a round counter behind the round logs is raised to them
+/// (`round_state_recovered`), so round numbers never restart silently. Failures are
+/// recorded as warnings; the round counter is checked again when the round starts.
+pub(crate) fn prepare(config: &Config, events: &EventLog) {
+    let (log_dir, state_dir) = (&config.runtime.log_dir, &config.runtime.state_dir);
+    if log_dir != state_dir {
+        match adopt_old_layout(log_dir, state_dir) {
+            Ok(moved) if moved.is_empty() => {}
+            Ok(files) => events.emit(Event::StateMigrated {
+                from: log_dir.clone(),
+                to: state_dir.clone(),
+                files,
+            }),
+            Err(e) => tracing::warn!(
+                "cannot move the record from {} to {}: {e}",
+                log_dir.display(),
+                state_dir.display()
+            ),
+        }
+    }
+    match recover_round_counter(state_dir, &log_dir.join("rounds")) {
+        Ok(None) => {}
+        Ok(Some((was, now))) => {
+            tracing::warn!(
+                "state.json said round {was} but round logs reach R{now}; numbering resumes at R{}",
+                now + 1
+            );
+            events.emit(Event::RoundStateRecovered {
+                last_round_was: was,
+                last_round: now,
+                source: "round logs".to_owned(),
+                state_file: state_dir.join(STATE_FILE),
+            });
+        }
+        Err(e) => tracing::warn!("cannot check the round counter: {e}"),
+    }
+}
+
+/// Moves `state.json`, `orphan-state.json` and `events-*.jsonl` (regular files) from
+/// `log_dir` to `state_dir` when `state_dir` holds none of them yet; returns the names
+/// moved.
+fn adopt_old_layout(log_dir: &Path, state_dir: &Path) -> std::io::Result<Vec<String>> {
+    let Ok(entries) = std::fs::read_dir(log_dir) else {
+        return Ok(Vec::new());
+    };
+    // Regular files only: a symbolic link there is ours, a month file's link to the
+    // record (`EventLog::linked_in`), never an old record.
+    let names: Vec<String> = entries
+        .filter_map(|e| {
+            let e = e.ok()?;
+            e.file_type().ok()?.is_file().then_some(())?;
+            e.file_name().into_string().ok()
+        })
+        .filter(|n| {
+            n == STATE_FILE
+                || n == ORPHAN_FILE
+                || (n.starts_with("events-") && n.ends_with(".jsonl"))
+        })
+        .collect();
+    if names.is_empty() || state_dir.join(STATE_FILE).exists() {
+        return Ok(Vec::new());
+    }
+    std::fs::create_dir_all(state_dir)?;
+    let mut moved = Vec::new();
+    for name in names {
+        let (from, to) = (log_dir.join(&name), state_dir.join(&name));
+        if to.exists() {
+            continue; // written by this boot already; the old file stays where it is
+        }
+        if std::fs::rename(&from, &to).is_err() {
+            std::fs::copy(&from, &to)?;
+            std::fs::remove_file(&from)?;
+        }
+        moved.push(name);
+    }
+    Ok(moved)
 }
 
 #[cfg(test)]

@@ -99,6 +99,11 @@ pub(crate) enum Event {
     StopFileDetected {
         /// The file.
         path: PathBuf,
+        /// The file again, the reference system's key (docs/reference-system.md).
+        stop_file: String,
+        /// Its first 200 characters (lossy UTF-8; empty when unreadable or not a
+        /// regular file).
+        content: String,
         /// Rounds completed by this serve.
         rounds_completed: u64,
     },
@@ -440,7 +445,7 @@ pub(crate) enum Event {
         round_num: u64,
         /// `HEAD`'s SHA; `null` before the first commit.
         git_head: Option<String>,
-        /// `sha256:<hex>` of the matching files; `null` when none matches.
+        /// The sha256 of the matching files, 64 hex digits; `null` when none matches.
         paths_hash: Option<String>,
     },
     /// What the round left (after the agent exited), as [`Event::RoundSubstrateBefore`].
@@ -449,7 +454,7 @@ pub(crate) enum Event {
         round_num: u64,
         /// `HEAD`'s SHA.
         git_head: Option<String>,
-        /// `sha256:<hex>` of the matching files.
+        /// The sha256 of the matching files, 64 hex digits.
         paths_hash: Option<String>,
     },
     /// The agent printed its result (`terminal_marker`) and lingered past
@@ -471,6 +476,14 @@ pub(crate) enum Event {
         round_num: u64,
         /// The grace, seconds.
         grace_s: u64,
+    },
+    /// The agent ran out of its round budget and its process group was ended (right after
+    /// its `agent_exit`, whose `exit_cause` is `timeout`).
+    RoundTimeoutKill {
+        /// The round.
+        round_num: u64,
+        /// `exceeded round_budget_s=<budget>`.
+        reason: String,
     },
     /// The agent process was started.
     AgentSpawn {
@@ -498,7 +511,8 @@ pub(crate) enum Event {
         signal: Option<i32>,
         /// Wall time from spawn to reap, seconds to 1 ms.
         duration_s: f64,
-        /// Whether the budget ran out.
+        /// Whether a timer ended it: the budget ran out, or the result grace
+        /// (`grace_kill`), as the reference system reports it.
         timed_out: bool,
         /// `exited`, `timeout`, `stopped`, … (`runtime::agent::ExitCause`).
         exit_cause: String,
@@ -962,6 +976,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "round_substrate_after",
     "round_grace_extended",
     "round_grace_kill",
+    "round_timeout_kill",
     "plugin_post_round_decision",
     "plugin_post_round_override_ignored",
     "agent_usage_recorded",

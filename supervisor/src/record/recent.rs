@@ -1,8 +1,8 @@
 //! What one look (`peek`, `watch`) needs from the record: the newest events, the events of
 //! the newest rounds, the newest `hook_failed` events and the newest `agent_network_blip`
 //! events, gathered by reading the record backwards
-//! ([`crate::operator::event_read::Backwards`]) and stopping as soon as all are found. What lies further back than [`SCAN_BYTES`] comes from the summary `serve`
-//! keeps ([`crate::operator::event_summary`]) when the scan reaches the point it covers
+//! ([`crate::record::event_read::Backwards`]) and stopping as soon as all are found. What lies further back than [`SCAN_BYTES`] comes from the summary `serve`
+//! keeps ([`crate::record::event_summary`]) when the scan reaches the point it covers
 //! (docs/operations.md "Reading the record"). Only the kept lines are deserialized; memory
 //! is bounded by what is asked, not by the record.
 
@@ -10,9 +10,9 @@ use std::collections::BTreeSet;
 use std::io;
 use std::path::Path;
 
-use crate::operator::event_read::Backwards;
-use crate::operator::event_summary::{self, Covers, Summary};
-use crate::runtime::events::Recorded;
+use crate::record::event_read::Backwards;
+use crate::record::event_summary::{self, Covers, Summary};
+use crate::record::events::Recorded;
 
 /// Completed rounds a look lists (`peek`'s `recent_rounds`).
 pub(crate) const RECENT_ROUNDS: usize = 10;
@@ -411,8 +411,8 @@ pub(crate) mod tests {
 #[cfg(test)]
 mod summary_tests {
     use super::*;
-    use crate::operator::event_summary::{load, Covers};
-    use crate::operator::recent::tests::{blip, round};
+    use crate::record::event_summary::{load, Covers};
+    use crate::record::recent::tests::{blip, round};
     use std::collections::BTreeSet;
 
     fn rounds_in(events: &[Recorded]) -> BTreeSet<u64> {

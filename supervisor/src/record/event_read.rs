@@ -1,4 +1,4 @@
-//! Reading the operator's record back ([`crate::runtime::events`] writes it) without
+//! Reading the operator's record back ([`crate::record::events`] writes it) without
 //! loading it: the monthly files of a log dir read **backwards** in blocks from the newest
 //! line ([`Backwards`]), or **forwards** from a position ([`Forward`]), one line at a time,
 //! so a reader stops as soon as its question is answered and holds only the lines it keeps
@@ -21,7 +21,7 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::runtime::events::Recorded;
+use crate::record::events::Recorded;
 
 /// Bytes read per step when reading backwards.
 pub(crate) const BLOCK_BYTES: usize = 64 * 1024;
@@ -339,7 +339,7 @@ impl Forward {
     /// Errors: the directory or a file cannot be read.
     pub(crate) fn since(state_dir: &Path, since: SystemTime) -> io::Result<Forward> {
         let files = event_files(state_dir)?;
-        let month = crate::runtime::events::timestamp(since)[..7].to_owned();
+        let month = crate::record::events::timestamp(since)[..7].to_owned();
         let Some(index) = files
             .iter()
             .rposition(|p| month_of(p).is_some_and(|m| m <= month.as_str()))
