@@ -177,9 +177,8 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
 fn stop_file_content(file: &std::path::Path) -> String {
     use std::io::Read;
     let mut bytes = Vec::new();
-    let read =
-        crate::runtime::tree_file::open_regular(file, crate::runtime::tree_file::Symlink::Follow)
-            .and_then(|f| f.take(800).read_to_end(&mut bytes));
+    let read = crate::tree_file::open_regular(file, crate::tree_file::Symlink::Follow)
+        .and_then(|f| f.take(800).read_to_end(&mut bytes));
     match read {
         Ok(_) => String::from_utf8_lossy(&bytes).chars().take(200).collect(),
         Err(_) => String::new(),
