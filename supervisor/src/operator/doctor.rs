@@ -408,10 +408,10 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     }
 }
 
-/// The agent CLI's preconditions on this machine ([`agent_preconditions`]), for the
+/// The agent CLI's preconditions on this machine ([`crate::runtime::agent_preconditions`]), for the
 /// agent of every phase: failed checks and warnings named `agent_preconditions`.
 fn agent_findings(config: &Config) -> (Vec<Check>, Vec<Check>) {
-    let (failures, warnings) = crate::operator::agent_preconditions::on_this_machine(config);
+    let (failures, warnings) = crate::runtime::agent_preconditions::on_this_machine(config);
     let mut failed: Vec<Check> = failures
         .into_iter()
         .map(|(reason, fix)| check("agent_preconditions", false, reason, fix))

@@ -3,7 +3,7 @@
 //! - Read-only views (never write under `log_dir`, never start a host): [`peek`] (with
 //!   [`peek_render`], [`system_metrics`], [`schedule_view`]), [`watch`],
 //!   [`event_query`] (all reading the record through [`crate::record`]'s readers)
-//!   and [`doctor`] (with [`agent_preconditions`]); [`monitor`] (detectors, the ssh relay,
+//!   and [`doctor`] (with [`crate::runtime::agent_preconditions`], which `serve` checks too); [`monitor`] (detectors, the ssh relay,
 //!   the live page and `/metrics`).
 //! - Control of a running `serve`: [`control`] (`status`/`stop`/`kill`/`start`/`restart`
 //!   over `<state_dir>/control.sock`; what `serve` publishes for it is
@@ -11,7 +11,6 @@
 //! - Set-up: [`init`] (config and prompt from a preset), [`install`] (the systemd unit) and
 //!   [`migrate`] (a reference system's config made ours).
 
-pub(crate) mod agent_preconditions;
 pub(crate) mod agent_version;
 pub(crate) mod control;
 pub(crate) mod defenses;

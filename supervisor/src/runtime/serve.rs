@@ -97,7 +97,7 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     let config = config::load(config_path)?;
     // An agent that will fail every round on this machine (claude's bypass flag as root):
     // refused here with doctor's finding and fix, not found out round after round.
-    let (unmet, _) = crate::operator::agent_preconditions::on_this_machine(&config);
+    let (unmet, _) = crate::runtime::agent_preconditions::on_this_machine(&config);
     if let Some((reason, fix)) = unmet.into_iter().next() {
         return Err(BootError::Config(ConfigError::Key {
             path: config.path.clone(),
