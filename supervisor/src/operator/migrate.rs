@@ -48,7 +48,7 @@ pub(crate) fn run(config_path: &Path, dry_run: bool) -> (u8, Migration) {
         config: config_path.to_owned(),
         ..Migration::default()
     };
-    let text = match crate::runtime::tree_file::read_regular_to_string(config_path) {
+    let text = match crate::tree_file::read_regular_to_string(config_path) {
         Ok(text) => text,
         Err(e) => {
             report
