@@ -70,7 +70,7 @@ fn migrate_rewrites_what_it_can_and_names_what_needs_a_hand() {
     let p = Project::new();
     let agent = p.agent_path().display().to_string();
     let old = format!(
-        "# my agent\n[agent]\ncommand = \"{agent}\"\n\n[runtime]\nwork_dir = \".\"\nlog_dir = \"./logs\"\nround_timeout_s = 60 # a minute\nrate_limit_action = \"back_off\"\n\n[vcs]\norphan_action = \"stash\"\n\n[monitor]\nauto_stop_on = \"oauth_fail\"\n\n[plugins.pin]\nmy_gate = \"sha256:{}\"\n",
+        "# my agent\n[agent]\ncommand = \"{agent}\"\n\n[runtime]\nwork_dir = \".\"\nlog_dir = \"./logs\"\nround_timeout_s = 60 # a minute\nrate_limit_action = \"back_off\"\n\n[vcs]\norphan_action = \"stash\"\n\n[monitor]\nauto_stop_on = \"oauth_fail\"\n\n[monitor.host_health.disk]\nwarning_pct = 100\ncritical_pct = 100\n\n[plugins.pin]\nmy_gate = \"sha256:{}\"\n",
         "a".repeat(64)
     );
     p.write_config_text(&old);
