@@ -309,7 +309,12 @@ impl From<crate::runtime::serve::BootError> for CliError {
         match err {
             BootError::Config(err) => err.into(),
             BootError::Sandbox(err) => err.into(),
-            err @ (BootError::Hangup(_) | BootError::Lock(_)) => CliError::failure(err.to_string()),
+            BootError::TreeLock(
+                err @ crate::runtime::tree_lock::TreeLockError::OtherTree { .. },
+            ) => CliError::config(err.to_string()),
+            err @ (BootError::Hangup(_) | BootError::Lock(_) | BootError::TreeLock(_)) => {
+                CliError::failure(err.to_string())
+            }
         }
     }
 }
