@@ -148,6 +148,20 @@ pub(crate) enum Command {
     Kill,
     /// Start `serve` detached; refused while a supervisor runs.
     Start,
+    /// Stop the running supervisor (gracefully: the current round finishes; `--force`:
+    /// as `kill`), wait for it to end, then `start`.
+    Restart {
+        /// Terminate the agent now instead of letting the round finish.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Rewrite a config written for the reference system (0.3.2 – 0.3.14) into one this
+    /// build loads; exit 0 nothing left, 1 a change by hand remains, 2 not TOML.
+    Migrate {
+        /// Say what would change; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Plugin hosts: check one against the protocol, or scaffold a new one.
     Plugin {
         /// What to do.
@@ -374,7 +388,7 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             preset,
             force,
             no_commit,
-        } => init(config, preset, force, no_commit).await,
+        } => init(config, json, preset, force, no_commit).await,
         Command::Doctor { rounds } => Ok(doctor(&config, json, rounds).await),
         Command::Round { phase } => round(&config, json, phase.as_deref()).await,
         Command::Serve {
@@ -415,24 +429,42 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Stop => control::stop(&config, StopLevel::Graceful, json).await,
         Command::Kill => control::stop(&config, StopLevel::Immediate, json).await,
         Command::Start => control::start(&config, json).await,
+        Command::Restart { force } => control::restart(&config, force, json).await,
+        Command::Migrate { dry_run } => {
+            let (code, report) = crate::operator::migrate::run(&config, dry_run);
+            if json {
+                println!("{}", serde_json::to_string(&report).unwrap_or_default());
+            } else {
+                print!("{}", crate::operator::migrate::render(&report, dry_run));
+            }
+            Ok(code)
+        }
     }
 }
 
 /// `init`: writes the config and prompt of `preset`, prints what it did.
 async fn init(
     config_path: PathBuf,
+    json: bool,
     preset: String,
     force: bool,
     no_commit: bool,
 ) -> Result<u8, CliError> {
-    let lines = crate::operator::init::run(&crate::operator::init::InitOptions {
+    let outcome = crate::operator::init::run(&crate::operator::init::InitOptions {
         config_path,
         preset,
         force,
         no_commit,
     })
     .await?;
-    print_lines(lines)
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&outcome.doc).unwrap_or_default()
+        );
+        return Ok(exit::OK);
+    }
+    print_lines(outcome.lines)
 }
 
 /// `doctor`: the report (human or `--json`) and its exit code.
