@@ -5,7 +5,7 @@
 //! - [`host_health`]: disk, memory and pressure before and during a round;
 //!   [`round_cgroup`]: each round in its own cgroup when the supervisor's is delegated.
 //! - [`agent`]: the agent process in its own process group, under its budget;
-//!   [`agent_preconditions`]: what the agent CLI needs from this machine (serve and doctor).
+//!   [`agent_preconditions`]: what the agent CLI needs from this machine (serve and doctor);
 //!   [`cooperative`]: the signal and grace that end it.
 //! - [`pre_round`] (pre-round hooks and context enrichers), [`spawn_gate`], [`dirty`] and
 //!   [`detect`]: the hook families as the round sees them, with their built-ins;
