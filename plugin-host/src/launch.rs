@@ -20,7 +20,12 @@
 //!    * where a mount namespace can be had (root, or the user namespace above): a private
 //!      size-limited `tmpfs` over `tmp_dir`, granted in the Landlock ruleset
 //!      ([`crate::write_limits`]);
+//!    * new IPC and UTS namespaces (root: `unshare(CLONE_NEWIPC | CLONE_NEWUTS)`; the
+//!      user-namespace path makes them with the others): no System V IPC object and no
+//!      host name is shared with the rest of the machine;
 //!    * `SIGXFSZ` ignored, so `RLIMIT_FSIZE` fails writes with `EFBIG`;
+//!    * every capability dropped: bounding, ambient, effective, permitted and inheritable
+//!      sets, secure bits locked ([`crate::capabilities`]);
 //! 3. `prctl(PR_SET_NO_NEW_PRIVS, 1)`;
 //! 4. for a script host, `fcntl(F_SETFD, 0)` on the verified script descriptor so the
 //!    interpreter can open it as `/dev/fd/N`;
@@ -54,6 +59,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::MutexGuard;
 
+use crate::capabilities::drop_all as drop_capabilities;
 use crate::env::host_environment;
 use crate::notify::DenialListener;
 use crate::pid_namespace::{has_exited, own_pidfd, FreshPidNamespace};
@@ -286,6 +292,10 @@ struct ChildPlan {
     user_ns: Option<UserNamespacePlan>,
     /// The private TMPDIR to mount, where a mount namespace can be had.
     private_tmp: Option<PrivateTmp>,
+    /// Whether the child unshares its IPC and UTS namespaces itself (root: the host is in a
+    /// PID namespace of the supervisor's making; the user-namespace path makes them in
+    /// [`UserNamespacePlan::enter`]).
+    private_ipc_uts: bool,
     /// Kept open (and closed in the parent after the spawn) for execveat.
     exec_fd: OwnedFd,
     /// For a script host: the verified script descriptor, to be inherited by the interpreter.
@@ -421,7 +431,14 @@ impl ChildPlan {
         if let Some(tmp) = &self.private_tmp {
             tmp.mount(self.landlock.as_ref().map(|fd| fd.as_raw_fd()))?;
         }
+        if self.private_ipc_uts {
+            // SAFETY: unshare takes flags only; this child is single-threaded.
+            if unsafe { libc::unshare(libc::CLONE_NEWIPC | libc::CLONE_NEWUTS) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
         ignore_sigxfsz()?;
+        drop_capabilities()?;
         // SAFETY: prctl with integer arguments only.
         if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
             return Err(std::io::Error::last_os_error());
@@ -676,6 +693,7 @@ fn spawn_inner(
         rlimits: host_rlimits(spec),
         user_ns,
         private_tmp,
+        private_ipc_uts: pid_ns.is_some(),
         exec_fd: target.fd,
         script_fd: target.script_fd,
         landlock,

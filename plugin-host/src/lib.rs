@@ -26,6 +26,7 @@
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
 compile_error!("agent-runner-plugin-host supports only Linux on x86_64");
 
+mod capabilities;
 pub mod cgroup;
 pub mod env;
 pub mod launch;

@@ -519,8 +519,27 @@ pub enum DenyWhen {
     NotUnixStreamPair,
     /// When argument 0 is neither `0xffffffff` (query) nor `0` (`PER_LINUX`, the default).
     PersonalityChange,
-    /// When argument 1 (the request) is `TIOCSTI` or `TIOCLINUX`.
-    TtyInjection,
+    /// When the low 32 bits of argument `arg` are one of `values` (each with its name).
+    /// Only for `int`/`unsigned int` arguments, which the kernel truncates to 32 bits itself
+    /// (the `option` of `prctl`, the `request` of `ioctl`).
+    ArgIn {
+        /// The argument's index (0-based).
+        arg: u8,
+        /// The denied values and their names.
+        values: &'static [(u64, &'static str)],
+    },
+    /// When the low 32 bits of argument `arg` are not 0 (the `mode` of `fallocate`).
+    ArgNonZero(u8),
+    /// When the low 32 bits of argument `arg`, masked with `mask`, are one of `values`
+    /// (the policy of `sched_setscheduler`, flags masked off).
+    ArgMaskedIn {
+        /// The argument's index (0-based).
+        arg: u8,
+        /// The mask applied first.
+        mask: u64,
+        /// The denied values and their names.
+        values: &'static [(u64, &'static str)],
+    },
 }
 
 /// One entry of the seccomp deny-list.
@@ -545,12 +564,105 @@ macro_rules! deny {
             why: $why,
         }
     };
+    ($sys:ident = $nr:expr, $when:expr, $why:expr) => {
+        Denial {
+            nr: $nr,
+            name: stringify!($sys),
+            when: $when,
+            why: $why,
+        }
+    };
 }
 
 const NET: &str = "no network: no IP, packet or netlink sockets (socket(AF_UNIX) fails with EACCES instead, see UNIX_SOCKET_ERRNO)";
 const PAIR: &str = "only socketpair(AF_UNIX, SOCK_STREAM): tokio, Python's asyncio and libuv make their wake-up channels with it";
 const UNIX: &str = "no UNIX-socket addresses: the only sockets a host can have are its own socketpair()s, which never need connect, bind, listen or accept (pathname sockets are not covered by Landlock up to ABI 7)";
 const NS: &str = "no mounts or namespaces";
+const META: &str = "no file metadata changes: Landlock up to ABI 7 does not cover chmod, chown, utime or extended attributes, so a host could open up ~/.ssh, plant a set-user-ID copy of itself or a security.capability attribute (no runtime of the matrix makes these calls, measured: docs/security.md \"File metadata\")";
+const GROUP: &str = "no leaving the host's process group or session: the supervisor kills the host by its group (no PID namespace without privilege and without user namespaces)";
+const CLOCK: &str = "no setting the system clock";
+const HOSTNAME: &str = "no setting the host name";
+const SYSV: &str = "no System V IPC: Landlock does not cover it, and outside a private IPC namespace a host could read other processes' shared memory";
+const PRIV: &str = "no privileged operation, even where a capability is left (the host's capabilities are dropped before exec)";
+
+/// `_IOC(dir, type, nr, size)` of `<asm-generic/ioctl.h>`.
+const fn ioc(dir: u64, ty: u8, nr: u8, size: u64) -> u64 {
+    (dir << 30) | (size << 16) | ((ty as u64) << 8) | nr as u64
+}
+const IOC_WRITE: u64 = 1;
+const IOC_READ: u64 = 2;
+
+/// Reviewed data: the `ioctl` requests no host may make, on any descriptor. Landlock's
+/// `IOCTL_DEV` right (ABI 5) only covers device files; these act on the *filesystem* of any
+/// file or directory the host can open, even read-only (docs/security.md "What Landlock
+/// does not cover").
+pub const DENIED_IOCTLS: &[(u64, &str)] = &[
+    (libc::TIOCSTI, "TIOCSTI (types into a terminal)"),
+    (libc::TIOCLINUX, "TIOCLINUX (console tricks)"),
+    (libc::TIOCSCTTY, "TIOCSCTTY (steals a controlling terminal)"),
+    (libc::TIOCCONS, "TIOCCONS (redirects the console)"),
+    (libc::TIOCSETD, "TIOCSETD (loads a line discipline)"),
+    (
+        ioc(IOC_READ | IOC_WRITE, b'X', 119, 4),
+        "FIFREEZE (every write to the filesystem blocks)",
+    ),
+    (ioc(IOC_READ | IOC_WRITE, b'X', 120, 4), "FITHAW"),
+    (
+        ioc(IOC_READ, b'X', 125, 4),
+        "EXT4_IOC_SHUTDOWN / XFS_IOC_GOINGDOWN (shuts the filesystem down)",
+    ),
+    (
+        ioc(IOC_WRITE, b'f', 2, 8),
+        "FS_IOC_SETFLAGS (immutable, append-only, ... inode flags)",
+    ),
+    (ioc(IOC_WRITE, b'f', 2, 4), "FS_IOC32_SETFLAGS"),
+    (
+        ioc(IOC_WRITE, b'v', 2, 8),
+        "FS_IOC_SETVERSION (inode generation)",
+    ),
+    (ioc(IOC_WRITE, b'v', 2, 4), "FS_IOC32_SETVERSION"),
+    (
+        ioc(IOC_WRITE, b'X', 32, 28),
+        "FS_IOC_FSSETXATTR (inode flags, project id)",
+    ),
+    (
+        ioc(IOC_WRITE, 0x94, 50, 256),
+        "FS_IOC_SETFSLABEL (renames the filesystem)",
+    ),
+    (ioc(IOC_READ, b'f', 19, 12), "FS_IOC_SET_ENCRYPTION_POLICY"),
+    (
+        ioc(IOC_READ | IOC_WRITE, b'f', 23, 80),
+        "FS_IOC_ADD_ENCRYPTION_KEY",
+    ),
+    (ioc(IOC_WRITE, b'f', 133, 128), "FS_IOC_ENABLE_VERITY"),
+];
+
+/// Reviewed data: the `prctl` options no host may use.
+pub const DENIED_PRCTLS: &[(u64, &str)] = &[
+    (
+        libc::PR_SET_PDEATHSIG as u64,
+        "PR_SET_PDEATHSIG: the host must not clear the signal that kills it with the supervisor",
+    ),
+    (
+        libc::PR_SET_SECCOMP as u64,
+        "PR_SET_SECCOMP: no filter of the host's own (it could probe denied calls with errno returns, unrecorded)",
+    ),
+];
+
+/// Reviewed data: the scheduling policies no host may take (`sched_setscheduler`, flags such
+/// as `SCHED_RESET_ON_FORK` masked off).
+pub const DENIED_SCHED_POLICIES: &[(u64, &str)] = &[
+    (libc::SCHED_FIFO as u64, "SCHED_FIFO"),
+    (libc::SCHED_RR as u64, "SCHED_RR"),
+    (6, "SCHED_DEADLINE"),
+];
+
+/// `setxattrat(2)` (Linux 6.13), not yet in the libc crate.
+const SYS_SETXATTRAT: i64 = 463;
+/// `removexattrat(2)` (Linux 6.13).
+const SYS_REMOVEXATTRAT: i64 = 466;
+/// `file_setattr(2)` (Linux 6.17): `FS_IOC_FSSETXATTR` by path.
+const SYS_FILE_SETATTR: i64 = 469;
 
 /// The seccomp deny-list (docs/protocol.md §8 "cannot do"); a match kills the whole host process
 /// (`SECCOMP_RET_KILL_PROCESS`, the parent sees signal 31, SIGSYS), or with
@@ -580,6 +692,7 @@ pub const SECCOMP_DENY: &[Denial] = &[
     deny!(SYS_mount, DenyWhen::Always, NS),
     deny!(SYS_umount2, DenyWhen::Always, NS),
     deny!(SYS_pivot_root, DenyWhen::Always, NS),
+    deny!(SYS_chroot, DenyWhen::Always, NS),
     deny!(SYS_unshare, DenyWhen::Always, NS),
     deny!(SYS_setns, DenyWhen::Always, NS),
     deny!(SYS_open_tree, DenyWhen::Always, NS),
@@ -600,9 +713,97 @@ pub const SECCOMP_DENY: &[Denial] = &[
     ),
     deny!(
         SYS_ioctl,
-        DenyWhen::TtyInjection,
-        "no typing into the supervisor's controlling terminal (TIOCSTI) or console tricks (TIOCLINUX)"
+        DenyWhen::ArgIn { arg: 1, values: DENIED_IOCTLS },
+        "no terminal injection and no filesystem-wide or inode-flag ioctls (DENIED_IOCTLS)"
     ),
+    deny!(SYS_chmod, DenyWhen::Always, META),
+    deny!(SYS_fchmod, DenyWhen::Always, META),
+    deny!(SYS_fchmodat, DenyWhen::Always, META),
+    deny!(SYS_fchmodat2, DenyWhen::Always, META),
+    deny!(SYS_chown, DenyWhen::Always, META),
+    deny!(SYS_fchown, DenyWhen::Always, META),
+    deny!(SYS_lchown, DenyWhen::Always, META),
+    deny!(SYS_fchownat, DenyWhen::Always, META),
+    deny!(SYS_utime, DenyWhen::Always, META),
+    deny!(SYS_utimes, DenyWhen::Always, META),
+    deny!(SYS_utimensat, DenyWhen::Always, META),
+    deny!(SYS_futimesat, DenyWhen::Always, META),
+    deny!(SYS_setxattr, DenyWhen::Always, META),
+    deny!(SYS_lsetxattr, DenyWhen::Always, META),
+    deny!(SYS_fsetxattr, DenyWhen::Always, META),
+    deny!(SYS_setxattrat = SYS_SETXATTRAT, DenyWhen::Always, META),
+    deny!(SYS_removexattr, DenyWhen::Always, META),
+    deny!(SYS_lremovexattr, DenyWhen::Always, META),
+    deny!(SYS_fremovexattr, DenyWhen::Always, META),
+    deny!(SYS_removexattrat = SYS_REMOVEXATTRAT, DenyWhen::Always, META),
+    deny!(SYS_file_setattr = SYS_FILE_SETATTR, DenyWhen::Always, META),
+    deny!(
+        SYS_fallocate,
+        DenyWhen::ArgNonZero(1),
+        "only plain fallocate (mode 0, bounded by RLIMIT_FSIZE): KEEP_SIZE allocates past the file size unbounded, the range modes rewrite files in place"
+    ),
+    deny!(
+        SYS_prctl,
+        DenyWhen::ArgIn { arg: 0, values: DENIED_PRCTLS },
+        "the death signal and the seccomp filter are the supervisor's (DENIED_PRCTLS)"
+    ),
+    deny!(SYS_seccomp, DenyWhen::Always, "no seccomp filter of the host's own (it could probe denied calls with errno returns, unrecorded)"),
+    deny!(SYS_setsid, DenyWhen::Always, GROUP),
+    deny!(SYS_setpgid, DenyWhen::Always, GROUP),
+    deny!(
+        SYS_flock,
+        DenyWhen::Always,
+        "no flock: a host could hold the project lock (agent-runner.lock, readable where log_dir is the state dir) and refuse every later round"
+    ),
+    deny!(SYS_fanotify_init, DenyWhen::Always, "no fanotify (watches and blocks other processes' file access disk-wide)"),
+    deny!(SYS_fanotify_mark, DenyWhen::Always, "no fanotify"),
+    deny!(
+        SYS_inotify_add_watch,
+        DenyWhen::Always,
+        "no inotify watches: Landlock does not check them, a watch on ~/.ssh leaks the names of new files"
+    ),
+    deny!(
+        SYS_memfd_create,
+        DenyWhen::Always,
+        "no memfd: executing one runs code that was never hashed (Landlock does not check the exec of an anonymous file)"
+    ),
+    deny!(SYS_memfd_secret, DenyWhen::Always, "no secret memory areas"),
+    deny!(SYS_vhangup, DenyWhen::Always, "no hanging up the operator's terminal"),
+    deny!(SYS_settimeofday, DenyWhen::Always, CLOCK),
+    deny!(SYS_clock_settime, DenyWhen::Always, CLOCK),
+    deny!(SYS_adjtimex, DenyWhen::Always, CLOCK),
+    deny!(SYS_clock_adjtime, DenyWhen::Always, CLOCK),
+    deny!(SYS_sethostname, DenyWhen::Always, HOSTNAME),
+    deny!(SYS_setdomainname, DenyWhen::Always, HOSTNAME),
+    deny!(
+        SYS_sched_setscheduler,
+        DenyWhen::ArgMaskedIn { arg: 1, mask: 0xbfff_ffff, values: DENIED_SCHED_POLICIES },
+        "no real-time scheduling (a SCHED_FIFO loop starves the machine)"
+    ),
+    deny!(SYS_sched_setattr, DenyWhen::Always, "no scheduling attributes (its policy is in memory, where seccomp cannot look)"),
+    deny!(SYS_syslog, DenyWhen::Always, "no reading or clearing the kernel log"),
+    deny!(SYS_shmget, DenyWhen::Always, SYSV),
+    deny!(SYS_shmat, DenyWhen::Always, SYSV),
+    deny!(SYS_shmctl, DenyWhen::Always, SYSV),
+    deny!(SYS_shmdt, DenyWhen::Always, SYSV),
+    deny!(SYS_msgget, DenyWhen::Always, SYSV),
+    deny!(SYS_msgsnd, DenyWhen::Always, SYSV),
+    deny!(SYS_msgrcv, DenyWhen::Always, SYSV),
+    deny!(SYS_msgctl, DenyWhen::Always, SYSV),
+    deny!(SYS_semget, DenyWhen::Always, SYSV),
+    deny!(SYS_semop, DenyWhen::Always, SYSV),
+    deny!(SYS_semtimedop, DenyWhen::Always, SYSV),
+    deny!(SYS_semctl, DenyWhen::Always, SYSV),
+    deny!(SYS_open_by_handle_at, DenyWhen::Always, "no opening files by handle (bypasses path checks)"),
+    deny!(SYS_name_to_handle_at, DenyWhen::Always, "no file handles"),
+    deny!(SYS_reboot, DenyWhen::Always, PRIV),
+    deny!(SYS_swapon, DenyWhen::Always, PRIV),
+    deny!(SYS_swapoff, DenyWhen::Always, PRIV),
+    deny!(SYS_acct, DenyWhen::Always, PRIV),
+    deny!(SYS_iopl, DenyWhen::Always, PRIV),
+    deny!(SYS_ioperm, DenyWhen::Always, PRIV),
+    deny!(SYS_quotactl, DenyWhen::Always, PRIV),
+    deny!(SYS_quotactl_fd, DenyWhen::Always, PRIV),
 ];
 
 /// A compiled seccomp filter, ready for `seccomp(SECCOMP_SET_MODE_FILTER, ...)`.
@@ -773,10 +974,20 @@ pub fn seccomp_program_for(action: DenyAction) -> Result<SeccompProgram, PolicyE
                 cond(0, SeccompCmpOp::Ne, 0)?,
             ])
             .map_err(err)?],
-            DenyWhen::TtyInjection => vec![
-                SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, libc::TIOCSTI)?]).map_err(err)?,
-                SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, libc::TIOCLINUX)?]).map_err(err)?,
-            ],
+            DenyWhen::ArgIn { arg, values } => values
+                .iter()
+                .map(|(v, _)| SeccompRule::new(vec![cond(arg, SeccompCmpOp::Eq, *v)?]).map_err(err))
+                .collect::<Result<_, _>>()?,
+            DenyWhen::ArgNonZero(arg) => {
+                vec![SeccompRule::new(vec![cond(arg, SeccompCmpOp::Ne, 0)?]).map_err(err)?]
+            }
+            DenyWhen::ArgMaskedIn { arg, mask, values } => values
+                .iter()
+                .map(|(v, _)| {
+                    SeccompRule::new(vec![cond(arg, SeccompCmpOp::MaskedEq(mask), *v)?])
+                        .map_err(err)
+                })
+                .collect::<Result<_, _>>()?,
         };
         rules.insert(d.nr, chain);
     }
@@ -877,6 +1088,24 @@ mod tests {
         );
         assert_eq!(syscall_name(libc::SYS_read), None);
         assert!(SECCOMP_DENY.iter().all(|d| syscall_name(d.nr).is_some()));
+    }
+
+    #[test]
+    fn ioctl_numbers_match_the_kernel_headers() {
+        let named = |n: &str| {
+            DENIED_IOCTLS
+                .iter()
+                .find(|(_, w)| w.starts_with(n))
+                .unwrap()
+                .0
+        };
+        assert_eq!(named("FS_IOC_SETFLAGS "), libc::FS_IOC_SETFLAGS);
+        assert_eq!(named("FS_IOC32_SETFLAGS"), libc::FS_IOC32_SETFLAGS);
+        assert_eq!(named("FIFREEZE"), 0xC004_5877);
+        assert_eq!(named("FITHAW"), 0xC004_5878);
+        assert_eq!(named("EXT4_IOC_SHUTDOWN"), 0x8004_587D);
+        assert_eq!(named("FS_IOC_FSSETXATTR"), 0x401C_5820);
+        assert_eq!(syscall_name(SYS_SETXATTRAT), Some("setxattrat"));
     }
 
     #[test]

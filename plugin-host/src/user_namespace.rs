@@ -6,9 +6,9 @@
 //! and [`crate::pids_limit`]. Where the kernel allows unprivileged user namespaces it can do
 //! both jobs another way, between fork and exec ([`UserNamespacePlan::enter`]):
 //!
-//! 1. `unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS)`: the forked child (single-threaded,
-//!    as a user namespace requires) gets a user namespace it owns, in which it may create
-//!    the PID and mount namespaces;
+//! 1. `unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS)`:
+//!    the forked child (single-threaded, as a user namespace requires) gets a user namespace
+//!    it owns, in which it may create the PID, mount, IPC and UTS namespaces;
 //! 2. `/proc/self/setgroups` ← `deny`, `/proc/self/uid_map` ← `U U 1`, `/proc/self/gid_map` ←
 //!    `G G 1`: the operator's own ids map to themselves, so files the host creates belong to
 //!    the operator and nothing else is reachable (user_namespaces(7));
@@ -81,7 +81,11 @@ impl UserNamespacePlan {
     /// # Errors
     /// The OS error of the failing step (before the fork).
     pub(crate) fn enter(&self) -> std::io::Result<()> {
-        let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWPID | libc::CLONE_NEWNS;
+        let flags = libc::CLONE_NEWUSER
+            | libc::CLONE_NEWPID
+            | libc::CLONE_NEWNS
+            | libc::CLONE_NEWIPC
+            | libc::CLONE_NEWUTS;
         // SAFETY: unshare takes flags only; this child is single-threaded.
         if unsafe { libc::unshare(flags) } != 0 {
             return Err(std::io::Error::last_os_error());
@@ -183,7 +187,11 @@ fn probe() -> Result<(), String> {
     // child makes one unshare and exits.
     let pid = unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0) };
     if pid == 0 {
-        let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWPID | libc::CLONE_NEWNS;
+        let flags = libc::CLONE_NEWUSER
+            | libc::CLONE_NEWPID
+            | libc::CLONE_NEWNS
+            | libc::CLONE_NEWIPC
+            | libc::CLONE_NEWUTS;
         // SAFETY: unshare takes flags; _exit never returns.
         unsafe {
             let code = if libc::unshare(flags) == 0 {

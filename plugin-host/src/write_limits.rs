@@ -158,10 +158,23 @@ pub(crate) fn ignore_sigxfsz() -> std::io::Result<()> {
     }
 }
 
-/// Bytes used by the files beneath `dir` (allocated blocks, so sparse files count for what
-/// they occupy), not following symlinks; 0 if `dir` is missing. Unreadable entries are
-/// skipped.
+/// What each entry beneath a state directory counts for at least, in bytes: an empty file,
+/// a symlink or a directory takes an inode and a directory entry but maybe no block, so a
+/// million of them would otherwise count for almost nothing (22 MiB) and slow every
+/// measurement (docs/security.md "Write limits").
+pub const ENTRY_CHARGE_BYTES: u64 = 4096;
+
+/// Bytes charged for the entries beneath `dir`: each its allocated blocks (sparse files
+/// count for what they occupy), at least [`ENTRY_CHARGE_BYTES`]; symlinks not followed; 0
+/// if `dir` is missing. Unreadable entries are skipped.
 pub fn disk_usage(dir: &Path) -> u64 {
+    disk_usage_up_to(dir, u64::MAX)
+}
+
+/// [`disk_usage`], but the walk stops as soon as the total is above `stop_above` and
+/// returns that total: one measurement reads at most `stop_above / ENTRY_CHARGE_BYTES + 1`
+/// entries, however many the host made.
+pub fn disk_usage_up_to(dir: &Path, stop_above: u64) -> u64 {
     use std::os::unix::fs::MetadataExt;
     let mut total = 0u64;
     let mut stack = vec![dir.to_owned()];
@@ -173,11 +186,35 @@ pub fn disk_usage(dir: &Path) -> u64 {
             let Ok(meta) = e.path().symlink_metadata() else {
                 continue;
             };
-            total = total.saturating_add(meta.blocks().saturating_mul(512));
+            let charge = meta.blocks().saturating_mul(512).max(ENTRY_CHARGE_BYTES);
+            total = total.saturating_add(charge);
+            if total > stop_above {
+                return total;
+            }
             if meta.is_dir() {
                 stack.push(e.path());
             }
         }
     }
     total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_entries_count_and_the_walk_stops_past_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(disk_usage(dir.path()), 0);
+        for i in 0..100 {
+            std::fs::write(dir.path().join(format!("e{i}")), "").unwrap();
+        }
+        assert_eq!(disk_usage(dir.path()), 100 * ENTRY_CHARGE_BYTES);
+        let bound = 10 * ENTRY_CHARGE_BYTES;
+        assert_eq!(
+            disk_usage_up_to(dir.path(), bound),
+            bound + ENTRY_CHARGE_BYTES
+        );
+    }
 }

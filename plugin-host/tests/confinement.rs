@@ -215,6 +215,13 @@ async fn every_thread_is_confined_and_limits_apply() {
         let status = std::fs::read_to_string(t.unwrap().path().join("status")).unwrap();
         assert!(status.contains("NoNewPrivs:\t1"), "{status}");
         assert!(status.contains("Seccomp:\t2"), "{status}");
+        // No capability in any set, root or not (docs/security.md "Capabilities").
+        for set in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+            assert!(
+                status.contains(&format!("{set}:\t0000000000000000")),
+                "{set}: {status}"
+            );
+        }
         tasks += 1;
     }
     assert_eq!(tasks, 4, "main thread + 3 spawned");
@@ -234,6 +241,13 @@ async fn every_thread_is_confined_and_limits_apply() {
     assert_eq!(row("Max core file size"), ["0", "0"]);
     assert_eq!(row("Max open files"), ["256", "256"]);
     assert_eq!(row("Max address space"), ["1073741824", "1073741824"]);
+
+    // Its own IPC and UTS namespaces: no System V object or host name is shared.
+    for ns in ["ipc", "uts"] {
+        let theirs = std::fs::read_link(format!("/proc/{pid}/ns/{ns}")).unwrap();
+        let ours = std::fs::read_link(format!("/proc/self/ns/{ns}")).unwrap();
+        assert_ne!(theirs, ours, "{ns}");
+    }
 
     // Its own process group.
     // SAFETY: getpgid reads another process's group id.

@@ -15,6 +15,7 @@ mod family;
 pub mod limits;
 pub mod line;
 pub mod methods;
+pub mod printable;
 pub mod redact;
 pub mod reflog;
 pub mod schema;

@@ -116,6 +116,7 @@ fn confined_round_64k(c: &mut Criterion) {
             let decision = rt.block_on(post_round::consult(
                 &mut manager,
                 &project.config.monitor,
+                &project.config.plugins.spawn_override_allow,
                 &project.events,
                 &judged,
                 &mut stop,

@@ -47,7 +47,7 @@ pub(crate) enum Command {
         #[arg(long)]
         no_commit: bool,
     },
-    /// Run one round, then exit: 0 clean, 1 agent failure/timeout, 75 deferred or skipped,
+    /// Run one round, then exit: 0 clean or ended by its budget, 1 agent failure, 75 deferred or skipped,
     /// 77 a login failure stopped it ([monitor] auto_stop_on), 78 config error.
     Round {
         /// Run this phase instead of the rotation's (`[phases] list`).
@@ -295,7 +295,12 @@ impl From<crate::runtime::serve::BootError> for CliError {
         match err {
             BootError::Config(err) => err.into(),
             BootError::Sandbox(err) => err.into(),
-            err @ (BootError::Hangup(_) | BootError::Lock(_)) => CliError::failure(err.to_string()),
+            BootError::TreeLock(
+                err @ crate::runtime::tree_lock::TreeLockError::OtherTree { .. },
+            ) => CliError::config(err.to_string()),
+            err @ (BootError::Hangup(_) | BootError::Lock(_) | BootError::TreeLock(_)) => {
+                CliError::failure(err.to_string())
+            }
         }
     }
 }
@@ -699,12 +704,16 @@ async fn round(config: &std::path::Path, json: bool, phase: Option<&str>) -> Res
 /// stop), what it prints on stderr and its `--json` summary.
 fn round_ran(ran: &Ran, hint: Option<String>) -> (u8, RoundSummary) {
     let agent_exit = &ran.exit;
-    let mut code = if agent_exit.is_clean() {
+    // Exit 1 only for an agent that failed by itself; a round ended by its budget exits 0,
+    // as in the reference system (docs/reference-system.md, "CLI"): the round ran and was
+    // recorded (`round_timeout_kill`), and the reason is still printed below.
+    let timed_out = agent_exit.cause == crate::runtime::agent::ExitCause::Timeout;
+    let mut code = if agent_exit.is_clean() || timed_out {
         exit::OK
     } else {
         exit::FAILURE
     };
-    if code != exit::OK {
+    if !agent_exit.is_clean() {
         // The reason is usually in the agent's last words (docs/operations.md,
         // "Agent preconditions").
         eprintln!(

@@ -47,7 +47,7 @@ fn budget_kill_reaches_a_setsid_child_that_ignores_sigterm() {
     );
     p.write_config(&ConfigBuilder::new(&agent).round_budget_s(1));
     let out = p.run(&["round", "--json"]);
-    out.assert_code(1);
+    out.assert_code(0);
     let stray: u32 = std::fs::read_to_string(&pidfile)
         .expect("the agent recorded its detached child")
         .trim()

@@ -384,3 +384,41 @@ fn doctor_prints_the_cli_version_and_warns_outside_the_verified_series() {
         "{warning}"
     );
 }
+
+/// gemini's preset starts its CLI as root and as an unprivileged user: a normal round
+/// writes the file.
+#[test]
+fn gemini_rounds_run_as_root_and_as_an_unprivileged_user() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        normal_round_as(operator, "gemini", "normal");
+    }
+}
+
+/// aider's preset starts its CLI as root and as an unprivileged user: a normal round
+/// writes the file and aider commits it itself; its own files are ignored (`init` wrote
+/// `.aider*` to `.gitignore`), so nothing is left dirty.
+#[test]
+fn aider_rounds_run_as_root_and_as_an_unprivileged_user() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        let p = Project::new_as(operator);
+        let server = FakeModel::start("normal");
+        let out = serve(&p, "aider", server.port, 1, &unchanged);
+        out.assert_code(0);
+        assert!(
+            p.dir().join("agent-was-here.txt").is_file(),
+            "{operator:?}: aider did not write the file: {}",
+            p.events_text()
+        );
+        assert!(
+            p.events_of("dirty_detected").is_empty(),
+            "{}",
+            p.events_text()
+        );
+        assert_eq!(
+            p.events_of("agent_usage_recorded").len(),
+            1,
+            "{}",
+            p.events_text()
+        );
+    }
+}

@@ -207,19 +207,25 @@ fn main() {
             let _ = std::io::stdout().flush();
             let _ = std::io::stdin().read(&mut [0u8; 1]);
         }
-        "setsid-sleeper" => {
-            // argv[2] is a marker the test finds in /proc/<pid>/cmdline (the child keeps it).
+        "orphan-sleeper" => {
+            // argv[2] is a marker the test finds in /proc/<pid>/cmdline (the grandchild keeps
+            // it). The child forks the sleeper and exits: the sleeper is an orphan,
+            // re-parented to the host (its PID namespace's init).
             let mut fds = [0i32; 2];
-            // SAFETY: pipe into a live array; fork in a single-threaded program; the child
-            // makes only raw calls and never returns.
+            // SAFETY: pipe into a live array; fork in a single-threaded program; the children
+            // make only raw calls and never return.
             unsafe {
                 assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
-                if libc::fork() == 0 {
-                    libc::setsid();
-                    libc::write(fds[1], b"s".as_ptr().cast(), 1);
-                    libc::sleep(3600);
+                let child = libc::fork();
+                if child == 0 {
+                    if libc::fork() == 0 {
+                        libc::write(fds[1], b"s".as_ptr().cast(), 1);
+                        libc::sleep(3600);
+                    }
                     libc::_exit(0);
                 }
+                let mut status = 0;
+                libc::waitpid(child, &mut status, 0);
                 let mut b = 0u8;
                 libc::read(fds[0], std::ptr::addr_of_mut!(b).cast(), 1);
             }

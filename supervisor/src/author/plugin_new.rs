@@ -77,6 +77,10 @@ const RUST_VENDOR: &[(&str, &str)] = &[
         include_str!("../../../protocol/src/methods.rs"),
     ),
     (
+        "vendor/agent-runner-protocol/src/printable.rs",
+        include_str!("../../../protocol/src/printable.rs"),
+    ),
+    (
         "vendor/agent-runner-protocol/src/redact.rs",
         include_str!("../../../protocol/src/redact.rs"),
     ),

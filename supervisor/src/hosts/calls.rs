@@ -11,6 +11,12 @@ use super::host::RunningHost;
 use super::{HookRef, HostManager};
 
 impl HostManager {
+    /// How long a call of `hook` may take (`timeout_s` of its host, else its family's
+    /// default).
+    pub(crate) fn call_timeout(&self, hook: &HookRef) -> Duration {
+        self.hosts[hook.host].cfg.call_timeout(hook.family)
+    }
+
     /// Registered hooks of `family`, in call order (dirty handlers by ascending priority).
     pub fn hooks(&self, family: Family) -> Vec<HookRef> {
         self.hooks

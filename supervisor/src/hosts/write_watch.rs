@@ -3,7 +3,10 @@
 //! `agent_runner_plugin_host::write_limits`).
 //!
 //! While a host runs, [`WriteWatch`] measures its state directory every
-//! [`CHECK_INTERVAL`]. Once it holds more than `state_max_mb`, the host's process group is
+//! [`CHECK_INTERVAL`], each file, directory and link counted for at least
+//! [`ENTRY_CHARGE_BYTES`](agent_runner_plugin_host::write_limits::ENTRY_CHARGE_BYTES) (so
+//! inodes are bounded with the bytes), the walk stopping once past the limit. Once it
+//! holds more than `state_max_mb`, the host's process group is
 //! killed at once, `plugin_write_limit` is recorded (`host`, `dir`, `used_bytes`,
 //! `limit_bytes`) and the breach is remembered, so the manager disables the host
 //! (`plugin_disabled`) before its next call. The overshoot is what the host writes in one
@@ -17,7 +20,7 @@ use std::time::Duration;
 
 use crate::record::events::{Event, EventLog};
 use agent_runner_plugin_host::launch::kill_group;
-use agent_runner_plugin_host::write_limits::disk_usage;
+use agent_runner_plugin_host::write_limits::disk_usage_up_to;
 
 /// How often a running host's state directory is measured.
 pub(super) const CHECK_INTERVAL: Duration = Duration::from_millis(100);
@@ -54,7 +57,9 @@ impl WriteWatch {
             loop {
                 tokio::time::sleep(CHECK_INTERVAL).await;
                 let dir = spec.dir.clone();
-                let Ok(used) = tokio::task::spawn_blocking(move || disk_usage(&dir)).await else {
+                let limit = spec.limit_bytes;
+                let measure = move || disk_usage_up_to(&dir, limit);
+                let Ok(used) = tokio::task::spawn_blocking(measure).await else {
                     return;
                 };
                 if used > spec.limit_bytes {

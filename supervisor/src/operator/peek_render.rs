@@ -57,7 +57,11 @@ fn age(seconds: f64) -> String {
 }
 
 /// Renders `doc` (a [`crate::operator::peek::snapshot`] document); `events` adds the recent events.
+/// Every string of `doc` is made printable first (agent_runner_protocol::printable): hosts'
+/// error messages, reasons and event fields cannot drive the terminal; the colour codes
+/// are added after.
 pub(crate) fn render(doc: &Value, colour: bool, events: bool) -> String {
+    let doc = &agent_runner_protocol::printable::printable_value(doc);
     let p = Paint(colour);
     let mut out = String::new();
     header(&mut out, &p, doc);

@@ -1,6 +1,7 @@
 //! The round runtime: what `serve` and `round` do, from boot to the end of a round.
 //!
-//! - [`serve`]: boot (config → sandbox gate → lock → hosts) and rounds back to back.
+//! - [`serve`]: boot (config → sandbox gate → lock → hosts) and rounds back to back;
+//!   [`tree_lock`]: the work tree's own lock and record, by its identity.
 //! - [`round`]: one round: admission, prompt, spawn gate, agent, dirty tree, events.
 //! - [`host_health`]: disk, memory and pressure before and during a round;
 //!   [`round_cgroup`]: each round in its own cgroup when the supervisor's is delegated.
@@ -56,3 +57,4 @@ pub(crate) mod serve_startup;
 pub mod spawn_gate;
 pub(crate) mod substrate;
 pub(crate) mod transient;
+pub(crate) mod tree_lock;

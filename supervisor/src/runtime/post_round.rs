@@ -9,7 +9,9 @@
 //! a third-party host's stop needs a list the operator wrote:
 //! [`MonitorConfig::stops_on`]); an unhonoured one is recorded
 //! (`plugin_post_round_override_ignored`) and counts as continue. A failed call counts as
-//! `null`. Side records: `agent_usage_recorded` for reported token usage,
+//! `null`. A back-off longer than the hook's call timeout is honoured only for a built-in
+//! detector or a hook listed in `[plugins] spawn_override_allow`, capped to the timeout and
+//! recorded otherwise ([`BackOffLimits`]). Side records: `agent_usage_recorded` for reported token usage,
 //! `agent_auth_error_detected` for every `auth` diagnosis, and one
 //! `plugin_post_round_decision` for the combined verdict unless it is plain continue.
 
@@ -96,6 +98,7 @@ fn applies(hook: &HookRef, agent_binary: &str) -> bool {
 pub async fn consult(
     hosts: &mut HostManager,
     monitor: &MonitorConfig,
+    allow: &[HookName],
     events: &EventLog,
     round: &Judged<'_>,
     stop: &mut StopWatch,
@@ -156,12 +159,20 @@ pub async fn consult(
                 });
                 continue;
             }
-            PostRoundAction::BackOff => Decision::BackOff {
-                hook: hook.name.clone(),
-                kind,
-                message,
-                wait: wait_of(&verdict),
-            },
+            PostRoundAction::BackOff => {
+                let limits = BackOffLimits {
+                    allowed: builtin || allow.contains(&hook.name),
+                    call_timeout: hosts.call_timeout(&hook),
+                };
+                let wait =
+                    limits.bound(events, &hook.name, kind, round_num, wait_of(&verdict), now);
+                Decision::BackOff {
+                    hook: hook.name.clone(),
+                    kind,
+                    message,
+                    wait,
+                }
+            }
         };
         decision = combine(decision, candidate, now);
     }
@@ -183,6 +194,50 @@ pub(crate) fn combine(current: Decision, candidate: Decision, now: SystemTime) -
         }
         (_, Decision::Continue) => current,
         _ => candidate,
+    }
+}
+
+/// The one rule for a post-round back-off's length: one longer than the hook's call
+/// timeout is honoured only for a built-in detector or a hook listed in `[plugins]
+/// spawn_override_allow` (as spawn defers are); otherwise it is capped to the call timeout
+/// and recorded (`plugin_post_round_override_ignored`), so a third-party host cannot park
+/// `serve` for hours with a far reset time.
+struct BackOffLimits {
+    /// Built-in, or listed in `spawn_override_allow`.
+    allowed: bool,
+    /// `timeout_s` of the hook's host (or its family's default).
+    call_timeout: Duration,
+}
+
+impl BackOffLimits {
+    fn bound(
+        &self,
+        events: &EventLog,
+        hook: &HookName,
+        kind: ErrorKind,
+        round_num: u64,
+        wait: Wait,
+        now: SystemTime,
+    ) -> Wait {
+        let asked = wait
+            .deadline(now)
+            .duration_since(now)
+            .unwrap_or(Duration::ZERO);
+        if self.allowed || asked <= self.call_timeout {
+            return wait;
+        }
+        let cap = self.call_timeout.as_secs();
+        events.emit(Event::PluginPostRoundOverrideIgnored {
+            hook: hook.to_string(),
+            action: "back_off".into(),
+            kind: kind.as_str().into(),
+            round_num,
+            reason: format!(
+                "a back-off of {} s is longer than the hook's call timeout ({cap} s) and the hook is not listed in [plugins] spawn_override_allow: capped to {cap} s",
+                asked.as_secs()
+            ),
+        });
+        Wait::For(self.call_timeout)
     }
 }
 

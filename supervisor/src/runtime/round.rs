@@ -860,6 +860,7 @@ impl Runner {
         post_round::consult(
             &mut self.hosts,
             &self.config.monitor,
+            &self.config.plugins.spawn_override_allow,
             &self.events,
             &judged,
             stop,

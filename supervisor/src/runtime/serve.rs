@@ -42,6 +42,7 @@ use crate::runtime::schedule_gate;
 use crate::runtime::serve_startup;
 use crate::runtime::spawn_gate::Verdict;
 use crate::runtime::transient::{Step, Transients};
+use crate::runtime::tree_lock;
 
 /// The shortest wait before spawn hooks are asked again after a defer, so a `defer_s = 0`
 /// answer cannot spin (the reference system re-asks ~4×/s).
@@ -69,6 +70,8 @@ pub(crate) struct Booted {
     pub follow: ConfigFollower,
     /// `<log_dir>/agent-runner.lock.holder` while the lock is held (dropped before it).
     _holder: Option<log_views::ViewFile>,
+    /// The work tree's own lock, by its identity ([`tree_lock`]).
+    _tree_lock: tree_lock::TreeLock,
     _lock: ProjectLock,
 }
 
@@ -87,6 +90,9 @@ pub(crate) enum BootError {
     /// Another supervisor holds the project lock (or the lock file cannot be used).
     #[error(transparent)]
     Lock(#[from] LockError),
+    /// Another supervisor holds the work tree, or the record is another tree's.
+    #[error(transparent)]
+    TreeLock(#[from] tree_lock::TreeLockError),
 }
 
 /// Everything before the first round: config, gate, lock, git check, hosts.
@@ -140,6 +146,7 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
         });
     }
     let lock = ProjectLock::acquire(&config.runtime.state_dir)?;
+    let tree_lock = tree_lock::acquire(&config.runtime.work_dir, &config.runtime.state_dir)?;
     let holder = log_views::hold(&config.runtime.log_dir);
     crate::record::state::prepare(&config, &events);
     let tree = Repo::new(&config.runtime.work_dir, OwnFiles::default());
@@ -168,6 +175,7 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
         gate,
         follow,
         _holder: holder,
+        _tree_lock: tree_lock,
         _lock: lock,
     })
 }

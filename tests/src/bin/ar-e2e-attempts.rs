@@ -9,9 +9,10 @@
 //! write_log_dir: a directory); `pid_file` (a file holding the supervisor's pid, waited for
 //! up to 60 s: read_pid_environ, kill_pid, ptrace_attach); `needle` (secret_env);
 //! `bytes` (memory_hog, write_big, write_many, write_tmp); `count` (write_many,
-//! write_tmp); `max` (fork_bomb: a safety cap). `path` of unix_connect may be `@name` (an
-//! abstract socket); `hook` names the hook (default `attempt`; several hosts of one
-//! project need distinct names). Test-only.
+//! write_tmp); `max` (fork_bomb: a safety cap); `name` (call: the system call to make on
+//! `path`, see `call`). `path` of unix_connect may be `@name` (an abstract socket); `hook`
+//! names the hook (default `attempt`; several hosts of one project need distinct names).
+//! Test-only.
 
 use agent_runner_sdk::{proceed, BeforeSpawnParams, ConfigTable, HookError, Hooks, Host};
 use std::io::Write;
@@ -136,16 +137,221 @@ fn write_dir_files(dir: &std::path::Path) -> String {
     format!("denied errno={last} files={tried}")
 }
 
-/// Forks a child that leaves the host's session and process group and sleeps an hour.
-fn setsid_sleeper() {
-    // SAFETY: the child makes only raw async-signal-safe calls and never returns.
+/// Forks a child that forks a grandchild sleeping an hour and exits: the grandchild is an
+/// orphan, re-parented to the host, and keeps the host's stdout open.
+fn orphan_sleeper() {
+    // SAFETY: the children make only raw async-signal-safe calls and never return.
     unsafe {
-        if libc::fork() == 0 {
-            libc::setsid();
-            libc::sleep(3600);
+        let child = libc::fork();
+        if child == 0 {
+            if libc::fork() == 0 {
+                libc::sleep(3600);
+            }
             libc::_exit(0);
         }
+        let mut status = 0;
+        libc::waitpid(child, &mut status, 0);
     }
+}
+
+/// A file of the host's own in its TMPDIR, open for reading and writing (for the `f*`
+/// forms of the metadata calls).
+fn own_fd() -> i32 {
+    use std::os::fd::IntoRawFd;
+    let path = std::env::temp_dir().join("own");
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map(|f| f.into_raw_fd())
+        .unwrap_or(-1)
+}
+
+/// `path` opened read-only (a directory too), or -1.
+fn open_ro(path: &std::ffi::CStr) -> i32 {
+    // SAFETY: open of a NUL-terminated path; returns a descriptor or -1.
+    unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) }
+}
+
+/// A one-instruction "allow everything" seccomp program, for a host that tries to
+/// install its own filter.
+fn allow_all_filter(f: impl FnOnce(&libc::sock_fprog) -> i64) -> i64 {
+    let mut insn = [libc::sock_filter {
+        code: (libc::BPF_RET | libc::BPF_K) as u16,
+        jt: 0,
+        jf: 0,
+        k: libc::SECCOMP_RET_ALLOW,
+    }];
+    let prog = libc::sock_fprog {
+        len: 1,
+        filter: insn.as_mut_ptr(),
+    };
+    f(&prog)
+}
+
+/// Makes the system call `name` (the issue-24 attacks: metadata, privileged calls, leaving
+/// the group, IPC, ...) on `path`, and reports its return value. Every one of them is
+/// meant to be killed by the sandbox before it runs; the arguments are chosen so that
+/// the call would do real harm if it were not (`chmod 04777`, `FIFREEZE`, a 4 GiB
+/// `fallocate(KEEP_SIZE)`, `PR_SET_PDEATHSIG 0`).
+fn call(name: &str, path: &str) -> String {
+    let cpath = std::ffi::CString::new(path).unwrap_or_default();
+    let p = cpath.as_ptr();
+    let x = c"user.x".as_ptr();
+    // SAFETY: each arm makes one raw system call with valid C strings and live stack
+    // buffers of the sizes passed; descriptors are ours.
+    let rc: i64 = unsafe {
+        use libc::{syscall as sc, AT_FDCWD as CWD};
+        let (uid, gid) = (libc::getuid(), libc::getgid());
+        match name {
+            "chmod" => sc(libc::SYS_chmod, p, 0o4777),
+            "fchmod" => sc(libc::SYS_fchmod, own_fd(), 0o4777),
+            "fchmodat" => sc(libc::SYS_fchmodat, CWD, p, 0o4777, 0),
+            "fchmodat2" => sc(libc::SYS_fchmodat2, CWD, p, 0o4777, 0),
+            "chown" => sc(libc::SYS_chown, p, uid, gid),
+            "fchown" => sc(libc::SYS_fchown, own_fd(), uid, gid),
+            "lchown" => sc(libc::SYS_lchown, p, uid, gid),
+            "fchownat" => sc(libc::SYS_fchownat, CWD, p, uid, gid, 0),
+            "utime" => sc(libc::SYS_utime, p, 0),
+            "utimes" => sc(libc::SYS_utimes, p, 0),
+            "utimensat" => sc(libc::SYS_utimensat, CWD, p, 0, 0),
+            "futimesat" => sc(libc::SYS_futimesat, CWD, p, 0),
+            "setxattr" => sc(libc::SYS_setxattr, p, x, c"v".as_ptr(), 1, 0),
+            "lsetxattr" => sc(libc::SYS_lsetxattr, p, x, c"v".as_ptr(), 1, 0),
+            "fsetxattr" => sc(libc::SYS_fsetxattr, own_fd(), x, c"v".as_ptr(), 1, 0),
+            "setxattrat" => {
+                let args = [0u64; 2];
+                sc(463, CWD, p, 0, x, args.as_ptr(), 16)
+            }
+            "removexattr" => sc(libc::SYS_removexattr, p, x),
+            "lremovexattr" => sc(libc::SYS_lremovexattr, p, x),
+            "fremovexattr" => sc(libc::SYS_fremovexattr, own_fd(), x),
+            "removexattrat" => sc(466, CWD, p, 0, x),
+            "file_setattr" => {
+                let attr = [0u8; 64];
+                sc(469, CWD, p, attr.as_ptr(), 24, 0)
+            }
+            "fallocate_keep_size" | "fallocate_punch_hole" | "fallocate_plain" => {
+                let mode = match name {
+                    "fallocate_keep_size" => libc::FALLOC_FL_KEEP_SIZE,
+                    "fallocate_punch_hole" => {
+                        libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE
+                    }
+                    _ => 0,
+                };
+                let fd = libc::open(p, libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC, 0o600);
+                if fd < 0 {
+                    -1
+                } else {
+                    sc(libc::SYS_fallocate, fd, mode, 0, 4u64 << 30)
+                }
+            }
+            "pdeathsig_clear" => sc(libc::SYS_prctl, libc::PR_SET_PDEATHSIG, 0, 0, 0, 0),
+            "prctl_seccomp" => allow_all_filter(|f| {
+                sc(
+                    libc::SYS_prctl,
+                    libc::PR_SET_SECCOMP,
+                    2,
+                    f as *const libc::sock_fprog,
+                    0,
+                    0,
+                )
+            }),
+            "seccomp" => {
+                allow_all_filter(|f| sc(libc::SYS_seccomp, 1, 0, f as *const libc::sock_fprog))
+            }
+            "setsid" => sc(libc::SYS_setsid),
+            "setpgid" => sc(libc::SYS_setpgid, 0, 0),
+            "FIFREEZE" => sc(libc::SYS_ioctl, open_ro(&cpath), 0xC004_5877u64, 0),
+            "FITHAW" => sc(libc::SYS_ioctl, open_ro(&cpath), 0xC004_5878u64, 0),
+            "EXT4_IOC_SHUTDOWN" => {
+                let flags: u32 = 2; // EXT4_GOING_FLAGS_NOLOGFLUSH
+                sc(libc::SYS_ioctl, open_ro(&cpath), 0x8004_587Du64, &flags)
+            }
+            "FS_IOC_SETFLAGS" => {
+                let flags: libc::c_long = 0x10; // FS_IMMUTABLE_FL
+                sc(
+                    libc::SYS_ioctl,
+                    open_ro(&cpath),
+                    libc::FS_IOC_SETFLAGS,
+                    &flags,
+                )
+            }
+            "fanotify_init" => sc(libc::SYS_fanotify_init, 0, libc::O_RDONLY),
+            "inotify_add_watch" => {
+                let fd = libc::inotify_init1(libc::IN_CLOEXEC);
+                sc(libc::SYS_inotify_add_watch, fd, p, libc::IN_CREATE)
+            }
+            "memfd_create" => sc(libc::SYS_memfd_create, c"code".as_ptr(), 0),
+            "vhangup" => sc(libc::SYS_vhangup),
+            "settimeofday" | "clock_settime" => {
+                let mut now: libc::timespec = std::mem::zeroed();
+                libc::clock_gettime(libc::CLOCK_REALTIME, &mut now);
+                if name == "clock_settime" {
+                    sc(libc::SYS_clock_settime, libc::CLOCK_REALTIME, &now)
+                } else {
+                    let tv = libc::timeval {
+                        tv_sec: now.tv_sec,
+                        tv_usec: now.tv_nsec / 1000,
+                    };
+                    sc(libc::SYS_settimeofday, &tv, 0)
+                }
+            }
+            "adjtimex" | "clock_adjtime" => {
+                let mut t: libc::timex = std::mem::zeroed();
+                if name == "adjtimex" {
+                    sc(libc::SYS_adjtimex, &mut t)
+                } else {
+                    sc(libc::SYS_clock_adjtime, libc::CLOCK_REALTIME, &mut t)
+                }
+            }
+            "sethostname" | "setdomainname" => {
+                let mut u: libc::utsname = std::mem::zeroed();
+                libc::uname(&mut u);
+                let (field, nr) = if name == "sethostname" {
+                    (&u.nodename, libc::SYS_sethostname)
+                } else {
+                    (&u.domainname, libc::SYS_setdomainname)
+                };
+                let len = field.iter().position(|c| *c == 0).unwrap_or(0);
+                sc(nr, field.as_ptr(), len)
+            }
+            "sched_fifo" => {
+                let param = libc::sched_param { sched_priority: 1 };
+                sc(libc::SYS_sched_setscheduler, 0, libc::SCHED_FIFO, &param)
+            }
+            "sched_setattr" => {
+                let attr = [0u32; 14];
+                sc(libc::SYS_sched_setattr, 0, attr.as_ptr(), 0)
+            }
+            "syslog" => {
+                let mut buf = [0u8; 256];
+                sc(libc::SYS_syslog, 3, buf.as_mut_ptr(), buf.len())
+            }
+            "shmget" => sc(libc::SYS_shmget, libc::IPC_PRIVATE, 4096, 0o600),
+            "shmat" => sc(libc::SYS_shmat, 0, 0, libc::SHM_RDONLY),
+            "msgget" => sc(libc::SYS_msgget, libc::IPC_PRIVATE, 0o600),
+            "semget" => sc(libc::SYS_semget, libc::IPC_PRIVATE, 1, 0o600),
+            "flock" => sc(
+                libc::SYS_flock,
+                open_ro(&cpath),
+                libc::LOCK_EX | libc::LOCK_NB,
+            ),
+            "open_by_handle_at" => {
+                let handle = [0u8; 136];
+                sc(
+                    libc::SYS_open_by_handle_at,
+                    CWD,
+                    handle.as_ptr(),
+                    libc::O_RDONLY,
+                )
+            }
+            _ => return format!("unknown call {name:?}"),
+        }
+    };
+    raw_result(rc, name)
 }
 
 /// Forks children (each pausing forever) until fork fails or `max` are running.
@@ -423,13 +629,14 @@ fn run(
         ),
         "fork_bomb" => fork_bomb(c.u64_or("max", 4096, 100_000)?),
         "memory_hog" => memory_hog(c.u64_or("bytes", 1 << 31, u64::MAX)?),
-        "setsid_sleeper" => {
-            setsid_sleeper();
+        "orphan_sleeper" => {
+            orphan_sleeper();
             return Ok(String::new());
         }
+        "call" => call(&c.string_or("name", "")?, &path),
         "stdout_holder_exit" => {
             // A grandchild keeps our stdout open; we exit in the middle of the call.
-            setsid_sleeper();
+            orphan_sleeper();
             std::thread::sleep(Duration::from_millis(200));
             // SAFETY: _exit ends the process at once.
             unsafe { libc::_exit(3) }
@@ -466,7 +673,8 @@ fn main() -> ExitCode {
             let config = init.config.clone();
             let c = ConfigTable::new(&config);
             c.expect_only(&[
-                "attempt", "port", "path", "pid_file", "needle", "bytes", "max", "count", "hook",
+                "attempt", "port", "path", "pid_file", "needle", "bytes", "max", "count", "name",
+                "hook",
             ])?;
             let attempt = c.string_or("attempt", "")?;
             let hook = c.string_or("hook", "attempt")?;

@@ -1,6 +1,8 @@
 //! `monitor --mode narrate`: one sentence per event, for a human watching a terminal.
-//! Kinds without a sentence of their own are printed as `<kind>: <fields>`.
+//! Kinds without a sentence of their own are printed as `<kind>: <fields>`. Control
+//! characters in a sentence (a host's error message with escape sequences) print as U+FFFD.
 
+use agent_runner_protocol::printable::printable;
 use serde_json::Value;
 
 use crate::record::events::{Event, Recorded, RoundEnd};
@@ -92,7 +94,9 @@ pub(crate) fn sentence(recorded: &Recorded) -> String {
             format!("{}: {}", recorded.kind(), fields.join(" "))
         }
     };
-    format!("{time} {text}")
+    // Hosts' words (error messages, reasons) are in `text`: nothing in it may drive the
+    // terminal (agent_runner_protocol::printable).
+    format!("{time} {}", printable(&text, false))
 }
 
 #[cfg(test)]
@@ -109,6 +113,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(sentence(&other), "16:43:56 future_kind: x=1");
+        let hostile = Recorded::from_line(json!({"ts": "2026-11-29T16:43:57.000Z", "event": "hook_failed", "hook_name": "h", "hook_kind": "spawn_hook", "host": "x", "error_type": "rpc_error", "error_message": "boom\u{1b}[2J\u{1b}]0;pwned\u{7}"})).unwrap();
+        let line = sentence(&hostile);
+        assert!(!line.chars().any(char::is_control), "{line:?}");
+        assert!(
+            line.ends_with("boom\u{fffd}[2J\u{fffd}]0;pwned\u{fffd}"),
+            "{line:?}"
+        );
         let oom = Recorded::from_line(json!({"ts": "2026-11-29T16:43:57.000Z", "event": "round_oom_killed", "round_num": 2, "agent": "claude", "agent_killed": true, "oom_kills": 1, "max_bytes": 33554432})).unwrap();
         assert_eq!(
             sentence(&oom),
