@@ -113,14 +113,16 @@ fn confined_round_64k(c: &mut Criterion) {
                 outcome: &outcome,
                 log_tail: &tail,
             };
-            let decision = rt.block_on(post_round::consult(
-                &mut manager,
-                &project.config.monitor,
-                &project.config.plugins.spawn_override_allow,
-                &project.events,
-                &judged,
-                &mut stop,
-            ));
+            let decision = rt
+                .block_on(post_round::consult(
+                    &mut manager,
+                    &project.config.monitor,
+                    &project.config.plugins.spawn_override_allow,
+                    &project.events,
+                    &judged,
+                    &mut stop,
+                ))
+                .decision;
             assert!(matches!(decision, Decision::BackOff { .. }), "{decision:?}");
         })
     });

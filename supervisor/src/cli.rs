@@ -374,7 +374,7 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             preset,
             force,
             no_commit,
-        } => init(config, preset, force, no_commit).await,
+        } => init(config, json, preset, force, no_commit).await,
         Command::Doctor { rounds } => Ok(doctor(&config, json, rounds).await),
         Command::Round { phase } => round(&config, json, phase.as_deref()).await,
         Command::Serve {
@@ -421,18 +421,26 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
 /// `init`: writes the config and prompt of `preset`, prints what it did.
 async fn init(
     config_path: PathBuf,
+    json: bool,
     preset: String,
     force: bool,
     no_commit: bool,
 ) -> Result<u8, CliError> {
-    let lines = crate::operator::init::run(&crate::operator::init::InitOptions {
+    let outcome = crate::operator::init::run(&crate::operator::init::InitOptions {
         config_path,
         preset,
         force,
         no_commit,
     })
     .await?;
-    print_lines(lines)
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&outcome.doc).unwrap_or_default()
+        );
+        return Ok(exit::OK);
+    }
+    print_lines(outcome.lines)
 }
 
 /// `doctor`: the report (human or `--json`) and its exit code.

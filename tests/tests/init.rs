@@ -92,3 +92,29 @@ fn unknown_preset_is_a_usage_error() {
     assert!(out.stderr.contains("claude"), "{out}");
     assert!(!p.config_path().exists());
 }
+
+#[test]
+fn init_json_prints_the_reference_keys() {
+    let p = Project::without_prompt();
+    let out = p.run(&["init", "--json", "--preset", "gemini"]);
+    out.assert_code(0);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(doc["preset"], "gemini", "{doc}");
+    assert_eq!(doc["committed"], true, "{doc}");
+    assert_eq!(
+        doc["work_dir"].as_str(),
+        Some(p.dir().to_str().unwrap()),
+        "{doc}"
+    );
+    let files: Vec<&str> = doc["files_created"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    for name in ["agent-runner.toml", "prompts/main.md"] {
+        let path = p.dir().join(name);
+        assert!(files.contains(&path.to_str().unwrap()), "{name}: {doc}");
+        assert!(path.is_file());
+    }
+}

@@ -168,6 +168,46 @@ fn a_clean_round_between_failures_resets_the_breaker() {
     assert_eq!(p.events_of("agent_exit").len(), 9);
 }
 
+/// A CLI whose detector reads usage (a stand-in named `codex`) that exits 0 at once,
+/// changes nothing and reports no usage did nothing: five such rounds stop serve
+/// (`stalled_no_progress`, exit 75). The demo agent, which changes the tree every round,
+/// and a script no detector reads usage of are not stopped.
+#[test]
+fn fast_clean_rounds_that_do_nothing_stop_serve_as_stalled() {
+    let p = Project::new();
+    let codex = p.script("bin/codex", "#!/bin/sh\necho 'nothing to do'\nexit 0\n");
+    p.write_config(&ConfigBuilder::new(&codex));
+    let out = p
+        .spawn(&["serve", "--max-rounds", "20"])
+        .wait(Duration::from_secs(120));
+    out.assert_code(75);
+    assert_eq!(p.events_of("agent_exit").len(), 5, "{}", p.events_text());
+    let stalled = p.events_of("stalled_no_progress");
+    assert_eq!(stalled.len(), 1, "{}", p.events_text());
+    assert_eq!(stalled[0]["consecutive_rounds"], 5);
+    assert_eq!(
+        stalled[0]["last_lines"],
+        serde_json::json!(["nothing to do"])
+    );
+    assert!(out.stderr.contains("stalled_no_progress"), "{}", out.stderr);
+
+    // The same script under another name: no detector reads its usage, nothing judged.
+    let p = Project::new();
+    let other = p.script(
+        "bin/quiet-agent",
+        "#!/bin/sh\necho 'nothing to do'\nexit 0\n",
+    );
+    p.write_config(&ConfigBuilder::new(&other));
+    p.spawn(&["serve", "--max-rounds", "6"])
+        .wait(Duration::from_secs(120))
+        .assert_code(0);
+    assert!(
+        p.events_of("stalled_no_progress").is_empty(),
+        "{}",
+        p.events_text()
+    );
+}
+
 #[test]
 fn stop_file_stops_serve_before_the_next_round() {
     let p = Project::new();

@@ -83,7 +83,12 @@ fn serve_pid_and_lock_holder_exist_while_serve_runs() {
     assert!(cmdline.chars().count() <= 80, "{holder}");
     // A second supervisor is refused while the first holds the lock.
     p.run(&["round"]).assert_code(1);
-    p.run(&["kill"]).assert_code(0);
+    // `kill --json` waits for it and says it is gone (`active`, the reference's key).
+    let killed = p.run(&["kill", "--json"]);
+    killed.assert_code(0);
+    let reply: Value = serde_json::from_str(killed.stdout.trim()).expect("kill --json");
+    assert_eq!(reply["active"], false, "{killed}");
+    assert_eq!(reply["pid"], serve.pid(), "{killed}");
     serve.wait(WAIT);
     assert!(!pid_file.exists(), "serve.pid left after serve exited");
     assert!(!holder_file.exists(), "holder left after serve exited");

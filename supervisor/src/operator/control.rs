@@ -73,7 +73,15 @@ pub(crate) struct StopReply {
     level: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     source: Option<String>,
+    /// `kill` only: whether the supervisor still holds the lock after [`KILL_WAIT`] (the
+    /// reference system's `active`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    active: Option<bool>,
 }
+
+/// How long `kill` waits for the supervisor to let go of the lock before it reports
+/// `active`: the longest agent grace (12 s) and time to record the round's end.
+const KILL_WAIT: Duration = Duration::from_secs(20);
 
 /// The socket's answer to a request it does not understand.
 #[derive(Serialize)]
@@ -172,6 +180,7 @@ async fn answer(
         pid,
         level: level.to_owned(),
         source: None,
+        active: None,
     };
     let reply = match request.as_ref().map(|r| r.cmd.as_str()) {
         Some("status") => {
@@ -319,7 +328,16 @@ pub(crate) async fn stop(
     as_json: bool,
 ) -> Result<u8, CliError> {
     let config = crate::config::load(config_path)?;
-    let report = ask_stop(&config.runtime.state_dir, level).await?;
+    let mut report = ask_stop(&config.runtime.state_dir, level).await?;
+    if level == StopLevel::Immediate {
+        let state_dir = &config.runtime.state_dir;
+        let deadline = tokio::time::Instant::now() + KILL_WAIT;
+        let held = || lock_holder(state_dir) == Some(report.pid);
+        while held() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        report.active = Some(held());
+    }
     if as_json {
         println!("{}", serde_json::to_string(&report).unwrap_or_default());
     } else {
@@ -375,6 +393,7 @@ pub(crate) async fn ask_stop(state_dir: &Path, level: StopLevel) -> Result<StopR
                     pid,
                     level: cmd.to_owned(),
                     source: Some("signal".to_owned()),
+                    active: None,
                 }
             }
         },

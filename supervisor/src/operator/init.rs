@@ -247,10 +247,33 @@ pub(crate) struct InitOptions {
     pub no_commit: bool,
 }
 
-/// Runs `init`; returns the lines to print.
+/// What `init` did: the lines it prints, and `init --json`'s object (the reference
+/// system's keys: `work_dir`, `files_created`, `committed`, `preset`).
+#[derive(Debug)]
+pub(crate) struct InitOutcome {
+    /// The human lines.
+    pub lines: Vec<String>,
+    /// The `--json` object.
+    pub doc: InitDoc,
+}
+
+/// `init --json`'s object.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct InitDoc {
+    /// The work tree.
+    pub work_dir: PathBuf,
+    /// Files written or changed: the config, the prompt, `.gitignore` when touched.
+    pub files_created: Vec<PathBuf>,
+    /// Whether they were committed.
+    pub committed: bool,
+    /// The preset used.
+    pub preset: String,
+}
+
+/// Runs `init`; returns what it did.
 ///
 /// Errors: unknown preset (2), an existing file without `--force` (1), I/O failures (1).
-pub(crate) async fn run(options: &InitOptions) -> Result<Vec<String>, CliError> {
+pub(crate) async fn run(options: &InitOptions) -> Result<InitOutcome, CliError> {
     let preset = preset(&options.preset).ok_or_else(|| CliError {
         code: crate::exit::USAGE,
         message: format!(
@@ -304,6 +327,7 @@ pub(crate) async fn run(options: &InitOptions) -> Result<Vec<String>, CliError> 
             to_commit.push(gitignore);
         }
     }
+    let mut committed = false;
     if !options.no_commit && dir.join(".git").exists() {
         // Through the one git runner: bounded, no terminal, hooks disabled.
         let repo = Repo::new(&dir, OwnFiles::default()).with_timeout(config.vcs.git_timeout);
@@ -313,13 +337,24 @@ pub(crate) async fn run(options: &InitOptions) -> Result<Vec<String>, CliError> 
             .map(|p| path_name::encode(p.as_os_str().as_bytes()))
             .collect();
         match repo.commit_paths(&paths, "agent-runner init").await {
-            Ok(_) => lines.push("committed the new files".into()),
+            Ok(_) => {
+                committed = true;
+                lines.push("committed the new files".into());
+            }
             Err(e) => lines.push(format!(
                 "note: could not commit the new files ({e}); commit them yourself"
             )),
         }
     }
-    Ok(lines)
+    Ok(InitOutcome {
+        lines,
+        doc: InitDoc {
+            work_dir: config.runtime.work_dir.clone(),
+            files_created: to_commit,
+            committed,
+            preset: preset.name.to_owned(),
+        },
+    })
 }
 
 /// Appends `entry` to `<dir>/.gitignore` unless a line already says it.

@@ -93,8 +93,21 @@ fn applies(hook: &HookRef, agent_binary: &str) -> bool {
         .is_none_or(|d| d.binary == basename)
 }
 
+/// What the post-round hooks made of a round.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Consulted {
+    /// Their combined decision.
+    pub decision: Decision,
+    /// Whether one of them reported the round's token usage (`agent_usage_recorded`).
+    pub usage_reported: bool,
+    /// Whether a built-in detector that reads this CLI's usage was asked: a working round
+    /// of such a CLI reports usage, so one that reports none did nothing.
+    pub usage_expected: bool,
+}
+
 /// Asks every applicable post-round hook about `round`, records what they said, and
-/// returns the combined [`Decision`]. A graceful stop abandons a call in flight.
+/// returns the combined [`Decision`] and whether usage was reported. A graceful stop
+/// abandons a call in flight.
 pub async fn consult(
     hosts: &mut HostManager,
     monitor: &MonitorConfig,
@@ -102,15 +115,22 @@ pub async fn consult(
     events: &EventLog,
     round: &Judged<'_>,
     stop: &mut StopWatch,
-) -> Decision {
+) -> Consulted {
     let agent = round.ctx.agent_binary.as_deref().unwrap_or("");
     let round_num = round.ctx.round_num;
     let now = SystemTime::now();
     let mut decision = Decision::Continue;
+    let mut usage_reported = false;
+    let mut usage_expected = false;
     for hook in hosts.hooks(Family::PostRound) {
         if !applies(&hook, agent) {
             continue;
         }
+        usage_expected |= hosts.is_builtin(&hook)
+            && crate::detectors::DIALECTS.iter().any(|d| {
+                d.detector == hook.name.as_str()
+                    && !matches!(d.usage, crate::detectors::dialects::UsageRule::None)
+            });
         let params = AfterRoundParams {
             hook: hook.name.clone(),
             ctx: round.ctx.clone(),
@@ -133,6 +153,7 @@ pub async fn consult(
         };
         let builtin = hosts.is_builtin(&hook);
         record(events, monitor, &hook.name, builtin, round_num, &verdict);
+        usage_reported |= verdict.usage.is_some();
         let message = redact_and_cap(&verdict.message);
         let kind = verdict.kind.unwrap_or(ErrorKind::Other);
         let candidate = match verdict.action {
@@ -179,7 +200,11 @@ pub async fn consult(
     if let Some(event) = decision_event(&decision, round_num) {
         events.emit(event);
     }
-    decision
+    Consulted {
+        decision,
+        usage_reported,
+        usage_expected,
+    }
 }
 
 /// stop > the back-off that ends latest > continue; on a tie the earlier verdict stays.

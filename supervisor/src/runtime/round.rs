@@ -89,6 +89,12 @@ pub(crate) struct Ran {
     pub dirty: Option<Outcome>,
     /// What the post-round hooks made of the round.
     pub post_round: Decision,
+    /// Whether a post-round hook reported the round's token usage.
+    pub usage_reported: bool,
+    /// Whether the built-in detector of a CLI that reports usage was asked.
+    pub usage_expected: bool,
+    /// Whether the round changed the tree: left it dirty, or moved `HEAD`.
+    pub tree_changed: bool,
     /// What the `[goal]` checks found after the agent exited (`None` without `[goal]`).
     pub goal: Option<crate::runtime::goal::Checked>,
 }
@@ -364,6 +370,7 @@ impl Runner {
         }
         let (round_num, log_path, log) = self.start_round(&round_ctx, &started, phase).await?;
         let baseline = self.baseline(round_num).await;
+        let head_before = self.repo.head().await;
         let exit = self
             .run_agent(round_num, phase, launch, &log_path, log, stop)
             .await?;
@@ -383,7 +390,7 @@ impl Runner {
         };
         self.substrate(round_num, true).await;
         self.note_log_cap(round_num, &exit, &log_path);
-        let post_round = self
+        let consulted = self
             .judge(round_num, phase, &exit, duration_s, &log_path, stop)
             .await;
         let dirty = if exit.is_clean() {
@@ -392,6 +399,8 @@ impl Runner {
         } else {
             None
         };
+        // The agent's own commits count as a change too (aider commits its edits).
+        let tree_changed = dirty.is_some() || self.repo.head().await != head_before;
         self.end_round(round_num, &exit, duration_s, dirty.as_ref(), &log_path);
         crate::runtime::log_views::write_status(
             &self.config.runtime.log_dir,
@@ -405,7 +414,10 @@ impl Runner {
             log_path,
             exit,
             dirty,
-            post_round,
+            post_round: consulted.decision,
+            usage_reported: consulted.usage_reported,
+            usage_expected: consulted.usage_expected,
+            tree_changed,
             goal,
         }))
     }
@@ -831,9 +843,13 @@ impl Runner {
         duration_s: f64,
         log_path: &Path,
         stop: &mut StopWatch,
-    ) -> Decision {
+    ) -> post_round::Consulted {
         if self.hosts.hooks(Family::PostRound).is_empty() {
-            return Decision::Continue;
+            return post_round::Consulted {
+                decision: Decision::Continue,
+                usage_reported: false,
+                usage_expected: false,
+            };
         }
         let log_tail = match read_end(log_path, MAX_LOG_TAIL_BYTES as u64) {
             Ok(bytes) => agent_runner_protocol::tail::log_tail(&bytes),

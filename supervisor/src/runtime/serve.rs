@@ -52,6 +52,15 @@ pub(crate) const MIN_REASK: Duration = Duration::from_secs(1);
 /// system's crash loop.
 pub(crate) const CRASH_LOOP_LIMIT: u32 = 5;
 
+/// A clean round shorter than this that changed nothing and reported no usage, of a CLI
+/// whose built-in detector reads usage, did nothing (`stalled_no_progress`, the reference
+/// system's rule: some CLIs exit 0 on a provider failure they do not print in a form a
+/// detector reads). Agents no detector reads usage of (scripts, kimi) are not judged.
+pub(crate) const STALL_FAST: Duration = Duration::from_secs(30);
+
+/// Such rounds in a row that stop `serve` (exit 75, `stalled_no_progress`).
+pub(crate) const STALL_LIMIT: u32 = 5;
+
 /// Lines of the last failed round's log the `crash_loop` event carries.
 const CRASH_LOOP_TAIL_LINES: usize = 10;
 
@@ -246,6 +255,8 @@ pub(crate) async fn serve(
         completed: 0,
         failures: 0,
         last_failure: None,
+        stalls: 0,
+        last_stall_lines: Vec::new(),
         code: crate::exit::OK,
         started: Instant::now(),
     };
@@ -286,6 +297,10 @@ struct Serving<'a> {
     failures: u32,
     /// The last of them: why it failed, and its log's last lines.
     last_failure: Option<(String, Vec<String>)>,
+    /// Fast clean rounds in a row that did nothing (`stalled_no_progress`).
+    stalls: u32,
+    /// The last lines of the last of them.
+    last_stall_lines: Vec<String>,
     /// The exit code so far.
     code: u8,
     /// When this serve began (`max_duration_s`).
@@ -428,6 +443,22 @@ impl Serving<'_> {
             self.code = crate::exit::TEMPFAIL;
             return true;
         }
+        if self.stalls >= STALL_LIMIT {
+            runner.events.emit(Event::StalledNoProgress {
+                consecutive_rounds: self.stalls,
+                threshold: STALL_LIMIT,
+                fast_s: STALL_FAST.as_secs(),
+                rounds_completed: completed,
+                last_lines: self.last_stall_lines.clone(),
+            });
+            eprintln!(
+                "agent-runner: {} rounds in a row exited 0 within {} s having changed nothing and reported no usage; stopping (stalled_no_progress)",
+                self.stalls,
+                STALL_FAST.as_secs()
+            );
+            self.code = crate::exit::TEMPFAIL;
+            return true;
+        }
         if let Some(max) = self.max_rounds.filter(|max| completed >= *max) {
             runner.events.emit(Event::MaxRoundsReached {
                 rounds_completed: completed,
@@ -564,6 +595,18 @@ impl Serving<'_> {
             self.failures = 0;
             self.last_failure = None;
         }
+        let stalled = clean
+            && !failed
+            && ran.exit.duration < STALL_FAST
+            && ran.usage_expected
+            && !ran.usage_reported
+            && !ran.tree_changed;
+        if stalled {
+            self.stalls += 1;
+            self.last_stall_lines = last_lines(&ran.log_path);
+        } else {
+            self.stalls = 0;
+        }
         if let Step::Stop {
             reason,
             hook,
@@ -583,6 +626,7 @@ impl Serving<'_> {
         }
         if self.max_rounds.is_some_and(|max| self.completed >= max)
             || self.failures >= CRASH_LOOP_LIMIT
+            || self.stalls >= STALL_LIMIT
         {
             return Flow::Again;
         }
@@ -963,10 +1007,13 @@ fn failure_of(ran: &Ran, step: &Step) -> (String, Vec<String>) {
     if let Some(diagnosis) = step.diagnosis() {
         reason.push_str(&format!("; {diagnosis}"));
     }
-    let tail = crate::runtime::round::log_tail(
-        &ran.log_path,
-        CRASH_LOOP_TAIL_LINES,
-        CRASH_LOOP_TAIL_CHARS,
-    );
-    (reason, tail.lines().map(str::to_owned).collect())
+    (reason, last_lines(&ran.log_path))
+}
+
+/// The last lines of a round log (redacted), for `crash_loop` and `stalled_no_progress`.
+fn last_lines(log: &Path) -> Vec<String> {
+    crate::runtime::round::log_tail(log, CRASH_LOOP_TAIL_LINES, CRASH_LOOP_TAIL_CHARS)
+        .lines()
+        .map(str::to_owned)
+        .collect()
 }

@@ -107,7 +107,22 @@ pub(crate) enum Event {
         /// Rounds completed by this serve.
         rounds_completed: u64,
     },
-    /// Too many fast failures in a row; the loop ends (exit 75).
+    /// Fast clean rounds in a row did nothing (no usage reported, no change to the tree);
+    /// the loop ends (exit 75), as the reference system's give-up of that name.
+    StalledNoProgress {
+        /// Fast clean rounds in a row that did nothing.
+        consecutive_rounds: u32,
+        /// The limit that was reached.
+        threshold: u32,
+        /// What counts as fast, in seconds.
+        fast_s: u64,
+        /// Rounds completed by this serve.
+        rounds_completed: u64,
+        /// The last lines of the last such round's log (redacted; at most 10 lines, 2000
+        /// characters).
+        last_lines: Vec<String>,
+    },
+    /// Failed rounds in a row reached the limit; serve stops (exit 75).
     CrashLoop {
         /// Failed rounds in a row (unclean exit or a diagnosed failure, output or not).
         consecutive_failures: u32,
@@ -917,6 +932,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "detector_alert",
     "stop_file_detected",
     "crash_loop",
+    "stalled_no_progress",
     "max_rounds_reached",
     "max_duration_reached",
     "rate_ceiling_paused",

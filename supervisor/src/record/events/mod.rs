@@ -245,6 +245,8 @@ mod tests {
              r#""event":"stop_file_detected","path":"/p/STOP","stop_file":"/p/STOP","content":"done","rounds_completed":0"#),
             (Event::CrashLoop { consecutive_failures: 5, threshold: 5, rounds_completed: 5, reason: "round 5: exit 1 after 0.4 s".into(), last_lines: vec!["boom".into()] },
              r#""event":"crash_loop","consecutive_failures":5,"threshold":5,"rounds_completed":5,"reason":"round 5: exit 1 after 0.4 s","last_lines":["boom"]"#),
+            (Event::StalledNoProgress { consecutive_rounds: 5, threshold: 5, fast_s: 30, rounds_completed: 5, last_lines: vec!["ok".into()] },
+             r#""event":"stalled_no_progress","consecutive_rounds":5,"threshold":5,"fast_s":30,"rounds_completed":5,"last_lines":["ok"]"#),
             (Event::MaxRoundsReached { rounds_completed: 3, max_rounds: 3 },
              r#""event":"max_rounds_reached","rounds_completed":3,"max_rounds":3"#),
             (Event::MaxDurationReached { elapsed_s: 3600.2, max_duration_s: 3600, rounds_completed: 7 },
