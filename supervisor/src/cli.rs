@@ -148,6 +148,20 @@ pub(crate) enum Command {
     Kill,
     /// Start `serve` detached; refused while a supervisor runs.
     Start,
+    /// Stop the running supervisor (gracefully: the current round finishes; `--force`:
+    /// as `kill`), wait for it to end, then `start`.
+    Restart {
+        /// Terminate the agent now instead of letting the round finish.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Rewrite a config written for the reference system (0.3.2 – 0.3.14) into one this
+    /// build loads; exit 0 nothing left, 1 a change by hand remains, 2 not TOML.
+    Migrate {
+        /// Say what would change; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Plugin hosts: check one against the protocol, or scaffold a new one.
     Plugin {
         /// What to do.
@@ -415,6 +429,16 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Stop => control::stop(&config, StopLevel::Graceful, json).await,
         Command::Kill => control::stop(&config, StopLevel::Immediate, json).await,
         Command::Start => control::start(&config, json).await,
+        Command::Restart { force } => control::restart(&config, force, json).await,
+        Command::Migrate { dry_run } => {
+            let (code, report) = crate::operator::migrate::run(&config, dry_run);
+            if json {
+                println!("{}", serde_json::to_string(&report).unwrap_or_default());
+            } else {
+                print!("{}", crate::operator::migrate::render(&report, dry_run));
+            }
+            Ok(code)
+        }
     }
 }
 

@@ -401,6 +401,65 @@ pub(crate) async fn ask_stop(state_dir: &Path, level: StopLevel) -> Result<StopR
     Ok(report)
 }
 
+/// `restart [--force]`: asks the running supervisor to stop (graceful, or immediate with
+/// `force`), waits until it has released the project lock (at most the round budget plus
+/// the agent's grace and a minute: [`restart_wait`]), then [`start`]s `serve`. With none
+/// running it only starts one.
+///
+/// Errors: 78 for a bad config; 1 when the supervisor does not end in time or `start`
+/// fails.
+pub(crate) async fn restart(
+    config_path: &Path,
+    force: bool,
+    as_json: bool,
+) -> Result<u8, CliError> {
+    let config = crate::config::load(config_path)?;
+    let state_dir = &config.runtime.state_dir;
+    let level = if force {
+        StopLevel::Immediate
+    } else {
+        StopLevel::Graceful
+    };
+    if let Ok(report) = ask_stop(state_dir, level).await {
+        if !as_json {
+            println!(
+                "agent-runner (pid {}): {}",
+                report.pid,
+                if force {
+                    "terminating the agent now"
+                } else {
+                    "stopping after the current round"
+                }
+            );
+        }
+        let wait = restart_wait(&config, force);
+        let deadline = std::time::Instant::now() + wait;
+        while lock_holder(state_dir).is_some() {
+            if std::time::Instant::now() >= deadline {
+                return Err(CliError::failure(format!(
+                    "agent-runner (pid {}) did not end within {} s; not started again (try `restart --force`)",
+                    report.pid,
+                    wait.as_secs()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    start(config_path, as_json).await
+}
+
+/// How long `restart` waits for the running supervisor to end: the round budget (a
+/// graceful stop lets the round finish; not with `force`), the agent's stop grace, and a
+/// minute for the dirty tree, hooks and shutdown.
+fn restart_wait(config: &crate::config::Config, force: bool) -> Duration {
+    let round = if force {
+        Duration::ZERO
+    } else {
+        config.runtime.round_budget
+    };
+    round + crate::runtime::cooperative::stop_signal(&config.agent).grace + Duration::from_secs(60)
+}
+
 /// `start`: runs `serve` detached (its own session; output in `<state_dir>/serve.out`) and
 /// returns once it holds the project lock. Refused (exit 1) while a supervisor runs.
 ///

@@ -5,10 +5,11 @@
 //!   [`event_query`] (all reading the record through [`crate::record`]'s readers)
 //!   and [`doctor`] (with [`crate::runtime::agent_preconditions`], which `serve` checks too); [`monitor`] (detectors, the ssh relay,
 //!   the live page and `/metrics`).
-//! - Control of a running `serve`: [`control`] (`status`/`stop`/`kill`/`start` over
-//!   `<state_dir>/control.sock`; what `serve` publishes for it is
+//! - Control of a running `serve`: [`control`] (`status`/`stop`/`kill`/`start`/`restart`
+//!   over `<state_dir>/control.sock`; what `serve` publishes for it is
 //!   [`crate::record::status`]).
-//! - Set-up: [`init`] (config and prompt from a preset) and [`install`] (the systemd unit).
+//! - Set-up: [`init`] (config and prompt from a preset), [`install`] (the systemd unit) and
+//!   [`migrate`] (a reference system's config made ours).
 
 pub(crate) mod agent_version;
 pub(crate) mod control;
@@ -18,6 +19,7 @@ pub(crate) mod event_query;
 pub(crate) mod init;
 pub(crate) mod install;
 pub(crate) mod interrupt;
+pub(crate) mod migrate;
 pub(crate) mod monitor;
 pub(crate) mod peek;
 pub(crate) mod peek_render;
