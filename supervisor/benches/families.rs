@@ -3,7 +3,7 @@
 //! tree (docs/protocol.md §5.9 gives the order):
 //! - `round_families/added`: what this family set adds to a round: the pre-round hook and
 //!   the context enricher (one concurrent batch, `pre_round::consult`) and the detector
-//!   (`detect::poll`);
+//!   (`detect_hooks::poll`);
 //! - `round_families/all_per_round`: the same plus the spawn hook (`spawn_gate::consult`).
 //!
 //! Hosts: `examples/test-report` (Python zipapp: pre_round, context_enricher,
@@ -22,7 +22,7 @@ use agent_runner::hosts::sandbox::SandboxGate;
 use agent_runner::hosts::HostManager;
 use agent_runner::record::events::EventLog;
 use agent_runner::record::stop::StopLevel;
-use agent_runner::runtime::{detect, pre_round, spawn_gate};
+use agent_runner::runtime::{detect_hooks, pre_round, spawn_gate};
 use agent_runner_plugin_host::probe::probe;
 use agent_runner_protocol::{Family, LastRound, ProjectState};
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -149,7 +149,8 @@ fn round_families(c: &mut Criterion) {
                     .await
                     .expect("not stopped");
                 assert!(pre.skip.is_none() && pre.enrichments.len() == 1);
-                let auto = detect::poll(&mut hosts, &monitor, &events, &ctx, &state, &mut stop);
+                let auto =
+                    detect_hooks::poll(&mut hosts, &monitor, &events, &ctx, &state, &mut stop);
                 assert!(auto.await.is_none());
             })
         })
@@ -164,7 +165,8 @@ fn round_families(c: &mut Criterion) {
                 let verdict =
                     spawn_gate::consult(&mut hosts, &allow, &events, &ctx, &spawn, &mut stop).await;
                 assert_eq!(verdict, spawn_gate::Verdict::Proceed);
-                let auto = detect::poll(&mut hosts, &monitor, &events, &ctx, &state, &mut stop);
+                let auto =
+                    detect_hooks::poll(&mut hosts, &monitor, &events, &ctx, &state, &mut stop);
                 assert!(auto.await.is_none());
             })
         })

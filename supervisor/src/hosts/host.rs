@@ -17,8 +17,8 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStderr};
 
+use super::call_failure::{CallFailure, ErrorType};
 use super::cause::{self, Bounds, Deadline, InFlight};
-use super::failure::{CallFailure, ErrorType};
 use super::transport::{line_transport, ViolationSlot};
 
 /// How long a host has to exit after `shutdown` and stdin EOF (`docs/protocol.md` §2).

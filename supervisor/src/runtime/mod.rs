@@ -6,10 +6,10 @@
 //! - [`host_health`]: disk, memory and pressure before and during a round;
 //!   [`round_cgroup`]: each round in its own cgroup when the supervisor's is delegated.
 //! - [`agent`]: the agent process in its own process group, under its budget;
-//!   [`agent_preconditions`]: what the agent CLI needs from this machine (serve and doctor).
+//!   [`agent_preconditions`]: what the agent CLI needs from this machine (serve and doctor);
 //!   [`cooperative`]: the signal and grace that end it.
 //! - [`pre_round`] (pre-round hooks and context enrichers), [`spawn_gate`], [`dirty`] and
-//!   [`detect`]: the hook families as the round sees them, with their built-ins;
+//!   [`detect_hooks`]: the hook families as the round sees them, with their built-ins;
 //!   [`serve_startup`]: the hooks `serve` calls once at boot.
 //! - [`git`]: the only place that runs git; [`git_operation`]: a rebase, merge… under way
 //!   (the tree is then left untouched); [`attribution`]: whose dirt is it (the round's,
@@ -35,7 +35,7 @@ pub(crate) mod bounds;
 pub(crate) mod config_digest;
 pub(crate) mod config_follow;
 pub(crate) mod cooperative;
-pub mod detect;
+pub mod detect_hooks;
 pub(crate) mod dirty;
 pub(crate) mod git;
 pub(crate) mod git_operation;

@@ -29,7 +29,7 @@ use crate::record::stop::{StopLevel, StopWatch};
 use crate::runtime::agent::{self, AgentExit, AgentSpec};
 use crate::runtime::attribution::{Baseline, OwnFiles};
 use crate::runtime::config_digest;
-use crate::runtime::detect::{self, AutoStop};
+use crate::runtime::detect_hooks::{self, AutoStop};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
 use crate::runtime::git::Repo;
 use crate::runtime::git_operation;
@@ -894,7 +894,7 @@ impl Runner {
     ) -> Option<AutoStop> {
         let phase = self.config.phase_for_round(round_num).map(str::to_owned);
         let ctx = self.context(round_num, phase.as_deref(), None);
-        detect::poll(
+        detect_hooks::poll(
             &mut self.hosts,
             &self.config.monitor,
             &self.events,

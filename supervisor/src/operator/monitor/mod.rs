@@ -1,7 +1,7 @@
 //! `agent-runner monitor`: watch a project without touching it (docs/operations.md
 //! "monitor"). Modes, as in the reference system (`docs/reference-system.md`, "Monitor"):
 //!
-//! - `anomaly` (default): the built-in detectors ([`detect`]) every `--interval` seconds;
+//! - `anomaly` (default): the built-in detectors ([`anomaly`]) every `--interval` seconds;
 //!   each new alert is printed and recorded (`monitor_alert_emitted`); an alert of a
 //!   detector listed in `[monitor] auto_stop_on` stops the supervisor
 //!   (`monitor_auto_stop_triggered`).
@@ -13,7 +13,7 @@
 //! Only `anomaly` writes to the project's record (its `monitor_*` events) and asks a
 //! supervisor to stop; the other modes are read-only.
 
-pub(crate) mod detect;
+pub(crate) mod anomaly;
 pub(crate) mod healthz;
 pub(crate) mod http;
 pub(crate) mod metrics;
@@ -129,7 +129,7 @@ pub(crate) async fn run(options: Options) -> Result<u8, CliError> {
         (Mode::Narrate, _) => stream(&config, narrate::sentence).await,
         (Mode::Anomaly, _) => {
             let interval = Duration::from_secs(options.interval.unwrap_or(30).max(1));
-            detect::watch(&config, interval, options.json).await
+            anomaly::watch(&config, interval, options.json).await
         }
         (Mode::Http, _) => {
             let mut projects = vec![config];
