@@ -154,10 +154,7 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
             name: None,
         });
     }
-    let lock = ProjectLock::acquire(&config.runtime.state_dir)?;
-    let tree_lock = tree_lock::acquire(&config.runtime.work_dir, &config.runtime.state_dir)?;
-    let holder = log_views::hold(&config.runtime.log_dir);
-    crate::record::state::prepare(&config, &events);
+    // Refused before anything is written: no lock, no log-dir views, no record.
     let tree = Repo::new(&config.runtime.work_dir, OwnFiles::default());
     if !tree.is_repo().await {
         return Err(BootError::Config(ConfigError::Key {
@@ -169,6 +166,10 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
             ),
         }));
     }
+    let lock = ProjectLock::acquire(&config.runtime.state_dir)?;
+    let tree_lock = tree_lock::acquire(&config.runtime.work_dir, &config.runtime.state_dir)?;
+    let holder = log_views::hold(&config.runtime.log_dir);
+    crate::record::state::prepare(&config, &events);
     let hosts = HostManager::boot(
         &config,
         &gate,
