@@ -193,6 +193,10 @@ fn pause_rounds(exe: &Path) -> Vec<Value> {
         "sha",
         "head",
         "run_id",
+        // Each project's own: the digest covers the prompt files' paths, the head its
+        // commit's time.
+        "config_digest",
+        "git_head",
     ];
     p.events()
         .into_iter()
