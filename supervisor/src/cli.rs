@@ -747,7 +747,10 @@ fn round_ran(ran: &Ran, hint: Option<String>) -> (u8, RoundSummary) {
     };
     if !agent_exit.is_clean() {
         // The reason is usually in the agent's last words (docs/operations.md,
-        // "Agent preconditions").
+        // "Agent preconditions"). They go to the operator's terminal with their escapes
+        // shown, not obeyed (`printable`); the log file keeps the agent's bytes.
+        let tail =
+            crate::runtime::round::log_tail(&ran.log_path, ROUND_TAIL_LINES, ROUND_TAIL_CHARS);
         eprintln!(
             "agent-runner: round {}: the agent ended {} after {:.1} s; the end of {}:\n{}",
             ran.round_num,
@@ -758,7 +761,7 @@ fn round_ran(ran: &Ran, hint: Option<String>) -> (u8, RoundSummary) {
             },
             agent_exit.duration.as_secs_f64(),
             ran.log_path.display(),
-            crate::runtime::round::log_tail(&ran.log_path, ROUND_TAIL_LINES, ROUND_TAIL_CHARS)
+            agent_runner_protocol::printable::printable(&tail, true)
         );
     }
     match &ran.post_round {

@@ -90,3 +90,35 @@ fn agent_over_budget_is_terminated_with_its_group() {
     // The agent never reached its edits.
     assert!(!p.dir().join("notes").exists());
 }
+
+/// The agent's terminal escapes (window title, OSC 52 clipboard write, clear screen, bidi
+/// override) are shown as text on `round`'s stderr and by `peek --log`, not obeyed; the
+/// round log file keeps the agent's bytes (issue 27, item 7).
+#[test]
+fn agent_terminal_escapes_are_shown_not_obeyed() {
+    let p = Project::new();
+    let agent = p.script(
+        "escapes-agent",
+        "#!/bin/sh\nprintf 'before\\033]0;pwned-title\\007\\033]52;c;ZXZpbA==\\007\\033[2J\\033[H\\342\\200\\256after\\n'\nexit 1\n",
+    );
+    p.write_config(&agent_runner_e2e::ConfigBuilder::new(&agent));
+    let out = p.run(&["round"]);
+    out.assert_code(1);
+    let escapes = ['\x1b', '\x07', '\u{202e}'];
+    assert!(out.stderr.contains("before"), "{out}");
+    assert!(out.stderr.contains("pwned-title"), "{out}");
+    assert!(!out.stderr.contains(&escapes[..]), "{out:?}");
+    let log = std::fs::read(&p.round_logs()[0]).unwrap();
+    assert!(
+        log.windows(4).any(|w| w == b"\x1b]52"),
+        "the log file keeps the agent's bytes"
+    );
+    let peek = p.run(&["peek", "--round", "1", "--log"]);
+    peek.assert_code(0);
+    assert!(
+        peek.stdout.contains("before") && peek.stdout.contains("after\n"),
+        "{peek}"
+    );
+    assert!(peek.stdout.contains("]52;c;ZXZpbA=="), "{peek}");
+    assert!(!peek.stdout.contains(&escapes[..]), "{peek:?}");
+}

@@ -795,11 +795,48 @@ fn resolve_phases(
             .map_err(|(k, m)| bad(format!("phases.{name}.{k}"), m))?;
         overrides.insert(name, over);
     }
+    refuse_overlapping_windows(&list, &overrides)?;
     Ok(PhasesConfig {
         list,
         overrides,
         phase_policy,
     })
+}
+
+/// Two phases that each set their own `[agent]` and their own `run_windows` must not both
+/// be open at one minute (after their own `pause_windows`), or which agent runs would
+/// hang on the rotation alone: the reference system refuses this at boot with exit 78
+/// (docs/reference-system.md). Pairs in different zones are not compared. Errors: the
+/// later phase's `schedule.run_windows`, naming both phases and windows.
+fn refuse_overlapping_windows(
+    list: &[String],
+    overrides: &BTreeMap<String, PhaseOverride>,
+) -> Result<(), Bad> {
+    let candidates: Vec<(&String, &Schedule)> = list
+        .iter()
+        .filter_map(|name| {
+            let over = overrides.get(name)?;
+            over.agent.as_ref()?;
+            let schedule = over.schedule.as_ref()?;
+            (!schedule.run.is_empty()).then_some((name, schedule))
+        })
+        .collect();
+    for (i, (a, sa)) in candidates.iter().enumerate() {
+        for (b, sb) in &candidates[i + 1..] {
+            if let Some((wa, wb)) = sa.run_window_overlap(sb) {
+                return Err(bad(
+                    format!("phases.{b}.schedule.run_windows"),
+                    format!(
+                        "phases {a:?} and {b:?} both override [agent] and their run_windows \
+                         overlap ({:?} vs {:?}); expected disjoint windows, or a \
+                         pause_window that carves out the overlap",
+                        wa.label, wb.label
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// One `[phases.<name>]` table. Errors: the key under the table and what is wrong.

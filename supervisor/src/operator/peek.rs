@@ -686,7 +686,14 @@ pub(crate) fn run(config_path: &Path, output: &PeekOutput) -> Result<u8, CliErro
         })?;
         let mut log = crate::tree_file::open_regular(&file, crate::tree_file::Symlink::Refuse)
             .map_err(|e| CliError::failure(format!("cannot read {}: {e}", file.display())))?;
-        let _ = std::io::copy(&mut log, &mut stdout);
+        // The log file keeps the agent's bytes; what reaches the terminal has its escapes
+        // (title, OSC 52 clipboard, clear screen) shown as text, by the rule of `printable`.
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut log, &mut bytes)
+            .map_err(|e| CliError::failure(format!("cannot read {}: {e}", file.display())))?;
+        let text = String::from_utf8_lossy(&bytes);
+        let _ =
+            stdout.write_all(agent_runner_protocol::printable::printable(&text, true).as_bytes());
         return Ok(crate::exit::OK);
     }
     if let Some(path) = &output.select {
