@@ -1080,6 +1080,7 @@ fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, (&'static str, String)> {
             "expected a non-empty list, e.g. [\"claude\"]".into(),
         ));
     }
+    let command = expand_command(raw.command).map_err(|e| ("command", e))?;
     let delivery = vocabulary::parse(raw.prompt_delivery.as_deref(), PromptDelivery::Argv)
         .map_err(|e| ("prompt_delivery", e.to_string()))?;
     let template = raw.prompt_arg_template.unwrap_or_else(|| match delivery {
@@ -1121,7 +1122,7 @@ fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, (&'static str, String)> {
     }
     Ok(AgentConfig {
         sigterm_grace: Duration::from_secs(sigterm_grace_s),
-        command: raw.command,
+        command,
         prompt_arg_template: template,
         name: raw.name,
         env: raw.env,
@@ -1276,6 +1277,7 @@ fn resolve_host(
             "expected a non-empty list; command[0] is the host executable".into(),
         ));
     }
+    let command = expand_command(raw.command).map_err(|e| ("command", e))?;
     let mut provides = BTreeSet::new();
     for family in &raw.provides {
         let Some(family) = Family::parse(family) else {
@@ -1301,7 +1303,7 @@ fn resolve_host(
     };
     Ok(HostConfig {
         name: name.to_owned(),
-        command: raw.command,
+        command,
         provides,
         timeout: positive("timeout_s", raw.timeout_s)?.map(Duration::from_secs),
         init_timeout: Duration::from_secs(
@@ -1343,14 +1345,33 @@ struct HomeNotSet;
 /// Expands `~` (the user's home) and `{project}`; a relative result is taken relative to
 /// `base` (`work_dir`, as the reference system does).
 fn expand_path(text: &str, base: &Path, project: &str) -> Result<PathBuf, HomeNotSet> {
-    let text = text.replace("{project}", project);
-    let expanded = if text == "~" || text.starts_with("~/") {
-        let home = std::env::var_os("HOME").ok_or(HomeNotSet)?;
-        PathBuf::from(home).join(text.trim_start_matches('~').trim_start_matches('/'))
-    } else {
-        PathBuf::from(text)
-    };
+    let expanded = expand_home(&text.replace("{project}", project))?;
     Ok(normalize(&base.join(expanded)))
+}
+
+/// Expands a leading `~` or `~/` to `HOME` (the one place the config's paths, and
+/// `command[0]` of `[agent]` and of each host, get their `~`); other text is returned as
+/// it is, `~user` included.
+fn expand_home(text: &str) -> Result<PathBuf, HomeNotSet> {
+    if text == "~" || text.starts_with("~/") {
+        let home = std::env::var_os("HOME").ok_or(HomeNotSet)?;
+        Ok(PathBuf::from(home).join(text.trim_start_matches('~').trim_start_matches('/')))
+    } else {
+        Ok(PathBuf::from(text))
+    }
+}
+
+/// `command` with `~` expanded in `command[0]` (the executable; the other words are
+/// arguments, passed as written). Errors: the message for the key `command`.
+fn expand_command(mut command: Vec<String>) -> Result<Vec<String>, String> {
+    if let Some(first) = command.first_mut() {
+        let path = expand_home(first).map_err(|e| format!("command[0] {e}"))?;
+        *first = path
+            .into_os_string()
+            .into_string()
+            .map_err(|_| "command[0]: HOME is not valid UTF-8".to_owned())?;
+    }
+    Ok(command)
 }
 
 /// Removes `.` components and resolves `..` lexically (the path may not exist yet).
