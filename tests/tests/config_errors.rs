@@ -220,3 +220,27 @@ fn phase_run_windows_that_meet_or_are_carved_out_are_accepted() {
         "a config without a real overlap was refused: {out}"
     );
 }
+
+#[test]
+fn skip_startup_check_lets_overlapping_phase_windows_run_and_says_so() {
+    // The reference system's escape hatch skips its boot checks, the overlap check among
+    // them; without it the same config is refused.
+    let p = Project::new();
+    let always = "run_windows = [\"00:00-24:00\"]";
+    p.write_config_text(&two_scheduled_agents(&p, always, always));
+    p.run(&["round"]).assert_code(78);
+    let out = p.run_env(&["round"], &[("AGENT_RUNNER_SKIP_STARTUP_CHECK", "True")]);
+    out.assert_code(0);
+    assert!(
+        out.stderr.contains("AGENT_RUNNER_SKIP_STARTUP_CHECK"),
+        "the skipped check is not said: {out}"
+    );
+    let exits = p.events_of("agent_exit");
+    assert_eq!(
+        exits.len(),
+        1,
+        "the agent did not run once: {:?} {out}",
+        p.event_kinds()
+    );
+    assert_eq!(exits[0]["exit_code"], 0, "{exits:?}");
+}

@@ -541,9 +541,17 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
     let schedule = resolve_schedule(raw.schedule.unwrap_or_default(), None)
         .map_err(|(k, m)| at(bad(format!("schedule.{k}"), m)))?;
     let phases = resolve_phases(raw.phases, &places, base_zone.as_deref()).map_err(at)?;
+    let mut warnings = raw.warnings;
+    if startup_check_skipped() {
+        warnings.push(format!(
+            "{SKIP_STARTUP_CHECK_ENV} is set: the phase run_windows overlap check is skipped \
+             (sandbox, pin and every other check still run)"
+        ));
+    } else {
+        refuse_overlapping_windows(&phases.list, &phases.overrides).map_err(at)?;
+    }
     let runtime = resolve_runtime(raw.runtime, &places, &numbers).map_err(at)?;
     let vcs = resolve_vcs(&raw.vcs, &numbers).map_err(at)?;
-    let mut warnings = raw.warnings;
     let plugins = resolve_plugins(
         raw.plugins,
         raw.plugin_tables,
@@ -795,12 +803,23 @@ fn resolve_phases(
             .map_err(|(k, m)| bad(format!("phases.{name}.{k}"), m))?;
         overrides.insert(name, over);
     }
-    refuse_overlapping_windows(&list, &overrides)?;
     Ok(PhasesConfig {
         list,
         overrides,
         phase_policy,
     })
+}
+
+/// The reference system's escape hatch from its boot checks (docs/reference-system.md,
+/// "AGENT_RUNNER_SKIP_STARTUP_CHECK"): set to `1`, `true`, `yes` or `on` (any case).
+pub(crate) const SKIP_STARTUP_CHECK_ENV: &str = "AGENT_RUNNER_SKIP_STARTUP_CHECK";
+
+/// Whether [`SKIP_STARTUP_CHECK_ENV`] asks to skip the checks the reference system counts
+/// as its boot battery. Only the phase-window overlap check is one here; checks that keep
+/// hosts confined or rounds safe (sandbox, pins, config keys, git) are never skipped.
+fn startup_check_skipped() -> bool {
+    std::env::var(SKIP_STARTUP_CHECK_ENV)
+        .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on"))
 }
 
 /// Two phases that each set their own `[agent]` and their own `run_windows` must not both
