@@ -170,3 +170,77 @@ fn work_dir_outside_a_git_working_tree() {
         &["runtime.work_dir", "is not inside a git working tree"],
     );
 }
+
+/// `[phases]` with two phases that each set `[agent]` and `run_windows`.
+fn two_scheduled_agents(p: &Project, build: &str, review: &str) -> String {
+    valid(p)
+        + "\n[phases]\nlist = [\"build\", \"review\"]\n\
+           [phases.build.agent.env]\nKNOB = \"a\"\n\
+           [phases.build.schedule]\ntimezone = \"UTC\"\n"
+        + build
+        + "\n[phases.review.agent.env]\nKNOB = \"b\"\n\
+           [phases.review.schedule]\ntimezone = \"UTC\"\n"
+        + review
+        + "\n"
+}
+
+#[test]
+fn overlapping_phase_run_windows() {
+    // The reference system refuses these at boot (exit 78): both phases could run then.
+    let p = Project::new();
+    let text = two_scheduled_agents(
+        &p,
+        "run_windows = [\"mon-fri 09:00-17:00\"]",
+        "run_windows = [\"fri 16:00-02:00\"]",
+    );
+    assert_refused(
+        &p,
+        Some(&text),
+        &[
+            "phases.review.schedule.run_windows",
+            "mon-fri 09:00-17:00",
+            "fri 16:00-02:00",
+        ],
+    );
+}
+
+#[test]
+fn phase_run_windows_that_meet_or_are_carved_out_are_accepted() {
+    // Touching ends, and an overlap the phase's own pause window removes, do not collide.
+    let p = Project::new();
+    let text = two_scheduled_agents(
+        &p,
+        "run_windows = [\"00:00-12:00\"]",
+        "run_windows = [\"12:00-24:00\", \"11:00-12:00\"]\npause_windows = [\"11:00-12:00\"]",
+    );
+    p.write_config_text(&text);
+    let out = p.run(&["doctor"]);
+    assert!(
+        out.code() != 78 && !out.stderr.contains("run_windows"),
+        "a config without a real overlap was refused: {out}"
+    );
+}
+
+#[test]
+fn skip_startup_check_lets_overlapping_phase_windows_run_and_says_so() {
+    // The reference system's escape hatch skips its boot checks, the overlap check among
+    // them; without it the same config is refused.
+    let p = Project::new();
+    let always = "run_windows = [\"00:00-24:00\"]";
+    p.write_config_text(&two_scheduled_agents(&p, always, always));
+    p.run(&["round"]).assert_code(78);
+    let out = p.run_env(&["round"], &[("AGENT_RUNNER_SKIP_STARTUP_CHECK", "True")]);
+    out.assert_code(0);
+    assert!(
+        out.stderr.contains("AGENT_RUNNER_SKIP_STARTUP_CHECK"),
+        "the skipped check is not said: {out}"
+    );
+    let exits = p.events_of("agent_exit");
+    assert_eq!(
+        exits.len(),
+        1,
+        "the agent did not run once: {:?} {out}",
+        p.event_kinds()
+    );
+    assert_eq!(exits[0]["exit_code"], 0, "{exits:?}");
+}

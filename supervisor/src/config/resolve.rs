@@ -541,9 +541,17 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
     let schedule = resolve_schedule(raw.schedule.unwrap_or_default(), None)
         .map_err(|(k, m)| at(bad(format!("schedule.{k}"), m)))?;
     let phases = resolve_phases(raw.phases, &places, base_zone.as_deref()).map_err(at)?;
+    let mut warnings = raw.warnings;
+    if startup_check_skipped() {
+        warnings.push(format!(
+            "{SKIP_STARTUP_CHECK_ENV} is set: the phase run_windows overlap check is skipped \
+             (sandbox, pin and every other check still run)"
+        ));
+    } else {
+        refuse_overlapping_windows(&phases.list, &phases.overrides).map_err(at)?;
+    }
     let runtime = resolve_runtime(raw.runtime, &places, &numbers).map_err(at)?;
     let vcs = resolve_vcs(&raw.vcs, &numbers).map_err(at)?;
-    let mut warnings = raw.warnings;
     let plugins = resolve_plugins(
         raw.plugins,
         raw.plugin_tables,
@@ -802,6 +810,54 @@ fn resolve_phases(
     })
 }
 
+/// The reference system's escape hatch from its boot checks (docs/reference-system.md,
+/// "AGENT_RUNNER_SKIP_STARTUP_CHECK"): set to `1`, `true`, `yes` or `on` (any case).
+pub(crate) const SKIP_STARTUP_CHECK_ENV: &str = "AGENT_RUNNER_SKIP_STARTUP_CHECK";
+
+/// Whether [`SKIP_STARTUP_CHECK_ENV`] asks to skip the checks the reference system counts
+/// as its boot battery. Only the phase-window overlap check is one here; checks that keep
+/// hosts confined or rounds safe (sandbox, pins, config keys, git) are never skipped.
+fn startup_check_skipped() -> bool {
+    std::env::var(SKIP_STARTUP_CHECK_ENV)
+        .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on"))
+}
+
+/// Two phases that each set their own `[agent]` and their own `run_windows` must not both
+/// be open at one minute (after their own `pause_windows`), or which agent runs would
+/// hang on the rotation alone: the reference system refuses this at boot with exit 78
+/// (docs/reference-system.md). Pairs in different zones are not compared. Errors: the
+/// later phase's `schedule.run_windows`, naming both phases and windows.
+fn refuse_overlapping_windows(
+    list: &[String],
+    overrides: &BTreeMap<String, PhaseOverride>,
+) -> Result<(), Bad> {
+    let candidates: Vec<(&String, &Schedule)> = list
+        .iter()
+        .filter_map(|name| {
+            let over = overrides.get(name)?;
+            over.agent.as_ref()?;
+            let schedule = over.schedule.as_ref()?;
+            (!schedule.run.is_empty()).then_some((name, schedule))
+        })
+        .collect();
+    for (i, (a, sa)) in candidates.iter().enumerate() {
+        for (b, sb) in &candidates[i + 1..] {
+            if let Some((wa, wb)) = sa.run_window_overlap(sb) {
+                return Err(bad(
+                    format!("phases.{b}.schedule.run_windows"),
+                    format!(
+                        "phases {a:?} and {b:?} both override [agent] and their run_windows \
+                         overlap ({:?} vs {:?}); expected disjoint windows, or a \
+                         pause_window that carves out the overlap",
+                        wa.label, wb.label
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// One `[phases.<name>]` table. Errors: the key under the table and what is wrong.
 fn resolve_phase(
     phase: RawPhase,
@@ -1024,6 +1080,7 @@ fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, (&'static str, String)> {
             "expected a non-empty list, e.g. [\"claude\"]".into(),
         ));
     }
+    let command = expand_command(raw.command).map_err(|e| ("command", e))?;
     let delivery = vocabulary::parse(raw.prompt_delivery.as_deref(), PromptDelivery::Argv)
         .map_err(|e| ("prompt_delivery", e.to_string()))?;
     let template = raw.prompt_arg_template.unwrap_or_else(|| match delivery {
@@ -1065,7 +1122,7 @@ fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, (&'static str, String)> {
     }
     Ok(AgentConfig {
         sigterm_grace: Duration::from_secs(sigterm_grace_s),
-        command: raw.command,
+        command,
         prompt_arg_template: template,
         name: raw.name,
         env: raw.env,
@@ -1220,6 +1277,7 @@ fn resolve_host(
             "expected a non-empty list; command[0] is the host executable".into(),
         ));
     }
+    let command = expand_command(raw.command).map_err(|e| ("command", e))?;
     let mut provides = BTreeSet::new();
     for family in &raw.provides {
         let Some(family) = Family::parse(family) else {
@@ -1245,7 +1303,7 @@ fn resolve_host(
     };
     Ok(HostConfig {
         name: name.to_owned(),
-        command: raw.command,
+        command,
         provides,
         timeout: positive("timeout_s", raw.timeout_s)?.map(Duration::from_secs),
         init_timeout: Duration::from_secs(
@@ -1287,14 +1345,33 @@ struct HomeNotSet;
 /// Expands `~` (the user's home) and `{project}`; a relative result is taken relative to
 /// `base` (`work_dir`, as the reference system does).
 fn expand_path(text: &str, base: &Path, project: &str) -> Result<PathBuf, HomeNotSet> {
-    let text = text.replace("{project}", project);
-    let expanded = if text == "~" || text.starts_with("~/") {
-        let home = std::env::var_os("HOME").ok_or(HomeNotSet)?;
-        PathBuf::from(home).join(text.trim_start_matches('~').trim_start_matches('/'))
-    } else {
-        PathBuf::from(text)
-    };
+    let expanded = expand_home(&text.replace("{project}", project))?;
     Ok(normalize(&base.join(expanded)))
+}
+
+/// Expands a leading `~` or `~/` to `HOME` (the one place the config's paths, and
+/// `command[0]` of `[agent]` and of each host, get their `~`); other text is returned as
+/// it is, `~user` included.
+fn expand_home(text: &str) -> Result<PathBuf, HomeNotSet> {
+    if text == "~" || text.starts_with("~/") {
+        let home = std::env::var_os("HOME").ok_or(HomeNotSet)?;
+        Ok(PathBuf::from(home).join(text.trim_start_matches('~').trim_start_matches('/')))
+    } else {
+        Ok(PathBuf::from(text))
+    }
+}
+
+/// `command` with `~` expanded in `command[0]` (the executable; the other words are
+/// arguments, passed as written). Errors: the message for the key `command`.
+fn expand_command(mut command: Vec<String>) -> Result<Vec<String>, String> {
+    if let Some(first) = command.first_mut() {
+        let path = expand_home(first).map_err(|e| format!("command[0] {e}"))?;
+        *first = path
+            .into_os_string()
+            .into_string()
+            .map_err(|_| "command[0]: HOME is not valid UTF-8".to_owned())?;
+    }
+    Ok(command)
 }
 
 /// Removes `.` components and resolves `..` lexically (the path may not exist yet).

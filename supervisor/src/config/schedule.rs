@@ -202,6 +202,31 @@ impl Schedule {
             .find(|t| self.allows(*t) == allowed)
     }
 
+    /// The first pair of run windows, one of each schedule, that are both open at some
+    /// weekday and minute outside each schedule's own `pause_windows`; `None` when there
+    /// is none, or either schedule has no run windows, or the zones differ (no
+    /// cross-zone arithmetic, as in the reference system; docs/configuration.md
+    /// "[phases]"). A scan of the week's 10 080 minutes per window pair, at load only.
+    pub(crate) fn run_window_overlap<'a>(
+        &'a self,
+        other: &'a Schedule,
+    ) -> Option<(&'a Window, &'a Window)> {
+        if self.zone_name != other.zone_name {
+            return None;
+        }
+        let open = |w: &Window, pause: &[Window], d: u8, m: u16| {
+            w.contains(d, m) && !pause.iter().any(|p| p.contains(d, m))
+        };
+        self.run
+            .iter()
+            .flat_map(|a| other.run.iter().map(move |b| (a, b)))
+            .find(|(a, b)| {
+                (0..7u8).any(|d| {
+                    (0..DAY).any(|m| open(a, &self.pause, d, m) && open(b, &other.pause, d, m))
+                })
+            })
+    }
+
     /// The weekday (0 = Monday) and minute of the day of `at` in the schedule's zone.
     fn local(&self, at: Timestamp) -> (u8, u16) {
         let local = at.to_zoned(self.zone.clone());
