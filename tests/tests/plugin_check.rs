@@ -416,3 +416,59 @@ fn a_host_that_dies_at_initialize_is_told_whether_its_stderr_says_why() {
         assert!(detail.contains(says), "{name}: {detail}");
     }
 }
+
+/// Issue 27, item 10: a newcomer's first steps. `plugin new` run in a directory that is not
+/// the config's prints paths that hold from the config's directory (absolute), and
+/// `plugin check NAME` before the host is in the config exits 78 naming the form that
+/// checks a host by its path.
+#[test]
+fn plugin_new_then_check_from_another_directory() {
+    let p = Project::new();
+    p.write_config(&p.config());
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = agent_runner(
+        elsewhere.path(),
+        &[
+            "plugin", "new", "--lang", "python", "--family", "detector", "--dir", ".", "fresh",
+        ],
+    );
+    let told = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{told}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The host is not in the config yet: 78, and the way to check it by path.
+    let early = p.run(&["plugin", "check", "fresh"]);
+    assert_eq!(early.code(), 78, "{early}");
+    assert!(
+        early
+            .stderr
+            .contains("plugin check --provides FAMILY -- PATH"),
+        "{early}"
+    );
+    // The printed `command = ["…"]` line, pasted into the config as it is, names the
+    // executable `plugin new` built.
+    let command = told
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("command = [\""))
+        .and_then(|rest| rest.strip_suffix("\"]"))
+        .unwrap_or_else(|| panic!("no command line in {told}"));
+    let built = elsewhere.path().join("fresh/fresh.pyz");
+    assert!(Path::new(command).is_absolute(), "{told}");
+    assert_eq!(
+        std::fs::canonicalize(command).unwrap(),
+        std::fs::canonicalize(&built).unwrap()
+    );
+    let checked = format!("agent-runner plugin check -- {command}");
+    assert!(told.contains(&checked), "{told}");
+    p.write_config(
+        &p.config().host(
+            HostSpec::new("fresh", command)
+                .provides(&["detector"])
+                .pin(agent_runner_e2e::Pin::OfFile(built)),
+        ),
+    );
+    let out = p.run(&["plugin", "check", "fresh"]);
+    out.assert_code(0);
+}

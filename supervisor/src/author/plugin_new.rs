@@ -141,7 +141,15 @@ pub(crate) fn run(opts: &NewOptions) -> Result<Vec<String>, CliError> {
         message: format!("plugin new: host name: {msg}"),
     })?;
     let hook = opts.name.replace('-', "_");
-    let root = opts.dir.join(&opts.name);
+    // Absolute, so the paths printed (for `plugin check` and the config's `command`, which
+    // is taken relative to the config file's directory) hold from any directory.
+    let dir = std::path::absolute(&opts.dir).map_err(|e| {
+        CliError::failure(format!(
+            "plugin new: cannot resolve {}: {e}",
+            opts.dir.display()
+        ))
+    })?;
+    let root = normalize(&dir).join(&opts.name);
     if root.exists() {
         return Err(CliError::failure(format!(
             "plugin new: {} already exists; pick another NAME or --dir",
@@ -286,6 +294,13 @@ fn push_config_hint(
          can rewrite files there, and `doctor` warns about a host inside it"
             .into(),
     );
+}
+
+/// `path` without `.` components (`std::path::absolute` keeps a trailing `./`).
+fn normalize(path: &Path) -> PathBuf {
+    path.components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .collect()
 }
 
 fn absolute(path: &Path) -> PathBuf {

@@ -67,7 +67,8 @@ pub(super) fn prepare_configured(path: &Path, name: &str) -> Result<Prepared, Cl
             .map(|h| h.name.as_str())
             .collect();
         return Err(CliError::config(format!(
-            "{}: no [plugins.hosts.{name}] table (hosts: {})",
+            "{}: no [plugins.hosts.{name}] table (hosts: {}); to check a host not yet in \
+             the config, run `agent-runner plugin check --provides FAMILY -- PATH [ARGS…]`",
             path.display(),
             if known.is_empty() {
                 "none".to_owned()
