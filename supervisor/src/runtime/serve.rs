@@ -767,6 +767,20 @@ enum Woken {
     Hangup,
 }
 
+impl Woken {
+    /// The resume event's `reason`: `elapsed` (the caller's word for a wait that ran its
+    /// course), `stop`, `stop_file` or `sighup`.
+    fn reason(self, elapsed: &str) -> String {
+        match self {
+            Woken::End(WaitEnd::Elapsed) => elapsed,
+            Woken::End(WaitEnd::Stopped) => "stop",
+            Woken::End(WaitEnd::StopFile) => "stop_file",
+            Woken::Hangup => "sighup",
+        }
+        .to_owned()
+    }
+}
+
 /// Waits out `plan` ([`backoff::wait`]: a stop or the stop file ends it within a tick);
 /// a SIGHUP re-reads the config at once and then goes on waiting unless `end_on_hangup`.
 async fn wait_out(
@@ -872,25 +886,20 @@ async fn schedule_gate(
         until: until_text.clone(),
         timezone: schedule.zone_name.clone(),
     });
-    refresh_summary(state_dir);
     let state = format!("paused by schedule until {until_text}");
-    status.send_modify(|s| s.update(&state, None, &runner.hosts));
-    service.update(ServiceState::Paused, None, &runner.hosts);
-    let started = Instant::now();
     let mut waits = Waits { stop, follow, gate };
-    let woken = wait_out(runner, &mut waits, &plan, true).await;
-    runner.events.emit(Event::ScheduleResumed {
-        paused_for_s: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
-        reason: match woken {
-            Woken::End(WaitEnd::Elapsed) => "schedule",
-            Woken::End(WaitEnd::Stopped) => "stop",
-            Woken::End(WaitEnd::StopFile) => "stop_file",
-            Woken::Hangup => "sighup",
-        }
-        .to_owned(),
-    });
-    status.send_modify(|s| s.update("waiting", None, &runner.hosts));
-    service.update(ServiceState::Idle, None, &runner.hosts);
+    paused(
+        runner,
+        (service, status),
+        &mut waits,
+        &plan,
+        &state,
+        |paused_for_s, woken| Event::ScheduleResumed {
+            paused_for_s,
+            reason: woken.reason("schedule"),
+        },
+    )
+    .await;
     false
 }
 
@@ -926,27 +935,46 @@ async fn rate_ceiling(
         max_rounds_per_hour: max,
         resume_in_s: (ceiling.wait.as_secs_f64() * 10.0).round() / 10.0,
     });
-    refresh_summary(&state_dir);
     let until_text = crate::record::events::timestamp(plan.until);
     let state = format!("paused by max_rounds_per_hour until {until_text}");
-    status.send_modify(|s| s.update(&state, None, &runner.hosts));
+    let mut waits = Waits { stop, follow, gate };
+    paused(
+        runner,
+        (service, status),
+        &mut waits,
+        &plan,
+        &state,
+        |paused_for_s, woken| Event::RateCeilingResumed {
+            paused_for_s,
+            reason: woken.reason("elapsed"),
+        },
+    )
+    .await;
+    false
+}
+
+/// Waits out a pause of serve's own (the schedule's, the rate ceiling's) whose start event
+/// the caller has recorded: the summary is refreshed, status and `service.json` say `state`
+/// (paused) until it ends, then the event `resumed` builds from the seconds paused (one
+/// decimal) and how it ended is recorded, and both say idle again. A SIGHUP ends the pause
+/// so the caller looks at the re-read config.
+async fn paused(
+    runner: &mut Runner,
+    (service, status): (&mut ServiceFile, &watch::Sender<Snapshot>),
+    waits: &mut Waits<'_>,
+    plan: &Plan,
+    state: &str,
+    resumed: impl FnOnce(f64, Woken) -> Event,
+) {
+    refresh_summary(&runner.config.runtime.state_dir);
+    status.send_modify(|s| s.update(state, None, &runner.hosts));
     service.update(ServiceState::Paused, None, &runner.hosts);
     let started = Instant::now();
-    let mut waits = Waits { stop, follow, gate };
-    let woken = wait_out(runner, &mut waits, &plan, true).await;
-    runner.events.emit(Event::RateCeilingResumed {
-        paused_for_s: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
-        reason: match woken {
-            Woken::End(WaitEnd::Elapsed) => "elapsed",
-            Woken::End(WaitEnd::Stopped) => "stop",
-            Woken::End(WaitEnd::StopFile) => "stop_file",
-            Woken::Hangup => "sighup",
-        }
-        .to_owned(),
-    });
+    let woken = wait_out(runner, waits, plan, true).await;
+    let paused_for_s = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
+    runner.events.emit(resumed(paused_for_s, woken));
     status.send_modify(|s| s.update("waiting", None, &runner.hosts));
     service.update(ServiceState::Idle, None, &runner.hosts);
-    false
 }
 
 /// Waits `wait` between rounds: ends early on a stop; a SIGHUP re-reads the config at once
