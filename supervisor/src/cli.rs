@@ -126,6 +126,10 @@ pub(crate) enum Command {
         /// Print the unit and write nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Also install the monitor sidekick (`agent-runner-monitor@<project>.service`,
+        /// running `monitor`: auto-stop on critical alerts), as the reference system does.
+        #[arg(long)]
+        monitor: bool,
     },
     /// Stop, disable and remove the systemd unit of this project.
     Uninstall {
@@ -414,7 +418,8 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             system,
             force,
             dry_run,
-        } => install(&config, system, force, dry_run),
+            monitor,
+        } => install(&config, system, force, dry_run, monitor),
         Command::Uninstall { system } => {
             let config = crate::config::load(&config)?;
             print_lines(crate::operator::install::uninstall(&config, scope(system))?)
@@ -500,12 +505,14 @@ fn install(
     system: bool,
     force: bool,
     dry_run: bool,
+    monitor: bool,
 ) -> Result<u8, CliError> {
     let config = crate::config::load(config)?;
     let options = crate::operator::install::InstallOptions {
         scope: scope(system),
         force,
         dry_run,
+        monitor,
     };
     print_lines(crate::operator::install::install(&config, options)?)
 }

@@ -228,3 +228,62 @@ fn installed_unit_passes_systemd_analyze_verify() {
         );
     }
 }
+
+#[test]
+fn install_monitor_adds_the_monitor_sidekick_and_uninstall_removes_it() {
+    // The reference system's `install --monitor`: a second unit running `monitor` for the
+    // project, after its serve unit.
+    let p = Project::new();
+    p.write_config(&p.config());
+    let unit_dir = p.tmp_dir().join("home/.config/systemd/user");
+    let sidekick = unit_dir.join("agent-runner-monitor@project.service.d/project.conf");
+
+    let out = run(&p, &["install", "--monitor"]);
+    out.assert_code(0);
+    assert!(
+        out.stdout.contains("agent-runner-monitor@project.service"),
+        "{out}"
+    );
+    let template = std::fs::read_to_string(unit_dir.join("agent-runner-monitor@.service"))
+        .expect("monitor template written");
+    let binary = agent_runner_bin()
+        .canonicalize()
+        .unwrap()
+        .display()
+        .to_string();
+    assert!(
+        template.contains(&format!(
+            "ExecStart=\"{binary}\" --config ${{AGENT_RUNNER_CONFIG}} monitor\n"
+        )),
+        "{template}"
+    );
+    assert!(
+        template.contains("After=agent-runner@%i.service"),
+        "{template}"
+    );
+    let drop_in = std::fs::read_to_string(&sidekick).expect("monitor drop-in written");
+    assert!(
+        drop_in.contains(&p.config_path().display().to_string()),
+        "{drop_in}"
+    );
+    assert!(unit_dir.join(DROP_IN).exists(), "the serve unit too");
+    // systemd itself accepts the sidekick with its drop-in.
+    let mut search = unit_dir.clone().into_os_string();
+    search.push(":");
+    let verify = std::process::Command::new("systemd-analyze")
+        .args(["verify", "agent-runner-monitor@project.service"])
+        .env("SYSTEMD_UNIT_PATH", &search)
+        .env("SYSTEMD_LOG_LEVEL", "warning")
+        .output()
+        .expect("systemd-analyze (installed by .ci/run)");
+    let said = String::from_utf8_lossy(&verify.stderr);
+    assert!(
+        verify.status.success() && !said.contains("agent-runner-monitor@"),
+        "{said}\n{template}"
+    );
+
+    let out = run(&p, &["uninstall"]);
+    out.assert_code(0);
+    assert!(!sidekick.exists(), "monitor drop-in left: {out}");
+    assert!(!unit_dir.join(DROP_IN).exists(), "{out}");
+}

@@ -1,5 +1,9 @@
-//! `install [--system] [--force] [--dry-run]` / `uninstall [--system]`: a systemd unit that
-//! runs `serve` for one project.
+//! `install [--system] [--force] [--dry-run] [--monitor]` / `uninstall [--system]`: a
+//! systemd unit that runs `serve` for one project, and with `--monitor` (the reference
+//! system's flag) its monitor sidekick, `agent-runner-monitor@<project>.service`, running
+//! `monitor` (its anomaly detectors, which stop `serve` on the alerts in
+//! `[monitor] auto_stop_on`) from a second template, `agent-runner-monitor@.service`,
+//! with the same kind of drop-in.
 //!
 //! One template, `agent-runner@.service`, serves every project of the machine; each project
 //! is an instance, `agent-runner@<project>.service`, whose drop-in `project.conf` names its
@@ -54,6 +58,50 @@ impl Scope {
 
 /// The template unit every project shares: `agent-runner@.service`.
 pub(crate) const TEMPLATE: &str = "agent-runner@.service";
+
+/// The monitor sidekick's template: `agent-runner-monitor@.service`.
+pub(crate) const MONITOR_TEMPLATE: &str = "agent-runner-monitor@.service";
+
+/// The monitor sidekick's instance: `agent-runner-monitor@<project>.service`.
+fn monitor_unit_name(config: &Config) -> String {
+    unit_name(config).replacen("agent-runner@", "agent-runner-monitor@", 1)
+}
+
+/// The monitor sidekick instance's drop-in (as [`project_file`]).
+fn monitor_project_file(config: &Config, scope: Scope) -> PathBuf {
+    scope
+        .unit_dir()
+        .join(format!("{}.d", monitor_unit_name(config)))
+        .join("project.conf")
+}
+
+/// The monitor sidekick template's text: `monitor` of the config named by the instance's
+/// drop-in, after and alongside the project's `serve`, restarted always (it only reads
+/// and alerts; the reference system's sidekick does the same).
+fn render_monitor_template(binary: &Path, scope: Scope) -> String {
+    let wanted_by = match scope {
+        Scope::User => "default.target",
+        Scope::System => "multi-user.target",
+    };
+    format!(
+        "# Written by `agent-runner install --monitor`: the monitor sidekick of\n\
+         # agent-runner@<project>.service, configured by its drop-in project.conf.\n\
+         [Unit]\n\
+         Description=agent-runner monitor for %i\n\
+         After=agent-runner@%i.service\n\
+         \n\
+         [Service]\n\
+         Type=exec\n\
+         ExecStart={binary} --config ${{AGENT_RUNNER_CONFIG}} monitor\n\
+         Restart=always\n\
+         RestartSec={restart_s}\n\
+         \n\
+         [Install]\n\
+         WantedBy={wanted_by}\n",
+        binary = quote(&binary.display().to_string()),
+        restart_s = RESTART_DELAY_S,
+    )
+}
 
 /// The project's instance of the template: `agent-runner@<project>.service`, the project
 /// name reduced to `[A-Za-z0-9_-]` (other characters become `-`).
@@ -180,6 +228,8 @@ pub(crate) struct InstallOptions {
     pub force: bool,
     /// Print the unit, write nothing.
     pub dry_run: bool,
+    /// Also the monitor sidekick (`--monitor`).
+    pub monitor: bool,
 }
 
 /// Installs (or, with `dry_run`, prints) the template and the project's drop-in; returns
@@ -196,35 +246,57 @@ pub(crate) fn install(config: &Config, options: InstallOptions) -> Result<Vec<St
     let template_path = options.scope.unit_dir().join(TEMPLATE);
     let project = render_project(config);
     let project_path = project_file(config, options.scope);
-    if options.dry_run {
-        return Ok(vec![
-            format!("# {}", template_path.display()),
-            template,
-            format!("# {}", project_path.display()),
+    // (template path, template text, drop-in path, drop-in text) per unit.
+    let mut units = vec![(template_path, template, project_path, project.clone())];
+    if options.monitor {
+        units.push((
+            options.scope.unit_dir().join(MONITOR_TEMPLATE),
+            render_monitor_template(&binary, options.scope),
+            monitor_project_file(config, options.scope),
             project,
-        ]);
+        ));
     }
-    let same_template = std::fs::read_to_string(&template_path).is_ok_and(|t| t == template);
-    for (path, exists) in [
-        (&template_path, template_path.exists() && !same_template),
-        (&project_path, project_path.exists()),
-    ] {
-        if exists && !options.force {
-            return Err(CliError::failure(format!(
-                "{} already exists; pass --force to overwrite it",
-                path.display()
-            )));
+    if options.dry_run {
+        return Ok(units
+            .into_iter()
+            .flat_map(|(tp, t, pp, p)| {
+                [
+                    format!("# {}", tp.display()),
+                    t,
+                    format!("# {}", pp.display()),
+                    p,
+                ]
+            })
+            .collect());
+    }
+    for (template_path, template, project_path, _) in &units {
+        let same_template = std::fs::read_to_string(template_path).is_ok_and(|t| t == *template);
+        for (path, exists) in [
+            (template_path, template_path.exists() && !same_template),
+            (project_path, project_path.exists()),
+        ] {
+            if exists && !options.force {
+                return Err(CliError::failure(format!(
+                    "{} already exists; pass --force to overwrite it",
+                    path.display()
+                )));
+            }
         }
     }
     let mut lines = Vec::new();
-    for (path, text) in [(&template_path, &template), (&project_path, &project)] {
+    let files = units.iter().flat_map(|(tp, t, pp, p)| [(tp, t), (pp, p)]);
+    for (path, text) in files {
         let parent = path.parent().unwrap_or(Path::new("/"));
         std::fs::create_dir_all(parent)
             .and_then(|_| std::fs::write(path, text))
             .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
         lines.push(format!("wrote {}", path.display()));
     }
-    let name = unit_name(config);
+    let mut names = vec![unit_name(config)];
+    if options.monitor {
+        names.push(monitor_unit_name(config));
+    }
+    let name = names.join(" ");
     if !systemd_running() {
         lines.push(format!(
             "systemd is not running on this machine (no /run/systemd/system): the unit was written but not enabled or started. Where systemd runs: `systemctl {}daemon-reload && systemctl {}enable --now {name}`; here, run `agent-runner serve` yourself.",
@@ -233,8 +305,10 @@ pub(crate) fn install(config: &Config, options: InstallOptions) -> Result<Vec<St
         return Ok(lines);
     }
     systemctl(options.scope, &["daemon-reload"])?;
-    systemctl(options.scope, &["enable", "--now", &name])?;
-    lines.push(format!("enabled and started {name}"));
+    for unit in &names {
+        systemctl(options.scope, &["enable", "--now", unit])?;
+        lines.push(format!("enabled and started {unit}"));
+    }
     Ok(lines)
 }
 
@@ -265,6 +339,18 @@ pub(crate) fn uninstall(config: &Config, scope: Scope) -> Result<Vec<String>, Cl
         let _ = std::fs::remove_dir(dir);
     }
     lines.push(format!("removed {}", path.display()));
+    let monitor = monitor_project_file(config, scope);
+    if monitor.exists() {
+        if systemd_running() {
+            systemctl(scope, &["disable", "--now", &monitor_unit_name(config)])?;
+        }
+        std::fs::remove_file(&monitor)
+            .map_err(|e| CliError::failure(format!("cannot remove {}: {e}", monitor.display())))?;
+        if let Some(dir) = monitor.parent() {
+            let _ = std::fs::remove_dir(dir);
+        }
+        lines.push(format!("removed {}", monitor.display()));
+    }
     if systemd_running() {
         systemctl(scope, &["daemon-reload"])?;
     }
