@@ -61,6 +61,18 @@ fn every_preset_writes_a_loadable_config() {
             "{preset}: {report}"
         );
         assert_eq!(report["sandbox"]["requested"], "prefer", "{preset}");
+
+        // Issue 27, item 10: no preset narrows `[monitor] auto_stop_on` below its
+        // documented default (docs/configuration.md `[monitor]`).
+        // A written `auto_stop_on` line (not a comment) must keep every default name.
+        for line in text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("auto_stop_on"))
+        {
+            for default in ["\"oauth_fail\"", "\"disk_critical\""] {
+                assert!(line.contains(default), "{preset} drops {default}: {text}");
+            }
+        }
     }
 }
 

@@ -17,7 +17,7 @@ pub use error::ConfigError;
 pub(crate) use error::SCHEMA_VERSION;
 pub(crate) use goal::CHECK_KILL_GRACE;
 pub use goal::{GoalCheck, GoalConfig, StopWhen};
-pub(crate) use monitor::{auto_stop_names, RoundCgroupMode};
+pub(crate) use monitor::{auto_stop_names, RoundCgroupMode, DEFAULT_AUTO_STOP_ON};
 pub use monitor::{HostHealthConfig, MonitorConfig};
 pub use resolve::{
     AgentConfig, Config, ContextInjection, DirtyAction, HostConfig, PhasePolicy, PromptConfig,

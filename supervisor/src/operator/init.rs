@@ -193,7 +193,8 @@ grace_kill_ignore_patterns = {grace_ignore}
 
 [monitor]
 auth_fail_hint = {hint}
-auto_stop_on = ["oauth_fail"]
+# auto_stop_on = {auto_stop}   (the default: left unset, so a host's hook of the
+# same name does not stop serve unless you list it; docs/configuration.md [monitor])
 
 [prompt]
 file = "./prompts/main.md"
@@ -227,6 +228,7 @@ disable = []
             .unwrap_or_default(),
         grace_ignore = toml_list(preset.grace_ignore),
         hint = toml::Value::String(preset.auth_hint.to_owned()),
+        auto_stop = toml_list(crate::config::DEFAULT_AUTO_STOP_ON),
     )
 }
 
