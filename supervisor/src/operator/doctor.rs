@@ -331,21 +331,20 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
         &config.runtime.work_dir,
         crate::runtime::attribution::OwnFiles::default(),
     );
-    let is_repo = repo.is_repo().await;
-    checks.push(check(
-        "work_dir",
-        is_repo,
-        format!(
-            "{} {}",
-            config.runtime.work_dir.display(),
-            if is_repo {
-                "is a git working tree"
-            } else {
-                "is not a git working tree"
-            }
+    let refusal = repo.not_a_work_tree().await;
+    let is_repo = refusal.is_none();
+    checks.push(match refusal {
+        None => check(
+            "work_dir",
+            true,
+            format!(
+                "{} is a git working tree",
+                config.runtime.work_dir.display()
+            ),
+            "",
         ),
-        "run `git init` in the work dir, or point [runtime] work_dir at one",
-    ));
+        Some(refusal) => check("work_dir", false, refusal.reason, refusal.fix),
+    });
     refuse_boot |= !is_repo;
     checks.push(log_dir_check(&config.runtime.log_dir));
     checks.push(host_health_check(&config));

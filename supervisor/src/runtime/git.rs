@@ -172,6 +172,22 @@ fn subcommand(args: &str) -> &str {
     args
 }
 
+/// Why a work dir is not a git working tree the supervisor can use
+/// ([`Repo::not_a_work_tree`]): what is wrong and how to fix it.
+#[derive(Clone, Debug)]
+pub(crate) struct NotWorkTree {
+    /// What is wrong, naming the work dir.
+    pub reason: String,
+    /// What the operator can do.
+    pub fix: String,
+}
+
+impl std::fmt::Display for NotWorkTree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}; {}", self.reason, self.fix)
+    }
+}
+
 /// A git working tree seen from `work_dir` (which may be a subdirectory of a bigger
 /// repository: everything is limited to it), with the supervisor's own files, which never
 /// count as dirty.
@@ -345,22 +361,39 @@ impl Repo {
         }
     }
 
-    /// Whether `work_dir` is inside a git working tree. The same git process tells the
-    /// work dir's prefix ([`Repo::dirty_files`] needs it), so a repo asked this first runs
-    /// one git process fewer per round.
-    pub(crate) async fn is_repo(&self) -> bool {
-        let Ok(out) = self
+    /// Why `work_dir` is not a git working tree the supervisor can use, with the fix to
+    /// print; `None` when it is one. The same git process tells the work dir's prefix
+    /// ([`Repo::dirty_files`] needs it), so a repo asked this first runs one git process
+    /// fewer per round. git's refusal of a repository owned by another user ("dubious
+    /// ownership", its `safe.directory` rule) is told as such, not as a missing repository.
+    pub(crate) async fn not_a_work_tree(&self) -> Option<NotWorkTree> {
+        let dir = self.work_dir.display();
+        let missing = NotWorkTree {
+            reason: format!("{dir} is not inside a git working tree"),
+            fix: "run `git init` there, or point [runtime] work_dir at one".to_owned(),
+        };
+        let out = match self
             .run_bytes(&["rev-parse", "--is-inside-work-tree", "--show-prefix"])
             .await
-        else {
-            return false;
+        {
+            Ok(out) => out,
+            Err(e) if e.detail.contains("dubious ownership") => {
+                return Some(NotWorkTree {
+                    reason: format!(
+                        "git refuses the repository at {dir}: it belongs to another user (git's \"dubious ownership\" check: {})",
+                        e.detail.lines().next().unwrap_or_default()
+                    ),
+                    fix: "run agent-runner as the repository's owner, or trust it with `git config --global --add safe.directory <repository top>`".to_owned(),
+                })
+            }
+            Err(_) => return Some(missing),
         };
         let mut lines = out.split(|b| *b == b'\n');
         if lines.next() != Some(b"true".as_slice()) {
-            return false;
+            return Some(missing);
         }
         let _ = self.prefix.set(lines.next().unwrap_or_default().to_vec());
-        true
+        None
     }
 
     /// The same tree with `own` as the supervisor's files; what was learned of the tree

@@ -156,14 +156,11 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     }
     // Refused before anything is written: no lock, no log-dir views, no record.
     let tree = Repo::new(&config.runtime.work_dir, OwnFiles::default());
-    if !tree.is_repo().await {
+    if let Some(refusal) = tree.not_a_work_tree().await {
         return Err(BootError::Config(ConfigError::Key {
             path: config.path.clone(),
             key: "runtime.work_dir".to_owned(),
-            message: format!(
-                "{} is not inside a git working tree; run `git init` there",
-                config.runtime.work_dir.display()
-            ),
+            message: refusal.to_string(),
         }));
     }
     let lock = ProjectLock::acquire(&config.runtime.state_dir)?;
