@@ -96,10 +96,19 @@ fn user_unit_dry_run_install_and_uninstall_without_systemd() {
     assert!(out.stderr.contains("--force"), "{out}");
     run(&p, &["install", "--force"]).assert_code(0);
 
+    // Issue 27, item 10: without systemd the installed unit manages nothing, and peek
+    // says so (mode `none`: no supervisor runs), still naming the unit file.
     let peek = run(&p, &["peek", "--select", "service.mode"]);
-    assert_eq!(peek.stdout.trim(), "systemd_user", "{peek}");
+    assert_eq!(peek.stdout.trim(), "none", "{peek}");
     let peek = run(&p, &["peek", "--select", "service.unit_file"]);
     assert_eq!(peek.stdout.trim(), unit_path.display().to_string());
+    let peek = run(&p, &["peek"]);
+    peek.assert_code(0);
+    assert!(
+        peek.stdout.contains("systemd is not running here"),
+        "{peek}"
+    );
+    assert!(!peek.stdout.contains("systemd_user"), "{peek}");
 
     let out = run(&p, &["uninstall"]);
     out.assert_code(0);

@@ -268,7 +268,7 @@ pub(crate) struct PeekHost {
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct ServiceBlock {
-    /// `systemd_user`, `pid_file` or `none`.
+    /// `systemd_user` (our user unit is installed and systemd runs), `pid_file` or `none`.
     pub mode: String,
     /// Whether a supervisor holds the project lock.
     pub active: bool,
@@ -281,7 +281,7 @@ pub(crate) struct ServiceBlock {
     /// During a back-off after a diagnosed transient failure, the reference system's
     /// throttle object; `null` otherwise.
     pub rate_limit: Option<RateLimit>,
-    /// Whether a system-wide unit is installed.
+    /// Whether a system-wide unit is installed and systemd runs.
     pub system_managed: bool,
     /// From `service.json` when its writer is the live supervisor; `round` when a one-off
     /// `round` holds the lock; `stopped` otherwise.
@@ -606,7 +606,9 @@ fn service_block(
     let system_unit = project_file(config, Scope::System);
     let user_installed = user_unit.is_file();
     let system_installed = system_unit.is_file();
-    let mode = if user_installed {
+    // An installed unit manages nothing where systemd is not running (most containers).
+    let systemd = crate::operator::install::systemd_running();
+    let mode = if user_installed && systemd {
         "systemd_user"
     } else if live.is_some() {
         "pid_file"
@@ -640,7 +642,7 @@ fn service_block(
             None
         },
         rate_limit: back_off.map(rate_limit),
-        system_managed: system_installed,
+        system_managed: system_installed && systemd,
         state: state.to_owned(),
         stale,
         updated_at: last.map(|d| d.updated_at.clone()),

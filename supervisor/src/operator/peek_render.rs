@@ -106,9 +106,16 @@ fn service(out: &mut String, p: &Paint, svc: &Value) {
     } else {
         p.warn("not running")
     };
+    let managed = svc["mode"] == "systemd_user" || svc["system_managed"] == true;
     let unit = svc["unit_file"]
         .as_str()
-        .map(|u| format!(" [{} {u}]", s(&svc["mode"])))
+        .map(|u| {
+            if managed {
+                format!(" [{} {u}]", s(&svc["mode"]))
+            } else {
+                format!(" [unit {u} installed, but systemd is not running here: not managed]")
+            }
+        })
         .unwrap_or_default();
     let _ = writeln!(out, "service   {service}{}", p.dim(&unit));
 }
