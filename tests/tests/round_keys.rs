@@ -126,17 +126,28 @@ fn an_agent_lingering_after_its_result_is_ended_after_the_grace() {
 
     // A child at work keeps it alive until the budget: recorded once as extended.
     let p = Project::new();
-    let out = grace_round(&p, "sleep 30 &\nwait", &[]);
+    let out = grace_round(&p, "sleep 30 &\ntail -f /dev/null &\nwait", &["^tail "]);
     out.assert_code(0); // ended by its budget
     let exit = &p.events_of("agent_exit")[0];
     assert_eq!(exit["exit_cause"], "timeout", "{exit}");
     let extended = p.events_of("round_grace_extended");
     assert_eq!(extended.len(), 1, "{}", p.events_text());
-    assert_eq!(
-        extended[0]["live_children"][0], "sleep 30",
+    // The reference's shape: objects with the process name and pid, never the command
+    // line; an ignored child names the pattern it matched.
+    let live = &extended[0]["live_children"];
+    assert_eq!(live.as_array().map(Vec::len), Some(1), "{}", extended[0]);
+    assert_eq!(live[0]["name"], "sleep", "{}", extended[0]);
+    assert!(
+        live[0]["pid"].as_u64().is_some_and(|p| p > 1),
         "{}",
         extended[0]
     );
+    assert!(live[0].get("matched").is_none(), "{}", extended[0]);
+    let ignored = &extended[0]["ignored_children"];
+    assert_eq!(ignored.as_array().map(Vec::len), Some(1), "{}", extended[0]);
+    assert_eq!(ignored[0]["name"], "tail", "{}", extended[0]);
+    assert_eq!(ignored[0]["matched"], "^tail ", "{}", extended[0]);
+    assert!(ignored[0]["pid"].as_u64().is_some(), "{}", extended[0]);
 
     // The same child matched by grace_kill_ignore_patterns does not count.
     let p = Project::new();

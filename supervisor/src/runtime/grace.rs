@@ -13,7 +13,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::record::events::{Event, EventLog};
+use crate::record::events::{Event, EventLog, GraceChild};
 
 /// How often the log is looked at.
 pub(crate) const POLL: Duration = Duration::from_millis(500);
@@ -21,7 +21,7 @@ pub(crate) const POLL: Duration = Duration::from_millis(500);
 /// Most bytes read from the log per look (a fast writer is caught up over several looks).
 const CHUNK: u64 = 1 << 20;
 
-/// Command lines kept in `round_grace_extended`.
+/// Children listed in each of `round_grace_extended`'s lists.
 const MAX_LISTED: usize = 10;
 
 /// The grace of one round.
@@ -102,13 +102,15 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// The command lines of `pid`'s descendants, split into (live, ignored); the group guard
-/// (a fork of the supervisor, whose executable is `guard_exe`) is left out.
+/// `pid`'s descendants, split into (live, ignored) by matching their command lines against
+/// `ignore`; each is kept by its process name and pid only (docs/operations.md,
+/// `round_grace_extended`). The group guard (a fork of the supervisor, whose executable is
+/// `guard_exe`) is left out.
 fn children(
     pid: u32,
     guard_exe: Option<&std::path::Path>,
     ignore: &[Regex],
-) -> (Vec<String>, Vec<String>) {
+) -> (Vec<GraceChild>, Vec<GraceChild>) {
     let mut live = Vec::new();
     let mut ignored = Vec::new();
     let mut stack = vec![pid];
@@ -134,10 +136,22 @@ fn children(
             if cmdline.is_empty() {
                 continue; // gone, or a zombie
             }
-            if ignore.iter().any(|re| re.is_match(&cmdline)) {
-                ignored.push(cmdline);
+            let name = std::fs::read_to_string(format!("/proc/{child}/comm"))
+                .map(|c| c.trim_end_matches('\n').to_owned())
+                .unwrap_or_default();
+            let matched = ignore
+                .iter()
+                .find(|re| re.is_match(&cmdline))
+                .map(|re| re.as_str().to_owned());
+            let entry = GraceChild {
+                name,
+                pid: child,
+                matched,
+            };
+            if entry.matched.is_some() {
+                ignored.push(entry);
             } else {
-                live.push(cmdline);
+                live.push(entry);
             }
         }
     }

@@ -479,10 +479,11 @@ pub(crate) enum Event {
         round_num: u64,
         /// The grace, seconds.
         grace_s: u64,
-        /// Command lines of the children that keep it alive (capped).
-        live_children: Vec<String>,
-        /// Command lines of children ignored by `grace_kill_ignore_patterns` (capped).
-        ignored_children: Vec<String>,
+        /// The children that keep it alive (capped): `{name, pid}`.
+        live_children: Vec<GraceChild>,
+        /// Children ignored by `grace_kill_ignore_patterns` (capped): `{name, pid,
+        /// matched}`.
+        ignored_children: Vec<GraceChild>,
     },
     /// The agent printed its result and lingered past `max_grace_after_result_s` with no
     /// child at work: its process group was ended (`exit_cause` `grace_kill`).
@@ -1040,4 +1041,19 @@ pub(crate) enum RoundEnd {
 pub(crate) enum RoundOutcome {
     /// The agent could not be started.
     SpawnFailed,
+}
+
+/// A child of a lingering agent in `round_grace_extended`, the reference system's shape:
+/// its kernel process name, never its command line (arguments are where secrets live and
+/// the record keeps them), its pid, and for an ignored child the
+/// `grace_kill_ignore_patterns` entry it matched.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct GraceChild {
+    /// `/proc/<pid>/comm` (at most 15 bytes).
+    pub name: String,
+    /// Its pid.
+    pub pid: u32,
+    /// The pattern that matched (ignored children only; absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matched: Option<String>,
 }

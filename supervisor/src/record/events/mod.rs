@@ -12,7 +12,7 @@ use std::time::SystemTime;
 
 mod event;
 
-pub(crate) use event::{Event, RoundEnd, RoundOutcome, BUILTIN_KINDS};
+pub(crate) use event::{Event, GraceChild, RoundEnd, RoundOutcome, BUILTIN_KINDS};
 
 /// Appends events to the monthly files of one log dir.
 #[derive(Clone, Debug)]
@@ -311,8 +311,8 @@ mod tests {
              r#""event":"round_substrate_before","round_num":6,"git_head":"ab12","paths_hash":null"#),
             (Event::RoundSubstrateAfter { round_num: 6, git_head: None, paths_hash: Some(s("00")) },
              r#""event":"round_substrate_after","round_num":6,"git_head":null,"paths_hash":"00""#),
-            (Event::RoundGraceExtended { round_num: 6, grace_s: 30, live_children: vec![s("sleep 100")], ignored_children: vec![] },
-             r#""event":"round_grace_extended","round_num":6,"grace_s":30,"live_children":["sleep 100"],"ignored_children":[]"#),
+            (Event::RoundGraceExtended { round_num: 6, grace_s: 30, live_children: vec![GraceChild { name: s("sleep"), pid: 41, matched: None }], ignored_children: vec![GraceChild { name: s("tail"), pid: 42, matched: Some(s("^tail ")) }] },
+             r#""event":"round_grace_extended","round_num":6,"grace_s":30,"live_children":[{"name":"sleep","pid":41}],"ignored_children":[{"name":"tail","pid":42,"matched":"^tail "}]"#),
             (Event::RoundGraceKill { round_num: 6, grace_s: 30 },
              r#""event":"round_grace_kill","round_num":6,"grace_s":30"#),
             (Event::RoundTimeoutKill { round_num: 6, reason: s("exceeded round_budget_s=10") },
