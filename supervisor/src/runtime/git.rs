@@ -365,7 +365,9 @@ impl Repo {
     /// print; `None` when it is one. The same git process tells the work dir's prefix
     /// ([`Repo::dirty_files`] needs it), so a repo asked this first runs one git process
     /// fewer per round. git's refusal of a repository owned by another user ("dubious
-    /// ownership", its `safe.directory` rule) is told as such, not as a missing repository.
+    /// ownership", its `safe.directory` rule) is told as such, not as a missing repository;
+    /// a work dir this user cannot write (`access(2)` `W_OK`: permissions or a read-only
+    /// mount) is refused too.
     pub(crate) async fn not_a_work_tree(&self) -> Option<NotWorkTree> {
         let dir = self.work_dir.display();
         let missing = NotWorkTree {
@@ -393,6 +395,17 @@ impl Repo {
             return Some(missing);
         }
         let _ = self.prefix.set(lines.next().unwrap_or_default().to_vec());
+        // Every round writes the tree (the agent, the stash, the commit): a read-only one
+        // (permissions, a read-only mount) is refused here, not failed round after round.
+        if let Err(errno) = nix::unistd::access(
+            &self.work_dir,
+            nix::unistd::AccessFlags::W_OK | nix::unistd::AccessFlags::X_OK,
+        ) {
+            return Some(NotWorkTree {
+                reason: format!("{dir} is not writable by this user: {}", errno.desc()),
+                fix: "give this user write access to the work tree (or mount it read-write), or point [runtime] work_dir at a writable one".to_owned(),
+            });
+        }
         None
     }
 
