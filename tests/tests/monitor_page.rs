@@ -274,6 +274,12 @@ fn the_page_shows_a_live_round_in_chromium() {
         "{state}"
     );
     assert_eq!(state["monitor"]["round_budget_s"], 120);
+    // Issue 27, item 10: one filesystem, one `disk_used_pct` in every key.
+    assert_eq!(
+        state["system"]["disk_used_pct"],
+        state["monitor"]["host_health"]["reading"]["disk_used_pct"],
+        "{state}"
+    );
 
     let (status, text) = http_get(&url, "/metrics", None);
     assert_eq!(status, 200);

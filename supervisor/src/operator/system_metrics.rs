@@ -56,24 +56,12 @@ pub(crate) fn snapshot(disk_path: &Path, agent_binary: &str) -> SystemMetrics {
 }
 
 fn disk(path: &Path) -> (f64, f64) {
-    let existing = path
-        .ancestors()
-        .find(|p| p.exists())
-        .unwrap_or(Path::new("/"));
-    match nix::sys::statvfs::statvfs(existing) {
-        Ok(s) => {
-            let frag = s.fragment_size() as f64;
-            let total = s.blocks() as f64 * frag;
-            let free = s.blocks_free() as f64 * frag;
-            let avail = s.blocks_available() as f64 * frag;
-            let used_pct = if total > 0.0 {
-                ((total - free) / total * 1000.0).round() / 10.0
-            } else {
-                0.0
-            };
-            (used_pct, (avail / f64::from(1 << 30) * 10.0).round() / 10.0)
-        }
-        Err(_) => (0.0, 0.0),
+    match crate::runtime::host_health::disk_usage(path) {
+        Some((used_pct, avail)) => (
+            used_pct,
+            (avail as f64 / f64::from(1 << 30) * 10.0).round() / 10.0,
+        ),
+        None => (0.0, 0.0),
     }
 }
 

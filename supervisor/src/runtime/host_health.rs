@@ -166,7 +166,11 @@ fn warning(signal: &'static str, message: String) -> Pressure {
 /// `(used %, bytes available)` of the filesystem holding `path` or its nearest existing
 /// ancestor, from statvfs(3): used = (blocks − free) / (blocks − free + available), as
 /// `df` reports it.
-fn disk_usage(path: &Path) -> Option<(f64, u64)> {
+/// The used share of the filesystem holding `path` (or its nearest existing ancestor), in
+/// percent to 0.1 as `df` counts it (used / (used + available to unprivileged users)),
+/// and the bytes available. The one reading behind every `disk_used_pct` (health
+/// thresholds, `peek`'s `system`, `/api/state`).
+pub(crate) fn disk_usage(path: &Path) -> Option<(f64, u64)> {
     let existing = path.ancestors().find(|p| p.exists())?;
     let st = nix::sys::statvfs::statvfs(existing).ok()?;
     let frsize = st.fragment_size() as u64;
@@ -178,7 +182,8 @@ fn disk_usage(path: &Path) -> Option<(f64, u64)> {
     if denominator == 0 {
         return None;
     }
-    Some((used as f64 * 100.0 / denominator as f64, avail * frsize))
+    let pct = used as f64 * 100.0 / denominator as f64;
+    Some(((pct * 10.0).round() / 10.0, avail * frsize))
 }
 
 fn meminfo_mb(text: &str, key: &str) -> Option<u64> {
