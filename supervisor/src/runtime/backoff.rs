@@ -52,6 +52,20 @@ pub(crate) struct Plan {
     pub cap: Duration,
 }
 
+impl Plan {
+    /// A wait of exactly `wait` from now, no cap involved (the schedule's and the rate
+    /// ceiling's pauses).
+    pub(crate) fn fixed(wait: Duration) -> Plan {
+        Plan {
+            requested: wait,
+            applied: wait,
+            until: SystemTime::now() + wait,
+            capped: false,
+            cap: wait,
+        }
+    }
+}
+
 /// Plans the wait after the `consecutive`-th (1-based) diagnosed failure in a row, for a
 /// verdict asking `wait`, at `now`; `jitter` in `0.0..1.0` picks the jitter.
 pub(crate) fn plan(

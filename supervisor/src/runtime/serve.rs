@@ -870,13 +870,7 @@ async fn schedule_gate(
         .and_then(|t| t.duration_since(now).try_into().ok())
         .map(|d: Duration| d.max(Duration::from_secs(1)))
         .unwrap_or(SCHEDULE_RECHECK);
-    let plan = Plan {
-        requested: wait,
-        applied: wait,
-        until: SystemTime::now() + wait,
-        capped: false,
-        cap: wait,
-    };
+    let plan = Plan::fixed(wait);
     let until_text = crate::record::events::timestamp(plan.until);
     runner.events.emit(Event::SchedulePaused {
         phase: phase.map(str::to_owned),
@@ -920,13 +914,7 @@ async fn rate_ceiling(
     let Some(ceiling) = crate::runtime::bounds::ceiling(&state_dir, max, SystemTime::now()) else {
         return true;
     };
-    let plan = Plan {
-        requested: ceiling.wait,
-        applied: ceiling.wait,
-        until: SystemTime::now() + ceiling.wait,
-        capped: false,
-        cap: ceiling.wait,
-    };
+    let plan = Plan::fixed(ceiling.wait);
     runner.events.emit(Event::RateCeilingPaused {
         rounds_last_hour: ceiling.rounds_last_hour,
         max_rounds_per_hour: max,
