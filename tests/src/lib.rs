@@ -179,6 +179,16 @@ pub fn check_rule(report: &Value, rule: &str) -> Value {
         .unwrap_or_else(|| panic!("no rule {rule} in {report:#}"))
 }
 
+/// The check named `name` in a `doctor --json` report (`{"name", "ok", "reason", ...}`);
+/// panics, showing the report, when the report has no such check.
+pub fn doctor_check(report: &Value, name: &str) -> Value {
+    report["checks"]
+        .as_array()
+        .and_then(|checks| checks.iter().find(|c| c["name"] == name))
+        .cloned()
+        .unwrap_or_else(|| panic!("no {name} check in {report:#}"))
+}
+
 /// The sha256 of a file's contents as 64 lowercase hex digits. Results are cached per
 /// path, size and modification time (the binaries are large and `sha2` is unoptimized in
 /// test builds).

@@ -5,7 +5,7 @@
 
 use agent_runner_e2e::serde_json::{self, Value};
 use agent_runner_e2e::unprivileged::Operator;
-use agent_runner_e2e::Project;
+use agent_runner_e2e::{doctor_check, Project};
 use std::process::Command;
 
 /// Runs `agent-runner <args>` without handing the temp tree to the operator again (which
@@ -35,13 +35,7 @@ fn refused_as(operator: Operator, other_owner: &str) {
     let out = run(&p, &["doctor", "--json"]);
     assert_eq!(out.0, Some(78), "{out:?}");
     let report: Value = serde_json::from_str(&out.1).expect("doctor --json");
-    let check = report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "work_dir")
-        .unwrap()
-        .clone();
+    let check = doctor_check(&report, "work_dir");
     assert_eq!(check["ok"], false, "{out:?}");
     assert!(
         check["reason"]

@@ -5,7 +5,7 @@
 
 use agent_runner_e2e::serde_json::{self, Value};
 use agent_runner_e2e::unprivileged::Operator;
-use agent_runner_e2e::Project;
+use agent_runner_e2e::{doctor_check, Project};
 use std::process::Command;
 
 /// Runs `cmd`: exit code, stdout, stderr.
@@ -22,13 +22,7 @@ fn assert_refused(run: impl Fn(&[&str]) -> (Option<i32>, String, String)) {
     let out = run(&["doctor", "--json"]);
     assert_eq!(out.0, Some(78), "{out:?}");
     let report: Value = serde_json::from_str(&out.1).expect("doctor --json");
-    let check = report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "work_dir")
-        .unwrap()
-        .clone();
+    let check = doctor_check(&report, "work_dir");
     assert_eq!(check["ok"], false, "{out:?}");
     assert!(
         check["reason"].as_str().unwrap().contains("not writable"),
