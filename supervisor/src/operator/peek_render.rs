@@ -195,7 +195,10 @@ fn sandbox_denied(out: &mut String, p: &Paint, denied: &Value) {
     if let Some(kinds) = denied.last().and_then(|d| d["dropped_kinds"].as_u64()) {
         parts.push(format!(
             "and {kinds} more ({} denials)",
-            denied.last().map(|d| d["dropped_count"].clone()).unwrap_or_default()
+            denied
+                .last()
+                .map(|d| d["dropped_count"].clone())
+                .unwrap_or_default()
         ));
     }
     let _ = writeln!(out, "          {} {}", p.warn("denied:"), parts.join(", "));
