@@ -52,7 +52,7 @@ pub(crate) const TAIL_CHARS: usize = 500;
 /// The last `lines` lines of the round log at `path`, redacted, at most `chars`
 /// characters (the end kept); empty when it cannot be read.
 pub(crate) fn log_tail(path: &std::path::Path, lines: usize, chars: usize) -> String {
-    let text = crate::record::round_history::tail_text(path, 64 * 1024).unwrap_or_default();
+    let text = crate::record::rounds::tail_text(path, 64 * 1024).unwrap_or_default();
     let text = text.trim_end();
     let start = text
         .rmatch_indices('\n')

@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 mod event;
+pub(crate) mod read;
+pub(crate) mod recent;
+pub(crate) mod summary;
 
 pub(crate) use event::{Event, GraceChild, RoundEnd, RoundOutcome, BUILTIN_KINDS};
 
