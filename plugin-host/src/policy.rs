@@ -1030,6 +1030,8 @@ pub const NEVER_ALLOWED: &[(i64, &str)] = &[
     (libc::SYS_flock, "no flock: a host could hold the project lock (agent-runner.lock, readable where log_dir is the state dir) and refuse every later round"),
     (libc::SYS_fanotify_init, "no fanotify (watches and blocks other processes' file access disk-wide)"),
     (libc::SYS_fanotify_mark, "no fanotify"),
+    (libc::SYS_inotify_init, "no inotify instances (see inotify_add_watch)"),
+    (libc::SYS_inotify_init1, "no inotify instances (see inotify_add_watch)"),
     (libc::SYS_inotify_add_watch, "no inotify watches: Landlock does not check them, a watch on ~/.ssh leaks the names of new files"),
     (libc::SYS_memfd_create, "no memfd: executing one runs code that was never hashed"),
     (libc::SYS_memfd_secret, "no secret memory areas"),
