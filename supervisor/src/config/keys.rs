@@ -307,6 +307,12 @@ macro_rules! config_table {
 
         #[allow(dead_code)]
         impl $name {
+            /// This table and its keys.
+            pub(crate) const TABLE: $crate::config::keys::Table = $crate::config::keys::Table {
+                name: $table,
+                keys: Self::KEYS,
+            };
+
             /// Every key of this table, defined once (`config::keys`).
             pub(crate) const KEYS: &'static [$crate::config::keys::Key] = &[
                 $(

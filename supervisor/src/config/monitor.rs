@@ -124,22 +124,10 @@ config_table! {
 
 /// The tables of `[monitor]`, for [`super::TABLES`].
 pub(super) const TABLES: [Table; 4] = [
-    Table {
-        name: "monitor",
-        keys: RawMonitor::KEYS,
-    },
-    Table {
-        name: "monitor.host_health.disk",
-        keys: RawDisk::KEYS,
-    },
-    Table {
-        name: "monitor.host_health.memory",
-        keys: RawMemory::KEYS,
-    },
-    Table {
-        name: "monitor.host_health.pressure",
-        keys: RawPressure::KEYS,
-    },
+    RawMonitor::TABLE,
+    RawDisk::TABLE,
+    RawMemory::TABLE,
+    RawPressure::TABLE,
 ];
 
 /// Detectors whose stop is honoured when `auto_stop_on` is not set (the reference

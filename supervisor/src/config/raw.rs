@@ -87,6 +87,27 @@ config_table! {
         /// `plugins.resolved_sigterm_grace_s`) and `doctor` (`sigterm_grace`) show it
         sigterm_grace_s: u64 = (DEFAULT_SIGTERM_GRACE_S) range(1..=MAX_SIGTERM_GRACE_S)
             reload Next;
+        @sub sandbox: RawAgentSandbox;
+    }
+}
+
+config_table! {
+    /// `[agent.sandbox]`.
+    #[derive(Clone, Debug, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct RawAgentSandbox = "agent.sandbox" {
+        /// egress by host name (docs/security.md, "Egress by host name"): present, the agent
+        /// runs in a network namespace of its own with only loopback and reaches the outside
+        /// only through the supervisor's proxy, which lets through `CONNECT` tunnels and
+        /// plain-HTTP requests to these hosts only (others: `403`, recorded as
+        /// `agent_sandbox_denied`). Each entry: `name` (exactly), `*.domain` (names below
+        /// it), or an IP address, each optionally `:port` (that port only, else any); a bad
+        /// entry is refused (exit 78). `[]` allows nothing. Absent: the supervisor's
+        /// network, as without it. `init` writes each preset's provider hosts, commented
+        /// out. The agent gets `HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY` (and lower case) =
+        /// `http://127.0.0.1:3128`, `NO_PROXY` = `localhost,127.0.0.1,::1` and
+        /// `NODE_USE_ENV_PROXY=1`
+        allow_hosts: Vec<String> = (computed "absent") reload Next;
     }
 }
 
@@ -335,34 +356,14 @@ pub(crate) const DEFAULT_HOST_MEMORY_MB: u64 = 1024;
 /// Every table of keys, in the order `init`'s template and docs/configuration.md take
 /// them.
 pub(crate) const TABLES: &[Table] = &[
-    Table {
-        name: "agent",
-        keys: RawAgent::KEYS,
-    },
-    Table {
-        name: "runtime",
-        keys: RawRuntime::KEYS,
-    },
-    Table {
-        name: "prompt",
-        keys: RawPrompt::KEYS,
-    },
-    Table {
-        name: "vcs",
-        keys: RawVcs::KEYS,
-    },
-    Table {
-        name: "plugins",
-        keys: RawPlugins::KEYS,
-    },
-    Table {
-        name: "plugins.hosts.<name>",
-        keys: RawHost::KEYS,
-    },
-    Table {
-        name: "schedule",
-        keys: RawSchedule::KEYS,
-    },
+    RawAgent::TABLE,
+    RawAgentSandbox::TABLE,
+    RawRuntime::TABLE,
+    RawPrompt::TABLE,
+    RawVcs::TABLE,
+    RawPlugins::TABLE,
+    RawHost::TABLE,
+    RawSchedule::TABLE,
     super::monitor::TABLES[0],
     super::monitor::TABLES[1],
     super::monitor::TABLES[2],

@@ -233,6 +233,9 @@ pub(crate) fn config_text(preset: &Preset) -> String {
             }
         }
         out.push_str(&sections);
+        if *table == "agent" {
+            out.push_str(&egress_text(preset.name));
+        }
     }
     out.push_str(
         r#"
@@ -247,6 +250,31 @@ pub(crate) fn config_text(preset: &Preset) -> String {
 "#,
     );
     out
+}
+
+/// The commented `[agent.sandbox] allow_hosts` of a preset whose CLI's hosts are known
+/// (`crate::config::allow_hosts::preset_hosts`): the operator turns egress filtering on by
+/// uncommenting it (docs/security.md, "Egress by host name"). Off by default: package
+/// registries and git remotes would be refused too.
+fn egress_text(preset: &str) -> String {
+    let hosts = crate::config::allow_hosts::preset_hosts(preset);
+    if hosts.is_empty() {
+        return String::new();
+    }
+    let key = crate::config::TABLES
+        .iter()
+        .find(|t| t.name == "agent.sandbox")
+        .and_then(|t| t.keys.iter().find(|k| k.field == "allow_hosts"))
+        .expect("[agent.sandbox] allow_hosts is defined");
+    let table = key.name.trim_end_matches(".allow_hosts");
+    format!(
+        "\n# Egress by host name: the agent in a network namespace of its own, reaching only these\n\
+         # hosts through agent-runner's proxy (add your registries and git hosts; docs/security.md).\n\
+         # [{table}]\n\
+         # {} = {}\n",
+        key.field,
+        Toml::toml(&hosts.iter().map(|h| (*h).to_owned()).collect::<Vec<_>>())
+    )
 }
 
 /// The prompt `init` writes.
