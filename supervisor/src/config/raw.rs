@@ -59,6 +59,16 @@ pub(super) struct RawAgent {
     pub terminal_marker: Option<String>,
     #[serde(default)]
     pub sigterm_grace_s: Option<u64>,
+    #[serde(default)]
+    pub sandbox: Option<RawAgentSandbox>,
+}
+
+/// `[agent.sandbox]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAgentSandbox {
+    #[serde(default)]
+    pub allow_hosts: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
