@@ -500,6 +500,12 @@ impl Runner {
             .map_err(RoundError::RenderContext)?;
         let prompt = assemble(&self.config.prompt, profile.prompt_files, prepend.as_ref())
             .map_err(RoundError::Prompt)?;
+        if let Some((reason, fix)) = crate::runtime::prompt::undeliverable(profile.agent, &prompt) {
+            return Err(RoundError::Prompt(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{reason}; {fix}"),
+            )));
+        }
         Ok(Launch {
             argv: agent_argv(profile.agent, &prompt, &self.config.runtime.work_dir),
             stdin_prompt: (profile.agent.delivery == PromptDelivery::Stdin).then_some(prompt),

@@ -122,6 +122,17 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
             message: format!("{reason}; {fix} (`agent-runner doctor` checks this)"),
         }));
     }
+    // A prompt no argument can carry: the agent would never start, round after round.
+    if let Some((reason, fix)) = crate::runtime::prompt::undeliverable_now(&config)
+        .into_iter()
+        .next()
+    {
+        return Err(BootError::Config(ConfigError::Key {
+            path: config.path.clone(),
+            key: "prompt.files".to_owned(),
+            message: format!("{reason}; {fix} (`agent-runner doctor` checks this)"),
+        }));
+    }
     let follow = ConfigFollower::new(&config).map_err(BootError::Hangup)?;
     if let Err(e) = crate::runtime::agent::become_subreaper() {
         tracing::warn!("cannot become a child subreaper ({e}); processes that leave the agent's group may survive a round");
