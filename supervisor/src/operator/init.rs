@@ -111,25 +111,25 @@ pub(crate) const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "kimi",
-        command: &["kimi", "--output-format", "stream-json"],
+        command: &["kimi", "--print", "--output-format", "stream-json"],
         template: &["-p", "{prompt}"],
         delivery: "argv",
         env: &[],
         terminal_marker: None,
         grace_ignore: &[],
-        verified_with: None,
+        verified_with: Some("1.50.0"),
         gitignore: &[],
         auth_hint: "Log in again with `kimi login` on this machine; `kimi doctor` checks the model settings.",
     },
     Preset {
         name: "pi",
-        command: &["pi", "-p", "-na", "--mode", "json"],
+        command: &["pi", "-p", "--mode", "json"],
         template: &["{prompt}"],
         delivery: "argv",
         env: &[],
         terminal_marker: Some("\"type\":\"agent_end\""),
         grace_ignore: &[],
-        verified_with: None,
+        verified_with: Some("0.73.1"),
         gitignore: &[],
         auth_hint: "Configure a reachable provider for pi on this machine (`pi` then /login, or its models.json); `pi -p ok` checks it.",
     },
@@ -176,6 +176,9 @@ impl Preset {
             "agent.command" => list(self.command),
             "agent.prompt_arg_template" => list(self.template),
             "agent.prompt_delivery" => text(self.delivery),
+            // No empty table: the reference system's presets write `[agent.env]` only when
+            // they set a variable (claude's), and its tests read that as "no env".
+            "agent.env" if self.env.is_empty() => return None,
             "agent.env" => PresetValue::Table(self.env),
             "agent.terminal_marker" => text(self.terminal_marker?),
             "runtime.grace_kill_ignore_patterns" => list(self.grace_ignore),
@@ -452,7 +455,11 @@ mod tests {
             assert_eq!(config.agent.name.as_deref(), Some(preset.name));
             assert_eq!(config.runtime.round_budget.as_secs(), 1800, "{text}");
             assert!(text.contains("round_budget_s = 1800\n"), "{text}");
-            assert!(text.contains("\n[agent.env]\n"), "{text}");
+            assert_eq!(
+                text.contains("\n[agent.env]\n"),
+                !preset.env.is_empty(),
+                "{text}"
+            );
             assert!(
                 text.contains("# auto_stop_on = [\"oauth_fail\", \"disk_critical\"]"),
                 "{text}"
@@ -492,6 +499,8 @@ mod tests {
             ("codex", "CODEX_VERSION"),
             ("gemini", "GEMINI_CLI_VERSION"),
             ("aider", "AIDER_CHAT_VERSION"),
+            ("pi", "PI_CODING_AGENT_VERSION"),
+            ("kimi", "KIMI_CLI_VERSION"),
         ] {
             let verified = preset(preset_name).unwrap().verified_with;
             assert_eq!(verified, Some(pin(key).as_str()), "{preset_name}");
