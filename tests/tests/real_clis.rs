@@ -417,13 +417,12 @@ fn gemini_rounds_run_as_root_and_as_an_unprivileged_user() {
     }
 }
 
-/// claude's preset with egress filtered (docs/security.md, "Egress by host name"): the CLI
-/// in its own network namespace reaches the fake model on `127.0.0.2` only through the
+/// A preset with egress filtered (docs/security.md, "Egress by host name"): the CLI in its
+/// own network namespace reaches the fake model on `127.0.0.2` only through the
 /// supervisor's proxy, and the round writes the file. Its other hosts (telemetry, update
 /// checks), not listed, are refused and recorded; nothing reaches them.
-#[test]
-fn claude_round_through_the_egress_proxy() {
-    let p = Project::new();
+fn round_through_the_egress_proxy(operator: Operator, cli: &str) {
+    let p = Project::new_as(operator);
     let server = FakeModel::start_at("normal", "127.0.0.2");
     let allow = format!(
         "\n[agent.sandbox]\nallow_hosts = [\"127.0.0.2:{}\"]\n",
@@ -432,7 +431,7 @@ fn claude_round_through_the_egress_proxy() {
     let edit = move |text: String| text.replace("\n[runtime]\n", &format!("{allow}\n[runtime]\n"));
     let out = run_cli_at(
         &p,
-        "claude",
+        cli,
         "127.0.0.2",
         server.port,
         &edit,
@@ -444,16 +443,33 @@ fn claude_round_through_the_egress_proxy() {
         p.events_of("dirty_detected")
             .iter()
             .any(|d| d["files"].to_string().contains("agent-was-here.txt")),
-        "the round through the proxy did not write the file: {all}"
+        "{cli} {operator:?}: the round through the proxy did not write the file: {all}"
     );
     assert_eq!(p.events_of("agent_usage_recorded").len(), 1, "{all}");
     for denied in p.events_of("agent_sandbox_denied") {
         assert_eq!(denied["layer"], "egress", "{all}");
         assert!(
             !denied["target"].as_str().unwrap().starts_with("127.0.0.2:"),
-            "the listed host was refused: {all}"
+            "{cli} {operator:?}: the listed host was refused: {all}"
         );
     }
+}
+
+#[test]
+fn claude_rounds_through_the_egress_proxy_as_root_and_as_an_unprivileged_user() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        round_through_the_egress_proxy(operator, "claude");
+    }
+}
+
+#[test]
+fn codex_round_through_the_egress_proxy() {
+    round_through_the_egress_proxy(Operator::Root, "codex");
+}
+
+#[test]
+fn gemini_round_through_the_egress_proxy() {
+    round_through_the_egress_proxy(Operator::Root, "gemini");
 }
 
 /// aider's preset starts its CLI as root and as an unprivileged user: a normal round

@@ -36,7 +36,8 @@ pub(crate) struct Check {
     pub how_to_fix: String,
 }
 
-fn check(
+/// A [`Check`]; `how_to_fix` is kept only when it failed.
+pub(crate) fn check(
     name: impl Into<String>,
     ok: bool,
     reason: impl Into<String>,
@@ -397,6 +398,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     );
     warnings.extend(version_warning);
     warnings.extend(layout_warnings(&config));
+    warnings.extend(crate::operator::deviations::warnings(&config));
     let (hosts, hashes) = host_checks(&config, gate.as_ref(), &mut checks);
     let code = if refuse_boot {
         exit::CONFIG
