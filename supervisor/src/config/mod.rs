@@ -6,6 +6,8 @@
 
 pub mod allow_hosts;
 #[cfg(test)]
+mod cases;
+#[cfg(test)]
 mod doc_tables;
 mod error;
 mod goal;
