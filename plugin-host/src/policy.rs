@@ -59,6 +59,12 @@ pub enum FsAccess {
     ReadWrite,
     /// Read and write an existing device file (`/dev/null`), including `O_TRUNC` and ioctls.
     Device,
+    /// Read, list and execute beneath the path; no write (the agent's system and toolchain
+    /// trees, [`crate::agent_policy`]).
+    ReadExecuteTree,
+    /// Everything [`FsAccess::ReadWrite`] allows, plus execute (the agent's work tree, its
+    /// own state and TMPDIR: it builds and runs programs there).
+    ReadWriteExecute,
 }
 
 impl FsAccess {
@@ -77,6 +83,11 @@ impl FsAccess {
             }
             FsAccess::Device => {
                 AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate | AccessFs::IoctlDev
+            }
+            FsAccess::ReadExecuteTree => AccessFs::ReadFile | AccessFs::ReadDir | AccessFs::Execute,
+            FsAccess::ReadWriteExecute => {
+                AccessFs::from_all(abi)
+                    & !(AccessFs::MakeChar | AccessFs::MakeBlock | AccessFs::IoctlDev)
             }
         };
         r & all
@@ -864,6 +875,10 @@ pub const UNIX_SOCKET_ERRNO: i32 = libc::EACCES;
 /// architecture and any x86_64 call with the x32 bit (0x40000000) set, which seccompiler
 /// does not check (x32 numbers alias the x86_64 ones); then fail `socket(AF_UNIX, …)`
 /// with [`UNIX_SOCKET_ERRNO`] (seccompiler has a single match action per program).
+/// The instructions of [`guard`] that check the architecture and the x32 bit (the rest is
+/// the `socket(AF_UNIX)` rule).
+const ARCH_GUARD_LEN: usize = 6;
+
 fn guard() -> Vec<libc::sock_filter> {
     vec![
         insn(BPF_LD_W_ABS, 0, 0, SECCOMP_DATA_ARCH),
@@ -909,7 +924,7 @@ pub enum DenyAction {
 }
 
 impl DenyAction {
-    fn ret(self) -> u32 {
+    pub(crate) fn ret(self) -> u32 {
         match self {
             DenyAction::KillProcess => SECCOMP_RET_KILL_PROCESS,
             DenyAction::Notify => libc::SECCOMP_RET_USER_NOTIF,
@@ -933,12 +948,27 @@ pub fn seccomp_program() -> Result<SeccompProgram, PolicyError> {
 /// # Errors
 /// [`PolicyError::Seccomp`] if seccompiler rejects the rules (a bug in this module).
 pub fn seccomp_program_for(action: DenyAction) -> Result<SeccompProgram, PolicyError> {
+    compile_deny_list(SECCOMP_DENY, action.ret(), true)
+}
+
+/// Compiles `deny` (default allow, a match returns `ret`) behind the arch/x32 guard; with
+/// `unix_socket_errno`, `socket(AF_UNIX, …)` fails with [`UNIX_SOCKET_ERRNO`] first (the
+/// hosts' rule). Shared by the hosts' program and the agent's
+/// ([`crate::agent_policy::agent_seccomp_program`]).
+///
+/// # Errors
+/// [`PolicyError::Seccomp`] if seccompiler rejects the rules (a bug in the list).
+pub(crate) fn compile_deny_list(
+    deny: &[Denial],
+    ret: u32,
+    unix_socket_errno: bool,
+) -> Result<SeccompProgram, PolicyError> {
     let err = |e: seccompiler::BackendError| PolicyError::Seccomp(e.to_string());
     let cond = |arg: u8, op: SeccompCmpOp, v: u64| {
         SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, v).map_err(err)
     };
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    for d in SECCOMP_DENY {
+    for d in deny {
         let chain = match d.when {
             DenyWhen::Always => Vec::new(),
             DenyWhen::FamilyNotUnix => {
@@ -1005,11 +1035,14 @@ pub fn seccomp_program_for(action: DenyAction) -> Result<SeccompProgram, PolicyE
         .try_into()
         .map_err(|e: seccompiler::BackendError| PolicyError::Seccomp(e.to_string()))?;
     let mut filters = guard();
+    if !unix_socket_errno {
+        filters.truncate(ARCH_GUARD_LEN);
+    }
     let mut denials = 0;
     filters.extend(compiled.into_iter().map(|f| {
         if f.code == BPF_RET_K && f.k == libc::SECCOMP_RET_TRAP {
             denials += 1;
-            insn(f.code, f.jt, f.jf, action.ret())
+            insn(f.code, f.jt, f.jf, ret)
         } else {
             insn(f.code, f.jt, f.jf, f.k)
         }

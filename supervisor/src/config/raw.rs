@@ -59,6 +59,10 @@ pub(super) struct RawAgent {
     pub terminal_marker: Option<String>,
     #[serde(default)]
     pub sigterm_grace_s: Option<u64>,
+    /// `sandbox`: a mode word or the `[agent.sandbox]` table, resolved by
+    /// [`super::agent_sandbox::resolve`] (one setting for every phase).
+    #[serde(default)]
+    pub sandbox: Option<toml::Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]

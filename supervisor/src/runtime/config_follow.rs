@@ -8,7 +8,7 @@
 //!   `digest`); hosts whose entry or pin changed are restarted and re-checked, the others
 //!   keep running ([`crate::hosts::HostManager::reconcile`]).
 //! - An invalid one (or one that changes what only a restart can change: `work_dir`,
-//!   `log_dir`, `state_dir`, `[plugins] sandbox`) is recorded once as `config_broken` with
+//!   `log_dir`, `state_dir`, `[plugins] sandbox`, `[agent] sandbox`) is recorded once as `config_broken` with
 //!   the one-line error naming file and key; the last good config keeps running.
 
 use sha2::{Digest, Sha256};
@@ -148,6 +148,10 @@ fn fixed_keys_unchanged(old: &Config, new: &Config) -> Result<(), ConfigError> {
         Some("runtime.state_dir")
     } else if old.plugins.sandbox != new.plugins.sandbox {
         Some("plugins.sandbox")
+    } else if old.agent_sandbox != new.agent_sandbox {
+        // The agent may write a config kept in its tree: it must not loosen its own
+        // confinement for the next round (docs/security.md "The agent's confinement").
+        Some("agent.sandbox")
     } else {
         None
     };

@@ -27,6 +27,7 @@ use crate::record::retention;
 use crate::record::state;
 use crate::record::stop::{StopLevel, StopWatch};
 use crate::runtime::agent::{self, AgentExit, AgentSpec};
+use crate::runtime::agent_sandbox::AgentSandboxGate;
 use crate::runtime::attribution::{Baseline, OwnFiles};
 use crate::runtime::config_digest;
 use crate::runtime::detect_hooks::{self, AutoStop};
@@ -180,6 +181,8 @@ pub(crate) struct Runner {
     unhealthy_since: Option<std::time::Instant>,
     /// The delegated cgroup rounds get children of; `None`: rounds run in the supervisor's.
     cgroups: Option<Delegation>,
+    /// The agent's sandbox gate of this boot.
+    agent_sandbox: AgentSandboxGate,
 }
 
 /// The work tree as rounds see it under `config`: the supervisor's own files and the paths
@@ -200,6 +203,7 @@ impl Runner {
         hosts: HostManager,
         tree: Repo,
         cgroups: Option<Delegation>,
+        agent_sandbox: AgentSandboxGate,
     ) -> Self {
         let repo = repo_for(&config, &hosts, tree);
         Runner {
@@ -209,6 +213,7 @@ impl Runner {
             repo,
             unhealthy_since: None,
             cgroups,
+            agent_sandbox,
         }
     }
 
@@ -616,6 +621,29 @@ impl Runner {
     ) -> Result<AgentExit, RoundError> {
         let budget = launch.budget;
         let mut spec = self.agent_spec(round_num, launch, log_path, log);
+        let command = self.config.profile(phase).agent.command[0].clone();
+        let cli = Path::new(&command)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match self
+            .agent_sandbox
+            .confinement(&self.config, &cli, &spec.argv[0], &spec.env)
+        {
+            Ok(confinement) => {
+                if let Some(c) = &confinement {
+                    spec.env
+                        .push(("TMPDIR".to_owned(), c.tmp_dir().display().to_string()));
+                }
+                spec.confinement = confinement;
+            }
+            Err(e) => {
+                let source = std::io::Error::other(e.to_string());
+                return Err(
+                    self.spawn_failed(round_num, RoundError::StartAgent { command, source })
+                );
+            }
+        }
         let mut cgroup = self.round_cgroup(round_num);
         spec.cgroup_procs = cgroup.as_mut().and_then(RoundCgroup::take_procs);
         self.events.emit(Event::AgentSpawn {
@@ -629,19 +657,7 @@ impl Runner {
             None => None,
         };
         let exit = exit.map_err(|source| {
-            let err = RoundError::StartAgent {
-                command: self.config.profile(phase).agent.command[0].clone(),
-                source,
-            };
-            self.events.emit(Event::AgentSpawnFailed {
-                round_num,
-                error: err.to_string(),
-            });
-            self.events.emit(Event::RoundEnd(RoundEnd::NotStarted {
-                round_num,
-                outcome: RoundOutcome::SpawnFailed,
-            }));
-            err
+            self.spawn_failed(round_num, RoundError::StartAgent { command, source })
         })?;
         self.record_exit(round_num, &exit, budget);
         if let Some(usage) = usage {
@@ -649,6 +665,20 @@ impl Runner {
             self.record_cgroup(round_num, agent, &exit, usage);
         }
         Ok(exit)
+    }
+
+    /// Records that the agent of round `round_num` could not start (`agent_spawn_failed`
+    /// and the round's `round_end`) and returns `err`.
+    fn spawn_failed(&self, round_num: u64, err: RoundError) -> RoundError {
+        self.events.emit(Event::AgentSpawnFailed {
+            round_num,
+            error: err.to_string(),
+        });
+        self.events.emit(Event::RoundEnd(RoundEnd::NotStarted {
+            round_num,
+            outcome: RoundOutcome::SpawnFailed,
+        }));
+        err
     }
 
     /// Records how the agent of round `round_num` ended: `agent_exit`, and after a budget
@@ -698,6 +728,7 @@ impl Runner {
                 .collect(),
             grace: self.grace(launch.marker.as_bytes(), round_num, log_path),
             cgroup_procs: None,
+            confinement: None,
         }
     }
 
