@@ -33,6 +33,7 @@ pub mod agent_confine;
 pub mod agent_policy;
 mod capabilities;
 pub mod cgroup;
+pub mod egress_bridge;
 pub mod env;
 pub mod launch;
 pub mod layers;

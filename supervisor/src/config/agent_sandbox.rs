@@ -14,6 +14,7 @@
 //! write_paths = ["~/.cache/pip"]   # written (and read) by the agent besides the tree
 //! read_paths = ["/srv/datasets"]   # read by the agent besides the system and home
 //! connect_ports = [8080]           # TCP ports besides 443
+//! allow_hosts = ["api.anthropic.com"]  # egress by host name (crate::config::allow_hosts)
 //! ```
 //!
 //! Absent: `off` (configs written before this key keep their behaviour); `init` writes
@@ -53,7 +54,31 @@ impl Default for AgentSandboxConfig {
 }
 
 /// The keys of the `[agent.sandbox]` table.
-const KEYS: &[&str] = &["mode", "write_paths", "read_paths", "connect_ports"];
+const KEYS: &[&str] = &[
+    "mode",
+    "write_paths",
+    "read_paths",
+    "connect_ports",
+    "allow_hosts",
+];
+
+/// The `allow_hosts` list of an `[agent.sandbox]` table (egress by host name, resolved with
+/// the agent: [`crate::config::allow_hosts`]); `None` when absent or when `sandbox` is a
+/// plain mode word.
+///
+/// Errors: `allow_hosts` is not a list of strings.
+pub(super) fn allow_hosts(value: Option<&toml::Value>) -> Result<Option<Vec<String>>, String> {
+    let Some(list) = value.and_then(|v| v.as_table()).and_then(|t| t.get("allow_hosts")) else {
+        return Ok(None);
+    };
+    let expected = || "expected a list of host names (strings)".to_owned();
+    list.as_array()
+        .ok_or_else(expected)?
+        .iter()
+        .map(|h| h.as_str().map(str::to_owned).ok_or_else(expected))
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
 
 /// What the paths are checked against.
 pub(super) struct Protected<'a> {

@@ -5,6 +5,7 @@
 //! expected, and maps to exit 78 ([`crate::exit::CONFIG`]).
 
 mod agent_sandbox;
+pub mod allow_hosts;
 mod error;
 mod goal;
 mod monitor;

@@ -59,8 +59,9 @@ pub(super) struct RawAgent {
     pub terminal_marker: Option<String>,
     #[serde(default)]
     pub sigterm_grace_s: Option<u64>,
-    /// `sandbox`: a mode word or the `[agent.sandbox]` table, resolved by
-    /// [`super::agent_sandbox::resolve`] (one setting for every phase).
+    /// `sandbox`: a mode word or the `[agent.sandbox]` table; its mode and grants are
+    /// resolved by [`super::agent_sandbox::resolve`] (one setting for every phase), its
+    /// `allow_hosts` with the agent (a phase may set its own).
     #[serde(default)]
     pub sandbox: Option<toml::Value>,
 }

@@ -240,6 +240,10 @@ pub struct AgentConfig {
     /// [`MAX_SIGTERM_GRACE_S`]): how long an agent whose CLI drains its turn on a signal
     /// (`crate::runtime::cooperative`) gets between that signal and SIGKILL.
     pub sigterm_grace: Duration,
+    /// `[agent.sandbox] allow_hosts`: `Some` puts the agent in its own network namespace,
+    /// reaching only these hosts through the egress proxy (`crate::runtime::egress_proxy`);
+    /// `None` (the key absent): the network as the supervisor has it.
+    pub allow_hosts: Option<crate::config::allow_hosts::AllowHosts>,
 }
 
 /// Default `[agent] sigterm_grace_s` (the reference system's).
@@ -1138,7 +1142,17 @@ fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, (&'static str, String)> {
             ),
         ));
     }
+    let allow_hosts = match super::agent_sandbox::allow_hosts(raw.sandbox.as_ref())
+        .map_err(|m| ("sandbox.allow_hosts", m))?
+    {
+        None => None,
+        Some(list) => Some(
+            crate::config::allow_hosts::AllowHosts::parse(&list)
+                .map_err(|e| ("sandbox.allow_hosts", format!("{e}; expected a list of host names, `*.domain` or IP addresses, each optionally with `:port`")))?,
+        ),
+    };
     Ok(AgentConfig {
+        allow_hosts,
         sigterm_grace: Duration::from_secs(sigterm_grace_s),
         command,
         prompt_arg_template: template,

@@ -130,9 +130,10 @@ impl AgentSandboxGate {
         )
     }
 
-    /// The confinement of one round's agent running `argv` (with `env` over the
-    /// supervisor's environment) under `config`; `None` under `off`. Its TMPDIR is
-    /// `<state_dir>/agent-tmp`, emptied first.
+    /// The confinement of one round's agent running `argv0` (with `env` over the
+    /// supervisor's environment) under `config`, also allowed to connect to `extra_ports`
+    /// (the egress proxy's); `None` under `off`. Its TMPDIR is `<state_dir>/agent-tmp`,
+    /// emptied first.
     ///
     /// Errors: a required path is missing, the kernel refused the ruleset, a descriptor
     /// could not be opened; the round does not start.
@@ -142,6 +143,7 @@ impl AgentSandboxGate {
         cli: &str,
         argv0: &str,
         env: &[(String, String)],
+        extra_ports: &[u16],
     ) -> Result<Option<AgentConfinement>, AgentConfineError> {
         if !self.enabled() {
             return Ok(None);
@@ -158,6 +160,7 @@ impl AgentSandboxGate {
         let sandbox = &config.agent_sandbox;
         let mut connect_ports = DEFAULT_CONNECT_PORTS.to_vec();
         connect_ports.extend(&sandbox.connect_ports);
+        connect_ports.extend(extra_ports);
         let spec = AgentSandboxSpec {
             policy: AgentPolicyInput {
                 work_dir: config.runtime.work_dir.clone(),

@@ -181,6 +181,7 @@ mod tests {
             exec_prefix: Vec::new(),
             terminal_marker: String::new(),
             sigterm_grace: std::time::Duration::from_secs(10),
+            allow_hosts: None,
         };
         let work_dir = std::path::Path::new("/srv/p");
         assert_eq!(
