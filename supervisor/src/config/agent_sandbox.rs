@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use agent_runner_plugin_host::policy::{covers_protected, CREDENTIAL_PATHS};
 
-use super::resolve::SandboxMode;
+use super::sandbox_mode::SandboxMode;
 use super::vocabulary;
 
 /// `[agent] sandbox` / `[agent.sandbox]`, resolved.
@@ -68,7 +68,10 @@ const KEYS: &[&str] = &[
 ///
 /// Errors: `allow_hosts` is not a list of strings.
 pub(super) fn allow_hosts(value: Option<&toml::Value>) -> Result<Option<Vec<String>>, String> {
-    let Some(list) = value.and_then(|v| v.as_table()).and_then(|t| t.get("allow_hosts")) else {
+    let Some(list) = value
+        .and_then(|v| v.as_table())
+        .and_then(|t| t.get("allow_hosts"))
+    else {
         return Ok(None);
     };
     let expected = || "expected a list of host names (strings)".to_owned();

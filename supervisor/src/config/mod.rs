@@ -11,6 +11,7 @@ mod goal;
 mod monitor;
 mod raw;
 mod resolve;
+mod sandbox_mode;
 pub(crate) mod schedule;
 pub(crate) mod state_dir;
 pub(crate) mod vocabulary;

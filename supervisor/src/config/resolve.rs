@@ -411,37 +411,7 @@ pub(super) const DEFAULT_ROUND_LOG_MAX_BYTES: u64 = 64 * 1024 * 1024;
 /// Default `[vcs] git_timeout_s`.
 pub(crate) const DEFAULT_GIT_TIMEOUT_S: u64 = 60;
 
-/// `[plugins] sandbox`: how much confinement third-party hosts must get.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SandboxMode {
-    /// Landlock and seccomp must both engage and every host must be pinned, or nothing
-    /// starts (exit 78).
-    Require,
-    /// Run at the best tier the kernel offers; announce a shortfall once (default).
-    Prefer,
-    /// Run hosts unconfined (not for production).
-    Off,
-}
-
-impl Vocabulary for SandboxMode {
-    const ALL: &'static [Self] = &[SandboxMode::Require, SandboxMode::Prefer, SandboxMode::Off];
-
-    fn word(self) -> &'static str {
-        self.as_str()
-    }
-}
-
-impl SandboxMode {
-    /// The config spelling.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            SandboxMode::Require => "require",
-            SandboxMode::Prefer => "prefer",
-            SandboxMode::Off => "off",
-        }
-    }
-}
+pub use super::sandbox_mode::SandboxMode;
 
 /// One `[plugins.hosts.<name>]` table.
 #[derive(Clone, Debug, PartialEq)]
