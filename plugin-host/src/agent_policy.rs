@@ -24,6 +24,7 @@
 //!
 //! Everything is built in the supervisor before the fork ([`crate::agent_confine`]).
 
+use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
@@ -32,9 +33,14 @@ use landlock::{
     RulesetAttr, RulesetCreatedAttr, Scope, ABI,
 };
 
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
 use crate::policy::{
-    compile_deny_list, Denial, DenyWhen, FsAccess, FsGrant, PolicyError, SeccompProgram,
-    CREDENTIAL_PATHS, DENIED_IOCTLS, POLICY_LANDLOCK_ABI,
+    arch_guard, FsAccess, FsGrant, PolicyError, SeccompProgram, CREDENTIAL_PATHS,
+    DENIED_IOCTLS, POLICY_LANDLOCK_ABI,
 };
 
 /// One CLI's own state in the home directory: written by the CLI itself (login, settings,
@@ -421,12 +427,39 @@ pub fn agent_landlock_ruleset(
     fd.ok_or(PolicyError::LandlockUnavailable)
 }
 
+/// When an entry of [`AGENT_SECCOMP_DENY`] refuses its call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentDenyWhen {
+    /// Always.
+    Always,
+    /// When the low 32 bits of argument `arg` are one of `values` (each with its name).
+    ArgIn {
+        /// The argument's index (0-based).
+        arg: u8,
+        /// The refused values and their names.
+        values: &'static [(u64, &'static str)],
+    },
+}
+
+/// One entry of the agent's seccomp deny-list.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentDenial {
+    /// The x86_64 system call number.
+    pub nr: i64,
+    /// Its name.
+    pub name: &'static str,
+    /// When it is refused.
+    pub when: AgentDenyWhen,
+    /// Why.
+    pub why: &'static str,
+}
+
 macro_rules! deny {
     ($sys:ident, $why:expr) => {
-        Denial {
+        AgentDenial {
             nr: libc::$sys,
             name: stringify!($sys),
-            when: DenyWhen::Always,
+            when: AgentDenyWhen::Always,
             why: $why,
         }
     };
@@ -438,10 +471,10 @@ const NS: &str = "no mounts and no namespaces: they could undo the mount-level p
 const KERNEL: &str = "no kernel replacement, modules, BPF programs, perf events or io_uring";
 const PRIV: &str = "no privileged operation, even where a capability is left (the agent's capabilities are dropped)";
 
-/// The agent's seccomp deny-list (default allow). Narrower than the hosts' (the agent needs
-/// sockets, `chmod`, `flock`, process groups): only escapes from its confinement and from
-/// the round. A match fails the call (`EPERM`, [`AGENT_DENY_ERRNO`]); the agent goes on.
-pub const AGENT_SECCOMP_DENY: &[Denial] = &[
+/// The agent's seccomp deny-list (default allow: unlike a host, the agent runs arbitrary
+/// toolchains, so no allow-list could be measured). Only escapes from its confinement and
+/// from the round. A match fails the call (`EPERM`, [`AGENT_DENY_ERRNO`]); the agent goes on.
+pub const AGENT_SECCOMP_DENY: &[AgentDenial] = &[
     deny!(SYS_ptrace, TRACE),
     deny!(SYS_process_vm_readv, TRACE),
     deny!(SYS_process_vm_writev, TRACE),
@@ -475,10 +508,10 @@ pub const AGENT_SECCOMP_DENY: &[Denial] = &[
     deny!(SYS_delete_module, KERNEL),
     deny!(SYS_open_by_handle_at, "no opening files by handle (bypasses Landlock's path checks)"),
     deny!(SYS_fanotify_init, "no watching or blocking other processes' file access"),
-    Denial {
+    AgentDenial {
         nr: libc::SYS_ioctl,
         name: "SYS_ioctl",
-        when: DenyWhen::ArgIn {
+        when: AgentDenyWhen::ArgIn {
             arg: 1,
             values: DENIED_IOCTLS,
         },
@@ -504,14 +537,66 @@ pub const AGENT_SECCOMP_DENY: &[Denial] = &[
 /// The errno a denied call of the agent fails with.
 pub const AGENT_DENY_ERRNO: i32 = libc::EPERM;
 
-/// Compiles [`AGENT_SECCOMP_DENY`] behind the arch/x32 guard; a match returns `ret` (a
-/// `SECCOMP_RET_*` value; `None`: `SECCOMP_RET_ERRNO | EPERM`).
+/// Compiles [`AGENT_SECCOMP_DENY`] (default allow) behind the hosts' arch/x32 guard; a match
+/// returns `ret` (a `SECCOMP_RET_*` value; `None`: `SECCOMP_RET_ERRNO | EPERM`; a
+/// user-notification listener would pass `SECCOMP_RET_USER_NOTIF`).
 ///
 /// # Errors
 /// [`PolicyError::Seccomp`] if seccompiler rejects the rules (a bug in the list).
 pub fn agent_seccomp_program(ret: Option<u32>) -> Result<SeccompProgram, PolicyError> {
     let ret = ret.unwrap_or(libc::SECCOMP_RET_ERRNO | AGENT_DENY_ERRNO as u32);
-    compile_deny_list(AGENT_SECCOMP_DENY, ret, false)
+    let err = |e: seccompiler::BackendError| PolicyError::Seccomp(e.to_string());
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for d in AGENT_SECCOMP_DENY {
+        let chain = match d.when {
+            AgentDenyWhen::Always => Vec::new(),
+            AgentDenyWhen::ArgIn { arg, values } => values
+                .iter()
+                .map(|(v, _)| {
+                    let cond =
+                        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, *v)
+                            .map_err(err)?;
+                    SeccompRule::new(vec![cond]).map_err(err)
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        if rules.insert(d.nr, chain).is_some() {
+            return Err(PolicyError::Seccomp(format!("{} is listed twice", d.name)));
+        }
+    }
+    // A placeholder match action (SECCOMP_RET_TRAP, used nowhere else), rewritten to `ret`.
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Trap,
+        TargetArch::x86_64,
+    )
+    .map_err(err)?;
+    let compiled: BpfProgram = filter.try_into().map_err(err)?;
+    let mut filters = arch_guard();
+    let mut refusals = 0;
+    let ret_k = (libc::BPF_RET | libc::BPF_K) as u16;
+    filters.extend(compiled.into_iter().map(|f| {
+        let k = if f.code == ret_k && f.k == libc::SECCOMP_RET_TRAP {
+            refusals += 1;
+            ret
+        } else {
+            f.k
+        };
+        libc::sock_filter {
+            code: f.code,
+            jt: f.jt,
+            jf: f.jf,
+            k,
+        }
+    }));
+    if refusals == 0 || filters.len() > libc::BPF_MAXINSNS as usize {
+        return Err(PolicyError::Seccomp(format!(
+            "the agent's program is malformed ({refusals} refusals, {} instructions)",
+            filters.len()
+        )));
+    }
+    Ok(SeccompProgram::from_instructions(filters))
 }
 
 #[cfg(test)]
@@ -550,8 +635,10 @@ mod tests {
     }
 
     #[test]
-    fn the_agent_program_compiles() {
+    fn the_agent_program_compiles_behind_the_guard() {
         let p = agent_seccomp_program(None).unwrap();
-        assert!(p.len() > 6);
+        assert!(p.len() > AGENT_SECCOMP_DENY.len());
+        let notify = agent_seccomp_program(Some(libc::SECCOMP_RET_USER_NOTIF)).unwrap();
+        assert_eq!(p.len(), notify.len());
     }
 }

@@ -44,6 +44,7 @@ pub mod pin;
 pub mod policy;
 pub mod probe;
 pub mod resolve;
+mod syscall_table;
 pub mod user_namespace;
 pub mod write_limits;
 

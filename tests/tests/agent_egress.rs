@@ -87,6 +87,12 @@ fn egress_round(operator: Operator) {
             ),
         );
     p.write_config_text(&config);
+    // doctor's probe of the namespace passes for this operator.
+    let out = p.run(&["doctor", "--json"]);
+    let report: agent_runner_e2e::serde_json::Value =
+        agent_runner_e2e::serde_json::from_str(&out.stdout).unwrap();
+    let check = agent_runner_e2e::doctor_check(&report, "agent_preconditions");
+    assert_eq!(check["ok"], true, "{check}");
     let out = p.run(&["round"]);
     let all = p.events_text();
     out.assert_code(0);
@@ -140,6 +146,25 @@ fn egress_round(operator: Operator) {
         ],
         "{all}"
     );
+    // peek shows the round's denials, in its document and its text.
+    let out = p.run(&["peek", "--json"]);
+    out.assert_code(0);
+    let doc: agent_runner_e2e::serde_json::Value =
+        agent_runner_e2e::serde_json::from_str(&out.stdout).unwrap();
+    let shown = &doc["recent_rounds"][0]["sandbox_denied"];
+    assert_eq!(shown.as_array().map(Vec::len), Some(2), "{doc}");
+    assert!(shown.to_string().contains("denied.invalid"), "{doc}");
+    let out = p.run(&["peek"]);
+    out.assert_code(0);
+    assert!(
+        out.stdout
+            .contains(&format!("denied: egress connect 127.0.0.3:{}", up.port))
+            || out
+                .stdout
+                .contains(&format!("denied: egress http denied.invalid:{}", up.port)),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
@@ -181,4 +206,12 @@ fn without_allow_hosts_the_network_is_unchanged() {
     assert!(log.contains(&format!("netns {}", own.display())), "{log}");
     assert!(log.contains("proxy \n"), "{log}");
     assert!(p.events_of("agent_sandbox_denied").is_empty());
+    let out = p.run(&["peek", "--json"]);
+    let doc: agent_runner_e2e::serde_json::Value =
+        agent_runner_e2e::serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        doc["recent_rounds"][0]["sandbox_denied"],
+        agent_runner_e2e::serde_json::json!([]),
+        "{doc}"
+    );
 }
