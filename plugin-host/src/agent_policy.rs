@@ -39,8 +39,8 @@ use seccompiler::{
 };
 
 use crate::policy::{
-    arch_guard, FsAccess, FsGrant, PolicyError, SeccompProgram, CREDENTIAL_PATHS,
-    DENIED_IOCTLS, POLICY_LANDLOCK_ABI,
+    arch_guard, FsAccess, FsGrant, PolicyError, SeccompProgram, CREDENTIAL_PATHS, DENIED_IOCTLS,
+    POLICY_LANDLOCK_ABI,
 };
 
 /// One CLI's own state in the home directory: written by the CLI itself (login, settings,
