@@ -1,5 +1,5 @@
 //! The hostile-agent suite (issue 29, docs/security.md "The agent's confinement"): the
-//! *agent* of a real `agent-runner serve` round, under `[agent] sandbox = "require"`, in a
+//! *agent* of a real `agent-runner serve` round, under `[agent.sandbox] mode = "require"`, in a
 //! fake home with planted keys, tries what public reports show agents doing — wiping the
 //! home directory, reading `~/.ssh/id_rsa`, writing `~/.bashrc`, writing outside the tree
 //! through symlinks it made inside, `git push` to a remote outside the tree, driving the
@@ -134,7 +134,7 @@ exit 0
 "#;
 
 /// A project whose agent is [`HOSTILE_AGENT`], with the planted home, a bare remote
-/// outside the tree, `[agent] sandbox = "require"` and `auto_commit`.
+/// outside the tree, `[agent.sandbox] mode = "require"` and `auto_commit`.
 fn hostile_project(operator: Operator) -> Project {
     let p = Project::new_as(operator);
     for (rel, text) in PLANTED {
@@ -161,8 +161,8 @@ fn hostile_project(operator: Operator) -> Project {
             p.state_dir().join("control.sock").to_str().unwrap(),
         );
     let text = config.render().replacen(
-        "prompt_delivery = \"argv\"\n",
-        "prompt_delivery = \"argv\"\nsandbox = \"require\"\n",
+        "[runtime]\n",
+        "[agent.sandbox]\nmode = \"require\"\n\n[runtime]\n",
         1,
     );
     p.write_config_text(&text);

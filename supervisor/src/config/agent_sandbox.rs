@@ -1,12 +1,6 @@
-//! `[agent] sandbox`: how much confinement the agent itself gets (docs/configuration.md
-//! "[agent] sandbox", docs/security.md "The agent's confinement").
-//!
-//! Two spellings, the same setting:
-//!
-//! ```toml
-//! [agent]
-//! sandbox = "require"          # "off" | "prefer" | "require"
-//! ```
+//! `[agent.sandbox]`: how much confinement the agent itself gets (docs/configuration.md
+//! "`[agent.sandbox]`", docs/security.md "The agent's confinement"); the keys are defined
+//! in `config/raw.rs` (`RawAgentSandbox`), checked here.
 //!
 //! ```toml
 //! [agent.sandbox]
@@ -17,17 +11,17 @@
 //! allow_hosts = ["api.anthropic.com"]  # egress by host name (crate::config::allow_hosts)
 //! ```
 //!
-//! Absent: `off` (configs written before this key keep their behaviour); `init` writes
-//! `"prefer"` for new projects.
+//! Absent: `off` (configs written before this key keep their behaviour).
 
 use std::path::{Path, PathBuf};
 
 use agent_runner_plugin_host::policy::{covers_protected, CREDENTIAL_PATHS};
 
-use super::sandbox_mode::SandboxMode;
-use super::vocabulary;
+use super::keys::Bad;
+use super::raw::RawAgentSandbox;
+use super::vocabulary::SandboxMode;
 
-/// `[agent] sandbox` / `[agent.sandbox]`, resolved.
+/// `[agent.sandbox]`'s mode and grants, resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AgentSandboxConfig {
     /// `mode` (or the plain string): off / prefer / require. Default off.
@@ -53,36 +47,6 @@ impl Default for AgentSandboxConfig {
     }
 }
 
-/// The keys of the `[agent.sandbox]` table.
-const KEYS: &[&str] = &[
-    "mode",
-    "write_paths",
-    "read_paths",
-    "connect_ports",
-    "allow_hosts",
-];
-
-/// The `allow_hosts` list of an `[agent.sandbox]` table (egress by host name, resolved with
-/// the agent: [`crate::config::allow_hosts`]); `None` when absent or when `sandbox` is a
-/// plain mode word.
-///
-/// Errors: `allow_hosts` is not a list of strings.
-pub(super) fn allow_hosts(value: Option<&toml::Value>) -> Result<Option<Vec<String>>, String> {
-    let Some(list) = value
-        .and_then(|v| v.as_table())
-        .and_then(|t| t.get("allow_hosts"))
-    else {
-        return Ok(None);
-    };
-    let expected = || "expected a list of host names (strings)".to_owned();
-    list.as_array()
-        .ok_or_else(expected)?
-        .iter()
-        .map(|h| h.as_str().map(str::to_owned).ok_or_else(expected))
-        .collect::<Result<Vec<_>, _>>()
-        .map(Some)
-}
-
 /// What the paths are checked against.
 pub(super) struct Protected<'a> {
     /// The config file.
@@ -95,99 +59,23 @@ pub(super) struct Protected<'a> {
     pub expand: &'a dyn Fn(&str) -> Result<PathBuf, String>,
 }
 
-/// Resolves the value of `agent.sandbox` (absent: off). Errors: the dotted key under
-/// `agent.sandbox` (or `agent.sandbox` itself) and what was expected.
+/// Resolves `[agent.sandbox]` (`mode` and the grants; `allow_hosts` is the agent's,
+/// `crate::config::allow_hosts`). Errors: the dotted key and what was expected.
 pub(super) fn resolve(
-    value: Option<&toml::Value>,
+    raw: &RawAgentSandbox,
     places: &Protected<'_>,
-) -> Result<AgentSandboxConfig, (String, String)> {
-    let bad = |key: &str, m: String| {
-        let key = if key.is_empty() {
-            "agent.sandbox".to_owned()
-        } else {
-            format!("agent.sandbox.{key}")
-        };
-        (key, m)
-    };
-    let mode_word = |v: Option<&str>, key: &str| {
-        vocabulary::parse(v, SandboxMode::Off).map_err(|e| bad(key, e.to_string()))
-    };
-    let table = match value {
-        None => return Ok(AgentSandboxConfig::default()),
-        Some(toml::Value::String(word)) => {
-            return Ok(AgentSandboxConfig {
-                mode: mode_word(Some(word), "")?,
-                ..AgentSandboxConfig::default()
-            })
-        }
-        Some(toml::Value::Table(table)) => table,
-        Some(other) => {
-            return Err(bad(
-                "",
-                format!(
-                    "expected \"off\", \"prefer\" or \"require\", or a [agent.sandbox] table; found a {}",
-                    other.type_str()
-                ),
-            ))
-        }
-    };
-    if let Some(key) = table.keys().find(|k| !KEYS.contains(&k.as_str())) {
+) -> Result<AgentSandboxConfig, Bad> {
+    let bad = |key: &str, m: String| (format!("agent.sandbox.{key}"), m);
+    let mode = raw.mode()?;
+    let write_paths = paths(&raw.write_paths(), places, true).map_err(|m| bad("write_paths", m))?;
+    let read_paths = paths(&raw.read_paths(), places, false).map_err(|m| bad("read_paths", m))?;
+    let connect_ports = raw.connect_ports();
+    if connect_ports.contains(&0) {
         return Err(bad(
-            key,
-            format!("unknown key; [agent.sandbox] has {}", KEYS.join(", ")),
+            "connect_ports",
+            "0 is not a TCP port; expected integers in 1..=65535".into(),
         ));
     }
-    let mode = match table.get("mode") {
-        None => SandboxMode::Off,
-        Some(toml::Value::String(word)) => mode_word(Some(word), "mode")?,
-        Some(_) => {
-            return Err(bad(
-                "mode",
-                "expected \"off\", \"prefer\" or \"require\"".into(),
-            ))
-        }
-    };
-    let strings = |key: &str| -> Result<Vec<String>, (String, String)> {
-        match table.get(key) {
-            None => Ok(Vec::new()),
-            Some(toml::Value::Array(items)) => items
-                .iter()
-                .map(|i| {
-                    i.as_str()
-                        .map(str::to_owned)
-                        .ok_or_else(|| bad(key, "expected a list of paths (strings)".into()))
-                })
-                .collect(),
-            Some(_) => Err(bad(key, "expected a list of paths (strings)".into())),
-        }
-    };
-    let write_paths =
-        paths(&strings("write_paths")?, places, true).map_err(|m| bad("write_paths", m))?;
-    let read_paths =
-        paths(&strings("read_paths")?, places, false).map_err(|m| bad("read_paths", m))?;
-    let connect_ports = match table.get("connect_ports") {
-        None => Vec::new(),
-        Some(toml::Value::Array(items)) => items
-            .iter()
-            .map(|i| {
-                i.as_integer()
-                    .and_then(|n| u16::try_from(n).ok())
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| {
-                        bad(
-                            "connect_ports",
-                            format!("{i} is not a TCP port; expected integers in 1..=65535"),
-                        )
-                    })
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => {
-            return Err(bad(
-                "connect_ports",
-                "expected a list of TCP ports (integers in 1..=65535)".into(),
-            ))
-        }
-    };
     Ok(AgentSandboxConfig {
         mode,
         write_paths,

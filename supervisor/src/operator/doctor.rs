@@ -79,7 +79,7 @@ pub(crate) struct DoctorDoc {
     /// config cannot be loaded).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sigterm_grace: Option<SigtermGrace>,
-    /// The agent's own confinement, `[agent] sandbox` (absent when the config cannot be
+    /// The agent's own confinement, `[agent.sandbox] mode` (absent when the config cannot be
     /// loaded).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_sandbox: Option<AgentSandboxBlock>,
@@ -90,7 +90,7 @@ pub(crate) struct DoctorDoc {
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct AgentSandboxBlock {
-    /// `[agent] sandbox`: `off`, `prefer` or `require`.
+    /// `[agent.sandbox] mode`: `off`, `prefer` or `require`.
     #[schemars(extend("enum" = ["off", "prefer", "require"]))]
     pub requested: String,
     /// The Landlock and seccomp tier the agent runs at; `unconfined` under `off` or when
@@ -398,7 +398,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
                 "agent_sandbox",
                 false,
                 refused.clone(),
-                "enable Landlock, seccomp and user namespaces, run as root, or set [agent] sandbox = \"prefer\"",
+                "enable Landlock, seccomp and user namespaces, run as root, or set [agent.sandbox] mode = \"prefer\"",
             ));
         }
     }

@@ -101,7 +101,7 @@ pub(crate) struct PeekDoc {
     pub status: PeekStatus,
     /// Plugin settings and confinement.
     pub plugins: PeekPlugins,
-    /// The agent's own confinement (`[agent] sandbox`; shared with `doctor`).
+    /// The agent's own confinement (`[agent.sandbox] mode`; shared with `doctor`).
     pub agent_sandbox: AgentSandboxBlock,
     /// The round running now (`null` when none).
     pub current_round: Option<RoundDoc>,

@@ -77,7 +77,7 @@ pub(crate) struct AgentSpec {
     pub egress: Option<agent_runner_plugin_host::egress_bridge::EgressBridge>,
     /// The agent's confinement, applied between fork and exec after every other step (the
     /// network namespace above included) ([`crate::runtime::agent_sandbox`]); `None`:
-    /// unconfined (`[agent] sandbox = "off"`).
+    /// unconfined (`[agent.sandbox] mode = "off"`).
     pub confinement: Option<AgentConfinement>,
 }
 

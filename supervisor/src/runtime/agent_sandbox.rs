@@ -1,4 +1,4 @@
-//! The agent's sandbox gate: what `[agent] sandbox` asks for against what this machine
+//! The agent's sandbox gate: what `[agent.sandbox] mode` asks for against what this machine
 //! offers, and the confinement of each round's agent built from it (docs/security.md
 //! "The agent's confinement"). The same gate runs in `serve`, `round`, `doctor` and `peek`.
 //!
@@ -35,10 +35,10 @@ pub(crate) struct AgentSandboxGate {
     pub isolation_missing: Option<String>,
 }
 
-/// `[agent] sandbox = "require"` on a machine that cannot honour it (exit 78 at boot;
+/// `[agent.sandbox] mode = "require"` on a machine that cannot honour it (exit 78 at boot;
 /// doctor's failed `agent_sandbox` check).
 #[derive(Clone, Debug, thiserror::Error)]
-#[error("[agent] sandbox = \"require\" but {missing}; the agent needs Landlock, seccomp and a PID namespace of its own (root, or unprivileged user namespaces). Fix the machine, or set [agent] sandbox = \"prefer\"")]
+#[error("[agent.sandbox] mode = \"require\" but {missing}; the agent needs Landlock, seccomp and a PID namespace of its own (root, or unprivileged user namespaces). Fix the machine, or set [agent.sandbox] mode = \"prefer\"")]
 pub(crate) struct AgentSandboxRefused {
     /// What is missing and why.
     pub missing: String,
@@ -59,7 +59,7 @@ impl AgentSandboxGate {
                 applied: Tier::Unconfined,
                 landlock_abi,
                 isolation: PidIsolation::None,
-                isolation_missing: Some("[agent] sandbox = \"off\"".into()),
+                isolation_missing: Some("[agent.sandbox] mode = \"off\"".into()),
             });
         }
         let (isolation, isolation_missing) = PidIsolation::detect();
@@ -118,7 +118,7 @@ impl AgentSandboxGate {
                 name: "agent_sandbox",
                 on: false,
                 detail:
-                    "[agent] sandbox = \"off\": the agent runs with every right of the operator"
+                    "[agent.sandbox] mode = \"off\": the agent runs with every right of the operator"
                         .into(),
             }];
         }
