@@ -7,6 +7,8 @@
 mod agent_sandbox;
 pub mod allow_hosts;
 #[cfg(test)]
+mod cases;
+#[cfg(test)]
 mod doc_tables;
 mod error;
 mod goal;

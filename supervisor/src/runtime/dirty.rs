@@ -151,6 +151,7 @@ async fn perform(
                         files: paths.iter().take(MAX_LISTED_FILES).cloned().collect(),
                         subject: redact_and_cap(message.lines().next().unwrap_or("")),
                     });
+                    warn_about_commit(round, hook, &sha).await;
                     Outcome::Committed(sha)
                 }
                 Err(err) => {
@@ -165,6 +166,32 @@ async fn perform(
             }
         }
         DirtyAction::Stash { message } => stash(round, hook, message.as_deref(), files).await,
+    }
+}
+
+/// What the operator should know about commit `sha` just made: it skipped the
+/// repository's commit hooks (`dirty_commit_hooks_skipped`), or it sits on a detached HEAD
+/// where no branch holds it (`dirty_commit_detached_head`). The commit stands either way.
+async fn warn_about_commit(round: &DirtyRound<'_>, hook: &str, sha: &str) {
+    let round_num = round.ctx.round_num;
+    if let Some((hooks_dir, hooks)) = round.repo.commit_hooks().await {
+        round.events.emit(Event::DirtyCommitHooksSkipped {
+            round_num,
+            hook: hook.to_owned(),
+            sha: sha.to_owned(),
+            hooks_dir,
+            hooks,
+        });
+    }
+    if round.repo.head_detached().await {
+        round.events.emit(Event::DirtyCommitDetachedHead {
+            round_num,
+            hook: hook.to_owned(),
+            sha: sha.to_owned(),
+            what_to_do: format!(
+                "HEAD is detached: no branch holds {sha}; keep it with `git branch <name> {sha}` before checking out anything else, or put the work tree on a branch (`git switch <branch>`) so later rounds commit there"
+            ),
+        });
     }
 }
 

@@ -717,6 +717,65 @@ impl Repo {
         Ok(index.with_file_name(name))
     }
 
+    /// Whether HEAD is detached (a commit, not a branch): `git symbolic-ref -q HEAD` exits
+    /// 1. `false` before the first commit or when git cannot tell.
+    pub(crate) async fn head_detached(&self) -> bool {
+        self.head().await.is_some()
+            && matches!(
+                self.run(&["symbolic-ref", "-q", "HEAD"]).await,
+                Err(ref e) if e.detail.contains("exit status: 1")
+            )
+    }
+
+    /// The repository's commit hooks, which the supervisor's commits never run (hooks
+    /// are off in its git, [`ALWAYS`]): the hooks dir (the operator's or repository's
+    /// `core.hooksPath`, relative to the repository's top, else the git dir's `hooks`) and
+    /// the executable `pre-commit`, `prepare-commit-msg`, `commit-msg` and `post-commit`
+    /// in it. `None` when there are none.
+    pub(crate) async fn commit_hooks(&self) -> Option<(PathBuf, Vec<String>)> {
+        use std::os::unix::fs::PermissionsExt;
+        let listing = self
+            .run_confined(&[], &["config", "--list", "--show-scope", "-z"], &[], None)
+            .await
+            .ok()?;
+        let mut fields = listing.split(|b| *b == 0);
+        let mut hooks_path = None;
+        while let (Some(scope), Some(entry)) = (fields.next(), fields.next()) {
+            let entry = String::from_utf8_lossy(entry);
+            if let Some(("core.hookspath", value)) = entry.split_once('\n') {
+                if scope != b"command" {
+                    hooks_path = Some(value.to_owned());
+                }
+            }
+        }
+        let dir = match hooks_path {
+            Some(path) => {
+                let top = self.run(&["rev-parse", "--show-toplevel"]).await.ok()?;
+                Path::new(top.trim_end_matches('\n')).join(path)
+            }
+            None => {
+                let common = self.run(&["rev-parse", "--git-common-dir"]).await.ok()?;
+                self.work_dir
+                    .join(common.trim_end_matches('\n'))
+                    .join("hooks")
+            }
+        };
+        let hooks: Vec<String> = [
+            "pre-commit",
+            "prepare-commit-msg",
+            "commit-msg",
+            "post-commit",
+        ]
+        .into_iter()
+        .filter(|name| {
+            std::fs::metadata(dir.join(name))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .map(str::to_owned)
+        .collect();
+        (!hooks.is_empty()).then_some((dir, hooks))
+    }
+
     /// `-c user.name=… -c user.email=…` when the repository has no identity configured, so
     /// a commit on a fresh machine does not fail for want of one.
     async fn identity_args(&self) -> Vec<String> {

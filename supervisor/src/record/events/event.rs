@@ -821,6 +821,35 @@ pub(crate) enum Event {
         /// The commit message's first line (redacted, capped).
         subject: String,
     },
+    /// The supervisor committed on a detached HEAD: no branch holds the commit, and
+    /// checking out anything else leaves it to `git gc` (docs/operations.md, "Leaving it
+    /// unattended").
+    DirtyCommitDetachedHead {
+        /// The round.
+        round_num: u64,
+        /// The handler.
+        hook: String,
+        /// The commit no branch holds.
+        sha: String,
+        /// How to keep it.
+        what_to_do: String,
+    },
+    /// The supervisor's commit skipped the repository's commit hooks (its git never runs
+    /// them: docs/security.md, "The supervisor's git"): a `pre-commit` that refuses
+    /// secrets, a husky hook, did not look at it.
+    DirtyCommitHooksSkipped {
+        /// The round.
+        round_num: u64,
+        /// The handler.
+        hook: String,
+        /// The commit.
+        sha: String,
+        /// Where the hooks are (`core.hooksPath`, or the git dir's `hooks`).
+        hooks_dir: PathBuf,
+        /// The commit hooks found there (`pre-commit`, `prepare-commit-msg`,
+        /// `commit-msg`, `post-commit`), executable.
+        hooks: Vec<String>,
+    },
     /// The commit failed.
     DirtyCommitFailed {
         /// The round.
@@ -1016,6 +1045,8 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "dirty_detected",
     "dirty_ignored",
     "dirty_auto_committed",
+    "dirty_commit_detached_head",
+    "dirty_commit_hooks_skipped",
     "dirty_commit_failed",
     "orphan_idempotent_skip",
     "orphan_stashed",
