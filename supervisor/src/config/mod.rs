@@ -4,6 +4,7 @@
 //! our `[plugins.hosts.<name>]` tables. Every error names the file, the key and what was
 //! expected, and maps to exit 78 ([`crate::exit::CONFIG`]).
 
+mod agent_sandbox;
 pub mod allow_hosts;
 #[cfg(test)]
 mod cases;
@@ -19,6 +20,7 @@ pub(crate) mod schedule;
 pub(crate) mod state_dir;
 pub(crate) mod vocabulary;
 
+pub use agent_sandbox::AgentSandboxConfig;
 pub use error::ConfigError;
 pub(crate) use error::SCHEMA_VERSION;
 pub(crate) use goal::CHECK_KILL_GRACE;

@@ -34,6 +34,19 @@ pub(crate) enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         name: Option<String>,
     },
+    /// The agent's confinement is weaker than `[agent.sandbox] mode` asked for: at boot
+    /// (`prefer` without some layer, or `require` refusing to boot).
+    AgentSandboxDegraded {
+        /// `[agent.sandbox] mode`.
+        requested: String,
+        /// The tier (Landlock, seccomp) the agent runs at.
+        achieved_tier: String,
+        /// What is missing, in words.
+        reason: String,
+        /// `true` when serve refused to boot; absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        refused_boot: Option<bool>,
+    },
     /// The loop ends: a stop signal (or a control-socket stop), a failed serve-startup
     /// hook, or a detector's honoured `stop_service` alert.
     ServeStopping {
@@ -1000,6 +1013,7 @@ pub(crate) enum Event {
 /// the variants by the vocabulary test.
 pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "plugin_sandbox_degraded",
+    "agent_sandbox_degraded",
     "serve_stopping",
     "serve_startup_hook_failed",
     "round_skipped",

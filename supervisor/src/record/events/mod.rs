@@ -232,6 +232,8 @@ mod tests {
              r#""event":"plugin_sandbox_degraded","requested":"prefer","achieved_tier":"landlock","reason":"no seccomp""#),
             (Event::PluginSandboxDegraded { requested: s("require"), achieved_tier: s("landlock+seccomp"), reason: s("host h is not pinned"), refused_boot: None, name: Some(s("h")) },
              r#""event":"plugin_sandbox_degraded","requested":"require","achieved_tier":"landlock+seccomp","reason":"host h is not pinned","name":"h""#),
+            (Event::AgentSandboxDegraded { requested: s("require"), achieved_tier: s("landlock"), reason: s("no seccomp"), refused_boot: Some(true) },
+             r#""event":"agent_sandbox_degraded","requested":"require","achieved_tier":"landlock","reason":"no seccomp","refused_boot":true"#),
             (Event::ServeStopping { reason: s("signal"), rounds_completed: 2, hook: None, message: None },
              r#""event":"serve_stopping","reason":"signal","rounds_completed":2"#),
             (Event::ServeStopping { reason: s("auto_stop"), rounds_completed: 3, hook: Some(s("no_commit")), message: Some(s("stuck")) },
