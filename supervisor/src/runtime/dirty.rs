@@ -19,7 +19,7 @@ use crate::record::events::{timestamp, Event, EventLog};
 use crate::record::state::{read_json, write_json_atomic, OrphanState, ORPHAN_FILE};
 use crate::record::stop::StopWatch;
 use crate::runtime::attribution::Split;
-use crate::runtime::git::Repo;
+use crate::runtime::git::{Repo, StashError};
 
 /// Priority of the built-in default dirty handler.
 pub(crate) const BUILTIN_PRIORITY: i64 = 1000;
@@ -275,6 +275,22 @@ async fn stash(
         }
         Ok(None) => Outcome::Ignored,
         Err(err) => {
+            // A stash git made before failing is still remembered by SHA: the work is in it.
+            if let StashError::MadeButFailed(made) = &err {
+                let record = OrphanState {
+                    sha: made.sha.clone(),
+                    round_num,
+                    ts,
+                    unix_s: now_s,
+                };
+                if let Err(e) = write_json_atomic(&record_path, &record) {
+                    tracing::error!(
+                        "cannot record stash {} in {}: {e}",
+                        made.sha,
+                        record_path.display()
+                    );
+                }
+            }
             round.events.emit(Event::OrphanStashFailed {
                 round_num,
                 hook: hook.to_owned(),

@@ -163,6 +163,27 @@ fn subcommand(args: &str) -> &str {
     args
 }
 
+/// git made stash `sha` (the round's work is in it) and then failed.
+#[derive(Debug, thiserror::Error)]
+#[error("git made stash {sha} (the round's work is in it) but then failed, so the tree was not cleaned: {error}")]
+pub(crate) struct StashMadeButFailed {
+    /// The stash commit git made.
+    pub sha: String,
+    /// What git said.
+    pub error: GitError,
+}
+
+/// Why [`Repo::stash_push`] failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StashError {
+    /// No stash was made.
+    #[error(transparent)]
+    Git(#[from] GitError),
+    /// A stash was made, then git failed.
+    #[error(transparent)]
+    MadeButFailed(StashMadeButFailed),
+}
+
 /// Why a work dir is not a git working tree the supervisor can use
 /// ([`Repo::not_a_work_tree`]): what is wrong and how to fix it.
 #[derive(Clone, Debug)]
@@ -512,13 +533,15 @@ impl Repo {
     /// `git stash push -u -m <message>` of exactly `paths` (work-dir-relative, as
     /// [`Repo::dirty_files`] gives them), named in the fewest pathspecs ([`Repo::scope`]);
     /// returns the stash commit's SHA, or `None` when git found nothing to stash. A stash
-    /// that git made but then reported a failure for still counts as made (the work is in
-    /// it, by SHA).
+    /// that git made but then reported a failure for (a sparse checkout's paths outside
+    /// its definition, say: the tree is then not cleaned) is an error naming the stash
+    /// ([`StashMadeButFailed`]): the work is in it, by SHA, but the tree is not as a stash
+    /// leaves it.
     pub(crate) async fn stash_push(
         &self,
         message: &str,
         paths: &[String],
-    ) -> Result<Option<String>, GitError> {
+    ) -> Result<Option<String>, StashError> {
         let scope = self.scope(paths).await?;
         let before = self.stash_head().await;
         let mut args = vec!["stash", "push", "-u", "-m", message];
@@ -527,17 +550,18 @@ impl Repo {
         }
         let result = self.run_input(&args, &[], scope.as_deref()).await;
         let after = self.stash_head().await;
-        if after.is_some() && after != before {
-            return Ok(after);
+        match (after.filter(|a| Some(a) != before.as_ref()), result) {
+            (Some(sha), Ok(_)) => Ok(Some(sha)),
+            (Some(sha), Err(error)) => {
+                Err(StashError::MadeButFailed(StashMadeButFailed { sha, error }))
+            }
+            (None, Ok(out)) if out.contains("No local changes") => Ok(None),
+            (None, Ok(out)) => Err(StashError::Git(GitError {
+                args: "stash push".to_owned(),
+                detail: format!("no stash was created: {}", out.trim()),
+            })),
+            (None, Err(error)) => Err(StashError::Git(error)),
         }
-        let out = result?;
-        if out.contains("No local changes") {
-            return Ok(None);
-        }
-        Err(GitError {
-            args: "stash push".to_owned(),
-            detail: format!("no stash was created: {}", out.trim()),
-        })
     }
 
     /// The pathspecs (NUL-terminated, for `--pathspec-from-file=- --pathspec-file-nul`)
