@@ -59,6 +59,8 @@ pub(super) struct RawAgent {
     pub terminal_marker: Option<String>,
     #[serde(default)]
     pub sigterm_grace_s: Option<u64>,
+    #[serde(default)]
+    pub session_resume: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]

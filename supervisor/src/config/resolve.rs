@@ -238,6 +238,10 @@ pub struct AgentConfig {
     /// [`MAX_SIGTERM_GRACE_S`]): how long an agent whose CLI drains its turn on a signal
     /// (`crate::runtime::cooperative`) gets between that signal and SIGKILL.
     pub sigterm_grace: Duration,
+    /// `session_resume` (default `true`): whether `serve` resumes the agent's session from
+    /// one round of a phase to the next, for a CLI that can
+    /// ([`crate::config::session_resume`]).
+    pub session_resume: bool,
 }
 
 /// Default `[agent] sigterm_grace_s` (the reference system's).
@@ -1120,8 +1124,12 @@ fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, (&'static str, String)> {
             ),
         ));
     }
+    let session_resume = raw.session_resume.unwrap_or(true);
+    super::session_resume::check_static(&command, &template, session_resume)
+        .map_err(|e| ("command", e))?;
     Ok(AgentConfig {
         sigterm_grace: Duration::from_secs(sigterm_grace_s),
+        session_resume,
         command,
         prompt_arg_template: template,
         name: raw.name,
