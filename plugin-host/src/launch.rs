@@ -600,7 +600,7 @@ pub fn spawn(spec: &LaunchSpec) -> Result<tokio::process::Child, LaunchError> {
 }
 
 /// Like [`spawn`], but a seccomp denial is *named*: when seccomp is applied
-/// (`spec.confine.seccomp()`), the deny-list returns `SECCOMP_RET_USER_NOTIF` instead of
+/// (`spec.confine.seccomp()`), a call outside the allow-list returns `SECCOMP_RET_USER_NOTIF` instead of
 /// killing outright, and the returned [`DenialListener`] reports which call it was
 /// ([`DenialListener::next_denial`]). The listener is serviced by a background thread that
 /// also kills the host (`SIGSYS` to its group, then `SIGKILL`) on any denial, so the denied

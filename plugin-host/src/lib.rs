@@ -28,6 +28,7 @@ compile_error!("agent-runner-plugin-host supports only Linux on x86_64");
 
 mod capabilities;
 pub mod cgroup;
+pub mod egress_bridge;
 pub mod env;
 pub mod launch;
 pub mod layers;
@@ -38,6 +39,7 @@ pub mod pin;
 pub mod policy;
 pub mod probe;
 pub mod resolve;
+mod syscall_table;
 pub mod user_namespace;
 pub mod write_limits;
 

@@ -61,7 +61,7 @@ pub struct Denied {
     pub pid: u32,
     /// The x86_64 system call number.
     pub nr: i64,
-    /// Its name ([`syscall_name`]), `"unknown"` if it is not in the deny-list.
+    /// Its name ([`syscall_name`]), `"unknown"` for a number no kernel up to 6.17 assigns.
     pub name: &'static str,
     /// The call's six raw arguments (e.g. `args[0]` of `socket` is the address family).
     pub args: [u64; 6],
@@ -122,7 +122,7 @@ impl DenialListener {
 
     /// A denial already read, if any, without waiting. A denial is queued before the host is
     /// signalled, so after `Child::wait` has returned this tells for certain whether the
-    /// host was stopped by the seccomp filter (deny-list) — `None` with a SIGSYS exit means
+    /// host was stopped by the seccomp filter (a call outside the allow-list) — `None` with a SIGSYS exit means
     /// the architecture/x32 guard killed it, or a signal from elsewhere.
     pub fn try_denial(&mut self) -> Option<Denied> {
         self.rx.try_recv().ok()

@@ -9,15 +9,18 @@
 //!   (ABI ≥ 6).
 //! * UNIX sockets: a host has none but its own `socketpair(AF_UNIX, SOCK_STREAM)`s.
 //!   `socket(AF_UNIX)` fails with [`UNIX_SOCKET_ERRNO`] and `connect`, `bind`, `listen`,
-//!   `accept`, `accept4` are in [`SECCOMP_DENY`]: no Landlock ABI up to 7 restricts
-//!   `connect()` to a *pathname* socket (docs/security.md "UNIX sockets").
-//! * [`SECCOMP_DENY`]: the system calls a host may not make; every other call is allowed
-//!   (Landlock does the path-based work). [`seccomp_program`] compiles it with
-//!   `SECCOMP_RET_KILL_PROCESS` on a match; [`seccomp_program_for`] with
+//!   `accept`, `accept4` are not allowed: no Landlock ABI up to 7 restricts `connect()` to a
+//!   *pathname* socket (docs/security.md "UNIX sockets").
+//! * [`SECCOMP_ALLOW`]: the system calls a host may make, each with when and why (measured
+//!   over the runtime matrix, docs/security.md "The allow-list"); anything else is refused
+//!   (Landlock does the path-based work for the allowed ones). [`seccomp_program`] compiles
+//!   it with `SECCOMP_RET_KILL_PROCESS` for a refusal; [`seccomp_program_for`] with
 //!   [`DenyAction::Notify`] compiles the same rules with `SECCOMP_RET_USER_NOTIF` instead, so
-//!   the supervisor can learn which call it was before killing the host (see
+//!   the supervisor learns which call it was before killing the host (see
 //!   [`crate::notify`]). Both sit behind a guard that kills foreign-architecture and x32
-//!   calls outright (`SECCOMP_RET_KILL_PROCESS` in either variant).
+//!   calls outright (`SECCOMP_RET_KILL_PROCESS` in either variant) and answers
+//!   `clone3` with `ENOSYS` ([`CLONE3_ERRNO`]). [`NEVER_ALLOWED`] names the calls known to
+//!   do harm, which the allow-list must never take in.
 //!
 //! Both are built in the supervisor *before* the fork (see [`crate::launch`]).
 //! The source of each rule is `docs/protocol.md` §8 (what a confined host can do) and
@@ -506,76 +509,135 @@ pub fn landlock_ruleset(
     fd.ok_or(PolicyError::LandlockUnavailable)
 }
 
-/// When a denied system call kills the host.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DenyWhen {
+/// When an allowed system call is allowed (the argument-level denials inside the
+/// allow-list). Argument checks look at the low 32 bits only, and only at `int`/`unsigned
+/// int` arguments (the kernel truncates those itself) or flags whose meaningful bits are
+/// all low (`clone`'s namespace flags).
+#[derive(Debug, Clone, Copy)]
+pub enum AllowWhen {
     /// Always.
     Always,
-    /// When argument 0 (the address family) is not `AF_UNIX`.
-    FamilyNotUnix,
-    /// `socketpair`: when argument 0 is not `AF_UNIX` or the type (argument 1 without the
-    /// `SOCK_NONBLOCK`/`SOCK_CLOEXEC` flags) is not `SOCK_STREAM`: a datagram or seqpacket
-    /// pair could `sendto`/`sendmsg` an explicit pathname address, a stream pair cannot.
-    NotUnixStreamPair,
-    /// When argument 0 is neither `0xffffffff` (query) nor `0` (`PER_LINUX`, the default).
-    PersonalityChange,
-    /// When the low 32 bits of argument `arg` are one of `values` (each with its name).
-    /// Only for `int`/`unsigned int` arguments, which the kernel truncates to 32 bits itself
-    /// (the `option` of `prctl`, the `request` of `ioctl`).
-    ArgIn {
+    /// When the low 32 bits of argument `arg` are *none* of `values` (each with its name):
+    /// the `request` of `ioctl`, the `option` of `prctl`.
+    ArgNotIn {
         /// The argument's index (0-based).
         arg: u8,
         /// The denied values and their names.
         values: &'static [(u64, &'static str)],
     },
-    /// When the low 32 bits of argument `arg` are not 0 (the `mode` of `fallocate`).
-    ArgNonZero(u8),
-    /// When the low 32 bits of argument `arg`, masked with `mask`, are one of `values`
-    /// (the policy of `sched_setscheduler`, flags masked off).
+    /// When the low 32 bits of argument `arg` are one of `values`: `personality` queries.
+    ArgIn {
+        /// The argument's index (0-based).
+        arg: u8,
+        /// The allowed values and their names.
+        values: &'static [(u64, &'static str)],
+    },
+    /// When the low 32 bits of argument `arg`, masked with `mask`, are one of `values`: the
+    /// policy of `sched_setscheduler` (flags masked off), `clone` without namespace flags
+    /// (the mask is the flags, the only value 0), `fallocate` mode 0.
     ArgMaskedIn {
         /// The argument's index (0-based).
         arg: u8,
         /// The mask applied first.
         mask: u64,
-        /// The denied values and their names.
+        /// The allowed values and their names.
         values: &'static [(u64, &'static str)],
     },
+    /// `socketpair(AF_UNIX, SOCK_STREAM [| flags])` only: a datagram or seqpacket pair
+    /// could `sendto`/`sendmsg` an explicit pathname address, a stream pair cannot.
+    UnixStreamPair,
 }
 
-/// One entry of the seccomp deny-list.
+/// One entry of the seccomp allow-list.
 #[derive(Debug, Clone, Copy)]
-pub struct Denial {
-    /// The x86_64 system call number.
+pub struct Allowed {
+    /// The x86_64 system call number (its name: [`syscall_name`]).
     pub nr: i64,
-    /// Its name.
-    pub name: &'static str,
-    /// When it is denied.
-    pub when: DenyWhen,
-    /// Why.
+    /// When it is allowed.
+    pub when: AllowWhen,
+    /// Who needs it: the runtimes it was measured in (`bench/host_syscalls.sh`), or why a
+    /// host may reasonably make it.
     pub why: &'static str,
 }
 
-macro_rules! deny {
-    ($sys:ident, $when:expr, $why:expr) => {
-        Denial {
-            nr: libc::$sys,
-            name: stringify!($sys),
-            when: $when,
-            why: $why,
-        }
+macro_rules! allow {
+    ($sys:ident, $why:expr) => {
+        allow!($sys, AllowWhen::Always, $why)
     };
-    ($sys:ident = $nr:expr, $when:expr, $why:expr) => {
-        Denial {
-            nr: $nr,
-            name: stringify!($sys),
+    ($sys:ident, $when:expr, $why:expr) => {
+        Allowed {
+            nr: libc::$sys,
             when: $when,
             why: $why,
         }
     };
 }
 
+// Who needs a call. "measured: …" names the runtimes of the matrix that made it under
+// `strace -f` (bench/host_syscalls.sh, docs/security.md "The allow-list"); the others are
+// the standard library's ordinary calls a host may make doing what docs/protocol.md §8 allows
+// (read its inputs, write its state, threads, timers, children of its own interpreter).
+const LOADER: &str = "measured: every runtime (the dynamic loader and libc start-up)";
+const MEM: &str = "memory management: measured in every runtime (mmap, mprotect, munmap, brk; madvise and mremap by V8 and glibc's malloc)";
+const FILE: &str = "file access; Landlock decides which paths (measured: every runtime)";
+const FILE_OTHER: &str = "file access by path or descriptor, Landlock decides which paths (standard library calls: os.rename, fs.mkdir, File::sync_all, …)";
+const FD: &str = "descriptor plumbing (measured: dup2 by bash and Rust, pipe2 by Node, fcntl everywhere; subprocess plumbing)";
+const POLL: &str =
+    "event loops: measured epoll_* by Node (libuv), poll by Rust; asyncio and tokio use epoll";
+const EVENTFD: &str = "event-loop wake-ups: measured eventfd2 by Node and Ruby";
+const THREAD: &str = "threads: measured futex, set_robust_list, rseq, set_tid_address, gettid in every runtime with threads (Node's V8 and libuv pools, Ruby's timer thread, Rust's SDK)";
+const SIGNALS: &str = "signal handling of the host's own processes and threads (measured: rt_sigaction, rt_sigprocmask everywhere, sigaltstack by Ruby and Rust); Landlock's signal scope and the PID namespace keep signals inside the host";
+const TIME: &str = "clocks, sleeps and timers (measured: clock_gettime, timer_create by Ruby; the vDSO answers most clock reads without a call)";
+const IDS: &str =
+    "identity and system queries, read-only (measured: get*id, uname, sysinfo, capget by Node)";
+const LIMITS: &str = "resource limits (measured: prlimit64 in every runtime, glibc's getrlimit); without CAP_SYS_RESOURCE a host can only lower its own (soft = hard at launch), and only sees its own PID namespace";
+const CHILD: &str = "children of the host's own interpreter (subprocess, multiprocessing, fork of a worker): exec is Landlock's (only the host, its interpreter, the loader), the PID namespace and pids cgroup bound them";
+const SOCK: &str = "I/O on the host's own socketpair()s (tokio, asyncio, libuv wake-up channels; the listener hand-over before exec uses sendmsg); no call here can name an address a stream pair would use";
+const RANDOM: &str = "randomness: measured getrandom in every runtime (hash seeds, V8's, Ruby's)";
+const SCHED: &str = "scheduling queries and yields (libuv's and Python's CPU count, spin locks)";
+
+/// Reviewed data: the namespace flags no `clone` of a host may carry (docs/security.md
+/// "The allow-list"). `CLONE_NEWTIME` (0x80) exists only for `unshare` and `clone3`: in
+/// `clone`'s first argument the low byte is the exit signal.
+pub const DENIED_CLONE_FLAGS: &[(u64, &str)] = &[
+    (libc::CLONE_NEWNS as u64, "CLONE_NEWNS"),
+    (libc::CLONE_NEWCGROUP as u64, "CLONE_NEWCGROUP"),
+    (libc::CLONE_NEWUTS as u64, "CLONE_NEWUTS"),
+    (libc::CLONE_NEWIPC as u64, "CLONE_NEWIPC"),
+    (libc::CLONE_NEWUSER as u64, "CLONE_NEWUSER"),
+    (libc::CLONE_NEWPID as u64, "CLONE_NEWPID"),
+    (libc::CLONE_NEWNET as u64, "CLONE_NEWNET"),
+];
+
+/// The mask of [`DENIED_CLONE_FLAGS`].
+pub const CLONE_NAMESPACE_MASK: u64 = {
+    let mut m = 0;
+    let mut i = 0;
+    while i < DENIED_CLONE_FLAGS.len() {
+        m |= DENIED_CLONE_FLAGS[i].0;
+        i += 1;
+    }
+    m
+};
+
+/// `clone` is allowed with no flag of [`CLONE_NAMESPACE_MASK`].
+const NO_NAMESPACE_FLAG: &[(u64, &str)] = &[(0, "no namespace flag")];
+
+/// `fallocate` is allowed with mode 0 only.
+const MODE_ZERO: &[(u64, &str)] = &[(0, "mode 0")];
+
+/// `personality` is allowed as a query, or setting the default.
+const PERSONALITY_QUERY: &[(u64, &str)] = &[
+    (0xffff_ffff, "query (0xffffffff)"),
+    (0, "PER_LINUX (the default)"),
+];
+
+/// The errno `clone3` fails with in a host: `ENOSYS`. Its flags are in memory, where a
+/// seccomp filter cannot look; glibc (2.34 and later) falls back to `clone` on `ENOSYS`,
+/// whose flags [`DENIED_CLONE_FLAGS`] checks.
+pub const CLONE3_ERRNO: i32 = libc::ENOSYS;
+
 const NET: &str = "no network: no IP, packet or netlink sockets (socket(AF_UNIX) fails with EACCES instead, see UNIX_SOCKET_ERRNO)";
-const PAIR: &str = "only socketpair(AF_UNIX, SOCK_STREAM): tokio, Python's asyncio and libuv make their wake-up channels with it";
 const UNIX: &str = "no UNIX-socket addresses: the only sockets a host can have are its own socketpair()s, which never need connect, bind, listen or accept (pathname sockets are not covered by Landlock up to ABI 7)";
 const NS: &str = "no mounts or namespaces";
 const META: &str = "no file metadata changes: Landlock up to ABI 7 does not cover chmod, chown, utime or extended attributes, so a host could open up ~/.ssh, plant a set-user-ID copy of itself or a security.capability attribute (no runtime of the matrix makes these calls, measured: docs/security.md \"File metadata\")";
@@ -583,6 +645,9 @@ const GROUP: &str = "no leaving the host's process group or session: the supervi
 const CLOCK: &str = "no setting the system clock";
 const HOSTNAME: &str = "no setting the host name";
 const SYSV: &str = "no System V IPC: Landlock does not cover it, and outside a private IPC namespace a host could read other processes' shared memory";
+const POSIX_MQ: &str =
+    "no POSIX message queues: Landlock does not cover their names, and a queue outlives the host";
+const MLOCK: &str = "no locked memory: no runtime of the matrix locks pages, and locked pages cannot be reclaimed under memory pressure";
 const PRIV: &str = "no privileged operation, even where a capability is left (the host's capabilities are dropped before exec)";
 
 /// `_IOC(dir, type, nr, size)` of `<asm-generic/ioctl.h>`.
@@ -649,12 +714,12 @@ pub const DENIED_PRCTLS: &[(u64, &str)] = &[
     ),
 ];
 
-/// Reviewed data: the scheduling policies no host may take (`sched_setscheduler`, flags such
-/// as `SCHED_RESET_ON_FORK` masked off).
-pub const DENIED_SCHED_POLICIES: &[(u64, &str)] = &[
-    (libc::SCHED_FIFO as u64, "SCHED_FIFO"),
-    (libc::SCHED_RR as u64, "SCHED_RR"),
-    (6, "SCHED_DEADLINE"),
+/// Reviewed data: the scheduling policies a host may take (`sched_setscheduler`, flags such
+/// as `SCHED_RESET_ON_FORK` masked off): no `SCHED_FIFO`, `SCHED_RR` or `SCHED_DEADLINE`.
+pub const ALLOWED_SCHED_POLICIES: &[(u64, &str)] = &[
+    (libc::SCHED_OTHER as u64, "SCHED_OTHER"),
+    (libc::SCHED_BATCH as u64, "SCHED_BATCH"),
+    (libc::SCHED_IDLE as u64, "SCHED_IDLE"),
 ];
 
 /// `setxattrat(2)` (Linux 6.13), not yet in the libc crate.
@@ -664,146 +729,363 @@ const SYS_REMOVEXATTRAT: i64 = 466;
 /// `file_setattr(2)` (Linux 6.17): `FS_IOC_FSSETXATTR` by path.
 const SYS_FILE_SETATTR: i64 = 469;
 
-/// The seccomp deny-list (docs/protocol.md §8 "cannot do"); a match kills the whole host process
-/// (`SECCOMP_RET_KILL_PROCESS`, the parent sees signal 31, SIGSYS), or with
-/// [`DenyAction::Notify`] stops the calling thread in the kernel until the supervisor has read
-/// the notification and killed the host. `clone3` is deliberately *not* here: glibc's
-/// `pthread_create` uses it.
-pub const SECCOMP_DENY: &[Denial] = &[
-    deny!(SYS_socket, DenyWhen::FamilyNotUnix, NET),
-    deny!(SYS_socketpair, DenyWhen::NotUnixStreamPair, PAIR),
-    deny!(SYS_connect, DenyWhen::Always, UNIX),
-    deny!(SYS_bind, DenyWhen::Always, UNIX),
-    deny!(SYS_listen, DenyWhen::Always, UNIX),
-    deny!(SYS_accept, DenyWhen::Always, UNIX),
-    deny!(SYS_accept4, DenyWhen::Always, UNIX),
-    deny!(SYS_ptrace, DenyWhen::Always, "no ptrace"),
-    deny!(SYS_process_vm_readv, DenyWhen::Always, "no reading other processes' memory"),
-    deny!(SYS_process_vm_writev, DenyWhen::Always, "no writing other processes' memory"),
-    deny!(SYS_bpf, DenyWhen::Always, "no bpf"),
-    deny!(SYS_io_uring_setup, DenyWhen::Always, "no io_uring (bypasses seccomp for its operations)"),
-    deny!(SYS_io_uring_enter, DenyWhen::Always, "no io_uring"),
-    deny!(SYS_io_uring_register, DenyWhen::Always, "no io_uring"),
-    deny!(SYS_perf_event_open, DenyWhen::Always, "no perf events"),
-    deny!(SYS_userfaultfd, DenyWhen::Always, "no userfaultfd (kernel exploitation aid)"),
-    deny!(SYS_keyctl, DenyWhen::Always, "no kernel keyrings"),
-    deny!(SYS_add_key, DenyWhen::Always, "no kernel keyrings"),
-    deny!(SYS_request_key, DenyWhen::Always, "no kernel keyrings"),
-    deny!(SYS_mount, DenyWhen::Always, NS),
-    deny!(SYS_umount2, DenyWhen::Always, NS),
-    deny!(SYS_pivot_root, DenyWhen::Always, NS),
-    deny!(SYS_chroot, DenyWhen::Always, NS),
-    deny!(SYS_unshare, DenyWhen::Always, NS),
-    deny!(SYS_setns, DenyWhen::Always, NS),
-    deny!(SYS_open_tree, DenyWhen::Always, NS),
-    deny!(SYS_move_mount, DenyWhen::Always, NS),
-    deny!(SYS_fsopen, DenyWhen::Always, NS),
-    deny!(SYS_fsconfig, DenyWhen::Always, NS),
-    deny!(SYS_fsmount, DenyWhen::Always, NS),
-    deny!(SYS_fspick, DenyWhen::Always, NS),
-    deny!(SYS_kexec_load, DenyWhen::Always, "no kernel replacement"),
-    deny!(SYS_kexec_file_load, DenyWhen::Always, "no kernel replacement"),
-    deny!(SYS_init_module, DenyWhen::Always, "no kernel modules"),
-    deny!(SYS_finit_module, DenyWhen::Always, "no kernel modules"),
-    deny!(SYS_delete_module, DenyWhen::Always, "no kernel modules"),
-    deny!(
-        SYS_personality,
-        DenyWhen::PersonalityChange,
-        "no execution-domain changes (e.g. READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE)"
-    ),
-    deny!(
-        SYS_ioctl,
-        DenyWhen::ArgIn { arg: 1, values: DENIED_IOCTLS },
-        "no terminal injection and no filesystem-wide or inode-flag ioctls (DENIED_IOCTLS)"
-    ),
-    deny!(SYS_chmod, DenyWhen::Always, META),
-    deny!(SYS_fchmod, DenyWhen::Always, META),
-    deny!(SYS_fchmodat, DenyWhen::Always, META),
-    deny!(SYS_fchmodat2, DenyWhen::Always, META),
-    deny!(SYS_chown, DenyWhen::Always, META),
-    deny!(SYS_fchown, DenyWhen::Always, META),
-    deny!(SYS_lchown, DenyWhen::Always, META),
-    deny!(SYS_fchownat, DenyWhen::Always, META),
-    deny!(SYS_utime, DenyWhen::Always, META),
-    deny!(SYS_utimes, DenyWhen::Always, META),
-    deny!(SYS_utimensat, DenyWhen::Always, META),
-    deny!(SYS_futimesat, DenyWhen::Always, META),
-    deny!(SYS_setxattr, DenyWhen::Always, META),
-    deny!(SYS_lsetxattr, DenyWhen::Always, META),
-    deny!(SYS_fsetxattr, DenyWhen::Always, META),
-    deny!(SYS_setxattrat = SYS_SETXATTRAT, DenyWhen::Always, META),
-    deny!(SYS_removexattr, DenyWhen::Always, META),
-    deny!(SYS_lremovexattr, DenyWhen::Always, META),
-    deny!(SYS_fremovexattr, DenyWhen::Always, META),
-    deny!(SYS_removexattrat = SYS_REMOVEXATTRAT, DenyWhen::Always, META),
-    deny!(SYS_file_setattr = SYS_FILE_SETATTR, DenyWhen::Always, META),
-    deny!(
-        SYS_fallocate,
-        DenyWhen::ArgNonZero(1),
-        "only plain fallocate (mode 0, bounded by RLIMIT_FSIZE): KEEP_SIZE allocates past the file size unbounded, the range modes rewrite files in place"
-    ),
-    deny!(
+/// The seccomp allow-list (docs/security.md "The allow-list"): every system call a host may
+/// make, with when and why. Anything else — a call nobody thought of as much as the known
+/// dangerous ones ([`NEVER_ALLOWED`]) — stops the host: with [`DenyAction::Notify`] the
+/// calling thread blocks in the kernel until the supervisor has read the call and killed
+/// the host (the event names the call), with [`DenyAction::KillProcess`]
+/// (`SECCOMP_RET_KILL_PROCESS`) the kernel kills it at once. Two calls are answered by the
+/// guard in front of the list instead: `socket(AF_UNIX, …)` fails with
+/// [`UNIX_SOCKET_ERRNO`], `clone3` with [`CLONE3_ERRNO`].
+///
+/// Measured with `bench/host_syscalls.sh` (`strace -f` of the runtime matrix: bash, sh,
+/// Python, Node, Perl, Ruby, Rust hosts, 53 distinct calls), completed with the standard
+/// library calls of the same kinds a host may make doing what docs/protocol.md §8 allows.
+pub const SECCOMP_ALLOW: &[Allowed] = &[
+    // Process start-up and end.
+    allow!(SYS_execve, CHILD),
+    allow!(SYS_execveat, "measured: the launch's own execveat (the listener hand-over happens before it) and Python/Perl/Ruby re-executing their interpreter"),
+    allow!(SYS_arch_prctl, LOADER),
+    allow!(SYS_exit, THREAD),
+    allow!(SYS_exit_group, LOADER),
+    allow!(SYS_restart_syscall, "the kernel restarts an interrupted sleep with it"),
+    allow!(
         SYS_prctl,
-        DenyWhen::ArgIn { arg: 0, values: DENIED_PRCTLS },
-        "the death signal and the seccomp filter are the supervisor's (DENIED_PRCTLS)"
+        AllowWhen::ArgNotIn { arg: 0, values: DENIED_PRCTLS },
+        "measured: Ruby (PR_SET_NAME of its threads); the death signal and the seccomp filter are the supervisor's (DENIED_PRCTLS)"
     ),
-    deny!(SYS_seccomp, DenyWhen::Always, "no seccomp filter of the host's own (it could probe denied calls with errno returns, unrecorded)"),
-    deny!(SYS_setsid, DenyWhen::Always, GROUP),
-    deny!(SYS_setpgid, DenyWhen::Always, GROUP),
-    deny!(
-        SYS_flock,
-        DenyWhen::Always,
-        "no flock: a host could hold the project lock (agent-runner.lock, readable where log_dir is the state dir) and refuse every later round"
+    allow!(
+        SYS_personality,
+        AllowWhen::ArgIn { arg: 0, values: PERSONALITY_QUERY },
+        "queries only (glibc, Python's platform module): no execution-domain changes (READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE)"
     ),
-    deny!(SYS_fanotify_init, DenyWhen::Always, "no fanotify (watches and blocks other processes' file access disk-wide)"),
-    deny!(SYS_fanotify_mark, DenyWhen::Always, "no fanotify"),
-    deny!(
-        SYS_inotify_add_watch,
-        DenyWhen::Always,
-        "no inotify watches: Landlock does not check them, a watch on ~/.ssh leaks the names of new files"
+    // Memory.
+    allow!(SYS_brk, MEM),
+    allow!(SYS_mmap, MEM),
+    allow!(SYS_munmap, MEM),
+    allow!(SYS_mprotect, MEM),
+    allow!(SYS_mremap, MEM),
+    allow!(SYS_madvise, MEM),
+    allow!(SYS_msync, MEM),
+    allow!(SYS_mincore, MEM),
+    allow!(SYS_pkey_alloc, "measured: Node (V8 protects its code space with a memory protection key)"),
+    allow!(SYS_pkey_free, "V8, with pkey_alloc"),
+    allow!(SYS_pkey_mprotect, "V8, with pkey_alloc"),
+    // Files, by path (Landlock decides which) and by descriptor.
+    allow!(SYS_read, FILE),
+    allow!(SYS_write, FILE),
+    allow!(SYS_readv, FILE_OTHER),
+    allow!(SYS_writev, FILE_OTHER),
+    allow!(SYS_pread64, FILE),
+    allow!(SYS_pwrite64, FILE_OTHER),
+    allow!(SYS_preadv, FILE_OTHER),
+    allow!(SYS_pwritev, FILE_OTHER),
+    allow!(SYS_preadv2, FILE_OTHER),
+    allow!(SYS_pwritev2, FILE_OTHER),
+    allow!(SYS_open, FILE_OTHER),
+    allow!(SYS_openat, FILE),
+    allow!(SYS_openat2, FILE_OTHER),
+    allow!(SYS_creat, FILE_OTHER),
+    allow!(SYS_close, FILE),
+    allow!(SYS_close_range, "Python's subprocess closes the descriptors a child must not inherit"),
+    allow!(SYS_lseek, FILE),
+    allow!(SYS_stat, FILE_OTHER),
+    allow!(SYS_fstat, FILE),
+    allow!(SYS_lstat, FILE_OTHER),
+    allow!(SYS_newfstatat, FILE),
+    allow!(SYS_statx, "measured: Node (libuv's fs.stat)"),
+    allow!(SYS_statfs, FILE_OTHER),
+    allow!(SYS_fstatfs, FILE_OTHER),
+    allow!(SYS_access, FILE),
+    allow!(SYS_faccessat, FILE_OTHER),
+    allow!(SYS_faccessat2, FILE_OTHER),
+    allow!(SYS_readlink, "measured: Python, Node, Perl, Ruby (/proc/self/exe, realpath)"),
+    allow!(SYS_readlinkat, FILE_OTHER),
+    allow!(SYS_getdents, FILE_OTHER),
+    allow!(SYS_getdents64, "measured: Python, Ruby (directory listings)"),
+    allow!(SYS_getcwd, "measured: bash, sh, Ruby"),
+    allow!(SYS_chdir, FILE_OTHER),
+    allow!(SYS_fchdir, FILE_OTHER),
+    allow!(SYS_mkdir, FILE_OTHER),
+    allow!(SYS_mkdirat, FILE_OTHER),
+    allow!(SYS_rmdir, FILE_OTHER),
+    allow!(SYS_unlink, FILE_OTHER),
+    allow!(SYS_unlinkat, FILE_OTHER),
+    allow!(SYS_rename, FILE_OTHER),
+    allow!(SYS_renameat, FILE_OTHER),
+    allow!(SYS_renameat2, FILE_OTHER),
+    allow!(SYS_link, FILE_OTHER),
+    allow!(SYS_linkat, FILE_OTHER),
+    allow!(SYS_symlink, FILE_OTHER),
+    allow!(SYS_symlinkat, FILE_OTHER),
+    allow!(SYS_truncate, FILE_OTHER),
+    allow!(SYS_ftruncate, FILE_OTHER),
+    allow!(SYS_fsync, FILE_OTHER),
+    allow!(SYS_fdatasync, FILE_OTHER),
+    allow!(SYS_fadvise64, FILE_OTHER),
+    allow!(SYS_umask, "the host's own file-creation mask (it only narrows the modes of files it creates)"),
+    allow!(
+        SYS_fallocate,
+        AllowWhen::ArgMaskedIn { arg: 1, mask: 0xffff_ffff, values: MODE_ZERO },
+        "plain fallocate only (mode 0, bounded by RLIMIT_FSIZE like a write): KEEP_SIZE allocates past the file size unbounded, the range modes rewrite files in place"
     ),
-    deny!(
-        SYS_memfd_create,
-        DenyWhen::Always,
-        "no memfd: executing one runs code that was never hashed (Landlock does not check the exec of an anonymous file)"
+    allow!(SYS_sendfile, FILE_OTHER),
+    allow!(SYS_copy_file_range, FILE_OTHER),
+    allow!(
+        SYS_ioctl,
+        AllowWhen::ArgNotIn { arg: 1, values: DENIED_IOCTLS },
+        "measured: bash, Node, Perl, Python, Ruby (TCGETS to ask whether a descriptor is a terminal, FIONBIO, FIOCLEX); no terminal injection and no filesystem-wide or inode-flag ioctls (DENIED_IOCTLS)"
     ),
-    deny!(SYS_memfd_secret, DenyWhen::Always, "no secret memory areas"),
-    deny!(SYS_vhangup, DenyWhen::Always, "no hanging up the operator's terminal"),
-    deny!(SYS_settimeofday, DenyWhen::Always, CLOCK),
-    deny!(SYS_clock_settime, DenyWhen::Always, CLOCK),
-    deny!(SYS_adjtimex, DenyWhen::Always, CLOCK),
-    deny!(SYS_clock_adjtime, DenyWhen::Always, CLOCK),
-    deny!(SYS_sethostname, DenyWhen::Always, HOSTNAME),
-    deny!(SYS_setdomainname, DenyWhen::Always, HOSTNAME),
-    deny!(
+    // Descriptors.
+    allow!(SYS_dup, FD),
+    allow!(SYS_dup2, FD),
+    allow!(SYS_dup3, FD),
+    allow!(SYS_fcntl, FD),
+    allow!(SYS_pipe, FD),
+    allow!(SYS_pipe2, FD),
+    // Event loops.
+    allow!(SYS_poll, POLL),
+    allow!(SYS_ppoll, POLL),
+    allow!(SYS_select, POLL),
+    allow!(SYS_pselect6, POLL),
+    allow!(SYS_epoll_create, POLL),
+    allow!(SYS_epoll_create1, POLL),
+    allow!(SYS_epoll_ctl, POLL),
+    allow!(SYS_epoll_wait, POLL),
+    allow!(SYS_epoll_pwait, POLL),
+    allow!(SYS_epoll_pwait2, POLL),
+    allow!(SYS_eventfd, EVENTFD),
+    allow!(SYS_eventfd2, EVENTFD),
+    allow!(SYS_timerfd_create, TIME),
+    allow!(SYS_timerfd_settime, TIME),
+    allow!(SYS_timerfd_gettime, TIME),
+    allow!(SYS_signalfd, SIGNALS),
+    allow!(SYS_signalfd4, SIGNALS),
+    // The host's own socket pairs.
+    allow!(
+        SYS_socketpair,
+        AllowWhen::UnixStreamPair,
+        "only socketpair(AF_UNIX, SOCK_STREAM): tokio, Python's asyncio and libuv make their wake-up channels with it"
+    ),
+    allow!(SYS_sendmsg, SOCK),
+    allow!(SYS_recvmsg, SOCK),
+    allow!(SYS_sendto, SOCK),
+    allow!(SYS_recvfrom, SOCK),
+    allow!(SYS_shutdown, SOCK),
+    allow!(SYS_getsockopt, SOCK),
+    allow!(SYS_setsockopt, SOCK),
+    allow!(SYS_getsockname, SOCK),
+    allow!(SYS_getpeername, SOCK),
+    // Threads and children.
+    allow!(
+        SYS_clone,
+        AllowWhen::ArgMaskedIn { arg: 0, mask: CLONE_NAMESPACE_MASK, values: NO_NAMESPACE_FLAG },
+        "threads and children (glibc's pthread_create and fork fall back to clone when clone3 fails with ENOSYS); no namespace flag (DENIED_CLONE_FLAGS)"
+    ),
+    allow!(SYS_fork, CHILD),
+    allow!(SYS_vfork, CHILD),
+    allow!(SYS_wait4, CHILD),
+    allow!(SYS_waitid, CHILD),
+    allow!(SYS_futex, THREAD),
+    allow!(SYS_set_robust_list, THREAD),
+    allow!(SYS_set_tid_address, THREAD),
+    allow!(SYS_rseq, THREAD),
+    allow!(SYS_gettid, THREAD),
+    allow!(SYS_sched_yield, SCHED),
+    allow!(SYS_sched_getaffinity, SCHED),
+    allow!(SYS_sched_getparam, SCHED),
+    allow!(SYS_sched_getscheduler, SCHED),
+    allow!(SYS_sched_get_priority_max, SCHED),
+    allow!(SYS_sched_get_priority_min, SCHED),
+    allow!(
         SYS_sched_setscheduler,
-        DenyWhen::ArgMaskedIn { arg: 1, mask: 0xbfff_ffff, values: DENIED_SCHED_POLICIES },
-        "no real-time scheduling (a SCHED_FIFO loop starves the machine)"
+        AllowWhen::ArgMaskedIn { arg: 1, mask: 0xbfff_ffff, values: ALLOWED_SCHED_POLICIES },
+        "normal, batch and idle policies only: no real-time scheduling (a SCHED_FIFO loop starves the machine)"
     ),
-    deny!(SYS_sched_setattr, DenyWhen::Always, "no scheduling attributes (its policy is in memory, where seccomp cannot look)"),
-    deny!(SYS_syslog, DenyWhen::Always, "no reading or clearing the kernel log"),
-    deny!(SYS_shmget, DenyWhen::Always, SYSV),
-    deny!(SYS_shmat, DenyWhen::Always, SYSV),
-    deny!(SYS_shmctl, DenyWhen::Always, SYSV),
-    deny!(SYS_shmdt, DenyWhen::Always, SYSV),
-    deny!(SYS_msgget, DenyWhen::Always, SYSV),
-    deny!(SYS_msgsnd, DenyWhen::Always, SYSV),
-    deny!(SYS_msgrcv, DenyWhen::Always, SYSV),
-    deny!(SYS_msgctl, DenyWhen::Always, SYSV),
-    deny!(SYS_semget, DenyWhen::Always, SYSV),
-    deny!(SYS_semop, DenyWhen::Always, SYSV),
-    deny!(SYS_semtimedop, DenyWhen::Always, SYSV),
-    deny!(SYS_semctl, DenyWhen::Always, SYSV),
-    deny!(SYS_open_by_handle_at, DenyWhen::Always, "no opening files by handle (bypasses path checks)"),
-    deny!(SYS_name_to_handle_at, DenyWhen::Always, "no file handles"),
-    deny!(SYS_reboot, DenyWhen::Always, PRIV),
-    deny!(SYS_swapon, DenyWhen::Always, PRIV),
-    deny!(SYS_swapoff, DenyWhen::Always, PRIV),
-    deny!(SYS_acct, DenyWhen::Always, PRIV),
-    deny!(SYS_iopl, DenyWhen::Always, PRIV),
-    deny!(SYS_ioperm, DenyWhen::Always, PRIV),
-    deny!(SYS_quotactl, DenyWhen::Always, PRIV),
-    deny!(SYS_quotactl_fd, DenyWhen::Always, PRIV),
+    // Signals.
+    allow!(SYS_rt_sigaction, SIGNALS),
+    allow!(SYS_rt_sigprocmask, SIGNALS),
+    allow!(SYS_rt_sigreturn, SIGNALS),
+    allow!(SYS_rt_sigsuspend, SIGNALS),
+    allow!(SYS_rt_sigtimedwait, SIGNALS),
+    allow!(SYS_rt_sigpending, SIGNALS),
+    allow!(SYS_sigaltstack, SIGNALS),
+    allow!(SYS_kill, SIGNALS),
+    allow!(SYS_tkill, SIGNALS),
+    allow!(SYS_tgkill, SIGNALS),
+    allow!(SYS_pause, SIGNALS),
+    // Time.
+    allow!(SYS_clock_gettime, TIME),
+    allow!(SYS_clock_getres, TIME),
+    allow!(SYS_gettimeofday, TIME),
+    allow!(SYS_time, TIME),
+    allow!(SYS_nanosleep, TIME),
+    allow!(SYS_clock_nanosleep, TIME),
+    allow!(SYS_alarm, TIME),
+    allow!(SYS_getitimer, TIME),
+    allow!(SYS_setitimer, TIME),
+    allow!(SYS_timer_create, TIME),
+    allow!(SYS_timer_settime, TIME),
+    allow!(SYS_timer_gettime, TIME),
+    allow!(SYS_timer_getoverrun, TIME),
+    allow!(SYS_timer_delete, TIME),
+    // Identity, limits, system queries.
+    allow!(SYS_getpid, IDS),
+    allow!(SYS_getppid, IDS),
+    allow!(SYS_getuid, IDS),
+    allow!(SYS_geteuid, IDS),
+    allow!(SYS_getgid, IDS),
+    allow!(SYS_getegid, IDS),
+    allow!(SYS_getresuid, IDS),
+    allow!(SYS_getresgid, IDS),
+    allow!(SYS_getgroups, IDS),
+    allow!(SYS_getpgrp, IDS),
+    allow!(SYS_getpgid, IDS),
+    allow!(SYS_getsid, IDS),
+    allow!(SYS_capget, IDS),
+    allow!(SYS_uname, IDS),
+    allow!(SYS_sysinfo, IDS),
+    allow!(SYS_getrusage, IDS),
+    allow!(SYS_times, IDS),
+    allow!(SYS_getcpu, IDS),
+    allow!(SYS_getrlimit, LIMITS),
+    allow!(SYS_setrlimit, LIMITS),
+    allow!(SYS_prlimit64, LIMITS),
+    allow!(SYS_getrandom, RANDOM),
+];
+
+/// Reviewed data: calls that are not in [`SECCOMP_ALLOW`] and must never be added to it,
+/// with the reason (the deny-list of issue 24, kept so a later edit of the allow-list
+/// cannot let one back in: `policy::tests` checks both lists are disjoint). Any other call
+/// outside the allow-list is refused just the same; these are the ones known to do harm.
+pub const NEVER_ALLOWED: &[(i64, &str)] = &[
+    (libc::SYS_socket, NET),
+    (libc::SYS_connect, UNIX),
+    (libc::SYS_bind, UNIX),
+    (libc::SYS_listen, UNIX),
+    (libc::SYS_accept, UNIX),
+    (libc::SYS_accept4, UNIX),
+    (libc::SYS_ptrace, "no ptrace"),
+    (libc::SYS_process_vm_readv, "no reading other processes' memory"),
+    (libc::SYS_process_vm_writev, "no writing other processes' memory"),
+    (libc::SYS_kcmp, "no comparing other processes' kernel objects"),
+    (libc::SYS_pidfd_open, "no process handles: a host signals only its own processes, by pid"),
+    (libc::SYS_pidfd_send_signal, "no process handles"),
+    (libc::SYS_pidfd_getfd, "no stealing another process's descriptors"),
+    (libc::SYS_bpf, "no bpf"),
+    (libc::SYS_io_uring_setup, "no io_uring (its operations bypass seccomp)"),
+    (libc::SYS_io_uring_enter, "no io_uring"),
+    (libc::SYS_io_uring_register, "no io_uring"),
+    (libc::SYS_perf_event_open, "no perf events"),
+    (libc::SYS_userfaultfd, "no userfaultfd (kernel exploitation aid)"),
+    (libc::SYS_keyctl, "no kernel keyrings"),
+    (libc::SYS_add_key, "no kernel keyrings"),
+    (libc::SYS_request_key, "no kernel keyrings"),
+    (libc::SYS_mount, NS),
+    (libc::SYS_umount2, NS),
+    (libc::SYS_pivot_root, NS),
+    (libc::SYS_chroot, NS),
+    (libc::SYS_unshare, NS),
+    (libc::SYS_setns, NS),
+    (libc::SYS_clone3, "its flags are in memory, where seccomp cannot look: answered ENOSYS by the guard, so libc falls back to clone, whose namespace flags are checked"),
+    (libc::SYS_open_tree, NS),
+    (libc::SYS_move_mount, NS),
+    (libc::SYS_fsopen, NS),
+    (libc::SYS_fsconfig, NS),
+    (libc::SYS_fsmount, NS),
+    (libc::SYS_fspick, NS),
+    (libc::SYS_mount_setattr, NS),
+    (libc::SYS_kexec_load, "no kernel replacement"),
+    (libc::SYS_kexec_file_load, "no kernel replacement"),
+    (libc::SYS_init_module, "no kernel modules"),
+    (libc::SYS_finit_module, "no kernel modules"),
+    (libc::SYS_delete_module, "no kernel modules"),
+    (libc::SYS_chmod, META),
+    (libc::SYS_fchmod, META),
+    (libc::SYS_fchmodat, META),
+    (libc::SYS_fchmodat2, META),
+    (libc::SYS_chown, META),
+    (libc::SYS_fchown, META),
+    (libc::SYS_lchown, META),
+    (libc::SYS_fchownat, META),
+    (libc::SYS_utime, META),
+    (libc::SYS_utimes, META),
+    (libc::SYS_utimensat, META),
+    (libc::SYS_futimesat, META),
+    (libc::SYS_setxattr, META),
+    (libc::SYS_lsetxattr, META),
+    (libc::SYS_fsetxattr, META),
+    (SYS_SETXATTRAT, META),
+    (libc::SYS_removexattr, META),
+    (libc::SYS_lremovexattr, META),
+    (libc::SYS_fremovexattr, META),
+    (SYS_REMOVEXATTRAT, META),
+    (SYS_FILE_SETATTR, META),
+    (libc::SYS_seccomp, "no seccomp filter of the host's own (it could probe refused calls with errno returns, unrecorded)"),
+    (libc::SYS_setsid, GROUP),
+    (libc::SYS_setpgid, GROUP),
+    (libc::SYS_flock, "no flock: a host could hold the project lock (agent-runner.lock, readable where log_dir is the state dir) and refuse every later round"),
+    (libc::SYS_fanotify_init, "no fanotify (watches and blocks other processes' file access disk-wide)"),
+    (libc::SYS_fanotify_mark, "no fanotify"),
+    (libc::SYS_inotify_init, "no inotify instances (see inotify_add_watch)"),
+    (libc::SYS_inotify_init1, "no inotify instances (see inotify_add_watch)"),
+    (libc::SYS_inotify_add_watch, "no inotify watches: Landlock does not check them, a watch on ~/.ssh leaks the names of new files"),
+    (libc::SYS_memfd_create, "no memfd: executing one runs code that was never hashed"),
+    (libc::SYS_memfd_secret, "no secret memory areas"),
+    (libc::SYS_vhangup, "no hanging up the operator's terminal"),
+    (libc::SYS_settimeofday, CLOCK),
+    (libc::SYS_clock_settime, CLOCK),
+    (libc::SYS_adjtimex, CLOCK),
+    (libc::SYS_clock_adjtime, CLOCK),
+    (libc::SYS_sethostname, HOSTNAME),
+    (libc::SYS_setdomainname, HOSTNAME),
+    (libc::SYS_sched_setattr, "no scheduling attributes (its policy is in memory, where seccomp cannot look)"),
+    (libc::SYS_syslog, "no reading or clearing the kernel log"),
+    (libc::SYS_shmget, SYSV),
+    (libc::SYS_shmat, SYSV),
+    (libc::SYS_shmctl, SYSV),
+    (libc::SYS_shmdt, SYSV),
+    (libc::SYS_msgget, SYSV),
+    (libc::SYS_msgsnd, SYSV),
+    (libc::SYS_msgrcv, SYSV),
+    (libc::SYS_msgctl, SYSV),
+    (libc::SYS_semget, SYSV),
+    (libc::SYS_semop, SYSV),
+    (libc::SYS_semtimedop, SYSV),
+    (libc::SYS_semctl, SYSV),
+    (libc::SYS_mq_open, POSIX_MQ),
+    (libc::SYS_mq_unlink, POSIX_MQ),
+    (libc::SYS_mq_timedsend, POSIX_MQ),
+    (libc::SYS_mq_timedreceive, POSIX_MQ),
+    (libc::SYS_mq_notify, POSIX_MQ),
+    (libc::SYS_mq_getsetattr, POSIX_MQ),
+    (libc::SYS_open_by_handle_at, "no opening files by handle (bypasses path checks)"),
+    (libc::SYS_name_to_handle_at, "no file handles"),
+    (libc::SYS_mlock, MLOCK),
+    (libc::SYS_mlock2, MLOCK),
+    (libc::SYS_mlockall, MLOCK),
+    (libc::SYS_sched_setaffinity, "no pinning to CPUs (the host shares the machine's cores with the agent)"),
+    (libc::SYS_ioprio_set, "no I/O priority changes"),
+    (libc::SYS_setpriority, "no priority changes"),
+    (libc::SYS_reboot, PRIV),
+    (libc::SYS_swapon, PRIV),
+    (libc::SYS_swapoff, PRIV),
+    (libc::SYS_acct, PRIV),
+    (libc::SYS_iopl, PRIV),
+    (libc::SYS_ioperm, PRIV),
+    (libc::SYS_quotactl, PRIV),
+    (libc::SYS_quotactl_fd, PRIV),
+    (libc::SYS_setuid, PRIV),
+    (libc::SYS_setgid, PRIV),
+    (libc::SYS_setreuid, PRIV),
+    (libc::SYS_setregid, PRIV),
+    (libc::SYS_setresuid, PRIV),
+    (libc::SYS_setresgid, PRIV),
+    (libc::SYS_setgroups, PRIV),
+    (libc::SYS_setfsuid, PRIV),
+    (libc::SYS_setfsgid, PRIV),
+    (libc::SYS_capset, PRIV),
+    (libc::SYS_landlock_create_ruleset, "no Landlock domain of the host's own (nothing needs one; the supervisor's is in force)"),
 ];
 
 /// A compiled seccomp filter, ready for `seccomp(SECCOMP_SET_MODE_FILTER, ...)`.
@@ -863,7 +1145,8 @@ pub const UNIX_SOCKET_ERRNO: i32 = libc::EACCES;
 /// Our guard, prepended to seccompiler's program: kill any call made with a foreign
 /// architecture and any x86_64 call with the x32 bit (0x40000000) set, which seccompiler
 /// does not check (x32 numbers alias the x86_64 ones); then fail `socket(AF_UNIX, …)`
-/// with [`UNIX_SOCKET_ERRNO`] (seccompiler has a single match action per program).
+/// with [`UNIX_SOCKET_ERRNO`] and `clone3` with [`CLONE3_ERRNO`] (seccompiler has a single
+/// match action per program).
 fn guard() -> Vec<libc::sock_filter> {
     vec![
         insn(BPF_LD_W_ABS, 0, 0, SECCOMP_DATA_ARCH),
@@ -872,7 +1155,15 @@ fn guard() -> Vec<libc::sock_filter> {
         insn(BPF_LD_W_ABS, 0, 0, SECCOMP_DATA_NR),
         insn(BPF_JSET_K, 0, 1, X32_SYSCALL_BIT),
         insn(BPF_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS),
-        // A = nr (still loaded): socket?
+        // A = nr (still loaded): clone3?
+        insn(BPF_JEQ_K, 0, 1, libc::SYS_clone3 as u32),
+        insn(
+            BPF_RET_K,
+            0,
+            0,
+            libc::SECCOMP_RET_ERRNO | CLONE3_ERRNO as u32,
+        ),
+        // socket?
         insn(BPF_JEQ_K, 0, 3, libc::SYS_socket as u32),
         insn(BPF_LD_W_ABS, 0, 0, SECCOMP_DATA_ARG0_LO),
         insn(BPF_JEQ_K, 0, 1, libc::AF_UNIX as u32),
@@ -885,20 +1176,17 @@ fn guard() -> Vec<libc::sock_filter> {
     ]
 }
 
-/// The name of an x86_64 system call of [`SECCOMP_DENY`] (`"socket"`, `"ptrace"`, ...), or
-/// `None` for any other number.
+/// The name of the x86_64 system call `nr` (`"socket"`, `"ptrace"`, `"read"`, ...), allowed
+/// or not, or `None` for a number no kernel up to 6.17 assigns.
 pub fn syscall_name(nr: i64) -> Option<&'static str> {
-    SECCOMP_DENY
-        .iter()
-        .find(|d| d.nr == nr)
-        .map(|d| d.name.strip_prefix("SYS_").unwrap_or(d.name))
+    crate::syscall_table::name_of(nr)
 }
 
-/// What a match of [`SECCOMP_DENY`] does.
+/// What a call outside [`SECCOMP_ALLOW`] (or an allowed call with refused arguments) does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DenyAction {
     /// `SECCOMP_RET_KILL_PROCESS`: the kernel kills the host at once; the parent sees only
-    /// signal 31 (SIGSYS).
+    /// signal 31 (SIGSYS). Used where no listener is serviced.
     KillProcess,
     /// `SECCOMP_RET_USER_NOTIF`: the calling thread blocks in the kernel and the filter's
     /// listener (created with `SECCOMP_FILTER_FLAG_NEW_LISTENER`) receives the call. The
@@ -917,8 +1205,8 @@ impl DenyAction {
     }
 }
 
-/// Compiles [`SECCOMP_DENY`] (default allow, match → kill process) behind the x32/arch guard.
-/// Same as `seccomp_program_for(DenyAction::KillProcess)`.
+/// Compiles [`SECCOMP_ALLOW`] (match → allow, anything else → kill process) behind the
+/// guard. Same as `seccomp_program_for(DenyAction::KillProcess)`.
 ///
 /// # Errors
 /// [`PolicyError::Seccomp`] if seccompiler rejects the rules (a bug in this module).
@@ -926,97 +1214,82 @@ pub fn seccomp_program() -> Result<SeccompProgram, PolicyError> {
     seccomp_program_for(DenyAction::KillProcess)
 }
 
-/// Compiles [`SECCOMP_DENY`] (default allow, match → `action`) behind the x32/arch guard,
-/// which always kills the process. Allowed calls take exactly the same path through the
-/// program in both variants; only the return value of the deny rules differs.
+/// The seccompiler rules that allow `when` (an empty chain allows unconditionally).
+fn allow_rules(when: AllowWhen) -> Result<Vec<SeccompRule>, PolicyError> {
+    let err = |e: seccompiler::BackendError| PolicyError::Seccomp(e.to_string());
+    let cond = |arg: u8, op: SeccompCmpOp, v: u64| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, v).map_err(err)
+    };
+    let rule = |conds: Vec<SeccompCondition>| SeccompRule::new(conds).map_err(err);
+    Ok(match when {
+        AllowWhen::Always => Vec::new(),
+        // One rule: every value differs (the conditions of a rule are ANDed).
+        AllowWhen::ArgNotIn { arg, values } => vec![rule(
+            values
+                .iter()
+                .map(|(v, _)| cond(arg, SeccompCmpOp::Ne, *v))
+                .collect::<Result<_, _>>()?,
+        )?],
+        // One rule per value (the rules of a chain are ORed).
+        AllowWhen::ArgIn { arg, values } => values
+            .iter()
+            .map(|(v, _)| rule(vec![cond(arg, SeccompCmpOp::Eq, *v)?]))
+            .collect::<Result<_, _>>()?,
+        AllowWhen::ArgMaskedIn { arg, mask, values } => values
+            .iter()
+            .map(|(v, _)| rule(vec![cond(arg, SeccompCmpOp::MaskedEq(mask), *v)?]))
+            .collect::<Result<_, _>>()?,
+        AllowWhen::UnixStreamPair => vec![rule(vec![
+            cond(0, SeccompCmpOp::Eq, libc::AF_UNIX as u64)?,
+            // The type is the low 4 bits; the rest are SOCK_NONBLOCK/SOCK_CLOEXEC.
+            cond(1, SeccompCmpOp::MaskedEq(0xf), libc::SOCK_STREAM as u64)?,
+        ])?],
+    })
+}
+
+/// Compiles [`SECCOMP_ALLOW`] (match → allow, anything else → `action`) behind the guard,
+/// which kills foreign-architecture and x32 calls outright (`SECCOMP_RET_KILL_PROCESS` in
+/// either variant) and fails `socket(AF_UNIX)` and `clone3` with an errno. Allowed calls
+/// take exactly the same path through the program in both variants; only the return value
+/// of a refusal differs.
 ///
 /// # Errors
 /// [`PolicyError::Seccomp`] if seccompiler rejects the rules (a bug in this module).
 pub fn seccomp_program_for(action: DenyAction) -> Result<SeccompProgram, PolicyError> {
     let err = |e: seccompiler::BackendError| PolicyError::Seccomp(e.to_string());
-    let cond = |arg: u8, op: SeccompCmpOp, v: u64| {
-        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, v).map_err(err)
-    };
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    for d in SECCOMP_DENY {
-        let chain = match d.when {
-            DenyWhen::Always => Vec::new(),
-            DenyWhen::FamilyNotUnix => {
-                vec![
-                    SeccompRule::new(vec![cond(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?])
-                        .map_err(err)?,
-                ]
-            }
-            DenyWhen::NotUnixStreamPair => {
-                let mut chain =
-                    vec![
-                        SeccompRule::new(vec![cond(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?])
-                            .map_err(err)?,
-                    ];
-                // Any type but SOCK_STREAM (the low 4 bits; the rest are flags).
-                for ty in [
-                    libc::SOCK_DGRAM,
-                    libc::SOCK_RAW,
-                    libc::SOCK_RDM,
-                    libc::SOCK_SEQPACKET,
-                    libc::SOCK_DCCP,
-                    10, // SOCK_PACKET (deprecated in libc)
-                ] {
-                    chain.push(
-                        SeccompRule::new(vec![cond(1, SeccompCmpOp::MaskedEq(0xf), ty as u64)?])
-                            .map_err(err)?,
-                    );
-                }
-                chain
-            }
-            DenyWhen::PersonalityChange => vec![SeccompRule::new(vec![
-                cond(0, SeccompCmpOp::Ne, 0xffff_ffff)?,
-                cond(0, SeccompCmpOp::Ne, 0)?,
-            ])
-            .map_err(err)?],
-            DenyWhen::ArgIn { arg, values } => values
-                .iter()
-                .map(|(v, _)| SeccompRule::new(vec![cond(arg, SeccompCmpOp::Eq, *v)?]).map_err(err))
-                .collect::<Result<_, _>>()?,
-            DenyWhen::ArgNonZero(arg) => {
-                vec![SeccompRule::new(vec![cond(arg, SeccompCmpOp::Ne, 0)?]).map_err(err)?]
-            }
-            DenyWhen::ArgMaskedIn { arg, mask, values } => values
-                .iter()
-                .map(|(v, _)| {
-                    SeccompRule::new(vec![cond(arg, SeccompCmpOp::MaskedEq(mask), *v)?])
-                        .map_err(err)
-                })
-                .collect::<Result<_, _>>()?,
-        };
-        rules.insert(d.nr, chain);
+    for a in SECCOMP_ALLOW {
+        if rules.insert(a.nr, allow_rules(a.when)?).is_some() {
+            return Err(PolicyError::Seccomp(format!(
+                "{:?} is listed twice",
+                syscall_name(a.nr)
+            )));
+        }
     }
-    // seccompiler has no user-notification action: compile the rules with a placeholder
-    // action (SECCOMP_RET_TRAP, used nowhere else in the program) and rewrite its return
+    // seccompiler has no user-notification action: compile the refusal as a placeholder
+    // (SECCOMP_RET_TRAP, used nowhere else in the program) and rewrite its return
     // instructions to the wanted action.
     let filter = SeccompFilter::new(
         rules,
-        SeccompAction::Allow,
         SeccompAction::Trap,
+        SeccompAction::Allow,
         TargetArch::x86_64,
     )
     .map_err(err)?;
-    let compiled: BpfProgram = filter
-        .try_into()
-        .map_err(|e: seccompiler::BackendError| PolicyError::Seccomp(e.to_string()))?;
+    let compiled: BpfProgram = filter.try_into().map_err(err)?;
     let mut filters = guard();
-    let mut denials = 0;
+    let mut refusals = 0;
     filters.extend(compiled.into_iter().map(|f| {
         if f.code == BPF_RET_K && f.k == libc::SECCOMP_RET_TRAP {
-            denials += 1;
+            refusals += 1;
             insn(f.code, f.jt, f.jf, action.ret())
         } else {
             insn(f.code, f.jt, f.jf, f.k)
         }
     }));
-    if denials == 0 {
+    if refusals == 0 {
         return Err(PolicyError::Seccomp(
-            "compiled program has no deny rule (placeholder action not found)".into(),
+            "compiled program refuses nothing (placeholder action not found)".into(),
         ));
     }
     if filters.len() > libc::BPF_MAXINSNS as usize {
@@ -1033,16 +1306,25 @@ pub fn seccomp_program_for(action: DenyAction) -> Result<SeccompProgram, PolicyE
 mod tests {
     use super::*;
 
-    #[test]
-    fn program_starts_with_guard_and_fits() {
-        let p = seccomp_program().unwrap();
-        assert!(p.len() > 6 && p.len() < 4096);
-        assert_eq!(p.filters[4].k, X32_SYSCALL_BIT);
-        assert!(!SECCOMP_DENY.iter().any(|d| d.nr == libc::SYS_clone3));
+    fn allowed(nr: i64) -> Option<&'static Allowed> {
+        SECCOMP_ALLOW.iter().find(|a| a.nr == nr)
     }
 
     #[test]
-    fn variants_differ_only_in_the_deny_return() {
+    fn program_starts_with_guard_and_fits() {
+        let p = seccomp_program().unwrap();
+        assert!(p.len() > 6 && p.len() < 4096, "{}", p.len());
+        assert_eq!(p.filters[4].k, X32_SYSCALL_BIT);
+        // clone3 is answered by the guard, never allowed.
+        assert!(allowed(libc::SYS_clone3).is_none());
+        assert!(p
+            .filters
+            .iter()
+            .any(|f| f.code == BPF_RET_K && f.k == libc::SECCOMP_RET_ERRNO | CLONE3_ERRNO as u32));
+    }
+
+    #[test]
+    fn variants_differ_only_in_the_refusal_return() {
         let kill = seccomp_program_for(DenyAction::KillProcess).unwrap();
         let notify = seccomp_program_for(DenyAction::Notify).unwrap();
         assert_eq!(kill.len(), notify.len());
@@ -1058,12 +1340,13 @@ mod tests {
                 changed += 1;
             }
         }
-        assert!(changed >= SECCOMP_DENY.len(), "{changed}");
+        // One refusal per allowed call (its arguments did not match) and the default.
+        assert!(changed > SECCOMP_ALLOW.len(), "{changed}");
         // The arch and x32 guard kills in both variants.
         for i in [2, 5] {
             assert_eq!(notify.filters[i].k, SECCOMP_RET_KILL_PROCESS);
         }
-        // No trap placeholder is left, and nothing but allow/kill/notify is returned.
+        // No trap placeholder is left, and nothing but allow/kill/notify/errno is returned.
         for f in notify.filters.iter().filter(|f| f.code == BPF_RET_K) {
             assert!(
                 [
@@ -1071,6 +1354,7 @@ mod tests {
                     SECCOMP_RET_KILL_PROCESS,
                     libc::SECCOMP_RET_USER_NOTIF,
                     libc::SECCOMP_RET_ERRNO | UNIX_SOCKET_ERRNO as u32,
+                    libc::SECCOMP_RET_ERRNO | CLONE3_ERRNO as u32,
                 ]
                 .contains(&f.k),
                 "{:#x}",
@@ -1080,14 +1364,75 @@ mod tests {
     }
 
     #[test]
+    fn the_allow_list_and_the_never_allowed_list_are_disjoint_and_named() {
+        for (nr, why) in NEVER_ALLOWED {
+            assert!(
+                allowed(*nr).is_none(),
+                "{:?} is allowed: {why}",
+                syscall_name(*nr)
+            );
+            assert!(syscall_name(*nr).is_some(), "{nr}");
+        }
+        let mut seen = std::collections::HashSet::new();
+        for a in SECCOMP_ALLOW {
+            assert!(seen.insert(a.nr), "{:?} twice", syscall_name(a.nr));
+            assert!(syscall_name(a.nr).is_some(), "{}", a.nr);
+            assert!(!a.why.is_empty());
+        }
+    }
+
+    #[test]
+    fn every_measured_call_is_allowed() {
+        // The union of bench/host_syscalls.sh over the runtime matrix (docs/security.md
+        // "The allow-list"); socket and clone3 are answered by the guard.
+        for name in "access arch_prctl brk capget clock_gettime close dup2 epoll_create1 \
+            epoll_ctl epoll_pwait eventfd2 execveat exit_group fcntl fstat futex getcwd \
+            getdents64 getegid geteuid getgid getpgrp getpid getppid getrandom gettid getuid \
+            ioctl lseek madvise mmap mprotect munmap newfstatat openat pipe2 pkey_alloc poll \
+            prctl pread64 prlimit64 read readlink rseq rt_sigaction rt_sigprocmask \
+            set_robust_list set_tid_address sigaltstack statx sysinfo timer_create \
+            timer_delete uname write sendmsg"
+            .split_whitespace()
+        {
+            assert!(
+                SECCOMP_ALLOW
+                    .iter()
+                    .any(|a| syscall_name(a.nr) == Some(name)),
+                "{name} is not allowed"
+            );
+        }
+    }
+
+    #[test]
+    fn clone_namespace_flags() {
+        assert_eq!(CLONE_NAMESPACE_MASK & 0xff, 0, "the exit signal byte");
+        assert_ne!(CLONE_NAMESPACE_MASK & libc::CLONE_NEWUSER as u64, 0);
+        // glibc's thread and fork flags carry none.
+        let thread = (libc::CLONE_VM
+            | libc::CLONE_FS
+            | libc::CLONE_FILES
+            | libc::CLONE_SIGHAND
+            | libc::CLONE_THREAD
+            | libc::CLONE_SYSVSEM
+            | libc::CLONE_SETTLS
+            | libc::CLONE_PARENT_SETTID
+            | libc::CLONE_CHILD_CLEARTID) as u64;
+        assert_eq!(thread & CLONE_NAMESPACE_MASK, 0);
+    }
+
+    #[test]
     fn syscall_names() {
         assert_eq!(syscall_name(libc::SYS_socket), Some("socket"));
+        assert_eq!(syscall_name(libc::SYS_read), Some("read"));
+        assert_eq!(syscall_name(libc::SYS_kcmp), Some("kcmp"));
+        assert_eq!(syscall_name(libc::SYS_mq_open), Some("mq_open"));
         assert_eq!(
             syscall_name(libc::SYS_io_uring_setup),
             Some("io_uring_setup")
         );
-        assert_eq!(syscall_name(libc::SYS_read), None);
-        assert!(SECCOMP_DENY.iter().all(|d| syscall_name(d.nr).is_some()));
+        assert_eq!(syscall_name(SYS_SETXATTRAT), Some("setxattrat"));
+        assert_eq!(syscall_name(SYS_FILE_SETATTR), Some("file_setattr"));
+        assert_eq!(syscall_name(400), None);
     }
 
     #[test]
@@ -1105,7 +1450,6 @@ mod tests {
         assert_eq!(named("FITHAW"), 0xC004_5878);
         assert_eq!(named("EXT4_IOC_SHUTDOWN"), 0x8004_587D);
         assert_eq!(named("FS_IOC_FSSETXATTR"), 0x401C_5820);
-        assert_eq!(syscall_name(SYS_SETXATTRAT), Some("setxattrat"));
     }
 
     #[test]

@@ -405,7 +405,7 @@ async fn python_env_script_host_starts_under_full_confinement() {
 
 #[test]
 fn policy_writes_only_state_and_tmp_and_executes_only_host_interpreter_loader() {
-    use agent_runner_plugin_host::policy::{fs_grants, FsAccess, SECCOMP_DENY};
+    use agent_runner_plugin_host::policy::{fs_grants, FsAccess, SECCOMP_ALLOW};
     let d = dirs();
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("host.py");
@@ -439,7 +439,7 @@ fn policy_writes_only_state_and_tmp_and_executes_only_host_interpreter_loader() 
             .any(|g| g.path == std::path::Path::new("/usr")
                 || g.path == std::path::Path::new("/root"))
     );
-    assert!(!SECCOMP_DENY.iter().any(|d| d.name == "SYS_clone3"));
+    assert!(!SECCOMP_ALLOW.iter().any(|a| a.nr == libc::SYS_clone3));
 }
 
 /// Every other test of this file again, with the test binary running as an unprivileged

@@ -2,10 +2,12 @@
 # How the tests run each pinned agent CLI against the fake model server: where it is
 # installed (target/agent-clis, by tests/setup.d/30-agent-clis.sh), the preset's command
 # (as `agent-runner init --preset` writes it, supervisor/src/operator/init.rs), and the
-# fake HOME and environment that point it at 127.0.0.1:PORT with a fake key.
+# fake HOME and environment that point it at 127.0.0.1:PORT (or ADDR:PORT) with a fake key.
 #
 # Sourced by capture.sh; run as a command by the Rust tests:
-#   agent-clis.sh env CLI HOME PORT   writes CLI's config under HOME, prints KEY=VALUE lines
+#   agent-clis.sh env CLI HOME PORT [ADDR]
+#                                     writes CLI's config under HOME, prints KEY=VALUE lines
+#                                     (ADDR: the fake server's address, 127.0.0.1 by default)
 #   agent-clis.sh bin CLI             prints the CLI's executable
 #   agent-clis.sh version CLI         prints the pinned version
 set -euo pipefail
@@ -45,11 +47,11 @@ agent_cli_args() {
 # Writes CLI's config under HOME (pointing it at the fake server on PORT) and prints the
 # environment it needs, one KEY=VALUE a line.
 agent_cli_env() {
-  local cli=$1 home=$2 port=$3
+  local cli=$1 home=$2 port=$3 addr=${4:-127.0.0.1}
   echo "HOME=$home"
   case $cli in
     claude)
-      echo "ANTHROPIC_BASE_URL=http://127.0.0.1:$port"
+      echo "ANTHROPIC_BASE_URL=http://$addr:$port"
       echo "ANTHROPIC_API_KEY=sk-ant-fake-key"
       echo "DISABLE_AUTOUPDATER=1"
       echo "IS_SANDBOX=1"
@@ -63,7 +65,7 @@ model = "fake-model"
 model_provider = "fake"
 [model_providers.fake]
 name = "fake"
-base_url = "http://127.0.0.1:$port/v1"
+base_url = "http://$addr:$port/v1"
 env_key = "OPENAI_API_KEY"
 wire_api = "responses"
 # Its own retries (4 and 5 by default) cut to one, as claude's above.
@@ -79,20 +81,20 @@ TOML
       echo "GEMINI_API_KEY=fake-key"
       # One model, not "auto" routing (whose fallback chain retries ten times).
       echo "GEMINI_MODEL=gemini-2.5-flash"
-      echo "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:$port" ;;
+      echo "GOOGLE_GEMINI_BASE_URL=http://$addr:$port" ;;
     aider)
       echo "OPENAI_API_KEY=sk-fake-key"
-      echo "OPENAI_API_BASE=http://127.0.0.1:$port/v1"
+      echo "OPENAI_API_BASE=http://$addr:$port/v1"
       echo "AIDER_MODEL=openai/fake-model" ;;
   esac
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   case ${1:-} in
-    env) agent_cli_env "$2" "$3" "$4" ;;
+    env) agent_cli_env "$2" "$3" "$4" "${5:-127.0.0.1}" ;;
     bin) agent_cli_bin "$2" ;;
     version) agent_cli_version "$2" ;;
     args) agent_cli_args "$2" ;;
-    *) echo "usage: agent-clis.sh env CLI HOME PORT | bin CLI | version CLI | args CLI" >&2; exit 2 ;;
+    *) echo "usage: agent-clis.sh env CLI HOME PORT [ADDR] | bin CLI | version CLI | args CLI" >&2; exit 2 ;;
   esac
 fi

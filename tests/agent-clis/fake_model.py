@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """A fake model provider for the real agent CLIs in the tests (docs/agent-clis.md).
 
-Serves, on 127.0.0.1 and an ephemeral port, the request shapes today's CLIs send:
+Serves, on 127.0.0.1 (or --host, another loopback address) and an ephemeral port, the request shapes today's CLIs send:
 OpenAI chat completions (aider through litellm) and responses (Codex CLI), streaming or
 not; Anthropic messages (Claude Code, streaming SSE); Gemini generateContent and
 streamGenerateContent (Gemini CLI). No real provider is ever reached.
 
-    fake_model.py --mode MODE [--retry-after S] [--log FILE]
+    fake_model.py --mode MODE [--retry-after S] [--log FILE] [--host ADDR]
 
 prints `port N` on its first stdout line once it listens, then serves until killed.
 Modes:
@@ -332,8 +332,10 @@ def main():
                         choices=["normal", "rate_limit", "overloaded", "auth", "retry_once"])
     parser.add_argument("--retry-after", type=int, default=3)
     parser.add_argument("--log")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="the loopback address to listen on (127.0.0.2 for the egress tests)")
     args = parser.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer((args.host, 0), Handler)
     server.daemon_threads = True
     server.mode = args.mode
     server.retry_after = args.retry_after

@@ -244,3 +244,18 @@ fn skip_startup_check_lets_overlapping_phase_windows_run_and_says_so() {
     );
     assert_eq!(exits[0]["exit_code"], 0, "{exits:?}");
 }
+
+#[test]
+fn bad_allow_hosts_entry() {
+    let p = Project::new();
+    let text = p
+        .config()
+        .extra("[agent.sandbox]\nallow_hosts = [\"api.anthropic.com\", \"*.com\"]")
+        .render();
+    assert_refused(&p, Some(&text), &["agent.sandbox.allow_hosts", "`*.com`"]);
+    let text = p
+        .config()
+        .extra("[agent.sandbox]\nallow_hosts = [\"example.org:0\"]")
+        .render();
+    assert_refused(&p, Some(&text), &["agent.sandbox.allow_hosts", "port"]);
+}

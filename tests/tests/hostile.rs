@@ -902,7 +902,8 @@ fn rust_privileged_calls_are_killed() {
 }
 
 fn rust_inotify_on_home_sysv_ipc_and_flock_are_killed() {
-    call_killed("inotify_add_watch", "inotify_add_watch", "", |p| {
+    // The watch is never reached: the inotify instance is already outside the allow-list.
+    call_killed("inotify_add_watch", "inotify_init1", "", |p| {
         ssh_key(p).parent().unwrap().to_owned()
     });
     for name in ["shmget", "shmat", "msgget", "semget"] {
@@ -1119,4 +1120,104 @@ as_root_and_unprivileged!(
     rust_many_empty_files_count_against_state_max_mb,
     python_back_off_past_the_call_timeout_is_capped_unless_allowed,
     python_escape_sequences_reach_neither_peek_nor_narrate,
+);
+
+// Issue 24, the allow-list: a call nobody put on a deny-list is refused just the same,
+// killed before it runs and named in `plugin_sandbox_kill` (docs/security.md "The
+// allow-list").
+
+fn rust_calls_outside_the_allow_list_are_killed_and_named() {
+    for name in [
+        "kcmp",
+        "keyctl",
+        "personality",
+        "pidfd_open",
+        "pidfd_send_signal",
+        "mlock",
+        "sched_setaffinity",
+        "ioprio_set",
+        "setuid",
+        "mq_open",
+    ] {
+        call_killed(name, name, "", |p| p.dir().to_owned());
+    }
+    // The queue was never made (where the mqueue filesystem is mounted to tell).
+    assert!(!Path::new("/dev/mqueue/ar-hostile").exists());
+}
+
+/// Runs one round whose host makes the system call `name` on `path(&project)` and asserts
+/// it returned one of `errnos` (the host went on and reported it).
+fn call_denied(name: &str, errnos: &[i32], path: impl FnOnce(&Project) -> String) -> Project {
+    let p = project_with(
+        Lang::Rust,
+        "call",
+        "",
+        |p| json!({ "name": name, "path": path(p) }),
+    );
+    let out = round(&p);
+    assert_denied(&p, &out, "call", errnos);
+    p
+}
+
+fn rust_new_namespaces_are_refused() {
+    for (name, syscall) in [
+        ("clone_newuser", "clone"),
+        ("clone_newnet", "clone"),
+        ("unshare_newns", "unshare"),
+    ] {
+        call_killed(name, syscall, "", |p| p.dir().to_owned());
+    }
+    // clone3's flags are in memory: it fails with ENOSYS, and libc falls back to clone.
+    call_denied("clone3_newuser", &[libc::ENOSYS], |p| {
+        p.dir().display().to_string()
+    });
+}
+
+// The second attacker (docs/security.md "Attacked again"): attacks written from the
+// updated docs alone. These held before the allow-list and still hold.
+
+fn rust_kill_of_every_process_reaches_nothing_outside_the_host() {
+    // kill(-1, SIGKILL): the host's PID namespace holds nothing but the host itself.
+    call_denied("kill_all", &[libc::ESRCH], |p| {
+        p.dir().display().to_string()
+    });
+}
+
+fn rust_raising_its_own_file_size_limit_is_refused() {
+    call_denied("raise_fsize", &[libc::EPERM], |p| {
+        p.dir().display().to_string()
+    });
+}
+
+fn rust_hard_links_and_symlinks_give_no_new_access() {
+    // A writable name in the state dir for the read-only project lock in log_dir.
+    let state = |p: &Project| p.log_dir().join("plugins/hostile");
+    let p = call_denied("hardlink", &[libc::EXDEV, libc::EACCES], |p| {
+        let lock = p.log_dir().join("agent-runner.lock");
+        std::fs::create_dir_all(p.log_dir()).unwrap();
+        std::fs::write(&lock, "1\n").unwrap();
+        format!("{}|{}", lock.display(), state(p).join("lock").display())
+    });
+    assert!(!state(&p).join("lock").exists());
+    // A symlink in TMPDIR to the SSH key opens nothing: Landlock checks the target.
+    call_denied("symlink_and_open", &[libc::EACCES], |p| {
+        ssh_key(p).display().to_string()
+    });
+}
+
+fn rust_writing_dev_shm_is_denied() {
+    let path = format!("/dev/shm/ar-hostile-{}", std::process::id());
+    let p = project(Lang::Rust, "write", json!({ "path": path }), "");
+    let out = round(&p);
+    assert_denied(&p, &out, "write", &[libc::EACCES]);
+    assert!(!Path::new(&path).exists());
+}
+
+as_root_and_unprivileged!(
+    rust_calls_outside_the_allow_list_are_killed_and_named,
+    rust_new_namespaces_are_refused,
+    rust_kill_of_every_process_reaches_nothing_outside_the_host,
+    rust_raising_its_own_file_size_limit_is_refused,
+    rust_hard_links_and_symlinks_give_no_new_access,
+    rust_writing_dev_shm_is_denied,
 );

@@ -24,10 +24,16 @@ struct FakeModel {
 
 impl FakeModel {
     fn start(mode: &str) -> FakeModel {
+        FakeModel::start_at(mode, "127.0.0.1")
+    }
+
+    /// The server on another loopback address (`127.0.0.2`: not in the agent's
+    /// `NO_PROXY`, so a confined agent reaches it through the egress proxy).
+    fn start_at(mode: &str, addr: &str) -> FakeModel {
         Self::spawn(
             Command::new("python3")
                 .arg(workspace_root().join("tests/agent-clis/fake_model.py"))
-                .args(["--mode", mode]),
+                .args(["--mode", mode, "--host", addr]),
         )
     }
 
@@ -36,7 +42,7 @@ impl FakeModel {
         Self::spawn(
             Command::new("python3")
                 .arg(workspace_root().join("tests/agent-clis/fake_model.py"))
-                .args(["--mode", mode])
+                .args(["--mode", mode, "--host", "127.0.0.1"])
                 .arg("--log")
                 .arg(log),
         )
@@ -119,6 +125,18 @@ fn run_cli(
     edit: &dyn Fn(String) -> String,
     args: &[&str],
 ) -> RunOutput {
+    run_cli_at(p, cli, "127.0.0.1", port, edit, args)
+}
+
+/// [`run_cli`] with the fake server at `addr:port`.
+fn run_cli_at(
+    p: &Project,
+    cli: &str,
+    addr: &str,
+    port: u16,
+    edit: &dyn Fn(String) -> String,
+    args: &[&str],
+) -> RunOutput {
     p.run(&["init", "--preset", cli, "--force"]).assert_code(0);
     let text = std::fs::read_to_string(p.config_path()).unwrap();
     // The record where Project looks for it (./logs); the loop's pauses short.
@@ -131,7 +149,7 @@ fn run_cli(
         .replace("round_budget_s = 1800\n", "round_budget_s = 40\n");
     p.write_config_text(&edit(text));
     let home = p.home().to_str().unwrap().to_owned();
-    let env = agent_clis(&["env", cli, &home, &port.to_string()]);
+    let env = agent_clis(&["env", cli, &home, &port.to_string(), addr]);
     let unprivileged = p.operator() == Operator::Unprivileged;
     let system_path = if unprivileged {
         TEST_USER_PATH.to_owned()
@@ -413,6 +431,45 @@ fn doctor_prints_the_cli_version_and_warns_outside_the_verified_series() {
 fn gemini_rounds_run_as_root_and_as_an_unprivileged_user() {
     for operator in [Operator::Root, Operator::Unprivileged] {
         normal_round_as(operator, "gemini", "normal");
+    }
+}
+
+/// claude's preset with egress filtered (docs/security.md, "Egress by host name"): the CLI
+/// in its own network namespace reaches the fake model on `127.0.0.2` only through the
+/// supervisor's proxy, and the round writes the file. Its other hosts (telemetry, update
+/// checks), not listed, are refused and recorded; nothing reaches them.
+#[test]
+fn claude_round_through_the_egress_proxy() {
+    let p = Project::new();
+    let server = FakeModel::start_at("normal", "127.0.0.2");
+    let allow = format!(
+        "\n[agent.sandbox]\nallow_hosts = [\"127.0.0.2:{}\"]\n",
+        server.port
+    );
+    let edit = move |text: String| text.replace("\n[runtime]\n", &format!("{allow}\n[runtime]\n"));
+    let out = run_cli_at(
+        &p,
+        "claude",
+        "127.0.0.2",
+        server.port,
+        &edit,
+        &["serve", "--max-rounds", "1"],
+    );
+    out.assert_code(0);
+    let all = p.events_text();
+    assert!(
+        p.events_of("dirty_detected")
+            .iter()
+            .any(|d| d["files"].to_string().contains("agent-was-here.txt")),
+        "the round through the proxy did not write the file: {all}"
+    );
+    assert_eq!(p.events_of("agent_usage_recorded").len(), 1, "{all}");
+    for denied in p.events_of("agent_sandbox_denied") {
+        assert_eq!(denied["layer"], "egress", "{all}");
+        assert!(
+            !denied["target"].as_str().unwrap().starts_with("127.0.0.2:"),
+            "the listed host was refused: {all}"
+        );
     }
 }
 

@@ -61,6 +61,16 @@ pub(super) struct RawAgent {
     pub sigterm_grace_s: Option<u64>,
     #[serde(default)]
     pub session_resume: Option<bool>,
+    #[serde(default)]
+    pub sandbox: Option<RawAgentSandbox>,
+}
+
+/// `[agent.sandbox]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAgentSandbox {
+    #[serde(default)]
+    pub allow_hosts: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

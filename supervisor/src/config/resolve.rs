@@ -242,6 +242,10 @@ pub struct AgentConfig {
     /// one round of a phase to the next, for a CLI that can
     /// ([`crate::config::session_resume`]).
     pub session_resume: bool,
+    /// `[agent.sandbox] allow_hosts`: `Some` puts the agent in its own network namespace,
+    /// reaching only these hosts through the egress proxy (`crate::runtime::egress_proxy`);
+    /// `None` (the key absent): the network as the supervisor has it.
+    pub allow_hosts: Option<crate::config::allow_hosts::AllowHosts>,
 }
 
 /// Default `[agent] sigterm_grace_s` (the reference system's).
@@ -1127,7 +1131,15 @@ fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, (&'static str, String)> {
     let session_resume = raw.session_resume.unwrap_or(true);
     super::session_resume::check_static(&command, &template, session_resume)
         .map_err(|e| ("command", e))?;
+    let allow_hosts = match raw.sandbox.and_then(|s| s.allow_hosts) {
+        None => None,
+        Some(list) => Some(
+            crate::config::allow_hosts::AllowHosts::parse(&list)
+                .map_err(|e| ("sandbox.allow_hosts", format!("{e}; expected a list of host names, `*.domain` or IP addresses, each optionally with `:port`")))?,
+        ),
+    };
     Ok(AgentConfig {
+        allow_hosts,
         sigterm_grace: Duration::from_secs(sigterm_grace_s),
         session_resume,
         command,

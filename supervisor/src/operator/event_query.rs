@@ -21,7 +21,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use crate::exit::{self, CliError};
-use crate::record::event_read::{Backwards, Forward, Head};
+use crate::record::events::read::{Backwards, Forward, Head};
 
 /// Matching events printed when neither `--window`, `--since` nor `--tail` is given.
 pub(crate) const DEFAULT_WINDOW: usize = 10;
@@ -217,7 +217,7 @@ async fn follow(state_dir: &Path, mut reader: Forward, query: &Query) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::event_read::head;
+    use crate::record::events::read::head;
 
     #[test]
     fn argument_rules() {

@@ -179,7 +179,7 @@ prompt_arg_template = {template}
 prompt_delivery = "{delivery}"
 {marker}
 [agent.env]
-{env}
+{env}{egress}
 [runtime]
 work_dir = "."
 log_dir = "{log_dir}"
@@ -229,6 +229,24 @@ disable = []
         grace_ignore = toml_list(preset.grace_ignore),
         hint = toml::Value::String(preset.auth_hint.to_owned()),
         auto_stop = toml_list(crate::config::DEFAULT_AUTO_STOP_ON),
+        egress = egress_text(preset.name),
+    )
+}
+
+/// The commented `[agent.sandbox] allow_hosts` of a preset whose CLI's hosts are known:
+/// the operator turns egress filtering on by uncommenting it (docs/security.md, "Egress by
+/// host name"). Off by default: package registries and git remotes would be refused too.
+fn egress_text(preset: &str) -> String {
+    let hosts = crate::config::allow_hosts::preset_hosts(preset);
+    if hosts.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n# Egress by host name: the agent in a network namespace of its own, reaching only these\n\
+         # hosts through agent-runner's proxy (add your registries and git hosts; docs/security.md).\n\
+         # [agent.sandbox]\n\
+         # allow_hosts = {}\n",
+        toml_list(hosts)
     )
 }
 

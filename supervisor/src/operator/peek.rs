@@ -26,9 +26,11 @@ use crate::operator::doctor::{covered_families, sandbox_block, HostCover, Sandbo
 use crate::operator::install::{project_file, Scope};
 use crate::operator::schedule_view::{self, PeekSchedule};
 use crate::operator::system_metrics::{self, SystemMetrics};
+use crate::record::events::recent::{
+    self, Wanted, RECENT_BLIPS, RECENT_HOOK_FAILURES, RECENT_ROUNDS,
+};
 use crate::record::events::Recorded;
-use crate::record::recent::{self, Wanted, RECENT_BLIPS, RECENT_HOOK_FAILURES, RECENT_ROUNDS};
-use crate::record::round_history::{self, RoundDoc, RoundView};
+use crate::record::rounds::{self, RoundDoc, RoundView};
 use crate::record::service::{self, CurrentRound, ServiceDoc};
 use crate::record::state::{self, OrphanState, RoundState};
 use crate::runtime::git_operation;
@@ -358,14 +360,14 @@ pub(crate) fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
     let live = service::live_supervisor(state_dir);
     let service_doc = service::read(state_dir);
     let current_doc = service_doc.as_ref().filter(|d| Some(d.pid) == live);
-    let rounds = round_history::rounds(round_events);
+    let rounds = rounds::rounds(round_events);
 
     let running_round = live.and_then(|_| rounds.values().next_back().filter(|r| !r.ended));
     let current_round = running_round.map(|r| {
         let tail = r
             .log_path
             .as_deref()
-            .and_then(|p| round_history::tail_text(Path::new(p), LOG_TAIL_BYTES));
+            .and_then(|p| rounds::tail_text(Path::new(p), LOG_TAIL_BYTES));
         r.to_doc(now, tail, round_events)
     });
     let completed: Vec<&RoundView> = rounds
@@ -410,7 +412,7 @@ pub(crate) fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
                 .keys()
                 .next_back()
                 .copied()
-                .max(round_history::latest_logged_round(log_dir)),
+                .max(rounds::latest_logged_round(log_dir)),
         };
         let view = num.map(|n| {
             rounds.get(&n).cloned().unwrap_or(RoundView {
@@ -424,13 +426,13 @@ pub(crate) fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
                 .clone()
                 .map(PathBuf::from)
                 .filter(|p| p.is_file())
-                .or_else(|| round_history::log_file(log_dir, view.round_num));
+                .or_else(|| rounds::log_file(log_dir, view.round_num));
             if view.log_path.is_none() {
                 view.log_path = file.as_ref().map(|p| p.display().to_string());
             }
             let tail = file
                 .as_deref()
-                .and_then(|p| round_history::tail_text(p, LOG_TAIL_BYTES));
+                .and_then(|p| rounds::tail_text(p, LOG_TAIL_BYTES));
             round_log = Some((view.round_num, file));
             view.to_doc(now, tail, round_events)
         })

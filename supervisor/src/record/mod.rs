@@ -2,10 +2,10 @@
 //! the hosts and the operator's verbs, which all stand on it (ARCHITECTURE.md, "Layers").
 //!
 //! - [`events`]: the operator's record, one JSON line per event (the `Event` enum, the
-//!   writer, `Recorded`, a line read back); [`event_read`]: reading it backwards in blocks
-//!   or forwards from a point; [`event_summary`] and [`recent`]: the summary `serve` keeps
-//!   beside it and what a look sees of the recent past; [`round_history`]: rounds as the
-//!   record and their logs tell them.
+//!   writer, `Recorded`, a line read back), and everything that reads it back:
+//!   [`events::read`] (backwards in blocks or forwards from a point), [`events::summary`]
+//!   and [`events::recent`] (the summary `serve` keeps beside it and what a look sees of
+//!   the recent past); [`rounds`]: rounds as the record and their logs tell them.
 //! - [`state`]: the project lock, the round counter and the orphan stash record (atomic
 //!   writes), and the record readied at boot; [`retention`]: round log pruning.
 //! - [`service`]: `service.json`, what a running `serve` is doing, and its writer;
@@ -14,12 +14,9 @@
 //!   [`status::StatusHosts`]). [`schema_fields`]: which fields their schemas require.
 //! - [`stop`]: signals and control requests → the stop level every layer above obeys.
 
-pub(crate) mod event_read;
-pub(crate) mod event_summary;
 pub mod events;
-pub(crate) mod recent;
 pub(crate) mod retention;
-pub(crate) mod round_history;
+pub(crate) mod rounds;
 pub(crate) mod schema_fields;
 pub(crate) mod service;
 pub(crate) mod state;

@@ -67,6 +67,10 @@ pub(crate) struct AgentSpec {
     /// `cgroup.procs` of the round's cgroup (close-on-exec), which the agent joins before
     /// its exec ([`crate::runtime::round_cgroup`]); `None`: the supervisor's own cgroup.
     pub cgroup_procs: Option<OwnedFd>,
+    /// With `[agent.sandbox] allow_hosts`: the agent's network namespace and forwarder,
+    /// entered before its exec ([`agent_runner_plugin_host::egress_bridge`]); the
+    /// supervisor's end is served by [`crate::runtime::egress_proxy`].
+    pub egress: Option<agent_runner_plugin_host::egress_bridge::EgressBridge>,
 }
 
 /// How the agent's run ended (`agent_exit.exit_cause`).
@@ -197,6 +201,9 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
     }
     let guard = GroupGuard::install(&mut cmd)?;
     die_with_supervisor(&mut cmd);
+    if let Some(bridge) = spec.egress {
+        enter_egress_bridge(&mut cmd, bridge);
+    }
     let started = Instant::now();
     let mut child = cmd.spawn()?;
     drop(cmd); // our copies of the pipe's write end: the copier sees EOF when the agent's close
@@ -388,6 +395,24 @@ fn die_with_supervisor(cmd: &mut Command) {
 /// that cgroup before its exec, so nothing the agent starts runs outside it (kernel
 /// `cgroup-v2.rst`, "Processes": writing 0 migrates the writer). A failed write fails the
 /// spawn.
+/// The agent enters its network namespace and starts its forwarder before exec; a failure
+/// fails the spawn (the agent never runs with more network than asked).
+fn enter_egress_bridge(
+    cmd: &mut Command,
+    bridge: agent_runner_plugin_host::egress_bridge::EgressBridge,
+) {
+    // SAFETY: the closure runs in the forked child before exec; `EgressBridge::enter` makes
+    // raw system calls only (unshare, open/write of /proc/self maps, socket, ioctl, bind,
+    // listen, clone), allocates nothing and takes no locks (its contract).
+    unsafe {
+        cmd.pre_exec(move || {
+            bridge
+                .enter()
+                .map_err(|e| std::io::Error::from_raw_os_error(e.errno))
+        });
+    }
+}
+
 fn join_cgroup(cmd: &mut Command, procs: OwnedFd) {
     let fd = procs.as_raw_fd();
     // SAFETY: the closure runs in the forked child before exec and makes one

@@ -140,6 +140,7 @@ mod tests {
             terminal_marker: String::new(),
             sigterm_grace: std::time::Duration::from_secs(10),
             session_resume: true,
+            allow_hosts: None,
         }
     }
 

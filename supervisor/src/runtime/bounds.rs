@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use crate::record::event_read::Backwards;
+use crate::record::events::read::Backwards;
 
 /// The ceiling's window.
 pub(crate) const HOUR: Duration = Duration::from_secs(3600);

@@ -17,7 +17,7 @@ use serde::Serialize;
 use std::path::Path;
 
 use crate::config::Config;
-use crate::record::event_read::Backwards;
+use crate::record::events::read::Backwards;
 use crate::tree_file::{regular_file_sha256, Symlink};
 
 /// The fields serialized, in sorted key order (the struct's order is the JSON's).

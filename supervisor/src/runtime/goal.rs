@@ -19,7 +19,7 @@ use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
 use crate::config::{GoalCheck, GoalConfig, CHECK_KILL_GRACE};
-use crate::record::event_read::Backwards;
+use crate::record::events::read::Backwards;
 use crate::record::events::{Event, EventLog};
 
 /// Bytes of a check's stdout kept (its end): enough for the last number of a report.

@@ -185,6 +185,7 @@ mod tests {
             terminal_marker: String::new(),
             sigterm_grace: std::time::Duration::from_secs(10),
             session_resume: true,
+            allow_hosts: None,
         };
         let work_dir = std::path::Path::new("/srv/p");
         assert_eq!(

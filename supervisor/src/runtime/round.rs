@@ -31,6 +31,7 @@ use crate::runtime::attribution::{Baseline, OwnFiles};
 use crate::runtime::config_digest;
 use crate::runtime::detect_hooks::{self, AutoStop};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
+use crate::runtime::egress_proxy;
 use crate::runtime::git::Repo;
 use crate::runtime::git_operation;
 use crate::runtime::grace::Grace;
@@ -41,6 +42,7 @@ use crate::runtime::prompt::{agent_argv, assemble, spawn_view_argv};
 use crate::runtime::round_cgroup::{self, Delegation, RoundCgroup};
 use crate::runtime::round_context::{self, RoundContext, CONTEXT_FILE_ENV};
 use crate::runtime::sessions::{Resume, Sessions};
+use crate::runtime::sandbox_denials::DenialTally;
 use crate::runtime::spawn_gate::{self, Verdict};
 use crate::runtime::substrate;
 use crate::tree_file;
@@ -53,7 +55,7 @@ pub(crate) const TAIL_CHARS: usize = 500;
 /// The last `lines` lines of the round log at `path`, redacted, at most `chars`
 /// characters (the end kept); empty when it cannot be read.
 pub(crate) fn log_tail(path: &std::path::Path, lines: usize, chars: usize) -> String {
-    let text = crate::record::round_history::tail_text(path, 64 * 1024).unwrap_or_default();
+    let text = crate::record::rounds::tail_text(path, 64 * 1024).unwrap_or_default();
     let text = text.trim_end();
     let start = text
         .rmatch_indices('\n')
@@ -326,6 +328,9 @@ impl Runner {
             "AGENT_RUNNER_FRESH_EYES".into(),
             if fresh { "1" } else { "0" }.into(),
         ));
+        if self.config.profile(phase).agent.allow_hosts.is_some() {
+            env.extend(egress_proxy::agent_env());
+        }
         if let Some(file) = &self.config.runtime.narrative_file {
             env.push((
                 "AGENT_RUNNER_NARRATIVE_FILE".into(),
@@ -665,6 +670,13 @@ impl Runner {
         let mut spec = self.agent_spec(round_num, launch, log_path, log);
         let mut cgroup = self.round_cgroup(round_num);
         spec.cgroup_procs = cgroup.as_mut().and_then(RoundCgroup::take_procs);
+        let mut refusals = None;
+        if let Some(allow) = &self.config.profile(phase).agent.allow_hosts {
+            let (bridge, rx) = egress_proxy::open(allow)
+                .map_err(|source| self.spawn_failed(round_num, phase, source))?;
+            spec.egress = Some(bridge);
+            refusals = Some(rx);
+        }
         self.events.emit(Event::AgentSpawn {
             round_num,
             timeout_s: budget.as_secs(),
@@ -675,27 +687,45 @@ impl Runner {
             Some(cg) => Some(cg.finish().await),
             None => None,
         };
-        let exit = exit.map_err(|source| {
-            let err = RoundError::StartAgent {
-                command: self.config.profile(phase).agent.command[0].clone(),
-                source,
-            };
-            self.events.emit(Event::AgentSpawnFailed {
-                round_num,
-                error: err.to_string(),
-            });
-            self.events.emit(Event::RoundEnd(RoundEnd::NotStarted {
-                round_num,
-                outcome: RoundOutcome::SpawnFailed,
-            }));
-            err
-        })?;
+        let exit = exit.map_err(|source| self.spawn_failed(round_num, phase, source))?;
         self.record_exit(round_num, &exit, budget);
+        if let Some(mut rx) = refusals {
+            let mut tally = DenialTally::default();
+            while let Ok(r) = rx.try_recv() {
+                tally.add("egress", format!("{}:{}", r.host, r.port), r.access);
+            }
+            for event in tally.into_events(round_num) {
+                self.events.emit(event);
+            }
+        }
         if let Some(usage) = usage {
             let agent = &self.config.profile(phase).agent.command[0];
             self.record_cgroup(round_num, agent, &exit, usage);
         }
         Ok(exit)
+    }
+
+    /// `agent_spawn_failed` and a `round_end` for an agent that could not start; the
+    /// round's error.
+    fn spawn_failed(
+        &self,
+        round_num: u64,
+        phase: Option<&str>,
+        source: std::io::Error,
+    ) -> RoundError {
+        let err = RoundError::StartAgent {
+            command: self.config.profile(phase).agent.command[0].clone(),
+            source,
+        };
+        self.events.emit(Event::AgentSpawnFailed {
+            round_num,
+            error: err.to_string(),
+        });
+        self.events.emit(Event::RoundEnd(RoundEnd::NotStarted {
+            round_num,
+            outcome: RoundOutcome::SpawnFailed,
+        }));
+        err
     }
 
     /// Records how the agent of round `round_num` ended: `agent_exit`, and after a budget
@@ -745,6 +775,7 @@ impl Runner {
                 .collect(),
             grace: self.grace(launch.marker.as_bytes(), round_num, log_path),
             cgroup_procs: None,
+            egress: None,
         }
     }
 

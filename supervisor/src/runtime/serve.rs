@@ -992,10 +992,10 @@ async fn pause(
 /// and at the end, so it is current whenever the loop is idle or a `round` has ended. A failure is logged, never raised:
 /// readers do without the summary.
 fn refresh_summary(state_dir: &Path) {
-    if let Err(err) = crate::record::recent::refresh_summary(state_dir) {
+    if let Err(err) = crate::record::events::recent::refresh_summary(state_dir) {
         tracing::warn!(
             "cannot write {}: {err}",
-            crate::record::event_summary::SUMMARY_FILE
+            crate::record::events::summary::SUMMARY_FILE
         );
     }
 }

@@ -124,6 +124,7 @@ mod tests {
             terminal_marker: String::new(),
             sigterm_grace: std::time::Duration::from_secs(10),
             session_resume: on,
+            allow_hosts: None,
         }
     }
 

@@ -348,6 +348,89 @@ fn call(name: &str, path: &str) -> String {
                     libc::O_RDONLY,
                 )
             }
+            // Outside the allow-list, never on the old deny-list.
+            "kcmp" => sc(libc::SYS_kcmp, libc::getpid(), libc::getpid(), 0, 0, 1),
+            "keyctl" => sc(libc::SYS_keyctl, 0, -3, 0), // KEYCTL_GET_KEYRING_ID, session
+            "personality" => sc(libc::SYS_personality, 0x0040_0000), // READ_IMPLIES_EXEC
+            "pidfd_open" => sc(libc::SYS_pidfd_open, 1, 0),
+            "pidfd_send_signal" => sc(libc::SYS_pidfd_send_signal, 0, libc::SIGKILL, 0, 0),
+            "mlock" => {
+                let page = [0u8; 4096];
+                sc(libc::SYS_mlock, page.as_ptr(), page.len())
+            }
+            "sched_setaffinity" => {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(0, &mut set);
+                sc(
+                    libc::SYS_sched_setaffinity,
+                    0,
+                    std::mem::size_of_val(&set),
+                    &set,
+                )
+            }
+            // IOPRIO_WHO_PROCESS, self, the real-time class at level 0.
+            "ioprio_set" => sc(libc::SYS_ioprio_set, 1, 0, 1 << 13),
+            "setuid" => sc(libc::SYS_setuid, 65534),
+            "mq_open" => sc(
+                libc::SYS_mq_open,
+                c"ar-hostile".as_ptr(),
+                libc::O_CREAT | libc::O_RDWR,
+                0o600,
+                0,
+            ),
+            // New namespaces: clone's flags are checked; clone3's are in memory, so it
+            // fails with ENOSYS (and libc falls back to clone).
+            "clone_newuser" | "clone_newnet" => {
+                let flag = if name == "clone_newuser" {
+                    libc::CLONE_NEWUSER
+                } else {
+                    libc::CLONE_NEWNET
+                };
+                let pid = sc(libc::SYS_clone, flag | libc::SIGCHLD, 0, 0, 0, 0);
+                if pid == 0 {
+                    libc::_exit(0);
+                }
+                pid
+            }
+            "unshare_newns" => sc(libc::SYS_unshare, libc::CLONE_NEWNS),
+            "clone3_newuser" => {
+                // struct clone_args: flags, pidfd, child_tid, parent_tid, exit_signal, ...
+                let mut args = [0u64; 11];
+                args[0] = libc::CLONE_NEWUSER as u64;
+                args[4] = libc::SIGCHLD as u64;
+                let pid = sc(libc::SYS_clone3, args.as_mut_ptr(), 88);
+                if pid == 0 {
+                    libc::_exit(0);
+                }
+                pid
+            }
+            // The second attacker (docs/security.md "Attacked again").
+            "kill_all" => sc(libc::SYS_kill, -1, libc::SIGKILL),
+            "raise_fsize" => {
+                let inf = libc::rlimit {
+                    rlim_cur: libc::RLIM_INFINITY,
+                    rlim_max: libc::RLIM_INFINITY,
+                };
+                sc(libc::SYS_setrlimit, libc::RLIMIT_FSIZE, &inf)
+            }
+            // `path` is `<source>|<new link>`.
+            "hardlink" => {
+                let (from, to) = path.split_once('|').unwrap_or((path, ""));
+                let from = std::ffi::CString::new(from).unwrap_or_default();
+                let to = std::ffi::CString::new(to).unwrap_or_default();
+                sc(libc::SYS_link, from.as_ptr(), to.as_ptr())
+            }
+            "symlink_and_open" => {
+                let link = std::env::temp_dir().join("to-target");
+                let to = std::ffi::CString::new(link.into_os_string().into_encoded_bytes())
+                    .unwrap_or_default();
+                let made = sc(libc::SYS_symlink, p, to.as_ptr());
+                if made < 0 {
+                    made
+                } else {
+                    libc::open(to.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC).into()
+                }
+            }
             _ => return format!("unknown call {name:?}"),
         }
     };

@@ -17,9 +17,9 @@ use std::time::{Duration, SystemTime};
 use crate::config::{Config, MonitorConfig};
 use crate::exit::{self, CliError};
 use crate::operator::monitor::metrics::epoch_seconds;
+use crate::record::events::recent::{self, Wanted};
 use crate::record::events::{Event, EventLog, Recorded};
-use crate::record::recent::{self, Wanted};
-use crate::record::round_history;
+use crate::record::rounds;
 use crate::record::service::{self, ServiceState};
 use crate::record::stop::StopLevel;
 use crate::runtime::host_health::{self, Reading};
@@ -83,11 +83,11 @@ impl Observation {
                 .filter(|d| d.pid == pid)
                 .map_or(ServiceState::Running, |d| d.state)
         });
-        let log_tail = round_history::rounds(&found.round_events)
+        let log_tail = rounds::rounds(&found.round_events)
             .values()
             .next_back()
             .and_then(|r| r.log_path.clone())
-            .and_then(|p| round_history::tail_text(Path::new(&p), LOG_TAIL_BYTES));
+            .and_then(|p| rounds::tail_text(Path::new(&p), LOG_TAIL_BYTES));
         Observation {
             events: found.events,
             round_events: found.round_events,

@@ -33,7 +33,7 @@ use crate::exit::{self, CliError};
 use crate::operator::monitor::healthz;
 use crate::operator::monitor::metrics::{self, Counters, ProjectView};
 use crate::operator::peek::{self, PeekDoc, PeekOptions};
-use crate::record::event_read::Forward;
+use crate::record::events::read::Forward;
 use crate::record::service;
 use crate::runtime::host_health::{self, Reading};
 

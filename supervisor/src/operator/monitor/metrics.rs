@@ -48,7 +48,7 @@ pub(crate) struct ProjectView<'a> {
 
 /// Seconds since the epoch of an event `ts`.
 pub(crate) fn epoch_seconds(ts: &str) -> Option<f64> {
-    let at = crate::record::event_read::parse_ts(ts)?;
+    let at = crate::record::events::read::parse_ts(ts)?;
     Some(
         at.duration_since(SystemTime::UNIX_EPOCH)
             .ok()?

@@ -28,7 +28,7 @@ use std::time::Duration;
 use crate::config::{self, Config};
 use crate::exit::{self, CliError};
 use crate::operator::event_query::TAIL_POLL;
-use crate::record::event_read::Forward;
+use crate::record::events::read::Forward;
 
 /// `--mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

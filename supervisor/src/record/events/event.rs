@@ -310,6 +310,30 @@ pub(crate) enum Event {
         /// The hard limit, in bytes; `null` when the host itself ran out of memory.
         max_bytes: Option<u64>,
     },
+    /// The agent's sandbox refused something in the round, counted per distinct denial;
+    /// after `agent_exit`, most frequent first, at most
+    /// `crate::runtime::sandbox_denials::MAX_EVENTS_PER_ROUND` per round
+    /// (docs/security.md, "Denials told, not silent").
+    AgentSandboxDenied {
+        /// The round.
+        round_num: u64,
+        /// The layer that refused: `egress` (the proxy, a host not in `[agent.sandbox]
+        /// allow_hosts`).
+        layer: String,
+        /// What was refused: for `egress`, `host:port` as the agent asked for it.
+        target: String,
+        /// How: for `egress`, `connect` (an HTTPS tunnel) or `http` (a plain-HTTP request).
+        access: String,
+        /// How many times in the round.
+        count: u64,
+        /// On the round's last such event when the cap was reached: the distinct denials
+        /// left out; absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dropped_kinds: Option<u64>,
+        /// With `dropped_kinds`: how many denials they were in all; absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dropped_count: Option<u64>,
+    },
 
     // ---- monitor ----
     /// A `monitor` began watching this project.
@@ -985,6 +1009,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "round_mem_terminated",
     "round_cgroup_memory",
     "round_oom_killed",
+    "agent_sandbox_denied",
     "monitor_started",
     "monitor_alert_emitted",
     "monitor_auto_stop_triggered",

@@ -1,6 +1,6 @@
 //! The summary `serve` and `round` keep beside the record, `<state_dir>/events-summary.json`, for the
 //! questions reading backwards cannot answer cheaply: the newest rounds, `hook_failed` and
-//! `agent_network_blip` events when they lie further back than a look reads ([`crate::record::recent`], which
+//! `agent_network_blip` events when they lie further back than a look reads ([`crate::record::events::recent`], which
 //! also refreshes it for them).
 //!
 //! It is state rebuilt from the record, never a source of truth: `serve` refreshes it at

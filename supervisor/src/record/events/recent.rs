@@ -1,8 +1,8 @@
 //! What one look (`peek`, `watch`) needs from the record: the newest events, the events of
 //! the newest rounds, the newest `hook_failed` events and the newest `agent_network_blip`
 //! events, gathered by reading the record backwards
-//! ([`crate::record::event_read::Backwards`]) and stopping as soon as all are found. What lies further back than [`SCAN_BYTES`] comes from the summary `serve`
-//! keeps ([`crate::record::event_summary`]) when the scan reaches the point it covers
+//! ([`crate::record::events::read::Backwards`]) and stopping as soon as all are found. What lies further back than [`SCAN_BYTES`] comes from the summary `serve`
+//! keeps ([`crate::record::events::summary`]) when the scan reaches the point it covers
 //! (docs/operations.md "Reading the record"). Only the kept lines are deserialized; memory
 //! is bounded by what is asked, not by the record.
 
@@ -10,8 +10,8 @@ use std::collections::BTreeSet;
 use std::io;
 use std::path::Path;
 
-use crate::record::event_read::Backwards;
-use crate::record::event_summary::{self, Covers, Summary};
+use crate::record::events::read::Backwards;
+use crate::record::events::summary::{self, Covers, Summary};
 use crate::record::events::Recorded;
 
 /// Completed rounds a look lists (`peek`'s `recent_rounds`).
@@ -238,7 +238,7 @@ pub(crate) fn scan(state_dir: &Path, wanted: Wanted) -> Recent {
     gather(
         state_dir,
         wanted,
-        event_summary::load(state_dir),
+        summary::load(state_dir),
         Some(SCAN_BYTES),
     )
 }
@@ -288,12 +288,12 @@ fn summary_wanted() -> Wanted {
     }
 }
 
-/// Brings the summary of `state_dir` ([`event_summary`]) up to the end of the record and
+/// Brings the summary of `state_dir` ([`summary`]) up to the end of the record and
 /// writes it atomically (only `serve` and `round` call this). Nothing is written while the record is empty.
 ///
 /// Errors: the summary cannot be written.
 pub(crate) fn refresh_summary(state_dir: &Path) -> io::Result<()> {
-    let previous = event_summary::load(state_dir);
+    let previous = summary::load(state_dir);
     let unchanged = previous.as_ref().map(|s| s.covers.clone());
     let found = gather(state_dir, summary_wanted(), previous, None);
     let Some(covers) = found.newest else {
@@ -304,13 +304,13 @@ pub(crate) fn refresh_summary(state_dir: &Path) -> io::Result<()> {
     }
     let lines = |events: Vec<Recorded>| events.into_iter().map(|e| e.line).collect();
     let summary = Summary {
-        version: event_summary::VERSION,
+        version: summary::VERSION,
         covers,
         round_events: lines(found.round_events),
         hook_failures: lines(found.hook_failures),
         network_blips: lines(found.blips),
     };
-    event_summary::write(state_dir, &summary)
+    summary::write(state_dir, &summary)
 }
 
 #[cfg(test)]
@@ -411,8 +411,8 @@ pub(crate) mod tests {
 #[cfg(test)]
 mod summary_tests {
     use super::*;
-    use crate::record::event_summary::{load, Covers};
-    use crate::record::recent::tests::{blip, round};
+    use crate::record::events::recent::tests::{blip, round};
+    use crate::record::events::summary::{load, Covers};
     use std::collections::BTreeSet;
 
     fn rounds_in(events: &[Recorded]) -> BTreeSet<u64> {

@@ -1,0 +1,466 @@
+//! The agent's way out when its egress is filtered: a private network namespace with only
+//! loopback, and a forwarder handing every connection to the supervisor's proxy.
+//!
+//! With `[agent.sandbox] allow_hosts` set, the agent must reach the outside only through the
+//! supervisor's filtering proxy (docs/security.md, "Egress by host name"). Between fork and
+//! exec, [`EgressBridge::enter`]:
+//!
+//! 1. unshares a network namespace (`CLONE_NEWNET`; for an unprivileged operator inside a new
+//!    user namespace of its own, `CLONE_NEWUSER | CLONE_NEWNET`, the operator's ids mapped to
+//!    themselves as in [`crate::user_namespace`]). The namespace has one interface, `lo`,
+//!    which it brings up: no other interface, no route, so a direct connection to any
+//!    address outside fails (`ENETUNREACH`; `127.0.0.0/8` is the namespace's own loopback);
+//! 2. binds a listening TCP socket to `127.0.0.1:`[`PROXY_PORT`] in that namespace (the
+//!    namespace is new, so the port is always free);
+//! 3. forks the *forwarder*: a child that keeps only that listening socket and its end of a
+//!    `SOCK_SEQPACKET` pair whose other end the supervisor holds ([`BridgeReceiver`]). For
+//!    every connection it accepts it sends the connected socket itself to the supervisor
+//!    (`SCM_RIGHTS`) and closes its copy. It copies no bytes: the supervisor's proxy reads
+//!    and writes the agent's connection directly, so the forwarder holds no data and needs
+//!    no buffers. It ignores the stop signals the round's process group gets (the agent may
+//!    be draining its turn), dies with `PR_SET_PDEATHSIG` = SIGKILL when the agent's process
+//!    (its parent) ends, and with the group's `SIGKILL` at the end of the round;
+//! 4. returns, and the caller goes on to confine and exec the agent (the listening socket
+//!    and the pair's end are close-on-exec: the agent never holds them).
+//!
+//! The agent is then told `HTTPS_PROXY=http://127.0.0.1:3128` and friends (see
+//! [`proxy_url`]); whatever it connects to, only the proxy can take it further.
+//!
+//! Everything is prepared before the fork; `enter` and the forwarder make raw system calls
+//! only (no allocation, locks or logging), the crate's rule for code between fork and exec.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// The loopback TCP port, inside the agent's network namespace, the forwarder listens on.
+/// The namespace is private to the round, so a fixed port cannot collide (3128: the port
+/// HTTP proxies customarily use).
+pub const PROXY_PORT: u16 = 3128;
+
+/// The proxy URL the agent is given (`http://127.0.0.1:3128`).
+pub fn proxy_url() -> String {
+    format!("http://127.0.0.1:{PROXY_PORT}")
+}
+
+/// `"<id> <id> 1\n"` for one id, prepared before the fork.
+#[derive(Debug, Clone, Copy)]
+struct IdMap {
+    buf: [u8; 32],
+    len: usize,
+}
+
+impl IdMap {
+    fn identity(id: u32) -> Self {
+        let text = format!("{id} {id} 1\n");
+        let mut buf = [0u8; 32];
+        buf[..text.len()].copy_from_slice(text.as_bytes());
+        IdMap {
+            buf,
+            len: text.len(),
+        }
+    }
+}
+
+/// What the forked agent process does to enter its network namespace and start the
+/// forwarder; built before the fork by [`bridge`]. Move it into the fork (for
+/// `std::process::Command`, into the `pre_exec` closure) and drop the parent's copy after
+/// the spawn, so that [`BridgeReceiver::recv`] sees the end when the forwarder ends.
+#[derive(Debug)]
+pub struct EgressBridge {
+    /// The forwarder's end of the pair (close-on-exec).
+    forwarder_end: OwnedFd,
+    /// `Some((uid_map, gid_map))`: also create a user namespace (unprivileged operator).
+    user_namespace: Option<(IdMap, IdMap)>,
+}
+
+/// The supervisor's end: the agent's connections, one descriptor per message.
+#[derive(Debug)]
+pub struct BridgeReceiver {
+    fd: OwnedFd,
+}
+
+/// Prepares a bridge for one agent launch. `user_namespace`: `Some((uid, gid))` creates a
+/// user namespace around the network namespace, mapping the agent's own ids (the ids the
+/// agent process has when [`EgressBridge::enter`] runs) to themselves. It is needed unless
+/// that process holds `CAP_SYS_ADMIN` (root); a caller whose launch already entered a user
+/// namespace passes `None` and calls [`EgressBridge::enter`] after it.
+///
+/// # Errors
+/// `socketpair(2)` failed (descriptor limits).
+pub fn bridge(
+    user_namespace: Option<(u32, u32)>,
+) -> std::io::Result<(EgressBridge, BridgeReceiver)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: socketpair writes two descriptors into the live array.
+    let r = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors are fresh and owned by nobody else.
+    let (a, b) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let user_namespace =
+        user_namespace.map(|(uid, gid)| (IdMap::identity(uid), IdMap::identity(gid)));
+    Ok((
+        EgressBridge {
+            forwarder_end: a,
+            user_namespace,
+        },
+        BridgeReceiver { fd: b },
+    ))
+}
+
+/// Where [`EgressBridge::enter`] failed, for the caller's report (raw system calls only:
+/// the step and the errno, nothing allocated).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnterError {
+    /// The step: `"unshare"`, `"uid_map"`, `"loopback"`, `"listen"` or `"fork"`.
+    pub step: &'static str,
+    /// The errno.
+    pub errno: i32,
+}
+
+impl std::fmt::Display for EnterError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "egress bridge: {} failed: {}",
+            self.step,
+            std::io::Error::from_raw_os_error(self.errno)
+        )
+    }
+}
+
+impl std::error::Error for EnterError {}
+
+impl From<EnterError> for std::io::Error {
+    fn from(e: EnterError) -> Self {
+        std::io::Error::from_raw_os_error(e.errno)
+    }
+}
+
+fn errno() -> i32 {
+    // SAFETY: reads this thread's errno.
+    unsafe { *libc::__errno_location() }
+}
+
+fn fail(step: &'static str) -> EnterError {
+    EnterError {
+        step,
+        errno: errno(),
+    }
+}
+
+impl EgressBridge {
+    /// Run in the forked child before exec (single-threaded; raw system calls only): the
+    /// steps of the module docs. On return the process is in its network namespace and the
+    /// forwarder runs; on error nothing outside this process changed and the caller must not
+    /// exec the agent (fail closed).
+    ///
+    /// # Errors
+    /// The failing step and its errno ([`EnterError`]).
+    pub fn enter(&self) -> Result<(), EnterError> {
+        let flags = match self.user_namespace {
+            Some(_) => libc::CLONE_NEWUSER | libc::CLONE_NEWNET,
+            None => libc::CLONE_NEWNET,
+        };
+        // SAFETY: unshare takes flags.
+        if unsafe { libc::unshare(flags) } != 0 {
+            return Err(fail("unshare"));
+        }
+        if let Some((uid_map, gid_map)) = &self.user_namespace {
+            crate::user_namespace::write_file(c"/proc/self/setgroups", b"deny")
+                .and_then(|()| {
+                    crate::user_namespace::write_file(
+                        c"/proc/self/uid_map",
+                        &uid_map.buf[..uid_map.len],
+                    )
+                })
+                .and_then(|()| {
+                    crate::user_namespace::write_file(
+                        c"/proc/self/gid_map",
+                        &gid_map.buf[..gid_map.len],
+                    )
+                })
+                .map_err(|e| EnterError {
+                    step: "uid_map",
+                    errno: e.raw_os_error().unwrap_or(libc::EPERM),
+                })?;
+        }
+        loopback_up()?;
+        let listener = listen_loopback()?;
+        // SAFETY: getpid takes nothing.
+        let parent = unsafe { libc::getpid() };
+        // A raw clone behaves like fork without running glibc's atfork handlers.
+        // SAFETY: clone with SIGCHLD and no new stack duplicates this process; both sides
+        // only make raw system calls afterwards.
+        let pid =
+            unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0) };
+        match pid {
+            -1 => {
+                let e = fail("fork");
+                // SAFETY: closes the descriptor made above.
+                unsafe { libc::close(listener) };
+                Err(e)
+            }
+            0 => forward(parent, listener, self.forwarder_end.as_raw_fd()),
+            _ => {
+                // SAFETY: the agent never holds the listening socket (the forwarder does).
+                unsafe { libc::close(listener) };
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Brings `lo` up (`SIOCSIFFLAGS`), which gives the namespace `127.0.0.1/8`.
+fn loopback_up() -> Result<(), EnterError> {
+    // SAFETY: socket takes integers; returns a descriptor or -1.
+    let s = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if s < 0 {
+        return Err(fail("loopback"));
+    }
+    // SAFETY: ifreq is plain data (zero is valid); the ioctls read and write the live struct.
+    let r = unsafe {
+        let mut req: libc::ifreq = std::mem::zeroed();
+        for (d, s) in req.ifr_name.iter_mut().zip(b"lo\0") {
+            *d = *s as libc::c_char;
+        }
+        let mut r = libc::ioctl(s, libc::SIOCGIFFLAGS, &mut req as *mut libc::ifreq);
+        if r == 0 {
+            req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+            r = libc::ioctl(s, libc::SIOCSIFFLAGS, &mut req as *mut libc::ifreq);
+        }
+        r
+    };
+    let e = fail("loopback");
+    // SAFETY: closes the descriptor made above.
+    unsafe { libc::close(s) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(e)
+    }
+}
+
+/// A close-on-exec TCP socket listening on `127.0.0.1:PROXY_PORT`.
+fn listen_loopback() -> Result<RawFd, EnterError> {
+    // SAFETY: socket takes integers; returns a descriptor or -1.
+    let s = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if s < 0 {
+        return Err(fail("listen"));
+    }
+    let addr = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: PROXY_PORT.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: bind reads a live sockaddr_in of the given length; listen takes integers.
+    let r = unsafe {
+        let r = libc::bind(
+            s,
+            (&addr as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        );
+        if r == 0 {
+            libc::listen(s, 128)
+        } else {
+            r
+        }
+    };
+    if r != 0 {
+        let e = fail("listen");
+        // SAFETY: closes the descriptor made above.
+        unsafe { libc::close(s) };
+        return Err(e);
+    }
+    Ok(s)
+}
+
+/// The forwarder (module docs, step 3). Never returns.
+fn forward(parent: libc::pid_t, listener: RawFd, channel: RawFd) -> ! {
+    // SAFETY: raw system calls on integers and live stack structs. The descriptors are moved
+    // to 0 and 1 and everything else is closed, so the forwarder holds none of the round's
+    // pipes (the round log, std's exec-error pipe) and cannot keep them open.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        if libc::getppid() != parent {
+            // The agent's process ended before PDEATHSIG was armed.
+            libc::_exit(0);
+        }
+        let mut ign: libc::sigaction = std::mem::zeroed();
+        ign.sa_sigaction = libc::SIG_IGN;
+        for sig in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+            libc::SIGPIPE,
+            libc::SIGUSR1,
+            libc::SIGUSR2,
+        ] {
+            libc::sigaction(sig, &ign, std::ptr::null_mut());
+        }
+        // Above the standard descriptors first, so neither move overwrites the other.
+        let l = libc::fcntl(listener, libc::F_DUPFD_CLOEXEC, 3);
+        let c = libc::fcntl(channel, libc::F_DUPFD_CLOEXEC, 3);
+        if l < 0 || c < 0 || libc::dup2(l, 0) < 0 || libc::dup2(c, 1) < 0 {
+            libc::_exit(111);
+        }
+        libc::syscall(libc::SYS_close_range, 2u32, u32::MAX, 0u32);
+        loop {
+            let conn = libc::accept4(0, std::ptr::null_mut(), std::ptr::null_mut(), 0);
+            if conn < 0 {
+                match errno() {
+                    libc::EINTR
+                    | libc::ECONNABORTED
+                    | libc::EMFILE
+                    | libc::ENFILE
+                    | libc::ENOBUFS
+                    | libc::ENOMEM
+                    | libc::EPROTO => continue,
+                    _ => libc::_exit(112),
+                }
+            }
+            let sent = send_fd(1, conn);
+            libc::close(conn);
+            if !sent {
+                // The supervisor's end is gone: nobody to hand connections to.
+                libc::_exit(0);
+            }
+        }
+    }
+}
+
+/// Sends `fd` over the seqpacket socket `channel` with one data byte. False if the peer is
+/// gone.
+fn send_fd(channel: RawFd, fd: RawFd) -> bool {
+    // u64 words: aligned for cmsghdr; 32 bytes ≥ CMSG_SPACE(sizeof(int)) = 24.
+    let mut control = [0u64; 4];
+    let mut byte = [b'c'];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    // SAFETY: msghdr is plain data; the CMSG_* helpers compute pointers inside `control`,
+    // which is large and aligned enough for one cmsghdr with one int; sendmsg reads the live
+    // structs.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as usize;
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd);
+        loop {
+            if libc::sendmsg(channel, &msg, libc::MSG_NOSIGNAL) >= 0 {
+                return true;
+            }
+            if errno() != libc::EINTR {
+                return false;
+            }
+        }
+    }
+}
+
+impl BridgeReceiver {
+    /// Blocks for the agent's next connection: a connected TCP socket (close-on-exec) in the
+    /// agent's network namespace. `Ok(None)` once the forwarder has ended (the round is
+    /// over). A message that carries anything but one socket is dropped (the descriptors it
+    /// carried closed) and the wait goes on.
+    ///
+    /// # Errors
+    /// `recvmsg(2)` failed other than by `EINTR`.
+    pub fn recv(&self) -> std::io::Result<Option<OwnedFd>> {
+        loop {
+            let mut control = [0u64; 8];
+            let mut byte = [0u8; 1];
+            let mut iov = libc::iovec {
+                iov_base: byte.as_mut_ptr().cast(),
+                iov_len: 1,
+            };
+            // SAFETY: msghdr is plain data pointing at live buffers; recvmsg fills them.
+            let (n, msg) = unsafe {
+                let mut msg: libc::msghdr = std::mem::zeroed();
+                msg.msg_iov = &mut iov;
+                msg.msg_iovlen = 1;
+                msg.msg_control = control.as_mut_ptr().cast();
+                msg.msg_controllen = std::mem::size_of_val(&control);
+                let n = libc::recvmsg(self.fd.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC);
+                (n, msg)
+            };
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            if n == 0 && msg.msg_controllen == 0 {
+                return Ok(None);
+            }
+            let mut fds = Vec::new();
+            // SAFETY: walks the control messages the kernel wrote into `control`, taking
+            // ownership of every descriptor an SCM_RIGHTS message carries (each is new in
+            // this process).
+            unsafe {
+                let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+                while !cmsg.is_null() {
+                    if (*cmsg).cmsg_level == libc::SOL_SOCKET
+                        && (*cmsg).cmsg_type == libc::SCM_RIGHTS
+                    {
+                        let data = libc::CMSG_DATA(cmsg).cast::<RawFd>();
+                        let count = ((*cmsg).cmsg_len - libc::CMSG_LEN(0) as usize)
+                            / std::mem::size_of::<RawFd>();
+                        for i in 0..count {
+                            fds.push(OwnedFd::from_raw_fd(std::ptr::read_unaligned(data.add(i))));
+                        }
+                    }
+                    cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+                }
+            }
+            if fds.len() == 1 && is_tcp_socket(&fds[0]) {
+                return Ok(fds.pop());
+            }
+        }
+    }
+}
+
+/// True if `fd` is a TCP stream socket (`SO_DOMAIN` inet, `SO_TYPE` stream).
+fn is_tcp_socket(fd: &OwnedFd) -> bool {
+    let opt = |name| {
+        let mut v: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: getsockopt writes one int into the live `v`.
+        let r = unsafe {
+            libc::getsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                name,
+                (&mut v as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        (r == 0).then_some(v)
+    };
+    matches!(opt(libc::SO_DOMAIN), Some(libc::AF_INET | libc::AF_INET6))
+        && opt(libc::SO_TYPE) == Some(libc::SOCK_STREAM)
+}
