@@ -140,6 +140,25 @@ fn egress_round(operator: Operator) {
         ],
         "{all}"
     );
+    // peek shows the round's denials, in its document and its text.
+    let out = p.run(&["peek", "--json"]);
+    out.assert_code(0);
+    let doc: agent_runner_e2e::serde_json::Value =
+        agent_runner_e2e::serde_json::from_str(&out.stdout).unwrap();
+    let shown = &doc["recent_rounds"][0]["sandbox_denied"];
+    assert_eq!(shown.as_array().map(Vec::len), Some(2), "{doc}");
+    assert!(shown.to_string().contains("denied.invalid"), "{doc}");
+    let out = p.run(&["peek"]);
+    out.assert_code(0);
+    assert!(
+        out.stdout
+            .contains(&format!("denied: egress connect 127.0.0.3:{}", up.port))
+            || out
+                .stdout
+                .contains(&format!("denied: egress http denied.invalid:{}", up.port)),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
@@ -181,4 +200,12 @@ fn without_allow_hosts_the_network_is_unchanged() {
     assert!(log.contains(&format!("netns {}", own.display())), "{log}");
     assert!(log.contains("proxy \n"), "{log}");
     assert!(p.events_of("agent_sandbox_denied").is_empty());
+    let out = p.run(&["peek", "--json"]);
+    let doc: agent_runner_e2e::serde_json::Value =
+        agent_runner_e2e::serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        doc["recent_rounds"][0]["sandbox_denied"],
+        agent_runner_e2e::serde_json::json!([]),
+        "{doc}"
+    );
 }

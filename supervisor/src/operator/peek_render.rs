@@ -170,7 +170,38 @@ fn recent_rounds(out: &mut String, p: &Paint, doc: &Value) {
             r["round_num"],
             p.dim(s(&r["started_at"]))
         );
+        sandbox_denied(out, p, &r["sandbox_denied"]);
     }
+}
+
+/// Under a round: what its agent's sandbox refused, one line, the most frequent first.
+fn sandbox_denied(out: &mut String, p: &Paint, denied: &Value) {
+    let denied = denied.as_array().cloned().unwrap_or_default();
+    if denied.is_empty() {
+        return;
+    }
+    let mut parts: Vec<String> = denied
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {} {} ×{}",
+                s(&d["layer"]),
+                s(&d["access"]),
+                s(&d["target"]),
+                d["count"]
+            )
+        })
+        .collect();
+    if let Some(kinds) = denied.last().and_then(|d| d["dropped_kinds"].as_u64()) {
+        parts.push(format!(
+            "and {kinds} more ({} denials)",
+            denied
+                .last()
+                .map(|d| d["dropped_count"].clone())
+                .unwrap_or_default()
+        ));
+    }
+    let _ = writeln!(out, "          {} {}", p.warn("denied:"), parts.join(", "));
 }
 
 /// `orphan`: the stash left by an interrupted round, if any.
@@ -368,7 +399,8 @@ mod tests {
             "project": "demo", "config": "/p/agent-runner.toml",
             "service": {"active": false, "stale": false},
             "current_round": null, "status": {"round_num": 3},
-            "recent_rounds": [{"round_num": 3, "exit_code": 1, "duration_s": 2.5, "started_at": "t"}],
+            "recent_rounds": [{"round_num": 3, "exit_code": 1, "duration_s": 2.5, "started_at": "t",
+                "sandbox_denied": [{"layer": "egress", "target": "evil.example:443", "access": "connect", "count": 3, "dropped_kinds": 2, "dropped_count": 5}]}],
             "orphan": null, "plugins": {"sandbox": {"requested": "prefer", "achieved_tier": "landlock+seccomp"}},
             "hosts": [], "recent_hook_failures": [], "recent_events": [{"ts": "t", "event": "round_end", "round_num": 3}],
             "schedule": {"paused": true, "resume_at": "2026-12-07T08:00:00Z", "active_window": "outside run_windows", "timezone": "UTC"},
@@ -378,6 +410,10 @@ mod tests {
         assert!(text.contains("not running"), "{text}");
         assert!(text.contains("R3") && text.contains("exit 1"), "{text}");
         assert!(text.contains("round_end"), "{text}");
+        assert!(
+            text.contains("denied: egress connect evil.example:443 ×3, and 2 more (5 denials)"),
+            "{text}"
+        );
         assert!(
             text.contains("schedule  paused until 2026-12-07T08:00:00Z (outside run_windows) UTC"),
             "{text}"

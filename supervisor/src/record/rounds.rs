@@ -1,5 +1,5 @@
-//! Rounds as the record tells them: `round_start`, `agent_spawn`, `agent_exit` and
-//! `round_end` events folded into one view per round (the reference system's `RoundView`
+//! Rounds as the record tells them: `round_start`, `agent_spawn`, `agent_exit`,
+//! `agent_sandbox_denied` and `round_end` events folded into one view per round (the reference system's `RoundView`
 //! shape, for `peek`), and the round logs under `<log_dir>/rounds/`.
 
 use schemars::JsonSchema;
@@ -37,6 +37,28 @@ pub(crate) struct RoundView {
     pub ended: bool,
     /// `round_end.ts`.
     pub ended_at: Option<String>,
+    /// Its `agent_sandbox_denied` events, in record order.
+    pub sandbox_denied: Vec<SandboxDenied>,
+}
+
+/// One `agent_sandbox_denied` of a round, as `peek` shows it (docs/security.md, "Denials
+/// told, not silent").
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
+pub(crate) struct SandboxDenied {
+    /// The layer that refused (`egress`).
+    pub layer: String,
+    /// What was refused (`host:port`).
+    pub target: String,
+    /// How (`connect`, `http`).
+    pub access: String,
+    /// How many times in the round.
+    pub count: u64,
+    /// On the round's last denial when its cap was reached: the distinct denials left
+    /// out (`null` otherwise).
+    pub dropped_kinds: Option<u64>,
+    /// With `dropped_kinds`: how many denials they were (`null` otherwise).
+    pub dropped_count: Option<u64>,
 }
 
 /// The view of round `n`, created empty when first met.
@@ -83,6 +105,24 @@ pub(crate) fn rounds(events: &[Recorded]) -> BTreeMap<u64, RoundView> {
                 r.timed_out = Some(*timed_out);
                 r.exit_cause = Some(exit_cause.clone());
             }
+            Event::AgentSandboxDenied {
+                round_num,
+                layer,
+                target,
+                access,
+                count,
+                dropped_kinds,
+                dropped_count,
+            } => entry(&mut rounds, *round_num)
+                .sandbox_denied
+                .push(SandboxDenied {
+                    layer: layer.clone(),
+                    target: target.clone(),
+                    access: access.clone(),
+                    count: *count,
+                    dropped_kinds: *dropped_kinds,
+                    dropped_count: *dropped_count,
+                }),
             Event::RoundEnd(end) => {
                 let (round_num, dirty_outcome) = match end {
                     RoundEnd::NotStarted { round_num, .. } => (round_num, None),
@@ -137,6 +177,10 @@ pub(crate) struct RoundDoc {
     pub dirty_outcome: Option<String>,
     /// `round_end.ts`.
     pub ended_at: Option<String>,
+    /// Ours: what the agent's sandbox refused in the round (its `agent_sandbox_denied`
+    /// events; `[]` when nothing was refused or nothing is filtered), so a confined agent
+    /// that failed is told from one that did nothing.
+    pub sandbox_denied: Vec<SandboxDenied>,
 }
 
 impl RoundView {
@@ -175,6 +219,7 @@ impl RoundView {
             exit_cause: self.exit_cause.clone(),
             dirty_outcome: self.dirty_outcome.clone(),
             ended_at: self.ended_at.clone(),
+            sandbox_denied: self.sandbox_denied.clone(),
         }
     }
 }
