@@ -165,6 +165,33 @@ impl EgressBridge {
     /// # Errors
     /// The failing step and its errno ([`EnterError`]).
     pub fn enter(&self) -> Result<(), EnterError> {
+        self.enter_namespace()?;
+        let listener = listen_loopback()?;
+        // SAFETY: getpid takes nothing.
+        let parent = unsafe { libc::getpid() };
+        // A raw clone behaves like fork without running glibc's atfork handlers.
+        // SAFETY: clone with SIGCHLD and no new stack duplicates this process; both sides
+        // only make raw system calls afterwards.
+        let pid =
+            unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0) };
+        match pid {
+            -1 => {
+                let e = fail("fork");
+                // SAFETY: closes the descriptor made above.
+                unsafe { libc::close(listener) };
+                Err(e)
+            }
+            0 => forward(parent, listener, self.forwarder_end.as_raw_fd()),
+            _ => {
+                // SAFETY: the agent never holds the listening socket (the forwarder does).
+                unsafe { libc::close(listener) };
+                Ok(())
+            }
+        }
+    }
+
+    /// Steps 1 of the module docs: the namespaces, the id maps, `lo` up.
+    fn enter_namespace(&self) -> Result<(), EnterError> {
         let flags = match self.user_namespace {
             Some(_) => libc::CLONE_NEWUSER | libc::CLONE_NEWNET,
             None => libc::CLONE_NEWNET,
@@ -192,29 +219,83 @@ impl EgressBridge {
                     errno: e.raw_os_error().unwrap_or(libc::EPERM),
                 })?;
         }
-        loopback_up()?;
-        let listener = listen_loopback()?;
-        // SAFETY: getpid takes nothing.
-        let parent = unsafe { libc::getpid() };
-        // A raw clone behaves like fork without running glibc's atfork handlers.
-        // SAFETY: clone with SIGCHLD and no new stack duplicates this process; both sides
-        // only make raw system calls afterwards.
-        let pid =
-            unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0) };
-        match pid {
-            -1 => {
-                let e = fail("fork");
-                // SAFETY: closes the descriptor made above.
-                unsafe { libc::close(listener) };
-                Err(e)
-            }
-            0 => forward(parent, listener, self.forwarder_end.as_raw_fd()),
-            _ => {
-                // SAFETY: the agent never holds the listening socket (the forwarder does).
-                unsafe { libc::close(listener) };
-                Ok(())
-            }
+        loopback_up()
+    }
+}
+
+/// Whether this process can give an agent its network namespace (as
+/// [`EgressBridge::enter`] would, for this process's own ids): probed once by a forked
+/// child that enters one, binds the proxy port and exits; the answer is cached. `Err` says
+/// which step failed and why, with where to look.
+pub fn probe() -> Result<(), String> {
+    static ANSWER: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    ANSWER.get_or_init(probe_once).clone()
+}
+
+const STEPS: [&str; 5] = ["unshare", "uid_map", "loopback", "listen", "fork"];
+
+fn probe_once() -> Result<(), String> {
+    // SAFETY: geteuid/getuid/getgid take nothing.
+    let ids = unsafe { (libc::geteuid() != 0).then(|| (libc::getuid(), libc::getgid())) };
+    let (plan, _receiver) = bridge(ids).map_err(|e| format!("socketpair: {e}"))?;
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 writes two descriptors into the live array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(format!("pipe: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: both descriptors are fresh and owned by nobody else.
+    let (read_end, write_end) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: a raw clone duplicating this process (as fork, without atfork handlers); the
+    // child makes raw system calls only and exits.
+    let pid = unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0) };
+    if pid == 0 {
+        let report = match plan
+            .enter_namespace()
+            .and_then(|()| listen_loopback().map(|_| ()))
+        {
+            Ok(()) => [0i32, 0],
+            Err(e) => [
+                STEPS.iter().position(|s| *s == e.step).unwrap_or(0) as i32 + 1,
+                e.errno,
+            ],
+        };
+        // SAFETY: writes 8 bytes of a live array to the pipe, then exits.
+        unsafe {
+            libc::write(write_end.as_raw_fd(), report.as_ptr().cast(), 8);
+            libc::_exit(0)
         }
+    }
+    drop(write_end);
+    if pid < 0 {
+        return Err(format!(
+            "cannot fork to probe: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    let mut status: libc::c_int = 0;
+    // SAFETY: waits for the probe child into a live stack integer.
+    while unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) } < 0 {
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return Err("cannot wait for the probe".into());
+        }
+    }
+    let mut report = [0i32; 2];
+    // SAFETY: reads at most 8 bytes into the live array.
+    let n = unsafe { libc::read(read_end.as_raw_fd(), report.as_mut_ptr().cast(), 8) };
+    match (n, report) {
+        (8, [0, _]) => Ok(()),
+        (8, [step, errno]) => Err(format!(
+            "{} failed: {}{}",
+            STEPS.get(step as usize - 1).unwrap_or(&"?"),
+            std::io::Error::from_raw_os_error(errno),
+            if ids.is_some() && step == 1 {
+                " (an unprivileged operator needs user namespaces: see kernel.unprivileged_userns_clone, user.max_user_namespaces, kernel.apparmor_restrict_unprivileged_userns)"
+            } else {
+                ""
+            }
+        )),
+        _ => Err("the probe child died".into()),
     }
 }
 

@@ -87,6 +87,12 @@ fn egress_round(operator: Operator) {
             ),
         );
     p.write_config_text(&config);
+    // doctor's probe of the namespace passes for this operator.
+    let out = p.run(&["doctor", "--json"]);
+    let report: agent_runner_e2e::serde_json::Value =
+        agent_runner_e2e::serde_json::from_str(&out.stdout).unwrap();
+    let check = agent_runner_e2e::doctor_check(&report, "agent_preconditions");
+    assert_eq!(check["ok"], true, "{check}");
     let out = p.run(&["round"]);
     let all = p.events_text();
     out.assert_code(0);

@@ -434,3 +434,75 @@ fn healthz_says_down_ok_and_wedged_without_a_token() {
     });
     becomes("down", 503);
 }
+
+#[test]
+fn sigterm_ends_the_page_while_a_client_holds_the_event_stream() {
+    // A browser tab keeps `/api/events` open for ever; `systemctl stop` sends SIGTERM and
+    // must not wait for the tab to close (issue 27 item 10).
+    let p = Project::new();
+    p.write_config(&p.config());
+    let (monitor, url) = start_monitor(&p, &[], &[]);
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let stream = TcpStream::connect(&addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    write!(
+        &stream,
+        "GET /api/events HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n"
+    )
+    .unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        if line.trim_end().is_empty() {
+            break;
+        }
+        head.push_str(&line);
+    }
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("text/event-stream"), "{head}");
+
+    monitor.signal(libc::SIGTERM);
+    let out = monitor.wait(Duration::from_secs(10));
+    out.assert_code(0);
+    // The server ended the stream: the client reads to its end instead of waiting.
+    let mut rest = Vec::new();
+    reader.read_to_end(&mut rest).expect("the stream ends");
+}
+
+#[test]
+fn a_host_added_to_the_config_after_the_page_started_shows() {
+    let p = Project::new();
+    p.write_config(&p.config().dirty_action("ignore"));
+    let (monitor, url) = start_monitor(&p, &[], &[]);
+    let host_names = || -> Vec<String> {
+        let (status, body) = http_get(&url, "/api/state", None);
+        assert_eq!(status, 200, "{body}");
+        let doc: Value = serde_json::from_str(&body).unwrap();
+        doc["hosts"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no hosts in {doc}"))
+            .iter()
+            .map(|h| h["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(!host_names().contains(&"later".to_owned()));
+
+    p.write_config(
+        &p.config()
+            .dirty_action("ignore")
+            .host(HostSpec::new("later", pause_host_bin())),
+    );
+    assert!(host_names().contains(&"later".to_owned()));
+
+    // A config that no longer loads keeps the last good one on the page.
+    std::fs::write(p.config_path(), "schema_version = [not toml").unwrap();
+    assert!(host_names().contains(&"later".to_owned()));
+    drop(monitor);
+}

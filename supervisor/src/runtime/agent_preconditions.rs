@@ -8,6 +8,8 @@
 //! - `claude` with neither stored credentials (`~/.claude/.credentials.json`) nor a key in
 //!   the environment (`ANTHROPIC_API_KEY`, `CLAUDE_CODE_OAUTH_TOKEN`) is likely not logged
 //!   in (a warning: other login stores exist).
+//! - `[agent.sandbox] allow_hosts` with no way to give the agent its network namespace
+//!   here (an unprivileged operator without user namespaces): every spawn would fail.
 
 use std::path::Path;
 
@@ -80,6 +82,23 @@ pub(crate) fn on_this_machine(config: &Config) -> (Vec<Finding>, Vec<Finding>) {
         };
         failed.extend(failures(agent, &machine));
         warned.extend(warnings(agent, &machine));
+    }
+    let egress = std::iter::once(&config.agent)
+        .chain(
+            config
+                .phases
+                .overrides
+                .values()
+                .filter_map(|o| o.agent.as_ref()),
+        )
+        .any(|a| a.allow_hosts.is_some());
+    if egress {
+        if let Err(why) = agent_runner_plugin_host::egress_bridge::probe() {
+            failed.push((
+                format!("[agent.sandbox] allow_hosts is set but the agent's network namespace cannot be made here: {why}; every round's agent would fail to start"),
+                "allow user namespaces for this user (docs/security.md, \"Egress by host name\"), run agent-runner as root, or remove allow_hosts".to_owned(),
+            ));
+        }
     }
     (failed, warned)
 }

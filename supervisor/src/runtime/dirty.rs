@@ -10,6 +10,7 @@
 use agent_runner_protocol::limits::{fit_list, MAX_DIRTY_FILES_BYTES};
 use agent_runner_protocol::redact::{redact, redact_and_cap};
 use agent_runner_protocol::{decode_dirty_result, Context, DirtyAction, Family, HandleDirtyParams};
+use std::collections::HashSet;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::{Config, DirtyAction as BuiltinAction};
@@ -261,7 +262,7 @@ async fn stash(
 /// What a failed git step left: `"left as it was"` when the same files are still dirty,
 /// otherwise a pointer to look (git can fail after doing part of its work).
 async fn tree_after_failure(round: &DirtyRound<'_>, before: &[String]) -> String {
-    let operator = &round.attribution.operator;
+    let operator: HashSet<&String> = round.attribution.operator.iter().collect();
     match round.repo.dirty_files().await {
         Ok(now)
             if now

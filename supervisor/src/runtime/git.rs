@@ -7,15 +7,19 @@
 //! agent can write them) that makes git run a program — filters, diff and merge drivers,
 //! pagers, editors, credential helpers, signing programs — is overridden on the command
 //! line with the operator's own (global or system) value, or with one that runs nothing.
-//! Paths a host or the agent named are passed as `:(literal)` pathspecs, so no path is
-//! ever read as a pattern.
+//! Paths a host or the agent named go to git on its stdin (`--stdin`,
+//! `--pathspec-from-file=-`), never as arguments (there may be more than an argument list
+//! holds), and as `:(literal)` pathspecs, so no path is ever read as a pattern.
 
 use agent_runner_protocol::reflog::reflog_action;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
+use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
 use crate::config::DEFAULT_GIT_TIMEOUT_S;
@@ -28,19 +32,6 @@ fn kill_group(group: Option<Pid>) {
     if let Some(group) = group {
         let _ = killpg(group, Signal::SIGKILL);
     }
-}
-
-/// `paths` (text form, [`path_name`]) as `:(literal)` pathspecs of their bytes, relative
-/// to the work dir, where git runs.
-fn literal(paths: &[String]) -> Vec<OsString> {
-    paths
-        .iter()
-        .map(|p| {
-            let mut spec = OsString::from(":(literal)");
-            spec.push(path_name::os(p));
-            spec
-        })
-        .collect()
 }
 
 /// `-c` settings every call carries, whatever any config says: no hooks, no fsmonitor, no
@@ -241,45 +232,61 @@ impl Repo {
         args: &[S],
         env: &[(&str, &str)],
     ) -> Result<String, GitError> {
-        self.run_bytes_with_env(args, env)
+        self.run_input(args, env, None).await
+    }
+
+    /// [`Repo::run_with_env`] with `stdin` (when given) written to git's standard input
+    /// instead of `/dev/null`: how a list of paths of any length reaches git (`--stdin`,
+    /// `--pathspec-from-file=-`) without meeting the kernel's limit on the size of the
+    /// arguments (`E2BIG`, "Argument list too long").
+    async fn run_input<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        env: &[(&str, &str)],
+        stdin: Option<&[u8]>,
+    ) -> Result<String, GitError> {
+        self.run_bytes_with_env(args, env, stdin)
             .await
             .map(|out| String::from_utf8_lossy(&out).into_owned())
     }
 
     /// [`Repo::run`], stdout as bytes (file names are bytes).
     async fn run_bytes<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Vec<u8>, GitError> {
-        self.run_bytes_with_env(args, &[]).await
+        self.run_bytes_with_env(args, &[], None).await
     }
 
-    /// [`Repo::run_bytes`] with variables `env` added to git's environment: first the
-    /// repository's config is listed (which runs nothing) for [`program_overrides`], then
-    /// the command runs with them.
+    /// [`Repo::run_bytes`] with variables `env` added to git's environment and `stdin`
+    /// ([`Repo::run_input`]): first the repository's config is listed (which runs nothing)
+    /// for [`program_overrides`], then the command runs with them.
     async fn run_bytes_with_env<S: AsRef<OsStr>>(
         &self,
         args: &[S],
         env: &[(&str, &str)],
+        stdin: Option<&[u8]>,
     ) -> Result<Vec<u8>, GitError> {
         // Listed afresh for each command: the agent may write the config (or a file it
         // includes) at any time. A listing that fails (a broken config, a timeout, a stop)
         // fails the command: it would not run safely.
         let listing = self
-            .run_confined(&[], &["config", "--list", "--show-scope", "-z"], &[])
+            .run_confined(&[], &["config", "--list", "--show-scope", "-z"], &[], None)
             .await
             .map_err(|err| GitError {
                 args: joined_args(args),
                 detail: format!("reading its config: {}", err.detail),
             })?;
-        self.run_confined(&program_overrides(&listing), args, env)
+        self.run_confined(&program_overrides(&listing), args, env, stdin)
             .await
     }
 
     /// One bounded git command with [`ALWAYS`] and `overrides` as `-c` settings, git's
-    /// pager, editors and external diff disabled through the environment too.
+    /// pager, editors and external diff disabled through the environment too; `stdin`
+    /// written to its standard input (`/dev/null` when `None`).
     async fn run_confined<S: AsRef<OsStr>>(
         &self,
         overrides: &[String],
         args: &[S],
         env: &[(&str, &str)],
+        stdin: Option<&[u8]>,
     ) -> Result<Vec<u8>, GitError> {
         let mut cmd = Command::new("git");
         for setting in ALWAYS
@@ -300,7 +307,11 @@ impl Repo {
             .current_dir(&self.work_dir)
             .env("GIT_TERMINAL_PROMPT", "0")
             .env_remove("GPG_TTY")
-            .stdin(std::process::Stdio::null())
+            .stdin(if stdin.is_some() {
+                std::process::Stdio::piped()
+            } else {
+                std::process::Stdio::null()
+            })
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .kill_on_drop(true);
@@ -316,8 +327,17 @@ impl Repo {
             args: joined.clone(),
             detail,
         };
-        let child = cmd.spawn().map_err(|e| failed(e.to_string()))?;
+        let mut child = cmd.spawn().map_err(|e| failed(e.to_string()))?;
         let group = child.id().map(|pid| Pid::from_raw(pid as i32));
+        // Written while the output is read, so neither side waits on a full pipe; a git
+        // that exits before reading everything ends the write (its status tells).
+        let feed = child.stdin.take().zip(stdin);
+        let write_stdin = async move {
+            if let Some((mut pipe, bytes)) = feed {
+                let _ = pipe.write_all(bytes).await;
+            }
+        };
+        let run = async { tokio::join!(child.wait_with_output(), write_stdin).0 };
         let mut stop = self.stop.clone();
         let level = stop.as_ref().map(|s| *s.borrow());
         let stopped = async {
@@ -331,7 +351,7 @@ impl Repo {
             }
         };
         let out = tokio::select! {
-            out = child.wait_with_output() => out.map_err(|e| failed(e.to_string()))?,
+            out = run => out.map_err(|e| failed(e.to_string()))?,
             _ = tokio::time::sleep(self.timeout) => {
                 kill_group(group);
                 return Err(failed(format!(
@@ -435,6 +455,14 @@ impl Repo {
     /// source (the source only when it lies inside the work dir); a copy only the new path
     /// (its source is unchanged).
     pub(crate) async fn dirty_files(&self) -> Result<Vec<String>, GitError> {
+        let mut files = self.status_paths().await?;
+        files.retain(|path| !self.own.contains(path));
+        Ok(files)
+    }
+
+    /// [`Repo::dirty_files`] with the supervisor's own files left in: one `git status`
+    /// for the whole work dir, however many files are dirty.
+    async fn status_paths(&self) -> Result<Vec<String>, GitError> {
         // `--no-optional-locks`: status leaves the index as it is rather than refreshing
         // it on disk, so it never takes `index.lock` from under an agent's own git, and it
         // costs less.
@@ -473,31 +501,29 @@ impl Repo {
                 let Some(inside) = path.strip_prefix(prefix) else {
                     continue;
                 };
-                let path = path_name::encode(inside);
-                if !self.own.contains(&path) {
-                    files.push(path);
-                }
+                files.push(path_name::encode(inside));
             }
         }
         Ok(files)
     }
 
-    /// `git stash push -u -m <message> -- <paths>`: only `paths` (work-dir-relative,
-    /// literal) go into the stash; returns the stash commit's SHA, or `None` when git found
-    /// nothing to stash. A stash that git made but then reported a failure for still counts
-    /// as made (the work is in it, by SHA).
+    /// `git stash push -u -m <message>` of exactly `paths` (work-dir-relative, as
+    /// [`Repo::dirty_files`] gives them), named in the fewest pathspecs ([`Repo::scope`]);
+    /// returns the stash commit's SHA, or `None` when git found nothing to stash. A stash
+    /// that git made but then reported a failure for still counts as made (the work is in
+    /// it, by SHA).
     pub(crate) async fn stash_push(
         &self,
         message: &str,
         paths: &[String],
     ) -> Result<Option<String>, GitError> {
+        let scope = self.scope(paths).await?;
         let before = self.stash_head().await;
-        let mut args: Vec<OsString> = ["stash", "push", "-u", "-m", message, "--"]
-            .iter()
-            .map(OsString::from)
-            .collect();
-        args.extend(literal(paths));
-        let result = self.run(&args).await;
+        let mut args = vec!["stash", "push", "-u", "-m", message];
+        if scope.is_some() {
+            args.extend(["--pathspec-from-file=-", "--pathspec-file-nul"]);
+        }
+        let result = self.run_input(&args, &[], scope.as_deref()).await;
         let after = self.stash_head().await;
         if after.is_some() && after != before {
             return Ok(after);
@@ -510,6 +536,43 @@ impl Repo {
             args: "stash push".to_owned(),
             detail: format!("no stash was created: {}", out.trim()),
         })
+    }
+
+    /// The pathspecs (NUL-terminated, for `--pathspec-from-file=- --pathspec-file-nul`)
+    /// that take exactly `paths` of the work dir's dirty paths, as few as can say it: git
+    /// matches every path against every pathspec, so thousands of them cost minutes on a
+    /// large tree (docs/operations.md, "Large trees"). `None`, no pathspec, when `paths`
+    /// are every dirty path and the work dir is the repository's top; else `.` and an
+    /// exclusion for each other dirty path (the operator's, the supervisor's own) when
+    /// those are fewer than `paths`; else `paths` themselves. All literal: no path is read
+    /// as a pattern.
+    async fn scope(&self, paths: &[String]) -> Result<Option<Vec<u8>>, GitError> {
+        let wanted: HashSet<&str> = paths.iter().map(String::as_str).collect();
+        let dirty = self.status_paths().await?;
+        let others: Vec<&String> = dirty
+            .iter()
+            .filter(|p| !wanted.contains(p.as_str()))
+            .collect();
+        if others.is_empty() && self.prefix().await?.is_empty() {
+            return Ok(None);
+        }
+        let mut specs = Vec::new();
+        let mut push = |magic: &str, path: &str| {
+            specs.extend_from_slice(magic.as_bytes());
+            specs.extend_from_slice(path_name::os(path).as_bytes());
+            specs.push(0);
+        };
+        if others.len() < paths.len() {
+            push("", ".");
+            for path in others {
+                push(":(exclude,literal)", path);
+            }
+        } else {
+            for path in paths {
+                push(":(literal)", path);
+            }
+        }
+        Ok(Some(specs))
     }
 
     /// Whether the stash commit `sha` is still in the stash list.
@@ -561,34 +624,95 @@ impl Repo {
     }
 
     /// [`Repo::commit_paths`] with variables `env` added to git's environment for the
-    /// commit itself.
+    /// commit itself. The commit is made from a scratch index, `HEAD`'s tree with `paths`
+    /// taken from the work tree (what `git commit -- <paths>` commits, whatever else is
+    /// staged), the paths handed to git on stdin rather than as pathspecs, so the cost
+    /// grows with the number of paths, not with paths times files (docs/operations.md,
+    /// "Large trees"). The real index is touched only after the commit is made: a failed
+    /// commit leaves it as it was.
     async fn commit(
         &self,
         paths: &[String],
         message: &str,
         env: &[(&str, &str)],
     ) -> Result<String, GitError> {
-        let mut stage: Vec<OsString> = ["update-index", "--add", "--remove", "--"]
-            .iter()
-            .map(OsString::from)
-            .collect();
-        stage.extend(paths.iter().map(|p| path_name::os(p)));
-        self.run(&stage).await?;
-        let specs = literal(paths);
-        let with = |head: &[&str]| -> Vec<OsString> {
-            head.iter()
-                .map(OsString::from)
-                .chain(specs.iter().cloned())
-                .collect()
-        };
-        let identity = self.identity_args().await;
-        let mut head: Vec<&str> = identity.iter().map(String::as_str).collect();
-        head.extend(["commit", "--no-verify", "-q", "-m", message, "--"]);
-        if let Err(err) = self.run_with_env(&with(&head), env).await {
-            let _ = self.run(&with(&["reset", "-q", "--"])).await;
-            return Err(err);
+        let mut list = Vec::new();
+        for path in paths {
+            list.extend_from_slice(path_name::os(path).as_bytes());
+            list.push(0);
         }
+        let scratch = self.scratch_index().await?;
+        let made = self.commit_from(&scratch, &list, message, env).await;
+        let _ = std::fs::remove_file(&scratch);
+        let sha = made?;
+        // The real index learns the committed paths (as `git commit -- <paths>` leaves
+        // it); should that fail the commit stands, and `git status` shows them staged
+        // for removal or unstaged: nothing is lost.
+        if let Err(err) = self.stage(None, &list).await {
+            tracing::warn!("commit {sha} made; the index was not updated for its paths: {err}");
+        }
+        Ok(sha)
+    }
+
+    /// Makes the commit of [`Repo::commit`] through the index file `scratch`.
+    async fn commit_from(
+        &self,
+        scratch: &Path,
+        list: &[u8],
+        message: &str,
+        env: &[(&str, &str)],
+    ) -> Result<String, GitError> {
+        let _ = std::fs::remove_file(scratch);
+        let scratch_os = scratch.as_os_str();
+        if self.head().await.is_some() {
+            // `--reset` (a one-tree merge that never refuses for the index's state, staged
+            // or unmerged) keeps the stat data of the entries that match HEAD, so the
+            // commit's refresh of the scratch index does not read every file again.
+            let mut output = OsString::from("--index-output=");
+            output.push(scratch_os);
+            let args: [&OsStr; 4] = [
+                "read-tree".as_ref(),
+                "--reset".as_ref(),
+                &output,
+                "HEAD".as_ref(),
+            ];
+            self.run(&args).await?;
+        }
+        let index = scratch_os.to_str().ok_or_else(|| GitError {
+            args: "commit".to_owned(),
+            detail: format!("the index path {} is not UTF-8", scratch.display()),
+        })?;
+        self.stage(Some(index), list).await?;
+        let identity = self.identity_args().await;
+        let mut args: Vec<&str> = identity.iter().map(String::as_str).collect();
+        args.extend(["commit", "--no-verify", "-q", "-m", message]);
+        let mut with_index = env.to_vec();
+        with_index.push(("GIT_INDEX_FILE", index));
+        self.run_with_env(&args, &with_index).await?;
         Ok(self.run(&["rev-parse", "HEAD"]).await?.trim().to_owned())
+    }
+
+    /// `git update-index --add --remove -z --stdin` of the NUL-terminated `list` into
+    /// index file `index` (the repository's own when `None`): each path's work-tree state
+    /// staged, a deleted one removed.
+    async fn stage(&self, index: Option<&str>, list: &[u8]) -> Result<String, GitError> {
+        let env: Vec<(&str, &str)> = index.map(|i| ("GIT_INDEX_FILE", i)).into_iter().collect();
+        self.run_input(
+            &["update-index", "--add", "--remove", "-z", "--stdin"],
+            &env,
+            Some(list),
+        )
+        .await
+    }
+
+    /// Where [`Repo::commit`] builds its index: beside the repository's own index (the
+    /// same file system, as `read-tree --index-output` needs), named for this process.
+    async fn scratch_index(&self) -> Result<PathBuf, GitError> {
+        let index = self.run(&["rev-parse", "--git-path", "index"]).await?;
+        let index = self.work_dir.join(index.trim_end_matches('\n'));
+        let mut name = index.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".agent-runner-{}", std::process::id()));
+        Ok(index.with_file_name(name))
     }
 
     /// `-c user.name=… -c user.email=…` when the repository has no identity configured, so

@@ -24,9 +24,10 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 use crate::config::Config;
 use crate::exit::{self, CliError};
@@ -55,17 +56,70 @@ pub(crate) struct HttpOptions {
 }
 
 struct Project {
-    config: Config,
+    /// The project's name and state dir (where its record is), as when the monitor
+    /// started: the record the page follows does not move.
+    name: String,
+    state_dir: PathBuf,
+    /// The config file and the config last loaded from it ([`Project::config`]).
+    path: PathBuf,
+    loaded: Mutex<Loaded>,
     live: broadcast::Sender<Arc<str>>,
     counters: Mutex<Counters>,
+}
+
+/// A config and the file bytes it was loaded from.
+struct Loaded {
+    config: Arc<Config>,
+    bytes: Option<Vec<u8>>,
+}
+
+impl Project {
+    fn new(config: Config) -> Self {
+        Project {
+            name: config.project.clone(),
+            state_dir: config.runtime.state_dir.clone(),
+            path: config.path.clone(),
+            loaded: Mutex::new(Loaded {
+                bytes: crate::tree_file::read_regular(&config.path).ok(),
+                config: Arc::new(config),
+            }),
+            live: broadcast::channel(256).0,
+            counters: Mutex::new(Counters::default()),
+        }
+    }
+
+    /// The project's config, loaded again when its file changed since it was last read,
+    /// so a host added (or a budget changed) after the monitor started shows on the page
+    /// as `serve` picks it up. A file that no longer loads keeps the last good config
+    /// (as `serve` does), with a warning on stderr.
+    fn config(&self) -> Arc<Config> {
+        let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+        let bytes = crate::tree_file::read_regular(&self.path).ok();
+        if bytes.is_some() && bytes != loaded.bytes {
+            match crate::config::load(&self.path) {
+                Ok(config) => loaded.config = Arc::new(config),
+                Err(e) => tracing::warn!(
+                    "{}: changed but not reloaded, the page keeps the last good config: {e}",
+                    self.path.display()
+                ),
+            }
+            loaded.bytes = bytes;
+        }
+        loaded.config.clone()
+    }
 }
 
 struct App {
     projects: Vec<Arc<Project>>,
     token: Option<String>,
+    /// Becomes `true` when SIGINT or SIGTERM arrives: every event stream then ends, so
+    /// the graceful shutdown (which waits for open connections) is not held up by a
+    /// browser that keeps `/api/events` open.
+    closing: watch::Receiver<bool>,
 }
 
-/// Serves until SIGINT or SIGTERM; prints `http://ADDR:PORT/` on stdout once listening.
+/// Serves until SIGINT or SIGTERM, then ends every open event stream and exits 0; prints
+/// `http://ADDR:PORT/` on stdout once listening.
 ///
 /// Errors: exit 2 for a non-loopback address without a token; exit 1 when the address
 /// cannot be bound.
@@ -82,20 +136,16 @@ pub(crate) async fn serve(options: HttpOptions) -> Result<u8, CliError> {
     let projects: Vec<Arc<Project>> = options
         .projects
         .into_iter()
-        .map(|config| {
-            Arc::new(Project {
-                config,
-                live: broadcast::channel(256).0,
-                counters: Mutex::new(Counters::default()),
-            })
-        })
+        .map(|config| Arc::new(Project::new(config)))
         .collect();
     for project in &projects {
         tokio::spawn(follow(project.clone()));
     }
+    let (closing_tx, closing) = watch::channel(false);
     let app = Arc::new(App {
         projects,
         token: options.token,
+        closing,
     });
     let router = Router::new()
         .route("/", get(|| async { Html(INDEX_HTML) }))
@@ -132,6 +182,7 @@ pub(crate) async fn serve(options: HttpOptions) -> Result<u8, CliError> {
                 _ = interrupt.recv() => {}
                 _ = terminate.recv() => {}
             }
+            let _ = closing_tx.send(true);
         })
         .await
         .map_err(|e| CliError::failure(format!("http server: {e}")))?;
@@ -141,7 +192,7 @@ pub(crate) async fn serve(options: HttpOptions) -> Result<u8, CliError> {
 /// Reads the record of `project` from its start (for the counters; one line at a time),
 /// then follows it: each new line is added up and sent to the page's live streams.
 async fn follow(project: Arc<Project>) {
-    let state_dir = &project.config.runtime.state_dir;
+    let state_dir = &project.state_dir;
     let mut reader = Forward::at(Vec::new(), 0, 0);
     let mut first = true;
     loop {
@@ -250,8 +301,8 @@ async fn projects_route(State(app): State<Arc<App>>) -> Response {
         .enumerate()
         .map(|(index, p)| ProjectEntry {
             index,
-            project: &p.config.project,
-            config: &p.config.path,
+            project: &p.name,
+            config: &p.path,
         })
         .collect();
     Json(entries).into_response()
@@ -323,7 +374,7 @@ async fn state_route(State(app): State<Arc<App>>, Query(sel): Query<Selector>) -
         Ok(p) => p,
         Err(response) => return *response,
     };
-    Json(state_document(&project.config)).into_response()
+    Json(state_document(&project.config())).into_response()
 }
 
 async fn events_route(State(app): State<Arc<App>>, Query(sel): Query<Selector>) -> Response {
@@ -332,18 +383,27 @@ async fn events_route(State(app): State<Arc<App>>, Query(sel): Query<Selector>) 
         Err(response) => return *response,
     };
     let receiver = project.live.subscribe();
-    let stream = futures_util::stream::unfold(receiver, |mut receiver| async move {
-        loop {
-            match receiver.recv().await {
-                Ok(line) => {
-                    let event = SseEvent::default().event("record").data(&*line);
-                    return Some((Ok::<_, Infallible>(event), receiver));
+    let closing = app.closing.clone();
+    let stream = futures_util::stream::unfold(
+        (receiver, closing),
+        |(mut receiver, mut closing)| async move {
+            loop {
+                let line = tokio::select! {
+                    // The monitor is shutting down (or already was when the stream opened).
+                    _ = closing.wait_for(|closing| *closing) => return None,
+                    line = receiver.recv() => line,
+                };
+                match line {
+                    Ok(line) => {
+                        let event = SseEvent::default().event("record").data(&*line);
+                        return Some((Ok::<_, Infallible>(event), (receiver, closing)));
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => return None,
                 }
-                Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                Err(broadcast::error::RecvError::Closed) => return None,
             }
-        }
-    });
+        },
+    );
     Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response()
@@ -356,7 +416,8 @@ async fn healthz_route(State(app): State<Arc<App>>, Query(sel): Query<Selector>)
         Ok(p) => p,
         Err(response) => return *response,
     };
-    let health = healthz::check(&project.config).await;
+    let config = project.config();
+    let health = healthz::check(&config).await;
     let code = if health.ok() {
         StatusCode::OK
     } else {
@@ -370,7 +431,7 @@ async fn metrics_route(State(app): State<Arc<App>>) -> Response {
         .projects
         .iter()
         .map(|p| {
-            let state_dir = &p.config.runtime.state_dir;
+            let state_dir = &p.state_dir;
             (
                 p.counters.lock().unwrap_or_else(|e| e.into_inner()).clone(),
                 service::read(state_dir),
@@ -383,7 +444,7 @@ async fn metrics_route(State(app): State<Arc<App>>) -> Response {
         .iter()
         .zip(&snapshots)
         .map(|(p, (counters, service, up))| ProjectView {
-            name: &p.config.project,
+            name: &p.name,
             counters,
             service: service.as_ref(),
             up: *up,
