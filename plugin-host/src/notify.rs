@@ -90,9 +90,32 @@ impl DenialListener {
         let init = is_namespace_init(pgid_t);
         let size = notif_size()?;
         let (tx, rx) = mpsc::unbounded_channel();
+        let on_denial = OnDenial::Kill {
+            pgid: pgid_t,
+            pidfd,
+            init,
+        };
         std::thread::Builder::new()
             .name("ar-seccomp".into())
-            .spawn(move || serve(listener, pgid_t, pidfd, init, size, tx))?;
+            .spawn(move || serve(listener, on_denial, size, tx))?;
+        Ok(DenialListener { rx, pgid })
+    }
+
+    /// Starts servicing `listener` for a process that must *go on* after a denial (the
+    /// agent of a round: docs/security.md, "Denials told, not silent"): each notified call
+    /// is queued as a [`Denied`] and then answered with `-errno` (the call fails as with
+    /// `SECCOMP_RET_ERRNO`; it never runs), and nobody is signalled. `pgid` is only
+    /// reported back by [`DenialListener::pgid`]. The thread ends, as with
+    /// [`DenialListener::start`], once no process uses the filter.
+    ///
+    /// # Errors
+    /// The notification size cannot be queried, or the thread cannot be started.
+    pub fn start_answering(listener: OwnedFd, pgid: u32, errno: i32) -> std::io::Result<Self> {
+        let size = notif_size()?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        std::thread::Builder::new()
+            .name("ar-seccomp".into())
+            .spawn(move || serve(listener, OnDenial::Fail(errno), size, tx))?;
         Ok(DenialListener { rx, pgid })
     }
 
@@ -194,15 +217,25 @@ fn poll_one(fd: RawFd, events: libc::c_short, timeout_ms: libc::c_int) -> std::i
     }
 }
 
+/// What the listener thread does after queueing a denial.
+enum OnDenial {
+    /// Kill the host (the module docs): its process group, a pidfd of its main process
+    /// (for the grace), and whether it is a PID-namespace init.
+    Kill {
+        pgid: libc::pid_t,
+        pidfd: Option<OwnedFd>,
+        init: bool,
+    },
+    /// Answer the call with this errno; signal nobody.
+    Fail(i32),
+}
+
 /// The listener thread: see the module docs.
-fn serve(
-    listener: OwnedFd,
-    pgid: libc::pid_t,
-    pidfd: Option<OwnedFd>,
-    init: bool,
-    size: usize,
-    tx: mpsc::UnboundedSender<Denied>,
-) {
+fn serve(listener: OwnedFd, on_denial: OnDenial, size: usize, tx: mpsc::UnboundedSender<Denied>) {
+    let pgid = match &on_denial {
+        OnDenial::Kill { pgid, .. } => *pgid,
+        OnDenial::Fail(_) => 0,
+    };
     let fd = listener.as_raw_fd();
     // u64 words: aligned for struct seccomp_notif.
     let mut buf = vec![0u64; size.div_ceil(8)];
@@ -211,7 +244,9 @@ fn serve(
             Ok(r) => r,
             Err(e) => {
                 tracing::error!(pgid, error = %e, "seccomp listener: poll failed; killing the host");
-                signal_group(pgid, libc::SIGKILL);
+                if pgid > 1 {
+                    signal_group(pgid, libc::SIGKILL);
+                }
                 return;
             }
         };
@@ -231,7 +266,9 @@ fn serve(
                 Some(libc::ENOENT) | Some(libc::EINTR) => continue,
                 _ => {
                     tracing::error!(pgid, error = %e, "seccomp listener: cannot read a notification; killing the host");
-                    signal_group(pgid, libc::SIGKILL);
+                    if pgid > 1 {
+                        signal_group(pgid, libc::SIGKILL);
+                    }
                     return;
                 }
             }
@@ -247,23 +284,47 @@ fn serve(
             name: syscall_name(nr).unwrap_or("unknown"),
             args: notif.data.args,
         };
-        tracing::warn!(
-            pgid,
-            pid = denied.pid,
-            syscall = denied.name,
-            nr,
-            "seccomp denied a host system call; killing the host"
-        );
-        // Queue the report before any signal, so it is there when the host's exit is seen.
+        // Queue the report before any answer or signal, so it is there when the process's
+        // exit is seen.
         let _ = tx.send(denied);
-        kill_for(
-            fd,
-            &notif,
-            pgid,
-            if init { None } else { pidfd.as_ref() },
-            init,
-        );
+        match &on_denial {
+            OnDenial::Kill { pgid, pidfd, init } => {
+                tracing::warn!(
+                    pgid,
+                    pid = notif.pid,
+                    nr,
+                    "seccomp denied a host system call; killing the host"
+                );
+                kill_for(
+                    fd,
+                    &notif,
+                    *pgid,
+                    if *init { None } else { pidfd.as_ref() },
+                    *init,
+                );
+            }
+            OnDenial::Fail(errno) => answer_error(fd, notif.id, *errno),
+        }
     }
+}
+
+/// Answers notification `id` with `-errno` (the call fails; it never runs). A notification
+/// whose caller died meanwhile (`ENOENT`) needs no answer.
+fn answer_error(fd: RawFd, id: u64, errno: i32) {
+    let mut resp = libc::seccomp_notif_resp {
+        id,
+        val: 0,
+        error: -errno,
+        flags: 0,
+    };
+    // SAFETY: NOTIF_SEND reads one live seccomp_notif_resp.
+    unsafe {
+        libc::ioctl(
+            fd,
+            libc::SECCOMP_IOCTL_NOTIF_SEND,
+            &mut resp as *mut libc::seccomp_notif_resp,
+        )
+    };
 }
 
 /// Kills the host after a notification (see the module docs). The notification itself is

@@ -593,6 +593,7 @@ const IDS: &str =
 const LIMITS: &str = "resource limits (measured: prlimit64 in every runtime, glibc's getrlimit); without CAP_SYS_RESOURCE a host can only lower its own (soft = hard at launch), and only sees its own PID namespace";
 const CHILD: &str = "children of the host's own interpreter (subprocess, multiprocessing, fork of a worker): exec is Landlock's (only the host, its interpreter, the loader), the PID namespace and pids cgroup bound them";
 const SOCK: &str = "I/O on the host's own socketpair()s (tokio, asyncio, libuv wake-up channels; the listener hand-over before exec uses sendmsg); no call here can name an address a stream pair would use";
+const PIDFD: &str = "process handles for the host's own children (Python 3.12's asyncio watches children with pidfd_open, libuv can); they reach exactly what kill reaches: the host's own PID namespace, and Landlock's signal scope";
 const RANDOM: &str = "randomness: measured getrandom in every runtime (hash seeds, V8's, Ruby's)";
 const SCHED: &str = "scheduling queries and yields (libuv's and Python's CPU count, spin locks)";
 
@@ -914,6 +915,8 @@ pub const SECCOMP_ALLOW: &[Allowed] = &[
     allow!(SYS_tkill, SIGNALS),
     allow!(SYS_tgkill, SIGNALS),
     allow!(SYS_pause, SIGNALS),
+    allow!(SYS_pidfd_open, PIDFD),
+    allow!(SYS_pidfd_send_signal, PIDFD),
     // Time.
     allow!(SYS_clock_gettime, TIME),
     allow!(SYS_clock_getres, TIME),
@@ -969,8 +972,6 @@ pub const NEVER_ALLOWED: &[(i64, &str)] = &[
     (libc::SYS_process_vm_readv, "no reading other processes' memory"),
     (libc::SYS_process_vm_writev, "no writing other processes' memory"),
     (libc::SYS_kcmp, "no comparing other processes' kernel objects"),
-    (libc::SYS_pidfd_open, "no process handles: a host signals only its own processes, by pid"),
-    (libc::SYS_pidfd_send_signal, "no process handles"),
     (libc::SYS_pidfd_getfd, "no stealing another process's descriptors"),
     (libc::SYS_bpf, "no bpf"),
     (libc::SYS_io_uring_setup, "no io_uring (its operations bypass seccomp)"),

@@ -303,3 +303,82 @@ async fn no_listener_without_seccomp() {
 fn all_of_the_above_as_an_unprivileged_user() {
     agent_runner_e2e::rerun_as_unprivileged_user("all_of_the_above_as_an_unprivileged_user");
 }
+
+/// `DenialListener::start_answering` (the agent's mode, docs/security.md "Denials told,
+/// not silent"): a notified call fails with the errno given, the caller goes on, and every
+/// call is reported by name. The filter is a thread of this test's own (seccomp filters are
+/// per thread), so nothing else in the process is affected.
+#[tokio::test]
+async fn answering_listener_fails_the_call_and_the_caller_goes_on() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let (fd_tx, fd_rx) = std::sync::mpsc::channel::<i32>();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let caller = std::thread::spawn(move || {
+        // ld nr; jeq mount → USER_NOTIF; else ALLOW.
+        let prog = [
+            libc::sock_filter {
+                code: 0x20,
+                jt: 0,
+                jf: 0,
+                k: 0,
+            },
+            libc::sock_filter {
+                code: 0x15,
+                jt: 0,
+                jf: 1,
+                k: libc::SYS_mount as u32,
+            },
+            libc::sock_filter {
+                code: 0x06,
+                jt: 0,
+                jf: 0,
+                k: 0x7fc0_0000,
+            },
+            libc::sock_filter {
+                code: 0x06,
+                jt: 0,
+                jf: 0,
+                k: 0x7fff_0000,
+            },
+        ];
+        let fprog = libc::sock_fprog {
+            len: prog.len() as u16,
+            filter: prog.as_ptr() as *mut _,
+        };
+        // SAFETY: prctl and seccomp read the live program; they affect this thread only.
+        let listener = unsafe {
+            assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+            libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                &fprog as *const libc::sock_fprog,
+            )
+        };
+        assert!(listener >= 0, "{}", std::io::Error::last_os_error());
+        fd_tx.send(listener as i32).unwrap();
+        go_rx.recv().unwrap();
+        let mut results = Vec::new();
+        for _ in 0..2 {
+            // SAFETY: mount with null arguments; the filter stops it before the kernel looks.
+            let r =
+                unsafe { libc::syscall(libc::SYS_mount, 0usize, 0usize, 0usize, 0usize, 0usize) };
+            results.push((r, std::io::Error::last_os_error().raw_os_error()));
+        }
+        results
+    });
+    let fd = fd_rx.recv().unwrap();
+    // SAFETY: the listener descriptor the thread made; nobody else owns it.
+    let listener = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut denials = DenialListener::start_answering(listener, 0, libc::EPERM).unwrap();
+    go_tx.send(()).unwrap();
+    for _ in 0..2 {
+        let d = tokio::time::timeout(T, denials.next_denial())
+            .await
+            .expect("no denial reported")
+            .unwrap();
+        assert_eq!((d.name, d.nr), ("mount", libc::SYS_mount));
+    }
+    let results = caller.join().unwrap();
+    assert_eq!(results, [(-1, Some(libc::EPERM)), (-1, Some(libc::EPERM))]);
+}

@@ -622,6 +622,12 @@ pub struct TokenUsage {
     /// The cost the CLI reported, in US dollars.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// The model that did the round's work, as the CLI names it (`claude-sonnet-4-5`,
+    /// `anthropic/claude-sonnet-4-5`), when the CLI reports one; the supervisor keeps
+    /// 256 characters of it, secrets redacted (`docs/protocol.md`,
+    /// `post_round/after_round`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// A post-round hook's verdict; the whole result is `Option<PostRoundVerdict>`, `null`

@@ -833,6 +833,15 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(usage.usage.unwrap().output_tokens, 4);
+        // `model` is optional: a host that predates it is still understood.
+        let named = decode_post_round_result(json!({"action": "continue",
+            "usage": {"input_tokens": 3, "output_tokens": 4, "model": "gemini-2.5-pro"}}))
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            named.usage.unwrap().model.as_deref(),
+            Some("gemini-2.5-pro")
+        );
         for (value, field) in [
             (json!({"action": "back_off", "back_off_s": 5}), "kind"),
             (json!({"action": "stop"}), "kind"),

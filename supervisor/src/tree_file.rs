@@ -61,6 +61,21 @@ pub(crate) fn read_regular_to_string(path: &Path) -> std::io::Result<String> {
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
+/// The first `chars` characters of a regular file ([`open_regular`]), lossy UTF-8, reading
+/// at most four bytes a character; empty when it cannot be opened or is not a regular file.
+pub(crate) fn head_chars(path: &Path, symlink: Symlink, chars: usize) -> String {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    let limit = u64::try_from(chars.saturating_mul(4)).unwrap_or(u64::MAX);
+    match open_regular(path, symlink).and_then(|f| f.take(limit).read_to_end(&mut bytes)) {
+        Ok(_) => String::from_utf8_lossy(&bytes)
+            .chars()
+            .take(chars)
+            .collect(),
+        Err(_) => String::new(),
+    }
+}
+
 /// The sha256 of a regular file's bytes ([`open_regular`]), up to the size it had when
 /// opened, streamed through a fixed buffer. `None` when it cannot be opened or is not a
 /// regular file. Memory stays at the buffer's size whatever the file's, and a file that

@@ -98,6 +98,12 @@ fn every_cli_fixture_is_diagnosed_by_the_confined_detector_host() {
                 assert_eq!(usage.len(), 1, "{file}: {}", p.events_text());
                 assert_eq!(usage[0]["input_tokens"], want[0], "{file}");
                 assert_eq!(usage[0]["output_tokens"], want[1], "{file}");
+                // The reference system's fields beside ours.
+                assert_eq!(usage[0]["agent"], cli, "{file}");
+                let model = case["model"].as_str().unwrap_or("unknown");
+                assert_eq!(usage[0]["model"], model, "{file}");
+                let cached = usage[0]["cache_read_tokens"].as_u64().unwrap_or(0);
+                assert_eq!(usage[0]["cached_tokens"], cached, "{file}");
             }
             None if case["action"].is_null() => assert!(usage.is_empty(), "{file}"),
             None => {}
@@ -420,7 +426,8 @@ fn a_login_failure_stops_serve_with_the_hint_and_exit_77() {
 }
 
 /// `transient_error_action = "stop"`: the first diagnosed rate limit stops serve with exit
-/// 75 (`serve_stopping` reason `transient_error`), after one round, without a back-off.
+/// 75 (`serve_stopping` reason `transient_error`, and `agent_self_terminated` reason
+/// `rate_limit` as the reference records it), after one round, without a back-off.
 #[test]
 fn the_stop_action_ends_serve_at_the_first_transient_failure() {
     let p = Project::new();
@@ -444,6 +451,10 @@ fn the_stop_action_ends_serve_at_the_first_transient_failure() {
     assert_eq!(detected["action"], "stop", "{detected}");
     let stopping = &p.events_of("serve_stopping")[0];
     assert_eq!(stopping["reason"], "transient_error", "{stopping}");
+    // The reference system's record of the same stop.
+    let ended = p.events_of("agent_self_terminated");
+    assert_eq!(ended.len(), 1, "{}", p.events_text());
+    assert_eq!(ended[0]["reason"], "rate_limit", "{}", ended[0]);
     assert_eq!(p.events_of("round_start").len(), 1, "{}", p.events_text());
     p.assert_events_whole();
 }

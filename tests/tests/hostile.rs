@@ -281,6 +281,14 @@ fn rust_killing_the_supervisor_is_denied() {
     assert_denied(&p, &out, "kill_pid", &[libc::ESRCH, libc::EPERM]);
 }
 
+fn rust_pidfd_signal_to_the_supervisor_is_denied() {
+    let p = pid_project("pidfd_kill_pid");
+    let (out, _) = round_with_pid_file(&p);
+    // As kill: the supervisor's pid does not exist in the host's PID namespace (ESRCH), or
+    // Landlock's signal scope refuses it (EPERM).
+    assert_denied(&p, &out, "pidfd_kill_pid", &[libc::ESRCH, libc::EPERM]);
+}
+
 fn rust_ptrace_attach_to_the_supervisor_is_killed() {
     let p = pid_project("ptrace_attach");
     let (out, _) = round_with_pid_file(&p);
@@ -1131,8 +1139,7 @@ fn rust_calls_outside_the_allow_list_are_killed_and_named() {
         "kcmp",
         "keyctl",
         "personality",
-        "pidfd_open",
-        "pidfd_send_signal",
+        "pidfd_getfd",
         "mlock",
         "sched_setaffinity",
         "ioprio_set",
@@ -1216,6 +1223,7 @@ fn rust_writing_dev_shm_is_denied() {
 as_root_and_unprivileged!(
     rust_calls_outside_the_allow_list_are_killed_and_named,
     rust_new_namespaces_are_refused,
+    rust_pidfd_signal_to_the_supervisor_is_denied,
     rust_kill_of_every_process_reaches_nothing_outside_the_host,
     rust_raising_its_own_file_size_limit_is_refused,
     rust_hard_links_and_symlinks_give_no_new_access,

@@ -43,6 +43,22 @@ fn host_script(p: &Project, file: &str, shebang: Option<&str>) -> PathBuf {
     path
 }
 
+/// [`host_script`] with `tests/runtimes/<prologue>` inserted right after the `#!` line: work
+/// the host does before it answers anything (the `*_busy` rows).
+fn busy_host_script(p: &Project, file: &str, prologue: &str) -> PathBuf {
+    let path = host_script(p, file, None);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let work = std::fs::read_to_string(
+        agent_runner_e2e::workspace_root()
+            .join("tests/runtimes")
+            .join(prologue),
+    )
+    .expect("prologue");
+    let (shebang, rest) = text.split_once('\n').unwrap();
+    std::fs::write(&path, format!("{shebang}\n{work}\n{rest}")).unwrap();
+    path
+}
+
 fn set_executable(path: &Path) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -169,6 +185,23 @@ fn python_on_path(operator: Operator) {
     round_under_require(&p, &host, "python", None);
 }
 
+/// The system Python doing ordinary standard-library work first (`tests/runtimes/busy.py`:
+/// SQLite, files, threads, asyncio with a subprocess, subprocess): the seccomp allow-list
+/// covers more than the matrix's small hosts call.
+fn python_busy(operator: Operator) {
+    let p = Project::new_as(operator);
+    let host = busy_host_script(&p, "host.py", "busy.py");
+    round_under_require(&p, &host, "python", None);
+}
+
+/// Node doing ordinary work first (`tests/runtimes/busy.js`: files, zlib, crypto, a child
+/// process, a worker thread with asynchronous file I/O and a timer).
+fn node_busy(operator: Operator) {
+    let p = Project::new_as(operator);
+    let host = busy_host_script(&p, "host.js", "busy.js");
+    round_under_require(&p, &host, "node", None);
+}
+
 fn node(operator: Operator) {
     let p = Project::new_as(operator);
     let host = host_script(&p, "host.js", None);
@@ -220,7 +253,9 @@ as_root_and_unprivileged!(
     python_venv,
     python_under_home_through_env_shim,
     python_on_path,
+    python_busy,
     node,
+    node_busy,
     perl,
     ruby,
     rust,

@@ -5,8 +5,11 @@
 //! expected, and maps to exit 78 ([`crate::exit::CONFIG`]).
 
 pub mod allow_hosts;
+#[cfg(test)]
+mod doc_tables;
 mod error;
 mod goal;
+pub(crate) mod keys;
 mod monitor;
 mod raw;
 mod resolve;
@@ -19,13 +22,13 @@ pub use error::ConfigError;
 pub(crate) use error::SCHEMA_VERSION;
 pub(crate) use goal::CHECK_KILL_GRACE;
 pub use goal::{GoalCheck, GoalConfig, StopWhen};
-pub(crate) use monitor::{auto_stop_names, RoundCgroupMode, DEFAULT_AUTO_STOP_ON};
+pub(crate) use monitor::{auto_stop_names, RoundCgroupMode};
 pub use monitor::{HostHealthConfig, MonitorConfig};
-pub use resolve::{
-    AgentConfig, Config, ContextInjection, DirtyAction, HostConfig, PhasePolicy, PromptConfig,
-    PromptDelivery, SandboxMode, TransientAction,
+pub(crate) use raw::{DEFAULT_GIT_TIMEOUT_S, DEFAULT_HOST_MEMORY_MB, TABLES};
+pub use resolve::{AgentConfig, Config, HostConfig, PromptConfig};
+pub use vocabulary::{
+    ContextInjection, DirtyAction, PhasePolicy, PromptDelivery, SandboxMode, TransientAction,
 };
-pub(crate) use resolve::{DEFAULT_GIT_TIMEOUT_S, DEFAULT_HOST_MEMORY_MB};
 
 use std::path::Path;
 

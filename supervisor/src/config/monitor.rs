@@ -8,24 +8,52 @@
 use serde::Deserialize;
 use std::time::Duration;
 
-/// `[monitor]` as serde sees it.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawMonitor {
-    auth_fail_patterns: Option<Vec<String>>,
-    auth_fail_hint: Option<String>,
-    auto_stop_on: Option<Vec<String>>,
-    remote_failure_tolerance_s: Option<u64>,
-    anomaly_repetitive_window: Option<u64>,
-    anomaly_repetitive_threshold: Option<u64>,
-    supervisor_stale_threshold_s: Option<u64>,
-    #[serde(default)]
-    host_health: RawHostHealth,
+use super::keys::{config_table, Bad, Table};
+use super::vocabulary::Vocabulary;
+
+config_table! {
+    /// `[monitor]` as serde sees it.
+    #[derive(Debug, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct RawMonitor = "monitor" {
+        /// extra patterns (Rust `regex` syntax) marking a failed round's output as a login
+        /// failure, on top of the built-in detectors' own; matched inside the confined
+        /// detector host. A pattern that does not compile is a config error
+        auth_fail_patterns: Vec<String> = (empty) label "list of regular expressions"
+            reload Next;
+        /// printed (and recorded in `agent_auth_error_detected`) when a login failure stops
+        /// serve: say how to log in again
+        auth_fail_hint: String = (none) reload Next init (preset);
+        /// which stops are honoured, by name (one rule, `MonitorConfig::stops_on`): a
+        /// detector's alert in `monitor` (docs/operations.md "monitor"); a post-round stop,
+        /// named by its hook or, for an `auth` diagnosis, by `oauth_fail` (`serve` then exits
+        /// 77, which the systemd unit does not restart on); a detector *hook*'s
+        /// `stop_service` alert (`serve` polls them at the end of each round that ran,
+        /// [`docs/protocol.md`](protocol.md) §5.6; `serve` exits 75,
+        /// `serve_stopping{reason: "auto_stop"}`). The built-in detectors' names count by
+        /// default; a host's hooks count only when the key is written in the file, so a
+        /// host's hook that happens to be called `oauth_fail`, or a host's post-round `auth`
+        /// stop, does not stop `serve` unless you list it. Unhonoured: recorded
+        /// (`detector_alert` with `auto_stop: false`, `plugin_post_round_override_ignored`)
+        auto_stop_on: Vec<String> = (DEFAULT_AUTO_STOP_ON) reload Next
+            init (commented "the default: left unset, so a host's hook of the same name does not stop serve unless you list it; docs/configuration.md [monitor]");
+        /// how long `monitor --host` keeps reconnecting a dropped ssh link; 0: the first
+        /// drop is fatal
+        remote_failure_tolerance_s: u64 = (90) range(0..=3600) reload Next;
+        /// tool calls looked at by `anomaly_repetitive_tool`
+        anomaly_repetitive_window: u64 = (0, "off") reload Next;
+        /// calls of one tool within the window that raise it
+        anomaly_repetitive_threshold: u64 = (0, "off") label "integer ≤ window" reload Next;
+        /// no event for this long: `supervisor_stale`; `0` turns the detector off
+        supervisor_stale_threshold_s: u64 = (computed "1.5 × `round_budget_s`") reload Next;
+        @sub host_health: RawHostHealth;
+    }
 }
 
+/// `[monitor.host_health]`: its three tables.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawHostHealth {
+pub(super) struct RawHostHealth {
     #[serde(default)]
     disk: RawDisk,
     #[serde(default)]
@@ -34,34 +62,73 @@ struct RawHostHealth {
     pressure: RawPressure,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawDisk {
-    warning_pct: Option<f64>,
-    critical_pct: Option<f64>,
+config_table! {
+    /// `[monitor.host_health.disk]`.
+    #[derive(Debug, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct RawDisk = "monitor.host_health.disk" {
+        /// used % of the log dir's filesystem that warns (`disk_warning`)
+        warning_pct: f64 = (90.0) label "percent" reload Next;
+        /// used % that defers rounds (`round_deferred`, signal `disk`)
+        critical_pct: f64 = (95.0) label "percent" reload Next;
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawMemory {
-    avail_min_mb: Option<u64>,
-    free_low_mb: Option<u64>,
-    swap_out_noise_floor_mb: Option<u64>,
-    round_high_mb: Option<u64>,
-    round_max_mb: Option<u64>,
-    round_cgroup: Option<String>,
+config_table! {
+    /// `[monitor.host_health.memory]`.
+    #[derive(Debug, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct RawMemory = "monitor.host_health.memory" {
+        /// `MemAvailable` below this *and* `MemFree` below `free_low_mb` is critical
+        /// (signal `combined_low`); 0 turns it off
+        avail_min_mb: u64 = (200) label "MiB" reload Next;
+        /// see `avail_min_mb`
+        free_low_mb: u64 = (16) range(1..) label "MiB ≥ 1" reload Next;
+        /// accepted for compatibility; this build reads PSI instead of swap rates
+        swap_out_noise_floor_mb: u64 = (32) range(1..) label "MiB ≥ 1" reload Next;
+        /// ours: the brake on one round's memory, `memory.high` (cgroup v2) /
+        /// `memory.soft_limit_in_bytes` (v1) of the round's cgroup; below `round_max_mb`;
+        /// applied only with a delegated cgroup (docs/operations.md, "Round cgroups")
+        round_high_mb: u64 = (none) range(1..) label "MiB ≥ 1" reload Next;
+        /// ours: the hard limit, `memory.max` / `memory.limit_in_bytes`; past it the kernel
+        /// OOM-kills inside the round (`round_oom_killed`); applied only with a delegated
+        /// cgroup
+        round_max_mb: u64 = (none) range(1..) label "MiB ≥ 1" reload Next;
+        /// ours: whether each round runs in a cgroup of its own: `auto` when the
+        /// supervisor's memory cgroup is delegated (owned by its non-root user, or marked by
+        /// systemd's `Delegate=yes`), `on` whenever it is writable, `off` never
+        /// (docs/operations.md, "Round cgroups")
+        round_cgroup: String as RoundCgroupMode = (RoundCgroupMode::Auto) reload Boot;
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawPressure {
-    full_avg10_critical: Option<f64>,
-    some_avg10_warning: Option<f64>,
-    critical_consecutive_samples: Option<u64>,
-    in_round_terminate: Option<bool>,
-    cgroup_growth_rate_warning_mb_per_min: Option<f64>,
-    sample_interval_s: Option<u64>,
+config_table! {
+    /// `[monitor.host_health.pressure]`.
+    #[derive(Debug, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct RawPressure = "monitor.host_health.pressure" {
+        /// PSI memory `full avg10` at or above this is critical (signal `psi`)
+        full_avg10_critical: f64 = (60.0) label "percent > 0" reload Next;
+        /// PSI memory `some avg10` that warns
+        some_avg10_warning: f64 = (5.0) label "percent > 0" reload Next;
+        /// critical in-round samples in a row that end the round
+        critical_consecutive_samples: u64 = (3) range(1..) reload Next;
+        /// end the round then (`round_mem_terminated`); `false` only records the samples
+        in_round_terminate: bool = (true) reload Next;
+        /// accepted for compatibility; not acted on
+        cgroup_growth_rate_warning_mb_per_min: f64 = (512.0) label "number > 0" reload Next;
+        /// ours: seconds between in-round samples
+        sample_interval_s: u64 = (10) range(1..) reload Next;
+    }
 }
+
+/// The tables of `[monitor]`, for [`super::TABLES`].
+pub(super) const TABLES: [Table; 4] = [
+    RawMonitor::TABLE,
+    RawDisk::TABLE,
+    RawMemory::TABLE,
+    RawPressure::TABLE,
+];
 
 /// Detectors whose stop is honoured when `auto_stop_on` is not set (the reference
 /// system's default).
@@ -99,7 +166,8 @@ pub struct MonitorConfig {
 
 /// `[monitor.host_health] memory.round_cgroup`: when a round gets a cgroup of its own
 /// (docs/operations.md, "Round cgroups").
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum RoundCgroupMode {
     /// `"auto"`: when the supervisor's memory cgroup is delegated to it (owned by its
     /// non-root user, or marked by systemd's `Delegate=yes`).
@@ -110,6 +178,18 @@ pub enum RoundCgroupMode {
     On,
     /// `"off"`: never.
     Off,
+}
+
+impl Vocabulary for RoundCgroupMode {
+    const ALL: &'static [Self] = &[
+        RoundCgroupMode::Auto,
+        RoundCgroupMode::On,
+        RoundCgroupMode::Off,
+    ];
+
+    fn word(self) -> &'static str {
+        self.as_str()
+    }
 }
 
 impl RoundCgroupMode {
@@ -203,101 +283,58 @@ impl MonitorConfig {
 }
 
 impl Default for MonitorConfig {
+    /// The defaults of every key (`supervisor_stale_threshold` off: it derives from the
+    /// round budget).
     fn default() -> Self {
-        MonitorConfig {
-            auth_fail_patterns: Vec::new(),
-            auth_fail_hint: None,
-            auto_stop_on: DEFAULT_AUTO_STOP_ON.iter().map(|s| s.to_string()).collect(),
-            auto_stop_on_set: false,
-            remote_failure_tolerance: Duration::from_secs(90),
-            anomaly_repetitive_window: 0,
-            anomaly_repetitive_threshold: 0,
-            supervisor_stale_threshold: None,
-            host_health: HostHealthConfig::default(),
-        }
+        let mut config = resolve(RawMonitor::default(), Duration::ZERO)
+            .expect("the defined defaults are in range");
+        config.supervisor_stale_threshold = None;
+        config
     }
 }
 
 impl Default for HostHealthConfig {
     fn default() -> Self {
-        HostHealthConfig {
-            disk_warning_pct: 90.0,
-            disk_critical_pct: 95.0,
-            avail_min_mb: 200,
-            free_low_mb: 16,
-            swap_out_noise_floor_mb: 32,
-            round_high_mb: None,
-            round_max_mb: None,
-            round_cgroup: RoundCgroupMode::Auto,
-            full_avg10_critical: 60.0,
-            some_avg10_warning: 5.0,
-            critical_consecutive_samples: 3,
-            in_round_terminate: true,
-            cgroup_growth_rate_warning_mb_per_min: 512.0,
-            sample_interval: Duration::from_secs(10),
-        }
+        MonitorConfig::default().host_health
     }
 }
 
 /// Checks `raw` and fills the defaults; `round_budget` derives the default stale threshold.
 ///
 /// Errors: `(dotted key, what was expected)`.
-pub(super) fn resolve(
-    raw: RawMonitor,
-    round_budget: Duration,
-) -> Result<MonitorConfig, (String, String)> {
-    let d = MonitorConfig::default();
-    let hd = &d.host_health;
-    let h = raw.host_health;
-    let pct = |key: &str, v: Option<f64>, default: f64, positive: bool| match v {
-        None => Ok(default),
-        Some(v) if v.is_finite() && v <= 100.0 && (v > 0.0 || (!positive && v == 0.0)) => Ok(v),
-        Some(v) => Err((
-            format!("monitor.host_health.{key}"),
-            format!(
-                "{v} is out of range; expected a percentage {} 100",
-                if positive { "in (0," } else { "in [0," }
-            ),
-        )),
+pub(super) fn resolve(raw: RawMonitor, round_budget: Duration) -> Result<MonitorConfig, Bad> {
+    let h = &raw.host_health;
+    let pct = |key: &str, v: f64, positive: bool| {
+        if v.is_finite() && v <= 100.0 && (v > 0.0 || (!positive && v == 0.0)) {
+            Ok(v)
+        } else {
+            Err((
+                format!("monitor.host_health.{key}"),
+                format!(
+                    "{v} is out of range; expected a percentage {} 100",
+                    if positive { "in (0," } else { "in [0," }
+                ),
+            ))
+        }
     };
-    let at_least_one = |key: &str, v: Option<u64>, default: u64| match v {
-        Some(0) => Err((format!("monitor.{key}"), "must be at least 1".to_owned())),
-        v => Ok(v.unwrap_or(default)),
-    };
-    let tolerance = raw.remote_failure_tolerance_s.unwrap_or(90);
-    if tolerance > 3600 {
-        return Err((
-            "monitor.remote_failure_tolerance_s".into(),
-            format!("{tolerance} is too large; expected seconds in 0..=3600"),
-        ));
-    }
-    let window = raw.anomaly_repetitive_window.unwrap_or(0);
-    let threshold = raw.anomaly_repetitive_threshold.unwrap_or(0);
+    let tolerance = raw.remote_failure_tolerance_s()?;
+    let window = raw.anomaly_repetitive_window()?;
+    let threshold = raw.anomaly_repetitive_threshold()?;
     if window > 0 && threshold > window {
         return Err((
             "monitor.anomaly_repetitive_threshold".into(),
             format!("{threshold} exceeds anomaly_repetitive_window ({window}); the detector could never fire"),
         ));
     }
-    let growth = h
-        .pressure
-        .cgroup_growth_rate_warning_mb_per_min
-        .unwrap_or(hd.cgroup_growth_rate_warning_mb_per_min);
+    let growth = h.pressure.cgroup_growth_rate_warning_mb_per_min()?;
     if !(growth.is_finite() && growth > 0.0) {
         return Err((
             "monitor.host_health.pressure.cgroup_growth_rate_warning_mb_per_min".into(),
             format!("{growth}: expected a positive number"),
         ));
     }
-    let round_mb = |key: &str, v: Option<u64>| match v {
-        Some(0) => Err((
-            format!("monitor.host_health.memory.{key}"),
-            "must be at least 1 (MiB); leave it out for no limit".to_owned(),
-        )),
-        v => Ok(v),
-    };
-    let round_high_mb = round_mb("round_high_mb", h.memory.round_high_mb)?;
-    let round_max_mb = round_mb("round_max_mb", h.memory.round_max_mb)?;
+    let round_high_mb = h.memory.round_high_mb()?;
+    let round_max_mb = h.memory.round_max_mb()?;
     if let (Some(high), Some(max)) = (round_high_mb, round_max_mb) {
         if high >= max {
             return Err((
@@ -306,23 +343,8 @@ pub(super) fn resolve(
             ));
         }
     }
-    let round_cgroup = match h.memory.round_cgroup.as_deref() {
-        None | Some("auto") => RoundCgroupMode::Auto,
-        Some("on") => RoundCgroupMode::On,
-        Some("off") => RoundCgroupMode::Off,
-        Some(other) => {
-            return Err((
-                "monitor.host_health.memory.round_cgroup".into(),
-                format!("{other:?}: expected \"auto\", \"on\" or \"off\""),
-            ))
-        }
-    };
-    let samples = at_least_one(
-        "host_health.pressure.critical_consecutive_samples",
-        h.pressure.critical_consecutive_samples,
-        u64::from(hd.critical_consecutive_samples),
-    )?;
-    let auth_fail_patterns = raw.auth_fail_patterns.unwrap_or_default();
+    let samples = h.pressure.critical_consecutive_samples()?;
+    let auth_fail_patterns = raw.auth_fail_patterns();
     for (i, pattern) in auth_fail_patterns.iter().enumerate() {
         if let Err(e) = regex::Regex::new(pattern) {
             return Err((
@@ -350,67 +372,40 @@ pub(super) fn resolve(
     }
     Ok(MonitorConfig {
         auth_fail_patterns,
-        auth_fail_hint: raw.auth_fail_hint.filter(|h| !h.trim().is_empty()),
+        auth_fail_hint: raw.auth_fail_hint()?.filter(|h| !h.trim().is_empty()),
         auto_stop_on_set: raw.auto_stop_on.is_some(),
-        auto_stop_on: raw.auto_stop_on.unwrap_or(d.auto_stop_on),
+        auto_stop_on: raw.auto_stop_on()?,
         remote_failure_tolerance: Duration::from_secs(tolerance),
         anomaly_repetitive_window: window,
         anomaly_repetitive_threshold: threshold,
-        supervisor_stale_threshold: match raw.supervisor_stale_threshold_s {
+        supervisor_stale_threshold: match raw.supervisor_stale_threshold_s()? {
             Some(0) => None,
             Some(s) => Some(Duration::from_secs(s)),
             None => Some(round_budget.mul_f64(1.5)),
         },
         host_health: HostHealthConfig {
-            disk_warning_pct: pct(
-                "disk.warning_pct",
-                h.disk.warning_pct,
-                hd.disk_warning_pct,
-                false,
-            )?,
-            disk_critical_pct: pct(
-                "disk.critical_pct",
-                h.disk.critical_pct,
-                hd.disk_critical_pct,
-                false,
-            )?,
-            avail_min_mb: h.memory.avail_min_mb.unwrap_or(hd.avail_min_mb),
-            free_low_mb: at_least_one(
-                "host_health.memory.free_low_mb",
-                h.memory.free_low_mb,
-                hd.free_low_mb,
-            )?,
-            swap_out_noise_floor_mb: at_least_one(
-                "host_health.memory.swap_out_noise_floor_mb",
-                h.memory.swap_out_noise_floor_mb,
-                hd.swap_out_noise_floor_mb,
-            )?,
+            disk_warning_pct: pct("disk.warning_pct", h.disk.warning_pct()?, false)?,
+            disk_critical_pct: pct("disk.critical_pct", h.disk.critical_pct()?, false)?,
+            avail_min_mb: h.memory.avail_min_mb()?,
+            free_low_mb: h.memory.free_low_mb()?,
+            swap_out_noise_floor_mb: h.memory.swap_out_noise_floor_mb()?,
             round_high_mb,
             round_max_mb,
-            round_cgroup,
+            round_cgroup: h.memory.round_cgroup()?,
             full_avg10_critical: pct(
                 "pressure.full_avg10_critical",
-                h.pressure.full_avg10_critical,
-                hd.full_avg10_critical,
+                h.pressure.full_avg10_critical()?,
                 true,
             )?,
             some_avg10_warning: pct(
                 "pressure.some_avg10_warning",
-                h.pressure.some_avg10_warning,
-                hd.some_avg10_warning,
+                h.pressure.some_avg10_warning()?,
                 true,
             )?,
             critical_consecutive_samples: u32::try_from(samples).unwrap_or(u32::MAX),
-            in_round_terminate: h
-                .pressure
-                .in_round_terminate
-                .unwrap_or(hd.in_round_terminate),
+            in_round_terminate: h.pressure.in_round_terminate()?,
             cgroup_growth_rate_warning_mb_per_min: growth,
-            sample_interval: Duration::from_secs(at_least_one(
-                "host_health.pressure.sample_interval_s",
-                h.pressure.sample_interval_s,
-                hd.sample_interval.as_secs(),
-            )?),
+            sample_interval: Duration::from_secs(h.pressure.sample_interval_s()?),
         },
     })
 }

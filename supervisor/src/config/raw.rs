@@ -7,7 +7,13 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::keys::{config_table, Table};
+use super::vocabulary::{
+    ContextInjection, DirtyAction, PromptDelivery, SandboxMode, TransientAction,
+};
 use super::ConfigError;
+use agent_runner_plugin_host::write_limits;
+use agent_runner_protocol::limits::DEFAULT_INIT_TIMEOUT_S;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -41,123 +47,336 @@ pub(super) struct RawConfig {
     pub warnings: Vec<String>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawAgent {
-    pub command: Vec<String>,
-    #[serde(default)]
-    pub prompt_arg_template: Option<Vec<String>>,
-    #[serde(default)]
-    pub name: Option<String>,
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    #[serde(default)]
-    pub prompt_delivery: Option<String>,
-    #[serde(default)]
-    pub exec_prefix: Option<Vec<String>>,
-    #[serde(default)]
-    pub terminal_marker: Option<String>,
-    #[serde(default)]
-    pub sigterm_grace_s: Option<u64>,
-    #[serde(default)]
-    pub session_resume: Option<bool>,
-    #[serde(default)]
-    pub sandbox: Option<RawAgentSandbox>,
+config_table! {
+    /// `[agent]` (a phase's `[phases.<name>.agent]` is merged onto it).
+    #[derive(Clone, Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct RawAgent = "agent" {
+        /// the agent's argv before the prompt arguments; `command[0]` is looked up on PATH
+        /// (a leading `~` or `~/` is the home directory; the other words are passed as
+        /// written)
+        command: Vec<String> = (required) reload Next init (preset);
+        /// appended to `command`; with argv delivery one element contains `{prompt}`, with
+        /// stdin none may
+        prompt_arg_template: Vec<String> = (computed "`[\"{prompt}\"]` (argv) / `[]` (stdin)")
+            reload Next init (preset);
+        /// how the prompt reaches the agent
+        prompt_delivery: String as PromptDelivery = (PromptDelivery::Argv)
+            reload Next init (preset);
+        /// display name, `ctx.agent_name` for hooks
+        name: String = (none) reload Next init (preset);
+        /// added to the agent's environment (never sent to hosts: they see variable *names*
+        /// only)
+        env: BTreeMap<String, String> = (empty) label "table of strings"
+            reload Next init (preset);
+        /// words run before `command` (a container, `nice`, `systemd-run --scope …`);
+        /// `{work_dir}` in them is replaced by the work dir. `command[0]` stays the agent's
+        /// identity (the detector that applies, `ctx.agent_binary`)
+        exec_prefix: Vec<String> = (empty) reload Next;
+        /// bytes whose appearance in the round log marks the agent's result, for result
+        /// grace; `""` turns it off. The `codewhale` and `pi` presets set their own
+        terminal_marker: String = (DEFAULT_TERMINAL_MARKER, "claude's") reload Next init (preset);
+        /// the reference system's key: how long an agent whose CLI finishes its turn on a
+        /// signal gets between that signal and SIGKILL; a larger value is refused (exit 78),
+        /// not clamped. A phase may set its own in `[phases.<name>.agent]`. Which CLIs, by
+        /// `command[0]`'s file name: `claude` (SIGINT: its turn is drained; SIGTERM would
+        /// abandon it), `gemini` and `pi` (SIGTERM); any other agent gets SIGTERM and 5 s.
+        /// The same signal and grace serve every end of a round's agent: the budget, `kill`
+        /// (or a second SIGTERM), result grace and in-round pressure (docs/agent-clis.md,
+        /// "Stopping an agent"). `peek --json` (`plugins.cooperative_stop`,
+        /// `plugins.resolved_sigterm_grace_s`) and `doctor` (`sigterm_grace`) show it
+        sigterm_grace_s: u64 = (DEFAULT_SIGTERM_GRACE_S) range(1..=MAX_SIGTERM_GRACE_S)
+            reload Next;
+        /// under `serve`, a round goes on with the agent session of its phase's previous
+        /// round, for a CLI that can resume one (claude, gemini, pi, codex, aider, by
+        /// `command[0]`'s file name): the CLI's resume words are appended after `command`
+        /// and `AGENT_RUNNER_RESUME_FLAG` / `AGENT_RUNNER_RESUME_SESSION_ID` set
+        /// (docs/agent-clis.md, "Session resume"). With it on, a static `command` or
+        /// `prompt_arg_template` already holding those words is refused (exit 78). A phase
+        /// may set its own in `[phases.<name>.agent]`
+        session_resume: bool = (true) reload Next;
+        @sub sandbox: RawAgentSandbox;
+    }
 }
 
-/// `[agent.sandbox]`.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawAgentSandbox {
-    #[serde(default)]
-    pub allow_hosts: Option<Vec<String>>,
+config_table! {
+    /// `[agent.sandbox]`.
+    #[derive(Clone, Debug, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct RawAgentSandbox = "agent.sandbox" {
+        /// egress by host name (docs/security.md, "Egress by host name"): present, the agent
+        /// runs in a network namespace of its own with only loopback and reaches the outside
+        /// only through the supervisor's proxy, which lets through `CONNECT` tunnels and
+        /// plain-HTTP requests to these hosts only (others: `403`, recorded as
+        /// `agent_sandbox_denied`). Each entry: `name` (exactly), `*.domain` (names below
+        /// it), or an IP address, each optionally `:port` (that port only, else any); a bad
+        /// entry is refused (exit 78). `[]` allows nothing. Absent: the supervisor's
+        /// network, as without it. `init` writes each preset's provider hosts, commented
+        /// out. The agent gets `HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY` (and lower case) =
+        /// `http://127.0.0.1:3128`, `NO_PROXY` = `localhost,127.0.0.1,::1` and
+        /// `NODE_USE_ENV_PROXY=1`
+        allow_hosts: Vec<String> = (computed "absent") reload Next;
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawRuntime {
-    pub work_dir: Option<String>,
-    pub log_dir: Option<String>,
-    pub state_dir: Option<String>,
-    pub round_budget_s: Option<u64>,
-    pub restart_delay_s: Option<u64>,
-    pub max_rounds: Option<u64>,
-    pub stop_file: Option<String>,
-    pub round_log_retention: Option<u64>,
-    pub round_log_max_bytes: Option<u64>,
-    pub round_log_retention_bytes: Option<u64>,
-    pub dry_run: Option<bool>,
-    pub disable_pre_round_hooks: Option<bool>,
-    pub transient_error_action: Option<String>,
-    pub transient_backoff_cap_s: Option<u64>,
-    pub max_grace_after_result_s: Option<u64>,
-    pub grace_kill_ignore_patterns: Option<Vec<String>>,
-    pub fresh_eyes_every_n: Option<u64>,
-    pub narrative_file: Option<String>,
-    pub substrate_fingerprint_paths: Option<Vec<String>>,
-    pub max_duration_s: Option<u64>,
-    pub max_rounds_per_hour: Option<u64>,
+/// Default `[agent] sigterm_grace_s` (the reference system's).
+pub(crate) const DEFAULT_SIGTERM_GRACE_S: u64 = 10;
+
+/// The largest `[agent] sigterm_grace_s`: the reference system keeps it a few seconds
+/// inside its own wait for a round to end (15 s); larger values are refused, not clamped.
+pub(crate) const MAX_SIGTERM_GRACE_S: u64 = 12;
+
+/// Default `[agent] terminal_marker`: the compact JSON of claude's final record (the
+/// reference system's default).
+pub(crate) const DEFAULT_TERMINAL_MARKER: &str = "\"type\":\"result\"";
+
+config_table! {
+    /// `[runtime]`.
+    #[derive(Debug, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct RawRuntime = "runtime" {
+        /// the git working tree the agent works in
+        work_dir: String = (".") label "path" reload Restart init (write);
+        /// round logs, `round-context.json`, host state dirs; never counted as dirt
+        log_dir: String = ("~/.agent-runner/{project}/logs") label "path"
+            reload Restart init (write);
+        /// the record: project lock, events, `state.json`, `orphan-state.json`,
+        /// `service.json`, `control.sock`
+        state_dir: String = (computed "see below") label "path" reload Restart;
+        /// wall-clock budget of one round: then the agent's stop signal to its process
+        /// group (SIGTERM, or its CLI's cooperative signal: see `sigterm_grace_s`), SIGKILL
+        /// 5 s later (`sigterm_grace_s` later for a cooperative CLI)
+        round_budget_s: u64 = (1800) range(1..) reload Next init (write);
+        /// pause between rounds under `serve`
+        restart_delay_s: u64 = (3) range(1..) reload Next init (write);
+        /// `serve` stops after this many completed rounds (`max_rounds_reached`)
+        max_rounds: u64 = (none) reload Boot;
+        /// `serve` stops before a round when it exists (`stop_file_detected`)
+        stop_file: String = (none) label "path" reload Next;
+        /// keep the last N round logs
+        round_log_retention: u64 = (0, "keep all") reload Next;
+        /// keep the newest round logs within this many bytes in total (room for the next
+        /// round's cap is kept)
+        round_log_retention_bytes: u64 = (0, "no limit") reload Next;
+        /// cap of one round log: the agent's output past it is discarded after a marker
+        /// line `[agent-runner: round log cap of N bytes reached …]`, and
+        /// `round_log_capped` records how much
+        round_log_max_bytes: u64 = (DEFAULT_ROUND_LOG_MAX_BYTES, "64 MiB") range(1024..)
+            reload Next;
+        /// passed to hooks as `ctx.dry_run`
+        dry_run: bool = (false) reload Next;
+        /// no pre-round hook (`pre_round/before_round`) is asked before a round, so none
+        /// can skip it; context enrichers and every other family are still called (the
+        /// reference system's key). A phase overrides it with `[phases.<name>]
+        /// disable_pre_round_hooks` or `[phases.<name>.runtime] disable_pre_round_hooks`
+        /// (one of the two). `peek --json` says which holds for the next round
+        /// (`plugins.pre_round_hooks_disabled`)
+        disable_pre_round_hooks: bool = (false) reload Next;
+        /// after a round a post-round hook diagnosed as a usage or rate limit, an overload
+        /// or a network failure: wait (until the printed reset time, or exponentially from
+        /// what the hook asked, at least `restart_delay_s`), go on after `restart_delay_s`,
+        /// or stop `serve` (exit 75). Diagnosed rounds count toward the crash-loop breaker
+        /// (docs/operations.md). See `docs/detectors.md`
+        transient_error_action: String as TransientAction = (TransientAction::BackOff)
+            reload Next init (write "After a usage or rate limit: wait until the printed reset (docs/detectors.md).");
+        /// an agent still running this long after its `terminal_marker` appeared is ended
+        /// (`round_grace_kill`, `exit_cause` `grace_kill`, counted as a clean round),
+        /// unless a child of it is still at work: then it is left to its budget
+        /// (`round_grace_extended`, once)
+        max_grace_after_result_s: u64 = (0, "off")
+            reload Next init (write "End an agent that lingers this long after printing its result (0: never).");
+        /// children whose command line matches one do not keep a lingering agent alive
+        /// (claude's preset: its shell-snapshot helper)
+        grace_kill_ignore_patterns: Vec<String> = (empty) label "list of regular expressions"
+            reload Next init (write);
+        /// every N-th round is a fresh-eyes round: `AGENT_RUNNER_FRESH_EYES=1`,
+        /// `fresh_eyes_round_triggered`
+        fresh_eyes_every_n: u64 = (none) range(1..) reload Next;
+        /// a file the agent keeps its running account in; passed as
+        /// `AGENT_RUNNER_NARRATIVE_FILE`
+        narrative_file: String = (none) label "path" reload Next;
+        /// before and after each round, `round_substrate_before` / `round_substrate_after`
+        /// record git `HEAD` and the sha256 of the matching files (paths and contents; 64
+        /// hex digits); without patterns the events still come, `paths_hash` null
+        substrate_fingerprint_paths: Vec<String> = (empty)
+            label "list of globs (relative to `work_dir`)" reload Next;
+        /// the longest back-off grown from `restart_delay_s` or asked for in seconds
+        /// (ours); a printed reset time is honoured up to 8 h
+        transient_backoff_cap_s: u64 = (DEFAULT_TRANSIENT_BACKOFF_CAP_S)
+            label "integer, `restart_delay_s`..=86400" reload Next;
+        /// ours: `serve` starts no round once it has run this long and ends with exit 0
+        /// (`max_duration_reached{elapsed_s, max_duration_s, rounds_completed}`); looked at
+        /// before each round, so a round under way finishes within its budget
+        max_duration_s: u64 = (none) range(1..) reload Next;
+        /// ours: when this many rounds started in the last 60 minutes (`round_start` events
+        /// of the record, so a restart does not reset the count), `serve` waits until the
+        /// oldest of them is an hour old: `rate_ceiling_paused{rounds_last_hour,
+        /// max_rounds_per_hour, resume_in_s}`, `status` says `paused by max_rounds_per_hour
+        /// until <time>`, then `rate_ceiling_resumed{paused_for_s, reason}`; a stop,
+        /// SIGTERM or the stop file ends the wait within 250 ms, a SIGHUP re-reads the
+        /// config and looks again. `round` (one manual round) ignores it
+        max_rounds_per_hour: u64 = (none) range(1..) reload Next;
+    }
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawSchedule {
-    pub timezone: Option<String>,
-    #[serde(default)]
-    pub run_windows: Vec<String>,
-    #[serde(default)]
-    pub pause_windows: Vec<String>,
+/// Default of `[runtime] transient_backoff_cap_s`: 30 minutes.
+pub(crate) const DEFAULT_TRANSIENT_BACKOFF_CAP_S: u64 = 1800;
+
+/// Default `[runtime] round_log_max_bytes`: 64 MiB.
+pub(crate) const DEFAULT_ROUND_LOG_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+config_table! {
+    /// `[schedule]` (and a phase's `[phases.<name>.schedule]`).
+    #[derive(Clone, Debug, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct RawSchedule = "schedule" {
+        /// the zone the windows are read in (rules from the zone database compiled into
+        /// agent-runner)
+        timezone: String = (computed "the system's zone") label "IANA zone name" reload Next;
+        /// rounds start only inside one of them
+        run_windows: Vec<String> = (empty, "any time") label "list of windows" reload Next;
+        /// rounds never start inside one of them
+        pause_windows: Vec<String> = (empty) label "list of windows" reload Next;
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawPrompt {
-    pub file: Option<String>,
-    pub files: Option<Vec<String>>,
-    pub concat_separator: Option<String>,
-    pub strip_yaml_frontmatter: Option<bool>,
-    pub inject_context: Option<bool>,
-    pub context_injection_mode: Option<String>,
+config_table! {
+    /// `[prompt]`.
+    #[derive(Debug, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct RawPrompt = "prompt" {
+        /// the prompt, read fresh every round
+        file: String = ("./prompts/main.md") label "path" reload Next init (write);
+        /// several files joined by `concat_separator` (exclusive with `file`)
+        files: Vec<String> = (computed "—") label "list of paths" reload Next;
+        /// joins the files' texts
+        concat_separator: String = ("\n\n") reload Next;
+        /// drop a leading `---` … `---` block (LF or CRLF lines; the closing `---` may end
+        /// the file). A UTF-8 byte order mark at the start of any prompt file is always
+        /// dropped
+        strip_yaml_frontmatter: bool = (true) reload Next;
+        /// give the agent the round context
+        inject_context: bool = (true) reload Next;
+        /// a fenced `json round-context` block before the prompt, or
+        /// `<log_dir>/round-context.json`
+        context_injection_mode: String as ContextInjection = (ContextInjection::Prepend)
+            reload Next;
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawVcs {
-    pub dirty_action: Option<String>,
-    pub stash_idempotency_s: Option<u64>,
-    pub git_timeout_s: Option<u64>,
+config_table! {
+    /// `[vcs]`.
+    #[derive(Debug, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct RawVcs = "vcs" {
+        /// the built-in dirty handler (priority 1000)
+        dirty_action: String as DirtyAction = (DirtyAction::Stash) reload Next init (write);
+        /// a stash within this long of the previous one is skipped; a previous stash
+        /// recorded in the future (the clock stepped back since) skips nothing
+        stash_idempotency_s: u64 = (5) reload Next init (write);
+        /// longest run of one git command (commit, stash, status, …) before it is killed
+        /// with its process group
+        git_timeout_s: u64 = (DEFAULT_GIT_TIMEOUT_S) range(1..) reload Next;
+    }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawPlugins {
-    pub sandbox: Option<String>,
-    #[serde(default)]
-    pub spawn_override_allow: Vec<String>,
-    #[serde(default)]
-    pub disable: Vec<String>,
-    #[serde(default)]
-    pub pin: BTreeMap<String, String>,
-    #[serde(default)]
-    pub hosts: BTreeMap<String, RawHost>,
+/// Default `[vcs] git_timeout_s`.
+pub(crate) const DEFAULT_GIT_TIMEOUT_S: u64 = 60;
+
+config_table! {
+    /// `[plugins]`.
+    #[derive(Debug, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct RawPlugins = "plugins" {
+        /// `require`: Landlock and seccomp must both engage and every host must be pinned,
+        /// or nothing starts (exit 78); `prefer`: best tier available, a shortfall
+        /// announced once; `off`: hosts unconfined (not for production)
+        sandbox: String as SandboxMode = (SandboxMode::Prefer) reload Restart init (write);
+        /// spawn hooks whose defer/skip, and pre-round hooks whose skip, is honoured; others
+        /// are downgraded to proceed (`plugin_spawn_override_ignored` /
+        /// `plugin_round_override_ignored`). Post-round hooks whose `back_off` longer than
+        /// their call timeout is honoured; others are capped to it
+        /// (`plugin_post_round_override_ignored`, docs/protocol.md `post_round/after_round`)
+        spawn_override_allow: Vec<String> = (empty) label "list of hook names"
+            reload Next init (write);
+        /// hosts not started (none of their hooks, event kinds or owned paths count); a
+        /// built-in detector's name (`claude_error_detector`, …) turns that detector off,
+        /// `builtin-detectors` all of them. Keys on host names only (the reference system
+        /// mixed manifest and module names here); a name that is no configured host and no
+        /// built-in detector gets a warning
+        disable: Vec<String> = (empty) label "list of host or built-in detector names"
+            reload Next init (write);
+        /// the sha256 of each host's `command[0]`, as a table `[plugins.pin]`;
+        /// `agent-runner doctor` prints ready-to-paste lines
+        pin: BTreeMap<String, String> = (empty)
+            label "table host name → `\"sha256:<64 hex>\"`" reload Next;
+        /// the hosts, one table `[plugins.hosts.<name>]` each (below)
+        hosts: BTreeMap<String, RawHost> = (empty) label "tables" reload Next;
+    }
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawHost {
-    pub command: Vec<String>,
-    pub provides: Vec<String>,
-    pub timeout_s: Option<u64>,
-    pub init_timeout_s: Option<u64>,
-    pub memory_max_mb: Option<u64>,
-    pub file_max_mb: Option<u64>,
-    pub tmp_max_mb: Option<u64>,
-    pub state_max_mb: Option<u64>,
-    #[serde(default)]
-    pub read_paths: Vec<String>,
-    #[serde(default)]
-    pub config: serde_json::Map<String, serde_json::Value>,
+config_table! {
+    /// One `[plugins.hosts.<name>]` table.
+    #[derive(Clone, Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct RawHost = "plugins.hosts.<name>" {
+        /// `command[0]` is the executable that is hashed, pinned and run (a leading `~` or
+        /// `~/` is the home directory; otherwise relative to the config file's directory, or
+        /// on PATH)
+        command: Vec<String> = (required) reload Next;
+        /// the families the host may declare; declaring another refuses the host
+        provides: Vec<String> = (required)
+            label "list of `\"spawn_hook\"`, `\"dirty_handler\"`, `\"pre_round\"`, `\"context_enricher\"`, `\"serve_startup\"`, `\"detector\"`, `\"post_round\"`"
+            reload Next;
+        /// per-call timeout
+        timeout_s: u64 = (computed "10 (spawn hooks, pre-round hooks, enrichers, detectors, post-round hooks) / 60 (dirty handlers) / 30 (serve-startup hooks)")
+            range(1..) reload Next;
+        /// how long `initialize` may take
+        init_timeout_s: u64 = (DEFAULT_INIT_TIMEOUT_S) range(1..) reload Next;
+        /// the host's address-space limit
+        memory_max_mb: u64 = (DEFAULT_HOST_MEMORY_MB) range(1..) reload Next;
+        /// extra files or directories the host may **read** (never write or execute); `~`
+        /// and `{project}` expand, relative paths are taken from `work_dir`; each must
+        /// exist. Refused (exit 78) when one covers the config file, `log_dir`, the state
+        /// dir or a credential path of the home directory (`~/.ssh`, `~/.aws`,
+        /// `~/.config/gcloud`, `~/.claude`, `~/.gnupg`, `~/.netrc`, `~/.docker`, `~/.kube`,
+        /// `~/.config/gh`, `~/.azure`, …: the list is `CREDENTIAL_PATHS` in
+        /// `plugin-host/src/policy.rs`) without naming it: `~` is refused, `~/.aws` itself
+        /// may be named. Shown by `doctor` and `peek`
+        read_paths: Vec<String> = (empty) label "list of paths" reload Next;
+        /// the largest file the host may write (`RLIMIT_FSIZE`; past it `EFBIG`)
+        file_max_mb: u64 = (write_limits::DEFAULT_FILE_MAX_MB) range(1..) reload Next;
+        /// size of the host's private TMPDIR (`tmpfs`; past it `ENOSPC`)
+        tmp_max_mb: u64 = (write_limits::DEFAULT_TMP_MAX_MB) range(1..) reload Next;
+        /// total size of the host's state directory, every file, directory and link counted
+        /// for at least 4 KiB (so 64 MiB holds at most 16,384 entries); past it the host is
+        /// killed and disabled (`plugin_write_limit`). See docs/security.md "Write limits"
+        state_max_mb: u64 = (write_limits::DEFAULT_STATE_MAX_MB) range(1..) reload Next;
+        /// passed verbatim to the host in `initialize` (and to its serve-startup hooks)
+        config: serde_json::Map<String, serde_json::Value> = (empty) label "table"
+            reload Next;
+    }
 }
+
+/// Default memory limit of a host (MiB).
+pub(crate) const DEFAULT_HOST_MEMORY_MB: u64 = 1024;
+
+/// Every table of keys, in the order `init`'s template and docs/configuration.md take
+/// them.
+pub(crate) const TABLES: &[Table] = &[
+    RawAgent::TABLE,
+    RawAgentSandbox::TABLE,
+    RawRuntime::TABLE,
+    RawPrompt::TABLE,
+    RawVcs::TABLE,
+    RawPlugins::TABLE,
+    RawHost::TABLE,
+    RawSchedule::TABLE,
+    super::monitor::TABLES[0],
+    super::monitor::TABLES[1],
+    super::monitor::TABLES[2],
+    super::monitor::TABLES[3],
+];
 
 /// `[phases]`: `list` plus one `[phases.<name>]` table per overridden phase.
 #[derive(Debug, Default)]
@@ -276,9 +495,6 @@ fn remove_matching(
     }
 }
 
-/// The keys of `[plugins]` this build reads.
-const PLUGINS_KEYS: &[&str] = &["sandbox", "spawn_override_allow", "disable", "pin", "hosts"];
-
 /// The reference system gives each plugin its own `[plugins.<name>]` table: an unknown
 /// key of `[plugins]` holding a table is taken out and kept as the config of the host of
 /// that name (docs/configuration.md, "Plugins"). An unknown key holding a plain value
@@ -289,7 +505,9 @@ fn take_plugin_tables(
 ) -> Result<BTreeMap<String, serde_json::Map<String, serde_json::Value>>, ConfigError> {
     let foreign: Vec<String> = plugins
         .iter()
-        .filter(|(k, v)| !PLUGINS_KEYS.contains(&k.as_str()) && v.is_table())
+        .filter(|(k, v)| {
+            !RawPlugins::KEYS.iter().any(|key| key.field == k.as_str()) && v.is_table()
+        })
         .map(|(k, _)| k.clone())
         .collect();
     let mut tables = BTreeMap::new();

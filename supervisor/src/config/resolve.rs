@@ -3,17 +3,20 @@
 use agent_runner_plugin_host::pin::Sha256Pin;
 use agent_runner_plugin_host::policy::{covers_protected, CREDENTIAL_PATHS};
 use agent_runner_plugin_host::write_limits;
-use agent_runner_protocol::limits::{DEFAULT_INIT_TIMEOUT_S, MAX_HOST_CONFIG_BYTES};
+use agent_runner_protocol::limits::MAX_HOST_CONFIG_BYTES;
 use agent_runner_protocol::{Family, HookName};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::keys::Bad;
 use super::raw::{
     RawAgent, RawConfig, RawHost, RawPhase, RawPhases, RawPlugins, RawPrompt, RawRuntime,
     RawSchedule, RawVcs,
 };
-use super::vocabulary::{self, Vocabulary};
+use super::vocabulary::{
+    ContextInjection, DirtyAction, PhasePolicy, PromptDelivery, SandboxMode, TransientAction,
+};
 use super::{ConfigError, SCHEMA_VERSION};
 use crate::config::schedule::{Schedule, Window};
 
@@ -48,34 +51,6 @@ pub struct Config {
     pub warnings: Vec<String>,
 }
 
-/// How the round context reaches the agent (`[prompt] context_injection_mode`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ContextInjection {
-    /// A fenced ```` ```json round-context ```` block before the prompt (default).
-    Prepend,
-    /// `<log_dir>/round-context.json` only; its path is in `AGENT_RUNNER_CONTEXT_FILE`.
-    File,
-    /// Not at all.
-    None,
-}
-
-impl Vocabulary for ContextInjection {
-    const ALL: &'static [Self] = &[
-        ContextInjection::Prepend,
-        ContextInjection::File,
-        ContextInjection::None,
-    ];
-
-    fn word(self) -> &'static str {
-        match self {
-            ContextInjection::Prepend => "prepend",
-            ContextInjection::File => "file",
-            ContextInjection::None => "none",
-        }
-    }
-}
-
 /// `[prompt]`.
 #[derive(Clone, Debug)]
 pub struct PromptConfig {
@@ -104,29 +79,6 @@ pub struct PhaseOverride {
     pub schedule: Option<Schedule>,
     /// `disable_pre_round_hooks` (flat or under `[phases.<name>.runtime]`).
     pub disable_pre_round_hooks: Option<bool>,
-}
-
-/// `[phases] phase_policy`: what `serve` does when the next round's phase is outside its
-/// schedule.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PhasePolicy {
-    /// Wait until the phase's schedule opens (default).
-    #[default]
-    Wait,
-    /// Skip the phase (its round number is passed over) and go on with the next one.
-    Skip,
-}
-
-impl Vocabulary for PhasePolicy {
-    const ALL: &'static [Self] = &[PhasePolicy::Wait, PhasePolicy::Skip];
-
-    fn word(self) -> &'static str {
-        match self {
-            PhasePolicy::Wait => "wait",
-            PhasePolicy::Skip => "skip",
-        }
-    }
 }
 
 /// `[phases]`: the rotation and the per-phase overrides.
@@ -186,34 +138,6 @@ impl Config {
     }
 }
 
-/// How the prompt reaches the agent (`[agent] prompt_delivery`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PromptDelivery {
-    /// `{prompt}` in `prompt_arg_template` is replaced by the prompt text.
-    Argv,
-    /// The prompt is written to the agent's stdin, which is then closed.
-    Stdin,
-}
-
-impl PromptDelivery {
-    /// The config spelling.
-    pub(crate) fn as_str(self) -> &'static str {
-        self.word()
-    }
-}
-
-impl Vocabulary for PromptDelivery {
-    const ALL: &'static [Self] = &[PromptDelivery::Argv, PromptDelivery::Stdin];
-
-    fn word(self) -> &'static str {
-        match self {
-            PromptDelivery::Argv => "argv",
-            PromptDelivery::Stdin => "stdin",
-        }
-    }
-}
-
 /// `[agent]`.
 #[derive(Clone, Debug)]
 pub struct AgentConfig {
@@ -247,17 +171,6 @@ pub struct AgentConfig {
     /// `None` (the key absent): the network as the supervisor has it.
     pub allow_hosts: Option<crate::config::allow_hosts::AllowHosts>,
 }
-
-/// Default `[agent] sigterm_grace_s` (the reference system's).
-pub(crate) const DEFAULT_SIGTERM_GRACE_S: u64 = 10;
-
-/// The largest `[agent] sigterm_grace_s`: the reference system keeps it a few seconds
-/// inside its own wait for a round to end (15 s); larger values are refused, not clamped.
-pub(crate) const MAX_SIGTERM_GRACE_S: u64 = 12;
-
-/// Default `[agent] terminal_marker`: the compact JSON of claude's final record (the
-/// reference system's default).
-pub(super) const DEFAULT_TERMINAL_MARKER: &str = "\"type\":\"result\"";
 
 /// `[runtime]`.
 #[derive(Clone, Debug)]
@@ -321,80 +234,6 @@ pub struct RuntimeConfig {
     pub max_rounds_per_hour: Option<u64>,
 }
 
-/// Default of `[runtime] transient_backoff_cap_s`: 30 minutes.
-pub(crate) const DEFAULT_TRANSIENT_BACKOFF_CAP_S: u64 = 1800;
-
-/// `[runtime] transient_error_action`: what `serve` does after a diagnosed transient
-/// failure (usage or rate limit, overload, network).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TransientAction {
-    /// Wait until the reset time, or exponentially from `restart_delay_s` (default).
-    BackOff,
-    /// Record it and go on after `restart_delay_s`.
-    Skip,
-    /// Stop `serve` (exit 75).
-    Stop,
-}
-
-impl Vocabulary for TransientAction {
-    const ALL: &'static [Self] = &[
-        TransientAction::BackOff,
-        TransientAction::Skip,
-        TransientAction::Stop,
-    ];
-
-    fn word(self) -> &'static str {
-        self.as_str()
-    }
-}
-
-impl TransientAction {
-    /// The config and event spelling.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            TransientAction::BackOff => "back_off",
-            TransientAction::Skip => "skip",
-            TransientAction::Stop => "stop",
-        }
-    }
-}
-
-/// What the built-in dirty handler does (`[vcs] dirty_action`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DirtyAction {
-    /// `git stash push -u`, SHA-locked and idempotent (default).
-    Stash,
-    /// Leave the tree dirty.
-    Ignore,
-    /// Commit everything with subject `agent-runner auto-commit: R<N> <phase>`.
-    AutoCommit,
-}
-
-impl Vocabulary for DirtyAction {
-    const ALL: &'static [Self] = &[
-        DirtyAction::Stash,
-        DirtyAction::Ignore,
-        DirtyAction::AutoCommit,
-    ];
-
-    fn word(self) -> &'static str {
-        self.as_str()
-    }
-}
-
-impl DirtyAction {
-    /// The config spelling.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            DirtyAction::Stash => "stash",
-            DirtyAction::Ignore => "ignore",
-            DirtyAction::AutoCommit => "auto_commit",
-        }
-    }
-}
-
 /// `[vcs]`.
 #[derive(Clone, Debug)]
 pub struct VcsConfig {
@@ -405,44 +244,6 @@ pub struct VcsConfig {
     /// Longest run of one git command before it is killed with its process group
     /// (default [`DEFAULT_GIT_TIMEOUT_S`]).
     pub git_timeout: Duration,
-}
-
-/// Default `[runtime] round_log_max_bytes`: 64 MiB.
-pub(super) const DEFAULT_ROUND_LOG_MAX_BYTES: u64 = 64 * 1024 * 1024;
-
-/// Default `[vcs] git_timeout_s`.
-pub(crate) const DEFAULT_GIT_TIMEOUT_S: u64 = 60;
-
-/// `[plugins] sandbox`: how much confinement third-party hosts must get.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SandboxMode {
-    /// Landlock and seccomp must both engage and every host must be pinned, or nothing
-    /// starts (exit 78).
-    Require,
-    /// Run at the best tier the kernel offers; announce a shortfall once (default).
-    Prefer,
-    /// Run hosts unconfined (not for production).
-    Off,
-}
-
-impl Vocabulary for SandboxMode {
-    const ALL: &'static [Self] = &[SandboxMode::Require, SandboxMode::Prefer, SandboxMode::Off];
-
-    fn word(self) -> &'static str {
-        self.as_str()
-    }
-}
-
-impl SandboxMode {
-    /// The config spelling.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            SandboxMode::Require => "require",
-            SandboxMode::Prefer => "prefer",
-            SandboxMode::Off => "off",
-        }
-    }
 }
 
 /// One `[plugins.hosts.<name>]` table.
@@ -516,13 +317,6 @@ pub struct PluginsConfig {
     pub hosts: Vec<HostConfig>,
 }
 
-/// Default memory limit of a host (MiB).
-pub(crate) const DEFAULT_HOST_MEMORY_MB: u64 = 1024;
-
-/// A bad key found while resolving: the dotted key and what is wrong with it; [`resolve`]
-/// adds the file to make it a [`ConfigError::Key`].
-type Bad = (String, String);
-
 /// The `(key, message)` of a bad key.
 fn bad(key: impl Into<String>, message: impl Into<String>) -> Bad {
     (key.into(), message.into())
@@ -543,7 +337,7 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
     let base = path.parent().map(Path::to_owned).unwrap_or_default();
     let places = resolve_places(&base, &raw.runtime).map_err(at)?;
     let numbers = resolve_numbers(&raw.runtime, &raw.vcs).map_err(at)?;
-    let agent = resolve_agent(raw.agent).map_err(|(key, m)| at(bad(format!("agent.{key}"), m)))?;
+    let agent = resolve_agent(raw.agent).map_err(at)?;
     let prompt = resolve_prompt(raw.prompt, &places).map_err(at)?;
     let base_zone = raw.schedule.as_ref().and_then(|s| s.timezone.clone());
     let schedule = resolve_schedule(raw.schedule.unwrap_or_default(), None)
@@ -660,7 +454,7 @@ struct Places {
 /// `[runtime]` `work_dir` (relative to the config's directory `base`, existing), `log_dir`
 /// and `state_dir` (default: [`crate::config::state_dir::default_for`]).
 fn resolve_places(base: &Path, raw: &RawRuntime) -> Result<Places, Bad> {
-    let work_dir = base.join(raw.work_dir.as_deref().unwrap_or("."));
+    let work_dir = base.join(raw.work_dir()?);
     let work_dir = work_dir.canonicalize().map_err(|e| {
         bad(
             "runtime.work_dir",
@@ -674,11 +468,7 @@ fn resolve_places(base: &Path, raw: &RawRuntime) -> Result<Places, Bad> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "project".to_owned());
-    let log_dir_text = raw
-        .log_dir
-        .as_deref()
-        .unwrap_or("~/.agent-runner/{project}/logs");
-    let log_dir = expand_key("runtime.log_dir", log_dir_text, &work_dir, &project)?;
+    let log_dir = expand_key("runtime.log_dir", &raw.log_dir()?, &work_dir, &project)?;
     let state_dir = match raw.state_dir.as_deref() {
         Some(text) => expand_key("runtime.state_dir", text, &work_dir, &project)?,
         None => crate::config::state_dir::default_for(&work_dir, &log_dir, &project),
@@ -707,40 +497,18 @@ struct Numbers {
 /// `[vcs] git_timeout_s`, `[runtime]` `round_log_max_bytes`, `round_budget_s` and
 /// `restart_delay_s`, with their defaults and lower bounds.
 fn resolve_numbers(runtime: &RawRuntime, vcs: &RawVcs) -> Result<Numbers, Bad> {
-    let at_least_1 = "must be at least 1 (seconds)";
-    let git_timeout_s = vcs.git_timeout_s.unwrap_or(DEFAULT_GIT_TIMEOUT_S);
-    if git_timeout_s == 0 {
-        return Err(bad("vcs.git_timeout_s", at_least_1));
-    }
-    let round_log_max_bytes = runtime
-        .round_log_max_bytes
-        .unwrap_or(DEFAULT_ROUND_LOG_MAX_BYTES);
-    if round_log_max_bytes < 1024 {
-        return Err(bad(
-            "runtime.round_log_max_bytes",
-            format!("{round_log_max_bytes} is too small; expected at least 1024 (bytes)"),
-        ));
-    }
-    let round_budget_s = runtime.round_budget_s.unwrap_or(1800);
-    if round_budget_s == 0 {
-        return Err(bad("runtime.round_budget_s", at_least_1));
-    }
-    let restart_delay_s = runtime.restart_delay_s.unwrap_or(3);
-    if restart_delay_s < 1 {
-        return Err(bad("runtime.restart_delay_s", at_least_1));
-    }
     Ok(Numbers {
-        git_timeout_s,
-        round_log_max_bytes,
-        round_budget_s,
-        restart_delay_s,
+        git_timeout_s: vcs.git_timeout_s()?,
+        round_log_max_bytes: runtime.round_log_max_bytes()?,
+        round_budget_s: runtime.round_budget_s()?,
+        restart_delay_s: runtime.restart_delay_s()?,
     })
 }
 
 /// `[prompt]`: `file` or `files` (default `./prompts/main.md`), the separator, front
 /// matter and how the round context is injected.
 fn resolve_prompt(raw: RawPrompt, places: &Places) -> Result<PromptConfig, Bad> {
-    let files = match (raw.file, raw.files) {
+    let files = match (raw.file.clone(), raw.files.clone()) {
         (Some(_), Some(_)) => {
             return Err(bad(
                 "prompt.files",
@@ -755,7 +523,7 @@ fn resolve_prompt(raw: RawPrompt, places: &Places) -> Result<PromptConfig, Bad> 
             ))
         }
         (None, Some(files)) => files,
-        (None, None) => vec!["./prompts/main.md".to_owned()],
+        (None, None) => vec![raw.file()?],
     };
     let key = if files.len() == 1 {
         "prompt.file"
@@ -764,16 +532,12 @@ fn resolve_prompt(raw: RawPrompt, places: &Places) -> Result<PromptConfig, Bad> 
     };
     let files =
         resolve_prompt_files(&files, &places.work_dir, &places.project).map_err(|m| bad(key, m))?;
-    let injection = vocabulary::parse(
-        raw.context_injection_mode.as_deref(),
-        ContextInjection::Prepend,
-    )
-    .map_err(|e| bad("prompt.context_injection_mode", e.to_string()))?;
+    let injection = raw.context_injection_mode()?;
     Ok(PromptConfig {
         files,
-        concat_separator: raw.concat_separator.unwrap_or_else(|| "\n\n".to_owned()),
-        strip_yaml_frontmatter: raw.strip_yaml_frontmatter.unwrap_or(true),
-        injection: if raw.inject_context.unwrap_or(true) {
+        concat_separator: raw.concat_separator()?,
+        strip_yaml_frontmatter: raw.strip_yaml_frontmatter()?,
+        injection: if raw.inject_context()? {
             injection
         } else {
             ContextInjection::None
@@ -789,7 +553,7 @@ fn resolve_phases(
     base_zone: Option<&str>,
 ) -> Result<PhasesConfig, Bad> {
     let list = raw.list.unwrap_or_default();
-    let phase_policy = vocabulary::parse(raw.phase_policy.as_deref(), PhasePolicy::Wait)
+    let phase_policy = super::vocabulary::parse(raw.phase_policy.as_deref(), PhasePolicy::Wait)
         .map_err(|e| bad("phases.phase_policy", e.to_string()))?;
     for (i, name) in list.iter().enumerate() {
         if name.trim().is_empty() {
@@ -887,7 +651,7 @@ fn resolve_phase(
     };
     let agent = match phase.agent {
         None => None,
-        Some(a) => Some(resolve_agent(a).map_err(|(k, m)| bad(format!("agent.{k}"), m))?),
+        Some(a) => Some(resolve_agent(a)?),
     };
     let schedule = match phase.schedule {
         None => None,
@@ -914,24 +678,15 @@ fn resolve_runtime(
         text.map(|t| expand_key(key, t, &places.work_dir, &places.project))
             .transpose()
     };
-    let stop_file = expand("runtime.stop_file", raw.stop_file.as_deref())?;
-    let transient_error_action = vocabulary::parse(
-        raw.transient_error_action.as_deref(),
-        TransientAction::BackOff,
-    )
-    .map_err(|e| bad("runtime.transient_error_action", e.to_string()))?;
+    let stop_file = expand("runtime.stop_file", raw.stop_file()?.as_deref())?;
+    let transient_error_action = raw.transient_error_action()?;
     let transient_backoff_cap = resolve_backoff_cap(&raw, numbers.restart_delay_s)?;
-    let grace_kill_ignore_patterns = raw.grace_kill_ignore_patterns.unwrap_or_default();
+    let grace_kill_ignore_patterns = raw.grace_kill_ignore_patterns();
     check_patterns(&grace_kill_ignore_patterns)
         .map_err(|(i, m)| bad(format!("runtime.grace_kill_ignore_patterns[{i}]"), m))?;
-    if raw.fresh_eyes_every_n == Some(0) {
-        return Err(bad(
-            "runtime.fresh_eyes_every_n",
-            "must be at least 1 (every N-th round); leave it out to turn fresh-eyes rounds off",
-        ));
-    }
-    let narrative_file = expand("runtime.narrative_file", raw.narrative_file.as_deref())?;
-    let substrate_fingerprint_paths = raw.substrate_fingerprint_paths.unwrap_or_default();
+    let fresh_eyes_every_n = raw.fresh_eyes_every_n()?;
+    let narrative_file = expand("runtime.narrative_file", raw.narrative_file()?.as_deref())?;
+    let substrate_fingerprint_paths = raw.substrate_fingerprint_paths();
     for (i, pattern) in substrate_fingerprint_paths.iter().enumerate() {
         if let Err(e) = glob::Pattern::new(pattern) {
             return Err(bad(
@@ -946,42 +701,31 @@ fn resolve_runtime(
         state_dir: places.state_dir.clone(),
         round_budget: Duration::from_secs(numbers.round_budget_s),
         restart_delay: Duration::from_secs(numbers.restart_delay_s),
-        max_rounds: raw.max_rounds,
+        max_rounds: raw.max_rounds()?,
         stop_file,
-        round_log_retention: raw.round_log_retention.unwrap_or(0),
+        round_log_retention: raw.round_log_retention()?,
         round_log_max_bytes: numbers.round_log_max_bytes,
-        round_log_retention_bytes: raw.round_log_retention_bytes.unwrap_or(0),
-        dry_run: raw.dry_run.unwrap_or(false),
-        disable_pre_round_hooks: raw.disable_pre_round_hooks.unwrap_or(false),
+        round_log_retention_bytes: raw.round_log_retention_bytes()?,
+        dry_run: raw.dry_run()?,
+        disable_pre_round_hooks: raw.disable_pre_round_hooks()?,
         transient_error_action,
         transient_backoff_cap,
-        max_grace_after_result: match raw.max_grace_after_result_s {
-            None | Some(0) => None,
-            Some(s) => Some(Duration::from_secs(s)),
+        max_grace_after_result: match raw.max_grace_after_result_s()? {
+            0 => None,
+            s => Some(Duration::from_secs(s)),
         },
         grace_kill_ignore_patterns,
-        fresh_eyes_every_n: raw.fresh_eyes_every_n,
+        fresh_eyes_every_n,
         narrative_file,
         substrate_fingerprint_paths,
-        max_duration: positive("runtime.max_duration_s", raw.max_duration_s)?
-            .map(Duration::from_secs),
-        max_rounds_per_hour: positive("runtime.max_rounds_per_hour", raw.max_rounds_per_hour)?,
+        max_duration: raw.max_duration_s()?.map(Duration::from_secs),
+        max_rounds_per_hour: raw.max_rounds_per_hour()?,
     })
-}
-
-/// An optional bound that must be at least 1 when given.
-fn positive(key: &str, value: Option<u64>) -> Result<Option<u64>, Bad> {
-    match value {
-        Some(0) => Err(bad(key, "must be at least 1; leave it out for no bound")),
-        v => Ok(v),
-    }
 }
 
 /// `[runtime] transient_backoff_cap_s`: between `restart_delay_s` and a day.
 fn resolve_backoff_cap(raw: &RawRuntime, restart_delay_s: u64) -> Result<Duration, Bad> {
-    let cap_s = raw
-        .transient_backoff_cap_s
-        .unwrap_or(DEFAULT_TRANSIENT_BACKOFF_CAP_S);
+    let cap_s = raw.transient_backoff_cap_s()?;
     if cap_s < restart_delay_s || cap_s > 86_400 {
         return Err(bad(
             "runtime.transient_backoff_cap_s",
@@ -995,11 +739,9 @@ fn resolve_backoff_cap(raw: &RawRuntime, restart_delay_s: u64) -> Result<Duratio
 
 /// `[vcs]`.
 fn resolve_vcs(raw: &RawVcs, numbers: &Numbers) -> Result<VcsConfig, Bad> {
-    let dirty_action = vocabulary::parse(raw.dirty_action.as_deref(), DirtyAction::Stash)
-        .map_err(|e| bad("vcs.dirty_action", e.to_string()))?;
     Ok(VcsConfig {
-        dirty_action,
-        stash_idempotency: Duration::from_secs(raw.stash_idempotency_s.unwrap_or(5)),
+        dirty_action: raw.dirty_action()?,
+        stash_idempotency: Duration::from_secs(raw.stash_idempotency_s()?),
         git_timeout: Duration::from_secs(numbers.git_timeout_s),
     })
 }
@@ -1014,43 +756,43 @@ fn resolve_plugins(
     places: &Places,
     warnings: &mut Vec<String>,
 ) -> Result<PluginsConfig, Bad> {
-    let sandbox = vocabulary::parse(raw.sandbox.as_deref(), SandboxMode::Prefer)
-        .map_err(|e| bad("plugins.sandbox", e.to_string()))?;
+    let sandbox = raw.sandbox()?;
+    let disable = raw.disable();
     let mut spawn_override_allow = Vec::new();
-    for (i, name) in raw.spawn_override_allow.into_iter().enumerate() {
+    for (i, name) in raw.spawn_override_allow().into_iter().enumerate() {
         spawn_override_allow.push(
             HookName::try_from(name)
                 .map_err(|m| bad(format!("plugins.spawn_override_allow[{i}]"), m))?,
         );
     }
     let mut pins = BTreeMap::new();
-    for (name, text) in raw.pin {
+    for (name, text) in raw.pin() {
         let pin: Sha256Pin = text
             .parse()
             .map_err(|e| bad(format!("plugins.pin.{name}"), format!("{text:?}: {e}")))?;
         pins.insert(name, pin);
     }
     let mut hosts = Vec::new();
-    for (name, mut host) in raw.hosts {
+    for (name, mut host) in raw.hosts.unwrap_or_default() {
         if let Some(table) = plugin_tables.remove(&name) {
-            if !host.config.is_empty() {
+            if host.config.as_ref().is_some_and(|c| !c.is_empty()) {
                 return Err(bad(
                     format!("plugins.{name}"),
                     format!("host {name:?} has both [plugins.{name}] and [plugins.hosts.{name}.config]; keep one"),
                 ));
             }
-            host.config = table;
+            host.config = Some(table);
         }
         hosts.push(
             resolve_host(&name, host, config_path, places)
                 .map_err(|(key, message)| bad(format!("plugins.hosts.{name}.{key}"), message))?,
         );
     }
-    warn_unmatched(&plugin_tables, &raw.disable, &hosts, warnings);
+    warn_unmatched(&plugin_tables, &disable, &hosts, warnings);
     Ok(PluginsConfig {
         sandbox,
         spawn_override_allow,
-        disable: raw.disable,
+        disable,
         pins,
         hosts,
     })
@@ -1080,17 +822,21 @@ fn warn_unmatched(
 }
 
 /// Validates one `[agent]` table (the base one, or a phase's merged one). Errors: the key
-/// under `agent.` and the message.
-fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, (&'static str, String)> {
+/// (`agent.…`) and the message.
+fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, Bad> {
     if raw.command.is_empty() || raw.command[0].is_empty() {
-        return Err((
-            "command",
-            "expected a non-empty list, e.g. [\"claude\"]".into(),
+        return Err(bad(
+            "agent.command",
+            "expected a non-empty list, e.g. [\"claude\"]",
         ));
     }
-    let command = expand_command(raw.command).map_err(|e| ("command", e))?;
-    let delivery = vocabulary::parse(raw.prompt_delivery.as_deref(), PromptDelivery::Argv)
-        .map_err(|e| ("prompt_delivery", e.to_string()))?;
+    let delivery = raw.prompt_delivery()?;
+    let exec_prefix = raw.exec_prefix();
+    let sigterm_grace_s = raw.sigterm_grace_s()?;
+    let session_resume = raw.session_resume()?;
+    let env = raw.env();
+    let terminal_marker = raw.terminal_marker()?;
+    let command = expand_command(raw.command).map_err(|e| bad("agent.command", e))?;
     let template = raw.prompt_arg_template.unwrap_or_else(|| match delivery {
         PromptDelivery::Argv => vec!["{prompt}".to_owned()],
         PromptDelivery::Stdin => Vec::new(),
@@ -1098,44 +844,32 @@ fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, (&'static str, String)> {
     let has_placeholder = template.iter().any(|a| a.contains("{prompt}"));
     match (delivery, has_placeholder) {
         (PromptDelivery::Argv, false) => {
-            return Err((
-                "prompt_arg_template",
-                "must contain \"{prompt}\" when prompt_delivery = \"argv\"".into(),
+            return Err(bad(
+                "agent.prompt_arg_template",
+                "must contain \"{prompt}\" when prompt_delivery = \"argv\"",
             ))
         }
         (PromptDelivery::Stdin, true) => {
-            return Err((
-                "prompt_arg_template",
-                "must not contain \"{prompt}\" when prompt_delivery = \"stdin\"".into(),
+            return Err(bad(
+                "agent.prompt_arg_template",
+                "must not contain \"{prompt}\" when prompt_delivery = \"stdin\"",
             ))
         }
         _ => {}
     }
-    let exec_prefix = raw.exec_prefix.unwrap_or_default();
     if exec_prefix.first().is_some_and(String::is_empty) {
-        return Err((
-            "exec_prefix",
-            "exec_prefix[0] is the program run before the agent's command; it must not be empty"
-                .into(),
+        return Err(bad(
+            "agent.exec_prefix",
+            "exec_prefix[0] is the program run before the agent's command; it must not be empty",
         ));
     }
-    let sigterm_grace_s = raw.sigterm_grace_s.unwrap_or(DEFAULT_SIGTERM_GRACE_S);
-    if !(1..=MAX_SIGTERM_GRACE_S).contains(&sigterm_grace_s) {
-        return Err((
-            "sigterm_grace_s",
-            format!(
-                "{sigterm_grace_s} is out of range; expected seconds in 1..={MAX_SIGTERM_GRACE_S}"
-            ),
-        ));
-    }
-    let session_resume = raw.session_resume.unwrap_or(true);
     super::session_resume::check_static(&command, &template, session_resume)
-        .map_err(|e| ("command", e))?;
-    let allow_hosts = match raw.sandbox.and_then(|s| s.allow_hosts) {
+        .map_err(|e| bad("agent.command", e))?;
+    let allow_hosts = match raw.sandbox.allow_hosts()? {
         None => None,
         Some(list) => Some(
             crate::config::allow_hosts::AllowHosts::parse(&list)
-                .map_err(|e| ("sandbox.allow_hosts", format!("{e}; expected a list of host names, `*.domain` or IP addresses, each optionally with `:port`")))?,
+                .map_err(|e| bad("agent.sandbox.allow_hosts", format!("{e}; expected a list of host names, `*.domain` or IP addresses, each optionally with `:port`")))?,
         ),
     };
     Ok(AgentConfig {
@@ -1145,12 +879,10 @@ fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, (&'static str, String)> {
         command,
         prompt_arg_template: template,
         name: raw.name,
-        env: raw.env,
+        env,
         delivery,
         exec_prefix,
-        terminal_marker: raw
-            .terminal_marker
-            .unwrap_or_else(|| DEFAULT_TERMINAL_MARKER.to_owned()),
+        terminal_marker,
     })
 }
 
@@ -1160,6 +892,7 @@ fn resolve_schedule(
     raw: RawSchedule,
     inherited: Option<&str>,
 ) -> Result<Schedule, (String, String)> {
+    let (run_windows, pause_windows) = (raw.run_windows(), raw.pause_windows());
     let (zone, zone_name) = match raw.timezone.as_deref().or(inherited) {
         Some(name) => (
             jiff::tz::TimeZone::get(name).map_err(|e| {
@@ -1172,7 +905,7 @@ fn resolve_schedule(
         ),
         // A schedule without windows is never consulted: its zone stays unasked (finding
         // the system zone's name walks the zoneinfo directory, ~1 ms of every start).
-        None if raw.run_windows.is_empty() && raw.pause_windows.is_empty() => {
+        None if run_windows.is_empty() && pause_windows.is_empty() => {
             (jiff::tz::TimeZone::UTC, "UTC".to_owned())
         }
         None => {
@@ -1188,8 +921,8 @@ fn resolve_schedule(
             .collect::<Result<Vec<_>, _>>()
     };
     Ok(Schedule {
-        run: windows("run_windows", &raw.run_windows)?,
-        pause: windows("pause_windows", &raw.pause_windows)?,
+        run: windows("run_windows", &run_windows)?,
+        pause: windows("pause_windows", &pause_windows)?,
         zone,
         zone_name,
     })
@@ -1297,6 +1030,31 @@ fn resolve_host(
             "expected a non-empty list; command[0] is the host executable".into(),
         ));
     }
+    // The getters' keys are `plugins.hosts.<name>.<key>`: the caller adds the prefix.
+    let checked = |result: Result<u64, Bad>| {
+        result.map_err(|(key, message)| {
+            let field = RawHost::KEYS
+                .iter()
+                .find(|k| k.name == key)
+                .map_or("", |k| k.field);
+            (field, message)
+        })
+    };
+    let optional = |result: Result<Option<u64>, Bad>| match result {
+        Ok(v) => Ok(v),
+        Err(e) => checked(Err(e)).map(Some),
+    };
+    let timeout = optional(raw.timeout_s())?;
+    let init_timeout_s = checked(raw.init_timeout_s())?;
+    let memory_max_mb = checked(raw.memory_max_mb())?;
+    let writes = WriteLimits {
+        file_max_mb: checked(raw.file_max_mb())?,
+        tmp_max_mb: checked(raw.tmp_max_mb())?,
+        state_max_mb: checked(raw.state_max_mb())?,
+    };
+    let read_paths = resolve_read_paths(&raw.read_paths(), config_path, places)
+        .map_err(|m| ("read_paths", m))?;
+    let config = raw.config();
     let command = expand_command(raw.command).map_err(|e| ("command", e))?;
     let mut provides = BTreeSet::new();
     for family in &raw.provides {
@@ -1317,43 +1075,26 @@ fn resolve_host(
             ),
         ));
     }
-    let positive = |key: &'static str, v: Option<u64>| match v {
-        Some(0) => Err((key, "must be at least 1".to_owned())),
-        other => Ok(other),
-    };
+    let bytes = serde_json::to_string(&config).map_or(0, |s| s.len());
+    if bytes > MAX_HOST_CONFIG_BYTES {
+        return Err((
+            "config",
+            format!(
+                "the table takes {bytes} bytes as JSON; at most {MAX_HOST_CONFIG_BYTES} \
+                 (it travels in one initialize line); keep large data in a file under read_paths"
+            ),
+        ));
+    }
     Ok(HostConfig {
         name: name.to_owned(),
         command,
         provides,
-        timeout: positive("timeout_s", raw.timeout_s)?.map(Duration::from_secs),
-        init_timeout: Duration::from_secs(
-            positive("init_timeout_s", raw.init_timeout_s)?.unwrap_or(DEFAULT_INIT_TIMEOUT_S),
-        ),
-        memory_max_mb: positive("memory_max_mb", raw.memory_max_mb)?
-            .unwrap_or(DEFAULT_HOST_MEMORY_MB),
-        read_paths: resolve_read_paths(&raw.read_paths, config_path, places)
-            .map_err(|m| ("read_paths", m))?,
-        writes: WriteLimits {
-            file_max_mb: positive("file_max_mb", raw.file_max_mb)?
-                .unwrap_or(write_limits::DEFAULT_FILE_MAX_MB),
-            tmp_max_mb: positive("tmp_max_mb", raw.tmp_max_mb)?
-                .unwrap_or(write_limits::DEFAULT_TMP_MAX_MB),
-            state_max_mb: positive("state_max_mb", raw.state_max_mb)?
-                .unwrap_or(write_limits::DEFAULT_STATE_MAX_MB),
-        },
-        config: {
-            let bytes = serde_json::to_string(&raw.config).map_or(0, |s| s.len());
-            if bytes > MAX_HOST_CONFIG_BYTES {
-                return Err((
-                    "config",
-                    format!(
-                        "the table takes {bytes} bytes as JSON; at most {MAX_HOST_CONFIG_BYTES} \
-                         (it travels in one initialize line); keep large data in a file under read_paths"
-                    ),
-                ));
-            }
-            raw.config
-        },
+        timeout: timeout.map(Duration::from_secs),
+        init_timeout: Duration::from_secs(init_timeout_s),
+        memory_max_mb,
+        read_paths,
+        writes,
+        config,
     })
 }
 

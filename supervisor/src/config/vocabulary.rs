@@ -49,6 +49,188 @@ fn expected<T: Vocabulary>() -> String {
     }
 }
 
+/// How the round context reaches the agent (`[prompt] context_injection_mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextInjection {
+    /// A fenced ```` ```json round-context ```` block before the prompt (default).
+    Prepend,
+    /// `<log_dir>/round-context.json` only; its path is in `AGENT_RUNNER_CONTEXT_FILE`.
+    File,
+    /// Not at all.
+    None,
+}
+
+impl Vocabulary for ContextInjection {
+    const ALL: &'static [Self] = &[
+        ContextInjection::Prepend,
+        ContextInjection::File,
+        ContextInjection::None,
+    ];
+
+    fn word(self) -> &'static str {
+        match self {
+            ContextInjection::Prepend => "prepend",
+            ContextInjection::File => "file",
+            ContextInjection::None => "none",
+        }
+    }
+}
+
+/// `[phases] phase_policy`: what `serve` does when the next round's phase is outside its
+/// schedule.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PhasePolicy {
+    /// Wait until the phase's schedule opens (default).
+    #[default]
+    Wait,
+    /// Skip the phase (its round number is passed over) and go on with the next one.
+    Skip,
+}
+
+impl Vocabulary for PhasePolicy {
+    const ALL: &'static [Self] = &[PhasePolicy::Wait, PhasePolicy::Skip];
+
+    fn word(self) -> &'static str {
+        match self {
+            PhasePolicy::Wait => "wait",
+            PhasePolicy::Skip => "skip",
+        }
+    }
+}
+
+/// How the prompt reaches the agent (`[agent] prompt_delivery`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptDelivery {
+    /// `{prompt}` in `prompt_arg_template` is replaced by the prompt text.
+    Argv,
+    /// The prompt is written to the agent's stdin, which is then closed.
+    Stdin,
+}
+
+impl PromptDelivery {
+    /// The config spelling.
+    pub(crate) fn as_str(self) -> &'static str {
+        self.word()
+    }
+}
+
+impl Vocabulary for PromptDelivery {
+    const ALL: &'static [Self] = &[PromptDelivery::Argv, PromptDelivery::Stdin];
+
+    fn word(self) -> &'static str {
+        match self {
+            PromptDelivery::Argv => "argv",
+            PromptDelivery::Stdin => "stdin",
+        }
+    }
+}
+
+/// `[runtime] transient_error_action`: what `serve` does after a diagnosed transient
+/// failure (usage or rate limit, overload, network).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TransientAction {
+    /// Wait until the reset time, or exponentially from `restart_delay_s` (default).
+    BackOff,
+    /// Record it and go on after `restart_delay_s`.
+    Skip,
+    /// Stop `serve` (exit 75).
+    Stop,
+}
+
+impl Vocabulary for TransientAction {
+    const ALL: &'static [Self] = &[
+        TransientAction::BackOff,
+        TransientAction::Skip,
+        TransientAction::Stop,
+    ];
+
+    fn word(self) -> &'static str {
+        self.as_str()
+    }
+}
+
+impl TransientAction {
+    /// The config and event spelling.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            TransientAction::BackOff => "back_off",
+            TransientAction::Skip => "skip",
+            TransientAction::Stop => "stop",
+        }
+    }
+}
+
+/// What the built-in dirty handler does (`[vcs] dirty_action`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DirtyAction {
+    /// `git stash push -u`, SHA-locked and idempotent (default).
+    Stash,
+    /// Leave the tree dirty.
+    Ignore,
+    /// Commit everything with subject `agent-runner auto-commit: R<N> <phase>`.
+    AutoCommit,
+}
+
+impl Vocabulary for DirtyAction {
+    const ALL: &'static [Self] = &[
+        DirtyAction::Stash,
+        DirtyAction::Ignore,
+        DirtyAction::AutoCommit,
+    ];
+
+    fn word(self) -> &'static str {
+        self.as_str()
+    }
+}
+
+impl DirtyAction {
+    /// The config spelling.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            DirtyAction::Stash => "stash",
+            DirtyAction::Ignore => "ignore",
+            DirtyAction::AutoCommit => "auto_commit",
+        }
+    }
+}
+
+/// `[plugins] sandbox`: how much confinement third-party hosts must get.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxMode {
+    /// Landlock and seccomp must both engage and every host must be pinned, or nothing
+    /// starts (exit 78).
+    Require,
+    /// Run at the best tier the kernel offers; announce a shortfall once (default).
+    Prefer,
+    /// Run hosts unconfined (not for production).
+    Off,
+}
+
+impl Vocabulary for SandboxMode {
+    const ALL: &'static [Self] = &[SandboxMode::Require, SandboxMode::Prefer, SandboxMode::Off];
+
+    fn word(self) -> &'static str {
+        self.as_str()
+    }
+}
+
+impl SandboxMode {
+    /// The config spelling.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::Require => "require",
+            SandboxMode::Prefer => "prefer",
+            SandboxMode::Off => "off",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

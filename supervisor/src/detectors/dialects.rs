@@ -29,6 +29,30 @@ pub enum UsageRule {
     None,
 }
 
+/// Where a CLI names the model that did the round's work (reported with its usage as
+/// `model`; the reference system's names, docs/detectors.md "Usage").
+#[derive(Clone, Copy, Debug)]
+pub enum ModelRule {
+    /// The string at `path` in the last record of `kind`, prefixed with the string at
+    /// `provider` and a `/` when there is one (pi: `anthropic/claude-sonnet-4-5`).
+    Last {
+        /// The record's `type`.
+        kind: &'static str,
+        /// Dotted path of the model's name inside the record.
+        path: &'static str,
+        /// Dotted path of the provider's name, if the CLI names one.
+        provider: Option<&'static str>,
+    },
+    /// Of the per-model object at `path` in the last record of `kind`, the key whose
+    /// `total_tokens` is largest (gemini's `stats.models`: a round may use several).
+    Busiest {
+        /// The record's `type`.
+        kind: &'static str,
+        /// Dotted path of the object keyed by model name.
+        path: &'static str,
+    },
+}
+
 /// One preset CLI: the detector's name (the reference system's), the executable's
 /// basename it applies to, and its usage rule.
 #[derive(Clone, Copy, Debug)]
@@ -39,6 +63,13 @@ pub struct Dialect {
     pub binary: &'static str,
     /// Where usage is read.
     pub usage: UsageRule,
+    /// Whether the input count of its usage object (`input_tokens`) includes the tokens
+    /// read from the cache (gemini's `stats.input_tokens`, codex's `usage.input_tokens`):
+    /// the recorded `input_tokens` is then that count less the cached ones, so it means
+    /// what the reference system's does, input not read from the cache, for every CLI.
+    pub input_counts_cache: bool,
+    /// Where the model is named, the first that names it winning (empty: nowhere).
+    pub model: &'static [ModelRule],
     /// The `type`s of the record that ends a round of its stream (`result`, `turn.failed`,
     /// …): the last such record is the round's final word. When it is not an error, the
     /// error-shaped records before it were the CLI's own retries, which worked.
@@ -57,6 +88,12 @@ pub const DIALECTS: &[Dialect] = &[
             kind: "result",
             path: "usage",
         },
+        input_counts_cache: false,
+        model: &[ModelRule::Last {
+            kind: "assistant",
+            path: "message.model",
+            provider: None,
+        }],
         finale: &["result"],
         text_whatever_exit: false,
     },
@@ -67,6 +104,18 @@ pub const DIALECTS: &[Dialect] = &[
             kind: "result",
             path: "stats",
         },
+        input_counts_cache: true,
+        model: &[
+            ModelRule::Busiest {
+                kind: "result",
+                path: "stats.models",
+            },
+            ModelRule::Last {
+                kind: "init",
+                path: "model",
+                provider: None,
+            },
+        ],
         finale: &["result"],
         text_whatever_exit: false,
     },
@@ -77,6 +126,8 @@ pub const DIALECTS: &[Dialect] = &[
             kind: "metadata",
             path: "usage",
         },
+        input_counts_cache: false,
+        model: &[],
         finale: &[],
         text_whatever_exit: false,
     },
@@ -84,6 +135,8 @@ pub const DIALECTS: &[Dialect] = &[
         detector: "kimi_error_detector",
         binary: "kimi",
         usage: UsageRule::None,
+        input_counts_cache: false,
+        model: &[],
         finale: &[],
         text_whatever_exit: false,
     },
@@ -94,6 +147,12 @@ pub const DIALECTS: &[Dialect] = &[
             kind: "message_end",
             path: "message.usage",
         },
+        input_counts_cache: false,
+        model: &[ModelRule::Last {
+            kind: "message_end",
+            path: "message.model",
+            provider: Some("message.provider"),
+        }],
         finale: &[],
         text_whatever_exit: false,
     },
@@ -104,6 +163,8 @@ pub const DIALECTS: &[Dialect] = &[
             kind: "turn.completed",
             path: "usage",
         },
+        input_counts_cache: true,
+        model: &[],
         finale: &["turn.completed", "turn.failed"],
         text_whatever_exit: false,
     },
@@ -111,6 +172,8 @@ pub const DIALECTS: &[Dialect] = &[
         detector: "aider_error_detector",
         binary: "aider",
         usage: UsageRule::AiderText,
+        input_counts_cache: false,
+        model: &[],
         finale: &[],
         text_whatever_exit: true,
     },
@@ -201,20 +264,22 @@ pub(crate) fn finale<'r>(finale: &[&str], records: &'r [Value]) -> Option<&'r Va
         .find(|r| r["type"].as_str().is_some_and(|t| finale.contains(&t)))
 }
 
-/// Token usage per `rule`, if the tail reports any (a record of zero tokens both ways, as
-/// failed rounds print, is no usage).
-pub(crate) fn usage(rule: UsageRule, records: &[Value], tail: &str) -> Option<TokenUsage> {
-    match rule {
+/// Token usage per `dialect`, if the tail reports any (a record of zero tokens both ways,
+/// as failed rounds print, is no usage), with the model that did the work when the stream
+/// names it.
+pub(crate) fn usage(dialect: &Dialect, records: &[Value], tail: &str) -> Option<TokenUsage> {
+    let of = |r: &Value, path| usage_of(r, path, dialect.input_counts_cache);
+    let usage = match dialect.usage {
         UsageRule::None => None,
         UsageRule::Last { kind, path } => records
             .iter()
             .rev()
             .find(|r| r["type"] == kind)
-            .and_then(|r| usage_of(r, path)),
+            .and_then(|r| of(r, path)),
         UsageRule::Sum { kind, path } => records
             .iter()
             .filter(|r| r["type"] == kind)
-            .filter_map(|r| usage_of(r, path))
+            .filter_map(|r| of(r, path))
             .reduce(|a, b| TokenUsage {
                 input_tokens: a.input_tokens + b.input_tokens,
                 output_tokens: a.output_tokens + b.output_tokens,
@@ -224,10 +289,47 @@ pub(crate) fn usage(rule: UsageRule, records: &[Value], tail: &str) -> Option<To
                     (None, None) => None,
                     (x, y) => Some(x.unwrap_or(0.0) + y.unwrap_or(0.0)),
                 },
+                model: None,
             }),
         UsageRule::AiderText => aider_usage(tail),
+    };
+    let mut usage = usage.filter(|u| u.input_tokens > 0 || u.output_tokens > 0)?;
+    usage.model = dialect.model.iter().find_map(|rule| model(*rule, tail));
+    Some(usage)
+}
+
+/// The model `rule` finds in `tail`, reading back from its end: only lines that name the
+/// record's type are decoded (a claude tail is mostly long `assistant` lines; the last one
+/// is enough).
+fn model(rule: ModelRule, tail: &str) -> Option<String> {
+    let (ModelRule::Last { kind, .. } | ModelRule::Busiest { kind, .. }) = rule;
+    let quoted = format!("\"{kind}\"");
+    let record = tail
+        .lines()
+        .rev()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with('{') && l.contains(&quoted))
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|r| r["type"] == kind)?;
+    let at = |path: &str| path.split('.').fold(&record, |v, key| &v[key]);
+    match rule {
+        ModelRule::Last { path, provider, .. } => {
+            let model = at(path).as_str().filter(|m| !m.is_empty())?;
+            match provider
+                .and_then(|p| at(p).as_str())
+                .filter(|p| !p.is_empty())
+            {
+                Some(provider) => Some(format!("{provider}/{model}")),
+                None => Some(model.to_owned()),
+            }
+        }
+        ModelRule::Busiest { path, .. } => at(path)
+            .as_object()?
+            .iter()
+            .filter(|(_, m)| m.is_object())
+            .max_by_key(|(_, m)| m["total_tokens"].as_u64().unwrap_or(0))
+            .map(|(name, _)| name.clone()),
     }
-    .filter(|u| u.input_tokens > 0 || u.output_tokens > 0)
 }
 
 fn add(a: Option<u64>, b: Option<u64>) -> Option<u64> {
@@ -241,24 +343,40 @@ fn first_u64(object: &Value, names: &[&str]) -> Option<u64> {
     names.iter().find_map(|n| object[*n].as_u64())
 }
 
-fn usage_of(record: &Value, path: &str) -> Option<TokenUsage> {
+/// The usage object at `path` of `record`. Input is counted without the cached tokens:
+/// a count that excludes them (`input`: gemini's and pi's) is taken as it is; one that
+/// includes them (`counts_cache`) has them taken off.
+fn usage_of(record: &Value, path: &str, counts_cache: bool) -> Option<TokenUsage> {
     let object = path.split('.').fold(record, |v, key| &v[key]);
+    let cache_read_tokens = first_u64(
+        object,
+        &[
+            "cache_read_input_tokens",
+            "cached_input_tokens",
+            "cacheRead",
+            "cached",
+        ],
+    );
+    let input_tokens = match object["input"].as_u64() {
+        Some(net) => net,
+        None => {
+            let counted = first_u64(object, &["input_tokens", "prompt_tokens"])?;
+            if counts_cache {
+                counted.saturating_sub(cache_read_tokens.unwrap_or(0))
+            } else {
+                counted
+            }
+        }
+    };
     Some(TokenUsage {
-        input_tokens: first_u64(object, &["input_tokens", "input", "prompt_tokens"])?,
+        input_tokens,
         output_tokens: first_u64(object, &["output_tokens", "output", "completion_tokens"])?,
-        cache_read_tokens: first_u64(
-            object,
-            &[
-                "cache_read_input_tokens",
-                "cached_input_tokens",
-                "cacheRead",
-                "cached",
-            ],
-        ),
+        cache_read_tokens,
         cache_write_tokens: first_u64(object, &["cache_creation_input_tokens", "cacheWrite"]),
         cost_usd: record["total_cost_usd"]
             .as_f64()
             .or_else(|| object["cost"]["total"].as_f64()),
+        model: None,
     })
 }
 
@@ -279,5 +397,6 @@ fn aider_usage(tail: &str) -> Option<TokenUsage> {
         cache_read_tokens: None,
         cache_write_tokens: None,
         cost_usd: caps.get(5).and_then(|c| c.as_str().parse().ok()),
+        model: None,
     })
 }

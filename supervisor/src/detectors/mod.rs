@@ -67,7 +67,7 @@ pub fn detect(dialect: &Dialect, round: &Round) -> Option<PostRoundVerdict> {
         return None;
     }
     let records = dialects::records(dialect, round.tail);
-    let usage = dialects::usage(dialect.usage, &records, round.tail);
+    let usage = dialects::usage(dialect, &records, round.tail);
     // The stream's final word decides: a round whose last result is a success got through
     // the CLI's own retries, whatever error-shaped notices came before it.
     let succeeded = dialects::finale(dialect.finale, &records)
@@ -207,6 +207,9 @@ mod fixture_tests {
             if let Some(usage) = case["usage"].as_array() {
                 assert_eq!(got["usage"]["input_tokens"], usage[0], "{file}: {got}");
                 assert_eq!(got["usage"]["output_tokens"], usage[1], "{file}: {got}");
+            }
+            if let Some(model) = case.get("model") {
+                assert_eq!(got["usage"]["model"], *model, "{file}: {got}");
             }
             if let Some(msg) = got["message"].as_str() {
                 assert!(msg.starts_with(cli) || msg.is_empty(), "{file}: {msg}");

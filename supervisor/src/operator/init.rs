@@ -6,6 +6,7 @@
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use crate::config::keys::{Init, Toml};
 use crate::exit::CliError;
 use crate::runtime::attribution::OwnFiles;
 use crate::runtime::git::Repo;
@@ -146,68 +147,98 @@ pub(crate) const PRESETS: &[Preset] = &[
     },
 ];
 
-/// The default log dir of generated configs (outside the tree, as the reference system).
-pub(crate) const DEFAULT_LOG_DIR: &str = "~/.agent-runner/{project}/logs";
-
 /// Looks a preset up by name.
 pub(crate) fn preset(name: &str) -> Option<&'static Preset> {
     PRESETS.iter().find(|p| p.name == name)
 }
 
-fn toml_list(items: &[&str]) -> String {
-    let quoted: Vec<String> = items
-        .iter()
-        .map(|s| toml::Value::String((*s).to_owned()).to_string())
-        .collect();
-    format!("[{}]", quoted.join(", "))
+/// A preset's value for a key, as `init`'s template writes it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum PresetValue {
+    /// A TOML value: `key = <text>`.
+    Toml(String),
+    /// A table of strings, written as a `[table.key]` section.
+    Table(&'static [(&'static str, &'static str)]),
 }
 
-/// The config text `init` writes for `preset`.
-pub(crate) fn config_text(preset: &Preset) -> String {
-    let mut env = String::new();
-    for (k, v) in preset.env {
-        env.push_str(&format!("{k} = {}\n", toml::Value::String((*v).to_owned())));
+impl Preset {
+    /// Its value for the config key `key` (dotted, as defined in `crate::config::keys`),
+    /// `None` where the preset leaves the key to its default.
+    pub(crate) fn value(&self, key: &str) -> Option<PresetValue> {
+        let list = |items: &[&str]| {
+            PresetValue::Toml(Toml::toml(
+                &items.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>(),
+            ))
+        };
+        let text = |s: &str| PresetValue::Toml(Toml::toml(&s.to_owned()));
+        Some(match key {
+            "agent.name" => text(self.name),
+            "agent.command" => list(self.command),
+            "agent.prompt_arg_template" => list(self.template),
+            "agent.prompt_delivery" => text(self.delivery),
+            "agent.env" => PresetValue::Table(self.env),
+            "agent.terminal_marker" => text(self.terminal_marker?),
+            "runtime.grace_kill_ignore_patterns" => list(self.grace_ignore),
+            "monitor.auth_fail_hint" => text(self.auth_hint),
+            _ => return None,
+        })
     }
-    format!(
-        r#"# agent-runner configuration (preset: {name}). Reference: docs/configuration.md
-schema_version = 1
+}
 
-[agent]
-name = "{name}"
-command = {command}
-prompt_arg_template = {template}
-prompt_delivery = "{delivery}"
-{marker}
-[agent.env]
-{env}{egress}
-[runtime]
-work_dir = "."
-log_dir = "{log_dir}"
-round_budget_s = 1800
-restart_delay_s = 3
-# After a usage or rate limit: wait until the printed reset (docs/detectors.md).
-transient_error_action = "back_off"
-# End an agent that lingers this long after printing its result (0: never).
-max_grace_after_result_s = 0
-grace_kill_ignore_patterns = {grace_ignore}
+/// The tables `init` writes, in order.
+const TEMPLATE_TABLES: &[&str] = &["agent", "runtime", "monitor", "prompt", "vcs", "plugins"];
 
-[monitor]
-auth_fail_hint = {hint}
-# auto_stop_on = {auto_stop}   (the default: left unset, so a host's hook of the
-# same name does not stop serve unless you list it; docs/configuration.md [monitor])
-
-[prompt]
-file = "./prompts/main.md"
-
-[vcs]
-dirty_action = "stash"
-stash_idempotency_s = 5
-
-[plugins]
-sandbox = "prefer"
-spawn_override_allow = []
-disable = []
-
+/// The config text `init` writes for `preset`: each key of [`TEMPLATE_TABLES`] as its
+/// definition says ([`Init`]), the preset's value or the key's default.
+pub(crate) fn config_text(preset: &Preset) -> String {
+    let mut out = format!(
+        "# agent-runner configuration (preset: {}). Reference: docs/configuration.md\n\
+         schema_version = {}\n",
+        preset.name,
+        crate::config::SCHEMA_VERSION
+    );
+    for table in TEMPLATE_TABLES {
+        out.push_str(&format!("\n[{table}]\n"));
+        let keys = crate::config::TABLES
+            .iter()
+            .filter(|t| t.name == *table)
+            .flat_map(|t| t.keys);
+        let mut sections = String::new();
+        for key in keys {
+            let value = preset.value(key.name);
+            let default = (key.default_toml)().map(PresetValue::Toml);
+            let (value, comment) = match key.init {
+                Init::Omit => continue,
+                Init::Preset => (value, None),
+                Init::Write(comment) => (value.or(default), comment),
+                Init::Commented(note) => {
+                    if let Some(PresetValue::Toml(default)) = default {
+                        out.push_str(&format!("# {} = {default}   ({note})\n", key.field));
+                    }
+                    continue;
+                }
+            };
+            if let Some(comment) = comment {
+                out.push_str(&format!("# {comment}\n"));
+            }
+            match value {
+                None => {}
+                Some(PresetValue::Toml(text)) => out.push_str(&format!("{} = {text}\n", key.field)),
+                Some(PresetValue::Table(entries)) => {
+                    sections.push_str(&format!("\n[{}]\n", key.name));
+                    for (k, v) in entries {
+                        sections.push_str(&format!("{k} = {}\n", Toml::toml(&(*v).to_owned())));
+                    }
+                }
+            }
+        }
+        out.push_str(&sections);
+        if *table == "agent" {
+            out.push_str(&egress_text(preset.name));
+        }
+    }
+    out.push_str(
+        r#"
 [plugins.pin]
 # name = "sha256:<64 hex>"   (`agent-runner doctor` prints these lines)
 
@@ -215,38 +246,34 @@ disable = []
 # [plugins.hosts.pause]
 # command = ["./hosts/spawn-pause-file"]
 # provides = ["spawn_hook"]
-# config = {{ file = ".agent-runner-pause", defer_s = 60 }}
+# config = { file = ".agent-runner-pause", defer_s = 60 }
 "#,
-        name = preset.name,
-        command = toml_list(preset.command),
-        template = toml_list(preset.template),
-        delivery = preset.delivery,
-        log_dir = DEFAULT_LOG_DIR,
-        marker = preset
-            .terminal_marker
-            .map(|m| format!("terminal_marker = {}\n", toml::Value::String(m.to_owned())))
-            .unwrap_or_default(),
-        grace_ignore = toml_list(preset.grace_ignore),
-        hint = toml::Value::String(preset.auth_hint.to_owned()),
-        auto_stop = toml_list(crate::config::DEFAULT_AUTO_STOP_ON),
-        egress = egress_text(preset.name),
-    )
+    );
+    out
 }
 
-/// The commented `[agent.sandbox] allow_hosts` of a preset whose CLI's hosts are known:
-/// the operator turns egress filtering on by uncommenting it (docs/security.md, "Egress by
-/// host name"). Off by default: package registries and git remotes would be refused too.
+/// The commented `[agent.sandbox] allow_hosts` of a preset whose CLI's hosts are known
+/// (`crate::config::allow_hosts::preset_hosts`): the operator turns egress filtering on by
+/// uncommenting it (docs/security.md, "Egress by host name"). Off by default: package
+/// registries and git remotes would be refused too.
 fn egress_text(preset: &str) -> String {
     let hosts = crate::config::allow_hosts::preset_hosts(preset);
     if hosts.is_empty() {
         return String::new();
     }
+    let key = crate::config::TABLES
+        .iter()
+        .find(|t| t.name == "agent.sandbox")
+        .and_then(|t| t.keys.iter().find(|k| k.field == "allow_hosts"))
+        .expect("[agent.sandbox] allow_hosts is defined");
+    let table = key.name.trim_end_matches(".allow_hosts");
     format!(
         "\n# Egress by host name: the agent in a network namespace of its own, reaching only these\n\
          # hosts through agent-runner's proxy (add your registries and git hosts; docs/security.md).\n\
-         # [agent.sandbox]\n\
-         # allow_hosts = {}\n",
-        toml_list(hosts)
+         # [{table}]\n\
+         # {} = {}\n",
+        key.field,
+        Toml::toml(&hosts.iter().map(|h| (*h).to_owned()).collect::<Vec<_>>())
     )
 }
 
@@ -404,6 +431,50 @@ mod tests {
 
     /// The versions the presets say they were verified with are the ones the tests pin and
     /// run (tests/agent-clis/versions.env).
+    /// The keys presets set are defined keys that `init` writes, and the template of every
+    /// preset loads to the defaults its definitions give.
+    #[test]
+    fn presets_set_defined_keys_and_the_template_loads() {
+        let mut set = std::collections::BTreeSet::new();
+        for preset in PRESETS {
+            for key in crate::config::TABLES.iter().flat_map(|t| t.keys) {
+                if preset.value(key.name).is_some() {
+                    assert_ne!(key.init, Init::Omit, "{}: {}", preset.name, key.name);
+                    set.insert(key.name);
+                }
+            }
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::create_dir(dir.path().join("prompts")).unwrap();
+            std::fs::write(dir.path().join("prompts/main.md"), PROMPT_TEXT).unwrap();
+            let text = config_text(preset);
+            let config = crate::config::parse_str(&dir.path().join("c.toml"), &text)
+                .unwrap_or_else(|e| panic!("{}: {e}\n{text}", preset.name));
+            assert_eq!(config.agent.name.as_deref(), Some(preset.name));
+            assert_eq!(config.runtime.round_budget.as_secs(), 1800, "{text}");
+            assert!(text.contains("round_budget_s = 1800\n"), "{text}");
+            assert!(text.contains("\n[agent.env]\n"), "{text}");
+            assert!(
+                text.contains("# auto_stop_on = [\"oauth_fail\", \"disk_critical\"]"),
+                "{text}"
+            );
+        }
+        // Every key a preset can set is answered by some preset (no arm of
+        // `Preset::value` names a key that is not defined).
+        assert_eq!(
+            set.into_iter().collect::<Vec<_>>(),
+            [
+                "agent.command",
+                "agent.env",
+                "agent.name",
+                "agent.prompt_arg_template",
+                "agent.prompt_delivery",
+                "agent.terminal_marker",
+                "monitor.auth_fail_hint",
+                "runtime.grace_kill_ignore_patterns",
+            ]
+        );
+    }
+
     #[test]
     fn verified_versions_are_the_tests_pins() {
         let pins = std::fs::read_to_string(

@@ -7,14 +7,16 @@
 //! - A valid new config replaces the running one (`config_reloaded`, with the new file's
 //!   `digest`); hosts whose entry or pin changed are restarted and re-checked, the others
 //!   keep running ([`crate::hosts::HostManager::reconcile`]).
-//! - An invalid one (or one that changes what only a restart can change: `work_dir`,
-//!   `log_dir`, `state_dir`, `[plugins] sandbox`) is recorded once as `config_broken` with
-//!   the one-line error naming file and key; the last good config keeps running.
+//! - An invalid one (or one that changes a key defined `Reload::Restart` in
+//!   `crate::config::keys`: `work_dir`, `log_dir`, `state_dir`, `[plugins] sandbox`) is
+//!   recorded once as `config_broken` with the one-line error naming file and key; the last
+//!   good config keeps running.
 
 use sha2::{Digest, Sha256};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 
+use crate::config::keys::Reload;
 use crate::config::{self, Config, ConfigError};
 use crate::hosts::sandbox::SandboxGate;
 use crate::record::events::Event;
@@ -135,22 +137,13 @@ fn broken(runner: &Runner, error: &str, digest: Option<&str>, trigger: Trigger) 
     });
 }
 
-/// What only a restart can change: the tree, where the record and logs live (the lock is
-/// held there), and the sandbox gate evaluated at boot.
+/// What only a restart can change: the keys defined with [`Reload::Restart`] (the tree,
+/// where the record and logs live, the lock being held there, and the sandbox gate
+/// evaluated at boot).
 ///
 /// Errors: [`ConfigError::Key`] naming the first such key that `new` changes.
 fn fixed_keys_unchanged(old: &Config, new: &Config) -> Result<(), ConfigError> {
-    let changed = if old.runtime.work_dir != new.runtime.work_dir {
-        Some("runtime.work_dir")
-    } else if old.runtime.log_dir != new.runtime.log_dir {
-        Some("runtime.log_dir")
-    } else if old.runtime.state_dir != new.runtime.state_dir {
-        Some("runtime.state_dir")
-    } else if old.plugins.sandbox != new.plugins.sandbox {
-        Some("plugins.sandbox")
-    } else {
-        None
-    };
+    let changed = restart_keys().find(|key| resolved(old, key) != resolved(new, key));
     match changed {
         Some(key) => Err(ConfigError::Key {
             path: new.path.clone(),
@@ -161,6 +154,28 @@ fn fixed_keys_unchanged(old: &Config, new: &Config) -> Result<(), ConfigError> {
     }
 }
 
+/// The names of the keys a reload may not change.
+fn restart_keys() -> impl Iterator<Item = &'static str> {
+    config::TABLES
+        .iter()
+        .flat_map(|t| t.keys)
+        .filter(|k| k.reload == Reload::Restart)
+        .map(|k| k.name)
+}
+
+/// The resolved value of restart-only `key` in `config`, to compare two configs by.
+/// A key defined [`Reload::Restart`] without an arm here panics: the test
+/// `every_restart_key_is_compared` finds it first.
+fn resolved(config: &Config, key: &str) -> String {
+    match key {
+        "runtime.work_dir" => format!("{:?}", config.runtime.work_dir),
+        "runtime.log_dir" => format!("{:?}", config.runtime.log_dir),
+        "runtime.state_dir" => format!("{:?}", config.runtime.state_dir),
+        "plugins.sandbox" => config.plugins.sandbox.as_str().to_owned(),
+        other => panic!("restart-only config key {other} has no comparison in config_follow"),
+    }
+}
+
 /// `sha256:<hex>` of the config file's bytes.
 pub(crate) fn digest(bytes: &[u8]) -> String {
     let hex: String = Sha256::digest(bytes)
@@ -168,4 +183,41 @@ pub(crate) fn digest(bytes: &[u8]) -> String {
         .map(|b| format!("{b:02x}"))
         .collect();
     format!("sha256:{hex}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_restart_key_is_compared() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("prompts")).unwrap();
+        std::fs::write(dir.path().join("prompts/main.md"), "x").unwrap();
+        let path = dir.path().join("agent-runner.toml");
+        let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\n";
+        let config = config::parse_str(&path, text).unwrap();
+        let keys: Vec<&str> = restart_keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "runtime.work_dir",
+                "runtime.log_dir",
+                "runtime.state_dir",
+                "plugins.sandbox"
+            ]
+        );
+        for key in keys {
+            assert!(!resolved(&config, key).is_empty(), "{key}");
+        }
+        let moved =
+            config::parse_str(&path, &format!("{text}[plugins]\nsandbox = \"off\"\n")).unwrap();
+        match fixed_keys_unchanged(&config, &moved) {
+            Err(ConfigError::Key { key, .. }) => assert_eq!(key, "plugins.sandbox"),
+            other => panic!("{other:?}"),
+        }
+        let paced =
+            config::parse_str(&path, &format!("{text}[runtime]\nrestart_delay_s = 9\n")).unwrap();
+        assert!(fixed_keys_unchanged(&config, &paced).is_ok());
+    }
 }

@@ -23,12 +23,14 @@
 //!   [`crate::record`]; `[schedule]` and where the state dir lies in [`crate::config`].
 //! - [`post_round`]: the post-round family as the round sees it (verdicts → a decision);
 //!   [`transient`] and [`backoff`]: what serve does with it (back-off episodes, login
-//!   stops); [`schedule_gate`]: what `[schedule]` says of the next round; [`grace`]: result grace;
+//!   stops); [`agent_done`]: the agent's own "done" (`.agent-done`);
+//!   [`schedule_gate`]: what `[schedule]` says of the next round; [`grace`]: result grace;
 //!   [`substrate`]: the git head and fingerprint; [`processes`]: who is whose child.
 //! - [`goal`]: `[goal]` checks after each round and the treadmill advisory; [`bounds`]:
 //!   `max_duration_s` and `max_rounds_per_hour`.
 
 pub(crate) mod agent;
+pub(crate) mod agent_done;
 pub(crate) mod agent_preconditions;
 pub(crate) mod attribution;
 pub(crate) mod backoff;

@@ -86,11 +86,16 @@ pub struct Judged<'a> {
 /// Whether `hook` is asked about a round of `agent_binary`: a built-in detector only
 /// about its own CLI, any other hook always.
 fn applies(hook: &HookRef, agent_binary: &str) -> bool {
-    let basename = agent_binary.rsplit('/').next().unwrap_or(agent_binary);
+    let basename = basename(agent_binary);
     crate::detectors::DIALECTS
         .iter()
         .find(|d| d.detector == hook.name.as_str())
         .is_none_or(|d| d.binary == basename)
+}
+
+/// The agent CLI's name: the last component of `command[0]`.
+fn basename(agent_binary: &str) -> &str {
+    agent_binary.rsplit('/').next().unwrap_or(agent_binary)
 }
 
 /// What the post-round hooks made of a round.
@@ -152,7 +157,14 @@ pub async fn consult(
             }
         };
         let builtin = hosts.is_builtin(&hook);
-        record(events, monitor, &hook.name, builtin, round_num, &verdict);
+        record(
+            events,
+            monitor,
+            &hook.name,
+            builtin,
+            (agent, round_num),
+            &verdict,
+        );
         usage_reported |= verdict.usage.is_some();
         let message = redact_and_cap(&verdict.message);
         let kind = verdict.kind.unwrap_or(ErrorKind::Other);
@@ -276,16 +288,22 @@ fn wait_of(verdict: &PostRoundVerdict) -> Wait {
     }
 }
 
-/// `agent_usage_recorded` and `agent_auth_error_detected` for one verdict.
+/// `agent_usage_recorded` and `agent_auth_error_detected` for one verdict about round
+/// `round_num` of `agent_binary` (`command[0]` as configured).
 fn record(
     events: &EventLog,
     monitor: &MonitorConfig,
     hook: &HookName,
     builtin: bool,
-    round_num: u64,
+    (agent_binary, round_num): (&str, u64),
     verdict: &PostRoundVerdict,
 ) {
     if let Some(usage) = &verdict.usage {
+        let model = usage
+            .model
+            .as_deref()
+            .map(redact_and_cap)
+            .filter(|m| !m.is_empty());
         events.emit(Event::AgentUsageRecorded {
             round_num,
             hook: hook.to_string(),
@@ -294,6 +312,9 @@ fn record(
             cache_read_tokens: usage.cache_read_tokens,
             cache_write_tokens: usage.cache_write_tokens,
             cost_usd: usage.cost_usd,
+            agent: basename(agent_binary).to_owned(),
+            model: model.unwrap_or_else(|| "unknown".to_owned()),
+            cached_tokens: usage.cache_read_tokens.unwrap_or(0),
         });
     }
     if verdict.kind == Some(ErrorKind::Auth) {

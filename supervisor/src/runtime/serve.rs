@@ -32,6 +32,7 @@ use crate::record::service::{BackOffDoc, ServiceFile, ServiceState};
 use crate::record::state::{self, LockError, ProjectLock};
 use crate::record::status::Snapshot;
 use crate::record::stop::{reached, sleep_unless, StopLevel, StopWatch};
+use crate::runtime::agent_done;
 use crate::runtime::attribution::OwnFiles;
 use crate::runtime::backoff::{self, Plan, WaitEnd};
 use crate::runtime::config_follow::{ConfigFollower, Trigger};
@@ -41,7 +42,7 @@ use crate::runtime::round::{Attempt, Ran, RoundError, Runner};
 use crate::runtime::schedule_gate;
 use crate::runtime::serve_startup;
 use crate::runtime::spawn_gate::Verdict;
-use crate::runtime::transient::{Step, Transients};
+use crate::runtime::transient::{self, Step, Transients};
 use crate::runtime::tree_lock;
 
 /// The shortest wait before spawn hooks are asked again after a defer, so a `defer_s = 0`
@@ -190,14 +191,7 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
 /// The first 200 characters of the stop file (lossy UTF-8), read without blocking and only
 /// from a regular file; empty otherwise (`stop_file_detected.content`).
 fn stop_file_content(file: &std::path::Path) -> String {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    let read = crate::tree_file::open_regular(file, crate::tree_file::Symlink::Follow)
-        .and_then(|f| f.take(800).read_to_end(&mut bytes));
-    match read {
-        Ok(_) => String::from_utf8_lossy(&bytes).chars().take(200).collect(),
-        Err(_) => String::new(),
-    }
+    crate::tree_file::head_chars(file, crate::tree_file::Symlink::Follow, 200)
 }
 
 /// How `serve` was asked to run.
@@ -263,7 +257,7 @@ pub(crate) async fn serve(
     serving
         .service
         .update(ServiceState::Idle, None, &serving.runner.hosts);
-    if serving.start_up(stop).await {
+    if serving.clear_agent_done() && serving.start_up(stop).await {
         serving.run_rounds(options, stop).await;
     }
     let runner = &serving.runner;
@@ -318,6 +312,24 @@ enum Flow {
 }
 
 impl Serving<'_> {
+    /// Removes the `.agent-done` an earlier run left ([`agent_done`]); `false` (exit 78,
+    /// `serve_stopping` with `agent_done_stale`) when it cannot: it would end this run
+    /// before its first round.
+    fn clear_agent_done(&mut self) -> bool {
+        let log_dir = &self.runner.config.runtime.log_dir;
+        let Err(e) = agent_done::clear_stale(log_dir) else {
+            return true;
+        };
+        let message = format!(
+            "cannot remove the stale {}/{}: {e}; remove it, then start serve again",
+            log_dir.display(),
+            agent_done::SENTINEL
+        );
+        self.stopping("agent_done_stale", None, &message);
+        self.code = crate::exit::CONFIG;
+        false
+    }
+
     /// The serve-startup hooks (docs/protocol.md §5.5); `false` (exit 78,
     /// `serve_stopping` with `serve_startup_hook_failed`) when one failed.
     async fn start_up(&mut self, stop: &mut StopWatch) -> bool {
@@ -405,6 +417,18 @@ impl Serving<'_> {
     fn must_end(&mut self) -> bool {
         let runner = &*self.runner;
         let completed = self.completed;
+        if let Some(reason) = agent_done::reason(&runner.config.runtime.log_dir) {
+            runner.events.emit(Event::AgentSelfTerminated {
+                reason: reason.clone(),
+                rounds_completed: completed,
+            });
+            eprintln!(
+                "agent-runner: the agent wrote {}/{} ({reason:?}); stopping",
+                runner.config.runtime.log_dir.display(),
+                agent_done::SENTINEL
+            );
+            return true;
+        }
         if let Some(file) = runner
             .config
             .runtime
@@ -614,6 +638,14 @@ impl Serving<'_> {
             message,
         } = &step
         {
+            if *reason == transient::STOP_REASON {
+                // The reference system's record of the same stop (docs/reference-system.md,
+                // "Self-termination").
+                self.runner.events.emit(Event::AgentSelfTerminated {
+                    reason: "rate_limit".to_owned(),
+                    rounds_completed: self.completed,
+                });
+            }
             self.stopping(reason, Some(hook.clone()), message);
             self.code = *code;
             return Flow::Stop;

@@ -17,6 +17,9 @@ use crate::record::events::{timestamp, Event, EventLog};
 use crate::runtime::backoff::{self, Plan, Policy};
 use crate::runtime::post_round::Decision;
 
+/// `serve_stopping.reason` of a stop under `transient_error_action = "stop"`.
+pub(crate) const STOP_REASON: &str = "transient_error";
+
 /// What `serve` does next.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Step {
@@ -197,7 +200,7 @@ impl Transients {
                     TransientAction::Skip => Step::Skip,
                     TransientAction::Stop => {
                         Step::Stop {
-                            reason: "transient_error",
+                            reason: STOP_REASON,
                             hook: hook.to_string(),
                             code: crate::exit::TEMPFAIL,
                             message: format!("{message} (post-round hook {hook}); transient_error_action = \"stop\"; stopping"),

@@ -7,7 +7,7 @@
 //!
 //! Config keys: `attempt`; `port` (tcp_connect, udp_send); `path` (read, write,
 //! write_log_dir: a directory); `pid_file` (a file holding the supervisor's pid, waited for
-//! up to 60 s: read_pid_environ, kill_pid, ptrace_attach); `needle` (secret_env);
+//! up to 60 s: read_pid_environ, kill_pid, pidfd_kill_pid, ptrace_attach); `needle` (secret_env);
 //! `bytes` (memory_hog, write_big, write_many, write_tmp); `count` (write_many,
 //! write_tmp); `max` (fork_bomb: a safety cap); `name` (call: the system call to make on
 //! `path`, see `call`). `path` of unix_connect may be `@name` (an abstract socket); `hook`
@@ -352,8 +352,10 @@ fn call(name: &str, path: &str) -> String {
             "kcmp" => sc(libc::SYS_kcmp, libc::getpid(), libc::getpid(), 0, 0, 1),
             "keyctl" => sc(libc::SYS_keyctl, 0, -3, 0), // KEYCTL_GET_KEYRING_ID, session
             "personality" => sc(libc::SYS_personality, 0x0040_0000), // READ_IMPLIES_EXEC
-            "pidfd_open" => sc(libc::SYS_pidfd_open, 1, 0),
-            "pidfd_send_signal" => sc(libc::SYS_pidfd_send_signal, 0, libc::SIGKILL, 0, 0),
+            "pidfd_getfd" => {
+                let me = sc(libc::SYS_pidfd_open, libc::getpid(), 0);
+                sc(libc::SYS_pidfd_getfd, me, 0, 0)
+            }
             "mlock" => {
                 let page = [0u8; 4096];
                 sc(libc::SYS_mlock, page.as_ptr(), page.len())
@@ -597,6 +599,21 @@ fn run(
                 unsafe { libc::kill(pid, libc::SIGKILL) }.into(),
                 "signalled",
             )
+        }
+        "pidfd_kill_pid" => {
+            let pid = pid_from(&c.string_or("pid_file", "")?)?;
+            // SAFETY: pidfd_open and pidfd_send_signal take integers (a null siginfo).
+            unsafe {
+                let fd = libc::syscall(libc::SYS_pidfd_open, pid, 0);
+                if fd < 0 {
+                    raw_result(fd, "opened")
+                } else {
+                    raw_result(
+                        libc::syscall(libc::SYS_pidfd_send_signal, fd, libc::SIGKILL, 0, 0),
+                        "signalled",
+                    )
+                }
+            }
         }
         "ptrace_attach" => {
             let pid = pid_from(&c.string_or("pid_file", "")?)?;

@@ -37,7 +37,8 @@ pub(crate) enum Event {
     /// The loop ends: a stop signal (or a control-socket stop), a failed serve-startup
     /// hook, or a detector's honoured `stop_service` alert.
     ServeStopping {
-        /// Why: `signal`, `serve_startup_hook_failed`, `auto_stop` (a detector's alert), a
+        /// Why: `signal`, `serve_startup_hook_failed`, `agent_done_stale` (a `.agent-done`
+        /// left by an earlier run cannot be removed), `auto_stop` (a detector's alert), a
         /// post-round hook's honoured stop (its diagnosis: `auth`, …) or `transient_error`
         /// (`transient_error_action = "stop"`).
         reason: String,
@@ -104,6 +105,17 @@ pub(crate) enum Event {
         /// Its first 200 characters (lossy UTF-8; empty when unreadable or not a
         /// regular file).
         content: String,
+        /// Rounds completed by this serve.
+        rounds_completed: u64,
+    },
+    /// The agent wrote `<log_dir>/.agent-done` (its own "done"); the loop ends (exit 0),
+    /// as the reference system's event of that name (docs/reference-system.md,
+    /// "Self-termination"). Also recorded, `reason` `rate_limit`, when serve stops on a
+    /// transient error (`transient_error_action = "stop"`), as the reference does.
+    AgentSelfTerminated {
+        /// The file's first 200 characters (lossy UTF-8, secrets redacted; empty when it is
+        /// not a regular file), or `rate_limit`.
+        reason: String,
         /// Rounds completed by this serve.
         rounds_completed: u64,
     },
@@ -665,7 +677,7 @@ pub(crate) enum Event {
         round_num: u64,
         /// The hook that read it.
         hook: String,
-        /// Input tokens.
+        /// Input tokens not read from the provider's cache.
         input_tokens: u64,
         /// Output tokens.
         output_tokens: u64,
@@ -675,6 +687,15 @@ pub(crate) enum Event {
         cache_write_tokens: Option<u64>,
         /// The cost the CLI reported, US dollars.
         cost_usd: Option<f64>,
+        /// The agent CLI: the basename of the round's `command[0]` (the reference
+        /// system's field, docs/reference-system.md "Events").
+        agent: String,
+        /// The model that did the work as the CLI names it, `unknown` when it names none
+        /// (the reference system's field).
+        model: String,
+        /// Input tokens read from the provider's cache, 0 when not reported (the
+        /// reference system's field; `cache_read_tokens` is ours, null when not reported).
+        cached_tokens: u64,
     },
     /// A post-round hook diagnosed a missing or expired login.
     AgentAuthErrorDetected {
@@ -968,6 +989,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "plugin_round_override_ignored",
     "detector_alert",
     "stop_file_detected",
+    "agent_self_terminated",
     "crash_loop",
     "stalled_no_progress",
     "max_rounds_reached",

@@ -1,0 +1,95 @@
+//! docs/configuration.md's key tables, made from the definitions ([`super::keys`]): each
+//! table sits between `<!-- config-keys: NAME -->` and `<!-- /config-keys -->`, NAME being
+//! a table (`runtime`) or the prefix of several (`monitor.host_health`). A test fails when
+//! the file drifts from the definitions; refresh it with
+//! `AR_UPDATE_CONFIG_DOCS=1 cargo test -p agent-runner --lib config_docs`.
+
+use super::keys::{doc_table, Table};
+use super::raw::TABLES;
+
+/// The opening marker of a generated table.
+const OPEN: &str = "<!-- config-keys: ";
+/// The closing marker.
+const CLOSE: &str = "<!-- /config-keys -->";
+
+/// The tables a section NAME shows: the table of that name, or else every table under it.
+fn section(name: &str) -> Vec<&'static Table> {
+    let exact: Vec<&Table> = TABLES.iter().filter(|t| t.name == name).collect();
+    if !exact.is_empty() {
+        return exact;
+    }
+    let prefix = format!("{name}.");
+    TABLES
+        .iter()
+        .filter(|t| t.name.starts_with(&prefix))
+        .collect()
+}
+
+/// `text` with every generated table made anew from the definitions.
+///
+/// Errors: a marker without its close, or naming no table (the section's name).
+pub(crate) fn render(text: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(OPEN) {
+        let after = &rest[start + OPEN.len()..];
+        let Some((name, _)) = after.split_once(" -->") else {
+            return Err("a config-keys marker is not closed with -->".to_owned());
+        };
+        let body_start = start + OPEN.len() + name.len() + " -->\n".len();
+        let Some(end) = rest[body_start..].find(CLOSE) else {
+            return Err(format!("config-keys: {name} has no {CLOSE}"));
+        };
+        let tables = section(name);
+        if tables.is_empty() {
+            return Err(format!("config-keys: {name} names no table of keys"));
+        }
+        out.push_str(&rest[..body_start]);
+        out.push_str(&doc_table(&tables, name));
+        out.push_str(CLOSE);
+        rest = &rest[body_start + end + CLOSE.len()..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn docs_path() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/configuration.md")
+    }
+
+    /// Every defined table is shown, and the shown tables are what the definitions make.
+    #[test]
+    fn config_docs_tables_match_the_definitions() {
+        let path = docs_path();
+        let have = std::fs::read_to_string(&path).unwrap();
+        let want = render(&have).unwrap();
+        if std::env::var_os("AR_UPDATE_CONFIG_DOCS").is_some() {
+            std::fs::write(&path, &want).unwrap();
+        } else {
+            assert!(
+                have == want,
+                "docs/configuration.md's key tables drifted from the definitions in \
+                 supervisor/src/config; refresh with: \
+                 AR_UPDATE_CONFIG_DOCS=1 cargo test -p agent-runner --lib config_docs"
+            );
+        }
+        for table in TABLES {
+            let shown = want
+                .match_indices(OPEN)
+                .map(|(i, _)| want[i + OPEN.len()..].split(" -->").next().unwrap())
+                .any(|name| section(name).iter().any(|t| t.name == table.name));
+            assert!(shown, "table {} has no config-keys section", table.name);
+        }
+    }
+
+    #[test]
+    fn a_marker_naming_no_table_is_refused() {
+        let text = "<!-- config-keys: nowhere -->\n<!-- /config-keys -->\n";
+        assert!(render(text).unwrap_err().contains("nowhere"));
+    }
+}
