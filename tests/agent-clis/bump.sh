@@ -13,15 +13,19 @@ codex=$(latest_npm @openai/codex)
 claude=$(latest_npm @anthropic-ai/claude-code)
 gemini=$(latest_npm @google/gemini-cli)
 aider=$(latest_pypi aider-chat)
-for v in "$codex" "$claude" "$gemini" "$aider"; do
+pi=$(latest_npm @mariozechner/pi-coding-agent)
+# kimi-cli stays at its last working release (versions.env says why).
+for v in "$codex" "$claude" "$gemini" "$aider" "$pi"; do
   [ -n "$v" ] || { echo "bump.sh: a registry did not answer" >&2; exit 1; }
 done
 sed -i -e "s/^CODEX_VERSION=.*/CODEX_VERSION=$codex/" \
   -e "s/^CLAUDE_CODE_VERSION=.*/CLAUDE_CODE_VERSION=$claude/" \
   -e "s/^GEMINI_CLI_VERSION=.*/GEMINI_CLI_VERSION=$gemini/" \
-  -e "s/^AIDER_CHAT_VERSION=.*/AIDER_CHAT_VERSION=$aider/" "$here/versions.env"
+  -e "s/^AIDER_CHAT_VERSION=.*/AIDER_CHAT_VERSION=$aider/" \
+  -e "s/^PI_CODING_AGENT_VERSION=.*/PI_CODING_AGENT_VERSION=$pi/" "$here/versions.env"
 cat "$here/versions.env"
 bash "$root/tests/setup.d/30-agent-clis.sh"
-bash "$here/capture.sh" claude codex gemini
+bash "$here/capture.sh" claude codex gemini pi kimi
+CAPTURE_MODES=auth_method bash "$here/capture.sh" gemini
 CAPTURE_MODES="normal auth retry_once" bash "$here/capture.sh" aider
 CAPTURE_TIMEOUT_S=300 CAPTURE_MODES="rate_limit overloaded refused" bash "$here/capture.sh" aider

@@ -5,9 +5,10 @@
 # in a fresh git repo and a fresh HOME, against tests/agent-clis/fake_model.py on 127.0.0.1.
 # No real provider is reached: every base URL points at the fake server, every key is fake.
 #
-#   bash tests/agent-clis/capture.sh [cli ...]     # default: claude codex gemini aider
+#   bash tests/agent-clis/capture.sh [cli ...]     # default: claude codex gemini aider pi kimi
 #
-# CAPTURE_MODES (default: all six) picks the modes. aider's own retries take minutes (60 s
+# CAPTURE_MODES (default: all six) picks the modes; gemini also has `auth_method` (the
+# server answers normally, but no login method is chosen in its settings: exit 41). aider's own retries take minutes (60 s
 # of its back-off plus its client's): CAPTURE_TIMEOUT_S=300 lets them end.
 # The .json beside each log records how the CLI ended (exit_code, timed_out after
 # CAPTURE_TIMEOUT_S, default 60) and the CLI's version; tests/tests/real_transcripts.rs
@@ -20,7 +21,7 @@ timeout_s="${CAPTURE_TIMEOUT_S:-60}"
 PROMPT="Write the marker file agent-was-here.txt."
 modes=(${CAPTURE_MODES:-normal rate_limit overloaded auth retry_once refused})
 clis=("$@")
-[ "${#clis[@]}" -gt 0 ] || clis=(claude codex gemini aider)
+[ "${#clis[@]}" -gt 0 ] || clis=(claude codex gemini aider pi kimi)
 
 capture_one() { # cli mode
   local cli=$1 mode=$2 scratch port pid=
@@ -28,16 +29,19 @@ capture_one() { # cli mode
   mkdir -p "$scratch/home" "$scratch/proj"
   git -C "$scratch/proj" init -q
   git -C "$scratch/proj" -c user.name=t -c user.email=t@t commit -q --allow-empty -m init
+  local server_mode=$mode
+  [ "$mode" = auth_method ] && server_mode=normal
   if [ "$mode" = refused ]; then
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   else
-    python3 "$here/fake_model.py" --mode "$mode" >"$scratch/port" &
+    python3 "$here/fake_model.py" --mode "$server_mode" >"$scratch/port" &
     pid=$!
     for _ in $(seq 50); do [ -s "$scratch/port" ] && break; sleep 0.1; done
     port=$(awk '{print $2}' "$scratch/port")
   fi
   local start end code=0 timed_out=false env=() stdin=/dev/null
   mapfile -t env < <(agent_cli_env "$cli" "$scratch/home" "$port")
+  [ "$mode" = auth_method ] && agent_cli_unselect_auth "$cli" "$scratch/home"
   local cmd=("$(agent_cli_bin "$cli")")
   read -r -a args <<<"$(agent_cli_args "$cli")"
   cmd+=("${args[@]}")

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """A fake model provider for the real agent CLIs in the tests (docs/agent-clis.md).
 
-Serves, on 127.0.0.1 (or --host, another loopback address) and an ephemeral port, the request shapes today's CLIs send:
-OpenAI chat completions (aider through litellm) and responses (Codex CLI), streaming or
-not; Anthropic messages (Claude Code, streaming SSE); Gemini generateContent and
+Serves, on 127.0.0.1 (or --host, another loopback address) and an ephemeral port, the
+request shapes today's CLIs send: OpenAI chat completions (aider through litellm; pi and
+kimi, with tools) and responses (Codex CLI), streaming or not; Anthropic messages (Claude
+Code, streaming SSE); Gemini generateContent and
 streamGenerateContent (Gemini CLI). No real provider is ever reached.
 
     fake_model.py --mode MODE [--retry-after S] [--log FILE] [--host ADDR]
@@ -11,12 +12,14 @@ streamGenerateContent (Gemini CLI). No real provider is ever reached.
 prints `port N` on its first stdout line once it listens, then serves until killed.
 Modes:
   normal      answers; when the request offers a shell tool, the first answer is a call
-              that writes `agent-was-here.txt` in the agent's directory and the answer to
+              that appends a numbered line to `agent-was-here.txt` in the agent's directory and the answer to
               the tool's result is plain text (aider gets a whole-file edit block)
   rate_limit  429 with `Retry-After: S` and "Please try again in Ss." in the body
   overloaded  529 (Anthropic) or 503 (OpenAI, Gemini), overloaded
   auth        401, invalid API key
   retry_once  the first model request gets `overloaded`'s answer, the rest `normal`'s
+  idle        answers in plain text and never calls a tool: the agent exits 0 having
+              changed nothing (`stalled_no_progress`)
 Connection refused is no server at all: the tests take a port and close it.
 Every request is appended to --log as one JSON line (method, path, status, and for a model
 request `turns`: how many conversation entries it carried, so a test sees a resumed session's
@@ -32,9 +35,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MARK_FILE = "agent-was-here.txt"
 MARK_TEXT = "written by the agent through the fake model"
-SHELL_LINE = f"echo '{MARK_TEXT}' > {MARK_FILE}"
 
-STATE = {"model_requests": 0}
+STATE = {"model_requests": 0, "idle": False}
+
+
+def mark_text():
+    """The marker line, numbered by the model request that wrote it: every round of a
+    serve run changes the tree."""
+    return f"{MARK_TEXT} (answer {STATE['model_requests']})"
+
+
+def shell_line():
+    return f"echo '{mark_text()}' >> {MARK_FILE}"
 LOCK = threading.Lock()
 
 
@@ -85,13 +97,19 @@ def error_answer(kind, provider, retry_after):
 # ---- deciding what the model says -------------------------------------------------------
 
 def shell_tool(names):
-    """(name, argument builder) of a shell-like tool among `names`, else None."""
+    """(name, argument builder) of a shell-like tool among `names`, else None (always None
+    in mode `idle`)."""
+    if STATE["idle"]:
+        return None
+    line = shell_line()
     builders = {
-        "Bash": lambda: {"command": SHELL_LINE, "description": "Write the marker file"},
-        "run_shell_command": lambda: {"command": SHELL_LINE, "description": "Write the marker file"},
-        "shell_command": lambda: {"command": SHELL_LINE},
-        "shell": lambda: {"command": ["bash", "-lc", SHELL_LINE]},
-        "exec_command": lambda: {"cmd": SHELL_LINE},
+        "Bash": lambda: {"command": line, "description": "Write the marker file"},
+        "run_shell_command": lambda: {"command": line, "description": "Write the marker file"},
+        "shell_command": lambda: {"command": line},
+        "shell": lambda: {"command": ["bash", "-lc", line]},
+        "exec_command": lambda: {"cmd": line},
+        "bash": lambda: {"command": line},
+        "Shell": lambda: {"command": line},
     }
     for name in builders:
         if name in names:
@@ -130,8 +148,17 @@ def gemini_plan(body):
     return None if answered else shell_tool(names)
 
 
+def chat_plan(body):
+    """The shell tool call a chat-completions request with tools gets (pi, kimi), else None
+    (aider offers no tools: it gets a whole-file edit block)."""
+    names = [(t.get("function") or {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+    messages = body.get("messages") or []
+    answered = any(isinstance(m, dict) and m.get("role") == "tool" for m in messages)
+    return None if answered else shell_tool(names)
+
+
 def aider_text():
-    return f"I will create the file.\n\n{MARK_FILE}\n```\n{MARK_TEXT}\n```\n"
+    return f"I will create the file.\n\n{MARK_FILE}\n```\n{mark_text()}\n```\n"
 
 
 # ---- the handler ---------------------------------------------------------------------------
@@ -213,7 +240,7 @@ class Handler(BaseHTTPRequestHandler):
         mode = self.server.mode
         if mode == "retry_once":
             mode = "overloaded" if n == 1 else "normal"
-        if mode != "normal":
+        if mode not in ("normal", "idle"):
             status, headers, err = error_answer(mode, provider, self.server.retry_after)
             self.send_json(status, err, headers)
             return
@@ -290,17 +317,31 @@ class Handler(BaseHTTPRequestHandler):
     # OpenAI chat completions
     def answer_chat(self, body, stream):
         model = body.get("model", "fake-model")
-        text = aider_text()
+        tool = chat_plan(body)
+        if tool:
+            message = {"role": "assistant", "content": None, "tool_calls": [
+                {"index": 0, "id": "call_fake1", "type": "function",
+                 "function": {"name": tool[0], "arguments": json.dumps(tool[1])}}]}
+            finish = "tool_calls"
+        elif body.get("tools"):
+            message = {"role": "assistant", "content": "Done: the marker file is written."}
+            finish = "stop"
+        else:
+            message = {"role": "assistant", "content": aider_text()}
+            finish = "stop"
         usage = {"prompt_tokens": 1500, "completion_tokens": 60, "total_tokens": 1560}
         if not stream:
+            if "tool_calls" in message:
+                message = dict(message, tool_calls=[{k: v for k, v in c.items() if k != "index"}
+                                                    for c in message["tool_calls"]])
             self.send_json(200, {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
-                                 "model": model, "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                                              "finish_reason": "stop"}], "usage": usage})
+                                 "model": model, "choices": [{"index": 0, "message": message,
+                                                              "finish_reason": finish}], "usage": usage})
             return
         self.start_sse()
         base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
-        self.sse(dict(base, choices=[{"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": None}]))
-        self.sse(dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "stop"}], usage=usage))
+        self.sse(dict(base, choices=[{"index": 0, "delta": message, "finish_reason": None}]))
+        self.sse(dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": finish}], usage=usage))
         self.sse("[DONE]")
 
     # Gemini generateContent / streamGenerateContent
@@ -329,7 +370,7 @@ class Handler(BaseHTTPRequestHandler):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", default="normal",
-                        choices=["normal", "rate_limit", "overloaded", "auth", "retry_once"])
+                        choices=["normal", "rate_limit", "overloaded", "auth", "retry_once", "idle"])
     parser.add_argument("--retry-after", type=int, default=3)
     parser.add_argument("--log")
     parser.add_argument("--host", default="127.0.0.1",
@@ -338,6 +379,7 @@ def main():
     server = ThreadingHTTPServer((args.host, 0), Handler)
     server.daemon_threads = True
     server.mode = args.mode
+    STATE["idle"] = args.mode == "idle"
     server.retry_after = args.retry_after
     server.log_path = args.log
     print(f"port {server.server_address[1]}", flush=True)

@@ -60,6 +60,7 @@ try denied_connect -p "http://127.0.0.3:$UP/"
 try direct_loopback --noproxy '*' "http://127.0.0.2:$UP/direct"
 # Only inside the namespace, where no route exists: nothing leaves this machine.
 [ -n "$HTTPS_PROXY" ] && try direct_outside --noproxy '*' "http://192.0.2.1:$UP/direct"
+[ -n "$HTTPS_PROXY" ] && printf 'udp_outside %s\n' "$(bash -c 'echo x >/dev/udp/192.0.2.1/53' 2>&1 | grep -o 'Network is unreachable')"
 printf 'netns %s\n' "$(readlink /proc/self/ns/net)"
 printf 'proxy %s\n' "$HTTPS_PROXY"
 "#;
@@ -118,9 +119,23 @@ fn egress_round(operator: Operator) {
     // connect), and nothing outside it is routed (7 as well: network unreachable).
     assert_eq!(result("direct_loopback"), "000/000 7", "{log}");
     assert_eq!(result("direct_outside"), "000/000 7", "{log}");
+    // Nor does UDP (DNS to an outside resolver included) leave the namespace.
+    assert_eq!(result("udp_outside"), "Network is unreachable", "{log}");
     assert_eq!(result("proxy"), "http://127.0.0.1:3128", "{log}");
     let own = std::fs::read_link("/proc/self/ns/net").unwrap();
-    assert_ne!(result("netns"), own.display().to_string(), "{log}");
+    let netns = result("netns");
+    assert_ne!(netns, own.display().to_string(), "{log}");
+    // Nothing in the agent's namespace (the forwarder included) outlives the round.
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read_link(e.path().join("ns/net"))
+                .is_ok_and(|l| l.display().to_string() == netns)
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.is_empty(), "processes left in {netns}: {left:?}");
     // Exactly the two allowed requests reached the upstream.
     assert_eq!(up.served.load(Ordering::SeqCst), 2, "{log}");
     // Each refusal is recorded once, after agent_exit.

@@ -148,10 +148,15 @@ fn work_dir_outside_a_git_working_tree() {
     let text = valid(&p);
     p.write_config_text(&text);
     std::fs::rename(p.dir().join(".git"), p.dir().join("not-git")).unwrap();
+    // The refusal names the deviation from the reference system, which runs without git.
     assert_refused(
         &p,
         None,
-        &["runtime.work_dir", "is not inside a git working tree"],
+        &[
+            "runtime.work_dir",
+            "is not inside a git working tree",
+            "\"Deviations\", 3",
+        ],
     );
     std::fs::rename(p.dir().join("not-git"), p.dir().join(".git")).unwrap();
     let inside_git_dir = text.replace(

@@ -171,7 +171,7 @@ fn a_clean_round_between_failures_resets_the_breaker() {
 /// A CLI whose detector reads usage (a stand-in named `codex`) that exits 0 at once,
 /// changes nothing and reports no usage did nothing: five such rounds stop serve
 /// (`stalled_no_progress`, exit 75). The demo agent, which changes the tree every round,
-/// and a script no detector reads usage of are not stopped.
+/// and a script no built-in detector knows are not stopped.
 #[test]
 fn fast_clean_rounds_that_do_nothing_stop_serve_as_stalled() {
     let p = Project::new();
@@ -191,7 +191,7 @@ fn fast_clean_rounds_that_do_nothing_stop_serve_as_stalled() {
     );
     assert!(out.stderr.contains("stalled_no_progress"), "{}", out.stderr);
 
-    // The same script under another name: no detector reads its usage, nothing judged.
+    // The same script under another name: no built-in detector knows it, nothing judged.
     let p = Project::new();
     let other = p.script(
         "bin/quiet-agent",

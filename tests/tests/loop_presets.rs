@@ -40,6 +40,14 @@ fn every_preset_passes_doctor_with_its_cli_on_path() {
         for check in report["checks"].as_array().unwrap() {
             assert_eq!(check["ok"], true, "{preset}: {check}");
         }
+        // The one preset never run against its real CLI says so (docs/agent-clis.md).
+        let unverified = report["warnings"].as_array().unwrap().iter().any(|w| {
+            w["name"] == "agent_version"
+                && w["reason"]
+                    .as_str()
+                    .is_some_and(|r| r.contains(&format!("the {preset} preset is unverified")))
+        });
+        assert_eq!(unverified, preset == "codewhale", "{preset}: {report}");
         // Without the CLI on PATH doctor says so.
         let out = p.run_env(&["doctor", "--json"], &[("PATH", "/usr/bin:/bin")]);
         assert_ne!(

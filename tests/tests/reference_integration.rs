@@ -58,3 +58,77 @@ fn the_agents_done_file_ends_serve_with_exit_0_and_a_stale_one_is_cleared() {
     assert_eq!(ended[0]["reason"], "x".repeat(200), "{}", p.events_text());
     p.assert_events_whole();
 }
+
+/// The reference's warnings `doctor` gives, each where an operator switching from it would
+/// trip (docs/reference-system.md, "Deviations"): none for a plain project; then a whole
+/// unit file left by the reference's install, a live `serve.pid` that is not our lock
+/// holder, a seeded metrics file and `transient_error_action = "stop"`, each named with
+/// its deviation's number.
+#[test]
+fn doctor_names_the_deviations_an_operator_would_trip_on() {
+    let deviations = |p: &Project, config_home: &std::path::Path| -> Vec<String> {
+        let out = p.run_env(
+            &["doctor", "--json"],
+            &[("XDG_CONFIG_HOME", &config_home.display().to_string())],
+        );
+        let doc: Value = agent_runner_e2e::serde_json::from_str(out.stdout.trim())
+            .unwrap_or_else(|e| panic!("doctor --json: {e}: {out}"));
+        doc["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| w["name"] == "reference_deviation")
+            .map(|w| {
+                assert!(!w["how_to_fix"].as_str().unwrap().is_empty(), "{w}");
+                w["reason"].as_str().unwrap().to_owned()
+            })
+            .collect()
+    };
+    let p = Project::new();
+    let config_home = p.tmp_dir().join("config");
+    p.write_config(&p.config().dirty_action("ignore"));
+    assert_eq!(deviations(&p, &config_home), Vec::<String>::new());
+
+    let unit_dir = config_home.join("systemd/user");
+    std::fs::create_dir_all(&unit_dir).unwrap();
+    std::fs::write(
+        unit_dir.join("agent-runner@project.service"),
+        "[Service]\nExecStart=/usr/bin/agent-runner serve\n",
+    )
+    .unwrap();
+    let mut stranger = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    std::fs::create_dir_all(p.log_dir()).unwrap();
+    std::fs::write(
+        p.log_dir().join("serve.pid"),
+        format!("{}\n", stranger.id()),
+    )
+    .unwrap();
+    std::fs::write(p.log_dir().join("metrics-2026-12.jsonl"), "{}\n").unwrap();
+    let text = p.config().dirty_action("ignore").render().replace(
+        "restart_delay_s = 1\n",
+        "restart_delay_s = 1\ntransient_error_action = \"stop\"\n",
+    );
+    p.write_config_text(&text);
+    let found = deviations(&p, &config_home);
+    let _ = stranger.kill();
+    let _ = stranger.wait();
+    assert_eq!(found.len(), 4, "{found:#?}");
+    for (number, words) in [
+        (1, "agent-runner@project.service"),
+        (4, &format!("process {}", stranger.id())),
+        (2, "metrics-*.jsonl"),
+        (5, "exit 75"),
+    ] {
+        assert!(
+            found
+                .iter()
+                .any(|r| r.contains(words) && r.ends_with(&format!("\"Deviations\", {number})"))),
+            "deviation {number} ({words}) not named: {found:#?}"
+        );
+    }
+    // A pid file whose process is gone names nothing.
+    assert_eq!(deviations(&p, &config_home).len(), 3);
+}

@@ -13,12 +13,22 @@ use std::time::{Duration, Instant};
 const VERSION_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// What `doctor` says of the installed version: `(within range, reason, how to fix)`;
-/// `None` when the CLI is not a verified preset's or prints no version in time.
+/// `None` when the CLI is not a preset's, or prints no version in time. A preset never
+/// verified against its real CLI (codewhale: not installable from a registry) is a
+/// warning saying so.
 pub(crate) fn check(executable: &Path, cli: &str) -> Option<(bool, String, String)> {
-    let verified = crate::operator::init::PRESETS
+    let preset = crate::operator::init::PRESETS
         .iter()
-        .find(|p| p.command[0] == cli)?
-        .verified_with?;
+        .find(|p| p.command[0] == cli)?;
+    let Some(verified) = preset.verified_with else {
+        let installed =
+            installed_version(executable).unwrap_or_else(|| "(no version printed)".into());
+        return Some((
+            false,
+            format!("{cli} {installed}: the {} preset is unverified, never run against a real {cli} (docs/agent-clis.md): its flags and the detector's reading of its output are the reference system's", preset.name),
+            format!("run one round by hand (`agent-runner round`) and read its log before leaving {cli} unattended"),
+        ));
+    };
     let installed = installed_version(executable)?;
     if within(&installed, verified) {
         Some((

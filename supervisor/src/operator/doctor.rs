@@ -36,7 +36,8 @@ pub(crate) struct Check {
     pub how_to_fix: String,
 }
 
-fn check(
+/// A [`Check`]; `how_to_fix` is kept only when it failed.
+pub(crate) fn check(
     name: impl Into<String>,
     ok: bool,
     reason: impl Into<String>,
@@ -379,8 +380,25 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     }
     let (found, mut warnings) = agent_findings(&config);
     checks.extend(found);
+    // `serve` and `round` refuse such a prompt at boot (exit 78): doctor says the same.
+    let prompt = crate::runtime::prompt::undeliverable_now(&config);
+    refuse_boot |= !prompt.is_empty();
+    if prompt.is_empty() {
+        checks.push(check(
+            "prompt_delivery",
+            true,
+            "the prompt of every phase can be delivered to its agent",
+            "",
+        ));
+    }
+    checks.extend(
+        prompt
+            .into_iter()
+            .map(|(reason, fix)| check("prompt_delivery", false, reason, fix)),
+    );
     warnings.extend(version_warning);
     warnings.extend(layout_warnings(&config));
+    warnings.extend(crate::operator::deviations::warnings(&config));
     let (hosts, hashes) = host_checks(&config, gate.as_ref(), &mut checks);
     let code = if refuse_boot {
         exit::CONFIG

@@ -111,25 +111,25 @@ pub(crate) const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "kimi",
-        command: &["kimi", "--output-format", "stream-json"],
+        command: &["kimi", "--print", "--output-format", "stream-json"],
         template: &["-p", "{prompt}"],
         delivery: "argv",
         env: &[],
         terminal_marker: None,
         grace_ignore: &[],
-        verified_with: None,
+        verified_with: Some("1.50.0"),
         gitignore: &[],
         auth_hint: "Log in again with `kimi login` on this machine; `kimi doctor` checks the model settings.",
     },
     Preset {
         name: "pi",
-        command: &["pi", "-p", "-na", "--mode", "json"],
+        command: &["pi", "-p", "--mode", "json"],
         template: &["{prompt}"],
         delivery: "argv",
         env: &[],
         terminal_marker: Some("\"type\":\"agent_end\""),
         grace_ignore: &[],
-        verified_with: None,
+        verified_with: Some("0.73.1"),
         gitignore: &[],
         auth_hint: "Configure a reachable provider for pi on this machine (`pi` then /login, or its models.json); `pi -p ok` checks it.",
     },
@@ -492,6 +492,8 @@ mod tests {
             ("codex", "CODEX_VERSION"),
             ("gemini", "GEMINI_CLI_VERSION"),
             ("aider", "AIDER_CHAT_VERSION"),
+            ("pi", "PI_CODING_AGENT_VERSION"),
+            ("kimi", "KIMI_CLI_VERSION"),
         ] {
             let verified = preset(preset_name).unwrap().verified_with;
             assert_eq!(verified, Some(pin(key).as_str()), "{preset_name}");

@@ -3,7 +3,8 @@
 //! - Read-only views (never write under `log_dir`, never start a host): [`peek`] (with
 //!   [`peek_render`], [`system_metrics`], [`schedule_view`]), [`watch`],
 //!   [`event_query`] (all reading the record through [`crate::record`]'s readers)
-//!   and [`doctor`] (with [`crate::runtime::agent_preconditions`], which `serve` checks too); [`monitor`] (detectors, the ssh relay,
+//!   and [`doctor`] (with [`crate::runtime::agent_preconditions`], which `serve` checks too,
+//!   and [`deviations`], the reference system's an operator would trip on); [`monitor`] (detectors, the ssh relay,
 //!   the live page and `/metrics`).
 //! - Control of a running `serve`: [`control`] (`status`/`stop`/`kill`/`start`/`restart`
 //!   over `<state_dir>/control.sock`; what `serve` publishes for it is
@@ -14,6 +15,7 @@
 pub(crate) mod agent_version;
 pub(crate) mod control;
 pub(crate) mod defenses;
+pub(crate) mod deviations;
 pub(crate) mod doctor;
 pub(crate) mod event_query;
 pub(crate) mod init;

@@ -391,7 +391,9 @@ impl Repo {
     pub(crate) async fn not_a_work_tree(&self) -> Option<NotWorkTree> {
         let dir = self.work_dir.display();
         let missing = NotWorkTree {
-            reason: format!("{dir} is not inside a git working tree"),
+            reason: format!(
+                "{dir} is not inside a git working tree (the reference system runs without git; agent-runner refuses: docs/reference-system.md, \"Deviations\", 3)"
+            ),
             fix: "run `git init` there, or point [runtime] work_dir at one".to_owned(),
         };
         let out = match self

@@ -105,9 +105,10 @@ pub struct Consulted {
     pub decision: Decision,
     /// Whether one of them reported the round's token usage (`agent_usage_recorded`).
     pub usage_reported: bool,
-    /// Whether a built-in detector that reads this CLI's usage was asked: a working round
-    /// of such a CLI reports usage, so one that reports none did nothing.
-    pub usage_expected: bool,
+    /// Whether the built-in detector of a preset's CLI (`crate::detectors::DIALECTS`) was
+    /// asked: the round ran a known coding-agent CLI, which `stalled_no_progress` judges
+    /// (docs/operations.md, "The crash-loop breaker").
+    pub preset_cli: bool,
 }
 
 /// Asks every applicable post-round hook about `round`, records what they said, and
@@ -126,16 +127,15 @@ pub async fn consult(
     let now = SystemTime::now();
     let mut decision = Decision::Continue;
     let mut usage_reported = false;
-    let mut usage_expected = false;
+    let mut preset_cli = false;
     for hook in hosts.hooks(Family::PostRound) {
         if !applies(&hook, agent) {
             continue;
         }
-        usage_expected |= hosts.is_builtin(&hook)
-            && crate::detectors::DIALECTS.iter().any(|d| {
-                d.detector == hook.name.as_str()
-                    && !matches!(d.usage, crate::detectors::dialects::UsageRule::None)
-            });
+        preset_cli |= hosts.is_builtin(&hook)
+            && crate::detectors::DIALECTS
+                .iter()
+                .any(|d| d.detector == hook.name.as_str());
         let params = AfterRoundParams {
             hook: hook.name.clone(),
             ctx: round.ctx.clone(),
@@ -215,7 +215,7 @@ pub async fn consult(
     Consulted {
         decision,
         usage_reported,
-        usage_expected,
+        preset_cli,
     }
 }
 

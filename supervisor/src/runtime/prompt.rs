@@ -75,6 +75,63 @@ pub(crate) fn strip_front_matter(text: &str) -> &str {
     text
 }
 
+/// The most bytes one argument can carry on Linux (`MAX_ARG_STRLEN`, 32 pages of 4 KiB,
+/// its terminating NUL included): a longer one fails `execve(2)` with `E2BIG`.
+pub(crate) const MAX_ARG_BYTES: usize = 32 * 4096 - 1;
+
+/// Why `prompt` cannot reach `agent`, with the fix: under argv delivery a NUL byte (no
+/// argument can carry one: the agent would never start) or an argument longer than
+/// [`MAX_ARG_BYTES`]. `None` when it can; stdin carries any prompt.
+pub(crate) fn undeliverable(agent: &AgentConfig, prompt: &str) -> Option<(String, String)> {
+    if agent.delivery != PromptDelivery::Argv {
+        return None;
+    }
+    let to_stdin = "or deliver it on stdin ([agent] prompt_delivery = \"stdin\", for a CLI that reads its prompt there)";
+    if let Some(at) = prompt.find('\0') {
+        return Some((
+            format!("the prompt contains a NUL byte (at byte {at} of the assembled prompt): no argument can carry one, so the agent could not be started"),
+            format!("remove the NUL byte from the prompt files, {to_stdin}"),
+        ));
+    }
+    let longest = agent
+        .prompt_arg_template
+        .iter()
+        .filter(|arg| arg.contains("{prompt}"))
+        .map(|arg| arg.replace("{prompt}", prompt).len())
+        .max()?;
+    (longest > MAX_ARG_BYTES).then(|| {
+        (
+            format!("the argument carrying the prompt is {longest} bytes; Linux passes at most {MAX_ARG_BYTES} bytes in one argument (MAX_ARG_STRLEN), so the agent could not be started"),
+            format!("shorten the prompt files, {to_stdin}"),
+        )
+    })
+}
+
+/// [`undeliverable`] for the prompt of every phase as its files are now (without the round
+/// context, which each round adds and checks again): `doctor` reports it, `serve` and
+/// `round` refuse to start (exit 78, key `prompt.files`). An unreadable prompt file is
+/// left to the round, which reports it.
+pub(crate) fn undeliverable_now(config: &crate::config::Config) -> Vec<(String, String)> {
+    let phases = config
+        .phases
+        .overrides
+        .keys()
+        .map(|name| Some(name.as_str()));
+    std::iter::once(None)
+        .chain(phases)
+        .filter_map(|phase| {
+            let profile = config.profile(phase);
+            let prompt = assemble(&config.prompt, profile.prompt_files, None).ok()?;
+            let (reason, fix) = undeliverable(profile.agent, &prompt)?;
+            let files: Vec<String> = (profile.prompt_files.iter())
+                .map(|f| f.display().to_string())
+                .collect();
+            let whose = phase.map_or(String::new(), |p| format!("phase {p}: "));
+            Some((format!("{whose}{reason} ({})", files.join(", ")), fix))
+        })
+        .collect()
+}
+
 /// The agent's command as spawn hooks see it (`spawn.argv`, docs/protocol.md §5): the
 /// command, then `prompt_arg_template` verbatim, `{prompt}` left in place of the prompt.
 /// The prompt never goes to a host: it can be larger than a protocol line.

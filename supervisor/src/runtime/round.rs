@@ -94,8 +94,8 @@ pub(crate) struct Ran {
     pub post_round: Decision,
     /// Whether a post-round hook reported the round's token usage.
     pub usage_reported: bool,
-    /// Whether the built-in detector of a CLI that reports usage was asked.
-    pub usage_expected: bool,
+    /// Whether the built-in detector of a preset's CLI was asked.
+    pub preset_cli: bool,
     /// Whether the round changed the tree: left it dirty, or moved `HEAD`.
     pub tree_changed: bool,
     /// What the `[goal]` checks found after the agent exited (`None` without `[goal]`).
@@ -443,7 +443,7 @@ impl Runner {
             dirty,
             post_round: consulted.decision,
             usage_reported: consulted.usage_reported,
-            usage_expected: consulted.usage_expected,
+            preset_cli: consulted.preset_cli,
             tree_changed,
             goal,
         }))
@@ -522,6 +522,12 @@ impl Runner {
             .map_err(RoundError::RenderContext)?;
         let prompt = assemble(&self.config.prompt, profile.prompt_files, prepend.as_ref())
             .map_err(RoundError::Prompt)?;
+        if let Some((reason, fix)) = crate::runtime::prompt::undeliverable(profile.agent, &prompt) {
+            return Err(RoundError::Prompt(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{reason}; {fix}"),
+            )));
+        }
         let resume = self
             .sessions
             .as_ref()
@@ -926,7 +932,7 @@ impl Runner {
             return post_round::Consulted {
                 decision: Decision::Continue,
                 usage_reported: false,
-                usage_expected: false,
+                preset_cli: false,
             };
         }
         let log_tail = match read_end(log_path, MAX_LOG_TAIL_BYTES as u64) {

@@ -53,10 +53,11 @@ pub(crate) const MIN_REASK: Duration = Duration::from_secs(1);
 /// system's crash loop.
 pub(crate) const CRASH_LOOP_LIMIT: u32 = 5;
 
-/// A clean round shorter than this that changed nothing and reported no usage, of a CLI
-/// whose built-in detector reads usage, did nothing (`stalled_no_progress`, the reference
+/// A clean round shorter than this that changed nothing (no dirt left, `HEAD` unmoved) and
+/// reported no usage, of a preset's CLI, did nothing (`stalled_no_progress`, the reference
 /// system's rule: some CLIs exit 0 on a provider failure they do not print in a form a
-/// detector reads). Agents no detector reads usage of (scripts, kimi) are not judged.
+/// detector reads). For a CLI whose usage no detector reads (kimi) the tree alone tells;
+/// an agent no built-in detector knows (a script of the operator's) is not judged.
 pub(crate) const STALL_FAST: Duration = Duration::from_secs(30);
 
 /// Such rounds in a row that stop `serve` (exit 75, `stalled_no_progress`).
@@ -118,6 +119,17 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
         return Err(BootError::Config(ConfigError::Key {
             path: config.path.clone(),
             key: "agent.command".to_owned(),
+            message: format!("{reason}; {fix} (`agent-runner doctor` checks this)"),
+        }));
+    }
+    // A prompt no argument can carry: the agent would never start, round after round.
+    if let Some((reason, fix)) = crate::runtime::prompt::undeliverable_now(&config)
+        .into_iter()
+        .next()
+    {
+        return Err(BootError::Config(ConfigError::Key {
+            path: config.path.clone(),
+            key: "prompt.files".to_owned(),
             message: format!("{reason}; {fix} (`agent-runner doctor` checks this)"),
         }));
     }
@@ -622,7 +634,7 @@ impl Serving<'_> {
         let stalled = clean
             && !failed
             && ran.exit.duration < STALL_FAST
-            && ran.usage_expected
+            && ran.preset_cli
             && !ran.usage_reported
             && !ran.tree_changed;
         if stalled {
