@@ -689,6 +689,8 @@ fn claude_second_round_resumes_the_first_rounds_session() {
             assert!(longest <= FRESH_ROUND_MAX_TURNS, "{longest} entries");
         }
     }
+}
+
 /// gemini through `serve`: two rounds, each committed, then a clean stop.
 #[test]
 fn gemini_serve_commits_every_round_and_stops_cleanly() {

@@ -4,17 +4,19 @@
 //! arguments after `command`, before the prompt arguments (`crate::runtime::sessions`);
 //! `[agent] session_resume = false` turns it off.
 //!
-//! The reference system does pi only (`--session-id` on every round). Each form below was
-//! read from the pinned CLI's own `--help` (tests/agent-clis/versions.env) and run against
-//! the fake model server: claude and gemini refuse to start a session under an id already
-//! used (`--session-id` twice fails), so a resumed round names it with `--resume`; codex
-//! and aider cannot be handed an id and go on with the work tree's last session.
+//! The reference system does pi only (`--session-id` on every round, an older pi's flag).
+//! Each form below was read from the pinned CLI's own `--help`
+//! (tests/agent-clis/versions.env) and run against the fake model server: claude and
+//! gemini refuse to start a session under an id already used (`--session-id` twice fails),
+//! so a resumed round names it with `--resume`; codex, aider, pi (0.73 has no
+//! `--session-id`) and kimi cannot be handed a new session's id and go on with their last
+//! session.
 
 /// How a CLI picks a session back up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ResumeForm {
     /// `[flag, id]` on every round: the CLI starts the named session or goes on with it
-    /// (pi's `--session-id`).
+    /// (the reference system's pi preset; no pinned CLI takes this form today).
     Named {
         /// The flag before the id.
         flag: &'static str,
@@ -29,7 +31,7 @@ pub(crate) enum ResumeForm {
     },
     /// Nothing on the phase's first round, `args` on the rounds after: the CLI goes on with
     /// the last session it recorded for the work tree (codex's `exec … resume --last`,
-    /// aider's `--restore-chat-history`).
+    /// aider's `--restore-chat-history`, pi's and kimi's `--continue`).
     Last {
         /// The words appended.
         args: &'static [&'static str],
@@ -55,8 +57,14 @@ pub(crate) const RESUMABLE: &[(&str, ResumeForm)] = &[
     ),
     (
         "pi",
-        ResumeForm::Named {
-            flag: "--session-id",
+        ResumeForm::Last {
+            args: &["--continue"],
+        },
+    ),
+    (
+        "kimi",
+        ResumeForm::Last {
+            args: &["--continue"],
         },
     ),
     (
@@ -144,8 +152,11 @@ mod tests {
         let claude = form_of("/usr/bin/claude").unwrap();
         assert_eq!(claude.args("x", false), ["--session-id", "x"]);
         assert_eq!(claude.args("x", true), ["--resume", "x"]);
-        let pi = form_of("pi").unwrap();
-        assert_eq!(pi.args("x", false), pi.args("x", true));
+        let named = ResumeForm::Named {
+            flag: "--session-id",
+        };
+        assert_eq!(named.args("x", false), named.args("x", true));
+        assert_eq!(form_of("pi").unwrap().args("x", true), ["--continue"]);
         let codex = form_of("codex").unwrap();
         assert!(codex.args("x", false).is_empty());
         assert_eq!(codex.args("x", true), ["resume", "--last"]);
@@ -158,7 +169,7 @@ mod tests {
         let err = check_static(&cmd(&["claude", "--resume", "abc", "-p"]), &[], true).unwrap_err();
         assert!(err.contains("\"--resume\""), "{err}");
         assert!(check_static(&cmd(&["claude", "--resume", "abc"]), &[], false).is_ok());
-        assert!(check_static(&cmd(&["pi"]), &cmd(&["--session-id", "s"]), true).is_err());
+        assert!(check_static(&cmd(&["pi"]), &cmd(&["--continue", "{prompt}"]), true).is_err());
         assert!(check_static(&cmd(&["my-agent", "--resume"]), &[], true).is_ok());
         assert!(check_static(&cmd(&["claude", "-p"]), &cmd(&["{prompt}"]), true).is_ok());
     }
