@@ -8,9 +8,10 @@
 //! Each form below was read from the pinned CLI's own `--help`
 //! (tests/agent-clis/versions.env) and run against the fake model server: claude and
 //! gemini refuse to start a session under an id already used (`--session-id` twice fails),
-//! so a resumed round names it with `--resume`; codex, aider, pi (0.73 has no
-//! `--session-id`) and kimi cannot be handed a new session's id and go on with their last
-//! session.
+//! so a resumed round names it with `--resume`; codex and aider cannot be handed a new
+//! session's id and go on with their last session. pi and kimi are not in the table yet:
+//! the pinned pi (0.73) has no `--session-id`, and their `--continue` failed two-round
+//! `serve` against the fake model server (docs/agent-clis.md, "Session resume").
 
 /// How a CLI picks a session back up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,7 +32,7 @@ pub(crate) enum ResumeForm {
     },
     /// Nothing on the phase's first round, `args` on the rounds after: the CLI goes on with
     /// the last session it recorded for the work tree (codex's `exec … resume --last`,
-    /// aider's `--restore-chat-history`, pi's and kimi's `--continue`).
+    /// aider's `--restore-chat-history`).
     Last {
         /// The words appended.
         args: &'static [&'static str],
@@ -53,18 +54,6 @@ pub(crate) const RESUMABLE: &[(&str, ResumeForm)] = &[
         ResumeForm::StartThenResume {
             start: "--session-id",
             resume: "--resume",
-        },
-    ),
-    (
-        "pi",
-        ResumeForm::Last {
-            args: &["--continue"],
-        },
-    ),
-    (
-        "kimi",
-        ResumeForm::Last {
-            args: &["--continue"],
         },
     ),
     (
@@ -156,7 +145,6 @@ mod tests {
             flag: "--session-id",
         };
         assert_eq!(named.args("x", false), named.args("x", true));
-        assert_eq!(form_of("pi").unwrap().args("x", true), ["--continue"]);
         let codex = form_of("codex").unwrap();
         assert!(codex.args("x", false).is_empty());
         assert_eq!(codex.args("x", true), ["resume", "--last"]);
@@ -169,7 +157,9 @@ mod tests {
         let err = check_static(&cmd(&["claude", "--resume", "abc", "-p"]), &[], true).unwrap_err();
         assert!(err.contains("\"--resume\""), "{err}");
         assert!(check_static(&cmd(&["claude", "--resume", "abc"]), &[], false).is_ok());
-        assert!(check_static(&cmd(&["pi"]), &cmd(&["--continue", "{prompt}"]), true).is_err());
+        assert!(
+            check_static(&cmd(&["gemini"]), &cmd(&["--session-id", "{prompt}"]), true).is_err()
+        );
         assert!(check_static(&cmd(&["my-agent", "--resume"]), &[], true).is_ok());
         assert!(check_static(&cmd(&["claude", "-p"]), &cmd(&["{prompt}"]), true).is_ok());
     }
