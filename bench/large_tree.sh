@@ -107,7 +107,7 @@ tune() {
 git() { command git -c core.fsmonitor=false "$@"; }
 
 reset_tree() {
-  rm -f "$scratch/fsmonitor-ran"
+  rm -f "$scratch/fsmonitor-ran" .git/index.lock  # a git killed by git_timeout_s leaves its lock
   git stash clear
   git reset -q --hard start
   git clean -fdq

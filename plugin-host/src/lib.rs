@@ -15,6 +15,9 @@
 //! * with [`spawn_with_listener`], a seccomp denial is named: the supervisor learns which
 //!   system call stopped the host ([`notify`]).
 //!
+//! The agent of a round is confined with the same building blocks and a policy of its own
+//! ([`agent_policy`], [`agent_confine`]).
+//!
 //! [`probe`](mod@probe) tells which confinement layers this kernel offers; [`resolve`] turns a
 //! configured command into a canonical executable path.
 //!
@@ -26,6 +29,8 @@
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
 compile_error!("agent-runner-plugin-host supports only Linux on x86_64");
 
+pub mod agent_confine;
+pub mod agent_policy;
 mod capabilities;
 pub mod cgroup;
 pub mod egress_bridge;

@@ -83,7 +83,7 @@ impl Drop for FreshPidNamespace {
 ///
 /// # Errors
 /// The OS error of `pidfd_open(2)`.
-pub(crate) fn own_pidfd() -> std::io::Result<OwnedFd> {
+pub fn own_pidfd() -> std::io::Result<OwnedFd> {
     // SAFETY: pidfd_open(pid, flags) returns a new descriptor or -1; integers only.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0 as libc::c_uint) };
     if fd < 0 {
@@ -95,7 +95,7 @@ pub(crate) fn own_pidfd() -> std::io::Result<OwnedFd> {
 
 /// True if the process behind `pidfd` has exited. Only `poll(2)` on the stack: usable
 /// between fork and exec.
-pub(crate) fn has_exited(pidfd: &OwnedFd) -> bool {
+pub fn has_exited(pidfd: &OwnedFd) -> bool {
     let mut p = libc::pollfd {
         fd: pidfd.as_raw_fd(),
         events: libc::POLLIN,

@@ -62,6 +62,12 @@ pub enum FsAccess {
     ReadWrite,
     /// Read and write an existing device file (`/dev/null`), including `O_TRUNC` and ioctls.
     Device,
+    /// Read, list and execute beneath the path; no write (the agent's system and toolchain
+    /// trees, [`crate::agent_policy`]).
+    ReadExecuteTree,
+    /// Everything [`FsAccess::ReadWrite`] allows, plus execute (the agent's work tree, its
+    /// own state and TMPDIR: it builds and runs programs there).
+    ReadWriteExecute,
 }
 
 impl FsAccess {
@@ -80,6 +86,11 @@ impl FsAccess {
             }
             FsAccess::Device => {
                 AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate | AccessFs::IoctlDev
+            }
+            FsAccess::ReadExecuteTree => AccessFs::ReadFile | AccessFs::ReadDir | AccessFs::Execute,
+            FsAccess::ReadWriteExecute => {
+                AccessFs::from_all(abi)
+                    & !(AccessFs::MakeChar | AccessFs::MakeBlock | AccessFs::IoctlDev)
             }
         };
         r & all
@@ -1101,6 +1112,11 @@ impl std::fmt::Debug for SeccompProgram {
 }
 
 impl SeccompProgram {
+    /// A program of `filters` (built and checked by the caller).
+    pub(crate) fn from_instructions(filters: Vec<libc::sock_filter>) -> Self {
+        SeccompProgram { filters }
+    }
+
     /// Number of BPF instructions.
     pub fn len(&self) -> usize {
         self.filters.len()
@@ -1148,6 +1164,13 @@ pub const UNIX_SOCKET_ERRNO: i32 = libc::EACCES;
 /// does not check (x32 numbers alias the x86_64 ones); then fail `socket(AF_UNIX, …)`
 /// with [`UNIX_SOCKET_ERRNO`] and `clone3` with [`CLONE3_ERRNO`] (seccompiler has a single
 /// match action per program).
+/// The first instructions of [`guard`]: kill a foreign architecture's call and an x86_64
+/// call with the x32 bit. The agent's program starts with them too
+/// ([`crate::agent_policy::agent_seccomp_program`]).
+pub(crate) fn arch_guard() -> Vec<libc::sock_filter> {
+    guard().into_iter().take(6).collect()
+}
+
 fn guard() -> Vec<libc::sock_filter> {
     vec![
         insn(BPF_LD_W_ABS, 0, 0, SECCOMP_DATA_ARCH),

@@ -59,8 +59,12 @@ impl IdMap {
 pub(crate) struct UserNamespacePlan {
     uid_map: IdMap,
     gid_map: IdMap,
-    /// `RLIMIT_NPROC` inside the new user namespace.
-    nproc: libc::rlim_t,
+    /// `RLIMIT_NPROC` inside the new user namespace (`None`: left as it is).
+    nproc: Option<libc::rlim_t>,
+    /// Whether the reaper ignores the signals that end a round cooperatively (`SIGTERM`,
+    /// `SIGINT`, `SIGHUP`, …): the agent's reaper shares the agent's process group, which
+    /// the supervisor signals as a whole, and must outlive the agent's grace.
+    quiet_reaper: bool,
 }
 
 impl UserNamespacePlan {
@@ -71,7 +75,19 @@ impl UserNamespacePlan {
         UserNamespacePlan {
             uid_map: IdMap::identity(uid),
             gid_map: IdMap::identity(gid),
-            nproc: pids_max.saturating_add(1),
+            nproc: Some(pids_max.saturating_add(1)),
+            quiet_reaper: false,
+        }
+    }
+
+    /// The agent's plan (`crate::agent_confine`): no `RLIMIT_NPROC` of its own (builds run
+    /// many processes; the round's cgroup bounds them), and a reaper that ignores the
+    /// round's stop signals.
+    pub(crate) fn for_agent() -> Self {
+        UserNamespacePlan {
+            nproc: None,
+            quiet_reaper: true,
+            ..UserNamespacePlan::new(0)
         }
     }
 
@@ -93,13 +109,15 @@ impl UserNamespacePlan {
         write_file(c"/proc/self/setgroups", b"deny")?;
         write_file(c"/proc/self/uid_map", &self.uid_map.buf[..self.uid_map.len])?;
         write_file(c"/proc/self/gid_map", &self.gid_map.buf[..self.gid_map.len])?;
-        let lim = libc::rlimit {
-            rlim_cur: self.nproc,
-            rlim_max: self.nproc,
-        };
-        // SAFETY: setrlimit reads a valid stack struct.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NPROC, &lim) } != 0 {
-            return Err(std::io::Error::last_os_error());
+        if let Some(nproc) = self.nproc {
+            let lim = libc::rlimit {
+                rlim_cur: nproc,
+                rlim_max: nproc,
+            };
+            // SAFETY: setrlimit reads a valid stack struct.
+            if unsafe { libc::setrlimit(libc::RLIMIT_NPROC, &lim) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
         }
         // A raw clone behaves like fork without running glibc's atfork handlers.
         // SAFETY: clone with SIGCHLD and no new stack duplicates this process; both sides
@@ -109,7 +127,35 @@ impl UserNamespacePlan {
         match pid {
             -1 => Err(std::io::Error::last_os_error()),
             0 => Ok(()),
-            host => reap(host as libc::pid_t),
+            host => {
+                if self.quiet_reaper {
+                    ignore_stop_signals();
+                }
+                reap(host as libc::pid_t)
+            }
+        }
+    }
+}
+
+/// The signals a round's stop sends to the agent's group (and terminals and timers send).
+pub(crate) const STOP_SIGNALS: [libc::c_int; 7] = [
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+];
+
+/// Sets [`STOP_SIGNALS`] to `SIG_IGN` in the calling process. Raw system calls only.
+pub(crate) fn ignore_stop_signals() {
+    for sig in STOP_SIGNALS {
+        // SAFETY: sigaction with a zeroed struct whose handler is SIG_IGN.
+        unsafe {
+            let mut act: libc::sigaction = std::mem::zeroed();
+            act.sa_sigaction = libc::SIG_IGN;
+            libc::sigaction(sig, &act, std::ptr::null_mut());
         }
     }
 }

@@ -426,6 +426,9 @@ fn policy_writes_only_state_and_tmp_and_executes_only_host_interpreter_loader() 
                 "{g:?}"
             ),
             FsAccess::ReadOnly => {}
+            FsAccess::ReadExecuteTree | FsAccess::ReadWriteExecute => {
+                panic!("a host never gets the agent's kinds of grant: {g:?}")
+            }
         }
     }
     // The interpreter's private prefix (pyenv, as root) or its stdlib (the system python3

@@ -300,7 +300,11 @@ macro_rules! exit_with {
     };
 }
 
-exit_with!(exit::CONFIG => crate::config::ConfigError, crate::hosts::sandbox::SandboxRefused);
+exit_with!(exit::CONFIG =>
+    crate::config::ConfigError,
+    crate::hosts::sandbox::SandboxRefused,
+    crate::runtime::agent_sandbox::AgentSandboxRefused
+);
 exit_with!(exit::FAILURE =>
     crate::runtime::round::RoundError,
     crate::operator::interrupt::NoInterrupt,
@@ -313,6 +317,7 @@ impl From<crate::runtime::serve::BootError> for CliError {
         match err {
             BootError::Config(err) => err.into(),
             BootError::Sandbox(err) => err.into(),
+            BootError::AgentSandbox(err) => err.into(),
             BootError::TreeLock(
                 err @ crate::runtime::tree_lock::TreeLockError::OtherTree { .. },
             ) => CliError::config(err.to_string()),

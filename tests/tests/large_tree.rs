@@ -138,3 +138,36 @@ fn one_a_small_round_beside_much_operator_dirt_takes_only_its_own_files(operator
         "{status:?}"
     );
 }
+
+/// Issue 27 item 9: in a sparse checkout git makes the stash, then refuses to clean a path
+/// outside the sparse definition (exit 1): recorded as `orphan_stash_failed` naming the
+/// stash (the work is in it, by SHA), never as `orphan_stashed`.
+#[test]
+fn a_sparse_checkout_stash_that_git_fails_after_making_it_is_not_called_stashed() {
+    let p = Project::new();
+    p.write_config(&p.config().dirty_action("stash"));
+    p.write("notes/keep.md", "tracked\n");
+    p.git(&["add", "notes/keep.md"]);
+    p.git(&["commit", "-q", "-m", "notes"]);
+    // The cone holds the top level and prompts/; the demo agent writes src/ and notes/.
+    p.git(&["sparse-checkout", "set", "prompts"]);
+    // The operator's file makes the stash name its paths (an exclusion pathspec).
+    p.write("scratch.txt", "operator scratch\n");
+
+    p.run(&["round"]).assert_code(0);
+    let all = p.events_text();
+    assert!(p.events_of("orphan_stashed").is_empty(), "{all}");
+    let failed = p.events_of("orphan_stash_failed");
+    assert_eq!(failed.len(), 1, "{all}");
+    let error = failed[0]["error"].as_str().unwrap();
+    let made = p.stash_shas();
+    assert_eq!(made.len(), 1, "{all}");
+    assert!(
+        error.contains(&format!("git made stash {}", made[0])) && error.contains("sparse"),
+        "{all}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.dir().join("scratch.txt")).unwrap(),
+        "operator scratch\n"
+    );
+}

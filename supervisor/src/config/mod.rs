@@ -4,7 +4,10 @@
 //! our `[plugins.hosts.<name>]` tables. Every error names the file, the key and what was
 //! expected, and maps to exit 78 ([`crate::exit::CONFIG`]).
 
+mod agent_sandbox;
 pub mod allow_hosts;
+#[cfg(test)]
+mod cases;
 #[cfg(test)]
 mod doc_tables;
 mod error;
@@ -18,6 +21,7 @@ pub(crate) mod session_resume;
 pub(crate) mod state_dir;
 pub(crate) mod vocabulary;
 
+pub use agent_sandbox::AgentSandboxConfig;
 pub use error::ConfigError;
 pub(crate) use error::SCHEMA_VERSION;
 pub(crate) use goal::CHECK_KILL_GRACE;

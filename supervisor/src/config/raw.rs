@@ -116,6 +116,29 @@ config_table! {
         /// `http://127.0.0.1:3128`, `NO_PROXY` = `localhost,127.0.0.1,::1` and
         /// `NODE_USE_ENV_PROXY=1`
         allow_hosts: Vec<String> = (computed "absent") reload Next;
+        /// the agent's own confinement (docs/security.md "The agent's confinement"):
+        /// `require` refuses to start (`serve`, `round`, `doctor`: exit 78, naming what is
+        /// missing) unless Landlock, seccomp and a PID namespace of the agent's own all
+        /// engage, and a round whose confinement cannot be built does not start
+        /// (`agent_spawn_failed`); `prefer` applies what this machine offers and announces
+        /// a shortfall once per boot (`agent_sandbox_degraded`); `off` (and a config
+        /// without the key) runs the agent with every right of the operator. One setting
+        /// for every phase. `doctor` (`agent_sandbox` check and block) and `peek`
+        /// (`agent_sandbox`) list each layer on or off with the reason
+        mode: String as SandboxMode = (SandboxMode::Off) reload Restart;
+        /// written (and read, executed) by the agent besides the work tree, its own state
+        /// and its TMPDIR: caches and toolchains (`~/.cache/pip`). `~` and `{project}`
+        /// expanded, relative to `work_dir`; each must exist; refused (exit 78) when one
+        /// is, lies in or covers a credential store (`~/.ssh`, `~/.aws`, …), the state dir,
+        /// `log_dir` or the config file
+        write_paths: Vec<String> = (empty) label "list of paths" reload Restart;
+        /// read (and executed) by the agent besides the system and the home directory's
+        /// other entries; refused when one covers a credential store or the state dir
+        /// without naming it
+        read_paths: Vec<String> = (empty) label "list of paths" reload Restart;
+        /// TCP ports the agent may connect to besides 443 (a local model server, a
+        /// registry on another port)
+        connect_ports: Vec<u16> = (empty) label "list of integers 1..=65535" reload Restart;
     }
 }
 

@@ -29,6 +29,8 @@ pub struct Config {
     pub project: String,
     /// `[agent]`.
     pub agent: AgentConfig,
+    /// `[agent.sandbox]`: the agent's own confinement (every phase).
+    pub agent_sandbox: super::AgentSandboxConfig,
     /// `[runtime]`.
     pub runtime: RuntimeConfig,
     /// `[prompt]`.
@@ -337,6 +339,21 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
     let base = path.parent().map(Path::to_owned).unwrap_or_default();
     let places = resolve_places(&base, &raw.runtime).map_err(at)?;
     let numbers = resolve_numbers(&raw.runtime, &raw.vcs).map_err(at)?;
+    let agent_sandbox = {
+        let expand = |text: &str| -> Result<PathBuf, String> {
+            expand_path(text, &places.work_dir, &places.project).map_err(|e| e.to_string())
+        };
+        super::agent_sandbox::resolve(
+            &raw.agent.sandbox,
+            &super::agent_sandbox::Protected {
+                config_path: &path,
+                log_dir: &places.log_dir,
+                state_dir: &places.state_dir,
+                expand: &expand,
+            },
+        )
+        .map_err(at)?
+    };
     let agent = resolve_agent(raw.agent).map_err(at)?;
     let prompt = resolve_prompt(raw.prompt, &places).map_err(at)?;
     let base_zone = raw.schedule.as_ref().and_then(|s| s.timezone.clone());
@@ -369,6 +386,7 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         .transpose()
         .map_err(at)?;
     Ok(Config {
+        agent_sandbox,
         project: places.project,
         agent,
         runtime,

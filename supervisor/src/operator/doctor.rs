@@ -18,6 +18,7 @@ use crate::config::{self, Config};
 use crate::exit;
 use crate::hosts::sandbox::SandboxGate;
 use crate::hosts::{check_pin, PinStatus};
+use crate::runtime::agent_sandbox::AgentSandboxGate;
 use crate::runtime::git::Repo;
 use crate::runtime::host_health::{self, Reading};
 use crate::runtime::round_cgroup;
@@ -79,6 +80,58 @@ pub(crate) struct DoctorDoc {
     /// config cannot be loaded).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sigterm_grace: Option<SigtermGrace>,
+    /// The agent's own confinement, `[agent.sandbox] mode` (absent when the config cannot be
+    /// loaded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_sandbox: Option<AgentSandboxBlock>,
+}
+
+/// The agent's sandbox block shared by `doctor` (`agent_sandbox`) and `peek`
+/// (`agent_sandbox`): docs/security.md "The agent's confinement".
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
+pub(crate) struct AgentSandboxBlock {
+    /// `[agent.sandbox] mode`: `off`, `prefer` or `require`.
+    #[schemars(extend("enum" = ["off", "prefer", "require"]))]
+    pub requested: String,
+    /// The Landlock and seccomp tier the agent runs at; `unconfined` under `off` or when
+    /// the gate refuses to boot.
+    #[schemars(extend("enum" = ["landlock+seccomp", "landlock", "seccomp", "unconfined"]))]
+    pub achieved_tier: String,
+    /// Why `require` cannot be honoured here (serve and round refuse to start); `null`
+    /// otherwise.
+    pub refused: Option<String>,
+    /// Each layer the agent gets, on or off with the reason.
+    pub layers: Vec<LayerView>,
+}
+
+/// The agent's sandbox block of `config` on this machine (`caps` probed).
+pub(crate) fn agent_sandbox_block(config: &Config, caps: &Capabilities) -> AgentSandboxBlock {
+    let requested = config.agent_sandbox.mode.as_str().to_owned();
+    match AgentSandboxGate::evaluate(config.agent_sandbox.mode, caps) {
+        Ok(gate) => AgentSandboxBlock {
+            requested,
+            achieved_tier: gate.applied.as_str().to_owned(),
+            refused: None,
+            layers: gate.layers().into_iter().map(LayerView::from).collect(),
+        },
+        Err(refused) => AgentSandboxBlock {
+            requested,
+            achieved_tier: Tier::Unconfined.as_str().to_owned(),
+            refused: Some(refused.to_string()),
+            layers: Vec::new(),
+        },
+    }
+}
+
+impl From<agent_runner_plugin_host::layers::Layer> for LayerView {
+    fn from(l: agent_runner_plugin_host::layers::Layer) -> Self {
+        LayerView {
+            name: l.name.to_owned(),
+            on: l.on,
+            detail: l.detail,
+        }
+    }
 }
 
 /// `doctor`'s `sigterm_grace`: the stop signal and grace of `[agent]`'s agent
@@ -301,6 +354,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
                     hosts: Vec::new(),
                     phase_plan: None,
                     sigterm_grace: None,
+                    agent_sandbox: None,
                 },
                 code: exit::CONFIG,
             };
@@ -328,6 +382,27 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
             None
         }
     };
+    let agent_sandbox = agent_sandbox_block(&config, &caps);
+    match &agent_sandbox.refused {
+        None => checks.push(check(
+            "agent_sandbox",
+            true,
+            format!(
+                "requested `{}`, the agent runs at `{}`",
+                agent_sandbox.requested, agent_sandbox.achieved_tier
+            ),
+            "",
+        )),
+        Some(refused) => {
+            refuse_boot = true;
+            checks.push(check(
+                "agent_sandbox",
+                false,
+                refused.clone(),
+                "enable Landlock, seccomp and user namespaces, run as root, or set [agent.sandbox] mode = \"prefer\"",
+            ));
+        }
+    }
     let repo = Repo::new(
         &config.runtime.work_dir,
         crate::runtime::attribution::OwnFiles::default(),
@@ -420,6 +495,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
             hosts,
             phase_plan: Some(phase_plan(&config, next, rounds)),
             sigterm_grace: Some(SigtermGrace::of(&config.agent)),
+            agent_sandbox: Some(agent_sandbox),
         },
         code,
     }
@@ -797,11 +873,7 @@ pub(crate) fn sandbox_block(
             caps.landlock_abi.unwrap_or(0),
         )
         .into_iter()
-        .map(|l| LayerView {
-            name: l.name.to_owned(),
-            on: l.on,
-            detail: l.detail,
-        })
+        .map(LayerView::from)
         .collect(),
     }
 }
@@ -901,6 +973,25 @@ pub(crate) fn render(doc: &DoctorDoc) -> String {
             if l.on { "on" } else { "off" },
             l.detail
         ));
+    }
+    if let Some(a) = &doc.agent_sandbox {
+        out.push_str(&format!(
+            "\nagent sandbox: requested={} achieved_tier={}{}\n",
+            a.requested,
+            a.achieved_tier,
+            a.refused
+                .as_deref()
+                .map(|r| format!(" (refused: {r})"))
+                .unwrap_or_default()
+        ));
+        for l in &a.layers {
+            out.push_str(&format!(
+                "  {:<17} {:<3} {}\n",
+                l.name,
+                if l.on { "on" } else { "off" },
+                l.detail
+            ));
+        }
     }
     if !doc.hosts.is_empty() {
         out.push_str("\nhosts:\n");

@@ -176,6 +176,9 @@ impl Preset {
             "agent.command" => list(self.command),
             "agent.prompt_arg_template" => list(self.template),
             "agent.prompt_delivery" => text(self.delivery),
+            // No empty table: the reference system's presets write `[agent.env]` only when
+            // they set a variable (claude's), and its tests read that as "no env".
+            "agent.env" if self.env.is_empty() => return None,
             "agent.env" => PresetValue::Table(self.env),
             "agent.terminal_marker" => text(self.terminal_marker?),
             "runtime.grace_kill_ignore_patterns" => list(self.grace_ignore),
@@ -452,7 +455,11 @@ mod tests {
             assert_eq!(config.agent.name.as_deref(), Some(preset.name));
             assert_eq!(config.runtime.round_budget.as_secs(), 1800, "{text}");
             assert!(text.contains("round_budget_s = 1800\n"), "{text}");
-            assert!(text.contains("\n[agent.env]\n"), "{text}");
+            assert_eq!(
+                text.contains("\n[agent.env]\n"),
+                !preset.env.is_empty(),
+                "{text}"
+            );
             assert!(
                 text.contains("# auto_stop_on = [\"oauth_fail\", \"disk_critical\"]"),
                 "{text}"

@@ -22,7 +22,10 @@ use crate::exit::CliError;
 use crate::hosts::check_pin;
 use crate::hosts::sandbox::SandboxGate;
 use crate::operator::defenses::Defense;
-use crate::operator::doctor::{covered_families, sandbox_block, HostCover, SandboxBlock};
+use crate::operator::doctor::{
+    agent_sandbox_block, covered_families, sandbox_block, AgentSandboxBlock, HostCover,
+    SandboxBlock,
+};
 use crate::operator::install::{project_file, Scope};
 use crate::operator::schedule_view::{self, PeekSchedule};
 use crate::operator::system_metrics::{self, SystemMetrics};
@@ -98,6 +101,8 @@ pub(crate) struct PeekDoc {
     pub status: PeekStatus,
     /// Plugin settings and confinement.
     pub plugins: PeekPlugins,
+    /// The agent's own confinement (`[agent.sandbox] mode`; shared with `doctor`).
+    pub agent_sandbox: AgentSandboxBlock,
     /// The round running now (`null` when none).
     pub current_round: Option<RoundDoc>,
     /// The last completed rounds, oldest first.
@@ -452,6 +457,7 @@ pub(crate) fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
             phase_index: 0,
         },
         plugins: plugins_block(config, &hosts, sandbox, pins, next.disable_pre_round_hooks),
+        agent_sandbox: agent_sandbox_block(config, &caps),
         current_round,
         recent_rounds,
         orphan,

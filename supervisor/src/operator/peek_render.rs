@@ -72,6 +72,7 @@ pub(crate) fn render(doc: &Value, colour: bool, events: bool) -> String {
     orphan(&mut out, &doc["orphan"]);
     git_operation(&mut out, &p, &doc["git_operation"]);
     sandbox(&mut out, &p, &doc["plugins"]["sandbox"]);
+    agent_sandbox(&mut out, &p, &doc["agent_sandbox"]);
     hosts(&mut out, &p, doc);
     hook_failures(&mut out, &p, doc);
     if let Some(round) = doc.get("round").filter(|r| r.is_object()) {
@@ -278,6 +279,38 @@ fn sandbox(out: &mut String, p: &Paint, sb: &Value) {
         s(&sb["requested"]),
         s(&sb["available_tier"])
     );
+}
+
+/// `agent_sandbox`: the agent's own confinement, and each layer that is off with why.
+fn agent_sandbox(out: &mut String, p: &Paint, sb: &Value) {
+    if sb.is_null() {
+        return;
+    }
+    let tier = s(&sb["achieved_tier"]);
+    let tier = if tier == "landlock+seccomp" {
+        p.good(tier)
+    } else {
+        p.warn(tier)
+    };
+    let off: Vec<String> = sb["layers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|l| l["on"] == Value::Bool(false))
+        .map(|l| format!("{} off: {}", s(&l["name"]), s(&l["detail"])))
+        .collect();
+    let refused = sb["refused"]
+        .as_str()
+        .map(|r| format!(" ({})", p.warn(r)))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "agent box requested {} -> {tier}{refused}",
+        s(&sb["requested"])
+    );
+    for line in off {
+        let _ = writeln!(out, "          {}", p.dim(&line));
+    }
 }
 
 /// `hosts`: one line per host (state, pid, pin, calls), then its last error and read paths.

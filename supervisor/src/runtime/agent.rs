@@ -34,6 +34,10 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
+use agent_runner_plugin_host::agent_confine::AgentConfinement;
+use agent_runner_plugin_host::pid_namespace::{has_exited, own_pidfd};
+use std::sync::Arc;
+
 use crate::record::stop::{reached, StopLevel, StopWatch};
 use crate::runtime::processes::own_children;
 
@@ -71,6 +75,10 @@ pub(crate) struct AgentSpec {
     /// entered before its exec ([`agent_runner_plugin_host::egress_bridge`]); the
     /// supervisor's end is served by [`crate::runtime::egress_proxy`].
     pub egress: Option<agent_runner_plugin_host::egress_bridge::EgressBridge>,
+    /// The agent's confinement, applied between fork and exec after every other step (the
+    /// network namespace above included) ([`crate::runtime::agent_sandbox`]); `None`:
+    /// unconfined (`[agent.sandbox] mode = "off"`).
+    pub confinement: Option<AgentConfinement>,
 }
 
 /// How the agent's run ended (`agent_exit.exit_cause`).
@@ -200,12 +208,24 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
         join_cgroup(&mut cmd, procs);
     }
     let guard = GroupGuard::install(&mut cmd)?;
-    die_with_supervisor(&mut cmd);
+    die_with_supervisor(&mut cmd)?;
     if let Some(bridge) = spec.egress {
         enter_egress_bridge(&mut cmd, bridge);
     }
+    let confinement = spec.confinement.map(Arc::new);
+    if let Some(confinement) = &confinement {
+        confine(&mut cmd, Arc::clone(confinement));
+    }
     let started = Instant::now();
-    let mut child = cmd.spawn()?;
+    // Root's agent is born in a PID namespace of its own: armed for this thread's next
+    // child only, and no other fork on this thread in between.
+    let pid_namespace = match &confinement {
+        Some(c) => c.pid_namespace_for_next_child()?,
+        None => None,
+    };
+    let spawned = cmd.spawn();
+    drop(pid_namespace);
+    let mut child = spawned?;
     drop(cmd); // our copies of the pipe's write end: the copier sees EOF when the agent's close
     let (log, cap) = (spec.log, spec.log_cap);
     // A plain thread, not the runtime's blocking pool: one stuck on a pipe a stray
@@ -363,12 +383,14 @@ async fn terminate(
 /// Adds to `cmd`'s pre-exec steps `PR_SET_PDEATHSIG` = SIGKILL: the kernel kills the agent
 /// when the thread that spawned it ends, which is when the supervisor ends (one thread,
 /// `cli::main`), whatever process group or session the agent moves to. A supervisor that
-/// died before this step (the parent is no longer the one that forked) ends the child at
-/// once (prctl(2)).
-fn die_with_supervisor(cmd: &mut Command) {
-    let parent = std::process::id() as libc::pid_t;
+/// died before this step (a pidfd of it, made before the fork, shows it gone; `getppid()`
+/// cannot tell inside the agent's own PID namespace, where it is 0) ends the child at once.
+///
+/// Errors: the pidfd of the supervisor cannot be opened.
+fn die_with_supervisor(cmd: &mut Command) -> std::io::Result<()> {
+    let supervisor = own_pidfd()?;
     // SAFETY: the closure runs in the forked child before exec and makes only
-    // async-signal-safe system calls (prctl, getppid, _exit); it allocates nothing and takes
+    // async-signal-safe system calls (prctl, poll, _exit); it allocates nothing and takes
     // no locks.
     unsafe {
         cmd.pre_exec(move || {
@@ -382,11 +404,24 @@ fn die_with_supervisor(cmd: &mut Command) {
             {
                 return Err(std::io::Error::last_os_error());
             }
-            if libc::getppid() != parent {
+            if has_exited(&supervisor) {
                 libc::_exit(1);
             }
             Ok(())
         });
+    }
+    Ok(())
+}
+
+/// Adds to `cmd`'s pre-exec steps, last, the agent's confinement
+/// ([`AgentConfinement::apply`]: namespaces, an init of its own, capabilities dropped,
+/// no_new_privs, Landlock, seccomp).
+fn confine(cmd: &mut Command, confinement: Arc<AgentConfinement>) {
+    // SAFETY: the closure runs in the forked child before exec; `apply` makes only raw,
+    // async-signal-safe system calls on data prepared before the fork (it allocates
+    // nothing, takes no locks, logs nothing).
+    unsafe {
+        cmd.pre_exec(move || confinement.apply());
     }
 }
 

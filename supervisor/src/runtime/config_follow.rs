@@ -172,6 +172,12 @@ fn resolved(config: &Config, key: &str) -> String {
         "runtime.log_dir" => format!("{:?}", config.runtime.log_dir),
         "runtime.state_dir" => format!("{:?}", config.runtime.state_dir),
         "plugins.sandbox" => config.plugins.sandbox.as_str().to_owned(),
+        // The agent may write a config kept in its tree: a re-read must not loosen its own
+        // confinement (docs/security.md "The agent's confinement").
+        "agent.sandbox.mode" => config.agent_sandbox.mode.as_str().to_owned(),
+        "agent.sandbox.write_paths" => format!("{:?}", config.agent_sandbox.write_paths),
+        "agent.sandbox.read_paths" => format!("{:?}", config.agent_sandbox.read_paths),
+        "agent.sandbox.connect_ports" => format!("{:?}", config.agent_sandbox.connect_ports),
         other => panic!("restart-only config key {other} has no comparison in config_follow"),
     }
 }
@@ -201,6 +207,10 @@ mod tests {
         assert_eq!(
             keys,
             [
+                "agent.sandbox.mode",
+                "agent.sandbox.write_paths",
+                "agent.sandbox.read_paths",
+                "agent.sandbox.connect_ports",
                 "runtime.work_dir",
                 "runtime.log_dir",
                 "runtime.state_dir",

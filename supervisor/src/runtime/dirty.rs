@@ -19,7 +19,7 @@ use crate::record::events::{timestamp, Event, EventLog};
 use crate::record::state::{read_json, write_json_atomic, OrphanState, ORPHAN_FILE};
 use crate::record::stop::StopWatch;
 use crate::runtime::attribution::Split;
-use crate::runtime::git::Repo;
+use crate::runtime::git::{Repo, StashError};
 
 /// Priority of the built-in default dirty handler.
 pub(crate) const BUILTIN_PRIORITY: i64 = 1000;
@@ -151,6 +151,7 @@ async fn perform(
                         files: paths.iter().take(MAX_LISTED_FILES).cloned().collect(),
                         subject: redact_and_cap(message.lines().next().unwrap_or("")),
                     });
+                    warn_about_commit(round, hook, &sha).await;
                     Outcome::Committed(sha)
                 }
                 Err(err) => {
@@ -165,6 +166,32 @@ async fn perform(
             }
         }
         DirtyAction::Stash { message } => stash(round, hook, message.as_deref(), files).await,
+    }
+}
+
+/// What the operator should know about commit `sha` just made: it skipped the
+/// repository's commit hooks (`dirty_commit_hooks_skipped`), or it sits on a detached HEAD
+/// where no branch holds it (`dirty_commit_detached_head`). The commit stands either way.
+async fn warn_about_commit(round: &DirtyRound<'_>, hook: &str, sha: &str) {
+    let round_num = round.ctx.round_num;
+    if let Some((hooks_dir, hooks)) = round.repo.commit_hooks().await {
+        round.events.emit(Event::DirtyCommitHooksSkipped {
+            round_num,
+            hook: hook.to_owned(),
+            sha: sha.to_owned(),
+            hooks_dir,
+            hooks,
+        });
+    }
+    if round.repo.head_detached().await {
+        round.events.emit(Event::DirtyCommitDetachedHead {
+            round_num,
+            hook: hook.to_owned(),
+            sha: sha.to_owned(),
+            what_to_do: format!(
+                "HEAD is detached: no branch holds {sha}; keep it with `git branch <name> {sha}` before checking out anything else, or put the work tree on a branch (`git switch <branch>`) so later rounds commit there"
+            ),
+        });
     }
 }
 
@@ -248,6 +275,22 @@ async fn stash(
         }
         Ok(None) => Outcome::Ignored,
         Err(err) => {
+            // A stash git made before failing is still remembered by SHA: the work is in it.
+            if let StashError::MadeButFailed(made) = &err {
+                let record = OrphanState {
+                    sha: made.sha.clone(),
+                    round_num,
+                    ts,
+                    unix_s: now_s,
+                };
+                if let Err(e) = write_json_atomic(&record_path, &record) {
+                    tracing::error!(
+                        "cannot record stash {} in {}: {e}",
+                        made.sha,
+                        record_path.display()
+                    );
+                }
+            }
             round.events.emit(Event::OrphanStashFailed {
                 round_num,
                 hook: hook.to_owned(),

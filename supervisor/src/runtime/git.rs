@@ -163,6 +163,27 @@ fn subcommand(args: &str) -> &str {
     args
 }
 
+/// git made stash `sha` (the round's work is in it) and then failed.
+#[derive(Debug, thiserror::Error)]
+#[error("git made stash {sha} (the round's work is in it) but then failed, so the tree was not cleaned: {error}")]
+pub(crate) struct StashMadeButFailed {
+    /// The stash commit git made.
+    pub sha: String,
+    /// What git said.
+    pub error: GitError,
+}
+
+/// Why [`Repo::stash_push`] failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StashError {
+    /// No stash was made.
+    #[error(transparent)]
+    Git(#[from] GitError),
+    /// A stash was made, then git failed.
+    #[error(transparent)]
+    MadeButFailed(StashMadeButFailed),
+}
+
 /// Why a work dir is not a git working tree the supervisor can use
 /// ([`Repo::not_a_work_tree`]): what is wrong and how to fix it.
 #[derive(Clone, Debug)]
@@ -512,13 +533,15 @@ impl Repo {
     /// `git stash push -u -m <message>` of exactly `paths` (work-dir-relative, as
     /// [`Repo::dirty_files`] gives them), named in the fewest pathspecs ([`Repo::scope`]);
     /// returns the stash commit's SHA, or `None` when git found nothing to stash. A stash
-    /// that git made but then reported a failure for still counts as made (the work is in
-    /// it, by SHA).
+    /// that git made but then reported a failure for (a sparse checkout's paths outside
+    /// its definition, say: the tree is then not cleaned) is an error naming the stash
+    /// ([`StashMadeButFailed`]): the work is in it, by SHA, but the tree is not as a stash
+    /// leaves it.
     pub(crate) async fn stash_push(
         &self,
         message: &str,
         paths: &[String],
-    ) -> Result<Option<String>, GitError> {
+    ) -> Result<Option<String>, StashError> {
         let scope = self.scope(paths).await?;
         let before = self.stash_head().await;
         let mut args = vec!["stash", "push", "-u", "-m", message];
@@ -527,17 +550,18 @@ impl Repo {
         }
         let result = self.run_input(&args, &[], scope.as_deref()).await;
         let after = self.stash_head().await;
-        if after.is_some() && after != before {
-            return Ok(after);
+        match (after.filter(|a| Some(a) != before.as_ref()), result) {
+            (Some(sha), Ok(_)) => Ok(Some(sha)),
+            (Some(sha), Err(error)) => {
+                Err(StashError::MadeButFailed(StashMadeButFailed { sha, error }))
+            }
+            (None, Ok(out)) if out.contains("No local changes") => Ok(None),
+            (None, Ok(out)) => Err(StashError::Git(GitError {
+                args: "stash push".to_owned(),
+                detail: format!("no stash was created: {}", out.trim()),
+            })),
+            (None, Err(error)) => Err(StashError::Git(error)),
         }
-        let out = result?;
-        if out.contains("No local changes") {
-            return Ok(None);
-        }
-        Err(GitError {
-            args: "stash push".to_owned(),
-            detail: format!("no stash was created: {}", out.trim()),
-        })
     }
 
     /// The pathspecs (NUL-terminated, for `--pathspec-from-file=- --pathspec-file-nul`)
@@ -715,6 +739,65 @@ impl Repo {
         let mut name = index.file_name().unwrap_or_default().to_os_string();
         name.push(format!(".agent-runner-{}", std::process::id()));
         Ok(index.with_file_name(name))
+    }
+
+    /// Whether HEAD is detached (a commit, not a branch): `git symbolic-ref -q HEAD` exits
+    /// 1. `false` before the first commit or when git cannot tell.
+    pub(crate) async fn head_detached(&self) -> bool {
+        self.head().await.is_some()
+            && matches!(
+                self.run(&["symbolic-ref", "-q", "HEAD"]).await,
+                Err(ref e) if e.detail.contains("exit status: 1")
+            )
+    }
+
+    /// The repository's commit hooks, which the supervisor's commits never run (hooks
+    /// are off in its git, [`ALWAYS`]): the hooks dir (the operator's or repository's
+    /// `core.hooksPath`, relative to the repository's top, else the git dir's `hooks`) and
+    /// the executable `pre-commit`, `prepare-commit-msg`, `commit-msg` and `post-commit`
+    /// in it. `None` when there are none.
+    pub(crate) async fn commit_hooks(&self) -> Option<(PathBuf, Vec<String>)> {
+        use std::os::unix::fs::PermissionsExt;
+        let listing = self
+            .run_confined(&[], &["config", "--list", "--show-scope", "-z"], &[], None)
+            .await
+            .ok()?;
+        let mut fields = listing.split(|b| *b == 0);
+        let mut hooks_path = None;
+        while let (Some(scope), Some(entry)) = (fields.next(), fields.next()) {
+            let entry = String::from_utf8_lossy(entry);
+            if let Some(("core.hookspath", value)) = entry.split_once('\n') {
+                if scope != b"command" {
+                    hooks_path = Some(value.to_owned());
+                }
+            }
+        }
+        let dir = match hooks_path {
+            Some(path) => {
+                let top = self.run(&["rev-parse", "--show-toplevel"]).await.ok()?;
+                Path::new(top.trim_end_matches('\n')).join(path)
+            }
+            None => {
+                let common = self.run(&["rev-parse", "--git-common-dir"]).await.ok()?;
+                self.work_dir
+                    .join(common.trim_end_matches('\n'))
+                    .join("hooks")
+            }
+        };
+        let hooks: Vec<String> = [
+            "pre-commit",
+            "prepare-commit-msg",
+            "commit-msg",
+            "post-commit",
+        ]
+        .into_iter()
+        .filter(|name| {
+            std::fs::metadata(dir.join(name))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .map(str::to_owned)
+        .collect();
+        (!hooks.is_empty()).then_some((dir, hooks))
     }
 
     /// `-c user.name=… -c user.email=…` when the repository has no identity configured, so

@@ -27,6 +27,7 @@ use crate::record::retention;
 use crate::record::state;
 use crate::record::stop::{StopLevel, StopWatch};
 use crate::runtime::agent::{self, AgentExit, AgentSpec};
+use crate::runtime::agent_sandbox::AgentSandboxGate;
 use crate::runtime::attribution::{Baseline, OwnFiles};
 use crate::runtime::config_digest;
 use crate::runtime::detect_hooks::{self, AutoStop};
@@ -187,6 +188,8 @@ pub(crate) struct Runner {
     cgroups: Option<Delegation>,
     /// The agent sessions rounds resume; `None` (`round`): every round starts a new one.
     sessions: Option<Sessions>,
+    /// The agent's sandbox gate of this boot.
+    agent_sandbox: AgentSandboxGate,
 }
 
 /// The work tree as rounds see it under `config`: the supervisor's own files and the paths
@@ -207,6 +210,7 @@ impl Runner {
         hosts: HostManager,
         tree: Repo,
         cgroups: Option<Delegation>,
+        agent_sandbox: AgentSandboxGate,
     ) -> Self {
         let repo = repo_for(&config, &hosts, tree);
         Runner {
@@ -217,6 +221,7 @@ impl Runner {
             unhealthy_since: None,
             cgroups,
             sessions: None,
+            agent_sandbox,
         }
     }
 
@@ -674,6 +679,36 @@ impl Runner {
     ) -> Result<AgentExit, RoundError> {
         let budget = launch.budget;
         let mut spec = self.agent_spec(round_num, launch, log_path, log);
+        let command = &self.config.profile(phase).agent.command[0];
+        let cli = Path::new(command)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        // Behind the egress proxy the agent connects to its forwarder's port only.
+        let proxy_port: &[u16] = if self.config.profile(phase).agent.allow_hosts.is_some() {
+            &[agent_runner_plugin_host::egress_bridge::PROXY_PORT]
+        } else {
+            &[]
+        };
+        match self.agent_sandbox.confinement(
+            &self.config,
+            &cli,
+            &spec.argv[0],
+            &spec.env,
+            proxy_port,
+        ) {
+            Ok(confinement) => {
+                if let Some(c) = &confinement {
+                    spec.env
+                        .push(("TMPDIR".to_owned(), c.tmp_dir().display().to_string()));
+                }
+                spec.confinement = confinement;
+            }
+            Err(e) => {
+                let source = std::io::Error::other(e.to_string());
+                return Err(self.spawn_failed(round_num, phase, source));
+            }
+        }
         let mut cgroup = self.round_cgroup(round_num);
         spec.cgroup_procs = cgroup.as_mut().and_then(RoundCgroup::take_procs);
         let mut refusals = None;
@@ -782,6 +817,7 @@ impl Runner {
             grace: self.grace(launch.marker.as_bytes(), round_num, log_path),
             cgroup_procs: None,
             egress: None,
+            confinement: None,
         }
     }
 

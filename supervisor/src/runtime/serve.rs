@@ -33,6 +33,7 @@ use crate::record::state::{self, LockError, ProjectLock};
 use crate::record::status::Snapshot;
 use crate::record::stop::{reached, sleep_unless, StopLevel, StopWatch};
 use crate::runtime::agent_done;
+use crate::runtime::agent_sandbox::{AgentSandboxGate, AgentSandboxRefused};
 use crate::runtime::attribution::OwnFiles;
 use crate::runtime::backoff::{self, Plan, WaitEnd};
 use crate::runtime::config_follow::{ConfigFollower, Trigger};
@@ -95,6 +96,9 @@ pub(crate) enum BootError {
     /// `sandbox = "require"` on a kernel that cannot honour it.
     #[error(transparent)]
     Sandbox(SandboxRefused),
+    /// `[agent.sandbox] mode = "require"` on a machine that cannot honour it.
+    #[error(transparent)]
+    AgentSandbox(AgentSandboxRefused),
     /// The SIGHUP handler could not be installed.
     #[error("cannot install the SIGHUP handler: {0}")]
     Hangup(std::io::Error),
@@ -167,6 +171,27 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
             name: None,
         });
     }
+    let agent_sandbox = match AgentSandboxGate::evaluate(config.agent_sandbox.mode, &caps) {
+        Ok(gate) => gate,
+        Err(refused) => {
+            events.emit(Event::AgentSandboxDegraded {
+                requested: config.agent_sandbox.mode.as_str().to_owned(),
+                achieved_tier: caps.tier().as_str().to_owned(),
+                reason: refused.missing.clone(),
+                refused_boot: Some(true),
+            });
+            return Err(BootError::AgentSandbox(refused));
+        }
+    };
+    if let Some(shortfall) = agent_sandbox.shortfall(&caps) {
+        tracing::warn!("[agent.sandbox] mode = \"prefer\": the agent runs without {shortfall}");
+        events.emit(Event::AgentSandboxDegraded {
+            requested: agent_sandbox.requested.as_str().to_owned(),
+            achieved_tier: agent_sandbox.applied.as_str().to_owned(),
+            reason: shortfall,
+            refused_boot: None,
+        });
+    }
     // Refused before anything is written: no lock, no log-dir views, no record.
     let tree = Repo::new(&config.runtime.work_dir, OwnFiles::default());
     if let Some(refusal) = tree.not_a_work_tree().await {
@@ -190,7 +215,7 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     let mut snapshot = Snapshot::booting();
     snapshot.update("waiting", None, &hosts);
     Ok(Booted {
-        runner: Runner::new(config, events, hosts, tree, cgroups),
+        runner: Runner::new(config, events, hosts, tree, cgroups, agent_sandbox),
         status: watch::channel(snapshot).0,
         gate,
         follow,

@@ -34,6 +34,19 @@ pub(crate) enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         name: Option<String>,
     },
+    /// The agent's confinement is weaker than `[agent.sandbox] mode` asked for: at boot
+    /// (`prefer` without some layer, or `require` refusing to boot).
+    AgentSandboxDegraded {
+        /// `[agent.sandbox] mode`.
+        requested: String,
+        /// The tier (Landlock, seccomp) the agent runs at.
+        achieved_tier: String,
+        /// What is missing, in words.
+        reason: String,
+        /// `true` when serve refused to boot; absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        refused_boot: Option<bool>,
+    },
     /// The loop ends: a stop signal (or a control-socket stop), a failed serve-startup
     /// hook, or a detector's honoured `stop_service` alert.
     ServeStopping {
@@ -819,6 +832,35 @@ pub(crate) enum Event {
         /// The commit message's first line (redacted, capped).
         subject: String,
     },
+    /// The supervisor committed on a detached HEAD: no branch holds the commit, and
+    /// checking out anything else leaves it to `git gc` (docs/operations.md, "Leaving it
+    /// unattended").
+    DirtyCommitDetachedHead {
+        /// The round.
+        round_num: u64,
+        /// The handler.
+        hook: String,
+        /// The commit no branch holds.
+        sha: String,
+        /// How to keep it.
+        what_to_do: String,
+    },
+    /// The supervisor's commit skipped the repository's commit hooks (its git never runs
+    /// them: docs/security.md, "The supervisor's git"): a `pre-commit` that refuses
+    /// secrets, a husky hook, did not look at it.
+    DirtyCommitHooksSkipped {
+        /// The round.
+        round_num: u64,
+        /// The handler.
+        hook: String,
+        /// The commit.
+        sha: String,
+        /// Where the hooks are (`core.hooksPath`, or the git dir's `hooks`).
+        hooks_dir: PathBuf,
+        /// The commit hooks found there (`pre-commit`, `prepare-commit-msg`,
+        /// `commit-msg`, `post-commit`), executable.
+        hooks: Vec<String>,
+    },
     /// The commit failed.
     DirtyCommitFailed {
         /// The round.
@@ -982,6 +1024,7 @@ pub(crate) enum Event {
 /// the variants by the vocabulary test.
 pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "plugin_sandbox_degraded",
+    "agent_sandbox_degraded",
     "serve_stopping",
     "session_resumed",
     "serve_startup_hook_failed",
@@ -1014,6 +1057,8 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "dirty_detected",
     "dirty_ignored",
     "dirty_auto_committed",
+    "dirty_commit_detached_head",
+    "dirty_commit_hooks_skipped",
     "dirty_commit_failed",
     "orphan_idempotent_skip",
     "orphan_stashed",

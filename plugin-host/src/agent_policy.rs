@@ -1,0 +1,644 @@
+//! The confinement policy of the *agent* (the coding-agent CLI a round runs), as reviewed
+//! data with one `why` per rule (docs/security.md "The agent's confinement").
+//!
+//! The agent is not a host: it is not pinned, it is exec'd through its resolved path (often
+//! a node or Python script), it needs the network, it builds and runs programs in the work
+//! tree. So its policy is wider than a host's ([`crate::policy`]) but draws the same lines
+//! around what is not its business:
+//!
+//! * **write** (and execute): the work tree, the agent's own state in the home directory
+//!   ([`AGENT_STATE`], by the CLI's name), a private TMPDIR, and the operator's
+//!   `[agent.sandbox] write_paths`;
+//! * **read** (and execute): the system ([`SYSTEM_TREES`], `/etc` but [`ETC_WITHHELD`]),
+//!   the home directory's entries except the credential stores ([`AGENT_WITHHELD`]) and the
+//!   supervisor's state dir, the installation prefix of the agent's executable, the
+//!   supervisor's config file and log dir (read-only), and `[agent.sandbox] read_paths`;
+//! * **never**: the operator's credential stores that are not the agent's own (another
+//!   agent's login included), the supervisor's state dir (lock, control socket, events);
+//! * **network**: TCP `connect` only to the listed ports ([`DEFAULT_CONNECT_PORTS`] plus
+//!   `[agent.sandbox] connect_ports`); `bind` is not restricted (test suites listen);
+//!   abstract UNIX sockets and signals are scoped to the agent's own processes (ABI ≥ 6),
+//!   so it can neither signal the supervisor nor its hosts;
+//! * **system calls**: [`AGENT_SECCOMP_DENY`]: tracing and reading other processes'
+//!   memory, keyrings, mounts and namespaces, kernel modules, … fail with `EPERM`.
+//!
+//! Everything is built in the supervisor before the fork ([`crate::agent_confine`]).
+
+use std::collections::BTreeMap;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, Scope, ABI,
+};
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
+use crate::policy::{
+    arch_guard, FsAccess, FsGrant, PolicyError, SeccompProgram, CREDENTIAL_PATHS, DENIED_IOCTLS,
+    POLICY_LANDLOCK_ABI,
+};
+
+/// One CLI's own state in the home directory: written by the CLI itself (login, settings,
+/// sessions, caches), so the agent may write it, and no other agent may read it.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentState {
+    /// The CLI's executable name (`command[0]`'s file name).
+    pub cli: &'static str,
+    /// Paths relative to the home directory.
+    pub paths: &'static [&'static str],
+    /// What the CLI keeps there.
+    pub why: &'static str,
+}
+
+/// Reviewed data: what each preset CLI writes under the home directory (measured with the
+/// pinned CLIs of tests/agent-clis/versions.env, docs/agent-clis.md).
+pub const AGENT_STATE: &[AgentState] = &[
+    AgentState {
+        cli: "claude",
+        paths: &[".claude", ".claude.json", ".claude.json.backup"],
+        why: "Claude Code: ~/.claude (credentials, settings, sessions, todos) and ~/.claude.json (account state)",
+    },
+    AgentState {
+        cli: "codex",
+        paths: &[".codex"],
+        why: "Codex CLI: ~/.codex (auth.json, config.toml, sessions, logs)",
+    },
+    AgentState {
+        cli: "gemini",
+        paths: &[".gemini"],
+        why: "Gemini CLI: ~/.gemini (oauth credentials, settings, tmp session files)",
+    },
+    AgentState {
+        cli: "aider",
+        paths: &[".aider", ".aider.conf.yml"],
+        why: "aider: ~/.aider (caches, analytics id) and its config file",
+    },
+];
+
+/// Reviewed data: what the agent never reads beneath the home directory, on top of
+/// [`CREDENTIAL_PATHS`] (less the agent's own [`AGENT_STATE`]): other agents' logins.
+pub const AGENT_WITHHELD: &[(&str, &str)] = &[
+    (".codex", "Codex CLI credentials"),
+    (".aider", "aider state"),
+    (".aider.conf.yml", "aider config (may hold API keys)"),
+    (".config/github-copilot", "GitHub Copilot token"),
+    (".password-store", "pass(1) passwords"),
+    (".local/share/keyrings", "GNOME keyring"),
+    (".pki", "NSS certificate and key databases"),
+];
+
+/// Reviewed data: the system trees the agent reads and executes from (each skipped where
+/// missing).
+pub const SYSTEM_TREES: &[(&str, &str)] = &[
+    ("/usr", "programs, libraries, interpreters and toolchains installed system-wide"),
+    ("/bin", "programs (a directory, or a link into /usr)"),
+    ("/sbin", "programs (a directory, or a link into /usr)"),
+    ("/lib", "libraries and the dynamic loader (a directory, or a link into /usr)"),
+    ("/lib64", "the x86_64 dynamic loader's path"),
+    ("/lib32", "32-bit libraries"),
+    ("/opt", "toolchains installed outside the package manager"),
+    ("/snap", "snap packages"),
+    ("/nix/store", "Nix store"),
+    ("/var/lib/gems", "Ruby gems installed system-wide"),
+    ("/run/systemd/resolve", "resolv.conf's target under systemd-resolved"),
+    ("/proc", "process information the runtimes read (/proc/self, cpuinfo, meminfo); other processes' memory and environment are refused by Landlock's ptrace rule"),
+    ("/sys", "CPU, memory and cgroup facts node and Python read"),
+];
+
+/// Reviewed data: entries of `/etc` the agent does not read (everything else in `/etc` is
+/// read-only: name service, TLS roots, git's and the shells' system config).
+pub const ETC_WITHHELD: &[(&str, &str)] = &[
+    ("shadow", "password hashes"),
+    ("shadow-", "password hashes (backup)"),
+    ("gshadow", "group password hashes"),
+    ("gshadow-", "group password hashes (backup)"),
+    ("sudoers", "sudo policy"),
+    ("sudoers.d", "sudo policy"),
+    ("ssh", "the machine's SSH host keys"),
+    (
+        "ssl",
+        "private keys under /etc/ssl/private (the public parts are granted below)",
+    ),
+    ("security", "PAM secrets (opasswd)"),
+];
+
+/// Reviewed data: files under withheld `/etc` entries that are public and needed.
+pub const ETC_PUBLIC: &[(&str, &str)] = &[
+    (
+        "/etc/ssl/certs",
+        "TLS root certificates (every HTTPS client)",
+    ),
+    (
+        "/etc/ssl/openssl.cnf",
+        "OpenSSL's configuration (node reads it at start)",
+    ),
+    (
+        "/etc/ssh/ssh_config",
+        "the system's ssh client configuration",
+    ),
+    (
+        "/etc/ssh/ssh_config.d",
+        "the system's ssh client configuration",
+    ),
+];
+
+/// Reviewed data: the device files an agent and its tools use.
+pub const AGENT_DEVICES: &[(&str, &str)] = &[
+    ("/dev/null", "redirections"),
+    ("/dev/zero", "zero bytes"),
+    ("/dev/full", "tests of write errors"),
+    ("/dev/random", "random bytes"),
+    ("/dev/urandom", "random bytes"),
+    ("/dev/tty", "the controlling terminal, when there is one"),
+    (
+        "/dev/ptmx",
+        "pseudo-terminals: CLIs run commands under a pty",
+    ),
+    ("/dev/pts", "pseudo-terminals"),
+];
+
+/// Ports the agent may connect to whatever its CLI: HTTPS, where every preset's provider
+/// listens. `[agent.sandbox] connect_ports` adds more (a local model server, a proxy).
+pub const DEFAULT_CONNECT_PORTS: &[u16] = &[443];
+
+/// What the agent's policy is built from (all paths absolute).
+#[derive(Debug, Clone, Default)]
+pub struct AgentPolicyInput {
+    /// The work tree (write).
+    pub work_dir: PathBuf,
+    /// The agent's `HOME`, if set.
+    pub home: Option<PathBuf>,
+    /// `command[0]`'s file name (`claude`, `codex`, …): selects [`AGENT_STATE`].
+    pub cli: String,
+    /// The agent's executable as found on `PATH` (before following links).
+    pub executable: PathBuf,
+    /// The agent's private TMPDIR (write).
+    pub tmp_dir: PathBuf,
+    /// The supervisor's state dir (never).
+    pub state_dir: PathBuf,
+    /// The supervisor's log dir (read-only, unless it holds the state dir: then nothing).
+    pub log_dir: PathBuf,
+    /// The supervisor's config file (read-only).
+    pub config_path: PathBuf,
+    /// `[agent.sandbox] write_paths` (checked by the supervisor's config loader).
+    pub write_paths: Vec<PathBuf>,
+    /// `[agent.sandbox] read_paths`.
+    pub read_paths: Vec<PathBuf>,
+}
+
+fn grant(path: impl Into<PathBuf>, access: FsAccess, why: &'static str) -> FsGrant {
+    FsGrant {
+        path: path.into(),
+        access,
+        why,
+        required: false,
+        via_verified_fd: false,
+    }
+}
+
+/// The paths beneath the home directory the agent never reads: [`CREDENTIAL_PATHS`] and
+/// [`AGENT_WITHHELD`] less the agent's own state, with the reason.
+pub fn withheld_in_home(home: &Path, cli: &str) -> Vec<(PathBuf, &'static str)> {
+    let own = own_state(cli);
+    CREDENTIAL_PATHS
+        .iter()
+        .chain(AGENT_WITHHELD)
+        .filter(|(rel, _)| !own.iter().any(|o| o == rel))
+        .map(|(rel, why)| (home.join(rel), *why))
+        .collect()
+}
+
+/// The agent's own state paths (relative to home) for `cli`.
+pub fn own_state(cli: &str) -> &'static [&'static str] {
+    AGENT_STATE
+        .iter()
+        .find(|s| s.cli == cli)
+        .map(|s| s.paths)
+        .unwrap_or(&[])
+}
+
+/// The agent's filesystem grants. Missing paths are skipped (but the work tree and TMPDIR
+/// are required); a path granted twice gets the union of the rights (Landlock's rule).
+pub fn agent_fs_grants(input: &AgentPolicyInput) -> Vec<FsGrant> {
+    let mut g = Vec::new();
+    for (path, why) in SYSTEM_TREES {
+        g.push(grant(*path, FsAccess::ReadExecuteTree, why));
+    }
+    let etc_withheld: Vec<&str> = ETC_WITHHELD.iter().map(|(n, _)| *n).collect();
+    for entry in std::fs::read_dir("/etc").into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        if etc_withheld.iter().any(|w| name.as_os_str() == *w) {
+            continue;
+        }
+        g.push(grant(
+            entry.path(),
+            FsAccess::ReadExecuteTree,
+            "system configuration (name service, git and shell config, alternatives)",
+        ));
+    }
+    for (path, why) in ETC_PUBLIC {
+        g.push(grant(*path, FsAccess::ReadOnly, why));
+    }
+    for (path, why) in AGENT_DEVICES {
+        g.push(grant(*path, FsAccess::Device, why));
+    }
+    g.push(grant(
+        "/dev/shm",
+        FsAccess::ReadWrite,
+        "POSIX shared memory (Python's multiprocessing, browsers)",
+    ));
+    let mut protected: Vec<PathBuf> = vec![input.state_dir.clone()];
+    if let Some(home) = &input.home {
+        protected.extend(
+            withheld_in_home(home, &input.cli)
+                .into_iter()
+                .map(|(p, _)| p),
+        );
+        for rel in own_state(&input.cli) {
+            g.push(grant(
+                home.join(rel),
+                FsAccess::ReadWriteExecute,
+                "the agent's own state (AGENT_STATE): its login, settings and sessions",
+            ));
+        }
+        readable_except(home, &protected, &mut g, 0);
+    }
+    if let Some(prefix) = install_prefix(&input.executable, input.home.as_deref()) {
+        g.push(grant(
+            prefix,
+            FsAccess::ReadExecuteTree,
+            "the installation prefix of the agent's executable (its node_modules or venv)",
+        ));
+    }
+    if let Ok(real) = input.executable.canonicalize() {
+        g.push(grant(
+            real,
+            FsAccess::ReadExecute,
+            "the agent's executable itself",
+        ));
+    }
+    g.push(grant(
+        &input.config_path,
+        FsAccess::ReadOnly,
+        "the supervisor's config file: readable, never writable from outside the tree",
+    ));
+    if !input.state_dir.starts_with(&input.log_dir) {
+        g.push(grant(
+            &input.log_dir,
+            FsAccess::ReadOnly,
+            "the log dir: round logs and round-context.json are readable, not writable",
+        ));
+    }
+    for path in &input.read_paths {
+        g.push(FsGrant {
+            required: true,
+            ..grant(
+                path,
+                FsAccess::ReadExecuteTree,
+                "named by the operator in [agent.sandbox] read_paths",
+            )
+        });
+    }
+    for path in &input.write_paths {
+        g.push(FsGrant {
+            required: true,
+            ..grant(
+                path,
+                FsAccess::ReadWriteExecute,
+                "named by the operator in [agent.sandbox] write_paths",
+            )
+        });
+    }
+    g.push(FsGrant {
+        required: true,
+        ..grant(
+            &input.tmp_dir,
+            FsAccess::ReadWriteExecute,
+            "the agent's private TMPDIR",
+        )
+    });
+    g.push(FsGrant {
+        required: true,
+        ..grant(
+            &input.work_dir,
+            FsAccess::ReadWriteExecute,
+            "the work tree: the agent's job is to change it",
+        )
+    });
+    g
+}
+
+/// Grants read+execute on every entry of `dir` except those in `protected`; an entry that
+/// holds a protected path is descended into instead (to a small depth: credential paths
+/// are at most two levels down).
+fn readable_except(dir: &Path, protected: &[PathBuf], g: &mut Vec<FsGrant>, depth: u32) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if protected.contains(&path) {
+            continue;
+        }
+        if protected.iter().any(|p| p.starts_with(&path)) {
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            if is_dir && depth < 4 {
+                readable_except(&path, protected, g, depth + 1);
+            }
+            continue;
+        }
+        g.push(grant(
+            path,
+            FsAccess::ReadExecuteTree,
+            "the home directory's entries but the credential stores: dotfiles, toolchains (~/.cargo, ~/.nvm, ~/.local)",
+        ));
+    }
+}
+
+/// The installation prefix of an executable found at `exe`: `P` for `P/bin/x` and
+/// `P/node_modules/.bin/x`. Never `/`, the home directory or an ancestor of it.
+pub fn install_prefix(exe: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    let dir = exe.parent()?;
+    let prefix = match dir.file_name()?.to_str()? {
+        "bin" => dir.parent()?,
+        ".bin" if dir.parent()?.file_name()? == "node_modules" => dir.parent()?.parent()?,
+        _ => return None,
+    };
+    let system = ["/", "/usr", "/usr/local"]
+        .iter()
+        .any(|s| prefix == Path::new(s));
+    let opens_home = home.is_some_and(|h| h.starts_with(prefix));
+    (!system && !opens_home).then(|| prefix.to_owned())
+}
+
+/// Builds the agent's Landlock ruleset on a kernel with ABI `kernel_abi`: every filesystem
+/// right of `min(kernel_abi, POLICY_LANDLOCK_ABI)` handled and only `grants` allowed; at
+/// ABI ≥ 4 TCP connect handled and allowed to `connect_ports` only; at ABI ≥ 6 abstract
+/// UNIX sockets and signals scoped to the agent's own domain.
+///
+/// # Errors
+/// [`PolicyError`] if a required path is missing or the kernel rejects the ruleset.
+pub fn agent_landlock_ruleset(
+    grants: &[FsGrant],
+    connect_ports: &[u16],
+    kernel_abi: u32,
+) -> Result<OwnedFd, PolicyError> {
+    let level = kernel_abi.min(POLICY_LANDLOCK_ABI);
+    if level == 0 {
+        return Err(PolicyError::LandlockUnavailable);
+    }
+    let abi = ABI::from(level as i32);
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(abi))?;
+    if level >= 4 {
+        ruleset = ruleset.handle_access(AccessNet::ConnectTcp)?;
+    }
+    if level >= 6 {
+        ruleset = ruleset.scope(Scope::from_all(abi))?;
+    }
+    let mut created = ruleset.create()?;
+    for grant in grants {
+        let fd = match PathFd::new(&grant.path) {
+            Ok(fd) => fd,
+            Err(_) if !grant.required => continue,
+            Err(e) => {
+                return Err(PolicyError::Path {
+                    path: grant.path.clone(),
+                    reason: e.to_string(),
+                })
+            }
+        };
+        let is_dir = std::fs::metadata(&grant.path).is_ok_and(|m| m.is_dir());
+        let mut rights = grant.access.rights(abi);
+        if !is_dir {
+            rights &= AccessFs::from_file(abi);
+        }
+        created = created.add_rule(PathBeneath::new(fd, rights))?;
+    }
+    if level >= 4 {
+        for port in connect_ports {
+            created = created.add_rule(NetPort::new(*port, AccessNet::ConnectTcp))?;
+        }
+    }
+    let fd: Option<OwnedFd> = created.into();
+    fd.ok_or(PolicyError::LandlockUnavailable)
+}
+
+/// When an entry of [`AGENT_SECCOMP_DENY`] refuses its call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentDenyWhen {
+    /// Always.
+    Always,
+    /// When the low 32 bits of argument `arg` are one of `values` (each with its name).
+    ArgIn {
+        /// The argument's index (0-based).
+        arg: u8,
+        /// The refused values and their names.
+        values: &'static [(u64, &'static str)],
+    },
+}
+
+/// One entry of the agent's seccomp deny-list.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentDenial {
+    /// The x86_64 system call number.
+    pub nr: i64,
+    /// Its name.
+    pub name: &'static str,
+    /// When it is refused.
+    pub when: AgentDenyWhen,
+    /// Why.
+    pub why: &'static str,
+}
+
+macro_rules! deny {
+    ($sys:ident, $why:expr) => {
+        AgentDenial {
+            nr: libc::$sys,
+            name: stringify!($sys),
+            when: AgentDenyWhen::Always,
+            why: $why,
+        }
+    };
+}
+
+const TRACE: &str = "no tracing or reading other processes' memory: the supervisor, its hosts and the operator's other programs are out of reach (Landlock's ptrace rule already refuses processes outside the agent's domain)";
+const KEYS: &str = "no kernel keyrings: the operator's session keyring may hold credentials";
+const NS: &str = "no mounts and no namespaces: they could undo the mount-level protections and the PID namespace";
+const KERNEL: &str = "no kernel replacement, modules, BPF programs, perf events or io_uring";
+const PRIV: &str = "no privileged operation, even where a capability is left (the agent's capabilities are dropped)";
+
+/// The agent's seccomp deny-list (default allow: unlike a host, the agent runs arbitrary
+/// toolchains, so no allow-list could be measured). Only escapes from its confinement and
+/// from the round. A match fails the call (`EPERM`, [`AGENT_DENY_ERRNO`]); the agent goes on.
+pub const AGENT_SECCOMP_DENY: &[AgentDenial] = &[
+    deny!(SYS_ptrace, TRACE),
+    deny!(SYS_process_vm_readv, TRACE),
+    deny!(SYS_process_vm_writev, TRACE),
+    deny!(SYS_kcmp, TRACE),
+    deny!(SYS_pidfd_getfd, "no taking descriptors out of other processes"),
+    deny!(SYS_keyctl, KEYS),
+    deny!(SYS_add_key, KEYS),
+    deny!(SYS_request_key, KEYS),
+    deny!(SYS_mount, NS),
+    deny!(SYS_umount2, NS),
+    deny!(SYS_pivot_root, NS),
+    deny!(SYS_chroot, NS),
+    deny!(SYS_unshare, NS),
+    deny!(SYS_setns, NS),
+    deny!(SYS_open_tree, NS),
+    deny!(SYS_move_mount, NS),
+    deny!(SYS_fsopen, NS),
+    deny!(SYS_fsconfig, NS),
+    deny!(SYS_fsmount, NS),
+    deny!(SYS_fspick, NS),
+    deny!(SYS_bpf, KERNEL),
+    deny!(SYS_perf_event_open, KERNEL),
+    deny!(SYS_io_uring_setup, KERNEL),
+    deny!(SYS_io_uring_enter, KERNEL),
+    deny!(SYS_io_uring_register, KERNEL),
+    deny!(SYS_userfaultfd, KERNEL),
+    deny!(SYS_kexec_load, KERNEL),
+    deny!(SYS_kexec_file_load, KERNEL),
+    deny!(SYS_init_module, KERNEL),
+    deny!(SYS_finit_module, KERNEL),
+    deny!(SYS_delete_module, KERNEL),
+    deny!(SYS_open_by_handle_at, "no opening files by handle (bypasses Landlock's path checks)"),
+    deny!(SYS_fanotify_init, "no watching or blocking other processes' file access"),
+    AgentDenial {
+        nr: libc::SYS_ioctl,
+        name: "SYS_ioctl",
+        when: AgentDenyWhen::ArgIn {
+            arg: 1,
+            values: DENIED_IOCTLS,
+        },
+        why: "no typing into the operator's terminal and no filesystem-wide or inode-flag ioctls (DENIED_IOCTLS)",
+    },
+    deny!(SYS_settimeofday, PRIV),
+    deny!(SYS_clock_settime, PRIV),
+    deny!(SYS_clock_adjtime, PRIV),
+    deny!(SYS_adjtimex, PRIV),
+    deny!(SYS_sethostname, PRIV),
+    deny!(SYS_setdomainname, PRIV),
+    deny!(SYS_syslog, PRIV),
+    deny!(SYS_reboot, PRIV),
+    deny!(SYS_swapon, PRIV),
+    deny!(SYS_swapoff, PRIV),
+    deny!(SYS_acct, PRIV),
+    deny!(SYS_iopl, PRIV),
+    deny!(SYS_ioperm, PRIV),
+    deny!(SYS_quotactl, PRIV),
+    deny!(SYS_vhangup, PRIV),
+];
+
+/// The errno a denied call of the agent fails with.
+pub const AGENT_DENY_ERRNO: i32 = libc::EPERM;
+
+/// Compiles [`AGENT_SECCOMP_DENY`] (default allow) behind the hosts' arch/x32 guard; a match
+/// returns `ret` (a `SECCOMP_RET_*` value; `None`: `SECCOMP_RET_ERRNO | EPERM`; a
+/// user-notification listener would pass `SECCOMP_RET_USER_NOTIF`).
+///
+/// # Errors
+/// [`PolicyError::Seccomp`] if seccompiler rejects the rules (a bug in the list).
+pub fn agent_seccomp_program(ret: Option<u32>) -> Result<SeccompProgram, PolicyError> {
+    let ret = ret.unwrap_or(libc::SECCOMP_RET_ERRNO | AGENT_DENY_ERRNO as u32);
+    let err = |e: seccompiler::BackendError| PolicyError::Seccomp(e.to_string());
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for d in AGENT_SECCOMP_DENY {
+        let chain = match d.when {
+            AgentDenyWhen::Always => Vec::new(),
+            AgentDenyWhen::ArgIn { arg, values } => values
+                .iter()
+                .map(|(v, _)| {
+                    let cond =
+                        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, *v)
+                            .map_err(err)?;
+                    SeccompRule::new(vec![cond]).map_err(err)
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        if rules.insert(d.nr, chain).is_some() {
+            return Err(PolicyError::Seccomp(format!("{} is listed twice", d.name)));
+        }
+    }
+    // A placeholder match action (SECCOMP_RET_TRAP, used nowhere else), rewritten to `ret`.
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Trap,
+        TargetArch::x86_64,
+    )
+    .map_err(err)?;
+    let compiled: BpfProgram = filter.try_into().map_err(err)?;
+    let mut filters = arch_guard();
+    let mut refusals = 0;
+    let ret_k = (libc::BPF_RET | libc::BPF_K) as u16;
+    filters.extend(compiled.into_iter().map(|f| {
+        let k = if f.code == ret_k && f.k == libc::SECCOMP_RET_TRAP {
+            refusals += 1;
+            ret
+        } else {
+            f.k
+        };
+        libc::sock_filter {
+            code: f.code,
+            jt: f.jt,
+            jf: f.jf,
+            k,
+        }
+    }));
+    if refusals == 0 || filters.len() > libc::BPF_MAXINSNS as usize {
+        return Err(PolicyError::Seccomp(format!(
+            "the agent's program is malformed ({refusals} refusals, {} instructions)",
+            filters.len()
+        )));
+    }
+    Ok(SeccompProgram::from_instructions(filters))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn install_prefixes() {
+        let home = Path::new("/home/op");
+        assert_eq!(
+            install_prefix(Path::new("/x/cli/node_modules/.bin/claude"), Some(home)),
+            Some(PathBuf::from("/x/cli"))
+        );
+        assert_eq!(
+            install_prefix(Path::new("/x/venv/bin/aider"), Some(home)),
+            Some(PathBuf::from("/x/venv"))
+        );
+        assert_eq!(
+            install_prefix(Path::new("/usr/bin/claude"), Some(home)),
+            None
+        );
+        assert_eq!(install_prefix(Path::new("/home/bin/x"), Some(home)), None);
+        assert_eq!(install_prefix(Path::new("/x/y/claude"), Some(home)), None);
+    }
+
+    #[test]
+    fn own_state_is_not_withheld_others_are() {
+        let home = Path::new("/h");
+        let w = withheld_in_home(home, "claude");
+        assert!(!w.iter().any(|(p, _)| p == Path::new("/h/.claude")));
+        assert!(w.iter().any(|(p, _)| p == Path::new("/h/.codex")));
+        assert!(w.iter().any(|(p, _)| p == Path::new("/h/.ssh")));
+        let w = withheld_in_home(home, "codex");
+        assert!(w.iter().any(|(p, _)| p == Path::new("/h/.claude")));
+        assert!(!w.iter().any(|(p, _)| p == Path::new("/h/.codex")));
+    }
+
+    #[test]
+    fn the_agent_program_compiles_behind_the_guard() {
+        let p = agent_seccomp_program(None).unwrap();
+        assert!(p.len() > AGENT_SECCOMP_DENY.len());
+        let notify = agent_seccomp_program(Some(libc::SECCOMP_RET_USER_NOTIF)).unwrap();
+        assert_eq!(p.len(), notify.len());
+    }
+}

@@ -1,0 +1,127 @@
+//! `[agent.sandbox]`: how much confinement the agent itself gets (docs/configuration.md
+//! "`[agent.sandbox]`", docs/security.md "The agent's confinement"); the keys are defined
+//! in `config/raw.rs` (`RawAgentSandbox`), checked here.
+//!
+//! ```toml
+//! [agent.sandbox]
+//! mode = "require"
+//! write_paths = ["~/.cache/pip"]   # written (and read) by the agent besides the tree
+//! read_paths = ["/srv/datasets"]   # read by the agent besides the system and home
+//! connect_ports = [8080]           # TCP ports besides 443
+//! allow_hosts = ["api.anthropic.com"]  # egress by host name (crate::config::allow_hosts)
+//! ```
+//!
+//! Absent: `off` (configs written before this key keep their behaviour).
+
+use std::path::{Path, PathBuf};
+
+use agent_runner_plugin_host::policy::{covers_protected, CREDENTIAL_PATHS};
+
+use super::keys::Bad;
+use super::raw::RawAgentSandbox;
+use super::vocabulary::SandboxMode;
+
+/// `[agent.sandbox]`'s mode and grants, resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentSandboxConfig {
+    /// `mode` (or the plain string): off / prefer / require. Default off.
+    pub mode: SandboxMode,
+    /// `write_paths`: canonical, existing, none covering a credential store or the
+    /// supervisor's state dir, log dir or config file.
+    pub write_paths: Vec<PathBuf>,
+    /// `read_paths`: canonical, existing, none covering a credential store or the state dir.
+    pub read_paths: Vec<PathBuf>,
+    /// `connect_ports`: TCP ports the agent may connect to besides
+    /// [`agent_runner_plugin_host::agent_policy::DEFAULT_CONNECT_PORTS`].
+    pub connect_ports: Vec<u16>,
+}
+
+impl Default for AgentSandboxConfig {
+    fn default() -> Self {
+        AgentSandboxConfig {
+            mode: SandboxMode::Off,
+            write_paths: Vec::new(),
+            read_paths: Vec::new(),
+            connect_ports: Vec::new(),
+        }
+    }
+}
+
+/// What the paths are checked against.
+pub(super) struct Protected<'a> {
+    /// The config file.
+    pub config_path: &'a Path,
+    /// `[runtime] log_dir`.
+    pub log_dir: &'a Path,
+    /// `[runtime] state_dir`.
+    pub state_dir: &'a Path,
+    /// Expands `~` and `{project}` and makes a path absolute against the work tree.
+    pub expand: &'a dyn Fn(&str) -> Result<PathBuf, String>,
+}
+
+/// Resolves `[agent.sandbox]` (`mode` and the grants; `allow_hosts` is the agent's,
+/// `crate::config::allow_hosts`). Errors: the dotted key and what was expected.
+pub(super) fn resolve(
+    raw: &RawAgentSandbox,
+    places: &Protected<'_>,
+) -> Result<AgentSandboxConfig, Bad> {
+    let bad = |key: &str, m: String| (format!("agent.sandbox.{key}"), m);
+    let mode = raw.mode()?;
+    let write_paths = paths(&raw.write_paths(), places, true).map_err(|m| bad("write_paths", m))?;
+    let read_paths = paths(&raw.read_paths(), places, false).map_err(|m| bad("read_paths", m))?;
+    let connect_ports = raw.connect_ports();
+    if connect_ports.contains(&0) {
+        return Err(bad(
+            "connect_ports",
+            "0 is not a TCP port; expected integers in 1..=65535".into(),
+        ));
+    }
+    Ok(AgentSandboxConfig {
+        mode,
+        write_paths,
+        read_paths,
+        connect_ports,
+    })
+}
+
+/// Expanded, canonical, existing paths; refused when one covers (or, for writes, is or
+/// lies in) a protected path: the credential stores, the state dir, and for writes also the
+/// log dir and the config file.
+fn paths(texts: &[String], places: &Protected<'_>, write: bool) -> Result<Vec<PathBuf>, String> {
+    let mut protected: Vec<PathBuf> = Vec::new();
+    if let Some(home) = std::env::var_os("HOME") {
+        let home = PathBuf::from(home);
+        protected.extend(CREDENTIAL_PATHS.iter().map(|(rel, _)| home.join(rel)));
+    }
+    protected.push(places.state_dir.to_owned());
+    if write {
+        protected.push(places.log_dir.to_owned());
+        protected.push(places.config_path.to_owned());
+    }
+    let protected: Vec<PathBuf> = protected
+        .iter()
+        .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
+        .collect();
+    let mut out = Vec::with_capacity(texts.len());
+    for text in texts {
+        let path = (places.expand)(text)?;
+        let path = path.canonicalize().map_err(|e| {
+            format!(
+                "{text:?} ({}): {e}; expected an existing file or directory",
+                path.display()
+            )
+        })?;
+        let inside = write
+            .then(|| protected.iter().find(|p| path.starts_with(p)))
+            .flatten();
+        if let Some(hit) = covers_protected(&path, &protected).or(inside) {
+            return Err(format!(
+                "{text:?} covers {}, which the agent must not {}; name a narrower directory",
+                hit.display(),
+                if write { "write" } else { "read" }
+            ));
+        }
+        out.push(path);
+    }
+    Ok(out)
+}

