@@ -16,12 +16,6 @@
 /// How a CLI picks a session back up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ResumeForm {
-    /// `[flag, id]` on every round: the CLI starts the named session or goes on with it
-    /// (the reference system's pi preset; no pinned CLI takes this form today).
-    Named {
-        /// The flag before the id.
-        flag: &'static str,
-    },
     /// `[start, id]` on the phase's first round, `[resume, id]` on the rounds after
     /// (claude and gemini: `--session-id`, then `--resume`).
     StartThenResume {
@@ -85,7 +79,6 @@ impl ResumeForm {
     /// (a [`ResumeForm::Last`] CLI's first round).
     pub(crate) fn args(self, id: &str, resuming: bool) -> Vec<String> {
         match (self, resuming) {
-            (ResumeForm::Named { flag }, _) => vec![flag.to_owned(), id.to_owned()],
             (ResumeForm::StartThenResume { start, .. }, false) => {
                 vec![start.to_owned(), id.to_owned()]
             }
@@ -102,7 +95,6 @@ impl ResumeForm {
     /// be refused by the CLI).
     pub(crate) fn reserved(self) -> Vec<&'static str> {
         match self {
-            ResumeForm::Named { flag } => vec![flag],
             ResumeForm::StartThenResume { start, resume } => vec![start, resume],
             ResumeForm::Last { args } => args.iter().take(1).copied().collect(),
         }
@@ -141,10 +133,6 @@ mod tests {
         let claude = form_of("/usr/bin/claude").unwrap();
         assert_eq!(claude.args("x", false), ["--session-id", "x"]);
         assert_eq!(claude.args("x", true), ["--resume", "x"]);
-        let named = ResumeForm::Named {
-            flag: "--session-id",
-        };
-        assert_eq!(named.args("x", false), named.args("x", true));
         let codex = form_of("codex").unwrap();
         assert!(codex.args("x", false).is_empty());
         assert_eq!(codex.args("x", true), ["resume", "--last"]);
