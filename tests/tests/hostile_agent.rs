@@ -279,3 +279,62 @@ fn hostile_agent_is_contained_as_root() {
 fn hostile_agent_is_contained_as_unprivileged_user() {
     hostile_agent_is_contained(Operator::Unprivileged);
 }
+
+/// `doctor --json` reports every layer of the agent's confinement on, as root and as the
+/// unprivileged user (the gate `serve` applies).
+fn doctor_reports_every_agent_layer_on(operator: Operator) {
+    let p = hostile_project(operator);
+    let out = p.run(&["doctor", "--json"]);
+    let doc: agent_runner_e2e::serde_json::Value =
+        agent_runner_e2e::serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {out}"));
+    let block = &doc["agent_sandbox"];
+    assert_eq!(block["requested"], "require", "{block}");
+    assert_eq!(block["achieved_tier"], "landlock+seccomp", "{block}");
+    assert!(block["refused"].is_null(), "{block}");
+    let layers = block["layers"].as_array().unwrap();
+    let names: Vec<&str> = layers.iter().map(|l| l["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["landlock", "seccomp", "pid_namespace", "no_new_privs"],
+        "{block}"
+    );
+    assert!(layers.iter().all(|l| l["on"] == true), "{block}");
+    assert_eq!(
+        agent_runner_e2e::doctor_check(&doc, "agent_sandbox")["ok"],
+        true,
+        "{doc}"
+    );
+}
+
+#[test]
+fn doctor_reports_every_agent_layer_on_as_root() {
+    doctor_reports_every_agent_layer_on(Operator::Root);
+}
+
+#[test]
+fn doctor_reports_every_agent_layer_on_as_unprivileged_user() {
+    doctor_reports_every_agent_layer_on(Operator::Unprivileged);
+}
+
+/// Under `require`, a kernel offering less refuses to start (exit 78, saying what is
+/// missing, `agent_sandbox_degraded` with `refused_boot`): the agent never runs weaker
+/// than asked.
+#[test]
+fn require_without_seccomp_refuses_to_start() {
+    let p = hostile_project(Operator::Root);
+    let out = p.run_env(
+        &["serve", "--max-rounds", "1"],
+        &[("AGENT_RUNNER_TEST_PROBE", "landlock")],
+    );
+    assert_eq!(out.code(), 78, "{out}");
+    assert!(
+        out.stderr.contains("[agent.sandbox] mode = \"require\""),
+        "{out}"
+    );
+    let refusals = p.events_of("agent_sandbox_degraded");
+    assert_eq!(refusals.len(), 1, "{}", p.events_text());
+    assert_eq!(refusals[0]["refused_boot"], true);
+    assert!(p.events_of("agent_spawn").is_empty(), "the agent ran");
+    assert!(!p.dir().join("attempts.log").exists(), "the agent ran");
+}

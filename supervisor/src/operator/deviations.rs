@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use crate::config::{Config, TransientAction};
-use crate::operator::doctor::{check, Check};
+use crate::operator::doctor_check::{check, Check};
 use crate::operator::install::{unit_name, Scope};
 use crate::record::state::lock_holder;
 use crate::runtime::log_views::SERVE_PID_FILE;

@@ -18,39 +18,11 @@ use crate::config::{self, Config};
 use crate::exit;
 use crate::hosts::sandbox::SandboxGate;
 use crate::hosts::{check_pin, PinStatus};
+pub(crate) use crate::operator::doctor_check::{check, Check};
 use crate::runtime::agent_sandbox::AgentSandboxGate;
 use crate::runtime::git::Repo;
 use crate::runtime::host_health::{self, Reading};
 use crate::runtime::round_cgroup;
-
-/// One check of the report.
-#[derive(Clone, Debug, Serialize, JsonSchema)]
-#[schemars(transform = crate::record::schema_fields::every_field_required)]
-pub(crate) struct Check {
-    /// Short name (`config`, `work_dir`, `agent`, `sandbox`, `host:<name>`).
-    pub name: String,
-    /// Whether it passed.
-    pub ok: bool,
-    /// What was found.
-    pub reason: String,
-    /// What to do when it failed (empty when ok).
-    pub how_to_fix: String,
-}
-
-/// A [`Check`]; `how_to_fix` is kept only when it failed.
-pub(crate) fn check(
-    name: impl Into<String>,
-    ok: bool,
-    reason: impl Into<String>,
-    fix: impl Into<String>,
-) -> Check {
-    Check {
-        name: name.into(),
-        ok,
-        reason: reason.into(),
-        how_to_fix: if ok { String::new() } else { fix.into() },
-    }
-}
 
 /// `doctor --json` (schema: `docs/schema/doctor.schema.json`). The reference system's
 /// `checks` and `sandbox`, plus ours: `hosts`, `config` and `phase_plan` (absent when the

@@ -17,6 +17,7 @@ pub(crate) mod control;
 pub(crate) mod defenses;
 pub(crate) mod deviations;
 pub(crate) mod doctor;
+pub(crate) mod doctor_check;
 pub(crate) mod event_query;
 pub(crate) mod init;
 pub(crate) mod install;
