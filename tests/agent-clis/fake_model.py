@@ -23,7 +23,9 @@ Modes:
 --then CMD: the shell tool call runs CMD after writing the marker (a probe of what the
 agent may do, e.g. read a planted key under confinement).
 Connection refused is no server at all: the tests take a port and close it.
-Every request is appended to --log as one JSON line (method, path, status).
+Every request is appended to --log as one JSON line (method, path, status, and for a model
+request `turns`: how many conversation entries it carried, so a test sees a resumed session's
+history come back).
 """
 
 import argparse
@@ -177,7 +179,8 @@ class Handler(BaseHTTPRequestHandler):
         if self.server.log_path:
             with LOCK, open(self.server.log_path, "a") as f:
                 f.write(json.dumps({"method": self.command, "path": self.path, "status": status,
-                                    "mode": self.server.mode}) + "\n")
+                                    "mode": self.server.mode,
+                                    "turns": getattr(self, "turns", None)}) + "\n")
 
     def send_json(self, status, body, headers=None):
         data = json.dumps(body).encode()
@@ -233,9 +236,12 @@ class Handler(BaseHTTPRequestHandler):
             # Telemetry, event logging and the like: accepted and ignored.
             self.send_json(200, {})
             return
+        self.turns = len(body.get("messages") or body.get("input") or body.get("contents") or [])
         with LOCK:
             STATE["model_requests"] += 1
             n = STATE["model_requests"]
+        # Ids unique per request: a resumed session carries the earlier rounds' calls.
+        self.request_n = n
         mode = self.server.mode
         if mode == "retry_once":
             mode = "overloaded" if n == 1 else "normal"
@@ -251,14 +257,14 @@ class Handler(BaseHTTPRequestHandler):
         model = body.get("model", "fake-model")
         tool = anthropic_plan(body)
         if tool:
-            block = {"type": "tool_use", "id": "toolu_fake1", "name": tool[0], "input": tool[1]}
+            block = {"type": "tool_use", "id": f"toolu_fake{self.request_n}", "name": tool[0], "input": tool[1]}
             stop = "tool_use"
         else:
             block = {"type": "text", "text": "Done: the marker file is written."}
             stop = "end_turn"
         usage = {"input_tokens": 120, "output_tokens": 30, "cache_creation_input_tokens": 0,
                  "cache_read_input_tokens": 0}
-        message = {"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
+        message = {"id": f"msg_fake{self.request_n}", "type": "message", "role": "assistant", "model": model,
                    "content": [block], "stop_reason": stop, "stop_sequence": None, "usage": usage}
         if not stream:
             self.send_json(200, message)
@@ -288,7 +294,7 @@ class Handler(BaseHTTPRequestHandler):
         model = body.get("model", "fake-model")
         tool = responses_plan(body)
         if tool:
-            item = {"type": "function_call", "id": "fc_fake1", "call_id": "call_fake1", "name": tool[0],
+            item = {"type": "function_call", "id": f"fc_fake{self.request_n}", "call_id": f"call_fake{self.request_n}", "name": tool[0],
                     "arguments": json.dumps(tool[1]), "status": "completed"}
         else:
             item = {"type": "message", "id": "msg_fake1", "role": "assistant", "status": "completed",

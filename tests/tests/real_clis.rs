@@ -30,15 +30,36 @@ impl FakeModel {
     /// The server on another loopback address (`127.0.0.2`: not in the agent's
     /// `NO_PROXY`, so a confined agent reaches it through the egress proxy).
     fn start_at(mode: &str, addr: &str) -> FakeModel {
-        FakeModel::start_with(mode, addr, &[])
+        Self::spawn(
+            Command::new("python3")
+                .arg(workspace_root().join("tests/agent-clis/fake_model.py"))
+                .args(["--mode", mode, "--host", addr]),
+        )
     }
 
     /// The server with more arguments (`--then CMD`: the shell tool call also runs CMD).
     fn start_with(mode: &str, addr: &str, extra: &[&str]) -> FakeModel {
-        let mut child = Command::new("python3")
-            .arg(workspace_root().join("tests/agent-clis/fake_model.py"))
-            .args(["--mode", mode, "--host", addr])
-            .args(extra)
+        Self::spawn(
+            Command::new("python3")
+                .arg(workspace_root().join("tests/agent-clis/fake_model.py"))
+                .args(["--mode", mode, "--host", addr])
+                .args(extra),
+        )
+    }
+
+    /// As [`FakeModel::start`], each request recorded in `log` (one JSON line each).
+    fn start_logged(mode: &str, log: &std::path::Path) -> FakeModel {
+        Self::spawn(
+            Command::new("python3")
+                .arg(workspace_root().join("tests/agent-clis/fake_model.py"))
+                .args(["--mode", mode, "--host", "127.0.0.1"])
+                .arg("--log")
+                .arg(log),
+        )
+    }
+
+    fn spawn(command: &mut Command) -> FakeModel {
+        let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -666,6 +687,92 @@ fn aider_rounds_run_as_root_and_as_an_unprivileged_user() {
             "{}",
             p.events_text()
         );
+    }
+}
+
+/// The fake model server's record of the model requests it answered: how many
+/// conversation entries each carried.
+fn request_turns(log: &std::path::Path) -> Vec<u64> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|r| r["turns"].as_u64())
+        .collect()
+}
+
+/// The session files claude wrote under the project's HOME (`.claude/projects/*/ID.jsonl`).
+fn claude_sessions(p: &Project) -> Vec<PathBuf> {
+    let projects = p.home().join(".claude/projects");
+    let mut found = Vec::new();
+    for dir in std::fs::read_dir(&projects).into_iter().flatten().flatten() {
+        for file in std::fs::read_dir(dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if file.path().extension().is_some_and(|e| e == "jsonl") {
+                found.push(file.path());
+            }
+        }
+    }
+    found
+}
+
+/// Session resume on the real claude (docs/agent-clis.md, "Session resume"): serve starts
+/// round 1 under a session id it minted (`--session-id`) and round 2 resumes it
+/// (`--resume`): `session_resumed` names the id, claude kept one session file of that id
+/// holding both rounds, and round 2's model requests carried round 1's conversation (more
+/// entries than a fresh round's: its prompt, the tool call and its result). With
+/// `session_resume = false` each round starts afresh: two session files, no
+/// `session_resumed`, no request longer than a fresh round's.
+#[test]
+fn claude_second_round_resumes_the_first_rounds_session() {
+    // A fresh round's requests: the prompt (claude sends two entries), then those, the
+    // tool call and its result.
+    const FRESH_ROUND_MAX_TURNS: u64 = 4;
+    for resume in [true, false] {
+        let p = Project::new();
+        let log = p.home().join("fake-model.jsonl");
+        let server = FakeModel::start_logged("normal", &log);
+        let edit = |text: String| {
+            if resume {
+                text
+            } else {
+                text.replacen("[agent]\n", "[agent]\nsession_resume = false\n", 1)
+            }
+        };
+        serve(&p, "claude", server.port, 2, &edit).assert_code(0);
+        let ends = p.events_of("round_end");
+        assert_eq!(ends.len(), 2, "{}", p.events_text());
+        assert!(
+            ends.iter()
+                .all(|e| e["exit_code"] == 0 && e["exit_cause"] == "exited"),
+            "{}",
+            p.events_text()
+        );
+        let resumed = p.events_of("session_resumed");
+        let sessions = claude_sessions(&p);
+        let longest = request_turns(&log).into_iter().max().unwrap_or(0);
+        if resume {
+            assert_eq!(resumed.len(), 1, "{}", p.events_text());
+            assert_eq!(resumed[0]["round_num"], 2, "{}", resumed[0]);
+            let id = resumed[0]["session_id"].as_str().unwrap();
+            assert_eq!(sessions.len(), 1, "{sessions:?}");
+            assert_eq!(
+                sessions[0].file_stem().unwrap().to_str().unwrap(),
+                id,
+                "{sessions:?}"
+            );
+            assert!(
+                longest > FRESH_ROUND_MAX_TURNS,
+                "round 2 did not carry round 1's conversation: at most {longest} entries"
+            );
+        } else {
+            assert!(resumed.is_empty(), "{}", p.events_text());
+            assert_eq!(sessions.len(), 2, "{sessions:?}");
+            assert!(longest <= FRESH_ROUND_MAX_TURNS, "{longest} entries");
+        }
     }
 }
 

@@ -503,6 +503,17 @@ pub(crate) enum Event {
         /// The setting.
         every_n: u64,
     },
+    /// This round goes on with its phase's agent session (session resume,
+    /// docs/agent-clis.md): the same `session_id` as the phase's previous round.
+    SessionResumed {
+        /// The session id `serve` minted for the phase.
+        session_id: String,
+        /// The phase; left out without phases (the reference system's shape).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        phase: Option<String>,
+        /// The round.
+        round_num: u64,
+    },
     /// What the round starts from (`[runtime] substrate_fingerprint_paths`).
     RoundSubstrateBefore {
         /// The round.
@@ -1015,6 +1026,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "plugin_sandbox_degraded",
     "agent_sandbox_degraded",
     "serve_stopping",
+    "session_resumed",
     "serve_startup_hook_failed",
     "round_skipped",
     "plugin_round_override_ignored",
