@@ -613,7 +613,13 @@ fn round_confined_under_require_commits_its_change(operator: Operator, cli: &str
         server.port
     );
     let edit = move |text: String| {
+        // Codex's own workspace-write sandbox does not nest inside ours: its tool call
+        // fails and codex exits 0 having changed nothing (docs/security.md); ours replaces it.
         text.replace("dirty_action = \"stash\"", "dirty_action = \"auto_commit\"")
+            .replace(
+                "\"--sandbox\", \"workspace-write\"",
+                "\"--dangerously-bypass-approvals-and-sandbox\"",
+            )
             .replace("\n[runtime]\n", &format!("{sandbox}\n[runtime]\n"))
     };
     let out = serve(&p, cli, server.port, 1, &edit);
@@ -659,6 +665,12 @@ fn claude_round_confined_under_require_commits_its_change() {
     for operator in [Operator::Root, Operator::Unprivileged] {
         round_confined_under_require_commits_its_change(operator, "claude");
     }
+}
+
+/// Codex CLI as root (its preset's `--sandbox workspace-write` replaced by ours).
+#[test]
+fn codex_round_confined_under_require_commits_its_change() {
+    round_confined_under_require_commits_its_change(Operator::Root, "codex");
 }
 
 /// aider's preset starts its CLI as root and as an unprivileged user: a normal round
