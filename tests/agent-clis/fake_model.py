@@ -7,7 +7,7 @@ kimi, with tools) and responses (Codex CLI), streaming or not; Anthropic message
 Code, streaming SSE); Gemini generateContent and
 streamGenerateContent (Gemini CLI). No real provider is ever reached.
 
-    fake_model.py --mode MODE [--retry-after S] [--log FILE] [--host ADDR]
+    fake_model.py --mode MODE [--retry-after S] [--log FILE] [--host ADDR] [--then CMD]
 
 prints `port N` on its first stdout line once it listens, then serves until killed.
 Modes:
@@ -20,8 +20,12 @@ Modes:
   retry_once  the first model request gets `overloaded`'s answer, the rest `normal`'s
   idle        answers in plain text and never calls a tool: the agent exits 0 having
               changed nothing (`stalled_no_progress`)
+--then CMD: the shell tool call runs CMD after writing the marker (a probe of what the
+agent may do, e.g. read a planted key under confinement).
 Connection refused is no server at all: the tests take a port and close it.
-Every request is appended to --log as one JSON line (method, path, status).
+Every request is appended to --log as one JSON line (method, path, status, and for a model
+request `turns`: how many conversation entries it carried, so a test sees a resumed session's
+history come back).
 """
 
 import argparse
@@ -34,7 +38,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 MARK_FILE = "agent-was-here.txt"
 MARK_TEXT = "written by the agent through the fake model"
 
-STATE = {"model_requests": 0, "idle": False}
+STATE = {"model_requests": 0, "idle": False, "then": None}
 
 
 def mark_text():
@@ -44,7 +48,10 @@ def mark_text():
 
 
 def shell_line():
-    return f"echo '{mark_text()}' >> {MARK_FILE}"
+    line = f"echo '{mark_text()}' >> {MARK_FILE}"
+    if STATE["then"]:
+        line += f"; {STATE['then']}"
+    return line
 LOCK = threading.Lock()
 
 
@@ -172,7 +179,8 @@ class Handler(BaseHTTPRequestHandler):
         if self.server.log_path:
             with LOCK, open(self.server.log_path, "a") as f:
                 f.write(json.dumps({"method": self.command, "path": self.path, "status": status,
-                                    "mode": self.server.mode}) + "\n")
+                                    "mode": self.server.mode,
+                                    "turns": getattr(self, "turns", None)}) + "\n")
 
     def send_json(self, status, body, headers=None):
         data = json.dumps(body).encode()
@@ -228,9 +236,12 @@ class Handler(BaseHTTPRequestHandler):
             # Telemetry, event logging and the like: accepted and ignored.
             self.send_json(200, {})
             return
+        self.turns = len(body.get("messages") or body.get("input") or body.get("contents") or [])
         with LOCK:
             STATE["model_requests"] += 1
             n = STATE["model_requests"]
+        # Ids unique per request: a resumed session carries the earlier rounds' calls.
+        self.request_n = n
         mode = self.server.mode
         if mode == "retry_once":
             mode = "overloaded" if n == 1 else "normal"
@@ -246,14 +257,14 @@ class Handler(BaseHTTPRequestHandler):
         model = body.get("model", "fake-model")
         tool = anthropic_plan(body)
         if tool:
-            block = {"type": "tool_use", "id": "toolu_fake1", "name": tool[0], "input": tool[1]}
+            block = {"type": "tool_use", "id": f"toolu_fake{self.request_n}", "name": tool[0], "input": tool[1]}
             stop = "tool_use"
         else:
             block = {"type": "text", "text": "Done: the marker file is written."}
             stop = "end_turn"
         usage = {"input_tokens": 120, "output_tokens": 30, "cache_creation_input_tokens": 0,
                  "cache_read_input_tokens": 0}
-        message = {"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
+        message = {"id": f"msg_fake{self.request_n}", "type": "message", "role": "assistant", "model": model,
                    "content": [block], "stop_reason": stop, "stop_sequence": None, "usage": usage}
         if not stream:
             self.send_json(200, message)
@@ -283,7 +294,7 @@ class Handler(BaseHTTPRequestHandler):
         model = body.get("model", "fake-model")
         tool = responses_plan(body)
         if tool:
-            item = {"type": "function_call", "id": "fc_fake1", "call_id": "call_fake1", "name": tool[0],
+            item = {"type": "function_call", "id": f"fc_fake{self.request_n}", "call_id": f"call_fake{self.request_n}", "name": tool[0],
                     "arguments": json.dumps(tool[1]), "status": "completed"}
         else:
             item = {"type": "message", "id": "msg_fake1", "role": "assistant", "status": "completed",
@@ -369,7 +380,9 @@ def main():
     parser.add_argument("--log")
     parser.add_argument("--host", default="127.0.0.1",
                         help="the loopback address to listen on (127.0.0.2 for the egress tests)")
+    parser.add_argument("--then", help="a shell command the tool call runs after the marker")
     args = parser.parse_args()
+    STATE["then"] = args.then
     server = ThreadingHTTPServer((args.host, 0), Handler)
     server.daemon_threads = True
     server.mode = args.mode

@@ -30,9 +30,36 @@ impl FakeModel {
     /// The server on another loopback address (`127.0.0.2`: not in the agent's
     /// `NO_PROXY`, so a confined agent reaches it through the egress proxy).
     fn start_at(mode: &str, addr: &str) -> FakeModel {
-        let mut child = Command::new("python3")
-            .arg(workspace_root().join("tests/agent-clis/fake_model.py"))
-            .args(["--mode", mode, "--host", addr])
+        Self::spawn(
+            Command::new("python3")
+                .arg(workspace_root().join("tests/agent-clis/fake_model.py"))
+                .args(["--mode", mode, "--host", addr]),
+        )
+    }
+
+    /// The server with more arguments (`--then CMD`: the shell tool call also runs CMD).
+    fn start_with(mode: &str, addr: &str, extra: &[&str]) -> FakeModel {
+        Self::spawn(
+            Command::new("python3")
+                .arg(workspace_root().join("tests/agent-clis/fake_model.py"))
+                .args(["--mode", mode, "--host", addr])
+                .args(extra),
+        )
+    }
+
+    /// As [`FakeModel::start`], each request recorded in `log` (one JSON line each).
+    fn start_logged(mode: &str, log: &std::path::Path) -> FakeModel {
+        Self::spawn(
+            Command::new("python3")
+                .arg(workspace_root().join("tests/agent-clis/fake_model.py"))
+                .args(["--mode", mode, "--host", "127.0.0.1"])
+                .arg("--log")
+                .arg(log),
+        )
+    }
+
+    fn spawn(command: &mut Command) -> FakeModel {
+        let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -559,6 +586,93 @@ fn gemini_round_through_the_egress_proxy() {
     round_through_the_egress_proxy(Operator::Root, "gemini");
 }
 
+/// The key a confined agent must not read: planted in the fake home's `~/.ssh`.
+const PLANTED_KEY: &str = "-----BEGIN PLANTED TEST KEY----- not for the agent";
+
+/// The "done when" (docs/security.md, "The agent's confinement"): under
+/// `[agent.sandbox] mode = "require"` (the fake model's port granted by `connect_ports`),
+/// the real CLI completes its round (exit 0), its change is committed, nothing is
+/// degraded; its shell tool call's attempt to read a planted `~/.ssh/id_rsa` failed
+/// (the probe's output, committed too, holds the shell's refusal, not the key).
+fn round_confined_under_require_commits_its_change(operator: Operator, cli: &str) {
+    let p = Project::new_as(operator);
+    let ssh = p.home().join(".ssh");
+    std::fs::create_dir_all(&ssh).unwrap();
+    std::fs::write(ssh.join("id_rsa"), PLANTED_KEY).unwrap();
+    if let Some(user) = operator.user() {
+        // Owned by the operator, so only the confinement can refuse the read.
+        user.own(&ssh);
+    }
+    let probe = format!(
+        "cat {}/id_rsa > ssh-probe.txt 2>&1; echo \"exit $?\" >> ssh-probe.txt",
+        ssh.display()
+    );
+    let server = FakeModel::start_with("normal", "127.0.0.1", &["--then", &probe]);
+    let sandbox = format!(
+        "\n[agent.sandbox]\nmode = \"require\"\nconnect_ports = [{}]\n",
+        server.port
+    );
+    let edit = move |text: String| {
+        // Codex's own workspace-write sandbox does not nest inside ours: its tool call
+        // fails and codex exits 0 having changed nothing (docs/security.md); ours replaces it.
+        text.replace("dirty_action = \"stash\"", "dirty_action = \"auto_commit\"")
+            .replace(
+                "\"--sandbox\", \"workspace-write\"",
+                "\"--dangerously-bypass-approvals-and-sandbox\"",
+            )
+            .replace("\n[runtime]\n", &format!("{sandbox}\n[runtime]\n"))
+    };
+    let out = serve(&p, cli, server.port, 1, &edit);
+    let all = p.events_text();
+    out.assert_code(0);
+    let logs: String = p
+        .round_logs()
+        .iter()
+        .map(|l| std::fs::read_to_string(l).unwrap_or_default())
+        .collect();
+    let all = format!("{all}\nround log:\n{logs}");
+    let exits = p.events_of("agent_exit");
+    assert_eq!(exits.len(), 1, "{cli} {operator:?}: {all}");
+    assert_eq!(exits[0]["exit_code"], 0, "{cli} {operator:?}: {all}");
+    assert!(
+        p.events_of("agent_sandbox_degraded").is_empty(),
+        "{cli} {operator:?}: {all}"
+    );
+    let commits = p.git(&["log", "--format=%H", "--", "agent-was-here.txt"]);
+    assert_eq!(
+        commits.lines().count(),
+        1,
+        "{cli} {operator:?}: {commits}\n{all}"
+    );
+    assert!(
+        p.status_porcelain().is_empty(),
+        "{:?}",
+        p.status_porcelain()
+    );
+    let probed = p.git(&["show", "HEAD:ssh-probe.txt"]);
+    assert!(
+        !probed.contains("PLANTED") && probed.contains("Permission denied"),
+        "{cli} {operator:?}: the confined agent's read of ~/.ssh/id_rsa: {probed}"
+    );
+    assert!(
+        !probed.trim_end().ends_with("exit 0"),
+        "{cli} {operator:?}: {probed}"
+    );
+}
+
+#[test]
+fn claude_round_confined_under_require_commits_its_change() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        round_confined_under_require_commits_its_change(operator, "claude");
+    }
+}
+
+/// Codex CLI as root (its preset's `--sandbox workspace-write` replaced by ours).
+#[test]
+fn codex_round_confined_under_require_commits_its_change() {
+    round_confined_under_require_commits_its_change(Operator::Root, "codex");
+}
+
 /// aider's preset starts its CLI as root and as an unprivileged user: a normal round
 /// writes the file and aider commits it itself; its own files are ignored (`init` wrote
 /// `.aider*` to `.gitignore`), so nothing is left dirty.
@@ -585,6 +699,92 @@ fn aider_rounds_run_as_root_and_as_an_unprivileged_user() {
             "{}",
             p.events_text()
         );
+    }
+}
+
+/// The fake model server's record of the model requests it answered: how many
+/// conversation entries each carried.
+fn request_turns(log: &std::path::Path) -> Vec<u64> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|r| r["turns"].as_u64())
+        .collect()
+}
+
+/// The session files claude wrote under the project's HOME (`.claude/projects/*/ID.jsonl`).
+fn claude_sessions(p: &Project) -> Vec<PathBuf> {
+    let projects = p.home().join(".claude/projects");
+    let mut found = Vec::new();
+    for dir in std::fs::read_dir(&projects).into_iter().flatten().flatten() {
+        for file in std::fs::read_dir(dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if file.path().extension().is_some_and(|e| e == "jsonl") {
+                found.push(file.path());
+            }
+        }
+    }
+    found
+}
+
+/// Session resume on the real claude (docs/agent-clis.md, "Session resume"): serve starts
+/// round 1 under a session id it minted (`--session-id`) and round 2 resumes it
+/// (`--resume`): `session_resumed` names the id, claude kept one session file of that id
+/// holding both rounds, and round 2's model requests carried round 1's conversation (more
+/// entries than a fresh round's: its prompt, the tool call and its result). With
+/// `session_resume = false` each round starts afresh: two session files, no
+/// `session_resumed`, no request longer than a fresh round's.
+#[test]
+fn claude_second_round_resumes_the_first_rounds_session() {
+    // A fresh round's requests: the prompt (claude sends two entries), then those, the
+    // tool call and its result.
+    const FRESH_ROUND_MAX_TURNS: u64 = 4;
+    for resume in [true, false] {
+        let p = Project::new();
+        let log = p.home().join("fake-model.jsonl");
+        let server = FakeModel::start_logged("normal", &log);
+        let edit = |text: String| {
+            if resume {
+                text
+            } else {
+                text.replacen("[agent]\n", "[agent]\nsession_resume = false\n", 1)
+            }
+        };
+        serve(&p, "claude", server.port, 2, &edit).assert_code(0);
+        let ends = p.events_of("round_end");
+        assert_eq!(ends.len(), 2, "{}", p.events_text());
+        assert!(
+            ends.iter()
+                .all(|e| e["exit_code"] == 0 && e["exit_cause"] == "exited"),
+            "{}",
+            p.events_text()
+        );
+        let resumed = p.events_of("session_resumed");
+        let sessions = claude_sessions(&p);
+        let longest = request_turns(&log).into_iter().max().unwrap_or(0);
+        if resume {
+            assert_eq!(resumed.len(), 1, "{}", p.events_text());
+            assert_eq!(resumed[0]["round_num"], 2, "{}", resumed[0]);
+            let id = resumed[0]["session_id"].as_str().unwrap();
+            assert_eq!(sessions.len(), 1, "{sessions:?}");
+            assert_eq!(
+                sessions[0].file_stem().unwrap().to_str().unwrap(),
+                id,
+                "{sessions:?}"
+            );
+            assert!(
+                longest > FRESH_ROUND_MAX_TURNS,
+                "round 2 did not carry round 1's conversation: at most {longest} entries"
+            );
+        } else {
+            assert!(resumed.is_empty(), "{}", p.events_text());
+            assert_eq!(sessions.len(), 2, "{sessions:?}");
+            assert!(longest <= FRESH_ROUND_MAX_TURNS, "{longest} entries");
+        }
     }
 }
 

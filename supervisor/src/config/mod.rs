@@ -17,6 +17,7 @@ mod monitor;
 mod raw;
 mod resolve;
 pub(crate) mod schedule;
+pub(crate) mod session_resume;
 pub(crate) mod state_dir;
 pub(crate) mod vocabulary;
 

@@ -164,6 +164,10 @@ pub struct AgentConfig {
     /// [`MAX_SIGTERM_GRACE_S`]): how long an agent whose CLI drains its turn on a signal
     /// (`crate::runtime::cooperative`) gets between that signal and SIGKILL.
     pub sigterm_grace: Duration,
+    /// `session_resume` (default `true`): whether `serve` resumes the agent's session from
+    /// one round of a phase to the next, for a CLI that can
+    /// ([`crate::config::session_resume`]).
+    pub session_resume: bool,
     /// `[agent.sandbox] allow_hosts`: `Some` puts the agent in its own network namespace,
     /// reaching only these hosts through the egress proxy (`crate::runtime::egress_proxy`);
     /// `None` (the key absent): the network as the supervisor has it.
@@ -847,6 +851,7 @@ fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, Bad> {
     let delivery = raw.prompt_delivery()?;
     let exec_prefix = raw.exec_prefix();
     let sigterm_grace_s = raw.sigterm_grace_s()?;
+    let session_resume = raw.session_resume()?;
     let env = raw.env();
     let terminal_marker = raw.terminal_marker()?;
     let command = expand_command(raw.command).map_err(|e| bad("agent.command", e))?;
@@ -876,6 +881,8 @@ fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, Bad> {
             "exec_prefix[0] is the program run before the agent's command; it must not be empty",
         ));
     }
+    super::session_resume::check_static(&command, &template, session_resume)
+        .map_err(|e| bad("agent.command", e))?;
     let allow_hosts = match raw.sandbox.allow_hosts()? {
         None => None,
         Some(list) => Some(
@@ -886,6 +893,7 @@ fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, Bad> {
     Ok(AgentConfig {
         allow_hosts,
         sigterm_grace: Duration::from_secs(sigterm_grace_s),
+        session_resume,
         command,
         prompt_arg_template: template,
         name: raw.name,

@@ -158,6 +158,7 @@ mod tests {
             exec_prefix: vec![],
             terminal_marker: String::new(),
             sigterm_grace: std::time::Duration::from_secs(10),
+            session_resume: true,
             allow_hosts: None,
         }
     }

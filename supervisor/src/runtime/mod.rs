@@ -7,7 +7,8 @@
 //!   [`round_cgroup`]: each round in its own cgroup when the supervisor's is delegated.
 //! - [`agent`]: the agent process in its own process group, under its budget;
 //!   [`agent_preconditions`]: what the agent CLI needs from this machine (serve and doctor);
-//!   [`cooperative`]: the signal and grace that end it.
+//!   [`cooperative`]: the signal and grace that end it; [`sessions`]: the agent session a
+//!   phase's rounds resume under `serve`.
 //! - [`pre_round`] (pre-round hooks and context enrichers), [`spawn_gate`], [`dirty`] and
 //!   [`detect_hooks`]: the hook families as the round sees them, with their built-ins;
 //!   [`serve_startup`]: the hooks `serve` calls once at boot.
@@ -59,6 +60,7 @@ pub(crate) mod sandbox_denials;
 pub(crate) mod schedule_gate;
 pub(crate) mod serve;
 pub(crate) mod serve_startup;
+pub(crate) mod sessions;
 pub mod spawn_gate;
 pub(crate) mod substrate;
 pub(crate) mod transient;

@@ -142,10 +142,12 @@ pub(crate) fn spawn_view_argv(agent: &AgentConfig) -> Vec<String> {
 }
 
 /// The agent's full argv: `exec_prefix` with `{work_dir}` replaced (the reference system's
-/// rule: only in the prefix), then `command`, then `prompt_arg_template` with `{prompt}`
-/// replaced (argv delivery) or as is (stdin delivery).
+/// rule: only in the prefix), then `command`, then `resume_args` (session resume:
+/// `crate::runtime::sessions`), then `prompt_arg_template` with `{prompt}` replaced (argv
+/// delivery) or as is (stdin delivery).
 pub(crate) fn agent_argv(
     agent: &AgentConfig,
+    resume_args: &[String],
     prompt: &str,
     work_dir: &std::path::Path,
 ) -> Vec<String> {
@@ -156,6 +158,7 @@ pub(crate) fn agent_argv(
         .map(|word| word.replace("{work_dir}", &work_dir))
         .collect();
     argv.extend(agent.command.iter().cloned());
+    argv.extend(resume_args.iter().cloned());
     argv.extend(
         agent
             .prompt_arg_template
@@ -238,11 +241,12 @@ mod tests {
             exec_prefix: Vec::new(),
             terminal_marker: String::new(),
             sigterm_grace: std::time::Duration::from_secs(10),
+            session_resume: true,
             allow_hosts: None,
         };
         let work_dir = std::path::Path::new("/srv/p");
         assert_eq!(
-            agent_argv(&agent, "do it", work_dir),
+            agent_argv(&agent, &[], "do it", work_dir),
             ["aider", "--yes", "--message", "do it"]
         );
         let prefixed = AgentConfig {
@@ -256,7 +260,12 @@ mod tests {
             ..agent
         };
         assert_eq!(
-            agent_argv(&prefixed, "do it", work_dir),
+            agent_argv(
+                &prefixed,
+                &["--restore-chat-history".to_owned()],
+                "do it",
+                work_dir
+            ),
             [
                 "docker",
                 "run",
@@ -264,6 +273,7 @@ mod tests {
                 "/srv/p:/w",
                 "aider",
                 "{work_dir}",
+                "--restore-chat-history",
                 "--message",
                 "do it"
             ]

@@ -28,7 +28,7 @@ use crate::record::state;
 use crate::record::stop::{StopLevel, StopWatch};
 use crate::runtime::agent::{self, AgentExit, AgentSpec};
 use crate::runtime::agent_sandbox::AgentSandboxGate;
-use crate::runtime::attribution::{Baseline, OwnFiles};
+use crate::runtime::attribution::{self, Baseline, OwnFiles};
 use crate::runtime::config_digest;
 use crate::runtime::detect_hooks::{self, AutoStop};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
@@ -43,6 +43,7 @@ use crate::runtime::prompt::{agent_argv, assemble, spawn_view_argv};
 use crate::runtime::round_cgroup::{self, Delegation, RoundCgroup};
 use crate::runtime::round_context::{self, RoundContext, CONTEXT_FILE_ENV};
 use crate::runtime::sandbox_denials::DenialTally;
+use crate::runtime::sessions::{Resume, Sessions};
 use crate::runtime::spawn_gate::{self, Verdict};
 use crate::runtime::substrate;
 use crate::tree_file;
@@ -168,6 +169,8 @@ struct Launch {
     budget: std::time::Duration,
     /// How the agent is ended (its CLI's cooperative signal and grace).
     stop_signal: crate::runtime::cooperative::StopSignal,
+    /// What the round does about its phase's agent session (`serve` only).
+    resume: Option<Resume>,
 }
 
 /// Runs rounds of one project: the loaded config, its hosts and its event log.
@@ -183,6 +186,8 @@ pub(crate) struct Runner {
     unhealthy_since: Option<std::time::Instant>,
     /// The delegated cgroup rounds get children of; `None`: rounds run in the supervisor's.
     cgroups: Option<Delegation>,
+    /// The agent sessions rounds resume; `None` (`round`): every round starts a new one.
+    sessions: Option<Sessions>,
     /// The agent's sandbox gate of this boot.
     agent_sandbox: AgentSandboxGate,
 }
@@ -215,8 +220,15 @@ impl Runner {
             repo,
             unhealthy_since: None,
             cgroups,
+            sessions: None,
             agent_sandbox,
         }
+    }
+
+    /// Later rounds resume their phase's agent session where the CLI can (`serve`:
+    /// [`crate::runtime::sessions`]).
+    pub(crate) fn resume_sessions(&mut self) {
+        self.sessions.get_or_insert_with(Sessions::default);
     }
 
     /// Runs later rounds with `config` (a re-read of the same file: same work dir, log dir
@@ -375,15 +387,25 @@ impl Runner {
             ControlFlow::Break(attempt) => return Ok(attempt),
         };
         let launch = self.launch(next, phase, &round_ctx)?;
+        let resume = launch.resume.clone();
         if let ControlFlow::Break(attempt) = self.ask_spawn_gate(&ctx, &launch, phase, stop).await {
             return Ok(attempt);
         }
-        let (round_num, log_path, log) = self.start_round(&round_ctx, &started, phase).await?;
+        let (round_num, log_path, log) = self
+            .start_round(&round_ctx, &started, phase, resume.as_ref())
+            .await?;
         let baseline = self.baseline(round_num).await;
         let head_before = self.repo.head().await;
         let exit = self
             .run_agent(round_num, phase, launch, &log_path, log, stop)
-            .await?;
+            .await;
+        if let Some(sessions) = self.sessions.as_mut().filter(|_| resume.is_some()) {
+            sessions.ended(
+                phase.unwrap_or(""),
+                exit.as_ref().is_ok_and(AgentExit::is_clean),
+            );
+        }
+        let exit = exit?;
         let duration_s = (exit.duration.as_secs_f64() * 1000.0).round() / 1000.0;
         // Before the dirty tree is handled, so a check sees the round's edits.
         let goal = match &self.config.goal {
@@ -511,13 +533,26 @@ impl Runner {
                 format!("{reason}; {fix}"),
             )));
         }
+        let resume = self
+            .sessions
+            .as_ref()
+            .and_then(|s| s.plan(profile.agent, phase.unwrap_or(""), self.fresh_eyes(next)));
+        let resume_args = resume.as_ref().map(|r| r.args.as_slice()).unwrap_or(&[]);
+        let mut env = self.agent_env(next, phase);
+        env.extend(resume.iter().flat_map(Resume::env));
         Ok(Launch {
-            argv: agent_argv(profile.agent, &prompt, &self.config.runtime.work_dir),
+            argv: agent_argv(
+                profile.agent,
+                resume_args,
+                &prompt,
+                &self.config.runtime.work_dir,
+            ),
             stdin_prompt: (profile.agent.delivery == PromptDelivery::Stdin).then_some(prompt),
-            env: self.agent_env(next, phase),
+            env,
             marker: profile.agent.terminal_marker.clone(),
             budget: profile.round_budget,
             stop_signal: crate::runtime::cooperative::stop_signal(profile.agent),
+            resume,
         })
     }
 
@@ -561,13 +596,15 @@ impl Runner {
     }
 
     /// Starts the round proper: its number taken, the round context written,
-    /// `round_start` (and `fresh_eyes_round_triggered`, `round_substrate_before`)
-    /// recorded, old round logs pruned and the round's log created.
+    /// `round_start` (and `fresh_eyes_round_triggered`, `session_resumed`,
+    /// `round_substrate_before`) recorded, `resume`'s id made the phase's session, old
+    /// round logs pruned and the round's log created.
     async fn start_round(
         &mut self,
         round_ctx: &RoundContext,
         started: &str,
         phase: Option<&str>,
+        resume: Option<&Resume>,
     ) -> Result<(u64, PathBuf, File), RoundError> {
         let state_dir = &self.config.runtime.state_dir;
         let round_num = state::next_round(state_dir).map_err(|source| RoundError::RecordState {
@@ -598,6 +635,16 @@ impl Runner {
                 round_num,
                 every_n: self.config.runtime.fresh_eyes_every_n.unwrap_or(0),
             });
+        }
+        if let (Some(sessions), Some(resume)) = (self.sessions.as_mut(), resume) {
+            sessions.started(phase.unwrap_or(""), resume);
+            if resume.resuming {
+                self.events.emit(Event::SessionResumed {
+                    session_id: resume.id.clone(),
+                    phase: phase.map(str::to_owned),
+                    round_num,
+                });
+            }
         }
         self.substrate(round_num, false).await;
         let stamp: String = started[..19]
@@ -807,8 +854,11 @@ impl Runner {
             }
         };
         let split = baseline.split(&self.config.runtime.work_dir, files);
+        for path in split.nested.iter().take(dirty::MAX_LISTED_FILES) {
+            self.events.emit(dirty::submodule_skipped(round_num, path));
+        }
         if split.round.is_empty() {
-            return None;
+            return (!split.nested.is_empty()).then_some(Outcome::Ignored);
         }
         if let Some(found) = git_operation::in_progress(&self.config.runtime.work_dir) {
             self.events.emit(Event::GitOperationInProgress {
@@ -979,11 +1029,15 @@ impl Runner {
     }
 
     /// The tree before the agent starts (docs/configuration.md, "Dirt attribution"): what
-    /// is dirty now is the operator's, recorded as `dirty_before_round`. A failed look
-    /// records nothing and attributes everything after the round to the round.
+    /// is dirty now is the operator's, recorded as `dirty_before_round`, except a
+    /// submodule with changes inside ([`attribution::nested_repository`]), which is
+    /// nobody's. A failed look records nothing and attributes everything after the round
+    /// to the round.
     async fn baseline(&self, round_num: u64) -> Baseline {
         match self.repo.dirty_files().await {
-            Ok(files) => {
+            Ok(mut files) => {
+                let work_dir = &self.config.runtime.work_dir;
+                files.retain(|f| !attribution::nested_repository(work_dir, f));
                 if !files.is_empty() {
                     self.events.emit(Event::DirtyBeforeRound {
                         round_num,

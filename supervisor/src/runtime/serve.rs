@@ -268,6 +268,8 @@ pub(crate) async fn serve(
         follow,
         ..
     } = booted;
+    // Sessions live as long as this serve (`round` alone never resumes one).
+    runner.resume_sessions();
     let max_rounds = if options.once {
         Some(1)
     } else {

@@ -1,0 +1,154 @@
+//! Session resume (docs/agent-clis.md, "Session resume"): how each agent CLI picks its
+//! previous session back up, by the CLI's name (`command[0]`'s file name, as for the
+//! cooperative stop). `serve` mints one session id per phase and appends the CLI's
+//! arguments after `command`, before the prompt arguments (`crate::runtime::sessions`);
+//! `[agent] session_resume = false` turns it off.
+//!
+//! The reference system does pi only (`--session-id` on every round, an older pi's flag).
+//! Each form below was read from the pinned CLI's own `--help`
+//! (tests/agent-clis/versions.env) and run against the fake model server: claude and
+//! gemini refuse to start a session under an id already used (`--session-id` twice fails),
+//! so a resumed round names it with `--resume`; codex and aider cannot be handed a new
+//! session's id and go on with their last session. pi and kimi are not in the table yet:
+//! the pinned pi (0.73) has no `--session-id`, and their `--continue` failed two-round
+//! `serve` against the fake model server (docs/agent-clis.md, "Session resume").
+
+/// How a CLI picks a session back up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ResumeForm {
+    /// `[start, id]` on the phase's first round, `[resume, id]` on the rounds after
+    /// (claude and gemini: `--session-id`, then `--resume`).
+    StartThenResume {
+        /// The flag that starts a session under a given id.
+        start: &'static str,
+        /// The flag that goes on with a session by its id.
+        resume: &'static str,
+    },
+    /// Nothing on the phase's first round, `args` on the rounds after: the CLI goes on with
+    /// the last session it recorded for the work tree (codex's `exec … resume --last`,
+    /// aider's `--restore-chat-history`).
+    Last {
+        /// The words appended.
+        args: &'static [&'static str],
+    },
+}
+
+/// CLIs that can resume a session, by `command[0]`'s file name. codex's words go after
+/// its preset's `exec [options]`, where its `resume` subcommand belongs.
+pub(crate) const RESUMABLE: &[(&str, ResumeForm)] = &[
+    (
+        "claude",
+        ResumeForm::StartThenResume {
+            start: "--session-id",
+            resume: "--resume",
+        },
+    ),
+    (
+        "gemini",
+        ResumeForm::StartThenResume {
+            start: "--session-id",
+            resume: "--resume",
+        },
+    ),
+    (
+        "codex",
+        ResumeForm::Last {
+            args: &["resume", "--last"],
+        },
+    ),
+    (
+        "aider",
+        ResumeForm::Last {
+            args: &["--restore-chat-history"],
+        },
+    ),
+];
+
+/// The resume form of an agent whose `command[0]` is `program`, if its CLI has one.
+pub(crate) fn form_of(program: &str) -> Option<ResumeForm> {
+    let name = program.rsplit('/').next().unwrap_or(program);
+    RESUMABLE
+        .iter()
+        .find(|(cli, _)| *cli == name)
+        .map(|(_, form)| *form)
+}
+
+impl ResumeForm {
+    /// The words appended to a round's command: `resuming` says whether the phase's
+    /// session goes on (else a new one starts under `id`). Empty when nothing is appended
+    /// (a [`ResumeForm::Last`] CLI's first round).
+    pub(crate) fn args(self, id: &str, resuming: bool) -> Vec<String> {
+        match (self, resuming) {
+            (ResumeForm::StartThenResume { start, .. }, false) => {
+                vec![start.to_owned(), id.to_owned()]
+            }
+            (ResumeForm::StartThenResume { resume, .. }, true) => {
+                vec![resume.to_owned(), id.to_owned()]
+            }
+            (ResumeForm::Last { .. }, false) => Vec::new(),
+            (ResumeForm::Last { args }, true) => args.iter().map(|a| (*a).to_owned()).collect(),
+        }
+    }
+
+    /// The words the supervisor appends, which the static command must not hold already
+    /// (a second copy would start or resume a session the supervisor does not know of, or
+    /// be refused by the CLI).
+    pub(crate) fn reserved(self) -> Vec<&'static str> {
+        match self {
+            ResumeForm::StartThenResume { start, resume } => vec![start, resume],
+            ResumeForm::Last { args } => args.iter().take(1).copied().collect(),
+        }
+    }
+}
+
+/// The boot guard (the reference system's): with resume on, an agent whose static
+/// `command` or `prompt_arg_template` already holds a word the supervisor appends is
+/// refused. Errors: the offending word and what to do, for `agent.command`.
+pub(crate) fn check_static(
+    command: &[String],
+    template: &[String],
+    enabled: bool,
+) -> Result<(), String> {
+    let Some(form) = command.first().and_then(|c| form_of(c)).filter(|_| enabled) else {
+        return Ok(());
+    };
+    let words = command.iter().skip(1).chain(template);
+    match words
+        .into_iter()
+        .find(|w| form.reserved().contains(&w.as_str()))
+    {
+        Some(word) => Err(format!(
+            "already contains {word:?}: serve appends it per round for session resume; remove it from the static command, or set session_resume = false"
+        )),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_form_appends_what_its_cli_takes() {
+        let claude = form_of("/usr/bin/claude").unwrap();
+        assert_eq!(claude.args("x", false), ["--session-id", "x"]);
+        assert_eq!(claude.args("x", true), ["--resume", "x"]);
+        let codex = form_of("codex").unwrap();
+        assert!(codex.args("x", false).is_empty());
+        assert_eq!(codex.args("x", true), ["resume", "--last"]);
+        assert_eq!(form_of("my-agent"), None);
+    }
+
+    #[test]
+    fn a_static_copy_is_refused_only_with_resume_on() {
+        let cmd = |words: &[&str]| words.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+        let err = check_static(&cmd(&["claude", "--resume", "abc", "-p"]), &[], true).unwrap_err();
+        assert!(err.contains("\"--resume\""), "{err}");
+        assert!(check_static(&cmd(&["claude", "--resume", "abc"]), &[], false).is_ok());
+        assert!(
+            check_static(&cmd(&["gemini"]), &cmd(&["--session-id", "{prompt}"]), true).is_err()
+        );
+        assert!(check_static(&cmd(&["my-agent", "--resume"]), &[], true).is_ok());
+        assert!(check_static(&cmd(&["claude", "-p"]), &cmd(&["{prompt}"]), true).is_ok());
+    }
+}
