@@ -7,7 +7,7 @@ kimi, with tools) and responses (Codex CLI), streaming or not; Anthropic message
 Code, streaming SSE); Gemini generateContent and
 streamGenerateContent (Gemini CLI). No real provider is ever reached.
 
-    fake_model.py --mode MODE [--retry-after S] [--log FILE] [--host ADDR]
+    fake_model.py --mode MODE [--retry-after S] [--log FILE] [--host ADDR] [--then CMD]
 
 prints `port N` on its first stdout line once it listens, then serves until killed.
 Modes:
@@ -20,6 +20,8 @@ Modes:
   retry_once  the first model request gets `overloaded`'s answer, the rest `normal`'s
   idle        answers in plain text and never calls a tool: the agent exits 0 having
               changed nothing (`stalled_no_progress`)
+--then CMD: the shell tool call runs CMD after writing the marker (a probe of what the
+agent may do, e.g. read a planted key under confinement).
 Connection refused is no server at all: the tests take a port and close it.
 Every request is appended to --log as one JSON line (method, path, status, and for a model
 request `turns`: how many conversation entries it carried, so a test sees a resumed session's
@@ -36,7 +38,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 MARK_FILE = "agent-was-here.txt"
 MARK_TEXT = "written by the agent through the fake model"
 
-STATE = {"model_requests": 0, "idle": False}
+STATE = {"model_requests": 0, "idle": False, "then": None}
 
 
 def mark_text():
@@ -46,7 +48,10 @@ def mark_text():
 
 
 def shell_line():
-    return f"echo '{mark_text()}' >> {MARK_FILE}"
+    line = f"echo '{mark_text()}' >> {MARK_FILE}"
+    if STATE["then"]:
+        line += f"; {STATE['then']}"
+    return line
 LOCK = threading.Lock()
 
 
@@ -375,7 +380,9 @@ def main():
     parser.add_argument("--log")
     parser.add_argument("--host", default="127.0.0.1",
                         help="the loopback address to listen on (127.0.0.2 for the egress tests)")
+    parser.add_argument("--then", help="a shell command the tool call runs after the marker")
     args = parser.parse_args()
+    STATE["then"] = args.then
     server = ThreadingHTTPServer((args.host, 0), Handler)
     server.daemon_threads = True
     server.mode = args.mode

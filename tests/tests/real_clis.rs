@@ -37,6 +37,16 @@ impl FakeModel {
         )
     }
 
+    /// The server with more arguments (`--then CMD`: the shell tool call also runs CMD).
+    fn start_with(mode: &str, addr: &str, extra: &[&str]) -> FakeModel {
+        Self::spawn(
+            Command::new("python3")
+                .arg(workspace_root().join("tests/agent-clis/fake_model.py"))
+                .args(["--mode", mode, "--host", addr])
+                .args(extra),
+        )
+    }
+
     /// As [`FakeModel::start`], each request recorded in `log` (one JSON line each).
     fn start_logged(mode: &str, log: &std::path::Path) -> FakeModel {
         Self::spawn(
@@ -574,6 +584,93 @@ fn codex_round_through_the_egress_proxy() {
 #[test]
 fn gemini_round_through_the_egress_proxy() {
     round_through_the_egress_proxy(Operator::Root, "gemini");
+}
+
+/// The key a confined agent must not read: planted in the fake home's `~/.ssh`.
+const PLANTED_KEY: &str = "-----BEGIN PLANTED TEST KEY----- not for the agent";
+
+/// The "done when" (docs/security.md, "The agent's confinement"): under
+/// `[agent.sandbox] mode = "require"` (the fake model's port granted by `connect_ports`),
+/// the real CLI completes its round (exit 0), its change is committed, nothing is
+/// degraded; its shell tool call's attempt to read a planted `~/.ssh/id_rsa` failed
+/// (the probe's output, committed too, holds the shell's refusal, not the key).
+fn round_confined_under_require_commits_its_change(operator: Operator, cli: &str) {
+    let p = Project::new_as(operator);
+    let ssh = p.home().join(".ssh");
+    std::fs::create_dir_all(&ssh).unwrap();
+    std::fs::write(ssh.join("id_rsa"), PLANTED_KEY).unwrap();
+    if let Some(user) = operator.user() {
+        // Owned by the operator, so only the confinement can refuse the read.
+        user.own(&ssh);
+    }
+    let probe = format!(
+        "cat {}/id_rsa > ssh-probe.txt 2>&1; echo \"exit $?\" >> ssh-probe.txt",
+        ssh.display()
+    );
+    let server = FakeModel::start_with("normal", "127.0.0.1", &["--then", &probe]);
+    let sandbox = format!(
+        "\n[agent.sandbox]\nmode = \"require\"\nconnect_ports = [{}]\n",
+        server.port
+    );
+    let edit = move |text: String| {
+        // Codex's own workspace-write sandbox does not nest inside ours: its tool call
+        // fails and codex exits 0 having changed nothing (docs/security.md); ours replaces it.
+        text.replace("dirty_action = \"stash\"", "dirty_action = \"auto_commit\"")
+            .replace(
+                "\"--sandbox\", \"workspace-write\"",
+                "\"--dangerously-bypass-approvals-and-sandbox\"",
+            )
+            .replace("\n[runtime]\n", &format!("{sandbox}\n[runtime]\n"))
+    };
+    let out = serve(&p, cli, server.port, 1, &edit);
+    let all = p.events_text();
+    out.assert_code(0);
+    let logs: String = p
+        .round_logs()
+        .iter()
+        .map(|l| std::fs::read_to_string(l).unwrap_or_default())
+        .collect();
+    let all = format!("{all}\nround log:\n{logs}");
+    let exits = p.events_of("agent_exit");
+    assert_eq!(exits.len(), 1, "{cli} {operator:?}: {all}");
+    assert_eq!(exits[0]["exit_code"], 0, "{cli} {operator:?}: {all}");
+    assert!(
+        p.events_of("agent_sandbox_degraded").is_empty(),
+        "{cli} {operator:?}: {all}"
+    );
+    let commits = p.git(&["log", "--format=%H", "--", "agent-was-here.txt"]);
+    assert_eq!(
+        commits.lines().count(),
+        1,
+        "{cli} {operator:?}: {commits}\n{all}"
+    );
+    assert!(
+        p.status_porcelain().is_empty(),
+        "{:?}",
+        p.status_porcelain()
+    );
+    let probed = p.git(&["show", "HEAD:ssh-probe.txt"]);
+    assert!(
+        !probed.contains("PLANTED") && probed.contains("Permission denied"),
+        "{cli} {operator:?}: the confined agent's read of ~/.ssh/id_rsa: {probed}"
+    );
+    assert!(
+        !probed.trim_end().ends_with("exit 0"),
+        "{cli} {operator:?}: {probed}"
+    );
+}
+
+#[test]
+fn claude_round_confined_under_require_commits_its_change() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        round_confined_under_require_commits_its_change(operator, "claude");
+    }
+}
+
+/// Codex CLI as root (its preset's `--sandbox workspace-write` replaced by ours).
+#[test]
+fn codex_round_confined_under_require_commits_its_change() {
+    round_confined_under_require_commits_its_change(Operator::Root, "codex");
 }
 
 /// aider's preset starts its CLI as root and as an unprivileged user: a normal round
