@@ -35,7 +35,7 @@ use crate::agent_policy::{
 };
 use crate::capabilities::drop_all as drop_capabilities;
 use crate::layers::Layer;
-use crate::pid_namespace::{has_exited, own_pidfd, FreshPidNamespace};
+use crate::pid_namespace::{die_with_supervisor, own_pidfd, FreshPidNamespace};
 use crate::policy::{PolicyError, SeccompProgram};
 use crate::probe::{kernel_landlock_abi, Tier};
 use crate::user_namespace::{user_namespaces, UserNamespacePlan};
@@ -179,11 +179,11 @@ impl AgentConfinement {
     pub fn apply(&self) -> std::io::Result<()> {
         if let Some(user_ns) = &self.user_ns {
             user_ns.enter()?;
-            self.die_with_parent()?;
+            die_with_supervisor(&self.supervisor)?;
         }
         if self.isolation != PidIsolation::None {
             become_init_of_agent()?;
-            self.die_with_parent()?;
+            die_with_supervisor(&self.supervisor)?;
         }
         drop_capabilities()?;
         // SAFETY: prctl with integer arguments only.
@@ -214,28 +214,6 @@ impl AgentConfinement {
             if r < 0 {
                 return Err(std::io::Error::last_os_error());
             }
-        }
-        Ok(())
-    }
-
-    /// `PR_SET_PDEATHSIG` = `SIGKILL`, then `_exit(1)` if the supervisor is already gone.
-    fn die_with_parent(&self) -> std::io::Result<()> {
-        // SAFETY: prctl with integer arguments only.
-        if unsafe {
-            libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            )
-        } != 0
-        {
-            return Err(std::io::Error::last_os_error());
-        }
-        if has_exited(&self.supervisor) {
-            // SAFETY: _exit never returns.
-            unsafe { libc::_exit(1) };
         }
         Ok(())
     }

@@ -62,7 +62,7 @@ use std::sync::MutexGuard;
 use crate::capabilities::drop_all as drop_capabilities;
 use crate::env::host_environment;
 use crate::notify::DenialListener;
-use crate::pid_namespace::{has_exited, own_pidfd, FreshPidNamespace};
+use crate::pid_namespace::{die_with_supervisor, own_pidfd, FreshPidNamespace};
 use crate::pids_limit::PidsCgroup;
 use crate::pin::VerifiedExecutable;
 use crate::policy::{
@@ -394,39 +394,16 @@ fn recv_fd(sock: RawFd) -> std::io::Result<OwnedFd> {
 }
 
 impl ChildPlan {
-    /// `prctl(PR_SET_PDEATHSIG, SIGKILL)`, then `_exit(1)` if the supervisor is already gone
-    /// (it died between the fork and the prctl).
-    fn die_with_parent(&self) -> std::io::Result<()> {
-        // SAFETY: prctl with integer arguments only.
-        if unsafe {
-            libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            )
-        } != 0
-        {
-            return Err(std::io::Error::last_os_error());
-        }
-        if has_exited(&self.supervisor) {
-            // SAFETY: _exit is async-signal-safe and never returns.
-            unsafe { libc::_exit(1) };
-        }
-        Ok(())
-    }
-
     /// Runs in the forked child, the steps in the module docs' order. Only raw system calls:
     /// no allocation, no locks, no logging (nor in any step below).
     fn apply(&self) -> std::io::Result<()> {
         self.join_pids_cgroup()?;
         self.set_rlimits()?;
-        self.die_with_parent()?;
+        die_with_supervisor(&self.supervisor)?;
         if let Some(user_ns) = &self.user_ns {
             user_ns.enter()?;
             // Now PID 1 of the new namespace, child of the reaper.
-            self.die_with_parent()?;
+            die_with_supervisor(&self.supervisor)?;
         }
         if let Some(tmp) = &self.private_tmp {
             tmp.mount(self.landlock.as_ref().map(|fd| fd.as_raw_fd()))?;

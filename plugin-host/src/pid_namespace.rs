@@ -93,6 +93,33 @@ pub fn own_pidfd() -> std::io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
 }
 
+/// `prctl(PR_SET_PDEATHSIG, SIGKILL)`, then `_exit(1)` if the supervisor behind `supervisor`
+/// (a pidfd made before the fork) is already gone: it died between the fork and the prctl.
+/// Only raw system calls: usable between fork and exec (hosts and the confined agent alike).
+///
+/// # Errors
+/// The `prctl` error.
+pub fn die_with_supervisor(supervisor: &OwnedFd) -> std::io::Result<()> {
+    // SAFETY: prctl with integer arguments only.
+    if unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    } != 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
+    if has_exited(supervisor) {
+        // SAFETY: _exit is async-signal-safe and never returns.
+        unsafe { libc::_exit(1) };
+    }
+    Ok(())
+}
+
 /// True if the process behind `pidfd` has exited. Only `poll(2)` on the stack: usable
 /// between fork and exec.
 pub fn has_exited(pidfd: &OwnedFd) -> bool {
