@@ -250,6 +250,15 @@ fn live_serve_shows_service_state_and_host_counters() {
     assert_eq!(svc["state"], "deferred");
     assert_eq!(svc["mode"], "pid_file");
     assert!(svc["uptime_s"].as_f64().unwrap() >= 0.0);
+    // The keys the reference added in its peek schema 2.3 – 2.5, with its meanings: each
+    // preset's cooperative-stop signal, this agent's grace, and the memory brake (none
+    // configured here).
+    assert_eq!(doc["plugins"]["cooperative_stop"]["claude"], "SIGINT");
+    assert_eq!(
+        doc["plugins"]["resolved_sigterm_grace_s"], 5,
+        "a non-cooperative agent"
+    );
+    assert_eq!(doc["brake"], "off");
     let host = &doc["hosts"][0];
     assert_eq!(host["state"], "running", "{host}");
     assert!(host["pid"].as_u64().is_some(), "{host}");

@@ -172,6 +172,14 @@ fn write_config(p: &Project, cg: Option<&TestCgroup>, alloc_mb: u64, memory: &st
     );
 }
 
+/// `peek --json`'s `brake` (the reference's peek schema 2.5 key), run in `cg`.
+fn peek_brake(p: &Project, cg: Option<&TestCgroup>) -> Value {
+    let out = run_in(p, cg, &["peek", "--json"]);
+    out.assert_code(0);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out}"));
+    doc["brake"].clone()
+}
+
 fn doctor_round_cgroup(p: &Project, cg: Option<&TestCgroup>) -> Value {
     let out = run_in(p, cg, &["doctor", "--json"]);
     let report: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out}"));
@@ -212,6 +220,7 @@ fn peak_and_oom_kill_in_a_delegated_cgroup(operator: Operator) {
         reason.starts_with("delegated") && reason.contains(&cg.dir.display().to_string()),
         "{check}"
     );
+    assert_eq!(peek_brake(&p, Some(&cg)), "armed");
     run_in(&p, Some(&cg), &["round"]).assert_code(0);
     let mem = &p.events_of("round_cgroup_memory")[0];
     assert_eq!(mem["round_num"], 1, "{mem}");
@@ -244,6 +253,7 @@ fn peak_and_oom_kill_in_a_delegated_cgroup(operator: Operator) {
 
     // Round 2: 256 MiB against a 32 MiB hard limit: the kernel kills the agent, named.
     write_config(&p, Some(&cg), 256, &format!("{mode}round_max_mb = 32"));
+    assert_eq!(peek_brake(&p, Some(&cg)), "off", "a limit without a brake");
     run_in(&p, Some(&cg), &["round"]).assert_code(1);
     let log = last_round_log(&p);
     assert!(
@@ -305,6 +315,12 @@ fn without_delegation_nothing_changes_and_doctor_says_how_to_get_it() {
             && reason.contains("round_max_mb are not applied"),
         "{check}"
     );
+    assert_eq!(peek_brake(&p, None), "off", "a limit without a brake");
+    write_config(&p, None, 8, "round_high_mb = 16");
+    assert_eq!(peek_brake(&p, None), "inert(undelegated)");
+    write_config(&p, None, 8, "round_cgroup = \"off\"\nround_high_mb = 16");
+    assert_eq!(peek_brake(&p, None), "inert(round_cgroup off)");
+    write_config(&p, None, 8, "round_max_mb = 32");
     run_in(&p, None, &["round"]).assert_code(0);
     assert!(
         p.events_of("round_cgroup_memory").is_empty() && p.events_of("round_oom_killed").is_empty(),

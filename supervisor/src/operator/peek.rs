@@ -37,6 +37,7 @@ use crate::record::rounds::{self, RoundDoc, RoundView};
 use crate::record::service::{self, CurrentRound, ServiceDoc};
 use crate::record::state::{self, OrphanState, RoundState};
 use crate::runtime::git_operation;
+use crate::runtime::round_cgroup;
 
 /// The document's `schema_version`: the reference system's (`"2.2"`), whose every key this
 /// document carries with its type (a superset: ours are added under keys it does not use;
@@ -103,6 +104,14 @@ pub(crate) struct PeekDoc {
     pub plugins: PeekPlugins,
     /// The agent's own confinement (`[agent.sandbox] mode`; shared with `doctor`).
     pub agent_sandbox: AgentSandboxBlock,
+    /// The reference system's `brake` (its peek schema 2.5): the state of the `memory.high`
+    /// soft brake, `"off"` (none configured), `"armed"` (configured, and the cgroup it is
+    /// written to is ours to write) or `"inert(<reason>)"` (configured, but cannot be
+    /// written). The reference's brake is written on its supervisor's own cgroup under
+    /// memory pressure (`[monitor.host_health.brake]`, which this build accepts with a
+    /// warning and ignores); ours is `memory.round_high_mb`, written on each round's own
+    /// cgroup ([`brake_state`]; docs/operations.md, "Round cgroups").
+    pub brake: String,
     /// The round running now (`null` when none).
     pub current_round: Option<RoundDoc>,
     /// The last completed rounds, oldest first.
@@ -458,6 +467,7 @@ pub(crate) fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
         },
         plugins: plugins_block(config, &hosts, sandbox, pins, next.disable_pre_round_hooks),
         agent_sandbox: agent_sandbox_block(config, &caps),
+        brake: brake_state(&config.monitor.host_health),
         current_round,
         recent_rounds,
         orphan,
@@ -490,6 +500,26 @@ pub(crate) fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
 /// The `plugins` block of `config`, its `hosts` (from [`hosts_block`]), `sandbox`, `pins`
 /// and whether the next round's pre-round hooks are disabled: hook names, event kinds and
 /// owned paths of the enabled hosts.
+/// [`PeekDoc::brake`] from `cfg` and the live cgroup facts: `off` without
+/// `memory.round_high_mb`; else `armed` when rounds get cgroups of their own
+/// ([`round_cgroup::delegation`]), or `inert(round_cgroup off)`, `inert(no memory cgroup)`
+/// (no memory controller for this process) or `inert(undelegated)`.
+fn brake_state(cfg: &crate::config::HostHealthConfig) -> String {
+    if cfg.round_high_mb.is_none() {
+        return "off".to_owned();
+    }
+    if cfg.round_cgroup == crate::config::RoundCgroupMode::Off {
+        return "inert(round_cgroup off)".to_owned();
+    }
+    if agent_runner_plugin_host::cgroup::own_cgroup("memory").is_none() {
+        return "inert(no memory cgroup)".to_owned();
+    }
+    match round_cgroup::delegation(cfg.round_cgroup) {
+        Ok(_) => "armed".to_owned(),
+        Err(_) => "inert(undelegated)".to_owned(),
+    }
+}
+
 fn plugins_block(
     config: &Config,
     hosts: &[PeekHost],

@@ -9,6 +9,12 @@
 //!   byte-for-byte the same after the round is the operator's work: reported
 //!   (`dirty_before_round`), never stashed, committed or handed to a dirty handler. A path
 //!   the round changed further is the round's, like any path it dirtied.
+//! - [`nested_repository`]: a dirty path that is a directory is a submodule's work tree or
+//!   a repository nested in the tree (`git status --untracked-files=all` lists no other
+//!   directory). This repository's git can neither stash nor commit what changed inside
+//!   it, and its fingerprint is only its kind, so it is neither the round's nor the
+//!   operator's: [`Split::nested`], reported by `dirty_submodule_skipped` and left as it
+//!   is (docs/operations.md, "Submodules").
 //!
 //! Paths are relative to `work_dir`, as [`crate::runtime::git::Repo::dirty_files`] gives
 //! them.
@@ -124,10 +130,15 @@ impl Baseline {
     }
 
     /// Splits the paths dirty after the round into the round's (new dirt, or operator
-    /// dirt it changed further) and the operator's (dirty before, unchanged since).
+    /// dirt it changed further), the operator's (dirty before, unchanged since) and the
+    /// nested repositories' ([`nested_repository`]), whoever dirtied them.
     pub(crate) fn split(&self, work_dir: &Path, after: Vec<String>) -> Split {
         let mut split = Split::default();
         for path in after {
+            if nested_repository(work_dir, &path) {
+                split.nested.push(path);
+                continue;
+            }
             match self.files.get(&path) {
                 None => split.round.push(path),
                 Some(before) if *before != fingerprint(&path_name::join(work_dir, &path)) => {
@@ -150,6 +161,19 @@ pub(crate) struct Split {
     pub changed_preexisting: Vec<String>,
     /// The operator's: dirty before the round and unchanged; left alone.
     pub operator: Vec<String>,
+    /// Submodules and nested repositories with changes inside ([`nested_repository`]):
+    /// nobody's, left as they are.
+    pub nested: Vec<String>,
+}
+
+/// Whether dirty path `path` (work-dir-relative, as [`crate::runtime::git::Repo::dirty_files`]
+/// gives it; an untracked nested repository ends in `/`) is a directory: a submodule's work
+/// tree or a repository nested in the tree. Only the file system is asked; nothing runs
+/// inside it.
+pub(crate) fn nested_repository(work_dir: &Path, path: &str) -> bool {
+    let path = path.trim_end_matches('/');
+    !path.is_empty()
+        && std::fs::symlink_metadata(path_name::join(work_dir, path)).is_ok_and(|m| m.is_dir())
 }
 
 /// The sha256 of a path's state: a symlink's target, a regular file's bytes
@@ -202,6 +226,24 @@ mod tests {
         let split = base.split(w, vec!["notes".into()]);
         assert_eq!(split.round, ["notes"]);
         assert_eq!(split.changed_preexisting, ["notes"]);
+    }
+
+    #[test]
+    fn a_directory_is_nobodys_before_and_after_the_round() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = dir.path();
+        std::fs::create_dir_all(w.join("vendor/lib")).unwrap();
+        std::fs::create_dir_all(w.join("nested")).unwrap();
+        std::fs::write(w.join("scratch"), "mine").unwrap();
+        let base = Baseline::take(w, &["vendor/lib".into(), "scratch".into()]);
+        let split = base.split(
+            w,
+            vec!["nested/".into(), "scratch".into(), "vendor/lib".into()],
+        );
+        assert_eq!(split.nested, ["nested/", "vendor/lib"]);
+        assert_eq!(split.operator, ["scratch"]);
+        assert!(split.round.is_empty());
+        assert!(!nested_repository(w, "scratch") && !nested_repository(w, "gone"));
     }
 
     #[test]

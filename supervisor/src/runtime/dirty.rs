@@ -4,7 +4,8 @@
 //! [`BUILTIN_PRIORITY`]); the first non-null answer wins. Hosts only *answer*; the
 //! supervisor performs the git work itself through [`crate::runtime::git`] and records it:
 //! `dirty_auto_committed` / `dirty_commit_failed`, `orphan_stashed` /
-//! `orphan_idempotent_skip` / `orphan_stash_failed`, `dirty_ignored`, each naming the hook.
+//! `orphan_idempotent_skip` / `orphan_stash_failed`, `dirty_ignored`, each naming the hook;
+//! a submodule with changes inside is never handed on: [`submodule_skipped`].
 //! A failed git step is recorded, never raised, and leaves the tree as it was.
 
 use agent_runner_protocol::limits::{fit_list, MAX_DIRTY_FILES_BYTES};
@@ -166,6 +167,25 @@ async fn perform(
             }
         }
         DirtyAction::Stash { message } => stash(round, hook, message.as_deref(), files).await,
+    }
+}
+
+/// `dirty_submodule_skipped` for `path`, a submodule (or a repository nested in the work
+/// tree) with changes inside after round `round_num`: this repository's git stashes and
+/// commits only a submodule's recorded commit, never what is inside it, and the
+/// supervisor runs nothing inside it (its hooks and config are the agent's to write), so
+/// the changes stay where they are (docs/operations.md, "Submodules").
+pub(crate) fn submodule_skipped(round_num: u64, path: &str) -> Event {
+    let path = path.trim_end_matches('/');
+    Event::DirtySubmoduleSkipped {
+        round_num,
+        path: path.to_owned(),
+        reason: format!(
+            "{path} is a submodule or a repository nested in the work tree with changes inside it: this repository's git cannot stash or commit them, and the supervisor runs no git inside it, so they were left as they are and are not counted as the operator's"
+        ),
+        what_to_do: format!(
+            "review them with `git -C {path} status`; commit them inside it, then record its new commit here with `git add {path}`, or discard them there"
+        ),
     }
 }
 

@@ -28,7 +28,7 @@ use crate::record::state;
 use crate::record::stop::{StopLevel, StopWatch};
 use crate::runtime::agent::{self, AgentExit, AgentSpec};
 use crate::runtime::agent_sandbox::AgentSandboxGate;
-use crate::runtime::attribution::{Baseline, OwnFiles};
+use crate::runtime::attribution::{self, Baseline, OwnFiles};
 use crate::runtime::config_digest;
 use crate::runtime::detect_hooks::{self, AutoStop};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
@@ -857,8 +857,11 @@ impl Runner {
             }
         };
         let split = baseline.split(&self.config.runtime.work_dir, files);
+        for path in split.nested.iter().take(dirty::MAX_LISTED_FILES) {
+            self.events.emit(dirty::submodule_skipped(round_num, path));
+        }
         if split.round.is_empty() {
-            return None;
+            return (!split.nested.is_empty()).then_some(Outcome::Ignored);
         }
         if let Some(found) = git_operation::in_progress(&self.config.runtime.work_dir) {
             self.events.emit(Event::GitOperationInProgress {
@@ -1029,11 +1032,15 @@ impl Runner {
     }
 
     /// The tree before the agent starts (docs/configuration.md, "Dirt attribution"): what
-    /// is dirty now is the operator's, recorded as `dirty_before_round`. A failed look
-    /// records nothing and attributes everything after the round to the round.
+    /// is dirty now is the operator's, recorded as `dirty_before_round`, except a
+    /// submodule with changes inside ([`attribution::nested_repository`]), which is
+    /// nobody's. A failed look records nothing and attributes everything after the round
+    /// to the round.
     async fn baseline(&self, round_num: u64) -> Baseline {
         match self.repo.dirty_files().await {
-            Ok(files) => {
+            Ok(mut files) => {
+                let work_dir = &self.config.runtime.work_dir;
+                files.retain(|f| !attribution::nested_repository(work_dir, f));
                 if !files.is_empty() {
                     self.events.emit(Event::DirtyBeforeRound {
                         round_num,

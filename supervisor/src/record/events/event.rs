@@ -834,6 +834,19 @@ pub(crate) enum Event {
         /// The commit message's first line (redacted, capped).
         subject: String,
     },
+    /// A submodule or a repository nested in the work tree had changes inside it after
+    /// the round: this repository's git can neither stash nor commit them, so they were
+    /// left as they are, attributed to nobody (docs/operations.md, "Submodules").
+    DirtySubmoduleSkipped {
+        /// The round.
+        round_num: u64,
+        /// The submodule's path, work-dir-relative.
+        path: String,
+        /// Why it was not stashed or committed, in words.
+        reason: String,
+        /// What the operator can do about it.
+        what_to_do: String,
+    },
     /// The supervisor committed on a detached HEAD: no branch holds the commit, and
     /// checking out anything else leaves it to `git gc` (docs/operations.md, "Leaving it
     /// unattended").
@@ -1060,6 +1073,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "dirty_ignored",
     "dirty_auto_committed",
     "dirty_commit_detached_head",
+    "dirty_submodule_skipped",
     "dirty_commit_hooks_skipped",
     "dirty_commit_failed",
     "orphan_idempotent_skip",

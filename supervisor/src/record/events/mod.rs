@@ -378,6 +378,8 @@ mod tests {
              r#""event":"dirty_auto_committed","round_num":4,"hook":"wip","sha":"abc","files":["a"],"subject":"wip""#),
             (Event::DirtyCommitDetachedHead { round_num: 4, hook: s("wip"), sha: s("abc"), what_to_do: s("w") },
              r#""event":"dirty_commit_detached_head","round_num":4,"hook":"wip","sha":"abc","what_to_do":"w""#),
+            (Event::DirtySubmoduleSkipped { round_num: 4, path: s("vendor/lib"), reason: s("r"), what_to_do: s("w") },
+             r#""event":"dirty_submodule_skipped","round_num":4,"path":"vendor/lib","reason":"r","what_to_do":"w""#),
             (Event::DirtyCommitHooksSkipped { round_num: 4, hook: s("wip"), sha: s("abc"), hooks_dir: PathBuf::from("/p/.husky"), hooks: vec![s("pre-commit")] },
              r#""event":"dirty_commit_hooks_skipped","round_num":4,"hook":"wip","sha":"abc","hooks_dir":"/p/.husky","hooks":["pre-commit"]"#),
             (Event::DirtyCommitFailed { round_num: 4, hook: s("wip"), error: s("e"), tree: s("left as it was") },
