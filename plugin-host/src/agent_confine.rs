@@ -18,23 +18,29 @@
 //! 3. `PR_SET_PDEATHSIG` = `SIGKILL` again (the parent changed);
 //! 4. every capability dropped ([`crate::capabilities`]), `PR_SET_NO_NEW_PRIVS`;
 //! 5. `landlock_restrict_self` ([`crate::agent_policy::agent_landlock_ruleset`]);
-//! 6. the seccomp filter ([`crate::agent_policy::agent_seccomp_program`]).
+//! 6. the seccomp filter ([`crate::agent_policy::agent_seccomp_program`]), returning
+//!    `SECCOMP_RET_USER_NOTIF`, with a user-notification listener: sent over a unix socket
+//!    made before the fork (`SCM_RIGHTS`), then closed, so the agent never holds it. The
+//!    supervisor takes it with [`AgentConfinement::denial_listener`]: each denied call is
+//!    reported by name and fails with [`AGENT_DENY_ERRNO`] (the agent goes on).
 //!
 //! The exec that follows is the ordinary one of the caller's `Command` (the agent is found
 //! on `PATH` and is not pinned).
 //!
-//! Extension points kept in this order for what comes next: a network namespace joins in
-//! step 1, a seccomp user-notification listener is requested in step 6 (as
-//! [`crate::launch`] does for hosts).
+//! Extension point kept in this order for what comes next: a network namespace joins in
+//! step 1.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use crate::agent_policy::{
     agent_fs_grants, agent_landlock_ruleset, agent_seccomp_program, AgentPolicyInput,
+    AGENT_DENY_ERRNO,
 };
 use crate::capabilities::drop_all as drop_capabilities;
+use crate::launch::{recv_fd, send_fd, socket_pair};
 use crate::layers::Layer;
+use crate::notify::DenialListener;
 use crate::pid_namespace::{die_with_supervisor, own_pidfd, FreshPidNamespace};
 use crate::policy::{PolicyError, SeccompProgram};
 use crate::probe::{kernel_landlock_abi, Tier};
@@ -98,6 +104,9 @@ impl PidIsolation {
 pub struct AgentConfinement {
     landlock: Option<OwnedFd>,
     seccomp: Option<SeccompProgram>,
+    /// With seccomp: the supervisor's end (kept) and the agent's end (sent over) of the
+    /// socket the seccomp listener travels on.
+    listener: Option<(OwnedFd, OwnedFd)>,
     isolation: PidIsolation,
     user_ns: Option<UserNamespacePlan>,
     supervisor: OwnedFd,
@@ -133,16 +142,19 @@ impl AgentConfinement {
         } else {
             None
         };
-        let seccomp = if spec.tier.seccomp() {
-            Some(agent_seccomp_program(None)?)
+        let (seccomp, listener) = if spec.tier.seccomp() {
+            let program = agent_seccomp_program(Some(libc::SECCOMP_RET_USER_NOTIF))?;
+            let pair = socket_pair().map_err(io("the seccomp listener's socket"))?;
+            (Some(program), Some(pair))
         } else {
-            None
+            (None, None)
         };
         let supervisor = own_pidfd().map_err(io("pidfd of the supervisor"))?;
         let user_ns = (isolation == PidIsolation::UserNamespace).then(UserNamespacePlan::for_agent);
         Ok(AgentConfinement {
             landlock,
             seccomp,
+            listener,
             isolation,
             user_ns,
             supervisor,
@@ -201,21 +213,55 @@ impl AgentConfinement {
         }
         if let Some(prog) = &self.seccomp {
             let fprog = prog.fprog();
+            let flags = if self.listener.is_some() {
+                libc::SECCOMP_FILTER_FLAG_NEW_LISTENER
+            } else {
+                0
+            };
             // SAFETY: fprog points at the program's instructions, alive and unmodified in
             // self for the duration of the call; the kernel copies them.
             let r = unsafe {
                 libc::syscall(
                     libc::SYS_seccomp,
                     libc::SECCOMP_SET_MODE_FILTER,
-                    0u32,
+                    flags,
                     &fprog as *const libc::sock_fprog,
                 )
             };
             if r < 0 {
                 return Err(std::io::Error::last_os_error());
             }
+            if let Some((_, tx)) = &self.listener {
+                let listener = r as libc::c_int;
+                let sent = send_fd(tx.as_raw_fd(), listener);
+                // SAFETY: close of the listener descriptor seccomp(2) just returned to this
+                // process; nothing else refers to it. The agent must never hold it.
+                let closed = unsafe { libc::close(listener) };
+                sent?;
+                if closed != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
         }
         Ok(())
+    }
+
+    /// After a successful spawn (the agent applied [`AgentConfinement::apply`] before its
+    /// exec): takes the seccomp listener the agent sent and services it, each denied call
+    /// reported ([`DenialListener::try_denial`]) and failed with [`AGENT_DENY_ERRNO`].
+    /// `agent_pid` is only reported back. `None` when seccomp is not applied.
+    ///
+    /// A failure here leaves the calls denied all the same (the listener is gone, so the
+    /// kernel fails them with `ENOSYS`), only unreported.
+    ///
+    /// # Errors
+    /// No descriptor was received, or the servicing thread could not start.
+    pub fn denial_listener(&self, agent_pid: u32) -> std::io::Result<Option<DenialListener>> {
+        let Some((rx, _)) = &self.listener else {
+            return Ok(None);
+        };
+        let fd = recv_fd(rx.as_raw_fd())?;
+        DenialListener::start_answering(fd, agent_pid, AGENT_DENY_ERRNO).map(Some)
     }
 }
 

@@ -319,7 +319,7 @@ struct CmsgBuf([u8; CMSG_FD_SPACE]);
 
 /// Sends `fd` over the unix socket `sock` (one data byte plus `SCM_RIGHTS`). Only raw system
 /// calls and stack memory: usable between fork and exec.
-fn send_fd(sock: RawFd, fd: RawFd) -> std::io::Result<()> {
+pub(crate) fn send_fd(sock: RawFd, fd: RawFd) -> std::io::Result<()> {
     let mut byte = [0u8; 1];
     let mut iov = libc::iovec {
         iov_base: byte.as_mut_ptr().cast(),
@@ -351,7 +351,7 @@ fn send_fd(sock: RawFd, fd: RawFd) -> std::io::Result<()> {
 
 /// Receives one descriptor sent by [`send_fd`], without waiting (it was sent before exec,
 /// and a successful spawn means exec happened). The descriptor is `O_CLOEXEC`.
-fn recv_fd(sock: RawFd) -> std::io::Result<OwnedFd> {
+pub(crate) fn recv_fd(sock: RawFd) -> std::io::Result<OwnedFd> {
     let mut byte = [0u8; 1];
     let mut iov = libc::iovec {
         iov_base: byte.as_mut_ptr().cast(),
@@ -615,7 +615,7 @@ pub fn spawn_with_listener(
 }
 
 /// A unix socket pair (`SOCK_SEQPACKET`, close-on-exec), both ends above stdio.
-fn socket_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
+pub(crate) fn socket_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: socketpair writes two descriptors into the live array.
     let r = unsafe {

@@ -227,6 +227,19 @@ fn hostile_agent_is_contained(operator: Operator) {
         );
     }
     assert!(log.contains("tmpdir_write: ok\n"), "{log}");
+    // The seccomp filter's denial of the agent's ptrace was recorded (by name, counted),
+    // and the agent went on (the round above ended by itself, exit 0).
+    let seccomp: Vec<_> = p
+        .events_of("agent_sandbox_denied")
+        .into_iter()
+        .filter(|d| d["layer"] == "seccomp")
+        .collect();
+    let ptrace = seccomp
+        .iter()
+        .find(|d| d["target"] == "ptrace")
+        .unwrap_or_else(|| panic!("the denied ptrace was not recorded:\n{events}"));
+    assert_eq!(ptrace["access"], "syscall", "{ptrace}");
+    assert!(ptrace["count"].as_u64() >= Some(1), "{ptrace}");
     // The attempts on the supervisor were real: the agent found its pid.
     assert!(log.contains("supervisor_visible: yes\n"), "{log}");
     // No secret reached the tree.

@@ -79,3 +79,61 @@ fn disk_critical_stops_the_supervisor() {
     let stop_at = told.stdout.find("serve_stopping: reason=signal");
     assert!(alert_at < stop_at, "the record's order: {told}");
 }
+
+/// `disk_growth` (the reference's alert, docs/operations.md "monitor"): an agent that
+/// writes 2 MiB into the tree's log dir (a 16 MiB tmpfs) each round makes its used share
+/// climb far past `disk_growth_pct_per_hr_warning`; the monitor warns once for the episode,
+/// with the configured threshold and window, and never stops the supervisor.
+#[test]
+fn disk_growth_warns_once_and_does_not_stop() {
+    let p = Project::new();
+    let _fs = Tmpfs::mount(&p.log_dir(), "16m");
+    let agent = p.script(
+        "agent/grow.sh",
+        "#!/bin/sh\nhead -c 2097152 /dev/zero > \"$GROW_DIR/grow-$$\"\n",
+    );
+    p.write_config(
+        &agent_runner_e2e::ConfigBuilder::new(&agent)
+            .dirty_action("ignore")
+            .restart_delay_s(1)
+            .agent_env("GROW_DIR", &p.log_dir().display().to_string())
+            // The builder's config ends in its `[monitor.host_health.disk]` table.
+            .extra("growth_window_s = 120\ndisk_growth_pct_per_hr_warning = 100.0\n"),
+    );
+    // A first round makes the state dir the monitor records into.
+    p.run(&["serve", "--max-rounds", "1"]).assert_code(0);
+    let monitor = p.spawn(&["--json", "monitor", "--interval", "1"]);
+    wait_until("monitor_started", Duration::from_secs(10), || {
+        p.events_of("monitor_started").into_iter().next()
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    p.run(&["serve", "--max-rounds", "4"]).assert_code(0);
+    let alert = wait_until("disk_growth", Duration::from_secs(10), || {
+        p.events_of("monitor_alert_emitted")
+            .into_iter()
+            .find(|a| a["detector"] == "disk_growth")
+    });
+    assert_eq!(alert["severity"], "warning", "{alert}");
+    assert_eq!(alert["auto_action"], "none", "{alert}");
+    let message = alert["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("disk +")
+            && message.contains("%/hr (>= 100)")
+            && message.ends_with("over the last 120s"),
+        "{alert}"
+    );
+    // Two more looks while the readings stay in the window: still one alert.
+    std::thread::sleep(Duration::from_millis(2500));
+    monitor.signal(libc::SIGTERM);
+    let out = monitor.wait(Duration::from_secs(10));
+    out.assert_code(0);
+    let growth: Vec<_> = p
+        .events_of("monitor_alert_emitted")
+        .into_iter()
+        .filter(|a| a["detector"] == "disk_growth")
+        .collect();
+    assert_eq!(growth.len(), 1, "{}", p.events_text());
+    assert!(p.events_of("monitor_auto_stop_triggered").is_empty());
+    assert_eq!(p.events_of("round_start").len(), 5, "{}", p.events_text());
+    assert!(out.stdout.contains("\"detector\":\"disk_growth\""), "{out}");
+}

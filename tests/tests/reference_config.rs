@@ -129,9 +129,6 @@ timeout_s = 5
 /// The keys 0.3.14 reads that this build reads but does not act on.
 const IGNORED: &[&str] = &[
     "monitor.round_progress_interval_s",
-    "monitor.host_health.disk.growth_window_s",
-    "monitor.host_health.disk.disk_growth_pct_per_hr_warning",
-    "monitor.host_health.disk.inode_growth_pct_per_hr_warning",
     "monitor.host_health.pressure.in_round_nudge",
     "monitor.host_health.brake",
 ];

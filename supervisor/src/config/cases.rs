@@ -181,6 +181,19 @@ const CASES: &[(&str, &str, Want)] = &[
         ),
     ),
     (
+        "a disk growth threshold that is not positive",
+        "[monitor.host_health.disk]\ndisk_growth_pct_per_hr_warning = 0.0\n",
+        Want::Err(
+            "monitor.host_health.disk.disk_growth_pct_per_hr_warning",
+            "expected a positive number",
+        ),
+    ),
+    (
+        "an empty disk growth window",
+        "[monitor.host_health.disk]\ngrowth_window_s = 0\n",
+        Want::Err("monitor.host_health.disk.growth_window_s", "0"),
+    ),
+    (
         "a bad pin",
         "[plugins.pin]\npause = \"sha256:not-hex\"\n",
         Want::Err("plugins.pin.pause", "not-hex"),

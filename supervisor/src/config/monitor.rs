@@ -71,6 +71,12 @@ config_table! {
         warning_pct: f64 = (90.0) label "percent" reload Next;
         /// used % that defers rounds (`round_deferred`, signal `disk`)
         critical_pct: f64 = (95.0) label "percent" reload Next;
+        /// seconds of `monitor` readings the `disk_growth` rate is taken over
+        growth_window_s: u64 = (1800) range(1..) label "seconds ≥ 1" reload Next;
+        /// used-% growth per hour of the log dir's filesystem that warns (`disk_growth`)
+        disk_growth_pct_per_hr_warning: f64 = (5.0) label "number > 0" reload Next;
+        /// inode-used-% growth per hour of that filesystem that warns (`disk_growth`)
+        inode_growth_pct_per_hr_warning: f64 = (5.0) label "number > 0" reload Next;
     }
 }
 
@@ -210,6 +216,15 @@ pub struct HostHealthConfig {
     pub disk_warning_pct: f64,
     /// `disk.critical_pct` (default 95): used % that defers rounds.
     pub disk_critical_pct: f64,
+    /// `disk.growth_window_s` (default 1800): `monitor`'s `disk_growth` takes its rate
+    /// over the readings of this many seconds.
+    pub disk_growth_window: Duration,
+    /// `disk.disk_growth_pct_per_hr_warning` (default 5.0): used-% growth per hour that
+    /// raises `disk_growth`.
+    pub disk_growth_pct_per_hr_warning: f64,
+    /// `disk.inode_growth_pct_per_hr_warning` (default 5.0): inode-used-% growth per hour
+    /// that raises `disk_growth`.
+    pub inode_growth_pct_per_hr_warning: f64,
     /// `memory.avail_min_mb` (default 200): `MemAvailable` below this (MiB) defers rounds
     /// when no pressure stall information is readable; 0 turns the check off.
     pub avail_min_mb: u64,
@@ -326,13 +341,20 @@ pub(super) fn resolve(raw: RawMonitor, round_budget: Duration) -> Result<Monitor
             format!("{threshold} exceeds anomaly_repetitive_window ({window}); the detector could never fire"),
         ));
     }
-    let growth = h.pressure.cgroup_growth_rate_warning_mb_per_min()?;
-    if !(growth.is_finite() && growth > 0.0) {
-        return Err((
-            "monitor.host_health.pressure.cgroup_growth_rate_warning_mb_per_min".into(),
-            format!("{growth}: expected a positive number"),
-        ));
-    }
+    let positive = |key: &str, v: f64| {
+        if v.is_finite() && v > 0.0 {
+            Ok(v)
+        } else {
+            Err((
+                format!("monitor.host_health.{key}"),
+                format!("{v}: expected a positive number"),
+            ))
+        }
+    };
+    let growth = positive(
+        "pressure.cgroup_growth_rate_warning_mb_per_min",
+        h.pressure.cgroup_growth_rate_warning_mb_per_min()?,
+    )?;
     let round_high_mb = h.memory.round_high_mb()?;
     let round_max_mb = h.memory.round_max_mb()?;
     if let (Some(high), Some(max)) = (round_high_mb, round_max_mb) {
@@ -386,6 +408,15 @@ pub(super) fn resolve(raw: RawMonitor, round_budget: Duration) -> Result<Monitor
         host_health: HostHealthConfig {
             disk_warning_pct: pct("disk.warning_pct", h.disk.warning_pct()?, false)?,
             disk_critical_pct: pct("disk.critical_pct", h.disk.critical_pct()?, false)?,
+            disk_growth_window: Duration::from_secs(h.disk.growth_window_s()?),
+            disk_growth_pct_per_hr_warning: positive(
+                "disk.disk_growth_pct_per_hr_warning",
+                h.disk.disk_growth_pct_per_hr_warning()?,
+            )?,
+            inode_growth_pct_per_hr_warning: positive(
+                "disk.inode_growth_pct_per_hr_warning",
+                h.disk.inode_growth_pct_per_hr_warning()?,
+            )?,
             avail_min_mb: h.memory.avail_min_mb()?,
             free_low_mb: h.memory.free_low_mb()?,
             swap_out_noise_floor_mb: h.memory.swap_out_noise_floor_mb()?,

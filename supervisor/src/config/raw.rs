@@ -448,9 +448,6 @@ struct RawPhasePrompt {
 /// phase name; a whole table is listed by its own path.
 pub(crate) const UNIMPLEMENTED: &[&str] = &[
     "monitor.round_progress_interval_s",
-    "monitor.host_health.disk.growth_window_s",
-    "monitor.host_health.disk.disk_growth_pct_per_hr_warning",
-    "monitor.host_health.disk.inode_growth_pct_per_hr_warning",
     "monitor.host_health.pressure.in_round_nudge",
     "monitor.host_health.brake",
 ];

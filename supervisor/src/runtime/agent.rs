@@ -125,6 +125,9 @@ pub(crate) struct AgentExit {
     pub cause: ExitCause,
     /// What the round log received.
     pub log: CappedLog,
+    /// The system calls the agent's seccomp filter denied, by name, one entry per call
+    /// (docs/security.md, "Denials told, not silent"); empty when seccomp is not applied.
+    pub seccomp_denials: Vec<&'static str>,
 }
 
 /// What the copier wrote to the round log: the agent's bytes kept, and those discarded
@@ -226,6 +229,19 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
     let spawned = cmd.spawn();
     drop(pid_namespace);
     let mut child = spawned?;
+    // The agent sent its seccomp listener before its exec; a failure leaves its denied
+    // calls failing all the same (ENOSYS), only unreported.
+    let mut denials = match &confinement {
+        Some(c) => c
+            .denial_listener(child.id().unwrap_or(0))
+            .unwrap_or_else(|e| {
+                tracing::warn!(
+                    "agent seccomp listener not received; its denials go unreported: {e}"
+                );
+                None
+            }),
+        None => None,
+    };
     drop(cmd); // our copies of the pipe's write end: the copier sees EOF when the agent's close
     let (log, cap) = (spec.log, spec.log_cap);
     // A plain thread, not the runtime's blocking pool: one stuck on a pipe a stray
@@ -267,6 +283,11 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
             CappedLog::default()
         }
     };
+    // Every process under the filter is gone: each denial was queued before its answer.
+    let mut seccomp_denials = Vec::new();
+    while let Some(d) = denials.as_mut().and_then(|l| l.try_denial()) {
+        seccomp_denials.push(d.name);
+    }
     let cause = cause.unwrap_or(if status.signal().is_some() {
         ExitCause::Signaled
     } else {
@@ -278,6 +299,7 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
         duration,
         cause,
         log,
+        seccomp_denials,
     })
 }
 

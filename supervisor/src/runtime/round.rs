@@ -730,14 +730,17 @@ impl Runner {
         };
         let exit = exit.map_err(|source| self.spawn_failed(round_num, phase, source))?;
         self.record_exit(round_num, &exit, budget);
+        let mut tally = DenialTally::default();
         if let Some(mut rx) = refusals {
-            let mut tally = DenialTally::default();
             while let Ok(r) = rx.try_recv() {
                 tally.add("egress", format!("{}:{}", r.host, r.port), r.access);
             }
-            for event in tally.into_events(round_num) {
-                self.events.emit(event);
-            }
+        }
+        for name in &exit.seccomp_denials {
+            tally.add("seccomp", (*name).to_owned(), "syscall");
+        }
+        for event in tally.into_events(round_num) {
+            self.events.emit(event);
         }
         if let Some(usage) = usage {
             let agent = &self.config.profile(phase).agent.command[0];

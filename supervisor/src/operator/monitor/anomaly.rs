@@ -240,6 +240,87 @@ pub(crate) fn tool_calls(log: &str) -> Vec<String> {
     names
 }
 
+/// One look's disk reading, for `disk_growth`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct DiskSample {
+    /// Seconds since the Unix epoch.
+    at: f64,
+    /// `disk_used_pct` of the log dir's filesystem.
+    disk_pct: f64,
+    /// The used share of its inodes, %; `None` when unreadable.
+    inode_pct: Option<f64>,
+}
+
+/// The readings of the last `disk.growth_window_s`, oldest first (the reference system's
+/// `disk_growth`, docs/operations.md "monitor").
+#[derive(Debug, Default)]
+struct DiskHistory(std::collections::VecDeque<DiskSample>);
+
+impl DiskHistory {
+    /// Adds this look's reading (none when the disk cannot be read) and forgets readings
+    /// older than the window before it.
+    fn push(&mut self, cfg: &crate::config::HostHealthConfig, log_dir: &Path, obs: &Observation) {
+        let Some(disk_pct) = obs.reading.disk_used_pct else {
+            return;
+        };
+        let at = obs
+            .now
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        self.0.push_back(DiskSample {
+            at,
+            disk_pct,
+            inode_pct: host_health::inode_used_pct(log_dir),
+        });
+        let window = cfg.disk_growth_window.as_secs_f64();
+        while self.0.front().is_some_and(|s| at - s.at > window) {
+            self.0.pop_front();
+        }
+    }
+
+    /// `disk_growth` (warning, never a stop): the used % (or inode-used %) of the log
+    /// dir's filesystem rose, from the oldest reading in the window to the newest, at or
+    /// above its per-hour threshold. `None` with fewer than two readings.
+    fn growth(&self, cfg: &crate::config::HostHealthConfig) -> Option<Alert> {
+        let (first, last) = (self.0.front()?, self.0.back()?);
+        let hours = (last.at - first.at) / 3600.0;
+        if hours <= 0.0 {
+            return None;
+        }
+        let disk_rate = (last.disk_pct - first.disk_pct) / hours;
+        let inode_rate = match (first.inode_pct, last.inode_pct) {
+            (Some(a), Some(b)) => Some((b - a) / hours),
+            _ => None,
+        };
+        let mut bits = Vec::new();
+        if disk_rate >= cfg.disk_growth_pct_per_hr_warning {
+            bits.push(format!(
+                "disk +{disk_rate:.1}%/hr (>= {})",
+                cfg.disk_growth_pct_per_hr_warning
+            ));
+        }
+        if let Some(rate) = inode_rate.filter(|r| *r >= cfg.inode_growth_pct_per_hr_warning) {
+            bits.push(format!(
+                "inode +{rate:.1}%/hr (>= {})",
+                cfg.inode_growth_pct_per_hr_warning
+            ));
+        }
+        if bits.is_empty() {
+            return None;
+        }
+        Some(Alert {
+            detector: "disk_growth",
+            severity: "warning",
+            message: format!(
+                "{} over the last {}s",
+                bits.join(" and "),
+                cfg.disk_growth_window.as_secs()
+            ),
+            auto_action: "none",
+        })
+    }
+}
+
 /// Looks every `interval` until Ctrl-C or SIGTERM; prints each new alert
 /// (`[WARN] detector — message`, or one JSON object with `--json`), records it, and stops
 /// the supervisor for detectors in `auto_stop_on`.
@@ -255,8 +336,12 @@ pub(crate) async fn watch(config: &Config, interval: Duration, json: bool) -> Re
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| CliError::failure(e.to_string()))?;
     let mut active: BTreeSet<&'static str> = BTreeSet::new();
+    let mut disk_history = DiskHistory::default();
     loop {
-        let alerts = run_all(&config.monitor, &Observation::take(config));
+        let obs = Observation::take(config);
+        disk_history.push(&config.monitor.host_health, &config.runtime.log_dir, &obs);
+        let mut alerts = run_all(&config.monitor, &obs);
+        alerts.extend(disk_history.growth(&config.monitor.host_health));
         let now_active: BTreeSet<&'static str> = alerts.iter().map(|a| a.detector).collect();
         for alert in alerts.iter().filter(|a| !active.contains(a.detector)) {
             report(config, alert, json).await;
@@ -341,6 +426,51 @@ mod tests {
             now: humantime::parse_rfc3339("2026-11-29T17:00:00Z").unwrap(),
             log_tail: None,
         }
+    }
+
+    #[test]
+    fn disk_growth_is_the_rate_over_the_window_in_either_dimension() {
+        let cfg = crate::config::HostHealthConfig {
+            disk_growth_window: Duration::from_secs(1800),
+            disk_growth_pct_per_hr_warning: 5.0,
+            inode_growth_pct_per_hr_warning: 5.0,
+            ..Default::default()
+        };
+        let sample = |at: f64, disk_pct: f64, inode_pct: Option<f64>| DiskSample {
+            at,
+            disk_pct,
+            inode_pct,
+        };
+        let history = |samples: &[DiskSample]| DiskHistory(samples.iter().copied().collect());
+        // One reading: no rate.
+        assert_eq!(history(&[sample(0.0, 50.0, None)]).growth(&cfg), None);
+        // +2 % in 30 min = 4 %/hr: under 5.
+        let slow = history(&[
+            sample(0.0, 50.0, Some(10.0)),
+            sample(1800.0, 52.0, Some(10.0)),
+        ]);
+        assert_eq!(slow.growth(&cfg), None);
+        // +3 % in 30 min = 6 %/hr; inodes flat.
+        let fast = history(&[
+            sample(0.0, 50.0, Some(10.0)),
+            sample(1800.0, 53.0, Some(10.0)),
+        ]);
+        let alert = fast.growth(&cfg).expect("disk_growth");
+        assert_eq!(alert.detector, "disk_growth");
+        assert_eq!((alert.severity, alert.auto_action), ("warning", "none"));
+        assert_eq!(alert.message, "disk +6.0%/hr (>= 5) over the last 1800s");
+        // Inodes alone trip it too.
+        let inodes = history(&[
+            sample(0.0, 50.0, Some(10.0)),
+            sample(360.0, 50.0, Some(11.0)),
+        ]);
+        assert_eq!(
+            inodes.growth(&cfg).unwrap().message,
+            "inode +10.0%/hr (>= 5) over the last 1800s"
+        );
+        // A shrinking disk never warns.
+        let shrink = history(&[sample(0.0, 60.0, None), sample(60.0, 50.0, None)]);
+        assert_eq!(shrink.growth(&cfg), None);
     }
 
     #[test]

@@ -343,11 +343,13 @@ pub(crate) enum Event {
         /// The round.
         round_num: u64,
         /// The layer that refused: `egress` (the proxy, a host not in `[agent.sandbox]
-        /// allow_hosts`).
+        /// allow_hosts`) or `seccomp` (the agent's deny-list).
         layer: String,
-        /// What was refused: for `egress`, `host:port` as the agent asked for it.
+        /// What was refused: for `egress`, `host:port` as the agent asked for it; for
+        /// `seccomp`, the system call's name (`ptrace`).
         target: String,
-        /// How: for `egress`, `connect` (an HTTPS tunnel) or `http` (a plain-HTTP request).
+        /// How: for `egress`, `connect` (an HTTPS tunnel) or `http` (a plain-HTTP request);
+        /// for `seccomp`, `syscall`.
         access: String,
         /// How many times in the round.
         count: u64,
