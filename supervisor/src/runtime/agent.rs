@@ -389,7 +389,13 @@ async fn terminate(
     let signal_both = |signal| {
         if pgid.as_raw() > 0 {
             let _ = killpg(pgid, signal);
-            let _ = nix::sys::signal::kill(pgid, signal);
+            // The leader once more only when it has left its group. Sent to both every
+            // time, a cooperative agent that had already begun draining got its stop signal
+            // twice (a second Ctrl-C reads as "stop now"; cooperative_stop caught it under
+            // load).
+            if nix::unistd::getpgid(Some(pgid)).is_ok_and(|group| group != pgid) {
+                let _ = nix::sys::signal::kill(pgid, signal);
+            }
         }
     };
     signal_both(stop.signal);
