@@ -38,7 +38,7 @@ use crate::agent_policy::{
     AGENT_DENY_ERRNO,
 };
 use crate::capabilities::drop_all as drop_capabilities;
-use crate::launch::{recv_fd, send_fd, socket_pair};
+use crate::launch::{install_filter, recv_fd, socket_pair};
 use crate::layers::Layer;
 use crate::notify::DenialListener;
 use crate::pid_namespace::{die_with_supervisor, own_pidfd, FreshPidNamespace};
@@ -212,36 +212,7 @@ impl AgentConfinement {
             }
         }
         if let Some(prog) = &self.seccomp {
-            let fprog = prog.fprog();
-            let flags = if self.listener.is_some() {
-                libc::SECCOMP_FILTER_FLAG_NEW_LISTENER
-            } else {
-                0
-            };
-            // SAFETY: fprog points at the program's instructions, alive and unmodified in
-            // self for the duration of the call; the kernel copies them.
-            let r = unsafe {
-                libc::syscall(
-                    libc::SYS_seccomp,
-                    libc::SECCOMP_SET_MODE_FILTER,
-                    flags,
-                    &fprog as *const libc::sock_fprog,
-                )
-            };
-            if r < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if let Some((_, tx)) = &self.listener {
-                let listener = r as libc::c_int;
-                let sent = send_fd(tx.as_raw_fd(), listener);
-                // SAFETY: close of the listener descriptor seccomp(2) just returned to this
-                // process; nothing else refers to it. The agent must never hold it.
-                let closed = unsafe { libc::close(listener) };
-                sent?;
-                if closed != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
+            install_filter(prog, self.listener.as_ref().map(|(_, tx)| tx))?;
         }
         Ok(())
     }

@@ -393,6 +393,51 @@ pub(crate) fn recv_fd(sock: RawFd) -> std::io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Installs `prog` in this (forked, single-threaded) process. With `listener_tx`, asks for
+/// the user-notification listener, sends it over `listener_tx` and closes it here: the
+/// confined program must never hold it. Only raw system calls: usable between fork and exec
+/// (hosts and the confined agent alike).
+///
+/// # Errors
+/// The `seccomp`, `sendmsg` or `close` error.
+pub(crate) fn install_filter(
+    prog: &SeccompProgram,
+    listener_tx: Option<&OwnedFd>,
+) -> std::io::Result<()> {
+    let fprog = prog.fprog();
+    let flags = if listener_tx.is_some() {
+        libc::SECCOMP_FILTER_FLAG_NEW_LISTENER
+    } else {
+        0
+    };
+    // SAFETY: fprog points at the program's instructions, which live (unmoved, unmodified)
+    // in `prog` for the duration of the call; the kernel copies them.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            flags,
+            &fprog as *const libc::sock_fprog,
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if let Some(sock) = listener_tx {
+        // From here on the filter is in force: sendmsg, close and execveat are allowed.
+        let listener = r as RawFd;
+        let sent = send_fd(sock.as_raw_fd(), listener);
+        // SAFETY: close of the listener descriptor seccomp(2) just returned to this process;
+        // nothing else refers to it.
+        let closed = unsafe { libc::close(listener) };
+        sent?;
+        if closed != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 impl ChildPlan {
     /// Runs in the forked child, the steps in the module docs' order. Only raw system calls:
     /// no allocation, no locks, no logging (nor in any step below).
@@ -482,41 +527,10 @@ impl ChildPlan {
     /// Step 6: installs the seccomp filter, if seccomp is applied; with a listener socket,
     /// asks for the user-notification listener, sends it to the supervisor and closes it.
     fn install_seccomp(&self) -> std::io::Result<()> {
-        let Some(prog) = &self.seccomp else {
-            return Ok(());
-        };
-        let fprog = prog.fprog();
-        let flags = if self.listener_tx.is_some() {
-            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER
-        } else {
-            0
-        };
-        // SAFETY: fprog points at the program's instructions, which live (unmoved, unmodified)
-        // in self for the duration of the call; the kernel copies them.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_seccomp,
-                libc::SECCOMP_SET_MODE_FILTER,
-                flags,
-                &fprog as *const libc::sock_fprog,
-            )
-        };
-        if r < 0 {
-            return Err(std::io::Error::last_os_error());
+        match &self.seccomp {
+            Some(prog) => install_filter(prog, self.listener_tx.as_ref()),
+            None => Ok(()),
         }
-        if let Some(sock) = &self.listener_tx {
-            // From here on the filter is in force: sendmsg, close and execveat are allowed.
-            let listener = r as RawFd;
-            let sent = send_fd(sock.as_raw_fd(), listener);
-            // SAFETY: close of the listener descriptor this child just received from
-            // seccomp(2); nothing else refers to it. The host must never hold it.
-            let closed = unsafe { libc::close(listener) };
-            sent?;
-            if closed != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-        }
-        Ok(())
     }
 
     /// Step 7: `execveat` of the exec descriptor. Returns only with its error.
