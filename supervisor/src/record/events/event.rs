@@ -362,6 +362,61 @@ pub(crate) enum Event {
         dropped_count: Option<u64>,
     },
 
+    // ---- upgrade (docs/operations.md, "upgrade") ----
+    /// `upgrade` swapped in a new binary and the restarted `serve` came up on it.
+    ServiceUpgraded {
+        /// The version that ran before.
+        from_version: String,
+        /// The new binary's version (`--version`).
+        to_version: String,
+        /// Seconds from the start of `upgrade` to the new `serve` being up.
+        duration_s: f64,
+        /// The binary replaced.
+        binary: PathBuf,
+        /// The new `serve`.
+        pid: Option<u32>,
+    },
+    /// `upgrade` swapped in a new binary without restarting (`--no-restart`, or nothing
+    /// ran): the service runs it from its next start (the reference's kind for an
+    /// upgrade that left the service alone).
+    PackageUpgraded {
+        /// The version that ran before.
+        from_version: String,
+        /// The new binary's version.
+        to_version: String,
+        /// Always `true`: the restart is the operator's.
+        restart_deferred: bool,
+        /// The binary replaced.
+        binary: PathBuf,
+    },
+    /// The new binary did not come up; the old one was put back and `serve` runs it again.
+    ServiceUpgradeRolledBack {
+        /// The new binary's version.
+        attempted_version: String,
+        /// The version running again.
+        restored_version: String,
+        /// Why the new one was not up, first 200 characters.
+        failure_reason: String,
+        /// Seconds from the start of `upgrade` to the old `serve` being up again.
+        duration_s: f64,
+        /// The binary replaced and restored.
+        binary: PathBuf,
+        /// The `serve` running the old binary again.
+        pid: Option<u32>,
+    },
+    /// The new binary did not come up and the rollback did not bring `serve` up either:
+    /// nothing runs.
+    ServiceUpgradeRollbackFailed {
+        /// The new binary's version.
+        attempted_version: String,
+        /// The version the rollback meant to run.
+        restore_target_version: String,
+        /// Both failures, first 200 characters.
+        failure_reason: String,
+        /// The binary.
+        binary: PathBuf,
+    },
+
     // ---- monitor ----
     /// A `monitor` began watching this project.
     MonitorStarted {
@@ -1093,6 +1148,10 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "round_cgroup_memory",
     "round_oom_killed",
     "agent_sandbox_denied",
+    "service_upgraded",
+    "package_upgraded",
+    "service_upgrade_rolled_back",
+    "service_upgrade_rollback_failed",
     "monitor_started",
     "monitor_alert_emitted",
     "monitor_auto_stop_triggered",
