@@ -223,3 +223,17 @@ fn bad_allow_hosts_entry() {
         .render();
     assert_refused(&p, Some(&text), &["agent.sandbox.allow_hosts", "port"]);
 }
+
+#[test]
+fn agent_sandbox_spelled_both_ways() {
+    // `[agent] sandbox = "require"` and `[agent.sandbox] mode = "off"` at once: one error
+    // naming the file and the key, not the parser's duplicate-key message alone.
+    let p = Project::new();
+    let text = valid(&p).replace(
+        "prompt_delivery = \"argv\"\n",
+        "prompt_delivery = \"argv\"\nsandbox = \"require\"\n",
+    );
+    assert!(text.contains("sandbox = \"require\""), "{text}");
+    let text = format!("{text}\n[agent.sandbox]\nmode = \"off\"\n");
+    assert_refused(&p, Some(&text), &["key `agent.sandbox`", "set twice"]);
+}

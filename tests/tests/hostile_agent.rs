@@ -318,6 +318,31 @@ fn doctor_reports_every_agent_layer_on(operator: Operator) {
         true,
         "{doc}"
     );
+    // The issue's own spelling, `[agent] sandbox = "require"`, is the same setting:
+    // doctor's and peek's blocks are the same, and `migrate` has nothing to change.
+    let peek_block = |p: &Project| {
+        let out = p.run(&["peek", "--json"]);
+        let doc: agent_runner_e2e::serde_json::Value =
+            agent_runner_e2e::serde_json::from_str(&out.stdout)
+                .unwrap_or_else(|e| panic!("{e}: {out}"));
+        doc["agent_sandbox"].clone()
+    };
+    let table_peek = peek_block(&p);
+    assert_eq!(table_peek["requested"], "require", "{table_peek}");
+    let text = std::fs::read_to_string(p.config_path()).unwrap();
+    let word = text
+        .replacen("[agent.sandbox]\nmode = \"require\"\n", "", 1)
+        .replacen("[agent]\n", "[agent]\nsandbox = \"require\"\n", 1);
+    assert!(!word.contains("[agent.sandbox]"), "{word}");
+    p.write_config_text(&word);
+    let out = p.run(&["doctor", "--json"]);
+    let word_doc: agent_runner_e2e::serde_json::Value =
+        agent_runner_e2e::serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(word_doc["agent_sandbox"], *block, "{word_doc}");
+    assert_eq!(peek_block(&p), table_peek);
+    let out = p.run(&["migrate", "--dry-run"]);
+    out.assert_code(0);
 }
 
 #[test]

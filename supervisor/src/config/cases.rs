@@ -209,6 +209,56 @@ const CASES: &[(&str, &str, Want)] = &[
         Want::Err("phases.a.agent.sigterm_grace_s", "out of range"),
     ),
     (
+        "the agent's sandbox as a plain word",
+        "sandbox = \"require\"\n",
+        Want::Ok(|c| c.agent_sandbox.mode == super::SandboxMode::Require),
+    ),
+    (
+        "the agent's sandbox as an inline table",
+        "sandbox = { mode = \"prefer\" }\n",
+        Want::Ok(|c| c.agent_sandbox.mode == super::SandboxMode::Prefer),
+    ),
+    (
+        "the agent's sandbox as a table",
+        "[agent.sandbox]\nmode = \"require\"\n",
+        Want::Ok(|c| c.agent_sandbox.mode == super::SandboxMode::Require),
+    ),
+    (
+        "the agent's sandbox absent is off",
+        "",
+        Want::Ok(|c| c.agent_sandbox.mode == super::SandboxMode::Off),
+    ),
+    (
+        "a bad agent sandbox word",
+        "sandbox = \"strict\"\n",
+        Want::Err("agent.sandbox.mode", "strict"),
+    ),
+    (
+        "an agent sandbox neither word nor table",
+        "sandbox = true\n",
+        Want::Err("agent.sandbox", "neither a mode nor a table"),
+    ),
+    (
+        "the agent's sandbox spelled both ways",
+        "sandbox = \"require\"\n[agent.sandbox]\nmode = \"off\"\n",
+        Want::Err("agent.sandbox", "set twice"),
+    ),
+    (
+        "the agent's sandbox spelled both ways, dotted",
+        "sandbox = \"require\"\nsandbox.mode = \"off\"\n",
+        Want::Err("agent.sandbox", "set twice"),
+    ),
+    (
+        "the plugins' sandbox set twice is not the agent's",
+        "[plugins]\nsandbox = \"require\"\nsandbox = \"off\"\n",
+        Want::Err("", "invalid TOML"),
+    ),
+    (
+        "a phase's agent sandbox",
+        "[phases]\nlist = [\"a\"]\n[phases.a.agent]\nsandbox = \"off\"\n",
+        Want::Err("phases.a.agent.sandbox", "one setting for every phase"),
+    ),
+    (
         "a phase's budget",
         "[phases]\nlist = [\"a\"]\n[phases.a]\nround_budget_s = 7\n",
         Want::Ok(|c| c.profile(Some("a")).round_budget.as_secs() == 7),

@@ -116,8 +116,9 @@ config_table! {
         /// `http://127.0.0.1:3128`, `NO_PROXY` = `localhost,127.0.0.1,::1` and
         /// `NODE_USE_ENV_PROXY=1`
         allow_hosts: Vec<String> = (computed "absent") reload Next;
-        /// the agent's own confinement (docs/security.md "The agent's confinement"):
-        /// `require` refuses to start (`serve`, `round`, `doctor`: exit 78, naming what is
+        /// the agent's own confinement (docs/security.md "The agent's confinement"), also
+        /// written `[agent] sandbox = "<mode>"` (the same setting; both at once are refused,
+        /// exit 78): `require` refuses to start (`serve`, `round`, `doctor`: exit 78, naming what is
         /// missing) unless Landlock, seccomp and a PID namespace of the agent's own all
         /// engage, and a round whose confinement cannot be built does not start
         /// (`agent_spawn_failed`); `prefer` applies what this machine offers and announces
@@ -454,10 +455,17 @@ pub(crate) const UNIMPLEMENTED: &[&str] = &[
 
 /// Parses `text` into the raw shape; a shape error names the dotted key.
 pub(super) fn parse(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
-    let mut table: toml::Table = toml::from_str(text).map_err(|e| ConfigError::Syntax {
-        path: path.to_owned(),
-        message: e.to_string().replace('\n', " "),
+    let mut table: toml::Table = toml::from_str(text).map_err(|e| {
+        let message = e.to_string().replace('\n', " ");
+        match both_sandbox_spellings(text, e.span(), &message) {
+            Some(error) => key_error(path, "agent.sandbox", error),
+            None => ConfigError::Syntax {
+                path: path.to_owned(),
+                message,
+            },
+        }
     })?;
+    agent_sandbox_word(path, &mut table)?;
     let mut warnings = Vec::new();
     for pattern in UNIMPLEMENTED {
         let segments: Vec<&str> = pattern.split('.').collect();
@@ -539,6 +547,64 @@ fn take_plugin_tables(
     Ok(tables)
 }
 
+/// `[agent] sandbox = "require"` (the plain word, as `[plugins] sandbox` is written) made
+/// the table it stands for, `[agent.sandbox] mode = "require"`, so that every reader
+/// (`doctor`, `peek`, `migrate`, the round) sees one shape. Errors: a value neither a
+/// string nor a table.
+fn agent_sandbox_word(path: &Path, table: &mut toml::Table) -> Result<(), ConfigError> {
+    let Some(toml::Value::Table(agent)) = table.get_mut("agent") else {
+        return Ok(());
+    };
+    match agent.get("sandbox") {
+        None | Some(toml::Value::Table(_)) => Ok(()),
+        Some(toml::Value::String(word)) => {
+            let mode =
+                toml::Table::from_iter([("mode".to_owned(), toml::Value::String(word.clone()))]);
+            agent.insert("sandbox".to_owned(), toml::Value::Table(mode));
+            Ok(())
+        }
+        Some(other) => Err(key_error(
+            path,
+            "agent.sandbox",
+            format!(
+                "{other} is neither a mode nor a table; expected {} or an [agent.sandbox] table",
+                super::keys::words_label::<SandboxMode>().replace("\\|", "|")
+            ),
+        )),
+    }
+}
+
+/// The clear word for a file that sets the agent's sandbox twice (`[agent] sandbox =
+/// "…"` and an `[agent.sandbox]` table or `sandbox.mode`), which the TOML parser refuses
+/// as a duplicate key or a dotted key extending a string; `None` for any other syntax
+/// error. `span` is where the parser stopped, to tell `[agent]`'s `sandbox` from another
+/// table's.
+fn both_sandbox_spellings(
+    text: &str,
+    span: Option<std::ops::Range<usize>>,
+    message: &str,
+) -> Option<String> {
+    let in_agent = || {
+        let at = span.as_ref().map_or(0, |s| s.start.min(text.len()));
+        let header = text[..at]
+            .lines()
+            .rev()
+            .map(str::trim)
+            .find(|l| l.starts_with('['));
+        header.is_some_and(|h| h.split('#').next().unwrap_or("").trim() == "[agent]")
+    };
+    let twice = message.contains("duplicate key `sandbox` in table `agent`")
+        || (message.contains("dotted key `sandbox` attempted to extend non-table type")
+            && in_agent());
+    twice.then(|| {
+        format!(
+            "set twice: `[agent] sandbox = \"<mode>\"` and an `[agent.sandbox]` table (or \
+             `sandbox.<key>`) are two spellings of one setting; keep one (`[agent.sandbox] \
+             mode = \"<mode>\"` when its other keys are needed). The parser said: {message}"
+        )
+    })
+}
+
 fn parse_phases(
     path: &Path,
     value: toml::Value,
@@ -589,6 +655,17 @@ fn parse_phases(
         let agent = match phase.agent {
             None => None,
             Some(sub) => {
+                // Taken from `[agent]` only: a phase's own would be ignored, and an
+                // operator must not believe one phase confined when it is not.
+                if sub.contains_key("sandbox") {
+                    return Err(key_error(
+                        path,
+                        &format!("{prefix}.agent.sandbox"),
+                        "the agent's sandbox is one setting for every phase; set it in \
+                         [agent] (`sandbox = \"<mode>\"` or [agent.sandbox]) and remove it here"
+                            .into(),
+                    ));
+                }
                 let mut merged = match &agent {
                     Some(toml::Value::Table(base)) => base.clone(),
                     _ => toml::Table::new(),
