@@ -321,6 +321,10 @@ impl From<crate::runtime::serve::BootError> for CliError {
             BootError::TreeLock(
                 err @ crate::runtime::tree_lock::TreeLockError::OtherTree { .. },
             ) => CliError::config(err.to_string()),
+            err if err.is_environmental() => CliError {
+                code: exit::ENVIRONMENT,
+                message: err.to_string(),
+            },
             err @ (BootError::Hangup(_) | BootError::Lock(_) | BootError::TreeLock(_)) => {
                 CliError::failure(err.to_string())
             }

@@ -1,6 +1,8 @@
 //! Exit codes and the one top-level error type of the CLI (the reference system's codes:
-//! 0 clean, 1 failure, 2 usage, 75 deferred/skipped/crash loop, 78 permanent config error, 130 interrupted),
-//! plus ours: 77 stopped on a login failure (`[monitor] auto_stop_on`).
+//! 0 clean, 1 failure, 2 usage, 70 memory loop across restarts, 71 memory loop, 75
+//! deferred/skipped/crash loop, 76 environmental, 78 permanent config error, 130
+//! interrupted), plus ours: 77 stopped on a login failure (`[monitor] auto_stop_on`).
+//! docs/operations.md, "Leaving it unattended", has the table.
 
 use std::fmt;
 use std::process::ExitCode;
@@ -19,6 +21,22 @@ pub(crate) const TEMPFAIL: u8 = 75;
 /// an expired or missing login, typically. Restarting cannot help until someone acts, so
 /// the systemd unit does not restart on it (EX_NOPERM).
 pub(crate) const NOPERM: u8 = 77;
+/// `serve` gave up on a memory loop that came back across restarts (`mem_loop_persistent`:
+/// the third `mem_loop` within two hours, [`crate::record::mem_loops`]). Restarting has
+/// not helped, so the systemd unit does not restart on it (EX_SOFTWARE, the reference
+/// system's code).
+pub(crate) const MEM_LOOP_PERSISTENT: u8 = 70;
+/// `serve` gave up after rounds ended by memory in a row (`mem_loop`: the in-round memory
+/// floor or an OOM kill in the round's cgroup). The host's memory may have recovered by
+/// the time a fresh `serve` starts, so the systemd unit restarts it (EX_OSERR, the
+/// reference system's code).
+pub(crate) const MEM_LOOP: u8 = 71;
+/// The environment failed `serve`: the state dir or log dir cannot be written (disk full,
+/// a read-only or vanished mount, a lock file that cannot be used), at boot or for
+/// rounds in a row after growing waits (`environment_unusable`). It may heal, so the
+/// systemd unit restarts it, bounded by its start limit (EX_PROTOCOL, the reference
+/// system's code for an environmental failure).
+pub(crate) const ENVIRONMENT: u8 = 76;
 /// Interrupted by a stop before the work could start.
 pub(crate) const INTERRUPTED: u8 = 130;
 /// Permanent configuration error: bad config, or `sandbox = "require"` cannot engage
@@ -26,9 +44,11 @@ pub(crate) const INTERRUPTED: u8 = 130;
 pub(crate) const CONFIG: u8 = 78;
 
 /// The exits of `serve` that mean "stay stopped": a person must act before a new start can
-/// help (usage, a deliberate stop, a login failure, a config error). The systemd unit lists
-/// them in `RestartPreventExitStatus=` (docs/operations.md, "Leaving it unattended").
-pub(crate) const STAY_STOPPED: [u8; 4] = [USAGE, TEMPFAIL, NOPERM, CONFIG];
+/// help (usage, a memory loop restarts did not cure, a deliberate stop, a login failure, a
+/// config error). The systemd unit lists them in `RestartPreventExitStatus=`
+/// (docs/operations.md, "Leaving it unattended"); [`MEM_LOOP`] and [`ENVIRONMENT`] are
+/// left out on purpose: a new start may find the host healed.
+pub(crate) const STAY_STOPPED: [u8; 5] = [USAGE, MEM_LOOP_PERSISTENT, TEMPFAIL, NOPERM, CONFIG];
 
 /// An error that ends the command: one message for stderr and its exit code.
 #[derive(Debug)]

@@ -19,7 +19,7 @@ fn assert_unit_text(p: &Project, text: &str) {
     for line in [
         "[Service]".to_owned(),
         "Restart=on-failure".to_owned(),
-        "RestartPreventExitStatus=2 75 77 78".to_owned(),
+        "RestartPreventExitStatus=2 70 75 77 78".to_owned(),
         "StartLimitIntervalSec=600".to_owned(),
         "StartLimitBurst=5".to_owned(),
         "KillMode=control-group".to_owned(),
@@ -227,6 +227,24 @@ fn installed_unit_passes_systemd_analyze_verify() {
             std::fs::read_to_string(&drop_in).unwrap()
         );
     }
+    // The restart rules the verified unit carries follow the exit contract
+    // (docs/operations.md, "Leaving it unattended"): the give-ups that need a person stay
+    // stopped; a memory loop (71) and an environmental failure (76) restart, bounded by
+    // the start limit.
+    let template = std::fs::read_to_string(unit_dir.join("agent-runner@.service")).unwrap();
+    let values = |key: &str| -> Vec<String> {
+        template
+            .lines()
+            .filter_map(|l| l.strip_prefix(&format!("{key}=")))
+            .flat_map(|v| v.split_whitespace().map(str::to_owned))
+            .collect()
+    };
+    let mut stay = values("RestartPreventExitStatus");
+    stay.sort();
+    assert_eq!(stay, ["2", "70", "75", "77", "78"], "{template}");
+    assert_eq!(values("Restart"), ["on-failure"], "{template}");
+    assert_eq!(values("StartLimitIntervalSec"), ["600"], "{template}");
+    assert_eq!(values("StartLimitBurst"), ["5"], "{template}");
 }
 
 #[test]

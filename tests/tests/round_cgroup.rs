@@ -378,3 +378,75 @@ fn as_root_a_writable_cgroup_systemd_did_not_hand_over_is_left_alone() {
         "{check}"
     );
 }
+
+/// Issue 28, give-ups: an agent that really goes past its round's memory limit, round after
+/// round. Five rounds ended by an OOM kill in a row stop `serve` with exit 71 and
+/// `mem_loop` (not a crash loop: a memory end is not the agent's failure), which the unit
+/// restarts; the memory loops are remembered in the state dir, and the third within two
+/// hours (the reference system's rule) stops with exit 70 and `mem_loop_persistent`, which
+/// it does not. A serve whose rounds fit resets nothing it should not: it ends as asked.
+#[test]
+fn as_root_five_oom_killed_rounds_exit_71_and_the_third_loop_exits_70() {
+    let p = project(Operator::Root);
+    let cg = TestCgroup::new(None);
+    let agent = p.tmp_dir().join("agent/mem-agent.py");
+    p.write_config(
+        &agent_runner_e2e::ConfigBuilder::new(&agent)
+            .dirty_action("ignore")
+            .agent_env("ALLOC_MB", "256")
+            .agent_env("ROUND_CG_PARENT", &cg.dir.display().to_string())
+            .extra("[monitor.host_health.memory]\nround_cgroup = \"on\"\nround_max_mb = 32\n"),
+    );
+    for run in 1..=3u64 {
+        let out = run_in(&p, Some(&cg), &["serve"]);
+        let expected = if run < 3 { 71 } else { 70 };
+        out.assert_code(expected);
+        let ooms = p.events_of("round_oom_killed");
+        assert_eq!(ooms.len() as u64, 5 * run, "{}", p.events_text());
+        assert!(ooms.iter().all(|o| o["agent_killed"] == true), "{ooms:?}");
+        assert!(
+            p.events_of("crash_loop").is_empty(),
+            "an OOM kill counted as a crash: {}",
+            p.events_text()
+        );
+        let loops = p.events_of("mem_loop");
+        let persistent = p.events_of("mem_loop_persistent");
+        if run < 3 {
+            assert_eq!(loops.len() as u64, run, "{}", p.events_text());
+            let last = loops.last().unwrap();
+            assert_eq!(last["consecutive"], 5, "{last}");
+            assert_eq!(last["threshold"], 5, "{last}");
+            assert_eq!(last["exit_code"], Value::Null, "{last}");
+            assert_eq!(last["rounds_completed"], 5, "{last}");
+            let reason = last["reason"].as_str().unwrap();
+            assert!(
+                reason.starts_with(&format!("round {}: OOM kill", 5 * run)),
+                "{last}"
+            );
+            assert!(persistent.is_empty(), "{}", p.events_text());
+            assert!(out.stderr.contains("mem_loop, exit 71"), "{out}");
+        } else {
+            assert_eq!(loops.len(), 2, "{}", p.events_text());
+            let last = &persistent[0];
+            assert_eq!(last["consecutive"], 3, "{last}");
+            assert_eq!(last["threshold"], 3, "{last}");
+            assert_eq!(last["window_s"], 7200, "{last}");
+            assert_eq!(last["rounds_completed"], 5, "{last}");
+            assert!(out.stderr.contains("mem_loop_persistent, exit 70"), "{out}");
+        }
+    }
+    let remembered = fs::read_to_string(p.state_dir().join("mem-loops.json")).unwrap();
+    let doc: Value = serde_json::from_str(&remembered).unwrap();
+    assert_eq!(doc["unix_s"].as_array().unwrap().len(), 3, "{remembered}");
+    // Rounds that fit end as asked (max_rounds), memory loops or not before.
+    p.write_config(
+        &agent_runner_e2e::ConfigBuilder::new(&agent)
+            .dirty_action("ignore")
+            .agent_env("ALLOC_MB", "8")
+            .agent_env("ROUND_CG_PARENT", &cg.dir.display().to_string())
+            .extra("[monitor.host_health.memory]\nround_cgroup = \"on\"\nround_max_mb = 32\n"),
+    );
+    run_in(&p, Some(&cg), &["serve", "--max-rounds", "2"]).assert_code(0);
+    assert_eq!(cg.rounds(), Vec::<String>::new());
+    p.assert_events_whole();
+}

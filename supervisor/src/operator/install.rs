@@ -9,8 +9,8 @@
 //! is an instance, `agent-runner@<project>.service`, whose drop-in `project.conf` names its
 //! config (`AGENT_RUNNER_CONFIG`), work dir and stop timeout. The template bakes in the
 //! absolute binary path, restarts `serve` on failure but not on the exits that mean "stay
-//! stopped" ([`exit::STAY_STOPPED`]: 2, 75, 77, 78), with a start limit (5 starts in 10
-//! minutes). It stops the whole control group (agent and hosts included) on `systemctl stop`. User units go to
+//! stopped" ([`exit::STAY_STOPPED`]: 2, 70, 75, 77, 78; a memory loop, 71, and an
+//! environmental failure, 76, do restart), with a start limit (5 starts in 10 minutes). It stops the whole control group (agent and hosts included) on `systemctl stop`. User units go to
 //! `$XDG_CONFIG_HOME/systemd/user` (default `~/.config/systemd/user`), `--system` units to
 //! `/etc/systemd/system`.
 //!
@@ -181,9 +181,11 @@ pub(crate) fn render_template(binary: &Path, scope: Scope) -> String {
          Restart=on-failure\n\
          RestartSec={restart_s}\n\
          # Exits that mean \"stay stopped\" (docs/operations.md, Leaving it unattended): 75 a\n\
-         # deliberate stop (crash loop, transient_error_action = \"stop\", auto-stop), 77 a\n\
-         # login failure, 78 a permanent config error, 2 bad usage. Restarting cannot help\n\
-         # until someone acts; the unit shows failed with the code.\n\
+         # deliberate stop (crash loop, stalled, transient_error_action = \"stop\", auto-stop),\n\
+         # 70 a memory loop that restarts did not cure, 77 a login failure, 78 a permanent\n\
+         # config error, 2 bad usage. Restarting cannot help until someone acts; the unit\n\
+         # shows failed with the code. 71 (a memory loop) and 76 (the state dir or disk\n\
+         # failed) restart: a new start may find the host healed.\n\
          RestartPreventExitStatus={stay_stopped}\n\
          KillMode=control-group\n\
          # The unit's cgroup is the supervisor's to divide: each round runs in a child\n\

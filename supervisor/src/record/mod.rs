@@ -7,7 +7,8 @@
 //!   and [`events::recent`] (the summary `serve` keeps beside it and what a look sees of
 //!   the recent past); [`rounds`]: rounds as the record and their logs tell them.
 //! - [`state`]: the project lock, the round counter and the orphan stash record (atomic
-//!   writes), and the record readied at boot; [`retention`]: round log pruning.
+//!   writes), and the record readied at boot; [`retention`]: round log pruning;
+//!   [`mem_loops`]: the memory loops of earlier `serve` runs (exit 71 or 70).
 //! - [`service`]: `service.json`, what a running `serve` is doing, and its writer;
 //!   [`status`]: what `serve` publishes for `status`; both filled from the hosts through
 //!   a trait the host manager implements ([`service::ServiceHosts`],
@@ -15,6 +16,7 @@
 //! - [`stop`]: signals and control requests → the stop level every layer above obeys.
 
 pub mod events;
+pub(crate) mod mem_loops;
 pub(crate) mod retention;
 pub(crate) mod rounds;
 pub(crate) mod schema_fields;

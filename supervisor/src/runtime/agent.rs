@@ -128,6 +128,9 @@ pub(crate) struct AgentExit {
     /// The system calls the agent's seccomp filter denied, by name, one entry per call
     /// (docs/security.md, "Denials told, not silent"); empty when seccomp is not applied.
     pub seccomp_denials: Vec<&'static str>,
+    /// The kernel's OOM killer ended the agent inside the round's cgroup (set after the
+    /// round from the cgroup's `oom_kill` count: [`crate::runtime::round_cgroup`]).
+    pub oom_killed: bool,
 }
 
 /// What the copier wrote to the round log: the agent's bytes kept, and those discarded
@@ -184,6 +187,13 @@ impl AgentExit {
     pub(crate) fn is_clean(&self) -> bool {
         self.cause == ExitCause::GraceKill
             || self.cause == ExitCause::Exited && self.exit_code == Some(0)
+    }
+
+    /// Ended by memory: the in-round memory floor ([`ExitCause::HostPressure`]) or an OOM
+    /// kill in the round's cgroup. What `mem_loop` counts (docs/operations.md, "Memory
+    /// loops").
+    pub(crate) fn ended_by_memory(&self) -> bool {
+        self.cause == ExitCause::HostPressure || self.oom_killed
     }
 }
 
@@ -300,6 +310,7 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
         cause,
         log,
         seccomp_denials,
+        oom_killed: false,
     })
 }
 

@@ -155,6 +155,23 @@ pub(crate) enum RoundError {
     },
 }
 
+impl RoundError {
+    /// A failure of the environment rather than of the agent or the config: the state dir
+    /// or the log dir cannot be read or written (disk full, a read-only or vanished
+    /// mount). `serve` retries these after growing waits and gives up with exit 76
+    /// (`environment_unusable`, docs/operations.md "Leaving it unattended"); they never
+    /// count toward the crash-loop breaker.
+    pub(crate) fn is_environmental(&self) -> bool {
+        matches!(
+            self,
+            RoundError::ReadState { .. }
+                | RoundError::RecordState { .. }
+                | RoundError::CreateRoundsDir { .. }
+                | RoundError::CreateLog { .. }
+        )
+    }
+}
+
 /// What the agent of a round is started with, once the spawn hooks let it.
 struct Launch {
     /// The agent's argv.
@@ -750,7 +767,12 @@ impl Runner {
             Some(cg) => Some(cg.finish().await),
             None => None,
         };
-        let exit = exit.map_err(|source| self.spawn_failed(round_num, phase, source))?;
+        let mut exit = exit.map_err(|source| self.spawn_failed(round_num, phase, source))?;
+        // The agent process itself killed by the kernel inside its cgroup (what
+        // `round_oom_killed.agent_killed` says).
+        exit.oom_killed = usage
+            .as_ref()
+            .is_some_and(|u| u.oom_kills > 0 && exit.signal == Some(libc::SIGKILL));
         self.record_exit(round_num, &exit, budget);
         let mut tally = DenialTally::default();
         if let Some(mut rx) = refusals {

@@ -64,6 +64,31 @@ pub(crate) const STALL_FAST: Duration = Duration::from_secs(30);
 /// Such rounds in a row that stop `serve` (exit 75, `stalled_no_progress`).
 pub(crate) const STALL_LIMIT: u32 = 5;
 
+/// Rounds ended by memory in a row (the in-round floor, an OOM kill in the round's cgroup)
+/// that stop `serve` (exit 71, `mem_loop`; exit 70, `mem_loop_persistent`, when it is the
+/// [`crate::record::mem_loops::PERSISTENT_AT`]-th within its window), as the reference
+/// system's memory loop. Such a round is not a failure of the agent: it resets the
+/// crash-loop count.
+pub(crate) const MEM_LOOP_LIMIT: u32 = 5;
+
+/// Round attempts in a row that the environment failed ([`RoundError::is_environmental`])
+/// that stop `serve` (exit 76, `environment_unusable`); between them `serve` waits
+/// [`environment_wait`].
+pub(crate) const ENVIRONMENT_LIMIT: u32 = 5;
+
+/// The longest wait between two attempts the environment failed.
+const ENVIRONMENT_MAX_WAIT: Duration = Duration::from_secs(300);
+
+/// The wait after the `failures`-th attempt in a row the environment failed:
+/// `restart_delay_s` (at least 1 s), doubled on each repeat, at most
+/// [`ENVIRONMENT_MAX_WAIT`] (10 s, 20 s, 40 s, 80 s with the default delay: `serve` gives up
+/// after about 2.5 minutes).
+fn environment_wait(restart_delay: Duration, failures: u32) -> Duration {
+    let base = restart_delay.max(Duration::from_secs(1));
+    base.saturating_mul(1 << failures.saturating_sub(1).min(16))
+        .min(ENVIRONMENT_MAX_WAIT)
+}
+
 /// Lines of the last failed round's log the `crash_loop` event carries.
 const CRASH_LOOP_TAIL_LINES: usize = 10;
 
@@ -110,9 +135,38 @@ pub(crate) enum BootError {
     TreeLock(#[from] tree_lock::TreeLockError),
 }
 
+impl BootError {
+    /// The state dir or the work tree could not be used (not: held by another supervisor):
+    /// the CLI exits 76, which the systemd unit restarts (docs/operations.md, "Leaving it
+    /// unattended").
+    pub(crate) fn is_environmental(&self) -> bool {
+        matches!(
+            self,
+            BootError::Lock(LockError::Io { .. })
+                | BootError::TreeLock(tree_lock::TreeLockError::Io { .. })
+        )
+    }
+}
+
+/// `environment_unusable` (stage `boot`) for an environmental boot failure, which it
+/// returns.
+fn unusable_at_boot(events: &EventLog, err: BootError) -> BootError {
+    if err.is_environmental() {
+        events.emit(Event::EnvironmentUnusable {
+            stage: "boot".to_owned(),
+            error: err.to_string(),
+            consecutive_failures: 1,
+            threshold: 1,
+            rounds_completed: 0,
+        });
+    }
+    err
+}
+
 /// Everything before the first round: config, gate, lock, git check, hosts.
 ///
-/// Errors: [`BootError`]; the CLI exits 78 for config and gate problems, 1 for the others
+/// Errors: [`BootError`]; the CLI exits 78 for config and gate problems, 76 when the state
+/// dir or work tree cannot be used ([`BootError::is_environmental`]), 1 for the others
 /// (another supervisor holds the lock, typically).
 pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     let config = config::load(config_path)?;
@@ -201,8 +255,10 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
             message: refusal.to_string(),
         }));
     }
-    let lock = ProjectLock::acquire(&config.runtime.state_dir)?;
-    let tree_lock = tree_lock::acquire(&config.runtime.work_dir, &config.runtime.state_dir)?;
+    let lock = ProjectLock::acquire(&config.runtime.state_dir)
+        .map_err(|e| unusable_at_boot(&events, e.into()))?;
+    let tree_lock = tree_lock::acquire(&config.runtime.work_dir, &config.runtime.state_dir)
+        .map_err(|e| unusable_at_boot(&events, e.into()))?;
     let holder = log_views::hold(&config.runtime.log_dir);
     crate::record::state::prepare(&config, &events);
     let hosts = HostManager::boot(
@@ -288,6 +344,9 @@ pub(crate) async fn serve(
         last_failure: None,
         stalls: 0,
         last_stall_lines: Vec::new(),
+        mem_ends: 0,
+        last_mem_end: None,
+        env_failures: 0,
         code: crate::exit::OK,
         started: Instant::now(),
     };
@@ -332,6 +391,12 @@ struct Serving<'a> {
     stalls: u32,
     /// The last lines of the last of them.
     last_stall_lines: Vec<String>,
+    /// Rounds ended by memory in a row (`mem_loop`).
+    mem_ends: u32,
+    /// The last of them: how it ended, its agent's exit code, its log's last lines.
+    last_mem_end: Option<(String, Option<i32>, Vec<String>)>,
+    /// Round attempts in a row the environment failed (`environment_unusable`).
+    env_failures: u32,
     /// The exit code so far.
     code: u8,
     /// When this serve began (`max_duration_s`).
@@ -485,6 +550,10 @@ impl Serving<'_> {
             );
             return true;
         }
+        if self.mem_ends >= MEM_LOOP_LIMIT {
+            self.mem_loop();
+            return true;
+        }
         if self.failures >= CRASH_LOOP_LIMIT {
             let (reason, last_lines) = self.last_failure.clone().unwrap_or_default();
             runner.events.emit(Event::CrashLoop {
@@ -542,6 +611,57 @@ impl Serving<'_> {
             return true;
         }
         false
+    }
+
+    /// `mem_loop` (exit 71) or, when it is the
+    /// [`crate::record::mem_loops::PERSISTENT_AT`]-th within
+    /// [`crate::record::mem_loops::WINDOW`] (remembered across restarts in the state dir),
+    /// `mem_loop_persistent` (exit 70).
+    fn mem_loop(&mut self) {
+        use crate::record::mem_loops;
+        let runner = &*self.runner;
+        let (reason, exit_code, last_lines) = self.last_mem_end.clone().unwrap_or_default();
+        let loops = match mem_loops::record(&runner.config.runtime.state_dir, SystemTime::now()) {
+            Ok(n) => n,
+            Err((n, e)) => {
+                tracing::warn!("cannot record the memory loop in {}: {e}", mem_loops::FILE);
+                n
+            }
+        };
+        if loops >= mem_loops::PERSISTENT_AT {
+            runner.events.emit(Event::MemLoopPersistent {
+                consecutive: loops,
+                threshold: mem_loops::PERSISTENT_AT,
+                window_s: mem_loops::WINDOW.as_secs(),
+                exit_code,
+                rounds_completed: self.completed,
+                reason: reason.clone(),
+                last_lines: last_lines.clone(),
+            });
+            eprintln!(
+                "agent-runner: {} rounds in a row ended by memory, the {loops}th such loop within {} s; stopping for good (mem_loop_persistent, exit 70). The last: {reason}",
+                self.mem_ends,
+                mem_loops::WINDOW.as_secs()
+            );
+            self.code = crate::exit::MEM_LOOP_PERSISTENT;
+        } else {
+            runner.events.emit(Event::MemLoop {
+                consecutive: self.mem_ends,
+                threshold: MEM_LOOP_LIMIT,
+                exit_code,
+                rounds_completed: self.completed,
+                reason: reason.clone(),
+                last_lines: last_lines.clone(),
+            });
+            eprintln!(
+                "agent-runner: {} rounds in a row ended by memory; stopping (mem_loop, exit 71: a new start may find memory free). The last: {reason}",
+                self.mem_ends
+            );
+            self.code = crate::exit::MEM_LOOP;
+        }
+        for line in &last_lines {
+            eprintln!("  | {line}");
+        }
     }
 
     /// `[goal] stop_when = "all_satisfied"` and every check passed after `ran`:
@@ -621,7 +741,9 @@ impl Serving<'_> {
                 unreachable!("proceed always runs the agent")
             }
             Ok(Attempt::Stopped) => Flow::Again,
+            Err(err) if err.is_environmental() => self.environment_failed(&err),
             Err(err) => {
+                self.env_failures = 0;
                 self.failures += 1;
                 self.last_failure = Some((format!("the round could not start: {err}"), Vec::new()));
                 eprintln!("agent-runner: {err}");
@@ -636,19 +758,63 @@ impl Serving<'_> {
         }
     }
 
+    /// An attempt the environment failed: `round_error`; a wait that doubles each time,
+    /// or, the [`ENVIRONMENT_LIMIT`]-th time in a row, `environment_unusable` and exit 76.
+    /// The crash-loop count starts again: the agent did not fail.
+    fn environment_failed(&mut self, err: &RoundError) -> Flow {
+        self.env_failures += 1;
+        self.failures = 0;
+        self.last_failure = None;
+        eprintln!("agent-runner: {err}");
+        let events = &self.runner.events;
+        events.emit(Event::RoundError {
+            error: err.to_string(),
+        });
+        if self.env_failures >= ENVIRONMENT_LIMIT {
+            events.emit(Event::EnvironmentUnusable {
+                stage: "round".to_owned(),
+                error: err.to_string(),
+                consecutive_failures: self.env_failures,
+                threshold: ENVIRONMENT_LIMIT,
+                rounds_completed: self.completed,
+            });
+            eprintln!(
+                "agent-runner: {} round attempts in a row failed on the state or log dir; stopping (environment_unusable, exit 76)",
+                self.env_failures
+            );
+            self.code = crate::exit::ENVIRONMENT;
+            return Flow::Stop;
+        }
+        Flow::Pause(environment_wait(
+            self.runner.config.runtime.restart_delay,
+            self.env_failures,
+        ))
+    }
+
     /// After a round that ran: the transient-failure step, the crash-loop count, the
     /// detectors, and a back-off when one is due.
     async fn after_round(&mut self, ran: Ran, stop: &mut StopWatch) -> Flow {
         self.completed += 1;
+        self.env_failures = 0;
         let round_num = ran.round_num;
         let clean = ran.exit.is_clean();
         let step =
             self.transients
                 .after_round(&self.runner.events, &ran.post_round, round_num, clean);
         // Any failed round counts, printed output or not: real CLIs print a line when they
-        // fail. An operator's stop is not a failure of the agent.
-        let failed = step.diagnosed()
-            || (!clean && ran.exit.cause != crate::runtime::agent::ExitCause::Stopped);
+        // fail. An operator's stop is not a failure of the agent, nor is an end by memory
+        // (the memory loop counts those).
+        let mem_ended = ran.exit.ended_by_memory();
+        let failed = !mem_ended
+            && (step.diagnosed()
+                || (!clean && ran.exit.cause != crate::runtime::agent::ExitCause::Stopped));
+        if mem_ended {
+            self.mem_ends += 1;
+            let (reason, last_lines) = failure_of(&ran, &step);
+            self.last_mem_end = Some((reason, ran.exit.exit_code, last_lines));
+        } else {
+            self.mem_ends = 0;
+        }
         if failed {
             self.failures += 1;
             self.last_failure = Some(failure_of(&ran, &step));
@@ -694,6 +860,7 @@ impl Serving<'_> {
             return Flow::Stop;
         }
         if self.max_rounds.is_some_and(|max| self.completed >= max)
+            || self.mem_ends >= MEM_LOOP_LIMIT
             || self.failures >= CRASH_LOOP_LIMIT
             || self.stalls >= STALL_LIMIT
         {
@@ -1076,10 +1243,12 @@ pub(crate) async fn shutdown(booted: Booted) {
     refresh_summary(&booted.runner.config.runtime.state_dir);
 }
 
-/// Why `ran` failed, in a line, and its log's last lines (redacted), for `crash_loop`.
+/// Why `ran` failed, in a line, and its log's last lines (redacted), for `crash_loop` and
+/// `mem_loop`.
 fn failure_of(ran: &Ran, step: &Step) -> (String, Vec<String>) {
     let exit = &ran.exit;
     let mut reason = match (exit.cause, exit.exit_code, exit.signal) {
+        _ if exit.oom_killed => "OOM kill in the round's cgroup (signal 9)".to_owned(),
         (crate::runtime::agent::ExitCause::Exited, Some(code), _) => format!("exit {code}"),
         (cause, _, Some(signal)) => format!("{} (signal {signal})", cause.as_str()),
         (cause, _, None) => cause.as_str().to_owned(),

@@ -160,6 +160,58 @@ pub(crate) enum Event {
         /// The last lines of its round log (redacted; at most 10 lines, 2000 characters).
         last_lines: Vec<String>,
     },
+    /// Rounds ended by memory in a row (the in-round memory floor, an OOM kill in the
+    /// round's cgroup) reached the limit; serve stops with exit 71, which the systemd unit
+    /// restarts (docs/operations.md, "Memory loops").
+    MemLoop {
+        /// Such rounds in a row (the reference system's field).
+        consecutive: u32,
+        /// The limit that was reached.
+        threshold: u32,
+        /// The last round's agent exit code (`null` when a signal ended it).
+        exit_code: Option<i32>,
+        /// Rounds completed by this serve.
+        rounds_completed: u64,
+        /// How the last of them ended: `round N: OOM kill in the round's cgroup after 0.4 s`.
+        reason: String,
+        /// The last lines of its round log (redacted; at most 10 lines, 2000 characters).
+        last_lines: Vec<String>,
+    },
+    /// A memory loop again: the [`crate::record::mem_loops::PERSISTENT_AT`]-th within
+    /// `window_s`, across restarts; serve stops with exit 70, which the systemd unit does
+    /// not restart.
+    MemLoopPersistent {
+        /// Memory loops within the window, this one included (the reference system's
+        /// field).
+        consecutive: u32,
+        /// The count that stops for good.
+        threshold: u32,
+        /// The window, in seconds.
+        window_s: u64,
+        /// The last round's agent exit code (`null` when a signal ended it).
+        exit_code: Option<i32>,
+        /// Rounds completed by this serve.
+        rounds_completed: u64,
+        /// How the last round ended, as in `mem_loop`.
+        reason: String,
+        /// The last lines of its round log (redacted; at most 10 lines, 2000 characters).
+        last_lines: Vec<String>,
+    },
+    /// The state dir or log dir cannot be used (disk full, a read-only or vanished mount):
+    /// at boot, or for rounds in a row after growing waits; serve stops with exit 76,
+    /// which the systemd unit restarts within its start limit.
+    EnvironmentUnusable {
+        /// `boot` or `round`.
+        stage: String,
+        /// The failure, in words (path and OS error).
+        error: String,
+        /// Failures in a row (1 at boot).
+        consecutive_failures: u32,
+        /// The limit that was reached.
+        threshold: u32,
+        /// Rounds completed by this serve.
+        rounds_completed: u64,
+    },
     /// `--max-rounds` reached; the loop ends.
     MaxRoundsReached {
         /// Rounds completed by this serve.
@@ -1066,6 +1118,9 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "agent_self_terminated",
     "crash_loop",
     "stalled_no_progress",
+    "mem_loop",
+    "mem_loop_persistent",
+    "environment_unusable",
     "max_rounds_reached",
     "max_duration_reached",
     "rate_ceiling_paused",
