@@ -94,7 +94,7 @@ impl PidIsolation {
         }
         match user_namespaces() {
             Ok(()) => (PidIsolation::UserNamespace, None),
-            Err(reason) => (PidIsolation::None, Some(reason)),
+            Err(reason) => (PidIsolation::None, Some(reason.to_string())),
         }
     }
 }

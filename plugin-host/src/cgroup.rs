@@ -73,21 +73,69 @@ pub fn own_cgroup(controller: &str) -> Option<OwnCgroup> {
         })
 }
 
+/// Why a cgroup directory is not this process's to make children in ([`writable`],
+/// [`delegated`], `crate::pids_limit::pids_cgroup`). Display says why in words, for
+/// `doctor` and the log.
+#[derive(Debug, thiserror::Error)]
+pub enum NotDelegated {
+    /// The supervisor's cgroup offers no such controller to it.
+    #[error("no {0} controller delegated to the supervisor's cgroup")]
+    NoController(&'static str),
+    /// The path holds a NUL byte (cannot be passed to the kernel).
+    #[error("{}: the path holds a NUL byte", .0.display())]
+    NulInPath(PathBuf),
+    /// access(2) says this process's user may not write it.
+    #[error("{} is not writable by uid {uid}", dir.display())]
+    NotWritable {
+        /// The cgroup directory.
+        dir: PathBuf,
+        /// This process's effective uid.
+        uid: u32,
+    },
+    /// Its metadata could not be read.
+    #[error("{}: {source}", dir.display())]
+    Unreadable {
+        /// The cgroup directory.
+        dir: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Writable, but neither owned by this (non-root) user nor marked by systemd as handed
+    /// over.
+    #[error(
+        "{} is writable by uid {uid} but was not handed over: {} and carries no \
+         systemd delegation mark (trusted.delegate)",
+        dir.display(),
+        if *uid == 0 { "root can write every cgroup".to_owned() } else { format!("it is owned by uid {owner}") }
+    )]
+    NotHandedOver {
+        /// The cgroup directory.
+        dir: PathBuf,
+        /// This process's effective uid.
+        uid: u32,
+        /// The directory's owner.
+        owner: u32,
+    },
+}
+
 /// Whether this process's user may write `dir` (create child cgroups in it): the meaning
 /// of "delegated" (systemd `Delegate=yes` on v2, a chowned directory on v1).
 ///
 /// # Errors
-/// Why not, in words.
-pub fn writable(dir: &Path) -> Result<(), String> {
-    let c =
-        std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).map_err(|e| e.to_string())?;
+/// [`NotDelegated::NulInPath`], [`NotDelegated::NotWritable`].
+pub fn writable(dir: &Path) -> Result<(), NotDelegated> {
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
+        .map_err(|_| NotDelegated::NulInPath(dir.to_owned()))?;
     // SAFETY: access(2) on a NUL-terminated path that outlives the call.
     if unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0 {
         Ok(())
     } else {
         // SAFETY: geteuid(2) has no preconditions.
         let uid = unsafe { libc::geteuid() };
-        Err(format!("{} is not writable by uid {uid}", dir.display()))
+        Err(NotDelegated::NotWritable {
+            dir: dir.to_owned(),
+            uid,
+        })
     }
 }
 
@@ -99,14 +147,17 @@ pub fn writable(dir: &Path) -> Result<(), String> {
 /// writability alone is not delegation: a cgroup systemd did not hand over is systemd's.
 ///
 /// # Errors
-/// Why not, in words.
-pub fn delegated(dir: &Path) -> Result<(), String> {
+/// Those of [`writable`], [`NotDelegated::Unreadable`], [`NotDelegated::NotHandedOver`].
+pub fn delegated(dir: &Path) -> Result<(), NotDelegated> {
     use std::os::unix::fs::MetadataExt;
     writable(dir)?;
     // SAFETY: geteuid(2) has no preconditions.
     let uid = unsafe { libc::geteuid() };
     let owner = fs::metadata(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .map_err(|source| NotDelegated::Unreadable {
+            dir: dir.to_owned(),
+            source,
+        })?
         .uid();
     if uid != 0 && owner == uid {
         return Ok(());
@@ -117,16 +168,11 @@ pub fn delegated(dir: &Path) -> Result<(), String> {
     {
         return Ok(());
     }
-    Err(format!(
-        "{} is writable by uid {uid} but was not handed over: {} and carries no \
-         systemd delegation mark (trusted.delegate)",
-        dir.display(),
-        if uid == 0 {
-            "root can write every cgroup".to_owned()
-        } else {
-            format!("it is owned by uid {owner}")
-        }
-    ))
+    Err(NotDelegated::NotHandedOver {
+        dir: dir.to_owned(),
+        uid,
+        owner,
+    })
 }
 
 /// Whether the extended attribute `name` of `path` reads `1`.

@@ -225,23 +225,65 @@ impl EgressBridge {
 
 /// Whether this process can give an agent its network namespace (as
 /// [`EgressBridge::enter`] would, for this process's own ids): probed once by a forked
-/// child that enters one, binds the proxy port and exits; the answer is cached. `Err` says
-/// which step failed and why, with where to look.
-pub fn probe() -> Result<(), String> {
-    static ANSWER: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+/// child that enters one, binds the proxy port and exits; the answer is cached.
+///
+/// # Errors
+/// [`NoBridge`]: which step failed and why, with where to look.
+pub fn probe() -> Result<(), NoBridge> {
+    static ANSWER: std::sync::OnceLock<Result<(), NoBridge>> = std::sync::OnceLock::new();
     ANSWER.get_or_init(probe_once).clone()
+}
+
+/// Why this process cannot give an agent its network namespace ([`probe`]). Display says
+/// which step failed and why, with where to look.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum NoBridge {
+    /// The probe's own setup failed before the fork: what (`socketpair`, `pipe`) and why.
+    #[error("{0}: {1}")]
+    Setup(&'static str, std::sync::Arc<std::io::Error>),
+    /// The probe child could not be forked.
+    #[error("cannot fork to probe: {0}")]
+    Fork(std::sync::Arc<std::io::Error>),
+    /// waitpid(2) on the probe child failed.
+    #[error("cannot wait for the probe")]
+    Wait,
+    /// A step of entering the namespace failed in the probe child.
+    #[error(
+        "{step} failed: {}{}",
+        std::io::Error::from_raw_os_error(*errno),
+        if *unprivileged && *step == STEPS[0] {
+            " (an unprivileged operator needs user namespaces: see kernel.unprivileged_userns_clone, user.max_user_namespaces, kernel.apparmor_restrict_unprivileged_userns)"
+        } else {
+            ""
+        }
+    )]
+    Step {
+        /// The step (`unshare`, `uid_map`, `loopback`, `listen`, `fork`).
+        step: &'static str,
+        /// Its errno.
+        errno: i32,
+        /// Whether this process is not root (then `unshare` needs user namespaces).
+        unprivileged: bool,
+    },
+    /// The probe child died before reporting.
+    #[error("the probe child died")]
+    ChildDied,
 }
 
 const STEPS: [&str; 5] = ["unshare", "uid_map", "loopback", "listen", "fork"];
 
-fn probe_once() -> Result<(), String> {
+fn probe_once() -> Result<(), NoBridge> {
     // SAFETY: geteuid/getuid/getgid take nothing.
     let ids = unsafe { (libc::geteuid() != 0).then(|| (libc::getuid(), libc::getgid())) };
-    let (plan, _receiver) = bridge(ids).map_err(|e| format!("socketpair: {e}"))?;
+    let (plan, _receiver) =
+        bridge(ids).map_err(|e| NoBridge::Setup("socketpair", std::sync::Arc::new(e)))?;
     let mut fds = [0 as RawFd; 2];
     // SAFETY: pipe2 writes two descriptors into the live array.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(format!("pipe: {}", std::io::Error::last_os_error()));
+        return Err(NoBridge::Setup(
+            "pipe",
+            std::sync::Arc::new(std::io::Error::last_os_error()),
+        ));
     }
     // SAFETY: both descriptors are fresh and owned by nobody else.
     let (read_end, write_end) =
@@ -268,16 +310,15 @@ fn probe_once() -> Result<(), String> {
     }
     drop(write_end);
     if pid < 0 {
-        return Err(format!(
-            "cannot fork to probe: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(NoBridge::Fork(std::sync::Arc::new(
+            std::io::Error::last_os_error(),
+        )));
     }
     let mut status: libc::c_int = 0;
     // SAFETY: waits for the probe child into a live stack integer.
     while unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) } < 0 {
         if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return Err("cannot wait for the probe".into());
+            return Err(NoBridge::Wait);
         }
     }
     let mut report = [0i32; 2];
@@ -285,17 +326,12 @@ fn probe_once() -> Result<(), String> {
     let n = unsafe { libc::read(read_end.as_raw_fd(), report.as_mut_ptr().cast(), 8) };
     match (n, report) {
         (8, [0, _]) => Ok(()),
-        (8, [step, errno]) => Err(format!(
-            "{} failed: {}{}",
-            STEPS.get(step as usize - 1).unwrap_or(&"?"),
-            std::io::Error::from_raw_os_error(errno),
-            if ids.is_some() && step == 1 {
-                " (an unprivileged operator needs user namespaces: see kernel.unprivileged_userns_clone, user.max_user_namespaces, kernel.apparmor_restrict_unprivileged_userns)"
-            } else {
-                ""
-            }
-        )),
-        _ => Err("the probe child died".into()),
+        (8, [step, errno]) => Err(NoBridge::Step {
+            step: STEPS.get(step as usize - 1).unwrap_or(&"?"),
+            errno,
+            unprivileged: ids.is_some(),
+        }),
+        _ => Err(NoBridge::ChildDied),
     }
 }
 

@@ -76,7 +76,7 @@ pub fn layers(tier: Tier, landlock_abi: u32) -> Vec<Layer> {
             true,
             "own user and PID namespaces (unprivileged user namespaces)",
         ),
-        (Err(reason), false) => layer("pid_namespace", false, reason.clone()),
+        (Err(reason), false) => layer("pid_namespace", false, reason.to_string()),
     });
     out.push(match (root, pids_cgroup(), &userns) {
         (true, Ok(dir), _) => layer(

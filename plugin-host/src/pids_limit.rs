@@ -89,8 +89,11 @@ impl PidsCgroup {
 
 /// The cgroup below which hosts' `pids` cgroups are made, if this process may create
 /// them there; otherwise why not (for `doctor`).
-pub fn pids_cgroup() -> Result<PathBuf, String> {
-    let dir = own_pids_cgroup().ok_or("no pids controller delegated to the supervisor's cgroup")?;
+///
+/// # Errors
+/// [`cgroup::NotDelegated::NoController`] (`pids`), or why [`cgroup::writable`] refused.
+pub fn pids_cgroup() -> Result<PathBuf, cgroup::NotDelegated> {
+    let dir = own_pids_cgroup().ok_or(cgroup::NotDelegated::NoController("pids"))?;
     cgroup::writable(&dir)?;
     Ok(dir)
 }

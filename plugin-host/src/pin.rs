@@ -128,7 +128,7 @@ pub enum PinError {
         /// The path given.
         path: PathBuf,
         /// What was wrong.
-        reason: String,
+        reason: crate::resolve::NotExecutable,
     },
     /// Opening or reading the file failed.
     #[error("host executable {path}: cannot {action}: {source}")]
@@ -186,8 +186,8 @@ pub fn open_and_hash(path: &Path) -> Result<VerifiedExecutable, PinError> {
     let meta = file.metadata().map_err(|e| io_err("open", e))?;
     if !meta.is_file() {
         return Err(PinError::NotExecutable {
+            reason: crate::resolve::NotExecutable::NotAFile(canonical.clone()),
             path: canonical,
-            reason: "is not a regular file".into(),
         });
     }
     let mut hasher = Sha256::new();
@@ -312,7 +312,7 @@ fn parse_shebang(script: &Path, head: &[u8]) -> Result<Interpreter, PinError> {
             .iter()
             .flat_map(std::env::split_paths)
             .map(|dir| dir.join(name))
-            .find(|c| check_executable(c).as_ref() == Ok(&found))
+            .find(|c| check_executable(c).ok().as_ref() == Some(&found))
             .unwrap_or_else(|| found.clone());
         (found, named, more.iter().map(|s| (*s).to_owned()).collect())
     } else {
@@ -323,7 +323,7 @@ fn parse_shebang(script: &Path, head: &[u8]) -> Result<Interpreter, PinError> {
         };
         (interp_path, PathBuf::from(interp), args)
     };
-    let (real, named) = match resolve_pyenv_shim(&target).map_err(fail)? {
+    let (real, named) = match resolve_pyenv_shim(&target).map_err(|e| fail(e.to_string()))? {
         Some(real) => (real.clone(), real),
         None => (target, named),
     };
@@ -358,7 +358,10 @@ fn is_script(path: &Path) -> std::io::Result<bool> {
 /// `.python-version` (searched upwards from the current directory) or
 /// `<PYENV_ROOT>/version` that has `bin/<name>`; for `system` (or nothing usable) the first
 /// match on PATH outside pyenv's shim directories. `Ok(None)` when `path` is not a shim.
-fn resolve_pyenv_shim(path: &Path) -> Result<Option<PathBuf>, String> {
+///
+/// # Errors
+/// [`NoPyenvInterpreter`]: a shim that names no installed interpreter.
+fn resolve_pyenv_shim(path: &Path) -> Result<Option<PathBuf>, NoPyenvInterpreter> {
     let Some(dir) = path.parent() else {
         return Ok(None);
     };
@@ -397,11 +400,25 @@ fn resolve_pyenv_shim(path: &Path) -> Result<Option<PathBuf>, String> {
             }
         }
     }
-    Err(format!(
-        "pyenv shim {} names no installed interpreter (versions tried: {versions:?}); \
-         set PYENV_VERSION or point #! at the real interpreter",
-        path.display()
-    ))
+    Err(NoPyenvInterpreter {
+        shim: path.to_owned(),
+        versions,
+    })
+}
+
+/// A pyenv shim whose versions (and PATH) hold no interpreter of its name
+/// ([`resolve_pyenv_shim`]).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "pyenv shim {} names no installed interpreter (versions tried: {versions:?}); \
+     set PYENV_VERSION or point #! at the real interpreter",
+    shim.display()
+)]
+struct NoPyenvInterpreter {
+    /// The shim.
+    shim: PathBuf,
+    /// The versions tried, in order.
+    versions: Vec<String>,
 }
 
 fn version_words(text: &str) -> Vec<String> {

@@ -17,8 +17,9 @@ pub enum ResolveError {
         cmd0: String,
         /// The path that was tried.
         tried: PathBuf,
-        /// What was wrong with it.
-        reason: String,
+        /// What was wrong with it (boxed: keeps the errors that carry a `ResolveError`
+        /// small).
+        reason: Box<NotExecutable>,
     },
     /// A bare name was not found on PATH.
     #[error(
@@ -74,7 +75,7 @@ pub fn resolve_executable(
         return check_executable(&candidate).map_err(|reason| ResolveError::BadPath {
             cmd0: cmd0.to_owned(),
             tried: candidate,
-            reason,
+            reason: Box::new(reason),
         });
     }
     let mut tried = Vec::new();
@@ -101,18 +102,36 @@ pub fn resolve_executable(
     })
 }
 
-/// Canonicalizes `path` and checks it is an executable regular file; the error is a short
-/// human reason.
-pub(crate) fn check_executable(path: &Path) -> Result<PathBuf, String> {
-    let canonical = path
-        .canonicalize()
-        .map_err(|e| format!("cannot be resolved ({e})"))?;
-    let meta = std::fs::metadata(&canonical).map_err(|e| format!("cannot be inspected ({e})"))?;
+/// Why a path is not an executable regular file ([`check_executable`]). Display is a short
+/// reason that follows the path in a message (`… /x (/real/x) is not executable`).
+#[derive(Debug, thiserror::Error)]
+pub enum NotExecutable {
+    /// It could not be made canonical (missing, a dangling link, an unreadable directory).
+    #[error("cannot be resolved ({0})")]
+    Unresolved(std::io::Error),
+    /// Its metadata could not be read.
+    #[error("cannot be inspected ({0})")]
+    Uninspectable(std::io::Error),
+    /// The canonical path is not a regular file.
+    #[error("({}) is not a regular file", .0.display())]
+    NotAFile(PathBuf),
+    /// The canonical path has no execute bit.
+    #[error("({}) is not executable", .0.display())]
+    NoExecuteBit(PathBuf),
+}
+
+/// Canonicalizes `path` and checks it is an executable regular file.
+///
+/// # Errors
+/// [`NotExecutable`], what is wrong with it.
+pub(crate) fn check_executable(path: &Path) -> Result<PathBuf, NotExecutable> {
+    let canonical = path.canonicalize().map_err(NotExecutable::Unresolved)?;
+    let meta = std::fs::metadata(&canonical).map_err(NotExecutable::Uninspectable)?;
     if !meta.is_file() {
-        return Err(format!("({}) is not a regular file", canonical.display()));
+        return Err(NotExecutable::NotAFile(canonical));
     }
     if meta.permissions().mode() & 0o111 == 0 {
-        return Err(format!("({}) is not executable", canonical.display()));
+        return Err(NotExecutable::NoExecuteBit(canonical));
     }
     Ok(canonical)
 }

@@ -222,13 +222,43 @@ pub(crate) fn write_file(path: &CStr, data: &[u8]) -> std::io::Result<()> {
 /// Whether this process may create a user namespace with PID and mount namespaces in it
 /// (unprivileged user namespaces enabled, not blocked by a security module or a
 /// `max_user_namespaces` of 0). Probed once by a forked child that tries and exits; the
-/// answer is cached. `Err` carries the reason (the errno of `unshare`).
-pub fn user_namespaces() -> Result<(), String> {
-    static ANSWER: OnceLock<Result<(), String>> = OnceLock::new();
+/// answer is cached.
+///
+/// # Errors
+/// [`NoUserNamespace`]: the errno of `unshare` and where to look, or why the probe failed.
+pub fn user_namespaces() -> Result<(), NoUserNamespace> {
+    static ANSWER: OnceLock<Result<(), NoUserNamespace>> = OnceLock::new();
     ANSWER.get_or_init(probe).clone()
 }
 
-fn probe() -> Result<(), String> {
+/// Why this process cannot create a user namespace ([`user_namespaces`]). Display says it
+/// in words, with the settings to look at.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum NoUserNamespace {
+    /// The probe child could not be forked.
+    #[error("cannot fork to probe: {0}")]
+    Fork(std::sync::Arc<std::io::Error>),
+    /// waitpid(2) on the probe child failed.
+    #[error("cannot wait for the probe")]
+    Wait,
+    /// `unshare(CLONE_NEWUSER | CLONE_NEWPID | …)` failed in the probe child.
+    #[error(
+        "unshare(CLONE_NEWUSER) fails: {} ({})",
+        std::io::Error::from_raw_os_error(*errno),
+        why_no_user_namespace(*errno, *filtered)
+    )]
+    Unshare {
+        /// The errno of `unshare`.
+        errno: i32,
+        /// Whether this process already runs under someone else's seccomp filter.
+        filtered: bool,
+    },
+    /// The probe child was killed by a signal.
+    #[error("the probe child died")]
+    ChildDied,
+}
+
+fn probe() -> Result<(), NoUserNamespace> {
     // SAFETY: a raw clone duplicating this process (as fork, without atfork handlers); the
     // child makes one unshare and exits.
     let pid = unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0) };
@@ -249,26 +279,24 @@ fn probe() -> Result<(), String> {
         }
     }
     if pid < 0 {
-        return Err(format!(
-            "cannot fork to probe: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(NoUserNamespace::Fork(std::sync::Arc::new(
+            std::io::Error::last_os_error(),
+        )));
     }
     let mut status: libc::c_int = 0;
     // SAFETY: wait for the probe child into a live stack integer.
     while unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) } < 0 {
         if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return Err("cannot wait for the probe".into());
+            return Err(NoUserNamespace::Wait);
         }
     }
     match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
         Some(0) => Ok(()),
-        Some(errno) => Err(format!(
-            "unshare(CLONE_NEWUSER) fails: {} ({})",
-            std::io::Error::from_raw_os_error(errno),
-            why_no_user_namespace(errno, under_seccomp_filter())
-        )),
-        None => Err("the probe child died".into()),
+        Some(errno) => Err(NoUserNamespace::Unshare {
+            errno,
+            filtered: under_seccomp_filter(),
+        }),
+        None => Err(NoUserNamespace::ChildDied),
     }
 }
 

@@ -211,12 +211,23 @@ pub(crate) enum PluginCommand {
     },
 }
 
-fn parse_family(text: &str) -> Result<agent_runner_protocol::Family, String> {
-    agent_runner_protocol::Family::parse(text).ok_or_else(|| {
-        format!(
-            "{text:?}: expected {}",
-            agent_runner_protocol::Family::spelled("", " or ")
-        )
+/// A family name that names none ([`parse_family`]); clap prints it after the flag.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{text:?}: expected {}",
+    agent_runner_protocol::Family::spelled("", " or ")
+)]
+struct UnknownFamily {
+    /// The value given.
+    text: String,
+}
+
+/// `--family`'s value parser.
+///
+/// Errors: [`UnknownFamily`].
+fn parse_family(text: &str) -> Result<agent_runner_protocol::Family, UnknownFamily> {
+    agent_runner_protocol::Family::parse(text).ok_or_else(|| UnknownFamily {
+        text: text.to_owned(),
     })
 }
 

@@ -74,7 +74,8 @@ const WORKSPACE_BINS: &[(&str, &str)] = &[
 ];
 
 /// Runs `cargo build` of the packages in [`WORKSPACE_BINS`] once per test process, into the
-/// target dir [`bin_dir`] belongs to, with the same profile.
+/// target dir [`bin_dir`] belongs to, with the same profile. `Err`: cargo's failure as the
+/// panic message of every test that needs the binaries (`String`: it is only ever printed).
 fn build_workspace_bins() -> &'static Result<(), String> {
     static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
     BUILT.get_or_init(|| {

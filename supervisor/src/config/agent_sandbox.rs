@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use agent_runner_plugin_host::policy::{covers_protected, CREDENTIAL_PATHS};
 
+use super::bad_path::BadPath;
 use super::keys::Bad;
 use super::raw::RawAgentSandbox;
 use super::vocabulary::SandboxMode;
@@ -56,7 +57,7 @@ pub(super) struct Protected<'a> {
     /// `[runtime] state_dir`.
     pub state_dir: &'a Path,
     /// Expands `~` and `{project}` and makes a path absolute against the work tree.
-    pub expand: &'a dyn Fn(&str) -> Result<PathBuf, String>,
+    pub expand: &'a dyn Fn(&str) -> Result<PathBuf, BadPath>,
 }
 
 /// Resolves `[agent.sandbox]` (`mode` and the grants; `allow_hosts` is the agent's,
@@ -67,8 +68,10 @@ pub(super) fn resolve(
 ) -> Result<AgentSandboxConfig, Bad> {
     let bad = |key: &str, m: String| (format!("agent.sandbox.{key}"), m);
     let mode = raw.mode()?;
-    let write_paths = paths(&raw.write_paths(), places, true).map_err(|m| bad("write_paths", m))?;
-    let read_paths = paths(&raw.read_paths(), places, false).map_err(|m| bad("read_paths", m))?;
+    let write_paths =
+        paths(&raw.write_paths(), places, true).map_err(|m| bad("write_paths", m.to_string()))?;
+    let read_paths =
+        paths(&raw.read_paths(), places, false).map_err(|m| bad("read_paths", m.to_string()))?;
     let connect_ports = raw.connect_ports();
     if connect_ports.contains(&0) {
         return Err(bad(
@@ -87,7 +90,9 @@ pub(super) fn resolve(
 /// Expanded, canonical, existing paths; refused when one covers (or, for writes, is or
 /// lies in) a protected path: the credential stores, the state dir, and for writes also the
 /// log dir and the config file.
-fn paths(texts: &[String], places: &Protected<'_>, write: bool) -> Result<Vec<PathBuf>, String> {
+///
+/// Errors: [`BadPath::Home`], [`BadPath::Missing`], [`BadPath::Covers`].
+fn paths(texts: &[String], places: &Protected<'_>, write: bool) -> Result<Vec<PathBuf>, BadPath> {
     let mut protected: Vec<PathBuf> = Vec::new();
     if let Some(home) = std::env::var_os("HOME") {
         let home = PathBuf::from(home);
@@ -105,21 +110,22 @@ fn paths(texts: &[String], places: &Protected<'_>, write: bool) -> Result<Vec<Pa
     let mut out = Vec::with_capacity(texts.len());
     for text in texts {
         let path = (places.expand)(text)?;
-        let path = path.canonicalize().map_err(|e| {
-            format!(
-                "{text:?} ({}): {e}; expected an existing file or directory",
-                path.display()
-            )
+        let path = path.canonicalize().map_err(|source| BadPath::Missing {
+            text: text.clone(),
+            path: path.clone(),
+            source,
         })?;
         let inside = write
             .then(|| protected.iter().find(|p| path.starts_with(p)))
             .flatten();
         if let Some(hit) = covers_protected(&path, &protected).or(inside) {
-            return Err(format!(
-                "{text:?} covers {}, which the agent must not {}; name a narrower directory",
-                hit.display(),
-                if write { "write" } else { "read" }
-            ));
+            return Err(BadPath::Covers {
+                text: text.clone(),
+                protected: hit.to_owned(),
+                who: "the agent",
+                verb: if write { "write" } else { "read" },
+                hint: "",
+            });
         }
         out.push(path);
     }

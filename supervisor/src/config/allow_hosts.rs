@@ -10,6 +10,29 @@
 //! Names compare without case and without a trailing dot. The proxy matches the name the
 //! agent asked for (the `CONNECT` target or the absolute URI's host), before resolving it.
 
+/// Why an `allow_hosts` entry was refused. Display names the entry in backticks and says
+/// what a good one looks like; the config layer puts it after the key `agent.sandbox.allow_hosts`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BadHostPattern {
+    /// Neither a host name, `*.domain`, nor an IP address.
+    #[error("`{0}` is not a host name, `*.domain`, or an IP address (optionally with `:port`)")]
+    NotAHost(String),
+    /// `*.` before an address or a name without a dot (`*.com`, `*.127.0.0.1`).
+    #[error(
+        "`{0}`: `*.` takes a domain with at least one dot, not an address or a top-level name"
+    )]
+    SuffixOfNoDomain(String),
+    /// `:port` that is not a number from 1 to 65535.
+    #[error("`{0}`: the port must be a number from 1 to 65535")]
+    BadPort(String),
+    /// `[` opening an IPv6 literal with no `]`.
+    #[error("`{0}`: `[` without `]`")]
+    UnclosedBracket(String),
+    /// Something other than `:port` after an IPv6 literal's `]`: the entry and the rest.
+    #[error("`{0}`: unexpected `{1}` after `]`")]
+    AfterBracket(String, String),
+}
+
 /// One parsed entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostPattern {
@@ -63,21 +86,19 @@ pub(crate) fn preset_hosts(preset: &str) -> &'static [&'static str] {
 }
 
 impl HostPattern {
-    /// Parses one entry; `Err` says what is wrong with it.
-    pub(crate) fn parse(entry: &str) -> Result<HostPattern, String> {
+    /// Parses one entry.
+    ///
+    /// Errors: [`BadHostPattern`], what is wrong with it.
+    pub(crate) fn parse(entry: &str) -> Result<HostPattern, BadHostPattern> {
         let entry = entry.trim();
         let (suffix, rest) = match entry.strip_prefix("*.") {
             Some(rest) => (true, rest),
             None => (false, entry),
         };
         let (host, port) = split_host_port(rest)?;
-        let name = normalize(host).ok_or_else(|| {
-            format!("`{entry}` is not a host name, `*.domain`, or an IP address (optionally with `:port`)")
-        })?;
+        let name = normalize(host).ok_or_else(|| BadHostPattern::NotAHost(entry.to_owned()))?;
         if suffix && (name.parse::<std::net::IpAddr>().is_ok() || !name.contains('.')) {
-            return Err(format!(
-                "`{entry}`: `*.` takes a domain with at least one dot, not an address or a top-level name"
-            ));
+            return Err(BadHostPattern::SuffixOfNoDomain(entry.to_owned()));
         }
         Ok(HostPattern { name, suffix, port })
     }
@@ -111,8 +132,10 @@ impl std::fmt::Display for HostPattern {
 }
 
 impl AllowHosts {
-    /// Parses every entry; `Err` names the first bad one.
-    pub(crate) fn parse<S: AsRef<str>>(entries: &[S]) -> Result<AllowHosts, String> {
+    /// Parses every entry.
+    ///
+    /// Errors: [`BadHostPattern`] of the first bad one.
+    pub(crate) fn parse<S: AsRef<str>>(entries: &[S]) -> Result<AllowHosts, BadHostPattern> {
         let patterns = entries
             .iter()
             .map(|e| HostPattern::parse(e.as_ref()))
@@ -131,16 +154,16 @@ impl AllowHosts {
 }
 
 /// `host[:port]` or `[v6][:port]` → (host, port).
-fn split_host_port(s: &str) -> Result<(&str, Option<u16>), String> {
-    let bad_port = || format!("`{s}`: the port must be a number from 1 to 65535");
+fn split_host_port(s: &str) -> Result<(&str, Option<u16>), BadHostPattern> {
+    let bad_port = || BadHostPattern::BadPort(s.to_owned());
     if let Some(rest) = s.strip_prefix('[') {
         let (host, tail) = rest
             .split_once(']')
-            .ok_or_else(|| format!("`{s}`: `[` without `]`"))?;
+            .ok_or_else(|| BadHostPattern::UnclosedBracket(s.to_owned()))?;
         return match tail.strip_prefix(':') {
             Some(p) => Ok((host, Some(parse_port(p).ok_or_else(bad_port)?))),
             None if tail.is_empty() => Ok((host, None)),
-            None => Err(format!("`{s}`: unexpected `{tail}` after `]`")),
+            None => Err(BadHostPattern::AfterBracket(s.to_owned(), tail.to_owned())),
         };
     }
     match s.rsplit_once(':') {
@@ -229,7 +252,7 @@ mod tests {
             "ex@mple.com",
             "*",
         ] {
-            let e = AllowHosts::parse(&[bad]).unwrap_err();
+            let e = AllowHosts::parse(&[bad]).unwrap_err().to_string();
             assert!(e.contains('`'), "{bad}: {e}");
         }
     }

@@ -25,24 +25,38 @@ fn section(name: &str) -> Vec<&'static Table> {
         .collect()
 }
 
+/// A marker of docs/configuration.md that [`render`] cannot fill.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum BadMarker {
+    /// `<!-- config-keys: ` without its ` -->`.
+    #[error("a config-keys marker is not closed with -->")]
+    Unclosed,
+    /// A section (its name) with no `<!-- /config-keys -->` after it.
+    #[error("config-keys: {0} has no {CLOSE}")]
+    NoEnd(String),
+    /// A section (its name) naming no table of keys.
+    #[error("config-keys: {0} names no table of keys")]
+    NoTable(String),
+}
+
 /// `text` with every generated table made anew from the definitions.
 ///
-/// Errors: a marker without its close, or naming no table (the section's name).
-pub(crate) fn render(text: &str) -> Result<String, String> {
+/// Errors: [`BadMarker`].
+pub(crate) fn render(text: &str) -> Result<String, BadMarker> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find(OPEN) {
         let after = &rest[start + OPEN.len()..];
         let Some((name, _)) = after.split_once(" -->") else {
-            return Err("a config-keys marker is not closed with -->".to_owned());
+            return Err(BadMarker::Unclosed);
         };
         let body_start = start + OPEN.len() + name.len() + " -->\n".len();
         let Some(end) = rest[body_start..].find(CLOSE) else {
-            return Err(format!("config-keys: {name} has no {CLOSE}"));
+            return Err(BadMarker::NoEnd(name.to_owned()));
         };
         let tables = section(name);
         if tables.is_empty() {
-            return Err(format!("config-keys: {name} names no table of keys"));
+            return Err(BadMarker::NoTable(name.to_owned()));
         }
         out.push_str(&rest[..body_start]);
         out.push_str(&doc_table(&tables, name));
@@ -90,6 +104,13 @@ mod tests {
     #[test]
     fn a_marker_naming_no_table_is_refused() {
         let text = "<!-- config-keys: nowhere -->\n<!-- /config-keys -->\n";
-        assert!(render(text).unwrap_err().contains("nowhere"));
+        assert_eq!(render(text), Err(BadMarker::NoTable("nowhere".into())));
+        assert!(render(text).unwrap_err().to_string().contains("nowhere"));
+        let open = "<!-- config-keys: runtime -->\n";
+        assert_eq!(render(open), Err(BadMarker::NoEnd("runtime".into())));
+        assert_eq!(
+            render("<!-- config-keys: runtime"),
+            Err(BadMarker::Unclosed)
+        );
     }
 }

@@ -82,7 +82,7 @@ pub(super) struct Places<'a> {
     /// The log dir (absolute).
     pub log_dir: &'a Path,
     /// `expand_path` of the config layer: `~`, `{project}`, relative to `work_dir`.
-    pub expand: &'a dyn Fn(&str) -> Result<PathBuf, String>,
+    pub expand: &'a dyn Fn(&str) -> Result<PathBuf, super::bad_path::BadPath>,
     /// Each phase's prompt files, by where they are set (`prompt` or
     /// `phases.<name>.prompt`); the base alone without phases.
     pub prompt_files: Vec<(String, &'a [PathBuf])>,
@@ -95,7 +95,8 @@ pub(super) struct Places<'a> {
 ///
 /// Errors: `(dotted key, what was expected)`.
 pub(super) fn resolve(raw: RawGoal, places: &Places<'_>) -> Result<GoalConfig, (String, String)> {
-    let ledger = (places.expand)(&raw.ledger).map_err(|m| ("goal.ledger".to_owned(), m))?;
+    let ledger =
+        (places.expand)(&raw.ledger).map_err(|m| ("goal.ledger".to_owned(), m.to_string()))?;
     for (where_, files) in &places.prompt_files {
         if files.iter().skip(1).all(|f| *f != ledger) {
             return Err((
@@ -143,7 +144,7 @@ pub(super) fn resolve(raw: RawGoal, places: &Places<'_>) -> Result<GoalConfig, (
         }
         let cwd = match check.cwd.as_deref().filter(|c| !c.is_empty()) {
             None => places.work_dir.to_owned(),
-            Some(text) => (places.expand)(text).map_err(|m| (key("cwd"), m))?,
+            Some(text) => (places.expand)(text).map_err(|m| (key("cwd"), m.to_string()))?,
         };
         checks.push(GoalCheck {
             name: check.name,

@@ -6,6 +6,7 @@
 
 mod agent_sandbox;
 pub mod allow_hosts;
+mod bad_path;
 #[cfg(test)]
 mod cases;
 #[cfg(test)]

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::bad_path::{BadPath, HomeNotSet};
 use super::keys::Bad;
 use super::raw::{
     RawAgent, RawConfig, RawHost, RawPhase, RawPhases, RawPlugins, RawPrompt, RawRuntime,
@@ -340,8 +341,8 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
     let places = resolve_places(&base, &raw.runtime).map_err(at)?;
     let numbers = resolve_numbers(&raw.runtime, &raw.vcs).map_err(at)?;
     let agent_sandbox = {
-        let expand = |text: &str| -> Result<PathBuf, String> {
-            expand_path(text, &places.work_dir, &places.project).map_err(|e| e.to_string())
+        let expand = |text: &str| -> Result<PathBuf, BadPath> {
+            Ok(expand_path(text, &places.work_dir, &places.project)?)
         };
         super::agent_sandbox::resolve(
             &raw.agent.sandbox,
@@ -411,8 +412,8 @@ fn resolve_goal(
     prompt: &PromptConfig,
     phases: &PhasesConfig,
 ) -> Result<super::GoalConfig, Bad> {
-    let expand = |text: &str| -> Result<PathBuf, String> {
-        expand_path(text, &places.work_dir, &places.project).map_err(|e| e.to_string())
+    let expand = |text: &str| -> Result<PathBuf, BadPath> {
+        Ok(expand_path(text, &places.work_dir, &places.project)?)
     };
     let prompt_files: Vec<(String, &[PathBuf])> = if phases.list.is_empty() {
         vec![("prompt".to_owned(), &prompt.files[..])]
@@ -548,8 +549,8 @@ fn resolve_prompt(raw: RawPrompt, places: &Places) -> Result<PromptConfig, Bad> 
     } else {
         "prompt.files"
     };
-    let files =
-        resolve_prompt_files(&files, &places.work_dir, &places.project).map_err(|m| bad(key, m))?;
+    let files = resolve_prompt_files(&files, &places.work_dir, &places.project)
+        .map_err(|m| bad(key, m.to_string()))?;
     let injection = raw.context_injection_mode()?;
     Ok(PromptConfig {
         files,
@@ -664,7 +665,7 @@ fn resolve_phase(
         }
         Some(files) => Some(
             resolve_prompt_files(&files, &places.work_dir, &places.project)
-                .map_err(|m| bad("prompt.files", m))?,
+                .map_err(|m| bad("prompt.files", m.to_string()))?,
         ),
     };
     let agent = match phase.agent {
@@ -854,7 +855,7 @@ fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, Bad> {
     let session_resume = raw.session_resume()?;
     let env = raw.env();
     let terminal_marker = raw.terminal_marker()?;
-    let command = expand_command(raw.command).map_err(|e| bad("agent.command", e))?;
+    let command = expand_command(raw.command).map_err(|e| bad("agent.command", e.to_string()))?;
     let template = raw.prompt_arg_template.unwrap_or_else(|| match delivery {
         PromptDelivery::Argv => vec!["{prompt}".to_owned()],
         PromptDelivery::Stdin => Vec::new(),
@@ -882,7 +883,7 @@ fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, Bad> {
         ));
     }
     super::session_resume::check_static(&command, &template, session_resume)
-        .map_err(|e| bad("agent.command", e))?;
+        .map_err(|e| bad("agent.command", e.to_string()))?;
     let allow_hosts = match raw.sandbox.allow_hosts()? {
         None => None,
         Some(list) => Some(
@@ -964,20 +965,19 @@ fn check_patterns(patterns: &[String]) -> Result<(), (usize, String)> {
 }
 
 /// Expands and resolves prompt files against `work_dir`; the first must be a readable file.
+///
+/// Errors: [`BadPath::Home`], [`BadPath::NoPromptFile`].
 fn resolve_prompt_files(
     files: &[String],
     work_dir: &Path,
     project: &str,
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, BadPath> {
     let mut out = Vec::with_capacity(files.len());
     for text in files {
-        out.push(expand_path(text, work_dir, project).map_err(|e| e.to_string())?);
+        out.push(expand_path(text, work_dir, project)?);
     }
     if !out[0].is_file() {
-        return Err(format!(
-            "{} does not exist; expected a readable prompt file",
-            out[0].display()
-        ));
+        return Err(BadPath::NoPromptFile(out[0].clone()));
     }
     Ok(out)
 }
@@ -987,11 +987,13 @@ fn resolve_prompt_files(
 /// config file, `log_dir`, the state dir (control socket, lock, events, state files:
 /// docs/operations.md, "State dir") or one of the user's credential paths
 /// ([`CREDENTIAL_PATHS`]): docs/configuration.md, docs/security.md.
+///
+/// Errors: [`BadPath::Home`], [`BadPath::Missing`], [`BadPath::Covers`].
 fn resolve_read_paths(
     texts: &[String],
     config_path: &Path,
     places: &Places,
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, BadPath> {
     let mut protected = vec![config_path.to_owned(), places.log_dir.to_owned()];
     if let Some(home) = std::env::var_os("HOME") {
         let home = PathBuf::from(home);
@@ -1001,23 +1003,24 @@ fn resolve_read_paths(
     protected.push(places.state_dir.to_owned());
     let mut out = Vec::with_capacity(texts.len());
     for text in texts {
-        let path =
-            expand_path(text, &places.work_dir, &places.project).map_err(|e| e.to_string())?;
-        let path = path.canonicalize().map_err(|e| {
-            format!(
-                "{text:?} ({}): {e}; expected an existing file or directory",
-                path.display()
-            )
+        let path = expand_path(text, &places.work_dir, &places.project)?;
+        let path = path.canonicalize().map_err(|source| BadPath::Missing {
+            text: text.clone(),
+            path: path.clone(),
+            source,
         })?;
         let canonical_protected: Vec<PathBuf> = protected
             .iter()
             .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
             .collect();
         if let Some(hit) = covers_protected(&path, &canonical_protected) {
-            return Err(format!(
-                "{text:?} covers {}, which a host must not read; name a narrower directory (a protected path itself may be named exactly)",
-                hit.display()
-            ));
+            return Err(BadPath::Covers {
+                text: text.clone(),
+                protected: hit.to_owned(),
+                who: "a host",
+                verb: "read",
+                hint: " (a protected path itself may be named exactly)",
+            });
         }
         out.push(path);
     }
@@ -1071,9 +1074,9 @@ fn resolve_host(
         state_max_mb: checked(raw.state_max_mb())?,
     };
     let read_paths = resolve_read_paths(&raw.read_paths(), config_path, places)
-        .map_err(|m| ("read_paths", m))?;
+        .map_err(|m| ("read_paths", m.to_string()))?;
     let config = raw.config();
-    let command = expand_command(raw.command).map_err(|e| ("command", e))?;
+    let command = expand_command(raw.command).map_err(|e| ("command", e.to_string()))?;
     let mut provides = BTreeSet::new();
     for family in &raw.provides {
         let Some(family) = Family::parse(family) else {
@@ -1116,10 +1119,16 @@ fn resolve_host(
     })
 }
 
-/// A path that starts with `~` while `HOME` is not set.
+/// Why `command[0]` could not be expanded. Display is the message after the key `command`.
 #[derive(Debug, thiserror::Error)]
-#[error("uses ~ but HOME is not set; give an absolute path")]
-struct HomeNotSet;
+enum BadCommand {
+    /// It starts with `~` and `HOME` is not set.
+    #[error("command[0] {0}")]
+    Home(#[from] HomeNotSet),
+    /// `HOME` expanded into it is not UTF-8.
+    #[error("command[0]: HOME is not valid UTF-8")]
+    HomeNotUtf8,
+}
 
 /// Expands `~` (the user's home) and `{project}`; a relative result is taken relative to
 /// `base` (`work_dir`, as the reference system does).
@@ -1141,14 +1150,16 @@ fn expand_home(text: &str) -> Result<PathBuf, HomeNotSet> {
 }
 
 /// `command` with `~` expanded in `command[0]` (the executable; the other words are
-/// arguments, passed as written). Errors: the message for the key `command`.
-fn expand_command(mut command: Vec<String>) -> Result<Vec<String>, String> {
+/// arguments, passed as written).
+///
+/// Errors: [`BadCommand`], for the key `command`.
+fn expand_command(mut command: Vec<String>) -> Result<Vec<String>, BadCommand> {
     if let Some(first) = command.first_mut() {
-        let path = expand_home(first).map_err(|e| format!("command[0] {e}"))?;
+        let path = expand_home(first)?;
         *first = path
             .into_os_string()
             .into_string()
-            .map_err(|_| "command[0]: HOME is not valid UTF-8".to_owned())?;
+            .map_err(|_| BadCommand::HomeNotUtf8)?;
     }
     Ok(command)
 }

@@ -101,14 +101,22 @@ impl ResumeForm {
     }
 }
 
+/// A static command holding a word `serve` appends for session resume (the word); Display
+/// says what to do, after the key `agent.command`.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("already contains {0:?}: serve appends it per round for session resume; remove it from the static command, or set session_resume = false")]
+pub(crate) struct ReservedWord(pub String);
+
 /// The boot guard (the reference system's): with resume on, an agent whose static
 /// `command` or `prompt_arg_template` already holds a word the supervisor appends is
-/// refused. Errors: the offending word and what to do, for `agent.command`.
+/// refused.
+///
+/// Errors: [`ReservedWord`], the first such word.
 pub(crate) fn check_static(
     command: &[String],
     template: &[String],
     enabled: bool,
-) -> Result<(), String> {
+) -> Result<(), ReservedWord> {
     let Some(form) = command.first().and_then(|c| form_of(c)).filter(|_| enabled) else {
         return Ok(());
     };
@@ -117,9 +125,7 @@ pub(crate) fn check_static(
         .into_iter()
         .find(|w| form.reserved().contains(&w.as_str()))
     {
-        Some(word) => Err(format!(
-            "already contains {word:?}: serve appends it per round for session resume; remove it from the static command, or set session_resume = false"
-        )),
+        Some(word) => Err(ReservedWord(word.clone())),
         None => Ok(()),
     }
 }
@@ -143,7 +149,8 @@ mod tests {
     fn a_static_copy_is_refused_only_with_resume_on() {
         let cmd = |words: &[&str]| words.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
         let err = check_static(&cmd(&["claude", "--resume", "abc", "-p"]), &[], true).unwrap_err();
-        assert!(err.contains("\"--resume\""), "{err}");
+        assert_eq!(err, ReservedWord("--resume".to_owned()));
+        assert!(err.to_string().contains("\"--resume\""), "{err}");
         assert!(check_static(&cmd(&["claude", "--resume", "abc"]), &[], false).is_ok());
         assert!(
             check_static(&cmd(&["gemini"]), &cmd(&["--session-id", "{prompt}"]), true).is_err()

@@ -62,18 +62,33 @@ impl Limits {
 /// with `on`, when it may write it.
 ///
 /// # Errors
-/// Why not, in words: `off`, no memory controller, or the directory is not delegated.
-pub(crate) fn delegation(mode: RoundCgroupMode) -> Result<Delegation, String> {
+/// [`NoDelegation`]: `off`, no memory controller, or the directory is not delegated.
+pub(crate) fn delegation(mode: RoundCgroupMode) -> Result<Delegation, NoDelegation> {
     if mode == RoundCgroupMode::Off {
-        return Err("memory.round_cgroup = \"off\"".to_owned());
+        return Err(NoDelegation::Off);
     }
-    let OwnCgroup { dir, layout } = cgroup::own_cgroup("memory")
-        .ok_or("no memory controller is mounted for the supervisor's cgroup")?;
+    let OwnCgroup { dir, layout } =
+        cgroup::own_cgroup("memory").ok_or(NoDelegation::NoMemoryController)?;
     match mode {
         RoundCgroupMode::On => cgroup::writable(&dir)?,
         _ => cgroup::delegated(&dir)?,
     }
     Ok(Delegation { dir, layout })
+}
+
+/// Why rounds get no cgroups of their own ([`delegation`]). Display says it in words, for
+/// `doctor` and the log.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NoDelegation {
+    /// `[monitor.host_health] round_cgroup = "off"`.
+    #[error("memory.round_cgroup = \"off\"")]
+    Off,
+    /// The supervisor's cgroup has no memory controller mounted.
+    #[error("no memory controller is mounted for the supervisor's cgroup")]
+    NoMemoryController,
+    /// The directory is not writable, or not handed over.
+    #[error(transparent)]
+    NotDelegated(#[from] cgroup::NotDelegated),
 }
 
 /// [`delegation`], made ready for children at boot (before any host starts): on cgroup v2

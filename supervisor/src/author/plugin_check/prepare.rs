@@ -33,12 +33,51 @@ pub(crate) enum Target {
     },
 }
 
+/// Why `plugin check` launches no host (its `launch` rule fails with this as the detail).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NotLaunched {
+    /// The configured host's `command` did not resolve or could not be hashed.
+    #[error("{source}; fix `command` of [plugins.hosts.{name}]")]
+    Unchecked {
+        /// The host's name.
+        name: String,
+        /// Why (boxed: it is large and rare).
+        source: Box<hosts::pins::UncheckedHost>,
+    },
+    /// `[plugins.pin]` names another sha256 than the executable's.
+    #[error("pin mismatch: [plugins.pin] {name} = {expected} but {} has sha256 {actual}; if you trust this build, pin it: {name} = \"{actual}\"", path.display())]
+    PinMismatch {
+        /// The host's name.
+        name: String,
+        /// The pinned sha256.
+        expected: String,
+        /// The executable.
+        path: PathBuf,
+        /// Its sha256.
+        actual: String,
+    },
+    /// No pin, and `sandbox = "require"`: serve would refuse it.
+    #[error("not pinned and sandbox = \"require\": serve would refuse it; add {name} = \"{actual}\" to [plugins.pin]")]
+    Unpinned {
+        /// The host's name.
+        name: String,
+        /// The executable's sha256.
+        actual: String,
+    },
+    /// A command's program was not found or is no executable.
+    #[error(transparent)]
+    Resolve(#[from] agent_runner_plugin_host::resolve::ResolveError),
+    /// A command's program could not be opened and hashed.
+    #[error(transparent)]
+    Pin(#[from] agent_runner_plugin_host::pin::PinError),
+}
+
 /// A host ready to be launched, and what it needs to be checked.
 pub(crate) struct Prepared {
     /// Its configuration (synthesized for a command).
     pub cfg: HostConfig,
     /// The launch, or why there is none (a `launch` failure).
-    pub spec: Result<agent_runner_plugin_host::launch::LaunchSpec, String>,
+    pub spec: Result<agent_runner_plugin_host::launch::LaunchSpec, NotLaunched>,
     /// The `initialize` params shared by the hosts of this config.
     pub init: InitializeParams,
     /// The confinement tier applied.
@@ -87,19 +126,24 @@ pub(super) fn prepare_configured(path: &Path, name: &str) -> Result<Prepared, Cl
     let mut pin = "unpinned";
     let mut resolved = None;
     let spec = match hosts::check_pin(&config, &cfg) {
-        Err(err) => Err(format!("{err}; fix `command` of [plugins.hosts.{name}]")),
+        Err(source) => Err(NotLaunched::Unchecked {
+            name: name.to_owned(),
+            source: Box::new(source),
+        }),
         Ok(checked) => {
             pin = checked.status.as_str();
             resolved = Some(checked.path.clone());
             match (&checked.status, gate.pins_required()) {
-                (PinStatus::Mismatch { expected }, _) => Err(format!(
-                    "pin mismatch: [plugins.pin] {name} = {expected} but {} has sha256 {}; if you trust this build, pin it: {name} = \"{}\"",
-                    checked.path.display(), checked.actual, checked.actual
-                )),
-                (PinStatus::Unpinned, true) => Err(format!(
-                    "not pinned and sandbox = \"require\": serve would refuse it; add {name} = \"{}\" to [plugins.pin]",
-                    checked.actual
-                )),
+                (PinStatus::Mismatch { expected }, _) => Err(NotLaunched::PinMismatch {
+                    name: name.to_owned(),
+                    expected: expected.to_string(),
+                    path: checked.path.clone(),
+                    actual: checked.actual.to_string(),
+                }),
+                (PinStatus::Unpinned, true) => Err(NotLaunched::Unpinned {
+                    name: name.to_owned(),
+                    actual: checked.actual.to_string(),
+                }),
                 _ => {
                     std::fs::create_dir_all(&config.runtime.log_dir).map_err(|e| {
                         CliError::failure(format!(
@@ -172,10 +216,10 @@ pub(super) fn prepare_command(
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let mut resolved = None;
     let spec = resolve_executable(program, &cwd, std::env::var_os("PATH").as_deref())
-        .map_err(|e| e.to_string())
+        .map_err(NotLaunched::from)
         .and_then(|path| {
             resolved = Some(path.clone());
-            open_and_hash(&path).map_err(|e| e.to_string())
+            open_and_hash(&path).map_err(NotLaunched::from)
         })
         .map(|exe| hosts::launch_spec(&cfg, exe, &work_dir, &log_dir, &gate));
     Ok(Prepared {

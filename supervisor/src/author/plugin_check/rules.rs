@@ -44,6 +44,9 @@ impl Run {
         });
     }
 
+    /// Records `rule` as passed, or failed with the `Err` text as its detail; returns
+    /// whether it passed. (`String`, not a type: the detail is free text written for the
+    /// report's `detail` field, one sentence per finding with its fix.)
     fn judge(&mut self, rule: &'static str, result: Result<(), String>) -> bool {
         match result {
             Ok(()) => {
@@ -75,7 +78,7 @@ pub(super) async fn check(prepared: Prepared) -> Report {
     let mut stderr = Vec::new();
     match &prepared.spec {
         Err(why) => {
-            run.fail("launch", why.clone());
+            run.fail("launch", why.to_string());
             run.skip_rest("the host was not launched");
         }
         Ok(spec) => {
@@ -269,7 +272,8 @@ fn check_declarations(
     }
 }
 
-/// `unknown_method`: a method no host provides must be answered with -32601.
+/// `unknown_method`: a method no host provides must be answered with -32601. `Err`: the
+/// finding, report text for [`Run::judge`].
 async fn ask_unknown_method(wire: &mut HostWire) -> Result<(), String> {
     let timeout = Duration::from_secs(agent_runner_protocol::limits::DEFAULT_SPAWN_HOOK_TIMEOUT_S);
     match wire.request(UNKNOWN_METHOD, Some(json!({})), timeout).await {
@@ -285,7 +289,8 @@ async fn ask_unknown_method(wire: &mut HostWire) -> Result<(), String> {
     }
 }
 
-/// `shutdown`: answered with `null` within [`SHUTDOWN_TIMEOUT`].
+/// `shutdown`: answered with `null` within [`SHUTDOWN_TIMEOUT`]. `Err`: the finding,
+/// report text for [`Run::judge`].
 async fn ask_shutdown(wire: &mut HostWire) -> Result<(), String> {
     match wire
         .request(methods::SHUTDOWN, None, SHUTDOWN_TIMEOUT)
