@@ -448,6 +448,9 @@ pub(crate) enum Event {
         message: String,
         /// `stop_service` or `none`.
         auto_action: String,
+        /// What the detector measured, as numbers (`disk_growth`); absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context: Option<DiskGrowth>,
     },
     /// An alert's detector is in `auto_stop_on`; the supervisor was asked to stop.
     MonitorAutoStopTriggered {
@@ -1195,6 +1198,37 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "transient_error_recovered",
     "agent_network_blip",
 ];
+
+/// The numbers behind a `disk_growth` alert (`monitor_alert_emitted.context`,
+/// docs/operations.md "monitor"): the reference system's five keys, then ours (the
+/// readings the rates come from). Rates are percentage points per hour, rounded to 0.01.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct DiskGrowth {
+    /// Growth of the used share of the log dir's filesystem, %/hr.
+    pub disk_pct_per_hr: f64,
+    /// `disk.disk_growth_pct_per_hr_warning`.
+    pub disk_threshold_pct_per_hr: f64,
+    /// Growth of its inode-used share, %/hr; `null` when inodes cannot be read.
+    pub inode_pct_per_hr: Option<f64>,
+    /// `disk.inode_growth_pct_per_hr_warning`.
+    pub inode_threshold_pct_per_hr: f64,
+    /// `disk.growth_window_s`: the longest span the rates are taken over.
+    pub window_s: u64,
+    /// Seconds between the oldest reading in the window and the newest (ours).
+    pub elapsed_s: f64,
+    /// Used % at the oldest and the newest reading (ours).
+    pub disk_used_pct_from: f64,
+    /// See `disk_used_pct_from`.
+    pub disk_used_pct_to: f64,
+    /// Bytes available at the oldest and the newest reading (ours); `null` when unread.
+    pub disk_free_bytes_from: Option<u64>,
+    /// See `disk_free_bytes_from`.
+    pub disk_free_bytes_to: Option<u64>,
+    /// Inodes in use at the oldest and the newest reading (ours); `null` when unread.
+    pub inodes_used_from: Option<u64>,
+    /// See `inodes_used_from`.
+    pub inodes_used_to: Option<u64>,
+}
 
 /// The fields of `round_end`, which has two shapes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

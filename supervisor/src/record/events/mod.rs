@@ -15,7 +15,7 @@ pub(crate) mod read;
 pub(crate) mod recent;
 pub(crate) mod summary;
 
-pub(crate) use event::{Event, GraceChild, RoundEnd, RoundOutcome, BUILTIN_KINDS};
+pub(crate) use event::{DiskGrowth, Event, GraceChild, RoundEnd, RoundOutcome, BUILTIN_KINDS};
 
 /// Appends events to the monthly files of one log dir.
 #[derive(Clone, Debug)]
@@ -292,8 +292,10 @@ mod tests {
              r#""event":"agent_sandbox_denied","round_num":3,"layer":"egress","target":"evil.example:443","access":"connect","count":2,"dropped_kinds":1,"dropped_count":4"#),
             (Event::MonitorStarted { mode: s("anomaly"), pid: 7 },
              r#""event":"monitor_started","mode":"anomaly","pid":7"#),
-            (Event::MonitorAlertEmitted { detector: s("disk_critical"), severity: s("critical"), message: s("m"), auto_action: s("stop_service") },
+            (Event::MonitorAlertEmitted { detector: s("disk_critical"), severity: s("critical"), message: s("m"), auto_action: s("stop_service"), context: None },
              r#""event":"monitor_alert_emitted","detector":"disk_critical","severity":"critical","message":"m","auto_action":"stop_service""#),
+            (Event::MonitorAlertEmitted { detector: s("disk_growth"), severity: s("warning"), message: s("m"), auto_action: s("none"), context: Some(DiskGrowth { disk_pct_per_hr: 6.0, disk_threshold_pct_per_hr: 5.0, inode_pct_per_hr: None, inode_threshold_pct_per_hr: 5.0, window_s: 1800, elapsed_s: 1799.5, disk_used_pct_from: 50.0, disk_used_pct_to: 53.0, disk_free_bytes_from: Some(4096), disk_free_bytes_to: Some(1024), inodes_used_from: None, inodes_used_to: None }) },
+             r#""event":"monitor_alert_emitted","detector":"disk_growth","severity":"warning","message":"m","auto_action":"none","context":{"disk_pct_per_hr":6.0,"disk_threshold_pct_per_hr":5.0,"inode_pct_per_hr":null,"inode_threshold_pct_per_hr":5.0,"window_s":1800,"elapsed_s":1799.5,"disk_used_pct_from":50.0,"disk_used_pct_to":53.0,"disk_free_bytes_from":4096,"disk_free_bytes_to":1024,"inodes_used_from":null,"inodes_used_to":null}"#),
             (Event::MonitorAutoStopTriggered { detector: s("disk_critical") },
              r#""event":"monitor_auto_stop_triggered","detector":"disk_critical""#),
             (Event::MonitorAutoStopFailed { detector: s("disk_critical"), error: s("e") },
