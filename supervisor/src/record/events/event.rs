@@ -387,6 +387,22 @@ pub(crate) enum Event {
         /// The hard limit, in bytes; `null` when the host itself ran out of memory.
         max_bytes: Option<u64>,
     },
+    /// The round's agent runs confined by us, so its CLI's own sandbox was taken out of its
+    /// command and the CLI's bypass put in (codex: `--sandbox workspace-write` →
+    /// `--dangerously-bypass-approvals-and-sandbox`); before `agent_spawn`, each such
+    /// round (docs/security.md, "A CLI's own sandbox under ours").
+    AgentOwnSandboxReplaced {
+        /// The round.
+        round_num: u64,
+        /// The CLI (`command[0]`'s file name).
+        cli: String,
+        /// The words taken out of the command (empty: the CLI's default sandbox).
+        removed: Vec<String>,
+        /// The words put in.
+        added: Vec<String>,
+        /// Why, in words.
+        reason: String,
+    },
     /// The agent's sandbox refused something in the round, counted per distinct denial;
     /// after `agent_exit`, most frequent first, at most
     /// `crate::runtime::sandbox_denials::MAX_EVENTS_PER_ROUND` per round
@@ -1205,6 +1221,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "round_mem_terminated",
     "round_cgroup_memory",
     "round_oom_killed",
+    "agent_own_sandbox_replaced",
     "agent_sandbox_denied",
     "service_upgraded",
     "package_upgraded",

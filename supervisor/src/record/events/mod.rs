@@ -286,6 +286,8 @@ mod tests {
              r#""event":"round_cgroup_memory","round_num":3,"layout":"v1","cgroup":"/sys/fs/cgroup/memory/x/round-3.9","peak_bytes":4096,"high_bytes":null,"max_bytes":8192"#),
             (Event::RoundOomKilled { round_num: 3, agent: s("claude"), agent_killed: true, oom_kills: 1, max_bytes: Some(8192) },
              r#""event":"round_oom_killed","round_num":3,"agent":"claude","agent_killed":true,"oom_kills":1,"max_bytes":8192"#),
+            (Event::AgentOwnSandboxReplaced { round_num: 3, cli: s("codex"), removed: vec![s("--sandbox"), s("workspace-write")], added: vec![s("--dangerously-bypass-approvals-and-sandbox")], reason: s("ours") },
+             r#""event":"agent_own_sandbox_replaced","round_num":3,"cli":"codex","removed":["--sandbox","workspace-write"],"added":["--dangerously-bypass-approvals-and-sandbox"],"reason":"ours""#),
             (Event::AgentSandboxDenied { round_num: 3, layer: s("egress"), target: s("evil.example:443"), access: s("connect"), count: 2, dropped_kinds: Some(1), dropped_count: Some(4) },
              r#""event":"agent_sandbox_denied","round_num":3,"layer":"egress","target":"evil.example:443","access":"connect","count":2,"dropped_kinds":1,"dropped_count":4"#),
             (Event::ServiceUpgraded { from_version: s("0.1.0"), to_version: s("0.2.0"), duration_s: 4.5, binary: PathBuf::from("/usr/local/bin/agent-runner"), pid: Some(9) },
