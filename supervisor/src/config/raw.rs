@@ -88,8 +88,8 @@ config_table! {
         sigterm_grace_s: u64 = (DEFAULT_SIGTERM_GRACE_S) range(1..=MAX_SIGTERM_GRACE_S)
             reload Next;
         /// under `serve`, a round goes on with the agent session of its phase's previous
-        /// round, for a CLI that can resume one (claude, gemini, codex, aider, by
-        /// `command[0]`'s file name): the CLI's resume words are appended after `command`
+        /// round, for a CLI that can resume one (claude, gemini, codex, aider, pi,
+        /// kimi, by `command[0]`'s file name): the CLI's resume words are appended after `command`
         /// and `AGENT_RUNNER_RESUME_FLAG` / `AGENT_RUNNER_RESUME_SESSION_ID` set
         /// (docs/agent-clis.md, "Session resume"). With it on, a static `command` or
         /// `prompt_arg_template` already holding those words is refused (exit 78). A phase
