@@ -122,6 +122,41 @@ fn disk_growth_warns_once_and_does_not_stop() {
             && message.ends_with("over the last 120s"),
         "{alert}"
     );
+    // The numbers behind the words, as fields (the reference's five keys, then ours).
+    let c = &alert["context"];
+    let rate = c["disk_pct_per_hr"].as_f64().unwrap();
+    assert!(rate >= 100.0, "{alert}");
+    assert_eq!(c["disk_threshold_pct_per_hr"], 100.0, "{alert}");
+    assert_eq!(c["inode_threshold_pct_per_hr"], 5.0, "{alert}");
+    assert_eq!(c["window_s"], 120, "{alert}");
+    assert!(
+        c["inode_pct_per_hr"].is_f64(),
+        "tmpfs counts inodes: {alert}"
+    );
+    let elapsed = c["elapsed_s"].as_f64().unwrap();
+    assert!(elapsed > 0.0 && elapsed <= 120.0, "{alert}");
+    let (from, to) = (
+        c["disk_used_pct_from"].as_f64().unwrap(),
+        c["disk_used_pct_to"].as_f64().unwrap(),
+    );
+    assert!(to > from, "{alert}");
+    // The rate is the two readings' difference over the time between them (to the
+    // rounding of each).
+    let expected = (to - from) * 3600.0 / elapsed;
+    assert!(
+        (rate - expected).abs() <= expected * 0.1 + 1.0,
+        "{rate} vs {expected}: {alert}"
+    );
+    let freed =
+        c["disk_free_bytes_from"].as_u64().unwrap() - c["disk_free_bytes_to"].as_u64().unwrap();
+    assert!(
+        freed >= 2 * 1024 * 1024,
+        "at least one round's 2 MiB written: {alert}"
+    );
+    assert!(
+        c["inodes_used_to"].as_u64().unwrap() > c["inodes_used_from"].as_u64().unwrap(),
+        "one file per round: {alert}"
+    );
     // Two more looks while the readings stay in the window: still one alert.
     std::thread::sleep(Duration::from_millis(2500));
     monitor.signal(libc::SIGTERM);

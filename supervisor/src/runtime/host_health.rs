@@ -186,10 +186,10 @@ pub(crate) fn disk_usage(path: &Path) -> Option<(f64, u64)> {
     Some(((pct * 10.0).round() / 10.0, avail * frsize))
 }
 
-/// The used share of the inodes of the filesystem holding `path` (or its nearest existing
-/// ancestor), in percent, from statvfs(3); `None` when it has no inode count (some
-/// filesystems report 0).
-pub(crate) fn inode_used_pct(path: &Path) -> Option<f64> {
+/// The inodes of the filesystem holding `path` (or its nearest existing ancestor) from
+/// statvfs(3): the used share in percent and the count in use; `None` when it has no
+/// inode count (some filesystems report 0).
+pub(crate) fn inode_usage(path: &Path) -> Option<(f64, u64)> {
     let existing = path.ancestors().find(|p| p.exists())?;
     let st = nix::sys::statvfs::statvfs(existing).ok()?;
     let files = st.files() as u64;
@@ -197,7 +197,7 @@ pub(crate) fn inode_used_pct(path: &Path) -> Option<f64> {
         return None;
     }
     let used = files.saturating_sub(st.files_free() as u64);
-    Some(used as f64 * 100.0 / files as f64)
+    Some((used as f64 * 100.0 / files as f64, used))
 }
 
 fn meminfo_mb(text: &str, key: &str) -> Option<u64> {

@@ -18,7 +18,7 @@ use crate::config::{Config, MonitorConfig};
 use crate::exit::{self, CliError};
 use crate::operator::monitor::metrics::epoch_seconds;
 use crate::record::events::recent::{self, Wanted};
-use crate::record::events::{Event, EventLog, Recorded};
+use crate::record::events::{DiskGrowth, Event, EventLog, Recorded};
 use crate::record::rounds;
 use crate::record::service::{self, ServiceState};
 use crate::record::stop::StopLevel;
@@ -45,6 +45,10 @@ pub(crate) struct Alert {
     pub message: String,
     /// `stop_service` when the detector asks for the supervisor to stop, else `none`.
     pub auto_action: &'static str,
+    /// What it measured, as numbers (`disk_growth` only; absent otherwise): the
+    /// reference system's alert `context`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<DiskGrowth>,
 }
 
 /// What one look at the project found.
@@ -130,6 +134,7 @@ fn disk(monitor: &MonitorConfig, obs: &Observation) -> Option<Alert> {
         severity: p.severity,
         message: p.message,
         auto_action: if critical { "stop_service" } else { "none" },
+        context: None,
     })
 }
 
@@ -140,6 +145,7 @@ fn mem_pressure(monitor: &MonitorConfig, obs: &Observation) -> Option<Alert> {
         severity: p.severity,
         message: p.message,
         auto_action: "none",
+        context: None,
     })
 }
 
@@ -170,6 +176,7 @@ fn supervisor_stale(monitor: &MonitorConfig, obs: &Observation) -> Option<Alert>
             threshold.as_secs()
         ),
         auto_action: "none",
+        context: None,
     })
 }
 
@@ -189,6 +196,7 @@ fn no_progress(obs: &Observation) -> Option<Alert> {
             last[NO_PROGRESS_ROUNDS - 1].round_num().unwrap_or(0)
         ),
         auto_action: "none",
+        context: None,
     })
 }
 
@@ -218,6 +226,7 @@ fn repetitive_tool(monitor: &MonitorConfig, obs: &Observation) -> Option<Alert> 
             recent.len()
         ),
         auto_action: "none",
+        context: None,
     })
 }
 
@@ -247,8 +256,10 @@ struct DiskSample {
     at: f64,
     /// `disk_used_pct` of the log dir's filesystem.
     disk_pct: f64,
-    /// The used share of its inodes, %; `None` when unreadable.
-    inode_pct: Option<f64>,
+    /// Bytes available on it; `None` when unread.
+    free_bytes: Option<u64>,
+    /// The used share of its inodes, % and count; `None` when unreadable.
+    inodes: Option<(f64, u64)>,
 }
 
 /// The readings of the last `disk.growth_window_s`, oldest first (the reference system's
@@ -270,7 +281,8 @@ impl DiskHistory {
         self.0.push_back(DiskSample {
             at,
             disk_pct,
-            inode_pct: host_health::inode_used_pct(log_dir),
+            free_bytes: obs.reading.disk_free_bytes,
+            inodes: host_health::inode_usage(log_dir),
         });
         let window = cfg.disk_growth_window.as_secs_f64();
         while self.0.front().is_some_and(|s| at - s.at > window) {
@@ -288,8 +300,8 @@ impl DiskHistory {
             return None;
         }
         let disk_rate = (last.disk_pct - first.disk_pct) / hours;
-        let inode_rate = match (first.inode_pct, last.inode_pct) {
-            (Some(a), Some(b)) => Some((b - a) / hours),
+        let inode_rate = match (first.inodes, last.inodes) {
+            (Some((a, _)), Some((b, _))) => Some((b - a) / hours),
             _ => None,
         };
         let mut bits = Vec::new();
@@ -317,8 +329,27 @@ impl DiskHistory {
                 cfg.disk_growth_window.as_secs()
             ),
             auto_action: "none",
+            context: Some(DiskGrowth {
+                disk_pct_per_hr: round2(disk_rate),
+                disk_threshold_pct_per_hr: cfg.disk_growth_pct_per_hr_warning,
+                inode_pct_per_hr: inode_rate.map(round2),
+                inode_threshold_pct_per_hr: cfg.inode_growth_pct_per_hr_warning,
+                window_s: cfg.disk_growth_window.as_secs(),
+                elapsed_s: ((last.at - first.at) * 10.0).round() / 10.0,
+                disk_used_pct_from: first.disk_pct,
+                disk_used_pct_to: last.disk_pct,
+                disk_free_bytes_from: first.free_bytes,
+                disk_free_bytes_to: last.free_bytes,
+                inodes_used_from: first.inodes.map(|(_, n)| n),
+                inodes_used_to: last.inodes.map(|(_, n)| n),
+            }),
         })
     }
+}
+
+/// `x` rounded to two decimals (the reference system's rates).
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
 }
 
 /// Looks every `interval` until Ctrl-C or SIGTERM; prints each new alert
@@ -377,6 +408,7 @@ async fn report(config: &Config, alert: &Alert, json: bool) {
             severity: alert.severity.into(),
             message: alert.message.clone(),
             auto_action: alert.auto_action.into(),
+            context: alert.context.clone(),
         },
     );
     let allowed = config
@@ -436,10 +468,12 @@ mod tests {
             inode_growth_pct_per_hr_warning: 5.0,
             ..Default::default()
         };
+        // Inodes: 1000 on the filesystem, so the count in use is ten times the %.
         let sample = |at: f64, disk_pct: f64, inode_pct: Option<f64>| DiskSample {
             at,
             disk_pct,
-            inode_pct,
+            free_bytes: Some(((100.0 - disk_pct) * 1_000_000.0) as u64),
+            inodes: inode_pct.map(|p| (p, (p * 10.0) as u64)),
         };
         let history = |samples: &[DiskSample]| DiskHistory(samples.iter().copied().collect());
         // One reading: no rate.
@@ -459,6 +493,24 @@ mod tests {
         assert_eq!(alert.detector, "disk_growth");
         assert_eq!((alert.severity, alert.auto_action), ("warning", "none"));
         assert_eq!(alert.message, "disk +6.0%/hr (>= 5) over the last 1800s");
+        // The numbers behind it, as fields.
+        assert_eq!(
+            alert.context,
+            Some(DiskGrowth {
+                disk_pct_per_hr: 6.0,
+                disk_threshold_pct_per_hr: 5.0,
+                inode_pct_per_hr: Some(0.0),
+                inode_threshold_pct_per_hr: 5.0,
+                window_s: 1800,
+                elapsed_s: 1800.0,
+                disk_used_pct_from: 50.0,
+                disk_used_pct_to: 53.0,
+                disk_free_bytes_from: Some(50_000_000),
+                disk_free_bytes_to: Some(47_000_000),
+                inodes_used_from: Some(100),
+                inodes_used_to: Some(100),
+            })
+        );
         // Inodes alone trip it too.
         let inodes = history(&[
             sample(0.0, 50.0, Some(10.0)),

@@ -15,7 +15,7 @@ pub(crate) mod read;
 pub(crate) mod recent;
 pub(crate) mod summary;
 
-pub(crate) use event::{Event, GraceChild, RoundEnd, RoundOutcome, BUILTIN_KINDS};
+pub(crate) use event::{DiskGrowth, Event, GraceChild, RoundEnd, RoundOutcome, BUILTIN_KINDS};
 
 /// Appends events to the monthly files of one log dir.
 #[derive(Clone, Debug)]
@@ -286,12 +286,24 @@ mod tests {
              r#""event":"round_cgroup_memory","round_num":3,"layout":"v1","cgroup":"/sys/fs/cgroup/memory/x/round-3.9","peak_bytes":4096,"high_bytes":null,"max_bytes":8192"#),
             (Event::RoundOomKilled { round_num: 3, agent: s("claude"), agent_killed: true, oom_kills: 1, max_bytes: Some(8192) },
              r#""event":"round_oom_killed","round_num":3,"agent":"claude","agent_killed":true,"oom_kills":1,"max_bytes":8192"#),
+            (Event::AgentOwnSandboxReplaced { round_num: 3, cli: s("codex"), removed: vec![s("--sandbox"), s("workspace-write")], added: vec![s("--dangerously-bypass-approvals-and-sandbox")], reason: s("ours") },
+             r#""event":"agent_own_sandbox_replaced","round_num":3,"cli":"codex","removed":["--sandbox","workspace-write"],"added":["--dangerously-bypass-approvals-and-sandbox"],"reason":"ours""#),
             (Event::AgentSandboxDenied { round_num: 3, layer: s("egress"), target: s("evil.example:443"), access: s("connect"), count: 2, dropped_kinds: Some(1), dropped_count: Some(4) },
              r#""event":"agent_sandbox_denied","round_num":3,"layer":"egress","target":"evil.example:443","access":"connect","count":2,"dropped_kinds":1,"dropped_count":4"#),
+            (Event::ServiceUpgraded { from_version: s("0.1.0"), to_version: s("0.2.0"), duration_s: 4.5, binary: PathBuf::from("/usr/local/bin/agent-runner"), pid: Some(9) },
+             r#""event":"service_upgraded","from_version":"0.1.0","to_version":"0.2.0","duration_s":4.5,"binary":"/usr/local/bin/agent-runner","pid":9"#),
+            (Event::PackageUpgraded { from_version: s("0.1.0"), to_version: s("0.2.0"), restart_deferred: true, binary: PathBuf::from("/b") },
+             r#""event":"package_upgraded","from_version":"0.1.0","to_version":"0.2.0","restart_deferred":true,"binary":"/b""#),
+            (Event::ServiceUpgradeRolledBack { attempted_version: s("0.2.0"), restored_version: s("0.1.0"), failure_reason: s("exited"), duration_s: 9.0, binary: PathBuf::from("/b"), pid: Some(10) },
+             r#""event":"service_upgrade_rolled_back","attempted_version":"0.2.0","restored_version":"0.1.0","failure_reason":"exited","duration_s":9.0,"binary":"/b","pid":10"#),
+            (Event::ServiceUpgradeRollbackFailed { attempted_version: s("0.2.0"), restore_target_version: s("0.1.0"), failure_reason: s("exited"), binary: PathBuf::from("/b") },
+             r#""event":"service_upgrade_rollback_failed","attempted_version":"0.2.0","restore_target_version":"0.1.0","failure_reason":"exited","binary":"/b""#),
             (Event::MonitorStarted { mode: s("anomaly"), pid: 7 },
              r#""event":"monitor_started","mode":"anomaly","pid":7"#),
-            (Event::MonitorAlertEmitted { detector: s("disk_critical"), severity: s("critical"), message: s("m"), auto_action: s("stop_service") },
+            (Event::MonitorAlertEmitted { detector: s("disk_critical"), severity: s("critical"), message: s("m"), auto_action: s("stop_service"), context: None },
              r#""event":"monitor_alert_emitted","detector":"disk_critical","severity":"critical","message":"m","auto_action":"stop_service""#),
+            (Event::MonitorAlertEmitted { detector: s("disk_growth"), severity: s("warning"), message: s("m"), auto_action: s("none"), context: Some(DiskGrowth { disk_pct_per_hr: 6.0, disk_threshold_pct_per_hr: 5.0, inode_pct_per_hr: None, inode_threshold_pct_per_hr: 5.0, window_s: 1800, elapsed_s: 1799.5, disk_used_pct_from: 50.0, disk_used_pct_to: 53.0, disk_free_bytes_from: Some(4096), disk_free_bytes_to: Some(1024), inodes_used_from: None, inodes_used_to: None }) },
+             r#""event":"monitor_alert_emitted","detector":"disk_growth","severity":"warning","message":"m","auto_action":"none","context":{"disk_pct_per_hr":6.0,"disk_threshold_pct_per_hr":5.0,"inode_pct_per_hr":null,"inode_threshold_pct_per_hr":5.0,"window_s":1800,"elapsed_s":1799.5,"disk_used_pct_from":50.0,"disk_used_pct_to":53.0,"disk_free_bytes_from":4096,"disk_free_bytes_to":1024,"inodes_used_from":null,"inodes_used_to":null}"#),
             (Event::MonitorAutoStopTriggered { detector: s("disk_critical") },
              r#""event":"monitor_auto_stop_triggered","detector":"disk_critical""#),
             (Event::MonitorAutoStopFailed { detector: s("disk_critical"), error: s("e") },
