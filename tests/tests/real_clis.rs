@@ -612,19 +612,40 @@ fn round_confined_under_require_commits_its_change(operator: Operator, cli: &str
         "\n[agent.sandbox]\nmode = \"require\"\nconnect_ports = [{}]\n",
         server.port
     );
+    // The preset's command as `init` wrote it: for codex, `--sandbox workspace-write`,
+    // which the supervisor swaps for codex's bypass since ours confines it
+    // (docs/security.md, "A CLI's own sandbox under ours").
     let edit = move |text: String| {
-        // Codex's own workspace-write sandbox does not nest inside ours: its tool call
-        // fails and codex exits 0 having changed nothing (docs/security.md); ours replaces it.
         text.replace("dirty_action = \"stash\"", "dirty_action = \"auto_commit\"")
-            .replace(
-                "\"--sandbox\", \"workspace-write\"",
-                "\"--dangerously-bypass-approvals-and-sandbox\"",
-            )
             .replace("\n[runtime]\n", &format!("{sandbox}\n[runtime]\n"))
     };
     let out = serve(&p, cli, server.port, 1, &edit);
     let all = p.events_text();
     out.assert_code(0);
+    let replaced = p.events_of("agent_own_sandbox_replaced");
+    if cli == "codex" {
+        assert!(
+            std::fs::read_to_string(p.config_path())
+                .unwrap()
+                .contains("\"--sandbox\", \"workspace-write\""),
+            "the codex preset's command changed"
+        );
+        assert_eq!(replaced.len(), 1, "{cli} {operator:?}: {all}");
+        assert_eq!(replaced[0]["round_num"], 1, "{all}");
+        assert_eq!(replaced[0]["cli"], "codex", "{all}");
+        assert_eq!(
+            replaced[0]["removed"],
+            agent_runner_e2e::serde_json::json!(["--sandbox", "workspace-write"]),
+            "{all}"
+        );
+        assert_eq!(
+            replaced[0]["added"],
+            agent_runner_e2e::serde_json::json!(["--dangerously-bypass-approvals-and-sandbox"]),
+            "{all}"
+        );
+    } else {
+        assert!(replaced.is_empty(), "{cli} {operator:?}: {all}");
+    }
     let logs: String = p
         .round_logs()
         .iter()
@@ -658,6 +679,21 @@ fn round_confined_under_require_commits_its_change(operator: Operator, cli: &str
         !probed.trim_end().ends_with("exit 0"),
         "{cli} {operator:?}: {probed}"
     );
+    if cli == "codex" {
+        // doctor says so too (its JSON is printed whatever its other checks find).
+        let doctor = p.run(&["doctor", "--json"]);
+        let doc: agent_runner_e2e::serde_json::Value =
+            agent_runner_e2e::serde_json::from_str(&doctor.stdout)
+                .unwrap_or_else(|e| panic!("{e}: {doctor}"));
+        let said = doc["agent_sandbox"]["own_sandbox_replaced"]
+            .as_str()
+            .unwrap_or_else(|| panic!("doctor does not say codex's sandbox is replaced: {doctor}"));
+        assert!(
+            said.contains("`--sandbox workspace-write`")
+                && said.contains("--dangerously-bypass-approvals-and-sandbox"),
+            "{said}"
+        );
+    }
 }
 
 #[test]
@@ -667,10 +703,13 @@ fn claude_round_confined_under_require_commits_its_change() {
     }
 }
 
-/// Codex CLI as root (its preset's `--sandbox workspace-write` replaced by ours).
+/// Codex CLI with its preset's command (`--sandbox workspace-write`, which the supervisor
+/// replaces by codex's bypass, ours standing in), as root and as an unprivileged user.
 #[test]
 fn codex_round_confined_under_require_commits_its_change() {
-    round_confined_under_require_commits_its_change(Operator::Root, "codex");
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        round_confined_under_require_commits_its_change(operator, "codex");
+    }
 }
 
 /// aider's preset starts its CLI as root and as an unprivileged user: a normal round

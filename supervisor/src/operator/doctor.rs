@@ -75,6 +75,10 @@ pub(crate) struct AgentSandboxBlock {
     pub refused: Option<String>,
     /// Each layer the agent gets, on or off with the reason.
     pub layers: Vec<LayerView>,
+    /// When the agent runs confined by us and its CLI has a sandbox of its own that cannot
+    /// be built inside ours (codex): what of `[agent] command` is replaced and why
+    /// (docs/security.md, "A CLI's own sandbox under ours"); `null` otherwise.
+    pub own_sandbox_replaced: Option<String>,
 }
 
 /// The agent's sandbox block of `config` on this machine (`caps` probed).
@@ -86,12 +90,16 @@ pub(crate) fn agent_sandbox_block(config: &Config, caps: &Capabilities) -> Agent
             achieved_tier: gate.applied.as_str().to_owned(),
             refused: None,
             layers: gate.layers().into_iter().map(LayerView::from).collect(),
+            own_sandbox_replaced: gate
+                .own_sandbox_replaced(&config.agent.command)
+                .map(|(_, replaced)| replaced.describe()),
         },
         Err(refused) => AgentSandboxBlock {
             requested,
             achieved_tier: Tier::Unconfined.as_str().to_owned(),
             refused: Some(refused.to_string()),
             layers: Vec::new(),
+            own_sandbox_replaced: None,
         },
     }
 }
@@ -963,6 +971,9 @@ pub(crate) fn render(doc: &DoctorDoc) -> String {
                 if l.on { "on" } else { "off" },
                 l.detail
             ));
+        }
+        if let Some(replaced) = &a.own_sandbox_replaced {
+            out.push_str(&format!("  {replaced}\n"));
         }
     }
     if !doc.hosts.is_empty() {

@@ -311,6 +311,9 @@ fn agent_sandbox(out: &mut String, p: &Paint, sb: &Value) {
     for line in off {
         let _ = writeln!(out, "          {}", p.dim(&line));
     }
+    if let Some(replaced) = sb["own_sandbox_replaced"].as_str() {
+        let _ = writeln!(out, "          {}", p.dim(replaced));
+    }
 }
 
 /// `hosts`: one line per host (state, pid, pin, calls), then its last error and read paths.

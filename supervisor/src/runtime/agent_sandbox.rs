@@ -104,6 +104,24 @@ impl AgentSandboxGate {
         self.requested != SandboxMode::Off
     }
 
+    /// Whether the agent actually runs under our Landlock or seccomp (`prefer` on a
+    /// machine offering neither does not): then a CLI's own sandbox, which cannot be built
+    /// inside ours, is replaced ([`crate::runtime::own_sandbox`]).
+    pub(crate) fn confines(&self) -> bool {
+        self.enabled() && self.applied != Tier::Unconfined
+    }
+
+    /// `command` as the round runs it and what of the CLI's own sandbox was replaced;
+    /// `None` when it runs as written (not confined by us, or nothing to replace).
+    pub(crate) fn own_sandbox_replaced(
+        &self,
+        command: &[String],
+    ) -> Option<(Vec<String>, crate::runtime::own_sandbox::Replaced)> {
+        self.confines()
+            .then(|| crate::runtime::own_sandbox::confined_command(command))
+            .flatten()
+    }
+
     /// What is missing under `prefer`, if anything (announced once per boot).
     pub(crate) fn shortfall(&self, caps: &Capabilities) -> Option<String> {
         (self.requested == SandboxMode::Prefer)

@@ -48,6 +48,7 @@ pub(crate) mod goal;
 pub(crate) mod grace;
 pub(crate) mod host_health;
 pub(crate) mod log_views;
+pub(crate) mod own_sandbox;
 pub(crate) mod path_name;
 pub mod post_round;
 pub mod pre_round;

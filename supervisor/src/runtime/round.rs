@@ -188,6 +188,8 @@ struct Launch {
     stop_signal: crate::runtime::cooperative::StopSignal,
     /// What the round does about its phase's agent session (`serve` only).
     resume: Option<Resume>,
+    /// The CLI's own sandbox, replaced in `argv` by ours (`agent_own_sandbox_replaced`).
+    own_sandbox: Option<crate::runtime::own_sandbox::Replaced>,
 }
 
 /// Runs rounds of one project: the loaded config, its hosts and its event log.
@@ -557,19 +559,29 @@ impl Runner {
         let resume_args = resume.as_ref().map(|r| r.args.as_slice()).unwrap_or(&[]);
         let mut env = self.agent_env(next, phase);
         env.extend(resume.iter().flat_map(Resume::env));
+        let replaced = self
+            .agent_sandbox
+            .own_sandbox_replaced(&profile.agent.command);
+        let confined_agent;
+        let (agent, own_sandbox) = match replaced {
+            Some((command, replaced)) => {
+                confined_agent = crate::config::AgentConfig {
+                    command,
+                    ..profile.agent.clone()
+                };
+                (&confined_agent, Some(replaced))
+            }
+            None => (profile.agent, None),
+        };
         Ok(Launch {
-            argv: agent_argv(
-                profile.agent,
-                resume_args,
-                &prompt,
-                &self.config.runtime.work_dir,
-            ),
+            argv: agent_argv(agent, resume_args, &prompt, &self.config.runtime.work_dir),
             stdin_prompt: (profile.agent.delivery == PromptDelivery::Stdin).then_some(prompt),
             env,
             marker: profile.agent.terminal_marker.clone(),
             budget: profile.round_budget,
             stop_signal: crate::runtime::cooperative::stop_signal(profile.agent),
             resume,
+            own_sandbox,
         })
     }
 
@@ -695,6 +707,7 @@ impl Runner {
         stop: &mut StopWatch,
     ) -> Result<AgentExit, RoundError> {
         let budget = launch.budget;
+        let own_sandbox = launch.own_sandbox.clone();
         let mut spec = self.agent_spec(round_num, launch, log_path, log);
         let command = &self.config.profile(phase).agent.command[0];
         let cli = Path::new(command)
@@ -734,6 +747,15 @@ impl Runner {
                 .map_err(|source| self.spawn_failed(round_num, phase, source))?;
             spec.egress = Some(bridge);
             refusals = Some(rx);
+        }
+        if let Some(r) = own_sandbox {
+            self.events.emit(Event::AgentOwnSandboxReplaced {
+                round_num,
+                cli: r.cli,
+                removed: r.removed,
+                added: r.added,
+                reason: r.reason.to_owned(),
+            });
         }
         self.events.emit(Event::AgentSpawn {
             round_num,

@@ -387,6 +387,22 @@ pub(crate) enum Event {
         /// The hard limit, in bytes; `null` when the host itself ran out of memory.
         max_bytes: Option<u64>,
     },
+    /// The round's agent runs confined by us, so its CLI's own sandbox was taken out of its
+    /// command and the CLI's bypass put in (codex: `--sandbox workspace-write` →
+    /// `--dangerously-bypass-approvals-and-sandbox`); before `agent_spawn`, each such
+    /// round (docs/security.md, "A CLI's own sandbox under ours").
+    AgentOwnSandboxReplaced {
+        /// The round.
+        round_num: u64,
+        /// The CLI (`command[0]`'s file name).
+        cli: String,
+        /// The words taken out of the command (empty: the CLI's default sandbox).
+        removed: Vec<String>,
+        /// The words put in.
+        added: Vec<String>,
+        /// Why, in words.
+        reason: String,
+    },
     /// The agent's sandbox refused something in the round, counted per distinct denial;
     /// after `agent_exit`, most frequent first, at most
     /// `crate::runtime::sandbox_denials::MAX_EVENTS_PER_ROUND` per round
@@ -412,6 +428,61 @@ pub(crate) enum Event {
         /// With `dropped_kinds`: how many denials they were in all; absent otherwise.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         dropped_count: Option<u64>,
+    },
+
+    // ---- upgrade (docs/operations.md, "upgrade") ----
+    /// `upgrade` swapped in a new binary and the restarted `serve` came up on it.
+    ServiceUpgraded {
+        /// The version that ran before.
+        from_version: String,
+        /// The new binary's version (`--version`).
+        to_version: String,
+        /// Seconds from the start of `upgrade` to the new `serve` being up.
+        duration_s: f64,
+        /// The binary replaced.
+        binary: PathBuf,
+        /// The new `serve`.
+        pid: Option<u32>,
+    },
+    /// `upgrade` swapped in a new binary without restarting (`--no-restart`, or nothing
+    /// ran): the service runs it from its next start (the reference's kind for an
+    /// upgrade that left the service alone).
+    PackageUpgraded {
+        /// The version that ran before.
+        from_version: String,
+        /// The new binary's version.
+        to_version: String,
+        /// Always `true`: the restart is the operator's.
+        restart_deferred: bool,
+        /// The binary replaced.
+        binary: PathBuf,
+    },
+    /// The new binary did not come up; the old one was put back and `serve` runs it again.
+    ServiceUpgradeRolledBack {
+        /// The new binary's version.
+        attempted_version: String,
+        /// The version running again.
+        restored_version: String,
+        /// Why the new one was not up, first 200 characters.
+        failure_reason: String,
+        /// Seconds from the start of `upgrade` to the old `serve` being up again.
+        duration_s: f64,
+        /// The binary replaced and restored.
+        binary: PathBuf,
+        /// The `serve` running the old binary again.
+        pid: Option<u32>,
+    },
+    /// The new binary did not come up and the rollback did not bring `serve` up either:
+    /// nothing runs.
+    ServiceUpgradeRollbackFailed {
+        /// The new binary's version.
+        attempted_version: String,
+        /// The version the rollback meant to run.
+        restore_target_version: String,
+        /// Both failures, first 200 characters.
+        failure_reason: String,
+        /// The binary.
+        binary: PathBuf,
     },
 
     // ---- monitor ----
@@ -1150,7 +1221,12 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "round_mem_terminated",
     "round_cgroup_memory",
     "round_oom_killed",
+    "agent_own_sandbox_replaced",
     "agent_sandbox_denied",
+    "service_upgraded",
+    "package_upgraded",
+    "service_upgrade_rolled_back",
+    "service_upgrade_rollback_failed",
     "monitor_started",
     "monitor_alert_emitted",
     "monitor_auto_stop_triggered",
