@@ -78,6 +78,16 @@ pub const AGENT_STATE: &[AgentState] = &[
         paths: &[".aider", ".aider.conf.yml"],
         why: "aider: ~/.aider (caches, analytics id) and its config file",
     },
+    AgentState {
+        cli: "kimi",
+        paths: &[".kimi"],
+        why: "Kimi CLI: ~/.kimi (config.toml, login, sessions, logs)",
+    },
+    AgentState {
+        cli: "pi",
+        paths: &[".pi"],
+        why: "pi: ~/.pi/agent (settings.json, models.json, auth.json, sessions)",
+    },
 ];
 
 /// Reviewed data: what the agent never reads beneath the home directory, on top of
@@ -86,6 +96,8 @@ pub const AGENT_WITHHELD: &[(&str, &str)] = &[
     (".codex", "Codex CLI credentials"),
     (".aider", "aider state"),
     (".aider.conf.yml", "aider config (may hold API keys)"),
+    (".kimi", "Kimi CLI login and config"),
+    (".pi", "pi's provider keys (auth.json) and config"),
     (".config/github-copilot", "GitHub Copilot token"),
     (".password-store", "pass(1) passwords"),
     (".local/share/keyrings", "GNOME keyring"),
