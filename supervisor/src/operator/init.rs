@@ -472,8 +472,14 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{}: {e}\n{text}", preset.name));
             assert_eq!(config.agent.name.as_deref(), Some(preset.name));
             // A new project's agent is confined (a config without the key keeps `off`).
-            assert_eq!(config.agent_sandbox.mode, NEW_PROJECT_AGENT_SANDBOX, "{text}");
-            assert_eq!(NEW_PROJECT_AGENT_SANDBOX, crate::config::SandboxMode::Prefer);
+            assert_eq!(
+                config.agent_sandbox.mode, NEW_PROJECT_AGENT_SANDBOX,
+                "{text}"
+            );
+            assert_eq!(
+                NEW_PROJECT_AGENT_SANDBOX,
+                crate::config::SandboxMode::Prefer
+            );
             // Uncommenting the preset's `allow_hosts` line leaves a file that loads.
             if let Some(line) = text.lines().find(|l| l.starts_with("# allow_hosts = ")) {
                 let on = text.replacen(line, &line[2..], 1);
