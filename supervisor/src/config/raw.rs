@@ -400,6 +400,7 @@ pub(crate) const TABLES: &[Table] = &[
     super::monitor::TABLES[1],
     super::monitor::TABLES[2],
     super::monitor::TABLES[3],
+    super::monitor::TABLES[4],
 ];
 
 /// `[phases]`: `list` plus one `[phases.<name>]` table per overridden phase.
@@ -447,11 +448,7 @@ struct RawPhasePrompt {
 /// Keys of the reference system's config that this build reads but does not act on yet:
 /// each present one is removed before validation and named in a warning. `*` matches any
 /// phase name; a whole table is listed by its own path.
-pub(crate) const UNIMPLEMENTED: &[&str] = &[
-    "monitor.round_progress_interval_s",
-    "monitor.host_health.pressure.in_round_nudge",
-    "monitor.host_health.brake",
-];
+pub(crate) const UNIMPLEMENTED: &[&str] = &["monitor.round_progress_interval_s"];
 
 /// Parses `text` into the raw shape; a shape error names the dotted key.
 pub(super) fn parse(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
