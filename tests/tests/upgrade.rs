@@ -311,3 +311,75 @@ fn no_restart_swaps_only_and_the_running_serve_keeps_the_old_binary() {
     assert_eq!(events[0]["restart_deferred"], true);
     stop_serve(&p);
 }
+
+/// A full disk mid-copy: the installed binary's directory is a tmpfs (in a private mount
+/// namespace) with room for the installed binary and not for a second, larger one. The
+/// staged copy fails with ENOSPC; the upgrade is refused (exit 3), the partial copy is
+/// removed and the installed bytes are untouched.
+#[test]
+fn a_full_disk_mid_copy_refuses_and_leaves_the_installed_binary_whole() {
+    let p = Project::new();
+    p.write_config(&ConfigBuilder::new(p.agent_path()));
+    let real = agent_runner_bin();
+    let size = std::fs::metadata(&real).unwrap().len();
+    let new = padded_copy(&p, &"x".repeat(1 << 20));
+    let bin = p.tmp_dir().join("small-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let installed = bin.join("agent-runner");
+    // Room for the installed copy and half of the new one.
+    let room = size + size / 2;
+    let script = format!(
+        "set -e\n\
+         mount -t tmpfs -o size={room} tmpfs '{bin}'\n\
+         cp '{real}' '{installed}'\n\
+         echo before=$(sha256sum '{installed}' | cut -d' ' -f1)\n\
+         rc=0; '{installed}' --config '{config}' upgrade --binary '{new}' --json >'{tmp}/up.json' || rc=$?\n\
+         echo rc=$rc\n\
+         echo after=$(sha256sum '{installed}' | cut -d' ' -f1)\n\
+         echo names=$(ls -A '{bin}' | tr '\\n' ' ')\n",
+        bin = bin.display(),
+        real = real.display(),
+        installed = installed.display(),
+        config = p.config_path().display(),
+        new = new.display(),
+        tmp = p.tmp_dir().display(),
+    );
+    let out = Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .current_dir(p.dir())
+        .env("HOME", p.home())
+        .output()
+        .expect("unshare (util-linux) is missing: run tests/setup.sh");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let value = |key: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}=")))
+            .unwrap_or_else(|| panic!("no {key}= in {stdout}"))
+            .trim()
+            .to_owned()
+    };
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.tmp_dir().join("up.json")).unwrap())
+            .unwrap();
+    assert_eq!(value("rc"), "3", "{doc}");
+    assert_eq!(doc["outcome"], "refused");
+    assert!(
+        doc["reason"]
+            .as_str()
+            .unwrap()
+            .contains("No space left on device"),
+        "{doc}"
+    );
+    assert_eq!(value("after"), value("before"));
+    assert_eq!(
+        value("names"),
+        "agent-runner",
+        "the partial copy is removed"
+    );
+}
