@@ -166,6 +166,21 @@ pub(crate) enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Replace this binary with a new build: check it (--version, doctor), keep the old one
+    /// as <binary>.previous, swap atomically, restart the service and roll back by itself
+    /// when the new one does not come up. Exit 0 done, 3 refused (nothing changed), 1 rolled
+    /// back, 4 the rollback failed too.
+    Upgrade {
+        /// The new agent-runner binary.
+        #[arg(long, value_name = "PATH")]
+        binary: PathBuf,
+        /// Swap only; the running service keeps the old binary until its next start.
+        #[arg(long)]
+        no_restart: bool,
+        /// Seconds the new serve has to come up (once the old one has ended).
+        #[arg(long, value_name = "S", default_value_t = 60)]
+        timeout: u64,
+    },
     /// Plugin hosts: check one against the protocol, or scaffold a new one.
     Plugin {
         /// What to do.
@@ -455,6 +470,18 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Kill => control::stop(&config, StopLevel::Immediate, json).await,
         Command::Start => control::start(&config, json).await,
         Command::Restart { force } => control::restart(&config, force, json).await,
+        Command::Upgrade {
+            binary,
+            no_restart,
+            timeout,
+        } => {
+            let options = crate::operator::upgrade::UpgradeOptions {
+                binary,
+                no_restart,
+                timeout: std::time::Duration::from_secs(timeout),
+            };
+            crate::operator::upgrade::run(&config, options, json).await
+        }
         Command::Migrate { dry_run } => {
             let (code, report) = crate::operator::migrate::run(&config, dry_run);
             if json {

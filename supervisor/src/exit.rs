@@ -21,6 +21,13 @@ pub(crate) const TEMPFAIL: u8 = 75;
 /// an expired or missing login, typically. Restarting cannot help until someone acts, so
 /// the systemd unit does not restart on it (EX_NOPERM).
 pub(crate) const NOPERM: u8 = 77;
+/// `upgrade` refused before the swap: the new binary failed a check, another upgrade
+/// runs, the directory is not writable; nothing changed (docs/operations.md, "upgrade").
+pub(crate) const UPGRADE_REFUSED: u8 = 3;
+/// `upgrade` swapped, the new binary did not come up, and neither did the old one put
+/// back: nothing runs, a person must look (the reference system exits 2 here, which is
+/// our usage code).
+pub(crate) const ROLLBACK_FAILED: u8 = 4;
 /// `serve` gave up on a memory loop that came back across restarts (`mem_loop_persistent`:
 /// the third `mem_loop` within two hours, [`crate::record::mem_loops`]). Restarting has
 /// not helped, so the systemd unit does not restart on it (EX_SOFTWARE, the reference

@@ -158,7 +158,11 @@ def chat_plan(body):
     (aider offers no tools: it gets a whole-file edit block)."""
     names = [(t.get("function") or {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
     messages = body.get("messages") or []
-    answered = any(isinstance(m, dict) and m.get("role") == "tool" for m in messages)
+    # Only the last message says whether this turn's tool call was answered: a resumed
+    # session (pi's --continue, kimi's --session) carries the earlier rounds' tool results,
+    # and each new round's prompt still gets its tool call.
+    last = messages[-1] if messages else {}
+    answered = isinstance(last, dict) and last.get("role") == "tool"
     return None if answered else shell_tool(names)
 
 

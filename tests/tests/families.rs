@@ -173,7 +173,7 @@ fn one_serve_run_calls_every_family_and_the_producers_act_on_real_rounds() {
     out.assert_code(0);
     let doc: Value = agent_runner_e2e::serde_json::from_str(&out.stdout).unwrap();
     let plugins = &doc["plugins"];
-    assert_eq!(doc["schema_version"], "2.2");
+    assert_eq!(doc["schema_version"], "2.6");
     assert_eq!(
         plugins["pre_round_hooks"],
         json!(["junit_gate"]),

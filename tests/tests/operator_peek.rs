@@ -78,16 +78,24 @@ fn assert_same_shape(peer: &Value, ours: &Value, path: &str) {
     }
 }
 
-/// The reference system's `peek --json` key list (every dotted path of its document with
-/// the JSON type of its value; `[]` marks the items of a list), captured from
-/// cli-agent-runner 0.3.2 on this machine: `tests/fixtures/README.md` says how.
-fn reference_keys() -> Value {
+/// The reference system's `peek --json` key list of schema `version` (every dotted path
+/// of its document with the JSON type of its value; `[]` marks the items of a list),
+/// captured on this machine from cli-agent-runner 0.3.2 (`2.2`) and 0.3.14 (`2.6`):
+/// `tests/fixtures/README.md` says how.
+fn reference_keys(version: &str) -> Value {
     let text = std::fs::read_to_string(
-        agent_runner_e2e::workspace_root().join("tests/fixtures/reference-peek-2.2.keys.json"),
+        agent_runner_e2e::workspace_root()
+            .join(format!("tests/fixtures/reference-peek-{version}.keys.json")),
     )
     .expect("reference key list");
-    serde_json::from_str(&text).expect("reference key list is JSON")
+    let keys: Value = serde_json::from_str(&text).expect("reference key list is JSON");
+    assert_eq!(keys["schema_version"], version);
+    keys
 }
+
+/// The `schema_version` our `peek --json` says: the newest reference schema whose every
+/// key it carries (docs/reference-system.md, "peek's schema_version").
+const SCHEMA_VERSION: &str = "2.6";
 
 /// The values at dotted `path` of `doc` (`a.b[].c` visits every item of `a.b`).
 fn values_at<'a>(doc: &'a Value, path: &str) -> Vec<&'a Value> {
@@ -110,11 +118,17 @@ fn values_at<'a>(doc: &'a Value, path: &str) -> Vec<&'a Value> {
     found
 }
 
-/// Holds `doc` against the reference key list: every key present (list items checked
-/// when the list is not empty), each non-null value of the reference's type.
+/// Holds `doc` against the reference key lists of 2.2 and of 2.6 (ours is a superset of
+/// both: 2.6 dropped the plugin layer's keys, which we keep): every key present (list
+/// items checked when the list is not empty), each non-null value of the reference's type.
 fn assert_reference_keys(doc: &Value) {
-    let reference = reference_keys();
-    assert_eq!(doc["schema_version"], reference["schema_version"]);
+    assert_eq!(doc["schema_version"], SCHEMA_VERSION);
+    for version in ["2.2", "2.6"] {
+        assert_keys_of(doc, &reference_keys(version));
+    }
+}
+
+fn assert_keys_of(doc: &Value, reference: &Value) {
     for (path, kind) in reference["keys"].as_object().unwrap() {
         let (parent, last) = path.rsplit_once('.').unwrap_or(("", path));
         let holders: Vec<&Value> = if parent.is_empty() {

@@ -829,6 +829,70 @@ fn claude_second_round_resumes_the_first_rounds_session() {
     }
 }
 
+/// Session resume on a CLI that goes on by `--continue` (pi) or names its session every
+/// round (kimi's `--session ID`), docs/agent-clis.md "Session resume": two rounds through
+/// serve, both committed (round 2, its session holding round 1's tool call and result,
+/// still gets and runs its own), `session_resumed` on round 2, and round 2's model
+/// requests carry round 1's conversation: longer than any request of the same two rounds
+/// with `session_resume = false`.
+fn second_round_resumes_the_first_rounds_session(cli: &str) {
+    let mut longest = Vec::new();
+    for resume in [true, false] {
+        let p = Project::new();
+        let log = p.home().join("fake-model.jsonl");
+        let server = FakeModel::start_logged("normal", &log);
+        let edit = |text: String| {
+            let text = text.replace("dirty_action = \"stash\"", "dirty_action = \"auto_commit\"");
+            if resume {
+                text
+            } else {
+                text.replacen("[agent]\n", "[agent]\nsession_resume = false\n", 1)
+            }
+        };
+        serve(&p, cli, server.port, 2, &edit).assert_code(0);
+        let exits = p.events_of("agent_exit");
+        assert_eq!(exits.len(), 2, "{cli}: {}", p.events_text());
+        assert!(
+            exits.iter().all(|e| e["exit_code"] == 0),
+            "{cli}: {}",
+            p.events_text()
+        );
+        let commits = p.git(&["log", "--format=%H", "--", "agent-was-here.txt"]);
+        assert_eq!(
+            commits.lines().count(),
+            2,
+            "{cli} (resume {resume}): {}",
+            p.events_text()
+        );
+        let resumed = p.events_of("session_resumed");
+        if resume {
+            assert_eq!(resumed.len(), 1, "{cli}: {}", p.events_text());
+            assert_eq!(resumed[0]["round_num"], 2, "{cli}: {}", resumed[0]);
+        } else {
+            assert!(resumed.is_empty(), "{cli}: {}", p.events_text());
+        }
+        longest.push(request_turns(&log).into_iter().max().unwrap_or(0));
+    }
+    assert!(
+        longest[0] > longest[1],
+        "{cli}: round 2 did not carry round 1's conversation: longest request {} entries resumed, {} fresh",
+        longest[0],
+        longest[1]
+    );
+}
+
+/// pi goes on with its last session by `--continue`.
+#[test]
+fn pi_second_round_resumes_the_first_rounds_session() {
+    second_round_resumes_the_first_rounds_session("pi");
+}
+
+/// kimi is handed the phase's session id every round (`--session ID`).
+#[test]
+fn kimi_second_round_resumes_the_first_rounds_session() {
+    second_round_resumes_the_first_rounds_session("kimi");
+}
+
 /// gemini through `serve`: two rounds, each committed, then a clean stop.
 #[test]
 fn gemini_serve_commits_every_round_and_stops_cleanly() {

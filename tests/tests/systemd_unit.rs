@@ -215,3 +215,122 @@ fn unit_restart_rules_follow_the_exit_code_contract() {
         }
     }
 }
+
+/// The value of `key=` in the script's output (the last such line).
+fn value_of<'a>(stdout: &'a str, key: &str) -> &'a str {
+    stdout
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix(&format!("{key}=")))
+        .unwrap_or_else(|| panic!("no {key}= in {stdout}"))
+}
+
+/// Issue 28, item 6: `upgrade` under the installed user unit (docs/operations.md,
+/// "upgrade"). The unit runs a copy of the real binary in the test's own `bin/`; a new
+/// build (the real binary with bytes appended) is swapped in and the unit restarted on it:
+/// a new main pid, running the installed path, the new bytes in place and the old kept as
+/// `.previous`. Then a build whose `serve` fails at once: the unit's new `serve` never comes
+/// up, the old bytes go back and the unit runs them again (exit 1,
+/// `service_upgrade_rolled_back`).
+#[test]
+fn upgrade_restarts_the_installed_unit_and_rolls_back_under_it() {
+    let p = Project::new();
+    p.write_config(
+        &agent_runner_e2e::ConfigBuilder::new(p.agent_path())
+            .agent_env("DEMO_AGENT_SLEEP", "1")
+            .round_budget_s(60),
+    );
+    let bin = p.tmp_dir().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let installed = bin.join("agent-runner");
+    std::fs::copy(agent_runner_bin(), &installed).unwrap();
+    let old_sha = agent_runner_e2e::sha256_hex(&installed);
+    let new = p.tmp_dir().join("agent-runner-new");
+    let mut bytes = std::fs::read(agent_runner_bin()).unwrap();
+    bytes.extend_from_slice(b"\nupgrade under systemd: build 2\n");
+    std::fs::write(&new, bytes).unwrap();
+    std::fs::set_permissions(&new, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let broken = p.script(
+        "dies-at-serve",
+        &format!(
+            "#!/bin/sh\ncase \" $* \" in *\" serve \"*) exit 1;; esac\nexec '{}' \"$@\"\n",
+            agent_runner_bin().display()
+        ),
+    );
+    let unit = "agent-runner@project.service";
+    let ar = format!(
+        "'{}' --config '{}'",
+        installed.display(),
+        p.config_path().display()
+    );
+    let main_pid = format!("systemctl --user show -p MainPID --value {unit}");
+    let stdout = with_user_manager(
+        &p,
+        &format!(
+            "{ar} install\n\
+             for i in $(seq 300); do {ar} status >/dev/null && break; sleep 0.1; done\n\
+             echo before=$({main_pid})\n\
+             rc=0; {ar} upgrade --binary '{new}' --json >'{tmp}/up1.json' || rc=$?\n\
+             echo up1=$rc\n\
+             pid=$({main_pid}); echo after1=$pid; echo exe1=$(readlink /proc/$pid/exe)\n\
+             echo sha1=$(sha256sum '{installed}' | cut -d' ' -f1)\n\
+             echo previous1=$(sha256sum '{installed}.previous' | cut -d' ' -f1)\n\
+             rc=0; {ar} upgrade --binary '{broken}' --timeout 15 --json >'{tmp}/up2.json' || rc=$?\n\
+             echo up2=$rc\n\
+             pid=$({main_pid}); echo after2=$pid; echo exe2=$(readlink /proc/$pid/exe)\n\
+             echo sha2=$(sha256sum '{installed}' | cut -d' ' -f1)\n\
+             echo active=$(systemctl --user is-active {unit})\n\
+             systemctl --user stop {unit}\n",
+            new = new.display(),
+            broken = broken.display(),
+            installed = installed.display(),
+            tmp = p.tmp_dir().display(),
+        ),
+    );
+    let read = |name: &str| -> serde_json::Value {
+        let text = std::fs::read_to_string(p.tmp_dir().join(name)).unwrap_or_default();
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}: {text}\n{stdout}"))
+    };
+    let before = value_of(&stdout, "before");
+    assert_ne!(before, "0", "{stdout}");
+    // The upgrade: a new main pid running the installed path, the new bytes in place.
+    let up1 = read("up1.json");
+    assert_eq!(value_of(&stdout, "up1"), "0", "{up1}\n{stdout}");
+    assert_eq!(up1["service"], "systemd-user", "{up1}");
+    assert_eq!(up1["outcome"], "upgraded", "{up1}");
+    let after1 = value_of(&stdout, "after1");
+    assert_ne!(after1, before, "{stdout}");
+    assert_eq!(up1["pid"].to_string(), after1, "{up1}");
+    assert_eq!(value_of(&stdout, "exe1"), installed.display().to_string());
+    assert_eq!(
+        value_of(&stdout, "sha1"),
+        agent_runner_e2e::sha256_hex(&new)
+    );
+    assert_eq!(value_of(&stdout, "previous1"), old_sha);
+    // The broken build: rolled back, the unit runs the restored bytes.
+    let up2 = read("up2.json");
+    assert_eq!(value_of(&stdout, "up2"), "1", "{up2}\n{stdout}");
+    assert_eq!(up2["outcome"], "rolled_back", "{up2}");
+    let after2 = value_of(&stdout, "after2");
+    assert_ne!(after2, after1, "{stdout}");
+    assert_eq!(up2["pid"].to_string(), after2, "{up2}");
+    assert_eq!(value_of(&stdout, "exe2"), installed.display().to_string());
+    assert_eq!(value_of(&stdout, "active"), "active", "{stdout}");
+    assert_eq!(
+        value_of(&stdout, "sha2"),
+        agent_runner_e2e::sha256_hex(&new),
+        "the rollback restores the bytes that ran before this upgrade (build 2)"
+    );
+    assert_eq!(
+        p.events_of("service_upgraded").len(),
+        1,
+        "{}",
+        p.events_text()
+    );
+    assert_eq!(
+        p.events_of("service_upgrade_rolled_back").len(),
+        1,
+        "{}",
+        p.events_text()
+    );
+}

@@ -10,6 +10,19 @@ use super::{parse_str, Config, ConfigError};
 /// The smallest valid file; each case's snippet is appended.
 const BASE: &str = "schema_version = 1\n[agent]\ncommand = [\"agent\"]\n";
 
+/// A `[goal]` whose ledger passes its rules (a prompt file at index 1, under `log_dir`),
+/// then `$rest`.
+macro_rules! goal {
+    ($rest:literal) => {
+        concat!(
+            "[runtime]\nlog_dir = \"logs\"\n",
+            "[prompt]\nfiles = [\"prompts/main.md\", \"logs/ledger.md\"]\n",
+            "[goal]\nledger = \"logs/ledger.md\"\n",
+            $rest
+        )
+    };
+}
+
 /// What a case must give.
 enum Want {
     /// Loads, and the check holds.
@@ -189,6 +202,21 @@ const CASES: &[(&str, &str, Want)] = &[
         ),
     ),
     (
+        "a brake step above 50 %",
+        "[monitor.host_health.brake]\nmemory_high = true\nmemory_high_step_pct = 51\n",
+        Want::Err("monitor.host_health.brake.memory_high_step_pct", "51"),
+    ),
+    (
+        "no samples to engage the brake",
+        "[monitor.host_health.brake]\nwarning_consecutive_samples = 0\n",
+        Want::Err("monitor.host_health.brake.warning_consecutive_samples", "0"),
+    ),
+    (
+        "a nudge that is not a boolean",
+        "[monitor.host_health.pressure]\nin_round_nudge = \"yes\"\n",
+        Want::Err("monitor.host_health.pressure.in_round_nudge", "yes"),
+    ),
+    (
         "an empty disk growth window",
         "[monitor.host_health.disk]\ngrowth_window_s = 0\n",
         Want::Err("monitor.host_health.disk.growth_window_s", "0"),
@@ -267,6 +295,101 @@ const CASES: &[(&str, &str, Want)] = &[
         "a goal kind in auto_stop_on",
         "[monitor]\nauto_stop_on = [\"goal_reached\"]\n",
         Want::Err("monitor.auto_stop_on[0]", "never stop serve"),
+    ),
+    // The top level, `[phases]`, `[phases.<name>]`, `[goal]` and `[[goal.checks]]`.
+    (
+        "schema_version of the wrong type",
+        "!schema_version = \"1\"\n[agent]\ncommand = [\"a\"]\n",
+        Want::Err("schema_version", "invalid type"),
+    ),
+    (
+        "phases' defaults",
+        "",
+        Want::Ok(|c| c.phases.list.is_empty() && c.phases.phase_policy == super::PhasePolicy::Wait),
+    ),
+    (
+        "a phase_policy word",
+        "[phases]\nlist = [\"a\"]\nphase_policy = \"skip\"\n",
+        Want::Ok(|c| c.phases.phase_policy == super::PhasePolicy::Skip),
+    ),
+    (
+        "a bad phase_policy word",
+        "[phases]\nlist = [\"a\"]\nphase_policy = \"hurry\"\n",
+        Want::Err("phases.phase_policy", "expected \"wait\" or \"skip\""),
+    ),
+    (
+        "phases.list of the wrong type",
+        "[phases]\nlist = \"a\"\n",
+        Want::Err("phases.list", "expected a list of strings"),
+    ),
+    (
+        "a phase's budget of 0",
+        "[phases]\nlist = [\"a\"]\n[phases.a]\nround_budget_s = 0\n",
+        Want::Err(
+            "phases.a.round_budget_s",
+            "0 is out of range; expected integer ≥ 1",
+        ),
+    ),
+    (
+        "a phase's budget of 0 under its runtime table",
+        "[phases]\nlist = [\"a\"]\n[phases.a.runtime]\nround_budget_s = 0\n",
+        Want::Err("phases.a.round_budget_s", "out of range"),
+    ),
+    (
+        "a phase's key of the wrong type",
+        "[phases]\nlist = [\"a\"]\n[phases.a]\ndisable_pre_round_hooks = \"yes\"\n",
+        Want::Err("phases.a.disable_pre_round_hooks", "invalid type"),
+    ),
+    (
+        "a goal's defaults",
+        goal!("[[goal.checks]]\nname = \"t\"\ncmd = [\"true\"]\n"),
+        Want::Ok(|c| {
+            let goal = c.goal.as_ref().unwrap();
+            goal.stop_when == super::StopWhen::Never
+                && goal.checks[0].timeout.as_secs() == 10
+                && goal.checks[0].cwd == c.runtime.work_dir
+        }),
+    ),
+    (
+        "a goal without its ledger",
+        "[goal]\nstop_when = \"never\"\n",
+        Want::Err("goal.ledger", "missing field"),
+    ),
+    (
+        "a bad stop_when word",
+        goal!("stop_when = \"soon\"\n"),
+        Want::Err(
+            "goal.stop_when",
+            "\"soon\"; expected \"never\" or \"all_satisfied\"",
+        ),
+    ),
+    (
+        "stop_when without a check",
+        goal!("stop_when = \"all_satisfied\"\n"),
+        Want::Err("goal.stop_when", "at least one [[goal.checks]]"),
+    ),
+    (
+        "a check's timeout above its range",
+        goal!("[[goal.checks]]\nname = \"t\"\ncmd = [\"true\"]\ntimeout_s = 31\n"),
+        Want::Err(
+            "goal.checks[0].timeout_s",
+            "31 is out of range; expected integer 1..=30",
+        ),
+    ),
+    (
+        "a check's timeout of 0",
+        goal!("[[goal.checks]]\nname = \"t\"\ncmd = [\"true\"]\ntimeout_s = 0\n"),
+        Want::Err("goal.checks[0].timeout_s", "out of range"),
+    ),
+    (
+        "a check with an empty argv",
+        goal!("[[goal.checks]]\nname = \"t\"\ncmd = []\n"),
+        Want::Err("goal.checks[0].cmd", "non-empty argv"),
+    ),
+    (
+        "a check's unknown key",
+        goal!("[[goal.checks]]\nname = \"t\"\ncmd = [\"true\"]\ntimeot_s = 5\n"),
+        Want::Err("goal.checks[0].timeot_s", "did you mean `timeout_s`?"),
     ),
     (
         "a percentage out of range",

@@ -1,6 +1,6 @@
 //! docs/configuration.md's key tables, made from the definitions ([`super::keys`]): each
 //! table sits between `<!-- config-keys: NAME -->` and `<!-- /config-keys -->`, NAME being
-//! a table (`runtime`) or the prefix of several (`monitor.host_health`). A test fails when
+//! a table (`runtime`), the prefix of several (`monitor.host_health`), or `(top level)`. A test fails when
 //! the file drifts from the definitions; refresh it with
 //! `AR_UPDATE_CONFIG_DOCS=1 cargo test -p agent-runner --lib config_docs`.
 
@@ -12,8 +12,12 @@ const OPEN: &str = "<!-- config-keys: ";
 /// The closing marker.
 const CLOSE: &str = "<!-- /config-keys -->";
 
+/// The section NAME of the file's top-level keys (table `""`).
+const TOP_LEVEL: &str = "(top level)";
+
 /// The tables a section NAME shows: the table of that name, or else every table under it.
 fn section(name: &str) -> Vec<&'static Table> {
+    let name = if name == TOP_LEVEL { "" } else { name };
     let exact: Vec<&Table> = TABLES.iter().filter(|t| t.name == name).collect();
     if !exact.is_empty() {
         return exact;

@@ -7,8 +7,8 @@ use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// A check's `timeout_s` when the file gives none.
-pub(crate) const DEFAULT_CHECK_TIMEOUT_S: u64 = 10;
+use super::keys::config_table;
+use super::vocabulary::StopWhen;
 
 /// The largest `timeout_s` a check may have: a check is a quick objective look (a test
 /// run, a count), not another round. Larger values are refused, not clamped.
@@ -18,35 +18,43 @@ pub(crate) const MAX_CHECK_TIMEOUT_S: u64 = 30;
 /// bound on reading its output after the kill.
 pub(crate) const CHECK_KILL_GRACE: Duration = Duration::from_secs(3);
 
-/// `[goal]` as serde sees it.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawGoal {
-    ledger: String,
-    #[serde(default)]
-    checks: Vec<RawCheck>,
-    stop_when: Option<String>,
+config_table! {
+    /// `[goal]` as serde sees it.
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct RawGoal = "goal" {
+        /// the lessons ledger, a markdown file the supervisor prepends advisories to. It must
+        /// be one of the prompt files of every phase at index 1 or later (`[prompt] files`, or
+        /// the phase's `[phases.<name>.prompt] files`; the single `file =` form cannot carry
+        /// it, and a missing first prompt file is fatal while the ledger does not exist before
+        /// its first advisory), and lie under `log_dir` or outside `work_dir` (a stash of the
+        /// dirty tree would take it otherwise). Each rule is checked at load (exit 78, key
+        /// `goal.ledger`)
+        ledger: String = (required) label "path (`~`, `{project}`, relative to `work_dir`)"
+            reload Next;
+        /// ours: with `"all_satisfied"`, the first round after which every check passed ends
+        /// `serve` with exit 0 and `goal_reached{round_num, checks, rounds_completed}` (after
+        /// the round's dirty tree was handled, its post-round hooks and detectors asked).
+        /// Needs at least one check
+        stop_when: String as StopWhen = (StopWhen::Never) reload Next;
+        @sub checks: Vec<RawCheck>;
+    }
 }
 
-/// One `[[goal.checks]]` entry as serde sees it.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawCheck {
-    name: String,
-    cmd: Vec<String>,
-    cwd: Option<String>,
-    timeout_s: Option<u64>,
-}
-
-/// When reaching the goal ends `serve` (`[goal] stop_when`, ours).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum StopWhen {
-    /// `"never"` (default, the reference system's behaviour): checks only inform.
-    #[default]
-    Never,
-    /// `"all_satisfied"`: the first round after which every check passed ends `serve`
-    /// with `goal_reached` and exit 0.
-    AllSatisfied,
+config_table! {
+    /// One `[[goal.checks]]` entry as serde sees it (its keys are table `goal.checks`).
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct RawCheck = "goal.checks" {
+        /// `goal_check.name`
+        name: String = (required) reload Next;
+        /// the check's argv; `cmd[0]` is looked up on PATH
+        cmd: Vec<String> = (required) label "list of strings, non-empty" reload Next;
+        /// where it runs (`~` expanded, relative to `work_dir`)
+        cwd: String = (computed "`work_dir`") label "path" reload Next;
+        /// then its process group gets SIGTERM, and SIGKILL 3 s later
+        timeout_s: u64 = (10) range(1..=MAX_CHECK_TIMEOUT_S) reload Next;
+    }
 }
 
 /// `[goal]`, resolved.
@@ -71,7 +79,8 @@ pub struct GoalCheck {
     /// Where it runs: `cwd` (`~` expanded, relative to `work_dir`), default `work_dir`.
     pub cwd: PathBuf,
     /// How long it may run before its process group gets SIGTERM, then SIGKILL
-    /// ([`CHECK_KILL_GRACE`] later); 1..=[`MAX_CHECK_TIMEOUT_S`] s, default 10.
+    /// ([`CHECK_KILL_GRACE`] later); 1..=[`MAX_CHECK_TIMEOUT_S`] s, default 10
+    /// ([`RawCheck`]'s definition).
     pub timeout: Duration,
 }
 
@@ -121,9 +130,13 @@ pub(super) fn resolve(raw: RawGoal, places: &Places<'_>) -> Result<GoalConfig, (
             ),
         ));
     }
+    // Read now, reported after the checks (the order the keys are checked in).
+    let stop_when = raw.stop_when();
     let mut checks = Vec::with_capacity(raw.checks.len());
     for (i, check) in raw.checks.into_iter().enumerate() {
         let key = |k: &str| format!("goal.checks[{i}].{k}");
+        // The definitions name `goal.checks.<key>`; the message names the entry.
+        let at = |(k, m): (String, String)| (key(k.trim_start_matches("goal.checks.")), m);
         if check.name.trim().is_empty() {
             return Err((key("name"), "expected a non-empty name".into()));
         }
@@ -133,18 +146,10 @@ pub(super) fn resolve(raw: RawGoal, places: &Places<'_>) -> Result<GoalConfig, (
                 "expected a non-empty argv, e.g. [\"make\", \"test\"]".into(),
             ));
         }
-        let timeout_s = check.timeout_s.unwrap_or(DEFAULT_CHECK_TIMEOUT_S);
-        if !(1..=MAX_CHECK_TIMEOUT_S).contains(&timeout_s) {
-            return Err((
-                key("timeout_s"),
-                format!(
-                    "{timeout_s} is out of range; expected seconds in 1..={MAX_CHECK_TIMEOUT_S}"
-                ),
-            ));
-        }
-        let cwd = match check.cwd.as_deref().filter(|c| !c.is_empty()) {
+        let timeout_s = check.timeout_s().map_err(at)?;
+        let cwd = match check.cwd().map_err(at)?.filter(|c| !c.is_empty()) {
             None => places.work_dir.to_owned(),
-            Some(text) => (places.expand)(text).map_err(|m| (key("cwd"), m.to_string()))?,
+            Some(text) => (places.expand)(&text).map_err(|m| (key("cwd"), m.to_string()))?,
         };
         checks.push(GoalCheck {
             name: check.name,
@@ -153,16 +158,7 @@ pub(super) fn resolve(raw: RawGoal, places: &Places<'_>) -> Result<GoalConfig, (
             timeout: Duration::from_secs(timeout_s),
         });
     }
-    let stop_when = match raw.stop_when.as_deref() {
-        None | Some("never") => StopWhen::Never,
-        Some("all_satisfied") => StopWhen::AllSatisfied,
-        Some(other) => {
-            return Err((
-                "goal.stop_when".into(),
-                format!("{other:?}: expected \"never\" or \"all_satisfied\""),
-            ))
-        }
-    };
+    let stop_when = stop_when?;
     if stop_when == StopWhen::AllSatisfied && checks.is_empty() {
         return Err((
             "goal.stop_when".into(),

@@ -249,6 +249,18 @@ impl DefaultOf<Vec<String>> for &[&str] {
     }
 }
 
+/// A key's dotted name made by [`config_table!`] (`concat!(table, ".", field)`), without
+/// the leading dot of a top-level key (table `""`: `.schema_version` → `schema_version`).
+pub(crate) const fn dotted(name: &'static str) -> &'static str {
+    match name.as_bytes() {
+        [b'.', rest @ ..] => match std::str::from_utf8(rest) {
+            Ok(field) => field,
+            Err(_) => name,
+        },
+        _ => name,
+    }
+}
+
 /// The words of a vocabulary as the docs write a type: `` `"a"` \| `"b"` ``.
 pub(crate) fn words_label<W: super::vocabulary::Vocabulary>() -> String {
     W::ALL
@@ -279,7 +291,11 @@ pub(crate) fn out_of_range(key: &str, value: impl std::fmt::Display, label: &str
 /// `(computed "text")`: worked out where the key is used, `(empty)`: `[]` / `{}`,
 /// or `(required)`. `as Word`: the file holds a string of the vocabulary `Word`
 /// (`config::vocabulary`); the getter returns the word. Sub-tables that are no keys follow
-/// as `@sub name: Type;`.
+/// as `@sub name: Type;` (`#[serde(default)]`: a table, an `Option` of one, or a `Vec` of
+/// an array of tables such as `[[goal.checks]]`, whose entries are a table of their own,
+/// named `goal.checks`), then fields that are neither, written as they are with their
+/// attributes, as `@field name: Type;` (a required table, or one filled by hand under
+/// `#[serde(skip)]`), the attributes after `@field`. Table `""` is the file's top level: its keys have no prefix.
 macro_rules! config_table {
     (
         $(#[$meta:meta])*
@@ -291,6 +307,7 @@ macro_rules! config_table {
                     reload $reload:ident $(init $init:tt)? ;
             )*
             $( @sub $sub:ident : $subty:ty ; )*
+            $( @field $(#[$fmeta:meta])* $plain:ident : $plainty:ty ; )*
         }
     ) => {
         $(#[$meta])*
@@ -302,6 +319,10 @@ macro_rules! config_table {
             $(
                 #[serde(default)]
                 pub $sub: $subty,
+            )*
+            $(
+                $(#[$fmeta])*
+                pub $plain: $plainty,
             )*
         }
 
@@ -317,7 +338,7 @@ macro_rules! config_table {
             pub(crate) const KEYS: &'static [$crate::config::keys::Key] = &[
                 $(
                     $crate::config::keys::Key {
-                        name: concat!($table, ".", stringify!($field)),
+                        name: $crate::config::keys::dotted(concat!($table, ".", stringify!($field))),
                         field: stringify!($field),
                         type_label: || config_table!(@label $ty, [$($word)?], [$($range)?], [$($label)?]),
                         default_doc: || config_table!(@default_doc $ty, [$($word)?], $default),
@@ -330,7 +351,7 @@ macro_rules! config_table {
             ];
 
             $(
-                config_table!(@getter concat!($table, ".", stringify!($field)), $field, $ty,
+                config_table!(@getter $crate::config::keys::dotted(concat!($table, ".", stringify!($field))), $field, $ty,
                     [$($word)?], $default, [$($range)?], [$($label)?]);
             )*
         }
@@ -476,5 +497,22 @@ mod tests {
         let table: toml::Table = toml::from_str(&format!("x = {}", list.toml())).unwrap();
         assert_eq!(table["x"].as_array().unwrap().len(), 2);
         assert_eq!(90.0f64.toml(), "90.0");
+    }
+
+    /// A top-level key (table `""`) is named without a dot; others keep their table.
+    #[test]
+    fn top_level_keys_have_no_prefix() {
+        assert_eq!(dotted(".schema_version"), "schema_version");
+        assert_eq!(dotted("runtime.round_budget_s"), "runtime.round_budget_s");
+        let top = crate::config::TABLES
+            .iter()
+            .find(|t| t.name.is_empty())
+            .unwrap();
+        assert_eq!(top.keys[0].name, "schema_version");
+        let check = crate::config::TABLES
+            .iter()
+            .find(|t| t.name == "goal.checks")
+            .unwrap();
+        assert!(check.keys.iter().any(|k| k.name == "goal.checks.timeout_s"));
     }
 }

@@ -26,13 +26,14 @@ pub use agent_sandbox::AgentSandboxConfig;
 pub use error::ConfigError;
 pub(crate) use error::SCHEMA_VERSION;
 pub(crate) use goal::CHECK_KILL_GRACE;
-pub use goal::{GoalCheck, GoalConfig, StopWhen};
+pub use goal::{GoalCheck, GoalConfig};
 pub(crate) use monitor::{auto_stop_names, RoundCgroupMode};
 pub use monitor::{HostHealthConfig, MonitorConfig};
 pub(crate) use raw::{DEFAULT_GIT_TIMEOUT_S, DEFAULT_HOST_MEMORY_MB, TABLES};
 pub use resolve::{AgentConfig, Config, HostConfig, PromptConfig};
 pub use vocabulary::{
-    ContextInjection, DirtyAction, PhasePolicy, PromptDelivery, SandboxMode, TransientAction,
+    ContextInjection, DirtyAction, PhasePolicy, PromptDelivery, SandboxMode, StopWhen,
+    TransientAction,
 };
 
 use std::path::Path;

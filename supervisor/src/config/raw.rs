@@ -9,42 +9,42 @@ use std::path::Path;
 
 use super::keys::{config_table, Table};
 use super::vocabulary::{
-    ContextInjection, DirtyAction, PromptDelivery, SandboxMode, TransientAction,
+    ContextInjection, DirtyAction, PhasePolicy, PromptDelivery, SandboxMode, TransientAction,
 };
 use super::ConfigError;
 use agent_runner_plugin_host::write_limits;
 use agent_runner_protocol::limits::DEFAULT_INIT_TIMEOUT_S;
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawConfig {
-    pub schema_version: Option<i64>,
-    pub agent: RawAgent,
-    #[serde(default)]
-    pub runtime: RawRuntime,
-    #[serde(default)]
-    pub prompt: RawPrompt,
-    #[serde(default)]
-    pub vcs: RawVcs,
-    #[serde(default)]
-    pub plugins: RawPlugins,
-    #[serde(default)]
-    pub monitor: super::monitor::RawMonitor,
-    #[serde(default)]
-    pub schedule: Option<RawSchedule>,
-    /// `[goal]`: absent, no goal checks.
-    #[serde(default)]
-    pub goal: Option<super::goal::RawGoal>,
-    /// `[phases]`, parsed by hand (phase names are free keys); see [`RawPhases`].
-    #[serde(skip)]
-    pub phases: RawPhases,
-    /// Reference-style `[plugins.<name>]` tables, by name: a host's config
-    /// (docs/configuration.md, "Plugins").
-    #[serde(skip)]
-    pub plugin_tables: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
-    /// Warnings for peer keys present in the file that we do not implement.
-    #[serde(skip)]
-    pub warnings: Vec<String>,
+config_table! {
+    /// The whole file; its top-level keys are table `""`.
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct RawConfig = "" {
+        /// must be `1`, the one version this build reads
+        schema_version: i64 = (computed "required") label "integer" reload Next;
+        @sub runtime: RawRuntime;
+        @sub prompt: RawPrompt;
+        @sub vcs: RawVcs;
+        @sub plugins: RawPlugins;
+        @sub monitor: super::monitor::RawMonitor;
+        @sub schedule: Option<RawSchedule>;
+        // `[goal]`: absent, no goal checks.
+        @sub goal: Option<super::goal::RawGoal>;
+        @field agent: RawAgent;
+        @field
+            /// `[phases]`, parsed by hand (phase names are free keys); see [`RawPhases`].
+            #[serde(skip)]
+            phases: RawPhases;
+        @field
+            /// Reference-style `[plugins.<name>]` tables, by name: a host's config
+            /// (docs/configuration.md, "Plugins").
+            #[serde(skip)]
+            plugin_tables: BTreeMap<String, serde_json::Map<String, serde_json::Value>>;
+        @field
+            /// Warnings for peer keys present in the file that we do not implement.
+            #[serde(skip)]
+            warnings: Vec<String>;
+    }
 }
 
 config_table! {
@@ -88,8 +88,8 @@ config_table! {
         sigterm_grace_s: u64 = (DEFAULT_SIGTERM_GRACE_S) range(1..=MAX_SIGTERM_GRACE_S)
             reload Next;
         /// under `serve`, a round goes on with the agent session of its phase's previous
-        /// round, for a CLI that can resume one (claude, gemini, codex, aider, by
-        /// `command[0]`'s file name): the CLI's resume words are appended after `command`
+        /// round, for a CLI that can resume one (claude, gemini, codex, aider, pi,
+        /// kimi, by `command[0]`'s file name): the CLI's resume words are appended after `command`
         /// and `AGENT_RUNNER_RESUME_FLAG` / `AGENT_RUNNER_RESUME_SESSION_ID` set
         /// (docs/agent-clis.md, "Session resume"). With it on, a static `command` or
         /// `prompt_arg_template` already holding those words is refused (exit 78). A phase
@@ -390,6 +390,7 @@ pub(crate) const DEFAULT_HOST_MEMORY_MB: u64 = 1024;
 /// Every table of keys, in the order `init`'s template and docs/configuration.md take
 /// them.
 pub(crate) const TABLES: &[Table] = &[
+    RawConfig::TABLE,
     RawAgent::TABLE,
     RawAgentSandbox::TABLE,
     RawRuntime::TABLE,
@@ -402,13 +403,31 @@ pub(crate) const TABLES: &[Table] = &[
     super::monitor::TABLES[1],
     super::monitor::TABLES[2],
     super::monitor::TABLES[3],
+    super::monitor::TABLES[4],
+    RawPhaseKeys::TABLE,
+    RawPhaseTable::TABLE,
+    super::goal::RawGoal::TABLE,
+    super::goal::RawCheck::TABLE,
 ];
 
-/// `[phases]`: `list` plus one `[phases.<name>]` table per overridden phase.
+config_table! {
+    /// `[phases]`'s own keys; every other key of the table is a phase's
+    /// `[phases.<name>]` ([`RawPhaseTable`]), told apart by [`parse_phases`].
+    #[derive(Debug, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct RawPhaseKeys = "phases" {
+        /// round N runs phase `list[(N-1) % len]`; `round --phase NAME` overrides
+        list: Vec<String> = (empty) reload Next;
+        /// when the next round's phase is outside its schedule: wait for it, or (while
+        /// another phase is open) pass its round number over (`schedule_phase_skipped`)
+        phase_policy: String as PhasePolicy = (PhasePolicy::Wait) reload Next;
+    }
+}
+
+/// `[phases]`: its own keys plus one `[phases.<name>]` table per overridden phase.
 #[derive(Debug, Default)]
 pub(super) struct RawPhases {
-    pub list: Option<Vec<String>>,
-    pub phase_policy: Option<String>,
+    pub keys: RawPhaseKeys,
     pub overrides: BTreeMap<String, RawPhase>,
 }
 
@@ -422,38 +441,42 @@ pub(super) struct RawPhase {
     pub schedule: Option<RawSchedule>,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawPhaseTable {
-    round_budget_s: Option<u64>,
-    disable_pre_round_hooks: Option<bool>,
-    runtime: Option<RawPhaseRuntime>,
-    prompt: Option<RawPhasePrompt>,
-    agent: Option<toml::Table>,
-    schedule: Option<RawSchedule>,
+config_table! {
+    /// One `[phases.<name>]` table as serde sees it. Its keys may also be written under
+    /// `[phases.<name>.runtime]` (the reference system's spelling), not both.
+    #[derive(Debug, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct RawPhaseTable = "phases.<name>" {
+        /// this phase's round budget, in seconds (or under `[phases.<name>.runtime]`)
+        round_budget_s: u64 = (computed "`[runtime]`'s") range(1..) reload Next;
+        /// this phase's `disable_pre_round_hooks` (or under `[phases.<name>.runtime]`)
+        disable_pre_round_hooks: bool = (computed "`[runtime]`'s") reload Next;
+        @sub runtime: Option<RawPhaseRuntime>;
+        @sub prompt: Option<RawPhasePrompt>;
+        @sub agent: Option<toml::Table>;
+        @sub schedule: Option<RawSchedule>;
+    }
 }
 
+/// `[phases.<name>.runtime]`: the twins of [`RawPhaseTable`]'s keys, checked by its
+/// definitions once merged.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawPhaseRuntime {
+pub(super) struct RawPhaseRuntime {
     round_budget_s: Option<u64>,
     disable_pre_round_hooks: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawPhasePrompt {
-    files: Vec<String>,
+pub(super) struct RawPhasePrompt {
+    pub files: Vec<String>,
 }
 
 /// Keys of the reference system's config that this build reads but does not act on yet:
 /// each present one is removed before validation and named in a warning. `*` matches any
 /// phase name; a whole table is listed by its own path.
-pub(crate) const UNIMPLEMENTED: &[&str] = &[
-    "monitor.round_progress_interval_s",
-    "monitor.host_health.pressure.in_round_nudge",
-    "monitor.host_health.brake",
-];
+pub(crate) const UNIMPLEMENTED: &[&str] = &["monitor.round_progress_interval_s"];
 
 /// Parses `text` into the raw shape; a shape error names the dotted key.
 pub(super) fn parse(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
@@ -615,25 +638,20 @@ fn parse_phases(
     let toml::Value::Table(mut table) = value else {
         return Err(key_error(path, "phases", "expected a table".into()));
     };
-    let list = match table.remove("list") {
-        None => None,
-        Some(list) => Some(deserialize_at::<Vec<String>>(path, "phases.list", list)?),
-    };
-    let phase_policy = match table.remove("phase_policy") {
-        None => None,
-        Some(value) => Some(deserialize_at::<String>(
-            path,
-            "phases.phase_policy",
-            value,
-        )?),
-    };
+    let mut own = toml::Table::new();
+    for key in RawPhaseKeys::KEYS {
+        if let Some(value) = table.remove(key.field) {
+            own.insert(key.field.to_owned(), value);
+        }
+    }
+    let keys: RawPhaseKeys = deserialize_at(path, "phases", toml::Value::Table(own))?;
     let mut overrides = BTreeMap::new();
     for (name, value) in table {
         let prefix = format!("phases.{name}");
-        let phase: RawPhaseTable = deserialize_at(path, &prefix, value)?;
+        let mut phase: RawPhaseTable = deserialize_at(path, &prefix, value)?;
         // The reference system's flat keys and their `[phases.<name>.runtime]` twins: one
         // of each pair.
-        let runtime = phase.runtime.unwrap_or_default();
+        let runtime = phase.runtime.take().unwrap_or_default();
         for (key, flat, nested) in [
             (
                 "round_budget_s",
@@ -654,6 +672,15 @@ fn parse_phases(
                 ));
             }
         }
+        phase.round_budget_s = phase.round_budget_s.or(runtime.round_budget_s);
+        phase.disable_pre_round_hooks = phase
+            .disable_pre_round_hooks
+            .or(runtime.disable_pre_round_hooks);
+        let named = |(key, message): super::keys::Bad| {
+            key_error(path, &key.replace("<name>", &name), message)
+        };
+        let round_budget_s = phase.round_budget_s().map_err(named)?;
+        let disable_pre_round_hooks = phase.disable_pre_round_hooks().map_err(named)?;
         let agent = match phase.agent {
             None => None,
             Some(sub) => {
@@ -683,21 +710,15 @@ fn parse_phases(
         overrides.insert(
             name,
             RawPhase {
-                round_budget_s: phase.round_budget_s.or(runtime.round_budget_s),
-                disable_pre_round_hooks: phase
-                    .disable_pre_round_hooks
-                    .or(runtime.disable_pre_round_hooks),
+                round_budget_s,
+                disable_pre_round_hooks,
                 prompt_files: phase.prompt.map(|p| p.files),
                 agent,
                 schedule: phase.schedule,
             },
         );
     }
-    Ok(RawPhases {
-        list,
-        phase_policy,
-        overrides,
-    })
+    Ok(RawPhases { keys, overrides })
 }
 
 fn key_error(path: &Path, key: &str, message: String) -> ConfigError {

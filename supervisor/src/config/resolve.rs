@@ -571,9 +571,8 @@ fn resolve_phases(
     places: &Places,
     base_zone: Option<&str>,
 ) -> Result<PhasesConfig, Bad> {
-    let list = raw.list.unwrap_or_default();
-    let phase_policy = super::vocabulary::parse(raw.phase_policy.as_deref(), PhasePolicy::Wait)
-        .map_err(|e| bad("phases.phase_policy", e.to_string()))?;
+    let list = raw.keys.list();
+    let phase_policy = raw.keys.phase_policy()?;
     for (i, name) in list.iter().enumerate() {
         if name.trim().is_empty() {
             return Err(bad(
@@ -655,9 +654,6 @@ fn resolve_phase(
     places: &Places,
     base_zone: Option<&str>,
 ) -> Result<PhaseOverride, Bad> {
-    if phase.round_budget_s == Some(0) {
-        return Err(bad("round_budget_s", "must be at least 1 (seconds)"));
-    }
     let prompt_files = match phase.prompt_files {
         None => None,
         Some(files) if files.is_empty() => {

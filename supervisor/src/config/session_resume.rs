@@ -5,13 +5,14 @@
 //! `[agent] session_resume = false` turns it off.
 //!
 //! The reference system does pi only (`--session-id` on every round, an older pi's flag).
-//! Each form below was read from the pinned CLI's own `--help`
+//! Each form below was read from the pinned CLI's own `--help` and source
 //! (tests/agent-clis/versions.env) and run against the fake model server: claude and
 //! gemini refuse to start a session under an id already used (`--session-id` twice fails),
-//! so a resumed round names it with `--resume`; codex and aider cannot be handed a new
-//! session's id and go on with their last session. pi and kimi are not in the table yet:
-//! the pinned pi (0.73) has no `--session-id`, and their `--continue` failed two-round
-//! `serve` against the fake model server (docs/agent-clis.md, "Session resume").
+//! so a resumed round names it with `--resume`; kimi's `--session ID` starts a session
+//! under an id it does not know and resumes one it does, so it is the same words every
+//! round; codex, aider and pi cannot be handed a new session's id (pi 0.73 has no
+//! `--session-id`; its `--session` takes only an existing session's id or a file path) and
+//! go on with their last session.
 
 /// How a CLI picks a session back up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,9 +25,15 @@ pub(crate) enum ResumeForm {
         /// The flag that goes on with a session by its id.
         resume: &'static str,
     },
+    /// `[flag, id]` on every round: the CLI starts a session under an id it does not know
+    /// and goes on with one it does (kimi's `--session`).
+    Named {
+        /// The flag naming the session.
+        flag: &'static str,
+    },
     /// Nothing on the phase's first round, `args` on the rounds after: the CLI goes on with
     /// the last session it recorded for the work tree (codex's `exec … resume --last`,
-    /// aider's `--restore-chat-history`).
+    /// aider's `--restore-chat-history`, pi's `--continue`).
     Last {
         /// The words appended.
         args: &'static [&'static str],
@@ -48,6 +55,13 @@ pub(crate) const RESUMABLE: &[(&str, ResumeForm)] = &[
         ResumeForm::StartThenResume {
             start: "--session-id",
             resume: "--resume",
+        },
+    ),
+    ("kimi", ResumeForm::Named { flag: "--session" }),
+    (
+        "pi",
+        ResumeForm::Last {
+            args: &["--continue"],
         },
     ),
     (
@@ -85,6 +99,7 @@ impl ResumeForm {
             (ResumeForm::StartThenResume { resume, .. }, true) => {
                 vec![resume.to_owned(), id.to_owned()]
             }
+            (ResumeForm::Named { flag }, _) => vec![flag.to_owned(), id.to_owned()],
             (ResumeForm::Last { .. }, false) => Vec::new(),
             (ResumeForm::Last { args }, true) => args.iter().map(|a| (*a).to_owned()).collect(),
         }
@@ -96,6 +111,7 @@ impl ResumeForm {
     pub(crate) fn reserved(self) -> Vec<&'static str> {
         match self {
             ResumeForm::StartThenResume { start, resume } => vec![start, resume],
+            ResumeForm::Named { flag } => vec![flag],
             ResumeForm::Last { args } => args.iter().take(1).copied().collect(),
         }
     }
@@ -142,6 +158,11 @@ mod tests {
         let codex = form_of("codex").unwrap();
         assert!(codex.args("x", false).is_empty());
         assert_eq!(codex.args("x", true), ["resume", "--last"]);
+        let kimi = form_of("kimi").unwrap();
+        assert_eq!(kimi.args("x", false), ["--session", "x"]);
+        assert_eq!(kimi.args("x", false), kimi.args("x", true));
+        assert_eq!(form_of("pi").unwrap().args("x", true), ["--continue"]);
+        assert!(form_of("pi").unwrap().args("x", false).is_empty());
         assert_eq!(form_of("my-agent"), None);
     }
 

@@ -1,5 +1,5 @@
 //! The config's closed vocabularies (`dirty_action`, `sandbox`, `prompt_delivery`,
-//! `context_injection_mode`, `transient_error_action`, `phase_policy`): serde enums spelled in snake case, each listing its words so
+//! `context_injection_mode`, `transient_error_action`, `phase_policy`, `stop_when`): serde enums spelled in snake case, each listing its words so
 //! that a bad value gets one message naming them all
 //! (`"x"; expected "stash", "ignore" or "auto_commit"`).
 
@@ -96,6 +96,29 @@ impl Vocabulary for PhasePolicy {
         match self {
             PhasePolicy::Wait => "wait",
             PhasePolicy::Skip => "skip",
+        }
+    }
+}
+
+/// When reaching the goal ends `serve` (`[goal] stop_when`, ours).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopWhen {
+    /// `"never"` (default, the reference system's behaviour): checks only inform.
+    #[default]
+    Never,
+    /// `"all_satisfied"`: the first round after which every check passed ends `serve`
+    /// with `goal_reached` and exit 0.
+    AllSatisfied,
+}
+
+impl Vocabulary for StopWhen {
+    const ALL: &'static [Self] = &[StopWhen::Never, StopWhen::AllSatisfied];
+
+    fn word(self) -> &'static str {
+        match self {
+            StopWhen::Never => "never",
+            StopWhen::AllSatisfied => "all_satisfied",
         }
     }
 }
@@ -235,7 +258,8 @@ impl SandboxMode {
 mod tests {
     use super::*;
     use crate::config::{
-        ContextInjection, DirtyAction, PhasePolicy, PromptDelivery, SandboxMode, TransientAction,
+        ContextInjection, DirtyAction, PhasePolicy, PromptDelivery, SandboxMode, StopWhen,
+        TransientAction,
     };
 
     fn spelled_alike<T: Vocabulary + PartialEq + std::fmt::Debug>() {
@@ -252,6 +276,7 @@ mod tests {
         spelled_alike::<SandboxMode>();
         spelled_alike::<PhasePolicy>();
         spelled_alike::<TransientAction>();
+        spelled_alike::<StopWhen>();
         assert_eq!(
             parse::<DirtyAction>(Some("wipe"), DirtyAction::Stash).map_err(|e| e.to_string()),
             Err("\"wipe\"; expected \"stash\", \"ignore\" or \"auto_commit\"".to_owned())

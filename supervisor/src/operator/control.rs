@@ -68,7 +68,8 @@ pub(crate) struct StatusDoc {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct StopReply {
     ok: bool,
-    pid: u32,
+    /// The supervisor told to stop.
+    pub pid: u32,
     /// `graceful`/`immediate` from the socket, `stop`/`kill` from the signal fallback.
     level: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -451,7 +452,7 @@ pub(crate) async fn restart(
 /// How long `restart` waits for the running supervisor to end: the round budget (a
 /// graceful stop lets the round finish; not with `force`), the agent's stop grace, and a
 /// minute for the dirty tree, hooks and shutdown.
-fn restart_wait(config: &crate::config::Config, force: bool) -> Duration {
+pub(crate) fn restart_wait(config: &crate::config::Config, force: bool) -> Duration {
     let round = if force {
         Duration::ZERO
     } else {
@@ -466,8 +467,45 @@ fn restart_wait(config: &crate::config::Config, force: bool) -> Duration {
 /// Errors: 78 for a bad config; 1 when one runs, or when `serve` exits during start-up
 /// (its exit code and output are reported).
 pub(crate) async fn start(config_path: &Path, as_json: bool) -> Result<u8, CliError> {
-    use std::os::unix::process::CommandExt;
     let config = crate::config::load(config_path)?;
+    let exe = std::env::current_exe().map_err(|e| CliError::failure(e.to_string()))?;
+    let pid = spawn_serve(&config, &exe).await?;
+    let out_path = config.runtime.state_dir.join(SERVE_OUT);
+    if as_json {
+        println!(
+            "{}",
+            serde_json::to_string(&StartReply {
+                started: true,
+                pid,
+                output: &out_path,
+            })
+            .unwrap_or_default()
+        );
+    } else {
+        println!(
+            "agent-runner serve started (pid {pid}); output in {}",
+            out_path.display()
+        );
+    }
+    Ok(exit::OK)
+}
+
+/// Where a detached `serve` writes its output, in `state_dir`.
+pub(crate) const SERVE_OUT: &str = "serve.out";
+
+/// Runs `exe --config <config> serve` detached (its own session; output in
+/// `<state_dir>/serve.out`) and returns its pid once it holds the project lock (or after
+/// 30 s of trying). What `start` does, with the binary named (`upgrade` starts the
+/// installed path, not its own, replaced, executable).
+///
+/// Errors (exit 1): a supervisor already runs; the state dir or output file cannot be
+/// made; `serve` cannot be started or exits during start-up (its status and output are
+/// in the message).
+pub(crate) async fn spawn_serve(
+    config: &crate::config::Config,
+    exe: &Path,
+) -> Result<u32, CliError> {
+    use std::os::unix::process::CommandExt;
     let state_dir = &config.runtime.state_dir;
     if let Some(pid) = lock_holder(state_dir) {
         return Err(CliError::failure(format!(
@@ -476,13 +514,12 @@ pub(crate) async fn start(config_path: &Path, as_json: bool) -> Result<u8, CliEr
     }
     std::fs::create_dir_all(state_dir)
         .map_err(|e| CliError::failure(format!("cannot create {}: {e}", state_dir.display())))?;
-    let out_path = state_dir.join("serve.out");
+    let out_path = state_dir.join(SERVE_OUT);
     let out = std::fs::File::create(&out_path)
         .map_err(|e| CliError::failure(format!("cannot create {}: {e}", out_path.display())))?;
     let err = out
         .try_clone()
         .map_err(|e| CliError::failure(e.to_string()))?;
-    let exe = std::env::current_exe().map_err(|e| CliError::failure(e.to_string()))?;
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("--config")
         .arg(&config.path)
@@ -518,21 +555,5 @@ pub(crate) async fn start(config_path: &Path, as_json: bool) -> Result<u8, CliEr
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    if as_json {
-        println!(
-            "{}",
-            serde_json::to_string(&StartReply {
-                started: true,
-                pid,
-                output: &out_path,
-            })
-            .unwrap_or_default()
-        );
-    } else {
-        println!(
-            "agent-runner serve started (pid {pid}); output in {}",
-            out_path.display()
-        );
-    }
-    Ok(exit::OK)
+    Ok(pid)
 }

@@ -35,7 +35,7 @@ pub(crate) enum Scope {
 
 impl Scope {
     /// `systemctl` arguments selecting the instance.
-    fn systemctl_args(self) -> &'static [&'static str] {
+    pub(crate) fn systemctl_args(self) -> &'static [&'static str] {
         match self {
             Scope::User => &["--user"],
             Scope::System => &[],
@@ -136,7 +136,7 @@ pub(crate) fn systemd_running() -> bool {
 
 /// A word for a systemd command line: double-quoted, `\` and `"` escaped, `%` doubled
 /// (systemd.service(5) "Command lines", systemd.unit(5) "Specifiers").
-fn quote(word: &str) -> String {
+pub(crate) fn quote(word: &str) -> String {
     let escaped = word.replace('\\', "\\\\").replace('"', "\\\"");
     format!("\"{}\"", specifiers_escaped(&escaped))
 }

@@ -10,9 +10,11 @@
 //!   over `<state_dir>/control.sock`; what `serve` publishes for it is
 //!   [`crate::record::status`]).
 //! - Set-up: [`init`] (config and prompt from a preset), [`install`] (the systemd unit) and
-//!   [`migrate`] (a reference system's config made ours).
+//!   [`migrate`] (a reference system's config made ours); [`upgrade`] (a new binary swapped in
+//!   with [`binary_swap`], the service restarted on it, rolled back when it does not come up).
 
 pub(crate) mod agent_version;
+pub(crate) mod binary_swap;
 pub(crate) mod control;
 pub(crate) mod defenses;
 pub(crate) mod deviations;
@@ -30,4 +32,5 @@ pub(crate) mod peer_check;
 pub(crate) mod schedule_view;
 pub mod schema;
 pub(crate) mod system_metrics;
+pub(crate) mod upgrade;
 pub(crate) mod watch;

@@ -39,10 +39,12 @@ use crate::record::state::{self, OrphanState, RoundState};
 use crate::runtime::git_operation;
 use crate::runtime::round_cgroup;
 
-/// The document's `schema_version`: the reference system's (`"2.2"`), whose every key this
-/// document carries with its type (a superset: ours are added under keys it does not use;
-/// docs/operations.md). Fields are only added within a version.
-pub(crate) const SCHEMA_VERSION: &str = "2.2";
+/// The document's `schema_version`: the newest of the reference system's (`"2.6"`, 0.3.14)
+/// whose every key this document carries with its type. It also carries every key of
+/// `"2.2"` (0.3.2), which 2.6 dropped with the reference's plugin layer, and ours under
+/// keys neither uses (docs/reference-system.md, "peek's schema_version"). Fields are only
+/// added within a version.
+pub(crate) const SCHEMA_VERSION: &str = "2.6";
 
 /// Recent events shown by default (`--events N` changes it).
 pub(crate) const DEFAULT_EVENTS: usize = 20;
@@ -81,14 +83,14 @@ pub(crate) struct PeekOptions {
 }
 
 /// `peek --json` (schema: `docs/schema/peek.schema.json`, fields: `docs/operations.md`,
-/// "peek --json"): the reference system's document (schema 2.2, every key with its type),
+/// "peek --json"): the reference system's document (schemas 2.2 and 2.6, every key with its type),
 /// then ours (`hosts`, `skipped_event_lines`, `round`).
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 #[schemars(transform = |s: &mut schemars::Schema| crate::record::schema_fields::require(s, &["current_round", "orphan", "schedule"]))]
 pub(crate) struct PeekDoc {
-    /// Always `2.2` ([`SCHEMA_VERSION`]), the reference system's version; fields are only
-    /// added within a version.
-    #[schemars(extend("const" = "2.2"))]
+    /// Always `2.6` ([`SCHEMA_VERSION`]), the newest reference schema whose every key it
+    /// carries; fields are only added within a version.
+    #[schemars(extend("const" = "2.6"))]
     pub schema_version: String,
     /// The project's name.
     pub project: String,
@@ -501,11 +503,12 @@ pub(crate) fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
 /// and whether the next round's pre-round hooks are disabled: hook names, event kinds and
 /// owned paths of the enabled hosts.
 /// [`PeekDoc::brake`] from `cfg` and the live cgroup facts: `off` without
-/// `memory.round_high_mb`; else `armed` when rounds get cgroups of their own
+/// `memory.round_high_mb` (the static brake on each round's cgroup) and without
+/// `brake.memory_high` (the soft brake on the supervisor's cgroup under pressure); else `armed` when rounds get cgroups of their own
 /// ([`round_cgroup::delegation`]), or `inert(round_cgroup off)`, `inert(no memory cgroup)`
 /// (no memory controller for this process) or `inert(undelegated)`.
 fn brake_state(cfg: &crate::config::HostHealthConfig) -> String {
-    if cfg.round_high_mb.is_none() {
+    if cfg.round_high_mb.is_none() && !cfg.brake_memory_high {
         return "off".to_owned();
     }
     if cfg.round_cgroup == crate::config::RoundCgroupMode::Off {

@@ -339,7 +339,8 @@ pub(crate) enum Event {
         /// The readings (`psi_some_avg10`, `psi_full_avg10`, `mem_available_mb`, …).
         context: serde_json::Value,
     },
-    /// Sustained critical pressure ended the round (`pressure.in_round_terminate`).
+    /// Sustained critical pressure ended the round (`pressure.in_round_terminate`), or
+    /// the first critical sample nudged the agent (`pressure.in_round_nudge`).
     RoundMemTerminated {
         /// The agent's process (group leader).
         pid: u32,
@@ -353,6 +354,44 @@ pub(crate) enum Event {
         consecutive: u32,
         /// The readings.
         context: serde_json::Value,
+        /// `terminate` (the round was ended) or `nudge` (the agent was sent its
+        /// cooperative stop signal once; the round goes on), the reference system's field.
+        tier: String,
+    },
+    /// The soft brake engaged: `memory.high` (v2) or `memory.soft_limit_in_bytes` (v1) of
+    /// the supervisor's delegated cgroup was set under in-round memory pressure
+    /// (`[monitor.host_health.brake]`, docs/operations.md "The memory brake").
+    MemoryHighEngaged {
+        /// The round.
+        round_num: u64,
+        /// The file's value before (`max` when unset on v2), restored on release.
+        previous: String,
+        /// The bytes written.
+        written: u64,
+        /// The cgroup's use when engaged, bytes.
+        memory_current: u64,
+        /// How long the write took, milliseconds.
+        write_ms: u64,
+        /// The reading that engaged it: `psi` or `combined_low`.
+        signal: String,
+        /// The readings.
+        context: serde_json::Value,
+        /// The cgroup file written (ours).
+        file: PathBuf,
+    },
+    /// The soft brake was restored to its value before.
+    MemoryHighReleased {
+        /// The round.
+        round_num: u64,
+        /// `recovered` (healthy samples in a row) or `round_end`.
+        reason: String,
+    },
+    /// Writing the soft brake (engaging or restoring) failed; it stays off for the round.
+    MemoryHighWriteFailed {
+        /// The round.
+        round_num: u64,
+        /// The OS error number, when there was one.
+        errno: Option<i32>,
     },
     /// What a round's own cgroup measured (the supervisor's cgroup is delegated,
     /// docs/operations.md "Round cgroups"); after `agent_exit`.
@@ -428,6 +467,61 @@ pub(crate) enum Event {
         /// With `dropped_kinds`: how many denials they were in all; absent otherwise.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         dropped_count: Option<u64>,
+    },
+
+    // ---- upgrade (docs/operations.md, "upgrade") ----
+    /// `upgrade` swapped in a new binary and the restarted `serve` came up on it.
+    ServiceUpgraded {
+        /// The version that ran before.
+        from_version: String,
+        /// The new binary's version (`--version`).
+        to_version: String,
+        /// Seconds from the start of `upgrade` to the new `serve` being up.
+        duration_s: f64,
+        /// The binary replaced.
+        binary: PathBuf,
+        /// The new `serve`.
+        pid: Option<u32>,
+    },
+    /// `upgrade` swapped in a new binary without restarting (`--no-restart`, or nothing
+    /// ran): the service runs it from its next start (the reference's kind for an
+    /// upgrade that left the service alone).
+    PackageUpgraded {
+        /// The version that ran before.
+        from_version: String,
+        /// The new binary's version.
+        to_version: String,
+        /// Always `true`: the restart is the operator's.
+        restart_deferred: bool,
+        /// The binary replaced.
+        binary: PathBuf,
+    },
+    /// The new binary did not come up; the old one was put back and `serve` runs it again.
+    ServiceUpgradeRolledBack {
+        /// The new binary's version.
+        attempted_version: String,
+        /// The version running again.
+        restored_version: String,
+        /// Why the new one was not up, first 200 characters.
+        failure_reason: String,
+        /// Seconds from the start of `upgrade` to the old `serve` being up again.
+        duration_s: f64,
+        /// The binary replaced and restored.
+        binary: PathBuf,
+        /// The `serve` running the old binary again.
+        pid: Option<u32>,
+    },
+    /// The new binary did not come up and the rollback did not bring `serve` up either:
+    /// nothing runs.
+    ServiceUpgradeRollbackFailed {
+        /// The new binary's version.
+        attempted_version: String,
+        /// The version the rollback meant to run.
+        restore_target_version: String,
+        /// Both failures, first 200 characters.
+        failure_reason: String,
+        /// The binary.
+        binary: PathBuf,
     },
 
     // ---- monitor ----
@@ -1164,10 +1258,17 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "plugin_disabled",
     "round_mem_critical_sample",
     "round_mem_terminated",
+    "memory_high_engaged",
+    "memory_high_released",
+    "memory_high_write_failed",
     "round_cgroup_memory",
     "round_oom_killed",
     "agent_own_sandbox_replaced",
     "agent_sandbox_denied",
+    "service_upgraded",
+    "package_upgraded",
+    "service_upgrade_rolled_back",
+    "service_upgrade_rollback_failed",
     "monitor_started",
     "monitor_alert_emitted",
     "monitor_auto_stop_triggered",
