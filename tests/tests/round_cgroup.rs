@@ -450,3 +450,154 @@ fn as_root_five_oom_killed_rounds_exit_71_and_the_third_loop_exits_70() {
     assert_eq!(cg.rounds(), Vec::<String>::new());
     p.assert_events_whole();
 }
+
+/// An agent that watches the brake file of the supervisor's cgroup (`$CG/$BRAKE_FILE`):
+/// once it changes, it calms the pressure file (`$PSI`) and waits for the old value to
+/// come back. With `$RAISE` it first writes that to the pressure file (critical pressure
+/// would defer the round before it started). A SIGTERM (the nudge) makes it print `nudged`
+/// and exit 0.
+const BRAKE_AGENT: &str = r#"#!/usr/bin/env python3
+import os, signal, sys, time
+def nudged(*_):
+    print("nudged", flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, nudged)
+if os.environ.get("RAISE"):
+    open(os.environ["PSI"], "w").write(os.environ["RAISE"])
+f = os.path.join(os.environ["CG"], os.environ["BRAKE_FILE"])
+before = open(f).read().strip()
+print("before", before, flush=True)
+deadline = time.time() + 20
+while time.time() < deadline:
+    now = open(f).read().strip()
+    if now != before:
+        print("braked", now, flush=True)
+        break
+    time.sleep(0.1)
+if os.environ.get("CALM") == "1":
+    open(os.environ["PSI"], "w").write(os.environ["CALM_PSI"])
+while time.time() < deadline:
+    if open(f).read().strip() == before:
+        print("released", flush=True)
+        break
+    time.sleep(0.1)
+"#;
+
+const CALM_PSI: &str = "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
+
+/// Issue 28, the memory brake and the nudge on a real cgroup, as root with a delegated
+/// cgroup (docs/operations.md "The memory brake"). The pressure stall information is the
+/// one seam (`AGENT_RUNNER_TEST_PRESSURE_FILE`: PSI cannot be raised on demand); the
+/// brake is really written to the supervisor's cgroup and the agent really reads it.
+/// Round 1: warning pressure (PSI some avg10 50) for two samples engages the brake at the
+/// cgroup's current use; the agent sees it, calms the pressure, and two healthy samples
+/// restore the value before (`recovered`). Round 2: critical pressure (full avg10 80) and
+/// `in_round_nudge`: the first critical sample sends the agent SIGTERM; it finishes by
+/// itself (exit 0) long before the floor's five samples, and the brake engaged in that
+/// sample is restored at the round's end (`round_end`).
+#[test]
+fn as_root_the_brake_engages_under_pressure_is_released_and_the_nudge_comes_first() {
+    let p = Project::new_as(Operator::Root);
+    let agent = p.script("agent/brake-agent.py", BRAKE_AGENT);
+    let cg = TestCgroup::new(None);
+    let brake_file = match cg.layout {
+        Layout::V1 => "memory.soft_limit_in_bytes",
+        Layout::V2 => "memory.high",
+    };
+    let psi = p.tmp_dir().join("psi");
+    let config = |calm: bool, samples: u32, extra_pressure: &str, raise: &str| {
+        agent_runner_e2e::ConfigBuilder::new(&agent)
+            .agent_env("RAISE", raise)
+            .dirty_action("ignore")
+            .agent_env("CG", &cg.dir.display().to_string())
+            .agent_env("BRAKE_FILE", brake_file)
+            .agent_env("PSI", &psi.display().to_string())
+            .agent_env("CALM", if calm { "1" } else { "0" })
+            .agent_env("CALM_PSI", CALM_PSI)
+            .extra(&format!(
+                "[monitor.host_health.memory]\nround_cgroup = \"on\"\n\
+                 [monitor.host_health.pressure]\nsample_interval_s = 1\n{extra_pressure}\
+                 [monitor.host_health.brake]\nmemory_high = true\nwarning_consecutive_samples = {samples}\n"
+            ))
+    };
+    let round = || {
+        let mut cmd = p.command(&["round"]);
+        cmd.env("AGENT_RUNNER_TEST_PRESSURE_FILE", &psi);
+        cg.enter(&mut cmd);
+        p.run_with(cmd)
+    };
+    let before = fs::read_to_string(cg.dir.join(brake_file)).unwrap();
+
+    // Round 1: engaged under warning pressure, released when it clears.
+    p.write_config(&config(true, 2, "", ""));
+    assert_eq!(peek_brake(&p, Some(&cg)), "armed");
+    fs::write(
+        &psi,
+        "some avg10=50.00 avg60=10.00 avg300=1.00 total=1\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+    )
+    .unwrap();
+    round().assert_code(0);
+    let log = last_round_log(&p);
+    let engaged = p
+        .events_of("memory_high_engaged")
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("no memory_high_engaged:\n{}\n{log}", p.events_text()));
+    assert_eq!(engaged["round_num"], 1, "{engaged}");
+    assert_eq!(engaged["signal"], "psi", "{engaged}");
+    assert_eq!(engaged["previous"], before.trim(), "{engaged}");
+    assert_eq!(
+        engaged["file"],
+        cg.dir.join(brake_file).display().to_string(),
+        "{engaged}"
+    );
+    let written = engaged["written"].as_u64().unwrap();
+    let current = engaged["memory_current"].as_u64().unwrap();
+    assert!(current > 0, "{engaged}");
+    // The current use (step 0), never below 64 MiB.
+    assert_eq!(written, (current / 100 * 100).max(64 * MIB), "{engaged}");
+    assert!(
+        log.contains(&format!("braked {written}")) && log.contains("released"),
+        "the agent saw the brake set and restored:\n{log}"
+    );
+    let released = &p.events_of("memory_high_released")[0];
+    assert_eq!(released["reason"], "recovered", "{released}");
+    assert_eq!(fs::read_to_string(cg.dir.join(brake_file)).unwrap(), before);
+    assert!(
+        p.events_of("round_mem_terminated").is_empty(),
+        "{}",
+        p.events_text()
+    );
+
+    // Round 2: critical pressure; the nudge at the first critical sample ends the round
+    // cooperatively, long before the floor would.
+    // (The agent raises it: a critical reading before the round would defer it.)
+    p.write_config(&config(
+        false,
+        1,
+        "critical_consecutive_samples = 5\nin_round_nudge = true\n",
+        "some avg10=90.00 avg60=50.00 avg300=10.00 total=1\nfull avg10=80.00 avg60=40.00 avg300=8.00 total=1\n",
+    ));
+    fs::write(&psi, CALM_PSI).unwrap();
+    round().assert_code(0);
+    let log = last_round_log(&p);
+    assert!(log.contains("nudged"), "{log}");
+    let nudges = p.events_of("round_mem_terminated");
+    assert_eq!(nudges.len(), 1, "{}", p.events_text());
+    assert_eq!(nudges[0]["tier"], "nudge", "{}", nudges[0]);
+    assert_eq!(nudges[0]["consecutive"], 1, "{}", nudges[0]);
+    let exit = p.events_of("agent_exit")[1].clone();
+    assert_eq!(exit["exit_code"], 0, "{exit}");
+    assert_eq!(exit["exit_cause"], "exited", "{exit}");
+    assert!(
+        exit["duration_s"].as_f64().unwrap() < 4.0,
+        "before a second sample: {exit}"
+    );
+    let released = p.events_of("memory_high_released");
+    assert_eq!(released.len(), 2, "{}", p.events_text());
+    assert_eq!(released[1]["reason"], "round_end", "{}", released[1]);
+    assert_eq!(released[1]["round_num"], 2, "{}", released[1]);
+    assert_eq!(fs::read_to_string(cg.dir.join(brake_file)).unwrap(), before);
+    assert!(p.events_of("memory_high_write_failed").is_empty());
+    p.assert_events_whole();
+}

@@ -202,6 +202,21 @@ const CASES: &[(&str, &str, Want)] = &[
         ),
     ),
     (
+        "a brake step above 50 %",
+        "[monitor.host_health.brake]\nmemory_high = true\nmemory_high_step_pct = 51\n",
+        Want::Err("monitor.host_health.brake.memory_high_step_pct", "51"),
+    ),
+    (
+        "no samples to engage the brake",
+        "[monitor.host_health.brake]\nwarning_consecutive_samples = 0\n",
+        Want::Err("monitor.host_health.brake.warning_consecutive_samples", "0"),
+    ),
+    (
+        "a nudge that is not a boolean",
+        "[monitor.host_health.pressure]\nin_round_nudge = \"yes\"\n",
+        Want::Err("monitor.host_health.pressure.in_round_nudge", "yes"),
+    ),
+    (
         "an empty disk growth window",
         "[monitor.host_health.disk]\ngrowth_window_s = 0\n",
         Want::Err("monitor.host_health.disk.growth_window_s", "0"),

@@ -50,7 +50,7 @@ config_table! {
     }
 }
 
-/// `[monitor.host_health]`: its three tables.
+/// `[monitor.host_health]`: its four tables.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawHostHealth {
@@ -60,6 +60,8 @@ pub(super) struct RawHostHealth {
     memory: RawMemory,
     #[serde(default)]
     pressure: RawPressure,
+    #[serde(default)]
+    brake: RawBrake,
 }
 
 config_table! {
@@ -125,15 +127,41 @@ config_table! {
         cgroup_growth_rate_warning_mb_per_min: f64 = (512.0) label "number > 0" reload Next;
         /// ours: seconds between in-round samples
         sample_interval_s: u64 = (10) range(1..) reload Next;
+        /// at the first critical in-round sample, send the agent its cooperative stop
+        /// signal once (SIGINT for claude, SIGTERM otherwise), so it can finish its turn
+        /// before the floor ends the round (`round_mem_terminated` with `tier = "nudge"`);
+        /// only with `in_round_terminate` and `critical_consecutive_samples` > 1
+        in_round_nudge: bool = (false) reload Next;
+    }
+}
+
+config_table! {
+    /// `[monitor.host_health.brake]`: the reference system's soft brake on the
+    /// supervisor's own cgroup under memory pressure.
+    #[derive(Debug, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct RawBrake = "monitor.host_health.brake" {
+        /// under in-round memory pressure (`warning_consecutive_samples` samples in a row),
+        /// set `memory.high` (v2; `memory.soft_limit_in_bytes` on v1) of the supervisor's
+        /// delegated cgroup to its current use, released after as many healthy samples and
+        /// at the round's end (`memory_high_engaged` / `_released` / `_write_failed`;
+        /// docs/operations.md, "The memory brake")
+        memory_high: bool = (false) reload Next;
+        /// the brake's value is the cgroup's current use less this many percent (never
+        /// below 64 MiB); 0 caps growth without reclaiming
+        memory_high_step_pct: u64 = (0) range(0..=50) label "integer 0 – 50" reload Next;
+        /// pressure samples in a row that engage the brake, healthy ones that release it
+        warning_consecutive_samples: u64 = (3) range(1..) reload Next;
     }
 }
 
 /// The tables of `[monitor]`, for [`super::TABLES`].
-pub(super) const TABLES: [Table; 4] = [
+pub(super) const TABLES: [Table; 5] = [
     RawMonitor::TABLE,
     RawDisk::TABLE,
     RawMemory::TABLE,
     RawPressure::TABLE,
+    RawBrake::TABLE,
 ];
 
 /// Detectors whose stop is honoured when `auto_stop_on` is not set (the reference
@@ -263,6 +291,18 @@ pub struct HostHealthConfig {
     pub cgroup_growth_rate_warning_mb_per_min: f64,
     /// `pressure.sample_interval_s` (ours, default 10): seconds between in-round samples.
     pub sample_interval: Duration,
+    /// `pressure.in_round_nudge` (default false): the agent's cooperative stop signal at
+    /// the first critical in-round sample (docs/operations.md, "The memory brake").
+    pub in_round_nudge: bool,
+    /// `brake.memory_high` (default false): the soft brake on the supervisor's cgroup
+    /// under in-round memory pressure.
+    pub brake_memory_high: bool,
+    /// `brake.memory_high_step_pct` (default 0, at most 50): the brake is the cgroup's
+    /// current use less this many percent.
+    pub brake_step_pct: u64,
+    /// `brake.warning_consecutive_samples` (default 3): pressure samples in a row that
+    /// engage the brake, healthy samples in a row that release it.
+    pub brake_samples: u32,
 }
 
 /// The names a stop from `hook` with diagnosis `kind` answers to in `auto_stop_on`: the
@@ -437,6 +477,11 @@ pub(super) fn resolve(raw: RawMonitor, round_budget: Duration) -> Result<Monitor
             in_round_terminate: h.pressure.in_round_terminate()?,
             cgroup_growth_rate_warning_mb_per_min: growth,
             sample_interval: Duration::from_secs(h.pressure.sample_interval_s()?),
+            in_round_nudge: h.pressure.in_round_nudge()?,
+            brake_memory_high: h.brake.memory_high()?,
+            brake_step_pct: h.brake.memory_high_step_pct()?,
+            brake_samples: u32::try_from(h.brake.warning_consecutive_samples()?)
+                .unwrap_or(u32::MAX),
         },
     })
 }

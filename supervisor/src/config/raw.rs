@@ -125,8 +125,10 @@ config_table! {
         /// a shortfall once per boot (`agent_sandbox_degraded`); `off` (and a config
         /// without the key) runs the agent with every right of the operator. One setting
         /// for every phase. `doctor` (`agent_sandbox` check and block) and `peek`
-        /// (`agent_sandbox`) list each layer on or off with the reason
-        mode: String as SandboxMode = (SandboxMode::Off) reload Restart;
+        /// (`agent_sandbox`) list each layer on or off with the reason. `init` writes
+        /// `prefer` for a new project (docs/security.md, "What `init` writes")
+        mode: String as SandboxMode = (SandboxMode::Off) reload Restart
+            init (write "The agent's own confinement (docs/security.md): prefer = what this machine offers, require = every layer or no start, off = all your rights");
         /// written (and read, executed) by the agent besides the work tree, its own state
         /// and its TMPDIR: caches and toolchains (`~/.cache/pip`). `~` and `{project}`
         /// expanded, relative to `work_dir`; each must exist; refused (exit 78) when one
@@ -401,6 +403,7 @@ pub(crate) const TABLES: &[Table] = &[
     super::monitor::TABLES[1],
     super::monitor::TABLES[2],
     super::monitor::TABLES[3],
+    super::monitor::TABLES[4],
     RawPhaseKeys::TABLE,
     RawPhaseTable::TABLE,
     super::goal::RawGoal::TABLE,
@@ -473,11 +476,7 @@ pub(super) struct RawPhasePrompt {
 /// Keys of the reference system's config that this build reads but does not act on yet:
 /// each present one is removed before validation and named in a warning. `*` matches any
 /// phase name; a whole table is listed by its own path.
-pub(crate) const UNIMPLEMENTED: &[&str] = &[
-    "monitor.round_progress_interval_s",
-    "monitor.host_health.pressure.in_round_nudge",
-    "monitor.host_health.brake",
-];
+pub(crate) const UNIMPLEMENTED: &[&str] = &["monitor.round_progress_interval_s"];
 
 /// Parses `text` into the raw shape; a shape error names the dotted key.
 pub(super) fn parse(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {

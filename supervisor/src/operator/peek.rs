@@ -503,11 +503,12 @@ pub(crate) fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
 /// and whether the next round's pre-round hooks are disabled: hook names, event kinds and
 /// owned paths of the enabled hosts.
 /// [`PeekDoc::brake`] from `cfg` and the live cgroup facts: `off` without
-/// `memory.round_high_mb`; else `armed` when rounds get cgroups of their own
+/// `memory.round_high_mb` (the static brake on each round's cgroup) and without
+/// `brake.memory_high` (the soft brake on the supervisor's cgroup under pressure); else `armed` when rounds get cgroups of their own
 /// ([`round_cgroup::delegation`]), or `inert(round_cgroup off)`, `inert(no memory cgroup)`
 /// (no memory controller for this process) or `inert(undelegated)`.
 fn brake_state(cfg: &crate::config::HostHealthConfig) -> String {
-    if cfg.round_high_mb.is_none() {
+    if cfg.round_high_mb.is_none() && !cfg.brake_memory_high {
         return "off".to_owned();
     }
     if cfg.round_cgroup == crate::config::RoundCgroupMode::Off {

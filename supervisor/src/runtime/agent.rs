@@ -131,6 +131,8 @@ pub(crate) struct AgentExit {
     /// The kernel's OOM killer ended the agent inside the round's cgroup (set after the
     /// round from the cgroup's `oom_kill` count: [`crate::runtime::round_cgroup`]).
     pub oom_killed: bool,
+    /// The in-round floor nudged the agent (`pressure.in_round_nudge`).
+    pub memory_nudged: bool,
 }
 
 /// What the copier wrote to the round log: the agent's bytes kept, and those discarded
@@ -189,11 +191,11 @@ impl AgentExit {
             || self.cause == ExitCause::Exited && self.exit_code == Some(0)
     }
 
-    /// Ended by memory: the in-round memory floor ([`ExitCause::HostPressure`]) or an OOM
-    /// kill in the round's cgroup. What `mem_loop` counts (docs/operations.md, "Memory
+    /// Ended by memory: the in-round memory floor ([`ExitCause::HostPressure`]), its nudge,
+    /// or an OOM kill in the round's cgroup. What `mem_loop` counts (docs/operations.md, "Memory
     /// loops").
     pub(crate) fn ended_by_memory(&self) -> bool {
-        self.cause == ExitCause::HostPressure || self.oom_killed
+        self.cause == ExitCause::HostPressure || self.oom_killed || self.memory_nudged
     }
 }
 
@@ -311,6 +313,10 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
         log,
         seccomp_denials,
         oom_killed: false,
+        memory_nudged: spec
+            .floor
+            .as_ref()
+            .is_some_and(|f| f.nudged.load(std::sync::atomic::Ordering::Relaxed)),
     })
 }
 

@@ -175,6 +175,14 @@ impl AgentSandboxGate {
         };
         let tmp_dir = tmp_dir(config);
         let _ = std::fs::remove_dir_all(&tmp_dir);
+        if let Some(home) = var("HOME") {
+            agent_runner_plugin_host::agent_policy::create_state(cli, Path::new(&home)).map_err(
+                |source| AgentConfineError::Io {
+                    what: format!("creating {cli}'s state in {}", Path::new(&home).display()),
+                    source,
+                },
+            )?;
+        }
         let sandbox = &config.agent_sandbox;
         let mut connect_ports = DEFAULT_CONNECT_PORTS.to_vec();
         connect_ports.extend(&sandbox.connect_ports);

@@ -215,7 +215,8 @@ fn psi_avg10(text: &str, kind: &str) -> Option<f64> {
 }
 
 /// The in-round floor of one round: samples memory health every
-/// `pressure.sample_interval_s` while the agent runs.
+/// `pressure.sample_interval_s` while the agent runs; drives the soft brake
+/// ([`crate::runtime::memory_brake`]) and the nudge with the same samples.
 #[derive(Debug)]
 pub(crate) struct Floor {
     /// The thresholds.
@@ -224,22 +225,38 @@ pub(crate) struct Floor {
     pub events: EventLog,
     /// The round.
     pub round_num: u64,
+    /// The soft brake, when `brake.memory_high` is on and the cgroup is delegated.
+    pub brake: Option<crate::runtime::memory_brake::Brake>,
+    /// The agent's cooperative stop signal, sent once by `pressure.in_round_nudge`.
+    pub nudge_signal: nix::sys::signal::Signal,
+    /// Set when the nudge was sent (the round then counts as ended by memory).
+    pub nudged: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Floor {
     /// Resolves when `critical_consecutive_samples` critical samples in a row have been
     /// taken and `in_round_terminate` is set, after recording `round_mem_terminated` for
     /// the agent `pid`; otherwise never. Each critical sample of a streak, up to twice the
-    /// limit, is recorded as `round_mem_critical_sample`; a healthy sample resets it.
+    /// limit, is recorded as `round_mem_critical_sample`; a healthy sample resets it. With
+    /// `in_round_nudge`, the first critical sample of a streak that would end the round
+    /// sends `pid` its cooperative stop signal, once a round (`round_mem_terminated` with
+    /// `tier = "nudge"`). Every sample also drives the soft brake, released when this
+    /// future ends or is dropped (the agent exited).
     pub(crate) async fn breached(&self, pid: u32) {
         let mut streak = 0u32;
         let limit = self.cfg.critical_consecutive_samples;
+        let mut brake = self.brake.clone().map(|b| {
+            crate::runtime::memory_brake::RoundBrake::new(b, &self.events, self.round_num)
+        });
         loop {
             tokio::time::sleep(self.cfg.sample_interval).await;
             let reading = Reading::memory();
-            let Some(pressure) =
-                assess_memory(&self.cfg, &reading).filter(|p| p.severity == "critical")
-            else {
+            let pressure = assess_memory(&self.cfg, &reading);
+            if let Some(brake) = brake.as_mut() {
+                let context = serde_json::to_value(&reading).unwrap_or_default();
+                brake.sample(pressure.as_ref().map(|p| p.signal), &context);
+            }
+            let Some(pressure) = pressure.filter(|p| p.severity == "critical") else {
                 streak = 0;
                 continue;
             };
@@ -259,8 +276,29 @@ impl Floor {
                     message: pressure.message,
                     consecutive: streak,
                     context: serde_json::to_value(&reading).unwrap_or_default(),
+                    tier: "terminate".to_owned(),
                 });
                 return;
+            }
+            let nudged = &self.nudged;
+            if self.cfg.in_round_nudge
+                && self.cfg.in_round_terminate
+                && streak == 1
+                && !nudged.swap(true, std::sync::atomic::Ordering::Relaxed)
+            {
+                let target = nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap_or(0));
+                if let Err(e) = nix::sys::signal::kill(target, self.nudge_signal) {
+                    tracing::warn!("cannot nudge the agent (pid {pid}): {e}");
+                }
+                self.events.emit(Event::RoundMemTerminated {
+                    pid,
+                    severity: pressure.severity.to_owned(),
+                    signal: pressure.signal.to_owned(),
+                    message: pressure.message,
+                    consecutive: streak,
+                    context: serde_json::to_value(&reading).unwrap_or_default(),
+                    tier: "nudge".to_owned(),
+                });
             }
         }
     }

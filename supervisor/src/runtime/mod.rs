@@ -4,7 +4,8 @@
 //!   [`tree_lock`]: the work tree's own lock and record, by its identity.
 //! - [`round`]: one round: admission, prompt, spawn gate, agent, dirty tree, events.
 //! - [`host_health`]: disk, memory and pressure before and during a round;
-//!   [`round_cgroup`]: each round in its own cgroup when the supervisor's is delegated.
+//!   [`round_cgroup`]: each round in its own cgroup when the supervisor's is delegated;
+//!   [`memory_brake`]: the soft brake on the supervisor's cgroup under in-round pressure.
 //! - [`agent`]: the agent process in its own process group, under its budget;
 //!   [`agent_preconditions`]: what the agent CLI needs from this machine (serve and doctor);
 //!   [`cooperative`]: the signal and grace that end it; [`sessions`]: the agent session a
@@ -48,6 +49,7 @@ pub(crate) mod goal;
 pub(crate) mod grace;
 pub(crate) mod host_health;
 pub(crate) mod log_views;
+pub(crate) mod memory_brake;
 pub(crate) mod own_sandbox;
 pub(crate) mod path_name;
 pub mod post_round;

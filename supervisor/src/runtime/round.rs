@@ -854,6 +854,12 @@ impl Runner {
                 cfg: self.config.monitor.host_health.clone(),
                 events: self.events.clone(),
                 round_num,
+                brake: crate::runtime::memory_brake::Brake::of(
+                    &self.config.monitor.host_health,
+                    self.cgroups.as_ref(),
+                ),
+                nudge_signal: launch.stop_signal.signal,
+                nudged: Default::default(),
             }),
             spare: self
                 .hosts

@@ -339,7 +339,8 @@ pub(crate) enum Event {
         /// The readings (`psi_some_avg10`, `psi_full_avg10`, `mem_available_mb`, …).
         context: serde_json::Value,
     },
-    /// Sustained critical pressure ended the round (`pressure.in_round_terminate`).
+    /// Sustained critical pressure ended the round (`pressure.in_round_terminate`), or
+    /// the first critical sample nudged the agent (`pressure.in_round_nudge`).
     RoundMemTerminated {
         /// The agent's process (group leader).
         pid: u32,
@@ -353,6 +354,44 @@ pub(crate) enum Event {
         consecutive: u32,
         /// The readings.
         context: serde_json::Value,
+        /// `terminate` (the round was ended) or `nudge` (the agent was sent its
+        /// cooperative stop signal once; the round goes on), the reference system's field.
+        tier: String,
+    },
+    /// The soft brake engaged: `memory.high` (v2) or `memory.soft_limit_in_bytes` (v1) of
+    /// the supervisor's delegated cgroup was set under in-round memory pressure
+    /// (`[monitor.host_health.brake]`, docs/operations.md "The memory brake").
+    MemoryHighEngaged {
+        /// The round.
+        round_num: u64,
+        /// The file's value before (`max` when unset on v2), restored on release.
+        previous: String,
+        /// The bytes written.
+        written: u64,
+        /// The cgroup's use when engaged, bytes.
+        memory_current: u64,
+        /// How long the write took, milliseconds.
+        write_ms: u64,
+        /// The reading that engaged it: `psi` or `combined_low`.
+        signal: String,
+        /// The readings.
+        context: serde_json::Value,
+        /// The cgroup file written (ours).
+        file: PathBuf,
+    },
+    /// The soft brake was restored to its value before.
+    MemoryHighReleased {
+        /// The round.
+        round_num: u64,
+        /// `recovered` (healthy samples in a row) or `round_end`.
+        reason: String,
+    },
+    /// Writing the soft brake (engaging or restoring) failed; it stays off for the round.
+    MemoryHighWriteFailed {
+        /// The round.
+        round_num: u64,
+        /// The OS error number, when there was one.
+        errno: Option<i32>,
     },
     /// What a round's own cgroup measured (the supervisor's cgroup is delegated,
     /// docs/operations.md "Round cgroups"); after `agent_exit`.
@@ -1219,6 +1258,9 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "plugin_disabled",
     "round_mem_critical_sample",
     "round_mem_terminated",
+    "memory_high_engaged",
+    "memory_high_released",
+    "memory_high_write_failed",
     "round_cgroup_memory",
     "round_oom_killed",
     "agent_own_sandbox_replaced",
