@@ -49,10 +49,15 @@ use crate::policy::{
 pub struct AgentState {
     /// The CLI's executable name (`command[0]`'s file name).
     pub cli: &'static str,
-    /// Paths relative to the home directory.
+    /// Paths relative to the home directory; the first is the CLI's state directory,
+    /// which [`create_state_dir`] makes when missing.
     pub paths: &'static [&'static str],
     /// What the CLI keeps there.
     pub why: &'static str,
+    /// Files of `paths` made, with this content, when missing: a CLI that creates one on
+    /// first run could not in a home that is not writable (claude without `~/.claude.json`
+    /// cannot resume a session: "No conversation found").
+    pub seed: &'static [(&'static str, &'static str)],
 }
 
 /// Reviewed data: what each preset CLI writes under the home directory (measured with the
@@ -62,23 +67,73 @@ pub const AGENT_STATE: &[AgentState] = &[
         cli: "claude",
         paths: &[".claude", ".claude.json", ".claude.json.backup"],
         why: "Claude Code: ~/.claude (credentials, settings, sessions, todos) and ~/.claude.json (account state)",
+        seed: &[(".claude.json", "{}")],
     },
     AgentState {
         cli: "codex",
         paths: &[".codex"],
         why: "Codex CLI: ~/.codex (auth.json, config.toml, sessions, logs)",
+        seed: &[],
     },
     AgentState {
         cli: "gemini",
         paths: &[".gemini"],
         why: "Gemini CLI: ~/.gemini (oauth credentials, settings, tmp session files)",
+        seed: &[],
     },
     AgentState {
         cli: "aider",
         paths: &[".aider", ".aider.conf.yml"],
         why: "aider: ~/.aider (caches, analytics id) and its config file",
+        seed: &[],
+    },
+    AgentState {
+        cli: "kimi",
+        paths: &[".kimi"],
+        why: "Kimi CLI: ~/.kimi (config.toml, login, sessions, logs)",
+        seed: &[],
+    },
+    AgentState {
+        cli: "pi",
+        paths: &[".pi"],
+        why: "pi: ~/.pi/agent (settings.json, models.json, auth.json, sessions)",
+        seed: &[],
     },
 ];
+
+/// Makes the state of `cli` that its first run would create under `home`, when missing:
+/// its state directory (its [`AgentState`]'s first path, mode 0700) and its
+/// [`AgentState::seed`] files (mode 0600). A Landlock rule needs an existing path, and the
+/// confined CLI cannot create them in a home that is not writable. Nothing for a CLI
+/// without an entry; an existing path is left as it is.
+///
+/// Errors: a directory or file cannot be made.
+pub fn create_state(cli: &str, home: &Path) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let Some(state) = AGENT_STATE.iter().find(|s| s.cli == cli) else {
+        return Ok(());
+    };
+    if let Some(dir) = state.paths.first() {
+        let path = home.join(dir);
+        if path.symlink_metadata().is_err() {
+            std::fs::DirBuilder::new().mode(0o700).create(&path)?;
+        }
+    }
+    for (rel, text) in state.seed {
+        let made = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(home.join(rel));
+        match made {
+            Ok(mut file) => file.write_all(text.as_bytes())?,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
 
 /// Reviewed data: what the agent never reads beneath the home directory, on top of
 /// [`CREDENTIAL_PATHS`] (less the agent's own [`AGENT_STATE`]): other agents' logins.
@@ -86,6 +141,8 @@ pub const AGENT_WITHHELD: &[(&str, &str)] = &[
     (".codex", "Codex CLI credentials"),
     (".aider", "aider state"),
     (".aider.conf.yml", "aider config (may hold API keys)"),
+    (".kimi", "Kimi CLI login and config"),
+    (".pi", "pi's provider keys (auth.json) and config"),
     (".config/github-copilot", "GitHub Copilot token"),
     (".password-store", "pass(1) passwords"),
     (".local/share/keyrings", "GNOME keyring"),
@@ -282,6 +339,13 @@ pub fn agent_fs_grants(input: &AgentPolicyInput) -> Vec<FsGrant> {
             "the agent's executable itself",
         ));
     }
+    for prefix in interpreter_prefixes(&input.executable, input.home.as_deref()) {
+        g.push(grant(
+            prefix,
+            FsAccess::ReadExecuteTree,
+            "the installation prefix of the interpreter the agent's script names on its #! line, as written and where its links lead (a venv's python is a link into a Python installed elsewhere)",
+        ));
+    }
     g.push(grant(
         &input.config_path,
         FsAccess::ReadOnly,
@@ -371,6 +435,41 @@ pub fn install_prefix(exe: &Path, home: Option<&Path>) -> Option<PathBuf> {
         .any(|s| prefix == Path::new(s));
     let opens_home = home.is_some_and(|h| h.starts_with(prefix));
     (!system && !opens_home).then(|| prefix.to_owned())
+}
+
+/// The installation prefixes ([`install_prefix`]) of the interpreter a script at `exe`
+/// names on its `#!` line: as written (a venv, whose `pyvenv.cfg` and `site-packages` the
+/// interpreter reads) and as its links resolve (the Python the venv was made from). Empty
+/// for a binary, an `env` line (the interpreter is then found on `PATH`, in the system)
+/// or a prefix [`install_prefix`] refuses.
+pub fn interpreter_prefixes(exe: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    use std::io::Read;
+    use std::os::unix::ffi::OsStrExt;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(exe)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    let Some(line) = head[..n].strip_prefix(b"#!") else {
+        return Vec::new();
+    };
+    let line = line.split(|b| *b == b'\n').next().unwrap_or_default();
+    let Some(word) = line
+        .split(|b| *b == b' ' || *b == b'\t')
+        .find(|w| !w.is_empty())
+    else {
+        return Vec::new();
+    };
+    let interpreter = Path::new(std::ffi::OsStr::from_bytes(word));
+    let mut out = Vec::new();
+    let real = interpreter.canonicalize().ok();
+    for path in std::iter::once(interpreter).chain(real.as_deref()) {
+        if let Some(prefix) = install_prefix(path, home) {
+            if !out.contains(&prefix) {
+                out.push(prefix);
+            }
+        }
+    }
+    out
 }
 
 /// Builds the agent's Landlock ruleset on a kernel with ABI `kernel_abi`: every filesystem
@@ -602,6 +701,53 @@ pub fn agent_seccomp_program(ret: Option<u32>) -> Result<SeccompProgram, PolicyE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cli_s_first_run_state_is_made_and_an_existing_one_kept() {
+        let home = tempfile::tempdir().unwrap();
+        create_state("claude", home.path()).unwrap();
+        assert!(home.path().join(".claude").is_dir());
+        assert_eq!(
+            std::fs::read_to_string(home.path().join(".claude.json")).unwrap(),
+            "{}"
+        );
+        std::fs::write(home.path().join(".claude.json"), "{\"mine\":1}").unwrap();
+        create_state("claude", home.path()).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(home.path().join(".claude.json")).unwrap(),
+            "{\"mine\":1}"
+        );
+        create_state("aider", home.path()).unwrap();
+        assert!(home.path().join(".aider").is_dir());
+        create_state("unknown-cli", home.path()).unwrap();
+        assert_eq!(std::fs::read_dir(home.path()).unwrap().count(), 3);
+    }
+
+    #[test]
+    fn interpreter_prefixes_follow_the_shebang_and_its_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let python = dir.path().join("python-3.13/bin/python3.13");
+        std::fs::create_dir_all(python.parent().unwrap()).unwrap();
+        std::fs::write(&python, "").unwrap();
+        let venv_bin = dir.path().join("venv/bin");
+        std::fs::create_dir_all(&venv_bin).unwrap();
+        std::os::unix::fs::symlink(&python, venv_bin.join("python3")).unwrap();
+        let script = venv_bin.join("kimi");
+        std::fs::write(
+            &script,
+            format!("#!{}/python3\nimport kimi\n", venv_bin.display()),
+        )
+        .unwrap();
+        let real = dir.path().canonicalize().unwrap();
+        assert_eq!(
+            interpreter_prefixes(&script, Some(Path::new("/home/op"))),
+            [dir.path().join("venv"), real.join("python-3.13")]
+        );
+        std::fs::write(&script, "#!/usr/bin/env python3\n").unwrap();
+        assert!(interpreter_prefixes(&script, None).is_empty());
+        std::fs::write(&script, "\x7fELF").unwrap();
+        assert!(interpreter_prefixes(&script, None).is_empty());
+    }
 
     #[test]
     fn install_prefixes() {

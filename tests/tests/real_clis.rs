@@ -160,6 +160,14 @@ fn run_cli_at(
             "round_budget_s = 1800\n",
             &format!("round_budget_s = {}\n", round_budget_s(cli)),
         );
+    // `init` confines the agent (`mode = "prefer"`): a provider's port (443) is granted,
+    // the fake model's is not, so it is named as an operator with a local model would.
+    assert!(text.contains("\nmode = \"prefer\"\n"), "{text}");
+    let text = text.replacen(
+        "\nmode = \"prefer\"\n",
+        &format!("\nmode = \"prefer\"\nconnect_ports = [{port}]\n"),
+        1,
+    );
     let home = p.home().to_str().unwrap().to_owned();
     let env = agent_clis(&["env", cli, &home, &port.to_string(), addr]);
     // After the CLI's own config is written, so `edit` may change that too.
@@ -538,11 +546,9 @@ fn gemini_rounds_run_as_root_and_as_an_unprivileged_user() {
 fn round_through_the_egress_proxy(operator: Operator, cli: &str) {
     let p = Project::new_as(operator);
     let server = FakeModel::start_at("normal", "127.0.0.2");
-    let allow = format!(
-        "\n[agent.sandbox]\nallow_hosts = [\"127.0.0.2:{}\"]\n",
-        server.port
-    );
-    let edit = move |text: String| text.replace("\n[runtime]\n", &format!("{allow}\n[runtime]\n"));
+    let allow = format!("allow_hosts = [\"127.0.0.2:{}\"]\n", server.port);
+    let edit =
+        move |text: String| text.replacen("\n[runtime]\n", &format!("{allow}\n[runtime]\n"), 1);
     let out = run_cli_at(
         &p,
         cli,
@@ -608,16 +614,12 @@ fn round_confined_under_require_commits_its_change(operator: Operator, cli: &str
         ssh.display()
     );
     let server = FakeModel::start_with("normal", "127.0.0.1", &["--then", &probe]);
-    let sandbox = format!(
-        "\n[agent.sandbox]\nmode = \"require\"\nconnect_ports = [{}]\n",
-        server.port
-    );
     // The preset's command as `init` wrote it: for codex, `--sandbox workspace-write`,
     // which the supervisor swaps for codex's bypass since ours confines it
     // (docs/security.md, "A CLI's own sandbox under ours").
     let edit = move |text: String| {
         text.replace("dirty_action = \"stash\"", "dirty_action = \"auto_commit\"")
-            .replace("\n[runtime]\n", &format!("{sandbox}\n[runtime]\n"))
+            .replacen("\nmode = \"prefer\"\n", "\nmode = \"require\"\n", 1)
     };
     let out = serve(&p, cli, server.port, 1, &edit);
     let all = p.events_text();

@@ -34,12 +34,19 @@ fn cleaning_project() -> Project {
                 "log_dir = \"./logs\"".to_owned()
             } else if l.starts_with("restart_delay_s") {
                 "restart_delay_s = 1".to_owned()
+            } else if l == "mode = \"prefer\"" {
+                // Unconfined on purpose: this agent wipes ./logs (`git clean -fdx`), the
+                // supervisor's log dir, which the agent's confinement keeps read-only, and
+                // records its rounds outside the tree; the test is about the supervisor
+                // surviving that, not about stopping it (hostile_agent.rs does that).
+                "mode = \"off\"".to_owned()
             } else {
                 l.to_owned()
             }
         })
         .collect::<Vec<_>>()
         .join("\n");
+    assert!(text.contains("\nmode = \"off\""), "{text}");
     p.write_config_text(&text);
     p
 }

@@ -77,9 +77,13 @@ fn claude_as_root_is_named_by_doctor_and_round() {
     let config = std::fs::read_to_string(p.config_path()).unwrap();
     p.write_config_text(&config.replace("[agent.env]\n", "[agent.env]\nIS_SANDBOX = \"1\"\n"));
     let doctor = p.run_env(&["doctor", "--json"], &[("PATH", &path)]);
-    assert!(
-        !doctor.stdout.contains("cannot be used") && !doctor.stdout.contains("refuses"),
-        "{doctor}"
-    );
+    let report: Value = serde_json::from_str(&doctor.stdout).unwrap();
+    let check = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "agent_preconditions")
+        .unwrap_or_else(|| panic!("{doctor}"));
+    assert_eq!(check["ok"], true, "{doctor}");
     p.run_env(&["round"], &[("PATH", &path)]).assert_code(0);
 }

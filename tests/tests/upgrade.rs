@@ -6,7 +6,8 @@
 //! binary except for the step they fail.
 
 use agent_runner_e2e::{
-    agent_runner_bin, sha256_hex, wait_until, ConfigBuilder, Project, RunOutput,
+    agent_runner_bin, sha256_hex, unprivileged_user, wait_until, ConfigBuilder, Operator, Project,
+    RunOutput,
 };
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
@@ -382,4 +383,37 @@ fn a_full_disk_mid_copy_refuses_and_leaves_the_installed_binary_whole() {
         "agent-runner",
         "the partial copy is removed"
     );
+}
+
+/// The installed binary's directory is not writable by the operator (root's, mode 0755;
+/// `upgrade` run as the unprivileged test user): refused before anything is written
+/// (exit 3, the directory and the cause named), the installed file untouched.
+#[test]
+fn an_unwritable_directory_is_refused_before_anything_is_written() {
+    let p = Project::new_as(Operator::Unprivileged);
+    p.write_config(&ConfigBuilder::new(p.agent_path()));
+    let new = padded_copy(&p, "\nbuild 4\n");
+    let dir = tempfile::Builder::new()
+        .prefix("ar-e2e-upgrade-")
+        .tempdir()
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let installed = dir.path().join("agent-runner");
+    std::fs::copy(agent_runner_bin(), &installed).unwrap();
+    let old_sha = sha256_hex(&installed);
+    let mut cmd = unprivileged_user().command(&installed);
+    cmd.arg("--config")
+        .arg(p.config_path())
+        .args(["upgrade", "--binary", new.to_str().unwrap(), "--json"])
+        .current_dir(p.dir());
+    let out = p.run_with(cmd);
+    out.assert_code(3);
+    let reason = report(&out)["reason"].as_str().unwrap().to_owned();
+    assert!(
+        reason.contains(&format!("cannot write in {}", dir.path().display()))
+            && reason.contains("Permission denied"),
+        "{out}"
+    );
+    assert_eq!(sha256_hex(&installed), old_sha);
+    assert_eq!(names_in(dir.path()), ["agent-runner"]);
 }

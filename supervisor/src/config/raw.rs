@@ -125,8 +125,10 @@ config_table! {
         /// a shortfall once per boot (`agent_sandbox_degraded`); `off` (and a config
         /// without the key) runs the agent with every right of the operator. One setting
         /// for every phase. `doctor` (`agent_sandbox` check and block) and `peek`
-        /// (`agent_sandbox`) list each layer on or off with the reason
-        mode: String as SandboxMode = (SandboxMode::Off) reload Restart;
+        /// (`agent_sandbox`) list each layer on or off with the reason. `init` writes
+        /// `prefer` for a new project (docs/security.md, "What `init` writes")
+        mode: String as SandboxMode = (SandboxMode::Off) reload Restart
+            init (write "The agent's own confinement (docs/security.md): prefer = what this machine offers, require = every layer or no start, off = all your rights");
         /// written (and read, executed) by the agent besides the work tree, its own state
         /// and its TMPDIR: caches and toolchains (`~/.cache/pip`). `~` and `{project}`
         /// expanded, relative to `work_dir`; each must exist; refused (exit 78) when one

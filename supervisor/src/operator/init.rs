@@ -7,6 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::config::keys::{Init, Toml};
+use crate::config::vocabulary::Vocabulary;
 use crate::exit::CliError;
 use crate::runtime::attribution::OwnFiles;
 use crate::runtime::git::Repo;
@@ -181,6 +182,7 @@ impl Preset {
             "agent.env" if self.env.is_empty() => return None,
             "agent.env" => PresetValue::Table(self.env),
             "agent.terminal_marker" => text(self.terminal_marker?),
+            "agent.sandbox.mode" => text(NEW_PROJECT_AGENT_SANDBOX.word()),
             "runtime.grace_kill_ignore_patterns" => list(self.grace_ignore),
             "monitor.auth_fail_hint" => text(self.auth_hint),
             _ => return None,
@@ -188,8 +190,26 @@ impl Preset {
     }
 }
 
+/// `[agent.sandbox] mode` in a new project's config (a config without the key keeps
+/// `off`, today's behaviour). `prefer`, like `[plugins] sandbox`: every layer this machine
+/// offers, a shortfall announced (`agent_sandbox_degraded`, `doctor`), so a new project
+/// runs on any Linux machine (a container without user namespaces, an older kernel) and is
+/// confined wherever it can be; `require`, which refuses to start on such a machine, is the
+/// operator's choice once `doctor` shows every layer on (docs/security.md, "What `init`
+/// writes").
+pub(crate) const NEW_PROJECT_AGENT_SANDBOX: crate::config::SandboxMode =
+    crate::config::SandboxMode::Prefer;
+
 /// The tables `init` writes, in order.
-const TEMPLATE_TABLES: &[&str] = &["agent", "runtime", "monitor", "prompt", "vcs", "plugins"];
+const TEMPLATE_TABLES: &[&str] = &[
+    "agent",
+    "agent.sandbox",
+    "runtime",
+    "monitor",
+    "prompt",
+    "vcs",
+    "plugins",
+];
 
 /// The config text `init` writes for `preset`: each key of [`TEMPLATE_TABLES`] as its
 /// definition says ([`Init`]), the preset's value or the key's default.
@@ -236,7 +256,7 @@ pub(crate) fn config_text(preset: &Preset) -> String {
             }
         }
         out.push_str(&sections);
-        if *table == "agent" {
+        if *table == "agent.sandbox" {
             out.push_str(&egress_text(preset.name));
         }
     }
@@ -255,7 +275,7 @@ pub(crate) fn config_text(preset: &Preset) -> String {
     out
 }
 
-/// The commented `[agent.sandbox] allow_hosts` of a preset whose CLI's hosts are known
+/// The commented `allow_hosts` (inside `init`'s `[agent.sandbox]`) of a preset whose CLI's hosts are known
 /// (`crate::config::allow_hosts::preset_hosts`): the operator turns egress filtering on by
 /// uncommenting it (docs/security.md, "Egress by host name"). Off by default: package
 /// registries and git remotes would be refused too.
@@ -269,11 +289,9 @@ fn egress_text(preset: &str) -> String {
         .find(|t| t.name == "agent.sandbox")
         .and_then(|t| t.keys.iter().find(|k| k.field == "allow_hosts"))
         .expect("[agent.sandbox] allow_hosts is defined");
-    let table = key.name.trim_end_matches(".allow_hosts");
     format!(
-        "\n# Egress by host name: the agent in a network namespace of its own, reaching only these\n\
+        "# Egress by host name: the agent in a network namespace of its own, reaching only these\n\
          # hosts through agent-runner's proxy (add your registries and git hosts; docs/security.md).\n\
-         # [{table}]\n\
          # {} = {}\n",
         key.field,
         Toml::toml(&hosts.iter().map(|h| (*h).to_owned()).collect::<Vec<_>>())
@@ -453,6 +471,22 @@ mod tests {
             let config = crate::config::parse_str(&dir.path().join("c.toml"), &text)
                 .unwrap_or_else(|e| panic!("{}: {e}\n{text}", preset.name));
             assert_eq!(config.agent.name.as_deref(), Some(preset.name));
+            // A new project's agent is confined (a config without the key keeps `off`).
+            assert_eq!(
+                config.agent_sandbox.mode, NEW_PROJECT_AGENT_SANDBOX,
+                "{text}"
+            );
+            assert_eq!(
+                NEW_PROJECT_AGENT_SANDBOX,
+                crate::config::SandboxMode::Prefer
+            );
+            // Uncommenting the preset's `allow_hosts` line leaves a file that loads.
+            if let Some(line) = text.lines().find(|l| l.starts_with("# allow_hosts = ")) {
+                let on = text.replacen(line, &line[2..], 1);
+                let config = crate::config::parse_str(&dir.path().join("c.toml"), &on)
+                    .unwrap_or_else(|e| panic!("{}: {e}\n{on}", preset.name));
+                assert!(config.agent.allow_hosts.is_some(), "{on}");
+            }
             assert_eq!(config.runtime.round_budget.as_secs(), 1800, "{text}");
             assert!(text.contains("round_budget_s = 1800\n"), "{text}");
             assert_eq!(
@@ -475,6 +509,7 @@ mod tests {
                 "agent.name",
                 "agent.prompt_arg_template",
                 "agent.prompt_delivery",
+                "agent.sandbox.mode",
                 "agent.terminal_marker",
                 "monitor.auth_fail_hint",
                 "runtime.grace_kill_ignore_patterns",

@@ -104,11 +104,14 @@ impl AgentSandboxGate {
         self.requested != SandboxMode::Off
     }
 
-    /// Whether the agent actually runs under our Landlock or seccomp (`prefer` on a
-    /// machine offering neither does not): then a CLI's own sandbox, which cannot be built
-    /// inside ours, is replaced ([`crate::runtime::own_sandbox`]).
+    /// Whether the agent's file system is confined by our Landlock (`prefer` on a machine
+    /// without Landlock is not, even where seccomp engages): only then is a CLI's own
+    /// sandbox, which cannot be built inside ours, replaced
+    /// ([`crate::runtime::own_sandbox`]). Without our Landlock the CLI keeps its own words,
+    /// so it never runs with neither sandbox (docs/security.md, "A CLI's own sandbox under
+    /// ours").
     pub(crate) fn confines(&self) -> bool {
-        self.enabled() && self.applied != Tier::Unconfined
+        self.enabled() && self.applied.landlock()
     }
 
     /// `command` as the round runs it and what of the CLI's own sandbox was replaced;
@@ -175,6 +178,14 @@ impl AgentSandboxGate {
         };
         let tmp_dir = tmp_dir(config);
         let _ = std::fs::remove_dir_all(&tmp_dir);
+        if let Some(home) = var("HOME") {
+            agent_runner_plugin_host::agent_policy::create_state(cli, Path::new(&home)).map_err(
+                |source| AgentConfineError::Io {
+                    what: format!("creating {cli}'s state in {}", Path::new(&home).display()),
+                    source,
+                },
+            )?;
+        }
         let sandbox = &config.agent_sandbox;
         let mut connect_ports = DEFAULT_CONNECT_PORTS.to_vec();
         connect_ports.extend(&sandbox.connect_ports);
