@@ -104,11 +104,14 @@ impl AgentSandboxGate {
         self.requested != SandboxMode::Off
     }
 
-    /// Whether the agent actually runs under our Landlock or seccomp (`prefer` on a
-    /// machine offering neither does not): then a CLI's own sandbox, which cannot be built
-    /// inside ours, is replaced ([`crate::runtime::own_sandbox`]).
+    /// Whether the agent's file system is confined by our Landlock (`prefer` on a machine
+    /// without Landlock is not, even where seccomp engages): only then is a CLI's own
+    /// sandbox, which cannot be built inside ours, replaced
+    /// ([`crate::runtime::own_sandbox`]). Without our Landlock the CLI keeps its own words,
+    /// so it never runs with neither sandbox (docs/security.md, "A CLI's own sandbox under
+    /// ours").
     pub(crate) fn confines(&self) -> bool {
-        self.enabled() && self.applied != Tier::Unconfined
+        self.enabled() && self.applied.landlock()
     }
 
     /// `command` as the round runs it and what of the CLI's own sandbox was replaced;

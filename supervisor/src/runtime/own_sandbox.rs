@@ -10,9 +10,11 @@
 //! command's sandbox words are swapped for `--dangerously-bypass-approvals-and-sandbox`
 //! (codex's `exec --help`: "Intended solely for running in environments that are
 //! externally sandboxed"): our Landlock, seccomp and PID namespace then cover codex and
-//! every command it runs. Unconfined, the command is left as written and codex keeps its
-//! own sandbox. The swap is recorded each round (`agent_own_sandbox_replaced`) and shown
-//! by `doctor` and `peek` (`agent_sandbox.own_sandbox_replaced`).
+//! every command it runs. Without our Landlock (`off`, or `prefer` on a machine offering
+//! seccomp at most) the command is left as written and codex keeps its own sandbox: the
+//! bypass is never given where our file-system layer is missing. The swap is recorded
+//! each round (`agent_own_sandbox_replaced`) and shown by `doctor` and `peek`
+//! (`agent_sandbox.own_sandbox_replaced`).
 //!
 //! Other CLIs: Claude Code's optional bubblewrap sandbox is off unless its settings turn
 //! it on, and gemini's (`--sandbox`, a container) is off by default; their commands are
