@@ -136,9 +136,12 @@ def anthropic_plan(body):
 def responses_plan(body):
     tools = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
     items = body.get("input") or []
-    answered = isinstance(items, list) and any(
-        isinstance(i, dict) and i.get("type") in ("function_call_output", "custom_tool_call_output")
-        for i in items)
+    # As for chat completions: only the last input item says whether this turn's tool call
+    # was answered; a resumed session (codex's `exec resume --last`) carries the earlier
+    # rounds' tool results, and each new round's prompt still gets its tool call.
+    last = items[-1] if isinstance(items, list) and items else {}
+    answered = isinstance(last, dict) and last.get("type") in (
+        "function_call_output", "custom_tool_call_output")
     return None if answered else shell_tool(tools)
 
 

@@ -829,9 +829,9 @@ fn claude_second_round_resumes_the_first_rounds_session() {
     }
 }
 
-/// Session resume on a CLI that goes on by `--continue` (pi) or names its session every
-/// round (kimi's `--session ID`), docs/agent-clis.md "Session resume": two rounds through
-/// serve, both committed (round 2, its session holding round 1's tool call and result,
+/// Session resume on a CLI that goes on with its last session (pi's `--continue`, codex's
+/// `exec … resume --last`) or names its session every round (kimi's `--session ID`),
+/// docs/agent-clis.md "Session resume": two rounds through serve, both committed (round 2, its session holding round 1's tool call and result,
 /// still gets and runs its own), `session_resumed` on round 2, and round 2's model
 /// requests carry round 1's conversation: longer than any request of the same two rounds
 /// with `session_resume = false`.
@@ -891,6 +891,12 @@ fn pi_second_round_resumes_the_first_rounds_session() {
 #[test]
 fn kimi_second_round_resumes_the_first_rounds_session() {
     second_round_resumes_the_first_rounds_session("kimi");
+}
+
+/// codex goes on with its last session by `exec … resume --last`.
+#[test]
+fn codex_second_round_resumes_the_first_rounds_session() {
+    second_round_resumes_the_first_rounds_session("codex");
 }
 
 /// gemini through `serve`: two rounds, each committed, then a clean stop.
