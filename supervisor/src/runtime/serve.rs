@@ -303,8 +303,10 @@ pub(crate) struct ServeOptions {
 pub(crate) struct ServeEnd {
     /// Rounds completed in this run.
     pub completed: u64,
-    /// The exit code: 0; 75 after a crash loop or a transient failure under
-    /// `transient_error_action = "stop"`; 77 on an honoured post-round stop (login).
+    /// The exit code: 0; 75 after a crash loop, a stall or a transient failure under
+    /// `transient_error_action = "stop"`; 77 on an honoured post-round stop (login); 71
+    /// after a memory loop, 70 after a memory loop again across restarts; 76 when the
+    /// environment stayed unusable; 78 for a startup hook or a stale `.agent-done`.
     pub code: u8,
 }
 
