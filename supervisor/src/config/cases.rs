@@ -257,6 +257,16 @@ const CASES: &[(&str, &str, Want)] = &[
         Want::Ok(|c| c.agent_sandbox.mode == super::SandboxMode::Off),
     ),
     (
+        "a state dir inside the tree of a confined agent",
+        "[agent.sandbox]\nmode = \"prefer\"\n[runtime]\nstate_dir = \"./.ar-state\"\n",
+        Want::Err("runtime.state_dir", "inside the work tree"),
+    ),
+    (
+        "a state dir inside the tree of an unconfined agent (doctor warns)",
+        "[agent.sandbox]\nmode = \"off\"\n[runtime]\nstate_dir = \"./.ar-state\"\n",
+        Want::Ok(|c| c.runtime.state_dir.ends_with(".ar-state")),
+    ),
+    (
         "a bad agent sandbox word",
         "sandbox = \"strict\"\n",
         Want::Err("agent.sandbox.mode", "strict"),

@@ -355,6 +355,7 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         )
         .map_err(at)?
     };
+    confined_state_dir(&agent_sandbox, &places).map_err(at)?;
     let agent = resolve_agent(raw.agent).map_err(at)?;
     let prompt = resolve_prompt(raw.prompt, &places).map_err(at)?;
     let base_zone = raw.schedule.as_ref().and_then(|s| s.timezone.clone());
@@ -498,6 +499,32 @@ fn resolve_places(base: &Path, raw: &RawRuntime) -> Result<Places, Bad> {
         log_dir,
         state_dir,
     })
+}
+
+/// A confined agent may write its whole work tree (Landlock grants add up: no rule can
+/// take a subdirectory back), so a `state_dir` inside the tree would hand it the lock, the
+/// events, the round counter, the memory-loop counter and the session ids
+/// (docs/security.md, "Attacked again: codex's bypass, `upgrade`, what the agent
+/// reaches"). Refused under `prefer` and `require`; under `off` `doctor` warns.
+fn confined_state_dir(sandbox: &super::AgentSandboxConfig, places: &Places) -> Result<(), Bad> {
+    // Where it resolves, when it exists (a link from outside into the tree).
+    let state_dir = places
+        .state_dir
+        .canonicalize()
+        .unwrap_or_else(|_| places.state_dir.clone());
+    if sandbox.mode == super::SandboxMode::Off
+        || !crate::config::state_dir::in_tree(&places.work_dir, &state_dir)
+    {
+        return Ok(());
+    }
+    Err(bad(
+        "runtime.state_dir",
+        format!(
+            "{} lies inside the work tree, which the confined agent ([agent.sandbox] mode = \"{}\") may write: it could forge the lock, events and counters; expected a directory outside the work tree (remove the key: the default is outside)",
+            places.state_dir.display(),
+            sandbox.mode.as_str()
+        ),
+    ))
 }
 
 /// [`expand_path`] of the value of `key`.
