@@ -830,7 +830,8 @@ fn claude_second_round_resumes_the_first_rounds_session() {
 }
 
 /// Session resume on a CLI that goes on with its last session (pi's `--continue`, codex's
-/// `exec … resume --last`) or names its session every round (kimi's `--session ID`),
+/// `exec … resume --last`, aider's `--restore-chat-history`) or names its session (kimi's
+/// `--session ID` every round, gemini's `--session-id ID` then `--resume ID`),
 /// docs/agent-clis.md "Session resume": two rounds through serve, both committed (round 2, its session holding round 1's tool call and result,
 /// still gets and runs its own), `session_resumed` on round 2, and round 2's model
 /// requests carry round 1's conversation: longer than any request of the same two rounds
@@ -897,6 +898,19 @@ fn kimi_second_round_resumes_the_first_rounds_session() {
 #[test]
 fn codex_second_round_resumes_the_first_rounds_session() {
     second_round_resumes_the_first_rounds_session("codex");
+}
+
+/// gemini starts round 1 under the phase's session id (`--session-id ID`) and resumes it
+/// in round 2 (`--resume ID`).
+#[test]
+fn gemini_second_round_resumes_the_first_rounds_session() {
+    second_round_resumes_the_first_rounds_session("gemini");
+}
+
+/// aider goes on with the work tree's chat history by `--restore-chat-history`.
+#[test]
+fn aider_second_round_resumes_the_first_rounds_session() {
+    second_round_resumes_the_first_rounds_session("aider");
 }
 
 /// gemini through `serve`: two rounds, each committed, then a clean stop.

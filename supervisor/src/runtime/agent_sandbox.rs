@@ -232,3 +232,44 @@ fn find_on_path(argv0: &str, path: Option<std::ffi::OsString>, work_dir: &Path) 
         })
         .unwrap_or_else(|| PathBuf::from(argv0))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// codex's own sandbox is replaced only where our Landlock confines the agent's file
+    /// system: never under `off`, nor under `prefer` on a machine without Landlock.
+    #[test]
+    fn a_cli_s_own_sandbox_is_replaced_only_when_ours_confines() {
+        let codex: Vec<String> = ["codex", "exec", "--sandbox", "workspace-write", "--json"]
+            .map(str::to_owned)
+            .to_vec();
+        let caps = |landlock: bool, seccomp: bool| Capabilities {
+            landlock_abi: landlock.then_some(7),
+            seccomp,
+            unconfined_reason: None,
+        };
+        let replaced = |mode, caps: &Capabilities| {
+            AgentSandboxGate::evaluate(mode, caps)
+                .unwrap()
+                .own_sandbox_replaced(&codex)
+                .map(|(argv, _)| argv)
+        };
+        assert_eq!(replaced(SandboxMode::Off, &caps(true, true)), None);
+        assert_eq!(replaced(SandboxMode::Prefer, &caps(false, false)), None);
+        assert_eq!(replaced(SandboxMode::Prefer, &caps(false, true)), None);
+        for (landlock, seccomp) in [(true, true), (true, false)] {
+            let argv = replaced(SandboxMode::Prefer, &caps(landlock, seccomp))
+                .unwrap_or_else(|| panic!("landlock {landlock} seccomp {seccomp}"));
+            assert_eq!(
+                argv,
+                [
+                    "codex",
+                    "exec",
+                    "--dangerously-bypass-approvals-and-sandbox",
+                    "--json"
+                ]
+            );
+        }
+    }
+}
