@@ -105,3 +105,62 @@ fn codex_keeps_its_own_sandbox_unless_our_landlock_applies_as_root() {
 fn codex_keeps_its_own_sandbox_unless_our_landlock_applies_as_unprivileged_user() {
     codex_keeps_its_own_sandbox_unless_our_landlock_applies(Operator::Unprivileged);
 }
+
+/// A codex left with only its own sandbox (`mode = "off"`) may write its work tree, the
+/// prompt file included. Without the round context first (`context_injection_mode =
+/// "none"`), a prompt file that reads `--dangerously-bypass-approvals-and-sandbox` would
+/// reach codex as that option in the next round. The prompt is refused instead: the next
+/// round does not start, and codex never sees the word.
+#[test]
+fn a_prompt_file_the_agent_rewrote_into_an_option_never_reaches_codex() {
+    let p = Project::new();
+    let codex = p.script(
+        "bin/codex",
+        &format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" >> argv.txt\necho round >> argv.txt\nprintf -- '{BYPASS}' > prompts/main.md\nexit 0\n"
+        ),
+    );
+    let text = p
+        .config()
+        .dirty_action("auto_commit")
+        .render()
+        .replacen(
+            &format!(
+                "command = [{}]",
+                agent_runner_e2e::toml_string(&p.agent_path().display().to_string())
+            ),
+            &format!(
+                "command = [{}, \"exec\", \"--sandbox\", \"workspace-write\", \"--json\"]",
+                agent_runner_e2e::toml_string(&codex.display().to_string())
+            ),
+            1,
+        )
+        .replacen(
+            "[prompt]\n",
+            "[prompt]\ncontext_injection_mode = \"none\"\n",
+            1,
+        );
+    p.write_config_text(&text);
+    let out = p
+        .spawn(&["serve", "--max-rounds", "2"])
+        .wait(std::time::Duration::from_secs(60));
+    let argv = std::fs::read_to_string(p.dir().join("argv.txt")).unwrap_or_default();
+    assert_eq!(argv.matches("round\n").count(), 1, "{argv}\n{out}");
+    assert!(!argv.contains(BYPASS), "{argv}");
+    assert!(
+        format!("{}{}", out.stderr, p.events_text()).contains("starts with `-`"),
+        "{out}\n{}",
+        p.events_text()
+    );
+    // And a prompt that starts so refuses serve at boot (exit 78).
+    let out = p.run(&["serve", "--max-rounds", "1"]);
+    out.assert_code(78);
+    assert!(out.stderr.contains("starts with `-`"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(p.dir().join("argv.txt"))
+            .unwrap()
+            .matches("round\n")
+            .count(),
+        1
+    );
+}

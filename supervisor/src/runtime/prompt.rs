@@ -93,6 +93,25 @@ pub(crate) fn undeliverable(agent: &AgentConfig, prompt: &str) -> Option<(String
             format!("remove the NUL byte from the prompt files, {to_stdin}"),
         ));
     }
+    // A prompt that begins an argument with `-` is read by the CLI as an option: a
+    // prompt file the agent may write (it is in the tree) could then pass
+    // `--dangerously-bypass-approvals-and-sandbox` to codex (docs/security.md, "Attacked
+    // again: codex's bypass, `upgrade`, what the agent reaches").
+    if prompt.starts_with('-')
+        && (agent.prompt_arg_template.iter()).any(|arg| arg.starts_with("{prompt}"))
+    {
+        let first: String = prompt
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .chars()
+            .take(60)
+            .collect();
+        return Some((
+            format!("the prompt starts with `-` (`{first}`): the agent's CLI would read it as an option, not as its prompt"),
+            format!("start the prompt files with other text, keep [prompt] context_injection_mode = \"prepend\" (the default: the round context comes first), {to_stdin}"),
+        ));
+    }
     let longest = agent
         .prompt_arg_template
         .iter()
