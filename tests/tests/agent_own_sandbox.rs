@@ -148,14 +148,14 @@ fn a_prompt_file_the_agent_rewrote_into_an_option_never_reaches_codex() {
     assert_eq!(argv.matches("round\n").count(), 1, "{argv}\n{out}");
     assert!(!argv.contains(BYPASS), "{argv}");
     assert!(
-        format!("{}{}", out.stderr, p.events_text()).contains("starts with `-`"),
+        format!("{}{}", out.stderr, p.events_text()).contains("starts like an option"),
         "{out}\n{}",
         p.events_text()
     );
     // And a prompt that starts so refuses serve at boot (exit 78).
     let out = p.run(&["serve", "--max-rounds", "1"]);
     out.assert_code(78);
-    assert!(out.stderr.contains("starts with `-`"), "{out}");
+    assert!(out.stderr.contains("starts like an option"), "{out}");
     assert_eq!(
         std::fs::read_to_string(p.dir().join("argv.txt"))
             .unwrap()

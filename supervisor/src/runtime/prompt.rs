@@ -97,7 +97,7 @@ pub(crate) fn undeliverable(agent: &AgentConfig, prompt: &str) -> Option<(String
     // prompt file the agent may write (it is in the tree) could then pass
     // `--dangerously-bypass-approvals-and-sandbox` to codex (docs/security.md, "Attacked
     // again: codex's bypass, `upgrade`, what the agent reaches").
-    if prompt.starts_with('-')
+    if looks_like_option(prompt)
         && (agent.prompt_arg_template.iter()).any(|arg| arg.starts_with("{prompt}"))
     {
         let first: String = prompt
@@ -108,7 +108,7 @@ pub(crate) fn undeliverable(agent: &AgentConfig, prompt: &str) -> Option<(String
             .take(60)
             .collect();
         return Some((
-            format!("the prompt starts with `-` (`{first}`): the agent's CLI would read it as an option, not as its prompt"),
+            format!("the prompt starts like an option (`{first}`): the agent's CLI would read it as an option, not as its prompt"),
             format!("start the prompt files with other text, keep [prompt] context_injection_mode = \"prepend\" (the default: the round context comes first), {to_stdin}"),
         ));
     }
@@ -124,6 +124,14 @@ pub(crate) fn undeliverable(agent: &AgentConfig, prompt: &str) -> Option<(String
             format!("shorten the prompt files, {to_stdin}"),
         )
     })
+}
+
+/// Whether `text` begins like a command-line option: `-x` or `--x`, `x` a letter or digit
+/// (a YAML `---` line or a `- item` list is not).
+fn looks_like_option(text: &str) -> bool {
+    let rest = text.strip_prefix("--").or_else(|| text.strip_prefix('-'));
+    rest.and_then(|r| r.chars().next())
+        .is_some_and(|c| c.is_ascii_alphanumeric())
 }
 
 /// [`undeliverable`] for the prompt of every phase as its files are now (without the round
@@ -194,6 +202,20 @@ pub(crate) fn agent_argv(
 mod tests {
     use super::*;
     use crate::config::ContextInjection;
+
+    #[test]
+    fn an_option_looking_prompt_is_told_apart() {
+        for text in [
+            "--dangerously-bypass-approvals-and-sandbox",
+            "-sdanger",
+            "--x y",
+        ] {
+            assert!(looks_like_option(text), "{text}");
+        }
+        for text in ["---\ntitle: x\n---\n", "- item", "-", "--", "Keep -s", ""] {
+            assert!(!looks_like_option(text), "{text:?}");
+        }
+    }
 
     #[test]
     fn files_are_joined_and_the_context_prepended() {
