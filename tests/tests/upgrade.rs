@@ -417,3 +417,107 @@ fn an_unwritable_directory_is_refused_before_anything_is_written() {
     assert_eq!(sha256_hex(&installed), old_sha);
     assert_eq!(names_in(dir.path()), ["agent-runner"]);
 }
+
+/// A hostile neighbour swaps the symbolic link `--binary` names while the new build is
+/// being checked (here, deterministically: the checked build re-points the link itself when
+/// its `--version` runs). What is checked is the staged copy, and the staged copy is what
+/// is installed: the link's new target never is. `.previous` is the old inode (its mode and
+/// owner), and the installed file keeps the installed mode, not the source's.
+#[test]
+fn a_link_swapped_during_the_checks_installs_the_checked_bytes() {
+    let p = Project::new();
+    p.write_config(&ConfigBuilder::new(p.agent_path()));
+    let installed = install_copy(&p);
+    std::fs::set_permissions(&installed, std::fs::Permissions::from_mode(0o750)).unwrap();
+    let old_sha = sha256_hex(&installed);
+    let old_meta = std::fs::metadata(&installed).unwrap();
+    let link = p.tmp_dir().join("new-build");
+    let evil = p.script(
+        "evil-build",
+        &format!(
+            "#!/bin/sh\n# not the checked build\nexec '{}' \"$@\"\n",
+            agent_runner_bin().display()
+        ),
+    );
+    let good = p.script(
+        "good-build",
+        &format!(
+            "#!/bin/sh\ncase \" $* \" in *\" --version \"*) ln -sfn '{}' '{}';; esac\nexec '{}' \"$@\"\n",
+            evil.display(),
+            link.display(),
+            agent_runner_bin().display()
+        ),
+    );
+    std::os::unix::fs::symlink(&good, &link).unwrap();
+    let good_sha = sha256_hex(&good);
+    let out = run_installed(
+        &p,
+        &installed,
+        &[
+            "upgrade",
+            "--binary",
+            link.to_str().unwrap(),
+            "--no-restart",
+            "--json",
+        ],
+    );
+    out.assert_code(0);
+    assert_eq!(report(&out)["outcome"], "swapped", "{out}");
+    // The link was swapped during the checks...
+    assert_eq!(std::fs::read_link(&link).unwrap(), evil);
+    // ...and the checked bytes are installed, not the link's new target.
+    assert_eq!(sha256_hex(&installed), good_sha);
+    assert_ne!(sha256_hex(&installed), sha256_hex(&evil));
+    let meta = std::fs::metadata(&installed).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o750);
+    let previous = installed.with_file_name("agent-runner.previous");
+    let prev_meta = std::fs::metadata(&previous).unwrap();
+    assert_eq!(sha256_hex(&previous), old_sha);
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(prev_meta.ino(), old_meta.ino(), "the old inode, not a copy");
+    assert_eq!(prev_meta.permissions().mode() & 0o7777, 0o750);
+    assert_eq!(
+        (prev_meta.uid(), prev_meta.gid()),
+        (old_meta.uid(), old_meta.gid())
+    );
+}
+
+/// A new build that passes `--version` and `doctor`, answers `status`, and dies 2 s into
+/// `serve`: the 3 s settle (docs/operations.md, "upgrade") catches it and the old binary is
+/// put back and runs again.
+#[test]
+fn a_new_binary_whose_serve_dies_after_two_seconds_is_rolled_back() {
+    let p = Project::new();
+    let installed = install_copy(&p);
+    let old_sha = sha256_hex(&installed);
+    let dies = p.script(
+        "dies-after-2s",
+        &format!(
+            "#!/bin/sh\ncase \" $* \" in *\" serve \"*) exec timeout -s KILL 2 '{0}' \"$@\";; esac\nexec '{0}' \"$@\"\n",
+            agent_runner_bin().display()
+        ),
+    );
+    let first = start_serve(&p, &installed);
+    let out = run_installed(
+        &p,
+        &installed,
+        &["upgrade", "--binary", dies.to_str().unwrap(), "--json"],
+    );
+    out.assert_code(1);
+    let doc = report(&out);
+    assert_eq!(doc["outcome"], "rolled_back", "{out}");
+    assert!(
+        doc["reason"].as_str().unwrap().contains("during start-up"),
+        "{out}"
+    );
+    assert_eq!(sha256_hex(&installed), old_sha);
+    let again = serve_pid(&p).expect("serve runs again after the rollback");
+    assert_ne!(again, first);
+    assert_eq!(exe_of(again), installed.display().to_string());
+    // Still up well past the 2 s the failed build lived.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(serve_pid(&p), Some(again));
+    assert_eq!(p.events_of("service_upgrade_rolled_back").len(), 1);
+    assert!(p.events_of("service_upgraded").is_empty());
+    stop_serve(&p);
+}
