@@ -56,6 +56,7 @@ const CASES: &[(&str, &str, Want)] = &[
                 && c.monitor.host_health.disk_critical_pct == 95.0
                 && c.monitor.host_health.sample_interval.as_secs() == 10
                 && c.monitor.supervisor_stale_threshold.map(|d| d.as_secs()) == Some(2700)
+                && c.monitor.round_progress_interval.is_none()
         }),
     ),
     (
@@ -141,6 +142,21 @@ const CASES: &[(&str, &str, Want)] = &[
         "remote_failure_tolerance_s too large",
         "[monitor]\nremote_failure_tolerance_s = 3601\n",
         Want::Err("monitor.remote_failure_tolerance_s", "0..=3600"),
+    ),
+    (
+        "round_progress_interval_s below zero",
+        "[monitor]\nround_progress_interval_s = -1\n",
+        Want::Err("monitor.round_progress_interval_s", "invalid value"),
+    ),
+    (
+        "round_progress_interval_s not a number",
+        "[monitor]\nround_progress_interval_s = \"30s\"\n",
+        Want::Err("monitor.round_progress_interval_s", "invalid type"),
+    ),
+    (
+        "round_progress_interval_s read",
+        "[monitor]\nround_progress_interval_s = 30\n",
+        Want::Ok(|c| c.monitor.round_progress_interval.map(|d| d.as_secs()) == Some(30)),
     ),
     (
         "a host bound of 0",

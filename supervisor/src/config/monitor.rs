@@ -2,8 +2,8 @@
 //! given defaults. Keys and defaults are the reference system's (`docs/reference-system.md`,
 //! "Monitor"; each key in docs/configuration.md, "[monitor]"); `pressure.sample_interval_s`
 //! is ours. The login keys (`auth_fail_patterns`, `auth_fail_hint`) serve the built-in
-//! post-round detectors (docs/detectors.md); `round_progress_interval_s` is still listed in
-//! [`super::UNIMPLEMENTED`].
+//! post-round detectors (docs/detectors.md); `round_progress_interval_s` paces the in-round
+//! heartbeat (`crate::runtime::round_progress`).
 
 use serde::Deserialize;
 use std::time::Duration;
@@ -46,6 +46,10 @@ config_table! {
         anomaly_repetitive_threshold: u64 = (0, "off") label "integer ≤ window" reload Next;
         /// no event for this long: `supervisor_stale`; `0` turns the detector off
         supervisor_stale_threshold_s: u64 = (computed "1.5 × `round_budget_s`") reload Next;
+        /// seconds between `round_progress` heartbeats while a round's agent runs (the
+        /// size of its round log, how long since it last grew, how long the agent has run),
+        /// to tell an agent at work from a stuck one
+        round_progress_interval_s: u64 = (0, "off") reload Next;
         @sub host_health: RawHostHealth;
     }
 }
@@ -194,6 +198,9 @@ pub struct MonitorConfig {
     /// `supervisor_stale`: no event for this long means the supervisor is wedged.
     /// Unset: 1.5 × `round_budget_s`; `0` in the file: the detector is off (`None`).
     pub supervisor_stale_threshold: Option<Duration>,
+    /// `round_progress_interval_s`: time between `round_progress` heartbeats during a
+    /// round (default 0 in the file: off, `None`).
+    pub round_progress_interval: Option<Duration>,
     /// `[monitor.host_health]`.
     pub host_health: HostHealthConfig,
 }
@@ -445,6 +452,10 @@ pub(super) fn resolve(raw: RawMonitor, round_budget: Duration) -> Result<Monitor
             Some(s) => Some(Duration::from_secs(s)),
             None => Some(round_budget.mul_f64(1.5)),
         },
+        round_progress_interval: match raw.round_progress_interval_s()? {
+            0 => None,
+            s => Some(Duration::from_secs(s)),
+        },
         host_health: HostHealthConfig {
             disk_warning_pct: pct("disk.warning_pct", h.disk.warning_pct()?, false)?,
             disk_critical_pct: pct("disk.critical_pct", h.disk.critical_pct()?, false)?,
@@ -505,6 +516,9 @@ mod tests {
         assert!(m.host_health.in_round_terminate);
         assert_eq!(m.supervisor_stale_threshold, Some(Duration::from_secs(150)));
         assert_eq!(m.remote_failure_tolerance, Duration::from_secs(90));
+        assert_eq!(m.round_progress_interval, None);
+        let m = parse("round_progress_interval_s = 30").unwrap();
+        assert_eq!(m.round_progress_interval, Some(Duration::from_secs(30)));
     }
 
     #[test]

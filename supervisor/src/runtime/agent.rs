@@ -68,6 +68,9 @@ pub(crate) struct AgentSpec {
     pub spare: Vec<u32>,
     /// Result grace, when `max_grace_after_result_s` and `terminal_marker` are set.
     pub grace: Option<crate::runtime::grace::Grace>,
+    /// The in-round heartbeat, when `[monitor] round_progress_interval_s` > 0; it beats
+    /// while the agent is waited on and stops when the agent is done.
+    pub progress: Option<crate::runtime::round_progress::Heartbeat>,
     /// `cgroup.procs` of the round's cgroup (close-on-exec), which the agent joins before
     /// its exec ([`crate::runtime::round_cgroup`]); `None`: the supervisor's own cgroup.
     pub cgroup_procs: Option<OwnedFd>,
@@ -275,8 +278,15 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
             None => std::future::pending().await,
         }
     };
+    let heartbeat = async {
+        match &spec.progress {
+            Some(heartbeat) => heartbeat.beat(started).await,
+            None => std::future::pending().await,
+        }
+    };
     let status = tokio::select! {
         status = child.wait() => status?,
+        never = heartbeat => match never {},
         _ = grace => { cause = Some(ExitCause::GraceKill); terminate(&mut child, pgid, spec.stop_signal).await? }
         _ = tokio::time::sleep(spec.budget) => { cause = Some(ExitCause::Timeout); terminate(&mut child, pgid, spec.stop_signal).await? }
         _ = reached(stop, StopLevel::Immediate) => { cause = Some(ExitCause::Stopped); terminate(&mut child, pgid, spec.stop_signal).await? }

@@ -868,6 +868,14 @@ impl Runner {
                 .filter_map(|(_, _, pid)| pid)
                 .collect(),
             grace: self.grace(launch.marker.as_bytes(), round_num, log_path),
+            progress: self.config.monitor.round_progress_interval.map(|every| {
+                crate::runtime::round_progress::Heartbeat {
+                    every,
+                    log_path: log_path.to_owned(),
+                    events: self.events.clone(),
+                    round_num,
+                }
+            }),
             cgroup_procs: None,
             egress: None,
             confinement: None,

@@ -699,6 +699,18 @@ pub(crate) enum Event {
         /// The sha256 of the matching files, 64 hex digits.
         paths_hash: Option<String>,
     },
+    /// A heartbeat of a running round, every `[monitor] round_progress_interval_s`
+    /// (the reference system's kind): tells an agent at work from a stuck one.
+    RoundProgress {
+        /// The round.
+        round_num: u64,
+        /// Bytes in the round log so far, in KiB (rounded to 0.01).
+        log_size_kb: f64,
+        /// Seconds since the round log last grew (its modification time; rounded to 0.1).
+        last_write_age_s: f64,
+        /// Seconds since the round's agent started (rounded to 0.1).
+        wall_age_s: f64,
+    },
     /// The agent printed its result (`terminal_marker`) and lingered past
     /// `max_grace_after_result_s`, but children of it still run: it is left to its budget.
     RoundGraceExtended {
@@ -1287,6 +1299,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "fresh_eyes_round_triggered",
     "round_substrate_before",
     "round_substrate_after",
+    "round_progress",
     "round_grace_extended",
     "round_grace_kill",
     "round_timeout_kill",

@@ -350,6 +350,8 @@ mod tests {
              r#""event":"round_substrate_after","round_num":6,"git_head":null,"paths_hash":"00""#),
             (Event::RoundGraceExtended { round_num: 6, grace_s: 30, live_children: vec![GraceChild { name: s("sleep"), pid: 41, matched: None }], ignored_children: vec![GraceChild { name: s("tail"), pid: 42, matched: Some(s("^tail ")) }] },
              r#""event":"round_grace_extended","round_num":6,"grace_s":30,"live_children":[{"name":"sleep","pid":41}],"ignored_children":[{"name":"tail","pid":42,"matched":"^tail "}]"#),
+            (Event::RoundProgress { round_num: 6, log_size_kb: 12.5, last_write_age_s: 3.2, wall_age_s: 60.0 },
+             r#""event":"round_progress","round_num":6,"log_size_kb":12.5,"last_write_age_s":3.2,"wall_age_s":60.0"#),
             (Event::RoundGraceKill { round_num: 6, grace_s: 30 },
              r#""event":"round_grace_kill","round_num":6,"grace_s":30"#),
             (Event::RoundTimeoutKill { round_num: 6, reason: s("exceeded round_budget_s=10") },
