@@ -1,6 +1,6 @@
 //! The file's shape, as serde sees it: every table rejects unknown keys (with a
-//! did-you-mean suggestion); keys the reference system reads but we do not implement yet
-//! are taken out first and reported as warnings ([`UNIMPLEMENTED`]).
+//! did-you-mean suggestion). Every key the reference system's 0.3.14 reads is defined
+//! here and acted on (docs/reference-system.md).
 
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -40,10 +40,6 @@ config_table! {
             /// (docs/configuration.md, "Plugins").
             #[serde(skip)]
             plugin_tables: BTreeMap<String, serde_json::Map<String, serde_json::Value>>;
-        @field
-            /// Warnings for peer keys present in the file that we do not implement.
-            #[serde(skip)]
-            warnings: Vec<String>;
     }
 }
 
@@ -473,11 +469,6 @@ pub(super) struct RawPhasePrompt {
     pub files: Vec<String>,
 }
 
-/// Keys of the reference system's config that this build reads but does not act on yet:
-/// each present one is removed before validation and named in a warning. `*` matches any
-/// phase name; a whole table is listed by its own path.
-pub(crate) const UNIMPLEMENTED: &[&str] = &[];
-
 /// Parses `text` into the raw shape; a shape error names the dotted key.
 pub(super) fn parse(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
     let mut table: toml::Table = toml::from_str(text).map_err(|e| {
@@ -491,11 +482,6 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
         }
     })?;
     agent_sandbox_word(path, &mut table)?;
-    let mut warnings = Vec::new();
-    for pattern in UNIMPLEMENTED {
-        let segments: Vec<&str> = pattern.split('.').collect();
-        remove_matching(&mut table, &segments, String::new(), &mut warnings);
-    }
     let plugin_tables = match table.get_mut("plugins") {
         Some(toml::Value::Table(plugins)) => take_plugin_tables(path, plugins)?,
         _ => BTreeMap::new(),
@@ -508,44 +494,7 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
         Some(value) => parse_phases(path, value, agent_table)?,
     };
     raw.plugin_tables = plugin_tables;
-    raw.warnings = warnings;
     Ok(raw)
-}
-
-/// Removes every key matching `segments` (with `*` for any key) and records a warning.
-fn remove_matching(
-    table: &mut toml::Table,
-    segments: &[&str],
-    prefix: String,
-    warnings: &mut Vec<String>,
-) {
-    let Some((first, rest)) = segments.split_first() else {
-        return;
-    };
-    let keys: Vec<String> = if *first == "*" {
-        table.keys().cloned().collect()
-    } else {
-        table
-            .contains_key(*first)
-            .then(|| first.to_string())
-            .into_iter()
-            .collect()
-    };
-    for key in keys {
-        let here = if prefix.is_empty() {
-            key.clone()
-        } else {
-            format!("{prefix}.{key}")
-        };
-        if rest.is_empty() {
-            table.remove(&key);
-            warnings.push(format!(
-                "config key `{here}` is read by the reference system but not implemented by this agent-runner; it is ignored"
-            ));
-        } else if let Some(toml::Value::Table(sub)) = table.get_mut(&key) {
-            remove_matching(sub, rest, here, warnings);
-        }
-    }
 }
 
 /// The reference system gives each plugin its own `[plugins.<name>]` table: an unknown
@@ -807,7 +756,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn unknown_key_gets_a_suggestion_and_peer_keys_a_warning() {
+    fn unknown_key_gets_a_suggestion_and_peer_keys_load() {
         let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\nterminal_marker = \"m\"\n[prompt]\nfiels = [\"a\"]\n";
         match parse(Path::new("c.toml"), text) {
             Err(ConfigError::Key { key, message, .. }) => {
@@ -818,7 +767,7 @@ mod tests {
         }
         let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\nterminal_marker = \"m\"\n[monitor]\nauth_fail_hint = \"h\"\nround_progress_interval_s = 5\n[monitor.host_health.disk]\nwarning_pct = 80.0\n";
         let raw = parse(Path::new("c.toml"), text).unwrap();
-        assert!(raw.warnings.is_empty(), "{:?}", raw.warnings);
+        assert_eq!(raw.monitor.round_progress_interval_s().unwrap(), 5);
         let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\n[plugins]\nsandox = \"require\"\n[plugins.throttle]\nmax = 3\n";
         match parse(Path::new("c.toml"), text) {
             Err(ConfigError::Key { key, message, .. }) => {
@@ -830,14 +779,12 @@ mod tests {
         let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\n[plugins.throttle]\nmax = 3\n";
         let foreign = parse(Path::new("c.toml"), text).unwrap();
         assert_eq!(foreign.plugin_tables["throttle"]["max"], 3);
-        assert!(foreign.warnings.is_empty(), "{:?}", foreign.warnings);
     }
 
     #[test]
     fn disable_pre_round_hooks_is_read_flat_or_nested_never_both() {
         let text = "schema_version = 1\n[agent]\ncommand = [\"x\"]\n[runtime]\ndisable_pre_round_hooks = true\n[phases]\nlist = [\"a\", \"b\"]\n[phases.a]\ndisable_pre_round_hooks = false\n[phases.b.runtime]\ndisable_pre_round_hooks = true\n";
         let raw = parse(Path::new("c.toml"), text).unwrap();
-        assert!(raw.warnings.is_empty(), "{:?}", raw.warnings);
         assert_eq!(raw.runtime.disable_pre_round_hooks, Some(true));
         assert_eq!(
             raw.phases.overrides["a"].disable_pre_round_hooks,

@@ -49,8 +49,8 @@ pub struct Config {
     /// `[goal]`: objective checks after each round and the lessons ledger; `None` without
     /// the table.
     pub goal: Option<super::GoalConfig>,
-    /// One line per reference-system key present in the file that this build ignores
-    /// ([`super::UNIMPLEMENTED`]); printed once by [`super::load`].
+    /// Lines printed once by [`super::load`] (today: the startup check skipped by its
+    /// environment variable).
     pub warnings: Vec<String>,
 }
 
@@ -362,7 +362,7 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
     let schedule = resolve_schedule(raw.schedule.unwrap_or_default(), None)
         .map_err(|(k, m)| at(bad(format!("schedule.{k}"), m)))?;
     let phases = resolve_phases(raw.phases, &places, base_zone.as_deref()).map_err(at)?;
-    let mut warnings = raw.warnings;
+    let mut warnings = Vec::new();
     if startup_check_skipped() {
         warnings.push(format!(
             "{SKIP_STARTUP_CHECK_ENV} is set: the phase run_windows overlap check is skipped \

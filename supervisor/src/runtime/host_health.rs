@@ -268,16 +268,17 @@ impl Floor {
                     context: serde_json::to_value(&reading).unwrap_or_default(),
                 });
             }
+            let terminated = |tier: &str| Event::RoundMemTerminated {
+                pid,
+                severity: pressure.severity.to_owned(),
+                signal: pressure.signal.to_owned(),
+                message: pressure.message.clone(),
+                consecutive: streak,
+                context: serde_json::to_value(&reading).unwrap_or_default(),
+                tier: tier.to_owned(),
+            };
             if streak >= limit && self.cfg.in_round_terminate {
-                self.events.emit(Event::RoundMemTerminated {
-                    pid,
-                    severity: pressure.severity.to_owned(),
-                    signal: pressure.signal.to_owned(),
-                    message: pressure.message,
-                    consecutive: streak,
-                    context: serde_json::to_value(&reading).unwrap_or_default(),
-                    tier: "terminate".to_owned(),
-                });
+                self.events.emit(terminated("terminate"));
                 return;
             }
             let nudged = &self.nudged;
@@ -290,15 +291,7 @@ impl Floor {
                 if let Err(e) = nix::sys::signal::kill(target, self.nudge_signal) {
                     tracing::warn!("cannot nudge the agent (pid {pid}): {e}");
                 }
-                self.events.emit(Event::RoundMemTerminated {
-                    pid,
-                    severity: pressure.severity.to_owned(),
-                    signal: pressure.signal.to_owned(),
-                    message: pressure.message,
-                    consecutive: streak,
-                    context: serde_json::to_value(&reading).unwrap_or_default(),
-                    tier: "nudge".to_owned(),
-                });
+                self.events.emit(terminated("nudge"));
             }
         }
     }
