@@ -9,6 +9,15 @@
 //!    * an unprivileged operator where user namespaces are allowed: new user, PID, mount,
 //!      IPC and UTS namespaces and a reaper ([`crate::user_namespace`]), the reaper
 //!      ignoring the round's stop signals;
+//! 1b. the supervisor's config file read-only ([`ReadOnlyConfig`]): root first enters a
+//!    mount namespace of the agent's own (`unshare(CLONE_NEWNS)`; the user namespace of
+//!    the unprivileged case already made one); every mount there turns private, then the
+//!    config file is bind-mounted over itself and remounted read-only, keeping the source
+//!    mount's `nosuid`/`nodev`/`noexec` (locked in a user namespace: the remount fails
+//!    with `EPERM` without them). Landlock grants add up, so the work tree's write grant
+//!    would otherwise cover a config file inside it; the seccomp deny-list refuses
+//!    `mount`/`umount2` and Landlock refuses mount changes, so the agent cannot undo it;
+//!    an unlink or rename of the mount point fails with `EBUSY`, a write with `EROFS`;
 //! 2. an *init* fork: PID 1 of the namespace stays behind, closes every descriptor, reaps
 //!    every orphan and exits with the agent's status; the agent goes on as PID 2. PID 1
 //!    ignores signals it has no handler for, which would break the agent's stop signal;
@@ -30,7 +39,9 @@
 //! Extension point kept in this order for what comes next: a network namespace joins in
 //! step 1.
 
+use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::agent_policy::{
@@ -109,8 +120,67 @@ pub struct AgentConfinement {
     listener: Option<(OwnedFd, OwnedFd)>,
     isolation: PidIsolation,
     user_ns: Option<UserNamespacePlan>,
+    read_only_config: Option<ReadOnlyConfig>,
     supervisor: OwnedFd,
     tmp_dir: PathBuf,
+}
+
+/// The config file made read-only in the agent's mount namespace (step 1b of the module
+/// docs), prepared before the fork.
+#[derive(Debug)]
+struct ReadOnlyConfig {
+    /// The canonical path of the config file.
+    path: CString,
+    /// The `MS_NOSUID`/`MS_NODEV`/`MS_NOEXEC` of the mount holding it (from `statvfs`).
+    locked: libc::c_ulong,
+}
+
+impl ReadOnlyConfig {
+    /// Resolves `config` and reads its mount's flags.
+    fn prepare(config: &Path) -> std::io::Result<Self> {
+        let canonical = config.canonicalize()?;
+        let path = CString::new(canonical.as_os_str().as_bytes())
+            .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+        // SAFETY: statvfs writes into a zeroed stack struct; `path` is NUL-terminated.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut locked = 0;
+        for (st_flag, ms_flag) in [
+            (libc::ST_NOSUID, libc::MS_NOSUID),
+            (libc::ST_NODEV, libc::MS_NODEV),
+            (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        ] {
+            if st.f_flag & st_flag != 0 {
+                locked |= ms_flag;
+            }
+        }
+        Ok(ReadOnlyConfig { path, locked })
+    }
+
+    /// Between fork and exec, in the agent's own mount namespace: mounts private, the
+    /// config bound over itself, remounted read-only. Raw system calls only.
+    fn apply(&self) -> std::io::Result<()> {
+        let mount = |src: *const libc::c_char, target: *const libc::c_char, flags| {
+            // SAFETY: mount with NUL-terminated paths prepared before the fork (or null
+            // where the call takes none) and no data.
+            let r = unsafe { libc::mount(src, target, std::ptr::null(), flags, std::ptr::null()) };
+            if r != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        };
+        let none = std::ptr::null();
+        mount(none, c"/".as_ptr(), libc::MS_REC | libc::MS_PRIVATE)?;
+        mount(self.path.as_ptr(), self.path.as_ptr(), libc::MS_BIND)?;
+        mount(
+            none,
+            self.path.as_ptr(),
+            libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | self.locked,
+        )
+    }
 }
 
 /// While alive, the spawning thread's next child is born in a fresh PID namespace (root);
@@ -151,12 +221,22 @@ impl AgentConfinement {
         };
         let supervisor = own_pidfd().map_err(io("pidfd of the supervisor"))?;
         let user_ns = (isolation == PidIsolation::UserNamespace).then(UserNamespacePlan::for_agent);
+        let read_only_config = if isolation == PidIsolation::None {
+            None
+        } else {
+            let config = &spec.policy.config_path;
+            Some(
+                ReadOnlyConfig::prepare(config)
+                    .map_err(io(&format!("the config file {}", config.display())))?,
+            )
+        };
         Ok(AgentConfinement {
             landlock,
             seccomp,
             listener,
             isolation,
             user_ns,
+            read_only_config,
             supervisor,
             tmp_dir: tmp.clone(),
         })
@@ -192,6 +272,15 @@ impl AgentConfinement {
         if let Some(user_ns) = &self.user_ns {
             user_ns.enter()?;
             die_with_supervisor(&self.supervisor)?;
+        }
+        if let Some(config) = &self.read_only_config {
+            if self.isolation == PidIsolation::PidNamespace {
+                // SAFETY: unshare takes flags only; this child is single-threaded.
+                if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            config.apply()?;
         }
         if self.isolation != PidIsolation::None {
             become_init_of_agent()?;
@@ -342,6 +431,19 @@ pub fn agent_layers(
             false,
             isolation_missing.unwrap_or("unavailable").to_owned(),
         ),
+    });
+    out.push(if isolation == PidIsolation::None {
+        layer(
+            "config_read_only",
+            false,
+            "no mount namespace of its own: a config file inside the work tree stays writable to the agent".into(),
+        )
+    } else {
+        layer(
+            "config_read_only",
+            true,
+            "the config file bind-mounted read-only in a mount namespace of its own".into(),
+        )
     });
     out.push(layer(
         "no_new_privs",

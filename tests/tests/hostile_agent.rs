@@ -309,7 +309,7 @@ fn doctor_reports_every_agent_layer_on(operator: Operator) {
     let names: Vec<&str> = layers.iter().map(|l| l["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["landlock", "seccomp", "pid_namespace", "no_new_privs"],
+        ["landlock", "seccomp", "pid_namespace", "config_read_only", "no_new_privs"],
         "{block}"
     );
     assert!(layers.iter().all(|l| l["on"] == true), "{block}");
@@ -375,4 +375,100 @@ fn require_without_seccomp_refuses_to_start() {
     assert_eq!(refusals[0]["refused_boot"], true);
     assert!(p.events_of("agent_spawn").is_empty(), "the agent ran");
     assert!(!p.dir().join("attempts.log").exists(), "the agent ran");
+}
+
+/// An agent that tries to rewrite the supervisor's config file inside the tree (append,
+/// `git checkout` of another version, rename, remove), logging each outcome to
+/// `config-attempts.log`, putting back what a successful rename or remove took away, then
+/// doing its real work.
+const CONFIG_AGENT: &str = r##"#!/bin/sh
+log() { echo "$1: $2" >> config-attempts.log; }
+rel=$(realpath --relative-to=. "$CONFIG_PATH")
+if echo "# the agent was here" >> "$CONFIG_PATH" 2>/dev/null; then log append ok; else log append denied; fi
+blob=$( (cat "$CONFIG_PATH"; echo "# checked out by the agent") | git hash-object -w --stdin)
+export GIT_INDEX_FILE=.git/agent-index
+git read-tree HEAD
+git update-index --add --cacheinfo "100644,$blob,$rel"
+other=$(git commit-tree -p HEAD -m other "$(git write-tree)")
+unset GIT_INDEX_FILE
+rm -f .git/agent-index
+if git checkout "$other" -- "$rel" 2>/dev/null; then log git_checkout ok; else log git_checkout denied; fi
+git reset -q -- "$rel" 2>/dev/null
+if mv "$CONFIG_PATH" moved.toml 2>/dev/null; then log rename ok; mv moved.toml "$CONFIG_PATH"; else log rename denied; fi
+cp "$CONFIG_PATH" saved.toml
+if rm "$CONFIG_PATH" 2>/dev/null; then log remove ok; mv saved.toml "$CONFIG_PATH"; else log remove denied; fi
+rm -f saved.toml
+mkdir -p notes
+echo "round work" > notes/work.md
+exit 0
+"##;
+
+/// The config agent's attempts, by the name it logs.
+const CONFIG_ATTEMPTS: &[&str] = &["append", "git_checkout", "rename", "remove"];
+
+/// Runs one round of [`CONFIG_AGENT`] under `mode`; returns the project, the config's
+/// bytes before and after, and the attempts log as committed.
+fn config_round(operator: Operator, mode: &str) -> (Project, Vec<u8>, Vec<u8>, String) {
+    let p = Project::new_as(operator);
+    let agent = p.script("agent/config-agent.sh", CONFIG_AGENT);
+    let config = agent_runner_e2e::ConfigBuilder::new(&agent)
+        .dirty_action("auto_commit")
+        .round_budget_s(60)
+        .agent_env("CONFIG_PATH", p.config_path().to_str().unwrap());
+    let text = config.render().replacen(
+        "[runtime]\n",
+        &format!("[agent.sandbox]\nmode = \"{mode}\"\n\n[runtime]\n"),
+        1,
+    );
+    p.write_config_text(&text);
+    let before = std::fs::read(p.config_path()).unwrap();
+    let out = p
+        .spawn(&["serve", "--max-rounds", "1"])
+        .wait(Duration::from_secs(120));
+    let events = p.events_text();
+    assert_eq!(out.code(), 0, "{out}\n{events}");
+    let after = std::fs::read(p.config_path()).unwrap();
+    let committed = p.git(&["show", "HEAD:notes/work.md"]);
+    assert_eq!(committed, "round work\n", "{events}");
+    let log = p.git(&["show", "HEAD:config-attempts.log"]);
+    (p, before, after, log)
+}
+
+/// Under `require` every attempt on the config file inside the tree fails and its bytes
+/// are unchanged, while the round's own change is committed; under `off` the same agent
+/// does rewrite it (so the check can fail).
+fn config_file_is_read_only_to_the_agent(operator: Operator) {
+    let (_p, before, after, log) = config_round(operator, "require");
+    for name in CONFIG_ATTEMPTS {
+        assert!(
+            log.contains(&format!("{name}: denied\n")),
+            "{name} was not denied:\n{log}"
+        );
+    }
+    assert_eq!(
+        String::from_utf8_lossy(&after),
+        String::from_utf8_lossy(&before),
+        "the confined agent changed the config file"
+    );
+
+    let (_p, before, after, log) = config_round(operator, "off");
+    for name in CONFIG_ATTEMPTS {
+        assert!(log.contains(&format!("{name}: ok\n")), "{name}:\n{log}");
+    }
+    assert_ne!(after, before, "the unconfined agent left the config alone");
+    assert!(
+        String::from_utf8_lossy(&after).contains("# the agent was here"),
+        "{}",
+        String::from_utf8_lossy(&after)
+    );
+}
+
+#[test]
+fn config_file_is_read_only_to_the_agent_as_root() {
+    config_file_is_read_only_to_the_agent(Operator::Root);
+}
+
+#[test]
+fn config_file_is_read_only_to_the_agent_as_unprivileged_user() {
+    config_file_is_read_only_to_the_agent(Operator::Unprivileged);
 }

@@ -92,7 +92,7 @@ impl AgentSandboxGate {
         }
         if self.isolation == PidIsolation::None {
             missing.push(format!(
-                "no PID namespace: {}",
+                "no PID namespace (nor a mount namespace to make the config file read-only): {}",
                 self.isolation_missing.as_deref().unwrap_or("unavailable")
             ));
         }
