@@ -309,7 +309,13 @@ fn doctor_reports_every_agent_layer_on(operator: Operator) {
     let names: Vec<&str> = layers.iter().map(|l| l["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["landlock", "seccomp", "pid_namespace", "config_read_only", "no_new_privs"],
+        [
+            "landlock",
+            "seccomp",
+            "pid_namespace",
+            "config_read_only",
+            "no_new_privs"
+        ],
         "{block}"
     );
     assert!(layers.iter().all(|l| l["on"] == true), "{block}");
