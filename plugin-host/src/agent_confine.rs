@@ -9,15 +9,16 @@
 //!    * an unprivileged operator where user namespaces are allowed: new user, PID, mount,
 //!      IPC and UTS namespaces and a reaper ([`crate::user_namespace`]), the reaper
 //!      ignoring the round's stop signals;
-//! 1b. the supervisor's config file read-only ([`ReadOnlyConfig`]): root first enters a
-//!    mount namespace of the agent's own (`unshare(CLONE_NEWNS)`; the user namespace of
-//!    the unprivileged case already made one); every mount there turns private, then the
-//!    config file is bind-mounted over itself and remounted read-only, keeping the source
-//!    mount's `nosuid`/`nodev`/`noexec` (locked in a user namespace: the remount fails
-//!    with `EPERM` without them). Landlock grants add up, so the work tree's write grant
-//!    would otherwise cover a config file inside it; the seccomp deny-list refuses
-//!    `mount`/`umount2` and Landlock refuses mount changes, so the agent cannot undo it;
-//!    an unlink or rename of the mount point fails with `EBUSY`, a write with `EROFS`;
+//!    * in either case, the supervisor's config file made read-only ([`ReadOnlyConfig`]):
+//!      root first enters a mount namespace of the agent's own (`unshare(CLONE_NEWNS)`; the
+//!      user namespace of the unprivileged case already made one); every mount there turns
+//!      private, then the config file is bind-mounted over itself and remounted read-only,
+//!      keeping the source mount's `nosuid`/`nodev`/`noexec` (locked in a user namespace:
+//!      the remount fails with `EPERM` without them). Landlock grants add up, so the work
+//!      tree's write grant would otherwise cover a config file inside it; the seccomp
+//!      deny-list refuses `mount`/`umount2` and Landlock refuses mount changes, so the agent
+//!      cannot undo it; an unlink or rename of the mount point fails with `EBUSY`, a write
+//!      with `EROFS`;
 //! 2. an *init* fork: PID 1 of the namespace stays behind, closes every descriptor, reaps
 //!    every orphan and exits with the agent's status; the agent goes on as PID 2. PID 1
 //!    ignores signals it has no handler for, which would break the agent's stop signal;
@@ -125,8 +126,8 @@ pub struct AgentConfinement {
     tmp_dir: PathBuf,
 }
 
-/// The config file made read-only in the agent's mount namespace (step 1b of the module
-/// docs), prepared before the fork.
+/// The config file made read-only in the agent's mount namespace (step 1 of the module
+/// docs, in either case), prepared before the fork.
 #[derive(Debug)]
 struct ReadOnlyConfig {
     /// The canonical path of the config file.
