@@ -8,7 +8,7 @@
 use agent_runner::config::{self, Config};
 use agent_runner::hosts::sandbox::SandboxGate;
 use agent_runner::record::events::EventLog;
-use agent_runner_plugin_host::probe::probe;
+use agent_runner_plugin_host::common::probe::probe;
 use agent_runner_protocol::{BeforeSpawnParams, Context, HookName, SpawnView};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -46,7 +46,7 @@ pub struct Project {
 pub fn project(dir: &Path, host: &Path, mode: &str, hosts: usize) -> Project {
     std::fs::create_dir_all(dir.join("prompts")).unwrap();
     std::fs::write(dir.join("prompts/main.md"), "bench").unwrap();
-    let sha = agent_runner_plugin_host::pin::open_and_hash(host)
+    let sha = agent_runner_plugin_host::host::pin::open_and_hash(host)
         .unwrap()
         .sha256;
     let mut text = format!(

@@ -18,7 +18,7 @@
 //! Diagnosed failures are also backed off ([`crate::runtime::transient`]), so a loop that
 //! burns money stops after a few minutes of growing waits.
 
-use agent_runner_plugin_host::probe::probe;
+use agent_runner_plugin_host::common::probe::probe;
 use agent_runner_protocol::{LastRound, ProjectState};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
