@@ -27,20 +27,22 @@ pub const LAUNCHER_NAME: &str = "plugin-host";
 /// milliseconds; a launcher stuck longer is killed and the spawn fails).
 const CONFIRM_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The launcher this process uses: set once with [`Launcher::use_path`] (tests, benches),
-/// else found beside the running executable.
+/// The path set with [`Launcher::use_path`] (tests, benches).
 static CHOSEN: OnceLock<PathBuf> = OnceLock::new();
 
+/// The launcher this process launches with: opened and checked once.
+static OPENED: OnceLock<Result<Launcher, LauncherError>> = OnceLock::new();
+
 /// Why the launcher cannot be used.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum LauncherError {
     /// No launcher where it must be.
-    #[error("the confinement launcher {path} is missing ({source}); it is installed beside agent-runner (`cargo install --path supervisor` installs both); nothing is launched without it")]
+    #[error("the confinement launcher {path} is missing ({reason}); it is installed beside agent-runner (`cargo install --path supervisor` installs both); nothing is launched without it")]
     Missing {
         /// Where it was looked for.
         path: PathBuf,
         /// The OS error.
-        source: std::io::Error,
+        reason: String,
     },
     /// The launcher answers with another build.
     #[error("the confinement launcher {path} is build {found}, not this supervisor's {BUILD_ID}; install agent-runner and plugin-host from the same build; nothing is launched with it")]
@@ -60,49 +62,110 @@ pub enum LauncherError {
     },
     /// The plan's memory file or the status pipe could not be made.
     #[error("cannot prepare the launch: {0}")]
-    Io(#[from] std::io::Error),
+    Io(String),
 }
 
-/// The `plugin-host` launcher.
-#[derive(Debug, Clone)]
+/// The `plugin-host` launcher, held open: every launch runs the file that was checked,
+/// even if its path is replaced later (an upgrade swaps it for the next supervisor, not
+/// for this one).
+#[derive(Debug)]
 pub struct Launcher {
     path: PathBuf,
+    file: std::fs::File,
 }
 
 impl Launcher {
-    /// Makes `path` the launcher of this process (first call wins; later calls are
-    /// ignored). For tests and benchmarks, whose executables do not sit beside it.
+    /// Makes `path` the launcher of this process (first call wins; later calls, and calls
+    /// after the first launch, are ignored). For tests and benchmarks, whose executables do
+    /// not sit beside it.
     pub fn use_path(path: impl Into<PathBuf>) {
         let _ = CHOSEN.set(path.into());
     }
 
-    /// The launcher of this process: the one set with [`Launcher::use_path`], else
-    /// `plugin-host` in the directory of the running executable. Not checked: see
-    /// [`Launcher::check`].
-    pub fn locate() -> Launcher {
+    /// Where this process looks for its launcher: the path set with
+    /// [`Launcher::use_path`], else `plugin-host` in the directory of the running
+    /// executable.
+    pub fn default_path() -> PathBuf {
         if let Some(path) = CHOSEN.get() {
-            return Launcher { path: path.clone() };
+            return path.clone();
         }
-        let dir = std::env::current_exe()
+        std::env::current_exe()
             .ok()
             .and_then(|exe| exe.parent().map(Path::to_owned))
-            .unwrap_or_default();
-        Launcher {
-            path: dir.join(LAUNCHER_NAME),
-        }
+            .unwrap_or_default()
+            .join(LAUNCHER_NAME)
     }
 
-    /// Its path.
+    /// The launcher of this process, opened and checked ([`Launcher::open`]) on first use.
+    ///
+    /// # Errors
+    /// [`LauncherError`]: missing, unusable, or another build (the same answer for the
+    /// life of the process: fail closed, never a fallback).
+    pub fn get() -> Result<&'static Launcher, LauncherError> {
+        OPENED
+            .get_or_init(|| Launcher::open(&Launcher::default_path()))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// Opens the launcher at `path` and asks it for its build (`--build-id`), which must be
+    /// this process's [`BUILD_ID`]. Every plan is checked again by the launcher itself.
+    ///
+    /// # Errors
+    /// [`LauncherError`]: missing, unusable, or another build.
+    pub fn open(path: &Path) -> Result<Launcher, LauncherError> {
+        let file = std::fs::File::open(path).map_err(|e| LauncherError::Missing {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?;
+        let launcher = Launcher {
+            path: path.to_owned(),
+            file,
+        };
+        let out = std::process::Command::new(launcher.exec_path())
+            .arg0(LAUNCHER_NAME)
+            .arg("--build-id")
+            .env_clear()
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .map_err(|e| LauncherError::Unusable {
+                path: path.to_owned(),
+                reason: e.to_string(),
+            })?;
+        let found = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        if !out.status.success() {
+            return Err(LauncherError::Unusable {
+                path: path.to_owned(),
+                reason: format!("`--build-id` ended with {}", out.status),
+            });
+        }
+        if found != BUILD_ID {
+            return Err(LauncherError::Foreign {
+                path: path.to_owned(),
+                found,
+            });
+        }
+        Ok(launcher)
+    }
+
+    /// Its path, as opened.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// The sha256 of its bytes, hex.
+    /// What is executed: the open file, through `/proc/self/fd` (in the forked child, its
+    /// copy of the descriptor; the path is resolved before close-on-exec applies).
+    fn exec_path(&self) -> PathBuf {
+        PathBuf::from(format!("/proc/self/fd/{}", self.file.as_raw_fd()))
+    }
+
+    /// The sha256 of its bytes (the open file's), hex.
     ///
     /// # Errors
     /// It cannot be read.
     pub fn sha256(&self) -> std::io::Result<String> {
-        let mut file = std::fs::File::open(&self.path)?;
+        let mut file = std::fs::File::open(self.exec_path())?;
         let mut hasher = Sha256::new();
         std::io::copy(&mut file, &mut hasher)?;
         Ok(hasher
@@ -112,70 +175,27 @@ impl Launcher {
             .collect())
     }
 
-    /// Asks the launcher for its build (`plugin-host --build-id`) and compares it with this
-    /// process's. Every plan is checked again by the launcher itself.
-    ///
-    /// # Errors
-    /// [`LauncherError`]: missing, unusable, or another build.
-    pub fn check(&self) -> Result<(), LauncherError> {
-        if let Err(source) = std::fs::metadata(&self.path) {
-            return Err(LauncherError::Missing {
-                path: self.path.clone(),
-                source,
-            });
-        }
-        let out = std::process::Command::new(&self.path)
-            .arg("--build-id")
-            .env_clear()
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .output()
-            .map_err(|e| LauncherError::Unusable {
-                path: self.path.clone(),
-                reason: e.to_string(),
-            })?;
-        let found = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        if !out.status.success() {
-            return Err(LauncherError::Unusable {
-                path: self.path.clone(),
-                reason: format!("`--build-id` ended with {}", out.status),
-            });
-        }
-        if found != BUILD_ID {
-            return Err(LauncherError::Foreign {
-                path: self.path.clone(),
-                found,
-            });
-        }
-        Ok(())
-    }
-
     /// A command running the launcher on `plan`, with `fds` (the descriptors the plan names,
     /// each close-on-exec in this process and above the standard streams) passed on. The
     /// caller sets stdio, the working directory and the process group, spawns it, and
     /// then calls [`Pending::confirm`].
     ///
     /// # Errors
-    /// [`LauncherError::Missing`] when there is no launcher; [`LauncherError::Io`] when the
-    /// memory file or the pipe cannot be made.
+    /// [`LauncherError::Io`] when the memory file or the pipe cannot be made.
     pub fn command(
         &self,
         plan: &Plan,
         fds: &[RawFd],
     ) -> Result<(std::process::Command, Pending), LauncherError> {
-        if let Err(source) = std::fs::metadata(&self.path) {
-            return Err(LauncherError::Missing {
-                path: self.path.clone(),
-                source,
-            });
-        }
-        let plan_fd = plan_file(plan)?;
-        let (status_rx, status_tx) = status_pipe()?;
+        let io = |e: std::io::Error| LauncherError::Io(e.to_string());
+        let plan_fd = plan_file(plan).map_err(io)?;
+        let (status_rx, status_tx) = status_pipe().map_err(io)?;
         let mut pass: Vec<RawFd> = fds.to_vec();
         pass.push(plan_fd.as_raw_fd());
         pass.push(status_tx.as_raw_fd());
-        let mut cmd = std::process::Command::new(&self.path);
-        cmd.arg("--plan-fd")
+        let mut cmd = std::process::Command::new(self.exec_path());
+        cmd.arg0(LAUNCHER_NAME)
+            .arg("--plan-fd")
             .arg(plan_fd.as_raw_fd().to_string())
             .arg("--status-fd")
             .arg(status_tx.as_raw_fd().to_string())

@@ -293,3 +293,60 @@ impl Failure {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plan_survives_its_wire_form() {
+        let mut plan = Plan::program(
+            "agent",
+            5,
+            "/usr/bin/env".into(),
+            vec![b"env".to_vec()],
+            vec![env_entry("K".as_ref(), "v=w".as_ref())],
+        );
+        plan.landlock = Some(Landlock {
+            grants: vec![Grant {
+                path: "/tmp".into(),
+                access: FsAccess::ReadWrite,
+                required: true,
+                via_verified_fd: false,
+            }],
+            verified: None,
+            tcp: TcpRule::ConnectTo(vec![443, 4010]),
+        });
+        plan.user_namespace = Some(UserNamespace::Host { pids_max: 64 });
+        let back: Plan = serde_json::from_slice(&serde_json::to_vec(&plan).unwrap()).unwrap();
+        assert_eq!(back.build_id, BUILD_ID);
+        assert_eq!(back.user_namespace, plan.user_namespace);
+        let landlock = back.landlock.unwrap();
+        assert_eq!(landlock.tcp, TcpRule::ConnectTo(vec![443, 4010]));
+        assert_eq!(landlock.grants[0].to_fs_grant().access, FsAccess::ReadWrite);
+        match back.exec {
+            Exec::Path { env, .. } => assert_eq!(env, [b"K=v=w".to_vec()]),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_failure_keeps_its_errno_as_an_io_error() {
+        let e = std::io::Error::from_raw_os_error(libc::EACCES);
+        let failure = Failure::os("exec", &e);
+        assert_eq!(failure.to_string(), format!("plugin-host: exec: {e}"));
+        assert_eq!(failure.into_io().raw_os_error(), Some(libc::EACCES));
+        let plain = Failure {
+            step: "landlock".into(),
+            errno: None,
+            message: "cannot open /x".into(),
+        };
+        assert!(plain.into_io().to_string().contains("cannot open /x"));
+    }
+
+    #[test]
+    fn the_build_id_is_sixteen_hex_digits() {
+        assert_eq!(BUILD_ID.len(), 16);
+        assert!(BUILD_ID.chars().all(|c| c.is_ascii_hexdigit()));
+    }
+}

@@ -96,7 +96,7 @@ impl Program {
     /// # Errors
     /// [`LauncherError`]: no launcher, or the plan cannot be written.
     pub fn command(&self) -> Result<(std::process::Command, Pending), LauncherError> {
-        Launcher::locate().command(&self.plan, &self.fds)
+        Launcher::get()?.command(&self.plan, &self.fds)
     }
 
     fn take(&mut self, fd: OwnedFd) {

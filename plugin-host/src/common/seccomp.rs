@@ -84,6 +84,7 @@ impl SeccompProgram {
     }
 
     /// The instructions.
+    #[cfg(test)]
     pub(crate) fn instructions(&self) -> &[libc::sock_filter] {
         &self.filters
     }

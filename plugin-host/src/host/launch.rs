@@ -278,7 +278,10 @@ fn spawn_inner(
     notify: bool,
 ) -> Result<(tokio::process::Child, Option<OwnedFd>), LaunchError> {
     let host = spec.name.as_str();
-    let launcher = Launcher::locate();
+    let launcher = Launcher::get().map_err(|source| LaunchError::Launcher {
+        host: host.to_owned(),
+        source,
+    })?;
     create_host_dirs(spec)?;
     let verified = verified_descriptor(spec)?;
     let target = exec_target(spec, verified)?;

@@ -357,3 +357,96 @@ fn set_rlimits(limits: &[(u32, u64)]) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::common::plan::Plan;
+    use std::io::Write;
+    use std::os::fd::IntoRawFd;
+
+    /// A memory file holding `text`, read from offset 0, as the spawn hands it over.
+    fn plan_fd(text: &[u8]) -> RawFd {
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(text).unwrap();
+        use std::io::Seek;
+        file.rewind().unwrap();
+        file.into_raw_fd()
+    }
+
+    fn plan() -> Plan {
+        Plan::program(
+            "check",
+            9,
+            "/bin/true".into(),
+            vec![b"true".to_vec()],
+            vec![],
+        )
+    }
+
+    #[test]
+    fn a_plan_of_this_build_is_read_whole() {
+        let text = serde_json::to_vec(&plan()).unwrap();
+        let read = read_plan(plan_fd(&text)).unwrap();
+        assert_eq!(read.name, "check");
+        assert_eq!(read.supervisor, 9);
+        assert!(
+            matches!(read.exec, Exec::Path { ref path, .. } if path.as_os_str() == "/bin/true")
+        );
+    }
+
+    #[test]
+    fn a_plan_of_another_build_or_format_is_refused() {
+        let mut other_build = serde_json::to_value(plan()).unwrap();
+        other_build["build_id"] = "0000000000000000".into();
+        let mut other_format = serde_json::to_value(plan()).unwrap();
+        other_format["format"] = (PLAN_FORMAT + 1).into();
+        for (value, says) in [
+            (other_build, "build 0000000000000000"),
+            (other_format, &*format!("format {}", PLAN_FORMAT + 1)),
+        ] {
+            let failure = read_plan(plan_fd(&serde_json::to_vec(&value).unwrap())).unwrap_err();
+            assert_eq!(failure.step, "plan");
+            assert!(failure.message.contains(says), "{failure}");
+            assert!(failure.message.contains("same build"), "{failure}");
+        }
+    }
+
+    #[test]
+    fn a_plan_that_is_not_one_is_refused_with_the_reason() {
+        for (text, says) in [
+            (&b"not json"[..], "not a plan"),
+            (b"{\"format\": 1}", "was not built with"),
+        ] {
+            let failure = read_plan(plan_fd(text)).unwrap_err();
+            assert_eq!(failure.step, "plan");
+            assert!(failure.message.contains(says), "{failure}");
+        }
+        let mut missing = serde_json::to_value(plan()).unwrap();
+        missing.as_object_mut().unwrap().remove("exec");
+        let failure = read_plan(plan_fd(&serde_json::to_vec(&missing).unwrap())).unwrap_err();
+        assert!(failure.message.contains("malformed plan"), "{failure}");
+    }
+
+    #[test]
+    fn exec_arguments_refuse_a_nul_byte_and_end_with_null() {
+        let args = ExecArgs::new(&[b"a".to_vec(), b"b".to_vec()], &[b"K=v".to_vec()]).unwrap();
+        assert_eq!(args.argv.len(), 3);
+        assert!(args.argv[2].is_null());
+        assert_eq!(args.envp.len(), 2);
+        assert!(args.envp[1].is_null());
+        let failure = ExecArgs::new(&[b"a\0b".to_vec()], &[]).err().unwrap();
+        assert!(failure.message.contains("NUL"), "{failure}");
+    }
+
+    #[test]
+    fn each_seccomp_choice_builds_its_program() {
+        for choice in [
+            SeccompChoice::HostKill,
+            SeccompChoice::HostNotify,
+            SeccompChoice::Agent,
+        ] {
+            assert!(!program(choice).unwrap().is_empty());
+        }
+    }
+}

@@ -383,6 +383,9 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
             ));
         }
     }
+    let launcher = launcher_check();
+    refuse_boot |= !launcher.ok;
+    checks.push(launcher);
     let repo = Repo::new(
         &config.runtime.work_dir,
         crate::runtime::attribution::OwnFiles::default(),
@@ -478,6 +481,33 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
             agent_sandbox: Some(agent_sandbox),
         },
         code,
+    }
+}
+
+/// `launcher`: the `plugin-host` launcher beside this binary (docs/security.md "The
+/// launcher"), its sha256, and that it is this build's; `serve` and `round` refuse to start
+/// without it (exit 78), as every host, agent and goal check starts through it.
+fn launcher_check() -> Check {
+    use agent_runner_plugin_host::Launcher;
+    let path = Launcher::default_path();
+    match Launcher::open(&path) {
+        Ok(launcher) => check(
+            "launcher",
+            true,
+            format!(
+                "{} (sha256 {}, build {})",
+                launcher.path().display(),
+                launcher.sha256().unwrap_or_else(|e| format!("unreadable: {e}")),
+                agent_runner_plugin_host::common::plan::BUILD_ID
+            ),
+            "",
+        ),
+        Err(err) => check(
+            "launcher",
+            false,
+            err.to_string(),
+            "install agent-runner and plugin-host together (`cargo install --path supervisor` installs both), or copy the plugin-host built with this agent-runner beside it",
+        ),
     }
 }
 
