@@ -234,11 +234,7 @@ fn apply_steps(plan: Plan) -> Result<std::convert::Infallible, Failure> {
         step("die with the supervisor", die_with_supervisor(&supervisor))?;
     }
     if plan.mount_namespace {
-        // SAFETY: unshare takes flags only; this process is single-threaded.
-        step(
-            "mount namespace",
-            cvt(unsafe { libc::unshare(libc::CLONE_NEWNS) }),
-        )?;
+        step("mount namespace", unshare(libc::CLONE_NEWNS))?;
     }
     for (path, locked) in &read_only {
         step("read-only mounts", bind_read_only(path, *locked))?;
@@ -250,10 +246,9 @@ fn apply_steps(plan: Plan) -> Result<std::convert::Infallible, Failure> {
         )?;
     }
     if plan.private_ipc_uts {
-        // SAFETY: unshare takes flags only; this process is single-threaded.
         step(
             "ipc and uts namespaces",
-            cvt(unsafe { libc::unshare(libc::CLONE_NEWIPC | libc::CLONE_NEWUTS) }),
+            unshare(libc::CLONE_NEWIPC | libc::CLONE_NEWUTS),
         )?;
     }
     if plan.init {
@@ -267,11 +262,7 @@ fn apply_steps(plan: Plan) -> Result<std::convert::Infallible, Failure> {
         step("capabilities", drop_capabilities())?;
     }
     if plan.no_new_privs {
-        // SAFETY: prctl with integer arguments only.
-        step(
-            "no_new_privs",
-            cvt(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) }),
-        )?;
+        step("no_new_privs", no_new_privs())?;
     }
     for fd in &plan.inherit {
         step("inherited descriptors", set_cloexec(*fd, false))?;
@@ -322,6 +313,18 @@ fn program(choice: SeccompChoice) -> Result<SeccompProgram, Failure> {
         errno: None,
         message: e.to_string(),
     })
+}
+
+/// `unshare(flags)` of this single-threaded process.
+fn unshare(flags: libc::c_int) -> std::io::Result<()> {
+    // SAFETY: unshare takes flags only; this process is single-threaded.
+    cvt(unsafe { libc::unshare(flags) })
+}
+
+/// `PR_SET_NO_NEW_PRIVS`: nothing executed from here on gains privileges.
+fn no_new_privs() -> std::io::Result<()> {
+    // SAFETY: prctl with integer arguments only.
+    cvt(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) })
 }
 
 /// `0` → `Ok`, else the last OS error.

@@ -140,7 +140,7 @@ async fn run_one(check: &GoalCheck) -> std::io::Result<CheckResult> {
     drop(cmd);
     pending
         .confirm()
-        .map_err(|failure| std::io::Error::new(std::io::ErrorKind::Other, failure.to_string()))?;
+        .map_err(|failure| std::io::Error::other(failure.to_string()))?;
     drop(program);
     let pgid = Pid::from_raw(child.id().map(|id| id as i32).unwrap_or(0));
     let mut stdout = child.stdout.take().expect("piped");
