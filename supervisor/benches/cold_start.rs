@@ -58,6 +58,8 @@ fn main() {
         ("ruby", root.join("tests/runtimes/host.rb")),
     ];
     // Single-threaded, as the supervisor runs.
+    // The built launcher: a bench executable does not sit beside it.
+    agent_runner_plugin_host::Launcher::use_path(env!("CARGO_BIN_EXE_plugin-host"));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

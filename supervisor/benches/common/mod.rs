@@ -74,8 +74,10 @@ pub fn project(dir: &Path, host: &Path, mode: &str, hosts: usize) -> Project {
     }
 }
 
-/// A single-threaded runtime, as the supervisor runs.
+/// A single-threaded runtime, as the supervisor runs; the built `plugin-host` is this
+/// process's launcher (a bench executable does not sit beside it).
 pub fn runtime() -> tokio::runtime::Runtime {
+    agent_runner_plugin_host::Launcher::use_path(env!("CARGO_BIN_EXE_plugin-host"));
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
