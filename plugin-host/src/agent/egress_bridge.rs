@@ -74,21 +74,7 @@ pub struct BridgeReceiver {
 pub fn bridge(
     user_namespace: Option<(u32, u32)>,
 ) -> std::io::Result<(EgressBridge, BridgeReceiver)> {
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: socketpair writes two descriptors into the live array.
-    let r = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    };
-    if r != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors are fresh and owned by nobody else.
-    let (a, b) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (a, b) = crate::common::fd_passing::socket_pair()?;
     let user_namespace_ids = user_namespace;
     let user_namespace =
         user_namespace.map(|(uid, gid)| (IdMap::identity(uid), IdMap::identity(gid)));

@@ -107,20 +107,12 @@ pub(crate) fn above_stdio(fd: OwnedFd) -> std::io::Result<OwnedFd> {
 
 /// A unix socket pair (`SOCK_SEQPACKET`, close-on-exec), both ends above stdio.
 pub(crate) fn socket_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: socketpair writes two descriptors into the live array.
-    let r = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    };
-    if r != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both are fresh descriptors that nothing else owns.
-    let (a, b) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+    let (a, b) = socketpair(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )?;
     Ok((above_stdio(a)?, above_stdio(b)?))
 }

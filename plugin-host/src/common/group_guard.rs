@@ -21,14 +21,7 @@ impl GroupGuard {
     /// # Errors
     /// `pipe2` failed.
     pub fn new() -> std::io::Result<(GroupGuard, OwnedFd)> {
-        let mut fds = [0 as libc::c_int; 2];
-        // SAFETY: pipe2 writes two descriptors into the live array.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        use std::os::fd::FromRawFd;
-        // SAFETY: both are fresh descriptors that nothing else owns.
-        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
         let read = crate::common::fd_passing::above_stdio(read)?;
         Ok((GroupGuard { _write: write }, read))
     }

@@ -8,8 +8,8 @@
 //! status pipe closes empty when the launcher executed the target, or carries the
 //! launcher's [`Failure`].
 
-use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::io::{Seek, Write};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -245,47 +245,28 @@ impl Pending {
         let mut report = Vec::new();
         let deadline = std::time::Instant::now() + CONFIRM_TIMEOUT;
         loop {
+            use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
             let left = deadline.saturating_duration_since(std::time::Instant::now());
-            let mut pfd = libc::pollfd {
-                fd: self.status_rx.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: poll on one live pollfd on the stack.
-            let r =
-                unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(i32::MAX as u128) as i32) };
-            if r < 0 {
-                let e = std::io::Error::last_os_error();
-                if e.kind() == std::io::ErrorKind::Interrupted {
-                    continue;
+            let timeout = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
+            let mut fds = [PollFd::new(self.status_rx.as_fd(), PollFlags::POLLIN)];
+            match poll(&mut fds, timeout) {
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(Failure::os("launcher", &e.into())),
+                Ok(0) => {
+                    return Err(Failure {
+                        step: "launcher".into(),
+                        errno: None,
+                        message: format!("no exec within {} s; killed", CONFIRM_TIMEOUT.as_secs()),
+                    })
                 }
-                return Err(Failure::os("launcher", &e));
-            }
-            if r == 0 {
-                return Err(Failure {
-                    step: "launcher".into(),
-                    errno: None,
-                    message: format!("no exec within {} s; killed", CONFIRM_TIMEOUT.as_secs()),
-                });
+                Ok(_) => {}
             }
             let mut buf = [0u8; 4096];
-            // SAFETY: read into a live stack buffer of its length.
-            let n = unsafe {
-                libc::read(
-                    self.status_rx.as_raw_fd(),
-                    buf.as_mut_ptr().cast(),
-                    buf.len(),
-                )
-            };
-            match n {
-                0 => break,
-                n if n > 0 => report.extend_from_slice(&buf[..n as usize]),
-                _ => {
-                    let e = std::io::Error::last_os_error();
-                    if e.kind() != std::io::ErrorKind::Interrupted {
-                        return Err(Failure::os("launcher", &e));
-                    }
-                }
+            match nix::unistd::read(&self.status_rx, &mut buf) {
+                Ok(0) => break,
+                Ok(n) => report.extend_from_slice(&buf[..n]),
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(e) => return Err(Failure::os("launcher", &e.into())),
             }
         }
         if report.is_empty() {
@@ -301,39 +282,25 @@ impl Pending {
 
 /// The plan as JSON in a sealed memory file (close-on-exec, above stdio, offset 0).
 fn plan_file(plan: &Plan) -> std::io::Result<OwnedFd> {
-    // SAFETY: memfd_create with a static name and flags.
-    let fd = unsafe {
-        libc::memfd_create(
-            c"agent-runner-plan".as_ptr(),
-            libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: a fresh descriptor that nothing else owns.
-    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    use nix::fcntl::{fcntl, FcntlArg, SealFlag};
+    use nix::sys::memfd::{memfd_create, MFdFlags};
+    let fd = memfd_create(
+        c"agent-runner-plan",
+        MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING,
+    )?;
+    let mut file = std::fs::File::from(fd);
     file.write_all(&serde_json::to_vec(plan).map_err(std::io::Error::other)?)?;
-    let seals = libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
-    // SAFETY: fcntl on a descriptor we own.
-    if unsafe { libc::fcntl(fd, libc::F_ADD_SEALS, seals) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: lseek on a descriptor we own.
-    if unsafe { libc::lseek(fd, 0, libc::SEEK_SET) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    let seals = SealFlag::F_SEAL_SEAL
+        | SealFlag::F_SEAL_SHRINK
+        | SealFlag::F_SEAL_GROW
+        | SealFlag::F_SEAL_WRITE;
+    fcntl(&file, FcntlArg::F_ADD_SEALS(seals))?;
+    file.rewind()?;
     above_stdio(OwnedFd::from(file))
 }
 
 /// The status pipe: `(read end, write end)`, both close-on-exec and above stdio.
 fn status_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: pipe2 writes two descriptors into the live array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both are fresh descriptors that nothing else owns.
-    let (rx, tx) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (rx, tx) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     Ok((above_stdio(rx)?, above_stdio(tx)?))
 }

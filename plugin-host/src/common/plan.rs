@@ -42,8 +42,8 @@ pub struct Plan {
     /// The read end of a pipe only the supervisor writes: a guard process is forked into the
     /// target's process group, and kills the group when the pipe ends (the supervisor died).
     pub group_guard: Option<Fd>,
-    /// `(resource, value)`: each set as soft and hard limit (`setrlimit`).
-    pub rlimits: Vec<(u32, u64)>,
+    /// Each limit set as soft and hard value (`setrlimit`).
+    pub rlimits: Vec<(Limit, u64)>,
     /// A pidfd of the supervisor: `PR_SET_PDEATHSIG` is armed and the supervisor must still
     /// be alive, here and again after each step that changes the parent.
     pub supervisor: Fd,
@@ -123,6 +123,19 @@ pub fn env_entry(name: &std::ffi::OsStr, value: &std::ffi::OsStr) -> Vec<u8> {
     kv.push(b'=');
     kv.extend_from_slice(value.as_bytes());
     kv
+}
+
+/// A resource limit of [`Plan::rlimits`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Limit {
+    /// `RLIMIT_CORE`, bytes.
+    CoreSize,
+    /// `RLIMIT_NOFILE`, descriptors.
+    OpenFiles,
+    /// `RLIMIT_AS`, bytes.
+    AddressSpace,
+    /// `RLIMIT_FSIZE`, bytes.
+    FileSize,
 }
 
 /// [`Plan::egress`].

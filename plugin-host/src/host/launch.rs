@@ -42,7 +42,7 @@ use crate::common::notify::DenialListener;
 use crate::common::pid_namespace::{own_pidfd, FreshPidNamespace};
 use crate::common::pids_limit::PidsCgroup;
 use crate::common::plan::Failure;
-use crate::common::plan::{self, Exec, Grant, Plan, SeccompChoice, UserNamespace};
+use crate::common::plan::{self, Exec, Grant, Limit, Plan, SeccompChoice, UserNamespace};
 use crate::common::probe::Tier;
 use crate::common::user_namespace::user_namespaces;
 pub use crate::common::write_limits::{DEFAULT_FILE_MAX_MB, DEFAULT_TMP_MAX_MB};
@@ -575,13 +575,13 @@ fn private_tmp(spec: &LaunchSpec, in_pid_ns: bool, in_user_ns: bool) -> Option<p
 
 /// The host's resource limits, `(resource, soft = hard value)`: no core dumps, and the
 /// spec's open-file, address-space and file-size limits (MiB converted to bytes).
-fn host_rlimits(spec: &LaunchSpec) -> Vec<(u32, u64)> {
+fn host_rlimits(spec: &LaunchSpec) -> Vec<(Limit, u64)> {
     let mib = 1024 * 1024;
     vec![
-        (libc::RLIMIT_CORE, 0),
-        (libc::RLIMIT_NOFILE, spec.nofile_max),
-        (libc::RLIMIT_AS, spec.memory_max_mb.saturating_mul(mib)),
-        (libc::RLIMIT_FSIZE, spec.file_max_mb.saturating_mul(mib)),
+        (Limit::CoreSize, 0),
+        (Limit::OpenFiles, spec.nofile_max),
+        (Limit::AddressSpace, spec.memory_max_mb.saturating_mul(mib)),
+        (Limit::FileSize, spec.file_max_mb.saturating_mul(mib)),
     ]
 }
 

@@ -14,7 +14,7 @@ use crate::common::group_guard::fork_guard;
 use crate::common::landlock::{ruleset, FsAccess, POLICY_LANDLOCK_ABI};
 use crate::common::pid_namespace::die_with_supervisor;
 use crate::common::plan::{
-    Exec, Failure, Fd, Plan, SeccompChoice, UserNamespace, BUILD_ID, PLAN_FORMAT,
+    Exec, Failure, Fd, Limit, Plan, SeccompChoice, UserNamespace, BUILD_ID, PLAN_FORMAT,
 };
 use crate::common::probe::kernel_landlock_abi;
 use crate::common::seccomp::{install_filter, SeccompProgram};
@@ -83,12 +83,10 @@ fn step(name: &str, result: std::io::Result<()>) -> Result<(), Failure> {
     result.map_err(|e| Failure::os(name, &e))
 }
 
-/// `argv` and `envp` as C strings with their NULL-terminated pointer arrays.
+/// `argv` and `envp` as C strings.
 struct ExecArgs {
-    _strings: Vec<CString>,
-    argv: Vec<*const libc::c_char>,
-    _env: Vec<CString>,
-    envp: Vec<*const libc::c_char>,
+    argv: Vec<CString>,
+    envp: Vec<CString>,
 }
 
 impl ExecArgs {
@@ -98,24 +96,15 @@ impl ExecArgs {
             errno: None,
             message: format!("{what} contains a NUL byte"),
         };
-        let strings = argv
+        let argv = argv
             .iter()
             .map(|a| CString::new(a.clone()).map_err(|_| nul("an argument")))
             .collect::<Result<Vec<_>, _>>()?;
-        let env = env
+        let envp = env
             .iter()
             .map(|e| CString::new(e.clone()).map_err(|_| nul("an environment entry")))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut argv: Vec<_> = strings.iter().map(|s| s.as_ptr()).collect();
-        argv.push(std::ptr::null());
-        let mut envp: Vec<_> = env.iter().map(|s| s.as_ptr()).collect();
-        envp.push(std::ptr::null());
-        Ok(ExecArgs {
-            _strings: strings,
-            argv,
-            _env: env,
-            envp,
-        })
+        Ok(ExecArgs { argv, envp })
     }
 }
 
@@ -234,7 +223,10 @@ fn apply_steps(plan: Plan) -> Result<std::convert::Infallible, Failure> {
         step("die with the supervisor", die_with_supervisor(&supervisor))?;
     }
     if plan.mount_namespace {
-        step("mount namespace", unshare(libc::CLONE_NEWNS))?;
+        step(
+            "mount namespace",
+            unshare(nix::sched::CloneFlags::CLONE_NEWNS),
+        )?;
     }
     for (path, locked) in &read_only {
         step("read-only mounts", bind_read_only(path, *locked))?;
@@ -248,7 +240,7 @@ fn apply_steps(plan: Plan) -> Result<std::convert::Infallible, Failure> {
     if plan.private_ipc_uts {
         step(
             "ipc and uts namespaces",
-            unshare(libc::CLONE_NEWIPC | libc::CLONE_NEWUTS),
+            unshare(nix::sched::CloneFlags::CLONE_NEWIPC | nix::sched::CloneFlags::CLONE_NEWUTS),
         )?;
     }
     if plan.init {
@@ -277,28 +269,19 @@ fn apply_steps(plan: Plan) -> Result<std::convert::Infallible, Failure> {
         step("seccomp", install_filter(program, listener_to.as_ref()))?;
     }
     // The status pipe is close-on-exec: a successful exec closes it empty.
-    let r = match (&exec_fd, &path) {
-        // SAFETY: argv/envp are NULL-terminated arrays of pointers into live CStrings owned
-        // by `args`; the path is an empty C string as AT_EMPTY_PATH requires.
-        (Some(fd), _) => unsafe {
-            libc::syscall(
-                libc::SYS_execveat,
-                fd.as_raw_fd(),
-                c"".as_ptr(),
-                args.argv.as_ptr(),
-                args.envp.as_ptr(),
-                libc::AT_EMPTY_PATH,
-            )
-        },
-        // SAFETY: as above, with a NUL-terminated path.
-        (None, Some(path)) => unsafe {
-            libc::execve(path.as_ptr(), args.argv.as_ptr(), args.envp.as_ptr()) as libc::c_long
-        },
+    let errno = match (&exec_fd, &path) {
+        (Some(fd), _) => nix::unistd::execveat(
+            fd,
+            c"",
+            &args.argv,
+            &args.envp,
+            nix::fcntl::AtFlags::AT_EMPTY_PATH,
+        )
+        .unwrap_err(),
+        (None, Some(path)) => nix::unistd::execve(path, &args.argv, &args.envp).unwrap_err(),
         (None, None) => unreachable!("an Exec is a descriptor or a path"),
     };
-    let e = std::io::Error::last_os_error();
-    debug_assert!(r < 0);
-    Err(Failure::os("exec", &e))
+    Err(Failure::os("exec", &std::io::Error::from(errno)))
 }
 
 /// The seccomp program of `choice`.
@@ -316,15 +299,13 @@ fn program(choice: SeccompChoice) -> Result<SeccompProgram, Failure> {
 }
 
 /// `unshare(flags)` of this single-threaded process.
-fn unshare(flags: libc::c_int) -> std::io::Result<()> {
-    // SAFETY: unshare takes flags only; this process is single-threaded.
-    cvt(unsafe { libc::unshare(flags) })
+fn unshare(flags: nix::sched::CloneFlags) -> std::io::Result<()> {
+    nix::sched::unshare(flags).map_err(std::io::Error::from)
 }
 
 /// `PR_SET_NO_NEW_PRIVS`: nothing executed from here on gains privileges.
 fn no_new_privs() -> std::io::Result<()> {
-    // SAFETY: prctl with integer arguments only.
-    cvt(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) })
+    nix::sys::prctl::set_no_new_privs().map_err(std::io::Error::from)
 }
 
 /// `0` → `Ok`, else the last OS error.
@@ -339,24 +320,24 @@ fn cvt(r: libc::c_int) -> std::io::Result<()> {
 /// Writes `0` to `procs`, an open `cgroup.procs`: this process moves into that cgroup, so
 /// nothing the target starts runs outside it (kernel `cgroup-v2.rst`, "Processes").
 fn join_cgroup(procs: &OwnedFd) -> std::io::Result<()> {
-    // SAFETY: write of a 1-byte static buffer to a descriptor we own.
-    if unsafe { libc::write(procs.as_raw_fd(), b"0".as_ptr().cast(), 1) } != 1 {
-        return Err(std::io::Error::last_os_error());
+    match nix::unistd::write(procs, b"0") {
+        Ok(1) => Ok(()),
+        Ok(_) => Err(std::io::ErrorKind::WriteZero.into()),
+        Err(e) => Err(e.into()),
     }
-    Ok(())
 }
 
 /// Sets each limit as soft and hard value.
-fn set_rlimits(limits: &[(u32, u64)]) -> std::io::Result<()> {
-    for &(resource, value) in limits {
-        let lim = libc::rlimit {
-            rlim_cur: value,
-            rlim_max: value,
+fn set_rlimits(limits: &[(Limit, u64)]) -> std::io::Result<()> {
+    use nix::sys::resource::{setrlimit, Resource};
+    for &(limit, value) in limits {
+        let resource = match limit {
+            Limit::CoreSize => Resource::RLIMIT_CORE,
+            Limit::OpenFiles => Resource::RLIMIT_NOFILE,
+            Limit::AddressSpace => Resource::RLIMIT_AS,
+            Limit::FileSize => Resource::RLIMIT_FSIZE,
         };
-        // SAFETY: setrlimit reads a valid stack rlimit struct.
-        if unsafe { libc::setrlimit(resource as libc::__rlimit_resource_t, &lim) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        setrlimit(resource, value, value)?;
     }
     Ok(())
 }
@@ -432,12 +413,10 @@ mod tests {
     }
 
     #[test]
-    fn exec_arguments_refuse_a_nul_byte_and_end_with_null() {
+    fn exec_arguments_refuse_a_nul_byte() {
         let args = ExecArgs::new(&[b"a".to_vec(), b"b".to_vec()], &[b"K=v".to_vec()]).unwrap();
-        assert_eq!(args.argv.len(), 3);
-        assert!(args.argv[2].is_null());
-        assert_eq!(args.envp.len(), 2);
-        assert!(args.envp[1].is_null());
+        assert_eq!(args.argv, [c"a", c"b"]);
+        assert_eq!(args.envp, [c"K=v"]);
         let failure = ExecArgs::new(&[b"a\0b".to_vec()], &[]).err().unwrap();
         assert!(failure.message.contains("NUL"), "{failure}");
     }
