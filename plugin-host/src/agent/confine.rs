@@ -44,7 +44,7 @@ use std::path::{Path, PathBuf};
 use crate::agent::policy::{agent_fs_grants, AgentPolicyInput, AGENT_DENY_ERRNO};
 use crate::common::fd_passing::{recv_fd, socket_pair};
 use crate::common::landlock::{FsGrant, PolicyError, TcpRule};
-use crate::common::layers::Layer;
+use crate::common::layers::{layer, Layer};
 use crate::common::notify::DenialListener;
 use crate::common::pid_namespace::FreshPidNamespace;
 use crate::common::plan::{self, Grant, Plan, ReadOnlyFile, SeccompChoice, UserNamespace};
@@ -348,7 +348,6 @@ pub fn agent_layers(
     isolation: PidIsolation,
     isolation_missing: Option<&str>,
 ) -> Vec<Layer> {
-    let layer = |name, on, detail: String| Layer { name, on, detail };
     let mut out = Vec::new();
     out.push(if tier.landlock() {
         let mut covers =
@@ -379,7 +378,7 @@ pub fn agent_layers(
         layer(
             "seccomp",
             true,
-            "deny-list (EPERM): ptrace, process_vm_*, keyrings, mounts, namespaces, bpf, io_uring, modules, TIOCSTI".into(),
+            "deny-list (EPERM): ptrace, process_vm_*, keyrings, mounts, namespaces, bpf, io_uring, modules, TIOCSTI",
         )
     } else {
         layer(
@@ -392,12 +391,12 @@ pub fn agent_layers(
         PidIsolation::PidNamespace => layer(
             "pid_namespace",
             true,
-            "own PID namespace (root): nothing it starts outlives it; the control socket refuses it".into(),
+            "own PID namespace (root): nothing it starts outlives it; the control socket refuses it",
         ),
         PidIsolation::UserNamespace => layer(
             "pid_namespace",
             true,
-            "own user and PID namespaces (unprivileged): nothing it starts outlives it; the control socket refuses it".into(),
+            "own user and PID namespaces (unprivileged): nothing it starts outlives it; the control socket refuses it",
         ),
         PidIsolation::None => layer(
             "pid_namespace",
@@ -409,19 +408,19 @@ pub fn agent_layers(
         layer(
             "config_read_only",
             false,
-            "no mount namespace of its own: a config file inside the work tree stays writable to the agent".into(),
+            "no mount namespace of its own: a config file inside the work tree stays writable to the agent",
         )
     } else {
         layer(
             "config_read_only",
             true,
-            "the config file bind-mounted read-only in a mount namespace of its own".into(),
+            "the config file bind-mounted read-only in a mount namespace of its own",
         )
     });
     out.push(layer(
         "no_new_privs",
         true,
-        "capabilities dropped, no_new_privs: set-user-ID programs and file capabilities grant nothing".into(),
+        "capabilities dropped, no_new_privs: set-user-ID programs and file capabilities grant nothing",
     ));
     out
 }
