@@ -179,6 +179,30 @@ async fn filesystem_rules() {
     assert_eq!(std::fs::read(&inside).unwrap(), b"hello");
 }
 
+/// A host may read the record (the log dir), but neither lease it (a lease holds up the
+/// supervisor's next write for the lease-break time, renewable) nor watch its directory.
+/// The control: unconfined, the same host takes the lease.
+#[tokio::test]
+async fn a_host_cannot_lease_or_watch_the_record() {
+    let d = dirs();
+    let record = d.log.join("events.jsonl");
+    std::fs::write(&record, "{}\n").unwrap();
+    let record = record.display().to_string();
+    let log = d.log.display().to_string();
+    for (action, path) in [("lease", &record), ("notify", &log)] {
+        let spec = spec_for(&target(), &d, &[action, path], FULL);
+        let (st, out, err) = run_spec(&spec).await;
+        assert_killed_by_seccomp(action, st, &out, &err);
+        let spec = spec_for(&target(), &d, &[action, path], Tier::Unconfined);
+        let (st, out, err) = run_spec(&spec).await;
+        assert!(st.success(), "{action}: {st:?} {out} {err}");
+        assert!(
+            out.contains(&format!("{action} 0")),
+            "{action}: the control: {out} {err}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn signals_outside_the_host_are_denied() {
     let me = std::process::id().to_string();

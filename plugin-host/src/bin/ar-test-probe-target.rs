@@ -125,6 +125,20 @@ fn main() {
             report("write-many", result);
         }
         "read" => report("read", std::fs::read(&arg).map(|_| ())),
+        "lease" | "notify" => {
+            // A read lease on a file it may read (F_SETLEASE), or a change notification on a
+            // directory (F_NOTIFY): either would let a host stall or watch the record.
+            let file = std::fs::File::open(&arg).unwrap();
+            use std::os::fd::AsRawFd;
+            let (cmd, value) = if action == "lease" {
+                (libc::F_SETLEASE, libc::F_RDLCK)
+            } else {
+                (libc::F_NOTIFY, libc::DN_MODIFY)
+            };
+            // SAFETY: fcntl with integer arguments on a descriptor we own.
+            let r = unsafe { libc::fcntl(file.as_raw_fd(), cmd, value) };
+            println!("{action} {r}");
+        }
         "write" => report("write", std::fs::write(&arg, b"x")),
         "mkdir" => report("mkdir", std::fs::create_dir(&arg)),
         "exec-sh" => {

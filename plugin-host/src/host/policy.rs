@@ -474,6 +474,22 @@ const POSIX_MQ: &str =
 const MLOCK: &str = "no locked memory: no runtime of the matrix locks pages, and locked pages cannot be reclaimed under memory pressure";
 const PRIV: &str = "no privileged operation, even where a capability is left (the host's capabilities are dropped before exec)";
 
+/// Reviewed data: the `fcntl` commands no host may use. A host may read the event record
+/// (its log dir is readable), and as the file's owner it could take a lease on it, which
+/// holds up the supervisor's next write to it for the lease-break time (8 s here), again and
+/// again; or watch the directory for changes (docs/security.md "The supervisor is not the
+/// agent's deputy").
+pub const DENIED_FCNTLS: &[(u64, &str)] = &[
+    (
+        libc::F_SETLEASE as u64,
+        "F_SETLEASE: a lease stalls the supervisor's writes to the file",
+    ),
+    (
+        libc::F_NOTIFY as u64,
+        "F_NOTIFY: watching the record's directory",
+    ),
+];
+
 /// Reviewed data: the `prctl` options no host may use.
 pub const DENIED_PRCTLS: &[(u64, &str)] = &[
     (
@@ -612,7 +628,11 @@ pub const SECCOMP_ALLOW: &[Allowed] = &[
     allow!(SYS_dup, FD),
     allow!(SYS_dup2, FD),
     allow!(SYS_dup3, FD),
-    allow!(SYS_fcntl, FD),
+    allow!(
+        SYS_fcntl,
+        AllowWhen::ArgNotIn { arg: 1, values: DENIED_FCNTLS },
+        "descriptor plumbing (measured: fcntl everywhere: F_GETFL, F_SETFL, F_SETFD, F_DUPFD_CLOEXEC); no leases and no change notifications (DENIED_FCNTLS)"
+    ),
     allow!(SYS_pipe, FD),
     allow!(SYS_pipe2, FD),
     // Event loops.
