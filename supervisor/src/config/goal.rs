@@ -54,6 +54,9 @@ config_table! {
         cwd: String = (computed "`work_dir`") label "path" reload Next;
         /// then its process group gets SIGTERM, and SIGKILL 3 s later
         timeout_s: u64 = (10) range(1..=MAX_CHECK_TIMEOUT_S) reload Next;
+        /// ours: TCP ports a check confined by the agent sandbox may connect to (none
+        /// otherwise: docs/security.md "Goal checks")
+        connect_ports: Vec<u16> = (empty) label "list of integers 1..=65535" reload Next;
     }
 }
 
@@ -82,6 +85,8 @@ pub struct GoalCheck {
     /// ([`CHECK_KILL_GRACE`] later); 1..=[`MAX_CHECK_TIMEOUT_S`] s, default 10
     /// ([`RawCheck`]'s definition).
     pub timeout: Duration,
+    /// The TCP ports it may connect to when the agent sandbox confines it.
+    pub connect_ports: Vec<u16>,
 }
 
 /// What [`resolve`] checks the ledger against.
@@ -147,6 +152,10 @@ pub(super) fn resolve(raw: RawGoal, places: &Places<'_>) -> Result<GoalConfig, (
             ));
         }
         let timeout_s = check.timeout_s().map_err(at)?;
+        let connect_ports = check.connect_ports();
+        if connect_ports.contains(&0) {
+            return Err((key("connect_ports"), "expected ports 1..=65535".into()));
+        }
         let cwd = match check.cwd().map_err(at)?.filter(|c| !c.is_empty()) {
             None => places.work_dir.to_owned(),
             Some(text) => (places.expand)(&text).map_err(|m| (key("cwd"), m.to_string()))?,
@@ -156,6 +165,7 @@ pub(super) fn resolve(raw: RawGoal, places: &Places<'_>) -> Result<GoalConfig, (
             cmd: check.cmd,
             cwd,
             timeout: Duration::from_secs(timeout_s),
+            connect_ports,
         });
     }
     let stop_when = stop_when?;

@@ -456,6 +456,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     );
     warnings.extend(version_warning);
     warnings.extend(layout_warnings(&config));
+    warnings.extend(goal_check_warnings(&config));
     warnings.extend(crate::operator::deviations::warnings(&config));
     let (hosts, hashes) = host_checks(&config, gate.as_ref(), &mut checks);
     let code = if refuse_boot {
@@ -538,6 +539,59 @@ fn agent_findings(config: &Config) -> (Vec<Check>, Vec<Check>) {
 /// `log_dir` inside the work tree loses its round logs to `git clean -fdx`; a `state_dir`
 /// inside it can lose the lock and the round counter. Warnings, not failures: the
 /// supervisor runs either way.
+/// `goal_check` warnings (docs/security.md "Goal checks"): a check whose command or
+/// argument file lies where the agent can write (a round can change what it runs), and,
+/// with the agent sandbox on, a check with no `connect_ports` (it runs without TCP; one
+/// that used the network loses it).
+fn goal_check_warnings(config: &Config) -> Vec<Check> {
+    let Some(goal) = &config.goal else {
+        return Vec::new();
+    };
+    let sandboxed = config.agent_sandbox.mode != crate::config::SandboxMode::Off;
+    let writable: Vec<&Path> = std::iter::once(config.runtime.work_dir.as_path())
+        .chain(
+            config
+                .agent_sandbox
+                .write_paths
+                .iter()
+                .map(PathBuf::as_path),
+        )
+        .collect();
+    let mut warnings = Vec::new();
+    for check_cfg in &goal.checks {
+        let files = crate::runtime::goal::check_files(check_cfg);
+        let exposed: Vec<String> = files
+            .iter()
+            .filter(|f| writable.iter().any(|w| f.starts_with(w)))
+            .map(|f| f.display().to_string())
+            .collect();
+        if !exposed.is_empty() {
+            warnings.push(check(
+                "goal_check",
+                false,
+                format!(
+                    "goal check `{}` runs {} where the agent can write: a round can change what it runs (a changed file is recorded as goal_check_tampered and does not count that round; a module it imports is not caught)",
+                    check_cfg.name,
+                    exposed.join(", ")
+                ),
+                "keep check scripts outside the work tree, or treat the check's verdict as the agent's word",
+            ));
+        }
+        if sandboxed && check_cfg.connect_ports.is_empty() {
+            warnings.push(check(
+                "goal_check",
+                false,
+                format!(
+                    "goal check `{}` runs confined by the agent sandbox with no TCP: if it needs the network (a test database, a registry), it fails",
+                    check_cfg.name
+                ),
+                "list the ports it needs in its [[goal.checks]] connect_ports",
+            ));
+        }
+    }
+    warnings
+}
+
 fn layout_warnings(config: &Config) -> Vec<Check> {
     use crate::config::state_dir::in_tree;
     let rt = &config.runtime;

@@ -452,7 +452,7 @@ async fn terminate(
 
 /// This process's environment with `overrides` set over it (the later of two entries of
 /// one name wins), as the agent gets it.
-fn environment_with(overrides: &[(String, String)]) -> Vec<(OsString, OsString)> {
+pub(crate) fn environment_with(overrides: &[(String, String)]) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     for (key, value) in overrides {
         env.retain(|(k, _)| k.as_os_str() != key.as_str());

@@ -166,6 +166,34 @@ impl AgentSandboxGate {
         env: &[(String, String)],
         extra_ports: &[u16],
     ) -> Result<Option<AgentConfinement>, AgentConfineError> {
+        let mut connect_ports = DEFAULT_CONNECT_PORTS.to_vec();
+        connect_ports.extend(&config.agent_sandbox.connect_ports);
+        connect_ports.extend(extra_ports);
+        self.confine(config, cli, argv0, env, connect_ports)
+    }
+
+    /// The confinement of goal check `check` after a round (docs/security.md "Goal
+    /// checks"): the agent's tier and policy, no CLI state of its own, TCP only to the
+    /// check's own `connect_ports`; `None` under `off`.
+    ///
+    /// Errors: as [`AgentSandboxGate::confinement`].
+    pub(crate) fn check_confinement(
+        &self,
+        config: &Config,
+        check: &crate::config::GoalCheck,
+        env: &[(String, String)],
+    ) -> Result<Option<AgentConfinement>, AgentConfineError> {
+        self.confine(config, "", &check.cmd[0], env, check.connect_ports.clone())
+    }
+
+    fn confine(
+        &self,
+        config: &Config,
+        cli: &str,
+        argv0: &str,
+        env: &[(String, String)],
+        connect_ports: Vec<u16>,
+    ) -> Result<Option<AgentConfinement>, AgentConfineError> {
         if !self.enabled() {
             return Ok(None);
         }
@@ -187,9 +215,6 @@ impl AgentSandboxGate {
             )?;
         }
         let sandbox = &config.agent_sandbox;
-        let mut connect_ports = DEFAULT_CONNECT_PORTS.to_vec();
-        connect_ports.extend(&sandbox.connect_ports);
-        connect_ports.extend(extra_ports);
         let spec = AgentSandboxSpec {
             policy: AgentPolicyInput {
                 work_dir: config.runtime.work_dir.clone(),

@@ -4,10 +4,16 @@
 //! `serve` give up; the one way a goal ends `serve` is the operator's opt-in
 //! `[goal] stop_when = "all_satisfied"`, decided by `serve` from [`Checked`].
 //!
-//! A check is started by the `plugin-host` launcher (docs/security.md "The launcher"),
-//! found on the supervisor's `PATH` (a relative path against its `cwd`), with the
-//! supervisor's environment; it dies with the supervisor, and a guard in its process group
-//! kills the group if the supervisor dies. It runs in its own process group under its `timeout_s`: on breach the group gets
+//! A check runs code the agent could have written (its script, a module it imports), after
+//! the agent's round: it is confined like the agent (docs/security.md "Goal checks"). It is
+//! started by the `plugin-host` launcher (docs/security.md "The launcher"), found on `PATH`
+//! (a relative path against its `cwd`), with the environment the agent gets; where the
+//! agent sandbox is on, under the agent's tier and policy, in a PID namespace of its own
+//! (nothing it starts outlives it), with TCP only to its own `connect_ports`; it dies with
+//! the supervisor, and a guard in its process group kills the group if the supervisor dies.
+//! A check whose command file, or a file named in its arguments, changed during the round
+//! is recorded as `goal_check_tampered` and does not count as satisfied that round
+//! ([`Fingerprints`]; a module the check imports is not caught). It runs in its own process group under its `timeout_s`: on breach the group gets
 //! SIGTERM, then SIGKILL [`CHECK_KILL_GRACE`] later; whatever is left in the group when
 //! the check ends is killed too. Its output is read for at most [`CHECK_KILL_GRACE`] after
 //! it ends (a descendant that left the group cannot hold the round), and only its last
@@ -15,17 +21,19 @@
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
+use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use tokio::io::AsyncReadExt;
 
 use agent_runner_plugin_host::common::program::Program;
 
-use crate::config::{GoalCheck, GoalConfig, CHECK_KILL_GRACE};
+use crate::config::{Config, GoalCheck, GoalConfig, CHECK_KILL_GRACE};
 use crate::record::events::read::Backwards;
 use crate::record::events::{Event, EventLog};
+use crate::runtime::agent_sandbox::AgentSandboxGate;
 
 /// Bytes of a check's stdout kept (its end): enough for the last number of a report.
 const OUTPUT_TAIL: usize = 64 * 1024;
@@ -75,6 +83,8 @@ pub(crate) async fn run_checks(
     dry_run: bool,
     round_num: u64,
     events: &EventLog,
+    launch: &CheckLaunch<'_>,
+    before: &Fingerprints,
 ) -> Checked {
     let mut results = Vec::with_capacity(goal.checks.len());
     for check in &goal.checks {
@@ -86,12 +96,21 @@ pub(crate) async fn run_checks(
                 timed_out: false,
                 skipped: true,
                 error: None,
+                denied: Vec::new(),
                 round_num,
             });
             continue;
         }
-        let (result, error) = match run_one(check).await {
-            Ok(result) => (result, None),
+        let tampered = before.changed(check);
+        if !tampered.is_empty() {
+            events.emit(Event::GoalCheckTampered {
+                name: check.name.clone(),
+                paths: tampered.clone(),
+                round_num,
+            });
+        }
+        let (mut result, error, denied) = match run_one(check, launch).await {
+            Ok((result, denied)) => (result, None, denied),
             Err(e) => (
                 CheckResult {
                     name: check.name.clone(),
@@ -103,8 +122,10 @@ pub(crate) async fn run_checks(
                     &format!("cannot start {:?}: {e}", check.cmd[0]),
                     200,
                 )),
+                Vec::new(),
             ),
         };
+        result.satisfied &= tampered.is_empty();
         events.emit(Event::GoalCheck {
             name: result.name.clone(),
             satisfied: result.satisfied,
@@ -112,6 +133,7 @@ pub(crate) async fn run_checks(
             timed_out: result.timed_out,
             skipped: false,
             error,
+            denied,
             round_num,
         });
         results.push(result);
@@ -119,15 +141,47 @@ pub(crate) async fn run_checks(
     Checked { results }
 }
 
-/// Runs one check in its own process group under its timeout.
+/// How a round's checks are launched: the agent's sandbox gate, the config, and the
+/// variables the agent gets on top of the supervisor's environment.
+pub(crate) struct CheckLaunch<'a> {
+    /// The agent's sandbox gate: a check is confined where the agent is.
+    pub gate: &'a AgentSandboxGate,
+    /// The config (the sandbox's grants).
+    pub config: &'a Config,
+    /// The agent's variables (`[agent.env]` and the round's).
+    pub env: Vec<(String, String)>,
+}
+
+/// Runs one check in its own process group under its timeout, confined like the agent
+/// where the agent sandbox is on; also returns the system calls its sandbox refused.
 ///
-/// Errors: it could not be started (not found, not executable, `cwd` missing).
-async fn run_one(check: &GoalCheck) -> std::io::Result<CheckResult> {
-    let env: Vec<_> = std::env::vars_os().collect();
-    let path =
-        crate::runtime::agent::find_on_path(&check.cmd[0], std::env::var_os("PATH"), &check.cwd);
+/// Errors: it could not be started (not found, not executable, `cwd` missing, its
+/// confinement could not be prepared).
+async fn run_one(
+    check: &GoalCheck,
+    launch: &CheckLaunch<'_>,
+) -> std::io::Result<(CheckResult, Vec<String>)> {
+    let env = crate::runtime::agent::environment_with(&launch.env);
+    let path_var = env
+        .iter()
+        .find(|(k, _)| k.as_os_str() == "PATH")
+        .map(|(_, v)| v.clone());
+    let path = crate::runtime::agent::find_on_path(&check.cmd[0], path_var, &check.cwd);
+    let confinement = launch
+        .gate
+        .check_confinement(launch.config, check, &launch.env)
+        .map_err(std::io::Error::other)?;
+    let mut env = env;
+    if let Some(c) = &confinement {
+        env.retain(|(k, _)| k.as_os_str() != "TMPDIR");
+        env.push(("TMPDIR".into(), c.tmp_dir().into()));
+    }
     let mut program = Program::new(&check.name, path, &check.cmd, &env)?;
     let guard = program.group_guard()?;
+    if let Some(c) = &confinement {
+        let fds = c.fill_plan(program.plan_mut());
+        program.pass(fds);
+    }
     let (mut cmd, pending) = program.command().map_err(std::io::Error::other)?;
     cmd.current_dir(&check.cwd)
         .process_group(0)
@@ -136,12 +190,30 @@ async fn run_one(check: &GoalCheck) -> std::io::Result<CheckResult> {
         .stderr(Stdio::null());
     let mut cmd = tokio::process::Command::from(cmd);
     cmd.kill_on_drop(true);
-    let mut child = cmd.spawn()?;
+    // Root's check is born in a PID namespace of its own, as the agent is.
+    let pid_namespace = match &confinement {
+        Some(c) => c.pid_namespace_for_next_child()?,
+        None => None,
+    };
+    let spawned = cmd.spawn();
+    drop(pid_namespace);
+    let mut child = spawned?;
     drop(cmd);
     pending
         .confirm()
         .map_err(|failure| std::io::Error::other(failure.to_string()))?;
     drop(program);
+    let mut listener = match &confinement {
+        Some(c) => c
+            .denial_listener(child.id().unwrap_or(0))
+            .unwrap_or_else(|e| {
+                tracing::warn!(
+                    "goal check seccomp listener not received; its denials go unreported: {e}"
+                );
+                None
+            }),
+        None => None,
+    };
     let pgid = Pid::from_raw(child.id().map(|id| id as i32).unwrap_or(0));
     let mut stdout = child.stdout.take().expect("piped");
     let reader = tokio::spawn(async move {
@@ -182,12 +254,90 @@ async fn run_one(check: &GoalCheck) -> std::io::Result<CheckResult> {
         _ => Vec::new(),
     };
     let satisfied = !timed_out && status.is_some_and(|s| s.success());
-    Ok(CheckResult {
-        name: check.name.clone(),
-        satisfied,
-        value: last_number(&String::from_utf8_lossy(&tail)),
-        timed_out,
-    })
+    let mut denied = Vec::new();
+    while let Some(d) = listener.as_mut().and_then(|l| l.try_denial()) {
+        if !denied.iter().any(|n| n == d.name) {
+            denied.push(d.name.to_owned());
+        }
+    }
+    Ok((
+        CheckResult {
+            name: check.name.clone(),
+            satisfied,
+            value: last_number(&String::from_utf8_lossy(&tail)),
+            timed_out,
+        },
+        denied,
+    ))
+}
+
+/// The files of each check that the round must not change: its command file (as found on
+/// `PATH`, or against its `cwd`) and every existing regular file its arguments name
+/// (against its `cwd`), each with the sha256 of its bytes (`None`: missing). Taken before
+/// the agent runs and compared after ([`Fingerprints::changed`]).
+#[derive(Debug, Default)]
+pub(crate) struct Fingerprints {
+    files: BTreeMap<String, Vec<(PathBuf, Option<[u8; 32]>)>>,
+}
+
+impl Fingerprints {
+    /// The fingerprints of `goal`'s checks now.
+    pub(crate) fn take(goal: &GoalConfig) -> Self {
+        let files = goal
+            .checks
+            .iter()
+            .map(|check| {
+                let files = check_files(check)
+                    .into_iter()
+                    .map(|path| {
+                        let digest = digest(&path);
+                        (path, digest)
+                    })
+                    .collect();
+                (check.name.clone(), files)
+            })
+            .collect();
+        Fingerprints { files }
+    }
+
+    /// The files of `check` whose bytes changed (or that appeared or went) since
+    /// [`Fingerprints::take`].
+    pub(crate) fn changed(&self, check: &GoalCheck) -> Vec<PathBuf> {
+        self.files
+            .get(&check.name)
+            .into_iter()
+            .flatten()
+            .filter(|(path, before)| digest(path) != *before)
+            .map(|(path, _)| path.clone())
+            .collect()
+    }
+}
+
+/// The command file and argument files of `check` (see [`Fingerprints`]).
+pub(crate) fn check_files(check: &GoalCheck) -> Vec<PathBuf> {
+    let command =
+        crate::runtime::agent::find_on_path(&check.cmd[0], std::env::var_os("PATH"), &check.cwd);
+    let mut files = vec![command];
+    for arg in &check.cmd[1..] {
+        let path = check.cwd.join(arg);
+        if std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
+            files.push(path);
+        }
+    }
+    files.retain(|p| p.is_absolute());
+    files.dedup();
+    files
+}
+
+/// The sha256 of the regular file at `path` (links followed); `None` when there is none.
+fn digest(path: &Path) -> Option<[u8; 32]> {
+    let mut file = std::fs::File::open(path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher).ok()?;
+    Some(hasher.finalize().into())
 }
 
 /// Reaps the supervisor's children in process group `pgid` (a killed check's

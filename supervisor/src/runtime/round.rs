@@ -415,6 +415,13 @@ impl Runner {
             .await?;
         let baseline = self.baseline(round_num).await;
         let head_before = self.repo.head().await;
+        // What the checks run, as it was before the agent could change it.
+        let check_files = self
+            .config
+            .goal
+            .as_ref()
+            .map(crate::runtime::goal::Fingerprints::take)
+            .unwrap_or_default();
         let exit = self
             .run_agent(round_num, phase, launch, &log_path, log, stop)
             .await;
@@ -434,6 +441,12 @@ impl Runner {
                     self.config.runtime.dry_run,
                     round_num,
                     &self.events,
+                    &crate::runtime::goal::CheckLaunch {
+                        gate: &self.agent_sandbox,
+                        config: &self.config,
+                        env: self.agent_env(round_num, phase),
+                    },
+                    &check_files,
                 )
                 .await,
             ),

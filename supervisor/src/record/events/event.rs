@@ -271,7 +271,22 @@ pub(crate) enum Event {
         /// Why it could not start; absent when it started.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// The system calls the agent sandbox refused the check, by name (ours; absent
+        /// when none).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        denied: Vec<String>,
         /// The round it ran after.
+        round_num: u64,
+    },
+    /// A check's command file, or a file named in its arguments, changed during the round
+    /// (the agent can write there): the check does not count as satisfied this round
+    /// (docs/security.md "Goal checks").
+    GoalCheckTampered {
+        /// The check's name.
+        name: String,
+        /// The files that changed (created, rewritten or removed).
+        paths: Vec<PathBuf>,
+        /// The round.
         round_num: u64,
     },
     /// The treadmill advisory was prepended to the `[goal]` ledger: the last rounds all
@@ -1236,6 +1251,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "rate_ceiling_resumed",
     "goal_reached",
     "goal_check",
+    "goal_check_tampered",
     "goal_assessment",
     "round_deferred",
     "round_resumed",
