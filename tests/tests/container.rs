@@ -502,7 +502,8 @@ fn require_refuses_in_the_image_only_when_landlock_cannot_engage() {
 /// absent (ENOSYS: gVisor has no Landlock), so `require` refuses; under `prefer` doctor
 /// calls seccomp off too (gVisor offers no `/proc/sys/kernel/seccomp/actions_avail`) and
 /// the namespace, process, memory and write layers on, yet this gVisor lacks `pidfd_open`:
-/// no host launches and no agent starts, each failing with ENOSYS, recorded.
+/// doctor's `pidfd` check fails (exit 1), and indeed no host launches and no agent starts,
+/// each failing with ENOSYS, recorded.
 #[test]
 fn serve_in_the_image_under_debians_gvisor_starts_neither_hosts_nor_the_agent() {
     let tree = Tree::new(&config());
@@ -513,7 +514,22 @@ fn serve_in_the_image_under_debians_gvisor_starts_neither_hosts_nor_the_agent() 
 
     let tree = Tree::new(&config().replace("sandbox = \"require\"", "sandbox = \"prefer\""));
     let (code, report) = doctor(&tree, &profile, Runtime::Gvisor);
-    assert_eq!(code, 0, "{report}");
+    assert_eq!(code, 1, "{report}");
+    let failed: Vec<&Value> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["ok"] == false)
+        .collect();
+    assert_eq!(failed.len(), 1, "{report}");
+    assert_eq!(failed[0]["name"], "pidfd", "{report}");
+    assert!(
+        failed[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("os error 38"),
+        "{report}"
+    );
     assert_eq!(report["sandbox"]["achieved_tier"], "unconfined", "{report}");
     let reason = report["sandbox"]["unconfined_reason"].as_str().unwrap();
     assert!(
