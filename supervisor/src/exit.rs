@@ -53,7 +53,8 @@ pub(crate) const ENVIRONMENT: u8 = 76;
 /// (docs/operations.md, "Running as a Job"). Past the sysexits range, which has no word
 /// for it.
 pub(crate) const GOAL_NOT_REACHED: u8 = 79;
-/// `serve --job` drained by a stop (SIGTERM, SIGINT, `agent-runner stop`) before its goal:
+/// `serve --job` drained by a stop (SIGTERM, SIGINT, `agent-runner stop`) before its goal
+/// and its bound (a stop once a bound is reached ends it with [`GOAL_NOT_REACHED`]):
 /// the pod was deleted, evicted or preempted, and the round under way finished and was
 /// recorded. 128 + SIGTERM, what a kubelet reports for a process the signal killed, so a
 /// drain and a kill by the grace period's end read alike. A Job retries it without

@@ -264,3 +264,24 @@ fn serve_job_exits_0_only_at_the_goal() {
     assert!(out.stderr.contains("goal.stop_when"), "{}", out.stderr);
     assert!(p.events_of("round_start").is_empty());
 }
+
+/// `serve --job` and SIGTERM during a round: 143 (a drain, retried) while the run has
+/// rounds left; 79 when that round was the last `--max-rounds` allowed (the stop changed
+/// nothing: the run ended at its bound). The round ends recorded either way.
+#[test]
+fn serve_job_reads_a_stop_as_a_drain_only_before_its_bound() {
+    let goal = format!("stop_when = \"all_satisfied\"\n{}", progress_check(99));
+    for (max_rounds, code) in [("10", 143), ("1", 79)] {
+        let p = Project::new();
+        let agent = script(&p, "slow.sh", "sleep 3\necho step >> progress.txt\n");
+        p.write_config_text(&config(&agent, &goal, ""));
+        let serve = p.spawn(&["serve", "--job", "--max-rounds", max_rounds]);
+        p.wait_for_event("agent_spawn");
+        serve.signal(libc::SIGTERM);
+        let out = serve.wait(Duration::from_secs(60));
+        out.assert_code(code);
+        assert_eq!(p.events_of("round_end").len(), 1, "{}", p.events_text());
+        let stopping = p.events_of("serve_stopping");
+        assert_eq!(stopping[0]["reason"], "signal", "{}", p.events_text());
+    }
+}

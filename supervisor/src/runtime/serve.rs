@@ -441,7 +441,7 @@ struct Serving<'a> {
     started: Instant,
     /// The goal was reached (`goal_reached`).
     goal_met: bool,
-    /// A stop ended the loop (`serve_stopping` with `signal`).
+    /// A stop ended the loop (`serve_stopping` with `signal`) before a bound was reached.
     drained: bool,
 }
 
@@ -529,7 +529,9 @@ impl Serving<'_> {
                     hook: None,
                     message: None,
                 });
-                self.drained = true;
+                // A stop that comes once a bound is reached changes nothing: the run ended
+                // at its bound.
+                self.drained = !self.bound_reached();
                 return;
             }
             self.follow
@@ -574,6 +576,18 @@ impl Serving<'_> {
             refresh_summary(&self.runner.config.runtime.state_dir);
             pause(stop, self.follow, self.runner, self.gate, wait).await;
         }
+    }
+
+    /// Whether `max_rounds` or `max_duration_s` is reached (no event: [`Self::must_end`]
+    /// records it when it ends the loop).
+    fn bound_reached(&self) -> bool {
+        self.max_rounds.is_some_and(|max| self.completed >= max)
+            || self
+                .runner
+                .config
+                .runtime
+                .max_duration
+                .is_some_and(|max| self.started.elapsed() >= max)
     }
 
     /// The checks before a round that end `serve`: the stop file, the crash-loop breaker,
