@@ -190,7 +190,7 @@ fn serve_job_exits_in_the_image_are_what_the_jobs_policy_expects() {
     assert_eq!(job_does(code), "Complete");
 
     // A drain by SIGTERM during a round: 143, retried uncounted; the round ended recorded.
-    let tree = Tree::new(&config(20, 5, &goal("false")));
+    let tree = Tree::new(&config(8, 5, &goal("false")));
     let c = tree.start(&["--job"]);
     wait_until("the first round to start", Duration::from_secs(60), || {
         (!tree.rounds("round_start").is_empty()).then_some(())
