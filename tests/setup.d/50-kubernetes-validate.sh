@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The manifest validator of tests/tests/kube_manifests.rs: PyPI's kubernetes-validate (the
-# schemas of a Kubernetes release, checked with --strict), pinned, in a venv of its own under
-# target/kubernetes-validate/ (never committed). PyYAML comes with it; the tests also use
-# it to read the manifests as JSON. A venv already prepared (its `ready` file) is left alone.
+# schemas of a Kubernetes release, checked with --strict), pinned, in a venv of its own
+# under target/kubernetes-validate/ (never committed). PyYAML comes with it; kube_manifests.rs
+# and job_exits.rs also read the manifests with it. A venv already prepared (its `ready`
+# file names the version) is left alone.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 VERSION=1.37.0
