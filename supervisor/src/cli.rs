@@ -66,6 +66,10 @@ pub(crate) enum Command {
         /// Start rounds whatever [schedule] says (testing, catching up).
         #[arg(long)]
         ignore_schedule: bool,
+        /// Run as a Kubernetes Job: exit 0 only when [goal] stop_when = "all_satisfied" is
+        /// met; 143 when drained by a stop, 79 when a bound or a stop file ends it first.
+        #[arg(long)]
+        job: bool,
     },
     /// Check the config, the sandbox and every host's pin; exit non-zero when serve would
     /// refuse to boot (78) or a check fails (1). Read-only.
@@ -435,7 +439,16 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             max_rounds,
             once,
             ignore_schedule,
-        } => run_serve(&config, json, max_rounds, once, ignore_schedule).await,
+            job,
+        } => {
+            let options = ServeOptions {
+                max_rounds,
+                once,
+                ignore_schedule,
+                job,
+            };
+            run_serve(&config, json, options).await
+        }
         Command::Plugin { command } => plugin(command, config, json).await,
         Command::Peek {
             round,
@@ -623,17 +636,10 @@ fn peek(
 async fn run_serve(
     config: &std::path::Path,
     json: bool,
-    max_rounds: Option<u64>,
-    once: bool,
-    ignore_schedule: bool,
+    options: ServeOptions,
 ) -> Result<u8, CliError> {
-    let options = ServeOptions {
-        max_rounds,
-        once,
-        ignore_schedule,
-    };
     let (sender, mut stop) = stop::install().map_err(|e| CliError::failure(e.to_string()))?;
-    let mut booted = serve::boot(config).await?;
+    let mut booted = serve::boot(config, options.job).await?;
     let pid_file = crate::runtime::log_views::serve_pid(&booted.runner.config.runtime.log_dir);
     let state_dir = booted.runner.config.runtime.state_dir.clone();
     let control = crate::operator::control::listen(&state_dir, sender, booted.status.subscribe())
@@ -730,7 +736,7 @@ const ROUND_TAIL_CHARS: usize = 4000;
 
 async fn round(config: &std::path::Path, json: bool, phase: Option<&str>) -> Result<u8, CliError> {
     let mut stop = stop::install_signal_handlers().map_err(|e| CliError::failure(e.to_string()))?;
-    let mut booted = serve::boot(config).await?;
+    let mut booted = serve::boot(config, false).await?;
     if let Some(name) = phase {
         let list = &booted.runner.config.phases.list;
         if !list.iter().any(|p| p == name) {

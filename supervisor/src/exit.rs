@@ -1,8 +1,10 @@
 //! Exit codes and the one top-level error type of the CLI (the reference system's codes:
 //! 0 clean, 1 failure, 2 usage, 70 memory loop across restarts, 71 memory loop, 75
 //! deferred/skipped/crash loop, 76 environmental, 78 permanent config error, 130
-//! interrupted), plus ours: 77 stopped on a login failure (`[monitor] auto_stop_on`).
-//! docs/operations.md, "Leaving it unattended", has the table.
+//! interrupted), plus ours: 77 stopped on a login failure (`[monitor] auto_stop_on`), and
+//! the two exits of `serve --job`: 79 ended without its goal, 143 drained by a stop signal.
+//! docs/operations.md, "Leaving it unattended", has the table; "Running as a Job" maps
+//! them onto a Kubernetes Job's `podFailurePolicy`.
 
 use std::fmt;
 use std::process::ExitCode;
@@ -44,6 +46,20 @@ pub(crate) const MEM_LOOP: u8 = 71;
 /// systemd unit restarts it, bounded by its start limit (EX_PROTOCOL, the reference
 /// system's code for an environmental failure).
 pub(crate) const ENVIRONMENT: u8 = 76;
+/// `serve --job` ended without its goal reached (`[goal] stop_when = "all_satisfied"`): a
+/// bound (`max_rounds`, `--max-rounds`, `--once`, `max_duration_s`), the stop file or the
+/// agent's `.agent-done`. The budget is spent and the task is not done; a new start would
+/// spend another, so the systemd unit does not restart on it and a Job fails on it
+/// (docs/operations.md, "Running as a Job"). Past the sysexits range, which has no word
+/// for it.
+pub(crate) const GOAL_NOT_REACHED: u8 = 79;
+/// `serve --job` drained by a stop (SIGTERM, SIGINT, `agent-runner stop`) before its goal
+/// and its bound (a stop once a bound is reached ends it with [`GOAL_NOT_REACHED`]):
+/// the pod was deleted, evicted or preempted, and the round under way finished and was
+/// recorded. 128 + SIGTERM, what a kubelet reports for a process the signal killed, so a
+/// drain and a kill by the grace period's end read alike. A Job retries it without
+/// counting it against `backoffLimit`; the systemd unit restarts on it.
+pub(crate) const DRAINED: u8 = 143;
 /// Interrupted by a stop before the work could start.
 pub(crate) const INTERRUPTED: u8 = 130;
 /// Permanent configuration error: bad config, or `sandbox = "require"` cannot engage
@@ -52,10 +68,65 @@ pub(crate) const CONFIG: u8 = 78;
 
 /// The exits of `serve` that mean "stay stopped": a person must act before a new start can
 /// help (usage, a memory loop restarts did not cure, a deliberate stop, a login failure, a
-/// config error). The systemd unit lists them in `RestartPreventExitStatus=`
-/// (docs/operations.md, "Leaving it unattended"); [`MEM_LOOP`] and [`ENVIRONMENT`] are
-/// left out on purpose: a new start may find the host healed.
-pub(crate) const STAY_STOPPED: [u8; 5] = [USAGE, MEM_LOOP_PERSISTENT, TEMPFAIL, NOPERM, CONFIG];
+/// config error, a Job's goal not reached). The systemd unit lists them in
+/// `RestartPreventExitStatus=` (docs/operations.md, "Leaving it unattended") and a Job's
+/// `podFailurePolicy` fails the Job on them ("Running as a Job"); [`MEM_LOOP`] and
+/// [`ENVIRONMENT`] are left out on purpose: a new start may find the host healed.
+pub(crate) const STAY_STOPPED: [u8; 6] = [
+    USAGE,
+    MEM_LOOP_PERSISTENT,
+    TEMPFAIL,
+    NOPERM,
+    CONFIG,
+    GOAL_NOT_REACHED,
+];
+
+/// The exits of `serve` that mean "stopped from outside, start again": a Job's
+/// `podFailurePolicy` retries them without counting them against `backoffLimit` (the
+/// pod's disruption is not the run's failure). Every other non-zero exit is retried and
+/// counted, as the systemd unit restarts it within its start limit.
+pub(crate) const DISRUPTED: [u8; 1] = [DRAINED];
+
+/// What a Kubernetes Job does with an exit of `serve --job`: success, or the action of the
+/// Job's `podFailurePolicy` rule the exit matches (the rule's `action` word: FailJob,
+/// Ignore, Count). deploy/kubernetes/ generates that policy from [`STAY_STOPPED`] and
+/// [`DISRUPTED`]; a unit test holds it to [`JobAction::of`] for every exit code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum JobAction {
+    /// Exit 0: the Job is complete.
+    Complete,
+    /// The Job fails at once, whatever `backoffLimit` allows ([`STAY_STOPPED`]).
+    FailJob,
+    /// A new pod starts, not counted against `backoffLimit` ([`DISRUPTED`]).
+    Ignore,
+    /// A new pod starts, counted against `backoffLimit` (every other exit).
+    Count,
+}
+
+impl JobAction {
+    /// The action for exit `code`.
+    pub(crate) fn of(code: u8) -> Self {
+        if code == OK {
+            JobAction::Complete
+        } else if STAY_STOPPED.contains(&code) {
+            JobAction::FailJob
+        } else if DISRUPTED.contains(&code) {
+            JobAction::Ignore
+        } else {
+            JobAction::Count
+        }
+    }
+
+    /// What the Job does, in words.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            JobAction::Complete => "completes",
+            JobAction::FailJob => "fails",
+            JobAction::Ignore => "starts a new pod, not counted against backoffLimit",
+            JobAction::Count => "starts a new pod, counted against backoffLimit",
+        }
+    }
+}
 
 /// An error that ends the command: one message for stderr and its exit code.
 #[derive(Debug)]

@@ -27,6 +27,8 @@ pub mod detectors;
 pub(crate) mod exit;
 pub mod hosts;
 pub mod operator;
+#[cfg(test)]
+mod pod_failure_policy;
 pub mod record;
 pub mod runtime;
 pub(crate) mod tree_file;

@@ -14,6 +14,9 @@
 //! - the default with Landlock's system calls taken out (an older runtime's profile):
 //!   `sandbox = "require"` refuses to boot (exit 78), and only then.
 //!
+//! And under gVisor (`runsc`, Debian's package), with the engine's default profile: what
+//! doctor says there, and that this gVisor starts neither hosts nor the agent.
+//!
 //! The supervisor runs as uid 10001 inside; the engine runs as root (rootful podman), as CI
 //! does. Nothing here skips: without podman the tests fail, saying to run tests/setup.sh.
 
@@ -75,6 +78,29 @@ impl Profile {
             }
         }
         out
+    }
+}
+
+/// The OCI runtime a case runs under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Runtime {
+    /// The engine's own (runc on the development machine).
+    Engine,
+    /// gVisor's `runsc` (Debian's package; tests/setup.d/40-podman.sh), its own network
+    /// stack off as the containers' network is.
+    Gvisor,
+}
+
+impl Runtime {
+    /// podman's global options that choose it.
+    fn global_args(self) -> Vec<String> {
+        match self {
+            Runtime::Engine => Vec::new(),
+            Runtime::Gvisor => vec![
+                "--runtime=/usr/bin/runsc".into(),
+                "--runtime-flag=network=none".into(),
+            ],
+        }
     }
 }
 
@@ -232,9 +258,10 @@ fn config() -> String {
 }
 
 /// `doctor --json` in a fresh container of the image under `profile`: (exit code, report).
-fn doctor(tree: &Tree, profile: &Path) -> (i32, Value) {
+fn doctor(tree: &Tree, profile: &Path, runtime: Runtime) -> (i32, Value) {
     let name = Container::named("doctor");
-    let mut args = vec!["run".to_owned(), format!("--name={}", name.name)];
+    let mut args = runtime.global_args();
+    args.extend(["run".to_owned(), format!("--name={}", name.name)]);
     args.extend(tree.run_options(profile));
     args.extend([
         engine().image().to_owned(),
@@ -295,13 +322,14 @@ impl Observed {
 
 /// Runs `serve` in the image under `profile` until its first round has ended, stops it the
 /// way the engine stops a container (SIGTERM), and checks the stop was graceful.
-fn serve_one_round(tree: &Tree, profile: &Path) -> Observed {
+fn serve_one_round(tree: &Tree, profile: &Path, runtime: Runtime) -> Observed {
     let name = Container::named("serve");
-    let mut args = vec![
+    let mut args = runtime.global_args();
+    args.extend([
         "run".to_owned(),
         "--detach".into(),
         format!("--name={}", name.name),
-    ];
+    ]);
     args.extend(tree.run_options(profile));
     args.push(engine().image().to_owned());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -387,9 +415,9 @@ fn assert_landlock_and_seccomp_hold(report: &Value, seen: &Observed) {
 fn serve_in_the_image_under_the_engine_default_profile_gets_every_layer() {
     let tree = Tree::new(&config());
     let profile = Profile::EngineDefault.file(tree.tmp.path());
-    let (code, report) = doctor(&tree, &profile);
+    let (code, report) = doctor(&tree, &profile, Runtime::Engine);
     assert_eq!(code, 0, "{report}");
-    let seen = serve_one_round(&tree, &profile);
+    let seen = serve_one_round(&tree, &profile, Runtime::Engine);
     assert_landlock_and_seccomp_hold(&report, &seen);
     for name in ["pid_namespace", "process_bound"] {
         let (on, detail) = layer(&report, name);
@@ -410,9 +438,9 @@ fn serve_in_the_image_under_the_engine_default_profile_gets_every_layer() {
 fn serve_in_the_image_with_user_namespaces_denied_keeps_landlock_and_seccomp() {
     let tree = Tree::new(&config());
     let profile = Profile::UsernsDenied.file(tree.tmp.path());
-    let (code, report) = doctor(&tree, &profile);
+    let (code, report) = doctor(&tree, &profile, Runtime::Engine);
     assert_eq!(code, 0, "{report}");
-    let seen = serve_one_round(&tree, &profile);
+    let seen = serve_one_round(&tree, &profile, Runtime::Engine);
     assert_landlock_and_seccomp_hold(&report, &seen);
     // Doctor says the PID namespace and the process bound are off, and why: the seccomp
     // filter the supervisor runs under.
@@ -448,7 +476,7 @@ fn serve_in_the_image_with_user_namespaces_denied_keeps_landlock_and_seccomp() {
 fn require_refuses_in_the_image_only_when_landlock_cannot_engage() {
     let tree = Tree::new(&config());
     let profile = Profile::LandlockDenied.file(tree.tmp.path());
-    let (code, report) = doctor(&tree, &profile);
+    let (code, report) = doctor(&tree, &profile, Runtime::Engine);
     assert_eq!(code, 78, "{report}");
     assert_eq!(report["sandbox"]["landlock_abi"], Value::Null, "{report}");
     assert_ne!(
@@ -467,4 +495,77 @@ fn require_refuses_in_the_image_only_when_landlock_cannot_engage() {
     assert_eq!(out.status.code(), Some(78), "{stderr}");
     assert!(stderr.contains("require"), "{stderr}");
     assert!(tree.events_of("round_start").is_empty());
+}
+
+/// The image under gVisor (Debian bookworm's `runsc`, 0.0~20221219): what doctor reports and
+/// what the same hostile hosts meet (docs/operations.md, "On agent-sandbox"). Landlock is
+/// absent (ENOSYS: gVisor has no Landlock), so `require` refuses; under `prefer` doctor
+/// calls seccomp off too (gVisor offers no `/proc/sys/kernel/seccomp/actions_avail`) and
+/// the namespace, process, memory and write layers on, yet this gVisor lacks `pidfd_open`:
+/// doctor's `pidfd` check fails (exit 1), and indeed no host launches and no agent starts,
+/// each failing with ENOSYS, recorded.
+#[test]
+fn serve_in_the_image_under_debians_gvisor_starts_neither_hosts_nor_the_agent() {
+    let tree = Tree::new(&config());
+    let profile = Profile::EngineDefault.file(tree.tmp.path());
+    let (code, report) = doctor(&tree, &profile, Runtime::Gvisor);
+    assert_eq!(code, 78, "{report}");
+    assert_eq!(report["sandbox"]["landlock_abi"], Value::Null, "{report}");
+
+    let tree = Tree::new(&config().replace("sandbox = \"require\"", "sandbox = \"prefer\""));
+    let (code, report) = doctor(&tree, &profile, Runtime::Gvisor);
+    assert_eq!(code, 1, "{report}");
+    let failed: Vec<&Value> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["ok"] == false)
+        .collect();
+    assert_eq!(failed.len(), 1, "{report}");
+    assert_eq!(failed[0]["name"], "pidfd", "{report}");
+    assert!(
+        failed[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("os error 38"),
+        "{report}"
+    );
+    assert_eq!(report["sandbox"]["achieved_tier"], "unconfined", "{report}");
+    let reason = report["sandbox"]["unconfined_reason"].as_str().unwrap();
+    assert!(
+        reason.contains("landlock: not built into this kernel (ENOSYS)"),
+        "{reason}"
+    );
+    assert!(reason.contains("actions_avail"), "{reason}");
+    for (name, on) in [
+        ("landlock", false),
+        ("seccomp", false),
+        ("pid_namespace", true),
+        ("process_bound", true),
+        ("memory_bound", true),
+        ("unix_socket_rule", false),
+        ("write_limits", true),
+    ] {
+        let (is, detail) = layer(&report, name);
+        assert_eq!(is, on, "{name}: {detail}");
+    }
+    let seen = serve_one_round(&tree, &profile, Runtime::Gvisor);
+    for (hook, _, _) in HOSTS {
+        let message = seen.message(hook);
+        assert!(
+            message.contains("pidfd of the supervisor") && message.contains("os error 38"),
+            "{hook}: {message}"
+        );
+    }
+    assert!(seen.killed.is_empty(), "{}", seen.events);
+    let spawn_failed = tree.events_of("agent_spawn_failed");
+    assert_eq!(spawn_failed.len(), 1, "{}", seen.events);
+    assert!(
+        spawn_failed[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("os error 38"),
+        "{}",
+        seen.events
+    );
 }

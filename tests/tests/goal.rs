@@ -205,3 +205,83 @@ fn max_duration_ends_serve_and_the_rate_ceiling_pauses_it_across_restarts() {
     assert_eq!(resumed.len(), 1);
     assert_eq!(resumed[0]["reason"], "stop");
 }
+
+/// `serve --job` (docs/operations.md, "Running as a Job"): 0 only with the goal reached;
+/// the stop file and the agent's `.agent-done` before the goal exit 79, where plain `serve`
+/// (the control) exits 0; no goal that can end the run is refused (78).
+#[test]
+fn serve_job_exits_0_only_at_the_goal() {
+    let p = Project::new();
+    let agent = worker(&p);
+    let goal = format!("stop_when = \"all_satisfied\"\n{}", progress_check(2));
+    p.write_config_text(&config(&agent, &goal, ""));
+    let out = p.run(&["serve", "--job", "--max-rounds", "10"]);
+    out.assert_code(0);
+    assert_eq!(p.events_of("goal_reached").len(), 1, "{}", p.events_text());
+
+    // The stop file, present before the first round.
+    let p = Project::new();
+    let agent = worker(&p);
+    let stop = p.tmp_dir().join("STOP");
+    std::fs::write(&stop, "enough\n").unwrap();
+    let runtime = format!("stop_file = {}\n", toml_string(&stop.to_string_lossy()));
+    p.write_config_text(&config(&agent, &goal, &runtime));
+    let out = p.run(&["serve", "--job", "--max-rounds", "10"]);
+    out.assert_code(79);
+    assert!(
+        out.stderr
+            .contains("ended before the goal was reached (exit 79: the Job fails)"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(p.events_of("stop_file_detected").len(), 1);
+    p.run(&["serve", "--max-rounds", "10"]).assert_code(0);
+
+    // The agent says it is done after its first round; the goal says otherwise.
+    let p = Project::new();
+    let agent = script(
+        &p,
+        "done.sh",
+        "echo step >> progress.txt\necho finished > \"$AGENT_RUNNER_LOG_DIR/.agent-done\"\n",
+    );
+    p.write_config_text(&config(&agent, &goal, ""));
+    let out = p.run(&["serve", "--job", "--max-rounds", "10"]);
+    out.assert_code(79);
+    assert_eq!(p.events_of("round_start").len(), 1, "{}", p.events_text());
+    assert_eq!(
+        p.events_of("agent_self_terminated").len(),
+        1,
+        "{}",
+        p.events_text()
+    );
+
+    // No goal that can end the run.
+    let p = Project::new();
+    let agent = worker(&p);
+    p.write_config_text(&config(&agent, &progress_check(2), ""));
+    let out = p.run(&["serve", "--job", "--max-rounds", "1"]);
+    out.assert_code(78);
+    assert!(out.stderr.contains("goal.stop_when"), "{}", out.stderr);
+    assert!(p.events_of("round_start").is_empty());
+}
+
+/// `serve --job` and SIGTERM during a round: 143 (a drain, retried) while the run has
+/// rounds left; 79 when that round was the last `--max-rounds` allowed (the stop changed
+/// nothing: the run ended at its bound). The round ends recorded either way.
+#[test]
+fn serve_job_reads_a_stop_as_a_drain_only_before_its_bound() {
+    let goal = format!("stop_when = \"all_satisfied\"\n{}", progress_check(99));
+    for (max_rounds, code) in [("10", 143), ("1", 79)] {
+        let p = Project::new();
+        let agent = script(&p, "slow.sh", "sleep 3\necho step >> progress.txt\n");
+        p.write_config_text(&config(&agent, &goal, ""));
+        let serve = p.spawn(&["serve", "--job", "--max-rounds", max_rounds]);
+        p.wait_for_event("agent_spawn");
+        serve.signal(libc::SIGTERM);
+        let out = serve.wait(Duration::from_secs(60));
+        out.assert_code(code);
+        assert_eq!(p.events_of("round_end").len(), 1, "{}", p.events_text());
+        let stopping = p.events_of("serve_stopping");
+        assert_eq!(stopping[0]["reason"], "signal", "{}", p.events_text());
+    }
+}

@@ -6,10 +6,12 @@
 //! no host left), and a new pod on the same volumes continues the round count.
 //!
 //! What the test changes in the manifest before playing it: the image (the one the tests
-//! build), the config in the ConfigMap (the demo agent and the image's example host), and
-//! the Secret, which podman 4.3 cannot read from a manifest: it is created as a podman
-//! secret holding the same keys; and the PersistentVolumeClaims: the test creates their
-//! volumes itself (podman would, empty) to put the work tree in first. podman does not run the probes (it has no kubelet): the
+//! build) and the config in the ConfigMap (the demo agent and the image's example host).
+//! What it does in place of deploy/kubernetes/project.yaml, which it does not play: the
+//! Secret, which podman 4.3 cannot read from a manifest, is created as a podman secret
+//! holding the same keys; the PersistentVolumeClaims' volumes are created by the test
+//! (podman would, empty) to put the work tree in first; the NetworkPolicy podman would not
+//! enforce (docs/operations.md, "The network policy"). podman does not run the probes (it has no kubelet): the
 //! test asks `/healthz` itself, and deletes the pod as a kubelet does, SIGTERM then
 //! `terminationGracePeriodSeconds`.
 
@@ -32,8 +34,6 @@ fn manifest(config: &str) -> String {
     let text = std::fs::read_to_string(workspace_root().join(MANIFEST)).expect("manifest");
     let docs: Vec<String> = text
         .split("\n---\n")
-        .filter(|d| !d.contains("\nkind: Secret\n"))
-        .filter(|d| !d.contains("\nkind: PersistentVolumeClaim\n"))
         .map(|d| {
             if d.contains("\nkind: ConfigMap\n") {
                 let at = d

@@ -408,6 +408,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     checks.push(log_dir_check(&config.runtime.log_dir));
     checks.push(host_health_check(&config));
     checks.push(round_cgroup_check(&config));
+    checks.push(pidfd_check());
     checks.push(prompt_check(&config.prompt.files[0]));
     let agent = &config.agent.command[0];
     let base = config.path.parent().unwrap_or(Path::new("/"));
@@ -634,6 +635,22 @@ fn host_health_check(config: &Config) -> Check {
         ),
         Some(p) => check("host_health", true, format!("warning ({}): {}", p.signal, p.message), ""),
         None => check("host_health", true, "disk, memory and memory pressure below their thresholds", ""),
+    }
+}
+
+/// `pidfd`: whether `pidfd_open(2)` works here. Every host launch and every agent start
+/// opens a pidfd of the supervisor ([`agent_runner_plugin_host::pid_namespace::own_pidfd`]),
+/// so without it no host and no agent starts: a runtime that lacks the call (gVisor
+/// before it implemented pidfds, docs/operations.md "On agent-sandbox") fails here.
+fn pidfd_check() -> Check {
+    match agent_runner_plugin_host::pid_namespace::own_pidfd() {
+        Ok(_) => check("pidfd", true, "pidfd_open(2) works", ""),
+        Err(e) => check(
+            "pidfd",
+            false,
+            format!("pidfd_open(2) fails ({e}): no host can launch and no agent can start"),
+            "run on Linux 5.3 or later, or a runtime that implements pidfd_open (a current gVisor)",
+        ),
     }
 }
 

@@ -167,13 +167,19 @@ fn unusable_at_boot(events: &EventLog, err: BootError) -> BootError {
     err
 }
 
-/// Everything before the first round: config, gate, lock, git check, hosts.
+/// Everything before the first round: config, gate, lock, git check, hosts. `job`
+/// (`serve --job`) also needs a goal that can end the run: `[goal] stop_when =
+/// "all_satisfied"`.
 ///
-/// Errors: [`BootError`]; the CLI exits 78 for config and gate problems, 76 when the state
-/// dir or work tree cannot be used ([`BootError::is_environmental`]), 1 for the others
-/// (another supervisor holds the lock, typically).
-pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
+/// Errors: [`BootError`]; the CLI exits 78 for config and gate problems (and for `job`
+/// without such a goal), 76 when the state dir or work tree cannot be used
+/// ([`BootError::is_environmental`]), 1 for the others (another supervisor holds the lock,
+/// typically).
+pub(crate) async fn boot(config_path: &Path, job: bool) -> Result<Booted, BootError> {
     let config = config::load(config_path)?;
+    if job {
+        job_goal(&config)?;
+    }
     // An agent that will fail every round on this machine (claude's bypass flag as root):
     // refused here with doctor's finding and fix, not found out round after round.
     let (unmet, _) = crate::runtime::agent_preconditions::on_this_machine(&config);
@@ -287,6 +293,24 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     })
 }
 
+/// `serve --job` ends 0 only when the goal is reached, so it needs `[goal] stop_when =
+/// "all_satisfied"` (docs/operations.md, "Running as a Job"). Errors: a
+/// [`ConfigError::Key`] naming `goal.stop_when` (exit 78).
+fn job_goal(config: &config::Config) -> Result<(), ConfigError> {
+    let reachable = config
+        .goal
+        .as_ref()
+        .is_some_and(|g| g.stop_when == config::StopWhen::AllSatisfied);
+    if reachable {
+        return Ok(());
+    }
+    Err(ConfigError::Key {
+        path: config.path.clone(),
+        key: "goal.stop_when".to_owned(),
+        message: "serve --job ends 0 only when the goal is reached: set [goal] stop_when = \"all_satisfied\" with at least one [[goal.checks]] entry".to_owned(),
+    })
+}
+
 /// The first 200 characters of the stop file (lossy UTF-8), read without blocking and only
 /// from a regular file; empty otherwise (`stop_file_detected.content`).
 fn stop_file_content(file: &std::path::Path) -> String {
@@ -302,6 +326,10 @@ pub(crate) struct ServeOptions {
     pub once: bool,
     /// Start rounds whatever `[schedule]` says (`--ignore-schedule`).
     pub ignore_schedule: bool,
+    /// `--job`: exit 0 only when the goal is reached; a drain by a stop exits
+    /// [`crate::exit::DRAINED`], any other end that would be 0
+    /// [`crate::exit::GOAL_NOT_REACHED`] (docs/operations.md, "Running as a Job").
+    pub job: bool,
 }
 
 /// How `serve` ended.
@@ -312,7 +340,8 @@ pub(crate) struct ServeEnd {
     /// The exit code: 0; 75 after a crash loop, a stall or a transient failure under
     /// `transient_error_action = "stop"`; 77 on an honoured post-round stop (login); 71
     /// after a memory loop, 70 after a memory loop again across restarts; 76 when the
-    /// environment stayed unusable; 78 for a startup hook or a stale `.agent-done`.
+    /// environment stayed unusable; 78 for a startup hook or a stale `.agent-done`. Under
+    /// `--job`, 0 only with the goal reached: 143 for a drain, 79 for the other ends.
     pub code: u8,
 }
 
@@ -357,6 +386,8 @@ pub(crate) async fn serve(
         env_failures: 0,
         code: crate::exit::OK,
         started: Instant::now(),
+        goal_met: false,
+        drained: false,
     };
     serving
         .service
@@ -364,6 +395,11 @@ pub(crate) async fn serve(
     if serving.clear_agent_done() && serving.start_up(stop).await {
         serving.run_rounds(options, stop).await;
     }
+    let code = if options.job {
+        serving.job_code()
+    } else {
+        serving.code
+    };
     let runner = &serving.runner;
     refresh_summary(&runner.config.runtime.state_dir);
     serving
@@ -374,7 +410,7 @@ pub(crate) async fn serve(
         .update(ServiceState::Stopped, None, &runner.hosts);
     ServeEnd {
         completed: serving.completed,
-        code: serving.code,
+        code,
     }
 }
 
@@ -409,6 +445,10 @@ struct Serving<'a> {
     code: u8,
     /// When this serve began (`max_duration_s`).
     started: Instant,
+    /// The goal was reached (`goal_reached`).
+    goal_met: bool,
+    /// A stop ended the loop (`serve_stopping` with `signal`) before a bound was reached.
+    drained: bool,
 }
 
 /// What the loop does after a round attempt.
@@ -422,6 +462,25 @@ enum Flow {
 }
 
 impl Serving<'_> {
+    /// The exit of `serve --job` ([`ServeOptions::job`]): the code so far when it is not
+    /// 0, else 0 with the goal reached, [`crate::exit::DRAINED`] after a stop,
+    /// [`crate::exit::GOAL_NOT_REACHED`] otherwise; the last two said on stderr.
+    fn job_code(&self) -> u8 {
+        if self.code != crate::exit::OK || self.goal_met {
+            return self.code;
+        }
+        let (code, why) = if self.drained {
+            (crate::exit::DRAINED, "drained by a stop")
+        } else {
+            (crate::exit::GOAL_NOT_REACHED, "ended")
+        };
+        eprintln!(
+            "agent-runner: serve --job {why} before the goal was reached (exit {code}: the Job {})",
+            crate::exit::JobAction::of(code).describe()
+        );
+        code
+    }
+
     /// Removes the `.agent-done` an earlier run left ([`agent_done`]); `false` (exit 78,
     /// `serve_stopping` with `agent_done_stale`) when it cannot: it would end this run
     /// before its first round.
@@ -476,6 +535,9 @@ impl Serving<'_> {
                     hook: None,
                     message: None,
                 });
+                // A stop that comes once a bound is reached changes nothing: the run ended
+                // at its bound.
+                self.drained = !self.bound_reached();
                 return;
             }
             self.follow
@@ -520,6 +582,18 @@ impl Serving<'_> {
             refresh_summary(&self.runner.config.runtime.state_dir);
             pause(stop, self.follow, self.runner, self.gate, wait).await;
         }
+    }
+
+    /// Whether `max_rounds` or `max_duration_s` is reached (no event: [`Self::must_end`]
+    /// records it when it ends the loop).
+    fn bound_reached(&self) -> bool {
+        self.max_rounds.is_some_and(|max| self.completed >= max)
+            || self
+                .runner
+                .config
+                .runtime
+                .max_duration
+                .is_some_and(|max| self.started.elapsed() >= max)
     }
 
     /// The checks before a round that end `serve`: the stop file, the crash-loop breaker,
@@ -865,6 +939,7 @@ impl Serving<'_> {
             return Flow::Stop;
         }
         if self.goal_reached(&ran) {
+            self.goal_met = true;
             return Flow::Stop;
         }
         if self.max_rounds.is_some_and(|max| self.completed >= max)
