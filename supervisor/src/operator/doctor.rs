@@ -643,7 +643,7 @@ fn host_health_check(config: &Config) -> Check {
 /// so without it no host and no agent starts: a runtime that lacks the call (gVisor
 /// before it implemented pidfds, docs/operations.md "On agent-sandbox") fails here.
 fn pidfd_check() -> Check {
-    match agent_runner_plugin_host::pid_namespace::own_pidfd() {
+    match agent_runner_plugin_host::common::pid_namespace::own_pidfd() {
         Ok(_) => check("pidfd", true, "pidfd_open(2) works", ""),
         Err(e) => check(
             "pidfd",
