@@ -296,6 +296,10 @@ enum RoundSummary {
         exit_cause: &'static str,
         duration_s: f64,
         dirty_outcome: Option<&'static str>,
+        /// What the agent's sandbox refused, one sentence each with its fix
+        /// (`agent_egress_refused`); absent when nothing was.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        egress_refused: Vec<String>,
     },
     /// A spawn hook deferred or skipped it, or a stop came first (`action`).
     NotStarted {
@@ -818,7 +822,23 @@ fn round_ran(ran: &Ran, hint: Option<String>) -> (u8, RoundSummary) {
             agent_runner_protocol::printable::printable(&tail, true)
         );
     }
+    for (refusal, count) in &ran.egress_refused {
+        let times = if *count > 1 {
+            format!(" ({count} times)")
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "agent-runner: round {}: {}{times}",
+            ran.round_num,
+            refusal.sentence()
+        );
+    }
+    let sandboxed = crate::runtime::serve::sandbox_failure(ran).is_some();
     match &ran.post_round {
+        PostRound::BackOff { .. } if sandboxed => {
+            eprintln!("agent-runner: the round failed on the agent sandbox, not the provider's network; serve would not back off");
+        }
         PostRound::Stop { hook, message, .. } => {
             let hint = hint.map(|h| format!("; {h}")).unwrap_or_default();
             eprintln!("agent-runner: {message} (post-round hook {hook}){hint}");
@@ -838,6 +858,11 @@ fn round_ran(ran: &Ran, hint: Option<String>) -> (u8, RoundSummary) {
         exit_cause: agent_exit.cause.as_str(),
         duration_s: agent_exit.duration.as_secs_f64(),
         dirty_outcome: ran.dirty.as_ref().map(|d| d.as_str()),
+        egress_refused: ran
+            .egress_refused
+            .iter()
+            .map(|(r, _)| r.sentence())
+            .collect(),
     };
     (code, summary)
 }

@@ -33,6 +33,8 @@ use crate::runtime::config_digest;
 use crate::runtime::detect_hooks::{self, AutoStop};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
 use crate::runtime::egress_proxy;
+use crate::runtime::egress_refusals::{EgressRefusal, EgressTally};
+use crate::runtime::upstream_proxy::UpstreamProxies;
 use crate::runtime::git::Repo;
 use crate::runtime::git_operation;
 use crate::runtime::grace::Grace;
@@ -101,6 +103,9 @@ pub(crate) struct Ran {
     pub tree_changed: bool,
     /// What the `[goal]` checks found after the agent exited (`None` without `[goal]`).
     pub goal: Option<crate::runtime::goal::Checked>,
+    /// The connects the agent's sandbox refused, each once with its count, most frequent
+    /// first (`agent_egress_refused`).
+    pub egress_refused: Vec<(EgressRefusal, u64)>,
 }
 
 /// Why a round could not run. Each is reported to the operator: `serve` records it as
@@ -352,8 +357,8 @@ impl Runner {
             "AGENT_RUNNER_FRESH_EYES".into(),
             if fresh { "1" } else { "0" }.into(),
         ));
-        if self.config.profile(phase).agent.allow_hosts.is_some() {
-            env.extend(egress_proxy::agent_env());
+        if let Some(allow) = &self.config.profile(phase).agent.allow_hosts {
+            env.extend(egress_proxy::agent_env(allow));
         }
         if let Some(file) = &self.config.runtime.narrative_file {
             env.push((
@@ -415,8 +420,9 @@ impl Runner {
             .await?;
         let baseline = self.baseline(round_num).await;
         let head_before = self.repo.head().await;
+        let mut egress = EgressTally::default();
         let exit = self
-            .run_agent(round_num, phase, launch, &log_path, log, stop)
+            .run_agent(round_num, phase, launch, &log_path, log, stop, &mut egress)
             .await;
         if let Some(sessions) = self.sessions.as_mut().filter(|_| resume.is_some()) {
             sessions.ended(
@@ -470,6 +476,7 @@ impl Runner {
             preset_cli: consulted.preset_cli,
             tree_changed,
             goal,
+            egress_refused: egress.distinct(),
         }))
     }
 
@@ -697,6 +704,9 @@ impl Runner {
     /// Runs the agent of round `round_num` under its budget, in a cgroup of its own when
     /// the supervisor's is delegated (`agent_spawn`, `agent_exit`, `round_cgroup_memory`,
     /// `round_oom_killed`; `agent_spawn_failed` and a `round_end` when it cannot start).
+    /// The connects its sandbox refused are recorded in `egress` (and as
+    /// `agent_egress_refused` events after `agent_exit`).
+    #[allow(clippy::too_many_arguments)]
     async fn run_agent(
         &mut self,
         round_num: u64,
@@ -705,6 +715,7 @@ impl Runner {
         log_path: &Path,
         log: File,
         stop: &mut StopWatch,
+        egress: &mut EgressTally,
     ) -> Result<AgentExit, RoundError> {
         let budget = launch.budget;
         let own_sandbox = launch.own_sandbox.clone();
@@ -743,7 +754,14 @@ impl Runner {
         spec.cgroup_procs = cgroup.as_mut().and_then(RoundCgroup::take_procs);
         let mut refusals = None;
         if let Some(allow) = &self.config.profile(phase).agent.allow_hosts {
-            let (bridge, rx) = egress_proxy::open(allow)
+            let agent_env = &self.config.profile(phase).agent.env;
+            let upstream = UpstreamProxies::from_vars(|name| {
+                agent_env
+                    .get(name)
+                    .cloned()
+                    .or_else(|| std::env::var(name).ok())
+            });
+            let (bridge, rx) = egress_proxy::open(allow, upstream)
                 .map_err(|source| self.spawn_failed(round_num, phase, source))?;
             spec.egress = Some(bridge);
             refusals = Some(rx);
@@ -774,12 +792,15 @@ impl Runner {
             .as_ref()
             .is_some_and(|u| u.oom_kills > 0 && exit.signal == Some(libc::SIGKILL));
         self.record_exit(round_num, &exit, budget);
-        let mut tally = DenialTally::default();
         if let Some(mut rx) = refusals {
             while let Ok(r) = rx.try_recv() {
-                tally.add("egress", format!("{}:{}", r.host, r.port), r.access);
+                egress.record(r);
             }
         }
+        for event in egress.events(round_num) {
+            self.events.emit(event);
+        }
+        let mut tally = DenialTally::default();
         for name in &exit.seccomp_denials {
             tally.add("seccomp", (*name).to_owned(), "syscall");
         }

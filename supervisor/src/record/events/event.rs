@@ -469,6 +469,41 @@ pub(crate) enum Event {
         dropped_count: Option<u64>,
     },
 
+    /// A TCP connect of the agent its sandbox refused, once per distinct refusal per round
+    /// with its count, after `agent_exit`, most frequent first, at most
+    /// `crate::runtime::egress_refusals::MAX_EVENTS_PER_ROUND` per round (docs/security.md,
+    /// "Refusals told, with their fix").
+    AgentEgressRefused {
+        /// The round.
+        round_num: u64,
+        /// The layer that refused: `proxy` (the egress proxy, `allow_hosts`) or `landlock`
+        /// (the TCP connect rule, `connect_ports`).
+        layer: String,
+        /// The host name the agent asked for (absent when it asked for an address).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        host: Option<String>,
+        /// The address: the one asked for, or the closed address a listed name resolved
+        /// to (absent for a name refused before it was resolved).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        address: Option<String>,
+        /// The TCP port.
+        port: u16,
+        /// `connect` (a TCP connect, a `CONNECT` tunnel) or `http` (a plain-HTTP request).
+        access: String,
+        /// `not_listed`, `port_not_allowed`, or the class of the closed address a name
+        /// resolved to (`loopback`, `this_machine`, `link_local`, `multicast`,
+        /// `unspecified`, `cloud_metadata`, `private`).
+        reason: String,
+        /// The config key that opens it: `agent.sandbox.allow_hosts` or
+        /// `agent.sandbox.connect_ports`.
+        key: String,
+        /// The sentence told everywhere ("egress to 127.0.0.1:4010 refused by the agent
+        /// sandbox: add 4010 to [agent.sandbox] connect_ports").
+        message: String,
+        /// How many times in the round.
+        count: u64,
+    },
+
     // ---- upgrade (docs/operations.md, "upgrade") ----
     /// `upgrade` swapped in a new binary and the restarted `serve` came up on it.
     ServiceUpgraded {
@@ -1277,6 +1312,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "round_oom_killed",
     "agent_own_sandbox_replaced",
     "agent_sandbox_denied",
+    "agent_egress_refused",
     "service_upgraded",
     "package_upgraded",
     "service_upgrade_rolled_back",
