@@ -285,7 +285,12 @@ mod tests {
 
     #[test]
     fn a_port_restricts_the_entry_to_it() {
-        let a = allow(&["example.org:8443", "127.0.0.2:9000", "[::1]:99", "localhost:4010"]);
+        let a = allow(&[
+            "example.org:8443",
+            "127.0.0.2:9000",
+            "[::1]:99",
+            "localhost:4010",
+        ]);
         assert!(a.allows("example.org", 8443));
         assert!(!a.allows("example.org", 443));
         assert!(a.allows("127.0.0.2", 9000));
@@ -295,7 +300,12 @@ mod tests {
         let shown: Vec<String> = a.patterns.iter().map(|p| p.to_string()).collect();
         assert_eq!(
             shown,
-            ["example.org:8443", "127.0.0.2:9000", "[::1]:99", "localhost:4010"]
+            [
+                "example.org:8443",
+                "127.0.0.2:9000",
+                "[::1]:99",
+                "localhost:4010"
+            ]
         );
         assert!(a.allows("localhost", 4010) && !a.allows("localhost", 4011));
         assert!(a.names_this_machine());
@@ -313,7 +323,11 @@ mod tests {
             assert_eq!(e, BadHostPattern::PrivateOfAddress(bad.to_owned()));
         }
         assert!(AllowHosts::parse(&["git.corp private please"]).is_err());
-        let a = allow(&["git.corp.example:443 private", "*.intra.example private", "pub.example"]);
+        let a = allow(&[
+            "git.corp.example:443 private",
+            "*.intra.example private",
+            "pub.example",
+        ]);
         assert!(a.find("git.corp.example", 443).unwrap().private());
         assert!(a.find("x.intra.example", 80).unwrap().private());
         assert!(!a.find("pub.example", 80).unwrap().private());

@@ -61,12 +61,7 @@ pub(crate) const METADATA: [IpAddr; 5] = [
 /// `::1`) or NAT64, if any.
 pub(crate) fn embedded_v4(ip: &Ipv6Addr) -> Option<Ipv4Addr> {
     let s = ip.segments();
-    let tail = Ipv4Addr::new(
-        (s[6] >> 8) as u8,
-        s[6] as u8,
-        (s[7] >> 8) as u8,
-        s[7] as u8,
-    );
+    let tail = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
     match s {
         [0, 0, 0, 0, 0, 0xffff, _, _] => Some(tail),
         [0, 0, 0, 0, 0, 0, hi, _] if hi != 0 => Some(tail),
@@ -153,7 +148,9 @@ pub(crate) fn own_addresses() -> Vec<IpAddr> {
             match unsafe { (*ifa.ifa_addr).sa_family } as i32 {
                 libc::AF_INET => {
                     let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
-                    out.push(IpAddr::V4(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr))));
+                    out.push(IpAddr::V4(Ipv4Addr::from(u32::from_be(
+                        sin.sin_addr.s_addr,
+                    ))));
                 }
                 libc::AF_INET6 => {
                     let sin6 = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };

@@ -206,12 +206,13 @@ async fn serve_connection(
             return respond(&mut client, 403, &why).await;
         }
     }
-    // A local endpoint the operator listed is reached directly, never through the
-    // operator's proxy; anything else goes where the proxy variables say.
+    // A local endpoint the operator listed (`localhost`, a loopback address) is reached
+    // directly, never through the operator's proxy (which cannot reach this machine's
+    // loopback); anything else goes where the proxy variables say.
     let local = !named
-        && addrs
-            .iter()
-            .all(|a| egress_address::closed(a.ip(), &[], false).is_some());
+        && addrs.iter().all(|a| {
+            egress_address::closed(a.ip(), &[], false) == Some(egress_address::Closed::Loopback)
+        });
     let connected = match via.filter(|_| !local) {
         None => connect_direct(&addrs).await,
         Some(Err(why)) => Err(std::io::Error::other(why.clone())),
@@ -369,7 +370,10 @@ fn parse_head(head: &[u8]) -> Result<Target, &'static str> {
         host,
         port,
         forward_head: Some(origin.into_bytes()),
-        proxy_head: Some((format!("{method} http://{authority}{path} {version}"), headers)),
+        proxy_head: Some((
+            format!("{method} http://{authority}{path} {version}"),
+            headers,
+        )),
     })
 }
 

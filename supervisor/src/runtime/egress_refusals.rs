@@ -243,7 +243,11 @@ mod tests {
             "egress to api.example.org:443 refused by the agent sandbox: add \"api.example.org:443\" to [agent.sandbox] allow_hosts"
         );
         let v6 = EgressRefusal::proxy("::1", 99, "http", None, Why::NotListed);
-        assert!(v6.sentence().contains("add \"[::1]:99\""), "{}", v6.sentence());
+        assert!(
+            v6.sentence().contains("add \"[::1]:99\""),
+            "{}",
+            v6.sentence()
+        );
         let r = EgressRefusal::proxy(
             "vm",
             4010,

@@ -70,5 +70,5 @@ pub(crate) mod sessions;
 pub mod spawn_gate;
 pub(crate) mod substrate;
 pub(crate) mod transient;
-pub(crate) mod upstream_proxy;
 pub(crate) mod tree_lock;
+pub(crate) mod upstream_proxy;

@@ -34,7 +34,6 @@ use crate::runtime::detect_hooks::{self, AutoStop};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
 use crate::runtime::egress_proxy;
 use crate::runtime::egress_refusals::{EgressRefusal, EgressTally};
-use crate::runtime::upstream_proxy::UpstreamProxies;
 use crate::runtime::git::Repo;
 use crate::runtime::git_operation;
 use crate::runtime::grace::Grace;
@@ -48,6 +47,7 @@ use crate::runtime::sandbox_denials::DenialTally;
 use crate::runtime::sessions::{Resume, Sessions};
 use crate::runtime::spawn_gate::{self, Verdict};
 use crate::runtime::substrate;
+use crate::runtime::upstream_proxy::UpstreamProxies;
 use crate::tree_file;
 
 /// Lines of the round log that `round_end.log_tail` carries after a failed agent run.

@@ -45,8 +45,13 @@ impl UpstreamProxies {
                 .or_else(|| get(name))
                 .filter(|v| !v.trim().is_empty())
         };
-        let first = |names: &[&str]| names.iter().find_map(|n| var(n).map(|v| (n.to_string(), v)));
-        let parse = |(name, v): (String, String)| parse_url(&v).map_err(|e| format!("{name}={v}: {e}"));
+        let first = |names: &[&str]| {
+            names
+                .iter()
+                .find_map(|n| var(n).map(|v| (n.to_string(), v)))
+        };
+        let parse =
+            |(name, v): (String, String)| parse_url(&v).map_err(|e| format!("{name}={v}: {e}"));
         UpstreamProxies {
             tunnel: first(&["HTTPS_PROXY", "ALL_PROXY", "HTTP_PROXY"]).map(parse),
             http: first(&["HTTP_PROXY", "ALL_PROXY"]).map(parse),
@@ -68,7 +73,11 @@ impl UpstreamProxies {
     pub(crate) fn for_target(&self, host: &str, tunnel: bool) -> Option<&Result<Upstream, String>> {
         let host = host.to_ascii_lowercase();
         let bypass = self.no_proxy.iter().any(|e| {
-            e == "*" || host == *e || host.strip_suffix(e.as_str()).is_some_and(|h| h.ends_with('.'))
+            e == "*"
+                || host == *e
+                || host
+                    .strip_suffix(e.as_str())
+                    .is_some_and(|h| h.ends_with('.'))
         });
         if bypass {
             return None;
@@ -259,10 +268,18 @@ mod tests {
             ("http_proxy", "plain.corp:8080"),
             ("NO_PROXY", "localhost, .internal.corp,10.0.0.1"),
         ]);
-        let t = p.for_target("api.example.org", true).unwrap().as_ref().unwrap();
+        let t = p
+            .for_target("api.example.org", true)
+            .unwrap()
+            .as_ref()
+            .unwrap();
         assert_eq!((t.host.as_str(), t.port), ("proxy.corp", 3128));
         assert_eq!(t.basic.as_deref(), Some(base64(b"u@x:p:w").as_str()));
-        let h = p.for_target("api.example.org", false).unwrap().as_ref().unwrap();
+        let h = p
+            .for_target("api.example.org", false)
+            .unwrap()
+            .as_ref()
+            .unwrap();
         assert_eq!((h.host.as_str(), h.port), ("plain.corp", 8080));
         for direct in ["localhost", "a.internal.corp", "internal.corp", "10.0.0.1"] {
             assert!(p.for_target(direct, true).is_none(), "{direct}");
