@@ -559,3 +559,74 @@ fn egress_goes_through_an_upstream_proxy_as_root() {
 fn egress_goes_through_an_upstream_proxy_as_unprivileged_user() {
     through_an_upstream_proxy(Operator::Unprivileged);
 }
+
+/// An agent that fails as a CLI does when its endpoint is out of reach: its request to
+/// `127.0.0.9:4010` (through the proxy: not listed) fails and it prints claude's words.
+/// Named `claude`, so claude's built-in detector reads its output.
+const UNREACHABLE_AGENT: &str = r#"#!/bin/sh
+curl -s -o /dev/null --max-time 10 "http://127.0.0.9:4010/v1/messages"
+echo "API Error: Unable to connect to API (ECONNREFUSED)"
+exit 1
+"#;
+
+/// Issue 41 item 1: a round that failed while the sandbox refused its connects is the
+/// sandbox's failure, not the provider's network: `round` says so and that serve would not
+/// back off (the control, the same agent without `allow_hosts`, is read as a network outage
+/// serve would back off from); `serve` does not back off and its crash-loop breaker stops
+/// it after five such rounds with the fix in its reason.
+#[test]
+fn a_round_refused_its_connects_fails_on_the_sandbox_not_the_network() {
+    // The control: no allow_hosts, the same failure reads as the network.
+    let p = Project::new();
+    let agent = p.script("agent/claude", UNREACHABLE_AGENT);
+    config_with_agent(&p, &agent, &[], "");
+    let out = p.run(&["round"]);
+    out.assert_code(1);
+    assert!(
+        out.stderr
+            .contains("serve would back off before the next round"),
+        "{}",
+        out.stderr
+    );
+
+    let p = Project::new();
+    let agent = p.script("agent/claude", UNREACHABLE_AGENT);
+    config_with_agent(&p, &agent, &[], "allow_hosts = [\"api.example.invalid\"]\n");
+    let fix = "egress to 127.0.0.9:4010 refused by the agent sandbox: add \"127.0.0.9:4010\" to [agent.sandbox] allow_hosts";
+    let out = p.run(&["round"]);
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains(&format!("round 1: {fix}")),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("failed on the agent sandbox, not the provider's network")
+            && !out.stderr.contains("serve would back off"),
+        "{}",
+        out.stderr
+    );
+    let out = p.run(&["round", "--json"]);
+    let summary: agent_runner_e2e::serde_json::Value =
+        agent_runner_e2e::serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(summary["egress_refused"][0], fix, "{summary}");
+
+    let p = Project::new();
+    let agent = p.script("agent/claude", UNREACHABLE_AGENT);
+    config_with_agent(&p, &agent, &[], "allow_hosts = [\"api.example.invalid\"]\n");
+    let out = p.run(&["serve", "--max-rounds", "7"]);
+    out.assert_code(75);
+    let all = p.events_text();
+    assert!(p.events_of("transient_error_detected").is_empty(), "{all}");
+    assert!(p.events_of("agent_network_blip").is_empty(), "{all}");
+    assert_eq!(p.events_of("agent_egress_refused").len(), 5, "{all}");
+    let crash = p.events_of("crash_loop");
+    assert_eq!(crash.len(), 1, "{all}");
+    let reason = crash[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("round 5: exit 1 after ") && reason.ends_with(fix),
+        "{reason}"
+    );
+    assert!(out.stderr.contains(fix), "{}", out.stderr);
+}
