@@ -46,6 +46,11 @@ pub(crate) enum Command {
         /// Do not commit the new files.
         #[arg(long)]
         no_commit: bool,
+        /// The agent's model endpoint (e.g. http://127.0.0.1:4010): its port is written to
+        /// [agent.sandbox] connect_ports (so are those of the base-URL and proxy variables
+        /// init sees).
+        #[arg(long, value_name = "URL")]
+        endpoint: Option<String>,
     },
     /// Run one round, then exit: 0 clean or ended by its budget, 1 agent failure, 75 deferred or skipped,
     /// 77 a login failure stopped it ([monitor] auto_stop_on), 78 config error.
@@ -431,7 +436,8 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             preset,
             force,
             no_commit,
-        } => init(config, json, preset, force, no_commit).await,
+            endpoint,
+        } => init(config, json, preset, force, no_commit, endpoint).await,
         Command::Doctor { rounds } => Ok(doctor(&config, json, rounds).await),
         Command::Round { phase } => round(&config, json, phase.as_deref()).await,
         Command::Serve {
@@ -505,12 +511,14 @@ async fn init(
     preset: String,
     force: bool,
     no_commit: bool,
+    endpoint: Option<String>,
 ) -> Result<u8, CliError> {
     let outcome = crate::operator::init::run(&crate::operator::init::InitOptions {
         config_path,
         preset,
         force,
         no_commit,
+        endpoint,
     })
     .await?;
     if json {
@@ -833,6 +841,11 @@ fn round_ran(ran: &Ran, hint: Option<String>) -> (u8, RoundSummary) {
             ran.round_num,
             refusal.sentence()
         );
+    }
+    if ran.egress_refused.is_empty() {
+        for sentence in &ran.endpoints_refused {
+            eprintln!("agent-runner: round {}: {sentence}", ran.round_num);
+        }
     }
     let sandboxed = crate::runtime::serve::sandbox_failure(ran).is_some();
     match &ran.post_round {

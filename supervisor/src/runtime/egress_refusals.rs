@@ -100,13 +100,15 @@ impl EgressRefusal {
         }
     }
 
-    /// A TCP connect to `address:port` Landlock refused (the port not in
-    /// `[agent.sandbox] connect_ports`).
-    pub(crate) fn landlock(address: IpAddr, port: u16) -> EgressRefusal {
+    /// A TCP connect to `target:port` Landlock refused (the port not in
+    /// `[agent.sandbox] connect_ports`); `target` is the address connected to (or, where
+    /// only the name is known, as in `doctor`, the host name).
+    pub(crate) fn landlock(target: &str, port: u16) -> EgressRefusal {
+        let address = target.parse::<IpAddr>().ok();
         EgressRefusal {
             layer: Layer::Landlock,
-            host: None,
-            address: Some(address),
+            host: address.is_none().then(|| target.to_owned()),
+            address,
             port,
             access: "connect",
             why: Why::PortNotAllowed,
@@ -231,7 +233,7 @@ mod tests {
 
     #[test]
     fn the_sentence_names_what_and_the_key_that_opens_it() {
-        let l = EgressRefusal::landlock("127.0.0.1".parse().unwrap(), 4010);
+        let l = EgressRefusal::landlock("127.0.0.1", 4010);
         assert_eq!(
             l.sentence(),
             "egress to 127.0.0.1:4010 refused by the agent sandbox: add 4010 to [agent.sandbox] connect_ports"
@@ -270,7 +272,7 @@ mod tests {
     #[test]
     fn a_round_records_each_refusal_once_with_its_count() {
         let mut t = EgressTally::default();
-        let a = EgressRefusal::landlock("127.0.0.1".parse().unwrap(), 4010);
+        let a = EgressRefusal::landlock("127.0.0.1", 4010);
         let b = EgressRefusal::proxy("x.example", 443, "connect", None, Why::NotListed);
         t.record(b.clone());
         for _ in 0..3 {

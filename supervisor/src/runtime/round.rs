@@ -106,6 +106,10 @@ pub(crate) struct Ran {
     /// The connects the agent's sandbox refused, each once with its count, most frequent
     /// first (`agent_egress_refused`).
     pub egress_refused: Vec<(EgressRefusal, u64)>,
+    /// When the agent did not exit cleanly: its endpoints (read from its variables) the
+    /// sandbox refuses, one sentence each ([`crate::runtime::agent_endpoint`]); empty
+    /// otherwise.
+    pub endpoints_refused: Vec<String>,
 }
 
 /// Why a round could not run. Each is reported to the operator: `serve` records it as
@@ -466,6 +470,16 @@ impl Runner {
             duration_s,
             phase,
         );
+        let endpoints_refused = if exit.is_clean() {
+            Vec::new()
+        } else {
+            let abi = self.agent_sandbox.landlock_abi;
+            crate::runtime::agent_endpoint::refused_endpoints(
+                &self.config,
+                self.agent_sandbox.applied.as_str(),
+                (abi > 0).then_some(abi),
+            )
+        };
         Ok(Attempt::Ran(Ran {
             round_num,
             log_path,
@@ -477,6 +491,7 @@ impl Runner {
             tree_changed,
             goal,
             egress_refused: egress.distinct(),
+            endpoints_refused,
         }))
     }
 

@@ -1284,8 +1284,9 @@ fn failure_of(ran: &Ran, step: &Step) -> (String, Vec<String>) {
 }
 
 /// When `ran` failed on its sandbox — it ended unclean or a detector called it a network
-/// failure, and its sandbox refused connects — the refusals' sentences (the most frequent
-/// first, at most three), else `None`.
+/// failure, and its sandbox refused connects (observed: `agent_egress_refused`; else the
+/// agent's own endpoint, read from its variables, that the sandbox refuses) — the
+/// refusals' sentences (the most frequent first, at most three), else `None`.
 pub(crate) fn sandbox_failure(ran: &Ran) -> Option<String> {
     use crate::runtime::post_round::Decision;
     let network = matches!(
@@ -1294,16 +1295,19 @@ pub(crate) fn sandbox_failure(ran: &Ran) -> Option<String> {
     );
     let failed = network
         || (!ran.exit.is_clean() && ran.exit.cause != crate::runtime::agent::ExitCause::Stopped);
-    if !failed || ran.egress_refused.is_empty() {
+    if !failed {
         return None;
     }
-    let sentences: Vec<String> = ran
+    let mut sentences: Vec<String> = ran
         .egress_refused
         .iter()
         .take(3)
         .map(|(r, _)| r.sentence())
         .collect();
-    Some(sentences.join("; "))
+    if sentences.is_empty() {
+        sentences = ran.endpoints_refused.iter().take(3).cloned().collect();
+    }
+    (!sentences.is_empty()).then(|| sentences.join("; "))
 }
 
 /// The last lines of a round log (redacted), for `crash_loop` and `stalled_no_progress`.
