@@ -630,3 +630,114 @@ fn a_round_refused_its_connects_fails_on_the_sandbox_not_the_network() {
     );
     assert!(out.stderr.contains(fix), "{}", out.stderr);
 }
+
+/// An agent whose endpoint is a local model on `127.0.0.1:$P`: it fails when it cannot
+/// reach it.
+const LOCAL_MODEL_AGENT: &str = r#"#!/bin/sh
+code=$(curl -s -o /dev/null --max-time 10 -w '%{http_code}' "$ANTHROPIC_BASE_URL/v1/messages")
+echo "endpoint $code"
+[ "$code" = 200 ] || { echo "Unable to connect to API (EACCES)"; exit 1; }
+"#;
+
+/// Issue 41 items 1 and 2, the newcomer's case: `init`'s `mode = "prefer"` (TCP connect
+/// only to 443 where Landlock has the network rule) and a base URL on another port.
+/// `doctor` fails naming the port and `connect_ports`; `serve`'s crash-loop reason and
+/// `round`'s summary carry the same fix; `init --endpoint URL` writes it; with it (the
+/// control) the round reaches the endpoint.
+#[test]
+fn a_local_endpoint_under_inits_sandbox_is_named_with_its_port_and_key() {
+    let endpoint = Upstream::on("127.0.0.1");
+    let url = format!("http://127.0.0.1:{}", endpoint.port);
+    let p = Project::new();
+    let agent = p.script("agent/local-model.sh", LOCAL_MODEL_AGENT);
+    let write = |connect_ports: &str| {
+        let text = p
+            .config()
+            .agent_env("ANTHROPIC_BASE_URL", &url)
+            .extra(&format!(
+                "[agent.sandbox]\nmode = \"prefer\"\n{connect_ports}"
+            ))
+            .render()
+            .replace(
+                &format!(
+                    "command = [{}]",
+                    agent_runner_e2e::toml_string(&p.agent_path().display().to_string())
+                ),
+                &format!(
+                    "command = [{}]",
+                    agent_runner_e2e::toml_string(&agent.display().to_string())
+                ),
+            );
+        p.write_config_text(&text);
+    };
+    write("");
+    let fix = format!(
+        "egress to 127.0.0.1:{0} refused by the agent sandbox: add {0} to [agent.sandbox] connect_ports",
+        endpoint.port
+    );
+    let out = p.run(&["doctor", "--json"]);
+    out.assert_code(1);
+    let doc: agent_runner_e2e::serde_json::Value =
+        agent_runner_e2e::serde_json::from_str(&out.stdout).unwrap();
+    let check = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "agent_endpoint")
+        .unwrap()
+        .clone();
+    assert_eq!(check["ok"], false, "{doc}");
+    let reason = check["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("[agent.env] ANTHROPIC_BASE_URL")
+            && reason.contains("agent.sandbox.connect_ports")
+            && reason.contains(&fix),
+        "{check}"
+    );
+    assert_eq!(
+        check["how_to_fix"],
+        format!("add {} to [agent.sandbox] connect_ports", endpoint.port)
+    );
+    let out = p.run(&["serve", "--max-rounds", "7"]);
+    out.assert_code(75);
+    let crash = p.events_of("crash_loop");
+    assert_eq!(crash.len(), 1, "{}", p.events_text());
+    let why = crash[0]["reason"].as_str().unwrap();
+    assert!(
+        why.ends_with(&format!(
+            "{fix} (the agent's endpoint, [agent.env] ANTHROPIC_BASE_URL)"
+        )),
+        "{why}"
+    );
+    assert!(p.events_of("agent_network_blip").is_empty());
+    assert_eq!(endpoint.served.load(Ordering::SeqCst), 0);
+
+    // init --endpoint writes the port; the config it wrote loads and says so.
+    let q = Project::new();
+    let out = q.run(&["init", "--preset", "claude", "--force", "--endpoint", &url]);
+    out.assert_code(0);
+    let text = std::fs::read_to_string(q.config_path()).unwrap();
+    assert!(
+        text.contains(&format!("\nconnect_ports = [{}]\n", endpoint.port)),
+        "{text}"
+    );
+    assert!(out.stdout.contains("connect_ports has"), "{}", out.stdout);
+    let out = q.run(&["init", "--force", "--endpoint", "ftp://x"]);
+    out.assert_code(2);
+
+    // The control: with the port, doctor passes the check and the round reaches it.
+    write(&format!("connect_ports = [{}]\n", endpoint.port));
+    let out = p.run(&["doctor", "--json"]);
+    let doc: agent_runner_e2e::serde_json::Value =
+        agent_runner_e2e::serde_json::from_str(&out.stdout).unwrap();
+    assert!(
+        doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == "agent_endpoint" && c["ok"] == true),
+        "{doc}"
+    );
+    p.run(&["round"]).assert_code(0);
+    assert_eq!(endpoint.served.load(Ordering::SeqCst), 1);
+}
