@@ -620,4 +620,27 @@ mod tests {
             assert_eq!(verified, Some(pin(key).as_str()), "{preset_name}");
         }
     }
+
+    #[test]
+    fn endpoint_ports_go_into_connect_ports() {
+        let env = |n: &str| match n {
+            "ANTHROPIC_BASE_URL" => Some("http://127.0.0.1:4010".to_owned()),
+            "https_proxy" => Some("http://proxy.corp:3128".to_owned()),
+            "OPENAI_BASE_URL" => Some("https://api.example.org/v1".to_owned()),
+            _ => None,
+        };
+        let ports = endpoint_ports(Some("http://localhost:8000/v1"), env).unwrap();
+        let got: Vec<u16> = ports.iter().map(|(p, _)| *p).collect();
+        assert_eq!(got, [8000, 4010, 3128], "{ports:?}");
+        assert!(endpoint_ports(Some("ftp://x"), |_| None).is_err());
+        let preset = preset("claude").unwrap();
+        let text = with_connect_ports(&config_text(preset), &ports);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("prompts")).unwrap();
+        std::fs::write(dir.path().join("prompts/main.md"), PROMPT_TEXT).unwrap();
+        let config = crate::config::parse_str(&dir.path().join("c.toml"), &text)
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(config.agent_sandbox.connect_ports, [3128, 4010, 8000]);
+        assert_eq!(with_connect_ports("x", &[]), "x");
+    }
 }

@@ -449,14 +449,12 @@ pub(crate) enum Event {
     AgentSandboxDenied {
         /// The round.
         round_num: u64,
-        /// The layer that refused: `egress` (the proxy, a host not in `[agent.sandbox]
-        /// allow_hosts`) or `seccomp` (the agent's deny-list).
+        /// The layer that refused: `seccomp` (the agent's deny-list; refused connects are
+        /// `agent_egress_refused`).
         layer: String,
-        /// What was refused: for `egress`, `host:port` as the agent asked for it; for
-        /// `seccomp`, the system call's name (`ptrace`).
+        /// What was refused: the system call's name (`ptrace`).
         target: String,
-        /// How: for `egress`, `connect` (an HTTPS tunnel) or `http` (a plain-HTTP request);
-        /// for `seccomp`, `syscall`.
+        /// How: `syscall`.
         access: String,
         /// How many times in the round.
         count: u64,
