@@ -454,7 +454,7 @@ impl Tinyproxy {
             ),
         )
         .unwrap();
-        let child = std::process::Command::new("tinyproxy")
+        let mut child = std::process::Command::new("tinyproxy")
             .args(["-d", "-c"])
             .arg(&conf)
             .stdout(std::process::Stdio::null())
@@ -472,6 +472,8 @@ impl Tinyproxy {
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
+        let _ = child.kill();
+        let _ = child.wait();
         panic!("tinyproxy did not listen on {port}");
     }
 

@@ -310,16 +310,11 @@ pub(crate) fn with_connect_ports(text: &str, ports: &[(u16, String)]) -> String 
     list.sort_unstable();
     list.dedup();
     let sources: Vec<&str> = ports.iter().map(|(_, s)| s.as_str()).collect();
+    let list: Vec<String> = list.iter().map(u16::to_string).collect();
     let line = format!(
-        "# The agent's endpoint ({}): TCP besides 443 (docs/security.md)\nconnect_ports = {}\n",
+        "# The agent's endpoint ({}): TCP besides 443 (docs/security.md)\nconnect_ports = [{}]\n",
         sources.join(", "),
-        format!(
-            "[{}]",
-            list.iter()
-                .map(u16::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
+        list.join(", ")
     );
     let header = "\n[agent.sandbox]\n";
     match text.find(header) {

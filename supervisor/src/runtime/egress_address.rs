@@ -143,16 +143,18 @@ pub(crate) fn own_addresses() -> Vec<IpAddr> {
         // SAFETY: `at` is a node of the list getifaddrs returned, alive until freeifaddrs.
         let ifa = unsafe { &*at };
         if !ifa.ifa_addr.is_null() {
-            // SAFETY: ifa_addr is non-null and points at a sockaddr of the family it names;
-            // the casts read exactly the struct of that family.
+            // SAFETY: ifa_addr is non-null and points at a sockaddr, alive until
+            // freeifaddrs.
             match unsafe { (*ifa.ifa_addr).sa_family } as i32 {
                 libc::AF_INET => {
+                    // SAFETY: a sockaddr of family AF_INET is a sockaddr_in.
                     let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
                     out.push(IpAddr::V4(Ipv4Addr::from(u32::from_be(
                         sin.sin_addr.s_addr,
                     ))));
                 }
                 libc::AF_INET6 => {
+                    // SAFETY: a sockaddr of family AF_INET6 is a sockaddr_in6.
                     let sin6 = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };
                     out.push(IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr)));
                 }

@@ -154,7 +154,7 @@ impl EgressRefusal {
                 "add \"{}:{port}\" to [agent.sandbox] allow_hosts",
                 a.map(|a| a.to_string()).unwrap_or_default()
             ),
-            (Why::Resolves(c), Some(h), _) if c == Closed::Private => format!(
+            (Why::Resolves(Closed::Private), Some(h), _) => format!(
                 "the name resolves to a private address; write \"{h}:{port} private\" in [agent.sandbox] allow_hosts if that is wanted"
             ),
             (Why::Resolves(c), _, a) => format!(

@@ -73,7 +73,7 @@ pub(crate) fn log_tail(path: &std::path::Path, lines: usize, chars: usize) -> St
 #[derive(Debug)]
 pub(crate) enum Attempt {
     /// The agent ran.
-    Ran(Ran),
+    Ran(Box<Ran>),
     /// Spawn hooks deferred or skipped the round; no agent started.
     NotStarted(Verdict),
     /// A stop arrived while the spawn hooks were being asked; no agent started.
@@ -480,7 +480,7 @@ impl Runner {
                 (abi > 0).then_some(abi),
             )
         };
-        Ok(Attempt::Ran(Ran {
+        Ok(Attempt::Ran(Box::new(Ran {
             round_num,
             log_path,
             exit,
@@ -492,7 +492,7 @@ impl Runner {
             goal,
             egress_refused: egress.distinct(),
             endpoints_refused,
-        }))
+        })))
     }
 
     /// The host-health gate: the critical reading that defers the round, if there is one

@@ -722,7 +722,7 @@ impl Serving<'_> {
     ) -> Flow {
         let restart_delay = self.runner.config.runtime.restart_delay;
         match attempt {
-            Ok(Attempt::Ran(ran)) => self.after_round(ran, stop).await,
+            Ok(Attempt::Ran(ran)) => self.after_round(*ran, stop).await,
             Ok(Attempt::NotStarted(Verdict::Defer {
                 hook,
                 defer_s,
