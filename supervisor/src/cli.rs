@@ -842,10 +842,8 @@ fn round_ran(ran: &Ran, hint: Option<String>) -> (u8, RoundSummary) {
             refusal.sentence()
         );
     }
-    if ran.egress_refused.is_empty() {
-        for sentence in &ran.endpoints_refused {
-            eprintln!("agent-runner: round {}: {sentence}", ran.round_num);
-        }
+    for sentence in &ran.endpoints_refused {
+        eprintln!("agent-runner: round {}: {sentence}", ran.round_num);
     }
     let sandboxed = crate::runtime::serve::sandbox_failure(ran).is_some();
     match &ran.post_round {

@@ -575,11 +575,12 @@ fn round_through_the_egress_proxy(operator: Operator, cli: &str) {
     }
 }
 
-/// Issue 41 items 1 and 3 with the real claude: a local model endpoint on `127.0.0.1`,
-/// and the `allow_hosts` `init` writes for claude (its provider's hosts, uncommented). The
-/// round's refusal is printed with the line that opens it; that line, applied as printed,
-/// gives a round that writes its file through the proxy (a local endpoint by address).
-fn local_endpoint_by_the_printed_fix(operator: Operator) {
+/// Issue 41 items 1 and 3 with a real CLI: a local model endpoint on `127.0.0.1`, and the
+/// `allow_hosts` `init` writes for the CLI (its provider's hosts, uncommented). `doctor`
+/// and the failed round name the refusal and the line that opens it (`source`: where the
+/// endpoint was read); that line, applied as printed, gives a round that writes its file
+/// through the proxy (a local endpoint by address).
+fn local_endpoint_by_the_printed_fix(operator: Operator, cli: &str, source: &str) {
     let p = Project::new_as(operator);
     let server = FakeModel::start_at("normal", "127.0.0.1");
     let port = server.port;
@@ -622,12 +623,11 @@ fn local_endpoint_by_the_printed_fix(operator: Operator) {
     );
     // The round fails and says the same (the CLI connected to its own namespace's
     // loopback, which the supervisor does not see: the endpoint its variable names is).
-    let out = run_cli_at(&p, "claude", "127.0.0.1", port, &uncomment, &["round"]);
+    let out = run_cli_at(&p, cli, "127.0.0.1", port, &uncomment, &["round"]);
     let all = p.events_text();
     assert!(
-        out.stderr.contains(&format!(
-            "{told} (the agent's endpoint, the environment's ANTHROPIC_BASE_URL)"
-        )),
+        out.stderr
+            .contains(&format!("{told} (the agent's endpoint, {source})")),
         "{operator:?}: {}\n{all}",
         out.stderr
     );
@@ -642,7 +642,7 @@ fn local_endpoint_by_the_printed_fix(operator: Operator) {
         uncomment(text).replacen("allow_hosts = [", &format!("allow_hosts = [{entry}, "), 1)
     };
     let p = Project::new_as(operator);
-    let out = run_cli_at(&p, "claude", "127.0.0.1", port, &fixed, &["round"]);
+    let out = run_cli_at(&p, cli, "127.0.0.1", port, &fixed, &["round"]);
     let all = p.events_text();
     out.assert_code(0);
     assert!(
@@ -662,8 +662,26 @@ fn local_endpoint_by_the_printed_fix(operator: Operator) {
 #[test]
 fn claude_reaches_a_local_endpoint_by_the_printed_fix_as_root_and_as_an_unprivileged_user() {
     for operator in [Operator::Root, Operator::Unprivileged] {
-        local_endpoint_by_the_printed_fix(operator);
+        local_endpoint_by_the_printed_fix(
+            operator,
+            "claude",
+            "the environment's ANTHROPIC_BASE_URL",
+        );
     }
+}
+
+#[test]
+fn codex_reaches_a_local_endpoint_by_the_printed_fix() {
+    local_endpoint_by_the_printed_fix(Operator::Root, "codex", "~/.codex/config.toml");
+}
+
+#[test]
+fn gemini_reaches_a_local_endpoint_by_the_printed_fix() {
+    local_endpoint_by_the_printed_fix(
+        Operator::Root,
+        "gemini",
+        "the environment's GOOGLE_GEMINI_BASE_URL",
+    );
 }
 
 #[test]

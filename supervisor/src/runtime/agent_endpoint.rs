@@ -216,8 +216,8 @@ pub(crate) fn refusal(
     (connect_rule && !allowed).then(|| EgressRefusal::landlock(&endpoint.host, endpoint.port))
 }
 
-/// The sentences of the agent's endpoints read from variables (certain to be used) that
-/// its sandbox refuses under `config` at `tier` with `landlock_abi`, each naming where the
+/// The sentences of the agent's endpoints (variables and CLI config files) that its
+/// sandbox refuses under `config` at `tier` with `landlock_abi`, each naming where the
 /// endpoint was read: what a failed round is diagnosed with when no refusal was observed
 /// (a connect Landlock refused, or one to the agent's own loopback, is not seen by the
 /// supervisor).
@@ -229,7 +229,6 @@ pub(crate) fn refused_endpoints(
     let rule = connect_rule_applies(config, tier, landlock_abi);
     endpoints(config)
         .iter()
-        .filter(|e| e.certain)
         .filter_map(|e| {
             refusal(config, e, rule)
                 .map(|r| format!("{} (the agent's endpoint, {})", r.sentence(), e.source))

@@ -106,9 +106,9 @@ pub(crate) struct Ran {
     /// The connects the agent's sandbox refused, each once with its count, most frequent
     /// first (`agent_egress_refused`).
     pub egress_refused: Vec<(EgressRefusal, u64)>,
-    /// When the agent did not exit cleanly: its endpoints (read from its variables) the
-    /// sandbox refuses, one sentence each ([`crate::runtime::agent_endpoint`]); empty
-    /// otherwise.
+    /// When the agent did not exit cleanly: its endpoints (read from its variables and
+    /// config files) the sandbox refuses and no observed refusal already names, one
+    /// sentence each ([`crate::runtime::agent_endpoint`]); empty otherwise.
     pub endpoints_refused: Vec<String>,
 }
 
@@ -470,15 +470,18 @@ impl Runner {
             duration_s,
             phase,
         );
+        let observed = egress.distinct();
         let endpoints_refused = if exit.is_clean() {
             Vec::new()
         } else {
             let abi = self.agent_sandbox.landlock_abi;
-            crate::runtime::agent_endpoint::refused_endpoints(
+            let mut found = crate::runtime::agent_endpoint::refused_endpoints(
                 &self.config,
                 self.agent_sandbox.applied.as_str(),
                 (abi > 0).then_some(abi),
-            )
+            );
+            found.retain(|e| !observed.iter().any(|(r, _)| e.starts_with(&r.sentence())));
+            found
         };
         Ok(Attempt::Ran(Box::new(Ran {
             round_num,
@@ -490,7 +493,7 @@ impl Runner {
             preset_cli: consulted.preset_cli,
             tree_changed,
             goal,
-            egress_refused: egress.distinct(),
+            egress_refused: observed,
             endpoints_refused,
         })))
     }

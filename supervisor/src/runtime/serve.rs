@@ -1284,9 +1284,9 @@ fn failure_of(ran: &Ran, step: &Step) -> (String, Vec<String>) {
 }
 
 /// When `ran` failed on its sandbox — it ended unclean or a detector called it a network
-/// failure, and its sandbox refused connects (observed: `agent_egress_refused`; else the
-/// agent's own endpoint, read from its variables, that the sandbox refuses) — the
-/// refusals' sentences (the most frequent first, at most three), else `None`.
+/// failure, and its sandbox refused connects (its own endpoint, read from its variables
+/// and config files, that the sandbox refuses; and those observed, `agent_egress_refused`,
+/// the most frequent first) — their sentences (at most three), else `None`.
 pub(crate) fn sandbox_failure(ran: &Ran) -> Option<String> {
     use crate::runtime::post_round::Decision;
     let network = matches!(
@@ -1298,15 +1298,9 @@ pub(crate) fn sandbox_failure(ran: &Ran) -> Option<String> {
     if !failed {
         return None;
     }
-    let mut sentences: Vec<String> = ran
-        .egress_refused
-        .iter()
-        .take(3)
-        .map(|(r, _)| r.sentence())
-        .collect();
-    if sentences.is_empty() {
-        sentences = ran.endpoints_refused.iter().take(3).cloned().collect();
-    }
+    let mut sentences = ran.endpoints_refused.clone();
+    sentences.extend(ran.egress_refused.iter().map(|(r, _)| r.sentence()));
+    sentences.truncate(3);
     (!sentences.is_empty()).then(|| sentences.join("; "))
 }
 
