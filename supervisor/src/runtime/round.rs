@@ -106,7 +106,7 @@ pub(crate) struct Ran {
     /// The connects the agent's sandbox refused, each once with its count, most frequent
     /// first (`agent_egress_refused`).
     pub egress_refused: Vec<(EgressRefusal, u64)>,
-    /// When the agent did not exit cleanly: its endpoints (read from its variables and
+    /// When the agent did not exit cleanly or a detector read a network failure: its endpoints (read from its variables and
     /// config files) the sandbox refuses and no observed refusal already names, one
     /// sentence each ([`crate::runtime::agent_endpoint`]); empty otherwise.
     pub endpoints_refused: Vec<String>,
@@ -471,7 +471,11 @@ impl Runner {
             phase,
         );
         let observed = egress.distinct();
-        let endpoints_refused = if exit.is_clean() {
+        let network = matches!(
+            &consulted.decision,
+            Decision::BackOff { kind, .. } if *kind == agent_runner_protocol::ErrorKind::Network
+        );
+        let endpoints_refused = if exit.is_clean() && !network {
             Vec::new()
         } else {
             let abi = self.agent_sandbox.landlock_abi;
