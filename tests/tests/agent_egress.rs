@@ -646,11 +646,10 @@ echo "endpoint $code"
 /// `doctor` fails naming the port and `connect_ports`; `serve`'s crash-loop reason and
 /// `round`'s summary carry the same fix; `init --endpoint URL` writes it; with it (the
 /// control) the round reaches the endpoint.
-#[test]
-fn a_local_endpoint_under_inits_sandbox_is_named_with_its_port_and_key() {
+fn local_endpoint_under_inits_sandbox(operator: Operator) {
     let endpoint = Upstream::on("127.0.0.1");
     let url = format!("http://127.0.0.1:{}", endpoint.port);
-    let p = Project::new();
+    let p = Project::new_as(operator);
     let agent = p.script("agent/local-model.sh", LOCAL_MODEL_AGENT);
     let write = |connect_ports: &str| {
         let text = p
@@ -715,7 +714,7 @@ fn a_local_endpoint_under_inits_sandbox_is_named_with_its_port_and_key() {
     assert_eq!(endpoint.served.load(Ordering::SeqCst), 0);
 
     // init --endpoint writes the port; the config it wrote loads and says so.
-    let q = Project::new();
+    let q = Project::new_as(operator);
     let out = q.run(&["init", "--preset", "claude", "--force", "--endpoint", &url]);
     out.assert_code(0);
     let text = std::fs::read_to_string(q.config_path()).unwrap();
@@ -742,4 +741,14 @@ fn a_local_endpoint_under_inits_sandbox_is_named_with_its_port_and_key() {
     );
     p.run(&["round"]).assert_code(0);
     assert_eq!(endpoint.served.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn a_local_endpoint_under_inits_sandbox_is_named_with_its_port_and_key_as_root() {
+    local_endpoint_under_inits_sandbox(Operator::Root);
+}
+
+#[test]
+fn a_local_endpoint_under_inits_sandbox_is_named_with_its_port_and_key_as_unprivileged_user() {
+    local_endpoint_under_inits_sandbox(Operator::Unprivileged);
 }
