@@ -336,7 +336,7 @@ pub(crate) fn endpoint_ports(
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Vec<(u16, String)>, String> {
     use crate::runtime::agent_endpoint::{host_port, BASE_URL_VARS, PROXY_VARS};
-    let default = agent_runner_plugin_host::agent_policy::DEFAULT_CONNECT_PORTS;
+    let default = agent_runner_plugin_host::agent::policy::DEFAULT_CONNECT_PORTS;
     let mut out = Vec::new();
     if let Some(url) = endpoint {
         let (_, port) = host_port(url).ok_or_else(|| {

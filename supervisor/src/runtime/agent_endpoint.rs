@@ -209,7 +209,7 @@ pub(crate) fn refusal(
             })
         });
     }
-    let allowed = agent_runner_plugin_host::agent_policy::DEFAULT_CONNECT_PORTS
+    let allowed = agent_runner_plugin_host::agent::policy::DEFAULT_CONNECT_PORTS
         .iter()
         .chain(&config.agent_sandbox.connect_ports)
         .any(|p| *p == endpoint.port);
