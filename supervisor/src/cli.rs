@@ -46,6 +46,11 @@ pub(crate) enum Command {
         /// Do not commit the new files.
         #[arg(long)]
         no_commit: bool,
+        /// The agent's model endpoint (e.g. http://127.0.0.1:4010): its port is written to
+        /// [agent.sandbox] connect_ports (so are those of the base-URL and proxy variables
+        /// init sees).
+        #[arg(long, value_name = "URL")]
+        endpoint: Option<String>,
     },
     /// Run one round, then exit: 0 clean or ended by its budget, 1 agent failure, 75 deferred or skipped,
     /// 77 a login failure stopped it ([monitor] auto_stop_on), 78 config error.
@@ -300,6 +305,10 @@ enum RoundSummary {
         exit_cause: &'static str,
         duration_s: f64,
         dirty_outcome: Option<&'static str>,
+        /// What the agent's sandbox refused, one sentence each with its fix
+        /// (`agent_egress_refused`); absent when nothing was.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        egress_refused: Vec<String>,
     },
     /// A spawn hook deferred or skipped it, or a stop came first (`action`).
     NotStarted {
@@ -432,7 +441,8 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             preset,
             force,
             no_commit,
-        } => init(config, json, preset, force, no_commit).await,
+            endpoint,
+        } => init(config, json, preset, force, no_commit, endpoint).await,
         Command::Doctor { rounds } => Ok(doctor(&config, json, rounds).await),
         Command::Round { phase } => round(&config, json, phase.as_deref()).await,
         Command::Serve {
@@ -515,12 +525,14 @@ async fn init(
     preset: String,
     force: bool,
     no_commit: bool,
+    endpoint: Option<String>,
 ) -> Result<u8, CliError> {
     let outcome = crate::operator::init::run(&crate::operator::init::InitOptions {
         config_path,
         preset,
         force,
         no_commit,
+        endpoint,
     })
     .await?;
     if json {
@@ -825,7 +837,26 @@ fn round_ran(ran: &Ran, hint: Option<String>) -> (u8, RoundSummary) {
             agent_runner_protocol::printable::printable(&tail, true)
         );
     }
+    for (refusal, count) in &ran.egress_refused {
+        let times = if *count > 1 {
+            format!(" ({count} times)")
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "agent-runner: round {}: {}{times}",
+            ran.round_num,
+            refusal.sentence()
+        );
+    }
+    for sentence in &ran.endpoints_refused {
+        eprintln!("agent-runner: round {}: {sentence}", ran.round_num);
+    }
+    let sandboxed = crate::runtime::serve::sandbox_failure(ran).is_some();
     match &ran.post_round {
+        PostRound::BackOff { .. } if sandboxed => {
+            eprintln!("agent-runner: the round failed on the agent sandbox, not the provider's network; serve would not back off");
+        }
         PostRound::Stop { hook, message, .. } => {
             let hint = hint.map(|h| format!("; {h}")).unwrap_or_default();
             eprintln!("agent-runner: {message} (post-round hook {hook}){hint}");
@@ -845,6 +876,11 @@ fn round_ran(ran: &Ran, hint: Option<String>) -> (u8, RoundSummary) {
         exit_cause: agent_exit.cause.as_str(),
         duration_s: agent_exit.duration.as_secs_f64(),
         dirty_outcome: ran.dirty.as_ref().map(|d| d.as_str()),
+        egress_refused: ran
+            .egress_refused
+            .iter()
+            .map(|(r, _)| r.sentence())
+            .collect(),
     };
     (code, summary)
 }

@@ -3,7 +3,8 @@
 //! live server-sent event, and the screenshot — `target/e2e-screenshots/monitor-page.png`,
 //! kept by CI with the test output — shows that round in progress. Also: `/api/state` is
 //! the peek document, `/metrics` parses with a Prometheus text parser, and any address
-//! but loopback needs a token.
+//! but loopback needs a token. The last round's refused connects are on the page with
+//! their fix (issue 41 item 1).
 
 mod operator_common;
 
@@ -349,6 +350,38 @@ fn the_page_shows_a_live_round_in_chromium() {
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     assert!(response.starts_with("HTTP/1.1 405"), "{response}");
+    drop(monitor);
+}
+
+/// A round whose agent the egress proxy refused: the page's "Last rounds" names the
+/// refusal and the line that opens it, as peek and the event do.
+#[test]
+fn the_page_names_what_the_agent_sandbox_refused_in_chromium() {
+    let p = Project::new();
+    let agent = p.script(
+        "agent/refused.sh",
+        "#!/bin/sh\ncurl -s -o /dev/null --max-time 10 http://127.0.0.9:4010/\nexit 0\n",
+    );
+    let config = agent_runner_e2e::ConfigBuilder::new(&agent)
+        .extra("[agent.sandbox]\nallow_hosts = [\"api.example.invalid\"]\n");
+    p.write_config(&config);
+    p.run(&["round"]).assert_code(0);
+    assert_eq!(p.events_of("agent_egress_refused").len(), 1);
+    let (monitor, url) = start_monitor(&p, &[], &[]);
+    let (_browser, mut page) = open_in_chromium(&url);
+    let shown = wait_until("the refusal on the page", Duration::from_secs(30), || {
+        let text = page.eval(
+            "[...document.querySelectorAll('.refused li')].map(l => l.textContent).join('|')",
+        );
+        text.as_str().filter(|t| !t.is_empty()).map(str::to_owned)
+    });
+    assert_eq!(
+        shown,
+        "R1: egress to 127.0.0.9:4010 refused by the agent sandbox: add \"127.0.0.9:4010\" to [agent.sandbox] allow_hosts"
+    );
+    let (_, body) = http_get(&url, "/api/state", None);
+    let state: Value = serde_json::from_str(&body).unwrap();
+    operator_common::assert_schema("monitor-state.schema.json", &state);
     drop(monitor);
 }
 

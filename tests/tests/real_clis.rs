@@ -566,13 +566,122 @@ fn round_through_the_egress_proxy(operator: Operator, cli: &str) {
         "{cli} {operator:?}: the round through the proxy did not write the file: {all}"
     );
     assert_eq!(p.events_of("agent_usage_recorded").len(), 1, "{all}");
-    for denied in p.events_of("agent_sandbox_denied") {
-        assert_eq!(denied["layer"], "egress", "{all}");
-        assert!(
-            !denied["target"].as_str().unwrap().starts_with("127.0.0.2:"),
+    for refused in p.events_of("agent_egress_refused") {
+        assert_eq!(refused["layer"], "proxy", "{all}");
+        assert_ne!(
+            refused["address"], "127.0.0.2",
             "{cli} {operator:?}: the listed host was refused: {all}"
         );
     }
+}
+
+/// Issue 41 items 1 and 3 with a real CLI: a local model endpoint on `127.0.0.1`, and the
+/// `allow_hosts` `init` writes for the CLI (its provider's hosts, uncommented). `doctor`
+/// and the failed round name the refusal and the line that opens it (`source`: where the
+/// endpoint was read); that line, applied as printed, gives a round that writes its file
+/// through the proxy (a local endpoint by address).
+fn local_endpoint_by_the_printed_fix(operator: Operator, cli: &str, source: &str) {
+    let p = Project::new_as(operator);
+    let server = FakeModel::start_at("normal", "127.0.0.1");
+    let port = server.port;
+    let uncomment = |text: String| {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("# allow_hosts = "))
+            .expect("init writes claude's hosts")
+            .to_owned();
+        text.replacen(&line, &line[2..], 1)
+    };
+    let entry = format!("\"127.0.0.1:{port}\"");
+    let told = format!(
+        "egress to 127.0.0.1:{port} refused by the agent sandbox: add {entry} to [agent.sandbox] allow_hosts"
+    );
+    // doctor reads the endpoint from the CLI's variable and fails naming the entry.
+    let out = run_cli_at(
+        &p,
+        "claude",
+        "127.0.0.1",
+        port,
+        &uncomment,
+        &["doctor", "--json"],
+    );
+    out.assert_code(1);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let check = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "agent_endpoint" && c["ok"] == false)
+        .unwrap_or_else(|| panic!("no failed agent_endpoint check: {doc}"));
+    assert!(
+        check["reason"].as_str().unwrap().contains(&told)
+            && check["reason"]
+                .as_str()
+                .unwrap()
+                .contains("ANTHROPIC_BASE_URL"),
+        "{check}"
+    );
+    // The round fails and says the same (the CLI connected to its own namespace's
+    // loopback, which the supervisor does not see: the endpoint its variable names is).
+    let out = run_cli_at(&p, cli, "127.0.0.1", port, &uncomment, &["round"]);
+    let all = p.events_text();
+    assert!(
+        out.stderr
+            .contains(&format!("{told} (the agent's endpoint, {source})")),
+        "{operator:?}: {}\n{all}",
+        out.stderr
+    );
+    assert!(
+        !p.events_of("dirty_detected")
+            .iter()
+            .any(|d| d["files"].to_string().contains("agent-was-here.txt")),
+        "{all}"
+    );
+    // The fix as printed: the entry added to the list.
+    let fixed = |text: String| {
+        uncomment(text).replacen("allow_hosts = [", &format!("allow_hosts = [{entry}, "), 1)
+    };
+    let p = Project::new_as(operator);
+    let out = run_cli_at(&p, cli, "127.0.0.1", port, &fixed, &["round"]);
+    let all = p.events_text();
+    out.assert_code(0);
+    assert!(
+        p.events_of("dirty_detected")
+            .iter()
+            .any(|d| d["files"].to_string().contains("agent-was-here.txt")),
+        "{operator:?}: the fixed round did not write the file: {all}"
+    );
+    assert!(
+        !p.events_of("agent_egress_refused")
+            .iter()
+            .any(|e| e["address"] == "127.0.0.1"),
+        "{all}"
+    );
+}
+
+#[test]
+fn claude_reaches_a_local_endpoint_by_the_printed_fix_as_root_and_as_an_unprivileged_user() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        local_endpoint_by_the_printed_fix(
+            operator,
+            "claude",
+            "the environment's ANTHROPIC_BASE_URL",
+        );
+    }
+}
+
+#[test]
+fn codex_reaches_a_local_endpoint_by_the_printed_fix() {
+    local_endpoint_by_the_printed_fix(Operator::Root, "codex", "~/.codex/config.toml");
+}
+
+#[test]
+fn gemini_reaches_a_local_endpoint_by_the_printed_fix() {
+    local_endpoint_by_the_printed_fix(
+        Operator::Root,
+        "gemini",
+        "the environment's GOOGLE_GEMINI_BASE_URL",
+    );
 }
 
 #[test]

@@ -5,10 +5,17 @@
 //! - `name` — exactly that host name (any port), e.g. `api.anthropic.com`;
 //! - `*.domain` — any name *below* `domain` (`a.domain`, `a.b.domain`), not `domain` itself;
 //! - an IP literal (`127.0.0.2`, `[::1]`): a client naming that address;
-//! - any of these followed by `:port`: that port only.
+//! - any of these followed by `:port`: that port only;
+//! - a name or `*.domain` followed by the word `private` (`"git.corp.example:443 private"`):
+//!   the name may resolve to a private address (`10/8`, `172.16/12`, `192.168/16`,
+//!   `100.64/10`, `fc00::/7`), which a name may not otherwise.
 //!
 //! Names compare without case and without a trailing dot. The proxy matches the name the
 //! agent asked for (the `CONNECT` target or the absolute URI's host), before resolving it.
+//! An entry naming this machine — a loopback address or `localhost` — must give its port:
+//! a local endpoint opens exactly that address and port (`127.0.0.1:4010`,
+//! `localhost:4010`). A *name* never leads back into the machine
+//! (`crate::runtime::egress_address`).
 
 /// Why an `allow_hosts` entry was refused. Display names the entry in backticks and says
 /// what a good one looks like; the config layer puts it after the key `agent.sandbox.allow_hosts`.
@@ -25,6 +32,12 @@ pub enum BadHostPattern {
     /// `:port` that is not a number from 1 to 65535.
     #[error("`{0}`: the port must be a number from 1 to 65535")]
     BadPort(String),
+    /// A loopback address or `localhost` without `:port`.
+    #[error("`{0}`: an entry for this machine opens one port: write it with `:port` (`127.0.0.1:4010`, `localhost:4010`)")]
+    LocalWithoutPort(String),
+    /// `private` after an address (an address opens exactly itself).
+    #[error("`{0}`: `private` follows a name or `*.domain`, not an address")]
+    PrivateOfAddress(String),
     /// `[` opening an IPv6 literal with no `]`.
     #[error("`{0}`: `[` without `]`")]
     UnclosedBracket(String),
@@ -43,6 +56,8 @@ pub struct HostPattern {
     suffix: bool,
     /// `:port`, or any port.
     port: Option<u16>,
+    /// The word `private`: the name may resolve to a private address.
+    private: bool,
 }
 
 /// The parsed `allow_hosts` list. Empty: the agent reaches nothing outside its network
@@ -91,16 +106,39 @@ impl HostPattern {
     /// Errors: [`BadHostPattern`], what is wrong with it.
     pub(crate) fn parse(entry: &str) -> Result<HostPattern, BadHostPattern> {
         let entry = entry.trim();
-        let (suffix, rest) = match entry.strip_prefix("*.") {
+        let (host_part, private) = match entry.split_once(char::is_whitespace) {
+            Some((host, word)) if word.trim() == "private" => (host, true),
+            Some(_) => return Err(BadHostPattern::NotAHost(entry.to_owned())),
+            None => (entry, false),
+        };
+        let (suffix, rest) = match host_part.strip_prefix("*.") {
             Some(rest) => (true, rest),
-            None => (false, entry),
+            None => (false, host_part),
         };
         let (host, port) = split_host_port(rest)?;
         let name = normalize(host).ok_or_else(|| BadHostPattern::NotAHost(entry.to_owned()))?;
         if suffix && (name.parse::<std::net::IpAddr>().is_ok() || !name.contains('.')) {
             return Err(BadHostPattern::SuffixOfNoDomain(entry.to_owned()));
         }
-        Ok(HostPattern { name, suffix, port })
+        let address = name.parse::<std::net::IpAddr>().ok();
+        if private && address.is_some() {
+            return Err(BadHostPattern::PrivateOfAddress(entry.to_owned()));
+        }
+        let local = name == "localhost" || address.is_some_and(|a| a.is_loopback());
+        if local && port.is_none() {
+            return Err(BadHostPattern::LocalWithoutPort(entry.to_owned()));
+        }
+        Ok(HostPattern {
+            name,
+            suffix,
+            port,
+            private,
+        })
+    }
+
+    /// Whether the entry opens private addresses for the names it matches.
+    pub(crate) fn private(&self) -> bool {
+        self.private
     }
 
     fn matches(&self, host: &str, port: u16) -> bool {
@@ -125,9 +163,13 @@ impl std::fmt::Display for HostPattern {
             self.name.clone()
         };
         match self.port {
-            Some(p) => write!(f, "{star}{name}:{p}"),
-            None => write!(f, "{star}{name}"),
+            Some(p) => write!(f, "{star}{name}:{p}")?,
+            None => write!(f, "{star}{name}")?,
         }
+        if self.private {
+            f.write_str(" private")?;
+        }
+        Ok(())
     }
 }
 
@@ -143,13 +185,22 @@ impl AllowHosts {
         Ok(AllowHosts { patterns })
     }
 
-    /// Whether a client asking for `host` (as the client spelled it: a name, an IP literal,
-    /// an IPv6 literal with or without brackets) on `port` may pass.
-    pub(crate) fn allows(&self, host: &str, port: u16) -> bool {
-        let Some(host) = normalize(host) else {
-            return false;
-        };
-        self.patterns.iter().any(|p| p.matches(&host, port))
+    /// The first entry that lets a client asking for `host` (as the client spelled it: a
+    /// name, an IP literal, an IPv6 literal with or without brackets) on `port` pass, if any.
+    pub(crate) fn find(&self, host: &str, port: u16) -> Option<&HostPattern> {
+        let host = normalize(host)?;
+        self.patterns.iter().find(|p| p.matches(&host, port))
+    }
+
+    /// Whether an entry names a loopback address or `localhost` (a local endpoint, reached
+    /// through the proxy: `crate::runtime::egress_proxy::agent_env`).
+    pub(crate) fn names_this_machine(&self) -> bool {
+        self.patterns.iter().any(|p| {
+            p.name == "localhost"
+                || p.name
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|a| a.is_loopback())
+        })
     }
 }
 
@@ -206,6 +257,12 @@ mod tests {
         AllowHosts::parse(entries).unwrap()
     }
 
+    impl AllowHosts {
+        fn allows(&self, host: &str, port: u16) -> bool {
+            self.find(host, port).is_some()
+        }
+    }
+
     #[test]
     fn exact_names_match_without_case_or_trailing_dot_on_any_port() {
         let a = allow(&["api.anthropic.com"]);
@@ -228,7 +285,12 @@ mod tests {
 
     #[test]
     fn a_port_restricts_the_entry_to_it() {
-        let a = allow(&["example.org:8443", "127.0.0.2:9000", "[::1]:99"]);
+        let a = allow(&[
+            "example.org:8443",
+            "127.0.0.2:9000",
+            "[::1]:99",
+            "localhost:4010",
+        ]);
         assert!(a.allows("example.org", 8443));
         assert!(!a.allows("example.org", 443));
         assert!(a.allows("127.0.0.2", 9000));
@@ -236,7 +298,43 @@ mod tests {
         assert!(a.allows("[::1]", 99));
         assert!(a.allows("::1", 99));
         let shown: Vec<String> = a.patterns.iter().map(|p| p.to_string()).collect();
-        assert_eq!(shown, ["example.org:8443", "127.0.0.2:9000", "[::1]:99"]);
+        assert_eq!(
+            shown,
+            [
+                "example.org:8443",
+                "127.0.0.2:9000",
+                "[::1]:99",
+                "localhost:4010"
+            ]
+        );
+        assert!(a.allows("localhost", 4010) && !a.allows("localhost", 4011));
+        assert!(a.names_this_machine());
+        assert!(!allow(&["10.0.0.1", "example.org"]).names_this_machine());
+    }
+
+    #[test]
+    fn local_entries_need_their_port_and_private_takes_a_name() {
+        for bad in ["127.0.0.1", "localhost", "[::1]", "127.0.0.2"] {
+            let e = AllowHosts::parse(&[bad]).unwrap_err();
+            assert_eq!(e, BadHostPattern::LocalWithoutPort(bad.to_owned()));
+        }
+        for bad in ["10.0.0.1 private", "127.0.0.1:80 private"] {
+            let e = AllowHosts::parse(&[bad]).unwrap_err();
+            assert_eq!(e, BadHostPattern::PrivateOfAddress(bad.to_owned()));
+        }
+        assert!(AllowHosts::parse(&["git.corp private please"]).is_err());
+        let a = allow(&[
+            "git.corp.example:443 private",
+            "*.intra.example private",
+            "pub.example",
+        ]);
+        assert!(a.find("git.corp.example", 443).unwrap().private());
+        assert!(a.find("x.intra.example", 80).unwrap().private());
+        assert!(!a.find("pub.example", 80).unwrap().private());
+        assert_eq!(
+            a.find("x.intra.example", 80).unwrap().to_string(),
+            "*.intra.example private"
+        );
     }
 
     #[test]

@@ -103,14 +103,19 @@ config_table! {
         /// egress by host name (docs/security.md, "Egress by host name"): present, the agent
         /// runs in a network namespace of its own with only loopback and reaches the outside
         /// only through the supervisor's proxy, which lets through `CONNECT` tunnels and
-        /// plain-HTTP requests to these hosts only (others: `403`, recorded as
-        /// `agent_sandbox_denied`). Each entry: `name` (exactly), `*.domain` (names below
-        /// it), or an IP address, each optionally `:port` (that port only, else any); a bad
-        /// entry is refused (exit 78). `[]` allows nothing. Absent: the supervisor's
-        /// network, as without it. `init` writes each preset's provider hosts, commented
-        /// out. The agent gets `HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY` (and lower case) =
-        /// `http://127.0.0.1:3128`, `NO_PROXY` = `localhost,127.0.0.1,::1` and
-        /// `NODE_USE_ENV_PROXY=1`
+        /// plain-HTTP requests to these hosts only (others: `403` saying which line opens
+        /// it, recorded as `agent_egress_refused`), through the operator's
+        /// `HTTPS_PROXY`/`HTTP_PROXY` when set. Each entry: `name` (exactly), `*.domain`
+        /// (names below it), an IP address or `localhost` (exactly that address: a local
+        /// endpoint, `"127.0.0.1:4010"`), each optionally `:port` (that port only, else
+        /// any; required for loopback and `localhost`); a name never leads back into the
+        /// machine (loopback, its own, link-local, metadata or private addresses are
+        /// refused; `"name private"` opens the private ranges for it); a bad entry is
+        /// refused (exit 78). `[]` allows nothing. Absent: the supervisor's network, as
+        /// without it. `init` writes each preset's provider hosts, commented out. The agent
+        /// gets `HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY` (and lower case) =
+        /// `http://127.0.0.1:3128`, `NO_PROXY` = `localhost,127.0.0.1,::1` (empty when an
+        /// entry names a loopback address or `localhost`) and `NODE_USE_ENV_PROXY=1`
         allow_hosts: Vec<String> = (computed "absent") reload Next;
         /// the agent's own confinement (docs/security.md "The agent's confinement"), also
         /// written `[agent] sandbox = "<mode>"` (the same setting; both at once are refused,
@@ -136,7 +141,8 @@ config_table! {
         /// without naming it
         read_paths: Vec<String> = (empty) label "list of paths" reload Restart;
         /// TCP ports the agent may connect to besides 443 (a local model server, a
-        /// registry on another port)
+        /// registry on another port); `init --endpoint URL` writes the URL's port, and
+        /// `doctor` (`agent_endpoint`) names a port the agent's endpoint needs
         connect_ports: Vec<u16> = (empty) label "list of integers 1..=65535" reload Restart;
     }
 }

@@ -383,6 +383,9 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
             ));
         }
     }
+    let (endpoint_checks, endpoint_warnings) =
+        endpoint_findings(&config, &agent_sandbox.achieved_tier, caps.landlock_abi);
+    checks.extend(endpoint_checks);
     let launcher = launcher_check();
     refuse_boot |= !launcher.ok;
     checks.push(launcher);
@@ -456,6 +459,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
             .map(|(reason, fix)| check("prompt_delivery", false, reason, fix)),
     );
     warnings.extend(version_warning);
+    warnings.extend(endpoint_warnings);
     warnings.extend(layout_warnings(&config));
     warnings.extend(goal_check_warnings(&config));
     warnings.extend(crate::operator::deviations::warnings(&config));
@@ -484,6 +488,58 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
         },
         code,
     }
+}
+
+/// `agent_endpoint`: each endpoint of the agent agent-runner can read
+/// ([`crate::runtime::agent_endpoint`]) its sandbox would refuse, named with the port and
+/// the key that opens it — a failed check for a variable (`[agent.env]`, the environment),
+/// a warning for a CLI config file (one provider of possibly several); one passing check
+/// otherwise.
+fn endpoint_findings(
+    config: &Config,
+    tier: &str,
+    landlock_abi: Option<u32>,
+) -> (Vec<Check>, Vec<Check>) {
+    use crate::runtime::agent_endpoint::{connect_rule_applies, endpoints, refusal};
+    let rule = connect_rule_applies(config, tier, landlock_abi);
+    let found = endpoints(config);
+    let (mut failed, mut warned, mut reached) = (Vec::new(), Vec::new(), Vec::new());
+    for e in &found {
+        let Some(r) = refusal(config, e, rule) else {
+            reached.push(format!("{}:{} ({})", e.host, e.port, e.source));
+            continue;
+        };
+        {
+            let reason = format!(
+                "{} names {}:{}; the agent sandbox would refuse it ({}: {})",
+                e.source,
+                e.host,
+                e.port,
+                r.key(),
+                r.sentence()
+            );
+            let c = check("agent_endpoint", false, reason, r.fix());
+            if e.certain {
+                failed.push(c);
+            } else {
+                warned.push(c);
+            }
+        }
+    }
+    if failed.is_empty() {
+        let reason = if found.is_empty() {
+            "no base URL or proxy of the agent found in [agent.env], the environment or its CLI's config files: its provider's default (port 443)".to_owned()
+        } else if reached.is_empty() {
+            "only the CLI config files' endpoints are in question (warnings below)".to_owned()
+        } else {
+            format!(
+                "the agent sandbox lets the agent reach {}",
+                reached.join(", ")
+            )
+        };
+        failed.push(check("agent_endpoint", true, reason, ""));
+    }
+    (failed, warned)
 }
 
 /// `launcher`: the `plugin-host` launcher beside this binary (docs/security.md "The

@@ -298,6 +298,66 @@ fn egress_text(preset: &str) -> String {
     )
 }
 
+/// `config_text` with `connect_ports` written in `[agent.sandbox]` for the agent's
+/// endpoints on ports the sandbox would otherwise refuse (`init --endpoint URL`, and the
+/// base-URL and proxy variables `init` sees: [`endpoint_ports`]), each source named in a
+/// comment above the line.
+pub(crate) fn with_connect_ports(text: &str, ports: &[(u16, String)]) -> String {
+    if ports.is_empty() {
+        return text.to_owned();
+    }
+    let mut list: Vec<u16> = ports.iter().map(|(p, _)| *p).collect();
+    list.sort_unstable();
+    list.dedup();
+    let sources: Vec<&str> = ports.iter().map(|(_, s)| s.as_str()).collect();
+    let list: Vec<String> = list.iter().map(u16::to_string).collect();
+    let line = format!(
+        "# The agent's endpoint ({}): TCP besides 443 (docs/security.md)\nconnect_ports = [{}]\n",
+        sources.join(", "),
+        list.join(", ")
+    );
+    let header = "\n[agent.sandbox]\n";
+    match text.find(header) {
+        Some(at) => {
+            let at = at + header.len();
+            format!("{}{line}{}", &text[..at], &text[at..])
+        }
+        None => format!("{text}{header}{line}"),
+    }
+}
+
+/// The ports of the agent's endpoints that the sandbox's connect rule would refuse (not
+/// 443): `endpoint` (`init --endpoint URL`) and the base-URL and proxy variables of `env`,
+/// each with where it came from.
+///
+/// Errors: `endpoint` is not an `http://` or `https://` URL (the message says so).
+pub(crate) fn endpoint_ports(
+    endpoint: Option<&str>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<(u16, String)>, String> {
+    use crate::runtime::agent_endpoint::{host_port, BASE_URL_VARS, PROXY_VARS};
+    let default = agent_runner_plugin_host::agent::policy::DEFAULT_CONNECT_PORTS;
+    let mut out = Vec::new();
+    if let Some(url) = endpoint {
+        let (_, port) = host_port(url).ok_or_else(|| {
+            format!(
+                "--endpoint {url:?} is not an http:// or https:// URL (e.g. http://127.0.0.1:4010)"
+            )
+        })?;
+        out.push((port, format!("--endpoint {url}")));
+    }
+    for name in BASE_URL_VARS.iter().chain(PROXY_VARS) {
+        for n in [name.to_string(), name.to_ascii_lowercase()] {
+            if let Some((_, port)) = env(&n).as_deref().and_then(host_port) {
+                out.push((port, n.clone()));
+            }
+        }
+    }
+    out.retain(|(p, _)| !default.contains(p));
+    out.dedup();
+    Ok(out)
+}
+
 /// The prompt `init` writes.
 pub(crate) const PROMPT_TEXT: &str =
     "# Task\n\nDescribe the work the agent should do in each round here.\n";
@@ -313,6 +373,8 @@ pub(crate) struct InitOptions {
     pub force: bool,
     /// Do not commit the new files.
     pub no_commit: bool,
+    /// `--endpoint URL`: the agent's model endpoint, whose port goes into `connect_ports`.
+    pub endpoint: Option<String>,
 }
 
 /// What `init` did: the lines it prints, and `init --json`'s object (the reference
@@ -354,6 +416,12 @@ pub(crate) async fn run(options: &InitOptions) -> Result<InitOutcome, CliError> 
                 .join(", ")
         ),
     })?;
+    let ports = endpoint_ports(options.endpoint.as_deref(), |n| std::env::var(n).ok()).map_err(
+        |message| CliError {
+            code: crate::exit::USAGE,
+            message,
+        },
+    )?;
     let config_path =
         std::path::absolute(&options.config_path).map_err(|e| CliError::failure(e.to_string()))?;
     let dir = config_path.parent().unwrap_or(Path::new(".")).to_owned();
@@ -371,12 +439,18 @@ pub(crate) async fn run(options: &InitOptions) -> Result<InitOutcome, CliError> 
     };
     std::fs::create_dir_all(prompt_path.parent().expect("has parent"))
         .map_err(|e| io(&prompt_path, e))?;
-    std::fs::write(&config_path, config_text(preset)).map_err(|e| io(&config_path, e))?;
+    let text = with_connect_ports(&config_text(preset), &ports);
+    std::fs::write(&config_path, text).map_err(|e| io(&config_path, e))?;
     std::fs::write(&prompt_path, PROMPT_TEXT).map_err(|e| io(&prompt_path, e))?;
     let mut lines = vec![
         format!("wrote {} (preset {})", config_path.display(), preset.name),
         format!("wrote {}", prompt_path.display()),
     ];
+    for (port, source) in &ports {
+        lines.push(format!(
+            "[agent.sandbox] connect_ports has {port}: the agent's endpoint ({source})"
+        ));
+    }
     let config = crate::config::load(&config_path)?;
     let mut to_commit = vec![config_path.clone(), prompt_path.clone()];
     if let Ok(rel) = config
@@ -540,5 +614,28 @@ mod tests {
             let verified = preset(preset_name).unwrap().verified_with;
             assert_eq!(verified, Some(pin(key).as_str()), "{preset_name}");
         }
+    }
+
+    #[test]
+    fn endpoint_ports_go_into_connect_ports() {
+        let env = |n: &str| match n {
+            "ANTHROPIC_BASE_URL" => Some("http://127.0.0.1:4010".to_owned()),
+            "https_proxy" => Some("http://proxy.corp:3128".to_owned()),
+            "OPENAI_BASE_URL" => Some("https://api.example.org/v1".to_owned()),
+            _ => None,
+        };
+        let ports = endpoint_ports(Some("http://localhost:8000/v1"), env).unwrap();
+        let got: Vec<u16> = ports.iter().map(|(p, _)| *p).collect();
+        assert_eq!(got, [8000, 4010, 3128], "{ports:?}");
+        assert!(endpoint_ports(Some("ftp://x"), |_| None).is_err());
+        let preset = preset("claude").unwrap();
+        let text = with_connect_ports(&config_text(preset), &ports);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("prompts")).unwrap();
+        std::fs::write(dir.path().join("prompts/main.md"), PROMPT_TEXT).unwrap();
+        let config = crate::config::parse_str(&dir.path().join("c.toml"), &text)
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(config.agent_sandbox.connect_ports, [3128, 4010, 8000]);
+        assert_eq!(with_connect_ports("x", &[]), "x");
     }
 }

@@ -172,6 +172,23 @@ fn recent_rounds(out: &mut String, p: &Paint, doc: &Value) {
             p.dim(s(&r["started_at"]))
         );
         sandbox_denied(out, p, &r["sandbox_denied"]);
+        egress_refused(out, p, &r["egress_refused"]);
+    }
+}
+
+/// Under a round: each connect its agent's sandbox refused, a line each with its fix.
+fn egress_refused(out: &mut String, p: &Paint, refused: &Value) {
+    for r in refused.as_array().into_iter().flatten() {
+        let times = match r["count"].as_u64() {
+            Some(n) if n > 1 => format!(" (×{n})"),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "          {} {}{times}",
+            p.warn("refused:"),
+            s(&r["message"])
+        );
     }
 }
 

@@ -1,5 +1,5 @@
 //! Rounds as the record tells them: `round_start`, `agent_spawn`, `agent_exit`,
-//! `agent_sandbox_denied` and `round_end` events folded into one view per round (the reference system's `RoundView`
+//! `agent_sandbox_denied`, `agent_egress_refused` and `round_end` events folded into one view per round (the reference system's `RoundView`
 //! shape, for `peek`), and the round logs under `<log_dir>/rounds/`.
 
 use schemars::JsonSchema;
@@ -39,6 +39,31 @@ pub(crate) struct RoundView {
     pub ended_at: Option<String>,
     /// Its `agent_sandbox_denied` events, in record order.
     pub sandbox_denied: Vec<SandboxDenied>,
+    /// Its `agent_egress_refused` events, in record order.
+    pub egress_refused: Vec<EgressRefused>,
+}
+
+/// One `agent_egress_refused` of a round, as `peek` and the live page show it
+/// (docs/security.md, "Refusals told, with their fix").
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
+pub(crate) struct EgressRefused {
+    /// The layer that refused (`proxy`, `landlock`).
+    pub layer: String,
+    /// The host name asked for (`null` when an address was).
+    pub host: Option<String>,
+    /// The address, when known.
+    pub address: Option<String>,
+    /// The TCP port.
+    pub port: u16,
+    /// Why (`not_listed`, `port_not_allowed`, `loopback`, …).
+    pub reason: String,
+    /// The config key that opens it.
+    pub key: String,
+    /// The sentence: what was refused and the line that opens it.
+    pub message: String,
+    /// How many times in the round.
+    pub count: u64,
 }
 
 /// One `agent_sandbox_denied` of a round, as `peek` shows it (docs/security.md, "Denials
@@ -123,6 +148,29 @@ pub(crate) fn rounds(events: &[Recorded]) -> BTreeMap<u64, RoundView> {
                     dropped_kinds: *dropped_kinds,
                     dropped_count: *dropped_count,
                 }),
+            Event::AgentEgressRefused {
+                round_num,
+                layer,
+                host,
+                address,
+                port,
+                reason,
+                key,
+                message,
+                count,
+                ..
+            } => entry(&mut rounds, *round_num)
+                .egress_refused
+                .push(EgressRefused {
+                    layer: layer.clone(),
+                    host: host.clone(),
+                    address: address.clone(),
+                    port: *port,
+                    reason: reason.clone(),
+                    key: key.clone(),
+                    message: message.clone(),
+                    count: *count,
+                }),
             Event::RoundEnd(end) => {
                 let (round_num, dirty_outcome) = match end {
                     RoundEnd::NotStarted { round_num, .. } => (round_num, None),
@@ -181,6 +229,9 @@ pub(crate) struct RoundDoc {
     /// events; `[]` when nothing was refused or nothing is filtered), so a confined agent
     /// that failed is told from one that did nothing.
     pub sandbox_denied: Vec<SandboxDenied>,
+    /// Ours: the connects the agent's sandbox refused in the round (its
+    /// `agent_egress_refused` events, each with the line that opens it; `[]` when none).
+    pub egress_refused: Vec<EgressRefused>,
 }
 
 impl RoundView {
@@ -220,6 +271,7 @@ impl RoundView {
             dirty_outcome: self.dirty_outcome.clone(),
             ended_at: self.ended_at.clone(),
             sandbox_denied: self.sandbox_denied.clone(),
+            egress_refused: self.egress_refused.clone(),
         }
     }
 }

@@ -10,20 +10,26 @@
 //! 2. takes the target: `CONNECT host:port` (a tunnel, for HTTPS), or an absolute URI
 //!    `http://host[:port]/path` (plain HTTP); anything else is answered `400`;
 //! 3. checks the name the agent asked for against the list (before resolving it). Refused:
-//!    `403 Forbidden`, and a [`Refusal`] for the round's record;
-//! 4. resolves the name and connects (within [`CONNECT_TIMEOUT`]). A name the operator did
-//!    not write as an address or `localhost` must not resolve to a loopback or unspecified
-//!    address (a listed domain pointed at the supervisor's machine): refused as in 3;
-//!    unreachable: `502`;
-//! 5. `CONNECT`: answers `200` and copies bytes both ways until either side closes. Plain
-//!    HTTP: sends the head with the request line in origin form, the hop-by-hop and
-//!    `Proxy-*` headers dropped and `Connection: close`, then copies both ways. The
-//!    connection serves that one request to that one host: a client cannot switch hosts
-//!    mid-connection.
+//!    `403 Forbidden` whose body is the refusal's sentence (what, and the line that opens
+//!    it), and an [`EgressRefusal`] for the round's record;
+//! 4. finds the addresses: an address the agent asked for is exactly that address;
+//!    `localhost` is `127.0.0.1` and `::1`; a name is resolved, and refused as in 3 when
+//!    **any** of its addresses is closed to names ([`crate::runtime::egress_address`]:
+//!    loopback in any form, this machine's, link-local, multicast, unspecified, cloud
+//!    metadata, or private unless the entry says `private`), the refusal naming the address;
+//!    unresolvable: `502`;
+//! 5. connects (within [`CONNECT_TIMEOUT`]) — directly, or through the operator's upstream
+//!    proxy ([`crate::runtime::upstream_proxy`]; a name the local resolver cannot resolve is
+//!    left to it, one it can is judged first); unreachable: `502`;
+//! 6. `CONNECT`: answers `200` and copies bytes both ways until either side closes. Plain
+//!    HTTP: sends the head with the request line in origin form (absolute form to an
+//!    upstream proxy), the hop-by-hop and `Proxy-*` headers dropped and `Connection: close`,
+//!    then copies both ways. The connection serves that one request to that one host: a
+//!    client cannot switch hosts mid-connection.
 //!
 //! The proxy never reads or keeps what passes through a tunnel; it writes nothing to disk.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,6 +40,9 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 use crate::config::allow_hosts::{normalize, AllowHosts};
+use crate::runtime::egress_address;
+use crate::runtime::egress_refusals::{EgressRefusal, Why};
+use crate::runtime::upstream_proxy::UpstreamProxies;
 
 /// The largest request head the proxy reads (request line and headers).
 pub(crate) const HEAD_MAX: usize = 16 * 1024;
@@ -42,19 +51,8 @@ pub(crate) const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long resolving and connecting to the upstream may take.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A request the proxy refused, for `agent_sandbox_denied` (layer `egress`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Refusal {
-    /// The host as the agent asked for it (normalized when it parsed as a name).
-    pub host: String,
-    /// The port asked for.
-    pub port: u16,
-    /// `connect` (a `CONNECT` tunnel) or `http` (a plain-HTTP request).
-    pub access: &'static str,
-}
-
-/// Starts serving the agent's connections from `bridge` under `allow`; refusals go to
-/// `refusals`. The thread and its tasks end by themselves: the thread when the forwarder
+/// Starts serving the agent's connections from `bridge` under `allow`, through `upstream`
+/// where it says; refusals go to `refusals`. The thread and its tasks end by themselves: the thread when the forwarder
 /// ends (the round is over), each task when its connection closes. Must be called inside
 /// the tokio runtime.
 ///
@@ -63,7 +61,8 @@ pub(crate) struct Refusal {
 pub(crate) fn start(
     bridge: BridgeReceiver,
     allow: Arc<AllowHosts>,
-    refusals: mpsc::UnboundedSender<Refusal>,
+    upstream: Arc<UpstreamProxies>,
+    refusals: mpsc::UnboundedSender<EgressRefusal>,
 ) -> std::io::Result<()> {
     let runtime = tokio::runtime::Handle::current();
     std::thread::Builder::new()
@@ -71,9 +70,10 @@ pub(crate) fn start(
         .spawn(move || loop {
             match bridge.recv() {
                 Ok(Some(fd)) => {
-                    let (allow, refusals) = (allow.clone(), refusals.clone());
+                    let (allow, upstream, refusals) =
+                        (allow.clone(), upstream.clone(), refusals.clone());
                     runtime.spawn(async move {
-                        if let Err(e) = serve_connection(fd, &allow, &refusals).await {
+                        if let Err(e) = serve_connection(fd, &allow, &upstream, &refusals).await {
                             tracing::debug!(error = %e, "egress proxy connection ended");
                         }
                     });
@@ -90,31 +90,37 @@ pub(crate) fn start(
 
 /// Prepares the egress of one agent launch: the bridge the agent enters before its exec
 /// (with a user namespace around its network namespace unless the supervisor is root), the
-/// proxy serving it under `allow`, and the receiver of the round's refusals. Call inside the
-/// tokio runtime.
+/// proxy serving it under `allow` (through `upstream` where it says), and the receiver of
+/// the round's refusals. Call inside the tokio runtime.
 ///
 /// # Errors
 /// The bridge's socket pair or the proxy's thread could not be made.
 pub(crate) fn open(
     allow: &AllowHosts,
-) -> std::io::Result<(EgressBridge, mpsc::UnboundedReceiver<Refusal>)> {
+    upstream: UpstreamProxies,
+) -> std::io::Result<(EgressBridge, mpsc::UnboundedReceiver<EgressRefusal>)> {
     // SAFETY: geteuid/getuid/getgid take nothing and cannot fail.
     let ids = unsafe { (libc::geteuid() != 0).then(|| (libc::getuid(), libc::getgid())) };
     let (bridge, receiver) = egress_bridge::bridge(ids)?;
     let (tx, rx) = mpsc::unbounded_channel();
-    start(receiver, Arc::new(allow.clone()), tx)?;
+    start(receiver, Arc::new(allow.clone()), Arc::new(upstream), tx)?;
     Ok((bridge, rx))
 }
 
 /// The loopback addresses the agent reaches directly (its own namespace's servers), never
-/// through the proxy.
+/// through the proxy — unless `allow_hosts` names a local endpoint of the machine
+/// ([`agent_env`]).
 pub(crate) const NO_PROXY: &str = "localhost,127.0.0.1,::1";
 
 /// The variables that send the agent's HTTP clients to the proxy: the `*_PROXY` pairs curl,
 /// Python, Go and Rust clients read, `NO_PROXY` for the agent's own loopback, and
 /// `NODE_USE_ENV_PROXY=1`, without which Node's built-in `fetch` and `http` ignore them
-/// (docs/security.md, "Egress by host name").
-pub(crate) fn agent_env() -> Vec<(String, String)> {
+/// (docs/security.md, "Egress by host name"). When `allow` names a loopback address or
+/// `localhost` (a local model endpoint on the machine), `NO_PROXY` is left empty: the
+/// agent's requests to its loopback go to the proxy, which reaches the machine's endpoint
+/// (the agent's own loopback servers are then reached through the proxy too, and refused
+/// unless listed).
+pub(crate) fn agent_env(allow: &AllowHosts) -> Vec<(String, String)> {
     let url = egress_bridge::proxy_url();
     let mut env: Vec<(String, String)> = [
         "HTTPS_PROXY",
@@ -127,8 +133,13 @@ pub(crate) fn agent_env() -> Vec<(String, String)> {
     .iter()
     .map(|k| (k.to_string(), url.clone()))
     .collect();
-    env.push(("NO_PROXY".into(), NO_PROXY.into()));
-    env.push(("no_proxy".into(), NO_PROXY.into()));
+    let no_proxy = if allow.names_this_machine() {
+        ""
+    } else {
+        NO_PROXY
+    };
+    env.push(("NO_PROXY".into(), no_proxy.into()));
+    env.push(("no_proxy".into(), no_proxy.into()));
     env.push(("NODE_USE_ENV_PROXY".into(), "1".into()));
     env
 }
@@ -140,12 +151,16 @@ struct Target {
     port: u16,
     /// `None` for `CONNECT`; for plain HTTP the head to send upstream.
     forward_head: Option<Vec<u8>>,
+    /// For plain HTTP, the same head in absolute form, for an upstream proxy: the request
+    /// line, and the headers after it (ending in the blank line).
+    proxy_head: Option<(String, String)>,
 }
 
 async fn serve_connection(
     fd: OwnedFd,
     allow: &AllowHosts,
-    refusals: &mpsc::UnboundedSender<Refusal>,
+    upstream: &UpstreamProxies,
+    refusals: &mpsc::UnboundedSender<EgressRefusal>,
 ) -> std::io::Result<()> {
     let std_stream = std::net::TcpStream::from(fd);
     std_stream.set_nonblocking(true)?;
@@ -162,56 +177,108 @@ async fn serve_connection(
         Ok(t) => t,
         Err(why) => return respond(&mut client, 400, why).await,
     };
-    let access = if target.forward_head.is_some() {
-        "http"
-    } else {
-        "connect"
+    let tunnel = target.forward_head.is_none();
+    let access = if tunnel { "connect" } else { "http" };
+    let refuse = |resolved: Option<IpAddr>, why: Why| {
+        let r = EgressRefusal::proxy(&target.host, target.port, access, resolved, why);
+        let sentence = r.sentence();
+        let _ = refusals.send(r);
+        sentence
     };
-    let refusal = Refusal {
-        host: target.host.clone(),
-        port: target.port,
-        access,
+    let Some(entry) = allow.find(&target.host, target.port) else {
+        let why = refuse(None, Why::NotListed);
+        return respond(&mut client, 403, &why).await;
     };
-    if !allow.allows(&target.host, target.port) {
-        let _ = refusals.send(refusal);
-        return respond(&mut client, 403, "host not in [agent.sandbox] allow_hosts").await;
+    let via = upstream.for_target(&target.host, tunnel);
+    let addrs = match addresses(&target.host, target.port).await {
+        Ok(addrs) => addrs,
+        // Left to the upstream proxy, whose resolver may know names this one does not.
+        Err(_) if via.is_some() => Vec::new(),
+        Err(why) => return respond(&mut client, 502, why).await,
+    };
+    let named = target.host != "localhost" && target.host.parse::<IpAddr>().is_err();
+    if named {
+        let own = egress_address::own_addresses();
+        if let Some((ip, class)) = addrs.iter().find_map(|a| {
+            egress_address::closed(a.ip(), &own, entry.private()).map(|c| (a.ip(), c))
+        }) {
+            let why = refuse(Some(ip), Why::Resolves(class));
+            return respond(&mut client, 403, &why).await;
+        }
     }
-    let addrs = match tokio::time::timeout(
-        CONNECT_TIMEOUT,
-        tokio::net::lookup_host((target.host.as_str(), target.port)),
-    )
-    .await
-    {
-        Ok(Ok(addrs)) => addrs.collect::<Vec<SocketAddr>>(),
-        _ => return respond(&mut client, 502, "cannot resolve the host").await,
+    // A local endpoint the operator listed (`localhost`, a loopback address) is reached
+    // directly, never through the operator's proxy (which cannot reach this machine's
+    // loopback); anything else goes where the proxy variables say.
+    let local = !named
+        && addrs.iter().all(|a| {
+            egress_address::closed(a.ip(), &[], false) == Some(egress_address::Closed::Loopback)
+        });
+    let connected = match via.filter(|_| !local) {
+        None => connect_direct(&addrs).await,
+        Some(Err(why)) => Err(std::io::Error::other(why.clone())),
+        Some(Ok(up)) if tunnel => up.tunnel(&target.host, target.port, CONNECT_TIMEOUT).await,
+        Some(Ok(up)) => up.connect(CONNECT_TIMEOUT).await,
     };
-    let literal = target.host == "localhost" || target.host.parse::<std::net::IpAddr>().is_ok();
-    let addrs: Vec<SocketAddr> = addrs
-        .into_iter()
-        .filter(|a| literal || !(a.ip().is_loopback() || a.ip().is_unspecified()))
-        .collect();
-    if addrs.is_empty() {
-        let _ = refusals.send(refusal);
-        return respond(&mut client, 403, "the name resolves to a loopback address").await;
-    }
-    let mut upstream =
-        match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&addrs[..])).await {
-            Ok(Ok(s)) => s,
-            _ => return respond(&mut client, 502, "cannot connect to the host").await,
-        };
-    match &target.forward_head {
-        None => {
+    let mut upstream_stream = match connected {
+        Ok(s) => s,
+        Err(e) => {
+            let why = format!("cannot connect to {}:{}: {e}", target.host, target.port);
+            return respond(&mut client, 502, &why).await;
+        }
+    };
+    match (&target.forward_head, &target.proxy_head, via) {
+        (None, ..) => {
             client
                 .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
                 .await?
         }
-        Some(head) => upstream.write_all(head).await?,
+        (Some(_), Some((line, headers)), Some(Ok(up))) if !local => {
+            let head = format!("{line}\r\n{}{headers}", up.auth_header());
+            upstream_stream.write_all(head.as_bytes()).await?
+        }
+        (Some(head), ..) => upstream_stream.write_all(head).await?,
     }
     if !rest.is_empty() {
-        upstream.write_all(&rest).await?;
+        upstream_stream.write_all(&rest).await?;
     }
-    tokio::io::copy_bidirectional(&mut client, &mut upstream).await?;
+    tokio::io::copy_bidirectional(&mut client, &mut upstream_stream).await?;
     Ok(())
+}
+
+/// The addresses of `host:port`: an address is itself; `localhost` is `127.0.0.1` and
+/// `::1` (never looked up); a name is resolved (within [`CONNECT_TIMEOUT`]).
+async fn addresses(host: &str, port: u16) -> Result<Vec<SocketAddr>, &'static str> {
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Ok(vec![SocketAddr::new(ip, port)]);
+    }
+    if host == "localhost" {
+        return Ok(vec![
+            SocketAddr::new(Ipv4Addr::LOCALHOST.into(), port),
+            SocketAddr::new(Ipv6Addr::LOCALHOST.into(), port),
+        ]);
+    }
+    match tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::lookup_host((host, port))).await {
+        Ok(Ok(addrs)) => {
+            let addrs: Vec<SocketAddr> = addrs.collect();
+            if addrs.is_empty() {
+                Err("cannot resolve the host")
+            } else {
+                Ok(addrs)
+            }
+        }
+        _ => Err("cannot resolve the host"),
+    }
+}
+
+/// Connects to the first of `addrs` that answers (within [`CONNECT_TIMEOUT`]).
+async fn connect_direct(addrs: &[SocketAddr]) -> std::io::Result<TcpStream> {
+    match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addrs)).await {
+        Ok(r) => r,
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "connect timed out",
+        )),
+    }
 }
 
 /// Reads until the blank line that ends a request head. `Some((head, bytes after it))`;
@@ -270,6 +337,7 @@ fn parse_head(head: &[u8]) -> Result<Target, &'static str> {
             host,
             port,
             forward_head: None,
+            proxy_head: None,
         });
     }
     let rest = uri
@@ -288,19 +356,24 @@ fn parse_head(head: &[u8]) -> Result<Target, &'static str> {
     } else {
         path.to_owned()
     };
-    let mut out = format!("{method} {path} {version}\r\nHost: {authority}\r\n");
+    let mut headers = format!("Host: {authority}\r\n");
     for line in lines.filter(|l| !l.is_empty()) {
         let name = line.split(':').next().unwrap_or_default().trim();
         if !DROPPED_HEADERS.iter().any(|d| name.eq_ignore_ascii_case(d)) {
-            out.push_str(line);
-            out.push_str("\r\n");
+            headers.push_str(line);
+            headers.push_str("\r\n");
         }
     }
-    out.push_str("Connection: close\r\n\r\n");
+    headers.push_str("Connection: close\r\n\r\n");
+    let origin = format!("{method} {path} {version}\r\n{headers}");
     Ok(Target {
         host,
         port,
-        forward_head: Some(out.into_bytes()),
+        forward_head: Some(origin.into_bytes()),
+        proxy_head: Some((
+            format!("{method} http://{authority}{path} {version}"),
+            headers,
+        )),
     })
 }
 

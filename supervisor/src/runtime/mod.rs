@@ -32,6 +32,7 @@
 
 pub(crate) mod agent;
 pub(crate) mod agent_done;
+pub(crate) mod agent_endpoint;
 pub(crate) mod agent_preconditions;
 pub(crate) mod agent_sandbox;
 pub(crate) mod attribution;
@@ -42,7 +43,9 @@ pub(crate) mod config_follow;
 pub(crate) mod cooperative;
 pub mod detect_hooks;
 pub(crate) mod dirty;
+pub(crate) mod egress_address;
 pub(crate) mod egress_proxy;
+pub(crate) mod egress_refusals;
 pub(crate) mod git;
 pub(crate) mod git_operation;
 pub(crate) mod goal;
@@ -69,3 +72,4 @@ pub mod spawn_gate;
 pub(crate) mod substrate;
 pub(crate) mod transient;
 pub(crate) mod tree_lock;
+pub(crate) mod upstream_proxy;

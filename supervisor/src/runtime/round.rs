@@ -33,6 +33,7 @@ use crate::runtime::config_digest;
 use crate::runtime::detect_hooks::{self, AutoStop};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
 use crate::runtime::egress_proxy;
+use crate::runtime::egress_refusals::{EgressRefusal, EgressTally};
 use crate::runtime::git::Repo;
 use crate::runtime::git_operation;
 use crate::runtime::grace::Grace;
@@ -46,6 +47,7 @@ use crate::runtime::sandbox_denials::DenialTally;
 use crate::runtime::sessions::{Resume, Sessions};
 use crate::runtime::spawn_gate::{self, Verdict};
 use crate::runtime::substrate;
+use crate::runtime::upstream_proxy::UpstreamProxies;
 use crate::tree_file;
 
 /// Lines of the round log that `round_end.log_tail` carries after a failed agent run.
@@ -71,7 +73,7 @@ pub(crate) fn log_tail(path: &std::path::Path, lines: usize, chars: usize) -> St
 #[derive(Debug)]
 pub(crate) enum Attempt {
     /// The agent ran.
-    Ran(Ran),
+    Ran(Box<Ran>),
     /// Spawn hooks deferred or skipped the round; no agent started.
     NotStarted(Verdict),
     /// A stop arrived while the spawn hooks were being asked; no agent started.
@@ -101,6 +103,13 @@ pub(crate) struct Ran {
     pub tree_changed: bool,
     /// What the `[goal]` checks found after the agent exited (`None` without `[goal]`).
     pub goal: Option<crate::runtime::goal::Checked>,
+    /// The connects the agent's sandbox refused, each once with its count, most frequent
+    /// first (`agent_egress_refused`).
+    pub egress_refused: Vec<(EgressRefusal, u64)>,
+    /// When the agent did not exit cleanly or a detector read a network failure: its endpoints (read from its variables and
+    /// config files) the sandbox refuses and no observed refusal already names, one
+    /// sentence each ([`crate::runtime::agent_endpoint`]); empty otherwise.
+    pub endpoints_refused: Vec<String>,
 }
 
 /// Why a round could not run. Each is reported to the operator: `serve` records it as
@@ -352,8 +361,8 @@ impl Runner {
             "AGENT_RUNNER_FRESH_EYES".into(),
             if fresh { "1" } else { "0" }.into(),
         ));
-        if self.config.profile(phase).agent.allow_hosts.is_some() {
-            env.extend(egress_proxy::agent_env());
+        if let Some(allow) = &self.config.profile(phase).agent.allow_hosts {
+            env.extend(egress_proxy::agent_env(allow));
         }
         if let Some(file) = &self.config.runtime.narrative_file {
             env.push((
@@ -422,8 +431,9 @@ impl Runner {
             .as_ref()
             .map(crate::runtime::goal::Fingerprints::take)
             .unwrap_or_default();
+        let mut egress = EgressTally::default();
         let exit = self
-            .run_agent(round_num, phase, launch, &log_path, log, stop)
+            .run_agent(round_num, phase, launch, &log_path, log, stop, &mut egress)
             .await;
         if let Some(sessions) = self.sessions.as_mut().filter(|_| resume.is_some()) {
             sessions.ended(
@@ -473,7 +483,24 @@ impl Runner {
             duration_s,
             phase,
         );
-        Ok(Attempt::Ran(Ran {
+        let observed = egress.distinct();
+        let network = matches!(
+            &consulted.decision,
+            Decision::BackOff { kind, .. } if *kind == agent_runner_protocol::ErrorKind::Network
+        );
+        let endpoints_refused = if exit.is_clean() && !network {
+            Vec::new()
+        } else {
+            let abi = self.agent_sandbox.landlock_abi;
+            let mut found = crate::runtime::agent_endpoint::refused_endpoints(
+                &self.config,
+                self.agent_sandbox.applied.as_str(),
+                (abi > 0).then_some(abi),
+            );
+            found.retain(|e| !observed.iter().any(|(r, _)| e.starts_with(&r.sentence())));
+            found
+        };
+        Ok(Attempt::Ran(Box::new(Ran {
             round_num,
             log_path,
             exit,
@@ -483,7 +510,9 @@ impl Runner {
             preset_cli: consulted.preset_cli,
             tree_changed,
             goal,
-        }))
+            egress_refused: observed,
+            endpoints_refused,
+        })))
     }
 
     /// The host-health gate: the critical reading that defers the round, if there is one
@@ -710,6 +739,9 @@ impl Runner {
     /// Runs the agent of round `round_num` under its budget, in a cgroup of its own when
     /// the supervisor's is delegated (`agent_spawn`, `agent_exit`, `round_cgroup_memory`,
     /// `round_oom_killed`; `agent_spawn_failed` and a `round_end` when it cannot start).
+    /// The connects its sandbox refused are recorded in `egress` (and as
+    /// `agent_egress_refused` events after `agent_exit`).
+    #[allow(clippy::too_many_arguments)]
     async fn run_agent(
         &mut self,
         round_num: u64,
@@ -718,6 +750,7 @@ impl Runner {
         log_path: &Path,
         log: File,
         stop: &mut StopWatch,
+        egress: &mut EgressTally,
     ) -> Result<AgentExit, RoundError> {
         let budget = launch.budget;
         let own_sandbox = launch.own_sandbox.clone();
@@ -756,7 +789,14 @@ impl Runner {
         spec.cgroup_procs = cgroup.as_mut().and_then(RoundCgroup::take_procs);
         let mut refusals = None;
         if let Some(allow) = &self.config.profile(phase).agent.allow_hosts {
-            let (bridge, rx) = egress_proxy::open(allow)
+            let agent_env = &self.config.profile(phase).agent.env;
+            let upstream = UpstreamProxies::from_vars(|name| {
+                agent_env
+                    .get(name)
+                    .cloned()
+                    .or_else(|| std::env::var(name).ok())
+            });
+            let (bridge, rx) = egress_proxy::open(allow, upstream)
                 .map_err(|source| self.spawn_failed(round_num, phase, source))?;
             spec.egress = Some(bridge);
             refusals = Some(rx);
@@ -787,12 +827,15 @@ impl Runner {
             .as_ref()
             .is_some_and(|u| u.oom_kills > 0 && exit.signal == Some(libc::SIGKILL));
         self.record_exit(round_num, &exit, budget);
-        let mut tally = DenialTally::default();
         if let Some(mut rx) = refusals {
             while let Ok(r) = rx.try_recv() {
-                tally.add("egress", format!("{}:{}", r.host, r.port), r.access);
+                egress.record(r);
             }
         }
+        for event in egress.events(round_num) {
+            self.events.emit(event);
+        }
+        let mut tally = DenialTally::default();
         for name in &exit.seccomp_denials {
             tally.add("seccomp", (*name).to_owned(), "syscall");
         }

@@ -22,8 +22,9 @@ pub(crate) struct DenialTally {
 }
 
 impl DenialTally {
-    /// Counts one denial: `layer` (`egress`, `seccomp`, `landlock`), `target` (what was
-    /// denied: `host:port`, a system call, a path), `access` (`connect`, `http`, …).
+    /// Counts one denial: `layer` (`seccomp`, `landlock`), `target` (what was denied: a
+    /// system call, a path), `access` (`syscall`, …). Refused connects are counted by
+    /// [`crate::runtime::egress_refusals`].
     pub(crate) fn add(&mut self, layer: &'static str, target: String, access: &'static str) {
         let next = self.counts.len();
         self.counts

@@ -802,7 +802,7 @@ impl Serving<'_> {
     ) -> Flow {
         let restart_delay = self.runner.config.runtime.restart_delay;
         match attempt {
-            Ok(Attempt::Ran(ran)) => self.after_round(ran, stop).await,
+            Ok(Attempt::Ran(ran)) => self.after_round(*ran, stop).await,
             Ok(Attempt::NotStarted(Verdict::Defer {
                 hook,
                 defer_s,
@@ -880,15 +880,28 @@ impl Serving<'_> {
         self.env_failures = 0;
         let round_num = ran.round_num;
         let clean = ran.exit.is_clean();
-        let step =
-            self.transients
-                .after_round(&self.runner.events, &ran.post_round, round_num, clean);
+        // A round that failed while its sandbox refused the agent's connects failed on the
+        // sandbox, not on the provider's network: no outage back-off, and it counts for
+        // the crash-loop breaker with the fix in its reason.
+        let sandboxed = sandbox_failure(&ran);
+        let decision = if sandboxed.is_some() {
+            &crate::runtime::post_round::Decision::Continue
+        } else {
+            &ran.post_round
+        };
+        let step = self
+            .transients
+            .after_round(&self.runner.events, decision, round_num, clean);
+        if let Some(sentence) = &sandboxed {
+            eprintln!("agent-runner: round {round_num}: {sentence}");
+        }
         // Any failed round counts, printed output or not: real CLIs print a line when they
         // fail. An operator's stop is not a failure of the agent, nor is an end by memory
         // (the memory loop counts those).
         let mem_ended = ran.exit.ended_by_memory();
         let failed = !mem_ended
             && (step.diagnosed()
+                || sandboxed.is_some()
                 || (!clean && ran.exit.cause != crate::runtime::agent::ExitCause::Stopped));
         if mem_ended {
             self.mem_ends += 1;
@@ -899,7 +912,11 @@ impl Serving<'_> {
         }
         if failed {
             self.failures += 1;
-            self.last_failure = Some(failure_of(&ran, &step));
+            let (mut reason, lines) = failure_of(&ran, &step);
+            if let Some(sentence) = &sandboxed {
+                reason.push_str(&format!("; {sentence}"));
+            }
+            self.last_failure = Some((reason, lines));
         } else {
             self.failures = 0;
             self.last_failure = None;
@@ -1345,6 +1362,27 @@ fn failure_of(ran: &Ran, step: &Step) -> (String, Vec<String>) {
         reason.push_str(&format!("; {diagnosis}"));
     }
     (reason, last_lines(&ran.log_path))
+}
+
+/// When `ran` failed on its sandbox — it ended unclean or a detector called it a network
+/// failure, and its sandbox refused connects (its own endpoint, read from its variables
+/// and config files, that the sandbox refuses; and those observed, `agent_egress_refused`,
+/// the most frequent first) — their sentences (at most three), else `None`.
+pub(crate) fn sandbox_failure(ran: &Ran) -> Option<String> {
+    use crate::runtime::post_round::Decision;
+    let network = matches!(
+        &ran.post_round,
+        Decision::BackOff { kind, .. } if *kind == agent_runner_protocol::ErrorKind::Network
+    );
+    let failed = network
+        || (!ran.exit.is_clean() && ran.exit.cause != crate::runtime::agent::ExitCause::Stopped);
+    if !failed {
+        return None;
+    }
+    let mut sentences = ran.endpoints_refused.clone();
+    sentences.extend(ran.egress_refused.iter().map(|(r, _)| r.sentence()));
+    sentences.truncate(3);
+    (!sentences.is_empty()).then(|| sentences.join("; "))
 }
 
 /// The last lines of a round log (redacted), for `crash_loop` and `stalled_no_progress`.

@@ -464,14 +464,12 @@ pub(crate) enum Event {
     AgentSandboxDenied {
         /// The round.
         round_num: u64,
-        /// The layer that refused: `egress` (the proxy, a host not in `[agent.sandbox]
-        /// allow_hosts`) or `seccomp` (the agent's deny-list).
+        /// The layer that refused: `seccomp` (the agent's deny-list; refused connects are
+        /// `agent_egress_refused`).
         layer: String,
-        /// What was refused: for `egress`, `host:port` as the agent asked for it; for
-        /// `seccomp`, the system call's name (`ptrace`).
+        /// What was refused: the system call's name (`ptrace`).
         target: String,
-        /// How: for `egress`, `connect` (an HTTPS tunnel) or `http` (a plain-HTTP request);
-        /// for `seccomp`, `syscall`.
+        /// How: `syscall`.
         access: String,
         /// How many times in the round.
         count: u64,
@@ -482,6 +480,41 @@ pub(crate) enum Event {
         /// With `dropped_kinds`: how many denials they were in all; absent otherwise.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         dropped_count: Option<u64>,
+    },
+
+    /// A TCP connect of the agent its sandbox refused, once per distinct refusal per round
+    /// with its count, after `agent_exit`, most frequent first, at most
+    /// `crate::runtime::egress_refusals::MAX_EVENTS_PER_ROUND` per round (docs/security.md,
+    /// "Refusals told, with their fix").
+    AgentEgressRefused {
+        /// The round.
+        round_num: u64,
+        /// The layer that refused: `proxy` (the egress proxy, `allow_hosts`) or `landlock`
+        /// (the TCP connect rule, `connect_ports`).
+        layer: String,
+        /// The host name the agent asked for (absent when it asked for an address).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        host: Option<String>,
+        /// The address: the one asked for, or the closed address a listed name resolved
+        /// to (absent for a name refused before it was resolved).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        address: Option<String>,
+        /// The TCP port.
+        port: u16,
+        /// `connect` (a TCP connect, a `CONNECT` tunnel) or `http` (a plain-HTTP request).
+        access: String,
+        /// `not_listed`, `port_not_allowed`, or the class of the closed address a name
+        /// resolved to (`loopback`, `this_machine`, `link_local`, `multicast`,
+        /// `unspecified`, `cloud_metadata`, `private`).
+        reason: String,
+        /// The config key that opens it: `agent.sandbox.allow_hosts` or
+        /// `agent.sandbox.connect_ports`.
+        key: String,
+        /// The sentence told everywhere ("egress to 127.0.0.1:4010 refused by the agent
+        /// sandbox: add 4010 to [agent.sandbox] connect_ports").
+        message: String,
+        /// How many times in the round.
+        count: u64,
     },
 
     // ---- upgrade (docs/operations.md, "upgrade") ----
@@ -1293,6 +1326,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "round_oom_killed",
     "agent_own_sandbox_replaced",
     "agent_sandbox_denied",
+    "agent_egress_refused",
     "service_upgraded",
     "package_upgraded",
     "service_upgrade_rolled_back",

@@ -300,6 +300,8 @@ mod tests {
              r#""event":"agent_own_sandbox_replaced","round_num":3,"cli":"codex","removed":["--sandbox","workspace-write"],"added":["--dangerously-bypass-approvals-and-sandbox"],"reason":"ours""#),
             (Event::AgentSandboxDenied { round_num: 3, layer: s("egress"), target: s("evil.example:443"), access: s("connect"), count: 2, dropped_kinds: Some(1), dropped_count: Some(4) },
              r#""event":"agent_sandbox_denied","round_num":3,"layer":"egress","target":"evil.example:443","access":"connect","count":2,"dropped_kinds":1,"dropped_count":4"#),
+            (Event::AgentEgressRefused { round_num: 3, layer: s("landlock"), host: None, address: Some(s("127.0.0.1")), port: 4010, access: s("connect"), reason: s("port_not_allowed"), key: s("agent.sandbox.connect_ports"), message: s("egress to 127.0.0.1:4010 refused by the agent sandbox: add 4010 to [agent.sandbox] connect_ports"), count: 2 },
+             r#""event":"agent_egress_refused","round_num":3,"layer":"landlock","address":"127.0.0.1","port":4010,"access":"connect","reason":"port_not_allowed","key":"agent.sandbox.connect_ports","message":"egress to 127.0.0.1:4010 refused by the agent sandbox: add 4010 to [agent.sandbox] connect_ports","count":2"#),
             (Event::ServiceUpgraded { from_version: s("0.1.0"), to_version: s("0.2.0"), duration_s: 4.5, binary: PathBuf::from("/usr/local/bin/agent-runner"), pid: Some(9) },
              r#""event":"service_upgraded","from_version":"0.1.0","to_version":"0.2.0","duration_s":4.5,"binary":"/usr/local/bin/agent-runner","pid":9"#),
             (Event::PackageUpgraded { from_version: s("0.1.0"), to_version: s("0.2.0"), restart_deferred: true, binary: PathBuf::from("/b") },

@@ -117,6 +117,13 @@ class ProjectView {
       ol.append(li);
     }
     if (!rounds.length) ol.append(el("li", "o-stopped", "none yet"));
+    // What the agent's sandbox refused in the last round that ended, each with its fix.
+    const refused = this.q(".refused");
+    refused.replaceChildren();
+    const last = (this.doc.recent_rounds || []).at(-1);
+    for (const x of (last && last.egress_refused) || []) {
+      refused.append(el("li", "", `R${last.round_num}: ${x.message}${x.count > 1 ? ` (×${x.count})` : ""}`));
+    }
   }
 
   renderHosts() {
