@@ -289,7 +289,13 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
     let agent_pid = child.id().unwrap_or(0);
     let grace = async {
         match &spec.grace {
-            Some(grace) => grace.due(agent_pid, std::env::current_exe().ok()).await,
+            // The group guard is a fork of the launcher: its executable is the launcher's.
+            Some(grace) => {
+                let guard_exe = agent_runner_plugin_host::Launcher::get()
+                    .ok()
+                    .and_then(|l| l.path().canonicalize().ok());
+                grace.due(agent_pid, guard_exe).await
+            }
             None => std::future::pending().await,
         }
     };

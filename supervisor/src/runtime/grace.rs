@@ -44,7 +44,7 @@ pub(crate) struct Grace {
 impl Grace {
     /// Returns when the agent `agent_pid` should be ended: its result was printed at
     /// least [`Grace::after`] ago and no child of it (other than ignored ones and the
-    /// supervisor's own group guard, `guard_exe`) is running. Never returns otherwise.
+    /// group guard, whose executable is `guard_exe`) is running. Never returns otherwise.
     pub(crate) async fn due(&self, agent_pid: u32, guard_exe: Option<PathBuf>) {
         let mut offset = 0u64;
         let mut window: Vec<u8> = Vec::new();
@@ -104,8 +104,8 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 
 /// `pid`'s descendants, split into (live, ignored) by matching their command lines against
 /// `ignore`; each is kept by its process name and pid only (docs/operations.md,
-/// `round_grace_extended`). The group guard (a fork of the supervisor, whose executable is
-/// `guard_exe`) is left out.
+/// `round_grace_extended`). The group guard (a fork of the `plugin-host` launcher, whose
+/// executable is `guard_exe`) is left out.
 fn children(
     pid: u32,
     guard_exe: Option<&std::path::Path>,
