@@ -242,6 +242,9 @@ pub struct RuntimeConfig {
 pub struct VcsConfig {
     /// The built-in default dirty handler's action.
     pub dirty_action: DirtyAction,
+    /// Whether `dirty_action` is written in the file (not the default): outside git only
+    /// an unwritten one becomes `ignore` (docs/operations.md, "Without git").
+    pub dirty_action_written: bool,
     /// A stash within this long of the previous one is skipped (default 5 s).
     pub stash_idempotency: Duration,
     /// Longest run of one git command before it is killed with its process group
@@ -783,6 +786,7 @@ fn resolve_backoff_cap(raw: &RawRuntime, restart_delay_s: u64) -> Result<Duratio
 fn resolve_vcs(raw: &RawVcs, numbers: &Numbers) -> Result<VcsConfig, Bad> {
     Ok(VcsConfig {
         dirty_action: raw.dirty_action()?,
+        dirty_action_written: raw.dirty_action.is_some(),
         stash_idempotency: Duration::from_secs(raw.stash_idempotency_s()?),
         git_timeout: Duration::from_secs(numbers.git_timeout_s),
     })

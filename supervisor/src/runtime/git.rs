@@ -192,6 +192,9 @@ pub(crate) struct NotWorkTree {
     pub reason: String,
     /// What the operator can do.
     pub fix: String,
+    /// The work dir lies in no git repository at all (not: git refuses it, or it is not
+    /// writable): rounds run there without git (docs/operations.md, "Without git").
+    pub outside_git: bool,
 }
 
 impl std::fmt::Display for NotWorkTree {
@@ -413,9 +416,10 @@ impl Repo {
         let dir = self.work_dir.display();
         let missing = NotWorkTree {
             reason: format!(
-                "{dir} is not inside a git working tree (the reference system runs without git; agent-runner refuses: docs/reference-system.md, \"Deviations\", 3)"
+                "{dir} is not inside a git working tree: rounds run without git, so nothing the agent leaves is stashed or committed (dirty_action `ignore`) and `git_head` is null"
             ),
-            fix: "run `git init` there, or point [runtime] work_dir at one".to_owned(),
+            fix: "run `git init` there (and restart) for the stash, the auto-commit and the attribution of edits".to_owned(),
+            outside_git: true,
         };
         let out = match self
             .run_bytes(&["rev-parse", "--is-inside-work-tree", "--show-prefix"])
@@ -429,13 +433,27 @@ impl Repo {
                         e.detail.lines().next().unwrap_or_default()
                     ),
                     fix: "run agent-runner as the repository's owner, or trust it with `git config --global --add safe.directory <repository top>`".to_owned(),
+                    outside_git: false,
                 })
             }
-            Err(_) => return Some(missing),
+            // Only git's own word that there is no repository runs rounds without git; any
+            // other failure (no git, a broken config, a timeout) is refused: fail closed.
+            Err(e) if e.detail.contains("not a git repository") => return Some(missing),
+            Err(e) => {
+                return Some(NotWorkTree {
+                    reason: format!("git cannot tell whether {dir} is a git working tree: {e}"),
+                    fix: "make `git -C <work_dir> rev-parse --is-inside-work-tree` work (git installed, the repository's config readable)".to_owned(),
+                    outside_git: false,
+                })
+            }
         };
         let mut lines = out.split(|b| *b == b'\n');
         if lines.next() != Some(b"true".as_slice()) {
-            return Some(missing);
+            return Some(NotWorkTree {
+                reason: format!("{dir} is inside a git directory or a bare repository, not a working tree"),
+                fix: "point [runtime] work_dir at a working tree (or at a directory outside any repository)".to_owned(),
+                outside_git: false,
+            });
         }
         let _ = self.prefix.set(lines.next().unwrap_or_default().to_vec());
         // Every round writes the tree (the agent, the stash, the commit): a read-only one
@@ -447,6 +465,7 @@ impl Repo {
             return Some(NotWorkTree {
                 reason: format!("{dir} is not writable by this user: {}", errno.desc()),
                 fix: "give this user write access to the work tree (or mount it read-write), or point [runtime] work_dir at a writable one".to_owned(),
+                outside_git: false,
             });
         }
         None

@@ -192,6 +192,17 @@ struct Launch {
     own_sandbox: Option<crate::runtime::own_sandbox::Replaced>,
 }
 
+/// Whether the work dir was a git working tree when the supervisor started; fixed for its
+/// life: a `.git` that appears while serving is adopted at the next start, never in the
+/// middle of a run (docs/operations.md, "Without git").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Git {
+    /// A git working tree: dirt is stashed or committed, `HEAD` recorded.
+    WorkTree,
+    /// In no repository: no git runs, nothing is stashed or committed, `git_head` is null.
+    Absent,
+}
+
 /// Runs rounds of one project: the loaded config, its hosts and its event log.
 pub(crate) struct Runner {
     /// The configuration (re-read before each round by `serve`).
@@ -201,6 +212,8 @@ pub(crate) struct Runner {
     /// Third-party hosts.
     pub hosts: HostManager,
     repo: Repo,
+    /// Whether `repo` is a git working tree at all.
+    git: Git,
     /// Since when the host-health gate has been deferring rounds.
     unhealthy_since: Option<std::time::Instant>,
     /// The delegated cgroup rounds get children of; `None`: rounds run in the supervisor's.
@@ -220,14 +233,14 @@ fn repo_for(config: &Config, hosts: &HostManager, tree: Repo) -> Repo {
 }
 
 impl Runner {
-    /// A runner over `config` with `hosts` already booted, on `tree` (the work dir's repo,
-    /// already found to be one: [`Repo::is_repo`]); each round gets a child of `cgroups`
-    /// when there is one ([`round_cgroup::prepare`]).
+    /// A runner over `config` with `hosts` already booted, on `tree` (the work dir's repo
+    /// and whether it is one: [`Repo::not_a_work_tree`]); each round gets a child of
+    /// `cgroups` when there is one ([`round_cgroup::prepare`]).
     pub(crate) fn new(
         config: Config,
         events: EventLog,
         hosts: HostManager,
-        tree: Repo,
+        (tree, git): (Repo, Git),
         cgroups: Option<Delegation>,
         agent_sandbox: AgentSandboxGate,
     ) -> Self {
@@ -237,6 +250,7 @@ impl Runner {
             events,
             hosts,
             repo,
+            git,
             unhealthy_since: None,
             cgroups,
             sessions: None,
@@ -311,12 +325,20 @@ impl Runner {
             .is_some_and(|n| round_num > 0 && round_num % n == 0)
     }
 
+    /// `HEAD`'s SHA; `None` before the first commit, when git fails, and outside git.
+    async fn head(&self) -> Option<String> {
+        match self.git {
+            Git::WorkTree => self.repo.head().await,
+            Git::Absent => None,
+        }
+    }
+
     /// `round_substrate_before` / `_after` when `substrate_fingerprint_paths` is set.
     async fn substrate(&self, round_num: u64, after: bool) {
         // Always recorded, as the reference system does (`paths_hash` null without
         // patterns); `[goal]`'s treadmill advisory reads `HEAD` from them too.
         let patterns = &self.config.runtime.substrate_fingerprint_paths;
-        let git_head = self.repo.head().await;
+        let git_head = self.head().await;
         let paths_hash = substrate::fingerprint(&self.config.runtime.work_dir, patterns);
         self.events.emit(if after {
             Event::RoundSubstrateAfter {
@@ -414,7 +436,7 @@ impl Runner {
             .start_round(&round_ctx, &started, phase, resume.as_ref())
             .await?;
         let baseline = self.baseline(round_num).await;
-        let head_before = self.repo.head().await;
+        let head_before = self.head().await;
         let exit = self
             .run_agent(round_num, phase, launch, &log_path, log, stop)
             .await;
@@ -450,8 +472,10 @@ impl Runner {
         } else {
             None
         };
-        // The agent's own commits count as a change too (aider commits its edits).
-        let tree_changed = dirty.is_some() || self.repo.head().await != head_before;
+        // The agent's own commits count as a change too (aider commits its edits); outside
+        // git no change can be seen, so none is ruled out (no stall is called).
+        let tree_changed =
+            self.git == Git::Absent || dirty.is_some() || self.head().await != head_before;
         self.end_round(round_num, &exit, duration_s, dirty.as_ref(), &log_path);
         crate::runtime::log_views::write_status(
             &self.config.runtime.log_dir,
@@ -904,6 +928,9 @@ impl Runner {
         log_path: &Path,
         stop: &mut StopWatch,
     ) -> Option<Outcome> {
+        if self.git == Git::Absent {
+            return None;
+        }
         let files = match self.repo.dirty_files().await {
             Ok(files) => files,
             Err(err) => {
@@ -1095,6 +1122,9 @@ impl Runner {
     /// nobody's. A failed look records nothing and attributes everything after the round
     /// to the round.
     async fn baseline(&self, round_num: u64) -> Baseline {
+        if self.git == Git::Absent {
+            return Baseline::default();
+        }
         match self.repo.dirty_files().await {
             Ok(mut files) => {
                 let work_dir = &self.config.runtime.work_dir;

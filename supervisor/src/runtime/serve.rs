@@ -39,7 +39,7 @@ use crate::runtime::backoff::{self, Plan, WaitEnd};
 use crate::runtime::config_follow::{ConfigFollower, Trigger};
 use crate::runtime::git::Repo;
 use crate::runtime::log_views;
-use crate::runtime::round::{Attempt, Ran, RoundError, Runner};
+use crate::runtime::round::{Attempt, Git, Ran, RoundError, Runner};
 use crate::runtime::schedule_gate;
 use crate::runtime::serve_startup;
 use crate::runtime::spawn_gate::Verdict;
@@ -248,13 +248,21 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     }
     // Refused before anything is written: no lock, no log-dir views, no record.
     let tree = Repo::new(&config.runtime.work_dir, OwnFiles::default());
-    if let Some(refusal) = tree.not_a_work_tree().await {
-        return Err(BootError::Config(ConfigError::Key {
-            path: config.path.clone(),
-            key: "runtime.work_dir".to_owned(),
-            message: refusal.to_string(),
-        }));
-    }
+    let git = match tree.not_a_work_tree().await {
+        None => Git::WorkTree,
+        Some(outside) if outside.outside_git => {
+            without_git(&config)?;
+            tracing::warn!("{outside}");
+            Git::Absent
+        }
+        Some(refusal) => {
+            return Err(BootError::Config(ConfigError::Key {
+                path: config.path.clone(),
+                key: "runtime.work_dir".to_owned(),
+                message: refusal.to_string(),
+            }))
+        }
+    };
     let lock = ProjectLock::acquire(&config.runtime.state_dir)
         .map_err(|e| unusable_at_boot(&events, e.into()))?;
     let tree_lock = tree_lock::acquire(&config.runtime.work_dir, &config.runtime.state_dir)
@@ -271,7 +279,7 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     let mut snapshot = Snapshot::booting();
     snapshot.update("waiting", None, &hosts);
     Ok(Booted {
-        runner: Runner::new(config, events, hosts, tree, cgroups, agent_sandbox),
+        runner: Runner::new(config, events, hosts, (tree, git), cgroups, agent_sandbox),
         status: watch::channel(snapshot).0,
         gate,
         follow,
@@ -279,6 +287,28 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
         _tree_lock: tree_lock,
         _lock: lock,
     })
+}
+
+/// A work dir outside git runs as the reference system runs it (docs/operations.md,
+/// "Without git"): nothing is stashed or committed there, so a `dirty_action` written as
+/// `stash` or `auto_commit` is a config error naming the key, rather than a promise no
+/// round keeps.
+///
+/// Errors: [`BootError::Config`] (exit 78), key `vcs.dirty_action`.
+fn without_git(config: &config::Config) -> Result<(), BootError> {
+    let vcs = &config.vcs;
+    if vcs.dirty_action_written && vcs.dirty_action != crate::config::DirtyAction::Ignore {
+        return Err(BootError::Config(ConfigError::Key {
+            path: config.path.clone(),
+            key: "vcs.dirty_action".to_owned(),
+            message: format!(
+                "`{}` needs git, and {} is not inside a git working tree: run `git init` there, or write dirty_action = \"ignore\" (the default outside git)",
+                vcs.dirty_action.as_str(),
+                config.runtime.work_dir.display()
+            ),
+        }));
+    }
+    Ok(())
 }
 
 /// The first 200 characters of the stop file (lossy UTF-8), read without blocking and only
