@@ -21,6 +21,7 @@ use crate::record::state::{read_json, write_json_atomic, OrphanState, ORPHAN_FIL
 use crate::record::stop::StopWatch;
 use crate::runtime::attribution::Split;
 use crate::runtime::git::{Repo, StashError};
+use crate::runtime::stash_journal::{self, StashEntry};
 
 /// Priority of the built-in default dirty handler.
 pub(crate) const BUILTIN_PRIORITY: i64 = 1000;
@@ -64,6 +65,8 @@ pub(crate) struct DirtyRound<'a> {
     pub ctx: &'a Context,
     /// Whose dirt the dirty paths are.
     pub attribution: &'a Split,
+    /// The branch `HEAD` is on after the agent; `None` when detached.
+    pub branch: Option<String>,
 }
 
 /// Runs the dirty handlers over `files` (non-empty) and performs the winning answer. A
@@ -84,6 +87,7 @@ pub(crate) async fn handle(
             .cloned()
             .collect(),
         left_to_operator: round.attribution.operator.len(),
+        branch: round.branch.clone(),
     });
     for hook in hosts.hooks(Family::DirtyHandler) {
         if hook.priority >= BUILTIN_PRIORITY {
@@ -151,6 +155,7 @@ async fn perform(
                         sha: sha.clone(),
                         files: paths.iter().take(MAX_LISTED_FILES).cloned().collect(),
                         subject: redact_and_cap(message.lines().next().unwrap_or("")),
+                        branch: round.branch.clone(),
                     });
                     warn_about_commit(round, hook, &sha).await;
                     Outcome::Committed(sha)
@@ -216,7 +221,9 @@ async fn warn_about_commit(round: &DirtyRound<'_>, hook: &str, sha: &str) {
 }
 
 /// The built-in stash: `git stash push -u -m "ORPHAN R<N> ts=<UTC>"`, remembered by SHA in
-/// `orphan-state.json`, skipped when the last one is younger than `stash_idempotency_s`.
+/// `orphan-state.json` and in the stash journal ([`stash_journal`]), skipped when the last
+/// one is younger than `stash_idempotency_s` *and* took the same change (the reference
+/// system skips any change within the window: a different one is stashed here).
 async fn stash(
     round: &DirtyRound<'_>,
     hook: &str,
@@ -231,19 +238,23 @@ async fn stash(
         .map(|d| d.as_secs())
         .unwrap_or(0);
     let record_path = state_dir.join(ORPHAN_FILE);
+    let window = round.config.vcs.stash_idempotency.as_secs();
+    let change =
+        (window > 0).then(|| stash_journal::change_of(&round.config.runtime.work_dir, files));
     if let Ok(Some(last)) = read_json::<OrphanState>(&record_path) {
         // A stash recorded in the future means the clock stepped back since: its age is
         // unknown, so it holds nothing up (a skip would last as long as the step).
         let age = now_s.checked_sub(last.unix_s);
-        if age.is_some_and(|age| age < round.config.vcs.stash_idempotency.as_secs()) {
+        let same_change =
+            change.is_some() && stash_journal::change_of_stash(state_dir, &last.sha) == change;
+        if same_change && age.is_some_and(|age| age < window) {
             round.events.emit(Event::OrphanIdempotentSkip {
                 round_num,
                 hook: hook.to_owned(),
                 stash_ref: last.sha,
                 reason: format!(
-                    "a stash was made {} s ago (stash_idempotency_s = {})",
+                    "a stash of the same change was made {} s ago (stash_idempotency_s = {window})",
                     now_s.saturating_sub(last.unix_s),
-                    round.config.vcs.stash_idempotency.as_secs()
                 ),
             });
             return Outcome::Ignored;
@@ -270,6 +281,15 @@ async fn stash(
         }
         reason
     });
+    let journal_entry = |sha: &str| StashEntry {
+        sha: sha.to_owned(),
+        round_num,
+        message: message.clone(),
+        file_count: files.len(),
+        paths: files.iter().take(MAX_LISTED_FILES).cloned().collect(),
+        change: change.clone(),
+        dropped_after_round: None,
+    };
     match round.repo.stash_push(&message, files).await {
         Ok(Some(sha)) => {
             let record = OrphanState {
@@ -284,12 +304,16 @@ async fn stash(
                     record_path.display()
                 );
             }
+            if let Err(err) = stash_journal::record(state_dir, journal_entry(&sha)) {
+                tracing::error!("cannot record stash {sha} in the stash journal: {err}");
+            }
             round.events.emit(Event::OrphanStashed {
                 round_num,
                 hook: hook.to_owned(),
                 stash_ref: sha.clone(),
                 message,
                 reason,
+                branch: round.branch.clone(),
             });
             Outcome::Stashed(sha)
         }
@@ -309,6 +333,9 @@ async fn stash(
                         made.sha,
                         record_path.display()
                     );
+                }
+                if let Err(e) = stash_journal::record(state_dir, journal_entry(&made.sha)) {
+                    tracing::error!("cannot record stash {} in the stash journal: {e}", made.sha);
                 }
             }
             round.events.emit(Event::OrphanStashFailed {

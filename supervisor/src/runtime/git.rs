@@ -622,9 +622,21 @@ impl Repo {
 
     /// Whether the stash commit `sha` is still in the stash list.
     pub(crate) async fn stash_contains(&self, sha: &str) -> bool {
-        self.run(&["stash", "list", "--format=%H"])
+        self.stash_list()
             .await
-            .is_ok_and(|out| out.lines().any(|l| l.trim() == sha))
+            .is_some_and(|list| list.iter().any(|l| l == sha))
+    }
+
+    /// The stash list's commits, newest first; `None` when git fails.
+    pub(crate) async fn stash_list(&self) -> Option<Vec<String>> {
+        let out = self.run(&["stash", "list", "--format=%H"]).await.ok()?;
+        Some(out.lines().map(|l| l.trim().to_owned()).collect())
+    }
+
+    /// Whether git still has commit `sha` (reachable or not: `git cat-file -e`).
+    pub(crate) async fn commit_exists(&self, sha: &str) -> bool {
+        let object = format!("{sha}^{{commit}}");
+        self.run(&["cat-file", "-e", &object]).await.is_ok()
     }
 
     /// The SHA of `HEAD`, `None` before the first commit or when git fails.
@@ -633,6 +645,16 @@ impl Repo {
             .await
             .ok()
             .map(|s| s.trim().to_owned())
+    }
+
+    /// The branch `HEAD` is on (`git symbolic-ref -q --short HEAD`, e.g. `main`); `None`
+    /// when `HEAD` is detached or git fails.
+    pub(crate) async fn branch(&self) -> Option<String> {
+        self.run(&["symbolic-ref", "-q", "--short", "HEAD"])
+            .await
+            .ok()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
     }
 
     async fn stash_head(&self) -> Option<String> {

@@ -45,6 +45,7 @@ use crate::runtime::round_context::{self, RoundContext, CONTEXT_FILE_ENV};
 use crate::runtime::sandbox_denials::DenialTally;
 use crate::runtime::sessions::{Resume, Sessions};
 use crate::runtime::spawn_gate::{self, Verdict};
+use crate::runtime::stash_journal;
 use crate::runtime::substrate;
 use crate::tree_file;
 
@@ -333,6 +334,14 @@ impl Runner {
         }
     }
 
+    /// The branch `HEAD` is on; `None` when detached, when git fails, and outside git.
+    async fn branch(&self) -> Option<String> {
+        match self.git {
+            Git::WorkTree => self.repo.branch().await,
+            Git::Absent => None,
+        }
+    }
+
     /// `round_substrate_before` / `_after` when `substrate_fingerprint_paths` is set.
     async fn substrate(&self, round_num: u64, after: bool) {
         // Always recorded, as the reference system does (`paths_hash` null without
@@ -462,12 +471,17 @@ impl Runner {
             None => None,
         };
         self.substrate(round_num, true).await;
+        if self.git == Git::WorkTree {
+            let state_dir = &self.config.runtime.state_dir;
+            stash_journal::check(state_dir, &self.repo, round_num, &self.events).await;
+        }
         self.note_log_cap(round_num, &exit, &log_path);
         let consulted = self
             .judge(round_num, phase, &exit, duration_s, &log_path, stop)
             .await;
+        let branch = self.branch().await;
         let dirty = if exit.is_clean() {
-            self.handle_dirt(round_num, phase, &baseline, &log_path, stop)
+            self.handle_dirt(round_num, phase, &baseline, &log_path, branch.clone(), stop)
                 .await
         } else {
             None
@@ -476,7 +490,13 @@ impl Runner {
         // git no change can be seen, so none is ruled out (no stall is called).
         let tree_changed =
             self.git == Git::Absent || dirty.is_some() || self.head().await != head_before;
-        self.end_round(round_num, &exit, duration_s, dirty.as_ref(), &log_path);
+        self.end_round(
+            round_num,
+            &exit,
+            duration_s,
+            (dirty.as_ref(), branch),
+            &log_path,
+        );
         crate::runtime::log_views::write_status(
             &self.config.runtime.log_dir,
             round_num,
@@ -926,6 +946,7 @@ impl Runner {
         phase: Option<&str>,
         baseline: &Baseline,
         log_path: &Path,
+        branch: Option<String>,
         stop: &mut StopWatch,
     ) -> Option<Outcome> {
         if self.git == Git::Absent {
@@ -965,18 +986,19 @@ impl Runner {
             events: &self.events,
             ctx: &ctx,
             attribution: &split,
+            branch,
         };
         Some(dirty::handle(&round, &mut self.hosts, &split.round, stop).await)
     }
 
-    /// Records the round's end: `state.json`'s previous round and `round_end` (with the
-    /// log's last lines after a failed run).
+    /// Records the round's end: `state.json`'s previous round and `round_end` (the dirty
+    /// outcome, the branch `HEAD` is on, the log's last lines after a failed run).
     fn end_round(
         &self,
         round_num: u64,
         exit: &AgentExit,
         duration_s: f64,
-        dirty: Option<&Outcome>,
+        (dirty, branch): (Option<&Outcome>, Option<String>),
         log_path: &Path,
     ) {
         if let Err(e) = state::record_round_end(
@@ -996,6 +1018,7 @@ impl Runner {
             exit_code: exit.exit_code,
             exit_cause: exit.cause.as_str().to_owned(),
             dirty_outcome: dirty.map(|d| d.as_str().to_owned()),
+            branch,
             log_tail: failed.then(|| log_tail(log_path, TAIL_LINES, TAIL_CHARS)),
         }));
     }

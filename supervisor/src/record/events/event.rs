@@ -990,6 +990,11 @@ pub(crate) enum Event {
         /// Paths dirty before the round and unchanged, left alone.
         #[serde(default)]
         left_to_operator: usize,
+        /// The branch `HEAD` was on after the agent (`git symbolic-ref --short HEAD`), so a
+        /// round whose agent switched branches says where its work is; `null` when `HEAD`
+        /// is detached, outside git, or in lines written before it was recorded.
+        #[serde(default)]
+        branch: Option<String>,
     },
     /// The deciding handler answered ignore.
     DirtyIgnored {
@@ -1010,6 +1015,11 @@ pub(crate) enum Event {
         files: Vec<String>,
         /// The commit message's first line (redacted, capped).
         subject: String,
+        /// The branch `HEAD` was on after the agent, where the commit was made (`git symbolic-ref --short HEAD`), so a
+        /// round whose agent switched branches says where its work is; `null` when `HEAD`
+        /// is detached, outside git, or in lines written before it was recorded.
+        #[serde(default)]
+        branch: Option<String>,
     },
     /// A submodule or a repository nested in the work tree had changes inside it after
     /// the round: this repository's git can neither stash nor commit them, so they were
@@ -1076,6 +1086,28 @@ pub(crate) enum Event {
         /// How long ago, in words.
         reason: String,
     },
+    /// A stash the supervisor made is gone from the repository's stash list (the agent's
+    /// git dropped or cleared it), found after a round; reported once
+    /// (docs/operations.md, "Stashes").
+    OrphanStashDropped {
+        /// The round after which it was found missing.
+        round_num: u64,
+        /// The stash commit.
+        #[serde(rename = "ref")]
+        stash_ref: String,
+        /// The round whose work it holds.
+        stashed_round: u64,
+        /// Its message (`ORPHAN R<N> ts=<ts>`).
+        message: String,
+        /// How many paths it took.
+        file_count: usize,
+        /// The first of them (capped).
+        files: Vec<String>,
+        /// Whether git still has the commit (until `git gc` prunes it).
+        recoverable: bool,
+        /// How to get the work back.
+        what_to_do: String,
+    },
     /// The supervisor stashed the dirty tree for a handler.
     OrphanStashed {
         /// The round.
@@ -1089,6 +1121,11 @@ pub(crate) enum Event {
         message: String,
         /// The handler's note, or why the built-in stashed.
         reason: String,
+        /// The branch `HEAD` was on after the agent (`git symbolic-ref --short HEAD`), so a
+        /// round whose agent switched branches says where its work is; `null` when `HEAD`
+        /// is detached, outside git, or in lines written before it was recorded.
+        #[serde(default)]
+        branch: Option<String>,
     },
     /// The repository is in the middle of a git operation (a rebase, merge, cherry-pick or
     /// revert stopped on a conflict, a bisect): the round's dirty files are left untouched,
@@ -1367,6 +1404,11 @@ pub(crate) enum RoundEnd {
         /// `committed`, `stashed`, `ignored`, `failed`; `null` when the tree was clean or
         /// not looked at.
         dirty_outcome: Option<String>,
+        /// The branch `HEAD` was on after the agent (`git symbolic-ref --short HEAD`), so a
+        /// round whose agent switched branches says where its work is; `null` when `HEAD`
+        /// is detached, outside git, or in lines written before it was recorded.
+        #[serde(default)]
+        branch: Option<String>,
         /// When the agent failed (non-zero exit or a signal not ours): the last lines of
         /// its round log, redacted, at most [`crate::runtime::round::TAIL_CHARS`]
         /// characters; absent otherwise.
