@@ -291,10 +291,12 @@ config_table! {
     #[derive(Debug, Default, Deserialize)]
     #[serde(deny_unknown_fields)]
     pub(super) struct RawVcs = "vcs" {
-        /// the built-in dirty handler (priority 1000)
+        /// the built-in dirty handler (priority 1000); outside git `ignore`, and a written
+        /// `stash` or `auto_commit` is refused there
         dirty_action: String as DirtyAction = (DirtyAction::Stash) reload Next init (write);
-        /// a stash within this long of the previous one is skipped; a previous stash
-        /// recorded in the future (the clock stepped back since) skips nothing
+        /// a stash of the same change within this long of the previous one is skipped (a
+        /// different change is stashed); a previous stash recorded in the future (the
+        /// clock stepped back since) skips nothing
         stash_idempotency_s: u64 = (5) reload Next init (write);
         /// longest run of one git command (commit, stash, status, …) before it is killed
         /// with its process group

@@ -1294,6 +1294,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "dirty_commit_hooks_skipped",
     "dirty_commit_failed",
     "orphan_idempotent_skip",
+    "orphan_stash_dropped",
     "orphan_stashed",
     "git_operation_in_progress",
     "orphan_stash_failed",
