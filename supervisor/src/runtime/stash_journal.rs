@@ -20,7 +20,6 @@ use std::path::Path;
 
 use crate::record::events::{Event, EventLog};
 use crate::record::state::{read_json, write_json_atomic};
-use crate::runtime::dirty::MAX_LISTED_FILES;
 use crate::runtime::git::Repo;
 use crate::runtime::path_name;
 
@@ -41,7 +40,7 @@ pub(crate) struct StashEntry {
     pub message: String,
     /// How many paths it took.
     pub file_count: usize,
-    /// The first of them (at most [`MAX_LISTED_FILES`]), work-dir-relative.
+    /// The first of them (as many as `dirty_detected` lists), work-dir-relative.
     pub paths: Vec<String>,
     /// What was stashed ([`change_of`]); `None` when it was not computed.
     #[serde(default)]
@@ -170,7 +169,7 @@ pub(crate) async fn check(state_dir: &Path, repo: &Repo, round_num: u64, events:
             stashed_round: entry.round_num,
             message: entry.message.clone(),
             file_count: entry.file_count,
-            files: entry.paths.iter().take(MAX_LISTED_FILES).cloned().collect(),
+            files: entry.paths.clone(),
             recoverable,
             what_to_do,
         });
