@@ -279,7 +279,8 @@ config_table! {
         strip_yaml_frontmatter: bool = (true) reload Next;
         /// give the agent the round context
         inject_context: bool = (true) reload Next;
-        /// a fenced `json round-context` block before the prompt, or
+        /// a fenced `json round-context` block before the prompt (each enricher's
+        /// object after it, framed as its host's data), or
         /// `<log_dir>/round-context.json`
         context_injection_mode: String as ContextInjection = (ContextInjection::Prepend)
             reload Next;

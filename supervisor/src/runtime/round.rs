@@ -571,7 +571,7 @@ impl Runner {
         }
         let state_dir = &self.config.runtime.state_dir;
         let mut round_ctx = round_context::build(state_dir, &self.repo, next, started, phase).await;
-        pre_round::merge(&mut round_ctx, pre.enrichments);
+        pre_round::merge(&mut round_ctx, pre);
         ControlFlow::Continue(round_ctx)
     }
 
@@ -585,11 +585,15 @@ impl Runner {
     ) -> Result<Launch, RoundError> {
         let profile = self.config.profile(phase);
         let prepend = (self.config.prompt.injection == ContextInjection::Prepend)
-            .then(|| serde_json::to_value(round_ctx))
+            .then(|| round_context::prepended(round_ctx))
             .transpose()
             .map_err(RoundError::RenderContext)?;
-        let prompt = assemble(&self.config.prompt, profile.prompt_files, prepend.as_ref())
-            .map_err(RoundError::Prompt)?;
+        let prompt = assemble(
+            &self.config.prompt,
+            profile.prompt_files,
+            prepend.as_deref(),
+        )
+        .map_err(RoundError::Prompt)?;
         if let Some((reason, fix)) = crate::runtime::prompt::undeliverable(profile.agent, &prompt) {
             return Err(RoundError::Prompt(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
