@@ -159,7 +159,9 @@ config_table! {
     pub(super) struct RawRuntime = "runtime" {
         /// the git working tree the agent works in
         work_dir: String = (".") label "path" reload Restart init (write);
-        /// round logs, `round-context.json`, host state dirs; never counted as dirt
+        /// round logs, `round-context.json`, host state dirs; never counted as dirt.
+        /// Left out, a tree whose default would be another existing tree's record (one
+        /// folder name) gets `~/.agent-runner/{project}-<key>/logs`
         log_dir: String = ("~/.agent-runner/{project}/logs") label "path"
             reload Restart init (write);
         /// the record: project lock, events, `state.json`, `orphan-state.json`,

@@ -491,7 +491,16 @@ fn resolve_places(base: &Path, raw: &RawRuntime) -> Result<Places, Bad> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "project".to_owned());
-    let log_dir = expand_key("runtime.log_dir", &raw.log_dir()?, &work_dir, &project)?;
+    let mut log_dir = expand_key("runtime.log_dir", &raw.log_dir()?, &work_dir, &project)?;
+    if raw.log_dir.is_none() && raw.state_dir.is_none() {
+        // The default, shared by every tree of this folder name: each tree its own record.
+        let key = crate::config::state_dir::key(&work_dir);
+        let keyed_text = raw
+            .log_dir()?
+            .replace("{project}", &format!("{{project}}-{key}"));
+        let keyed = expand_key("runtime.log_dir", &keyed_text, &work_dir, &project)?;
+        log_dir = crate::config::state_dir::own_default(&work_dir, log_dir, keyed);
+    }
     let state_dir = match raw.state_dir.as_deref() {
         Some(text) => expand_key("runtime.state_dir", text, &work_dir, &project)?,
         None => crate::config::state_dir::default_for(&work_dir, &log_dir, &project),

@@ -7,19 +7,18 @@
 //!   through a bind mount or a symlink-free second path is the same inode, so a second
 //!   supervisor is refused however it names the tree.
 //! - The record: `state_dir/tree-identity` names the tree whose record it is
-//!   (`<dev> <ino> <path>`). A supervisor of another tree whose config leads to the same
-//!   `state_dir` — two projects with the same folder name under the default
-//!   `~/.agent-runner/{project}/logs` — is refused (a config error) while that tree
-//!   exists, rather than continuing its round numbers and events. A record whose tree is
-//!   gone (moved, cloned anew) is taken over.
+//!   (`<dev> <ino> <path>`). Two projects with the same folder name under the default
+//!   `~/.agent-runner/{project}/logs` get a record each
+//!   ([`crate::config::state_dir::own_default`]); a supervisor of another tree whose
+//!   *written* config leads to the same `state_dir` is refused (a config error) while
+//!   that tree exists, rather than continuing its round numbers and events. A record
+//!   whose tree is gone (moved, cloned anew) is taken over.
 
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::File;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-/// Name of the identity file in `state_dir`.
-pub(crate) const IDENTITY_FILE: &str = "tree-identity";
+use crate::config::state_dir::{identity, other_live_tree, IDENTITY_FILE};
 
 /// The work dir's lock; released when dropped or when the process dies.
 #[derive(Debug)]
@@ -37,7 +36,7 @@ pub(crate) enum TreeLockError {
         work_dir: PathBuf,
     },
     /// The record in `state_dir` belongs to another, existing work tree.
-    #[error("{state_dir} holds the record of another work tree, {other}; two projects with the same name share the default log dir: set [runtime] log_dir (or state_dir) in one of their configs")]
+    #[error("{state_dir} holds the record of another work tree, {other}: the configs of two trees name the same log dir (or state dir): give each its own [runtime] log_dir, or leave it out (the default gives each tree its own)")]
     OtherTree {
         /// The state dir.
         state_dir: PathBuf,
@@ -54,12 +53,6 @@ pub(crate) enum TreeLockError {
     },
 }
 
-/// `(device, inode)` of `path`.
-fn identity(path: &Path) -> std::io::Result<(u64, u64)> {
-    let meta = std::fs::metadata(path)?;
-    Ok((meta.dev(), meta.ino()))
-}
-
 /// Checks that `state_dir`'s record is `work_dir`'s (or nobody's), locks `work_dir`, and
 /// names `work_dir` in the record. Call with the project lock held.
 ///
@@ -72,22 +65,11 @@ pub(crate) fn acquire(work_dir: &Path, state_dir: &Path) -> Result<TreeLock, Tre
     };
     let ours = identity(work_dir).map_err(io(work_dir))?;
     let file = state_dir.join(IDENTITY_FILE);
-    if let Ok(text) = std::fs::read_to_string(&file) {
-        let mut words = text.trim_end_matches('\n').splitn(3, ' ');
-        let recorded = (
-            words.next().and_then(|w| w.parse::<u64>().ok()),
-            words.next().and_then(|w| w.parse::<u64>().ok()),
-            words.next().map(PathBuf::from),
-        );
-        if let (Some(dev), Some(ino), Some(other)) = recorded {
-            let theirs = (dev, ino);
-            if theirs != ours && identity(&other).is_ok_and(|now| now == theirs) {
-                return Err(TreeLockError::OtherTree {
-                    state_dir: state_dir.to_owned(),
-                    other,
-                });
-            }
-        }
+    if let Some(other) = other_live_tree(state_dir, work_dir) {
+        return Err(TreeLockError::OtherTree {
+            state_dir: state_dir.to_owned(),
+            other,
+        });
     }
     let dir = File::open(work_dir).map_err(io(work_dir))?;
     let lock =
