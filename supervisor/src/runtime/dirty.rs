@@ -89,6 +89,21 @@ pub(crate) async fn handle(
         left_to_operator: round.attribution.operator.len(),
         branch: round.branch.clone(),
     });
+    let held = held_by_filters(round, files).await;
+    let kept: Vec<String>;
+    let files = if held.is_empty() {
+        files
+    } else {
+        kept = files
+            .iter()
+            .filter(|f| !held.contains(f.as_str()))
+            .cloned()
+            .collect();
+        if kept.is_empty() {
+            return Outcome::Ignored;
+        }
+        &kept
+    };
     for hook in hosts.hooks(Family::DirtyHandler) {
         if hook.priority >= BUILTIN_PRIORITY {
             break; // the built-in always answers
@@ -173,6 +188,34 @@ async fn perform(
         }
         DirtyAction::Stash { message } => stash(round, hook, message.as_deref(), files).await,
     }
+}
+
+/// The paths of `files` whose filter driver the supervisor's git will not run
+/// ([`Repo::unrun_filters`]), each driver told once as `dirty_filter_not_run`: they are
+/// held out of the handlers' stash or commit, which would store them raw. When git cannot
+/// tell, nothing is held (the handlers' git fails closed on a required filter by itself).
+async fn held_by_filters(round: &DirtyRound<'_>, files: &[String]) -> HashSet<String> {
+    let found = match round.repo.unrun_filters(files).await {
+        Ok(found) => found,
+        Err(err) => {
+            tracing::warn!("cannot read the filter attributes of the dirty paths: {err}");
+            return HashSet::new();
+        }
+    };
+    let mut held = HashSet::new();
+    for (filter, paths) in found {
+        round.events.emit(Event::DirtyFilterNotRun {
+            round_num: round.ctx.round_num,
+            files: paths.iter().take(MAX_LISTED_FILES).cloned().collect(),
+            file_count: paths.len(),
+            what_to_do: format!(
+                "the repository's own config sets the `{filter}` filter, which the supervisor's git never runs (the agent can write that config), so these files were left in the tree, neither committed nor stashed: set the filter in your global config (`git config --global filter.{filter}.clean …` and `.smudge`/`.process`, or for Git LFS `git lfs install`), then the next round handles them; or commit them yourself"
+            ),
+            filter,
+        });
+        held.extend(paths);
+    }
+    held
 }
 
 /// `dirty_submodule_skipped` for `path`, a submodule (or a repository nested in the work

@@ -130,6 +130,42 @@ pub(crate) fn program_overrides(listing: &[u8]) -> Vec<String> {
         .collect()
 }
 
+/// The filter drivers the supervisor's git will not run: those whose `clean` or `process`
+/// program is set only in the repository's own config (scopes `local`, `worktree`), which
+/// [`program_overrides`] blanks, with no `global` or `system` value to take its place.
+/// From `listing` as [`program_overrides`] reads it; sorted.
+pub(crate) fn repository_only_filters(listing: &[u8]) -> Vec<String> {
+    let mut fields = listing.split(|b| *b == 0);
+    let mut repository = std::collections::BTreeSet::new();
+    let mut operator = HashSet::new();
+    while let (Some(scope), Some(entry)) = (fields.next(), fields.next()) {
+        let entry = String::from_utf8_lossy(entry);
+        let key = entry.split_once('\n').map_or(&*entry, |(k, _)| k);
+        let Some(rest) = key.strip_prefix("filter.") else {
+            continue;
+        };
+        let Some(name) = rest
+            .strip_suffix(".clean")
+            .or_else(|| rest.strip_suffix(".process"))
+        else {
+            continue;
+        };
+        match scope {
+            b"global" | b"system" => {
+                operator.insert(name.to_owned());
+            }
+            b"local" | b"worktree" => {
+                repository.insert(name.to_owned());
+            }
+            _ => {}
+        }
+    }
+    repository
+        .into_iter()
+        .filter(|name| !operator.contains(name))
+        .collect()
+}
+
 /// `args` space-joined, for messages.
 fn joined_args<S: AsRef<OsStr>>(args: &[S]) -> String {
     args.iter()
@@ -583,6 +619,44 @@ impl Repo {
         }
     }
 
+    /// Of `paths` (work-dir-relative), those whose `filter` attribute names a driver the
+    /// supervisor's git will not run ([`repository_only_filters`]), by driver, in order:
+    /// stashing or committing them would store their content raw, unfiltered (a Git LFS
+    /// asset in history instead of its pointer). Empty when there is no such driver.
+    pub(crate) async fn unrun_filters(
+        &self,
+        paths: &[String],
+    ) -> Result<Vec<(String, Vec<String>)>, GitError> {
+        let listing = self
+            .run_confined(&[], &["config", "--list", "--show-scope", "-z"], &[], None)
+            .await?;
+        let drivers = repository_only_filters(&listing);
+        if drivers.is_empty() || paths.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut list = Vec::new();
+        for path in paths {
+            list.extend_from_slice(path_name::os(path).as_bytes());
+            list.push(0);
+        }
+        let out = self
+            .run_bytes_with_env(&["check-attr", "-z", "--stdin", "filter"], &[], Some(&list))
+            .await?;
+        let mut found: Vec<(String, Vec<String>)> =
+            drivers.into_iter().map(|d| (d, Vec::new())).collect();
+        let mut fields = out.split(|b| *b == 0);
+        while let (Some(path), Some(_attr), Some(value)) =
+            (fields.next(), fields.next(), fields.next())
+        {
+            let value = String::from_utf8_lossy(value);
+            if let Some((_, held)) = found.iter_mut().find(|(d, _)| *d == value) {
+                held.push(path_name::encode(path));
+            }
+        }
+        found.retain(|(_, held)| !held.is_empty());
+        Ok(found)
+    }
+
     /// The pathspecs (NUL-terminated, for `--pathspec-from-file=- --pathspec-file-nul`)
     /// that take exactly `paths` of the work dir's dirty paths, as few as can say it: git
     /// matches every path against every pathspec, so thousands of them cost minutes on a
@@ -883,6 +957,9 @@ command\0core.editor\nvi\0";
                 "gpg.program=/usr/bin/gpg2",
             ]
         );
+        assert_eq!(repository_only_filters(listing), ["lfs"]);
+        let operators = b"global\0filter.lfs.clean\ngit-lfs clean -- %f\0local\0filter.lfs.process\n./evil\0local\0filter.x.smudge\n./s\0";
+        assert!(repository_only_filters(operators).is_empty());
         assert!(!runs_a_program("user.email"));
         assert!(runs_a_program("credential.https://x.example.helper"));
         assert!(!runs_a_program("diff.renames"));

@@ -1086,6 +1086,22 @@ pub(crate) enum Event {
         /// How long ago, in words.
         reason: String,
     },
+    /// Paths the round left dirty whose `filter` attribute names a driver set only in the
+    /// repository's own config, which the supervisor's git does not run (the agent could
+    /// have written it): they are neither committed nor stashed (their content would be
+    /// stored raw, unfiltered) and stay in the tree (docs/operations.md, "Filters").
+    DirtyFilterNotRun {
+        /// The round.
+        round_num: u64,
+        /// The filter driver (`lfs`).
+        filter: String,
+        /// The first of the paths (capped).
+        files: Vec<String>,
+        /// How many paths.
+        file_count: usize,
+        /// What to do.
+        what_to_do: String,
+    },
     /// A stash the supervisor made is gone from the repository's stash list (the agent's
     /// git dropped or cleared it), found after a round; reported once
     /// (docs/operations.md, "Stashes").
@@ -1295,6 +1311,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "dirty_commit_failed",
     "orphan_idempotent_skip",
     "orphan_stash_dropped",
+    "dirty_filter_not_run",
     "orphan_stashed",
     "git_operation_in_progress",
     "orphan_stash_failed",

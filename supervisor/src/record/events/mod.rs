@@ -414,6 +414,8 @@ mod tests {
              r#""event":"orphan_idempotent_skip","round_num":4,"hook":"b","ref":"abc","reason":"recent""#),
             (Event::OrphanStashed { round_num: 4, hook: s("b"), stash_ref: s("abc"), message: s("ORPHAN R4 ts=t"), reason: s("why"), branch: None },
              r#""event":"orphan_stashed","round_num":4,"hook":"b","ref":"abc","message":"ORPHAN R4 ts=t","reason":"why","branch":null"#),
+            (Event::DirtyFilterNotRun { round_num: 4, filter: s("lfs"), files: vec![s("a.bin")], file_count: 1, what_to_do: s("w") },
+             r#""event":"dirty_filter_not_run","round_num":4,"filter":"lfs","files":["a.bin"],"file_count":1,"what_to_do":"w""#),
             (Event::OrphanStashDropped { round_num: 5, stash_ref: s("abc"), stashed_round: 4, message: s("ORPHAN R4 ts=t"), file_count: 1, files: vec![s("a")], recoverable: true, what_to_do: s("w") },
              r#""event":"orphan_stash_dropped","round_num":5,"ref":"abc","stashed_round":4,"message":"ORPHAN R4 ts=t","file_count":1,"files":["a"],"recoverable":true,"what_to_do":"w""#),
             (Event::OrphanStashFailed { round_num: 4, hook: s("b"), error: s("e"), tree: s("t") },
