@@ -62,6 +62,58 @@ fn a_second_supervisor_through_a_bind_mount_is_refused() {
     }
 }
 
+/// The field case of issue 38: `serve` through one path, `round` through a bind mount of
+/// the same tree, with the default log dir (the record outside the tree, named after the
+/// folder): whether the mount point has the tree's folder name (one record, the project
+/// lock answers) or another (two records, the tree's own lock answers), the round is
+/// refused and serve's agent runs on.
+#[test]
+fn a_round_through_a_bind_mount_is_refused_under_the_default_log_dir() {
+    let p = Project::new();
+    let agent = p.script("sleepy.sh", "#!/bin/sh\nsleep 30\n");
+    let text = agent_runner_e2e::ConfigBuilder::new(&agent)
+        .render()
+        .replace("log_dir = \"./logs\"\n", "");
+    p.write_config_text(&text);
+    let serve = p.spawn(&["serve"]);
+    let record = p.home().join(".agent-runner/project/logs");
+    agent_runner_e2e::wait_until("serve's agent", Duration::from_secs(30), || {
+        std::fs::read_dir(&record)
+            .ok()?
+            .filter_map(|e| e.ok())
+            .find(|e| e.file_name().to_string_lossy().starts_with("events-"))
+            .and_then(|e| std::fs::read_to_string(e.path()).ok())
+            .filter(|t| t.contains("\"agent_spawn\""))
+    });
+    for at in ["elsewhere", "mnt/project"] {
+        let mount_point = p.tmp_dir().join(at);
+        std::fs::create_dir_all(&mount_point).unwrap();
+        let script = format!(
+            "mount --bind '{tree}' '{at}' && cd '{at}' && exec '{bin}' --config '{at}/agent-runner.toml' round",
+            tree = p.dir().display(),
+            at = mount_point.display(),
+            bin = agent_runner_bin().display(),
+        );
+        let out = Command::new("unshare")
+            .args(["--mount", "sh", "-c", &script])
+            .env("HOME", p.home())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{at}: {stderr}");
+        assert!(stderr.contains("already supervises"), "{at}: {stderr}");
+    }
+    let events: String = std::fs::read_dir(&record)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("events-"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    assert_eq!(events.matches("\"round_start\"").count(), 1, "{events}");
+    serve.signal(libc::SIGKILL);
+    let _ = serve.wait(Duration::from_secs(10));
+}
+
 #[test]
 fn two_projects_with_one_name_do_not_share_a_record() {
     for operator in [Operator::Root, Operator::Unprivileged] {
