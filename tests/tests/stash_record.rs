@@ -114,3 +114,45 @@ fn the_branch_the_agent_left_head_on_is_in_round_end_and_the_dirty_events() {
     let end = &p.events_of("round_end")[0];
     assert!(end["branch"].is_null(), "{end}");
 }
+
+/// Issue 38, item 3 (60,000 new files): a stash git cannot finish within
+/// `[vcs] git_timeout_s` is killed, says so with what to do, and leaves nothing half-done:
+/// the files stay in the tree and none of the index locks the killed git held remains to
+/// fail the agent's next git command. The slow git is made deterministic: the operator's
+/// own clean filter for `*.slow` sleeps past the timeout.
+#[test]
+fn a_stash_killed_by_the_git_timeout_leaves_no_lock_and_says_what_to_do() {
+    let p = Project::new();
+    std::fs::write(
+        p.home().join(".gitconfig"),
+        "[filter \"slow\"]\n\tclean = sleep 30; cat\n",
+    )
+    .unwrap();
+    p.write(".gitattributes", "*.slow filter=slow\n");
+    p.git(&["add", ".gitattributes"]);
+    p.git(&["commit", "-qm", "attributes"]);
+    let agent = p.script("agent.sh", "#!/bin/sh\necho asset > big.slow\n");
+    let text = ConfigBuilder::new(&agent).render();
+    p.write_config_text(&text.replace("[vcs]\n", "[vcs]\ngit_timeout_s = 2\n"));
+    p.run(&["round"]).assert_code(0);
+    let all = p.events_text();
+    let failed = p.events_of("orphan_stash_failed");
+    assert_eq!(failed.len(), 1, "{all}");
+    assert!(
+        failed[0]["what_to_do"]
+            .as_str()
+            .is_some_and(|w| w.contains("raise [vcs] git_timeout_s")),
+        "{all}"
+    );
+    let leftovers: Vec<String> = std::fs::read_dir(p.dir().join(".git"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n == "index.lock" || n.starts_with("index.stash."))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}: {all}");
+    assert!(p.dir().join("big.slow").is_file());
+    assert!(p.stash_shas().is_empty());
+    // The agent's own git works on.
+    p.git(&["add", "README.md"]);
+}

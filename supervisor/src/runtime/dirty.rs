@@ -21,6 +21,7 @@ use crate::record::state::{read_json, write_json_atomic, OrphanState, ORPHAN_FIL
 use crate::record::stop::StopWatch;
 use crate::runtime::attribution::Split;
 use crate::runtime::git::{Repo, StashError};
+use crate::runtime::git_operation;
 use crate::runtime::stash_journal::{self, StashEntry};
 
 /// Priority of the built-in default dirty handler.
@@ -333,6 +334,8 @@ async fn stash(
         change: change.clone(),
         dropped_after_round: None,
     };
+    let git_dir = git_operation::git_dir(&round.config.runtime.work_dir);
+    let leftovers_before = git_dir.as_deref().map(stash_leftovers).unwrap_or_default();
     match round.repo.stash_push(&message, files).await {
         Ok(Some(sha)) => {
             let record = OrphanState {
@@ -381,15 +384,55 @@ async fn stash(
                     tracing::error!("cannot record stash {} in the stash journal: {e}", made.sha);
                 }
             }
+            // A git killed mid-stash leaves its index locks behind (`index.lock`, the
+            // stash's own `index.stash.<pid>.lock`), which would fail the agent's next git
+            // command: those it made, and only those, are removed (no git of the agent's
+            // runs while the round's dirt is handled).
+            let mut tree = tree_after_failure(round, files).await;
+            if let Some(dir) = &git_dir {
+                let removed: Vec<String> = stash_leftovers(dir)
+                    .difference(&leftovers_before)
+                    .filter(|name| std::fs::remove_file(dir.join(name)).is_ok())
+                    .cloned()
+                    .collect();
+                if !removed.is_empty() {
+                    tree.push_str(&format!(
+                        "; removed what the stopped git left in {}: {}",
+                        dir.display(),
+                        removed.join(", ")
+                    ));
+                }
+            }
+            let timeout = round.config.vcs.git_timeout.as_secs();
+            let what_to_do = err.to_string().contains("([vcs] git_timeout_s)").then(|| {
+                format!(
+                    "git needed more than git_timeout_s ({timeout} s) to stash {} file(s) on this machine: raise [vcs] git_timeout_s; the files are still in the tree, the next clean round stashes them",
+                    files.len()
+                )
+            });
             round.events.emit(Event::OrphanStashFailed {
                 round_num,
                 hook: hook.to_owned(),
                 error: redact_and_cap(&err.to_string()),
-                tree: tree_after_failure(round, files).await,
+                tree,
+                what_to_do,
             });
             Outcome::Failed
         }
     }
+}
+
+/// The index lock files in git dir `dir` a stopped `git stash` can leave: `index.lock`
+/// and the stash's temporary index and its lock (`index.stash.<pid>`,
+/// `index.stash.<pid>.lock`).
+fn stash_leftovers(dir: &std::path::Path) -> HashSet<String> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name == "index.lock" || name.starts_with("index.stash."))
+        .collect()
 }
 
 /// What a failed git step left: `"left as it was"` when the same files are still dirty,

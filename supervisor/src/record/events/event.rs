@@ -1168,6 +1168,9 @@ pub(crate) enum Event {
         error: String,
         /// What the failure left.
         tree: String,
+        /// When git ran out of `[vcs] git_timeout_s`: what to do (absent otherwise).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        what_to_do: Option<String>,
     },
 
     // ---- hosts ----

@@ -418,7 +418,7 @@ mod tests {
              r#""event":"dirty_filter_not_run","round_num":4,"filter":"lfs","files":["a.bin"],"file_count":1,"what_to_do":"w""#),
             (Event::OrphanStashDropped { round_num: 5, stash_ref: s("abc"), stashed_round: 4, message: s("ORPHAN R4 ts=t"), file_count: 1, files: vec![s("a")], recoverable: true, what_to_do: s("w") },
              r#""event":"orphan_stash_dropped","round_num":5,"ref":"abc","stashed_round":4,"message":"ORPHAN R4 ts=t","file_count":1,"files":["a"],"recoverable":true,"what_to_do":"w""#),
-            (Event::OrphanStashFailed { round_num: 4, hook: s("b"), error: s("e"), tree: s("t") },
+            (Event::OrphanStashFailed { round_num: 4, hook: s("b"), error: s("e"), tree: s("t"), what_to_do: None },
              r#""event":"orphan_stash_failed","round_num":4,"hook":"b","error":"e","tree":"t""#),
             (Event::GitOperationInProgress { round_num: 4, operation: s("rebase"), marker: PathBuf::from("/p/.git/rebase-merge"), file_count: 2, what_to_do: s("w") },
              r#""event":"git_operation_in_progress","round_num":4,"operation":"rebase","marker":"/p/.git/rebase-merge","file_count":2,"what_to_do":"w""#),
