@@ -174,6 +174,14 @@ fn unusable_at_boot(events: &EventLog, err: BootError) -> BootError {
 /// (another supervisor holds the lock, typically).
 pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     let config = config::load(config_path)?;
+    // First, before anything slow: one tree, one supervisor, the first started
+    // ([`tree_lock::lock`]). An environmental failure here is told at the first step
+    // that has an event log, below.
+    let tree_lock = tree_lock::lock(&config.runtime.work_dir);
+    if let Err(tree_lock::TreeLockError::Held { work_dir, .. }) = tree_lock {
+        let holder = state::lock_holder(&config.runtime.state_dir);
+        return Err(tree_lock::TreeLockError::Held { work_dir, holder }.into());
+    }
     // An agent that will fail every round on this machine (claude's bypass flag as root):
     // refused here with doctor's finding and fix, not found out round after round.
     let (unmet, _) = crate::runtime::agent_preconditions::on_this_machine(&config);
@@ -271,7 +279,11 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
     };
     let lock = ProjectLock::acquire(&config.runtime.state_dir)
         .map_err(|e| unusable_at_boot(&events, e.into()))?;
-    let tree_lock = tree_lock::acquire(&config.runtime.work_dir, &config.runtime.state_dir)
+    let tree_lock = tree_lock
+        .and_then(|held| {
+            tree_lock::claim_record(&config.runtime.work_dir, &config.runtime.state_dir)
+                .map(|()| held)
+        })
         .map_err(|e| unusable_at_boot(&events, e.into()))?;
     let holder = log_views::hold(&config.runtime.log_dir);
     crate::record::state::prepare(&config, &events);
