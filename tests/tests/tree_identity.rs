@@ -114,6 +114,53 @@ fn a_round_through_a_bind_mount_is_refused_under_the_default_log_dir() {
     let _ = serve.wait(Duration::from_secs(10));
 }
 
+/// Issue 38: a `serve` still booting when a `round` starts holds the tree already. Its
+/// boot is held, deterministically, inside its first git command (a `git` first on its
+/// PATH that marks the moment and waits): before, the tree's lock came after that check,
+/// and the `round` (plain git) locked first, ran its agent, and `serve` was refused.
+#[test]
+fn a_round_started_while_serve_boots_is_refused() {
+    let p = Project::new();
+    let agent = p.script("sleepy.sh", "#!/bin/sh\nsleep 30\n");
+    p.write_config(&agent_runner_e2e::ConfigBuilder::new(&agent));
+    let real_git = String::from_utf8(
+        Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let marker = p.tmp_dir().join("serve-in-git");
+    let slow = p.tmp_dir().join("slow-git");
+    std::fs::create_dir(&slow).unwrap();
+    p.script(
+        "slow-git/git",
+        &format!(
+            "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = --is-inside-work-tree ] && touch '{}' && sleep 5; done\nexec {} \"$@\"\n",
+            marker.display(),
+            real_git.trim()
+        ),
+    );
+    let mut cmd = p.command(&["serve"]);
+    let path = std::env::var("PATH").unwrap_or_default();
+    cmd.env("PATH", format!("{}:{path}", slow.display()));
+    let serve = p.spawn_with(cmd);
+    agent_runner_e2e::wait_until("serve in its first git", Duration::from_secs(30), || {
+        marker.exists().then_some(())
+    });
+    let round = p.run(&["round"]);
+    round.assert_code(1);
+    assert!(
+        round.stderr.contains("already supervises the work tree"),
+        "{round}"
+    );
+    p.wait_for_event("agent_spawn");
+    assert_eq!(p.events_of("round_start").len(), 1, "{}", p.events_text());
+    serve.signal(libc::SIGKILL);
+    let _ = serve.wait(Duration::from_secs(10));
+}
+
 #[test]
 fn two_projects_with_one_name_do_not_share_a_record() {
     for operator in [Operator::Root, Operator::Unprivileged] {
