@@ -105,19 +105,24 @@ fn work_dir_outside_a_git_working_tree() {
     // outside a repository it fails; inside `.git` it prints `false`.
     let p = Project::new();
     let text = valid(&p);
-    p.write_config_text(&text);
-    std::fs::rename(p.dir().join(".git"), p.dir().join("not-git")).unwrap();
-    // The refusal names the deviation from the reference system, which runs without git.
-    assert_refused(
-        &p,
-        None,
-        &[
-            "runtime.work_dir",
-            "is not inside a git working tree",
-            "\"Deviations\", 3",
-        ],
-    );
-    std::fs::rename(p.dir().join("not-git"), p.dir().join(".git")).unwrap();
+    // Outside any repository rounds run without git (tests/tests/without_git.rs), but a
+    // written `stash` or `auto_commit` asks for git work no round can do: refused.
+    for action in ["stash", "auto_commit"] {
+        let asks_git = text.replace("[vcs]\n", &format!("[vcs]\ndirty_action = \"{action}\"\n"));
+        assert_ne!(asks_git, text);
+        p.write_config_text(&asks_git);
+        std::fs::rename(p.dir().join(".git"), p.dir().join("not-git")).unwrap();
+        assert_refused(
+            &p,
+            None,
+            &[
+                "vcs.dirty_action",
+                action,
+                "is not inside a git working tree",
+            ],
+        );
+        std::fs::rename(p.dir().join("not-git"), p.dir().join(".git")).unwrap();
+    }
     let inside_git_dir = text.replace(
         "work_dir = \".\"",
         &format!("work_dir = \"{}\"", p.dir().join(".git").display()),
@@ -131,7 +136,10 @@ fn work_dir_outside_a_git_working_tree() {
     assert_refused(
         &p,
         None,
-        &["runtime.work_dir", "is not inside a git working tree"],
+        &[
+            "runtime.work_dir",
+            "inside a git directory or a bare repository",
+        ],
     );
 }
 

@@ -75,6 +75,12 @@ fn user_unit_dry_run_install_and_uninstall_without_systemd() {
         + &std::fs::read_to_string(&unit_path).expect("drop-in written");
     assert_unit_text(&p, &text);
     assert!(out.stdout.contains("agent-runner@project.service"), "{out}");
+    // The instance's file where the reference system's scripts look: a link to the template.
+    let instance = unit_dir.join("agent-runner@project.service");
+    assert_eq!(
+        std::fs::read_link(&instance).expect("instance link"),
+        std::path::Path::new(TEMPLATE)
+    );
 
     // Another project with the same name cannot silently take over the instance.
     let other = Project::new();
@@ -114,6 +120,10 @@ fn user_unit_dry_run_install_and_uninstall_without_systemd() {
     out.assert_code(0);
     assert!(out.stdout.contains("removed"), "{out}");
     assert!(!unit_path.exists());
+    assert!(
+        instance.symlink_metadata().is_err(),
+        "the instance link stays"
+    );
     assert!(
         unit_dir.join(TEMPLATE).exists(),
         "the shared template stays"

@@ -360,10 +360,21 @@ fn fresh_eyes_every_second_round_and_none_without_the_key() {
 
 /// `test_substrate_fingerprint.py`: one `round_substrate_before` and one `_after` per
 /// round; `paths_hash` null without `substrate_fingerprint_paths`, 64 hex digits with
-/// them; `git_head` a commit. (Its first check expects `git_head` null in a directory
-/// without git, which we refuse: Deviations, 3.)
+/// them; `git_head` a commit, and null in a directory without git (its first check).
 #[test]
 fn substrate_events_with_and_without_fingerprint_paths() {
+    let p = Project::new();
+    p.write_config(&recording_agent(&p));
+    std::fs::rename(p.dir().join(".git"), p.tmp_dir().join("moved-git")).unwrap();
+    p.spawn(&["serve", "--once"])
+        .wait(Duration::from_secs(60))
+        .assert_code(0);
+    for kind in ["round_substrate_before", "round_substrate_after"] {
+        let events = p.events_of(kind);
+        assert_eq!(events.len(), 1, "{}", p.events_text());
+        assert!(events[0]["git_head"].is_null(), "{}", events[0]);
+    }
+
     let p = Project::new();
     p.write_config(&recording_agent(&p));
     p.spawn(&["serve", "--once"])

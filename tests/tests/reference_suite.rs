@@ -24,10 +24,6 @@ const VERSIONS: &[&str] = &["0.3.2", "0.3.14"];
 /// docs/reference-system.md, "Deviations", that explains it).
 const EXPECTED_FAILURES: &[(&str, &str)] = &[
     (
-        "test_e2e_install_systemd.py::test_systemd_unit_should_exist_after_install_and_be_removed_after_uninstall",
-        "unit files: one template and a drop-in per project",
-    ),
-    (
         "test_e2e_monitor_remote.py::test_seeded_disk_critical_on_pi_should_alert_when_local_monitor_polls",
         "monitor measures the disk itself",
     ),

@@ -54,8 +54,11 @@ fn with_user_manager(p: &Project, steps: &str) -> String {
         home = p.home().display(),
         log = log.display(),
     );
-    let out = Command::new("timeout")
-        .arg("120")
+    // One manager at a time: managers of one user in one cgroup would share their units'
+    // cgroups (`agent-runner@project.service` in each), so one's stop would end another's.
+    let out = Command::new("flock")
+        .arg(std::env::temp_dir().join("ar-e2e-systemd-user-manager.lock"))
+        .args(["timeout", "120"])
         .args(["unshare", "-m", "sh", "-c", &script])
         .current_dir(p.dir())
         .output()
@@ -338,5 +341,38 @@ fn upgrade_restarts_the_installed_unit_and_rolls_back_under_it() {
         1,
         "{}",
         p.events_text()
+    );
+}
+
+/// Issue 38, item 2: the file a script (and the reference system's own install test) looks
+/// for, `~/.config/systemd/user/agent-runner@<project>.service`, is there after `install`:
+/// a link to the template, which the manager loads as the instance with its drop-in, and
+/// `uninstall` removes it (docs/reference-system.md, "Deviations", 1).
+#[test]
+fn the_instance_file_is_a_link_the_manager_loads_with_its_drop_in() {
+    let p = Project::new();
+    let agent = p.script("agent.sh", "#!/bin/sh\nsleep 30\n");
+    p.write_config(&agent_runner_e2e::ConfigBuilder::new(&agent));
+    let unit = "agent-runner@project.service";
+    let link = p.home().join(".config/systemd/user").join(unit);
+    let stdout = with_user_manager(
+        &p,
+        &format!(
+            "'{bin}' --config '{config}' install\n\
+             systemctl --user show -p LoadState,ActiveState,DropInPaths {unit} | sed 's/^/{unit}./'\n\
+             '{bin}' --config '{config}' uninstall\n\
+             test ! -e '{link}' && echo link-removed\n",
+            bin = agent_runner_bin().display(),
+            config = p.config_path().display(),
+            link = link.display(),
+        ),
+    );
+    let state = shown(&stdout, unit);
+    assert_eq!(state["LoadState"], "loaded", "{stdout}");
+    assert_eq!(state["ActiveState"], "active", "{stdout}");
+    assert!(state["DropInPaths"].contains("project.conf"), "{stdout}");
+    assert!(
+        stdout.contains("linked ") && stdout.contains("link-removed"),
+        "{stdout}"
     );
 }

@@ -165,7 +165,9 @@ config_table! {
     pub(super) struct RawRuntime = "runtime" {
         /// the git working tree the agent works in
         work_dir: String = (".") label "path" reload Restart init (write);
-        /// round logs, `round-context.json`, host state dirs; never counted as dirt
+        /// round logs, `round-context.json`, host state dirs; never counted as dirt.
+        /// Left out, a tree whose default would be another existing tree's record (one
+        /// folder name) gets `~/.agent-runner/{project}-<key>/logs`
         log_dir: String = ("~/.agent-runner/{project}/logs") label "path"
             reload Restart init (write);
         /// the record: project lock, events, `state.json`, `orphan-state.json`,
@@ -285,7 +287,8 @@ config_table! {
         strip_yaml_frontmatter: bool = (true) reload Next;
         /// give the agent the round context
         inject_context: bool = (true) reload Next;
-        /// a fenced `json round-context` block before the prompt, or
+        /// a fenced `json round-context` block before the prompt (each enricher's
+        /// object after it, framed as its host's data), or
         /// `<log_dir>/round-context.json`
         context_injection_mode: String as ContextInjection = (ContextInjection::Prepend)
             reload Next;
@@ -297,10 +300,12 @@ config_table! {
     #[derive(Debug, Default, Deserialize)]
     #[serde(deny_unknown_fields)]
     pub(super) struct RawVcs = "vcs" {
-        /// the built-in dirty handler (priority 1000)
+        /// the built-in dirty handler (priority 1000); outside git `ignore`, and a written
+        /// `stash` or `auto_commit` is refused there
         dirty_action: String as DirtyAction = (DirtyAction::Stash) reload Next init (write);
-        /// a stash within this long of the previous one is skipped; a previous stash
-        /// recorded in the future (the clock stepped back since) skips nothing
+        /// a stash of the same change within this long of the previous one is skipped (a
+        /// different change is stashed); a previous stash recorded in the future (the
+        /// clock stepped back since) skips nothing
         stash_idempotency_s: u64 = (5) reload Next init (write);
         /// longest run of one git command (commit, stash, status, …) before it is killed
         /// with its process group

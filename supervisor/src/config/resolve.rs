@@ -242,6 +242,9 @@ pub struct RuntimeConfig {
 pub struct VcsConfig {
     /// The built-in default dirty handler's action.
     pub dirty_action: DirtyAction,
+    /// Whether `dirty_action` is written in the file (not the default): outside git only
+    /// an unwritten one becomes `ignore` (docs/operations.md, "Without git").
+    pub dirty_action_written: bool,
     /// A stash within this long of the previous one is skipped (default 5 s).
     pub stash_idempotency: Duration,
     /// Longest run of one git command before it is killed with its process group
@@ -488,7 +491,16 @@ fn resolve_places(base: &Path, raw: &RawRuntime) -> Result<Places, Bad> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "project".to_owned());
-    let log_dir = expand_key("runtime.log_dir", &raw.log_dir()?, &work_dir, &project)?;
+    let mut log_dir = expand_key("runtime.log_dir", &raw.log_dir()?, &work_dir, &project)?;
+    if raw.log_dir.is_none() && raw.state_dir.is_none() {
+        // The default, shared by every tree of this folder name: each tree its own record.
+        let key = crate::config::state_dir::key(&work_dir);
+        let keyed_text = raw
+            .log_dir()?
+            .replace("{project}", &format!("{{project}}-{key}"));
+        let keyed = expand_key("runtime.log_dir", &keyed_text, &work_dir, &project)?;
+        log_dir = crate::config::state_dir::own_default(&work_dir, log_dir, keyed);
+    }
     let state_dir = match raw.state_dir.as_deref() {
         Some(text) => expand_key("runtime.state_dir", text, &work_dir, &project)?,
         None => crate::config::state_dir::default_for(&work_dir, &log_dir, &project),
@@ -783,6 +795,7 @@ fn resolve_backoff_cap(raw: &RawRuntime, restart_delay_s: u64) -> Result<Duratio
 fn resolve_vcs(raw: &RawVcs, numbers: &Numbers) -> Result<VcsConfig, Bad> {
     Ok(VcsConfig {
         dirty_action: raw.dirty_action()?,
+        dirty_action_written: raw.dirty_action.is_some(),
         stash_idempotency: Duration::from_secs(raw.stash_idempotency_s()?),
         git_timeout: Duration::from_secs(numbers.git_timeout_s),
     })

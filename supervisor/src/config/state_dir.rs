@@ -15,7 +15,48 @@
 
 use sha2::{Digest, Sha256};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+
+/// Name of the file in a state dir naming the work tree whose record it is
+/// (`<dev> <ino> <path>`), written by [`crate::runtime::tree_lock`].
+pub(crate) const IDENTITY_FILE: &str = "tree-identity";
+
+/// `(device, inode)` of `path` (following links): a tree's identity, whatever path reaches
+/// it.
+pub(crate) fn identity(path: &Path) -> std::io::Result<(u64, u64)> {
+    let meta = std::fs::metadata(path)?;
+    Ok((meta.dev(), meta.ino()))
+}
+
+/// The tree `state_dir`'s record names, when it is another tree than `work_dir` and that
+/// tree still exists (its recorded path still has the recorded identity).
+pub(crate) fn other_live_tree(state_dir: &Path, work_dir: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(state_dir.join(IDENTITY_FILE)).ok()?;
+    let mut words = text.trim_end_matches('\n').splitn(3, ' ');
+    let dev = words.next()?.parse::<u64>().ok()?;
+    let ino = words.next()?.parse::<u64>().ok()?;
+    let other = PathBuf::from(words.next()?);
+    let ours = identity(work_dir).ok();
+    let theirs = (dev, ino);
+    (ours != Some(theirs) && identity(&other).is_ok_and(|now| now == theirs)).then_some(other)
+}
+
+/// The default log dir of the tree `work_dir` (docs/operations.md, "State dir"): `shared`,
+/// `~/.agent-runner/<project>/logs`, unless that record is another existing tree's (two
+/// projects of one folder name, `~/a/api` and `~/b/api`), or this tree's own record is
+/// already at `keyed`, `~/.agent-runner/<project>-<key>/logs` (`<key>`: [`key`] of its
+/// path): then `keyed`. So each tree gets a record of its own, and a record that exists
+/// keeps its path (the first tree of a name keeps the unkeyed one for good; the second
+/// keeps its keyed one even after the first is gone).
+pub(crate) fn own_default(work_dir: &Path, shared: PathBuf, keyed: PathBuf) -> PathBuf {
+    let recorded = |dir: &Path| dir.join(IDENTITY_FILE).exists() || dir.join("state.json").exists();
+    if recorded(&keyed) || other_live_tree(&shared, work_dir).is_some() {
+        keyed
+    } else {
+        shared
+    }
+}
 
 /// The default state dir of the project whose work tree is `work_dir` (canonical) and whose
 /// log dir is `log_dir` (see the module docs); `log_dir` itself when it lies outside the
@@ -40,7 +81,7 @@ pub(crate) fn in_tree(work_dir: &Path, dir: &Path) -> bool {
 }
 
 /// The first 16 hex digits of the sha256 of `work_dir`'s bytes.
-fn key(work_dir: &Path) -> String {
+pub(crate) fn key(work_dir: &Path) -> String {
     let digest = Sha256::digest(work_dir.as_os_str().as_bytes());
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -158,6 +158,11 @@ impl HostManager {
         self.hosts.get(hook.host).is_some_and(|h| h.builtin)
     }
 
+    /// The name of the host serving `hook` (its `[plugins.hosts.<name>]` key).
+    pub(crate) fn host_name(&self, hook: &HookRef) -> &str {
+        &self.hosts[hook.host].cfg.name
+    }
+
     /// The config table of the host serving `hook` (what `initialize` sent it).
     pub(crate) fn host_config(&self, hook: &HookRef) -> &serde_json::Map<String, Value> {
         &self.hosts[hook.host].cfg.config

@@ -23,7 +23,8 @@ pub(crate) fn warnings(config: &Config) -> Vec<Check> {
     let unit = unit_name(config);
     for scope in [Scope::User, Scope::System] {
         let file = scope.unit_dir().join(&unit);
-        if file.is_file() {
+        // A regular file: `install`'s own is a link to the template.
+        if file.symlink_metadata().is_ok_and(|m| m.is_file()) {
             found.push(check(
                 NAME,
                 false,

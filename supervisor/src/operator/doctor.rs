@@ -14,7 +14,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::config::{self, Config};
+use crate::config::{self, Config, DirtyAction};
 use crate::exit;
 use crate::hosts::sandbox::SandboxGate;
 use crate::hosts::{check_pin, PinStatus};
@@ -393,9 +393,8 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
         &config.runtime.work_dir,
         crate::runtime::attribution::OwnFiles::default(),
     );
-    let refusal = repo.not_a_work_tree().await;
-    let is_repo = refusal.is_none();
-    checks.push(match refusal {
+    let mut without_git = None;
+    let work_dir_check = match repo.not_a_work_tree().await {
         None => check(
             "work_dir",
             true,
@@ -405,9 +404,42 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
             ),
             "",
         ),
-        Some(refusal) => check("work_dir", false, refusal.reason, refusal.fix),
-    });
-    refuse_boot |= !is_repo;
+        // Rounds run there without git (docs/operations.md, "Without git"): a warning,
+        // unless the config asks for git work no round can do (`serve` exits 78 for it).
+        Some(outside) if outside.outside_git => {
+            let vcs = &config.vcs;
+            let needs_git = vcs.dirty_action_written && vcs.dirty_action != DirtyAction::Ignore;
+            refuse_boot |= needs_git;
+            if needs_git {
+                check(
+                    "work_dir",
+                    false,
+                    format!(
+                        "{}; [vcs] dirty_action = \"{}\" needs git",
+                        outside.reason,
+                        vcs.dirty_action.as_str()
+                    ),
+                    format!("{}, or write dirty_action = \"ignore\"", outside.fix),
+                )
+            } else {
+                without_git = Some(check("work_dir", false, outside.reason, outside.fix));
+                check(
+                    "work_dir",
+                    true,
+                    format!(
+                        "{} runs without git (see warnings)",
+                        config.runtime.work_dir.display()
+                    ),
+                    "",
+                )
+            }
+        }
+        Some(refusal) => {
+            refuse_boot = true;
+            check("work_dir", false, refusal.reason, refusal.fix)
+        }
+    };
+    checks.push(work_dir_check);
     checks.push(log_dir_check(&config.runtime.log_dir));
     checks.push(host_health_check(&config));
     checks.push(round_cgroup_check(&config));
@@ -460,6 +492,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     );
     warnings.extend(version_warning);
     warnings.extend(endpoint_warnings);
+    warnings.extend(without_git);
     warnings.extend(layout_warnings(&config));
     warnings.extend(goal_check_warnings(&config));
     warnings.extend(crate::operator::deviations::warnings(&config));

@@ -129,6 +129,48 @@ pub(crate) fn project_file(config: &Config, scope: Scope) -> PathBuf {
         .join("project.conf")
 }
 
+/// The instance's unit file where a script looks for it (the reference system writes a
+/// whole unit there, docs/reference-system.md, "Deviations", 1): `<unit dir>/<instance>`,
+/// a symbolic link to the template (`agent-runner@.service`), which systemd loads as the
+/// template's instance, drop-ins included (systemd.unit(5), "Aliases"). The template stays
+/// the one place of the binary path and the restart policy.
+fn instance_link(scope: Scope, instance: &str) -> PathBuf {
+    scope.unit_dir().join(instance)
+}
+
+/// Links `instance` to its `template` in `scope`'s unit dir ([`instance_link`]); returns
+/// the link when it made one. A link to `template` already there is kept; anything else
+/// there (a reference system's whole unit file, which `install` refuses to replace without
+/// `--force` before writing anything) is replaced.
+///
+/// Errors: exit 1 when the file there cannot be removed or the link cannot be made.
+fn link_instance(
+    scope: Scope,
+    instance: &str,
+    template: &str,
+) -> Result<Option<PathBuf>, CliError> {
+    let link = instance_link(scope, instance);
+    if std::fs::read_link(&link).is_ok_and(|t| t == Path::new(template)) {
+        return Ok(None);
+    }
+    if link.symlink_metadata().is_ok() {
+        std::fs::remove_file(&link)
+            .map_err(|e| CliError::failure(format!("cannot remove {}: {e}", link.display())))?;
+    }
+    std::os::unix::fs::symlink(template, &link).map_err(|e| {
+        CliError::failure(format!("cannot link {} to {template}: {e}", link.display()))
+    })?;
+    Ok(Some(link))
+}
+
+/// Removes `instance`'s link ([`instance_link`]) when it is ours (a symbolic link); a
+/// whole unit file there is not ours and stays (`doctor` names it).
+fn unlink_instance(scope: Scope, instance: &str) -> Option<PathBuf> {
+    let link = instance_link(scope, instance);
+    let ours = std::fs::symlink_metadata(&link).is_ok_and(|m| m.file_type().is_symlink());
+    (ours && std::fs::remove_file(&link).is_ok()).then_some(link)
+}
+
 /// Whether systemd manages this machine (`/run/systemd/system` exists: sd_booted(3)).
 pub(crate) fn systemd_running() -> bool {
     Path::new("/run/systemd/system").is_dir()
@@ -258,7 +300,17 @@ pub(crate) fn install(config: &Config, options: InstallOptions) -> Result<Vec<St
             project,
         ));
     }
+    let mut instances = vec![(unit_name(config), TEMPLATE)];
+    if options.monitor {
+        instances.push((monitor_unit_name(config), MONITOR_TEMPLATE));
+    }
     if options.dry_run {
+        let links = instances.iter().map(|(instance, template)| {
+            format!(
+                "# {} -> {template}",
+                instance_link(options.scope, instance).display()
+            )
+        });
         return Ok(units
             .into_iter()
             .flat_map(|(tp, t, pp, p)| {
@@ -269,6 +321,7 @@ pub(crate) fn install(config: &Config, options: InstallOptions) -> Result<Vec<St
                     p,
                 ]
             })
+            .chain(links)
             .collect());
     }
     for (template_path, template, project_path, _) in &units {
@@ -285,6 +338,16 @@ pub(crate) fn install(config: &Config, options: InstallOptions) -> Result<Vec<St
             }
         }
     }
+    for (instance, template) in &instances {
+        let link = instance_link(options.scope, instance);
+        let ours = std::fs::read_link(&link).is_ok_and(|t| t == Path::new(template));
+        if link.symlink_metadata().is_ok() && !ours && !options.force {
+            return Err(CliError::failure(format!(
+                "{} already exists (a reference system's unit file?); pass --force to replace it with a link to {template}",
+                link.display()
+            )));
+        }
+    }
     let mut lines = Vec::new();
     let files = units.iter().flat_map(|(tp, t, pp, p)| [(tp, t), (pp, p)]);
     for (path, text) in files {
@@ -294,10 +357,12 @@ pub(crate) fn install(config: &Config, options: InstallOptions) -> Result<Vec<St
             .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
         lines.push(format!("wrote {}", path.display()));
     }
-    let mut names = vec![unit_name(config)];
-    if options.monitor {
-        names.push(monitor_unit_name(config));
+    for (instance, template) in &instances {
+        if let Some(link) = link_instance(options.scope, instance, template)? {
+            lines.push(format!("linked {} to {template}", link.display()));
+        }
     }
+    let names: Vec<String> = instances.into_iter().map(|(name, _)| name).collect();
     let name = names.join(" ");
     if !systemd_running() {
         lines.push(format!(
@@ -341,6 +406,9 @@ pub(crate) fn uninstall(config: &Config, scope: Scope) -> Result<Vec<String>, Cl
         let _ = std::fs::remove_dir(dir);
     }
     lines.push(format!("removed {}", path.display()));
+    if let Some(link) = unlink_instance(scope, &name) {
+        lines.push(format!("removed {}", link.display()));
+    }
     let monitor = monitor_project_file(config, scope);
     if monitor.exists() {
         if systemd_running() {
@@ -352,6 +420,9 @@ pub(crate) fn uninstall(config: &Config, scope: Scope) -> Result<Vec<String>, Cl
             let _ = std::fs::remove_dir(dir);
         }
         lines.push(format!("removed {}", monitor.display()));
+        if let Some(link) = unlink_instance(scope, &monitor_unit_name(config)) {
+            lines.push(format!("removed {}", link.display()));
+        }
     }
     if systemd_running() {
         systemctl(scope, &["daemon-reload"])?;

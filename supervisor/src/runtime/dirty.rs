@@ -21,6 +21,8 @@ use crate::record::state::{read_json, write_json_atomic, OrphanState, ORPHAN_FIL
 use crate::record::stop::StopWatch;
 use crate::runtime::attribution::Split;
 use crate::runtime::git::{Repo, StashError};
+use crate::runtime::git_operation;
+use crate::runtime::stash_journal::{self, StashEntry};
 
 /// Priority of the built-in default dirty handler.
 pub(crate) const BUILTIN_PRIORITY: i64 = 1000;
@@ -64,6 +66,8 @@ pub(crate) struct DirtyRound<'a> {
     pub ctx: &'a Context,
     /// Whose dirt the dirty paths are.
     pub attribution: &'a Split,
+    /// The branch `HEAD` is on after the agent; `None` when detached.
+    pub branch: Option<String>,
 }
 
 /// Runs the dirty handlers over `files` (non-empty) and performs the winning answer. A
@@ -84,7 +88,23 @@ pub(crate) async fn handle(
             .cloned()
             .collect(),
         left_to_operator: round.attribution.operator.len(),
+        branch: round.branch.clone(),
     });
+    let held = held_by_filters(round, files).await;
+    let kept: Vec<String>;
+    let files = if held.is_empty() {
+        files
+    } else {
+        kept = files
+            .iter()
+            .filter(|f| !held.contains(f.as_str()))
+            .cloned()
+            .collect();
+        if kept.is_empty() {
+            return Outcome::Ignored;
+        }
+        &kept
+    };
     for hook in hosts.hooks(Family::DirtyHandler) {
         if hook.priority >= BUILTIN_PRIORITY {
             break; // the built-in always answers
@@ -151,6 +171,7 @@ async fn perform(
                         sha: sha.clone(),
                         files: paths.iter().take(MAX_LISTED_FILES).cloned().collect(),
                         subject: redact_and_cap(message.lines().next().unwrap_or("")),
+                        branch: round.branch.clone(),
                     });
                     warn_about_commit(round, hook, &sha).await;
                     Outcome::Committed(sha)
@@ -168,6 +189,34 @@ async fn perform(
         }
         DirtyAction::Stash { message } => stash(round, hook, message.as_deref(), files).await,
     }
+}
+
+/// The paths of `files` whose filter driver the supervisor's git will not run
+/// ([`Repo::unrun_filters`]), each driver told once as `dirty_filter_not_run`: they are
+/// held out of the handlers' stash or commit, which would store them raw. When git cannot
+/// tell, nothing is held (the handlers' git fails closed on a required filter by itself).
+async fn held_by_filters(round: &DirtyRound<'_>, files: &[String]) -> HashSet<String> {
+    let found = match round.repo.unrun_filters(files).await {
+        Ok(found) => found,
+        Err(err) => {
+            tracing::warn!("cannot read the filter attributes of the dirty paths: {err}");
+            return HashSet::new();
+        }
+    };
+    let mut held = HashSet::new();
+    for (filter, paths) in found {
+        round.events.emit(Event::DirtyFilterNotRun {
+            round_num: round.ctx.round_num,
+            files: paths.iter().take(MAX_LISTED_FILES).cloned().collect(),
+            file_count: paths.len(),
+            what_to_do: format!(
+                "the repository's own config sets the `{filter}` filter, which the supervisor's git never runs (the agent can write that config), so these files were left in the tree, neither committed nor stashed: set the filter in your global config (`git config --global filter.{filter}.clean …` and `.smudge`/`.process`, or for Git LFS `git lfs install`), then the next round handles them; or commit them yourself"
+            ),
+            filter,
+        });
+        held.extend(paths);
+    }
+    held
 }
 
 /// `dirty_submodule_skipped` for `path`, a submodule (or a repository nested in the work
@@ -216,7 +265,9 @@ async fn warn_about_commit(round: &DirtyRound<'_>, hook: &str, sha: &str) {
 }
 
 /// The built-in stash: `git stash push -u -m "ORPHAN R<N> ts=<UTC>"`, remembered by SHA in
-/// `orphan-state.json`, skipped when the last one is younger than `stash_idempotency_s`.
+/// `orphan-state.json` and in the stash journal ([`stash_journal`]), skipped when the last
+/// one is younger than `stash_idempotency_s` *and* took the same change (the reference
+/// system skips any change within the window: a different one is stashed here).
 async fn stash(
     round: &DirtyRound<'_>,
     hook: &str,
@@ -231,19 +282,23 @@ async fn stash(
         .map(|d| d.as_secs())
         .unwrap_or(0);
     let record_path = state_dir.join(ORPHAN_FILE);
+    let window = round.config.vcs.stash_idempotency.as_secs();
+    let change =
+        (window > 0).then(|| stash_journal::change_of(&round.config.runtime.work_dir, files));
     if let Ok(Some(last)) = read_json::<OrphanState>(&record_path) {
         // A stash recorded in the future means the clock stepped back since: its age is
         // unknown, so it holds nothing up (a skip would last as long as the step).
         let age = now_s.checked_sub(last.unix_s);
-        if age.is_some_and(|age| age < round.config.vcs.stash_idempotency.as_secs()) {
+        let same_change =
+            change.is_some() && stash_journal::change_of_stash(state_dir, &last.sha) == change;
+        if same_change && age.is_some_and(|age| age < window) {
             round.events.emit(Event::OrphanIdempotentSkip {
                 round_num,
                 hook: hook.to_owned(),
                 stash_ref: last.sha,
                 reason: format!(
-                    "a stash was made {} s ago (stash_idempotency_s = {})",
+                    "a stash of the same change was made {} s ago (stash_idempotency_s = {window})",
                     now_s.saturating_sub(last.unix_s),
-                    round.config.vcs.stash_idempotency.as_secs()
                 ),
             });
             return Outcome::Ignored;
@@ -270,6 +325,17 @@ async fn stash(
         }
         reason
     });
+    let journal_entry = |sha: &str| StashEntry {
+        sha: sha.to_owned(),
+        round_num,
+        message: message.clone(),
+        file_count: files.len(),
+        paths: files.iter().take(MAX_LISTED_FILES).cloned().collect(),
+        change: change.clone(),
+        dropped_after_round: None,
+    };
+    let git_dir = git_operation::git_dir(&round.config.runtime.work_dir);
+    let leftovers_before = git_dir.as_deref().map(stash_leftovers).unwrap_or_default();
     match round.repo.stash_push(&message, files).await {
         Ok(Some(sha)) => {
             let record = OrphanState {
@@ -284,12 +350,16 @@ async fn stash(
                     record_path.display()
                 );
             }
+            if let Err(err) = stash_journal::record(state_dir, journal_entry(&sha)) {
+                tracing::error!("cannot record stash {sha} in the stash journal: {err}");
+            }
             round.events.emit(Event::OrphanStashed {
                 round_num,
                 hook: hook.to_owned(),
                 stash_ref: sha.clone(),
                 message,
                 reason,
+                branch: round.branch.clone(),
             });
             Outcome::Stashed(sha)
         }
@@ -310,16 +380,59 @@ async fn stash(
                         record_path.display()
                     );
                 }
+                if let Err(e) = stash_journal::record(state_dir, journal_entry(&made.sha)) {
+                    tracing::error!("cannot record stash {} in the stash journal: {e}", made.sha);
+                }
             }
+            // A git killed mid-stash leaves its index locks behind (`index.lock`, the
+            // stash's own `index.stash.<pid>.lock`), which would fail the agent's next git
+            // command: those it made, and only those, are removed (no git of the agent's
+            // runs while the round's dirt is handled).
+            let mut tree = tree_after_failure(round, files).await;
+            if let Some(dir) = &git_dir {
+                let removed: Vec<String> = stash_leftovers(dir)
+                    .difference(&leftovers_before)
+                    .filter(|name| std::fs::remove_file(dir.join(name)).is_ok())
+                    .cloned()
+                    .collect();
+                if !removed.is_empty() {
+                    tree.push_str(&format!(
+                        "; removed what the stopped git left in {}: {}",
+                        dir.display(),
+                        removed.join(", ")
+                    ));
+                }
+            }
+            let timeout = round.config.vcs.git_timeout.as_secs();
+            let what_to_do = err.to_string().contains("([vcs] git_timeout_s)").then(|| {
+                format!(
+                    "git needed more than git_timeout_s ({timeout} s) to stash {} file(s) on this machine: raise [vcs] git_timeout_s; the files are still in the tree, the next clean round stashes them",
+                    files.len()
+                )
+            });
             round.events.emit(Event::OrphanStashFailed {
                 round_num,
                 hook: hook.to_owned(),
                 error: redact_and_cap(&err.to_string()),
-                tree: tree_after_failure(round, files).await,
+                tree,
+                what_to_do,
             });
             Outcome::Failed
         }
     }
+}
+
+/// The index lock files in git dir `dir` a stopped `git stash` can leave: `index.lock`
+/// and the stash's temporary index and its lock (`index.stash.<pid>`,
+/// `index.stash.<pid>.lock`).
+fn stash_leftovers(dir: &std::path::Path) -> HashSet<String> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name == "index.lock" || name.starts_with("index.stash."))
+        .collect()
 }
 
 /// What a failed git step left: `"left as it was"` when the same files are still dirty,

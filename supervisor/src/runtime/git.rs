@@ -130,6 +130,42 @@ pub(crate) fn program_overrides(listing: &[u8]) -> Vec<String> {
         .collect()
 }
 
+/// The filter drivers the supervisor's git will not run: those whose `clean` or `process`
+/// program is set only in the repository's own config (scopes `local`, `worktree`), which
+/// [`program_overrides`] blanks, with no `global` or `system` value to take its place.
+/// From `listing` as [`program_overrides`] reads it; sorted.
+pub(crate) fn repository_only_filters(listing: &[u8]) -> Vec<String> {
+    let mut fields = listing.split(|b| *b == 0);
+    let mut repository = std::collections::BTreeSet::new();
+    let mut operator = HashSet::new();
+    while let (Some(scope), Some(entry)) = (fields.next(), fields.next()) {
+        let entry = String::from_utf8_lossy(entry);
+        let key = entry.split_once('\n').map_or(&*entry, |(k, _)| k);
+        let Some(rest) = key.strip_prefix("filter.") else {
+            continue;
+        };
+        let Some(name) = rest
+            .strip_suffix(".clean")
+            .or_else(|| rest.strip_suffix(".process"))
+        else {
+            continue;
+        };
+        match scope {
+            b"global" | b"system" => {
+                operator.insert(name.to_owned());
+            }
+            b"local" | b"worktree" => {
+                repository.insert(name.to_owned());
+            }
+            _ => {}
+        }
+    }
+    repository
+        .into_iter()
+        .filter(|name| !operator.contains(name))
+        .collect()
+}
+
 /// `args` space-joined, for messages.
 fn joined_args<S: AsRef<OsStr>>(args: &[S]) -> String {
     args.iter()
@@ -192,6 +228,9 @@ pub(crate) struct NotWorkTree {
     pub reason: String,
     /// What the operator can do.
     pub fix: String,
+    /// The work dir lies in no git repository at all (not: git refuses it, or it is not
+    /// writable): rounds run there without git (docs/operations.md, "Without git").
+    pub outside_git: bool,
 }
 
 impl std::fmt::Display for NotWorkTree {
@@ -413,9 +452,10 @@ impl Repo {
         let dir = self.work_dir.display();
         let missing = NotWorkTree {
             reason: format!(
-                "{dir} is not inside a git working tree (the reference system runs without git; agent-runner refuses: docs/reference-system.md, \"Deviations\", 3)"
+                "{dir} is not inside a git working tree: rounds run without git, so nothing the agent leaves is stashed or committed (dirty_action `ignore`) and `git_head` is null"
             ),
-            fix: "run `git init` there, or point [runtime] work_dir at one".to_owned(),
+            fix: "run `git init` there (and restart) for the stash, the auto-commit and the attribution of edits".to_owned(),
+            outside_git: true,
         };
         let out = match self
             .run_bytes(&["rev-parse", "--is-inside-work-tree", "--show-prefix"])
@@ -429,13 +469,27 @@ impl Repo {
                         e.detail.lines().next().unwrap_or_default()
                     ),
                     fix: "run agent-runner as the repository's owner, or trust it with `git config --global --add safe.directory <repository top>`".to_owned(),
+                    outside_git: false,
                 })
             }
-            Err(_) => return Some(missing),
+            // Only git's own word that there is no repository runs rounds without git; any
+            // other failure (no git, a broken config, a timeout) is refused: fail closed.
+            Err(e) if e.detail.contains("not a git repository") => return Some(missing),
+            Err(e) => {
+                return Some(NotWorkTree {
+                    reason: format!("git cannot tell whether {dir} is a git working tree: {e}"),
+                    fix: "make `git -C <work_dir> rev-parse --is-inside-work-tree` work (git installed, the repository's config readable)".to_owned(),
+                    outside_git: false,
+                })
+            }
         };
         let mut lines = out.split(|b| *b == b'\n');
         if lines.next() != Some(b"true".as_slice()) {
-            return Some(missing);
+            return Some(NotWorkTree {
+                reason: format!("{dir} is inside a git directory or a bare repository, not a working tree"),
+                fix: "point [runtime] work_dir at a working tree (or at a directory outside any repository)".to_owned(),
+                outside_git: false,
+            });
         }
         let _ = self.prefix.set(lines.next().unwrap_or_default().to_vec());
         // Every round writes the tree (the agent, the stash, the commit): a read-only one
@@ -447,6 +501,7 @@ impl Repo {
             return Some(NotWorkTree {
                 reason: format!("{dir} is not writable by this user: {}", errno.desc()),
                 fix: "give this user write access to the work tree (or mount it read-write), or point [runtime] work_dir at a writable one".to_owned(),
+                outside_git: false,
             });
         }
         None
@@ -564,6 +619,44 @@ impl Repo {
         }
     }
 
+    /// Of `paths` (work-dir-relative), those whose `filter` attribute names a driver the
+    /// supervisor's git will not run ([`repository_only_filters`]), by driver, in order:
+    /// stashing or committing them would store their content raw, unfiltered (a Git LFS
+    /// asset in history instead of its pointer). Empty when there is no such driver.
+    pub(crate) async fn unrun_filters(
+        &self,
+        paths: &[String],
+    ) -> Result<Vec<(String, Vec<String>)>, GitError> {
+        let listing = self
+            .run_confined(&[], &["config", "--list", "--show-scope", "-z"], &[], None)
+            .await?;
+        let drivers = repository_only_filters(&listing);
+        if drivers.is_empty() || paths.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut list = Vec::new();
+        for path in paths {
+            list.extend_from_slice(path_name::os(path).as_bytes());
+            list.push(0);
+        }
+        let out = self
+            .run_bytes_with_env(&["check-attr", "-z", "--stdin", "filter"], &[], Some(&list))
+            .await?;
+        let mut found: Vec<(String, Vec<String>)> =
+            drivers.into_iter().map(|d| (d, Vec::new())).collect();
+        let mut fields = out.split(|b| *b == 0);
+        while let (Some(path), Some(_attr), Some(value)) =
+            (fields.next(), fields.next(), fields.next())
+        {
+            let value = String::from_utf8_lossy(value);
+            if let Some((_, held)) = found.iter_mut().find(|(d, _)| *d == value) {
+                held.push(path_name::encode(path));
+            }
+        }
+        found.retain(|(_, held)| !held.is_empty());
+        Ok(found)
+    }
+
     /// The pathspecs (NUL-terminated, for `--pathspec-from-file=- --pathspec-file-nul`)
     /// that take exactly `paths` of the work dir's dirty paths, as few as can say it: git
     /// matches every path against every pathspec, so thousands of them cost minutes on a
@@ -603,9 +696,21 @@ impl Repo {
 
     /// Whether the stash commit `sha` is still in the stash list.
     pub(crate) async fn stash_contains(&self, sha: &str) -> bool {
-        self.run(&["stash", "list", "--format=%H"])
+        self.stash_list()
             .await
-            .is_ok_and(|out| out.lines().any(|l| l.trim() == sha))
+            .is_some_and(|list| list.iter().any(|l| l == sha))
+    }
+
+    /// The stash list's commits, newest first; `None` when git fails.
+    pub(crate) async fn stash_list(&self) -> Option<Vec<String>> {
+        let out = self.run(&["stash", "list", "--format=%H"]).await.ok()?;
+        Some(out.lines().map(|l| l.trim().to_owned()).collect())
+    }
+
+    /// Whether git still has commit `sha` (reachable or not: `git cat-file -e`).
+    pub(crate) async fn commit_exists(&self, sha: &str) -> bool {
+        let object = format!("{sha}^{{commit}}");
+        self.run(&["cat-file", "-e", &object]).await.is_ok()
     }
 
     /// The SHA of `HEAD`, `None` before the first commit or when git fails.
@@ -614,6 +719,16 @@ impl Repo {
             .await
             .ok()
             .map(|s| s.trim().to_owned())
+    }
+
+    /// The branch `HEAD` is on (`git symbolic-ref -q --short HEAD`, e.g. `main`); `None`
+    /// when `HEAD` is detached or git fails.
+    pub(crate) async fn branch(&self) -> Option<String> {
+        self.run(&["symbolic-ref", "-q", "--short", "HEAD"])
+            .await
+            .ok()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
     }
 
     async fn stash_head(&self) -> Option<String> {
@@ -842,6 +957,9 @@ command\0core.editor\nvi\0";
                 "gpg.program=/usr/bin/gpg2",
             ]
         );
+        assert_eq!(repository_only_filters(listing), ["lfs"]);
+        let operators = b"global\0filter.lfs.clean\ngit-lfs clean -- %f\0local\0filter.lfs.process\n./evil\0local\0filter.x.smudge\n./s\0";
+        assert!(repository_only_filters(operators).is_empty());
         assert!(!runs_a_program("user.email"));
         assert!(runs_a_program("credential.https://x.example.helper"));
         assert!(!runs_a_program("diff.renames"));

@@ -14,7 +14,8 @@
 //!   [`detect_hooks`]: the hook families as the round sees them, with their built-ins;
 //!   [`serve_startup`]: the hooks `serve` calls once at boot.
 //! - [`git`]: the only place that runs git; [`git_operation`]: a rebase, merge… under way
-//!   (the tree is then left untouched); [`attribution`]: whose dirt is it (the round's,
+//!   (the tree is then left untouched); [`stash_journal`]: the stashes made, kept in the
+//!   state dir, so one the agent's git drops is reported; [`attribution`]: whose dirt is it (the round's,
 //!   the operator's, the supervisor's own files and the paths hosts own).
 //! - [`path_name`]: file names as lossless text (non-UTF-8 names in git's quoted form).
 //! - [`prompt`], [`round_context`]: what the agent is told.
@@ -69,6 +70,7 @@ pub(crate) mod serve;
 pub(crate) mod serve_startup;
 pub(crate) mod sessions;
 pub mod spawn_gate;
+pub(crate) mod stash_journal;
 pub(crate) mod substrate;
 pub(crate) mod transient;
 pub(crate) mod tree_lock;

@@ -31,6 +31,8 @@ pub struct PreRound {
     pub skip: Option<(HookName, String)>,
     /// Each enricher's object, in hook-name order.
     pub enrichments: Vec<(HookName, Map<String, Value>)>,
+    /// The host serving each enricher of `enrichments`, by hook name.
+    pub enricher_hosts: std::collections::BTreeMap<String, String>,
 }
 
 /// Asks every context enricher, and every pre-round hook unless `pre_round_disabled`,
@@ -112,6 +114,8 @@ pub async fn consult(
             Family::ContextEnricher => match decode_enrichment(value) {
                 Ok(enrichment) => {
                     if hosts.record_host_events(hook, enrichment.events) {
+                        out.enricher_hosts
+                            .insert(hook.name.to_string(), hosts.host_name(hook).to_owned());
                         out.enrichments
                             .push((hook.name.clone(), enrichment.context));
                     }
@@ -127,8 +131,9 @@ pub async fn consult(
 
 /// Puts each enrichment into the round context `ctx` under its hook's name (enricher
 /// names never equal the context's own keys: the host is refused at registration).
-pub(crate) fn merge(ctx: &mut RoundContext, enrichments: Vec<(HookName, Map<String, Value>)>) {
-    for (hook, object) in enrichments {
+pub(crate) fn merge(ctx: &mut RoundContext, pre: PreRound) {
+    for (hook, object) in pre.enrichments {
         ctx.enrichments.insert(hook.to_string(), object);
     }
+    ctx.enricher_hosts = pre.enricher_hosts;
 }

@@ -1,7 +1,7 @@
 //! The prompt of a round and the agent's argv: the `[prompt]` files read fresh each round
 //! and joined with `concat_separator`, the first one's YAML front matter stripped
-//! (`strip_yaml_frontmatter`), the round context prepended as a fenced
-//! ```` ```json round-context ```` block (`context_injection_mode = "prepend"`), delivered
+//! (`strip_yaml_frontmatter`), the round context prepended (`context_injection_mode =
+//! "prepend"`, [`crate::runtime::round_context::prepended`]), delivered
 //! by argv (`{prompt}` in `prompt_arg_template`) or stdin.
 
 use std::path::PathBuf;
@@ -9,13 +9,14 @@ use std::path::PathBuf;
 use crate::config::{AgentConfig, PromptConfig, PromptDelivery};
 
 /// Assembles the prompt from `files` (`files[0]` must be readable; a later missing file
-/// is skipped with a warning), then prepends `context` as a fenced block when given.
+/// is skipped with a warning), then prepends `context` (the round context's text,
+/// [`crate::runtime::round_context::prepended`]) and a blank line when given.
 ///
 /// Errors: `files[0]` or a present later file cannot be read.
 pub(crate) fn assemble(
     config: &PromptConfig,
     files: &[PathBuf],
-    context: Option<&serde_json::Value>,
+    context: Option<&str>,
 ) -> std::io::Result<String> {
     let mut bodies = Vec::with_capacity(files.len());
     for (i, path) in files.iter().enumerate() {
@@ -40,10 +41,7 @@ pub(crate) fn assemble(
     }
     let body = bodies.join(&config.concat_separator);
     Ok(match context {
-        Some(ctx) => format!(
-            "```json round-context\n{}\n```\n\n{body}",
-            serde_json::to_string_pretty(ctx).unwrap_or_default()
-        ),
+        Some(ctx) => format!("{ctx}\n\n{body}"),
         None => body,
     })
 }
@@ -236,12 +234,8 @@ mod tests {
             assemble(&config, &files, None).unwrap(),
             "A\n--\n---\nkept: yes\n---\nB"
         );
-        let ctx = serde_json::json!({"round_num": 3});
-        let text = assemble(&config, &files[..1], Some(&ctx)).unwrap();
-        assert_eq!(
-            text,
-            "```json round-context\n{\n  \"round_num\": 3\n}\n```\n\nA"
-        );
+        let text = assemble(&config, &files[..1], Some("CONTEXT")).unwrap();
+        assert_eq!(text, "CONTEXT\n\nA");
         config.strip_yaml_frontmatter = false;
         assert!(assemble(&config, &files[..1], None)
             .unwrap()

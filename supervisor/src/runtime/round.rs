@@ -46,6 +46,7 @@ use crate::runtime::round_context::{self, RoundContext, CONTEXT_FILE_ENV};
 use crate::runtime::sandbox_denials::DenialTally;
 use crate::runtime::sessions::{Resume, Sessions};
 use crate::runtime::spawn_gate::{self, Verdict};
+use crate::runtime::stash_journal;
 use crate::runtime::substrate;
 use crate::runtime::upstream_proxy::UpstreamProxies;
 use crate::tree_file;
@@ -201,6 +202,17 @@ struct Launch {
     own_sandbox: Option<crate::runtime::own_sandbox::Replaced>,
 }
 
+/// Whether the work dir was a git working tree when the supervisor started; fixed for its
+/// life: a `.git` that appears while serving is adopted at the next start, never in the
+/// middle of a run (docs/operations.md, "Without git").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Git {
+    /// A git working tree: dirt is stashed or committed, `HEAD` recorded.
+    WorkTree,
+    /// In no repository: no git runs, nothing is stashed or committed, `git_head` is null.
+    Absent,
+}
+
 /// Runs rounds of one project: the loaded config, its hosts and its event log.
 pub(crate) struct Runner {
     /// The configuration (re-read before each round by `serve`).
@@ -210,6 +222,8 @@ pub(crate) struct Runner {
     /// Third-party hosts.
     pub hosts: HostManager,
     repo: Repo,
+    /// Whether `repo` is a git working tree at all.
+    git: Git,
     /// Since when the host-health gate has been deferring rounds.
     unhealthy_since: Option<std::time::Instant>,
     /// The delegated cgroup rounds get children of; `None`: rounds run in the supervisor's.
@@ -229,14 +243,14 @@ fn repo_for(config: &Config, hosts: &HostManager, tree: Repo) -> Repo {
 }
 
 impl Runner {
-    /// A runner over `config` with `hosts` already booted, on `tree` (the work dir's repo,
-    /// already found to be one: [`Repo::is_repo`]); each round gets a child of `cgroups`
-    /// when there is one ([`round_cgroup::prepare`]).
+    /// A runner over `config` with `hosts` already booted, on `tree` (the work dir's repo
+    /// and whether it is one: [`Repo::not_a_work_tree`]); each round gets a child of
+    /// `cgroups` when there is one ([`round_cgroup::prepare`]).
     pub(crate) fn new(
         config: Config,
         events: EventLog,
         hosts: HostManager,
-        tree: Repo,
+        (tree, git): (Repo, Git),
         cgroups: Option<Delegation>,
         agent_sandbox: AgentSandboxGate,
     ) -> Self {
@@ -246,6 +260,7 @@ impl Runner {
             events,
             hosts,
             repo,
+            git,
             unhealthy_since: None,
             cgroups,
             sessions: None,
@@ -320,12 +335,28 @@ impl Runner {
             .is_some_and(|n| round_num > 0 && round_num % n == 0)
     }
 
+    /// `HEAD`'s SHA; `None` before the first commit, when git fails, and outside git.
+    async fn head(&self) -> Option<String> {
+        match self.git {
+            Git::WorkTree => self.repo.head().await,
+            Git::Absent => None,
+        }
+    }
+
+    /// The branch `HEAD` is on; `None` when detached, when git fails, and outside git.
+    async fn branch(&self) -> Option<String> {
+        match self.git {
+            Git::WorkTree => self.repo.branch().await,
+            Git::Absent => None,
+        }
+    }
+
     /// `round_substrate_before` / `_after` when `substrate_fingerprint_paths` is set.
     async fn substrate(&self, round_num: u64, after: bool) {
         // Always recorded, as the reference system does (`paths_hash` null without
         // patterns); `[goal]`'s treadmill advisory reads `HEAD` from them too.
         let patterns = &self.config.runtime.substrate_fingerprint_paths;
-        let git_head = self.repo.head().await;
+        let git_head = self.head().await;
         let paths_hash = substrate::fingerprint(&self.config.runtime.work_dir, patterns);
         self.events.emit(if after {
             Event::RoundSubstrateAfter {
@@ -423,7 +454,7 @@ impl Runner {
             .start_round(&round_ctx, &started, phase, resume.as_ref())
             .await?;
         let baseline = self.baseline(round_num).await;
-        let head_before = self.repo.head().await;
+        let head_before = self.head().await;
         // What the checks run, as it was before the agent could change it.
         let check_files = self
             .config
@@ -463,19 +494,32 @@ impl Runner {
             None => None,
         };
         self.substrate(round_num, true).await;
+        if self.git == Git::WorkTree {
+            let state_dir = &self.config.runtime.state_dir;
+            stash_journal::check(state_dir, &self.repo, round_num, &self.events).await;
+        }
         self.note_log_cap(round_num, &exit, &log_path);
         let consulted = self
             .judge(round_num, phase, &exit, duration_s, &log_path, stop)
             .await;
+        let branch = self.branch().await;
         let dirty = if exit.is_clean() {
-            self.handle_dirt(round_num, phase, &baseline, &log_path, stop)
+            self.handle_dirt(round_num, phase, &baseline, &log_path, branch.clone(), stop)
                 .await
         } else {
             None
         };
-        // The agent's own commits count as a change too (aider commits its edits).
-        let tree_changed = dirty.is_some() || self.repo.head().await != head_before;
-        self.end_round(round_num, &exit, duration_s, dirty.as_ref(), &log_path);
+        // The agent's own commits count as a change too (aider commits its edits); outside
+        // git no change can be seen, so none is ruled out (no stall is called).
+        let tree_changed =
+            self.git == Git::Absent || dirty.is_some() || self.head().await != head_before;
+        self.end_round(
+            round_num,
+            &exit,
+            duration_s,
+            (dirty.as_ref(), branch),
+            &log_path,
+        );
         crate::runtime::log_views::write_status(
             &self.config.runtime.log_dir,
             round_num,
@@ -569,7 +613,7 @@ impl Runner {
         }
         let state_dir = &self.config.runtime.state_dir;
         let mut round_ctx = round_context::build(state_dir, &self.repo, next, started, phase).await;
-        pre_round::merge(&mut round_ctx, pre.enrichments);
+        pre_round::merge(&mut round_ctx, pre);
         ControlFlow::Continue(round_ctx)
     }
 
@@ -583,11 +627,15 @@ impl Runner {
     ) -> Result<Launch, RoundError> {
         let profile = self.config.profile(phase);
         let prepend = (self.config.prompt.injection == ContextInjection::Prepend)
-            .then(|| serde_json::to_value(round_ctx))
+            .then(|| round_context::prepended(round_ctx))
             .transpose()
             .map_err(RoundError::RenderContext)?;
-        let prompt = assemble(&self.config.prompt, profile.prompt_files, prepend.as_ref())
-            .map_err(RoundError::Prompt)?;
+        let prompt = assemble(
+            &self.config.prompt,
+            profile.prompt_files,
+            prepend.as_deref(),
+        )
+        .map_err(RoundError::Prompt)?;
         if let Some((reason, fix)) = crate::runtime::prompt::undeliverable(profile.agent, &prompt) {
             return Err(RoundError::Prompt(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
@@ -958,8 +1006,12 @@ impl Runner {
         phase: Option<&str>,
         baseline: &Baseline,
         log_path: &Path,
+        branch: Option<String>,
         stop: &mut StopWatch,
     ) -> Option<Outcome> {
+        if self.git == Git::Absent {
+            return None;
+        }
         let files = match self.repo.dirty_files().await {
             Ok(files) => files,
             Err(err) => {
@@ -994,18 +1046,19 @@ impl Runner {
             events: &self.events,
             ctx: &ctx,
             attribution: &split,
+            branch,
         };
         Some(dirty::handle(&round, &mut self.hosts, &split.round, stop).await)
     }
 
-    /// Records the round's end: `state.json`'s previous round and `round_end` (with the
-    /// log's last lines after a failed run).
+    /// Records the round's end: `state.json`'s previous round and `round_end` (the dirty
+    /// outcome, the branch `HEAD` is on, the log's last lines after a failed run).
     fn end_round(
         &self,
         round_num: u64,
         exit: &AgentExit,
         duration_s: f64,
-        dirty: Option<&Outcome>,
+        (dirty, branch): (Option<&Outcome>, Option<String>),
         log_path: &Path,
     ) {
         if let Err(e) = state::record_round_end(
@@ -1025,6 +1078,7 @@ impl Runner {
             exit_code: exit.exit_code,
             exit_cause: exit.cause.as_str().to_owned(),
             dirty_outcome: dirty.map(|d| d.as_str().to_owned()),
+            branch,
             log_tail: failed.then(|| log_tail(log_path, TAIL_LINES, TAIL_CHARS)),
         }));
     }
@@ -1151,6 +1205,9 @@ impl Runner {
     /// nobody's. A failed look records nothing and attributes everything after the round
     /// to the round.
     async fn baseline(&self, round_num: u64) -> Baseline {
+        if self.git == Git::Absent {
+            return Baseline::default();
+        }
         match self.repo.dirty_files().await {
             Ok(mut files) => {
                 let work_dir = &self.config.runtime.work_dir;

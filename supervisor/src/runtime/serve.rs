@@ -39,7 +39,7 @@ use crate::runtime::backoff::{self, Plan, WaitEnd};
 use crate::runtime::config_follow::{ConfigFollower, Trigger};
 use crate::runtime::git::Repo;
 use crate::runtime::log_views;
-use crate::runtime::round::{Attempt, Ran, RoundError, Runner};
+use crate::runtime::round::{Attempt, Git, Ran, RoundError, Runner};
 use crate::runtime::schedule_gate;
 use crate::runtime::serve_startup;
 use crate::runtime::spawn_gate::Verdict;
@@ -180,6 +180,14 @@ pub(crate) async fn boot(config_path: &Path, job: bool) -> Result<Booted, BootEr
     if job {
         job_goal(&config)?;
     }
+    // First, before anything slow: one tree, one supervisor, the first started
+    // ([`tree_lock::lock`]). An environmental failure here is told at the first step
+    // that has an event log, below.
+    let tree_lock = tree_lock::lock(&config.runtime.work_dir);
+    if let Err(tree_lock::TreeLockError::Held { work_dir, .. }) = tree_lock {
+        let holder = state::lock_holder(&config.runtime.state_dir);
+        return Err(tree_lock::TreeLockError::Held { work_dir, holder }.into());
+    }
     // An agent that will fail every round on this machine (claude's bypass flag as root):
     // refused here with doctor's finding and fix, not found out round after round.
     let (unmet, _) = crate::runtime::agent_preconditions::on_this_machine(&config);
@@ -260,16 +268,28 @@ pub(crate) async fn boot(config_path: &Path, job: bool) -> Result<Booted, BootEr
     agent_runner_plugin_host::Launcher::get()?;
     // Refused before anything is written: no lock, no log-dir views, no record.
     let tree = Repo::new(&config.runtime.work_dir, OwnFiles::default());
-    if let Some(refusal) = tree.not_a_work_tree().await {
-        return Err(BootError::Config(ConfigError::Key {
-            path: config.path.clone(),
-            key: "runtime.work_dir".to_owned(),
-            message: refusal.to_string(),
-        }));
-    }
+    let git = match tree.not_a_work_tree().await {
+        None => Git::WorkTree,
+        Some(outside) if outside.outside_git => {
+            without_git(&config)?;
+            tracing::warn!("{outside}");
+            Git::Absent
+        }
+        Some(refusal) => {
+            return Err(BootError::Config(ConfigError::Key {
+                path: config.path.clone(),
+                key: "runtime.work_dir".to_owned(),
+                message: refusal.to_string(),
+            }))
+        }
+    };
     let lock = ProjectLock::acquire(&config.runtime.state_dir)
         .map_err(|e| unusable_at_boot(&events, e.into()))?;
-    let tree_lock = tree_lock::acquire(&config.runtime.work_dir, &config.runtime.state_dir)
+    let tree_lock = tree_lock
+        .and_then(|held| {
+            tree_lock::claim_record(&config.runtime.work_dir, &config.runtime.state_dir)
+                .map(|()| held)
+        })
         .map_err(|e| unusable_at_boot(&events, e.into()))?;
     let holder = log_views::hold(&config.runtime.log_dir);
     crate::record::state::prepare(&config, &events);
@@ -283,7 +303,7 @@ pub(crate) async fn boot(config_path: &Path, job: bool) -> Result<Booted, BootEr
     let mut snapshot = Snapshot::booting();
     snapshot.update("waiting", None, &hosts);
     Ok(Booted {
-        runner: Runner::new(config, events, hosts, tree, cgroups, agent_sandbox),
+        runner: Runner::new(config, events, hosts, (tree, git), cgroups, agent_sandbox),
         status: watch::channel(snapshot).0,
         gate,
         follow,
@@ -309,6 +329,28 @@ fn job_goal(config: &config::Config) -> Result<(), ConfigError> {
         key: "goal.stop_when".to_owned(),
         message: "serve --job ends 0 only when the goal is reached: set [goal] stop_when = \"all_satisfied\" with at least one [[goal.checks]] entry".to_owned(),
     })
+}
+
+/// A work dir outside git runs as the reference system runs it (docs/operations.md,
+/// "Without git"): nothing is stashed or committed there, so a `dirty_action` written as
+/// `stash` or `auto_commit` is a config error naming the key, rather than a promise no
+/// round keeps.
+///
+/// Errors: [`BootError::Config`] (exit 78), key `vcs.dirty_action`.
+fn without_git(config: &config::Config) -> Result<(), BootError> {
+    let vcs = &config.vcs;
+    if vcs.dirty_action_written && vcs.dirty_action != crate::config::DirtyAction::Ignore {
+        return Err(BootError::Config(ConfigError::Key {
+            path: config.path.clone(),
+            key: "vcs.dirty_action".to_owned(),
+            message: format!(
+                "`{}` needs git, and {} is not inside a git working tree: run `git init` there, or write dirty_action = \"ignore\" (the default outside git)",
+                vcs.dirty_action.as_str(),
+                config.runtime.work_dir.display()
+            ),
+        }));
+    }
+    Ok(())
 }
 
 /// The first 200 characters of the stop file (lossy UTF-8), read without blocking and only

@@ -1038,6 +1038,11 @@ pub(crate) enum Event {
         /// Paths dirty before the round and unchanged, left alone.
         #[serde(default)]
         left_to_operator: usize,
+        /// The branch `HEAD` was on after the agent (`git symbolic-ref --short HEAD`), so a
+        /// round whose agent switched branches says where its work is; `null` when `HEAD`
+        /// is detached, outside git, or in lines written before it was recorded.
+        #[serde(default)]
+        branch: Option<String>,
     },
     /// The deciding handler answered ignore.
     DirtyIgnored {
@@ -1058,6 +1063,11 @@ pub(crate) enum Event {
         files: Vec<String>,
         /// The commit message's first line (redacted, capped).
         subject: String,
+        /// The branch `HEAD` was on after the agent, where the commit was made (`git symbolic-ref --short HEAD`), so a
+        /// round whose agent switched branches says where its work is; `null` when `HEAD`
+        /// is detached, outside git, or in lines written before it was recorded.
+        #[serde(default)]
+        branch: Option<String>,
     },
     /// A submodule or a repository nested in the work tree had changes inside it after
     /// the round: this repository's git can neither stash nor commit them, so they were
@@ -1124,6 +1134,44 @@ pub(crate) enum Event {
         /// How long ago, in words.
         reason: String,
     },
+    /// Paths the round left dirty whose `filter` attribute names a driver set only in the
+    /// repository's own config, which the supervisor's git does not run (the agent could
+    /// have written it): they are neither committed nor stashed (their content would be
+    /// stored raw, unfiltered) and stay in the tree (docs/operations.md, "Filters").
+    DirtyFilterNotRun {
+        /// The round.
+        round_num: u64,
+        /// The filter driver (`lfs`).
+        filter: String,
+        /// The first of the paths (capped).
+        files: Vec<String>,
+        /// How many paths.
+        file_count: usize,
+        /// What to do.
+        what_to_do: String,
+    },
+    /// A stash the supervisor made is gone from the repository's stash list (the agent's
+    /// git dropped or cleared it), found after a round; reported once
+    /// (docs/operations.md, "Stashes").
+    OrphanStashDropped {
+        /// The round after which it was found missing.
+        round_num: u64,
+        /// The stash commit.
+        #[serde(rename = "ref")]
+        stash_ref: String,
+        /// The round whose work it holds.
+        stashed_round: u64,
+        /// Its message (`ORPHAN R<N> ts=<ts>`).
+        message: String,
+        /// How many paths it took.
+        file_count: usize,
+        /// The first of them (capped).
+        files: Vec<String>,
+        /// Whether git still has the commit (until `git gc` prunes it).
+        recoverable: bool,
+        /// How to get the work back.
+        what_to_do: String,
+    },
     /// The supervisor stashed the dirty tree for a handler.
     OrphanStashed {
         /// The round.
@@ -1137,6 +1185,11 @@ pub(crate) enum Event {
         message: String,
         /// The handler's note, or why the built-in stashed.
         reason: String,
+        /// The branch `HEAD` was on after the agent (`git symbolic-ref --short HEAD`), so a
+        /// round whose agent switched branches says where its work is; `null` when `HEAD`
+        /// is detached, outside git, or in lines written before it was recorded.
+        #[serde(default)]
+        branch: Option<String>,
     },
     /// The repository is in the middle of a git operation (a rebase, merge, cherry-pick or
     /// revert stopped on a conflict, a bisect): the round's dirty files are left untouched,
@@ -1163,6 +1216,9 @@ pub(crate) enum Event {
         error: String,
         /// What the failure left.
         tree: String,
+        /// When git ran out of `[vcs] git_timeout_s`: what to do (absent otherwise).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        what_to_do: Option<String>,
     },
 
     // ---- hosts ----
@@ -1306,6 +1362,8 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "dirty_commit_hooks_skipped",
     "dirty_commit_failed",
     "orphan_idempotent_skip",
+    "orphan_stash_dropped",
+    "dirty_filter_not_run",
     "orphan_stashed",
     "git_operation_in_progress",
     "orphan_stash_failed",
@@ -1417,6 +1475,11 @@ pub(crate) enum RoundEnd {
         /// `committed`, `stashed`, `ignored`, `failed`; `null` when the tree was clean or
         /// not looked at.
         dirty_outcome: Option<String>,
+        /// The branch `HEAD` was on after the agent (`git symbolic-ref --short HEAD`), so a
+        /// round whose agent switched branches says where its work is; `null` when `HEAD`
+        /// is detached, outside git, or in lines written before it was recorded.
+        #[serde(default)]
+        branch: Option<String>,
         /// When the agent failed (non-zero exit or a signal not ours): the last lines of
         /// its round log, redacted, at most [`crate::runtime::round::TAIL_CHARS`]
         /// characters; absent otherwise.
