@@ -2,7 +2,8 @@
 //! like the agent (docs/security.md "Goal checks"). A hostile agent rewrites the check's
 //! script to read the operator's key, write outside the tree and leave a `setsid` daemon,
 //! and to pass. Under `mode = "require"` the key stays unread, nothing outside changes, no
-//! daemon outlives the check, and the rewritten check does not count (`goal_check_tampered`);
+//! daemon outlives the check, and the rewritten check does not count, then or later
+//! (`goal_check_tampered`);
 //! the control (`mode = "off"`) shows each harm. Root and the unprivileged user `ar-e2e`.
 
 use agent_runner_e2e::{ConfigBuilder, Operator, Project};
@@ -19,7 +20,7 @@ cat > check.sh <<'CHECK'
 #!/bin/sh
 cat "$HOME/.ssh/id_rsa" > "$LOOT/key" 2>/dev/null
 echo escaped > "$LOOT/outside" 2>/dev/null
-setsid sh -c 'sleep 300 # goal-check-daemon' </dev/null >/dev/null 2>&1 &
+setsid sh -c "sleep 300 # daemon of $LOOT" </dev/null >/dev/null 2>&1 &
 sleep 0.3
 exit 0
 CHECK
@@ -39,28 +40,40 @@ fn project(operator: Operator, mode: &str) -> (Project, std::path::PathBuf) {
     p.git(&["add", "check.sh"]);
     p.git(&["commit", "-qm", "the goal check"]);
     let agent = p.script("agent/rewrites-the-check.sh", AGENT);
-    let text = ConfigBuilder::new(&agent)
-        .dirty_action("auto_commit")
-        .agent_env("LOOT", loot.to_str().unwrap())
-        .render()
-        .replacen(
-            "[runtime]\n",
-            &format!(
-                "[agent.sandbox]\nmode = \"{mode}\"\n\n[goal]\nledger = \"{}\"\nstop_when = \"all_satisfied\"\n\n[[goal.checks]]\nname = \"done\"\ncmd = [\"sh\", \"check.sh\"]\n\n[runtime]\n",
-                p.log_dir().join("ledger.md").display()
-            ),
-            1,
-        );
+    let text = goal_config(
+        ConfigBuilder::new(&agent).agent_env("LOOT", loot.to_str().unwrap()),
+        mode,
+    );
     p.write_config_text(&text);
     (p, loot)
 }
 
-fn daemons() -> Vec<String> {
+/// `builder`'s config with auto-commit, the agent sandbox at `mode`, the ledger in `logs/`
+/// (a prompt file, as `[goal]` requires) and the one check `sh check.sh` that ends serve.
+fn goal_config(builder: ConfigBuilder, mode: &str) -> String {
+    builder
+        .dirty_action("auto_commit")
+        .render()
+        .replace(
+            "file = \"./prompts/main.md\"",
+            "files = [\"./prompts/main.md\", \"./logs/lessons.md\"]",
+        )
+        .replacen(
+            "[runtime]\n",
+            &format!("[agent.sandbox]\nmode = \"{mode}\"\n\n[runtime]\n"),
+            1,
+        )
+        + "[goal]\nledger = \"./logs/lessons.md\"\nstop_when = \"all_satisfied\"\n\n[[goal.checks]]\nname = \"done\"\ncmd = [\"sh\", \"check.sh\"]\n"
+}
+
+/// Processes whose command line names the daemon of `loot` (each test its own).
+fn daemons(loot: &std::path::Path) -> Vec<String> {
+    let marker = format!("daemon of {}", loot.display());
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
             let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            if text.contains("goal-check-daemon") {
+            if text.contains(&marker) {
                 found.push(format!("{}: {text}", entry.file_name().to_string_lossy()));
             }
         }
@@ -68,21 +81,22 @@ fn daemons() -> Vec<String> {
     found
 }
 
-fn kill_daemons() {
+fn kill_daemons(loot: &std::path::Path) {
     let _ = std::process::Command::new("pkill")
-        .args(["-f", "goal-check-daemon"])
+        .arg("-f")
+        .arg(format!("daemon of {}", loot.display()))
         .status();
 }
 
 fn a_rewritten_check_is_confined_and_does_not_count(operator: Operator) {
-    kill_daemons();
     let (p, loot) = project(operator, "require");
     let out = p
         .spawn(&["serve", "--max-rounds", "2"])
         .wait(Duration::from_secs(120));
     let events = p.events_text();
     assert_eq!(out.code(), 0, "{out}\n{events}");
-    // Tampered each round: serve ran both rounds, the goal was never reached.
+    // Tampered in round 1, and still not trusted in round 2 (where the agent wrote the
+    // same bytes again): serve ran both rounds, the goal was never reached.
     assert_eq!(p.events_of("round_start").len(), 2, "{events}");
     assert!(p.events_of("goal_reached").is_empty(), "{events}");
     let tampered = p.events_of("goal_check_tampered");
@@ -103,7 +117,7 @@ fn a_rewritten_check_is_confined_and_does_not_count(operator: Operator) {
         "the check wrote outside the tree"
     );
     std::thread::sleep(Duration::from_millis(300));
-    assert!(daemons().is_empty(), "{:?}", daemons());
+    assert!(daemons(&loot).is_empty(), "{:?}", daemons(&loot));
 
     // The control: unconfined, the same check steals, escapes, lingers.
     let (p, loot) = project(operator, "off");
@@ -118,8 +132,8 @@ fn a_rewritten_check_is_confined_and_does_not_count(operator: Operator) {
         p.events_text()
     );
     assert!(loot.join("outside").exists());
-    assert!(!daemons().is_empty(), "the control leaves its daemon");
-    kill_daemons();
+    assert!(!daemons(&loot).is_empty(), "the control leaves its daemon");
+    kill_daemons(&loot);
 }
 
 #[test]
@@ -143,17 +157,7 @@ fn an_honest_check_still_reaches_the_goal_under_the_sandbox() {
         "agent/does-the-work.sh",
         "#!/bin/sh\necho done > done.txt\n",
     );
-    let text = ConfigBuilder::new(&agent)
-        .dirty_action("auto_commit")
-        .render()
-        .replacen(
-            "[runtime]\n",
-            &format!(
-                "[agent.sandbox]\nmode = \"require\"\n\n[goal]\nledger = \"{}\"\nstop_when = \"all_satisfied\"\n\n[[goal.checks]]\nname = \"done\"\ncmd = [\"sh\", \"check.sh\"]\n\n[runtime]\n",
-                p.log_dir().join("ledger.md").display()
-            ),
-            1,
-        );
+    let text = goal_config(ConfigBuilder::new(&agent), "require");
     p.write_config_text(&text);
     let out = p
         .spawn(&["serve", "--max-rounds", "3"])

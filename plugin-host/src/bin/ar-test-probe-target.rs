@@ -133,7 +133,7 @@ fn main() {
             let (cmd, value) = if action == "lease" {
                 (libc::F_SETLEASE, libc::F_RDLCK)
             } else {
-                (libc::F_NOTIFY, libc::DN_MODIFY)
+                (libc::F_NOTIFY, 2) // DN_MODIFY
             };
             // SAFETY: fcntl with integer arguments on a descriptor we own.
             let r = unsafe { libc::fcntl(file.as_raw_fd(), cmd, value) };

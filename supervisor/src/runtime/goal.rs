@@ -11,8 +11,8 @@
 //! agent sandbox is on, under the agent's tier and policy, in a PID namespace of its own
 //! (nothing it starts outlives it), with TCP only to its own `connect_ports`; it dies with
 //! the supervisor, and a guard in its process group kills the group if the supervisor dies.
-//! A check whose command file, or a file named in its arguments, changed during the round
-//! is recorded as `goal_check_tampered` and does not count as satisfied that round
+//! A check whose command file, or a file named in its arguments, changed since the run's
+//! first round began is recorded as `goal_check_tampered` and does not count as satisfied
 //! ([`Fingerprints`]; a module the check imports is not caught). It runs in its own process group under its `timeout_s`: on breach the group gets
 //! SIGTERM, then SIGKILL [`CHECK_KILL_GRACE`] later; whatever is left in the group when
 //! the check ends is killed too. Its output is read for at most [`CHECK_KILL_GRACE`] after
@@ -271,37 +271,36 @@ async fn run_one(
     ))
 }
 
-/// The files of each check that the round must not change: its command file (as found on
+/// The files of each check that no round may change: its command file (as found on
 /// `PATH`, or against its `cwd`) and every existing regular file its arguments name
 /// (against its `cwd`), each with the sha256 of its bytes (`None`: missing). Taken before
-/// the agent runs and compared after ([`Fingerprints::changed`]).
+/// the first round's agent runs ([`Fingerprints::add_new`]) and compared after each round
+/// ([`Fingerprints::changed`]): a check the agent rewrote stays untrusted for the rest of
+/// the run, not only for the round that rewrote it.
 #[derive(Debug, Default)]
 pub(crate) struct Fingerprints {
     files: BTreeMap<String, Vec<(PathBuf, Option<[u8; 32]>)>>,
 }
 
 impl Fingerprints {
-    /// The fingerprints of `goal`'s checks now.
-    pub(crate) fn take(goal: &GoalConfig) -> Self {
-        let files = goal
-            .checks
-            .iter()
-            .map(|check| {
-                let files = check_files(check)
+    /// Takes the fingerprints of the checks of `goal` not yet taken (all of them the first
+    /// time; a check a reload added, later).
+    pub(crate) fn add_new(&mut self, goal: &GoalConfig) {
+        for check in &goal.checks {
+            self.files.entry(check.name.clone()).or_insert_with(|| {
+                check_files(check)
                     .into_iter()
                     .map(|path| {
                         let digest = digest(&path);
                         (path, digest)
                     })
-                    .collect();
-                (check.name.clone(), files)
-            })
-            .collect();
-        Fingerprints { files }
+                    .collect()
+            });
+        }
     }
 
-    /// The files of `check` whose bytes changed (or that appeared or went) since
-    /// [`Fingerprints::take`].
+    /// The files of `check` whose bytes changed (or that appeared or went) since they were
+    /// taken.
     pub(crate) fn changed(&self, check: &GoalCheck) -> Vec<PathBuf> {
         self.files
             .get(&check.name)

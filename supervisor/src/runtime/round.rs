@@ -232,6 +232,9 @@ pub(crate) struct Runner {
     sessions: Option<Sessions>,
     /// The agent's sandbox gate of this boot.
     agent_sandbox: AgentSandboxGate,
+    /// The goal checks' files as they were before the first round's agent ran (a check
+    /// whose files differ from them does not count: [`crate::runtime::goal::Fingerprints`]).
+    check_files: crate::runtime::goal::Fingerprints,
 }
 
 /// The work tree as rounds see it under `config`: the supervisor's own files and the paths
@@ -265,6 +268,7 @@ impl Runner {
             cgroups,
             sessions: None,
             agent_sandbox,
+            check_files: crate::runtime::goal::Fingerprints::default(),
         }
     }
 
@@ -455,13 +459,10 @@ impl Runner {
             .await?;
         let baseline = self.baseline(round_num).await;
         let head_before = self.head().await;
-        // What the checks run, as it was before the agent could change it.
-        let check_files = self
-            .config
-            .goal
-            .as_ref()
-            .map(crate::runtime::goal::Fingerprints::take)
-            .unwrap_or_default();
+        // What the checks run, as it was before any agent of this boot could change it.
+        if let Some(goal) = &self.config.goal {
+            self.check_files.add_new(goal);
+        }
         let mut egress = EgressTally::default();
         let exit = self
             .run_agent(round_num, phase, launch, &log_path, log, stop, &mut egress)
@@ -487,7 +488,7 @@ impl Runner {
                         config: &self.config,
                         env: self.agent_env(round_num, phase),
                     },
-                    &check_files,
+                    &self.check_files,
                 )
                 .await,
             ),

@@ -278,9 +278,9 @@ pub(crate) enum Event {
         /// The round it ran after.
         round_num: u64,
     },
-    /// A check's command file, or a file named in its arguments, changed during the round
-    /// (the agent can write there): the check does not count as satisfied this round
-    /// (docs/security.md "Goal checks").
+    /// A check's command file, or a file named in its arguments, differs from what it was
+    /// before the run's first round (the agent can write there): the check does not count
+    /// as satisfied (docs/security.md "Goal checks").
     GoalCheckTampered {
         /// The check's name.
         name: String,
