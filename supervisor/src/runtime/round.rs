@@ -33,7 +33,7 @@ use crate::runtime::config_digest;
 use crate::runtime::detect_hooks::{self, AutoStop};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
 use crate::runtime::egress_proxy;
-use crate::runtime::git::Repo;
+use crate::runtime::git::{GitError, Look, Repo};
 use crate::runtime::git_operation;
 use crate::runtime::grace::Grace;
 use crate::runtime::host_health::{self, Floor, Pressure, Reading};
@@ -311,12 +311,13 @@ impl Runner {
             .is_some_and(|n| round_num > 0 && round_num % n == 0)
     }
 
-    /// `round_substrate_before` / `_after` when `substrate_fingerprint_paths` is set.
-    async fn substrate(&self, round_num: u64, after: bool) {
+    /// `round_substrate_before` / `_after` when `substrate_fingerprint_paths` is set, with
+    /// `head`, `HEAD` then.
+    fn substrate(&self, round_num: u64, after: bool, head: &Option<String>) {
         // Always recorded, as the reference system does (`paths_hash` null without
         // patterns); `[goal]`'s treadmill advisory reads `HEAD` from them too.
         let patterns = &self.config.runtime.substrate_fingerprint_paths;
-        let git_head = self.repo.head().await;
+        let git_head = head.clone();
         let paths_hash = substrate::fingerprint(&self.config.runtime.work_dir, patterns);
         self.events.emit(if after {
             Event::RoundSubstrateAfter {
@@ -410,11 +411,14 @@ impl Runner {
         if let ControlFlow::Break(attempt) = self.ask_spawn_gate(&ctx, &launch, phase, stop).await {
             return Ok(attempt);
         }
+        // One `git status` before the agent tells HEAD and the operator's dirt, one after
+        // it HEAD and the round's (docs/performance.md: git processes per round).
+        let before = self.repo.look().await;
+        let head_before = before.as_ref().ok().and_then(|look| look.head.clone());
         let (round_num, log_path, log) = self
-            .start_round(&round_ctx, &started, phase, resume.as_ref())
+            .start_round(&round_ctx, &started, phase, resume.as_ref(), &head_before)
             .await?;
-        let baseline = self.baseline(round_num).await;
-        let head_before = self.repo.head().await;
+        let baseline = self.baseline(round_num, before);
         let exit = self
             .run_agent(round_num, phase, launch, &log_path, log, stop)
             .await;
@@ -439,19 +443,25 @@ impl Runner {
             ),
             None => None,
         };
-        self.substrate(round_num, true).await;
+        if let Some(changed) = self.repo.changed() {
+            self.events
+                .emit(Event::GitRepositoryChanged { round_num, changed });
+        }
+        let after = self.repo.look().await;
+        let head_after = after.as_ref().ok().and_then(|look| look.head.clone());
+        self.substrate(round_num, true, &head_after);
         self.note_log_cap(round_num, &exit, &log_path);
         let consulted = self
             .judge(round_num, phase, &exit, duration_s, &log_path, stop)
             .await;
         let dirty = if exit.is_clean() {
-            self.handle_dirt(round_num, phase, &baseline, &log_path, stop)
+            self.handle_dirt(round_num, phase, &baseline, after, &log_path, stop)
                 .await
         } else {
             None
         };
         // The agent's own commits count as a change too (aider commits its edits).
-        let tree_changed = dirty.is_some() || self.repo.head().await != head_before;
+        let tree_changed = dirty.is_some() || head_after != head_before;
         self.end_round(round_num, &exit, duration_s, dirty.as_ref(), &log_path);
         crate::runtime::log_views::write_status(
             &self.config.runtime.log_dir,
@@ -634,6 +644,7 @@ impl Runner {
         started: &str,
         phase: Option<&str>,
         resume: Option<&Resume>,
+        head: &Option<String>,
     ) -> Result<(u64, PathBuf, File), RoundError> {
         let state_dir = &self.config.runtime.state_dir;
         let round_num = state::next_round(state_dir).map_err(|source| RoundError::RecordState {
@@ -675,7 +686,7 @@ impl Runner {
                 });
             }
         }
-        self.substrate(round_num, false).await;
+        self.substrate(round_num, false, head);
         let stamp: String = started[..19]
             .chars()
             .filter(|c| *c != '-' && *c != ':')
@@ -894,18 +905,20 @@ impl Runner {
         }
     }
 
-    /// After a clean exit: the files the round left dirty (what `baseline` found before
-    /// it is the operator's) go to the dirty handlers; `None` when the round left none.
+    /// After a clean exit: the files the round left dirty (`after`, what `baseline` found
+    /// before it is the operator's) go to the dirty handlers; `None` when the round left
+    /// none.
     async fn handle_dirt(
         &mut self,
         round_num: u64,
         phase: Option<&str>,
         baseline: &Baseline,
+        after: Result<Look, GitError>,
         log_path: &Path,
         stop: &mut StopWatch,
     ) -> Option<Outcome> {
-        let files = match self.repo.dirty_files().await {
-            Ok(files) => files,
+        let files = match after {
+            Ok(look) => look.files,
             Err(err) => {
                 self.events.emit(Event::DirtyCheckFailed {
                     round_num,
@@ -1089,13 +1102,13 @@ impl Runner {
         .await
     }
 
-    /// The tree before the agent starts (docs/configuration.md, "Dirt attribution"): what
-    /// is dirty now is the operator's, recorded as `dirty_before_round`, except a
+    /// The tree before the agent starts (`before`; docs/configuration.md, "Dirt
+    /// attribution"): what is dirty then is the operator's, recorded as `dirty_before_round`, except a
     /// submodule with changes inside ([`attribution::nested_repository`]), which is
     /// nobody's. A failed look records nothing and attributes everything after the round
     /// to the round.
-    async fn baseline(&self, round_num: u64) -> Baseline {
-        match self.repo.dirty_files().await {
+    fn baseline(&self, round_num: u64, before: Result<Look, GitError>) -> Baseline {
+        match before.map(|look| look.files) {
             Ok(mut files) => {
                 let work_dir = &self.config.runtime.work_dir;
                 files.retain(|f| !attribution::nested_repository(work_dir, f));

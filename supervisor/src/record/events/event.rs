@@ -779,6 +779,15 @@ pub(crate) enum Event {
         /// Why.
         error: String,
     },
+    /// After the agent ran, the repository the supervisor's git is pinned to changed kind
+    /// or place since boot (docs/security.md, "The supervisor is not the agent's deputy"):
+    /// its git makes no stash and no commit and leaves the tree alone.
+    GitRepositoryChanged {
+        /// The round.
+        round_num: u64,
+        /// What changed: each path and what it was and is.
+        changed: String,
+    },
     /// A round ends.
     RoundEnd(RoundEnd),
     /// The agent wrote more than `round_log_max_bytes`; the rest of its output was
@@ -1245,6 +1254,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "agent_spawn_failed",
     "agent_exit",
     "dirty_check_failed",
+    "git_repository_changed",
     "round_end",
     "round_logs_pruned",
     "plugin_spawn_decision",

@@ -364,6 +364,8 @@ mod tests {
              r#""event":"agent_exit","round_num":1,"exit_code":null,"signal":9,"duration_s":1.5,"timed_out":true,"exit_cause":"timeout""#),
             (Event::DirtyCheckFailed { round_num: 1, error: s("git") },
              r#""event":"dirty_check_failed","round_num":1,"error":"git""#),
+            (Event::GitRepositoryChanged { round_num: 1, changed: s("/p/.git was a directory at boot, is a file now") },
+             r#""event":"git_repository_changed","round_num":1,"changed":"/p/.git was a directory at boot, is a file now""#),
             (Event::RoundEnd(RoundEnd::NotStarted { round_num: 1, outcome: RoundOutcome::SpawnFailed }),
              r#""event":"round_end","round_num":1,"outcome":"spawn_failed""#),
             (Event::RoundEnd(RoundEnd::Ran { round_num: 2, exit_code: Some(0), exit_cause: s("exited"), dirty_outcome: None, log_tail: None }),
