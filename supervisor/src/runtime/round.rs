@@ -47,6 +47,7 @@ use crate::runtime::sessions::{Resume, Sessions};
 use crate::runtime::spawn_gate::{self, Verdict};
 use crate::runtime::substrate;
 use crate::tree_file;
+use std::os::unix::fs::OpenOptionsExt;
 
 /// Lines of the round log that `round_end.log_tail` carries after a failed agent run.
 pub(crate) const TAIL_LINES: usize = 5;
@@ -697,11 +698,26 @@ impl Runner {
             dir: rounds_dir.clone(),
             source,
         })?;
+        // The log dir may lie in the agent's reach: a link at `rounds` (the log dir itself
+        // is the operator's to link) or at the new log's name is refused, never followed.
+        if std::fs::symlink_metadata(&rounds_dir).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(RoundError::CreateRoundsDir {
+                dir: rounds_dir.clone(),
+                source: std::io::Error::other(
+                    "it is a symbolic link (refused: round logs are never written through one)",
+                ),
+            });
+        }
         self.prune_round_logs(&rounds_dir);
-        let log = File::create(&log_path).map_err(|source| RoundError::CreateLog {
-            path: log_path.clone(),
-            source,
-        })?;
+        let log = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&log_path)
+            .map_err(|source| RoundError::CreateLog {
+                path: log_path.clone(),
+                source,
+            })?;
         Ok((round_num, log_path, log))
     }
 
