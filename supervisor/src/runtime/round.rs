@@ -193,10 +193,26 @@ struct Launch {
     own_sandbox: Option<crate::runtime::own_sandbox::Replaced>,
 }
 
+/// One run of the agent: from just before its spawn to when its round's processes were
+/// gone, and whether the config file was read-only to it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AgentRan {
+    /// Just before the spawn.
+    pub from: SystemTime,
+    /// When the round's processes were gone.
+    pub to: SystemTime,
+    /// Whether the config file was read-only to it
+    /// ([`crate::runtime::agent_sandbox::AgentSandboxGate::config_read_only`]).
+    pub config_read_only: bool,
+}
+
 /// Runs rounds of one project: the loaded config, its hosts and its event log.
 pub(crate) struct Runner {
     /// The configuration (re-read before each round by `serve`).
     pub config: Config,
+    /// When the last agent ran and what it could write (what a config reload asks:
+    /// `config_follow`).
+    pub agent_ran: Option<AgentRan>,
     /// The operator's record.
     pub events: EventLog,
     /// Third-party hosts.
@@ -239,6 +255,7 @@ impl Runner {
             hosts,
             repo,
             unhealthy_since: None,
+            agent_ran: None,
             cgroups,
             sessions: None,
             agent_sandbox,
@@ -789,11 +806,17 @@ impl Runner {
             timeout_s: budget.as_secs(),
             log_path: log_path.to_owned(),
         });
+        let spawned = SystemTime::now();
         let exit = agent::run(spec, stop).await;
         let usage = match cgroup {
             Some(cg) => Some(cg.finish().await),
             None => None,
         };
+        self.agent_ran = Some(AgentRan {
+            from: spawned,
+            to: SystemTime::now(),
+            config_read_only: self.agent_sandbox.config_read_only(),
+        });
         let mut exit = exit.map_err(|source| self.spawn_failed(round_num, phase, source))?;
         // The agent process itself killed by the kernel inside its cgroup (what
         // `round_oom_killed.agent_killed` says).

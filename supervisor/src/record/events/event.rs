@@ -612,6 +612,19 @@ pub(crate) enum Event {
         /// `round` or `sighup`.
         trigger: String,
     },
+    /// A changed config file the agent could have written (it reaches into the work tree
+    /// and changed while the agent ran): not applied; the last good config keeps running
+    /// (docs/security.md, "The supervisor is not the agent's deputy").
+    ConfigUntrusted {
+        /// The config file.
+        path: PathBuf,
+        /// What changed while the agent ran, and what to do.
+        reason: String,
+        /// `sha256:<hex>` of the untrusted bytes.
+        digest: String,
+        /// `round` or `sighup`.
+        trigger: String,
+    },
     /// A record an earlier layout left in `log_dir` was moved into the state dir
     /// (docs/operations.md, "State dir").
     StateMigrated {
@@ -1303,6 +1316,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "state_migrated",
     "config_reloaded",
     "config_broken",
+    "config_untrusted",
     "schedule_paused",
     "schedule_resumed",
     "schedule_phase_skipped",

@@ -324,6 +324,8 @@ mod tests {
              r#""event":"config_reloaded","path":"/p/agent-runner.toml","digest":"sha256:bb","previous_digest":"sha256:aa","trigger":"sighup","hosts_restarted":["b"],"hosts_stopped":[]"#),
             (Event::ConfigBroken { path: PathBuf::from("/p/agent-runner.toml"), error: s("config error in /p/agent-runner.toml: key `x`: unknown"), digest: Some(s("sha256:cc")), trigger: s("round") },
              r#""event":"config_broken","path":"/p/agent-runner.toml","error":"config error in /p/agent-runner.toml: key `x`: unknown","digest":"sha256:cc","trigger":"round""#),
+            (Event::ConfigUntrusted { path: "/p/conf/agent-runner.toml".into(), reason: s("replaced while the agent ran"), digest: s("sha256:dd"), trigger: s("round") },
+             r#""event":"config_untrusted","path":"/p/conf/agent-runner.toml","reason":"replaced while the agent ran","digest":"sha256:dd","trigger":"round""#),
             (Event::StateMigrated { from: PathBuf::from("/p/logs"), to: PathBuf::from("/s"), files: vec![s("state.json")] },
              r#""event":"state_migrated","from":"/p/logs","to":"/s","files":["state.json"]"#),
             (Event::RoundStateRecovered { last_round_was: 0, last_round: 7, source: s("round logs"), state_file: PathBuf::from("/s/state.json") },
