@@ -70,3 +70,74 @@ fn a_config_the_agent_saved_is_untrusted_and_the_operators_applies() {
         assert!(p.events_of("config_untrusted").is_empty(), "{what}");
     }
 }
+
+/// An agent that keeps the prompt it was given (`seen-R<n>` in the tree) and, in round 1,
+/// replaces `prompts/main.md` with a link to `target`.
+fn linking_agent(p: &Project, target: &std::path::Path) -> std::path::PathBuf {
+    p.script(
+        "linking-agent.sh",
+        &format!(
+            "#!/bin/sh\nprintf '%s' \"$1\" > \"seen-R$AGENT_RUNNER_ROUND_NUM\"\n\
+             if [ \"$AGENT_RUNNER_ROUND_NUM\" = 1 ]; then ln -sf '{}' prompts/main.md; fi\n",
+            target.display()
+        ),
+    )
+}
+
+/// Item 4 (docs/security.md, the table's read row): a prompt file the agent replaced by a
+/// link to the operator's key is refused at the next round, naming the file; the key never
+/// reaches the agent. The control: the same link made by the operator before boot is
+/// followed (its target's text is the prompt), so the test can fail. As root and as the
+/// unprivileged user.
+#[test]
+fn a_prompt_link_the_agent_made_is_refused_one_the_operator_had_is_followed() {
+    const KEY: &str = "PLANTED-SSH-KEY";
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        let p = Project::new_as(operator);
+        let key = p.home().join(".ssh/id_rsa");
+        std::fs::create_dir_all(key.parent().unwrap()).unwrap();
+        std::fs::write(&key, KEY).unwrap();
+        let _ = std::process::Command::new("chmod")
+            .arg("a+r")
+            .arg(&key)
+            .status();
+        let agent = linking_agent(&p, &key);
+        p.write_config(&ConfigBuilder::new(&agent).dirty_action("ignore"));
+        let _ = p
+            .spawn(&["serve", "--max-rounds", "2"])
+            .wait(Duration::from_secs(60));
+        let all = p.events_text();
+        let what = format!("{operator:?}: {all}");
+        assert!(p.dir().join("seen-R1").exists(), "{what}");
+        for round in ["seen-R1", "seen-R2"] {
+            let seen = std::fs::read_to_string(p.dir().join(round)).unwrap_or_default();
+            assert!(
+                !seen.contains(KEY),
+                "{what}: the key reached the agent in {round}"
+            );
+        }
+        assert!(
+            all.contains("prompts/main.md now leads to") && all.contains("never followed"),
+            "{what}"
+        );
+
+        // The control: the operator's link, there at boot, is followed.
+        let p = Project::new_as(operator);
+        let shared = p.tmp_dir().join("shared-prompt.md");
+        std::fs::write(&shared, format!("shared prompt {KEY}")).unwrap();
+        let _ = std::process::Command::new("chmod")
+            .arg("a+r")
+            .arg(&shared)
+            .status();
+        let main = p.dir().join("prompts/main.md");
+        std::fs::remove_file(&main).unwrap();
+        std::os::unix::fs::symlink(&shared, &main).unwrap();
+        let agent = linking_agent(&p, &shared);
+        p.write_config(&ConfigBuilder::new(&agent).dirty_action("ignore"));
+        p.spawn(&["serve", "--max-rounds", "2"])
+            .wait(Duration::from_secs(60))
+            .assert_code(0);
+        let seen = std::fs::read_to_string(p.dir().join("seen-R2")).unwrap_or_default();
+        assert!(seen.contains(KEY), "{operator:?} control: {seen}");
+    }
+}

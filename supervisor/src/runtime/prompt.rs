@@ -7,19 +7,26 @@
 use std::path::PathBuf;
 
 use crate::config::{AgentConfig, PromptConfig, PromptDelivery};
+use crate::tree_file::KnownLinks;
 
 /// Assembles the prompt from `files` (`files[0]` must be readable; a later missing file
-/// is skipped with a warning), then prepends `context` as a fenced block when given.
+/// is skipped with a warning), then prepends `context` as a fenced block when given. Each
+/// file is read only where it resolves as `links` knew it ([`KnownLinks::check`]).
 ///
-/// Errors: `files[0]` or a present later file cannot be read.
+/// Errors: `files[0]` or a present later file cannot be read, or leads somewhere through a
+/// link `links` did not know.
 pub(crate) fn assemble(
     config: &PromptConfig,
     files: &[PathBuf],
     context: Option<&serde_json::Value>,
+    links: &KnownLinks,
 ) -> std::io::Result<String> {
     let mut bodies = Vec::with_capacity(files.len());
     for (i, path) in files.iter().enumerate() {
-        let text = match crate::tree_file::read_regular_to_string(path) {
+        let read = links
+            .check(path)
+            .and_then(|()| crate::tree_file::read_regular_to_string(path));
+        let text = match read {
             Ok(text) => text,
             Err(e) if i > 0 && e.kind() == std::io::ErrorKind::NotFound => {
                 tracing::warn!("prompt file {} is missing; skipped", path.display());
@@ -148,7 +155,13 @@ pub(crate) fn undeliverable_now(config: &crate::config::Config) -> Vec<(String, 
         .chain(phases)
         .filter_map(|phase| {
             let profile = config.profile(phase);
-            let prompt = assemble(&config.prompt, profile.prompt_files, None).ok()?;
+            let prompt = assemble(
+                &config.prompt,
+                profile.prompt_files,
+                None,
+                &KnownLinks::default(),
+            )
+            .ok()?;
             let (reason, fix) = undeliverable(profile.agent, &prompt)?;
             let files: Vec<String> = (profile.prompt_files.iter())
                 .map(|f| f.display().to_string())
@@ -233,20 +246,20 @@ mod tests {
         let missing = dir.path().join("missing.md");
         let files = [a.clone(), missing, b];
         assert_eq!(
-            assemble(&config, &files, None).unwrap(),
+            assemble(&config, &files, None, &KnownLinks::default()).unwrap(),
             "A\n--\n---\nkept: yes\n---\nB"
         );
         let ctx = serde_json::json!({"round_num": 3});
-        let text = assemble(&config, &files[..1], Some(&ctx)).unwrap();
+        let text = assemble(&config, &files[..1], Some(&ctx), &KnownLinks::default()).unwrap();
         assert_eq!(
             text,
             "```json round-context\n{\n  \"round_num\": 3\n}\n```\n\nA"
         );
         config.strip_yaml_frontmatter = false;
-        assert!(assemble(&config, &files[..1], None)
+        assert!(assemble(&config, &files[..1], None, &KnownLinks::default())
             .unwrap()
             .starts_with("---\n"));
-        assert!(assemble(&config, &files[1..2], None).is_err());
+        assert!(assemble(&config, &files[1..2], None, &KnownLinks::default()).is_err());
     }
 
     #[test]

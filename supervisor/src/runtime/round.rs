@@ -213,6 +213,8 @@ pub(crate) struct Runner {
     /// When the last agent ran and what it could write (what a config reload asks:
     /// `config_follow`).
     pub agent_ran: Option<AgentRan>,
+    /// Where the prompt files resolved at boot and at each applied reload.
+    prompt_links: crate::tree_file::KnownLinks,
     /// The operator's record.
     pub events: EventLog,
     /// Third-party hosts.
@@ -226,6 +228,19 @@ pub(crate) struct Runner {
     sessions: Option<Sessions>,
     /// The agent's sandbox gate of this boot.
     agent_sandbox: AgentSandboxGate,
+}
+
+/// Every prompt file of `config`, each phase's too: where they resolve is learnt at boot,
+/// and for files a reload adds, when it applies ([`crate::tree_file::KnownLinks`]).
+fn prompt_files(config: &Config) -> Vec<PathBuf> {
+    let phases = config.phases.overrides.values();
+    config
+        .prompt
+        .files
+        .iter()
+        .chain(phases.flat_map(|o| o.prompt_files.iter().flatten()))
+        .cloned()
+        .collect()
 }
 
 /// The work tree as rounds see it under `config`: the supervisor's own files and the paths
@@ -249,6 +264,7 @@ impl Runner {
         agent_sandbox: AgentSandboxGate,
     ) -> Self {
         let repo = repo_for(&config, &hosts, tree);
+        let prompt_links = crate::tree_file::KnownLinks::of(&prompt_files(&config));
         Runner {
             config,
             events,
@@ -256,6 +272,7 @@ impl Runner {
             repo,
             unhealthy_since: None,
             agent_ran: None,
+            prompt_links,
             cgroups,
             sessions: None,
             agent_sandbox,
@@ -273,6 +290,7 @@ impl Runner {
     /// files may have moved, hosts may own other paths).
     pub(crate) fn replace_config(&mut self, config: Config) {
         self.repo = repo_for(&config, &self.hosts, self.repo.clone());
+        self.prompt_links.learn_new(&prompt_files(&config));
         self.config = config;
     }
 
@@ -572,8 +590,13 @@ impl Runner {
             .then(|| serde_json::to_value(round_ctx))
             .transpose()
             .map_err(RoundError::RenderContext)?;
-        let prompt = assemble(&self.config.prompt, profile.prompt_files, prepend.as_ref())
-            .map_err(RoundError::Prompt)?;
+        let prompt = assemble(
+            &self.config.prompt,
+            profile.prompt_files,
+            prepend.as_ref(),
+            &self.prompt_links,
+        )
+        .map_err(RoundError::Prompt)?;
         if let Some((reason, fix)) = crate::runtime::prompt::undeliverable(profile.agent, &prompt) {
             return Err(RoundError::Prompt(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
