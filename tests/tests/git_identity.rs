@@ -3,7 +3,9 @@
 //! `~/.ssh`, the top's `.git` replaced by a file naming another repository, a repository
 //! nested in the tree whose own config runs a filter — and leaves work behind; the
 //! supervisor's status, stash and commit must follow none of it. Each attempt as root and
-//! as the unprivileged user, under `auto_commit` and `stash`; each with its control: the
+//! as the unprivileged user, under `auto_commit` and `stash`, the agent unconfined and
+//! under `[agent.sandbox] mode = "require"` (its sandbox allows all of it: the tree and
+//! its `.git` are the agent's to write); each with its control: the
 //! same plant under a git that discovers the repository from the work dir as the
 //! supervisor's did before (no pinning, the nested repository looked into) shows the harm.
 
@@ -49,11 +51,26 @@ fn plant(p: &Project, body: &str) {
     assert!(out.status.success(), "plant: {out:?}");
 }
 
-/// One round of an agent running `body` under `action`, as `operator`; the project.
-fn round(operator: Operator, action: &str, body: impl Fn(&Project) -> String) -> Project {
+/// The agent sandbox modes each attempt runs under.
+const MODES: [&str; 2] = ["off", "require"];
+
+/// A config running `agent` under `action` with the agent sandbox `mode`.
+fn config(agent: &Path, action: &str, mode: &str) -> ConfigBuilder {
+    ConfigBuilder::new(agent)
+        .dirty_action(action)
+        .extra(&format!("[agent.sandbox]\nmode = \"{mode}\""))
+}
+
+/// One round of an agent running `body` under `action` and `mode`, as `operator`.
+fn round(
+    operator: Operator,
+    action: &str,
+    mode: &str,
+    body: impl Fn(&Project) -> String,
+) -> Project {
     let p = Project::new_as(operator);
     let agent = p.script("agent.sh", &body(&p));
-    p.write_config(&ConfigBuilder::new(&agent).dirty_action(action));
+    p.write_config(&config(&agent, action, mode));
     p.run(&["round"]).assert_code(0);
     p
 }
@@ -70,12 +87,15 @@ fn worktree_to_ssh(p: &Project) -> String {
 #[test]
 fn core_worktree_naming_the_home_moves_nothing_of_the_supervisors_git() {
     for operator in [Operator::Root, Operator::Unprivileged] {
-        for action in ["auto_commit", "stash"] {
-            let what = format!("{operator:?} {action}");
+        for (action, mode) in ["auto_commit", "stash"]
+            .into_iter()
+            .flat_map(|a| MODES.map(|m| (a, m)))
+        {
+            let what = format!("{operator:?} {action} {mode}");
             let p = Project::new_as(operator);
             let key = plant_key(&p);
             let agent = p.script("agent.sh", &worktree_to_ssh(&p));
-            p.write_config(&ConfigBuilder::new(&agent).dirty_action(action));
+            p.write_config(&config(&agent, action, mode));
             p.run(&["round"]).assert_code(0);
             let all = p.events_text();
             assert_eq!(
@@ -153,12 +173,15 @@ fn head_of(dir: &Path) -> String {
 #[test]
 fn a_git_file_naming_another_repository_is_named_and_left_alone() {
     for operator in [Operator::Root, Operator::Unprivileged] {
-        for action in ["auto_commit", "stash"] {
-            let what = format!("{operator:?} {action}");
+        for (action, mode) in ["auto_commit", "stash"]
+            .into_iter()
+            .flat_map(|a| MODES.map(|m| (a, m)))
+        {
+            let what = format!("{operator:?} {action} {mode}");
             let p = Project::new_as(operator);
             let (other, before) = other_repository(&p);
             let agent = p.script("agent.sh", &gitdir_swap(&other));
-            p.write_config(&ConfigBuilder::new(&agent).dirty_action(action));
+            p.write_config(&config(&agent, action, mode));
             p.run(&["round"]).assert_code(0);
             let all = p.events_text();
             assert_eq!(
@@ -233,9 +256,12 @@ fn recorder(p: &Project) -> (PathBuf, PathBuf) {
 #[test]
 fn a_nested_repositorys_filter_never_runs_in_the_supervisors_git() {
     for operator in [Operator::Root, Operator::Unprivileged] {
-        for action in ["auto_commit", "stash"] {
-            let what = format!("{operator:?} {action}");
-            let p = round(operator, action, |p| nested_filter(&recorder(p).0));
+        for (action, mode) in ["auto_commit", "stash"]
+            .into_iter()
+            .flat_map(|a| MODES.map(|m| (a, m)))
+        {
+            let what = format!("{operator:?} {action} {mode}");
+            let p = round(operator, action, mode, |p| nested_filter(&recorder(p).0));
             let marker = p.tmp_dir().join("ran");
             let all = p.events_text();
             assert!(!marker.exists(), "{what}: the nested filter ran: {all}");
