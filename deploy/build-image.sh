@@ -26,7 +26,7 @@ base="${BASE:-$("$repo/deploy/base/build.sh" "$cache")}"
 context="$cache/context-$profile"
 rm -rf "$context"
 mkdir -p "$context/bin"
-for exe in agent-runner spawn-pause-file dirty-commit no-commit-detector; do
+for exe in agent-runner plugin-host spawn-pause-file dirty-commit no-commit-detector; do
   src="$bin_dir/$exe"
   [ -x "$src" ] || { echo "deploy/build-image.sh: $src is missing: cargo build --profile $profile the workspace's binaries first" >&2; exit 1; }
   cp -l "$src" "$context/bin/$exe" 2>/dev/null || cp "$src" "$context/bin/$exe"

@@ -405,7 +405,8 @@ async fn python_env_script_host_starts_under_full_confinement() {
 
 #[test]
 fn policy_writes_only_state_and_tmp_and_executes_only_host_interpreter_loader() {
-    use agent_runner_plugin_host::policy::{fs_grants, FsAccess, SECCOMP_ALLOW};
+    use agent_runner_plugin_host::common::landlock::FsAccess;
+    use agent_runner_plugin_host::host::policy::{fs_grants, SECCOMP_ALLOW};
     let d = dirs();
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("host.py");

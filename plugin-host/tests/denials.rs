@@ -10,7 +10,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use agent_runner_plugin_host::notify::{DENIAL_SIGNAL, KILL_GRACE};
+use agent_runner_plugin_host::common::notify::{DENIAL_SIGNAL, KILL_GRACE};
 use agent_runner_plugin_host::{spawn_with_listener, DenialListener, Denied, Tier};
 use common::*;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};

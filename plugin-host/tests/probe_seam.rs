@@ -1,7 +1,7 @@
 //! The AGENT_RUNNER_TEST_PROBE seam. (A separate test binary because it changes this
 //! process's environment.)
 
-use agent_runner_plugin_host::probe::TEST_PROBE_ENV;
+use agent_runner_plugin_host::common::probe::TEST_PROBE_ENV;
 use agent_runner_plugin_host::{probe, Tier};
 
 #[test]

@@ -14,7 +14,7 @@ use agent_runner::hosts::builtin::DetectorHost;
 use agent_runner::hosts::sandbox::SandboxGate;
 use agent_runner::hosts::HostManager;
 use agent_runner::record::events::EventLog;
-use agent_runner_plugin_host::probe::probe;
+use agent_runner_plugin_host::common::probe::probe;
 use agent_runner_protocol::Family;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -29,7 +29,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 fn project(dir: &Path, host: &Path) -> (config::Config, SandboxGate, EventLog) {
     std::fs::create_dir_all(dir.join("prompts")).unwrap();
     std::fs::write(dir.join("prompts/main.md"), "bench").unwrap();
-    let sha = agent_runner_plugin_host::pin::open_and_hash(host)
+    let sha = agent_runner_plugin_host::host::pin::open_and_hash(host)
         .unwrap()
         .sha256;
     let text = format!(
@@ -58,6 +58,8 @@ fn main() {
         ("ruby", root.join("tests/runtimes/host.rb")),
     ];
     // Single-threaded, as the supervisor runs.
+    // The built launcher: a bench executable does not sit beside it.
+    agent_runner_plugin_host::Launcher::use_path(env!("CARGO_BIN_EXE_plugin-host"));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -70,7 +72,7 @@ fn main() {
             println!("  {name:<7} not measured: {} missing", host.display());
             continue;
         };
-        let interpreter = match agent_runner_plugin_host::pin::open_and_hash(&canonical) {
+        let interpreter = match agent_runner_plugin_host::host::pin::open_and_hash(&canonical) {
             Ok(verified) => verified.interpreter.map(|i| i.path.display().to_string()),
             Err(_) => {
                 println!("  {name:<7} not measured: its interpreter is not installed");

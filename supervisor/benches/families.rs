@@ -23,7 +23,7 @@ use agent_runner::hosts::HostManager;
 use agent_runner::record::events::EventLog;
 use agent_runner::record::stop::StopLevel;
 use agent_runner::runtime::{detect_hooks, pre_round, spawn_gate};
-use agent_runner_plugin_host::probe::probe;
+use agent_runner_plugin_host::common::probe::probe;
 use agent_runner_protocol::{Family, LastRound, ProjectState};
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::path::{Path, PathBuf};
@@ -75,7 +75,7 @@ fn work_tree(dir: &Path) {
 
 fn config_text(pyz: &Path) -> String {
     let pin = |p: &Path| {
-        agent_runner_plugin_host::pin::open_and_hash(p)
+        agent_runner_plugin_host::host::pin::open_and_hash(p)
             .unwrap()
             .sha256
     };

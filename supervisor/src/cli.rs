@@ -344,6 +344,7 @@ impl From<crate::runtime::serve::BootError> for CliError {
             BootError::Config(err) => err.into(),
             BootError::Sandbox(err) => err.into(),
             BootError::AgentSandbox(err) => err.into(),
+            err @ BootError::Launcher(_) => CliError::config(err.to_string()),
             BootError::TreeLock(
                 err @ crate::runtime::tree_lock::TreeLockError::OtherTree { .. },
             ) => CliError::config(err.to_string()),

@@ -17,11 +17,16 @@ fn src_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
-/// Module path (`record::events`) → file, for every `.rs` file but `lib.rs` and `main.rs`.
+/// Module path (`record::events`) → file, for every `.rs` file but the crate roots:
+/// `lib.rs`, `main.rs` and the other binaries' `bin/*.rs` (the `plugin-host` launcher, whose
+/// code is another crate's).
 fn modules(dir: &Path, prefix: &[String], out: &mut BTreeMap<String, PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() && prefix.is_empty() && name == "bin" {
+            continue;
+        }
         if path.is_dir() {
             let mut inner = prefix.to_vec();
             inner.push(name);

@@ -19,6 +19,7 @@ command -v useradd >/dev/null || missing+=(passwd)
 command -v systemd-analyze >/dev/null || missing+=(systemd)
 command -v mkfs.ext4 >/dev/null || [ -x /usr/sbin/mkfs.ext4 ] || missing+=(e2fsprogs)
 command -v mount >/dev/null || missing+=(mount)
+command -v strace >/dev/null || missing+=(strace)
 if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "tests/setup.d: missing Debian packages: ${missing[*]} (run as root, or apt-get install them)" >&2

@@ -68,6 +68,7 @@ pub fn bin_dir() -> PathBuf {
 /// Binaries of other workspace packages the tests run, with their packages.
 const WORKSPACE_BINS: &[(&str, &str)] = &[
     ("agent-runner", "agent-runner"),
+    ("plugin-host", "agent-runner"),
     ("spawn-pause-file", "example-spawn-pause-file"),
     ("dirty-commit", "example-dirty-commit"),
     ("no-commit-detector", "example-no-commit-detector"),
@@ -134,6 +135,14 @@ pub fn workspace_bin(name: &str) -> PathBuf {
         path.display()
     );
     path
+}
+
+/// The confinement launcher, `plugin-host` (built beside `agent-runner`). A test process
+/// that launches through the library directly makes it its launcher first
+/// (`agent_runner_plugin_host::Launcher::use_path`): a test executable does not sit beside
+/// it, where the library looks by default.
+pub fn plugin_host_bin() -> PathBuf {
+    workspace_bin("plugin-host")
 }
 
 /// The supervisor binary, `agent-runner`.

@@ -18,7 +18,7 @@ thread_local! {
 
 /// Every cause runs twice, `<cause>::as_root` and `<cause>::as_unprivileged_user`: the
 /// host is then the child of a reaper in its own user namespace, which passes its status
-/// on (`agent_runner_plugin_host::user_namespace`), and the message must not change.
+/// on (`agent_runner_plugin_host::common::user_namespace`), and the message must not change.
 macro_rules! as_root_and_unprivileged {
     ($($name:ident),* $(,)?) => {
         $(

@@ -737,8 +737,9 @@ fn rust_many_files_past_state_max_mb_kill_and_disable_the_host() {
         "{all}"
     );
     // Bounded overshoot: one measurement interval of writing (see docs/security.md).
-    let on_disk =
-        agent_runner_plugin_host::write_limits::disk_usage(&p.log_dir().join("plugins/hostile"));
+    let on_disk = agent_runner_plugin_host::common::write_limits::disk_usage(
+        &p.log_dir().join("plugins/hostile"),
+    );
     assert!(
         on_disk <= (2 << 20) + (4 << 20),
         "{on_disk} bytes in the state dir"
@@ -758,7 +759,10 @@ fn rust_tmpdir_past_tmp_max_mb_fails_with_enospc() {
     assert_denied(&p, &out, "write_tmp", &[libc::ENOSPC]);
     // TMPDIR was private to the host: nothing reached the log dir's filesystem.
     let tmp = p.log_dir().join("plugins/.tmp/hostile");
-    assert_eq!(agent_runner_plugin_host::write_limits::disk_usage(&tmp), 0);
+    assert_eq!(
+        agent_runner_plugin_host::common::write_limits::disk_usage(&tmp),
+        0
+    );
 }
 
 as_root_and_unprivileged!(
@@ -1039,7 +1043,7 @@ fn rust_many_empty_files_count_against_state_max_mb() {
     let files = std::fs::read_dir(p.log_dir().join("plugins/hostile"))
         .unwrap()
         .count() as u64;
-    let charge = agent_runner_plugin_host::write_limits::ENTRY_CHARGE_BYTES;
+    let charge = agent_runner_plugin_host::common::write_limits::ENTRY_CHARGE_BYTES;
     assert!(files > (1 << 20) / charge, "{files} files");
     assert!(
         files < 2 * (1 << 20) / charge,

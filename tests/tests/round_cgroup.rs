@@ -13,7 +13,7 @@
 use agent_runner_e2e::serde_json::{self, Value};
 use agent_runner_e2e::unprivileged::{Operator, TestUser};
 use agent_runner_e2e::{Project, RunOutput};
-use agent_runner_plugin_host::cgroup::{own_cgroup, Layout};
+use agent_runner_plugin_host::common::cgroup::{own_cgroup, Layout};
 use std::fs;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;

@@ -244,6 +244,10 @@ fn upgrade_restarts_the_installed_unit_and_rolls_back_under_it() {
     std::fs::create_dir_all(&bin).unwrap();
     let installed = bin.join("agent-runner");
     std::fs::copy(agent_runner_bin(), &installed).unwrap();
+    // Each build's launcher beside it: the installed one's, and the new ones' in <tmp>.
+    for dir in [bin.as_path(), p.tmp_dir()] {
+        std::fs::copy(agent_runner_e2e::plugin_host_bin(), dir.join("plugin-host")).unwrap();
+    }
     let old_sha = agent_runner_e2e::sha256_hex(&installed);
     let new = p.tmp_dir().join("agent-runner-new");
     let mut bytes = std::fs::read(agent_runner_bin()).unwrap();

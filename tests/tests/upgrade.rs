@@ -3,11 +3,12 @@
 //! runs that copy (the binary `upgrade` replaces is the one running it). A "new" working
 //! binary is the real one with bytes appended (an ELF runs the same with trailing bytes,
 //! but its bytes and sha256 differ); broken ones are real scripts that exec the real
-//! binary except for the step they fail.
+//! binary except for the step they fail. A build is a pair: each binary has the
+//! `plugin-host` launcher of its build beside it, and `upgrade` swaps both or neither.
 
 use agent_runner_e2e::{
-    agent_runner_bin, sha256_hex, unprivileged_user, wait_until, ConfigBuilder, Operator, Project,
-    RunOutput,
+    agent_runner_bin, plugin_host_bin, sha256_hex, unprivileged_user, wait_until, ConfigBuilder,
+    Operator, Project, RunOutput,
 };
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
@@ -15,20 +16,29 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-/// `<tmp>/bin/agent-runner`: a copy of the real binary, the "installed" one.
+/// A copy of the real `plugin-host` in `dir`: the launcher of the build beside it.
+fn launcher_in(dir: &Path) {
+    std::fs::copy(plugin_host_bin(), dir.join("plugin-host")).unwrap();
+}
+
+/// `<tmp>/bin/agent-runner`: a copy of the real binary, the "installed" one, with its
+/// launcher; builds written as scripts in `<tmp>` get one beside them too.
 fn install_copy(p: &Project) -> PathBuf {
     let bin = p.tmp_dir().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let installed = bin.join("agent-runner");
     std::fs::copy(agent_runner_bin(), &installed).unwrap();
+    launcher_in(&bin);
+    launcher_in(p.tmp_dir());
     installed
 }
 
 /// `<tmp>/new/agent-runner`: the real binary with `marker` appended (runs the same, other
-/// bytes).
+/// bytes), and its launcher.
 fn padded_copy(p: &Project, marker: &str) -> PathBuf {
     let dir = p.tmp_dir().join("new");
     std::fs::create_dir_all(&dir).unwrap();
+    launcher_in(&dir);
     let path = dir.join("agent-runner");
     let mut bytes = std::fs::read(agent_runner_bin()).unwrap();
     bytes.extend_from_slice(marker.as_bytes());
@@ -137,7 +147,12 @@ fn upgrade_swaps_the_binary_and_restarts_serve_on_it() {
     assert_eq!(doc["previous"], previous.display().to_string());
     assert_eq!(
         names_in(installed.parent().unwrap()),
-        ["agent-runner", "agent-runner.previous"]
+        [
+            "agent-runner",
+            "agent-runner.previous",
+            "plugin-host",
+            "plugin-host.previous"
+        ]
     );
     // The new serve runs the new file (the installed path), the old one is gone.
     assert_eq!(exe_of(second), installed.display().to_string());
@@ -235,7 +250,11 @@ fn upgrade_refuses_before_the_swap_and_changes_nothing() {
             "{why}: {out}"
         );
         assert_eq!(sha256_hex(&installed), old_sha);
-        assert_eq!(names_in(&bin), ["agent-runner"], "nothing left behind");
+        assert_eq!(
+            names_in(&bin),
+            ["agent-runner", "plugin-host"],
+            "nothing left behind"
+        );
         assert_eq!(serve_pid(&p), Some(first), "serve untouched");
     }
     // Another upgrade holds the directory's lock.
@@ -259,6 +278,7 @@ fn upgrade_refuses_before_the_swap_and_changes_nothing() {
     let other = p.tmp_dir().join("other/agent-runner");
     std::fs::create_dir_all(other.parent().unwrap()).unwrap();
     std::fs::copy(agent_runner_bin(), &other).unwrap();
+    launcher_in(other.parent().unwrap());
     let out = run_installed(&p, &other, &["upgrade", "--binary", new.to_str().unwrap()]);
     out.assert_code(3);
     assert!(
@@ -327,12 +347,15 @@ fn a_full_disk_mid_copy_refuses_and_leaves_the_installed_binary_whole() {
     let bin = p.tmp_dir().join("small-bin");
     std::fs::create_dir_all(&bin).unwrap();
     let installed = bin.join("agent-runner");
-    // Room for the installed copy and half of the new one.
-    let room = size + size / 2;
+    let launcher = plugin_host_bin();
+    let launcher_size = std::fs::metadata(&launcher).unwrap().len();
+    // Room for the installed pair and half of the new binary.
+    let room = size + launcher_size + size / 2;
     let script = format!(
         "set -e\n\
          mount -t tmpfs -o size={room} tmpfs '{bin}'\n\
          cp '{real}' '{installed}'\n\
+         cp '{launcher}' '{bin}/plugin-host'\n\
          echo before=$(sha256sum '{installed}' | cut -d' ' -f1)\n\
          rc=0; '{installed}' --config '{config}' upgrade --binary '{new}' --json >'{tmp}/up.json' || rc=$?\n\
          echo rc=$rc\n\
@@ -340,6 +363,7 @@ fn a_full_disk_mid_copy_refuses_and_leaves_the_installed_binary_whole() {
          echo names=$(ls -A '{bin}' | tr '\\n' ' ')\n",
         bin = bin.display(),
         real = real.display(),
+        launcher = launcher.display(),
         installed = installed.display(),
         config = p.config_path().display(),
         new = new.display(),
@@ -380,7 +404,7 @@ fn a_full_disk_mid_copy_refuses_and_leaves_the_installed_binary_whole() {
     assert_eq!(value("after"), value("before"));
     assert_eq!(
         value("names"),
-        "agent-runner",
+        "agent-runner plugin-host",
         "the partial copy is removed"
     );
 }
@@ -400,6 +424,7 @@ fn an_unwritable_directory_is_refused_before_anything_is_written() {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let installed = dir.path().join("agent-runner");
     std::fs::copy(agent_runner_bin(), &installed).unwrap();
+    launcher_in(dir.path());
     let old_sha = sha256_hex(&installed);
     let mut cmd = unprivileged_user().command(&installed);
     cmd.arg("--config")
@@ -415,7 +440,7 @@ fn an_unwritable_directory_is_refused_before_anything_is_written() {
         "{out}"
     );
     assert_eq!(sha256_hex(&installed), old_sha);
-    assert_eq!(names_in(dir.path()), ["agent-runner"]);
+    assert_eq!(names_in(dir.path()), ["agent-runner", "plugin-host"]);
 }
 
 /// A hostile neighbour swaps the symbolic link `--binary` names while the new build is

@@ -14,6 +14,11 @@ pub const SIGSYS: i32 = 31;
 /// EACCES.
 pub const EACCES: i32 = 13;
 
+/// Makes the built `plugin-host` the launcher of this test process.
+pub fn use_launcher() {
+    agent_runner_plugin_host::Launcher::use_path(agent_runner_e2e::plugin_host_bin());
+}
+
 /// The test helper program (src/bin/ar-test-probe-target.rs).
 pub fn target() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_ar-test-probe-target"))
@@ -29,6 +34,7 @@ pub struct Dirs {
 }
 
 pub fn dirs() -> Dirs {
+    use_launcher();
     let root = tempfile::tempdir().unwrap();
     let work = root.path().join("work");
     let log = root.path().join("log");
@@ -47,6 +53,7 @@ pub fn dirs() -> Dirs {
 }
 
 pub fn spec_for(exe: &Path, d: &Dirs, args: &[&str], tier: Tier) -> LaunchSpec {
+    use_launcher();
     let mut s = LaunchSpec::new(
         "test-host",
         open_and_hash(exe).unwrap(),
@@ -98,7 +105,7 @@ pub fn assert_killed_by_seccomp(action: &str, st: ExitStatus, out: &str, err: &s
 
 /// The pid of the host itself for the spawned child `pid`: `pid`, or when the launch went
 /// through a user namespace (an unprivileged supervisor), the reaper's only child, PID 1
-/// of the new PID namespace (see `agent_runner_plugin_host::user_namespace`).
+/// of the new PID namespace (see `agent_runner_plugin_host::common::user_namespace`).
 pub fn host_pid(pid: u32) -> u32 {
     let is_init = |p: u32| {
         std::fs::read_to_string(format!("/proc/{p}/status"))
@@ -139,7 +146,7 @@ pub fn host_pid(pid: u32) -> u32 {
 /// The signal a host killed after a named seccomp denial ends with, as its parent sees it.
 /// As root the host is its PID namespace's init, which ignores the listener's SIGSYS, so
 /// SIGKILL ends it. Unprivileged, the parent sees the reaper, which dies of the SIGSYS sent
-/// to the host's process group (see `agent_runner_plugin_host::user_namespace`).
+/// to the host's process group (see `agent_runner_plugin_host::common::user_namespace`).
 pub fn denial_signal() -> i32 {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } == 0 {

@@ -8,7 +8,7 @@
 use agent_runner::config::{self, Config};
 use agent_runner::hosts::sandbox::SandboxGate;
 use agent_runner::record::events::EventLog;
-use agent_runner_plugin_host::probe::probe;
+use agent_runner_plugin_host::common::probe::probe;
 use agent_runner_protocol::{BeforeSpawnParams, Context, HookName, SpawnView};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -46,7 +46,7 @@ pub struct Project {
 pub fn project(dir: &Path, host: &Path, mode: &str, hosts: usize) -> Project {
     std::fs::create_dir_all(dir.join("prompts")).unwrap();
     std::fs::write(dir.join("prompts/main.md"), "bench").unwrap();
-    let sha = agent_runner_plugin_host::pin::open_and_hash(host)
+    let sha = agent_runner_plugin_host::host::pin::open_and_hash(host)
         .unwrap()
         .sha256;
     let mut text = format!(
@@ -74,8 +74,10 @@ pub fn project(dir: &Path, host: &Path, mode: &str, hosts: usize) -> Project {
     }
 }
 
-/// A single-threaded runtime, as the supervisor runs.
+/// A single-threaded runtime, as the supervisor runs; the built `plugin-host` is this
+/// process's launcher (a bench executable does not sit beside it).
 pub fn runtime() -> tokio::runtime::Runtime {
+    agent_runner_plugin_host::Launcher::use_path(env!("CARGO_BIN_EXE_plugin-host"));
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

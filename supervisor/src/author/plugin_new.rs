@@ -198,7 +198,7 @@ pub(crate) fn run(opts: &NewOptions) -> Result<Vec<String>, CliError> {
                 exe.display()
             ));
             lines.push(format!("rebuild after edits:  bash {}", build.display()));
-            let pin = agent_runner_plugin_host::pin::open_and_hash(&exe)
+            let pin = agent_runner_plugin_host::host::pin::open_and_hash(&exe)
                 .map(|v| v.sha256.to_string())
                 .map_err(|e| CliError::failure(format!("plugin new: {e}")))?;
             push_config_hint(&mut lines, &opts.name, &exe, opts.family, Some(&pin));

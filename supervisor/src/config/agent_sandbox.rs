@@ -15,7 +15,7 @@
 
 use std::path::{Path, PathBuf};
 
-use agent_runner_plugin_host::policy::{covers_protected, CREDENTIAL_PATHS};
+use agent_runner_plugin_host::common::credentials::{covers_protected, CREDENTIAL_PATHS};
 
 use super::bad_path::BadPath;
 use super::keys::Bad;
@@ -33,7 +33,7 @@ pub struct AgentSandboxConfig {
     /// `read_paths`: canonical, existing, none covering a credential store or the state dir.
     pub read_paths: Vec<PathBuf>,
     /// `connect_ports`: TCP ports the agent may connect to besides
-    /// [`agent_runner_plugin_host::agent_policy::DEFAULT_CONNECT_PORTS`].
+    /// [`agent_runner_plugin_host::agent::policy::DEFAULT_CONNECT_PORTS`].
     pub connect_ports: Vec<u16>,
 }
 

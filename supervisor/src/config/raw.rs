@@ -12,7 +12,7 @@ use super::vocabulary::{
     ContextInjection, DirtyAction, PhasePolicy, PromptDelivery, SandboxMode, TransientAction,
 };
 use super::ConfigError;
-use agent_runner_plugin_host::write_limits;
+use agent_runner_plugin_host::common::write_limits;
 use agent_runner_protocol::limits::DEFAULT_INIT_TIMEOUT_S;
 
 config_table! {

@@ -1,8 +1,8 @@
 //! From the raw shape to a typed [`Config`]: vocabulary checks, defaults, absolute paths.
 
-use agent_runner_plugin_host::pin::Sha256Pin;
-use agent_runner_plugin_host::policy::{covers_protected, CREDENTIAL_PATHS};
-use agent_runner_plugin_host::write_limits;
+use agent_runner_plugin_host::common::credentials::{covers_protected, CREDENTIAL_PATHS};
+use agent_runner_plugin_host::common::write_limits;
+use agent_runner_plugin_host::host::pin::Sha256Pin;
 use agent_runner_protocol::limits::MAX_HOST_CONFIG_BYTES;
 use agent_runner_protocol::{Family, HookName};
 use std::collections::{BTreeMap, BTreeSet};

@@ -9,8 +9,8 @@
 //! `[plugins] disable` turns off single detectors by name, or all of them by the host's
 //! name [`HOST_NAME`].
 
-use agent_runner_plugin_host::launch::LaunchSpec;
-use agent_runner_plugin_host::pin::open_and_hash;
+use agent_runner_plugin_host::host::launch::LaunchSpec;
+use agent_runner_plugin_host::host::pin::open_and_hash;
 use agent_runner_protocol::Family;
 use serde_json::{json, Value};
 use std::time::Duration;

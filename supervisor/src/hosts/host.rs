@@ -1,8 +1,8 @@
 //! One running host process: launched confined through `agent-runner-plugin-host`, spoken
 //! to with jsonrpsee's client over [`super::transport`], its stderr forwarded to our log.
 
-use agent_runner_plugin_host::launch::{self, LaunchSpec};
-use agent_runner_plugin_host::notify::DenialListener;
+use agent_runner_plugin_host::common::notify::DenialListener;
+use agent_runner_plugin_host::host::launch::{self, LaunchSpec};
 use agent_runner_protocol::limits::{MAX_STDERR_LINES_PER_S, MAX_STDERR_LINE_CHARS};
 use agent_runner_protocol::line::{BoundedLines, LongLines};
 use agent_runner_protocol::redact::redact;

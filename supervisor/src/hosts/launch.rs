@@ -1,7 +1,7 @@
 //! How serve (and `plugin check`) launch a host: the `initialize` params, the host's
 //! private state directory and its [`LaunchSpec`].
 
-use agent_runner_plugin_host::launch::LaunchSpec;
+use agent_runner_plugin_host::host::launch::LaunchSpec;
 use agent_runner_protocol::limits::{fit_text, MAX_CONTEXT_TEXT_BYTES};
 use agent_runner_protocol::{InitializeParams, SupervisorInfo, PROTOCOL_VERSION};
 use serde_json::Value;
@@ -61,7 +61,7 @@ pub(crate) fn state_dir(log_dir: &Path, name: &str) -> PathBuf {
 /// the gate's tier, its memory limit. `plugin check` launches through the same function.
 pub(crate) fn launch_spec(
     cfg: &HostConfig,
-    exe: agent_runner_plugin_host::pin::VerifiedExecutable,
+    exe: agent_runner_plugin_host::host::pin::VerifiedExecutable,
     work_dir: &Path,
     log_dir: &Path,
     gate: &SandboxGate,

@@ -1,7 +1,7 @@
 //! A host's life in the manager: admitted at boot (resolve, hash, pin check, launch,
 //! `initialize`, its hooks registered), started again after a failure, shut down.
 
-use agent_runner_plugin_host::launch::LaunchSpec;
+use agent_runner_plugin_host::host::launch::LaunchSpec;
 use agent_runner_protocol::redact::redact_and_cap;
 use agent_runner_protocol::{
     decode_initialize_result, methods, HookName, InitializeResult, PROTOCOL_VERSION,
@@ -88,7 +88,7 @@ impl HostManager {
     pub(super) async fn launch(
         &mut self,
         cfg: &HostConfig,
-        pin: Option<agent_runner_plugin_host::pin::Sha256Pin>,
+        pin: Option<agent_runner_plugin_host::host::pin::Sha256Pin>,
         spec: LaunchSpec,
         builtin: bool,
     ) {

@@ -28,7 +28,7 @@ pub(crate) use pins::{check_pin, PinStatus};
 use stats::CallHistogram;
 pub(crate) use stats::CallStats;
 
-use agent_runner_plugin_host::launch::LaunchSpec;
+use agent_runner_plugin_host::host::launch::LaunchSpec;
 use agent_runner_protocol::{Family, HookName, InitializeParams};
 use serde_json::Value;
 use std::sync::atomic::AtomicBool;
@@ -115,7 +115,7 @@ struct ManagedHost {
     /// The built-in detector host ([`builtin`]): its hooks carry reserved names.
     builtin: bool,
     /// Its `[plugins.pin]` entry when it was admitted.
-    pin: Option<agent_runner_plugin_host::pin::Sha256Pin>,
+    pin: Option<agent_runner_plugin_host::host::pin::Sha256Pin>,
     spec: LaunchSpec,
     /// What `initialize` declared besides hooks (docs/protocol.md §3).
     declared: Declared,

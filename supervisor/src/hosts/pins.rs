@@ -3,8 +3,8 @@
 //! by the host manager before every launch, and by `doctor`, `peek` and `plugin check`,
 //! which report the status without launching anything.
 
-use agent_runner_plugin_host::pin::{open_and_hash, PinError, Sha256Pin};
-use agent_runner_plugin_host::resolve::{resolve_executable, ResolveError};
+use agent_runner_plugin_host::host::pin::{open_and_hash, PinError, Sha256Pin};
+use agent_runner_plugin_host::host::resolve::{resolve_executable, ResolveError};
 use std::path::{Path, PathBuf};
 
 use crate::config::{Config, HostConfig};
@@ -43,7 +43,7 @@ pub(crate) struct CheckedHost {
     /// Against `[plugins.pin]`.
     pub status: PinStatus,
     /// The open, hashed executable (what a launch executes).
-    pub exe: agent_runner_plugin_host::pin::VerifiedExecutable,
+    pub exe: agent_runner_plugin_host::host::pin::VerifiedExecutable,
 }
 
 /// A host's executable that cannot be checked. Display: `host <name>: <why>`.

@@ -6,7 +6,7 @@
 //! - `prefer`: hosts run at the best tier available; a shortfall is announced once per boot.
 //! - `off`: hosts run unconfined (environment allowlist and limits still apply).
 
-use agent_runner_plugin_host::probe::{Capabilities, Tier};
+use agent_runner_plugin_host::common::probe::{Capabilities, Tier};
 use agent_runner_protocol::SandboxInfo;
 
 use crate::config::SandboxMode;

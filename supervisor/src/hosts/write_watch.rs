@@ -1,10 +1,10 @@
 //! The state directory's total size bound: the supervisor side of a host's write limits
 //! (docs/security.md "Write limits"; the per-file and TMPDIR bounds are the kernel's, see
-//! `agent_runner_plugin_host::write_limits`).
+//! `agent_runner_plugin_host::common::write_limits`).
 //!
 //! While a host runs, [`WriteWatch`] measures its state directory every
 //! [`CHECK_INTERVAL`], each file, directory and link counted for at least
-//! [`ENTRY_CHARGE_BYTES`](agent_runner_plugin_host::write_limits::ENTRY_CHARGE_BYTES) (so
+//! [`ENTRY_CHARGE_BYTES`](agent_runner_plugin_host::common::write_limits::ENTRY_CHARGE_BYTES) (so
 //! inodes are bounded with the bytes), the walk stopping once past the limit. Once it
 //! holds more than `state_max_mb`, the host's process group is
 //! killed at once, `plugin_write_limit` is recorded (`host`, `dir`, `used_bytes`,
@@ -19,8 +19,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::record::events::{Event, EventLog};
-use agent_runner_plugin_host::launch::kill_group;
-use agent_runner_plugin_host::write_limits::disk_usage_up_to;
+use agent_runner_plugin_host::common::write_limits::disk_usage_up_to;
+use agent_runner_plugin_host::host::launch::kill_group;
 
 /// How often a running host's state directory is measured.
 pub(super) const CHECK_INTERVAL: Duration = Duration::from_millis(100);

@@ -1,8 +1,11 @@
-//! Replacing the agent-runner binary on disk for `upgrade` (docs/operations.md, "upgrade"):
-//! the new binary is copied into a staged file in the installed binary's own directory
-//! (written, fsync'd, given the installed file's mode and owner, closed), the installed
-//! file is kept as `<name>.previous` (a hard link, so it costs no space), and the staged
-//! file is renamed over the installed one. rename(2) within one directory is atomic: at
+//! Replacing the agent-runner binary on disk for `upgrade` (docs/operations.md, "upgrade"),
+//! and with it the `plugin-host` launcher of the same build (docs/security.md "The
+//! launcher"): both or neither. The new binary and the launcher beside it are copied into a
+//! staging directory inside the installed binary's own directory (written, fsync'd, given
+//! the installed file's mode and owner, closed), where the checks run them as a pair; each
+//! installed file is kept as `<name>.previous` (a hard link, so it costs no space), and the
+//! staged files are renamed over the installed ones, the launcher first (a supervisor
+//! already running keeps the launcher it opened at boot). rename(2) within one directory is atomic: at
 //! every instant the installed path names either the whole old file or the whole new one,
 //! never a half-written one. A running process keeps executing its old inode (the rename
 //! does not write into it, so there is no ETXTBSY); only processes started afterwards run
@@ -15,7 +18,7 @@ use nix::fcntl::{Flock, FlockArg};
 use sha2::{Digest, Sha256};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Suffix of the kept old binary: `<name>.previous`, beside the installed one.
@@ -58,21 +61,30 @@ pub(crate) fn previous_path(installed: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// A copy of the new binary staged beside the installed one, removed when dropped unless
-/// it was renamed into place.
+/// The launcher beside `binary`: `<its directory>/plugin-host`.
+pub(crate) fn launcher_beside(binary: &Path) -> PathBuf {
+    binary
+        .parent()
+        .unwrap_or(Path::new("/"))
+        .join(agent_runner_plugin_host::common::launcher::LAUNCHER_NAME)
+}
+
+/// A copy of the new build (the binary and its launcher) staged in a directory beside the
+/// installed binary, removed when dropped, with whatever was not renamed into place.
 pub(crate) struct Staged {
-    /// Its path: `<dir>/.<name>.upgrade-<pid>`.
+    /// The staging directory: `<dir>/.<name>.upgrade-<pid>`.
+    dir: PathBuf,
+    /// The staged binary: `<staging dir>/<name>`.
     pub path: PathBuf,
-    /// sha256 of its bytes, lowercase hex.
+    /// The staged launcher: `<staging dir>/plugin-host`, beside it, as the checks run it.
+    launcher: PathBuf,
+    /// sha256 of the binary's bytes, lowercase hex.
     pub sha256: String,
-    placed: bool,
 }
 
 impl Drop for Staged {
     fn drop(&mut self) {
-        if !self.placed {
-            let _ = std::fs::remove_file(&self.path);
-        }
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -127,12 +139,14 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// Copies `source` (a symbolic link is followed; its bytes are read once, through one open
-/// file) into a new file beside `installed`, fsync'd, with `installed`'s mode (and owner,
-/// where allowed), closed so it can be executed. The staged copy is what gets checked
+/// file) and the launcher beside it ([`launcher_beside`] the resolved source) into a new
+/// staging directory beside `installed`, each fsync'd, with `installed`'s mode (and owner,
+/// where allowed), closed so it can be executed. The staged copies are what gets checked
 /// and renamed into place, so a source changed after this call changes nothing.
 ///
-/// Errors: the checks of [`check_source`]; the directory is not writable; a read, write or
-/// fsync failed (a full disk) — the partial copy is removed.
+/// Errors: the checks of [`check_source`]; no launcher beside the source; the directory is
+/// not writable; a read, write or fsync failed (a full disk) — the staging directory is
+/// removed.
 pub(crate) fn stage(source: &Path, installed: &Path) -> Result<Staged, SwapError> {
     let installed_meta =
         std::fs::metadata(installed).map_err(|e| err("cannot stat", installed, e))?;
@@ -143,18 +157,56 @@ pub(crate) fn stage(source: &Path, installed: &Path) -> Result<Staged, SwapError
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let path = dir.join(format!(".{name}.upgrade-{}", std::process::id()));
+    let launcher_source = launcher_beside(&source.canonicalize().unwrap_or(source.to_owned()));
+    let mut launcher_src = File::open(&launcher_source).map_err(|e| {
+        SwapError(format!(
+            "no launcher beside the new binary ({}: {e}): a build's agent-runner and plugin-host are installed together",
+            launcher_source.display()
+        ))
+    })?;
+    let staging = dir.join(format!(".{name}.upgrade-{}", std::process::id()));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&staging)
+        .map_err(|e| err("cannot write in", dir, e))?;
+    let mut staged = Staged {
+        path: staging.join(&name),
+        launcher: staging.join(agent_runner_plugin_host::common::launcher::LAUNCHER_NAME),
+        dir: staging,
+        sha256: String::new(),
+    };
+    staged.sha256 = copy_into(&mut src, source, &staged.path, &installed_meta)?;
+    if staged.sha256 == sha256_of(installed)? {
+        return Err(SwapError(format!(
+            "{} has the same bytes as the installed {}: nothing to upgrade",
+            source.display(),
+            installed.display()
+        )));
+    }
+    copy_into(
+        &mut launcher_src,
+        &launcher_source,
+        &staged.launcher,
+        &installed_meta,
+    )?;
+    Ok(staged)
+}
+
+/// Copies `src` (read from `source`) into a new file `path` with `installed`'s mode and
+/// owner (where allowed: root, or an owner already ours), fsync'd and closed; returns the
+/// sha256 of the bytes, lowercase hex.
+fn copy_into(
+    src: &mut File,
+    source: &Path,
+    path: &Path,
+    installed: &std::fs::Metadata,
+) -> Result<String, SwapError> {
     let mut out = OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .open(&path)
-        .map_err(|e| err("cannot write in", dir, e))?;
-    let mut staged = Staged {
-        path,
-        sha256: String::new(),
-        placed: false,
-    };
+        .open(path)
+        .map_err(|e| err("cannot write", path, e))?;
     let mut hash = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
@@ -166,33 +218,19 @@ pub(crate) fn stage(source: &Path, installed: &Path) -> Result<Staged, SwapError
         }
         hash.update(&buf[..n]);
         out.write_all(&buf[..n])
-            .map_err(|e| err("cannot write", &staged.path, e))?;
+            .map_err(|e| err("cannot write", path, e))?;
     }
-    staged.sha256 = hex(&hash.finalize());
-    if staged.sha256 == sha256_of(installed)? {
-        return Err(SwapError(format!(
-            "{} has the same bytes as the installed {}: nothing to upgrade",
-            source.display(),
-            installed.display()
-        )));
-    }
-    // The installed file's owner, where allowed (root, or an owner already ours); else
-    // the copy stays ours.
-    if let Err(e) =
-        std::os::unix::fs::fchown(&out, Some(installed_meta.uid()), Some(installed_meta.gid()))
-    {
+    if let Err(e) = std::os::unix::fs::fchown(&out, Some(installed.uid()), Some(installed.gid())) {
         if e.kind() != std::io::ErrorKind::PermissionDenied {
-            return Err(err("cannot chown", &staged.path, e));
+            return Err(err("cannot chown", path, e));
         }
     }
     out.set_permissions(std::fs::Permissions::from_mode(
-        installed_meta.permissions().mode() & 0o7777,
+        installed.permissions().mode() & 0o7777,
     ))
-    .map_err(|e| err("cannot chmod", &staged.path, e))?;
-    out.sync_all()
-        .map_err(|e| err("cannot fsync", &staged.path, e))?;
-    drop(out);
-    Ok(staged)
+    .map_err(|e| err("cannot chmod", path, e))?;
+    out.sync_all().map_err(|e| err("cannot fsync", path, e))?;
+    Ok(hex(&hash.finalize()))
 }
 
 /// Keeps `installed` as `<installed>.previous` (a hard link made under a temporary name,
@@ -201,20 +239,44 @@ pub(crate) fn stage(source: &Path, installed: &Path) -> Result<Staged, SwapError
 ///
 /// Errors: a link, rename or fsync failed; `installed` is unchanged unless the last rename
 /// succeeded (then the error is only the directory's fsync).
-pub(crate) fn swap(mut staged: Staged, installed: &Path) -> Result<(), SwapError> {
-    let previous = previous_path(installed);
-    link_over(installed, &previous)?;
-    std::fs::rename(&staged.path, installed)
-        .map_err(|e| err("cannot rename the new binary over", installed, e))?;
-    staged.placed = true;
+pub(crate) fn swap(staged: Staged, installed: &Path) -> Result<(), SwapError> {
+    let launcher = launcher_beside(installed);
+    let launcher_previous = previous_path(&launcher);
+    let had_launcher = launcher.exists();
+    if had_launcher {
+        link_over(&launcher, &launcher_previous)?;
+    } else {
+        // A `.previous` of an older pair must not be restored with this one's binary.
+        let _ = std::fs::remove_file(&launcher_previous);
+    }
+    std::fs::rename(&staged.launcher, &launcher)
+        .map_err(|e| err("cannot rename the new launcher over", &launcher, e))?;
+    let placed = link_over(installed, &previous_path(installed)).and_then(|()| {
+        std::fs::rename(&staged.path, installed)
+            .map_err(|e| err("cannot rename the new binary over", installed, e))
+    });
+    if let Err(e) = placed {
+        // Neither: the old launcher goes back beside the old binary.
+        let _ = if had_launcher {
+            link_over(&launcher_previous, &launcher)
+        } else {
+            std::fs::remove_file(&launcher).map_err(|e| err("cannot remove", &launcher, e))
+        };
+        return Err(e);
+    }
     sync_dir(installed)
 }
 
-/// Puts `<installed>.previous` back at `installed` (a hard link under a temporary name,
-/// renamed over it): the rollback. `.previous` stays.
+/// Puts `<installed>.previous` back at `installed`, and the launcher's `.previous` beside
+/// it where one was kept (each a hard link under a temporary name, renamed over): the
+/// rollback. The `.previous` files stay.
 ///
 /// Errors: a link, rename or fsync failed.
 pub(crate) fn restore(installed: &Path) -> Result<(), SwapError> {
+    let launcher = launcher_beside(installed);
+    if previous_path(&launcher).exists() {
+        link_over(&previous_path(&launcher), &launcher)?;
+    }
     link_over(&previous_path(installed), installed)?;
     sync_dir(installed)
 }
@@ -251,30 +313,65 @@ mod tests {
     }
 
     #[test]
-    fn swap_keeps_the_old_file_as_previous_and_restore_puts_it_back() {
+    fn swap_keeps_both_old_files_as_previous_and_restore_puts_both_back() {
         let dir = tempfile::tempdir().unwrap();
         let installed = exe(dir.path(), "agent-runner", b"old");
-        let new = exe(dir.path(), "new", b"new bytes");
+        exe(dir.path(), "plugin-host", b"old launcher");
+        let build = dir.path().join("build");
+        std::fs::create_dir(&build).unwrap();
+        let new = exe(&build, "agent-runner", b"new bytes");
+        exe(&build, "plugin-host", b"new launcher");
         let staged = stage(&new, &installed).unwrap();
         assert!(staged.path.starts_with(dir.path()));
         swap(staged, &installed).unwrap();
+        let launcher = dir.path().join("plugin-host");
         assert_eq!(std::fs::read(&installed).unwrap(), b"new bytes");
+        assert_eq!(std::fs::read(&launcher).unwrap(), b"new launcher");
         assert_eq!(std::fs::read(previous_path(&installed)).unwrap(), b"old");
+        assert_eq!(
+            std::fs::read(previous_path(&launcher)).unwrap(),
+            b"old launcher"
+        );
         let mode = std::fs::metadata(&installed).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o755);
         restore(&installed).unwrap();
         assert_eq!(std::fs::read(&installed).unwrap(), b"old");
-        let names: Vec<_> = std::fs::read_dir(dir.path())
+        assert_eq!(std::fs::read(&launcher).unwrap(), b"old launcher");
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
-        assert_eq!(names.len(), 3, "no staged or link file left: {names:?}");
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "agent-runner",
+                "agent-runner.previous",
+                "build",
+                "plugin-host",
+                "plugin-host.previous"
+            ],
+            "no staged or link file left"
+        );
+    }
+
+    #[test]
+    fn a_new_binary_without_its_launcher_is_refused_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let installed = exe(dir.path(), "agent-runner", b"old");
+        let build = dir.path().join("build");
+        std::fs::create_dir(&build).unwrap();
+        let new = exe(&build, "agent-runner", b"new bytes");
+        let e = stage(&new, &installed).err().unwrap();
+        assert!(e.0.contains("no launcher beside the new binary"), "{e}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
     }
 
     #[test]
     fn stage_refuses_what_cannot_be_a_new_binary_and_leaves_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let installed = exe(dir.path(), "agent-runner", b"old");
+        exe(dir.path(), "plugin-host", b"launcher");
         let same = exe(dir.path(), "copy", b"old");
         let plain = dir.path().join("plain");
         std::fs::write(&plain, b"x").unwrap();
@@ -291,7 +388,7 @@ mod tests {
             let e = stage(source, &installed).err().expect(why);
             assert!(e.0.contains(why), "{}: {e}", source.display());
         }
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 4);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 5);
     }
 
     #[test]

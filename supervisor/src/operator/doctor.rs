@@ -6,8 +6,8 @@
 //! Exit status: 78 when `serve` would refuse to boot (bad config, unmet `require`), 1 when
 //! another check fails (e.g. a mismatching or, under `require`, unpinned host), else 0.
 
-use agent_runner_plugin_host::probe::{probe, Capabilities, Tier};
-use agent_runner_plugin_host::resolve::resolve_executable;
+use agent_runner_plugin_host::common::probe::{probe, Capabilities, Tier};
+use agent_runner_plugin_host::host::resolve::resolve_executable;
 use agent_runner_protocol::Family;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -104,8 +104,8 @@ pub(crate) fn agent_sandbox_block(config: &Config, caps: &Capabilities) -> Agent
     }
 }
 
-impl From<agent_runner_plugin_host::layers::Layer> for LayerView {
-    fn from(l: agent_runner_plugin_host::layers::Layer) -> Self {
+impl From<agent_runner_plugin_host::common::layers::Layer> for LayerView {
+    fn from(l: agent_runner_plugin_host::common::layers::Layer) -> Self {
         LayerView {
             name: l.name.to_owned(),
             on: l.on,
@@ -166,7 +166,7 @@ pub(crate) struct SandboxBlock {
     pub layers: Vec<LayerView>,
 }
 
-/// One confinement layer (see `agent_runner_plugin_host::layers`).
+/// One confinement layer (see `agent_runner_plugin_host::host::layers`).
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct LayerView {
@@ -203,7 +203,7 @@ impl HostWriteLimits {
             file_max_mb: cfg.writes.file_max_mb,
             tmp_max_mb: cfg.writes.tmp_max_mb,
             state_max_mb: cfg.writes.state_max_mb,
-            state_used_bytes: agent_runner_plugin_host::write_limits::disk_usage(&state),
+            state_used_bytes: agent_runner_plugin_host::common::write_limits::disk_usage(&state),
         }
     }
 }
@@ -383,6 +383,9 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
             ));
         }
     }
+    let launcher = launcher_check();
+    refuse_boot |= !launcher.ok;
+    checks.push(launcher);
     let repo = Repo::new(
         &config.runtime.work_dir,
         crate::runtime::attribution::OwnFiles::default(),
@@ -478,6 +481,33 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
             agent_sandbox: Some(agent_sandbox),
         },
         code,
+    }
+}
+
+/// `launcher`: the `plugin-host` launcher beside this binary (docs/security.md "The
+/// launcher"), its sha256, and that it is this build's; `serve` and `round` refuse to start
+/// without it (exit 78), as every host, agent and goal check starts through it.
+fn launcher_check() -> Check {
+    use agent_runner_plugin_host::Launcher;
+    let path = Launcher::default_path();
+    match Launcher::open(&path) {
+        Ok(launcher) => check(
+            "launcher",
+            true,
+            format!(
+                "{} (sha256 {}, build {})",
+                launcher.path().display(),
+                launcher.sha256().unwrap_or_else(|e| format!("unreadable: {e}")),
+                agent_runner_plugin_host::common::plan::BUILD_ID
+            ),
+            "",
+        ),
+        Err(err) => check(
+            "launcher",
+            false,
+            err.to_string(),
+            "install agent-runner and plugin-host together (`cargo install --path supervisor` installs both), or copy the plugin-host built with this agent-runner beside it",
+        ),
     }
 }
 
@@ -848,7 +878,7 @@ pub(crate) fn sandbox_block(
         seccomp: caps.seccomp,
         unconfined_reason: caps.unconfined_reason.clone(),
         covers,
-        layers: agent_runner_plugin_host::layers::layers(
+        layers: agent_runner_plugin_host::host::layers::layers(
             gate.map(|g| g.applied).unwrap_or(Tier::Unconfined),
             caps.landlock_abi.unwrap_or(0),
         )

@@ -7,7 +7,7 @@
 //! status. It never writes, never takes the lock, never starts a host, and works when
 //! `log_dir` does not exist yet.
 
-use agent_runner_plugin_host::probe::probe;
+use agent_runner_plugin_host::common::probe::probe;
 use agent_runner_protocol::Family;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -514,7 +514,7 @@ fn brake_state(cfg: &crate::config::HostHealthConfig) -> String {
     if cfg.round_cgroup == crate::config::RoundCgroupMode::Off {
         return "inert(round_cgroup off)".to_owned();
     }
-    if agent_runner_plugin_host::cgroup::own_cgroup("memory").is_none() {
+    if agent_runner_plugin_host::common::cgroup::own_cgroup("memory").is_none() {
         return "inert(no memory cgroup)".to_owned();
     }
     match round_cgroup::delegation(cfg.round_cgroup) {

@@ -15,28 +15,31 @@
 //! that moves itself into another group (`setpgid` into the supervisor's) is still ended by
 //! the budget, a stop and the kill that follows.
 //!
-//! If the supervisor itself dies (even by SIGKILL) the agent dies with it: the agent's
-//! process has `PR_SET_PDEATHSIG` = SIGKILL ([`die_with_supervisor`]), and a
-//! [`GroupGuard`] process, forked into the group before the agent's exec, waits for the end
-//! of a pipe only the supervisor holds and then SIGKILLs its own group. A descendant that
+//! The agent is started by the `plugin-host` launcher (docs/security.md "The launcher"),
+//! which applies in the agent's own process what the round asks for: the round's cgroup,
+//! the guard of its process group, `PR_SET_PDEATHSIG`, the egress bridge and the agent's
+//! confinement ([`crate::runtime::agent_sandbox`]); then it runs the agent by the path
+//! found on `PATH`. If the supervisor itself dies (even by SIGKILL) the agent dies with it:
+//! the agent's process has `PR_SET_PDEATHSIG` = SIGKILL, and a guard process, forked into
+//! the group before the agent's exec, waits for the end of a pipe only the supervisor holds
+//! and then SIGKILLs its own group. A descendant that
 //! left the agent's process group (`setsid`, `setpgid`) while its parent lives on is out of
 //! their reach when the supervisor is killed: under the systemd unit, the unit's control
 //! group ends it (docs/operations.md, "Leaving it unattended").
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
+use std::ffi::OsString;
 use std::fs::File;
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
+use std::os::fd::OwnedFd;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
-use tokio::process::Command;
 
-use agent_runner_plugin_host::agent_confine::AgentConfinement;
-use agent_runner_plugin_host::pid_namespace::{has_exited, own_pidfd};
-use std::sync::Arc;
+use agent_runner_plugin_host::agent::confine::AgentConfinement;
+use agent_runner_plugin_host::common::program::Program;
 
 use crate::record::stop::{reached, StopLevel, StopWatch};
 use crate::runtime::processes::own_children;
@@ -75,9 +78,9 @@ pub(crate) struct AgentSpec {
     /// its exec ([`crate::runtime::round_cgroup`]); `None`: the supervisor's own cgroup.
     pub cgroup_procs: Option<OwnedFd>,
     /// With `[agent.sandbox] allow_hosts`: the agent's network namespace and forwarder,
-    /// entered before its exec ([`agent_runner_plugin_host::egress_bridge`]); the
+    /// entered before its exec ([`agent_runner_plugin_host::agent::egress_bridge`]); the
     /// supervisor's end is served by [`crate::runtime::egress_proxy`].
-    pub egress: Option<agent_runner_plugin_host::egress_bridge::EgressBridge>,
+    pub egress: Option<agent_runner_plugin_host::agent::egress_bridge::EgressBridge>,
     /// The agent's confinement, applied between fork and exec after every other step (the
     /// network namespace above included) ([`crate::runtime::agent_sandbox`]); `None`:
     /// unconfined (`[agent.sandbox] mode = "off"`).
@@ -209,10 +212,24 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
     // stdout and stderr share one pipe; a copier thread caps what reaches the round log.
     let (pipe, out) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     let err = out.try_clone()?;
-    let mut cmd = Command::new(&spec.argv[0]);
-    cmd.args(&spec.argv[1..])
-        .current_dir(&spec.work_dir)
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+    let env = environment_with(&spec.env);
+    let path = find_on_path(&spec.argv[0], env_var(&env, "PATH"), &spec.work_dir);
+    let mut program = Program::new("agent", path, &spec.argv, &env)?;
+    if let Some(procs) = spec.cgroup_procs {
+        program.join_cgroup(procs);
+    }
+    let guard = program.group_guard()?;
+    if let Some(bridge) = spec.egress {
+        let (forwarder, ids) = bridge.into_parts();
+        program.egress(forwarder, ids);
+    }
+    let confinement = spec.confinement;
+    if let Some(confinement) = &confinement {
+        let fds = confinement.fill_plan(program.plan_mut());
+        program.pass(fds);
+    }
+    let (mut cmd, pending) = program.command().map_err(std::io::Error::other)?;
+    cmd.current_dir(&spec.work_dir)
         .process_group(0)
         .stdin(if spec.stdin_prompt.is_some() {
             Stdio::piped()
@@ -220,20 +237,9 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
             Stdio::null()
         })
         .stdout(Stdio::from(out))
-        .stderr(Stdio::from(err))
-        .kill_on_drop(true);
-    if let Some(procs) = spec.cgroup_procs {
-        join_cgroup(&mut cmd, procs);
-    }
-    let guard = GroupGuard::install(&mut cmd)?;
-    die_with_supervisor(&mut cmd)?;
-    if let Some(bridge) = spec.egress {
-        enter_egress_bridge(&mut cmd, bridge);
-    }
-    let confinement = spec.confinement.map(Arc::new);
-    if let Some(confinement) = &confinement {
-        confine(&mut cmd, Arc::clone(confinement));
-    }
+        .stderr(Stdio::from(err));
+    let mut cmd = tokio::process::Command::from(cmd);
+    cmd.kill_on_drop(true);
     let started = Instant::now();
     // Root's agent is born in a PID namespace of its own: armed for this thread's next
     // child only, and no other fork on this thread in between.
@@ -244,8 +250,17 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
     let spawned = cmd.spawn();
     drop(pid_namespace);
     let mut child = spawned?;
-    // The agent sent its seccomp listener before its exec; a failure leaves its denied
-    // calls failing all the same (ENOSYS), only unreported.
+    pending.confirm().map_err(|failure| {
+        let kind = failure.errno.map_or(std::io::ErrorKind::Other, |e| {
+            std::io::Error::from_raw_os_error(e).kind()
+        });
+        std::io::Error::new(kind, failure.to_string())
+    })?;
+    // The launcher holds what it was given; our copies go (the bridge's forwarder end
+    // among them, so the proxy sees the end when the forwarder ends).
+    drop(program);
+    // The launcher sent the agent's seccomp listener before its exec; a failure leaves its
+    // denied calls failing all the same (ENOSYS), only unreported.
     let mut denials = match &confinement {
         Some(c) => c
             .denial_listener(child.id().unwrap_or(0))
@@ -435,142 +450,37 @@ async fn terminate(
     }
 }
 
-/// Adds to `cmd`'s pre-exec steps `PR_SET_PDEATHSIG` = SIGKILL: the kernel kills the agent
-/// when the thread that spawned it ends, which is when the supervisor ends (one thread,
-/// `cli::main`), whatever process group or session the agent moves to. A supervisor that
-/// died before this step (a pidfd of it, made before the fork, shows it gone; `getppid()`
-/// cannot tell inside the agent's own PID namespace, where it is 0) ends the child at once.
-///
-/// Errors: the pidfd of the supervisor cannot be opened.
-fn die_with_supervisor(cmd: &mut Command) -> std::io::Result<()> {
-    let supervisor = own_pidfd()?;
-    // SAFETY: the closure runs in the forked child before exec and makes only
-    // async-signal-safe system calls (prctl, poll, _exit); it allocates nothing and takes
-    // no locks.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            if has_exited(&supervisor) {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
+/// This process's environment with `overrides` set over it (the later of two entries of
+/// one name wins), as the agent gets it.
+fn environment_with(overrides: &[(String, String)]) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    for (key, value) in overrides {
+        env.retain(|(k, _)| k.as_os_str() != key.as_str());
+        env.push((key.into(), value.into()));
     }
-    Ok(())
+    env
 }
 
-/// Adds to `cmd`'s pre-exec steps, last, the agent's confinement
-/// ([`AgentConfinement::apply`]: namespaces, an init of its own, capabilities dropped,
-/// no_new_privs, Landlock, seccomp).
-fn confine(cmd: &mut Command, confinement: Arc<AgentConfinement>) {
-    // SAFETY: the closure runs in the forked child before exec; `apply` makes only raw,
-    // async-signal-safe system calls on data prepared before the fork (it allocates
-    // nothing, takes no locks, logs nothing).
-    unsafe {
-        cmd.pre_exec(move || confinement.apply());
-    }
+/// The value of `name` in `env`.
+fn env_var(env: &[(OsString, OsString)], name: &str) -> Option<OsString> {
+    env.iter()
+        .find(|(k, _)| k.as_os_str() == name)
+        .map(|(_, v)| v.clone())
 }
 
-/// Adds to `cmd`'s pre-exec steps (before the [`GroupGuard`]'s fork, so the guard joins
-/// too) the write of `0` to `procs`, an open `cgroup.procs`: the child moves itself into
-/// that cgroup before its exec, so nothing the agent starts runs outside it (kernel
-/// `cgroup-v2.rst`, "Processes": writing 0 migrates the writer). A failed write fails the
-/// spawn.
-/// The agent enters its network namespace and starts its forwarder before exec; a failure
-/// fails the spawn (the agent never runs with more network than asked).
-fn enter_egress_bridge(
-    cmd: &mut Command,
-    bridge: agent_runner_plugin_host::egress_bridge::EgressBridge,
-) {
-    // SAFETY: the closure runs in the forked child before exec; `EgressBridge::enter` makes
-    // raw system calls only (unshare, open/write of /proc/self maps, socket, ioctl, bind,
-    // listen, clone), allocates nothing and takes no locks (its contract).
-    unsafe {
-        cmd.pre_exec(move || {
-            bridge
-                .enter()
-                .map_err(|e| std::io::Error::from_raw_os_error(e.errno))
-        });
+/// `argv0` as the exec will find it: a path with a slash against `work_dir` (the agent's
+/// cwd), a bare name on `path` (the first executable file); unchanged when not found (the
+/// exec then fails with its own error).
+pub(crate) fn find_on_path(argv0: &str, path: Option<OsString>, work_dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    if argv0.contains('/') {
+        return work_dir.join(argv0);
     }
-}
-
-fn join_cgroup(cmd: &mut Command, procs: OwnedFd) {
-    let fd = procs.as_raw_fd();
-    // SAFETY: the closure runs in the forked child before exec and makes one
-    // async-signal-safe system call (write) on a descriptor it owns (`procs` is moved in
-    // and stays open until `cmd` is dropped); it allocates nothing and takes no locks.
-    unsafe {
-        cmd.pre_exec(move || {
-            let _keep_open = &procs;
-            if libc::write(fd, b"0".as_ptr().cast(), 1) == 1 {
-                Ok(())
-            } else {
-                Err(std::io::Error::last_os_error())
-            }
-        });
-    }
-}
-
-/// Kills the agent's process group when the supervisor dies.
-///
-/// Holds the write end of a close-on-exec pipe; the read end goes to a guard process that
-/// the agent's child forks between `setpgid` and `exec`, so the guard is a member of the
-/// agent's group. The guard blocks in `read(2)` until every write end is closed — when the
-/// supervisor drops this value or dies by any means — then sends SIGKILL to its own group.
-/// (`PR_SET_PDEATHSIG` would only reach the group leader, not what the agent started.)
-pub(crate) struct GroupGuard {
-    _write: OwnedFd,
-}
-
-impl GroupGuard {
-    /// Creates the pipe and adds the guard's fork to `cmd`'s pre-exec steps (which run after
-    /// `process_group(0)` has made the child a group leader).
-    pub(crate) fn install(cmd: &mut Command) -> std::io::Result<GroupGuard> {
-        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
-        let read_fd = read.as_raw_fd();
-        // SAFETY: the closure runs in the forked child before exec and uses only
-        // async-signal-safe system calls (fork, close_range, read, kill, _exit); it allocates
-        // nothing and takes no locks. `read` is moved in, so its descriptor stays open in
-        // the parent until `cmd` is dropped, and the child has its own copy.
-        unsafe {
-            cmd.pre_exec(move || {
-                let _keep_open = &read;
-                match libc::fork() {
-                    -1 => Err(std::io::Error::last_os_error()),
-                    0 => {
-                        // The guard execs nothing, so close-on-exec does not apply: close
-                        // every inherited descriptor but the read end (the write end, the
-                        // project lock, host pipes), then wait for EOF.
-                        let last = libc::c_uint::MAX;
-                        let read_u = read_fd as libc::c_uint;
-                        if read_u > 0 {
-                            libc::syscall(libc::SYS_close_range, 0, read_u - 1, 0);
-                        }
-                        libc::syscall(libc::SYS_close_range, read_u + 1, last, 0);
-                        let mut byte = 0u8;
-                        loop {
-                            let n = libc::read(read_fd, std::ptr::addr_of_mut!(byte).cast(), 1);
-                            if n == -1 && *libc::__errno_location() == libc::EINTR {
-                                continue;
-                            }
-                            break;
-                        }
-                        libc::kill(0, libc::SIGKILL);
-                        libc::_exit(0)
-                    }
-                    _ => Ok(()),
-                }
-            });
-        }
-        Ok(GroupGuard { _write: write })
-    }
+    let path = path.unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(argv0))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .unwrap_or_else(|| PathBuf::from(argv0))
 }

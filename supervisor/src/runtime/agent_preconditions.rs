@@ -93,7 +93,7 @@ pub(crate) fn on_this_machine(config: &Config) -> (Vec<Finding>, Vec<Finding>) {
         )
         .any(|a| a.allow_hosts.is_some());
     if egress {
-        if let Err(why) = agent_runner_plugin_host::egress_bridge::probe() {
+        if let Err(why) = agent_runner_plugin_host::agent::egress_bridge::probe() {
             failed.push((
                 format!("[agent.sandbox] allow_hosts is set but the agent's network namespace cannot be made here: {why}; every round's agent would fail to start"),
                 "allow user namespaces for this user (docs/security.md, \"Egress by host name\"), run agent-runner as root, or remove allow_hosts".to_owned(),

@@ -11,12 +11,12 @@
 
 use std::path::{Path, PathBuf};
 
-use agent_runner_plugin_host::agent_confine::{
+use agent_runner_plugin_host::agent::confine::{
     agent_layers, AgentConfineError, AgentConfinement, AgentSandboxSpec, PidIsolation,
 };
-use agent_runner_plugin_host::agent_policy::{AgentPolicyInput, DEFAULT_CONNECT_PORTS};
-use agent_runner_plugin_host::layers::Layer;
-use agent_runner_plugin_host::probe::{Capabilities, Tier};
+use agent_runner_plugin_host::agent::policy::{AgentPolicyInput, DEFAULT_CONNECT_PORTS};
+use agent_runner_plugin_host::common::layers::Layer;
+use agent_runner_plugin_host::common::probe::{Capabilities, Tier};
 
 use crate::config::{Config, SandboxMode};
 
@@ -186,7 +186,7 @@ impl AgentSandboxGate {
         let tmp_dir = tmp_dir(config);
         let _ = std::fs::remove_dir_all(&tmp_dir);
         if let Some(home) = var("HOME") {
-            agent_runner_plugin_host::agent_policy::create_state(cli, Path::new(&home)).map_err(
+            agent_runner_plugin_host::agent::policy::create_state(cli, Path::new(&home)).map_err(
                 |source| AgentConfineError::Io {
                     what: format!("creating {cli}'s state in {}", Path::new(&home).display()),
                     source,
@@ -202,7 +202,11 @@ impl AgentSandboxGate {
                 work_dir: config.runtime.work_dir.clone(),
                 home: var("HOME").map(PathBuf::from),
                 cli: cli.to_owned(),
-                executable: find_on_path(argv0, var("PATH"), &config.runtime.work_dir),
+                executable: crate::runtime::agent::find_on_path(
+                    argv0,
+                    var("PATH"),
+                    &config.runtime.work_dir,
+                ),
                 tmp_dir,
                 state_dir: config.runtime.state_dir.clone(),
                 log_dir: config.runtime.log_dir.clone(),
@@ -221,23 +225,6 @@ impl AgentSandboxGate {
 /// the agent reaches).
 pub(crate) fn tmp_dir(config: &Config) -> PathBuf {
     config.runtime.state_dir.join("agent-tmp")
-}
-
-/// `argv0` as the exec will find it: a path with a slash against `work_dir` (the agent's
-/// cwd), a bare name on `path` (the first executable file); unchanged when not found (the
-/// spawn then fails with its own error).
-fn find_on_path(argv0: &str, path: Option<std::ffi::OsString>, work_dir: &Path) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    if argv0.contains('/') {
-        return work_dir.join(argv0);
-    }
-    let path = path.unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(argv0))
-        .find(|p| {
-            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
-        .unwrap_or_else(|| PathBuf::from(argv0))
 }
 
 #[cfg(test)]

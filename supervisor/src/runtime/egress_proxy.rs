@@ -3,7 +3,7 @@
 //!
 //! The agent runs in a network namespace with only loopback; the forwarder there hands each
 //! connection it accepts on `127.0.0.1:3128` to the supervisor
-//! ([`agent_runner_plugin_host::egress_bridge`]). [`start`] serves them: a thread waits on
+//! ([`agent_runner_plugin_host::agent::egress_bridge`]). [`start`] serves them: a thread waits on
 //! the bridge and each connection becomes a task that
 //!
 //! 1. reads the request head (at most [`HEAD_MAX`] bytes, within [`HEAD_TIMEOUT`]);
@@ -28,7 +28,7 @@ use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_runner_plugin_host::egress_bridge::{self, BridgeReceiver, EgressBridge};
+use agent_runner_plugin_host::agent::egress_bridge::{self, BridgeReceiver, EgressBridge};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;

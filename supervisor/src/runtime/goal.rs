@@ -4,7 +4,10 @@
 //! `serve` give up; the one way a goal ends `serve` is the operator's opt-in
 //! `[goal] stop_when = "all_satisfied"`, decided by `serve` from [`Checked`].
 //!
-//! A check runs in its own process group under its `timeout_s`: on breach the group gets
+//! A check is started by the `plugin-host` launcher (docs/security.md "The launcher"),
+//! found on the supervisor's `PATH` (a relative path against its `cwd`), with the
+//! supervisor's environment; it dies with the supervisor, and a guard in its process group
+//! kills the group if the supervisor dies. It runs in its own process group under its `timeout_s`: on breach the group gets
 //! SIGTERM, then SIGKILL [`CHECK_KILL_GRACE`] later; whatever is left in the group when
 //! the check ends is killed too. Its output is read for at most [`CHECK_KILL_GRACE`] after
 //! it ends (a descendant that left the group cannot hold the round), and only its last
@@ -13,10 +16,12 @@
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Stdio;
 use tokio::io::AsyncReadExt;
-use tokio::process::Command;
+
+use agent_runner_plugin_host::common::program::Program;
 
 use crate::config::{GoalCheck, GoalConfig, CHECK_KILL_GRACE};
 use crate::record::events::read::Backwards;
@@ -118,17 +123,25 @@ pub(crate) async fn run_checks(
 ///
 /// Errors: it could not be started (not found, not executable, `cwd` missing).
 async fn run_one(check: &GoalCheck) -> std::io::Result<CheckResult> {
-    let mut cmd = Command::new(&check.cmd[0]);
-    cmd.args(&check.cmd[1..])
-        .current_dir(&check.cwd)
+    let env: Vec<_> = std::env::vars_os().collect();
+    let path =
+        crate::runtime::agent::find_on_path(&check.cmd[0], std::env::var_os("PATH"), &check.cwd);
+    let mut program = Program::new(&check.name, path, &check.cmd, &env)?;
+    let guard = program.group_guard()?;
+    let (mut cmd, pending) = program.command().map_err(std::io::Error::other)?;
+    cmd.current_dir(&check.cwd)
         .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true);
-    let guard = crate::runtime::agent::GroupGuard::install(&mut cmd)?;
+        .stderr(Stdio::null());
+    let mut cmd = tokio::process::Command::from(cmd);
+    cmd.kill_on_drop(true);
     let mut child = cmd.spawn()?;
     drop(cmd);
+    pending
+        .confirm()
+        .map_err(|failure| std::io::Error::other(failure.to_string()))?;
+    drop(program);
     let pgid = Pid::from_raw(child.id().map(|id| id as i32).unwrap_or(0));
     let mut stdout = child.stdout.take().expect("piped");
     let reader = tokio::spawn(async move {

@@ -25,7 +25,7 @@ use std::time::Instant;
 use crate::config::HostHealthConfig;
 use crate::record::events::{Event, EventLog};
 use crate::runtime::round_cgroup::Delegation;
-use agent_runner_plugin_host::cgroup::Layout;
+use agent_runner_plugin_host::common::cgroup::Layout;
 
 /// The lowest brake ever written (the reference system's 64 MiB).
 pub(crate) const MIN_BRAKE: u64 = 64 * 1024 * 1024;

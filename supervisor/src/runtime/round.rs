@@ -783,7 +783,7 @@ impl Runner {
             .unwrap_or_default();
         // Behind the egress proxy the agent connects to its forwarder's port only.
         let proxy_port: &[u16] = if self.config.profile(phase).agent.allow_hosts.is_some() {
-            &[agent_runner_plugin_host::egress_bridge::PROXY_PORT]
+            &[agent_runner_plugin_host::agent::egress_bridge::PROXY_PORT]
         } else {
             &[]
         };

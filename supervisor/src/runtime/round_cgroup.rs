@@ -19,7 +19,7 @@
 //! | OOM kills | `memory.events` `oom_kill N` | `memory.oom_control` `oom_kill N` |
 
 use crate::config::RoundCgroupMode;
-use agent_runner_plugin_host::cgroup::{self, Layout, OwnCgroup, SUPERVISOR_LEAF};
+use agent_runner_plugin_host::common::cgroup::{self, Layout, OwnCgroup, SUPERVISOR_LEAF};
 use std::fs;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};

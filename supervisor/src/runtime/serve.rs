@@ -18,7 +18,7 @@
 //! Diagnosed failures are also backed off ([`crate::runtime::transient`]), so a loop that
 //! burns money stops after a few minutes of growing waits.
 
-use agent_runner_plugin_host::probe::probe;
+use agent_runner_plugin_host::common::probe::probe;
 use agent_runner_protocol::{LastRound, ProjectState};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
@@ -124,6 +124,10 @@ pub(crate) enum BootError {
     /// `[agent.sandbox] mode = "require"` on a machine that cannot honour it.
     #[error(transparent)]
     AgentSandbox(AgentSandboxRefused),
+    /// The `plugin-host` launcher is missing, unusable or of another build: nothing could
+    /// be launched (docs/security.md "The launcher").
+    #[error(transparent)]
+    Launcher(#[from] agent_runner_plugin_host::LauncherError),
     /// The SIGHUP handler could not be installed.
     #[error("cannot install the SIGHUP handler: {0}")]
     Hangup(std::io::Error),
@@ -246,6 +250,8 @@ pub(crate) async fn boot(config_path: &Path) -> Result<Booted, BootError> {
             refused_boot: None,
         });
     }
+    // Hosts, the agent and goal checks all start through the launcher: none without it.
+    agent_runner_plugin_host::Launcher::get()?;
     // Refused before anything is written: no lock, no log-dir views, no record.
     let tree = Repo::new(&config.runtime.work_dir, OwnFiles::default());
     if let Some(refusal) = tree.not_a_work_tree().await {

@@ -1,9 +1,9 @@
 //! The host `plugin check` runs, made ready ([`Prepared`]) from a [`Target`]: launched
 //! exactly as serve launches it.
 
-use agent_runner_plugin_host::pin::open_and_hash;
-use agent_runner_plugin_host::probe::probe;
-use agent_runner_plugin_host::resolve::resolve_executable;
+use agent_runner_plugin_host::common::probe::probe;
+use agent_runner_plugin_host::host::pin::open_and_hash;
+use agent_runner_plugin_host::host::resolve::resolve_executable;
 use agent_runner_protocol::{Family, InitializeParams};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -66,10 +66,10 @@ pub(crate) enum NotLaunched {
     },
     /// A command's program was not found or is no executable.
     #[error(transparent)]
-    Resolve(#[from] agent_runner_plugin_host::resolve::ResolveError),
+    Resolve(#[from] agent_runner_plugin_host::host::resolve::ResolveError),
     /// A command's program could not be opened and hashed.
     #[error(transparent)]
-    Pin(#[from] agent_runner_plugin_host::pin::PinError),
+    Pin(#[from] agent_runner_plugin_host::host::pin::PinError),
 }
 
 /// A host ready to be launched, and what it needs to be checked.
@@ -77,7 +77,7 @@ pub(crate) struct Prepared {
     /// Its configuration (synthesized for a command).
     pub cfg: HostConfig,
     /// The launch, or why there is none (a `launch` failure).
-    pub spec: Result<agent_runner_plugin_host::launch::LaunchSpec, NotLaunched>,
+    pub spec: Result<agent_runner_plugin_host::host::launch::LaunchSpec, NotLaunched>,
     /// The `initialize` params shared by the hosts of this config.
     pub init: InitializeParams,
     /// The confinement tier applied.
@@ -205,7 +205,7 @@ pub(super) fn prepare_command(
         provides,
         timeout: None,
         init_timeout: Duration::from_secs(agent_runner_protocol::limits::DEFAULT_INIT_TIMEOUT_S),
-        memory_max_mb: agent_runner_plugin_host::launch::DEFAULT_MEMORY_MAX_MB,
+        memory_max_mb: agent_runner_plugin_host::host::launch::DEFAULT_MEMORY_MAX_MB,
         read_paths: Vec::new(),
         writes: Default::default(),
         config: Default::default(),

@@ -3,8 +3,8 @@
 //! rule can be judged, and it records what it saw. Framing follows `docs/protocol.md` §1 with
 //! the limit of [`MAX_LINE_BYTES`].
 
-use agent_runner_plugin_host::launch::{self, LaunchError, LaunchSpec};
-use agent_runner_plugin_host::notify::DenialListener;
+use agent_runner_plugin_host::common::notify::DenialListener;
+use agent_runner_plugin_host::host::launch::{self, LaunchError, LaunchSpec};
 use agent_runner_protocol::limits::MAX_LINE_BYTES;
 use agent_runner_protocol::line::{BoundedLines, Found, LongLines};
 use agent_runner_protocol::redact::{quote, redact};
@@ -215,7 +215,7 @@ impl HostWire {
     /// Live (non-zombie) processes of the host's process group other than the host
     /// itself while it runs: `(pid, command name)`. The host is the group's leader, or, for
     /// an unprivileged operator, the leader's child that is PID 1 of its own PID namespace
-    /// (the leader is then the reaper, see `agent_runner_plugin_host::user_namespace`).
+    /// (the leader is then the reaper, see `agent_runner_plugin_host::common::user_namespace`).
     pub(super) fn group_members(&self) -> Vec<(u32, String)> {
         let Ok(dir) = std::fs::read_dir("/proc") else {
             return Vec::new();

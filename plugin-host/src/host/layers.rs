@@ -1,33 +1,14 @@
 //! Each confinement layer a host gets on this machine, on or off with the reason, for
 //! `doctor` and `peek` (docs/security.md "Layers").
 
-use crate::pids_limit::pids_cgroup;
-use crate::probe::Tier;
-use crate::user_namespace::user_namespaces;
-
-/// One layer: its name, whether hosts get it, and what it does or why not.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Layer {
-    /// `landlock`, `seccomp`, `pid_namespace`, `process_bound`, `memory_bound`,
-    /// `unix_socket_rule`, `write_limits`.
-    pub name: &'static str,
-    /// Whether hosts launched now get it.
-    pub on: bool,
-    /// What it covers (on) or why it is missing (off).
-    pub detail: String,
-}
-
-fn layer(name: &'static str, on: bool, detail: impl Into<String>) -> Layer {
-    Layer {
-        name,
-        on,
-        detail: detail.into(),
-    }
-}
+use crate::common::layers::{layer, Layer};
+use crate::common::pids_limit::pids_cgroup;
+use crate::common::probe::Tier;
+use crate::common::user_namespace::user_namespaces;
 
 /// The layers of a host launched at `tier` by this process, on a kernel with Landlock ABI
 /// `landlock_abi` (0: none). Probes privileges (root, user namespaces, the `pids` cgroup)
-/// the way [`crate::launch::spawn`] decides.
+/// the way [`crate::host::launch::spawn`] decides.
 pub fn layers(tier: Tier, landlock_abi: u32) -> Vec<Layer> {
     // SAFETY: geteuid cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
@@ -59,7 +40,7 @@ pub fn layers(tier: Tier, landlock_abi: u32) -> Vec<Layer> {
             true,
             format!(
                 "allow-list of {} system calls (policy::SECCOMP_ALLOW); any other call kills the host",
-                crate::policy::SECCOMP_ALLOW.len()
+                crate::host::policy::SECCOMP_ALLOW.len()
             ),
         )
     } else {

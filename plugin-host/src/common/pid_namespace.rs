@@ -16,7 +16,7 @@
 //!
 //! Consequences, all checked by tests:
 //! * inside, `getppid()` is 0 (the parent is outside the namespace); the launch checks that
-//!   the supervisor is alive through a pidfd instead (see [`crate::launch`]);
+//!   the supervisor is alive through a pidfd instead (see [`crate::host::launch`]);
 //! * `/proc` is still the supervisor's mount: `/proc/self` and `/dev/fd/N` resolve to the
 //!   host (procfs translates through its own namespace, where the host is visible), and pids
 //!   seen by the supervisor (`child.id()`, seccomp notifications) are supervisor pids;

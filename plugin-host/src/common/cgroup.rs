@@ -74,7 +74,7 @@ pub fn own_cgroup(controller: &str) -> Option<OwnCgroup> {
 }
 
 /// Why a cgroup directory is not this process's to make children in ([`writable`],
-/// [`delegated`], `crate::pids_limit::pids_cgroup`). Display says why in words, for
+/// [`delegated`], `crate::common::pids_limit::pids_cgroup`). Display says why in words, for
 /// `doctor` and the log.
 #[derive(Debug, thiserror::Error)]
 pub enum NotDelegated {

@@ -1,7 +1,7 @@
 //! Pins (`sha256:<hex>`) and executables verified against them.
 //!
 //! [`open_and_hash`] opens a host executable once, hashes it from that descriptor and keeps
-//! the descriptor: [`crate::launch::spawn`] later executes *that* descriptor with
+//! the descriptor: [`crate::host::launch::spawn`] later executes *that* descriptor with
 //! `execveat(fd, "", AT_EMPTY_PATH)`, so the bytes that were hashed are the bytes that run,
 //! even if the path is replaced (renamed over) in between.
 //!
@@ -19,7 +19,7 @@ use std::str::FromStr;
 
 use sha2::{Digest, Sha256};
 
-use crate::resolve::{check_executable, resolve_executable, ResolveError};
+use crate::host::resolve::{check_executable, resolve_executable, ResolveError};
 
 /// A sha256 digest of an executable's bytes, written `sha256:<64 lowercase hex digits>`
 /// (the form used in `[plugins.pin]` of the configuration).
@@ -128,7 +128,7 @@ pub enum PinError {
         /// The path given.
         path: PathBuf,
         /// What was wrong.
-        reason: crate::resolve::NotExecutable,
+        reason: crate::host::resolve::NotExecutable,
     },
     /// Opening or reading the file failed.
     #[error("host executable {path}: cannot {action}: {source}")]
@@ -186,7 +186,7 @@ pub fn open_and_hash(path: &Path) -> Result<VerifiedExecutable, PinError> {
     let meta = file.metadata().map_err(|e| io_err("open", e))?;
     if !meta.is_file() {
         return Err(PinError::NotExecutable {
-            reason: crate::resolve::NotExecutable::NotAFile(canonical.clone()),
+            reason: crate::host::resolve::NotExecutable::NotAFile(canonical.clone()),
             path: canonical,
         });
     }

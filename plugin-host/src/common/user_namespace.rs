@@ -2,8 +2,8 @@
 //! process count bounded by `RLIMIT_NPROC` inside the new user namespace.
 //!
 //! An unprivileged supervisor cannot unshare a PID namespace (`CAP_SYS_ADMIN` is needed),
-//! nor use a `pids` cgroup (the hierarchy belongs to root) — see [`crate::pid_namespace`]
-//! and [`crate::pids_limit`]. Where the kernel allows unprivileged user namespaces it can do
+//! nor use a `pids` cgroup (the hierarchy belongs to root) — see [`crate::common::pid_namespace`]
+//! and [`crate::common::pids_limit`]. Where the kernel allows unprivileged user namespaces it can do
 //! both jobs another way, between fork and exec ([`UserNamespacePlan::enter`]):
 //!
 //! 1. `unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS)`:
@@ -24,7 +24,7 @@
 //!    signal re-raised with its default action), so the supervisor sees the host's status.
 //!
 //! The reaper is the supervisor's child and the leader of the host's process group, so
-//! [`crate::launch::kill_group`] reaches both. Both arm `PR_SET_PDEATHSIG`: the supervisor's
+//! [`crate::host::launch::kill_group`] reaches both. Both arm `PR_SET_PDEATHSIG`: the supervisor's
 //! death kills the reaper, whose death kills the host, whose death (as namespace init) kills
 //! everything it started. The reaper runs no foreign code and makes only raw system calls.
 //!
@@ -35,24 +35,7 @@ use std::ffi::CStr;
 use std::os::fd::RawFd;
 use std::sync::OnceLock;
 
-/// `"<id> <id> 1\n"` of one id, prepared before the fork.
-#[derive(Debug, Clone, Copy)]
-struct IdMap {
-    buf: [u8; 32],
-    len: usize,
-}
-
-impl IdMap {
-    fn identity(id: u32) -> Self {
-        let text = format!("{id} {id} 1\n");
-        let mut buf = [0u8; 32];
-        buf[..text.len()].copy_from_slice(text.as_bytes());
-        IdMap {
-            buf,
-            len: text.len(),
-        }
-    }
-}
+use crate::common::id_map::IdMap;
 
 /// What the forked child does to enter its namespaces; built before the fork.
 #[derive(Debug)]
@@ -80,7 +63,7 @@ impl UserNamespacePlan {
         }
     }
 
-    /// The agent's plan (`crate::agent_confine`): no `RLIMIT_NPROC` of its own (builds run
+    /// The agent's plan (`crate::agent::confine`): no `RLIMIT_NPROC` of its own (builds run
     /// many processes; the round's cgroup bounds them), and a reaper that ignores the
     /// round's stop signals.
     pub(crate) fn for_agent() -> Self {
@@ -107,8 +90,8 @@ impl UserNamespacePlan {
             return Err(std::io::Error::last_os_error());
         }
         write_file(c"/proc/self/setgroups", b"deny")?;
-        write_file(c"/proc/self/uid_map", &self.uid_map.buf[..self.uid_map.len])?;
-        write_file(c"/proc/self/gid_map", &self.gid_map.buf[..self.gid_map.len])?;
+        write_file(c"/proc/self/uid_map", self.uid_map.bytes())?;
+        write_file(c"/proc/self/gid_map", self.gid_map.bytes())?;
         if let Some(nproc) = self.nproc {
             let lim = libc::rlimit {
                 rlim_cur: nproc,

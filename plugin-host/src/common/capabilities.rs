@@ -18,7 +18,7 @@
 //!
 //! An unprivileged supervisor outside a user namespace holds no capability and cannot
 //! change its bounding set (no `CAP_SETPCAP`); `no_new_privs` (set right after, see
-//! [`crate::launch`]) keeps `execve` from granting any through set-user-ID or file
+//! [`crate::host::launch`]) keeps `execve` from granting any through set-user-ID or file
 //! capabilities. Only raw system calls on the stack: usable between fork and exec.
 
 /// `_LINUX_CAPABILITY_VERSION_3`: two 32-bit words per set.

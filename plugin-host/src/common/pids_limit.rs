@@ -4,7 +4,7 @@
 //! (`INIT_USER`) and for `CAP_SYS_ADMIN`/`CAP_SYS_RESOURCE` holders — the supervisor runs as
 //! root. The `pids` controller counts the tasks of a cgroup, whoever owns them: once
 //! `pids.max` tasks exist, `fork`/`clone` fail with `EAGAIN` inside the host, so a fork bomb
-//! stays a small, bounded tree (and dies with the host, see [`crate::pid_namespace`]).
+//! stays a small, bounded tree (and dies with the host, see [`crate::common::pid_namespace`]).
 //!
 //! Before the fork, [`PidsCgroup::create`] makes `agent-runner.<supervisor pid>.<n>` below
 //! the supervisor's own cgroup in the `pids` hierarchy (cgroup v1 `pids`, or cgroup v2 when
@@ -18,7 +18,7 @@
 //! [`PidsCgroup::create`] returns `None` and the host runs without this bound
 //! (`docs/security.md`).
 
-use crate::cgroup::{self, Layout};
+use crate::common::cgroup::{self, Layout};
 use std::fs;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
 //!
 //! 1. unshares a network namespace (`CLONE_NEWNET`; for an unprivileged operator inside a new
 //!    user namespace of its own, `CLONE_NEWUSER | CLONE_NEWNET`, the operator's ids mapped to
-//!    themselves as in [`crate::user_namespace`]). The namespace has one interface, `lo`,
+//!    themselves as in [`crate::common::user_namespace`]). The namespace has one interface, `lo`,
 //!    which it brings up: no other interface, no route, so a direct connection to any
 //!    address outside fails (`ENETUNREACH`; `127.0.0.0/8` is the namespace's own loopback);
 //! 2. binds a listening TCP socket to `127.0.0.1:`[`PROXY_PORT`] in that namespace (the
@@ -31,6 +31,8 @@
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
+use crate::common::id_map::IdMap;
+
 /// The loopback TCP port, inside the agent's network namespace, the forwarder listens on.
 /// The namespace is private to the round, so a fixed port cannot collide (3128: the port
 /// HTTP proxies customarily use).
@@ -39,25 +41,6 @@ pub const PROXY_PORT: u16 = 3128;
 /// The proxy URL the agent is given (`http://127.0.0.1:3128`).
 pub fn proxy_url() -> String {
     format!("http://127.0.0.1:{PROXY_PORT}")
-}
-
-/// `"<id> <id> 1\n"` for one id, prepared before the fork.
-#[derive(Debug, Clone, Copy)]
-struct IdMap {
-    buf: [u8; 32],
-    len: usize,
-}
-
-impl IdMap {
-    fn identity(id: u32) -> Self {
-        let text = format!("{id} {id} 1\n");
-        let mut buf = [0u8; 32];
-        buf[..text.len()].copy_from_slice(text.as_bytes());
-        IdMap {
-            buf,
-            len: text.len(),
-        }
-    }
 }
 
 /// What the forked agent process does to enter its network namespace and start the
@@ -70,6 +53,8 @@ pub struct EgressBridge {
     forwarder_end: OwnedFd,
     /// `Some((uid_map, gid_map))`: also create a user namespace (unprivileged operator).
     user_namespace: Option<(IdMap, IdMap)>,
+    /// The ids those maps map.
+    ids: Option<(u32, u32)>,
 }
 
 /// The supervisor's end: the agent's connections, one descriptor per message.
@@ -104,12 +89,14 @@ pub fn bridge(
     }
     // SAFETY: both descriptors are fresh and owned by nobody else.
     let (a, b) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let user_namespace_ids = user_namespace;
     let user_namespace =
         user_namespace.map(|(uid, gid)| (IdMap::identity(uid), IdMap::identity(gid)));
     Ok((
         EgressBridge {
             forwarder_end: a,
             user_namespace,
+            ids: user_namespace_ids,
         },
         BridgeReceiver { fd: b },
     ))
@@ -157,6 +144,21 @@ fn fail(step: &'static str) -> EnterError {
 }
 
 impl EgressBridge {
+    /// The supervisor's side: the forwarder's end (for the launch plan to pass on) and the
+    /// `(uid, gid)` of the user namespace to create, if any.
+    pub fn into_parts(self) -> (OwnedFd, Option<(u32, u32)>) {
+        (self.forwarder_end, self.ids)
+    }
+
+    /// The launcher's side: the bridge of [`EgressBridge::into_parts`].
+    pub(crate) fn from_parts(forwarder_end: OwnedFd, ids: Option<(u32, u32)>) -> Self {
+        EgressBridge {
+            forwarder_end,
+            user_namespace: ids.map(|(uid, gid)| (IdMap::identity(uid), IdMap::identity(gid))),
+            ids,
+        }
+    }
+
     /// Run in the forked child before exec (single-threaded; raw system calls only): the
     /// steps of the module docs. On return the process is in its network namespace and the
     /// forwarder runs; on error nothing outside this process changed and the caller must not
@@ -201,17 +203,17 @@ impl EgressBridge {
             return Err(fail("unshare"));
         }
         if let Some((uid_map, gid_map)) = &self.user_namespace {
-            crate::user_namespace::write_file(c"/proc/self/setgroups", b"deny")
+            crate::common::user_namespace::write_file(c"/proc/self/setgroups", b"deny")
                 .and_then(|()| {
-                    crate::user_namespace::write_file(
+                    crate::common::user_namespace::write_file(
                         c"/proc/self/uid_map",
-                        &uid_map.buf[..uid_map.len],
+                        uid_map.bytes(),
                     )
                 })
                 .and_then(|()| {
-                    crate::user_namespace::write_file(
+                    crate::common::user_namespace::write_file(
                         c"/proc/self/gid_map",
-                        &gid_map.buf[..gid_map.len],
+                        gid_map.bytes(),
                     )
                 })
                 .map_err(|e| EnterError {

@@ -5,7 +5,7 @@
 //!   (a short write first, up to the limit) instead of killing the host. Applies to every
 //!   regular file the host writes, in any directory.
 //! * **TMPDIR in total**: where the child may create a mount namespace (root, or a user
-//!   namespace, see [`crate::user_namespace`]), the host's `tmp_dir` is a fresh `tmpfs` of
+//!   namespace, see [`crate::common::user_namespace`]), the host's `tmp_dir` is a fresh `tmpfs` of
 //!   `tmp_max_mb` (and at most [`TMPFS_INODES`] files) mounted over the directory in the
 //!   host's *own* mount namespace ([`PrivateTmp::mount`]): writes past it fail with
 //!   `ENOSPC`, and its contents vanish with the host (the supervisor's view of the

@@ -1,15 +1,15 @@
-//! Confining the agent of a round: [`AgentConfinement`] is built in the supervisor before
-//! the fork (the Landlock ruleset, the seccomp program, the namespace plan), and
-//! [`AgentConfinement::apply`] runs in the forked child between fork and exec, making raw
-//! system calls only, in this order:
+//! Confining the agent of a round: [`AgentConfinement`] is prepared in the supervisor (the
+//! grants, the listener's socket, the config file to protect, the PID namespace plan) and
+//! written into the agent's launch plan ([`AgentConfinement::fill_plan`]); the `plugin-host`
+//! launcher applies it in the agent's own process ([`crate::launcher`]), in this order:
 //!
 //! 1. a fresh PID namespace (docs/security.md "The agent's confinement"):
-//!    * root: the child is already born as PID 1 of a new PID namespace
+//!    * root: the launcher is already born as PID 1 of a new PID namespace
 //!      ([`AgentConfinement::pid_namespace_for_next_child`], armed by the spawning thread);
 //!    * an unprivileged operator where user namespaces are allowed: new user, PID, mount,
-//!      IPC and UTS namespaces and a reaper ([`crate::user_namespace`]), the reaper
+//!      IPC and UTS namespaces and a reaper ([`crate::common::user_namespace`]), the reaper
 //!      ignoring the round's stop signals;
-//!    * in either case, the supervisor's config file made read-only ([`ReadOnlyConfig`]):
+//!    * in either case, the supervisor's config file made read-only ([`bind_read_only`]):
 //!      root first enters a mount namespace of the agent's own (`unshare(CLONE_NEWNS)`; the
 //!      user namespace of the unprivileged case already made one); every mount there turns
 //!      private, then the config file is bind-mounted over itself and remounted read-only,
@@ -19,44 +19,37 @@
 //!      deny-list refuses `mount`/`umount2` and Landlock refuses mount changes, so the agent
 //!      cannot undo it; an unlink or rename of the mount point fails with `EBUSY`, a write
 //!      with `EROFS`;
-//! 2. an *init* fork: PID 1 of the namespace stays behind, closes every descriptor, reaps
-//!    every orphan and exits with the agent's status; the agent goes on as PID 2. PID 1
-//!    ignores signals it has no handler for, which would break the agent's stop signal;
-//!    and when PID 1 exits the kernel kills everything left in the namespace, so nothing
-//!    the agent started (`setsid`, double fork) outlives it, and nothing in it can signal,
-//!    trace or address a process outside by its pid;
+//! 2. an *init* fork ([`become_init_of_agent`]): PID 1 of the namespace stays behind, closes
+//!    every descriptor, reaps every orphan and exits with the agent's status; the agent goes
+//!    on as PID 2. PID 1 ignores signals it has no handler for, which would break the
+//!    agent's stop signal; and when PID 1 exits the kernel kills everything left in the
+//!    namespace, so nothing the agent started (`setsid`, double fork) outlives it, and
+//!    nothing in it can signal, trace or address a process outside by its pid;
 //! 3. `PR_SET_PDEATHSIG` = `SIGKILL` again (the parent changed);
-//! 4. every capability dropped ([`crate::capabilities`]), `PR_SET_NO_NEW_PRIVS`;
-//! 5. `landlock_restrict_self` ([`crate::agent_policy::agent_landlock_ruleset`]);
-//! 6. the seccomp filter ([`crate::agent_policy::agent_seccomp_program`]), returning
+//! 4. every capability dropped ([`crate::common::capabilities`]), `PR_SET_NO_NEW_PRIVS`;
+//! 5. `landlock_restrict_self` of the ruleset of [`crate::agent::policy::agent_fs_grants`]
+//!    and the allowed TCP ports;
+//! 6. the seccomp filter ([`crate::agent::policy::agent_seccomp_program`]), returning
 //!    `SECCOMP_RET_USER_NOTIF`, with a user-notification listener: sent over a unix socket
-//!    made before the fork (`SCM_RIGHTS`), then closed, so the agent never holds it. The
+//!    made before the spawn (`SCM_RIGHTS`), then closed, so the agent never holds it. The
 //!    supervisor takes it with [`AgentConfinement::denial_listener`]: each denied call is
 //!    reported by name and fails with [`AGENT_DENY_ERRNO`] (the agent goes on).
 //!
-//! The exec that follows is the ordinary one of the caller's `Command` (the agent is found
-//! on `PATH` and is not pinned).
-//!
-//! Extension point kept in this order for what comes next: a network namespace joins in
-//! step 1.
+//! The agent then runs by the path the supervisor found on `PATH` (it is not pinned).
 
-use std::ffi::CString;
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::ffi::CStr;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
-use crate::agent_policy::{
-    agent_fs_grants, agent_landlock_ruleset, agent_seccomp_program, AgentPolicyInput,
-    AGENT_DENY_ERRNO,
-};
-use crate::capabilities::drop_all as drop_capabilities;
-use crate::launch::{install_filter, recv_fd, socket_pair};
-use crate::layers::Layer;
-use crate::notify::DenialListener;
-use crate::pid_namespace::{die_with_supervisor, own_pidfd, FreshPidNamespace};
-use crate::policy::{PolicyError, SeccompProgram};
-use crate::probe::{kernel_landlock_abi, Tier};
-use crate::user_namespace::{user_namespaces, UserNamespacePlan};
+use crate::agent::policy::{agent_fs_grants, AgentPolicyInput, AGENT_DENY_ERRNO};
+use crate::common::fd_passing::{recv_fd, socket_pair};
+use crate::common::landlock::{FsGrant, PolicyError, TcpRule};
+use crate::common::layers::Layer;
+use crate::common::notify::DenialListener;
+use crate::common::pid_namespace::FreshPidNamespace;
+use crate::common::plan::{self, Grant, Plan, ReadOnlyFile, SeccompChoice, UserNamespace};
+use crate::common::probe::Tier;
+use crate::common::user_namespace::user_namespaces;
 
 /// What the agent of a round is confined with.
 #[derive(Debug, Clone)]
@@ -90,7 +83,7 @@ pub enum AgentConfineError {
 pub enum PidIsolation {
     /// Root: a PID namespace unshared by the spawning thread for its next child.
     PidNamespace,
-    /// Unprivileged: user + PID + mount namespaces entered by the child.
+    /// Unprivileged: user + PID + mount namespaces entered by the launcher.
     UserNamespace,
     /// Neither is possible (unprivileged, user namespaces disabled).
     None,
@@ -111,77 +104,78 @@ impl PidIsolation {
     }
 }
 
-/// The agent's confinement, prepared before the fork.
+/// The agent's confinement, prepared in the supervisor.
 #[derive(Debug)]
 pub struct AgentConfinement {
-    landlock: Option<OwnedFd>,
-    seccomp: Option<SeccompProgram>,
-    /// With seccomp: the supervisor's end (kept) and the agent's end (sent over) of the
-    /// socket the seccomp listener travels on.
+    /// The Landlock grants, where Landlock applies.
+    grants: Option<Vec<FsGrant>>,
+    connect_ports: Vec<u16>,
+    /// With seccomp: the supervisor's end (kept) and the agent's end (passed to the
+    /// launcher) of the socket the seccomp listener travels on.
     listener: Option<(OwnedFd, OwnedFd)>,
     isolation: PidIsolation,
-    user_ns: Option<UserNamespacePlan>,
-    read_only_config: Option<ReadOnlyConfig>,
-    supervisor: OwnedFd,
+    read_only_config: Option<ReadOnlyFile>,
     tmp_dir: PathBuf,
 }
 
-/// The config file made read-only in the agent's mount namespace (step 1 of the module
-/// docs, in either case), prepared before the fork.
-#[derive(Debug)]
-struct ReadOnlyConfig {
-    /// The canonical path of the config file.
-    path: CString,
-    /// The `MS_NOSUID`/`MS_NODEV`/`MS_NOEXEC` of the mount holding it (from `statvfs`).
-    locked: libc::c_ulong,
+/// The config file's read-only mount: its canonical path and the
+/// `MS_NOSUID`/`MS_NODEV`/`MS_NOEXEC` of the mount holding it (from `statvfs`).
+fn read_only_config(config: &Path) -> std::io::Result<ReadOnlyFile> {
+    let canonical = config.canonicalize()?;
+    let st = nix_statvfs(&canonical)?;
+    let mut locked = 0;
+    for (st_flag, ms_flag) in [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+    ] {
+        if st.f_flag & st_flag != 0 {
+            locked |= ms_flag;
+        }
+    }
+    Ok(ReadOnlyFile {
+        path: canonical,
+        locked,
+    })
 }
 
-impl ReadOnlyConfig {
-    /// Resolves `config` and reads its mount's flags.
-    fn prepare(config: &Path) -> std::io::Result<Self> {
-        let canonical = config.canonicalize()?;
-        let path = CString::new(canonical.as_os_str().as_bytes())
-            .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
-        // SAFETY: statvfs writes into a zeroed stack struct; `path` is NUL-terminated.
-        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+/// `statvfs(2)` of `path`.
+fn nix_statvfs(path: &Path) -> std::io::Result<libc::statvfs> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: statvfs is plain data; all-zero is a valid value to be overwritten.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is NUL-terminated and `st` a live struct.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(st)
+}
+
+/// In the launcher, in the agent's own mount namespace: every mount made private, `path`
+/// bound over itself and remounted read-only with the `locked` flags of its mount kept.
+///
+/// # Errors
+/// The failing `mount`'s OS error.
+pub(crate) fn bind_read_only(path: &CStr, locked: libc::c_ulong) -> std::io::Result<()> {
+    let mount = |src: *const libc::c_char, target: *const libc::c_char, flags| {
+        // SAFETY: mount with NUL-terminated paths (or null where the call takes none) and
+        // no data.
+        let r = unsafe { libc::mount(src, target, std::ptr::null(), flags, std::ptr::null()) };
+        if r != 0 {
             return Err(std::io::Error::last_os_error());
         }
-        let mut locked = 0;
-        for (st_flag, ms_flag) in [
-            (libc::ST_NOSUID, libc::MS_NOSUID),
-            (libc::ST_NODEV, libc::MS_NODEV),
-            (libc::ST_NOEXEC, libc::MS_NOEXEC),
-        ] {
-            if st.f_flag & st_flag != 0 {
-                locked |= ms_flag;
-            }
-        }
-        Ok(ReadOnlyConfig { path, locked })
-    }
-
-    /// Between fork and exec, in the agent's own mount namespace: mounts private, the
-    /// config bound over itself, remounted read-only. Raw system calls only.
-    fn apply(&self) -> std::io::Result<()> {
-        let mount = |src: *const libc::c_char, target: *const libc::c_char, flags| {
-            // SAFETY: mount with NUL-terminated paths prepared before the fork (or null
-            // where the call takes none) and no data.
-            let r = unsafe { libc::mount(src, target, std::ptr::null(), flags, std::ptr::null()) };
-            if r != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        };
-        let none = std::ptr::null();
-        mount(none, c"/".as_ptr(), libc::MS_REC | libc::MS_PRIVATE)?;
-        mount(self.path.as_ptr(), self.path.as_ptr(), libc::MS_BIND)?;
-        mount(
-            none,
-            self.path.as_ptr(),
-            libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | self.locked,
-        )
-    }
+        Ok(())
+    };
+    let none = std::ptr::null();
+    mount(none, c"/".as_ptr(), libc::MS_REC | libc::MS_PRIVATE)?;
+    mount(path.as_ptr(), path.as_ptr(), libc::MS_BIND)?;
+    mount(
+        none,
+        path.as_ptr(),
+        libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | locked,
+    )
 }
 
 /// While alive, the spawning thread's next child is born in a fresh PID namespace (root);
@@ -190,12 +184,13 @@ impl ReadOnlyConfig {
 pub struct PidNamespaceGuard(#[allow(dead_code)] FreshPidNamespace);
 
 impl AgentConfinement {
-    /// Builds the ruleset and the program of `spec` (each only where `spec.tier` applies
-    /// it), creates the private TMPDIR, and plans the PID namespace of `isolation`.
+    /// Prepares the confinement of `spec` (the grants where Landlock applies, the
+    /// listener's socket where seccomp does), creates the TMPDIR, and plans the PID
+    /// namespace of `isolation`.
     ///
     /// # Errors
-    /// [`AgentConfineError`]: a required path is missing, the kernel rejected the ruleset,
-    /// a descriptor could not be opened.
+    /// [`AgentConfineError`]: the TMPDIR cannot be created, the socket made, or the config
+    /// file found.
     pub fn build(
         spec: &AgentSandboxSpec,
         isolation: PidIsolation,
@@ -206,39 +201,27 @@ impl AgentConfinement {
         };
         let tmp = &spec.policy.tmp_dir;
         std::fs::create_dir_all(tmp).map_err(io(&format!("create {}", tmp.display())))?;
-        let landlock = if spec.tier.landlock() {
-            let grants = agent_fs_grants(&spec.policy);
-            let abi = kernel_landlock_abi().unwrap_or(0);
-            Some(agent_landlock_ruleset(&grants, &spec.connect_ports, abi)?)
+        let grants = spec.tier.landlock().then(|| agent_fs_grants(&spec.policy));
+        let listener = if spec.tier.seccomp() {
+            Some(socket_pair().map_err(io("the seccomp listener's socket"))?)
         } else {
             None
         };
-        let (seccomp, listener) = if spec.tier.seccomp() {
-            let program = agent_seccomp_program(Some(libc::SECCOMP_RET_USER_NOTIF))?;
-            let pair = socket_pair().map_err(io("the seccomp listener's socket"))?;
-            (Some(program), Some(pair))
-        } else {
-            (None, None)
-        };
-        let supervisor = own_pidfd().map_err(io("pidfd of the supervisor"))?;
-        let user_ns = (isolation == PidIsolation::UserNamespace).then(UserNamespacePlan::for_agent);
         let read_only_config = if isolation == PidIsolation::None {
             None
         } else {
             let config = &spec.policy.config_path;
             Some(
-                ReadOnlyConfig::prepare(config)
+                read_only_config(config)
                     .map_err(io(&format!("the config file {}", config.display())))?,
             )
         };
         Ok(AgentConfinement {
-            landlock,
-            seccomp,
+            grants,
+            connect_ports: spec.connect_ports.clone(),
             listener,
             isolation,
-            user_ns,
             read_only_config,
-            supervisor,
             tmp_dir: tmp.clone(),
         })
     }
@@ -264,53 +247,39 @@ impl AgentConfinement {
         }
     }
 
-    /// Between fork and exec, after `setpgid`: the module docs' steps. Raw system calls
-    /// only; returns in the agent-to-be (the init and the reaper never return).
-    ///
-    /// # Errors
-    /// The OS error of the failing step (the spawn fails with it).
-    pub fn apply(&self) -> std::io::Result<()> {
-        if let Some(user_ns) = &self.user_ns {
-            user_ns.enter()?;
-            die_with_supervisor(&self.supervisor)?;
+    /// Writes the module docs' steps into `plan` (a plan of [`Plan::program`]) and returns
+    /// the descriptors the launcher must inherit for them.
+    pub fn fill_plan(&self, plan: &mut Plan) -> Vec<RawFd> {
+        let mut fds = Vec::new();
+        if self.isolation == PidIsolation::UserNamespace {
+            plan.user_namespace = Some(UserNamespace::Agent);
         }
         if let Some(config) = &self.read_only_config {
-            if self.isolation == PidIsolation::PidNamespace {
-                // SAFETY: unshare takes flags only; this child is single-threaded.
-                if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            config.apply()?;
+            plan.mount_namespace = self.isolation == PidIsolation::PidNamespace;
+            plan.read_only.push(config.clone());
         }
-        if self.isolation != PidIsolation::None {
-            become_init_of_agent()?;
-            die_with_supervisor(&self.supervisor)?;
+        plan.init = self.isolation != PidIsolation::None;
+        plan.drop_capabilities = true;
+        plan.no_new_privs = true;
+        plan.landlock = self.grants.as_ref().map(|grants| plan::Landlock {
+            grants: grants.iter().map(Grant::from).collect(),
+            verified: None,
+            tcp: TcpRule::ConnectTo(self.connect_ports.clone()),
+        });
+        if let Some((_, tx)) = &self.listener {
+            fds.push(tx.as_raw_fd());
+            plan.seccomp = Some(plan::Seccomp {
+                program: SeccompChoice::Agent,
+                listener_to: Some(tx.as_raw_fd()),
+            });
         }
-        drop_capabilities()?;
-        // SAFETY: prctl with integer arguments only.
-        if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        if let Some(ruleset) = &self.landlock {
-            // SAFETY: landlock_restrict_self(ruleset_fd, flags=0) on a descriptor we own.
-            let r = unsafe {
-                libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32)
-            };
-            if r != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-        }
-        if let Some(prog) = &self.seccomp {
-            install_filter(prog, self.listener.as_ref().map(|(_, tx)| tx))?;
-        }
-        Ok(())
+        fds
     }
 
-    /// After a successful spawn (the agent applied [`AgentConfinement::apply`] before its
-    /// exec): takes the seccomp listener the agent sent and services it, each denied call
-    /// reported ([`DenialListener::try_denial`]) and failed with [`AGENT_DENY_ERRNO`].
-    /// `agent_pid` is only reported back. `None` when seccomp is not applied.
+    /// After a successful launch (the launcher applied the plan before its exec): takes the
+    /// seccomp listener the launcher sent and services it, each denied call reported
+    /// ([`DenialListener::try_denial`]) and failed with [`AGENT_DENY_ERRNO`]. `agent_pid`
+    /// is only reported back. `None` when seccomp is not applied.
     ///
     /// A failure here leaves the calls denied all the same (the listener is gone, so the
     /// kernel fails them with `ENOSYS`), only unreported.
@@ -326,9 +295,12 @@ impl AgentConfinement {
     }
 }
 
-/// Step 2: forks; the parent stays PID 1 of the namespace (never returns), the child
-/// returns and becomes the agent.
-fn become_init_of_agent() -> std::io::Result<()> {
+/// In the launcher: forks; the parent stays PID 1 of the namespace (never returns), the
+/// child returns and becomes the agent (or the goal check).
+///
+/// # Errors
+/// `fork` failed.
+pub(crate) fn become_init_of_agent() -> std::io::Result<()> {
     // SAFETY: a raw clone duplicating this single-threaded process (as fork, without
     // atfork handlers); both sides only make raw system calls afterwards.
     let pid = unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0) };
@@ -339,14 +311,14 @@ fn become_init_of_agent() -> std::io::Result<()> {
     }
 }
 
-/// PID 1 of the agent's namespace: closes every descriptor (std's exec-error pipe and the
-/// agent's output pipe must close with the agent's exec and exit, not with this process),
-/// reaps every child, and exits with the agent's status once the agent is reaped (a
-/// signal death as `128 + signal`: PID 1 cannot kill itself). Never returns.
+/// PID 1 of the agent's namespace: closes every descriptor (the launcher's status pipe and
+/// the agent's output pipe must close with the agent's exec and exit, not with this
+/// process), reaps every child, and exits with the agent's status once the agent is reaped
+/// (a signal death as `128 + signal`: PID 1 cannot kill itself). Never returns.
 fn init(agent: libc::pid_t) -> ! {
     // SAFETY: close_range over all descriptors of this process; nothing here uses them.
     unsafe { libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) };
-    crate::user_namespace::ignore_stop_signals();
+    crate::common::user_namespace::ignore_stop_signals();
     loop {
         let mut status: libc::c_int = 0;
         // SAFETY: wait4 writes the status into a live stack integer.

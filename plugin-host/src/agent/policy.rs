@@ -3,7 +3,7 @@
 //!
 //! The agent is not a host: it is not pinned, it is exec'd through its resolved path (often
 //! a node or Python script), it needs the network, it builds and runs programs in the work
-//! tree. So its policy is wider than a host's ([`crate::policy`]) but draws the same lines
+//! tree. So its policy is wider than a host's ([`crate::host::policy`]) but draws the same lines
 //! around what is not its business:
 //!
 //! * **write** (and execute): the work tree, the agent's own state in the home directory
@@ -22,26 +22,19 @@
 //! * **system calls**: [`AGENT_SECCOMP_DENY`]: tracing and reading other processes'
 //!   memory, keyrings, mounts and namespaces, kernel modules, … fail with `EPERM`.
 //!
-//! Everything is built in the supervisor before the fork ([`crate::agent_confine`]).
+//! Everything is built in the supervisor before the fork ([`crate::agent::confine`]).
 
 use std::collections::BTreeMap;
-use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-
-use landlock::{
-    Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, PathBeneath, PathFd, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, Scope, ABI,
-};
 
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule, TargetArch,
 };
 
-use crate::policy::{
-    arch_guard, FsAccess, FsGrant, PolicyError, SeccompProgram, CREDENTIAL_PATHS, DENIED_IOCTLS,
-    POLICY_LANDLOCK_ABI,
-};
+use crate::common::credentials::CREDENTIAL_PATHS;
+use crate::common::landlock::{FsAccess, FsGrant, PolicyError};
+use crate::common::seccomp::{arch_guard, SeccompProgram, DENIED_IOCTLS};
 
 /// One CLI's own state in the home directory: written by the CLI itself (login, settings,
 /// sessions, caches), so the agent may write it, and no other agent may read it.
@@ -470,60 +463,6 @@ pub fn interpreter_prefixes(exe: &Path, home: Option<&Path>) -> Vec<PathBuf> {
         }
     }
     out
-}
-
-/// Builds the agent's Landlock ruleset on a kernel with ABI `kernel_abi`: every filesystem
-/// right of `min(kernel_abi, POLICY_LANDLOCK_ABI)` handled and only `grants` allowed; at
-/// ABI ≥ 4 TCP connect handled and allowed to `connect_ports` only; at ABI ≥ 6 abstract
-/// UNIX sockets and signals scoped to the agent's own domain.
-///
-/// # Errors
-/// [`PolicyError`] if a required path is missing or the kernel rejects the ruleset.
-pub fn agent_landlock_ruleset(
-    grants: &[FsGrant],
-    connect_ports: &[u16],
-    kernel_abi: u32,
-) -> Result<OwnedFd, PolicyError> {
-    let level = kernel_abi.min(POLICY_LANDLOCK_ABI);
-    if level == 0 {
-        return Err(PolicyError::LandlockUnavailable);
-    }
-    let abi = ABI::from(level as i32);
-    let mut ruleset = Ruleset::default()
-        .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(AccessFs::from_all(abi))?;
-    if level >= 4 {
-        ruleset = ruleset.handle_access(AccessNet::ConnectTcp)?;
-    }
-    if level >= 6 {
-        ruleset = ruleset.scope(Scope::from_all(abi))?;
-    }
-    let mut created = ruleset.create()?;
-    for grant in grants {
-        let fd = match PathFd::new(&grant.path) {
-            Ok(fd) => fd,
-            Err(_) if !grant.required => continue,
-            Err(e) => {
-                return Err(PolicyError::Path {
-                    path: grant.path.clone(),
-                    reason: e.to_string(),
-                })
-            }
-        };
-        let is_dir = std::fs::metadata(&grant.path).is_ok_and(|m| m.is_dir());
-        let mut rights = grant.access.rights(abi);
-        if !is_dir {
-            rights &= AccessFs::from_file(abi);
-        }
-        created = created.add_rule(PathBeneath::new(fd, rights))?;
-    }
-    if level >= 4 {
-        for port in connect_ports {
-            created = created.add_rule(NetPort::new(*port, AccessNet::ConnectTcp))?;
-        }
-    }
-    let fd: Option<OwnedFd> = created.into();
-    fd.ok_or(PolicyError::LandlockUnavailable)
 }
 
 /// When an entry of [`AGENT_SECCOMP_DENY`] refuses its call.

@@ -1,7 +1,7 @@
 //! Naming seccomp denials: the supervisor side of the user-notification listener.
 //!
-//! [`crate::launch::spawn_with_listener`] installs the host's seccomp filter with
-//! [`DenyAction::Notify`](crate::policy::DenyAction::Notify) and
+//! [`crate::host::launch::spawn_with_listener`] installs the host's seccomp filter with
+//! [`DenyAction::Notify`](crate::host::policy::DenyAction::Notify) and
 //! `SECCOMP_FILTER_FLAG_NEW_LISTENER`. The child passes the listener descriptor to the
 //! supervisor over a unix socket (`SCM_RIGHTS`) and closes its own copy before `execveat`, so
 //! the host never holds the listener (it could otherwise answer its own notifications).
@@ -21,7 +21,7 @@
 //!    `work_dir`), then — after the host's main process has exited, or after
 //!    [`KILL_GRACE`] if it has not (a host can block, ignore or catch `SIGSYS`) — `SIGKILL`
 //!    to the group. A host that is PID 1 of its own PID namespace (the normal case, see
-//!    [`crate::pid_namespace`]) ignores `SIGSYS` from outside, so it gets `SIGKILL` at once:
+//!    [`crate::common::pid_namespace`]) ignores `SIGSYS` from outside, so it gets `SIGKILL` at once:
 //!    its exit status reads "signal 9", and callers name the kill from the [`Denied`] report
 //!    (the supervisor's event still says `"signal": 31`).
 //!
@@ -43,7 +43,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-pub use crate::policy::syscall_name;
+pub use crate::common::seccomp::syscall_name;
 
 /// The signal a seccomp denial reports (31, SIGSYS), for events such as
 /// `plugin_sandbox_kill {"signal": 31, "syscall": "socket"}`.

@@ -17,127 +17,33 @@
 //!   it with `SECCOMP_RET_KILL_PROCESS` for a refusal; [`seccomp_program_for`] with
 //!   [`DenyAction::Notify`] compiles the same rules with `SECCOMP_RET_USER_NOTIF` instead, so
 //!   the supervisor learns which call it was before killing the host (see
-//!   [`crate::notify`]). Both sit behind a guard that kills foreign-architecture and x32
+//!   [`crate::common::notify`]). Both sit behind a guard that kills foreign-architecture and x32
 //!   calls outright (`SECCOMP_RET_KILL_PROCESS` in either variant) and answers
 //!   `clone3` with `ENOSYS` ([`CLONE3_ERRNO`]). [`NEVER_ALLOWED`] names the calls known to
 //!   do harm, which the allow-list must never take in.
 //!
-//! Both are built in the supervisor *before* the fork (see [`crate::launch`]).
+//! Both are built in the supervisor *before* the fork (see [`crate::host::launch`]).
 //! The source of each rule is `docs/protocol.md` §8 (what a confined host can do) and
 //! `docs/design-notes.md`, "Implementation notes".
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use landlock::{
-    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, Scope, ABI,
-};
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule, TargetArch,
 };
 
-use crate::pin::{Interpreter, VerifiedExecutable};
-
-/// The newest Landlock ABI this policy was written and tested against. Newer kernels are
-/// used at this level (rights introduced later are not handled, i.e. not restricted).
-pub const POLICY_LANDLOCK_ABI: u32 = 7;
+use crate::common::landlock::{FsAccess, FsGrant, PolicyError};
+use crate::common::seccomp::{
+    arch_guard, insn, syscall_name, SeccompProgram, BPF_JEQ_K, BPF_LD_W_ABS, BPF_RET_K,
+    DENIED_IOCTLS, SECCOMP_DATA_ARG0_LO, SECCOMP_RET_KILL_PROCESS,
+};
+use crate::host::pin::{Interpreter, VerifiedExecutable};
 
 /// The dynamic loader every dynamically linked host needs (x86_64 psABI path; canonicalized
 /// before use, on merged-/usr systems it lives in /usr/lib/x86_64-linux-gnu).
 pub const DYNAMIC_LOADER: &str = "/lib64/ld-linux-x86-64.so.2";
-
-/// A kind of access granted on a path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FsAccess {
-    /// Read and execute one file (a program or the loader).
-    ReadExecute,
-    /// Read files and list directories beneath the path; no execute, no write.
-    ReadOnly,
-    /// Read, write, create and remove files and directories beneath the path (no execute, no
-    /// device nodes).
-    ReadWrite,
-    /// Read and write an existing device file (`/dev/null`), including `O_TRUNC` and ioctls.
-    Device,
-    /// Read, list and execute beneath the path; no write (the agent's system and toolchain
-    /// trees, [`crate::agent_policy`]).
-    ReadExecuteTree,
-    /// Everything [`FsAccess::ReadWrite`] allows, plus execute (the agent's work tree, its
-    /// own state and TMPDIR: it builds and runs programs there).
-    ReadWriteExecute,
-}
-
-impl FsAccess {
-    /// The Landlock rights of this kind at `abi`.
-    pub fn rights(self, abi: ABI) -> BitFlags<AccessFs> {
-        let all = AccessFs::from_all(abi);
-        let r = match self {
-            FsAccess::ReadExecute => AccessFs::ReadFile | AccessFs::Execute,
-            FsAccess::ReadOnly => AccessFs::ReadFile | AccessFs::ReadDir,
-            FsAccess::ReadWrite => {
-                AccessFs::from_all(abi)
-                    & !(AccessFs::Execute
-                        | AccessFs::MakeChar
-                        | AccessFs::MakeBlock
-                        | AccessFs::IoctlDev)
-            }
-            FsAccess::Device => {
-                AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate | AccessFs::IoctlDev
-            }
-            FsAccess::ReadExecuteTree => AccessFs::ReadFile | AccessFs::ReadDir | AccessFs::Execute,
-            FsAccess::ReadWriteExecute => {
-                AccessFs::from_all(abi)
-                    & !(AccessFs::MakeChar | AccessFs::MakeBlock | AccessFs::IoctlDev)
-            }
-        };
-        r & all
-    }
-}
-
-/// One Landlock grant: `access` on `path` (a file, or a directory and everything beneath).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FsGrant {
-    /// The path (canonical where it matters; Landlock follows symlinks when opening it).
-    pub path: PathBuf,
-    /// What is allowed.
-    pub access: FsAccess,
-    /// Why the host needs it.
-    pub why: &'static str,
-    /// If false, a missing path is skipped (system library locations vary); if true, a
-    /// missing path is an error.
-    pub required: bool,
-    /// If true, the rule is added through the verified executable's open descriptor rather
-    /// than by opening `path` again, so it names the inode that was hashed even if the path
-    /// was replaced since.
-    pub via_verified_fd: bool,
-}
-
-/// Why a policy could not be built.
-#[derive(Debug, thiserror::Error)]
-pub enum PolicyError {
-    /// A required path of the policy could not be opened.
-    #[error(
-        "landlock policy: cannot open {path} ({reason}); it must exist before the host starts"
-    )]
-    Path {
-        /// The path.
-        path: PathBuf,
-        /// The error.
-        reason: String,
-    },
-    /// The kernel rejected the ruleset.
-    #[error("landlock policy: {0}; check `agent-runner doctor` for the kernel's Landlock support")]
-    Landlock(#[from] landlock::RulesetError),
-    /// The kernel has no Landlock.
-    #[error("landlock policy: Landlock is not available on this kernel; use a lower sandbox tier or enable Landlock")]
-    LandlockUnavailable,
-    /// The seccomp filter could not be compiled.
-    #[error("seccomp policy: {0}")]
-    Seccomp(String),
-}
 
 /// The filesystem grants of a host (docs/protocol.md §8: readable are its executable and what it
 /// needs to start, `work_dir` and `log_dir`; writable only `state_dir` and `tmp_dir`).
@@ -331,34 +237,6 @@ pub const RUNTIME_START_FILES: &[(&str, &str)] = &[
     ("/etc/localtime", "the system time zone (a link into zoneinfo)"),
 ];
 
-/// Reviewed data: credential directories and files under the home directory that no grant
-/// may cover implicitly (docs/security.md). An operator's `read_paths` entry that contains
-/// one of them (`~`, `~/.config`) is refused; naming one exactly (or a path inside it) is
-/// a deliberate choice and allowed.
-pub const CREDENTIAL_PATHS: &[(&str, &str)] = &[
-    (".ssh", "SSH keys"),
-    (".aws", "AWS credentials"),
-    (".config/gcloud", "Google Cloud credentials"),
-    (".claude", "Claude Code credentials"),
-    (".claude.json", "Claude Code account state"),
-    (".gnupg", "GnuPG keys"),
-    (".netrc", "passwords for hosts"),
-    (".docker", "registry credentials"),
-    (".kube", "Kubernetes credentials"),
-    (".config/gh", "GitHub CLI token"),
-    (".azure", "Azure credentials"),
-    (".git-credentials", "git's stored passwords"),
-    (".gemini", "Gemini CLI credentials"),
-];
-
-/// The first of `protected` that `path` covers without naming it: `path` is a strict
-/// ancestor of it. `None` when `path` is safe to grant read-only.
-pub fn covers_protected<'a>(path: &Path, protected: &'a [PathBuf]) -> Option<&'a PathBuf> {
-    protected
-        .iter()
-        .find(|p| p.starts_with(path) && p.as_path() != path)
-}
-
 /// The runtime family of an interpreter by its file name (see [`RuntimeTrees::family`]).
 fn runtime_family(interp: &Path) -> Option<&'static RuntimeTrees> {
     let name = interp.file_name()?.to_string_lossy();
@@ -452,72 +330,6 @@ pub fn interpreter_read_roots(interp: &Interpreter) -> Vec<(PathBuf, &'static st
     let mut seen = std::collections::HashSet::new();
     roots.retain(|(p, _)| seen.insert(p.clone()));
     roots
-}
-
-/// Builds the Landlock ruleset for `grants` (those marked `via_verified_fd` through
-/// `verified`, the verified executable's descriptor) on a kernel with Landlock ABI `kernel_abi` and
-/// returns its file descriptor (to be passed to `landlock_restrict_self` in the child).
-///
-/// All filesystem rights of `min(kernel_abi, POLICY_LANDLOCK_ABI)` are handled (hard
-/// requirement); at ABI ≥ 4 TCP bind and connect are handled and not granted; at ABI ≥ 6
-/// the abstract-unix-socket and signal scopes are set.
-///
-/// # Errors
-/// [`PolicyError`] if a required path is missing or the kernel rejects the ruleset.
-pub fn landlock_ruleset(
-    grants: &[FsGrant],
-    verified: &File,
-    kernel_abi: u32,
-) -> Result<OwnedFd, PolicyError> {
-    let level = kernel_abi.min(POLICY_LANDLOCK_ABI);
-    if level == 0 {
-        return Err(PolicyError::LandlockUnavailable);
-    }
-    let abi = ABI::from(level as i32);
-    let mut ruleset = Ruleset::default()
-        .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(AccessFs::from_all(abi))?;
-    if level >= 4 {
-        // No network: TCP bind/connect handled, no rule grants them (docs/protocol.md §8).
-        ruleset = ruleset.handle_access(AccessNet::from_all(abi))?;
-    }
-    if level >= 6 {
-        // No abstract unix sockets outside the host's domain, no signals to processes
-        // outside the host (docs/protocol.md §8).
-        ruleset = ruleset.scope(Scope::from_all(abi))?;
-    }
-    let mut created = ruleset.create()?;
-    for grant in grants {
-        if grant.via_verified_fd {
-            let is_dir = verified.metadata().map(|m| m.is_dir()).unwrap_or(false);
-            let mut rights = grant.access.rights(abi);
-            if !is_dir {
-                rights &= AccessFs::from_file(abi);
-            }
-            created = created.add_rule(PathBeneath::new(verified.as_fd(), rights))?;
-            continue;
-        }
-        let fd = match PathFd::new(&grant.path) {
-            Ok(fd) => fd,
-            Err(_) if !grant.required && !grant.path.exists() => continue,
-            Err(e) => {
-                return Err(PolicyError::Path {
-                    path: grant.path.clone(),
-                    reason: e.to_string(),
-                })
-            }
-        };
-        let is_dir = std::fs::metadata(&grant.path)
-            .map(|m| m.is_dir())
-            .unwrap_or(false);
-        let mut rights = grant.access.rights(abi);
-        if !is_dir {
-            rights &= AccessFs::from_file(abi);
-        }
-        created = created.add_rule(PathBeneath::new(fd, rights))?;
-    }
-    let fd: Option<OwnedFd> = created.into();
-    fd.ok_or(PolicyError::LandlockUnavailable)
 }
 
 /// When an allowed system call is allowed (the argument-level denials inside the
@@ -661,58 +473,6 @@ const POSIX_MQ: &str =
     "no POSIX message queues: Landlock does not cover their names, and a queue outlives the host";
 const MLOCK: &str = "no locked memory: no runtime of the matrix locks pages, and locked pages cannot be reclaimed under memory pressure";
 const PRIV: &str = "no privileged operation, even where a capability is left (the host's capabilities are dropped before exec)";
-
-/// `_IOC(dir, type, nr, size)` of `<asm-generic/ioctl.h>`.
-const fn ioc(dir: u64, ty: u8, nr: u8, size: u64) -> u64 {
-    (dir << 30) | (size << 16) | ((ty as u64) << 8) | nr as u64
-}
-const IOC_WRITE: u64 = 1;
-const IOC_READ: u64 = 2;
-
-/// Reviewed data: the `ioctl` requests no host may make, on any descriptor. Landlock's
-/// `IOCTL_DEV` right (ABI 5) only covers device files; these act on the *filesystem* of any
-/// file or directory the host can open, even read-only (docs/security.md "What Landlock
-/// does not cover").
-pub const DENIED_IOCTLS: &[(u64, &str)] = &[
-    (libc::TIOCSTI, "TIOCSTI (types into a terminal)"),
-    (libc::TIOCLINUX, "TIOCLINUX (console tricks)"),
-    (libc::TIOCSCTTY, "TIOCSCTTY (steals a controlling terminal)"),
-    (libc::TIOCCONS, "TIOCCONS (redirects the console)"),
-    (libc::TIOCSETD, "TIOCSETD (loads a line discipline)"),
-    (
-        ioc(IOC_READ | IOC_WRITE, b'X', 119, 4),
-        "FIFREEZE (every write to the filesystem blocks)",
-    ),
-    (ioc(IOC_READ | IOC_WRITE, b'X', 120, 4), "FITHAW"),
-    (
-        ioc(IOC_READ, b'X', 125, 4),
-        "EXT4_IOC_SHUTDOWN / XFS_IOC_GOINGDOWN (shuts the filesystem down)",
-    ),
-    (
-        ioc(IOC_WRITE, b'f', 2, 8),
-        "FS_IOC_SETFLAGS (immutable, append-only, ... inode flags)",
-    ),
-    (ioc(IOC_WRITE, b'f', 2, 4), "FS_IOC32_SETFLAGS"),
-    (
-        ioc(IOC_WRITE, b'v', 2, 8),
-        "FS_IOC_SETVERSION (inode generation)",
-    ),
-    (ioc(IOC_WRITE, b'v', 2, 4), "FS_IOC32_SETVERSION"),
-    (
-        ioc(IOC_WRITE, b'X', 32, 28),
-        "FS_IOC_FSSETXATTR (inode flags, project id)",
-    ),
-    (
-        ioc(IOC_WRITE, 0x94, 50, 256),
-        "FS_IOC_SETFSLABEL (renames the filesystem)",
-    ),
-    (ioc(IOC_READ, b'f', 19, 12), "FS_IOC_SET_ENCRYPTION_POLICY"),
-    (
-        ioc(IOC_READ | IOC_WRITE, b'f', 23, 80),
-        "FS_IOC_ADD_ENCRYPTION_KEY",
-    ),
-    (ioc(IOC_WRITE, b'f', 133, 128), "FS_IOC_ENABLE_VERITY"),
-];
 
 /// Reviewed data: the `prctl` options no host may use.
 pub const DENIED_PRCTLS: &[(u64, &str)] = &[
@@ -1100,85 +860,18 @@ pub const NEVER_ALLOWED: &[(i64, &str)] = &[
     (libc::SYS_landlock_create_ruleset, "no Landlock domain of the host's own (nothing needs one; the supervisor's is in force)"),
 ];
 
-/// A compiled seccomp filter, ready for `seccomp(SECCOMP_SET_MODE_FILTER, ...)`.
-pub struct SeccompProgram {
-    filters: Vec<libc::sock_filter>,
-}
-
-impl std::fmt::Debug for SeccompProgram {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "SeccompProgram({} instructions)", self.filters.len())
-    }
-}
-
-impl SeccompProgram {
-    /// A program of `filters` (built and checked by the caller).
-    pub(crate) fn from_instructions(filters: Vec<libc::sock_filter>) -> Self {
-        SeccompProgram { filters }
-    }
-
-    /// Number of BPF instructions.
-    pub fn len(&self) -> usize {
-        self.filters.len()
-    }
-
-    /// Whether the program is empty (never true for a built program).
-    pub fn is_empty(&self) -> bool {
-        self.filters.is_empty()
-    }
-
-    /// The `sock_fprog` pointing into this program (valid while `self` lives, unmoved
-    /// contents: the instructions are heap-allocated and never modified).
-    pub(crate) fn fprog(&self) -> libc::sock_fprog {
-        libc::sock_fprog {
-            len: self.filters.len() as libc::c_ushort,
-            filter: self.filters.as_ptr() as *mut libc::sock_filter,
-        }
-    }
-}
-
-const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
-const X32_SYSCALL_BIT: u32 = 0x4000_0000;
-const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
-const SECCOMP_DATA_NR: u32 = 0;
-const SECCOMP_DATA_ARCH: u32 = 4;
-/// Offset of the low 32 bits of `args[0]` in `struct seccomp_data` (little-endian).
-const SECCOMP_DATA_ARG0_LO: u32 = 16;
-const BPF_LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
-const BPF_JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
-const BPF_JSET_K: u16 = (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16;
-const BPF_RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
-
-fn insn(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
-    libc::sock_filter { code, jt, jf, k }
-}
-
 /// The errno `socket(AF_UNIX, …)` fails with in a host: `EACCES`. Failing (rather than
 /// killing) keeps glibc working: `getpwuid` and friends first try `socket(AF_UNIX)` to reach
 /// nscd and fall back on the files when it fails (bash looks up its user at start-up).
 /// The host gets no UNIX socket to connect, bind or listen with either way.
 pub const UNIX_SOCKET_ERRNO: i32 = libc::EACCES;
 
-/// Our guard, prepended to seccompiler's program: kill any call made with a foreign
-/// architecture and any x86_64 call with the x32 bit (0x40000000) set, which seccompiler
-/// does not check (x32 numbers alias the x86_64 ones); then fail `socket(AF_UNIX, …)`
-/// with [`UNIX_SOCKET_ERRNO`] and `clone3` with [`CLONE3_ERRNO`] (seccompiler has a single
-/// match action per program).
-/// The first instructions of [`guard`]: kill a foreign architecture's call and an x86_64
-/// call with the x32 bit. The agent's program starts with them too
-/// ([`crate::agent_policy::agent_seccomp_program`]).
-pub(crate) fn arch_guard() -> Vec<libc::sock_filter> {
-    guard().into_iter().take(6).collect()
-}
-
+/// Our guard, prepended to seccompiler's program: [`arch_guard`], then fail
+/// `socket(AF_UNIX, …)` with [`UNIX_SOCKET_ERRNO`] and `clone3` with [`CLONE3_ERRNO`]
+/// (seccompiler has a single match action per program).
 fn guard() -> Vec<libc::sock_filter> {
-    vec![
-        insn(BPF_LD_W_ABS, 0, 0, SECCOMP_DATA_ARCH),
-        insn(BPF_JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
-        insn(BPF_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS),
-        insn(BPF_LD_W_ABS, 0, 0, SECCOMP_DATA_NR),
-        insn(BPF_JSET_K, 0, 1, X32_SYSCALL_BIT),
-        insn(BPF_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS),
+    let mut program = arch_guard();
+    program.extend([
         // A = nr (still loaded): clone3?
         insn(BPF_JEQ_K, 0, 1, libc::SYS_clone3 as u32),
         insn(
@@ -1197,13 +890,8 @@ fn guard() -> Vec<libc::sock_filter> {
             0,
             libc::SECCOMP_RET_ERRNO | UNIX_SOCKET_ERRNO as u32,
         ),
-    ]
-}
-
-/// The name of the x86_64 system call `nr` (`"socket"`, `"ptrace"`, `"read"`, ...), allowed
-/// or not, or `None` for a number no kernel up to 6.17 assigns.
-pub fn syscall_name(nr: i64) -> Option<&'static str> {
-    crate::syscall_table::name_of(nr)
+    ]);
+    program
 }
 
 /// What a call outside [`SECCOMP_ALLOW`] (or an allowed call with refused arguments) does.
@@ -1214,7 +902,7 @@ pub enum DenyAction {
     KillProcess,
     /// `SECCOMP_RET_USER_NOTIF`: the calling thread blocks in the kernel and the filter's
     /// listener (created with `SECCOMP_FILTER_FLAG_NEW_LISTENER`) receives the call. The
-    /// call never runs: the supervisor's listener kills the host ([`crate::notify`]). Without
+    /// call never runs: the supervisor's listener kills the host ([`crate::common::notify`]). Without
     /// a listener the kernel fails such a call with `ENOSYS`, so this variant must only be
     /// installed together with a new listener that the supervisor services.
     Notify,
@@ -1323,12 +1011,13 @@ pub fn seccomp_program_for(action: DenyAction) -> Result<SeccompProgram, PolicyE
             libc::BPF_MAXINSNS
         )));
     }
-    Ok(SeccompProgram { filters })
+    Ok(SeccompProgram::from_instructions(filters))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::common::seccomp::X32_SYSCALL_BIT;
 
     fn allowed(nr: i64) -> Option<&'static Allowed> {
         SECCOMP_ALLOW.iter().find(|a| a.nr == nr)
@@ -1338,11 +1027,11 @@ mod tests {
     fn program_starts_with_guard_and_fits() {
         let p = seccomp_program().unwrap();
         assert!(p.len() > 6 && p.len() < 4096, "{}", p.len());
-        assert_eq!(p.filters[4].k, X32_SYSCALL_BIT);
+        assert_eq!(p.instructions()[4].k, X32_SYSCALL_BIT);
         // clone3 is answered by the guard, never allowed.
         assert!(allowed(libc::SYS_clone3).is_none());
         assert!(p
-            .filters
+            .instructions()
             .iter()
             .any(|f| f.code == BPF_RET_K && f.k == libc::SECCOMP_RET_ERRNO | CLONE3_ERRNO as u32));
     }
@@ -1353,7 +1042,7 @@ mod tests {
         let notify = seccomp_program_for(DenyAction::Notify).unwrap();
         assert_eq!(kill.len(), notify.len());
         let mut changed = 0;
-        for (k, n) in kill.filters.iter().zip(&notify.filters) {
+        for (k, n) in kill.instructions().iter().zip(notify.instructions()) {
             assert_eq!((k.code, k.jt, k.jf), (n.code, n.jt, n.jf));
             if k.k != n.k {
                 assert_eq!(k.code, BPF_RET_K);
@@ -1368,10 +1057,10 @@ mod tests {
         assert!(changed > SECCOMP_ALLOW.len(), "{changed}");
         // The arch and x32 guard kills in both variants.
         for i in [2, 5] {
-            assert_eq!(notify.filters[i].k, SECCOMP_RET_KILL_PROCESS);
+            assert_eq!(notify.instructions()[i].k, SECCOMP_RET_KILL_PROCESS);
         }
         // No trap placeholder is left, and nothing but allow/kill/notify/errno is returned.
-        for f in notify.filters.iter().filter(|f| f.code == BPF_RET_K) {
+        for f in notify.instructions().iter().filter(|f| f.code == BPF_RET_K) {
             assert!(
                 [
                     libc::SECCOMP_RET_ALLOW,
@@ -1474,16 +1163,5 @@ mod tests {
         assert_eq!(named("FITHAW"), 0xC004_5878);
         assert_eq!(named("EXT4_IOC_SHUTDOWN"), 0x8004_587D);
         assert_eq!(named("FS_IOC_FSSETXATTR"), 0x401C_5820);
-    }
-
-    #[test]
-    fn rights_are_what_they_say() {
-        let abi = ABI::V7;
-        assert!(!FsAccess::ReadOnly.rights(abi).contains(AccessFs::Execute));
-        assert!(!FsAccess::ReadOnly.rights(abi).contains(AccessFs::WriteFile));
-        assert!(!FsAccess::ReadWrite.rights(abi).contains(AccessFs::Execute));
-        assert!(FsAccess::ReadWrite
-            .rights(abi)
-            .contains(AccessFs::MakeDir | AccessFs::RemoveFile));
     }
 }
