@@ -661,7 +661,7 @@ impl Repo {
     }
 
     /// The same tree with `own` as the supervisor's files; what was learned of the tree
-    /// (its prefix) is kept.
+    /// (where it is pinned, its config's listing) is kept.
     pub(crate) fn with_own(mut self, own: OwnFiles) -> Self {
         self.own = own;
         self

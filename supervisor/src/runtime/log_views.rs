@@ -10,8 +10,8 @@
 
 use crate::record::events::timestamp;
 use crate::record::state::{create_exclusive, write_json_atomic};
-use std::io::Write;
 use serde::Serialize;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 

@@ -253,7 +253,7 @@ fn repo_for(config: &Config, hosts: &HostManager, tree: Repo) -> Repo {
 
 impl Runner {
     /// A runner over `config` with `hosts` already booted, on `tree` (the work dir's repo,
-    /// already found to be one: [`Repo::is_repo`]); each round gets a child of `cgroups`
+    /// already found to be one: [`Repo::not_a_work_tree`], which pins it); each round gets a child of `cgroups`
     /// when there is one ([`round_cgroup::prepare`]).
     pub(crate) fn new(
         config: Config,
