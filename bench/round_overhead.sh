@@ -2,8 +2,9 @@
 # Supervisor overhead of one round: `agent-runner round` (whole process: boot, lock, spawn
 # gate, agent, dirty check, events) with a trivial agent (`true`) in a fresh git repo,
 # compared with running `true` alone: the difference is the supervisor's own share (the
-# target is at most 10 ms), of which the three git processes it runs (the work tree's
-# check at boot, the status before and after the agent) are shown apart. The reference
+# target is at most 10 ms), of which the four git processes it runs (the work tree's
+# discovery and its config's listing at boot, the status before and after the agent;
+# counted through a `git` on PATH that logs its calls) are shown apart. The reference
 # system measures 409 ms for the same round. Medians of a `date +%s%N` loop.
 # Usage: bench/round_overhead.sh [RUNS]   (default 50)
 set -euo pipefail
@@ -53,10 +54,18 @@ median_us() {
 ms() { awk -v us="$1" 'BEGIN {printf "%.1f ms", us / 1000}'; }
 round_us=$(median_us "$bin" round)
 agent_us=$(median_us true)
-git_us=$(median_us sh -c 'g="git -c core.hooksPath=/dev/null"; $g rev-parse --is-inside-work-tree --show-prefix; $g --no-optional-locks status --porcelain -z --untracked-files=all -- .; $g --no-optional-locks status --porcelain -z --untracked-files=all -- .')
+git_us=$(median_us sh -c 'g="git -c core.hooksPath=/dev/null"; $g rev-parse --is-inside-work-tree --show-prefix --show-toplevel --absolute-git-dir --git-common-dir; $g config --list --show-scope --show-origin -z; s="--no-optional-locks status --porcelain=v2 --branch -z --untracked-files=all --ignore-submodules=dirty -- ."; $g $s; $g $s')
+# The git processes of one round, counted by a `git` that logs each call.
+wrap="$(mktemp -d)"
+printf '#!/bin/sh\necho "$*" >> "%s/calls"\nexec %s "$@"\n' "$wrap" "$(command -v git)" > "$wrap/git"
+chmod +x "$wrap/git"
+PATH="$wrap:$PATH" "$bin" round >/dev/null 2>&1
+git_processes=$(wc -l < "$wrap/calls")
+rm -rf "$wrap"
 sh_us=$(median_us sh -c ':')
 echo "agent-runner round: median $(ms "$round_us") over $runs runs"
 echo "the agent alone (true): median $(ms "$agent_us")"
 echo "supervisor overhead (round - agent): $(ms $((round_us - agent_us)))"
-echo "of which its three git processes (rev-parse at boot, status before and after the agent; measured in sh, minus sh): $(ms $((git_us - sh_us)))"
+echo "git processes of one round (boot included): $git_processes"
+echo "of which its four git processes (rev-parse and config --list at boot, status before and after the agent; measured in sh, minus sh): $(ms $((git_us - sh_us)))"
 echo "the supervisor's own share (overhead - git): $(ms $((round_us - agent_us - git_us + sh_us)))"

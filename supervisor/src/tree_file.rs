@@ -7,9 +7,10 @@
 //! `substrate_fingerprint_paths`, result grace, post-round log tails and `peek`.
 
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 /// Whether a final symlink in the path is followed when the file is opened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,6 +89,79 @@ pub(crate) fn regular_file_sha256(path: &Path, symlink: Symlink) -> Option<[u8; 
     Some(hasher.finalize().into())
 }
 
+/// Where files the supervisor reads from the agent's reach resolved when the operator set
+/// them up (at boot, or when a reloaded config named them): a link the operator had then (a
+/// shared prompt, a prompts dir linked elsewhere) is followed as it resolved then; a link
+/// that appeared or was re-pointed since is refused, naming the file, never followed
+/// (docs/security.md, "The supervisor is not the agent's deputy").
+#[derive(Clone, Debug, Default)]
+pub(crate) struct KnownLinks {
+    resolved: HashMap<PathBuf, PathBuf>,
+}
+
+/// `path` made absolute and without `.` or `..` components, links not looked at.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+impl KnownLinks {
+    /// Where each of `paths` resolves now (a path that does not resolve is checked as one
+    /// that involves no link: [`KnownLinks::check`]).
+    pub(crate) fn of(paths: &[PathBuf]) -> KnownLinks {
+        let mut links = KnownLinks::default();
+        links.learn_new(paths);
+        links
+    }
+
+    /// Learns where each of `paths` not known yet resolves now; a known one keeps where
+    /// it resolved when first learnt.
+    pub(crate) fn learn_new(&mut self, paths: &[PathBuf]) {
+        for path in paths {
+            if self.resolved.contains_key(path) {
+                continue;
+            }
+            if let Ok(resolved) = std::fs::canonicalize(path) {
+                self.resolved.insert(path.clone(), resolved);
+            }
+        }
+    }
+
+    /// Whether `path` may be read: it resolves as it did when learnt, or, not learnt, it
+    /// involves no link at all. Errors (`PermissionDenied`, naming the file and where it
+    /// leads now): any other resolution.
+    pub(crate) fn check(&self, path: &Path) -> std::io::Result<()> {
+        let Ok(now) = std::fs::canonicalize(path) else {
+            return Ok(());
+        };
+        let expected = self
+            .resolved
+            .get(path)
+            .cloned()
+            .unwrap_or_else(|| lexical(path));
+        if now == expected {
+            return Ok(());
+        }
+        Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!(
+                "{} now leads to {} through a symbolic link that was not there when agent-runner started (or read this config): refused, never followed (a link the agent made would hand what it names to the supervisor); remove the link, or restart agent-runner if you made it",
+                path.display(),
+                now.display()
+            ),
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,5 +184,30 @@ mod tests {
         assert_eq!(read_regular_to_string(&link).unwrap(), "abc");
         let refused = read_regular(&fifo).unwrap_err();
         assert_eq!(refused.kind(), std::io::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn a_link_known_at_boot_is_followed_a_new_one_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("shared.md"), "shared").unwrap();
+        std::fs::write(root.join("key"), "KEY").unwrap();
+        std::fs::write(root.join("plain.md"), "plain").unwrap();
+        let linked = root.join("linked.md");
+        std::os::unix::fs::symlink(root.join("shared.md"), &linked).unwrap();
+        let plain = root.join("plain.md");
+        let links = KnownLinks::of(&[linked.clone(), plain.clone()]);
+        assert!(links.check(&linked).is_ok());
+        assert!(links.check(&plain).is_ok());
+        // Re-pointed, and a plain file made a link: refused, naming the file.
+        std::fs::remove_file(&linked).unwrap();
+        std::os::unix::fs::symlink(root.join("key"), &linked).unwrap();
+        let refused = links.check(&linked).unwrap_err().to_string();
+        assert!(refused.contains("linked.md now leads to"), "{refused}");
+        std::fs::remove_file(&plain).unwrap();
+        std::os::unix::fs::symlink(root.join("key"), &plain).unwrap();
+        assert!(links.check(&plain).is_err());
+        // Not known, no link: read.
+        assert!(links.check(&root.join("shared.md")).is_ok());
     }
 }

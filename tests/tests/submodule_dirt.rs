@@ -1,8 +1,11 @@
-//! Issue 27 item 9: an edit inside a submodule of the work tree. The work tree's git can
-//! neither stash nor commit what changed inside a submodule, so the round's dirt handling
+//! Issue 27 item 9: a submodule of the work tree moved to a commit of its own. The work
+//! tree's git can neither stash nor commit what changed inside a submodule, so the round's
+//! dirt handling
 //! leaves it as it is and says so (`dirty_submodule_skipped`, naming the path and why),
 //! handles the rest of the round's dirt without it, and never counts it as the operator's
-//! in a later round (docs/operations.md, "Submodules"). A real submodule (a local bare
+//! in a later round (docs/operations.md, "Submodules"). Changes inside a submodule that
+//! moved no commit are not looked at (issue 36: telling them would start a git in the
+//! submodule, under its own config). A real submodule (a local bare
 //! repository as its origin), real rounds, `auto_commit` and `stash`, as root and as the
 //! unprivileged user; hooks and an fsmonitor planted in the submodule's own repository never
 //! run.
@@ -100,10 +103,16 @@ fn add_submodule(p: &Project) -> std::path::PathBuf {
     marker
 }
 
+/// A commit inside the submodule (its planted hooks and fsmonitor off: only the
+/// supervisor's git is under test), so the work tree's gitlink moves.
+const COMMIT_INSIDE: &str = "git -C vendor/lib -c core.hooksPath=/dev/null -c core.fsmonitor=false -c user.name=a -c user.email=a@e2e.invalid commit -qam inside\n";
+
 fn agent(p: &Project) -> std::path::PathBuf {
     p.script(
         "submodule-agent.sh",
-        "#!/bin/sh\necho agent >> vendor/lib/lib.txt\necho new > vendor/lib/untracked.txt\necho note >> notes.txt\n",
+        &format!(
+            "#!/bin/sh\necho agent >> vendor/lib/lib.txt\necho new > vendor/lib/untracked.txt\n{COMMIT_INSIDE}echo agent-uncommitted >> vendor/lib/lib.txt\necho note >> notes.txt\n"
+        ),
     )
 }
 
@@ -178,7 +187,7 @@ fn one(operator: Operator, action: &str) {
     let sub = p.dir().join("vendor/lib");
     assert_eq!(
         std::fs::read_to_string(sub.join("lib.txt")).unwrap(),
-        "lib v1\nagent\n"
+        "lib v1\nagent\nagent-uncommitted\n"
     );
     assert_eq!(
         std::fs::read_to_string(sub.join("untracked.txt")).unwrap(),
@@ -233,7 +242,7 @@ fn nothing_ran_inside(marker: &Path, operator: Operator, action: &str) {
     );
 }
 
-/// A submodule the round left alone but the operator left dirty before it is still not the
+/// A submodule the round left alone but the operator moved before it is still not the
 /// operator's: only the round's own dirt is handled, and the submodule is reported.
 #[test]
 fn a_submodule_dirty_before_the_round_is_reported_not_left_to_the_operator() {
@@ -242,6 +251,13 @@ fn a_submodule_dirty_before_the_round_is_reported_not_left_to_the_operator() {
     let agent = p.script("note-agent.sh", "#!/bin/sh\necho note >> notes.txt\n");
     p.write_config(&ConfigBuilder::new(&agent).dirty_action("auto_commit"));
     std::fs::write(p.dir().join("vendor/lib/lib.txt"), "operator\n").unwrap();
+    let commit_inside = p.script("commit-inside.sh", &format!("#!/bin/sh\n{COMMIT_INSIDE}"));
+    let out = std::process::Command::new(&commit_inside)
+        .current_dir(p.dir())
+        .env("HOME", p.home())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
 
     p.run(&["round"]).assert_code(0);
     let all = p.events_text();

@@ -10,9 +10,16 @@ use std::time::Duration;
 
 const HOSTILE: &str = env!("CARGO_BIN_EXE_ar-e2e-hostile");
 
+/// A project whose agent sleeps `sleep_s`, confined (`prefer`): its config is read-only to
+/// the agent, so an edit in place during a round can only be the operator's and applies
+/// (an unconfined agent's round makes such an edit untrusted: `config_identity.rs`).
 fn sleepy_project(sleep_s: &str) -> Project {
     let p = Project::new();
-    p.write_config(&p.config().agent_env("DEMO_AGENT_SLEEP", sleep_s));
+    p.write_config(
+        &p.config()
+            .agent_env("DEMO_AGENT_SLEEP", sleep_s)
+            .extra("[agent.sandbox]\nmode = \"prefer\""),
+    );
     p
 }
 

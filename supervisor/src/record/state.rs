@@ -7,6 +7,7 @@ use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
@@ -180,13 +181,33 @@ fn write_json<T: Serialize>(path: &Path, value: &T, sync: bool) -> io::Result<()
         path.file_name().unwrap_or_default().to_string_lossy(),
         std::process::id()
     ));
-    let mut file = File::create(&tmp)?;
+    let mut file = create_exclusive(&tmp)?;
     file.write_all(&serde_json::to_vec_pretty(value)?)?;
     file.write_all(b"\n")?;
     if sync {
         file.sync_all()?;
     }
     std::fs::rename(&tmp, path)
+}
+
+/// Creates `path` as a new file of this process: whatever is at that name (a leftover of
+/// an earlier process with the same id, or a link the agent planted where a log dir inside
+/// the tree takes temporary files) is removed first (`unlink` removes a link, never what
+/// it names), then the file is created exclusively (`O_CREAT | O_EXCL | O_NOFOLLOW`): a
+/// name that appears again in between fails the write (`AlreadyExists`) rather than being
+/// followed (docs/security.md, "The supervisor is not the agent's deputy").
+pub(crate) fn create_exclusive(path: &Path) -> io::Result<File> {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o644)
+        .open(path)
 }
 
 /// Hands out the next round number and records it before the round starts, so a crash
@@ -366,5 +387,31 @@ mod tests {
             recover_round_counter(state.path(), rounds.path()).unwrap(),
             None
         );
+    }
+
+    #[test]
+    fn a_link_planted_at_the_temporary_name_is_replaced_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("bashrc");
+        std::fs::write(&target, "the operator's\n").unwrap();
+        let view = dir.path().join("logs/.status.json");
+        std::fs::create_dir_all(view.parent().unwrap()).unwrap();
+        let tmp = dir
+            .path()
+            .join(format!("logs/..status.json.tmp-{}", std::process::id()));
+        // The control: creating through the planted name as before writes the target.
+        std::os::unix::fs::symlink(&target, &tmp).unwrap();
+        File::create(&tmp).unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "");
+        std::fs::write(&target, "the operator's\n").unwrap();
+        write_json_replace(&view, &serde_json::json!({"round": 1})).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&target).unwrap(),
+            "the operator's\n"
+        );
+        assert!(std::fs::read_to_string(&view)
+            .unwrap()
+            .contains("\"round\": 1"));
+        assert!(!tmp.exists());
     }
 }

@@ -104,6 +104,13 @@ impl AgentSandboxGate {
         self.requested != SandboxMode::Off
     }
 
+    /// Whether the config file is read-only to the agent in its own mount namespace (the
+    /// read-only mount layer: the agent confined, with a namespace of its own), so it
+    /// cannot write the file in place.
+    pub(crate) fn config_read_only(&self) -> bool {
+        self.enabled() && self.isolation != PidIsolation::None
+    }
+
     /// Whether the agent's file system is confined by our Landlock (`prefer` on a machine
     /// without Landlock is not, even where seccomp engages): only then is a CLI's own
     /// sandbox, which cannot be built inside ours, replaced

@@ -1,12 +1,23 @@
 //! The one place that runs git. Every call is bounded (docs/configuration.md, `[vcs]
 //! git_timeout_s`): no controlling terminal, killed with its process group on timeout or
-//! stop. Every call runs in `work_dir` and runs no program the repository configured
+//! stop. The repository is held by identity (docs/security.md, "The supervisor is not the
+//! agent's deputy"): its git dir, common dir and work tree are discovered once, with git's
+//! own ownership check (`safe.directory`), and every later call is pinned to them
+//! (`GIT_DIR`, `GIT_COMMON_DIR`, `GIT_WORK_TREE`: no discovery, so no `.git` file, no
+//! `core.worktree` or `core.bare` the agent wrote moves it), with every other `GIT_*`
+//! variable of the supervisor's environment removed ([`KEPT_ENV`] aside); a git dir that
+//! changed kind or place since ([`Place::changed`]) fails every call, naming what changed.
+//! Every call runs in `work_dir` and runs no program the repository configured
 //! ([`program_overrides`], docs/security.md "The supervisor's git"): hooks are off
 //! (`core.hooksPath=/dev/null`), `core.fsmonitor` is off, and every setting of the
 //! repository's own config (`.git/config`, `config.worktree` and what they include: the
 //! agent can write them) that makes git run a program — filters, diff and merge drivers,
 //! pagers, editors, credential helpers, signing programs — is overridden on the command
 //! line with the operator's own (global or system) value, or with one that runs nothing.
+//! The config is listed again only when a file it is read from changed ([`ConfigSeen`]).
+//! No nested repository's program runs either: `status` does not look inside submodules
+//! (`--ignore-submodules=dirty`) and a stash never names one ([`Repo::scope`]), the only
+//! two ways the supervisor's git would start a git in a nested repository.
 //! Paths a host or the agent named go to git on its stdin (`--stdin`,
 //! `--pathspec-from-file=-`), never as arguments (there may be more than an argument list
 //! holds), and as `:(literal)` pathspecs, so no path is ever read as a pattern.
@@ -18,6 +29,7 @@ use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
@@ -25,7 +37,19 @@ use tokio::process::Command;
 use crate::config::DEFAULT_GIT_TIMEOUT_S;
 use crate::record::stop::StopWatch;
 use crate::runtime::attribution::OwnFiles;
+use crate::runtime::git_place::{ConfigSeen, Place};
 use crate::runtime::path_name;
+
+/// The rest of a `git status --porcelain=v2` entry after its first `n` space-separated
+/// fields (the path, which may hold spaces).
+fn nth_rest(entry: &[u8], n: usize) -> Option<&[u8]> {
+    entry.splitn(n + 1, |b| *b == b' ').nth(n)
+}
+
+/// Field `n` (from 0) of a `git status --porcelain=v2` entry.
+fn nth_field(entry: &[u8], n: usize) -> Option<&[u8]> {
+    entry.split(|b| *b == b' ').nth(n)
+}
 
 /// SIGKILLs the process group a git command leads (a signer it started included).
 fn kill_group(group: Option<Pid>) {
@@ -35,12 +59,34 @@ fn kill_group(group: Option<Pid>) {
 }
 
 /// `-c` settings every call carries, whatever any config says: no hooks, no fsmonitor, no
-/// automatic gc or maintenance after a commit (they would outlive the call's bound).
-const ALWAYS: [&str; 4] = [
+/// automatic gc or maintenance after a commit (they would outlive the call's bound), never
+/// a bare repository (the pinned work tree is the one), never into submodules (a git
+/// started there reads the nested repository's own config).
+const ALWAYS: [&str; 7] = [
     "core.hooksPath=/dev/null",
     "core.fsmonitor=false",
     "gc.auto=0",
     "maintenance.auto=false",
+    "core.bare=false",
+    "submodule.recurse=false",
+    "status.submoduleSummary=false",
+];
+
+/// The `GIT_*` variables of the supervisor's environment its git keeps: the operator's
+/// identity and which global and system config to read. Every other one (`GIT_DIR`,
+/// `GIT_WORK_TREE`, `GIT_INDEX_FILE`, `GIT_OBJECT_DIRECTORY`, `GIT_CONFIG_PARAMETERS`,
+/// `GIT_SSH_COMMAND`, `GIT_EXEC_PATH` …) is removed: none may move where git reads or
+/// writes, or what it runs.
+const KEPT_ENV: [&str; 9] = [
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+    "GIT_AUTHOR_DATE",
+    "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL",
+    "GIT_COMMITTER_DATE",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_CONFIG_NOSYSTEM",
 ];
 
 /// Whether config key `key` (as `git config --list` prints it: section and name in lower
@@ -94,24 +140,47 @@ fn inert_value(key: &str) -> &'static str {
     }
 }
 
-/// `-c key=value` arguments overriding every program-running setting of the repository's
-/// own config (scopes `local` and `worktree`, includes counted as their includer's) from
-/// `listing`, the output of `git config --list --show-scope -z` (`scope NUL key LF value
-/// NUL`, or `scope NUL key NUL` for a key without a value): with the operator's last
-/// `global` or `system` value of the key when there is one, else with [`inert_value`].
-pub(crate) fn program_overrides(listing: &[u8]) -> Vec<String> {
+/// The entries of `listing`, the output of `git config --list --show-scope --show-origin
+/// -z` (`scope NUL origin NUL key LF value NUL`, or `… key NUL` for a key without a value):
+/// `(scope, origin, key, value)`.
+fn config_entries(listing: &[u8]) -> Vec<(String, String, String, String)> {
     let mut fields = listing.split(|b| *b == 0);
-    let mut operator: Vec<(String, String)> = Vec::new();
-    let mut repository: Vec<String> = Vec::new();
-    while let (Some(scope), Some(entry)) = (fields.next(), fields.next()) {
+    let mut entries = Vec::new();
+    while let (Some(scope), Some(origin), Some(entry)) =
+        (fields.next(), fields.next(), fields.next())
+    {
         let entry = String::from_utf8_lossy(entry);
         let (key, value) = entry.split_once('\n').unwrap_or((&entry, ""));
+        entries.push((
+            String::from_utf8_lossy(scope).into_owned(),
+            String::from_utf8_lossy(origin).into_owned(),
+            key.to_owned(),
+            value.to_owned(),
+        ));
+    }
+    entries
+}
+
+/// Whether config scope `scope` is the repository's own (the agent can write it): `local`
+/// and `worktree`, includes counted as their includer's.
+fn repository_scope(scope: &str) -> bool {
+    matches!(scope, "local" | "worktree")
+}
+
+/// `-c key=value` arguments overriding every program-running setting of the repository's
+/// own config ([`repository_scope`]) among `entries` ([`config_entries`]): with the
+/// operator's last `global` or `system` value of the key when there is one, else with
+/// [`inert_value`].
+pub(crate) fn program_overrides(entries: &[(String, String, String, String)]) -> Vec<String> {
+    let mut operator: Vec<(&str, &str)> = Vec::new();
+    let mut repository: Vec<&str> = Vec::new();
+    for (scope, _, key, value) in entries {
         if !runs_a_program(key) {
             continue;
         }
-        match scope {
-            b"global" | b"system" => operator.push((key.to_owned(), value.to_owned())),
-            b"local" | b"worktree" => repository.push(key.to_owned()),
+        match scope.as_str() {
+            "global" | "system" => operator.push((key, value)),
+            s if repository_scope(s) => repository.push(key),
             _ => {}
         }
     }
@@ -124,7 +193,7 @@ pub(crate) fn program_overrides(listing: &[u8]) -> Vec<String> {
                 .iter()
                 .rev()
                 .find(|(k, _)| *k == key)
-                .map_or(inert_value(&key), |(_, v)| v.as_str());
+                .map_or(inert_value(key), |(_, v)| v);
             format!("{key}={value}")
         })
         .collect()
@@ -133,14 +202,11 @@ pub(crate) fn program_overrides(listing: &[u8]) -> Vec<String> {
 /// The filter drivers the supervisor's git will not run: those whose `clean` or `process`
 /// program is set only in the repository's own config (scopes `local`, `worktree`), which
 /// [`program_overrides`] blanks, with no `global` or `system` value to take its place.
-/// From `listing` as [`program_overrides`] reads it; sorted.
-pub(crate) fn repository_only_filters(listing: &[u8]) -> Vec<String> {
-    let mut fields = listing.split(|b| *b == 0);
+/// From the config's entries as [`program_overrides`] reads them; sorted.
+fn repository_only_filters(entries: &[(String, String, String, String)]) -> Vec<String> {
     let mut repository = std::collections::BTreeSet::new();
     let mut operator = HashSet::new();
-    while let (Some(scope), Some(entry)) = (fields.next(), fields.next()) {
-        let entry = String::from_utf8_lossy(entry);
-        let key = entry.split_once('\n').map_or(&*entry, |(k, _)| k);
+    for (scope, _, key, _) in entries {
         let Some(rest) = key.strip_prefix("filter.") else {
             continue;
         };
@@ -150,11 +216,11 @@ pub(crate) fn repository_only_filters(listing: &[u8]) -> Vec<String> {
         else {
             continue;
         };
-        match scope {
-            b"global" | b"system" => {
+        match scope.as_str() {
+            "global" | "system" => {
                 operator.insert(name.to_owned());
             }
-            b"local" | b"worktree" => {
+            "local" | "worktree" => {
                 repository.insert(name.to_owned());
             }
             _ => {}
@@ -165,6 +231,35 @@ pub(crate) fn repository_only_filters(listing: &[u8]) -> Vec<String> {
         .filter(|name| !operator.contains(name))
         .collect()
 }
+
+/// What one listing of the repository's config gave, kept while the files it was read
+/// from are unchanged ([`ConfigSeen`]).
+#[derive(Clone, Debug)]
+struct Listed {
+    seen: ConfigSeen,
+    /// [`program_overrides`].
+    overrides: Vec<String>,
+    /// Whether any scope sets `user.email`.
+    has_email: bool,
+    /// The last `core.hooksPath` of a config file.
+    hooks_path: Option<String>,
+    /// [`repository_only_filters`].
+    repository_only_filters: Vec<String>,
+}
+
+/// The state of the work dir in one `git status`: `HEAD` and the dirty paths.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Look {
+    /// `HEAD`'s SHA, `None` before the first commit.
+    pub head: Option<String>,
+    /// The branch `HEAD` is on, `None` when detached.
+    pub branch: Option<String>,
+    /// The dirty paths ([`Repo::dirty_files`]).
+    pub files: Vec<String>,
+}
+
+/// How a call on a repository that changed since boot fails ([`Place::changed`]).
+pub(crate) const REPOSITORY_CHANGED: &str = "the repository changed since agent-runner started";
 
 /// `args` space-joined, for messages.
 fn joined_args<S: AsRef<OsStr>>(args: &[S]) -> String {
@@ -248,9 +343,11 @@ pub(crate) struct Repo {
     own: OwnFiles,
     timeout: Duration,
     stop: Option<StopWatch>,
-    /// The work dir's path from the repository's top (`git rev-parse --show-prefix`), asked
-    /// once: a repo's work dir never moves.
-    prefix: std::sync::OnceLock<Vec<u8>>,
+    /// The repository every call is pinned to, found by the first call
+    /// ([`Repo::not_a_work_tree`] at boot); shared by the clones.
+    place: Arc<OnceLock<Place>>,
+    /// The last listing of its config; shared by the clones.
+    listed: Arc<Mutex<Option<Listed>>>,
 }
 
 impl Repo {
@@ -262,7 +359,8 @@ impl Repo {
             own,
             timeout: Duration::from_secs(DEFAULT_GIT_TIMEOUT_S),
             stop: None,
-            prefix: std::sync::OnceLock::new(),
+            place: Arc::default(),
+            listed: Arc::default(),
         }
     }
 
@@ -316,39 +414,159 @@ impl Repo {
     }
 
     /// [`Repo::run_bytes`] with variables `env` added to git's environment and `stdin`
-    /// ([`Repo::run_input`]): first the repository's config is listed (which runs nothing)
-    /// for [`program_overrides`], then the command runs with them.
+    /// ([`Repo::run_input`]), pinned to the repository found at boot ([`Repo::place`]) and
+    /// with the overrides of its config ([`Repo::listed`]). Fails, naming what changed,
+    /// when the repository changed kind or place since boot ([`Place::changed`]).
     async fn run_bytes_with_env<S: AsRef<OsStr>>(
         &self,
         args: &[S],
         env: &[(&str, &str)],
         stdin: Option<&[u8]>,
     ) -> Result<Vec<u8>, GitError> {
-        // Listed afresh for each command: the agent may write the config (or a file it
-        // includes) at any time. A listing that fails (a broken config, a timeout, a stop)
-        // fails the command: it would not run safely.
+        let listed = self.listed().await.map_err(|err| GitError {
+            args: joined_args(args),
+            detail: err.detail,
+        })?;
+        self.run_confined(
+            Some(self.place().await?),
+            &listed.overrides,
+            args,
+            env,
+            stdin,
+        )
+        .await
+    }
+
+    /// The repository the calls are pinned to: found by the first call, with git's own
+    /// discovery from `work_dir` and its ownership check ([`Place::hold`]).
+    async fn place(&self) -> Result<&Place, GitError> {
+        if let Some(place) = self.place.get() {
+            return Ok(place);
+        }
+        let args = [
+            "rev-parse",
+            "--is-inside-work-tree",
+            "--show-prefix",
+            "--show-toplevel",
+            "--absolute-git-dir",
+            "--git-common-dir",
+        ];
+        let out = self.run_confined(None, &[], &args, &[], None).await?;
+        let text = String::from_utf8_lossy(&out);
+        let refused = |detail: String| GitError {
+            args: joined_args(&args),
+            detail,
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        let [inside, prefix, top, git_dir, common] = lines[..] else {
+            return Err(refused(format!("unexpected output: {}", text.trim())));
+        };
+        if inside != "true" {
+            return Err(refused("not inside a work tree".to_owned()));
+        }
+        let place = Place::hold(
+            &self.work_dir,
+            PathBuf::from(top),
+            PathBuf::from(git_dir),
+            Path::new(common),
+            prefix.as_bytes().to_vec(),
+        )
+        .map_err(refused)?;
+        Ok(self.place.get_or_init(|| place))
+    }
+
+    /// The overrides and facts of the repository's config: listed (`git config --list`,
+    /// which runs nothing) when no listing stands, else the last listing while the files it
+    /// was read from are unchanged ([`ConfigSeen`]): the agent may write the config, or a
+    /// file it includes, at any time, and then it is listed again. A listing that fails (a
+    /// broken config, a timeout, a stop) fails the command: it would not run safely.
+    async fn listed(&self) -> Result<Listed, GitError> {
+        let place = self.place().await?;
+        if let Some(listed) = self
+            .listed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            if listed.seen.unchanged() {
+                return Ok(listed.clone());
+            }
+        }
         let listing = self
-            .run_confined(&[], &["config", "--list", "--show-scope", "-z"], &[], None)
+            .run_confined(
+                Some(place),
+                &[],
+                &["config", "--list", "--show-scope", "--show-origin", "-z"],
+                &[],
+                None,
+            )
             .await
             .map_err(|err| GitError {
-                args: joined_args(args),
+                args: err.args.clone(),
                 detail: format!("reading its config: {}", err.detail),
             })?;
-        self.run_confined(&program_overrides(&listing), args, env, stdin)
-            .await
+        let entries = config_entries(&listing);
+        let seen = ConfigSeen::of(
+            place,
+            entries
+                .iter()
+                .filter(|(scope, ..)| repository_scope(scope))
+                .map(|(_, origin, key, value)| (origin.as_str(), key.as_str(), value.as_str())),
+        );
+        let listed = Listed {
+            seen,
+            overrides: program_overrides(&entries),
+            has_email: entries.iter().any(|(_, _, key, _)| key == "user.email"),
+            hooks_path: entries
+                .iter()
+                .rev()
+                .find(|(scope, _, key, _)| key == "core.hookspath" && scope != "command")
+                .map(|(.., value)| value.clone()),
+            repository_only_filters: repository_only_filters(&entries),
+        };
+        *self.listed.lock().unwrap_or_else(|e| e.into_inner()) = Some(listed.clone());
+        Ok(listed)
     }
 
     /// One bounded git command with [`ALWAYS`] and `overrides` as `-c` settings, git's
-    /// pager, editors and external diff disabled through the environment too; `stdin`
-    /// written to its standard input (`/dev/null` when `None`).
+    /// pager, editors and external diff disabled through the environment too, no `GIT_*`
+    /// of the supervisor's environment but [`KEPT_ENV`]; pinned to `place` (`GIT_DIR`,
+    /// `GIT_COMMON_DIR`, `GIT_WORK_TREE`, no replace refs) unless it is `None` (the
+    /// discovery at boot) and refused when `place` changed since boot; `stdin` written to
+    /// its standard input (`/dev/null` when `None`).
     async fn run_confined<S: AsRef<OsStr>>(
         &self,
+        place: Option<&Place>,
         overrides: &[String],
         args: &[S],
         env: &[(&str, &str)],
         stdin: Option<&[u8]>,
     ) -> Result<Vec<u8>, GitError> {
+        let joined = joined_args(args);
+        let failed = |detail: String| GitError {
+            args: joined.clone(),
+            detail,
+        };
         let mut cmd = Command::new("git");
+        for (name, _) in std::env::vars_os() {
+            let name_bytes = name.as_bytes();
+            if name_bytes.starts_with(b"GIT_")
+                && !KEPT_ENV.iter().any(|k| k.as_bytes() == name_bytes)
+            {
+                cmd.env_remove(name);
+            }
+        }
+        if let Some(place) = place {
+            if let Some(changed) = place.changed() {
+                return Err(failed(format!(
+                    "{REPOSITORY_CHANGED}: {changed}; the supervisor's git no longer touches it (restart agent-runner once the repository is as it should be)"
+                )));
+            }
+            cmd.env("GIT_DIR", &place.git_dir)
+                .env("GIT_COMMON_DIR", &place.common_dir)
+                .env("GIT_WORK_TREE", &place.top)
+                .env("GIT_NO_REPLACE_OBJECTS", "1");
+        }
         for setting in ALWAYS
             .iter()
             .copied()
@@ -382,11 +600,6 @@ impl Repo {
                 Ok(())
             });
         }
-        let joined = joined_args(args);
-        let failed = |detail: String| GitError {
-            args: joined.clone(),
-            detail,
-        };
         let mut child = cmd.spawn().map_err(|e| failed(e.to_string()))?;
         let group = child.id().map(|pid| Pid::from_raw(pid as i32));
         // Written while the output is read, so neither side waits on a full pipe; a git
@@ -442,9 +655,8 @@ impl Repo {
     }
 
     /// Why `work_dir` is not a git working tree the supervisor can use, with the fix to
-    /// print; `None` when it is one. The same git process tells the work dir's prefix
-    /// ([`Repo::dirty_files`] needs it), so a repo asked this first runs one git process
-    /// fewer per round. git's refusal of a repository owned by another user ("dubious
+    /// print; `None` when it is one. This finds the repository every later call is pinned
+    /// to ([`Repo::place`]). git's refusal of a repository owned by another user ("dubious
     /// ownership", its `safe.directory` rule) is told as such, not as a missing repository;
     /// a work dir this user cannot write (`access(2)` `W_OK`: permissions or a read-only
     /// mount) is refused too.
@@ -457,11 +669,8 @@ impl Repo {
             fix: "run `git init` there (and restart) for the stash, the auto-commit and the attribution of edits".to_owned(),
             outside_git: true,
         };
-        let out = match self
-            .run_bytes(&["rev-parse", "--is-inside-work-tree", "--show-prefix"])
-            .await
-        {
-            Ok(out) => out,
+        match self.place().await {
+            Ok(_) => {}
             Err(e) if e.detail.contains("dubious ownership") => {
                 return Some(NotWorkTree {
                     reason: format!(
@@ -469,6 +678,15 @@ impl Repo {
                         e.detail.lines().next().unwrap_or_default()
                     ),
                     fix: "run agent-runner as the repository's owner, or trust it with `git config --global --add safe.directory <repository top>`".to_owned(),
+                    outside_git: false,
+                })
+            }
+            // A work tree whose own `.git` does not name its git dir (`core.worktree`
+            // elsewhere): refused, never followed.
+            Err(e) if e.detail.contains("core.worktree") => {
+                return Some(NotWorkTree {
+                    reason: format!("{dir}: {}", e.detail),
+                    fix: "remove core.worktree from the repository's config (`git config --unset core.worktree`)".to_owned(),
                     outside_git: false,
                 })
             }
@@ -482,16 +700,7 @@ impl Repo {
                     outside_git: false,
                 })
             }
-        };
-        let mut lines = out.split(|b| *b == b'\n');
-        if lines.next() != Some(b"true".as_slice()) {
-            return Some(NotWorkTree {
-                reason: format!("{dir} is inside a git directory or a bare repository, not a working tree"),
-                fix: "point [runtime] work_dir at a working tree (or at a directory outside any repository)".to_owned(),
-                outside_git: false,
-            });
         }
-        let _ = self.prefix.set(lines.next().unwrap_or_default().to_vec());
         // Every round writes the tree (the agent, the stash, the commit): a read-only one
         // (permissions, a read-only mount) is refused here, not failed round after round.
         if let Err(errno) = nix::unistd::access(
@@ -508,39 +717,39 @@ impl Repo {
     }
 
     /// The same tree with `own` as the supervisor's files; what was learned of the tree
-    /// (its prefix) is kept.
+    /// (where it is pinned, its config's listing) is kept.
     pub(crate) fn with_own(mut self, own: OwnFiles) -> Self {
         self.own = own;
         self
     }
 
-    /// The work dir's path from the repository's top (`git rev-parse --show-prefix`, with
-    /// its trailing `/`; empty at the top), asked once (or learned by [`Repo::is_repo`]).
-    async fn prefix(&self) -> Result<&[u8], GitError> {
-        if let Some(prefix) = self.prefix.get() {
-            return Ok(prefix);
-        }
-        let mut prefix = self.run_bytes(&["rev-parse", "--show-prefix"]).await?;
-        if prefix.last() == Some(&b'\n') {
-            prefix.pop();
-        }
-        Ok(self.prefix.get_or_init(|| prefix))
+    /// What changed in the repository since boot ([`Place::changed`]); `None` when
+    /// nothing did or it was never found.
+    pub(crate) fn changed(&self) -> Option<String> {
+        self.place.get().and_then(Place::changed)
     }
 
     /// Dirty paths inside the work dir, relative to it (docs/protocol.md: `dirty_files`),
-    /// from `git status --porcelain -z -- .`, untracked files listed one by one, the
-    /// supervisor's own files left out. A staged rename lists both sides, new path then
-    /// source (the source only when it lies inside the work dir); a copy only the new path
-    /// (its source is unchanged).
+    /// the supervisor's own files left out ([`Repo::look`]).
     pub(crate) async fn dirty_files(&self) -> Result<Vec<String>, GitError> {
-        let mut files = self.status_paths().await?;
-        files.retain(|path| !self.own.contains(path));
-        Ok(files)
+        Ok(self.look().await?.files)
     }
 
-    /// [`Repo::dirty_files`] with the supervisor's own files left in: one `git status`
-    /// for the whole work dir, however many files are dirty.
-    async fn status_paths(&self) -> Result<Vec<String>, GitError> {
+    /// `HEAD` and the dirty paths inside the work dir in one `git status --porcelain=v2
+    /// --branch -z --untracked-files=all -- .`, paths relative to the work dir, untracked
+    /// files listed one by one, the supervisor's own files left out. A staged rename lists
+    /// both sides, new path then source (the source only when it lies inside the work
+    /// dir); a copy only the new path (its source is unchanged). A submodule is dirty when
+    /// its commit moved, not for changes inside it (`--ignore-submodules=dirty`: telling
+    /// those would start a git in the submodule, under its own config).
+    pub(crate) async fn look(&self) -> Result<Look, GitError> {
+        let mut look = self.status().await?;
+        look.files.retain(|path| !self.own.contains(path));
+        Ok(look)
+    }
+
+    /// [`Repo::look`] with the supervisor's own files left in.
+    async fn status(&self) -> Result<Look, GitError> {
         // `--no-optional-locks`: status leaves the index as it is rather than refreshing
         // it on disk, so it never takes `index.lock` from under an agent's own git, and it
         // costs less.
@@ -548,41 +757,65 @@ impl Repo {
             .run_bytes(&[
                 "--no-optional-locks",
                 "status",
-                "--porcelain",
+                "--porcelain=v2",
+                "--branch",
                 "-z",
                 "--untracked-files=all",
+                "--ignore-submodules=dirty",
                 "--",
                 ".",
             ])
             .await?;
-        if out.is_empty() {
-            return Ok(Vec::new());
-        }
-        let prefix = self.prefix().await?;
-        let mut files = Vec::new();
+        let prefix = &self.place().await?.prefix;
+        let mut look = Look::default();
         let mut entries = out.split(|b| *b == 0).filter(|e| !e.is_empty());
         while let Some(entry) = entries.next() {
-            if entry.len() < 4 {
-                continue;
-            }
-            let (status, path) = entry.split_at(3);
-            // A rename or copy is followed by its source path.
-            let source = if status.starts_with(b"R") || status.starts_with(b"C") {
-                entries.next()
-            } else {
-                None
+            let (path, renamed_from) = match entry.first() {
+                Some(b'#') => {
+                    if let Some(oid) = entry.strip_prefix(b"# branch.oid ") {
+                        look.head = (oid != b"(initial)")
+                            .then(|| String::from_utf8_lossy(oid).into_owned());
+                    }
+                    if let Some(name) = entry.strip_prefix(b"# branch.head ") {
+                        look.branch = (name != b"(detached)")
+                            .then(|| String::from_utf8_lossy(name).into_owned());
+                    }
+                    continue;
+                }
+                Some(b'1') => (nth_rest(entry, 8), None),
+                Some(b'2') => {
+                    let source = entries.next();
+                    let renamed = nth_field(entry, 8).is_some_and(|f| f.starts_with(b"R"));
+                    (nth_rest(entry, 9), source.filter(|_| renamed))
+                }
+                Some(b'u') => (nth_rest(entry, 10), None),
+                Some(b'?') => (entry.get(2..), None),
+                _ => continue,
             };
-            let renamed_from = source.filter(|_| status.starts_with(b"R"));
-            for path in std::iter::once(path).chain(renamed_from) {
+            for path in path.into_iter().chain(renamed_from) {
                 // status prints paths from the repository's top; ours are the work dir's
                 // (a rename's source outside the work dir is not ours to hand on).
-                let Some(inside) = path.strip_prefix(prefix) else {
+                let Some(inside) = path.strip_prefix(prefix.as_slice()) else {
                     continue;
                 };
-                files.push(path_name::encode(inside));
+                look.files.push(path_name::encode(inside));
             }
         }
-        Ok(files)
+        Ok(look)
+    }
+
+    /// The submodules (gitlinks) of the index inside the work dir, work-dir-relative: a
+    /// stash never names them ([`Repo::scope`]), or it would start a git in each.
+    async fn gitlinks(&self) -> Result<Vec<String>, GitError> {
+        let out = self.run_bytes(&["ls-files", "-s", "-z", "--", "."]).await?;
+        let prefix = &self.place().await?.prefix;
+        Ok(out
+            .split(|b| *b == 0)
+            .filter(|e| e.starts_with(b"160000 "))
+            .filter_map(|e| e.splitn(2, |b| *b == b'\t').nth(1))
+            .filter_map(|path| path.strip_prefix(prefix.as_slice()))
+            .map(path_name::encode)
+            .collect())
     }
 
     /// `git stash push -u -m <message>` of exactly `paths` (work-dir-relative, as
@@ -597,7 +830,11 @@ impl Repo {
         message: &str,
         paths: &[String],
     ) -> Result<Option<String>, StashError> {
-        let scope = self.scope(paths).await?;
+        let gitlinks = self.gitlinks().await?;
+        if paths.iter().all(|p| gitlinks.contains(p)) {
+            return Ok(None);
+        }
+        let scope = self.scope(paths, &gitlinks).await?;
         let before = self.stash_head().await;
         let mut args = vec!["stash", "push", "-u", "-m", message];
         if scope.is_some() {
@@ -627,10 +864,7 @@ impl Repo {
         &self,
         paths: &[String],
     ) -> Result<Vec<(String, Vec<String>)>, GitError> {
-        let listing = self
-            .run_confined(&[], &["config", "--list", "--show-scope", "-z"], &[], None)
-            .await?;
-        let drivers = repository_only_filters(&listing);
+        let drivers = self.listed().await?.repository_only_filters;
         if drivers.is_empty() || paths.is_empty() {
             return Ok(Vec::new());
         }
@@ -662,17 +896,23 @@ impl Repo {
     /// matches every path against every pathspec, so thousands of them cost minutes on a
     /// large tree (docs/operations.md, "Large trees"). `None`, no pathspec, when `paths`
     /// are every dirty path and the work dir is the repository's top; else `.` and an
-    /// exclusion for each other dirty path (the operator's, the supervisor's own) when
-    /// those are fewer than `paths`; else `paths` themselves. All literal: no path is read
-    /// as a pattern.
-    async fn scope(&self, paths: &[String]) -> Result<Option<Vec<u8>>, GitError> {
-        let wanted: HashSet<&str> = paths.iter().map(String::as_str).collect();
-        let dirty = self.status_paths().await?;
+    /// exclusion for each other dirty path (the operator's, the supervisor's own) and each
+    /// submodule when those are fewer than `paths`; else `paths` themselves. Never a
+    /// submodule ([`Repo::gitlinks`]). All literal: no path is read as a pattern.
+    async fn scope(
+        &self,
+        paths: &[String],
+        gitlinks: &[String],
+    ) -> Result<Option<Vec<u8>>, GitError> {
+        let paths: Vec<&String> = paths.iter().filter(|p| !gitlinks.contains(p)).collect();
+        let wanted: HashSet<&str> = paths.iter().map(|p| p.as_str()).collect();
+        let dirty = self.status().await?.files;
         let others: Vec<&String> = dirty
             .iter()
+            .chain(gitlinks)
             .filter(|p| !wanted.contains(p.as_str()))
             .collect();
-        if others.is_empty() && self.prefix().await?.is_empty() {
+        if others.is_empty() && self.place().await?.prefix.is_empty() {
             return Ok(None);
         }
         let mut specs = Vec::new();
@@ -719,16 +959,6 @@ impl Repo {
             .await
             .ok()
             .map(|s| s.trim().to_owned())
-    }
-
-    /// The branch `HEAD` is on (`git symbolic-ref -q --short HEAD`, e.g. `main`); `None`
-    /// when `HEAD` is detached or git fails.
-    pub(crate) async fn branch(&self) -> Option<String> {
-        self.run(&["symbolic-ref", "-q", "--short", "HEAD"])
-            .await
-            .ok()
-            .map(|s| s.trim().to_owned())
-            .filter(|s| !s.is_empty())
     }
 
     async fn stash_head(&self) -> Option<String> {
@@ -846,11 +1076,11 @@ impl Repo {
         .await
     }
 
-    /// Where [`Repo::commit`] builds its index: beside the repository's own index (the
-    /// same file system, as `read-tree --index-output` needs), named for this process.
+    /// Where [`Repo::commit`] builds its index: beside the repository's own index in the
+    /// pinned git dir (the same file system, as `read-tree --index-output` needs), named
+    /// for this process.
     async fn scratch_index(&self) -> Result<PathBuf, GitError> {
-        let index = self.run(&["rev-parse", "--git-path", "index"]).await?;
-        let index = self.work_dir.join(index.trim_end_matches('\n'));
+        let index = self.place().await?.git_dir.join("index");
         let mut name = index.file_name().unwrap_or_default().to_os_string();
         name.push(format!(".agent-runner-{}", std::process::id()));
         Ok(index.with_file_name(name))
@@ -873,31 +1103,11 @@ impl Repo {
     /// in it. `None` when there are none.
     pub(crate) async fn commit_hooks(&self) -> Option<(PathBuf, Vec<String>)> {
         use std::os::unix::fs::PermissionsExt;
-        let listing = self
-            .run_confined(&[], &["config", "--list", "--show-scope", "-z"], &[], None)
-            .await
-            .ok()?;
-        let mut fields = listing.split(|b| *b == 0);
-        let mut hooks_path = None;
-        while let (Some(scope), Some(entry)) = (fields.next(), fields.next()) {
-            let entry = String::from_utf8_lossy(entry);
-            if let Some(("core.hookspath", value)) = entry.split_once('\n') {
-                if scope != b"command" {
-                    hooks_path = Some(value.to_owned());
-                }
-            }
-        }
-        let dir = match hooks_path {
-            Some(path) => {
-                let top = self.run(&["rev-parse", "--show-toplevel"]).await.ok()?;
-                Path::new(top.trim_end_matches('\n')).join(path)
-            }
-            None => {
-                let common = self.run(&["rev-parse", "--git-common-dir"]).await.ok()?;
-                self.work_dir
-                    .join(common.trim_end_matches('\n'))
-                    .join("hooks")
-            }
+        let listed = self.listed().await.ok()?;
+        let place = self.place().await.ok()?;
+        let dir = match listed.hooks_path {
+            Some(path) => place.top.join(path),
+            None => place.common_dir.join("hooks"),
         };
         let hooks: Vec<String> = [
             "pre-commit",
@@ -918,7 +1128,7 @@ impl Repo {
     /// `-c user.name=… -c user.email=…` when the repository has no identity configured, so
     /// a commit on a fresh machine does not fail for want of one.
     async fn identity_args(&self) -> Vec<String> {
-        if self.run(&["config", "user.email"]).await.is_ok() {
+        if self.listed().await.is_ok_and(|listed| listed.has_email) {
             return Vec::new();
         }
         [
@@ -938,17 +1148,18 @@ mod tests {
 
     #[test]
     fn repository_settings_that_run_programs_are_overridden_with_the_operators() {
-        let listing = b"global\0gpg.program\n/usr/bin/gpg2\0\
-local\0core.fsmonitor\n./monitor\0\
-local\0filter.lfs.process\n./evil\0\
-local\0filter.lfs.required\0\
-local\0gpg.program\n./sign\0\
-local\0user.email\na@b\0\
-worktree\0diff.x.textconv\n./conv\0\
-global\0core.pager\nless\0\
-command\0core.editor\nvi\0";
+        let listing = b"global\0file:/h/.gitconfig\0gpg.program\n/usr/bin/gpg2\0\
+local\0file:/p/.git/config\0core.fsmonitor\n./monitor\0\
+local\0file:/p/.git/config\0filter.lfs.process\n./evil\0\
+local\0file:/p/.git/config\0filter.lfs.required\0\
+local\0file:/p/.git/config\0gpg.program\n./sign\0\
+local\0file:/p/.git/config\0user.email\na@b\0\
+worktree\0file:/p/.git/config.worktree\0diff.x.textconv\n./conv\0\
+global\0file:/h/.gitconfig\0core.pager\nless\0\
+command\0command line:\0core.editor\nvi\0";
+        let listing = config_entries(listing);
         assert_eq!(
-            program_overrides(listing),
+            program_overrides(&listing),
             [
                 "core.fsmonitor=false",
                 "diff.x.textconv=",
@@ -957,9 +1168,9 @@ command\0core.editor\nvi\0";
                 "gpg.program=/usr/bin/gpg2",
             ]
         );
-        assert_eq!(repository_only_filters(listing), ["lfs"]);
-        let operators = b"global\0filter.lfs.clean\ngit-lfs clean -- %f\0local\0filter.lfs.process\n./evil\0local\0filter.x.smudge\n./s\0";
-        assert!(repository_only_filters(operators).is_empty());
+        assert_eq!(repository_only_filters(&listing), ["lfs"]);
+        let operators = config_entries(b"global\0file:/h/.gitconfig\0filter.lfs.clean\ngit-lfs clean -- %f\0local\0file:/p/.git/config\0filter.lfs.process\n./evil\0local\0file:/p/.git/config\0filter.x.smudge\n./s\0");
+        assert!(repository_only_filters(&operators).is_empty());
         assert!(!runs_a_program("user.email"));
         assert!(runs_a_program("credential.https://x.example.helper"));
         assert!(!runs_a_program("diff.renames"));

@@ -9,8 +9,9 @@
 //! Writing one can fail (a read-only `log_dir`): that is logged and the supervisor goes on.
 
 use crate::record::events::timestamp;
-use crate::record::state::write_json_atomic;
+use crate::record::state::{create_exclusive, write_json_atomic};
 use serde::Serialize;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -56,10 +57,12 @@ pub(crate) fn hold(log_dir: &Path) -> Option<ViewFile> {
     })
 }
 
-/// Writes `serve.pid` for this process; the file goes when the returned guard drops.
+/// Writes `serve.pid` for this process, created anew (a link left at its name, by an
+/// agent of an earlier run where the log dir lies in the tree, is removed, never written
+/// through: [`create_exclusive`]); the file goes when the returned guard drops.
 pub(crate) fn serve_pid(log_dir: &Path) -> Option<ViewFile> {
     guarded(log_dir, SERVE_PID_FILE, |path| {
-        std::fs::write(path, format!("{}\n", std::process::id()))
+        create_exclusive(path)?.write_all(format!("{}\n", std::process::id()).as_bytes())
     })
 }
 

@@ -49,6 +49,7 @@ pub(crate) mod egress_proxy;
 pub(crate) mod egress_refusals;
 pub(crate) mod git;
 pub(crate) mod git_operation;
+pub(crate) mod git_place;
 pub(crate) mod goal;
 pub(crate) mod grace;
 pub(crate) mod host_health;

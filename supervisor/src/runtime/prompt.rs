@@ -7,20 +7,27 @@
 use std::path::PathBuf;
 
 use crate::config::{AgentConfig, PromptConfig, PromptDelivery};
+use crate::tree_file::KnownLinks;
 
 /// Assembles the prompt from `files` (`files[0]` must be readable; a later missing file
 /// is skipped with a warning), then prepends `context` (the round context's text,
-/// [`crate::runtime::round_context::prepended`]) and a blank line when given.
+/// [`crate::runtime::round_context::prepended`]) and a blank line when given. Each file is
+/// read only where it resolves as `links` knew it ([`KnownLinks::check`]).
 ///
-/// Errors: `files[0]` or a present later file cannot be read.
+/// Errors: `files[0]` or a present later file cannot be read, or leads somewhere through a
+/// link `links` did not know.
 pub(crate) fn assemble(
     config: &PromptConfig,
     files: &[PathBuf],
     context: Option<&str>,
+    links: &KnownLinks,
 ) -> std::io::Result<String> {
     let mut bodies = Vec::with_capacity(files.len());
     for (i, path) in files.iter().enumerate() {
-        let text = match crate::tree_file::read_regular_to_string(path) {
+        let read = links
+            .check(path)
+            .and_then(|()| crate::tree_file::read_regular_to_string(path));
+        let text = match read {
             Ok(text) => text,
             Err(e) if i > 0 && e.kind() == std::io::ErrorKind::NotFound => {
                 tracing::warn!("prompt file {} is missing; skipped", path.display());
@@ -146,7 +153,13 @@ pub(crate) fn undeliverable_now(config: &crate::config::Config) -> Vec<(String, 
         .chain(phases)
         .filter_map(|phase| {
             let profile = config.profile(phase);
-            let prompt = assemble(&config.prompt, profile.prompt_files, None).ok()?;
+            let prompt = assemble(
+                &config.prompt,
+                profile.prompt_files,
+                None,
+                &KnownLinks::default(),
+            )
+            .ok()?;
             let (reason, fix) = undeliverable(profile.agent, &prompt)?;
             let files: Vec<String> = (profile.prompt_files.iter())
                 .map(|f| f.display().to_string())
@@ -231,16 +244,27 @@ mod tests {
         let missing = dir.path().join("missing.md");
         let files = [a.clone(), missing, b];
         assert_eq!(
-            assemble(&config, &files, None).unwrap(),
+            assemble(&config, &files, None, &KnownLinks::default()).unwrap(),
             "A\n--\n---\nkept: yes\n---\nB"
         );
-        let text = assemble(&config, &files[..1], Some("CONTEXT")).unwrap();
-        assert_eq!(text, "CONTEXT\n\nA");
+        let text = assemble(
+            &config,
+            &files[..1],
+            Some("CONTEXT"),
+            &KnownLinks::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            text,
+            "CONTEXT
+
+A"
+        );
         config.strip_yaml_frontmatter = false;
-        assert!(assemble(&config, &files[..1], None)
+        assert!(assemble(&config, &files[..1], None, &KnownLinks::default())
             .unwrap()
             .starts_with("---\n"));
-        assert!(assemble(&config, &files[1..2], None).is_err());
+        assert!(assemble(&config, &files[1..2], None, &KnownLinks::default()).is_err());
     }
 
     #[test]

@@ -34,7 +34,7 @@ use crate::runtime::detect_hooks::{self, AutoStop};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
 use crate::runtime::egress_proxy;
 use crate::runtime::egress_refusals::{EgressRefusal, EgressTally};
-use crate::runtime::git::Repo;
+use crate::runtime::git::{GitError, Look, Repo};
 use crate::runtime::git_operation;
 use crate::runtime::grace::Grace;
 use crate::runtime::host_health::{self, Floor, Pressure, Reading};
@@ -50,6 +50,7 @@ use crate::runtime::stash_journal;
 use crate::runtime::substrate;
 use crate::runtime::upstream_proxy::UpstreamProxies;
 use crate::tree_file;
+use std::os::unix::fs::OpenOptionsExt;
 
 /// Lines of the round log that `round_end.log_tail` carries after a failed agent run.
 pub(crate) const TAIL_LINES: usize = 5;
@@ -213,10 +214,28 @@ pub(crate) enum Git {
     Absent,
 }
 
+/// One run of the agent: from just before its spawn to when its round's processes were
+/// gone, and whether the config file was read-only to it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AgentRan {
+    /// Just before the spawn.
+    pub from: SystemTime,
+    /// When the round's processes were gone.
+    pub to: SystemTime,
+    /// Whether the config file was read-only to it
+    /// ([`crate::runtime::agent_sandbox::AgentSandboxGate::config_read_only`]).
+    pub config_read_only: bool,
+}
+
 /// Runs rounds of one project: the loaded config, its hosts and its event log.
 pub(crate) struct Runner {
     /// The configuration (re-read before each round by `serve`).
     pub config: Config,
+    /// When the last agent ran and what it could write (what a config reload asks:
+    /// `config_follow`).
+    pub agent_ran: Option<AgentRan>,
+    /// Where the prompt files resolved at boot and at each applied reload.
+    prompt_links: crate::tree_file::KnownLinks,
     /// The operator's record.
     pub events: EventLog,
     /// Third-party hosts.
@@ -237,6 +256,19 @@ pub(crate) struct Runner {
     check_files: crate::runtime::goal::Fingerprints,
 }
 
+/// Every prompt file of `config`, each phase's too: where they resolve is learnt at boot,
+/// and for files a reload adds, when it applies ([`crate::tree_file::KnownLinks`]).
+fn prompt_files(config: &Config) -> Vec<PathBuf> {
+    let phases = config.phases.overrides.values();
+    config
+        .prompt
+        .files
+        .iter()
+        .chain(phases.flat_map(|o| o.prompt_files.iter().flatten()))
+        .cloned()
+        .collect()
+}
+
 /// The work tree as rounds see it under `config`: the supervisor's own files and the paths
 /// `hosts` declared (`owned_paths`) are never dirt; each git command is bounded by
 /// `[vcs] git_timeout_s`.
@@ -246,9 +278,9 @@ fn repo_for(config: &Config, hosts: &HostManager, tree: Repo) -> Repo {
 }
 
 impl Runner {
-    /// A runner over `config` with `hosts` already booted, on `tree` (the work dir's repo
-    /// and whether it is one: [`Repo::not_a_work_tree`]); each round gets a child of
-    /// `cgroups` when there is one ([`round_cgroup::prepare`]).
+    /// A runner over `config` with `hosts` already booted, on `tree` (the work dir's repo,
+    /// pinned when it is one, and whether it is one: [`Repo::not_a_work_tree`]); each round
+    /// gets a child of `cgroups` when there is one ([`round_cgroup::prepare`]).
     pub(crate) fn new(
         config: Config,
         events: EventLog,
@@ -258,6 +290,7 @@ impl Runner {
         agent_sandbox: AgentSandboxGate,
     ) -> Self {
         let repo = repo_for(&config, &hosts, tree);
+        let prompt_links = crate::tree_file::KnownLinks::of(&prompt_files(&config));
         Runner {
             config,
             events,
@@ -265,6 +298,8 @@ impl Runner {
             repo,
             git,
             unhealthy_since: None,
+            agent_ran: None,
+            prompt_links,
             cgroups,
             sessions: None,
             agent_sandbox,
@@ -283,6 +318,7 @@ impl Runner {
     /// files may have moved, hosts may own other paths).
     pub(crate) fn replace_config(&mut self, config: Config) {
         self.repo = repo_for(&config, &self.hosts, self.repo.clone());
+        self.prompt_links.learn_new(&prompt_files(&config));
         self.config = config;
     }
 
@@ -339,28 +375,22 @@ impl Runner {
             .is_some_and(|n| round_num > 0 && round_num % n == 0)
     }
 
-    /// `HEAD`'s SHA; `None` before the first commit, when git fails, and outside git.
-    async fn head(&self) -> Option<String> {
+    /// One `git status` of the tree ([`Repo::look`]); outside git, an empty look and no
+    /// git run.
+    async fn look(&self) -> Result<Look, GitError> {
         match self.git {
-            Git::WorkTree => self.repo.head().await,
-            Git::Absent => None,
+            Git::WorkTree => self.repo.look().await,
+            Git::Absent => Ok(Look::default()),
         }
     }
 
-    /// The branch `HEAD` is on; `None` when detached, when git fails, and outside git.
-    async fn branch(&self) -> Option<String> {
-        match self.git {
-            Git::WorkTree => self.repo.branch().await,
-            Git::Absent => None,
-        }
-    }
-
-    /// `round_substrate_before` / `_after` when `substrate_fingerprint_paths` is set.
-    async fn substrate(&self, round_num: u64, after: bool) {
+    /// `round_substrate_before` / `_after` when `substrate_fingerprint_paths` is set, with
+    /// `head`, `HEAD` then.
+    fn substrate(&self, round_num: u64, after: bool, head: &Option<String>) {
         // Always recorded, as the reference system does (`paths_hash` null without
         // patterns); `[goal]`'s treadmill advisory reads `HEAD` from them too.
         let patterns = &self.config.runtime.substrate_fingerprint_paths;
-        let git_head = self.head().await;
+        let git_head = head.clone();
         let paths_hash = substrate::fingerprint(&self.config.runtime.work_dir, patterns);
         self.events.emit(if after {
             Event::RoundSubstrateAfter {
@@ -454,11 +484,14 @@ impl Runner {
         if let ControlFlow::Break(attempt) = self.ask_spawn_gate(&ctx, &launch, phase, stop).await {
             return Ok(attempt);
         }
+        // One `git status` before the agent tells HEAD and the operator's dirt, one after
+        // it HEAD and the round's (docs/performance.md: git processes per round).
+        let before = self.look().await;
+        let head_before = before.as_ref().ok().and_then(|look| look.head.clone());
         let (round_num, log_path, log) = self
-            .start_round(&round_ctx, &started, phase, resume.as_ref())
+            .start_round(&round_ctx, &started, phase, resume.as_ref(), &head_before)
             .await?;
-        let baseline = self.baseline(round_num).await;
-        let head_before = self.head().await;
+        let baseline = self.baseline(round_num, before);
         // What the checks run, as it was before any agent of this boot could change it.
         if let Some(goal) = &self.config.goal {
             self.check_files.add_new(goal);
@@ -494,7 +527,13 @@ impl Runner {
             ),
             None => None,
         };
-        self.substrate(round_num, true).await;
+        if let Some(changed) = self.repo.changed() {
+            self.events
+                .emit(Event::GitRepositoryChanged { round_num, changed });
+        }
+        let after = self.look().await;
+        let head_after = after.as_ref().ok().and_then(|look| look.head.clone());
+        self.substrate(round_num, true, &head_after);
         if self.git == Git::WorkTree {
             let state_dir = &self.config.runtime.state_dir;
             stash_journal::check(state_dir, &self.repo, round_num, &self.events).await;
@@ -503,17 +542,24 @@ impl Runner {
         let consulted = self
             .judge(round_num, phase, &exit, duration_s, &log_path, stop)
             .await;
-        let branch = self.branch().await;
+        let branch = after.as_ref().ok().and_then(|look| look.branch.clone());
         let dirty = if exit.is_clean() {
-            self.handle_dirt(round_num, phase, &baseline, &log_path, branch.clone(), stop)
-                .await
+            self.handle_dirt(
+                round_num,
+                phase,
+                &baseline,
+                after,
+                &log_path,
+                branch.clone(),
+                stop,
+            )
+            .await
         } else {
             None
         };
         // The agent's own commits count as a change too (aider commits its edits); outside
         // git no change can be seen, so none is ruled out (no stall is called).
-        let tree_changed =
-            self.git == Git::Absent || dirty.is_some() || self.head().await != head_before;
+        let tree_changed = self.git == Git::Absent || dirty.is_some() || head_after != head_before;
         self.end_round(
             round_num,
             &exit,
@@ -635,6 +681,7 @@ impl Runner {
             &self.config.prompt,
             profile.prompt_files,
             prepend.as_deref(),
+            &self.prompt_links,
         )
         .map_err(RoundError::Prompt)?;
         if let Some((reason, fix)) = crate::runtime::prompt::undeliverable(profile.agent, &prompt) {
@@ -725,6 +772,7 @@ impl Runner {
         started: &str,
         phase: Option<&str>,
         resume: Option<&Resume>,
+        head: &Option<String>,
     ) -> Result<(u64, PathBuf, File), RoundError> {
         let state_dir = &self.config.runtime.state_dir;
         let round_num = state::next_round(state_dir).map_err(|source| RoundError::RecordState {
@@ -766,7 +814,7 @@ impl Runner {
                 });
             }
         }
-        self.substrate(round_num, false).await;
+        self.substrate(round_num, false, head);
         let stamp: String = started[..19]
             .chars()
             .filter(|c| *c != '-' && *c != ':')
@@ -777,11 +825,26 @@ impl Runner {
             dir: rounds_dir.clone(),
             source,
         })?;
+        // The log dir may lie in the agent's reach: a link at `rounds` (the log dir itself
+        // is the operator's to link) or at the new log's name is refused, never followed.
+        if std::fs::symlink_metadata(&rounds_dir).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(RoundError::CreateRoundsDir {
+                dir: rounds_dir.clone(),
+                source: std::io::Error::other(
+                    "it is a symbolic link (refused: round logs are never written through one)",
+                ),
+            });
+        }
         self.prune_round_logs(&rounds_dir);
-        let log = File::create(&log_path).map_err(|source| RoundError::CreateLog {
-            path: log_path.clone(),
-            source,
-        })?;
+        let log = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&log_path)
+            .map_err(|source| RoundError::CreateLog {
+                path: log_path.clone(),
+                source,
+            })?;
         Ok((round_num, log_path, log))
     }
 
@@ -864,11 +927,17 @@ impl Runner {
             timeout_s: budget.as_secs(),
             log_path: log_path.to_owned(),
         });
+        let spawned = SystemTime::now();
         let exit = agent::run(spec, stop).await;
         let usage = match cgroup {
             Some(cg) => Some(cg.finish().await),
             None => None,
         };
+        self.agent_ran = Some(AgentRan {
+            from: spawned,
+            to: SystemTime::now(),
+            config_read_only: self.agent_sandbox.config_read_only(),
+        });
         let mut exit = exit.map_err(|source| self.spawn_failed(round_num, phase, source))?;
         // The agent process itself killed by the kernel inside its cgroup (what
         // `round_oom_killed.agent_killed` says).
@@ -999,13 +1068,15 @@ impl Runner {
         }
     }
 
-    /// After a clean exit: the files the round left dirty (what `baseline` found before
-    /// it is the operator's) go to the dirty handlers; `None` when the round left none.
+    /// After a clean exit: the files the round left dirty (`after`, what `baseline` found
+    /// before it is the operator's) go to the dirty handlers; `None` when the round left
+    /// none.
     async fn handle_dirt(
         &mut self,
         round_num: u64,
         phase: Option<&str>,
         baseline: &Baseline,
+        after: Result<Look, GitError>,
         log_path: &Path,
         branch: Option<String>,
         stop: &mut StopWatch,
@@ -1013,8 +1084,8 @@ impl Runner {
         if self.git == Git::Absent {
             return None;
         }
-        let files = match self.repo.dirty_files().await {
-            Ok(files) => files,
+        let files = match after {
+            Ok(look) => look.files,
             Err(err) => {
                 self.events.emit(Event::DirtyCheckFailed {
                     round_num,
@@ -1200,16 +1271,13 @@ impl Runner {
         .await
     }
 
-    /// The tree before the agent starts (docs/configuration.md, "Dirt attribution"): what
-    /// is dirty now is the operator's, recorded as `dirty_before_round`, except a
+    /// The tree before the agent starts (`before`; docs/configuration.md, "Dirt
+    /// attribution"): what is dirty then is the operator's, recorded as `dirty_before_round`, except a
     /// submodule with changes inside ([`attribution::nested_repository`]), which is
     /// nobody's. A failed look records nothing and attributes everything after the round
     /// to the round.
-    async fn baseline(&self, round_num: u64) -> Baseline {
-        if self.git == Git::Absent {
-            return Baseline::default();
-        }
-        match self.repo.dirty_files().await {
+    fn baseline(&self, round_num: u64, before: Result<Look, GitError>) -> Baseline {
+        match before.map(|look| look.files) {
             Ok(mut files) => {
                 let work_dir = &self.config.runtime.work_dir;
                 files.retain(|f| !attribution::nested_repository(work_dir, f));

@@ -660,6 +660,19 @@ pub(crate) enum Event {
         /// `round` or `sighup`.
         trigger: String,
     },
+    /// A changed config file the agent could have written (it reaches into the work tree
+    /// and changed while the agent ran): not applied; the last good config keeps running
+    /// (docs/security.md, "The supervisor is not the agent's deputy").
+    ConfigUntrusted {
+        /// The config file.
+        path: PathBuf,
+        /// What changed while the agent ran, and what to do.
+        reason: String,
+        /// `sha256:<hex>` of the untrusted bytes.
+        digest: String,
+        /// `round` or `sighup`.
+        trigger: String,
+    },
     /// A record an earlier layout left in `log_dir` was moved into the state dir
     /// (docs/operations.md, "State dir").
     StateMigrated {
@@ -826,6 +839,15 @@ pub(crate) enum Event {
         round_num: u64,
         /// Why.
         error: String,
+    },
+    /// After the agent ran, the repository the supervisor's git is pinned to changed kind
+    /// or place since boot (docs/security.md, "The supervisor is not the agent's deputy"):
+    /// its git makes no stash and no commit and leaves the tree alone.
+    GitRepositoryChanged {
+        /// The round.
+        round_num: u64,
+        /// What changed: each path and what it was and is.
+        changed: String,
     },
     /// A round ends.
     RoundEnd(RoundEnd),
@@ -1350,6 +1372,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "agent_spawn_failed",
     "agent_exit",
     "dirty_check_failed",
+    "git_repository_changed",
     "round_end",
     "round_logs_pruned",
     "plugin_spawn_decision",
@@ -1401,6 +1424,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "state_migrated",
     "config_reloaded",
     "config_broken",
+    "config_untrusted",
     "schedule_paused",
     "schedule_resumed",
     "schedule_phase_skipped",

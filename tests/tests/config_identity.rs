@@ -1,0 +1,143 @@
+//! A config reload applies a change only where the agent could not have made it (issue 36,
+//! item 5; docs/security.md "The supervisor is not the agent's deputy"): the agent,
+//! unconfined (no `[agent.sandbox]`: nothing but the reload's own rule stands in its way),
+//! saves the in-tree config the way an editor does — a new file renamed over the old — and
+//! `serve` records it as `config_untrusted` and keeps running the operator's config. The
+//! control: the same rename-save made by the operator between rounds applies at the next
+//! round (`config_reloaded`). As root and as the unprivileged user. (`dirty_action =
+//! "ignore"`: a stash would take the agent's change to the tracked config away first.)
+
+use std::time::Duration;
+
+use agent_runner_e2e::{wait_until, ConfigBuilder, Operator, Project};
+
+/// A rename-save of `config` turning `restart_delay_s = 1` into `= 2`.
+fn rename_save(config: &std::path::Path) -> String {
+    let c = config.display();
+    format!("sed 's/^restart_delay_s = 1$/restart_delay_s = 2/' '{c}' > '{c}.new' && mv '{c}.new' '{c}'\n")
+}
+
+#[test]
+fn a_config_the_agent_saved_is_untrusted_and_the_operators_applies() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        // The agent's save, during its round.
+        let p = Project::new_as(operator);
+        let agent = p.script(
+            "saving-agent.sh",
+            &format!("#!/bin/sh\nset -e\n{}", rename_save(&p.config_path())),
+        );
+        p.write_config(&ConfigBuilder::new(&agent).dirty_action("ignore"));
+        p.spawn(&["serve", "--max-rounds", "2"])
+            .wait(Duration::from_secs(60))
+            .assert_code(0);
+        let all = p.events_text();
+        let what = format!("{operator:?} agent: {all}");
+        let untrusted = p.events_of("config_untrusted");
+        // Each round's save is its own attempt, each recorded.
+        assert!(!untrusted.is_empty(), "{what}");
+        assert!(
+            untrusted[0]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("while the agent ran"),
+            "{what}"
+        );
+        assert!(p.events_of("config_reloaded").is_empty(), "{what}");
+        assert!(std::fs::read_to_string(p.config_path())
+            .unwrap()
+            .contains("restart_delay_s = 2"));
+
+        // The control: the operator's save, between rounds, applies.
+        let p = Project::new_as(operator);
+        let agent = p.script("quiet-agent.sh", "#!/bin/sh\nsleep 1\n");
+        p.write_config(&ConfigBuilder::new(&agent).restart_delay_s(3));
+        let text = std::fs::read_to_string(p.config_path()).unwrap();
+        let serve = p.spawn(&["serve", "--max-rounds", "2"]);
+        wait_until("round 1 ends", Duration::from_secs(30), || {
+            (!p.events_of("round_end").is_empty()).then_some(())
+        });
+        let new = p.config_path().with_extension("toml.new");
+        std::fs::write(
+            &new,
+            text.replace("restart_delay_s = 3", "restart_delay_s = 2"),
+        )
+        .unwrap();
+        std::fs::rename(&new, p.config_path()).unwrap();
+        serve.wait(Duration::from_secs(60)).assert_code(0);
+        let all = p.events_text();
+        let what = format!("{operator:?} operator: {all}");
+        assert_eq!(p.events_of("config_reloaded").len(), 1, "{what}");
+        assert!(p.events_of("config_untrusted").is_empty(), "{what}");
+    }
+}
+
+/// An agent that keeps the prompt it was given (`seen-R<n>` in the tree) and, in round 1,
+/// replaces `prompts/main.md` with a link to `target`.
+fn linking_agent(p: &Project, target: &std::path::Path) -> std::path::PathBuf {
+    p.script(
+        "linking-agent.sh",
+        &format!(
+            "#!/bin/sh\nprintf '%s' \"$1\" > \"seen-R$AGENT_RUNNER_ROUND_NUM\"\n\
+             if [ \"$AGENT_RUNNER_ROUND_NUM\" = 1 ]; then ln -sf '{}' prompts/main.md; fi\n",
+            target.display()
+        ),
+    )
+}
+
+/// Item 4 (docs/security.md, the table's read row): a prompt file the agent replaced by a
+/// link to the operator's key is refused at the next round, naming the file; the key never
+/// reaches the agent. The control: the same link made by the operator before boot is
+/// followed (its target's text is the prompt), so the test can fail. As root and as the
+/// unprivileged user.
+#[test]
+fn a_prompt_link_the_agent_made_is_refused_one_the_operator_had_is_followed() {
+    const KEY: &str = "PLANTED-SSH-KEY";
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        let p = Project::new_as(operator);
+        let key = p.home().join(".ssh/id_rsa");
+        std::fs::create_dir_all(key.parent().unwrap()).unwrap();
+        std::fs::write(&key, KEY).unwrap();
+        let _ = std::process::Command::new("chmod")
+            .arg("a+r")
+            .arg(&key)
+            .status();
+        let agent = linking_agent(&p, &key);
+        p.write_config(&ConfigBuilder::new(&agent).dirty_action("ignore"));
+        let _ = p
+            .spawn(&["serve", "--max-rounds", "2"])
+            .wait(Duration::from_secs(60));
+        let all = p.events_text();
+        let what = format!("{operator:?}: {all}");
+        assert!(p.dir().join("seen-R1").exists(), "{what}");
+        for round in ["seen-R1", "seen-R2"] {
+            let seen = std::fs::read_to_string(p.dir().join(round)).unwrap_or_default();
+            assert!(
+                !seen.contains(KEY),
+                "{what}: the key reached the agent in {round}"
+            );
+        }
+        assert!(
+            all.contains("prompts/main.md now leads to") && all.contains("never followed"),
+            "{what}"
+        );
+
+        // The control: the operator's link, there at boot, is followed.
+        let p = Project::new_as(operator);
+        let shared = p.tmp_dir().join("shared-prompt.md");
+        std::fs::write(&shared, format!("shared prompt {KEY}")).unwrap();
+        let _ = std::process::Command::new("chmod")
+            .arg("a+r")
+            .arg(&shared)
+            .status();
+        let main = p.dir().join("prompts/main.md");
+        std::fs::remove_file(&main).unwrap();
+        std::os::unix::fs::symlink(&shared, &main).unwrap();
+        let agent = linking_agent(&p, &shared);
+        p.write_config(&ConfigBuilder::new(&agent).dirty_action("ignore"));
+        p.spawn(&["serve", "--max-rounds", "2"])
+            .wait(Duration::from_secs(60))
+            .assert_code(0);
+        let seen = std::fs::read_to_string(p.dir().join("seen-R2")).unwrap_or_default();
+        assert!(seen.contains(KEY), "{operator:?} control: {seen}");
+    }
+}
