@@ -4,6 +4,7 @@
 //! our `[plugins.hosts.<name>]` tables. Every error names the file, the key and what was
 //! expected, and maps to exit 78 ([`crate::exit::CONFIG`]).
 
+pub(crate) mod agent_cli;
 mod agent_sandbox;
 pub mod allow_hosts;
 mod bad_path;

@@ -114,14 +114,14 @@ impl AgentSandboxGate {
         self.enabled() && self.applied.landlock()
     }
 
-    /// `command` as the round runs it and what of the CLI's own sandbox was replaced;
-    /// `None` when it runs as written (not confined by us, or nothing to replace).
+    /// `agent`'s command as the round runs it and what of the CLI's own sandbox was
+    /// replaced; `None` when it runs as written (not confined by us, or nothing to replace).
     pub(crate) fn own_sandbox_replaced(
         &self,
-        command: &[String],
+        agent: &crate::config::AgentConfig,
     ) -> Option<(Vec<String>, crate::runtime::own_sandbox::Replaced)> {
         self.confines()
-            .then(|| crate::runtime::own_sandbox::confined_command(command))
+            .then(|| crate::runtime::own_sandbox::confined_command(&agent.cli, &agent.command))
             .flatten()
     }
 
@@ -241,9 +241,22 @@ mod tests {
     /// system: never under `off`, nor under `prefer` on a machine without Landlock.
     #[test]
     fn a_cli_s_own_sandbox_is_replaced_only_when_ours_confines() {
-        let codex: Vec<String> = ["codex", "exec", "--sandbox", "workspace-write", "--json"]
+        let command: Vec<String> = ["codex", "exec", "--sandbox", "workspace-write", "--json"]
             .map(str::to_owned)
             .to_vec();
+        let codex = crate::config::AgentConfig {
+            cli: crate::config::agent_cli::AgentCli::of(&command),
+            command,
+            prompt_arg_template: Vec::new(),
+            name: None,
+            env: Default::default(),
+            delivery: crate::config::PromptDelivery::Argv,
+            exec_prefix: Vec::new(),
+            terminal_marker: String::new(),
+            sigterm_grace: std::time::Duration::from_secs(10),
+            session_resume: false,
+            allow_hosts: None,
+        };
         let caps = |landlock: bool, seccomp: bool| Capabilities {
             landlock_abi: landlock.then_some(7),
             seccomp,

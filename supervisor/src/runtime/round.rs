@@ -559,9 +559,7 @@ impl Runner {
         let resume_args = resume.as_ref().map(|r| r.args.as_slice()).unwrap_or(&[]);
         let mut env = self.agent_env(next, phase);
         env.extend(resume.iter().flat_map(Resume::env));
-        let replaced = self
-            .agent_sandbox
-            .own_sandbox_replaced(&profile.agent.command);
+        let replaced = self.agent_sandbox.own_sandbox_replaced(profile.agent);
         let confined_agent;
         let (agent, own_sandbox) = match replaced {
             Some((command, replaced)) => {
@@ -709,11 +707,7 @@ impl Runner {
         let budget = launch.budget;
         let own_sandbox = launch.own_sandbox.clone();
         let mut spec = self.agent_spec(round_num, launch, log_path, log);
-        let command = &self.config.profile(phase).agent.command[0];
-        let cli = Path::new(command)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let cli = self.config.profile(phase).agent.cli.name.unwrap_or("");
         // Behind the egress proxy the agent connects to its forwarder's port only.
         let proxy_port: &[u16] = if self.config.profile(phase).agent.allow_hosts.is_some() {
             &[agent_runner_plugin_host::egress_bridge::PROXY_PORT]
@@ -722,7 +716,7 @@ impl Runner {
         };
         match self.agent_sandbox.confinement(
             &self.config,
-            &cli,
+            cli,
             &spec.argv[0],
             &spec.env,
             proxy_port,
@@ -1056,6 +1050,7 @@ impl Runner {
             ctx: &ctx,
             outcome: &outcome,
             log_tail: &log_tail,
+            cli: self.config.profile(phase).agent.cli.name,
         };
         post_round::consult(
             &mut self.hosts,
