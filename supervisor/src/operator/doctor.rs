@@ -428,6 +428,15 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
                 format!("the agent is {}", config.agent.cli.describe()),
                 "",
             ));
+            if let Some(shim) = config
+                .agent_sandbox
+                .mode
+                .ne(&config::SandboxMode::Off)
+                .then(|| crate::runtime::agent_sandbox::agent_shim(&config))
+                .flatten()
+            {
+                checks.push(check("agent_shim", true, shim.describe(), ""));
+            }
             // `<program> --version` is the CLI's own only when the program is the CLI or its
             // wrapper (a launcher would print its own version).
             let cli = config.agent.cli.name.filter(|_| {

@@ -187,6 +187,11 @@ impl AgentSandboxGate {
             )?;
         }
         let sandbox = &config.agent_sandbox;
+        let executable = find_on_path(argv0, var("PATH"), &config.runtime.work_dir);
+        let mut read_paths = sandbox.read_paths.clone();
+        if let Some(shim) = shim(config, cli, &executable, &var) {
+            read_paths.extend(shim.grants);
+        }
         let mut connect_ports = DEFAULT_CONNECT_PORTS.to_vec();
         connect_ports.extend(&sandbox.connect_ports);
         connect_ports.extend(extra_ports);
@@ -195,19 +200,56 @@ impl AgentSandboxGate {
                 work_dir: config.runtime.work_dir.clone(),
                 home: var("HOME").map(PathBuf::from),
                 cli: cli.to_owned(),
-                executable: find_on_path(argv0, var("PATH"), &config.runtime.work_dir),
+                executable,
                 tmp_dir,
                 state_dir: config.runtime.state_dir.clone(),
                 log_dir: config.runtime.log_dir.clone(),
                 config_path: config.path.clone(),
                 write_paths: sandbox.write_paths.clone(),
-                read_paths: sandbox.read_paths.clone(),
+                read_paths,
             },
             connect_ports,
             tier: self.applied,
         };
         AgentConfinement::build(&spec, self.isolation).map(Some)
     }
+}
+
+/// The version manager's shim the agent of `config` (CLI `cli`) runs as `executable`,
+/// with `var` its environment: what the sandbox then also grants
+/// ([`crate::runtime::shims`]). Nothing is granted that holds or lies in the agent's
+/// withheld credential stores or the state dir.
+fn shim(
+    config: &Config,
+    cli: &str,
+    executable: &Path,
+    var: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+) -> Option<crate::runtime::shims::Shim> {
+    let mut refused = vec![config.runtime.state_dir.clone()];
+    if let Some(home) = var("HOME") {
+        refused.extend(
+            agent_runner_plugin_host::agent_policy::withheld_in_home(Path::new(&home), cli)
+                .into_iter()
+                .map(|(p, _)| p),
+        );
+    }
+    crate::runtime::shims::find(executable, var("PATH").as_deref(), &refused)
+}
+
+/// The shim the agent of `config` starts through, if any, as its rounds will find it
+/// (`doctor`'s `agent_shim`): `command[0]` on the agent's `PATH` (`[agent.env]` over the
+/// supervisor's environment).
+pub(crate) fn agent_shim(config: &Config) -> Option<crate::runtime::shims::Shim> {
+    let agent = &config.agent;
+    let var = |name: &str| {
+        agent
+            .env
+            .get(name)
+            .map(std::ffi::OsString::from)
+            .or_else(|| std::env::var_os(name))
+    };
+    let executable = find_on_path(&agent.command[0], var("PATH"), &config.runtime.work_dir);
+    shim(config, agent.cli.name.unwrap_or(""), &executable, &var)
 }
 
 /// The agent's private TMPDIR: `<state_dir>/agent-tmp` (the only part of the state dir

@@ -65,6 +65,7 @@ pub(crate) mod schedule_gate;
 pub(crate) mod serve;
 pub(crate) mod serve_startup;
 pub(crate) mod sessions;
+pub(crate) mod shims;
 pub mod spawn_gate;
 pub(crate) mod substrate;
 pub(crate) mod transient;
