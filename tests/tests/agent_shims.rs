@@ -9,7 +9,11 @@
 //! The control: the same shim, run by a wrapper script (so that `command[0]` is no shim),
 //! gets no grant and fails as a confined agent did before: `Permission denied`, exit 126.
 //! As root and as the unprivileged operator `ar-e2e`; the real pyenv too where it is
-//! installed for root (`/root/.pyenv`).
+//! installed for root (`/root/.pyenv`). The managers from the registries
+//! (tests/setup.d/35-version-managers.sh: pipx from Debian, uv from PyPI, mise from npm):
+//! a real mise shim (`mise link` + `mise reshim`, offline) and programs installed by
+//! `pipx install` and `uv tool install`, each started confined from outside the agent's
+//! home.
 
 use agent_runner_e2e::serde_json::{self, Value};
 use agent_runner_e2e::{doctor_check, ConfigBuilder, Operator, Project};
@@ -161,6 +165,115 @@ fn the_real_pyenv_s_shim_starts_confined() {
         "{}",
         p.agent_output()
     );
+}
+
+/// tests/setup.d/35-version-managers.sh's installs.
+fn managers() -> PathBuf {
+    let dir = agent_runner_e2e::workspace_root().join("target/version-managers");
+    assert!(
+        dir.join("mise/node_modules/.bin/mise").exists()
+            && dir.join("pipx/bin/cowsay").exists()
+            && dir.join("uv-tools/bin/cowsay").exists(),
+        "the version managers are missing: run tests/setup.d/35-version-managers.sh (as root)"
+    );
+    dir
+}
+
+/// A real mise data dir in `<tmp>/managers/mise-data` with one tool linked in (offline:
+/// `mise link`, then `mise reshim`); returns the shim and the agent's environment for it.
+fn real_mise(p: &Project) -> (PathBuf, Vec<(String, String)>) {
+    let mise = managers().join("mise/node_modules/.bin/mise");
+    p.script("managers/mise-tool/bin/myagent", REAL);
+    let at = |name: &str| {
+        p.tmp_dir()
+            .join(format!("managers/mise-{name}"))
+            .display()
+            .to_string()
+    };
+    let env: Vec<(String, String)> = [
+        ("MISE_DATA_DIR", at("data")),
+        ("MISE_CONFIG_DIR", at("config")),
+        ("MISE_CACHE_DIR", at("cache")),
+        ("MISE_STATE_DIR", at("state")),
+        ("MISE_NODE_VERSION", "20.0.0".to_owned()),
+        ("MISE_YES", "1".to_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    for args in [
+        vec!["link".to_owned(), "node@20.0.0".to_owned(), at("tool")],
+        vec!["reshim".to_owned()],
+    ] {
+        let out = std::process::Command::new(&mise)
+            .args(&args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .env("HOME", p.home())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "mise {args:?}: {out:?}");
+    }
+    (p.tmp_dir().join("managers/mise-data/shims/myagent"), env)
+}
+
+/// `command` (with `args`, the prompt on stdin) under `prefer`, `env` in `[agent.env]`.
+fn config_with(p: &Project, command: &Path, args: &[&str], env: &[(String, String)]) {
+    let mut builder = ConfigBuilder::new(command)
+        .dirty_action("ignore")
+        .extra("[agent.sandbox]\nmode = \"prefer\"");
+    for (k, v) in env {
+        builder = builder.agent_env(k, v);
+    }
+    let words: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+    p.write_config_text(&builder.render().replace(
+        "prompt_arg_template = [\"{prompt}\"]\nprompt_delivery = \"argv\"",
+        &format!(
+            "prompt_arg_template = [{}]\nprompt_delivery = \"stdin\"",
+            words.join(", ")
+        ),
+    ));
+}
+
+fn registry_managers_start_confined(operator: Operator) {
+    let p = Project::new_as(operator);
+    let (mise_shim, mise_env) = real_mise(&p);
+    if operator == Operator::Unprivileged {
+        agent_runner_e2e::unprivileged::unprivileged_user().own(p.tmp_dir());
+    }
+    config_with(&p, &mise_shim, &[], &mise_env);
+    let line = doctor_check(&doctor(&p), "agent_shim");
+    assert!(
+        line["reason"].as_str().unwrap().contains("a mise shim"),
+        "{line}"
+    );
+    let out = p.run(&["round"]);
+    assert_eq!(out.code(), 0, "{out}\n{}", p.agent_output());
+    assert!(
+        p.dir().join("ran-by-shim.txt").exists(),
+        "{}",
+        p.agent_output()
+    );
+    for installed in ["pipx/bin/cowsay", "uv-tools/bin/cowsay"] {
+        let said = format!("confined by {installed}");
+        config_with(&p, &managers().join(installed), &["-t", &said], &[]);
+        let out = p.run(&["round"]);
+        assert_eq!(out.code(), 0, "{installed}: {out}\n{}", p.agent_output());
+        assert!(
+            p.agent_output().contains(&said),
+            "{installed}: {}",
+            p.agent_output()
+        );
+    }
+}
+
+#[test]
+fn registry_managers_start_confined_as_root() {
+    registry_managers_start_confined(Operator::Root);
+}
+
+#[test]
+fn registry_managers_start_confined_unprivileged() {
+    registry_managers_start_confined(Operator::Unprivileged);
 }
 
 fn nix_is_root() -> bool {

@@ -22,6 +22,11 @@
 //! - **volta**: a link to (or copy of) `volta-shim` in `<VOLTA_HOME>/bin`; its tree is
 //!   `VOLTA_HOME`.
 //!
+//! A version a manager was pointed at rather than made (`mise link`, `asdf`'s and pyenv's
+//! `system`-like links: an entry of its installs that is a link out of its tree) is granted
+//! where the link leads, as the shim runs it there: pyenv's `versions/<v>`, asdf's and
+//! mise's `installs/<tool>/<v>`.
+//!
 //! nvm, pipx and `uv tool` install no shims: their entry is a script or a link inside an
 //! installation prefix (`…/versions/node/v22/bin`, `…/venvs/aider-chat/bin`) that the
 //! sandbox's installation-prefix and interpreter rules already grant
@@ -79,6 +84,15 @@ pub(crate) fn find(
         "volta-shim" => ("volta", vec![executable.parent()?.parent()?.to_owned()]),
         _ => script_shim(&real, executable, path)?,
     };
+    // Versions linked in from elsewhere run where their links lead.
+    let (installs, depth) = match manager {
+        "pyenv" => ("versions", 1),
+        "asdf" | "mise" => ("installs", 2),
+        _ => ("", 0),
+    };
+    if let Some(root) = trees.first().cloned() {
+        linked_out(&root.join(installs), depth, &mut trees);
+    }
     trees.retain(|t| t.exists());
     let mut grants: Vec<PathBuf> = Vec::new();
     for tree in trees {
@@ -95,6 +109,24 @@ pub(crate) fn find(
         path: executable.to_owned(),
         grants,
     })
+}
+
+/// The targets of the links `depth` levels below `dir` (`installs/<tool>/<version>`).
+fn linked_out(dir: &Path, depth: u32, out: &mut Vec<PathBuf>) {
+    if depth == 0 {
+        return;
+    }
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        let is_link = entry.file_type().is_ok_and(|t| t.is_symlink());
+        if depth == 1 {
+            if let Some(target) = is_link.then(|| path.canonicalize().ok()).flatten() {
+                out.push(target);
+            }
+        } else if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            linked_out(&path, depth - 1, out);
+        }
+    }
 }
 
 /// A tree the sandbox never grants whole (nor needs to).
@@ -198,6 +230,20 @@ mod tests {
         std::os::unix::fs::symlink(d.join("bin/mise"), d.join("mise/shims/claude")).unwrap();
         let shim = find(&d.join("mise/shims/claude"), None, &[]).unwrap();
         assert_eq!(shim.grants, [d.join("mise"), d.join("bin/mise")]);
+        // A version linked in (`mise link`) is granted where it lies.
+        std::fs::create_dir_all(d.join("mise/installs/node")).unwrap();
+        std::fs::create_dir_all(d.join("elsewhere/node-20")).unwrap();
+        std::os::unix::fs::symlink(d.join("elsewhere/node-20"), d.join("mise/installs/node/20"))
+            .unwrap();
+        let shim = find(&d.join("mise/shims/claude"), None, &[]).unwrap();
+        assert_eq!(
+            shim.grants,
+            [
+                d.join("mise"),
+                d.join("bin/mise"),
+                d.join("elsewhere/node-20")
+            ]
+        );
         // volta.
         write(&d.join("volta/bin/volta-shim"), "\x7fELF");
         std::os::unix::fs::symlink(d.join("volta/bin/volta-shim"), d.join("volta/bin/claude"))
