@@ -37,6 +37,7 @@ pub(crate) mod agent_sandbox;
 pub(crate) mod attribution;
 pub(crate) mod backoff;
 pub(crate) mod bounds;
+pub(crate) mod cli_reports;
 pub(crate) mod config_digest;
 pub(crate) mod config_follow;
 pub(crate) mod cooperative;

@@ -714,6 +714,14 @@ impl Runner {
         } else {
             &[]
         };
+        // Where the agent's CLI writes its reports: its own TMPDIR (ours when confined).
+        let mut agent_tmp = spec
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "TMPDIR")
+            .map(|(_, v)| PathBuf::from(v))
+            .unwrap_or_else(std::env::temp_dir);
         match self.agent_sandbox.confinement(
             &self.config,
             cli,
@@ -725,6 +733,7 @@ impl Runner {
                 if let Some(c) = &confinement {
                     spec.env
                         .push(("TMPDIR".to_owned(), c.tmp_dir().display().to_string()));
+                    agent_tmp = c.tmp_dir().to_owned();
                 }
                 spec.confinement = confinement;
             }
@@ -756,7 +765,14 @@ impl Runner {
             timeout_s: budget.as_secs(),
             log_path: log_path.to_owned(),
         });
+        let started = std::time::SystemTime::now();
         let exit = agent::run(spec, stop).await;
+        crate::runtime::cli_reports::keep(
+            self.config.profile(phase).agent.cli.name,
+            &agent_tmp,
+            started - std::time::Duration::from_secs(1),
+            log_path,
+        );
         let usage = match cgroup {
             Some(cg) => Some(cg.finish().await),
             None => None,
