@@ -186,6 +186,8 @@ struct Launch {
     budget: std::time::Duration,
     /// How the agent is ended (its CLI's cooperative signal and grace).
     stop_signal: crate::runtime::cooperative::StopSignal,
+    /// The round's agent CLI ([`crate::config::AgentConfig::cli`]).
+    cli: Option<&'static str>,
     /// What the round does about its phase's agent session (`serve` only).
     resume: Option<Resume>,
     /// The CLI's own sandbox, replaced in `argv` by ours (`agent_own_sandbox_replaced`).
@@ -280,15 +282,28 @@ impl Runner {
         }
     }
 
-    /// The round's result grace, when `max_grace_after_result_s` and the marker are set.
-    fn grace(&self, marker: &[u8], round_num: u64, log_path: &Path) -> Option<Grace> {
-        let after = self.config.runtime.max_grace_after_result?;
-        if marker.is_empty() {
+    /// The round's watch on its log: result grace, when `max_grace_after_result_s` and the
+    /// marker are set, and `stall`, the CLI's stall words when it has some; `None` when
+    /// neither.
+    fn grace(
+        &self,
+        marker: &[u8],
+        stall: Option<crate::runtime::grace::Stall>,
+        round_num: u64,
+        log_path: &Path,
+    ) -> Option<Grace> {
+        let after = self.config.runtime.max_grace_after_result;
+        let marker = match after {
+            Some(_) if !marker.is_empty() => marker.to_vec(),
+            _ => Vec::new(),
+        };
+        if marker.is_empty() && stall.is_none() {
             return None;
         }
         Some(Grace {
-            marker: marker.to_vec(),
-            after,
+            marker,
+            stall,
+            after: after.unwrap_or_default(),
             // Validated when the config was loaded.
             ignore: self
                 .config
@@ -578,6 +593,7 @@ impl Runner {
             marker: profile.agent.terminal_marker.clone(),
             budget: profile.round_budget,
             stop_signal: crate::runtime::cooperative::stop_signal(profile.agent),
+            cli: profile.agent.cli.name,
             resume,
             own_sandbox,
         })
@@ -877,7 +893,12 @@ impl Runner {
                 .into_iter()
                 .filter_map(|(_, _, pid)| pid)
                 .collect(),
-            grace: self.grace(launch.marker.as_bytes(), round_num, log_path),
+            grace: self.grace(
+                launch.marker.as_bytes(),
+                crate::runtime::grace::Stall::of(launch.cli, launch.stop_signal),
+                round_num,
+                log_path,
+            ),
             progress: self.config.monitor.round_progress_interval.map(|every| {
                 crate::runtime::round_progress::Heartbeat {
                     every,
