@@ -2,7 +2,10 @@
 # The agent-runner demo: builds everything, makes a fresh example project (a git repo with
 # the demo agent), pins both example hosts on the spot, and supervises three real rounds
 # under sandbox = "require": the first spawn is deferred while a pause file exists, rounds
-# that leave the tree dirty get a commit decided by the dirty-handler host.
+# that leave the tree dirty get a commit decided by the dirty-handler host. The agent runs
+# confined ([agent.sandbox] mode = "prefer", as init writes): it cannot reach a local
+# "model server" on a port other than 443 until connect_ports names it, which the demo
+# shows and then fixes with one round more.
 #
 # Usage: bash examples/demo/run.sh            (project in target/demo/project)
 #        DEMO_DIR=/tmp/x bash examples/demo/run.sh
@@ -34,6 +37,17 @@ printf -- '---\ntitle: demo prompt\n---\nKeep a journal of your work in notes/jo
 printf '/logs/\n/.agent-runner-pause\n' > .gitignore
 cp "$repo/examples/agent/demo-agent.sh" "$demo/demo-agent.sh"
 
+# A local "model server" (as a local model or a proxy would be) on a port other than 443.
+mkdir -p "$demo/endpoint"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 -m http.server "$port" --bind 127.0.0.1 --directory "$demo/endpoint" >/dev/null 2>&1 &
+server_pid=$!
+trap 'kill "$server_pid" 2>/dev/null || true' EXIT
+for _ in $(seq 1 50); do
+  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+  sleep 0.1
+done
+
 pin() { echo "sha256:$(sha256sum "$1" | cut -d' ' -f1)"; }
 cat > agent-runner.toml <<TOML
 schema_version = 1
@@ -43,6 +57,15 @@ name = "demo-agent"
 command = ["$demo/demo-agent.sh"]
 prompt_arg_template = ["{prompt}"]
 prompt_delivery = "argv"
+
+[agent.env]
+DEMO_AGENT_ENDPOINT = "127.0.0.1:$port"
+
+# The agent runs confined: the work tree, its own state, a private TMPDIR and the system;
+# TCP only to 443 unless connect_ports names more (docs/security.md, "The agent's
+# confinement"; every key: agent-runner man, docs/configuration.md).
+[agent.sandbox]
+mode = "prefer"
 
 [runtime]
 work_dir = "."
@@ -113,6 +136,23 @@ for e in events:
     detail = {k: v for k, v in e.items() if k not in ("ts", "event")}
     print(f"  {e['ts']}  {e['event']:<28} {json.dumps(detail)[:110]}")
 PY
+
+say "The agent's sandbox refused the model server (round logs)"
+grep -h "model server" logs/rounds/* | sort | uniq -c
+say "The fix: [agent.sandbox] connect_ports = [$port], then one round more"
+python3 - agent-runner.toml "$port" <<'PY'
+import sys
+path, port = sys.argv[1], sys.argv[2]
+text = open(path).read().replace('mode = "prefer"\n', f'mode = "prefer"\nconnect_ports = [{port}]\n', 1)
+open(path, "w").write(text)
+PY
+git commit -q -am "demo: the agent may reach the local model server"
+grep -A2 '^\[agent.sandbox\]' agent-runner.toml
+AGENT_RUNNER_LOG=warn "$bin/agent-runner" round
+last_log=$(ls -t logs/rounds/* | head -n 1)
+grep -h "model server" "$last_log"
+grep -qs "reached the model server" "$last_log"
+
 echo
 echo "git log of the project:"
 git --no-pager log --oneline

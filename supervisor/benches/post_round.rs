@@ -112,6 +112,7 @@ fn confined_round_64k(c: &mut Criterion) {
                 ctx: &ctx,
                 outcome: &outcome,
                 log_tail: &tail,
+                cli: Some("claude"),
             };
             let decision = rt
                 .block_on(post_round::consult(

@@ -590,9 +590,10 @@ fn install(
     print_lines(crate::operator::install::install(&config, options)?)
 }
 
-/// `man`: the man page on stdout.
+/// `man`: the man page on stdout, with the `[agent.sandbox]` keys
+/// ([`crate::config::man_section`]) as its closing section.
 fn man() -> Result<u8, CliError> {
-    clap_mangen::Man::new(Cli::command())
+    clap_mangen::Man::new(Cli::command().after_long_help(crate::config::man_section()))
         .render(&mut stdout())
         .map_err(|e| CliError::failure(format!("cannot write the man page: {e}")))?;
     Ok(exit::OK)

@@ -9,7 +9,9 @@
 #
 # CAPTURE_MODES (default: all six) picks the modes; gemini also has `auth_method` (the
 # server answers normally, but no login method is chosen in its settings: exit 41). aider's own retries take minutes (60 s
-# of its back-off plus its client's): CAPTURE_TIMEOUT_S=300 lets them end.
+# of its back-off plus its client's): CAPTURE_TIMEOUT_S=300 lets them end. gemini's
+# `rate_limit_budget` is its `rate_limit` mode cut by CAPTURE_TIMEOUT_S=5 during its own
+# retries (renamed by hand): the round the budget ends before gemini gives up.
 # The .json beside each log records how the CLI ended (exit_code, timed_out after
 # CAPTURE_TIMEOUT_S, default 60) and the CLI's version; tests/tests/real_transcripts.rs
 # asserts the detectors' decision on every log.

@@ -172,6 +172,19 @@ fn completions_and_man_page() {
     );
     assert!(out.stdout.contains("agent\\-runner"), "{out}");
     assert!(out.stdout.contains("peek"), "{out}");
+    // The agent's sandbox keys, where a refused round leads (issue 41).
+    for key in [
+        "mode",
+        "connect_ports",
+        "allow_hosts",
+        "read_paths",
+        "write_paths",
+    ] {
+        assert!(
+            out.stdout.contains(&format!("[agent.sandbox] {key} (")),
+            "{key}: {out}"
+        );
+    }
 }
 
 /// Issue 17, case 10: what `install` writes (the template and the instance's drop-in)

@@ -58,15 +58,12 @@ pub(crate) struct Key {
     // The docs' fields are read by the test that writes docs/configuration.md's tables
     // (`config::doc_tables`).
     /// The type as docs/configuration.md writes it (`integer ≥ 1`, `"argv"` \| `"stdin"`).
-    #[cfg_attr(not(test), allow(dead_code))]
     pub type_label: fn() -> String,
     /// The default as docs/configuration.md writes it (`` `1800` ``, `none`, `required`).
-    #[cfg_attr(not(test), allow(dead_code))]
     pub default_doc: fn() -> String,
     /// The default as a TOML value, for `init`; `None` when the key has no fixed default.
     pub default_toml: fn() -> Option<String>,
     /// The doc line (its lines joined with spaces by [`Key::doc`]).
-    #[cfg_attr(not(test), allow(dead_code))]
     pub doc_lines: &'static [&'static str],
     /// Whether a re-read config may change it.
     pub reload: Reload,
@@ -76,7 +73,6 @@ pub(crate) struct Key {
 
 impl Key {
     /// The doc line, one line, with what a reload does when it is not the usual.
-    #[cfg(test)]
     pub(crate) fn doc(&self) -> String {
         let mut doc = self
             .doc_lines

@@ -4,6 +4,7 @@
 //! our `[plugins.hosts.<name>]` tables. Every error names the file, the key and what was
 //! expected, and maps to exit 78 ([`crate::exit::CONFIG`]).
 
+pub(crate) mod agent_cli;
 mod agent_sandbox;
 pub mod allow_hosts;
 mod bad_path;
@@ -14,6 +15,7 @@ mod doc_tables;
 mod error;
 mod goal;
 pub(crate) mod keys;
+mod manual;
 mod monitor;
 mod raw;
 mod resolve;
@@ -27,6 +29,7 @@ pub use error::ConfigError;
 pub(crate) use error::SCHEMA_VERSION;
 pub(crate) use goal::CHECK_KILL_GRACE;
 pub use goal::{GoalCheck, GoalConfig};
+pub(crate) use manual::man_section;
 pub(crate) use monitor::{auto_stop_names, RoundCgroupMode};
 pub use monitor::{HostHealthConfig, MonitorConfig};
 pub(crate) use raw::{DEFAULT_GIT_TIMEOUT_S, DEFAULT_HOST_MEMORY_MB, TABLES};

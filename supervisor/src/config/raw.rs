@@ -7,6 +7,7 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::agent_cli::CliKey;
 use super::keys::{config_table, Table};
 use super::vocabulary::{
     ContextInjection, DirtyAction, PhasePolicy, PromptDelivery, SandboxMode, TransientAction,
@@ -59,15 +60,24 @@ config_table! {
         /// how the prompt reaches the agent
         prompt_delivery: String as PromptDelivery = (PromptDelivery::Argv)
             reload Next init (preset);
-        /// display name, `ctx.agent_name` for hooks
+        /// display name, `ctx.agent_name` for hooks (it says nothing of which CLI runs:
+        /// that is `cli`)
         name: String = (none) reload Next init (preset);
+        /// which agent CLI `command` runs: the built-in detector that applies, the
+        /// cooperative stop signal, session resume, the login preconditions, codex's own
+        /// sandbox and the CLI's own state the agent's sandbox grants all follow it. `auto`:
+        /// `command[0]`'s file name, what a launcher (`npx`, `bunx`, `uvx`, `pipx run`, …)
+        /// runs, or the one CLI a shell wrapper outside the agent's reach names
+        /// (docs/agent-clis.md, "Which CLI a command is"); `other`: none of them. `doctor`
+        /// shows the answer (`agent_cli`)
+        cli: String as CliKey = (CliKey::Auto) reload Next;
         /// added to the agent's environment (never sent to hosts: they see variable *names*
         /// only)
         env: BTreeMap<String, String> = (empty) label "table of strings"
             reload Next init (preset);
         /// words run before `command` (a container, `nice`, `systemd-run --scope …`);
         /// `{work_dir}` in them is replaced by the work dir. `command[0]` stays the agent's
-        /// identity (the detector that applies, `ctx.agent_binary`)
+        /// executable (`ctx.agent_binary`); which CLI it is, is `cli`'s
         exec_prefix: Vec<String> = (empty) reload Next;
         /// bytes whose appearance in the round log marks the agent's result, for result
         /// grace; `""` turns it off. The `codewhale` and `pi` presets set their own
@@ -75,7 +85,7 @@ config_table! {
         /// the reference system's key: how long an agent whose CLI finishes its turn on a
         /// signal gets between that signal and SIGKILL; a larger value is refused (exit 78),
         /// not clamped. A phase may set its own in `[phases.<name>.agent]`. Which CLIs, by
-        /// `command[0]`'s file name: `claude` (SIGINT: its turn is drained; SIGTERM would
+        /// the agent's `cli`: `claude` (SIGINT: its turn is drained; SIGTERM would
         /// abandon it), `gemini` and `pi` (SIGTERM); any other agent gets SIGTERM and 5 s.
         /// The same signal and grace serve every end of a round's agent: the budget, `kill`
         /// (or a second SIGTERM), result grace and in-round pressure (docs/agent-clis.md,
@@ -85,7 +95,7 @@ config_table! {
             reload Next;
         /// under `serve`, a round goes on with the agent session of its phase's previous
         /// round, for a CLI that can resume one (claude, gemini, codex, aider, pi,
-        /// kimi, by `command[0]`'s file name): the CLI's resume words are appended after `command`
+        /// kimi, by the agent's `cli`): the CLI's resume words are appended after `command`
         /// and `AGENT_RUNNER_RESUME_FLAG` / `AGENT_RUNNER_RESUME_SESSION_ID` set
         /// (docs/agent-clis.md, "Session resume"). With it on, a static `command` or
         /// `prompt_arg_template` already holding those words is refused (exit 78). A phase

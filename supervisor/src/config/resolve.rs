@@ -150,6 +150,10 @@ pub struct AgentConfig {
     pub prompt_arg_template: Vec<String>,
     /// Display name (`ctx.agent_name`).
     pub name: Option<String>,
+    /// Which CLI `command` runs (`[agent] cli`, or worked out:
+    /// [`crate::config::agent_cli::identify`]): the one answer every CLI-specific
+    /// behaviour reads.
+    pub cli: crate::config::agent_cli::AgentCli,
     /// Extra environment variables for the agent (never sent to hosts).
     pub env: BTreeMap<String, String>,
     /// How the prompt is delivered.
@@ -359,12 +363,15 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         .map_err(at)?
     };
     confined_state_dir(&agent_sandbox, &places).map_err(at)?;
-    let agent = resolve_agent(raw.agent).map_err(at)?;
+    let mut agent_writable = vec![places.work_dir.clone()];
+    agent_writable.extend(agent_sandbox.write_paths.iter().cloned());
+    let agent = resolve_agent(raw.agent, &places.work_dir, &agent_writable).map_err(at)?;
     let prompt = resolve_prompt(raw.prompt, &places).map_err(at)?;
     let base_zone = raw.schedule.as_ref().and_then(|s| s.timezone.clone());
     let schedule = resolve_schedule(raw.schedule.unwrap_or_default(), None)
         .map_err(|(k, m)| at(bad(format!("schedule.{k}"), m)))?;
-    let phases = resolve_phases(raw.phases, &places, base_zone.as_deref()).map_err(at)?;
+    let phases =
+        resolve_phases(raw.phases, &places, &agent_writable, base_zone.as_deref()).map_err(at)?;
     let mut warnings = Vec::new();
     if startup_check_skipped() {
         warnings.push(format!(
@@ -608,6 +615,7 @@ fn resolve_prompt(raw: RawPrompt, places: &Places) -> Result<PromptConfig, Bad> 
 fn resolve_phases(
     raw: RawPhases,
     places: &Places,
+    agent_writable: &[PathBuf],
     base_zone: Option<&str>,
 ) -> Result<PhasesConfig, Bad> {
     let list = raw.keys.list();
@@ -628,7 +636,7 @@ fn resolve_phases(
                 format!("phase {name:?} has a table but is not in phases.list {list:?}"),
             ));
         }
-        let over = resolve_phase(phase, places, base_zone)
+        let over = resolve_phase(phase, places, agent_writable, base_zone)
             .map_err(|(k, m)| bad(format!("phases.{name}.{k}"), m))?;
         overrides.insert(name, over);
     }
@@ -691,6 +699,7 @@ fn refuse_overlapping_windows(
 fn resolve_phase(
     phase: RawPhase,
     places: &Places,
+    agent_writable: &[PathBuf],
     base_zone: Option<&str>,
 ) -> Result<PhaseOverride, Bad> {
     let prompt_files = match phase.prompt_files {
@@ -705,7 +714,7 @@ fn resolve_phase(
     };
     let agent = match phase.agent {
         None => None,
-        Some(a) => Some(resolve_agent(a)?),
+        Some(a) => Some(resolve_agent(a, &places.work_dir, agent_writable)?),
     };
     let schedule = match phase.schedule {
         None => None,
@@ -876,9 +885,14 @@ fn warn_unmatched(
     }
 }
 
-/// Validates one `[agent]` table (the base one, or a phase's merged one). Errors: the key
-/// (`agent.…`) and the message.
-fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, Bad> {
+/// Validates one `[agent]` table (the base one, or a phase's merged one), its CLI worked
+/// out against `work_dir` (the agent's cwd) and `agent_writable` (where a wrapper script is
+/// not read: [`crate::config::agent_cli`]). Errors: the key (`agent.…`) and the message.
+fn resolve_agent(
+    raw: RawAgent,
+    work_dir: &Path,
+    agent_writable: &[PathBuf],
+) -> Result<AgentConfig, Bad> {
     if raw.command.is_empty() || raw.command[0].is_empty() {
         return Err(bad(
             "agent.command",
@@ -891,7 +905,21 @@ fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, Bad> {
     let session_resume = raw.session_resume()?;
     let env = raw.env();
     let terminal_marker = raw.terminal_marker()?;
+    let cli_key = raw.cli()?;
     let command = expand_command(raw.command).map_err(|e| bad("agent.command", e.to_string()))?;
+    let path = env
+        .get("PATH")
+        .map(std::ffi::OsString::from)
+        .or_else(|| std::env::var_os("PATH"));
+    let cli = crate::config::agent_cli::identify(
+        &command,
+        cli_key,
+        &crate::config::agent_cli::Places {
+            work_dir,
+            path: path.as_deref(),
+            agent_writable,
+        },
+    );
     let template = raw.prompt_arg_template.unwrap_or_else(|| match delivery {
         PromptDelivery::Argv => vec!["{prompt}".to_owned()],
         PromptDelivery::Stdin => Vec::new(),
@@ -918,7 +946,7 @@ fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, Bad> {
             "exec_prefix[0] is the program run before the agent's command; it must not be empty",
         ));
     }
-    super::session_resume::check_static(&command, &template, session_resume)
+    super::session_resume::check_static(cli.name, &command, &template, session_resume)
         .map_err(|e| bad("agent.command", e.to_string()))?;
     let allow_hosts = match raw.sandbox.allow_hosts()? {
         None => None,
@@ -934,6 +962,7 @@ fn resolve_agent(raw: RawAgent) -> Result<AgentConfig, Bad> {
         command,
         prompt_arg_template: template,
         name: raw.name,
+        cli,
         env,
         delivery,
         exec_prefix,

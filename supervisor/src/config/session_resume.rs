@@ -1,6 +1,6 @@
 //! Session resume (docs/agent-clis.md, "Session resume"): how each agent CLI picks its
-//! previous session back up, by the CLI's name (`command[0]`'s file name, as for the
-//! cooperative stop). `serve` mints one session id per phase and appends the CLI's
+//! previous session back up, by the CLI (`[agent] cli` or what the command runs:
+//! [`crate::config::agent_cli`], as for the cooperative stop). `serve` mints one session id per phase and appends the CLI's
 //! arguments after `command`, before the prompt arguments (`crate::runtime::sessions`);
 //! `[agent] session_resume = false` turns it off.
 //!
@@ -40,7 +40,7 @@ pub(crate) enum ResumeForm {
     },
 }
 
-/// CLIs that can resume a session, by `command[0]`'s file name. codex's words go after
+/// CLIs that can resume a session, by the CLI's name ([`crate::config::agent_cli`]). codex's words go after
 /// its preset's `exec [options]`, where its `resume` subcommand belongs.
 pub(crate) const RESUMABLE: &[(&str, ResumeForm)] = &[
     (
@@ -78,9 +78,9 @@ pub(crate) const RESUMABLE: &[(&str, ResumeForm)] = &[
     ),
 ];
 
-/// The resume form of an agent whose `command[0]` is `program`, if its CLI has one.
-pub(crate) fn form_of(program: &str) -> Option<ResumeForm> {
-    let name = program.rsplit('/').next().unwrap_or(program);
+/// The resume form of the CLI `name` ([`crate::config::AgentConfig::cli`]), if it has one.
+pub(crate) fn form_of(name: Option<&str>) -> Option<ResumeForm> {
+    let name = name?;
     RESUMABLE
         .iter()
         .find(|(cli, _)| *cli == name)
@@ -129,11 +129,12 @@ pub(crate) struct ReservedWord(pub String);
 ///
 /// Errors: [`ReservedWord`], the first such word.
 pub(crate) fn check_static(
+    cli: Option<&str>,
     command: &[String],
     template: &[String],
     enabled: bool,
 ) -> Result<(), ReservedWord> {
-    let Some(form) = command.first().and_then(|c| form_of(c)).filter(|_| enabled) else {
+    let Some(form) = form_of(cli).filter(|_| enabled) else {
         return Ok(());
     };
     let words = command.iter().skip(1).chain(template);
@@ -152,31 +153,53 @@ mod tests {
 
     #[test]
     fn each_form_appends_what_its_cli_takes() {
-        let claude = form_of("/usr/bin/claude").unwrap();
+        let claude = form_of(Some("claude")).unwrap();
         assert_eq!(claude.args("x", false), ["--session-id", "x"]);
         assert_eq!(claude.args("x", true), ["--resume", "x"]);
-        let codex = form_of("codex").unwrap();
+        let codex = form_of(Some("codex")).unwrap();
         assert!(codex.args("x", false).is_empty());
         assert_eq!(codex.args("x", true), ["resume", "--last"]);
-        let kimi = form_of("kimi").unwrap();
+        let kimi = form_of(Some("kimi")).unwrap();
         assert_eq!(kimi.args("x", false), ["--session", "x"]);
         assert_eq!(kimi.args("x", false), kimi.args("x", true));
-        assert_eq!(form_of("pi").unwrap().args("x", true), ["--continue"]);
-        assert!(form_of("pi").unwrap().args("x", false).is_empty());
-        assert_eq!(form_of("my-agent"), None);
+        assert_eq!(form_of(Some("pi")).unwrap().args("x", true), ["--continue"]);
+        assert!(form_of(Some("pi")).unwrap().args("x", false).is_empty());
+        assert_eq!(form_of(None), None);
     }
 
     #[test]
     fn a_static_copy_is_refused_only_with_resume_on() {
         let cmd = |words: &[&str]| words.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
-        let err = check_static(&cmd(&["claude", "--resume", "abc", "-p"]), &[], true).unwrap_err();
+        let err = check_static(
+            Some("claude"),
+            &cmd(&["claude", "--resume", "abc", "-p"]),
+            &[],
+            true,
+        )
+        .unwrap_err();
         assert_eq!(err, ReservedWord("--resume".to_owned()));
         assert!(err.to_string().contains("\"--resume\""), "{err}");
-        assert!(check_static(&cmd(&["claude", "--resume", "abc"]), &[], false).is_ok());
-        assert!(
-            check_static(&cmd(&["gemini"]), &cmd(&["--session-id", "{prompt}"]), true).is_err()
-        );
-        assert!(check_static(&cmd(&["my-agent", "--resume"]), &[], true).is_ok());
-        assert!(check_static(&cmd(&["claude", "-p"]), &cmd(&["{prompt}"]), true).is_ok());
+        assert!(check_static(
+            Some("claude"),
+            &cmd(&["claude", "--resume", "abc"]),
+            &[],
+            false
+        )
+        .is_ok());
+        assert!(check_static(
+            Some("gemini"),
+            &cmd(&["gemini"]),
+            &cmd(&["--session-id", "{prompt}"]),
+            true
+        )
+        .is_err());
+        assert!(check_static(None, &cmd(&["my-agent", "--resume"]), &[], true).is_ok());
+        assert!(check_static(
+            Some("claude"),
+            &cmd(&["claude", "-p"]),
+            &cmd(&["{prompt}"]),
+            true
+        )
+        .is_ok());
     }
 }

@@ -42,13 +42,14 @@ impl PostRound for Detector {
         &self,
         params: &AfterRoundParams,
     ) -> Result<Option<PostRoundVerdict>, HookError> {
-        let binary = params.ctx.agent_binary.as_deref().unwrap_or("");
-        let basename = binary.rsplit('/').next().unwrap_or(binary);
+        // The supervisor asks a detector only about rounds of its own CLI, which it knows
+        // better than `ctx.agent_binary` does (`npx`, a wrapper: docs/agent-clis.md, "Which
+        // CLI a command is").
         Ok(detect(
             &self.dialect,
             &Round {
                 outcome: &params.outcome,
-                agent_binary: basename,
+                agent_binary: self.dialect.binary,
                 tail: &params.log_tail,
                 now: Timestamp::now(),
                 local: &self.local,

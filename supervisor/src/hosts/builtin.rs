@@ -44,9 +44,10 @@ fn enabled_detectors(config: &Config) -> Vec<&'static str> {
 }
 
 /// The enabled detectors that can apply to `config`'s rounds: those whose CLI is the
-/// basename of `[agent] command[0]` in the base config or in a phase's override (a detector
-/// answers only about rounds of its own CLI, docs/detectors.md). Empty for any other agent,
-/// so no built-in host is started for it and its rounds pay nothing for one.
+/// agent's ([`crate::config::AgentConfig::cli`]) in the base config or in a phase's
+/// override (a detector answers only about rounds of its own CLI, docs/detectors.md).
+/// Empty for any other agent, so no built-in host is started for it and its rounds pay
+/// nothing for one.
 pub(crate) fn applicable_detectors(config: &Config) -> Vec<&'static str> {
     let agents: Vec<&str> = std::iter::once(&config.agent)
         .chain(
@@ -56,8 +57,7 @@ pub(crate) fn applicable_detectors(config: &Config) -> Vec<&'static str> {
                 .values()
                 .filter_map(|o| o.agent.as_ref()),
         )
-        .filter_map(|agent| agent.command.first())
-        .map(|program| program.rsplit('/').next().unwrap_or(program))
+        .filter_map(|agent| agent.cli.name)
         .collect();
     let enabled = enabled_detectors(config);
     crate::detectors::DIALECTS

@@ -14,6 +14,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::config::agent_cli::Identified;
 use crate::config::{self, Config, DirtyAction};
 use crate::exit;
 use crate::hosts::sandbox::SandboxGate;
@@ -91,7 +92,7 @@ pub(crate) fn agent_sandbox_block(config: &Config, caps: &Capabilities) -> Agent
             refused: None,
             layers: gate.layers().into_iter().map(LayerView::from).collect(),
             own_sandbox_replaced: gate
-                .own_sandbox_replaced(&config.agent.command)
+                .own_sandbox_replaced(&config.agent)
                 .map(|(_, replaced)| replaced.describe()),
         },
         Err(refused) => AgentSandboxBlock {
@@ -118,7 +119,8 @@ impl From<agent_runner_plugin_host::common::layers::Layer> for LayerView {
 /// ([`crate::runtime::cooperative`]).
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub(crate) struct SigtermGrace {
-    /// The agent's CLI (`command[0]`'s file name).
+    /// The agent's CLI (`[agent] cli`, or what the command runs; `command[0]`'s file name
+    /// for none agent-runner knows).
     pub agent: String,
     /// Whether the CLI finishes its turn on a signal.
     pub cooperative: bool,
@@ -132,7 +134,10 @@ impl SigtermGrace {
     fn of(agent: &crate::config::AgentConfig) -> Self {
         let stop = crate::runtime::cooperative::stop_signal(agent);
         SigtermGrace {
-            agent: crate::runtime::cooperative::binary(agent).to_owned(),
+            agent: agent.cli.name.map(str::to_owned).unwrap_or_else(|| {
+                let first = &agent.command[0];
+                first.rsplit('/').next().unwrap_or(first).to_owned()
+            }),
             cooperative: stop.cooperative,
             signal: stop.cooperative.then(|| stop.signal.as_str().to_owned()),
             resolved_s: stop.grace.as_secs(),
@@ -456,7 +461,29 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
                 format!("{agent} resolves to {}", path.display()),
                 "",
             ));
-            let cli = Path::new(agent).file_name().and_then(|n| n.to_str());
+            checks.push(check(
+                "agent_cli",
+                true,
+                format!("the agent is {}", config.agent.cli.describe()),
+                "",
+            ));
+            if let Some(shim) = config
+                .agent_sandbox
+                .mode
+                .ne(&config::SandboxMode::Off)
+                .then(|| crate::runtime::agent_sandbox::agent_shim(&config))
+                .flatten()
+            {
+                checks.push(check("agent_shim", true, shim.describe(), ""));
+            }
+            // `<program> --version` is the CLI's own only when the program is the CLI or its
+            // wrapper (a launcher would print its own version).
+            let cli = config.agent.cli.name.filter(|_| {
+                matches!(
+                    config.agent.cli.how,
+                    Identified::FileName | Identified::Wrapper(_)
+                )
+            });
             match cli.and_then(|cli| crate::operator::agent_version::check(&path, cli)) {
                 Some((true, reason, _)) => checks.push(check("agent_version", true, reason, "")),
                 Some((false, reason, fix)) => {
@@ -728,7 +755,7 @@ fn host_health_check(config: &Config) -> Check {
 }
 
 /// `pidfd`: whether `pidfd_open(2)` works here. Every host launch and every agent start
-/// opens a pidfd of the supervisor ([`agent_runner_plugin_host::pid_namespace::own_pidfd`]),
+/// opens a pidfd of the supervisor ([`agent_runner_plugin_host::common::pid_namespace::own_pidfd`]),
 /// so without it no host and no agent starts: a runtime that lacks the call (gVisor
 /// before it implemented pidfds, docs/operations.md "On agent-sandbox") fails here.
 fn pidfd_check() -> Check {

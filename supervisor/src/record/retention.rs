@@ -1,7 +1,8 @@
 //! Round log retention (`[runtime] round_log_retention`, `round_log_retention_bytes`): keep
 //! the newest round logs (`<log_dir>/rounds/R<N>-<stamp>.log`, ordered by round number)
-//! within a count and a total size, delete the older ones. 0 keeps everything (the
-//! reference system's default).
+//! within a count and a total size, delete the older ones, with the files kept beside each
+//! (`R<N>-<stamp>.<name>`: a CLI's error reports, `crate::runtime::cli_reports`). 0 keeps
+//! everything (the reference system's default).
 
 use std::path::{Path, PathBuf};
 
@@ -34,11 +35,30 @@ pub(crate) fn prune(
             kept += 1;
             total += size;
         } else if std::fs::remove_file(&path).is_ok() {
+            remove_companions(rounds_dir, &path);
             deleted.push(path);
         }
     }
     deleted.reverse();
     Ok(deleted)
+}
+
+/// Deletes the files kept beside the round log `log` (`R<N>-<stamp>.<name>`).
+fn remove_companions(rounds_dir: &Path, log: &Path) {
+    let Some(stem) = log.file_stem().and_then(|s| s.to_str()) else {
+        return;
+    };
+    let prefix = format!("{stem}.");
+    for entry in std::fs::read_dir(rounds_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = entry.file_name();
+        if name.to_str().is_some_and(|n| n.starts_with(&prefix)) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// The round number of a round log's file name (`R<N>-….log`); `None` for other files.
@@ -59,6 +79,13 @@ mod tests {
             std::fs::write(dir.path().join(format!("R{n}-20261129T000000.log")), "").unwrap();
         }
         std::fs::write(dir.path().join("notes.txt"), "").unwrap();
+        // A CLI's error report kept beside round 1's log goes with it.
+        std::fs::write(
+            dir.path()
+                .join("R1-20261129T000000.gemini-client-error-x.json"),
+            "",
+        )
+        .unwrap();
         let deleted = prune(dir.path(), Some(2), None).unwrap();
         assert_eq!(deleted.len(), 3);
         let mut left: Vec<String> = std::fs::read_dir(dir.path())

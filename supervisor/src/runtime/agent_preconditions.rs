@@ -42,12 +42,9 @@ pub(crate) struct Machine<'a> {
     pub home: Option<&'a Path>,
 }
 
-/// Which CLI `agent` runs: the file name of `command[0]`.
+/// Which CLI `agent` runs ([`AgentConfig::cli`]; `""` for none agent-runner knows).
 fn cli_name(agent: &AgentConfig) -> &str {
-    Path::new(&agent.command[0])
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("")
+    agent.cli.name.unwrap_or("")
 }
 
 /// The failures and warnings of the agent of every phase of `config` on this machine: the
@@ -149,8 +146,10 @@ mod tests {
     use super::*;
 
     fn claude(args: &[&str]) -> AgentConfig {
+        let command: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         AgentConfig {
-            command: args.iter().map(|s| s.to_string()).collect(),
+            cli: crate::config::agent_cli::AgentCli::of(&command),
+            command,
             prompt_arg_template: vec![],
             name: None,
             env: Default::default(),

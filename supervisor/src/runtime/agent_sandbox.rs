@@ -121,14 +121,14 @@ impl AgentSandboxGate {
         self.enabled() && self.applied.landlock()
     }
 
-    /// `command` as the round runs it and what of the CLI's own sandbox was replaced;
-    /// `None` when it runs as written (not confined by us, or nothing to replace).
+    /// `agent`'s command as the round runs it and what of the CLI's own sandbox was
+    /// replaced; `None` when it runs as written (not confined by us, or nothing to replace).
     pub(crate) fn own_sandbox_replaced(
         &self,
-        command: &[String],
+        agent: &crate::config::AgentConfig,
     ) -> Option<(Vec<String>, crate::runtime::own_sandbox::Replaced)> {
         self.confines()
-            .then(|| crate::runtime::own_sandbox::confined_command(command))
+            .then(|| crate::runtime::own_sandbox::confined_command(&agent.cli, &agent.command))
             .flatten()
     }
 
@@ -222,28 +222,71 @@ impl AgentSandboxGate {
             )?;
         }
         let sandbox = &config.agent_sandbox;
+        let executable =
+            crate::runtime::agent::find_on_path(argv0, var("PATH"), &config.runtime.work_dir);
+        let mut read_paths = sandbox.read_paths.clone();
+        if let Some(shim) = shim(config, cli, &executable, &var) {
+            read_paths.extend(shim.grants);
+        }
         let spec = AgentSandboxSpec {
             policy: AgentPolicyInput {
                 work_dir: config.runtime.work_dir.clone(),
                 home: var("HOME").map(PathBuf::from),
                 cli: cli.to_owned(),
-                executable: crate::runtime::agent::find_on_path(
-                    argv0,
-                    var("PATH"),
-                    &config.runtime.work_dir,
-                ),
+                executable,
                 tmp_dir,
                 state_dir: config.runtime.state_dir.clone(),
                 log_dir: config.runtime.log_dir.clone(),
                 config_path: config.path.clone(),
                 write_paths: sandbox.write_paths.clone(),
-                read_paths: sandbox.read_paths.clone(),
+                read_paths,
             },
             connect_ports,
             tier: self.applied,
         };
         AgentConfinement::build(&spec, self.isolation).map(Some)
     }
+}
+
+/// The version manager's shim the agent of `config` (CLI `cli`) runs as `executable`,
+/// with `var` its environment: what the sandbox then also grants
+/// ([`crate::runtime::shims`]). Nothing is granted that holds or lies in the agent's
+/// withheld credential stores or the state dir.
+fn shim(
+    config: &Config,
+    cli: &str,
+    executable: &Path,
+    var: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+) -> Option<crate::runtime::shims::Shim> {
+    let mut refused = vec![config.runtime.state_dir.clone()];
+    if let Some(home) = var("HOME") {
+        refused.extend(
+            agent_runner_plugin_host::agent::policy::withheld_in_home(Path::new(&home), cli)
+                .into_iter()
+                .map(|(p, _)| p),
+        );
+    }
+    crate::runtime::shims::find(executable, var("PATH").as_deref(), &refused)
+}
+
+/// The shim the agent of `config` starts through, if any, as its rounds will find it
+/// (`doctor`'s `agent_shim`): `command[0]` on the agent's `PATH` (`[agent.env]` over the
+/// supervisor's environment).
+pub(crate) fn agent_shim(config: &Config) -> Option<crate::runtime::shims::Shim> {
+    let agent = &config.agent;
+    let var = |name: &str| {
+        agent
+            .env
+            .get(name)
+            .map(std::ffi::OsString::from)
+            .or_else(|| std::env::var_os(name))
+    };
+    let executable = crate::runtime::agent::find_on_path(
+        &agent.command[0],
+        var("PATH"),
+        &config.runtime.work_dir,
+    );
+    shim(config, agent.cli.name.unwrap_or(""), &executable, &var)
 }
 
 /// The agent's private TMPDIR: `<state_dir>/agent-tmp` (the only part of the state dir
@@ -260,9 +303,22 @@ mod tests {
     /// system: never under `off`, nor under `prefer` on a machine without Landlock.
     #[test]
     fn a_cli_s_own_sandbox_is_replaced_only_when_ours_confines() {
-        let codex: Vec<String> = ["codex", "exec", "--sandbox", "workspace-write", "--json"]
+        let command: Vec<String> = ["codex", "exec", "--sandbox", "workspace-write", "--json"]
             .map(str::to_owned)
             .to_vec();
+        let codex = crate::config::AgentConfig {
+            cli: crate::config::agent_cli::AgentCli::of(&command),
+            command,
+            prompt_arg_template: Vec::new(),
+            name: None,
+            env: Default::default(),
+            delivery: crate::config::PromptDelivery::Argv,
+            exec_prefix: Vec::new(),
+            terminal_marker: String::new(),
+            sigterm_grace: std::time::Duration::from_secs(10),
+            session_resume: false,
+            allow_hosts: None,
+        };
         let caps = |landlock: bool, seccomp: bool| Capabilities {
             landlock_abi: landlock.then_some(7),
             seccomp,

@@ -1,6 +1,6 @@
 //! Cooperative stop (docs/configuration.md, `[agent] sigterm_grace_s`; docs/agent-clis.md,
-//! "Stopping an agent"): the signal an agent's CLI finishes its turn on, by the CLI's
-//! name (`command[0]`'s file name, the agent's identity), and the grace it gets before
+//! "Stopping an agent"): the signal an agent's CLI finishes its turn on, by the CLI
+//! ([`crate::config::AgentConfig::cli`], the agent's identity), and the grace it gets before
 //! SIGKILL. Every way the supervisor ends a round's agent uses it alike: the budget, an
 //! immediate stop (`kill`, a second SIGTERM), result grace and in-round host pressure.
 //!
@@ -16,7 +16,7 @@ use crate::config::AgentConfig;
 /// The grace of an agent whose CLI has no cooperative stop (the reference system's 5 s).
 pub(crate) const DEFAULT_GRACE: Duration = Duration::from_secs(5);
 
-/// CLIs that finish their turn on a signal, and which (by `command[0]`'s file name).
+/// CLIs that finish their turn on a signal, and which (by the CLI's name).
 pub(crate) const COOPERATIVE: &[(&str, Signal)] = &[
     ("claude", Signal::SIGINT),
     ("gemini", Signal::SIGTERM),
@@ -34,16 +34,13 @@ pub(crate) struct StopSignal {
     pub cooperative: bool,
 }
 
-/// The file name of `agent`'s `command[0]`.
-pub(crate) fn binary(agent: &AgentConfig) -> &str {
-    let first = &agent.command[0];
-    first.rsplit('/').next().unwrap_or(first)
-}
-
 /// How `agent` is stopped: its CLI's cooperative signal and `[agent] sigterm_grace_s`, or
 /// SIGTERM and [`DEFAULT_GRACE`].
 pub(crate) fn stop_signal(agent: &AgentConfig) -> StopSignal {
-    match COOPERATIVE.iter().find(|(name, _)| *name == binary(agent)) {
+    match COOPERATIVE
+        .iter()
+        .find(|(name, _)| Some(*name) == agent.cli.name)
+    {
         Some((_, signal)) => StopSignal {
             signal: *signal,
             grace: agent.sigterm_grace,

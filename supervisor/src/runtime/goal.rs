@@ -279,8 +279,11 @@ async fn run_one(
 /// the run, not only for the round that rewrote it.
 #[derive(Debug, Default)]
 pub(crate) struct Fingerprints {
-    files: BTreeMap<String, Vec<(PathBuf, Option<[u8; 32]>)>>,
+    files: BTreeMap<String, Vec<Fingerprint>>,
 }
+
+/// One file and the sha256 of its bytes (`None`: missing).
+type Fingerprint = (PathBuf, Option<[u8; 32]>);
 
 impl Fingerprints {
     /// Takes the fingerprints of the checks of `goal` not yet taken (all of them the first

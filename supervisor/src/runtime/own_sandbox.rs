@@ -20,6 +20,8 @@
 //! it on, and gemini's (`--sandbox`, a container) is off by default; their commands are
 //! never changed.
 
+use crate::config::agent_cli::AgentCli;
+
 /// codex's flag that turns its own sandbox (and approvals) off.
 pub(crate) const CODEX_BYPASS: &str = "--dangerously-bypass-approvals-and-sandbox";
 
@@ -29,7 +31,7 @@ pub(crate) const CODEX_REASON: &str = "codex's own sandbox (namespaces and a Lan
 /// A command whose CLI's own sandbox was replaced by ours.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Replaced {
-    /// The CLI (`command[0]`'s file name).
+    /// The CLI ([`crate::config::AgentConfig::cli`]).
     pub cli: String,
     /// The words taken out (`["--sandbox", "workspace-write"]`; empty when the command
     /// relied on the CLI's default sandbox).
@@ -57,21 +59,24 @@ impl Replaced {
     }
 }
 
-/// `command` (the agent's `[agent] command`, `command[0]` first) as it runs confined by
-/// us, and what was replaced; `None` when nothing is (not codex, or codex already without
-/// its own sandbox: the bypass flag or `--sandbox danger-full-access`).
-pub(crate) fn confined_command(command: &[String]) -> Option<(Vec<String>, Replaced)> {
-    let cli = std::path::Path::new(command.first()?)
-        .file_name()?
-        .to_string_lossy()
-        .into_owned();
-    if cli != "codex" {
+/// `command` (the agent's `[agent] command`, `command[0]` first) run by `cli` as it runs
+/// confined by us, and what was replaced; `None` when nothing is (not codex, or codex
+/// already without its own sandbox: the bypass flag or `--sandbox danger-full-access`).
+/// codex's own words start at `cli.args_at` (after `npx -y @openai/codex`, say); the
+/// launcher's words before them are left as they are.
+pub(crate) fn confined_command(
+    cli: &AgentCli,
+    command: &[String],
+) -> Option<(Vec<String>, Replaced)> {
+    if cli.name != Some("codex") || command.is_empty() {
         return None;
     }
+    let start = cli.args_at.clamp(1, command.len());
     let mut out = Vec::with_capacity(command.len() + 1);
+    out.extend(command[..start].iter().cloned());
     let mut removed = Vec::new();
     let mut at = None;
-    let mut words = command.iter();
+    let mut words = command[start..].iter();
     while let Some(word) = words.next() {
         let value = match word.as_str() {
             CODEX_BYPASS => return None,
@@ -93,15 +98,15 @@ pub(crate) fn confined_command(command: &[String]) -> Option<(Vec<String>, Repla
     }
     // Where the words were, or after `exec` (codex's non-interactive verb), or after
     // `codex` itself.
-    let at = at.unwrap_or_else(|| match out.get(1).map(String::as_str) {
-        Some("exec" | "e") => 2,
-        _ => 1,
+    let at = at.unwrap_or_else(|| match out.get(start).map(String::as_str) {
+        Some("exec" | "e") => start + 1,
+        _ => start,
     });
     out.insert(at, CODEX_BYPASS.to_owned());
     Some((
         out,
         Replaced {
-            cli,
+            cli: "codex".to_owned(),
             removed,
             added: vec![CODEX_BYPASS.to_owned()],
             reason: CODEX_REASON,
@@ -111,10 +116,15 @@ pub(crate) fn confined_command(command: &[String]) -> Option<(Vec<String>, Repla
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{AgentCli, Replaced, CODEX_BYPASS};
 
     fn words(s: &str) -> Vec<String> {
         s.split(' ').map(str::to_owned).collect()
+    }
+
+    /// `command` as the round runs it confined, its CLI worked out as the config does.
+    fn confined_command(command: &[String]) -> Option<(Vec<String>, Replaced)> {
+        super::confined_command(&AgentCli::of(command), command)
     }
 
     #[test]
@@ -170,5 +180,21 @@ mod tests {
             assert_eq!(confined_command(&words(command)), None, "{command}");
         }
         assert_eq!(confined_command(&[]), None);
+    }
+
+    /// codex started through npx: the launcher's words stay, codex's own are replaced.
+    #[test]
+    fn codex_through_a_launcher_gets_the_bypass_among_its_own_words() {
+        let (argv, r) = confined_command(&words(
+            "npx -y @openai/codex exec --sandbox workspace-write --json",
+        ))
+        .unwrap();
+        assert_eq!(
+            argv,
+            words("npx -y @openai/codex exec --dangerously-bypass-approvals-and-sandbox --json")
+        );
+        assert_eq!(r.cli, "codex");
+        let (argv, _) = confined_command(&words("npx -y @openai/codex exec --json")).unwrap();
+        assert_eq!(argv[4], CODEX_BYPASS, "{argv:?}");
     }
 }

@@ -81,21 +81,18 @@ pub struct Judged<'a> {
     pub outcome: &'a RoundOutcome,
     /// The protocol `log_tail`.
     pub log_tail: &'a str,
+    /// The round's agent CLI ([`crate::config::AgentConfig::cli`]); `None`: none
+    /// agent-runner knows, so no built-in detector is asked.
+    pub cli: Option<&'a str>,
 }
 
-/// Whether `hook` is asked about a round of `agent_binary`: a built-in detector only
-/// about its own CLI, any other hook always.
-fn applies(hook: &HookRef, agent_binary: &str) -> bool {
-    let basename = basename(agent_binary);
+/// Whether `hook` is asked about a round of the CLI `cli`: a built-in detector only about
+/// its own CLI, any other hook always.
+fn applies(hook: &HookRef, cli: Option<&str>) -> bool {
     crate::detectors::DIALECTS
         .iter()
         .find(|d| d.detector == hook.name.as_str())
-        .is_none_or(|d| d.binary == basename)
-}
-
-/// The agent CLI's name: the last component of `command[0]`.
-fn basename(agent_binary: &str) -> &str {
-    agent_binary.rsplit('/').next().unwrap_or(agent_binary)
+        .is_none_or(|d| Some(d.binary) == cli)
 }
 
 /// What the post-round hooks made of a round.
@@ -122,14 +119,18 @@ pub async fn consult(
     round: &Judged<'_>,
     stop: &mut StopWatch,
 ) -> Consulted {
-    let agent = round.ctx.agent_binary.as_deref().unwrap_or("");
+    // The agent as `agent_usage_recorded` names it: its CLI, else `command[0]`'s file name.
+    let binary = round.ctx.agent_binary.as_deref().unwrap_or("");
+    let agent = round
+        .cli
+        .unwrap_or_else(|| binary.rsplit('/').next().unwrap_or(binary));
     let round_num = round.ctx.round_num;
     let now = SystemTime::now();
     let mut decision = Decision::Continue;
     let mut usage_reported = false;
     let mut preset_cli = false;
     for hook in hosts.hooks(Family::PostRound) {
-        if !applies(&hook, agent) {
+        if !applies(&hook, round.cli) {
             continue;
         }
         preset_cli |= hosts.is_builtin(&hook)
@@ -289,13 +290,13 @@ fn wait_of(verdict: &PostRoundVerdict) -> Wait {
 }
 
 /// `agent_usage_recorded` and `agent_auth_error_detected` for one verdict about round
-/// `round_num` of `agent_binary` (`command[0]` as configured).
+/// `round_num` of `agent` (its CLI, else `command[0]`'s file name).
 fn record(
     events: &EventLog,
     monitor: &MonitorConfig,
     hook: &HookName,
     builtin: bool,
-    (agent_binary, round_num): (&str, u64),
+    (agent, round_num): (&str, u64),
     verdict: &PostRoundVerdict,
 ) {
     if let Some(usage) = &verdict.usage {
@@ -312,7 +313,7 @@ fn record(
             cache_read_tokens: usage.cache_read_tokens,
             cache_write_tokens: usage.cache_write_tokens,
             cost_usd: usage.cost_usd,
-            agent: basename(agent_binary).to_owned(),
+            agent: agent.to_owned(),
             model: model.unwrap_or_else(|| "unknown".to_owned()),
             cached_tokens: usage.cache_read_tokens.unwrap_or(0),
         });

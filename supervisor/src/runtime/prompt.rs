@@ -292,6 +292,7 @@ A"
     #[test]
     fn argv_delivery_fills_the_placeholder() {
         let agent = AgentConfig {
+            cli: crate::config::agent_cli::AgentCli::of(&["aider".into()]),
             command: vec!["aider".into(), "--yes".into()],
             prompt_arg_template: vec!["--message".into(), "{prompt}".into()],
             name: None,

@@ -197,6 +197,8 @@ struct Launch {
     budget: std::time::Duration,
     /// How the agent is ended (its CLI's cooperative signal and grace).
     stop_signal: crate::runtime::cooperative::StopSignal,
+    /// The round's agent CLI ([`crate::config::AgentConfig::cli`]).
+    cli: Option<&'static str>,
     /// What the round does about its phase's agent session (`serve` only).
     resume: Option<Resume>,
     /// The CLI's own sandbox, replaced in `argv` by ours (`agent_own_sandbox_replaced`).
@@ -344,15 +346,28 @@ impl Runner {
         }
     }
 
-    /// The round's result grace, when `max_grace_after_result_s` and the marker are set.
-    fn grace(&self, marker: &[u8], round_num: u64, log_path: &Path) -> Option<Grace> {
-        let after = self.config.runtime.max_grace_after_result?;
-        if marker.is_empty() {
+    /// The round's watch on its log: result grace, when `max_grace_after_result_s` and the
+    /// marker are set, and `stall`, the CLI's stall words when it has some; `None` when
+    /// neither.
+    fn grace(
+        &self,
+        marker: &[u8],
+        stall: Option<crate::runtime::grace::Stall>,
+        round_num: u64,
+        log_path: &Path,
+    ) -> Option<Grace> {
+        let after = self.config.runtime.max_grace_after_result;
+        let marker = match after {
+            Some(_) if !marker.is_empty() => marker.to_vec(),
+            _ => Vec::new(),
+        };
+        if marker.is_empty() && stall.is_none() {
             return None;
         }
         Some(Grace {
-            marker: marker.to_vec(),
-            after,
+            marker,
+            stall,
+            after: after.unwrap_or_default(),
             // Validated when the config was loaded.
             ignore: self
                 .config
@@ -544,16 +559,8 @@ impl Runner {
             .await;
         let branch = after.as_ref().ok().and_then(|look| look.branch.clone());
         let dirty = if exit.is_clean() {
-            self.handle_dirt(
-                round_num,
-                phase,
-                &baseline,
-                after,
-                &log_path,
-                branch.clone(),
-                stop,
-            )
-            .await
+            self.handle_dirt(round_num, phase, &baseline, after, &log_path, stop)
+                .await
         } else {
             None
         };
@@ -697,9 +704,7 @@ impl Runner {
         let resume_args = resume.as_ref().map(|r| r.args.as_slice()).unwrap_or(&[]);
         let mut env = self.agent_env(next, phase);
         env.extend(resume.iter().flat_map(Resume::env));
-        let replaced = self
-            .agent_sandbox
-            .own_sandbox_replaced(&profile.agent.command);
+        let replaced = self.agent_sandbox.own_sandbox_replaced(profile.agent);
         let confined_agent;
         let (agent, own_sandbox) = match replaced {
             Some((command, replaced)) => {
@@ -718,6 +723,7 @@ impl Runner {
             marker: profile.agent.terminal_marker.clone(),
             budget: profile.round_budget,
             stop_signal: crate::runtime::cooperative::stop_signal(profile.agent),
+            cli: profile.agent.cli.name,
             resume,
             own_sandbox,
         })
@@ -867,20 +873,24 @@ impl Runner {
         let budget = launch.budget;
         let own_sandbox = launch.own_sandbox.clone();
         let mut spec = self.agent_spec(round_num, launch, log_path, log);
-        let command = &self.config.profile(phase).agent.command[0];
-        let cli = Path::new(command)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let cli = self.config.profile(phase).agent.cli.name.unwrap_or("");
         // Behind the egress proxy the agent connects to its forwarder's port only.
         let proxy_port: &[u16] = if self.config.profile(phase).agent.allow_hosts.is_some() {
             &[agent_runner_plugin_host::agent::egress_bridge::PROXY_PORT]
         } else {
             &[]
         };
+        // Where the agent's CLI writes its reports: its own TMPDIR (ours when confined).
+        let mut agent_tmp = spec
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "TMPDIR")
+            .map(|(_, v)| PathBuf::from(v))
+            .unwrap_or_else(std::env::temp_dir);
         match self.agent_sandbox.confinement(
             &self.config,
-            &cli,
+            cli,
             &spec.argv[0],
             &spec.env,
             proxy_port,
@@ -889,6 +899,7 @@ impl Runner {
                 if let Some(c) = &confinement {
                     spec.env
                         .push(("TMPDIR".to_owned(), c.tmp_dir().display().to_string()));
+                    agent_tmp = c.tmp_dir().to_owned();
                 }
                 spec.confinement = confinement;
             }
@@ -929,6 +940,12 @@ impl Runner {
         });
         let spawned = SystemTime::now();
         let exit = agent::run(spec, stop).await;
+        crate::runtime::cli_reports::keep(
+            self.config.profile(phase).agent.cli.name,
+            &agent_tmp,
+            spawned - std::time::Duration::from_secs(1),
+            log_path,
+        );
         let usage = match cgroup {
             Some(cg) => Some(cg.finish().await),
             None => None,
@@ -1041,7 +1058,12 @@ impl Runner {
                 .into_iter()
                 .filter_map(|(_, _, pid)| pid)
                 .collect(),
-            grace: self.grace(launch.marker.as_bytes(), round_num, log_path),
+            grace: self.grace(
+                launch.marker.as_bytes(),
+                crate::runtime::grace::Stall::of(launch.cli, launch.stop_signal),
+                round_num,
+                log_path,
+            ),
             progress: self.config.monitor.round_progress_interval.map(|every| {
                 crate::runtime::round_progress::Heartbeat {
                     every,
@@ -1069,8 +1091,8 @@ impl Runner {
     }
 
     /// After a clean exit: the files the round left dirty (`after`, what `baseline` found
-    /// before it is the operator's) go to the dirty handlers; `None` when the round left
-    /// none.
+    /// before it is the operator's) go to the dirty handlers, with the branch `after` saw;
+    /// `None` when the round left none.
     async fn handle_dirt(
         &mut self,
         round_num: u64,
@@ -1078,14 +1100,13 @@ impl Runner {
         baseline: &Baseline,
         after: Result<Look, GitError>,
         log_path: &Path,
-        branch: Option<String>,
         stop: &mut StopWatch,
     ) -> Option<Outcome> {
         if self.git == Git::Absent {
             return None;
         }
-        let files = match after {
-            Ok(look) => look.files,
+        let (files, branch) = match after {
+            Ok(look) => (look.files, look.branch),
             Err(err) => {
                 self.events.emit(Event::DirtyCheckFailed {
                     round_num,
@@ -1238,6 +1259,7 @@ impl Runner {
             ctx: &ctx,
             outcome: &outcome,
             log_tail: &log_tail,
+            cli: self.config.profile(phase).agent.cli.name,
         };
         post_round::consult(
             &mut self.hosts,

@@ -1077,11 +1077,16 @@ impl Serving<'_> {
     ) {
         let config = &self.runner.config;
         let phase = config.phase_for_round(round_num).unwrap_or("");
-        let agent = &config.profile(Some(phase)).agent.command[0];
+        let agent = config.profile(Some(phase)).agent;
+        let first = &agent.command[0];
         let doc = BackOffDoc {
             until: crate::record::events::timestamp(plan.until),
             kind: kind.to_owned(),
-            agent: agent.rsplit('/').next().unwrap_or(agent).to_owned(),
+            agent: agent
+                .cli
+                .name
+                .unwrap_or_else(|| first.rsplit('/').next().unwrap_or(first))
+                .to_owned(),
             since_round,
             phase: phase.to_owned(),
         };

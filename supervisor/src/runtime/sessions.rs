@@ -60,7 +60,7 @@ impl Sessions {
         phase: &str,
         fresh_eyes: bool,
     ) -> Option<Resume> {
-        let form = form_of(&agent.command[0]).filter(|_| agent.session_resume)?;
+        let form = form_of(agent.cli.name).filter(|_| agent.session_resume)?;
         let known = self.ids.get(phase).filter(|_| !fresh_eyes);
         let resuming = known.is_some();
         let id = known.cloned().unwrap_or_else(mint);
@@ -115,6 +115,7 @@ mod tests {
 
     fn agent(program: &str, on: bool) -> AgentConfig {
         AgentConfig {
+            cli: crate::config::agent_cli::AgentCli::of(&[program.to_owned()]),
             command: vec![program.to_owned(), "-p".to_owned()],
             prompt_arg_template: vec!["{prompt}".into()],
             name: None,

@@ -793,6 +793,19 @@ pub(crate) enum Event {
         /// The grace, seconds.
         grace_s: u64,
     },
+    /// The agent's CLI printed that it is stuck waiting (`words`, `times` times: codex's
+    /// `waiting for network`), so its process group was ended with its stop signal before
+    /// the budget ran out (docs/detectors.md, "Stalls").
+    AgentStalled {
+        /// The round.
+        round_num: u64,
+        /// The CLI.
+        cli: String,
+        /// What it printed.
+        words: String,
+        /// How many times, when the round was ended.
+        times: u64,
+    },
     /// The agent ran out of its round budget and its process group was ended (right after
     /// its `agent_exit`, whose `exit_cause` is `timeout`).
     RoundTimeoutKill {
@@ -1434,6 +1447,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "round_progress",
     "round_grace_extended",
     "round_grace_kill",
+    "agent_stalled",
     "round_timeout_kill",
     "plugin_post_round_decision",
     "plugin_post_round_override_ignored",

@@ -362,6 +362,8 @@ mod tests {
              r#""event":"round_progress","round_num":6,"log_size_kb":12.5,"last_write_age_s":3.2,"wall_age_s":60.0"#),
             (Event::RoundGraceKill { round_num: 6, grace_s: 30 },
              r#""event":"round_grace_kill","round_num":6,"grace_s":30"#),
+            (Event::AgentStalled { round_num: 6, cli: s("codex"), words: s("waiting for network"), times: 2 },
+             r#""event":"agent_stalled","round_num":6,"cli":"codex","words":"waiting for network","times":2"#),
             (Event::RoundTimeoutKill { round_num: 6, reason: s("exceeded round_budget_s=10") },
              r#""event":"round_timeout_kill","round_num":6,"reason":"exceeded round_budget_s=10""#),
             (Event::AgentSpawn { round_num: 1, timeout_s: 3600, log_path: PathBuf::from("/l/rounds/R1-x.log") },
