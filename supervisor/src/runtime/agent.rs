@@ -238,24 +238,8 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
         })
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err));
-    let mut cmd = tokio::process::Command::from(cmd);
-    cmd.kill_on_drop(true);
     let started = Instant::now();
-    // Root's agent is born in a PID namespace of its own: armed for this thread's next
-    // child only, and no other fork on this thread in between.
-    let pid_namespace = match &confinement {
-        Some(c) => c.pid_namespace_for_next_child()?,
-        None => None,
-    };
-    let spawned = cmd.spawn();
-    drop(pid_namespace);
-    let mut child = spawned?;
-    pending.confirm().map_err(|failure| {
-        let kind = failure.errno.map_or(std::io::ErrorKind::Other, |e| {
-            std::io::Error::from_raw_os_error(e).kind()
-        });
-        std::io::Error::new(kind, failure.to_string())
-    })?;
+    let mut child = spawn_launched(cmd, pending, confinement.as_ref())?;
     // The launcher holds what it was given; our copies go (the bridge's forwarder end
     // among them, so the proxy sees the end when the forwarder ends).
     drop(program);
@@ -272,7 +256,6 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
             }),
         None => None,
     };
-    drop(cmd); // our copies of the pipe's write end: the copier sees EOF when the agent's close
     let (log, cap) = (spec.log, spec.log_cap);
     // A plain thread, not the runtime's blocking pool: one stuck on a pipe a stray
     // descendant holds must not hold up the supervisor's exit.
@@ -454,6 +437,37 @@ async fn terminate(
             child.wait().await
         }
     }
+}
+
+/// Spawns `cmd`, a launcher's command for a program ([`Program::command`]), killed on drop,
+/// root's PID namespace of `confinement` armed for it (this thread's next child only, and
+/// no other fork on this thread in between), and returns it once the launcher executed the
+/// program. `cmd` is dropped here, so the pipe ends it held close in this process.
+///
+/// Errors: the spawn's, or the launcher's failure (its step and message, with the kind of
+/// its errno).
+pub(crate) fn spawn_launched(
+    cmd: std::process::Command,
+    pending: agent_runner_plugin_host::common::launcher::Pending,
+    confinement: Option<&AgentConfinement>,
+) -> std::io::Result<tokio::process::Child> {
+    let mut cmd = tokio::process::Command::from(cmd);
+    cmd.kill_on_drop(true);
+    let pid_namespace = match confinement {
+        Some(c) => c.pid_namespace_for_next_child()?,
+        None => None,
+    };
+    let spawned = cmd.spawn();
+    drop(pid_namespace);
+    let child = spawned?;
+    drop(cmd);
+    pending.confirm().map_err(|failure| {
+        let kind = failure.errno.map_or(std::io::ErrorKind::Other, |e| {
+            std::io::Error::from_raw_os_error(e).kind()
+        });
+        std::io::Error::new(kind, failure.to_string())
+    })?;
+    Ok(child)
 }
 
 /// This process's environment with `overrides` set over it (the later of two entries of

@@ -188,20 +188,8 @@ async fn run_one(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    let mut cmd = tokio::process::Command::from(cmd);
-    cmd.kill_on_drop(true);
     // Root's check is born in a PID namespace of its own, as the agent is.
-    let pid_namespace = match &confinement {
-        Some(c) => c.pid_namespace_for_next_child()?,
-        None => None,
-    };
-    let spawned = cmd.spawn();
-    drop(pid_namespace);
-    let mut child = spawned?;
-    drop(cmd);
-    pending
-        .confirm()
-        .map_err(|failure| std::io::Error::other(failure.to_string()))?;
+    let mut child = crate::runtime::agent::spawn_launched(cmd, pending, confinement.as_ref())?;
     drop(program);
     let mut listener = match &confinement {
         Some(c) => c
