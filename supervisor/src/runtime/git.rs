@@ -690,6 +690,18 @@ impl Repo {
                     outside_git: false,
                 })
             }
+            // Inside a git directory or a bare repository: git knows a repository, not a
+            // work tree.
+            Err(e)
+                if e.detail.contains("must be run in a work tree")
+                    || e.detail.contains("not inside a work tree") =>
+            {
+                return Some(NotWorkTree {
+                    reason: format!("{dir} is inside a git directory or a bare repository, not a working tree"),
+                    fix: "point [runtime] work_dir at a working tree (or at a directory outside any repository)".to_owned(),
+                    outside_git: false,
+                })
+            }
             // Only git's own word that there is no repository runs rounds without git; any
             // other failure (no git, a broken config, a timeout) is refused: fail closed.
             Err(e) if e.detail.contains("not a git repository") => return Some(missing),
