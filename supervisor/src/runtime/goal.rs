@@ -520,7 +520,9 @@ fn prepend(path: &Path, block: &str) -> std::io::Result<()> {
     ));
     let written = (|| {
         use std::io::Write;
-        let mut file = std::fs::File::create(&tmp)?;
+        // Never through a name the agent may have planted (a ledger outside the tree can
+        // still sit in a log dir inside it).
+        let mut file = crate::record::state::create_exclusive(&tmp)?;
         file.write_all(kept.join(BLOCK_SEP).as_bytes())?;
         file.sync_all()?;
         std::fs::rename(&tmp, path)
@@ -540,6 +542,25 @@ mod tests {
         assert_eq!(last_number("passed 12 of 14\nscore: 0.75\n"), Some(0.75));
         assert_eq!(last_number("3 nan inf"), Some(3.0));
         assert_eq!(last_number("no numbers"), None);
+    }
+
+    #[test]
+    fn the_ledger_is_never_written_through_a_planted_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "the operator's file\n").unwrap();
+        let ledger = dir.path().join("lessons.md");
+        std::os::unix::fs::symlink(&victim, dir.path().join("lessons.md.tmp")).unwrap();
+        prepend(&ledger, "### advisory").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "the operator's file\n"
+        );
+        assert_eq!(std::fs::read_to_string(&ledger).unwrap(), "### advisory");
+        // The control: a plain create follows the link.
+        std::os::unix::fs::symlink(&victim, dir.path().join("followed")).unwrap();
+        std::fs::write(dir.path().join("followed"), "x").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "x");
     }
 
     #[test]
