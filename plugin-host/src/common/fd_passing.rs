@@ -4,89 +4,57 @@
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-/// `CMSG_SPACE(sizeof(int))`, for one descriptor.
-// SAFETY: CMSG_SPACE is arithmetic on its argument only.
-const CMSG_FD_SPACE: usize =
-    unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) } as usize;
-
-/// A control-message buffer for one descriptor, aligned for `cmsghdr`.
-#[repr(C, align(8))]
-struct CmsgBuf([u8; CMSG_FD_SPACE]);
-
-/// Sends `fd` over the unix socket `sock` (one data byte plus `SCM_RIGHTS`). Only raw system
-/// calls and stack memory: usable between fork and exec.
+/// Sends `fd` over the unix socket `sock` (one data byte plus `SCM_RIGHTS`): the launcher
+/// hands a seccomp listener back to the supervisor this way.
 pub(crate) fn send_fd(sock: RawFd, fd: RawFd) -> std::io::Result<()> {
-    let mut byte = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    let mut buf = CmsgBuf([0; CMSG_FD_SPACE]);
-    // SAFETY: msghdr is plain data; all-zero is a valid (empty) value.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = buf.0.as_mut_ptr().cast();
-    msg.msg_controllen = CMSG_FD_SPACE as _;
-    // SAFETY: msg points at a control buffer of CMSG_SPACE(sizeof(int)) bytes, aligned for
-    // cmsghdr, so CMSG_FIRSTHDR is non-null and the header and its int payload lie inside it.
-    unsafe {
-        let cmsg = libc::CMSG_FIRSTHDR(&msg);
-        (*cmsg).cmsg_level = libc::SOL_SOCKET;
-        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as _;
-        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), fd);
-    }
-    // SAFETY: msg and everything it points to live on this stack frame for the call.
-    if unsafe { libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL) } == 1 {
+    use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
+    let byte = [0u8; 1];
+    let iov = [std::io::IoSlice::new(&byte)];
+    let fds = [fd];
+    let sent = sendmsg::<()>(
+        sock,
+        &iov,
+        &[ControlMessage::ScmRights(&fds)],
+        MsgFlags::MSG_NOSIGNAL,
+        None,
+    )?;
+    if sent == 1 {
         Ok(())
     } else {
-        Err(std::io::Error::last_os_error())
+        Err(std::io::ErrorKind::WriteZero.into())
     }
 }
 
 /// Receives one descriptor sent by [`send_fd`], without waiting (it was sent before exec,
 /// and a successful spawn means exec happened). The descriptor is `O_CLOEXEC`.
 pub(crate) fn recv_fd(sock: RawFd) -> std::io::Result<OwnedFd> {
+    use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
     let mut byte = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    let mut buf = CmsgBuf([0; CMSG_FD_SPACE]);
-    // SAFETY: msghdr is plain data; all-zero is a valid (empty) value.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = buf.0.as_mut_ptr().cast();
-    msg.msg_controllen = CMSG_FD_SPACE as _;
-    // SAFETY: msg and the buffers it points to live on this stack frame for the call.
-    let n = unsafe { libc::recvmsg(sock, &mut msg, libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC) };
-    if n < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    let mut iov = [std::io::IoSliceMut::new(&mut byte)];
+    let mut space = nix::cmsg_space!(libc::c_int);
+    let msg = recvmsg::<()>(
+        sock,
+        &mut iov,
+        Some(&mut space),
+        MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_CMSG_CLOEXEC,
+    )?;
     let bad = || {
         std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             "no listener descriptor received",
         )
     };
-    // SAFETY: msg was filled by recvmsg; CMSG_FIRSTHDR returns null or a header inside buf.
-    let cmsg = unsafe { libc::CMSG_FIRSTHDR(&msg) };
-    if cmsg.is_null() || msg.msg_flags & libc::MSG_CTRUNC != 0 {
+    if msg.flags.contains(MsgFlags::MSG_CTRUNC) {
         return Err(bad());
     }
-    // SAFETY: cmsg is non-null and points inside buf (see above).
-    let (level, ty, len) = unsafe { ((*cmsg).cmsg_level, (*cmsg).cmsg_type, (*cmsg).cmsg_len) };
-    // SAFETY: CMSG_LEN is arithmetic on its argument only.
-    let want = unsafe { libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) } as usize;
-    if level != libc::SOL_SOCKET || ty != libc::SCM_RIGHTS || len != want {
-        return Err(bad());
+    match msg.cmsgs()?.next() {
+        Some(ControlMessageOwned::ScmRights(fds)) if fds.len() == 1 => {
+            // SAFETY: SCM_RIGHTS installed `fds[0]` in this process as a new descriptor
+            // owned by nobody.
+            Ok(unsafe { OwnedFd::from_raw_fd(fds[0]) })
+        }
+        _ => Err(bad()),
     }
-    // SAFETY: the header says it carries exactly one int, inside buf.
-    let fd = unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>()) };
-    // SAFETY: SCM_RIGHTS installed `fd` in this process as a new descriptor owned by nobody.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Moves `fd` to a number ≥ 3 (keeping `FD_CLOEXEC`): std's child sets up stdin/stdout/stderr
