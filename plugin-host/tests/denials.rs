@@ -370,7 +370,7 @@ async fn answering_listener_fails_the_call_and_the_caller_goes_on() {
     let fd = fd_rx.recv().unwrap();
     // SAFETY: the listener descriptor the thread made; nobody else owns it.
     let listener = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut denials = DenialListener::start_answering(listener, 0, libc::EPERM).unwrap();
+    let mut denials = DenialListener::start_answering(listener, 0, libc::EPERM, &[]).unwrap();
     go_tx.send(()).unwrap();
     for _ in 0..2 {
         let d = tokio::time::timeout(T, denials.next_denial())

@@ -29,11 +29,13 @@
 //! 4. every capability dropped ([`crate::common::capabilities`]), `PR_SET_NO_NEW_PRIVS`;
 //! 5. `landlock_restrict_self` of the ruleset of [`crate::agent::policy::agent_fs_grants`]
 //!    and the allowed TCP ports;
-//! 6. the seccomp filter ([`crate::agent::policy::agent_seccomp_program`]), returning
-//!    `SECCOMP_RET_USER_NOTIF`, with a user-notification listener: sent over a unix socket
-//!    made before the spawn (`SCM_RIGHTS`), then closed, so the agent never holds it. The
-//!    supervisor takes it with [`AgentConfinement::denial_listener`]: each denied call is
-//!    reported by name and fails with [`AGENT_DENY_ERRNO`] (the agent goes on).
+//! 6. the seccomp filter ([`crate::agent::policy::agent_seccomp_program`], less what the
+//!    operator's switches lift), returning `SECCOMP_RET_USER_NOTIF`, with a
+//!    user-notification listener: sent over a unix socket made before the spawn
+//!    (`SCM_RIGHTS`), then closed, so the agent never holds it. The supervisor takes it with
+//!    [`AgentConfinement::denial_listener`]: each denied call is reported by name and fails
+//!    with [`AGENT_DENY_ERRNO`] (the agent goes on); each `connect` is looked at and let
+//!    run, and [`AgentConfinement::landlock_refuses`] tells which of them Landlock refused.
 //!
 //! The agent then runs by the path the supervisor found on `PATH` (it is not pinned).
 
@@ -41,14 +43,17 @@ use std::ffi::CStr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
-use crate::agent::policy::{agent_fs_grants, AgentPolicyInput, AGENT_DENY_ERRNO};
+use crate::agent::policy::{
+    agent_fs_grants, AgentPolicyInput, AgentSeccompSwitches, AGENT_DENY_ERRNO,
+    AGENT_SECCOMP_OBSERVE,
+};
 use crate::common::fd_passing::{recv_fd, socket_pair};
 use crate::common::landlock::{FsGrant, PolicyError, TcpRule};
 use crate::common::layers::{layer, Layer};
-use crate::common::notify::DenialListener;
+use crate::common::notify::{DenialListener, Observed};
 use crate::common::pid_namespace::FreshPidNamespace;
 use crate::common::plan::{self, Grant, Plan, ReadOnlyFile, SeccompChoice, UserNamespace};
-use crate::common::probe::Tier;
+use crate::common::probe::{kernel_landlock_abi, Tier};
 use crate::common::user_namespace::user_namespaces;
 
 /// What the agent of a round is confined with.
@@ -60,6 +65,8 @@ pub struct AgentSandboxSpec {
     pub connect_ports: Vec<u16>,
     /// Which of Landlock and seccomp to apply (the gate's verdict).
     pub tier: Tier,
+    /// What the operator's switches lift from the seccomp deny-list.
+    pub switches: AgentSeccompSwitches,
 }
 
 /// Why the agent's confinement could not be prepared.
@@ -113,6 +120,7 @@ pub struct AgentConfinement {
     /// With seccomp: the supervisor's end (kept) and the agent's end (passed to the
     /// launcher) of the socket the seccomp listener travels on.
     listener: Option<(OwnedFd, OwnedFd)>,
+    switches: AgentSeccompSwitches,
     isolation: PidIsolation,
     read_only_config: Option<ReadOnlyFile>,
     tmp_dir: PathBuf,
@@ -220,6 +228,7 @@ impl AgentConfinement {
             grants,
             connect_ports: spec.connect_ports.clone(),
             listener,
+            switches: spec.switches,
             isolation,
             read_only_config,
             tmp_dir: tmp.clone(),
@@ -269,7 +278,7 @@ impl AgentConfinement {
         if let Some((_, tx)) = &self.listener {
             fds.push(tx.as_raw_fd());
             plan.seccomp = Some(plan::Seccomp {
-                program: SeccompChoice::Agent,
+                program: SeccompChoice::Agent(self.switches),
                 listener_to: Some(tx.as_raw_fd()),
             });
         }
@@ -278,11 +287,12 @@ impl AgentConfinement {
 
     /// After a successful launch (the launcher applied the plan before its exec): takes the
     /// seccomp listener the launcher sent and services it, each denied call reported
-    /// ([`DenialListener::try_denial`]) and failed with [`AGENT_DENY_ERRNO`]. `agent_pid`
-    /// is only reported back. `None` when seccomp is not applied.
+    /// ([`DenialListener::try_denial`]) and failed with [`AGENT_DENY_ERRNO`], each call of
+    /// [`AGENT_SECCOMP_OBSERVE`] looked at ([`DenialListener::try_observed`]) and let run.
+    /// `agent_pid` is only reported back. `None` when seccomp is not applied.
     ///
-    /// A failure here leaves the calls denied all the same (the listener is gone, so the
-    /// kernel fails them with `ENOSYS`), only unreported.
+    /// Without the listener the kernel fails every notified call with `ENOSYS`: the denied
+    /// ones, and the observed `connect`s too, so the caller ends the agent on a failure.
     ///
     /// # Errors
     /// No descriptor was received, or the servicing thread could not start.
@@ -291,7 +301,19 @@ impl AgentConfinement {
             return Ok(None);
         };
         let fd = recv_fd(rx.as_raw_fd())?;
-        DenialListener::start_answering(fd, agent_pid, AGENT_DENY_ERRNO).map(Some)
+        DenialListener::start_answering(fd, agent_pid, AGENT_DENY_ERRNO, AGENT_SECCOMP_OBSERVE)
+            .map(Some)
+    }
+
+    /// The address of an observed `connect` that Landlock's TCP rule refused: a TCP
+    /// connect to a port not among the allowed ones, where Landlock is applied and the
+    /// kernel's ABI (4 and later) covers TCP. A prediction from the policy, on what the
+    /// caller's memory held while its call waited (racy and the agent's to forge: it
+    /// reports, it never decides).
+    pub fn landlock_refuses(&self, observed: &Observed) -> Option<std::net::SocketAddr> {
+        let Observed::Connect { address, tcp, .. } = observed;
+        let covered = self.grants.is_some() && kernel_landlock_abi().unwrap_or(0) >= 4;
+        (covered && *tcp && !self.connect_ports.contains(&address.port())).then_some(*address)
     }
 }
 
@@ -347,6 +369,7 @@ pub fn agent_layers(
     landlock_abi: u32,
     isolation: PidIsolation,
     isolation_missing: Option<&str>,
+    switches: AgentSeccompSwitches,
 ) -> Vec<Layer> {
     let mut out = Vec::new();
     out.push(if tier.landlock() {
@@ -375,10 +398,20 @@ pub fn agent_layers(
         )
     });
     out.push(if tier.seccomp() {
+        let unix = if switches.unix_sockets {
+            "AF_UNIX sockets allowed ([agent.sandbox] unix_sockets = true)"
+        } else {
+            "AF_UNIX sockets refused but socketpair ([agent.sandbox] unix_sockets = false)"
+        };
+        let namespaces = if switches.user_namespaces {
+            "new namespaces allowed ([agent.sandbox] user_namespaces = true)"
+        } else {
+            "new namespaces refused, clone3 ENOSYS ([agent.sandbox] user_namespaces = false)"
+        };
         layer(
             "seccomp",
             true,
-            "deny-list (EPERM): ptrace, process_vm_*, keyrings, mounts, namespaces, bpf, io_uring, modules, TIOCSTI",
+            format!("deny-list (EPERM, recorded): ptrace, process_vm_*, keyrings, mounts, setns, bpf, io_uring, modules, TIOCSTI; {unix}; {namespaces}; connects observed"),
         )
     } else {
         layer(

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::landlock::{FsAccess, FsGrant, TcpRule};
 
 /// The plan's shape. Raised whenever a field changes meaning, is added or goes.
-pub const PLAN_FORMAT: u32 = 1;
+pub const PLAN_FORMAT: u32 = 2;
 
 /// This build of the confinement code: a digest of `plugin-host/`'s sources and the
 /// workspace version, made by the crate's build script. The supervisor writes its own into
@@ -245,9 +245,10 @@ pub enum SeccompChoice {
     /// A host's allow-list, a refusal is sent to the listener (the supervisor names it, then
     /// kills the host).
     HostNotify,
-    /// The agent's deny-list, a refusal is sent to the listener (the supervisor names it and
-    /// fails the call).
-    Agent,
+    /// The agent's deny-list less what the operator's switches lift, a refusal or an
+    /// observed call is sent to the listener (the supervisor names a refusal and fails the
+    /// call, lets an observed call run).
+    Agent(crate::agent::policy::AgentSeccompSwitches),
 }
 
 /// [`Plan::exec`]: `argv` and `env` are raw bytes (`env` as `NAME=value`).

@@ -967,12 +967,18 @@ impl Runner {
                 egress.record(r);
             }
         }
+        for address in &exit.landlock_connects {
+            egress.record(EgressRefusal::landlock(
+                &address.ip().to_string(),
+                address.port(),
+            ));
+        }
         for event in egress.events(round_num) {
             self.events.emit(event);
         }
         let mut tally = DenialTally::default();
-        for name in &exit.seccomp_denials {
-            tally.add("seccomp", (*name).to_owned(), "syscall");
+        for target in &exit.seccomp_denials {
+            tally.add("seccomp", target.clone(), "syscall");
         }
         for event in tally.into_events(round_num) {
             self.events.emit(event);
