@@ -7,7 +7,10 @@
 //!   `unix_sockets = true` (the control) the listener receives the agent's bytes;
 //! - `unshare -U`, a raw `clone(CLONE_NEWUSER)` and `clone3` are refused (`clone3` with
 //!   `ENOSYS`, unrecorded; the others recorded), threads still start; with
-//!   `user_namespaces = true` (the control) each makes its namespace;
+//!   `user_namespaces = true` (the control) each makes its namespace, though not its id
+//!   maps (files under `/proc` Landlock does not let it write);
+//! - headless Chromium needs `unix_sockets` (its process singleton) and runs under ours
+//!   with its own sandbox off; its own sandbox cannot be built, with the switch or without;
 //! - a TCP connect to `127.0.0.1:<port>` where this test listens, the port not in
 //!   `connect_ports`, is refused by Landlock and told as `agent_egress_refused` (layer
 //!   `landlock`, the address and port) in the event and `round`'s summary; a UDP connect
@@ -42,6 +45,7 @@ a.sendall(b"x")
 print("ok" if b.recv(1) == b"x" else "broken")
 ')"
 printf 'unshare %s\n' "$(unshare -U true >/dev/null 2>&1 && echo succeeded || echo denied)"
+printf 'unshare_map %s\n' "$(unshare -r true 2>&1 | grep -o 'uid_map: Permission denied' || echo succeeded)"
 printf 'clone_newuser %s\n' "$(py '
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
@@ -272,6 +276,9 @@ fn opened_by_the_switches(operator: Operator) {
     );
     assert_eq!(seen.result("socketpair"), "ok");
     assert_eq!(seen.result("unshare"), "succeeded", "{events}");
+    // A namespace's id maps are files under /proc, which Landlock does not let the agent
+    // write: `unshare -r` (map the caller to root) is refused even with the switch.
+    assert_eq!(seen.result("unshare_map"), "uid_map: Permission denied");
     assert_eq!(seen.result("clone_newuser"), "succeeded", "{events}");
     assert_eq!(seen.result("clone3_newuser"), "succeeded", "{events}");
     assert_eq!(seen.result("threads"), "ok");
@@ -302,4 +309,70 @@ fn the_switches_open_unix_sockets_and_new_namespaces_as_root() {
 #[test]
 fn the_switches_open_unix_sockets_and_new_namespaces_as_unprivileged_user() {
     opened_by_the_switches(Operator::Unprivileged);
+}
+
+/// Headless Chromium as an unprivileged operator's agent (Chromium refuses its own sandbox
+/// as root). Its process singleton listens on a UNIX socket in its profile: without
+/// `unix_sockets` it stops at `socket()` (refused and recorded). Its own sandbox needs a
+/// user namespace whose id maps it writes under `/proc`, which Landlock refuses whatever
+/// `user_namespaces` says: "No usable sandbox" with the switch and without it (where its
+/// `clone` is refused and recorded). Ours stands in: with `unix_sockets` and
+/// `--no-sandbox` it renders the page.
+#[test]
+fn headless_chromium_runs_under_ours_with_unix_sockets_and_its_own_sandbox_off() {
+    const CHROMIUM_AGENT: &str = r#"#!/bin/bash
+# In the tree: the agent's own TMPDIR is too deep a path for the singleton's socket.
+mkdir -p t && export TMPDIR=$PWD/t
+render() { timeout 60 chromium --headless --disable-gpu "$@" --user-data-dir="$TMPDIR/profile" --dump-dom 'data:text/html,<p>chromium-rendered</p>' 2>&1; }
+verdict() { if grep -q '<p>chromium-rendered</p>' <<<"$1"; then echo rendered; elif grep -q 'No usable sandbox' <<<"$1"; then echo no_usable_sandbox; elif grep -q 'socket() failed' <<<"$1"; then echo socket_refused; else echo failed; tail -4 <<<"$1" >&2; fi; }
+echo "own_sandbox $(verdict "$(render)")"
+echo "no_sandbox $(verdict "$(render --no-sandbox)")"
+exit 0
+"#;
+    // (switches, its own sandbox, with --no-sandbox, clone refused, socket refused)
+    let cases = [
+        ("", "no_usable_sandbox", "socket_refused", true, true),
+        (
+            "unix_sockets = true\n",
+            "no_usable_sandbox",
+            "rendered",
+            true,
+            false,
+        ),
+        (
+            "unix_sockets = true\nuser_namespaces = true\n",
+            "no_usable_sandbox",
+            "rendered",
+            false,
+            false,
+        ),
+    ];
+    for (switches, own, no_sandbox, clone_refused, socket_refused) in cases {
+        let p = Project::new_as(Operator::Unprivileged);
+        let agent = p.script("agent/chromium-agent.sh", CHROMIUM_AGENT);
+        let text = agent_runner_e2e::ConfigBuilder::new(&agent)
+            .round_budget_s(120)
+            .render()
+            .replacen(
+                "[runtime]\n",
+                &format!("[agent.sandbox]\nmode = \"require\"\n{switches}\n[runtime]\n"),
+                1,
+            );
+        p.write_config_text(&text);
+        p.run(&["round"]).assert_code(0);
+        let log = std::fs::read_to_string(&p.round_logs()[0]).unwrap();
+        let events = p.events_text();
+        assert!(
+            log.contains(&format!("own_sandbox {own}\n"))
+                && log.contains(&format!("no_sandbox {no_sandbox}\n")),
+            "{switches:?}: {log}\n{events}"
+        );
+        let refused = |prefix: &str| {
+            p.events_of("agent_sandbox_denied")
+                .iter()
+                .any(|e| e["target"].as_str().is_some_and(|t| t.starts_with(prefix)))
+        };
+        assert_eq!(refused("clone("), clone_refused, "{switches:?}: {events}");
+        assert_eq!(refused("socket("), socket_refused, "{switches:?}: {events}");
+    }
 }
