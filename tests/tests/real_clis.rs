@@ -775,10 +775,6 @@ fn round_confined_under_require_commits_its_change(operator: Operator, cli: &str
         p.events_of("agent_egress_refused").is_empty(),
         "{cli} {operator:?}: {all}"
     );
-    eprintln!(
-        "{cli} {operator:?}: seccomp denials {:?}",
-        p.events_of("agent_sandbox_denied")
-    );
     let commits = p.git(&["log", "--format=%H", "--", "agent-was-here.txt"]);
     assert_eq!(
         commits.lines().count(),
