@@ -20,7 +20,11 @@
 //!   abstract UNIX sockets and signals are scoped to the agent's own processes (ABI ≥ 6),
 //!   so it can neither signal the supervisor nor its hosts;
 //! * **system calls**: [`AGENT_SECCOMP_DENY`]: tracing and reading other processes'
-//!   memory, keyrings, mounts and namespaces, kernel modules, … fail with `EPERM`.
+//!   memory, keyrings, mounts and namespaces, `socket(AF_UNIX)`, kernel modules, … fail
+//!   with `EPERM` (recorded); `clone3` with `ENOSYS`; the operator's
+//!   [`AgentSeccompSwitches`] lift the UNIX-socket and namespace rules;
+//!   [`AGENT_SECCOMP_OBSERVE`]: `connect` is looked at and let run, so Landlock's refusals
+//!   of it are told.
 //!
 //! Everything is built in the supervisor before the fork ([`crate::agent::confine`]).
 
@@ -555,7 +559,7 @@ const TRACE: &str = "no tracing or reading other processes' memory: the supervis
 const KEYS: &str = "no kernel keyrings: the operator's session keyring may hold credentials";
 const MOUNTS: &str =
     "no mount changes: they could undo the read-only config mount (Landlock refuses them too)";
-const NS: &str = "no namespaces of the agent's own making: a new user namespace gives every capability inside it and opens kernel code an unprivileged process never reaches (netfilter, raw sockets, mounts of its own); our PID, user and mount namespaces are made before the filter ([agent.sandbox] user_namespaces lifts it, setns stays refused)";
+const NS: &str = "no namespaces of the agent's own making: a new user namespace gives every capability inside it and opens kernel code an unprivileged process never reaches (netfilter, raw and packet sockets); our PID, user and mount namespaces are made before the filter ([agent.sandbox] user_namespaces lifts it, setns stays refused)";
 const KERNEL: &str = "no kernel replacement, modules, BPF programs, perf events or io_uring";
 const PRIV: &str = "no privileged operation, even where a capability is left (the agent's capabilities are dropped)";
 
