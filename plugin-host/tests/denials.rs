@@ -370,7 +370,8 @@ async fn answering_listener_fails_the_call_and_the_caller_goes_on() {
     let fd = fd_rx.recv().unwrap();
     // SAFETY: the listener descriptor the thread made; nobody else owns it.
     let listener = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut denials = DenialListener::start_answering(listener, 0, libc::EPERM, &[]).unwrap();
+    let mut denials =
+        DenialListener::start_answering(listener, 0, libc::EPERM, &[], Box::new(|_| true)).unwrap();
     go_tx.send(()).unwrap();
     for _ in 0..2 {
         let d = tokio::time::timeout(T, denials.next_denial())
@@ -465,9 +466,14 @@ async fn the_agent_program_refuses_unix_sockets_and_namespaces_and_observes_conn
         let fd = fd_rx.recv().unwrap();
         // SAFETY: the listener descriptor the thread made; nobody else owns it.
         let listener = unsafe { OwnedFd::from_raw_fd(fd) };
-        let denials =
-            DenialListener::start_answering(listener, 0, AGENT_DENY_ERRNO, AGENT_SECCOMP_OBSERVE)
-                .unwrap();
+        let denials = DenialListener::start_answering(
+            listener,
+            0,
+            AGENT_DENY_ERRNO,
+            AGENT_SECCOMP_OBSERVE,
+            Box::new(|_| true),
+        )
+        .unwrap();
         go_tx.send(()).unwrap();
         (caller.join().unwrap(), denials)
     };

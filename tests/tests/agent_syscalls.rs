@@ -106,6 +106,9 @@ try:
 except OSError as e:
     print("denied", e.errno)
 ')"
+printf 'write_bashrc %s\n' "$( (echo evil >> "$HOME/.bashrc") 2>/dev/null && echo succeeded || echo denied)"
+printf 'mkdir_home %s\n' "$(mkdir "$HOME/planted" 2>/dev/null && echo succeeded || echo denied)"
+printf 'write_tree %s\n' "$(echo work > notes.md && echo succeeded || echo denied)"
 exit 0
 "#;
 
@@ -158,6 +161,7 @@ fn round(operator: Operator, switches: &str) -> Seen {
     let open = TcpListener::bind(("127.0.0.1", 0)).unwrap();
     let open_port = open.local_addr().unwrap().port();
     let _open_accepted = count_connections(open, |l| l.accept().map(|(s, _)| s));
+    std::fs::write(p.home().join(".bashrc"), "# the operator's\n").unwrap();
     let agent = p.script("agent/syscalls-agent.sh", AGENT);
     let text = agent_runner_e2e::ConfigBuilder::new(&agent)
         .round_budget_s(60)
@@ -262,6 +266,40 @@ fn refused_by_default(operator: Operator) {
         seen.stderr.contains(&format!("round 1: {sentence}")),
         "{}",
         seen.stderr
+    );
+    // Landlock's refusals of writes outside every grant are recorded with the path and
+    // the call; the write in the tree is not.
+    assert_eq!(seen.result("write_bashrc"), "denied");
+    assert_eq!(seen.result("mkdir_home"), "denied");
+    assert_eq!(seen.result("write_tree"), "succeeded");
+    let home = seen.p.home().canonicalize().unwrap();
+    let landlock: Vec<(String, String)> = seen
+        .p
+        .events_of("agent_sandbox_denied")
+        .iter()
+        .filter(|e| e["layer"] == "landlock")
+        .map(|e| {
+            (
+                e["target"].as_str().unwrap().to_owned(),
+                e["access"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let bashrc = home.join(".bashrc").display().to_string();
+    assert!(
+        landlock.contains(&(bashrc, "openat".to_owned())),
+        "{landlock:?}\n{events}"
+    );
+    let planted = home.join("planted").display().to_string();
+    assert!(
+        landlock
+            .iter()
+            .any(|(t, a)| *t == planted && a.starts_with("mkdir")),
+        "{landlock:?}\n{events}"
+    );
+    assert!(
+        !landlock.iter().any(|(t, _)| t.ends_with("notes.md")),
+        "{landlock:?}"
     );
 }
 

@@ -34,8 +34,8 @@
 //!    user-notification listener: sent over a unix socket made before the spawn
 //!    (`SCM_RIGHTS`), then closed, so the agent never holds it. The supervisor takes it with
 //!    [`AgentConfinement::denial_listener`]: each denied call is reported by name and fails
-//!    with [`AGENT_DENY_ERRNO`] (the agent goes on); each `connect` is looked at and let
-//!    run, and [`AgentConfinement::landlock_refuses`] tells which of them Landlock refused.
+//!    with [`AGENT_DENY_ERRNO`] (the agent goes on); each `connect` and each write of a
+//!    path is looked at and let run, and those Landlock refuses are reported.
 //!
 //! The agent then runs by the path the supervisor found on `PATH` (it is not pinned).
 
@@ -121,6 +121,7 @@ pub struct AgentConfinement {
     /// launcher) of the socket the seccomp listener travels on.
     listener: Option<(OwnedFd, OwnedFd)>,
     switches: AgentSeccompSwitches,
+    predicted: LandlockPrediction,
     isolation: PidIsolation,
     read_only_config: Option<ReadOnlyFile>,
     tmp_dir: PathBuf,
@@ -210,6 +211,7 @@ impl AgentConfinement {
         let tmp = &spec.policy.tmp_dir;
         std::fs::create_dir_all(tmp).map_err(io(&format!("create {}", tmp.display())))?;
         let grants = spec.tier.landlock().then(|| agent_fs_grants(&spec.policy));
+        let predicted = LandlockPrediction::new(grants.as_deref(), &spec.connect_ports);
         let listener = if spec.tier.seccomp() {
             Some(socket_pair().map_err(io("the seccomp listener's socket"))?)
         } else {
@@ -229,6 +231,7 @@ impl AgentConfinement {
             connect_ports: spec.connect_ports.clone(),
             listener,
             switches: spec.switches,
+            predicted,
             isolation,
             read_only_config,
             tmp_dir: tmp.clone(),
@@ -288,7 +291,9 @@ impl AgentConfinement {
     /// After a successful launch (the launcher applied the plan before its exec): takes the
     /// seccomp listener the launcher sent and services it, each denied call reported
     /// ([`DenialListener::try_denial`]) and failed with [`AGENT_DENY_ERRNO`], each call of
-    /// [`AGENT_SECCOMP_OBSERVE`] looked at ([`DenialListener::try_observed`]) and let run.
+    /// [`AGENT_SECCOMP_OBSERVE`] looked at and let run, those Landlock refuses (predicted
+    /// from the policy: a TCP connect to a port not allowed, a write outside every write
+    /// grant) reported ([`DenialListener::try_observed`]).
     /// `agent_pid` is only reported back. `None` when seccomp is not applied.
     ///
     /// Without the listener the kernel fails every notified call with `ENOSYS`: the denied
@@ -301,19 +306,84 @@ impl AgentConfinement {
             return Ok(None);
         };
         let fd = recv_fd(rx.as_raw_fd())?;
-        DenialListener::start_answering(fd, agent_pid, AGENT_DENY_ERRNO, AGENT_SECCOMP_OBSERVE)
-            .map(Some)
+        let predicted = self.predicted.clone();
+        DenialListener::start_answering(
+            fd,
+            agent_pid,
+            AGENT_DENY_ERRNO,
+            AGENT_SECCOMP_OBSERVE,
+            Box::new(move |o| predicted.refuses(o)),
+        )
+        .map(Some)
+    }
+}
+
+/// What Landlock refuses the agent, predicted from its policy for the seccomp observer
+/// (docs/security.md "Denials told, not silent"): a prediction on what the caller's memory
+/// held while its call waited, racy and the agent's to forge — it reports, it never
+/// decides.
+#[derive(Debug, Clone)]
+struct LandlockPrediction {
+    /// Landlock's TCP rule applies (Landlock applied, the kernel's ABI 4 or later).
+    tcp: bool,
+    /// The ports TCP may connect to.
+    connect_ports: Vec<u16>,
+    /// Landlock's file rules apply.
+    files: bool,
+    /// Where entries may be made and removed (`ReadWrite`, `ReadWriteExecute` grants),
+    /// canonical.
+    writable_trees: Vec<PathBuf>,
+    /// Where existing files may be written: those and the `Device` grants, canonical.
+    writable_files: Vec<PathBuf>,
+}
+
+impl LandlockPrediction {
+    fn new(grants: Option<&[FsGrant]>, connect_ports: &[u16]) -> Self {
+        use crate::common::landlock::FsAccess;
+        let canonical = |g: &FsGrant| g.path.canonicalize().ok();
+        let trees: Vec<PathBuf> = grants
+            .unwrap_or_default()
+            .iter()
+            .filter(|g| matches!(g.access, FsAccess::ReadWrite | FsAccess::ReadWriteExecute))
+            .filter_map(canonical)
+            .collect();
+        let mut files = trees.clone();
+        files.extend(
+            grants
+                .unwrap_or_default()
+                .iter()
+                .filter(|g| g.access == FsAccess::Device)
+                .filter_map(canonical),
+        );
+        LandlockPrediction {
+            tcp: grants.is_some() && kernel_landlock_abi().unwrap_or(0) >= 4,
+            connect_ports: connect_ports.to_vec(),
+            files: grants.is_some(),
+            writable_trees: trees,
+            writable_files: files,
+        }
     }
 
-    /// The address of an observed `connect` that Landlock's TCP rule refused: a TCP
-    /// connect to a port not among the allowed ones, where Landlock is applied and the
-    /// kernel's ABI (4 and later) covers TCP. A prediction from the policy, on what the
-    /// caller's memory held while its call waited (racy and the agent's to forge: it
-    /// reports, it never decides).
-    pub fn landlock_refuses(&self, observed: &Observed) -> Option<std::net::SocketAddr> {
-        let Observed::Connect { address, tcp, .. } = observed;
-        let covered = self.grants.is_some() && kernel_landlock_abi().unwrap_or(0) >= 4;
-        (covered && *tcp && !self.connect_ports.contains(&address.port())).then_some(*address)
+    /// Whether Landlock refuses `observed`: a TCP connect to a port not allowed; a write
+    /// outside every write grant.
+    fn refuses(&self, observed: &Observed) -> bool {
+        match observed {
+            Observed::Connect { address, tcp, .. } => {
+                self.tcp && *tcp && !self.connect_ports.contains(&address.port())
+            }
+            Observed::Write {
+                path,
+                existing_file,
+                ..
+            } => {
+                let (roots, at) = if *existing_file {
+                    (&self.writable_files, path.as_path())
+                } else {
+                    (&self.writable_trees, path.parent().unwrap_or(path))
+                };
+                self.files && !roots.iter().any(|r| at.starts_with(r))
+            }
+        }
     }
 }
 

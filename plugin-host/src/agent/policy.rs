@@ -662,13 +662,133 @@ pub const AGENT_SECCOMP_DENY: &[AgentDenial] = &[
     deny!(SYS_vhangup, PRIV),
 ];
 
+/// One path a call of [`AGENT_SECCOMP_OBSERVE`] changes: the index of its path argument,
+/// of the directory descriptor it is relative to (none: the caller's working directory),
+/// and what the call does there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObservedPath {
+    /// The directory descriptor's argument (`*at` calls).
+    pub dirfd: Option<u8>,
+    /// The path's argument.
+    pub path: u8,
+    /// What the call does there.
+    pub does: PathUse,
+}
+
+/// What a call does with a path it writes, which tells where Landlock checks it and when
+/// the kernel refuses it first (so the observer does not call it Landlock's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathUse {
+    /// Opens it: an existing file is written where it resolves; a missing one is made in
+    /// its directory.
+    Opens,
+    /// Makes an entry (`mkdir`): an existing one fails with `EEXIST` first.
+    Makes,
+    /// Removes an entry (`unlink`, `rmdir`, a rename's source): a missing one fails with
+    /// `ENOENT` first.
+    Removes,
+    /// Makes or replaces an entry (a rename's target).
+    Replaces,
+}
+
+/// One call the agent's filter lets run after the supervisor has looked at it.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentObservation {
+    /// The x86_64 system call number.
+    pub nr: i64,
+    /// When it is observed ([`AgentDenyWhen`]'s forms).
+    pub when: AgentDenyWhen,
+    /// The paths it writes (none for `connect`).
+    pub paths: &'static [ObservedPath],
+    /// Why.
+    pub why: &'static str,
+}
+
+/// Reviewed data: the `open` flags that ask for writing (`O_WRONLY`, `O_RDWR`, `O_CREAT`,
+/// `O_TRUNC`); an open without them only reads, which the observer leaves alone.
+pub const WRITE_OPEN_FLAGS: &[(u64, &str)] = &[
+    (libc::O_WRONLY as u64, "O_WRONLY"),
+    (libc::O_RDWR as u64, "O_RDWR"),
+    (libc::O_CREAT as u64, "O_CREAT"),
+    (libc::O_TRUNC as u64, "O_TRUNC"),
+];
+
+const fn at(dirfd: u8, path: u8, does: PathUse) -> ObservedPath {
+    ObservedPath {
+        dirfd: Some(dirfd),
+        path,
+        does,
+    }
+}
+
+const fn cwd(path: u8, does: PathUse) -> ObservedPath {
+    ObservedPath {
+        dirfd: None,
+        path,
+        does,
+    }
+}
+
+const WRITES: &str = "a write Landlock refuses (outside every write grant) is recorded as agent_sandbox_denied (layer landlock, the path, the call): Landlock itself records nothing readable";
+
+macro_rules! observe {
+    ($sys:ident, $when:expr, $paths:expr, $why:expr) => {
+        AgentObservation {
+            nr: libc::$sys,
+            when: $when,
+            paths: $paths,
+            why: $why,
+        }
+    };
+}
+
+/// `open`'s and `openat`'s flags argument carries a write flag.
+const fn writes(arg: u8) -> AgentDenyWhen {
+    AgentDenyWhen::ArgAnyFlag {
+        arg,
+        flags: WRITE_OPEN_FLAGS,
+    }
+}
+
 /// Reviewed data: the calls the agent's filter lets run after the supervisor has looked at
 /// them (a user notification answered `SECCOMP_USER_NOTIF_FLAG_CONTINUE`): it reports,
-/// never decides (docs/security.md "Denials told, not silent").
-pub const AGENT_SECCOMP_OBSERVE: &[(i64, &str)] = &[(
-    libc::SYS_connect,
-    "a TCP connect to a port Landlock refuses is told as agent_egress_refused with its address (Landlock itself records nothing readable)",
-)];
+/// never decides (docs/security.md "Denials told, not silent"). Opens only with
+/// [`WRITE_OPEN_FLAGS`]; `openat2` (its flags are in memory), links, `mknod` and
+/// `truncate` are not observed.
+pub const AGENT_SECCOMP_OBSERVE: &[AgentObservation] = &[
+    observe!(
+        SYS_connect,
+        AgentDenyWhen::Always,
+        &[],
+        "a TCP connect to a port Landlock refuses is told as agent_egress_refused with its address (Landlock itself records nothing readable)"
+    ),
+    observe!(SYS_open, writes(1), &[cwd(0, PathUse::Opens)], WRITES),
+    observe!(SYS_openat, writes(2), &[at(0, 1, PathUse::Opens)], WRITES),
+    observe!(SYS_creat, AgentDenyWhen::Always, &[cwd(0, PathUse::Opens)], WRITES),
+    observe!(SYS_mkdir, AgentDenyWhen::Always, &[cwd(0, PathUse::Makes)], WRITES),
+    observe!(SYS_mkdirat, AgentDenyWhen::Always, &[at(0, 1, PathUse::Makes)], WRITES),
+    observe!(SYS_unlink, AgentDenyWhen::Always, &[cwd(0, PathUse::Removes)], WRITES),
+    observe!(SYS_rmdir, AgentDenyWhen::Always, &[cwd(0, PathUse::Removes)], WRITES),
+    observe!(SYS_unlinkat, AgentDenyWhen::Always, &[at(0, 1, PathUse::Removes)], WRITES),
+    observe!(
+        SYS_rename,
+        AgentDenyWhen::Always,
+        &[cwd(0, PathUse::Removes), cwd(1, PathUse::Replaces)],
+        WRITES
+    ),
+    observe!(
+        SYS_renameat,
+        AgentDenyWhen::Always,
+        &[at(0, 1, PathUse::Removes), at(2, 3, PathUse::Replaces)],
+        WRITES
+    ),
+    observe!(
+        SYS_renameat2,
+        AgentDenyWhen::Always,
+        &[at(0, 1, PathUse::Removes), at(2, 3, PathUse::Replaces)],
+        WRITES
+    ),
+];
 
 /// The errno a denied call of the agent fails with.
 pub const AGENT_DENY_ERRNO: i32 = libc::EPERM;
@@ -732,32 +852,34 @@ pub fn agent_seccomp_program(
     let cond = |arg: u8, op: SeccompCmpOp, v: u64| {
         SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, v).map_err(err)
     };
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    let lifted = |d: &AgentDenial| d.opened_by.is_some_and(|s| switches.is_on(s));
-    for d in AGENT_SECCOMP_DENY.iter().filter(|d| !lifted(d)) {
-        let chain = match d.when {
-            AgentDenyWhen::Always => Vec::new(),
+    let chain = |when: AgentDenyWhen| -> Result<Vec<SeccompRule>, PolicyError> {
+        match when {
+            AgentDenyWhen::Always => Ok(Vec::new()),
             // One rule per value (the rules of a chain are ORed).
             AgentDenyWhen::ArgIn { arg, values } => values
                 .iter()
                 .map(|(v, _)| SeccompRule::new(vec![cond(arg, SeccompCmpOp::Eq, *v)?]).map_err(err))
-                .collect::<Result<_, _>>()?,
+                .collect(),
             AgentDenyWhen::ArgAnyFlag { arg, flags } => flags
                 .iter()
                 .map(|(f, _)| {
                     SeccompRule::new(vec![cond(arg, SeccompCmpOp::MaskedEq(*f), *f)?]).map_err(err)
                 })
-                .collect::<Result<_, _>>()?,
-        };
-        if rules.insert(d.nr, chain).is_some() {
+                .collect(),
+        }
+    };
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    let lifted = |d: &AgentDenial| d.opened_by.is_some_and(|s| switches.is_on(s));
+    for d in AGENT_SECCOMP_DENY.iter().filter(|d| !lifted(d)) {
+        if rules.insert(d.nr, chain(d.when)?).is_some() {
             return Err(PolicyError::Seccomp(format!("{} is listed twice", d.name)));
         }
     }
-    for (nr, _) in AGENT_SECCOMP_OBSERVE {
-        if rules.insert(*nr, Vec::new()).is_some() {
+    for o in AGENT_SECCOMP_OBSERVE {
+        if rules.insert(o.nr, chain(o.when)?).is_some() {
             return Err(PolicyError::Seccomp(format!(
-                "{:?} is both denied and observed",
-                crate::common::seccomp::syscall_name(*nr)
+                "{:?} is both denied and observed, or observed twice",
+                crate::common::seccomp::syscall_name(o.nr)
             )));
         }
     }

@@ -41,10 +41,12 @@
 //! rules differs), and nothing is notified for them.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 
+use crate::agent::policy::{AgentObservation, ObservedPath, PathUse};
 pub use crate::common::seccomp::syscall_name;
 
 /// The signal a seccomp denial reports (31, SIGSYS), for events such as
@@ -97,7 +99,30 @@ pub enum Observed {
         /// (a UDP `connect`, as the resolver makes, is never refused by it).
         tcp: bool,
     },
+    /// A call that writes a path: an open for writing, a create, a remove, a rename (each
+    /// of a rename's two paths is one observation).
+    Write {
+        /// The calling thread (in the supervisor's PID namespace).
+        pid: u32,
+        /// The call's name (`openat`, `mkdirat`, `unlinkat`, `renameat2`, …).
+        call: &'static str,
+        /// The path, absolute: its directory where the caller's working directory or
+        /// descriptor and its links lead, the last component as written — or, for an open
+        /// of an existing file, where that file's links lead.
+        path: std::path::PathBuf,
+        /// The call writes an existing file (an open of one) rather than adding or
+        /// removing an entry of its directory.
+        existing_file: bool,
+    },
 }
+
+/// Which observations a listener queues (the others are let run unreported): the caller's
+/// prediction of a refusal, so that only what will be told is held.
+pub type KeepObserved = Box<dyn FnMut(&Observed) -> bool + Send>;
+
+/// The most observations one listener queues; later ones are let run unreported (a
+/// hostile agent's loop of refused writes cannot fill the supervisor's memory).
+pub const MAX_QUEUED_OBSERVATIONS: usize = 65_536;
 
 impl DenialListener {
     /// Starts servicing `listener` (a seccomp user-notification descriptor) for the host
@@ -129,8 +154,9 @@ impl DenialListener {
 
     /// Starts servicing `listener` for a process that must *go on* after a denial (the
     /// agent of a round: docs/security.md, "Denials told, not silent"): a notified call
-    /// whose number is in `observe` (numbers with why) is looked at ([`Observed`], for
-    /// [`DenialListener::try_observed`]) and then let run
+    /// whose number is in `observe` is looked at ([`Observed`], queued for
+    /// [`DenialListener::try_observed`] when `keep` says so, at most
+    /// [`MAX_QUEUED_OBSERVATIONS`]) and then let run
     /// (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`); any other is queued as a [`Denied`] and then
     /// answered with `-errno` (the call fails as with `SECCOMP_RET_ERRNO`; it never runs).
     /// Nobody is signalled. `pgid` is only reported back by [`DenialListener::pgid`]. The
@@ -142,7 +168,8 @@ impl DenialListener {
         listener: OwnedFd,
         pgid: u32,
         errno: i32,
-        observe: &'static [(i64, &'static str)],
+        observe: &'static [AgentObservation],
+        keep: KeepObserved,
     ) -> std::io::Result<Self> {
         let size = notif_size()?;
         let (tx, rx) = mpsc::unbounded_channel();
@@ -150,6 +177,7 @@ impl DenialListener {
         let on_denial = OnDenial::Fail {
             errno,
             observe,
+            keep,
             observed: observed_tx,
         };
         std::thread::Builder::new()
@@ -280,13 +308,19 @@ enum OnDenial {
     /// `observe`; signal nobody.
     Fail {
         errno: i32,
-        observe: &'static [(i64, &'static str)],
+        observe: &'static [AgentObservation],
+        keep: KeepObserved,
         observed: mpsc::UnboundedSender<Observed>,
     },
 }
 
 /// The listener thread: see the module docs.
-fn serve(listener: OwnedFd, on_denial: OnDenial, size: usize, tx: mpsc::UnboundedSender<Denied>) {
+fn serve(
+    listener: OwnedFd,
+    mut on_denial: OnDenial,
+    size: usize,
+    tx: mpsc::UnboundedSender<Denied>,
+) {
     let pgid = match &on_denial {
         OnDenial::Kill { pgid, .. } => *pgid,
         OnDenial::Fail { .. } => 0,
@@ -294,6 +328,7 @@ fn serve(listener: OwnedFd, on_denial: OnDenial, size: usize, tx: mpsc::Unbounde
     let fd = listener.as_raw_fd();
     // u64 words: aligned for struct seccomp_notif.
     let mut buf = vec![0u64; size.div_ceil(8)];
+    let mut queued = 0usize;
     loop {
         let revents = match poll_one(fd, libc::POLLIN, -1) {
             Ok(r) => r,
@@ -334,14 +369,23 @@ fn serve(listener: OwnedFd, on_denial: OnDenial, size: usize, tx: mpsc::Unbounde
             unsafe { std::ptr::read(buf.as_ptr().cast::<libc::seccomp_notif>()) };
         let nr = i64::from(notif.data.nr);
         if let OnDenial::Fail {
-            observe, observed, ..
-        } = &on_denial
+            observe,
+            keep,
+            observed,
+            ..
+        } = &mut on_denial
         {
-            if observe.iter().any(|(n, _)| *n == nr) {
+            if let Some(entry) = observe.iter().find(|o| o.nr == nr) {
                 // Queued before the call runs, and only while its caller still waits (the
                 // pid then still names it).
-                if let Some(o) = look_at(&notif).filter(|_| id_valid(fd, notif.id)) {
-                    let _ = observed.send(o);
+                let seen = look_at(&notif, entry);
+                if id_valid(fd, notif.id) {
+                    for o in seen.into_iter().filter(|o| keep(o)) {
+                        if queued < MAX_QUEUED_OBSERVATIONS {
+                            queued += 1;
+                            let _ = observed.send(o);
+                        }
+                    }
                 }
                 answer_continue(fd, notif.id);
                 continue;
@@ -423,13 +467,66 @@ fn id_valid(fd: RawFd, id: u64) -> bool {
     unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &mut id as *mut u64) == 0 }
 }
 
-/// What an observed call is about, read from its caller while it waits; `None` for a call
-/// this does not look into, or when its memory or descriptor cannot be read (reported
-/// nothing, never refused).
-fn look_at(notif: &libc::seccomp_notif) -> Option<Observed> {
-    if i64::from(notif.data.nr) != libc::SYS_connect {
-        return None;
+/// What an observed call is about, read from its caller while it waits: nothing for what
+/// cannot be read (its memory, descriptor or directory; reported nothing, never refused).
+fn look_at(notif: &libc::seccomp_notif, entry: &AgentObservation) -> Vec<Observed> {
+    if entry.nr == libc::SYS_connect {
+        return look_at_connect(notif).into_iter().collect();
     }
+    let call = syscall_name(entry.nr).unwrap_or("unknown");
+    entry
+        .paths
+        .iter()
+        .filter_map(|p| {
+            let (path, existing_file) = written_path(notif, p)?;
+            Some(Observed::Write {
+                pid: notif.pid,
+                call,
+                path,
+                existing_file,
+            })
+        })
+        .collect()
+}
+
+/// The absolute path of `p` of the call of `notif` ([`Observed::Write`]'s `path`), and
+/// whether it is an existing file the call opens.
+fn written_path(notif: &libc::seccomp_notif, p: &ObservedPath) -> Option<(PathBuf, bool)> {
+    use std::os::unix::ffi::OsStrExt;
+    let args = notif.data.args;
+    let mut buf = vec![0u8; libc::PATH_MAX as usize];
+    let got = read_memory(notif.pid, args[usize::from(p.path)], &mut buf)?;
+    let end = buf[..got].iter().position(|b| *b == 0)?;
+    let written = Path::new(std::ffi::OsStr::from_bytes(&buf[..end]));
+    let full = if written.is_absolute() {
+        written.to_owned()
+    } else {
+        let dirfd = p.dirfd.map(|a| args[usize::from(a)] as i32);
+        let base = match dirfd {
+            None | Some(libc::AT_FDCWD) => format!("/proc/{}/cwd", notif.pid),
+            Some(fd) => format!("/proc/{}/fd/{fd}", notif.pid),
+        };
+        std::fs::read_link(base).ok()?.join(written)
+    };
+    // What the kernel refuses before Landlock looks is not Landlock's.
+    let exists = full.symlink_metadata().is_ok();
+    match p.does {
+        PathUse::Opens => {
+            if let Ok(real) = full.canonicalize() {
+                return Some((real, true));
+            }
+        }
+        PathUse::Makes if exists => return None,
+        PathUse::Removes if !exists => return None,
+        _ => {}
+    }
+    let name = full.file_name()?;
+    let dir = full.parent()?.canonicalize().ok()?;
+    Some((dir.join(name), false))
+}
+
+/// A `connect`'s address and socket kind ([`Observed::Connect`]).
+fn look_at_connect(notif: &libc::seccomp_notif) -> Option<Observed> {
     let [fd, addr, len, ..] = notif.data.args;
     let mut buf = [0u8; std::mem::size_of::<libc::sockaddr_in6>()];
     let want = usize::try_from(len).ok()?.min(buf.len());

@@ -41,6 +41,7 @@ use tokio::io::AsyncWriteExt;
 use agent_runner_plugin_host::agent::confine::AgentConfinement;
 use agent_runner_plugin_host::agent::policy::denial_target;
 use agent_runner_plugin_host::common::program::Program;
+use agent_runner_plugin_host::Observed;
 
 use crate::record::stop::{reached, StopLevel, StopWatch};
 use crate::runtime::processes::own_children;
@@ -138,8 +139,11 @@ pub(crate) struct AgentExit {
     /// applied.
     pub seccomp_denials: Vec<String>,
     /// The TCP connects of the agent that Landlock refused, as the seccomp observer saw
-    /// them (`AgentConfinement::landlock_refuses`), one entry per call.
+    /// them (docs/security.md "Denials told, not silent"), one entry per call.
     pub landlock_connects: Vec<std::net::SocketAddr>,
+    /// The writes of the agent that Landlock refused, as the seccomp observer saw them:
+    /// (the call's name, the path), one entry per path of a call.
+    pub landlock_writes: Vec<(&'static str, PathBuf)>,
     /// The kernel's OOM killer ended the agent inside the round's cgroup (set after the
     /// round from the cgroup's `oom_kill` count: [`crate::runtime::round_cgroup`]).
     pub oom_killed: bool,
@@ -324,13 +328,17 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
     // Every process under the filter is gone: each denial was queued before its answer.
     let mut seccomp_denials = Vec::new();
     let mut landlock_connects = Vec::new();
+    let mut landlock_writes = Vec::new();
     if let Some(listener) = denials.as_mut() {
         while let Some(d) = listener.try_denial() {
             seccomp_denials.push(denial_target(d.nr, &d.args));
         }
+        // The listener queues only what Landlock refuses.
         while let Some(o) = listener.try_observed() {
-            let refused = confinement.as_ref().and_then(|c| c.landlock_refuses(&o));
-            landlock_connects.extend(refused);
+            match o {
+                Observed::Connect { address, .. } => landlock_connects.push(address),
+                Observed::Write { call, path, .. } => landlock_writes.push((call, path)),
+            }
         }
     }
     let cause = cause.unwrap_or(if status.signal().is_some() {
@@ -346,6 +354,7 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
         log,
         seccomp_denials,
         landlock_connects,
+        landlock_writes,
         oom_killed: false,
         memory_nudged: spec
             .floor

@@ -996,6 +996,9 @@ impl Runner {
         for target in &exit.seccomp_denials {
             tally.add("seccomp", target.clone(), "syscall");
         }
+        for (call, path) in &exit.landlock_writes {
+            tally.add("landlock", path.display().to_string(), call);
+        }
         for event in tally.into_events(round_num) {
             self.events.emit(event);
         }
