@@ -498,7 +498,24 @@ fn written_path(notif: &libc::seccomp_notif, p: &ObservedPath) -> Option<(PathBu
     let got = read_memory(notif.pid, args[usize::from(p.path)], &mut buf)?;
     let end = buf[..got].iter().position(|b| *b == 0)?;
     let written = Path::new(std::ffi::OsStr::from_bytes(&buf[..end]));
-    let full = if written.is_absolute() {
+    // `/proc/self` (and `/dev/fd`, `/dev/stdout`, … which lead there) here is the
+    // supervisor: the caller's own is its pid's.
+    let own = Path::new("/proc").join(notif.pid.to_string());
+    let own_fd = |n: &str| own.join("fd").join(n);
+    let full = if let Ok(rest) = written
+        .strip_prefix("/proc/self")
+        .or_else(|_| written.strip_prefix("/proc/thread-self"))
+    {
+        own.join(rest)
+    } else if let Ok(rest) = written.strip_prefix("/dev/fd") {
+        own.join("fd").join(rest)
+    } else if written == Path::new("/dev/stdin") {
+        own_fd("0")
+    } else if written == Path::new("/dev/stdout") {
+        own_fd("1")
+    } else if written == Path::new("/dev/stderr") {
+        own_fd("2")
+    } else if written.is_absolute() {
         written.to_owned()
     } else {
         let dirfd = p.dirfd.map(|a| args[usize::from(a)] as i32);
@@ -511,11 +528,17 @@ fn written_path(notif: &libc::seccomp_notif, p: &ObservedPath) -> Option<(PathBu
     // What the kernel refuses before Landlock looks is not Landlock's.
     let exists = full.symlink_metadata().is_ok();
     match p.does {
-        PathUse::Opens => {
-            if let Ok(real) = full.canonicalize() {
-                return Some((real, true));
+        PathUse::Opens => match full.canonicalize() {
+            Ok(real) => return Some((real, true)),
+            // A link of /proc to what has no path (a pipe, a socket, an anonymous inode:
+            // `/proc/self/fd/N`): no file Landlock checks.
+            Err(_)
+                if full.starts_with("/proc") && full.read_link().is_ok_and(|l| l.is_relative()) =>
+            {
+                return None
             }
-        }
+            Err(_) => {}
+        },
         PathUse::Makes if exists => return None,
         PathUse::Removes if !exists => return None,
         _ => {}
