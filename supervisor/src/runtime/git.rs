@@ -735,6 +735,16 @@ impl Repo {
         self
     }
 
+    /// The work tree's root and the repository's hooks directory (`<common dir>/hooks`: a
+    /// `.git` file's `gitdir:` followed, a linked work tree's hooks are the main one's) as
+    /// pinned at boot, for the agent's protected paths
+    /// ([`agent_runner_plugin_host::agent::protected`]); `None` when the repository cannot
+    /// be found.
+    pub(crate) async fn protected_roots(&self) -> Option<(PathBuf, PathBuf)> {
+        let place = self.place().await.ok()?;
+        Some((place.top.clone(), place.common_dir.join("hooks")))
+    }
+
     /// What changed in the repository since boot ([`Place::changed`]); `None` when
     /// nothing did or it was never found.
     pub(crate) fn changed(&self) -> Option<String> {

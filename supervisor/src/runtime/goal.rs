@@ -150,6 +150,8 @@ pub(crate) struct CheckLaunch<'a> {
     pub config: &'a Config,
     /// The agent's variables (`[agent.env]` and the round's).
     pub env: Vec<(String, String)>,
+    /// Where the protected paths lie.
+    pub tree: crate::runtime::agent_sandbox::TreeRoots,
 }
 
 /// Runs one check in its own process group under its timeout, confined like the agent
@@ -169,7 +171,7 @@ async fn run_one(
     let path = crate::runtime::agent::find_on_path(&check.cmd[0], path_var, &check.cwd);
     let confinement = launch
         .gate
-        .check_confinement(launch.config, check, &launch.env)
+        .check_confinement(launch.config, &launch.tree, check, &launch.env)
         .map_err(std::io::Error::other)?;
     let mut env = env;
     if let Some(c) = &confinement {

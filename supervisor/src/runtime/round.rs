@@ -292,6 +292,16 @@ impl Runner {
         agent_sandbox: AgentSandboxGate,
     ) -> Self {
         let repo = repo_for(&config, &hosts, tree);
+        // Placeholders of the protected paths a crashed round left in the tree, removed
+        // while still empty before anything looks at it.
+        for path in agent_runner_plugin_host::agent::protected::remove_leftovers(
+            &config.runtime.state_dir,
+        ) {
+            tracing::info!(
+                "removed the placeholder {} a crashed round left",
+                path.display()
+            );
+        }
         let prompt_links = crate::tree_file::KnownLinks::of(&prompt_files(&config));
         Runner {
             config,
@@ -388,6 +398,21 @@ impl Runner {
             .runtime
             .fresh_eyes_every_n
             .is_some_and(|n| round_num > 0 && round_num % n == 0)
+    }
+
+    /// Where the agent's protected paths lie: the repository's top and hooks as pinned at
+    /// boot; outside git (or when it cannot be found) the work dir alone.
+    async fn tree_roots(&self) -> crate::runtime::agent_sandbox::TreeRoots {
+        if self.git != Git::WorkTree || !self.agent_sandbox.config_read_only() {
+            return Default::default();
+        }
+        match self.repo.protected_roots().await {
+            Some((root, hooks)) => crate::runtime::agent_sandbox::TreeRoots {
+                root: Some(root),
+                hooks_dir: Some(hooks),
+            },
+            None => Default::default(),
+        }
     }
 
     /// One `git status` of the tree ([`Repo::look`]); outside git, an empty look and no
@@ -535,6 +560,7 @@ impl Runner {
                         gate: &self.agent_sandbox,
                         config: &self.config,
                         env: self.agent_env(round_num, phase),
+                        tree: self.tree_roots().await,
                     },
                     &self.check_files,
                 )
@@ -888,8 +914,10 @@ impl Runner {
             .find(|(k, _)| k == "TMPDIR")
             .map(|(_, v)| PathBuf::from(v))
             .unwrap_or_else(std::env::temp_dir);
+        let tree = self.tree_roots().await;
         match self.agent_sandbox.confinement(
             &self.config,
+            &tree,
             cli,
             &spec.argv[0],
             &spec.env,
