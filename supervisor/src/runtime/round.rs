@@ -925,6 +925,17 @@ impl Runner {
         ) {
             Ok(confinement) => {
                 if let Some(c) = &confinement {
+                    for p in &c.protected().paths {
+                        if let agent_runner_plugin_host::agent::protected::Target::Link(at) =
+                            &p.target
+                        {
+                            tracing::warn!(
+                                "protected path {} is not read-only to the agent: {} is a symbolic link (docs/security.md \"Protected paths\")",
+                                p.path.display(),
+                                at.display()
+                            );
+                        }
+                    }
                     spec.env
                         .push(("TMPDIR".to_owned(), c.tmp_dir().display().to_string()));
                     agent_tmp = c.tmp_dir().to_owned();
