@@ -138,7 +138,12 @@ fn serve_one_round(p: &Project) {
 
 /// No placeholder is left where a protected path was missing.
 fn assert_no_placeholder(p: &Project) {
-    for rel in [".mcp.json", ".claude/settings.local.json", ".gemini", ".codex"] {
+    for rel in [
+        ".mcp.json",
+        ".claude/settings.local.json",
+        ".gemini",
+        ".codex",
+    ] {
         assert!(
             std::fs::symlink_metadata(p.dir().join(rel)).is_err(),
             "{rel} left behind"
@@ -204,7 +209,11 @@ fn each_protected_path_is_refused(operator: Operator) {
     serve_one_round(&p);
     let got = outcomes(p.dir());
     for (key, _) in &expected {
-        assert_eq!(got.get(key).map(String::as_str), Some("ok"), "{key}: {got:#?}");
+        assert_eq!(
+            got.get(key).map(String::as_str),
+            Some("ok"),
+            "{key}: {got:#?}"
+        );
     }
     assert!(p.dir().join(".git/hooks/pre-commit").exists());
 }
@@ -245,7 +254,10 @@ fn ordinary_git_and_venv_work(operator: Operator) {
     let exits = p.events_of("agent_exit");
     assert_eq!(exits.len(), 1, "{events}");
     assert_eq!(exits[0]["exit_code"], 0, "{output}\n{events}");
-    assert_eq!(p.git(&["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "feature");
+    assert_eq!(
+        p.git(&["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+        "feature"
+    );
     let upstream = p.git(&["rev-parse", "--abbrev-ref", "feature@{upstream}"]);
     assert_eq!(upstream.trim(), "origin/feature");
     let pushed = std::process::Command::new("git")

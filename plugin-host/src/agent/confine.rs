@@ -168,15 +168,19 @@ fn nix_statvfs(path: &Path) -> std::io::Result<libc::statvfs> {
 }
 
 /// `mount(2)` with no file system type and no data.
-fn mount(
-    src: Option<&CStr>,
-    target: &CStr,
-    flags: libc::c_ulong,
-) -> std::io::Result<()> {
+fn mount(src: Option<&CStr>, target: &CStr, flags: libc::c_ulong) -> std::io::Result<()> {
     let src = src.map_or(std::ptr::null(), CStr::as_ptr);
     // SAFETY: mount with NUL-terminated paths (or null where the call takes none) and no
     // data.
-    let r = unsafe { libc::mount(src, target.as_ptr(), std::ptr::null(), flags, std::ptr::null()) };
+    let r = unsafe {
+        libc::mount(
+            src,
+            target.as_ptr(),
+            std::ptr::null(),
+            flags,
+            std::ptr::null(),
+        )
+    };
     if r != 0 {
         return Err(std::io::Error::last_os_error());
     }
@@ -481,7 +485,9 @@ pub fn agent_layers(
             "the config file bind-mounted read-only in a mount namespace of its own",
         )
     });
-    out.push(crate::agent::protected::layer(isolation != PidIsolation::None));
+    out.push(crate::agent::protected::layer(
+        isolation != PidIsolation::None,
+    ));
     out.push(layer(
         "no_new_privs",
         true,

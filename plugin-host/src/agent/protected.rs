@@ -179,7 +179,10 @@ impl ProtectedSet {
 pub fn target_of(root: &Path, path: &Path, dir: bool) -> Target {
     let (mut at, rest) = match path.strip_prefix(root) {
         Ok(rest) => (root.to_path_buf(), rest.to_path_buf()),
-        Err(_) => (PathBuf::from("/"), path.strip_prefix("/").unwrap_or(path).to_owned()),
+        Err(_) => (
+            PathBuf::from("/"),
+            path.strip_prefix("/").unwrap_or(path).to_owned(),
+        ),
     };
     let parts: Vec<Component> = rest.components().collect();
     for (i, part) in parts.iter().enumerate() {
@@ -549,7 +552,10 @@ mod tests {
         // The two `.claude` files share one placeholder.
         let holders = set.placeholders();
         assert_eq!(
-            holders.iter().filter(|h| h.path == root.join(".claude")).count(),
+            holders
+                .iter()
+                .filter(|h| h.path == root.join(".claude"))
+                .count(),
             1
         );
     }
@@ -583,8 +589,11 @@ mod tests {
         let made = Placeholders::make(&state, &wanted).unwrap();
         std::mem::forget(made);
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(root.join(".mcp.json"), std::fs::Permissions::from_mode(0o644))
-            .unwrap();
+        std::fs::set_permissions(
+            root.join(".mcp.json"),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
         std::fs::write(root.join(".mcp.json"), "{\"operator\": 1}").unwrap();
         let removed = remove_leftovers(&state);
         assert_eq!(removed, [root.join(".claude")]);

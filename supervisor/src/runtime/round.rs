@@ -294,9 +294,9 @@ impl Runner {
         let repo = repo_for(&config, &hosts, tree);
         // Placeholders of the protected paths a crashed round left in the tree, removed
         // while still empty before anything looks at it.
-        for path in agent_runner_plugin_host::agent::protected::remove_leftovers(
-            &config.runtime.state_dir,
-        ) {
+        for path in
+            agent_runner_plugin_host::agent::protected::remove_leftovers(&config.runtime.state_dir)
+        {
             tracing::info!(
                 "removed the placeholder {} a crashed round left",
                 path.display()
