@@ -299,3 +299,51 @@ fn ordinary_git_and_venv_work_in_the_sandbox_as_root() {
 fn ordinary_git_and_venv_work_in_the_sandbox_as_unprivileged_user() {
     ordinary_git_and_venv_work(Operator::Unprivileged);
 }
+
+/// An agent that waits while `$HOLD` exists (the first round, killed with its supervisor),
+/// then exits.
+const HELD: &str = "#!/bin/sh\nwhile [ -e \"$HOLD\" ]; do sleep 0.1; done\n";
+
+/// A supervisor killed (`SIGKILL`) mid-round leaves its placeholders and their journal; the
+/// next `serve` removes them before its first round, so nothing is left in the tree.
+fn a_crash_leaves_no_placeholder_behind(operator: Operator) {
+    let p = project(operator, HELD, "require");
+    let hold = p.tmp_dir().join("hold");
+    std::fs::write(&hold, "").unwrap();
+    let text = std::fs::read_to_string(p.config_path()).unwrap().replacen(
+        "[agent.env]\n",
+        &format!(
+            "[agent.env]\nHOLD = {}\n",
+            agent_runner_e2e::toml_string(&hold.display().to_string())
+        ),
+        1,
+    );
+    p.write_config_text(&text);
+    let serve = p.spawn(&["serve", "--max-rounds", "1"]);
+    p.wait_for_event("agent_spawn");
+    let journal = p.state_dir().join("agent-placeholders.json");
+    assert!(journal.exists(), "no journal while the agent runs");
+    assert!(
+        p.dir().join(".mcp.json").exists(),
+        "no placeholder while the agent runs"
+    );
+    serve.signal(libc::SIGKILL);
+    serve.wait(Duration::from_secs(60));
+    // The crash left them.
+    assert!(journal.exists());
+    assert!(p.dir().join(".mcp.json").exists());
+    std::fs::remove_file(&hold).unwrap();
+    serve_one_round(&p);
+    assert_no_placeholder(&p);
+    assert_eq!(p.status_porcelain(), Vec::<String>::new());
+}
+
+#[test]
+fn a_crash_leaves_no_placeholder_behind_as_root() {
+    a_crash_leaves_no_placeholder_behind(Operator::Root);
+}
+
+#[test]
+fn a_crash_leaves_no_placeholder_behind_as_unprivileged_user() {
+    a_crash_leaves_no_placeholder_behind(Operator::Unprivileged);
+}
