@@ -464,6 +464,18 @@ mod tests {
     }
 
     #[test]
+    fn the_layer_names_every_protected_path_on_and_off() {
+        for on in [true, false] {
+            let l = layer(on);
+            assert_eq!((l.name, l.on), ("protected_paths", on));
+            for name in PROTECTED_IN_TREE {
+                assert!(l.detail.contains(name.rel), "{}: {}", name.rel, l.detail);
+            }
+            assert!(l.detail.contains("hooks/"), "{}", l.detail);
+        }
+    }
+
+    #[test]
     fn the_first_missing_component_is_found() {
         let t = tempfile::tempdir().unwrap();
         let root = t.path();
@@ -549,6 +561,13 @@ mod tests {
         assert!(!set.pins.contains(&root.join(".claude")));
         let depths: Vec<usize> = set.pins.iter().map(|p| p.components().count()).collect();
         assert!(depths.windows(2).all(|w| w[0] <= w[1]), "{:?}", set.pins);
+        // A work dir below the root: the names there too, its directories pinned.
+        let mut below = roots(root);
+        below.work_dir = root.join("sub");
+        let ro = protected_set(&below).read_only();
+        assert!(ro.contains(&root.join("sub/.envrc")), "{ro:?}");
+        assert!(ro.contains(&root.join("sub/.gemini")), "{ro:?}");
+        assert!(ro.contains(&root.join(".envrc")), "{ro:?}");
         // The two `.claude` files share one placeholder.
         let holders = set.placeholders();
         assert_eq!(
