@@ -78,6 +78,8 @@ const TARGETS: &[(&str, &str, bool)] = &[
     ("claude_local", ".claude/settings.local.json", false),
     ("gemini", ".gemini/settings.json", false),
     ("codex", ".codex/config.toml", false),
+    // The operator's `core.hooksPath` (an empty `.githooks/`).
+    ("hooks_path", ".githooks/pre-commit", false),
 ];
 
 /// A project whose agent is `script`, under `mode`, with the existing protected files
@@ -124,6 +126,8 @@ fn project(operator: Operator, script: &str, mode: &str) -> Project {
     p.write_config_text(&text);
     p.git(&["add", "-A"]);
     p.git(&["commit", "-q", "-m", "protected files"]);
+    p.git(&["config", "core.hooksPath", ".githooks"]);
+    std::fs::create_dir_all(p.dir().join(".githooks")).unwrap();
     std::fs::create_dir_all(p.dir().join(".git/hooks")).unwrap();
     p
 }
@@ -180,9 +184,9 @@ fn each_protected_path_is_refused(operator: Operator) {
         let first = if *existing { "write" } else { "create" };
         expected.push((format!("{label} {first}"), "EROFS"));
         expected.push((format!("{label} rename"), "EBUSY"));
-        // A path under a placeholder directory is in a read-only directory; anything else
-        // is a mount point.
-        let under_placeholder = matches!(*label, "gemini" | "codex");
+        // A path in a read-only directory (a placeholder, the hooks path) is refused as
+        // such; anything else is a mount point.
+        let under_placeholder = matches!(*label, "gemini" | "codex" | "hooks_path");
         let remove = if under_placeholder { "EROFS" } else { "EBUSY" };
         expected.push((format!("{label} remove"), remove));
     }
@@ -200,6 +204,7 @@ fn each_protected_path_is_refused(operator: Operator) {
         assert_eq!(&std::fs::read(p.dir().join(rel)).unwrap(), bytes, "{rel}");
     }
     assert!(!p.dir().join(".git/hooks/pre-commit").exists());
+    assert!(!p.dir().join(".githooks/pre-commit").exists());
     assert_no_placeholder(&p);
     // The operator's tree shows only the agent's log (ignored): no placeholder as dirt.
     assert_eq!(p.status_porcelain(), Vec::<String>::new());

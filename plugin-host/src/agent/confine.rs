@@ -269,13 +269,7 @@ impl AgentConfinement {
         let roots = ProtectedRoots {
             tree_root: canonical(&spec.roots.tree_root, "work tree")?,
             work_dir: canonical(&spec.roots.work_dir, "work dir")?,
-            hooks_dir: match &spec.roots.hooks_dir {
-                Some(hooks) => {
-                    let git_dir = hooks.parent().unwrap_or(hooks);
-                    Some(canonical(git_dir, "git dir")?.join("hooks"))
-                }
-                None => None,
-            },
+            hooks_dirs: spec.roots.hooks_dirs.clone(),
             config: canonical(&spec.roots.config, "config file")?,
         };
         let set = protected_set(&roots);

@@ -83,9 +83,11 @@ pub struct ProtectedRoots {
     pub tree_root: PathBuf,
     /// The directory the agent starts in.
     pub work_dir: PathBuf,
-    /// The repository's hooks directory (`<common dir>/hooks`, as the supervisor's git
-    /// resolved it: a `.git` *file*'s `gitdir:` followed), when the tree is a repository.
-    pub hooks_dir: Option<PathBuf>,
+    /// The repository's hooks directories (`<common dir>/hooks`, as the supervisor's git
+    /// resolved it: a `.git` *file*'s `gitdir:` followed; a configured `core.hooksPath`),
+    /// when the tree is a repository. Canonical up to the tree's root or the common dir:
+    /// they are walked as given, so a link on the way is found, not followed.
+    pub hooks_dirs: Vec<PathBuf>,
     /// The supervisor's config file.
     pub config: PathBuf,
 }
@@ -217,7 +219,7 @@ pub fn protected_set(roots: &ProtectedRoots) -> ProtectedSet {
         set.paths.push(Protected { path, why, target });
     };
     add(&mut set, roots.config.clone(), CONFIG_WHY, false);
-    if let Some(hooks) = &roots.hooks_dir {
+    for hooks in &roots.hooks_dirs {
         add(&mut set, hooks.clone(), HOOKS_WHY, true);
     }
     for base in [root, &roots.work_dir] {
@@ -439,7 +441,7 @@ mod tests {
         ProtectedRoots {
             tree_root: root.to_owned(),
             work_dir: root.to_owned(),
-            hooks_dir: Some(root.join(".git/hooks")),
+            hooks_dirs: vec![root.join(".git/hooks"), root.join(".husky/_")],
             config: root.join("agent-runner.toml"),
         }
     }
@@ -547,6 +549,9 @@ mod tests {
         let set = protected_set(&roots(root));
         let ro = set.read_only();
         assert!(ro.contains(&root.join(".git/hooks")));
+        // A configured `core.hooksPath` that does not exist yet: its first missing
+        // component.
+        assert!(ro.contains(&root.join(".husky")), "{ro:?}");
         assert!(ro.contains(&root.join("agent-runner.toml")));
         assert!(ro.contains(&root.join(".claude")), "{ro:?}");
         assert!(ro.contains(&root.join(".mcp.json")), "{ro:?}");

@@ -28,8 +28,8 @@ use crate::config::{Config, SandboxMode};
 pub(crate) struct TreeRoots {
     /// The work tree's root (`None`: the work dir).
     pub root: Option<PathBuf>,
-    /// The repository's hooks directory.
-    pub hooks_dir: Option<PathBuf>,
+    /// The repository's hooks directories.
+    pub hooks_dirs: Vec<PathBuf>,
 }
 
 /// The gate's verdict for this boot.
@@ -271,7 +271,7 @@ impl AgentSandboxGate {
                     .clone()
                     .unwrap_or_else(|| config.runtime.work_dir.clone()),
                 work_dir: config.runtime.work_dir.clone(),
-                hooks_dir: tree.hooks_dir.clone(),
+                hooks_dirs: tree.hooks_dirs.clone(),
                 config: config.path.clone(),
             },
         };

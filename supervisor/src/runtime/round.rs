@@ -418,9 +418,9 @@ impl Runner {
             return Default::default();
         }
         match self.repo.protected_roots().await {
-            Some((root, hooks)) => crate::runtime::agent_sandbox::TreeRoots {
+            Some((root, hooks_dirs)) => crate::runtime::agent_sandbox::TreeRoots {
                 root: Some(root),
-                hooks_dir: Some(hooks),
+                hooks_dirs,
             },
             None => Default::default(),
         }
