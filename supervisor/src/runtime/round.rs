@@ -934,6 +934,11 @@ impl Runner {
         ) {
             Ok(confinement) => {
                 if let Some(c) = &confinement {
+                    if c.protected().scan_truncated {
+                        tracing::info!(
+                            "the scan for protected files deeper in the tree stopped at its limit; copies beyond it stay writable to the agent (docs/security.md \"Protected paths\")"
+                        );
+                    }
                     for p in &c.protected().paths {
                         if let agent_runner_plugin_host::agent::protected::Target::Link(at) =
                             &p.target
