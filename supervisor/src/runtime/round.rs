@@ -559,10 +559,12 @@ impl Runner {
         }
         let exit = exit?;
         let duration_s = (exit.duration.as_secs_f64() * 1000.0).round() / 1000.0;
-        // Before the dirty tree is handled, so a check sees the round's edits.
+        // Before the dirty tree is handled, so a check sees the round's edits; in a cgroup
+        // with the round's memory bounds, as the agent was.
         let goal = match &self.config.goal {
-            Some(goal) => Some(
-                crate::runtime::goal::run_checks(
+            Some(goal) => {
+                let cgroup = self.round_cgroup(round_num);
+                let checked = crate::runtime::goal::run_checks(
                     goal,
                     self.config.runtime.dry_run,
                     round_num,
@@ -572,11 +574,16 @@ impl Runner {
                         config: &self.config,
                         env: self.agent_env(round_num, phase),
                         tree: self.tree_roots().await,
+                        cgroup: cgroup.as_ref(),
                     },
                     &self.check_files,
                 )
-                .await,
-            ),
+                .await;
+                if let Some(cgroup) = cgroup {
+                    cgroup.finish().await;
+                }
+                Some(checked)
+            }
             None => None,
         };
         if let Some(changed) = self.repo.changed() {
