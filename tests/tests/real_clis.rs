@@ -676,32 +676,42 @@ fn claude_reaches_a_local_endpoint_by_the_printed_fix_as_root_and_as_an_unprivil
 }
 
 #[test]
-fn codex_reaches_a_local_endpoint_by_the_printed_fix() {
-    local_endpoint_by_the_printed_fix(Operator::Root, "codex", "~/.codex/config.toml");
+fn codex_reaches_a_local_endpoint_by_the_printed_fix_as_root_and_as_an_unprivileged_user() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        local_endpoint_by_the_printed_fix(operator, "codex", "~/.codex/config.toml");
+    }
 }
 
 #[test]
-fn gemini_reaches_a_local_endpoint_by_the_printed_fix() {
-    local_endpoint_by_the_printed_fix(
-        Operator::Root,
-        "gemini",
-        "the environment's GOOGLE_GEMINI_BASE_URL",
-    );
+fn gemini_reaches_a_local_endpoint_by_the_printed_fix_as_root_and_as_an_unprivileged_user() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        local_endpoint_by_the_printed_fix(
+            operator,
+            "gemini",
+            "the environment's GOOGLE_GEMINI_BASE_URL",
+        );
+    }
 }
 
 #[test]
-fn aider_reaches_a_local_endpoint_by_the_printed_fix() {
-    local_endpoint_by_the_printed_fix(Operator::Root, "aider", "the environment's OPENAI_API_BASE");
+fn aider_reaches_a_local_endpoint_by_the_printed_fix_as_root_and_as_an_unprivileged_user() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        local_endpoint_by_the_printed_fix(operator, "aider", "the environment's OPENAI_API_BASE");
+    }
 }
 
 #[test]
-fn kimi_reaches_a_local_endpoint_by_the_printed_fix() {
-    local_endpoint_by_the_printed_fix(Operator::Root, "kimi", "~/.kimi/config.toml");
+fn kimi_reaches_a_local_endpoint_by_the_printed_fix_as_root_and_as_an_unprivileged_user() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        local_endpoint_by_the_printed_fix(operator, "kimi", "~/.kimi/config.toml");
+    }
 }
 
 #[test]
-fn pi_reaches_a_local_endpoint_by_the_printed_fix() {
-    local_endpoint_by_the_printed_fix(Operator::Root, "pi", "~/.pi/agent/models.json");
+fn pi_reaches_a_local_endpoint_by_the_printed_fix_as_root_and_as_an_unprivileged_user() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        local_endpoint_by_the_printed_fix(operator, "pi", "~/.pi/agent/models.json");
+    }
 }
 
 #[test]
