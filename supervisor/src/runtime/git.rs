@@ -970,7 +970,7 @@ impl Repo {
     ) -> Result<(), GitError> {
         let with = |args: &[&str]| {
             let mut all: Vec<&OsStr> = vec!["config".as_ref(), "--file".as_ref(), file.as_os_str()];
-            all.extend(args.iter().map(|a| OsStr::new(a)));
+            all.extend(args.iter().map(OsStr::new));
             all.into_iter()
                 .map(OsStr::to_owned)
                 .collect::<Vec<OsString>>()
