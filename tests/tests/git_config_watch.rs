@@ -2,7 +2,8 @@
 //! tier"). The agent (a shell script) plants git config keys that would run a program at
 //! the operator's next git command — `core.fsmonitor`, `core.hooksPath`, a `!` alias, a
 //! clean filter, `core.worktree` — beside its ordinary git work (`remote add`, `config
-//! user.email`, `push -u` to a local bare remote); after the round the planted keys are
+//! user.email`, `push -u` to a local bare remote, `worktree add`, `submodule add` and
+//! `submodule update`); after the round the planted keys are
 //! gone and recorded, the agent's ordinary config and the operator's own `core.pager`
 //! stay, and the operator's plain `git status` runs nothing. (The control, the same
 //! fsmonitor plant without the revert creating its marker at the operator's `git status`,
@@ -73,6 +74,31 @@ fn planted_config_keys_are_reverted_and_the_agents_own_git_work_stays() {
                 .output()
                 .unwrap();
             assert!(out.status.success(), "{out:?}");
+            let lib = tmp.join("lib");
+            std::fs::create_dir_all(&lib).unwrap();
+            for args in [
+                &["init", "-q", "-b", "main", "."][..],
+                &[
+                    "-c",
+                    "user.name=l",
+                    "-c",
+                    "user.email=l@e2e.invalid",
+                    "commit",
+                    "-q",
+                    "--allow-empty",
+                    "-m",
+                    "lib",
+                ],
+            ] {
+                let out = Command::new("git")
+                    .args(args)
+                    .current_dir(&lib)
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{out:?}");
+            }
+            let worktree = tmp.join("second");
+            std::fs::create_dir(&worktree).unwrap();
             let marker = tmp.join("fsmonitor-ran");
             let monitor = tmp.join("fsmonitor.sh");
             marker_script(&monitor, &marker);
@@ -88,6 +114,10 @@ fn planted_config_keys_are_reverted_and_the_agents_own_git_work_stays() {
                      git add work.txt\n\
                      git commit -qm 'agent work'\n\
                      git push -q -u origin main\n\
+                     git worktree add -q '{worktree}' -b second\n\
+                     git -c protocol.file.allow=always submodule -q add '{lib}' lib\n\
+                     git commit -qm 'add lib'\n\
+                     git -c protocol.file.allow=always submodule -q update --init\n\
                      git config filter.evil.clean 'touch {tmp}/clean-ran; cat'\n\
                      git config alias.x '!touch {tmp}/alias-ran'\n\
                      git config core.hooksPath '{tmp}/hooks'\n\
@@ -96,14 +126,18 @@ fn planted_config_keys_are_reverted_and_the_agents_own_git_work_stays() {
                     bare = bare.display(),
                     tmp = tmp.display(),
                     monitor = monitor.display(),
+                    worktree = worktree.display(),
+                    lib = lib.display(),
                 ),
             );
             p.write_config(
                 &ConfigBuilder::new(&agent)
                     .dirty_action("auto_commit")
                     .extra(&format!(
-                        "[agent.sandbox]\nmode = \"{mode}\"\nwrite_paths = [\"{}\"]",
-                        bare.display()
+                        "[agent.sandbox]\nmode = \"{mode}\"\nwrite_paths = [\"{}\", \"{}\"]\nread_paths = [\"{}\"]",
+                        bare.display(),
+                        worktree.display(),
+                        lib.display()
                     )),
             );
             p.run(&["round"]).assert_code(0);
@@ -148,6 +182,17 @@ fn planted_config_keys_are_reverted_and_the_agents_own_git_work_stays() {
             assert_eq!(
                 config_value(&p, "branch.main.remote").as_deref(),
                 Some("origin"),
+                "{case}"
+            );
+            assert_eq!(
+                config_value(&p, "submodule.lib.url"),
+                Some(lib.display().to_string()),
+                "{case}"
+            );
+            assert!(worktree.join("README.md").is_file(), "{case}: no worktree");
+            assert!(
+                p.git(&["worktree", "list"])
+                    .contains(&worktree.display().to_string()),
                 "{case}"
             );
             let pushed = Command::new("git")
