@@ -16,8 +16,10 @@
 //! and each watched key that differs is set back with git's own writer (`git config
 //! --file`), so comments and every other key survive. Includes are settled first: a
 //! file only a reverted include named is no longer read and is left alone (it may be the
-//! agent's work in the tree). A file that is a symbolic link is never written (its target
-//! could be any file): the key is told with the error instead.
+//! agent's work in the tree). A file that is a symbolic link is never written through (its
+//! target could be any file): a link the round made or re-pointed is replaced by a copy of
+//! what it led to, which is then reverted; the operator's own link (leading where it led
+//! before the round) is left, the key told with the error.
 
 use agent_runner_protocol::limits::truncate_chars;
 use agent_runner_protocol::redact::redact;
@@ -42,8 +44,8 @@ struct Seen {
     path: PathBuf,
     /// Its bytes (through a final link), `None` when it does not exist.
     bytes: Option<Vec<u8>>,
-    /// Whether the path is a symbolic link.
-    link: bool,
+    /// Where the path leads when it is a symbolic link.
+    link: Option<PathBuf>,
     /// Its entries ([`Repo::config_text_entries`]).
     entries: Vec<(String, Option<String>)>,
 }
@@ -76,10 +78,11 @@ pub(crate) struct Reverted {
     pub error: Option<String>,
 }
 
-/// What `path` holds now: `(bytes, link)`, bytes `None` when missing. Errors: it is not a
+/// What `path` holds now: `(bytes, link)`, bytes `None` when missing, `link` where it
+/// leads when it is a symbolic link. Errors: it is not a
 /// regular file, is larger than [`MAX_CONFIG_BYTES`], or cannot be read.
-fn read(path: &Path) -> Result<(Option<Vec<u8>>, bool), String> {
-    let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+fn read(path: &Path) -> Result<(Option<Vec<u8>>, Option<PathBuf>), String> {
+    let link = std::fs::read_link(path).ok();
     let file = match open_regular(path, Symlink::Follow) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((None, link)),
@@ -93,6 +96,32 @@ fn read(path: &Path) -> Result<(Option<Vec<u8>>, bool), String> {
         return Err(format!("it is larger than {MAX_CONFIG_BYTES} bytes"));
     }
     Ok((Some(bytes), link))
+}
+
+/// Replaces the symbolic link `path` with a regular file holding `bytes` (what it led
+/// to): written beside it, created exclusively and never through a link, then renamed
+/// over it. Errors: the reason, in words.
+fn replace_link(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".agent-runner-{}", std::process::id()));
+    let copy = path.with_file_name(name);
+    let _ = std::fs::remove_file(&copy);
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&copy)
+        .and_then(|mut file| file.write_all(bytes))
+        .and_then(|()| std::fs::rename(&copy, path));
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&copy);
+        format!(
+            "the file is a symbolic link the round made, and replacing it with a copy failed: {e}"
+        )
+    })
 }
 
 /// The files `entries` of the config file `file` include: each `include.path` and
@@ -196,7 +225,7 @@ impl ConfigBefore {
                 files.push(Seen {
                     path,
                     bytes: None,
-                    link: false,
+                    link: None,
                     entries: Vec::new(),
                 });
                 continue;
@@ -282,17 +311,28 @@ pub(crate) async fn revert(repo: &Repo, before: &ConfigBefore) -> Result<Vec<Rev
                 _ => Vec::new(),
             };
             effective = now.clone();
-            for (key, values, value, row) in to_revert(then_entries, &now) {
-                let error = if link || then.is_some_and(|f| f.link) {
-                    Some(
-                        "the file is a symbolic link, which the supervisor never writes through: remove the key yourself"
-                            .to_owned(),
-                    )
-                } else {
-                    repo.config_file_set(&path, &key, &values)
+            let found = to_revert(then_entries, &now);
+            // A link is never written through (its target could be any file). One the
+            // round made or re-pointed is replaced by a copy of what it led to (the
+            // target stays as it is), which is then reverted; one that led to the same
+            // place before the round is the operator's, and left alone.
+            let unwritable = match &link {
+                Some(_) if found.is_empty() => None,
+                Some(target) if then.and_then(|f| f.link.as_ref()) == Some(target) => Some(
+                    "the file is the operator's symbolic link, which the supervisor never writes through: remove the key yourself"
+                        .to_owned(),
+                ),
+                Some(_) => replace_link(&path, bytes.as_deref().unwrap_or_default()).err(),
+                None => None,
+            };
+            for (key, values, value, row) in found {
+                let error = match &unwritable {
+                    Some(error) => Some(error.clone()),
+                    None => repo
+                        .config_file_set(&path, &key, &values)
                         .await
                         .err()
-                        .map(|e| e.detail)
+                        .map(|e| e.detail),
                 };
                 if error.is_none() {
                     effective.retain(|(k, _)| *k != key);
@@ -427,6 +467,80 @@ mod tests {
             ran,
             "the control's hook did not run: the test proves nothing"
         );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn includes_are_followed_a_new_one_reverted_and_links_never_written_through() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().canonicalize().unwrap();
+        assert!(git(&dir, &["init", "-q", "."]).status.success());
+        let git_dir = dir.join(".git");
+        // The operator's own include, present before the round.
+        std::fs::write(git_dir.join("mine.inc"), "[core]\n\tpager = less\n").unwrap();
+        git(&dir, &["config", "include.path", "mine.inc"]);
+        let repo = Repo::new(&dir, crate::runtime::attribution::OwnFiles::default());
+        let before = ConfigBefore::record(&repo, &ConfigBefore::default())
+            .await
+            .unwrap();
+        // The round: a key added to the operator's included file, a new include of the
+        // agent's, and a `config.worktree` that is a link to a file of the agent's.
+        std::fs::write(
+            git_dir.join("mine.inc"),
+            "[core]\n\tpager = less\n\tsshCommand = ./ssh\n",
+        )
+        .unwrap();
+        std::fs::write(git_dir.join("evil.inc"), "[core]\n\tfsmonitor = ./m\n").unwrap();
+        git(&dir, &["config", "--add", "include.path", "evil.inc"]);
+        let elsewhere = dir.join("elsewhere.cfg");
+        std::fs::write(&elsewhere, "[alias]\n\tx = !id\n").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, git_dir.join("config.worktree")).unwrap();
+        let mut told = revert(&repo, &before).await.unwrap();
+        told.sort_by(|a, b| a.key.cmp(&b.key));
+        let summary: Vec<(&str, &str, &str, bool)> = told
+            .iter()
+            .map(|r| {
+                (
+                    r.key.as_str(),
+                    r.file.file_name().unwrap().to_str().unwrap(),
+                    r.action,
+                    r.error.is_none(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("alias.x", "config.worktree", "removed", true),
+                ("core.sshcommand", "mine.inc", "removed", true),
+                ("include.path", "config", "restored", true),
+            ],
+            "{told:?}"
+        );
+        assert_eq!(told[0].scope, "worktree");
+        assert_eq!(told[1].scope, "local");
+        // The agent's included file is no longer read, and is left as it was.
+        let config = std::fs::read_to_string(git_dir.join("config")).unwrap();
+        assert!(
+            config.contains("mine.inc") && !config.contains("evil.inc"),
+            "{config}"
+        );
+        assert!(std::fs::read_to_string(git_dir.join("evil.inc"))
+            .unwrap()
+            .contains("fsmonitor"));
+        let mine = std::fs::read_to_string(git_dir.join("mine.inc")).unwrap();
+        assert!(
+            mine.contains("pager = less") && !mine.contains("sshCommand"),
+            "{mine}"
+        );
+        // The link the round made is a copy now, reverted; its target was not written
+        // through.
+        assert!(!std::fs::symlink_metadata(git_dir.join("config.worktree"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        let copy = std::fs::read_to_string(git_dir.join("config.worktree")).unwrap();
+        assert!(!copy.contains("!id"), "{copy}");
+        assert!(std::fs::read_to_string(&elsewhere).unwrap().contains("!id"));
     }
 
     #[test]
