@@ -218,6 +218,18 @@ fn planted_config_keys_are_reverted_and_the_agents_own_git_work_stays() {
                 "{case}: alias x stayed"
             );
             assert!(!tmp.join("alias-ran").exists(), "{case}");
+            // doctor names the watched keys set now: the operator's, kept.
+            let out = p.run(&["doctor", "--json"]);
+            let report: Value = agent_runner_e2e::serde_json::from_str(&out.stdout).unwrap();
+            let watched = agent_runner_e2e::doctor_check(&report, "watched");
+            assert_eq!(watched["ok"], true, "{case}: {watched}");
+            assert!(
+                watched["reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("kept as the operator's: core.pager"),
+                "{case}: {watched}"
+            );
             // peek tells the round's reverts.
             let out = p.run(&["peek", "--json"]);
             out.assert_code(0);

@@ -42,18 +42,29 @@ pub(crate) struct Key {
     /// The key: `section.name`, or `section.<sub>.name` for any subsection; a name `*`
     /// is any name, with or without a subsection.
     pub key: &'static str,
-    /// Only values starting with this count (`!`: a shell command); `None`: any value.
-    pub value_prefix: Option<&'static str>,
+    /// Which values count.
+    pub values: Values,
     /// What it does.
     pub effect: Effect,
     /// Why it is listed: what it runs or moves.
     pub why: &'static str,
 }
 
+/// Which values of a key count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Values {
+    /// Any value.
+    Any,
+    /// A shell command: a value starting with `!`.
+    Command,
+    /// git's boolean true (`true`, `yes`, `on`, `1`, any case; a key without a value).
+    True,
+}
+
 const fn key(key: &'static str, effect: Effect, why: &'static str) -> Key {
     Key {
         key,
-        value_prefix: None,
+        values: Values::Any,
         effect,
         why,
     }
@@ -117,12 +128,17 @@ pub(crate) const KEYS: &[Key] = &[
     key("imap.tunnel", OnCall, "the command `git imap-send` connects through"),
     Key {
         key: "submodule.<name>.update",
-        value_prefix: Some("!"),
+        values: Values::Command,
         effect: OnCall,
         why: "`!<command>`: the shell command `git submodule update` runs in the submodule (only read from the repository's config, never from `.gitmodules`)",
     },
     key("core.worktree", Moves, "moves the work tree: git's next `status`, `stash`, `clean` act on another directory"),
-    key("core.bare", Moves, "declares the repository bare: git no longer takes the directory as its work tree"),
+    Key {
+        key: "core.bare",
+        values: Values::True,
+        effect: Moves,
+        why: "`true` declares the repository bare: git no longer takes the directory as its work tree",
+    },
     key("include.path", Includes, "reads another config file, which may set any key of this list"),
     key("includeif.<condition>.path", Includes, "the same, under a condition (`gitdir:`, `onbranch:`, `hasconfig:`)"),
     key("protocol.allow", Enables, "the default transport policy: `always` opens `ext::`, whose URL is a command run on fetch and push"),
@@ -160,8 +176,13 @@ impl Key {
 
     /// Whether `value` is one this row counts.
     fn counts(&self, value: &str) -> bool {
-        self.value_prefix
-            .is_none_or(|prefix| value.trim_start().starts_with(prefix))
+        match self.values {
+            Values::Any => true,
+            Values::Command => value.trim_start().starts_with('!'),
+            Values::True => ["true", "yes", "on", "1"]
+                .iter()
+                .any(|t| value.trim().eq_ignore_ascii_case(t)),
+        }
     }
 }
 
@@ -183,7 +204,7 @@ pub(crate) fn watched<'a>(
 pub(crate) fn overridden(key: &str) -> bool {
     KEYS.iter().any(|row| {
         matches!(row.effect, Effect::Runs | Effect::Shapes)
-            && row.value_prefix.is_none()
+            && row.values == Values::Any
             && row.names(key)
     })
 }
@@ -203,6 +224,7 @@ mod tests {
             ("core.hookspath", ".husky"),
             ("core.worktree", "/home/op/.ssh"),
             ("core.bare", "true"),
+            ("core.bare", "Yes"),
             ("alias.x", "!sh -c id"),
             ("alias.st", "-c core.pager=./evil status"),
             ("filter.Evil Driver.clean", "./clean %f"),
@@ -233,6 +255,7 @@ mod tests {
             ("submodule.lib.active", "true"),
             ("submodule.lib.update", "rebase"),
             ("core.filemode", "true"),
+            ("core.bare", "false"),
             ("core.repositoryformatversion", "0"),
             ("extensions.worktreeconfig", "true"),
             ("diff.renames", "true"),

@@ -261,6 +261,24 @@ impl ConfigBefore {
     }
 }
 
+impl ConfigBefore {
+    /// The watched keys set now ([`git_config_keys::watched`]), each once, in file order:
+    /// what a round leaves alone as the operator's (`doctor` names them).
+    pub(crate) fn watched_keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = Vec::new();
+        for file in &self.files {
+            for (key, values) in by_key(&file.entries) {
+                let watched =
+                    git_config_keys::watched(key, values.iter().map(|v| text(*v))).is_some();
+                if watched && !keys.iter().any(|k| k == key) {
+                    keys.push(key.to_owned());
+                }
+            }
+        }
+        keys
+    }
+}
+
 /// Reverts every watched key the round added or changed in the repository's config
 /// (`before`: [`ConfigBefore::record`] before the round) and tells each, the failures
 /// too. Errors: git cannot tell where the repository is.
