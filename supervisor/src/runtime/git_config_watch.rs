@@ -98,6 +98,20 @@ fn read(path: &Path) -> Result<(Option<Vec<u8>>, Option<PathBuf>), String> {
     Ok((Some(bytes), link))
 }
 
+/// Removes the lock file git's writer takes beside `path` (`<path>.lock`) when one is
+/// there: after the round no git of the agent's runs (its processes were killed with it),
+/// so a lock left is stale or planted to make the revert fail.
+fn clear_lock(path: &Path) {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    let lock = path.with_file_name(name);
+    if std::fs::symlink_metadata(&lock).is_ok() {
+        if let Err(e) = std::fs::remove_file(&lock) {
+            tracing::warn!("cannot remove {}: {e}", lock.display());
+        }
+    }
+}
+
 /// Replaces the symbolic link `path` with a regular file holding `bytes` (what it led
 /// to): written beside it, created exclusively and never through a link, then renamed
 /// over it. Errors: the reason, in words.
@@ -343,6 +357,9 @@ pub(crate) async fn revert(repo: &Repo, before: &ConfigBefore) -> Result<Vec<Rev
                 Some(_) => replace_link(&path, bytes.as_deref().unwrap_or_default()).err(),
                 None => None,
             };
+            if !found.is_empty() {
+                clear_lock(&path);
+            }
             for (key, values, value, row) in found {
                 let error = match &unwritable {
                     Some(error) => Some(error.clone()),
@@ -456,6 +473,8 @@ mod tests {
         std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
         git(&dir, &["config", "user.email", "agent@example.com"]);
         git(&dir, &["config", "core.fsmonitor", hook.to_str().unwrap()]);
+        // A lock left to make git's writer refuse the revert.
+        std::fs::write(dir.join(".git/config.lock"), "").unwrap();
         let told = if revert_it {
             revert(&repo, &before).await.unwrap()
         } else {
