@@ -337,3 +337,49 @@ fn a_workflow_the_agent_committed_itself_is_told() {
         "{all}"
     );
 }
+
+#[test]
+fn a_round_whose_supervisor_was_killed_is_reverted_at_the_next_round() {
+    for mode in MODES {
+        let p = Project::new();
+        let tmp = p.tmp_dir().to_owned();
+        let second = tmp.join("second-round");
+        let agent = p.script(
+            "agent.sh",
+            &format!(
+                "#!/bin/sh\n[ -e '{second}' ] && exit 0\ngit config core.fsmonitor '{tmp}/monitor.sh'\nexec sleep 30\n",
+                second = second.display(),
+                tmp = tmp.display()
+            ),
+        );
+        p.write_config(
+            &ConfigBuilder::new(&agent)
+                .dirty_action("auto_commit")
+                .extra(&format!("[agent.sandbox]\nmode = \"{mode}\"")),
+        );
+        let running = p.spawn(&["round"]);
+        agent_runner_e2e::wait_until(
+            "the agent's plant",
+            std::time::Duration::from_secs(30),
+            || config_value(&p, "core.fsmonitor"),
+        );
+        running.signal(libc::SIGKILL);
+        running.wait(std::time::Duration::from_secs(30));
+        assert!(
+            p.events_of("git_config_reverted").is_empty(),
+            "mode {mode}: {}",
+            p.events_text()
+        );
+        std::fs::write(&second, "").unwrap();
+        p.run(&["round"]).assert_code(0);
+        let all = p.events_text();
+        let reverted = p.events_of("git_config_reverted");
+        assert_eq!(reverted.len(), 1, "mode {mode}: {all}");
+        assert_eq!(reverted[0]["key"], "core.fsmonitor", "mode {mode}");
+        assert_eq!(
+            reverted[0]["round_num"], 1,
+            "mode {mode}: the killed round's"
+        );
+        assert_eq!(config_value(&p, "core.fsmonitor"), None, "mode {mode}");
+    }
+}

@@ -23,6 +23,7 @@
 
 use agent_runner_protocol::limits::truncate_chars;
 use agent_runner_protocol::redact::redact;
+use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -39,7 +40,7 @@ const MAX_CONFIG_BYTES: u64 = 16 << 20;
 pub(crate) const SHOWN_VALUE_CHARS: usize = 80;
 
 /// One config file as it was seen.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 struct Seen {
     path: PathBuf,
     /// Its bytes (through a final link), `None` when it does not exist.
@@ -51,9 +52,23 @@ struct Seen {
 }
 
 /// The repository's config files before a round.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct ConfigBefore {
     files: Vec<Seen>,
+}
+
+/// Where the record before a round is kept while the agent runs, in the state dir (out of
+/// the agent's reach): a supervisor killed during a round finds it at its next round and
+/// reverts that round's keys then ([`Pending`]).
+pub(crate) const PENDING_FILE: &str = "git-config-before.json";
+
+/// The record of [`PENDING_FILE`]: the round and its config before.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Pending {
+    /// The round the record was taken for.
+    pub round_num: u64,
+    /// The config before it.
+    pub before: ConfigBefore,
 }
 
 /// One key a round added or changed, as reverted (or not).

@@ -524,7 +524,7 @@ impl Runner {
             .start_round(&round_ctx, &started, phase, resume.as_ref(), &head_before)
             .await?;
         let baseline = self.baseline(round_num, before);
-        let config_watched = self.record_config().await;
+        let config_watched = self.record_config(round_num).await;
         // What the checks run, as it was before any agent of this boot could change it.
         if let Some(goal) = &self.config.goal {
             self.check_files.add_new(goal);
@@ -1174,13 +1174,34 @@ impl Runner {
     /// The repository's config files before the agent runs ([`ConfigBefore::record`]);
     /// `None` outside git or when git cannot tell (nothing is then reverted: the
     /// supervisor's own git still runs none of its programs).
-    async fn record_config(&mut self) -> Option<ConfigBefore> {
+    async fn record_config(&mut self, round_num: u64) -> Option<ConfigBefore> {
         if self.git != Git::WorkTree {
             return None;
+        }
+        // A round whose supervisor was killed before it could revert: reverted now,
+        // against its own record (kept in the state dir, out of the agent's reach).
+        let pending = self
+            .config
+            .runtime
+            .state_dir
+            .join(git_config_watch::PENDING_FILE);
+        if let Ok(Some(stale)) = state::read_json::<git_config_watch::Pending>(&pending) {
+            self.revert_config(stale.round_num, Some(stale.before))
+                .await;
         }
         match ConfigBefore::record(&self.repo, &self.config_before).await {
             Ok(record) => {
                 self.config_before = record.clone();
+                let kept = git_config_watch::Pending {
+                    round_num,
+                    before: record.clone(),
+                };
+                if let Err(e) = state::write_json_atomic(&pending, &kept) {
+                    tracing::warn!(
+                        "cannot keep the repository's config before the round in {}: {e}",
+                        pending.display()
+                    );
+                }
                 Some(record)
             }
             Err(err) => {
@@ -1196,7 +1217,15 @@ impl Runner {
     async fn revert_config(&mut self, round_num: u64, before: Option<ConfigBefore>) {
         let Some(before) = before else { return };
         let told = match git_config_watch::revert(&self.repo, &before).await {
-            Ok(told) => told,
+            Ok(told) => {
+                let pending = self
+                    .config
+                    .runtime
+                    .state_dir
+                    .join(git_config_watch::PENDING_FILE);
+                let _ = std::fs::remove_file(pending);
+                told
+            }
             Err(err) => {
                 tracing::warn!(
                     "cannot check the repository's config after round {round_num}: {err}"
