@@ -11,7 +11,8 @@
 //! edits a CI workflow records `exec_surface_changed`, `peek` shows it, and `auto_commit`
 //! leaves the workflow in the tree while committing the rest, unless `[vcs]
 //! commit_exec_surface = true`. Root and the unprivileged user, the agent unconfined and
-//! under `[agent.sandbox] mode = "require"`.
+//! under `[agent.sandbox] mode = "require"`. A supervisor killed mid-round leaves its
+//! record in the state dir: the next round reverts the killed round's keys.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
