@@ -1038,11 +1038,16 @@ impl Runner {
                 egress.record(r);
             }
         }
-        for address in &exit.landlock_connects {
-            egress.record(EgressRefusal::landlock(
-                &address.ip().to_string(),
-                address.port(),
-            ));
+        // Behind the egress proxy a direct connect stays in the agent's own network
+        // namespace, where nothing is to be reached: the fix is an `allow_hosts` entry, which
+        // the proxy's refusals and the endpoint's diagnosis name, not a port.
+        if self.config.profile(phase).agent.allow_hosts.is_none() {
+            for address in &exit.landlock_connects {
+                egress.record(EgressRefusal::landlock(
+                    &address.ip().to_string(),
+                    address.port(),
+                ));
+            }
         }
         for event in egress.events(round_num) {
             self.events.emit(event);
