@@ -154,6 +154,16 @@ config_table! {
         /// registry on another port); `init --endpoint URL` writes the URL's port, and
         /// `doctor` (`agent_endpoint`) names a port the agent's endpoint needs
         connect_ports: Vec<u16> = (empty) label "list of integers 1..=65535" reload Restart;
+        /// variables of the supervisor's environment the confined agent (and a goal check)
+        /// also inherits, by exact name (`["SSH_AUTH_SOCK", "NPM_TOKEN"]`). Under `prefer`
+        /// and `require` the agent gets only an allow-list of the supervisor's environment
+        /// (`PATH`, `HOME`, locale, `TERM`, `TZ`, `USER`, proxy and CA variables, version
+        /// managers', `OTEL_*`, its CLI's provider variables) plus `[agent.env]` and what
+        /// agent-runner sets; every other name is dropped, `SSH_AUTH_SOCK` included, and
+        /// `doctor` (`agent_env`) lists them (docs/security.md, "The agent's environment").
+        /// Under `off` the agent inherits the whole environment and this key changes
+        /// nothing. A name that is empty or holds `=` or NUL is refused (exit 78)
+        pass_env: Vec<String> = (empty) label "list of variable names" reload Restart;
     }
 }
 

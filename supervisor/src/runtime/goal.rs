@@ -150,6 +150,9 @@ pub(crate) struct CheckLaunch<'a> {
     pub config: &'a Config,
     /// The agent's variables (`[agent.env]` and the round's).
     pub env: Vec<(String, String)>,
+    /// What of the supervisor's environment a check inherits: the agent's allow-list
+    /// without a CLI's provider variables; `None`: all of it (`mode = "off"`).
+    pub inherit: Option<crate::runtime::agent_environment::AllowList>,
 }
 
 /// Runs one check in its own process group under its timeout, confined like the agent
@@ -161,7 +164,7 @@ async fn run_one(
     check: &GoalCheck,
     launch: &CheckLaunch<'_>,
 ) -> std::io::Result<(CheckResult, Vec<String>)> {
-    let env = crate::runtime::agent::environment_with(&launch.env);
+    let env = crate::runtime::agent::environment_with(&launch.env, launch.inherit.as_ref());
     let path_var = env
         .iter()
         .find(|(k, _)| k.as_os_str() == "PATH")
