@@ -337,6 +337,7 @@ mod tests {
                 "agent.sandbox.write_paths",
                 "agent.sandbox.read_paths",
                 "agent.sandbox.connect_ports",
+                "agent.sandbox.pass_env",
                 "runtime.work_dir",
                 "runtime.log_dir",
                 "runtime.state_dir",
