@@ -25,6 +25,7 @@ pub mod cli;
 pub mod config;
 pub mod detectors;
 pub(crate) mod exit;
+pub(crate) mod held_dir;
 pub mod hosts;
 pub mod operator;
 #[cfg(test)]

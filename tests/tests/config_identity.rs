@@ -141,3 +141,75 @@ fn a_prompt_link_the_agent_made_is_refused_one_the_operator_had_is_followed() {
         assert!(seen.contains(KEY), "{operator:?} control: {seen}");
     }
 }
+
+/// Item 4 for the log dir (docs/security.md, "The supervisor is not the agent's deputy"):
+/// the agent moves the in-tree log dir away and puts a link to a directory of the operator's
+/// home in its place. Nothing of the supervisor's is written through it — not the status
+/// view, the round context, the next round log nor the record's month link — and the next
+/// round fails with an error naming the link (an environmental failure: retried, then exit
+/// 76). The control: a log dir the operator linked before boot is followed, its round logs
+/// landing where the link leads. As root and as the unprivileged user.
+#[test]
+fn a_log_dir_link_the_agent_made_is_refused_one_the_operator_had_is_followed() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        let p = Project::new_as(operator);
+        let target = p.home().join(".config/autostart");
+        std::fs::create_dir_all(&target).unwrap();
+        if let Some(user) = operator.user() {
+            user.own(p.home());
+        }
+        let agent = p.script(
+            "relinking-agent.sh",
+            &format!(
+                "#!/bin/sh\nmv logs logs.old && ln -s '{}' logs\n",
+                target.display()
+            ),
+        );
+        p.write_config(&ConfigBuilder::new(&agent).dirty_action("ignore"));
+        let out = p
+            .spawn(&["serve", "--max-rounds", "2"])
+            .wait(Duration::from_secs(120));
+        let all = p.events_text();
+        let what = format!("{operator:?}: {out}\n{all}");
+        let written: Vec<_> = std::fs::read_dir(&target)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(
+            written.is_empty(),
+            "{what}: written through the link: {written:?}"
+        );
+        out.assert_code(76);
+        let error = &p.events_of("round_error")[0];
+        assert!(
+            error["error"]
+                .as_str()
+                .unwrap()
+                .contains("logs is a symbolic link that was not there when the supervisor started"),
+            "{what}"
+        );
+        assert!(p.dir().join("logs.old/rounds").is_dir(), "{what}");
+
+        // The control: the operator's link, there at boot, is followed.
+        let p = Project::new_as(operator);
+        let elsewhere = p.tmp_dir().join("mnt-logs");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        let _ = std::fs::remove_dir_all(p.log_dir());
+        std::os::unix::fs::symlink(&elsewhere, p.log_dir()).unwrap();
+        if let Some(user) = operator.user() {
+            user.own(&elsewhere);
+            user.own(&p.log_dir());
+        }
+        let agent = p.script("quiet-agent.sh", "#!/bin/sh\necho done\n");
+        p.write_config(&ConfigBuilder::new(&agent).dirty_action("ignore"));
+        p.spawn(&["serve", "--max-rounds", "1"])
+            .wait(Duration::from_secs(60))
+            .assert_code(0);
+        let logs = std::fs::read_dir(elsewhere.join("rounds")).map_or(0, |d| d.count());
+        assert!(logs >= 1, "{operator:?} control: {}", p.events_text());
+        assert!(
+            elsewhere.join("status.json").exists(),
+            "{operator:?} control"
+        );
+    }
+}

@@ -601,3 +601,65 @@ fn as_root_the_brake_engages_under_pressure_is_released_and_the_nudge_comes_firs
     assert!(p.events_of("memory_high_write_failed").is_empty());
     p.assert_events_whole();
 }
+
+/// A goal check that allocates `$CHECK_MB` MiB, then prints the cgroup it ran in.
+const CHECK: &str = r#"import os
+block = b"x" * (int(os.environ["CHECK_MB"]) << 20)
+print(open("/proc/self/cgroup").read().strip().splitlines()[-1])
+"#;
+
+/// Issue 36, item 3: goal checks run in a cgroup with the round's memory bounds, as the
+/// agent does: a check allocating 256 MiB past `round_max_mb = 32` is OOM-killed and told
+/// (`goal_check.oom_killed`); the control, the same check at 8 MiB, is satisfied and ran
+/// in a round cgroup below the delegated one.
+fn goal_checks_get_the_rounds_memory_bounds(operator: Operator) {
+    let p = project(operator);
+    let cg = TestCgroup::new(operator.user());
+    let check = p.script("check/alloc.py", CHECK);
+    let agent = p.tmp_dir().join("agent/mem-agent.py");
+    let mode = match operator {
+        Operator::Root => "round_cgroup = \"on\"\n",
+        Operator::Unprivileged => "",
+    };
+    for (mb, satisfied) in [(256, false), (8, true)] {
+        let config = agent_runner_e2e::ConfigBuilder::new(&agent)
+            .dirty_action("ignore")
+            .agent_env("ALLOC_MB", "1")
+            .agent_env("ROUND_CG_PARENT", "")
+            .agent_env("CHECK_MB", &mb.to_string())
+            .extra(&format!(
+                "[monitor.host_health.memory]\n{mode}round_max_mb = 32\n"
+            ))
+            .render()
+            .replace(
+                "file = \"./prompts/main.md\"",
+                "files = [\"./prompts/main.md\", \"./logs/lessons.md\"]",
+            );
+        p.write_config_text(&format!(
+            "{config}\n[goal]\nledger = \"./logs/lessons.md\"\n\n[[goal.checks]]\n\
+             name = \"alloc\"\ncmd = [\"python3\", \"{}\"]\ntimeout_s = 30\n",
+            check.display()
+        ));
+        run_in(&p, Some(&cg), &["round"]).assert_code(0);
+        let ran = p.events_of("goal_check").last().cloned().unwrap();
+        assert_eq!(ran["satisfied"], satisfied, "{mb} MiB: {ran}");
+        assert_eq!(
+            ran.get("oom_killed").is_some(),
+            !satisfied,
+            "{mb} MiB: {ran}"
+        );
+    }
+    let value = p.events_of("goal_check").last().cloned().unwrap();
+    assert!(value.get("oom_killed").is_none(), "{value}");
+    assert_eq!(cg.rounds(), Vec::<String>::new());
+}
+
+#[test]
+fn as_root_goal_checks_get_the_rounds_memory_bounds() {
+    goal_checks_get_the_rounds_memory_bounds(Operator::Root);
+}
+
+#[test]
+fn as_a_user_goal_checks_get_the_rounds_memory_bounds() {
+    goal_checks_get_the_rounds_memory_bounds(Operator::Unprivileged);
+}

@@ -156,3 +156,46 @@ fn a_stash_killed_by_the_git_timeout_leaves_no_lock_and_says_what_to_do() {
     // The agent's own git works on.
     p.git(&["add", "README.md"]);
 }
+
+/// Issue 38, "nothing half-done": a `git stash push` that runs out of `git_timeout_s`
+/// *after* storing its stash (here: its `reset --hard` re-checks out a tracked file through
+/// the operator's slow smudge filter) is let finish instead of being killed half-way: the
+/// round's change is in the stash, the tree is as `HEAD` has it, `orphan_stashed` is
+/// recorded. Under the old rule the kill left `orphan_stash_failed` and the tree half
+/// cleaned. As root and as the unprivileged user.
+#[test]
+fn a_stash_that_stored_its_stash_is_let_finish_past_the_timeout() {
+    use agent_runner_e2e::Operator;
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        let p = Project::new_as(operator);
+        std::fs::write(
+            p.home().join(".gitconfig"),
+            "[filter \"slow\"]\n\tclean = cat\n\tsmudge = \"sleep 4; cat\"\n",
+        )
+        .unwrap();
+        p.write(".gitattributes", "*.slow filter=slow\n");
+        p.write("asset.slow", "original\n");
+        p.git(&["add", ".gitattributes", "asset.slow"]);
+        p.git(&["commit", "-qm", "asset"]);
+        let agent = p.script(
+            "agent.sh",
+            "#!/bin/sh\necho changed > asset.slow\necho new > new.txt\n",
+        );
+        let text = ConfigBuilder::new(&agent).render();
+        p.write_config_text(&text.replace("[vcs]\n", "[vcs]\ngit_timeout_s = 3\n"));
+        p.run(&["round"]).assert_code(0);
+        let all = format!("{operator:?}: {}", p.events_text());
+        assert!(p.events_of("orphan_stash_failed").is_empty(), "{all}");
+        let stashed = p.events_of("orphan_stashed");
+        assert_eq!(stashed.len(), 1, "{all}");
+        assert_eq!(
+            std::fs::read_to_string(p.dir().join("asset.slow")).unwrap(),
+            "original\n",
+            "{all}"
+        );
+        assert!(!p.dir().join("new.txt").exists(), "{all}");
+        let sha = stashed[0]["ref"].as_str().unwrap();
+        assert_eq!(p.git(&["show", &format!("{sha}:asset.slow")]), "changed\n");
+        assert_eq!(p.git(&["show", &format!("{sha}^3:new.txt")]), "new\n");
+    }
+}

@@ -348,6 +348,9 @@ pub(crate) struct Repo {
     place: Arc<OnceLock<Place>>,
     /// The last listing of its config; shared by the clones.
     listed: Arc<Mutex<Option<Listed>>>,
+    /// A file whose change, while a command runs, means the command is past its point of
+    /// no return ([`Repo::finishing_when`]).
+    committed_by: Option<PathBuf>,
 }
 
 impl Repo {
@@ -361,6 +364,20 @@ impl Repo {
             stop: None,
             place: Arc::default(),
             listed: Arc::default(),
+            committed_by: None,
+        }
+    }
+
+    /// The same repository, whose commands, when their timeout runs out after `file`
+    /// changed (its size or modification time), are given one more timeout to finish
+    /// before being killed: past that change git has done what cannot be taken back (a
+    /// `git stash push` that stored its stash, appending to `logs/refs/stash`, goes on to
+    /// clean the tree), and killing it then would leave the work half in the stash, half
+    /// in the tree (docs/operations.md, "Large trees").
+    fn finishing_when(&self, file: PathBuf) -> Repo {
+        Repo {
+            committed_by: Some(file),
+            ..self.clone()
         }
     }
 
@@ -611,6 +628,7 @@ impl Repo {
             }
         };
         let run = async { tokio::join!(child.wait_with_output(), write_stdin).0 };
+        tokio::pin!(run);
         let mut stop = self.stop.clone();
         let level = stop.as_ref().map(|s| *s.borrow());
         let stopped = async {
@@ -623,18 +641,39 @@ impl Repo {
                 _ => std::future::pending::<()>().await,
             }
         };
-        let out = tokio::select! {
-            out = run => out.map_err(|e| failed(e.to_string()))?,
-            _ = tokio::time::sleep(self.timeout) => {
-                kill_group(group);
-                return Err(failed(format!(
-                    "timed out after {} s ([vcs] git_timeout_s) and was killed with its process group; it runs without a terminal, so a prompt (a signing passphrase, credentials) cannot be answered",
-                    self.timeout.as_secs()
-                )));
-            }
-            _ = stopped => {
-                kill_group(group);
-                return Err(failed("killed with its process group by a stop request".into()));
+        tokio::pin!(stopped);
+        let mark = |file: &Path| {
+            std::fs::metadata(file)
+                .ok()
+                .map(|m| (m.len(), m.modified().ok()))
+        };
+        let committed_before = self.committed_by.as_deref().map(mark);
+        let mut extended = false;
+        let out = loop {
+            tokio::select! {
+                out = &mut run => break out.map_err(|e| failed(e.to_string()))?,
+                _ = tokio::time::sleep(self.timeout) => {
+                    let past_no_return = !extended
+                        && self.committed_by.as_deref().map(mark) != committed_before;
+                    if past_no_return {
+                        tracing::warn!(
+                            "git {joined} ran out of git_timeout_s ({} s) after doing what cannot be taken back; it gets {} s more to finish",
+                            self.timeout.as_secs(),
+                            self.timeout.as_secs()
+                        );
+                        extended = true;
+                        continue;
+                    }
+                    kill_group(group);
+                    return Err(failed(format!(
+                        "timed out after {} s ([vcs] git_timeout_s) and was killed with its process group; it runs without a terminal, so a prompt (a signing passphrase, credentials) cannot be answered",
+                        self.timeout.as_secs()
+                    )));
+                }
+                _ = &mut stopped => {
+                    kill_group(group);
+                    return Err(failed("killed with its process group by a stop request".into()));
+                }
             }
         };
         if out.status.success() {
@@ -852,7 +891,13 @@ impl Repo {
         if scope.is_some() {
             args.extend(["--pathspec-from-file=-", "--pathspec-file-nul"]);
         }
-        let result = self.run_input(&args, &[], scope.as_deref()).await;
+        // Once git stored the stash (appending to its reflog), it is let finish cleaning
+        // the tree rather than killed half-way.
+        let reflog = self.place().await?.common_dir.join("logs/refs/stash");
+        let result = self
+            .finishing_when(reflog)
+            .run_input(&args, &[], scope.as_deref())
+            .await;
         let after = self.stash_head().await;
         match (after.filter(|a| Some(a) != before.as_ref()), result) {
             (Some(sha), Ok(_)) => Ok(Some(sha)),

@@ -34,6 +34,7 @@ use crate::config::{Config, GoalCheck, GoalConfig, CHECK_KILL_GRACE};
 use crate::record::events::read::Backwards;
 use crate::record::events::{Event, EventLog};
 use crate::runtime::agent_sandbox::AgentSandboxGate;
+use crate::runtime::round_cgroup::RoundCgroup;
 
 /// Bytes of a check's stdout kept (its end): enough for the last number of a report.
 const OUTPUT_TAIL: usize = 64 * 1024;
@@ -97,6 +98,7 @@ pub(crate) async fn run_checks(
                 skipped: true,
                 error: None,
                 denied: Vec::new(),
+                oom_killed: false,
                 round_num,
             });
             continue;
@@ -109,8 +111,8 @@ pub(crate) async fn run_checks(
                 round_num,
             });
         }
-        let (mut result, error, denied) = match run_one(check, launch).await {
-            Ok((result, denied)) => (result, None, denied),
+        let (mut result, error, denied, oom_killed) = match run_one(check, launch).await {
+            Ok(ran) => (ran.result, None, ran.denied, ran.oom_killed),
             Err(e) => (
                 CheckResult {
                     name: check.name.clone(),
@@ -123,6 +125,7 @@ pub(crate) async fn run_checks(
                     200,
                 )),
                 Vec::new(),
+                false,
             ),
         };
         result.satisfied &= tampered.is_empty();
@@ -134,6 +137,7 @@ pub(crate) async fn run_checks(
             skipped: false,
             error,
             denied,
+            oom_killed,
             round_num,
         });
         results.push(result);
@@ -141,8 +145,9 @@ pub(crate) async fn run_checks(
     Checked { results }
 }
 
-/// How a round's checks are launched: the agent's sandbox gate, the config, and the
-/// variables the agent gets on top of the supervisor's environment.
+/// How a round's checks are launched: the agent's sandbox gate, the config, the variables
+/// the agent gets on top of the supervisor's environment, and the cgroup with the round's
+/// memory bounds.
 pub(crate) struct CheckLaunch<'a> {
     /// The agent's sandbox gate: a check is confined where the agent is.
     pub gate: &'a AgentSandboxGate,
@@ -153,17 +158,26 @@ pub(crate) struct CheckLaunch<'a> {
     /// What of the supervisor's environment a check inherits: the agent's allow-list
     /// without a CLI's provider variables; `None`: all of it (`mode = "off"`).
     pub inherit: Option<crate::runtime::agent_environment::AllowList>,
+    /// The cgroup the checks join, with the round's `round_high_mb` / `round_max_mb`
+    /// (a child of the delegated cgroup, as the agent's; `None`: the supervisor's own).
+    pub cgroup: Option<&'a RoundCgroup>,
 }
 
-/// Runs one check in its own process group under its timeout, confined like the agent
-/// where the agent sandbox is on; also returns the system calls its sandbox refused.
+/// How one check ran.
+struct Ran {
+    result: CheckResult,
+    /// The system calls its sandbox refused, by name.
+    denied: Vec<String>,
+    /// The kernel's OOM killer killed in the checks' cgroup while it ran.
+    oom_killed: bool,
+}
+
+/// Runs one check in its own process group under its timeout, in the round's cgroup and
+/// confined like the agent where the agent sandbox is on.
 ///
 /// Errors: it could not be started (not found, not executable, `cwd` missing, its
 /// confinement could not be prepared).
-async fn run_one(
-    check: &GoalCheck,
-    launch: &CheckLaunch<'_>,
-) -> std::io::Result<(CheckResult, Vec<String>)> {
+async fn run_one(check: &GoalCheck, launch: &CheckLaunch<'_>) -> std::io::Result<Ran> {
     let env = crate::runtime::agent::environment_with(&launch.env, launch.inherit.as_ref());
     let path_var = env
         .iter()
@@ -180,6 +194,10 @@ async fn run_one(
         env.push(("TMPDIR".into(), c.tmp_dir().into()));
     }
     let mut program = Program::new(&check.name, path, &check.cmd, &env)?;
+    if let Some(procs) = launch.cgroup.and_then(RoundCgroup::procs_for_one_more) {
+        program.join_cgroup(procs);
+    }
+    let oom_before = launch.cgroup.map_or(0, RoundCgroup::oom_kills);
     let guard = program.group_guard()?;
     if let Some(c) = &confinement {
         let fds = c.fill_plan(program.plan_mut());
@@ -251,15 +269,16 @@ async fn run_one(
             denied.push(d.name.to_owned());
         }
     }
-    Ok((
-        CheckResult {
+    Ok(Ran {
+        result: CheckResult {
             name: check.name.clone(),
             satisfied,
             value: last_number(&String::from_utf8_lossy(&tail)),
             timed_out,
         },
         denied,
-    ))
+        oom_killed: launch.cgroup.map_or(0, RoundCgroup::oom_kills) > oom_before,
+    })
 }
 
 /// The files of each check that no round may change: its command file (as found on

@@ -7,12 +7,15 @@
 //! `<state_dir>/agent-runner.lock` ([`crate::record::state`]) and the round counter is
 //! `<state_dir>/state.json`; nothing of ours reads these files back to decide anything.
 //! Writing one can fail (a read-only `log_dir`): that is logged and the supervisor goes on.
+//! Each is written through the log dir as it resolved at boot ([`HeldDir`]): a link the
+//! agent planted at the log dir or above it is refused, never written through.
 
+use crate::held_dir::HeldDir;
 use crate::record::events::timestamp;
 use crate::record::state::{create_exclusive, write_json_atomic};
 use serde::Serialize;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::SystemTime;
 
 /// `<log_dir>/status.json`: written after each round ends.
@@ -25,12 +28,15 @@ pub(crate) const HOLDER_FILE: &str = "agent-runner.lock.holder";
 /// A view file that is removed when dropped (the process ended its role).
 #[derive(Debug)]
 pub(crate) struct ViewFile {
-    path: PathBuf,
+    dir: HeldDir,
+    name: &'static str,
 }
 
 impl Drop for ViewFile {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        if let Ok(open) = self.dir.open() {
+            let _ = std::fs::remove_file(open.at().join(self.name));
+        }
     }
 }
 
@@ -45,7 +51,7 @@ struct Holder {
 
 /// Writes `agent-runner.lock.holder` for this process (the caller holds the lock); the
 /// file goes when the returned guard drops. `None` (logged) when it cannot be written.
-pub(crate) fn hold(log_dir: &Path) -> Option<ViewFile> {
+pub(crate) fn hold(log_dir: &HeldDir) -> Option<ViewFile> {
     let cmdline: String = std::env::args().collect::<Vec<_>>().join(" ");
     let holder = Holder {
         pid: std::process::id(),
@@ -60,7 +66,7 @@ pub(crate) fn hold(log_dir: &Path) -> Option<ViewFile> {
 /// Writes `serve.pid` for this process, created anew (a link left at its name, by an
 /// agent of an earlier run where the log dir lies in the tree, is removed, never written
 /// through: [`create_exclusive`]); the file goes when the returned guard drops.
-pub(crate) fn serve_pid(log_dir: &Path) -> Option<ViewFile> {
+pub(crate) fn serve_pid(log_dir: &HeldDir) -> Option<ViewFile> {
     guarded(log_dir, SERVE_PID_FILE, |path| {
         create_exclusive(path)?.write_all(format!("{}\n", std::process::id()).as_bytes())
     })
@@ -68,25 +74,29 @@ pub(crate) fn serve_pid(log_dir: &Path) -> Option<ViewFile> {
 
 /// [`write_view`], and a guard that removes the file when it drops.
 fn guarded(
-    log_dir: &Path,
-    name: &str,
+    log_dir: &HeldDir,
+    name: &'static str,
     write: impl FnOnce(&Path) -> std::io::Result<()>,
 ) -> Option<ViewFile> {
-    write_view(log_dir, name, write).map(|path| ViewFile { path })
+    write_view(log_dir, name, write).then(|| ViewFile {
+        dir: log_dir.clone(),
+        name,
+    })
 }
 
-/// Writes `<log_dir>/<name>` with `write`; its path, or `None` (logged) on failure.
+/// Writes `<log_dir>/<name>` with `write` (given the path inside the held directory);
+/// whether it was written (a failure is logged).
 fn write_view(
-    log_dir: &Path,
+    log_dir: &HeldDir,
     name: &str,
     write: impl FnOnce(&Path) -> std::io::Result<()>,
-) -> Option<PathBuf> {
-    let path = log_dir.join(name);
-    match std::fs::create_dir_all(log_dir).and_then(|()| write(&path)) {
-        Ok(()) => Some(path),
+) -> bool {
+    match log_dir.open().and_then(|dir| write(&dir.at().join(name))) {
+        Ok(()) => true,
         Err(e) => {
+            let path = log_dir.shown().join(name);
             tracing::warn!("cannot write {} (a view for scripts): {e}", path.display());
-            None
+            false
         }
     }
 }
@@ -116,7 +126,7 @@ pub(crate) struct StatusView {
 
 /// Writes `status.json` after round `round_num` ended.
 pub(crate) fn write_status(
-    log_dir: &Path,
+    log_dir: &HeldDir,
     round_num: u64,
     exit_code: Option<i32>,
     duration_s: f64,
@@ -144,8 +154,9 @@ mod tests {
     fn views_are_written_and_the_guarded_ones_removed() {
         let dir = tempfile::tempdir().unwrap();
         let log_dir = dir.path().join("logs");
-        let holder = hold(&log_dir).expect("holder written");
-        let pid = serve_pid(&log_dir).expect("pid written");
+        let held = HeldDir::resolve(&log_dir);
+        let holder = hold(&held).expect("holder written");
+        let pid = serve_pid(&held).expect("pid written");
         let text = std::fs::read_to_string(log_dir.join(HOLDER_FILE)).unwrap();
         let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(doc["pid"], std::process::id());
@@ -153,7 +164,7 @@ mod tests {
             std::fs::read_to_string(log_dir.join(SERVE_PID_FILE)).unwrap(),
             format!("{}\n", std::process::id())
         );
-        write_status(&log_dir, 3, None, 1.5, Some("build"));
+        write_status(&held, 3, None, 1.5, Some("build"));
         let status: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(log_dir.join(STATUS_FILE)).unwrap())
                 .unwrap();
@@ -164,5 +175,22 @@ mod tests {
         assert!(!log_dir.join(HOLDER_FILE).exists());
         assert!(!log_dir.join(SERVE_PID_FILE).exists());
         assert!(log_dir.join(STATUS_FILE).exists());
+    }
+
+    #[test]
+    fn a_log_dir_replaced_by_a_link_is_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let (log_dir, home) = (dir.path().join("logs"), dir.path().join("home"));
+        std::fs::create_dir_all(&home).unwrap();
+        let held = HeldDir::resolve(&log_dir);
+        write_status(&held, 1, Some(0), 1.0, None);
+        std::fs::rename(&log_dir, dir.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink(&home, &log_dir).unwrap();
+        write_status(&held, 2, Some(0), 1.0, None);
+        assert!(hold(&held).is_none());
+        assert_eq!(std::fs::read_dir(&home).unwrap().count(), 0);
+        // Control: by its path, the log dir now leads into `home`.
+        std::fs::write(log_dir.join(STATUS_FILE), "{}").unwrap();
+        assert!(home.join(STATUS_FILE).exists());
     }
 }

@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::config::{Config, ContextInjection, PromptDelivery};
+use crate::held_dir::HeldDir;
 use crate::hosts::HostManager;
 use crate::record::events::{timestamp, Event, EventLog, RoundEnd, RoundOutcome};
 use crate::record::retention;
@@ -240,6 +241,8 @@ pub(crate) struct Runner {
     pub agent_ran: Option<AgentRan>,
     /// Where the prompt files resolved at boot and at each applied reload.
     prompt_links: crate::tree_file::KnownLinks,
+    /// The log dir as it resolved at boot (the same for the whole run: a reload keeps it).
+    log_dir: HeldDir,
     /// The operator's record.
     pub events: EventLog,
     /// Third-party hosts.
@@ -295,7 +298,9 @@ impl Runner {
     ) -> Self {
         let repo = repo_for(&config, &hosts, tree);
         let prompt_links = crate::tree_file::KnownLinks::of(&prompt_files(&config));
+        let log_dir = HeldDir::resolve(&config.runtime.log_dir);
         Runner {
+            log_dir,
             config,
             events,
             hosts,
@@ -309,6 +314,12 @@ impl Runner {
             agent_sandbox,
             check_files: crate::runtime::goal::Fingerprints::default(),
         }
+    }
+
+    /// The log dir as it resolved at boot: views, round logs and the agent's sentinel are
+    /// reached through it ([`HeldDir`]).
+    pub(crate) fn log_dir(&self) -> &HeldDir {
+        &self.log_dir
     }
 
     /// Later rounds resume their phase's agent session where the CLI can (`serve`:
@@ -526,10 +537,12 @@ impl Runner {
         }
         let exit = exit?;
         let duration_s = (exit.duration.as_secs_f64() * 1000.0).round() / 1000.0;
-        // Before the dirty tree is handled, so a check sees the round's edits.
+        // Before the dirty tree is handled, so a check sees the round's edits; in a cgroup
+        // with the round's memory bounds, as the agent was.
         let goal = match &self.config.goal {
-            Some(goal) => Some(
-                crate::runtime::goal::run_checks(
+            Some(goal) => {
+                let cgroup = self.round_cgroup(round_num);
+                let checked = crate::runtime::goal::run_checks(
                     goal,
                     self.config.runtime.dry_run,
                     round_num,
@@ -539,11 +552,16 @@ impl Runner {
                         config: &self.config,
                         env: self.agent_env(round_num, phase),
                         inherit: AllowList::of(&self.config, None),
+                        cgroup: cgroup.as_ref(),
                     },
                     &self.check_files,
                 )
-                .await,
-            ),
+                .await;
+                if let Some(cgroup) = cgroup {
+                    cgroup.finish().await;
+                }
+                Some(checked)
+            }
             None => None,
         };
         if let Some(changed) = self.repo.changed() {
@@ -579,7 +597,7 @@ impl Runner {
             &log_path,
         );
         crate::runtime::log_views::write_status(
-            &self.config.runtime.log_dir,
+            &self.log_dir,
             round_num,
             exit.exit_code,
             duration_s,
@@ -791,8 +809,7 @@ impl Runner {
             dir: state_dir.clone(),
             source,
         })?;
-        let log_dir = &self.config.runtime.log_dir;
-        if let Err(e) = round_context::write(log_dir, round_ctx) {
+        if let Err(e) = round_context::write(&self.log_dir, round_ctx) {
             tracing::warn!("cannot write the round context: {e}");
         }
         if let Some(goal) = &self.config.goal {
@@ -831,28 +848,27 @@ impl Runner {
             .chars()
             .filter(|c| *c != '-' && *c != ':')
             .collect();
-        let rounds_dir = self.config.runtime.log_dir.join("rounds");
-        let log_path = rounds_dir.join(format!("R{round_num}-{stamp}.log"));
-        std::fs::create_dir_all(&rounds_dir).map_err(|source| RoundError::CreateRoundsDir {
-            dir: rounds_dir.clone(),
-            source,
-        })?;
-        // The log dir may lie in the agent's reach: a link at `rounds` (the log dir itself
-        // is the operator's to link) or at the new log's name is refused, never followed.
-        if std::fs::symlink_metadata(&rounds_dir).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(RoundError::CreateRoundsDir {
+        // Through the log dir as it resolved at boot: a link the agent planted at the log
+        // dir, above it, at `rounds` or at the new log's name is refused, never followed.
+        let rounds = self
+            .log_dir
+            .child("rounds")
+            .expect("`rounds` is one path component");
+        let rounds_dir = rounds.shown().to_owned();
+        let open = rounds
+            .open()
+            .map_err(|source| RoundError::CreateRoundsDir {
                 dir: rounds_dir.clone(),
-                source: std::io::Error::other(
-                    "it is a symbolic link (refused: round logs are never written through one)",
-                ),
-            });
-        }
-        self.prune_round_logs(&rounds_dir);
+                source,
+            })?;
+        self.prune_round_logs(&rounds_dir, &open.at());
+        let name = format!("R{round_num}-{stamp}.log");
+        let log_path = rounds_dir.join(&name);
         let log = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .custom_flags(libc::O_NOFOLLOW)
-            .open(&log_path)
+            .open(open.at().join(&name))
             .map_err(|source| RoundError::CreateLog {
                 path: log_path.clone(),
                 source,
@@ -1331,8 +1347,10 @@ impl Runner {
     }
 
     /// Applies `round_log_retention` and `round_log_retention_bytes` before a new round
-    /// log is created, keeping room for it (one log fewer; its cap of bytes fewer).
-    fn prune_round_logs(&self, rounds_dir: &std::path::Path) {
+    /// log is created, keeping room for it (one log fewer; its cap of bytes fewer), to the
+    /// round logs of `rounds_dir` (so named in events), reached by `at` (the open
+    /// directory: [`crate::held_dir::OpenDir::at`]).
+    fn prune_round_logs(&self, rounds_dir: &Path, at: &Path) {
         let rt = &self.config.runtime;
         let keep = rt.round_log_retention;
         let keep_bytes = (rt.round_log_retention_bytes > 0).then(|| {
@@ -1342,7 +1360,7 @@ impl Runner {
         if keep == 0 && keep_bytes.is_none() {
             return;
         }
-        match retention::prune(rounds_dir, (keep > 0).then(|| keep - 1), keep_bytes) {
+        match retention::prune(at, (keep > 0).then(|| keep - 1), keep_bytes) {
             Ok(deleted) if deleted.is_empty() => {}
             Ok(deleted) => self.events.emit(Event::RoundLogsPruned {
                 directory: rounds_dir.to_owned(),

@@ -220,6 +220,21 @@ impl RoundCgroup {
         self.procs.take()
     }
 
+    /// A second descriptor of its `cgroup.procs`, for one more process to join it (each
+    /// goal check of the round); `None` once taken or when it cannot be duplicated.
+    pub(crate) fn procs_for_one_more(&self) -> Option<OwnedFd> {
+        self.procs.as_ref()?.try_clone().ok()
+    }
+
+    /// OOM kills inside the cgroup so far.
+    pub(crate) fn oom_kills(&self) -> u64 {
+        let file = match self.layout {
+            Layout::V2 => "memory.events",
+            Layout::V1 => "memory.oom_control",
+        };
+        fs::read_to_string(self.dir.join(file)).map_or(0, |t| counter(&t, "oom_kill"))
+    }
+
     /// Reads what the round used, then removes the cgroup (its processes are gone: the
     /// agent's end reaps them all, docs/design-notes.md). A cgroup that cannot be removed
     /// is logged and left for the next round's sweep.
@@ -229,16 +244,12 @@ impl RoundCgroup {
             Layout::V2 => "memory.peak",
             Layout::V1 => "memory.max_usage_in_bytes",
         };
-        let oom_file = match self.layout {
-            Layout::V2 => "memory.events",
-            Layout::V1 => "memory.oom_control",
-        };
         let usage = Usage {
             dir: self.dir.clone(),
             layout: self.layout,
             limits: self.limits,
             peak_bytes: read(peak_file).and_then(|t| t.trim().parse().ok()),
-            oom_kills: read(oom_file).map_or(0, |t| counter(&t, "oom_kill")),
+            oom_kills: self.oom_kills(),
         };
         for _ in 0..REMOVE_TRIES {
             match fs::remove_dir(&self.dir) {

@@ -7,8 +7,9 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use crate::held_dir::HeldDir;
 use crate::record::state::{
     read_json, read_round_state, write_json_replace, OrphanState, PreviousRound, ORPHAN_FILE,
 };
@@ -125,13 +126,13 @@ pub(crate) fn prepended(ctx: &RoundContext) -> serde_json::Result<String> {
     Ok(text)
 }
 
-/// Writes `ctx` to `<log_dir>/round-context.json` atomically; returns its path.
+/// Writes `ctx` to `<log_dir>/round-context.json` atomically, through the log dir as it
+/// resolved at boot ([`HeldDir`]).
 ///
-/// Errors: the file cannot be written.
-pub(crate) fn write(log_dir: &Path, ctx: &RoundContext) -> std::io::Result<PathBuf> {
-    let path = log_dir.join(CONTEXT_FILE);
-    write_json_replace(&path, ctx)?;
-    Ok(path)
+/// Errors: the file cannot be written, or the log dir not reached without following a
+/// link planted since boot.
+pub(crate) fn write(log_dir: &HeldDir, ctx: &RoundContext) -> std::io::Result<()> {
+    write_json_replace(&log_dir.open()?.at().join(CONTEXT_FILE), ctx)
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 
 use crate::config::{self, ConfigError};
+use crate::held_dir::HeldDir;
 use crate::hosts::sandbox::{SandboxGate, SandboxRefused};
 use crate::hosts::HostManager;
 use crate::record::events::{Event, EventLog};
@@ -291,7 +292,7 @@ pub(crate) async fn boot(config_path: &Path, job: bool) -> Result<Booted, BootEr
                 .map(|()| held)
         })
         .map_err(|e| unusable_at_boot(&events, e.into()))?;
-    let holder = log_views::hold(&config.runtime.log_dir);
+    let holder = log_views::hold(&HeldDir::resolve(&config.runtime.log_dir));
     crate::record::state::prepare(&config, &events);
     let hosts = HostManager::boot(
         &config,
@@ -354,9 +355,12 @@ fn without_git(config: &config::Config) -> Result<(), BootError> {
 }
 
 /// The first 200 characters of the stop file (lossy UTF-8), read without blocking and only
-/// from a regular file; empty otherwise (`stop_file_detected.content`).
+/// from a regular file; empty otherwise (`stop_file_detected.content`). A stop file that is
+/// a symbolic link still stops `serve` but is never read through: an agent that can write
+/// where the stop file goes would otherwise copy the file of its choice (a key) into the
+/// record (docs/security.md, "The supervisor is not the agent's deputy").
 fn stop_file_content(file: &std::path::Path) -> String {
-    crate::tree_file::head_chars(file, crate::tree_file::Symlink::Follow, 200)
+    crate::tree_file::head_chars(file, crate::tree_file::Symlink::Refuse, 200)
 }
 
 /// How `serve` was asked to run.
@@ -527,13 +531,13 @@ impl Serving<'_> {
     /// `serve_stopping` with `agent_done_stale`) when it cannot: it would end this run
     /// before its first round.
     fn clear_agent_done(&mut self) -> bool {
-        let log_dir = &self.runner.config.runtime.log_dir;
+        let log_dir = self.runner.log_dir();
         let Err(e) = agent_done::clear_stale(log_dir) else {
             return true;
         };
         let message = format!(
             "cannot remove the stale {}/{}: {e}; remove it, then start serve again",
-            log_dir.display(),
+            log_dir.shown().display(),
             agent_done::SENTINEL
         );
         self.stopping("agent_done_stale", None, &message);
@@ -643,7 +647,7 @@ impl Serving<'_> {
     fn must_end(&mut self) -> bool {
         let runner = &*self.runner;
         let completed = self.completed;
-        if let Some(reason) = agent_done::reason(&runner.config.runtime.log_dir) {
+        if let Some(reason) = agent_done::reason(runner.log_dir()) {
             runner.events.emit(Event::AgentSelfTerminated {
                 reason: reason.clone(),
                 rounds_completed: completed,

@@ -275,6 +275,10 @@ pub(crate) enum Event {
         /// when none).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         denied: Vec<String>,
+        /// The kernel's OOM killer killed a process of the check in the round's cgroup
+        /// (`round_max_mb`; ours; absent when not).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        oom_killed: bool,
         /// The round it ran after.
         round_num: u64,
     },

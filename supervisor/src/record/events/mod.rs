@@ -10,6 +10,8 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use crate::held_dir::HeldDir;
+
 mod event;
 pub(crate) mod read;
 pub(crate) mod recent;
@@ -22,8 +24,9 @@ pub(crate) use event::{DiskGrowth, Event, GraceChild, RoundEnd, RoundOutcome, BU
 pub struct EventLog {
     dir: PathBuf,
     /// Where each month file also shows, as a symbolic link (`log_dir` when the record
-    /// lives in a state dir apart from it; docs/operations.md, "State dir").
-    links: Option<PathBuf>,
+    /// lives in a state dir apart from it; docs/operations.md, "State dir"), as it resolved
+    /// at boot.
+    links: Option<HeldDir>,
 }
 
 /// A UTC timestamp with milliseconds, `YYYY-MM-DDTHH:MM:SS.mmmZ`.
@@ -55,7 +58,7 @@ impl EventLog {
     /// whatever else sits at a link's name is left alone.
     pub(crate) fn linked_in(mut self, log_dir: &Path) -> Self {
         if log_dir != self.dir {
-            self.links = Some(log_dir.to_owned());
+            self.links = Some(HeldDir::resolve(log_dir));
         }
         self
     }
@@ -123,14 +126,16 @@ impl EventLog {
         let Some(name) = target.file_name() else {
             return;
         };
-        let link = links.join(name);
-        if std::fs::symlink_metadata(&link).is_ok() {
-            return;
-        }
-        let made = std::fs::create_dir_all(links)
-            .and_then(|()| std::os::unix::fs::symlink(&target, &link));
+        let made = links.open().and_then(|dir| {
+            let link = dir.at().join(name);
+            if std::fs::symlink_metadata(&link).is_ok() {
+                return Ok(());
+            }
+            std::os::unix::fs::symlink(&target, &link)
+        });
         if let Err(err) = made {
             if err.kind() != io::ErrorKind::AlreadyExists {
+                let link = links.shown().join(name);
                 tracing::warn!("cannot link {} to the record: {err}", link.display());
             }
         }
@@ -270,10 +275,10 @@ mod tests {
              r#""event":"rate_ceiling_resumed","paused_for_s":1200.6,"reason":"elapsed""#),
             (Event::GoalReached { round_num: 4, checks: vec![s("tests")], rounds_completed: 4 },
              r#""event":"goal_reached","round_num":4,"checks":["tests"],"rounds_completed":4"#),
-            (Event::GoalCheck { name: s("tests"), satisfied: false, value: Some(12.0), timed_out: false, skipped: false, error: None, denied: vec![], round_num: 3 },
+            (Event::GoalCheck { name: s("tests"), satisfied: false, value: Some(12.0), timed_out: false, skipped: false, error: None, denied: vec![], oom_killed: false, round_num: 3 },
              r#""event":"goal_check","name":"tests","satisfied":false,"value":12.0,"timed_out":false,"skipped":false,"round_num":3"#),
-            (Event::GoalCheck { name: s("tests"), satisfied: false, value: None, timed_out: false, skipped: false, error: None, denied: vec![s("ptrace")], round_num: 3 },
-             r#""event":"goal_check","name":"tests","satisfied":false,"value":null,"timed_out":false,"skipped":false,"denied":["ptrace"],"round_num":3"#),
+            (Event::GoalCheck { name: s("tests"), satisfied: false, value: None, timed_out: false, skipped: false, error: None, denied: vec![s("ptrace")], oom_killed: true, round_num: 3 },
+             r#""event":"goal_check","name":"tests","satisfied":false,"value":null,"timed_out":false,"skipped":false,"denied":["ptrace"],"oom_killed":true,"round_num":3"#),
             (Event::GoalCheckTampered { name: s("tests"), paths: vec![PathBuf::from("/w/check.sh")], round_num: 3 },
              r#""event":"goal_check_tampered","name":"tests","paths":["/w/check.sh"],"round_num":3"#),
             (Event::GoalAssessment { observation: s("stuck"), question: s("why?"), confidence: s("medium") },

@@ -1,0 +1,186 @@
+//! A directory held by identity: the log dir, which may lie inside the work tree, where the
+//! agent can replace it, or its `rounds` folder, with a symbolic link to anywhere between
+//! two rounds (docs/security.md, "The supervisor is not the agent's deputy").
+//!
+//! The directory is opened once (`O_PATH | O_DIRECTORY`), following the links the operator
+//! had when the supervisor started; every later open, create, rename and removal goes
+//! through the held descriptor (its `/proc/self/fd/<n>` path, [`HeldDir::at`]: the kernel
+//! resolves that magic link to the open directory itself, never by name again), so a link
+//! the agent planted at the directory's path, or at any directory above it, is never
+//! followed. A child ([`HeldDir::child`]) is opened beneath it with `O_NOFOLLOW`: a link
+//! at its name is refused, never followed. File names inside are the callers' to open with
+//! `O_NOFOLLOW` (and `O_EXCL` for new files), which with a held directory gives what
+//! `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` would for a one-component name, on
+//! every kernel we run on.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Component, Path, PathBuf};
+
+/// A directory by the path the operator gave and the path it resolved to then.
+#[derive(Clone, Debug)]
+pub(crate) struct HeldDir {
+    /// The path it was named by, for messages and events.
+    shown: PathBuf,
+    /// Where it resolved when the supervisor started: absolute, no links, no `..`.
+    resolved: PathBuf,
+}
+
+/// One open of a [`HeldDir`] (`O_PATH | O_DIRECTORY`): the directory itself, whatever is
+/// done at its path while it is open.
+#[derive(Debug)]
+pub(crate) struct OpenDir {
+    fd: OwnedFd,
+}
+
+/// `O_PATH | O_DIRECTORY | O_NOFOLLOW` of `path`: a link there is refused.
+fn open_component(path: &Path) -> io::Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW)
+        .open(path)
+}
+
+impl HeldDir {
+    /// Resolves `path` now, following the links the operator has on the way
+    /// (`logs -> /mnt/…`): its longest existing part resolved, the rest as written (made
+    /// by [`HeldDir::open`]). Every later [`HeldDir::open`] follows no link.
+    pub(crate) fn resolve(path: &Path) -> HeldDir {
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+        let mut existing = absolute.as_path();
+        let mut rest = Vec::new();
+        let resolved = loop {
+            if let Ok(real) = existing.canonicalize() {
+                break real;
+            }
+            match (existing.file_name(), existing.parent()) {
+                (Some(name), Some(parent)) => {
+                    rest.push(name.to_owned());
+                    existing = parent;
+                }
+                _ => break absolute.clone(),
+            }
+        };
+        HeldDir {
+            shown: path.to_owned(),
+            resolved: rest.iter().rev().fold(resolved, |p, name| p.join(name)),
+        }
+    }
+
+    /// The directory `name` inside this one (made by [`HeldDir::open`] when missing).
+    ///
+    /// Errors: `name` is not one path component (`InvalidInput`).
+    pub(crate) fn child(&self, name: &str) -> io::Result<HeldDir> {
+        let one = Path::new(name).components().collect::<Vec<_>>();
+        if !matches!(one.as_slice(), [Component::Normal(_)]) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{name:?} is not one path component"),
+            ));
+        }
+        Ok(HeldDir {
+            shown: self.shown.join(name),
+            resolved: self.resolved.join(name),
+        })
+    }
+
+    /// The path it is named by (for messages and events).
+    pub(crate) fn shown(&self) -> &Path {
+        &self.shown
+    }
+
+    /// Opens the directory at its resolved path one component at a time, each with
+    /// `O_NOFOLLOW`, making missing ones (mode 0755: the agent may have removed the log dir,
+    /// `git clean -fdx`). A link found on the way (one the agent planted after boot) is
+    /// refused, never followed.
+    ///
+    /// Errors: a component is a link or not a directory (the message names it), or cannot
+    /// be made or opened.
+    pub(crate) fn open(&self) -> io::Result<OpenDir> {
+        let mut dir = OpenDir {
+            fd: open_component(Path::new("/"))?.into(),
+        };
+        let mut walked = PathBuf::from("/");
+        for part in self.resolved.components().skip(1) {
+            walked.push(part);
+            let at = dir.at().join(part);
+            match std::fs::DirBuilder::new().mode(0o755).create(&at) {
+                Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+                _ => {}
+            }
+            let file = open_component(&at).map_err(|e| {
+                let link = std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_symlink());
+                let what = if link {
+                    "is a symbolic link that was not there when the supervisor started (refused, never followed)".to_owned()
+                } else {
+                    format!("cannot be opened as a directory: {e}")
+                };
+                io::Error::new(e.kind(), format!("{} {what}", walked.display()))
+            })?;
+            dir = OpenDir { fd: file.into() };
+        }
+        Ok(dir)
+    }
+}
+
+impl OpenDir {
+    /// The path that reaches this open directory itself, `/proc/self/fd/<n>`, whatever is
+    /// at its name now; join one-component names to it. Valid while `self` lives.
+    pub(crate) fn at(&self) -> PathBuf {
+        PathBuf::from(format!("/proc/self/fd/{}", self.fd.as_raw_fd()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_planted_after_boot_is_refused_and_a_removed_dir_made_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("tree");
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let held = HeldDir::resolve(&tree.join("logs"));
+        std::fs::write(held.open().unwrap().at().join("status.json"), "1").unwrap();
+        // The agent removes the log dir: it is made again.
+        std::fs::remove_dir_all(tree.join("logs")).unwrap();
+        std::fs::write(held.open().unwrap().at().join("status.json"), "2").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(tree.join("logs/status.json")).unwrap(),
+            "2"
+        );
+        // The agent puts a link to the operator's home in its place: refused, named.
+        std::fs::remove_dir_all(tree.join("logs")).unwrap();
+        std::os::unix::fs::symlink(&home, tree.join("logs")).unwrap();
+        let err = held.open().unwrap_err();
+        assert!(err.to_string().contains("logs is a symbolic link"), "{err}");
+        // A link higher up is refused as well.
+        std::fs::remove_file(tree.join("logs")).unwrap();
+        std::fs::rename(&tree, dir.path().join("old")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("old"), &tree).unwrap();
+        assert!(held.open().is_err());
+        let rounds = held.child("rounds").unwrap();
+        assert!(rounds.open().is_err());
+        assert!(held.child("../x").is_err() && held.child("a/b").is_err());
+        // Control: the path itself does lead through the link.
+        std::fs::write(tree.join("probe"), "").unwrap();
+        assert!(dir.path().join("old/probe").exists());
+        assert!(!home.join("status.json").exists());
+    }
+
+    #[test]
+    fn the_operators_link_at_boot_is_followed_as_it_resolved() {
+        let dir = tempfile::tempdir().unwrap();
+        let mnt = dir.path().join("mnt");
+        std::fs::create_dir_all(&mnt).unwrap();
+        std::os::unix::fs::symlink(&mnt, dir.path().join("logs")).unwrap();
+        let held = HeldDir::resolve(&dir.path().join("logs"));
+        assert_eq!(held.shown(), dir.path().join("logs"));
+        let rounds = held.child("rounds").unwrap().open().unwrap();
+        std::fs::write(rounds.at().join("R1.log"), "x").unwrap();
+        assert!(mnt.join("rounds/R1.log").exists());
+    }
+}
