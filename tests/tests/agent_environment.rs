@@ -5,8 +5,9 @@
 //! environment that no list names and `SSH_AUTH_SOCK` are absent while `PATH`, `HOME`, an
 //! `[agent.env]` variable and one named in `pass_env` are there, and every token file is
 //! refused while the rest of a toolchain's directory stays readable. The control, the same
-//! agent under `mode = "off"`, gets the secret and reads every token. `doctor` names what
-//! the list drops, never a value. Root and the unprivileged user `ar-e2e`.
+//! agent under `mode = "off"`, gets the secret and reads every token. A goal check, confined
+//! where the agent is, inherits the same list. `doctor` names what the list drops, never a
+//! value. Root and the unprivileged user `ar-e2e`.
 
 use agent_runner_e2e::{ConfigBuilder, Operator, Project};
 use serde_json::Value;
@@ -22,6 +23,10 @@ printf '%s\n' "$READS" | while IFS= read -r rel; do
 done
 exit 0
 "#;
+
+/// A goal check in the tree (confined where the agent is) that dumps its environment to
+/// `check-env.txt` there.
+const CHECK: &str = "#!/bin/sh\nenv > check-env.txt\n";
 
 /// A token file in each credential store the list withholds beyond the older ones (paths
 /// under the test's HOME).
@@ -77,15 +82,22 @@ fn project(operator: Operator, mode: &str) -> Project {
         std::fs::write(&path, format!("token of {rel}\n")).unwrap();
     }
     let agent = p.script("agent/dumper.sh", DUMPER);
+    p.write("check-env.sh", CHECK);
     let reads: Vec<&str> = TOKEN_FILES.iter().chain(TOOLCHAIN_FILES).copied().collect();
     let text = ConfigBuilder::new(&agent)
         .dirty_action("ignore")
         .agent_env("FROM_AGENT_ENV", "agent-env-value")
         .agent_env("READS", &reads.join("\n"))
         .extra(&format!(
-            "[agent.sandbox]\nmode = \"{mode}\"\npass_env = [\"AR_TEST_PASSED\"]"
+            "[agent.sandbox]\nmode = \"{mode}\"\npass_env = [\"AR_TEST_PASSED\"]\n\n\
+             [goal]\nledger = \"./logs/lessons.md\"\n\n\
+             [[goal.checks]]\nname = \"env\"\ncmd = [\"sh\", \"check-env.sh\"]"
         ))
-        .render();
+        .render()
+        .replace(
+            "file = \"./prompts/main.md\"",
+            "files = [\"./prompts/main.md\", \"./logs/lessons.md\"]",
+        );
     p.write_config_text(&text);
     p
 }
@@ -102,21 +114,23 @@ fn supervisor_env(p: &Project) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// The agent's environment (`env.txt`) as name → value, and its reads (`reads.log`).
-fn round(p: &Project) -> (Vec<(String, String)>, String) {
+/// The agent's environment (`env.txt`) and the goal check's (`check-env.txt`) as
+/// name → value, and the agent's reads (`reads.log`).
+fn round(p: &Project) -> (Vec<(String, String)>, Vec<(String, String)>, String) {
     let env = supervisor_env(p);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let out = p.run_env(&["round"], &env);
     out.assert_code(0);
-    let dump = std::fs::read_to_string(p.dir().join("env.txt"))
-        .unwrap_or_else(|e| panic!("the agent did not run ({e}): {out}"));
-    let vars = dump
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
+    let vars = |file: &str| -> Vec<(String, String)> {
+        std::fs::read_to_string(p.dir().join(file))
+            .unwrap_or_else(|e| panic!("{file} was not written ({e}): {out}\n{}", p.events_text()))
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+    };
     let reads = std::fs::read_to_string(p.dir().join("reads.log")).unwrap();
-    (vars, reads)
+    (vars("env.txt"), vars("check-env.txt"), reads)
 }
 
 fn value<'a>(vars: &'a [(String, String)], name: &str) -> Option<&'a str> {
@@ -127,9 +141,12 @@ fn value<'a>(vars: &'a [(String, String)], name: &str) -> Option<&'a str> {
 
 fn the_confined_agent_s_environment_and_stores(operator: Operator) {
     let p = project(operator, "require");
-    let (vars, reads) = round(&p);
+    let (vars, check_vars, reads) = round(&p);
     assert_eq!(value(&vars, "AR_TEST_SECRET"), None, "{vars:?}");
     assert_eq!(value(&vars, "SSH_AUTH_SOCK"), None, "{vars:?}");
+    assert_eq!(value(&check_vars, "AR_TEST_SECRET"), None, "{check_vars:?}");
+    assert_eq!(value(&check_vars, "SSH_AUTH_SOCK"), None, "{check_vars:?}");
+    assert_eq!(value(&check_vars, "AR_TEST_PASSED"), Some("passed-by-name"));
     assert!(
         !vars.iter().any(|(_, v)| v.contains(SECRET)),
         "the secret's value reached the agent: {vars:?}"
@@ -178,8 +195,9 @@ fn the_confined_agent_s_environment_and_stores(operator: Operator) {
 
     // The control: unconfined, the agent gets the whole environment and reads every store.
     let p = project(operator, "off");
-    let (vars, reads) = round(&p);
+    let (vars, check_vars, reads) = round(&p);
     assert_eq!(value(&vars, "AR_TEST_SECRET"), Some(SECRET), "{vars:?}");
+    assert_eq!(value(&check_vars, "AR_TEST_SECRET"), Some(SECRET));
     assert!(value(&vars, "SSH_AUTH_SOCK").is_some(), "{vars:?}");
     for rel in TOKEN_FILES.iter().chain(TOOLCHAIN_FILES) {
         assert!(reads.contains(&format!("{rel}: read\n")), "{rel}: {reads}");
