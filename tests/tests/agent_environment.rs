@@ -114,14 +114,17 @@ fn supervisor_env(p: &Project) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// An environment as dumped: name → value, in the dump's order.
+type Vars = Vec<(String, String)>;
+
 /// The agent's environment (`env.txt`) and the goal check's (`check-env.txt`) as
 /// name → value, and the agent's reads (`reads.log`).
-fn round(p: &Project) -> (Vec<(String, String)>, Vec<(String, String)>, String) {
+fn round(p: &Project) -> (Vars, Vars, String) {
     let env = supervisor_env(p);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let out = p.run_env(&["round"], &env);
     out.assert_code(0);
-    let vars = |file: &str| -> Vec<(String, String)> {
+    let vars = |file: &str| -> Vars {
         std::fs::read_to_string(p.dir().join(file))
             .unwrap_or_else(|e| panic!("{file} was not written ({e}): {out}\n{}", p.events_text()))
             .lines()
@@ -133,7 +136,7 @@ fn round(p: &Project) -> (Vec<(String, String)>, Vec<(String, String)>, String) 
     (vars("env.txt"), vars("check-env.txt"), reads)
 }
 
-fn value<'a>(vars: &'a [(String, String)], name: &str) -> Option<&'a str> {
+fn value<'a>(vars: &'a Vars, name: &str) -> Option<&'a str> {
     vars.iter()
         .find(|(k, _)| k == name)
         .map(|(_, v)| v.as_str())
