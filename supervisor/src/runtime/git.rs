@@ -774,6 +774,27 @@ impl Repo {
         self
     }
 
+    /// The work tree's root and the repository's hooks directories, for the agent's
+    /// protected paths ([`agent_runner_plugin_host::agent::protected`]): `<common dir>/hooks`
+    /// (a `.git` file's `gitdir:` followed, as pinned at boot: a linked work tree's hooks are
+    /// the main one's) and, when a config file sets `core.hooksPath`, that directory too
+    /// (relative to the top, or absolute; one under `~` is left to Landlock, which does not
+    /// let the agent write the home directory). Canonical where git gave them so: the top
+    /// and the common dir. `None` when the repository cannot be found.
+    pub(crate) async fn protected_roots(&self) -> Option<(PathBuf, Vec<PathBuf>)> {
+        let place = self.place().await.ok()?;
+        let mut hooks = vec![place.common_dir.join("hooks")];
+        if let Some(path) = self.listed().await.ok().and_then(|l| l.hooks_path) {
+            if !path.starts_with('~') && !path.is_empty() {
+                let dir = place.top.join(&path);
+                if !hooks.contains(&dir) {
+                    hooks.push(dir);
+                }
+            }
+        }
+        Some((place.top.clone(), hooks))
+    }
+
     /// What changed in the repository since boot ([`Place::changed`]); `None` when
     /// nothing did or it was never found.
     pub(crate) fn changed(&self) -> Option<String> {

@@ -158,6 +158,8 @@ pub(crate) struct CheckLaunch<'a> {
     /// What of the supervisor's environment a check inherits: the agent's allow-list
     /// without a CLI's provider variables; `None`: all of it (`mode = "off"`).
     pub inherit: Option<crate::runtime::agent_environment::AllowList>,
+    /// Where the protected paths lie.
+    pub tree: crate::runtime::agent_sandbox::TreeRoots,
     /// The cgroup the checks join, with the round's `round_high_mb` / `round_max_mb`
     /// (a child of the delegated cgroup, as the agent's; `None`: the supervisor's own).
     pub cgroup: Option<&'a RoundCgroup>,
@@ -186,7 +188,7 @@ async fn run_one(check: &GoalCheck, launch: &CheckLaunch<'_>) -> std::io::Result
     let path = crate::runtime::agent::find_on_path(&check.cmd[0], path_var, &check.cwd);
     let confinement = launch
         .gate
-        .check_confinement(launch.config, check, &launch.env)
+        .check_confinement(launch.config, &launch.tree, check, &launch.env)
         .map_err(std::io::Error::other)?;
     let mut env = env;
     if let Some(c) = &confinement {

@@ -297,6 +297,16 @@ impl Runner {
         agent_sandbox: AgentSandboxGate,
     ) -> Self {
         let repo = repo_for(&config, &hosts, tree);
+        // Placeholders of the protected paths a crashed round left in the tree, removed
+        // while still empty before anything looks at it.
+        for path in
+            agent_runner_plugin_host::agent::protected::remove_leftovers(&config.runtime.state_dir)
+        {
+            tracing::info!(
+                "removed the placeholder {} a crashed round left",
+                path.display()
+            );
+        }
         let prompt_links = crate::tree_file::KnownLinks::of(&prompt_files(&config));
         let log_dir = HeldDir::resolve(&config.runtime.log_dir);
         Runner {
@@ -401,6 +411,21 @@ impl Runner {
             .runtime
             .fresh_eyes_every_n
             .is_some_and(|n| round_num > 0 && round_num % n == 0)
+    }
+
+    /// Where the agent's protected paths lie: the repository's top and hooks as pinned at
+    /// boot; outside git (or when it cannot be found) the work dir alone.
+    async fn tree_roots(&self) -> crate::runtime::agent_sandbox::TreeRoots {
+        if self.git != Git::WorkTree || !self.agent_sandbox.config_read_only() {
+            return Default::default();
+        }
+        match self.repo.protected_roots().await {
+            Some((root, hooks_dirs)) => crate::runtime::agent_sandbox::TreeRoots {
+                root: Some(root),
+                hooks_dirs,
+            },
+            None => Default::default(),
+        }
     }
 
     /// One `git status` of the tree ([`Repo::look`]); outside git, an empty look and no
@@ -552,6 +577,7 @@ impl Runner {
                         config: &self.config,
                         env: self.agent_env(round_num, phase),
                         inherit: AllowList::of(&self.config, None),
+                        tree: self.tree_roots().await,
                         cgroup: cgroup.as_ref(),
                     },
                     &self.check_files,
@@ -910,8 +936,10 @@ impl Runner {
             .find(|(k, _)| k == "TMPDIR")
             .map(|(_, v)| PathBuf::from(v))
             .unwrap_or_else(std::env::temp_dir);
+        let tree = self.tree_roots().await;
         match self.agent_sandbox.confinement(
             &self.config,
+            &tree,
             cli,
             &spec.argv[0],
             &spec.env,
@@ -919,6 +947,22 @@ impl Runner {
         ) {
             Ok(confinement) => {
                 if let Some(c) = &confinement {
+                    if c.protected().scan_truncated {
+                        tracing::info!(
+                            "the scan for protected files deeper in the tree stopped at its limit; copies beyond it stay writable to the agent (docs/security.md \"Protected paths\")"
+                        );
+                    }
+                    for p in &c.protected().paths {
+                        if let agent_runner_plugin_host::agent::protected::Target::Link(at) =
+                            &p.target
+                        {
+                            tracing::warn!(
+                                "protected path {} is not read-only to the agent: {} is a symbolic link (docs/security.md \"Protected paths\")",
+                                p.path.display(),
+                                at.display()
+                            );
+                        }
+                    }
                     spec.env
                         .push(("TMPDIR".to_owned(), c.tmp_dir().display().to_string()));
                     agent_tmp = c.tmp_dir().to_owned();
