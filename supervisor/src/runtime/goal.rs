@@ -155,6 +155,9 @@ pub(crate) struct CheckLaunch<'a> {
     pub config: &'a Config,
     /// The agent's variables (`[agent.env]` and the round's).
     pub env: Vec<(String, String)>,
+    /// What of the supervisor's environment a check inherits: the agent's allow-list
+    /// without a CLI's provider variables; `None`: all of it (`mode = "off"`).
+    pub inherit: Option<crate::runtime::agent_environment::AllowList>,
     /// Where the protected paths lie.
     pub tree: crate::runtime::agent_sandbox::TreeRoots,
     /// The cgroup the checks join, with the round's `round_high_mb` / `round_max_mb`
@@ -177,7 +180,7 @@ struct Ran {
 /// Errors: it could not be started (not found, not executable, `cwd` missing, its
 /// confinement could not be prepared).
 async fn run_one(check: &GoalCheck, launch: &CheckLaunch<'_>) -> std::io::Result<Ran> {
-    let env = crate::runtime::agent::environment_with(&launch.env);
+    let env = crate::runtime::agent::environment_with(&launch.env, launch.inherit.as_ref());
     let path_var = env
         .iter()
         .find(|(k, _)| k.as_os_str() == "PATH")
