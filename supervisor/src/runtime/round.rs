@@ -850,7 +850,13 @@ impl Runner {
             tracing::warn!("cannot write the round context: {e}");
         }
         if let Some(goal) = &self.config.goal {
-            crate::runtime::goal::assess(goal, state_dir, round_num, &self.events);
+            crate::runtime::goal::assess(
+                goal,
+                state_dir,
+                round_num,
+                &self.events,
+                &self.prompt_links,
+            );
         }
         let label = config_digest::label(&self.config, phase, state_dir);
         let snapshot = label.snapshot;
