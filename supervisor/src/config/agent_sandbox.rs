@@ -10,6 +10,7 @@
 //! connect_ports = [8080]           # TCP ports besides 443
 //! unix_sockets = true              # socket(AF_UNIX): gpg, the ssh agent, a database
 //! user_namespaces = true           # new namespaces: Chromium's or bubblewrap's sandbox
+//! pass_env = ["SSH_AUTH_SOCK"]     # variables inherited besides the allow-list
 //! allow_hosts = ["api.anthropic.com"]  # egress by host name (crate::config::allow_hosts)
 //! ```
 //!
@@ -42,6 +43,9 @@ pub struct AgentSandboxConfig {
     pub unix_sockets: bool,
     /// `user_namespaces`: new namespaces allowed to the agent. Default false.
     pub user_namespaces: bool,
+    /// `pass_env`: variable names the confined agent inherits besides the allow-list
+    /// (`crate::runtime::agent_environment`).
+    pub pass_env: Vec<String>,
 }
 
 impl AgentSandboxConfig {
@@ -63,6 +67,7 @@ impl Default for AgentSandboxConfig {
             connect_ports: Vec::new(),
             unix_sockets: false,
             user_namespaces: false,
+            pass_env: Vec::new(),
         }
     }
 }
@@ -98,6 +103,16 @@ pub(super) fn resolve(
             "0 is not a TCP port; expected integers in 1..=65535".into(),
         ));
     }
+    let pass_env = raw.pass_env();
+    if let Some(name) = pass_env
+        .iter()
+        .find(|n| n.is_empty() || n.contains(['=', '\0']))
+    {
+        return Err(bad(
+            "pass_env",
+            format!("{name:?} is not a variable name; expected names without `=` or NUL"),
+        ));
+    }
     Ok(AgentSandboxConfig {
         mode,
         write_paths,
@@ -105,6 +120,7 @@ pub(super) fn resolve(
         connect_ports,
         unix_sockets: raw.unix_sockets()?,
         user_namespaces: raw.user_namespaces()?,
+        pass_env,
     })
 }
 

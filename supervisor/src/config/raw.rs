@@ -72,7 +72,9 @@ config_table! {
         /// shows the answer (`agent_cli`)
         cli: String as CliKey = (CliKey::Auto) reload Next;
         /// added to the agent's environment (never sent to hosts: they see variable *names*
-        /// only)
+        /// only); set over what the agent inherits, so it reaches a confined agent whatever
+        /// the allow-list (`[agent.sandbox] pass_env`). The file is readable by the agent:
+        /// a key the agent must not see belongs in the supervisor's environment
         env: BTreeMap<String, String> = (empty) label "table of strings"
             reload Next init (preset);
         /// words run before `command` (a container, `nice`, `systemd-run --scope …`);
@@ -159,16 +161,28 @@ config_table! {
         /// `socket(AF_UNIX)`): Landlock does not cover connecting to a pathname socket, so
         /// the operator's ssh agent, `docker.sock` or the user bus would be in reach. Turn it
         /// on for what needs one: gpg signing (gpg-agent), `ssh`/`git push` through the ssh
-        /// agent, a database over its socket (docs/security.md "UNIX sockets and new
-        /// namespaces")
+        /// agent (with `SSH_AUTH_SOCK` in `pass_env`), a database over its socket, headless
+        /// Chromium (docs/security.md "UNIX sockets and new namespaces")
         unix_sockets: bool = (false) reload Restart;
         /// new namespaces for the agent. Off, `clone` with a namespace flag, `unshare` and
         /// `chroot` fail (`EPERM`) and are recorded, and `clone3` fails with `ENOSYS` (libc
-        /// falls back to `clone`). Turn it on for a workload that builds a sandbox of its
-        /// own: headless Chromium's, a CLI's bubblewrap; Landlock, the locked read-only
-        /// mounts and the capability drop still hold inside them (docs/security.md "UNIX
-        /// sockets and new namespaces")
+        /// falls back to `clone`). Turn it on for a workload that makes namespaces of its
+        /// own; Landlock, the locked read-only mounts and the capability drop still hold
+        /// inside them, and their id maps (files under `/proc`) stay unwritable, so
+        /// headless Chromium's and bubblewrap's own sandboxes still cannot be built: run
+        /// them with their sandbox off, ours standing in (docs/security.md "UNIX sockets
+        /// and new namespaces")
         user_namespaces: bool = (false) reload Restart;
+        /// variables of the supervisor's environment the confined agent (and a goal check)
+        /// also inherits, by exact name (`["SSH_AUTH_SOCK", "NPM_TOKEN"]`). Under `prefer`
+        /// and `require` the agent gets only an allow-list of the supervisor's environment
+        /// (`PATH`, `HOME`, locale, `TERM`, `TZ`, `USER`, proxy and CA variables, version
+        /// managers', `OTEL_*`, its CLI's provider variables) plus `[agent.env]` and what
+        /// agent-runner sets; every other name is dropped, `SSH_AUTH_SOCK` included, and
+        /// `doctor` (`agent_env`) lists them (docs/security.md, "The agent's environment").
+        /// Under `off` the agent inherits the whole environment and this key changes
+        /// nothing. A name that is empty or holds `=` or NUL is refused (exit 78)
+        pass_env: Vec<String> = (empty) label "list of variable names" reload Restart;
     }
 }
 
@@ -404,9 +418,11 @@ config_table! {
         /// exist. Refused (exit 78) when one covers the config file, `log_dir`, the state
         /// dir or a credential path of the home directory (`~/.ssh`, `~/.aws`,
         /// `~/.config/gcloud`, `~/.claude`, `~/.gnupg`, `~/.netrc`, `~/.docker`, `~/.kube`,
-        /// `~/.config/gh`, `~/.azure`, …: the list is `CREDENTIAL_PATHS` in
-        /// `plugin-host/src/policy.rs`) without naming it: `~` is refused, `~/.aws` itself
-        /// may be named. Shown by `doctor` and `peek`
+        /// `~/.config/gh`, `~/.azure`, `~/.npmrc`, `~/.cargo/credentials.toml`,
+        /// `~/.cache/huggingface/token`, …: the list is `CREDENTIAL_PATHS` in
+        /// `plugin-host/src/common/credentials.rs`) without naming it: `~` and `~/.cargo`
+        /// are refused, `~/.aws` itself and `~/.cargo/registry` may be named. Shown by
+        /// `doctor` and `peek`
         read_paths: Vec<String> = (empty) label "list of paths" reload Next;
         /// the largest file the host may write (`RLIMIT_FSIZE`; past it `EFBIG`)
         file_max_mb: u64 = (write_limits::DEFAULT_FILE_MAX_MB) range(1..) reload Next;
