@@ -671,6 +671,54 @@ fn local_endpoint_by_the_printed_fix(operator: Operator, cli: &str, source: &str
     );
 }
 
+/// Issue 41's newcomer with a real CLI: `init`'s config as written (the agent confined,
+/// no `allow_hosts`, TCP to port 443 only) and a local model on another port. The failed
+/// round says which port was refused and the key that opens it (`source`: where the
+/// endpoint was read); that one line added, the next round writes its file.
+fn newcomer_opens_the_port_it_was_told(operator: Operator, cli: &str, source: &str) {
+    let server = FakeModel::start_at("normal", "127.0.0.1");
+    let port = server.port;
+    let granted = format!("connect_ports = [{port}]\n");
+    let as_init_wrote = |text: String| text.replacen(&granted, "", 1);
+    let told = format!(
+        "egress to 127.0.0.1:{port} refused by the agent sandbox: add {port} to [agent.sandbox] connect_ports"
+    );
+    let p = Project::new_as(operator);
+    let out = run_cli_at(&p, cli, "127.0.0.1", port, &as_init_wrote, &["round"]);
+    let all = p.events_text();
+    assert!(
+        out.stderr.contains(&told) && out.stderr.contains(source),
+        "{operator:?} {cli}: {}\n{all}",
+        out.stderr
+    );
+    assert!(!wrote_the_file(&p), "{all}");
+    // The line as printed.
+    let p = Project::new_as(operator);
+    let out = run_cli_at(&p, cli, "127.0.0.1", port, &|t| t, &["round"]);
+    out.assert_code(0);
+    assert!(
+        wrote_the_file(&p),
+        "{operator:?} {cli}: the fixed round did not write the file: {}",
+        p.events_text()
+    );
+}
+
+#[test]
+fn every_preset_s_newcomer_opens_the_port_it_was_told_as_root_and_as_an_unprivileged_user() {
+    for (cli, source) in [
+        ("claude", "the environment's ANTHROPIC_BASE_URL"),
+        ("codex", "~/.codex/config.toml"),
+        ("gemini", "the environment's GOOGLE_GEMINI_BASE_URL"),
+        ("aider", "the environment's OPENAI_API_BASE"),
+        ("kimi", "~/.kimi/config.toml"),
+        ("pi", "~/.pi/agent/models.json"),
+    ] {
+        for operator in [Operator::Root, Operator::Unprivileged] {
+            newcomer_opens_the_port_it_was_told(operator, cli, source);
+        }
+    }
+}
+
 #[test]
 fn claude_reaches_a_local_endpoint_by_the_printed_fix_as_root_and_as_an_unprivileged_user() {
     for operator in [Operator::Root, Operator::Unprivileged] {
