@@ -1147,3 +1147,63 @@ fn kimi_rounds_that_change_nothing_stop_serve_as_stalled() {
     assert!(!p.dir().join("agent-was-here.txt").exists());
     assert!(out.stderr.contains("stalled_no_progress"), "{}", out.stderr);
 }
+
+/// A resumed run's recorded usage adds up to what the fake model server billed
+/// (docs/detectors.md, "Usage"): three rounds of one session (`session_resumed` twice),
+/// each request billed a fixed usage (claude's Messages API 120 input and 30 output
+/// tokens, codex's Responses API 200 and 40), and the events' tokens sum to the requests
+/// the server logged times that. codex reports its session's running token totals and
+/// claude its session's running cost (`total_cost_usd`, measured here: 0.00108, 0.00216,
+/// 0.00324 for three equal rounds); each event is the round's own, so claude's three
+/// equal rounds cost the same each.
+fn resumed_usage_adds_up_to_the_bill(cli: &str, billed: (u64, u64), from_totals: &str) {
+    const ROUNDS: usize = 3;
+    let p = Project::new();
+    let log = p.home().join("fake-model.jsonl");
+    let server = FakeModel::start_logged("normal", &log);
+    serve(&p, cli, server.port, ROUNDS as u32, &|t| t).assert_code(0);
+    assert_eq!(
+        p.events_of("session_resumed").len(),
+        ROUNDS - 1,
+        "{cli}: {}",
+        p.events_text()
+    );
+    let requests = request_turns(&log).len() as u64;
+    let usage = p.events_of("agent_usage_recorded");
+    assert_eq!(usage.len(), ROUNDS, "{cli}: {}", p.events_text());
+    let sum = |key: &str| usage.iter().map(|u| u[key].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(sum("input_tokens"), requests * billed.0, "{cli}: {usage:?}");
+    assert_eq!(
+        sum("output_tokens"),
+        requests * billed.1,
+        "{cli}: {usage:?}"
+    );
+    for u in &usage {
+        assert_eq!(u["usage_scope"], "round", "{u}");
+        assert!(
+            u["from_session_totals"].to_string().contains(from_totals),
+            "{u}"
+        );
+    }
+    if cli == "claude" {
+        let costs: Vec<f64> = usage
+            .iter()
+            .map(|u| u["cost_usd"].as_f64().unwrap())
+            .collect();
+        assert!(costs[0] > 0.0, "{costs:?}");
+        assert!(
+            costs.iter().all(|c| (c - costs[0]).abs() < 1e-9),
+            "each round's own cost: {costs:?}"
+        );
+    }
+}
+
+#[test]
+fn claude_resumed_usage_adds_up_to_the_bill() {
+    resumed_usage_adds_up_to_the_bill("claude", (120, 30), "cost_usd");
+}
+
+#[test]
+fn codex_resumed_usage_adds_up_to_the_bill() {
+    resumed_usage_adds_up_to_the_bill("codex", (200, 40), "input_tokens");
+}

@@ -70,6 +70,7 @@ pub(crate) mod sandbox_denials;
 pub(crate) mod schedule_gate;
 pub(crate) mod serve;
 pub(crate) mod serve_startup;
+pub(crate) mod session_usage;
 pub(crate) mod sessions;
 pub(crate) mod shims;
 pub mod spawn_gate;

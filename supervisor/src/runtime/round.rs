@@ -254,6 +254,8 @@ pub(crate) struct Runner {
     cgroups: Option<Delegation>,
     /// The agent sessions rounds resume; `None` (`round`): every round starts a new one.
     sessions: Option<Sessions>,
+    /// The last usage each session reported, so a round's is its own.
+    session_usage: crate::runtime::session_usage::SessionUsage,
     /// The agent's sandbox gate of this boot.
     agent_sandbox: AgentSandboxGate,
     /// The goal checks' files as they were before the first round's agent ran (a check
@@ -309,6 +311,7 @@ impl Runner {
             prompt_links,
             cgroups,
             sessions: None,
+            session_usage: Default::default(),
             agent_sandbox,
             check_files: crate::runtime::goal::Fingerprints::default(),
         }
@@ -573,7 +576,15 @@ impl Runner {
         }
         self.note_log_cap(round_num, &exit, &log_path);
         let consulted = self
-            .judge(round_num, phase, &exit, duration_s, &log_path, stop)
+            .judge(
+                round_num,
+                phase,
+                &exit,
+                duration_s,
+                &log_path,
+                resume.as_ref(),
+                stop,
+            )
             .await;
         let branch = after.as_ref().ok().and_then(|look| look.branch.clone());
         let dirty = if exit.is_clean() {
@@ -1245,6 +1256,7 @@ impl Runner {
         exit: &AgentExit,
         duration_s: f64,
         log_path: &Path,
+        session: Option<&Resume>,
         stop: &mut StopWatch,
     ) -> post_round::Consulted {
         if self.hosts.hooks(Family::PostRound).is_empty() {
@@ -1276,9 +1288,11 @@ impl Runner {
             outcome: &outcome,
             log_tail: &log_tail,
             cli: self.config.profile(phase).agent.cli.name,
+            session,
         };
         post_round::consult(
             &mut self.hosts,
+            &mut self.session_usage,
             &self.config.monitor,
             &self.config.plugins.spawn_override_allow,
             &self.events,
