@@ -93,7 +93,7 @@ impl EventLog {
         }
     }
 
-    fn try_emit(&self, event: &Event) -> io::Result<()> {
+    pub(crate) fn try_emit(&self, event: &Event) -> io::Result<()> {
         let ts = timestamp(SystemTime::now());
         self.append(&ts, line_bytes(&ts, event)?)
     }
