@@ -19,7 +19,7 @@ fn assert_unit_text(p: &Project, text: &str) {
     for line in [
         "[Service]".to_owned(),
         "Restart=on-failure".to_owned(),
-        "RestartPreventExitStatus=2 70 75 77 78 79".to_owned(),
+        "RestartPreventExitStatus=2 70 75 77 78 79 80".to_owned(),
         "StartLimitIntervalSec=600".to_owned(),
         "StartLimitBurst=5".to_owned(),
         "KillMode=control-group".to_owned(),

@@ -100,6 +100,53 @@ pub(crate) fn look(budget: &BudgetConfig, ledger: &Ledger, now: Timestamp) -> Ve
     Verdict::Run
 }
 
+/// Where the spend of a round of the CLI `cli` (`[agent] cli`'s answer; `None`: none
+/// agent-runner knows) comes from, in words for `doctor`, and whether it is counted at
+/// all (a CLI whose output reports no usage leaves the caps nothing to count, unless a
+/// post-round host reports it).
+pub(crate) fn source_of(cli: Option<&str>, budget: &BudgetConfig) -> (bool, String) {
+    let dialect = cli.and_then(|c| crate::detectors::DIALECTS.iter().find(|d| d.binary == c));
+    let Some(dialect) =
+        dialect.filter(|d| !matches!(d.usage, crate::detectors::dialects::UsageRule::None))
+    else {
+        let who = cli.unwrap_or("the agent");
+        return (
+            false,
+            format!("{who} reports no usage agent-runner reads: the caps count only what a post-round host reports (agent_usage_recorded)"),
+        );
+    };
+    let table = prices::PriceTable::new(&budget.prices);
+    let highest = table.highest();
+    let mut words = if dialect.reports_cost {
+        format!(
+            "{} reports each round's cost, counted first; without one, its tokens at",
+            dialect.binary
+        )
+    } else {
+        format!("{} reports tokens, no cost: counted at", dialect.binary)
+    };
+    if dialect.model.is_empty() {
+        words.push_str(&format!(
+            " [budget.prices.\"unknown\"] (it names no model), else the table's highest prices (${}/M input, ${}/M output)",
+            highest.input, highest.output
+        ));
+    } else {
+        words.push_str(&format!(
+            " the model's price ([budget.prices.\"<model>\"], else the built-in table: {}), an unpriced model at the table's highest (${}/M input, ${}/M output)",
+            prices::provenance(),
+            highest.input,
+            highest.output
+        ));
+    }
+    let totals = dialect.session_totals;
+    if totals.tokens || totals.cost {
+        words.push_str(
+            "; its reports are the session's running total, each round's taken as the difference",
+        );
+    }
+    (true, words)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

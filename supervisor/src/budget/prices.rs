@@ -71,6 +71,16 @@ pub(crate) const PRICES: &[PriceRow] = &[
     row("gpt-5", (1.25, 10.0, 0.125, 1.25), OPENAI_GPT5_CODEX),
 ];
 
+/// Where the built-in rows come from, in words: each source page and when it was read.
+pub(crate) fn provenance() -> String {
+    let mut pages: Vec<String> = PRICES
+        .iter()
+        .map(|r| format!("{} read {}", r.source, r.reviewed))
+        .collect();
+    pages.dedup();
+    format!("{} rows from {}", PRICES.len(), pages.join(", "))
+}
+
 /// Token counts of one round.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Tokens {

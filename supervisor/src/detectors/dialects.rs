@@ -79,6 +79,10 @@ pub struct Dialect {
     pub usage: UsageRule,
     /// Which of its counts are the session's running total under session resume.
     pub session_totals: SessionTotals,
+    /// Whether its usage report carries a cost in US dollars (claude's `total_cost_usd`,
+    /// pi's `cost.total`, aider's `Cost: $… message`): `[budget]` counts that before the
+    /// price table (`crate::budget::prices`).
+    pub reports_cost: bool,
     /// Whether the input count of its usage object (`input_tokens`) includes the tokens
     /// read from the cache (gemini's `stats.input_tokens`, codex's `usage.input_tokens`):
     /// the recorded `input_tokens` is then that count less the cached ones, so it means
@@ -108,6 +112,7 @@ pub const DIALECTS: &[Dialect] = &[
             tokens: false,
             cost: true,
         },
+        reports_cost: true,
         input_counts_cache: false,
         model: &[ModelRule::Last {
             kind: "assistant",
@@ -128,6 +133,7 @@ pub const DIALECTS: &[Dialect] = &[
             tokens: false,
             cost: false,
         },
+        reports_cost: false,
         input_counts_cache: true,
         model: &[
             ModelRule::Busiest {
@@ -154,6 +160,7 @@ pub const DIALECTS: &[Dialect] = &[
             tokens: false,
             cost: false,
         },
+        reports_cost: false,
         input_counts_cache: false,
         model: &[],
         finale: &[],
@@ -167,6 +174,7 @@ pub const DIALECTS: &[Dialect] = &[
             tokens: false,
             cost: false,
         },
+        reports_cost: false,
         input_counts_cache: false,
         model: &[],
         finale: &[],
@@ -183,6 +191,7 @@ pub const DIALECTS: &[Dialect] = &[
             tokens: false,
             cost: false,
         },
+        reports_cost: true,
         input_counts_cache: false,
         model: &[ModelRule::Last {
             kind: "message_end",
@@ -203,6 +212,7 @@ pub const DIALECTS: &[Dialect] = &[
             tokens: true,
             cost: false,
         },
+        reports_cost: false,
         input_counts_cache: true,
         model: &[],
         finale: &["turn.completed", "turn.failed"],
@@ -216,6 +226,7 @@ pub const DIALECTS: &[Dialect] = &[
             tokens: false,
             cost: false,
         },
+        reports_cost: true,
         input_counts_cache: false,
         model: &[],
         finale: &[],
