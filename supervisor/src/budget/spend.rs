@@ -126,7 +126,7 @@ impl Ledger {
             if kind != "agent_usage_recorded" && kind != "budget_reset" {
                 continue;
             }
-            let Some(at) = found.head.ts.as_deref().and_then(|t| parse_ts(t)) else {
+            let Some(at) = found.head.ts.as_deref().and_then(parse_ts) else {
                 continue;
             };
             let date = at.to_zoned(self.zone.clone()).date();

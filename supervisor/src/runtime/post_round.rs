@@ -80,7 +80,7 @@ pub enum Decision {
 pub(crate) const USAGE_SCOPE: &str = "round";
 
 /// The round being judged.
-pub(crate) struct Judged<'a> {
+pub struct Judged<'a> {
     /// The context (with `agent_log_path`).
     pub ctx: &'a Context,
     /// How the agent ended.
@@ -120,7 +120,7 @@ pub struct Consulted {
 /// Asks every applicable post-round hook about `round`, records what they said, and
 /// returns the combined [`Decision`] and whether usage was reported. A graceful stop
 /// abandons a call in flight.
-pub(crate) async fn consult(
+pub async fn consult(
     hosts: &mut HostManager,
     session_usage: &mut SessionUsage,
     monitor: &MonitorConfig,

@@ -579,8 +579,7 @@ impl Runner {
             .judge(
                 round_num,
                 phase,
-                &exit,
-                duration_s,
+                (&exit, duration_s),
                 &log_path,
                 resume.as_ref(),
                 stop,
@@ -1248,13 +1247,12 @@ impl Runner {
 
     /// Asks the post-round hooks about the round that just ended (its log's last
     /// [`MAX_LOG_TAIL_BYTES`] bytes, read here as bytes only: parsing them is the confined
-    /// detectors' job).
+    /// detectors' job). `session`: the agent session the round started or resumed.
     async fn judge(
         &mut self,
         round_num: u64,
         phase: Option<&str>,
-        exit: &AgentExit,
-        duration_s: f64,
+        (exit, duration_s): (&AgentExit, f64),
         log_path: &Path,
         session: Option<&Resume>,
         stop: &mut StopWatch,

@@ -17,7 +17,7 @@ use crate::runtime::sessions::Resume;
 /// The last report of each session of a `serve` (sessions live as long as the `serve`
 /// that minted them, so this does too).
 #[derive(Debug, Default)]
-pub(crate) struct SessionUsage {
+pub struct SessionUsage {
     last: BTreeMap<String, TokenUsage>,
 }
 
