@@ -5,18 +5,7 @@
 
 use std::collections::BTreeMap;
 
-/// US dollars per million tokens of each kind.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Price {
-    /// Input tokens not read from the cache.
-    pub input: f64,
-    /// Output tokens.
-    pub output: f64,
-    /// Input tokens read from the cache.
-    pub cache_read: f64,
-    /// Input tokens written to the cache (Anthropic's 5-minute writes).
-    pub cache_write: f64,
-}
+pub(crate) use crate::config::budget::Price;
 
 /// One row of the built-in table.
 #[derive(Clone, Copy, Debug)]

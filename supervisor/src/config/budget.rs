@@ -53,6 +53,20 @@ config_table! {
     }
 }
 
+/// US dollars per million tokens of each kind: a row of the price table
+/// (`crate::budget::prices`), the operator's or the built-in one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Price {
+    /// Input tokens not read from the cache.
+    pub input: f64,
+    /// Output tokens.
+    pub output: f64,
+    /// Input tokens read from the cache.
+    pub cache_read: f64,
+    /// Input tokens written to the cache (Anthropic's 5-minute writes).
+    pub cache_write: f64,
+}
+
 /// `[budget]`, resolved: no cap set, nothing is held back.
 #[derive(Clone, Debug, Default)]
 pub struct BudgetConfig {
@@ -69,7 +83,7 @@ pub struct BudgetConfig {
     /// The zone of a `daily_*` day and its name (`timezone`, else the machine's).
     pub zone: Option<(TimeZone, String)>,
     /// The operator's prices by model name.
-    pub prices: BTreeMap<String, crate::budget::prices::Price>,
+    pub prices: BTreeMap<String, Price>,
 }
 
 impl BudgetConfig {
@@ -136,7 +150,7 @@ pub(super) fn resolve(raw: Option<RawBudget>) -> Result<BudgetConfig, (String, S
         let input = rate("input", row.input)?;
         prices.insert(
             model.clone(),
-            crate::budget::prices::Price {
+            Price {
                 input,
                 output: rate("output", row.output)?,
                 cache_read: rate("cache_read", row.cache_read.unwrap_or(input))?,

@@ -387,7 +387,8 @@ pub(crate) struct ServeEnd {
     /// The exit code: 0; 75 after a crash loop, a stall or a transient failure under
     /// `transient_error_action = "stop"`; 77 on an honoured post-round stop (login); 71
     /// after a memory loop, 70 after a memory loop again across restarts; 76 when the
-    /// environment stayed unusable; 78 for a startup hook or a stale `.agent-done`. Under
+    /// environment stayed unusable; 78 for a startup hook or a stale `.agent-done`; 80 when
+    /// a `[budget]` total cap is reached. Under
     /// `--job`, 0 only with the goal reached: 143 for a drain, 79 for the other ends.
     pub code: u8,
 }
