@@ -5,13 +5,14 @@
 //! committed (or stashed) raw, unfiltered, with nothing said; now it is left in the tree
 //! and `dirty_filter_not_run` names the filter and where to configure it. The control: the
 //! same filter in the operator's global config runs, and the asset is committed filtered.
+//! As root and as the unprivileged user.
 
-use agent_runner_e2e::{ConfigBuilder, Project};
+use agent_runner_e2e::{ConfigBuilder, Operator, Project};
 
 /// A repository whose `*.bin` files go through filter `lfs`, set in `.git/config` only, and
-/// whose agent writes an asset and a note.
-fn repository(action: &str) -> Project {
-    let p = Project::new();
+/// whose agent writes an asset and a note; the operator's.
+fn repository(operator: Operator, action: &str) -> Project {
+    let p = Project::new_as(operator);
     p.write(".gitattributes", "*.bin filter=lfs\n");
     p.git(&["add", ".gitattributes"]);
     p.git(&["commit", "-qm", "attributes"]);
@@ -31,8 +32,10 @@ fn stored_assets(p: &Project) -> Vec<String> {
     let mut found = Vec::new();
     for rev in revs.lines() {
         for tree in [rev.to_owned(), format!("{rev}^3")] {
+            // `-c safe.directory=*`: the tree may be the unprivileged test user's.
             let blob = std::process::Command::new("git")
-                .args(["rev-parse", "-q", "--verify", &format!("{tree}:asset.bin")])
+                .args(["-c", "safe.directory=*", "rev-parse", "-q", "--verify"])
+                .arg(format!("{tree}:asset.bin"))
                 .current_dir(p.dir())
                 .output()
                 .unwrap();
@@ -49,47 +52,51 @@ fn stored_assets(p: &Project) -> Vec<String> {
 
 #[test]
 fn an_asset_under_a_repository_only_filter_is_neither_committed_nor_stashed_raw() {
-    for action in ["auto_commit", "stash"] {
-        let p = repository(action);
-        p.run(&["round"]).assert_code(0);
-        let all = p.events_text();
-        let held = p.events_of("dirty_filter_not_run");
-        assert_eq!(held.len(), 1, "{action}: {all}");
-        assert_eq!(held[0]["filter"], "lfs");
-        assert_eq!(held[0]["files"][0], "asset.bin");
-        assert!(
-            held[0]["what_to_do"]
-                .as_str()
-                .unwrap()
-                .contains("git config --global filter.lfs"),
-            "{all}"
-        );
-        assert_eq!(stored_assets(&p), Vec::<String>::new(), "{action}: {all}");
-        assert_eq!(
-            std::fs::read_to_string(p.dir().join("asset.bin")).unwrap(),
-            "raw asset\n",
-            "{action}: the asset was not left in the tree"
-        );
-        // The rest of the round's work is handled as configured.
-        let handled = if action == "stash" {
-            "orphan_stashed"
-        } else {
-            "dirty_auto_committed"
-        };
-        assert_eq!(p.events_of(handled).len(), 1, "{action}: {all}");
-        assert!(!p.dir().join("note.txt").exists() || action == "auto_commit");
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        for action in ["auto_commit", "stash"] {
+            let p = repository(operator, action);
+            p.run(&["round"]).assert_code(0);
+            let all = p.events_text();
+            let held = p.events_of("dirty_filter_not_run");
+            assert_eq!(held.len(), 1, "{action}: {all}");
+            assert_eq!(held[0]["filter"], "lfs");
+            assert_eq!(held[0]["files"][0], "asset.bin");
+            assert!(
+                held[0]["what_to_do"]
+                    .as_str()
+                    .unwrap()
+                    .contains("git config --global filter.lfs"),
+                "{all}"
+            );
+            assert_eq!(stored_assets(&p), Vec::<String>::new(), "{action}: {all}");
+            assert_eq!(
+                std::fs::read_to_string(p.dir().join("asset.bin")).unwrap(),
+                "raw asset\n",
+                "{action}: the asset was not left in the tree"
+            );
+            // The rest of the round's work is handled as configured.
+            let handled = if action == "stash" {
+                "orphan_stashed"
+            } else {
+                "dirty_auto_committed"
+            };
+            assert_eq!(p.events_of(handled).len(), 1, "{action}: {all}");
+            assert!(!p.dir().join("note.txt").exists() || action == "auto_commit");
+        }
     }
 }
 
 #[test]
 fn the_same_filter_in_the_operators_global_config_runs() {
-    let p = repository("auto_commit");
-    std::fs::write(
-        p.home().join(".gitconfig"),
-        "[filter \"lfs\"]\n\tclean = sed s/^/CLEANED:/\n",
-    )
-    .unwrap();
-    p.run(&["round"]).assert_code(0);
-    assert!(p.events_of("dirty_filter_not_run").is_empty());
-    assert_eq!(stored_assets(&p), ["CLEANED:raw asset\n"]);
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        let p = repository(operator, "auto_commit");
+        std::fs::write(
+            p.home().join(".gitconfig"),
+            "[filter \"lfs\"]\n\tclean = sed s/^/CLEANED:/\n",
+        )
+        .unwrap();
+        p.run(&["round"]).assert_code(0);
+        assert!(p.events_of("dirty_filter_not_run").is_empty());
+        assert_eq!(stored_assets(&p), ["CLEANED:raw asset\n"]);
+    }
 }

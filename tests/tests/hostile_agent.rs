@@ -314,6 +314,7 @@ fn doctor_reports_every_agent_layer_on(operator: Operator) {
             "seccomp",
             "pid_namespace",
             "config_read_only",
+            "protected_paths",
             "no_new_privs"
         ],
         "{block}"

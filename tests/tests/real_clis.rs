@@ -575,6 +575,18 @@ fn round_through_the_egress_proxy(operator: Operator, cli: &str) {
     }
 }
 
+/// Whether the round's agent wrote `agent-was-here.txt`: left dirty (then stashed), or
+/// committed by the CLI itself (aider commits its own edits).
+fn wrote_the_file(p: &Project) -> bool {
+    let dirty = p
+        .events_of("dirty_detected")
+        .iter()
+        .any(|d| d["files"].to_string().contains("agent-was-here.txt"));
+    dirty
+        || p.git(&["log", "--all", "--name-only", "--format="])
+            .contains("agent-was-here.txt")
+}
+
 /// Issue 41 items 1 and 3 with a real CLI: a local model endpoint on `127.0.0.1`, and the
 /// `allow_hosts` `init` writes for the CLI (its provider's hosts, uncommented). `doctor`
 /// and the failed round name the refusal and the line that opens it (`source`: where the
@@ -631,12 +643,7 @@ fn local_endpoint_by_the_printed_fix(operator: Operator, cli: &str, source: &str
         "{operator:?}: {}\n{all}",
         out.stderr
     );
-    assert!(
-        !p.events_of("dirty_detected")
-            .iter()
-            .any(|d| d["files"].to_string().contains("agent-was-here.txt")),
-        "{all}"
-    );
+    assert!(!wrote_the_file(&p), "{all}");
     // The fix as printed: the entry added to the list.
     let fixed = |text: String| {
         uncomment(text).replacen("allow_hosts = [", &format!("allow_hosts = [{entry}, "), 1)
@@ -646,9 +653,7 @@ fn local_endpoint_by_the_printed_fix(operator: Operator, cli: &str, source: &str
     let all = p.events_text();
     out.assert_code(0);
     assert!(
-        p.events_of("dirty_detected")
-            .iter()
-            .any(|d| d["files"].to_string().contains("agent-was-here.txt")),
+        wrote_the_file(&p),
         "{operator:?}: the fixed round did not write the file: {all}"
     );
     assert!(
@@ -671,17 +676,42 @@ fn claude_reaches_a_local_endpoint_by_the_printed_fix_as_root_and_as_an_unprivil
 }
 
 #[test]
-fn codex_reaches_a_local_endpoint_by_the_printed_fix() {
-    local_endpoint_by_the_printed_fix(Operator::Root, "codex", "~/.codex/config.toml");
+fn codex_reaches_a_local_endpoint_by_the_printed_fix_as_root_and_as_an_unprivileged_user() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        local_endpoint_by_the_printed_fix(operator, "codex", "~/.codex/config.toml");
+    }
 }
 
 #[test]
-fn gemini_reaches_a_local_endpoint_by_the_printed_fix() {
-    local_endpoint_by_the_printed_fix(
-        Operator::Root,
-        "gemini",
-        "the environment's GOOGLE_GEMINI_BASE_URL",
-    );
+fn gemini_reaches_a_local_endpoint_by_the_printed_fix_as_root_and_as_an_unprivileged_user() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        local_endpoint_by_the_printed_fix(
+            operator,
+            "gemini",
+            "the environment's GOOGLE_GEMINI_BASE_URL",
+        );
+    }
+}
+
+#[test]
+fn aider_reaches_a_local_endpoint_by_the_printed_fix_as_root_and_as_an_unprivileged_user() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        local_endpoint_by_the_printed_fix(operator, "aider", "the environment's OPENAI_API_BASE");
+    }
+}
+
+#[test]
+fn kimi_reaches_a_local_endpoint_by_the_printed_fix_as_root_and_as_an_unprivileged_user() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        local_endpoint_by_the_printed_fix(operator, "kimi", "~/.kimi/config.toml");
+    }
+}
+
+#[test]
+fn pi_reaches_a_local_endpoint_by_the_printed_fix_as_root_and_as_an_unprivileged_user() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        local_endpoint_by_the_printed_fix(operator, "pi", "~/.pi/agent/models.json");
+    }
 }
 
 #[test]

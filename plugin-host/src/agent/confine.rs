@@ -9,16 +9,21 @@
 //!    * an unprivileged operator where user namespaces are allowed: new user, PID, mount,
 //!      IPC and UTS namespaces and a reaper ([`crate::common::user_namespace`]), the reaper
 //!      ignoring the round's stop signals;
-//!    * in either case, the supervisor's config file made read-only ([`bind_read_only`]):
+//!    * in either case, the protected paths made read-only ([`crate::agent::protected`]: the
+//!      supervisor's config file, the repository's hooks, the CLIs' project settings, each
+//!      existing or as a placeholder the supervisor made for its first missing component):
 //!      root first enters a mount namespace of the agent's own (`unshare(CLONE_NEWNS)`; the
 //!      user namespace of the unprivileged case already made one); every mount there turns
-//!      private, then the config file is bind-mounted over itself and remounted read-only,
+//!      private ([`make_mounts_private`]), each directory between the work tree's root and a
+//!      protected path is bound over itself ([`bind_over_itself`], shallow first), then each
+//!      protected path is bound over itself and remounted read-only ([`bind_read_only`]),
 //!      keeping the source mount's `nosuid`/`nodev`/`noexec` (locked in a user namespace:
-//!      the remount fails with `EPERM` without them). Landlock grants add up, so the work
-//!      tree's write grant would otherwise cover a config file inside it; the seccomp
-//!      deny-list refuses `mount`/`umount2` and Landlock refuses mount changes, so the agent
-//!      cannot undo it; an unlink or rename of the mount point fails with `EBUSY`, a write
-//!      with `EROFS`;
+//!      the remount fails with `EPERM` without them), and the working directory is entered
+//!      again through the new mounts. Landlock grants add up, so the work tree's write grant
+//!      would otherwise cover them; the seccomp deny-list refuses `mount`/`umount2` and
+//!      Landlock refuses mount changes, so the agent cannot undo it; an unlink or rename of a
+//!      mount point (a protected path, a pinned directory) fails with `EBUSY`, a write with
+//!      `EROFS`;
 //! 2. an *init* fork ([`become_init_of_agent`]): PID 1 of the namespace stays behind, closes
 //!    every descriptor, reaps every orphan and exits with the agent's status; the agent goes
 //!    on as PID 2. PID 1 ignores signals it has no handler for, which would break the
@@ -42,6 +47,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
 use crate::agent::policy::{agent_fs_grants, AgentPolicyInput, AGENT_DENY_ERRNO};
+use crate::agent::protected::{protected_set, Placeholders, ProtectedRoots, ProtectedSet};
 use crate::common::fd_passing::{recv_fd, socket_pair};
 use crate::common::landlock::{FsGrant, PolicyError, TcpRule};
 use crate::common::layers::{layer, Layer};
@@ -60,6 +66,8 @@ pub struct AgentSandboxSpec {
     pub connect_ports: Vec<u16>,
     /// Which of Landlock and seccomp to apply (the gate's verdict).
     pub tier: Tier,
+    /// Where the protected paths lie (the work tree's root, the hooks directory).
+    pub roots: ProtectedRoots,
 }
 
 /// Why the agent's confinement could not be prepared.
@@ -114,15 +122,21 @@ pub struct AgentConfinement {
     /// launcher) of the socket the seccomp listener travels on.
     listener: Option<(OwnedFd, OwnedFd)>,
     isolation: PidIsolation,
-    read_only_config: Option<ReadOnlyFile>,
+    /// The protected paths as found before the spawn (none without a mount namespace).
+    protected: ProtectedSet,
+    /// Bound read-only in the agent's mount namespace.
+    read_only: Vec<ReadOnlyFile>,
+    /// Bound over themselves, before `read_only`.
+    pinned: Vec<PathBuf>,
+    /// Removed (when still empty) when this confinement drops, after the agent's round.
+    placeholders: Option<Placeholders>,
     tmp_dir: PathBuf,
 }
 
-/// The config file's read-only mount: its canonical path and the
-/// `MS_NOSUID`/`MS_NODEV`/`MS_NOEXEC` of the mount holding it (from `statvfs`).
-fn read_only_config(config: &Path) -> std::io::Result<ReadOnlyFile> {
-    let canonical = config.canonicalize()?;
-    let st = nix_statvfs(&canonical)?;
+/// `path`'s read-only mount: the path and the `MS_NOSUID`/`MS_NODEV`/`MS_NOEXEC` of the
+/// mount holding it (from `statvfs`).
+fn read_only_file(path: &Path) -> std::io::Result<ReadOnlyFile> {
+    let st = nix_statvfs(path)?;
     let mut locked = 0;
     for (st_flag, ms_flag) in [
         (libc::ST_NOSUID, libc::MS_NOSUID),
@@ -134,7 +148,7 @@ fn read_only_config(config: &Path) -> std::io::Result<ReadOnlyFile> {
         }
     }
     Ok(ReadOnlyFile {
-        path: canonical,
+        path: path.to_owned(),
         locked,
     })
 }
@@ -153,27 +167,54 @@ fn nix_statvfs(path: &Path) -> std::io::Result<libc::statvfs> {
     Ok(st)
 }
 
-/// In the launcher, in the agent's own mount namespace: every mount made private, `path`
-/// bound over itself and remounted read-only with the `locked` flags of its mount kept.
+/// `mount(2)` with no file system type and no data.
+fn mount(src: Option<&CStr>, target: &CStr, flags: libc::c_ulong) -> std::io::Result<()> {
+    let src = src.map_or(std::ptr::null(), CStr::as_ptr);
+    // SAFETY: mount with NUL-terminated paths (or null where the call takes none) and no
+    // data.
+    let r = unsafe {
+        libc::mount(
+            src,
+            target.as_ptr(),
+            std::ptr::null(),
+            flags,
+            std::ptr::null(),
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// In the launcher, in the agent's own mount namespace: every mount made private, so
+/// nothing below propagates back to the supervisor's namespace.
+///
+/// # Errors
+/// The `mount`'s OS error.
+pub(crate) fn make_mounts_private() -> std::io::Result<()> {
+    mount(None, c"/", libc::MS_REC | libc::MS_PRIVATE)
+}
+
+/// In the launcher, after [`make_mounts_private`]: the directory `path` bound over itself
+/// with the mounts below it, so renaming or removing it fails with `EBUSY`.
+///
+/// # Errors
+/// The `mount`'s OS error.
+pub(crate) fn bind_over_itself(path: &CStr) -> std::io::Result<()> {
+    mount(Some(path), path, libc::MS_BIND | libc::MS_REC)
+}
+
+/// In the launcher, after [`make_mounts_private`]: `path` bound over itself and remounted
+/// read-only with the `locked` flags of its mount kept.
 ///
 /// # Errors
 /// The failing `mount`'s OS error.
 pub(crate) fn bind_read_only(path: &CStr, locked: libc::c_ulong) -> std::io::Result<()> {
-    let mount = |src: *const libc::c_char, target: *const libc::c_char, flags| {
-        // SAFETY: mount with NUL-terminated paths (or null where the call takes none) and
-        // no data.
-        let r = unsafe { libc::mount(src, target, std::ptr::null(), flags, std::ptr::null()) };
-        if r != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(())
-    };
-    let none = std::ptr::null();
-    mount(none, c"/".as_ptr(), libc::MS_REC | libc::MS_PRIVATE)?;
-    mount(path.as_ptr(), path.as_ptr(), libc::MS_BIND)?;
+    mount(Some(path), path, libc::MS_BIND)?;
     mount(
-        none,
-        path.as_ptr(),
+        None,
+        path,
         libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | locked,
     )
 }
@@ -207,28 +248,54 @@ impl AgentConfinement {
         } else {
             None
         };
-        let read_only_config = if isolation == PidIsolation::None {
-            None
-        } else {
-            let config = &spec.policy.config_path;
-            Some(
-                read_only_config(config)
-                    .map_err(io(&format!("the config file {}", config.display())))?,
-            )
-        };
-        Ok(AgentConfinement {
+        let mut confinement = AgentConfinement {
             grants,
             connect_ports: spec.connect_ports.clone(),
             listener,
             isolation,
-            read_only_config,
+            protected: ProtectedSet::default(),
+            read_only: Vec::new(),
+            pinned: Vec::new(),
+            placeholders: None,
             tmp_dir: tmp.clone(),
-        })
+        };
+        if isolation == PidIsolation::None {
+            return Ok(confinement);
+        }
+        let canonical = |p: &Path, what: &str| {
+            p.canonicalize()
+                .map_err(io(&format!("the {what} {}", p.display())))
+        };
+        let roots = ProtectedRoots {
+            tree_root: canonical(&spec.roots.tree_root, "work tree")?,
+            work_dir: canonical(&spec.roots.work_dir, "work dir")?,
+            hooks_dirs: spec.roots.hooks_dirs.clone(),
+            config: canonical(&spec.roots.config, "config file")?,
+        };
+        let set = protected_set(&roots);
+        confinement.placeholders = Some(
+            Placeholders::make(&spec.policy.state_dir, &set.placeholders())
+                .map_err(io("the protected paths' placeholders"))?,
+        );
+        for path in set.read_only() {
+            confinement.read_only.push(
+                read_only_file(&path)
+                    .map_err(io(&format!("the protected path {}", path.display())))?,
+            );
+        }
+        confinement.pinned = set.pins.clone();
+        confinement.protected = set;
+        Ok(confinement)
     }
 
     /// The agent's TMPDIR.
     pub fn tmp_dir(&self) -> &Path {
         &self.tmp_dir
+    }
+
+    /// The protected paths as found before the spawn (empty without a mount namespace).
+    pub fn protected(&self) -> &ProtectedSet {
+        &self.protected
     }
 
     /// For root: unshares the PID namespace of the calling thread's next child. Call right
@@ -254,9 +321,10 @@ impl AgentConfinement {
         if self.isolation == PidIsolation::UserNamespace {
             plan.user_namespace = Some(UserNamespace::Agent);
         }
-        if let Some(config) = &self.read_only_config {
+        if self.isolation != PidIsolation::None {
             plan.mount_namespace = self.isolation == PidIsolation::PidNamespace;
-            plan.read_only.push(config.clone());
+            plan.pinned = self.pinned.clone();
+            plan.read_only = self.read_only.clone();
         }
         plan.init = self.isolation != PidIsolation::None;
         plan.drop_capabilities = true;
@@ -417,6 +485,9 @@ pub fn agent_layers(
             "the config file bind-mounted read-only in a mount namespace of its own",
         )
     });
+    out.push(crate::agent::protected::layer(
+        isolation != PidIsolation::None,
+    ));
     out.push(layer(
         "no_new_privs",
         true,

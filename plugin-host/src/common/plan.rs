@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::landlock::{FsAccess, FsGrant, TcpRule};
 
 /// The plan's shape. Raised whenever a field changes meaning, is added or goes.
-pub const PLAN_FORMAT: u32 = 1;
+pub const PLAN_FORMAT: u32 = 2;
 
 /// This build of the confinement code: a digest of `plugin-host/`'s sources and the
 /// workspace version, made by the crate's build script. The supervisor writes its own into
@@ -54,7 +54,12 @@ pub struct Plan {
     /// Unshare a mount namespace before [`Plan::read_only`] (root; the user namespace above
     /// makes one otherwise).
     pub mount_namespace: bool,
-    /// Files bind-mounted read-only over themselves in the target's mount namespace.
+    /// Directories bound over themselves (with the mounts below them) in the target's
+    /// mount namespace, in this order, before [`Plan::read_only`]: each becomes a mount
+    /// point, which cannot be renamed or removed.
+    pub pinned: Vec<PathBuf>,
+    /// Paths (files or directories) bind-mounted read-only over themselves in the target's
+    /// mount namespace, after [`Plan::pinned`].
     pub read_only: Vec<ReadOnlyFile>,
     /// A private size-limited `tmpfs` over the target's TMPDIR.
     pub private_tmp: Option<PrivateTmp>,
@@ -101,6 +106,7 @@ impl Plan {
             egress: None,
             user_namespace: None,
             mount_namespace: false,
+            pinned: Vec::new(),
             read_only: Vec::new(),
             private_tmp: None,
             private_ipc_uts: false,
@@ -162,7 +168,7 @@ pub enum UserNamespace {
 /// [`Plan::read_only`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ReadOnlyFile {
-    /// The canonical path.
+    /// The path (canonical: no link on its way).
     pub path: PathBuf,
     /// `MS_NOSUID | MS_NODEV | MS_NOEXEC` of the mount holding it, kept on the remount.
     pub locked: u64,

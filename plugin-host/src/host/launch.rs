@@ -322,6 +322,7 @@ fn spawn_inner(
             pids_max: spec.pids_max,
         }),
         mount_namespace: false,
+        pinned: Vec::new(),
         read_only: Vec::new(),
         private_tmp,
         private_ipc_uts: pid_ns.is_some(),

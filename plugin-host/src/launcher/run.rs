@@ -6,7 +6,9 @@ use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 
-use crate::agent::confine::{become_init_of_agent, bind_read_only};
+use crate::agent::confine::{
+    become_init_of_agent, bind_over_itself, bind_read_only, make_mounts_private,
+};
 use crate::agent::egress_bridge::EgressBridge;
 use crate::agent::policy::agent_seccomp_program;
 use crate::common::capabilities::drop_all as drop_capabilities;
@@ -175,19 +177,29 @@ fn apply_steps(plan: Plan) -> Result<std::convert::Infallible, Failure> {
         }
         None => None,
     };
+    let c_path = |path: &std::path::Path| {
+        CString::new(path.as_os_str().as_bytes()).map_err(|_| Failure {
+            step: "read-only mounts".into(),
+            errno: None,
+            message: format!("{} contains a NUL byte", path.display()),
+        })
+    };
+    let pinned = plan
+        .pinned
+        .iter()
+        .map(|p| c_path(p))
+        .collect::<Result<Vec<_>, _>>()?;
     let read_only = plan
         .read_only
         .iter()
-        .map(|f| {
-            CString::new(f.path.as_os_str().as_bytes())
-                .map(|p| (p, f.locked as libc::c_ulong))
-                .map_err(|_| Failure {
-                    step: "read-only mounts".into(),
-                    errno: None,
-                    message: format!("{} contains a NUL byte", f.path.display()),
-                })
-        })
+        .map(|f| c_path(&f.path).map(|p| (p, f.locked as libc::c_ulong)))
         .collect::<Result<Vec<_>, _>>()?;
+    let mounts = !pinned.is_empty() || !read_only.is_empty();
+    let cwd = if mounts {
+        Some(std::env::current_dir().map_err(|e| Failure::os("read-only mounts", &e))?)
+    } else {
+        None
+    };
     let supervisor = take(plan.supervisor)?;
     let cgroup = plan.cgroup_procs.map(take).transpose()?;
     let guard = plan.group_guard.map(take).transpose()?;
@@ -228,8 +240,19 @@ fn apply_steps(plan: Plan) -> Result<std::convert::Infallible, Failure> {
             unshare(nix::sched::CloneFlags::CLONE_NEWNS),
         )?;
     }
+    if mounts {
+        step("read-only mounts", make_mounts_private())?;
+    }
+    for path in &pinned {
+        step("pinned directories", bind_over_itself(path))?;
+    }
     for (path, locked) in &read_only {
         step("read-only mounts", bind_read_only(path, *locked))?;
+    }
+    if let Some(cwd) = &cwd {
+        // The working directory still refers to the mounts beneath: enter it again through
+        // the new ones, or relative paths would bypass them.
+        step("read-only mounts", std::env::set_current_dir(cwd))?;
     }
     if let Some(tmp) = &private_tmp {
         step(

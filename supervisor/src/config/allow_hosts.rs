@@ -96,6 +96,24 @@ pub(crate) fn preset_hosts(preset: &str) -> &'static [&'static str] {
             "openrouter.ai",
             "api.deepseek.com",
         ],
+        // Kimi CLI: Moonshot's platform API (international and China), the Kimi For Coding
+        // API and its login (the endpoints in kimi-cli 1.50.0's package).
+        "kimi" => &[
+            "api.moonshot.ai",
+            "api.moonshot.cn",
+            "api.kimi.com",
+            "auth.kimi.com",
+        ],
+        // pi speaks to whichever provider its model names (its pi-ai library): the common
+        // ones, and the OAuth endpoints of an Anthropic or OpenAI subscription login.
+        "pi" => &[
+            "api.anthropic.com",
+            "console.anthropic.com",
+            "api.openai.com",
+            "auth.openai.com",
+            "generativelanguage.googleapis.com",
+            "openrouter.ai",
+        ],
         _ => &[],
     }
 }

@@ -322,6 +322,12 @@ config_table! {
         /// longest run of one git command (commit, stash, status, …) before it is killed
         /// with its process group
         git_timeout_s: u64 = (DEFAULT_GIT_TIMEOUT_S) range(1..) reload Next;
+        /// whether the supervisor's commit (`auto_commit`, or a dirty handler's commit)
+        /// takes the round's changes to the exec surface (CI pipelines, editor and tool
+        /// configs that run programs: docs/security.md, "What runs later: the watched
+        /// tier"); `false` leaves them in the tree for the operator to review, with
+        /// `exec_surface_changed` naming them
+        commit_exec_surface: bool = (false) reload Next;
     }
 }
 

@@ -256,6 +256,9 @@ pub struct VcsConfig {
     /// Longest run of one git command before it is killed with its process group
     /// (default [`DEFAULT_GIT_TIMEOUT_S`]).
     pub git_timeout: Duration,
+    /// Whether the supervisor's commit takes the round's changes to the exec surface
+    /// ([`crate::runtime::exec_surface`]; default `false`: left in the tree).
+    pub commit_exec_surface: bool,
 }
 
 /// One `[plugins.hosts.<name>]` table.
@@ -811,6 +814,7 @@ fn resolve_vcs(raw: &RawVcs, numbers: &Numbers) -> Result<VcsConfig, Bad> {
         dirty_action_written: raw.dirty_action.is_some(),
         stash_idempotency: Duration::from_secs(raw.stash_idempotency_s()?),
         git_timeout: Duration::from_secs(numbers.git_timeout_s),
+        commit_exec_surface: raw.commit_exec_surface()?,
     })
 }
 

@@ -444,7 +444,11 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
             check("work_dir", false, refusal.reason, refusal.fix)
         }
     };
+    let is_work_tree = work_dir_check.ok && without_git.is_none();
     checks.push(work_dir_check);
+    if is_work_tree {
+        checks.push(watched_check(&config, &repo).await);
+    }
     checks.push(log_dir_check(&config.runtime.log_dir));
     checks.push(host_health_check(&config));
     checks.push(round_cgroup_check(&config));
@@ -796,6 +800,32 @@ fn round_cgroup_check(config: &Config) -> Check {
         ),
     };
     check("round_cgroup", true, reason, "")
+}
+
+/// `watched` (informational, always passes): what the watched tier does after each round
+/// (docs/security.md, "What runs later: the watched tier") and the watched keys the
+/// repository's config sets now, which a round leaves alone as the operator's.
+async fn watched_check(config: &Config, repo: &crate::runtime::git::Repo) -> Check {
+    use crate::runtime::git_config_watch::ConfigBefore;
+    let now = ConfigBefore::record(repo, &ConfigBefore::default()).await;
+    let present = match now.map(|c| c.watched_keys()) {
+        Ok(keys) if keys.is_empty() => "none set now".to_owned(),
+        Ok(keys) => format!("set now, kept as the operator's: {}", keys.join(", ")),
+        Err(err) => format!("cannot list them now: {err}"),
+    };
+    let surface = if config.vcs.commit_exec_surface {
+        "committed with the rest ([vcs] commit_exec_surface = true)"
+    } else {
+        "left uncommitted for you ([vcs] commit_exec_surface = false)"
+    };
+    check(
+        "watched",
+        true,
+        format!(
+            "after each round, the git config keys that run a program the round added are reverted ({present}); changes to CI and editor files are told (exec_surface_changed) and {surface}"
+        ),
+        "",
+    )
 }
 
 /// `log_dir`: an existing writable directory, or creatable (its nearest existing ancestor

@@ -15,10 +15,22 @@ use agent_runner_plugin_host::agent::confine::{
     agent_layers, AgentConfineError, AgentConfinement, AgentSandboxSpec, PidIsolation,
 };
 use agent_runner_plugin_host::agent::policy::{AgentPolicyInput, DEFAULT_CONNECT_PORTS};
+use agent_runner_plugin_host::agent::protected::ProtectedRoots;
 use agent_runner_plugin_host::common::layers::Layer;
 use agent_runner_plugin_host::common::probe::{Capabilities, Tier};
 
 use crate::config::{Config, SandboxMode};
+
+/// Where a round's work tree lies, for its protected paths: the repository's top and hooks
+/// directory as the supervisor's git pinned them ([`crate::runtime::git::Repo::protected_roots`]);
+/// outside git the work dir and no hooks.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TreeRoots {
+    /// The work tree's root (`None`: the work dir).
+    pub root: Option<PathBuf>,
+    /// The repository's hooks directories.
+    pub hooks_dirs: Vec<PathBuf>,
+}
 
 /// The gate's verdict for this boot.
 #[derive(Clone, Debug)]
@@ -92,7 +104,7 @@ impl AgentSandboxGate {
         }
         if self.isolation == PidIsolation::None {
             missing.push(format!(
-                "no PID namespace (nor a mount namespace to make the config file read-only): {}",
+                "no PID namespace (nor a mount namespace to make the config file and the protected paths read-only): {}",
                 self.isolation_missing.as_deref().unwrap_or("unavailable")
             ));
         }
@@ -168,6 +180,7 @@ impl AgentSandboxGate {
     pub(crate) fn confinement(
         &self,
         config: &Config,
+        tree: &TreeRoots,
         cli: &str,
         argv0: &str,
         env: &[(String, String)],
@@ -176,7 +189,7 @@ impl AgentSandboxGate {
         let mut connect_ports = DEFAULT_CONNECT_PORTS.to_vec();
         connect_ports.extend(&config.agent_sandbox.connect_ports);
         connect_ports.extend(extra_ports);
-        self.confine(config, cli, argv0, env, connect_ports)
+        self.confine(config, tree, cli, argv0, env, connect_ports)
     }
 
     /// The confinement of goal check `check` after a round (docs/security.md "Goal
@@ -187,15 +200,24 @@ impl AgentSandboxGate {
     pub(crate) fn check_confinement(
         &self,
         config: &Config,
+        tree: &TreeRoots,
         check: &crate::config::GoalCheck,
         env: &[(String, String)],
     ) -> Result<Option<AgentConfinement>, AgentConfineError> {
-        self.confine(config, "", &check.cmd[0], env, check.connect_ports.clone())
+        self.confine(
+            config,
+            tree,
+            "",
+            &check.cmd[0],
+            env,
+            check.connect_ports.clone(),
+        )
     }
 
     fn confine(
         &self,
         config: &Config,
+        tree: &TreeRoots,
         cli: &str,
         argv0: &str,
         env: &[(String, String)],
@@ -243,6 +265,15 @@ impl AgentSandboxGate {
             },
             connect_ports,
             tier: self.applied,
+            roots: ProtectedRoots {
+                tree_root: tree
+                    .root
+                    .clone()
+                    .unwrap_or_else(|| config.runtime.work_dir.clone()),
+                work_dir: config.runtime.work_dir.clone(),
+                hooks_dirs: tree.hooks_dirs.clone(),
+                config: config.path.clone(),
+            },
         };
         AgentConfinement::build(&spec, self.isolation).map(Some)
     }

@@ -37,6 +37,7 @@ use tokio::process::Command;
 use crate::config::DEFAULT_GIT_TIMEOUT_S;
 use crate::record::stop::StopWatch;
 use crate::runtime::attribution::OwnFiles;
+use crate::runtime::git_config_keys;
 use crate::runtime::git_place::{ConfigSeen, Place};
 use crate::runtime::path_name;
 
@@ -90,39 +91,11 @@ const KEPT_ENV: [&str; 9] = [
 ];
 
 /// Whether config key `key` (as `git config --list` prints it: section and name in lower
-/// case) names a program for git to run. (Whether to sign, `commit.gpgSign`, is the
+/// case) names a program for git to run, or shapes how one is called: the reviewed list's
+/// [`git_config_keys::overridden`]. (Whether to sign, `commit.gpgSign`, is the
 /// repository's to say; the signing program is the operator's or git's default.)
 fn runs_a_program(key: &str) -> bool {
-    let (section, rest) = key.split_once('.').unwrap_or((key, ""));
-    let name = rest.rsplit('.').next().unwrap_or(rest);
-    let sub = rest.contains('.');
-    match (section, sub, name) {
-        ("core", false, n) => matches!(
-            n,
-            "fsmonitor"
-                | "hookspath"
-                | "pager"
-                | "editor"
-                | "askpass"
-                | "sshcommand"
-                | "gitproxy"
-                | "alternaterefscommand"
-        ),
-        ("sequence", false, "editor") => true,
-        ("pager", ..) => true,
-        ("credential", _, "helper") => true,
-        ("gpg", _, "program") => true,
-        ("diff", false, "external") => true,
-        ("diff", true, "command" | "textconv") => true,
-        ("merge", true, "driver") => true,
-        ("filter", true, "clean" | "smudge" | "process" | "required") => true,
-        ("uploadpack", false, "packobjectshook") => true,
-        ("remote", true, "uploadpack" | "receivepack") => true,
-        ("trailer", true, "command" | "cmd") => true,
-        ("mergetool" | "difftool", true, "cmd" | "path") => true,
-        ("ssh", false, "variant") => true,
-        _ => false,
-    }
+    git_config_keys::overridden(key)
 }
 
 /// The value for a program-running `key` the operator did not set: one that runs nothing,
@@ -348,6 +321,9 @@ pub(crate) struct Repo {
     place: Arc<OnceLock<Place>>,
     /// The last listing of its config; shared by the clones.
     listed: Arc<Mutex<Option<Listed>>>,
+    /// A file whose change, while a command runs, means the command is past its point of
+    /// no return ([`Repo::finishing_when`]).
+    committed_by: Option<PathBuf>,
 }
 
 impl Repo {
@@ -361,6 +337,20 @@ impl Repo {
             stop: None,
             place: Arc::default(),
             listed: Arc::default(),
+            committed_by: None,
+        }
+    }
+
+    /// The same repository, whose commands, when their timeout runs out after `file`
+    /// changed (its size or modification time), are given one more timeout to finish
+    /// before being killed: past that change git has done what cannot be taken back (a
+    /// `git stash push` that stored its stash, appending to `logs/refs/stash`, goes on to
+    /// clean the tree), and killing it then would leave the work half in the stash, half
+    /// in the tree (docs/operations.md, "Large trees").
+    fn finishing_when(&self, file: PathBuf) -> Repo {
+        Repo {
+            committed_by: Some(file),
+            ..self.clone()
         }
     }
 
@@ -611,6 +601,7 @@ impl Repo {
             }
         };
         let run = async { tokio::join!(child.wait_with_output(), write_stdin).0 };
+        tokio::pin!(run);
         let mut stop = self.stop.clone();
         let level = stop.as_ref().map(|s| *s.borrow());
         let stopped = async {
@@ -623,18 +614,39 @@ impl Repo {
                 _ => std::future::pending::<()>().await,
             }
         };
-        let out = tokio::select! {
-            out = run => out.map_err(|e| failed(e.to_string()))?,
-            _ = tokio::time::sleep(self.timeout) => {
-                kill_group(group);
-                return Err(failed(format!(
-                    "timed out after {} s ([vcs] git_timeout_s) and was killed with its process group; it runs without a terminal, so a prompt (a signing passphrase, credentials) cannot be answered",
-                    self.timeout.as_secs()
-                )));
-            }
-            _ = stopped => {
-                kill_group(group);
-                return Err(failed("killed with its process group by a stop request".into()));
+        tokio::pin!(stopped);
+        let mark = |file: &Path| {
+            std::fs::metadata(file)
+                .ok()
+                .map(|m| (m.len(), m.modified().ok()))
+        };
+        let committed_before = self.committed_by.as_deref().map(mark);
+        let mut extended = false;
+        let out = loop {
+            tokio::select! {
+                out = &mut run => break out.map_err(|e| failed(e.to_string()))?,
+                _ = tokio::time::sleep(self.timeout) => {
+                    let past_no_return = !extended
+                        && self.committed_by.as_deref().map(mark) != committed_before;
+                    if past_no_return {
+                        tracing::warn!(
+                            "git {joined} ran out of git_timeout_s ({} s) after doing what cannot be taken back; it gets {} s more to finish",
+                            self.timeout.as_secs(),
+                            self.timeout.as_secs()
+                        );
+                        extended = true;
+                        continue;
+                    }
+                    kill_group(group);
+                    return Err(failed(format!(
+                        "timed out after {} s ([vcs] git_timeout_s) and was killed with its process group; it runs without a terminal, so a prompt (a signing passphrase, credentials) cannot be answered",
+                        self.timeout.as_secs()
+                    )));
+                }
+                _ = &mut stopped => {
+                    kill_group(group);
+                    return Err(failed("killed with its process group by a stop request".into()));
+                }
             }
         };
         if out.status.success() {
@@ -733,6 +745,27 @@ impl Repo {
     pub(crate) fn with_own(mut self, own: OwnFiles) -> Self {
         self.own = own;
         self
+    }
+
+    /// The work tree's root and the repository's hooks directories, for the agent's
+    /// protected paths ([`agent_runner_plugin_host::agent::protected`]): `<common dir>/hooks`
+    /// (a `.git` file's `gitdir:` followed, as pinned at boot: a linked work tree's hooks are
+    /// the main one's) and, when a config file sets `core.hooksPath`, that directory too
+    /// (relative to the top, or absolute; one under `~` is left to Landlock, which does not
+    /// let the agent write the home directory). Canonical where git gave them so: the top
+    /// and the common dir. `None` when the repository cannot be found.
+    pub(crate) async fn protected_roots(&self) -> Option<(PathBuf, Vec<PathBuf>)> {
+        let place = self.place().await.ok()?;
+        let mut hooks = vec![place.common_dir.join("hooks")];
+        if let Some(path) = self.listed().await.ok().and_then(|l| l.hooks_path) {
+            if !path.starts_with('~') && !path.is_empty() {
+                let dir = place.top.join(&path);
+                if !hooks.contains(&dir) {
+                    hooks.push(dir);
+                }
+            }
+        }
+        Some((place.top.clone(), hooks))
     }
 
     /// What changed in the repository since boot ([`Place::changed`]); `None` when
@@ -852,7 +885,13 @@ impl Repo {
         if scope.is_some() {
             args.extend(["--pathspec-from-file=-", "--pathspec-file-nul"]);
         }
-        let result = self.run_input(&args, &[], scope.as_deref()).await;
+        // Once git stored the stash (appending to its reflog), it is let finish cleaning
+        // the tree rather than killed half-way.
+        let reflog = self.place().await?.common_dir.join("logs/refs/stash");
+        let result = self
+            .finishing_when(reflog)
+            .run_input(&args, &[], scope.as_deref())
+            .await;
         let after = self.stash_head().await;
         match (after.filter(|a| Some(a) != before.as_ref()), result) {
             (Some(sha), Ok(_)) => Ok(Some(sha)),
@@ -944,6 +983,112 @@ impl Repo {
             }
         }
         Ok(Some(specs))
+    }
+
+    /// The repository's own config files, with their scope as git names it: the common
+    /// dir's `config` (`local`) and the git dir's `config.worktree` (`worktree`), present
+    /// or not.
+    pub(crate) async fn config_files(&self) -> Result<[(PathBuf, &'static str); 2], GitError> {
+        let place = self.place().await?;
+        Ok([
+            (place.common_dir.join("config"), "local"),
+            (place.git_dir.join("config.worktree"), "worktree"),
+        ])
+    }
+
+    /// The entries of the config text `text` as git reads it, includes not followed
+    /// (`git config --file - --no-includes --list -z`, which runs nothing): `(key,
+    /// value)` in file order, keys as `--list` prints them, `None` for a key written
+    /// without a value. Errors: git cannot parse it.
+    pub(crate) async fn config_text_entries(
+        &self,
+        text: &[u8],
+    ) -> Result<Vec<(String, Option<String>)>, GitError> {
+        let out = self
+            .run_bytes_with_env(
+                &["config", "--file", "-", "--no-includes", "--list", "-z"],
+                &[],
+                Some(text),
+            )
+            .await?;
+        Ok(out
+            .split(|b| *b == 0)
+            .filter(|e| !e.is_empty())
+            .map(|entry| {
+                let entry = String::from_utf8_lossy(entry);
+                match entry.split_once('\n') {
+                    Some((key, value)) => (key.to_owned(), Some(value.to_owned())),
+                    None => (entry.into_owned(), None),
+                }
+            })
+            .collect())
+    }
+
+    /// Sets key `key` of the config file `file` to exactly `values` (in order), or removes
+    /// it when `values` is empty, with git's own writer (`git config --file`), so comments
+    /// and every other key stay as they are. The caller has checked that `file` is no
+    /// symbolic link.
+    pub(crate) async fn config_file_set(
+        &self,
+        file: &Path,
+        key: &str,
+        values: &[String],
+    ) -> Result<(), GitError> {
+        let with = |args: &[&str]| {
+            let mut all: Vec<&OsStr> = vec!["config".as_ref(), "--file".as_ref(), file.as_os_str()];
+            all.extend(args.iter().map(OsStr::new));
+            all.into_iter()
+                .map(OsStr::to_owned)
+                .collect::<Vec<OsString>>()
+        };
+        match values.split_first() {
+            None => {
+                self.run(&with(&["--unset-all", key])).await?;
+            }
+            Some((first, rest)) => {
+                self.run(&with(&["--replace-all", key, first])).await?;
+                for value in rest {
+                    self.run(&with(&["--add", key, value])).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The paths inside the work dir (work-dir-relative) that differ between commit
+    /// `before` (`None`: no commit, every path of `after` counts) and commit `after`:
+    /// what the agent's own commits of a round changed (`git diff-tree -r --name-only
+    /// --no-renames --relative`, or `git ls-tree -r --name-only`, neither of which runs a
+    /// diff driver).
+    pub(crate) async fn changed_between(
+        &self,
+        before: Option<&str>,
+        after: &str,
+    ) -> Result<Vec<String>, GitError> {
+        let out = match before {
+            Some(before) => {
+                self.run_bytes(&[
+                    "diff-tree",
+                    "-r",
+                    "-z",
+                    "--name-only",
+                    "--no-renames",
+                    "--relative",
+                    before,
+                    after,
+                ])
+                .await?
+            }
+            None => {
+                self.run_bytes(&["ls-tree", "-r", "-z", "--name-only", after])
+                    .await?
+            }
+        };
+        Ok(out
+            .split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .map(path_name::encode)
+            .collect())
     }
 
     /// Whether the stash commit `sha` is still in the stash list.

@@ -155,6 +155,8 @@ pub(crate) struct CheckLaunch<'a> {
     pub config: &'a Config,
     /// The agent's variables (`[agent.env]` and the round's).
     pub env: Vec<(String, String)>,
+    /// Where the protected paths lie.
+    pub tree: crate::runtime::agent_sandbox::TreeRoots,
     /// The cgroup the checks join, with the round's `round_high_mb` / `round_max_mb`
     /// (a child of the delegated cgroup, as the agent's; `None`: the supervisor's own).
     pub cgroup: Option<&'a RoundCgroup>,
@@ -183,7 +185,7 @@ async fn run_one(check: &GoalCheck, launch: &CheckLaunch<'_>) -> std::io::Result
     let path = crate::runtime::agent::find_on_path(&check.cmd[0], path_var, &check.cwd);
     let confinement = launch
         .gate
-        .check_confinement(launch.config, check, &launch.env)
+        .check_confinement(launch.config, &launch.tree, check, &launch.env)
         .map_err(std::io::Error::other)?;
     let mut env = env;
     if let Some(c) = &confinement {

@@ -35,7 +35,9 @@ use crate::runtime::detect_hooks::{self, AutoStop};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
 use crate::runtime::egress_proxy;
 use crate::runtime::egress_refusals::{EgressRefusal, EgressTally};
+use crate::runtime::exec_surface;
 use crate::runtime::git::{GitError, Look, Repo};
+use crate::runtime::git_config_watch::{self, ConfigBefore};
 use crate::runtime::git_operation;
 use crate::runtime::grace::Grace;
 use crate::runtime::host_health::{self, Floor, Pressure, Reading};
@@ -261,6 +263,9 @@ pub(crate) struct Runner {
     /// The goal checks' files as they were before the first round's agent ran (a check
     /// whose files differ from them does not count: [`crate::runtime::goal::Fingerprints`]).
     check_files: crate::runtime::goal::Fingerprints,
+    /// The repository's config files before the last round (docs/security.md, "What runs
+    /// later: the watched tier").
+    config_before: ConfigBefore,
 }
 
 /// Every prompt file of `config`, each phase's too: where they resolve is learnt at boot,
@@ -297,6 +302,16 @@ impl Runner {
         agent_sandbox: AgentSandboxGate,
     ) -> Self {
         let repo = repo_for(&config, &hosts, tree);
+        // Placeholders of the protected paths a crashed round left in the tree, removed
+        // while still empty before anything looks at it.
+        for path in
+            agent_runner_plugin_host::agent::protected::remove_leftovers(&config.runtime.state_dir)
+        {
+            tracing::info!(
+                "removed the placeholder {} a crashed round left",
+                path.display()
+            );
+        }
         let prompt_links = crate::tree_file::KnownLinks::of(&prompt_files(&config));
         let log_dir = HeldDir::resolve(&config.runtime.log_dir);
         Runner {
@@ -314,6 +329,7 @@ impl Runner {
             session_usage: Default::default(),
             agent_sandbox,
             check_files: crate::runtime::goal::Fingerprints::default(),
+            config_before: ConfigBefore::default(),
         }
     }
 
@@ -402,6 +418,21 @@ impl Runner {
             .runtime
             .fresh_eyes_every_n
             .is_some_and(|n| round_num > 0 && round_num % n == 0)
+    }
+
+    /// Where the agent's protected paths lie: the repository's top and hooks as pinned at
+    /// boot; outside git (or when it cannot be found) the work dir alone.
+    async fn tree_roots(&self) -> crate::runtime::agent_sandbox::TreeRoots {
+        if self.git != Git::WorkTree || !self.agent_sandbox.config_read_only() {
+            return Default::default();
+        }
+        match self.repo.protected_roots().await {
+            Some((root, hooks_dirs)) => crate::runtime::agent_sandbox::TreeRoots {
+                root: Some(root),
+                hooks_dirs,
+            },
+            None => Default::default(),
+        }
     }
 
     /// One `git status` of the tree ([`Repo::look`]); outside git, an empty look and no
@@ -521,6 +552,7 @@ impl Runner {
             .start_round(&round_ctx, &started, phase, resume.as_ref(), &head_before)
             .await?;
         let baseline = self.baseline(round_num, before);
+        let config_watched = self.record_config(round_num).await;
         // What the checks run, as it was before any agent of this boot could change it.
         if let Some(goal) = &self.config.goal {
             self.check_files.add_new(goal);
@@ -535,6 +567,8 @@ impl Runner {
                 exit.as_ref().is_ok_and(AgentExit::is_clean),
             );
         }
+        // Before anything else runs git in the tree (a goal check may).
+        self.revert_config(round_num, config_watched).await;
         let exit = exit?;
         let duration_s = (exit.duration.as_secs_f64() * 1000.0).round() / 1000.0;
         // Before the dirty tree is handled, so a check sees the round's edits; in a cgroup
@@ -551,6 +585,7 @@ impl Runner {
                         gate: &self.agent_sandbox,
                         config: &self.config,
                         env: self.agent_env(round_num, phase),
+                        tree: self.tree_roots().await,
                         cgroup: cgroup.as_ref(),
                     },
                     &self.check_files,
@@ -584,6 +619,8 @@ impl Runner {
                 resume.as_ref(),
                 stop,
             )
+            .await;
+        self.exec_surface(round_num, &baseline, &after, (&head_before, &head_after))
             .await;
         let branch = after.as_ref().ok().and_then(|look| look.branch.clone());
         let dirty = if exit.is_clean() {
@@ -914,8 +951,10 @@ impl Runner {
             .find(|(k, _)| k == "TMPDIR")
             .map(|(_, v)| PathBuf::from(v))
             .unwrap_or_else(std::env::temp_dir);
+        let tree = self.tree_roots().await;
         match self.agent_sandbox.confinement(
             &self.config,
+            &tree,
             cli,
             &spec.argv[0],
             &spec.env,
@@ -923,6 +962,22 @@ impl Runner {
         ) {
             Ok(confinement) => {
                 if let Some(c) = &confinement {
+                    if c.protected().scan_truncated {
+                        tracing::info!(
+                            "the scan for protected files deeper in the tree stopped at its limit; copies beyond it stay writable to the agent (docs/security.md \"Protected paths\")"
+                        );
+                    }
+                    for p in &c.protected().paths {
+                        if let agent_runner_plugin_host::agent::protected::Target::Link(at) =
+                            &p.target
+                        {
+                            tracing::warn!(
+                                "protected path {} is not read-only to the agent: {} is a symbolic link (docs/security.md \"Protected paths\")",
+                                p.path.display(),
+                                at.display()
+                            );
+                        }
+                    }
                     spec.env
                         .push(("TMPDIR".to_owned(), c.tmp_dir().display().to_string()));
                     agent_tmp = c.tmp_dir().to_owned();
@@ -1168,6 +1223,135 @@ impl Runner {
             branch,
         };
         Some(dirty::handle(&round, &mut self.hosts, &split.round, stop).await)
+    }
+
+    /// The repository's config files before the agent runs ([`ConfigBefore::record`]);
+    /// `None` outside git or when git cannot tell (nothing is then reverted: the
+    /// supervisor's own git still runs none of its programs).
+    async fn record_config(&mut self, round_num: u64) -> Option<ConfigBefore> {
+        if self.git != Git::WorkTree {
+            return None;
+        }
+        // A round whose supervisor was killed before it could revert: reverted now,
+        // against its own record (kept in the state dir, out of the agent's reach).
+        let pending = self
+            .config
+            .runtime
+            .state_dir
+            .join(git_config_watch::PENDING_FILE);
+        if let Ok(Some(stale)) = state::read_json::<git_config_watch::Pending>(&pending) {
+            self.revert_config(stale.round_num, Some(stale.before))
+                .await;
+        }
+        match ConfigBefore::record(&self.repo, &self.config_before).await {
+            Ok(record) => {
+                self.config_before = record.clone();
+                let kept = git_config_watch::Pending {
+                    round_num,
+                    before: record.clone(),
+                };
+                if let Err(e) = state::write_json_atomic(&pending, &kept) {
+                    tracing::warn!(
+                        "cannot keep the repository's config before the round in {}: {e}",
+                        pending.display()
+                    );
+                }
+                Some(record)
+            }
+            Err(err) => {
+                tracing::warn!("cannot record the repository's config before the round: {err}");
+                None
+            }
+        }
+    }
+
+    /// Reverts the watched keys round `round_num` added or changed in the repository's
+    /// config (`before`: [`Runner::record_config`]), one `git_config_reverted` each (the
+    /// first [`dirty::MAX_LISTED_FILES`], the last counting the rest).
+    async fn revert_config(&mut self, round_num: u64, before: Option<ConfigBefore>) {
+        let Some(before) = before else { return };
+        let told = match git_config_watch::revert(&self.repo, &before).await {
+            Ok(told) => {
+                let pending = self
+                    .config
+                    .runtime
+                    .state_dir
+                    .join(git_config_watch::PENDING_FILE);
+                let _ = std::fs::remove_file(pending);
+                told
+            }
+            Err(err) => {
+                tracing::warn!(
+                    "cannot check the repository's config after round {round_num}: {err}"
+                );
+                return;
+            }
+        };
+        let shown = told.len().min(dirty::MAX_LISTED_FILES);
+        let more = told.len() - shown;
+        for (i, r) in told.into_iter().take(shown).enumerate() {
+            self.events.emit(Event::GitConfigReverted {
+                round_num,
+                key: r.key,
+                scope: r.scope.to_owned(),
+                file: r.file,
+                value: r.value,
+                action: r.action.to_owned(),
+                why: r.why.to_owned(),
+                error: r.error,
+                more_keys: (i + 1 == shown && more > 0).then_some(more),
+            });
+        }
+    }
+
+    /// `exec_surface_changed` when round `round_num` changed files of the exec surface:
+    /// the round's dirt among them (`after`, less what `baseline` holds as the
+    /// operator's) and what the agent's own commits changed (`heads`: `HEAD` before and
+    /// after the agent).
+    async fn exec_surface(
+        &self,
+        round_num: u64,
+        baseline: &Baseline,
+        after: &Result<Look, GitError>,
+        (head_before, head_after): (&Option<String>, &Option<String>),
+    ) {
+        let Ok(look) = after else { return };
+        let work_dir = &self.config.runtime.work_dir;
+        let mut paths = baseline
+            .split(work_dir, exec_surface::of(&look.files))
+            .round;
+        if let Some(head) = head_after
+            .as_deref()
+            .filter(|h| Some(*h) != head_before.as_deref())
+        {
+            match self
+                .repo
+                .changed_between(head_before.as_deref(), head)
+                .await
+            {
+                Ok(committed) => paths.extend(exec_surface::of(&committed)),
+                Err(err) => tracing::warn!("cannot list what the agent's commits changed: {err}"),
+            }
+        }
+        paths.sort();
+        paths.dedup();
+        if paths.is_empty() {
+            return;
+        }
+        let committed = self.config.vcs.commit_exec_surface;
+        let whys = exec_surface::whys(&paths).join("; ");
+        let what_to_do = if committed {
+            format!("review them before the next push or before opening the tree in an editor ({whys}); `[vcs] commit_exec_surface = true` lets the supervisor's commit take them")
+        } else {
+            format!("review them before the next push or before opening the tree in an editor ({whys}); the supervisor's commit leaves those still uncommitted in the tree for you: `git diff`, then commit them yourself (`[vcs] commit_exec_surface = true` commits them with the rest)")
+        };
+        self.events.emit(Event::ExecSurfaceChanged {
+            round_num,
+            path_count: paths.len(),
+            paths: paths.into_iter().take(dirty::MAX_LISTED_FILES).collect(),
+            committed,
+            what_to_do,
+        });
     }
 
     /// Records the round's end: `state.json`'s previous round and `round_end` (the dirty

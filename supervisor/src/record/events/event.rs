@@ -914,6 +914,51 @@ pub(crate) enum Event {
         /// What changed: each path and what it was and is.
         changed: String,
     },
+    /// After the agent ran, a key of the repository's config that runs a program, moves
+    /// the work tree or includes another file (the reviewed list) was added or changed by
+    /// the round and is reverted: restored to its values before, or removed
+    /// (docs/security.md, "What runs later: the watched tier"). One event per key.
+    GitConfigReverted {
+        /// The round.
+        round_num: u64,
+        /// The key as `git config --list` prints it (`core.fsmonitor`); empty when the
+        /// whole file could not be read (`error` says why).
+        key: String,
+        /// `local` or `worktree` (a file an include names: its includer's).
+        scope: String,
+        /// The file it was set in.
+        file: PathBuf,
+        /// The round's value, secrets redacted, cut at 80 characters; `null` for a key
+        /// written without one.
+        value: Option<String>,
+        /// `removed` (none before), `restored` (the values before are back) or `unread`.
+        action: String,
+        /// What the key runs or moves (the reviewed list's why).
+        why: String,
+        /// Why it could not be reverted (it stays as the round left it); `null` when it
+        /// was.
+        error: Option<String>,
+        /// On the last event when the round changed more watched keys than are told one
+        /// by one (20): how many more were reverted without an event; absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        more_keys: Option<usize>,
+    },
+    /// The round changed files of the exec surface (CI pipelines, editor and tool configs
+    /// that run programs: the reviewed list), in the tree or in commits the agent made
+    /// (docs/security.md, "What runs later: the watched tier").
+    ExecSurfaceChanged {
+        /// The round.
+        round_num: u64,
+        /// The paths, work-dir-relative (the first 20).
+        paths: Vec<String>,
+        /// How many paths.
+        path_count: usize,
+        /// Whether the supervisor's commit takes them (`[vcs] commit_exec_surface`); when
+        /// `false` a commit leaves them in the tree for the operator.
+        committed: bool,
+        /// What to do.
+        what_to_do: String,
+    },
     /// A round ends.
     RoundEnd(RoundEnd),
     /// The agent wrote more than `round_log_max_bytes`; the rest of its output was
@@ -1452,6 +1497,8 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "agent_exit",
     "dirty_check_failed",
     "git_repository_changed",
+    "git_config_reverted",
+    "exec_surface_changed",
     "round_end",
     "round_logs_pruned",
     "plugin_spawn_decision",
