@@ -108,6 +108,35 @@ fn a_total_cap_ends_serve_a_restart_keeps_the_spend_and_a_reset_clears_it() {
     assert_eq!(over.len(), 3, "{}", p.events_text());
     assert_eq!(over[0]["cap"], 0.3);
 
+    // peek and doctor show the cap against the record's spend.
+    let peek = p.run(&["peek", "--json"]);
+    peek.assert_code(0);
+    let doc: serde_json::Value = serde_json::from_str(&peek.stdout).unwrap();
+    let budget = &doc["budget"];
+    assert_eq!(budget["state"], "exhausted", "{budget}");
+    assert_eq!(budget["caps"][0]["scope"], "total_usd", "{budget}");
+    assert!((budget["caps"][0]["spent"].as_f64().unwrap() - 1.2).abs() < 1e-9);
+    assert_eq!(budget["rounds"], 3, "{budget}");
+    assert_eq!(budget["usage_scope"], "round", "{budget}");
+    let human = p.run(&["peek"]);
+    assert!(
+        human
+            .stdout
+            .contains("budget    exhausted: total_usd $1.20 of $1.00"),
+        "{human}"
+    );
+    let doctor = p.run(&["doctor", "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&doctor.stdout).unwrap();
+    let check = agent_runner_e2e::doctor_check(&report, "budget");
+    assert_eq!(check["ok"], true, "{check}");
+    let reason = check["reason"].as_str().unwrap();
+    assert!(reason.contains("total_usd $1"), "{reason}");
+    assert!(
+        reason.contains("claude reports each round's cost"),
+        "{reason}"
+    );
+    assert!(reason.contains("session's running total"), "{reason}");
+
     // A restart: the spend is the record's.
     p.run(&["serve", "--max-rounds", "10"]).assert_code(80);
     assert_eq!(p.events_of("round_start").len(), 3, "{}", p.events_text());
@@ -120,6 +149,57 @@ fn a_total_cap_ends_serve_a_restart_keeps_the_spend_and_a_reset_clears_it() {
     assert!((recorded[0]["spent_usd"].as_f64().unwrap() - 1.2).abs() < 1e-9);
     p.run(&["serve", "--max-rounds", "1"]).assert_code(0);
     assert_eq!(p.events_of("round_start").len(), 4, "{}", p.events_text());
+    let peek = p.run(&["peek", "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&peek.stdout).unwrap();
+    assert_eq!(doc["budget"]["state"], "run", "{}", doc["budget"]);
+    assert!(
+        doc["budget"]["since_reset"].is_string(),
+        "{}",
+        doc["budget"]
+    );
+}
+
+/// A bad `[budget]` value is refused at load, naming the key (exit 78); an agent whose
+/// CLI reports no usage fails doctor's `budget` check while caps are set (they would
+/// never count a round).
+#[test]
+fn bad_budget_values_are_refused_and_an_uncountable_agent_is_flagged() {
+    let p = Project::new();
+    for (table, key) in [
+        ("[budget]\ntotal_usd = -1.0\n", "budget.total_usd"),
+        ("[budget]\ndaily_tokens = 0\n", "budget.daily_tokens"),
+        ("[budget]\ntimezone = \"Mars/Olympus\"\n", "budget.timezone"),
+        ("[budget.prices.\"m\"]\ninput = 1.0\n", "output"),
+        ("[budget]\ntotal_dollars = 1.0\n", "total_dollars"),
+    ] {
+        p.write_config(&config(&p, table));
+        let out = p.run(&["serve", "--max-rounds", "1"]);
+        out.assert_code(78);
+        assert!(out.stderr.contains(key), "{table}: {out}");
+    }
+    assert!(p.events_of("round_start").is_empty());
+    // A plain script reports no usage: the caps could not count it.
+    let plain = p.script("plain-agent.sh", "#!/bin/sh\nexit 0\n");
+    p.write_config(&ConfigBuilder::new(&plain).extra("[budget]\ntotal_usd = 1.0\n"));
+    let doctor = p.run(&["doctor", "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&doctor.stdout).unwrap();
+    let check = agent_runner_e2e::doctor_check(&report, "budget");
+    assert_eq!(check["ok"], false, "{check}");
+    assert!(
+        check["how_to_fix"]
+            .as_str()
+            .unwrap()
+            .contains("reports its usage"),
+        "{check}"
+    );
+    // The control: without a cap the same agent passes.
+    p.write_config(&ConfigBuilder::new(&plain));
+    let doctor = p.run(&["doctor", "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&doctor.stdout).unwrap();
+    assert_eq!(
+        agent_runner_e2e::doctor_check(&report, "budget")["ok"],
+        true
+    );
 }
 
 /// `daily_usd = 0.5`: after two rounds ($0.80 today) serve pauses until the next day
