@@ -913,14 +913,18 @@ impl Serving<'_> {
     }
 
     /// `budget_round_exceeded` for each round recorded since the last look whose cost
-    /// passed `[budget] round_usd`.
+    /// passed `[budget] round_usd` (the rounds are taken whether or not it is set, so
+    /// none piles up).
     fn rounds_over_budget(&mut self) {
-        let (Some(ledger), Some(cap)) = (self.budget.as_mut(), self.runner.config.budget.round_usd)
-        else {
+        let Some(ledger) = self.budget.as_mut() else {
             return;
         };
         ledger.catch_up();
-        for round in ledger.take_rounds().into_iter().filter(|r| r.usd > cap) {
+        let rounds = ledger.take_rounds();
+        let Some(cap) = self.runner.config.budget.round_usd else {
+            return;
+        };
+        for round in rounds.into_iter().filter(|r| r.usd > cap) {
             self.runner.events.emit(Event::BudgetRoundExceeded {
                 round_num: round.round_num,
                 cost_usd: round.usd,
