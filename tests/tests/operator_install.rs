@@ -264,7 +264,11 @@ fn installed_unit_passes_systemd_analyze_verify() {
     };
     let mut stay = values("RestartPreventExitStatus");
     stay.sort();
-    assert_eq!(stay, ["2", "70", "75", "77", "78", "79", "80"], "{template}");
+    assert_eq!(
+        stay,
+        ["2", "70", "75", "77", "78", "79", "80"],
+        "{template}"
+    );
     assert_eq!(values("Restart"), ["on-failure"], "{template}");
     assert_eq!(values("StartLimitIntervalSec"), ["600"], "{template}");
     assert_eq!(values("StartLimitBurst"), ["5"], "{template}");

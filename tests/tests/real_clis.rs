@@ -1237,3 +1237,32 @@ fn claude_resumed_usage_adds_up_to_the_bill() {
 fn codex_resumed_usage_adds_up_to_the_bill() {
     resumed_usage_adds_up_to_the_bill("codex", (200, 40), "input_tokens");
 }
+
+/// The real claude's own reported cost drives `[budget] total_usd` (docs/operations.md,
+/// "Budget"): against the fake model server a round costs $0.00108 by claude's count
+/// (the session's running total taken as each round's own), so a cap of $0.002 lets two
+/// rounds run, then `budget_exhausted` and exit 80; the spend counted is the sum of the
+/// rounds' recorded costs.
+#[test]
+fn claude_reported_cost_drives_the_total_cap() {
+    let p = Project::new();
+    let server = FakeModel::start("normal");
+    let out = serve(&p, "claude", server.port, 10, &|text| {
+        format!("{text}\n[budget]\ntotal_usd = 0.002\n")
+    });
+    out.assert_code(80);
+    assert_eq!(p.events_of("round_start").len(), 2, "{}", p.events_text());
+    let costs: Vec<f64> = p
+        .events_of("agent_usage_recorded")
+        .iter()
+        .map(|u| u["cost_usd"].as_f64().unwrap())
+        .collect();
+    let exhausted = p.events_of("budget_exhausted");
+    assert_eq!(exhausted.len(), 1, "{}", p.events_text());
+    let spent = exhausted[0]["spent"].as_f64().unwrap();
+    assert!(
+        (spent - costs.iter().sum::<f64>()).abs() < 1e-9,
+        "{spent} {costs:?}"
+    );
+    assert!(spent >= 0.002 && spent < 0.004, "{spent} {costs:?}");
+}
