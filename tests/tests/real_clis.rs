@@ -1264,5 +1264,5 @@ fn claude_reported_cost_drives_the_total_cap() {
         (spent - costs.iter().sum::<f64>()).abs() < 1e-9,
         "{spent} {costs:?}"
     );
-    assert!(spent >= 0.002 && spent < 0.004, "{spent} {costs:?}");
+    assert!((0.002..0.004).contains(&spent), "{spent} {costs:?}");
 }
