@@ -163,9 +163,16 @@ fn run_cli_at(
     // `init` confines the agent (`mode = "prefer"`): a provider's port (443) is granted,
     // the fake model's is not, so it is named as an operator with a local model would.
     assert!(text.contains("\nmode = \"prefer\"\n"), "{text}");
+    // pi's models.json names its key's variable itself (`apiKey`), which no list knows: the
+    // confined agent inherits it only by name (docs/security.md, "The agent's environment").
+    let pass_env = if cli == "pi" {
+        "pass_env = [\"FAKE_API_KEY\"]\n"
+    } else {
+        ""
+    };
     let text = text.replacen(
         "\nmode = \"prefer\"\n",
-        &format!("\nmode = \"prefer\"\nconnect_ports = [{port}]\n"),
+        &format!("\nmode = \"prefer\"\nconnect_ports = [{port}]\n{pass_env}"),
         1,
     );
     let home = p.home().to_str().unwrap().to_owned();

@@ -28,6 +28,7 @@ use crate::record::retention;
 use crate::record::state;
 use crate::record::stop::{StopLevel, StopWatch};
 use crate::runtime::agent::{self, AgentExit, AgentSpec};
+use crate::runtime::agent_environment::AllowList;
 use crate::runtime::agent_sandbox::AgentSandboxGate;
 use crate::runtime::attribution::{self, Baseline, OwnFiles};
 use crate::runtime::config_digest;
@@ -192,7 +193,8 @@ struct Launch {
     argv: Vec<String>,
     /// The prompt, when it is delivered on stdin.
     stdin_prompt: Option<String>,
-    /// The variables the agent gets on top of the supervisor's environment.
+    /// The variables the agent gets on top of what it inherits of the supervisor's
+    /// environment ([`AllowList`]).
     env: Vec<(String, String)>,
     /// `terminal_marker` of the round's agent.
     marker: String,
@@ -467,7 +469,8 @@ impl Runner {
         });
     }
 
-    /// The variables the agent gets on top of the supervisor's environment.
+    /// The variables the agent gets on top of what it inherits of the supervisor's
+    /// environment ([`AllowList`]).
     fn agent_env(&self, round_num: u64, phase: Option<&str>) -> Vec<(String, String)> {
         let log_dir = &self.config.runtime.log_dir;
         let mut env: Vec<(String, String)> = self
@@ -585,6 +588,7 @@ impl Runner {
                         gate: &self.agent_sandbox,
                         config: &self.config,
                         env: self.agent_env(round_num, phase),
+                        inherit: AllowList::of(&self.config, None),
                         tree: self.tree_roots().await,
                         cgroup: cgroup.as_ref(),
                     },
@@ -803,7 +807,9 @@ impl Runner {
         phase: Option<&str>,
         stop: &mut StopWatch,
     ) -> ControlFlow<Attempt> {
+        let inherit = AllowList::of(&self.config, launch.cli);
         let env_names: BTreeSet<String> = std::env::vars_os()
+            .filter(|(k, _)| inherit.as_ref().is_none_or(|list| list.passes(k)))
             .map(|(k, _)| k.to_string_lossy().into_owned())
             .chain(launch.env.iter().map(|(k, _)| k.clone()))
             .collect();
@@ -854,7 +860,13 @@ impl Runner {
             tracing::warn!("cannot write the round context: {e}");
         }
         if let Some(goal) = &self.config.goal {
-            crate::runtime::goal::assess(goal, state_dir, round_num, &self.events);
+            crate::runtime::goal::assess(
+                goal,
+                state_dir,
+                round_num,
+                &self.events,
+                &self.prompt_links,
+            );
         }
         let label = config_digest::label(&self.config, phase, state_dir);
         let snapshot = label.snapshot;
@@ -1117,6 +1129,7 @@ impl Runner {
             log_cap: self.config.runtime.round_log_max_bytes,
             argv: launch.argv,
             env: launch.env,
+            inherit: AllowList::of(&self.config, launch.cli),
             work_dir: self.config.runtime.work_dir.clone(),
             log,
             stdin_prompt: launch.stdin_prompt,
