@@ -1232,3 +1232,92 @@ fn kimi_rounds_that_change_nothing_stop_serve_as_stalled() {
     assert!(!p.dir().join("agent-was-here.txt").exists());
     assert!(out.stderr.contains("stalled_no_progress"), "{}", out.stderr);
 }
+
+/// A resumed run's recorded usage adds up to what the fake model server billed
+/// (docs/detectors.md, "Usage"): three rounds of one session (`session_resumed` twice),
+/// each request billed a fixed usage (claude's Messages API 120 input and 30 output
+/// tokens, codex's Responses API 200 and 40), and the events' tokens sum to the requests
+/// the server logged times that. codex reports its session's running token totals and
+/// claude its session's running cost (`total_cost_usd`, measured here: 0.00108, 0.00216,
+/// 0.00324 for three equal rounds); each event is the round's own, so claude's three
+/// equal rounds cost the same each.
+fn resumed_usage_adds_up_to_the_bill(cli: &str, billed: (u64, u64), from_totals: &str) {
+    const ROUNDS: usize = 3;
+    let p = Project::new();
+    let log = p.home().join("fake-model.jsonl");
+    let server = FakeModel::start_logged("normal", &log);
+    serve(&p, cli, server.port, ROUNDS as u32, &|t| t).assert_code(0);
+    assert_eq!(
+        p.events_of("session_resumed").len(),
+        ROUNDS - 1,
+        "{cli}: {}",
+        p.events_text()
+    );
+    let requests = request_turns(&log).len() as u64;
+    let usage = p.events_of("agent_usage_recorded");
+    assert_eq!(usage.len(), ROUNDS, "{cli}: {}", p.events_text());
+    let sum = |key: &str| usage.iter().map(|u| u[key].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(sum("input_tokens"), requests * billed.0, "{cli}: {usage:?}");
+    assert_eq!(
+        sum("output_tokens"),
+        requests * billed.1,
+        "{cli}: {usage:?}"
+    );
+    for u in &usage {
+        assert_eq!(u["usage_scope"], "round", "{u}");
+        assert!(
+            u["from_session_totals"].to_string().contains(from_totals),
+            "{u}"
+        );
+    }
+    if cli == "claude" {
+        let costs: Vec<f64> = usage
+            .iter()
+            .map(|u| u["cost_usd"].as_f64().unwrap())
+            .collect();
+        assert!(costs[0] > 0.0, "{costs:?}");
+        assert!(
+            costs.iter().all(|c| (c - costs[0]).abs() < 1e-9),
+            "each round's own cost: {costs:?}"
+        );
+    }
+}
+
+#[test]
+fn claude_resumed_usage_adds_up_to_the_bill() {
+    resumed_usage_adds_up_to_the_bill("claude", (120, 30), "cost_usd");
+}
+
+#[test]
+fn codex_resumed_usage_adds_up_to_the_bill() {
+    resumed_usage_adds_up_to_the_bill("codex", (200, 40), "input_tokens");
+}
+
+/// The real claude's own reported cost drives `[budget] total_usd` (docs/operations.md,
+/// "Budget"): against the fake model server a round costs $0.00108 by claude's count
+/// (the session's running total taken as each round's own), so a cap of $0.002 lets two
+/// rounds run, then `budget_exhausted` and exit 80; the spend counted is the sum of the
+/// rounds' recorded costs.
+#[test]
+fn claude_reported_cost_drives_the_total_cap() {
+    let p = Project::new();
+    let server = FakeModel::start("normal");
+    let out = serve(&p, "claude", server.port, 10, &|text| {
+        format!("{text}\n[budget]\ntotal_usd = 0.002\n")
+    });
+    out.assert_code(80);
+    assert_eq!(p.events_of("round_start").len(), 2, "{}", p.events_text());
+    let costs: Vec<f64> = p
+        .events_of("agent_usage_recorded")
+        .iter()
+        .map(|u| u["cost_usd"].as_f64().unwrap())
+        .collect();
+    let exhausted = p.events_of("budget_exhausted");
+    assert_eq!(exhausted.len(), 1, "{}", p.events_text());
+    let spent = exhausted[0]["spent"].as_f64().unwrap();
+    assert!(
+        (spent - costs.iter().sum::<f64>()).abs() < 1e-9,
+        "{spent} {costs:?}"
+    );
+    assert!((0.002..0.004).contains(&spent), "{spent} {costs:?}");
+}
