@@ -31,6 +31,8 @@ config_table! {
         @sub schedule: Option<RawSchedule>;
         // `[goal]`: absent, no goal checks.
         @sub goal: Option<super::goal::RawGoal>;
+        // `[budget]`: absent, no caps.
+        @sub budget: Option<super::budget::RawBudget>;
         @field agent: RawAgent;
         @field
             /// `[phases]`, parsed by hand (phase names are free keys); see [`RawPhases`].
@@ -462,6 +464,8 @@ pub(crate) const TABLES: &[Table] = &[
     RawPhaseTable::TABLE,
     super::goal::RawGoal::TABLE,
     super::goal::RawCheck::TABLE,
+    super::budget::RawBudget::TABLE,
+    super::budget::RawPrice::TABLE,
 ];
 
 config_table! {

@@ -533,6 +533,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     checks.push(round_cgroup_check(&config));
     checks.push(pidfd_check());
     checks.push(prompt_check(&config.prompt.files[0]));
+    checks.push(budget_check(&config));
     let agent = &config.agent.command[0];
     let base = config.path.parent().unwrap_or(Path::new("/"));
     let mut version_warning = None;
@@ -909,6 +910,48 @@ async fn watched_check(config: &Config, repo: &crate::runtime::git::Repo) -> Che
 
 /// `log_dir`: an existing writable directory, or creatable (its nearest existing ancestor
 /// is a writable directory). Checked with `access(2)`; nothing is created.
+/// `budget`: the `[budget]` caps set and where a round's spend comes from for the agent's
+/// CLI ([`crate::budget::source_of`]); fails when caps are set and the CLI reports no
+/// usage, so they would never count a round.
+fn budget_check(config: &config::Config) -> Check {
+    let budget = &config.budget;
+    let (counted, source) = crate::budget::source_of(config.agent.cli.name, budget);
+    let mut caps: Vec<String> = [
+        ("round_usd", budget.round_usd),
+        ("daily_usd", budget.daily_usd),
+        ("total_usd", budget.total_usd),
+    ]
+    .iter()
+    .filter_map(|(k, v)| v.map(|v| format!("{k} ${v}")))
+    .collect();
+    caps.extend(
+        [
+            ("daily_tokens", budget.daily_tokens),
+            ("total_tokens", budget.total_tokens),
+        ]
+        .iter()
+        .filter_map(|(k, v)| v.map(|v| format!("{k} {v}"))),
+    );
+    if caps.is_empty() {
+        return check(
+            "budget",
+            true,
+            format!("no caps ([budget]); spend: {source}"),
+            "",
+        );
+    }
+    check(
+        "budget",
+        counted,
+        format!(
+            "caps: {} (day in {}); spend: {source}",
+            caps.join(", "),
+            budget.zone().1
+        ),
+        "run an agent CLI that reports its usage (docs/detectors.md, \"Usage\") or a post-round host that reports it: otherwise the caps never count a round",
+    )
+}
+
 fn log_dir_check(log_dir: &Path) -> Check {
     use nix::unistd::{access, AccessFlags};
     let writable = |p: &Path| access(p, AccessFlags::W_OK | AccessFlags::X_OK).is_ok();

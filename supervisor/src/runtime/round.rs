@@ -258,6 +258,8 @@ pub(crate) struct Runner {
     cgroups: Option<Delegation>,
     /// The agent sessions rounds resume; `None` (`round`): every round starts a new one.
     sessions: Option<Sessions>,
+    /// The last usage each session reported, so a round's is its own.
+    session_usage: crate::runtime::session_usage::SessionUsage,
     /// The agent's sandbox gate of this boot.
     agent_sandbox: AgentSandboxGate,
     /// The goal checks' files as they were before the first round's agent ran (a check
@@ -326,6 +328,7 @@ impl Runner {
             prompt_links,
             cgroups,
             sessions: None,
+            session_usage: Default::default(),
             agent_sandbox,
             check_files: crate::runtime::goal::Fingerprints::default(),
             config_before: ConfigBefore::default(),
@@ -612,7 +615,14 @@ impl Runner {
         }
         self.note_log_cap(round_num, &exit, &log_path);
         let consulted = self
-            .judge(round_num, phase, &exit, duration_s, &log_path, stop)
+            .judge(
+                round_num,
+                phase,
+                (&exit, duration_s),
+                &log_path,
+                resume.as_ref(),
+                stop,
+            )
             .await;
         self.exec_surface(round_num, &baseline, &after, (&head_before, &head_after))
             .await;
@@ -1448,14 +1458,14 @@ impl Runner {
 
     /// Asks the post-round hooks about the round that just ended (its log's last
     /// [`MAX_LOG_TAIL_BYTES`] bytes, read here as bytes only: parsing them is the confined
-    /// detectors' job).
+    /// detectors' job). `session`: the agent session the round started or resumed.
     async fn judge(
         &mut self,
         round_num: u64,
         phase: Option<&str>,
-        exit: &AgentExit,
-        duration_s: f64,
+        (exit, duration_s): (&AgentExit, f64),
         log_path: &Path,
+        session: Option<&Resume>,
         stop: &mut StopWatch,
     ) -> post_round::Consulted {
         if self.hosts.hooks(Family::PostRound).is_empty() {
@@ -1487,9 +1497,11 @@ impl Runner {
             outcome: &outcome,
             log_tail: &log_tail,
             cli: self.config.profile(phase).agent.cli.name,
+            session,
         };
         post_round::consult(
             &mut self.hosts,
+            &mut self.session_usage,
             &self.config.monitor,
             &self.config.plugins.spawn_override_allow,
             &self.events,
