@@ -125,7 +125,13 @@ pub(crate) const KEYS: &[Key] = &[
     key("sendemail.tocmd", OnCall, "a command `git send-email` runs per patch"),
     key("sendemail.cccmd", OnCall, "a command `git send-email` runs per patch"),
     key("sendemail.headercmd", OnCall, "a command `git send-email` runs per patch"),
+    key("sendemail.<identity>.sendmailcmd", OnCall, "the same as `sendemail.sendmailcmd`, for one identity (`sendemail.identity` or `--identity` picks it)"),
+    key("sendemail.<identity>.smtpserver", OnCall, "the same as `sendemail.smtpserver`, for one identity"),
+    key("sendemail.<identity>.tocmd", OnCall, "the same as `sendemail.tocmd`, for one identity"),
+    key("sendemail.<identity>.cccmd", OnCall, "the same as `sendemail.cccmd`, for one identity"),
+    key("sendemail.<identity>.headercmd", OnCall, "the same as `sendemail.headercmd`, for one identity"),
     key("imap.tunnel", OnCall, "the command `git imap-send` connects through"),
+    key("tar.<format>.command", OnCall, "a shell command `git archive` pipes its tar output through for that format (`-o release.tgz` picks `tgz` by the name)"),
     Key {
         key: "submodule.<name>.update",
         values: Values::Command,
@@ -242,6 +248,10 @@ mod tests {
             ("submodule.lib.update", "!./run"),
             ("browser.firefox.cmd", "./ff"),
             ("sendemail.smtpserver", "/usr/bin/x"),
+            ("sendemail.work.sendmailcmd", "./x"),
+            ("sendemail.Work.SmtpServer", "/usr/bin/x"),
+            ("tar.tgz.command", "./x; gzip -cn"),
+            ("tar.tar.gz.command", "./x"),
         ] {
             assert!(is_watched(key, value), "{key}");
         }
