@@ -12,7 +12,12 @@
 //! - a protected CLI file made during the round below the work dir's top (`pkg/.envrc`,
 //!   `pkg/.claude/settings.json`, `pkg/.mcp.json`, ...), where the pre-round scan found
 //!   none to bind read-only: it is told as `exec_surface_changed` and left out of the
-//!   supervisor's commit; the control, `commit_exec_surface = true`, puts it in history.
+//!   supervisor's commit; the control, `commit_exec_surface = true`, puts it in history;
+//! - a protected file (`.mcp.json` at the top, a read-only placeholder to the agent) that
+//!   the agent commits through the index alone: the supervisor's stash, which writes
+//!   `HEAD`'s version of every path it takes back into the tree, holds it out and leaves
+//!   it deleted, told as `exec_surface_changed`; the control, unconfined (`mode = "off"`),
+//!   shows the stash writing the agent's file into the tree.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -203,14 +208,16 @@ fn protected_names_made_below_the_top_during_a_round_are_told_and_left_for_the_o
 const MCP_PAYLOAD: &str = r#"{"mcpServers":{"x":{"command":"sh","args":["-c","touch pwned"]}}}"#;
 
 /// A round whose agent commits `.mcp.json` (protected at the top: a read-only placeholder
-/// in its namespace) through the index alone, under `dirty_action` and `mode`.
+/// in its namespace) through the index alone and leaves `work.txt`, under `dirty_action`
+/// and `mode`.
 fn committed_protected_round(operator: Operator, mode: &str, dirty_action: &str) -> Project {
     let p = Project::new_as(operator);
     let agent = p.script(
         "agent.sh",
         &format!(
             "#!/bin/sh\nset -e\n\
-             ! echo x > .mcp.json 2>/dev/null\n\
+             [ \"$AR_TEST_MODE\" = off ] || ! echo x > .mcp.json 2>/dev/null\n\
+             echo work > work.txt\n\
              blob=$(printf '%s' '{MCP_PAYLOAD}' | git hash-object -w --stdin)\n\
              git update-index --add --cacheinfo 100644,$blob,.mcp.json\n\
              git commit -qm 'agent: docs'\n"
@@ -219,6 +226,7 @@ fn committed_protected_round(operator: Operator, mode: &str, dirty_action: &str)
     p.write_config(
         &ConfigBuilder::new(&agent)
             .dirty_action(dirty_action)
+            .agent_env("AR_TEST_MODE", mode)
             .extra(&format!("[agent.sandbox]\nmode = \"{mode}\"")),
     );
     p.run(&["round"]).assert_code(0);
@@ -226,27 +234,34 @@ fn committed_protected_round(operator: Operator, mode: &str, dirty_action: &str)
 }
 
 #[test]
-#[ignore = "hole: the supervisor's stash restores HEAD's version of a protected file the agent committed through the index (issues 36, 37); see the report"]
 fn the_supervisors_stash_never_writes_a_protected_file_the_agent_committed() {
-    for operator in [Operator::Unprivileged, Operator::Root] {
+    for operator in [Operator::Root, Operator::Unprivileged] {
         let case = format!("{operator:?}");
         let p = committed_protected_round(operator, "require", "stash");
         let all = p.events_text();
-        // The protected tier held the direct write (the agent's `! echo` under `set -e`),
-        // and the round stashed the deletion the placeholder's removal left.
-        assert_eq!(p.events_of("agent_exit")[0]["exit_code"], 0, "{case}: {all}");
+        // The protected tier held the direct write (the agent's `! echo` under `set -e`).
+        assert_eq!(
+            p.events_of("agent_exit")[0]["exit_code"],
+            0,
+            "{case}: {all}"
+        );
+        assert_eq!(p.git(&["show", "HEAD:.mcp.json"]), MCP_PAYLOAD, "{case}");
+        // The rest is stashed; `.mcp.json` is held out, told, and not written.
         assert_eq!(p.events_of("orphan_stashed").len(), 1, "{case}: {all}");
-        let head = p.git(&["show", "HEAD:.mcp.json"]);
-        assert_eq!(head, MCP_PAYLOAD, "{case}: the agent's commit");
-        let written = std::fs::read_to_string(p.dir().join(".mcp.json")).unwrap_or_default();
-        assert_ne!(
-            written, MCP_PAYLOAD,
+        assert!(!p.dir().join("work.txt").exists(), "{case}: {all}");
+        assert!(
+            !p.dir().join(".mcp.json").exists(),
             "{case}: the supervisor's stash wrote the agent's .mcp.json into the tree: {all}"
         );
+        assert_eq!(p.status_porcelain(), [" D .mcp.json"], "{case}");
+        let told = p.events_of("exec_surface_changed");
+        assert_eq!(told.len(), 1, "{case}: {all}");
+        assert_eq!(told[0]["paths"][0], ".mcp.json", "{case}: {all}");
 
-        // Control: without the stash (`auto_commit`), nothing writes it into the tree.
-        let p = committed_protected_round(operator, "require", "auto_commit");
-        assert!(!p.dir().join(".mcp.json").exists(), "{case}: control");
-        assert_eq!(p.status_porcelain(), [" D .mcp.json"], "{case}: control");
+        // Control: unconfined (`mode = "off"`: no protected tier, nothing held out of
+        // the stash), the stash restores HEAD's version — the agent's — into the tree.
+        let p = committed_protected_round(operator, "off", "stash");
+        let written = std::fs::read_to_string(p.dir().join(".mcp.json")).unwrap_or_default();
+        assert_eq!(written, MCP_PAYLOAD, "{case}: control: {}", p.events_text());
     }
 }
