@@ -17,7 +17,11 @@
 //!   the agent commits through the index alone: the supervisor's stash, which writes
 //!   `HEAD`'s version of every path it takes back into the tree, holds it out and leaves
 //!   it deleted, told as `exec_surface_changed`; the control, unconfined (`mode = "off"`),
-//!   shows the stash writing the agent's file into the tree.
+//!   shows the stash writing the agent's file into the tree;
+//! - `.git/config` padded with 17 MiB of comments after a planted `core.fsmonitor`, past
+//!   what the watch reads: set aside and the file before the round put back (before this,
+//!   the key stayed and the operator's `git status` ran it); the control, the same plant
+//!   padded by 1 MiB, is reverted key by key.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -263,5 +267,80 @@ fn the_supervisors_stash_never_writes_a_protected_file_the_agent_committed() {
         let p = committed_protected_round(operator, "off", "stash");
         let written = std::fs::read_to_string(p.dir().join(".mcp.json")).unwrap_or_default();
         assert_eq!(written, MCP_PAYLOAD, "{case}: control: {}", p.events_text());
+    }
+}
+
+/// A round whose agent sets `core.fsmonitor` (a script touching `marker`) in `.git/config`
+/// and pads the file past the watch's 16 MiB read limit with `pad_mib` MiB of comments.
+fn padded_config_round(
+    operator: Operator,
+    mode: &str,
+    pad_mib: u32,
+) -> (Project, std::path::PathBuf) {
+    let p = Project::new_as(operator);
+    let marker = p.tmp_dir().join("fsmonitor-ran");
+    let monitor = p.tmp_dir().join("fsmonitor.sh");
+    std::fs::write(
+        &monitor,
+        format!("#!/bin/sh\ntouch '{}'\n", marker.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&monitor, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let agent = p.script(
+        "agent.sh",
+        &format!(
+            "#!/bin/sh\nset -e\n\
+             git config core.fsmonitor '{monitor}'\n\
+             python3 -c 'import sys; sys.stdout.write((\"#\" + \"x\" * 1023 + \"\\n\") * 1024 * {pad_mib})' >> .git/config\n",
+            monitor = monitor.display()
+        ),
+    );
+    p.write_config(
+        &ConfigBuilder::new(&agent)
+            .dirty_action("auto_commit")
+            .extra(&format!("[agent.sandbox]\nmode = \"{mode}\"")),
+    );
+    p.run(&["round"]).assert_code(0);
+    (p, marker)
+}
+
+#[test]
+fn a_config_padded_past_the_read_limit_is_set_aside_and_runs_nothing() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        for mode in MODES {
+            let case = format!("{operator:?}, mode {mode}");
+            let (p, marker) = padded_config_round(operator, mode, 17);
+            let all = p.events_text();
+            let told = p.events_of("git_config_reverted");
+            assert_eq!(told.len(), 1, "{case}: {all}");
+            assert_eq!(told[0]["action"], "set_aside", "{case}: {all}");
+            assert_eq!(config_value(&p, "core.fsmonitor"), None, "{case}");
+            let status = operator_git(&p, &["status"]);
+            assert!(status.status.success(), "{case}: {status:?}");
+            assert!(!marker.exists(), "{case}: the operator's git status ran it");
+            // Nothing lost: the agent's file lies beside, whole.
+            let aside: Vec<_> = std::fs::read_dir(p.dir().join(".git"))
+                .unwrap()
+                .flatten()
+                .filter(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .starts_with("config.agent-runner-unread-")
+                })
+                .collect();
+            assert_eq!(aside.len(), 1, "{case}");
+            assert!(aside[0].metadata().unwrap().len() > 16 << 20, "{case}");
+
+            // Control: the same plant below the limit is reverted key by key (and the
+            // padded one, before the fix, stayed and ran at the operator's `git status`).
+            let (p, marker) = padded_config_round(operator, mode, 1);
+            let told = p.events_of("git_config_reverted");
+            assert_eq!(told.len(), 1, "{case}: {}", p.events_text());
+            assert_eq!(told[0]["key"], "core.fsmonitor", "{case}");
+            assert_eq!(told[0]["action"], "removed", "{case}");
+            assert!(operator_git(&p, &["status"]).status.success(), "{case}");
+            assert!(!marker.exists(), "{case}");
+        }
     }
 }
