@@ -22,6 +22,12 @@
 //!   what the watch reads: set aside and the file before the round put back (before this,
 //!   the key stayed and the operator's `git status` ran it); the control, the same plant
 //!   padded by 1 MiB, is reverted key by key.
+//!
+//! Two open holes, their tests ignored until fixed (each with its control): 70 decoy
+//! `.envrc` made in one round cut the pre-round scan short, so the operator's deeper
+//! protected copy is writable the next round; and a file ignored before the round
+//! (the operator's `.env`), un-ignored by the agent, is taken as the round's dirt — the
+//! stash moves it out of the tree, `auto_commit` commits it.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -395,5 +401,50 @@ fn an_operators_deeper_protected_copy_stays_read_only_past_decoys() {
             "{case}: {}",
             p.events_text()
         );
+    }
+}
+
+/// A round under `require` and `dirty_action`: the operator's ignored `.env` (a secret,
+/// never dirty: `.gitignore` names it) lies in the tree; the agent empties `.gitignore`
+/// when `unignore`, else edits `notes.txt`.
+fn ignored_file_round(operator: Operator, dirty_action: &str, unignore: bool) -> Project {
+    let p = Project::new_as(operator);
+    p.write(".gitignore", ".env\n");
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-qm", "ignore"]);
+    p.write(".env", "API_KEY=operator-secret\n");
+    let body = if unignore {
+        "#!/bin/sh\n: > .gitignore\n"
+    } else {
+        "#!/bin/sh\necho x > notes.txt\n"
+    };
+    let agent = p.script("agent.sh", body);
+    p.write_config(
+        &ConfigBuilder::new(&agent)
+            .dirty_action(dirty_action)
+            .extra("[agent.sandbox]\nmode = \"require\""),
+    );
+    p.run(&["round"]).assert_code(0);
+    p
+}
+
+#[test]
+#[ignore = "hole: the round's attribution sees a file ignored before the round as the round's once the agent un-ignores it: the stash moves the operator's .env out of the tree, auto_commit commits it (issue 36); see the report"]
+fn an_operators_ignored_file_is_never_stashed_or_committed() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        for dirty in ["stash", "auto_commit"] {
+            let case = format!("{operator:?}, {dirty}");
+            // Control: an ordinary round leaves the ignored file alone.
+            let p = ignored_file_round(operator, dirty, false);
+            assert!(p.dir().join(".env").is_file(), "{case}: control");
+            let p = ignored_file_round(operator, dirty, true);
+            let all = p.events_text();
+            assert!(
+                p.dir().join(".env").is_file(),
+                "{case}: the operator's .env left the tree: {all}"
+            );
+            let head = p.git(&["show", "--name-only", "--format=", "HEAD"]);
+            assert!(!head.contains(".env"), "{case}: committed: {all}");
+        }
     }
 }
