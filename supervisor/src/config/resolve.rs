@@ -49,6 +49,8 @@ pub struct Config {
     /// `[goal]`: objective checks after each round and the lessons ledger; `None` without
     /// the table.
     pub goal: Option<super::GoalConfig>,
+    /// `[budget]`: caps on money and tokens (none without the table).
+    pub budget: super::budget::BudgetConfig,
     /// Lines printed once by [`super::load`] (today: the startup check skipped by its
     /// environment variable).
     pub warnings: Vec<String>,
@@ -400,7 +402,9 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         .map(|goal| resolve_goal(goal, &places, &prompt, &phases))
         .transpose()
         .map_err(at)?;
+    let budget = super::budget::resolve(raw.budget).map_err(at)?;
     Ok(Config {
+        budget,
         agent_sandbox,
         project: places.project,
         agent,

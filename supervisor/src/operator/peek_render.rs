@@ -67,6 +67,7 @@ pub(crate) fn render(doc: &Value, colour: bool, events: bool) -> String {
     header(&mut out, &p, doc);
     service(&mut out, &p, &doc["service"]);
     schedule(&mut out, &p, &doc["schedule"]);
+    budget(&mut out, &p, &doc["budget"]);
     current_round(&mut out, doc);
     recent_rounds(&mut out, &p, doc);
     orphan(&mut out, &doc["orphan"]);
@@ -317,6 +318,49 @@ fn schedule(out: &mut String, p: &Paint, schedule: &Value) {
         p.good(&format!("open until {}", when("next_end", "beyond 8 days")))
     };
     let _ = writeln!(out, "schedule  {line} {}", p.dim(s(&schedule["timezone"])));
+}
+
+/// `budget` (only when a cap is set): each cap against its spend, and the state.
+fn budget(out: &mut String, p: &Paint, budget: &Value) {
+    if !budget.is_object() {
+        return;
+    }
+    let amount = |scope: &str, v: &Value| {
+        let v = v.as_f64().unwrap_or(0.0);
+        if scope.ends_with("usd") {
+            format!("${v:.2}")
+        } else {
+            format!("{v:.0} tokens")
+        }
+    };
+    let caps: Vec<String> = budget["caps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let scope = s(&c["scope"]);
+            format!(
+                "{scope} {} of {}",
+                amount(scope, &c["spent"]),
+                amount(scope, &c["cap"])
+            )
+        })
+        .collect();
+    let state = match s(&budget["state"]) {
+        "run" => p.good("within"),
+        other => p.warn(other),
+    };
+    let mut line = format!("budget    {state}: {}", caps.join(", "));
+    if let Some(round) = budget["round_usd"].as_f64() {
+        line.push_str(&format!(", round_usd ${round:.2}"));
+    }
+    let unpriced = budget["unpriced_rounds"].as_u64().unwrap_or(0);
+    if unpriced > 0 {
+        line.push_str(&format!(
+            " ({unpriced} rounds of an unpriced model at the highest price)"
+        ));
+    }
+    let _ = writeln!(out, "{line} {}", p.dim(s(&budget["timezone"])));
 }
 
 /// `sandbox`: the requested and achieved confinement tier, and what the kernel offers.

@@ -9,7 +9,8 @@
 //! - [`agent`]: the agent process in its own process group, under its budget;
 //!   [`agent_preconditions`]: what the agent CLI needs from this machine (serve and doctor);
 //!   [`cooperative`]: the signal and grace that end it; [`sessions`]: the agent session a
-//!   phase's rounds resume under `serve`.
+//!   phase's rounds resume under `serve`; [`agent_environment`]: what of the supervisor's
+//!   environment a confined agent inherits.
 //! - [`pre_round`] (pre-round hooks and context enrichers), [`spawn_gate`], [`dirty`] and
 //!   [`detect_hooks`]: the hook families as the round sees them, with their built-ins;
 //!   [`serve_startup`]: the hooks `serve` calls once at boot.
@@ -37,6 +38,7 @@
 pub(crate) mod agent;
 pub(crate) mod agent_done;
 pub(crate) mod agent_endpoint;
+pub(crate) mod agent_environment;
 pub(crate) mod agent_preconditions;
 pub(crate) mod agent_sandbox;
 pub(crate) mod attribution;
@@ -76,7 +78,8 @@ pub(crate) mod sandbox_denials;
 pub(crate) mod schedule_gate;
 pub(crate) mod serve;
 pub(crate) mod serve_startup;
-pub(crate) mod sessions;
+pub mod session_usage;
+pub mod sessions;
 pub(crate) mod shims;
 pub mod spawn_gate;
 pub(crate) mod stash_journal;

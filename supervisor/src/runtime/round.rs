@@ -28,6 +28,7 @@ use crate::record::retention;
 use crate::record::state;
 use crate::record::stop::{StopLevel, StopWatch};
 use crate::runtime::agent::{self, AgentExit, AgentSpec};
+use crate::runtime::agent_environment::AllowList;
 use crate::runtime::agent_sandbox::AgentSandboxGate;
 use crate::runtime::attribution::{self, Baseline, OwnFiles};
 use crate::runtime::config_digest;
@@ -192,7 +193,8 @@ struct Launch {
     argv: Vec<String>,
     /// The prompt, when it is delivered on stdin.
     stdin_prompt: Option<String>,
-    /// The variables the agent gets on top of the supervisor's environment.
+    /// The variables the agent gets on top of what it inherits of the supervisor's
+    /// environment ([`AllowList`]).
     env: Vec<(String, String)>,
     /// `terminal_marker` of the round's agent.
     marker: String,
@@ -256,6 +258,8 @@ pub(crate) struct Runner {
     cgroups: Option<Delegation>,
     /// The agent sessions rounds resume; `None` (`round`): every round starts a new one.
     sessions: Option<Sessions>,
+    /// The last usage each session reported, so a round's is its own.
+    session_usage: crate::runtime::session_usage::SessionUsage,
     /// The agent's sandbox gate of this boot.
     agent_sandbox: AgentSandboxGate,
     /// The goal checks' files as they were before the first round's agent ran (a check
@@ -324,6 +328,7 @@ impl Runner {
             prompt_links,
             cgroups,
             sessions: None,
+            session_usage: Default::default(),
             agent_sandbox,
             check_files: crate::runtime::goal::Fingerprints::default(),
             config_before: ConfigBefore::default(),
@@ -464,7 +469,8 @@ impl Runner {
         });
     }
 
-    /// The variables the agent gets on top of the supervisor's environment.
+    /// The variables the agent gets on top of what it inherits of the supervisor's
+    /// environment ([`AllowList`]).
     fn agent_env(&self, round_num: u64, phase: Option<&str>) -> Vec<(String, String)> {
         let log_dir = &self.config.runtime.log_dir;
         let mut env: Vec<(String, String)> = self
@@ -582,6 +588,7 @@ impl Runner {
                         gate: &self.agent_sandbox,
                         config: &self.config,
                         env: self.agent_env(round_num, phase),
+                        inherit: AllowList::of(&self.config, None),
                         tree: self.tree_roots().await,
                         cgroup: cgroup.as_ref(),
                     },
@@ -608,7 +615,14 @@ impl Runner {
         }
         self.note_log_cap(round_num, &exit, &log_path);
         let consulted = self
-            .judge(round_num, phase, &exit, duration_s, &log_path, stop)
+            .judge(
+                round_num,
+                phase,
+                (&exit, duration_s),
+                &log_path,
+                resume.as_ref(),
+                stop,
+            )
             .await;
         self.exec_surface(round_num, &baseline, &after, (&head_before, &head_after))
             .await;
@@ -793,7 +807,9 @@ impl Runner {
         phase: Option<&str>,
         stop: &mut StopWatch,
     ) -> ControlFlow<Attempt> {
+        let inherit = AllowList::of(&self.config, launch.cli);
         let env_names: BTreeSet<String> = std::env::vars_os()
+            .filter(|(k, _)| inherit.as_ref().is_none_or(|list| list.passes(k)))
             .map(|(k, _)| k.to_string_lossy().into_owned())
             .chain(launch.env.iter().map(|(k, _)| k.clone()))
             .collect();
@@ -844,7 +860,13 @@ impl Runner {
             tracing::warn!("cannot write the round context: {e}");
         }
         if let Some(goal) = &self.config.goal {
-            crate::runtime::goal::assess(goal, state_dir, round_num, &self.events);
+            crate::runtime::goal::assess(
+                goal,
+                state_dir,
+                round_num,
+                &self.events,
+                &self.prompt_links,
+            );
         }
         let label = config_digest::label(&self.config, phase, state_dir);
         let snapshot = label.snapshot;
@@ -1107,6 +1129,7 @@ impl Runner {
             log_cap: self.config.runtime.round_log_max_bytes,
             argv: launch.argv,
             env: launch.env,
+            inherit: AllowList::of(&self.config, launch.cli),
             work_dir: self.config.runtime.work_dir.clone(),
             log,
             stdin_prompt: launch.stdin_prompt,
@@ -1421,14 +1444,14 @@ impl Runner {
 
     /// Asks the post-round hooks about the round that just ended (its log's last
     /// [`MAX_LOG_TAIL_BYTES`] bytes, read here as bytes only: parsing them is the confined
-    /// detectors' job).
+    /// detectors' job). `session`: the agent session the round started or resumed.
     async fn judge(
         &mut self,
         round_num: u64,
         phase: Option<&str>,
-        exit: &AgentExit,
-        duration_s: f64,
+        (exit, duration_s): (&AgentExit, f64),
         log_path: &Path,
+        session: Option<&Resume>,
         stop: &mut StopWatch,
     ) -> post_round::Consulted {
         if self.hosts.hooks(Family::PostRound).is_empty() {
@@ -1460,9 +1483,11 @@ impl Runner {
             outcome: &outcome,
             log_tail: &log_tail,
             cli: self.config.profile(phase).agent.cli.name,
+            session,
         };
         post_round::consult(
             &mut self.hosts,
+            &mut self.session_usage,
             &self.config.monitor,
             &self.config.plugins.spawn_override_allow,
             &self.events,
