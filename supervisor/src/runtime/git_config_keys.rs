@@ -132,6 +132,9 @@ pub(crate) const KEYS: &[Key] = &[
     key("sendemail.<identity>.cccmd", OnCall, "the same as `sendemail.cccmd`, for one identity"),
     key("sendemail.<identity>.headercmd", OnCall, "the same as `sendemail.headercmd`, for one identity"),
     key("imap.tunnel", OnCall, "the command `git imap-send` connects through"),
+    key("lfs.customtransfer.<name>.path", Runs, "a custom transfer agent git-lfs runs to move LFS objects: started by the operator's (or the supervisor's) git through the LFS filter of the global config on checkout, and on fetch and push"),
+    key("http.cookiefile", OnCall, "with `http.saveCookies`, the file the operator's next https fetch or push writes its cookies to: any file the operator can write"),
+    key("http.<url>.cookiefile", OnCall, "the same, for one URL"),
     key("tar.<format>.command", OnCall, "a shell command `git archive` pipes its tar output through for that format (`-o release.tgz` picks `tgz` by the name)"),
     Key {
         key: "submodule.<name>.update",
@@ -281,6 +284,9 @@ mod tests {
             ("sendemail.Work.SmtpServer", "/usr/bin/x"),
             ("tar.tgz.command", "./x; gzip -cn"),
             ("tar.tar.gz.command", "./x"),
+            ("lfs.customtransfer.evil.path", "./agent"),
+            ("http.cookiefile", "/root/.bashrc"),
+            ("http.https://x.example.cookiefile", "/root/.profile"),
         ] {
             assert!(is_watched(key, value), "{key}");
         }
@@ -305,6 +311,8 @@ mod tests {
             ("ssh.variant", "simple"),
             ("diff.pdf.binary", "true"),
             ("core.pager.x", "y"),
+            ("lfs.url", "https://x.example/lfs"),
+            ("http.savecookies", "true"),
         ] {
             assert!(!is_watched(key, value), "{key}");
         }
@@ -323,6 +331,7 @@ mod tests {
             "ssh.variant",
             "mergetool.meld.path",
             "gpg.x509.program",
+            "lfs.customtransfer.evil.path",
         ] {
             assert!(overridden(key), "{key}");
         }
