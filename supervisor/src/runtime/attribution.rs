@@ -9,6 +9,12 @@
 //!   byte-for-byte the same after the round is the operator's work: reported
 //!   (`dirty_before_round`), never stashed, committed or handed to a dirty handler. A path
 //!   the round changed further is the round's, like any path it dirtied.
+//! - A path dirty only after the round but whose inode the round never touched (its
+//!   `ctime`, which no process can set, is older than the round's start, stamped by the
+//!   kernel's own clock on a marker file: [`Baseline::take`]) is the operator's too: a file
+//!   that became dirty because the agent changed something else — the operator's ignored
+//!   `.env` once the agent empties `.gitignore`, a file whose `.gitattributes` changed —
+//!   is reported and left, never stashed (out of the tree) or committed (into history).
 //! - [`nested_repository`]: a dirty path that is a directory is a submodule's work tree or
 //!   a repository nested in the tree (`git status --untracked-files=all` lists no other
 //!   directory). This repository's git can neither stash nor commit what changed inside
@@ -112,21 +118,50 @@ fn std_streams() -> Vec<PathBuf> {
 }
 
 /// The content of each path dirty before the round: the sha256 of its bytes (`None`: it
-/// did not exist, e.g. a deletion).
+/// did not exist, e.g. a deletion); and when the round started, as the kernel stamps
+/// `ctime`.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Baseline {
     files: BTreeMap<String, Option<[u8; 32]>>,
+    /// The `ctime` (seconds, nanoseconds) of a marker written when the baseline was taken:
+    /// the kernel's clock as it stamps inodes (coarser than `SystemTime::now`, so compared
+    /// with like). `None`: no marker could be written; no path is judged by its `ctime`.
+    started: Option<(i64, i64)>,
+}
+
+/// The marker whose `ctime` stamps a round's start, in the state dir.
+const START_MARKER: &str = "round-start";
+
+/// The `ctime` of `path` (not following a final link), seconds and nanoseconds.
+fn ctime(path: &Path) -> Option<(i64, i64)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    Some((meta.ctime(), meta.ctime_nsec()))
 }
 
 impl Baseline {
-    /// Records the state of `dirty` (work-dir-relative) under `work_dir`.
-    pub(crate) fn take(work_dir: &Path, dirty: &[String]) -> Self {
+    /// Records the state of `dirty` (work-dir-relative) under `work_dir`, and stamps the
+    /// round's start by writing a marker in `state_dir` (outside the agent's reach).
+    pub(crate) fn take(work_dir: &Path, dirty: &[String], state_dir: &Path) -> Self {
+        let marker = state_dir.join(START_MARKER);
+        let started = crate::record::state::create_exclusive(&marker)
+            .ok()
+            .and_then(|_| ctime(&marker));
         Baseline {
             files: dirty
                 .iter()
                 .map(|f| (f.clone(), fingerprint(&path_name::join(work_dir, f))))
                 .collect(),
+            started,
         }
+    }
+
+    /// Whether `path` exists and the round never touched its inode: its `ctime` is older
+    /// than the round's start (a write, a rename, a link or a `chmod` all set it).
+    fn untouched(&self, path: &Path) -> bool {
+        self.started
+            .zip(ctime(path))
+            .is_some_and(|(started, changed)| changed < started)
     }
 
     /// Splits the paths dirty after the round into the round's (new dirt, or operator
@@ -140,6 +175,10 @@ impl Baseline {
                 continue;
             }
             match self.files.get(&path) {
+                None if self.untouched(&path_name::join(work_dir, &path)) => {
+                    split.untouched.push(path.clone());
+                    split.operator.push(path);
+                }
                 None => split.round.push(path),
                 Some(before) if *before != fingerprint(&path_name::join(work_dir, &path)) => {
                     split.changed_preexisting.push(path.clone());
@@ -159,8 +198,12 @@ pub(crate) struct Split {
     pub round: Vec<String>,
     /// Of [`Split::round`], those already dirty before the round (changed further by it).
     pub changed_preexisting: Vec<String>,
-    /// The operator's: dirty before the round and unchanged; left alone.
+    /// The operator's: dirty before the round and unchanged, or dirty only now though the
+    /// round never touched them ([`Split::untouched`]); left alone.
     pub operator: Vec<String>,
+    /// Of [`Split::operator`], those not dirty before the round whose inode it never
+    /// touched (the operator's ignored file the agent un-ignored).
+    pub untouched: Vec<String>,
     /// Submodules and nested repositories with changes inside ([`nested_repository`]):
     /// nobody's, left as they are.
     pub nested: Vec<String>,
@@ -205,7 +248,7 @@ mod tests {
         let w = dir.path();
         std::fs::write(w.join("scratch"), "mine").unwrap();
         std::fs::write(w.join("edited"), "v1").unwrap();
-        let base = Baseline::take(w, &["scratch".into(), "edited".into()]);
+        let base = Baseline::take(w, &["scratch".into(), "edited".into()], dir.path());
         std::fs::write(w.join("edited"), "v2").unwrap();
         std::fs::write(w.join("new"), "agent").unwrap();
         let split = base.split(w, vec!["edited".into(), "new".into(), "scratch".into()]);
@@ -215,11 +258,43 @@ mod tests {
     }
 
     #[test]
+    fn a_file_dirty_only_now_but_untouched_by_the_round_is_the_operators() {
+        let dir = tempfile::tempdir().unwrap();
+        let (w, state) = (dir.path().join("w"), dir.path().join("state"));
+        std::fs::create_dir_all(&w).unwrap();
+        std::fs::create_dir_all(&state).unwrap();
+        for name in [".env", "renamed-from", "chmodded", "rewritten"] {
+            std::fs::write(w.join(name), "old").unwrap();
+        }
+        // The kernel stamps inodes with a clock coarser than a few milliseconds.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let base = Baseline::take(&w, &[], &state);
+        // The round: renames, chmods and rewrites files (each sets ctime), leaves .env.
+        std::fs::rename(w.join("renamed-from"), w.join("renamed")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(w.join("chmodded"), std::fs::Permissions::from_mode(0o600))
+            .unwrap();
+        std::fs::write(w.join("rewritten"), "old").unwrap();
+        std::fs::write(w.join("made"), "new").unwrap();
+        let after: Vec<String> = [".env", "renamed", "chmodded", "rewritten", "made"]
+            .map(String::from)
+            .to_vec();
+        let split = base.split(&w, after.clone());
+        assert_eq!(split.operator, [".env"]);
+        assert_eq!(split.untouched, [".env"]);
+        assert_eq!(split.round, ["renamed", "chmodded", "rewritten", "made"]);
+        // Without the stamp (no state dir to write it in), every new dirty path is the
+        // round's, as before.
+        let unstamped = Baseline::take(&w, &[], &dir.path().join("missing"));
+        assert_eq!(unstamped.split(&w, after.clone()).round, after);
+    }
+
+    #[test]
     fn a_fifo_put_where_operator_dirt_was_is_the_rounds_and_never_opened() {
         let dir = tempfile::tempdir().unwrap();
         let w = dir.path();
         std::fs::write(w.join("notes"), "mine").unwrap();
-        let base = Baseline::take(w, &["notes".into()]);
+        let base = Baseline::take(w, &["notes".into()], dir.path());
         std::fs::remove_file(w.join("notes")).unwrap();
         nix::unistd::mkfifo(&w.join("notes"), nix::sys::stat::Mode::S_IRWXU).unwrap();
         // Opening the FIFO for reading would wait for a writer: this returns at once.
@@ -235,7 +310,7 @@ mod tests {
         std::fs::create_dir_all(w.join("vendor/lib")).unwrap();
         std::fs::create_dir_all(w.join("nested")).unwrap();
         std::fs::write(w.join("scratch"), "mine").unwrap();
-        let base = Baseline::take(w, &["vendor/lib".into(), "scratch".into()]);
+        let base = Baseline::take(w, &["vendor/lib".into(), "scratch".into()], dir.path());
         let split = base.split(
             w,
             vec!["nested/".into(), "scratch".into(), "vendor/lib".into()],

@@ -1550,7 +1550,11 @@ impl Runner {
                         reason: "dirty before the agent started: the operator's work, left alone unless the round changes it".to_owned(),
                     });
                 }
-                Baseline::take(&self.config.runtime.work_dir, &files)
+                Baseline::take(
+                    &self.config.runtime.work_dir,
+                    &files,
+                    &self.config.runtime.state_dir,
+                )
             }
             Err(err) => {
                 self.events.emit(Event::DirtyCheckFailed {
