@@ -303,6 +303,8 @@ fn resolved(config: &Config, key: &str) -> String {
         "agent.sandbox.write_paths" => format!("{:?}", config.agent_sandbox.write_paths),
         "agent.sandbox.read_paths" => format!("{:?}", config.agent_sandbox.read_paths),
         "agent.sandbox.connect_ports" => format!("{:?}", config.agent_sandbox.connect_ports),
+        "agent.sandbox.unix_sockets" => config.agent_sandbox.unix_sockets.to_string(),
+        "agent.sandbox.user_namespaces" => config.agent_sandbox.user_namespaces.to_string(),
         "agent.sandbox.pass_env" => format!("{:?}", config.agent_sandbox.pass_env),
         other => panic!("restart-only config key {other} has no comparison in config_follow"),
     }
@@ -337,6 +339,8 @@ mod tests {
                 "agent.sandbox.write_paths",
                 "agent.sandbox.read_paths",
                 "agent.sandbox.connect_ports",
+                "agent.sandbox.unix_sockets",
+                "agent.sandbox.user_namespaces",
                 "agent.sandbox.pass_env",
                 "runtime.work_dir",
                 "runtime.log_dir",
