@@ -93,6 +93,7 @@ pub const SHADOW_SEED: &[ShadowEntry] = &[
     entry("gemini", ".gemini/google_accounts.json", Seed::EachRound, "which Google account is logged in"),
     entry("gemini", ".gemini/installation_id", Seed::Once(&[]), "the installation's id"),
     entry("gemini", ".gemini/oauth_creds.json", Seed::SharedLogin, "the Google OAuth login, refreshed in place by Gemini CLI"),
+    entry("gemini", ".gemini/gemini-credentials.json", Seed::SharedLogin, "the Google OAuth login where GEMINI_FORCE_ENCRYPTED_FILE_STORAGE=true keeps it (encrypted), rewritten in place"),
     entry("aider", ".aider.conf.yml", Seed::EachRound, "the operator's settings (model, keys); `lint-cmd`/`test-cmd` planted by the agent are undone"),
     entry("aider", ".aider/analytics.json", Seed::EachRound, "the analytics id and the operator's opt-out"),
     entry("aider", ".aider/oauth-keys.env", Seed::SharedLogin, "the OpenRouter key aider's OAuth login saved"),
