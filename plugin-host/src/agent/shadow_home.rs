@@ -158,6 +158,7 @@ pub fn prepare(state_dir: &Path, home: &Path, cli: &str) -> std::io::Result<Opti
     for e in SHADOW_SEED.iter().filter(|e| e.cli == cli) {
         let real = home.join(e.rel);
         let shadow = root.join(e.rel);
+        real_dirs_to(&root, &shadow)?;
         match e.seed {
             Seed::EachRound => {
                 if std::fs::symlink_metadata(&shadow).is_ok() {
@@ -173,20 +174,18 @@ pub fn prepare(state_dir: &Path, home: &Path, cli: &str) -> std::io::Result<Opti
                 }
             }
             Seed::SharedLogin => {
-                let Ok(meta) = std::fs::metadata(&real) else {
-                    continue;
-                };
-                let Ok(source) = real.canonicalize() else {
-                    continue;
-                };
-                match std::fs::symlink_metadata(&shadow) {
-                    Ok(m) if m.is_dir() == meta.is_dir() && !m.file_type().is_symlink() => {}
-                    Ok(_) => {
-                        remove(&shadow)?;
-                        make_like(&shadow, meta.is_dir())?;
+                let source = std::fs::metadata(&real)
+                    .ok()
+                    .and_then(|meta| Some((meta, real.canonicalize().ok()?)));
+                let Some((meta, source)) = source else {
+                    // The operator has none (any more): a former, empty mount point goes.
+                    if std::fs::symlink_metadata(&shadow).is_ok_and(|m| m.is_file() && m.len() == 0)
+                    {
+                        std::fs::remove_file(&shadow)?;
                     }
-                    Err(_) => make_like(&shadow, meta.is_dir())?,
-                }
+                    continue;
+                };
+                ensure_kind(&shadow, meta.is_dir())?;
                 logins.push(ShadowBind {
                     source,
                     target: shadow,
@@ -197,17 +196,9 @@ pub fn prepare(state_dir: &Path, home: &Path, cli: &str) -> std::io::Result<Opti
     for rel in state.paths {
         let real = home.join(rel);
         let shadow = root.join(rel);
-        let Ok(meta) = std::fs::metadata(&real) else {
-            continue;
-        };
-        match std::fs::symlink_metadata(&shadow) {
-            Ok(m) if m.is_dir() == meta.is_dir() && !m.file_type().is_symlink() => {}
-            Ok(_) => {
-                remove(&shadow)?;
-                make_like(&shadow, meta.is_dir())?;
-            }
-            Err(e) if e.kind() == ErrorKind::NotFound => make_like(&shadow, meta.is_dir())?,
-            Err(e) => return Err(e),
+        if let Ok(meta) = std::fs::metadata(&real) {
+            real_dirs_to(&root, &shadow)?;
+            ensure_kind(&shadow, meta.is_dir())?;
         }
     }
     out.binds.extend(logins);
@@ -239,19 +230,14 @@ fn make_dir(dir: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Makes an empty directory (0700, with its parents) or an empty file (0600) at `path`.
-fn make_like(path: &Path, dir: bool) -> std::io::Result<()> {
+/// Makes an empty directory (0700) or an empty file (0600, returned open) at `path`,
+/// never through a link; its parent must exist ([`real_dirs_to`]).
+fn make_like(path: &Path, dir: bool) -> std::io::Result<Option<std::fs::File>> {
     if dir {
         return std::fs::DirBuilder::new()
             .mode(0o700)
-            .recursive(true)
-            .create(path);
-    }
-    if let Some(parent) = path.parent() {
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .recursive(true)
-            .create(parent)?;
+            .create(path)
+            .map(|()| None);
     }
     std::fs::OpenOptions::new()
         .write(true)
@@ -259,7 +245,44 @@ fn make_like(path: &Path, dir: bool) -> std::io::Result<()> {
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
-        .map(drop)
+        .map(Some)
+}
+
+/// Makes every directory from `root` (which exists) down to `path`'s parent a real
+/// directory: a missing one is made (0700), and a link or a file where a directory
+/// belongs — which the agent may have left in its shadow — is removed first, so nothing
+/// the supervisor writes into the shadow follows a link out of it.
+fn real_dirs_to(root: &Path, path: &Path) -> std::io::Result<()> {
+    let rest = path
+        .parent()
+        .and_then(|p| p.strip_prefix(root).ok())
+        .ok_or_else(|| std::io::Error::from(ErrorKind::InvalidInput))?;
+    let mut at = root.to_path_buf();
+    for part in rest.components() {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.is_dir() => continue,
+            Ok(_) => std::fs::remove_file(&at)?,
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        make_like(&at, true)?;
+    }
+    Ok(())
+}
+
+/// Makes `path` (whose parent is a real directory) a directory or a regular file as `dir`
+/// says: kept when it is one, else replaced by an empty one (never through a link).
+fn ensure_kind(path: &Path, dir: bool) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() || m.is_dir() != dir || !(dir || m.is_file()) => {
+            remove(path)?;
+        }
+        Ok(_) => return Ok(()),
+        Err(e) if e.kind() == ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    make_like(path, dir).map(drop)
 }
 
 /// Removes `path` (a directory with its content; never through a link).
@@ -319,8 +342,11 @@ fn copy_rec(
             bytes = serde_json::to_vec_pretty(&map).map_err(std::io::Error::other)?;
         }
     }
-    make_like(shadow, false)?;
-    std::fs::write(shadow, bytes)
+    use std::io::Write;
+    match make_like(shadow, false)? {
+        Some(mut file) => file.write_all(&bytes),
+        None => Ok(()),
+    }
 }
 
 /// The `shadow_home` layer of `doctor` and `peek` (on where the agent gets a mount
@@ -443,6 +469,50 @@ mod tests {
             "{\"t\":1}"
         );
         assert!(prepare(&state, &home, "unknown").unwrap().is_none());
+    }
+
+    #[test]
+    fn a_link_the_agent_left_in_its_shadow_is_never_followed() {
+        let t = tempfile::tempdir().unwrap();
+        let (home, state) = (t.path().join("home"), t.path().join("state"));
+        std::fs::create_dir_all(home.join(".pi/agent")).unwrap();
+        std::fs::create_dir_all(&state).unwrap();
+        std::fs::write(home.join(".pi/agent/settings.json"), "operator").unwrap();
+        let s = prepare(&state, &home, "pi").unwrap().unwrap();
+        // The agent swaps a directory of its shadow for a link to another of the
+        // operator's directories, and a settings file for a link to a file.
+        let elsewhere = t.path().join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("settings.json"), "keep").unwrap();
+        std::fs::write(elsewhere.join("models.json"), "keep").unwrap();
+        std::fs::remove_dir_all(s.root.join(".pi/agent")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, s.root.join(".pi/agent")).unwrap();
+        prepare(&state, &home, "pi").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(elsewhere.join("settings.json")).unwrap(),
+            "keep"
+        );
+        assert_eq!(
+            std::fs::read_to_string(elsewhere.join("models.json")).unwrap(),
+            "keep"
+        );
+        let agent = std::fs::symlink_metadata(s.root.join(".pi/agent")).unwrap();
+        assert!(agent.is_dir() && !agent.file_type().is_symlink());
+        std::fs::remove_file(s.root.join(".pi/agent/settings.json")).unwrap();
+        std::os::unix::fs::symlink(
+            elsewhere.join("settings.json"),
+            s.root.join(".pi/agent/settings.json"),
+        )
+        .unwrap();
+        prepare(&state, &home, "pi").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(elsewhere.join("settings.json")).unwrap(),
+            "keep"
+        );
+        assert_eq!(
+            std::fs::read_to_string(s.root.join(".pi/agent/settings.json")).unwrap(),
+            "operator"
+        );
     }
 
     #[test]
