@@ -19,6 +19,7 @@ use agent_runner::hosts::builtin::DetectorHost;
 use agent_runner::hosts::HostManager;
 use agent_runner::record::stop::StopLevel;
 use agent_runner::runtime::post_round::{self, Decision, Judged};
+use agent_runner::runtime::session_usage::SessionUsage;
 use agent_runner_protocol::limits::MAX_LOG_TAIL_BYTES;
 use agent_runner_protocol::tail::log_tail;
 use agent_runner_protocol::RoundOutcome;
@@ -113,10 +114,12 @@ fn confined_round_64k(c: &mut Criterion) {
                 outcome: &outcome,
                 log_tail: &tail,
                 cli: Some("claude"),
+                session: None,
             };
             let decision = rt
                 .block_on(post_round::consult(
                     &mut manager,
+                    &mut SessionUsage::default(),
                     &project.config.monitor,
                     &project.config.plugins.spawn_override_allow,
                     &project.events,

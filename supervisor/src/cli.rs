@@ -190,12 +190,27 @@ pub(crate) enum Command {
         #[arg(long, value_name = "S", default_value_t = 60)]
         timeout: u64,
     },
+    /// `[budget]`: start counting the spend of `total_usd` / `total_tokens` (and today's)
+    /// afresh.
+    Budget {
+        /// What to do.
+        #[command(subcommand)]
+        command: BudgetCommand,
+    },
     /// Plugin hosts: check one against the protocol, or scaffold a new one.
     Plugin {
         /// What to do.
         #[command(subcommand)]
         command: PluginCommand,
     },
+}
+
+/// `agent-runner budget …`.
+#[derive(Debug, Subcommand)]
+pub enum BudgetCommand {
+    /// Record `budget_reset`: the `total_*` caps and today's spend count from now (a
+    /// running serve reads it before its next round). Exit 0, 78 bad config.
+    Reset,
 }
 
 /// `agent-runner plugin …`.
@@ -460,6 +475,9 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
             run_serve(&config, json, options).await
         }
         Command::Plugin { command } => plugin(command, config, json).await,
+        Command::Budget {
+            command: BudgetCommand::Reset,
+        } => crate::operator::budget::reset(&config, json),
         Command::Peek {
             round,
             log,

@@ -2,7 +2,8 @@
 //! 0 clean, 1 failure, 2 usage, 70 memory loop across restarts, 71 memory loop, 75
 //! deferred/skipped/crash loop, 76 environmental, 78 permanent config error, 130
 //! interrupted), plus ours: 77 stopped on a login failure (`[monitor] auto_stop_on`), and
-//! the two exits of `serve --job`: 79 ended without its goal, 143 drained by a stop signal.
+//! the two exits of `serve --job`: 79 ended without its goal, 143 drained by a stop signal,
+//! and 80 the `[budget]` spent.
 //! docs/operations.md, "Leaving it unattended", has the table; "Running as a Job" maps
 //! them onto a Kubernetes Job's `podFailurePolicy`.
 
@@ -60,6 +61,11 @@ pub(crate) const GOAL_NOT_REACHED: u8 = 79;
 /// drain and a kill by the grace period's end read alike. A Job retries it without
 /// counting it against `backoffLimit`; the systemd unit restarts on it.
 pub(crate) const DRAINED: u8 = 143;
+/// `serve` stopped on a `[budget]` `total_usd` or `total_tokens` cap reached
+/// (`budget_exhausted`): every new start would stop at once until the cap is raised or
+/// `agent-runner budget reset` is run, so the systemd unit does not restart on it and a
+/// Job fails on it (docs/operations.md, "Budget"). Past the sysexits range.
+pub(crate) const BUDGET_EXHAUSTED: u8 = 80;
 /// Interrupted by a stop before the work could start.
 pub(crate) const INTERRUPTED: u8 = 130;
 /// Permanent configuration error: bad config, or `sandbox = "require"` cannot engage
@@ -68,17 +74,18 @@ pub(crate) const CONFIG: u8 = 78;
 
 /// The exits of `serve` that mean "stay stopped": a person must act before a new start can
 /// help (usage, a memory loop restarts did not cure, a deliberate stop, a login failure, a
-/// config error, a Job's goal not reached). The systemd unit lists them in
+/// config error, a Job's goal not reached, the budget spent). The systemd unit lists them in
 /// `RestartPreventExitStatus=` (docs/operations.md, "Leaving it unattended") and a Job's
 /// `podFailurePolicy` fails the Job on them ("Running as a Job"); [`MEM_LOOP`] and
 /// [`ENVIRONMENT`] are left out on purpose: a new start may find the host healed.
-pub(crate) const STAY_STOPPED: [u8; 6] = [
+pub(crate) const STAY_STOPPED: [u8; 7] = [
     USAGE,
     MEM_LOOP_PERSISTENT,
     TEMPFAIL,
     NOPERM,
     CONFIG,
     GOAL_NOT_REACHED,
+    BUDGET_EXHAUSTED,
 ];
 
 /// The exits of `serve` that mean "stopped from outside, start again": a Job's

@@ -21,6 +21,7 @@
 #![warn(unreachable_pub)]
 
 pub(crate) mod author;
+pub(crate) mod budget;
 pub mod cli;
 pub mod config;
 pub mod detectors;

@@ -232,7 +232,10 @@ mod tests {
         assert!(out.starts_with("a: 1\n  # pod-failure-policy: generated from"));
         assert!(out.ends_with("  # /pod-failure-policy\nb: 2\n"), "{out}");
         assert!(!out.contains("stale"), "{out}");
-        assert!(out.contains(" values: [2, 70, 75, 77, 78, 79]\n"), "{out}");
+        assert!(
+            out.contains(" values: [2, 70, 75, 77, 78, 79, 80]\n"),
+            "{out}"
+        );
         assert!(refreshed("# pod-failure-policy: generated\nx\n").is_err());
     }
 }

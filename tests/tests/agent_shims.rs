@@ -8,7 +8,8 @@
 //!
 //! The control: the same shim, run by a wrapper script (so that `command[0]` is no shim),
 //! gets no grant and fails as a confined agent did before: `Permission denied`, exit 126.
-//! As root and as the unprivileged operator `ar-e2e`; the real pyenv too where it is
+//! pyenv-, mise-, asdf- and volta-shaped trees, each laid out as the manager lays out its
+//! own. As root and as the unprivileged operator `ar-e2e`; the real pyenv too where it is
 //! installed for root (`/root/.pyenv`). The managers from the registries
 //! (tests/setup.d/35-version-managers.sh: pipx from Debian, uv from PyPI, mise from npm):
 //! a real mise shim (`mise link` + `mise reshim`, offline) and programs installed by
@@ -56,6 +57,45 @@ fn mise_shaped(p: &Project) -> PathBuf {
     let shim = p.tmp_dir().join("managers/mise/shims/myagent");
     std::fs::create_dir_all(shim.parent().unwrap()).unwrap();
     std::os::unix::fs::symlink(mise, &shim).unwrap();
+    shim
+}
+
+/// An asdf data dir shaped like asdf's own: `shims/<program>`, a script `exec`ing
+/// `asdf exec <program>`, where `asdf` (in its own prefix's `bin/`, outside the data dir)
+/// runs `installs/<tool>/<version>/bin/<program>`.
+fn asdf_shaped(p: &Project) -> PathBuf {
+    let data = p.tmp_dir().join("managers/asdf");
+    p.script("managers/asdf/installs/tool/1.0/bin/myagent", REAL);
+    let asdf = p.script(
+        "managers/asdf-bin/bin/asdf",
+        &format!(
+            "#!/usr/bin/env bash\nset -e\n[ \"$1\" = exec ] && shift\nprogram=\"$1\"; shift\n\
+             exec \"{}/installs/tool/1.0/bin/$program\" \"$@\"\n",
+            data.display()
+        ),
+    );
+    p.script(
+        "managers/asdf/shims/myagent",
+        &format!(
+            "#!/usr/bin/env bash\n# asdf-plugin: tool 1.0\nexec {} exec \"myagent\" \"$@\"\n",
+            asdf.display()
+        ),
+    )
+}
+
+/// A `VOLTA_HOME` shaped like volta's own: `bin/<program>`, a link to `volta-shim`, which
+/// runs the tool its image holds by the name it was called as.
+fn volta_shaped(p: &Project) -> PathBuf {
+    p.script("managers/volta/tools/image/node/22/bin/myagent", REAL);
+    let volta_shim = p.script(
+        "managers/volta/bin/volta-shim",
+        &format!(
+            "#!/bin/sh\nexec {}/managers/volta/tools/image/node/22/bin/\"${{0##*/}}\" \"$@\"\n",
+            p.tmp_dir().display()
+        ),
+    );
+    let shim = p.tmp_dir().join("managers/volta/bin/myagent");
+    std::os::unix::fs::symlink(volta_shim, &shim).unwrap();
     shim
 }
 
@@ -116,12 +156,17 @@ fn shims_start_confined(operator: Operator) {
     let p = Project::new_as(operator);
     let pyenv = pyenv_shaped(&p);
     let mise = mise_shaped(&p);
+    let asdf = asdf_shaped(&p);
+    let volta = volta_shaped(&p);
     if operator == Operator::Unprivileged {
         agent_runner_e2e::unprivileged::unprivileged_user().own(p.tmp_dir());
     }
     refused_behind_a_wrapper(&p, &pyenv);
     starts_confined(&p, &pyenv, "pyenv");
     starts_confined(&p, &mise, "mise");
+    starts_confined(&p, &asdf, "asdf");
+    starts_confined(&p, &volta, "volta");
+    refused_behind_a_wrapper(&p, &volta);
 }
 
 #[test]

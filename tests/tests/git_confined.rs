@@ -1,7 +1,8 @@
-//! The supervisor's git runs no program the agent configured (issue 27, item 4;
-//! docs/security.md "The supervisor's git"): the agent plants, in the repository's own
-//! config, its `.gitattributes` and its hooks, every kind of setting that makes git run a
-//! program — each one a recorder that notes its name when run — then leaves the tree dirty;
+//! The supervisor's git runs no program the repository configured (issue 27, item 4;
+//! docs/security.md "The supervisor's git"): the repository's own config holds, from
+//! before the round (what a round adds is reverted after it: `git_config_watch.rs`), every
+//! kind of setting that makes git run a program — each one a recorder that notes its name
+//! when run — and the agent plants `.gitattributes` and hooks, then leaves the tree dirty;
 //! the supervisor's status, stash and commit must run none of them, and still stash or
 //! commit. As root and as the unprivileged user.
 
@@ -61,13 +62,6 @@ fn one(operator: Operator, action: &str) {
     );
     let hooks_dir = p.tmp_dir().join("planted-hooks");
     let mut agent = String::from("#!/bin/sh\nset -e\n");
-    for (key, name) in PLANTED {
-        agent.push_str(&format!(
-            "git config {key} '{} {name}'\n",
-            recorder.display()
-        ));
-    }
-    agent.push_str("git config filter.planted.required true\n");
     agent.push_str(&format!("mkdir -p '{}'\n", hooks_dir.display()));
     for hook in HOOKS {
         for dir in [p.dir().join(".git/hooks"), hooks_dir.clone()] {
@@ -80,16 +74,23 @@ fn one(operator: Operator, action: &str) {
             ));
         }
     }
-    agent.push_str(&format!(
-        "git config core.hooksPath '{}'\n",
-        hooks_dir.display()
-    ));
     agent.push_str(
         "printf '*.txt filter=planted diff=planted merge=planted\\n*.bin filter=procfilter\\n' > .gitattributes\n\
          echo work > work.txt\necho data > data.bin\necho edit >> README.md\n",
     );
     let agent = p.script("planting-agent.sh", &agent);
     p.write_config(&ConfigBuilder::new(&agent).dirty_action(action));
+    // Set after the config is committed (the harness's own git would run them). The
+    // settings stand in the repository's config before the round: those an agent adds
+    // during a round are reverted right after it (docs/security.md, "What runs later: the
+    // watched tier"), so only settings already there when the round starts (an earlier
+    // agent's under an older version, or the operator's own) reach the supervisor's git,
+    // which must run none of them all the same.
+    for (key, name) in PLANTED {
+        p.git(&["config", key, &format!("{} {name}", recorder.display())]);
+    }
+    p.git(&["config", "filter.planted.required", "true"]);
+    p.git(&["config", "core.hooksPath", &hooks_dir.display().to_string()]);
     p.spawn(&["round"])
         .wait(Duration::from_secs(60))
         .assert_code(0);
@@ -104,7 +105,8 @@ fn one(operator: Operator, action: &str) {
         _ => "orphan_stashed",
     };
     assert_eq!(p.events_of(done).len(), 1, "{what}: {all}");
-    // The planted settings are still the repository's: the supervisor changed no config.
+    // The settings there before the round are still the repository's: the supervisor
+    // changed none of them.
     assert!(p
         .git(&["config", "--local", "--get", "core.fsmonitor"])
         .contains("fsmonitor"));

@@ -19,7 +19,7 @@ fn assert_unit_text(p: &Project, text: &str) {
     for line in [
         "[Service]".to_owned(),
         "Restart=on-failure".to_owned(),
-        "RestartPreventExitStatus=2 70 75 77 78 79".to_owned(),
+        "RestartPreventExitStatus=2 70 75 77 78 79 80".to_owned(),
         "StartLimitIntervalSec=600".to_owned(),
         "StartLimitBurst=5".to_owned(),
         "KillMode=control-group".to_owned(),
@@ -264,7 +264,11 @@ fn installed_unit_passes_systemd_analyze_verify() {
     };
     let mut stay = values("RestartPreventExitStatus");
     stay.sort();
-    assert_eq!(stay, ["2", "70", "75", "77", "78", "79"], "{template}");
+    assert_eq!(
+        stay,
+        ["2", "70", "75", "77", "78", "79", "80"],
+        "{template}"
+    );
     assert_eq!(values("Restart"), ["on-failure"], "{template}");
     assert_eq!(values("StartLimitIntervalSec"), ["600"], "{template}");
     assert_eq!(values("StartLimitBurst"), ["5"], "{template}");

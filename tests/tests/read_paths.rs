@@ -79,13 +79,13 @@ fn covering_paths_are_refused_and_exact_ones_allowed() {
         ("[\"..\"]", "agent-runner.toml"),
         // The state dir of a ./logs project (docs/operations.md, "State dir").
         (
-            "[\"~/.local\"]",
+            "[\"~/.local/state\"]",
             ".local/state/agent-runner/projects/project-",
         ),
     ] {
         let q = project(&target, Some(list));
         std::fs::create_dir_all(q.tmp_dir().join("home/.aws")).unwrap();
-        std::fs::create_dir_all(q.tmp_dir().join("home/.local")).unwrap();
+        std::fs::create_dir_all(q.tmp_dir().join("home/.local/state")).unwrap();
         let out = q.run(&["doctor"]);
         assert_eq!(out.code(), 78, "{list}: {out}");
         let text = out.to_string();

@@ -163,9 +163,16 @@ fn run_cli_at(
     // `init` confines the agent (`mode = "prefer"`): a provider's port (443) is granted,
     // the fake model's is not, so it is named as an operator with a local model would.
     assert!(text.contains("\nmode = \"prefer\"\n"), "{text}");
+    // pi's models.json names its key's variable itself (`apiKey`), which no list knows: the
+    // confined agent inherits it only by name (docs/security.md, "The agent's environment").
+    let pass_env = if cli == "pi" {
+        "pass_env = [\"FAKE_API_KEY\"]\n"
+    } else {
+        ""
+    };
     let text = text.replacen(
         "\nmode = \"prefer\"\n",
-        &format!("\nmode = \"prefer\"\nconnect_ports = [{port}]\n"),
+        &format!("\nmode = \"prefer\"\nconnect_ports = [{port}]\n{pass_env}"),
         1,
     );
     let home = p.home().to_str().unwrap().to_owned();
@@ -664,6 +671,54 @@ fn local_endpoint_by_the_printed_fix(operator: Operator, cli: &str, source: &str
     );
 }
 
+/// Issue 41's newcomer with a real CLI: `init`'s config as written (the agent confined,
+/// no `allow_hosts`, TCP to port 443 only) and a local model on another port. The failed
+/// round says which port was refused and the key that opens it (`source`: where the
+/// endpoint was read); that one line added, the next round writes its file.
+fn newcomer_opens_the_port_it_was_told(operator: Operator, cli: &str, source: &str) {
+    let server = FakeModel::start_at("normal", "127.0.0.1");
+    let port = server.port;
+    let granted = format!("connect_ports = [{port}]\n");
+    let as_init_wrote = |text: String| text.replacen(&granted, "", 1);
+    let told = format!(
+        "egress to 127.0.0.1:{port} refused by the agent sandbox: add {port} to [agent.sandbox] connect_ports"
+    );
+    let p = Project::new_as(operator);
+    let out = run_cli_at(&p, cli, "127.0.0.1", port, &as_init_wrote, &["round"]);
+    let all = p.events_text();
+    assert!(
+        out.stderr.contains(&told) && out.stderr.contains(source),
+        "{operator:?} {cli}: {}\n{all}",
+        out.stderr
+    );
+    assert!(!wrote_the_file(&p), "{all}");
+    // The line as printed.
+    let p = Project::new_as(operator);
+    let out = run_cli_at(&p, cli, "127.0.0.1", port, &|t| t, &["round"]);
+    out.assert_code(0);
+    assert!(
+        wrote_the_file(&p),
+        "{operator:?} {cli}: the fixed round did not write the file: {}",
+        p.events_text()
+    );
+}
+
+#[test]
+fn every_preset_s_newcomer_opens_the_port_it_was_told_as_root_and_as_an_unprivileged_user() {
+    for (cli, source) in [
+        ("claude", "the environment's ANTHROPIC_BASE_URL"),
+        ("codex", "~/.codex/config.toml"),
+        ("gemini", "the environment's GOOGLE_GEMINI_BASE_URL"),
+        ("aider", "the environment's OPENAI_API_BASE"),
+        ("kimi", "~/.kimi/config.toml"),
+        ("pi", "~/.pi/agent/models.json"),
+    ] {
+        for operator in [Operator::Root, Operator::Unprivileged] {
+            newcomer_opens_the_port_it_was_told(operator, cli, source);
+        }
+    }
+}
+
 #[test]
 fn claude_reaches_a_local_endpoint_by_the_printed_fix_as_root_and_as_an_unprivileged_user() {
     for operator in [Operator::Root, Operator::Unprivileged] {
@@ -676,32 +731,42 @@ fn claude_reaches_a_local_endpoint_by_the_printed_fix_as_root_and_as_an_unprivil
 }
 
 #[test]
-fn codex_reaches_a_local_endpoint_by_the_printed_fix() {
-    local_endpoint_by_the_printed_fix(Operator::Root, "codex", "~/.codex/config.toml");
+fn codex_reaches_a_local_endpoint_by_the_printed_fix_as_root_and_as_an_unprivileged_user() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        local_endpoint_by_the_printed_fix(operator, "codex", "~/.codex/config.toml");
+    }
 }
 
 #[test]
-fn gemini_reaches_a_local_endpoint_by_the_printed_fix() {
-    local_endpoint_by_the_printed_fix(
-        Operator::Root,
-        "gemini",
-        "the environment's GOOGLE_GEMINI_BASE_URL",
-    );
+fn gemini_reaches_a_local_endpoint_by_the_printed_fix_as_root_and_as_an_unprivileged_user() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        local_endpoint_by_the_printed_fix(
+            operator,
+            "gemini",
+            "the environment's GOOGLE_GEMINI_BASE_URL",
+        );
+    }
 }
 
 #[test]
-fn aider_reaches_a_local_endpoint_by_the_printed_fix() {
-    local_endpoint_by_the_printed_fix(Operator::Root, "aider", "the environment's OPENAI_API_BASE");
+fn aider_reaches_a_local_endpoint_by_the_printed_fix_as_root_and_as_an_unprivileged_user() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        local_endpoint_by_the_printed_fix(operator, "aider", "the environment's OPENAI_API_BASE");
+    }
 }
 
 #[test]
-fn kimi_reaches_a_local_endpoint_by_the_printed_fix() {
-    local_endpoint_by_the_printed_fix(Operator::Root, "kimi", "~/.kimi/config.toml");
+fn kimi_reaches_a_local_endpoint_by_the_printed_fix_as_root_and_as_an_unprivileged_user() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        local_endpoint_by_the_printed_fix(operator, "kimi", "~/.kimi/config.toml");
+    }
 }
 
 #[test]
-fn pi_reaches_a_local_endpoint_by_the_printed_fix() {
-    local_endpoint_by_the_printed_fix(Operator::Root, "pi", "~/.pi/agent/models.json");
+fn pi_reaches_a_local_endpoint_by_the_printed_fix_as_root_and_as_an_unprivileged_user() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        local_endpoint_by_the_printed_fix(operator, "pi", "~/.pi/agent/models.json");
+    }
 }
 
 #[test]
@@ -1173,4 +1238,93 @@ fn kimi_rounds_that_change_nothing_stop_serve_as_stalled() {
     assert!(p.events_of("crash_loop").is_empty(), "{}", p.events_text());
     assert!(!p.dir().join("agent-was-here.txt").exists());
     assert!(out.stderr.contains("stalled_no_progress"), "{}", out.stderr);
+}
+
+/// A resumed run's recorded usage adds up to what the fake model server billed
+/// (docs/detectors.md, "Usage"): three rounds of one session (`session_resumed` twice),
+/// each request billed a fixed usage (claude's Messages API 120 input and 30 output
+/// tokens, codex's Responses API 200 and 40), and the events' tokens sum to the requests
+/// the server logged times that. codex reports its session's running token totals and
+/// claude its session's running cost (`total_cost_usd`, measured here: 0.00108, 0.00216,
+/// 0.00324 for three equal rounds); each event is the round's own, so claude's three
+/// equal rounds cost the same each.
+fn resumed_usage_adds_up_to_the_bill(cli: &str, billed: (u64, u64), from_totals: &str) {
+    const ROUNDS: usize = 3;
+    let p = Project::new();
+    let log = p.home().join("fake-model.jsonl");
+    let server = FakeModel::start_logged("normal", &log);
+    serve(&p, cli, server.port, ROUNDS as u32, &|t| t).assert_code(0);
+    assert_eq!(
+        p.events_of("session_resumed").len(),
+        ROUNDS - 1,
+        "{cli}: {}",
+        p.events_text()
+    );
+    let requests = request_turns(&log).len() as u64;
+    let usage = p.events_of("agent_usage_recorded");
+    assert_eq!(usage.len(), ROUNDS, "{cli}: {}", p.events_text());
+    let sum = |key: &str| usage.iter().map(|u| u[key].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(sum("input_tokens"), requests * billed.0, "{cli}: {usage:?}");
+    assert_eq!(
+        sum("output_tokens"),
+        requests * billed.1,
+        "{cli}: {usage:?}"
+    );
+    for u in &usage {
+        assert_eq!(u["usage_scope"], "round", "{u}");
+        assert!(
+            u["from_session_totals"].to_string().contains(from_totals),
+            "{u}"
+        );
+    }
+    if cli == "claude" {
+        let costs: Vec<f64> = usage
+            .iter()
+            .map(|u| u["cost_usd"].as_f64().unwrap())
+            .collect();
+        assert!(costs[0] > 0.0, "{costs:?}");
+        assert!(
+            costs.iter().all(|c| (c - costs[0]).abs() < 1e-9),
+            "each round's own cost: {costs:?}"
+        );
+    }
+}
+
+#[test]
+fn claude_resumed_usage_adds_up_to_the_bill() {
+    resumed_usage_adds_up_to_the_bill("claude", (120, 30), "cost_usd");
+}
+
+#[test]
+fn codex_resumed_usage_adds_up_to_the_bill() {
+    resumed_usage_adds_up_to_the_bill("codex", (200, 40), "input_tokens");
+}
+
+/// The real claude's own reported cost drives `[budget] total_usd` (docs/operations.md,
+/// "Budget"): against the fake model server a round costs $0.00108 by claude's count
+/// (the session's running total taken as each round's own), so a cap of $0.002 lets two
+/// rounds run, then `budget_exhausted` and exit 80; the spend counted is the sum of the
+/// rounds' recorded costs.
+#[test]
+fn claude_reported_cost_drives_the_total_cap() {
+    let p = Project::new();
+    let server = FakeModel::start("normal");
+    let out = serve(&p, "claude", server.port, 10, &|text| {
+        format!("{text}\n[budget]\ntotal_usd = 0.002\n")
+    });
+    out.assert_code(80);
+    assert_eq!(p.events_of("round_start").len(), 2, "{}", p.events_text());
+    let costs: Vec<f64> = p
+        .events_of("agent_usage_recorded")
+        .iter()
+        .map(|u| u["cost_usd"].as_f64().unwrap())
+        .collect();
+    let exhausted = p.events_of("budget_exhausted");
+    assert_eq!(exhausted.len(), 1, "{}", p.events_text());
+    let spent = exhausted[0]["spent"].as_f64().unwrap();
+    assert!(
+        (spent - costs.iter().sum::<f64>()).abs() < 1e-9,
+        "{spent} {costs:?}"
+    );
+    assert!((0.002..0.004).contains(&spent), "{spent} {costs:?}");
 }

@@ -19,7 +19,7 @@ use std::process::Command;
 use agent_runner_e2e::{agent_runner_bin, Project};
 
 /// The exits `serve` ends with when it must stay stopped (docs/operations.md).
-const STAY_STOPPED: [&str; 6] = ["2", "70", "75", "77", "78", "79"];
+const STAY_STOPPED: [&str; 7] = ["2", "70", "75", "77", "78", "79", "80"];
 
 /// Runs `steps` (shell) in a private mount namespace next to a fresh systemd user manager
 /// whose `HOME` is the project's; returns the script's stdout. Panics with the manager's
@@ -143,7 +143,7 @@ fn deliberate_stop_of_a_real_serve_is_not_restarted() {
 
 /// Issue 27, item 1: every exit of the contract, run by the manager under the template's
 /// rules (an instance whose drop-in replaces `ExecStart` by `exit N`): 0 ends the service
-/// (not a failure); 2, 70, 75, 77, 78 and 79 leave it failed and never restart it; 1, 71 (a
+/// (not a failure); 2, 70, 75, 77, 78, 79 and 80 leave it failed and never restart it; 1, 71 (a
 /// memory loop), 76 (an environmental failure), 143 (`serve --job` drained) and a SIGKILL
 /// (an OOM kill) restart it until the start limit (5 starts in 10 minutes) stops it.
 #[test]
@@ -153,7 +153,7 @@ fn unit_restart_rules_follow_the_exit_code_contract() {
     write_template(&p);
     let unit_dir = p.home().join(".config/systemd/user");
     let cases: Vec<(&str, &str)> = [
-        "0", "1", "2", "70", "71", "75", "76", "77", "78", "79", "143",
+        "0", "1", "2", "70", "71", "75", "76", "77", "78", "79", "80", "143",
     ]
     .iter()
     .map(|code| (*code, "exit"))

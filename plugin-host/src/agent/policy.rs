@@ -130,7 +130,9 @@ pub fn create_state(cli: &str, home: &Path) -> std::io::Result<()> {
 }
 
 /// Reviewed data: what the agent never reads beneath the home directory, on top of
-/// [`CREDENTIAL_PATHS`] (less the agent's own [`AGENT_STATE`]): other agents' logins.
+/// [`CREDENTIAL_PATHS`] (less the agent's own [`AGENT_STATE`]): other agents' logins, which
+/// a host's `read_paths` may cover (the operator's credential stores are
+/// [`CREDENTIAL_PATHS`], which no grant of a host or the agent may cover).
 pub const AGENT_WITHHELD: &[(&str, &str)] = &[
     (".codex", "Codex CLI credentials"),
     (".aider", "aider state"),
@@ -138,9 +140,6 @@ pub const AGENT_WITHHELD: &[(&str, &str)] = &[
     (".kimi", "Kimi CLI login and config"),
     (".pi", "pi's provider keys (auth.json) and config"),
     (".config/github-copilot", "GitHub Copilot token"),
-    (".password-store", "pass(1) passwords"),
-    (".local/share/keyrings", "GNOME keyring"),
-    (".pki", "NSS certificate and key databases"),
 ];
 
 /// Reviewed data: the system trees the agent reads and executes from (each skipped where
@@ -736,6 +735,55 @@ mod tests {
         let w = withheld_in_home(home, "codex");
         assert!(w.iter().any(|(p, _)| p == Path::new("/h/.claude")));
         assert!(!w.iter().any(|(p, _)| p == Path::new("/h/.codex")));
+    }
+
+    /// A credential file deep in a toolchain's directory is withheld alone: the rest of
+    /// the directory (`~/.cargo/bin`, its registry) stays readable, and so does a store's
+    /// sibling (`~/.cache/pip` beside `~/.cache/huggingface/token`).
+    #[test]
+    fn a_deep_credential_file_leaves_its_directory_readable() {
+        let home = tempfile::tempdir().unwrap();
+        let h = home.path();
+        for dir in [
+            ".cargo/bin",
+            ".cargo/registry",
+            ".cache/pip",
+            ".cache/huggingface",
+        ] {
+            std::fs::create_dir_all(h.join(dir)).unwrap();
+        }
+        for file in [
+            ".cargo/credentials.toml",
+            ".cache/huggingface/token",
+            ".npmrc",
+            ".bashrc",
+        ] {
+            std::fs::write(h.join(file), "x").unwrap();
+        }
+        let protected: Vec<PathBuf> = withheld_in_home(h, "claude")
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        let mut g = Vec::new();
+        readable_except(h, &protected, &mut g, 0);
+        let granted: Vec<&Path> = g.iter().map(|g| g.path.as_path()).collect();
+        for readable in [".cargo/bin", ".cargo/registry", ".cache/pip", ".bashrc"] {
+            assert!(
+                granted.contains(&h.join(readable).as_path()),
+                "{readable}: {granted:?}"
+            );
+        }
+        for withheld in [
+            ".cargo/credentials.toml",
+            ".cache/huggingface/token",
+            ".npmrc",
+        ] {
+            let path = h.join(withheld);
+            assert!(
+                !granted.iter().any(|g| path.starts_with(g)),
+                "{withheld} is reachable: {granted:?}"
+            );
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! write_paths = ["~/.cache/pip"]   # written (and read) by the agent besides the tree
 //! read_paths = ["/srv/datasets"]   # read by the agent besides the system and home
 //! connect_ports = [8080]           # TCP ports besides 443
+//! pass_env = ["SSH_AUTH_SOCK"]     # variables inherited besides the allow-list
 //! allow_hosts = ["api.anthropic.com"]  # egress by host name (crate::config::allow_hosts)
 //! ```
 //!
@@ -35,6 +36,9 @@ pub struct AgentSandboxConfig {
     /// `connect_ports`: TCP ports the agent may connect to besides
     /// [`agent_runner_plugin_host::agent::policy::DEFAULT_CONNECT_PORTS`].
     pub connect_ports: Vec<u16>,
+    /// `pass_env`: variable names the confined agent inherits besides the allow-list
+    /// (`crate::runtime::agent_environment`).
+    pub pass_env: Vec<String>,
 }
 
 impl Default for AgentSandboxConfig {
@@ -44,6 +48,7 @@ impl Default for AgentSandboxConfig {
             write_paths: Vec::new(),
             read_paths: Vec::new(),
             connect_ports: Vec::new(),
+            pass_env: Vec::new(),
         }
     }
 }
@@ -79,11 +84,22 @@ pub(super) fn resolve(
             "0 is not a TCP port; expected integers in 1..=65535".into(),
         ));
     }
+    let pass_env = raw.pass_env();
+    if let Some(name) = pass_env
+        .iter()
+        .find(|n| n.is_empty() || n.contains(['=', '\0']))
+    {
+        return Err(bad(
+            "pass_env",
+            format!("{name:?} is not a variable name; expected names without `=` or NUL"),
+        ));
+    }
     Ok(AgentSandboxConfig {
         mode,
         write_paths,
         read_paths,
         connect_ports,
+        pass_env,
     })
 }
 

@@ -273,6 +273,16 @@ const CASES: &[(&str, &str, Want)] = &[
         Want::Ok(|c| c.agent_sandbox.mode == super::SandboxMode::Off),
     ),
     (
+        "variables the confined agent inherits by name",
+        "[agent.sandbox]\nmode = \"prefer\"\npass_env = [\"SSH_AUTH_SOCK\", \"NPM_TOKEN\"]\n",
+        Want::Ok(|c| c.agent_sandbox.pass_env == ["SSH_AUTH_SOCK", "NPM_TOKEN"]),
+    ),
+    (
+        "a pass_env entry that is no variable name",
+        "[agent.sandbox]\npass_env = [\"A=B\"]\n",
+        Want::Err("agent.sandbox.pass_env", "\"A=B\" is not a variable name"),
+    ),
+    (
         "a state dir inside the tree of a confined agent",
         "[agent.sandbox]\nmode = \"prefer\"\n[runtime]\nstate_dir = \"./.ar-state\"\n",
         Want::Err("runtime.state_dir", "inside the work tree"),

@@ -8,6 +8,7 @@ pub(crate) mod agent_cli;
 mod agent_sandbox;
 pub mod allow_hosts;
 mod bad_path;
+pub(crate) mod budget;
 #[cfg(test)]
 mod cases;
 #[cfg(test)]

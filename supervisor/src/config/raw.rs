@@ -31,6 +31,8 @@ config_table! {
         @sub schedule: Option<RawSchedule>;
         // `[goal]`: absent, no goal checks.
         @sub goal: Option<super::goal::RawGoal>;
+        // `[budget]`: absent, no caps.
+        @sub budget: Option<super::budget::RawBudget>;
         @field agent: RawAgent;
         @field
             /// `[phases]`, parsed by hand (phase names are free keys); see [`RawPhases`].
@@ -72,7 +74,9 @@ config_table! {
         /// shows the answer (`agent_cli`)
         cli: String as CliKey = (CliKey::Auto) reload Next;
         /// added to the agent's environment (never sent to hosts: they see variable *names*
-        /// only)
+        /// only); set over what the agent inherits, so it reaches a confined agent whatever
+        /// the allow-list (`[agent.sandbox] pass_env`). The file is readable by the agent:
+        /// a key the agent must not see belongs in the supervisor's environment
         env: BTreeMap<String, String> = (empty) label "table of strings"
             reload Next init (preset);
         /// words run before `command` (a container, `nice`, `systemd-run --scope …`);
@@ -154,6 +158,16 @@ config_table! {
         /// registry on another port); `init --endpoint URL` writes the URL's port, and
         /// `doctor` (`agent_endpoint`) names a port the agent's endpoint needs
         connect_ports: Vec<u16> = (empty) label "list of integers 1..=65535" reload Restart;
+        /// variables of the supervisor's environment the confined agent (and a goal check)
+        /// also inherits, by exact name (`["SSH_AUTH_SOCK", "NPM_TOKEN"]`). Under `prefer`
+        /// and `require` the agent gets only an allow-list of the supervisor's environment
+        /// (`PATH`, `HOME`, locale, `TERM`, `TZ`, `USER`, proxy and CA variables, version
+        /// managers', `OTEL_*`, its CLI's provider variables) plus `[agent.env]` and what
+        /// agent-runner sets; every other name is dropped, `SSH_AUTH_SOCK` included, and
+        /// `doctor` (`agent_env`) lists them (docs/security.md, "The agent's environment").
+        /// Under `off` the agent inherits the whole environment and this key changes
+        /// nothing. A name that is empty or holds `=` or NUL is refused (exit 78)
+        pass_env: Vec<String> = (empty) label "list of variable names" reload Restart;
     }
 }
 
@@ -320,6 +334,12 @@ config_table! {
         /// longest run of one git command (commit, stash, status, …) before it is killed
         /// with its process group
         git_timeout_s: u64 = (DEFAULT_GIT_TIMEOUT_S) range(1..) reload Next;
+        /// whether the supervisor's commit (`auto_commit`, or a dirty handler's commit)
+        /// takes the round's changes to the exec surface (CI pipelines, editor and tool
+        /// configs that run programs: docs/security.md, "What runs later: the watched
+        /// tier"); `false` leaves them in the tree for the operator to review, with
+        /// `exec_surface_changed` naming them
+        commit_exec_surface: bool = (false) reload Next;
     }
 }
 
@@ -383,9 +403,11 @@ config_table! {
         /// exist. Refused (exit 78) when one covers the config file, `log_dir`, the state
         /// dir or a credential path of the home directory (`~/.ssh`, `~/.aws`,
         /// `~/.config/gcloud`, `~/.claude`, `~/.gnupg`, `~/.netrc`, `~/.docker`, `~/.kube`,
-        /// `~/.config/gh`, `~/.azure`, …: the list is `CREDENTIAL_PATHS` in
-        /// `plugin-host/src/policy.rs`) without naming it: `~` is refused, `~/.aws` itself
-        /// may be named. Shown by `doctor` and `peek`
+        /// `~/.config/gh`, `~/.azure`, `~/.npmrc`, `~/.cargo/credentials.toml`,
+        /// `~/.cache/huggingface/token`, …: the list is `CREDENTIAL_PATHS` in
+        /// `plugin-host/src/common/credentials.rs`) without naming it: `~` and `~/.cargo`
+        /// are refused, `~/.aws` itself and `~/.cargo/registry` may be named. Shown by
+        /// `doctor` and `peek`
         read_paths: Vec<String> = (empty) label "list of paths" reload Next;
         /// the largest file the host may write (`RLIMIT_FSIZE`; past it `EFBIG`)
         file_max_mb: u64 = (write_limits::DEFAULT_FILE_MAX_MB) range(1..) reload Next;
@@ -425,6 +447,8 @@ pub(crate) const TABLES: &[Table] = &[
     RawPhaseTable::TABLE,
     super::goal::RawGoal::TABLE,
     super::goal::RawCheck::TABLE,
+    super::budget::RawBudget::TABLE,
+    super::budget::RawPrice::TABLE,
 ];
 
 config_table! {

@@ -49,6 +49,8 @@ pub struct Config {
     /// `[goal]`: objective checks after each round and the lessons ledger; `None` without
     /// the table.
     pub goal: Option<super::GoalConfig>,
+    /// `[budget]`: caps on money and tokens (none without the table).
+    pub budget: super::budget::BudgetConfig,
     /// Lines printed once by [`super::load`] (today: the startup check skipped by its
     /// environment variable).
     pub warnings: Vec<String>,
@@ -254,6 +256,9 @@ pub struct VcsConfig {
     /// Longest run of one git command before it is killed with its process group
     /// (default [`DEFAULT_GIT_TIMEOUT_S`]).
     pub git_timeout: Duration,
+    /// Whether the supervisor's commit takes the round's changes to the exec surface
+    /// ([`crate::runtime::exec_surface`]; default `false`: left in the tree).
+    pub commit_exec_surface: bool,
 }
 
 /// One `[plugins.hosts.<name>]` table.
@@ -397,7 +402,9 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         .map(|goal| resolve_goal(goal, &places, &prompt, &phases))
         .transpose()
         .map_err(at)?;
+    let budget = super::budget::resolve(raw.budget).map_err(at)?;
     Ok(Config {
+        budget,
         agent_sandbox,
         project: places.project,
         agent,
@@ -807,6 +814,7 @@ fn resolve_vcs(raw: &RawVcs, numbers: &Numbers) -> Result<VcsConfig, Bad> {
         dirty_action_written: raw.dirty_action.is_some(),
         stash_idempotency: Duration::from_secs(raw.stash_idempotency_s()?),
         git_timeout: Duration::from_secs(numbers.git_timeout_s),
+        commit_exec_surface: raw.commit_exec_surface()?,
     })
 }
 

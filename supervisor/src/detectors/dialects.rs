@@ -53,6 +53,20 @@ pub enum ModelRule {
     },
 }
 
+/// Which counts of a CLI's usage report are the running total of its session rather than
+/// the round's own, once a round resumes the session (`serve`'s session resume,
+/// docs/detectors.md "Usage"): the supervisor turns them into the round's own by taking
+/// off the same session's previous report (`crate::runtime::session_usage`). Measured
+/// with the real CLIs against the fake model server (tests/tests/real_clis.rs,
+/// `resumed_usage_adds_up_to_the_bill`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SessionTotals {
+    /// The token counts (input, output, cache read, cache write).
+    pub tokens: bool,
+    /// The cost (`cost_usd`).
+    pub cost: bool,
+}
+
 /// One preset CLI: the detector's name (the reference system's), the executable's
 /// basename it applies to, and its usage rule.
 #[derive(Clone, Copy, Debug)]
@@ -63,6 +77,12 @@ pub struct Dialect {
     pub binary: &'static str,
     /// Where usage is read.
     pub usage: UsageRule,
+    /// Which of its counts are the session's running total under session resume.
+    pub session_totals: SessionTotals,
+    /// Whether its usage report carries a cost in US dollars (claude's `total_cost_usd`,
+    /// pi's `cost.total`, aider's `Cost: $… message`): `[budget]` counts that before the
+    /// price table (`crate::budget::prices`).
+    pub reports_cost: bool,
     /// Whether the input count of its usage object (`input_tokens`) includes the tokens
     /// read from the cache (gemini's `stats.input_tokens`, codex's `usage.input_tokens`):
     /// the recorded `input_tokens` is then that count less the cached ones, so it means
@@ -88,6 +108,11 @@ pub const DIALECTS: &[Dialect] = &[
             kind: "result",
             path: "usage",
         },
+        session_totals: SessionTotals {
+            tokens: false,
+            cost: true,
+        },
+        reports_cost: true,
         input_counts_cache: false,
         model: &[ModelRule::Last {
             kind: "assistant",
@@ -104,6 +129,11 @@ pub const DIALECTS: &[Dialect] = &[
             kind: "result",
             path: "stats",
         },
+        session_totals: SessionTotals {
+            tokens: false,
+            cost: false,
+        },
+        reports_cost: false,
         input_counts_cache: true,
         model: &[
             ModelRule::Busiest {
@@ -126,6 +156,11 @@ pub const DIALECTS: &[Dialect] = &[
             kind: "metadata",
             path: "usage",
         },
+        session_totals: SessionTotals {
+            tokens: false,
+            cost: false,
+        },
+        reports_cost: false,
         input_counts_cache: false,
         model: &[],
         finale: &[],
@@ -135,6 +170,11 @@ pub const DIALECTS: &[Dialect] = &[
         detector: "kimi_error_detector",
         binary: "kimi",
         usage: UsageRule::None,
+        session_totals: SessionTotals {
+            tokens: false,
+            cost: false,
+        },
+        reports_cost: false,
         input_counts_cache: false,
         model: &[],
         finale: &[],
@@ -147,6 +187,11 @@ pub const DIALECTS: &[Dialect] = &[
             kind: "message_end",
             path: "message.usage",
         },
+        session_totals: SessionTotals {
+            tokens: false,
+            cost: false,
+        },
+        reports_cost: true,
         input_counts_cache: false,
         model: &[ModelRule::Last {
             kind: "message_end",
@@ -163,6 +208,11 @@ pub const DIALECTS: &[Dialect] = &[
             kind: "turn.completed",
             path: "usage",
         },
+        session_totals: SessionTotals {
+            tokens: true,
+            cost: false,
+        },
+        reports_cost: false,
         input_counts_cache: true,
         model: &[],
         finale: &["turn.completed", "turn.failed"],
@@ -172,6 +222,11 @@ pub const DIALECTS: &[Dialect] = &[
         detector: "aider_error_detector",
         binary: "aider",
         usage: UsageRule::AiderText,
+        session_totals: SessionTotals {
+            tokens: false,
+            cost: false,
+        },
+        reports_cost: true,
         input_counts_cache: false,
         model: &[],
         finale: &[],

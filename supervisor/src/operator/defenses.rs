@@ -104,6 +104,30 @@ pub(crate) fn list(config: &Config, gate: Option<&SandboxGate>) -> Vec<Defense> 
             !config.plugins.pins.is_empty(),
         ),
         defense(
+            "git_config_watched",
+            json!(format!(
+                "{} reviewed keys reverted when a round adds or changes them",
+                crate::runtime::git_config_keys::KEYS
+                    .iter()
+                    .filter(|k| k.effect != crate::runtime::git_config_keys::Effect::Shapes)
+                    .count()
+            )),
+            "a git config key the agent planted (an fsmonitor hook, a pager, a filter, an alias) running at the operator's next git command",
+            "tests/tests/git_config_watch.rs",
+            true,
+        ),
+        defense(
+            "exec_surface",
+            json!(if config.vcs.commit_exec_surface {
+                "told, committed"
+            } else {
+                "told, left uncommitted"
+            }),
+            "a CI workflow or editor config the agent changed reaching CI or the operator's editor unseen",
+            "tests/tests/git_config_watch.rs",
+            true,
+        ),
+        defense(
             "stop_file",
             json!(rt.stop_file.as_ref().map(|p| p.display().to_string())),
             "no way to stop an unattended loop without signals",

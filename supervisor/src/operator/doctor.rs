@@ -57,6 +57,78 @@ pub(crate) struct DoctorDoc {
     /// loaded).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_sandbox: Option<AgentSandboxBlock>,
+    /// What of the environment the agent inherits (absent when the config cannot be
+    /// loaded): docs/security.md, "The agent's environment".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_env: Option<AgentEnvView>,
+}
+
+/// `doctor`'s `agent_env`: the variables of doctor's own environment a confined agent
+/// would not inherit ([`crate::runtime::agent_environment`]). Names only, never values.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
+pub(crate) struct AgentEnvView {
+    /// Whether the agent inherits only the allow-list (`prefer`, `require`); `false`: the
+    /// whole environment (`off`).
+    pub filtered: bool,
+    /// The names of doctor's environment the allow-list drops, sorted; empty under `off`.
+    pub dropped: Vec<String>,
+    /// The names of doctor's environment it passes, sorted, each with the list's reason;
+    /// empty under `off`.
+    pub inherited: Vec<InheritedVar>,
+    /// The key that passes one by name.
+    pub pass_with: String,
+}
+
+/// One variable a confined agent inherits, and why.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
+pub(crate) struct InheritedVar {
+    /// Its name.
+    pub name: String,
+    /// The allow-list entry's reason.
+    pub why: String,
+}
+
+/// The key that passes a dropped variable.
+const PASS_ENV_KEY: &str = "[agent.sandbox] pass_env";
+
+/// `agent_env` of `config` in this process's environment, and its check (passing: the
+/// names are information, not a fault).
+fn agent_env_view(config: &Config) -> (AgentEnvView, Check) {
+    let list = crate::runtime::agent_environment::AllowList::of(config, config.agent.cli.name);
+    let names: Vec<std::ffi::OsString> = std::env::vars_os().map(|(k, _)| k).collect();
+    let dropped = list.as_ref().map(|l| l.dropped(&names)).unwrap_or_default();
+    let mut inherited: Vec<InheritedVar> = list
+        .as_ref()
+        .map(|l| {
+            names
+                .iter()
+                .filter_map(|n| {
+                    l.why(n).map(|why| InheritedVar {
+                        name: n.to_string_lossy().into_owned(),
+                        why: why.to_owned(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    inherited.sort_by(|a, b| a.name.cmp(&b.name));
+    let reason = match (&list, dropped.is_empty()) {
+        (None, _) => "[agent.sandbox] mode = \"off\": the agent inherits the whole environment".to_owned(),
+        (Some(_), true) => "the agent inherits an allow-list of the environment; nothing here is dropped".to_owned(),
+        (Some(_), false) => format!(
+            "the agent inherits an allow-list of the environment; dropped here: {}; pass one with {PASS_ENV_KEY} = [\"NAME\"]",
+            dropped.join(", ")
+        ),
+    };
+    let view = AgentEnvView {
+        filtered: list.is_some(),
+        dropped,
+        inherited,
+        pass_with: PASS_ENV_KEY.to_owned(),
+    };
+    (view, check("agent_env", true, reason, ""))
 }
 
 /// The agent's sandbox block shared by `doctor` (`agent_sandbox`) and `peek`
@@ -340,6 +412,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
                     phase_plan: None,
                     sigterm_grace: None,
                     agent_sandbox: None,
+                    agent_env: None,
                 },
                 code: exit::CONFIG,
             };
@@ -388,6 +461,8 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
             ));
         }
     }
+    let (agent_env, agent_env_check) = agent_env_view(&config);
+    checks.push(agent_env_check);
     let (endpoint_checks, endpoint_warnings) =
         endpoint_findings(&config, &agent_sandbox.achieved_tier, caps.landlock_abi);
     checks.extend(endpoint_checks);
@@ -444,12 +519,17 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
             check("work_dir", false, refusal.reason, refusal.fix)
         }
     };
+    let is_work_tree = work_dir_check.ok && without_git.is_none();
     checks.push(work_dir_check);
+    if is_work_tree {
+        checks.push(watched_check(&config, &repo).await);
+    }
     checks.push(log_dir_check(&config.runtime.log_dir));
     checks.push(host_health_check(&config));
     checks.push(round_cgroup_check(&config));
     checks.push(pidfd_check());
     checks.push(prompt_check(&config.prompt.files[0]));
+    checks.push(budget_check(&config));
     let agent = &config.agent.command[0];
     let base = config.path.parent().unwrap_or(Path::new("/"));
     let mut version_warning = None;
@@ -545,6 +625,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
             phase_plan: Some(phase_plan(&config, next, rounds)),
             sigterm_grace: Some(SigtermGrace::of(&config.agent)),
             agent_sandbox: Some(agent_sandbox),
+            agent_env: Some(agent_env),
         },
         code,
     }
@@ -797,8 +878,76 @@ fn round_cgroup_check(config: &Config) -> Check {
     check("round_cgroup", true, reason, "")
 }
 
+/// `watched` (informational, always passes): what the watched tier does after each round
+/// (docs/security.md, "What runs later: the watched tier") and the watched keys the
+/// repository's config sets now, which a round leaves alone as the operator's.
+async fn watched_check(config: &Config, repo: &crate::runtime::git::Repo) -> Check {
+    use crate::runtime::git_config_watch::ConfigBefore;
+    let now = ConfigBefore::record(repo, &ConfigBefore::default()).await;
+    let present = match now.map(|c| c.watched_keys()) {
+        Ok(keys) if keys.is_empty() => "none set now".to_owned(),
+        Ok(keys) => format!("set now, kept as the operator's: {}", keys.join(", ")),
+        Err(err) => format!("cannot list them now: {err}"),
+    };
+    let surface = if config.vcs.commit_exec_surface {
+        "committed with the rest ([vcs] commit_exec_surface = true)"
+    } else {
+        "left uncommitted for you ([vcs] commit_exec_surface = false)"
+    };
+    check(
+        "watched",
+        true,
+        format!(
+            "after each round, the git config keys that run a program the round added are reverted ({present}); changes to CI and editor files are told (exec_surface_changed) and {surface}"
+        ),
+        "",
+    )
+}
+
 /// `log_dir`: an existing writable directory, or creatable (its nearest existing ancestor
 /// is a writable directory). Checked with `access(2)`; nothing is created.
+/// `budget`: the `[budget]` caps set and where a round's spend comes from for the agent's
+/// CLI ([`crate::budget::source_of`]); fails when caps are set and the CLI reports no
+/// usage, so they would never count a round.
+fn budget_check(config: &config::Config) -> Check {
+    let budget = &config.budget;
+    let (counted, source) = crate::budget::source_of(config.agent.cli.name, budget);
+    let mut caps: Vec<String> = [
+        ("round_usd", budget.round_usd),
+        ("daily_usd", budget.daily_usd),
+        ("total_usd", budget.total_usd),
+    ]
+    .iter()
+    .filter_map(|(k, v)| v.map(|v| format!("{k} ${v}")))
+    .collect();
+    caps.extend(
+        [
+            ("daily_tokens", budget.daily_tokens),
+            ("total_tokens", budget.total_tokens),
+        ]
+        .iter()
+        .filter_map(|(k, v)| v.map(|v| format!("{k} {v}"))),
+    );
+    if caps.is_empty() {
+        return check(
+            "budget",
+            true,
+            format!("no caps ([budget]); spend: {source}"),
+            "",
+        );
+    }
+    check(
+        "budget",
+        counted,
+        format!(
+            "caps: {} (day in {}); spend: {source}",
+            caps.join(", "),
+            budget.zone().1
+        ),
+        "run an agent CLI that reports its usage (docs/detectors.md, \"Usage\") or a post-round host that reports it: otherwise the caps never count a round",
+    )
+}
+
 fn log_dir_check(log_dir: &Path) -> Check {
     use nix::unistd::{access, AccessFlags};
     let writable = |p: &Path| access(p, AccessFlags::W_OK | AccessFlags::X_OK).is_ok();

@@ -9,7 +9,7 @@
 //! is an instance, `agent-runner@<project>.service`, whose drop-in `project.conf` names its
 //! config (`AGENT_RUNNER_CONFIG`), work dir and stop timeout. The template bakes in the
 //! absolute binary path, restarts `serve` on failure but not on the exits that mean "stay
-//! stopped" ([`exit::STAY_STOPPED`]: 2, 70, 75, 77, 78, 79; a memory loop, 71, and an
+//! stopped" ([`exit::STAY_STOPPED`]: 2, 70, 75, 77, 78, 79, 80; a memory loop, 71, and an
 //! environmental failure, 76, do restart), with a start limit (5 starts in 10 minutes). It stops the whole control group (agent and hosts included) on `systemctl stop`. User units go to
 //! `$XDG_CONFIG_HOME/systemd/user` (default `~/.config/systemd/user`), `--system` units to
 //! `/etc/systemd/system`.

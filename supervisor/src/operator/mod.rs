@@ -15,6 +15,7 @@
 
 pub(crate) mod agent_version;
 pub(crate) mod binary_swap;
+pub(crate) mod budget;
 pub(crate) mod control;
 pub(crate) mod defenses;
 pub(crate) mod deviations;

@@ -86,7 +86,7 @@ pub(crate) struct PeekOptions {
 /// "peek --json"): the reference system's document (schemas 2.2 and 2.6, every key with its type),
 /// then ours (`hosts`, `skipped_event_lines`, `round`).
 #[derive(Clone, Debug, Serialize, JsonSchema)]
-#[schemars(transform = |s: &mut schemars::Schema| crate::record::schema_fields::require(s, &["current_round", "orphan", "schedule"]))]
+#[schemars(transform = |s: &mut schemars::Schema| crate::record::schema_fields::require(s, &["current_round", "orphan", "schedule", "budget"]))]
 pub(crate) struct PeekDoc {
     /// Always `2.6` ([`SCHEMA_VERSION`]), the newest reference schema whose every key it
     /// carries; fields are only added within a version.
@@ -146,6 +146,9 @@ pub(crate) struct PeekDoc {
     /// window): the reference system's `paused`, `resume_at`, `active_window`, `phase`,
     /// then ours (docs/operations.md "peek --json").
     pub schedule: Option<PeekSchedule>,
+    /// `[budget]`: each cap against its spend (`null` when no cap is set; ours:
+    /// docs/operations.md "Budget").
+    pub budget: Option<crate::operator::budget::PeekBudget>,
     /// Every configured host.
     pub hosts: Vec<PeekHost>,
     /// Torn or non-JSON lines met in the events read.
@@ -490,6 +493,10 @@ pub(crate) fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
         schedule: schedule_view::of(
             config,
             round_state.last_round + 1,
+            jiff::Timestamp::try_from(now).unwrap_or_else(|_| jiff::Timestamp::now()),
+        ),
+        budget: crate::operator::budget::peek(
+            config,
             jiff::Timestamp::try_from(now).unwrap_or_else(|_| jiff::Timestamp::now()),
         ),
         hosts,

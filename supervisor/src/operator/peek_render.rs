@@ -67,6 +67,7 @@ pub(crate) fn render(doc: &Value, colour: bool, events: bool) -> String {
     header(&mut out, &p, doc);
     service(&mut out, &p, &doc["service"]);
     schedule(&mut out, &p, &doc["schedule"]);
+    budget(&mut out, &p, &doc["budget"]);
     current_round(&mut out, doc);
     recent_rounds(&mut out, &p, doc);
     orphan(&mut out, &doc["orphan"]);
@@ -173,6 +174,47 @@ fn recent_rounds(out: &mut String, p: &Paint, doc: &Value) {
         );
         sandbox_denied(out, p, &r["sandbox_denied"]);
         egress_refused(out, p, &r["egress_refused"]);
+        watched(out, p, r);
+    }
+}
+
+/// Under a round: the exec surface it changed and the git config keys reverted after it
+/// (docs/security.md, "What runs later: the watched tier"), a line each.
+fn watched(out: &mut String, p: &Paint, round: &Value) {
+    let paths: Vec<&str> = round["exec_surface_changed"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(s)
+        .collect();
+    if !paths.is_empty() {
+        let _ = writeln!(
+            out,
+            "          {} {}",
+            p.warn("exec surface changed:"),
+            paths.join(", ")
+        );
+    }
+    let keys: Vec<String> = round["git_config_reverted"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|k| match k["error"].as_str() {
+            Some(error) => format!(
+                "{} {} (NOT reverted: {error})",
+                s(&k["scope"]),
+                s(&k["key"])
+            ),
+            None => format!("{} {} ({})", s(&k["scope"]), s(&k["key"]), s(&k["action"])),
+        })
+        .collect();
+    if !keys.is_empty() {
+        let _ = writeln!(
+            out,
+            "          {} {}",
+            p.warn("git config reverted:"),
+            keys.join(", ")
+        );
     }
 }
 
@@ -276,6 +318,49 @@ fn schedule(out: &mut String, p: &Paint, schedule: &Value) {
         p.good(&format!("open until {}", when("next_end", "beyond 8 days")))
     };
     let _ = writeln!(out, "schedule  {line} {}", p.dim(s(&schedule["timezone"])));
+}
+
+/// `budget` (only when a cap is set): each cap against its spend, and the state.
+fn budget(out: &mut String, p: &Paint, budget: &Value) {
+    if !budget.is_object() {
+        return;
+    }
+    let amount = |scope: &str, v: &Value| {
+        let v = v.as_f64().unwrap_or(0.0);
+        if scope.ends_with("usd") {
+            format!("${v:.2}")
+        } else {
+            format!("{v:.0} tokens")
+        }
+    };
+    let caps: Vec<String> = budget["caps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let scope = s(&c["scope"]);
+            format!(
+                "{scope} {} of {}",
+                amount(scope, &c["spent"]),
+                amount(scope, &c["cap"])
+            )
+        })
+        .collect();
+    let state = match s(&budget["state"]) {
+        "run" => p.good("within"),
+        other => p.warn(other),
+    };
+    let mut line = format!("budget    {state}: {}", caps.join(", "));
+    if let Some(round) = budget["round_usd"].as_f64() {
+        line.push_str(&format!(", round_usd ${round:.2}"));
+    }
+    let unpriced = budget["unpriced_rounds"].as_u64().unwrap_or(0);
+    if unpriced > 0 {
+        line.push_str(&format!(
+            " ({unpriced} rounds of an unpriced model at the highest price)"
+        ));
+    }
+    let _ = writeln!(out, "{line} {}", p.dim(s(&budget["timezone"])));
 }
 
 /// `sandbox`: the requested and achieved confinement tier, and what the kernel offers.
@@ -453,7 +538,9 @@ mod tests {
             "service": {"active": false, "stale": false},
             "current_round": null, "status": {"round_num": 3},
             "recent_rounds": [{"round_num": 3, "exit_code": 1, "duration_s": 2.5, "started_at": "t",
-                "sandbox_denied": [{"layer": "egress", "target": "evil.example:443", "access": "connect", "count": 3, "dropped_kinds": 2, "dropped_count": 5}]}],
+                "sandbox_denied": [{"layer": "egress", "target": "evil.example:443", "access": "connect", "count": 3, "dropped_kinds": 2, "dropped_count": 5}],
+                "exec_surface_changed": [".github/workflows/ci.yml"],
+                "git_config_reverted": [{"key": "core.fsmonitor", "scope": "local", "file": "/p/.git/config", "action": "removed", "error": null}]}],
             "orphan": null, "plugins": {"sandbox": {"requested": "prefer", "achieved_tier": "landlock+seccomp"}},
             "hosts": [], "recent_hook_failures": [], "recent_events": [{"ts": "t", "event": "round_end", "round_num": 3}],
             "schedule": {"paused": true, "resume_at": "2026-12-07T08:00:00Z", "active_window": "outside run_windows", "timezone": "UTC"},
@@ -465,6 +552,14 @@ mod tests {
         assert!(text.contains("round_end"), "{text}");
         assert!(
             text.contains("denied: egress connect evil.example:443 ×3, and 2 more (5 denials)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("exec surface changed: .github/workflows/ci.yml"),
+            "{text}"
+        );
+        assert!(
+            text.contains("git config reverted: local core.fsmonitor (removed)"),
             "{text}"
         );
         assert!(

@@ -1,5 +1,6 @@
 //! Rounds as the record tells them: `round_start`, `agent_spawn`, `agent_exit`,
-//! `agent_sandbox_denied`, `agent_egress_refused` and `round_end` events folded into one view per round (the reference system's `RoundView`
+//! `agent_sandbox_denied`, `agent_egress_refused`, `exec_surface_changed`,
+//! `git_config_reverted` and `round_end` events folded into one view per round (the reference system's `RoundView`
 //! shape, for `peek`), and the round logs under `<log_dir>/rounds/`.
 
 use schemars::JsonSchema;
@@ -41,6 +42,27 @@ pub(crate) struct RoundView {
     pub sandbox_denied: Vec<SandboxDenied>,
     /// Its `agent_egress_refused` events, in record order.
     pub egress_refused: Vec<EgressRefused>,
+    /// The paths of its `exec_surface_changed` event.
+    pub exec_surface_changed: Vec<String>,
+    /// Its `git_config_reverted` events, in record order.
+    pub git_config_reverted: Vec<ConfigReverted>,
+}
+
+/// One `git_config_reverted` of a round, as `peek` shows it (docs/security.md, "What runs
+/// later: the watched tier").
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
+pub(crate) struct ConfigReverted {
+    /// The key (`core.fsmonitor`; empty when a whole file could not be read).
+    pub key: String,
+    /// `local` or `worktree`.
+    pub scope: String,
+    /// The file it was set in.
+    pub file: PathBuf,
+    /// `removed`, `restored` or `unread`.
+    pub action: String,
+    /// Why it could not be reverted; `null` when it was.
+    pub error: Option<String>,
 }
 
 /// One `agent_egress_refused` of a round, as `peek` and the live page show it
@@ -171,6 +193,28 @@ pub(crate) fn rounds(events: &[Recorded]) -> BTreeMap<u64, RoundView> {
                     message: message.clone(),
                     count: *count,
                 }),
+            Event::ExecSurfaceChanged {
+                round_num, paths, ..
+            } => entry(&mut rounds, *round_num)
+                .exec_surface_changed
+                .extend(paths.iter().cloned()),
+            Event::GitConfigReverted {
+                round_num,
+                key,
+                scope,
+                file,
+                action,
+                error,
+                ..
+            } => entry(&mut rounds, *round_num)
+                .git_config_reverted
+                .push(ConfigReverted {
+                    key: key.clone(),
+                    scope: scope.clone(),
+                    file: file.clone(),
+                    action: action.clone(),
+                    error: error.clone(),
+                }),
             Event::RoundEnd(end) => {
                 let (round_num, dirty_outcome) = match end {
                     RoundEnd::NotStarted { round_num, .. } => (round_num, None),
@@ -232,6 +276,13 @@ pub(crate) struct RoundDoc {
     /// Ours: the connects the agent's sandbox refused in the round (its
     /// `agent_egress_refused` events, each with the line that opens it; `[]` when none).
     pub egress_refused: Vec<EgressRefused>,
+    /// Ours: the exec surface the round changed (its `exec_surface_changed` paths; `[]`
+    /// when none): CI and editor files to review (docs/security.md, "What runs later: the
+    /// watched tier").
+    pub exec_surface_changed: Vec<String>,
+    /// Ours: the git config keys the round added or changed that were reverted after it
+    /// (its `git_config_reverted` events; `[]` when none).
+    pub git_config_reverted: Vec<ConfigReverted>,
 }
 
 impl RoundView {
@@ -272,6 +323,8 @@ impl RoundView {
             ended_at: self.ended_at.clone(),
             sandbox_denied: self.sandbox_denied.clone(),
             egress_refused: self.egress_refused.clone(),
+            exec_surface_changed: self.exec_surface_changed.clone(),
+            git_config_reverted: self.git_config_reverted.clone(),
         }
     }
 }

@@ -42,6 +42,7 @@ use agent_runner_plugin_host::agent::confine::AgentConfinement;
 use agent_runner_plugin_host::common::program::Program;
 
 use crate::record::stop::{reached, StopLevel, StopWatch};
+use crate::runtime::agent_environment::AllowList;
 use crate::runtime::processes::own_children;
 
 /// What to run.
@@ -49,8 +50,11 @@ use crate::runtime::processes::own_children;
 pub(crate) struct AgentSpec {
     /// Full argv; `argv[0]` is looked up on PATH.
     pub argv: Vec<String>,
-    /// Variables added to the supervisor's environment.
+    /// Variables set over the inherited environment.
     pub env: Vec<(String, String)>,
+    /// What of the supervisor's environment the agent inherits: what the allow-list passes
+    /// ([`crate::runtime::agent_environment`]); `None`: all of it (`mode = "off"`).
+    pub inherit: Option<AllowList>,
     /// Working directory.
     pub work_dir: PathBuf,
     /// The round log receiving stdout and stderr.
@@ -212,7 +216,7 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
     // stdout and stderr share one pipe; a copier thread caps what reaches the round log.
     let (pipe, out) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     let err = out.try_clone()?;
-    let env = environment_with(&spec.env);
+    let env = environment_with(&spec.env, spec.inherit.as_ref());
     let path = find_on_path(&spec.argv[0], env_var(&env, "PATH"), &spec.work_dir);
     let mut program = Program::new("agent", path, &spec.argv, &env)?;
     if let Some(procs) = spec.cgroup_procs {
@@ -470,10 +474,16 @@ pub(crate) fn spawn_launched(
     Ok(child)
 }
 
-/// This process's environment with `overrides` set over it (the later of two entries of
-/// one name wins), as the agent gets it.
-pub(crate) fn environment_with(overrides: &[(String, String)]) -> Vec<(OsString, OsString)> {
-    let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+/// This process's environment, only what `inherit` passes of it when given (all of it
+/// otherwise), with `overrides` set over it (the later of two entries of one name wins;
+/// an override always passes), as the agent gets it.
+pub(crate) fn environment_with(
+    overrides: &[(String, String)],
+    inherit: Option<&AllowList>,
+) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(k, _)| inherit.is_none_or(|list| list.passes(k)))
+        .collect();
     for (key, value) in overrides {
         env.retain(|(k, _)| k.as_os_str() != key.as_str());
         env.push((key.into(), value.into()));

@@ -77,17 +77,25 @@ pub(crate) fn host_port(url: &str) -> Option<(String, u16)> {
     (!host.is_empty()).then(|| (host.to_ascii_lowercase(), port))
 }
 
-/// Every endpoint of `config`'s agent that agent-runner can read.
+/// Every endpoint of `config`'s agent that agent-runner can read (a variable of the
+/// supervisor's environment only when the agent inherits it:
+/// [`crate::runtime::agent_environment`]).
 pub(crate) fn endpoints(config: &Config) -> Vec<Endpoint> {
     let agent_env = &config.agent.env;
+    let inherit = crate::runtime::agent_environment::AllowList::of(config, config.agent.cli.name);
+    let inherited = |n: &str| {
+        inherit
+            .as_ref()
+            .is_none_or(|list| list.passes(std::ffi::OsStr::new(n)))
+    };
     let mut out = Vec::new();
     let mut read_var = |name: &str, proxy: bool| {
         for n in [name.to_owned(), name.to_ascii_lowercase()] {
             let (source, value) = match agent_env.get(&n) {
                 Some(v) => (format!("[agent.env] {n}"), v.clone()),
-                None => match std::env::var(&n) {
-                    Ok(v) => (format!("the environment's {n}"), v),
-                    Err(_) => continue,
+                None => match std::env::var(&n).ok().filter(|_| inherited(&n)) {
+                    Some(v) => (format!("the environment's {n}"), v),
+                    None => continue,
                 },
             };
             if let Some((host, port)) = host_port(&value) {

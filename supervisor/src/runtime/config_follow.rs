@@ -303,6 +303,7 @@ fn resolved(config: &Config, key: &str) -> String {
         "agent.sandbox.write_paths" => format!("{:?}", config.agent_sandbox.write_paths),
         "agent.sandbox.read_paths" => format!("{:?}", config.agent_sandbox.read_paths),
         "agent.sandbox.connect_ports" => format!("{:?}", config.agent_sandbox.connect_ports),
+        "agent.sandbox.pass_env" => format!("{:?}", config.agent_sandbox.pass_env),
         other => panic!("restart-only config key {other} has no comparison in config_follow"),
     }
 }
@@ -336,6 +337,7 @@ mod tests {
                 "agent.sandbox.write_paths",
                 "agent.sandbox.read_paths",
                 "agent.sandbox.connect_ports",
+                "agent.sandbox.pass_env",
                 "runtime.work_dir",
                 "runtime.log_dir",
                 "runtime.state_dir",

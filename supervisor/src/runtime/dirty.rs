@@ -5,7 +5,9 @@
 //! supervisor performs the git work itself through [`crate::runtime::git`] and records it:
 //! `dirty_auto_committed` / `dirty_commit_failed`, `orphan_stashed` /
 //! `orphan_idempotent_skip` / `orphan_stash_failed`, `dirty_ignored`, each naming the hook;
-//! a submodule with changes inside is never handed on: [`submodule_skipped`].
+//! a submodule with changes inside is never handed on: [`submodule_skipped`]; a commit
+//! leaves the exec surface in the tree unless `[vcs] commit_exec_surface`
+//! ([`exec_surface::held_from_commit`]).
 //! A failed git step is recorded, never raised, and leaves the tree as it was.
 
 use agent_runner_protocol::limits::{fit_list, MAX_DIRTY_FILES_BYTES};
@@ -20,6 +22,7 @@ use crate::record::events::{timestamp, Event, EventLog};
 use crate::record::state::{read_json, write_json_atomic, OrphanState, ORPHAN_FILE};
 use crate::record::stop::StopWatch;
 use crate::runtime::attribution::Split;
+use crate::runtime::exec_surface;
 use crate::runtime::git::{Repo, StashError};
 use crate::runtime::git_operation;
 use crate::runtime::stash_journal::{self, StashEntry};
@@ -161,7 +164,15 @@ async fn perform(
             Outcome::Ignored
         }
         DirtyAction::Commit { message, paths } => {
-            let paths = paths.unwrap_or_else(|| files.to_vec());
+            // The exec surface stays in the tree for the operator unless the config says
+            // otherwise; `exec_surface_changed` already named it.
+            let (paths, _held) = exec_surface::held_from_commit(
+                paths.unwrap_or_else(|| files.to_vec()),
+                round.config.vcs.commit_exec_surface,
+            );
+            if paths.is_empty() {
+                return Outcome::Ignored;
+            }
             let message = redact(&message);
             match round.repo.commit_for_handler(&paths, &message, hook).await {
                 Ok(sha) => {

@@ -37,6 +37,7 @@ use tokio::process::Command;
 use crate::config::DEFAULT_GIT_TIMEOUT_S;
 use crate::record::stop::StopWatch;
 use crate::runtime::attribution::OwnFiles;
+use crate::runtime::git_config_keys;
 use crate::runtime::git_place::{ConfigSeen, Place};
 use crate::runtime::path_name;
 
@@ -90,39 +91,11 @@ const KEPT_ENV: [&str; 9] = [
 ];
 
 /// Whether config key `key` (as `git config --list` prints it: section and name in lower
-/// case) names a program for git to run. (Whether to sign, `commit.gpgSign`, is the
+/// case) names a program for git to run, or shapes how one is called: the reviewed list's
+/// [`git_config_keys::overridden`]. (Whether to sign, `commit.gpgSign`, is the
 /// repository's to say; the signing program is the operator's or git's default.)
 fn runs_a_program(key: &str) -> bool {
-    let (section, rest) = key.split_once('.').unwrap_or((key, ""));
-    let name = rest.rsplit('.').next().unwrap_or(rest);
-    let sub = rest.contains('.');
-    match (section, sub, name) {
-        ("core", false, n) => matches!(
-            n,
-            "fsmonitor"
-                | "hookspath"
-                | "pager"
-                | "editor"
-                | "askpass"
-                | "sshcommand"
-                | "gitproxy"
-                | "alternaterefscommand"
-        ),
-        ("sequence", false, "editor") => true,
-        ("pager", ..) => true,
-        ("credential", _, "helper") => true,
-        ("gpg", _, "program") => true,
-        ("diff", false, "external") => true,
-        ("diff", true, "command" | "textconv") => true,
-        ("merge", true, "driver") => true,
-        ("filter", true, "clean" | "smudge" | "process" | "required") => true,
-        ("uploadpack", false, "packobjectshook") => true,
-        ("remote", true, "uploadpack" | "receivepack") => true,
-        ("trailer", true, "command" | "cmd") => true,
-        ("mergetool" | "difftool", true, "cmd" | "path") => true,
-        ("ssh", false, "variant") => true,
-        _ => false,
-    }
+    git_config_keys::overridden(key)
 }
 
 /// The value for a program-running `key` the operator did not set: one that runs nothing,
@@ -1010,6 +983,112 @@ impl Repo {
             }
         }
         Ok(Some(specs))
+    }
+
+    /// The repository's own config files, with their scope as git names it: the common
+    /// dir's `config` (`local`) and the git dir's `config.worktree` (`worktree`), present
+    /// or not.
+    pub(crate) async fn config_files(&self) -> Result<[(PathBuf, &'static str); 2], GitError> {
+        let place = self.place().await?;
+        Ok([
+            (place.common_dir.join("config"), "local"),
+            (place.git_dir.join("config.worktree"), "worktree"),
+        ])
+    }
+
+    /// The entries of the config text `text` as git reads it, includes not followed
+    /// (`git config --file - --no-includes --list -z`, which runs nothing): `(key,
+    /// value)` in file order, keys as `--list` prints them, `None` for a key written
+    /// without a value. Errors: git cannot parse it.
+    pub(crate) async fn config_text_entries(
+        &self,
+        text: &[u8],
+    ) -> Result<Vec<(String, Option<String>)>, GitError> {
+        let out = self
+            .run_bytes_with_env(
+                &["config", "--file", "-", "--no-includes", "--list", "-z"],
+                &[],
+                Some(text),
+            )
+            .await?;
+        Ok(out
+            .split(|b| *b == 0)
+            .filter(|e| !e.is_empty())
+            .map(|entry| {
+                let entry = String::from_utf8_lossy(entry);
+                match entry.split_once('\n') {
+                    Some((key, value)) => (key.to_owned(), Some(value.to_owned())),
+                    None => (entry.into_owned(), None),
+                }
+            })
+            .collect())
+    }
+
+    /// Sets key `key` of the config file `file` to exactly `values` (in order), or removes
+    /// it when `values` is empty, with git's own writer (`git config --file`), so comments
+    /// and every other key stay as they are. The caller has checked that `file` is no
+    /// symbolic link.
+    pub(crate) async fn config_file_set(
+        &self,
+        file: &Path,
+        key: &str,
+        values: &[String],
+    ) -> Result<(), GitError> {
+        let with = |args: &[&str]| {
+            let mut all: Vec<&OsStr> = vec!["config".as_ref(), "--file".as_ref(), file.as_os_str()];
+            all.extend(args.iter().map(OsStr::new));
+            all.into_iter()
+                .map(OsStr::to_owned)
+                .collect::<Vec<OsString>>()
+        };
+        match values.split_first() {
+            None => {
+                self.run(&with(&["--unset-all", key])).await?;
+            }
+            Some((first, rest)) => {
+                self.run(&with(&["--replace-all", key, first])).await?;
+                for value in rest {
+                    self.run(&with(&["--add", key, value])).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The paths inside the work dir (work-dir-relative) that differ between commit
+    /// `before` (`None`: no commit, every path of `after` counts) and commit `after`:
+    /// what the agent's own commits of a round changed (`git diff-tree -r --name-only
+    /// --no-renames --relative`, or `git ls-tree -r --name-only`, neither of which runs a
+    /// diff driver).
+    pub(crate) async fn changed_between(
+        &self,
+        before: Option<&str>,
+        after: &str,
+    ) -> Result<Vec<String>, GitError> {
+        let out = match before {
+            Some(before) => {
+                self.run_bytes(&[
+                    "diff-tree",
+                    "-r",
+                    "-z",
+                    "--name-only",
+                    "--no-renames",
+                    "--relative",
+                    before,
+                    after,
+                ])
+                .await?
+            }
+            None => {
+                self.run_bytes(&["ls-tree", "-r", "-z", "--name-only", after])
+                    .await?
+            }
+        };
+        Ok(out
+            .split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .map(path_name::encode)
+            .collect())
     }
 
     /// Whether the stash commit `sha` is still in the stash list.

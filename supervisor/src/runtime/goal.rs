@@ -35,6 +35,7 @@ use crate::record::events::read::Backwards;
 use crate::record::events::{Event, EventLog};
 use crate::runtime::agent_sandbox::AgentSandboxGate;
 use crate::runtime::round_cgroup::RoundCgroup;
+use crate::tree_file::KnownLinks;
 
 /// Bytes of a check's stdout kept (its end): enough for the last number of a report.
 const OUTPUT_TAIL: usize = 64 * 1024;
@@ -155,6 +156,9 @@ pub(crate) struct CheckLaunch<'a> {
     pub config: &'a Config,
     /// The agent's variables (`[agent.env]` and the round's).
     pub env: Vec<(String, String)>,
+    /// What of the supervisor's environment a check inherits: the agent's allow-list
+    /// without a CLI's provider variables; `None`: all of it (`mode = "off"`).
+    pub inherit: Option<crate::runtime::agent_environment::AllowList>,
     /// Where the protected paths lie.
     pub tree: crate::runtime::agent_sandbox::TreeRoots,
     /// The cgroup the checks join, with the round's `round_high_mb` / `round_max_mb`
@@ -177,7 +181,7 @@ struct Ran {
 /// Errors: it could not be started (not found, not executable, `cwd` missing, its
 /// confinement could not be prepared).
 async fn run_one(check: &GoalCheck, launch: &CheckLaunch<'_>) -> std::io::Result<Ran> {
-    let env = crate::runtime::agent::environment_with(&launch.env);
+    let env = crate::runtime::agent::environment_with(&launch.env, launch.inherit.as_ref());
     let path_var = env
         .iter()
         .find(|(k, _)| k.as_os_str() == "PATH")
@@ -483,8 +487,15 @@ fn treadmill(state_dir: &Path, current_round: u64) -> Option<String> {
 /// Before round `current_round` starts: when the treadmill shows, prepends one advisory to
 /// the ledger (written whole and renamed into place, cut to [`LEDGER_MAX_BYTES`] at an
 /// advisory's boundary) and records `goal_assessment`. A failure is logged, never raised:
-/// the advisory never holds a round up.
-pub(crate) fn assess(goal: &GoalConfig, state_dir: &Path, current_round: u64, events: &EventLog) {
+/// the advisory never holds a round up. The ledger (one of the prompt files, in the
+/// agent's reach) is read only where it resolved as `links` knew it.
+pub(crate) fn assess(
+    goal: &GoalConfig,
+    state_dir: &Path,
+    current_round: u64,
+    events: &EventLog,
+    links: &KnownLinks,
+) {
     let Some(observation) = treadmill(state_dir, current_round) else {
         return;
     };
@@ -495,7 +506,7 @@ pub(crate) fn assess(goal: &GoalConfig, state_dir: &Path, current_round: u64, ev
         "### Goal assessment -- {}\n- Observation: {observation}\n- Question: {question}\n- Confidence: {confidence}",
         crate::record::events::timestamp(std::time::SystemTime::now())
     );
-    if let Err(e) = prepend(&goal.ledger, &block) {
+    if let Err(e) = prepend(&goal.ledger, &block, links) {
         tracing::warn!(
             "goal advisory skipped: cannot write {}: {e}",
             goal.ledger.display()
@@ -513,9 +524,15 @@ pub(crate) fn assess(goal: &GoalConfig, state_dir: &Path, current_round: u64, ev
 const BLOCK_SEP: &str = "\n\n";
 
 /// Prepends `block` to the ledger at `path`, dropping the oldest blocks past
-/// [`LEDGER_MAX_BYTES`]; written to `<path>.tmp`, synced, renamed over `path`.
-fn prepend(path: &Path, block: &str) -> std::io::Result<()> {
-    let existing = match std::fs::read(path) {
+/// [`LEDGER_MAX_BYTES`]; written to `<path>.tmp`, synced, renamed over `path`. The ledger
+/// is read only where it resolved as `links` knew it ([`KnownLinks::check`]) and only as a
+/// regular file: a link the agent put there (to a key, which the rewrite would copy into
+/// the ledger, a prompt file) or a FIFO is refused, never read.
+///
+/// Errors: the ledger is refused, or cannot be read or written.
+fn prepend(path: &Path, block: &str, links: &KnownLinks) -> std::io::Result<()> {
+    links.check(path)?;
+    let existing = match crate::tree_file::read_regular(path) {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(e),
@@ -572,7 +589,7 @@ mod tests {
         std::fs::write(&victim, "the operator's file\n").unwrap();
         let ledger = dir.path().join("lessons.md");
         std::os::unix::fs::symlink(&victim, dir.path().join("lessons.md.tmp")).unwrap();
-        prepend(&ledger, "### advisory").unwrap();
+        prepend(&ledger, "### advisory", &KnownLinks::default()).unwrap();
         assert_eq!(
             std::fs::read_to_string(&victim).unwrap(),
             "the operator's file\n"
@@ -585,19 +602,50 @@ mod tests {
     }
 
     #[test]
+    fn a_ledger_the_agent_linked_to_a_key_is_never_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let key = root.join("id_rsa");
+        std::fs::write(&key, "PRIVATE KEY").unwrap();
+        let ledger = root.join("logs/lessons.md");
+        std::fs::create_dir_all(ledger.parent().unwrap()).unwrap();
+        std::fs::write(&ledger, "### old").unwrap();
+        let links = KnownLinks::of(std::slice::from_ref(&ledger));
+        // The agent replaces the ledger by a link to the key.
+        std::fs::remove_file(&ledger).unwrap();
+        std::os::unix::fs::symlink(&key, &ledger).unwrap();
+        let err = prepend(&ledger, "### advisory", &links).unwrap_err();
+        assert!(err.to_string().contains("never followed"), "{err}");
+        assert!(std::fs::symlink_metadata(&ledger).unwrap().is_symlink());
+        // A FIFO is not waited on.
+        std::fs::remove_file(&ledger).unwrap();
+        nix::unistd::mkfifo(&ledger, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(prepend(&ledger, "### advisory", &links).is_err());
+        // The control: without the check, the key is read into the ledger.
+        std::fs::remove_file(&ledger).unwrap();
+        std::os::unix::fs::symlink(&key, &ledger).unwrap();
+        assert_eq!(std::fs::read_to_string(&ledger).unwrap(), "PRIVATE KEY");
+    }
+
+    #[test]
     fn the_ledger_keeps_the_newest_blocks_within_its_cap() {
         let dir = tempfile::tempdir().unwrap();
         let ledger = dir.path().join("logs/lessons.md");
         let big = "x".repeat(3000);
         for i in 0..4 {
-            prepend(&ledger, &format!("### {i}\n{big}")).unwrap();
+            prepend(&ledger, &format!("### {i}\n{big}"), &KnownLinks::default()).unwrap();
         }
         let text = std::fs::read_to_string(&ledger).unwrap();
         assert!(text.len() <= LEDGER_MAX_BYTES, "{}", text.len());
         assert!(text.starts_with("### 3\n"), "newest first");
         assert!(text.contains("### 2\n") && !text.contains("### 1\n"));
         // The newest block is kept even when it alone is over the cap.
-        prepend(&ledger, &format!("### huge\n{}", "y".repeat(10_000))).unwrap();
+        prepend(
+            &ledger,
+            &format!("### huge\n{}", "y".repeat(10_000)),
+            &KnownLinks::default(),
+        )
+        .unwrap();
         let text = std::fs::read_to_string(&ledger).unwrap();
         assert!(text.starts_with("### huge\n") && !text.contains("### 3"));
     }

@@ -9,12 +9,16 @@
 //! - [`agent`]: the agent process in its own process group, under its budget;
 //!   [`agent_preconditions`]: what the agent CLI needs from this machine (serve and doctor);
 //!   [`cooperative`]: the signal and grace that end it; [`sessions`]: the agent session a
-//!   phase's rounds resume under `serve`.
+//!   phase's rounds resume under `serve`; [`agent_environment`]: what of the supervisor's
+//!   environment a confined agent inherits.
 //! - [`pre_round`] (pre-round hooks and context enrichers), [`spawn_gate`], [`dirty`] and
 //!   [`detect_hooks`]: the hook families as the round sees them, with their built-ins;
 //!   [`serve_startup`]: the hooks `serve` calls once at boot.
 //! - [`git`]: the only place that runs git; [`git_operation`]: a rebase, merge… under way
-//!   (the tree is then left untouched); [`stash_journal`]: the stashes made, kept in the
+//!   (the tree is then left untouched); [`git_config_keys`]: the config keys that run a
+//!   program, reviewed; [`git_config_watch`]: those a round added to the repository's
+//!   config, reverted; [`exec_surface`]: the tracked files that run in CI or an editor,
+//!   told when a round changes them; [`stash_journal`]: the stashes made, kept in the
 //!   state dir, so one the agent's git drops is reported; [`attribution`]: whose dirt is it (the round's,
 //!   the operator's, the supervisor's own files and the paths hosts own).
 //! - [`path_name`]: file names as lossless text (non-UTF-8 names in git's quoted form).
@@ -34,6 +38,7 @@
 pub(crate) mod agent;
 pub(crate) mod agent_done;
 pub(crate) mod agent_endpoint;
+pub(crate) mod agent_environment;
 pub(crate) mod agent_preconditions;
 pub(crate) mod agent_sandbox;
 pub(crate) mod attribution;
@@ -48,7 +53,10 @@ pub(crate) mod dirty;
 pub(crate) mod egress_address;
 pub(crate) mod egress_proxy;
 pub(crate) mod egress_refusals;
+pub(crate) mod exec_surface;
 pub(crate) mod git;
+pub(crate) mod git_config_keys;
+pub(crate) mod git_config_watch;
 pub(crate) mod git_operation;
 pub(crate) mod git_place;
 pub(crate) mod goal;
@@ -70,7 +78,8 @@ pub(crate) mod sandbox_denials;
 pub(crate) mod schedule_gate;
 pub(crate) mod serve;
 pub(crate) mod serve_startup;
-pub(crate) mod sessions;
+pub mod session_usage;
+pub mod sessions;
 pub(crate) mod shims;
 pub mod spawn_gate;
 pub(crate) mod stash_journal;

@@ -26,6 +26,8 @@ use crate::config::{auto_stop_names, MonitorConfig};
 use crate::hosts::{HookRef, HostManager};
 use crate::record::events::{Event, EventLog};
 use crate::record::stop::StopWatch;
+use crate::runtime::session_usage::{RoundUsage, SessionUsage};
+use crate::runtime::sessions::Resume;
 
 /// When a back-off ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,6 +75,10 @@ pub enum Decision {
     },
 }
 
+/// `agent_usage_recorded.usage_scope`: every count and cost recorded is the round's own,
+/// never a session's running total (docs/operations.md).
+pub(crate) const USAGE_SCOPE: &str = "round";
+
 /// The round being judged.
 pub struct Judged<'a> {
     /// The context (with `agent_log_path`).
@@ -84,6 +90,9 @@ pub struct Judged<'a> {
     /// The round's agent CLI ([`crate::config::AgentConfig::cli`]); `None`: none
     /// agent-runner knows, so no built-in detector is asked.
     pub cli: Option<&'a str>,
+    /// The agent session the round started or resumed (`serve`'s session resume), whose
+    /// running totals its usage is told from ([`SessionUsage`]).
+    pub session: Option<&'a Resume>,
 }
 
 /// Whether `hook` is asked about a round of the CLI `cli`: a built-in detector only about
@@ -113,6 +122,7 @@ pub struct Consulted {
 /// abandons a call in flight.
 pub async fn consult(
     hosts: &mut HostManager,
+    session_usage: &mut SessionUsage,
     monitor: &MonitorConfig,
     allow: &[HookName],
     events: &EventLog,
@@ -158,6 +168,16 @@ pub async fn consult(
             }
         };
         let builtin = hosts.is_builtin(&hook);
+        // A built-in detector's CLI may report its session's running totals.
+        let totals = crate::detectors::DIALECTS
+            .iter()
+            .find(|d| builtin && d.detector == hook.name.as_str())
+            .map(|d| d.session_totals)
+            .unwrap_or_default();
+        let usage = verdict
+            .usage
+            .clone()
+            .map(|reported| session_usage.round(round.session, totals, reported));
         record(
             events,
             monitor,
@@ -165,6 +185,7 @@ pub async fn consult(
             builtin,
             (agent, round_num),
             &verdict,
+            usage,
         );
         usage_reported |= verdict.usage.is_some();
         let message = redact_and_cap(&verdict.message);
@@ -289,8 +310,9 @@ fn wait_of(verdict: &PostRoundVerdict) -> Wait {
     }
 }
 
-/// `agent_usage_recorded` and `agent_auth_error_detected` for one verdict about round
-/// `round_num` of `agent` (its CLI, else `command[0]`'s file name).
+/// `agent_usage_recorded` (the round's own `usage`) and `agent_auth_error_detected` for
+/// one verdict about round `round_num` of `agent` (its CLI, else `command[0]`'s file
+/// name).
 fn record(
     events: &EventLog,
     monitor: &MonitorConfig,
@@ -298,8 +320,13 @@ fn record(
     builtin: bool,
     (agent, round_num): (&str, u64),
     verdict: &PostRoundVerdict,
+    usage: Option<RoundUsage>,
 ) {
-    if let Some(usage) = &verdict.usage {
+    if let Some(RoundUsage {
+        usage,
+        from_session_totals,
+    }) = usage
+    {
         let model = usage
             .model
             .as_deref()
@@ -316,6 +343,11 @@ fn record(
             agent: agent.to_owned(),
             model: model.unwrap_or_else(|| "unknown".to_owned()),
             cached_tokens: usage.cache_read_tokens.unwrap_or(0),
+            usage_scope: USAGE_SCOPE.to_owned(),
+            from_session_totals: from_session_totals
+                .iter()
+                .map(|f| (*f).to_owned())
+                .collect(),
         });
     }
     if verdict.kind == Some(ErrorKind::Auth) {

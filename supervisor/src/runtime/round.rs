@@ -28,6 +28,7 @@ use crate::record::retention;
 use crate::record::state;
 use crate::record::stop::{StopLevel, StopWatch};
 use crate::runtime::agent::{self, AgentExit, AgentSpec};
+use crate::runtime::agent_environment::AllowList;
 use crate::runtime::agent_sandbox::AgentSandboxGate;
 use crate::runtime::attribution::{self, Baseline, OwnFiles};
 use crate::runtime::config_digest;
@@ -35,7 +36,9 @@ use crate::runtime::detect_hooks::{self, AutoStop};
 use crate::runtime::dirty::{self, DirtyRound, Outcome};
 use crate::runtime::egress_proxy;
 use crate::runtime::egress_refusals::{EgressRefusal, EgressTally};
+use crate::runtime::exec_surface;
 use crate::runtime::git::{GitError, Look, Repo};
+use crate::runtime::git_config_watch::{self, ConfigBefore};
 use crate::runtime::git_operation;
 use crate::runtime::grace::Grace;
 use crate::runtime::host_health::{self, Floor, Pressure, Reading};
@@ -190,7 +193,8 @@ struct Launch {
     argv: Vec<String>,
     /// The prompt, when it is delivered on stdin.
     stdin_prompt: Option<String>,
-    /// The variables the agent gets on top of the supervisor's environment.
+    /// The variables the agent gets on top of what it inherits of the supervisor's
+    /// environment ([`AllowList`]).
     env: Vec<(String, String)>,
     /// `terminal_marker` of the round's agent.
     marker: String,
@@ -254,11 +258,16 @@ pub(crate) struct Runner {
     cgroups: Option<Delegation>,
     /// The agent sessions rounds resume; `None` (`round`): every round starts a new one.
     sessions: Option<Sessions>,
+    /// The last usage each session reported, so a round's is its own.
+    session_usage: crate::runtime::session_usage::SessionUsage,
     /// The agent's sandbox gate of this boot.
     agent_sandbox: AgentSandboxGate,
     /// The goal checks' files as they were before the first round's agent ran (a check
     /// whose files differ from them does not count: [`crate::runtime::goal::Fingerprints`]).
     check_files: crate::runtime::goal::Fingerprints,
+    /// The repository's config files before the last round (docs/security.md, "What runs
+    /// later: the watched tier").
+    config_before: ConfigBefore,
 }
 
 /// Every prompt file of `config`, each phase's too: where they resolve is learnt at boot,
@@ -319,8 +328,10 @@ impl Runner {
             prompt_links,
             cgroups,
             sessions: None,
+            session_usage: Default::default(),
             agent_sandbox,
             check_files: crate::runtime::goal::Fingerprints::default(),
+            config_before: ConfigBefore::default(),
         }
     }
 
@@ -458,7 +469,8 @@ impl Runner {
         });
     }
 
-    /// The variables the agent gets on top of the supervisor's environment.
+    /// The variables the agent gets on top of what it inherits of the supervisor's
+    /// environment ([`AllowList`]).
     fn agent_env(&self, round_num: u64, phase: Option<&str>) -> Vec<(String, String)> {
         let log_dir = &self.config.runtime.log_dir;
         let mut env: Vec<(String, String)> = self
@@ -543,6 +555,7 @@ impl Runner {
             .start_round(&round_ctx, &started, phase, resume.as_ref(), &head_before)
             .await?;
         let baseline = self.baseline(round_num, before);
+        let config_watched = self.record_config(round_num).await;
         // What the checks run, as it was before any agent of this boot could change it.
         if let Some(goal) = &self.config.goal {
             self.check_files.add_new(goal);
@@ -557,6 +570,8 @@ impl Runner {
                 exit.as_ref().is_ok_and(AgentExit::is_clean),
             );
         }
+        // Before anything else runs git in the tree (a goal check may).
+        self.revert_config(round_num, config_watched).await;
         let exit = exit?;
         let duration_s = (exit.duration.as_secs_f64() * 1000.0).round() / 1000.0;
         // Before the dirty tree is handled, so a check sees the round's edits; in a cgroup
@@ -573,6 +588,7 @@ impl Runner {
                         gate: &self.agent_sandbox,
                         config: &self.config,
                         env: self.agent_env(round_num, phase),
+                        inherit: AllowList::of(&self.config, None),
                         tree: self.tree_roots().await,
                         cgroup: cgroup.as_ref(),
                     },
@@ -599,7 +615,16 @@ impl Runner {
         }
         self.note_log_cap(round_num, &exit, &log_path);
         let consulted = self
-            .judge(round_num, phase, &exit, duration_s, &log_path, stop)
+            .judge(
+                round_num,
+                phase,
+                (&exit, duration_s),
+                &log_path,
+                resume.as_ref(),
+                stop,
+            )
+            .await;
+        self.exec_surface(round_num, &baseline, &after, (&head_before, &head_after))
             .await;
         let branch = after.as_ref().ok().and_then(|look| look.branch.clone());
         let dirty = if exit.is_clean() {
@@ -782,7 +807,9 @@ impl Runner {
         phase: Option<&str>,
         stop: &mut StopWatch,
     ) -> ControlFlow<Attempt> {
+        let inherit = AllowList::of(&self.config, launch.cli);
         let env_names: BTreeSet<String> = std::env::vars_os()
+            .filter(|(k, _)| inherit.as_ref().is_none_or(|list| list.passes(k)))
             .map(|(k, _)| k.to_string_lossy().into_owned())
             .chain(launch.env.iter().map(|(k, _)| k.clone()))
             .collect();
@@ -833,7 +860,13 @@ impl Runner {
             tracing::warn!("cannot write the round context: {e}");
         }
         if let Some(goal) = &self.config.goal {
-            crate::runtime::goal::assess(goal, state_dir, round_num, &self.events);
+            crate::runtime::goal::assess(
+                goal,
+                state_dir,
+                round_num,
+                &self.events,
+                &self.prompt_links,
+            );
         }
         let label = config_digest::label(&self.config, phase, state_dir);
         let snapshot = label.snapshot;
@@ -1096,6 +1129,7 @@ impl Runner {
             log_cap: self.config.runtime.round_log_max_bytes,
             argv: launch.argv,
             env: launch.env,
+            inherit: AllowList::of(&self.config, launch.cli),
             work_dir: self.config.runtime.work_dir.clone(),
             log,
             stdin_prompt: launch.stdin_prompt,
@@ -1204,6 +1238,135 @@ impl Runner {
         Some(dirty::handle(&round, &mut self.hosts, &split.round, stop).await)
     }
 
+    /// The repository's config files before the agent runs ([`ConfigBefore::record`]);
+    /// `None` outside git or when git cannot tell (nothing is then reverted: the
+    /// supervisor's own git still runs none of its programs).
+    async fn record_config(&mut self, round_num: u64) -> Option<ConfigBefore> {
+        if self.git != Git::WorkTree {
+            return None;
+        }
+        // A round whose supervisor was killed before it could revert: reverted now,
+        // against its own record (kept in the state dir, out of the agent's reach).
+        let pending = self
+            .config
+            .runtime
+            .state_dir
+            .join(git_config_watch::PENDING_FILE);
+        if let Ok(Some(stale)) = state::read_json::<git_config_watch::Pending>(&pending) {
+            self.revert_config(stale.round_num, Some(stale.before))
+                .await;
+        }
+        match ConfigBefore::record(&self.repo, &self.config_before).await {
+            Ok(record) => {
+                self.config_before = record.clone();
+                let kept = git_config_watch::Pending {
+                    round_num,
+                    before: record.clone(),
+                };
+                if let Err(e) = state::write_json_atomic(&pending, &kept) {
+                    tracing::warn!(
+                        "cannot keep the repository's config before the round in {}: {e}",
+                        pending.display()
+                    );
+                }
+                Some(record)
+            }
+            Err(err) => {
+                tracing::warn!("cannot record the repository's config before the round: {err}");
+                None
+            }
+        }
+    }
+
+    /// Reverts the watched keys round `round_num` added or changed in the repository's
+    /// config (`before`: [`Runner::record_config`]), one `git_config_reverted` each (the
+    /// first [`dirty::MAX_LISTED_FILES`], the last counting the rest).
+    async fn revert_config(&mut self, round_num: u64, before: Option<ConfigBefore>) {
+        let Some(before) = before else { return };
+        let told = match git_config_watch::revert(&self.repo, &before).await {
+            Ok(told) => {
+                let pending = self
+                    .config
+                    .runtime
+                    .state_dir
+                    .join(git_config_watch::PENDING_FILE);
+                let _ = std::fs::remove_file(pending);
+                told
+            }
+            Err(err) => {
+                tracing::warn!(
+                    "cannot check the repository's config after round {round_num}: {err}"
+                );
+                return;
+            }
+        };
+        let shown = told.len().min(dirty::MAX_LISTED_FILES);
+        let more = told.len() - shown;
+        for (i, r) in told.into_iter().take(shown).enumerate() {
+            self.events.emit(Event::GitConfigReverted {
+                round_num,
+                key: r.key,
+                scope: r.scope.to_owned(),
+                file: r.file,
+                value: r.value,
+                action: r.action.to_owned(),
+                why: r.why.to_owned(),
+                error: r.error,
+                more_keys: (i + 1 == shown && more > 0).then_some(more),
+            });
+        }
+    }
+
+    /// `exec_surface_changed` when round `round_num` changed files of the exec surface:
+    /// the round's dirt among them (`after`, less what `baseline` holds as the
+    /// operator's) and what the agent's own commits changed (`heads`: `HEAD` before and
+    /// after the agent).
+    async fn exec_surface(
+        &self,
+        round_num: u64,
+        baseline: &Baseline,
+        after: &Result<Look, GitError>,
+        (head_before, head_after): (&Option<String>, &Option<String>),
+    ) {
+        let Ok(look) = after else { return };
+        let work_dir = &self.config.runtime.work_dir;
+        let mut paths = baseline
+            .split(work_dir, exec_surface::of(&look.files))
+            .round;
+        if let Some(head) = head_after
+            .as_deref()
+            .filter(|h| Some(*h) != head_before.as_deref())
+        {
+            match self
+                .repo
+                .changed_between(head_before.as_deref(), head)
+                .await
+            {
+                Ok(committed) => paths.extend(exec_surface::of(&committed)),
+                Err(err) => tracing::warn!("cannot list what the agent's commits changed: {err}"),
+            }
+        }
+        paths.sort();
+        paths.dedup();
+        if paths.is_empty() {
+            return;
+        }
+        let committed = self.config.vcs.commit_exec_surface;
+        let whys = exec_surface::whys(&paths).join("; ");
+        let what_to_do = if committed {
+            format!("review them before the next push or before opening the tree in an editor ({whys}); `[vcs] commit_exec_surface = true` lets the supervisor's commit take them")
+        } else {
+            format!("review them before the next push or before opening the tree in an editor ({whys}); the supervisor's commit leaves those still uncommitted in the tree for you: `git diff`, then commit them yourself (`[vcs] commit_exec_surface = true` commits them with the rest)")
+        };
+        self.events.emit(Event::ExecSurfaceChanged {
+            round_num,
+            path_count: paths.len(),
+            paths: paths.into_iter().take(dirty::MAX_LISTED_FILES).collect(),
+            committed,
+            what_to_do,
+        });
+    }
+
     /// Records the round's end: `state.json`'s previous round and `round_end` (the dirty
     /// outcome, the branch `HEAD` is on, the log's last lines after a failed run).
     fn end_round(
@@ -1281,14 +1444,14 @@ impl Runner {
 
     /// Asks the post-round hooks about the round that just ended (its log's last
     /// [`MAX_LOG_TAIL_BYTES`] bytes, read here as bytes only: parsing them is the confined
-    /// detectors' job).
+    /// detectors' job). `session`: the agent session the round started or resumed.
     async fn judge(
         &mut self,
         round_num: u64,
         phase: Option<&str>,
-        exit: &AgentExit,
-        duration_s: f64,
+        (exit, duration_s): (&AgentExit, f64),
         log_path: &Path,
+        session: Option<&Resume>,
         stop: &mut StopWatch,
     ) -> post_round::Consulted {
         if self.hosts.hooks(Family::PostRound).is_empty() {
@@ -1320,9 +1483,11 @@ impl Runner {
             outcome: &outcome,
             log_tail: &log_tail,
             cli: self.config.profile(phase).agent.cli.name,
+            session,
         };
         post_round::consult(
             &mut self.hosts,
+            &mut self.session_usage,
             &self.config.monitor,
             &self.config.plugins.spawn_override_allow,
             &self.events,

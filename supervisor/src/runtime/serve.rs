@@ -24,6 +24,7 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 
+use crate::budget::spend::Ledger;
 use crate::config::{self, ConfigError};
 use crate::held_dir::HeldDir;
 use crate::hosts::sandbox::{SandboxGate, SandboxRefused};
@@ -386,7 +387,8 @@ pub(crate) struct ServeEnd {
     /// The exit code: 0; 75 after a crash loop, a stall or a transient failure under
     /// `transient_error_action = "stop"`; 77 on an honoured post-round stop (login); 71
     /// after a memory loop, 70 after a memory loop again across restarts; 76 when the
-    /// environment stayed unusable; 78 for a startup hook or a stale `.agent-done`. Under
+    /// environment stayed unusable; 78 for a startup hook or a stale `.agent-done`; 80 when
+    /// a `[budget]` total cap is reached. Under
     /// `--job`, 0 only with the goal reached: 143 for a drain, 79 for the other ends.
     pub code: u8,
 }
@@ -434,6 +436,7 @@ pub(crate) async fn serve(
         started: Instant::now(),
         goal_met: false,
         drained: false,
+        budget: None,
     };
     serving
         .service
@@ -495,6 +498,8 @@ struct Serving<'a> {
     goal_met: bool,
     /// A stop ended the loop (`serve_stopping` with `signal`) before a bound was reached.
     drained: bool,
+    /// The record's spend while `[budget]` sets a cap ([`crate::budget`]).
+    budget: Option<Ledger>,
 }
 
 /// What the loop does after a round attempt.
@@ -594,6 +599,25 @@ impl Serving<'_> {
             if self.must_end() {
                 return;
             }
+            match budget_gate(
+                self.runner,
+                &mut self.budget,
+                (&mut self.service, self.status),
+                Waits {
+                    stop: &mut *stop,
+                    follow: &mut *self.follow,
+                    gate: self.gate,
+                },
+            )
+            .await
+            {
+                BudgetGate::Run => {}
+                BudgetGate::Again => continue,
+                BudgetGate::Exhausted => {
+                    self.code = crate::exit::BUDGET_EXHAUSTED;
+                    return;
+                }
+            }
             if !rate_ceiling(
                 self.runner,
                 &mut self.service,
@@ -620,7 +644,9 @@ impl Serving<'_> {
                 continue;
             }
             let attempt = self.attempt(stop).await;
-            let wait = match self.after_attempt(attempt, stop).await {
+            let flow = self.after_attempt(attempt, stop).await;
+            self.rounds_over_budget();
+            let wait = match flow {
                 Flow::Stop => return,
                 Flow::Again => continue,
                 Flow::Pause(wait) => wait,
@@ -883,6 +909,27 @@ impl Serving<'_> {
                 }
                 Flow::Pause(restart_delay)
             }
+        }
+    }
+
+    /// `budget_round_exceeded` for each round recorded since the last look whose cost
+    /// passed `[budget] round_usd` (the rounds are taken whether or not it is set, so
+    /// none piles up).
+    fn rounds_over_budget(&mut self) {
+        let Some(ledger) = self.budget.as_mut() else {
+            return;
+        };
+        ledger.catch_up();
+        let rounds = ledger.take_rounds();
+        let Some(cap) = self.runner.config.budget.round_usd else {
+            return;
+        };
+        for round in rounds.into_iter().filter(|r| r.usd > cap) {
+            self.runner.events.emit(Event::BudgetRoundExceeded {
+                round_num: round.round_num,
+                cost_usd: round.usd,
+                cap,
+            });
         }
     }
 
@@ -1325,6 +1372,108 @@ async fn rate_ceiling(
     )
     .await;
     false
+}
+
+/// What [`budget_gate`] says of the next round.
+enum BudgetGate {
+    /// It may start.
+    Run,
+    /// A pause ended: the loop looks again.
+    Again,
+    /// A `total_*` cap is reached: `serve` ends (exit 80).
+    Exhausted,
+}
+
+/// Longest single wait of a budget pause: the record is read again after it, so a
+/// `budget reset` ends the pause within it.
+const BUDGET_RECHECK: Duration = Duration::from_secs(5);
+
+/// `[budget]` before a round ([`crate::budget::look`], spend from the record): a `total_*`
+/// cap reached records `budget_exhausted` and ends `serve`; a `daily_*` cap reached waits
+/// until the next day (`budget_paused` … `budget_resumed`, looking at the record every
+/// [`BUDGET_RECHECK`] so a reset or a cap raised by SIGHUP ends it; a stop, SIGTERM or the
+/// stop file ends it within a tick) and returns [`BudgetGate::Again`].
+async fn budget_gate(
+    runner: &mut Runner,
+    ledger: &mut Option<Ledger>,
+    (service, status): (&mut ServiceFile, &watch::Sender<Snapshot>),
+    mut waits: Waits<'_>,
+) -> BudgetGate {
+    let look = |runner: &Runner, ledger: &mut Option<Ledger>| {
+        let budget = &runner.config.budget;
+        if !budget.any_cap() {
+            *ledger = None;
+            return crate::budget::Verdict::Run;
+        }
+        let state_dir = &runner.config.runtime.state_dir;
+        let mut current = match ledger.take() {
+            Some(l) => l.follow(budget),
+            None => Ledger::open(state_dir, budget),
+        };
+        current.catch_up();
+        let verdict = crate::budget::look(budget, &current, jiff::Timestamp::now());
+        *ledger = Some(current);
+        verdict
+    };
+    let (reached, until) = match look(runner, ledger) {
+        crate::budget::Verdict::Run => return BudgetGate::Run,
+        crate::budget::Verdict::Exhausted(reached) => {
+            runner.events.emit(Event::BudgetExhausted {
+                scope: reached.scope.to_owned(),
+                spent: reached.spent,
+                cap: reached.cap,
+            });
+            eprintln!(
+                "agent-runner: [budget] {} reached ({} spent of {}); stopping (budget_exhausted, exit 80). Raise the cap or run `agent-runner budget reset`",
+                reached.scope, reached.spent, reached.cap
+            );
+            return BudgetGate::Exhausted;
+        }
+        crate::budget::Verdict::Pause { reached, until } => (reached, until),
+    };
+    let timezone = runner.config.budget.zone().1;
+    let until_text = until.round(jiff::Unit::Second).unwrap_or(until).to_string();
+    runner.events.emit(Event::BudgetPaused {
+        scope: reached.scope.to_owned(),
+        spent: reached.spent,
+        cap: reached.cap,
+        until: until_text.clone(),
+        timezone,
+    });
+    refresh_summary(&runner.config.runtime.state_dir);
+    let state = format!("paused by [budget] {} until {until_text}", reached.scope);
+    status.send_modify(|s| s.update(&state, None, &runner.hosts));
+    service.update(ServiceState::Paused, None, &runner.hosts);
+    let started = Instant::now();
+    let reason = loop {
+        let left = until
+            .duration_since(jiff::Timestamp::now())
+            .try_into()
+            .unwrap_or(Duration::ZERO);
+        let slice = left.clamp(Duration::from_millis(100), BUDGET_RECHECK);
+        match wait_out(runner, &mut waits, &Plan::fixed(slice), true).await {
+            woken @ Woken::End(WaitEnd::Stopped | WaitEnd::StopFile) => {
+                break woken.reason("next_day")
+            }
+            Woken::End(WaitEnd::Elapsed) | Woken::Hangup => {}
+        }
+        if let crate::budget::Verdict::Pause { .. } = look(runner, ledger) {
+            continue;
+        }
+        break if jiff::Timestamp::now() >= until {
+            "next_day".to_owned()
+        } else {
+            "reset".to_owned()
+        };
+    };
+    let paused_for_s = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
+    runner.events.emit(Event::BudgetResumed {
+        paused_for_s,
+        reason,
+    });
+    status.send_modify(|s| s.update("waiting", None, &runner.hosts));
+    service.update(ServiceState::Idle, None, &runner.hosts);
+    BudgetGate::Again
 }
 
 /// Waits out a pause of serve's own (the schedule's, the rate ceiling's) whose start event

@@ -29,7 +29,7 @@ pub(crate) struct Sessions {
 
 /// What a round does about its phase's session.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Resume {
+pub struct Resume {
     /// The phase's session id (new unless `resuming`).
     pub id: String,
     /// Whether the round goes on with the session of the phase's previous round.

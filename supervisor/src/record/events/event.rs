@@ -245,6 +245,54 @@ pub(crate) enum Event {
         /// `elapsed`, `stop`, `stop_file` or `sighup`.
         reason: String,
     },
+    /// A `[budget]` `total_*` cap is reached: no round starts, `serve` exits 80
+    /// (docs/operations.md, "Budget").
+    BudgetExhausted {
+        /// The cap: `total_usd` or `total_tokens`.
+        scope: String,
+        /// Spent since the record began or its last `budget_reset` (US dollars or tokens).
+        spent: f64,
+        /// The cap's value.
+        cap: f64,
+    },
+    /// A `[budget]` `daily_*` cap is reached: no round starts until the next day.
+    BudgetPaused {
+        /// The cap: `daily_usd` or `daily_tokens`.
+        scope: String,
+        /// Spent today (US dollars or tokens).
+        spent: f64,
+        /// The cap's value.
+        cap: f64,
+        /// When the next day starts (RFC 3339 UTC).
+        until: String,
+        /// The zone of the day.
+        timezone: String,
+    },
+    /// The budget pause is over (or a stop ended it).
+    BudgetResumed {
+        /// Seconds paused.
+        paused_for_s: f64,
+        /// `next_day`, `reset` (`agent-runner budget reset`, or a cap raised or removed by a
+        /// SIGHUP), `stop` or `stop_file`.
+        reason: String,
+    },
+    /// A round cost more than `[budget] round_usd` (it ran to its end: the cap is looked
+    /// at once its usage is recorded).
+    BudgetRoundExceeded {
+        /// The round.
+        round_num: u64,
+        /// What it cost, US dollars.
+        cost_usd: f64,
+        /// `round_usd`.
+        cap: f64,
+    },
+    /// `agent-runner budget reset`: `total_*` and the day's spend count from here.
+    BudgetReset {
+        /// US dollars spent before it, since the record began or the previous reset.
+        spent_usd: f64,
+        /// Tokens spent before it.
+        spent_tokens: u64,
+    },
     /// Every `[[goal.checks]]` entry passed after a round and `[goal] stop_when =
     /// "all_satisfied"`: the loop ends (exit 0).
     GoalReached {
@@ -866,6 +914,51 @@ pub(crate) enum Event {
         /// What changed: each path and what it was and is.
         changed: String,
     },
+    /// After the agent ran, a key of the repository's config that runs a program, moves
+    /// the work tree or includes another file (the reviewed list) was added or changed by
+    /// the round and is reverted: restored to its values before, or removed
+    /// (docs/security.md, "What runs later: the watched tier"). One event per key.
+    GitConfigReverted {
+        /// The round.
+        round_num: u64,
+        /// The key as `git config --list` prints it (`core.fsmonitor`); empty when the
+        /// whole file could not be read (`error` says why).
+        key: String,
+        /// `local` or `worktree` (a file an include names: its includer's).
+        scope: String,
+        /// The file it was set in.
+        file: PathBuf,
+        /// The round's value, secrets redacted, cut at 80 characters; `null` for a key
+        /// written without one.
+        value: Option<String>,
+        /// `removed` (none before), `restored` (the values before are back) or `unread`.
+        action: String,
+        /// What the key runs or moves (the reviewed list's why).
+        why: String,
+        /// Why it could not be reverted (it stays as the round left it); `null` when it
+        /// was.
+        error: Option<String>,
+        /// On the last event when the round changed more watched keys than are told one
+        /// by one (20): how many more were reverted without an event; absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        more_keys: Option<usize>,
+    },
+    /// The round changed files of the exec surface (CI pipelines, editor and tool configs
+    /// that run programs: the reviewed list), in the tree or in commits the agent made
+    /// (docs/security.md, "What runs later: the watched tier").
+    ExecSurfaceChanged {
+        /// The round.
+        round_num: u64,
+        /// The paths, work-dir-relative (the first 20).
+        paths: Vec<String>,
+        /// How many paths.
+        path_count: usize,
+        /// Whether the supervisor's commit takes them (`[vcs] commit_exec_surface`); when
+        /// `false` a commit leaves them in the tree for the operator.
+        committed: bool,
+        /// What to do.
+        what_to_do: String,
+    },
     /// A round ends.
     RoundEnd(RoundEnd),
     /// The agent wrote more than `round_log_max_bytes`; the rest of its output was
@@ -975,6 +1068,15 @@ pub(crate) enum Event {
         /// Input tokens read from the provider's cache, 0 when not reported (the
         /// reference system's field; `cache_read_tokens` is ours, null when not reported).
         cached_tokens: u64,
+        /// What the counts and cost cover: always `round`, the round's own (a CLI's
+        /// session totals are turned into it: docs/detectors.md "Usage"). Lines written
+        /// before it existed read as empty.
+        #[serde(default)]
+        usage_scope: String,
+        /// The fields the CLI reported as its session's running total, recorded as the
+        /// difference from the session's previous round (empty: reported per round).
+        #[serde(default)]
+        from_session_totals: Vec<String>,
     },
     /// A post-round hook diagnosed a missing or expired login.
     AgentAuthErrorDetected {
@@ -1377,6 +1479,11 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "max_duration_reached",
     "rate_ceiling_paused",
     "rate_ceiling_resumed",
+    "budget_exhausted",
+    "budget_paused",
+    "budget_resumed",
+    "budget_round_exceeded",
+    "budget_reset",
     "goal_reached",
     "goal_check",
     "goal_check_tampered",
@@ -1390,6 +1497,8 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "agent_exit",
     "dirty_check_failed",
     "git_repository_changed",
+    "git_config_reverted",
+    "exec_surface_changed",
     "round_end",
     "round_logs_pruned",
     "plugin_spawn_decision",

@@ -93,7 +93,7 @@ impl EventLog {
         }
     }
 
-    fn try_emit(&self, event: &Event) -> io::Result<()> {
+    pub(crate) fn try_emit(&self, event: &Event) -> io::Result<()> {
         let ts = timestamp(SystemTime::now());
         self.append(&ts, line_bytes(&ts, event)?)
     }
@@ -273,6 +273,16 @@ mod tests {
              r#""event":"rate_ceiling_paused","rounds_last_hour":6,"max_rounds_per_hour":6,"resume_in_s":1200.5"#),
             (Event::RateCeilingResumed { paused_for_s: 1200.6, reason: s("elapsed") },
              r#""event":"rate_ceiling_resumed","paused_for_s":1200.6,"reason":"elapsed""#),
+            (Event::BudgetExhausted { scope: s("total_usd"), spent: 1.2, cap: 1.0 },
+             r#""event":"budget_exhausted","scope":"total_usd","spent":1.2,"cap":1.0"#),
+            (Event::BudgetPaused { scope: s("daily_tokens"), spent: 5000.0, cap: 4000.0, until: s("2026-12-03T00:00:00Z"), timezone: s("UTC") },
+             r#""event":"budget_paused","scope":"daily_tokens","spent":5000.0,"cap":4000.0,"until":"2026-12-03T00:00:00Z","timezone":"UTC""#),
+            (Event::BudgetResumed { paused_for_s: 3.5, reason: s("next_day") },
+             r#""event":"budget_resumed","paused_for_s":3.5,"reason":"next_day""#),
+            (Event::BudgetRoundExceeded { round_num: 2, cost_usd: 0.4, cap: 0.25 },
+             r#""event":"budget_round_exceeded","round_num":2,"cost_usd":0.4,"cap":0.25"#),
+            (Event::BudgetReset { spent_usd: 1.2, spent_tokens: 3300 },
+             r#""event":"budget_reset","spent_usd":1.2,"spent_tokens":3300"#),
             (Event::GoalReached { round_num: 4, checks: vec![s("tests")], rounds_completed: 4 },
              r#""event":"goal_reached","round_num":4,"checks":["tests"],"rounds_completed":4"#),
             (Event::GoalCheck { name: s("tests"), satisfied: false, value: Some(12.0), timed_out: false, skipped: false, error: None, denied: vec![], oom_killed: false, round_num: 3 },
@@ -381,6 +391,12 @@ mod tests {
              r#""event":"dirty_check_failed","round_num":1,"error":"git""#),
             (Event::GitRepositoryChanged { round_num: 1, changed: s("/p/.git was a directory at boot, is a file now") },
              r#""event":"git_repository_changed","round_num":1,"changed":"/p/.git was a directory at boot, is a file now""#),
+            (Event::GitConfigReverted { round_num: 1, key: s("core.fsmonitor"), scope: s("local"), file: PathBuf::from("/p/.git/config"), value: Some(s("./m")), action: s("removed"), why: s("w"), error: None, more_keys: None },
+             r#""event":"git_config_reverted","round_num":1,"key":"core.fsmonitor","scope":"local","file":"/p/.git/config","value":"./m","action":"removed","why":"w","error":null"#),
+            (Event::GitConfigReverted { round_num: 1, key: s("alias.x"), scope: s("worktree"), file: PathBuf::from("/p/.git/config.worktree"), value: None, action: s("restored"), why: s("w"), error: Some(s("e")), more_keys: Some(3) },
+             r#""event":"git_config_reverted","round_num":1,"key":"alias.x","scope":"worktree","file":"/p/.git/config.worktree","value":null,"action":"restored","why":"w","error":"e","more_keys":3"#),
+            (Event::ExecSurfaceChanged { round_num: 1, paths: vec![s(".github/workflows/ci.yml")], path_count: 1, committed: false, what_to_do: s("w") },
+             r#""event":"exec_surface_changed","round_num":1,"paths":[".github/workflows/ci.yml"],"path_count":1,"committed":false,"what_to_do":"w""#),
             (Event::RoundEnd(RoundEnd::NotStarted { round_num: 1, outcome: RoundOutcome::SpawnFailed }),
              r#""event":"round_end","round_num":1,"outcome":"spawn_failed""#),
             (Event::RoundEnd(RoundEnd::Ran { round_num: 2, exit_code: Some(0), exit_cause: s("exited"), dirty_outcome: None, branch: Some(s("main")), log_tail: None }),
@@ -395,8 +411,8 @@ mod tests {
              r#""event":"plugin_post_round_decision","round_num":3,"hook":"claude_error_detector","action":"back_off","kind":"usage_limit","message":"claude: usage_limit","back_off_s":null,"until":"2026-11-30T05:00:00.000Z""#),
             (Event::PluginPostRoundOverrideIgnored { hook: s("judge"), action: s("stop"), kind: s("other"), round_num: 3, reason: s("not in auto_stop_on") },
              r#""event":"plugin_post_round_override_ignored","hook":"judge","action":"stop","kind":"other","round_num":3,"reason":"not in auto_stop_on""#),
-            (Event::AgentUsageRecorded { round_num: 3, hook: s("codex_error_detector"), input_tokens: 10, output_tokens: 2, cache_read_tokens: Some(8), cache_write_tokens: None, cost_usd: None, agent: s("codex"), model: s("unknown"), cached_tokens: 8 },
-             r#""event":"agent_usage_recorded","round_num":3,"hook":"codex_error_detector","input_tokens":10,"output_tokens":2,"cache_read_tokens":8,"cache_write_tokens":null,"cost_usd":null,"agent":"codex","model":"unknown","cached_tokens":8"#),
+            (Event::AgentUsageRecorded { round_num: 3, hook: s("codex_error_detector"), input_tokens: 10, output_tokens: 2, cache_read_tokens: Some(8), cache_write_tokens: None, cost_usd: None, agent: s("codex"), model: s("unknown"), cached_tokens: 8, usage_scope: s("round"), from_session_totals: vec![s("input_tokens")] },
+             r#""event":"agent_usage_recorded","round_num":3,"hook":"codex_error_detector","input_tokens":10,"output_tokens":2,"cache_read_tokens":8,"cache_write_tokens":null,"cost_usd":null,"agent":"codex","model":"unknown","cached_tokens":8,"usage_scope":"round","from_session_totals":["input_tokens"]"#),
             (Event::AgentAuthErrorDetected { round_num: 3, hook: s("claude_error_detector"), message: s("claude: login"), hint: Some(s("run claude /login")), auto_stop: true },
              r#""event":"agent_auth_error_detected","round_num":3,"hook":"claude_error_detector","message":"claude: login","hint":"run claude /login","auto_stop":true"#),
             (Event::TransientErrorDetected { round_num: 3, kind: s("rate_limit"), hook: s("gemini_error_detector"), message: s("429"), reset_at: None, consecutive: 2, action: s("back_off"), back_off_s: Some(30), until: Some(s("2026-11-30T05:00:30.000Z")) },

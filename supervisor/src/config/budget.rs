@@ -1,0 +1,170 @@
+//! `[budget]` and `[budget.prices."<model>"]`: the one place their keys are read, checked
+//! and given defaults (docs/configuration.md, "[budget]"; what the caps do is
+//! [`crate::budget`]).
+
+use jiff::tz::TimeZone;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+use super::keys::config_table;
+
+config_table! {
+    /// `[budget]` as serde sees it.
+    #[derive(Debug, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct RawBudget = "budget" {
+        /// after a round whose cost passed it, `budget_round_exceeded` is recorded (the
+        /// round is not stopped midway: that needs the CLI's usage read during the round,
+        /// which the protocol does not carry yet)
+        round_usd: f64 = (none) label "US dollars > 0" reload Next;
+        /// spend of the day (in `timezone`) that pauses `serve` until the next day
+        /// (`budget_paused` … `budget_resumed`)
+        daily_usd: f64 = (none) label "US dollars > 0" reload Next;
+        /// spend since the record began or since `agent-runner budget reset` that ends
+        /// `serve` (`budget_exhausted`, exit 80, not restarted by the systemd unit)
+        total_usd: f64 = (none) label "US dollars > 0" reload Next;
+        /// tokens of the day (input, output, cache read and write) that pause `serve` until
+        /// the next day
+        daily_tokens: u64 = (none) range(1..) reload Next;
+        /// tokens since the record began or since `agent-runner budget reset` that end
+        /// `serve` (exit 80)
+        total_tokens: u64 = (none) range(1..) reload Next;
+        /// the IANA zone whose midnight starts a `daily_*` day
+        timezone: String = (computed "the machine's local zone") reload Next;
+        /// the operator's prices, one table `[budget.prices."<model>"]` each (below), over
+        /// the built-in table for the same model
+        prices: BTreeMap<String, RawPrice> = (empty) label "tables" reload Next;
+    }
+}
+
+config_table! {
+    /// One `[budget.prices."<model>"]` table: US dollars per million tokens.
+    #[derive(Clone, Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct RawPrice = "budget.prices.<model>" {
+        /// per million input tokens not read from the cache
+        input: f64 = (required) label "US dollars ≥ 0" reload Next;
+        /// per million output tokens
+        output: f64 = (required) label "US dollars ≥ 0" reload Next;
+        /// per million input tokens read from the cache
+        cache_read: f64 = (computed "`input`") label "US dollars ≥ 0" reload Next;
+        /// per million input tokens written to the cache
+        cache_write: f64 = (computed "`input`") label "US dollars ≥ 0" reload Next;
+    }
+}
+
+/// US dollars per million tokens of each kind: a row of the price table
+/// (`crate::budget::prices`), the operator's or the built-in one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Price {
+    /// Input tokens not read from the cache.
+    pub input: f64,
+    /// Output tokens.
+    pub output: f64,
+    /// Input tokens read from the cache.
+    pub cache_read: f64,
+    /// Input tokens written to the cache (Anthropic's 5-minute writes).
+    pub cache_write: f64,
+}
+
+/// `[budget]`, resolved: no cap set, nothing is held back.
+#[derive(Clone, Debug, Default)]
+pub struct BudgetConfig {
+    /// `round_usd`.
+    pub round_usd: Option<f64>,
+    /// `daily_usd`.
+    pub daily_usd: Option<f64>,
+    /// `total_usd`.
+    pub total_usd: Option<f64>,
+    /// `daily_tokens`.
+    pub daily_tokens: Option<u64>,
+    /// `total_tokens`.
+    pub total_tokens: Option<u64>,
+    /// The zone of a `daily_*` day and its name (`timezone`, else the machine's).
+    pub zone: Option<(TimeZone, String)>,
+    /// The operator's prices by model name.
+    pub prices: BTreeMap<String, Price>,
+}
+
+impl BudgetConfig {
+    /// Whether any cap is set.
+    pub(crate) fn any_cap(&self) -> bool {
+        self.round_usd.is_some()
+            || self.daily_usd.is_some()
+            || self.total_usd.is_some()
+            || self.daily_tokens.is_some()
+            || self.total_tokens.is_some()
+    }
+
+    /// The zone whose midnight starts a day: `timezone`, else the machine's.
+    pub(crate) fn zone(&self) -> (TimeZone, String) {
+        self.zone.clone().unwrap_or_else(|| {
+            let zone = TimeZone::system();
+            let name = zone.iana_name().unwrap_or("local").to_owned();
+            (zone, name)
+        })
+    }
+}
+
+/// Checks `[budget]` (absent: no caps).
+///
+/// Errors: `(dotted key, what was expected)`.
+pub(super) fn resolve(raw: Option<RawBudget>) -> Result<BudgetConfig, (String, String)> {
+    let Some(raw) = raw else {
+        return Ok(BudgetConfig::default());
+    };
+    let dollars = |key: &str, value: Option<f64>| -> Result<Option<f64>, (String, String)> {
+        match value {
+            Some(v) if !(v.is_finite() && v > 0.0) => Err((
+                format!("budget.{key}"),
+                format!("{v} is out of range; expected US dollars > 0"),
+            )),
+            v => Ok(v),
+        }
+    };
+    let zone = match raw.timezone.as_deref() {
+        None => None,
+        Some(name) => Some((
+            TimeZone::get(name).map_err(|e| {
+                (
+                    "budget.timezone".to_owned(),
+                    format!("{name:?} is not a known IANA time zone ({e}); e.g. \"Europe/Berlin\" or \"UTC\""),
+                )
+            })?,
+            name.to_owned(),
+        )),
+    };
+    let mut prices = BTreeMap::new();
+    for (model, row) in &raw.prices() {
+        let key = |field: &str| format!("budget.prices.{model:?}.{field}");
+        let rate = |field: &str, value: f64| {
+            if value.is_finite() && value >= 0.0 {
+                Ok(value)
+            } else {
+                Err((
+                    key(field),
+                    format!("{value} is out of range; expected US dollars ≥ 0"),
+                ))
+            }
+        };
+        let input = rate("input", row.input)?;
+        prices.insert(
+            model.clone(),
+            Price {
+                input,
+                output: rate("output", row.output)?,
+                cache_read: rate("cache_read", row.cache_read.unwrap_or(input))?,
+                cache_write: rate("cache_write", row.cache_write.unwrap_or(input))?,
+            },
+        );
+    }
+    Ok(BudgetConfig {
+        round_usd: dollars("round_usd", raw.round_usd)?,
+        daily_usd: dollars("daily_usd", raw.daily_usd)?,
+        total_usd: dollars("total_usd", raw.total_usd)?,
+        daily_tokens: raw.daily_tokens()?,
+        total_tokens: raw.total_tokens()?,
+        zone,
+        prices,
+    })
+}
