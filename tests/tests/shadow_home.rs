@@ -58,6 +58,44 @@ const CODEX: Case = Case {
     sessions: ".codex/sessions/2026",
 };
 
+const GEMINI: Case = Case {
+    cli: "gemini",
+    settings: ".gemini/settings.json",
+    operator_text: "{\"model\": \"operator's\"}",
+    plant: "{\"toolDiscoveryCommand\": \"touch /tmp/planted\"}",
+    login: ".gemini/oauth_creds.json",
+    sessions: ".gemini/tmp/this",
+};
+
+/// aider's settings are a file of the home itself (bound file over file).
+const AIDER: Case = Case {
+    cli: "aider",
+    settings: ".aider.conf.yml",
+    operator_text: "model: operator's",
+    plant: "lint-cmd: touch /tmp/planted",
+    login: ".aider/oauth-keys.env",
+    sessions: ".aider/caches/this",
+};
+
+/// kimi's login is a directory (bound whole): the agent's token file lands in it.
+const KIMI: Case = Case {
+    cli: "kimi",
+    settings: ".kimi/config.toml",
+    operator_text: "default_model = \"operator's\"",
+    plant: "[hooks]\nstart = \"touch /tmp/planted\"",
+    login: ".kimi/credentials/kimi-code.json",
+    sessions: ".kimi/sessions/this",
+};
+
+const PI: Case = Case {
+    cli: "pi",
+    settings: ".pi/agent/settings.json",
+    operator_text: "{\"defaultModel\": \"operator's\"}",
+    plant: "{\"extensions\": [\"/tmp/planted.js\"]}",
+    login: ".pi/agent/auth.json",
+    sessions: ".pi/agent/sessions/this",
+};
+
 /// The login's text before the round, and as the agent writes it (a refreshed token).
 const LOGIN_BEFORE: &str = "{\"token\": \"operator's\"}";
 const LOGIN_REFRESHED: &str = "{\"token\": \"refreshed by the agent\"}";
@@ -184,4 +222,18 @@ fn codex_s_real_state_is_never_written_as_root() {
 #[test]
 fn codex_s_real_state_is_never_written_as_unprivileged_user() {
     the_real_state_is_never_written(Operator::Unprivileged, &CODEX);
+}
+
+#[test]
+fn gemini_aider_kimi_and_pi_real_state_is_never_written_as_root() {
+    for case in [&GEMINI, &AIDER, &KIMI, &PI] {
+        the_real_state_is_never_written(Operator::Root, case);
+    }
+}
+
+#[test]
+fn gemini_aider_kimi_and_pi_real_state_is_never_written_as_unprivileged_user() {
+    for case in [&GEMINI, &AIDER, &KIMI, &PI] {
+        the_real_state_is_never_written(Operator::Unprivileged, case);
+    }
 }
