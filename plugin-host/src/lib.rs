@@ -39,7 +39,7 @@ pub mod host;
 pub mod launcher;
 
 pub use common::launcher::{Launcher, LauncherError};
-pub use common::notify::{syscall_name, DenialListener, Denied};
+pub use common::notify::{syscall_name, DenialListener, Denied, Observed};
 pub use common::probe::{probe, Capabilities, Tier};
 pub use host::launch::{kill_group, spawn, spawn_with_listener, LaunchError, LaunchSpec};
 pub use host::pin::{open_and_hash, Interpreter, PinError, Sha256Pin, VerifiedExecutable};

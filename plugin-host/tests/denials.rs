@@ -370,7 +370,8 @@ async fn answering_listener_fails_the_call_and_the_caller_goes_on() {
     let fd = fd_rx.recv().unwrap();
     // SAFETY: the listener descriptor the thread made; nobody else owns it.
     let listener = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut denials = DenialListener::start_answering(listener, 0, libc::EPERM).unwrap();
+    let mut denials =
+        DenialListener::start_answering(listener, 0, libc::EPERM, &[], Box::new(|_| true)).unwrap();
     go_tx.send(()).unwrap();
     for _ in 0..2 {
         let d = tokio::time::timeout(T, denials.next_denial())
@@ -381,4 +382,135 @@ async fn answering_listener_fails_the_call_and_the_caller_goes_on() {
     }
     let results = caller.join().unwrap();
     assert_eq!(results, [(-1, Some(libc::EPERM)), (-1, Some(libc::EPERM))]);
+}
+
+/// The agent's own program (`agent_seccomp_program`) on the real kernel, installed in a
+/// thread of this test with its listener serviced as the supervisor does
+/// (`AgentConfinement::denial_listener`): `socket(AF_UNIX)` and `clone(CLONE_NEWUSER)` fail
+/// with `EPERM` and are reported with their argument, `socketpair` works, `clone3` fails
+/// with `ENOSYS` unreported, a TCP and a UDP `connect` run and are observed with their
+/// address and kind. With both switches on (the control) the same `socket` and `clone3`
+/// calls are not refused.
+#[tokio::test]
+async fn the_agent_program_refuses_unix_sockets_and_namespaces_and_observes_connects() {
+    use agent_runner_plugin_host::agent::policy::{
+        agent_seccomp_program, denial_target, AgentSeccompSwitches, AGENT_DENY_ERRNO,
+        AGENT_SECCOMP_OBSERVE,
+    };
+    use agent_runner_plugin_host::Observed;
+    use std::os::fd::{FromRawFd, OwnedFd};
+
+    let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = tcp.local_addr().unwrap().port();
+    // Each call's raw result and errno, made under the program of `switches`.
+    type Results = Vec<(&'static str, i64, Option<i32>)>;
+    let run = |switches: AgentSeccompSwitches| {
+        let (fd_tx, fd_rx) = std::sync::mpsc::channel::<i32>();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let caller = std::thread::spawn(move || -> Results {
+            let program = agent_seccomp_program(switches).unwrap();
+            let insns = program.instructions();
+            let fprog = libc::sock_fprog {
+                len: insns.len() as u16,
+                filter: insns.as_ptr() as *mut _,
+            };
+            // SAFETY: prctl and seccomp read the live program; they affect this thread only.
+            let listener = unsafe {
+                assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+                libc::syscall(
+                    libc::SYS_seccomp,
+                    libc::SECCOMP_SET_MODE_FILTER,
+                    libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                    &fprog as *const libc::sock_fprog,
+                )
+            };
+            assert!(listener >= 0, "{}", std::io::Error::last_os_error());
+            fd_tx.send(listener as i32).unwrap();
+            go_rx.recv().unwrap();
+            let errno = || std::io::Error::last_os_error().raw_os_error();
+            let mut results = Vec::new();
+            // SAFETY: socket takes integers; the descriptor is closed below.
+            let unix = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0) };
+            results.push(("socket(AF_UNIX)", i64::from(unix), errno()));
+            let mut pair = [-1; 2];
+            // SAFETY: socketpair writes two descriptors into the live array.
+            let r =
+                unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, pair.as_mut_ptr()) };
+            results.push(("socketpair", i64::from(r), errno()));
+            // clone3 with a too-small size: where it is let through the kernel answers
+            // EINVAL, and nothing is created either way.
+            // SAFETY: clone3 with a null argument and size 0 creates nothing.
+            let r = unsafe { libc::syscall(libc::SYS_clone3, 0usize, 0usize) };
+            results.push(("clone3", r, errno()));
+            // clone(CLONE_NEWUSER) with an invalid exit signal's companion flag (CLONE_THREAD
+            // without CLONE_SIGHAND): the kernel would refuse it with EINVAL, the filter
+            // first with EPERM; nothing is created either way.
+            let flags = (libc::CLONE_NEWUSER | libc::CLONE_THREAD) as u64;
+            // SAFETY: an invalid clone creates nothing.
+            let r =
+                unsafe { libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize) };
+            results.push(("clone(CLONE_NEWUSER)", r, errno()));
+            let tcp_conn = std::net::TcpStream::connect(("127.0.0.1", port));
+            results.push(("tcp connect", i64::from(tcp_conn.is_ok()), None));
+            let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            let udp_conn = udp.connect(("127.0.0.1", 9));
+            results.push(("udp connect", i64::from(udp_conn.is_ok()), None));
+            for fd in [unix, pair[0], pair[1]] {
+                if fd >= 0 {
+                    // SAFETY: descriptors this thread made above.
+                    unsafe { libc::close(fd) };
+                }
+            }
+            results
+        });
+        let fd = fd_rx.recv().unwrap();
+        // SAFETY: the listener descriptor the thread made; nobody else owns it.
+        let listener = unsafe { OwnedFd::from_raw_fd(fd) };
+        let denials = DenialListener::start_answering(
+            listener,
+            0,
+            AGENT_DENY_ERRNO,
+            AGENT_SECCOMP_OBSERVE,
+            Box::new(|_| true),
+        )
+        .unwrap();
+        go_tx.send(()).unwrap();
+        (caller.join().unwrap(), denials)
+    };
+
+    let (results, mut denials) = run(AgentSeccompSwitches::default());
+    let eperm = Some(libc::EPERM);
+    assert_eq!(results[0].1, -1, "{results:?}");
+    assert_eq!(results[0].2, eperm, "{results:?}");
+    assert_eq!(results[1].1, 0, "socketpair: {results:?}");
+    assert_eq!((results[2].1, results[2].2), (-1, Some(libc::ENOSYS)));
+    assert_eq!((results[3].1, results[3].2), (-1, eperm));
+    assert_eq!(results[4].1, 1, "the TCP connect ran: {results:?}");
+    assert_eq!(results[5].1, 1, "the UDP connect ran: {results:?}");
+    let mut targets = Vec::new();
+    while let Some(d) = denials.try_denial() {
+        targets.push(denial_target(d.nr, &d.args));
+    }
+    assert_eq!(targets, ["socket(AF_UNIX)", "clone(CLONE_NEWUSER)"]);
+    let mut observed = Vec::new();
+    while let Some(Observed::Connect { address, tcp, .. }) = denials.try_observed() {
+        observed.push((address.to_string(), tcp));
+    }
+    assert_eq!(
+        observed,
+        [
+            (format!("127.0.0.1:{port}"), true),
+            ("127.0.0.1:9".to_owned(), false)
+        ]
+    );
+
+    // The control: both switches on.
+    let (results, mut denials) = run(AgentSeccompSwitches {
+        unix_sockets: true,
+        user_namespaces: true,
+    });
+    assert!(results[0].1 >= 0, "socket(AF_UNIX): {results:?}");
+    assert_eq!(results[2].2, Some(libc::EINVAL), "clone3: {results:?}");
+    assert_eq!(results[3].2, Some(libc::EINVAL), "clone: {results:?}");
+    assert_eq!(denials.try_denial(), None);
 }

@@ -643,8 +643,9 @@ echo "endpoint $code"
 
 /// Issue 41 items 1 and 2, the newcomer's case: `init`'s `mode = "prefer"` (TCP connect
 /// only to 443 where Landlock has the network rule) and a base URL on another port.
-/// `doctor` fails naming the port and `connect_ports`; `serve`'s crash-loop reason and
-/// `round`'s summary carry the same fix; `init --endpoint URL` writes it; with it (the
+/// `doctor` fails naming the port and `connect_ports`; each round's refused connect is
+/// recorded (`agent_egress_refused`, layer `landlock`) and `serve`'s crash-loop reason
+/// carries the same fix; `init --endpoint URL` writes it; with it (the
 /// control) the round reaches the endpoint.
 fn local_endpoint_under_inits_sandbox(operator: Operator) {
     let endpoint = Upstream::on("127.0.0.1");
@@ -703,12 +704,17 @@ fn local_endpoint_under_inits_sandbox(operator: Operator) {
     out.assert_code(75);
     let crash = p.events_of("crash_loop");
     assert_eq!(crash.len(), 1, "{}", p.events_text());
+    // Landlock's refusal itself was seen (the seccomp observer of connect), so the reason
+    // carries the refused address rather than the endpoint read from the config.
     let why = crash[0]["reason"].as_str().unwrap();
+    assert!(why.ends_with(&fix), "{why}");
+    let refused = p.events_of("agent_egress_refused");
+    assert_eq!(refused.len(), 5, "{}", p.events_text());
     assert!(
-        why.ends_with(&format!(
-            "{fix} (the agent's endpoint, [agent.env] ANTHROPIC_BASE_URL)"
-        )),
-        "{why}"
+        refused
+            .iter()
+            .all(|r| r["layer"] == "landlock" && r["port"] == endpoint.port),
+        "{refused:?}"
     );
     assert!(p.events_of("agent_network_blip").is_empty());
     assert_eq!(endpoint.served.load(Ordering::SeqCst), 0);

@@ -855,6 +855,11 @@ fn round_confined_under_require_commits_its_change(operator: Operator, cli: &str
         p.events_of("agent_sandbox_degraded").is_empty(),
         "{cli} {operator:?}: {all}"
     );
+    // Its connects all went to the listed port: Landlock's observer tells no refusal.
+    assert!(
+        p.events_of("agent_egress_refused").is_empty(),
+        "{cli} {operator:?}: {all}"
+    );
     let commits = p.git(&["log", "--format=%H", "--", "agent-was-here.txt"]);
     assert_eq!(
         commits.lines().count(),

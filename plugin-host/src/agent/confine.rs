@@ -36,11 +36,13 @@
 //! 4. every capability dropped ([`crate::common::capabilities`]), `PR_SET_NO_NEW_PRIVS`;
 //! 5. `landlock_restrict_self` of the ruleset of [`crate::agent::policy::agent_fs_grants`]
 //!    and the allowed TCP ports;
-//! 6. the seccomp filter ([`crate::agent::policy::agent_seccomp_program`]), returning
-//!    `SECCOMP_RET_USER_NOTIF`, with a user-notification listener: sent over a unix socket
-//!    made before the spawn (`SCM_RIGHTS`), then closed, so the agent never holds it. The
-//!    supervisor takes it with [`AgentConfinement::denial_listener`]: each denied call is
-//!    reported by name and fails with [`AGENT_DENY_ERRNO`] (the agent goes on).
+//! 6. the seccomp filter ([`crate::agent::policy::agent_seccomp_program`], less what the
+//!    operator's switches lift), returning `SECCOMP_RET_USER_NOTIF`, with a
+//!    user-notification listener: sent over a unix socket made before the spawn
+//!    (`SCM_RIGHTS`), then closed, so the agent never holds it. The supervisor takes it with
+//!    [`AgentConfinement::denial_listener`]: each denied call is reported by name and fails
+//!    with [`AGENT_DENY_ERRNO`] (the agent goes on); each `connect` and each write of a
+//!    path is looked at and let run, and those Landlock refuses are reported.
 //!
 //! The agent then runs by the path the supervisor found on `PATH` (it is not pinned).
 
@@ -48,16 +50,19 @@ use std::ffi::CStr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
-use crate::agent::policy::{agent_fs_grants, AgentPolicyInput, AGENT_DENY_ERRNO};
+use crate::agent::policy::{
+    agent_fs_grants, AgentPolicyInput, AgentSeccompSwitches, AGENT_DENY_ERRNO,
+    AGENT_SECCOMP_OBSERVE,
+};
 use crate::agent::protected::{protected_set, Placeholders, ProtectedRoots, ProtectedSet};
 use crate::agent::shadow_home::{prepare as prepare_shadow, ShadowBind, ShadowHome};
 use crate::common::fd_passing::{recv_fd, socket_pair};
 use crate::common::landlock::{FsGrant, PolicyError, TcpRule};
 use crate::common::layers::{layer, Layer};
-use crate::common::notify::DenialListener;
+use crate::common::notify::{DenialListener, Observed};
 use crate::common::pid_namespace::FreshPidNamespace;
 use crate::common::plan::{self, Grant, Plan, ReadOnlyFile, SeccompChoice, UserNamespace};
-use crate::common::probe::Tier;
+use crate::common::probe::{kernel_landlock_abi, Tier};
 use crate::common::user_namespace::user_namespaces;
 
 /// What the agent of a round is confined with.
@@ -69,6 +74,8 @@ pub struct AgentSandboxSpec {
     pub connect_ports: Vec<u16>,
     /// Which of Landlock and seccomp to apply (the gate's verdict).
     pub tier: Tier,
+    /// What the operator's switches lift from the seccomp deny-list.
+    pub switches: AgentSeccompSwitches,
     /// Where the protected paths lie (the work tree's root, the hooks directory).
     pub roots: ProtectedRoots,
 }
@@ -124,6 +131,8 @@ pub struct AgentConfinement {
     /// With seccomp: the supervisor's end (kept) and the agent's end (passed to the
     /// launcher) of the socket the seccomp listener travels on.
     listener: Option<(OwnedFd, OwnedFd)>,
+    switches: AgentSeccompSwitches,
+    predicted: LandlockPrediction,
     isolation: PidIsolation,
     /// The protected paths as found before the spawn (none without a mount namespace).
     protected: ProtectedSet,
@@ -256,6 +265,7 @@ impl AgentConfinement {
         };
         let tmp = &spec.policy.tmp_dir;
         std::fs::create_dir_all(tmp).map_err(io(&format!("create {}", tmp.display())))?;
+<<<<<<< HEAD
         let mut policy = spec.policy.clone();
         let mut shadow = None;
         if isolation != PidIsolation::None {
@@ -275,6 +285,10 @@ impl AgentConfinement {
             }
         }
         let grants = spec.tier.landlock().then(|| agent_fs_grants(&policy));
+=======
+        let grants = spec.tier.landlock().then(|| agent_fs_grants(&spec.policy));
+        let predicted = LandlockPrediction::new(grants.as_deref(), &spec.connect_ports);
+>>>>>>> main
         let listener = if spec.tier.seccomp() {
             Some(socket_pair().map_err(io("the seccomp listener's socket"))?)
         } else {
@@ -284,6 +298,8 @@ impl AgentConfinement {
             grants,
             connect_ports: spec.connect_ports.clone(),
             listener,
+            switches: spec.switches,
+            predicted,
             isolation,
             protected: ProtectedSet::default(),
             read_only: Vec::new(),
@@ -378,7 +394,7 @@ impl AgentConfinement {
         if let Some((_, tx)) = &self.listener {
             fds.push(tx.as_raw_fd());
             plan.seccomp = Some(plan::Seccomp {
-                program: SeccompChoice::Agent,
+                program: SeccompChoice::Agent(self.switches),
                 listener_to: Some(tx.as_raw_fd()),
             });
         }
@@ -387,11 +403,14 @@ impl AgentConfinement {
 
     /// After a successful launch (the launcher applied the plan before its exec): takes the
     /// seccomp listener the launcher sent and services it, each denied call reported
-    /// ([`DenialListener::try_denial`]) and failed with [`AGENT_DENY_ERRNO`]. `agent_pid`
-    /// is only reported back. `None` when seccomp is not applied.
+    /// ([`DenialListener::try_denial`]) and failed with [`AGENT_DENY_ERRNO`], each call of
+    /// [`AGENT_SECCOMP_OBSERVE`] looked at and let run, those Landlock refuses (predicted
+    /// from the policy: a TCP connect to a port not allowed, a write outside every write
+    /// grant) reported ([`DenialListener::try_observed`]).
+    /// `agent_pid` is only reported back. `None` when seccomp is not applied.
     ///
-    /// A failure here leaves the calls denied all the same (the listener is gone, so the
-    /// kernel fails them with `ENOSYS`), only unreported.
+    /// Without the listener the kernel fails every notified call with `ENOSYS`: the denied
+    /// ones, and the observed `connect`s too, so the caller ends the agent on a failure.
     ///
     /// # Errors
     /// No descriptor was received, or the servicing thread could not start.
@@ -400,7 +419,84 @@ impl AgentConfinement {
             return Ok(None);
         };
         let fd = recv_fd(rx.as_raw_fd())?;
-        DenialListener::start_answering(fd, agent_pid, AGENT_DENY_ERRNO).map(Some)
+        let predicted = self.predicted.clone();
+        DenialListener::start_answering(
+            fd,
+            agent_pid,
+            AGENT_DENY_ERRNO,
+            AGENT_SECCOMP_OBSERVE,
+            Box::new(move |o| predicted.refuses(o)),
+        )
+        .map(Some)
+    }
+}
+
+/// What Landlock refuses the agent, predicted from its policy for the seccomp observer
+/// (docs/security.md "Denials told, not silent"): a prediction on what the caller's memory
+/// held while its call waited, racy and the agent's to forge — it reports, it never
+/// decides.
+#[derive(Debug, Clone)]
+struct LandlockPrediction {
+    /// Landlock's TCP rule applies (Landlock applied, the kernel's ABI 4 or later).
+    tcp: bool,
+    /// The ports TCP may connect to.
+    connect_ports: Vec<u16>,
+    /// Landlock's file rules apply.
+    files: bool,
+    /// Where entries may be made and removed (`ReadWrite`, `ReadWriteExecute` grants),
+    /// canonical.
+    writable_trees: Vec<PathBuf>,
+    /// Where existing files may be written: those and the `Device` grants, canonical.
+    writable_files: Vec<PathBuf>,
+}
+
+impl LandlockPrediction {
+    fn new(grants: Option<&[FsGrant]>, connect_ports: &[u16]) -> Self {
+        use crate::common::landlock::FsAccess;
+        let canonical = |g: &FsGrant| g.path.canonicalize().ok();
+        let trees: Vec<PathBuf> = grants
+            .unwrap_or_default()
+            .iter()
+            .filter(|g| matches!(g.access, FsAccess::ReadWrite | FsAccess::ReadWriteExecute))
+            .filter_map(canonical)
+            .collect();
+        let mut files = trees.clone();
+        files.extend(
+            grants
+                .unwrap_or_default()
+                .iter()
+                .filter(|g| g.access == FsAccess::Device)
+                .filter_map(canonical),
+        );
+        LandlockPrediction {
+            tcp: grants.is_some() && kernel_landlock_abi().unwrap_or(0) >= 4,
+            connect_ports: connect_ports.to_vec(),
+            files: grants.is_some(),
+            writable_trees: trees,
+            writable_files: files,
+        }
+    }
+
+    /// Whether Landlock refuses `observed`: a TCP connect to a port not allowed; a write
+    /// outside every write grant.
+    fn refuses(&self, observed: &Observed) -> bool {
+        match observed {
+            Observed::Connect { address, tcp, .. } => {
+                self.tcp && *tcp && !self.connect_ports.contains(&address.port())
+            }
+            Observed::Write {
+                path,
+                existing_file,
+                ..
+            } => {
+                let (roots, at) = if *existing_file {
+                    (&self.writable_files, path.as_path())
+                } else {
+                    (&self.writable_trees, path.parent().unwrap_or(path))
+                };
+                self.files && !roots.iter().any(|r| at.starts_with(r))
+            }
+        }
     }
 }
 
@@ -456,6 +552,7 @@ pub fn agent_layers(
     landlock_abi: u32,
     isolation: PidIsolation,
     isolation_missing: Option<&str>,
+    switches: AgentSeccompSwitches,
 ) -> Vec<Layer> {
     let mut out = Vec::new();
     out.push(if tier.landlock() {
@@ -484,10 +581,20 @@ pub fn agent_layers(
         )
     });
     out.push(if tier.seccomp() {
+        let unix = if switches.unix_sockets {
+            "AF_UNIX sockets allowed ([agent.sandbox] unix_sockets = true)"
+        } else {
+            "AF_UNIX sockets refused but socketpair ([agent.sandbox] unix_sockets = false)"
+        };
+        let namespaces = if switches.user_namespaces {
+            "new namespaces allowed ([agent.sandbox] user_namespaces = true)"
+        } else {
+            "new namespaces refused, clone3 ENOSYS ([agent.sandbox] user_namespaces = false)"
+        };
         layer(
             "seccomp",
             true,
-            "deny-list (EPERM): ptrace, process_vm_*, keyrings, mounts, namespaces, bpf, io_uring, modules, TIOCSTI",
+            format!("deny-list (EPERM, recorded): ptrace, process_vm_*, keyrings, mounts, setns, bpf, io_uring, modules, TIOCSTI; {unix}; {namespaces}; connects observed"),
         )
     } else {
         layer(

@@ -21,7 +21,11 @@
 //!   abstract UNIX sockets and signals are scoped to the agent's own processes (ABI ≥ 6),
 //!   so it can neither signal the supervisor nor its hosts;
 //! * **system calls**: [`AGENT_SECCOMP_DENY`]: tracing and reading other processes'
-//!   memory, keyrings, mounts and namespaces, kernel modules, … fail with `EPERM`.
+//!   memory, keyrings, mounts and namespaces, `socket(AF_UNIX)`, kernel modules, … fail
+//!   with `EPERM` (recorded); `clone3` with `ENOSYS`; the operator's
+//!   [`AgentSeccompSwitches`] lift the UNIX-socket and namespace rules;
+//!   [`AGENT_SECCOMP_OBSERVE`]: `connect` is looked at and let run, so Landlock's refusals
+//!   of it are told.
 //!
 //! Everything is built in the supervisor before the fork ([`crate::agent::confine`]).
 
@@ -35,7 +39,9 @@ use seccompiler::{
 
 use crate::common::credentials::CREDENTIAL_PATHS;
 use crate::common::landlock::{FsAccess, FsGrant, PolicyError};
-use crate::common::seccomp::{arch_guard, SeccompProgram, DENIED_IOCTLS};
+use crate::common::seccomp::{
+    arch_guard, insn, SeccompProgram, BPF_JEQ_K, BPF_RET_K, DENIED_IOCTLS,
+};
 
 /// One CLI's own state in the home directory: written by the CLI itself (login, settings,
 /// sessions, caches), so the agent may write it, and no other agent may read it.
@@ -495,6 +501,46 @@ pub enum AgentDenyWhen {
         /// The refused values and their names.
         values: &'static [(u64, &'static str)],
     },
+    /// When argument `arg` carries any of `flags` (each a bit of its low 32 bits, with its
+    /// name): one masked comparison per flag.
+    ArgAnyFlag {
+        /// The argument's index (0-based).
+        arg: u8,
+        /// The refused flags and their names.
+        flags: &'static [(u64, &'static str)],
+    },
+}
+
+/// An operator switch that lifts entries of [`AGENT_SECCOMP_DENY`] (`[agent.sandbox]`,
+/// docs/configuration.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentSwitch {
+    /// `unix_sockets = true`: `socket(AF_UNIX, …)` allowed.
+    UnixSockets,
+    /// `user_namespaces = true`: new namespaces (`clone` with namespace flags, `clone3`,
+    /// `unshare`) and `chroot` allowed.
+    UserNamespaces,
+}
+
+/// The operator's switches of the agent's seccomp program, as the plan carries them to the
+/// launcher. Both off by default: the agent gets no UNIX socket but its `socketpair`s and
+/// no namespace of its own making.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AgentSeccompSwitches {
+    /// `[agent.sandbox] unix_sockets`.
+    pub unix_sockets: bool,
+    /// `[agent.sandbox] user_namespaces`.
+    pub user_namespaces: bool,
+}
+
+impl AgentSeccompSwitches {
+    /// Whether `switch` is on.
+    pub fn is_on(self, switch: AgentSwitch) -> bool {
+        match switch {
+            AgentSwitch::UnixSockets => self.unix_sockets,
+            AgentSwitch::UserNamespaces => self.user_namespaces,
+        }
+    }
 }
 
 /// One entry of the agent's seccomp deny-list.
@@ -506,16 +552,22 @@ pub struct AgentDenial {
     pub name: &'static str,
     /// When it is refused.
     pub when: AgentDenyWhen,
+    /// The operator switch that lifts it, if any.
+    pub opened_by: Option<AgentSwitch>,
     /// Why.
     pub why: &'static str,
 }
 
 macro_rules! deny {
     ($sys:ident, $why:expr) => {
+        deny!($sys, None, $why)
+    };
+    ($sys:ident, $opened_by:expr, $why:expr) => {
         AgentDenial {
             nr: libc::$sys,
             name: stringify!($sys),
             when: AgentDenyWhen::Always,
+            opened_by: $opened_by,
             why: $why,
         }
     };
@@ -523,13 +575,30 @@ macro_rules! deny {
 
 const TRACE: &str = "no tracing or reading other processes' memory: the supervisor, its hosts and the operator's other programs are out of reach (Landlock's ptrace rule already refuses processes outside the agent's domain)";
 const KEYS: &str = "no kernel keyrings: the operator's session keyring may hold credentials";
-const NS: &str = "no mounts and no namespaces: they could undo the mount-level protections and the PID namespace";
+const MOUNTS: &str =
+    "no mount changes: they could undo the read-only config mount (Landlock refuses them too)";
+const NS: &str = "no namespaces of the agent's own making: a new user namespace gives every capability inside it and opens kernel code an unprivileged process never reaches (netfilter, raw and packet sockets); our PID, user and mount namespaces are made before the filter ([agent.sandbox] user_namespaces lifts it, setns stays refused)";
 const KERNEL: &str = "no kernel replacement, modules, BPF programs, perf events or io_uring";
 const PRIV: &str = "no privileged operation, even where a capability is left (the agent's capabilities are dropped)";
 
+/// Reviewed data: the address families `socket` is refused for. Landlock (up to ABI 7)
+/// does not cover `connect` to a pathname UNIX socket: the operator's ssh agent, the Docker
+/// daemon, the systemd user bus (`systemd-run --user` runs anything unconfined), a database.
+/// `socketpair` is not `socket` and stays allowed (libuv, tokio and Python make their
+/// pipes with it).
+pub const DENIED_SOCKET_FAMILIES: &[(u64, &str)] = &[(libc::AF_UNIX as u64, "AF_UNIX")];
+
+/// Reviewed data: the namespace flags no `clone` of the agent may carry (the hosts' list,
+/// [`crate::host::policy::DENIED_CLONE_FLAGS`]). `CLONE_NEWTIME` (0x80) exists only for
+/// `unshare` and `clone3`, both refused: in `clone`'s first argument the low byte is the
+/// exit signal.
+pub const AGENT_DENIED_CLONE_FLAGS: &[(u64, &str)] = crate::host::policy::DENIED_CLONE_FLAGS;
+
 /// The agent's seccomp deny-list (default allow: unlike a host, the agent runs arbitrary
 /// toolchains, so no allow-list could be measured). Only escapes from its confinement and
-/// from the round. A match fails the call (`EPERM`, [`AGENT_DENY_ERRNO`]); the agent goes on.
+/// from the round. A match fails the call (`EPERM`, [`AGENT_DENY_ERRNO`]) and is recorded;
+/// the agent goes on. `clone3` is answered `ENOSYS` in front of the list
+/// ([`AGENT_CLONE3_ERRNO`]).
 pub const AGENT_SECCOMP_DENY: &[AgentDenial] = &[
     deny!(SYS_ptrace, TRACE),
     deny!(SYS_process_vm_readv, TRACE),
@@ -539,18 +608,38 @@ pub const AGENT_SECCOMP_DENY: &[AgentDenial] = &[
     deny!(SYS_keyctl, KEYS),
     deny!(SYS_add_key, KEYS),
     deny!(SYS_request_key, KEYS),
-    deny!(SYS_mount, NS),
-    deny!(SYS_umount2, NS),
-    deny!(SYS_pivot_root, NS),
-    deny!(SYS_chroot, NS),
-    deny!(SYS_unshare, NS),
-    deny!(SYS_setns, NS),
-    deny!(SYS_open_tree, NS),
-    deny!(SYS_move_mount, NS),
-    deny!(SYS_fsopen, NS),
-    deny!(SYS_fsconfig, NS),
-    deny!(SYS_fsmount, NS),
-    deny!(SYS_fspick, NS),
+    deny!(SYS_mount, MOUNTS),
+    deny!(SYS_umount2, MOUNTS),
+    deny!(SYS_pivot_root, MOUNTS),
+    deny!(SYS_chroot, Some(AgentSwitch::UserNamespaces), "no chroot: without a user namespace of its own the agent lacks CAP_SYS_CHROOT anyway; inside one (user_namespaces) it only narrows its own view (Chromium's sandbox chroots its renderers)"),
+    deny!(SYS_unshare, Some(AgentSwitch::UserNamespaces), NS),
+    deny!(SYS_setns, "no joining other namespaces (the machine's, through /proc/<pid>/ns)"),
+    AgentDenial {
+        nr: libc::SYS_clone,
+        name: "SYS_clone",
+        when: AgentDenyWhen::ArgAnyFlag {
+            arg: 0,
+            flags: AGENT_DENIED_CLONE_FLAGS,
+        },
+        opened_by: Some(AgentSwitch::UserNamespaces),
+        why: NS,
+    },
+    deny!(SYS_open_tree, MOUNTS),
+    deny!(SYS_move_mount, MOUNTS),
+    deny!(SYS_fsopen, MOUNTS),
+    deny!(SYS_fsconfig, MOUNTS),
+    deny!(SYS_fsmount, MOUNTS),
+    deny!(SYS_fspick, MOUNTS),
+    AgentDenial {
+        nr: libc::SYS_socket,
+        name: "SYS_socket",
+        when: AgentDenyWhen::ArgIn {
+            arg: 0,
+            values: DENIED_SOCKET_FAMILIES,
+        },
+        opened_by: Some(AgentSwitch::UnixSockets),
+        why: "no UNIX sockets (DENIED_SOCKET_FAMILIES): pathname sockets outside every grant (ssh agent, docker.sock, the user bus) are reachable through connect, which Landlock does not cover ([agent.sandbox] unix_sockets lifts it; glibc's user lookups try nscd this way and fall back to the files)",
+    },
     deny!(SYS_bpf, KERNEL),
     deny!(SYS_perf_event_open, KERNEL),
     deny!(SYS_io_uring_setup, KERNEL),
@@ -571,6 +660,7 @@ pub const AGENT_SECCOMP_DENY: &[AgentDenial] = &[
             arg: 1,
             values: DENIED_IOCTLS,
         },
+        opened_by: None,
         why: "no typing into the operator's terminal and no filesystem-wide or inode-flag ioctls (DENIED_IOCTLS)",
     },
     deny!(SYS_settimeofday, PRIV),
@@ -590,37 +680,228 @@ pub const AGENT_SECCOMP_DENY: &[AgentDenial] = &[
     deny!(SYS_vhangup, PRIV),
 ];
 
+/// One path a call of [`AGENT_SECCOMP_OBSERVE`] changes: the index of its path argument,
+/// of the directory descriptor it is relative to (none: the caller's working directory),
+/// and what the call does there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObservedPath {
+    /// The directory descriptor's argument (`*at` calls).
+    pub dirfd: Option<u8>,
+    /// The path's argument.
+    pub path: u8,
+    /// What the call does there.
+    pub does: PathUse,
+}
+
+/// What a call does with a path it writes, which tells where Landlock checks it and when
+/// the kernel refuses it first (so the observer does not call it Landlock's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathUse {
+    /// Opens it: an existing file is written where it resolves; a missing one is made in
+    /// its directory.
+    Opens,
+    /// Makes an entry (`mkdir`): an existing one fails with `EEXIST` first.
+    Makes,
+    /// Removes an entry (`unlink`, `rmdir`, a rename's source): a missing one fails with
+    /// `ENOENT` first.
+    Removes,
+    /// Makes or replaces an entry (a rename's target).
+    Replaces,
+}
+
+/// One call the agent's filter lets run after the supervisor has looked at it.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentObservation {
+    /// The x86_64 system call number.
+    pub nr: i64,
+    /// When it is observed ([`AgentDenyWhen`]'s forms).
+    pub when: AgentDenyWhen,
+    /// The paths it writes (none for `connect`).
+    pub paths: &'static [ObservedPath],
+    /// Why.
+    pub why: &'static str,
+}
+
+/// Reviewed data: the `open` flags that ask for writing (`O_WRONLY`, `O_RDWR`, `O_CREAT`,
+/// `O_TRUNC`); an open without them only reads, which the observer leaves alone.
+pub const WRITE_OPEN_FLAGS: &[(u64, &str)] = &[
+    (libc::O_WRONLY as u64, "O_WRONLY"),
+    (libc::O_RDWR as u64, "O_RDWR"),
+    (libc::O_CREAT as u64, "O_CREAT"),
+    (libc::O_TRUNC as u64, "O_TRUNC"),
+];
+
+const fn at(dirfd: u8, path: u8, does: PathUse) -> ObservedPath {
+    ObservedPath {
+        dirfd: Some(dirfd),
+        path,
+        does,
+    }
+}
+
+const fn cwd(path: u8, does: PathUse) -> ObservedPath {
+    ObservedPath {
+        dirfd: None,
+        path,
+        does,
+    }
+}
+
+const WRITES: &str = "a write Landlock refuses (outside every write grant) is recorded as agent_sandbox_denied (layer landlock, the path, the call): Landlock itself records nothing readable";
+
+macro_rules! observe {
+    ($sys:ident, $when:expr, $paths:expr, $why:expr) => {
+        AgentObservation {
+            nr: libc::$sys,
+            when: $when,
+            paths: $paths,
+            why: $why,
+        }
+    };
+}
+
+/// `open`'s and `openat`'s flags argument carries a write flag.
+const fn writes(arg: u8) -> AgentDenyWhen {
+    AgentDenyWhen::ArgAnyFlag {
+        arg,
+        flags: WRITE_OPEN_FLAGS,
+    }
+}
+
+/// Reviewed data: the calls the agent's filter lets run after the supervisor has looked at
+/// them (a user notification answered `SECCOMP_USER_NOTIF_FLAG_CONTINUE`): it reports,
+/// never decides (docs/security.md "Denials told, not silent"). Opens only with
+/// [`WRITE_OPEN_FLAGS`]; `openat2` (its flags are in memory), links, `mknod` and
+/// `truncate` are not observed.
+pub const AGENT_SECCOMP_OBSERVE: &[AgentObservation] = &[
+    observe!(
+        SYS_connect,
+        AgentDenyWhen::Always,
+        &[],
+        "a TCP connect to a port Landlock refuses is told as agent_egress_refused with its address (Landlock itself records nothing readable)"
+    ),
+    observe!(SYS_open, writes(1), &[cwd(0, PathUse::Opens)], WRITES),
+    observe!(SYS_openat, writes(2), &[at(0, 1, PathUse::Opens)], WRITES),
+    observe!(SYS_creat, AgentDenyWhen::Always, &[cwd(0, PathUse::Opens)], WRITES),
+    observe!(SYS_mkdir, AgentDenyWhen::Always, &[cwd(0, PathUse::Makes)], WRITES),
+    observe!(SYS_mkdirat, AgentDenyWhen::Always, &[at(0, 1, PathUse::Makes)], WRITES),
+    observe!(SYS_unlink, AgentDenyWhen::Always, &[cwd(0, PathUse::Removes)], WRITES),
+    observe!(SYS_rmdir, AgentDenyWhen::Always, &[cwd(0, PathUse::Removes)], WRITES),
+    observe!(SYS_unlinkat, AgentDenyWhen::Always, &[at(0, 1, PathUse::Removes)], WRITES),
+    observe!(
+        SYS_rename,
+        AgentDenyWhen::Always,
+        &[cwd(0, PathUse::Removes), cwd(1, PathUse::Replaces)],
+        WRITES
+    ),
+    observe!(
+        SYS_renameat,
+        AgentDenyWhen::Always,
+        &[at(0, 1, PathUse::Removes), at(2, 3, PathUse::Replaces)],
+        WRITES
+    ),
+    observe!(
+        SYS_renameat2,
+        AgentDenyWhen::Always,
+        &[at(0, 1, PathUse::Removes), at(2, 3, PathUse::Replaces)],
+        WRITES
+    ),
+];
+
 /// The errno a denied call of the agent fails with.
 pub const AGENT_DENY_ERRNO: i32 = libc::EPERM;
 
-/// Compiles [`AGENT_SECCOMP_DENY`] (default allow) behind the hosts' arch/x32 guard; a match
-/// returns `ret` (a `SECCOMP_RET_*` value; `None`: `SECCOMP_RET_ERRNO | EPERM`; a
-/// user-notification listener would pass `SECCOMP_RET_USER_NOTIF`).
+/// The errno `clone3` fails with in the agent (unless `user_namespaces`): `ENOSYS`, as in a
+/// host ([`crate::host::policy::CLONE3_ERRNO`]). Its flags are in memory, where seccomp
+/// cannot look; glibc (2.34 and later) falls back to `clone` on `ENOSYS`, whose namespace
+/// flags the list checks. Answered in the filter, not recorded: glibc tries it for every
+/// thread.
+pub const AGENT_CLONE3_ERRNO: i32 = libc::ENOSYS;
+
+/// What a refused call of the agent is recorded as (the `target` of its
+/// `agent_sandbox_denied` event): the call's name, with the refused value or flags of its
+/// argument where an entry of [`AGENT_SECCOMP_DENY`] looks at one
+/// (`socket(AF_UNIX)`, `clone(CLONE_NEWUSER|CLONE_NEWNS)`, `ioctl(TIOCSTI)`).
+pub fn denial_target(nr: i64, args: &[u64; 6]) -> String {
+    let name = crate::common::seccomp::syscall_name(nr).unwrap_or("unknown");
+    let first_word = |label: &'static str| label.split(' ').next().unwrap_or(label);
+    let detail = AGENT_SECCOMP_DENY
+        .iter()
+        .find(|d| d.nr == nr)
+        .and_then(|d| match d.when {
+            AgentDenyWhen::Always => None,
+            AgentDenyWhen::ArgIn { arg, values } => {
+                let v = args[usize::from(arg)] & 0xffff_ffff;
+                values
+                    .iter()
+                    .find(|(x, _)| *x == v)
+                    .map(|(_, n)| first_word(n).to_owned())
+            }
+            AgentDenyWhen::ArgAnyFlag { arg, flags } => {
+                let v = args[usize::from(arg)];
+                let set: Vec<&str> = flags
+                    .iter()
+                    .filter(|(f, _)| v & f != 0)
+                    .map(|(_, n)| first_word(n))
+                    .collect();
+                (!set.is_empty()).then(|| set.join("|"))
+            }
+        });
+    match detail {
+        Some(d) => format!("{name}({d})"),
+        None => name.to_owned(),
+    }
+}
+
+/// Compiles [`AGENT_SECCOMP_DENY`] (less what `switches` lift) and
+/// [`AGENT_SECCOMP_OBSERVE`] (default allow) behind the hosts' arch/x32 guard and the
+/// `clone3` answer ([`AGENT_CLONE3_ERRNO`], unless `user_namespaces`). A match returns
+/// `SECCOMP_RET_USER_NOTIF`: the program must be installed with a new listener the
+/// supervisor services ([`crate::common::notify::DenialListener::start_answering`]), which
+/// fails a denied call and lets an observed one run. Without one the kernel fails both
+/// with `ENOSYS`.
 ///
 /// # Errors
 /// [`PolicyError::Seccomp`] if seccompiler rejects the rules (a bug in the list).
-pub fn agent_seccomp_program(ret: Option<u32>) -> Result<SeccompProgram, PolicyError> {
-    let ret = ret.unwrap_or(libc::SECCOMP_RET_ERRNO | AGENT_DENY_ERRNO as u32);
+pub fn agent_seccomp_program(
+    switches: AgentSeccompSwitches,
+) -> Result<SeccompProgram, PolicyError> {
     let err = |e: seccompiler::BackendError| PolicyError::Seccomp(e.to_string());
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    for d in AGENT_SECCOMP_DENY {
-        let chain = match d.when {
-            AgentDenyWhen::Always => Vec::new(),
+    let cond = |arg: u8, op: SeccompCmpOp, v: u64| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, v).map_err(err)
+    };
+    let chain = |when: AgentDenyWhen| -> Result<Vec<SeccompRule>, PolicyError> {
+        match when {
+            AgentDenyWhen::Always => Ok(Vec::new()),
+            // One rule per value (the rules of a chain are ORed).
             AgentDenyWhen::ArgIn { arg, values } => values
                 .iter()
-                .map(|(v, _)| {
-                    let cond =
-                        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, *v)
-                            .map_err(err)?;
-                    SeccompRule::new(vec![cond]).map_err(err)
+                .map(|(v, _)| SeccompRule::new(vec![cond(arg, SeccompCmpOp::Eq, *v)?]).map_err(err))
+                .collect(),
+            AgentDenyWhen::ArgAnyFlag { arg, flags } => flags
+                .iter()
+                .map(|(f, _)| {
+                    SeccompRule::new(vec![cond(arg, SeccompCmpOp::MaskedEq(*f), *f)?]).map_err(err)
                 })
-                .collect::<Result<_, _>>()?,
-        };
-        if rules.insert(d.nr, chain).is_some() {
+                .collect(),
+        }
+    };
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    let lifted = |d: &AgentDenial| d.opened_by.is_some_and(|s| switches.is_on(s));
+    for d in AGENT_SECCOMP_DENY.iter().filter(|d| !lifted(d)) {
+        if rules.insert(d.nr, chain(d.when)?).is_some() {
             return Err(PolicyError::Seccomp(format!("{} is listed twice", d.name)));
         }
     }
-    // A placeholder match action (SECCOMP_RET_TRAP, used nowhere else), rewritten to `ret`.
+    for o in AGENT_SECCOMP_OBSERVE {
+        if rules.insert(o.nr, chain(o.when)?).is_some() {
+            return Err(PolicyError::Seccomp(format!(
+                "{:?} is both denied and observed, or observed twice",
+                crate::common::seccomp::syscall_name(o.nr)
+            )));
+        }
+    }
+    // A placeholder match action (SECCOMP_RET_TRAP, used nowhere else), rewritten.
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
@@ -630,21 +911,27 @@ pub fn agent_seccomp_program(ret: Option<u32>) -> Result<SeccompProgram, PolicyE
     .map_err(err)?;
     let compiled: BpfProgram = filter.try_into().map_err(err)?;
     let mut filters = arch_guard();
+    if !switches.user_namespaces {
+        // A = nr (still loaded by the guard): clone3?
+        filters.extend([
+            insn(BPF_JEQ_K, 0, 1, libc::SYS_clone3 as u32),
+            insn(
+                BPF_RET_K,
+                0,
+                0,
+                libc::SECCOMP_RET_ERRNO | AGENT_CLONE3_ERRNO as u32,
+            ),
+        ]);
+    }
     let mut refusals = 0;
-    let ret_k = (libc::BPF_RET | libc::BPF_K) as u16;
     filters.extend(compiled.into_iter().map(|f| {
-        let k = if f.code == ret_k && f.k == libc::SECCOMP_RET_TRAP {
+        let k = if f.code == BPF_RET_K && f.k == libc::SECCOMP_RET_TRAP {
             refusals += 1;
-            ret
+            libc::SECCOMP_RET_USER_NOTIF
         } else {
             f.k
         };
-        libc::sock_filter {
-            code: f.code,
-            jt: f.jt,
-            jf: f.jf,
-            k,
-        }
+        insn(f.code, f.jt, f.jf, k)
     }));
     if refusals == 0 || filters.len() > libc::BPF_MAXINSNS as usize {
         return Err(PolicyError::Seccomp(format!(
@@ -787,10 +1074,36 @@ mod tests {
     }
 
     #[test]
-    fn the_agent_program_compiles_behind_the_guard() {
-        let p = agent_seccomp_program(None).unwrap();
-        assert!(p.len() > AGENT_SECCOMP_DENY.len());
-        let notify = agent_seccomp_program(Some(libc::SECCOMP_RET_USER_NOTIF)).unwrap();
-        assert_eq!(p.len(), notify.len());
+    fn the_agent_program_compiles_behind_the_guard_for_every_switch() {
+        for (unix_sockets, user_namespaces) in
+            [(false, false), (true, false), (false, true), (true, true)]
+        {
+            let switches = AgentSeccompSwitches {
+                unix_sockets,
+                user_namespaces,
+            };
+            let p = agent_seccomp_program(switches).unwrap();
+            assert!(p.len() > AGENT_SECCOMP_DENY.len());
+            let clone3_answered = p
+                .instructions()
+                .iter()
+                .any(|i| i.k == libc::SECCOMP_RET_ERRNO | AGENT_CLONE3_ERRNO as u32);
+            assert_eq!(clone3_answered, !user_namespaces);
+        }
+    }
+
+    #[test]
+    fn a_denial_is_named_with_its_refused_argument() {
+        let mut args = [0u64; 6];
+        assert_eq!(denial_target(libc::SYS_ptrace, &args), "ptrace");
+        args[0] = libc::AF_UNIX as u64;
+        assert_eq!(denial_target(libc::SYS_socket, &args), "socket(AF_UNIX)");
+        args[0] = (libc::CLONE_NEWUSER | libc::CLONE_NEWNS) as u64 | libc::SIGCHLD as u64;
+        assert_eq!(
+            denial_target(libc::SYS_clone, &args),
+            "clone(CLONE_NEWNS|CLONE_NEWUSER)"
+        );
+        args[1] = libc::TIOCSTI;
+        assert_eq!(denial_target(libc::SYS_ioctl, &args), "ioctl(TIOCSTI)");
     }
 }

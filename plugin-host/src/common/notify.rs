@@ -26,7 +26,9 @@
 //!    (the supervisor's event still says `"signal": 31`).
 //!
 //! The notification is never answered: the denied call never runs, and nobody ever replies
-//! "continue". The thread ends, closing the listener, when no process uses the filter any
+//! "continue". (The agent's listener, [`DenialListener::start_answering`], answers instead:
+//! a denied call fails with an errno, an observed call — `connect` — is looked at and then
+//! let run with `SECCOMP_USER_NOTIF_FLAG_CONTINUE`.) The thread ends, closing the listener, when no process uses the filter any
 //! more (the kernel reports `POLLHUP` once the last such process has been reaped), even if
 //! the [`DenialListener`] was dropped earlier.
 //!
@@ -39,10 +41,12 @@
 //! rules differs), and nothing is notified for them.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 
+use crate::agent::policy::{AgentObservation, ObservedPath, PathUse};
 pub use crate::common::seccomp::syscall_name;
 
 /// The signal a seccomp denial reports (31, SIGSYS), for events such as
@@ -74,8 +78,51 @@ pub struct Denied {
 #[derive(Debug)]
 pub struct DenialListener {
     rx: mpsc::UnboundedReceiver<Denied>,
+    observed: Option<mpsc::UnboundedReceiver<Observed>>,
     pgid: u32,
 }
+
+/// A call the listener let run after looking at it (the agent's observed calls,
+/// [`crate::agent::policy::AGENT_SECCOMP_OBSERVE`]). What was read comes from the caller's
+/// memory and descriptor table while its call waited: another thread of the caller can
+/// change either before the kernel reads them again, so an observation reports, it never
+/// decides (docs/security.md "Denials told, not silent").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observed {
+    /// A `connect` to an internet address (`AF_INET`, `AF_INET6`).
+    Connect {
+        /// The calling thread (in the supervisor's PID namespace).
+        pid: u32,
+        /// The address and port connected to.
+        address: std::net::SocketAddr,
+        /// Whether the socket is a TCP stream: the only kind Landlock's connect rule covers
+        /// (a UDP `connect`, as the resolver makes, is never refused by it).
+        tcp: bool,
+    },
+    /// A call that writes a path: an open for writing, a create, a remove, a rename (each
+    /// of a rename's two paths is one observation).
+    Write {
+        /// The calling thread (in the supervisor's PID namespace).
+        pid: u32,
+        /// The call's name (`openat`, `mkdirat`, `unlinkat`, `renameat2`, …).
+        call: &'static str,
+        /// The path, absolute: its directory where the caller's working directory or
+        /// descriptor and its links lead, the last component as written — or, for an open
+        /// of an existing file, where that file's links lead.
+        path: std::path::PathBuf,
+        /// The call writes an existing file (an open of one) rather than adding or
+        /// removing an entry of its directory.
+        existing_file: bool,
+    },
+}
+
+/// Which observations a listener queues (the others are let run unreported): the caller's
+/// prediction of a refusal, so that only what will be told is held.
+pub type KeepObserved = Box<dyn FnMut(&Observed) -> bool + Send>;
+
+/// The most observations one listener queues; later ones are let run unreported (a
+/// hostile agent's loop of refused writes cannot fill the supervisor's memory).
+pub const MAX_QUEUED_OBSERVATIONS: usize = 65_536;
 
 impl DenialListener {
     /// Starts servicing `listener` (a seccomp user-notification descriptor) for the host
@@ -98,25 +145,56 @@ impl DenialListener {
         std::thread::Builder::new()
             .name("ar-seccomp".into())
             .spawn(move || serve(listener, on_denial, size, tx))?;
-        Ok(DenialListener { rx, pgid })
+        Ok(DenialListener {
+            rx,
+            observed: None,
+            pgid,
+        })
     }
 
     /// Starts servicing `listener` for a process that must *go on* after a denial (the
-    /// agent of a round: docs/security.md, "Denials told, not silent"): each notified call
-    /// is queued as a [`Denied`] and then answered with `-errno` (the call fails as with
-    /// `SECCOMP_RET_ERRNO`; it never runs), and nobody is signalled. `pgid` is only
-    /// reported back by [`DenialListener::pgid`]. The thread ends, as with
-    /// [`DenialListener::start`], once no process uses the filter.
+    /// agent of a round: docs/security.md, "Denials told, not silent"): a notified call
+    /// whose number is in `observe` is looked at ([`Observed`], queued for
+    /// [`DenialListener::try_observed`] when `keep` says so, at most
+    /// [`MAX_QUEUED_OBSERVATIONS`]) and then let run
+    /// (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`); any other is queued as a [`Denied`] and then
+    /// answered with `-errno` (the call fails as with `SECCOMP_RET_ERRNO`; it never runs).
+    /// Nobody is signalled. `pgid` is only reported back by [`DenialListener::pgid`]. The
+    /// thread ends, as with [`DenialListener::start`], once no process uses the filter.
     ///
     /// # Errors
     /// The notification size cannot be queried, or the thread cannot be started.
-    pub fn start_answering(listener: OwnedFd, pgid: u32, errno: i32) -> std::io::Result<Self> {
+    pub fn start_answering(
+        listener: OwnedFd,
+        pgid: u32,
+        errno: i32,
+        observe: &'static [AgentObservation],
+        keep: KeepObserved,
+    ) -> std::io::Result<Self> {
         let size = notif_size()?;
         let (tx, rx) = mpsc::unbounded_channel();
+        let (observed_tx, observed_rx) = mpsc::unbounded_channel();
+        let on_denial = OnDenial::Fail {
+            errno,
+            observe,
+            keep,
+            observed: observed_tx,
+        };
         std::thread::Builder::new()
             .name("ar-seccomp".into())
-            .spawn(move || serve(listener, OnDenial::Fail(errno), size, tx))?;
-        Ok(DenialListener { rx, pgid })
+            .spawn(move || serve(listener, on_denial, size, tx))?;
+        Ok(DenialListener {
+            rx,
+            observed: Some(observed_rx),
+            pgid,
+        })
+    }
+
+    /// An observed call already looked at, if any, without waiting (only a listener of
+    /// [`DenialListener::start_answering`] observes). Each is queued before its call is let
+    /// run, so once every process under the filter is gone this returns them all.
+    pub fn try_observed(&mut self) -> Option<Observed> {
+        self.observed.as_mut()?.try_recv().ok()
     }
 
     /// The process group of the host (its pid).
@@ -226,19 +304,31 @@ enum OnDenial {
         pidfd: Option<OwnedFd>,
         init: bool,
     },
-    /// Answer the call with this errno; signal nobody.
-    Fail(i32),
+    /// Answer the call with `errno`, or let it run after a look when its number is in
+    /// `observe`; signal nobody.
+    Fail {
+        errno: i32,
+        observe: &'static [AgentObservation],
+        keep: KeepObserved,
+        observed: mpsc::UnboundedSender<Observed>,
+    },
 }
 
 /// The listener thread: see the module docs.
-fn serve(listener: OwnedFd, on_denial: OnDenial, size: usize, tx: mpsc::UnboundedSender<Denied>) {
+fn serve(
+    listener: OwnedFd,
+    mut on_denial: OnDenial,
+    size: usize,
+    tx: mpsc::UnboundedSender<Denied>,
+) {
     let pgid = match &on_denial {
         OnDenial::Kill { pgid, .. } => *pgid,
-        OnDenial::Fail(_) => 0,
+        OnDenial::Fail { .. } => 0,
     };
     let fd = listener.as_raw_fd();
     // u64 words: aligned for struct seccomp_notif.
     let mut buf = vec![0u64; size.div_ceil(8)];
+    let mut queued = 0usize;
     loop {
         let revents = match poll_one(fd, libc::POLLIN, -1) {
             Ok(r) => r,
@@ -278,6 +368,29 @@ fn serve(listener: OwnedFd, on_denial: OnDenial, size: usize, tx: mpsc::Unbounde
         let notif: libc::seccomp_notif =
             unsafe { std::ptr::read(buf.as_ptr().cast::<libc::seccomp_notif>()) };
         let nr = i64::from(notif.data.nr);
+        if let OnDenial::Fail {
+            observe,
+            keep,
+            observed,
+            ..
+        } = &mut on_denial
+        {
+            if let Some(entry) = observe.iter().find(|o| o.nr == nr) {
+                // Queued before the call runs, and only while its caller still waits (the
+                // pid then still names it).
+                let seen = look_at(&notif, entry);
+                if id_valid(fd, notif.id) {
+                    for o in seen.into_iter().filter(|o| keep(o)) {
+                        if queued < MAX_QUEUED_OBSERVATIONS {
+                            queued += 1;
+                            let _ = observed.send(o);
+                        }
+                    }
+                }
+                answer_continue(fd, notif.id);
+                continue;
+            }
+        }
         let denied = Denied {
             pid: notif.pid,
             nr,
@@ -303,7 +416,7 @@ fn serve(listener: OwnedFd, on_denial: OnDenial, size: usize, tx: mpsc::Unbounde
                     *init,
                 );
             }
-            OnDenial::Fail(errno) => answer_error(fd, notif.id, *errno),
+            OnDenial::Fail { errno, .. } => answer_error(fd, notif.id, *errno),
         }
     }
 }
@@ -327,6 +440,206 @@ fn answer_error(fd: RawFd, id: u64, errno: i32) {
     };
 }
 
+/// Lets notification `id`'s call run as if the filter had allowed it. A notification whose
+/// caller died meanwhile (`ENOENT`) needs no answer.
+fn answer_continue(fd: RawFd, id: u64) {
+    let mut resp = libc::seccomp_notif_resp {
+        id,
+        val: 0,
+        error: 0,
+        flags: libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+    };
+    // SAFETY: NOTIF_SEND reads one live seccomp_notif_resp.
+    unsafe {
+        libc::ioctl(
+            fd,
+            libc::SECCOMP_IOCTL_NOTIF_SEND,
+            &mut resp as *mut libc::seccomp_notif_resp,
+        )
+    };
+}
+
+/// Whether notification `id`'s caller still waits for its answer (so the pid read with it
+/// still names that caller).
+fn id_valid(fd: RawFd, id: u64) -> bool {
+    let mut id = id;
+    // SAFETY: NOTIF_ID_VALID reads one u64 from the live `id`.
+    unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &mut id as *mut u64) == 0 }
+}
+
+/// What an observed call is about, read from its caller while it waits: nothing for what
+/// cannot be read (its memory, descriptor or directory; reported nothing, never refused).
+fn look_at(notif: &libc::seccomp_notif, entry: &AgentObservation) -> Vec<Observed> {
+    if entry.nr == libc::SYS_connect {
+        return look_at_connect(notif).into_iter().collect();
+    }
+    let call = syscall_name(entry.nr).unwrap_or("unknown");
+    entry
+        .paths
+        .iter()
+        .filter_map(|p| {
+            let (path, existing_file) = written_path(notif, p)?;
+            Some(Observed::Write {
+                pid: notif.pid,
+                call,
+                path,
+                existing_file,
+            })
+        })
+        .collect()
+}
+
+/// The absolute path of `p` of the call of `notif` ([`Observed::Write`]'s `path`), and
+/// whether it is an existing file the call opens.
+fn written_path(notif: &libc::seccomp_notif, p: &ObservedPath) -> Option<(PathBuf, bool)> {
+    use std::os::unix::ffi::OsStrExt;
+    let args = notif.data.args;
+    let mut buf = vec![0u8; libc::PATH_MAX as usize];
+    let got = read_memory(notif.pid, args[usize::from(p.path)], &mut buf)?;
+    let end = buf[..got].iter().position(|b| *b == 0)?;
+    let written = Path::new(std::ffi::OsStr::from_bytes(&buf[..end]));
+    // `/proc/self` (and `/dev/fd`, `/dev/stdout`, … which lead there) here is the
+    // supervisor: the caller's own is its pid's.
+    let own = Path::new("/proc").join(notif.pid.to_string());
+    let own_fd = |n: &str| own.join("fd").join(n);
+    let full = if let Ok(rest) = written
+        .strip_prefix("/proc/self")
+        .or_else(|_| written.strip_prefix("/proc/thread-self"))
+    {
+        own.join(rest)
+    } else if let Ok(rest) = written.strip_prefix("/dev/fd") {
+        own.join("fd").join(rest)
+    } else if written == Path::new("/dev/stdin") {
+        own_fd("0")
+    } else if written == Path::new("/dev/stdout") {
+        own_fd("1")
+    } else if written == Path::new("/dev/stderr") {
+        own_fd("2")
+    } else if written.is_absolute() {
+        written.to_owned()
+    } else {
+        let dirfd = p.dirfd.map(|a| args[usize::from(a)] as i32);
+        let base = match dirfd {
+            None | Some(libc::AT_FDCWD) => format!("/proc/{}/cwd", notif.pid),
+            Some(fd) => format!("/proc/{}/fd/{fd}", notif.pid),
+        };
+        std::fs::read_link(base).ok()?.join(written)
+    };
+    // What the kernel refuses before Landlock looks is not Landlock's.
+    let exists = full.symlink_metadata().is_ok();
+    match p.does {
+        PathUse::Opens => match full.canonicalize() {
+            Ok(real) => return Some((real, true)),
+            // A link of /proc to what has no path (a pipe, a socket, an anonymous inode:
+            // `/proc/self/fd/N`): no file Landlock checks.
+            Err(_)
+                if full.starts_with("/proc") && full.read_link().is_ok_and(|l| l.is_relative()) =>
+            {
+                return None
+            }
+            Err(_) => {}
+        },
+        PathUse::Makes if exists => return None,
+        PathUse::Removes if !exists => return None,
+        _ => {}
+    }
+    let name = full.file_name()?;
+    let dir = full.parent()?.canonicalize().ok()?;
+    Some((dir.join(name), false))
+}
+
+/// A `connect`'s address and socket kind ([`Observed::Connect`]).
+fn look_at_connect(notif: &libc::seccomp_notif) -> Option<Observed> {
+    let [fd, addr, len, ..] = notif.data.args;
+    let mut buf = [0u8; std::mem::size_of::<libc::sockaddr_in6>()];
+    let want = usize::try_from(len).ok()?.min(buf.len());
+    let got = read_memory(notif.pid, addr, &mut buf[..want])?;
+    let address = socket_address(&buf[..got])?;
+    let tcp = is_tcp(notif.pid, i32::try_from(fd).ok()?)?;
+    Some(Observed::Connect {
+        pid: notif.pid,
+        address,
+        tcp,
+    })
+}
+
+/// Reads `buf.len()` bytes at `addr` of process (thread) `pid` (`process_vm_readv`: the
+/// supervisor is the agent's ancestor, which ptrace's access check and Yama ask for);
+/// how many were read.
+fn read_memory(pid: u32, addr: u64, buf: &mut [u8]) -> Option<usize> {
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: process_vm_readv writes at most `buf.len()` bytes into `buf` (the local iovec)
+    // and only reads the other process's memory.
+    let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
+    usize::try_from(n).ok()
+}
+
+/// The internet address of a `struct sockaddr` of `bytes` (native byte order for the
+/// family, network order for port and address); `None` for another family or too few bytes.
+fn socket_address(bytes: &[u8]) -> Option<std::net::SocketAddr> {
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+    let family = u16::from_ne_bytes(bytes.get(..2)?.try_into().ok()?);
+    let port = u16::from_be_bytes(bytes.get(2..4)?.try_into().ok()?);
+    match i32::from(family) {
+        libc::AF_INET => {
+            let ip: [u8; 4] = bytes.get(4..8)?.try_into().ok()?;
+            Some(SocketAddr::from((Ipv4Addr::from(ip), port)))
+        }
+        libc::AF_INET6 => {
+            let ip: [u8; 16] = bytes.get(8..24)?.try_into().ok()?;
+            Some(SocketAddr::from((Ipv6Addr::from(ip), port)))
+        }
+        _ => None,
+    }
+}
+
+/// Whether descriptor `fd` of thread `pid` is a TCP stream socket: a copy taken with
+/// `pidfd_getfd` (of the thread's process, found by its `Tgid`) and asked `SO_TYPE` and
+/// `SO_PROTOCOL`, then closed.
+fn is_tcp(pid: u32, fd: RawFd) -> Option<bool> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let tgid: libc::pid_t = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))?
+        .trim()
+        .parse()
+        .ok()?;
+    let pidfd = pidfd_open(tgid).ok()?;
+    // SAFETY: pidfd_getfd(pidfd, fd, 0) takes integers and returns a new descriptor or -1.
+    let copy = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0u32) };
+    if copy < 0 {
+        return None;
+    }
+    // SAFETY: `copy` is a fresh descriptor that nothing else owns.
+    let copy = unsafe { OwnedFd::from_raw_fd(copy as RawFd) };
+    let option = |name| {
+        let mut value: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: getsockopt writes one c_int into the live `value` and its size into `len`.
+        let r = unsafe {
+            libc::getsockopt(
+                copy.as_raw_fd(),
+                libc::SOL_SOCKET,
+                name,
+                (&mut value as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        (r == 0).then_some(value)
+    };
+    Some(
+        option(libc::SO_TYPE)? == libc::SOCK_STREAM
+            && option(libc::SO_PROTOCOL)? == libc::IPPROTO_TCP,
+    )
+}
+
 /// Kills the host after a notification (see the module docs). The notification itself is
 /// never answered. `init`: the host is a PID-namespace init, which ignores `SIGSYS` from
 /// us, so there is no grace to wait for.
@@ -343,10 +656,7 @@ fn kill_for(
     if its_group != pgid {
         // A process that left the host's group (setsid/setpgid). Its pid is still its own
         // while the notification is pending, which NOTIF_ID_VALID confirms.
-        let mut id = notif.id;
-        // SAFETY: NOTIF_ID_VALID reads one u64 from the live `id`.
-        if unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &mut id as *mut u64) } == 0
-        {
+        if id_valid(fd, notif.id) {
             // SAFETY: kill takes integers.
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }

@@ -265,9 +265,10 @@ pub enum SeccompChoice {
     /// A host's allow-list, a refusal is sent to the listener (the supervisor names it, then
     /// kills the host).
     HostNotify,
-    /// The agent's deny-list, a refusal is sent to the listener (the supervisor names it and
-    /// fails the call).
-    Agent,
+    /// The agent's deny-list less what the operator's switches lift, a refusal or an
+    /// observed call is sent to the listener (the supervisor names a refusal and fails the
+    /// call, lets an observed call run).
+    Agent(crate::agent::policy::AgentSeccompSwitches),
 }
 
 /// [`Plan::exec`]: `argv` and `env` are raw bytes (`env` as `NAME=value`).

@@ -83,9 +83,8 @@ impl SeccompProgram {
         self.filters.len()
     }
 
-    /// The instructions.
-    #[cfg(test)]
-    pub(crate) fn instructions(&self) -> &[libc::sock_filter] {
+    /// The instructions (for a test that installs the program in a thread of its own).
+    pub fn instructions(&self) -> &[libc::sock_filter] {
         &self.filters
     }
 

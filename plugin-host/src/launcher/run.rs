@@ -320,7 +320,7 @@ fn program(choice: SeccompChoice) -> Result<SeccompProgram, Failure> {
     let built = match choice {
         SeccompChoice::HostKill => seccomp_program_for(DenyAction::KillProcess),
         SeccompChoice::HostNotify => seccomp_program_for(DenyAction::Notify),
-        SeccompChoice::Agent => agent_seccomp_program(Some(libc::SECCOMP_RET_USER_NOTIF)),
+        SeccompChoice::Agent(switches) => agent_seccomp_program(switches),
     };
     built.map_err(|e| Failure {
         step: "seccomp".into(),
@@ -457,7 +457,7 @@ mod tests {
         for choice in [
             SeccompChoice::HostKill,
             SeccompChoice::HostNotify,
-            SeccompChoice::Agent,
+            SeccompChoice::Agent(Default::default()),
         ] {
             assert!(!program(choice).unwrap().is_empty());
         }

@@ -8,6 +8,8 @@
 //! write_paths = ["~/.cache/pip"]   # written (and read) by the agent besides the tree
 //! read_paths = ["/srv/datasets"]   # read by the agent besides the system and home
 //! connect_ports = [8080]           # TCP ports besides 443
+//! unix_sockets = true              # socket(AF_UNIX): gpg, the ssh agent, a database
+//! user_namespaces = true           # new namespaces: Chromium's or bubblewrap's sandbox
 //! pass_env = ["SSH_AUTH_SOCK"]     # variables inherited besides the allow-list
 //! allow_hosts = ["api.anthropic.com"]  # egress by host name (crate::config::allow_hosts)
 //! ```
@@ -16,6 +18,7 @@
 
 use std::path::{Path, PathBuf};
 
+use agent_runner_plugin_host::agent::policy::AgentSeccompSwitches;
 use agent_runner_plugin_host::common::credentials::{covers_protected, CREDENTIAL_PATHS};
 
 use super::bad_path::BadPath;
@@ -36,9 +39,23 @@ pub struct AgentSandboxConfig {
     /// `connect_ports`: TCP ports the agent may connect to besides
     /// [`agent_runner_plugin_host::agent::policy::DEFAULT_CONNECT_PORTS`].
     pub connect_ports: Vec<u16>,
+    /// `unix_sockets`: `socket(AF_UNIX)` allowed to the agent. Default false.
+    pub unix_sockets: bool,
+    /// `user_namespaces`: new namespaces allowed to the agent. Default false.
+    pub user_namespaces: bool,
     /// `pass_env`: variable names the confined agent inherits besides the allow-list
     /// (`crate::runtime::agent_environment`).
     pub pass_env: Vec<String>,
+}
+
+impl AgentSandboxConfig {
+    /// What `unix_sockets` and `user_namespaces` lift from the agent's seccomp deny-list.
+    pub fn seccomp_switches(&self) -> AgentSeccompSwitches {
+        AgentSeccompSwitches {
+            unix_sockets: self.unix_sockets,
+            user_namespaces: self.user_namespaces,
+        }
+    }
 }
 
 impl Default for AgentSandboxConfig {
@@ -48,6 +65,8 @@ impl Default for AgentSandboxConfig {
             write_paths: Vec::new(),
             read_paths: Vec::new(),
             connect_ports: Vec::new(),
+            unix_sockets: false,
+            user_namespaces: false,
             pass_env: Vec::new(),
         }
     }
@@ -99,6 +118,8 @@ pub(super) fn resolve(
         write_paths,
         read_paths,
         connect_ports,
+        unix_sockets: raw.unix_sockets()?,
+        user_namespaces: raw.user_namespaces()?,
         pass_env,
     })
 }

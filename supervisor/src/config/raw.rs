@@ -158,6 +158,23 @@ config_table! {
         /// registry on another port); `init --endpoint URL` writes the URL's port, and
         /// `doctor` (`agent_endpoint`) names a port the agent's endpoint needs
         connect_ports: Vec<u16> = (empty) label "list of integers 1..=65535" reload Restart;
+        /// `socket(AF_UNIX, …)` for the agent (`socketpair` is always allowed). Off, the
+        /// call fails (`EPERM`) and is recorded (`agent_sandbox_denied`,
+        /// `socket(AF_UNIX)`): Landlock does not cover connecting to a pathname socket, so
+        /// the operator's ssh agent, `docker.sock` or the user bus would be in reach. Turn it
+        /// on for what needs one: gpg signing (gpg-agent), `ssh`/`git push` through the ssh
+        /// agent (with `SSH_AUTH_SOCK` in `pass_env`), a database over its socket, headless
+        /// Chromium (docs/security.md "UNIX sockets and new namespaces")
+        unix_sockets: bool = (false) reload Restart;
+        /// new namespaces for the agent. Off, `clone` with a namespace flag, `unshare` and
+        /// `chroot` fail (`EPERM`) and are recorded, and `clone3` fails with `ENOSYS` (libc
+        /// falls back to `clone`). Turn it on for a workload that makes namespaces of its
+        /// own; Landlock, the locked read-only mounts and the capability drop still hold
+        /// inside them, and their id maps (files under `/proc`) stay unwritable, so
+        /// headless Chromium's and bubblewrap's own sandboxes still cannot be built: run
+        /// them with their sandbox off, ours standing in (docs/security.md "UNIX sockets
+        /// and new namespaces")
+        user_namespaces: bool = (false) reload Restart;
         /// variables of the supervisor's environment the confined agent (and a goal check)
         /// also inherits, by exact name (`["SSH_AUTH_SOCK", "NPM_TOKEN"]`). Under `prefer`
         /// and `require` the agent gets only an allow-list of the supervisor's environment

@@ -162,7 +162,11 @@ pub(crate) fn agent_sandbox_block(config: &Config, caps: &Capabilities) -> Agent
             requested,
             achieved_tier: gate.applied.as_str().to_owned(),
             refused: None,
-            layers: gate.layers().into_iter().map(LayerView::from).collect(),
+            layers: gate
+                .layers(&config.agent_sandbox)
+                .into_iter()
+                .map(LayerView::from)
+                .collect(),
             own_sandbox_replaced: gate
                 .own_sandbox_replaced(&config.agent)
                 .map(|(_, replaced)| replaced.describe()),

@@ -39,7 +39,9 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 
 use agent_runner_plugin_host::agent::confine::AgentConfinement;
+use agent_runner_plugin_host::agent::policy::denial_target;
 use agent_runner_plugin_host::common::program::Program;
+use agent_runner_plugin_host::Observed;
 
 use crate::record::stop::{reached, StopLevel, StopWatch};
 use crate::runtime::agent_environment::AllowList;
@@ -135,9 +137,17 @@ pub(crate) struct AgentExit {
     pub cause: ExitCause,
     /// What the round log received.
     pub log: CappedLog,
-    /// The system calls the agent's seccomp filter denied, by name, one entry per call
-    /// (docs/security.md, "Denials told, not silent"); empty when seccomp is not applied.
-    pub seccomp_denials: Vec<&'static str>,
+    /// The system calls the agent's seccomp filter denied, by name with the refused
+    /// argument (`ptrace`, `socket(AF_UNIX)`: `agent::policy::denial_target`), one entry
+    /// per call (docs/security.md, "Denials told, not silent"); empty when seccomp is not
+    /// applied.
+    pub seccomp_denials: Vec<String>,
+    /// The TCP connects of the agent that Landlock refused, as the seccomp observer saw
+    /// them (docs/security.md "Denials told, not silent"), one entry per call.
+    pub landlock_connects: Vec<std::net::SocketAddr>,
+    /// The writes of the agent that Landlock refused, as the seccomp observer saw them:
+    /// (the call's name, the path), one entry per path of a call.
+    pub landlock_writes: Vec<(&'static str, PathBuf)>,
     /// The kernel's OOM killer ended the agent inside the round's cgroup (set after the
     /// round from the cgroup's `oom_kill` count: [`crate::runtime::round_cgroup`]).
     pub oom_killed: bool,
@@ -247,17 +257,23 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
     // The launcher holds what it was given; our copies go (the bridge's forwarder end
     // among them, so the proxy sees the end when the forwarder ends).
     drop(program);
-    // The launcher sent the agent's seccomp listener before its exec; a failure leaves its
-    // denied calls failing all the same (ENOSYS), only unreported.
-    let mut denials = match &confinement {
-        Some(c) => c
-            .denial_listener(child.id().unwrap_or(0))
-            .unwrap_or_else(|e| {
-                tracing::warn!(
-                    "agent seccomp listener not received; its denials go unreported: {e}"
-                );
-                None
-            }),
+    // The launcher sent the agent's seccomp listener before its exec. Without it the kernel
+    // fails every notified call with ENOSYS, every connect among them: the agent is ended
+    // and the spawn fails, naming why.
+    let mut denials = match confinement
+        .as_ref()
+        .map(|c| c.denial_listener(child.id().unwrap_or(0)))
+    {
+        Some(Err(e)) => {
+            let pgid = Pid::from_raw(child.id().map(|id| id as i32).unwrap_or(0));
+            let _ = killpg(pgid, Signal::SIGKILL);
+            let _ = child.wait().await;
+            return Err(std::io::Error::new(
+                e.kind(),
+                format!("the agent's seccomp listener was not received: {e}"),
+            ));
+        }
+        Some(Ok(listener)) => listener,
         None => None,
     };
     let (log, cap) = (spec.log, spec.log_cap);
@@ -315,8 +331,19 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
     };
     // Every process under the filter is gone: each denial was queued before its answer.
     let mut seccomp_denials = Vec::new();
-    while let Some(d) = denials.as_mut().and_then(|l| l.try_denial()) {
-        seccomp_denials.push(d.name);
+    let mut landlock_connects = Vec::new();
+    let mut landlock_writes = Vec::new();
+    if let Some(listener) = denials.as_mut() {
+        while let Some(d) = listener.try_denial() {
+            seccomp_denials.push(denial_target(d.nr, &d.args));
+        }
+        // The listener queues only what Landlock refuses.
+        while let Some(o) = listener.try_observed() {
+            match o {
+                Observed::Connect { address, .. } => landlock_connects.push(address),
+                Observed::Write { call, path, .. } => landlock_writes.push((call, path)),
+            }
+        }
     }
     let cause = cause.unwrap_or(if status.signal().is_some() {
         ExitCause::Signaled
@@ -330,6 +357,8 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
         cause,
         log,
         seccomp_denials,
+        landlock_connects,
+        landlock_writes,
         oom_killed: false,
         memory_nudged: spec
             .floor

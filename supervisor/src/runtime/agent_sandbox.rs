@@ -151,8 +151,8 @@ impl AgentSandboxGate {
             .flatten()
     }
 
-    /// The layers the agent gets, on or off with the reason (doctor, peek).
-    pub(crate) fn layers(&self) -> Vec<Layer> {
+    /// The layers the agent gets under `sandbox`, on or off with the reason (doctor, peek).
+    pub(crate) fn layers(&self, sandbox: &crate::config::AgentSandboxConfig) -> Vec<Layer> {
         if !self.enabled() {
             return vec![Layer {
                 name: "agent_sandbox",
@@ -167,6 +167,7 @@ impl AgentSandboxGate {
             self.landlock_abi,
             self.isolation,
             self.isolation_missing.as_deref(),
+            sandbox.seccomp_switches(),
         )
     }
 
@@ -266,6 +267,7 @@ impl AgentSandboxGate {
             },
             connect_ports,
             tier: self.applied,
+            switches: sandbox.seccomp_switches(),
             roots: ProtectedRoots {
                 tree_root: tree
                     .root

@@ -16,7 +16,7 @@ use agent_runner_protocol::{decode_dirty_result, Context, DirtyAction, Family, H
 use std::collections::HashSet;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::config::{Config, DirtyAction as BuiltinAction};
+use crate::config::{Config, DirtyAction as BuiltinAction, SandboxMode};
 use crate::hosts::{HostManager, BUILTIN_DIRTY_HANDLER};
 use crate::record::events::{timestamp, Event, EventLog};
 use crate::record::state::{read_json, write_json_atomic, OrphanState, ORPHAN_FILE};
@@ -230,6 +230,29 @@ async fn held_by_filters(round: &DirtyRound<'_>, files: &[String]) -> HashSet<St
     held
 }
 
+/// The paths of `files` that bear a protected name
+/// ([`agent_runner_plugin_host::agent::protected::PROTECTED_IN_TREE`], at any depth) when
+/// the agent ran confined: held out of the stash. A stash writes `HEAD`'s version of each
+/// path it takes back into the tree, and the agent, which cannot write such a file (the
+/// protected tier), can still commit one through the index: the stash would write it for
+/// the agent. Left in the tree, they are told as `exec_surface_changed`
+/// (docs/security.md, "Protected paths").
+fn held_as_protected(round: &DirtyRound<'_>, files: &[String]) -> Vec<String> {
+    if round.config.agent_sandbox.mode == SandboxMode::Off {
+        return Vec::new();
+    }
+    let protected = agent_runner_plugin_host::agent::protected::PROTECTED_IN_TREE;
+    files
+        .iter()
+        .filter(|f| {
+            protected.iter().any(|n| {
+                f.as_str() == n.rel || f.strip_suffix(n.rel).is_some_and(|dir| dir.ends_with('/'))
+            })
+        })
+        .cloned()
+        .collect()
+}
+
 /// `dirty_submodule_skipped` for `path`, a submodule (or a repository nested in the work
 /// tree) with changes inside after round `round_num`: this repository's git stashes and
 /// commits only a submodule's recorded commit, never what is inside it, and the
@@ -285,6 +308,25 @@ async fn stash(
     note: Option<&str>,
     files: &[String],
 ) -> Outcome {
+    let held = held_as_protected(round, files);
+    let kept: Vec<String>;
+    let files = if held.is_empty() {
+        files
+    } else {
+        tracing::warn!(
+            "not stashed, so the stash does not write HEAD's version of them into the tree: {}",
+            held.join(", ")
+        );
+        kept = files
+            .iter()
+            .filter(|f| !held.contains(f))
+            .cloned()
+            .collect();
+        if kept.is_empty() {
+            return Outcome::Ignored;
+        }
+        &kept
+    };
     let round_num = round.ctx.round_num;
     let state_dir = &round.config.runtime.state_dir;
     let now = SystemTime::now();

@@ -70,6 +70,12 @@ pub(crate) const SURFACE: &[Surface] = &[
     anywhere(".mise.toml", "the same, hidden name"),
     top(".npmrc", "npm's `script-shell` and `node-options` run on every `npm` command in the project"),
     top(".yarnrc.yml", "`yarnPath` is the JavaScript file every `yarn` command runs"),
+    anywhere(".envrc", "direnv runs it when a shell enters the directory (protected at the top; below it, only copies that existed before the round are)"),
+    anywhere(".claude/settings.json", "Claude Code's `hooks` and `permissions` for a session started in that directory (protected at the top; below it, only copies that existed before the round are)"),
+    anywhere(".claude/settings.local.json", "the same, the local file"),
+    anywhere(".mcp.json", "project MCP servers: commands Claude Code starts in that directory"),
+    anywhere(".gemini/settings.json", "Gemini CLI's MCP servers, `toolDiscoveryCommand` and hooks for a session in that directory"),
+    anywhere(".codex/config.toml", "Codex CLI's `notify`, MCP servers, sandbox and approval policy for a session in that directory"),
 ];
 
 impl Surface {
@@ -138,6 +144,12 @@ mod tests {
             "crates/x/.cargo/config",
             ".venv/pyvenv.cfg",
             ".pre-commit-config.yaml",
+            "pkg/.envrc",
+            ".envrc",
+            "pkg/.claude/settings.json",
+            "a/b/.mcp.json",
+            "pkg/.gemini/settings.json",
+            "pkg/.codex/config.toml",
             ".husky/pre-commit",
             "lefthook.yml",
         ] {

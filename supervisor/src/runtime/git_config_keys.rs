@@ -57,7 +57,8 @@ pub(crate) enum Values {
     Any,
     /// A shell command: a value starting with `!`.
     Command,
-    /// git's boolean true (`true`, `yes`, `on`, `1`, any case; a key without a value).
+    /// git's boolean true (`true`, `yes`, `on` in any case, any nonzero integer; a key
+    /// without a value).
     True,
 }
 
@@ -125,7 +126,13 @@ pub(crate) const KEYS: &[Key] = &[
     key("sendemail.tocmd", OnCall, "a command `git send-email` runs per patch"),
     key("sendemail.cccmd", OnCall, "a command `git send-email` runs per patch"),
     key("sendemail.headercmd", OnCall, "a command `git send-email` runs per patch"),
+    key("sendemail.<identity>.sendmailcmd", OnCall, "the same as `sendemail.sendmailcmd`, for one identity (`sendemail.identity` or `--identity` picks it)"),
+    key("sendemail.<identity>.smtpserver", OnCall, "the same as `sendemail.smtpserver`, for one identity"),
+    key("sendemail.<identity>.tocmd", OnCall, "the same as `sendemail.tocmd`, for one identity"),
+    key("sendemail.<identity>.cccmd", OnCall, "the same as `sendemail.cccmd`, for one identity"),
+    key("sendemail.<identity>.headercmd", OnCall, "the same as `sendemail.headercmd`, for one identity"),
     key("imap.tunnel", OnCall, "the command `git imap-send` connects through"),
+    key("tar.<format>.command", OnCall, "a shell command `git archive` pipes its tar output through for that format (`-o release.tgz` picks `tgz` by the name)"),
     Key {
         key: "submodule.<name>.update",
         values: Values::Command,
@@ -179,11 +186,34 @@ impl Key {
         match self.values {
             Values::Any => true,
             Values::Command => value.trim_start().starts_with('!'),
-            Values::True => ["true", "yes", "on", "1"]
-                .iter()
-                .any(|t| value.trim().eq_ignore_ascii_case(t)),
+            Values::True => {
+                ["true", "yes", "on"]
+                    .iter()
+                    .any(|t| value.trim().eq_ignore_ascii_case(t))
+                    || nonzero_int(value.trim())
+            }
         }
     }
+}
+
+/// Whether `value` is an integer git reads as a true boolean: any nonzero one, in
+/// decimal, hex (`0x`) or octal (leading `0`), with an optional `k`, `m` or `g` unit
+/// (git's `git_config_bool` falls back to `git_config_int`: `core.bare = 2` is true).
+fn nonzero_int(value: &str) -> bool {
+    let digits = value.trim_end_matches(['k', 'K', 'm', 'M', 'g', 'G']);
+    let unsigned = digits.trim_start_matches(['-', '+']);
+    let parsed = match unsigned
+        .strip_prefix("0x")
+        .or_else(|| unsigned.strip_prefix("0X"))
+    {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None if unsigned.len() > 1 && unsigned.starts_with('0') => {
+            u64::from_str_radix(&unsigned[1..], 8)
+        }
+        None => unsigned.parse::<u64>(),
+    };
+    // Too large for 64 bits: git refuses it as out of range, which fails the command.
+    parsed.is_ok_and(|n| n != 0)
 }
 
 /// The row naming `key` whose effect is reverted after a round and which counts one of
@@ -225,6 +255,11 @@ mod tests {
             ("core.worktree", "/home/op/.ssh"),
             ("core.bare", "true"),
             ("core.bare", "Yes"),
+            ("core.bare", "1"),
+            ("core.bare", "2"),
+            ("core.bare", "1k"),
+            ("core.bare", "0x1"),
+            ("core.bare", "-1"),
             ("alias.x", "!sh -c id"),
             ("alias.st", "-c core.pager=./evil status"),
             ("filter.Evil Driver.clean", "./clean %f"),
@@ -242,6 +277,10 @@ mod tests {
             ("submodule.lib.update", "!./run"),
             ("browser.firefox.cmd", "./ff"),
             ("sendemail.smtpserver", "/usr/bin/x"),
+            ("sendemail.work.sendmailcmd", "./x"),
+            ("sendemail.Work.SmtpServer", "/usr/bin/x"),
+            ("tar.tgz.command", "./x; gzip -cn"),
+            ("tar.tar.gz.command", "./x"),
         ] {
             assert!(is_watched(key, value), "{key}");
         }
@@ -256,6 +295,9 @@ mod tests {
             ("submodule.lib.update", "rebase"),
             ("core.filemode", "true"),
             ("core.bare", "false"),
+            ("core.bare", "0"),
+            ("core.bare", "0x0"),
+            ("core.bare", "0k"),
             ("core.repositoryformatversion", "0"),
             ("extensions.worktreeconfig", "true"),
             ("diff.renames", "true"),

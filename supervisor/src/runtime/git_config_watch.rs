@@ -84,7 +84,8 @@ pub(crate) struct Reverted {
     /// The round's value (the last one), secrets redacted, cut at
     /// [`SHOWN_VALUE_CHARS`]; `None` for a key without a value.
     pub value: Option<String>,
-    /// `removed` (none before), `restored` (the values before are back) or `unread` (the
+    /// `removed` (none before), `restored` (the values before are back), `set_aside` (the
+    /// file could not be read: moved aside, the file before the round put back) or `unread` (the
     /// whole file could not be read: `error` says why).
     pub action: &'static str,
     /// Why the key is watched (the reviewed list's why).
@@ -131,6 +132,38 @@ fn clear_lock(path: &Path) {
 /// to): written beside it, created exclusively and never through a link, then renamed
 /// over it. Errors: the reason, in words.
 fn replace_link(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    write_beside(path, bytes).map_err(|e| {
+        format!(
+            "the file is a symbolic link the round made, and replacing it with a copy failed: {e}"
+        )
+    })
+}
+
+/// Moves `path` (whatever it is: a file too large to read, a FIFO, a directory) aside to
+/// `<path>.agent-runner-unread-<pid>-<ns>` and, when `before` is given, writes those bytes
+/// at `path` (created exclusively beside it, never through a link, then renamed over it).
+/// Returns where it went. Errors: the reason, in words.
+fn set_aside(path: &Path, before: Option<&[u8]>) -> Result<PathBuf, String> {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(
+        ".agent-runner-unread-{}-{stamp}",
+        std::process::id()
+    ));
+    let aside = path.with_file_name(name);
+    std::fs::rename(path, &aside).map_err(|e| format!("setting it aside failed: {e}"))?;
+    if let Some(bytes) = before {
+        write_beside(path, bytes)
+            .map_err(|e| format!("putting the file before back failed: {e}"))?;
+    }
+    Ok(aside)
+}
+
+/// Writes `bytes` at `path`: to a file beside it, created exclusively and never through a
+/// link, then renamed over it (a link or file at `path` is replaced, never written through).
+fn write_beside(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut name = path.file_name().unwrap_or_default().to_os_string();
@@ -145,12 +178,10 @@ fn replace_link(path: &Path, bytes: &[u8]) -> Result<(), String> {
         .open(&copy)
         .and_then(|mut file| file.write_all(bytes))
         .and_then(|()| std::fs::rename(&copy, path));
-    written.map_err(|e| {
+    if written.is_err() {
         let _ = std::fs::remove_file(&copy);
-        format!(
-            "the file is a symbolic link the round made, and replacing it with a copy failed: {e}"
-        )
-    })
+    }
+    written
 }
 
 /// The files `entries` of the config file `file` include: each `include.path` and
@@ -337,8 +368,34 @@ pub(crate) async fn revert(repo: &Repo, before: &ConfigBefore) -> Result<Vec<Rev
         let (bytes, link) = match read(&path) {
             Ok(now) => now,
             Err(error) => {
-                told.push(failed(error));
-                continue;
+                // git reads what the watch cannot (a file padded past the limit): a file
+                // the round made unreadable to the watch, or one git always reads, is set
+                // aside and its bytes before the round put back, never left to run.
+                let before = then.and_then(|f| f.bytes.as_deref());
+                let mut unread = failed(error);
+                if before.is_some() || depth == 0 {
+                    match set_aside(&path, before) {
+                        Ok(aside) => {
+                            tracing::warn!(
+                                "{}: {}; set aside as {}",
+                                path.display(),
+                                unread.error.unwrap_or_default(),
+                                aside.display()
+                            );
+                            unread.action = "set_aside";
+                            unread.error = None;
+                        }
+                        Err(e) => {
+                            unread.error =
+                                Some(format!("{}; {e}", unread.error.unwrap_or_default()));
+                        }
+                    }
+                }
+                told.push(unread);
+                if before.is_none() {
+                    continue;
+                }
+                (before.map(<[u8]>::to_vec), None)
             }
         };
         let then_bytes = then.and_then(|f| f.bytes.as_ref());

@@ -268,8 +268,9 @@ async fn run_one(check: &GoalCheck, launch: &CheckLaunch<'_>) -> std::io::Result
     let satisfied = !timed_out && status.is_some_and(|s| s.success());
     let mut denied = Vec::new();
     while let Some(d) = listener.as_mut().and_then(|l| l.try_denial()) {
-        if !denied.iter().any(|n| n == d.name) {
-            denied.push(d.name.to_owned());
+        let target = agent_runner_plugin_host::agent::policy::denial_target(d.nr, &d.args);
+        if !denied.contains(&target) {
+            denied.push(target);
         }
     }
     Ok(Ran {

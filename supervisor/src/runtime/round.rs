@@ -1060,12 +1060,26 @@ impl Runner {
                 egress.record(r);
             }
         }
+        // Behind the egress proxy a direct connect stays in the agent's own network
+        // namespace, where nothing is to be reached: the fix is an `allow_hosts` entry, which
+        // the proxy's refusals and the endpoint's diagnosis name, not a port.
+        if self.config.profile(phase).agent.allow_hosts.is_none() {
+            for address in &exit.landlock_connects {
+                egress.record(EgressRefusal::landlock(
+                    &address.ip().to_string(),
+                    address.port(),
+                ));
+            }
+        }
         for event in egress.events(round_num) {
             self.events.emit(event);
         }
         let mut tally = DenialTally::default();
-        for name in &exit.seccomp_denials {
-            tally.add("seccomp", (*name).to_owned(), "syscall");
+        for target in &exit.seccomp_denials {
+            tally.add("seccomp", target.clone(), "syscall");
+        }
+        for (call, path) in &exit.landlock_writes {
+            tally.add("landlock", path.display().to_string(), call);
         }
         for event in tally.into_events(round_num) {
             self.events.emit(event);

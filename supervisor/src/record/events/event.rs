@@ -931,7 +931,9 @@ pub(crate) enum Event {
         /// The round's value, secrets redacted, cut at 80 characters; `null` for a key
         /// written without one.
         value: Option<String>,
-        /// `removed` (none before), `restored` (the values before are back) or `unread`.
+        /// `removed` (none before), `restored` (the values before are back), `set_aside`
+        /// (the file could not be read: moved aside, the file before the round put back) or
+        /// `unread`.
         action: String,
         /// What the key runs or moves (the reviewed list's why).
         why: String,
