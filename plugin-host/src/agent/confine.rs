@@ -265,7 +265,6 @@ impl AgentConfinement {
         };
         let tmp = &spec.policy.tmp_dir;
         std::fs::create_dir_all(tmp).map_err(io(&format!("create {}", tmp.display())))?;
-<<<<<<< HEAD
         let mut policy = spec.policy.clone();
         let mut shadow = None;
         if isolation != PidIsolation::None {
@@ -285,10 +284,16 @@ impl AgentConfinement {
             }
         }
         let grants = spec.tier.landlock().then(|| agent_fs_grants(&policy));
-=======
-        let grants = spec.tier.landlock().then(|| agent_fs_grants(&spec.policy));
-        let predicted = LandlockPrediction::new(grants.as_deref(), &spec.connect_ports);
->>>>>>> main
+        let mut predicted = LandlockPrediction::new(grants.as_deref(), &spec.connect_ports);
+        if let Some(s) = &shadow {
+            // The agent writes its shadow by the real paths it is bound over.
+            predicted.also_writable(
+                s.binds
+                    .iter()
+                    .filter(|b| s.writable.contains(&b.source))
+                    .map(|b| b.target.clone()),
+            );
+        }
         let listener = if spec.tier.seccomp() {
             Some(socket_pair().map_err(io("the seccomp listener's socket"))?)
         } else {
@@ -474,6 +479,15 @@ impl LandlockPrediction {
             files: grants.is_some(),
             writable_trees: trees,
             writable_files: files,
+        }
+    }
+
+    /// Adds `paths` (canonical) where writes are allowed: the real paths the shadow home is
+    /// bound over, as the agent names them.
+    fn also_writable(&mut self, paths: impl Iterator<Item = PathBuf>) {
+        for path in paths {
+            self.writable_files.push(path.clone());
+            self.writable_trees.push(path);
         }
     }
 
