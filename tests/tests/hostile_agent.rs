@@ -315,6 +315,7 @@ fn doctor_reports_every_agent_layer_on(operator: Operator) {
             "pid_namespace",
             "config_read_only",
             "protected_paths",
+            "shadow_home",
             "no_new_privs"
         ],
         "{block}"

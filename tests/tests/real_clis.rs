@@ -953,9 +953,16 @@ fn request_turns(log: &std::path::Path) -> Vec<u64> {
         .collect()
 }
 
-/// The session files claude wrote under the project's HOME (`.claude/projects/*/ID.jsonl`).
+/// The session files claude wrote (`.claude/projects/*/ID.jsonl`): in the agent's shadow
+/// home (`<state_dir>/agent-home/claude`, docs/security.md "The shadow CLI home"), where
+/// `init`'s confined rounds keep them; the operator's own `~/.claude/projects` stays
+/// empty.
 fn claude_sessions(p: &Project) -> Vec<PathBuf> {
-    let projects = p.home().join(".claude/projects");
+    assert!(
+        !p.home().join(".claude/projects").exists(),
+        "a session in the operator's own ~/.claude"
+    );
+    let projects = p.state_dir().join("agent-home/claude/.claude/projects");
     let mut found = Vec::new();
     for dir in std::fs::read_dir(&projects).into_iter().flatten().flatten() {
         for file in std::fs::read_dir(dir.path())

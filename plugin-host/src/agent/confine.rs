@@ -14,7 +14,9 @@
 //!      existing or as a placeholder the supervisor made for its first missing component):
 //!      root first enters a mount namespace of the agent's own (`unshare(CLONE_NEWNS)`; the
 //!      user namespace of the unprivileged case already made one); every mount there turns
-//!      private ([`make_mounts_private`]), each directory between the work tree's root and a
+//!      private ([`make_mounts_private`]), the shadow home of the CLI's state bound over
+//!      the real one ([`bind`], [`crate::agent::shadow_home`]: each shared login into the
+//!      shadow first, then the shadow over `~/.claude` etc.), each directory between the work tree's root and a
 //!      protected path is bound over itself ([`bind_over_itself`], shallow first), then each
 //!      protected path is bound over itself and remounted read-only ([`bind_read_only`]),
 //!      keeping the source mount's `nosuid`/`nodev`/`noexec` (locked in a user namespace:
@@ -53,6 +55,7 @@ use crate::agent::policy::{
     AGENT_SECCOMP_OBSERVE,
 };
 use crate::agent::protected::{protected_set, Placeholders, ProtectedRoots, ProtectedSet};
+use crate::agent::shadow_home::{prepare as prepare_shadow, ShadowBind, ShadowHome};
 use crate::common::fd_passing::{recv_fd, socket_pair};
 use crate::common::landlock::{FsGrant, PolicyError, TcpRule};
 use crate::common::layers::{layer, Layer};
@@ -137,6 +140,8 @@ pub struct AgentConfinement {
     read_only: Vec<ReadOnlyFile>,
     /// Bound over themselves, before `read_only`.
     pinned: Vec<PathBuf>,
+    /// The shadow home's binds ([`crate::agent::shadow_home`]), before `pinned`.
+    binds: Vec<ShadowBind>,
     /// Removed (when still empty) when this confinement drops, after the agent's round.
     placeholders: Option<Placeholders>,
     tmp_dir: PathBuf,
@@ -205,6 +210,15 @@ pub(crate) fn make_mounts_private() -> std::io::Result<()> {
     mount(None, c"/", libc::MS_REC | libc::MS_PRIVATE)
 }
 
+/// In the launcher, after [`make_mounts_private`]: `source` bound over `target` with the
+/// mounts below it (the shadow home over the real state, a login into the shadow).
+///
+/// # Errors
+/// The `mount`'s OS error.
+pub(crate) fn bind(source: &CStr, target: &CStr) -> std::io::Result<()> {
+    mount(Some(source), target, libc::MS_BIND | libc::MS_REC)
+}
+
 /// In the launcher, after [`make_mounts_private`]: the directory `path` bound over itself
 /// with the mounts below it, so renaming or removing it fails with `EBUSY`.
 ///
@@ -251,8 +265,35 @@ impl AgentConfinement {
         };
         let tmp = &spec.policy.tmp_dir;
         std::fs::create_dir_all(tmp).map_err(io(&format!("create {}", tmp.display())))?;
-        let grants = spec.tier.landlock().then(|| agent_fs_grants(&spec.policy));
-        let predicted = LandlockPrediction::new(grants.as_deref(), &spec.connect_ports);
+        let mut policy = spec.policy.clone();
+        let mut shadow = None;
+        if isolation != PidIsolation::None {
+            if let Some(home) = &policy.home {
+                shadow =
+                    prepare_shadow(&policy.state_dir, home, &policy.cli).map_err(io(&format!(
+                        "the shadow home of {} in {}",
+                        policy.cli,
+                        policy.state_dir.display()
+                    )))?;
+                policy.shadow = Some(
+                    shadow
+                        .as_ref()
+                        .map(|s: &ShadowHome| s.writable.clone())
+                        .unwrap_or_default(),
+                );
+            }
+        }
+        let grants = spec.tier.landlock().then(|| agent_fs_grants(&policy));
+        let mut predicted = LandlockPrediction::new(grants.as_deref(), &spec.connect_ports);
+        if let Some(s) = &shadow {
+            // The agent writes its shadow by the real paths it is bound over.
+            predicted.also_writable(
+                s.binds
+                    .iter()
+                    .filter(|b| s.writable.contains(&b.source))
+                    .map(|b| b.target.clone()),
+            );
+        }
         let listener = if spec.tier.seccomp() {
             Some(socket_pair().map_err(io("the seccomp listener's socket"))?)
         } else {
@@ -268,6 +309,7 @@ impl AgentConfinement {
             protected: ProtectedSet::default(),
             read_only: Vec::new(),
             pinned: Vec::new(),
+            binds: shadow.map(|s| s.binds).unwrap_or_default(),
             placeholders: None,
             tmp_dir: tmp.clone(),
         };
@@ -335,6 +377,14 @@ impl AgentConfinement {
         }
         if self.isolation != PidIsolation::None {
             plan.mount_namespace = self.isolation == PidIsolation::PidNamespace;
+            plan.binds = self
+                .binds
+                .iter()
+                .map(|b| plan::Bind {
+                    source: b.source.clone(),
+                    target: b.target.clone(),
+                })
+                .collect();
             plan.pinned = self.pinned.clone();
             plan.read_only = self.read_only.clone();
         }
@@ -429,6 +479,15 @@ impl LandlockPrediction {
             files: grants.is_some(),
             writable_trees: trees,
             writable_files: files,
+        }
+    }
+
+    /// Adds `paths` (canonical) where writes are allowed: the real paths the shadow home is
+    /// bound over, as the agent names them.
+    fn also_writable(&mut self, paths: impl Iterator<Item = PathBuf>) {
+        for path in paths {
+            self.writable_files.push(path.clone());
+            self.writable_trees.push(path);
         }
     }
 
@@ -589,6 +648,9 @@ pub fn agent_layers(
         )
     });
     out.push(crate::agent::protected::layer(
+        isolation != PidIsolation::None,
+    ));
+    out.push(crate::agent::shadow_home::layer(
         isolation != PidIsolation::None,
     ));
     out.push(layer(

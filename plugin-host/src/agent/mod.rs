@@ -8,3 +8,4 @@ pub mod confine;
 pub mod egress_bridge;
 pub mod policy;
 pub mod protected;
+pub mod shadow_home;

@@ -6,8 +6,9 @@
 //! tree. So its policy is wider than a host's ([`crate::host::policy`]) but draws the same lines
 //! around what is not its business:
 //!
-//! * **write** (and execute): the work tree, the agent's own state in the home directory
-//!   ([`AGENT_STATE`], by the CLI's name), a private TMPDIR, and the operator's
+//! * **write** (and execute): the work tree, the agent's own state ([`AGENT_STATE`], by the
+//!   CLI's name: its shadow home in the state dir where it has a mount namespace,
+//!   [`crate::agent::shadow_home`], else the real one), a private TMPDIR, and the operator's
 //!   `[agent.sandbox] write_paths`;
 //! * **read** (and execute): the system ([`SYSTEM_TREES`], `/etc` but [`ETC_WITHHELD`]),
 //!   the home directory's entries except the credential stores ([`AGENT_WITHHELD`]) and the
@@ -49,7 +50,7 @@ pub struct AgentState {
     /// The CLI's executable name (`command[0]`'s file name).
     pub cli: &'static str,
     /// Paths relative to the home directory; the first is the CLI's state directory,
-    /// which [`create_state_dir`] makes when missing.
+    /// which [`create_state`] makes when missing.
     pub paths: &'static [&'static str],
     /// What the CLI keeps there.
     pub why: &'static str,
@@ -244,6 +245,10 @@ pub struct AgentPolicyInput {
     pub write_paths: Vec<PathBuf>,
     /// `[agent.sandbox] read_paths`.
     pub read_paths: Vec<PathBuf>,
+    /// Where the agent gets a shadow home ([`crate::agent::shadow_home`]): the shadow's
+    /// paths bound over its real state, written instead of it (the real state paths then
+    /// get no grant at all). `None`: the real state is written (no mount namespace).
+    pub shadow: Option<Vec<PathBuf>>,
 }
 
 fn grant(path: impl Into<PathBuf>, access: FsAccess, why: &'static str) -> FsGrant {
@@ -314,12 +319,26 @@ pub fn agent_fs_grants(input: &AgentPolicyInput) -> Vec<FsGrant> {
                 .into_iter()
                 .map(|(p, _)| p),
         );
-        for rel in own_state(&input.cli) {
-            g.push(grant(
-                home.join(rel),
-                FsAccess::ReadWriteExecute,
-                "the agent's own state (AGENT_STATE): its login, settings and sessions",
-            ));
+        match &input.shadow {
+            Some(shadow) => {
+                protected.extend(own_state(&input.cli).iter().map(|rel| home.join(rel)));
+                for path in shadow {
+                    g.push(grant(
+                        path,
+                        FsAccess::ReadWriteExecute,
+                        "the agent's own state (AGENT_STATE) as its shadow home, bound over the real one: its settings, sessions and (bound into it) its login",
+                    ));
+                }
+            }
+            None => {
+                for rel in own_state(&input.cli) {
+                    g.push(grant(
+                        home.join(rel),
+                        FsAccess::ReadWriteExecute,
+                        "the agent's own state (AGENT_STATE): its login, settings and sessions",
+                    ));
+                }
+            }
         }
         readable_except(home, &protected, &mut g, 0);
     }

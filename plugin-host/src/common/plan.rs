@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::landlock::{FsAccess, FsGrant, TcpRule};
 
 /// The plan's shape. Raised whenever a field changes meaning, is added or goes.
-pub const PLAN_FORMAT: u32 = 2;
+pub const PLAN_FORMAT: u32 = 3;
 
 /// This build of the confinement code: a digest of `plugin-host/`'s sources and the
 /// workspace version, made by the crate's build script. The supervisor writes its own into
@@ -54,6 +54,10 @@ pub struct Plan {
     /// Unshare a mount namespace before [`Plan::read_only`] (root; the user namespace above
     /// makes one otherwise).
     pub mount_namespace: bool,
+    /// Binds in the target's mount namespace, in this order, before [`Plan::pinned`]: the
+    /// agent's shadow home over its CLI's real state (docs/security.md "The shadow CLI
+    /// home").
+    pub binds: Vec<Bind>,
     /// Directories bound over themselves (with the mounts below them) in the target's
     /// mount namespace, in this order, before [`Plan::read_only`]: each becomes a mount
     /// point, which cannot be renamed or removed.
@@ -106,6 +110,7 @@ impl Plan {
             egress: None,
             user_namespace: None,
             mount_namespace: false,
+            binds: Vec::new(),
             pinned: Vec::new(),
             read_only: Vec::new(),
             private_tmp: None,
@@ -163,6 +168,15 @@ pub enum UserNamespace {
     },
     /// The agent's: no `RLIMIT_NPROC`, a reaper that ignores the round's stop signals.
     Agent,
+}
+
+/// [`Plan::binds`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Bind {
+    /// What is seen (canonical).
+    pub source: PathBuf,
+    /// Where (canonical), with the mounts below `source`.
+    pub target: PathBuf,
 }
 
 /// [`Plan::read_only`].

@@ -322,6 +322,7 @@ fn spawn_inner(
             pids_max: spec.pids_max,
         }),
         mount_namespace: false,
+        binds: Vec::new(),
         pinned: Vec::new(),
         read_only: Vec::new(),
         private_tmp,

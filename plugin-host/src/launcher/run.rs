@@ -7,7 +7,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 
 use crate::agent::confine::{
-    become_init_of_agent, bind_over_itself, bind_read_only, make_mounts_private,
+    become_init_of_agent, bind, bind_over_itself, bind_read_only, make_mounts_private,
 };
 use crate::agent::egress_bridge::EgressBridge;
 use crate::agent::policy::agent_seccomp_program;
@@ -184,6 +184,11 @@ fn apply_steps(plan: Plan) -> Result<std::convert::Infallible, Failure> {
             message: format!("{} contains a NUL byte", path.display()),
         })
     };
+    let binds = plan
+        .binds
+        .iter()
+        .map(|b| Ok((c_path(&b.source)?, c_path(&b.target)?)))
+        .collect::<Result<Vec<_>, Failure>>()?;
     let pinned = plan
         .pinned
         .iter()
@@ -194,7 +199,7 @@ fn apply_steps(plan: Plan) -> Result<std::convert::Infallible, Failure> {
         .iter()
         .map(|f| c_path(&f.path).map(|p| (p, f.locked as libc::c_ulong)))
         .collect::<Result<Vec<_>, _>>()?;
-    let mounts = !pinned.is_empty() || !read_only.is_empty();
+    let mounts = !binds.is_empty() || !pinned.is_empty() || !read_only.is_empty();
     let cwd = if mounts {
         Some(std::env::current_dir().map_err(|e| Failure::os("read-only mounts", &e))?)
     } else {
@@ -242,6 +247,9 @@ fn apply_steps(plan: Plan) -> Result<std::convert::Infallible, Failure> {
     }
     if mounts {
         step("read-only mounts", make_mounts_private())?;
+    }
+    for (source, target) in &binds {
+        step("shadow home", bind(source, target))?;
     }
     for path in &pinned {
         step("pinned directories", bind_over_itself(path))?;

@@ -263,6 +263,7 @@ impl AgentSandboxGate {
                 config_path: config.path.clone(),
                 write_paths: sandbox.write_paths.clone(),
                 read_paths,
+                shadow: None,
             },
             connect_ports,
             tier: self.applied,
