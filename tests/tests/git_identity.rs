@@ -4,8 +4,10 @@
 //! nested in the tree whose own config runs a filter — and leaves work behind; the
 //! supervisor's status, stash and commit must follow none of it. Each attempt as root and
 //! as the unprivileged user, under `auto_commit` and `stash`, the agent unconfined and
-//! under `[agent.sandbox] mode = "require"` (its sandbox allows all of it: the tree and
-//! its `.git` are the agent's to write); each with its control: the
+//! under `[agent.sandbox] mode = "require"` (its sandbox allows the `core.worktree` and
+//! nested-repository plants: the tree and `.git/config` are the agent's to write; the
+//! `.git` swap it refuses, since `.git` is pinned as an ancestor of the protected hooks);
+//! each with its control: the
 //! same plant under a git that discovers the repository from the work dir as the
 //! supervisor's did before (no pinning, the nested repository looked into) shows the harm.
 
@@ -182,7 +184,25 @@ fn a_git_file_naming_another_repository_is_named_and_left_alone() {
             let (other, before) = other_repository(&p);
             let agent = p.script("agent.sh", &gitdir_swap(&other));
             p.write_config(&config(&agent, action, mode));
-            p.run(&["round"]).assert_code(0);
+            let out = p.run(&["round"]);
+            if mode == "require" {
+                // The protected tier pins `.git` in the agent's mount namespace (docs/security.md
+                // "Protected paths"): the swap itself is refused, nothing reaches the
+                // supervisor's git.
+                out.assert_code(1);
+                assert!(
+                    out.stderr.contains("Device or resource busy"),
+                    "{what}: {out}"
+                );
+                assert_eq!(head_of(&other), before, "{what}");
+                assert!(
+                    p.events_of("git_repository_changed").is_empty(),
+                    "{what}: {}",
+                    p.events_text()
+                );
+                continue;
+            }
+            out.assert_code(0);
             let all = p.events_text();
             assert_eq!(
                 head_of(&other),
