@@ -673,9 +673,10 @@ fn local_endpoint_by_the_printed_fix(operator: Operator, cli: &str, source: &str
 
 /// Issue 41's newcomer with a real CLI: `init`'s config as written (the agent confined,
 /// no `allow_hosts`, TCP to port 443 only) and a local model on another port. The failed
-/// round says which port was refused and the key that opens it (`source`: where the
-/// endpoint was read); that one line added, the next round writes its file.
-fn newcomer_opens_the_port_it_was_told(operator: Operator, cli: &str, source: &str) {
+/// round says which port was refused and the key that opens it (the refused connect is
+/// seen by the agent's seccomp observer); that one line added, the next round writes its
+/// file.
+fn newcomer_opens_the_port_it_was_told(operator: Operator, cli: &str) {
     let server = FakeModel::start_at("normal", "127.0.0.1");
     let port = server.port;
     let granted = format!("connect_ports = [{port}]\n");
@@ -687,7 +688,7 @@ fn newcomer_opens_the_port_it_was_told(operator: Operator, cli: &str, source: &s
     let out = run_cli_at(&p, cli, "127.0.0.1", port, &as_init_wrote, &["round"]);
     let all = p.events_text();
     assert!(
-        out.stderr.contains(&told) && out.stderr.contains(source),
+        out.stderr.contains(&told),
         "{operator:?} {cli}: {}\n{all}",
         out.stderr
     );
@@ -705,16 +706,9 @@ fn newcomer_opens_the_port_it_was_told(operator: Operator, cli: &str, source: &s
 
 #[test]
 fn every_preset_s_newcomer_opens_the_port_it_was_told_as_root_and_as_an_unprivileged_user() {
-    for (cli, source) in [
-        ("claude", "the environment's ANTHROPIC_BASE_URL"),
-        ("codex", "~/.codex/config.toml"),
-        ("gemini", "the environment's GOOGLE_GEMINI_BASE_URL"),
-        ("aider", "the environment's OPENAI_API_BASE"),
-        ("kimi", "~/.kimi/config.toml"),
-        ("pi", "~/.pi/agent/models.json"),
-    ] {
+    for cli in ["claude", "codex", "gemini", "aider", "kimi", "pi"] {
         for operator in [Operator::Root, Operator::Unprivileged] {
-            newcomer_opens_the_port_it_was_told(operator, cli, source);
+            newcomer_opens_the_port_it_was_told(operator, cli);
         }
     }
 }
