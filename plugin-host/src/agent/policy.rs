@@ -39,6 +39,8 @@ use seccompiler::{
 
 use crate::common::credentials::CREDENTIAL_PATHS;
 use crate::common::landlock::{FsAccess, FsGrant, PolicyError};
+pub use crate::common::notify::{AgentDenyWhen, AgentObservation, ObservedPath, PathUse};
+pub use crate::common::plan::AgentSeccompSwitches;
 use crate::common::seccomp::{
     arch_guard, insn, SeccompProgram, BPF_JEQ_K, BPF_RET_K, DENIED_IOCTLS,
 };
@@ -489,28 +491,6 @@ pub fn interpreter_prefixes(exe: &Path, home: Option<&Path>) -> Vec<PathBuf> {
     out
 }
 
-/// When an entry of [`AGENT_SECCOMP_DENY`] refuses its call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AgentDenyWhen {
-    /// Always.
-    Always,
-    /// When the low 32 bits of argument `arg` are one of `values` (each with its name).
-    ArgIn {
-        /// The argument's index (0-based).
-        arg: u8,
-        /// The refused values and their names.
-        values: &'static [(u64, &'static str)],
-    },
-    /// When argument `arg` carries any of `flags` (each a bit of its low 32 bits, with its
-    /// name): one masked comparison per flag.
-    ArgAnyFlag {
-        /// The argument's index (0-based).
-        arg: u8,
-        /// The refused flags and their names.
-        flags: &'static [(u64, &'static str)],
-    },
-}
-
 /// An operator switch that lifts entries of [`AGENT_SECCOMP_DENY`] (`[agent.sandbox]`,
 /// docs/configuration.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -520,17 +500,6 @@ pub enum AgentSwitch {
     /// `user_namespaces = true`: new namespaces (`clone` with namespace flags, `clone3`,
     /// `unshare`) and `chroot` allowed.
     UserNamespaces,
-}
-
-/// The operator's switches of the agent's seccomp program, as the plan carries them to the
-/// launcher. Both off by default: the agent gets no UNIX socket but its `socketpair`s and
-/// no namespace of its own making.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct AgentSeccompSwitches {
-    /// `[agent.sandbox] unix_sockets`.
-    pub unix_sockets: bool,
-    /// `[agent.sandbox] user_namespaces`.
-    pub user_namespaces: bool,
 }
 
 impl AgentSeccompSwitches {
@@ -589,10 +558,10 @@ const PRIV: &str = "no privileged operation, even where a capability is left (th
 pub const DENIED_SOCKET_FAMILIES: &[(u64, &str)] = &[(libc::AF_UNIX as u64, "AF_UNIX")];
 
 /// Reviewed data: the namespace flags no `clone` of the agent may carry (the hosts' list,
-/// [`crate::host::policy::DENIED_CLONE_FLAGS`]). `CLONE_NEWTIME` (0x80) exists only for
+/// [`crate::common::seccomp::DENIED_CLONE_FLAGS`]). `CLONE_NEWTIME` (0x80) exists only for
 /// `unshare` and `clone3`, both refused: in `clone`'s first argument the low byte is the
 /// exit signal.
-pub const AGENT_DENIED_CLONE_FLAGS: &[(u64, &str)] = crate::host::policy::DENIED_CLONE_FLAGS;
+pub const AGENT_DENIED_CLONE_FLAGS: &[(u64, &str)] = crate::common::seccomp::DENIED_CLONE_FLAGS;
 
 /// The agent's seccomp deny-list (default allow: unlike a host, the agent runs arbitrary
 /// toolchains, so no allow-list could be measured). Only escapes from its confinement and
@@ -679,48 +648,6 @@ pub const AGENT_SECCOMP_DENY: &[AgentDenial] = &[
     deny!(SYS_quotactl, PRIV),
     deny!(SYS_vhangup, PRIV),
 ];
-
-/// One path a call of [`AGENT_SECCOMP_OBSERVE`] changes: the index of its path argument,
-/// of the directory descriptor it is relative to (none: the caller's working directory),
-/// and what the call does there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ObservedPath {
-    /// The directory descriptor's argument (`*at` calls).
-    pub dirfd: Option<u8>,
-    /// The path's argument.
-    pub path: u8,
-    /// What the call does there.
-    pub does: PathUse,
-}
-
-/// What a call does with a path it writes, which tells where Landlock checks it and when
-/// the kernel refuses it first (so the observer does not call it Landlock's).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PathUse {
-    /// Opens it: an existing file is written where it resolves; a missing one is made in
-    /// its directory.
-    Opens,
-    /// Makes an entry (`mkdir`): an existing one fails with `EEXIST` first.
-    Makes,
-    /// Removes an entry (`unlink`, `rmdir`, a rename's source): a missing one fails with
-    /// `ENOENT` first.
-    Removes,
-    /// Makes or replaces an entry (a rename's target).
-    Replaces,
-}
-
-/// One call the agent's filter lets run after the supervisor has looked at it.
-#[derive(Debug, Clone, Copy)]
-pub struct AgentObservation {
-    /// The x86_64 system call number.
-    pub nr: i64,
-    /// When it is observed ([`AgentDenyWhen`]'s forms).
-    pub when: AgentDenyWhen,
-    /// The paths it writes (none for `connect`).
-    pub paths: &'static [ObservedPath],
-    /// Why.
-    pub why: &'static str,
-}
 
 /// Reviewed data: the `open` flags that ask for writing (`O_WRONLY`, `O_RDWR`, `O_CREAT`,
 /// `O_TRUNC`); an open without them only reads, which the observer leaves alone.

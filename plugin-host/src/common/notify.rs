@@ -46,7 +46,6 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use crate::agent::policy::{AgentObservation, ObservedPath, PathUse};
 pub use crate::common::seccomp::syscall_name;
 
 /// The signal a seccomp denial reports (31, SIGSYS), for events such as
@@ -677,4 +676,70 @@ fn kill_for(
 fn signal_group(pgid: libc::pid_t, sig: libc::c_int) {
     // SAFETY: kill with a negative pid signals a process group; integers only.
     unsafe { libc::kill(-pgid, sig) };
+}
+
+/// When an entry of the agent's seccomp deny-list (`crate::agent::policy::AGENT_SECCOMP_DENY`)
+/// refuses its call, or of its observed calls (`AGENT_SECCOMP_OBSERVE`) is observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentDenyWhen {
+    /// Always.
+    Always,
+    /// When the low 32 bits of argument `arg` are one of `values` (each with its name).
+    ArgIn {
+        /// The argument's index (0-based).
+        arg: u8,
+        /// The refused values and their names.
+        values: &'static [(u64, &'static str)],
+    },
+    /// When argument `arg` carries any of `flags` (each a bit of its low 32 bits, with its
+    /// name): one masked comparison per flag.
+    ArgAnyFlag {
+        /// The argument's index (0-based).
+        arg: u8,
+        /// The refused flags and their names.
+        flags: &'static [(u64, &'static str)],
+    },
+}
+
+/// One path a call of the agent's observed calls (`crate::agent::policy::AGENT_SECCOMP_OBSERVE`)
+/// changes: the index of its path argument,
+/// of the directory descriptor it is relative to (none: the caller's working directory),
+/// and what the call does there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObservedPath {
+    /// The directory descriptor's argument (`*at` calls).
+    pub dirfd: Option<u8>,
+    /// The path's argument.
+    pub path: u8,
+    /// What the call does there.
+    pub does: PathUse,
+}
+
+/// What a call does with a path it writes, which tells where Landlock checks it and when
+/// the kernel refuses it first (so the observer does not call it Landlock's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathUse {
+    /// Opens it: an existing file is written where it resolves; a missing one is made in
+    /// its directory.
+    Opens,
+    /// Makes an entry (`mkdir`): an existing one fails with `EEXIST` first.
+    Makes,
+    /// Removes an entry (`unlink`, `rmdir`, a rename's source): a missing one fails with
+    /// `ENOENT` first.
+    Removes,
+    /// Makes or replaces an entry (a rename's target).
+    Replaces,
+}
+
+/// One call the agent's filter lets run after the supervisor has looked at it.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentObservation {
+    /// The x86_64 system call number.
+    pub nr: i64,
+    /// When it is observed ([`AgentDenyWhen`]'s forms).
+    pub when: AgentDenyWhen,
+    /// The paths it writes (none for `connect`).
+    pub paths: &'static [ObservedPath],
+    /// Why.
+    pub why: &'static str,
 }

@@ -257,6 +257,17 @@ pub struct Seccomp {
     pub listener_to: Option<Fd>,
 }
 
+/// The operator's switches of the agent's seccomp program, as the plan carries them to the
+/// launcher. Both off by default: the agent gets no UNIX socket but its `socketpair`s and
+/// no namespace of its own making.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentSeccompSwitches {
+    /// `[agent.sandbox] unix_sockets`.
+    pub unix_sockets: bool,
+    /// `[agent.sandbox] user_namespaces`.
+    pub user_namespaces: bool,
+}
+
 /// The seccomp programs the launcher can build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SeccompChoice {
@@ -268,7 +279,7 @@ pub enum SeccompChoice {
     /// The agent's deny-list less what the operator's switches lift, a refusal or an
     /// observed call is sent to the listener (the supervisor names a refusal and fails the
     /// call, lets an observed call run).
-    Agent(crate::agent::policy::AgentSeccompSwitches),
+    Agent(AgentSeccompSwitches),
 }
 
 /// [`Plan::exec`]: `argv` and `env` are raw bytes (`env` as `NAME=value`).

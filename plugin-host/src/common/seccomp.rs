@@ -184,3 +184,27 @@ pub(crate) fn arch_guard() -> Vec<libc::sock_filter> {
         insn(BPF_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS),
     ]
 }
+
+/// Reviewed data: the namespace flags no `clone` of a host or of the agent may carry
+/// (docs/security.md "The allow-list", "UNIX sockets and new namespaces"). `CLONE_NEWTIME` (0x80) exists only for `unshare` and `clone3`: in
+/// `clone`'s first argument the low byte is the exit signal.
+pub const DENIED_CLONE_FLAGS: &[(u64, &str)] = &[
+    (libc::CLONE_NEWNS as u64, "CLONE_NEWNS"),
+    (libc::CLONE_NEWCGROUP as u64, "CLONE_NEWCGROUP"),
+    (libc::CLONE_NEWUTS as u64, "CLONE_NEWUTS"),
+    (libc::CLONE_NEWIPC as u64, "CLONE_NEWIPC"),
+    (libc::CLONE_NEWUSER as u64, "CLONE_NEWUSER"),
+    (libc::CLONE_NEWPID as u64, "CLONE_NEWPID"),
+    (libc::CLONE_NEWNET as u64, "CLONE_NEWNET"),
+];
+
+/// The mask of [`DENIED_CLONE_FLAGS`].
+pub const CLONE_NAMESPACE_MASK: u64 = {
+    let mut m = 0;
+    let mut i = 0;
+    while i < DENIED_CLONE_FLAGS.len() {
+        m |= DENIED_CLONE_FLAGS[i].0;
+        i += 1;
+    }
+    m
+};

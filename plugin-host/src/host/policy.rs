@@ -37,7 +37,7 @@ use seccompiler::{
 use crate::common::landlock::{FsAccess, FsGrant, PolicyError};
 use crate::common::seccomp::{
     arch_guard, insn, syscall_name, SeccompProgram, BPF_JEQ_K, BPF_LD_W_ABS, BPF_RET_K,
-    DENIED_IOCTLS, SECCOMP_DATA_ARG0_LO, SECCOMP_RET_KILL_PROCESS,
+    CLONE_NAMESPACE_MASK, DENIED_IOCTLS, SECCOMP_DATA_ARG0_LO, SECCOMP_RET_KILL_PROCESS,
 };
 use crate::host::pin::{Interpreter, VerifiedExecutable};
 
@@ -420,30 +420,6 @@ const PIDFD: &str = "process handles for the host's own children (Python 3.12's 
 const RANDOM: &str = "randomness: measured getrandom in every runtime (hash seeds, V8's, Ruby's)";
 const SCHED: &str = "scheduling queries and yields (libuv's and Python's CPU count, spin locks)";
 
-/// Reviewed data: the namespace flags no `clone` of a host may carry (docs/security.md
-/// "The allow-list"). `CLONE_NEWTIME` (0x80) exists only for `unshare` and `clone3`: in
-/// `clone`'s first argument the low byte is the exit signal.
-pub const DENIED_CLONE_FLAGS: &[(u64, &str)] = &[
-    (libc::CLONE_NEWNS as u64, "CLONE_NEWNS"),
-    (libc::CLONE_NEWCGROUP as u64, "CLONE_NEWCGROUP"),
-    (libc::CLONE_NEWUTS as u64, "CLONE_NEWUTS"),
-    (libc::CLONE_NEWIPC as u64, "CLONE_NEWIPC"),
-    (libc::CLONE_NEWUSER as u64, "CLONE_NEWUSER"),
-    (libc::CLONE_NEWPID as u64, "CLONE_NEWPID"),
-    (libc::CLONE_NEWNET as u64, "CLONE_NEWNET"),
-];
-
-/// The mask of [`DENIED_CLONE_FLAGS`].
-pub const CLONE_NAMESPACE_MASK: u64 = {
-    let mut m = 0;
-    let mut i = 0;
-    while i < DENIED_CLONE_FLAGS.len() {
-        m |= DENIED_CLONE_FLAGS[i].0;
-        i += 1;
-    }
-    m
-};
-
 /// `clone` is allowed with no flag of [`CLONE_NAMESPACE_MASK`].
 const NO_NAMESPACE_FLAG: &[(u64, &str)] = &[(0, "no namespace flag")];
 
@@ -458,7 +434,7 @@ const PERSONALITY_QUERY: &[(u64, &str)] = &[
 
 /// The errno `clone3` fails with in a host: `ENOSYS`. Its flags are in memory, where a
 /// seccomp filter cannot look; glibc (2.34 and later) falls back to `clone` on `ENOSYS`,
-/// whose flags [`DENIED_CLONE_FLAGS`] checks.
+/// whose flags [`crate::common::seccomp::DENIED_CLONE_FLAGS`] checks.
 pub const CLONE3_ERRNO: i32 = libc::ENOSYS;
 
 const NET: &str = "no network: no IP, packet or netlink sockets (socket(AF_UNIX) fails with EACCES instead, see UNIX_SOCKET_ERRNO)";
