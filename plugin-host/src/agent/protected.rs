@@ -258,20 +258,22 @@ pub fn protected_set(roots: &ProtectedRoots) -> ProtectedSet {
 
 /// Existing copies of [`PROTECTED_IN_TREE`] in directories below `root` (not `root`
 /// itself), found breadth-first without following links and never inside
-/// [`SCAN_SKIPPED`]; whether [`SCAN_MAX_ENTRIES`] or [`SCAN_MAX_FOUND`] cut it short.
+/// [`SCAN_SKIPPED`], within [`SCAN_MAX_ENTRIES`]; of more than [`SCAN_MAX_FOUND`], the
+/// oldest by `ctime` (which no process can set back): copies an agent made as decoys in
+/// an earlier round are newer than the operator's, so they cannot crowd them out. Whether
+/// either cap cut it short.
 fn deeper_copies(root: &Path) -> (Vec<(PathBuf, &'static str)>, bool) {
-    let mut found = Vec::new();
+    use std::os::unix::fs::MetadataExt;
+    let mut found: Vec<((i64, i64), PathBuf, &'static str)> = Vec::new();
     let mut queue = std::collections::VecDeque::from([root.to_path_buf()]);
     let mut entries = 0usize;
-    while let Some(dir) = queue.pop_front() {
+    let mut truncated = false;
+    'scan: while let Some(dir) = queue.pop_front() {
         if dir != root {
             for name in PROTECTED_IN_TREE {
                 let path = dir.join(name.rel);
-                if std::fs::symlink_metadata(&path).is_ok() {
-                    if found.len() == SCAN_MAX_FOUND {
-                        return (found, true);
-                    }
-                    found.push((path, name.why));
+                if let Ok(meta) = std::fs::symlink_metadata(&path) {
+                    found.push(((meta.ctime(), meta.ctime_nsec()), path, name.why));
                 }
             }
         }
@@ -281,7 +283,8 @@ fn deeper_copies(root: &Path) -> (Vec<(PathBuf, &'static str)>, bool) {
         for entry in read.flatten() {
             entries += 1;
             if entries > SCAN_MAX_ENTRIES {
-                return (found, true);
+                truncated = true;
+                break 'scan;
             }
             let skipped = SCAN_SKIPPED.iter().any(|s| entry.file_name() == *s);
             if !skipped && entry.file_type().is_ok_and(|t| t.is_dir()) {
@@ -289,7 +292,17 @@ fn deeper_copies(root: &Path) -> (Vec<(PathBuf, &'static str)>, bool) {
             }
         }
     }
-    (found, false)
+    if found.len() > SCAN_MAX_FOUND {
+        truncated = true;
+        // Stable: among copies of one age, the shallower first.
+        found.sort_by_key(|(ctime, ..)| *ctime);
+        found.truncate(SCAN_MAX_FOUND);
+    }
+    let copies = found
+        .into_iter()
+        .map(|(_, path, why)| (path, why))
+        .collect();
+    (copies, truncated)
 }
 
 /// The `protected_paths` layer of `doctor` and `peek` (on where the agent gets a mount
