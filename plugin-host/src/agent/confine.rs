@@ -58,7 +58,7 @@ use crate::agent::protected::{protected_set, Placeholders, ProtectedRoots, Prote
 use crate::agent::shadow_home::{prepare as prepare_shadow, ShadowBind, ShadowHome};
 use crate::common::fd_passing::{recv_fd, socket_pair};
 use crate::common::landlock::{FsGrant, PolicyError, TcpRule};
-use crate::common::layers::{layer, Layer};
+use crate::common::layers::{landlock_layer, layer, Layer};
 use crate::common::notify::{DenialListener, Observed};
 use crate::common::pid_namespace::FreshPidNamespace;
 use crate::common::plan::{self, Grant, Plan, ReadOnlyFile, SeccompChoice, UserNamespace};
@@ -569,31 +569,19 @@ pub fn agent_layers(
     switches: AgentSeccompSwitches,
 ) -> Vec<Layer> {
     let mut out = Vec::new();
-    out.push(if tier.landlock() {
-        let mut covers =
-            vec!["filesystem: write the tree, its own state, TMPDIR; read the system; never the credential stores or the state dir"];
-        if landlock_abi >= 4 {
-            covers.push("TCP connect only to the allowed ports");
-        } else {
-            covers.push("TCP not restricted (needs ABI 4)");
-        }
-        if landlock_abi >= 6 {
-            covers.push("signals and abstract UNIX sockets scoped to the agent's processes");
-        } else {
-            covers.push("signals not scoped (needs ABI 6)");
-        }
-        layer(
-            "landlock",
-            true,
-            format!("ABI {landlock_abi}: {}", covers.join("; ")),
-        )
+    let mut covers =
+        vec!["filesystem: write the tree, its own state, TMPDIR; read the system; never the credential stores or the state dir"];
+    if landlock_abi >= 4 {
+        covers.push("TCP connect only to the allowed ports");
     } else {
-        layer(
-            "landlock",
-            false,
-            format!("not applied at tier {}", tier.as_str()),
-        )
-    });
+        covers.push("TCP not restricted (needs ABI 4)");
+    }
+    if landlock_abi >= 6 {
+        covers.push("signals and abstract UNIX sockets scoped to the agent's processes");
+    } else {
+        covers.push("signals not scoped (needs ABI 6)");
+    }
+    out.push(landlock_layer(tier, landlock_abi, &covers));
     out.push(if tier.seccomp() {
         let unix = if switches.unix_sockets {
             "AF_UNIX sockets allowed ([agent.sandbox] unix_sockets = true)"

@@ -21,3 +21,25 @@ pub(crate) fn layer(name: &'static str, on: bool, detail: impl Into<String>) -> 
         detail: detail.into(),
     }
 }
+
+/// The `landlock` layer at `tier`: on with `ABI <landlock_abi>` and what it `covers`
+/// (joined by `; `) where the tier applies Landlock, else off with the tier.
+pub(crate) fn landlock_layer(
+    tier: crate::common::probe::Tier,
+    landlock_abi: u32,
+    covers: &[&str],
+) -> Layer {
+    if tier.landlock() {
+        layer(
+            "landlock",
+            true,
+            format!("ABI {landlock_abi}: {}", covers.join("; ")),
+        )
+    } else {
+        layer(
+            "landlock",
+            false,
+            format!("not applied at tier {}", tier.as_str()),
+        )
+    }
+}

@@ -1,7 +1,7 @@
 //! Each confinement layer a host gets on this machine, on or off with the reason, for
 //! `doctor` and `peek` (docs/security.md "Layers").
 
-use crate::common::layers::{layer, Layer};
+use crate::common::layers::{landlock_layer, layer, Layer};
 use crate::common::pids_limit::pids_cgroup;
 use crate::common::probe::Tier;
 use crate::common::user_namespace::user_namespaces;
@@ -14,26 +14,14 @@ pub fn layers(tier: Tier, landlock_abi: u32) -> Vec<Layer> {
     let root = unsafe { libc::geteuid() } == 0;
     let userns = if root { Ok(()) } else { user_namespaces() };
     let mut out = Vec::new();
-    out.push(if tier.landlock() {
-        let mut covers = vec!["filesystem (only the documented grants)"];
-        if landlock_abi >= 4 {
-            covers.push("TCP bind/connect denied");
-        }
-        if landlock_abi >= 6 {
-            covers.push("abstract UNIX sockets and signals scoped to the host");
-        }
-        layer(
-            "landlock",
-            true,
-            format!("ABI {landlock_abi}: {}", covers.join("; ")),
-        )
-    } else {
-        layer(
-            "landlock",
-            false,
-            format!("not applied at tier {}", tier.as_str()),
-        )
-    });
+    let mut covers = vec!["filesystem (only the documented grants)"];
+    if landlock_abi >= 4 {
+        covers.push("TCP bind/connect denied");
+    }
+    if landlock_abi >= 6 {
+        covers.push("abstract UNIX sockets and signals scoped to the host");
+    }
+    out.push(landlock_layer(tier, landlock_abi, &covers));
     out.push(if tier.seccomp() {
         layer(
             "seccomp",
