@@ -205,3 +205,92 @@ fn the_launcher_says_what_it_is_and_refuses_to_run_without_a_plan() {
         .mode();
     assert_ne!(mode & 0o111, 0);
 }
+
+/// `installed`'s successful `execve` calls during one `round` under `strace -f`, and the
+/// round's output.
+fn traced_copy_round(p: &Project, installed: &Path) -> (Vec<String>, agent_runner_e2e::RunOutput) {
+    let trace = p.tmp_dir().join("launcher.strace");
+    let mut cmd = Command::new("strace");
+    cmd.args([
+        "-f",
+        "-qq",
+        "-z",
+        "-e",
+        "signal=none",
+        "-e",
+        "trace=execve",
+        "-o",
+    ])
+    .arg(&trace)
+    .arg(installed)
+    .arg("--config")
+    .arg(p.config_path())
+    .arg("round")
+    .current_dir(p.dir())
+    .env("HOME", p.home())
+    .env_remove("XDG_STATE_HOME");
+    let out = p.run_with(cmd);
+    let lines = std::fs::read_to_string(&trace)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    (lines, out)
+}
+
+fn asked_for_its_build(execs: &[String]) -> usize {
+    execs
+        .iter()
+        .filter(|l| l.contains("[\"plugin-host\", \"--build-id\"]"))
+        .count()
+}
+
+/// The launcher's build is read from its section (plugin-host/src/common/build_note.rs):
+/// the real launcher is never run to ask. The control: the same launcher with its section
+/// renamed (what a launcher built without one looks like) is asked, once, and the round
+/// runs all the same.
+#[test]
+fn the_launcher_s_build_is_read_from_its_file_and_asked_only_when_the_file_does_not_say() {
+    let p = Project::new();
+    p.write_config(&p.config());
+    let paired = installed_copy(&p, "paired", Some(&plugin_host_bin()));
+    let (execs, out) = traced_copy_round(&p, &paired);
+    out.assert_code(0);
+    assert_eq!(asked_for_its_build(&execs), 0, "{execs:#?}");
+
+    let name = b".agent_runner.build_id\0";
+    let mut bytes = std::fs::read(plugin_host_bin()).unwrap();
+    let mut renamed = 0;
+    for i in 0..bytes.len().saturating_sub(name.len()) {
+        if &bytes[i..i + name.len()] == name {
+            bytes[i..i + name.len()].copy_from_slice(b".agent_runner.build_xx\0");
+            renamed += 1;
+        }
+    }
+    assert!(renamed > 0, "the section's name is in the launcher's bytes");
+    let unnamed = p.tmp_dir().join("unnamed-launcher");
+    std::fs::write(&unnamed, bytes).unwrap();
+    std::fs::set_permissions(&unnamed, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let installed = installed_copy(&p, "unnamed", Some(&unnamed));
+    let (execs, out) = traced_copy_round(&p, &installed);
+    out.assert_code(0);
+    assert_eq!(asked_for_its_build(&execs), 1, "{execs:#?}");
+}
+
+/// Fail closed: a launcher whose section says this build but which cannot be executed (no
+/// execute permission) is refused at boot, as when it was asked by running it.
+#[test]
+fn a_launcher_that_cannot_be_executed_is_refused_whatever_its_section_says() {
+    let p = Project::new();
+    p.write_config(&p.config());
+    let installed = installed_copy(&p, "noexec", Some(&plugin_host_bin()));
+    let launcher = installed.with_file_name("plugin-host");
+    std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = run_copy(&p, &installed, &["round"]);
+    out.assert_code(78);
+    assert!(out.stderr.contains("cannot be run"), "{out}");
+    assert!(p.events_of("agent_spawn").is_empty());
+    // The control: the same file, executable again, runs a round.
+    std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
+    run_copy(&p, &installed, &["round"]).assert_code(0);
+}

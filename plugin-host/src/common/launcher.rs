@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
+use crate::common::build_note;
 use crate::common::fd_passing::above_stdio;
 use crate::common::plan::{Failure, Plan, BUILD_ID};
 
@@ -108,8 +109,12 @@ impl Launcher {
             .map_err(Clone::clone)
     }
 
-    /// Opens the launcher at `path` and asks it for its build (`--build-id`), which must be
-    /// this process's [`BUILD_ID`]. Every plan is checked again by the launcher itself.
+    /// Opens the launcher at `path` and learns its build, which must be this process's
+    /// [`BUILD_ID`]: read from the section of the open file ([`build_note::read`]) when it
+    /// is an ELF executable of this machine with one and the file may be executed
+    /// (`access(2)` `X_OK` through the open descriptor: permissions and a `noexec` mount),
+    /// else asked of the launcher itself (`--build-id`). Every plan is checked again by the
+    /// launcher itself.
     ///
     /// # Errors
     /// [`LauncherError`]: missing, unusable, or another build.
@@ -122,24 +127,10 @@ impl Launcher {
             path: path.to_owned(),
             file,
         };
-        let out = std::process::Command::new(launcher.exec_path())
-            .arg0(LAUNCHER_NAME)
-            .arg("--build-id")
-            .env_clear()
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .output()
-            .map_err(|e| LauncherError::Unusable {
-                path: path.to_owned(),
-                reason: e.to_string(),
-            })?;
-        let found = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        if !out.status.success() {
-            return Err(LauncherError::Unusable {
-                path: path.to_owned(),
-                reason: format!("`--build-id` ended with {}", out.status),
-            });
-        }
+        let found = match build_note::read(&launcher.file) {
+            Some(found) if launcher.executable() => found,
+            _ => launcher.ask_build()?,
+        };
         if found != BUILD_ID {
             return Err(LauncherError::Foreign {
                 path: path.to_owned(),
@@ -147,6 +138,32 @@ impl Launcher {
             });
         }
         Ok(launcher)
+    }
+
+    /// Whether this process may execute the open file (`access(2)` `X_OK` on its
+    /// descriptor's path, which the kernel resolves to the file itself).
+    fn executable(&self) -> bool {
+        nix::unistd::access(&self.exec_path(), nix::unistd::AccessFlags::X_OK).is_ok()
+    }
+
+    /// Runs the launcher with `--build-id` and returns what it printed.
+    fn ask_build(&self) -> Result<String, LauncherError> {
+        let unusable = |reason: String| LauncherError::Unusable {
+            path: self.path.clone(),
+            reason,
+        };
+        let out = std::process::Command::new(self.exec_path())
+            .arg0(LAUNCHER_NAME)
+            .arg("--build-id")
+            .env_clear()
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .map_err(|e| unusable(e.to_string()))?;
+        if !out.status.success() {
+            return Err(unusable(format!("`--build-id` ended with {}", out.status)));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
     }
 
     /// Its path, as opened.

@@ -7,6 +7,7 @@
 //! ([`fd_passing`]). [`crate::host`] and [`crate::agent`] build on this module and never on
 //! each other.
 
+pub mod build_note;
 pub(crate) mod capabilities;
 pub mod cgroup;
 pub mod credentials;

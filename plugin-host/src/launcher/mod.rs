@@ -44,14 +44,16 @@ use std::os::fd::RawFd;
 use crate::common::plan::{BUILD_ID, PLAN_FORMAT};
 
 /// The launcher's `main`: `plugin-host --plan-fd N --status-fd M` runs a plan;
-/// `plugin-host --build-id` prints [`BUILD_ID`]; `--version` the version and build.
+/// `plugin-host --build-id` prints [`BUILD_ID`] (from its section,
+/// [`crate::common::build_note`]); `--version` the version and build.
 /// Never returns.
 pub fn main() -> ! {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     match args.as_slice() {
         ["--build-id"] => {
-            println!("{BUILD_ID}");
+            // The bytes of its section, which the supervisor reads without running it.
+            println!("{}", crate::common::build_note::embedded());
             std::process::exit(0)
         }
         ["--version"] => {
