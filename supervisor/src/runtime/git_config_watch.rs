@@ -62,7 +62,15 @@ pub(crate) struct ConfigBefore {
 /// reverts that round's keys then ([`Pending`]).
 pub(crate) const PENDING_FILE: &str = "git-config-before.json";
 
-/// The record of [`PENDING_FILE`]: the round and its config before.
+/// Where the record of the last round stays once that round was reverted against, in the
+/// state dir (the record of [`PENDING_FILE`], renamed): the entries git listed for each
+/// config file's bytes, which the next process (the next `agent-runner round`) reuses for
+/// a file whose bytes are byte for byte the same ([`ConfigBefore::record`]'s `last`),
+/// saving a git process per round. Nothing else of it is used: a file whose bytes differ,
+/// or a record that is missing or unreadable, is listed by git as before.
+pub(crate) const SEEN_FILE: &str = "git-config-seen.json";
+
+/// The record of [`PENDING_FILE`] (and [`SEEN_FILE`]): the round and its config before.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Pending {
     /// The round the record was taken for.
@@ -264,6 +272,21 @@ fn to_revert(
 }
 
 impl ConfigBefore {
+    /// Whether it holds no file (the default: no record taken yet).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// The record [`SEEN_FILE`] in `state_dir` keeps, for [`ConfigBefore::record`]'s
+    /// `last`; empty when there is none or it cannot be read.
+    pub(crate) fn last_seen(state_dir: &Path) -> ConfigBefore {
+        crate::record::state::read_json::<Pending>(&state_dir.join(SEEN_FILE))
+            .ok()
+            .flatten()
+            .map(|seen| seen.before)
+            .unwrap_or_default()
+    }
+
     /// The repository's config files now (see the module's doc). `last`, the previous
     /// round's record, saves a git process for each file whose bytes are unchanged.
     /// Errors: git cannot tell where the repository is.
@@ -558,6 +581,67 @@ mod tests {
         let _ = std::fs::remove_file(&marker);
         let config = std::fs::read_to_string(dir.join(".git/config")).unwrap();
         (ran, told, config)
+    }
+
+    /// The kept record ([`SEEN_FILE`]) is used only for a file of the same bytes: here
+    /// its entries are made up (a key the file does not hold), so whether they show tells
+    /// whether the record was used instead of git's listing.
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_kept_record_is_used_for_the_same_bytes_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().canonicalize().unwrap();
+        let state_dir = tmp.path().join("state");
+        assert!(git(&dir, &["init", "-q", "."]).status.success());
+        git(&dir, &["config", "core.pager", "less -R"]);
+        let config = dir.join(".git/config");
+        let repo = Repo::new(&dir, crate::runtime::attribution::OwnFiles::default());
+        let keep = |bytes: Vec<u8>| {
+            let made_up = Seen {
+                path: config.clone(),
+                bytes: Some(bytes),
+                link: None,
+                entries: vec![("made.up".to_owned(), Some("kept".to_owned()))],
+            };
+            let pending = Pending {
+                round_num: 1,
+                before: ConfigBefore {
+                    files: vec![made_up],
+                },
+            };
+            crate::record::state::write_json_atomic(&state_dir.join(SEEN_FILE), &pending).unwrap();
+        };
+        let keys = |before: &ConfigBefore| -> Vec<String> {
+            before
+                .files
+                .iter()
+                .filter(|f| f.path == config)
+                .flat_map(|f| f.entries.iter().map(|(k, _)| k.clone()))
+                .collect()
+        };
+        // No record: git lists the file.
+        assert!(ConfigBefore::last_seen(&state_dir).is_empty());
+        let listed = ConfigBefore::record(&repo, &ConfigBefore::last_seen(&state_dir))
+            .await
+            .unwrap();
+        assert!(keys(&listed).contains(&"core.pager".to_owned()));
+        // The same bytes: the record's entries are taken (the control: reuse is real).
+        keep(std::fs::read(&config).unwrap());
+        let reused = ConfigBefore::record(&repo, &ConfigBefore::last_seen(&state_dir))
+            .await
+            .unwrap();
+        assert_eq!(keys(&reused), ["made.up"]);
+        // One byte of difference: listed by git again, the record ignored.
+        let mut other = std::fs::read(&config).unwrap();
+        other.push(b'\n');
+        keep(other);
+        let relisted = ConfigBefore::record(&repo, &ConfigBefore::last_seen(&state_dir))
+            .await
+            .unwrap();
+        assert!(!keys(&relisted).contains(&"made.up".to_owned()));
+        assert!(keys(&relisted).contains(&"core.pager".to_owned()));
+        // A record that cannot be read is no record.
+        std::fs::write(state_dir.join(SEEN_FILE), b"{not json").unwrap();
+        assert!(ConfigBefore::last_seen(&state_dir).is_empty());
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -1270,6 +1270,10 @@ impl Runner {
             self.revert_config(stale.round_num, Some(stale.before))
                 .await;
         }
+        if self.config_before.is_empty() {
+            // This process's first round: the last round's record, kept in the state dir.
+            self.config_before = ConfigBefore::last_seen(&self.config.runtime.state_dir);
+        }
         match ConfigBefore::record(&self.repo, &self.config_before).await {
             Ok(record) => {
                 self.config_before = record.clone();
@@ -1299,12 +1303,12 @@ impl Runner {
         let Some(before) = before else { return };
         let told = match git_config_watch::revert(&self.repo, &before).await {
             Ok(told) => {
-                let pending = self
-                    .config
-                    .runtime
-                    .state_dir
-                    .join(git_config_watch::PENDING_FILE);
-                let _ = std::fs::remove_file(pending);
+                // Done with; kept as the next process's `last` (git_config_watch::SEEN_FILE).
+                let state_dir = &self.config.runtime.state_dir;
+                let pending = state_dir.join(git_config_watch::PENDING_FILE);
+                if std::fs::rename(&pending, state_dir.join(git_config_watch::SEEN_FILE)).is_err() {
+                    let _ = std::fs::remove_file(pending);
+                }
                 told
             }
             Err(err) => {
