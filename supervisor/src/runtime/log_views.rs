@@ -7,12 +7,14 @@
 //! `<state_dir>/agent-runner.lock` ([`crate::record::state`]) and the round counter is
 //! `<state_dir>/state.json`; nothing of ours reads these files back to decide anything.
 //! Writing one can fail (a read-only `log_dir`): that is logged and the supervisor goes on.
+//! The JSON views are replaced atomically but not fsync'd ([`write_json_replace`]): a
+//! power failure may leave the previous one, which the next boot or round writes again.
 //! Each is written through the log dir as it resolved at boot ([`HeldDir`]): a link the
 //! agent planted at the log dir or above it is refused, never written through.
 
 use crate::held_dir::HeldDir;
 use crate::record::events::timestamp;
-use crate::record::state::{create_exclusive, write_json_atomic};
+use crate::record::state::{create_exclusive, write_json_replace};
 use serde::Serialize;
 use std::io::Write;
 use std::path::Path;
@@ -59,7 +61,7 @@ pub(crate) fn hold(log_dir: &HeldDir) -> Option<ViewFile> {
         cmdline: cmdline.chars().take(80).collect(),
     };
     guarded(log_dir, HOLDER_FILE, |path| {
-        write_json_atomic(path, &holder)
+        write_json_replace(path, &holder)
     })
 }
 
@@ -142,7 +144,7 @@ pub(crate) fn write_status(
         phase_index: 0,
     };
     write_view(log_dir, STATUS_FILE, |path| {
-        write_json_atomic(path, &status)
+        write_json_replace(path, &status)
     });
 }
 
