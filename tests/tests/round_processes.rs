@@ -1,0 +1,111 @@
+//! What one trivial `round` costs in processes (docs/performance.md, "Processes of one
+//! round"), counted under `strace -f` on the real binaries: at most four git processes —
+//! the work tree's discovery and its config's listing at boot, `git status` before and
+//! after the agent — once the state dir keeps the last round's record of the repository's
+//! config (`git-config-seen.json`: a config file whose bytes are unchanged is not listed
+//! again); and the `plugin-host` launcher is executed for the agent only, its build read
+//! from its file (`plugin-host/src/common/build_note.rs`), never by running it.
+
+use agent_runner_e2e::{agent_runner_bin, ConfigBuilder, Project};
+use std::process::Command;
+
+/// The successful `execve` calls of one `round` under `strace -f`: one line each.
+fn traced_round(p: &Project, name: &str) -> Vec<String> {
+    let trace = p.tmp_dir().join(format!("{name}.strace"));
+    let mut cmd = Command::new("strace");
+    cmd.args(["-f", "-qq", "-z", "-s", "256", "-e", "signal=none"])
+        .args(["-e", "trace=execve,execveat", "-o"])
+        .arg(&trace)
+        .arg(agent_runner_bin())
+        .arg("--config")
+        .arg(p.config_path())
+        .arg("round")
+        .current_dir(p.dir())
+        .env("HOME", p.home())
+        .env_remove("XDG_STATE_HOME");
+    p.run_with(cmd).assert_code(0);
+    std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The git processes among `execs`: what each was asked, `-c` settings left out.
+fn git_calls(execs: &[String]) -> Vec<String> {
+    execs
+        .iter()
+        .filter(|l| l.contains("/git\", [\"git\""))
+        .map(|l| {
+            let argv = &l[l.find("[\"git\"").unwrap()..];
+            let argv = &argv[..argv.find(']').unwrap_or(argv.len())];
+            let words: Vec<&str> = argv
+                .split("\", \"")
+                .map(|w| w.trim_matches(|c| c == '[' || c == '"'))
+                .collect();
+            let mut asked = Vec::new();
+            let mut i = 1;
+            while i < words.len() {
+                if words[i] == "-c" {
+                    i += 2;
+                    continue;
+                }
+                asked.push(words[i]);
+                i += 1;
+            }
+            asked.join(" ")
+        })
+        .collect()
+}
+
+fn launcher_asked_for_its_build(execs: &[String]) -> usize {
+    execs
+        .iter()
+        .filter(|l| l.contains("[\"plugin-host\", \"--build-id\"]"))
+        .count()
+}
+
+fn lists_a_config_file(calls: &[String]) -> bool {
+    calls.iter().any(|c| c.starts_with("config --file -"))
+}
+
+#[test]
+fn a_trivial_round_runs_four_git_processes_and_never_runs_the_launcher_to_learn_its_build() {
+    let p = Project::new();
+    let agent = p.script("trivial-agent.sh", "#!/bin/sh\necho trivial\n");
+    p.write_config(&ConfigBuilder::new(&agent).dirty_action("stash"));
+
+    // The project's first round: no record of the config is kept yet, so its file is
+    // listed once more (the control: the saving below is the record's).
+    let first = git_calls(&traced_round(&p, "first"));
+    assert!(lists_a_config_file(&first), "{first:#?}");
+    assert_eq!(first.len(), 5, "{first:#?}");
+    assert!(p.state_dir().join("git-config-seen.json").is_file());
+
+    let execs = traced_round(&p, "second");
+    let second = git_calls(&execs);
+    assert_eq!(second.len(), 4, "{second:#?}");
+    assert!(second[0].starts_with("rev-parse"), "{second:#?}");
+    assert!(second[1].starts_with("config --list"), "{second:#?}");
+    assert!(
+        second[2..].iter().all(|c| c.contains(" status ")),
+        "{second:#?}"
+    );
+    assert_eq!(launcher_asked_for_its_build(&execs), 0, "{execs:#?}");
+    let launches = execs
+        .iter()
+        .filter(|l| l.contains("[\"plugin-host\", \"--plan-fd\""))
+        .count();
+    assert_eq!(launches, 1, "the agent's launch only: {execs:#?}");
+
+    // The record is used only for the same bytes: a config the operator changed is listed
+    // again, and so is every file when the record is gone.
+    p.git(&["config", "bench.note", "changed between rounds"]);
+    let changed = git_calls(&traced_round(&p, "changed"));
+    assert!(lists_a_config_file(&changed), "{changed:#?}");
+    let unchanged = git_calls(&traced_round(&p, "unchanged"));
+    assert!(!lists_a_config_file(&unchanged), "{unchanged:#?}");
+    std::fs::remove_file(p.state_dir().join("git-config-seen.json")).unwrap();
+    let lost = git_calls(&traced_round(&p, "lost"));
+    assert!(lists_a_config_file(&lost), "{lost:#?}");
+}
