@@ -288,7 +288,8 @@ impl ConfigBefore {
     }
 
     /// The repository's config files now (see the module's doc). `last`, the previous
-    /// round's record, saves a git process for each file whose bytes are unchanged.
+    /// round's record, saves a git process for each file whose bytes are unchanged and
+    /// whose entries it holds.
     /// Errors: git cannot tell where the repository is.
     pub(crate) async fn record(repo: &Repo, last: &ConfigBefore) -> Result<Self, GitError> {
         let mut files: Vec<Seen> = Vec::new();
@@ -313,10 +314,12 @@ impl ConfigBefore {
                 });
                 continue;
             };
+            // A file known with no entries is listed again: its listing may have failed
+            // (a timeout), and that must not stand for its bytes from then on.
             let entries = match last
                 .files
                 .iter()
-                .find(|f| f.path == path && f.bytes == bytes)
+                .find(|f| f.path == path && f.bytes == bytes && !f.entries.is_empty())
             {
                 Some(known) => known.entries.clone(),
                 None => match &bytes {
@@ -638,6 +641,12 @@ mod tests {
             .await
             .unwrap();
         assert!(!keys(&relisted).contains(&"made.up".to_owned()));
+        assert!(keys(&relisted).contains(&"core.pager".to_owned()));
+        // A record of the same bytes without entries (a listing that failed) is not used.
+        let mut nothing = ConfigBefore::last_seen(&state_dir);
+        nothing.files[0].bytes = Some(std::fs::read(&config).unwrap());
+        nothing.files[0].entries.clear();
+        let relisted = ConfigBefore::record(&repo, &nothing).await.unwrap();
         assert!(keys(&relisted).contains(&"core.pager".to_owned()));
         // A record that cannot be read is no record.
         std::fs::write(state_dir.join(SEEN_FILE), b"{not json").unwrap();
