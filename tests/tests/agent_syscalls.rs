@@ -109,6 +109,10 @@ except OSError as e:
 printf 'write_bashrc %s\n' "$( (echo evil >> "$HOME/.bashrc") 2>/dev/null && echo succeeded || echo denied)"
 printf 'mkdir_home %s\n' "$(mkdir "$HOME/planted" 2>/dev/null && echo succeeded || echo denied)"
 printf 'write_tree %s\n' "$(echo work > notes.md && echo succeeded || echo denied)"
+printf 'read_npmrc %s\n' "$(cat "$HOME/.npmrc" >/dev/null 2>&1 && echo succeeded || echo denied)"
+ln -s "$HOME/.npmrc" npmrc-link
+printf 'read_link %s\n' "$(cat npmrc-link >/dev/null 2>&1 && echo succeeded || echo denied)"
+printf 'read_bashrc %s\n' "$(cat "$HOME/.bashrc" >/dev/null 2>&1 && echo succeeded || echo denied)"
 exit 0
 "#;
 
@@ -162,6 +166,11 @@ fn round(operator: Operator, switches: &str) -> Seen {
     let open_port = open.local_addr().unwrap().port();
     let _open_accepted = count_connections(open, |l| l.accept().map(|(s, _)| s));
     std::fs::write(p.home().join(".bashrc"), "# the operator's\n").unwrap();
+    std::fs::write(
+        p.home().join(".npmrc"),
+        "//registry.npmjs.org/:_authToken=npm_x\n",
+    )
+    .unwrap();
     let agent = p.script("agent/syscalls-agent.sh", AGENT);
     let text = agent_runner_e2e::ConfigBuilder::new(&agent)
         .round_budget_s(60)
@@ -299,6 +308,28 @@ fn refused_by_default(operator: Operator) {
     );
     assert!(
         !landlock.iter().any(|(t, _)| t.ends_with("notes.md")),
+        "{landlock:?}"
+    );
+    // Reads of a credential store are refused and told, by the path the agent named (a
+    // link of its own to the store included); a read Landlock allows is not told.
+    assert_eq!(seen.result("read_npmrc"), "denied", "{events}");
+    assert_eq!(seen.result("read_link"), "denied", "{events}");
+    assert_eq!(seen.result("read_bashrc"), "succeeded", "{events}");
+    let npmrc = home.join(".npmrc").display().to_string();
+    assert!(
+        landlock.contains(&(npmrc, "read".to_owned())),
+        "{landlock:?}\n{events}"
+    );
+    assert!(
+        landlock
+            .iter()
+            .any(|(t, a)| t.ends_with("/npmrc-link") && a == "read"),
+        "{landlock:?}\n{events}"
+    );
+    assert!(
+        !landlock
+            .iter()
+            .any(|(t, a)| t.ends_with(".bashrc") && a == "read"),
         "{landlock:?}"
     );
 }

@@ -51,11 +51,12 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
 use crate::agent::policy::{
-    agent_fs_grants, AgentPolicyInput, AgentSeccompSwitches, AGENT_DENY_ERRNO,
+    agent_fs_grants, withheld_paths, AgentPolicyInput, AgentSeccompSwitches, AGENT_DENY_ERRNO,
     AGENT_SECCOMP_OBSERVE,
 };
 use crate::agent::protected::{protected_set, Placeholders, ProtectedRoots, ProtectedSet};
 use crate::agent::shadow_home::{prepare as prepare_shadow, ShadowBind, ShadowHome};
+use crate::agent::withheld_files::WithheldFiles;
 use crate::common::fd_passing::{recv_fd, socket_pair};
 use crate::common::landlock::{FsGrant, PolicyError, TcpRule};
 use crate::common::layers::{landlock_layer, layer, Layer};
@@ -285,6 +286,9 @@ impl AgentConfinement {
         }
         let grants = spec.tier.landlock().then(|| agent_fs_grants(&policy));
         let mut predicted = LandlockPrediction::new(grants.as_deref(), &spec.connect_ports);
+        if grants.is_some() {
+            predicted.withheld = WithheldFiles::walk(withheld_paths(&policy));
+        }
         if let Some(s) = &shadow {
             // The agent writes its shadow by the real paths it is bound over.
             predicted.also_writable(
@@ -453,6 +457,8 @@ struct LandlockPrediction {
     writable_trees: Vec<PathBuf>,
     /// Where existing files may be written: those and the `Device` grants, canonical.
     writable_files: Vec<PathBuf>,
+    /// The credential stores, by identity: no grant reaches them.
+    withheld: WithheldFiles,
 }
 
 impl LandlockPrediction {
@@ -479,6 +485,7 @@ impl LandlockPrediction {
             files: grants.is_some(),
             writable_trees: trees,
             writable_files: files,
+            withheld: WithheldFiles::default(),
         }
     }
 
@@ -492,9 +499,10 @@ impl LandlockPrediction {
     }
 
     /// Whether Landlock refuses `observed`: a TCP connect to a port not allowed; a write
-    /// outside every write grant.
+    /// outside every write grant; a read of a credential store.
     fn refuses(&self, observed: &Observed) -> bool {
         match observed {
+            Observed::Read { file, .. } => self.files && self.withheld.contains(*file),
             Observed::Connect { address, tcp, .. } => {
                 self.tcp && *tcp && !self.connect_ports.contains(&address.port())
             }

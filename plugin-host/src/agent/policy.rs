@@ -275,6 +275,18 @@ pub fn withheld_in_home(home: &Path, cli: &str) -> Vec<(PathBuf, &'static str)> 
         .collect()
 }
 
+/// The credential stores the agent never reads, for the observer's report of refused
+/// reads ([`crate::agent::withheld_files`]): [`withheld_in_home`] and `/etc`'s
+/// [`ETC_WITHHELD`].
+pub fn withheld_paths(input: &AgentPolicyInput) -> Vec<PathBuf> {
+    let home = input
+        .home
+        .iter()
+        .flat_map(|h| withheld_in_home(h, &input.cli).into_iter().map(|(p, _)| p));
+    let etc = ETC_WITHHELD.iter().map(|(n, _)| Path::new("/etc").join(n));
+    home.chain(etc).collect()
+}
+
 /// The agent's own state paths (relative to home) for `cli`.
 pub fn own_state(cli: &str) -> &'static [&'static str] {
     AGENT_STATE
@@ -650,13 +662,24 @@ pub const AGENT_SECCOMP_DENY: &[AgentDenial] = &[
 ];
 
 /// Reviewed data: the `open` flags that ask for writing (`O_WRONLY`, `O_RDWR`, `O_CREAT`,
-/// `O_TRUNC`); an open without them only reads, which the observer leaves alone.
+/// `O_TRUNC`); an open without them only reads.
 pub const WRITE_OPEN_FLAGS: &[(u64, &str)] = &[
     (libc::O_WRONLY as u64, "O_WRONLY"),
     (libc::O_RDWR as u64, "O_RDWR"),
     (libc::O_CREAT as u64, "O_CREAT"),
     (libc::O_TRUNC as u64, "O_TRUNC"),
 ];
+
+/// [`WRITE_OPEN_FLAGS`] as one mask.
+const WRITE_OPEN_MASK: u64 = {
+    let mut mask = 0;
+    let mut i = 0;
+    while i < WRITE_OPEN_FLAGS.len() {
+        mask |= WRITE_OPEN_FLAGS[i].0;
+        i += 1;
+    }
+    mask
+};
 
 const fn at(dirfd: u8, path: u8, does: PathUse) -> ObservedPath {
     ObservedPath {
@@ -676,6 +699,17 @@ const fn cwd(path: u8, does: PathUse) -> ObservedPath {
 
 const WRITES: &str = "a write Landlock refuses (outside every write grant) is recorded as agent_sandbox_denied (layer landlock, the path, the call): Landlock itself records nothing readable";
 
+const OPENS: &str = "a write Landlock refuses (outside every write grant), and a read of a credential store (withheld from every grant), are recorded as agent_sandbox_denied (layer landlock, the path, the call or `read`): Landlock itself records nothing readable";
+
+/// An open whose flags argument is `flags`: a write when it carries a [`WRITE_OPEN_FLAGS`]
+/// flag, else a read.
+const fn opens(flags: u8) -> PathUse {
+    PathUse::OpensByFlags {
+        flags,
+        write_mask: WRITE_OPEN_MASK,
+    }
+}
+
 macro_rules! observe {
     ($sys:ident, $when:expr, $paths:expr, $why:expr) => {
         AgentObservation {
@@ -687,19 +721,12 @@ macro_rules! observe {
     };
 }
 
-/// `open`'s and `openat`'s flags argument carries a write flag.
-const fn writes(arg: u8) -> AgentDenyWhen {
-    AgentDenyWhen::ArgAnyFlag {
-        arg,
-        flags: WRITE_OPEN_FLAGS,
-    }
-}
-
 /// Reviewed data: the calls the agent's filter lets run after the supervisor has looked at
 /// them (a user notification answered `SECCOMP_USER_NOTIF_FLAG_CONTINUE`): it reports,
-/// never decides (docs/security.md "Denials told, not silent"). Opens only with
-/// [`WRITE_OPEN_FLAGS`]; `openat2` (its flags are in memory), links, `mknod` and
-/// `truncate` are not observed.
+/// never decides (docs/security.md "Denials told, not silent"). Every `open` and `openat`
+/// (a write with [`WRITE_OPEN_FLAGS`], else a read; seccomp cannot look at the path, so
+/// each read-only open is a round trip through the supervisor too); `openat2` (its flags
+/// are in memory), links, `mknod` and `truncate` are not observed.
 pub const AGENT_SECCOMP_OBSERVE: &[AgentObservation] = &[
     observe!(
         SYS_connect,
@@ -707,8 +734,8 @@ pub const AGENT_SECCOMP_OBSERVE: &[AgentObservation] = &[
         &[],
         "a TCP connect to a port Landlock refuses is told as agent_egress_refused with its address (Landlock itself records nothing readable)"
     ),
-    observe!(SYS_open, writes(1), &[cwd(0, PathUse::Opens)], WRITES),
-    observe!(SYS_openat, writes(2), &[at(0, 1, PathUse::Opens)], WRITES),
+    observe!(SYS_open, AgentDenyWhen::Always, &[cwd(0, opens(1))], OPENS),
+    observe!(SYS_openat, AgentDenyWhen::Always, &[at(0, 1, opens(2))], OPENS),
     observe!(SYS_creat, AgentDenyWhen::Always, &[cwd(0, PathUse::Opens)], WRITES),
     observe!(SYS_mkdir, AgentDenyWhen::Always, &[cwd(0, PathUse::Makes)], WRITES),
     observe!(SYS_mkdirat, AgentDenyWhen::Always, &[at(0, 1, PathUse::Makes)], WRITES),

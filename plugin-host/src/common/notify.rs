@@ -98,6 +98,21 @@ pub enum Observed {
         /// (a UDP `connect`, as the resolver makes, is never refused by it).
         tcp: bool,
     },
+    /// An open that only reads an existing file or directory (no write flag, no
+    /// `O_PATH`), of which the caller names the path (docs/security.md "Denials told,
+    /// not silent": the prediction reports reads of the credential stores).
+    Read {
+        /// The calling thread (in the supervisor's PID namespace).
+        pid: u32,
+        /// The call's name (`open`, `openat`).
+        call: &'static str,
+        /// The path as the caller named it, made absolute (its working directory or
+        /// descriptor's path joined in front of a relative one), links not resolved.
+        path: std::path::PathBuf,
+        /// The device and inode number of what it leads to, links followed (`stat`), as
+        /// the kernel will open it.
+        file: (u64, u64),
+    },
     /// A call that writes a path: an open for writing, a create, a remove, a rename (each
     /// of a rename's two paths is one observation).
     Write {
@@ -477,6 +492,17 @@ fn look_at(notif: &libc::seccomp_notif, entry: &AgentObservation) -> Vec<Observe
         .paths
         .iter()
         .filter_map(|p| {
+            if let PathUse::OpensByFlags { flags, write_mask } = p.does {
+                let flags = notif.data.args[usize::from(flags)];
+                if flags & write_mask == 0 {
+                    return read_path(notif, p, flags).map(|(path, file)| Observed::Read {
+                        pid: notif.pid,
+                        call,
+                        path,
+                        file,
+                    });
+                }
+            }
             let (path, existing_file) = written_path(notif, p)?;
             Some(Observed::Write {
                 pid: notif.pid,
@@ -488,9 +514,30 @@ fn look_at(notif: &libc::seccomp_notif, entry: &AgentObservation) -> Vec<Observe
         .collect()
 }
 
-/// The absolute path of `p` of the call of `notif` ([`Observed::Write`]'s `path`), and
-/// whether it is an existing file the call opens.
-fn written_path(notif: &libc::seccomp_notif, p: &ObservedPath) -> Option<(PathBuf, bool)> {
+/// The path of a read-only open `p` of the call of `notif`, made absolute, and the device
+/// and inode of what it leads to ([`Observed::Read`]); `None` for an `O_PATH` open (which
+/// Landlock does not check) and for what does not exist (the kernel's `ENOENT` comes before
+/// Landlock). One `stat` on top of reading the path: every read-only open of the agent
+/// comes here.
+fn read_path(
+    notif: &libc::seccomp_notif,
+    p: &ObservedPath,
+    flags: u64,
+) -> Option<(PathBuf, (u64, u64))> {
+    use std::os::unix::fs::MetadataExt;
+    if flags & libc::O_PATH as u64 != 0 {
+        return None;
+    }
+    let full = absolute_path(notif, p)?;
+    let meta = std::fs::metadata(&full).ok()?;
+    Some((full, (meta.dev(), meta.ino())))
+}
+
+/// The path argument `p` of the call of `notif` read from the caller's memory and made
+/// absolute: where its working directory or descriptor leads in front of a relative one;
+/// `/proc/self` (and `/dev/fd`, `/dev/stdin`, … which lead there) as the caller's own.
+/// Links are not resolved.
+fn absolute_path(notif: &libc::seccomp_notif, p: &ObservedPath) -> Option<PathBuf> {
     use std::os::unix::ffi::OsStrExt;
     let args = notif.data.args;
     let mut buf = vec![0u8; libc::PATH_MAX as usize];
@@ -524,10 +571,17 @@ fn written_path(notif: &libc::seccomp_notif, p: &ObservedPath) -> Option<(PathBu
         };
         std::fs::read_link(base).ok()?.join(written)
     };
+    Some(full)
+}
+
+/// The absolute path of `p` of the call of `notif` ([`Observed::Write`]'s `path`), and
+/// whether it is an existing file the call opens.
+fn written_path(notif: &libc::seccomp_notif, p: &ObservedPath) -> Option<(PathBuf, bool)> {
+    let full = absolute_path(notif, p)?;
     // What the kernel refuses before Landlock looks is not Landlock's.
     let exists = full.symlink_metadata().is_ok();
     match p.does {
-        PathUse::Opens => match full.canonicalize() {
+        PathUse::Opens | PathUse::OpensByFlags { .. } => match full.canonicalize() {
             Ok(real) => return Some((real, true)),
             // A link of /proc to what has no path (a pipe, a socket, an anonymous inode:
             // `/proc/self/fd/N`): no file Landlock checks.
@@ -722,6 +776,14 @@ pub enum PathUse {
     /// Opens it: an existing file is written where it resolves; a missing one is made in
     /// its directory.
     Opens,
+    /// Opens it, for writing when argument `flags` carries a bit of `write_mask` (as
+    /// [`PathUse::Opens`]), else only to read it ([`Observed::Read`]).
+    OpensByFlags {
+        /// The flags argument's index (0-based).
+        flags: u8,
+        /// The flags that ask for writing.
+        write_mask: u64,
+    },
     /// Makes an entry (`mkdir`): an existing one fails with `EEXIST` first.
     Makes,
     /// Removes an entry (`unlink`, `rmdir`, a rename's source): a missing one fails with

@@ -148,6 +148,9 @@ pub(crate) struct AgentExit {
     /// The writes of the agent that Landlock refused, as the seccomp observer saw them:
     /// (the call's name, the path), one entry per path of a call.
     pub landlock_writes: Vec<(&'static str, PathBuf)>,
+    /// The reads of credential stores that Landlock refused, as the seccomp observer saw
+    /// them: the path as the agent named it, made absolute.
+    pub landlock_reads: Vec<PathBuf>,
     /// The kernel's OOM killer ended the agent inside the round's cgroup (set after the
     /// round from the cgroup's `oom_kill` count: [`crate::runtime::round_cgroup`]).
     pub oom_killed: bool,
@@ -333,6 +336,7 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
     let mut seccomp_denials = Vec::new();
     let mut landlock_connects = Vec::new();
     let mut landlock_writes = Vec::new();
+    let mut landlock_reads = Vec::new();
     if let Some(listener) = denials.as_mut() {
         while let Some(d) = listener.try_denial() {
             seccomp_denials.push(denial_target(d.nr, &d.args));
@@ -342,6 +346,7 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
             match o {
                 Observed::Connect { address, .. } => landlock_connects.push(address),
                 Observed::Write { call, path, .. } => landlock_writes.push((call, path)),
+                Observed::Read { path, .. } => landlock_reads.push(path),
             }
         }
     }
@@ -359,6 +364,7 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
         seccomp_denials,
         landlock_connects,
         landlock_writes,
+        landlock_reads,
         oom_killed: false,
         memory_nudged: spec
             .floor

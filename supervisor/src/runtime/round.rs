@@ -1081,6 +1081,9 @@ impl Runner {
         for (call, path) in &exit.landlock_writes {
             tally.add("landlock", path.display().to_string(), call);
         }
+        for path in &exit.landlock_reads {
+            tally.add("landlock", path.display().to_string(), "read");
+        }
         for event in tally.into_events(round_num) {
             self.events.emit(event);
         }

@@ -24,7 +24,8 @@ pub(crate) struct DenialTally {
 impl DenialTally {
     /// Counts one denial: `layer` (`seccomp`, `landlock`), `target` (what was denied: a
     /// system call, a path), `access` (`syscall`; for a path, the call that wrote it:
-    /// `openat`, `mkdirat`, `unlinkat`, `renameat2`, …). Refused connects are counted by
+    /// `openat`, `mkdirat`, `unlinkat`, `renameat2`, …; `read` for a read of a credential
+    /// store). Refused connects are counted by
     /// [`crate::runtime::egress_refusals`].
     pub(crate) fn add(&mut self, layer: &'static str, target: String, access: &'static str) {
         let next = self.counts.len();
