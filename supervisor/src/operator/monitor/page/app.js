@@ -36,6 +36,8 @@ const outcome = (r) => {
 
 const amount = (scope, v) => (scope.endsWith("usd") ? `$${(v ?? 0).toFixed(2)}` : `${Math.round(v ?? 0)} tokens`);
 const compact = (v) => (v >= 1e6 ? `${(v / 1e6).toFixed(1)}M` : v >= 1e4 ? `${Math.round(v / 1e3)}k` : String(Math.round(v)));
+// A duration on a chart's axis: milliseconds and tenths where whole seconds say 0s.
+const seconds = (v) => (v === 0 ? "0s" : v < 1 ? `${Math.round(v * 1000)}ms` : v < 60 ? `${v.toFixed(1)}s` : fmtDuration(v));
 const SVG = "http://www.w3.org/2000/svg";
 const svg = (tag, attrs = {}, text) => {
   const e = document.createElementNS(SVG, tag);
@@ -221,7 +223,7 @@ class ProjectView {
     const series = [
       ["cost", "cost", (p) => p.cost_usd, (v) => `$${v.toFixed(v < 1 ? 3 : 2)}`, b && b.round_usd],
       ["tokens", "tokens", (p) => p.tokens, (v) => compact(v), null],
-      ["duration", "agent time", (p) => p.duration_s, (v) => fmtDuration(v), null],
+      ["duration", "agent time", (p) => p.duration_s, seconds, null],
     ];
     for (const [key, label, pick, fmt, cap] of series) {
       box.append(chart(key, label, points, pick, fmt, cap));
