@@ -539,3 +539,217 @@ fn a_host_added_to_the_config_after_the_page_started_shows() {
     assert!(host_names().contains(&"later".to_owned()));
     drop(monitor);
 }
+
+/// A `claude` script billing $0.40 a round: its result's `total_cost_usd` is the session's
+/// running total (as the real claude's is under `--resume`; tests/tests/budget.rs), its
+/// usage the round's own: 1000 input, 100 output tokens.
+fn billing_claude(p: &Project) -> PathBuf {
+    let dir = p.tmp_dir().join("bin");
+    std::fs::create_dir_all(dir.join("state")).unwrap();
+    let path = dir.join("claude");
+    std::fs::write(
+        &path,
+        "#!/bin/sh\n\
+         f=\"$STATE/${AGENT_RUNNER_RESUME_SESSION_ID:-none}\"\n\
+         n=$(cat \"$f\" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > \"$f\"\n\
+         m=$((n * 400))\n\
+         cost=$(printf '%d.%03d' $((m / 1000)) $((m % 1000)))\n\
+         echo '{\"type\":\"system\",\"subtype\":\"init\"}'\n\
+         echo '{\"type\":\"assistant\",\"message\":{\"model\":\"claude-opus-4-5\",\"content\":[{\"type\":\"text\",\"text\":\"done\"}]}}'\n\
+         echo '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"total_cost_usd\":'$cost',\"usage\":{\"input_tokens\":1000,\"output_tokens\":100,\"cache_read_input_tokens\":0,\"cache_creation_input_tokens\":0}}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    path
+}
+
+/// The value of the sample `name` whose labels include `labels`, from a scrape of `url`.
+fn scraped(url: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let (status, text) = http_get(url, "/metrics", None);
+    assert_eq!(status, 200, "{text}");
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned())))
+        .expect("/metrics parses as the Prometheus text format");
+    scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+        .map(|s| match s.value {
+            prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v) => v,
+            _ => panic!("{name} is not a single value:\n{text}"),
+        })
+}
+
+/// `[budget] total_usd = 1.0` at $0.40 a round: serve ends after three rounds (exit 80).
+/// `/metrics` counts the cost and tokens from the record and shows each cap and its
+/// spend; a restart of the monitor and of serve changes none of it; a `budget reset`
+/// starts the spend gauges again but not the counters. The page shows each cap against
+/// its spend in peek's words and a chart of cost, tokens and time with a point per round
+/// (headless Chromium; screenshot `target/e2e-screenshots/monitor-budget.png`).
+#[test]
+fn spend_against_the_caps_on_metrics_and_the_page_in_chromium() {
+    let p = Project::new();
+    let agent = billing_claude(&p);
+    p.write_config(
+        &agent_runner_e2e::ConfigBuilder::new(&agent)
+            .agent_env(
+                "STATE",
+                &p.tmp_dir().join("bin/state").display().to_string(),
+            )
+            .extra("[budget]\ntotal_usd = 1.0\nround_usd = 0.3\ndaily_tokens = 100000\n"),
+    );
+    p.run(&["serve", "--max-rounds", "10"]).assert_code(80);
+    assert_eq!(
+        p.events_of("agent_usage_recorded").len(),
+        3,
+        "{}",
+        p.events_text()
+    );
+
+    let (monitor, url) = start_monitor(&p, &[], &[]);
+    let near = |got: Option<f64>, want: f64, what: &str| {
+        let got = got.unwrap_or_else(|| panic!("{what} missing"));
+        assert!((got - want).abs() < 1e-9, "{what}: {got}, expected {want}");
+    };
+    let check = |url: &str, cost_total: f64, spent_total: f64| {
+        near(
+            scraped(url, "agent_runner_cost_usd_total", &[]),
+            cost_total,
+            "cost",
+        );
+        let rounds = (cost_total / 0.4).round();
+        near(
+            scraped(url, "agent_runner_tokens_total", &[("type", "input")]),
+            1000.0 * rounds,
+            "input tokens",
+        );
+        near(
+            scraped(url, "agent_runner_tokens_total", &[("type", "output")]),
+            100.0 * rounds,
+            "output tokens",
+        );
+        near(
+            scraped(url, "agent_runner_tokens_total", &[("type", "cache_write")]),
+            0.0,
+            "cache_write tokens",
+        );
+        near(
+            scraped(url, "agent_runner_budget_cap_usd", &[("scope", "total")]),
+            1.0,
+            "total cap",
+        );
+        near(
+            scraped(url, "agent_runner_budget_cap_usd", &[("scope", "round")]),
+            0.3,
+            "round cap",
+        );
+        assert_eq!(
+            scraped(url, "agent_runner_budget_cap_usd", &[("scope", "daily")]),
+            None,
+            "no daily_usd set"
+        );
+        near(
+            scraped(url, "agent_runner_budget_cap_tokens", &[("scope", "daily")]),
+            100_000.0,
+            "daily tokens cap",
+        );
+        near(
+            scraped(url, "agent_runner_budget_spent_usd", &[("scope", "total")]),
+            spent_total,
+            "spent total",
+        );
+        near(
+            scraped(url, "agent_runner_budget_spent_usd", &[("scope", "round")]),
+            0.4,
+            "last round",
+        );
+    };
+    check(&url, 1.2, 1.2);
+    near(
+        scraped(
+            &url,
+            "agent_runner_budget_spent_tokens",
+            &[("scope", "daily")],
+        ),
+        3300.0,
+        "today's tokens",
+    );
+
+    // The page: each cap against its spend, as peek says it, and the chart.
+    let (_browser, mut page) = open_in_chromium(&url);
+    let caps = wait_until("the budget on the page", Duration::from_secs(30), || {
+        let caps =
+            page.eval("[...document.querySelectorAll('.caps .cap-text')].map(c => c.textContent)");
+        caps.as_array().filter(|c| c.len() == 3).cloned()
+    });
+    let caps: Vec<&str> = caps.iter().map(|c| c.as_str().unwrap()).collect();
+    assert_eq!(
+        caps,
+        [
+            "total_usd $1.20 of $1.00",
+            "daily_tokens 3300 tokens of 100000 tokens",
+            "round_usd $0.40 of $0.30"
+        ]
+    );
+    let peek = p.run(&["peek"]);
+    let line = peek
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("budget"))
+        .unwrap_or_else(|| panic!("{peek}"));
+    for cap in &caps {
+        assert!(
+            line.contains(cap),
+            "peek's {line:?} lacks the page's {cap:?}"
+        );
+    }
+    assert_eq!(
+        page.eval("document.querySelector('.budget-state').textContent"),
+        "exhausted"
+    );
+    assert_eq!(
+        page.eval("document.querySelectorAll('.caps .fill.over').length"),
+        2,
+        "total_usd and round_usd are passed"
+    );
+    for series in ["cost", "tokens", "duration"] {
+        let points = page.eval(&format!(
+            "document.querySelectorAll('.chart[data-series={series}] circle.pt').length"
+        ));
+        assert_eq!(points, 3, "{series}: a point per round");
+    }
+    let tips = page.eval(
+        "[...document.querySelectorAll('.chart[data-series=cost] circle.pt title')].map(t => t.textContent).join('|')",
+    );
+    assert_eq!(tips, "round 1: $0.400|round 2: $0.400|round 3: $0.400");
+    assert_eq!(
+        page.eval("document.querySelectorAll('.chart[data-series=cost] line.cap').length"),
+        1,
+        "round_usd as a line on the cost chart"
+    );
+    save_screenshot(
+        &mut page,
+        &workspace_root().join("target/e2e-screenshots/monitor-budget.png"),
+    );
+    let (_, body) = http_get(&url, "/api/state", None);
+    let state: Value = serde_json::from_str(&body).unwrap();
+    operator_common::assert_schema("monitor-state.schema.json", &state);
+    let chart = state["monitor"]["rounds_chart"].as_array().unwrap();
+    assert_eq!(chart.len(), 3, "{state}");
+    assert_eq!(chart[2]["tokens"], 1100, "{state}");
+    assert!(chart[2]["duration_s"].as_f64().is_some(), "{state}");
+
+    // A restart of both: the totals are the record's.
+    drop(monitor);
+    p.run(&["serve", "--max-rounds", "10"]).assert_code(80);
+    let (monitor, url) = start_monitor(&p, &[], &[]);
+    check(&url, 1.2, 1.2);
+
+    // A reset starts the caps' count again, not the counters; a round after it adds to both.
+    p.run(&["budget", "reset"]).assert_code(0);
+    check(&url, 1.2, 0.0);
+    p.run(&["serve", "--max-rounds", "1"]).assert_code(0);
+    check(&url, 1.6, 0.4);
+    drop(monitor);
+}

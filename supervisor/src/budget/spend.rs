@@ -2,12 +2,16 @@
 //! it: every `agent_usage_recorded` costed ([`super::prices`]), summed since the record
 //! began or its last `budget_reset` (`total_*`), and per day in the budget's zone
 //! (`daily_*`; a reset starts the day's count afresh too). The record is read once from its
-//! start, then only what was appended since ([`Forward`]).
+//! start, then only what was appended since ([`Forward`]). Beside the caps' counts, what
+//! the whole record spent whatever its resets ([`Ledger::lifetime`]: the monitor's
+//! counters, docs/metrics.md) and the newest rounds' costs ([`Ledger::recent`]: the live
+//! page's chart).
 
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
 use jiff::Timestamp;
 use serde_json::Value;
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
 use super::prices::{CostSource, PriceTable, Tokens};
@@ -36,14 +40,29 @@ impl Spend {
     }
 }
 
-/// One round's usage as the ledger costed it.
+/// One usage report (`agent_usage_recorded`) of a round as the ledger costed it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct RoundCost {
     /// The round.
     pub round_num: u64,
     /// Its cost, US dollars.
     pub usd: f64,
+    /// Its tokens.
+    pub tokens: Tokens,
 }
+
+/// What the whole record spent, from its start, `budget_reset` or not: what the
+/// monitor's counters count (a Prometheus counter never goes down; docs/metrics.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Lifetime {
+    /// US dollars.
+    pub usd: f64,
+    /// Tokens of each kind.
+    pub tokens: Tokens,
+}
+
+/// How many of the newest usage reports a ledger keeps ([`Ledger::recent`]).
+pub(crate) const RECENT_REPORTS: usize = 200;
 
 /// The record's spend, kept up to date by [`Ledger::catch_up`].
 pub(crate) struct Ledger {
@@ -60,6 +79,10 @@ pub(crate) struct Ledger {
     pub last_reset: Option<String>,
     /// Rounds costed since [`Ledger::take_rounds`] was last called.
     fresh: Vec<RoundCost>,
+    /// The whole record's spend.
+    lifetime: Lifetime,
+    /// The newest [`RECENT_REPORTS`] reports, oldest first.
+    recent: VecDeque<RoundCost>,
 }
 
 type BTreeKey = Vec<(String, [u64; 4])>;
@@ -92,6 +115,8 @@ impl Ledger {
             day: None,
             last_reset: None,
             fresh: Vec::new(),
+            lifetime: Lifetime::default(),
+            recent: VecDeque::new(),
         };
         ledger.catch_up();
         ledger.fresh.clear();
@@ -157,8 +182,23 @@ impl Ledger {
                     self.day = Some((date, spend));
                 }
             }
+            self.lifetime.usd += usd;
+            let all = &mut self.lifetime.tokens;
+            all.input += tokens.input;
+            all.output += tokens.output;
+            all.cache_read += tokens.cache_read;
+            all.cache_write += tokens.cache_write;
             if let Some(round_num) = found.head.round_num {
-                self.fresh.push(RoundCost { round_num, usd });
+                let cost = RoundCost {
+                    round_num,
+                    usd,
+                    tokens,
+                };
+                self.fresh.push(cost);
+                if self.recent.len() == RECENT_REPORTS {
+                    self.recent.pop_front();
+                }
+                self.recent.push_back(cost);
             }
         }
     }
@@ -187,6 +227,30 @@ impl Ledger {
             .and_then(|d| d.to_zoned(self.zone.clone()).ok())
             .map(|z| z.timestamp())
             .unwrap_or_else(|| now + jiff::SignedDuration::from_hours(24))
+    }
+
+    /// Spent since the record began, whatever was reset since.
+    pub(crate) fn lifetime(&self) -> Lifetime {
+        self.lifetime
+    }
+
+    /// The newest usage reports, oldest first (at most [`RECENT_REPORTS`]; a round may
+    /// have several, one per hook that reported).
+    pub(crate) fn recent(&self) -> impl Iterator<Item = &RoundCost> {
+        self.recent.iter()
+    }
+
+    /// The cost of the newest round with usage (all its reports), what `round_usd` is
+    /// held against; `None` before any.
+    pub(crate) fn last_round(&self) -> Option<(u64, f64)> {
+        let last = self.recent.back()?.round_num;
+        let usd = self
+            .recent
+            .iter()
+            .filter(|r| r.round_num == last)
+            .map(|r| r.usd)
+            .sum();
+        Some((last, usd))
     }
 
     /// The rounds costed since the last call (none of those the first read found).

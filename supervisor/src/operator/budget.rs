@@ -59,6 +59,9 @@ pub(crate) struct PeekBudget {
     pub caps: Vec<PeekCap>,
     /// `round_usd`, when set (after a round past it, `budget_round_exceeded`).
     pub round_usd: Option<f64>,
+    /// What `round_usd` is held against: the cost of the newest round with usage, US
+    /// dollars (all its reports); `null` before any.
+    pub last_round_usd: Option<f64>,
     /// Spent since the record began or its last reset, US dollars.
     pub total_usd: f64,
     /// Tokens of every kind spent since then.
@@ -111,6 +114,7 @@ pub(crate) fn peek(config: &crate::config::Config, now: jiff::Timestamp) -> Opti
             })
             .collect(),
         round_usd: budget.round_usd,
+        last_round_usd: ledger.last_round().map(|(_, usd)| usd),
         total_usd: total.usd,
         total_tokens: total.tokens,
         rounds: total.rounds,

@@ -352,7 +352,10 @@ fn budget(out: &mut String, p: &Paint, budget: &Value) {
     };
     let mut line = format!("budget    {state}: {}", caps.join(", "));
     if let Some(round) = budget["round_usd"].as_f64() {
-        line.push_str(&format!(", round_usd ${round:.2}"));
+        match budget["last_round_usd"].as_f64() {
+            Some(last) => line.push_str(&format!(", round_usd ${last:.2} of ${round:.2}")),
+            None => line.push_str(&format!(", round_usd ${round:.2}")),
+        }
     }
     let unpriced = budget["unpriced_rounds"].as_u64().unwrap_or(0);
     if unpriced > 0 {

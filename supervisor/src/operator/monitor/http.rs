@@ -33,6 +33,7 @@ use crate::config::Config;
 use crate::exit::{self, CliError};
 use crate::operator::monitor::healthz;
 use crate::operator::monitor::metrics::{self, Counters, ProjectView};
+use crate::operator::monitor::spend::{self, ChartPoint, SpendFollower, SpendView};
 use crate::operator::peek::{self, PeekDoc, PeekOptions};
 use crate::record::events::read::Forward;
 use crate::record::service;
@@ -65,6 +66,8 @@ struct Project {
     loaded: Mutex<Loaded>,
     live: broadcast::Sender<Arc<str>>,
     counters: Mutex<Counters>,
+    /// The record's spend, for `/metrics` and the chart.
+    spend: SpendFollower,
 }
 
 /// A config and the file bytes it was loaded from.
@@ -85,7 +88,21 @@ impl Project {
             }),
             live: broadcast::channel(256).0,
             counters: Mutex::new(Counters::default()),
+            spend: SpendFollower::default(),
         }
+    }
+
+    /// The record's spend now under `config`'s `[budget]`.
+    fn spend(&self, config: &Config) -> SpendView {
+        self.spend
+            .view(&self.state_dir, &config.budget, jiff::Timestamp::now())
+    }
+
+    /// The chart of the newest rounds (`monitor.rounds_chart`).
+    fn chart(&self, config: &Config) -> Vec<ChartPoint> {
+        let spend = self.spend(config);
+        let counters = self.counters.lock().unwrap_or_else(|e| e.into_inner());
+        spend::chart(&spend, counters.durations())
     }
 
     /// The project's config, loaded again when its file changed since it was last read,
@@ -326,6 +343,9 @@ pub(crate) struct StateMonitor {
     pub round_budget_s: u64,
     /// A host-health reading now, and its verdict.
     pub host_health: StateHealth,
+    /// The newest rounds (at most 60), oldest first: each one's cost, tokens and the
+    /// agent's duration, for the page's chart.
+    pub rounds_chart: Vec<ChartPoint>,
 }
 
 /// `monitor.host_health` of [`StateDoc`].
@@ -341,8 +361,9 @@ pub(crate) struct StateHealth {
     pub message: Option<String>,
 }
 
-/// The [`StateDoc`] of the project of `config` (read-only, like `peek`).
-pub(crate) fn state_document(config: &Config) -> StateDoc {
+/// The [`StateDoc`] of the project of `config` (read-only, like `peek`), its chart
+/// `rounds_chart`.
+pub(crate) fn state_document(config: &Config, rounds_chart: Vec<ChartPoint>) -> StateDoc {
     let peek = peek::snapshot(
         config,
         &PeekOptions {
@@ -365,6 +386,7 @@ pub(crate) fn state_document(config: &Config) -> StateDoc {
                 signal: verdict.as_ref().map(|p| p.signal),
                 message: verdict.map(|p| p.message),
             },
+            rounds_chart,
         },
     }
 }
@@ -374,7 +396,9 @@ async fn state_route(State(app): State<Arc<App>>, Query(sel): Query<Selector>) -
         Ok(p) => p,
         Err(response) => return *response,
     };
-    Json(state_document(&project.config())).into_response()
+    let config = project.config();
+    let chart = project.chart(&config);
+    Json(state_document(&config, chart)).into_response()
 }
 
 async fn events_route(State(app): State<Arc<App>>, Query(sel): Query<Selector>) -> Response {
@@ -427,7 +451,8 @@ async fn healthz_route(State(app): State<Arc<App>>, Query(sel): Query<Selector>)
 }
 
 async fn metrics_route(State(app): State<Arc<App>>) -> Response {
-    let snapshots: Vec<(Counters, Option<service::ServiceDoc>, bool)> = app
+    type Snapshot = (Counters, Option<service::ServiceDoc>, bool, SpendView);
+    let snapshots: Vec<Snapshot> = app
         .projects
         .iter()
         .map(|p| {
@@ -436,6 +461,7 @@ async fn metrics_route(State(app): State<Arc<App>>) -> Response {
                 p.counters.lock().unwrap_or_else(|e| e.into_inner()).clone(),
                 service::read(state_dir),
                 service::live_supervisor(state_dir).is_some(),
+                p.spend(&p.config()),
             )
         })
         .collect();
@@ -443,11 +469,12 @@ async fn metrics_route(State(app): State<Arc<App>>) -> Response {
         .projects
         .iter()
         .zip(&snapshots)
-        .map(|(p, (counters, service, up))| ProjectView {
+        .map(|(p, (counters, service, up, spend))| ProjectView {
             name: &p.name,
             counters,
             service: service.as_ref(),
             up: *up,
+            spend,
         })
         .collect();
     (

@@ -4,12 +4,15 @@
 //!
 //! Counters come from the event record, read once from its start and then followed
 //! ([`Counters::observe`]), so they survive monitor restarts as long as the record does;
-//! gauges come from `service.json` at scrape time.
+//! gauges come from `service.json` at scrape time. Money and tokens come from the budget's
+//! ledger of the record ([`super::spend`]): the counters count the whole record, the
+//! gauges each `[budget]` cap and what was spent against it, as `serve` counts it.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::time::SystemTime;
 
+use super::spend::{CapGauge, SpendView, CHART_ROUNDS};
 use crate::record::events::{Event, Recorded, RoundEnd};
 use crate::record::service::{CallHistogram, CALL_BUCKETS};
 use crate::record::service::{ServiceDoc, ServiceState};
@@ -32,6 +35,8 @@ pub(crate) struct Counters {
     mem_terminated: u64,
     last_event: Option<f64>,
     last_deferral_until: Option<f64>,
+    /// The agent's duration of the newest [`CHART_ROUNDS`] rounds, by round.
+    durations: BTreeMap<u64, f64>,
 }
 
 /// The scrape-time view of one project.
@@ -44,6 +49,8 @@ pub(crate) struct ProjectView<'a> {
     pub service: Option<&'a ServiceDoc>,
     /// Whether a supervisor holds the project's lock now.
     pub up: bool,
+    /// Its record's spend now.
+    pub spend: &'a SpendView,
 }
 
 /// Seconds since the epoch of an event `ts`.
@@ -57,6 +64,11 @@ pub(crate) fn epoch_seconds(ts: &str) -> Option<f64> {
 }
 
 impl Counters {
+    /// The agent's duration of the newest rounds, by round (the page's chart).
+    pub(crate) fn durations(&self) -> &BTreeMap<u64, f64> {
+        &self.durations
+    }
+
     /// Adds one event of the record.
     pub(crate) fn observe(&mut self, recorded: &Recorded) {
         let ts = recorded.ts().and_then(epoch_seconds);
@@ -82,7 +94,15 @@ impl Counters {
             Event::RoundEnd(RoundEnd::NotStarted { .. }) => {
                 *self.rounds.entry("spawn_failed".to_owned()).or_default() += 1;
             }
-            Event::AgentExit { duration_s, .. } => {
+            Event::AgentExit {
+                round_num,
+                duration_s,
+                ..
+            } => {
+                self.durations.insert(*round_num, *duration_s);
+                if self.durations.len() > CHART_ROUNDS {
+                    self.durations.pop_first();
+                }
                 for (bucket, bound) in self.duration_buckets.iter_mut().zip(DURATION_BUCKETS) {
                     if *duration_s <= bound {
                         *bucket += 1;
@@ -187,6 +207,8 @@ pub(crate) fn render(projects: &[ProjectView<'_>]) -> String {
     deferrals(&mut out, projects);
     failures(&mut out, projects);
     hook_calls(&mut out, projects);
+    spend(&mut out, projects);
+    budget(&mut out, projects);
     last_event(&mut out, projects);
     out
 }
@@ -425,6 +447,96 @@ fn hook_calls(o: &mut String, projects: &[ProjectView<'_>]) {
     );
 }
 
+/// `agent_runner_cost_usd_total`, `agent_runner_tokens_total`: the whole record's.
+fn spend(o: &mut String, projects: &[ProjectView<'_>]) {
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_cost_usd_total",
+            "counter",
+            "What the agent's rounds cost, US dollars: the CLI's reported cost, else the price table's (docs/operations.md \"Budget\"); from the record's start, budget resets or not.",
+        ),
+        |p| one(p.spend.lifetime.usd),
+    );
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_tokens_total",
+            "counter",
+            "Tokens the agent's rounds used, by type (input, output, cache_read, cache_write); from the record's start.",
+        ),
+        |p| {
+            let t = p.spend.lifetime.tokens;
+            [
+                ("input", t.input),
+                ("output", t.output),
+                ("cache_read", t.cache_read),
+                ("cache_write", t.cache_write),
+            ]
+            .into_iter()
+            .map(|(kind, n)| ("", vec![("type", kind.to_owned())], n as f64))
+            .collect()
+        },
+    );
+}
+
+/// The samples of caps (`cap`: only those set) or of spend (only those known), by scope.
+fn gauges(caps: &[CapGauge], cap: bool) -> Vec<Sample> {
+    caps.iter()
+        .filter_map(|g| {
+            let value = if cap { g.cap } else { g.spent }?;
+            Some(("", vec![("scope", g.scope.to_owned())], value))
+        })
+        .collect()
+}
+
+/// `agent_runner_budget_cap_usd`, `agent_runner_budget_cap_tokens`,
+/// `agent_runner_budget_spent_usd`, `agent_runner_budget_spent_tokens`.
+fn budget(o: &mut String, projects: &[ProjectView<'_>]) {
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_budget_cap_usd",
+            "gauge",
+            "[budget] caps set, US dollars, by scope (round: round_usd, daily: daily_usd, total: total_usd).",
+        ),
+        |p| gauges(&p.spend.usd, true),
+    );
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_budget_spent_usd",
+            "gauge",
+            "Spent against each US-dollar scope: the last round's cost (round), the day's in the budget's zone (daily), since the record began or its last budget reset (total).",
+        ),
+        |p| gauges(&p.spend.usd, false),
+    );
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_budget_cap_tokens",
+            "gauge",
+            "[budget] token caps set, by scope (daily: daily_tokens, total: total_tokens).",
+        ),
+        |p| gauges(&p.spend.tokens, true),
+    );
+    family(
+        o,
+        projects,
+        (
+            "agent_runner_budget_spent_tokens",
+            "gauge",
+            "Tokens spent against each scope: the day's (daily), since the record began or its last budget reset (total).",
+        ),
+        |p| gauges(&p.spend.tokens, false),
+    );
+}
+
 /// `agent_runner_last_event_timestamp_seconds`.
 fn last_event(o: &mut String, projects: &[ProjectView<'_>]) {
     family(
@@ -459,6 +571,7 @@ mod tests {
             counters: &c,
             service: None,
             up: false,
+            spend: &SpendView::default(),
         }]);
         assert!(
             text.contains("agent_runner_rounds_total{project=\"a\\\"b\",outcome=\"ok\"} 1\n"),
@@ -483,5 +596,137 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn money_and_tokens_are_counters_and_each_cap_set_a_gauge() {
+        use crate::budget::prices::Tokens;
+        use crate::budget::spend::Lifetime;
+        let spend = SpendView {
+            lifetime: Lifetime {
+                usd: 1.2,
+                tokens: Tokens {
+                    input: 3000,
+                    output: 300,
+                    cache_read: 0,
+                    cache_write: 7,
+                },
+            },
+            usd: vec![
+                CapGauge {
+                    scope: "round",
+                    cap: None,
+                    spent: Some(0.4),
+                },
+                CapGauge {
+                    scope: "daily",
+                    cap: None,
+                    spent: Some(1.2),
+                },
+                CapGauge {
+                    scope: "total",
+                    cap: Some(1.0),
+                    spent: Some(1.2),
+                },
+            ],
+            tokens: vec![CapGauge {
+                scope: "daily",
+                cap: Some(5000.0),
+                spent: Some(3307.0),
+            }],
+            rounds: Vec::new(),
+        };
+        let text = render(&[ProjectView {
+            name: "p",
+            counters: &Counters::default(),
+            service: None,
+            up: true,
+            spend: &spend,
+        }]);
+        for line in [
+            "# TYPE agent_runner_cost_usd_total counter\n",
+            "agent_runner_cost_usd_total{project=\"p\"} 1.2\n",
+            "# TYPE agent_runner_tokens_total counter\n",
+            "agent_runner_tokens_total{project=\"p\",type=\"input\"} 3000\n",
+            "agent_runner_tokens_total{project=\"p\",type=\"output\"} 300\n",
+            "agent_runner_tokens_total{project=\"p\",type=\"cache_read\"} 0\n",
+            "agent_runner_tokens_total{project=\"p\",type=\"cache_write\"} 7\n",
+            "# TYPE agent_runner_budget_cap_usd gauge\n",
+            "agent_runner_budget_cap_usd{project=\"p\",scope=\"total\"} 1\n",
+            "agent_runner_budget_spent_usd{project=\"p\",scope=\"round\"} 0.4\n",
+            "agent_runner_budget_spent_usd{project=\"p\",scope=\"daily\"} 1.2\n",
+            "agent_runner_budget_spent_usd{project=\"p\",scope=\"total\"} 1.2\n",
+            "agent_runner_budget_cap_tokens{project=\"p\",scope=\"daily\"} 5000\n",
+            "agent_runner_budget_spent_tokens{project=\"p\",scope=\"daily\"} 3307\n",
+        ] {
+            assert!(text.contains(line), "{line:?} missing:\n{text}");
+        }
+        // A cap not set is no series: `round` and `daily` dollars have none.
+        assert!(!text.contains("agent_runner_budget_cap_usd{project=\"p\",scope=\"round\"}"));
+        assert!(!text.contains("agent_runner_budget_cap_usd{project=\"p\",scope=\"daily\"}"));
+    }
+
+    /// Every series the Grafana dashboard queries is one `/metrics` exposes and
+    /// docs/metrics.md lists, and the dashboard is JSON Grafana can import (panels with
+    /// unique ids, each with a grid position and a Prometheus target).
+    #[test]
+    fn the_dashboard_queries_only_series_that_exist() {
+        let dashboard: serde_json::Value =
+            serde_json::from_str(include_str!("../../../../docs/grafana/agent-runner.json"))
+                .expect("docs/grafana/agent-runner.json is JSON");
+        let doc = include_str!("../../../../docs/metrics.md");
+        let exposed = render(&[]);
+        let families: Vec<&str> = exposed
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .filter_map(|l| l.split(' ').next())
+            .collect();
+        let mut ids = std::collections::BTreeSet::new();
+        let mut queried = std::collections::BTreeSet::new();
+        for panel in dashboard["panels"].as_array().expect("panels") {
+            assert!(ids.insert(panel["id"].as_u64().expect("id")), "{panel}");
+            assert!(panel["gridPos"]["w"].as_u64().is_some(), "{panel}");
+            let targets = panel["targets"].as_array().expect("targets");
+            assert!(!targets.is_empty(), "{panel}");
+            for target in targets {
+                let expr = target["expr"].as_str().expect("expr");
+                let mut rest = expr;
+                while let Some(at) = rest.find("agent_runner_") {
+                    let name: String = rest[at..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    rest = &rest[at + name.len()..];
+                    let family = ["_bucket", "_sum", "_count"]
+                        .iter()
+                        .find_map(|s| name.strip_suffix(s))
+                        .filter(|f| families.contains(f))
+                        .unwrap_or(&name)
+                        .to_owned();
+                    queried.insert(family);
+                }
+            }
+        }
+        for family in &queried {
+            assert!(
+                families.contains(&family.as_str()),
+                "{family} is not exposed"
+            );
+            assert!(
+                doc.contains(&format!("`{family}`")),
+                "{family} is not in docs/metrics.md"
+            );
+        }
+        for family in [
+            "agent_runner_cost_usd_total",
+            "agent_runner_tokens_total",
+            "agent_runner_budget_spent_usd",
+            "agent_runner_budget_cap_usd",
+        ] {
+            assert!(
+                queried.contains(family),
+                "the dashboard has no panel for {family}"
+            );
+        }
     }
 }

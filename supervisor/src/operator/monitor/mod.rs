@@ -19,6 +19,7 @@ pub(crate) mod http;
 pub(crate) mod metrics;
 pub(crate) mod narrate;
 pub(crate) mod relay;
+pub(crate) mod spend;
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};

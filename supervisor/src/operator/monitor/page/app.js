@@ -34,6 +34,55 @@ const outcome = (r) => {
   return r.exit_cause || "failed";
 };
 
+const amount = (scope, v) => (scope.endsWith("usd") ? `$${(v ?? 0).toFixed(2)}` : `${Math.round(v ?? 0)} tokens`);
+const compact = (v) => (v >= 1e6 ? `${(v / 1e6).toFixed(1)}M` : v >= 1e4 ? `${Math.round(v / 1e3)}k` : String(Math.round(v)));
+// A duration on a chart's axis: milliseconds and tenths where whole seconds say 0s.
+const seconds = (v) => (v === 0 ? "0s" : v < 1 ? `${Math.round(v * 1000)}ms` : v < 60 ? `${v.toFixed(1)}s` : fmtDuration(v));
+const SVG = "http://www.w3.org/2000/svg";
+const svg = (tag, attrs = {}, text) => {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+};
+
+// One series as an inline SVG line chart: a point per round that has a value (its value
+// and round in a tooltip), the newest value in the title, 0 and the highest value on the
+// y axis, the first and last round on the x axis, and `cap` as a dashed line when set.
+function chart(key, label, points, pick, fmt, cap) {
+  const W = 360, H = 130, L = 52, R = 10, T = 10, B = 22;
+  const values = points.map(pick);
+  const known = values.filter((v) => v != null);
+  const max = Math.max(...known, cap || 0, 1e-9);
+  const first = points[0].round_num, last = points.at(-1).round_num;
+  const x = (n) => L + (last === first ? (W - L - R) / 2 : ((n - first) * (W - L - R)) / (last - first));
+  const y = (v) => T + (H - T - B) * (1 - v / max);
+  const wrap = el("figure", "chart");
+  wrap.dataset.series = key;
+  const newest = known.length ? fmt(known.at(-1)) : "–";
+  wrap.append(el("figcaption", "", `${label}: ${newest} last`));
+  const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `${label} per round` });
+  s.append(svg("line", { class: "axis", x1: L, y1: H - B, x2: W - R, y2: H - B }),
+    svg("line", { class: "grid", x1: L, y1: T, x2: W - R, y2: T }),
+    svg("text", { class: "tick", x: L - 4, y: T + 4, "text-anchor": "end" }, fmt(max)),
+    svg("text", { class: "tick", x: L - 4, y: H - B, "text-anchor": "end" }, fmt(0)),
+    svg("text", { class: "tick", x: L, y: H - 6, "text-anchor": "start" }, `R${first}`));
+  if (last !== first) s.append(svg("text", { class: "tick", x: W - R, y: H - 6, "text-anchor": "end" }, `R${last}`));
+  if (cap) {
+    s.append(svg("line", { class: "cap", x1: L, y1: y(cap), x2: W - R, y2: y(cap) }),
+      svg("text", { class: "tick cap-label", x: W - R, y: y(cap) - 3, "text-anchor": "end" }, `cap ${fmt(cap)}`));
+  }
+  const xy = points.map((p, i) => [p.round_num, values[i]]).filter(([, v]) => v != null);
+  s.append(svg("polyline", { class: "line", points: xy.map(([n, v]) => `${x(n).toFixed(1)},${y(v).toFixed(1)}`).join(" ") }));
+  for (const [n, v] of xy) {
+    const c = svg("circle", { class: "pt", cx: x(n).toFixed(1), cy: y(v).toFixed(1), r: xy.length > 30 ? 2 : 3.5 });
+    c.append(svg("title", {}, `round ${n}: ${fmt(v)}`));
+    s.append(c);
+  }
+  wrap.append(s);
+  return wrap;
+}
+
 class ProjectView {
   constructor(index, root) {
     this.index = index;
@@ -66,6 +115,8 @@ class ProjectView {
     service.className = `service badge ${d.service.active ? d.service.state : "down"}`;
     this.renderCurrent();
     this.renderTimeline();
+    this.renderBudget();
+    this.renderCharts();
     this.renderHosts();
     if (!this.seeded) {
       this.seeded = true;
@@ -123,6 +174,59 @@ class ProjectView {
     const last = (this.doc.recent_rounds || []).at(-1);
     for (const x of (last && last.egress_refused) || []) {
       refused.append(el("li", "", `R${last.round_num}: ${x.message}${x.count > 1 ? ` (×${x.count})` : ""}`));
+    }
+  }
+
+  // Each [budget] cap against its spend, in peek's words ("total_usd $1.20 of $1.00").
+  renderBudget() {
+    const b = this.doc.budget, state = this.q(".budget-state"), ul = this.q(".caps");
+    ul.replaceChildren();
+    if (!b) {
+      state.className = "budget-state muted";
+      state.textContent = "No [budget] cap set";
+      return;
+    }
+    state.className = `budget-state badge ${b.state === "run" ? "live" : b.state === "paused" ? "deferred" : "stopped"}`;
+    state.textContent = b.state === "run" ? "within" : b.state;
+    const caps = b.caps.map((c) => [c.scope, c.spent, c.cap]);
+    if (b.round_usd != null) caps.push(["round_usd", b.last_round_usd, b.round_usd]);
+    for (const [scope, spent, cap] of caps) {
+      const li = el("li", "cap");
+      li.dataset.scope = scope;
+      const text = spent == null ? `${scope} ${amount(scope, cap)}, no round yet`
+        : `${scope} ${amount(scope, spent)} of ${amount(scope, cap)}`;
+      const bar = el("div", "bar"), fill = el("div", "fill");
+      const ratio = spent == null ? 0 : spent / cap;
+      fill.style.width = `${Math.min(100, 100 * ratio)}%`;
+      fill.classList.toggle("late", ratio >= 0.8 && ratio < 1);
+      fill.classList.toggle("over", ratio >= 1);
+      bar.append(fill);
+      li.append(el("span", "cap-text", text), bar);
+      ul.append(li);
+    }
+    if (b.unpriced_rounds > 0) {
+      ul.append(el("li", "muted", `${b.unpriced_rounds} rounds of an unpriced model at the highest price`));
+    }
+  }
+
+  // Cost, tokens and the agent's time per round: three small charts on one round axis.
+  renderCharts() {
+    const points = this.doc.monitor.rounds_chart || [];
+    const box = this.q(".charts");
+    box.replaceChildren();
+    this.q(".chart-note").textContent = points.length ? `(rounds ${points[0].round_num}–${points.at(-1).round_num})` : "";
+    if (!points.length) {
+      box.append(el("div", "muted", "no round yet"));
+      return;
+    }
+    const b = this.doc.budget;
+    const series = [
+      ["cost", "cost", (p) => p.cost_usd, (v) => `$${v.toFixed(v < 1 ? 3 : 2)}`, b && b.round_usd],
+      ["tokens", "tokens", (p) => p.tokens, (v) => compact(v), null],
+      ["duration", "agent time", (p) => p.duration_s, seconds, null],
+    ];
+    for (const [key, label, pick, fmt, cap] of series) {
+      box.append(chart(key, label, points, pick, fmt, cap));
     }
   }
 
