@@ -75,7 +75,7 @@ impl SessionUsage {
             let before = previous.as_ref().and_then(|b| b.cost_usd);
             if let (Some(now), Some(before)) = (usage.cost_usd, before) {
                 if now >= before {
-                    usage.cost_usd = Some(now - before);
+                    usage.cost_usd = Some(to_nano_dollars(now - before));
                 }
             }
         }
@@ -98,6 +98,13 @@ fn tokens_grew(before: &TokenUsage, now: &TokenUsage) -> bool {
 
 fn less(now: Option<u64>, before: Option<u64>) -> Option<u64> {
     now.map(|n| n - before.unwrap_or(0))
+}
+
+/// `usd` rounded to a billionth of a dollar: the difference of two running totals in
+/// binary floating point carries noise (`0.8 - 0.4` is `0.4000000000000001`) that no
+/// provider bills (they report at most six to ten decimals).
+fn to_nano_dollars(usd: f64) -> f64 {
+    (usd * 1e9).round() / 1e9
 }
 
 #[cfg(test)]
@@ -157,7 +164,7 @@ mod tests {
                 got.usage.cost_usd.unwrap()
             })
             .collect();
-        assert!(costs.iter().all(|c| (c - 0.0066).abs() < 1e-9), "{costs:?}");
+        assert!(costs.iter().all(|c| *c == 0.0066), "{costs:?}");
     }
 
     #[test]
