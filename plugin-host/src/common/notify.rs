@@ -138,6 +138,29 @@ pub type KeepObserved = Box<dyn FnMut(&Observed) -> bool + Send>;
 /// hostile agent's loop of refused writes cannot fill the supervisor's memory).
 pub const MAX_QUEUED_OBSERVATIONS: usize = 65_536;
 
+/// The most bytes of paths one listener's queued observations hold; later ones are let run
+/// unreported. The count alone does not bound them: each path may be `PATH_MAX` long, and
+/// a hostile agent names one store by as many paths as it likes (`//`, `./`), 65,536 of
+/// 4 KiB being 256 MiB of the supervisor's memory (`tests/tests/hostile_observer.rs`).
+pub const MAX_QUEUED_OBSERVATION_BYTES: usize = 4 << 20;
+
+/// The most denials one listener queues; later ones are still answered (`-errno`, or the
+/// host killed) but not reported. A confined agent goes on after each denial and may loop
+/// on one at some 100,000 calls a second, each queued until the round ends
+/// (`tests/tests/hostile_observer.rs`: 360 MiB of the supervisor's memory in 20 s before
+/// this cap).
+pub const MAX_QUEUED_DENIALS: usize = 65_536;
+
+/// What an observation weighs against [`MAX_QUEUED_OBSERVATION_BYTES`]: its size and its
+/// path's.
+fn weight(o: &Observed) -> usize {
+    std::mem::size_of::<Observed>()
+        + match o {
+            Observed::Connect { .. } => 0,
+            Observed::Read { path, .. } | Observed::Write { path, .. } => path.as_os_str().len(),
+        }
+}
+
 impl DenialListener {
     /// Starts servicing `listener` (a seccomp user-notification descriptor) for the host
     /// whose process group is `pgid` (the host's pid).
@@ -170,8 +193,9 @@ impl DenialListener {
     /// agent of a round: docs/security.md, "Denials told, not silent"): a notified call
     /// whose number is in `observe` is looked at ([`Observed`], queued for
     /// [`DenialListener::try_observed`] when `keep` says so, at most
-    /// [`MAX_QUEUED_OBSERVATIONS`]) and then let run
-    /// (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`); any other is queued as a [`Denied`] and then
+    /// [`MAX_QUEUED_OBSERVATIONS`] of at most [`MAX_QUEUED_OBSERVATION_BYTES`]) and then let run
+    /// (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`); any other is queued as a [`Denied`] (at most
+    /// [`MAX_QUEUED_DENIALS`]) and then
     /// answered with `-errno` (the call fails as with `SECCOMP_RET_ERRNO`; it never runs).
     /// Nobody is signalled. `pgid` is only reported back by [`DenialListener::pgid`]. The
     /// thread ends, as with [`DenialListener::start`], once no process uses the filter.
@@ -343,6 +367,8 @@ fn serve(
     // u64 words: aligned for struct seccomp_notif.
     let mut buf = vec![0u64; size.div_ceil(8)];
     let mut queued = 0usize;
+    let mut queued_bytes = 0usize;
+    let mut denials = 0usize;
     loop {
         let revents = match poll_one(fd, libc::POLLIN, -1) {
             Ok(r) => r,
@@ -395,8 +421,12 @@ fn serve(
                 let seen = look_at(&notif, entry);
                 if id_valid(fd, notif.id) {
                     for o in seen.into_iter().filter(|o| keep(o)) {
-                        if queued < MAX_QUEUED_OBSERVATIONS {
+                        let bytes = weight(&o);
+                        if queued < MAX_QUEUED_OBSERVATIONS
+                            && queued_bytes + bytes <= MAX_QUEUED_OBSERVATION_BYTES
+                        {
                             queued += 1;
+                            queued_bytes += bytes;
                             let _ = observed.send(o);
                         }
                     }
@@ -413,7 +443,10 @@ fn serve(
         };
         // Queue the report before any answer or signal, so it is there when the process's
         // exit is seen.
-        let _ = tx.send(denied);
+        if denials < MAX_QUEUED_DENIALS {
+            denials += 1;
+            let _ = tx.send(denied);
+        }
         match &on_denial {
             OnDenial::Kill { pgid, pidfd, init } => {
                 tracing::warn!(
