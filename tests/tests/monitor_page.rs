@@ -753,3 +753,49 @@ fn spend_against_the_caps_on_metrics_and_the_page_in_chromium() {
     check(&url, 1.6, 0.4);
     drop(monitor);
 }
+
+/// A hostile agent's strings on the page: the model name a `claude` script reports is
+/// markup (an `<img>` whose error handler, and a `<script>`, would set `window.pwned`). The
+/// page shows it as text in the event list and runs none of it (every agent-reached field
+/// is set with `textContent`, and the page's policy allows no inline script). Control: the
+/// payload did reach the page, as the event's text.
+#[test]
+fn an_agent_s_markup_stays_text_on_the_page_in_chromium() {
+    const PAYLOAD: &str = "<img src=x onerror=window.pwned=1><script>window.pwned=2</script>";
+    let p = Project::new();
+    let agent = p.script(
+        "agent/claude",
+        &format!(
+            "#!/bin/sh\n\
+             echo '{{\"type\":\"system\",\"subtype\":\"init\"}}'\n\
+             echo '{{\"type\":\"assistant\",\"message\":{{\"model\":\"{PAYLOAD}\",\"content\":[{{\"type\":\"text\",\"text\":\"done\"}}]}}}}'\n\
+             echo '{{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"total_cost_usd\":0.1,\"usage\":{{\"input_tokens\":10,\"output_tokens\":10}}}}'\n"
+        ),
+    );
+    p.write_config(&agent_runner_e2e::ConfigBuilder::new(&agent));
+    p.run(&["round"]).assert_code(0);
+    let usage = p.events_of("agent_usage_recorded");
+    assert_eq!(usage.len(), 1, "{}", p.events_text());
+    assert_eq!(usage[0]["model"], PAYLOAD, "{}", p.events_text());
+    let (monitor, url) = start_monitor(&p, &[], &[]);
+    let (_browser, mut page) = open_in_chromium(&url);
+    let shown = wait_until(
+        "the usage event on the page",
+        Duration::from_secs(30),
+        || {
+            let text = page.eval(
+                "[...document.querySelectorAll('.events li')].map(l => l.textContent).join('|')",
+            );
+            text.as_str()
+                .filter(|t| t.contains("agent_usage_recorded"))
+                .map(str::to_owned)
+        },
+    );
+    assert!(shown.contains(&format!("model={PAYLOAD}")), "{shown}");
+    assert_eq!(
+        page.eval("document.querySelectorAll('img, main script').length"),
+        0
+    );
+    assert_eq!(page.eval("typeof window.pwned"), "undefined");
+    drop(monitor);
+}
