@@ -1031,6 +1031,183 @@ mod tests {
         assert!(Upstream::parse("https://h/?a=b").is_none());
     }
 
+    /// A config of `cli` under `sandbox` (the `[agent.sandbox]` lines) with `agent_env`
+    /// (the `[agent.env]` lines), and `home` as the agent's HOME.
+    fn config(cli: &str, sandbox: &str, agent_env: &str, home: &std::path::Path) -> Config {
+        let text = format!(
+            "schema_version = 1\n[agent]\ncommand = [\"agent\"]\ncli = \"{cli}\"\n\
+             [agent.env]\nHOME = \"{}\"\n{agent_env}\n[agent.sandbox]\n{sandbox}\n",
+            home.display()
+        );
+        crate::config::parse_str(&home.join("agent-runner.toml"), &text)
+            .unwrap_or_else(|e| panic!("{e}\n{text}"))
+    }
+
+    #[test]
+    fn which_keys_are_brokered_and_why_not() {
+        let home = tempfile::tempdir().unwrap();
+        let env = |name: &str| match name {
+            "ANTHROPIC_API_KEY" => Some("sk-ant-1".to_owned()),
+            "OPENAI_API_KEY" => Some("sk-2".to_owned()),
+            "OPENAI_API_BASE" => Some("http://127.0.0.1:4010/v1".to_owned()),
+            _ => None,
+        };
+        let plan_of = |cli: &str, sandbox: &str, agent_env: &str| {
+            let c = config(cli, sandbox, agent_env, home.path());
+            plan_with(&c, &c.agent, &env)
+        };
+        let routes = |p: &Plan| -> Vec<(&str, String)> {
+            p.routes
+                .iter()
+                .map(|r| (r.provider.name, r.upstream.url()))
+                .collect()
+        };
+        let p = plan_of("claude", "mode = \"prefer\"", "");
+        assert_eq!(
+            routes(&p),
+            [("anthropic", "https://api.anthropic.com".to_owned())]
+        );
+        assert_eq!(p.routes[0].keys[0].0.name, "ANTHROPIC_API_KEY");
+        assert_eq!(p.routes[0].keys.len(), 1, "no ANTHROPIC_AUTH_TOKEN set");
+        // aider: both of its providers, the OpenAI one at the operator's base URL.
+        let p = plan_of("aider", "mode = \"require\"", "");
+        assert_eq!(
+            routes(&p),
+            [
+                ("openai", "http://127.0.0.1:4010/v1".to_owned()),
+                ("anthropic", "https://api.anthropic.com".to_owned())
+            ]
+        );
+        // gemini without GEMINI_API_KEY: an OAuth login, left alone.
+        let p = plan_of("gemini", "mode = \"prefer\"", "");
+        assert!(p.routes.is_empty());
+        assert!(p.left[0].contains("OAuth"), "{:?}", p.left);
+        // Not brokered: a key in [agent.env], the sandbox off, the broker off, kimi.
+        let p = plan_of("claude", "mode = \"prefer\"", "ANTHROPIC_API_KEY = \"k\"");
+        assert!(p.routes.is_empty());
+        assert!(p.left[0].contains("[agent.env]"), "{:?}", p.left);
+        for (cli, sandbox, says) in [
+            ("claude", "mode = \"off\"", "mode = \"off\""),
+            (
+                "claude",
+                "mode = \"prefer\"\nbroker = \"off\"",
+                "broker = \"off\"",
+            ),
+            ("kimi", "mode = \"prefer\"", "config.toml"),
+            ("pi", "mode = \"prefer\"", "models.json"),
+        ] {
+            let p = plan_of(cli, sandbox, "");
+            assert!(p.routes.is_empty(), "{cli} {sandbox}");
+            assert!(p.left[0].contains(says), "{:?}", p.left);
+        }
+        // codex: brokered with its built-in provider, not with one of its own.
+        assert_eq!(plan_of("codex", "mode = \"prefer\"", "").routes.len(), 1);
+        std::fs::create_dir_all(home.path().join(".codex")).unwrap();
+        std::fs::write(
+            home.path().join(".codex/config.toml"),
+            "model_provider = \"fake\"\n[model_providers.fake]\nbase_url = \"http://x/v1\"\n",
+        )
+        .unwrap();
+        let p = plan_of("codex", "mode = \"prefer\"", "");
+        assert!(p.routes.is_empty());
+        assert!(p.left[0].contains("model_provider"), "{:?}", p.left);
+    }
+
+    /// Through a broker opened on a plain-HTTP upstream: the upstream gets the real key
+    /// and not the placeholder, and a streamed answer reaches the client event by event
+    /// (the upstream sends its second event only once the client has seen the first: a
+    /// broker that buffered the answer would hang here).
+    #[tokio::test]
+    async fn a_streamed_answer_passes_event_by_event_with_the_key_added() {
+        let upstream = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+        let up = format!("http://127.0.0.1:{}", upstream.local_addr().unwrap().port());
+        let anthropic = &PROVIDERS[0];
+        let plan = Plan {
+            routes: vec![RoutePlan {
+                provider: anthropic,
+                upstream: Upstream::parse(&up).unwrap(),
+                upstream_source: "test".into(),
+                keys: vec![(&anthropic.keys[0], Secret("REAL-KEY".into()))],
+            }],
+            left: Vec::new(),
+        };
+        let mut opened = open(plan, false, UpstreamProxies::from_vars(|_| None))
+            .await
+            .unwrap()
+            .unwrap();
+        let var = |name: &str| {
+            opened
+                .env
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+                .unwrap()
+        };
+        let (placeholder, base) = (var("ANTHROPIC_API_KEY"), var("ANTHROPIC_BASE_URL"));
+        assert_eq!(base, format!("http://127.0.0.1:{}", opened.ports[0]));
+        let (seen_tx, seen_rx) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(async move {
+            let (mut s, _) = upstream.accept().await.unwrap();
+            let mut head = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = s.read(&mut buf).await.unwrap();
+                head.extend_from_slice(&buf[..n]);
+            }
+            s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: one\n\n")
+                .await
+                .unwrap();
+            seen_rx.await.unwrap();
+            s.write_all(b"data: two\n\n").await.unwrap();
+            String::from_utf8(head).unwrap()
+        });
+        let client = async {
+            let mut c = TcpStream::connect(("127.0.0.1", opened.ports[0]))
+                .await
+                .unwrap();
+            let req = format!(
+                "POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: {placeholder}\r\n\r\n"
+            );
+            c.write_all(req.as_bytes()).await.unwrap();
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            let mut seen_tx = Some(seen_tx);
+            loop {
+                let n = c.read(&mut buf).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+                if got.windows(9).any(|w| w == b"data: one") {
+                    if let Some(tx) = seen_tx.take() {
+                        tx.send(()).unwrap();
+                    }
+                }
+            }
+            String::from_utf8(got).unwrap()
+        };
+        let got = tokio::time::timeout(Duration::from_secs(20), client)
+            .await
+            .expect("the first event arrived before the answer ended");
+        assert!(got.ends_with("data: one\n\ndata: two\n\n"), "{got}");
+        let head = server.await.unwrap();
+        assert!(head.contains("\r\nx-api-key: REAL-KEY\r\n"), "{head}");
+        assert!(!head.contains(&placeholder), "{head}");
+        assert!(opened.refusals.try_recv().is_err());
+        // A guessed key is refused and recorded.
+        let mut c = TcpStream::connect(("127.0.0.1", opened.ports[0]))
+            .await
+            .unwrap();
+        c.write_all(b"GET /v1/models HTTP/1.1\r\nx-api-key: sk-guess\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        c.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 401 "), "{answer}");
+        let refusal = opened.refusals.try_recv().unwrap();
+        assert_eq!(refusal.why, Why::BrokerNoPlaceholder);
+    }
+
     #[test]
     fn placeholders_are_fresh_and_never_the_key() {
         let (a, b) = (placeholder().unwrap(), placeholder().unwrap());
