@@ -1046,6 +1046,8 @@ mod tests {
     #[test]
     fn which_keys_are_brokered_and_why_not() {
         let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(home.path().join("prompts")).unwrap();
+        std::fs::write(home.path().join("prompts/main.md"), "work\n").unwrap();
         let env = |name: &str| match name {
             "ANTHROPIC_API_KEY" => Some("sk-ant-1".to_owned()),
             "OPENAI_API_KEY" => Some("sk-2".to_owned()),
