@@ -225,10 +225,7 @@ impl Upstream {
         if authority.contains('@') || path.contains(['?', '#']) {
             return None;
         }
-        let (host, port) = crate::runtime::agent_endpoint::host_port(&format!(
-            "{}://{authority}",
-            if tls { "https" } else { "http" }
-        ))?;
+        let (host, port) = authority_host_port(authority, if tls { 443 } else { 80 })?;
         Some(Upstream {
             tls,
             host,
@@ -592,6 +589,8 @@ impl KeyBroker {
                         )
                         .await
                 }
+                // Closed before its first byte (a client's spare connection), or broken:
+                // no request, nothing to refuse.
                 Ok(Err(_)) => return,
                 Err(_) => {
                     return self
@@ -745,8 +744,8 @@ fn tls_connector() -> tokio_rustls::TlsConnector {
 }
 
 /// Reads until the blank line that ends a request head, starting with `already`.
-/// `Some((head, bytes after it))`; `None` if the client closed first or the head exceeds
-/// [`HEAD_MAX`].
+/// `Some((head, bytes after it))`; `None` if the client closed within the head or the head
+/// exceeds [`HEAD_MAX`]; `UnexpectedEof` if it closed before sending a byte.
 async fn read_head<S>(
     client: &mut S,
     already: Vec<u8>,
@@ -771,6 +770,9 @@ where
         }
         from = buf.len().saturating_sub(3);
         let n = client.read(&mut chunk).await?;
+        if n == 0 && buf.is_empty() {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
         if n == 0 {
             return Ok(None);
         }
@@ -889,7 +891,13 @@ fn origin_form(target: &str, r: &Route) -> Result<String, Refused> {
     if !(lower.starts_with("http://") || lower.starts_with("https://")) {
         return Err(Refused::BadRequest("the request target is not a path"));
     }
-    let (host, port) = crate::runtime::agent_endpoint::host_port(target)
+    let (default, rest) = match lower.strip_prefix("https://") {
+        Some(rest) => (443, rest),
+        None => (80, &lower["http://".len()..]),
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let (host, port) = authority_host_port(authority, default)
+        .filter(|_| !authority.contains('@'))
         .ok_or(Refused::BadRequest("bad host in the request target"))?;
     let ours = matches!(host.as_str(), PROXIED_HOST | "127.0.0.1" | "localhost") && port == r.port;
     if !ours {
@@ -901,6 +909,25 @@ fn origin_form(target: &str, r: &Route) -> Result<String, Refused> {
         Some(i) => rest[i..].to_owned(),
         None => "/".to_owned(),
     })
+}
+
+/// `(host, port)` of an authority (`host`, `host:port`, `[v6]:port`), the host in lower
+/// case, `default` the port when none is written; `None` for an empty host or a bad port.
+fn authority_host_port(authority: &str, default: u16) -> Option<(String, u16)> {
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (h, tail) = v6.split_once(']')?;
+        (h, tail.strip_prefix(':'))
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    let port = match port {
+        Some(p) => p.parse::<u16>().ok().filter(|p| *p != 0)?,
+        None => default,
+    };
+    (!host.is_empty()).then(|| (host.to_ascii_lowercase(), port))
 }
 
 /// Writes a short response whose body says why, and ends the exchange.
