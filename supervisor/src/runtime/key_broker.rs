@@ -1237,6 +1237,56 @@ mod tests {
         assert_eq!(refusal.why, Why::BrokerNoPlaceholder);
     }
 
+    /// An `https://` upstream is spoken to in TLS: what reaches it first is a TLS
+    /// ClientHello, never the request head with the key; an upstream that cannot complete
+    /// the handshake (here: not TLS at all) gets nothing more and the agent a `502`.
+    #[tokio::test]
+    async fn an_https_upstream_gets_tls_and_fails_closed() {
+        let upstream = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+        let up = format!(
+            "https://127.0.0.1:{}",
+            upstream.local_addr().unwrap().port()
+        );
+        let anthropic = &PROVIDERS[0];
+        let plan = Plan {
+            routes: vec![RoutePlan {
+                provider: anthropic,
+                upstream: Upstream::parse(&up).unwrap(),
+                upstream_source: "test".into(),
+                keys: vec![(&anthropic.keys[0], Secret("REAL-KEY".into()))],
+            }],
+            left: Vec::new(),
+        };
+        let opened = open(plan, false, UpstreamProxies::from_vars(|_| None))
+            .await
+            .unwrap()
+            .unwrap();
+        let placeholder = opened.env[opened.env.len() - 1].1.clone();
+        let server = tokio::spawn(async move {
+            let (mut s, _) = upstream.accept().await.unwrap();
+            let mut buf = vec![0u8; 4096];
+            let n = s.read(&mut buf).await.unwrap();
+            buf.truncate(n);
+            // Not TLS: an HTTP answer, which no handshake takes.
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\n\r\n").await;
+            buf
+        });
+        let mut c = TcpStream::connect(("127.0.0.1", opened.ports[0]))
+            .await
+            .unwrap();
+        let req = format!("POST /v1/messages HTTP/1.1\r\nx-api-key: {placeholder}\r\n\r\n");
+        c.write_all(req.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        tokio::time::timeout(Duration::from_secs(20), c.read_to_string(&mut answer))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(answer.starts_with("HTTP/1.1 502 "), "{answer}");
+        let first = server.await.unwrap();
+        assert_eq!(first.first(), Some(&0x16), "a TLS handshake record");
+        assert!(!first.windows(8).any(|w| w == b"REAL-KEY"));
+    }
+
     #[test]
     fn placeholders_are_fresh_and_never_the_key() {
         let (a, b) = (placeholder().unwrap(), placeholder().unwrap());
