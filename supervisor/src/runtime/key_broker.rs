@@ -172,6 +172,10 @@ pub(crate) const NOT_BROKERED: &[(&str, &str)] = &[
     ),
 ];
 
+/// Claude Code's long-lived OAuth token variable (`claude setup-token`): a login, not an
+/// API key; not brokered, and said so.
+const CLAUDE_OAUTH_VAR: &str = "CLAUDE_CODE_OAUTH_TOKEN";
+
 /// The headers that carry a key, for any provider: removed from every request.
 const KEY_HEADERS: &[&str] = &["x-api-key", "authorization", "x-goog-api-key", "api-key"];
 
@@ -319,6 +323,13 @@ pub(crate) fn plan_with(
     let Some((_, providers)) = CLIS.iter().find(|(n, _)| *n == cli) else {
         return plan;
     };
+    if cli == "claude"
+        && (agent.env.contains_key(CLAUDE_OAUTH_VAR) || env(CLAUDE_OAUTH_VAR).is_some())
+    {
+        plan.left.push(format!(
+            "claude: {CLAUDE_OAUTH_VAR} (an OAuth token, sent with the login's own headers) is not brokered: the agent holds it"
+        ));
+    }
     if cli == "codex" {
         if let Some(why) = codex_own_provider(&agent.env, env) {
             plan.left.push(why);
