@@ -603,6 +603,8 @@ fn local_endpoint_by_the_printed_fix(operator: Operator, cli: &str, source: &str
     let p = Project::new_as(operator);
     let server = FakeModel::start_at("normal", "127.0.0.1");
     let port = server.port;
+    // The agent's own connection to the endpoint is what is told here: with the key
+    // broker (claude, gemini, aider) the supervisor makes it instead, so the broker is off.
     let uncomment = |text: String| {
         let line = text
             .lines()
@@ -610,6 +612,7 @@ fn local_endpoint_by_the_printed_fix(operator: Operator, cli: &str, source: &str
             .expect("init writes claude's hosts")
             .to_owned();
         text.replacen(&line, &line[2..], 1)
+            .replacen("broker = \"auto\"", "broker = \"off\"", 1)
     };
     let entry = format!("\"127.0.0.1:{port}\"");
     let told = format!(
@@ -675,12 +678,23 @@ fn local_endpoint_by_the_printed_fix(operator: Operator, cli: &str, source: &str
 /// no `allow_hosts`, TCP to port 443 only) and a local model on another port. The failed
 /// round says which port was refused and the key that opens it (the refused connect is
 /// seen by the agent's seccomp observer); that one line added, the next round writes its
-/// file.
+/// file. A CLI the key broker serves (claude, gemini, aider: docs/security.md "The key
+/// broker") needs no line: the supervisor reaches the endpoint, and the round as `init`
+/// wrote it writes its file.
 fn newcomer_opens_the_port_it_was_told(operator: Operator, cli: &str) {
     let server = FakeModel::start_at("normal", "127.0.0.1");
     let port = server.port;
     let granted = format!("connect_ports = [{port}]\n");
     let as_init_wrote = |text: String| text.replacen(&granted, "", 1);
+    if matches!(cli, "claude" | "gemini" | "aider") {
+        let p = Project::new_as(operator);
+        let out = run_cli_at(&p, cli, "127.0.0.1", port, &as_init_wrote, &["round"]);
+        let all = p.events_text();
+        out.assert_code(0);
+        assert!(wrote_the_file(&p), "{operator:?} {cli}: {all}");
+        assert!(p.events_of("agent_egress_refused").is_empty(), "{all}");
+        return;
+    }
     let told = format!(
         "egress to 127.0.0.1:{port} refused by the agent sandbox: add {port} to [agent.sandbox] connect_ports"
     );
@@ -778,6 +792,66 @@ fn codex_round_through_the_egress_proxy() {
 #[test]
 fn gemini_round_through_the_egress_proxy() {
     round_through_the_egress_proxy(Operator::Root, "gemini");
+}
+
+/// The key broker with the real Claude Code (docs/security.md, "The key broker"): `init`'s
+/// config (the broker `auto`) and `ANTHROPIC_API_KEY` in the supervisor's environment; the
+/// fake model accepts only that key. Claude's round writes its file, every model request
+/// reached the server with the key, and the environment its shell tool call saw holds a
+/// placeholder, not the key. The control, `broker = "off"`: the tool call's environment
+/// holds the key.
+fn claude_round_through_the_key_broker(operator: Operator) {
+    // The key agent-clis.sh gives claude (tests/agent-clis/agent-clis.sh).
+    const KEY: &str = "sk-ant-fake-key";
+    for broker in ["auto", "off"] {
+        let p = Project::new_as(operator);
+        let log = p.tmp_dir().join("fake-model.jsonl");
+        let server = FakeModel::spawn(
+            Command::new("python3")
+                .arg(workspace_root().join("tests/agent-clis/fake_model.py"))
+                .args(["--mode", "normal", "--expect-key-env", "FAKE_EXPECTED_KEY"])
+                .args(["--then", "env > claude-env.txt", "--log"])
+                .arg(&log)
+                .env("FAKE_EXPECTED_KEY", KEY),
+        );
+        let edit = |text: String| {
+            // The tool call's environment dump stays in the tree (not stashed).
+            text.replacen("broker = \"auto\"", &format!("broker = \"{broker}\""), 1)
+                .replacen("dirty_action = \"stash\"", "dirty_action = \"ignore\"", 1)
+        };
+        let out = run_cli(&p, "claude", server.port, &edit, &["round"]);
+        let all = p.events_text();
+        out.assert_code(0);
+        assert!(wrote_the_file(&p), "{operator:?} broker {broker}: {all}");
+        let requests: Vec<Value> = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .filter(|r: &Value| r["key"].is_string())
+            .collect();
+        assert!(!requests.is_empty(), "{all}");
+        assert!(
+            requests.iter().all(|r| r["key"] == "expected"),
+            "{requests:?}"
+        );
+        let env = std::fs::read_to_string(p.dir().join("claude-env.txt")).unwrap();
+        if broker == "auto" {
+            assert!(!env.contains(KEY), "the key in claude's environment: {env}");
+            assert!(
+                env.contains("ANTHROPIC_API_KEY=agent-runner-placeholder-"),
+                "{env}"
+            );
+        } else {
+            assert!(env.contains(&format!("ANTHROPIC_API_KEY={KEY}")), "{env}");
+        }
+    }
+}
+
+#[test]
+fn claude_round_through_the_key_broker_as_root_and_as_an_unprivileged_user() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        claude_round_through_the_key_broker(operator);
+    }
 }
 
 /// The key a confined agent must not read: planted in the fake home's `~/.ssh`.

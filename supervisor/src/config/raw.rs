@@ -10,7 +10,8 @@ use std::path::Path;
 use super::agent_cli::CliKey;
 use super::keys::{config_table, Table};
 use super::vocabulary::{
-    ContextInjection, DirtyAction, PhasePolicy, PromptDelivery, SandboxMode, TransientAction,
+    BrokerMode, ContextInjection, DirtyAction, PhasePolicy, PromptDelivery, SandboxMode,
+    TransientAction,
 };
 use super::ConfigError;
 use agent_runner_plugin_host::common::write_limits;
@@ -185,6 +186,21 @@ config_table! {
         /// Under `off` the agent inherits the whole environment and this key changes
         /// nothing. A name that is empty or holds `=` or NUL is refused (exit 78)
         pass_env: Vec<String> = (empty) label "list of variable names" reload Restart;
+        /// the key broker (docs/security.md, "The key broker"): `auto` keeps the provider
+        /// key of the agent's CLI out of its sandbox while `mode` confines it. The key is
+        /// read from the supervisor's environment only (`ANTHROPIC_API_KEY` or
+        /// `ANTHROPIC_AUTH_TOKEN` for claude, `OPENAI_API_KEY` for codex and aider,
+        /// `GEMINI_API_KEY` for gemini, `ANTHROPIC_API_KEY` for aider); the agent gets a
+        /// placeholder and a base URL (`ANTHROPIC_BASE_URL`, …) on the supervisor's
+        /// loopback, where the broker forwards its requests to that provider's endpoint
+        /// (the base URL the operator set, else the provider's own, over TLS for
+        /// `https://`) with the real key, to no other host. A CLI logged in without a key
+        /// variable (OAuth), a key given in `[agent.env]` (a file the agent reads), and the
+        /// CLIs that cannot be brokered (kimi, pi, codewhale; codex with a provider of its
+        /// own in `config.toml`) are left as they are: `doctor` (`key_broker`) says which
+        /// and why. `off`: the agent gets the key itself
+        broker: String as BrokerMode = (BrokerMode::Auto) reload Restart
+            init (write "The provider key stays in the supervisor (docs/security.md \"The key broker\"): auto, or off to give the agent the key");
     }
 }
 

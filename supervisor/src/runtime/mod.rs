@@ -62,6 +62,7 @@ pub(crate) mod git_place;
 pub(crate) mod goal;
 pub(crate) mod grace;
 pub(crate) mod host_health;
+pub(crate) mod key_broker;
 pub(crate) mod log_views;
 pub(crate) mod memory_brake;
 pub(crate) mod own_sandbox;

@@ -42,6 +42,7 @@ use crate::runtime::git_config_watch::{self, ConfigBefore};
 use crate::runtime::git_operation;
 use crate::runtime::grace::Grace;
 use crate::runtime::host_health::{self, Floor, Pressure, Reading};
+use crate::runtime::key_broker;
 use crate::runtime::post_round::{self, Decision, Judged};
 use crate::runtime::pre_round;
 use crate::runtime::prompt::{agent_argv, assemble, spawn_view_argv};
@@ -949,12 +950,33 @@ impl Runner {
         let own_sandbox = launch.own_sandbox.clone();
         let mut spec = self.agent_spec(round_num, launch, log_path, log);
         let cli = self.config.profile(phase).agent.cli.name.unwrap_or("");
-        // Behind the egress proxy the agent connects to its forwarder's port only.
-        let proxy_port: &[u16] = if self.config.profile(phase).agent.allow_hosts.is_some() {
-            &[agent_runner_plugin_host::agent::egress_bridge::PROXY_PORT]
-        } else {
-            &[]
+        let proxied = self.config.profile(phase).agent.allow_hosts.is_some();
+        let agent_env = &self.config.profile(phase).agent.env;
+        let upstream_proxies = || {
+            UpstreamProxies::from_vars(|name| {
+                agent_env
+                    .get(name)
+                    .cloned()
+                    .or_else(|| std::env::var(name).ok())
+            })
         };
+        // The provider key kept with the supervisor: the agent gets placeholders and the
+        // broker's base URLs (docs/security.md, "The key broker").
+        let plan = key_broker::plan(&self.config, self.config.profile(phase).agent);
+        let broker = key_broker::open(plan, proxied, upstream_proxies())
+            .await
+            .map_err(|source| self.spawn_failed(round_num, phase, source))?;
+        // Behind the egress proxy the agent connects to its forwarder's port only; the
+        // broker's ports, where it has them.
+        let mut extra_ports = Vec::new();
+        if proxied {
+            extra_ports.push(agent_runner_plugin_host::agent::egress_bridge::PROXY_PORT);
+        }
+        if let Some(b) = &broker {
+            extra_ports.extend(&b.ports);
+            spec.env.extend(b.env.iter().cloned());
+        }
+        let proxy_port = extra_ports.as_slice();
         // Where the agent's CLI writes its reports: its own TMPDIR (ours when confined).
         let mut agent_tmp = spec
             .env
@@ -1005,14 +1027,8 @@ impl Runner {
         spec.cgroup_procs = cgroup.as_mut().and_then(RoundCgroup::take_procs);
         let mut refusals = None;
         if let Some(allow) = &self.config.profile(phase).agent.allow_hosts {
-            let agent_env = &self.config.profile(phase).agent.env;
-            let upstream = UpstreamProxies::from_vars(|name| {
-                agent_env
-                    .get(name)
-                    .cloned()
-                    .or_else(|| std::env::var(name).ok())
-            });
-            let (bridge, rx) = egress_proxy::open(allow, upstream)
+            let handed = broker.as_ref().map(|b| b.broker.clone());
+            let (bridge, rx) = egress_proxy::open(allow, upstream_proxies(), handed)
                 .map_err(|source| self.spawn_failed(round_num, phase, source))?;
             spec.egress = Some(bridge);
             refusals = Some(rx);
@@ -1057,6 +1073,11 @@ impl Runner {
         self.record_exit(round_num, &exit, budget);
         if let Some(mut rx) = refusals {
             while let Ok(r) = rx.try_recv() {
+                egress.record(r);
+            }
+        }
+        if let Some(mut b) = broker {
+            while let Ok(r) = b.refusals.try_recv() {
                 egress.record(r);
             }
         }
