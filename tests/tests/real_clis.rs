@@ -977,8 +977,8 @@ fn claude_sessions(p: &Project) -> Vec<PathBuf> {
 /// (`--resume`): `session_resumed` names the id, claude kept one session file of that id
 /// holding both rounds, and round 2's model requests carried round 1's conversation (more
 /// entries than a fresh round's: its prompt, the tool call and its result). With
-/// `session_resume = false` each round starts afresh: two session files, no
-/// `session_resumed`, no request longer than a fresh round's.
+/// `session_resume = false` each round starts afresh: no `session_resumed`, no request
+/// longer than a fresh round's, and round 1's session file pruned after round 2.
 #[test]
 fn claude_second_round_resumes_the_first_rounds_session() {
     // A fresh round's requests: the prompt (claude sends two entries), then those, the
@@ -1023,7 +1023,17 @@ fn claude_second_round_resumes_the_first_rounds_session() {
             );
         } else {
             assert!(resumed.is_empty(), "{}", p.events_text());
-            assert_eq!(sessions.len(), 2, "{sessions:?}");
+            // Two sessions, the first pruned after round 2 (no round resumes it:
+            // docs/operations.md, "The agent's CLI state on disk"): the newest is kept.
+            assert_eq!(sessions.len(), 1, "{sessions:?}");
+            let pruned = p.events_of("agent_home_pruned");
+            assert!(
+                pruned
+                    .iter()
+                    .any(|e| e["round_num"] == 2 && e["removed"].as_u64() >= Some(1)),
+                "{}",
+                p.events_text()
+            );
             assert!(longest <= FRESH_ROUND_MAX_TURNS, "{longest} entries");
         }
     }
