@@ -167,20 +167,24 @@ impl Sessions {
     }
 
     fn started_at(&mut self, phase: &str, resume: &Resume, now: Instant) {
-        let session = match self.phases.get_mut(phase) {
-            Some(s) if resume.resuming && s.id == resume.id => s,
-            _ => self
-                .phases
-                .entry(phase.to_owned())
-                .insert_entry(Session {
+        let goes_on = self
+            .phases
+            .get(phase)
+            .is_some_and(|s| resume.resuming && s.id == resume.id);
+        if !goes_on {
+            self.phases.insert(
+                phase.to_owned(),
+                Session {
                     id: resume.id.clone(),
                     rounds: 0,
                     tokens: 0,
                     since: now,
-                })
-                .into_mut(),
-        };
-        session.rounds += 1;
+                },
+            );
+        }
+        if let Some(session) = self.phases.get_mut(phase) {
+            session.rounds += 1;
+        }
     }
 
     /// The round of `phase` in session `id` used `tokens` (its own, all kinds).
@@ -318,7 +322,7 @@ mod tests {
         assert_eq!((renewed.reason, renewed.age_s), (RenewReason::Hours, 3600));
         assert!(!aged.resuming);
         assert!(s.plan_at(&claude, "", false, t0).unwrap().resuming);
-        assert_eq!(s.live_ids(), [r.id.clone()]);
+        assert_eq!(s.live_ids(), std::slice::from_ref(&r.id));
         // A CLI that goes on with its last session: nothing appended is a new session.
         let mut codex = agent("codex", true);
         codex.session_bounds = claude.session_bounds;
