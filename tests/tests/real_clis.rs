@@ -1051,8 +1051,8 @@ fn claude_sessions(p: &Project) -> Vec<PathBuf> {
 /// (`--resume`): `session_resumed` names the id, claude kept one session file of that id
 /// holding both rounds, and round 2's model requests carried round 1's conversation (more
 /// entries than a fresh round's: its prompt, the tool call and its result). With
-/// `session_resume = false` each round starts afresh: two session files, no
-/// `session_resumed`, no request longer than a fresh round's.
+/// `session_resume = false` each round starts afresh: no `session_resumed`, no request
+/// longer than a fresh round's, and round 1's session file pruned after round 2.
 #[test]
 fn claude_second_round_resumes_the_first_rounds_session() {
     // A fresh round's requests: the prompt (claude sends two entries), then those, the
@@ -1097,7 +1097,17 @@ fn claude_second_round_resumes_the_first_rounds_session() {
             );
         } else {
             assert!(resumed.is_empty(), "{}", p.events_text());
-            assert_eq!(sessions.len(), 2, "{sessions:?}");
+            // Two sessions, the first pruned after round 2 (no round resumes it:
+            // docs/operations.md, "The agent's CLI state on disk"): the newest is kept.
+            assert_eq!(sessions.len(), 1, "{sessions:?}");
+            let pruned = p.events_of("agent_home_pruned");
+            assert!(
+                pruned
+                    .iter()
+                    .any(|e| e["round_num"] == 2 && e["removed"].as_u64() >= Some(1)),
+                "{}",
+                p.events_text()
+            );
             assert!(longest <= FRESH_ROUND_MAX_TURNS, "{longest} entries");
         }
     }
@@ -1400,4 +1410,81 @@ fn claude_reported_cost_drives_the_total_cap() {
         "{spent} {costs:?}"
     );
     assert!((0.002..0.004).contains(&spent), "{spent} {costs:?}");
+}
+
+/// The shadow home's bytes (`du`-like, links not followed) and its transcripts' count.
+fn shadow_use(p: &Project, cli: &str) -> (u64, usize) {
+    fn walk(dir: &std::path::Path, bytes: &mut u64, transcripts: &mut usize) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let Ok(meta) = std::fs::symlink_metadata(e.path()) else {
+                continue;
+            };
+            if meta.is_dir() {
+                walk(&e.path(), bytes, transcripts);
+            } else if meta.is_file() {
+                *bytes += meta.len();
+                if e.path().extension().is_some_and(|x| x == "jsonl") {
+                    *transcripts += 1;
+                }
+            }
+        }
+    }
+    let (mut bytes, mut transcripts) = (0, 0);
+    walk(
+        &p.state_dir().join("agent-home").join(cli),
+        &mut bytes,
+        &mut transcripts,
+    );
+    (bytes, transcripts)
+}
+
+/// The measurement behind `[agent] session_max_rounds`'s default (docs/operations.md,
+/// "The agent's CLI state on disk"): 40 rounds of the real claude against the fake model,
+/// bounded (`session_max_rounds = 10`) and not (`1000`), printing round times (median of
+/// the first and the last ten), the longest model request (entries) and the shadow home's
+/// size and transcripts after the run. Asserts only that the bound renewed and that the
+/// bounded run's disk and longest request stay under the unbounded one's. Ignored (minutes
+/// of rounds): `cargo test -p agent-runner-e2e --test real_clis -- --ignored forty`.
+#[test]
+#[ignore]
+fn claude_forty_rounds_bounded_and_not() {
+    fn median(mut v: Vec<f64>) -> f64 {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    }
+    let mut runs = Vec::new();
+    for bound in [10, 1000] {
+        let p = Project::new();
+        let log = p.home().join("fake-model.jsonl");
+        let server = FakeModel::start_logged("normal", &log);
+        let edit = |text: String| {
+            text.replace("dirty_action = \"stash\"", "dirty_action = \"auto_commit\"")
+                .replacen(
+                    "[agent]\n",
+                    &format!("[agent]\nsession_max_rounds = {bound}\n"),
+                    1,
+                )
+        };
+        let started = std::time::Instant::now();
+        serve(&p, "claude", server.port, 40, &edit).assert_code(0);
+        let wall = started.elapsed().as_secs_f64();
+        let times: Vec<f64> = p
+            .events_of("agent_exit")
+            .iter()
+            .map(|e| e["duration_s"].as_f64().unwrap())
+            .collect();
+        assert_eq!(times.len(), 40, "{}", p.events_text());
+        let (bytes, transcripts) = shadow_use(&p, "claude");
+        let longest = request_turns(&log).into_iter().max().unwrap_or(0);
+        let renewed = p.events_of("session_renewed").len();
+        println!(
+            "session_max_rounds = {bound}: rounds 1-10 median {:.2} s, 31-40 median {:.2} s; longest request {longest} entries; shadow home {bytes} bytes, {transcripts} transcripts; {renewed} renewals; {wall:.0} s in all",
+            median(times[..10].to_vec()),
+            median(times[30..].to_vec()),
+        );
+        runs.push((bytes, longest, renewed));
+    }
+    assert_eq!(runs[0].2, 3, "renewed after rounds 10, 20, 30");
+    assert_eq!(runs[1].2, 0);
+    assert!(runs[0].0 < runs[1].0 && runs[0].1 < runs[1].1, "{runs:?}");
 }

@@ -9,6 +9,9 @@ use std::path::Path;
 
 use super::agent_cli::CliKey;
 use super::keys::{config_table, Table};
+use super::session_resume::{
+    DEFAULT_SESSION_MAX_HOURS, DEFAULT_SESSION_MAX_ROUNDS, DEFAULT_SESSION_MAX_TOKENS,
+};
 use super::vocabulary::{
     BrokerMode, ContextInjection, DirtyAction, PhasePolicy, PromptDelivery, SandboxMode,
     TransientAction,
@@ -106,6 +109,18 @@ config_table! {
         /// `prompt_arg_template` already holding those words is refused (exit 78). A phase
         /// may set its own in `[phases.<name>.agent]`
         session_resume: bool = (true) reload Next;
+        /// a resumed session is started afresh once it has run this many rounds (each
+        /// resumed round re-sends the whole history: docs/agent-clis.md, "Session
+        /// resume"); `session_renewed` says when and why
+        session_max_rounds: u64 = (DEFAULT_SESSION_MAX_ROUNDS) range(1..) reload Next;
+        /// a resumed session is started afresh once its rounds have used this many tokens
+        /// (input, output, cache read and cache write, each round's own as
+        /// `agent_usage_recorded` counts them); a CLI that reports no usage is bounded by
+        /// rounds and hours only
+        session_max_tokens: u64 = (DEFAULT_SESSION_MAX_TOKENS, "5 M") range(1..) reload Next;
+        /// a resumed session is started afresh once it is this many hours old (sessions
+        /// live as long as the `serve` that started them)
+        session_max_hours: u64 = (DEFAULT_SESSION_MAX_HOURS) range(1..) reload Next;
         @sub sandbox: RawAgentSandbox;
     }
 }

@@ -39,6 +39,7 @@ pub(crate) mod agent;
 pub(crate) mod agent_done;
 pub(crate) mod agent_endpoint;
 pub(crate) mod agent_environment;
+pub(crate) mod agent_home_prune;
 pub(crate) mod agent_preconditions;
 pub(crate) mod agent_sandbox;
 pub(crate) mod attribution;

@@ -415,6 +415,31 @@ impl Runner {
         })
     }
 
+    /// Prunes the agent's shadow home of what no later round needs once its round ended
+    /// ([`crate::runtime::agent_home_prune`]), keeping every phase's live session;
+    /// `agent_home_pruned` when something was removed or a planted link refused.
+    fn prune_agent_home(&self, round_num: u64, phase: Option<&str>) {
+        let Some(cli) = self.config.profile(phase).agent.cli.name else {
+            return;
+        };
+        let live = self
+            .sessions
+            .as_ref()
+            .map(Sessions::live_ids)
+            .unwrap_or_default();
+        let pruned =
+            crate::runtime::agent_home_prune::prune(&self.config.runtime.state_dir, cli, &live);
+        if pruned.removed > 0 || !pruned.refused.is_empty() {
+            self.events.emit(Event::AgentHomePruned {
+                round_num,
+                cli: cli.to_owned(),
+                removed: pruned.removed,
+                bytes: pruned.bytes,
+                refused: pruned.refused,
+            });
+        }
+    }
+
     /// Whether round `round_num` is a fresh-eyes round: every `fresh_eyes_every_n`-th.
     fn fresh_eyes(&self, round_num: u64) -> bool {
         self.config
@@ -571,6 +596,7 @@ impl Runner {
                 exit.as_ref().is_ok_and(AgentExit::is_clean),
             );
         }
+        self.prune_agent_home(round_num, phase);
         // Before anything else runs git in the tree (a goal check may).
         self.revert_config(round_num, config_watched).await;
         let exit = exit?;
@@ -625,6 +651,11 @@ impl Runner {
                 stop,
             )
             .await;
+        if let (Some(sessions), Some(resume), Some(tokens)) =
+            (self.sessions.as_mut(), resume.as_ref(), consulted.tokens)
+        {
+            sessions.used(phase.unwrap_or(""), &resume.id, tokens);
+        }
         self.exec_surface(round_num, &baseline, &after, (&head_before, &head_after))
             .await;
         let branch = after.as_ref().ok().and_then(|look| look.branch.clone());
@@ -889,6 +920,18 @@ impl Runner {
         }
         if let (Some(sessions), Some(resume)) = (self.sessions.as_mut(), resume) {
             sessions.started(phase.unwrap_or(""), resume);
+            if let Some(renewal) = &resume.renewed {
+                self.events.emit(Event::SessionRenewed {
+                    session_id: resume.id.clone(),
+                    old_session_id: renewal.old_id.clone(),
+                    reason: renewal.reason.as_str().to_owned(),
+                    rounds: renewal.rounds,
+                    tokens: renewal.tokens,
+                    age_s: renewal.age_s,
+                    phase: phase.map(str::to_owned),
+                    round_num,
+                });
+            }
             if resume.resuming {
                 self.events.emit(Event::SessionResumed {
                     session_id: resume.id.clone(),
@@ -1500,6 +1543,7 @@ impl Runner {
             return post_round::Consulted {
                 decision: Decision::Continue,
                 usage_reported: false,
+                tokens: None,
                 preset_cli: false,
             };
         }
