@@ -26,10 +26,16 @@ Connection refused is no server at all: the tests take a port and close it.
 Every request is appended to --log as one JSON line (method, path, status, and for a model
 request `turns`: how many conversation entries it carried, so a test sees a resumed session's
 history come back).
+--expect-key-env VAR: the key the provider expects is the value of the server's own
+environment variable VAR (never an argument: the command line is readable to every
+process); a model request without it (in x-api-key, Authorization: Bearer, x-goog-api-key
+or ?key=) gets `auth`'s 401. Each logged line then says `key`: "expected", "other" or
+"none", and `key_via`: where it came (the key itself is never logged).
 """
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -187,7 +193,33 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK, open(self.server.log_path, "a") as f:
                 f.write(json.dumps({"method": self.command, "path": self.path, "status": status,
                                     "mode": self.server.mode,
-                                    "turns": getattr(self, "turns", None)}) + "\n")
+                                    "turns": getattr(self, "turns", None),
+                                    "key": getattr(self, "key_seen", None),
+                                    "key_via": getattr(self, "key_via", None)}) + "\n")
+
+    def check_key(self):
+        """Whether the request carries the expected key (always, without --expect-key-env);
+        notes what it carried for the log."""
+        expected = self.server.expected_key
+        if expected is None:
+            return True
+        query = self.path.split("?", 1)[1] if "?" in self.path else ""
+        offered = [("x-api-key", self.headers.get("x-api-key")),
+                   ("x-goog-api-key", self.headers.get("x-goog-api-key"))]
+        auth = self.headers.get("Authorization") or ""
+        if auth.lower().startswith("bearer "):
+            offered.append(("authorization", auth[7:].strip()))
+        for pair in query.split("&"):
+            if pair.startswith("key="):
+                offered.append(("query", pair[4:]))
+        offered = [(via, v) for via, v in offered if v]
+        good = [via for via, v in offered if v == expected]
+        if good:
+            self.key_seen, self.key_via = "expected", good[0]
+            return True
+        self.key_seen = "other" if offered else "none"
+        self.key_via = offered[0][0] if offered else None
+        return False
 
     def send_json(self, status, body, headers=None):
         data = json.dumps(body).encode()
@@ -244,6 +276,10 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, {})
             return
         self.turns = len(body.get("messages") or body.get("input") or body.get("contents") or [])
+        if not self.check_key():
+            status, headers, err = error_answer("auth", provider, self.server.retry_after)
+            self.send_json(status, err, headers)
+            return
         with LOCK:
             STATE["model_requests"] += 1
             n = STATE["model_requests"]
@@ -388,6 +424,7 @@ def main():
     parser.add_argument("--host", default="127.0.0.1",
                         help="the loopback address to listen on (127.0.0.2 for the egress tests)")
     parser.add_argument("--then", help="a shell command the tool call runs after the marker")
+    parser.add_argument("--expect-key-env", help="the variable of this server's environment holding the key to expect")
     args = parser.parse_args()
     STATE["then"] = args.then
     server = ThreadingHTTPServer((args.host, 0), Handler)
@@ -396,6 +433,9 @@ def main():
     STATE["idle"] = args.mode == "idle"
     server.retry_after = args.retry_after
     server.log_path = args.log
+    server.expected_key = os.environ.get(args.expect_key_env) if args.expect_key_env else None
+    if args.expect_key_env and not server.expected_key:
+        sys.exit(f"fake_model.py: {args.expect_key_env} is not set")
     print(f"port {server.server_address[1]}", flush=True)
     server.serve_forever()
 

@@ -603,6 +603,8 @@ fn local_endpoint_by_the_printed_fix(operator: Operator, cli: &str, source: &str
     let p = Project::new_as(operator);
     let server = FakeModel::start_at("normal", "127.0.0.1");
     let port = server.port;
+    // The agent's own connection to the endpoint is what is told here: with the key
+    // broker (claude, gemini, aider) the supervisor makes it instead, so the broker is off.
     let uncomment = |text: String| {
         let line = text
             .lines()
@@ -610,6 +612,7 @@ fn local_endpoint_by_the_printed_fix(operator: Operator, cli: &str, source: &str
             .expect("init writes claude's hosts")
             .to_owned();
         text.replacen(&line, &line[2..], 1)
+            .replacen("broker = \"auto\"", "broker = \"off\"", 1)
     };
     let entry = format!("\"127.0.0.1:{port}\"");
     let told = format!(
@@ -675,12 +678,23 @@ fn local_endpoint_by_the_printed_fix(operator: Operator, cli: &str, source: &str
 /// no `allow_hosts`, TCP to port 443 only) and a local model on another port. The failed
 /// round says which port was refused and the key that opens it (the refused connect is
 /// seen by the agent's seccomp observer); that one line added, the next round writes its
-/// file.
+/// file. A CLI the key broker serves (claude, gemini, aider: docs/security.md "The key
+/// broker") needs no line: the supervisor reaches the endpoint, and the round as `init`
+/// wrote it writes its file.
 fn newcomer_opens_the_port_it_was_told(operator: Operator, cli: &str) {
     let server = FakeModel::start_at("normal", "127.0.0.1");
     let port = server.port;
     let granted = format!("connect_ports = [{port}]\n");
     let as_init_wrote = |text: String| text.replacen(&granted, "", 1);
+    if matches!(cli, "claude" | "gemini" | "aider") {
+        let p = Project::new_as(operator);
+        let out = run_cli_at(&p, cli, "127.0.0.1", port, &as_init_wrote, &["round"]);
+        let all = p.events_text();
+        out.assert_code(0);
+        assert!(wrote_the_file(&p), "{operator:?} {cli}: {all}");
+        assert!(p.events_of("agent_egress_refused").is_empty(), "{all}");
+        return;
+    }
     let told = format!(
         "egress to 127.0.0.1:{port} refused by the agent sandbox: add {port} to [agent.sandbox] connect_ports"
     );
@@ -778,6 +792,66 @@ fn codex_round_through_the_egress_proxy() {
 #[test]
 fn gemini_round_through_the_egress_proxy() {
     round_through_the_egress_proxy(Operator::Root, "gemini");
+}
+
+/// The key broker with the real Claude Code (docs/security.md, "The key broker"): `init`'s
+/// config (the broker `auto`) and `ANTHROPIC_API_KEY` in the supervisor's environment; the
+/// fake model accepts only that key. Claude's round writes its file, every model request
+/// reached the server with the key, and the environment its shell tool call saw holds a
+/// placeholder, not the key. The control, `broker = "off"`: the tool call's environment
+/// holds the key.
+fn claude_round_through_the_key_broker(operator: Operator) {
+    // The key agent-clis.sh gives claude (tests/agent-clis/agent-clis.sh).
+    const KEY: &str = "sk-ant-fake-key";
+    for broker in ["auto", "off"] {
+        let p = Project::new_as(operator);
+        let log = p.tmp_dir().join("fake-model.jsonl");
+        let server = FakeModel::spawn(
+            Command::new("python3")
+                .arg(workspace_root().join("tests/agent-clis/fake_model.py"))
+                .args(["--mode", "normal", "--expect-key-env", "FAKE_EXPECTED_KEY"])
+                .args(["--then", "env > claude-env.txt", "--log"])
+                .arg(&log)
+                .env("FAKE_EXPECTED_KEY", KEY),
+        );
+        let edit = |text: String| {
+            // The tool call's environment dump stays in the tree (not stashed).
+            text.replacen("broker = \"auto\"", &format!("broker = \"{broker}\""), 1)
+                .replacen("dirty_action = \"stash\"", "dirty_action = \"ignore\"", 1)
+        };
+        let out = run_cli(&p, "claude", server.port, &edit, &["round"]);
+        let all = p.events_text();
+        out.assert_code(0);
+        assert!(wrote_the_file(&p), "{operator:?} broker {broker}: {all}");
+        let requests: Vec<Value> = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .filter(|r: &Value| r["key"].is_string())
+            .collect();
+        assert!(!requests.is_empty(), "{all}");
+        assert!(
+            requests.iter().all(|r| r["key"] == "expected"),
+            "{requests:?}"
+        );
+        let env = std::fs::read_to_string(p.dir().join("claude-env.txt")).unwrap();
+        if broker == "auto" {
+            assert!(!env.contains(KEY), "the key in claude's environment: {env}");
+            assert!(
+                env.contains("ANTHROPIC_API_KEY=agent-runner-placeholder-"),
+                "{env}"
+            );
+        } else {
+            assert!(env.contains(&format!("ANTHROPIC_API_KEY={KEY}")), "{env}");
+        }
+    }
+}
+
+#[test]
+fn claude_round_through_the_key_broker_as_root_and_as_an_unprivileged_user() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        claude_round_through_the_key_broker(operator);
+    }
 }
 
 /// The key a confined agent must not read: planted in the fake home's `~/.ssh`.
@@ -977,8 +1051,8 @@ fn claude_sessions(p: &Project) -> Vec<PathBuf> {
 /// (`--resume`): `session_resumed` names the id, claude kept one session file of that id
 /// holding both rounds, and round 2's model requests carried round 1's conversation (more
 /// entries than a fresh round's: its prompt, the tool call and its result). With
-/// `session_resume = false` each round starts afresh: two session files, no
-/// `session_resumed`, no request longer than a fresh round's.
+/// `session_resume = false` each round starts afresh: no `session_resumed`, no request
+/// longer than a fresh round's, and round 1's session file pruned after round 2.
 #[test]
 fn claude_second_round_resumes_the_first_rounds_session() {
     // A fresh round's requests: the prompt (claude sends two entries), then those, the
@@ -1023,7 +1097,17 @@ fn claude_second_round_resumes_the_first_rounds_session() {
             );
         } else {
             assert!(resumed.is_empty(), "{}", p.events_text());
-            assert_eq!(sessions.len(), 2, "{sessions:?}");
+            // Two sessions, the first pruned after round 2 (no round resumes it:
+            // docs/operations.md, "The agent's CLI state on disk"): the newest is kept.
+            assert_eq!(sessions.len(), 1, "{sessions:?}");
+            let pruned = p.events_of("agent_home_pruned");
+            assert!(
+                pruned
+                    .iter()
+                    .any(|e| e["round_num"] == 2 && e["removed"].as_u64() >= Some(1)),
+                "{}",
+                p.events_text()
+            );
             assert!(longest <= FRESH_ROUND_MAX_TURNS, "{longest} entries");
         }
     }
@@ -1326,4 +1410,81 @@ fn claude_reported_cost_drives_the_total_cap() {
         "{spent} {costs:?}"
     );
     assert!((0.002..0.004).contains(&spent), "{spent} {costs:?}");
+}
+
+/// The shadow home's bytes (`du`-like, links not followed) and its transcripts' count.
+fn shadow_use(p: &Project, cli: &str) -> (u64, usize) {
+    fn walk(dir: &std::path::Path, bytes: &mut u64, transcripts: &mut usize) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let Ok(meta) = std::fs::symlink_metadata(e.path()) else {
+                continue;
+            };
+            if meta.is_dir() {
+                walk(&e.path(), bytes, transcripts);
+            } else if meta.is_file() {
+                *bytes += meta.len();
+                if e.path().extension().is_some_and(|x| x == "jsonl") {
+                    *transcripts += 1;
+                }
+            }
+        }
+    }
+    let (mut bytes, mut transcripts) = (0, 0);
+    walk(
+        &p.state_dir().join("agent-home").join(cli),
+        &mut bytes,
+        &mut transcripts,
+    );
+    (bytes, transcripts)
+}
+
+/// The measurement behind `[agent] session_max_rounds`'s default (docs/operations.md,
+/// "The agent's CLI state on disk"): 40 rounds of the real claude against the fake model,
+/// bounded (`session_max_rounds = 10`) and not (`1000`), printing round times (median of
+/// the first and the last ten), the longest model request (entries) and the shadow home's
+/// size and transcripts after the run. Asserts only that the bound renewed and that the
+/// bounded run's disk and longest request stay under the unbounded one's. Ignored (minutes
+/// of rounds): `cargo test -p agent-runner-e2e --test real_clis -- --ignored forty`.
+#[test]
+#[ignore]
+fn claude_forty_rounds_bounded_and_not() {
+    fn median(mut v: Vec<f64>) -> f64 {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    }
+    let mut runs = Vec::new();
+    for bound in [10, 1000] {
+        let p = Project::new();
+        let log = p.home().join("fake-model.jsonl");
+        let server = FakeModel::start_logged("normal", &log);
+        let edit = |text: String| {
+            text.replace("dirty_action = \"stash\"", "dirty_action = \"auto_commit\"")
+                .replacen(
+                    "[agent]\n",
+                    &format!("[agent]\nsession_max_rounds = {bound}\n"),
+                    1,
+                )
+        };
+        let started = std::time::Instant::now();
+        serve(&p, "claude", server.port, 40, &edit).assert_code(0);
+        let wall = started.elapsed().as_secs_f64();
+        let times: Vec<f64> = p
+            .events_of("agent_exit")
+            .iter()
+            .map(|e| e["duration_s"].as_f64().unwrap())
+            .collect();
+        assert_eq!(times.len(), 40, "{}", p.events_text());
+        let (bytes, transcripts) = shadow_use(&p, "claude");
+        let longest = request_turns(&log).into_iter().max().unwrap_or(0);
+        let renewed = p.events_of("session_renewed").len();
+        println!(
+            "session_max_rounds = {bound}: rounds 1-10 median {:.2} s, 31-40 median {:.2} s; longest request {longest} entries; shadow home {bytes} bytes, {transcripts} transcripts; {renewed} renewals; {wall:.0} s in all",
+            median(times[..10].to_vec()),
+            median(times[30..].to_vec()),
+        );
+        runs.push((bytes, longest, renewed));
+    }
+    assert_eq!(runs[0].2, 3, "renewed after rounds 10, 20, 30");
+    assert_eq!(runs[1].2, 0);
+    assert!(runs[0].0 < runs[1].0 && runs[0].1 < runs[1].1, "{runs:?}");
 }

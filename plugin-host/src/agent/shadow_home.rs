@@ -106,6 +106,67 @@ pub const SHADOW_SEED: &[ShadowEntry] = &[
     entry("pi", ".pi/agent/auth.json", Seed::SharedLogin, "API keys and OAuth logins, refreshed in place by pi"),
 ];
 
+/// What the supervisor removes of a matched entry of the shadow after a round
+/// ([`SHADOW_PRUNE`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prune {
+    /// A session's file or directory: removed unless its name holds the id (or the id's
+    /// first 8 characters, as gemini's file names do) of a session a later round may
+    /// resume, or it is the newest match (the session a CLI that goes on with its last one
+    /// resumes, and the one an operator reads after a run without resume).
+    OldSessions,
+    /// Everything: a spool or cache no later round reads (telemetry that could not be
+    /// sent, shell snapshots).
+    All,
+}
+
+/// One entry of [`SHADOW_PRUNE`].
+#[derive(Debug, Clone, Copy)]
+pub struct PruneEntry {
+    /// The CLI ([`crate::agent::policy::AgentState::cli`]).
+    pub cli: &'static str,
+    /// The entries matched, relative to the shadow's root: `/`-separated names, `*` for
+    /// any name (a directory when not the last component).
+    pub pattern: &'static str,
+    /// What is removed of them.
+    pub prune: Prune,
+    /// What they are and why a later round does not need them.
+    pub why: &'static str,
+}
+
+const fn prune(
+    cli: &'static str,
+    pattern: &'static str,
+    prune: Prune,
+    why: &'static str,
+) -> PruneEntry {
+    PruneEntry {
+        cli,
+        pattern,
+        prune,
+        why,
+    }
+}
+
+/// Reviewed data: what the supervisor prunes of each CLI's shadow after every round
+/// (docs/operations.md, "The agent's CLI state on disk"), so a CLI's own state does not
+/// grow for ever under an unattended loop: transcripts of sessions no round resumes
+/// again, and spools nothing reads. Layouts measured with the pinned CLIs of
+/// tests/agent-clis/versions.env. Never the seeded entries ([`SHADOW_SEED`]).
+pub const SHADOW_PRUNE: &[PruneEntry] = &[
+    prune("claude", ".claude/projects/*/*", Prune::OldSessions, "transcripts: <project>/<session>.jsonl and <project>/<session>/ (subagents, tool results)"),
+    prune("claude", ".claude/todos/*", Prune::OldSessions, "each session's todo list (<session>-agent-<session>.json)"),
+    prune("claude", ".claude/file-history/*", Prune::OldSessions, "each session's copies of the files it edited, for rewind"),
+    prune("claude", ".claude/session-env/*", Prune::OldSessions, "each session's environment"),
+    prune("claude", ".claude/debug/*", Prune::OldSessions, "each session's debug log"),
+    prune("claude", ".claude/telemetry/*", Prune::All, "telemetry spooled when it could not be sent (one file a round without network; 188 MiB in a 20-minute run)"),
+    prune("claude", ".claude/shell-snapshots/*", Prune::All, "the shell's environment captured at each start, made again by the next"),
+    prune("codex", ".codex/sessions/*/*/*/*", Prune::OldSessions, "rollouts: sessions/<yyyy>/<mm>/<dd>/rollout-<time>-<session>.jsonl; `resume --last` takes the newest"),
+    prune("gemini", ".gemini/tmp/*/chats/*", Prune::OldSessions, "chats: tmp/<project>/chats/session-<time>-<session's first 8>.json"),
+    prune("kimi", ".kimi/sessions/*/*", Prune::OldSessions, "sessions: sessions/<work dir>/<session>/"),
+    prune("pi", ".pi/agent/sessions/*/*", Prune::OldSessions, "sessions: sessions/<work dir>/<time>_<session>.jsonl; `--continue` takes the newest"),
+];
+
 /// One bind mount of the agent's mount namespace: `source` bound over `target` (with the
 /// mounts below it).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -513,6 +574,35 @@ mod tests {
             std::fs::read_to_string(s.root.join(".pi/agent/settings.json")).unwrap(),
             "operator"
         );
+    }
+
+    #[test]
+    fn every_prune_entry_lies_in_its_cli_s_state_and_spares_the_seed() {
+        for e in SHADOW_PRUNE {
+            let state = AGENT_STATE.iter().find(|s| s.cli == e.cli).unwrap();
+            assert!(
+                state
+                    .paths
+                    .iter()
+                    .any(|p| Path::new(e.pattern).starts_with(p)),
+                "{}",
+                e.pattern
+            );
+            assert!(
+                !e.why.is_empty() && !e.pattern.starts_with('*'),
+                "{}",
+                e.pattern
+            );
+            for seed in SHADOW_SEED.iter().filter(|s| s.cli == e.cli) {
+                let literal: String = e.pattern.split("/*").next().unwrap().to_owned();
+                assert!(
+                    !Path::new(seed.rel).starts_with(&literal),
+                    "{} would prune the seeded {}",
+                    e.pattern,
+                    seed.rel
+                );
+            }
+        }
     }
 
     #[test]

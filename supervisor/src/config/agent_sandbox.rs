@@ -11,6 +11,7 @@
 //! unix_sockets = true              # socket(AF_UNIX): gpg, the ssh agent, a database
 //! user_namespaces = true           # new namespaces: Chromium's or bubblewrap's sandbox
 //! pass_env = ["SSH_AUTH_SOCK"]     # variables inherited besides the allow-list
+//! broker = "auto"                  # the provider key kept with the supervisor
 //! allow_hosts = ["api.anthropic.com"]  # egress by host name (crate::config::allow_hosts)
 //! ```
 //!
@@ -24,7 +25,7 @@ use agent_runner_plugin_host::common::credentials::{covers_protected, CREDENTIAL
 use super::bad_path::BadPath;
 use super::keys::Bad;
 use super::raw::RawAgentSandbox;
-use super::vocabulary::SandboxMode;
+use super::vocabulary::{BrokerMode, SandboxMode};
 
 /// `[agent.sandbox]`'s mode and grants, resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,6 +47,9 @@ pub struct AgentSandboxConfig {
     /// `pass_env`: variable names the confined agent inherits besides the allow-list
     /// (`crate::runtime::agent_environment`).
     pub pass_env: Vec<String>,
+    /// `broker`: whether the provider key is kept out of the agent's sandbox
+    /// (`crate::runtime::key_broker`). Default auto.
+    pub broker: BrokerMode,
 }
 
 impl AgentSandboxConfig {
@@ -68,6 +72,7 @@ impl Default for AgentSandboxConfig {
             unix_sockets: false,
             user_namespaces: false,
             pass_env: Vec::new(),
+            broker: BrokerMode::Auto,
         }
     }
 }
@@ -121,6 +126,7 @@ pub(super) fn resolve(
         unix_sockets: raw.unix_sockets()?,
         user_namespaces: raw.user_namespaces()?,
         pass_env,
+        broker: raw.broker()?,
     })
 }
 

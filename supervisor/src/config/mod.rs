@@ -36,7 +36,7 @@ pub use monitor::{HostHealthConfig, MonitorConfig};
 pub(crate) use raw::{DEFAULT_GIT_TIMEOUT_S, DEFAULT_HOST_MEMORY_MB, TABLES};
 pub use resolve::{AgentConfig, Config, HostConfig, PromptConfig};
 pub use vocabulary::{
-    ContextInjection, DirtyAction, PhasePolicy, PromptDelivery, SandboxMode, StopWhen,
+    BrokerMode, ContextInjection, DirtyAction, PhasePolicy, PromptDelivery, SandboxMode, StopWhen,
     TransientAction,
 };
 

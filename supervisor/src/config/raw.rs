@@ -9,8 +9,12 @@ use std::path::Path;
 
 use super::agent_cli::CliKey;
 use super::keys::{config_table, Table};
+use super::session_resume::{
+    DEFAULT_SESSION_MAX_HOURS, DEFAULT_SESSION_MAX_ROUNDS, DEFAULT_SESSION_MAX_TOKENS,
+};
 use super::vocabulary::{
-    ContextInjection, DirtyAction, PhasePolicy, PromptDelivery, SandboxMode, TransientAction,
+    BrokerMode, ContextInjection, DirtyAction, PhasePolicy, PromptDelivery, SandboxMode,
+    TransientAction,
 };
 use super::ConfigError;
 use agent_runner_plugin_host::common::write_limits;
@@ -105,6 +109,18 @@ config_table! {
         /// `prompt_arg_template` already holding those words is refused (exit 78). A phase
         /// may set its own in `[phases.<name>.agent]`
         session_resume: bool = (true) reload Next;
+        /// a resumed session is started afresh once it has run this many rounds (each
+        /// resumed round re-sends the whole history: docs/agent-clis.md, "Session
+        /// resume"); `session_renewed` says when and why
+        session_max_rounds: u64 = (DEFAULT_SESSION_MAX_ROUNDS) range(1..) reload Next;
+        /// a resumed session is started afresh once its rounds have used this many tokens
+        /// (input, output, cache read and cache write, each round's own as
+        /// `agent_usage_recorded` counts them); a CLI that reports no usage is bounded by
+        /// rounds and hours only
+        session_max_tokens: u64 = (DEFAULT_SESSION_MAX_TOKENS, "5 M") range(1..) reload Next;
+        /// a resumed session is started afresh once it is this many hours old (sessions
+        /// live as long as the `serve` that started them)
+        session_max_hours: u64 = (DEFAULT_SESSION_MAX_HOURS) range(1..) reload Next;
         @sub sandbox: RawAgentSandbox;
     }
 }
@@ -185,6 +201,21 @@ config_table! {
         /// Under `off` the agent inherits the whole environment and this key changes
         /// nothing. A name that is empty or holds `=` or NUL is refused (exit 78)
         pass_env: Vec<String> = (empty) label "list of variable names" reload Restart;
+        /// the key broker (docs/security.md, "The key broker"): `auto` keeps the provider
+        /// key of the agent's CLI out of its sandbox while `mode` confines it. The key is
+        /// read from the supervisor's environment only (`ANTHROPIC_API_KEY` or
+        /// `ANTHROPIC_AUTH_TOKEN` for claude, `OPENAI_API_KEY` for codex and aider,
+        /// `GEMINI_API_KEY` for gemini, `ANTHROPIC_API_KEY` for aider); the agent gets a
+        /// placeholder and a base URL (`ANTHROPIC_BASE_URL`, …) on the supervisor's
+        /// loopback, where the broker forwards its requests to that provider's endpoint
+        /// (the base URL the operator set, else the provider's own, over TLS for
+        /// `https://`) with the real key, to no other host. A CLI logged in without a key
+        /// variable (OAuth), a key given in `[agent.env]` (a file the agent reads), and the
+        /// CLIs that cannot be brokered (kimi, pi, codewhale; codex with a provider of its
+        /// own in `config.toml`) are left as they are: `doctor` (`key_broker`) says which
+        /// and why. `off`: the agent gets the key itself
+        broker: String as BrokerMode = (BrokerMode::Auto) reload Restart
+            init (write "The provider key stays in the supervisor (docs/security.md \"The key broker\"): auto, or off to give the agent the key");
     }
 }
 

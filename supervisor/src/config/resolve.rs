@@ -175,6 +175,9 @@ pub struct AgentConfig {
     /// one round of a phase to the next, for a CLI that can
     /// ([`crate::config::session_resume`]).
     pub session_resume: bool,
+    /// `session_max_rounds`, `session_max_tokens`, `session_max_hours`: when a resumed
+    /// session is started afresh (`crate::runtime::sessions`).
+    pub session_bounds: crate::config::session_resume::SessionBounds,
     /// `[agent.sandbox] allow_hosts`: `Some` puts the agent in its own network namespace,
     /// reaching only these hosts through the egress proxy (`crate::runtime::egress_proxy`);
     /// `None` (the key absent): the network as the supervisor has it.
@@ -911,6 +914,11 @@ fn resolve_agent(
     let exec_prefix = raw.exec_prefix();
     let sigterm_grace_s = raw.sigterm_grace_s()?;
     let session_resume = raw.session_resume()?;
+    let session_bounds = crate::config::session_resume::SessionBounds {
+        max_rounds: raw.session_max_rounds()?,
+        max_tokens: raw.session_max_tokens()?,
+        max_age: Duration::from_secs(raw.session_max_hours()?.saturating_mul(3600)),
+    };
     let env = raw.env();
     let terminal_marker = raw.terminal_marker()?;
     let cli_key = raw.cli()?;
@@ -967,6 +975,7 @@ fn resolve_agent(
         allow_hosts,
         sigterm_grace: Duration::from_secs(sigterm_grace_s),
         session_resume,
+        session_bounds,
         command,
         prompt_arg_template: template,
         name: raw.name,

@@ -14,6 +14,42 @@
 //! `--session-id`; its `--session` takes only an existing session's id or a file path) and
 //! go on with their last session.
 
+/// `[agent] session_max_rounds`'s default: a resumed session is started afresh after 20
+/// rounds. Measured with the real claude against the fake model (docs/operations.md,
+/// "The agent's CLI state on disk"): each resumed round adds 4 entries to every request
+/// (160 after 40 rounds) and the median round took a quarter longer by rounds 31-40; 20
+/// rounds keep that near a tenth.
+pub(crate) const DEFAULT_SESSION_MAX_ROUNDS: u64 = 20;
+/// `[agent] session_max_tokens`'s default: 5 M tokens, about 25 model calls with a full
+/// 200 k-token context; past that each resumed call re-sends a history near the window and
+/// the CLI compacts it anyway (reasoned, not measured: the fake model's history is small).
+pub(crate) const DEFAULT_SESSION_MAX_TOKENS: u64 = 5_000_000;
+/// `[agent] session_max_hours`'s default: 12 hours, an overnight run's second half starts
+/// afresh however few rounds it ran (reasoned).
+pub(crate) const DEFAULT_SESSION_MAX_HOURS: u64 = 12;
+
+/// When a resumed session is started afresh (`[agent] session_max_rounds`,
+/// `session_max_tokens`, `session_max_hours`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionBounds {
+    /// Most rounds one session runs.
+    pub max_rounds: u64,
+    /// Most tokens one session's rounds use, all kinds counted.
+    pub max_tokens: u64,
+    /// Oldest a session gets.
+    pub max_age: std::time::Duration,
+}
+
+impl Default for SessionBounds {
+    fn default() -> Self {
+        SessionBounds {
+            max_rounds: DEFAULT_SESSION_MAX_ROUNDS,
+            max_tokens: DEFAULT_SESSION_MAX_TOKENS,
+            max_age: std::time::Duration::from_secs(DEFAULT_SESSION_MAX_HOURS * 3600),
+        }
+    }
+}
+
 /// How a CLI picks a session back up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ResumeForm {

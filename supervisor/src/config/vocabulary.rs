@@ -222,6 +222,29 @@ impl DirtyAction {
     }
 }
 
+/// `[agent.sandbox] broker`: whether the provider key is kept out of the confined agent by
+/// the supervisor's key broker (docs/security.md, "The key broker").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BrokerMode {
+    /// Broker every provider key the agent's CLI can be brokered for, while the agent is
+    /// confined (`mode` not `off`).
+    Auto,
+    /// Never: the agent gets the key itself, as before.
+    Off,
+}
+
+impl Vocabulary for BrokerMode {
+    const ALL: &'static [Self] = &[BrokerMode::Auto, BrokerMode::Off];
+
+    fn word(self) -> &'static str {
+        match self {
+            BrokerMode::Auto => "auto",
+            BrokerMode::Off => "off",
+        }
+    }
+}
+
 /// `[plugins] sandbox`: how much confinement third-party hosts must get.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -274,6 +297,7 @@ mod tests {
         spelled_alike::<DirtyAction>();
         spelled_alike::<PromptDelivery>();
         spelled_alike::<SandboxMode>();
+        spelled_alike::<BrokerMode>();
         spelled_alike::<PhasePolicy>();
         spelled_alike::<TransientAction>();
         spelled_alike::<StopWhen>();

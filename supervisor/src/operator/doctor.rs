@@ -470,6 +470,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     let (endpoint_checks, endpoint_warnings) =
         endpoint_findings(&config, &agent_sandbox.achieved_tier, caps.landlock_abi);
     checks.extend(endpoint_checks);
+    checks.extend(key_broker_checks(&config));
     let launcher = launcher_check();
     refuse_boot |= !launcher.ok;
     checks.push(launcher);
@@ -685,6 +686,40 @@ fn endpoint_findings(
         failed.push(check("agent_endpoint", true, reason, ""));
     }
     (failed, warned)
+}
+
+/// `key_broker`: what the key broker does for the agent ([`crate::runtime::key_broker`]),
+/// one line per provider brokered (the key variable, never its value, and where requests
+/// go) and one per key or CLI left as it is, with why (docs/security.md, "The key broker").
+/// Informational: a key the agent holds is the operator's choice, not an error.
+fn key_broker_checks(config: &Config) -> Vec<Check> {
+    let plan = crate::runtime::key_broker::plan(config, &config.agent);
+    let mut out: Vec<Check> = plan
+        .routes
+        .iter()
+        .map(|r| {
+            let keys: Vec<&str> = r.keys.iter().map(|(k, _)| k.name).collect();
+            check(
+                "key_broker",
+                true,
+                format!(
+                    "{}: {} stays with the supervisor; the agent gets a placeholder and {} on the supervisor's loopback, forwarded with the key to {} ({}) and nowhere else",
+                    r.provider.name,
+                    keys.join(", "),
+                    r.provider.base_vars.join(", "),
+                    r.upstream.url(),
+                    r.upstream_source
+                ),
+                "",
+            )
+        })
+        .collect();
+    out.extend(
+        plan.left
+            .into_iter()
+            .map(|why| check("key_broker", true, why, "")),
+    );
+    out
 }
 
 /// `launcher`: the `plugin-host` launcher beside this binary (docs/security.md "The

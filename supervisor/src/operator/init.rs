@@ -55,7 +55,15 @@ pub(crate) const PRESETS: &[Preset] = &[
         ],
         template: &["-p"],
         delivery: "stdin",
-        env: &[("DISABLE_AUTOUPDATER", "1")],
+        // No update checks, telemetry, error reports or other non-essential traffic:
+        // unsent telemetry is spooled under ~/.claude/telemetry, a file a round
+        // (docs/operations.md, "The agent's CLI state on disk").
+        env: &[
+            ("DISABLE_AUTOUPDATER", "1"),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+            ("DISABLE_TELEMETRY", "1"),
+            ("DISABLE_ERROR_REPORTING", "1"),
+        ],
         terminal_marker: None,
         grace_ignore: &["\\.claude/shell-snapshots/snapshot-bash-"],
         verified_with: Some("2.1.332"),
@@ -85,7 +93,9 @@ pub(crate) const PRESETS: &[Preset] = &[
         command: &["gemini", "--yolo", "--skip-trust", "-o", "stream-json"],
         template: &["-p", "{prompt}"],
         delivery: "argv",
-        env: &[],
+        // Its OpenTelemetry export off whatever the settings say; usage statistics are a
+        // setting only (`privacy.usageStatisticsEnabled` in ~/.gemini/settings.json).
+        env: &[("GEMINI_TELEMETRY_ENABLED", "false")],
         terminal_marker: None,
         grace_ignore: &[],
         verified_with: Some("0.61.0"),
@@ -136,7 +146,19 @@ pub(crate) const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "codex",
-        command: &["codex", "exec", "--sandbox", "workspace-write", "--json"],
+        // Analytics off, and no prompt history (~/.codex/history.jsonl, every prompt
+        // appended for ever; resume reads the session's own rollout).
+        command: &[
+            "codex",
+            "exec",
+            "-c",
+            "analytics.enabled=false",
+            "-c",
+            "history.persistence=\"none\"",
+            "--sandbox",
+            "workspace-write",
+            "--json",
+        ],
         template: &["{prompt}"],
         delivery: "argv",
         env: &[],

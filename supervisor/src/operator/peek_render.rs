@@ -179,7 +179,8 @@ fn recent_rounds(out: &mut String, p: &Paint, doc: &Value) {
 }
 
 /// Under a round: the exec surface it changed and the git config keys reverted after it
-/// (docs/security.md, "What runs later: the watched tier"), a line each.
+/// (docs/security.md, "What runs later: the watched tier"), its agent session started
+/// afresh and the links its CLI home's prune refused, a line each.
 fn watched(out: &mut String, p: &Paint, round: &Value) {
     let paths: Vec<&str> = round["exec_surface_changed"]
         .as_array()
@@ -214,6 +215,31 @@ fn watched(out: &mut String, p: &Paint, round: &Value) {
             "          {} {}",
             p.warn("git config reverted:"),
             keys.join(", ")
+        );
+    }
+    let renewed = &round["session_renewed"];
+    if renewed.is_object() {
+        let _ = writeln!(
+            out,
+            "          session renewed ({}): the old one ran {} rounds, {} tokens, {} s",
+            s(&renewed["reason"]),
+            renewed["rounds"],
+            renewed["tokens"],
+            renewed["age_s"]
+        );
+    }
+    let refused: Vec<&str> = round["agent_home_refused"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(s)
+        .collect();
+    if !refused.is_empty() {
+        let _ = writeln!(
+            out,
+            "          {} {}",
+            p.warn("links in the agent's CLI home refused (not followed):"),
+            refused.join(", ")
         );
     }
 }
@@ -543,7 +569,9 @@ mod tests {
             "recent_rounds": [{"round_num": 3, "exit_code": 1, "duration_s": 2.5, "started_at": "t",
                 "sandbox_denied": [{"layer": "egress", "target": "evil.example:443", "access": "connect", "count": 3, "dropped_kinds": 2, "dropped_count": 5}],
                 "exec_surface_changed": [".github/workflows/ci.yml"],
-                "git_config_reverted": [{"key": "core.fsmonitor", "scope": "local", "file": "/p/.git/config", "action": "removed", "error": null}]}],
+                "git_config_reverted": [{"key": "core.fsmonitor", "scope": "local", "file": "/p/.git/config", "action": "removed", "error": null}],
+                "session_renewed": {"reason": "max_rounds", "old_session_id": "a", "rounds": 50, "tokens": 1200, "age_s": 600},
+                "agent_home_refused": [".claude/telemetry"]}],
             "orphan": null, "plugins": {"sandbox": {"requested": "prefer", "achieved_tier": "landlock+seccomp"}},
             "hosts": [], "recent_hook_failures": [], "recent_events": [{"ts": "t", "event": "round_end", "round_num": 3}],
             "schedule": {"paused": true, "resume_at": "2026-12-07T08:00:00Z", "active_window": "outside run_windows", "timezone": "UTC"},
@@ -563,6 +591,16 @@ mod tests {
         );
         assert!(
             text.contains("git config reverted: local core.fsmonitor (removed)"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "session renewed (max_rounds): the old one ran 50 rounds, 1200 tokens, 600 s"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("refused (not followed): .claude/telemetry"),
             "{text}"
         );
         assert!(

@@ -1,6 +1,6 @@
 //! Rounds as the record tells them: `round_start`, `agent_spawn`, `agent_exit`,
 //! `agent_sandbox_denied`, `agent_egress_refused`, `exec_surface_changed`,
-//! `git_config_reverted` and `round_end` events folded into one view per round (the reference system's `RoundView`
+//! `git_config_reverted`, `session_renewed`, `agent_home_pruned` and `round_end` events folded into one view per round (the reference system's `RoundView`
 //! shape, for `peek`), and the round logs under `<log_dir>/rounds/`.
 
 use schemars::JsonSchema;
@@ -46,6 +46,27 @@ pub(crate) struct RoundView {
     pub exec_surface_changed: Vec<String>,
     /// Its `git_config_reverted` events, in record order.
     pub git_config_reverted: Vec<ConfigReverted>,
+    /// Its `session_renewed` event.
+    pub session_renewed: Option<SessionRenewed>,
+    /// The links its `agent_home_pruned` refused to follow.
+    pub agent_home_refused: Vec<String>,
+}
+
+/// A round's `session_renewed`, as `peek` shows it (docs/agent-clis.md, "Session
+/// resume"): the round started its phase's session afresh.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
+pub(crate) struct SessionRenewed {
+    /// The bound the old session reached: `max_rounds`, `max_tokens` or `max_hours`.
+    pub reason: String,
+    /// The session that ended.
+    pub old_session_id: String,
+    /// Rounds it ran.
+    pub rounds: u64,
+    /// Tokens its rounds used.
+    pub tokens: u64,
+    /// Its age, in seconds.
+    pub age_s: u64,
 }
 
 /// One `git_config_reverted` of a round, as `peek` shows it (docs/security.md, "What runs
@@ -215,6 +236,27 @@ pub(crate) fn rounds(events: &[Recorded]) -> BTreeMap<u64, RoundView> {
                     action: action.clone(),
                     error: error.clone(),
                 }),
+            Event::SessionRenewed {
+                round_num,
+                old_session_id,
+                reason,
+                rounds: n,
+                tokens,
+                age_s,
+                ..
+            } => {
+                entry(&mut rounds, *round_num).session_renewed = Some(SessionRenewed {
+                    reason: reason.clone(),
+                    old_session_id: old_session_id.clone(),
+                    rounds: *n,
+                    tokens: *tokens,
+                    age_s: *age_s,
+                })
+            }
+            // One prune a round.
+            Event::AgentHomePruned {
+                round_num, refused, ..
+            } => entry(&mut rounds, *round_num).agent_home_refused = refused.clone(),
             Event::RoundEnd(end) => {
                 let (round_num, dirty_outcome) = match end {
                     RoundEnd::NotStarted { round_num, .. } => (round_num, None),
@@ -283,6 +325,12 @@ pub(crate) struct RoundDoc {
     /// Ours: the git config keys the round added or changed that were reverted after it
     /// (its `git_config_reverted` events; `[]` when none).
     pub git_config_reverted: Vec<ConfigReverted>,
+    /// Ours: the round started its phase's agent session afresh because the old one
+    /// reached a bound (its `session_renewed`; `null` when it did not).
+    pub session_renewed: Option<SessionRenewed>,
+    /// Ours: links the agent planted in its shadow home that the prune after the round
+    /// refused to follow (its `agent_home_pruned.refused`; `[]` when none).
+    pub agent_home_refused: Vec<String>,
 }
 
 impl RoundView {
@@ -325,6 +373,8 @@ impl RoundView {
             egress_refused: self.egress_refused.clone(),
             exec_surface_changed: self.exec_surface_changed.clone(),
             git_config_reverted: self.git_config_reverted.clone(),
+            session_renewed: self.session_renewed.clone(),
+            agent_home_refused: self.agent_home_refused.clone(),
         }
     }
 }

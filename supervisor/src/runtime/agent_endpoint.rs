@@ -112,7 +112,14 @@ pub(crate) fn endpoints(config: &Config) -> Vec<Endpoint> {
             }
         }
     };
-    for v in BASE_URL_VARS {
+    // A base URL the key broker takes over is the supervisor's to reach, not the agent's
+    // (the agent's is the broker's port, always granted).
+    let brokered: Vec<&str> = crate::runtime::key_broker::plan(config, &config.agent)
+        .routes
+        .iter()
+        .flat_map(|r| r.provider.base_vars.iter().copied())
+        .collect();
+    for v in BASE_URL_VARS.iter().filter(|v| !brokered.contains(v)) {
         read_var(v, false);
     }
     for v in PROXY_VARS {

@@ -158,6 +158,7 @@ mod tests {
             terminal_marker: String::new(),
             sigterm_grace: std::time::Duration::from_secs(10),
             session_resume: true,
+            session_bounds: Default::default(),
             allow_hosts: None,
         }
     }

@@ -351,6 +351,7 @@ mod tests {
             terminal_marker: String::new(),
             sigterm_grace: std::time::Duration::from_secs(10),
             session_resume: false,
+            session_bounds: Default::default(),
             allow_hosts: None,
         };
         let caps = |landlock: bool, seccomp: bool| Capabilities {

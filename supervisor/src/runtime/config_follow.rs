@@ -306,6 +306,7 @@ fn resolved(config: &Config, key: &str) -> String {
         "agent.sandbox.unix_sockets" => config.agent_sandbox.unix_sockets.to_string(),
         "agent.sandbox.user_namespaces" => config.agent_sandbox.user_namespaces.to_string(),
         "agent.sandbox.pass_env" => format!("{:?}", config.agent_sandbox.pass_env),
+        "agent.sandbox.broker" => format!("{:?}", config.agent_sandbox.broker),
         other => panic!("restart-only config key {other} has no comparison in config_follow"),
     }
 }
@@ -342,6 +343,7 @@ mod tests {
                 "agent.sandbox.unix_sockets",
                 "agent.sandbox.user_namespaces",
                 "agent.sandbox.pass_env",
+                "agent.sandbox.broker",
                 "runtime.work_dir",
                 "runtime.log_dir",
                 "runtime.state_dir",

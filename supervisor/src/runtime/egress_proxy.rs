@@ -28,6 +28,10 @@
 //!    client cannot switch hosts mid-connection.
 //!
 //! The proxy never reads or keeps what passes through a tunnel; it writes nothing to disk.
+//!
+//! A request for the round's key broker ([`crate::runtime::key_broker::PROXIED_HOST`] and
+//! one of its ports) is not forwarded: after step 2 the connection is handed to the broker
+//! (a `CONNECT` answered `200` first), which adds the provider key on its way out.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::OwnedFd;
@@ -42,6 +46,7 @@ use tokio::sync::mpsc;
 use crate::config::allow_hosts::{normalize, AllowHosts};
 use crate::runtime::egress_address;
 use crate::runtime::egress_refusals::{EgressRefusal, Why};
+use crate::runtime::key_broker::KeyBroker;
 use crate::runtime::upstream_proxy::UpstreamProxies;
 
 /// The largest request head the proxy reads (request line and headers).
@@ -52,7 +57,7 @@ pub(crate) const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Starts serving the agent's connections from `bridge` under `allow`, through `upstream`
-/// where it says; refusals go to `refusals`. The thread and its tasks end by themselves: the thread when the forwarder
+/// where it says, the key broker's handed to `broker`; refusals go to `refusals`. The thread and its tasks end by themselves: the thread when the forwarder
 /// ends (the round is over), each task when its connection closes. Must be called inside
 /// the tokio runtime.
 ///
@@ -62,6 +67,7 @@ pub(crate) fn start(
     bridge: BridgeReceiver,
     allow: Arc<AllowHosts>,
     upstream: Arc<UpstreamProxies>,
+    broker: Option<Arc<KeyBroker>>,
     refusals: mpsc::UnboundedSender<EgressRefusal>,
 ) -> std::io::Result<()> {
     let runtime = tokio::runtime::Handle::current();
@@ -70,10 +76,13 @@ pub(crate) fn start(
         .spawn(move || loop {
             match bridge.recv() {
                 Ok(Some(fd)) => {
-                    let (allow, upstream, refusals) =
-                        (allow.clone(), upstream.clone(), refusals.clone());
+                    let (allow, upstream, refusals, broker) =
+                        (allow.clone(), upstream.clone(), refusals.clone(), broker.clone());
                     runtime.spawn(async move {
-                        if let Err(e) = serve_connection(fd, &allow, &upstream, &refusals).await {
+                        let served =
+                            serve_connection(fd, &allow, &upstream, broker.as_deref(), &refusals)
+                                .await;
+                        if let Err(e) = served {
                             tracing::debug!(error = %e, "egress proxy connection ended");
                         }
                     });
@@ -90,20 +99,28 @@ pub(crate) fn start(
 
 /// Prepares the egress of one agent launch: the bridge the agent enters before its exec
 /// (with a user namespace around its network namespace unless the supervisor is root), the
-/// proxy serving it under `allow` (through `upstream` where it says), and the receiver of
-/// the round's refusals. Call inside the tokio runtime.
+/// proxy serving it under `allow` (through `upstream` where it says; the round's key broker
+/// `broker` reached through it), and the receiver of the round's refusals. Call inside the
+/// tokio runtime.
 ///
 /// # Errors
 /// The bridge's socket pair or the proxy's thread could not be made.
 pub(crate) fn open(
     allow: &AllowHosts,
     upstream: UpstreamProxies,
+    broker: Option<Arc<KeyBroker>>,
 ) -> std::io::Result<(EgressBridge, mpsc::UnboundedReceiver<EgressRefusal>)> {
     // SAFETY: geteuid/getuid/getgid take nothing and cannot fail.
     let ids = unsafe { (libc::geteuid() != 0).then(|| (libc::getuid(), libc::getgid())) };
     let (bridge, receiver) = egress_bridge::bridge(ids)?;
     let (tx, rx) = mpsc::unbounded_channel();
-    start(receiver, Arc::new(allow.clone()), Arc::new(upstream), tx)?;
+    start(
+        receiver,
+        Arc::new(allow.clone()),
+        Arc::new(upstream),
+        broker,
+        tx,
+    )?;
     Ok((bridge, rx))
 }
 
@@ -160,6 +177,7 @@ async fn serve_connection(
     fd: OwnedFd,
     allow: &AllowHosts,
     upstream: &UpstreamProxies,
+    broker: Option<&KeyBroker>,
     refusals: &mpsc::UnboundedSender<EgressRefusal>,
 ) -> std::io::Result<()> {
     let std_stream = std::net::TcpStream::from(fd);
@@ -178,6 +196,24 @@ async fn serve_connection(
         Err(why) => return respond(&mut client, 400, why).await,
     };
     let tunnel = target.forward_head.is_none();
+    if let Some((broker, route)) =
+        broker.and_then(|b| b.route_at(&target.host, target.port).map(|r| (b, r)))
+    {
+        let already = match target.forward_head {
+            None => {
+                client
+                    .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    .await?;
+                rest
+            }
+            Some(mut head) => {
+                head.extend_from_slice(&rest);
+                head
+            }
+        };
+        broker.serve(route, client, already).await;
+        return Ok(());
+    }
     let access = if tunnel { "connect" } else { "http" };
     let refuse = |resolved: Option<IpAddr>, why: Why| {
         let r = EgressRefusal::proxy(&target.host, target.port, access, resolved, why);

@@ -25,6 +25,9 @@ pub(crate) enum Layer {
     Proxy,
     /// Landlock's TCP connect rule (`[agent.sandbox] connect_ports`).
     Landlock,
+    /// The key broker (`[agent.sandbox] broker`, `crate::runtime::key_broker`): a request
+    /// it would not add the key to.
+    KeyBroker,
 }
 
 impl Layer {
@@ -33,6 +36,7 @@ impl Layer {
         match self {
             Layer::Proxy => "proxy",
             Layer::Landlock => "landlock",
+            Layer::KeyBroker => "key_broker",
         }
     }
 }
@@ -46,6 +50,13 @@ pub(crate) enum Why {
     Resolves(Closed),
     /// The port is not one Landlock lets the agent connect to.
     PortNotAllowed,
+    /// The key broker was asked for another host than its provider's upstream.
+    BrokerWrongHost,
+    /// A request to the key broker without the placeholder key the agent was given.
+    BrokerNoPlaceholder,
+    /// A request the key broker does not forward (not HTTP/1.x, a malformed or too large
+    /// head).
+    BrokerBadRequest,
 }
 
 impl Why {
@@ -56,6 +67,9 @@ impl Why {
         match self {
             Why::NotListed => "not_listed",
             Why::PortNotAllowed => "port_not_allowed",
+            Why::BrokerWrongHost => "wrong_host",
+            Why::BrokerNoPlaceholder => "no_placeholder",
+            Why::BrokerBadRequest => "bad_request",
             Why::Resolves(c) => c.as_str(),
         }
     }
@@ -115,11 +129,28 @@ impl EgressRefusal {
         }
     }
 
+    /// A request the key broker refused: `host:port` the upstream (or, for
+    /// [`Why::BrokerWrongHost`], the host the agent asked for).
+    pub(crate) fn key_broker(host: &str, port: u16, why: Why) -> EgressRefusal {
+        let address = host.parse::<IpAddr>().ok();
+        EgressRefusal {
+            layer: Layer::KeyBroker,
+            host: address.is_none().then(|| host.to_owned()),
+            address,
+            port,
+            access: "http",
+            why,
+        }
+    }
+
     /// The config key that opens it: `agent.sandbox.allow_hosts` or
     /// `agent.sandbox.connect_ports`.
     pub(crate) fn key(&self) -> &'static str {
         match self.why {
             Why::PortNotAllowed => "agent.sandbox.connect_ports",
+            Why::BrokerWrongHost | Why::BrokerNoPlaceholder | Why::BrokerBadRequest => {
+                "agent.sandbox.broker"
+            }
             _ => "agent.sandbox.allow_hosts",
         }
     }
@@ -144,6 +175,9 @@ impl EgressRefusal {
         let port = self.port;
         match (self.why, &self.host, self.address) {
             (Why::PortNotAllowed, ..) => format!("add {port} to [agent.sandbox] connect_ports"),
+            (Why::BrokerWrongHost, ..) => "the key broker forwards only to its provider's endpoint; another host is reached by the egress rules (connect_ports, allow_hosts), without the key".to_owned(),
+            (Why::BrokerNoPlaceholder, ..) => "the request to the key broker did not carry the placeholder key the agent was given, so no key was added (broker = \"off\" in [agent.sandbox] hands the agent the key itself)".to_owned(),
+            (Why::BrokerBadRequest, ..) => "the key broker forwards HTTP/1.x requests with a head under 16 KiB".to_owned(),
             (Why::NotListed, Some(h), _) => {
                 format!("add \"{h}:{port}\" to [agent.sandbox] allow_hosts")
             }

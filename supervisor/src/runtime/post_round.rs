@@ -111,6 +111,10 @@ pub struct Consulted {
     pub decision: Decision,
     /// Whether one of them reported the round's token usage (`agent_usage_recorded`).
     pub usage_reported: bool,
+    /// The round's own tokens (input, output, cache read and cache write) as the first
+    /// usage report counted them, after [`SessionUsage`]: what `session_max_tokens`
+    /// adds up.
+    pub tokens: Option<u64>,
     /// Whether the built-in detector of a preset's CLI (`crate::detectors::DIALECTS`) was
     /// asked: the round ran a known coding-agent CLI, which `stalled_no_progress` judges
     /// (docs/operations.md, "The crash-loop breaker").
@@ -138,6 +142,7 @@ pub async fn consult(
     let now = SystemTime::now();
     let mut decision = Decision::Continue;
     let mut usage_reported = false;
+    let mut tokens = None;
     let mut preset_cli = false;
     for hook in hosts.hooks(Family::PostRound) {
         if !applies(&hook, round.cli) {
@@ -178,6 +183,19 @@ pub async fn consult(
             .usage
             .clone()
             .map(|reported| session_usage.round(round.session, totals, reported));
+        if let Some(u) = usage.as_ref().filter(|_| tokens.is_none()) {
+            let u = &u.usage;
+            tokens = Some(
+                [
+                    u.input_tokens,
+                    u.output_tokens,
+                    u.cache_read_tokens.unwrap_or(0),
+                    u.cache_write_tokens.unwrap_or(0),
+                ]
+                .iter()
+                .fold(0u64, |sum, n| sum.saturating_add(*n)),
+            );
+        }
         record(
             events,
             monitor,
@@ -237,6 +255,7 @@ pub async fn consult(
     Consulted {
         decision,
         usage_reported,
+        tokens,
         preset_cli,
     }
 }

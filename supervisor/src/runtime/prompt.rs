@@ -302,6 +302,7 @@ A"
             terminal_marker: String::new(),
             sigterm_grace: std::time::Duration::from_secs(10),
             session_resume: true,
+            session_bounds: Default::default(),
             allow_hosts: None,
         };
         let work_dir = std::path::Path::new("/srv/p");

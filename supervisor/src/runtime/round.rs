@@ -42,6 +42,7 @@ use crate::runtime::git_config_watch::{self, ConfigBefore};
 use crate::runtime::git_operation;
 use crate::runtime::grace::Grace;
 use crate::runtime::host_health::{self, Floor, Pressure, Reading};
+use crate::runtime::key_broker;
 use crate::runtime::post_round::{self, Decision, Judged};
 use crate::runtime::pre_round;
 use crate::runtime::prompt::{agent_argv, assemble, spawn_view_argv};
@@ -414,6 +415,31 @@ impl Runner {
         })
     }
 
+    /// Prunes the agent's shadow home of what no later round needs once its round ended
+    /// ([`crate::runtime::agent_home_prune`]), keeping every phase's live session;
+    /// `agent_home_pruned` when something was removed or a planted link refused.
+    fn prune_agent_home(&self, round_num: u64, phase: Option<&str>) {
+        let Some(cli) = self.config.profile(phase).agent.cli.name else {
+            return;
+        };
+        let live = self
+            .sessions
+            .as_ref()
+            .map(Sessions::live_ids)
+            .unwrap_or_default();
+        let pruned =
+            crate::runtime::agent_home_prune::prune(&self.config.runtime.state_dir, cli, &live);
+        if pruned.removed > 0 || !pruned.refused.is_empty() {
+            self.events.emit(Event::AgentHomePruned {
+                round_num,
+                cli: cli.to_owned(),
+                removed: pruned.removed,
+                bytes: pruned.bytes,
+                refused: pruned.refused,
+            });
+        }
+    }
+
     /// Whether round `round_num` is a fresh-eyes round: every `fresh_eyes_every_n`-th.
     fn fresh_eyes(&self, round_num: u64) -> bool {
         self.config
@@ -570,6 +596,7 @@ impl Runner {
                 exit.as_ref().is_ok_and(AgentExit::is_clean),
             );
         }
+        self.prune_agent_home(round_num, phase);
         // Before anything else runs git in the tree (a goal check may).
         self.revert_config(round_num, config_watched).await;
         let exit = exit?;
@@ -624,6 +651,11 @@ impl Runner {
                 stop,
             )
             .await;
+        if let (Some(sessions), Some(resume), Some(tokens)) =
+            (self.sessions.as_mut(), resume.as_ref(), consulted.tokens)
+        {
+            sessions.used(phase.unwrap_or(""), &resume.id, tokens);
+        }
         self.exec_surface(round_num, &baseline, &after, (&head_before, &head_after))
             .await;
         let branch = after.as_ref().ok().and_then(|look| look.branch.clone());
@@ -888,6 +920,18 @@ impl Runner {
         }
         if let (Some(sessions), Some(resume)) = (self.sessions.as_mut(), resume) {
             sessions.started(phase.unwrap_or(""), resume);
+            if let Some(renewal) = &resume.renewed {
+                self.events.emit(Event::SessionRenewed {
+                    session_id: resume.id.clone(),
+                    old_session_id: renewal.old_id.clone(),
+                    reason: renewal.reason.as_str().to_owned(),
+                    rounds: renewal.rounds,
+                    tokens: renewal.tokens,
+                    age_s: renewal.age_s,
+                    phase: phase.map(str::to_owned),
+                    round_num,
+                });
+            }
             if resume.resuming {
                 self.events.emit(Event::SessionResumed {
                     session_id: resume.id.clone(),
@@ -949,12 +993,33 @@ impl Runner {
         let own_sandbox = launch.own_sandbox.clone();
         let mut spec = self.agent_spec(round_num, launch, log_path, log);
         let cli = self.config.profile(phase).agent.cli.name.unwrap_or("");
-        // Behind the egress proxy the agent connects to its forwarder's port only.
-        let proxy_port: &[u16] = if self.config.profile(phase).agent.allow_hosts.is_some() {
-            &[agent_runner_plugin_host::agent::egress_bridge::PROXY_PORT]
-        } else {
-            &[]
+        let proxied = self.config.profile(phase).agent.allow_hosts.is_some();
+        let agent_env = &self.config.profile(phase).agent.env;
+        let upstream_proxies = || {
+            UpstreamProxies::from_vars(|name| {
+                agent_env
+                    .get(name)
+                    .cloned()
+                    .or_else(|| std::env::var(name).ok())
+            })
         };
+        // The provider key kept with the supervisor: the agent gets placeholders and the
+        // broker's base URLs (docs/security.md, "The key broker").
+        let plan = key_broker::plan(&self.config, self.config.profile(phase).agent);
+        let broker = key_broker::open(plan, proxied, upstream_proxies())
+            .await
+            .map_err(|source| self.spawn_failed(round_num, phase, source))?;
+        // Behind the egress proxy the agent connects to its forwarder's port only; the
+        // broker's ports, where it has them.
+        let mut extra_ports = Vec::new();
+        if proxied {
+            extra_ports.push(agent_runner_plugin_host::agent::egress_bridge::PROXY_PORT);
+        }
+        if let Some(b) = &broker {
+            extra_ports.extend(&b.ports);
+            spec.env.extend(b.env.iter().cloned());
+        }
+        let proxy_port = extra_ports.as_slice();
         // Where the agent's CLI writes its reports: its own TMPDIR (ours when confined).
         let mut agent_tmp = spec
             .env
@@ -1005,14 +1070,8 @@ impl Runner {
         spec.cgroup_procs = cgroup.as_mut().and_then(RoundCgroup::take_procs);
         let mut refusals = None;
         if let Some(allow) = &self.config.profile(phase).agent.allow_hosts {
-            let agent_env = &self.config.profile(phase).agent.env;
-            let upstream = UpstreamProxies::from_vars(|name| {
-                agent_env
-                    .get(name)
-                    .cloned()
-                    .or_else(|| std::env::var(name).ok())
-            });
-            let (bridge, rx) = egress_proxy::open(allow, upstream)
+            let handed = broker.as_ref().map(|b| b.broker.clone());
+            let (bridge, rx) = egress_proxy::open(allow, upstream_proxies(), handed)
                 .map_err(|source| self.spawn_failed(round_num, phase, source))?;
             spec.egress = Some(bridge);
             refusals = Some(rx);
@@ -1057,6 +1116,11 @@ impl Runner {
         self.record_exit(round_num, &exit, budget);
         if let Some(mut rx) = refusals {
             while let Ok(r) = rx.try_recv() {
+                egress.record(r);
+            }
+        }
+        if let Some(mut b) = broker {
+            while let Ok(r) = b.refusals.try_recv() {
                 egress.record(r);
             }
         }
@@ -1479,6 +1543,7 @@ impl Runner {
             return post_round::Consulted {
                 decision: Decision::Continue,
                 usage_reported: false,
+                tokens: None,
                 preset_cli: false,
             };
         }

@@ -127,6 +127,7 @@ mod tests {
             id: id.to_owned(),
             resuming,
             args: Vec::new(),
+            renewed: None,
         }
     }
 

@@ -5,15 +5,19 @@
 //! after `command`. A round that goes on with its phase's session records
 //! `session_resumed`.
 //!
-//! A phase starts a new session on its first round, on a fresh-eyes round, and after a
-//! round that did not end cleanly (a session that failed to start cannot be resumed, and
-//! resuming one that broke would fail every round). `round` on its own never resumes:
-//! sessions live as long as the `serve` that minted them.
+//! A phase starts a new session on its first round, on a fresh-eyes round, after a round
+//! that did not end cleanly (a session that failed to start cannot be resumed, and
+//! resuming one that broke would fail every round), and once its session reached a bound
+//! of `[agent] session_max_rounds`, `session_max_tokens` or `session_max_hours`
+//! ([`SessionBounds`]: every resumed round re-sends the whole history), which records
+//! `session_renewed`. `round` on its own never resumes: sessions live as long as the
+//! `serve` that minted them.
 
 use std::collections::BTreeMap;
 use std::io::Read;
+use std::time::Instant;
 
-use crate::config::session_resume::form_of;
+use crate::config::session_resume::{form_of, SessionBounds};
 use crate::config::AgentConfig;
 
 /// The agent's variable naming the flag appended this round.
@@ -21,10 +25,59 @@ pub(crate) const FLAG_ENV: &str = "AGENT_RUNNER_RESUME_FLAG";
 /// The agent's variable holding the phase's session id.
 pub(crate) const SESSION_ENV: &str = "AGENT_RUNNER_RESUME_SESSION_ID";
 
+/// One phase's session: its id and what it has used so far.
+#[derive(Clone, Debug)]
+struct Session {
+    id: String,
+    /// Rounds started in it.
+    rounds: u64,
+    /// Tokens its rounds used (each round's own, all kinds).
+    tokens: u64,
+    /// When its first round started.
+    since: Instant,
+}
+
 /// The session ids of a `serve`, by phase (`""` without phases).
 #[derive(Debug, Default)]
 pub(crate) struct Sessions {
-    ids: BTreeMap<String, String>,
+    phases: BTreeMap<String, Session>,
+}
+
+/// Which bound ended a session (`session_renewed.reason`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RenewReason {
+    /// `session_max_rounds`.
+    Rounds,
+    /// `session_max_tokens`.
+    Tokens,
+    /// `session_max_hours`.
+    Hours,
+}
+
+impl RenewReason {
+    /// The event's word: `max_rounds`, `max_tokens` or `max_hours`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RenewReason::Rounds => "max_rounds",
+            RenewReason::Tokens => "max_tokens",
+            RenewReason::Hours => "max_hours",
+        }
+    }
+}
+
+/// A session that reached a bound and is started afresh by this round.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Renewal {
+    /// The session that ended.
+    pub old_id: String,
+    /// The bound it reached.
+    pub reason: RenewReason,
+    /// Rounds it ran.
+    pub rounds: u64,
+    /// Tokens its rounds used.
+    pub tokens: u64,
+    /// Its age, in whole seconds.
+    pub age_s: u64,
 }
 
 /// What a round does about its phase's session.
@@ -36,6 +89,8 @@ pub struct Resume {
     pub resuming: bool,
     /// The words appended to the agent's command (may be empty).
     pub args: Vec<String>,
+    /// The phase's session this round does not resume because it reached a bound.
+    pub renewed: Option<Renewal>,
 }
 
 impl Resume {
@@ -51,6 +106,19 @@ impl Resume {
     }
 }
 
+/// The first bound of `bounds` that `session` reached at `now`, if one.
+fn reached(session: &Session, bounds: &SessionBounds, now: Instant) -> Option<RenewReason> {
+    if session.rounds >= bounds.max_rounds {
+        Some(RenewReason::Rounds)
+    } else if session.tokens >= bounds.max_tokens {
+        Some(RenewReason::Tokens)
+    } else if now.saturating_duration_since(session.since) >= bounds.max_age {
+        Some(RenewReason::Hours)
+    } else {
+        None
+    }
+}
+
 impl Sessions {
     /// What the next round of `phase` does with `agent`: `None` when its CLI cannot
     /// resume or `session_resume = false`. Changes nothing until [`Sessions::started`].
@@ -60,27 +128,82 @@ impl Sessions {
         phase: &str,
         fresh_eyes: bool,
     ) -> Option<Resume> {
+        self.plan_at(agent, phase, fresh_eyes, Instant::now())
+    }
+
+    fn plan_at(
+        &self,
+        agent: &AgentConfig,
+        phase: &str,
+        fresh_eyes: bool,
+        now: Instant,
+    ) -> Option<Resume> {
         let form = form_of(agent.cli.name).filter(|_| agent.session_resume)?;
-        let known = self.ids.get(phase).filter(|_| !fresh_eyes);
+        let known = self.phases.get(phase).filter(|_| !fresh_eyes);
+        let renewed = known.and_then(|s| {
+            reached(s, &agent.session_bounds, now).map(|reason| Renewal {
+                old_id: s.id.clone(),
+                reason,
+                rounds: s.rounds,
+                tokens: s.tokens,
+                age_s: now.saturating_duration_since(s.since).as_secs(),
+            })
+        });
+        let known = known.filter(|_| renewed.is_none());
         let resuming = known.is_some();
-        let id = known.cloned().unwrap_or_else(mint);
+        let id = known.map(|s| s.id.clone()).unwrap_or_else(mint);
         Some(Resume {
             args: form.args(&id, resuming),
             id,
             resuming,
+            renewed,
         })
     }
 
-    /// The round of `phase` started with `resume`: its id is the phase's session now.
+    /// The round of `phase` started with `resume`: its id is the phase's session now, one
+    /// round more.
     pub(crate) fn started(&mut self, phase: &str, resume: &Resume) {
-        self.ids.insert(phase.to_owned(), resume.id.clone());
+        self.started_at(phase, resume, Instant::now());
+    }
+
+    fn started_at(&mut self, phase: &str, resume: &Resume, now: Instant) {
+        let goes_on = self
+            .phases
+            .get(phase)
+            .is_some_and(|s| resume.resuming && s.id == resume.id);
+        if !goes_on {
+            self.phases.insert(
+                phase.to_owned(),
+                Session {
+                    id: resume.id.clone(),
+                    rounds: 0,
+                    tokens: 0,
+                    since: now,
+                },
+            );
+        }
+        if let Some(session) = self.phases.get_mut(phase) {
+            session.rounds += 1;
+        }
+    }
+
+    /// The round of `phase` in session `id` used `tokens` (its own, all kinds).
+    pub(crate) fn used(&mut self, phase: &str, id: &str, tokens: u64) {
+        if let Some(s) = self.phases.get_mut(phase).filter(|s| s.id == id) {
+            s.tokens = s.tokens.saturating_add(tokens);
+        }
     }
 
     /// The round of `phase` ended; one that did not end cleanly ends its session too.
     pub(crate) fn ended(&mut self, phase: &str, clean: bool) {
         if !clean {
-            self.ids.remove(phase);
+            self.phases.remove(phase);
         }
+    }
+
+    /// The ids of the sessions later rounds may resume, every phase's.
+    pub(crate) fn live_ids(&self) -> Vec<String> {
+        self.phases.values().map(|s| s.id.clone()).collect()
     }
 }
 
@@ -125,6 +248,7 @@ mod tests {
             terminal_marker: String::new(),
             sigterm_grace: std::time::Duration::from_secs(10),
             session_resume: on,
+            session_bounds: Default::default(),
             allow_hosts: None,
         }
     }
@@ -153,6 +277,62 @@ mod tests {
         s.started("", &second);
         s.ended("", false);
         assert!(!s.plan(&claude, "", false).unwrap().resuming);
+    }
+
+    #[test]
+    fn a_session_is_renewed_at_its_first_bound_and_says_why() {
+        let mut claude = agent("claude", true);
+        claude.session_bounds = SessionBounds {
+            max_rounds: 3,
+            max_tokens: 10_000,
+            max_age: std::time::Duration::from_secs(3600),
+        };
+        let t0 = Instant::now();
+        let mut s = Sessions::default();
+        let mut ids = Vec::new();
+        // Rounds: three rounds of one session, then a new one.
+        for i in 0..4 {
+            let r = s.plan_at(&claude, "", false, t0).unwrap();
+            assert_eq!(r.resuming, i > 0 && i < 3, "round {i}");
+            s.started_at("", &r, t0);
+            s.used("", &r.id, 100);
+            s.ended("", true);
+            ids.push(r);
+        }
+        let renewed = ids[3].renewed.clone().unwrap();
+        assert_eq!(renewed.reason, RenewReason::Rounds);
+        assert_eq!((renewed.rounds, renewed.tokens), (3, 300));
+        assert_eq!(renewed.old_id, ids[0].id);
+        assert_ne!(ids[3].id, ids[0].id);
+        assert_eq!(ids[3].args, ["--session-id", ids[3].id.as_str()]);
+        assert!(ids[..3].iter().all(|r| r.renewed.is_none()));
+        // Tokens: the new session's counts start from zero; one big round ends it.
+        s.used("", &ids[3].id, 10_000);
+        let r = s.plan_at(&claude, "", false, t0).unwrap();
+        let renewed = r.renewed.clone().unwrap();
+        assert_eq!(renewed.reason, RenewReason::Tokens);
+        assert_eq!((renewed.rounds, renewed.tokens), (1, 10_100));
+        // Usage of a session that is no longer the phase's is not counted.
+        s.started_at("", &r, t0);
+        s.used("", &ids[0].id, 1_000_000);
+        // Hours: an hour later.
+        let later = t0 + std::time::Duration::from_secs(3600);
+        let aged = s.plan_at(&claude, "", false, later).unwrap();
+        let renewed = aged.renewed.unwrap();
+        assert_eq!((renewed.reason, renewed.age_s), (RenewReason::Hours, 3600));
+        assert!(!aged.resuming);
+        assert!(s.plan_at(&claude, "", false, t0).unwrap().resuming);
+        assert_eq!(s.live_ids(), std::slice::from_ref(&r.id));
+        // A CLI that goes on with its last session: nothing appended is a new session.
+        let mut codex = agent("codex", true);
+        codex.session_bounds = claude.session_bounds;
+        let mut s = Sessions::default();
+        for _ in 0..3 {
+            let r = s.plan_at(&codex, "", false, t0).unwrap();
+            s.started_at("", &r, t0);
+        }
+        let r = s.plan_at(&codex, "", false, t0).unwrap();
+        assert!(r.args.is_empty() && r.renewed.is_some());
     }
 
     #[test]

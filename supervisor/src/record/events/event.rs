@@ -794,6 +794,47 @@ pub(crate) enum Event {
         /// The round.
         round_num: u64,
     },
+    /// This round starts its phase's agent session afresh because the one before reached a
+    /// bound (`[agent] session_max_rounds`, `session_max_tokens`, `session_max_hours`;
+    /// docs/agent-clis.md, "Session resume"): every resumed round re-sends the whole
+    /// history.
+    SessionRenewed {
+        /// The new session's id (minted by `serve`; for a CLI that goes on with its last
+        /// session, codex, aider and pi, the id `serve` keeps for it).
+        session_id: String,
+        /// The session that ended.
+        old_session_id: String,
+        /// The bound it reached: `max_rounds`, `max_tokens` or `max_hours`.
+        reason: String,
+        /// Rounds the old session ran.
+        rounds: u64,
+        /// Tokens its rounds used (each round's own, input, output, cache read and write).
+        tokens: u64,
+        /// Its age, in seconds.
+        age_s: u64,
+        /// The phase; left out without phases.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        phase: Option<String>,
+        /// The round that starts the new session.
+        round_num: u64,
+    },
+    /// After the round, the agent's shadow home (`<state_dir>/agent-home/<cli>`) was
+    /// pruned of transcripts of sessions no round resumes and of spools nothing reads
+    /// (docs/operations.md, "The agent's CLI state on disk"); recorded when something was
+    /// removed or a link the agent planted was refused.
+    AgentHomePruned {
+        /// The round.
+        round_num: u64,
+        /// The agent's CLI.
+        cli: String,
+        /// Entries removed.
+        removed: u64,
+        /// Bytes of the regular files among them (a directory's content is not counted).
+        bytes: u64,
+        /// Links met where a directory is walked (relative to the shadow's root): refused,
+        /// never followed (at most 20 named).
+        refused: Vec<String>,
+    },
     /// What the round starts from (`[runtime] substrate_fingerprint_paths`).
     RoundSubstrateBefore {
         /// The round.
@@ -1466,6 +1507,8 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "agent_sandbox_degraded",
     "serve_stopping",
     "session_resumed",
+    "session_renewed",
+    "agent_home_pruned",
     "serve_startup_hook_failed",
     "round_skipped",
     "plugin_round_override_ignored",
