@@ -45,6 +45,11 @@ use crate::config::{AgentConfig, BrokerMode, Config, SandboxMode};
 use crate::runtime::egress_refusals::{EgressRefusal, Why};
 use crate::runtime::upstream_proxy::UpstreamProxies;
 
+/// The request methods the broker forwards (as written: methods are case-sensitive).
+/// Never `TRACE`/`TRACK`: their answer echoes the request, key and all.
+pub(crate) const BROKERED_METHODS: &[&str] =
+    &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
 /// The largest request head the broker reads (request line and headers).
 pub(crate) const HEAD_MAX: usize = 16 * 1024;
 /// How long a client has to send its request head.
@@ -818,6 +823,14 @@ fn rewrite(head: &[u8], r: &Route) -> Result<Vec<u8>, Refused> {
             port.parse().unwrap_or(0),
         ));
     }
+    // Only the methods an API client sends: `TRACE` (and `TRACK`) make an upstream that
+    // answers them echo the request it received, the real key with it, back to the agent
+    // (`tests/tests/hostile_broker.rs`); an unknown method may be either.
+    if !BROKERED_METHODS.contains(&method) {
+        return Err(Refused::BadRequest(
+            "only GET, HEAD, POST, PUT, PATCH, DELETE and OPTIONS are brokered",
+        ));
+    }
     let path = origin_form(target, r)?;
     let placeholders: Vec<&str> = r.keys.iter().map(|(_, _, p)| p.as_str()).collect();
     let mut found = vec![false; r.keys.len()];
@@ -1007,6 +1020,20 @@ mod tests {
         );
         assert!(out.contains("\r\nx-goog-api-key: REAL-KEY\r\n"), "{out}");
         assert!(!out.contains("ph-1"), "{out}");
+    }
+
+    #[test]
+    fn methods_that_echo_the_request_are_refused() {
+        let r = route(KeyHeader::XApiKey);
+        for method in ["TRACE", "TRACK", "trace", "PROPFIND"] {
+            let head = format!("{method} /v1/messages HTTP/1.1\r\nx-api-key: ph-1\r\n\r\n");
+            assert!(
+                matches!(rewrite(head.as_bytes(), &r), Err(Refused::BadRequest(_))),
+                "{method}"
+            );
+        }
+        let head = b"OPTIONS /v1/messages HTTP/1.1\r\nx-api-key: ph-1\r\n\r\n";
+        assert!(rewrite(head, &r).is_ok());
     }
 
     #[test]

@@ -50,8 +50,11 @@ impl UpstreamProxies {
                 .iter()
                 .find_map(|n| var(n).map(|v| (n.to_string(), v)))
         };
-        let parse =
-            |(name, v): (String, String)| parse_url(&v).map_err(|e| format!("{name}={v}: {e}"));
+        // The error reaches the agent (its request's `502`): the value is named without
+        // its `user:password@`, which only the upstream proxy may see.
+        let parse = |(name, v): (String, String)| {
+            parse_url(&v).map_err(|e| format!("{name}={}: {e}", without_credentials(&v)))
+        };
         UpstreamProxies {
             tunnel: first(&["HTTPS_PROXY", "ALL_PROXY", "HTTP_PROXY"]).map(parse),
             http: first(&["HTTP_PROXY", "ALL_PROXY"]).map(parse),
@@ -87,6 +90,19 @@ impl UpstreamProxies {
         } else {
             self.http.as_ref()
         }
+    }
+}
+
+/// `url` with the `user:password@` of its authority, if any, written `***@`.
+fn without_credentials(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (format!("{scheme}://"), rest),
+        None => (String::new(), url),
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => format!("{scheme}***{}", &rest[at..]),
+        None => url.to_owned(),
     }
 }
 
@@ -296,6 +312,13 @@ mod tests {
         let p = vars(&[("HTTPS_PROXY", "socks5://p:1080")]);
         let e = p.for_target("x", true).unwrap().as_ref().unwrap_err();
         assert!(e.contains("HTTPS_PROXY") && e.contains("socks5"), "{e}");
+        // The error reaches the agent: never the credentials.
+        let p = vars(&[("HTTPS_PROXY", "https://u:s3cret-pw@proxy.corp:3128/")]);
+        let e = p.for_target("x", true).unwrap().as_ref().unwrap_err();
+        assert!(!e.contains("s3cret"), "{e}");
+        assert!(e.contains("https://***@proxy.corp:3128/"), "{e}");
+        assert_eq!(without_credentials("http://proxy:80"), "http://proxy:80");
+        assert_eq!(without_credentials("u:p@h:1/a@b"), "***@h:1/a@b");
         assert!(vars(&[("HTTPS_PROXY", "http://p:0")])
             .for_target("x", true)
             .unwrap()
