@@ -107,6 +107,15 @@ fn supervisor_env(p: &Project) -> Vec<(&'static str, String)> {
     vec![
         ("AR_TEST_SECRET", SECRET.to_owned()),
         ("AR_TEST_PASSED", "passed-by-name".to_owned()),
+        // The OpenTelemetry backend's key, set for the supervisor's own traces.
+        (
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            format!("x-honeycomb-team={SECRET}"),
+        ),
+        (
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "http://127.0.0.1:9".to_owned(),
+        ),
         (
             "SSH_AUTH_SOCK",
             p.tmp_dir().join("ssh-agent.sock").display().to_string(),
@@ -147,6 +156,12 @@ fn the_confined_agent_s_environment_and_stores(operator: Operator) {
     let (vars, check_vars, reads) = round(&p);
     assert_eq!(value(&vars, "AR_TEST_SECRET"), None, "{vars:?}");
     assert_eq!(value(&vars, "SSH_AUTH_SOCK"), None, "{vars:?}");
+    assert_eq!(value(&vars, "OTEL_EXPORTER_OTLP_HEADERS"), None, "{vars:?}");
+    assert_eq!(
+        value(&vars, "OTEL_EXPORTER_OTLP_ENDPOINT"),
+        Some("http://127.0.0.1:9"),
+        "{vars:?}"
+    );
     assert_eq!(value(&check_vars, "AR_TEST_SECRET"), None, "{check_vars:?}");
     assert_eq!(value(&check_vars, "SSH_AUTH_SOCK"), None, "{check_vars:?}");
     assert_eq!(value(&check_vars, "AR_TEST_PASSED"), Some("passed-by-name"));
@@ -188,6 +203,7 @@ fn the_confined_agent_s_environment_and_stores(operator: Operator) {
         .collect();
     assert!(dropped.contains(&"AR_TEST_SECRET"), "{shown}");
     assert!(dropped.contains(&"SSH_AUTH_SOCK"), "{shown}");
+    assert!(dropped.contains(&"OTEL_EXPORTER_OTLP_HEADERS"), "{shown}");
     assert!(!dropped.contains(&"AR_TEST_PASSED") && !dropped.contains(&"PATH"));
     assert_eq!(shown["pass_with"], "[agent.sandbox] pass_env");
     let human = p.run_env(&["doctor"], &env);
@@ -202,6 +218,10 @@ fn the_confined_agent_s_environment_and_stores(operator: Operator) {
     assert_eq!(value(&vars, "AR_TEST_SECRET"), Some(SECRET), "{vars:?}");
     assert_eq!(value(&check_vars, "AR_TEST_SECRET"), Some(SECRET));
     assert!(value(&vars, "SSH_AUTH_SOCK").is_some(), "{vars:?}");
+    assert_eq!(
+        value(&vars, "OTEL_EXPORTER_OTLP_HEADERS"),
+        Some(format!("x-honeycomb-team={SECRET}").as_str())
+    );
     for rel in TOKEN_FILES.iter().chain(TOOLCHAIN_FILES) {
         assert!(reads.contains(&format!("{rel}: read\n")), "{rel}: {reads}");
     }

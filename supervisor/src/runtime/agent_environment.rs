@@ -97,8 +97,12 @@ pub(crate) const ALLOWED: &[Allowed] = &[
 
 /// Name endings a prefix of [`ALLOWED`] does not pass: such a variable (`MISE_GITHUB_TOKEN`,
 /// `ASDF_…_PASSWORD`) holds a credential, given to the agent only when named in
-/// `[agent.sandbox] pass_env`.
+/// `[agent.sandbox] pass_env`. `_HEADERS`: `OTEL_EXPORTER_OTLP_HEADERS` (and its
+/// `_TRACES_`, `_METRICS_`, `_LOGS_` forms) is where OpenTelemetry's exporters take the
+/// backend's API key (`x-honeycomb-team=…`, `Authorization=Basic …`), set for the
+/// supervisor's own traces.
 pub(crate) const CREDENTIAL_SUFFIXES: &[&str] = &[
+    "_HEADERS",
     "_TOKEN",
     "_SECRET",
     "_PASSWORD",
