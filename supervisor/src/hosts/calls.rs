@@ -3,7 +3,7 @@
 
 use agent_runner_protocol::{check_host_events, Family, HostEvent};
 use serde_json::Value;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::call_failure::CallFailure;
 use super::cause::{Deadline, InFlight};
@@ -87,6 +87,19 @@ impl HostManager {
     ) -> Result<Option<Value>, CallFailure> {
         let index = hook.host;
         self.hosts[index].stats.record_call(elapsed);
+        if let Some(log) = self.call_log.as_mut().filter(|l| l.len() < MAX_CALLS_KEPT) {
+            log.push(CallRecord {
+                host: self.hosts[index].cfg.name.clone(),
+                hook: hook.name.to_string(),
+                method: hook.family.method(),
+                started: SystemTime::now() - elapsed,
+                elapsed,
+                failure: answer
+                    .as_ref()
+                    .err()
+                    .map(|f| format!("{}: {}", f.error_type.as_str(), f.message)),
+            });
+        }
         self.call_durations
             .entry(hook.family)
             .or_default()
@@ -213,6 +226,42 @@ impl HostManager {
             running.kill().await;
         }
         None
+    }
+}
+
+/// Calls kept at most between two [`HostManager::take_calls`] (a round's trace): the rest
+/// are not kept.
+pub(crate) const MAX_CALLS_KEPT: usize = 256;
+
+/// One hook call as a round's trace shows it (docs/operations.md, "Traces").
+#[derive(Clone, Debug)]
+pub(crate) struct CallRecord {
+    /// The host's name (`[plugins.hosts.<name>]`).
+    pub host: String,
+    /// The hook's name.
+    pub hook: String,
+    /// The protocol method called (`after_round`, …).
+    pub method: &'static str,
+    /// When the call was sent (wall clock).
+    pub started: SystemTime,
+    /// How long it took to its answer or failure.
+    pub elapsed: Duration,
+    /// Its failure (`<error type>: <message>`, redacted); `None`: answered.
+    pub failure: Option<String>,
+}
+
+impl HostManager {
+    /// Keeps each call from now on for [`Self::take_calls`] (`on`), or stops keeping them.
+    pub(crate) fn trace_calls(&mut self, on: bool) {
+        self.call_log = on.then(Vec::new);
+    }
+
+    /// The calls kept since the last look (at most [`MAX_CALLS_KEPT`]), oldest first.
+    pub(crate) fn take_calls(&mut self) -> Vec<CallRecord> {
+        self.call_log
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 }
 

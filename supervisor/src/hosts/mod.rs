@@ -10,6 +10,7 @@
 pub mod builtin;
 mod call_failure;
 mod calls;
+pub(crate) use calls::CallRecord;
 pub(crate) mod cause;
 pub(crate) mod declarations;
 mod failures;
@@ -149,6 +150,9 @@ pub struct HostManager {
     detectors: builtin::DetectorHost,
     /// Hook call durations by family, this run (`service.json`, `/metrics`).
     call_durations: std::collections::BTreeMap<Family, CallHistogram>,
+    /// Each call answered or failed since the last [`Self::take_calls`], while a round's
+    /// trace wants them ([`Self::trace_calls`]); `None`: not kept.
+    call_log: Option<Vec<calls::CallRecord>>,
 }
 
 impl HostManager {

@@ -111,6 +111,9 @@ pub struct Consulted {
     pub decision: Decision,
     /// Whether one of them reported the round's token usage (`agent_usage_recorded`).
     pub usage_reported: bool,
+    /// The round's own usage as the first hook that reported it was recorded
+    /// (`agent_usage_recorded`; its model already redacted), for the round's trace.
+    pub usage: Option<agent_runner_protocol::TokenUsage>,
     /// Whether the built-in detector of a preset's CLI (`crate::detectors::DIALECTS`) was
     /// asked: the round ran a known coding-agent CLI, which `stalled_no_progress` judges
     /// (docs/operations.md, "The crash-loop breaker").
@@ -138,6 +141,7 @@ pub async fn consult(
     let now = SystemTime::now();
     let mut decision = Decision::Continue;
     let mut usage_reported = false;
+    let mut first_usage = None;
     let mut preset_cli = false;
     for hook in hosts.hooks(Family::PostRound) {
         if !applies(&hook, round.cli) {
@@ -178,6 +182,17 @@ pub async fn consult(
             .usage
             .clone()
             .map(|reported| session_usage.round(round.session, totals, reported));
+        if first_usage.is_none() {
+            first_usage = usage.as_ref().map(|u| {
+                let mut own = u.usage.clone();
+                own.model = own
+                    .model
+                    .as_deref()
+                    .map(redact_and_cap)
+                    .filter(|m| !m.is_empty());
+                own
+            });
+        }
         record(
             events,
             monitor,
@@ -237,6 +252,7 @@ pub async fn consult(
     Consulted {
         decision,
         usage_reported,
+        usage: first_usage,
         preset_cli,
     }
 }
