@@ -93,9 +93,13 @@ fn config(p: &Project, fail_at: u32, extra: &str) -> String {
     ConfigBuilder::new(&agent)
         .agent_env("SEEN", &p.tmp_dir().join("bin/seen").display().to_string())
         .agent_env("FAIL_AT", &fail_at.to_string())
-        .extra("[goal]\n[[goal.checks]]\nname = \"tests\"\ncmd = [\"sh\", \"-c\", \"exit 1\"]\n")
+        .extra("[goal]\nledger = \"./logs/lessons.md\"\n[[goal.checks]]\nname = \"tests\"\ncmd = [\"sh\", \"-c\", \"exit 1\"]\n")
         .extra(extra)
         .render()
+        .replace(
+            "file = \"./prompts/main.md\"",
+            "files = [\"./prompts/main.md\", \"./logs/lessons.md\"]",
+        )
         .replace(
             &format!("command = [\"{}\"]", agent.display()),
             &format!(
@@ -172,7 +176,7 @@ fn each_round_is_an_invoke_agent_span_with_its_hook_calls_checks_and_outcome() {
             let resumed = p.events_of("session_resumed");
             assert_eq!(
                 attr(round, "gen_ai.conversation.id"),
-                resumed[0]["session_id"]
+                &resumed[0]["session_id"]
             );
         }
         // The agent saw its round's span as its parent.
@@ -199,7 +203,7 @@ fn each_round_is_an_invoke_agent_span_with_its_hook_calls_checks_and_outcome() {
             .map(|c| c["name"].as_str().unwrap())
             .collect();
         assert!(
-            names.contains(&"after_round claude_error_detector"),
+            names.contains(&"post_round/after_round claude_error_detector"),
             "{names:?}"
         );
         assert!(names.contains(&"goal_check tests"), "{names:?}");
@@ -216,7 +220,7 @@ fn each_round_is_an_invoke_agent_span_with_its_hook_calls_checks_and_outcome() {
         }
         let hook = children
             .iter()
-            .find(|c| c["name"] == "after_round claude_error_detector")
+            .find(|c| c["name"] == "post_round/after_round claude_error_detector")
             .unwrap();
         assert_eq!(attr(hook, "agent_runner.host"), "builtin-detectors");
         // Status: OK = 1, ERROR = 2.
