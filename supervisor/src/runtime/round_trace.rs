@@ -172,13 +172,19 @@ pub(crate) struct RoundSpan {
 
 impl RoundSpan {
     /// The variables the agent (and a goal check) gets: `TRACEPARENT` and
-    /// `OTEL_RESOURCE_ATTRIBUTES` (after the operator's own from `[agent.env]`).
+    /// `OTEL_RESOURCE_ATTRIBUTES` (after the operator's own, from `agent_env` — the
+    /// variables set on top — else the supervisor's environment, which the allow-list's
+    /// `OTEL_*` passes).
     pub(crate) fn agent_env(&self, agent_env: &[(String, String)]) -> Vec<(String, String)> {
+        const NAME: &str = "OTEL_RESOURCE_ATTRIBUTES";
+        let inherited = std::env::var(NAME).ok();
         let attributes = match agent_env
             .iter()
             .rev()
-            .find(|(k, _)| k == "OTEL_RESOURCE_ATTRIBUTES")
-            .map(|(_, v)| v.trim())
+            .find(|(k, _)| k == NAME)
+            .map(|(_, v)| v.as_str())
+            .or(inherited.as_deref())
+            .map(str::trim)
             .filter(|v| !v.is_empty())
         {
             Some(theirs) => format!("{theirs},{}", self.resource_attributes),
@@ -186,7 +192,7 @@ impl RoundSpan {
         };
         vec![
             ("TRACEPARENT".to_owned(), self.traceparent.clone()),
-            ("OTEL_RESOURCE_ATTRIBUTES".to_owned(), attributes),
+            (NAME.to_owned(), attributes),
         ]
     }
 }
@@ -527,6 +533,79 @@ mod tests {
         );
         assert_eq!(get("gen_ai.usage.cache_creation.input_tokens"), None);
         assert_eq!(get("gen_ai.response.model").as_deref(), Some("m"));
+    }
+
+    /// What a round's own thread spends on its trace (begin, three children, finish)
+    /// while the collector refuses every connection: the export is the SDK thread's, so
+    /// this stays in microseconds (printed for docs/operations.md "Traces").
+    #[test]
+    fn a_rounds_trace_costs_its_thread_microseconds_with_the_collector_down() {
+        let dir = tempfile::tempdir().unwrap();
+        let events = EventLog::new(dir.path());
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let telemetry = TelemetryConfig {
+            endpoint: Some(OtlpEndpoint {
+                traces_url: format!("http://127.0.0.1:{port}/v1/traces"),
+                source: "test".into(),
+                host: "127.0.0.1".into(),
+                port,
+            }),
+            service_name: "agent-runner".into(),
+        };
+        let mut traces = Traces::start(&telemetry, "p", &events).expect("an exporter");
+        const ROUNDS: u32 = 2000;
+        let started = std::time::Instant::now();
+        for n in 0..ROUNDS {
+            let now = SystemTime::now();
+            let span = traces.begin(
+                &RoundFacts {
+                    round_num: u64::from(n),
+                    agent: "claude".into(),
+                    provider: Some("anthropic"),
+                    ..Default::default()
+                },
+                now,
+            );
+            let call = |hook: &str| CallRecord {
+                host: "h".into(),
+                hook: hook.into(),
+                method: "post_round/after_round",
+                started: now,
+                elapsed: Duration::from_millis(1),
+                failure: None,
+            };
+            traces.finish(
+                span,
+                RoundEnding {
+                    usage: None,
+                    exit: Some((Some(0), "exited")),
+                    failure: None,
+                    calls: vec![call("a"), call("b")],
+                    checks: vec![CheckTiming {
+                        name: "c".into(),
+                        started: now,
+                        ended: now,
+                        error: None,
+                    }],
+                },
+            );
+            traces.report(&events);
+        }
+        let per_round = started.elapsed() / ROUNDS;
+        eprintln!("a round's trace on its own thread: {per_round:?} (collector down)");
+        assert!(per_round < Duration::from_millis(2), "{per_round:?}");
+        let flushed = std::time::Instant::now();
+        traces.shutdown(&events);
+        assert!(flushed.elapsed() < FLUSH_AT_EXIT + Duration::from_secs(2));
+        let text = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap())
+            .collect::<String>();
+        assert_eq!(text.matches("telemetry_export_failed").count(), 1, "{text}");
     }
 
     #[test]
