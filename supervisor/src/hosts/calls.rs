@@ -6,6 +6,7 @@ use serde_json::Value;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::call_failure::CallFailure;
+use super::call_record::{CallRecord, MAX_CALLS_KEPT};
 use super::cause::{Deadline, InFlight};
 use super::host::RunningHost;
 use super::{HookRef, HostManager};
@@ -227,27 +228,6 @@ impl HostManager {
         }
         None
     }
-}
-
-/// Calls kept at most between two [`HostManager::take_calls`] (a round's trace): the rest
-/// are not kept.
-pub(crate) const MAX_CALLS_KEPT: usize = 256;
-
-/// One hook call as a round's trace shows it (docs/operations.md, "Traces").
-#[derive(Clone, Debug)]
-pub(crate) struct CallRecord {
-    /// The host's name (`[plugins.hosts.<name>]`).
-    pub host: String,
-    /// The hook's name.
-    pub hook: String,
-    /// The protocol method called (`after_round`, …).
-    pub method: &'static str,
-    /// When the call was sent (wall clock).
-    pub started: SystemTime,
-    /// How long it took to its answer or failure.
-    pub elapsed: Duration,
-    /// Its failure (`<error type>: <message>`, redacted); `None`: answered.
-    pub failure: Option<String>,
 }
 
 impl HostManager {

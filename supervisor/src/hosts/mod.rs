@@ -9,8 +9,9 @@
 
 pub mod builtin;
 mod call_failure;
+mod call_record;
 mod calls;
-pub(crate) use calls::CallRecord;
+pub(crate) use call_record::CallRecord;
 pub(crate) mod cause;
 pub(crate) mod declarations;
 mod failures;
@@ -152,7 +153,7 @@ pub struct HostManager {
     call_durations: std::collections::BTreeMap<Family, CallHistogram>,
     /// Each call answered or failed since the last [`Self::take_calls`], while a round's
     /// trace wants them ([`Self::trace_calls`]); `None`: not kept.
-    call_log: Option<Vec<calls::CallRecord>>,
+    call_log: Option<Vec<CallRecord>>,
 }
 
 impl HostManager {
