@@ -52,6 +52,7 @@ impl HostManager {
             ),
             detectors: detectors.clone(),
             call_durations: std::collections::BTreeMap::new(),
+            call_log: None,
         };
         manager.add_builtin(config, gate).await;
         for cfg in &config.plugins.hosts {

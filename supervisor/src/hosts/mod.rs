@@ -9,7 +9,9 @@
 
 pub mod builtin;
 mod call_failure;
+mod call_record;
 mod calls;
+pub(crate) use call_record::CallRecord;
 pub(crate) mod cause;
 pub(crate) mod declarations;
 mod failures;
@@ -149,6 +151,9 @@ pub struct HostManager {
     detectors: builtin::DetectorHost,
     /// Hook call durations by family, this run (`service.json`, `/metrics`).
     call_durations: std::collections::BTreeMap<Family, CallHistogram>,
+    /// Each call answered or failed since the last [`Self::take_calls`], while a round's
+    /// trace wants them ([`Self::trace_calls`]); `None`: not kept.
+    call_log: Option<Vec<CallRecord>>,
 }
 
 impl HostManager {

@@ -32,6 +32,7 @@
 //!   stops); [`agent_done`]: the agent's own "done" (`.agent-done`);
 //!   [`schedule_gate`]: what `[schedule]` says of the next round; [`grace`]: result grace;
 //!   [`round_progress`]: the in-round heartbeat; [`substrate`]: the git head and fingerprint; [`processes`]: who is whose child.
+//! - [`round_trace`]: each round as an OpenTelemetry trace, exported in the background.
 //! - [`goal`]: `[goal]` checks after each round and the treadmill advisory; [`bounds`]:
 //!   `max_duration_s` and `max_rounds_per_hour`.
 
@@ -76,6 +77,7 @@ pub(crate) mod round;
 pub(crate) mod round_cgroup;
 pub(crate) mod round_context;
 pub(crate) mod round_progress;
+pub(crate) mod round_trace;
 pub(crate) mod sandbox_denials;
 pub(crate) mod schedule_gate;
 pub(crate) mod serve;

@@ -104,6 +104,8 @@ pub(crate) struct Ran {
     pub post_round: Decision,
     /// Whether a post-round hook reported the round's token usage.
     pub usage_reported: bool,
+    /// The round's own usage as the first hook that reported it was recorded.
+    pub usage: Option<agent_runner_protocol::TokenUsage>,
     /// Whether the built-in detector of a preset's CLI was asked.
     pub preset_cli: bool,
     /// Whether the round changed the tree: left it dirty, or moved `HEAD`.
@@ -211,6 +213,31 @@ struct Launch {
     own_sandbox: Option<crate::runtime::own_sandbox::Replaced>,
 }
 
+/// Why a round that ran failed, for its span's error status (docs/operations.md "Traces"):
+/// its agent's end, or the post-round verdict that backs off or stops (hook and kind only:
+/// a detector's message quotes the agent's output, which never leaves the machine).
+/// `None`: it did not fail.
+fn trace_failure(ran: &Ran) -> Option<String> {
+    let exit = &ran.exit;
+    if !exit.is_clean() && exit.cause != agent::ExitCause::Stopped {
+        return Some(match (exit.cause, exit.exit_code, exit.signal) {
+            (agent::ExitCause::Exited, Some(code), _) => format!("the agent exited {code}"),
+            (_, _, Some(signal)) => format!(
+                "the agent ended by signal {signal} ({})",
+                exit.cause.as_str()
+            ),
+            (cause, _, _) => format!("the agent ended: {}", cause.as_str()),
+        });
+    }
+    match &ran.post_round {
+        Decision::BackOff { hook, kind, .. } => {
+            Some(format!("{hook} backs off: {}", kind.as_str()))
+        }
+        Decision::Stop { hook, kind, .. } => Some(format!("{hook} stops serve: {}", kind.as_str())),
+        Decision::Continue => None,
+    }
+}
+
 /// Whether the work dir was a git working tree when the supervisor started; fixed for its
 /// life: a `.git` that appears while serving is adopted at the next start, never in the
 /// middle of a run (docs/operations.md, "Without git").
@@ -269,6 +296,10 @@ pub(crate) struct Runner {
     /// The repository's config files before the last round (docs/security.md, "What runs
     /// later: the watched tier").
     config_before: ConfigBefore,
+    /// The exporter of each round's trace (`[telemetry]`); `None`: no traces.
+    traces: Option<crate::runtime::round_trace::Traces>,
+    /// The span of the round under way, from its start to the attempt's end.
+    round_span: Option<crate::runtime::round_trace::RoundSpan>,
 }
 
 /// Every prompt file of `config`, each phase's too: where they resolve is learnt at boot,
@@ -317,7 +348,13 @@ impl Runner {
         }
         let prompt_links = crate::tree_file::KnownLinks::of(&prompt_files(&config));
         let log_dir = HeldDir::resolve(&config.runtime.log_dir);
+        let mut hosts = hosts;
+        let traces =
+            crate::runtime::round_trace::Traces::start(&config.telemetry, &config.project, &events);
+        hosts.trace_calls(traces.is_some());
         Runner {
+            traces,
+            round_span: None,
             log_dir,
             config,
             events,
@@ -533,6 +570,10 @@ impl Runner {
                     .to_string(),
             ));
         }
+        if let Some(span) = &self.round_span {
+            let trace_env = span.agent_env(&env);
+            env.extend(trace_env);
+        }
         env
     }
 
@@ -548,6 +589,59 @@ impl Runner {
         &mut self,
         stop: &mut StopWatch,
         phase: Option<&str>,
+    ) -> Result<Attempt, RoundError> {
+        let began = SystemTime::now();
+        // Calls since the last attempt (detector polls between rounds) are no round's.
+        self.hosts.take_calls();
+        let attempt = self.attempt_round(stop, phase, began).await;
+        self.finish_trace(&attempt);
+        attempt
+    }
+
+    /// Ends the span of the round the attempt ran, if it ran one (docs/operations.md
+    /// "Traces"), and tells what the exporter saw of its collector.
+    fn finish_trace(&mut self, attempt: &Result<Attempt, RoundError>) {
+        let Some(traces) = self.traces.as_mut() else {
+            return;
+        };
+        let calls = self.hosts.take_calls();
+        if let Some(span) = self.round_span.take() {
+            let mut ending = crate::runtime::round_trace::RoundEnding {
+                calls,
+                ..Default::default()
+            };
+            match attempt {
+                Ok(Attempt::Ran(ran)) => {
+                    ending.usage = ran.usage.clone();
+                    ending.exit = Some((ran.exit.exit_code, ran.exit.cause.as_str()));
+                    ending.checks = ran
+                        .goal
+                        .as_ref()
+                        .map(|g| g.timings.clone())
+                        .unwrap_or_default();
+                    ending.failure = trace_failure(ran);
+                }
+                Ok(_) => {}
+                Err(e) => ending.failure = Some(e.to_string()),
+            }
+            traces.finish(span, ending);
+        }
+        traces.report(&self.events);
+    }
+
+    /// Sends the traces still queued (at most [`crate::runtime::round_trace::FLUSH_AT_EXIT`])
+    /// and stops the exporter: `serve` and `round` at their end.
+    pub(crate) fn flush_traces(&mut self) {
+        if let Some(traces) = self.traces.take() {
+            traces.shutdown(&self.events);
+        }
+    }
+
+    async fn attempt_round(
+        &mut self,
+        stop: &mut StopWatch,
+        phase: Option<&str>,
+        began: SystemTime,
     ) -> Result<Attempt, RoundError> {
         self.repo.stop_on(stop);
         if let Some(pressure) = self.health_gate() {
@@ -568,7 +662,7 @@ impl Runner {
             ControlFlow::Continue(round_ctx) => round_ctx,
             ControlFlow::Break(attempt) => return Ok(attempt),
         };
-        let launch = self.launch(next, phase, &round_ctx)?;
+        let mut launch = self.launch(next, phase, &round_ctx)?;
         let resume = launch.resume.clone();
         if let ControlFlow::Break(attempt) = self.ask_spawn_gate(&ctx, &launch, phase, stop).await {
             return Ok(attempt);
@@ -580,6 +674,28 @@ impl Runner {
         let (round_num, log_path, log) = self
             .start_round(&round_ctx, &started, phase, resume.as_ref(), &head_before)
             .await?;
+        if let Some(traces) = &self.traces {
+            let agent = self.config.profile(phase).agent;
+            let facts = crate::runtime::round_trace::RoundFacts {
+                round_num,
+                phase: phase.map(str::to_owned),
+                agent: agent
+                    .name
+                    .clone()
+                    .or_else(|| agent.cli.name.map(str::to_owned))
+                    .unwrap_or_else(|| {
+                        let bin = agent.command.first().map(String::as_str).unwrap_or("");
+                        bin.rsplit('/').next().unwrap_or(bin).to_owned()
+                    }),
+                provider: crate::runtime::round_trace::provider_of(agent.cli.name),
+                model: crate::runtime::round_trace::model_of(&agent.command),
+                conversation: resume.as_ref().filter(|r| r.resuming).map(|r| r.id.clone()),
+            };
+            let span = traces.begin(&facts, began);
+            let trace_env = span.agent_env(&launch.env);
+            launch.env.extend(trace_env);
+            self.round_span = Some(span);
+        }
         let baseline = self.baseline(round_num, before);
         let config_watched = self.record_config(round_num).await;
         // What the checks run, as it was before any agent of this boot could change it.
@@ -706,6 +822,7 @@ impl Runner {
             dirty,
             post_round: consulted.decision,
             usage_reported: consulted.usage_reported,
+            usage: consulted.usage,
             preset_cli: consulted.preset_cli,
             tree_changed,
             goal,
@@ -1544,6 +1661,7 @@ impl Runner {
                 decision: Decision::Continue,
                 usage_reported: false,
                 tokens: None,
+                usage: None,
                 preset_cli: false,
             };
         }

@@ -1537,7 +1537,8 @@ fn refresh_summary(state_dir: &Path) {
 }
 
 /// Shuts the hosts down and releases the lock.
-pub(crate) async fn shutdown(booted: Booted) {
+pub(crate) async fn shutdown(mut booted: Booted) {
+    booted.runner.flush_traces();
     booted.runner.hosts.shutdown().await;
     // `round` ends here too: its look-ups are then as cheap as after a `serve`.
     refresh_summary(&booted.runner.config.runtime.state_dir);

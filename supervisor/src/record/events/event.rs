@@ -286,6 +286,28 @@ pub(crate) enum Event {
         /// `round_usd`.
         cap: f64,
     },
+    /// The OTLP collector did not take a round's trace (docs/operations.md "Traces"): told
+    /// once when an outage begins, however many exports fail in it; rounds go on and the
+    /// outage's spans are lost.
+    TelemetryExportFailed {
+        /// The URL spans are sent to.
+        endpoint: String,
+        /// Where it was read (`[telemetry] otlp_endpoint`, `the environment's <VAR>`).
+        source: String,
+        /// The first failure of the outage.
+        error: String,
+    },
+    /// The collector took spans again after `telemetry_export_failed`.
+    TelemetryExportRecovered {
+        /// The URL spans are sent to.
+        endpoint: String,
+        /// Seconds from the outage's first failure to this look.
+        failed_for_s: f64,
+        /// Requests that failed in the outage.
+        failed_exports: u64,
+        /// Spans lost with them.
+        spans_lost: u64,
+    },
     /// `agent-runner budget reset`: `total_*` and the day's spend count from here.
     BudgetReset {
         /// US dollars spent before it, since the record began or the previous reset.
@@ -1529,6 +1551,8 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "budget_resumed",
     "budget_round_exceeded",
     "budget_reset",
+    "telemetry_export_failed",
+    "telemetry_export_recovered",
     "goal_reached",
     "goal_check",
     "goal_check_tampered",
