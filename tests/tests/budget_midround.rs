@@ -170,3 +170,106 @@ fn without_a_cap_the_agent_makes_every_call() {
     assert_eq!(calls_made(&p, 1), CALLS);
     assert!(p.events_of("budget_round_stopped").is_empty());
 }
+
+/// A Python host with one output watch, `meter`: `silent` never answers
+/// `output_watch/observe`; otherwise each line of a chunk holding `"cost":0.2` is one call
+/// of $0.20 (docs/protocol.md §5.10: any host may watch, for any agent).
+fn meter_host(p: &Project, silent: bool) -> PathBuf {
+    let answer = if silent {
+        "time.sleep(3600)"
+    } else {
+        "calls = [{\"input_tokens\": 1000, \"output_tokens\": 0, \"cost_usd\": 0.2} for l in req[\"params\"][\"chunk\"][\"text\"].splitlines() if '\"cost\":0.2' in l]\n        send({\"jsonrpc\": \"2.0\", \"id\": rid, \"result\": {\"usage\": calls} if calls else None})"
+    };
+    let script = format!(
+        r#"#!/usr/bin/python3
+import json, sys, time
+def send(obj):
+    sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    req = json.loads(line)
+    rid = req["id"]
+    if req["method"] == "initialize":
+        send({{"jsonrpc": "2.0", "id": rid, "result": {{"protocol_version": 1,
+              "name": "meter", "version": "1",
+              "hooks": [{{"family": "output_watch", "name": "meter"}}]}}}})
+    elif req["method"] == "output_watch/observe":
+        {answer}
+    else:
+        send({{"jsonrpc": "2.0", "id": rid, "result": None}})
+"#
+    );
+    let path = p.tmp_dir().join("meter.py");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// An agent no preset knows, printing one `{"call":N,"cost":0.2}` line per call, 0.4 s
+/// apart, `CALLS` of them.
+fn plain_agent(p: &Project) -> PathBuf {
+    std::fs::create_dir_all(p.tmp_dir().join("bin/state")).unwrap();
+    p.script(
+        "meter-agent.sh",
+        &format!(
+            "#!/bin/sh\ni=0\nwhile [ $i -lt {CALLS} ]; do\n  i=$((i + 1))\n  echo \"round $AGENT_RUNNER_ROUND_NUM call $i\" >> \"$STATE/calls\"\n  echo '{{\"call\":'$i',\"cost\":0.2}}'\n  sleep 0.4\ndone\n"
+        ),
+    )
+}
+
+fn with_meter(p: &Project, silent: bool, budget: &str) -> ConfigBuilder {
+    let host = meter_host(p, silent);
+    ConfigBuilder::new(&plain_agent(p))
+        .agent_env(
+            "STATE",
+            &p.tmp_dir().join("bin/state").display().to_string(),
+        )
+        .host(
+            agent_runner_e2e::HostSpec::new("meter", &host)
+                .provides(&["output_watch"])
+                .timeout_s(1),
+        )
+        .extra(budget)
+}
+
+/// A host's output watch drives the cap for an agent agent-runner knows nothing of: its
+/// calls of $0.20 stop the round at the third under `round_usd = 0.5`.
+#[test]
+fn a_hosts_output_watch_stops_any_agent_at_the_cap() {
+    let p = Project::new();
+    p.write_config(&with_meter(&p, false, "[budget]\nround_usd = 0.5\n"));
+    p.run(&["serve", "--max-rounds", "1"]).assert_code(0);
+    let stopped = p.events_of("budget_round_stopped");
+    assert_eq!(stopped.len(), 1, "{}", p.events_text());
+    assert_eq!(stopped[0]["hook"], "meter", "{}", stopped[0]);
+    assert_eq!(stopped[0]["calls"], 3, "{}", stopped[0]);
+    let made = calls_made(&p, 1);
+    eprintln!("host watch: stopped at call 3; calls made: {made}");
+    assert!((3..=4).contains(&made), "{made}");
+    // Its calls are the round's recorded usage: no post-round hook reported any.
+    let usage = p.events_of("agent_usage_recorded");
+    assert_eq!(usage[0]["hook"], "meter", "{}", usage[0]);
+    assert!(usage[0]["cost_usd"].as_f64().unwrap() >= 0.6 - 1e-9);
+}
+
+/// A watch that never answers holds nothing up: its first call times out (1 s,
+/// `hook_failed`), its host is not started again during the round, and the agent makes
+/// every call in its usual time, unstopped.
+#[test]
+fn a_silent_output_watch_never_holds_the_agent_up() {
+    let p = Project::new();
+    p.write_config(&with_meter(&p, true, "[budget]\nround_usd = 0.5\n"));
+    p.run(&["serve", "--max-rounds", "1"]).assert_code(0);
+    assert_eq!(calls_made(&p, 1), CALLS, "{}", p.events_text());
+    assert!(p.events_of("budget_round_stopped").is_empty());
+    let exit = &p.events_of("agent_exit")[0];
+    assert_eq!(exit["exit_cause"], "exited", "{exit}");
+    // 10 calls 0.4 s apart: about 4 s, the watch's 1 s timeout not added to it.
+    let took = exit["duration_s"].as_f64().unwrap();
+    assert!(took < 6.0, "{took}");
+    let failed = p.events_of("hook_failed");
+    assert_eq!(failed.len(), 1, "{}", p.events_text());
+    assert_eq!(failed[0]["error_type"], "timeout", "{}", failed[0]);
+    assert_eq!(failed[0]["hook_name"], "meter", "{}", failed[0]);
+    assert_eq!(failed[0]["hook_kind"], "output_watch", "{}", failed[0]);
+}
