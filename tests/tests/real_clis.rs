@@ -1331,19 +1331,25 @@ fn claude_reported_cost_drives_the_total_cap() {
 /// `[budget]` within a round on the real claude (docs/operations.md, "Budget": "Within a
 /// round"): its stream-json's `assistant` record of the first model call (120 input
 /// tokens, priced as claude prices the fake model: $3/M input, $15/M output) crosses
-/// `round_usd = 0.0003`, read by the confined built-in watch while claude runs the tool
-/// call (slowed to 5 s by `--then`); claude is stopped before its second call: the fake
-/// model answered one request. The control: with `round_usd = 1.0` the round makes both
-/// calls and nothing is stopped.
+/// `round_usd = 0.0003`, read by the confined built-in watch. While claude runs the tool
+/// call (slowed to 5 s by `--then`) it is stopped before its second call: the fake model
+/// answered one request. With a tool call that returns at once, the second call may
+/// already be under way when the stop lands: at most one call more (the overshoot the
+/// issue bounds). The control: with `round_usd = 1.0` the round makes both calls and
+/// nothing is stopped.
 #[test]
 fn claude_is_stopped_mid_round_once_its_stream_crosses_round_usd() {
-    for (cap, requests, stopped) in [("0.0003", 1, 1), ("1.0", 2, 0)] {
+    for (cap, tool, requests, stopped) in [
+        ("0.0003", "sleep 5", 1..=1, 1),
+        ("0.0003", "true", 1..=2, 1),
+        ("1.0", "sleep 5", 2..=2, 0),
+    ] {
         let p = Project::new();
         let log = p.home().join("fake-model.jsonl");
         let server = FakeModel::spawn(
             Command::new("python3")
                 .arg(workspace_root().join("tests/agent-clis/fake_model.py"))
-                .args(["--mode", "normal", "--host", "127.0.0.1", "--then", "sleep 5"])
+                .args(["--mode", "normal", "--host", "127.0.0.1", "--then", tool])
                 .arg("--log")
                 .arg(&log),
         );
@@ -1356,8 +1362,8 @@ fn claude_is_stopped_mid_round_once_its_stream_crosses_round_usd() {
         let events = p.events_of("budget_round_stopped");
         assert_eq!(events.len(), stopped, "{cap}: {}", p.events_text());
         let made = request_turns(&log).len();
-        eprintln!("claude, round_usd = {cap}: model requests {made}, stopped {events:?}");
-        assert_eq!(made, requests, "{cap}: {}", p.events_text());
+        eprintln!("claude, round_usd = {cap}, tool `{tool}`: model requests {made} (of 2), stopped: {}", events.len());
+        assert!(requests.contains(&made), "{cap} {tool}: {made}: {}", p.events_text());
         let exit = &p.events_of("agent_exit")[0];
         if stopped == 1 {
             assert_eq!(events[0]["calls"], 1, "{}", events[0]);
