@@ -1362,8 +1362,15 @@ fn claude_is_stopped_mid_round_once_its_stream_crosses_round_usd() {
         let events = p.events_of("budget_round_stopped");
         assert_eq!(events.len(), stopped, "{cap}: {}", p.events_text());
         let made = request_turns(&log).len();
-        eprintln!("claude, round_usd = {cap}, tool `{tool}`: model requests {made} (of 2), stopped: {}", events.len());
-        assert!(requests.contains(&made), "{cap} {tool}: {made}: {}", p.events_text());
+        eprintln!(
+            "claude, round_usd = {cap}, tool `{tool}`: model requests {made} (of 2), stopped: {}",
+            events.len()
+        );
+        assert!(
+            requests.contains(&made),
+            "{cap} {tool}: {made}: {}",
+            p.events_text()
+        );
         let exit = &p.events_of("agent_exit")[0];
         if stopped == 1 {
             assert_eq!(events[0]["calls"], 1, "{}", events[0]);

@@ -99,7 +99,7 @@ impl Left {
 
     /// The cap reached when the round has spent `running`, if it has.
     pub(crate) fn reached(&self, running: f64) -> Option<Reached> {
-        (running >= self.room()).then(|| Reached {
+        (running >= self.room()).then_some(Reached {
             scope: self.scope,
             spent: self.before + running,
             cap: self.cap,
@@ -222,6 +222,11 @@ pub(crate) fn source_of(cli: Option<&str>, budget: &BudgetConfig) -> (bool, Stri
             highest.output
         ));
     }
+    words.push_str(if dialect.calls.is_some() {
+        "; read call by call while the round runs, so a round is stopped once it reaches a cap"
+    } else {
+        "; read only when the round ends, so the round that crosses a cap runs to its end"
+    });
     let totals = dialect.session_totals;
     if totals.tokens || totals.cost {
         words.push_str(
