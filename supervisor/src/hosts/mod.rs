@@ -163,6 +163,13 @@ impl HostManager {
         self.hosts.get(hook.host).is_some_and(|h| h.builtin)
     }
 
+    /// Whether the host serving `hook` is running now (a call would not start it).
+    pub(crate) fn is_running(&self, hook: &HookRef) -> bool {
+        self.hosts
+            .get(hook.host)
+            .is_some_and(|h| h.running.is_some() && !h.disabled)
+    }
+
     /// The name of the host serving `hook` (its `[plugins.hosts.<name>]` key).
     pub(crate) fn host_name(&self, hook: &HookRef) -> &str {
         &self.hosts[hook.host].cfg.name

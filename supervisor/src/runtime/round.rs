@@ -300,6 +300,9 @@ pub(crate) struct Runner {
     traces: Option<crate::runtime::round_trace::Traces>,
     /// The span of the round under way, from its start to the attempt's end.
     round_span: Option<crate::runtime::round_trace::RoundSpan>,
+    /// What the next round may spend (`serve` sets it from the record before each round
+    /// while a `[budget]` cap is set); `None`: its spend is not watched while it runs.
+    pub round_cap: Option<crate::budget::RoundCap>,
 }
 
 /// Every prompt file of `config`, each phase's too: where they resolve is learnt at boot,
@@ -370,6 +373,7 @@ impl Runner {
             agent_sandbox,
             check_files: crate::runtime::goal::Fingerprints::default(),
             config_before: ConfigBefore::default(),
+            round_cap: None,
         }
     }
 
@@ -703,8 +707,16 @@ impl Runner {
             self.check_files.add_new(goal);
         }
         let mut egress = EgressTally::default();
+        let mut watched = crate::runtime::usage_watch::Watched::default();
         let exit = self
-            .run_agent(round_num, phase, launch, &log_path, log, stop, &mut egress)
+            .run_agent(
+                round_num,
+                phase,
+                launch,
+                (&log_path, log),
+                stop,
+                (&mut egress, &mut watched),
+            )
             .await;
         if let Some(sessions) = self.sessions.as_mut().filter(|_| resume.is_some()) {
             sessions.ended(
@@ -771,6 +783,9 @@ impl Runner {
             (self.sessions.as_mut(), resume.as_ref(), consulted.tokens)
         {
             sessions.used(phase.unwrap_or(""), &resume.id, tokens);
+        }
+        if !consulted.usage_reported {
+            self.record_watched(round_num, phase, watched);
         }
         self.exec_surface(round_num, &baseline, &after, (&head_before, &head_after))
             .await;
@@ -1095,16 +1110,16 @@ impl Runner {
     /// `round_oom_killed`; `agent_spawn_failed` and a `round_end` when it cannot start).
     /// The connects its sandbox refused are recorded in `egress` (and as
     /// `agent_egress_refused` events after `agent_exit`).
-    #[allow(clippy::too_many_arguments)]
+    /// While a `[budget]` cap is set, the output watches follow the round
+    /// ([`crate::runtime::usage_watch`]); what they saw goes to `watched`.
     async fn run_agent(
         &mut self,
         round_num: u64,
         phase: Option<&str>,
         launch: Launch,
-        log_path: &Path,
-        log: File,
+        (log_path, log): (&Path, File),
         stop: &mut StopWatch,
-        egress: &mut EgressTally,
+        (egress, watched): (&mut EgressTally, &mut crate::runtime::usage_watch::Watched),
     ) -> Result<AgentExit, RoundError> {
         let budget = launch.budget;
         let own_sandbox = launch.own_sandbox.clone();
@@ -1208,7 +1223,23 @@ impl Runner {
             log_path: log_path.to_owned(),
         });
         let spawned = SystemTime::now();
-        let exit = agent::run(spec, stop).await;
+        let exit = match self.usage_watch(round_num, phase, log_path) {
+            Some(watch) => {
+                let (crossed, over_budget) = tokio::sync::oneshot::channel();
+                spec.budget_stop = Some(over_budget);
+                let (ended, agent_gone) = tokio::sync::oneshot::channel();
+                let agent = async {
+                    let exit = agent::run(spec, stop).await;
+                    let _ = ended.send(());
+                    exit
+                };
+                let (exit, seen) =
+                    tokio::join!(agent, watch.run(&mut self.hosts, agent_gone, crossed));
+                *watched = seen;
+                exit
+            }
+            None => agent::run(spec, stop).await,
+        };
         crate::runtime::cli_reports::keep(
             self.config.profile(phase).agent.cli.name,
             &agent_tmp,
@@ -1273,6 +1304,77 @@ impl Runner {
             self.record_cgroup(round_num, agent, &exit, usage);
         }
         Ok(exit)
+    }
+
+    /// The round's usage watch: `None` without a cap ([`Runner::round_cap`]) or without an
+    /// output watch that applies to the round's CLI (a built-in one only to its own CLI,
+    /// as the built-in detectors).
+    fn usage_watch(
+        &self,
+        round_num: u64,
+        phase: Option<&str>,
+        log_path: &Path,
+    ) -> Option<crate::runtime::usage_watch::UsageWatch> {
+        let cap = self.round_cap.clone().filter(|c| c.any())?;
+        let cli = self.config.profile(phase).agent.cli.name;
+        let hooks: Vec<_> = self
+            .hosts
+            .hooks(Family::OutputWatch)
+            .into_iter()
+            .filter(|hook| {
+                !self.hosts.is_builtin(hook)
+                    || crate::detectors::DIALECTS.iter().any(|d| {
+                        Some(d.binary) == cli
+                            && crate::detectors::watch::watch_name(d) == hook.name.as_str()
+                    })
+            })
+            .collect();
+        if hooks.is_empty() {
+            return None;
+        }
+        Some(crate::runtime::usage_watch::UsageWatch {
+            hooks,
+            ctx: self.context(round_num, phase, Some(log_path.display().to_string())),
+            log_path: log_path.to_owned(),
+            cap,
+            table: crate::budget::prices::PriceTable::new(&self.config.budget.prices),
+            events: self.events.clone(),
+        })
+    }
+
+    /// `agent_usage_recorded` from what the output watches saw of round `round_num`, for a
+    /// round no post-round hook reported usage for (an agent stopped for its budget before
+    /// its CLI printed its final record): its spend still counts against the caps.
+    fn record_watched(
+        &self,
+        round_num: u64,
+        phase: Option<&str>,
+        watched: crate::runtime::usage_watch::Watched,
+    ) {
+        let Some((hook, usage, _)) = watched.usage else {
+            return;
+        };
+        let agent = &self.config.profile(phase).agent;
+        let binary = agent.command[0].rsplit('/').next().unwrap_or("");
+        let model = usage
+            .model
+            .as_deref()
+            .map(agent_runner_protocol::redact::redact_and_cap)
+            .filter(|m| !m.is_empty());
+        self.events.emit(Event::AgentUsageRecorded {
+            round_num,
+            hook: hook.to_string(),
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            cache_read_tokens: usage.cache_read_tokens,
+            cache_write_tokens: usage.cache_write_tokens,
+            cost_usd: usage.cost_usd,
+            agent: agent.cli.name.unwrap_or(binary).to_owned(),
+            model: model.unwrap_or_else(|| "unknown".to_owned()),
+            cached_tokens: usage.cache_read_tokens.unwrap_or(0),
+            usage_scope: post_round::USAGE_SCOPE.to_owned(),
+            from_session_totals: Vec::new(),
+        });
     }
 
     /// `agent_spawn_failed` and a `round_end` for an agent that could not start; the
@@ -1366,6 +1468,7 @@ impl Runner {
             }),
             cgroup_procs: None,
             egress: None,
+            budget_stop: None,
             confinement: None,
         }
     }

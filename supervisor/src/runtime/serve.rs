@@ -611,7 +611,16 @@ impl Serving<'_> {
             )
             .await
             {
-                BudgetGate::Run => {}
+                BudgetGate::Run => {
+                    // What the round may spend, watched while it runs.
+                    self.runner.round_cap = self.budget.as_ref().map(|ledger| {
+                        crate::budget::round_cap(
+                            &self.runner.config.budget,
+                            ledger,
+                            jiff::Timestamp::now(),
+                        )
+                    });
+                }
                 BudgetGate::Again => continue,
                 BudgetGate::Exhausted => {
                     self.code = crate::exit::BUDGET_EXHAUSTED;

@@ -308,6 +308,40 @@ pub(crate) enum Event {
         /// Spans lost with them.
         spans_lost: u64,
     },
+    /// A round's running spend, as its output watches reported it, reached what it may
+    /// spend: its agent was stopped (`agent_exit.exit_cause = "budget"`; docs/operations.md,
+    /// "Budget").
+    BudgetRoundStopped {
+        /// The round.
+        round_num: u64,
+        /// The cap reached: `round_usd`, `total_usd`, `daily_usd`, `total_tokens` or
+        /// `daily_tokens`.
+        scope: String,
+        /// Spent against it (US dollars or tokens): the round's so far, plus what was spent
+        /// before the round for a total or daily cap.
+        spent: f64,
+        /// The cap.
+        cap: f64,
+        /// The round's running cost, US dollars.
+        round_usd: f64,
+        /// The round's running tokens.
+        round_tokens: u64,
+        /// The model calls counted.
+        calls: u64,
+        /// The output watch whose report counted.
+        hook: String,
+    },
+    /// An output watch fell more than `max_behind_bytes` behind the round log and skipped
+    /// `skipped_bytes` of it (docs/protocol.md §5.10): calls in them were not counted
+    /// while the round ran.
+    OutputWatchSkipped {
+        /// The round.
+        round_num: u64,
+        /// Bytes of the log no chunk carried.
+        skipped_bytes: u64,
+        /// How far behind a watch may fall.
+        max_behind_bytes: u64,
+    },
     /// `agent-runner budget reset`: `total_*` and the day's spend count from here.
     BudgetReset {
         /// US dollars spent before it, since the record began or the previous reset.
@@ -1550,6 +1584,8 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "budget_paused",
     "budget_resumed",
     "budget_round_exceeded",
+    "budget_round_stopped",
+    "output_watch_skipped",
     "budget_reset",
     "telemetry_export_failed",
     "telemetry_export_recovered",
