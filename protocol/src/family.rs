@@ -8,14 +8,14 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 use crate::limits::{
-    DEFAULT_DIRTY_HANDLER_TIMEOUT_S, DEFAULT_ROUND_HOOK_TIMEOUT_S, DEFAULT_SERVE_STARTUP_TIMEOUT_S,
-    DEFAULT_SPAWN_HOOK_TIMEOUT_S,
+    DEFAULT_DIRTY_HANDLER_TIMEOUT_S, DEFAULT_OUTPUT_WATCH_TIMEOUT_S, DEFAULT_ROUND_HOOK_TIMEOUT_S,
+    DEFAULT_SERVE_STARTUP_TIMEOUT_S, DEFAULT_SPAWN_HOOK_TIMEOUT_S,
 };
 use crate::methods;
 
 /// A hook family (`docs/protocol.md` §3, `hooks[].family`), spelled on the wire and in
 /// config as its [`FamilySpec::name`]: `"spawn_hook"`, `"dirty_handler"`, `"pre_round"`,
-/// `"context_enricher"`, `"serve_startup"`, `"detector"`, `"post_round"`.
+/// `"context_enricher"`, `"serve_startup"`, `"detector"`, `"post_round"`, `"output_watch"`.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
@@ -35,6 +35,9 @@ pub enum Family {
     Detector,
     /// Consulted after every round the agent ran: continue, back off or stop.
     PostRound,
+    /// Shown the round's log while the agent runs, chunk by chunk; answers the usage of
+    /// the model calls each chunk completed (`docs/protocol.md` §5.10).
+    OutputWatch,
 }
 
 /// What the supervisor knows about one family.
@@ -71,6 +74,7 @@ impl Family {
         Family::ServeStartup,
         Family::Detector,
         Family::PostRound,
+        Family::OutputWatch,
     ];
 
     /// The family's declaration.
@@ -117,6 +121,12 @@ impl Family {
                 method: methods::AFTER_ROUND,
                 default_timeout_s: DEFAULT_ROUND_HOOK_TIMEOUT_S,
                 registry_key: "post_round_hooks",
+            },
+            Family::OutputWatch => FamilySpec {
+                name: "output_watch",
+                method: methods::OBSERVE,
+                default_timeout_s: DEFAULT_OUTPUT_WATCH_TIMEOUT_S,
+                registry_key: "output_watches",
             },
         }
     }
@@ -190,7 +200,7 @@ mod tests {
         assert_eq!(Family::SpawnHook.spec().verb(), "before_spawn");
         assert_eq!(
             Family::spelled("\"", " or "),
-            "\"spawn_hook\", \"dirty_handler\", \"pre_round\", \"context_enricher\", \"serve_startup\", \"detector\" or \"post_round\""
+            "\"spawn_hook\", \"dirty_handler\", \"pre_round\", \"context_enricher\", \"serve_startup\", \"detector\", \"post_round\" or \"output_watch\""
         );
         assert_eq!(Family::Detector.spec().verb(), "detect");
         assert_eq!(Family::PostRound.spec().verb(), "after_round");

@@ -27,8 +27,9 @@ pub use family::{Family, FamilySpec};
 pub use types::*;
 pub use validate::{
     check_host_events, decode, decode_detection, decode_dirty_result, decode_enrichment,
-    decode_initialize_result, decode_post_round_result, decode_response, decode_round_decision,
-    decode_spawn_decision, decode_startup_result, EnvelopeError, InvalidMessage, Response,
+    decode_initialize_result, decode_observation, decode_post_round_result, decode_response,
+    decode_round_decision, decode_spawn_decision, decode_startup_result, EnvelopeError,
+    InvalidMessage, Response,
 };
 
 /// The protocol version this crate implements (`initialize.protocol_version`).

@@ -20,6 +20,14 @@ pub const DEFAULT_DIRTY_HANDLER_TIMEOUT_S: u64 = 60;
 /// Default call timeout of a pre-round hook, context enricher, detector or post-round hook,
 /// in seconds (`docs/protocol.md` §7).
 pub const DEFAULT_ROUND_HOOK_TIMEOUT_S: u64 = 10;
+/// Default call timeout of an output watch, in seconds (`docs/protocol.md` §5.10, §7): it
+/// is asked while the agent runs, so a slow one is ended sooner than the others.
+pub const DEFAULT_OUTPUT_WATCH_TIMEOUT_S: u64 = 5;
+/// Most bytes of the round log one `output_watch/observe` chunk carries (`docs/protocol.md`
+/// §5.10): escaped as JSON it stays under half of [`MAX_LINE_BYTES`], as `log_tail` does.
+pub const MAX_CHUNK_BYTES: usize = 16_384;
+/// Most model calls one `output_watch/observe` answer may report (`docs/protocol.md` §5.10).
+pub const MAX_OBSERVED_CALLS: usize = 64;
 /// Default call timeout of a serve-startup hook, in seconds (`docs/protocol.md` §7).
 pub const DEFAULT_SERVE_STARTUP_TIMEOUT_S: u64 = 30;
 /// Most bytes of the round log sent as `log_tail` (`docs/protocol.md` §5, §7). Escaped as

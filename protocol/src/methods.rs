@@ -18,3 +18,6 @@ pub const DETECT: &str = "detector/detect";
 pub const SHUTDOWN: &str = "shutdown";
 /// `post_round/after_round`: tells a post-round hook how a round ended (docs/protocol.md §5).
 pub const AFTER_ROUND: &str = "post_round/after_round";
+/// `output_watch/observe`: shows an output watch the next chunk of the running round's
+/// log; it answers the usage of the model calls the chunk completed (docs/protocol.md §5.10).
+pub const OBSERVE: &str = "output_watch/observe";

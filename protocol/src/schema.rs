@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use crate::types::{
     AfterRoundParams, BeforeRoundParams, BeforeSpawnParams, DetectParams, Detection, DirtyAction,
-    EnrichParams, Enrichment, HandleDirtyParams, InitializeParams, InitializeResult, OnStartParams,
-    PostRoundVerdict, RoundDecision, SpawnDecision, StartupResult,
+    EnrichParams, Enrichment, HandleDirtyParams, InitializeParams, InitializeResult, Observation,
+    ObserveParams, OnStartParams, PostRoundVerdict, RoundDecision, SpawnDecision, StartupResult,
 };
 
 fn schema<T: JsonSchema>() -> Value {
@@ -53,6 +53,8 @@ pub fn all() -> Vec<(&'static str, Value)> {
             "after_round.result.json",
             schema::<Option<PostRoundVerdict>>(),
         ),
+        ("observe.params.json", schema::<ObserveParams>()),
+        ("observe.result.json", schema::<Option<Observation>>()),
         (
             "shutdown.params.json",
             null_schema(

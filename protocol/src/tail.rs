@@ -14,7 +14,33 @@ pub fn log_tail(log_end: &[u8]) -> String {
     while start < log_end.len() && start > 0 && log_end[start] & 0xC0 == 0x80 {
         start += 1;
     }
-    let text = String::from_utf8_lossy(&log_end[start..]);
+    let mut out = clean(&log_end[start..]);
+    // U+FFFD takes 3 bytes where a control byte took 1: cut again from the front.
+    let mut excess = out.len().saturating_sub(MAX_LOG_TAIL_BYTES);
+    while excess > 0 && !out.is_char_boundary(excess) {
+        excess += 1;
+    }
+    out.split_off(excess.min(out.len()))
+}
+
+/// The `text` of an `output_watch/observe` chunk (docs/protocol.md §5.10): `bytes` (at
+/// most [`crate::limits::MAX_CHUNK_BYTES`], which the supervisor cuts after a newline
+/// where it can) decoded and cleaned as [`log_tail`] cleans, U+FFFD for invalid UTF-8
+/// and control characters; a text grown past the limit by them is cut at its end.
+pub fn chunk_text(bytes: &[u8]) -> String {
+    let mut text = clean(&bytes[..bytes.len().min(crate::limits::MAX_CHUNK_BYTES)]);
+    let mut keep = text.len().min(crate::limits::MAX_CHUNK_BYTES);
+    while !text.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    text.truncate(keep);
+    text
+}
+
+/// `bytes` as text: invalid UTF-8 and control characters other than tab, newline and
+/// carriage return become U+FFFD.
+fn clean(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if c.is_control() && !matches!(c, '\t' | '\n' | '\r') {
@@ -23,12 +49,7 @@ pub fn log_tail(log_end: &[u8]) -> String {
             out.push(c);
         }
     }
-    // U+FFFD takes 3 bytes where a control byte took 1: cut again from the front.
-    let mut excess = out.len().saturating_sub(MAX_LOG_TAIL_BYTES);
-    while excess > 0 && !out.is_char_boundary(excess) {
-        excess += 1;
-    }
-    out.split_off(excess.min(out.len()))
+    out
 }
 
 #[cfg(test)]
@@ -60,5 +81,15 @@ mod tests {
         );
         assert_eq!(log_tail(b"\xffok"), "\u{fffd}ok");
         assert_eq!(log_tail(b""), "");
+    }
+
+    #[test]
+    fn a_chunk_is_cleaned_and_kept_within_its_limit() {
+        assert_eq!(
+            chunk_text(b"{\"a\":1}\n\x1b[0m\xff"),
+            "{\"a\":1}\n\u{fffd}[0m\u{fffd}"
+        );
+        let noisy = vec![0u8; crate::limits::MAX_CHUNK_BYTES];
+        assert!(chunk_text(&noisy).len() <= crate::limits::MAX_CHUNK_BYTES);
     }
 }

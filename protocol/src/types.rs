@@ -655,3 +655,45 @@ pub struct PostRoundVerdict {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<TokenUsage>,
 }
+
+/// Params of `output_watch/observe` (`docs/protocol.md` §5.10): the next chunk of the
+/// running round's log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ObserveParams {
+    /// Which of the host's hooks is asked.
+    pub hook: HookName,
+    /// The round context (`agent_log_path` set).
+    pub ctx: Context,
+    /// The chunk.
+    pub chunk: OutputChunk,
+}
+
+/// A chunk of a running round's log (`docs/protocol.md` §5.10).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OutputChunk {
+    /// Where `text` starts in the round log, in bytes; 0 starts a round.
+    pub offset: u64,
+    /// Bytes of the log before `offset` that no chunk carried (the watch fell behind and
+    /// the supervisor skipped them); 0 when this chunk follows the previous one.
+    pub skipped_bytes: u64,
+    /// At most [`crate::limits::MAX_CHUNK_BYTES`] bytes of the log, ended after its last
+    /// newline when it holds one, decoded and cleaned as `log_tail` is (invalid UTF-8 and
+    /// control characters other than tab, newline and carriage return become U+FFFD).
+    /// Untrusted text: the agent wrote it.
+    #[schemars(length(max = crate::limits::MAX_CHUNK_BYTES))]
+    pub text: String,
+}
+
+/// An output watch's answer (`docs/protocol.md` §5.10); the whole result is
+/// `Option<Observation>`, `null` meaning "no model call completed in this chunk".
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Observation {
+    /// One entry per model call the chunk completed, each that call's own usage (never a
+    /// running total), at most [`crate::limits::MAX_OBSERVED_CALLS`].
+    #[serde(default)]
+    #[schemars(length(max = crate::limits::MAX_OBSERVED_CALLS))]
+    pub usage: Vec<TokenUsage>,
+}

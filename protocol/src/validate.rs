@@ -12,7 +12,7 @@ use crate::limits::{
     MAX_EVENT_KIND_LEN, MAX_HOST_EVENTS_PER_RESULT, MAX_HOST_EVENT_BYTES, MAX_OWNED_PATHS,
 };
 use crate::types::{
-    Detection, DirtyAction, Enrichment, HostEvent, InitializeResult, PostRoundAction,
+    Detection, DirtyAction, Enrichment, HostEvent, InitializeResult, Observation, PostRoundAction,
     PostRoundVerdict, RoundDecision, SpawnDecision, StartupResult,
 };
 use crate::{Family, PROTOCOL_VERSION};
@@ -302,6 +302,37 @@ pub fn decode_dirty_result(
         }
     }
     Ok(action)
+}
+
+/// Decodes an `output_watch/observe` result: `null` or an [`Observation`] of at most
+/// [`crate::limits::MAX_OBSERVED_CALLS`] calls, each cost (when given) finite and ≥ 0.
+pub fn decode_observation(value: Value) -> Result<Option<Observation>, InvalidMessage> {
+    if value.is_null() {
+        return Ok(None);
+    }
+    let observation: Observation = decode(value)?;
+    if observation.usage.len() > crate::limits::MAX_OBSERVED_CALLS {
+        return Err(InvalidMessage::new(
+            "usage",
+            format!(
+                "{} calls reported; at most {} per answer",
+                observation.usage.len(),
+                crate::limits::MAX_OBSERVED_CALLS
+            ),
+        ));
+    }
+    if let Some(cost) = observation
+        .usage
+        .iter()
+        .filter_map(|u| u.cost_usd)
+        .find(|c| !(c.is_finite() && *c >= 0.0))
+    {
+        return Err(InvalidMessage::new(
+            "usage.cost_usd",
+            format!("{cost} is not a cost; expected US dollars ≥ 0"),
+        ));
+    }
+    Ok(Some(observation))
 }
 
 /// Decodes a `post_round/after_round` result: `null` or a [`PostRoundVerdict`] where

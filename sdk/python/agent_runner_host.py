@@ -155,6 +155,7 @@ ENRICH = "context_enricher/enrich"
 ON_START = "serve_startup/on_start"
 DETECT = "detector/detect"
 AFTER_ROUND = "post_round/after_round"
+OBSERVE = "output_watch/observe"
 SHUTDOWN = "shutdown"
 
 _LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
@@ -517,6 +518,27 @@ def _check_detection(value, declared):
     return _check_events(value, declared)
 
 
+def _check_observation(value, _kinds):
+    """Returns None if `value` is None or a valid output watch answer, else what is wrong."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) - {"usage"}:
+        return "`.`: expected null or {\"usage\": [...]}"
+    calls = value.get("usage", [])
+    if not isinstance(calls, list) or len(calls) > 64:
+        return "`usage`: expected a list of at most 64 calls"
+    for call in calls:
+        if not isinstance(call, dict) or set(call) - (_USAGE_KEYS | {"model"}):
+            return "`usage`: each call is an object of %s and model" % ", ".join(sorted(_USAGE_KEYS))
+        for key in ("input_tokens", "output_tokens"):
+            if not isinstance(call.get(key), int) or call[key] < 0:
+                return "`usage.%s`: expected an integer >= 0" % key
+        cost = call.get("cost_usd")
+        if cost is not None and (not isinstance(cost, (int, float)) or cost < 0):
+            return "`usage.cost_usd`: expected US dollars >= 0"
+    return None
+
+
 #: Per family: its method's params keys and the checker of its result.
 _FAMILIES = {
     "spawn_hook": ({"hook", "ctx", "spawn"}, None),
@@ -527,10 +549,11 @@ _FAMILIES = {
     "detector": ({"hook", "ctx", "state"}, _check_detection),
     "post_round": ({"hook", "ctx", "outcome", "log_tail"},
                    lambda result, _kinds: _check_post_round_verdict(result)),
+    "output_watch": ({"hook", "ctx", "chunk"}, _check_observation),
 }
 _METHODS = {BEFORE_SPAWN: "spawn_hook", HANDLE_DIRTY: "dirty_handler",
             BEFORE_ROUND: "pre_round", ENRICH: "context_enricher", ON_START: "serve_startup",
-            DETECT: "detector", AFTER_ROUND: "post_round"}
+            DETECT: "detector", AFTER_ROUND: "post_round", OBSERVE: "output_watch"}
 
 
 class Host:
@@ -595,6 +618,12 @@ class Host:
         """Decorator: `fn(params)` answers `post_round/after_round` for hook `name`:
         return None, back_off(...), stop(...) or carry_on(...)."""
         return self._register("post_round", name, None)
+
+    def output_watch(self, name):
+        """Decorator: `fn(params)` answers `output_watch/observe` for hook `name`: shown
+        `params["chunk"]` (`offset`, `skipped_bytes`, `text`) of the running round's log,
+        return None or {"usage": [...]}, one entry per model call the chunk completed."""
+        return self._register("output_watch", name, None)
 
     def _register(self, family, name, priority):
         if not _is_hook_name(name):

@@ -78,9 +78,9 @@ pub use agent_runner_protocol as protocol;
 pub use agent_runner_protocol::{
     AfterRoundParams, Alert, BeforeRoundParams, BeforeSpawnParams, Context, DetectParams,
     Detection, DirtyAction, EnrichParams, Enrichment, ErrorKind, Family, HandleDirtyParams,
-    HookName, HostEvent, InitializeParams, OnStartParams, PostRoundAction, PostRoundVerdict,
-    ProjectState, RoundAction, RoundDecision, RoundOutcome, Severity, SpawnAction, SpawnDecision,
-    StartupResult, TokenUsage, PROTOCOL_VERSION,
+    HookName, HostEvent, InitializeParams, Observation, ObserveParams, OnStartParams, OutputChunk,
+    PostRoundAction, PostRoundVerdict, ProjectState, RoundAction, RoundDecision, RoundOutcome,
+    Severity, SpawnAction, SpawnDecision, StartupResult, TokenUsage, PROTOCOL_VERSION,
 };
 pub use config::ConfigTable;
 pub use selfcheck::{confinement_self_check, SeccompMode, SelfCheck};
@@ -200,6 +200,33 @@ where
         &self,
         params: &AfterRoundParams,
     ) -> Result<Option<PostRoundVerdict>, HookError> {
+        self(params)
+    }
+}
+
+/// An output watch (`docs/protocol.md` §5.10, `output_watch/observe`): shown the running
+/// round's log chunk by chunk while the agent runs (only while a `[budget]` cap is set),
+/// answering `None` or the usage of each model call the chunk completed, each call's own.
+///
+/// Called one chunk at a time, in order; `params.chunk.offset == 0` starts a round, and
+/// `skipped_bytes > 0` says a part of the log was not shown (a line cut at the chunk's
+/// start is then not whole). Keep what a call needs across chunks (a line cut at a chunk's
+/// end) behind a `Mutex`. The call timeout (default 5 s) bounds it; a returned
+/// [`HookError`] (or a panic) makes the call failed, which the supervisor counts as
+/// `None`. `params.chunk.text` is untrusted text the agent wrote.
+///
+/// Any `Fn(&ObserveParams) -> Result<Option<Observation>, HookError> + Send + Sync`
+/// closure is an output watch too.
+pub trait OutputWatch: Send + Sync {
+    /// Answers `None`, or at most 64 calls' usage.
+    fn observe(&self, params: &ObserveParams) -> Result<Option<Observation>, HookError>;
+}
+
+impl<F> OutputWatch for F
+where
+    F: Fn(&ObserveParams) -> Result<Option<Observation>, HookError> + Send + Sync,
+{
+    fn observe(&self, params: &ObserveParams) -> Result<Option<Observation>, HookError> {
         self(params)
     }
 }
@@ -385,6 +412,7 @@ pub(crate) enum HookImpl {
     Startup(Box<dyn ServeStartupHook>),
     Detector(Box<dyn Detector>),
     PostRound(Box<dyn PostRound>),
+    OutputWatch(Box<dyn OutputWatch>),
 }
 
 impl HookImpl {
@@ -397,6 +425,7 @@ impl HookImpl {
             HookImpl::Startup(_) => Family::ServeStartup,
             HookImpl::Detector(_) => Family::Detector,
             HookImpl::PostRound(_) => Family::PostRound,
+            HookImpl::OutputWatch(_) => Family::OutputWatch,
         }
     }
 }
@@ -458,6 +487,20 @@ impl Hooks {
             name: name.into(),
             priority: None,
             hook: HookImpl::PostRound(Box::new(hook)),
+        });
+        self
+    }
+
+    /// Adds an output watch called `name` (family `output_watch`).
+    pub fn output_watch(
+        mut self,
+        name: impl Into<String>,
+        watch: impl OutputWatch + 'static,
+    ) -> Self {
+        self.entries.push(HookEntry {
+            name: name.into(),
+            priority: None,
+            hook: HookImpl::OutputWatch(Box::new(watch)),
         });
         self
     }

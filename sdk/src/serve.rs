@@ -13,11 +13,11 @@ use agent_runner_protocol::limits::MAX_LINE_BYTES;
 use agent_runner_protocol::line::{BoundedLines, Found, LongLines};
 use agent_runner_protocol::{
     check_host_events, decode, decode_detection, decode_dirty_result, decode_enrichment,
-    decode_initialize_result, decode_post_round_result, decode_round_decision,
+    decode_initialize_result, decode_observation, decode_post_round_result, decode_round_decision,
     decode_spawn_decision, decode_startup_result, error_codes, methods, AfterRoundParams,
     BeforeRoundParams, BeforeSpawnParams, DetectParams, EnrichParams, Family, HandleDirtyParams,
     HookDecl, HookName, HostEvent, InitializeParams, InitializeResult, InvalidMessage,
-    OnStartParams, PROTOCOL_VERSION,
+    ObserveParams, OnStartParams, PROTOCOL_VERSION,
 };
 use jsonrpsee::types::{ErrorObjectOwned, Params};
 use jsonrpsee::{Methods, RpcModule};
@@ -279,6 +279,9 @@ fn build_methods(host: Host) -> Methods {
             })
             .map(|_| ()),
         module
+            .register_method(methods::OBSERVE, |p: Params, s: &State, _| observe(s, &p))
+            .map(|_| ()),
+        module
             .register_method(methods::SHUTDOWN, |p: Params, _: &State, _| shutdown(&p))
             .map(|_| ()),
     ];
@@ -460,7 +463,8 @@ names_hook!(
     EnrichParams,
     OnStartParams,
     DetectParams,
-    AfterRoundParams
+    AfterRoundParams,
+    ObserveParams
 );
 
 /// One hook call: decodes `P` strictly, finds the hook of `family` it names, runs it
@@ -589,6 +593,19 @@ fn after_round(state: &State, params: &Params) -> RpcResult {
             _ => None,
         },
         |v, _, _| decode_post_round_result(v).map(drop),
+    )
+}
+
+fn observe(state: &State, params: &Params) -> RpcResult {
+    dispatch(
+        state,
+        params,
+        Family::OutputWatch,
+        |h, p: &ObserveParams| match h {
+            HookImpl::OutputWatch(watch) => Some(watch.observe(p)),
+            _ => None,
+        },
+        |v, _, _| decode_observation(v).map(drop),
     )
 }
 

@@ -222,6 +222,7 @@ fn python_scaffolds_pass_as_generated() {
         ("py-startup", "serve_startup"),
         ("py-detector", "detector"),
         ("py-post", "post_round"),
+        ("py-watch", "output_watch"),
     ] {
         let out = agent_runner(
             dir.path(),
@@ -328,6 +329,7 @@ fn rust_scaffolds_of_every_family_build_and_pass() {
         "serve_startup",
         "detector",
         "post_round",
+        "output_watch",
     ] {
         let name = format!("ar-scaffold-{}", family.replace('_', "-"));
         let out = agent_runner(

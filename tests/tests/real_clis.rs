@@ -1488,3 +1488,57 @@ fn claude_forty_rounds_bounded_and_not() {
     assert_eq!(runs[1].2, 0);
     assert!(runs[0].0 < runs[1].0 && runs[0].1 < runs[1].1, "{runs:?}");
 }
+
+/// `[budget]` within a round on the real claude (docs/operations.md, "Budget": "Within a
+/// round"): its stream-json's `assistant` record of the first model call (120 input
+/// tokens, priced as claude prices the fake model: $3/M input, $15/M output) crosses
+/// `round_usd = 0.0003`, read by the confined built-in watch. While claude runs the tool
+/// call (slowed to 5 s by `--then`) it is stopped before its second call: the fake model
+/// answered one request. With a tool call that returns at once, the second call may
+/// already be under way when the stop lands: at most one call more (the overshoot the
+/// issue bounds). The control: with `round_usd = 1.0` the round makes both calls and
+/// nothing is stopped.
+#[test]
+fn claude_is_stopped_mid_round_once_its_stream_crosses_round_usd() {
+    for (cap, tool, requests, stopped) in [
+        ("0.0003", "sleep 5", 1..=1, 1),
+        ("0.0003", "true", 1..=2, 1),
+        ("1.0", "sleep 5", 2..=2, 0),
+    ] {
+        let p = Project::new();
+        let log = p.home().join("fake-model.jsonl");
+        let server = FakeModel::spawn(
+            Command::new("python3")
+                .arg(workspace_root().join("tests/agent-clis/fake_model.py"))
+                .args(["--mode", "normal", "--host", "127.0.0.1", "--then", tool])
+                .arg("--log")
+                .arg(&log),
+        );
+        let out = serve(&p, "claude", server.port, 1, &|text| {
+            format!(
+                "{text}\n[budget]\nround_usd = {cap}\n\n[budget.prices.\"claude-sonnet-5-5\"]\ninput = 3.0\noutput = 15.0\n"
+            )
+        });
+        out.assert_code(0);
+        let events = p.events_of("budget_round_stopped");
+        assert_eq!(events.len(), stopped, "{cap}: {}", p.events_text());
+        let made = request_turns(&log).len();
+        eprintln!(
+            "claude, round_usd = {cap}, tool `{tool}`: model requests {made} (of 2), stopped: {}",
+            events.len()
+        );
+        assert!(
+            requests.contains(&made),
+            "{cap} {tool}: {made}: {}",
+            p.events_text()
+        );
+        let exit = &p.events_of("agent_exit")[0];
+        if stopped == 1 {
+            assert_eq!(events[0]["calls"], 1, "{}", events[0]);
+            assert_eq!(events[0]["hook"], "claude_usage_watch");
+            assert_eq!(exit["exit_cause"], "budget", "{exit}");
+        } else {
+            assert_eq!(exit["exit_cause"], "exited", "{exit}");
+        }
+    }
+}

@@ -253,6 +253,7 @@ fn python_template(family: Family) -> &'static str {
         Family::ServeStartup => include_str!("../../templates/python_serve_startup.py"),
         Family::Detector => include_str!("../../templates/python_detector.py"),
         Family::PostRound => include_str!("../../templates/python_post_round.py"),
+        Family::OutputWatch => include_str!("../../templates/python_output_watch.py"),
     }
 }
 
@@ -266,6 +267,7 @@ fn rust_template(family: Family) -> &'static str {
         Family::ServeStartup => include_str!("../../templates/rust_serve_startup.rs"),
         Family::Detector => include_str!("../../templates/rust_detector.rs"),
         Family::PostRound => include_str!("../../templates/rust_post_round.rs"),
+        Family::OutputWatch => include_str!("../../templates/rust_output_watch.rs"),
     }
 }
 

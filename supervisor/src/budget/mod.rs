@@ -2,9 +2,12 @@
 //! money and tokens, counted from the record ([`spend::Ledger`]) so a restart does not
 //! reset them. Before every round of `serve`: a `total_*` cap reached ends it
 //! (`budget_exhausted`, exit [`crate::exit::BUDGET_EXHAUSTED`]); a `daily_*` cap reached
-//! pauses it until the next day (`budget_paused` … `budget_resumed`). After a round,
-//! `round_usd` passed is recorded (`budget_round_exceeded`). The one place of this rule:
-//! `serve` acts on it, `peek` shows it. Pure: callers pass the instant.
+//! pauses it until the next day (`budget_paused` … `budget_resumed`). During a round, what
+//! it may still spend ([`RoundCap`]: the least of `round_usd` and what is left of each
+//! total and daily cap) bounds it: the running usage its CLI's output watch reports
+//! crossing it stops the agent (`crate::runtime::usage_watch`, `budget_round_stopped`).
+//! After a round, `round_usd` passed is recorded (`budget_round_exceeded`). The one place
+//! of this rule: `serve` acts on it, `peek` shows it. Pure: callers pass the instant.
 
 pub(crate) mod prices;
 pub(crate) mod spend;
@@ -76,6 +79,87 @@ pub(crate) fn lines(budget: &BudgetConfig, ledger: &Ledger, now: Timestamp) -> V
     .collect()
 }
 
+/// What a round may still spend of one kind (US dollars or tokens): the cap that leaves
+/// the least.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Left {
+    /// The key: `round_usd`, `total_usd`, `daily_usd`, `total_tokens`, `daily_tokens`.
+    pub scope: &'static str,
+    /// The cap.
+    pub cap: f64,
+    /// Spent against it before the round (0 for `round_usd`).
+    pub before: f64,
+}
+
+impl Left {
+    /// What the round may spend before it reaches the cap (never below 0).
+    pub(crate) fn room(&self) -> f64 {
+        (self.cap - self.before).max(0.0)
+    }
+
+    /// The cap reached when the round has spent `running`, if it has.
+    pub(crate) fn reached(&self, running: f64) -> Option<Reached> {
+        (running >= self.room()).then_some(Reached {
+            scope: self.scope,
+            spent: self.before + running,
+            cap: self.cap,
+        })
+    }
+}
+
+/// What the next round may spend (docs/operations.md, "Budget": "Within a round").
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct RoundCap {
+    /// US dollars: `round_usd`, `total_usd`, `daily_usd`, whichever leaves the least.
+    pub usd: Option<Left>,
+    /// Tokens: `total_tokens`, `daily_tokens`, whichever leaves the least.
+    pub tokens: Option<Left>,
+}
+
+impl RoundCap {
+    /// Whether any cap bounds the round.
+    pub(crate) fn any(&self) -> bool {
+        self.usd.is_some() || self.tokens.is_some()
+    }
+
+    /// The first cap the round's running spend (`usd`, `tokens`) reached, money first.
+    pub(crate) fn reached(&self, usd: f64, tokens: u64) -> Option<Reached> {
+        let money = self.usd.as_ref().and_then(|l| l.reached(usd));
+        money.or_else(|| self.tokens.as_ref().and_then(|l| l.reached(tokens as f64)))
+    }
+}
+
+/// What a round starting at `now` may spend under `budget`, the record's spend in `ledger`.
+pub(crate) fn round_cap(budget: &BudgetConfig, ledger: &Ledger, now: Timestamp) -> RoundCap {
+    let total = ledger.total();
+    let today = ledger.today(now);
+    let least = |caps: [(&'static str, Option<f64>, f64); 3]| {
+        caps.into_iter()
+            .filter_map(|(scope, cap, before)| cap.map(|cap| Left { scope, cap, before }))
+            .min_by(|a, b| a.room().total_cmp(&b.room()))
+    };
+    RoundCap {
+        usd: least([
+            ("round_usd", budget.round_usd, 0.0),
+            ("total_usd", budget.total_usd, total.usd),
+            ("daily_usd", budget.daily_usd, today.usd),
+        ]),
+        tokens: least([
+            (
+                "total_tokens",
+                budget.total_tokens.map(|t| t as f64),
+                total.tokens as f64,
+            ),
+            (
+                "daily_tokens",
+                budget.daily_tokens.map(|t| t as f64),
+                today.tokens as f64,
+            ),
+            ("", None, 0.0),
+        ]),
+    }
+}
+
 /// Looks at the budget before a round at `now`: the first cap reached of `total_usd`,
 /// `total_tokens` (exhausted), then `daily_usd`, `daily_tokens` (pause until the next day).
 pub(crate) fn look(budget: &BudgetConfig, ledger: &Ledger, now: Timestamp) -> Verdict {
@@ -138,6 +222,11 @@ pub(crate) fn source_of(cli: Option<&str>, budget: &BudgetConfig) -> (bool, Stri
             highest.output
         ));
     }
+    words.push_str(if dialect.calls.is_some() {
+        "; read call by call while the round runs, so a round is stopped once it reaches a cap"
+    } else {
+        "; read only when the round ends, so the round that crosses a cap runs to its end"
+    });
     let totals = dialect.session_totals;
     if totals.tokens || totals.cost {
         words.push_str(
@@ -248,6 +337,38 @@ mod tests {
             ..in_zone("UTC")
         };
         assert_eq!(look(&total, &ledger, until), Verdict::Run);
+    }
+
+    #[test]
+    fn a_round_may_spend_the_least_its_caps_leave() {
+        let dir = tempfile::tempdir().unwrap();
+        let events = EventLog::new(dir.path());
+        usage(&events, 1, Some(0.7), "claude-opus-4-5");
+        let budget = BudgetConfig {
+            round_usd: Some(0.5),
+            total_usd: Some(1.0),
+            total_tokens: Some(5000),
+            ..in_zone("UTC")
+        };
+        let ledger = Ledger::open(dir.path(), &budget);
+        let cap = round_cap(&budget, &ledger, Timestamp::now());
+        // $0.30 of the total is left, less than round_usd's $0.50.
+        let usd = cap.usd.clone().unwrap();
+        assert_eq!(usd.scope, "total_usd");
+        assert!((usd.room() - 0.3).abs() < 1e-9);
+        assert_eq!(cap.reached(0.2, 100), None);
+        let reached = cap.reached(0.31, 100).unwrap();
+        assert_eq!(reached.scope, "total_usd");
+        assert!((reached.spent - 1.01).abs() < 1e-9);
+        // 1100 tokens spent of 5000: 3900 left.
+        assert_eq!(cap.reached(0.0, 3900).unwrap().scope, "total_tokens");
+        let alone = BudgetConfig {
+            round_usd: Some(0.5),
+            ..in_zone("UTC")
+        };
+        let cap = round_cap(&alone, &ledger, Timestamp::now());
+        assert_eq!(cap.reached(0.5, 0).unwrap().spent, 0.5);
+        assert!(cap.tokens.is_none());
     }
 
     #[test]

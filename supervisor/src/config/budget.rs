@@ -13,15 +13,17 @@ config_table! {
     #[derive(Debug, Default, Deserialize)]
     #[serde(deny_unknown_fields)]
     pub(super) struct RawBudget = "budget" {
-        /// after a round whose cost passed it, `budget_round_exceeded` is recorded (the
-        /// round is not stopped midway: that needs the CLI's usage read during the round,
-        /// which the protocol does not carry yet)
+        /// what one round may spend: once its running cost, read while it runs by an
+        /// output watch (claude's and pi's streams), reaches it, the agent is stopped
+        /// (`budget_round_stopped`) and serve goes on with the next round; a round past it
+        /// is recorded after its end (`budget_round_exceeded`)
         round_usd: f64 = (none) label "US dollars > 0" reload Next;
         /// spend of the day (in `timezone`) that pauses `serve` until the next day
         /// (`budget_paused` … `budget_resumed`)
         daily_usd: f64 = (none) label "US dollars > 0" reload Next;
         /// spend since the record began or since `agent-runner budget reset` that ends
-        /// `serve` (`budget_exhausted`, exit 80, not restarted by the systemd unit)
+        /// `serve` (`budget_exhausted`, exit 80, not restarted by the systemd unit); a
+        /// round that reaches it while it runs is stopped, as for `round_usd`
         total_usd: f64 = (none) label "US dollars > 0" reload Next;
         /// tokens of the day (input, output, cache read and write) that pause `serve` until
         /// the next day

@@ -23,6 +23,7 @@ mod resolve;
 pub(crate) mod schedule;
 pub(crate) mod session_resume;
 pub(crate) mod state_dir;
+pub(crate) mod telemetry;
 pub(crate) mod vocabulary;
 
 pub use agent_sandbox::AgentSandboxConfig;

@@ -37,6 +37,8 @@ config_table! {
         @sub goal: Option<super::goal::RawGoal>;
         // `[budget]`: absent, no caps.
         @sub budget: Option<super::budget::RawBudget>;
+        // `[telemetry]`: absent, traces only where the environment names a collector.
+        @sub telemetry: Option<super::telemetry::RawTelemetry>;
         @field agent: RawAgent;
         @field
             /// `[phases]`, parsed by hand (phase names are free keys); see [`RawPhases`].
@@ -497,6 +499,7 @@ pub(crate) const TABLES: &[Table] = &[
     super::goal::RawCheck::TABLE,
     super::budget::RawBudget::TABLE,
     super::budget::RawPrice::TABLE,
+    super::telemetry::RawTelemetry::TABLE,
 ];
 
 config_table! {

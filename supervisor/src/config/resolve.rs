@@ -51,6 +51,8 @@ pub struct Config {
     pub goal: Option<super::GoalConfig>,
     /// `[budget]`: caps on money and tokens (none without the table).
     pub budget: super::budget::BudgetConfig,
+    /// `[telemetry]` and the standard `OTEL_*` variables: where each round's trace goes.
+    pub telemetry: super::telemetry::TelemetryConfig,
     /// Lines printed once by [`super::load`] (today: the startup check skipped by its
     /// environment variable).
     pub warnings: Vec<String>,
@@ -406,8 +408,12 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         .transpose()
         .map_err(at)?;
     let budget = super::budget::resolve(raw.budget).map_err(at)?;
+    let (telemetry, told) =
+        super::telemetry::resolve(raw.telemetry, |v| std::env::var(v).ok()).map_err(at)?;
+    warnings.extend(told);
     Ok(Config {
         budget,
+        telemetry,
         agent_sandbox,
         project: places.project,
         agent,

@@ -67,6 +67,23 @@ pub struct SessionTotals {
     pub cost: bool,
 }
 
+/// Where a CLI's stream reports each model call's usage as the call completes: what its
+/// output watch reads while the round runs (docs/detectors.md, "While the round runs").
+#[derive(Clone, Copy, Debug)]
+pub struct CallRule {
+    /// The `type` of the record that reports a call.
+    pub kind: &'static str,
+    /// Dotted path of the call's usage object inside it.
+    pub usage: &'static str,
+    /// Dotted path of the model's name.
+    pub model: &'static str,
+    /// Dotted path of the provider's name, prefixed to the model's with a `/`.
+    pub provider: Option<&'static str>,
+    /// Dotted path of the call's id, when the CLI prints one record per content block of a
+    /// call (claude): a record right after one of the same id is the same call.
+    pub id: Option<&'static str>,
+}
+
 /// One preset CLI: the detector's name (the reference system's), the executable's
 /// basename it applies to, and its usage rule.
 #[derive(Clone, Copy, Debug)]
@@ -97,6 +114,9 @@ pub struct Dialect {
     /// The CLI may exit 0 after a failure it printed (aider, after its own retries): its
     /// plain text is read whatever the exit status.
     pub text_whatever_exit: bool,
+    /// Where its stream reports each model call as it completes; `None`: it reports usage
+    /// only when the round ends (or never), so its output watch has nothing to read.
+    pub calls: Option<CallRule>,
 }
 
 /// The built-in detectors, one per preset (`init --preset`).
@@ -120,6 +140,13 @@ pub const DIALECTS: &[Dialect] = &[
             provider: None,
         }],
         finale: &["result"],
+        calls: Some(CallRule {
+            kind: "assistant",
+            usage: "message.usage",
+            model: "message.model",
+            provider: None,
+            id: Some("message.id"),
+        }),
         text_whatever_exit: false,
     },
     Dialect {
@@ -147,6 +174,7 @@ pub const DIALECTS: &[Dialect] = &[
             },
         ],
         finale: &["result"],
+        calls: None,
         text_whatever_exit: false,
     },
     Dialect {
@@ -164,6 +192,7 @@ pub const DIALECTS: &[Dialect] = &[
         input_counts_cache: false,
         model: &[],
         finale: &[],
+        calls: None,
         text_whatever_exit: false,
     },
     Dialect {
@@ -178,6 +207,7 @@ pub const DIALECTS: &[Dialect] = &[
         input_counts_cache: false,
         model: &[],
         finale: &[],
+        calls: None,
         text_whatever_exit: false,
     },
     Dialect {
@@ -199,6 +229,13 @@ pub const DIALECTS: &[Dialect] = &[
             provider: Some("message.provider"),
         }],
         finale: &[],
+        calls: Some(CallRule {
+            kind: "message_end",
+            usage: "message.usage",
+            model: "message.model",
+            provider: Some("message.provider"),
+            id: None,
+        }),
         text_whatever_exit: false,
     },
     Dialect {
@@ -216,6 +253,7 @@ pub const DIALECTS: &[Dialect] = &[
         input_counts_cache: true,
         model: &[],
         finale: &["turn.completed", "turn.failed"],
+        calls: None,
         text_whatever_exit: false,
     },
     Dialect {
@@ -230,6 +268,7 @@ pub const DIALECTS: &[Dialect] = &[
         input_counts_cache: false,
         model: &[],
         finale: &[],
+        calls: None,
         text_whatever_exit: true,
     },
 ];
@@ -401,7 +440,7 @@ fn first_u64(object: &Value, names: &[&str]) -> Option<u64> {
 /// The usage object at `path` of `record`. Input is counted without the cached tokens:
 /// a count that excludes them (`input`: gemini's and pi's) is taken as it is; one that
 /// includes them (`counts_cache`) has them taken off.
-fn usage_of(record: &Value, path: &str, counts_cache: bool) -> Option<TokenUsage> {
+pub(crate) fn usage_of(record: &Value, path: &str, counts_cache: bool) -> Option<TokenUsage> {
     let object = path.split('.').fold(record, |v, key| &v[key]);
     let cache_read_tokens = first_u64(
         object,

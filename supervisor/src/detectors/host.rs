@@ -1,14 +1,16 @@
 //! The built-in detector host: what the supervisor's executable does when started with
 //! [`HOST_ARG`] (by [`crate::hosts::builtin`], confined). It serves the protocol through the
 //! Rust SDK like any third-party host, declaring one `post_round` hook per enabled
-//! detector.
+//! detector, and one `output_watch` per enabled detector whose CLI reports each model
+//! call in its stream ([`super::watch`]).
 //!
 //! Its config table (`initialize.config`, written by the supervisor):
 //! `{"detectors": ["claude_error_detector", …], "auth_fail_patterns": ["regex", …],
 //! "local_time_zone": "Europe/Berlin"}` (the zone of clock times printed without one).
 
 use agent_runner_sdk::{
-    AfterRoundParams, ConfigTable, HookError, Hooks, Host, PostRound, PostRoundVerdict,
+    AfterRoundParams, ConfigTable, HookError, Hooks, Host, Observation, ObserveParams, OutputWatch,
+    PostRound, PostRoundVerdict,
 };
 use jiff::tz::TimeZone;
 use jiff::Timestamp;
@@ -59,6 +61,12 @@ impl PostRound for Detector {
     }
 }
 
+impl OutputWatch for super::watch::CallWatch {
+    fn observe(&self, params: &ObserveParams) -> Result<Option<Observation>, HookError> {
+        Ok(super::watch::CallWatch::observe(self, params))
+    }
+}
+
 /// Serves stdin/stdout as the detector host until end-of-file (see [`agent_runner_sdk::run`]).
 pub(crate) fn run() -> ExitCode {
     Host::new(HOST_NAME, env!("CARGO_PKG_VERSION"))
@@ -95,6 +103,9 @@ pub(crate) fn run() -> ExitCode {
                         local: local.clone(),
                     },
                 );
+                if let Some(watch) = super::watch::CallWatch::of(*dialect) {
+                    hooks = hooks.output_watch(super::watch::watch_name(dialect), watch);
+                }
             }
             Ok(hooks)
         })

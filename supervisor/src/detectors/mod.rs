@@ -19,6 +19,7 @@ pub(crate) mod classify;
 pub(crate) mod dialects;
 pub(crate) mod host;
 pub(crate) mod reset;
+pub(crate) mod watch;
 
 use agent_runner_protocol::redact::redact_and_cap;
 use agent_runner_protocol::{ErrorKind, PostRoundAction, PostRoundVerdict, RoundOutcome};
@@ -31,6 +32,14 @@ pub use dialects::{Dialect, DIALECTS};
 /// The names of every built-in detector (reserved: no host may declare them).
 pub(crate) fn names() -> impl Iterator<Item = &'static str> {
     DIALECTS.iter().map(|d| d.detector)
+}
+
+/// The names of every built-in output watch (reserved like the detectors' names).
+pub(crate) fn watch_names() -> impl Iterator<Item = String> {
+    DIALECTS
+        .iter()
+        .filter(|d| d.calls.is_some())
+        .map(watch::watch_name)
 }
 
 /// What one detection looks at.

@@ -67,6 +67,17 @@ pub(crate) fn applicable_detectors(config: &Config) -> Vec<&'static str> {
         .collect()
 }
 
+/// The built-in output watches of [`applicable_detectors`]: those whose CLI reports each
+/// model call in its stream (docs/detectors.md, "While the round runs").
+pub(crate) fn applicable_watches(config: &Config) -> Vec<String> {
+    let detectors = applicable_detectors(config);
+    crate::detectors::DIALECTS
+        .iter()
+        .filter(|d| d.calls.is_some() && detectors.contains(&d.detector))
+        .map(crate::detectors::watch::watch_name)
+        .collect()
+}
+
 /// The host's config table (the applicable detectors, the auth patterns, the local zone),
 /// or `None` when no detector applies ([`applicable_detectors`]) or `which` is
 /// [`DetectorHost::Off`]. A
@@ -130,7 +141,7 @@ pub(crate) fn admit(
     let cfg = HostConfig {
         name: HOST_NAME.to_owned(),
         command: vec![exe.path.display().to_string(), HOST_ARG.to_owned()],
-        provides: [Family::PostRound].into(),
+        provides: [Family::PostRound, Family::OutputWatch].into(),
         timeout: None,
         init_timeout: Duration::from_secs(agent_runner_protocol::limits::DEFAULT_INIT_TIMEOUT_S),
         memory_max_mb: crate::config::DEFAULT_HOST_MEMORY_MB,

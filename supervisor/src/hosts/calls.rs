@@ -3,9 +3,10 @@
 
 use agent_runner_protocol::{check_host_events, Family, HostEvent};
 use serde_json::Value;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::call_failure::CallFailure;
+use super::call_record::{CallRecord, MAX_CALLS_KEPT};
 use super::cause::{Deadline, InFlight};
 use super::host::RunningHost;
 use super::{HookRef, HostManager};
@@ -87,6 +88,19 @@ impl HostManager {
     ) -> Result<Option<Value>, CallFailure> {
         let index = hook.host;
         self.hosts[index].stats.record_call(elapsed);
+        if let Some(log) = self.call_log.as_mut().filter(|l| l.len() < MAX_CALLS_KEPT) {
+            log.push(CallRecord {
+                host: self.hosts[index].cfg.name.clone(),
+                hook: hook.name.to_string(),
+                method: hook.family.method(),
+                started: SystemTime::now() - elapsed,
+                elapsed,
+                failure: answer
+                    .as_ref()
+                    .err()
+                    .map(|f| format!("{}: {}", f.error_type.as_str(), f.message)),
+            });
+        }
         self.call_durations
             .entry(hook.family)
             .or_default()
@@ -213,6 +227,21 @@ impl HostManager {
             running.kill().await;
         }
         None
+    }
+}
+
+impl HostManager {
+    /// Keeps each call from now on for [`Self::take_calls`] (`on`), or stops keeping them.
+    pub(crate) fn trace_calls(&mut self, on: bool) {
+        self.call_log = on.then(Vec::new);
+    }
+
+    /// The calls kept since the last look (at most [`MAX_CALLS_KEPT`]), oldest first.
+    pub(crate) fn take_calls(&mut self) -> Vec<CallRecord> {
+        self.call_log
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 }
 

@@ -28,7 +28,9 @@ pub(crate) const BUILTIN_HOOK_NAMES: &[&str] = &[
 /// host may declare the detectors' names; any other host declaring a reserved name is
 /// refused (`plugin_builtin_name_squat`).
 pub(crate) fn is_builtin_hook_name(name: &str) -> bool {
-    BUILTIN_HOOK_NAMES.contains(&name) || crate::detectors::names().any(|n| n == name)
+    BUILTIN_HOOK_NAMES.contains(&name)
+        || crate::detectors::names().any(|n| n == name)
+        || crate::detectors::watch_names().any(|n| n == name)
 }
 
 /// The name of the built-in dirty handler (`runtime::dirty`, which answers at priority

@@ -52,6 +52,7 @@ impl HostManager {
             ),
             detectors: detectors.clone(),
             call_durations: std::collections::BTreeMap::new(),
+            call_log: None,
         };
         manager.add_builtin(config, gate).await;
         for cfg in &config.plugins.hosts {
@@ -254,12 +255,13 @@ impl HostManager {
             &taken,
         );
         if builtin {
-            // The built-in detector host declares exactly the reserved detector names.
+            // The built-in detector host declares exactly the reserved detector and
+            // output watch names.
             problems.retain(|p| !matches!(p, DeclarationProblem::BuiltinName(_)));
-            if let Some(other) = decls
-                .iter()
-                .find(|d| !crate::detectors::names().any(|n| n == d.name.as_str()))
-            {
+            if let Some(other) = decls.iter().find(|d| {
+                !crate::detectors::names().any(|n| n == d.name.as_str())
+                    && !crate::detectors::watch_names().any(|n| n == d.name.as_str())
+            }) {
                 problems.insert(0, DeclarationProblem::NotADetector(other.name.to_string()));
             }
         }

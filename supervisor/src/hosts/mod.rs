@@ -9,7 +9,9 @@
 
 pub mod builtin;
 mod call_failure;
+mod call_record;
 mod calls;
+pub(crate) use call_record::CallRecord;
 pub(crate) mod cause;
 pub(crate) mod declarations;
 mod failures;
@@ -149,6 +151,9 @@ pub struct HostManager {
     detectors: builtin::DetectorHost,
     /// Hook call durations by family, this run (`service.json`, `/metrics`).
     call_durations: std::collections::BTreeMap<Family, CallHistogram>,
+    /// Each call answered or failed since the last [`Self::take_calls`], while a round's
+    /// trace wants them ([`Self::trace_calls`]); `None`: not kept.
+    call_log: Option<Vec<CallRecord>>,
 }
 
 impl HostManager {
@@ -156,6 +161,13 @@ impl HostManager {
     /// `[monitor] auto_stop_on`'s default covers ([`crate::config::MonitorConfig::stops_on`]).
     pub(crate) fn is_builtin(&self, hook: &HookRef) -> bool {
         self.hosts.get(hook.host).is_some_and(|h| h.builtin)
+    }
+
+    /// Whether the host serving `hook` is running now (a call would not start it).
+    pub(crate) fn is_running(&self, hook: &HookRef) -> bool {
+        self.hosts
+            .get(hook.host)
+            .is_some_and(|h| h.running.is_some() && !h.disabled)
     }
 
     /// The name of the host serving `hook` (its `[plugins.hosts.<name>]` key).

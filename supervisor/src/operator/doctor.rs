@@ -471,6 +471,9 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
         endpoint_findings(&config, &agent_sandbox.achieved_tier, caps.landlock_abi);
     checks.extend(endpoint_checks);
     checks.extend(key_broker_checks(&config));
+    let (telemetry_checks, telemetry_warnings) =
+        telemetry_findings(&config, &agent_sandbox.achieved_tier, caps.landlock_abi);
+    checks.extend(telemetry_checks);
     let launcher = launcher_check();
     refuse_boot |= !launcher.ok;
     checks.push(launcher);
@@ -604,6 +607,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     );
     warnings.extend(version_warning);
     warnings.extend(endpoint_warnings);
+    warnings.extend(telemetry_warnings);
     warnings.extend(without_git);
     warnings.extend(layout_warnings(&config));
     warnings.extend(goal_check_warnings(&config));
@@ -720,6 +724,70 @@ fn key_broker_checks(config: &Config) -> Vec<Check> {
             .map(|why| check("key_broker", true, why, "")),
     );
     out
+}
+
+/// `telemetry`, when a collector is set (docs/operations.md "Traces"): where each round's
+/// trace goes and from which setting; and a warning for each collector the agent's CLI
+/// would export its own telemetry to (ours, and an `OTEL_EXPORTER_OTLP_*ENDPOINT` of
+/// `[agent.env]`) that the agent sandbox refuses, judged as `agent_endpoint` judges.
+fn telemetry_findings(
+    config: &Config,
+    tier: &str,
+    landlock_abi: Option<u32>,
+) -> (Vec<Check>, Vec<Check>) {
+    use crate::config::telemetry::{ENDPOINT_VAR, TRACES_ENDPOINT_VAR};
+    use crate::runtime::agent_endpoint::{connect_rule_applies, host_port, refusal, Endpoint};
+    let Some(ours) = &config.telemetry.endpoint else {
+        return (Vec::new(), Vec::new());
+    };
+    let told = check(
+        "telemetry",
+        true,
+        format!(
+            "each round's trace goes to {} (OTLP/HTTP, from {}; service.name {:?})",
+            ours.traces_url, ours.source, config.telemetry.service_name
+        ),
+        "",
+    );
+    let mut collectors = vec![Endpoint {
+        source: ours.source.clone(),
+        host: ours.host.clone(),
+        port: ours.port,
+        proxy: false,
+        certain: true,
+    }];
+    for var in [TRACES_ENDPOINT_VAR, ENDPOINT_VAR] {
+        if let Some((host, port)) = config.agent.env.get(var).and_then(|v| host_port(v)) {
+            collectors.push(Endpoint {
+                source: format!("[agent.env] {var}"),
+                host,
+                port,
+                proxy: false,
+                certain: true,
+            });
+        }
+    }
+    let rule = connect_rule_applies(config, tier, landlock_abi);
+    let warned = collectors
+        .iter()
+        .filter_map(|e| {
+            let r = refusal(config, e, rule)?;
+            Some(check(
+                "telemetry",
+                false,
+                format!(
+                    "the agent's CLI exporting its own telemetry to the collector {}:{} ({}) would be refused by the agent sandbox ({}: {}); the round's trace is sent by agent-runner and is not affected",
+                    e.host,
+                    e.port,
+                    e.source,
+                    r.key(),
+                    r.sentence()
+                ),
+                r.fix(),
+            ))
+        })
+        .collect();
+    (vec![told], warned)
 }
 
 /// `launcher`: the `plugin-host` launcher beside this binary (docs/security.md "The

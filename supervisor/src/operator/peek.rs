@@ -212,6 +212,10 @@ pub(crate) struct PeekPlugins {
     /// Post-round hooks (family `post_round`): the hosts' and the built-in detectors left
     /// enabled (`[plugins] disable`).
     pub post_round_hooks: Vec<String>,
+    /// Output watches (family `output_watch`, docs/protocol.md §5.10): the hosts' and the
+    /// built-in ones of the enabled detectors whose CLI reports each model call; asked
+    /// while a round runs, only while a `[budget]` cap is set.
+    pub output_watches: Vec<String>,
     /// Serve-startup hooks (family `serve_startup`).
     pub serve_startup_hooks: Vec<String>,
     /// Detectors (family `detector`).
@@ -568,6 +572,12 @@ fn plugins_block(
                         .into_iter()
                         .map(str::to_owned),
                 )
+                .collect(),
+        ),
+        output_watches: sorted(
+            hooks(Family::OutputWatch)
+                .into_iter()
+                .chain(crate::hosts::builtin::applicable_watches(config))
                 .collect(),
         ),
         serve_startup_hooks: hooks(Family::ServeStartup),

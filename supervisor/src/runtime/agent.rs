@@ -87,6 +87,10 @@ pub(crate) struct AgentSpec {
     /// entered before its exec ([`agent_runner_plugin_host::agent::egress_bridge`]); the
     /// supervisor's end is served by [`crate::runtime::egress_proxy`].
     pub egress: Option<agent_runner_plugin_host::agent::egress_bridge::EgressBridge>,
+    /// Resolves when the round's running spend crossed a `[budget]` cap: the agent is then
+    /// ended as the time budget ends it ([`crate::runtime::usage_watch`]); a sender
+    /// dropped unsent never ends it.
+    pub budget_stop: Option<tokio::sync::oneshot::Receiver<()>>,
     /// The agent's confinement, applied between fork and exec after every other step (the
     /// network namespace above included) ([`crate::runtime::agent_sandbox`]); `None`:
     /// unconfined (`[agent.sandbox] mode = "off"`).
@@ -108,6 +112,9 @@ pub(crate) enum ExitCause {
     GraceKill,
     /// Sustained critical host pressure ended it (`round_mem_terminated`).
     HostPressure,
+    /// Its running spend crossed a `[budget]` cap (`budget_round_stopped`,
+    /// [`crate::runtime::usage_watch`]).
+    Budget,
 }
 
 impl ExitCause {
@@ -120,6 +127,7 @@ impl ExitCause {
             ExitCause::Stopped => "stopped",
             ExitCause::GraceKill => "grace_kill",
             ExitCause::HostPressure => "host_pressure",
+            ExitCause::Budget => "budget",
         }
     }
 }
@@ -293,6 +301,15 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
     }
     let mut cause = None;
     let agent_pid = child.id().unwrap_or(0);
+    let over_budget = async {
+        let crossed = match spec.budget_stop {
+            Some(crossed) => crossed.await.is_ok(),
+            None => false,
+        };
+        if !crossed {
+            std::future::pending::<()>().await;
+        }
+    };
     let grace = async {
         match &spec.grace {
             // The group guard is a fork of the launcher: its executable is the launcher's.
@@ -318,6 +335,7 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
         _ = tokio::time::sleep(spec.budget) => { cause = Some(ExitCause::Timeout); terminate(&mut child, pgid, spec.stop_signal).await? }
         _ = reached(stop, StopLevel::Immediate) => { cause = Some(ExitCause::Stopped); terminate(&mut child, pgid, spec.stop_signal).await? }
         _ = breached(spec.floor.as_ref(), pgid.as_raw() as u32) => { cause = Some(ExitCause::HostPressure); terminate(&mut child, pgid, spec.stop_signal).await? }
+        _ = over_budget => { cause = Some(ExitCause::Budget); terminate(&mut child, pgid, spec.stop_signal).await? }
     };
     // Reap what the agent left behind in its group (the guard process included), then
     // what left the group (reparented to us, the subreaper, as their parents died).

@@ -6,7 +6,9 @@
 //! this list passes: [`ALLOWED`] (whatever the CLI), the CLI's own [`PROVIDER_VARIABLES`],
 //! and the names `[agent.sandbox] pass_env` lists. What the supervisor sets on top —
 //! `[agent.env]`, `AGENT_RUNNER_*`, the egress proxy's variables, `TMPDIR`, a resumed
-//! session's — always passes: the operator or the supervisor chose it. Under `off` the
+//! session's, and with `[telemetry]` the round span's `TRACEPARENT` and
+//! `OTEL_RESOURCE_ATTRIBUTES` (`crate::runtime::round_trace`) — always passes: the
+//! operator or the supervisor chose it. Under `off` the
 //! agent gets the whole environment, as the reference system gives it.
 //!
 //! A variable a prefix of [`ALLOWED`] matches whose name ends like a credential

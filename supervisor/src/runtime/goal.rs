@@ -69,6 +69,22 @@ pub(crate) struct CheckResult {
 pub(crate) struct Checked {
     /// Each check's result, in config order (empty under `dry_run`: checks are skipped).
     pub results: Vec<CheckResult>,
+    /// When each check that ran started and ended, and why it could not start (the round's
+    /// trace: docs/operations.md "Traces"), in config order.
+    pub timings: Vec<CheckTiming>,
+}
+
+/// When one check ran, for the round's trace.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct CheckTiming {
+    /// The check's name.
+    pub name: String,
+    /// Just before it was started.
+    pub started: std::time::SystemTime,
+    /// When its result was known.
+    pub ended: std::time::SystemTime,
+    /// Why it could not start; `None`: it ran.
+    pub error: Option<String>,
 }
 
 impl Checked {
@@ -89,6 +105,7 @@ pub(crate) async fn run_checks(
     before: &Fingerprints,
 ) -> Checked {
     let mut results = Vec::with_capacity(goal.checks.len());
+    let mut timings = Vec::with_capacity(goal.checks.len());
     for check in &goal.checks {
         if dry_run {
             events.emit(Event::GoalCheck {
@@ -112,6 +129,7 @@ pub(crate) async fn run_checks(
                 round_num,
             });
         }
+        let started = std::time::SystemTime::now();
         let (mut result, error, denied, oom_killed) = match run_one(check, launch).await {
             Ok(ran) => (ran.result, None, ran.denied, ran.oom_killed),
             Err(e) => (
@@ -130,6 +148,12 @@ pub(crate) async fn run_checks(
             ),
         };
         result.satisfied &= tampered.is_empty();
+        timings.push(CheckTiming {
+            name: result.name.clone(),
+            started,
+            ended: std::time::SystemTime::now(),
+            error: error.clone(),
+        });
         events.emit(Event::GoalCheck {
             name: result.name.clone(),
             satisfied: result.satisfied,
@@ -143,7 +167,7 @@ pub(crate) async fn run_checks(
         });
         results.push(result);
     }
-    Checked { results }
+    Checked { results, timings }
 }
 
 /// How a round's checks are launched: the agent's sandbox gate, the config, the variables

@@ -30,8 +30,10 @@
 //! - [`post_round`]: the post-round family as the round sees it (verdicts → a decision);
 //!   [`transient`] and [`backoff`]: what serve does with it (back-off episodes, login
 //!   stops); [`agent_done`]: the agent's own "done" (`.agent-done`);
-//!   [`schedule_gate`]: what `[schedule]` says of the next round; [`grace`]: result grace;
+//!   [`schedule_gate`]: what `[schedule]` says of the next round; [`usage_watch`]: the
+//!   round's spend while it runs, against `[budget]`; [`grace`]: result grace;
 //!   [`round_progress`]: the in-round heartbeat; [`substrate`]: the git head and fingerprint; [`processes`]: who is whose child.
+//! - [`round_trace`]: each round as an OpenTelemetry trace, exported in the background.
 //! - [`goal`]: `[goal]` checks after each round and the treadmill advisory; [`bounds`]:
 //!   `max_duration_s` and `max_rounds_per_hour`.
 
@@ -76,6 +78,7 @@ pub(crate) mod round;
 pub(crate) mod round_cgroup;
 pub(crate) mod round_context;
 pub(crate) mod round_progress;
+pub(crate) mod round_trace;
 pub(crate) mod sandbox_denials;
 pub(crate) mod schedule_gate;
 pub(crate) mod serve;
@@ -89,3 +92,4 @@ pub(crate) mod substrate;
 pub(crate) mod transient;
 pub(crate) mod tree_lock;
 pub(crate) mod upstream_proxy;
+pub(crate) mod usage_watch;

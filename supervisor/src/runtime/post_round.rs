@@ -115,6 +115,9 @@ pub struct Consulted {
     /// usage report counted them, after [`SessionUsage`]: what `session_max_tokens`
     /// adds up.
     pub tokens: Option<u64>,
+    /// The round's own usage as the first hook that reported it was recorded
+    /// (`agent_usage_recorded`; its model already redacted), for the round's trace.
+    pub usage: Option<agent_runner_protocol::TokenUsage>,
     /// Whether the built-in detector of a preset's CLI (`crate::detectors::DIALECTS`) was
     /// asked: the round ran a known coding-agent CLI, which `stalled_no_progress` judges
     /// (docs/operations.md, "The crash-loop breaker").
@@ -143,6 +146,7 @@ pub async fn consult(
     let mut decision = Decision::Continue;
     let mut usage_reported = false;
     let mut tokens = None;
+    let mut first_usage = None;
     let mut preset_cli = false;
     for hook in hosts.hooks(Family::PostRound) {
         if !applies(&hook, round.cli) {
@@ -195,6 +199,17 @@ pub async fn consult(
                 .iter()
                 .fold(0u64, |sum, n| sum.saturating_add(*n)),
             );
+        }
+        if first_usage.is_none() {
+            first_usage = usage.as_ref().map(|u| {
+                let mut own = u.usage.clone();
+                own.model = own
+                    .model
+                    .as_deref()
+                    .map(redact_and_cap)
+                    .filter(|m| !m.is_empty());
+                own
+            });
         }
         record(
             events,
@@ -256,6 +271,7 @@ pub async fn consult(
         decision,
         usage_reported,
         tokens,
+        usage: first_usage,
         preset_cli,
     }
 }

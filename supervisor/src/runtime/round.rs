@@ -104,6 +104,8 @@ pub(crate) struct Ran {
     pub post_round: Decision,
     /// Whether a post-round hook reported the round's token usage.
     pub usage_reported: bool,
+    /// The round's own usage as the first hook that reported it was recorded.
+    pub usage: Option<agent_runner_protocol::TokenUsage>,
     /// Whether the built-in detector of a preset's CLI was asked.
     pub preset_cli: bool,
     /// Whether the round changed the tree: left it dirty, or moved `HEAD`.
@@ -211,6 +213,31 @@ struct Launch {
     own_sandbox: Option<crate::runtime::own_sandbox::Replaced>,
 }
 
+/// Why a round that ran failed, for its span's error status (docs/operations.md "Traces"):
+/// its agent's end, or the post-round verdict that backs off or stops (hook and kind only:
+/// a detector's message quotes the agent's output, which never leaves the machine).
+/// `None`: it did not fail.
+fn trace_failure(ran: &Ran) -> Option<String> {
+    let exit = &ran.exit;
+    if !exit.is_clean() && exit.cause != agent::ExitCause::Stopped {
+        return Some(match (exit.cause, exit.exit_code, exit.signal) {
+            (agent::ExitCause::Exited, Some(code), _) => format!("the agent exited {code}"),
+            (_, _, Some(signal)) => format!(
+                "the agent ended by signal {signal} ({})",
+                exit.cause.as_str()
+            ),
+            (cause, _, _) => format!("the agent ended: {}", cause.as_str()),
+        });
+    }
+    match &ran.post_round {
+        Decision::BackOff { hook, kind, .. } => {
+            Some(format!("{hook} backs off: {}", kind.as_str()))
+        }
+        Decision::Stop { hook, kind, .. } => Some(format!("{hook} stops serve: {}", kind.as_str())),
+        Decision::Continue => None,
+    }
+}
+
 /// Whether the work dir was a git working tree when the supervisor started; fixed for its
 /// life: a `.git` that appears while serving is adopted at the next start, never in the
 /// middle of a run (docs/operations.md, "Without git").
@@ -269,6 +296,13 @@ pub(crate) struct Runner {
     /// The repository's config files before the last round (docs/security.md, "What runs
     /// later: the watched tier").
     config_before: ConfigBefore,
+    /// The exporter of each round's trace (`[telemetry]`); `None`: no traces.
+    traces: Option<crate::runtime::round_trace::Traces>,
+    /// The span of the round under way, from its start to the attempt's end.
+    round_span: Option<crate::runtime::round_trace::RoundSpan>,
+    /// What the next round may spend (`serve` sets it from the record before each round
+    /// while a `[budget]` cap is set); `None`: its spend is not watched while it runs.
+    pub round_cap: Option<crate::budget::RoundCap>,
 }
 
 /// Every prompt file of `config`, each phase's too: where they resolve is learnt at boot,
@@ -317,7 +351,13 @@ impl Runner {
         }
         let prompt_links = crate::tree_file::KnownLinks::of(&prompt_files(&config));
         let log_dir = HeldDir::resolve(&config.runtime.log_dir);
+        let mut hosts = hosts;
+        let traces =
+            crate::runtime::round_trace::Traces::start(&config.telemetry, &config.project, &events);
+        hosts.trace_calls(traces.is_some());
         Runner {
+            traces,
+            round_span: None,
             log_dir,
             config,
             events,
@@ -333,6 +373,7 @@ impl Runner {
             agent_sandbox,
             check_files: crate::runtime::goal::Fingerprints::default(),
             config_before: ConfigBefore::default(),
+            round_cap: None,
         }
     }
 
@@ -533,6 +574,10 @@ impl Runner {
                     .to_string(),
             ));
         }
+        if let Some(span) = &self.round_span {
+            let trace_env = span.agent_env(&env);
+            env.extend(trace_env);
+        }
         env
     }
 
@@ -548,6 +593,59 @@ impl Runner {
         &mut self,
         stop: &mut StopWatch,
         phase: Option<&str>,
+    ) -> Result<Attempt, RoundError> {
+        let began = SystemTime::now();
+        // Calls since the last attempt (detector polls between rounds) are no round's.
+        self.hosts.take_calls();
+        let attempt = self.attempt_round(stop, phase, began).await;
+        self.finish_trace(&attempt);
+        attempt
+    }
+
+    /// Ends the span of the round the attempt ran, if it ran one (docs/operations.md
+    /// "Traces"), and tells what the exporter saw of its collector.
+    fn finish_trace(&mut self, attempt: &Result<Attempt, RoundError>) {
+        let Some(traces) = self.traces.as_mut() else {
+            return;
+        };
+        let calls = self.hosts.take_calls();
+        if let Some(span) = self.round_span.take() {
+            let mut ending = crate::runtime::round_trace::RoundEnding {
+                calls,
+                ..Default::default()
+            };
+            match attempt {
+                Ok(Attempt::Ran(ran)) => {
+                    ending.usage = ran.usage.clone();
+                    ending.exit = Some((ran.exit.exit_code, ran.exit.cause.as_str()));
+                    ending.checks = ran
+                        .goal
+                        .as_ref()
+                        .map(|g| g.timings.clone())
+                        .unwrap_or_default();
+                    ending.failure = trace_failure(ran);
+                }
+                Ok(_) => {}
+                Err(e) => ending.failure = Some(e.to_string()),
+            }
+            traces.finish(span, ending);
+        }
+        traces.report(&self.events);
+    }
+
+    /// Sends the traces still queued (at most [`crate::runtime::round_trace::FLUSH_AT_EXIT`])
+    /// and stops the exporter: `serve` and `round` at their end.
+    pub(crate) fn flush_traces(&mut self) {
+        if let Some(traces) = self.traces.take() {
+            traces.shutdown(&self.events);
+        }
+    }
+
+    async fn attempt_round(
+        &mut self,
+        stop: &mut StopWatch,
+        phase: Option<&str>,
+        began: SystemTime,
     ) -> Result<Attempt, RoundError> {
         self.repo.stop_on(stop);
         if let Some(pressure) = self.health_gate() {
@@ -568,7 +666,7 @@ impl Runner {
             ControlFlow::Continue(round_ctx) => round_ctx,
             ControlFlow::Break(attempt) => return Ok(attempt),
         };
-        let launch = self.launch(next, phase, &round_ctx)?;
+        let mut launch = self.launch(next, phase, &round_ctx)?;
         let resume = launch.resume.clone();
         if let ControlFlow::Break(attempt) = self.ask_spawn_gate(&ctx, &launch, phase, stop).await {
             return Ok(attempt);
@@ -580,6 +678,28 @@ impl Runner {
         let (round_num, log_path, log) = self
             .start_round(&round_ctx, &started, phase, resume.as_ref(), &head_before)
             .await?;
+        if let Some(traces) = &self.traces {
+            let agent = self.config.profile(phase).agent;
+            let facts = crate::runtime::round_trace::RoundFacts {
+                round_num,
+                phase: phase.map(str::to_owned),
+                agent: agent
+                    .name
+                    .clone()
+                    .or_else(|| agent.cli.name.map(str::to_owned))
+                    .unwrap_or_else(|| {
+                        let bin = agent.command.first().map(String::as_str).unwrap_or("");
+                        bin.rsplit('/').next().unwrap_or(bin).to_owned()
+                    }),
+                provider: crate::runtime::round_trace::provider_of(agent.cli.name),
+                model: crate::runtime::round_trace::model_of(&agent.command),
+                conversation: resume.as_ref().filter(|r| r.resuming).map(|r| r.id.clone()),
+            };
+            let span = traces.begin(&facts, began);
+            let trace_env = span.agent_env(&launch.env);
+            launch.env.extend(trace_env);
+            self.round_span = Some(span);
+        }
         let baseline = self.baseline(round_num, before);
         let config_watched = self.record_config(round_num).await;
         // What the checks run, as it was before any agent of this boot could change it.
@@ -587,8 +707,16 @@ impl Runner {
             self.check_files.add_new(goal);
         }
         let mut egress = EgressTally::default();
+        let mut watched = crate::runtime::usage_watch::Watched::default();
         let exit = self
-            .run_agent(round_num, phase, launch, &log_path, log, stop, &mut egress)
+            .run_agent(
+                round_num,
+                phase,
+                launch,
+                (&log_path, log),
+                stop,
+                (&mut egress, &mut watched),
+            )
             .await;
         if let Some(sessions) = self.sessions.as_mut().filter(|_| resume.is_some()) {
             sessions.ended(
@@ -656,6 +784,9 @@ impl Runner {
         {
             sessions.used(phase.unwrap_or(""), &resume.id, tokens);
         }
+        if !consulted.usage_reported {
+            self.record_watched(round_num, phase, watched);
+        }
         self.exec_surface(round_num, &baseline, &after, (&head_before, &head_after))
             .await;
         let branch = after.as_ref().ok().and_then(|look| look.branch.clone());
@@ -706,6 +837,7 @@ impl Runner {
             dirty,
             post_round: consulted.decision,
             usage_reported: consulted.usage_reported,
+            usage: consulted.usage,
             preset_cli: consulted.preset_cli,
             tree_changed,
             goal,
@@ -978,16 +1110,16 @@ impl Runner {
     /// `round_oom_killed`; `agent_spawn_failed` and a `round_end` when it cannot start).
     /// The connects its sandbox refused are recorded in `egress` (and as
     /// `agent_egress_refused` events after `agent_exit`).
-    #[allow(clippy::too_many_arguments)]
+    /// While a `[budget]` cap is set, the output watches follow the round
+    /// ([`crate::runtime::usage_watch`]); what they saw goes to `watched`.
     async fn run_agent(
         &mut self,
         round_num: u64,
         phase: Option<&str>,
         launch: Launch,
-        log_path: &Path,
-        log: File,
+        (log_path, log): (&Path, File),
         stop: &mut StopWatch,
-        egress: &mut EgressTally,
+        (egress, watched): (&mut EgressTally, &mut crate::runtime::usage_watch::Watched),
     ) -> Result<AgentExit, RoundError> {
         let budget = launch.budget;
         let own_sandbox = launch.own_sandbox.clone();
@@ -1091,7 +1223,23 @@ impl Runner {
             log_path: log_path.to_owned(),
         });
         let spawned = SystemTime::now();
-        let exit = agent::run(spec, stop).await;
+        let exit = match self.usage_watch(round_num, phase, log_path) {
+            Some(watch) => {
+                let (crossed, over_budget) = tokio::sync::oneshot::channel();
+                spec.budget_stop = Some(over_budget);
+                let (ended, agent_gone) = tokio::sync::oneshot::channel();
+                let agent = async {
+                    let exit = agent::run(spec, stop).await;
+                    let _ = ended.send(());
+                    exit
+                };
+                let (exit, seen) =
+                    tokio::join!(agent, watch.run(&mut self.hosts, agent_gone, crossed));
+                *watched = seen;
+                exit
+            }
+            None => agent::run(spec, stop).await,
+        };
         crate::runtime::cli_reports::keep(
             self.config.profile(phase).agent.cli.name,
             &agent_tmp,
@@ -1156,6 +1304,77 @@ impl Runner {
             self.record_cgroup(round_num, agent, &exit, usage);
         }
         Ok(exit)
+    }
+
+    /// The round's usage watch: `None` without a cap ([`Runner::round_cap`]) or without an
+    /// output watch that applies to the round's CLI (a built-in one only to its own CLI,
+    /// as the built-in detectors).
+    fn usage_watch(
+        &self,
+        round_num: u64,
+        phase: Option<&str>,
+        log_path: &Path,
+    ) -> Option<crate::runtime::usage_watch::UsageWatch> {
+        let cap = self.round_cap.clone().filter(|c| c.any())?;
+        let cli = self.config.profile(phase).agent.cli.name;
+        let hooks: Vec<_> = self
+            .hosts
+            .hooks(Family::OutputWatch)
+            .into_iter()
+            .filter(|hook| {
+                !self.hosts.is_builtin(hook)
+                    || crate::detectors::DIALECTS.iter().any(|d| {
+                        Some(d.binary) == cli
+                            && crate::detectors::watch::watch_name(d) == hook.name.as_str()
+                    })
+            })
+            .collect();
+        if hooks.is_empty() {
+            return None;
+        }
+        Some(crate::runtime::usage_watch::UsageWatch {
+            hooks,
+            ctx: self.context(round_num, phase, Some(log_path.display().to_string())),
+            log_path: log_path.to_owned(),
+            cap,
+            table: crate::budget::prices::PriceTable::new(&self.config.budget.prices),
+            events: self.events.clone(),
+        })
+    }
+
+    /// `agent_usage_recorded` from what the output watches saw of round `round_num`, for a
+    /// round no post-round hook reported usage for (an agent stopped for its budget before
+    /// its CLI printed its final record): its spend still counts against the caps.
+    fn record_watched(
+        &self,
+        round_num: u64,
+        phase: Option<&str>,
+        watched: crate::runtime::usage_watch::Watched,
+    ) {
+        let Some((hook, usage, _)) = watched.usage else {
+            return;
+        };
+        let agent = &self.config.profile(phase).agent;
+        let binary = agent.command[0].rsplit('/').next().unwrap_or("");
+        let model = usage
+            .model
+            .as_deref()
+            .map(agent_runner_protocol::redact::redact_and_cap)
+            .filter(|m| !m.is_empty());
+        self.events.emit(Event::AgentUsageRecorded {
+            round_num,
+            hook: hook.to_string(),
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            cache_read_tokens: usage.cache_read_tokens,
+            cache_write_tokens: usage.cache_write_tokens,
+            cost_usd: usage.cost_usd,
+            agent: agent.cli.name.unwrap_or(binary).to_owned(),
+            model: model.unwrap_or_else(|| "unknown".to_owned()),
+            cached_tokens: usage.cache_read_tokens.unwrap_or(0),
+            usage_scope: post_round::USAGE_SCOPE.to_owned(),
+            from_session_totals: Vec::new(),
+        });
     }
 
     /// `agent_spawn_failed` and a `round_end` for an agent that could not start; the
@@ -1249,6 +1468,7 @@ impl Runner {
             }),
             cgroup_procs: None,
             egress: None,
+            budget_stop: None,
             confinement: None,
         }
     }
@@ -1544,6 +1764,7 @@ impl Runner {
                 decision: Decision::Continue,
                 usage_reported: false,
                 tokens: None,
+                usage: None,
                 preset_cli: false,
             };
         }

@@ -611,7 +611,16 @@ impl Serving<'_> {
             )
             .await
             {
-                BudgetGate::Run => {}
+                BudgetGate::Run => {
+                    // What the round may spend, watched while it runs.
+                    self.runner.round_cap = self.budget.as_ref().map(|ledger| {
+                        crate::budget::round_cap(
+                            &self.runner.config.budget,
+                            ledger,
+                            jiff::Timestamp::now(),
+                        )
+                    });
+                }
                 BudgetGate::Again => continue,
                 BudgetGate::Exhausted => {
                     self.code = crate::exit::BUDGET_EXHAUSTED;
@@ -1537,7 +1546,8 @@ fn refresh_summary(state_dir: &Path) {
 }
 
 /// Shuts the hosts down and releases the lock.
-pub(crate) async fn shutdown(booted: Booted) {
+pub(crate) async fn shutdown(mut booted: Booted) {
+    booted.runner.flush_traces();
     booted.runner.hosts.shutdown().await;
     // `round` ends here too: its look-ups are then as cheap as after a `serve`.
     refresh_summary(&booted.runner.config.runtime.state_dir);

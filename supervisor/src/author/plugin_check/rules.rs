@@ -4,7 +4,7 @@ use agent_runner_protocol::limits::EXIT_AFTER_EOF_S;
 use agent_runner_protocol::redact::quote;
 use agent_runner_protocol::{
     check_host_events, decode_detection, decode_dirty_result, decode_enrichment,
-    decode_initialize_result, decode_post_round_result, decode_round_decision,
+    decode_initialize_result, decode_observation, decode_post_round_result, decode_round_decision,
     decode_spawn_decision, decode_startup_result, error_codes, methods, Family, HookDecl,
     InvalidMessage,
 };
@@ -451,6 +451,15 @@ fn call_params(
             let (outcome, log_tail) = round_outcome(i);
             json!({"hook": decl.name, "ctx": ctx, "outcome": outcome, "log_tail": log_tail})
         }
+        Family::OutputWatch => {
+            // A round's first chunk, the next one, and one after skipped bytes.
+            let (offset, skipped, text) = match i {
+                0 => (0, 0, "{\"type\":\"system\",\"subtype\":\"init\"}\n"),
+                1 => (37, 0, "{\"type\":\"assistant\",\"message\":{\"id\":\"m1\",\"model\":\"claude-sonnet-4-5\",\"usage\":{\"input_tokens\":1200,\"output_tokens\":80}}}\n"),
+                _ => (90_000, 4_096, "tail of a long line\nplain text the agent printed\n"),
+            };
+            json!({"hook": decl.name, "ctx": ctx, "chunk": {"offset": offset, "skipped_bytes": skipped, "text": text}})
+        }
     }
 }
 
@@ -491,6 +500,7 @@ fn check_result(
         Family::ServeStartup => decode_startup_result(value)?.events,
         Family::Detector => decode_detection(value)?.events,
         Family::PostRound => return decode_post_round_result(value).map(drop),
+        Family::OutputWatch => return decode_observation(value).map(drop),
     };
     check_host_events(&events, event_kinds)
 }

@@ -248,7 +248,7 @@ fn liveness(o: &mut String, projects: &[ProjectView<'_>]) {
 /// `agent_runner_rounds_total`, `agent_runner_round_duration_seconds`,
 /// `agent_runner_round_in_progress`.
 fn rounds(o: &mut String, projects: &[ProjectView<'_>]) {
-    family(o, projects, ("agent_runner_rounds_total", "counter", "Rounds ended, by outcome (ok, failed, timeout, signaled, stopped, host_pressure, spawn_failed)."), |p| by("outcome", &p.counters.rounds));
+    family(o, projects, ("agent_runner_rounds_total", "counter", "Rounds ended, by outcome (ok, failed, timeout, signaled, stopped, host_pressure, budget, spawn_failed)."), |p| by("outcome", &p.counters.rounds));
     family(
         o,
         projects,

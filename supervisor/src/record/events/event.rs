@@ -286,6 +286,62 @@ pub(crate) enum Event {
         /// `round_usd`.
         cap: f64,
     },
+    /// The OTLP collector did not take a round's trace (docs/operations.md "Traces"): told
+    /// once when an outage begins, however many exports fail in it; rounds go on and the
+    /// outage's spans are lost.
+    TelemetryExportFailed {
+        /// The URL spans are sent to.
+        endpoint: String,
+        /// Where it was read (`[telemetry] otlp_endpoint`, `the environment's <VAR>`).
+        source: String,
+        /// The first failure of the outage.
+        error: String,
+    },
+    /// The collector took spans again after `telemetry_export_failed`.
+    TelemetryExportRecovered {
+        /// The URL spans are sent to.
+        endpoint: String,
+        /// Seconds from the outage's first failure to this look.
+        failed_for_s: f64,
+        /// Requests that failed in the outage.
+        failed_exports: u64,
+        /// Spans lost with them.
+        spans_lost: u64,
+    },
+    /// A round's running spend, as its output watches reported it, reached what it may
+    /// spend: its agent was stopped (`agent_exit.exit_cause = "budget"`; docs/operations.md,
+    /// "Budget").
+    BudgetRoundStopped {
+        /// The round.
+        round_num: u64,
+        /// The cap reached: `round_usd`, `total_usd`, `daily_usd`, `total_tokens` or
+        /// `daily_tokens`.
+        scope: String,
+        /// Spent against it (US dollars or tokens): the round's so far, plus what was spent
+        /// before the round for a total or daily cap.
+        spent: f64,
+        /// The cap.
+        cap: f64,
+        /// The round's running cost, US dollars.
+        round_usd: f64,
+        /// The round's running tokens.
+        round_tokens: u64,
+        /// The model calls counted.
+        calls: u64,
+        /// The output watch whose report counted.
+        hook: String,
+    },
+    /// An output watch fell more than `max_behind_bytes` behind the round log and skipped
+    /// `skipped_bytes` of it (docs/protocol.md §5.10): calls in them were not counted
+    /// while the round ran.
+    OutputWatchSkipped {
+        /// The round.
+        round_num: u64,
+        /// Bytes of the log no chunk carried.
+        skipped_bytes: u64,
+        /// How far behind a watch may fall.
+        max_behind_bytes: u64,
+    },
     /// `agent-runner budget reset`: `total_*` and the day's spend count from here.
     BudgetReset {
         /// US dollars spent before it, since the record began or the previous reset.
@@ -1528,7 +1584,11 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "budget_paused",
     "budget_resumed",
     "budget_round_exceeded",
+    "budget_round_stopped",
+    "output_watch_skipped",
     "budget_reset",
+    "telemetry_export_failed",
+    "telemetry_export_recovered",
     "goal_reached",
     "goal_check",
     "goal_check_tampered",
