@@ -33,6 +33,8 @@ config_table! {
         @sub goal: Option<super::goal::RawGoal>;
         // `[budget]`: absent, no caps.
         @sub budget: Option<super::budget::RawBudget>;
+        // `[notify]`: absent, no webhooks.
+        @sub notify: Option<super::notify::RawNotify>;
         @field agent: RawAgent;
         @field
             /// `[phases]`, parsed by hand (phase names are free keys); see [`RawPhases`].
@@ -466,6 +468,8 @@ pub(crate) const TABLES: &[Table] = &[
     super::goal::RawCheck::TABLE,
     super::budget::RawBudget::TABLE,
     super::budget::RawPrice::TABLE,
+    super::notify::RawNotify::TABLE,
+    super::notify::RawWebhook::TABLE,
 ];
 
 config_table! {

@@ -51,6 +51,9 @@ pub struct Config {
     pub goal: Option<super::GoalConfig>,
     /// `[budget]`: caps on money and tokens (none without the table).
     pub budget: super::budget::BudgetConfig,
+    /// `[notify]`: webhooks told of the events that need a person (none without the
+    /// table).
+    pub notify: super::NotifyConfig,
     /// Lines printed once by [`super::load`] (today: the startup check skipped by its
     /// environment variable).
     pub warnings: Vec<String>,
@@ -403,8 +406,10 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         .transpose()
         .map_err(at)?;
     let budget = super::budget::resolve(raw.budget).map_err(at)?;
+    let notify = super::notify::resolve(raw.notify).map_err(at)?;
     Ok(Config {
         budget,
+        notify,
         agent_sandbox,
         project: places.project,
         agent,
