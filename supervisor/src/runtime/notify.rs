@@ -498,7 +498,11 @@ enum Attempt {
 async fn deliver(shared: &Shared, client: &Client, d: Delivery) {
     let mut outcome = String::new();
     let mut delivered = false;
-    for attempt in 0..=RETRY_AFTER.len() {
+    let waits = std::iter::once(Duration::ZERO).chain(RETRY_AFTER);
+    for (attempt, wait) in waits.enumerate() {
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
         let started = std::time::Instant::now();
         let result =
             tokio::time::timeout(ATTEMPT_TIMEOUT, client.post(&d.target.url, d.body.clone())).await;
@@ -536,7 +540,6 @@ async fn deliver(shared: &Shared, client: &Client, d: Delivery) {
         if !again {
             break;
         }
-        tokio::time::sleep(RETRY_AFTER[attempt]).await;
     }
     let mut state = lock(shared);
     let ended = state.sending.remove(&d.id);

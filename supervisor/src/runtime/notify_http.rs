@@ -18,11 +18,12 @@ use crate::runtime::upstream_proxy::{Upstream, UpstreamProxies};
 /// One attempt (connect, proxy, TLS, request, the answer's head), at most.
 pub(crate) const ATTEMPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Sends webhook POSTs: the proxies of `serve`'s environment and the TLS roots, read once.
+/// Sends webhook POSTs: the proxies of `serve`'s environment, read once, and the TLS
+/// roots, read at the first `https://` delivery.
 pub(crate) struct Client {
     proxies: UpstreamProxies,
-    /// `None`: no root certificate could be read (HTTPS fails, saying so).
-    tls: Option<tokio_rustls::TlsConnector>,
+    /// `None` inside: no root certificate could be read (HTTPS fails, saying so).
+    tls: std::sync::OnceLock<Option<tokio_rustls::TlsConnector>>,
 }
 
 impl Client {
@@ -30,7 +31,7 @@ impl Client {
     pub(crate) fn from_environment() -> Client {
         Client {
             proxies: UpstreamProxies::from_vars(|name| std::env::var(name).ok()),
-            tls: tls_connector(),
+            tls: std::sync::OnceLock::new(),
         }
     }
 
@@ -66,7 +67,7 @@ impl Client {
         if !url.tls {
             return send(tcp, url, absolute, body).await;
         }
-        let tls = self.tls.as_ref().ok_or(
+        let tls = self.tls.get_or_init(tls_connector).as_ref().ok_or(
             "no trusted root certificates could be read from the system (install ca-certificates)",
         )?;
         let name = tokio_rustls::rustls::pki_types::ServerName::try_from(url.host.clone())

@@ -35,7 +35,10 @@ pub struct EventLog {
 /// whether or not the write succeeded (a full disk is news too). Called on the emitting
 /// thread: it must be quick and must never block (`crate::runtime::notify` queues).
 #[derive(Clone)]
-pub(crate) struct Tap(pub std::sync::Arc<dyn Fn(&Event, &str) + Send + Sync>);
+pub(crate) struct Tap(pub std::sync::Arc<TapFn>);
+
+/// What a [`Tap`] calls: the event and its line.
+pub(crate) type TapFn = dyn Fn(&Event, &str) + Send + Sync;
 
 impl std::fmt::Debug for Tap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
