@@ -39,6 +39,8 @@ config_table! {
         @sub budget: Option<super::budget::RawBudget>;
         // `[telemetry]`: absent, traces only where the environment names a collector.
         @sub telemetry: Option<super::telemetry::RawTelemetry>;
+        // `[notify]`: absent, no webhooks.
+        @sub notify: Option<super::notify::RawNotify>;
         @field agent: RawAgent;
         @field
             /// `[phases]`, parsed by hand (phase names are free keys); see [`RawPhases`].
@@ -500,6 +502,8 @@ pub(crate) const TABLES: &[Table] = &[
     super::budget::RawBudget::TABLE,
     super::budget::RawPrice::TABLE,
     super::telemetry::RawTelemetry::TABLE,
+    super::notify::RawNotify::TABLE,
+    super::notify::RawWebhook::TABLE,
 ];
 
 config_table! {

@@ -237,6 +237,15 @@ impl ConfigFollower {
         if let Err(e) = fixed_keys_unchanged(&runner.config, &config) {
             return broken(runner, &e.to_string(), Some(&new_digest), trigger);
         }
+        // The webhooks follow the file; one whose URL cannot be read keeps the last good
+        // config running (`serve` has no other environment than the one it started with).
+        let targets = match crate::runtime::notify::resolve_here(&config) {
+            Ok(targets) => targets,
+            Err(e) => return broken(runner, &e.to_string(), Some(&new_digest), trigger),
+        };
+        if let Some(notifier) = &mut runner.notifier {
+            notifier.follow(&config, targets);
+        }
         let hosts = runner.hosts.reconcile(&config, gate).await;
         runner.replace_config(config);
         tracing::info!("config reloaded ({new_digest})");

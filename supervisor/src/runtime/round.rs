@@ -277,6 +277,8 @@ pub(crate) struct Runner {
     pub events: EventLog,
     /// Third-party hosts.
     pub hosts: HostManager,
+    /// `serve`'s notifications (`[notify]`); `None` for `round`.
+    pub notifier: Option<crate::runtime::notify::Notifier>,
     repo: Repo,
     /// Whether `repo` is a git working tree at all.
     git: Git,
@@ -362,6 +364,7 @@ impl Runner {
             config,
             events,
             hosts,
+            notifier: None,
             repo,
             git,
             unhealthy_since: None,

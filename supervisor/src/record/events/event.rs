@@ -342,6 +342,25 @@ pub(crate) enum Event {
         /// How far behind a watch may fall.
         max_behind_bytes: u64,
     },
+    /// A `[[notify.webhooks]]` entry was not told of an event (docs/operations.md,
+    /// "Notifications"): its attempts failed, a full queue dropped it (the oldest goes), or
+    /// the exit's flush ran out. Never holds the URL or any part of it.
+    NotifyFailed {
+        /// The entry: its `name`, else `notify.webhooks[<index>]`.
+        webhook: String,
+        /// The variable holding its URL (`url_env`); `null` for a literal `url`.
+        url_env: Option<String>,
+        /// The kind of the event it was to carry.
+        event_kind: String,
+        /// `failed` (every attempt failed, or one that retrying cannot mend), `queue_full`
+        /// or `exit_flush`.
+        reason: String,
+        /// Attempts made (0: none was).
+        attempts: u32,
+        /// The last attempt's failure in words (`connection refused`, `HTTP 500`), never
+        /// naming the URL.
+        error: String,
+    },
     /// `agent-runner budget reset`: `total_*` and the day's spend count from here.
     BudgetReset {
         /// US dollars spent before it, since the record began or the previous reset.
@@ -1589,6 +1608,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "budget_reset",
     "telemetry_export_failed",
     "telemetry_export_recovered",
+    "notify_failed",
     "goal_reached",
     "goal_check",
     "goal_check_tampered",
