@@ -305,6 +305,7 @@ fn resolved(config: &Config, key: &str) -> String {
         "agent.sandbox.connect_ports" => format!("{:?}", config.agent_sandbox.connect_ports),
         "agent.sandbox.unix_sockets" => config.agent_sandbox.unix_sockets.to_string(),
         "agent.sandbox.user_namespaces" => config.agent_sandbox.user_namespaces.to_string(),
+        "agent.sandbox.host_network" => config.agent_sandbox.host_network.to_string(),
         "agent.sandbox.pass_env" => format!("{:?}", config.agent_sandbox.pass_env),
         other => panic!("restart-only config key {other} has no comparison in config_follow"),
     }
@@ -341,6 +342,7 @@ mod tests {
                 "agent.sandbox.connect_ports",
                 "agent.sandbox.unix_sockets",
                 "agent.sandbox.user_namespaces",
+                "agent.sandbox.host_network",
                 "agent.sandbox.pass_env",
                 "runtime.work_dir",
                 "runtime.log_dir",

@@ -44,8 +44,13 @@ pub(crate) enum Why {
     NotListed,
     /// A listed name resolved to an address closed to names.
     Resolves(Closed),
-    /// The port is not one Landlock lets the agent connect to.
+    /// The port is not one the agent may connect to (443 and `connect_ports`): refused by
+    /// Landlock, or by the proxy's open mode.
     PortNotAllowed,
+    /// Without `allow_hosts` (the proxy's open mode), the target (an address, or an address
+    /// a name resolved to) is closed: this machine, its network, link-local, metadata
+    /// (docs/security.md, "The agent's network").
+    Open(Closed),
 }
 
 impl Why {
@@ -56,7 +61,7 @@ impl Why {
         match self {
             Why::NotListed => "not_listed",
             Why::PortNotAllowed => "port_not_allowed",
-            Why::Resolves(c) => c.as_str(),
+            Why::Resolves(c) | Why::Open(c) => c.as_str(),
         }
     }
 }
@@ -116,10 +121,14 @@ impl EgressRefusal {
     }
 
     /// The config key that opens it: `agent.sandbox.allow_hosts` or
-    /// `agent.sandbox.connect_ports`.
+    /// `agent.sandbox.connect_ports` (a loopback endpoint, a port), or
+    /// `agent.sandbox.host_network` (a private address without `allow_hosts`).
     pub(crate) fn key(&self) -> &'static str {
         match self.why {
-            Why::PortNotAllowed => "agent.sandbox.connect_ports",
+            Why::PortNotAllowed | Why::Open(Closed::Loopback | Closed::ThisMachine) => {
+                "agent.sandbox.connect_ports"
+            }
+            Why::Open(Closed::Private) => "agent.sandbox.host_network",
             _ => "agent.sandbox.allow_hosts",
         }
     }
@@ -156,6 +165,15 @@ impl EgressRefusal {
             ),
             (Why::Resolves(Closed::Private), Some(h), _) => format!(
                 "the name resolves to a private address; write \"{h}:{port} private\" in [agent.sandbox] allow_hosts if that is wanted"
+            ),
+            (Why::Open(Closed::Loopback | Closed::ThisMachine), ..) => format!(
+                "the agent reaches this machine only at 127.0.0.1 (or localhost) on a port of [agent.sandbox] connect_ports; for a local endpoint add {port} there and use http://127.0.0.1:{port}"
+            ),
+            (Why::Open(Closed::Private), ..) => "a private address is reached only when [agent.sandbox] allow_hosts lists it (then the agent reaches nothing else) or with [agent.sandbox] host_network = true".to_owned(),
+            (Why::Open(c), _, a) => format!(
+                "{} address {} is never reached without [agent.sandbox] allow_hosts listing it",
+                c.as_str().replace('_', " "),
+                a.map(|a| a.to_string()).unwrap_or_default()
             ),
             (Why::Resolves(c), _, a) => format!(
                 "a name may not lead into this machine or its network ({} address {}); list the address itself with its port in [agent.sandbox] allow_hosts if it is wanted",

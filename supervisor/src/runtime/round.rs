@@ -469,6 +469,20 @@ impl Runner {
         });
     }
 
+    /// The egress proxy's policy for the agent of `phase`: `allow_hosts`'s list; without it
+    /// the open policy when the agent gets a network namespace of its own
+    /// ([`AgentSandboxGate::own_network`]: `prefer` or `require`, no `host_network`);
+    /// `None`: the agent keeps this machine's network.
+    fn egress_policy(&self, phase: Option<&str>) -> Option<egress_proxy::Policy> {
+        match &self.config.profile(phase).agent.allow_hosts {
+            Some(allow) => Some(egress_proxy::Policy::Listed(allow.clone())),
+            None => self
+                .agent_sandbox
+                .own_network()
+                .then(|| egress_proxy::Policy::open(&self.config.agent_sandbox)),
+        }
+    }
+
     /// The variables the agent gets on top of what it inherits of the supervisor's
     /// environment ([`AllowList`]).
     fn agent_env(&self, round_num: u64, phase: Option<&str>) -> Vec<(String, String)> {
@@ -489,8 +503,8 @@ impl Runner {
             "AGENT_RUNNER_FRESH_EYES".into(),
             if fresh { "1" } else { "0" }.into(),
         ));
-        if let Some(allow) = &self.config.profile(phase).agent.allow_hosts {
-            env.extend(egress_proxy::agent_env(allow));
+        if let Some(policy) = self.egress_policy(phase) {
+            env.extend(egress_proxy::agent_env(&policy));
         }
         if let Some(file) = &self.config.runtime.narrative_file {
             env.push((
@@ -949,8 +963,8 @@ impl Runner {
         let own_sandbox = launch.own_sandbox.clone();
         let mut spec = self.agent_spec(round_num, launch, log_path, log);
         let cli = self.config.profile(phase).agent.cli.name.unwrap_or("");
-        // Behind the egress proxy the agent connects to its forwarder's port only.
-        let proxy_port: &[u16] = if self.config.profile(phase).agent.allow_hosts.is_some() {
+        // Behind the egress proxy the agent connects to its forwarder's port too.
+        let proxy_port: &[u16] = if self.egress_policy(phase).is_some() {
             &[agent_runner_plugin_host::agent::egress_bridge::PROXY_PORT]
         } else {
             &[]
@@ -1004,7 +1018,7 @@ impl Runner {
         let mut cgroup = self.round_cgroup(round_num);
         spec.cgroup_procs = cgroup.as_mut().and_then(RoundCgroup::take_procs);
         let mut refusals = None;
-        if let Some(allow) = &self.config.profile(phase).agent.allow_hosts {
+        if let Some(policy) = self.egress_policy(phase) {
             let agent_env = &self.config.profile(phase).agent.env;
             let upstream = UpstreamProxies::from_vars(|name| {
                 agent_env
@@ -1012,7 +1026,7 @@ impl Runner {
                     .cloned()
                     .or_else(|| std::env::var(name).ok())
             });
-            let (bridge, rx) = egress_proxy::open(allow, upstream)
+            let (bridge, rx) = egress_proxy::open(policy, upstream)
                 .map_err(|source| self.spawn_failed(round_num, phase, source))?;
             spec.egress = Some(bridge);
             refusals = Some(rx);

@@ -245,7 +245,7 @@ pub(crate) async fn boot(config_path: &Path, job: bool) -> Result<Booted, BootEr
             name: None,
         });
     }
-    let agent_sandbox = match AgentSandboxGate::evaluate(config.agent_sandbox.mode, &caps) {
+    let agent_sandbox = match AgentSandboxGate::evaluate(&config.agent_sandbox, &caps) {
         Ok(gate) => gate,
         Err(refused) => {
             events.emit(Event::AgentSandboxDegraded {
