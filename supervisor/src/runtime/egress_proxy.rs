@@ -506,6 +506,50 @@ mod tests {
             .starts_with("GET / HTTP/1.0\r\n"));
     }
 
+    /// Without `allow_hosts`: names and public addresses open, this machine and its
+    /// network closed, `127.0.0.1`/`::1`/`localhost` open only on a listed port.
+    #[test]
+    fn the_open_policy_never_leads_into_this_machine() {
+        use crate::runtime::egress_address::Closed;
+        let open = Policy::Open {
+            connect_ports: vec![4010],
+        };
+        let at = |ip: &str, port| vec![SocketAddr::new(ip.parse().unwrap(), port)];
+        let judged = |named, port, ip: &str| judge(&open, named, port, &at(ip, port), false);
+        // A name or a public address on 443: open (the control of each row below).
+        assert_eq!(judged(true, 443, "93.184.216.34"), None);
+        assert_eq!(judged(false, 443, "93.184.216.34"), None);
+        // Loopback by address or by name, on 443 or any port not listed.
+        for (named, port) in [(false, 443), (true, 443), (true, 4010), (false, 4011)] {
+            let (ip, why) = judged(named, port, "127.0.0.1").expect("closed");
+            assert_eq!(ip.to_string(), "127.0.0.1");
+            assert!(
+                matches!(why, Why::Open(Closed::Loopback | Closed::ThisMachine)),
+                "{why:?}"
+            );
+        }
+        assert!(judged(false, 443, "::1").is_some());
+        assert!(judged(false, 443, "::ffff:127.0.0.1").is_some());
+        // The listed local endpoint, by address: open (a name never is).
+        assert_eq!(judged(false, 4010, "127.0.0.1"), None);
+        assert_eq!(judged(false, 4010, "::1"), None);
+        // Private, link-local, metadata addresses: closed by address and by name.
+        for ip in [
+            "10.1.2.3",
+            "192.168.0.1",
+            "169.254.169.254",
+            "fe80::1",
+            "fd00::1",
+        ] {
+            assert!(judged(false, 443, ip).is_some(), "{ip}");
+            assert!(judged(true, 443, ip).is_some(), "{ip}");
+        }
+        assert_eq!(
+            judged(false, 443, "10.1.2.3").map(|(_, w)| w),
+            Some(Why::Open(Closed::Private))
+        );
+    }
+
     #[test]
     fn other_requests_are_not_proxied() {
         for bad in [
