@@ -235,7 +235,8 @@ impl AgentSandboxGate {
 
     /// The confinement of one round's agent running `argv0` (with `env` over the
     /// supervisor's environment) under `config`, also allowed to connect to `extra_ports`
-    /// (the egress proxy's); `None` under `off`. Its TMPDIR is `<state_dir>/agent-tmp`,
+    /// (the egress proxy's), in a network namespace of its own when `own_network` (its
+    /// connects out of it told); `None` under `off`. Its TMPDIR is `<state_dir>/agent-tmp`,
     /// emptied first.
     ///
     /// Errors: a required path is missing, the kernel refused the ruleset, a descriptor
@@ -248,11 +249,12 @@ impl AgentSandboxGate {
         argv0: &str,
         env: &[(String, String)],
         extra_ports: &[u16],
+        own_network: bool,
     ) -> Result<Option<AgentConfinement>, AgentConfineError> {
         let mut connect_ports = DEFAULT_CONNECT_PORTS.to_vec();
         connect_ports.extend(&config.agent_sandbox.connect_ports);
         connect_ports.extend(extra_ports);
-        self.confine(config, tree, cli, argv0, env, connect_ports)
+        self.confine(config, tree, cli, argv0, env, connect_ports, own_network)
     }
 
     /// The confinement of goal check `check` after a round (docs/security.md "Goal
@@ -274,9 +276,11 @@ impl AgentSandboxGate {
             &check.cmd[0],
             env,
             check.connect_ports.clone(),
+            false,
         )
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn confine(
         &self,
         config: &Config,
@@ -285,6 +289,7 @@ impl AgentSandboxGate {
         argv0: &str,
         env: &[(String, String)],
         connect_ports: Vec<u16>,
+        own_network: bool,
     ) -> Result<Option<AgentConfinement>, AgentConfineError> {
         if !self.enabled() {
             return Ok(None);
@@ -328,6 +333,7 @@ impl AgentSandboxGate {
                 shadow: None,
             },
             connect_ports,
+            own_network,
             tier: self.applied,
             switches: sandbox.seccomp_switches(),
             roots: ProtectedRoots {

@@ -25,6 +25,9 @@ pub(crate) enum Layer {
     Proxy,
     /// Landlock's TCP connect rule (`[agent.sandbox] connect_ports`).
     Landlock,
+    /// The agent's own network namespace, which routes nothing but loopback: a direct
+    /// connect out of it (a client ignoring the proxy variables).
+    Namespace,
 }
 
 impl Layer {
@@ -33,6 +36,7 @@ impl Layer {
         match self {
             Layer::Proxy => "proxy",
             Layer::Landlock => "landlock",
+            Layer::Namespace => "namespace",
         }
     }
 }
@@ -51,6 +55,8 @@ pub(crate) enum Why {
     /// a name resolved to) is closed: this machine, its network, link-local, metadata
     /// (docs/security.md, "The agent's network").
     Open(Closed),
+    /// A direct TCP connect out of the agent's own network namespace: no route.
+    NoRoute,
 }
 
 impl Why {
@@ -61,6 +67,7 @@ impl Why {
         match self {
             Why::NotListed => "not_listed",
             Why::PortNotAllowed => "port_not_allowed",
+            Why::NoRoute => "no_route",
             Why::Resolves(c) | Why::Open(c) => c.as_str(),
         }
     }
@@ -120,6 +127,19 @@ impl EgressRefusal {
         }
     }
 
+    /// A direct TCP connect to `address` out of the agent's own network namespace (the
+    /// seccomp observer saw it; nothing routes it).
+    pub(crate) fn unrouted(address: std::net::SocketAddr) -> EgressRefusal {
+        EgressRefusal {
+            layer: Layer::Namespace,
+            host: None,
+            address: Some(address.ip()),
+            port: address.port(),
+            access: "connect",
+            why: Why::NoRoute,
+        }
+    }
+
     /// The config key that opens it: `agent.sandbox.allow_hosts` or
     /// `agent.sandbox.connect_ports` (a loopback endpoint, a port), or
     /// `agent.sandbox.host_network` (a private address without `allow_hosts`).
@@ -128,7 +148,7 @@ impl EgressRefusal {
             Why::PortNotAllowed | Why::Open(Closed::Loopback | Closed::ThisMachine) => {
                 "agent.sandbox.connect_ports"
             }
-            Why::Open(Closed::Private) => "agent.sandbox.host_network",
+            Why::Open(Closed::Private) | Why::NoRoute => "agent.sandbox.host_network",
             _ => "agent.sandbox.allow_hosts",
         }
     }
@@ -153,6 +173,7 @@ impl EgressRefusal {
         let port = self.port;
         match (self.why, &self.host, self.address) {
             (Why::PortNotAllowed, ..) => format!("add {port} to [agent.sandbox] connect_ports"),
+            (Why::NoRoute, ..) => "the agent's network namespace routes only loopback: the client must go through the egress proxy (HTTPS_PROXY is set), or set [agent.sandbox] host_network = true".to_owned(),
             (Why::NotListed, Some(h), _) => {
                 format!("add \"{h}:{port}\" to [agent.sandbox] allow_hosts")
             }

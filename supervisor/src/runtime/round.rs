@@ -985,6 +985,7 @@ impl Runner {
             &spec.argv[0],
             &spec.env,
             proxy_port,
+            self.egress_policy(phase).is_some(),
         ) {
             Ok(confinement) => {
                 if let Some(c) = &confinement {
@@ -1074,15 +1075,26 @@ impl Runner {
                 egress.record(r);
             }
         }
-        // Behind the egress proxy a direct connect stays in the agent's own network
-        // namespace, where nothing is to be reached: the fix is an `allow_hosts` entry, which
-        // the proxy's refusals and the endpoint's diagnosis name, not a port.
-        if self.config.profile(phase).agent.allow_hosts.is_none() {
-            for address in &exit.landlock_connects {
-                egress.record(EgressRefusal::landlock(
-                    &address.ip().to_string(),
-                    address.port(),
-                ));
+        // A port Landlock refuses is told with its fix (not behind `allow_hosts`, whose fix
+        // is an entry the proxy's refusals and the endpoint's diagnosis name); an allowed
+        // port out of the agent's own network namespace has no route, told as such.
+        let own_network = self.egress_policy(phase).is_some();
+        let open_ports: Vec<u16> = agent_runner_plugin_host::agent::policy::DEFAULT_CONNECT_PORTS
+            .iter()
+            .chain(&self.config.agent_sandbox.connect_ports)
+            .chain(proxy_port)
+            .copied()
+            .collect();
+        for address in &exit.landlock_connects {
+            if !open_ports.contains(&address.port()) {
+                if self.config.profile(phase).agent.allow_hosts.is_none() {
+                    egress.record(EgressRefusal::landlock(
+                        &address.ip().to_string(),
+                        address.port(),
+                    ));
+                }
+            } else if own_network && !address.ip().is_loopback() {
+                egress.record(EgressRefusal::unrouted(*address));
             }
         }
         for event in egress.events(round_num) {

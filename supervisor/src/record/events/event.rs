@@ -542,8 +542,9 @@ pub(crate) enum Event {
         /// The round.
         round_num: u64,
         /// The layer that refused: `proxy` (the egress proxy: `allow_hosts`, or without it
-        /// the agent's own network namespace) or `landlock` (the TCP connect rule,
-        /// `connect_ports`).
+        /// the agent's own network namespace), `landlock` (the TCP connect rule,
+        /// `connect_ports`) or `namespace` (a direct connect out of the agent's own network
+        /// namespace, which routes nothing: `reason` `no_route`).
         layer: String,
         /// The host name the agent asked for (absent when it asked for an address).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -556,7 +557,7 @@ pub(crate) enum Event {
         port: u16,
         /// `connect` (a TCP connect, a `CONNECT` tunnel) or `http` (a plain-HTTP request).
         access: String,
-        /// `not_listed`, `port_not_allowed`, or the class of the closed address (one a name
+        /// `not_listed`, `port_not_allowed`, `no_route`, or the class of the closed address (one a name
         /// resolved to, or without `allow_hosts` one asked for): `loopback`,
         /// `this_machine`, `link_local`, `multicast`, `unspecified`, `cloud_metadata`,
         /// `private`.
