@@ -241,6 +241,7 @@ impl AgentSandboxGate {
     ///
     /// Errors: a required path is missing, the kernel refused the ruleset, a descriptor
     /// could not be opened; the round does not start.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn confinement(
         &self,
         config: &Config,
