@@ -158,7 +158,7 @@ pub(crate) struct AgentSandboxBlock {
 /// The agent's sandbox block of `config` on this machine (`caps` probed).
 pub(crate) fn agent_sandbox_block(config: &Config, caps: &Capabilities) -> AgentSandboxBlock {
     let requested = config.agent_sandbox.mode.as_str().to_owned();
-    match AgentSandboxGate::evaluate(config.agent_sandbox.mode, caps) {
+    match AgentSandboxGate::evaluate(&config.agent_sandbox, caps) {
         Ok(gate) => AgentSandboxBlock {
             requested,
             achieved_tier: gate.applied.as_str().to_owned(),

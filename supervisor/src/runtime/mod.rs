@@ -56,6 +56,7 @@ pub(crate) mod dirty;
 pub(crate) mod egress_address;
 pub(crate) mod egress_proxy;
 pub(crate) mod egress_refusals;
+pub(crate) mod egress_routes;
 pub(crate) mod exec_surface;
 pub(crate) mod git;
 pub(crate) mod git_config_keys;

@@ -268,7 +268,7 @@ async fn boot_with(config_path: &Path, job: bool, notify: bool) -> Result<Booted
             name: None,
         });
     }
-    let agent_sandbox = match AgentSandboxGate::evaluate(config.agent_sandbox.mode, &caps) {
+    let agent_sandbox = match AgentSandboxGate::evaluate(&config.agent_sandbox, &caps) {
         Ok(gate) => gate,
         Err(refused) => {
             events.emit(Event::AgentSandboxDegraded {

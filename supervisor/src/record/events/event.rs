@@ -616,8 +616,10 @@ pub(crate) enum Event {
     AgentEgressRefused {
         /// The round.
         round_num: u64,
-        /// The layer that refused: `proxy` (the egress proxy, `allow_hosts`) or `landlock`
-        /// (the TCP connect rule, `connect_ports`).
+        /// The layer that refused: `proxy` (the egress proxy: `allow_hosts`, or without it
+        /// the agent's own network namespace), `landlock` (the TCP connect rule,
+        /// `connect_ports`) or `namespace` (a direct connect out of the agent's own network
+        /// namespace, which routes nothing: `reason` `no_route`).
         layer: String,
         /// The host name the agent asked for (absent when it asked for an address).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -630,12 +632,13 @@ pub(crate) enum Event {
         port: u16,
         /// `connect` (a TCP connect, a `CONNECT` tunnel) or `http` (a plain-HTTP request).
         access: String,
-        /// `not_listed`, `port_not_allowed`, or the class of the closed address a name
-        /// resolved to (`loopback`, `this_machine`, `link_local`, `multicast`,
-        /// `unspecified`, `cloud_metadata`, `private`).
+        /// `not_listed`, `port_not_allowed`, `no_route`, or the class of the closed address (one a name
+        /// resolved to, or without `allow_hosts` one asked for): `loopback`,
+        /// `this_machine`, `link_local`, `multicast`, `unspecified`, `cloud_metadata`,
+        /// `private`.
         reason: String,
-        /// The config key that opens it: `agent.sandbox.allow_hosts` or
-        /// `agent.sandbox.connect_ports`.
+        /// The config key that opens it: `agent.sandbox.allow_hosts`,
+        /// `agent.sandbox.connect_ports` or `agent.sandbox.host_network`.
         key: String,
         /// The sentence told everywhere ("egress to 127.0.0.1:4010 refused by the agent
         /// sandbox: add 4010 to [agent.sandbox] connect_ports").
