@@ -50,8 +50,8 @@ use tokio::sync::mpsc;
 use crate::config::allow_hosts::{normalize, AllowHosts};
 use crate::runtime::egress_address;
 use crate::runtime::egress_refusals::{EgressRefusal, Why};
-use crate::runtime::key_broker::KeyBroker;
 use crate::runtime::egress_routes::{self, Handler, Routes};
+use crate::runtime::key_broker::KeyBroker;
 use crate::runtime::upstream_proxy::UpstreamProxies;
 
 /// The largest request head the proxy reads (request line and headers).
