@@ -670,7 +670,7 @@ async fn run_serve(
     options: ServeOptions,
 ) -> Result<u8, CliError> {
     let (sender, mut stop) = stop::install().map_err(|e| CliError::failure(e.to_string()))?;
-    let mut booted = serve::boot(config, options.job).await?;
+    let mut booted = serve::boot_serve(config, options.job).await?;
     let pid_file = crate::runtime::log_views::serve_pid(booted.runner.log_dir());
     let state_dir = booted.runner.config.runtime.state_dir.clone();
     let control = crate::operator::control::listen(&state_dir, sender, booted.status.subscribe())

@@ -73,6 +73,10 @@ pub struct AgentSandboxSpec {
     pub policy: AgentPolicyInput,
     /// TCP ports the agent may connect to.
     pub connect_ports: Vec<u16>,
+    /// Whether the agent runs in a network namespace of its own with only loopback (the
+    /// egress bridge's): a TCP connect to any other address has no route there, and the
+    /// observer tells it ([`LandlockPrediction`]).
+    pub own_network: bool,
     /// Which of Landlock and seccomp to apply (the gate's verdict).
     pub tier: Tier,
     /// What the operator's switches lift from the seccomp deny-list.
@@ -289,6 +293,7 @@ impl AgentConfinement {
         if grants.is_some() {
             predicted.withheld = WithheldFiles::walk(withheld_paths(&policy));
         }
+        predicted.unroutable = spec.own_network;
         if let Some(s) = &shadow {
             // The agent writes its shadow by the real paths it is bound over.
             predicted.also_writable(
@@ -450,6 +455,10 @@ struct LandlockPrediction {
     tcp: bool,
     /// The ports TCP may connect to.
     connect_ports: Vec<u16>,
+    /// The agent is in its own network namespace with only loopback: a TCP connect to any
+    /// other address fails (`ENETUNREACH`), told so that a client ignoring the proxy
+    /// variables is seen.
+    unroutable: bool,
     /// Landlock's file rules apply.
     files: bool,
     /// Where entries may be made and removed (`ReadWrite`, `ReadWriteExecute` grants),
@@ -482,6 +491,7 @@ impl LandlockPrediction {
         LandlockPrediction {
             tcp: grants.is_some() && kernel_landlock_abi().unwrap_or(0) >= 4,
             connect_ports: connect_ports.to_vec(),
+            unroutable: false,
             files: grants.is_some(),
             writable_trees: trees,
             writable_files: files,
@@ -499,12 +509,15 @@ impl LandlockPrediction {
     }
 
     /// Whether Landlock refuses `observed`: a TCP connect to a port not allowed; a write
-    /// outside every write grant; a read of a credential store.
+    /// outside every write grant; a read of a credential store. Also a TCP connect out of
+    /// the agent's own network namespace (not loopback), which nothing routes.
     fn refuses(&self, observed: &Observed) -> bool {
         match observed {
             Observed::Read { file, .. } => self.files && self.withheld.contains(*file),
             Observed::Connect { address, tcp, .. } => {
-                self.tcp && *tcp && !self.connect_ports.contains(&address.port())
+                let refused = self.tcp && !self.connect_ports.contains(&address.port());
+                let unrouted = self.unroutable && !address.ip().is_loopback();
+                *tcp && (refused || unrouted)
             }
             Observed::Write {
                 path,

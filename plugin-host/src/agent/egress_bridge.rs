@@ -11,11 +11,16 @@
 //!    which it brings up: no other interface, no route, so a direct connection to any
 //!    address outside fails (`ENETUNREACH`; `127.0.0.0/8` is the namespace's own loopback);
 //! 2. binds a listening TCP socket to `127.0.0.1:`[`PROXY_PORT`] in that namespace (the
-//!    namespace is new, so the port is always free);
-//! 3. forks the *forwarder*: a child that keeps only that listening socket and its end of a
-//!    `SOCK_SEQPACKET` pair whose other end the supervisor holds ([`BridgeReceiver`]). For
-//!    every connection it accepts it sends the connected socket itself to the supervisor
-//!    (`SCM_RIGHTS`) and closes its copy. It copies no bytes: the supervisor's proxy reads
+//!    namespace is new, so the port is always free), and one to `127.0.0.1:<port>` and
+//!    `[::1]:<port>` for each *forwarded* port the bridge was made with ([`bridge`]: a
+//!    local model endpoint of `connect_ports`, later the key broker's) — the `::1` one only
+//!    where the kernel has IPv6;
+//! 3. forks the *forwarder*: a child that keeps only those listening sockets and its end of
+//!    a `SOCK_SEQPACKET` pair whose other end the supervisor holds ([`BridgeReceiver`]). For
+//!    every connection it accepts on any of them it sends the connected socket itself to
+//!    the supervisor (`SCM_RIGHTS`) and closes its copy; the supervisor tells which port it
+//!    was by the socket's own address (`getsockname`) and serves it with that port's
+//!    handler (the proxy for [`PROXY_PORT`]). It copies no bytes: the supervisor's proxy reads
 //!    and writes the agent's connection directly, so the forwarder holds no data and needs
 //!    no buffers. It ignores the stop signals the round's process group gets (the agent may
 //!    be draining its turn), dies with `PR_SET_PDEATHSIG` = SIGKILL when the agent's process
@@ -38,6 +43,13 @@ use crate::common::id_map::IdMap;
 /// HTTP proxies customarily use).
 pub const PROXY_PORT: u16 = 3128;
 
+/// The most forwarded ports one bridge takes besides [`PROXY_PORT`] (each is two listening
+/// sockets in the forwarder, which keeps them in a fixed array: it may not allocate).
+pub const MAX_FORWARDED_PORTS: usize = 32;
+
+/// Listening sockets of one forwarder at most: the proxy's and two per forwarded port.
+const MAX_LISTENERS: usize = 1 + 2 * MAX_FORWARDED_PORTS;
+
 /// The proxy URL the agent is given (`http://127.0.0.1:3128`).
 pub fn proxy_url() -> String {
     format!("http://127.0.0.1:{PROXY_PORT}")
@@ -55,6 +67,9 @@ pub struct EgressBridge {
     user_namespace: Option<(IdMap, IdMap)>,
     /// The ids those maps map.
     ids: Option<(u32, u32)>,
+    /// The forwarded loopback ports (not [`PROXY_PORT`], no repeats, at most
+    /// [`MAX_FORWARDED_PORTS`]).
+    ports: Vec<u16>,
 }
 
 /// The supervisor's end: the agent's connections, one descriptor per message.
@@ -69,11 +84,17 @@ pub struct BridgeReceiver {
 /// that process holds `CAP_SYS_ADMIN` (root); a caller whose launch already entered a user
 /// namespace passes `None` and calls [`EgressBridge::enter`] after it.
 ///
+/// `forwarded`: loopback ports the forwarder also listens on (`127.0.0.1` and `::1`), each
+/// connection handed over like the proxy's; [`PROXY_PORT`] and repeats are left out.
+///
 /// # Errors
-/// `socketpair(2)` failed (descriptor limits).
+/// `socketpair(2)` failed (descriptor limits); more than [`MAX_FORWARDED_PORTS`] ports
+/// (`InvalidInput`).
 pub fn bridge(
     user_namespace: Option<(u32, u32)>,
+    forwarded: &[u16],
 ) -> std::io::Result<(EgressBridge, BridgeReceiver)> {
+    let ports = forwarded_ports(forwarded)?;
     let (a, b) = crate::common::fd_passing::socket_pair()?;
     let user_namespace_ids = user_namespace;
     let user_namespace =
@@ -83,9 +104,33 @@ pub fn bridge(
             forwarder_end: a,
             user_namespace,
             ids: user_namespace_ids,
+            ports,
         },
         BridgeReceiver { fd: b },
     ))
+}
+
+/// `forwarded` without [`PROXY_PORT`], `0` and repeats, in order.
+///
+/// # Errors
+/// More than [`MAX_FORWARDED_PORTS`] remain (`InvalidInput`).
+fn forwarded_ports(forwarded: &[u16]) -> std::io::Result<Vec<u16>> {
+    let mut ports: Vec<u16> = Vec::new();
+    for &p in forwarded {
+        if p != PROXY_PORT && p != 0 && !ports.contains(&p) {
+            ports.push(p);
+        }
+    }
+    if ports.len() > MAX_FORWARDED_PORTS {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "{} loopback ports to forward into the agent's network namespace; at most {MAX_FORWARDED_PORTS}",
+                ports.len()
+            ),
+        ));
+    }
+    Ok(ports)
 }
 
 /// Where [`EgressBridge::enter`] failed, for the caller's report (raw system calls only:
@@ -130,19 +175,27 @@ fn fail(step: &'static str) -> EnterError {
 }
 
 impl EgressBridge {
-    /// The supervisor's side: the forwarder's end (for the launch plan to pass on) and the
-    /// `(uid, gid)` of the user namespace to create, if any.
-    pub fn into_parts(self) -> (OwnedFd, Option<(u32, u32)>) {
-        (self.forwarder_end, self.ids)
+    /// The supervisor's side: the forwarder's end (for the launch plan to pass on), the
+    /// `(uid, gid)` of the user namespace to create, if any, and the forwarded ports.
+    pub fn into_parts(self) -> (OwnedFd, Option<(u32, u32)>, Vec<u16>) {
+        (self.forwarder_end, self.ids, self.ports)
     }
 
     /// The launcher's side: the bridge of [`EgressBridge::into_parts`].
-    pub(crate) fn from_parts(forwarder_end: OwnedFd, ids: Option<(u32, u32)>) -> Self {
-        EgressBridge {
+    ///
+    /// # Errors
+    /// As [`bridge`]: too many forwarded ports.
+    pub(crate) fn from_parts(
+        forwarder_end: OwnedFd,
+        ids: Option<(u32, u32)>,
+        ports: &[u16],
+    ) -> std::io::Result<Self> {
+        Ok(EgressBridge {
             forwarder_end,
             user_namespace: ids.map(|(uid, gid)| (IdMap::identity(uid), IdMap::identity(gid))),
             ids,
-        }
+            ports: forwarded_ports(ports)?,
+        })
     }
 
     /// Run in the forked child before exec (single-threaded; raw system calls only): the
@@ -154,7 +207,14 @@ impl EgressBridge {
     /// The failing step and its errno ([`EnterError`]).
     pub fn enter(&self) -> Result<(), EnterError> {
         self.enter_namespace()?;
-        let listener = listen_loopback()?;
+        let mut listeners = [-1 as RawFd; MAX_LISTENERS];
+        let count = match self.listen_all(&mut listeners) {
+            Ok(n) => n,
+            Err(e) => {
+                close_all(&listeners);
+                return Err(e);
+            }
+        };
         // SAFETY: getpid takes nothing.
         let parent = unsafe { libc::getpid() };
         // A raw clone behaves like fork without running glibc's atfork handlers.
@@ -165,17 +225,33 @@ impl EgressBridge {
         match pid {
             -1 => {
                 let e = fail("fork");
-                // SAFETY: closes the descriptor made above.
-                unsafe { libc::close(listener) };
+                close_all(&listeners);
                 Err(e)
             }
-            0 => forward(parent, listener, self.forwarder_end.as_raw_fd()),
+            0 => forward(parent, &listeners[..count], self.forwarder_end.as_raw_fd()),
             _ => {
-                // SAFETY: the agent never holds the listening socket (the forwarder does).
-                unsafe { libc::close(listener) };
+                // The agent never holds the listening sockets (the forwarder does).
+                close_all(&listeners);
                 Ok(())
             }
         }
+    }
+
+    /// Step 2 of the module docs: the proxy's listening socket, then each forwarded port's
+    /// (`127.0.0.1`, and `::1` where IPv6 is there), into `out`; how many.
+    fn listen_all(&self, out: &mut [RawFd; MAX_LISTENERS]) -> Result<usize, EnterError> {
+        out[0] = listen_loopback(PROXY_PORT, false)?;
+        let mut n = 1;
+        for &port in &self.ports {
+            out[n] = listen_loopback(port, false)?;
+            n += 1;
+            // A kernel or namespace without IPv6 has no `::1`: the forward is then IPv4's only.
+            if let Ok(fd) = listen_loopback(port, true) {
+                out[n] = fd;
+                n += 1;
+            }
+        }
+        Ok(n)
     }
 
     /// Steps 1 of the module docs: the namespaces, the id maps, `lo` up.
@@ -264,7 +340,7 @@ fn probe_once() -> Result<(), NoBridge> {
     // SAFETY: geteuid/getuid/getgid take nothing.
     let ids = unsafe { (libc::geteuid() != 0).then(|| (libc::getuid(), libc::getgid())) };
     let (plan, _receiver) =
-        bridge(ids).map_err(|e| NoBridge::Setup("socketpair", std::sync::Arc::new(e)))?;
+        bridge(ids, &[]).map_err(|e| NoBridge::Setup("socketpair", std::sync::Arc::new(e)))?;
     let mut fds = [0 as RawFd; 2];
     // SAFETY: pipe2 writes two descriptors into the live array.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -282,7 +358,7 @@ fn probe_once() -> Result<(), NoBridge> {
     if pid == 0 {
         let report = match plan
             .enter_namespace()
-            .and_then(|()| listen_loopback().map(|_| ()))
+            .and_then(|()| listen_loopback(PROXY_PORT, false).map(|_| ()))
         {
             Ok(()) => [0i32, 0],
             Err(e) => [
@@ -353,28 +429,75 @@ fn loopback_up() -> Result<(), EnterError> {
     }
 }
 
-/// A close-on-exec TCP socket listening on `127.0.0.1:PROXY_PORT`.
-fn listen_loopback() -> Result<RawFd, EnterError> {
+/// Closes every descriptor of `fds` that is one (`-1` marks a free slot).
+fn close_all(fds: &[RawFd]) {
+    for &fd in fds.iter().filter(|fd| **fd >= 0) {
+        // SAFETY: closes a descriptor this process made and no one else holds.
+        unsafe { libc::close(fd) };
+    }
+}
+
+/// A close-on-exec, non-blocking TCP socket listening on `127.0.0.1:port` (`[::1]:port`,
+/// IPv6 only, when `v6`).
+fn listen_loopback(port: u16, v6: bool) -> Result<RawFd, EnterError> {
+    let family = if v6 { libc::AF_INET6 } else { libc::AF_INET };
     // SAFETY: socket takes integers; returns a descriptor or -1.
-    let s = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    let s = unsafe {
+        libc::socket(
+            family,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            0,
+        )
+    };
     if s < 0 {
         return Err(fail("listen"));
     }
-    let addr = libc::sockaddr_in {
+    let v4 = libc::sockaddr_in {
         sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: PROXY_PORT.to_be(),
+        sin_port: port.to_be(),
         sin_addr: libc::in_addr {
             s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
         },
         sin_zero: [0; 8],
     };
-    // SAFETY: bind reads a live sockaddr_in of the given length; listen takes integers.
+    let v6addr = libc::sockaddr_in6 {
+        sin6_family: libc::AF_INET6 as libc::sa_family_t,
+        sin6_port: port.to_be(),
+        sin6_flowinfo: 0,
+        sin6_addr: libc::in6_addr {
+            s6_addr: std::net::Ipv6Addr::LOCALHOST.octets(),
+        },
+        sin6_scope_id: 0,
+    };
+    let one: libc::c_int = 1;
+    // SAFETY: setsockopt reads one live int; bind reads a live sockaddr of the given
+    // length; listen takes integers.
     let r = unsafe {
-        let r = libc::bind(
-            s,
-            (&addr as *const libc::sockaddr_in).cast(),
-            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-        );
+        let mut r = 0;
+        if v6 {
+            r = libc::setsockopt(
+                s,
+                libc::IPPROTO_IPV6,
+                libc::IPV6_V6ONLY,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+        if r == 0 {
+            r = if v6 {
+                libc::bind(
+                    s,
+                    (&v6addr as *const libc::sockaddr_in6).cast(),
+                    std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+                )
+            } else {
+                libc::bind(
+                    s,
+                    (&v4 as *const libc::sockaddr_in).cast(),
+                    std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+                )
+            };
+        }
         if r == 0 {
             libc::listen(s, 128)
         } else {
@@ -391,10 +514,11 @@ fn listen_loopback() -> Result<RawFd, EnterError> {
 }
 
 /// The forwarder (module docs, step 3). Never returns.
-fn forward(parent: libc::pid_t, listener: RawFd, channel: RawFd) -> ! {
+fn forward(parent: libc::pid_t, listeners: &[RawFd], channel: RawFd) -> ! {
     // SAFETY: raw system calls on integers and live stack structs. The descriptors are moved
-    // to 0 and 1 and everything else is closed, so the forwarder holds none of the round's
-    // pipes (the round log, std's exec-error pipe) and cannot keep them open.
+    // to 0 (the channel) and 1.. (the listeners) and everything else is closed, so the
+    // forwarder holds none of the round's pipes (the round log, std's exec-error pipe) and
+    // cannot keep them open.
     unsafe {
         libc::prctl(
             libc::PR_SET_PDEATHSIG,
@@ -420,32 +544,68 @@ fn forward(parent: libc::pid_t, listener: RawFd, channel: RawFd) -> ! {
         ] {
             libc::sigaction(sig, &ign, std::ptr::null_mut());
         }
-        // Above the standard descriptors first, so neither move overwrites the other.
-        let l = libc::fcntl(listener, libc::F_DUPFD_CLOEXEC, 3);
-        let c = libc::fcntl(channel, libc::F_DUPFD_CLOEXEC, 3);
-        if l < 0 || c < 0 || libc::dup2(l, 0) < 0 || libc::dup2(c, 1) < 0 {
-            libc::_exit(111);
-        }
-        libc::syscall(libc::SYS_close_range, 2u32, u32::MAX, 0u32);
-        loop {
-            let conn = libc::accept4(0, std::ptr::null_mut(), std::ptr::null_mut(), 0);
-            if conn < 0 {
-                match errno() {
-                    libc::EINTR
-                    | libc::ECONNABORTED
-                    | libc::EMFILE
-                    | libc::ENFILE
-                    | libc::ENOBUFS
-                    | libc::ENOMEM
-                    | libc::EPROTO => continue,
-                    _ => libc::_exit(112),
-                }
+        // Above every descriptor we keep first, so no move overwrites another: each
+        // copy lands above the highest of them, and the targets 0..=n lie below it.
+        let count = listeners.len();
+        let mut keep = [-1 as RawFd; MAX_LISTENERS + 1];
+        keep[0] = channel;
+        keep[1..=count].copy_from_slice(listeners);
+        let above = keep[..=count].iter().copied().max().unwrap_or(0) + 1;
+        let mut moved = [-1 as RawFd; MAX_LISTENERS + 1];
+        for i in 0..=count {
+            moved[i] = libc::fcntl(keep[i], libc::F_DUPFD_CLOEXEC, above);
+            if moved[i] < 0 {
+                libc::_exit(111);
             }
-            let sent = send_fd(1, conn);
-            libc::close(conn);
-            if !sent {
-                // The supervisor's end is gone: nobody to hand connections to.
-                libc::_exit(0);
+        }
+        for (i, &fd) in moved[..=count].iter().enumerate() {
+            if libc::dup2(fd, i as RawFd) < 0 {
+                libc::_exit(111);
+            }
+        }
+        libc::syscall(libc::SYS_close_range, count as u32 + 1, u32::MAX, 0u32);
+        let mut polled = [libc::pollfd {
+            fd: -1,
+            events: 0,
+            revents: 0,
+        }; MAX_LISTENERS];
+        for (i, p) in polled[..count].iter_mut().enumerate() {
+            p.fd = i as RawFd + 1;
+            p.events = libc::POLLIN;
+        }
+        loop {
+            if libc::poll(polled.as_mut_ptr(), count as libc::nfds_t, -1) < 0 {
+                if errno() == libc::EINTR {
+                    continue;
+                }
+                libc::_exit(112);
+            }
+            for p in &polled[..count] {
+                if p.revents == 0 {
+                    continue;
+                }
+                // The listener is non-blocking: a connection gone before the accept is
+                // EAGAIN, and the wait goes on.
+                let conn = libc::accept4(p.fd, std::ptr::null_mut(), std::ptr::null_mut(), 0);
+                if conn < 0 {
+                    match errno() {
+                        libc::EINTR
+                        | libc::EAGAIN
+                        | libc::ECONNABORTED
+                        | libc::EMFILE
+                        | libc::ENFILE
+                        | libc::ENOBUFS
+                        | libc::ENOMEM
+                        | libc::EPROTO => continue,
+                        _ => libc::_exit(112),
+                    }
+                }
+                let sent = send_fd(0, conn);
+                libc::close(conn);
+                if !sent {
+                    // The supervisor's end is gone: nobody to hand connections to.
+                    libc::_exit(0);
+                }
             }
         }
     }
@@ -488,7 +648,8 @@ fn send_fd(channel: RawFd, fd: RawFd) -> bool {
 
 impl BridgeReceiver {
     /// Blocks for the agent's next connection: a connected TCP socket (close-on-exec) in the
-    /// agent's network namespace. `Ok(None)` once the forwarder has ended (the round is
+    /// agent's network namespace, its local address the loopback port it was made to
+    /// ([`PROXY_PORT`] or a forwarded one). `Ok(None)` once the forwarder has ended (the round is
     /// over). A message that carries anything but one socket is dropped (the descriptors it
     /// carried closed) and the wait goes on.
     ///

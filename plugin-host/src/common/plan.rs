@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::landlock::{FsAccess, FsGrant, TcpRule};
 
 /// The plan's shape. Raised whenever a field changes meaning, is added or goes.
-pub const PLAN_FORMAT: u32 = 3;
+pub const PLAN_FORMAT: u32 = 4;
 
 /// This build of the confinement code: a digest of `plugin-host/`'s sources and the
 /// workspace version, made by the crate's build script. The supervisor writes its own into
@@ -47,7 +47,8 @@ pub struct Plan {
     /// A pidfd of the supervisor: `PR_SET_PDEATHSIG` is armed and the supervisor must still
     /// be alive, here and again after each step that changes the parent.
     pub supervisor: Fd,
-    /// A network namespace with only loopback and a forwarder to the supervisor's proxy.
+    /// A network namespace with only loopback and a forwarder to the supervisor's proxy
+    /// (and its forwarded loopback ports).
     pub egress: Option<Egress>,
     /// User, PID and mount namespaces of the target's own, with a reaper (unprivileged).
     pub user_namespace: Option<UserNamespace>,
@@ -156,6 +157,9 @@ pub struct Egress {
     pub forwarder: Fd,
     /// `(uid, gid)`: also create a user namespace around the network namespace.
     pub user_namespace: Option<(u32, u32)>,
+    /// Loopback ports the forwarder also listens on besides the proxy's (a local endpoint
+    /// of `connect_ports`; the supervisor serves each by its port).
+    pub ports: Vec<u16>,
 }
 
 /// [`Plan::user_namespace`].

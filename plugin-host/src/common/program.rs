@@ -81,11 +81,13 @@ impl Program {
     }
 
     /// The program enters a network namespace with only loopback and a forwarder on
-    /// `forwarder` (the agent's egress bridge; `ids`: also a user namespace around it).
-    pub fn egress(&mut self, forwarder: OwnedFd, ids: Option<(u32, u32)>) {
+    /// `forwarder` (the agent's egress bridge; `ids`: also a user namespace around it;
+    /// `ports`: the loopback ports it forwards besides the proxy's).
+    pub fn egress(&mut self, forwarder: OwnedFd, ids: Option<(u32, u32)>, ports: Vec<u16>) {
         self.plan.egress = Some(Egress {
             forwarder: forwarder.as_raw_fd(),
             user_namespace: ids,
+            ports,
         });
         self.take(forwarder);
     }

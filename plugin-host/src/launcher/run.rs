@@ -209,10 +209,10 @@ fn apply_steps(plan: Plan) -> Result<std::convert::Infallible, Failure> {
     let cgroup = plan.cgroup_procs.map(take).transpose()?;
     let guard = plan.group_guard.map(take).transpose()?;
     let egress = match &plan.egress {
-        Some(e) => Some(EgressBridge::from_parts(
-            take(e.forwarder)?,
-            e.user_namespace,
-        )),
+        Some(e) => Some(
+            EgressBridge::from_parts(take(e.forwarder)?, e.user_namespace, &e.ports)
+                .map_err(|e| Failure::os("egress bridge", &e))?,
+        ),
         None => None,
     };
     let user_ns = plan.user_namespace.map(|u| match u {

@@ -10,6 +10,7 @@
 //! connect_ports = [8080]           # TCP ports besides 443
 //! unix_sockets = true              # socket(AF_UNIX): gpg, the ssh agent, a database
 //! user_namespaces = true           # new namespaces: Chromium's or bubblewrap's sandbox
+//! host_network = true              # this machine's network (Landlock's port rule only)
 //! pass_env = ["SSH_AUTH_SOCK"]     # variables inherited besides the allow-list
 //! broker = "auto"                  # the provider key kept with the supervisor
 //! allow_hosts = ["api.anthropic.com"]  # egress by host name (crate::config::allow_hosts)
@@ -44,6 +45,9 @@ pub struct AgentSandboxConfig {
     pub unix_sockets: bool,
     /// `user_namespaces`: new namespaces allowed to the agent. Default false.
     pub user_namespaces: bool,
+    /// `host_network`: the agent keeps this machine's network namespace (Landlock's port
+    /// rule only) instead of its own behind the egress proxy. Default false.
+    pub host_network: bool,
     /// `pass_env`: variable names the confined agent inherits besides the allow-list
     /// (`crate::runtime::agent_environment`).
     pub pass_env: Vec<String>,
@@ -71,6 +75,7 @@ impl Default for AgentSandboxConfig {
             connect_ports: Vec::new(),
             unix_sockets: false,
             user_namespaces: false,
+            host_network: false,
             pass_env: Vec::new(),
             broker: BrokerMode::Auto,
         }
@@ -118,6 +123,13 @@ pub(super) fn resolve(
             format!("{name:?} is not a variable name; expected names without `=` or NUL"),
         ));
     }
+    let host_network = raw.host_network()?;
+    if host_network && raw.allow_hosts()?.is_some() {
+        return Err(bad(
+            "host_network",
+            "true together with allow_hosts, which puts the agent in a network namespace of its own; expected false (or remove allow_hosts)".into(),
+        ));
+    }
     Ok(AgentSandboxConfig {
         mode,
         write_paths,
@@ -125,6 +137,7 @@ pub(super) fn resolve(
         connect_ports,
         unix_sockets: raw.unix_sockets()?,
         user_namespaces: raw.user_namespaces()?,
+        host_network,
         pass_env,
         broker: raw.broker()?,
     })

@@ -18,6 +18,7 @@ mod goal;
 pub(crate) mod keys;
 mod manual;
 mod monitor;
+pub(crate) mod notify;
 mod raw;
 mod resolve;
 pub(crate) mod schedule;
@@ -34,11 +35,12 @@ pub use goal::{GoalCheck, GoalConfig};
 pub(crate) use manual::man_section;
 pub(crate) use monitor::{auto_stop_names, RoundCgroupMode};
 pub use monitor::{HostHealthConfig, MonitorConfig};
+pub use notify::{NotifyConfig, Webhook};
 pub(crate) use raw::{DEFAULT_GIT_TIMEOUT_S, DEFAULT_HOST_MEMORY_MB, TABLES};
 pub use resolve::{AgentConfig, Config, HostConfig, PromptConfig};
 pub use vocabulary::{
-    BrokerMode, ContextInjection, DirtyAction, PhasePolicy, PromptDelivery, SandboxMode, StopWhen,
-    TransientAction,
+    BrokerMode, ContextInjection, DirtyAction, NotifyFormat, PhasePolicy, PromptDelivery,
+    SandboxMode, StopWhen, TransientAction,
 };
 
 use std::path::Path;

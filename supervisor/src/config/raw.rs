@@ -39,6 +39,8 @@ config_table! {
         @sub budget: Option<super::budget::RawBudget>;
         // `[telemetry]`: absent, traces only where the environment names a collector.
         @sub telemetry: Option<super::telemetry::RawTelemetry>;
+        // `[notify]`: absent, no webhooks.
+        @sub notify: Option<super::notify::RawNotify>;
         @field agent: RawAgent;
         @field
             /// `[phases]`, parsed by hand (phase names are free keys); see [`RawPhases`].
@@ -193,6 +195,22 @@ config_table! {
         /// them with their sandbox off, ours standing in (docs/security.md "UNIX sockets
         /// and new namespaces")
         user_namespaces: bool = (false) reload Restart;
+        /// the agent keeps this machine's network, as before this key: without `allow_hosts`,
+        /// under `prefer` and `require`, the agent otherwise gets a network namespace of its
+        /// own with only loopback, and its way out is the supervisor's egress proxy
+        /// (`HTTPS_PROXY` and friends = `http://127.0.0.1:3128`), which lets through any host
+        /// *name* on 443 and on the ports of `connect_ports`, and public IP addresses, never
+        /// into this machine (loopback, its own addresses), link-local, cloud-metadata or
+        /// private addresses (refusals recorded as `agent_egress_refused`); each port of
+        /// `connect_ports` is also forwarded from the namespace's `127.0.0.1` to this
+        /// machine's (a local model endpoint keeps working); UDP and DNS reach nothing.
+        /// `true` gives the agent the host's network with only Landlock's port rule: TCP to 443
+        /// and `connect_ports` at *any* address (this machine's and `127.0.0.1` included),
+        /// UDP anywhere. For a workload that needs another protocol (ssh on 22, a database
+        /// port, DNS of its own) or a private address without `allow_hosts`. `doctor` shows
+        /// it (`agent_sandbox` block, `network` layer); set with `allow_hosts` it is refused
+        /// (exit 78) (docs/security.md, "The agent's network")
+        host_network: bool = (false) reload Restart;
         /// variables of the supervisor's environment the confined agent (and a goal check)
         /// also inherits, by exact name (`["SSH_AUTH_SOCK", "NPM_TOKEN"]`). Under `prefer`
         /// and `require` the agent gets only an allow-list of the supervisor's environment
@@ -500,6 +518,8 @@ pub(crate) const TABLES: &[Table] = &[
     super::budget::RawBudget::TABLE,
     super::budget::RawPrice::TABLE,
     super::telemetry::RawTelemetry::TABLE,
+    super::notify::RawNotify::TABLE,
+    super::notify::RawWebhook::TABLE,
 ];
 
 config_table! {

@@ -53,6 +53,9 @@ pub struct Config {
     pub budget: super::budget::BudgetConfig,
     /// `[telemetry]` and the standard `OTEL_*` variables: where each round's trace goes.
     pub telemetry: super::telemetry::TelemetryConfig,
+    /// `[notify]`: webhooks told of the events that need a person (none without the
+    /// table).
+    pub notify: super::NotifyConfig,
     /// Lines printed once by [`super::load`] (today: the startup check skipped by its
     /// environment variable).
     pub warnings: Vec<String>,
@@ -411,9 +414,11 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
     let (telemetry, told) =
         super::telemetry::resolve(raw.telemetry, |v| std::env::var(v).ok()).map_err(at)?;
     warnings.extend(told);
+    let notify = super::notify::resolve(raw.notify).map_err(at)?;
     Ok(Config {
         budget,
         telemetry,
+        notify,
         agent_sandbox,
         project: places.project,
         agent,

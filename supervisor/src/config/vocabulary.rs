@@ -1,5 +1,5 @@
 //! The config's closed vocabularies (`dirty_action`, `sandbox`, `prompt_delivery`,
-//! `context_injection_mode`, `transient_error_action`, `phase_policy`, `stop_when`): serde enums spelled in snake case, each listing its words so
+//! `context_injection_mode`, `transient_error_action`, `phase_policy`, `stop_when`, `format`): serde enums spelled in snake case, each listing its words so
 //! that a bad value gets one message naming them all
 //! (`"x"; expected "stash", "ignore" or "auto_commit"`).
 
@@ -119,6 +119,29 @@ impl Vocabulary for StopWhen {
         match self {
             StopWhen::Never => "never",
             StopWhen::AllSatisfied => "all_satisfied",
+        }
+    }
+}
+
+/// What a webhook's body is (`[[notify.webhooks]] format`, ours; docs/operations.md,
+/// "Notifications").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotifyFormat {
+    /// `"event"` (default): the event's JSON line, as the record has it.
+    #[default]
+    Event,
+    /// `"chat"`: a Slack-compatible `{"text": "…"}` with one sentence for people.
+    Chat,
+}
+
+impl Vocabulary for NotifyFormat {
+    const ALL: &'static [Self] = &[NotifyFormat::Event, NotifyFormat::Chat];
+
+    fn word(self) -> &'static str {
+        match self {
+            NotifyFormat::Event => "event",
+            NotifyFormat::Chat => "chat",
         }
     }
 }
@@ -281,8 +304,8 @@ impl SandboxMode {
 mod tests {
     use super::*;
     use crate::config::{
-        ContextInjection, DirtyAction, PhasePolicy, PromptDelivery, SandboxMode, StopWhen,
-        TransientAction,
+        ContextInjection, DirtyAction, NotifyFormat, PhasePolicy, PromptDelivery, SandboxMode,
+        StopWhen, TransientAction,
     };
 
     fn spelled_alike<T: Vocabulary + PartialEq + std::fmt::Debug>() {
@@ -301,6 +324,7 @@ mod tests {
         spelled_alike::<PhasePolicy>();
         spelled_alike::<TransientAction>();
         spelled_alike::<StopWhen>();
+        spelled_alike::<NotifyFormat>();
         assert_eq!(
             parse::<DirtyAction>(Some("wipe"), DirtyAction::Stash).map_err(|e| e.to_string()),
             Err("\"wipe\"; expected \"stash\", \"ignore\" or \"auto_commit\"".to_owned())

@@ -15,7 +15,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::config::agent_cli::Identified;
-use crate::config::{self, Config, DirtyAction};
+use crate::config::vocabulary::Vocabulary;
+use crate::config::{self, Config, ConfigError, DirtyAction};
 use crate::exit;
 use crate::hosts::sandbox::SandboxGate;
 use crate::hosts::{check_pin, PinStatus};
@@ -157,7 +158,7 @@ pub(crate) struct AgentSandboxBlock {
 /// The agent's sandbox block of `config` on this machine (`caps` probed).
 pub(crate) fn agent_sandbox_block(config: &Config, caps: &Capabilities) -> AgentSandboxBlock {
     let requested = config.agent_sandbox.mode.as_str().to_owned();
-    match AgentSandboxGate::evaluate(config.agent_sandbox.mode, caps) {
+    match AgentSandboxGate::evaluate(&config.agent_sandbox, caps) {
         Ok(gate) => AgentSandboxBlock {
             requested,
             achieved_tier: gate.applied.as_str().to_owned(),
@@ -538,6 +539,8 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     checks.push(pidfd_check());
     checks.push(prompt_check(&config.prompt.files[0]));
     checks.push(budget_check(&config));
+    let (notify_checks, notify_warnings) = notify_findings(&config);
+    checks.extend(notify_checks);
     let agent = &config.agent.command[0];
     let base = config.path.parent().unwrap_or(Path::new("/"));
     let mut version_warning = None;
@@ -611,6 +614,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     warnings.extend(without_git);
     warnings.extend(layout_warnings(&config));
     warnings.extend(goal_check_warnings(&config));
+    warnings.extend(notify_warnings);
     warnings.extend(crate::operator::deviations::warnings(&config));
     let (hosts, hashes) = host_checks(&config, gate.as_ref(), &mut checks);
     let code = if refuse_boot {
@@ -1053,6 +1057,76 @@ fn budget_check(config: &config::Config) -> Check {
         ),
         "run an agent CLI that reports its usage (docs/detectors.md, \"Usage\") or a post-round host that reports it: otherwise the caps never count a round",
     )
+}
+
+/// `notify`: the `[[notify.webhooks]]` entries, one check each (`notify:<name>`): where
+/// its URL comes from (`url_env`, read from this environment — `serve` reads its own at
+/// start — or a literal `url`), its format and kinds, checked as `serve` checks them
+/// ([`crate::runtime::notify::resolve_one`]); never the URL. Warnings: a literal `url`
+/// (the config is readable by the agent), `url_env` while the agent inherits the whole
+/// environment (`[agent.sandbox] mode = "off"`).
+fn notify_findings(config: &Config) -> (Vec<Check>, Vec<Check>) {
+    use crate::runtime::notify::{resolve_one, DEFAULT_EVENTS};
+    let hooks = &config.notify.webhooks;
+    if hooks.is_empty() {
+        return (
+            vec![check("notify", true, "no webhooks ([notify])", "")],
+            Vec::new(),
+        );
+    }
+    let mut checks = Vec::new();
+    let mut warnings = Vec::new();
+    let var = |name: &str| std::env::var(name).ok();
+    for hook in hooks {
+        let name = format!("notify:{}", hook.label());
+        let kinds = match &hook.events {
+            None => format!("the default kinds ({})", DEFAULT_EVENTS.join(", ")),
+            Some(kinds) => kinds.join(", "),
+        };
+        let source = match hook.url_env() {
+            Some(env) => {
+                format!("url_env {env} (set in this environment; serve reads its own at start)")
+            }
+            None => "url written in the config".to_owned(),
+        };
+        match resolve_one(config, hook, &var) {
+            Ok(target) => {
+                let scheme = if target.url.tls { "https" } else { "http" };
+                checks.push(check(
+                    &name,
+                    true,
+                    format!(
+                        "{source}; {scheme}; format {:?}; sends {kinds}; the URL is not shown",
+                        hook.format.word()
+                    ),
+                    "",
+                ));
+            }
+            Err(ConfigError::Key { key, message, .. }) => checks.push(check(
+                &name,
+                false,
+                format!("{key}: {message}"),
+                "fix the entry, or set its variable where serve starts (docs/operations.md, \"Notifications\")",
+            )),
+            Err(other) => checks.push(check(&name, false, other.to_string(), "")),
+        }
+        if hook.url_env().is_none() {
+            warnings.push(check(
+                &name,
+                false,
+                "the webhook's URL is written in the config, which the agent can read",
+                "use url_env for a URL that holds a secret (a chat webhook's path is its key); url is for URLs that hold none",
+            ));
+        } else if config.agent_sandbox.mode == crate::config::SandboxMode::Off {
+            warnings.push(check(
+                &name,
+                false,
+                "[agent.sandbox] mode = \"off\": the agent inherits serve's whole environment, the webhook's variable included",
+                "confine the agent (mode = \"prefer\" or \"require\"), whose environment is an allow-list",
+            ));
+        }
+    }
+    (checks, warnings)
 }
 
 fn log_dir_check(log_dir: &Path) -> Check {

@@ -245,8 +245,8 @@ pub(crate) async fn run(spec: AgentSpec, stop: &mut StopWatch) -> std::io::Resul
     }
     let guard = program.group_guard()?;
     if let Some(bridge) = spec.egress {
-        let (forwarder, ids) = bridge.into_parts();
-        program.egress(forwarder, ids);
+        let (forwarder, ids, ports) = bridge.into_parts();
+        program.egress(forwarder, ids, ports);
     }
     let confinement = spec.confinement;
     if let Some(confinement) = &confinement {

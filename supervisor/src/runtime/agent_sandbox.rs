@@ -3,8 +3,10 @@
 //! "The agent's confinement"). The same gate runs in `serve`, `round`, `doctor` and `peek`.
 //!
 //! - `require`: Landlock, seccomp and a PID namespace of the agent's own (root's, or a user
-//!   namespace's for an unprivileged operator) must all engage, or nothing starts (exit 78
-//!   saying what is missing); a round whose confinement cannot be built does not start.
+//!   namespace's for an unprivileged operator) must all engage, and a network namespace
+//!   of its own unless `host_network` keeps this machine's ([`AgentNetworkGate`]), or
+//!   nothing starts (exit 78 saying what is missing); a round whose confinement cannot be
+//!   built does not start.
 //! - `prefer`: the agent gets every layer this machine offers; a shortfall is announced
 //!   once per boot (`agent_sandbox_degraded`).
 //! - `off` (and a config without the key): the agent runs as before, unconfined.
@@ -45,25 +47,46 @@ pub(crate) struct AgentSandboxGate {
     pub isolation: PidIsolation,
     /// Why there is no PID namespace, when there is none.
     pub isolation_missing: Option<String>,
+    /// Whether the agent gets a network namespace of its own without `allow_hosts`.
+    pub network: AgentNetworkGate,
+}
+
+/// The agent's network without `allow_hosts` (docs/security.md, "The agent's network";
+/// with `allow_hosts` the agent is always in its own namespace, behind the listed names).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum AgentNetworkGate {
+    /// A network namespace of its own, out through the egress proxy in its open mode
+    /// ([`crate::runtime::egress_proxy::Policy::Open`]).
+    Own,
+    /// This machine's network by `[agent.sandbox] host_network = true`: Landlock's port
+    /// rule only.
+    HostBySwitch,
+    /// This machine's network because no namespace can be made here (`prefer`); why.
+    HostUnavailable(String),
+    /// `[agent.sandbox] mode = "off"`: unconfined.
+    Off,
 }
 
 /// `[agent.sandbox] mode = "require"` on a machine that cannot honour it (exit 78 at boot;
 /// doctor's failed `agent_sandbox` check).
 #[derive(Clone, Debug, thiserror::Error)]
-#[error("[agent.sandbox] mode = \"require\" but {missing}; the agent needs Landlock, seccomp and a PID namespace of its own (root, or unprivileged user namespaces). Fix the machine, or set [agent.sandbox] mode = \"prefer\"")]
+#[error("[agent.sandbox] mode = \"require\" but {missing}; the agent needs Landlock, seccomp, and PID and network namespaces of its own (root, or unprivileged user namespaces). Fix the machine, or set [agent.sandbox] mode = \"prefer\"")]
 pub(crate) struct AgentSandboxRefused {
     /// What is missing and why.
     pub missing: String,
 }
 
 impl AgentSandboxGate {
-    /// Evaluates `requested` against the kernel's `caps` and this process's privileges.
+    /// Evaluates `sandbox` (its `mode` and `host_network`) against the kernel's `caps` and
+    /// this process's privileges; the network namespace is probed once per process
+    /// ([`agent_runner_plugin_host::agent::egress_bridge::probe`]).
     ///
     /// Errors: [`AgentSandboxRefused`] under `require`, naming each missing layer.
     pub(crate) fn evaluate(
-        requested: SandboxMode,
+        sandbox: &crate::config::AgentSandboxConfig,
         caps: &Capabilities,
     ) -> Result<Self, AgentSandboxRefused> {
+        let requested = sandbox.mode;
         let landlock_abi = caps.landlock_abi.unwrap_or(0);
         if requested == SandboxMode::Off {
             return Ok(AgentSandboxGate {
@@ -72,15 +95,25 @@ impl AgentSandboxGate {
                 landlock_abi,
                 isolation: PidIsolation::None,
                 isolation_missing: Some("[agent.sandbox] mode = \"off\"".into()),
+                network: AgentNetworkGate::Off,
             });
         }
         let (isolation, isolation_missing) = PidIsolation::detect();
+        let network = if sandbox.host_network {
+            AgentNetworkGate::HostBySwitch
+        } else {
+            match agent_runner_plugin_host::agent::egress_bridge::probe() {
+                Ok(()) => AgentNetworkGate::Own,
+                Err(why) => AgentNetworkGate::HostUnavailable(why.to_string()),
+            }
+        };
         let gate = AgentSandboxGate {
             requested,
             applied: caps.tier(),
             landlock_abi,
             isolation,
             isolation_missing,
+            network,
         };
         if requested == SandboxMode::Require {
             if let Some(missing) = gate.missing(caps) {
@@ -108,7 +141,34 @@ impl AgentSandboxGate {
                 self.isolation_missing.as_deref().unwrap_or("unavailable")
             ));
         }
+        if let AgentNetworkGate::HostUnavailable(why) = &self.network {
+            missing.push(format!(
+                "no network namespace (so TCP to 443 and connect_ports reaches any address, this machine's included, and UDP anywhere; set [agent.sandbox] host_network = true to accept that): {why}"
+            ));
+        }
         (!missing.is_empty()).then(|| missing.join("; "))
+    }
+
+    /// Whether the agent, without `allow_hosts`, runs in a network namespace of its own
+    /// behind the egress proxy's open mode (docs/security.md, "The agent's network").
+    pub(crate) fn own_network(&self) -> bool {
+        self.network == AgentNetworkGate::Own
+    }
+
+    /// The `network` layer of `doctor` and `peek`: the agent's network without
+    /// `allow_hosts`, on (its own namespace) or off with the reason.
+    fn network_layer(&self) -> Layer {
+        let (on, detail) = match &self.network {
+            AgentNetworkGate::Own => (true, "a network namespace of its own (only loopback); out through the supervisor's egress proxy: host names on 443 and connect_ports, public addresses, never this machine, link-local, metadata or private addresses; connect_ports also forwarded to this machine's 127.0.0.1; no UDP (with allow_hosts: the listed hosts only)".to_owned()),
+            AgentNetworkGate::HostBySwitch => (false, "[agent.sandbox] host_network = true: this machine's network, Landlock's port rule only (TCP to 443 and connect_ports at any address, this machine's included; UDP anywhere), unless allow_hosts is set".to_owned()),
+            AgentNetworkGate::HostUnavailable(why) => (false, format!("no network namespace here ({why}): this machine's network, Landlock's port rule only, unless allow_hosts is set")),
+            AgentNetworkGate::Off => (false, "[agent.sandbox] mode = \"off\"".to_owned()),
+        };
+        Layer {
+            name: "network",
+            on,
+            detail,
+        }
     }
 
     /// Whether the agent is confined at all (`prefer` or `require`).
@@ -162,22 +222,26 @@ impl AgentSandboxGate {
                         .into(),
             }];
         }
-        agent_layers(
+        let mut layers = agent_layers(
             self.applied,
             self.landlock_abi,
             self.isolation,
             self.isolation_missing.as_deref(),
             sandbox.seccomp_switches(),
-        )
+        );
+        layers.push(self.network_layer());
+        layers
     }
 
     /// The confinement of one round's agent running `argv0` (with `env` over the
     /// supervisor's environment) under `config`, also allowed to connect to `extra_ports`
-    /// (the egress proxy's); `None` under `off`. Its TMPDIR is `<state_dir>/agent-tmp`,
+    /// (the egress proxy's), in a network namespace of its own when `own_network` (its
+    /// connects out of it told); `None` under `off`. Its TMPDIR is `<state_dir>/agent-tmp`,
     /// emptied first.
     ///
     /// Errors: a required path is missing, the kernel refused the ruleset, a descriptor
     /// could not be opened; the round does not start.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn confinement(
         &self,
         config: &Config,
@@ -186,11 +250,12 @@ impl AgentSandboxGate {
         argv0: &str,
         env: &[(String, String)],
         extra_ports: &[u16],
+        own_network: bool,
     ) -> Result<Option<AgentConfinement>, AgentConfineError> {
         let mut connect_ports = DEFAULT_CONNECT_PORTS.to_vec();
         connect_ports.extend(&config.agent_sandbox.connect_ports);
         connect_ports.extend(extra_ports);
-        self.confine(config, tree, cli, argv0, env, connect_ports)
+        self.confine(config, tree, cli, argv0, env, connect_ports, own_network)
     }
 
     /// The confinement of goal check `check` after a round (docs/security.md "Goal
@@ -212,9 +277,11 @@ impl AgentSandboxGate {
             &check.cmd[0],
             env,
             check.connect_ports.clone(),
+            false,
         )
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn confine(
         &self,
         config: &Config,
@@ -223,6 +290,7 @@ impl AgentSandboxGate {
         argv0: &str,
         env: &[(String, String)],
         connect_ports: Vec<u16>,
+        own_network: bool,
     ) -> Result<Option<AgentConfinement>, AgentConfineError> {
         if !self.enabled() {
             return Ok(None);
@@ -266,6 +334,7 @@ impl AgentSandboxGate {
                 shadow: None,
             },
             connect_ports,
+            own_network,
             tier: self.applied,
             switches: sandbox.seccomp_switches(),
             roots: ProtectedRoots {
@@ -360,7 +429,11 @@ mod tests {
             unconfined_reason: None,
         };
         let replaced = |mode, caps: &Capabilities| {
-            AgentSandboxGate::evaluate(mode, caps)
+            let sandbox = crate::config::AgentSandboxConfig {
+                mode,
+                ..Default::default()
+            };
+            AgentSandboxGate::evaluate(&sandbox, caps)
                 .unwrap()
                 .own_sandbox_replaced(&codex)
                 .map(|(argv, _)| argv)

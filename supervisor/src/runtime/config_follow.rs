@@ -237,6 +237,15 @@ impl ConfigFollower {
         if let Err(e) = fixed_keys_unchanged(&runner.config, &config) {
             return broken(runner, &e.to_string(), Some(&new_digest), trigger);
         }
+        // The webhooks follow the file; one whose URL cannot be read keeps the last good
+        // config running (`serve` has no other environment than the one it started with).
+        let targets = match crate::runtime::notify::resolve_here(&config) {
+            Ok(targets) => targets,
+            Err(e) => return broken(runner, &e.to_string(), Some(&new_digest), trigger),
+        };
+        if let Some(notifier) = &mut runner.notifier {
+            notifier.follow(&config, targets);
+        }
         let hosts = runner.hosts.reconcile(&config, gate).await;
         runner.replace_config(config);
         tracing::info!("config reloaded ({new_digest})");
@@ -305,6 +314,7 @@ fn resolved(config: &Config, key: &str) -> String {
         "agent.sandbox.connect_ports" => format!("{:?}", config.agent_sandbox.connect_ports),
         "agent.sandbox.unix_sockets" => config.agent_sandbox.unix_sockets.to_string(),
         "agent.sandbox.user_namespaces" => config.agent_sandbox.user_namespaces.to_string(),
+        "agent.sandbox.host_network" => config.agent_sandbox.host_network.to_string(),
         "agent.sandbox.pass_env" => format!("{:?}", config.agent_sandbox.pass_env),
         "agent.sandbox.broker" => format!("{:?}", config.agent_sandbox.broker),
         other => panic!("restart-only config key {other} has no comparison in config_follow"),
@@ -342,6 +352,7 @@ mod tests {
                 "agent.sandbox.connect_ports",
                 "agent.sandbox.unix_sockets",
                 "agent.sandbox.user_namespaces",
+                "agent.sandbox.host_network",
                 "agent.sandbox.pass_env",
                 "agent.sandbox.broker",
                 "runtime.work_dir",

@@ -1,15 +1,18 @@
 //! The agent's egress filter: an HTTP proxy in the supervisor that lets the agent reach only
-//! the host names of `[agent.sandbox] allow_hosts` (docs/security.md, "Egress by host name").
+//! the host names of `[agent.sandbox] allow_hosts` (docs/security.md, "Egress by host
+//! name"), or, without that key, any host name on 443 and `connect_ports` but never this
+//! machine or its network ([`Policy::Open`]; docs/security.md, "The agent's network").
 //!
 //! The agent runs in a network namespace with only loopback; the forwarder there hands each
 //! connection it accepts on `127.0.0.1:3128` to the supervisor
-//! ([`agent_runner_plugin_host::agent::egress_bridge`]). [`start`] serves them: a thread waits on
-//! the bridge and each connection becomes a task that
+//! ([`agent_runner_plugin_host::agent::egress_bridge`], [`crate::runtime::egress_routes`]).
+//! [`handler`] serves each as a task that
 //!
 //! 1. reads the request head (at most [`HEAD_MAX`] bytes, within [`HEAD_TIMEOUT`]);
 //! 2. takes the target: `CONNECT host:port` (a tunnel, for HTTPS), or an absolute URI
 //!    `http://host[:port]/path` (plain HTTP); anything else is answered `400`;
-//! 3. checks the name the agent asked for against the list (before resolving it). Refused:
+//! 3. checks the name the agent asked for against the list (before resolving it), or under
+//!    [`Policy::Open`] its port against 443 and `connect_ports`. Refused:
 //!    `403 Forbidden` whose body is the refusal's sentence (what, and the line that opens
 //!    it), and an [`EgressRefusal`] for the round's record;
 //! 4. finds the addresses: an address the agent asked for is exactly that address;
@@ -17,6 +20,8 @@
 //!    **any** of its addresses is closed to names ([`crate::runtime::egress_address`]:
 //!    loopback in any form, this machine's, link-local, multicast, unspecified, cloud
 //!    metadata, or private unless the entry says `private`), the refusal naming the address;
+//!    under [`Policy::Open`] an address the agent asked for is judged the same way, but for
+//!    `127.0.0.1`, `::1` and `localhost` on a port of `connect_ports` ([`judge`]);
 //!    unresolvable: `502`;
 //! 5. connects (within [`CONNECT_TIMEOUT`]) — directly, or through the operator's upstream
 //!    proxy ([`crate::runtime::upstream_proxy`]; a name the local resolver cannot resolve is
@@ -34,11 +39,10 @@
 //! (a `CONNECT` answered `200` first), which adds the provider key on its way out.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_runner_plugin_host::agent::egress_bridge::{self, BridgeReceiver, EgressBridge};
+use agent_runner_plugin_host::agent::egress_bridge::{self, EgressBridge};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -46,6 +50,7 @@ use tokio::sync::mpsc;
 use crate::config::allow_hosts::{normalize, AllowHosts};
 use crate::runtime::egress_address;
 use crate::runtime::egress_refusals::{EgressRefusal, Why};
+use crate::runtime::egress_routes::{self, Handler, Routes};
 use crate::runtime::key_broker::KeyBroker;
 use crate::runtime::upstream_proxy::UpstreamProxies;
 
@@ -56,72 +61,87 @@ pub(crate) const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long resolving and connecting to the upstream may take.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Starts serving the agent's connections from `bridge` under `allow`, through `upstream`
-/// where it says, the key broker's handed to `broker`; refusals go to `refusals`. The thread and its tasks end by themselves: the thread when the forwarder
-/// ends (the round is over), each task when its connection closes. Must be called inside
-/// the tokio runtime.
-///
-/// # Errors
-/// The serving thread could not be started.
-pub(crate) fn start(
-    bridge: BridgeReceiver,
-    allow: Arc<AllowHosts>,
+/// What the proxy lets through.
+#[derive(Clone, Debug)]
+pub(crate) enum Policy {
+    /// `[agent.sandbox] allow_hosts`: the listed names and addresses only.
+    Listed(AllowHosts),
+    /// Without `allow_hosts`, the agent in its own network namespace (docs/security.md,
+    /// "The agent's network"): any name on 443 or a port of `connect_ports`, judged by the
+    /// address rule ([`crate::runtime::egress_address::closed`], private ranges closed);
+    /// an address only when a name could lead there too (a public one); `localhost`,
+    /// `127.0.0.1` and `::1` on a port of `connect_ports` (the operator's local endpoint,
+    /// as the forwarded port reaches it).
+    Open {
+        /// `[agent.sandbox] connect_ports` (443 is always open).
+        connect_ports: Vec<u16>,
+    },
+}
+
+impl Policy {
+    /// The open policy of `[agent.sandbox]`.
+    pub(crate) fn open(sandbox: &crate::config::AgentSandboxConfig) -> Policy {
+        Policy::Open {
+            connect_ports: sandbox.connect_ports.clone(),
+        }
+    }
+}
+
+/// The egress proxy as the handler of [`egress_routes::PROXY_PORT`]: each connection served
+/// under `policy`, through `upstream` where it says, a request for the round's key broker
+/// handed to `broker`; refusals go to `refusals`.
+pub(crate) fn handler(
+    policy: Arc<Policy>,
     upstream: Arc<UpstreamProxies>,
     broker: Option<Arc<KeyBroker>>,
     refusals: mpsc::UnboundedSender<EgressRefusal>,
-) -> std::io::Result<()> {
-    let runtime = tokio::runtime::Handle::current();
-    std::thread::Builder::new()
-        .name("ar-egress".into())
-        .spawn(move || loop {
-            match bridge.recv() {
-                Ok(Some(fd)) => {
-                    let (allow, upstream, refusals, broker) =
-                        (allow.clone(), upstream.clone(), refusals.clone(), broker.clone());
-                    runtime.spawn(async move {
-                        let served =
-                            serve_connection(fd, &allow, &upstream, broker.as_deref(), &refusals)
-                                .await;
-                        if let Err(e) = served {
-                            tracing::debug!(error = %e, "egress proxy connection ended");
-                        }
-                    });
-                }
-                Ok(None) => return,
-                Err(e) => {
-                    tracing::warn!(error = %e, "egress proxy: the bridge failed; the agent's connections are no longer served");
-                    return;
-                }
-            }
-        })?;
-    Ok(())
+) -> Handler {
+    Arc::new(move |client, _at| {
+        let (policy, upstream, broker, refusals) = (
+            policy.clone(),
+            upstream.clone(),
+            broker.clone(),
+            refusals.clone(),
+        );
+        Box::pin(async move {
+            serve_connection(client, &policy, &upstream, broker.as_deref(), &refusals).await
+        }) as egress_routes::Served
+    })
 }
 
-/// Prepares the egress of one agent launch: the bridge the agent enters before its exec
-/// (with a user namespace around its network namespace unless the supervisor is root), the
-/// proxy serving it under `allow` (through `upstream` where it says; the round's key broker
-/// `broker` reached through it), and the receiver of the round's refusals. Call inside the
-/// tokio runtime.
+/// Prepares the egress of one agent launch: the bridge the agent enters before its exec,
+/// the proxy serving it under `policy` (through `upstream` where it says), each port of
+/// `connect_ports` forwarded to this machine's loopback under [`Policy::Open`], and the
+/// receiver of the round's refusals. `broker`: the round's key broker and its loopback
+/// ports, forwarded to this machine's loopback too (where the broker listens), and the
+/// broker handed the requests the proxy gets for it by name. Call inside the tokio runtime.
 ///
 /// # Errors
-/// The bridge's socket pair or the proxy's thread could not be made.
+/// The bridge's socket pair or the serving thread could not be made; too many ports to
+/// forward.
 pub(crate) fn open(
-    allow: &AllowHosts,
+    policy: Policy,
     upstream: UpstreamProxies,
-    broker: Option<Arc<KeyBroker>>,
+    broker: Option<(Arc<KeyBroker>, Vec<u16>)>,
 ) -> std::io::Result<(EgressBridge, mpsc::UnboundedReceiver<EgressRefusal>)> {
-    // SAFETY: geteuid/getuid/getgid take nothing and cannot fail.
-    let ids = unsafe { (libc::geteuid() != 0).then(|| (libc::getuid(), libc::getgid())) };
-    let (bridge, receiver) = egress_bridge::bridge(ids)?;
     let (tx, rx) = mpsc::unbounded_channel();
-    start(
-        receiver,
-        Arc::new(allow.clone()),
-        Arc::new(upstream),
-        broker,
-        tx,
-    )?;
-    Ok((bridge, rx))
+    let mut routes = Routes::default();
+    if let Policy::Open { connect_ports } = &policy {
+        for port in connect_ports {
+            routes.route(*port, egress_routes::to_machine_loopback());
+        }
+    }
+    let broker = broker.map(|(broker, ports)| {
+        for port in ports {
+            routes.route(port, egress_routes::to_machine_loopback());
+        }
+        broker
+    });
+    routes.route(
+        egress_routes::PROXY_PORT,
+        handler(Arc::new(policy), Arc::new(upstream), broker, tx),
+    );
+    Ok((egress_routes::open(routes)?, rx))
 }
 
 /// The loopback addresses the agent reaches directly (its own namespace's servers), never
@@ -132,12 +152,13 @@ pub(crate) const NO_PROXY: &str = "localhost,127.0.0.1,::1";
 /// The variables that send the agent's HTTP clients to the proxy: the `*_PROXY` pairs curl,
 /// Python, Go and Rust clients read, `NO_PROXY` for the agent's own loopback, and
 /// `NODE_USE_ENV_PROXY=1`, without which Node's built-in `fetch` and `http` ignore them
-/// (docs/security.md, "Egress by host name"). When `allow` names a loopback address or
+/// (docs/security.md, "Egress by host name"). When `policy` lists a loopback address or
 /// `localhost` (a local model endpoint on the machine), `NO_PROXY` is left empty: the
 /// agent's requests to its loopback go to the proxy, which reaches the machine's endpoint
 /// (the agent's own loopback servers are then reached through the proxy too, and refused
-/// unless listed).
-pub(crate) fn agent_env(allow: &AllowHosts) -> Vec<(String, String)> {
+/// unless listed). Under [`Policy::Open`] the loopback stays direct: the forwarded ports of
+/// `connect_ports` reach the machine's endpoint from there.
+pub(crate) fn agent_env(policy: &Policy) -> Vec<(String, String)> {
     let url = egress_bridge::proxy_url();
     let mut env: Vec<(String, String)> = [
         "HTTPS_PROXY",
@@ -150,10 +171,9 @@ pub(crate) fn agent_env(allow: &AllowHosts) -> Vec<(String, String)> {
     .iter()
     .map(|k| (k.to_string(), url.clone()))
     .collect();
-    let no_proxy = if allow.names_this_machine() {
-        ""
-    } else {
-        NO_PROXY
+    let no_proxy = match policy {
+        Policy::Listed(allow) if allow.names_this_machine() => "",
+        _ => NO_PROXY,
     };
     env.push(("NO_PROXY".into(), no_proxy.into()));
     env.push(("no_proxy".into(), no_proxy.into()));
@@ -174,15 +194,12 @@ struct Target {
 }
 
 async fn serve_connection(
-    fd: OwnedFd,
-    allow: &AllowHosts,
+    mut client: TcpStream,
+    policy: &Policy,
     upstream: &UpstreamProxies,
     broker: Option<&KeyBroker>,
     refusals: &mpsc::UnboundedSender<EgressRefusal>,
 ) -> std::io::Result<()> {
-    let std_stream = std::net::TcpStream::from(fd);
-    std_stream.set_nonblocking(true)?;
-    let mut client = TcpStream::from_std(std_stream)?;
     let (head, rest) = match tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut client)).await {
         Ok(Ok(Some(parts))) => parts,
         Ok(Ok(None)) => {
@@ -221,9 +238,21 @@ async fn serve_connection(
         let _ = refusals.send(r);
         sentence
     };
-    let Some(entry) = allow.find(&target.host, target.port) else {
-        let why = refuse(None, Why::NotListed);
-        return respond(&mut client, 403, &why).await;
+    let private = match policy {
+        Policy::Listed(allow) => match allow.find(&target.host, target.port) {
+            Some(entry) => entry.private(),
+            None => {
+                let why = refuse(None, Why::NotListed);
+                return respond(&mut client, 403, &why).await;
+            }
+        },
+        Policy::Open { connect_ports } => {
+            if target.port != 443 && !connect_ports.contains(&target.port) {
+                let why = refuse(None, Why::PortNotAllowed);
+                return respond(&mut client, 403, &why).await;
+            }
+            false
+        }
     };
     let via = upstream.for_target(&target.host, tunnel);
     let addrs = match addresses(&target.host, target.port).await {
@@ -233,14 +262,9 @@ async fn serve_connection(
         Err(why) => return respond(&mut client, 502, why).await,
     };
     let named = target.host != "localhost" && target.host.parse::<IpAddr>().is_err();
-    if named {
-        let own = egress_address::own_addresses();
-        if let Some((ip, class)) = addrs.iter().find_map(|a| {
-            egress_address::closed(a.ip(), &own, entry.private()).map(|c| (a.ip(), c))
-        }) {
-            let why = refuse(Some(ip), Why::Resolves(class));
-            return respond(&mut client, 403, &why).await;
-        }
+    if let Some((ip, why)) = judge(policy, named, target.port, &addrs, private) {
+        let why = refuse(Some(ip), why);
+        return respond(&mut client, 403, &why).await;
     }
     // A local endpoint the operator listed (`localhost`, a loopback address) is reached
     // directly, never through the operator's proxy (which cannot reach this machine's
@@ -279,6 +303,44 @@ async fn serve_connection(
     }
     tokio::io::copy_bidirectional(&mut client, &mut upstream_stream).await?;
     Ok(())
+}
+
+/// Which of `addrs` (those of the target the agent asked for, `named` or not) `policy`
+/// closes, and why; `None` when all are open. A name is judged by the address rule
+/// ([`egress_address::closed`]; `private` from its entry) under either policy. Under
+/// [`Policy::Open`] an address or `localhost` is judged too: a loopback one is open on a
+/// port of `connect_ports` only (the operator's local endpoint), any other as a name's
+/// would be. Under [`Policy::Listed`] an address or `localhost` is the listed entry itself.
+fn judge(
+    policy: &Policy,
+    named: bool,
+    port: u16,
+    addrs: &[SocketAddr],
+    private: bool,
+) -> Option<(IpAddr, Why)> {
+    let own = || egress_address::own_addresses();
+    match (policy, named) {
+        (Policy::Listed(_), false) => None,
+        (Policy::Listed(_), true) => {
+            let own = own();
+            addrs.iter().find_map(|a| {
+                egress_address::closed(a.ip(), &own, private).map(|c| (a.ip(), Why::Resolves(c)))
+            })
+        }
+        (Policy::Open { connect_ports }, named) => {
+            let own = own();
+            let local_endpoint = !named && connect_ports.contains(&port);
+            addrs.iter().find_map(|a| {
+                let class = egress_address::closed(a.ip(), &own, false)?;
+                let listed_loopback = local_endpoint
+                    && matches!(
+                        a.ip(),
+                        IpAddr::V4(Ipv4Addr::LOCALHOST) | IpAddr::V6(Ipv6Addr::LOCALHOST)
+                    );
+                (!listed_loopback).then_some((a.ip(), Why::Open(class)))
+            })
+        }
+    }
 }
 
 /// The addresses of `host:port`: an address is itself; `localhost` is `127.0.0.1` and
@@ -483,6 +545,50 @@ mod tests {
         assert!(String::from_utf8(t.forward_head.unwrap())
             .unwrap()
             .starts_with("GET / HTTP/1.0\r\n"));
+    }
+
+    /// Without `allow_hosts`: names and public addresses open, this machine and its
+    /// network closed, `127.0.0.1`/`::1`/`localhost` open only on a listed port.
+    #[test]
+    fn the_open_policy_never_leads_into_this_machine() {
+        use crate::runtime::egress_address::Closed;
+        let open = Policy::Open {
+            connect_ports: vec![4010],
+        };
+        let at = |ip: &str, port| vec![SocketAddr::new(ip.parse().unwrap(), port)];
+        let judged = |named, port, ip: &str| judge(&open, named, port, &at(ip, port), false);
+        // A name or a public address on 443: open (the control of each row below).
+        assert_eq!(judged(true, 443, "93.184.216.34"), None);
+        assert_eq!(judged(false, 443, "93.184.216.34"), None);
+        // Loopback by address or by name, on 443 or any port not listed.
+        for (named, port) in [(false, 443), (true, 443), (true, 4010), (false, 4011)] {
+            let (ip, why) = judged(named, port, "127.0.0.1").expect("closed");
+            assert_eq!(ip.to_string(), "127.0.0.1");
+            assert!(
+                matches!(why, Why::Open(Closed::Loopback | Closed::ThisMachine)),
+                "{why:?}"
+            );
+        }
+        assert!(judged(false, 443, "::1").is_some());
+        assert!(judged(false, 443, "::ffff:127.0.0.1").is_some());
+        // The listed local endpoint, by address: open (a name never is).
+        assert_eq!(judged(false, 4010, "127.0.0.1"), None);
+        assert_eq!(judged(false, 4010, "::1"), None);
+        // Private, link-local, metadata addresses: closed by address and by name.
+        for ip in [
+            "10.1.2.3",
+            "192.168.0.1",
+            "169.254.169.254",
+            "fe80::1",
+            "fd00::1",
+        ] {
+            assert!(judged(false, 443, ip).is_some(), "{ip}");
+            assert!(judged(true, 443, ip).is_some(), "{ip}");
+        }
+        assert_eq!(
+            judged(false, 443, "10.1.2.3").map(|(_, w)| w),
+            Some(Why::Open(Closed::Private))
+        );
     }
 
     #[test]

@@ -28,6 +28,9 @@ pub(crate) enum Layer {
     /// The key broker (`[agent.sandbox] broker`, `crate::runtime::key_broker`): a request
     /// it would not add the key to.
     KeyBroker,
+    /// The agent's own network namespace, which routes nothing but loopback: a direct
+    /// connect out of it (a client ignoring the proxy variables).
+    Namespace,
 }
 
 impl Layer {
@@ -37,6 +40,7 @@ impl Layer {
             Layer::Proxy => "proxy",
             Layer::Landlock => "landlock",
             Layer::KeyBroker => "key_broker",
+            Layer::Namespace => "namespace",
         }
     }
 }
@@ -48,7 +52,8 @@ pub(crate) enum Why {
     NotListed,
     /// A listed name resolved to an address closed to names.
     Resolves(Closed),
-    /// The port is not one Landlock lets the agent connect to.
+    /// The port is not one the agent may connect to (443 and `connect_ports`): refused by
+    /// Landlock, or by the proxy's open mode.
     PortNotAllowed,
     /// The key broker was asked for another host than its provider's upstream.
     BrokerWrongHost,
@@ -57,6 +62,12 @@ pub(crate) enum Why {
     /// A request the key broker does not forward (not HTTP/1.x, a malformed or too large
     /// head).
     BrokerBadRequest,
+    /// Without `allow_hosts` (the proxy's open mode), the target (an address, or an address
+    /// a name resolved to) is closed: this machine, its network, link-local, metadata
+    /// (docs/security.md, "The agent's network").
+    Open(Closed),
+    /// A direct TCP connect out of the agent's own network namespace: no route.
+    NoRoute,
 }
 
 impl Why {
@@ -70,7 +81,8 @@ impl Why {
             Why::BrokerWrongHost => "wrong_host",
             Why::BrokerNoPlaceholder => "no_placeholder",
             Why::BrokerBadRequest => "bad_request",
-            Why::Resolves(c) => c.as_str(),
+            Why::NoRoute => "no_route",
+            Why::Resolves(c) | Why::Open(c) => c.as_str(),
         }
     }
 }
@@ -143,11 +155,28 @@ impl EgressRefusal {
         }
     }
 
+    /// A direct TCP connect to `address` out of the agent's own network namespace (the
+    /// seccomp observer saw it; nothing routes it).
+    pub(crate) fn unrouted(address: std::net::SocketAddr) -> EgressRefusal {
+        EgressRefusal {
+            layer: Layer::Namespace,
+            host: None,
+            address: Some(address.ip()),
+            port: address.port(),
+            access: "connect",
+            why: Why::NoRoute,
+        }
+    }
+
     /// The config key that opens it: `agent.sandbox.allow_hosts` or
-    /// `agent.sandbox.connect_ports`.
+    /// `agent.sandbox.connect_ports` (a loopback endpoint, a port), or
+    /// `agent.sandbox.host_network` (a private address without `allow_hosts`).
     pub(crate) fn key(&self) -> &'static str {
         match self.why {
-            Why::PortNotAllowed => "agent.sandbox.connect_ports",
+            Why::PortNotAllowed | Why::Open(Closed::Loopback | Closed::ThisMachine) => {
+                "agent.sandbox.connect_ports"
+            }
+            Why::Open(Closed::Private) | Why::NoRoute => "agent.sandbox.host_network",
             Why::BrokerWrongHost | Why::BrokerNoPlaceholder | Why::BrokerBadRequest => {
                 "agent.sandbox.broker"
             }
@@ -178,6 +207,7 @@ impl EgressRefusal {
             (Why::BrokerWrongHost, ..) => "the key broker forwards only to its provider's endpoint; another host is reached by the egress rules (connect_ports, allow_hosts), without the key".to_owned(),
             (Why::BrokerNoPlaceholder, ..) => "the request to the key broker did not carry the placeholder key the agent was given, so no key was added (broker = \"off\" in [agent.sandbox] hands the agent the key itself)".to_owned(),
             (Why::BrokerBadRequest, ..) => "the key broker forwards HTTP/1.x requests with a head under 16 KiB".to_owned(),
+            (Why::NoRoute, ..) => "the agent's network namespace routes only loopback: the client must go through the egress proxy (HTTPS_PROXY is set), or set [agent.sandbox] host_network = true".to_owned(),
             (Why::NotListed, Some(h), _) => {
                 format!("add \"{h}:{port}\" to [agent.sandbox] allow_hosts")
             }
@@ -190,6 +220,15 @@ impl EgressRefusal {
             ),
             (Why::Resolves(Closed::Private), Some(h), _) => format!(
                 "the name resolves to a private address; write \"{h}:{port} private\" in [agent.sandbox] allow_hosts if that is wanted"
+            ),
+            (Why::Open(Closed::Loopback | Closed::ThisMachine), ..) => format!(
+                "the agent reaches this machine only at 127.0.0.1 (or localhost) on a port of [agent.sandbox] connect_ports; for a local endpoint add {port} there and use http://127.0.0.1:{port}"
+            ),
+            (Why::Open(Closed::Private), ..) => "a private address is reached only when [agent.sandbox] allow_hosts lists it (then the agent reaches nothing else) or with [agent.sandbox] host_network = true".to_owned(),
+            (Why::Open(c), _, a) => format!(
+                "{} address {} is never reached without [agent.sandbox] allow_hosts listing it",
+                c.as_str().replace('_', " "),
+                a.map(|a| a.to_string()).unwrap_or_default()
             ),
             (Why::Resolves(c), _, a) => format!(
                 "a name may not lead into this machine or its network ({} address {}); list the address itself with its port in [agent.sandbox] allow_hosts if it is wanted",

@@ -277,6 +277,8 @@ pub(crate) struct Runner {
     pub events: EventLog,
     /// Third-party hosts.
     pub hosts: HostManager,
+    /// `serve`'s notifications (`[notify]`); `None` for `round`.
+    pub notifier: Option<crate::runtime::notify::Notifier>,
     repo: Repo,
     /// Whether `repo` is a git working tree at all.
     git: Git,
@@ -362,6 +364,7 @@ impl Runner {
             config,
             events,
             hosts,
+            notifier: None,
             repo,
             git,
             unhealthy_since: None,
@@ -536,6 +539,20 @@ impl Runner {
         });
     }
 
+    /// The egress proxy's policy for the agent of `phase`: `allow_hosts`'s list; without it
+    /// the open policy when the agent gets a network namespace of its own
+    /// ([`AgentSandboxGate::own_network`]: `prefer` or `require`, no `host_network`);
+    /// `None`: the agent keeps this machine's network.
+    fn egress_policy(&self, phase: Option<&str>) -> Option<egress_proxy::Policy> {
+        match &self.config.profile(phase).agent.allow_hosts {
+            Some(allow) => Some(egress_proxy::Policy::Listed(allow.clone())),
+            None => self
+                .agent_sandbox
+                .own_network()
+                .then(|| egress_proxy::Policy::open(&self.config.agent_sandbox)),
+        }
+    }
+
     /// The variables the agent gets on top of what it inherits of the supervisor's
     /// environment ([`AllowList`]).
     fn agent_env(&self, round_num: u64, phase: Option<&str>) -> Vec<(String, String)> {
@@ -556,8 +573,8 @@ impl Runner {
             "AGENT_RUNNER_FRESH_EYES".into(),
             if fresh { "1" } else { "0" }.into(),
         ));
-        if let Some(allow) = &self.config.profile(phase).agent.allow_hosts {
-            env.extend(egress_proxy::agent_env(allow));
+        if let Some(policy) = self.egress_policy(phase) {
+            env.extend(egress_proxy::agent_env(&policy));
         }
         if let Some(file) = &self.config.runtime.narrative_file {
             env.push((
@@ -1141,10 +1158,10 @@ impl Runner {
         let broker = key_broker::open(plan, proxied, upstream_proxies())
             .await
             .map_err(|source| self.spawn_failed(round_num, phase, source))?;
-        // Behind the egress proxy the agent connects to its forwarder's port only; the
+        // Behind the egress proxy the agent connects to its forwarder's port too; and to the
         // broker's ports, where it has them.
         let mut extra_ports = Vec::new();
-        if proxied {
+        if self.egress_policy(phase).is_some() {
             extra_ports.push(agent_runner_plugin_host::agent::egress_bridge::PROXY_PORT);
         }
         if let Some(b) = &broker {
@@ -1168,6 +1185,7 @@ impl Runner {
             &spec.argv[0],
             &spec.env,
             proxy_port,
+            self.egress_policy(phase).is_some(),
         ) {
             Ok(confinement) => {
                 if let Some(c) = &confinement {
@@ -1201,9 +1219,9 @@ impl Runner {
         let mut cgroup = self.round_cgroup(round_num);
         spec.cgroup_procs = cgroup.as_mut().and_then(RoundCgroup::take_procs);
         let mut refusals = None;
-        if let Some(allow) = &self.config.profile(phase).agent.allow_hosts {
-            let handed = broker.as_ref().map(|b| b.broker.clone());
-            let (bridge, rx) = egress_proxy::open(allow, upstream_proxies(), handed)
+        if let Some(policy) = self.egress_policy(phase) {
+            let handed = broker.as_ref().map(|b| (b.broker.clone(), b.ports.clone()));
+            let (bridge, rx) = egress_proxy::open(policy, upstream_proxies(), handed)
                 .map_err(|source| self.spawn_failed(round_num, phase, source))?;
             spec.egress = Some(bridge);
             refusals = Some(rx);
@@ -1272,15 +1290,26 @@ impl Runner {
                 egress.record(r);
             }
         }
-        // Behind the egress proxy a direct connect stays in the agent's own network
-        // namespace, where nothing is to be reached: the fix is an `allow_hosts` entry, which
-        // the proxy's refusals and the endpoint's diagnosis name, not a port.
-        if self.config.profile(phase).agent.allow_hosts.is_none() {
-            for address in &exit.landlock_connects {
-                egress.record(EgressRefusal::landlock(
-                    &address.ip().to_string(),
-                    address.port(),
-                ));
+        // A port Landlock refuses is told with its fix (not behind `allow_hosts`, whose fix
+        // is an entry the proxy's refusals and the endpoint's diagnosis name); an allowed
+        // port out of the agent's own network namespace has no route, told as such.
+        let own_network = self.egress_policy(phase).is_some();
+        let open_ports: Vec<u16> = agent_runner_plugin_host::agent::policy::DEFAULT_CONNECT_PORTS
+            .iter()
+            .chain(&self.config.agent_sandbox.connect_ports)
+            .chain(proxy_port)
+            .copied()
+            .collect();
+        for address in &exit.landlock_connects {
+            if !open_ports.contains(&address.port()) {
+                if self.config.profile(phase).agent.allow_hosts.is_none() {
+                    egress.record(EgressRefusal::landlock(
+                        &address.ip().to_string(),
+                        address.port(),
+                    ));
+                }
+            } else if own_network && !address.ip().is_loopback() {
+                egress.record(EgressRefusal::unrouted(*address));
             }
         }
         for event in egress.events(round_num) {

@@ -178,6 +178,19 @@ fn unusable_at_boot(events: &EventLog, err: BootError) -> BootError {
 /// ([`BootError::is_environmental`]), 1 for the others (another supervisor holds the lock,
 /// typically).
 pub(crate) async fn boot(config_path: &Path, job: bool) -> Result<Booted, BootError> {
+    boot_with(config_path, job, false).await
+}
+
+/// [`boot`] for `serve`: its events also go to `[notify]`'s webhooks
+/// ([`crate::runtime::notify`]; `round` sends none). A webhook whose URL cannot be read
+/// (`url_env` unset) is a config error (exit 78).
+///
+/// Errors: as [`boot`].
+pub(crate) async fn boot_serve(config_path: &Path, job: bool) -> Result<Booted, BootError> {
+    boot_with(config_path, job, true).await
+}
+
+async fn boot_with(config_path: &Path, job: bool, notify: bool) -> Result<Booted, BootError> {
     let config = config::load(config_path)?;
     if job {
         job_goal(&config)?;
@@ -217,7 +230,17 @@ pub(crate) async fn boot(config_path: &Path, job: bool) -> Result<Booted, BootEr
     }
     // Before any host starts: on cgroup v2 the supervisor may move itself into a leaf.
     let cgroups = crate::runtime::round_cgroup::prepare(config.monitor.host_health.round_cgroup);
-    let events = EventLog::new(&config.runtime.state_dir).linked_in(&config.runtime.log_dir);
+    // Webhooks whose URL cannot be read are refused before anything runs (exit 78); from
+    // here on every event the record takes is also offered to them.
+    let mut events = EventLog::new(&config.runtime.state_dir).linked_in(&config.runtime.log_dir);
+    let notifier = if notify {
+        let targets = crate::runtime::notify::resolve_here(&config)?;
+        let notifier = crate::runtime::notify::Notifier::new(&config, targets, &events);
+        events = events.tapped(notifier.tap());
+        Some(notifier)
+    } else {
+        None
+    };
     let caps = probe();
     let gate = match SandboxGate::evaluate(config.plugins.sandbox, caps.clone()) {
         Ok(gate) => gate,
@@ -245,7 +268,7 @@ pub(crate) async fn boot(config_path: &Path, job: bool) -> Result<Booted, BootEr
             name: None,
         });
     }
-    let agent_sandbox = match AgentSandboxGate::evaluate(config.agent_sandbox.mode, &caps) {
+    let agent_sandbox = match AgentSandboxGate::evaluate(&config.agent_sandbox, &caps) {
         Ok(gate) => gate,
         Err(refused) => {
             events.emit(Event::AgentSandboxDegraded {
@@ -304,8 +327,10 @@ pub(crate) async fn boot(config_path: &Path, job: bool) -> Result<Booted, BootEr
     .await;
     let mut snapshot = Snapshot::booting();
     snapshot.update("waiting", None, &hosts);
+    let mut runner = Runner::new(config, events, hosts, (tree, git), cgroups, agent_sandbox);
+    runner.notifier = notifier;
     Ok(Booted {
-        runner: Runner::new(config, events, hosts, (tree, git), cgroups, agent_sandbox),
+        runner,
         status: watch::channel(snapshot).0,
         gate,
         follow,
@@ -1545,10 +1570,14 @@ fn refresh_summary(state_dir: &Path) {
     }
 }
 
-/// Shuts the hosts down and releases the lock.
+/// Shuts the hosts down, flushes the notifications (up to `[notify] flush_s`) and releases
+/// the lock.
 pub(crate) async fn shutdown(mut booted: Booted) {
     booted.runner.flush_traces();
     booted.runner.hosts.shutdown().await;
+    if let Some(mut notifier) = booted.runner.notifier.take() {
+        notifier.finish();
+    }
     // `round` ends here too: its look-ups are then as cheap as after a `serve`.
     refresh_summary(&booted.runner.config.runtime.state_dir);
 }

@@ -342,6 +342,25 @@ pub(crate) enum Event {
         /// How far behind a watch may fall.
         max_behind_bytes: u64,
     },
+    /// A `[[notify.webhooks]]` entry was not told of an event (docs/operations.md,
+    /// "Notifications"): its attempts failed, a full queue dropped it (the oldest goes), or
+    /// the exit's flush ran out. Never holds the URL or any part of it.
+    NotifyFailed {
+        /// The entry: its `name`, else `notify.webhooks[<index>]`.
+        webhook: String,
+        /// The variable holding its URL (`url_env`); `null` for a literal `url`.
+        url_env: Option<String>,
+        /// The kind of the event it was to carry.
+        event_kind: String,
+        /// `failed` (every attempt failed, or one that retrying cannot mend), `queue_full`
+        /// or `exit_flush`.
+        reason: String,
+        /// Attempts made (0: none was).
+        attempts: u32,
+        /// The last attempt's failure in words (`connection refused`, `HTTP 500`), never
+        /// naming the URL.
+        error: String,
+    },
     /// `agent-runner budget reset`: `total_*` and the day's spend count from here.
     BudgetReset {
         /// US dollars spent before it, since the record began or the previous reset.
@@ -597,8 +616,10 @@ pub(crate) enum Event {
     AgentEgressRefused {
         /// The round.
         round_num: u64,
-        /// The layer that refused: `proxy` (the egress proxy, `allow_hosts`) or `landlock`
-        /// (the TCP connect rule, `connect_ports`).
+        /// The layer that refused: `proxy` (the egress proxy: `allow_hosts`, or without it
+        /// the agent's own network namespace), `landlock` (the TCP connect rule,
+        /// `connect_ports`) or `namespace` (a direct connect out of the agent's own network
+        /// namespace, which routes nothing: `reason` `no_route`).
         layer: String,
         /// The host name the agent asked for (absent when it asked for an address).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -611,12 +632,13 @@ pub(crate) enum Event {
         port: u16,
         /// `connect` (a TCP connect, a `CONNECT` tunnel) or `http` (a plain-HTTP request).
         access: String,
-        /// `not_listed`, `port_not_allowed`, or the class of the closed address a name
-        /// resolved to (`loopback`, `this_machine`, `link_local`, `multicast`,
-        /// `unspecified`, `cloud_metadata`, `private`).
+        /// `not_listed`, `port_not_allowed`, `no_route`, or the class of the closed address (one a name
+        /// resolved to, or without `allow_hosts` one asked for): `loopback`,
+        /// `this_machine`, `link_local`, `multicast`, `unspecified`, `cloud_metadata`,
+        /// `private`.
         reason: String,
-        /// The config key that opens it: `agent.sandbox.allow_hosts` or
-        /// `agent.sandbox.connect_ports`.
+        /// The config key that opens it: `agent.sandbox.allow_hosts`,
+        /// `agent.sandbox.connect_ports` or `agent.sandbox.host_network`.
         key: String,
         /// The sentence told everywhere ("egress to 127.0.0.1:4010 refused by the agent
         /// sandbox: add 4010 to [agent.sandbox] connect_ports").
@@ -1589,6 +1611,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "budget_reset",
     "telemetry_export_failed",
     "telemetry_export_recovered",
+    "notify_failed",
     "goal_reached",
     "goal_check",
     "goal_check_tampered",

@@ -27,6 +27,23 @@ pub struct EventLog {
     /// lives in a state dir apart from it; docs/operations.md, "State dir"), as it resolved
     /// at boot.
     links: Option<HeldDir>,
+    /// Who else hears of each event (`serve`'s notifications).
+    tap: Option<Tap>,
+}
+
+/// Hears of each event [`EventLog::emit`] records, with its line as written (no newline),
+/// whether or not the write succeeded (a full disk is news too). Called on the emitting
+/// thread: it must be quick and must never block (`crate::runtime::notify` queues).
+#[derive(Clone)]
+pub(crate) struct Tap(pub std::sync::Arc<TapFn>);
+
+/// What a [`Tap`] calls: the event and its line.
+pub(crate) type TapFn = dyn Fn(&Event, &str) + Send + Sync;
+
+impl std::fmt::Debug for Tap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tap")
+    }
 }
 
 /// A UTC timestamp with milliseconds, `YYYY-MM-DDTHH:MM:SS.mmmZ`.
@@ -48,6 +65,21 @@ impl EventLog {
         EventLog {
             dir: dir.to_owned(),
             links: None,
+            tap: None,
+        }
+    }
+
+    /// The same record, each event also handed to `tap` ([`Tap`]).
+    pub(crate) fn tapped(mut self, tap: Tap) -> Self {
+        self.tap = Some(tap);
+        self
+    }
+
+    /// The same record without a tap (what the tap's own events are written through).
+    pub(crate) fn untapped(&self) -> Self {
+        EventLog {
+            tap: None,
+            ..self.clone()
         }
     }
 
@@ -95,7 +127,14 @@ impl EventLog {
 
     pub(crate) fn try_emit(&self, event: &Event) -> io::Result<()> {
         let ts = timestamp(SystemTime::now());
-        self.append(&ts, line_bytes(&ts, event)?)
+        let bytes = line_bytes(&ts, event)?;
+        let Some(tap) = &self.tap else {
+            return self.append(&ts, bytes);
+        };
+        let line = String::from_utf8_lossy(&bytes).into_owned();
+        let written = self.append(&ts, bytes);
+        (tap.0)(event, &line);
+        written
     }
 
     /// Appends one line (`bytes` plus a newline) to the file of `ts`'s month in one
@@ -291,6 +330,8 @@ mod tests {
              r#""event":"telemetry_export_failed","endpoint":"http://127.0.0.1:4318/v1/traces","source":"[telemetry] otlp_endpoint","error":"refused""#),
             (Event::TelemetryExportRecovered { endpoint: s("http://127.0.0.1:4318/v1/traces"), failed_for_s: 12.5, failed_exports: 3, spans_lost: 9 },
              r#""event":"telemetry_export_recovered","endpoint":"http://127.0.0.1:4318/v1/traces","failed_for_s":12.5,"failed_exports":3,"spans_lost":9"#),
+            (Event::NotifyFailed { webhook: s("ops"), url_env: Some(s("OPS_WEBHOOK_URL")), event_kind: s("crash_loop"), reason: s("failed"), attempts: 4, error: s("HTTP 500") },
+             r#""event":"notify_failed","webhook":"ops","url_env":"OPS_WEBHOOK_URL","event_kind":"crash_loop","reason":"failed","attempts":4,"error":"HTTP 500""#),
             (Event::GoalReached { round_num: 4, checks: vec![s("tests")], rounds_completed: 4 },
              r#""event":"goal_reached","round_num":4,"checks":["tests"],"rounds_completed":4"#),
             (Event::GoalCheck { name: s("tests"), satisfied: false, value: Some(12.0), timed_out: false, skipped: false, error: None, denied: vec![], oom_killed: false, round_num: 3 },
