@@ -117,6 +117,11 @@ pub struct Dialect {
     /// Where its stream reports each model call as it completes; `None`: it reports usage
     /// only when the round ends (or never), so its output watch has nothing to read.
     pub calls: Option<CallRule>,
+    /// Words of the lines it prints when one of its own optional fetches fails, after
+    /// which it goes on (aider's model price list, fetched at every start while its cache
+    /// is empty): a line holding one is not read for a diagnosis ([`without_noise`]). An
+    /// offline machine, or the agent's network namespace, makes them fail every round.
+    pub noise: &'static [&'static str],
 }
 
 /// The built-in detectors, one per preset (`init --preset`).
@@ -148,6 +153,7 @@ pub const DIALECTS: &[Dialect] = &[
             id: Some("message.id"),
         }),
         text_whatever_exit: false,
+        noise: &[],
     },
     Dialect {
         detector: "gemini_error_detector",
@@ -176,6 +182,7 @@ pub const DIALECTS: &[Dialect] = &[
         finale: &["result"],
         calls: None,
         text_whatever_exit: false,
+        noise: &[],
     },
     Dialect {
         detector: "codewhale_error_detector",
@@ -194,6 +201,7 @@ pub const DIALECTS: &[Dialect] = &[
         finale: &[],
         calls: None,
         text_whatever_exit: false,
+        noise: &[],
     },
     Dialect {
         detector: "kimi_error_detector",
@@ -209,6 +217,7 @@ pub const DIALECTS: &[Dialect] = &[
         finale: &[],
         calls: None,
         text_whatever_exit: false,
+        noise: &[],
     },
     Dialect {
         detector: "pi_error_detector",
@@ -237,6 +246,7 @@ pub const DIALECTS: &[Dialect] = &[
             id: None,
         }),
         text_whatever_exit: false,
+        noise: &[],
     },
     Dialect {
         detector: "codex_error_detector",
@@ -255,6 +265,7 @@ pub const DIALECTS: &[Dialect] = &[
         finale: &["turn.completed", "turn.failed"],
         calls: None,
         text_whatever_exit: false,
+        noise: &[],
     },
     Dialect {
         detector: "aider_error_detector",
@@ -270,8 +281,23 @@ pub const DIALECTS: &[Dialect] = &[
         finale: &[],
         calls: None,
         text_whatever_exit: true,
+        noise: &["model_prices_and_context_window.json"],
     },
 ];
+
+/// `tail` without the lines holding one of `dialect`'s [`Dialect::noise`] words (each left
+/// as an empty line).
+pub(crate) fn without_noise<'t>(dialect: &Dialect, tail: &'t str) -> std::borrow::Cow<'t, str> {
+    let noisy = |line: &str| dialect.noise.iter().any(|n| line.contains(n));
+    if !tail.lines().any(noisy) {
+        return std::borrow::Cow::Borrowed(tail);
+    }
+    let kept: Vec<&str> = tail
+        .lines()
+        .map(|line| if noisy(line) { "" } else { line })
+        .collect();
+    std::borrow::Cow::Owned(kept.join("\n"))
+}
 
 /// Byte strings one of which every line [`error_text`] can flag contains: an `"error"`
 /// key or value (`"type":"error"`, `"status":"error"`, `"stopReason":"error"`, an

@@ -96,8 +96,9 @@ pub fn detect(dialect: &Dialect, round: &Round) -> Option<PostRoundVerdict> {
     // included), and whatever the exit for CLIs that exit 0 after printing a failure.
     let clean = round.outcome.exit_cause == "exited" && round.outcome.exit_code == Some(0);
     let mut texts: Vec<&str> = structured.iter().map(String::as_str).collect();
+    let tail = dialects::without_noise(dialect, round.tail);
     if !succeeded && (!clean || dialect.text_whatever_exit) {
-        texts.push(round.tail);
+        texts.push(&tail);
     }
     let found = texts
         .iter()

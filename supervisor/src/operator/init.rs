@@ -77,6 +77,7 @@ pub(crate) const PRESETS: &[Preset] = &[
             "--yes-always",
             "--no-stream",
             "--analytics-disable",
+            "--no-check-update",
             "--no-gitignore",
         ],
         template: &["--message", "{prompt}"],
