@@ -497,13 +497,29 @@ fn host_port(s: &str, default_port: Option<u16>) -> Option<(String, u16)> {
 
 /// Writes a short response with a text body saying why, and ends the exchange.
 async fn respond(client: &mut TcpStream, status: u16, why: &str) -> std::io::Result<()> {
-    let reason = match status {
-        400 => "Bad Request",
-        403 => "Forbidden",
-        408 => "Request Timeout",
-        _ => "Bad Gateway",
+    respond_as(client, "egress proxy", status, why).await
+}
+
+/// Writes a short response of `who` (`egress proxy`, `key broker`) to the agent: `status`
+/// (400, 401, 403, 408; anything else is answered as 502) with a text body saying why, and
+/// ends the exchange.
+pub(crate) async fn respond_as<S>(
+    client: &mut S,
+    who: &str,
+    status: u16,
+    why: &str,
+) -> std::io::Result<()>
+where
+    S: tokio::io::AsyncWrite + Unpin,
+{
+    let (status, reason) = match status {
+        400 => (400, "Bad Request"),
+        401 => (401, "Unauthorized"),
+        403 => (403, "Forbidden"),
+        408 => (408, "Request Timeout"),
+        _ => (502, "Bad Gateway"),
     };
-    let body = format!("agent-runner egress proxy: {why}\n");
+    let body = format!("agent-runner {who}: {why}\n");
     let msg = format!(
         "HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()

@@ -959,19 +959,7 @@ async fn respond<S>(client: &mut S, status: u16, why: &str) -> std::io::Result<(
 where
     S: AsyncWrite + Unpin,
 {
-    let reason = match status {
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        _ => "Bad Gateway",
-    };
-    let body = format!("agent-runner key broker: {why}\n");
-    let msg = format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    client.write_all(msg.as_bytes()).await?;
-    client.shutdown().await
+    crate::runtime::egress_proxy::respond_as(client, "key broker", status, why).await
 }
 
 #[cfg(test)]
