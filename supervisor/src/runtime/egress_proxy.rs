@@ -58,8 +58,7 @@ use crate::runtime::upstream_proxy::UpstreamProxies;
 pub(crate) const HEAD_MAX: usize = 16 * 1024;
 /// How long a client has to send its request head.
 pub(crate) const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long resolving and connecting to the upstream may take.
-pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) use crate::runtime::egress_http::CONNECT_TIMEOUT;
 
 /// What the proxy lets through.
 #[derive(Clone, Debug)]
@@ -497,35 +496,7 @@ fn host_port(s: &str, default_port: Option<u16>) -> Option<(String, u16)> {
 
 /// Writes a short response with a text body saying why, and ends the exchange.
 async fn respond(client: &mut TcpStream, status: u16, why: &str) -> std::io::Result<()> {
-    respond_as(client, "egress proxy", status, why).await
-}
-
-/// Writes a short response of `who` (`egress proxy`, `key broker`) to the agent: `status`
-/// (400, 401, 403, 408; anything else is answered as 502) with a text body saying why, and
-/// ends the exchange.
-pub(crate) async fn respond_as<S>(
-    client: &mut S,
-    who: &str,
-    status: u16,
-    why: &str,
-) -> std::io::Result<()>
-where
-    S: tokio::io::AsyncWrite + Unpin,
-{
-    let (status, reason) = match status {
-        400 => (400, "Bad Request"),
-        401 => (401, "Unauthorized"),
-        403 => (403, "Forbidden"),
-        408 => (408, "Request Timeout"),
-        _ => (502, "Bad Gateway"),
-    };
-    let body = format!("agent-runner {who}: {why}\n");
-    let msg = format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    client.write_all(msg.as_bytes()).await?;
-    client.shutdown().await
+    crate::runtime::egress_http::respond_as(client, "egress proxy", status, why).await
 }
 
 #[cfg(test)]

@@ -74,7 +74,7 @@ pub(crate) fn to_machine_loopback() -> Handler {
             let v6 = SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), port);
             let order = if at.is_ipv6() { [v6, v4] } else { [v4, v6] };
             let connect = tokio::time::timeout(
-                crate::runtime::egress_proxy::CONNECT_TIMEOUT,
+                crate::runtime::egress_http::CONNECT_TIMEOUT,
                 TcpStream::connect(&order[..]),
             );
             let mut upstream = match connect.await {

@@ -959,7 +959,7 @@ async fn respond<S>(client: &mut S, status: u16, why: &str) -> std::io::Result<(
 where
     S: AsyncWrite + Unpin,
 {
-    crate::runtime::egress_proxy::respond_as(client, "key broker", status, why).await
+    crate::runtime::egress_http::respond_as(client, "key broker", status, why).await
 }
 
 #[cfg(test)]

@@ -54,6 +54,7 @@ pub(crate) mod cooperative;
 pub mod detect_hooks;
 pub(crate) mod dirty;
 pub(crate) mod egress_address;
+pub(crate) mod egress_http;
 pub(crate) mod egress_proxy;
 pub(crate) mod egress_refusals;
 pub(crate) mod egress_routes;
