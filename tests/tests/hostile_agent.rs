@@ -316,7 +316,8 @@ fn doctor_reports_every_agent_layer_on(operator: Operator) {
             "config_read_only",
             "protected_paths",
             "shadow_home",
-            "no_new_privs"
+            "no_new_privs",
+            "network"
         ],
         "{block}"
     );
