@@ -1397,16 +1397,19 @@ fn claude_reported_cost_drives_the_total_cap() {
     });
     out.assert_code(80);
     assert_eq!(p.events_of("round_start").len(), 2, "{}", p.events_text());
+    // The round that crosses the cap may be stopped by the output watch before claude
+    // prints its result: its usage is then recorded from the watch, priced by the table
+    // (no `cost_usd`), and counts on top of claude's own costs.
     let costs: Vec<f64> = p
         .events_of("agent_usage_recorded")
         .iter()
-        .map(|u| u["cost_usd"].as_f64().unwrap())
+        .filter_map(|u| u["cost_usd"].as_f64())
         .collect();
     let exhausted = p.events_of("budget_exhausted");
     assert_eq!(exhausted.len(), 1, "{}", p.events_text());
     let spent = exhausted[0]["spent"].as_f64().unwrap();
     assert!(
-        (spent - costs.iter().sum::<f64>()).abs() < 1e-9,
+        spent >= costs.iter().sum::<f64>() - 1e-9,
         "{spent} {costs:?}"
     );
     assert!((0.002..0.004).contains(&spent), "{spent} {costs:?}");
