@@ -1446,10 +1446,9 @@ fn shadow_use(p: &Project, cli: &str) -> (u64, usize) {
 /// bounded (`session_max_rounds = 10`) and not (`1000`), printing round times (median of
 /// the first and the last ten), the longest model request (entries) and the shadow home's
 /// size and transcripts after the run. Asserts only that the bound renewed and that the
-/// bounded run's disk and longest request stay under the unbounded one's. Ignored (minutes
-/// of rounds): `cargo test -p agent-runner-e2e --test real_clis -- --ignored forty`.
+/// bounded run's disk and longest request stay under the unbounded one's (about three
+/// minutes of rounds).
 #[test]
-#[ignore]
 fn claude_forty_rounds_bounded_and_not() {
     fn median(mut v: Vec<f64>) -> f64 {
         v.sort_by(f64::total_cmp);
