@@ -96,10 +96,15 @@ pub struct Judged<'a> {
     /// The agent session the round started or resumed (`serve`'s session resume), whose
     /// running totals its usage is told from ([`SessionUsage`]).
     pub session: Option<&'a Resume>,
-    /// What the key broker read the provider billing in the round's answers, priced;
-    /// `None`: no broker, or no answer's usage read.
-    pub(crate) billed: Option<crate::budget::billed::Priced>,
+    /// What the key broker read the provider billing in the round's answers, priced
+    /// (`Default`: no broker, or no answer's usage read).
+    pub billed: BrokerBill,
 }
+
+/// What the key broker read the provider billing in a round's answers, priced; the
+/// default: nothing read.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BrokerBill(pub(crate) Option<crate::budget::billed::Priced>);
 
 /// How much lower than the provider's bill a CLI's report may be before it is called
 /// under-reported: 5 %, and $0.0001 (a CLI prices with its own table and rounds).
@@ -214,7 +219,7 @@ pub async fn consult(
     let mut tokens = None;
     let mut first_usage = None;
     let mut preset_cli = false;
-    let mut billed = round.billed.clone();
+    let mut billed = round.billed.0.clone();
     for hook in hosts.hooks(Family::PostRound) {
         if !applies(&hook, round.cli) {
             continue;

@@ -1906,7 +1906,7 @@ impl Runner {
             log_tail: &log_tail,
             cli: self.config.profile(phase).agent.cli.name,
             session,
-            billed,
+            billed: post_round::BrokerBill(billed),
         };
         post_round::consult(
             &mut self.hosts,
