@@ -1,6 +1,7 @@
 //! The file's shape, as serde sees it: every table rejects unknown keys (with a
 //! did-you-mean suggestion). Every key the reference system's 0.3.14 reads is defined
-//! here and acted on (docs/reference-system.md).
+//! here and acted on (docs/reference-system.md). The definitions also make each table's
+//! resolved struct (`RuntimeConfig`, …: `config::keys`), filled by `config::resolve`.
 
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -10,6 +11,7 @@ use std::time::Duration;
 
 use super::agent_cli::CliKey;
 use super::keys::{config_table, Table};
+use super::schedule::Schedule;
 use super::session_resume::{
     DEFAULT_SESSION_MAX_HOURS, DEFAULT_SESSION_MAX_ROUNDS, DEFAULT_SESSION_MAX_TOKENS,
 };
@@ -499,7 +501,7 @@ config_table! {
             into (pins: BTreeMap<String, agent_runner_plugin_host::host::pin::Sha256Pin> = hand);
         /// the hosts, one table `[plugins.hosts.<name>]` each (below)
         hosts: BTreeMap<String, RawHost> = (empty) label "tables" reload Next
-            into (hosts: Vec<super::HostConfig> = hand);
+            into (hosts: Vec<HostConfig> = hand);
     }
     => /// `[plugins]`, resolved: hosts in name order.
     #[derive(Clone, Debug)]
@@ -562,7 +564,30 @@ config_table! {
         name: String,
         /// `file_max_mb`, `tmp_max_mb` and `state_max_mb` together (docs/security.md
         /// "Write limits").
-        writes: super::resolve::WriteLimits,
+        writes: WriteLimits,
+    }
+}
+
+/// How much a host may write, in MiB (`[plugins.hosts.<name>]` `file_max_mb`,
+/// `tmp_max_mb`, `state_max_mb`; docs/configuration.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct WriteLimits {
+    /// Largest single file (`RLIMIT_FSIZE`; a write past it fails with `EFBIG`).
+    pub file_max_mb: u64,
+    /// Size of the private TMPDIR (`tmpfs`; past it, `ENOSPC`).
+    pub tmp_max_mb: u64,
+    /// Total of the state directory (measured by the supervisor; past it, the host is
+    /// killed and disabled).
+    pub state_max_mb: u64,
+}
+
+impl Default for WriteLimits {
+    fn default() -> Self {
+        WriteLimits {
+            file_max_mb: write_limits::DEFAULT_FILE_MAX_MB,
+            tmp_max_mb: write_limits::DEFAULT_TMP_MAX_MB,
+            state_max_mb: write_limits::DEFAULT_STATE_MAX_MB,
+        }
     }
 }
 
@@ -615,8 +640,23 @@ config_table! {
     pub struct PhasesConfig by PhasesHand {
         /// The overrides of each `[phases.<name>]` table, by phase name (every name is in
         /// `list`).
-        overrides: BTreeMap<String, super::resolve::PhaseOverride>,
+        overrides: BTreeMap<String, PhaseOverride>,
     }
+}
+
+/// The per-phase overrides of one `[phases.<name>]` table.
+#[derive(Clone, Debug, Default)]
+pub struct PhaseOverride {
+    /// `round_budget_s` (flat or under `[phases.<name>.runtime]`).
+    pub round_budget: Option<Duration>,
+    /// `prompt.files`, absolute.
+    pub prompt_files: Option<Vec<PathBuf>>,
+    /// `[phases.<name>.agent]` merged onto `[agent]`.
+    pub agent: Option<AgentConfig>,
+    /// `[phases.<name>.schedule]` (its `timezone` defaults to `[schedule]`'s).
+    pub schedule: Option<Schedule>,
+    /// `disable_pre_round_hooks` (flat or under `[phases.<name>.runtime]`).
+    pub disable_pre_round_hooks: Option<bool>,
 }
 
 /// `[phases]`: its own keys plus one `[phases.<name>]` table per overridden phase.

@@ -1,7 +1,6 @@
 //! From the raw shape to a typed [`Config`]: vocabulary checks, defaults, absolute paths.
 
 use agent_runner_plugin_host::common::credentials::{covers_protected, CREDENTIAL_PATHS};
-use agent_runner_plugin_host::common::write_limits;
 use agent_runner_plugin_host::host::pin::Sha256Pin;
 use agent_runner_protocol::limits::MAX_HOST_CONFIG_BYTES;
 use agent_runner_protocol::{Family, HookName};
@@ -17,7 +16,9 @@ use super::raw::{
     RawPhase, RawPhases, RawPlugins, RawPrompt, RawRuntime, RawSchedule, RawVcs, RuntimeHand,
     VcsHand,
 };
-use super::raw::{PhasesConfig, PluginsConfig, RuntimeConfig, VcsConfig};
+use super::raw::{
+    PhaseOverride, PhasesConfig, PluginsConfig, RuntimeConfig, VcsConfig, WriteLimits,
+};
 use super::vocabulary::{ContextInjection, PromptDelivery};
 use super::{ConfigError, SCHEMA_VERSION};
 use crate::config::schedule::{Schedule, Window};
@@ -62,21 +63,6 @@ pub struct Config {
     pub warnings: Vec<String>,
 }
 
-/// The per-phase overrides of one `[phases.<name>]` table.
-#[derive(Clone, Debug, Default)]
-pub struct PhaseOverride {
-    /// `round_budget_s` (flat or under `[phases.<name>.runtime]`).
-    pub round_budget: Option<Duration>,
-    /// `prompt.files`, absolute.
-    pub prompt_files: Option<Vec<PathBuf>>,
-    /// `[phases.<name>.agent]` merged onto `[agent]`.
-    pub agent: Option<AgentConfig>,
-    /// `[phases.<name>.schedule]` (its `timezone` defaults to `[schedule]`'s).
-    pub schedule: Option<Schedule>,
-    /// `disable_pre_round_hooks` (flat or under `[phases.<name>.runtime]`).
-    pub disable_pre_round_hooks: Option<bool>,
-}
-
 /// What one round runs with once its phase is known.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Profile<'a> {
@@ -118,29 +104,6 @@ impl Config {
             disable_pre_round_hooks: over
                 .and_then(|o| o.disable_pre_round_hooks)
                 .unwrap_or(self.runtime.disable_pre_round_hooks),
-        }
-    }
-}
-
-/// How much a host may write, in MiB (`[plugins.hosts.<name>]` `file_max_mb`,
-/// `tmp_max_mb`, `state_max_mb`; docs/configuration.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct WriteLimits {
-    /// Largest single file (`RLIMIT_FSIZE`; a write past it fails with `EFBIG`).
-    pub file_max_mb: u64,
-    /// Size of the private TMPDIR (`tmpfs`; past it, `ENOSPC`).
-    pub tmp_max_mb: u64,
-    /// Total of the state directory (measured by the supervisor; past it, the host is
-    /// killed and disabled).
-    pub state_max_mb: u64,
-}
-
-impl Default for WriteLimits {
-    fn default() -> Self {
-        WriteLimits {
-            file_max_mb: write_limits::DEFAULT_FILE_MAX_MB,
-            tmp_max_mb: write_limits::DEFAULT_TMP_MAX_MB,
-            state_max_mb: write_limits::DEFAULT_STATE_MAX_MB,
         }
     }
 }
