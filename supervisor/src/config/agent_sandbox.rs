@@ -25,36 +25,8 @@ use agent_runner_plugin_host::common::credentials::{covers_protected, CREDENTIAL
 
 use super::bad_path::BadPath;
 use super::keys::Bad;
-use super::raw::RawAgentSandbox;
-use super::vocabulary::{BrokerMode, SandboxMode};
-
-/// `[agent.sandbox]`'s mode and grants, resolved.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AgentSandboxConfig {
-    /// `mode` (or the plain string): off / prefer / require. Default off.
-    pub mode: SandboxMode,
-    /// `write_paths`: canonical, existing, none covering a credential store or the
-    /// supervisor's state dir, log dir or config file.
-    pub write_paths: Vec<PathBuf>,
-    /// `read_paths`: canonical, existing, none covering a credential store or the state dir.
-    pub read_paths: Vec<PathBuf>,
-    /// `connect_ports`: TCP ports the agent may connect to besides
-    /// [`agent_runner_plugin_host::agent::policy::DEFAULT_CONNECT_PORTS`].
-    pub connect_ports: Vec<u16>,
-    /// `unix_sockets`: `socket(AF_UNIX)` allowed to the agent. Default false.
-    pub unix_sockets: bool,
-    /// `user_namespaces`: new namespaces allowed to the agent. Default false.
-    pub user_namespaces: bool,
-    /// `host_network`: the agent keeps this machine's network namespace (Landlock's port
-    /// rule only) instead of its own behind the egress proxy. Default false.
-    pub host_network: bool,
-    /// `pass_env`: variable names the confined agent inherits besides the allow-list
-    /// (`crate::runtime::agent_environment`).
-    pub pass_env: Vec<String>,
-    /// `broker`: whether the provider key is kept out of the agent's sandbox
-    /// (`crate::runtime::key_broker`). Default auto.
-    pub broker: BrokerMode,
-}
+pub use super::raw::AgentSandboxConfig;
+use super::raw::{AgentSandboxHand, RawAgentSandbox};
 
 impl AgentSandboxConfig {
     /// What `unix_sockets` and `user_namespaces` lift from the agent's seccomp deny-list.
@@ -67,18 +39,14 @@ impl AgentSandboxConfig {
 }
 
 impl Default for AgentSandboxConfig {
+    /// Every key's default: `off`, no grants.
     fn default() -> Self {
-        AgentSandboxConfig {
-            mode: SandboxMode::Off,
-            write_paths: Vec::new(),
-            read_paths: Vec::new(),
-            connect_ports: Vec::new(),
-            unix_sockets: false,
-            user_namespaces: false,
-            host_network: false,
-            pass_env: Vec::new(),
-            broker: BrokerMode::Auto,
-        }
+        RawAgentSandbox::default()
+            .resolve_with(AgentSandboxHand {
+                write_paths: Vec::new(),
+                read_paths: Vec::new(),
+            })
+            .expect("the defined defaults are in range")
     }
 }
 
@@ -101,46 +69,21 @@ pub(super) fn resolve(
     places: &Protected<'_>,
 ) -> Result<AgentSandboxConfig, Bad> {
     let bad = |key: &str, m: String| (format!("agent.sandbox.{key}"), m);
-    let mode = raw.mode()?;
     let write_paths =
         paths(&raw.write_paths(), places, true).map_err(|m| bad("write_paths", m.to_string()))?;
     let read_paths =
         paths(&raw.read_paths(), places, false).map_err(|m| bad("read_paths", m.to_string()))?;
-    let connect_ports = raw.connect_ports();
-    if connect_ports.contains(&0) {
-        return Err(bad(
-            "connect_ports",
-            "0 is not a TCP port; expected integers in 1..=65535".into(),
-        ));
-    }
-    let pass_env = raw.pass_env();
-    if let Some(name) = pass_env
-        .iter()
-        .find(|n| n.is_empty() || n.contains(['=', '\0']))
-    {
-        return Err(bad(
-            "pass_env",
-            format!("{name:?} is not a variable name; expected names without `=` or NUL"),
-        ));
-    }
-    let host_network = raw.host_network()?;
-    if host_network && raw.allow_hosts()?.is_some() {
+    let sandbox = raw.resolve_with(AgentSandboxHand {
+        write_paths,
+        read_paths,
+    })?;
+    if sandbox.host_network && raw.allow_hosts()?.is_some() {
         return Err(bad(
             "host_network",
             "true together with allow_hosts, which puts the agent in a network namespace of its own; expected false (or remove allow_hosts)".into(),
         ));
     }
-    Ok(AgentSandboxConfig {
-        mode,
-        write_paths,
-        read_paths,
-        connect_ports,
-        unix_sockets: raw.unix_sockets()?,
-        user_namespaces: raw.user_namespaces()?,
-        host_network,
-        pass_env,
-        broker: raw.broker()?,
-    })
+    Ok(sandbox)
 }
 
 /// Expanded, canonical, existing paths; refused when one covers (or, for writes, is or

@@ -17,14 +17,14 @@ config_table! {
         /// output watch (claude's and pi's streams), reaches it, the agent is stopped
         /// (`budget_round_stopped`) and serve goes on with the next round; a round past it
         /// is recorded after its end (`budget_round_exceeded`)
-        round_usd: f64 = (none) label "US dollars > 0" reload Next;
+        round_usd: f64 = (none) label "US dollars > 0" check dollars reload Next;
         /// spend of the day (in `timezone`) that pauses `serve` until the next day
         /// (`budget_paused` … `budget_resumed`)
-        daily_usd: f64 = (none) label "US dollars > 0" reload Next;
+        daily_usd: f64 = (none) label "US dollars > 0" check dollars reload Next;
         /// spend since the record began or since `agent-runner budget reset` that ends
         /// `serve` (`budget_exhausted`, exit 80, not restarted by the systemd unit); a
         /// round that reaches it while it runs is stopped, as for `round_usd`
-        total_usd: f64 = (none) label "US dollars > 0" reload Next;
+        total_usd: f64 = (none) label "US dollars > 0" check dollars reload Next;
         /// tokens of the day (input, output, cache read and write) that pause `serve` until
         /// the next day
         daily_tokens: u64 = (none) range(1..) reload Next;
@@ -32,11 +32,16 @@ config_table! {
         /// `serve` (exit 80)
         total_tokens: u64 = (none) range(1..) reload Next;
         /// the IANA zone whose midnight starts a `daily_*` day
-        timezone: String = (computed "the machine's local zone") reload Next;
+        timezone: String = (computed "the machine's local zone") reload Next
+            into (zone: Option<(TimeZone, String)> = hand);
         /// the operator's prices, one table `[budget.prices."<model>"]` each (below), over
         /// the built-in table for the same model
-        prices: BTreeMap<String, RawPrice> = (empty) label "tables" reload Next;
+        prices: BTreeMap<String, RawPrice> = (empty) label "tables" reload Next
+            into (prices: BTreeMap<String, Price> = hand);
     }
+    => /// `[budget]`, resolved: no cap set, nothing is held back.
+    #[derive(Clone, Debug, Default)]
+    pub struct BudgetConfig by BudgetHand {}
 }
 
 config_table! {
@@ -69,25 +74,6 @@ pub struct Price {
     pub cache_write: f64,
 }
 
-/// `[budget]`, resolved: no cap set, nothing is held back.
-#[derive(Clone, Debug, Default)]
-pub struct BudgetConfig {
-    /// `round_usd`.
-    pub round_usd: Option<f64>,
-    /// `daily_usd`.
-    pub daily_usd: Option<f64>,
-    /// `total_usd`.
-    pub total_usd: Option<f64>,
-    /// `daily_tokens`.
-    pub daily_tokens: Option<u64>,
-    /// `total_tokens`.
-    pub total_tokens: Option<u64>,
-    /// The zone of a `daily_*` day and its name (`timezone`, else the machine's).
-    pub zone: Option<(TimeZone, String)>,
-    /// The operator's prices by model name.
-    pub prices: BTreeMap<String, Price>,
-}
-
 impl BudgetConfig {
     /// Whether any cap is set.
     pub(crate) fn any_cap(&self) -> bool {
@@ -114,15 +100,6 @@ impl BudgetConfig {
 pub(super) fn resolve(raw: Option<RawBudget>) -> Result<BudgetConfig, (String, String)> {
     let Some(raw) = raw else {
         return Ok(BudgetConfig::default());
-    };
-    let dollars = |key: &str, value: Option<f64>| -> Result<Option<f64>, (String, String)> {
-        match value {
-            Some(v) if !(v.is_finite() && v > 0.0) => Err((
-                format!("budget.{key}"),
-                format!("{v} is out of range; expected US dollars > 0"),
-            )),
-            v => Ok(v),
-        }
     };
     let zone = match raw.timezone.as_deref() {
         None => None,
@@ -160,13 +137,5 @@ pub(super) fn resolve(raw: Option<RawBudget>) -> Result<BudgetConfig, (String, S
             },
         );
     }
-    Ok(BudgetConfig {
-        round_usd: dollars("round_usd", raw.round_usd)?,
-        daily_usd: dollars("daily_usd", raw.daily_usd)?,
-        total_usd: dollars("total_usd", raw.total_usd)?,
-        daily_tokens: raw.daily_tokens()?,
-        total_tokens: raw.total_tokens()?,
-        zone,
-        prices,
-    })
+    raw.resolve_with(BudgetHand { zone, prices })
 }

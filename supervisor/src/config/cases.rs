@@ -53,8 +53,8 @@ const CASES: &[(&str, &str, Want)] = &[
                 && c.agent.prompt_arg_template == ["{prompt}"]
                 && c.agent.allow_hosts.is_none()
                 && c.plugins.sandbox == super::SandboxMode::Prefer
-                && c.monitor.host_health.disk_critical_pct == 95.0
-                && c.monitor.host_health.sample_interval.as_secs() == 10
+                && c.monitor.host_health.disk.critical_pct == 95.0
+                && c.monitor.host_health.pressure.sample_interval.as_secs() == 10
                 && c.monitor.supervisor_stale_threshold.map(|d| d.as_secs()) == Some(2700)
                 && c.monitor.round_progress_interval.is_none()
         }),

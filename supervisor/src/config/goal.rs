@@ -31,13 +31,20 @@ config_table! {
         /// dirty tree would take it otherwise). Each rule is checked at load (exit 78, key
         /// `goal.ledger`)
         ledger: String = (required) label "path (`~`, `{project}`, relative to `work_dir`)"
-            reload Next;
+            reload Next into (ledger: PathBuf = hand);
         /// ours: with `"all_satisfied"`, the first round after which every check passed ends
         /// `serve` with exit 0 and `goal_reached{round_num, checks, rounds_completed}` (after
         /// the round's dirty tree was handled, its post-round hooks and detectors asked).
         /// Needs at least one check
         stop_when: String as StopWhen = (StopWhen::Never) reload Next;
         @sub checks: Vec<RawCheck>;
+    }
+    => /// `[goal]`, resolved.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct GoalConfig by GoalHand {
+        /// The objective checks (`[[goal.checks]]`), run in this order after each round's
+        /// agent exits.
+        checks: Vec<GoalCheck>,
     }
 }
 
@@ -51,42 +58,19 @@ config_table! {
         /// the check's argv; `cmd[0]` is looked up on PATH
         cmd: Vec<String> = (required) label "list of strings, non-empty" reload Next;
         /// where it runs (`~` expanded, relative to `work_dir`)
-        cwd: String = (computed "`work_dir`") label "path" reload Next;
+        cwd: String = (computed "`work_dir`") label "path" reload Next
+            into (cwd: PathBuf = hand);
         /// then its process group gets SIGTERM, and SIGKILL 3 s later
-        timeout_s: u64 = (10) range(1..=MAX_CHECK_TIMEOUT_S) reload Next;
+        timeout_s: u64 = (10) range(1..=MAX_CHECK_TIMEOUT_S) reload Next
+            into (timeout: Duration = secs);
         /// ours: TCP ports a check confined by the agent sandbox may connect to (none
         /// otherwise: docs/security.md "Goal checks")
         connect_ports: Vec<u16> = (empty) label "list of integers 1..=65535" reload Next;
     }
-}
-
-/// `[goal]`, resolved.
-#[derive(Clone, Debug, PartialEq)]
-pub struct GoalConfig {
-    /// The lessons ledger (absolute): a markdown file the supervisor prepends advisories
-    /// to and the agent reads as one of its prompt files.
-    pub ledger: PathBuf,
-    /// The objective checks, run in this order after each round's agent exits.
-    pub checks: Vec<GoalCheck>,
-    /// Whether every check passing ends `serve`.
-    pub stop_when: StopWhen,
-}
-
-/// One `[[goal.checks]]` entry.
-#[derive(Clone, Debug, PartialEq)]
-pub struct GoalCheck {
-    /// Its name (`goal_check.name`).
-    pub name: String,
-    /// Its argv; `cmd[0]` is looked up on `PATH`.
-    pub cmd: Vec<String>,
-    /// Where it runs: `cwd` (`~` expanded, relative to `work_dir`), default `work_dir`.
-    pub cwd: PathBuf,
-    /// How long it may run before its process group gets SIGTERM, then SIGKILL
-    /// ([`CHECK_KILL_GRACE`] later); 1..=[`MAX_CHECK_TIMEOUT_S`] s, default 10
-    /// ([`RawCheck`]'s definition).
-    pub timeout: Duration,
-    /// The TCP ports it may connect to when the agent sandbox confines it.
-    pub connect_ports: Vec<u16>,
+    => /// One `[[goal.checks]]` entry, resolved (its process group gets SIGKILL
+    /// [`CHECK_KILL_GRACE`] after the SIGTERM of its timeout).
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct GoalCheck by CheckHand {}
 }
 
 /// What [`resolve`] checks the ledger against.
@@ -108,7 +92,10 @@ pub(super) struct Places<'a> {
 /// lie under `log_dir` or outside `work_dir`, so a stash of the dirty tree cannot take it.
 ///
 /// Errors: `(dotted key, what was expected)`.
-pub(super) fn resolve(raw: RawGoal, places: &Places<'_>) -> Result<GoalConfig, (String, String)> {
+pub(super) fn resolve(
+    mut raw: RawGoal,
+    places: &Places<'_>,
+) -> Result<GoalConfig, (String, String)> {
     let ledger =
         (places.expand)(&raw.ledger).map_err(|m| ("goal.ledger".to_owned(), m.to_string()))?;
     for (where_, files) in &places.prompt_files {
@@ -135,10 +122,8 @@ pub(super) fn resolve(raw: RawGoal, places: &Places<'_>) -> Result<GoalConfig, (
             ),
         ));
     }
-    // Read now, reported after the checks (the order the keys are checked in).
-    let stop_when = raw.stop_when();
     let mut checks = Vec::with_capacity(raw.checks.len());
-    for (i, check) in raw.checks.into_iter().enumerate() {
+    for (i, check) in std::mem::take(&mut raw.checks).into_iter().enumerate() {
         let key = |k: &str| format!("goal.checks[{i}].{k}");
         // The definitions name `goal.checks.<key>`; the message names the entry.
         let at = |(k, m): (String, String)| (key(k.trim_start_matches("goal.checks.")), m);
@@ -151,35 +136,23 @@ pub(super) fn resolve(raw: RawGoal, places: &Places<'_>) -> Result<GoalConfig, (
                 "expected a non-empty argv, e.g. [\"make\", \"test\"]".into(),
             ));
         }
-        let timeout_s = check.timeout_s().map_err(at)?;
-        let connect_ports = check.connect_ports();
-        if connect_ports.contains(&0) {
+        if check.connect_ports().contains(&0) {
             return Err((key("connect_ports"), "expected ports 1..=65535".into()));
         }
         let cwd = match check.cwd().map_err(at)?.filter(|c| !c.is_empty()) {
             None => places.work_dir.to_owned(),
             Some(text) => (places.expand)(&text).map_err(|m| (key("cwd"), m.to_string()))?,
         };
-        checks.push(GoalCheck {
-            name: check.name,
-            cmd: check.cmd,
-            cwd,
-            timeout: Duration::from_secs(timeout_s),
-            connect_ports,
-        });
+        checks.push(check.resolve_with(CheckHand { cwd }).map_err(at)?);
     }
-    let stop_when = stop_when?;
-    if stop_when == StopWhen::AllSatisfied && checks.is_empty() {
+    let goal = raw.resolve_with(GoalHand { ledger, checks })?;
+    if goal.stop_when == StopWhen::AllSatisfied && goal.checks.is_empty() {
         return Err((
             "goal.stop_when".into(),
             "\"all_satisfied\" needs at least one [[goal.checks]] entry".into(),
         ));
     }
-    Ok(GoalConfig {
-        ledger,
-        checks,
-        stop_when,
-    })
+    Ok(goal)
 }
 
 /// `path` with its longest existing ancestor made canonical (symlinks resolved), the rest

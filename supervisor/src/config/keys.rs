@@ -9,10 +9,16 @@
 //! - the table's [`Key`] list, from which docs/configuration.md's key tables
 //!   ([`doc_table`]; a test fails when they drift), `init`'s template
 //!   (`crate::operator::init`) and config reload's fixed keys
-//!   (`crate::runtime::config_follow`) come.
+//!   (`crate::runtime::config_follow`) come,
+//! - when the table asks for it, the resolved struct the rest of the program reads
+//!   (`RuntimeConfig`, …): one field per key, its doc made from the definition (doc line,
+//!   default, range), and `resolve_with`, which fills each field from its getter (then
+//!   the definition's `check` and conversion), taking what a resolver works out by hand
+//!   (paths, values that depend on other keys) from the table's `…Hand` struct.
 //!
 //! Adding a key: one definition in its table's `config_table!` (`config/raw.rs`,
-//! `monitor.rs`, `goal.rs`) and its use; then
+//! `monitor.rs`, `goal.rs`, `budget.rs`, `notify.rs`) and its use (`config.runtime.<key>`);
+//! then
 //! `AR_UPDATE_CONFIG_DOCS=1 cargo test -p agent-runner --lib config_docs` writes its row
 //! (`config::doc_tables`).
 
@@ -98,7 +104,19 @@ pub(crate) struct Table {
     pub name: &'static str,
     /// Its keys, in the order the docs list them.
     pub keys: &'static [Key],
+    // `resolved` and `extras` are read by the test that keeps each key declared once
+    // (`no_key_is_declared_twice`).
+    /// The resolved struct the definitions make (`VcsConfig`), if they make one.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub resolved: Option<&'static str>,
+    /// That struct's fields written by hand: neither a key nor a key's value (e.g.
+    /// whether a key was written at all), each with its doc.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub extras: &'static [Extra],
 }
+
+/// A field of a resolved struct that no definition makes (`(name, doc)`).
+pub(crate) type Extra = (&'static str, &'static str);
 
 #[cfg(test)]
 /// The markdown table of `tables`' keys for docs/configuration.md, key names written
@@ -274,24 +292,176 @@ pub(crate) fn out_of_range(key: &str, value: impl std::fmt::Display, label: &str
     )
 }
 
-/// One config table's definitions: the serde struct, its getters and its [`Key`] list
-/// (module docs). Each key:
+/// How a definition's value becomes its resolved field (`into (field: Type = conversion)`):
+/// the conversions a definition may name, each total.
+pub(crate) mod convert {
+    use std::time::Duration;
+
+    /// The value as it is, under another field name.
+    pub(crate) fn same<T>(value: T) -> T {
+        value
+    }
+
+    /// Seconds as a [`Duration`].
+    pub(crate) fn secs(s: u64) -> Duration {
+        Duration::from_secs(s)
+    }
+
+    /// Seconds, when given, as a [`Duration`].
+    pub(crate) fn secs_opt(s: Option<u64>) -> Option<Duration> {
+        s.map(Duration::from_secs)
+    }
+
+    /// Seconds as a [`Duration`], `0` meaning off (`None`).
+    pub(crate) fn secs_or_off(s: u64) -> Option<Duration> {
+        (s > 0).then(|| Duration::from_secs(s))
+    }
+
+    /// A count as `u32`, saturating.
+    pub(crate) fn saturating_u32(n: u64) -> u32 {
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
+
+    /// A text, `None` when blank.
+    pub(crate) fn non_blank(text: Option<String>) -> Option<String> {
+        text.filter(|t| !t.trim().is_empty())
+    }
+}
+
+/// The checks a definition may name (`check name`) beyond its type and range: each takes
+/// the dotted key and the value. Errors: the key (with the entry's index for a list) and
+/// what was expected.
+pub(crate) mod check {
+    use super::Bad;
+
+    /// Every entry compiles as a Rust `regex`.
+    pub(crate) fn regexes(key: &str, patterns: &[String]) -> Result<(), Bad> {
+        for (i, pattern) in patterns.iter().enumerate() {
+            if let Err(e) = regex::Regex::new(pattern) {
+                return Err((
+                    format!("{key}[{i}]"),
+                    format!(
+                        "{pattern:?} is not a valid regular expression: {}",
+                        e.to_string().replace('\n', " ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every entry is a glob pattern.
+    pub(crate) fn globs(key: &str, patterns: &[String]) -> Result<(), Bad> {
+        for (i, pattern) in patterns.iter().enumerate() {
+            if let Err(e) = glob::Pattern::new(pattern) {
+                return Err((
+                    format!("{key}[{i}]"),
+                    format!("{pattern:?} is not a glob pattern: {e}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A percentage in `[0, 100]`.
+    pub(crate) fn percent(key: &str, v: &f64) -> Result<(), Bad> {
+        percentage(key, *v, false)
+    }
+
+    /// A percentage in `(0, 100]`.
+    pub(crate) fn positive_percent(key: &str, v: &f64) -> Result<(), Bad> {
+        percentage(key, *v, true)
+    }
+
+    fn percentage(key: &str, v: f64, positive: bool) -> Result<(), Bad> {
+        if v.is_finite() && v <= 100.0 && (v > 0.0 || (!positive && v == 0.0)) {
+            return Ok(());
+        }
+        Err((
+            key.to_owned(),
+            format!(
+                "{v} is out of range; expected a percentage {} 100",
+                if positive { "in (0," } else { "in [0," }
+            ),
+        ))
+    }
+
+    /// A finite number above 0.
+    pub(crate) fn positive(key: &str, v: &f64) -> Result<(), Bad> {
+        if v.is_finite() && *v > 0.0 {
+            return Ok(());
+        }
+        Err((key.to_owned(), format!("{v}: expected a positive number")))
+    }
+
+    /// TCP ports: none is 0.
+    pub(crate) fn ports(key: &str, ports: &[u16]) -> Result<(), Bad> {
+        if ports.contains(&0) {
+            return Err((
+                key.to_owned(),
+                "0 is not a TCP port; expected integers in 1..=65535".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Environment variable names: none empty or holding `=` or NUL.
+    pub(crate) fn variable_names(key: &str, names: &[String]) -> Result<(), Bad> {
+        match names
+            .iter()
+            .find(|n| n.is_empty() || n.contains(['=', '\0']))
+        {
+            Some(name) => Err((
+                key.to_owned(),
+                format!("{name:?} is not a variable name; expected names without `=` or NUL"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// US dollars above 0, when given.
+    pub(crate) fn dollars(key: &str, v: &Option<f64>) -> Result<(), Bad> {
+        match v {
+            Some(v) if !(v.is_finite() && *v > 0.0) => Err((
+                key.to_owned(),
+                format!("{v} is out of range; expected US dollars > 0"),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// One config table's definitions: the serde struct, its getters, its [`Key`] list and,
+/// when asked, the resolved struct (module docs). Each key:
 ///
 /// ```text
-/// /// doc line (docs/configuration.md's "meaning")
+/// /// doc line (docs/configuration.md's "meaning", and the resolved field's doc)
 /// name: Type [as Word] = (default) [range(lo..) | range(lo..=hi)] [label "docs type"]
-///     reload Next|Boot|Restart [init (write [“comment”]) | (preset) | (commented “note”)];
+///     [check name] reload Next|Boot|Restart [init (write [“comment”]) | (preset) | (commented “note”)]
+///     [into (field: Type = conversion) | (field: Type = hand) | (hand)];
 /// ```
 ///
 /// `(default)` is `(value)`, `(value, "note")`, `(none)`: absent means off,
 /// `(computed "text")`: worked out where the key is used, `(empty)`: `[]` / `{}`,
 /// or `(required)`. `as Word`: the file holds a string of the vocabulary `Word`
-/// (`config::vocabulary`); the getter returns the word. Sub-tables that are no keys follow
+/// (`config::vocabulary`); the getter returns the word. `check name`: a rule of
+/// [`check`] the value must also meet. Sub-tables that are no keys follow
 /// as `@sub name: Type;` (`#[serde(default)]`: a table, an `Option` of one, or a `Vec` of
 /// an array of tables such as `[[goal.checks]]`, whose entries are a table of their own,
 /// named `goal.checks`), then fields that are neither, written as they are with their
 /// attributes, as `@field name: Type;` (a required table, or one filled by hand under
 /// `#[serde(skip)]`), the attributes after `@field`. Table `""` is the file's top level: its keys have no prefix.
+///
+/// After the table, `=> #[derive(…)] pub struct XConfig by XHand { extra: Type, … }`
+/// makes the resolved struct: one field per key, its doc the key's doc line, default and
+/// range. Without `into`, the field is named and typed as the getter returns it (the
+/// word, `Option<T>` for `(none)` and `(computed …)`) and filled by it (then `check`);
+/// `into (field: Type = conversion)` renames it and passes the value through a
+/// [`convert`] function; `into (field: Type = hand)` leaves the value to a hand-written
+/// resolver, which hands it over in `XHand`; `into (hand)` makes no field (the value is
+/// folded into another, or only checked). The `extra` fields are no key's (docs say what
+/// they hold, never a default: a test checks); the resolver hands them over too.
+/// `raw.resolve_with(XHand { … })` checks every other key and builds the struct.
 macro_rules! config_table {
     (
         $(#[$meta:meta])*
@@ -299,12 +469,13 @@ macro_rules! config_table {
             $(
                 $(#[doc = $doc:literal])*
                 $field:ident : $ty:ty $(as $word:ty)? = $default:tt
-                    $(range $range:tt)? $(label $label:literal)?
-                    reload $reload:ident $(init $init:tt)? ;
+                    $(range $range:tt)? $(label $label:literal)? $(check $check:ident)?
+                    reload $reload:ident $(init $init:tt)? $(into $into:tt)? ;
             )*
             $( @sub $sub:ident : $subty:ty ; )*
             $( @field $(#[$fmeta:meta])* $plain:ident : $plainty:ty ; )*
         }
+        $($resolved:tt)*
     ) => {
         $(#[$meta])*
         $vis struct $name {
@@ -328,6 +499,8 @@ macro_rules! config_table {
             pub(crate) const TABLE: $crate::config::keys::Table = $crate::config::keys::Table {
                 name: $table,
                 keys: Self::KEYS,
+                resolved: Self::RESOLVED,
+                extras: Self::EXTRAS,
             };
 
             /// Every key of this table, defined once (`config::keys`).
@@ -351,7 +524,159 @@ macro_rules! config_table {
                     [$($word)?], $default, [$($range)?], [$($label)?]);
             )*
         }
+
+        config_table!(@resolved $table, $name, raw, hand,
+            [$( [$field, $ty, [$($word)?], $default, [$($range)?], [$($check)?], [$($doc),*], [$($into)?]] )*]
+            $($resolved)*);
     };
+
+    // The resolved struct: none asked for.
+    (@resolved $table:literal, $name:ident, $raw:ident, $hand:ident, $rows:tt) => {
+        #[allow(dead_code)]
+        impl $name {
+            /// No resolved struct is made from this table.
+            pub(crate) const RESOLVED: Option<&'static str> = None;
+            /// No resolved struct, no hand-written fields.
+            pub(crate) const EXTRAS: &'static [$crate::config::keys::Extra] = &[];
+        }
+    };
+    (@resolved $table:literal, $name:ident, $raw:ident, $hand:ident, $rows:tt
+        => $(#[$rmeta:meta])* $rvis:vis struct $rname:ident by $handty:ident {
+            $( $(#[doc = $edoc:literal])* $extra:ident : $extraty:ty ),* $(,)?
+        }
+    ) => {
+        config_table!(@munch {$table $raw $hand}
+            {[$(#[$rmeta])*] [$rvis] $name $rname $handty [$( [$(#[doc = $edoc])*] $extra : $extraty ; )*]}
+            $rows [] [] []);
+    };
+
+    // One row at a time: its field, its hand-over, its initializer.
+    (@munch {$table:literal $raw:ident $hand:ident} $out:tt
+        [[$field:ident, $ty:ty, $word:tt, $default:tt, $range:tt, $check:tt, $docs:tt, []] $($rest:tt)*]
+        [$($fields:tt)*] [$($hands:tt)*] [$($inits:tt)*]
+    ) => {
+        config_table!(@munch {$table $raw $hand} $out [$($rest)*]
+            [$($fields)*
+                #[doc = config_table!(@rdoc $table, $field, $default, $range, $docs)]
+                pub $field: config_table!(@rty $ty, $word, $default),]
+            [$($hands)*]
+            [$($inits)* $field: config_table!(@rvalue $table, $raw, $field, $word, $default, $check),]);
+    };
+    (@munch {$table:literal $raw:ident $hand:ident} $out:tt
+        [[$field:ident, $ty:ty, $word:tt, $default:tt, $range:tt, $check:tt, $docs:tt, [(hand)]] $($rest:tt)*]
+        $fields:tt $hands:tt $inits:tt
+    ) => {
+        config_table!(@munch {$table $raw $hand} $out [$($rest)*] $fields $hands $inits);
+    };
+    (@munch {$table:literal $raw:ident $hand:ident} $out:tt
+        [[$field:ident, $ty:ty, $word:tt, $default:tt, $range:tt, $check:tt, $docs:tt, [($r:ident : $rty:ty = hand)]] $($rest:tt)*]
+        [$($fields:tt)*] [$($hands:tt)*] [$($inits:tt)*]
+    ) => {
+        config_table!(@munch {$table $raw $hand} $out [$($rest)*]
+            [$($fields)*
+                #[doc = config_table!(@rdoc $table, $field, $default, $range, $docs)]
+                pub $r: $rty,]
+            [$($hands)*
+                #[doc = concat!("`", $table, ".", stringify!($field), "`, resolved by hand.")]
+                pub $r: $rty,]
+            [$($inits)* $r: $hand.$r,]);
+    };
+    (@munch {$table:literal $raw:ident $hand:ident} $out:tt
+        [[$field:ident, $ty:ty, $word:tt, $default:tt, $range:tt, $check:tt, $docs:tt, [($r:ident : $rty:ty = $conv:ident)]] $($rest:tt)*]
+        [$($fields:tt)*] [$($hands:tt)*] [$($inits:tt)*]
+    ) => {
+        config_table!(@munch {$table $raw $hand} $out [$($rest)*]
+            [$($fields)*
+                #[doc = config_table!(@rdoc $table, $field, $default, $range, $docs)]
+                pub $r: $rty,]
+            [$($hands)*]
+            [$($inits)* $r: $crate::config::keys::convert::$conv(
+                config_table!(@rvalue $table, $raw, $field, $word, $default, $check)),]);
+    };
+    (@munch {$table:literal $raw:ident $hand:ident}
+        {[$(#[$rmeta:meta])*] [$rvis:vis] $name:ident $rname:ident $handty:ident
+            [$( [$(#[doc = $edoc:literal])*] $extra:ident : $extraty:ty ; )*]}
+        [] [$($fields:tt)*] [$($hands:tt)*] [$($inits:tt)*]
+    ) => {
+        $(#[$rmeta])*
+        $rvis struct $rname {
+            $($fields)*
+            $(
+                $(#[doc = $edoc])*
+                pub $extra: $extraty,
+            )*
+        }
+
+        #[doc = concat!("What the hand-written resolver hands over to [`", stringify!($name),
+            "::resolve_with`]: the keys resolved by hand and the fields that are no key's.")]
+        pub(super) struct $handty {
+            $($hands)*
+            $(
+                $(#[doc = $edoc])*
+                pub $extra: $extraty,
+            )*
+        }
+
+        #[allow(dead_code)]
+        impl $name {
+            #[doc = concat!("The resolved struct made from this table: `", stringify!($rname), "`.")]
+            pub(crate) const RESOLVED: Option<&'static str> = Some(stringify!($rname));
+            #[doc = concat!("`", stringify!($rname), "`'s fields that are no key's.")]
+            pub(crate) const EXTRAS: &'static [$crate::config::keys::Extra] =
+                &[$( (stringify!($extra), concat!($($edoc),*)) ),*];
+
+            #[doc = concat!("`", stringify!($rname), "`: every key not resolved by hand read (its default filled, its range and check met) and converted; the rest from `",
+                stringify!($handty), "`.\n\nErrors: the first bad key, dotted, and what was expected.")]
+            #[allow(unused_variables, clippy::redundant_field_names)]
+            pub(super) fn resolve_with(&self, $hand: $handty) -> Result<$rname, $crate::config::keys::Bad> {
+                let $raw = self;
+                Ok($rname {
+                    $($inits)*
+                    $( $extra: $hand.$extra, )*
+                })
+            }
+        }
+    };
+
+    // A resolved field's type, as its getter returns it.
+    (@rty $ty:ty, [$word:ty], $default:tt) => { $word };
+    (@rty $ty:ty, [], (required)) => { $ty };
+    (@rty $ty:ty, [], (none)) => { Option<$ty> };
+    (@rty $ty:ty, [], (computed $text:literal)) => { Option<$ty> };
+    (@rty $ty:ty, [], $default:tt) => { $ty };
+
+    // A resolved field's value: the getter's (the field itself for a required key), checked.
+    (@rvalue $table:literal, $raw:ident, $field:ident, $word:tt, $default:tt, [$($check:ident)?]) => {{
+        let value = config_table!(@get $raw, $field, $word, $default);
+        $(
+            $crate::config::keys::check::$check(
+                $crate::config::keys::dotted(concat!($table, ".", stringify!($field))),
+                &value,
+            )?;
+        )?
+        value
+    }};
+    (@get $raw:ident, $field:ident, [], (required)) => { $raw.$field.clone() };
+    (@get $raw:ident, $field:ident, [], (empty $(, $note:literal)?)) => { $raw.$field() };
+    (@get $raw:ident, $field:ident, $word:tt, $default:tt) => { $raw.$field()? };
+
+    // A resolved field's doc: the key, its doc line, its default and range.
+    (@rdoc $table:literal, $field:ident, $default:tt, [$($range:tt)?], [$($doc:literal),*]) => {
+        concat!(
+            "`", $table, ".", stringify!($field), "`:", $($doc, "\n",)* "\n",
+            config_table!(@rdefault $default),
+            $(" Range: `", stringify! $range, "`.",)?
+        )
+    };
+    (@rdefault (required)) => { "Required." };
+    (@rdefault (none)) => { "Absent: off." };
+    (@rdefault (computed $text:literal)) => { concat!("Default: ", $text, ".") };
+    (@rdefault (empty)) => { "Default: empty." };
+    (@rdefault (empty, $note:literal)) => { concat!("Default: empty (", $note, ").") };
+    (@rdefault ($value:expr, $note:literal)) => {
+        concat!("Default: `", stringify!($value), "` (", $note, ").")
+    };
+    (@rdefault ($value:expr)) => { concat!("Default: `", stringify!($value), "`.") };
 
     (@field_ty (required), $ty:ty) => { $ty };
     (@field_ty $other:tt, $ty:ty) => { Option<$ty> };
@@ -493,6 +818,69 @@ mod tests {
         let table: toml::Table = toml::from_str(&format!("x = {}", list.toml())).unwrap();
         assert_eq!(table["x"].as_array().unwrap().len(), 2);
         assert_eq!(90.0f64.toml(), "90.0");
+    }
+
+    /// Tables whose keys are resolved by hand alone (no struct made from the definitions),
+    /// and why.
+    const RESOLVED_BY_HAND: &[(&str, &str)] = &[
+        (
+            "",
+            "schema_version is only checked; the other top-level entries are tables",
+        ),
+        (
+            "schedule",
+            "windows and zones parsed into `Schedule`, shared with phases",
+        ),
+        (
+            "phases.<name>",
+            "overrides of other tables' keys, merged per phase",
+        ),
+        (
+            "budget.prices.<model>",
+            "a price row shared with the built-in table",
+        ),
+        ("telemetry", "one endpoint from the key or the environment"),
+        (
+            "notify.webhooks",
+            "one URL source from two exclusive keys, a secret",
+        ),
+    ];
+
+    /// A key is declared once, in its definition: a resolved struct's field is made from
+    /// it. A field written by hand beside them (an extra) that is named as a key of its
+    /// table, or whose doc states a default, would be the key's second declaration; a
+    /// table without a resolved struct must say why.
+    #[test]
+    fn no_key_is_declared_twice() {
+        for table in crate::config::TABLES {
+            for (field, doc) in table.extras {
+                let is_key = table.keys.iter().any(|k| {
+                    k.field == *field
+                        || k.field.strip_suffix("_s") == Some(*field)
+                        || k.field.strip_suffix("_ms") == Some(*field)
+                });
+                assert!(
+                    !is_key,
+                    "{:?}: field `{field}` is written by hand but holds the key of that name; \
+                     give the key's definition `into (…)` instead",
+                    table.resolved
+                );
+                assert!(
+                    !doc.to_lowercase().contains("default"),
+                    "{:?}: the hand-written doc of `{field}` states a default; defaults live \
+                     in the definitions: {doc}",
+                    table.resolved
+                );
+            }
+            let by_hand = RESOLVED_BY_HAND.iter().any(|(name, _)| *name == table.name);
+            assert_eq!(
+                table.resolved.is_none(),
+                by_hand,
+                "table {:?}: either its definitions make a resolved struct (`=> … struct … by …`) \
+                 or RESOLVED_BY_HAND says why not",
+                table.name
+            );
+        }
     }
 
     /// A top-level key (table `""`) is named without a dot; others keep their table.

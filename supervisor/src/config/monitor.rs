@@ -20,10 +20,11 @@ config_table! {
         /// failure, on top of the built-in detectors' own; matched inside the confined
         /// detector host. A pattern that does not compile is a config error
         auth_fail_patterns: Vec<String> = (empty) label "list of regular expressions"
-            reload Next;
+            check regexes reload Next;
         /// printed (and recorded in `agent_auth_error_detected`) when a login failure stops
         /// serve: say how to log in again
-        auth_fail_hint: String = (none) reload Next init (preset);
+        auth_fail_hint: String = (none) reload Next init (preset)
+            into (auth_fail_hint: Option<String> = non_blank);
         /// which stops are honoured, by name (one rule, `MonitorConfig::stops_on`): a
         /// detector's alert in `monitor` (docs/operations.md "monitor"); a post-round stop,
         /// named by its hook or, for an `auth` diagnosis, by `oauth_fail` (`serve` then exits
@@ -39,18 +40,30 @@ config_table! {
             init (commented "the default: left unset, so a host's hook of the same name does not stop serve unless you list it; docs/configuration.md [monitor]");
         /// how long `monitor --host` keeps reconnecting a dropped ssh link; 0: the first
         /// drop is fatal
-        remote_failure_tolerance_s: u64 = (90) range(0..=3600) reload Next;
+        remote_failure_tolerance_s: u64 = (90) range(0..=3600) reload Next
+            into (remote_failure_tolerance: Duration = secs);
         /// tool calls looked at by `anomaly_repetitive_tool`
         anomaly_repetitive_window: u64 = (0, "off") reload Next;
         /// calls of one tool within the window that raise it
         anomaly_repetitive_threshold: u64 = (0, "off") label "integer ≤ window" reload Next;
         /// no event for this long: `supervisor_stale`; `0` turns the detector off
-        supervisor_stale_threshold_s: u64 = (computed "1.5 × `round_budget_s`") reload Next;
+        supervisor_stale_threshold_s: u64 = (computed "1.5 × `round_budget_s`") reload Next
+            into (supervisor_stale_threshold: Option<Duration> = hand);
         /// seconds between `round_progress` heartbeats while a round's agent runs (the
         /// size of its round log, how long since it last grew, how long the agent has run),
         /// to tell an agent at work from a stuck one
-        round_progress_interval_s: u64 = (0, "off") reload Next;
+        round_progress_interval_s: u64 = (0, "off") reload Next
+            into (round_progress_interval: Option<Duration> = secs_or_off);
         @sub host_health: RawHostHealth;
+    }
+    => /// `[monitor]`, resolved.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct MonitorConfig by MonitorHand {
+        /// Whether `auto_stop_on` was written in the file: only then does it reach
+        /// third-party hosts' hooks ([`MonitorConfig::stops_on`]).
+        auto_stop_on_set: bool,
+        /// `[monitor.host_health]`.
+        host_health: HostHealthConfig,
     }
 }
 
@@ -74,16 +87,22 @@ config_table! {
     #[serde(deny_unknown_fields)]
     pub(super) struct RawDisk = "monitor.host_health.disk" {
         /// used % of the log dir's filesystem that warns (`disk_warning`)
-        warning_pct: f64 = (90.0) label "percent" reload Next;
+        warning_pct: f64 = (90.0) label "percent" check percent reload Next;
         /// used % that defers rounds (`round_deferred`, signal `disk`)
-        critical_pct: f64 = (95.0) label "percent" reload Next;
+        critical_pct: f64 = (95.0) label "percent" check percent reload Next;
         /// seconds of `monitor` readings the `disk_growth` rate is taken over
-        growth_window_s: u64 = (1800) range(1..) label "seconds ≥ 1" reload Next;
+        growth_window_s: u64 = (1800) range(1..) label "seconds ≥ 1" reload Next
+            into (growth_window: Duration = secs);
         /// used-% growth per hour of the log dir's filesystem that warns (`disk_growth`)
-        disk_growth_pct_per_hr_warning: f64 = (5.0) label "number > 0" reload Next;
+        disk_growth_pct_per_hr_warning: f64 = (5.0) label "number > 0" check positive
+            reload Next;
         /// inode-used-% growth per hour of that filesystem that warns (`disk_growth`)
-        inode_growth_pct_per_hr_warning: f64 = (5.0) label "number > 0" reload Next;
+        inode_growth_pct_per_hr_warning: f64 = (5.0) label "number > 0" check positive
+            reload Next;
     }
+    => /// `[monitor.host_health.disk]`, resolved: the log dir's filesystem.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct DiskConfig by DiskHand {}
 }
 
 config_table! {
@@ -112,6 +131,9 @@ config_table! {
         /// (docs/operations.md, "Round cgroups")
         round_cgroup: String as RoundCgroupMode = (RoundCgroupMode::Auto) reload Boot;
     }
+    => /// `[monitor.host_health.memory]`, resolved.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct MemoryConfig by MemoryHand {}
 }
 
 config_table! {
@@ -120,23 +142,32 @@ config_table! {
     #[serde(deny_unknown_fields)]
     pub(super) struct RawPressure = "monitor.host_health.pressure" {
         /// PSI memory `full avg10` at or above this is critical (signal `psi`)
-        full_avg10_critical: f64 = (60.0) label "percent > 0" reload Next;
+        full_avg10_critical: f64 = (60.0) label "percent > 0" check positive_percent
+            reload Next;
         /// PSI memory `some avg10` that warns
-        some_avg10_warning: f64 = (5.0) label "percent > 0" reload Next;
+        some_avg10_warning: f64 = (5.0) label "percent > 0" check positive_percent
+            reload Next;
         /// critical in-round samples in a row that end the round
-        critical_consecutive_samples: u64 = (3) range(1..) reload Next;
+        critical_consecutive_samples: u64 = (3) range(1..) reload Next
+            into (critical_consecutive_samples: u32 = saturating_u32);
         /// end the round then (`round_mem_terminated`); `false` only records the samples
         in_round_terminate: bool = (true) reload Next;
         /// accepted for compatibility; not acted on
-        cgroup_growth_rate_warning_mb_per_min: f64 = (512.0) label "number > 0" reload Next;
+        cgroup_growth_rate_warning_mb_per_min: f64 = (512.0) label "number > 0" check positive
+            reload Next;
         /// ours: seconds between in-round samples
-        sample_interval_s: u64 = (10) range(1..) reload Next;
+        sample_interval_s: u64 = (10) range(1..) reload Next
+            into (sample_interval: Duration = secs);
         /// at the first critical in-round sample, send the agent its cooperative stop
         /// signal once (SIGINT for claude, SIGTERM otherwise), so it can finish its turn
         /// before the floor ends the round (`round_mem_terminated` with `tier = "nudge"`);
         /// only with `in_round_terminate` and `critical_consecutive_samples` > 1
         in_round_nudge: bool = (false) reload Next;
     }
+    => /// `[monitor.host_health.pressure]`, resolved: memory pressure (PSI) before and
+    /// during a round.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct PressureConfig by PressureHand {}
 }
 
 config_table! {
@@ -155,8 +186,12 @@ config_table! {
         /// below 64 MiB); 0 caps growth without reclaiming
         memory_high_step_pct: u64 = (0) range(0..=50) label "integer 0 – 50" reload Next;
         /// pressure samples in a row that engage the brake, healthy ones that release it
-        warning_consecutive_samples: u64 = (3) range(1..) reload Next;
+        warning_consecutive_samples: u64 = (3) range(1..) reload Next
+            into (warning_consecutive_samples: u32 = saturating_u32);
     }
+    => /// `[monitor.host_health.brake]`, resolved.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct BrakeConfig by BrakeHand {}
 }
 
 /// The tables of `[monitor]`, for [`super::TABLES`].
@@ -171,39 +206,6 @@ pub(super) const TABLES: [Table; 5] = [
 /// Detectors whose stop is honoured when `auto_stop_on` is not set (the reference
 /// system's default).
 pub(crate) const DEFAULT_AUTO_STOP_ON: &[&str] = &["oauth_fail", "disk_critical"];
-
-/// `[monitor]`, resolved.
-#[derive(Clone, Debug, PartialEq)]
-pub struct MonitorConfig {
-    /// Extra regular expressions (Rust `regex` syntax) that mark a failed round's output
-    /// as a login failure; matched inside the confined detector host, never here.
-    pub auth_fail_patterns: Vec<String>,
-    /// What to tell the operator on a login failure (e.g. how to log in again); blank is
-    /// `None`.
-    pub auth_fail_hint: Option<String>,
-    /// Detector names whose alerts stop the supervisor (`monitor_auto_stop_triggered`;
-    /// `oauth_fail`: a post-round `auth` diagnosis, or a post-round hook's name for that
-    /// hook's stops, docs/detectors.md); default [`DEFAULT_AUTO_STOP_ON`].
-    pub auto_stop_on: Vec<String>,
-    /// Whether `auto_stop_on` was written in the file (not the default): only then does
-    /// it reach third-party hosts' hooks ([`MonitorConfig::stops_on`]).
-    pub auto_stop_on_set: bool,
-    /// How long `monitor --host` keeps reconnecting a dropped ssh link (default 90 s,
-    /// at most 3600; 0: the first drop is fatal).
-    pub remote_failure_tolerance: Duration,
-    /// `anomaly_repetitive_tool`: the last N tool calls looked at (0: detector off).
-    pub anomaly_repetitive_window: u64,
-    /// `anomaly_repetitive_tool`: fires when one tool fills this many of the window (0: off).
-    pub anomaly_repetitive_threshold: u64,
-    /// `supervisor_stale`: no event for this long means the supervisor is wedged.
-    /// Unset: 1.5 × `round_budget_s`; `0` in the file: the detector is off (`None`).
-    pub supervisor_stale_threshold: Option<Duration>,
-    /// `round_progress_interval_s`: time between `round_progress` heartbeats during a
-    /// round (default 0 in the file: off, `None`).
-    pub round_progress_interval: Option<Duration>,
-    /// `[monitor.host_health]`.
-    pub host_health: HostHealthConfig,
-}
 
 /// `[monitor.host_health] memory.round_cgroup`: when a round gets a cgroup of its own
 /// (docs/operations.md, "Round cgroups").
@@ -244,72 +246,18 @@ impl RoundCgroupMode {
     }
 }
 
-/// `[monitor.host_health]`: thresholds of the pre-round gate and the in-round floor.
+/// `[monitor.host_health]`, resolved: thresholds of the pre-round gate and the in-round
+/// floor, one struct per table.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostHealthConfig {
-    /// `disk.warning_pct` (default 90): used % of the log dir's filesystem that warns.
-    pub disk_warning_pct: f64,
-    /// `disk.critical_pct` (default 95): used % that defers rounds.
-    pub disk_critical_pct: f64,
-    /// `disk.growth_window_s` (default 1800): `monitor`'s `disk_growth` takes its rate
-    /// over the readings of this many seconds.
-    pub disk_growth_window: Duration,
-    /// `disk.disk_growth_pct_per_hr_warning` (default 5.0): used-% growth per hour that
-    /// raises `disk_growth`.
-    pub disk_growth_pct_per_hr_warning: f64,
-    /// `disk.inode_growth_pct_per_hr_warning` (default 5.0): inode-used-% growth per hour
-    /// that raises `disk_growth`.
-    pub inode_growth_pct_per_hr_warning: f64,
-    /// `memory.avail_min_mb` (default 200): `MemAvailable` below this (MiB) defers rounds
-    /// when no pressure stall information is readable; 0 turns the check off.
-    pub avail_min_mb: u64,
-    /// `memory.free_low_mb` (default 16): `MemFree` below this (MiB) *and* `MemAvailable`
-    /// below `avail_min_mb` is critical.
-    pub free_low_mb: u64,
-    /// `memory.swap_out_noise_floor_mb` (default 32): read and kept for the reference's
-    /// swap-rate signal, which this build does not use (PSI covers it).
-    pub swap_out_noise_floor_mb: u64,
-    /// `memory.round_high_mb` (ours, default unset): the brake on a round's memory, in
-    /// MiB; set as `memory.high` (cgroup v2) or `memory.soft_limit_in_bytes` (v1) of the
-    /// round's cgroup when the supervisor's cgroup is delegated (docs/operations.md,
-    /// "Round cgroups"). `None`: no brake.
-    pub round_high_mb: Option<u64>,
-    /// `memory.round_max_mb` (ours, default unset): the hard limit on a round's memory, in
-    /// MiB; `memory.max` (v2) or `memory.limit_in_bytes` (v1) of the round's cgroup. Past
-    /// it the kernel's OOM killer ends a process of the round (`round_oom_killed`).
-    /// `None`: no limit.
-    pub round_max_mb: Option<u64>,
-    /// `memory.round_cgroup` (ours, default `"auto"`): whether rounds run in cgroups of
-    /// their own (docs/operations.md, "Round cgroups").
-    pub round_cgroup: RoundCgroupMode,
-    /// `pressure.full_avg10_critical` (default 60.0 %): memory PSI `full avg10` at or above
-    /// this is critical.
-    pub full_avg10_critical: f64,
-    /// `pressure.some_avg10_warning` (default 5.0 %): memory PSI `some avg10` that warns.
-    pub some_avg10_warning: f64,
-    /// `pressure.critical_consecutive_samples` (default 3): critical samples in a row
-    /// during a round that end it.
-    pub critical_consecutive_samples: u32,
-    /// `pressure.in_round_terminate` (default true): end a round on sustained critical
-    /// pressure (`round_mem_terminated`).
-    pub in_round_terminate: bool,
-    /// `pressure.cgroup_growth_rate_warning_mb_per_min` (default 512.0): read and kept;
-    /// not acted on by this build.
-    pub cgroup_growth_rate_warning_mb_per_min: f64,
-    /// `pressure.sample_interval_s` (ours, default 10): seconds between in-round samples.
-    pub sample_interval: Duration,
-    /// `pressure.in_round_nudge` (default false): the agent's cooperative stop signal at
-    /// the first critical in-round sample (docs/operations.md, "The memory brake").
-    pub in_round_nudge: bool,
-    /// `brake.memory_high` (default false): the soft brake on the supervisor's cgroup
-    /// under in-round memory pressure.
-    pub brake_memory_high: bool,
-    /// `brake.memory_high_step_pct` (default 0, at most 50): the brake is the cgroup's
-    /// current use less this many percent.
-    pub brake_step_pct: u64,
-    /// `brake.warning_consecutive_samples` (default 3): pressure samples in a row that
-    /// engage the brake, healthy samples in a row that release it.
-    pub brake_samples: u32,
+    /// `[monitor.host_health.disk]`.
+    pub disk: DiskConfig,
+    /// `[monitor.host_health.memory]`.
+    pub memory: MemoryConfig,
+    /// `[monitor.host_health.pressure]`.
+    pub pressure: PressureConfig,
+    /// `[monitor.host_health.brake]`.
+    pub brake: BrakeConfig,
 }
 
 /// The names a stop from `hook` with diagnosis `kind` answers to in `auto_stop_on`: the
@@ -366,20 +314,6 @@ impl Default for HostHealthConfig {
 /// Errors: `(dotted key, what was expected)`.
 pub(super) fn resolve(raw: RawMonitor, round_budget: Duration) -> Result<MonitorConfig, Bad> {
     let h = &raw.host_health;
-    let pct = |key: &str, v: f64, positive: bool| {
-        if v.is_finite() && v <= 100.0 && (v > 0.0 || (!positive && v == 0.0)) {
-            Ok(v)
-        } else {
-            Err((
-                format!("monitor.host_health.{key}"),
-                format!(
-                    "{v} is out of range; expected a percentage {} 100",
-                    if positive { "in (0," } else { "in [0," }
-                ),
-            ))
-        }
-    };
-    let tolerance = raw.remote_failure_tolerance_s()?;
     let window = raw.anomaly_repetitive_window()?;
     let threshold = raw.anomaly_repetitive_threshold()?;
     if window > 0 && threshold > window {
@@ -388,40 +322,12 @@ pub(super) fn resolve(raw: RawMonitor, round_budget: Duration) -> Result<Monitor
             format!("{threshold} exceeds anomaly_repetitive_window ({window}); the detector could never fire"),
         ));
     }
-    let positive = |key: &str, v: f64| {
-        if v.is_finite() && v > 0.0 {
-            Ok(v)
-        } else {
-            Err((
-                format!("monitor.host_health.{key}"),
-                format!("{v}: expected a positive number"),
-            ))
-        }
-    };
-    let growth = positive(
-        "pressure.cgroup_growth_rate_warning_mb_per_min",
-        h.pressure.cgroup_growth_rate_warning_mb_per_min()?,
-    )?;
-    let round_high_mb = h.memory.round_high_mb()?;
-    let round_max_mb = h.memory.round_max_mb()?;
-    if let (Some(high), Some(max)) = (round_high_mb, round_max_mb) {
+    let memory = h.memory.resolve_with(MemoryHand {})?;
+    if let (Some(high), Some(max)) = (memory.round_high_mb, memory.round_max_mb) {
         if high >= max {
             return Err((
                 "monitor.host_health.memory.round_high_mb".into(),
                 format!("{high} is not below round_max_mb ({max}); expected a brake under the hard limit"),
-            ));
-        }
-    }
-    let samples = h.pressure.critical_consecutive_samples()?;
-    let auth_fail_patterns = raw.auth_fail_patterns();
-    for (i, pattern) in auth_fail_patterns.iter().enumerate() {
-        if let Err(e) = regex::Regex::new(pattern) {
-            return Err((
-                format!("monitor.auth_fail_patterns[{i}]"),
-                format!(
-                    "{pattern:?} is not a valid regular expression: {}",
-                    e.to_string().replace('\n', " ")
-                ),
             ));
         }
     }
@@ -439,61 +345,20 @@ pub(super) fn resolve(raw: RawMonitor, round_budget: Duration) -> Result<Monitor
             format!("{name:?}: goal kinds only inform and can never stop serve; remove it (use [goal] stop_when to end serve when the goal is reached)"),
         ));
     }
-    Ok(MonitorConfig {
-        auth_fail_patterns,
-        auth_fail_hint: raw.auth_fail_hint()?.filter(|h| !h.trim().is_empty()),
+    let host_health = HostHealthConfig {
+        disk: h.disk.resolve_with(DiskHand {})?,
+        memory,
+        pressure: h.pressure.resolve_with(PressureHand {})?,
+        brake: h.brake.resolve_with(BrakeHand {})?,
+    };
+    raw.resolve_with(MonitorHand {
         auto_stop_on_set: raw.auto_stop_on.is_some(),
-        auto_stop_on: raw.auto_stop_on()?,
-        remote_failure_tolerance: Duration::from_secs(tolerance),
-        anomaly_repetitive_window: window,
-        anomaly_repetitive_threshold: threshold,
         supervisor_stale_threshold: match raw.supervisor_stale_threshold_s()? {
             Some(0) => None,
             Some(s) => Some(Duration::from_secs(s)),
             None => Some(round_budget.mul_f64(1.5)),
         },
-        round_progress_interval: match raw.round_progress_interval_s()? {
-            0 => None,
-            s => Some(Duration::from_secs(s)),
-        },
-        host_health: HostHealthConfig {
-            disk_warning_pct: pct("disk.warning_pct", h.disk.warning_pct()?, false)?,
-            disk_critical_pct: pct("disk.critical_pct", h.disk.critical_pct()?, false)?,
-            disk_growth_window: Duration::from_secs(h.disk.growth_window_s()?),
-            disk_growth_pct_per_hr_warning: positive(
-                "disk.disk_growth_pct_per_hr_warning",
-                h.disk.disk_growth_pct_per_hr_warning()?,
-            )?,
-            inode_growth_pct_per_hr_warning: positive(
-                "disk.inode_growth_pct_per_hr_warning",
-                h.disk.inode_growth_pct_per_hr_warning()?,
-            )?,
-            avail_min_mb: h.memory.avail_min_mb()?,
-            free_low_mb: h.memory.free_low_mb()?,
-            swap_out_noise_floor_mb: h.memory.swap_out_noise_floor_mb()?,
-            round_high_mb,
-            round_max_mb,
-            round_cgroup: h.memory.round_cgroup()?,
-            full_avg10_critical: pct(
-                "pressure.full_avg10_critical",
-                h.pressure.full_avg10_critical()?,
-                true,
-            )?,
-            some_avg10_warning: pct(
-                "pressure.some_avg10_warning",
-                h.pressure.some_avg10_warning()?,
-                true,
-            )?,
-            critical_consecutive_samples: u32::try_from(samples).unwrap_or(u32::MAX),
-            in_round_terminate: h.pressure.in_round_terminate()?,
-            cgroup_growth_rate_warning_mb_per_min: growth,
-            sample_interval: Duration::from_secs(h.pressure.sample_interval_s()?),
-            in_round_nudge: h.pressure.in_round_nudge()?,
-            brake_memory_high: h.brake.memory_high()?,
-            brake_step_pct: h.brake.memory_high_step_pct()?,
-            brake_samples: u32::try_from(h.brake.warning_consecutive_samples()?)
-                .unwrap_or(u32::MAX),
-        },
+        host_health,
     })
 }
 
@@ -510,10 +375,10 @@ mod tests {
     fn defaults_are_the_reference_systems() {
         let m = parse("").unwrap();
         assert_eq!(m.auto_stop_on, ["oauth_fail", "disk_critical"]);
-        assert_eq!(m.host_health.disk_critical_pct, 95.0);
-        assert_eq!(m.host_health.full_avg10_critical, 60.0);
-        assert_eq!(m.host_health.critical_consecutive_samples, 3);
-        assert!(m.host_health.in_round_terminate);
+        assert_eq!(m.host_health.disk.critical_pct, 95.0);
+        assert_eq!(m.host_health.pressure.full_avg10_critical, 60.0);
+        assert_eq!(m.host_health.pressure.critical_consecutive_samples, 3);
+        assert!(m.host_health.pressure.in_round_terminate);
         assert_eq!(m.supervisor_stale_threshold, Some(Duration::from_secs(150)));
         assert_eq!(m.remote_failure_tolerance, Duration::from_secs(90));
         assert_eq!(m.round_progress_interval, None);
@@ -566,12 +431,15 @@ mod tests {
         assert!(why.contains("round_max_mb (64)"), "{why}");
         let m = parse("[host_health.memory]\nround_high_mb = 48\nround_max_mb = 64").unwrap();
         assert_eq!(
-            (m.host_health.round_high_mb, m.host_health.round_max_mb),
+            (
+                m.host_health.memory.round_high_mb,
+                m.host_health.memory.round_max_mb
+            ),
             (Some(48), Some(64))
         );
-        assert_eq!(m.host_health.round_cgroup, RoundCgroupMode::Auto);
+        assert_eq!(m.host_health.memory.round_cgroup, RoundCgroupMode::Auto);
         let m = parse("[host_health.memory]\nround_cgroup = \"on\"").unwrap();
-        assert_eq!(m.host_health.round_cgroup, RoundCgroupMode::On);
+        assert_eq!(m.host_health.memory.round_cgroup, RoundCgroupMode::On);
         let (key, why) = parse("[host_health.memory]\nround_cgroup = \"yes\"").unwrap_err();
         assert_eq!(key, "monitor.host_health.memory.round_cgroup");
         assert!(

@@ -23,8 +23,14 @@ config_table! {
     pub(super) struct RawNotify = "notify" {
         /// at exit, how long `serve` waits for notifications still queued or being sent
         /// (those it gives up on are recorded as `notify_failed`)
-        flush_s: u64 = (5) range(1..=MAX_FLUSH_S) reload Next;
+        flush_s: u64 = (5) range(1..=MAX_FLUSH_S) reload Next into (flush: Duration = secs);
         @sub webhooks: Vec<RawWebhook>;
+    }
+    => /// `[notify]`, resolved: no webhooks, nothing is sent.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct NotifyConfig by NotifyHand {
+        /// The webhooks (`[[notify.webhooks]]`), in file order.
+        webhooks: Vec<Webhook>,
     }
 }
 
@@ -52,21 +58,14 @@ config_table! {
     }
 }
 
-/// `[notify]`, resolved: no webhooks, nothing is sent.
-#[derive(Clone, Debug, PartialEq)]
-pub struct NotifyConfig {
-    /// How long the exit waits for notifications under way (`flush_s`).
-    pub flush: Duration,
-    /// The webhooks, in file order.
-    pub webhooks: Vec<Webhook>,
-}
-
 impl Default for NotifyConfig {
+    /// Every key's default, no webhooks.
     fn default() -> Self {
-        NotifyConfig {
-            flush: Duration::from_secs(5),
-            webhooks: Vec::new(),
-        }
+        RawNotify::default()
+            .resolve_with(NotifyHand {
+                webhooks: Vec::new(),
+            })
+            .expect("the defined defaults are in range")
     }
 }
 
@@ -210,12 +209,13 @@ pub(crate) fn parse_url(url: &str) -> Result<ParsedUrl, &'static str> {
 ///
 /// Errors: `(dotted key, what was expected)`; never quoting a URL.
 pub(super) fn resolve(raw: Option<RawNotify>) -> Result<NotifyConfig, (String, String)> {
-    let Some(raw) = raw else {
+    let Some(mut raw) = raw else {
         return Ok(NotifyConfig::default());
     };
-    let flush_s = raw.flush_s()?;
+    // Checked before the webhooks: the first bad key is the one reported.
+    raw.flush_s()?;
     let mut webhooks = Vec::with_capacity(raw.webhooks.len());
-    for (index, hook) in raw.webhooks.into_iter().enumerate() {
+    for (index, hook) in std::mem::take(&mut raw.webhooks).into_iter().enumerate() {
         let key = |k: &str| format!("notify.webhooks[{index}].{k}");
         let at = |(k, m): (String, String)| (key(k.trim_start_matches("notify.webhooks.")), m);
         let name = hook.name().map_err(at)?;
@@ -273,10 +273,7 @@ pub(super) fn resolve(raw: Option<RawNotify>) -> Result<NotifyConfig, (String, S
             format,
         });
     }
-    Ok(NotifyConfig {
-        flush: Duration::from_secs(flush_s),
-        webhooks,
-    })
+    raw.resolve_with(NotifyHand { webhooks })
 }
 
 #[cfg(test)]

@@ -1,14 +1,17 @@
 //! The file's shape, as serde sees it: every table rejects unknown keys (with a
 //! did-you-mean suggestion). Every key the reference system's 0.3.14 reads is defined
-//! here and acted on (docs/reference-system.md).
+//! here and acted on (docs/reference-system.md). The definitions also make each table's
+//! resolved struct (`RuntimeConfig`, …: `config::keys`), filled by `config::resolve`.
 
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use super::agent_cli::CliKey;
 use super::keys::{config_table, Table};
+use super::schedule::Schedule;
 use super::session_resume::{
     DEFAULT_SESSION_MAX_HOURS, DEFAULT_SESSION_MAX_ROUNDS, DEFAULT_SESSION_MAX_TOKENS,
 };
@@ -62,14 +65,15 @@ config_table! {
         /// the agent's argv before the prompt arguments; `command[0]` is looked up on PATH
         /// (a leading `~` or `~/` is the home directory; the other words are passed as
         /// written)
-        command: Vec<String> = (required) reload Next init (preset);
+        command: Vec<String> = (required) reload Next init (preset)
+            into (command: Vec<String> = hand);
         /// appended to `command`; with argv delivery one element contains `{prompt}`, with
         /// stdin none may
         prompt_arg_template: Vec<String> = (computed "`[\"{prompt}\"]` (argv) / `[]` (stdin)")
-            reload Next init (preset);
+            reload Next init (preset) into (prompt_arg_template: Vec<String> = hand);
         /// how the prompt reaches the agent
         prompt_delivery: String as PromptDelivery = (PromptDelivery::Argv)
-            reload Next init (preset);
+            reload Next init (preset) into (delivery: PromptDelivery = same);
         /// display name, `ctx.agent_name` for hooks (it says nothing of which CLI runs:
         /// that is `cli`)
         name: String = (none) reload Next init (preset);
@@ -80,7 +84,8 @@ config_table! {
         /// runs, or the one CLI a shell wrapper outside the agent's reach names
         /// (docs/agent-clis.md, "Which CLI a command is"); `other`: none of them. `doctor`
         /// shows the answer (`agent_cli`)
-        cli: String as CliKey = (CliKey::Auto) reload Next;
+        cli: String as CliKey = (CliKey::Auto) reload Next
+            into (cli: super::agent_cli::AgentCli = hand);
         /// added to the agent's environment (never sent to hosts: they see variable *names*
         /// only); set over what the agent inherits, so it reaches a confined agent whatever
         /// the allow-list (`[agent.sandbox] pass_env`). The file is readable by the agent:
@@ -104,7 +109,7 @@ config_table! {
         /// "Stopping an agent"). `peek --json` (`plugins.cooperative_stop`,
         /// `plugins.resolved_sigterm_grace_s`) and `doctor` (`sigterm_grace`) show it
         sigterm_grace_s: u64 = (DEFAULT_SIGTERM_GRACE_S) range(1..=MAX_SIGTERM_GRACE_S)
-            reload Next;
+            reload Next into (sigterm_grace: Duration = secs);
         /// under `serve`, a round goes on with the agent session of its phase's previous
         /// round, for a CLI that can resume one (claude, gemini, codex, aider, pi,
         /// kimi, by the agent's `cli`): the CLI's resume words are appended after `command`
@@ -116,16 +121,31 @@ config_table! {
         /// a resumed session is started afresh once it has run this many rounds (each
         /// resumed round re-sends the whole history: docs/agent-clis.md, "Session
         /// resume"); `session_renewed` says when and why
-        session_max_rounds: u64 = (DEFAULT_SESSION_MAX_ROUNDS) range(1..) reload Next;
+        session_max_rounds: u64 = (DEFAULT_SESSION_MAX_ROUNDS) range(1..) reload Next
+            into (hand);
         /// a resumed session is started afresh once its rounds have used this many tokens
         /// (input, output, cache read and cache write, each round's own as
         /// `agent_usage_recorded` counts them); a CLI that reports no usage is bounded by
         /// rounds and hours only
-        session_max_tokens: u64 = (DEFAULT_SESSION_MAX_TOKENS, "5 M") range(1..) reload Next;
+        session_max_tokens: u64 = (DEFAULT_SESSION_MAX_TOKENS, "5 M") range(1..) reload Next
+            into (hand);
         /// a resumed session is started afresh once it is this many hours old (sessions
         /// live as long as the `serve` that started them)
-        session_max_hours: u64 = (DEFAULT_SESSION_MAX_HOURS) range(1..) reload Next;
+        session_max_hours: u64 = (DEFAULT_SESSION_MAX_HOURS) range(1..) reload Next
+            into (hand);
         @sub sandbox: RawAgentSandbox;
+    }
+    => /// `[agent]`, resolved (a phase's: its `[phases.<name>.agent]` merged onto it).
+    #[derive(Clone, Debug)]
+    pub struct AgentConfig by AgentHand {
+        /// `session_max_rounds`, `session_max_tokens`, `session_max_hours` together: when a
+        /// resumed session is started afresh (`crate::runtime::sessions`).
+        session_bounds: super::session_resume::SessionBounds,
+        /// `[agent.sandbox] allow_hosts` (a key of that table, made one value per agent
+        /// here), parsed: `Some` puts the agent in its own network namespace, reaching
+        /// only these hosts through the egress proxy (`crate::runtime::egress_proxy`);
+        /// `None` (the key absent): the network as the supervisor has it.
+        allow_hosts: Option<super::allow_hosts::AllowHosts>,
     }
 }
 
@@ -150,7 +170,7 @@ config_table! {
         /// gets `HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY` (and lower case) =
         /// `http://127.0.0.1:3128`, `NO_PROXY` = `localhost,127.0.0.1,::1` (empty when an
         /// entry names a loopback address or `localhost`) and `NODE_USE_ENV_PROXY=1`
-        allow_hosts: Vec<String> = (computed "absent") reload Next;
+        allow_hosts: Vec<String> = (computed "absent") reload Next into (hand);
         /// the agent's own confinement (docs/security.md "The agent's confinement"), also
         /// written `[agent] sandbox = "<mode>"` (the same setting; both at once are refused,
         /// exit 78): `require` refuses to start (`serve`, `round`, `doctor`: exit 78, naming what is
@@ -169,15 +189,18 @@ config_table! {
         /// expanded, relative to `work_dir`; each must exist; refused (exit 78) when one
         /// is, lies in or covers a credential store (`~/.ssh`, `~/.aws`, …), the state dir,
         /// `log_dir` or the config file
-        write_paths: Vec<String> = (empty) label "list of paths" reload Restart;
+        write_paths: Vec<String> = (empty) label "list of paths" reload Restart
+            into (write_paths: Vec<PathBuf> = hand);
         /// read (and executed) by the agent besides the system and the home directory's
         /// other entries; refused when one covers a credential store or the state dir
         /// without naming it
-        read_paths: Vec<String> = (empty) label "list of paths" reload Restart;
+        read_paths: Vec<String> = (empty) label "list of paths" reload Restart
+            into (read_paths: Vec<PathBuf> = hand);
         /// TCP ports the agent may connect to besides 443 (a local model server, a
         /// registry on another port); `init --endpoint URL` writes the URL's port, and
         /// `doctor` (`agent_endpoint`) names a port the agent's endpoint needs
-        connect_ports: Vec<u16> = (empty) label "list of integers 1..=65535" reload Restart;
+        connect_ports: Vec<u16> = (empty) label "list of integers 1..=65535" check ports
+            reload Restart;
         /// `socket(AF_UNIX, …)` for the agent (`socketpair` is always allowed). Off, the
         /// call fails (`EPERM`) and is recorded (`agent_sandbox_denied`,
         /// `socket(AF_UNIX)`): Landlock does not cover connecting to a pathname socket, so
@@ -220,7 +243,8 @@ config_table! {
         /// `doctor` (`agent_env`) lists them (docs/security.md, "The agent's environment").
         /// Under `off` the agent inherits the whole environment and this key changes
         /// nothing. A name that is empty or holds `=` or NUL is refused (exit 78)
-        pass_env: Vec<String> = (empty) label "list of variable names" reload Restart;
+        pass_env: Vec<String> = (empty) label "list of variable names" check variable_names
+            reload Restart;
         /// the key broker (docs/security.md, "The key broker"): `auto` keeps the provider
         /// key of the agent's CLI out of its sandbox while `mode` confines it. The key is
         /// read from the supervisor's environment only (`ANTHROPIC_API_KEY` or
@@ -237,6 +261,10 @@ config_table! {
         broker: String as BrokerMode = (BrokerMode::Auto) reload Restart
             init (write "The provider key stays in the supervisor (docs/security.md \"The key broker\"): auto, or off to give the agent the key");
     }
+    => /// `[agent.sandbox]`'s mode and grants, resolved (`allow_hosts` is the agent's:
+    /// [`AgentConfig::allow_hosts`](super::AgentConfig::allow_hosts)).
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct AgentSandboxConfig by AgentSandboxHand {}
 }
 
 /// Default `[agent] sigterm_grace_s` (the reference system's).
@@ -256,25 +284,30 @@ config_table! {
     #[serde(deny_unknown_fields)]
     pub(super) struct RawRuntime = "runtime" {
         /// the git working tree the agent works in
-        work_dir: String = (".") label "path" reload Restart init (write);
+        work_dir: String = (".") label "path" reload Restart init (write)
+            into (work_dir: PathBuf = hand);
         /// round logs, `round-context.json`, host state dirs; never counted as dirt.
         /// Left out, a tree whose default would be another existing tree's record (one
         /// folder name) gets `~/.agent-runner/{project}-<key>/logs`
         log_dir: String = ("~/.agent-runner/{project}/logs") label "path"
-            reload Restart init (write);
+            reload Restart init (write) into (log_dir: PathBuf = hand);
         /// the record: project lock, events, `state.json`, `orphan-state.json`,
         /// `service.json`, `control.sock`
-        state_dir: String = (computed "see below") label "path" reload Restart;
+        state_dir: String = (computed "see below") label "path" reload Restart
+            into (state_dir: PathBuf = hand);
         /// wall-clock budget of one round: then the agent's stop signal to its process
         /// group (SIGTERM, or its CLI's cooperative signal: see `sigterm_grace_s`), SIGKILL
         /// 5 s later (`sigterm_grace_s` later for a cooperative CLI)
-        round_budget_s: u64 = (1800) range(1..) reload Next init (write);
+        round_budget_s: u64 = (1800) range(1..) reload Next init (write)
+            into (round_budget: Duration = secs);
         /// pause between rounds under `serve`
-        restart_delay_s: u64 = (3) range(1..) reload Next init (write);
+        restart_delay_s: u64 = (3) range(1..) reload Next init (write)
+            into (restart_delay: Duration = secs);
         /// `serve` stops after this many completed rounds (`max_rounds_reached`)
         max_rounds: u64 = (none) reload Boot;
         /// `serve` stops before a round when it exists (`stop_file_detected`)
-        stop_file: String = (none) label "path" reload Next;
+        stop_file: String = (none) label "path" reload Next
+            into (stop_file: Option<PathBuf> = hand);
         /// keep the last N round logs
         round_log_retention: u64 = (0, "keep all") reload Next;
         /// keep the newest round logs within this many bytes in total (room for the next
@@ -306,30 +339,34 @@ config_table! {
         /// unless a child of it is still at work: then it is left to its budget
         /// (`round_grace_extended`, once)
         max_grace_after_result_s: u64 = (0, "off")
-            reload Next init (write "End an agent that lingers this long after printing its result (0: never).");
+            reload Next init (write "End an agent that lingers this long after printing its result (0: never).")
+            into (max_grace_after_result: Option<Duration> = secs_or_off);
         /// children whose command line matches one do not keep a lingering agent alive
         /// (claude's preset: its shell-snapshot helper)
         grace_kill_ignore_patterns: Vec<String> = (empty) label "list of regular expressions"
-            reload Next init (write);
+            check regexes reload Next init (write);
         /// every N-th round is a fresh-eyes round: `AGENT_RUNNER_FRESH_EYES=1`,
         /// `fresh_eyes_round_triggered`
         fresh_eyes_every_n: u64 = (none) range(1..) reload Next;
         /// a file the agent keeps its running account in; passed as
         /// `AGENT_RUNNER_NARRATIVE_FILE`
-        narrative_file: String = (none) label "path" reload Next;
+        narrative_file: String = (none) label "path" reload Next
+            into (narrative_file: Option<PathBuf> = hand);
         /// before and after each round, `round_substrate_before` / `round_substrate_after`
         /// record git `HEAD` and the sha256 of the matching files (paths and contents; 64
         /// hex digits); without patterns the events still come, `paths_hash` null
         substrate_fingerprint_paths: Vec<String> = (empty)
-            label "list of globs (relative to `work_dir`)" reload Next;
+            label "list of globs (relative to `work_dir`)" check globs reload Next;
         /// the longest back-off grown from `restart_delay_s` or asked for in seconds
         /// (ours); a printed reset time is honoured up to 8 h
         transient_backoff_cap_s: u64 = (DEFAULT_TRANSIENT_BACKOFF_CAP_S)
-            label "integer, `restart_delay_s`..=86400" reload Next;
+            label "integer, `restart_delay_s`..=86400" reload Next
+            into (transient_backoff_cap: Duration = hand);
         /// ours: `serve` starts no round once it has run this long and ends with exit 0
         /// (`max_duration_reached{elapsed_s, max_duration_s, rounds_completed}`); looked at
         /// before each round, so a round under way finishes within its budget
-        max_duration_s: u64 = (none) range(1..) reload Next;
+        max_duration_s: u64 = (none) range(1..) reload Next
+            into (max_duration: Option<Duration> = secs_opt);
         /// ours: when this many rounds started in the last 60 minutes (`round_start` events
         /// of the record, so a restart does not reset the count), `serve` waits until the
         /// oldest of them is an hour old: `rate_ceiling_paused{rounds_last_hour,
@@ -339,6 +376,10 @@ config_table! {
         /// config and looks again. `round` (one manual round) ignores it
         max_rounds_per_hour: u64 = (none) range(1..) reload Next;
     }
+    => /// `[runtime]`, resolved: paths absolute (`work_dir` canonical and existing; `log_dir`
+    /// and `state_dir` created on first write).
+    #[derive(Clone, Debug)]
+    pub struct RuntimeConfig by RuntimeHand {}
 }
 
 /// Default of `[runtime] transient_backoff_cap_s`: 30 minutes.
@@ -368,9 +409,10 @@ config_table! {
     #[serde(deny_unknown_fields)]
     pub(super) struct RawPrompt = "prompt" {
         /// the prompt, read fresh every round
-        file: String = ("./prompts/main.md") label "path" reload Next init (write);
+        file: String = ("./prompts/main.md") label "path" reload Next init (write) into (hand);
         /// several files joined by `concat_separator` (exclusive with `file`)
-        files: Vec<String> = (computed "—") label "list of paths" reload Next;
+        files: Vec<String> = (computed "—") label "list of paths" reload Next
+            into (files: Vec<PathBuf> = hand);
         /// joins the files' texts
         concat_separator: String = ("\n\n") reload Next;
         /// drop a leading `---` … `---` block (LF or CRLF lines; the closing `---` may end
@@ -378,13 +420,18 @@ config_table! {
         /// dropped
         strip_yaml_frontmatter: bool = (true) reload Next;
         /// give the agent the round context
-        inject_context: bool = (true) reload Next;
+        inject_context: bool = (true) reload Next into (hand);
         /// a fenced `json round-context` block before the prompt (each enricher's
         /// object after it, framed as its host's data), or
         /// `<log_dir>/round-context.json`
         context_injection_mode: String as ContextInjection = (ContextInjection::Prepend)
-            reload Next;
+            reload Next into (injection: ContextInjection = hand);
     }
+    => /// `[prompt]`, resolved: `files` holds `file` or `files`, absolute, in order (the
+    /// first must exist, later missing ones are skipped: the reference system's
+    /// optional-preamble pattern); `injection` is `none` when `inject_context = false`.
+    #[derive(Clone, Debug)]
+    pub struct PromptConfig by PromptHand {}
 }
 
 config_table! {
@@ -398,16 +445,25 @@ config_table! {
         /// a stash of the same change within this long of the previous one is skipped (a
         /// different change is stashed); a previous stash recorded in the future (the
         /// clock stepped back since) skips nothing
-        stash_idempotency_s: u64 = (5) reload Next init (write);
+        stash_idempotency_s: u64 = (5) reload Next init (write)
+            into (stash_idempotency: Duration = secs);
         /// longest run of one git command (commit, stash, status, …) before it is killed
         /// with its process group
-        git_timeout_s: u64 = (DEFAULT_GIT_TIMEOUT_S) range(1..) reload Next;
+        git_timeout_s: u64 = (DEFAULT_GIT_TIMEOUT_S) range(1..) reload Next
+            into (git_timeout: Duration = secs);
         /// whether the supervisor's commit (`auto_commit`, or a dirty handler's commit)
         /// takes the round's changes to the exec surface (CI pipelines, editor and tool
         /// configs that run programs: docs/security.md, "What runs later: the watched
         /// tier"); `false` leaves them in the tree for the operator to review, with
         /// `exec_surface_changed` naming them
         commit_exec_surface: bool = (false) reload Next;
+    }
+    => /// `[vcs]`, resolved.
+    #[derive(Clone, Debug)]
+    pub struct VcsConfig by VcsHand {
+        /// Whether `dirty_action` is written in the file: outside git only an unwritten
+        /// one becomes `ignore` (docs/operations.md, "Without git").
+        dirty_action_written: bool,
     }
 }
 
@@ -429,7 +485,8 @@ config_table! {
         /// their call timeout is honoured; others are capped to it
         /// (`plugin_post_round_override_ignored`, docs/protocol.md `post_round/after_round`)
         spawn_override_allow: Vec<String> = (empty) label "list of hook names"
-            reload Next init (write);
+            reload Next init (write)
+            into (spawn_override_allow: Vec<agent_runner_protocol::HookName> = hand);
         /// hosts not started (none of their hooks, event kinds or owned paths count); a
         /// built-in detector's name (`claude_error_detector`, …) turns that detector off,
         /// `builtin-detectors` all of them. Keys on host names only (the reference system
@@ -440,10 +497,15 @@ config_table! {
         /// the sha256 of each host's `command[0]`, as a table `[plugins.pin]`;
         /// `agent-runner doctor` prints ready-to-paste lines
         pin: BTreeMap<String, String> = (empty)
-            label "table host name → `\"sha256:<64 hex>\"`" reload Next;
+            label "table host name → `\"sha256:<64 hex>\"`" reload Next
+            into (pins: BTreeMap<String, agent_runner_plugin_host::host::pin::Sha256Pin> = hand);
         /// the hosts, one table `[plugins.hosts.<name>]` each (below)
-        hosts: BTreeMap<String, RawHost> = (empty) label "tables" reload Next;
+        hosts: BTreeMap<String, RawHost> = (empty) label "tables" reload Next
+            into (hosts: Vec<HostConfig> = hand);
     }
+    => /// `[plugins]`, resolved: hosts in name order.
+    #[derive(Clone, Debug)]
+    pub struct PluginsConfig by PluginsHand {}
 }
 
 config_table! {
@@ -454,16 +516,18 @@ config_table! {
         /// `command[0]` is the executable that is hashed, pinned and run (a leading `~` or
         /// `~/` is the home directory; otherwise relative to the config file's directory, or
         /// on PATH)
-        command: Vec<String> = (required) reload Next;
+        command: Vec<String> = (required) reload Next into (command: Vec<String> = hand);
         /// the families the host may declare; declaring another refuses the host
         provides: Vec<String> = (required)
             label "list of `\"spawn_hook\"`, `\"dirty_handler\"`, `\"pre_round\"`, `\"context_enricher\"`, `\"serve_startup\"`, `\"detector\"`, `\"post_round\"`"
-            reload Next;
+            reload Next
+            into (provides: std::collections::BTreeSet<agent_runner_protocol::Family> = hand);
         /// per-call timeout
         timeout_s: u64 = (computed "10 (spawn hooks, pre-round hooks, enrichers, detectors, post-round hooks) / 60 (dirty handlers) / 30 (serve-startup hooks)")
-            range(1..) reload Next;
+            range(1..) reload Next into (timeout: Option<Duration> = secs_opt);
         /// how long `initialize` may take
-        init_timeout_s: u64 = (DEFAULT_INIT_TIMEOUT_S) range(1..) reload Next;
+        init_timeout_s: u64 = (DEFAULT_INIT_TIMEOUT_S) range(1..) reload Next
+            into (init_timeout: Duration = secs);
         /// the host's address-space limit
         memory_max_mb: u64 = (DEFAULT_HOST_MEMORY_MB) range(1..) reload Next;
         /// extra files or directories the host may **read** (never write or execute); `~`
@@ -476,18 +540,54 @@ config_table! {
         /// `plugin-host/src/common/credentials.rs`) without naming it: `~` and `~/.cargo`
         /// are refused, `~/.aws` itself and `~/.cargo/registry` may be named. Shown by
         /// `doctor` and `peek`
-        read_paths: Vec<String> = (empty) label "list of paths" reload Next;
+        read_paths: Vec<String> = (empty) label "list of paths" reload Next
+            into (read_paths: Vec<PathBuf> = hand);
         /// the largest file the host may write (`RLIMIT_FSIZE`; past it `EFBIG`)
-        file_max_mb: u64 = (write_limits::DEFAULT_FILE_MAX_MB) range(1..) reload Next;
+        file_max_mb: u64 = (write_limits::DEFAULT_FILE_MAX_MB) range(1..) reload Next
+            into (hand);
         /// size of the host's private TMPDIR (`tmpfs`; past it `ENOSPC`)
-        tmp_max_mb: u64 = (write_limits::DEFAULT_TMP_MAX_MB) range(1..) reload Next;
+        tmp_max_mb: u64 = (write_limits::DEFAULT_TMP_MAX_MB) range(1..) reload Next
+            into (hand);
         /// total size of the host's state directory, every file, directory and link counted
         /// for at least 4 KiB (so 64 MiB holds at most 16,384 entries); past it the host is
         /// killed and disabled (`plugin_write_limit`). See docs/security.md "Write limits"
-        state_max_mb: u64 = (write_limits::DEFAULT_STATE_MAX_MB) range(1..) reload Next;
+        state_max_mb: u64 = (write_limits::DEFAULT_STATE_MAX_MB) range(1..) reload Next
+            into (hand);
         /// passed verbatim to the host in `initialize` (and to its serve-startup hooks)
         config: serde_json::Map<String, serde_json::Value> = (empty) label "table"
             reload Next;
+    }
+    => /// One `[plugins.hosts.<name>]` table, resolved.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct HostConfig by HostHand {
+        /// The table's name: the host's, used by pins, `disable`, events.
+        name: String,
+        /// `file_max_mb`, `tmp_max_mb` and `state_max_mb` together (docs/security.md
+        /// "Write limits").
+        writes: WriteLimits,
+    }
+}
+
+/// How much a host may write, in MiB (`[plugins.hosts.<name>]` `file_max_mb`,
+/// `tmp_max_mb`, `state_max_mb`; docs/configuration.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct WriteLimits {
+    /// Largest single file (`RLIMIT_FSIZE`; a write past it fails with `EFBIG`).
+    pub file_max_mb: u64,
+    /// Size of the private TMPDIR (`tmpfs`; past it, `ENOSPC`).
+    pub tmp_max_mb: u64,
+    /// Total of the state directory (measured by the supervisor; past it, the host is
+    /// killed and disabled).
+    pub state_max_mb: u64,
+}
+
+impl Default for WriteLimits {
+    fn default() -> Self {
+        WriteLimits {
+            file_max_mb: write_limits::DEFAULT_FILE_MAX_MB,
+            tmp_max_mb: write_limits::DEFAULT_TMP_MAX_MB,
+            state_max_mb: write_limits::DEFAULT_STATE_MAX_MB,
+        }
     }
 }
 
@@ -534,6 +634,29 @@ config_table! {
         /// another phase is open) pass its round number over (`schedule_phase_skipped`)
         phase_policy: String as PhasePolicy = (PhasePolicy::Wait) reload Next;
     }
+    => /// `[phases]`, resolved: the rotation and the per-phase overrides (`list` empty when
+    /// phases are not used; a name may repeat, to weight it).
+    #[derive(Clone, Debug, Default)]
+    pub struct PhasesConfig by PhasesHand {
+        /// The overrides of each `[phases.<name>]` table, by phase name (every name is in
+        /// `list`).
+        overrides: BTreeMap<String, PhaseOverride>,
+    }
+}
+
+/// The per-phase overrides of one `[phases.<name>]` table.
+#[derive(Clone, Debug, Default)]
+pub struct PhaseOverride {
+    /// `round_budget_s` (flat or under `[phases.<name>.runtime]`).
+    pub round_budget: Option<Duration>,
+    /// `prompt.files`, absolute.
+    pub prompt_files: Option<Vec<PathBuf>>,
+    /// `[phases.<name>.agent]` merged onto `[agent]`.
+    pub agent: Option<AgentConfig>,
+    /// `[phases.<name>.schedule]` (its `timezone` defaults to `[schedule]`'s).
+    pub schedule: Option<Schedule>,
+    /// `disable_pre_round_hooks` (flat or under `[phases.<name>.runtime]`).
+    pub disable_pre_round_hooks: Option<bool>,
 }
 
 /// `[phases]`: its own keys plus one `[phases.<name>]` table per overridden phase.

@@ -1,7 +1,6 @@
 //! From the raw shape to a typed [`Config`]: vocabulary checks, defaults, absolute paths.
 
 use agent_runner_plugin_host::common::credentials::{covers_protected, CREDENTIAL_PATHS};
-use agent_runner_plugin_host::common::write_limits;
 use agent_runner_plugin_host::host::pin::Sha256Pin;
 use agent_runner_protocol::limits::MAX_HOST_CONFIG_BYTES;
 use agent_runner_protocol::{Family, HookName};
@@ -11,13 +10,16 @@ use std::time::Duration;
 
 use super::bad_path::{BadPath, HomeNotSet};
 use super::keys::Bad;
+pub use super::raw::{AgentConfig, HostConfig, PromptConfig};
 use super::raw::{
-    RawAgent, RawConfig, RawHost, RawPhase, RawPhases, RawPlugins, RawPrompt, RawRuntime,
-    RawSchedule, RawVcs,
+    AgentHand, HostHand, PhasesHand, PluginsHand, PromptHand, RawAgent, RawConfig, RawHost,
+    RawPhase, RawPhases, RawPlugins, RawPrompt, RawRuntime, RawSchedule, RawVcs, RuntimeHand,
+    VcsHand,
 };
-use super::vocabulary::{
-    ContextInjection, DirtyAction, PhasePolicy, PromptDelivery, SandboxMode, TransientAction,
+use super::raw::{
+    PhaseOverride, PhasesConfig, PluginsConfig, RuntimeConfig, VcsConfig, WriteLimits,
 };
+use super::vocabulary::{ContextInjection, PromptDelivery};
 use super::{ConfigError, SCHEMA_VERSION};
 use crate::config::schedule::{Schedule, Window};
 
@@ -59,48 +61,6 @@ pub struct Config {
     /// Lines printed once by [`super::load`] (today: the startup check skipped by its
     /// environment variable).
     pub warnings: Vec<String>,
-}
-
-/// `[prompt]`.
-#[derive(Clone, Debug)]
-pub struct PromptConfig {
-    /// `file` or `files`, absolute, in order; `files[0]` must exist, later missing files
-    /// are skipped (the reference system's optional-preamble pattern).
-    pub files: Vec<PathBuf>,
-    /// Joins the files' texts (default `"\n\n"`).
-    pub concat_separator: String,
-    /// Strip a YAML front matter block from the first file (default true).
-    pub strip_yaml_frontmatter: bool,
-    /// How the round context is injected; `inject_context = false` means
-    /// [`ContextInjection::None`].
-    pub injection: ContextInjection,
-}
-
-/// The per-phase overrides of one `[phases.<name>]` table.
-#[derive(Clone, Debug, Default)]
-pub struct PhaseOverride {
-    /// `round_budget_s` (flat or under `[phases.<name>.runtime]`).
-    pub round_budget: Option<Duration>,
-    /// `prompt.files`, absolute.
-    pub prompt_files: Option<Vec<PathBuf>>,
-    /// `[phases.<name>.agent]` merged onto `[agent]`.
-    pub agent: Option<AgentConfig>,
-    /// `[phases.<name>.schedule]` (its `timezone` defaults to `[schedule]`'s).
-    pub schedule: Option<Schedule>,
-    /// `disable_pre_round_hooks` (flat or under `[phases.<name>.runtime]`).
-    pub disable_pre_round_hooks: Option<bool>,
-}
-
-/// `[phases]`: the rotation and the per-phase overrides.
-#[derive(Clone, Debug, Default)]
-pub struct PhasesConfig {
-    /// Phase names in rotation order (a name may repeat, to weight it); empty when phases
-    /// are not used.
-    pub list: Vec<String>,
-    /// Overrides by phase name (every name is in `list`).
-    pub overrides: BTreeMap<String, PhaseOverride>,
-    /// `phase_policy`.
-    pub phase_policy: PhasePolicy,
 }
 
 /// What one round runs with once its phase is known.
@@ -148,196 +108,12 @@ impl Config {
     }
 }
 
-/// `[agent]`.
-#[derive(Clone, Debug)]
-pub struct AgentConfig {
-    /// The agent's argv before the prompt arguments; `command[0]` is the executable.
-    pub command: Vec<String>,
-    /// Arguments appended after `command`; with argv delivery one contains `{prompt}`.
-    pub prompt_arg_template: Vec<String>,
-    /// Display name (`ctx.agent_name`).
-    pub name: Option<String>,
-    /// Which CLI `command` runs (`[agent] cli`, or worked out:
-    /// [`crate::config::agent_cli::identify`]): the one answer every CLI-specific
-    /// behaviour reads.
-    pub cli: crate::config::agent_cli::AgentCli,
-    /// Extra environment variables for the agent (never sent to hosts).
-    pub env: BTreeMap<String, String>,
-    /// How the prompt is delivered.
-    pub delivery: PromptDelivery,
-    /// Words run before `command` (e.g. `["docker", "run", "--rm", "-v", "{work_dir}:/w",
-    /// "img"]`), `{work_dir}` replaced by the work dir; `command[0]` stays the agent's
-    /// identity (detectors, `ctx.agent_binary`). Empty by default.
-    pub exec_prefix: Vec<String>,
-    /// Bytes whose appearance in the round log marks the agent's result (default
-    /// [`DEFAULT_TERMINAL_MARKER`], claude's; empty turns result grace off).
-    pub terminal_marker: String,
-    /// `sigterm_grace_s` (default [`DEFAULT_SIGTERM_GRACE_S`], at most
-    /// [`MAX_SIGTERM_GRACE_S`]): how long an agent whose CLI drains its turn on a signal
-    /// (`crate::runtime::cooperative`) gets between that signal and SIGKILL.
-    pub sigterm_grace: Duration,
-    /// `session_resume` (default `true`): whether `serve` resumes the agent's session from
-    /// one round of a phase to the next, for a CLI that can
-    /// ([`crate::config::session_resume`]).
-    pub session_resume: bool,
-    /// `session_max_rounds`, `session_max_tokens`, `session_max_hours`: when a resumed
-    /// session is started afresh (`crate::runtime::sessions`).
-    pub session_bounds: crate::config::session_resume::SessionBounds,
-    /// `[agent.sandbox] allow_hosts`: `Some` puts the agent in its own network namespace,
-    /// reaching only these hosts through the egress proxy (`crate::runtime::egress_proxy`);
-    /// `None` (the key absent): the network as the supervisor has it.
-    pub allow_hosts: Option<crate::config::allow_hosts::AllowHosts>,
-}
-
-/// `[runtime]`.
-#[derive(Clone, Debug)]
-pub struct RuntimeConfig {
-    /// The git working tree the agent works in (absolute, existing).
-    pub work_dir: PathBuf,
-    /// Round logs, the round context file and host state dirs (absolute; created on first
-    /// write).
-    pub log_dir: PathBuf,
-    /// The project lock, events, `state.json`, the orphan stash record, `service.json` and
-    /// the control socket (absolute; created on first write). See
-    /// [`crate::config::state_dir`] for the default.
-    pub state_dir: PathBuf,
-    /// Wall-clock budget of one round (default 1800 s).
-    pub round_budget: Duration,
-    /// Pause between rounds under `serve` (default 3 s, at least 1 s).
-    pub restart_delay: Duration,
-    /// Stop `serve` after this many completed rounds.
-    pub max_rounds: Option<u64>,
-    /// When this file exists before a round, `serve` stops (`stop_file_detected`).
-    pub stop_file: Option<PathBuf>,
-    /// Keep the last N round logs, delete older ones (0 = keep all, the default).
-    pub round_log_retention: u64,
-    /// Cap of one round log, bytes (default [`DEFAULT_ROUND_LOG_MAX_BYTES`]).
-    pub round_log_max_bytes: u64,
-    /// Keep the newest round logs within this many bytes in total (0 = no size limit, the
-    /// default).
-    pub round_log_retention_bytes: u64,
-    /// Passed to hosts as `ctx.dry_run` (default false).
-    pub dry_run: bool,
-    /// `disable_pre_round_hooks` (default false): no pre-round hook is asked before a
-    /// round (the reference system's key; context enrichers and every other family are
-    /// still called). A phase may override it.
-    pub disable_pre_round_hooks: bool,
-    /// What `serve` does after a round a post-round hook diagnosed as a transient failure
-    /// (default [`TransientAction::BackOff`]).
-    pub transient_error_action: TransientAction,
-    /// The longest back-off grown from `restart_delay_s` or asked for in seconds (default
-    /// [`DEFAULT_TRANSIENT_BACKOFF_CAP_S`]); a printed reset time is honoured up to 8 h.
-    pub transient_backoff_cap: Duration,
-    /// How long an agent may linger after printing its result before its process group
-    /// is ended (`None`: never; `max_grace_after_result_s = 0`, the default).
-    pub max_grace_after_result: Option<Duration>,
-    /// Patterns (Rust `regex`) of the command lines of the agent's children that do not
-    /// keep a lingering agent alive (`grace_kill_ignore_patterns`).
-    pub grace_kill_ignore_patterns: Vec<String>,
-    /// Every N-th round is a fresh-eyes round (`AGENT_RUNNER_FRESH_EYES=1`); `None` off.
-    pub fresh_eyes_every_n: Option<u64>,
-    /// A file the agent keeps its narrative in (`AGENT_RUNNER_NARRATIVE_FILE`; shown by
-    /// `peek`), absolute.
-    pub narrative_file: Option<PathBuf>,
-    /// Glob patterns, relative to `work_dir`, of the files fingerprinted before and after
-    /// each round (`round_substrate_before` / `_after`).
-    pub substrate_fingerprint_paths: Vec<String>,
-    /// `max_duration_s` (ours): `serve` starts no round after running this long
-    /// (`max_duration_reached`, exit 0); `None`: no bound.
-    pub max_duration: Option<Duration>,
-    /// `max_rounds_per_hour` (ours): at most this many rounds start in any 60 minutes;
-    /// `serve` pauses until the oldest of them is an hour old (`rate_ceiling_paused`,
-    /// `rate_ceiling_resumed`); `None`: no ceiling.
-    pub max_rounds_per_hour: Option<u64>,
-}
-
-/// `[vcs]`.
-#[derive(Clone, Debug)]
-pub struct VcsConfig {
-    /// The built-in default dirty handler's action.
-    pub dirty_action: DirtyAction,
-    /// Whether `dirty_action` is written in the file (not the default): outside git only
-    /// an unwritten one becomes `ignore` (docs/operations.md, "Without git").
-    pub dirty_action_written: bool,
-    /// A stash within this long of the previous one is skipped (default 5 s).
-    pub stash_idempotency: Duration,
-    /// Longest run of one git command before it is killed with its process group
-    /// (default [`DEFAULT_GIT_TIMEOUT_S`]).
-    pub git_timeout: Duration,
-    /// Whether the supervisor's commit takes the round's changes to the exec surface
-    /// ([`crate::runtime::exec_surface`]; default `false`: left in the tree).
-    pub commit_exec_surface: bool,
-}
-
-/// One `[plugins.hosts.<name>]` table.
-#[derive(Clone, Debug, PartialEq)]
-pub struct HostConfig {
-    /// The table's key: the host's name, used by pins, `disable`, events.
-    pub name: String,
-    /// `command[0]` is the pinned executable (relative to the config dir, or on PATH).
-    pub command: Vec<String>,
-    /// The hook families this host may declare.
-    pub provides: BTreeSet<Family>,
-    /// Per-call timeout; `None` means the family default (10 s spawn hook, 60 s dirty).
-    pub timeout: Option<Duration>,
-    /// How long `initialize` may take (default 5 s).
-    pub init_timeout: Duration,
-    /// Address-space limit of the host process, MiB (default 1024).
-    pub memory_max_mb: u64,
-    /// Extra paths the host may read (`read_paths`), canonical, each existing and none
-    /// covering the config file, `log_dir`, the state dir or a credential directory (see
-    /// [`resolve_read_paths`]).
-    pub read_paths: Vec<PathBuf>,
-    /// Write limits of the host (docs/configuration.md, docs/security.md "Write limits").
-    pub writes: WriteLimits,
-    /// The free `config` table, passed verbatim in `initialize`.
-    pub config: serde_json::Map<String, serde_json::Value>,
-}
-
-/// How much a host may write, in MiB (`[plugins.hosts.<name>]` `file_max_mb`,
-/// `tmp_max_mb`, `state_max_mb`; docs/configuration.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct WriteLimits {
-    /// Largest single file (`RLIMIT_FSIZE`; a write past it fails with `EFBIG`).
-    pub file_max_mb: u64,
-    /// Size of the private TMPDIR (`tmpfs`; past it, `ENOSPC`).
-    pub tmp_max_mb: u64,
-    /// Total of the state directory (measured by the supervisor; past it, the host is
-    /// killed and disabled).
-    pub state_max_mb: u64,
-}
-
-impl Default for WriteLimits {
-    fn default() -> Self {
-        WriteLimits {
-            file_max_mb: write_limits::DEFAULT_FILE_MAX_MB,
-            tmp_max_mb: write_limits::DEFAULT_TMP_MAX_MB,
-            state_max_mb: write_limits::DEFAULT_STATE_MAX_MB,
-        }
-    }
-}
-
 impl HostConfig {
     /// The call timeout for a hook of `family`.
     pub(crate) fn call_timeout(&self, family: Family) -> Duration {
         self.timeout
             .unwrap_or(Duration::from_secs(family.spec().default_timeout_s))
     }
-}
-
-/// `[plugins]`.
-#[derive(Clone, Debug)]
-pub struct PluginsConfig {
-    /// Requested confinement.
-    pub sandbox: SandboxMode,
-    /// Hook names whose non-proceed verdicts are honoured.
-    pub spawn_override_allow: Vec<HookName>,
-    /// Host names not to start.
-    pub disable: Vec<String>,
-    /// Host name → expected sha256 of `command[0]`.
-    pub pins: BTreeMap<String, Sha256Pin>,
-    /// Configured hosts, in name order.
-    pub hosts: Vec<HostConfig>,
 }
 
 /// The `(key, message)` of a bad key.
@@ -395,7 +171,7 @@ pub(super) fn resolve(path: &Path, raw: RawConfig) -> Result<Config, ConfigError
         refuse_overlapping_windows(&phases.list, &phases.overrides).map_err(at)?;
     }
     let runtime = resolve_runtime(raw.runtime, &places, &numbers).map_err(at)?;
-    let vcs = resolve_vcs(&raw.vcs, &numbers).map_err(at)?;
+    let vcs = resolve_vcs(&raw.vcs).map_err(at)?;
     let plugins = resolve_plugins(
         raw.plugins,
         raw.plugin_tables,
@@ -572,21 +348,19 @@ fn expand_key(key: &str, text: &str, work_dir: &Path, project: &str) -> Result<P
     expand_path(text, work_dir, project).map_err(|e| bad(key, e.to_string()))
 }
 
-/// The numbers other keys are checked against, each checked first.
+/// The numbers other keys are checked against.
 struct Numbers {
-    git_timeout_s: u64,
-    round_log_max_bytes: u64,
-    round_budget_s: u64,
     restart_delay_s: u64,
 }
 
 /// `[vcs] git_timeout_s`, `[runtime]` `round_log_max_bytes`, `round_budget_s` and
-/// `restart_delay_s`, with their defaults and lower bounds.
+/// `restart_delay_s` checked before every other table (the first bad key is the one
+/// reported); `restart_delay_s` bounds `transient_backoff_cap_s`.
 fn resolve_numbers(runtime: &RawRuntime, vcs: &RawVcs) -> Result<Numbers, Bad> {
+    vcs.git_timeout_s()?;
+    runtime.round_log_max_bytes()?;
+    runtime.round_budget_s()?;
     Ok(Numbers {
-        git_timeout_s: vcs.git_timeout_s()?,
-        round_log_max_bytes: runtime.round_log_max_bytes()?,
-        round_budget_s: runtime.round_budget_s()?,
         restart_delay_s: runtime.restart_delay_s()?,
     })
 }
@@ -618,17 +392,13 @@ fn resolve_prompt(raw: RawPrompt, places: &Places) -> Result<PromptConfig, Bad> 
     };
     let files = resolve_prompt_files(&files, &places.work_dir, &places.project)
         .map_err(|m| bad(key, m.to_string()))?;
-    let injection = raw.context_injection_mode()?;
-    Ok(PromptConfig {
-        files,
-        concat_separator: raw.concat_separator()?,
-        strip_yaml_frontmatter: raw.strip_yaml_frontmatter()?,
-        injection: if raw.inject_context()? {
-            injection
-        } else {
-            ContextInjection::None
-        },
-    })
+    let mode = raw.context_injection_mode()?;
+    let injection = if raw.inject_context()? {
+        mode
+    } else {
+        ContextInjection::None
+    };
+    raw.resolve_with(PromptHand { files, injection })
 }
 
 /// `[phases]`: `phase_policy`, the `list` of names and one override per
@@ -640,7 +410,6 @@ fn resolve_phases(
     base_zone: Option<&str>,
 ) -> Result<PhasesConfig, Bad> {
     let list = raw.keys.list();
-    let phase_policy = raw.keys.phase_policy()?;
     for (i, name) in list.iter().enumerate() {
         if name.trim().is_empty() {
             return Err(bad(
@@ -661,11 +430,7 @@ fn resolve_phases(
             .map_err(|(k, m)| bad(format!("phases.{name}.{k}"), m))?;
         overrides.insert(name, over);
     }
-    Ok(PhasesConfig {
-        list,
-        overrides,
-        phase_policy,
-    })
+    raw.keys.resolve_with(PhasesHand { overrides })
 }
 
 /// The reference system's escape hatch from its boot checks (docs/reference-system.md,
@@ -752,7 +517,8 @@ fn resolve_phase(
     })
 }
 
-/// The rest of `[runtime]`, after [`resolve_places`] and [`resolve_numbers`].
+/// The rest of `[runtime]`, after [`resolve_places`] and [`resolve_numbers`]: the paths
+/// and the back-off cap by hand, every other key by its definition.
 fn resolve_runtime(
     raw: RawRuntime,
     places: &Places,
@@ -763,47 +529,15 @@ fn resolve_runtime(
             .transpose()
     };
     let stop_file = expand("runtime.stop_file", raw.stop_file()?.as_deref())?;
-    let transient_error_action = raw.transient_error_action()?;
     let transient_backoff_cap = resolve_backoff_cap(&raw, numbers.restart_delay_s)?;
-    let grace_kill_ignore_patterns = raw.grace_kill_ignore_patterns();
-    check_patterns(&grace_kill_ignore_patterns)
-        .map_err(|(i, m)| bad(format!("runtime.grace_kill_ignore_patterns[{i}]"), m))?;
-    let fresh_eyes_every_n = raw.fresh_eyes_every_n()?;
     let narrative_file = expand("runtime.narrative_file", raw.narrative_file()?.as_deref())?;
-    let substrate_fingerprint_paths = raw.substrate_fingerprint_paths();
-    for (i, pattern) in substrate_fingerprint_paths.iter().enumerate() {
-        if let Err(e) = glob::Pattern::new(pattern) {
-            return Err(bad(
-                format!("runtime.substrate_fingerprint_paths[{i}]"),
-                format!("{pattern:?} is not a glob pattern: {e}"),
-            ));
-        }
-    }
-    Ok(RuntimeConfig {
+    raw.resolve_with(RuntimeHand {
         work_dir: places.work_dir.clone(),
         log_dir: places.log_dir.clone(),
         state_dir: places.state_dir.clone(),
-        round_budget: Duration::from_secs(numbers.round_budget_s),
-        restart_delay: Duration::from_secs(numbers.restart_delay_s),
-        max_rounds: raw.max_rounds()?,
         stop_file,
-        round_log_retention: raw.round_log_retention()?,
-        round_log_max_bytes: numbers.round_log_max_bytes,
-        round_log_retention_bytes: raw.round_log_retention_bytes()?,
-        dry_run: raw.dry_run()?,
-        disable_pre_round_hooks: raw.disable_pre_round_hooks()?,
-        transient_error_action,
         transient_backoff_cap,
-        max_grace_after_result: match raw.max_grace_after_result_s()? {
-            0 => None,
-            s => Some(Duration::from_secs(s)),
-        },
-        grace_kill_ignore_patterns,
-        fresh_eyes_every_n,
         narrative_file,
-        substrate_fingerprint_paths,
-        max_duration: raw.max_duration_s()?.map(Duration::from_secs),
-        max_rounds_per_hour: raw.max_rounds_per_hour()?,
     })
 }
 
@@ -821,14 +555,10 @@ fn resolve_backoff_cap(raw: &RawRuntime, restart_delay_s: u64) -> Result<Duratio
     Ok(Duration::from_secs(cap_s))
 }
 
-/// `[vcs]`.
-fn resolve_vcs(raw: &RawVcs, numbers: &Numbers) -> Result<VcsConfig, Bad> {
-    Ok(VcsConfig {
-        dirty_action: raw.dirty_action()?,
+/// `[vcs]`: its keys by their definitions.
+fn resolve_vcs(raw: &RawVcs) -> Result<VcsConfig, Bad> {
+    raw.resolve_with(VcsHand {
         dirty_action_written: raw.dirty_action.is_some(),
-        stash_idempotency: Duration::from_secs(raw.stash_idempotency_s()?),
-        git_timeout: Duration::from_secs(numbers.git_timeout_s),
-        commit_exec_surface: raw.commit_exec_surface()?,
     })
 }
 
@@ -842,7 +572,6 @@ fn resolve_plugins(
     places: &Places,
     warnings: &mut Vec<String>,
 ) -> Result<PluginsConfig, Bad> {
-    let sandbox = raw.sandbox()?;
     let disable = raw.disable();
     let mut spawn_override_allow = Vec::new();
     for (i, name) in raw.spawn_override_allow().into_iter().enumerate() {
@@ -859,7 +588,7 @@ fn resolve_plugins(
         pins.insert(name, pin);
     }
     let mut hosts = Vec::new();
-    for (name, mut host) in raw.hosts.unwrap_or_default() {
+    for (name, mut host) in raw.hosts() {
         if let Some(table) = plugin_tables.remove(&name) {
             if host.config.as_ref().is_some_and(|c| !c.is_empty()) {
                 return Err(bad(
@@ -875,10 +604,8 @@ fn resolve_plugins(
         );
     }
     warn_unmatched(&plugin_tables, &disable, &hosts, warnings);
-    Ok(PluginsConfig {
-        sandbox,
+    raw.resolve_with(PluginsHand {
         spawn_override_allow,
-        disable,
         pins,
         hosts,
     })
@@ -922,8 +649,6 @@ fn resolve_agent(
         ));
     }
     let delivery = raw.prompt_delivery()?;
-    let exec_prefix = raw.exec_prefix();
-    let sigterm_grace_s = raw.sigterm_grace_s()?;
     let session_resume = raw.session_resume()?;
     let session_bounds = crate::config::session_resume::SessionBounds {
         max_rounds: raw.session_max_rounds()?,
@@ -931,9 +656,9 @@ fn resolve_agent(
         max_age: Duration::from_secs(raw.session_max_hours()?.saturating_mul(3600)),
     };
     let env = raw.env();
-    let terminal_marker = raw.terminal_marker()?;
     let cli_key = raw.cli()?;
-    let command = expand_command(raw.command).map_err(|e| bad("agent.command", e.to_string()))?;
+    let command =
+        expand_command(raw.command.clone()).map_err(|e| bad("agent.command", e.to_string()))?;
     let path = env
         .get("PATH")
         .map(std::ffi::OsString::from)
@@ -947,10 +672,13 @@ fn resolve_agent(
             agent_writable,
         },
     );
-    let template = raw.prompt_arg_template.unwrap_or_else(|| match delivery {
-        PromptDelivery::Argv => vec!["{prompt}".to_owned()],
-        PromptDelivery::Stdin => Vec::new(),
-    });
+    let template = raw
+        .prompt_arg_template
+        .clone()
+        .unwrap_or_else(|| match delivery {
+            PromptDelivery::Argv => vec!["{prompt}".to_owned()],
+            PromptDelivery::Stdin => Vec::new(),
+        });
     let has_placeholder = template.iter().any(|a| a.contains("{prompt}"));
     match (delivery, has_placeholder) {
         (PromptDelivery::Argv, false) => {
@@ -967,7 +695,7 @@ fn resolve_agent(
         }
         _ => {}
     }
-    if exec_prefix.first().is_some_and(String::is_empty) {
+    if raw.exec_prefix().first().is_some_and(String::is_empty) {
         return Err(bad(
             "agent.exec_prefix",
             "exec_prefix[0] is the program run before the agent's command; it must not be empty",
@@ -982,19 +710,12 @@ fn resolve_agent(
                 .map_err(|e| bad("agent.sandbox.allow_hosts", format!("{e}; expected a list of host names, `*.domain` or IP addresses, each optionally with `:port`")))?,
         ),
     };
-    Ok(AgentConfig {
-        allow_hosts,
-        sigterm_grace: Duration::from_secs(sigterm_grace_s),
-        session_resume,
-        session_bounds,
+    raw.resolve_with(AgentHand {
         command,
         prompt_arg_template: template,
-        name: raw.name,
         cli,
-        env,
-        delivery,
-        exec_prefix,
-        terminal_marker,
+        session_bounds,
+        allow_hosts,
     })
 }
 
@@ -1038,23 +759,6 @@ fn resolve_schedule(
         zone,
         zone_name,
     })
-}
-
-/// Checks that every pattern compiles as a Rust `regex`. Errors: the index of the first
-/// that does not and why.
-fn check_patterns(patterns: &[String]) -> Result<(), (usize, String)> {
-    for (i, pattern) in patterns.iter().enumerate() {
-        if let Err(e) = regex::Regex::new(pattern) {
-            return Err((
-                i,
-                format!(
-                    "{pattern:?} is not a valid regular expression: {}",
-                    e.to_string().replace('\n', " ")
-                ),
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// Expands and resolves prompt files against `work_dir`; the first must be a readable file.
@@ -1124,60 +828,48 @@ fn resolve_read_paths(
     Ok(out)
 }
 
+/// One `[plugins.hosts.<name>]` table. Errors: the key under the table and what is wrong.
 fn resolve_host(
     name: &str,
     raw: RawHost,
     config_path: &Path,
     places: &Places,
-) -> Result<HostConfig, (&'static str, String)> {
+) -> Result<HostConfig, Bad> {
     if name == crate::detectors::host::HOST_NAME {
-        return Err((
+        return Err(bad(
             "command",
             format!("host name {name:?} belongs to the built-in detector host; pick another name"),
         ));
     }
     if HookName::try_from(name.to_owned()).is_err() {
-        return Err((
+        return Err(bad(
             "command",
             format!("host name {name:?} must match ^[a-z0-9][a-z0-9_-]{{0,63}}$"),
         ));
     }
     if raw.command.is_empty() || raw.command[0].is_empty() {
-        return Err((
+        return Err(bad(
             "command",
-            "expected a non-empty list; command[0] is the host executable".into(),
+            "expected a non-empty list; command[0] is the host executable",
         ));
     }
-    // The getters' keys are `plugins.hosts.<name>.<key>`: the caller adds the prefix.
-    let checked = |result: Result<u64, Bad>| {
-        result.map_err(|(key, message)| {
-            let field = RawHost::KEYS
-                .iter()
-                .find(|k| k.name == key)
-                .map_or("", |k| k.field);
-            (field, message)
-        })
+    // The definitions' keys are `plugins.hosts.<name>.<key>`: the caller adds the prefix.
+    let under = |(key, message): Bad| {
+        let key = key.trim_start_matches("plugins.hosts.<name>.").to_owned();
+        (key, message)
     };
-    let optional = |result: Result<Option<u64>, Bad>| match result {
-        Ok(v) => Ok(v),
-        Err(e) => checked(Err(e)).map(Some),
-    };
-    let timeout = optional(raw.timeout_s())?;
-    let init_timeout_s = checked(raw.init_timeout_s())?;
-    let memory_max_mb = checked(raw.memory_max_mb())?;
     let writes = WriteLimits {
-        file_max_mb: checked(raw.file_max_mb())?,
-        tmp_max_mb: checked(raw.tmp_max_mb())?,
-        state_max_mb: checked(raw.state_max_mb())?,
+        file_max_mb: raw.file_max_mb().map_err(under)?,
+        tmp_max_mb: raw.tmp_max_mb().map_err(under)?,
+        state_max_mb: raw.state_max_mb().map_err(under)?,
     };
     let read_paths = resolve_read_paths(&raw.read_paths(), config_path, places)
-        .map_err(|m| ("read_paths", m.to_string()))?;
-    let config = raw.config();
-    let command = expand_command(raw.command).map_err(|e| ("command", e.to_string()))?;
+        .map_err(|m| bad("read_paths", m.to_string()))?;
+    let command = expand_command(raw.command.clone()).map_err(|e| bad("command", e.to_string()))?;
     let mut provides = BTreeSet::new();
     for family in &raw.provides {
         let Some(family) = Family::parse(family) else {
-            return Err((
+            return Err(bad(
                 "provides",
                 format!("{family:?}; expected {}", Family::spelled("\"", " or ")),
             ));
@@ -1185,7 +877,7 @@ fn resolve_host(
         provides.insert(family);
     }
     if provides.is_empty() {
-        return Err((
+        return Err(bad(
             "provides",
             format!(
                 "expected a non-empty list of {}",
@@ -1193,9 +885,9 @@ fn resolve_host(
             ),
         ));
     }
-    let bytes = serde_json::to_string(&config).map_or(0, |s| s.len());
+    let bytes = serde_json::to_string(&raw.config()).map_or(0, |s| s.len());
     if bytes > MAX_HOST_CONFIG_BYTES {
-        return Err((
+        return Err(bad(
             "config",
             format!(
                 "the table takes {bytes} bytes as JSON; at most {MAX_HOST_CONFIG_BYTES} \
@@ -1203,17 +895,14 @@ fn resolve_host(
             ),
         ));
     }
-    Ok(HostConfig {
-        name: name.to_owned(),
+    raw.resolve_with(HostHand {
         command,
         provides,
-        timeout: timeout.map(Duration::from_secs),
-        init_timeout: Duration::from_secs(init_timeout_s),
-        memory_max_mb,
         read_paths,
+        name: name.to_owned(),
         writes,
-        config,
     })
+    .map_err(under)
 }
 
 /// Why `command[0]` could not be expanded. Display is the message after the key `command`.

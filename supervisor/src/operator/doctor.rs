@@ -968,7 +968,7 @@ fn pidfd_check() -> Check {
 /// get it. Informational: rounds run either way, so it always passes.
 fn round_cgroup_check(config: &Config) -> Check {
     let cfg = &config.monitor.host_health;
-    let reason = match round_cgroup::delegation(cfg.round_cgroup) {
+    let reason = match round_cgroup::delegation(cfg.memory.round_cgroup) {
         Ok(d) => format!(
             "delegated: each round runs in its own child of {} (cgroup {} memory)",
             d.dir.display(),
@@ -980,7 +980,7 @@ fn round_cgroup_check(config: &Config) -> Check {
              `agent-runner install` sets it), or, on cgroup v1, chown the supervisor's \
              memory cgroup directory to its user; root on a machine whose cgroups it \
              manages sets [monitor.host_health] memory.round_cgroup = \"on\"",
-            if cfg.round_high_mb.is_some() || cfg.round_max_mb.is_some() {
+            if cfg.memory.round_high_mb.is_some() || cfg.memory.round_max_mb.is_some() {
                 " and memory.round_high_mb / round_max_mb are not applied"
             } else {
                 ""

@@ -519,16 +519,16 @@ pub(crate) fn snapshot(config: &Config, options: &PeekOptions) -> Snapshot {
 /// ([`round_cgroup::delegation`]), or `inert(round_cgroup off)`, `inert(no memory cgroup)`
 /// (no memory controller for this process) or `inert(undelegated)`.
 fn brake_state(cfg: &crate::config::HostHealthConfig) -> String {
-    if cfg.round_high_mb.is_none() && !cfg.brake_memory_high {
+    if cfg.memory.round_high_mb.is_none() && !cfg.brake.memory_high {
         return "off".to_owned();
     }
-    if cfg.round_cgroup == crate::config::RoundCgroupMode::Off {
+    if cfg.memory.round_cgroup == crate::config::RoundCgroupMode::Off {
         return "inert(round_cgroup off)".to_owned();
     }
     if agent_runner_plugin_host::common::cgroup::own_cgroup("memory").is_none() {
         return "inert(no memory cgroup)".to_owned();
     }
-    match round_cgroup::delegation(cfg.round_cgroup) {
+    match round_cgroup::delegation(cfg.memory.round_cgroup) {
         Ok(_) => "armed".to_owned(),
         Err(_) => "inert(undelegated)".to_owned(),
     }

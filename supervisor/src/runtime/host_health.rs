@@ -88,17 +88,17 @@ pub(crate) fn assess(cfg: &HostHealthConfig, reading: &Reading) -> Option<Pressu
     let mut found: Vec<Pressure> = Vec::new();
     if let Some(used) = reading.disk_used_pct {
         let free_mb = reading.disk_free_bytes.unwrap_or(0) / (1024 * 1024);
-        if used >= cfg.disk_critical_pct {
+        if used >= cfg.disk.critical_pct {
             found.push(critical(
                 "disk",
-                format!("log dir filesystem {used:.1}% used ({free_mb} MiB free) >= disk.critical_pct {}", cfg.disk_critical_pct),
+                format!("log dir filesystem {used:.1}% used ({free_mb} MiB free) >= disk.critical_pct {}", cfg.disk.critical_pct),
             ));
-        } else if used >= cfg.disk_warning_pct {
+        } else if used >= cfg.disk.warning_pct {
             found.push(warning(
                 "disk",
                 format!(
                     "log dir filesystem {used:.1}% used >= disk.warning_pct {}",
-                    cfg.disk_warning_pct
+                    cfg.disk.warning_pct
                 ),
             ));
         }
@@ -114,33 +114,36 @@ pub(crate) fn assess(cfg: &HostHealthConfig, reading: &Reading) -> Option<Pressu
 /// The memory part of [`assess`].
 pub(crate) fn assess_memory(cfg: &HostHealthConfig, reading: &Reading) -> Option<Pressure> {
     if let Some(full) = reading.psi_full_avg10 {
-        if full >= cfg.full_avg10_critical {
+        if full >= cfg.pressure.full_avg10_critical {
             return Some(critical(
                 "psi",
                 format!(
                     "PSI memory full avg10={full} >= pressure.full_avg10_critical {}",
-                    cfg.full_avg10_critical
+                    cfg.pressure.full_avg10_critical
                 ),
             ));
         }
     }
     if let (Some(avail), Some(free)) = (reading.mem_available_mb, reading.mem_free_mb) {
-        if cfg.avail_min_mb > 0 && avail < cfg.avail_min_mb && free < cfg.free_low_mb {
+        if cfg.memory.avail_min_mb > 0
+            && avail < cfg.memory.avail_min_mb
+            && free < cfg.memory.free_low_mb
+        {
             return Some(critical(
                 "combined_low",
                 format!(
                     "MemAvailable {avail} MiB < memory.avail_min_mb {} and MemFree {free} MiB < memory.free_low_mb {}",
-                    cfg.avail_min_mb, cfg.free_low_mb
+                    cfg.memory.avail_min_mb, cfg.memory.free_low_mb
                 ),
             ));
         }
     }
     match reading.psi_some_avg10 {
-        Some(some) if some >= cfg.some_avg10_warning => Some(warning(
+        Some(some) if some >= cfg.pressure.some_avg10_warning => Some(warning(
             "psi",
             format!(
                 "PSI memory some avg10={some} >= pressure.some_avg10_warning {}",
-                cfg.some_avg10_warning
+                cfg.pressure.some_avg10_warning
             ),
         )),
         _ => None,
@@ -244,12 +247,12 @@ impl Floor {
     /// future ends or is dropped (the agent exited).
     pub(crate) async fn breached(&self, pid: u32) {
         let mut streak = 0u32;
-        let limit = self.cfg.critical_consecutive_samples;
+        let limit = self.cfg.pressure.critical_consecutive_samples;
         let mut brake = self.brake.clone().map(|b| {
             crate::runtime::memory_brake::RoundBrake::new(b, &self.events, self.round_num)
         });
         loop {
-            tokio::time::sleep(self.cfg.sample_interval).await;
+            tokio::time::sleep(self.cfg.pressure.sample_interval).await;
             let reading = Reading::memory();
             let pressure = assess_memory(&self.cfg, &reading);
             if let Some(brake) = brake.as_mut() {
@@ -277,13 +280,13 @@ impl Floor {
                 context: serde_json::to_value(&reading).unwrap_or_default(),
                 tier: tier.to_owned(),
             };
-            if streak >= limit && self.cfg.in_round_terminate {
+            if streak >= limit && self.cfg.pressure.in_round_terminate {
                 self.events.emit(terminated("terminate"));
                 return;
             }
             let nudged = &self.nudged;
-            if self.cfg.in_round_nudge
-                && self.cfg.in_round_terminate
+            if self.cfg.pressure.in_round_nudge
+                && self.cfg.pressure.in_round_terminate
                 && streak == 1
                 && !nudged.swap(true, std::sync::atomic::Ordering::Relaxed)
             {

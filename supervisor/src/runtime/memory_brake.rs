@@ -45,9 +45,9 @@ impl Brake {
     /// The brake `cfg` asks for, when it is on and the supervisor's cgroup is delegated.
     pub(crate) fn of(cfg: &HostHealthConfig, cgroup: Option<&Delegation>) -> Option<Brake> {
         Some(Brake {
-            cgroup: cgroup.filter(|_| cfg.brake_memory_high)?.clone(),
-            step_pct: cfg.brake_step_pct.min(50),
-            samples: cfg.brake_samples.max(1),
+            cgroup: cgroup.filter(|_| cfg.brake.memory_high)?.clone(),
+            step_pct: cfg.brake.memory_high_step_pct.min(50),
+            samples: cfg.brake.warning_consecutive_samples.max(1),
         })
     }
 

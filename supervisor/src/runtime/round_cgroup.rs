@@ -51,8 +51,8 @@ impl Limits {
     pub(crate) fn of(cfg: &crate::config::HostHealthConfig) -> Limits {
         let bytes = |mb: Option<u64>| mb.map(|mb| mb.saturating_mul(1024 * 1024));
         Limits {
-            high: bytes(cfg.round_high_mb),
-            max: bytes(cfg.round_max_mb),
+            high: bytes(cfg.memory.round_high_mb),
+            max: bytes(cfg.memory.round_max_mb),
         }
     }
 }
@@ -299,11 +299,9 @@ mod tests {
         assert_eq!(counter(v1, "oom_kill"), 2);
         assert_eq!(counter(v2, "oom_kill"), 1);
         assert_eq!(counter("", "oom_kill"), 0);
-        let cfg = crate::config::HostHealthConfig {
-            round_high_mb: Some(48),
-            round_max_mb: Some(64),
-            ..Default::default()
-        };
+        let mut cfg = crate::config::HostHealthConfig::default();
+        cfg.memory.round_high_mb = Some(48);
+        cfg.memory.round_max_mb = Some(64);
         assert_eq!(
             Limits::of(&cfg),
             Limits {

@@ -229,7 +229,8 @@ async fn boot_with(config_path: &Path, job: bool, notify: bool) -> Result<Booted
         tracing::warn!("cannot become a child subreaper ({e}); processes that leave the agent's group may survive a round");
     }
     // Before any host starts: on cgroup v2 the supervisor may move itself into a leaf.
-    let cgroups = crate::runtime::round_cgroup::prepare(config.monitor.host_health.round_cgroup);
+    let cgroups =
+        crate::runtime::round_cgroup::prepare(config.monitor.host_health.memory.round_cgroup);
     // Webhooks whose URL cannot be read are refused before anything runs (exit 78); from
     // here on every event the record takes is also offered to them.
     let mut events = EventLog::new(&config.runtime.state_dir).linked_in(&config.runtime.log_dir);

@@ -284,7 +284,7 @@ impl DiskHistory {
             free_bytes: obs.reading.disk_free_bytes,
             inodes: host_health::inode_usage(log_dir),
         });
-        let window = cfg.disk_growth_window.as_secs_f64();
+        let window = cfg.disk.growth_window.as_secs_f64();
         while self.0.front().is_some_and(|s| at - s.at > window) {
             self.0.pop_front();
         }
@@ -305,16 +305,16 @@ impl DiskHistory {
             _ => None,
         };
         let mut bits = Vec::new();
-        if disk_rate >= cfg.disk_growth_pct_per_hr_warning {
+        if disk_rate >= cfg.disk.disk_growth_pct_per_hr_warning {
             bits.push(format!(
                 "disk +{disk_rate:.1}%/hr (>= {})",
-                cfg.disk_growth_pct_per_hr_warning
+                cfg.disk.disk_growth_pct_per_hr_warning
             ));
         }
-        if let Some(rate) = inode_rate.filter(|r| *r >= cfg.inode_growth_pct_per_hr_warning) {
+        if let Some(rate) = inode_rate.filter(|r| *r >= cfg.disk.inode_growth_pct_per_hr_warning) {
             bits.push(format!(
                 "inode +{rate:.1}%/hr (>= {})",
-                cfg.inode_growth_pct_per_hr_warning
+                cfg.disk.inode_growth_pct_per_hr_warning
             ));
         }
         if bits.is_empty() {
@@ -326,15 +326,15 @@ impl DiskHistory {
             message: format!(
                 "{} over the last {}s",
                 bits.join(" and "),
-                cfg.disk_growth_window.as_secs()
+                cfg.disk.growth_window.as_secs()
             ),
             auto_action: "none",
             context: Some(DiskGrowth {
                 disk_pct_per_hr: round2(disk_rate),
-                disk_threshold_pct_per_hr: cfg.disk_growth_pct_per_hr_warning,
+                disk_threshold_pct_per_hr: cfg.disk.disk_growth_pct_per_hr_warning,
                 inode_pct_per_hr: inode_rate.map(round2),
-                inode_threshold_pct_per_hr: cfg.inode_growth_pct_per_hr_warning,
-                window_s: cfg.disk_growth_window.as_secs(),
+                inode_threshold_pct_per_hr: cfg.disk.inode_growth_pct_per_hr_warning,
+                window_s: cfg.disk.growth_window.as_secs(),
                 elapsed_s: ((last.at - first.at) * 10.0).round() / 10.0,
                 disk_used_pct_from: first.disk_pct,
                 disk_used_pct_to: last.disk_pct,
@@ -462,12 +462,10 @@ mod tests {
 
     #[test]
     fn disk_growth_is_the_rate_over_the_window_in_either_dimension() {
-        let cfg = crate::config::HostHealthConfig {
-            disk_growth_window: Duration::from_secs(1800),
-            disk_growth_pct_per_hr_warning: 5.0,
-            inode_growth_pct_per_hr_warning: 5.0,
-            ..Default::default()
-        };
+        let mut cfg = crate::config::HostHealthConfig::default();
+        cfg.disk.growth_window = Duration::from_secs(1800);
+        cfg.disk.disk_growth_pct_per_hr_warning = 5.0;
+        cfg.disk.inode_growth_pct_per_hr_warning = 5.0;
         // Inodes: 1000 on the filesystem, so the count in use is ten times the %.
         let sample = |at: f64, disk_pct: f64, inode_pct: Option<f64>| DiskSample {
             at,
