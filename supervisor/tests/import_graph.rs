@@ -448,9 +448,9 @@ fn supervisor_files_keep_the_layers_without_a_cycle() {
     // The reader sees real imports: the round uses the hosts, the hosts do not use the round;
     // a child module named bare and a re-export are seen too.
     assert!(
-        graph["runtime::dirty"].contains("hosts"),
+        graph["runtime::steps::dirty"].contains("hosts"),
         "{:?}",
-        graph["runtime::dirty"]
+        graph["runtime::steps::dirty"]
     );
     assert!(
         graph["hosts"].contains("hosts::host"),

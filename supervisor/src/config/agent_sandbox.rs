@@ -49,10 +49,10 @@ pub struct AgentSandboxConfig {
     /// rule only) instead of its own behind the egress proxy. Default false.
     pub host_network: bool,
     /// `pass_env`: variable names the confined agent inherits besides the allow-list
-    /// (`crate::runtime::agent_environment`).
+    /// (`crate::runtime::agent::environment`).
     pub pass_env: Vec<String>,
     /// `broker`: whether the provider key is kept out of the agent's sandbox
-    /// (`crate::runtime::key_broker`). Default auto.
+    /// (`crate::runtime::egress::key_broker`). Default auto.
     pub broker: BrokerMode,
 }
 

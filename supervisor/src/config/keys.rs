@@ -9,7 +9,7 @@
 //! - the table's [`Key`] list, from which docs/configuration.md's key tables
 //!   ([`doc_table`]; a test fails when they drift), `init`'s template
 //!   (`crate::operator::init`) and config reload's fixed keys
-//!   (`crate::runtime::config_follow`) come.
+//!   (`crate::runtime::cycle::config_follow`) come.
 //!
 //! Adding a key: one definition in its table's `config_table!` (`config/raw.rs`,
 //! `monitor.rs`, `goal.rs`) and its use; then

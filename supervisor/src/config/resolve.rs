@@ -174,17 +174,17 @@ pub struct AgentConfig {
     pub terminal_marker: String,
     /// `sigterm_grace_s` (default [`DEFAULT_SIGTERM_GRACE_S`], at most
     /// [`MAX_SIGTERM_GRACE_S`]): how long an agent whose CLI drains its turn on a signal
-    /// (`crate::runtime::cooperative`) gets between that signal and SIGKILL.
+    /// (`crate::runtime::agent::cooperative`) gets between that signal and SIGKILL.
     pub sigterm_grace: Duration,
     /// `session_resume` (default `true`): whether `serve` resumes the agent's session from
     /// one round of a phase to the next, for a CLI that can
     /// ([`crate::config::session_resume`]).
     pub session_resume: bool,
     /// `session_max_rounds`, `session_max_tokens`, `session_max_hours`: when a resumed
-    /// session is started afresh (`crate::runtime::sessions`).
+    /// session is started afresh (`crate::runtime::agent::sessions`).
     pub session_bounds: crate::config::session_resume::SessionBounds,
     /// `[agent.sandbox] allow_hosts`: `Some` puts the agent in its own network namespace,
-    /// reaching only these hosts through the egress proxy (`crate::runtime::egress_proxy`);
+    /// reaching only these hosts through the egress proxy (`crate::runtime::egress::proxy`);
     /// `None` (the key absent): the network as the supervisor has it.
     pub allow_hosts: Option<crate::config::allow_hosts::AllowHosts>,
 }
@@ -265,7 +265,7 @@ pub struct VcsConfig {
     /// (default [`DEFAULT_GIT_TIMEOUT_S`]).
     pub git_timeout: Duration,
     /// Whether the supervisor's commit takes the round's changes to the exec surface
-    /// ([`crate::runtime::exec_surface`]; default `false`: left in the tree).
+    /// ([`crate::runtime::git::exec_surface`]; default `false`: left in the tree).
     pub commit_exec_surface: bool,
 }
 
