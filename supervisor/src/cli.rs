@@ -12,9 +12,9 @@ use crate::exit::{self, CliError};
 use crate::operator::control;
 use crate::operator::peek::{self, PeekOptions, PeekOutput};
 use crate::record::stop::{self, StopLevel};
-use crate::runtime::steps::post_round::Decision as PostRound;
 use crate::runtime::cycle::round::{Attempt, Ran};
 use crate::runtime::cycle::serve::{self, ServeOptions};
+use crate::runtime::steps::post_round::Decision as PostRound;
 use crate::runtime::steps::spawn_gate::Verdict;
 
 /// Restart-on-exit supervisor for coding-agent CLIs, with pinned, confined plugin hosts.
@@ -841,8 +841,11 @@ fn round_ran(ran: &Ran, hint: Option<String>) -> (u8, RoundSummary) {
         // The reason is usually in the agent's last words (docs/operations.md,
         // "Agent preconditions"). They go to the operator's terminal with their escapes
         // shown, not obeyed (`printable`); the log file keeps the agent's bytes.
-        let tail =
-            crate::runtime::cycle::round::log_tail(&ran.log_path, ROUND_TAIL_LINES, ROUND_TAIL_CHARS);
+        let tail = crate::runtime::cycle::round::log_tail(
+            &ran.log_path,
+            ROUND_TAIL_LINES,
+            ROUND_TAIL_CHARS,
+        );
         eprintln!(
             "agent-runner: round {}: the agent ended {} after {:.1} s; the end of {}:\n{}",
             ran.round_num,

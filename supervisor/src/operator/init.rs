@@ -10,8 +10,8 @@ use crate::config::keys::{Init, Toml};
 use crate::config::vocabulary::Vocabulary;
 use crate::exit::CliError;
 use crate::runtime::git::attribution::OwnFiles;
-use crate::runtime::git::repo::Repo;
 use crate::runtime::git::path_name;
+use crate::runtime::git::repo::Repo;
 
 /// A preset: how one agent CLI is run.
 #[derive(Clone, Copy, Debug)]

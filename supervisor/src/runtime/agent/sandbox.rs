@@ -200,7 +200,9 @@ impl AgentSandboxGate {
         agent: &crate::config::AgentConfig,
     ) -> Option<(Vec<String>, crate::runtime::agent::own_sandbox::Replaced)> {
         self.confines()
-            .then(|| crate::runtime::agent::own_sandbox::confined_command(&agent.cli, &agent.command))
+            .then(|| {
+                crate::runtime::agent::own_sandbox::confined_command(&agent.cli, &agent.command)
+            })
             .flatten()
     }
 
@@ -313,8 +315,11 @@ impl AgentSandboxGate {
             )?;
         }
         let sandbox = &config.agent_sandbox;
-        let executable =
-            crate::runtime::agent::process::find_on_path(argv0, var("PATH"), &config.runtime.work_dir);
+        let executable = crate::runtime::agent::process::find_on_path(
+            argv0,
+            var("PATH"),
+            &config.runtime.work_dir,
+        );
         let mut read_paths = sandbox.read_paths.clone();
         if let Some(shim) = shim(config, cli, &executable, &var) {
             read_paths.extend(shim.grants);

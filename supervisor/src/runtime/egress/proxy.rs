@@ -49,9 +49,9 @@ use tokio::sync::mpsc;
 
 use crate::config::allow_hosts::{normalize, AllowHosts};
 use crate::runtime::egress::address as egress_address;
+use crate::runtime::egress::key_broker::KeyBroker;
 use crate::runtime::egress::refusals::{EgressRefusal, Why};
 use crate::runtime::egress::routes::{self as egress_routes, Handler, Routes};
-use crate::runtime::egress::key_broker::KeyBroker;
 use crate::runtime::egress::upstream_proxy::UpstreamProxies;
 
 /// The largest request head the proxy reads (request line and headers).

@@ -28,8 +28,8 @@ use std::collections::HashSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::runtime::git::repo::{GitError, Repo};
 use crate::runtime::git::config_keys::{self as git_config_keys, Effect};
+use crate::runtime::git::repo::{GitError, Repo};
 use crate::tree_file::{open_regular, Symlink};
 
 /// How deep includes are followed (git's own limit).

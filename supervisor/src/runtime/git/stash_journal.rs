@@ -20,8 +20,8 @@ use std::path::Path;
 
 use crate::record::events::{Event, EventLog};
 use crate::record::state::{read_json, write_json_atomic};
-use crate::runtime::git::repo::Repo;
 use crate::runtime::git::path_name;
+use crate::runtime::git::repo::Repo;
 
 /// The journal's file name in the state dir.
 pub(crate) const JOURNAL_FILE: &str = "stashes.json";

@@ -376,7 +376,9 @@ fn enqueue(shared: &Arc<Shared>, event: &Event, line: &str) {
     for target in targets {
         let body = match target.format {
             NotifyFormat::Event => line.as_bytes().to_vec(),
-            NotifyFormat::Chat => crate::runtime::outward::notify_text::chat_body(&shared.whence, event),
+            NotifyFormat::Chat => {
+                crate::runtime::outward::notify_text::chat_body(&shared.whence, event)
+            }
         };
         state.next_id += 1;
         let id = state.next_id;

@@ -23,8 +23,8 @@ use crate::record::state::{read_json, write_json_atomic, OrphanState, ORPHAN_FIL
 use crate::record::stop::StopWatch;
 use crate::runtime::git::attribution::Split;
 use crate::runtime::git::exec_surface;
-use crate::runtime::git::repo::{Repo, StashError};
 use crate::runtime::git::operation as git_operation;
+use crate::runtime::git::repo::{Repo, StashError};
 use crate::runtime::git::stash_journal::{self, StashEntry};
 
 /// Priority of the built-in default dirty handler.

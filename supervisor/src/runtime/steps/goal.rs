@@ -205,7 +205,8 @@ struct Ran {
 /// Errors: it could not be started (not found, not executable, `cwd` missing, its
 /// confinement could not be prepared).
 async fn run_one(check: &GoalCheck, launch: &CheckLaunch<'_>) -> std::io::Result<Ran> {
-    let env = crate::runtime::agent::process::environment_with(&launch.env, launch.inherit.as_ref());
+    let env =
+        crate::runtime::agent::process::environment_with(&launch.env, launch.inherit.as_ref());
     let path_var = env
         .iter()
         .find(|(k, _)| k.as_os_str() == "PATH")
@@ -237,7 +238,8 @@ async fn run_one(check: &GoalCheck, launch: &CheckLaunch<'_>) -> std::io::Result
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
     // Root's check is born in a PID namespace of its own, as the agent is.
-    let mut child = crate::runtime::agent::process::spawn_launched(cmd, pending, confinement.as_ref())?;
+    let mut child =
+        crate::runtime::agent::process::spawn_launched(cmd, pending, confinement.as_ref())?;
     drop(program);
     let mut listener = match &confinement {
         Some(c) => c
@@ -355,8 +357,11 @@ impl Fingerprints {
 
 /// The command file and argument files of `check` (see [`Fingerprints`]).
 pub(crate) fn check_files(check: &GoalCheck) -> Vec<PathBuf> {
-    let command =
-        crate::runtime::agent::process::find_on_path(&check.cmd[0], std::env::var_os("PATH"), &check.cwd);
+    let command = crate::runtime::agent::process::find_on_path(
+        &check.cmd[0],
+        std::env::var_os("PATH"),
+        &check.cwd,
+    );
     let mut files = vec![command];
     for arg in &check.cmd[1..] {
         let path = check.cwd.join(arg);
