@@ -653,29 +653,10 @@ impl Serving<'_> {
                     return;
                 }
             }
-            if !rate_ceiling(
-                self.runner,
-                &mut self.service,
-                self.status,
-                stop,
-                self.follow,
-                self.gate,
-            )
-            .await
-            {
+            if !self.rate_ceiling(stop).await {
                 continue;
             }
-            if !options.ignore_schedule
-                && !schedule_gate(
-                    self.runner,
-                    &mut self.service,
-                    self.status,
-                    stop,
-                    self.follow,
-                    self.gate,
-                )
-                .await
-            {
+            if !options.ignore_schedule && !self.schedule_gate(stop).await {
                 continue;
             }
             let attempt = self.attempt(stop).await;
@@ -687,7 +668,7 @@ impl Serving<'_> {
                 Flow::Pause(wait) => wait,
             };
             refresh_summary(&self.runner.config.runtime.state_dir);
-            pause(stop, self.follow, self.runner, self.gate, wait).await;
+            self.pause(stop, wait).await;
         }
     }
 
@@ -1153,7 +1134,10 @@ impl Serving<'_> {
         true
     }
 
-    /// Waits out a back-off after round `round_num` ([`back_off`]).
+    /// Waits out a back-off after round `round_num`, `status` and `service.json` saying
+    /// "backing off until <time> (<kind>)"; a stop or the stop file ends it within
+    /// [`crate::runtime::cycle::backoff::TICK`] (the loop's own checks then stop serve); a
+    /// SIGHUP re-reads the config and the wait goes on.
     async fn back_off(
         &mut self,
         round_num: u64,
@@ -1177,20 +1161,158 @@ impl Serving<'_> {
             since_round,
             phase: phase.to_owned(),
         };
-        let waits = Waits {
+        let runner = &mut *self.runner;
+        // Published once the summary holds the back-off's events (as a deferral is).
+        refresh_summary(&runner.config.runtime.state_dir);
+        self.status
+            .send_modify(|s| s.update(&doc.describe(), None, &runner.hosts));
+        self.service.backing_off(doc, &runner.hosts);
+        let mut waits = Waits {
             stop,
             follow: &mut *self.follow,
             gate: self.gate,
         };
-        back_off(
-            self.runner,
-            &mut self.service,
-            self.status,
-            waits,
-            plan,
-            doc,
-        )
+        let end = wait_out(runner, &mut waits, plan, false).await;
+        tracing::info!(?end, "back-off over");
+        self.status
+            .send_modify(|s| s.update("waiting", None, &runner.hosts));
+        self.service.update(ServiceState::Idle, None, &runner.hosts);
+    }
+
+    /// `[schedule]` before a round (docs/configuration.md "[schedule]"): `true` when the
+    /// next round's phase may start now. Otherwise either passes the round over
+    /// (`phase_policy = "skip"` while another phase is open: `schedule_phase_skipped`) or
+    /// waits until the schedule opens (`schedule_paused` … `schedule_resumed`; a stop,
+    /// SIGTERM or the stop file ends the wait within a tick, a SIGHUP re-reads the config and
+    /// ends it so the new `[schedule]` is looked at), and returns `false` so the loop looks
+    /// again: after a clock jump one round at most starts, never a burst.
+    async fn schedule_gate(&mut self, stop: &mut StopWatch) -> bool {
+        let runner = &*self.runner;
+        let config = &runner.config;
+        let state_dir = &config.runtime.state_dir;
+        let next = state::peek_next_round(state_dir).unwrap_or(1);
+        let now = jiff::Timestamp::now();
+        let look = schedule_gate::look(config, next, now);
+        let (phase, schedule) = (look.phase, look.schedule);
+        let until = match look.verdict {
+            schedule_gate::Verdict::Run => return true,
+            schedule_gate::Verdict::PassOver { opens } => {
+                if let Ok(round_num) = state::next_round(state_dir) {
+                    runner.events.emit(Event::SchedulePhaseSkipped {
+                        round_num,
+                        phase: phase.unwrap_or("").to_owned(),
+                        until: opens.map(|t| t.to_string()),
+                    });
+                }
+                return false;
+            }
+            schedule_gate::Verdict::Pause { until } => until,
+        };
+        let wait = until
+            .and_then(|t| t.duration_since(now).try_into().ok())
+            .map(|d: Duration| d.max(Duration::from_secs(1)))
+            .unwrap_or(SCHEDULE_RECHECK);
+        let plan = Plan::fixed(wait);
+        let until_text = crate::record::events::timestamp(plan.until);
+        runner.events.emit(Event::SchedulePaused {
+            phase: phase.map(str::to_owned),
+            until: until_text.clone(),
+            timezone: schedule.zone_name.clone(),
+        });
+        let state = format!("paused by schedule until {until_text}");
+        self.paused(stop, &plan, &state, |paused_for_s, woken| {
+            Event::ScheduleResumed {
+                paused_for_s,
+                reason: woken.reason("schedule"),
+            }
+        })
         .await;
+        false
+    }
+
+    /// `[runtime] max_rounds_per_hour` before a round: `true` when a round may start now.
+    /// Otherwise waits until the oldest of the last hour's rounds leaves the window
+    /// (`rate_ceiling_paused` … `rate_ceiling_resumed`; a stop, SIGTERM or the stop file
+    /// ends the wait within a tick, a SIGHUP re-reads the config and ends it so a new
+    /// ceiling is looked at) and returns `false` so the loop looks again.
+    async fn rate_ceiling(&mut self, stop: &mut StopWatch) -> bool {
+        let runner = &*self.runner;
+        let Some(max) = runner.config.runtime.max_rounds_per_hour else {
+            return true;
+        };
+        let state_dir = &runner.config.runtime.state_dir;
+        let Some(ceiling) =
+            crate::runtime::cycle::bounds::ceiling(state_dir, max, SystemTime::now())
+        else {
+            return true;
+        };
+        let plan = Plan::fixed(ceiling.wait);
+        runner.events.emit(Event::RateCeilingPaused {
+            rounds_last_hour: ceiling.rounds_last_hour,
+            max_rounds_per_hour: max,
+            resume_in_s: (ceiling.wait.as_secs_f64() * 10.0).round() / 10.0,
+        });
+        let until_text = crate::record::events::timestamp(plan.until);
+        let state = format!("paused by max_rounds_per_hour until {until_text}");
+        self.paused(stop, &plan, &state, |paused_for_s, woken| {
+            Event::RateCeilingResumed {
+                paused_for_s,
+                reason: woken.reason("elapsed"),
+            }
+        })
+        .await;
+        false
+    }
+
+    /// Waits out a pause of serve's own (the schedule's, the rate ceiling's) whose start
+    /// event the caller has recorded: the summary is refreshed, status and `service.json`
+    /// say `state` (paused) until it ends, then the event `resumed` builds from the seconds
+    /// paused (one decimal) and how it ended is recorded, and both say idle again. A SIGHUP
+    /// ends the pause so the caller looks at the re-read config.
+    async fn paused(
+        &mut self,
+        stop: &mut StopWatch,
+        plan: &Plan,
+        state: &str,
+        resumed: impl FnOnce(f64, Woken) -> Event,
+    ) {
+        let runner = &mut *self.runner;
+        refresh_summary(&runner.config.runtime.state_dir);
+        self.status
+            .send_modify(|s| s.update(state, None, &runner.hosts));
+        self.service
+            .update(ServiceState::Paused, None, &runner.hosts);
+        let started = Instant::now();
+        let mut waits = Waits {
+            stop,
+            follow: &mut *self.follow,
+            gate: self.gate,
+        };
+        let woken = wait_out(runner, &mut waits, plan, true).await;
+        let paused_for_s = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
+        runner.events.emit(resumed(paused_for_s, woken));
+        self.status
+            .send_modify(|s| s.update("waiting", None, &runner.hosts));
+        self.service.update(ServiceState::Idle, None, &runner.hosts);
+    }
+
+    /// Waits `wait` between rounds: ends early on a stop; a SIGHUP re-reads the config at
+    /// once and the wait goes on.
+    async fn pause(&mut self, stop: &mut StopWatch, wait: Duration) {
+        let until = tokio::time::Instant::now() + wait;
+        loop {
+            let hangup = tokio::select! {
+                _ = tokio::time::sleep_until(until) => false,
+                _ = reached(stop, StopLevel::Graceful) => false,
+                _ = self.follow.hangup() => true,
+            };
+            if !hangup {
+                return;
+            }
+            self.follow
+                .refresh(self.runner, self.gate, Trigger::Hangup)
+                .await;
+        }
     }
 
     /// A spawn hook deferred the round: `round_deferred`, `service.json` saying so, the
@@ -1277,139 +1399,9 @@ async fn wait_out(
     }
 }
 
-/// Waits out a back-off, `status` and `service.json` saying "backing off until <time>
-/// (<kind>)"; a stop or the stop file ends it within [`crate::runtime::cycle::backoff::TICK`]
-/// (the loop's own checks then stop serve); a SIGHUP re-reads the config and the wait
-/// goes on.
-async fn back_off(
-    runner: &mut Runner,
-    service: &mut ServiceFile,
-    status: &watch::Sender<Snapshot>,
-    mut waits: Waits<'_>,
-    plan: &Plan,
-    doc: BackOffDoc,
-) {
-    // Published once the summary holds the back-off's events (as a deferral is).
-    refresh_summary(&runner.config.runtime.state_dir);
-    status.send_modify(|s| s.update(&doc.describe(), None, &runner.hosts));
-    service.backing_off(doc, &runner.hosts);
-    let end = wait_out(runner, &mut waits, plan, false).await;
-    tracing::info!(?end, "back-off over");
-    status.send_modify(|s| s.update("waiting", None, &runner.hosts));
-    service.update(ServiceState::Idle, None, &runner.hosts);
-}
-
 /// Longest single pause when no schedule window opens within eight days: the schedule is
 /// looked at again after it.
 const SCHEDULE_RECHECK: Duration = Duration::from_secs(3600);
-
-/// `[schedule]` before a round (docs/configuration.md "[schedule]"): `true` when the next
-/// round's phase may start now. Otherwise either passes the round over
-/// (`phase_policy = "skip"` while another phase is open: `schedule_phase_skipped`) or
-/// waits until the schedule opens (`schedule_paused` … `schedule_resumed`; a stop, SIGTERM
-/// or the stop file ends the wait within a tick, a SIGHUP re-reads the config and ends it
-/// so the new `[schedule]` is looked at), and returns `false` so the loop looks again:
-/// after a clock jump one round at most starts, never a burst.
-async fn schedule_gate(
-    runner: &mut Runner,
-    service: &mut ServiceFile,
-    status: &watch::Sender<Snapshot>,
-    stop: &mut StopWatch,
-    follow: &mut ConfigFollower,
-    gate: &SandboxGate,
-) -> bool {
-    let config = &runner.config;
-    let state_dir = &config.runtime.state_dir;
-    let next = state::peek_next_round(state_dir).unwrap_or(1);
-    let now = jiff::Timestamp::now();
-    let look = schedule_gate::look(config, next, now);
-    let (phase, schedule) = (look.phase, look.schedule);
-    let until = match look.verdict {
-        schedule_gate::Verdict::Run => return true,
-        schedule_gate::Verdict::PassOver { opens } => {
-            if let Ok(round_num) = state::next_round(state_dir) {
-                runner.events.emit(Event::SchedulePhaseSkipped {
-                    round_num,
-                    phase: phase.unwrap_or("").to_owned(),
-                    until: opens.map(|t| t.to_string()),
-                });
-            }
-            return false;
-        }
-        schedule_gate::Verdict::Pause { until } => until,
-    };
-    let wait = until
-        .and_then(|t| t.duration_since(now).try_into().ok())
-        .map(|d: Duration| d.max(Duration::from_secs(1)))
-        .unwrap_or(SCHEDULE_RECHECK);
-    let plan = Plan::fixed(wait);
-    let until_text = crate::record::events::timestamp(plan.until);
-    runner.events.emit(Event::SchedulePaused {
-        phase: phase.map(str::to_owned),
-        until: until_text.clone(),
-        timezone: schedule.zone_name.clone(),
-    });
-    let state = format!("paused by schedule until {until_text}");
-    let mut waits = Waits { stop, follow, gate };
-    paused(
-        runner,
-        (service, status),
-        &mut waits,
-        &plan,
-        &state,
-        |paused_for_s, woken| Event::ScheduleResumed {
-            paused_for_s,
-            reason: woken.reason("schedule"),
-        },
-    )
-    .await;
-    false
-}
-
-/// `[runtime] max_rounds_per_hour` before a round: `true` when a round may start now.
-/// Otherwise waits until the oldest of the last hour's rounds leaves the window
-/// (`rate_ceiling_paused` … `rate_ceiling_resumed`; a stop, SIGTERM or the stop file ends
-/// the wait within a tick, a SIGHUP re-reads the config and ends it so a new ceiling is
-/// looked at) and returns `false` so the loop looks again.
-async fn rate_ceiling(
-    runner: &mut Runner,
-    service: &mut ServiceFile,
-    status: &watch::Sender<Snapshot>,
-    stop: &mut StopWatch,
-    follow: &mut ConfigFollower,
-    gate: &SandboxGate,
-) -> bool {
-    let Some(max) = runner.config.runtime.max_rounds_per_hour else {
-        return true;
-    };
-    let state_dir = runner.config.runtime.state_dir.clone();
-    let Some(ceiling) = crate::runtime::cycle::bounds::ceiling(&state_dir, max, SystemTime::now())
-    else {
-        return true;
-    };
-    let plan = Plan::fixed(ceiling.wait);
-    runner.events.emit(Event::RateCeilingPaused {
-        rounds_last_hour: ceiling.rounds_last_hour,
-        max_rounds_per_hour: max,
-        resume_in_s: (ceiling.wait.as_secs_f64() * 10.0).round() / 10.0,
-    });
-    let until_text = crate::record::events::timestamp(plan.until);
-    let state = format!("paused by max_rounds_per_hour until {until_text}");
-    let mut waits = Waits { stop, follow, gate };
-    paused(
-        runner,
-        (service, status),
-        &mut waits,
-        &plan,
-        &state,
-        |paused_for_s, woken| Event::RateCeilingResumed {
-            paused_for_s,
-            reason: woken.reason("elapsed"),
-        },
-    )
-    .await;
-    false
-}
 
 /// What [`budget_gate`] says of the next round.
 enum BudgetGate {
@@ -1511,53 +1503,6 @@ async fn budget_gate(
     status.send_modify(|s| s.update("waiting", None, &runner.hosts));
     service.update(ServiceState::Idle, None, &runner.hosts);
     BudgetGate::Again
-}
-
-/// Waits out a pause of serve's own (the schedule's, the rate ceiling's) whose start event
-/// the caller has recorded: the summary is refreshed, status and `service.json` say `state`
-/// (paused) until it ends, then the event `resumed` builds from the seconds paused (one
-/// decimal) and how it ended is recorded, and both say idle again. A SIGHUP ends the pause
-/// so the caller looks at the re-read config.
-async fn paused(
-    runner: &mut Runner,
-    (service, status): (&mut ServiceFile, &watch::Sender<Snapshot>),
-    waits: &mut Waits<'_>,
-    plan: &Plan,
-    state: &str,
-    resumed: impl FnOnce(f64, Woken) -> Event,
-) {
-    refresh_summary(&runner.config.runtime.state_dir);
-    status.send_modify(|s| s.update(state, None, &runner.hosts));
-    service.update(ServiceState::Paused, None, &runner.hosts);
-    let started = Instant::now();
-    let woken = wait_out(runner, waits, plan, true).await;
-    let paused_for_s = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
-    runner.events.emit(resumed(paused_for_s, woken));
-    status.send_modify(|s| s.update("waiting", None, &runner.hosts));
-    service.update(ServiceState::Idle, None, &runner.hosts);
-}
-
-/// Waits `wait` between rounds: ends early on a stop; a SIGHUP re-reads the config at once
-/// and the wait goes on.
-async fn pause(
-    stop: &mut StopWatch,
-    follow: &mut ConfigFollower,
-    runner: &mut Runner,
-    gate: &SandboxGate,
-    wait: Duration,
-) {
-    let until = tokio::time::Instant::now() + wait;
-    loop {
-        let hangup = tokio::select! {
-            _ = tokio::time::sleep_until(until) => false,
-            _ = reached(stop, StopLevel::Graceful) => false,
-            _ = follow.hangup() => true,
-        };
-        if !hangup {
-            return;
-        }
-        follow.refresh(runner, gate, Trigger::Hangup).await;
-    }
 }
 
 /// Brings the record's summary up to date for the read-only views (`serve` and `round` are
