@@ -22,7 +22,7 @@ use agent_runner::hosts::sandbox::SandboxGate;
 use agent_runner::hosts::HostManager;
 use agent_runner::record::events::EventLog;
 use agent_runner::record::stop::StopLevel;
-use agent_runner::runtime::{detect_hooks, pre_round, spawn_gate};
+use agent_runner::runtime::steps::{detect_hooks, pre_round, spawn_gate};
 use agent_runner_plugin_host::common::probe::probe;
 use agent_runner_protocol::{Family, LastRound, ProjectState};
 use criterion::{criterion_group, criterion_main, Criterion};

@@ -15,7 +15,7 @@ mod common;
 use agent_runner::hosts::builtin::DetectorHost;
 use agent_runner::hosts::HostManager;
 use agent_runner::record::stop::StopLevel;
-use agent_runner::runtime::spawn_gate::{self, Verdict};
+use agent_runner::runtime::steps::spawn_gate::{self, Verdict};
 use agent_runner_protocol::Family;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 

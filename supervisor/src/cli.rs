@@ -12,10 +12,10 @@ use crate::exit::{self, CliError};
 use crate::operator::control;
 use crate::operator::peek::{self, PeekOptions, PeekOutput};
 use crate::record::stop::{self, StopLevel};
-use crate::runtime::post_round::Decision as PostRound;
-use crate::runtime::round::{Attempt, Ran};
-use crate::runtime::serve::{self, ServeOptions};
-use crate::runtime::spawn_gate::Verdict;
+use crate::runtime::cycle::round::{Attempt, Ran};
+use crate::runtime::cycle::serve::{self, ServeOptions};
+use crate::runtime::steps::post_round::Decision as PostRound;
+use crate::runtime::steps::spawn_gate::Verdict;
 
 /// Restart-on-exit supervisor for coding-agent CLIs, with pinned, confined plugin hosts.
 #[derive(Debug, Parser)]
@@ -357,24 +357,24 @@ macro_rules! exit_with {
 exit_with!(exit::CONFIG =>
     crate::config::ConfigError,
     crate::hosts::sandbox::SandboxRefused,
-    crate::runtime::agent_sandbox::AgentSandboxRefused
+    crate::runtime::agent::sandbox::AgentSandboxRefused
 );
 exit_with!(exit::FAILURE =>
-    crate::runtime::round::RoundError,
+    crate::runtime::cycle::round::RoundError,
     crate::operator::interrupt::NoInterrupt,
     crate::operator::control::NotRunning
 );
 
-impl From<crate::runtime::serve::BootError> for CliError {
-    fn from(err: crate::runtime::serve::BootError) -> Self {
-        use crate::runtime::serve::BootError;
+impl From<crate::runtime::cycle::serve::BootError> for CliError {
+    fn from(err: crate::runtime::cycle::serve::BootError) -> Self {
+        use crate::runtime::cycle::serve::BootError;
         match err {
             BootError::Config(err) => err.into(),
             BootError::Sandbox(err) => err.into(),
             BootError::AgentSandbox(err) => err.into(),
             err @ BootError::Launcher(_) => CliError::config(err.to_string()),
             BootError::TreeLock(
-                err @ crate::runtime::tree_lock::TreeLockError::OtherTree { .. },
+                err @ crate::runtime::cycle::tree_lock::TreeLockError::OtherTree { .. },
             ) => CliError::config(err.to_string()),
             err if err.is_environmental() => CliError {
                 code: exit::ENVIRONMENT,
@@ -671,7 +671,7 @@ async fn run_serve(
 ) -> Result<u8, CliError> {
     let (sender, mut stop) = stop::install().map_err(|e| CliError::failure(e.to_string()))?;
     let mut booted = serve::boot_serve(config, options.job).await?;
-    let pid_file = crate::runtime::log_views::serve_pid(booted.runner.log_dir());
+    let pid_file = crate::runtime::cycle::log_views::serve_pid(booted.runner.log_dir());
     let state_dir = booted.runner.config.runtime.state_dir.clone();
     let control = crate::operator::control::listen(&state_dir, sender, booted.status.subscribe())
         .map_err(|e| {
@@ -831,7 +831,7 @@ fn round_ran(ran: &Ran, hint: Option<String>) -> (u8, RoundSummary) {
     // Exit 1 only for an agent that failed by itself; a round ended by its budget exits 0,
     // as in the reference system (docs/reference-system.md, "CLI"): the round ran and was
     // recorded (`round_timeout_kill`), and the reason is still printed below.
-    let timed_out = agent_exit.cause == crate::runtime::agent::ExitCause::Timeout;
+    let timed_out = agent_exit.cause == crate::runtime::agent::process::ExitCause::Timeout;
     let mut code = if agent_exit.is_clean() || timed_out {
         exit::OK
     } else {
@@ -841,8 +841,11 @@ fn round_ran(ran: &Ran, hint: Option<String>) -> (u8, RoundSummary) {
         // The reason is usually in the agent's last words (docs/operations.md,
         // "Agent preconditions"). They go to the operator's terminal with their escapes
         // shown, not obeyed (`printable`); the log file keeps the agent's bytes.
-        let tail =
-            crate::runtime::round::log_tail(&ran.log_path, ROUND_TAIL_LINES, ROUND_TAIL_CHARS);
+        let tail = crate::runtime::cycle::round::log_tail(
+            &ran.log_path,
+            ROUND_TAIL_LINES,
+            ROUND_TAIL_CHARS,
+        );
         eprintln!(
             "agent-runner: round {}: the agent ended {} after {:.1} s; the end of {}:\n{}",
             ran.round_num,
@@ -871,7 +874,7 @@ fn round_ran(ran: &Ran, hint: Option<String>) -> (u8, RoundSummary) {
     for sentence in &ran.endpoints_refused {
         eprintln!("agent-runner: round {}: {sentence}", ran.round_num);
     }
-    let sandboxed = crate::runtime::serve::sandbox_failure(ran).is_some();
+    let sandboxed = crate::runtime::cycle::serve::sandbox_failure(ran).is_some();
     match &ran.post_round {
         PostRound::BackOff { .. } if sandboxed => {
             eprintln!("agent-runner: the round failed on the agent sandbox, not the provider's network; serve would not back off");

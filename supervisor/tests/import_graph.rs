@@ -1,6 +1,7 @@
 //! The files of `supervisor/src` import each other without a cycle, and the folders keep the
 //! order of ARCHITECTURE.md, "Layers": a file imports only from its own folder or from a
-//! folder on a lower row.
+//! folder on a lower row. A folder with a block of its own in that section (```` ```text
+//! runtime/ ````) keeps its folders in layers the same way.
 //!
 //! A file's imports are every path in its code (comments, string literals and
 //! `#[cfg(test)]` modules aside) that starts with `crate::`, `super::`, `self::` or the
@@ -396,24 +397,79 @@ fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>>
         .find_map(|node| visit(node, graph, &mut done, &mut Vec::new()))
 }
 
-/// The rows of ARCHITECTURE.md's "Layers" block, top row first: each row the folders (or
-/// top-level files, without `.rs`) of `supervisor/src` that stand on it.
-fn layers(architecture: &str) -> Vec<Vec<String>> {
+/// The blocks of ARCHITECTURE.md's "Layers" section: the folder each is about (`""` for
+/// `supervisor/src` itself, whose block's fence is plain ```` ```text ````; `"runtime"` for
+/// a block fenced ```` ```text runtime/ ````) → its rows, top row first, each row the
+/// folders (or files, without `.rs`) that stand on it.
+fn layer_blocks(architecture: &str) -> BTreeMap<String, Vec<Vec<String>>> {
     let section = architecture
         .split("\n## Layers")
         .nth(1)
         .expect("ARCHITECTURE.md has a '## Layers' section");
-    let block = section
-        .split("```")
-        .nth(1)
-        .expect("the Layers section holds a ``` block");
-    block
-        .lines()
-        .skip(1) // the fence's language tag
-        .map(|l| l.split('#').next().unwrap_or("").split_whitespace())
-        .map(|w| w.map(str::to_owned).collect::<Vec<_>>())
-        .filter(|row| !row.is_empty())
+    let section = section.split("\n## ").next().unwrap_or(section);
+    let mut blocks = BTreeMap::new();
+    // Odd pieces between fences are the blocks' insides.
+    for block in section.split("```").skip(1).step_by(2) {
+        let mut lines = block.lines();
+        let tag = lines.next().unwrap_or("").trim();
+        let Some(folder) = tag.strip_prefix("text") else {
+            continue;
+        };
+        let rows = lines
+            .map(|l| l.split('#').next().unwrap_or("").split_whitespace())
+            .map(|w| w.map(str::to_owned).collect::<Vec<_>>())
+            .filter(|row| !row.is_empty())
+            .collect();
+        blocks.insert(folder.trim().trim_end_matches('/').to_owned(), rows);
+    }
+    assert!(
+        blocks.contains_key(""),
+        "the Layers section holds a ```text block for supervisor/src"
+    );
+    blocks
+}
+
+/// The rows of the Layers section's block for `supervisor/src` itself, top row first.
+fn layers(architecture: &str) -> Vec<Vec<String>> {
+    layer_blocks(architecture).remove("").unwrap_or_default()
+}
+
+/// The imports between modules under `folder` (`runtime`), with `folder::` taken off both
+/// ends: the graph its own block of layers is checked against.
+fn inside(
+    graph: &BTreeMap<String, BTreeSet<String>>,
+    folder: &str,
+) -> BTreeMap<String, BTreeSet<String>> {
+    let prefix = format!("{folder}::");
+    graph
+        .iter()
+        .filter_map(|(from, deps)| {
+            let from = from.strip_prefix(&prefix)?;
+            let deps = deps
+                .iter()
+                .filter_map(|d| d.strip_prefix(&prefix).map(str::to_owned))
+                .collect();
+            Some((from.to_owned(), deps))
+        })
         .collect()
+}
+
+/// Each row's names against what stands in the folder (`tops`): one missing from the rows,
+/// or a row naming what is not there, is a problem. `place` names the block.
+fn rows_match(rows: &[Vec<String>], tops: &BTreeSet<&str>, place: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    let listed: Vec<&String> = rows.iter().flatten().collect();
+    for top in tops {
+        if !listed.iter().any(|l| l == top) {
+            problems.push(format!("{top} stands on no row of {place}"));
+        }
+    }
+    for l in &listed {
+        if !tops.contains(l.as_str()) {
+            problems.push(format!("{l} is in {place} but not in src"));
+        }
+    }
+    problems
 }
 
 /// Every import that breaks the layers: from a folder to one on its own row or a higher
@@ -448,9 +504,9 @@ fn supervisor_files_keep_the_layers_without_a_cycle() {
     // The reader sees real imports: the round uses the hosts, the hosts do not use the round;
     // a child module named bare and a re-export are seen too.
     assert!(
-        graph["runtime::dirty"].contains("hosts"),
+        graph["runtime::steps::dirty"].contains("hosts"),
         "{:?}",
-        graph["runtime::dirty"]
+        graph["runtime::steps::dirty"]
     );
     assert!(
         graph["hosts"].contains("hosts::host"),
@@ -461,24 +517,22 @@ fn supervisor_files_keep_the_layers_without_a_cycle() {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ARCHITECTURE.md"),
     )
     .unwrap();
-    let rows = layers(&architecture);
     let mut problems = Vec::new();
-    let tops: BTreeSet<&str> = found.keys().filter_map(|m| m.split("::").next()).collect();
-    let listed: Vec<&String> = rows.iter().flatten().collect();
-    for top in &tops {
-        if !listed.iter().any(|l| l == top) {
-            problems.push(format!(
-                "{top} stands on no row of ARCHITECTURE.md's Layers"
-            ));
+    for (folder, rows) in layer_blocks(&architecture) {
+        let (graph, place) = if folder.is_empty() {
+            (graph.clone(), "ARCHITECTURE.md's Layers".to_owned())
+        } else {
+            (
+                inside(&graph, &folder),
+                format!("ARCHITECTURE.md's Layers for {folder}/"),
+            )
+        };
+        // What stands in the folder: its modules' first segments.
+        let tops: BTreeSet<&str> = graph.keys().filter_map(|m| m.split("::").next()).collect();
+        problems.extend(rows_match(&rows, &tops, &place));
+        for edge in upward(&graph, &rows) {
+            problems.push(format!("import against {place}: {edge}"));
         }
-    }
-    for l in &listed {
-        if !tops.contains(l.as_str()) {
-            problems.push(format!("{l} is in ARCHITECTURE.md's Layers but not in src"));
-        }
-    }
-    for edge in upward(&graph, &rows) {
-        problems.push(format!("import against the layers: {edge}"));
     }
     // Each cycle found is cut at its last edge and looked for again, so every one is named.
     let mut rest = graph.clone();
@@ -540,4 +594,33 @@ fn the_checks_find_cycles_and_upward_imports() {
     let rows = layers("# x\n## Layers\n```text\na   # top\nb d\nc\n```\n");
     assert_eq!(rows, [vec!["a"], vec!["b", "d"], vec!["c"]]);
     assert_eq!(upward(&graph, &rows), ["c -> a"]);
+}
+
+#[test]
+fn a_folder_with_its_own_block_keeps_its_inner_layers() {
+    // `r/` stands in two folders, `top` over `low`; `low::x` importing `top::y` breaks them.
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("r", vec![]),
+        ("r::top::y", vec!["r::low::x"]),
+        ("r::low::x", vec!["r::top::y", "e"]),
+        ("e", vec![]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.into_iter().map(str::to_owned).collect()))
+    .collect();
+    let blocks = layer_blocks(
+        "# x\n## Layers\n```text\nr\ne\n```\ntext\n```text r/\ntop  # over\nlow\n```\n## Next\n```text x/\nz\n```\n",
+    );
+    assert_eq!(blocks.keys().collect::<Vec<_>>(), ["", "r"]);
+    let inner = inside(&graph, "r");
+    assert_eq!(upward(&inner, &blocks["r"]), ["low::x -> top::y"]);
+    let tops: BTreeSet<&str> = ["top", "low", "new"].into_iter().collect();
+    assert_eq!(
+        rows_match(&blocks["r"], &tops, "r's block"),
+        ["new stands on no row of r's block"]
+    );
+    // The same imports the right way up break nothing.
+    let mut fixed = inner.clone();
+    fixed.get_mut("low::x").unwrap().remove("top::y");
+    assert!(upward(&fixed, &blocks["r"]).is_empty());
 }

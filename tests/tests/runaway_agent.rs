@@ -1,7 +1,7 @@
 //! An agent that leaves the process group the supervisor made for it (`setpgid` into the
 //! supervisor's own group, a child that calls `setsid`) is still ended by the round budget
 //! and by a stop, and does not outlive a supervisor killed with SIGKILL (issue 27, item 2;
-//! docs/operations.md "Leaving it unattended", src/runtime/agent.rs). Real processes, as
+//! docs/operations.md "Leaving it unattended", src/runtime/agent/process.rs). Real processes, as
 //! root and as the unprivileged user.
 
 use std::time::{Duration, Instant};

@@ -1,5 +1,5 @@
 //! The lock and the record are the work tree's, by its identity, not its path or name
-//! (issue 27, item 5; src/runtime/tree_lock.rs): a second supervisor reaching the same
+//! (issue 27, item 5; src/runtime/cycle/tree_lock.rs): a second supervisor reaching the same
 //! tree through a bind mount is refused while `serve` runs, and a second project with the
 //! same folder name gets a default log dir of its own (issue 38) rather than numbering on
 //! in the first one's record; a written log dir of another existing tree is refused (exit

@@ -5,7 +5,7 @@
 //! pauses it until the next day (`budget_paused` … `budget_resumed`). During a round, what
 //! it may still spend ([`RoundCap`]: the least of `round_usd` and what is left of each
 //! total and daily cap) bounds it: the running usage its CLI's output watch reports
-//! crossing it stops the agent (`crate::runtime::usage_watch`, `budget_round_stopped`).
+//! crossing it stops the agent (`crate::runtime::agent::usage_watch`, `budget_round_stopped`).
 //! After a round, `round_usd` passed is recorded (`budget_round_exceeded`). The one place
 //! of this rule: `serve` acts on it, `peek` shows it. Pure: callers pass the instant.
 

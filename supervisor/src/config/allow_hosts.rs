@@ -1,5 +1,5 @@
 //! `[agent.sandbox] allow_hosts`: the host names the agent may reach through the egress
-//! proxy (`crate::runtime::egress_proxy`), and each preset's defaults.
+//! proxy (`crate::runtime::egress::proxy`), and each preset's defaults.
 //!
 //! An entry is one of (docs/security.md, "Egress by host name"):
 //! - `name` — exactly that host name (any port), e.g. `api.anthropic.com`;
@@ -15,7 +15,7 @@
 //! An entry naming this machine — a loopback address or `localhost` — must give its port:
 //! a local endpoint opens exactly that address and port (`127.0.0.1:4010`,
 //! `localhost:4010`). A *name* never leads back into the machine
-//! (`crate::runtime::egress_address`).
+//! (`crate::runtime::egress::address`).
 
 /// Why an `allow_hosts` entry was refused. Display names the entry in backticks and says
 /// what a good one looks like; the config layer puts it after the key `agent.sandbox.allow_hosts`.
@@ -211,7 +211,7 @@ impl AllowHosts {
     }
 
     /// Whether an entry names a loopback address or `localhost` (a local endpoint, reached
-    /// through the proxy: `crate::runtime::egress_proxy::agent_env`).
+    /// through the proxy: `crate::runtime::egress::proxy::agent_env`).
     pub(crate) fn names_this_machine(&self) -> bool {
         self.patterns.iter().any(|p| {
             p.name == "localhost"

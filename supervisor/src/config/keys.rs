@@ -9,7 +9,7 @@
 //! - the table's [`Key`] list, from which docs/configuration.md's key tables
 //!   ([`doc_table`]; a test fails when they drift), `init`'s template
 //!   (`crate::operator::init`) and config reload's fixed keys
-//!   (`crate::runtime::config_follow`) come,
+//!   (`crate::runtime::cycle::config_follow`) come,
 //! - when the table asks for it, the resolved struct the rest of the program reads
 //!   (`RuntimeConfig`, …): one field per key, its doc made from the definition (doc line,
 //!   default, range), and `resolve_with`, which fills each field from its getter (then

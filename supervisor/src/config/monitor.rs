@@ -3,7 +3,7 @@
 //! "Monitor"; each key in docs/configuration.md, "[monitor]"); `pressure.sample_interval_s`
 //! is ours. The login keys (`auth_fail_patterns`, `auth_fail_hint`) serve the built-in
 //! post-round detectors (docs/detectors.md); `round_progress_interval_s` paces the in-round
-//! heartbeat (`crate::runtime::round_progress`).
+//! heartbeat (`crate::runtime::agent::round_progress`).
 
 use serde::Deserialize;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! `[notify]` and `[[notify.webhooks]]`: the one place their keys are read, checked and
 //! given defaults (docs/configuration.md, "[notify]"), and the one parser of a webhook's
-//! URL ([`parse_url`]), which the sender (`crate::runtime::notify`) uses too. What is sent,
+//! URL ([`parse_url`]), which the sender (`crate::runtime::outward::notify`) uses too. What is sent,
 //! when and how is docs/operations.md, "Notifications".
 //!
 //! A webhook's URL is a secret (a chat webhook's path is its key) and this file is one the
@@ -78,7 +78,7 @@ pub struct Webhook {
     pub name: Option<String>,
     /// Where its URL comes from.
     pub url: UrlSource,
-    /// `events`; `None`: the default set (`crate::runtime::notify::DEFAULT_EVENTS`).
+    /// `events`; `None`: the default set (`crate::runtime::outward::notify::DEFAULT_EVENTS`).
     pub events: Option<Vec<String>>,
     /// `format`.
     pub format: NotifyFormat,
@@ -204,7 +204,7 @@ pub(crate) fn parse_url(url: &str) -> Result<ParsedUrl, &'static str> {
 }
 
 /// Checks `[notify]` (absent: no webhooks). The event kinds are checked where the record's
-/// kinds are known (`crate::runtime::notify::Targets::resolve`, at `serve`'s start, at each
+/// kinds are known (`crate::runtime::outward::notify::Targets::resolve`, at `serve`'s start, at each
 /// re-read and by `doctor`), as is `url_env`'s variable.
 ///
 /// Errors: `(dotted key, what was expected)`; never quoting a URL.

@@ -139,11 +139,11 @@ config_table! {
     #[derive(Clone, Debug)]
     pub struct AgentConfig by AgentHand {
         /// `session_max_rounds`, `session_max_tokens`, `session_max_hours` together: when a
-        /// resumed session is started afresh (`crate::runtime::sessions`).
+        /// resumed session is started afresh (`crate::runtime::agent::sessions`).
         session_bounds: super::session_resume::SessionBounds,
         /// `[agent.sandbox] allow_hosts` (a key of that table, made one value per agent
         /// here), parsed: `Some` puts the agent in its own network namespace, reaching
-        /// only these hosts through the egress proxy (`crate::runtime::egress_proxy`);
+        /// only these hosts through the egress proxy (`crate::runtime::egress::proxy`);
         /// `None` (the key absent): the network as the supervisor has it.
         allow_hosts: Option<super::allow_hosts::AllowHosts>,
     }

@@ -1,7 +1,7 @@
 //! Session resume (docs/agent-clis.md, "Session resume"): how each agent CLI picks its
 //! previous session back up, by the CLI (`[agent] cli` or what the command runs:
 //! [`crate::config::agent_cli`], as for the cooperative stop). `serve` mints one session id per phase and appends the CLI's
-//! arguments after `command`, before the prompt arguments (`crate::runtime::sessions`);
+//! arguments after `command`, before the prompt arguments (`crate::runtime::agent::sessions`);
 //! `[agent] session_resume = false` turns it off.
 //!
 //! The reference system does pi only (`--session-id` on every round, an older pi's flag).

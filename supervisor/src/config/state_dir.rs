@@ -19,7 +19,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Name of the file in a state dir naming the work tree whose record it is
-/// (`<dev> <ino> <path>`), written by [`crate::runtime::tree_lock`].
+/// (`<dev> <ino> <path>`), written by [`crate::runtime::cycle::tree_lock`].
 pub(crate) const IDENTITY_FILE: &str = "tree-identity";
 
 /// `(device, inode)` of `path` (following links): a tree's identity, whatever path reaches

@@ -56,7 +56,7 @@ pub enum ModelRule {
 /// Which counts of a CLI's usage report are the running total of its session rather than
 /// the round's own, once a round resumes the session (`serve`'s session resume,
 /// docs/detectors.md "Usage"): the supervisor turns them into the round's own by taking
-/// off the same session's previous report (`crate::runtime::session_usage`). Measured
+/// off the same session's previous report (`crate::runtime::agent::session_usage`). Measured
 /// with the real CLIs against the fake model server (tests/tests/real_clis.rs,
 /// `resumed_usage_adds_up_to_the_bill`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

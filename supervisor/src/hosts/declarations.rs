@@ -33,13 +33,13 @@ pub(crate) fn is_builtin_hook_name(name: &str) -> bool {
         || crate::detectors::watch_names().any(|n| n == name)
 }
 
-/// The name of the built-in dirty handler (`runtime::dirty`, which answers at priority
+/// The name of the built-in dirty handler (`runtime::steps::dirty`, which answers at priority
 /// 1000), reserved (see [`is_builtin_hook_name`]).
 pub(crate) const BUILTIN_DIRTY_HANDLER: &str = "default";
 
 /// The round context's own top-level keys; a context enricher may not be named after one
 /// (its object is put under its name, `docs/protocol.md` §5.4); the serde names of
-/// `crate::runtime::round_context::RoundContext`'s own fields.
+/// `crate::runtime::agent::round_context::RoundContext`'s own fields.
 pub(crate) const RESERVED_CONTEXT_KEYS: &[&str] = &[
     "round_num",
     "started_at",

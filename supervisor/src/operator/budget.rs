@@ -121,6 +121,6 @@ pub(crate) fn peek(config: &crate::config::Config, now: jiff::Timestamp) -> Opti
         unpriced_rounds: total.unpriced_rounds,
         since_reset: ledger.last_reset.clone(),
         timezone: budget.zone().1,
-        usage_scope: crate::runtime::post_round::USAGE_SCOPE.to_owned(),
+        usage_scope: crate::runtime::steps::post_round::USAGE_SCOPE.to_owned(),
     })
 }

@@ -458,7 +458,9 @@ pub(crate) fn restart_wait(config: &crate::config::Config, force: bool) -> Durat
     } else {
         config.runtime.round_budget
     };
-    round + crate::runtime::cooperative::stop_signal(&config.agent).grace + Duration::from_secs(60)
+    round
+        + crate::runtime::agent::cooperative::stop_signal(&config.agent).grace
+        + Duration::from_secs(60)
 }
 
 /// `start`: runs `serve` detached (its own session; output in `<state_dir>/serve.out`) and

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::config::{Config, SandboxMode};
 use crate::hosts::sandbox::SandboxGate;
-use crate::runtime::serve::{CRASH_LOOP_LIMIT, MIN_REASK};
+use crate::runtime::cycle::serve::{CRASH_LOOP_LIMIT, MIN_REASK};
 
 /// One entry of `peek`'s `defenses`.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
@@ -107,9 +107,9 @@ pub(crate) fn list(config: &Config, gate: Option<&SandboxGate>) -> Vec<Defense> 
             "git_config_watched",
             json!(format!(
                 "{} reviewed keys reverted when a round adds or changes them",
-                crate::runtime::git_config_keys::KEYS
+                crate::runtime::git::config_keys::KEYS
                     .iter()
-                    .filter(|k| k.effect != crate::runtime::git_config_keys::Effect::Shapes)
+                    .filter(|k| k.effect != crate::runtime::git::config_keys::Effect::Shapes)
                     .count()
             )),
             "a git config key the agent planted (an fsmonitor hook, a pager, a filter, an alias) running at the operator's next git command",

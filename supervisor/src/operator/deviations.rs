@@ -9,7 +9,7 @@ use crate::config::{Config, TransientAction};
 use crate::operator::doctor_check::{check, Check};
 use crate::operator::install::{unit_name, Scope};
 use crate::record::state::lock_holder;
-use crate::runtime::log_views::SERVE_PID_FILE;
+use crate::runtime::cycle::log_views::SERVE_PID_FILE;
 
 /// The warnings' name in `doctor --json`.
 const NAME: &str = "reference_deviation";

@@ -21,10 +21,10 @@ use crate::exit;
 use crate::hosts::sandbox::SandboxGate;
 use crate::hosts::{check_pin, PinStatus};
 pub(crate) use crate::operator::doctor_check::{check, Check};
-use crate::runtime::agent_sandbox::AgentSandboxGate;
-use crate::runtime::git::Repo;
-use crate::runtime::host_health::{self, Reading};
-use crate::runtime::round_cgroup;
+use crate::runtime::agent::sandbox::AgentSandboxGate;
+use crate::runtime::git::repo::Repo;
+use crate::runtime::machine::host_health::{self, Reading};
+use crate::runtime::machine::round_cgroup;
 
 /// `doctor --json` (schema: `docs/schema/doctor.schema.json`). The reference system's
 /// `checks` and `sandbox`, plus ours: `hosts`, `config` and `phase_plan` (absent when the
@@ -65,7 +65,7 @@ pub(crate) struct DoctorDoc {
 }
 
 /// `doctor`'s `agent_env`: the variables of doctor's own environment a confined agent
-/// would not inherit ([`crate::runtime::agent_environment`]). Names only, never values.
+/// would not inherit ([`crate::runtime::agent::environment`]). Names only, never values.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[schemars(transform = crate::record::schema_fields::every_field_required)]
 pub(crate) struct AgentEnvView {
@@ -97,7 +97,7 @@ const PASS_ENV_KEY: &str = "[agent.sandbox] pass_env";
 /// `agent_env` of `config` in this process's environment, and its check (passing: the
 /// names are information, not a fault).
 fn agent_env_view(config: &Config) -> (AgentEnvView, Check) {
-    let list = crate::runtime::agent_environment::AllowList::of(config, config.agent.cli.name);
+    let list = crate::runtime::agent::environment::AllowList::of(config, config.agent.cli.name);
     let names: Vec<std::ffi::OsString> = std::env::vars_os().map(|(k, _)| k).collect();
     let dropped = list.as_ref().map(|l| l.dropped(&names)).unwrap_or_default();
     let mut inherited: Vec<InheritedVar> = list
@@ -193,7 +193,7 @@ impl From<agent_runner_plugin_host::common::layers::Layer> for LayerView {
 }
 
 /// `doctor`'s `sigterm_grace`: the stop signal and grace of `[agent]`'s agent
-/// ([`crate::runtime::cooperative`]).
+/// ([`crate::runtime::agent::cooperative`]).
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub(crate) struct SigtermGrace {
     /// The agent's CLI (`[agent] cli`, or what the command runs; `command[0]`'s file name
@@ -209,7 +209,7 @@ pub(crate) struct SigtermGrace {
 
 impl SigtermGrace {
     fn of(agent: &crate::config::AgentConfig) -> Self {
-        let stop = crate::runtime::cooperative::stop_signal(agent);
+        let stop = crate::runtime::agent::cooperative::stop_signal(agent);
         SigtermGrace {
             agent: agent.cli.name.map(str::to_owned).unwrap_or_else(|| {
                 let first = &agent.command[0];
@@ -480,7 +480,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     checks.push(launcher);
     let repo = Repo::new(
         &config.runtime.work_dir,
-        crate::runtime::attribution::OwnFiles::default(),
+        crate::runtime::git::attribution::OwnFiles::default(),
     );
     let mut without_git = None;
     let work_dir_check = match repo.not_a_work_tree().await {
@@ -563,7 +563,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
                 .agent_sandbox
                 .mode
                 .ne(&config::SandboxMode::Off)
-                .then(|| crate::runtime::agent_sandbox::agent_shim(&config))
+                .then(|| crate::runtime::agent::sandbox::agent_shim(&config))
                 .flatten()
             {
                 checks.push(check("agent_shim", true, shim.describe(), ""));
@@ -594,7 +594,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     let (found, mut warnings) = agent_findings(&config);
     checks.extend(found);
     // `serve` and `round` refuse such a prompt at boot (exit 78): doctor says the same.
-    let prompt = crate::runtime::prompt::undeliverable_now(&config);
+    let prompt = crate::runtime::agent::prompt::undeliverable_now(&config);
     refuse_boot |= !prompt.is_empty();
     if prompt.is_empty() {
         checks.push(check(
@@ -646,7 +646,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
 }
 
 /// `agent_endpoint`: each endpoint of the agent agent-runner can read
-/// ([`crate::runtime::agent_endpoint`]) its sandbox would refuse, named with the port and
+/// ([`crate::runtime::agent::endpoint`]) its sandbox would refuse, named with the port and
 /// the key that opens it — a failed check for a variable (`[agent.env]`, the environment),
 /// a warning for a CLI config file (one provider of possibly several); one passing check
 /// otherwise.
@@ -655,7 +655,7 @@ fn endpoint_findings(
     tier: &str,
     landlock_abi: Option<u32>,
 ) -> (Vec<Check>, Vec<Check>) {
-    use crate::runtime::agent_endpoint::{connect_rule_applies, endpoints, refusal};
+    use crate::runtime::agent::endpoint::{connect_rule_applies, endpoints, refusal};
     let rule = connect_rule_applies(config, tier, landlock_abi);
     let found = endpoints(config);
     let (mut failed, mut warned, mut reached) = (Vec::new(), Vec::new(), Vec::new());
@@ -697,12 +697,12 @@ fn endpoint_findings(
     (failed, warned)
 }
 
-/// `key_broker`: what the key broker does for the agent ([`crate::runtime::key_broker`]),
+/// `key_broker`: what the key broker does for the agent ([`crate::runtime::egress::key_broker`]),
 /// one line per provider brokered (the key variable, never its value, and where requests
 /// go) and one per key or CLI left as it is, with why (docs/security.md, "The key broker").
 /// Informational: a key the agent holds is the operator's choice, not an error.
 fn key_broker_checks(config: &Config) -> Vec<Check> {
-    let plan = crate::runtime::key_broker::plan(config, &config.agent);
+    let plan = crate::runtime::egress::key_broker::plan(config, &config.agent);
     let mut out: Vec<Check> = plan
         .routes
         .iter()
@@ -741,7 +741,7 @@ fn telemetry_findings(
     landlock_abi: Option<u32>,
 ) -> (Vec<Check>, Vec<Check>) {
     use crate::config::telemetry::{ENDPOINT_VAR, TRACES_ENDPOINT_VAR};
-    use crate::runtime::agent_endpoint::{connect_rule_applies, host_port, refusal, Endpoint};
+    use crate::runtime::agent::endpoint::{connect_rule_applies, host_port, refusal, Endpoint};
     let Some(ours) = &config.telemetry.endpoint else {
         return (Vec::new(), Vec::new());
     };
@@ -822,10 +822,10 @@ fn launcher_check() -> Check {
     }
 }
 
-/// The agent CLI's preconditions on this machine ([`crate::runtime::agent_preconditions`]), for the
+/// The agent CLI's preconditions on this machine ([`crate::runtime::agent::preconditions`]), for the
 /// agent of every phase: failed checks and warnings named `agent_preconditions`.
 fn agent_findings(config: &Config) -> (Vec<Check>, Vec<Check>) {
-    let (failures, warnings) = crate::runtime::agent_preconditions::on_this_machine(config);
+    let (failures, warnings) = crate::runtime::agent::preconditions::on_this_machine(config);
     let mut failed: Vec<Check> = failures
         .into_iter()
         .map(|(reason, fix)| check("agent_preconditions", false, reason, fix))
@@ -869,7 +869,7 @@ fn goal_check_warnings(config: &Config) -> Vec<Check> {
         .collect();
     let mut warnings = Vec::new();
     for check_cfg in &goal.checks {
-        let files = crate::runtime::goal::check_files(check_cfg);
+        let files = crate::runtime::steps::goal::check_files(check_cfg);
         let exposed: Vec<String> = files
             .iter()
             .filter(|f| writable.iter().any(|w| f.starts_with(w)))
@@ -993,8 +993,8 @@ fn round_cgroup_check(config: &Config) -> Check {
 /// `watched` (informational, always passes): what the watched tier does after each round
 /// (docs/security.md, "What runs later: the watched tier") and the watched keys the
 /// repository's config sets now, which a round leaves alone as the operator's.
-async fn watched_check(config: &Config, repo: &crate::runtime::git::Repo) -> Check {
-    use crate::runtime::git_config_watch::ConfigBefore;
+async fn watched_check(config: &Config, repo: &crate::runtime::git::repo::Repo) -> Check {
+    use crate::runtime::git::config_watch::ConfigBefore;
     let now = ConfigBefore::record(repo, &ConfigBefore::default()).await;
     let present = match now.map(|c| c.watched_keys()) {
         Ok(keys) if keys.is_empty() => "none set now".to_owned(),
@@ -1026,7 +1026,7 @@ async fn watched_check(config: &Config, repo: &crate::runtime::git::Repo) -> Che
 fn budget_check(config: &config::Config) -> Check {
     let budget = &config.budget;
     let (reported, cli_words) = crate::budget::source_of(config.agent.cli.name, budget);
-    let plan = crate::runtime::key_broker::plan(config, &config.agent);
+    let plan = crate::runtime::egress::key_broker::plan(config, &config.agent);
     let brokered: Vec<&str> = plan.routes.iter().map(|r| r.provider.name).collect();
     let counted = reported || !brokered.is_empty();
     let source = if brokered.is_empty() {
@@ -1125,11 +1125,11 @@ fn sessions_check(config: &Config) -> Check {
 /// `notify`: the `[[notify.webhooks]]` entries, one check each (`notify:<name>`): where
 /// its URL comes from (`url_env`, read from this environment — `serve` reads its own at
 /// start — or a literal `url`), its format and kinds, checked as `serve` checks them
-/// ([`crate::runtime::notify::resolve_one`]); never the URL. Warnings: a literal `url`
+/// ([`crate::runtime::outward::notify::resolve_one`]); never the URL. Warnings: a literal `url`
 /// (the config is readable by the agent), `url_env` while the agent inherits the whole
 /// environment (`[agent.sandbox] mode = "off"`).
 fn notify_findings(config: &Config) -> (Vec<Check>, Vec<Check>) {
-    use crate::runtime::notify::{resolve_one, DEFAULT_EVENTS};
+    use crate::runtime::outward::notify::{resolve_one, DEFAULT_EVENTS};
     let hooks = &config.notify.webhooks;
     if hooks.is_empty() {
         return (
@@ -1256,7 +1256,7 @@ fn prompt_check(path: &Path) -> Check {
                 ),
             ),
             Ok(text)
-                if crate::runtime::prompt::strip_front_matter(&text)
+                if crate::runtime::agent::prompt::strip_front_matter(&text)
                     .trim()
                     .is_empty() =>
             {
@@ -1523,7 +1523,7 @@ pub(crate) fn render(doc: &DoctorDoc) -> String {
         }
     }
     if let Some(sg) = &doc.sigterm_grace {
-        let presets: Vec<String> = crate::runtime::cooperative::COOPERATIVE
+        let presets: Vec<String> = crate::runtime::agent::cooperative::COOPERATIVE
             .iter()
             .map(|(name, signal)| format!("{name} ({})", signal.as_str()))
             .collect();

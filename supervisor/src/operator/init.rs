@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use crate::config::keys::{Init, Toml};
 use crate::config::vocabulary::Vocabulary;
 use crate::exit::CliError;
-use crate::runtime::attribution::OwnFiles;
-use crate::runtime::git::Repo;
-use crate::runtime::path_name;
+use crate::runtime::git::attribution::OwnFiles;
+use crate::runtime::git::path_name;
+use crate::runtime::git::repo::Repo;
 
 /// A preset: how one agent CLI is run.
 #[derive(Clone, Copy, Debug)]
@@ -358,7 +358,7 @@ pub(crate) fn endpoint_ports(
     endpoint: Option<&str>,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Vec<(u16, String)>, String> {
-    use crate::runtime::agent_endpoint::{host_port, BASE_URL_VARS, PROXY_VARS};
+    use crate::runtime::agent::endpoint::{host_port, BASE_URL_VARS, PROXY_VARS};
     let default = agent_runner_plugin_host::agent::policy::DEFAULT_CONNECT_PORTS;
     let mut out = Vec::new();
     if let Some(url) = endpoint {

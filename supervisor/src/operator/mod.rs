@@ -3,7 +3,7 @@
 //! - Read-only views (never write under `log_dir`, never start a host): [`peek`] (with
 //!   [`peek_render`], [`system_metrics`], [`schedule_view`]), [`watch`],
 //!   [`event_query`] (all reading the record through [`crate::record`]'s readers)
-//!   and [`doctor`] (with [`crate::runtime::agent_preconditions`], which `serve` checks too,
+//!   and [`doctor`] (with [`crate::runtime::agent::preconditions`], which `serve` checks too,
 //!   and [`deviations`], the reference system's an operator would trip on); [`monitor`] (detectors, the ssh relay,
 //!   the live page and `/metrics`).
 //! - Control of a running `serve`: [`control`] (`status`/`stop`/`kill`/`start`/`restart`

@@ -36,8 +36,8 @@ use crate::record::events::Recorded;
 use crate::record::rounds::{self, RoundDoc, RoundView};
 use crate::record::service::{self, CurrentRound, ServiceDoc};
 use crate::record::state::{self, OrphanState, RoundState};
-use crate::runtime::git_operation;
-use crate::runtime::round_cgroup;
+use crate::runtime::git::operation as git_operation;
+use crate::runtime::machine::round_cgroup;
 
 /// The document's `schema_version`: the newest of the reference system's (`"2.6"`, 0.3.14)
 /// whose every key this document carries with its type. It also carries every key of
@@ -233,7 +233,7 @@ pub(crate) struct PeekPlugins {
     /// `[plugins] spawn_override_allow`.
     pub spawn_override_allow: Vec<String>,
     /// The CLIs that finish their turn on a signal, and which (`claude`: `SIGINT`, …;
-    /// the reference system's 2.3/2.6 key, [`crate::runtime::cooperative`]).
+    /// the reference system's 2.3/2.6 key, [`crate::runtime::agent::cooperative`]).
     pub cooperative_stop: BTreeMap<String, String>,
     /// Seconds between the stop signal and SIGKILL for `[agent]`'s agent: its
     /// `sigterm_grace_s` when its CLI is cooperative, else 5 (the reference's 2.4 key).
@@ -592,11 +592,11 @@ fn plugins_block(
             .iter()
             .map(|h| h.to_string())
             .collect(),
-        cooperative_stop: crate::runtime::cooperative::COOPERATIVE
+        cooperative_stop: crate::runtime::agent::cooperative::COOPERATIVE
             .iter()
             .map(|(name, signal)| ((*name).to_owned(), signal.as_str().to_owned()))
             .collect(),
-        resolved_sigterm_grace_s: crate::runtime::cooperative::stop_signal(&config.agent)
+        resolved_sigterm_grace_s: crate::runtime::agent::cooperative::stop_signal(&config.agent)
             .grace
             .as_secs(),
     }

@@ -2,14 +2,14 @@
 //! the look, in the reference system's shape (`paused`, `resume_at`, `active_window`,
 //! `phase`) plus ours (the zone, the windows, when the open stretch ends and the next one
 //! starts). Read from the resolved config with the rule `serve` follows
-//! ([`crate::runtime::schedule_gate`]); docs/operations.md "peek --json".
+//! ([`crate::runtime::cycle::schedule_gate`]); docs/operations.md "peek --json".
 
 use jiff::Timestamp;
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::config::Config;
-use crate::runtime::schedule_gate::{self, Verdict};
+use crate::runtime::cycle::schedule_gate::{self, Verdict};
 
 /// What the reference system puts in `active_window` while paused outside every run
 /// window (no pause window holds).

@@ -56,7 +56,7 @@ pub(crate) fn snapshot(disk_path: &Path, agent_binary: &str) -> SystemMetrics {
 }
 
 fn disk(path: &Path) -> (f64, f64) {
-    match crate::runtime::host_health::disk_usage(path) {
+    match crate::runtime::machine::host_health::disk_usage(path) {
         Some((used_pct, avail)) => (
             used_pct,
             (avail as f64 / f64::from(1 << 30) * 10.0).round() / 10.0,

@@ -104,6 +104,103 @@ impl Service {
     }
 }
 
+/// Why a step of `upgrade` failed, in the words the report's `reason` and the events'
+/// `failure_reason` carry (one line; the step that failed says the rest).
+#[derive(Debug, thiserror::Error)]
+enum UpgradeError {
+    /// The project's active unit runs another binary than the installed one.
+    #[error(
+        "the unit {} does not run {} (see its ExecStart=): upgrade the binary it runs",
+        template.display(),
+        installed.display()
+    )]
+    UnitRunsOther {
+        /// The unit template `install` wrote.
+        template: PathBuf,
+        /// The binary this command runs from.
+        installed: PathBuf,
+    },
+    /// `/proc/<pid>/exe` of the `serve` holding the lock cannot be read.
+    #[error("cannot tell which binary serve (pid {pid}) runs: {source}")]
+    ServeExeUnknown {
+        /// The lock holder.
+        pid: u32,
+        /// Why the link cannot be read.
+        source: std::io::Error,
+    },
+    /// The `serve` holding the lock runs another binary than the installed one.
+    #[error("serve (pid {pid}) runs {exe}, not {}: run that binary's upgrade", installed.display())]
+    ServeRunsOther {
+        /// The lock holder.
+        pid: u32,
+        /// The binary it runs.
+        exe: String,
+        /// The binary this command runs from.
+        installed: PathBuf,
+    },
+    /// The new binary could not be started.
+    #[error("cannot run it: {0}")]
+    CannotRun(std::io::Error),
+    /// Waiting for the new binary's output failed.
+    #[error("{0}")]
+    Wait(std::io::Error),
+    /// The new binary did not answer within its bound.
+    #[error("no answer within {} s", .0.as_secs())]
+    NoAnswer(Duration),
+    /// The new binary exited unsuccessfully; the last line it wrote.
+    #[error("{status} ({tail})")]
+    Failed {
+        /// How it exited.
+        status: std::process::ExitStatus,
+        /// The last line of its stderr (of its stdout when stderr is empty, for `doctor`).
+        tail: String,
+    },
+    /// `--version` printed something else than `agent-runner <version>`.
+    #[error("printed {0:?}, not \"agent-runner <version>\"")]
+    NotAVersion(String),
+    /// `systemctl restart` could not be run.
+    #[error("systemctl restart {name}: {source}")]
+    SystemctlUnrun {
+        /// The unit.
+        name: String,
+        /// Why it could not be run.
+        source: std::io::Error,
+    },
+    /// `systemctl restart` failed.
+    #[error("systemctl restart {name}: {status}")]
+    SystemctlFailed {
+        /// The unit.
+        name: String,
+        /// How `systemctl` exited.
+        status: std::process::ExitStatus,
+    },
+    /// The unit restarted but no new `serve` took the project lock in time.
+    #[error("{name} did not bring up a new serve within {} s", timeout.as_secs())]
+    UnitNotUp {
+        /// The unit.
+        name: String,
+        /// `--timeout`.
+        timeout: Duration,
+    },
+    /// The new `serve` could not be started (the message of `control::spawn_serve`).
+    #[error("{0}")]
+    Spawn(String),
+    /// The running `serve` did not let go of the lock in time.
+    #[error("the running serve (pid {pid}) did not end within {} s", wait.as_secs())]
+    OldNotEnded {
+        /// The `serve` asked to stop.
+        pid: u32,
+        /// How long it was given.
+        wait: Duration,
+    },
+    /// The new `serve` let go of the lock (it ended) while starting.
+    #[error("the new serve (pid {0}) ended during start-up")]
+    NewEnded(u32),
+    /// The new `serve` never answered `status` as running.
+    #[error("the new serve (pid {0}) did not answer on its control socket in time")]
+    NewSilent(u32),
+}
+
 /// `upgrade`: see the module doc. Prints the report (one JSON object with `json`).
 ///
 /// Errors: 78 when the config does not load; every other failure is a report with its
@@ -153,7 +250,7 @@ async fn upgrade(config: &Config, options: &UpgradeOptions, report: &mut Upgrade
     report.binary = installed.clone();
     let service = match detect_service(config, &installed) {
         Ok(service) => service,
-        Err(reason) => return refuse(report, reason),
+        Err(reason) => return refuse(report, reason.to_string()),
     };
     report.service = service.label();
     let dir = installed.parent().unwrap_or(Path::new("/"));
@@ -195,7 +292,7 @@ async fn upgrade(config: &Config, options: &UpgradeOptions, report: &mut Upgrade
             exit::OK
         }
         Err(reason) => {
-            report.reason = Some(reason);
+            report.reason = Some(reason.to_string());
             report.outcome = "rollback_failed";
             if let Err(SwapError(e)) = binary_swap::restore(&installed) {
                 report.reason = Some(format!(
@@ -233,7 +330,7 @@ fn reason_of(report: &UpgradeReport) -> String {
 
 /// Which service runs this project, refusing when it runs another binary than `installed`
 /// (restarting it would change which binary it runs, not upgrade it).
-fn detect_service(config: &Config, installed: &Path) -> Result<Service, String> {
+fn detect_service(config: &Config, installed: &Path) -> Result<Service, UpgradeError> {
     if install::systemd_running() {
         for scope in [Scope::User, Scope::System] {
             if !install::project_file(config, scope).exists() {
@@ -250,11 +347,10 @@ fn detect_service(config: &Config, installed: &Path) -> Result<Service, String> 
                 install::quote(&installed.display().to_string())
             );
             if !text.contains(&exec) {
-                return Err(format!(
-                    "the unit {} does not run {} (see its ExecStart=): upgrade the binary it runs",
-                    template.display(),
-                    installed.display()
-                ));
+                return Err(UpgradeError::UnitRunsOther {
+                    template,
+                    installed: installed.to_owned(),
+                });
             }
             return Ok(Service::Unit { scope, name });
         }
@@ -263,14 +359,15 @@ fn detect_service(config: &Config, installed: &Path) -> Result<Service, String> 
         return Ok(Service::None);
     };
     let exe = std::fs::read_link(format!("/proc/{pid}/exe"))
-        .map_err(|e| format!("cannot tell which binary serve (pid {pid}) runs: {e}"))?;
+        .map_err(|source| UpgradeError::ServeExeUnknown { pid, source })?;
     let exe = exe.to_string_lossy();
     let exe = exe.strip_suffix(" (deleted)").unwrap_or(&exe);
     if Path::new(exe) != installed {
-        return Err(format!(
-            "serve (pid {pid}) runs {exe}, not {}: run that binary's upgrade",
-            installed.display()
-        ));
+        return Err(UpgradeError::ServeRunsOther {
+            pid,
+            exe: exe.to_owned(),
+            installed: installed.to_owned(),
+        });
     }
     Ok(Service::Serve)
 }
@@ -289,7 +386,7 @@ async fn run_checked(
     exe: &Path,
     args: &[&std::ffi::OsStr],
     timeout: Duration,
-) -> Result<std::process::Output, String> {
+) -> Result<std::process::Output, UpgradeError> {
     let child = tokio::process::Command::new(exe)
         .args(args)
         .stdin(std::process::Stdio::null())
@@ -297,11 +394,11 @@ async fn run_checked(
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| format!("cannot run it: {e}"))?;
+        .map_err(UpgradeError::CannotRun)?;
     match tokio::time::timeout(timeout, child.wait_with_output()).await {
         Ok(Ok(output)) => Ok(output),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!("no answer within {} s", timeout.as_secs())),
+        Ok(Err(e)) => Err(UpgradeError::Wait(e)),
+        Err(_) => Err(UpgradeError::NoAnswer(timeout)),
     }
 }
 
@@ -313,25 +410,27 @@ fn tail(bytes: &[u8]) -> String {
 }
 
 /// `exe --version` exits 0 printing `agent-runner <version>`; returns the version.
-async fn check_version(exe: &Path) -> Result<String, String> {
+async fn check_version(exe: &Path) -> Result<String, UpgradeError> {
     let output = run_checked(exe, &["--version".as_ref()], VERSION_TIMEOUT).await?;
     if !output.status.success() {
-        return Err(format!("{} ({})", output.status, tail(&output.stderr)));
+        return Err(UpgradeError::Failed {
+            status: output.status,
+            tail: tail(&output.stderr),
+        });
     }
     let text = String::from_utf8_lossy(&output.stdout);
     match text.trim().split_once(' ') {
         Some(("agent-runner", version)) if !version.trim().is_empty() => {
             Ok(version.trim().to_owned())
         }
-        _ => Err(format!(
-            "printed {:?}, not \"agent-runner <version>\"",
-            text.trim().chars().take(100).collect::<String>()
+        _ => Err(UpgradeError::NotAVersion(
+            text.trim().chars().take(100).collect(),
         )),
     }
 }
 
 /// `exe --config CONFIG doctor` exits 0 (1: a check fails; 78: serve would refuse to boot).
-async fn check_doctor(exe: &Path, config: &Path) -> Result<(), String> {
+async fn check_doctor(exe: &Path, config: &Path) -> Result<(), UpgradeError> {
     let args = ["--config".as_ref(), config.as_os_str(), "doctor".as_ref()];
     let output = run_checked(exe, &args, DOCTOR_TIMEOUT).await?;
     if output.status.success() {
@@ -341,7 +440,10 @@ async fn check_doctor(exe: &Path, config: &Path) -> Result<(), String> {
     if why.is_empty() {
         why = tail(&output.stdout);
     }
-    Err(format!("{} ({why})", output.status))
+    Err(UpgradeError::Failed {
+        status: output.status,
+        tail: why,
+    })
 }
 
 /// Restarts `service` on the binary now at `installed` and waits for it to come up; returns
@@ -357,7 +459,7 @@ async fn restart(
     installed: &Path,
     timeout: Duration,
     level: StopLevel,
-) -> Result<u32, String> {
+) -> Result<u32, UpgradeError> {
     let state_dir = &config.runtime.state_dir;
     let old = lock_holder(state_dir);
     match service {
@@ -366,9 +468,15 @@ async fn restart(
                 .args(scope.systemctl_args())
                 .args(["restart", name])
                 .status()
-                .map_err(|e| format!("systemctl restart {name}: {e}"))?;
+                .map_err(|source| UpgradeError::SystemctlUnrun {
+                    name: name.clone(),
+                    source,
+                })?;
             if !status.success() {
-                return Err(format!("systemctl restart {name}: {status}"));
+                return Err(UpgradeError::SystemctlFailed {
+                    name: name.clone(),
+                    status,
+                });
             }
             let deadline = Instant::now() + timeout;
             loop {
@@ -378,10 +486,10 @@ async fn restart(
                     }
                 }
                 if Instant::now() >= deadline {
-                    return Err(format!(
-                        "{name} did not bring up a new serve within {} s",
-                        timeout.as_secs()
-                    ));
+                    return Err(UpgradeError::UnitNotUp {
+                        name: name.clone(),
+                        timeout,
+                    });
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
@@ -392,7 +500,7 @@ async fn restart(
             }
             let pid = control::spawn_serve(config, installed)
                 .await
-                .map_err(|e| e.message)?;
+                .map_err(|e| UpgradeError::Spawn(e.message))?;
             wait_up(state_dir, pid, Instant::now() + timeout).await
         }
     }
@@ -400,7 +508,7 @@ async fn restart(
 
 /// Stops the `serve` holding the project lock and waits until it has let go: at most the
 /// round budget (graceful), the agent's grace and a minute, as `restart` does.
-async fn stop_running(config: &Config, level: StopLevel) -> Result<(), String> {
+async fn stop_running(config: &Config, level: StopLevel) -> Result<(), UpgradeError> {
     let state_dir = &config.runtime.state_dir;
     let Ok(reply) = control::ask_stop(state_dir, level).await else {
         return Ok(());
@@ -409,11 +517,10 @@ async fn stop_running(config: &Config, level: StopLevel) -> Result<(), String> {
     let deadline = Instant::now() + wait;
     while lock_holder(state_dir).is_some() {
         if Instant::now() >= deadline {
-            return Err(format!(
-                "the running serve (pid {}) did not end within {} s",
-                reply.pid,
-                wait.as_secs()
-            ));
+            return Err(UpgradeError::OldNotEnded {
+                pid: reply.pid,
+                wait,
+            });
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -436,26 +543,23 @@ fn unit_main_pid(scope: Scope, name: &str) -> Option<u32> {
 
 /// Waits until `pid` holds the project lock, answers `status` on the control socket as
 /// running, and still holds the lock [`SETTLE`] later; by `deadline`.
-async fn wait_up(state_dir: &Path, pid: u32, deadline: Instant) -> Result<u32, String> {
-    let exited = || format!("the new serve (pid {pid}) ended during start-up");
+async fn wait_up(state_dir: &Path, pid: u32, deadline: Instant) -> Result<u32, UpgradeError> {
     loop {
         if lock_holder(state_dir) != Some(pid) {
-            return Err(exited());
+            return Err(UpgradeError::NewEnded(pid));
         }
         let answered = control::request::<StatusDoc>(state_dir, "status").await;
         if answered.is_some_and(|s| s.running && s.pid == Some(pid)) {
             break;
         }
         if Instant::now() >= deadline {
-            return Err(format!(
-                "the new serve (pid {pid}) did not answer on its control socket in time"
-            ));
+            return Err(UpgradeError::NewSilent(pid));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     tokio::time::sleep(SETTLE).await;
     if lock_holder(state_dir) != Some(pid) {
-        return Err(exited());
+        return Err(UpgradeError::NewEnded(pid));
     }
     Ok(pid)
 }
@@ -534,5 +638,97 @@ fn render(report: &UpgradeReport) -> String {
             report.binary.display()
         ),
         _ => format!("upgrade refused, nothing changed: {reason}\n"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    #[test]
+    fn the_errors_say_what_the_strings_said() {
+        let status = std::process::ExitStatus::from_raw(256);
+        let io = || std::io::Error::from_raw_os_error(libc::ENOENT);
+        for (error, said) in [
+            (
+                UpgradeError::UnitRunsOther {
+                    template: "/etc/systemd/system/agent-runner@.service".into(),
+                    installed: "/usr/bin/agent-runner".into(),
+                },
+                "the unit /etc/systemd/system/agent-runner@.service does not run /usr/bin/agent-runner (see its ExecStart=): upgrade the binary it runs",
+            ),
+            (
+                UpgradeError::ServeExeUnknown { pid: 7, source: io() },
+                "cannot tell which binary serve (pid 7) runs: No such file or directory (os error 2)",
+            ),
+            (
+                UpgradeError::ServeRunsOther {
+                    pid: 7,
+                    exe: "/opt/agent-runner".into(),
+                    installed: "/usr/bin/agent-runner".into(),
+                },
+                "serve (pid 7) runs /opt/agent-runner, not /usr/bin/agent-runner: run that binary's upgrade",
+            ),
+            (
+                UpgradeError::CannotRun(io()),
+                "cannot run it: No such file or directory (os error 2)",
+            ),
+            (UpgradeError::Wait(io()), "No such file or directory (os error 2)"),
+            (
+                UpgradeError::NoAnswer(Duration::from_secs(10)),
+                "no answer within 10 s",
+            ),
+            (
+                UpgradeError::Failed {
+                    status,
+                    tail: "bad".into(),
+                },
+                "exit status: 1 (bad)",
+            ),
+            (
+                UpgradeError::NotAVersion("agent-runer 1".into()),
+                "printed \"agent-runer 1\", not \"agent-runner <version>\"",
+            ),
+            (
+                UpgradeError::SystemctlUnrun {
+                    name: "u".into(),
+                    source: io(),
+                },
+                "systemctl restart u: No such file or directory (os error 2)",
+            ),
+            (
+                UpgradeError::SystemctlFailed {
+                    name: "u".into(),
+                    status,
+                },
+                "systemctl restart u: exit status: 1",
+            ),
+            (
+                UpgradeError::UnitNotUp {
+                    name: "u".into(),
+                    timeout: Duration::from_secs(60),
+                },
+                "u did not bring up a new serve within 60 s",
+            ),
+            (UpgradeError::Spawn("cannot start serve".into()), "cannot start serve"),
+            (
+                UpgradeError::OldNotEnded {
+                    pid: 7,
+                    wait: Duration::from_secs(90),
+                },
+                "the running serve (pid 7) did not end within 90 s",
+            ),
+            (
+                UpgradeError::NewEnded(8),
+                "the new serve (pid 8) ended during start-up",
+            ),
+            (
+                UpgradeError::NewSilent(8),
+                "the new serve (pid 8) did not answer on its control socket in time",
+            ),
+        ] {
+            assert_eq!(error.to_string(), said);
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! Round log retention (`[runtime] round_log_retention`, `round_log_retention_bytes`): keep
 //! the newest round logs (`<log_dir>/rounds/R<N>-<stamp>.log`, ordered by round number)
 //! within a count and a total size, delete the older ones, with the files kept beside each
-//! (`R<N>-<stamp>.<name>`: a CLI's error reports, `crate::runtime::cli_reports`). 0 keeps
+//! (`R<N>-<stamp>.<name>`: a CLI's error reports, `crate::runtime::agent::cli_reports`). 0 keeps
 //! everything (the reference system's default).
 
 use std::path::{Path, PathBuf};

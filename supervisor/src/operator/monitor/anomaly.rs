@@ -22,7 +22,7 @@ use crate::record::events::{DiskGrowth, Event, EventLog, Recorded};
 use crate::record::rounds;
 use crate::record::service::{self, ServiceState};
 use crate::record::stop::StopLevel;
-use crate::runtime::host_health::{self, Reading};
+use crate::runtime::machine::host_health::{self, Reading};
 
 /// Rounds in a row ending unclean that raise `no_progress`.
 pub(crate) const NO_PROGRESS_ROUNDS: usize = 3;

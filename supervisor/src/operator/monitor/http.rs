@@ -37,7 +37,7 @@ use crate::operator::monitor::spend::{self, ChartPoint, SpendFollower, SpendView
 use crate::operator::peek::{self, PeekDoc, PeekOptions};
 use crate::record::events::read::Forward;
 use crate::record::service;
-use crate::runtime::host_health::{self, Reading};
+use crate::runtime::machine::host_health::{self, Reading};
 
 const INDEX_HTML: &str = include_str!("page/index.html");
 const APP_JS: &str = include_str!("page/app.js");

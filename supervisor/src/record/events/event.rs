@@ -586,7 +586,7 @@ pub(crate) enum Event {
     },
     /// The agent's sandbox refused something in the round, counted per distinct denial;
     /// after `agent_exit`, most frequent first, at most
-    /// `crate::runtime::sandbox_denials::MAX_EVENTS_PER_ROUND` per round
+    /// `crate::runtime::agent::sandbox_denials::MAX_EVENTS_PER_ROUND` per round
     /// (docs/security.md, "Denials told, not silent").
     AgentSandboxDenied {
         /// The round.
@@ -611,7 +611,7 @@ pub(crate) enum Event {
 
     /// A TCP connect of the agent its sandbox refused, once per distinct refusal per round
     /// with its count, after `agent_exit`, most frequent first, at most
-    /// `crate::runtime::egress_refusals::MAX_EVENTS_PER_ROUND` per round (docs/security.md,
+    /// `crate::runtime::egress::refusals::MAX_EVENTS_PER_ROUND` per round (docs/security.md,
     /// "Refusals told, with their fix").
     AgentEgressRefused {
         /// The round.
@@ -833,7 +833,7 @@ pub(crate) enum Event {
         round_num: u64,
         /// Its phase; `null` without `[phases]`.
         phase: Option<String>,
-        /// sha256 hex of what the round runs with (`crate::runtime::config_digest`); a
+        /// sha256 hex of what the round runs with (`crate::runtime::cycle::config_digest`); a
         /// label only. Absent in records written before it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         config_digest: Option<String>,
@@ -1014,7 +1014,7 @@ pub(crate) enum Event {
         /// Whether a timer ended it: the budget ran out, or the result grace
         /// (`grace_kill`), as the reference system reports it.
         timed_out: bool,
-        /// `exited`, `timeout`, `stopped`, … (`runtime::agent::ExitCause`).
+        /// `exited`, `timeout`, `stopped`, … (`runtime::agent::process::ExitCause`).
         exit_cause: String,
     },
     /// `git status` failed after the agent exited.
@@ -1475,7 +1475,7 @@ pub(crate) enum Event {
     },
     /// The repository is in the middle of a git operation (a rebase, merge, cherry-pick or
     /// revert stopped on a conflict, a bisect): the round's dirty files are left untouched,
-    /// no handler is asked (`crate::runtime::git_operation`).
+    /// no handler is asked (`crate::runtime::git::operation`).
     GitOperationInProgress {
         /// The round.
         round_num: u64,
@@ -1780,7 +1780,7 @@ pub(crate) enum RoundEnd {
         #[serde(default)]
         branch: Option<String>,
         /// When the agent failed (non-zero exit or a signal not ours): the last lines of
-        /// its round log, redacted, at most [`crate::runtime::round::TAIL_CHARS`]
+        /// its round log, redacted, at most [`crate::runtime::cycle::round::TAIL_CHARS`]
         /// characters; absent otherwise.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         log_tail: Option<String>,

@@ -33,7 +33,7 @@ pub struct EventLog {
 
 /// Hears of each event [`EventLog::emit`] records, with its line as written (no newline),
 /// whether or not the write succeeded (a full disk is news too). Called on the emitting
-/// thread: it must be quick and must never block (`crate::runtime::notify` queues).
+/// thread: it must be quick and must never block (`crate::runtime::outward::notify` queues).
 #[derive(Clone)]
 pub(crate) struct Tap(pub std::sync::Arc<TapFn>);
 

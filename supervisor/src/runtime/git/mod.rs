@@ -1,0 +1,25 @@
+//! Git: the only place that runs it, and what the supervisor keeps of the repository
+//! (docs/security.md, "The supervisor is not the agent's deputy").
+//!
+//! - [`repo`]: `Repo`, every git call (bounded; repository hooks disabled, no program of
+//!   any repository run); [`place`]: the repository it is pinned to, found at boot and
+//!   held by identity; [`operation`]: a rebase, merge… under way (the tree is then left
+//!   untouched).
+//! - [`config_keys`]: the reviewed git config keys that run a program; [`config_watch`]:
+//!   those a round added to the repository's config, reverted after it;
+//!   [`exec_surface`]: the tracked files that run in CI or an editor, told when a round
+//!   changes them.
+//! - [`stash_journal`]: every stash made, kept in the state dir; [`attribution`]: whose
+//!   dirt it is (the round's, the operator's, never the supervisor's own files or the
+//!   paths hosts own).
+//! - [`path_name`]: file names as lossless text (non-UTF-8 names in git's quoted form).
+
+pub(crate) mod attribution;
+pub(crate) mod config_keys;
+pub(crate) mod config_watch;
+pub(crate) mod exec_surface;
+pub(crate) mod operation;
+pub(crate) mod path_name;
+pub(crate) mod place;
+pub(crate) mod repo;
+pub(crate) mod stash_journal;
