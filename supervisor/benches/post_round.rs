@@ -115,6 +115,7 @@ fn confined_round_64k(c: &mut Criterion) {
                 log_tail: &tail,
                 cli: Some("claude"),
                 session: None,
+                billed: Default::default(),
             };
             let decision = rt
                 .block_on(post_round::consult(

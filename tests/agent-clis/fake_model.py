@@ -20,6 +20,9 @@ Modes:
   retry_once  the first model request gets `overloaded`'s answer, the rest `normal`'s
   idle        answers in plain text and never calls a tool: the agent exits 0 having
               changed nothing (`stalled_no_progress`)
+--output-tokens N: every answer bills N output tokens in its usage (Anthropic `usage` and
+`message_delta`, OpenAI `usage`, Gemini `usageMetadata`) in place of the small default: what
+the key broker reads as the provider's bill (tests/tests/hostile_budget.rs).
 --then CMD: the shell tool call runs CMD after writing the marker (a probe of what the
 agent may do, e.g. read a planted key under confinement).
 Connection refused is no server at all: the tests take a port and close it.
@@ -44,7 +47,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 MARK_FILE = "agent-was-here.txt"
 MARK_TEXT = "written by the agent through the fake model"
 
-STATE = {"model_requests": 0, "idle": False, "then": None}
+STATE = {"model_requests": 0, "idle": False, "then": None, "output_tokens": None}
+
+
+def billed_output(default):
+    """The output tokens an answer bills: --output-tokens, else `default`."""
+    return STATE["output_tokens"] if STATE["output_tokens"] is not None else default
 
 
 def mark_text():
@@ -305,7 +313,7 @@ class Handler(BaseHTTPRequestHandler):
         else:
             block = {"type": "text", "text": "Done: the marker file is written."}
             stop = "end_turn"
-        usage = {"input_tokens": 120, "output_tokens": 30, "cache_creation_input_tokens": 0,
+        usage = {"input_tokens": 120, "output_tokens": billed_output(30), "cache_creation_input_tokens": 0,
                  "cache_read_input_tokens": 0}
         message = {"id": f"msg_fake{self.request_n}", "type": "message", "role": "assistant", "model": model,
                    "content": [block], "stop_reason": stop, "stop_sequence": None, "usage": usage}
@@ -329,7 +337,7 @@ class Handler(BaseHTTPRequestHandler):
                      "content_block_delta")
         self.sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
         self.sse({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-                  "usage": {"output_tokens": 30}}, "message_delta")
+                  "usage": {"output_tokens": usage["output_tokens"]}}, "message_delta")
         self.sse({"type": "message_stop"}, "message_stop")
 
     # OpenAI responses
@@ -342,8 +350,8 @@ class Handler(BaseHTTPRequestHandler):
         else:
             item = {"type": "message", "id": "msg_fake1", "role": "assistant", "status": "completed",
                     "content": [{"type": "output_text", "text": "Done: the marker file is written.", "annotations": []}]}
-        usage = {"input_tokens": 200, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 40,
-                 "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 240}
+        usage = {"input_tokens": 200, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": billed_output(40),
+                 "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 200 + billed_output(40)}
         response = {"id": "resp_fake", "object": "response", "created_at": int(time.time()), "status": "completed",
                     "model": model, "output": [item], "usage": usage}
         if not stream:
@@ -377,7 +385,7 @@ class Handler(BaseHTTPRequestHandler):
         else:
             message = {"role": "assistant", "content": aider_text()}
             finish = "stop"
-        usage = {"prompt_tokens": 1500, "completion_tokens": 60, "total_tokens": 1560}
+        usage = {"prompt_tokens": 1500, "completion_tokens": billed_output(60), "total_tokens": 1500 + billed_output(60)}
         if not stream:
             if "tool_calls" in message:
                 message = dict(message, tool_calls=[{k: v for k, v in c.items() if k != "index"}
@@ -406,7 +414,8 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 parts = [{"text": "Done: the marker file is written."}]
         answer = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
-                  "usageMetadata": {"promptTokenCount": 300, "candidatesTokenCount": 25, "totalTokenCount": 325},
+                  "usageMetadata": {"promptTokenCount": 300, "candidatesTokenCount": billed_output(25),
+                                    "totalTokenCount": 300 + billed_output(25)},
                   "modelVersion": "fake-model"}
         if not stream:
             self.send_json(200, answer)
@@ -424,9 +433,11 @@ def main():
     parser.add_argument("--host", default="127.0.0.1",
                         help="the loopback address to listen on (127.0.0.2 for the egress tests)")
     parser.add_argument("--then", help="a shell command the tool call runs after the marker")
+    parser.add_argument("--output-tokens", type=int, help="the output tokens every answer bills")
     parser.add_argument("--expect-key-env", help="the variable of this server's environment holding the key to expect")
     args = parser.parse_args()
     STATE["then"] = args.then
+    STATE["output_tokens"] = args.output_tokens
     server = ThreadingHTTPServer((args.host, 0), Handler)
     server.daemon_threads = True
     server.mode = args.mode

@@ -9,10 +9,19 @@
 //!
 //! Control: the same agent reporting no cost is priced from the table, and `total_usd =
 //! 1.0` ends serve after its first round (exit 80).
+//!
+//! With its key brokered (`ANTHROPIC_API_KEY` in the supervisor's environment), the agent's
+//! model call goes through the key broker, which reads what the provider (the fake model
+//! server, billing 2,000,000 output tokens an answer) billed: that is what counts, the
+//! made-up cost is kept beside it as `reported_cost_usd` and marked `underreported`, and
+//! serve ends after the first round. Control: the same with `broker = "off"` counts the
+//! made-up cost (docs/operations.md, "Where spend comes from").
 
-use agent_runner_e2e::{ConfigBuilder, Project};
+use agent_runner_e2e::{workspace_root, ConfigBuilder, Project};
+use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 
 /// A `claude` script whose result reports 2,000,000 output tokens and `cost` (a JSON
 /// fragment: `,"total_cost_usd":…` or nothing, where `$n` is the round's number, counted in
@@ -27,6 +36,9 @@ fn fake_claude(p: &Project, cost: &str) -> PathBuf {
             "#!/bin/sh\n\
              f=\"$HOME/.claude/rounds\"; mkdir -p \"$HOME/.claude\"\n\
              n=$(cat \"$f\" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > \"$f\"\n\
+             [ -n \"$ANTHROPIC_BASE_URL\" ] && curl -sS -m 30 -o /dev/null -X POST \"$ANTHROPIC_BASE_URL/v1/messages\" \
+               -H \"x-api-key: $ANTHROPIC_API_KEY\" -H 'content-type: application/json' \
+               -d '{{\"model\":\"claude-opus-4-5\",\"max_tokens\":16,\"stream\":true,\"messages\":[{{\"role\":\"user\",\"content\":\"hi\"}}]}}'\n\
              echo '{{\"type\":\"system\",\"subtype\":\"init\"}}'\n\
              echo '{{\"type\":\"assistant\",\"message\":{{\"model\":\"claude-opus-4-5\",\"content\":[{{\"type\":\"text\",\"text\":\"done\"}}]}}}}'\n\
              echo '{{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false{cost},\"usage\":{{\"input_tokens\":1000,\"output_tokens\":2000000,\"cache_read_input_tokens\":0,\"cache_creation_input_tokens\":0}}}}'\n"
@@ -38,6 +50,11 @@ fn fake_claude(p: &Project, cost: &str) -> PathBuf {
 }
 
 fn serve(cost: &str) -> (Project, agent_runner_e2e::RunOutput) {
+    serve_with(cost, "", &[])
+}
+
+/// [`serve`] with `sandbox` lines added to `[agent.sandbox]` and `env` for the supervisor.
+fn serve_with(cost: &str, sandbox: &str, env: &[(&str, &str)]) -> (Project, agent_runner_e2e::RunOutput) {
     let p = Project::new();
     let agent = fake_claude(&p, cost);
     let text = ConfigBuilder::new(&agent)
@@ -45,12 +62,99 @@ fn serve(cost: &str) -> (Project, agent_runner_e2e::RunOutput) {
         .render()
         .replacen(
             "[runtime]\n",
-            "[agent.sandbox]\nmode = \"require\"\n[runtime]\n",
+            &format!("[agent.sandbox]\nmode = \"require\"\n{sandbox}[runtime]\n"),
             1,
         );
     p.write_config_text(&text);
-    let out = p.run(&["serve", "--max-rounds", "3"]);
+    let out = p.run_env(&["serve", "--max-rounds", "3"], env);
     (p, out)
+}
+
+/// The fake model server billing 2,000,000 output tokens an answer, expecting `key`;
+/// killed when dropped.
+struct FakeModel {
+    child: Child,
+    port: u16,
+}
+
+impl FakeModel {
+    fn start(key: &str) -> FakeModel {
+        let mut child = Command::new("python3")
+            .arg(workspace_root().join("tests/agent-clis/fake_model.py"))
+            .args(["--mode", "idle", "--output-tokens", "2000000"])
+            .args(["--expect-key-env", "FAKE_EXPECTED_KEY"])
+            .env("FAKE_EXPECTED_KEY", key)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the fake model server");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().strip_prefix("port ").unwrap().parse().unwrap();
+        FakeModel { child, port }
+    }
+}
+
+impl Drop for FakeModel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// With the key brokered, what the provider billed counts, not the made-up cost; with
+/// `broker = "off"` (the control) the made-up cost is what counts.
+#[test]
+fn what_the_provider_bills_counts_when_the_key_is_brokered() {
+    let key = "sk-ant-hostile-budget-test-key";
+    let made_up = ",\"total_cost_usd\":0.00000'$n'";
+    let fake = FakeModel::start(key);
+    let base = format!("http://127.0.0.1:{}", fake.port);
+    let env = [("ANTHROPIC_API_KEY", key), ("ANTHROPIC_BASE_URL", base.as_str())];
+
+    let (p, out) = serve_with(made_up, "", &env);
+    out.assert_code(80);
+    assert_eq!(p.events_of("round_start").len(), 1, "{}", p.events_text());
+    let usage = p.events_of("agent_usage_recorded");
+    assert_eq!(usage.len(), 1, "{}", p.events_text());
+    let u = &usage[0];
+    assert_eq!(u["source"], "broker", "{u}");
+    assert_eq!(u["output_tokens"], 2_000_000, "{u}");
+    assert_eq!(u["model"], "claude-opus-4-5", "{u}");
+    // 2M output tokens of claude-opus-4-5 at the table's $25/M, 120 input at $5/M.
+    let cost = u["cost_usd"].as_f64().unwrap();
+    assert!((cost - 50.0006).abs() < 1e-6, "{u}");
+    assert_eq!(u["reported_cost_usd"], 0.000001, "{u}");
+    assert_eq!(u["underreported"], true, "{u}");
+    let exhausted = p.events_of("budget_exhausted");
+    assert_eq!(exhausted.len(), 1, "{}", p.events_text());
+    assert!(exhausted[0]["spent"].as_f64().unwrap() > 50.0, "{}", exhausted[0]);
+    // doctor says where the spend comes from.
+    let budget_reason = |p: &Project| {
+        let out = p.run_env(&["doctor", "--json"], &env);
+        let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        agent_runner_e2e::doctor_check(&report, "budget")["reason"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let reason = budget_reason(&p);
+    assert!(reason.contains("from the broker: what anthropic bills"), "{reason}");
+
+    // Control: the broker off, the agent's made-up cost is what counts.
+    let (p, out) = serve_with(made_up, "broker = \"off\"\n", &env);
+    out.assert_code(0);
+    assert_eq!(p.events_of("round_start").len(), 3, "{}", p.events_text());
+    let usage = p.events_of("agent_usage_recorded");
+    assert!(
+        usage.iter().all(|u| u["source"] == "cli" && u["cost_usd"] == 0.000001),
+        "{}",
+        p.events_text()
+    );
+    let reason = budget_reason(&p);
+    assert!(reason.contains("from the CLI report / table"), "{reason}");
 }
 
 #[test]
@@ -66,10 +170,10 @@ fn a_cost_the_agent_makes_up_is_what_the_budget_counts() {
         p.events_text()
     );
 
-    // FIXME: the budget believes the agent's own report, so a made-up cost of a millionth
-    // of a dollar lets every round run past `total_usd`. The fix is to count what the
-    // provider bills, where the supervisor sees it (the key broker's responses), not what
-    // the agent prints; until then this asserts the evasion.
+    // Without a brokered key the budget has only the agent's own report: a made-up cost of
+    // a millionth of a dollar lets every round run past `total_usd` (documented; with the
+    // key brokered the provider's bill counts:
+    // `what_the_provider_bills_counts_when_the_key_is_brokered`).
     let (p, out) = serve(",\"total_cost_usd\":0.00000'$n'");
     assert_eq!(out.code(), 0, "{out}\n{}", p.events_text());
     assert_eq!(p.events_of("round_start").len(), 3, "{}", p.events_text());

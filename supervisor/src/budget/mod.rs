@@ -9,6 +9,7 @@
 //! After a round, `round_usd` passed is recorded (`budget_round_exceeded`). The one place
 //! of this rule: `serve` acts on it, `peek` shows it. Pure: callers pass the instant.
 
+pub(crate) mod billed;
 pub(crate) mod prices;
 pub(crate) mod spend;
 
@@ -255,6 +256,10 @@ mod tests {
             cached_tokens: 0,
             usage_scope: "round".into(),
             from_session_totals: vec![],
+            source: "cli".into(),
+            reported_cost_usd: None,
+            reported_tokens: None,
+            underreported: false,
         });
     }
 

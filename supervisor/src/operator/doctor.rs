@@ -1018,11 +1018,27 @@ async fn watched_check(config: &Config, repo: &crate::runtime::git::Repo) -> Che
 /// `log_dir`: an existing writable directory, or creatable (its nearest existing ancestor
 /// is a writable directory). Checked with `access(2)`; nothing is created.
 /// `budget`: the `[budget]` caps set and where a round's spend comes from for the agent's
-/// CLI ([`crate::budget::source_of`]); fails when caps are set and the CLI reports no
-/// usage, so they would never count a round.
+/// CLI: `broker` when the key broker would broker its key (what the provider bills, read
+/// in its answers: [`crate::budget::billed`]), else its `CLI report` or the `table`
+/// ([`crate::budget::source_of`]); fails when caps are set and neither the broker nor the
+/// CLI reports usage, so they would never count a round.
 fn budget_check(config: &config::Config) -> Check {
     let budget = &config.budget;
-    let (counted, source) = crate::budget::source_of(config.agent.cli.name, budget);
+    let (reported, cli_words) = crate::budget::source_of(config.agent.cli.name, budget);
+    let plan = crate::runtime::key_broker::plan(config, &config.agent);
+    let brokered: Vec<&str> = plan.routes.iter().map(|r| r.provider.name).collect();
+    let counted = reported || !brokered.is_empty();
+    let source = if brokered.is_empty() {
+        let from = if reported { "CLI report / table" } else { "none" };
+        format!(
+            "from the {from}, the key not being brokered (what the agent's output says is what counts): {cli_words}"
+        )
+    } else {
+        format!(
+            "from the broker: what {} bills, read by the key broker in the answers it relays and priced by the table, counted first (the CLI's own report kept beside it, an under-report recorded); when no answer's usage is read: {cli_words}",
+            brokered.join(" and ")
+        )
+    };
     let mut caps: Vec<String> = [
         ("round_usd", budget.round_usd),
         ("daily_usd", budget.daily_usd),

@@ -22,6 +22,12 @@
 //!   the provider's header and `Connection: close` (one request per connection, so no
 //!   later request on it passes unread), and copies both directions as they come (SSE
 //!   streams through, nothing is buffered whole);
+//! - while it copies each answer to the agent, unchanged and as it comes, a copy of its
+//!   bytes goes to a reader of the provider's usage ([`crate::budget::billed`]: bounded
+//!   memory, read after the bytes were sent on); the round's tally ([`KeyBroker::take_billed`])
+//!   is the spend `[budget]` counts first. So the answer can be read, the broker asks the
+//!   upstream for no compression (`Accept-Encoding: identity`, the agent's own header
+//!   dropped);
 //! - a refusal (`403` wrong host, `401` no placeholder, `400` bad request) is recorded for
 //!   the round as an [`EgressRefusal`] of layer `key_broker` (`agent_egress_refused`).
 //!
@@ -41,6 +47,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
+use crate::budget::billed::{AnswerReader, Billed, Dialect};
 use crate::config::{AgentConfig, BrokerMode, Config, SandboxMode};
 use crate::runtime::egress_refusals::{EgressRefusal, Why};
 use crate::runtime::upstream_proxy::UpstreamProxies;
@@ -194,6 +201,8 @@ const DROPPED_HEADERS: &[&str] = &[
     "proxy-authenticate",
     "te",
     "upgrade",
+    // Replaced by `Accept-Encoding: identity`, so the answer's usage can be read.
+    "accept-encoding",
 ];
 
 /// A secret value: never shown (its `Debug` says only its length).
@@ -443,6 +452,8 @@ pub(crate) struct KeyBroker {
     routes: Vec<Route>,
     refusals: mpsc::UnboundedSender<EgressRefusal>,
     proxies: UpstreamProxies,
+    /// What the provider billed in the answers relayed so far.
+    billed: std::sync::Mutex<Billed>,
 }
 
 /// A broker opened for one round: what the agent is given, and the broker's listeners
@@ -514,6 +525,7 @@ pub(crate) async fn open(
         routes,
         refusals: tx,
         proxies,
+        billed: std::sync::Mutex::new(Billed::default()),
     });
     let ports = broker.routes.iter().map(|r| r.port).collect();
     let tasks = listeners
@@ -573,6 +585,13 @@ enum Refused {
 }
 
 impl KeyBroker {
+    /// What the provider billed in the answers relayed since the last call (the round's,
+    /// called once it ended), read from the answers themselves ([`crate::budget::billed`]).
+    pub(crate) fn take_billed(&self) -> Billed {
+        let mut billed = self.billed.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::take(&mut *billed)
+    }
+
     /// The route a connection to `host:port` through the egress proxy is for: the broker's
     /// own name (or the loopback it listens on) and one of its ports.
     pub(crate) fn route_at(&self, host: &str, port: u16) -> Option<usize> {
@@ -673,10 +692,10 @@ impl KeyBroker {
                     return Err(e);
                 }
             };
-            relay(client, &mut tls, head, rest).await
+            self.relay(r, client, &mut tls, (head, rest)).await
         } else {
             let mut tcp = tcp;
-            relay(client, &mut tcp, head, rest).await
+            self.relay(r, client, &mut tcp, (head, rest)).await
         }
     }
 
@@ -712,24 +731,61 @@ impl KeyBroker {
     }
 }
 
-/// Sends `head` and `rest` upstream, then copies both ways until both sides are done.
-async fn relay<C, U>(
-    client: &mut C,
-    upstream: &mut U,
-    head: &[u8],
-    rest: &[u8],
-) -> std::io::Result<()>
-where
-    C: AsyncRead + AsyncWrite + Unpin,
-    U: AsyncRead + AsyncWrite + Unpin,
-{
-    upstream.write_all(head).await?;
-    if !rest.is_empty() {
-        upstream.write_all(rest).await?;
+impl KeyBroker {
+    /// Sends `head` and `rest` upstream, then copies both ways until both sides are done;
+    /// each piece of the answer is written to the agent first, then read for its usage
+    /// (added to the round's tally when the answer ends, however it ends).
+    async fn relay<C, U>(
+        &self,
+        r: &Route,
+        client: &mut C,
+        upstream: &mut U,
+        (head, rest): (&[u8], &[u8]),
+    ) -> std::io::Result<()>
+    where
+        C: AsyncRead + AsyncWrite + Unpin,
+        U: AsyncRead + AsyncWrite + Unpin,
+    {
+        upstream.write_all(head).await?;
+        if !rest.is_empty() {
+            upstream.write_all(rest).await?;
+        }
+        upstream.flush().await?;
+        let (mut client_in, mut client_out) = tokio::io::split(client);
+        let (mut upstream_in, mut upstream_out) = tokio::io::split(upstream);
+        let mut reader = Dialect::of(r.provider).map(AnswerReader::new);
+        let request = async {
+            tokio::io::copy(&mut client_in, &mut upstream_out).await?;
+            upstream_out.shutdown().await
+        };
+        let answer = async {
+            let mut buf = vec![0u8; 16 * 1024];
+            let copied: std::io::Result<()> = async {
+                loop {
+                    let n = upstream_in.read(&mut buf).await?;
+                    if n == 0 {
+                        break;
+                    }
+                    client_out.write_all(&buf[..n]).await?;
+                    client_out.flush().await?;
+                    if let Some(reader) = reader.as_mut() {
+                        reader.feed(&buf[..n]);
+                    }
+                }
+                client_out.shutdown().await
+            }
+            .await;
+            if let Some(reader) = reader.take() {
+                let mut billed = self.billed.lock().unwrap_or_else(|e| e.into_inner());
+                reader.finish(&mut billed);
+            }
+            copied
+        };
+        // Both directions to their end, so the answer's usage is added however the request
+        // side ends.
+        let (sent, answered) = tokio::join!(request, answer);
+        sent.and(answered)
     }
-    upstream.flush().await?;
-    tokio::io::copy_bidirectional(client, upstream).await?;
-    Ok(())
 }
 
 /// Whether `host` is a loopback address or `localhost` (reached directly, never through
@@ -901,7 +957,7 @@ fn rewrite(head: &[u8], r: &Route) -> Result<Vec<u8>, Refused> {
             out.push_str("\r\n");
         }
     }
-    out.push_str("Connection: close\r\n\r\n");
+    out.push_str("Accept-Encoding: identity\r\nConnection: close\r\n\r\n");
     Ok(out.into_bytes())
 }
 
@@ -985,7 +1041,7 @@ mod tests {
         let head = b"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:4100\r\nx-api-key: ph-1\r\nAuthorization: Bearer sk-other\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\n";
         assert_eq!(
             text(rewrite(head, &r).unwrap()),
-            "POST /v1/messages HTTP/1.1\r\nHost: api.example.org\r\nContent-Length: 2\r\nx-api-key: REAL-KEY\r\nConnection: close\r\n\r\n"
+            "POST /v1/messages HTTP/1.1\r\nHost: api.example.org\r\nContent-Length: 2\r\nx-api-key: REAL-KEY\r\nAccept-Encoding: identity\r\nConnection: close\r\n\r\n"
         );
         // No placeholder: refused, whatever key was sent.
         let head = b"POST /v1/messages HTTP/1.1\r\nx-api-key: sk-guess\r\n\r\n";
@@ -1200,6 +1256,8 @@ mod tests {
         };
         let (placeholder, base) = (var("ANTHROPIC_API_KEY"), var("ANTHROPIC_BASE_URL"));
         assert_eq!(base, format!("http://127.0.0.1:{}", opened.ports[0]));
+        const TWO: &[u8] =
+            b"data: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":30}}\n\n";
         let (seen_tx, seen_rx) = tokio::sync::oneshot::channel::<()>();
         let server = tokio::spawn(async move {
             let (mut s, _) = upstream.accept().await.unwrap();
@@ -1213,7 +1271,7 @@ mod tests {
                 .await
                 .unwrap();
             seen_rx.await.unwrap();
-            s.write_all(b"data: two\n\n").await.unwrap();
+            s.write_all(TWO).await.unwrap();
             String::from_utf8(head).unwrap()
         });
         let client = async {
@@ -1244,7 +1302,15 @@ mod tests {
         let got = tokio::time::timeout(Duration::from_secs(20), client)
             .await
             .expect("the first event arrived before the answer ended");
-        assert!(got.ends_with("data: one\n\ndata: two\n\n"), "{got}");
+        assert!(
+            got.ends_with(&format!("data: one\n\n{}", std::str::from_utf8(TWO).unwrap())),
+            "{got}"
+        );
+        // The usage in the answer was read as it passed.
+        let billed = opened.broker.take_billed();
+        assert_eq!((billed.answers, billed.unread), (1, 0), "{billed:?}");
+        assert_eq!(billed.by_model[0].1.output, 30);
+        assert_eq!(opened.broker.take_billed(), Billed::default(), "taken");
         let head = server.await.unwrap();
         assert!(head.contains("\r\nx-api-key: REAL-KEY\r\n"), "{head}");
         assert!(!head.contains(&placeholder), "{head}");

@@ -11,7 +11,10 @@
 //! (`plugin_post_round_override_ignored`) and counts as continue. A failed call counts as
 //! `null`. A back-off longer than the hook's call timeout is honoured only for a built-in
 //! detector or a hook listed in `[plugins] spawn_override_allow`, capped to the timeout and
-//! recorded otherwise ([`BackOffLimits`]). Side records: `agent_usage_recorded` for reported token usage,
+//! recorded otherwise ([`BackOffLimits`]). Side records: `agent_usage_recorded` for reported token usage
+//! (when the key broker read what the provider billed for the round, that is recorded in
+//! the first report's place, `source` `broker`, the CLI's own figures beside it:
+//! [`Billing`]),
 //! `agent_auth_error_detected` for every `auth` diagnosis, and one
 //! `plugin_post_round_decision` for the combined verdict unless it is plain continue.
 
@@ -93,6 +96,74 @@ pub struct Judged<'a> {
     /// The agent session the round started or resumed (`serve`'s session resume), whose
     /// running totals its usage is told from ([`SessionUsage`]).
     pub session: Option<&'a Resume>,
+    /// What the key broker read the provider billing in the round's answers, priced
+    /// (`Default`: no broker, or no answer's usage read).
+    pub billed: BrokerBill,
+}
+
+/// What the key broker read the provider billing in a round's answers, priced; the
+/// default: nothing read.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BrokerBill(pub(crate) Option<crate::budget::billed::Priced>);
+
+/// How much lower than the provider's bill a CLI's report may be before it is called
+/// under-reported: 5 %, and $0.0001 (a CLI prices with its own table and rounds).
+pub(crate) const UNDERREPORT_SHARE: f64 = 0.05;
+/// The absolute part of the tolerance, US dollars.
+pub(crate) const UNDERREPORT_USD: f64 = 0.0001;
+
+/// A round's usage as `agent_usage_recorded` carries it: its counts and cost, where they
+/// come from, and with `source` `broker` the CLI's own report beside them.
+struct Billing<'a> {
+    usage: RoundUsage,
+    source: &'static str,
+    reported: Option<&'a agent_runner_protocol::TokenUsage>,
+}
+
+impl Billing<'_> {
+    /// The round's usage the broker read: its counts and priced cost, its model.
+    fn broker(priced: &crate::budget::billed::Priced) -> RoundUsage {
+        RoundUsage {
+            usage: agent_runner_protocol::TokenUsage {
+                input_tokens: priced.tokens.input,
+                output_tokens: priced.tokens.output,
+                cache_read_tokens: Some(priced.tokens.cache_read),
+                cache_write_tokens: Some(priced.tokens.cache_write),
+                cost_usd: Some(priced.usd),
+                model: Some(priced.model.clone()),
+            },
+            from_session_totals: Vec::new(),
+        }
+    }
+
+    /// Whether the CLI's report is below the broker's figure by more than the tolerance
+    /// ([`UNDERREPORT_SHARE`], [`UNDERREPORT_USD`]): its cost when it reported one, else
+    /// its tokens; no report is not an under-report (nothing was claimed).
+    fn underreported(&self) -> bool {
+        let (Some(reported), "broker") = (self.reported, self.source) else {
+            return false;
+        };
+        let billed = &self.usage.usage;
+        match (reported.cost_usd.filter(|c| c.is_finite()), billed.cost_usd) {
+            (Some(said), Some(bill)) => said < bill * (1.0 - UNDERREPORT_SHARE) - UNDERREPORT_USD,
+            _ => {
+                let said = tokens_of(reported) as f64;
+                said < tokens_of(billed) as f64 * (1.0 - UNDERREPORT_SHARE)
+            }
+        }
+    }
+}
+
+/// Every token of `u`, all kinds.
+fn tokens_of(u: &agent_runner_protocol::TokenUsage) -> u64 {
+    [
+        u.input_tokens,
+        u.output_tokens,
+        u.cache_read_tokens.unwrap_or(0),
+        u.cache_write_tokens.unwrap_or(0),
+    ]
+    .iter()
+    .fold(0u64, |sum, n| sum.saturating_add(*n))
 }
 
 /// Whether `hook` is asked about a round of the CLI `cli`: a built-in detector only about
@@ -148,6 +219,7 @@ pub async fn consult(
     let mut tokens = None;
     let mut first_usage = None;
     let mut preset_cli = false;
+    let mut billed = round.billed.0.clone();
     for hook in hosts.hooks(Family::PostRound) {
         if !applies(&hook, round.cli) {
             continue;
@@ -183,22 +255,20 @@ pub async fn consult(
             .find(|d| builtin && d.detector == hook.name.as_str())
             .map(|d| d.session_totals)
             .unwrap_or_default();
-        let usage = verdict
+        let own = verdict
             .usage
             .clone()
             .map(|reported| session_usage.round(round.session, totals, reported));
+        // The first report's place goes to what the provider billed, when the broker read it.
+        let (usage, reported) = match (own, billed.take()) {
+            (Some(own), Some(priced)) => (Some(Billing::broker(&priced)), Some(own.usage)),
+            (own, priced) => {
+                billed = priced;
+                (own, None)
+            }
+        };
         if let Some(u) = usage.as_ref().filter(|_| tokens.is_none()) {
-            let u = &u.usage;
-            tokens = Some(
-                [
-                    u.input_tokens,
-                    u.output_tokens,
-                    u.cache_read_tokens.unwrap_or(0),
-                    u.cache_write_tokens.unwrap_or(0),
-                ]
-                .iter()
-                .fold(0u64, |sum, n| sum.saturating_add(*n)),
-            );
+            tokens = Some(tokens_of(&u.usage));
         }
         if first_usage.is_none() {
             first_usage = usage.as_ref().map(|u| {
@@ -211,14 +281,18 @@ pub async fn consult(
                 own
             });
         }
+        let source = if reported.is_some() { "broker" } else { "cli" };
         record(
             events,
             monitor,
-            &hook.name,
-            builtin,
+            (&hook.name, builtin),
             (agent, round_num),
             &verdict,
-            usage,
+            usage.map(|usage| Billing {
+                usage,
+                source,
+                reported: reported.as_ref(),
+            }),
         );
         usage_reported |= verdict.usage.is_some();
         let message = redact_and_cap(&verdict.message);
@@ -263,6 +337,24 @@ pub async fn consult(
             }
         };
         decision = combine(decision, candidate, now);
+    }
+    // No hook reported the round's usage (the CLI printed none, or no detector reads it):
+    // what the provider billed is recorded alone.
+    if let Some(priced) = billed {
+        let usage = Billing::broker(&priced);
+        tokens = tokens.or(Some(tokens_of(&usage.usage)));
+        first_usage = first_usage.or_else(|| Some(usage.usage.clone()));
+        usage_reported = true;
+        emit_usage(
+            events,
+            BROKER_HOOK,
+            (agent, round_num),
+            Billing {
+                usage,
+                source: "broker",
+                reported: None,
+            },
+        );
     }
     if let Some(event) = decision_event(&decision, round_num) {
         events.emit(event);
@@ -351,39 +443,13 @@ fn wait_of(verdict: &PostRoundVerdict) -> Wait {
 fn record(
     events: &EventLog,
     monitor: &MonitorConfig,
-    hook: &HookName,
-    builtin: bool,
+    (hook, builtin): (&HookName, bool),
     (agent, round_num): (&str, u64),
     verdict: &PostRoundVerdict,
-    usage: Option<RoundUsage>,
+    billing: Option<Billing<'_>>,
 ) {
-    if let Some(RoundUsage {
-        usage,
-        from_session_totals,
-    }) = usage
-    {
-        let model = usage
-            .model
-            .as_deref()
-            .map(redact_and_cap)
-            .filter(|m| !m.is_empty());
-        events.emit(Event::AgentUsageRecorded {
-            round_num,
-            hook: hook.to_string(),
-            input_tokens: usage.input_tokens,
-            output_tokens: usage.output_tokens,
-            cache_read_tokens: usage.cache_read_tokens,
-            cache_write_tokens: usage.cache_write_tokens,
-            cost_usd: usage.cost_usd,
-            agent: agent.to_owned(),
-            model: model.unwrap_or_else(|| "unknown".to_owned()),
-            cached_tokens: usage.cache_read_tokens.unwrap_or(0),
-            usage_scope: USAGE_SCOPE.to_owned(),
-            from_session_totals: from_session_totals
-                .iter()
-                .map(|f| (*f).to_owned())
-                .collect(),
-        });
+    if let Some(billing) = billing {
+        emit_usage(events, hook.as_str(), (agent, round_num), billing);
     }
     if verdict.kind == Some(ErrorKind::Auth) {
         events.emit(Event::AgentAuthErrorDetected {
@@ -394,6 +460,54 @@ fn record(
             auto_stop: monitor.stops_on(&auto_stop_names(hook.as_str(), verdict.kind), builtin),
         });
     }
+}
+
+/// `agent_usage_recorded.hook` of usage the key broker read with no hook reporting any.
+pub(crate) const BROKER_HOOK: &str = "key_broker";
+
+/// `agent_usage_recorded` of one round's usage.
+fn emit_usage(events: &EventLog, hook: &str, (agent, round_num): (&str, u64), billing: Billing) {
+    let underreported = billing.underreported();
+    let Billing {
+        usage: RoundUsage {
+            usage,
+            from_session_totals,
+        },
+        source,
+        reported,
+    } = billing;
+    if underreported {
+        tracing::warn!(
+            round_num,
+            "the agent's CLI reported less than the provider billed (the broker's figure is counted)"
+        );
+    }
+    let model = usage
+        .model
+        .as_deref()
+        .map(redact_and_cap)
+        .filter(|m| !m.is_empty());
+    events.emit(Event::AgentUsageRecorded {
+        round_num,
+        hook: hook.to_owned(),
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        cache_read_tokens: usage.cache_read_tokens,
+        cache_write_tokens: usage.cache_write_tokens,
+        cost_usd: usage.cost_usd,
+        agent: agent.to_owned(),
+        model: model.unwrap_or_else(|| "unknown".to_owned()),
+        cached_tokens: usage.cache_read_tokens.unwrap_or(0),
+        usage_scope: USAGE_SCOPE.to_owned(),
+        from_session_totals: from_session_totals
+            .iter()
+            .map(|f| (*f).to_owned())
+            .collect(),
+        source: source.to_owned(),
+        reported_cost_usd: reported.and_then(|r| r.cost_usd),
+        reported_tokens: reported.map(tokens_of),
+        underreported,
+    });
 }
 
 /// `plugin_post_round_decision` for a decision other than continue.

@@ -269,6 +269,9 @@ pub(crate) struct Runner {
     /// When the last agent ran and what it could write (what a config reload asks:
     /// `config_follow`).
     pub agent_ran: Option<AgentRan>,
+    /// What the key broker read the provider billing in the last round's answers (taken by
+    /// the post-round record of its usage).
+    billed: crate::budget::billed::Billed,
     /// Where the prompt files resolved at boot and at each applied reload.
     prompt_links: crate::tree_file::KnownLinks,
     /// The log dir as it resolved at boot (the same for the whole run: a reload keeps it).
@@ -369,6 +372,7 @@ impl Runner {
             git,
             unhealthy_since: None,
             agent_ran: None,
+            billed: Default::default(),
             prompt_links,
             cgroups,
             sessions: None,
@@ -1285,10 +1289,12 @@ impl Runner {
                 egress.record(r);
             }
         }
+        self.billed = Default::default();
         if let Some(mut b) = broker {
             while let Ok(r) = b.refusals.try_recv() {
                 egress.record(r);
             }
+            self.billed = b.broker.take_billed();
         }
         // A port Landlock refuses is told with its fix (not behind `allow_hosts`, whose fix
         // is an entry the proxy's refusals and the endpoint's diagnosis name); an allowed
@@ -1403,6 +1409,10 @@ impl Runner {
             cached_tokens: usage.cache_read_tokens.unwrap_or(0),
             usage_scope: post_round::USAGE_SCOPE.to_owned(),
             from_session_totals: Vec::new(),
+            source: "cli".into(),
+            reported_cost_usd: None,
+            reported_tokens: None,
+            underreported: false,
         });
     }
 
@@ -1788,7 +1798,13 @@ impl Runner {
         session: Option<&Resume>,
         stop: &mut StopWatch,
     ) -> post_round::Consulted {
-        if self.hosts.hooks(Family::PostRound).is_empty() {
+        let billed = std::mem::take(&mut self.billed);
+        let billed = billed.seen().then(|| {
+            billed.priced(&crate::budget::prices::PriceTable::new(
+                &self.config.budget.prices,
+            ))
+        });
+        if self.hosts.hooks(Family::PostRound).is_empty() && billed.is_none() {
             return post_round::Consulted {
                 decision: Decision::Continue,
                 usage_reported: false,
@@ -1820,6 +1836,7 @@ impl Runner {
             log_tail: &log_tail,
             cli: self.config.profile(phase).agent.cli.name,
             session,
+            billed: post_round::BrokerBill(billed),
         };
         post_round::consult(
             &mut self.hosts,

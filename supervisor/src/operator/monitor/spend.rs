@@ -179,6 +179,10 @@ mod tests {
             cached_tokens: 20,
             usage_scope: "round".into(),
             from_session_totals: vec![],
+            source: "cli".into(),
+            reported_cost_usd: None,
+            reported_tokens: None,
+            underreported: false,
         });
     }
 

@@ -1198,6 +1198,26 @@ pub(crate) enum Event {
         /// difference from the session's previous round (empty: reported per round).
         #[serde(default)]
         from_session_totals: Vec<String>,
+        /// Where the counts and cost come from (docs/operations.md, "Where spend comes
+        /// from"): `broker`, the provider's own usage in the answers the key broker relayed,
+        /// priced by the price table (`cost_usd` is that price); `cli`, the CLI's report
+        /// (its cost, else its tokens priced by the ledger). Lines written before it existed
+        /// read as empty (the CLI's).
+        #[serde(default)]
+        source: String,
+        /// With `source` `broker`: the cost the CLI itself reported for the round, kept for
+        /// comparison, never counted; `null` when it reported none.
+        #[serde(default)]
+        reported_cost_usd: Option<f64>,
+        /// With `source` `broker`: the tokens (all kinds) the CLI itself reported; `null`
+        /// when it reported none.
+        #[serde(default)]
+        reported_tokens: Option<u64>,
+        /// The CLI reported less than the provider billed, by more than 5 % and $0.0001
+        /// (its cost; its tokens when it reported no cost): a report the broker's figure
+        /// overrode.
+        #[serde(default)]
+        underreported: bool,
     },
     /// A post-round hook diagnosed a missing or expired login.
     AgentAuthErrorDetected {
