@@ -175,6 +175,82 @@ fn a_session_is_started_afresh_once_its_rounds_used_its_tokens() {
     assert_eq!(p.events_of("session_resumed").len(), 3);
 }
 
+/// A `claude` that streams three model calls of 1000 input tokens each (`assistant`
+/// records, what the output watch reads) and exits 0 without its result record: no
+/// post-round report of usage, only the watch's. Marks `$MARK` as [`fake_claude`] does.
+fn streaming_claude(p: &Project) -> PathBuf {
+    let dir = p.tmp_dir().join("bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("claude");
+    std::fs::write(
+        &path,
+        "#!/bin/sh\n\
+         id=\"${AGENT_RUNNER_RESUME_SESSION_ID:-none}\"\n\
+         echo \"$AGENT_RUNNER_ROUND_NUM|${AGENT_RUNNER_RESUME_FLAG-unset}|$id\" >> \"$MARK\"\n\
+         echo '{\"type\":\"system\",\"subtype\":\"init\"}'\n\
+         for i in 1 2 3; do\n\
+           echo '{\"type\":\"assistant\",\"message\":{\"id\":\"msg_'$i'\",\"model\":\"fake-priced\",\"content\":[{\"type\":\"text\",\"text\":\"working\"}],\"usage\":{\"input_tokens\":1000,\"output_tokens\":0,\"cache_read_input_tokens\":0,\"cache_creation_input_tokens\":0}}}'\n\
+           sleep 0.3\n\
+         done\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// The tokens the output watch summed for a round with no post-round usage report count
+/// toward `session_max_tokens`: three calls of 1000 a round under `session_max_tokens =
+/// 2500` renew the session at round 2 (`max_tokens`, 3000 tokens). Control: without a
+/// `[budget]` cap no watch runs, nothing counts the round's tokens, and the session is
+/// resumed.
+#[test]
+fn the_tokens_the_output_watch_counted_count_toward_the_session_bound() {
+    let run = |budget: &str| {
+        let p = Project::new();
+        let agent = streaming_claude(&p);
+        let text = ConfigBuilder::new(&agent)
+            .dirty_action("ignore")
+            .round_budget_s(120)
+            .agent_env("MARK", &p.dir().join("mark.txt").display().to_string())
+            .extra(budget)
+            .render()
+            .replacen(
+                "prompt_delivery = \"argv\"\n",
+                "prompt_delivery = \"argv\"\ncli = \"claude\"\nsession_max_tokens = 2500\n",
+                1,
+            );
+        p.write_config_text(&text);
+        serve(&p, 2);
+        p
+    };
+    let p = run(
+        "[budget]\ntotal_usd = 100.0\n[budget.prices.\"fake-priced\"]\ninput = 1.0\noutput = 0.0\n",
+    );
+    let usage = p.events_of("agent_usage_recorded");
+    assert_eq!(usage.len(), 2, "{}", p.events_text());
+    assert!(
+        usage.iter().all(|u| u["hook"] == "claude_usage_watch"),
+        "{}",
+        p.events_text()
+    );
+    let renewed = p.events_of("session_renewed");
+    assert_eq!(renewed.len(), 1, "{}", p.events_text());
+    assert_eq!(renewed[0]["round_num"], 2, "{}", renewed[0]);
+    assert_eq!(renewed[0]["reason"], "max_tokens", "{}", renewed[0]);
+    assert_eq!(renewed[0]["tokens"], 3000, "{}", renewed[0]);
+    let flags: Vec<String> = rounds(&p).into_iter().map(|r| r[1].clone()).collect();
+    assert_eq!(flags, ["--session-id", "--session-id"]);
+    // Control: no cap, no watch, no count: the session is resumed.
+    let p = run("");
+    assert!(
+        p.events_of("session_renewed").is_empty(),
+        "{}",
+        p.events_text()
+    );
+    let flags: Vec<String> = rounds(&p).into_iter().map(|r| r[1].clone()).collect();
+    assert_eq!(flags, ["--session-id", "--resume"]);
+}
+
 /// Confined (`mode = "require"`, the shadow home): after four rounds of two sessions
 /// (`session_max_rounds = 2`) the shadow holds the live session's transcript only, no
 /// telemetry spool, and the operator's files behind the agent's link are untouched; the

@@ -800,8 +800,24 @@ impl Runner {
                 stop,
             )
             .await;
+        // The round's tokens as a post-round report counted them, else as the output watch
+        // summed them (a round whose CLI printed no usage of its own: stopped for its
+        // budget, or ended without its result record).
+        let watched_tokens = watched.usage.as_ref().map(|(_, u, _)| {
+            [
+                u.input_tokens,
+                u.output_tokens,
+                u.cache_read_tokens.unwrap_or(0),
+                u.cache_write_tokens.unwrap_or(0),
+            ]
+            .iter()
+            .fold(0u64, |sum, n| sum.saturating_add(*n))
+        });
+        let round_tokens = consulted
+            .tokens
+            .or(watched_tokens.filter(|_| !consulted.usage_reported));
         if let (Some(sessions), Some(resume), Some(tokens)) =
-            (self.sessions.as_mut(), resume.as_ref(), consulted.tokens)
+            (self.sessions.as_mut(), resume.as_ref(), round_tokens)
         {
             sessions.used(phase.unwrap_or(""), &resume.id, tokens);
         }
