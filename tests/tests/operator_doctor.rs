@@ -103,3 +103,53 @@ fn empty_front_matter_only_or_truncated_prompt() {
     let c = check(&report, "config");
     assert!(c["reason"].as_str().unwrap().contains("prompt"), "{c}");
 }
+
+/// `sessions`: the session bounds `serve` renews a resumed session at, the base config's
+/// and a phase's own (`[phases.<name>.agent] session_max_tokens`); the defaults when
+/// none is set.
+#[test]
+fn the_session_bounds_are_shown_per_phase() {
+    let p = Project::new();
+    let text = p.config().render().replacen(
+        "[agent]\n",
+        "[agent]\ncli = \"claude\"\nsession_max_rounds = 7\n",
+        1,
+    ) + "\n[phases]\nlist = [\"build\", \"review\"]\n\n[phases.build.agent]\nsession_max_tokens = 1000\n";
+    p.write_config_text(&text);
+    let (code, report) = doctor(&p);
+    assert_eq!(code, 0, "{report:#}");
+    let sessions = check(&report, "sessions");
+    assert_eq!(sessions["ok"], true, "{sessions}");
+    let reason = sessions["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with(
+            "claude sessions resumed, started afresh past session_max_rounds 7, session_max_tokens 5000000, session_max_hours 12"
+        ),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("; phase build: claude sessions resumed, started afresh past session_max_rounds 7, session_max_tokens 1000, session_max_hours 12"),
+        "{reason}"
+    );
+    assert!(!reason.contains("phase review"), "{reason}");
+    // Session resume off: said so, the bounds beside it.
+    let text = p.config().render().replacen(
+        "[agent]\n",
+        "[agent]\ncli = \"claude\"\nsession_resume = false\n",
+        1,
+    );
+    p.write_config_text(&text);
+    let (_, report) = doctor(&p);
+    let reason = check(&report, "sessions")["reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        reason.starts_with(
+            "no session resume (session_resume = false); bounds session_max_rounds 20"
+        ),
+        "{reason}"
+    );
+    let human = p.run(&["doctor"]);
+    assert!(human.stdout.contains("session_max_rounds 20"), "{human}");
+}

@@ -539,6 +539,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     checks.push(pidfd_check());
     checks.push(prompt_check(&config.prompt.files[0]));
     checks.push(budget_check(&config));
+    checks.push(sessions_check(&config));
     let (notify_checks, notify_warnings) = notify_findings(&config);
     checks.extend(notify_checks);
     let agent = &config.agent.command[0];
@@ -1029,7 +1030,11 @@ fn budget_check(config: &config::Config) -> Check {
     let brokered: Vec<&str> = plan.routes.iter().map(|r| r.provider.name).collect();
     let counted = reported || !brokered.is_empty();
     let source = if brokered.is_empty() {
-        let from = if reported { "CLI report / table" } else { "none" };
+        let from = if reported {
+            "CLI report / table"
+        } else {
+            "none"
+        };
         format!(
             "from the {from}, the key not being brokered (what the agent's output says is what counts): {cli_words}"
         )
@@ -1073,6 +1078,48 @@ fn budget_check(config: &config::Config) -> Check {
         ),
         "run an agent CLI that reports its usage (docs/detectors.md, \"Usage\") or a post-round host that reports it: otherwise the caps never count a round",
     )
+}
+
+/// `sessions` (informational, always passes): whether `serve` resumes the agent's session
+/// from round to round, and the bounds after which it starts one afresh (`[agent]
+/// session_max_rounds`, `session_max_tokens`, `session_max_hours`), the base config's and
+/// each phase's that differs (docs/agent-clis.md, "Session resume").
+fn sessions_check(config: &Config) -> Check {
+    let one = |agent: &config::AgentConfig| {
+        let b = &agent.session_bounds;
+        let bounds = format!(
+            "session_max_rounds {}, session_max_tokens {}, session_max_hours {}",
+            b.max_rounds,
+            b.max_tokens,
+            b.max_age.as_secs() / 3600
+        );
+        let cli = agent.cli.name;
+        let resumed = agent.session_resume && crate::config::session_resume::form_of(cli).is_some();
+        if resumed {
+            format!(
+                "{} sessions resumed, started afresh past {bounds}",
+                cli.unwrap_or("the agent's")
+            )
+        } else if !agent.session_resume {
+            format!("no session resume (session_resume = false); bounds {bounds}")
+        } else {
+            format!(
+                "no session resume ({} cannot resume a session); bounds {bounds}",
+                cli.unwrap_or("the agent")
+            )
+        }
+    };
+    let base = one(&config.agent);
+    let mut words = base.clone();
+    for (name, over) in &config.phases.overrides {
+        if let Some(agent) = &over.agent {
+            let phase = one(agent);
+            if phase != base {
+                words.push_str(&format!("; phase {name}: {phase}"));
+            }
+        }
+    }
+    check("sessions", true, words, "")
 }
 
 /// `notify`: the `[[notify.webhooks]]` entries, one check each (`notify:<name>`): where
