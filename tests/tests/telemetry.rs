@@ -246,6 +246,81 @@ fn each_round_is_an_invoke_agent_span_with_its_hook_calls_checks_and_outcome() {
     );
 }
 
+/// An attempt that starts no agent is a trace too: while the pause file is there the
+/// spawn hook `pause_file` defers the round, and each deferred attempt is a
+/// `round_attempt` span (no `invoke_agent`: nothing was invoked) saying `deferred`, the
+/// hook and its reason, its spawn hook call as its child; once the file is gone round 1
+/// runs and is the `invoke_agent` span as ever.
+#[test]
+fn an_attempt_that_starts_no_agent_is_a_round_attempt_span_saying_why() {
+    use agent_runner_e2e::{pause_host_bin, HostSpec};
+    let p = Project::new();
+    let receiver = Receiver::start(p.tmp_dir());
+    let agent = fake_claude(&p);
+    let pause = p.dir().join(".agent-runner-pause");
+    std::fs::write(&pause, "").unwrap();
+    p.write_config(
+        &ConfigBuilder::new(&agent)
+            .agent_env("SEEN", &p.tmp_dir().join("bin/seen").display().to_string())
+            .spawn_override_allow(&["pause_file"])
+            .host(
+                HostSpec::new("pause", pause_host_bin()).config(serde_json::json!({"defer_s": 1})),
+            )
+            .extra(&format!(
+                "[telemetry]\notlp_endpoint = \"http://127.0.0.1:{}\"\n",
+                receiver.port
+            )),
+    );
+    let serve = p.spawn(&["serve", "--max-rounds", "1"]);
+    wait_until("two deferred attempts", Duration::from_secs(60), || {
+        (p.events_of("plugin_spawn_decision").len() >= 2).then_some(())
+    });
+    std::fs::remove_file(&pause).unwrap();
+    let out = serve.wait(Duration::from_secs(60));
+    assert_eq!(out.code(), 0, "{out}\n{}", p.events_text());
+    let spans = receiver.spans();
+    let attempts: Vec<&Value> = spans
+        .iter()
+        .filter(|s| s["name"] == "round_attempt")
+        .collect();
+    assert!(attempts.len() >= 2, "{spans:#?}");
+    for attempt in &attempts {
+        assert_eq!(
+            attr(attempt, "agent_runner.attempt.outcome"),
+            "deferred",
+            "{attempt}"
+        );
+        assert_eq!(
+            attr(attempt, "agent_runner.hook"),
+            "pause_file",
+            "{attempt}"
+        );
+        assert_eq!(attr(attempt, "agent_runner.round_num"), 1, "{attempt}");
+        let reason = attr(attempt, "agent_runner.attempt.reason")
+            .as_str()
+            .unwrap();
+        assert!(reason.contains("paused: pause file present"), "{reason}");
+        assert_eq!(attempt["parent_span_id"], "", "its own trace");
+        // Status unset (0): deferring is not a failure.
+        assert_eq!(attempt["status"]["code"], 0, "{attempt}");
+        let children: Vec<&str> = spans
+            .iter()
+            .filter(|s| s["parent_span_id"] == attempt["span_id"])
+            .map(|s| s["name"].as_str().unwrap())
+            .collect();
+        assert!(
+            children.iter().any(|c| c.ends_with(" pause_file")),
+            "{children:?}"
+        );
+    }
+    let rounds: Vec<&Value> = spans
+        .iter()
+        .filter(|s| s["name"] == "invoke_agent demo-agent")
+        .collect();
+    assert_eq!(rounds.len(), 1, "{spans:#?}");
+    assert_eq!(attr(rounds[0], "agent_runner.round_num"), 1);
+}
+
 /// Seconds from the first `round_start` to the last `round_end` of the record.
 fn rounds_span_s(p: &Project) -> f64 {
     let ts = |e: &Value| {

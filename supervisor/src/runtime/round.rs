@@ -619,17 +619,67 @@ impl Runner {
         // Calls since the last attempt (detector polls between rounds) are no round's.
         self.hosts.take_calls();
         let attempt = self.attempt_round(stop, phase, began).await;
-        self.finish_trace(&attempt);
+        self.finish_trace(&attempt, began);
         attempt
     }
 
     /// Ends the span of the round the attempt ran, if it ran one (docs/operations.md
-    /// "Traces"), and tells what the exporter saw of its collector.
-    fn finish_trace(&mut self, attempt: &Result<Attempt, RoundError>) {
+    /// "Traces"); an attempt that began at `began` and started no agent gets a
+    /// `round_attempt` span saying why. Then tells what the exporter saw of its collector.
+    fn finish_trace(&mut self, attempt: &Result<Attempt, RoundError>, began: SystemTime) {
         let Some(traces) = self.traces.as_mut() else {
             return;
         };
         let calls = self.hosts.take_calls();
+        if self.round_span.is_none() {
+            use crate::runtime::round_trace::NotStarted;
+            let mut not_started = match attempt {
+                Ok(Attempt::Ran(_)) => None,
+                Ok(Attempt::NotStarted(Verdict::Defer {
+                    hook,
+                    defer_s,
+                    reason,
+                })) => Some(NotStarted {
+                    outcome: "deferred",
+                    reason: format!("deferred {defer_s} s: {reason}"),
+                    hook: Some(hook.to_string()),
+                    ..Default::default()
+                }),
+                Ok(Attempt::NotStarted(Verdict::Skip { hook, reason })) => Some(NotStarted {
+                    outcome: "skipped",
+                    reason: reason.clone(),
+                    hook: Some(hook.to_string()),
+                    ..Default::default()
+                }),
+                Ok(Attempt::NotStarted(Verdict::Proceed)) => None,
+                Ok(Attempt::Unhealthy(pressure)) => Some(NotStarted {
+                    outcome: "unhealthy",
+                    reason: format!(
+                        "host health {} ({}): {}",
+                        pressure.severity, pressure.signal, pressure.message
+                    ),
+                    ..Default::default()
+                }),
+                Ok(Attempt::Stopped) => Some(NotStarted {
+                    outcome: "stopped",
+                    reason: "a stop arrived before the agent started".to_owned(),
+                    ..Default::default()
+                }),
+                Err(e) => Some(NotStarted {
+                    outcome: "failed",
+                    reason: e.to_string(),
+                    failed: true,
+                    ..Default::default()
+                }),
+            };
+            if let Some(mut one) = not_started.take() {
+                one.round_num = state::peek_next_round(&self.config.runtime.state_dir).ok();
+                one.calls = calls;
+                traces.not_started(began, one);
+                traces.report(&self.events);
+                return;
+            }
+        }
         if let Some(span) = self.round_span.take() {
             let mut ending = crate::runtime::round_trace::RoundEnding {
                 calls,

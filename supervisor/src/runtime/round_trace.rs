@@ -6,7 +6,10 @@
 //! ([`crate::hosts::CallRecord`]) and goal checks ([`crate::runtime::goal::CheckTiming`]),
 //! built after the fact from their recorded times; its status is the round's outcome. The
 //! agent gets the span's W3C `TRACEPARENT` and an `OTEL_RESOURCE_ATTRIBUTES` naming the
-//! project and round, so a CLI's own telemetry joins the round.
+//! project and round, so a CLI's own telemetry joins the round. An attempt that starts no
+//! agent (deferred or skipped by a hook, deferred by the host-health gate, stopped, or
+//! failed before its agent) is a trace too: one `round_attempt` span
+//! ([`Traces::not_started`]) saying why, its hook calls as children.
 //!
 //! Nothing here may slow a round: a finished span goes into the SDK's bounded queue
 //! ([`MAX_QUEUE`]; full, it is dropped) and a thread of the SDK exports batches through a
@@ -163,6 +166,25 @@ pub(crate) struct RoundEnding {
     pub checks: Vec<CheckTiming>,
 }
 
+/// An attempt that started no agent, for its span ([`Traces::not_started`]).
+#[derive(Debug, Default)]
+pub(crate) struct NotStarted {
+    /// The round it was for (the next round's number), when it could be read.
+    pub round_num: Option<u64>,
+    /// `agent_runner.attempt.outcome`: `deferred`, `skipped`, `unhealthy`, `stopped` or
+    /// `failed`.
+    pub outcome: &'static str,
+    /// `agent_runner.attempt.reason`: why, in words (a hook's reason, the reading, the
+    /// error).
+    pub reason: String,
+    /// `agent_runner.hook`: the hook that decided, if one did.
+    pub hook: Option<String>,
+    /// The attempt failed (the span's error status); otherwise its status is unset.
+    pub failed: bool,
+    /// Its hook calls.
+    pub calls: Vec<CallRecord>,
+}
+
 /// The span of a round under way.
 pub(crate) struct RoundSpan {
     cx: Context,
@@ -309,9 +331,39 @@ impl Traces {
         }
     }
 
-    /// Ends `span` as `ending` says, its children first. Never waits on the collector.
-    pub(crate) fn finish(&self, span: RoundSpan, ending: RoundEnding) {
-        for call in &ending.calls {
+    /// The trace of an attempt that began at `began` and started no agent: a
+    /// `round_attempt` span (no `invoke_agent`: nothing was invoked) with the outcome and
+    /// its reason, the hook calls as its children. Never waits on the collector.
+    pub(crate) fn not_started(&self, began: SystemTime, attempt: NotStarted) {
+        let mut attributes = vec![
+            KeyValue::new("agent_runner.attempt.outcome", attempt.outcome),
+            KeyValue::new("agent_runner.attempt.reason", attempt.reason.clone()),
+        ];
+        if let Some(n) = attempt.round_num {
+            attributes.push(KeyValue::new("agent_runner.round_num", n as i64));
+        }
+        if let Some(hook) = &attempt.hook {
+            attributes.push(KeyValue::new("agent_runner.hook", hook.clone()));
+        }
+        let builder = self
+            .tracer
+            .span_builder("round_attempt")
+            .with_kind(SpanKind::Internal)
+            .with_start_time(began)
+            .with_attributes(attributes);
+        let span = self.tracer.build_with_context(builder, &Context::new());
+        let cx = Context::new().with_span(span);
+        self.calls(&cx, &attempt.calls);
+        let span = cx.span();
+        if attempt.failed {
+            span.set_status(Status::error(attempt.reason));
+        }
+        span.end();
+    }
+
+    /// `calls` as children of the span of `cx`.
+    fn calls(&self, cx: &Context, calls: &[CallRecord]) {
+        for call in calls {
             let builder = self
                 .tracer
                 .span_builder(format!("{} {}", call.method, call.hook))
@@ -323,12 +375,17 @@ impl Traces {
                     KeyValue::new("agent_runner.host", call.host.clone()),
                     KeyValue::new("agent_runner.hook", call.hook.clone()),
                 ]);
-            let mut child = self.tracer.build_with_context(builder, &span.cx);
+            let mut child = self.tracer.build_with_context(builder, cx);
             if let Some(failure) = &call.failure {
                 child.set_status(Status::error(failure.clone()));
             }
             child.end_with_timestamp(call.started + call.elapsed);
         }
+    }
+
+    /// Ends `span` as `ending` says, its children first. Never waits on the collector.
+    pub(crate) fn finish(&self, span: RoundSpan, ending: RoundEnding) {
+        self.calls(&span.cx, &ending.calls);
         for check in &ending.checks {
             let builder = self
                 .tracer
