@@ -54,7 +54,11 @@ fn serve(cost: &str) -> (Project, agent_runner_e2e::RunOutput) {
 }
 
 /// [`serve`] with `sandbox` lines added to `[agent.sandbox]` and `env` for the supervisor.
-fn serve_with(cost: &str, sandbox: &str, env: &[(&str, &str)]) -> (Project, agent_runner_e2e::RunOutput) {
+fn serve_with(
+    cost: &str,
+    sandbox: &str,
+    env: &[(&str, &str)],
+) -> (Project, agent_runner_e2e::RunOutput) {
     let p = Project::new();
     let agent = fake_claude(&p, cost);
     let text = ConfigBuilder::new(&agent)
@@ -78,11 +82,12 @@ struct FakeModel {
 }
 
 impl FakeModel {
-    fn start(key: &str) -> FakeModel {
+    fn start(key: &str, log: &std::path::Path) -> FakeModel {
         let mut child = Command::new("python3")
             .arg(workspace_root().join("tests/agent-clis/fake_model.py"))
             .args(["--mode", "idle", "--output-tokens", "2000000"])
-            .args(["--expect-key-env", "FAKE_EXPECTED_KEY"])
+            .args(["--expect-key-env", "FAKE_EXPECTED_KEY", "--log"])
+            .arg(log)
             .env("FAKE_EXPECTED_KEY", key)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -110,9 +115,13 @@ impl Drop for FakeModel {
 fn what_the_provider_bills_counts_when_the_key_is_brokered() {
     let key = "sk-ant-hostile-budget-test-key";
     let made_up = ",\"total_cost_usd\":0.00000'$n'";
-    let fake = FakeModel::start(key);
+    let log = tempfile_path("fake-model.jsonl");
+    let fake = FakeModel::start(key, &log);
     let base = format!("http://127.0.0.1:{}", fake.port);
-    let env = [("ANTHROPIC_API_KEY", key), ("ANTHROPIC_BASE_URL", base.as_str())];
+    let env = [
+        ("ANTHROPIC_API_KEY", key),
+        ("ANTHROPIC_BASE_URL", base.as_str()),
+    ];
 
     let (p, out) = serve_with(made_up, "", &env);
     out.assert_code(80);
@@ -130,7 +139,11 @@ fn what_the_provider_bills_counts_when_the_key_is_brokered() {
     assert_eq!(u["underreported"], true, "{u}");
     let exhausted = p.events_of("budget_exhausted");
     assert_eq!(exhausted.len(), 1, "{}", p.events_text());
-    assert!(exhausted[0]["spent"].as_f64().unwrap() > 50.0, "{}", exhausted[0]);
+    assert!(
+        exhausted[0]["spent"].as_f64().unwrap() > 50.0,
+        "{}",
+        exhausted[0]
+    );
     // doctor says where the spend comes from.
     let budget_reason = |p: &Project| {
         let out = p.run_env(&["doctor", "--json"], &env);
@@ -141,7 +154,10 @@ fn what_the_provider_bills_counts_when_the_key_is_brokered() {
             .to_owned()
     };
     let reason = budget_reason(&p);
-    assert!(reason.contains("from the broker: what anthropic bills"), "{reason}");
+    assert!(
+        reason.contains("from the broker: what anthropic bills"),
+        "{reason}"
+    );
 
     // Control: the broker off, the agent's made-up cost is what counts.
     let (p, out) = serve_with(made_up, "broker = \"off\"\n", &env);
@@ -149,7 +165,9 @@ fn what_the_provider_bills_counts_when_the_key_is_brokered() {
     assert_eq!(p.events_of("round_start").len(), 3, "{}", p.events_text());
     let usage = p.events_of("agent_usage_recorded");
     assert!(
-        usage.iter().all(|u| u["source"] == "cli" && u["cost_usd"] == 0.000001),
+        usage
+            .iter()
+            .all(|u| u["source"] == "cli" && u["cost_usd"] == 0.000001),
         "{}",
         p.events_text()
     );
@@ -188,4 +206,102 @@ fn a_cost_the_agent_makes_up_is_what_the_budget_counts() {
         .map(|u| u["cost_usd"].as_f64().unwrap())
         .collect();
     assert_eq!(costs, [0.000001; 3], "{}", p.events_text());
+}
+
+/// A path for a file of this test run's, in the system's temp dir.
+fn tempfile_path(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "hostile-budget-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// Within a round: a `claude` script that makes three model calls 1.5 s apart through its
+/// base URL and prints no usage while it works (the output watch has nothing to read) is
+/// stopped once the key broker has read the first answer's bill ($50 against `round_usd =
+/// 10`): `budget_round_stopped` by `key_broker`, one model request made. Control: with
+/// `broker = "off"` (the server's port open to the agent) nothing sees the spend while the
+/// round runs, and all three are made.
+#[test]
+fn the_broker_stops_a_round_at_the_answer_that_crossed_round_usd() {
+    let key = "sk-ant-hostile-budget-midround-key";
+    let run = |broker_off: bool| {
+        let p = Project::new();
+        let log = p.tmp_dir().join("fake-model.jsonl");
+        let fake = FakeModel::start(key, &log);
+        // Without the broker the agent reaches the server itself, at its port.
+        let sandbox = if broker_off {
+            format!("broker = \"off\"\nconnect_ports = [{}]\n", fake.port)
+        } else {
+            String::new()
+        };
+        let dir = p.tmp_dir().join("bin");
+        std::fs::create_dir_all(&dir).unwrap();
+        let agent = dir.join("claude");
+        std::fs::write(
+            &agent,
+            "#!/bin/sh\n\
+             for i in 1 2 3; do\n\
+               curl -sS -m 30 -o /dev/null -X POST \"$ANTHROPIC_BASE_URL/v1/messages\" \
+                 -H \"x-api-key: $ANTHROPIC_API_KEY\" -H 'content-type: application/json' \
+                 -d '{\"model\":\"claude-opus-4-5\",\"max_tokens\":16,\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}'\n\
+               sleep 1.5\n\
+             done\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let text = ConfigBuilder::new(&agent)
+            .dirty_action("ignore")
+            .extra("[budget]\nround_usd = 10.0\n")
+            .render()
+            .replacen(
+                "[runtime]\n",
+                &format!("[agent.sandbox]\nmode = \"require\"\n{sandbox}[runtime]\n"),
+                1,
+            );
+        p.write_config_text(&text);
+        let base = format!("http://127.0.0.1:{}", fake.port);
+        let out = p.run_env(
+            &["serve", "--max-rounds", "1"],
+            &[("ANTHROPIC_API_KEY", key), ("ANTHROPIC_BASE_URL", &base)],
+        );
+        let calls = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("/v1/messages"))
+            .count();
+        (p, out, calls)
+    };
+    let (p, out, calls) = run(false);
+    assert_eq!(out.code(), 0, "{out}\n{}", p.events_text());
+    let stopped = p.events_of("budget_round_stopped");
+    assert_eq!(stopped.len(), 1, "{}", p.events_text());
+    assert_eq!(stopped[0]["hook"], "key_broker", "{}", stopped[0]);
+    assert_eq!(stopped[0]["scope"], "round_usd", "{}", stopped[0]);
+    assert_eq!(stopped[0]["calls"], 1, "{}", stopped[0]);
+    assert!(
+        stopped[0]["round_usd"].as_f64().unwrap() > 50.0,
+        "{}",
+        stopped[0]
+    );
+    eprintln!("broker mid-round stop: {calls} model call(s) made of 3");
+    assert_eq!(calls, 1, "{}", p.events_text());
+    assert_eq!(p.events_of("agent_exit")[0]["exit_cause"], "budget");
+    let usage = p.events_of("agent_usage_recorded");
+    assert_eq!(usage.len(), 1, "{}", p.events_text());
+    assert_eq!(usage[0]["source"], "broker");
+    assert_eq!(usage[0]["hook"], "key_broker");
+
+    // Control: the broker off, nothing counts the round while it runs.
+    let (p, out, calls) = run(true);
+    assert_eq!(out.code(), 0, "{out}\n{}", p.events_text());
+    assert!(
+        p.events_of("budget_round_stopped").is_empty(),
+        "{}",
+        p.events_text()
+    );
+    assert_eq!(calls, 3, "{}", p.events_text());
 }

@@ -592,6 +592,15 @@ impl KeyBroker {
         std::mem::take(&mut *billed)
     }
 
+    /// What the provider billed in the answers relayed so far, left in place (the round's
+    /// running spend, for the stop within the round: `crate::runtime::usage_watch`).
+    pub(crate) fn billed_now(&self) -> Billed {
+        self.billed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// The route a connection to `host:port` through the egress proxy is for: the broker's
     /// own name (or the loopback it listens on) and one of its ports.
     pub(crate) fn route_at(&self, host: &str, port: u16) -> Option<usize> {
@@ -1303,7 +1312,10 @@ mod tests {
             .await
             .expect("the first event arrived before the answer ended");
         assert!(
-            got.ends_with(&format!("data: one\n\n{}", std::str::from_utf8(TWO).unwrap())),
+            got.ends_with(&format!(
+                "data: one\n\n{}",
+                std::str::from_utf8(TWO).unwrap()
+            )),
             "{got}"
         );
         // The usage in the answer was read as it passed.

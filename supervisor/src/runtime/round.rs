@@ -1311,7 +1311,8 @@ impl Runner {
             log_path: log_path.to_owned(),
         });
         let spawned = SystemTime::now();
-        let exit = match self.usage_watch(round_num, phase, log_path) {
+        let watched_broker = broker.as_ref().map(|b| b.broker.clone());
+        let exit = match self.usage_watch(round_num, phase, log_path, watched_broker) {
             Some(watch) => {
                 let (crossed, over_budget) = tokio::sync::oneshot::channel();
                 spec.budget_stop = Some(over_budget);
@@ -1407,14 +1408,16 @@ impl Runner {
         Ok(exit)
     }
 
-    /// The round's usage watch: `None` without a cap ([`Runner::round_cap`]) or without an
-    /// output watch that applies to the round's CLI (a built-in one only to its own CLI,
-    /// as the built-in detectors).
+    /// The round's usage watch: `None` without a cap ([`Runner::round_cap`]) or without
+    /// either an output watch that applies to the round's CLI (a built-in one only to its
+    /// own CLI, as the built-in detectors) or the round's key `broker`, whose reading of
+    /// what the provider billed counts too.
     fn usage_watch(
         &self,
         round_num: u64,
         phase: Option<&str>,
         log_path: &Path,
+        broker: Option<std::sync::Arc<key_broker::KeyBroker>>,
     ) -> Option<crate::runtime::usage_watch::UsageWatch> {
         let cap = self.round_cap.clone().filter(|c| c.any())?;
         let cli = self.config.profile(phase).agent.cli.name;
@@ -1430,7 +1433,7 @@ impl Runner {
                     })
             })
             .collect();
-        if hooks.is_empty() {
+        if hooks.is_empty() && broker.is_none() {
             return None;
         }
         Some(crate::runtime::usage_watch::UsageWatch {
@@ -1440,6 +1443,7 @@ impl Runner {
             cap,
             table: crate::budget::prices::PriceTable::new(&self.config.budget.prices),
             events: self.events.clone(),
+            broker,
         })
     }
 

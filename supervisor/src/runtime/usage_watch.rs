@@ -9,6 +9,12 @@
 //! grace). The supervisor reads the log as bytes and cuts chunks after a newline; only the
 //! confined hosts read what the agent wrote.
 //!
+//! When the round's provider key is brokered, what the provider billed in the answers the
+//! key broker relayed so far ([`crate::runtime::key_broker::KeyBroker::billed_now`],
+//! priced by the same table) counts too, every [`POLL`], whatever the watches say: the
+//! round is stopped at the answer that crossed its cap even when its CLI prints nothing
+//! while it runs (hook `key_broker` in `budget_round_stopped`).
+//!
 //! The log is the queue: the agent writes it whatever the watch does, so a slow or silent
 //! host never holds the agent's output up. A watch more than [`MAX_BEHIND`] bytes behind
 //! skips to the log's end (the bytes skipped are told to the host and recorded as
@@ -52,6 +58,8 @@ pub(crate) struct UsageWatch {
     pub table: PriceTable,
     /// The record.
     pub events: EventLog,
+    /// The round's key broker, when its key is brokered: what the provider billed so far.
+    pub broker: Option<std::sync::Arc<crate::runtime::key_broker::KeyBroker>>,
 }
 
 /// What one hook reported over the round.
@@ -188,6 +196,16 @@ impl UsageWatch {
                     break;
                 }
             }
+            // What the provider billed counts whether or not the log grew.
+            if stopped.is_none() {
+                stopped = self.crossed(&tallies);
+                if let Some(reached) = &stopped {
+                    self.stop(reached, &tallies);
+                    if let Some(tx) = crossed.take() {
+                        let _ = tx.send(());
+                    }
+                }
+            }
             if finished {
                 break;
             }
@@ -248,18 +266,50 @@ impl UsageWatch {
     /// The cap reached by the spend the watches report (the most any one reports: they
     /// count the same calls), if one is.
     fn crossed(&self, tallies: &[Tally]) -> Option<Reached> {
-        let usd = tallies.iter().map(|t| t.usd).fold(0.0, f64::max);
-        let tokens = tallies.iter().map(Tally::tokens).max().unwrap_or(0);
+        let billed = self.billed();
+        let usd = tallies.iter().map(|t| t.usd).fold(billed.usd, f64::max);
+        let tokens = tallies
+            .iter()
+            .map(Tally::tokens)
+            .max()
+            .unwrap_or(0)
+            .max(billed.tokens.total());
         self.cap.reached(usd, tokens)
+    }
+
+    /// What the key broker read the provider billing so far, priced (nothing without one).
+    fn billed(&self) -> crate::budget::billed::Priced {
+        let billed = self
+            .broker
+            .as_ref()
+            .map(|b| b.billed_now())
+            .unwrap_or_default();
+        billed.priced(&self.table)
     }
 
     /// Records `budget_round_stopped` for `reached`.
     fn stop(&self, reached: &Reached, tallies: &[Tally]) {
-        let (i, tally) = tallies
+        let billed = self.billed();
+        let top = tallies
             .iter()
             .enumerate()
-            .max_by(|(_, a), (_, b)| a.usd.total_cmp(&b.usd))
-            .expect("a tally per hook, and a cap reached needs one");
+            .max_by(|(_, a), (_, b)| a.usd.total_cmp(&b.usd));
+        let (i, tally) = match top {
+            Some((i, tally)) if tally.usd > billed.usd || billed.answers == 0 => (i, tally),
+            _ => {
+                self.events.emit(Event::BudgetRoundStopped {
+                    round_num: self.ctx.round_num,
+                    scope: reached.scope.to_owned(),
+                    spent: reached.spent,
+                    cap: reached.cap,
+                    round_usd: billed.usd,
+                    round_tokens: billed.tokens.total(),
+                    calls: billed.answers,
+                    hook: crate::runtime::post_round::BROKER_HOOK.to_owned(),
+                });
+                return;
+            }
+        };
         self.events.emit(Event::BudgetRoundStopped {
             round_num: self.ctx.round_num,
             scope: reached.scope.to_owned(),
