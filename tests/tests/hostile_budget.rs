@@ -115,7 +115,9 @@ impl Drop for FakeModel {
 fn what_the_provider_bills_counts_when_the_key_is_brokered() {
     let key = "sk-ant-hostile-budget-test-key";
     let made_up = ",\"total_cost_usd\":0.00000'$n'";
-    let log = tempfile_path("fake-model.jsonl");
+    // The server's log, in a scratch project's temp dir (removed with it).
+    let scratch = Project::new();
+    let log = scratch.tmp_dir().join("fake-model.jsonl");
     let fake = FakeModel::start(key, &log);
     let base = format!("http://127.0.0.1:{}", fake.port);
     let env = [
@@ -206,17 +208,6 @@ fn a_cost_the_agent_makes_up_is_what_the_budget_counts() {
         .map(|u| u["cost_usd"].as_f64().unwrap())
         .collect();
     assert_eq!(costs, [0.000001; 3], "{}", p.events_text());
-}
-
-/// A path for a file of this test run's, in the system's temp dir.
-fn tempfile_path(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "hostile-budget-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
 }
 
 /// Within a round: a `claude` script that makes three model calls 1.5 s apart through its
