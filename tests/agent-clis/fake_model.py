@@ -26,9 +26,9 @@ the key broker reads as the provider's bill (tests/tests/hostile_budget.rs).
 --then CMD: the shell tool call runs CMD after writing the marker (a probe of what the
 agent may do, e.g. read a planted key under confinement).
 Connection refused is no server at all: the tests take a port and close it.
-Every request is appended to --log as one JSON line (method, path, status, and for a model
-request `turns`: how many conversation entries it carried, so a test sees a resumed session's
-history come back).
+Every request is appended to --log as one JSON line (method, path, status, `ts` (Unix time,
+seconds), `bytes` (the request body's length), and for a model request `turns`: how many
+conversation entries it carried, so a test sees a resumed session's history come back).
 --expect-key-env VAR: the key the provider expects is the value of the server's own
 environment variable VAR (never an argument: the command line is readable to every
 process); a model request without it (in x-api-key, Authorization: Bearer, x-goog-api-key
@@ -200,7 +200,8 @@ class Handler(BaseHTTPRequestHandler):
         if self.server.log_path:
             with LOCK, open(self.server.log_path, "a") as f:
                 f.write(json.dumps({"method": self.command, "path": self.path, "status": status,
-                                    "mode": self.server.mode,
+                                    "mode": self.server.mode, "ts": round(time.time(), 3),
+                                    "bytes": getattr(self, "body_bytes", 0),
                                     "turns": getattr(self, "turns", None),
                                     "key": getattr(self, "key_seen", None),
                                     "key_via": getattr(self, "key_via", None)}) + "\n")
@@ -273,6 +274,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        self.body_bytes = len(raw)
         try:
             body = json.loads(raw or b"{}")
         except ValueError:

@@ -258,6 +258,35 @@ mod tests {
         assert_eq!(prune(t.path(), "aider", &[]), Pruned::default());
     }
 
+    /// codex's thread-history database (a row a round of every session ever run: 61 rows
+    /// after 61 rounds of four sessions in bench/soak_sessions.sh) goes with its log and
+    /// index; the newest rollout, which `resume --last` reads, and the other databases stay.
+    #[test]
+    fn codex_thread_history_goes_its_newest_rollout_stays() {
+        let t = tempfile::tempdir().unwrap();
+        let root = shadow_root(t.path(), "codex");
+        let day = root.join(".codex/sessions/2026/12/02");
+        write(&day.join("rollout-2026-12-02T10-00-00-old.jsonl"), "old");
+        touch_old(&day.join("rollout-2026-12-02T10-00-00-old.jsonl"));
+        write(&day.join("rollout-2026-12-02T11-00-00-live.jsonl"), "live");
+        for db in ["thread_history_1.sqlite", "state_5.sqlite", "logs_2.sqlite"] {
+            write(&root.join(".codex").join(db), "db");
+        }
+        write(&root.join(".codex/thread_history_1.sqlite-wal"), "wal");
+        write(&root.join(".codex/thread_history_1.sqlite-shm"), "shm");
+        let pruned = prune(t.path(), "codex", &[]);
+        assert_eq!((pruned.removed, pruned.bytes), (4, 3 + 2 + 3 + 3));
+        assert!(day.join("rollout-2026-12-02T11-00-00-live.jsonl").exists());
+        assert!(!day.join("rollout-2026-12-02T10-00-00-old.jsonl").exists());
+        for gone in ["", "-wal", "-shm"] {
+            assert!(!root
+                .join(format!(".codex/thread_history_1.sqlite{gone}"))
+                .exists());
+        }
+        assert!(root.join(".codex/state_5.sqlite").exists());
+        assert!(root.join(".codex/logs_2.sqlite").exists());
+    }
+
     /// A link the agent planted in its shadow, to a directory of the operator's shaped
     /// like the shadow's: never followed (the operator's files stay), and named. Control:
     /// a naive walk (`read_dir` through the path) reaches and would remove them.
