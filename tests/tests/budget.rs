@@ -241,3 +241,49 @@ fn a_daily_cap_pauses_until_a_reset_or_a_stop() {
     assert_eq!(resumed[1]["reason"], "stop", "{}", p.events_text());
     assert_eq!(p.events_of("round_start").len(), 4, "{}", p.events_text());
 }
+
+/// A graceful stop lets the running round finish, its usage recorded: SIGTERM arrives while
+/// the round's agent runs (held until serve has taken the signal), the round ends, and its
+/// `agent_usage_recorded` is there — the spend of the round a stop interrupted is counted
+/// (found by the 20-minute soak, bench/soak_sessions.sh: every graceful stop lost the
+/// last round's usage when post-round calls were abandoned).
+#[test]
+fn a_graceful_stop_keeps_the_running_rounds_usage() {
+    let p = Project::new();
+    let claude = fake_claude(&p);
+    let state = p.tmp_dir().join("bin/state");
+    let held = p.tmp_dir().join("held");
+    std::fs::create_dir_all(&held).unwrap();
+    let wrapper = held.join("claude");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\n\
+             touch \"$STATE/started\"\n\
+             i=0; while [ ! -e \"$STATE/go\" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done\n\
+             exec {} \"$@\"\n",
+            claude.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p.write_config(
+        &ConfigBuilder::new(&wrapper).agent_env("STATE", &state.display().to_string()),
+    );
+    let serve = p.spawn(&["serve"]);
+    wait_until("the round's agent", Duration::from_secs(30), || {
+        state.join("started").exists().then_some(())
+    });
+    serve.signal(libc::SIGTERM);
+    wait_until("serve to take the SIGTERM", Duration::from_secs(10), || {
+        serve
+            .stderr_so_far()
+            .contains("stop signal received")
+            .then_some(())
+    });
+    std::fs::write(state.join("go"), "").unwrap();
+    let out = serve.wait(Duration::from_secs(60));
+    out.assert_code(0);
+    assert_eq!(p.events_of("round_start").len(), 1, "{}", p.events_text());
+    assert_eq!(costs(&p), vec![0.4], "{}", p.events_text());
+}

@@ -210,18 +210,22 @@ impl HostManager {
         true
     }
 
-    /// [`HostManager::call`] raced against a graceful stop: when the stop arrives first the
-    /// call is abandoned, the host killed (it starts again on a later call) and `None`
-    /// returned, so a hung hook never holds a stop for longer than the kill takes.
+    /// [`HostManager::call`] raced against a stop of at least `level`: when the stop
+    /// arrives first the call is abandoned, the host killed (it starts again on a later
+    /// call) and `None` returned, so a hung hook never holds a stop for longer than the kill
+    /// takes. Third-party hooks are raced against a graceful stop; the built-in detectors,
+    /// which record the finished round's usage, only against an immediate one (their call
+    /// is bounded by its timeout like any other).
     pub(crate) async fn call_unless_stopped(
         &mut self,
         hook: &HookRef,
         params: Value,
         stop: &mut crate::record::stop::StopWatch,
+        level: crate::record::stop::StopLevel,
     ) -> Option<Result<Option<Value>, CallFailure>> {
         tokio::select! {
             result = self.call(hook, params) => return Some(result),
-            _ = crate::record::stop::reached(stop, crate::record::stop::StopLevel::Graceful) => {}
+            _ = crate::record::stop::reached(stop, level) => {}
         }
         if let Some(running) = self.hosts[hook.host].running.take() {
             running.kill().await;

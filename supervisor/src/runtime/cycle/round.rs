@@ -27,33 +27,33 @@ use crate::record::events::{timestamp, Event, EventLog, RoundEnd, RoundOutcome};
 use crate::record::retention;
 use crate::record::state;
 use crate::record::stop::{StopLevel, StopWatch};
-use crate::runtime::agent::process::{self as agent, AgentExit, AgentSpec};
 use crate::runtime::agent::environment::AllowList;
-use crate::runtime::agent::sandbox::AgentSandboxGate;
-use crate::runtime::git::attribution::{self, Baseline, OwnFiles};
-use crate::runtime::cycle::config_digest;
-use crate::runtime::steps::detect_hooks::{self, AutoStop};
-use crate::runtime::steps::dirty::{self, DirtyRound, Outcome};
-use crate::runtime::egress::proxy as egress_proxy;
-use crate::runtime::egress::refusals::{EgressRefusal, EgressTally};
-use crate::runtime::git::exec_surface;
-use crate::runtime::git::repo::{GitError, Look, Repo};
-use crate::runtime::git::config_watch::{self as git_config_watch, ConfigBefore};
-use crate::runtime::git::operation as git_operation;
 use crate::runtime::agent::grace::Grace;
-use crate::runtime::machine::host_health::{self, Floor, Pressure, Reading};
-use crate::runtime::egress::key_broker;
-use crate::runtime::steps::post_round::{self, Decision, Judged};
-use crate::runtime::steps::pre_round;
+use crate::runtime::agent::process::{self as agent, AgentExit, AgentSpec};
 use crate::runtime::agent::prompt::{agent_argv, assemble, spawn_view_argv};
-use crate::runtime::machine::round_cgroup::{self, Delegation, RoundCgroup};
 use crate::runtime::agent::round_context::{self, RoundContext, CONTEXT_FILE_ENV};
+use crate::runtime::agent::sandbox::AgentSandboxGate;
 use crate::runtime::agent::sandbox_denials::DenialTally;
 use crate::runtime::agent::sessions::{Resume, Sessions};
-use crate::runtime::steps::spawn_gate::{self, Verdict};
-use crate::runtime::git::stash_journal;
+use crate::runtime::cycle::config_digest;
 use crate::runtime::cycle::substrate;
+use crate::runtime::egress::key_broker;
+use crate::runtime::egress::proxy as egress_proxy;
+use crate::runtime::egress::refusals::{EgressRefusal, EgressTally};
 use crate::runtime::egress::upstream_proxy::UpstreamProxies;
+use crate::runtime::git::attribution::{self, Baseline, OwnFiles};
+use crate::runtime::git::config_watch::{self as git_config_watch, ConfigBefore};
+use crate::runtime::git::exec_surface;
+use crate::runtime::git::operation as git_operation;
+use crate::runtime::git::repo::{GitError, Look, Repo};
+use crate::runtime::git::stash_journal;
+use crate::runtime::machine::host_health::{self, Floor, Pressure, Reading};
+use crate::runtime::machine::round_cgroup::{self, Delegation, RoundCgroup};
+use crate::runtime::steps::detect_hooks::{self, AutoStop};
+use crate::runtime::steps::dirty::{self, DirtyRound, Outcome};
+use crate::runtime::steps::post_round::{self, Decision, Judged};
+use crate::runtime::steps::pre_round;
+use crate::runtime::steps::spawn_gate::{self, Verdict};
 use crate::tree_file;
 use std::os::unix::fs::OpenOptionsExt;
 
@@ -357,8 +357,11 @@ impl Runner {
         let prompt_links = crate::tree_file::KnownLinks::of(&prompt_files(&config));
         let log_dir = HeldDir::resolve(&config.runtime.log_dir);
         let mut hosts = hosts;
-        let traces =
-            crate::runtime::outward::round_trace::Traces::start(&config.telemetry, &config.project, &events);
+        let traces = crate::runtime::outward::round_trace::Traces::start(
+            &config.telemetry,
+            &config.project,
+            &events,
+        );
         hosts.trace_calls(traces.is_some());
         Runner {
             traces,
@@ -1011,7 +1014,9 @@ impl Runner {
             &self.prompt_links,
         )
         .map_err(RoundError::Prompt)?;
-        if let Some((reason, fix)) = crate::runtime::agent::prompt::undeliverable(profile.agent, &prompt) {
+        if let Some((reason, fix)) =
+            crate::runtime::agent::prompt::undeliverable(profile.agent, &prompt)
+        {
             return Err(RoundError::Prompt(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
                 format!("{reason}; {fix}"),
@@ -1206,7 +1211,10 @@ impl Runner {
         launch: Launch,
         (log_path, log): (&Path, File),
         stop: &mut StopWatch,
-        (egress, watched): (&mut EgressTally, &mut crate::runtime::agent::usage_watch::Watched),
+        (egress, watched): (
+            &mut EgressTally,
+            &mut crate::runtime::agent::usage_watch::Watched,
+        ),
     ) -> Result<AgentExit, RoundError> {
         let budget = launch.budget;
         let own_sandbox = launch.own_sandbox.clone();

@@ -34,19 +34,19 @@ use crate::record::service::{BackOffDoc, ServiceFile, ServiceState};
 use crate::record::state::{self, LockError, ProjectLock};
 use crate::record::status::Snapshot;
 use crate::record::stop::{reached, sleep_unless, StopLevel, StopWatch};
-use crate::runtime::cycle::agent_done;
 use crate::runtime::agent::sandbox::{AgentSandboxGate, AgentSandboxRefused};
-use crate::runtime::git::attribution::OwnFiles;
+use crate::runtime::cycle::agent_done;
 use crate::runtime::cycle::backoff::{self, Plan, WaitEnd};
 use crate::runtime::cycle::config_follow::{ConfigFollower, Trigger};
-use crate::runtime::git::repo::Repo;
 use crate::runtime::cycle::log_views;
 use crate::runtime::cycle::round::{Attempt, Git, Ran, RoundError, Runner};
 use crate::runtime::cycle::schedule_gate;
-use crate::runtime::steps::serve_startup;
-use crate::runtime::steps::spawn_gate::Verdict;
 use crate::runtime::cycle::transient::{self, Step, Transients};
 use crate::runtime::cycle::tree_lock;
+use crate::runtime::git::attribution::OwnFiles;
+use crate::runtime::git::repo::Repo;
+use crate::runtime::steps::serve_startup;
+use crate::runtime::steps::spawn_gate::Verdict;
 
 /// The shortest wait before spawn hooks are asked again after a defer, so a `defer_s = 0`
 /// answer cannot spin (the reference system re-asks ~4×/s).
@@ -229,8 +229,9 @@ async fn boot_with(config_path: &Path, job: bool, notify: bool) -> Result<Booted
         tracing::warn!("cannot become a child subreaper ({e}); processes that leave the agent's group may survive a round");
     }
     // Before any host starts: on cgroup v2 the supervisor may move itself into a leaf.
-    let cgroups =
-        crate::runtime::machine::round_cgroup::prepare(config.monitor.host_health.memory.round_cgroup);
+    let cgroups = crate::runtime::machine::round_cgroup::prepare(
+        config.monitor.host_health.memory.round_cgroup,
+    );
     // Webhooks whose URL cannot be read are refused before anything runs (exit 78); from
     // here on every event the record takes is also offered to them.
     let mut events = EventLog::new(&config.runtime.state_dir).linked_in(&config.runtime.log_dir);
@@ -1031,7 +1032,8 @@ impl Serving<'_> {
         let failed = !mem_ended
             && (step.diagnosed()
                 || sandboxed.is_some()
-                || (!clean && ran.exit.cause != crate::runtime::agent::process::ExitCause::Stopped));
+                || (!clean
+                    && ran.exit.cause != crate::runtime::agent::process::ExitCause::Stopped));
         if mem_ended {
             self.mem_ends += 1;
             let (reason, last_lines) = failure_of(&ran, &step);
@@ -1383,7 +1385,8 @@ async fn rate_ceiling(
         return true;
     };
     let state_dir = runner.config.runtime.state_dir.clone();
-    let Some(ceiling) = crate::runtime::cycle::bounds::ceiling(&state_dir, max, SystemTime::now()) else {
+    let Some(ceiling) = crate::runtime::cycle::bounds::ceiling(&state_dir, max, SystemTime::now())
+    else {
         return true;
     };
     let plan = Plan::fixed(ceiling.wait);
@@ -1590,7 +1593,9 @@ fn failure_of(ran: &Ran, step: &Step) -> (String, Vec<String>) {
     let exit = &ran.exit;
     let mut reason = match (exit.cause, exit.exit_code, exit.signal) {
         _ if exit.oom_killed => "OOM kill in the round's cgroup (signal 9)".to_owned(),
-        (crate::runtime::agent::process::ExitCause::Exited, Some(code), _) => format!("exit {code}"),
+        (crate::runtime::agent::process::ExitCause::Exited, Some(code), _) => {
+            format!("exit {code}")
+        }
         (cause, _, Some(signal)) => format!("{} (signal {signal})", cause.as_str()),
         (cause, _, None) => cause.as_str().to_owned(),
     };
@@ -1616,7 +1621,8 @@ pub(crate) fn sandbox_failure(ran: &Ran) -> Option<String> {
         Decision::BackOff { kind, .. } if *kind == agent_runner_protocol::ErrorKind::Network
     );
     let failed = network
-        || (!ran.exit.is_clean() && ran.exit.cause != crate::runtime::agent::process::ExitCause::Stopped);
+        || (!ran.exit.is_clean()
+            && ran.exit.cause != crate::runtime::agent::process::ExitCause::Stopped);
     if !failed {
         return None;
     }

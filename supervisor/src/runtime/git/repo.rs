@@ -38,8 +38,8 @@ use crate::config::DEFAULT_GIT_TIMEOUT_S;
 use crate::record::stop::StopWatch;
 use crate::runtime::git::attribution::OwnFiles;
 use crate::runtime::git::config_keys as git_config_keys;
-use crate::runtime::git::place::{self as git_place, ConfigSeen, Place};
 use crate::runtime::git::path_name;
+use crate::runtime::git::place::{self as git_place, ConfigSeen, Place};
 
 /// The rest of a `git status --porcelain=v2` entry after its first `n` space-separated
 /// fields (the path, which may hold spaces).

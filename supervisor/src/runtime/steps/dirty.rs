@@ -20,7 +20,7 @@ use crate::config::{Config, DirtyAction as BuiltinAction, SandboxMode};
 use crate::hosts::{HostManager, BUILTIN_DIRTY_HANDLER};
 use crate::record::events::{timestamp, Event, EventLog};
 use crate::record::state::{read_json, write_json_atomic, OrphanState, ORPHAN_FILE};
-use crate::record::stop::StopWatch;
+use crate::record::stop::{StopLevel, StopWatch};
 use crate::runtime::git::attribution::Split;
 use crate::runtime::git::exec_surface;
 use crate::runtime::git::operation as git_operation;
@@ -120,7 +120,10 @@ pub(crate) async fn handle(
             dirty_files: fit_list(files, MAX_DIRTY_FILES_BYTES),
         };
         let params = serde_json::to_value(params).expect("params serialize");
-        let value = match hosts.call_unless_stopped(&hook, params, stop).await {
+        let value = match hosts
+            .call_unless_stopped(&hook, params, stop, StopLevel::Graceful)
+            .await
+        {
             None => break,
             Some(Ok(Some(value))) => value,
             Some(Ok(None) | Err(_)) => continue,

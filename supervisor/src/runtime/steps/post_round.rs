@@ -28,7 +28,7 @@ use std::time::{Duration, SystemTime};
 use crate::config::{auto_stop_names, MonitorConfig};
 use crate::hosts::{HookRef, HostManager};
 use crate::record::events::{Event, EventLog};
-use crate::record::stop::StopWatch;
+use crate::record::stop::{StopLevel, StopWatch};
 use crate::runtime::agent::session_usage::{RoundUsage, SessionUsage};
 use crate::runtime::agent::sessions::Resume;
 
@@ -197,7 +197,7 @@ pub struct Consulted {
 
 /// Asks every applicable post-round hook about `round`, records what they said, and
 /// returns the combined [`Decision`] and whether usage was reported. A graceful stop
-/// abandons a call in flight.
+/// abandons a third-party hook's call in flight, an immediate stop a built-in one's too.
 pub async fn consult(
     hosts: &mut HostManager,
     session_usage: &mut SessionUsage,
@@ -235,7 +235,14 @@ pub async fn consult(
             log_tail: round.log_tail.to_owned(),
         };
         let params = serde_json::to_value(params).expect("params serialize");
-        let value = match hosts.call_unless_stopped(&hook, params, stop).await {
+        // A graceful stop lets the running round finish, its usage recorded too: the
+        // built-in detectors are abandoned only by an immediate stop.
+        let level = if hosts.is_builtin(&hook) {
+            StopLevel::Immediate
+        } else {
+            StopLevel::Graceful
+        };
+        let value = match hosts.call_unless_stopped(&hook, params, stop, level).await {
             None => break,
             Some(Ok(Some(value))) => value,
             Some(Ok(None) | Err(_)) => continue,

@@ -14,7 +14,7 @@ use agent_runner_protocol::{
 
 use crate::hosts::HostManager;
 use crate::record::events::{Event, EventLog};
-use crate::record::stop::StopWatch;
+use crate::record::stop::{StopLevel, StopWatch};
 
 /// The collapsed verdict of all spawn hooks.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,7 +60,10 @@ pub async fn consult(
             spawn: spawn.clone(),
         };
         let params = serde_json::to_value(params).expect("params serialize");
-        let value = match hosts.call_unless_stopped(&hook, params, stop).await {
+        let value = match hosts
+            .call_unless_stopped(&hook, params, stop, StopLevel::Graceful)
+            .await
+        {
             None => break,
             Some(Ok(Some(value))) => value,
             Some(Ok(None) | Err(_)) => continue,
