@@ -147,6 +147,8 @@ pub struct AgentConfinement {
     pinned: Vec<PathBuf>,
     /// The shadow home's binds ([`crate::agent::shadow_home`]), before `pinned`.
     binds: Vec<ShadowBind>,
+    /// The shadow home's variables ([`crate::agent::shadow_home::SHADOW_ENV`]).
+    shadow_env: Vec<(String, String)>,
     /// Removed (when still empty) when this confinement drops, after the agent's round.
     placeholders: Option<Placeholders>,
     tmp_dir: PathBuf,
@@ -318,6 +320,7 @@ impl AgentConfinement {
             protected: ProtectedSet::default(),
             read_only: Vec::new(),
             pinned: Vec::new(),
+            shadow_env: shadow.as_ref().map(|s| s.env.clone()).unwrap_or_default(),
             binds: shadow.map(|s| s.binds).unwrap_or_default(),
             placeholders: None,
             tmp_dir: tmp.clone(),
@@ -359,6 +362,12 @@ impl AgentConfinement {
     /// The protected paths as found before the spawn (empty without a mount namespace).
     pub fn protected(&self) -> &ProtectedSet {
         &self.protected
+    }
+
+    /// The variables the agent's CLI needs while its shadow home is bound (name, value:
+    /// [`crate::agent::shadow_home::SHADOW_ENV`]); empty without a shadow.
+    pub fn shadow_env(&self) -> &[(String, String)] {
+        &self.shadow_env
     }
 
     /// For root: unshares the PID namespace of the calling thread's next child. Call right

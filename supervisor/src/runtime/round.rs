@@ -1207,6 +1207,15 @@ impl Runner {
                     }
                     spec.env
                         .push(("TMPDIR".to_owned(), c.tmp_dir().display().to_string()));
+                    // What keeps the CLI's writes inside its shadow home (claude's
+                    // CLAUDE_CONFIG_DIR); an operator's own value is left as it is.
+                    for (name, value) in c.shadow_env() {
+                        let named = spec.env.iter().any(|(k, _)| k == name)
+                            || std::env::var_os(name).is_some();
+                        if !named {
+                            spec.env.push((name.clone(), value.clone()));
+                        }
+                    }
                     agent_tmp = c.tmp_dir().to_owned();
                 }
                 spec.confinement = confinement;
