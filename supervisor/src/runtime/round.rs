@@ -1178,6 +1178,7 @@ impl Runner {
             .map(|(_, v)| PathBuf::from(v))
             .unwrap_or_else(std::env::temp_dir);
         let tree = self.tree_roots().await;
+        let mut covered_links = Vec::new();
         match self.agent_sandbox.confinement(
             &self.config,
             &tree,
@@ -1194,17 +1195,9 @@ impl Runner {
                             "the scan for protected files deeper in the tree stopped at its limit; copies beyond it stay writable to the agent (docs/security.md \"Protected paths\")"
                         );
                     }
-                    for p in &c.protected().paths {
-                        if let agent_runner_plugin_host::agent::protected::Target::Link(at) =
-                            &p.target
-                        {
-                            tracing::warn!(
-                                "protected path {} is not read-only to the agent: {} is a symbolic link (docs/security.md \"Protected paths\")",
-                                p.path.display(),
-                                at.display()
-                            );
-                        }
-                    }
+                    // A link at or on the way to a protected path is covered, never
+                    // followed: recorded with the round's denials.
+                    covered_links = c.protected().links();
                     spec.env
                         .push(("TMPDIR".to_owned(), c.tmp_dir().display().to_string()));
                     // What keeps the CLI's writes inside its shadow home (claude's
@@ -1333,6 +1326,9 @@ impl Runner {
         }
         for path in &exit.landlock_reads {
             tally.add("landlock", path.display().to_string(), "read");
+        }
+        for link in &covered_links {
+            tally.add("protected_paths", link.display().to_string(), "link");
         }
         for event in tally.into_events(round_num) {
             self.events.emit(event);

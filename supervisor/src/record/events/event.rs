@@ -592,11 +592,13 @@ pub(crate) enum Event {
         /// The round.
         round_num: u64,
         /// The layer that refused: `seccomp` (the agent's deny-list; refused connects are
-        /// `agent_egress_refused`).
+        /// `agent_egress_refused`), `landlock` (a write, or a read of a credential store),
+        /// `protected_paths` (a symbolic link at or on the way to a protected path,
+        /// covered for the round, never followed).
         layer: String,
-        /// What was refused: the system call's name (`ptrace`).
+        /// What was refused: the system call's name (`ptrace`); the path.
         target: String,
-        /// How: `syscall`.
+        /// How: `syscall`; the call that wrote, `read`; `link`.
         access: String,
         /// How many times in the round.
         count: u64,
