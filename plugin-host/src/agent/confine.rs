@@ -51,8 +51,8 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
 use crate::agent::policy::{
-    agent_fs_grants, withheld_paths, AgentPolicyInput, AgentSeccompSwitches, AGENT_DENY_ERRNO,
-    AGENT_SECCOMP_OBSERVE,
+    agent_fs_grants, granted_in_stores, withheld_paths, AgentPolicyInput, AgentSeccompSwitches,
+    AGENT_DENY_ERRNO, AGENT_SECCOMP_OBSERVE,
 };
 use crate::agent::protected::{
     protected_set, Placeholders, ProtectedRoots, ProtectedSet, Target, LINK_COVER,
@@ -390,7 +390,10 @@ impl AgentConfinement {
         let grants = spec.tier.landlock().then(|| agent_fs_grants(&policy));
         let mut predicted = LandlockPrediction::new(grants.as_deref(), &spec.connect_ports);
         if grants.is_some() {
-            predicted.withheld = WithheldFiles::walk(withheld_paths(&policy));
+            predicted.withheld = WithheldFiles::walk(
+                withheld_paths(&policy),
+                &granted_in_stores(&policy.read_paths, &policy.write_paths),
+            );
         }
         predicted.unroutable = spec.own_network;
         if let Some(s) = &shadow {
@@ -485,6 +488,13 @@ impl AgentConfinement {
     /// The protected paths as found before the spawn (empty without a mount namespace).
     pub fn protected(&self) -> &ProtectedSet {
         &self.protected
+    }
+
+    /// Whether the observer's walk of the credential stores stopped at its cap
+    /// ([`crate::agent::withheld_files::MAX_WITHHELD_FILES`]): reads past it are refused
+    /// by Landlock but not recorded.
+    pub fn withheld_truncated(&self) -> bool {
+        self.predicted.withheld.truncated()
     }
 
     /// The variables the agent's CLI needs while its shadow home is bound (name, value:

@@ -1190,10 +1190,25 @@ impl Runner {
         ) {
             Ok(confinement) => {
                 if let Some(c) = &confinement {
-                    if c.protected().scan_truncated {
-                        tracing::info!(
-                            "the scan for protected files deeper in the tree stopped at its limit; copies beyond it stay writable to the agent (docs/security.md \"Protected paths\")"
-                        );
+                    // A scan cut short is told once per round, before the spawn.
+                    let scans = [
+                        (
+                            c.protected().scan_truncated,
+                            "protected_copies",
+                            agent_runner_plugin_host::agent::protected::SCAN_MAX_ENTRIES,
+                        ),
+                        (
+                            c.withheld_truncated(),
+                            "withheld_files",
+                            agent_runner_plugin_host::agent::withheld_files::MAX_WITHHELD_FILES,
+                        ),
+                    ];
+                    for (_, scan, limit) in scans.into_iter().filter(|(cut, ..)| *cut) {
+                        self.events.emit(Event::AgentScanTruncated {
+                            round_num,
+                            scan: scan.to_owned(),
+                            limit: limit as u64,
+                        });
                     }
                     // A link at or on the way to a protected path is covered, never
                     // followed: recorded with the round's denials.

@@ -898,6 +898,19 @@ pub(crate) enum Event {
         /// The round that starts the new session.
         round_num: u64,
     },
+    /// A scan made before the agent's spawn stopped at its cap, once per scan and round
+    /// (docs/security.md, "Denials told, not silent" and "Protected paths").
+    AgentScanTruncated {
+        /// The round.
+        round_num: u64,
+        /// Which scan: `withheld_files` (the credential stores walked for the observer:
+        /// a read past the cap is still refused by Landlock but not recorded as
+        /// `agent_sandbox_denied`) or `protected_copies` (the tree scanned for deeper
+        /// protected copies: one past the cap stays writable to the agent).
+        scan: String,
+        /// The cap, in entries.
+        limit: u64,
+    },
     /// After the round, the agent's shadow home (`<state_dir>/agent-home/<cli>`) was
     /// pruned of transcripts of sessions no round resumes and of spools nothing reads
     /// (docs/operations.md, "The agent's CLI state on disk"); recorded when something was
@@ -1589,6 +1602,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "session_resumed",
     "session_renewed",
     "agent_home_pruned",
+    "agent_scan_truncated",
     "serve_startup_hook_failed",
     "round_skipped",
     "plugin_round_override_ignored",
