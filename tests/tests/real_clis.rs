@@ -1084,6 +1084,14 @@ fn claude_s_own_files_are_not_refused_across_rounds_as_root_and_as_an_unprivileg
             own.is_empty(),
             "{operator:?}: claude's own files refused: {own:#?}"
         );
+        // Its reads of the TLS roots are granted (`/etc/ssl/certs` inside the withheld
+        // `/etc/ssl`): never told as refused.
+        assert!(
+            denied.iter().all(|d| !d["target"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("/etc/ssl/certs"))),
+            "{operator:?}: a granted read told as refused: {all}"
+        );
         for round in [1, 2] {
             assert!(
                 denied.iter().any(|d| d["round_num"] == round
