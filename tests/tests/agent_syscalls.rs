@@ -445,3 +445,97 @@ exit 0
         assert_eq!(refused("socket("), socket_refused, "{switches:?}: {events}");
     }
 }
+
+/// Reads a credential file and the system's TLS roots (public, granted) and says how each
+/// went.
+const READER: &str = r#"#!/bin/sh
+printf 'read_aws %s\n' "$(cat "$HOME/.aws/credentials" >/dev/null 2>&1 && echo succeeded || echo denied)"
+printf 'read_certs %s\n' "$(cat /etc/ssl/certs/ca-certificates.crt >/dev/null 2>&1 && echo succeeded || echo denied)"
+"#;
+
+/// The observer's walk of the credential stores (docs/security.md, "Denials told, not
+/// silent") stops at its cap of 20 000 entries: with a `~/.aws` of 20 010 files, `round`
+/// records `agent_scan_truncated` (`withheld_files`) once and `doctor` warns
+/// (`agent_observer`); the agent's reads of the store are still refused. A read of the
+/// public `/etc/ssl/certs` (inside the withheld `/etc/ssl`, given back by a grant) succeeds
+/// and is not recorded as refused. The control: a `~/.aws` of 10 files — no event, no
+/// warning, the refused read of `~/.aws/credentials` recorded. Root and `ar-e2e`.
+fn the_observers_walk_cap_is_told(operator: Operator) {
+    for (files, cut) in [(20_010, true), (10, false)] {
+        let p = Project::new_as(operator);
+        let aws = p.home().join(".aws");
+        std::fs::create_dir_all(aws.join("cli/cache")).unwrap();
+        std::fs::write(
+            aws.join("credentials"),
+            "[default]\naws_secret_access_key=x\n",
+        )
+        .unwrap();
+        for i in 0..files {
+            std::fs::write(aws.join("cli/cache").join(format!("{i}.json")), "{}").unwrap();
+        }
+        let agent = p.script("agent/reader.sh", READER);
+        let text = agent_runner_e2e::ConfigBuilder::new(&agent)
+            .round_budget_s(60)
+            .render()
+            .replacen(
+                "[runtime]\n",
+                "[agent.sandbox]\nmode = \"require\"\n\n[runtime]\n",
+                1,
+            );
+        p.write_config_text(&text);
+        let out = p.run(&["round"]);
+        let events = p.events_text();
+        assert_eq!(out.code(), 0, "{out}\n{events}");
+        let log = std::fs::read_to_string(&p.round_logs()[0]).unwrap();
+        assert!(
+            log.contains("read_aws denied"),
+            "{operator:?} {files}: {log}"
+        );
+        assert!(
+            log.contains("read_certs succeeded"),
+            "{operator:?} {files}: {log}"
+        );
+        let truncated = p.events_of("agent_scan_truncated");
+        let denied = p.events_of("agent_sandbox_denied");
+        assert!(
+            denied.iter().all(|d| !d["target"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("/etc/ssl/certs"))),
+            "{operator:?} {files}: a granted read told as refused: {events}"
+        );
+        let doctor = p.run(&["doctor", "--json"]);
+        let report: agent_runner_e2e::serde_json::Value =
+            agent_runner_e2e::serde_json::from_str(&doctor.stdout).unwrap();
+        let warned = report["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["name"] == "agent_observer");
+        if cut {
+            assert_eq!(truncated.len(), 1, "{operator:?}: {events}");
+            assert_eq!(truncated[0]["scan"], "withheld_files", "{events}");
+            assert_eq!(truncated[0]["limit"], 20_000, "{events}");
+            assert!(warned, "{operator:?}: {doctor}");
+        } else {
+            assert!(truncated.is_empty(), "{operator:?}: {events}");
+            assert!(!warned, "{operator:?}: {doctor}");
+            assert!(
+                denied.iter().any(|d| d["target"]
+                    .as_str()
+                    .is_some_and(|t| t.ends_with("/.aws/credentials"))
+                    && d["access"] == "read"),
+                "{operator:?}: {events}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_observers_walk_cap_is_told_as_root() {
+    the_observers_walk_cap_is_told(Operator::Root);
+}
+
+#[test]
+fn the_observers_walk_cap_is_told_as_unprivileged_user() {
+    the_observers_walk_cap_is_told(Operator::Unprivileged);
+}

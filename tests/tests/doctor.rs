@@ -241,3 +241,88 @@ fn every_layer_is_on_as_root_and_as_an_unprivileged_user() {
         );
     }
 }
+
+/// A webhook's `url_env` that a confined agent would inherit (docs/security.md,
+/// "Notifications") is a failed `notify:<name>` check of `doctor` under `prefer` and
+/// `require` alike, in every case: a prefix of the common allow-list (`OTEL_*`), a provider
+/// variable of the agent's CLI (`GEMINI_*` for gemini), one of a phase's agent of another
+/// CLI (`OPENAI_*` for codex), a name in `pass_env`; named before any other fault of the
+/// entry (a misspelt kind). `serve` refuses the phase's case at start (exit 78) as it does
+/// the others. The control: a variable no list passes is a passing check.
+#[test]
+fn a_webhook_variable_the_agent_would_inherit_is_reported_in_every_case() {
+    let p = Project::new();
+    let base = p.config().render();
+    let hook_url = "http://127.0.0.1:9/s3cret";
+    let cases: [(&str, &str, &str, &str); 4] = [
+        ("otel", "OTEL_HOOK_URL", "", ""),
+        ("provider", "GEMINI_HOOK_URL", "cli = \"gemini\"\n", ""),
+        (
+            "phase",
+            "OPENAI_HOOK_URL",
+            "",
+            "[phases]\nlist = [\"main\", \"review\"]\n[phases.review.agent]\ncommand = [\"codex\", \"exec\"]\n",
+        ),
+        ("pass_env", "AR_HOOK_URL", "", ""),
+    ];
+    for mode in ["prefer", "require"] {
+        for (case, var, agent_keys, phases) in cases {
+            for misspelt in [false, true] {
+                let pass_env = if case == "pass_env" {
+                    format!("pass_env = [\"{var}\"]\n")
+                } else {
+                    String::new()
+                };
+                let events = if misspelt {
+                    "events = [\"crash_lop\"]\n"
+                } else {
+                    ""
+                };
+                let text = format!(
+                    "{}\n[agent.sandbox]\nmode = \"{mode}\"\n{pass_env}\n{phases}\n[[notify.webhooks]]\nname = \"ops\"\nurl_env = \"{var}\"\n{events}",
+                    base.replacen("[agent]\n", &format!("[agent]\n{agent_keys}"), 1)
+                );
+                p.write_config_text(&text);
+                let out = p.run_env(&["doctor", "--json"], &[(var, hook_url)]);
+                let report: Value = serde_json::from_str(&out.stdout)
+                    .unwrap_or_else(|e| panic!("{mode} {case}: {e}: {out}"));
+                let check = agent_runner_e2e::doctor_check(&report, "notify:ops");
+                let reason = check["reason"].as_str().unwrap_or_default();
+                assert_eq!(check["ok"], false, "{mode} {case}: {check}");
+                assert!(
+                    reason.contains("notify.webhooks[0].url_env")
+                        && reason.contains(&format!("inherits {var}")),
+                    "{mode} {case} (misspelt kind: {misspelt}): {check}"
+                );
+                if case == "phase" {
+                    assert!(reason.contains("phase \"review\""), "{check}");
+                }
+                assert!(!out.stdout.contains("s3cret"), "{out}");
+                assert_ne!(out.code(), 0, "{mode} {case}: {out}");
+            }
+        }
+    }
+    // serve refuses the phase's agent's variable at start, as it does the base agent's.
+    let text = format!(
+        "{base}\n[agent.sandbox]\nmode = \"prefer\"\n\n[phases]\nlist = [\"main\", \"review\"]\n[phases.review.agent]\ncommand = [\"codex\", \"exec\"]\n\n[[notify.webhooks]]\nname = \"ops\"\nurl_env = \"OPENAI_HOOK_URL\"\n"
+    );
+    p.write_config_text(&text);
+    let out = p.run_env(
+        &["serve", "--max-rounds", "1"],
+        &[("OPENAI_HOOK_URL", hook_url)],
+    );
+    out.assert_code(78);
+    assert!(
+        out.stderr.contains("notify.webhooks[0].url_env") && !out.stderr.contains("s3cret"),
+        "{out}"
+    );
+    // The control: a variable no allow-list passes.
+    let text = format!(
+        "{base}\n[agent.sandbox]\nmode = \"require\"\n\n[[notify.webhooks]]\nname = \"ops\"\nurl_env = \"AR_HOOK_URL\"\n"
+    );
+    p.write_config_text(&text);
+    let out = p.run_env(&["doctor", "--json"], &[("AR_HOOK_URL", hook_url)]);
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    let check = agent_runner_e2e::doctor_check(&report, "notify:ops");
+    assert_eq!(check["ok"], true, "{check}");
+}

@@ -352,3 +352,144 @@ fn a_crash_leaves_no_placeholder_behind_as_root() {
 fn a_crash_leaves_no_placeholder_behind_as_unprivileged_user() {
     a_crash_leaves_no_placeholder_behind(Operator::Unprivileged);
 }
+
+/// The hostile agent against links at protected paths: writes through `.envrc` (a link to
+/// a tracked file) and through `.claude` (a link to a tracked directory), renames
+/// `.claude` (and back), then swaps `.envrc` for a file of its own; each outcome as one
+/// line of `attempts.log`, as [`HOSTILE`] writes them.
+const THROUGH_LINKS: &str = r##"#!/usr/bin/python3
+import errno, os
+
+log = open("attempts.log", "w")
+
+def attempt(label, op, fn):
+    try:
+        fn()
+        outcome = "ok"
+    except OSError as e:
+        outcome = errno.errorcode.get(e.errno, str(e.errno))
+    log.write(f"{label} {op} {outcome}\n")
+    log.flush()
+
+def append(path):
+    with open(path, "a") as f:
+        f.write("# planted by the agent\n")
+
+def replace(path):
+    os.unlink(path)
+    with open(path, "w") as f:
+        f.write("# the agent's own\n")
+
+attempt("envrc", "write", lambda: append(".envrc"))
+attempt("claude_settings", "write", lambda: append(".claude/settings.json"))
+attempt("claude", "rename", lambda: (os.rename(".claude", ".claude.moved"), os.rename(".claude.moved", ".claude")))
+attempt("envrc", "replace", lambda: replace(".envrc"))
+log.close()
+"##;
+
+/// A project as [`project`] makes it, whose `.envrc` is a link to the tracked
+/// `envrc.real` and whose `.claude` is a link to the tracked directory `shared/`.
+fn linked_project(operator: Operator, mode: &str) -> Project {
+    let p = project(operator, THROUGH_LINKS, mode);
+    std::fs::remove_file(p.dir().join(".envrc")).unwrap();
+    std::fs::remove_dir_all(p.dir().join(".claude")).unwrap();
+    p.write("envrc.real", "export OPERATOR=1\n");
+    p.write("shared/settings.json", "{\"existing\": true}\n");
+    std::os::unix::fs::symlink("envrc.real", p.dir().join(".envrc")).unwrap();
+    std::os::unix::fs::symlink("shared", p.dir().join(".claude")).unwrap();
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-q", "-m", "linked protected paths"]);
+    p
+}
+
+/// A symbolic link at a protected path or on its way (docs/security.md "Protected paths")
+/// is never followed and stays protected: under `require` the agent's write through
+/// `.envrc` fails with `EROFS`, through `.claude` with `ENOTDIR`, the rename of `.claude`
+/// and the swap of `.envrc` with `EBUSY`; what the links lead to is unchanged, the links
+/// stay; each link is recorded (`agent_sandbox_denied`, layer `protected_paths`, access
+/// `link`) and `peek` shows it. The control, `mode = "off"`, succeeds at each: the
+/// operator's `envrc.real` and `shared/settings.json` hold the plant.
+fn a_link_at_a_protected_path_is_covered_and_recorded(operator: Operator) {
+    let p = linked_project(operator, "require");
+    serve_one_round(&p);
+    let got = outcomes(p.dir());
+    let expected = [
+        ("envrc write", "EROFS"),
+        ("claude_settings write", "ENOTDIR"),
+        ("claude rename", "EBUSY"),
+        ("envrc replace", "EBUSY"),
+    ];
+    for (key, errno) in expected {
+        assert_eq!(
+            got.get(key).map(String::as_str),
+            Some(errno),
+            "{operator:?} {key}: {got:#?}\n{}",
+            p.events_text()
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(p.dir().join("envrc.real")).unwrap(),
+        "export OPERATOR=1\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.dir().join("shared/settings.json")).unwrap(),
+        "{\"existing\": true}\n"
+    );
+    for link in [".envrc", ".claude"] {
+        let m = std::fs::symlink_metadata(p.dir().join(link)).unwrap();
+        assert!(m.file_type().is_symlink(), "{link} is no longer a link");
+    }
+    let denied = p.events_of("agent_sandbox_denied");
+    for link in [".envrc", ".claude"] {
+        assert!(
+            denied.iter().any(|d| d["layer"] == "protected_paths"
+                && d["access"] == "link"
+                && d["round_num"] == 1
+                && d["target"]
+                    .as_str()
+                    .is_some_and(|t| t.ends_with(&format!("/{link}")))),
+            "{operator:?}: {link} not recorded: {}",
+            p.events_text()
+        );
+    }
+    let peek = p.run(&["peek"]);
+    assert!(
+        peek.stdout.contains("protected_paths link") && peek.stdout.contains("/.envrc"),
+        "{peek}"
+    );
+    assert_no_placeholder(&p);
+
+    // The control: the same agent unconfined writes through both links.
+    let p = linked_project(operator, "off");
+    serve_one_round(&p);
+    let got = outcomes(p.dir());
+    for (key, _) in expected {
+        assert_eq!(
+            got.get(key).map(String::as_str),
+            Some("ok"),
+            "{key}: {got:#?}"
+        );
+    }
+    assert!(std::fs::read_to_string(p.dir().join("envrc.real"))
+        .unwrap()
+        .contains("planted by the agent"));
+    assert!(
+        std::fs::read_to_string(p.dir().join("shared/settings.json"))
+            .unwrap()
+            .contains("planted by the agent")
+    );
+    assert!(p
+        .events_of("agent_sandbox_denied")
+        .iter()
+        .all(|d| d["layer"] != "protected_paths"));
+}
+
+#[test]
+fn a_link_at_a_protected_path_is_covered_and_recorded_as_root() {
+    a_link_at_a_protected_path_is_covered_and_recorded(Operator::Root);
+}
+
+#[test]
+fn a_link_at_a_protected_path_is_covered_and_recorded_as_unprivileged_user() {
+    a_link_at_a_protected_path_is_covered_and_recorded(Operator::Unprivileged);
+}

@@ -1046,6 +1046,66 @@ fn claude_sessions(p: &Project) -> Vec<PathBuf> {
     found
 }
 
+/// Claude Code's own files under its shadow home (docs/security.md, "The shadow CLI
+/// home"): under `mode = "require"`, two rounds of the real claude record no
+/// `agent_sandbox_denied` for a file of claude's own (`~/.claude.json`, its lock and its
+/// temporary files, anything of `~/.claude`) — they land in the shadow's bound
+/// `~/.claude` (`CLAUDE_CONFIG_DIR`) — and round 2 resumes round 1's session. The
+/// control: the same shell tool call also appends to `~/.bashrc`, which is refused and
+/// recorded in each round (a real refusal is still told). Root and `ar-e2e`.
+#[test]
+fn claude_s_own_files_are_not_refused_across_rounds_as_root_and_as_an_unprivileged_user() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        let p = Project::new_as(operator);
+        let bashrc = p.home().join(".bashrc");
+        let plant = format!("echo planted >> {}", bashrc.display());
+        let server = FakeModel::start_with("normal", "127.0.0.1", &["--then", &plant]);
+        let edit =
+            |text: String| text.replacen("\nmode = \"prefer\"\n", "\nmode = \"require\"\n", 1);
+        serve(&p, "claude", server.port, 2, &edit).assert_code(0);
+        let all = p.events_text();
+        let ends = p.events_of("round_end");
+        assert_eq!(ends.len(), 2, "{operator:?}: {all}");
+        assert!(
+            ends.iter()
+                .all(|e| e["exit_code"] == 0 && e["exit_cause"] == "exited"),
+            "{operator:?}: {all}"
+        );
+        let resumed = p.events_of("session_resumed");
+        assert_eq!(resumed.len(), 1, "{operator:?}: {all}");
+        assert_eq!(resumed[0]["round_num"], 2, "{operator:?}: {all}");
+        assert_eq!(claude_sessions(&p).len(), 1, "{operator:?}: {all}");
+        let denied = p.events_of("agent_sandbox_denied");
+        let own: Vec<&Value> = denied
+            .iter()
+            .filter(|d| d["target"].as_str().is_some_and(|t| t.contains("/.claude")))
+            .collect();
+        assert!(
+            own.is_empty(),
+            "{operator:?}: claude's own files refused: {own:#?}"
+        );
+        // Its reads of the TLS roots are granted (`/etc/ssl/certs` inside the withheld
+        // `/etc/ssl`): never told as refused.
+        assert!(
+            denied.iter().all(|d| !d["target"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("/etc/ssl/certs"))),
+            "{operator:?}: a granted read told as refused: {all}"
+        );
+        for round in [1, 2] {
+            assert!(
+                denied.iter().any(|d| d["round_num"] == round
+                    && d["layer"] == "landlock"
+                    && d["target"]
+                        .as_str()
+                        .is_some_and(|t| t.ends_with("/.bashrc"))),
+                "{operator:?}: round {round}'s write of ~/.bashrc not recorded: {all}"
+            );
+        }
+        assert!(!bashrc.exists(), "{operator:?}: ~/.bashrc was written");
+    }
+}
+
 /// Session resume on the real claude (docs/agent-clis.md, "Session resume"): serve starts
 /// round 1 under a session id it minted (`--session-id`) and round 2 resumes it
 /// (`--resume`): `session_resumed` names the id, claude kept one session file of that id

@@ -51,10 +51,12 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
 use crate::agent::policy::{
-    agent_fs_grants, withheld_paths, AgentPolicyInput, AgentSeccompSwitches, AGENT_DENY_ERRNO,
-    AGENT_SECCOMP_OBSERVE,
+    agent_fs_grants, granted_in_stores, withheld_paths, AgentPolicyInput, AgentSeccompSwitches,
+    AGENT_DENY_ERRNO, AGENT_SECCOMP_OBSERVE,
 };
-use crate::agent::protected::{protected_set, Placeholders, ProtectedRoots, ProtectedSet};
+use crate::agent::protected::{
+    protected_set, Placeholders, ProtectedRoots, ProtectedSet, Target, LINK_COVER,
+};
 use crate::agent::shadow_home::{prepare as prepare_shadow, ShadowBind, ShadowHome};
 use crate::agent::withheld_files::WithheldFiles;
 use crate::common::fd_passing::{recv_fd, socket_pair};
@@ -147,6 +149,8 @@ pub struct AgentConfinement {
     pinned: Vec<PathBuf>,
     /// The shadow home's binds ([`crate::agent::shadow_home`]), before `pinned`.
     binds: Vec<ShadowBind>,
+    /// The shadow home's variables ([`crate::agent::shadow_home::SHADOW_ENV`]).
+    shadow_env: Vec<(String, String)>,
     /// Removed (when still empty) when this confinement drops, after the agent's round.
     placeholders: Option<Placeholders>,
     tmp_dir: PathBuf,
@@ -169,7 +173,31 @@ fn read_only_file(path: &Path) -> std::io::Result<ReadOnlyFile> {
     Ok(ReadOnlyFile {
         path: path.to_owned(),
         locked,
+        cover: None,
     })
+}
+
+/// The link cover `<state_dir>/`[`LINK_COVER`]: an empty regular file, mode 0644 (so a
+/// write through the read-only mount fails with `EROFS`, as at every protected path, not
+/// with a permission error), made when missing; anything else found there (not empty, not a regular file, a link) is
+/// removed first and made again, never followed.
+fn link_cover(state_dir: &Path) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = state_dir.join(LINK_COVER);
+    match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.is_file() && m.len() == 0 => return Ok(path),
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(&path)?,
+        Ok(_) => std::fs::remove_file(&path)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)?;
+    Ok(path)
 }
 
 /// `statvfs(2)` of `path`.
@@ -247,6 +275,77 @@ pub(crate) fn bind_read_only(path: &CStr, locked: libc::c_ulong) -> std::io::Res
     )
 }
 
+/// `struct mount_attr` of `mount_setattr(2)`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// `MOUNT_ATTR_RDONLY`.
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+
+/// In the launcher, after [`make_mounts_private`]: the empty file `cover` mounted read-only
+/// over the symbolic link `link` itself, which is never followed: a detached clone of
+/// `cover`'s mount (`open_tree`), made read-only before it is attached
+/// (`mount_setattr`), attached by `move_mount` without `MOVE_MOUNT_T_SYMLINKS`, so the
+/// link's own entry becomes the mount point. Through `link` the agent then sees an empty
+/// read-only file: a write fails with `EROFS`, a path beneath it with `ENOTDIR`, an unlink
+/// or rename of it with `EBUSY` (docs/security.md "Protected paths").
+///
+/// # Errors
+/// The failing call's OS error.
+pub(crate) fn cover_link(cover: &CStr, link: &CStr) -> std::io::Result<()> {
+    use std::os::fd::FromRawFd;
+    let flags = (libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC) as libc::c_uint;
+    // SAFETY: open_tree with a NUL-terminated path; it returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, cover.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by open_tree and is owned by nothing else.
+    let tree = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: mount_setattr on our descriptor with an empty path and a live struct of the
+    // size passed.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH as libc::c_uint,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: move_mount of our descriptor (empty path) onto a NUL-terminated path;
+    // without MOVE_MOUNT_T_SYMLINKS the path's last link is not followed.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            link.as_ptr(),
+            libc::MOVE_MOUNT_F_EMPTY_PATH as libc::c_uint,
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// While alive, the spawning thread's next child is born in a fresh PID namespace (root);
 /// drop it right after the spawn.
 #[derive(Debug)]
@@ -291,7 +390,10 @@ impl AgentConfinement {
         let grants = spec.tier.landlock().then(|| agent_fs_grants(&policy));
         let mut predicted = LandlockPrediction::new(grants.as_deref(), &spec.connect_ports);
         if grants.is_some() {
-            predicted.withheld = WithheldFiles::walk(withheld_paths(&policy));
+            predicted.withheld = WithheldFiles::walk(
+                withheld_paths(&policy),
+                &granted_in_stores(&policy.read_paths, &policy.write_paths),
+            );
         }
         predicted.unroutable = spec.own_network;
         if let Some(s) = &shadow {
@@ -318,6 +420,7 @@ impl AgentConfinement {
             protected: ProtectedSet::default(),
             read_only: Vec::new(),
             pinned: Vec::new(),
+            shadow_env: shadow.as_ref().map(|s| s.env.clone()).unwrap_or_default(),
             binds: shadow.map(|s| s.binds).unwrap_or_default(),
             placeholders: None,
             tmp_dir: tmp.clone(),
@@ -336,6 +439,18 @@ impl AgentConfinement {
             config: canonical(&spec.roots.config, "config file")?,
         };
         let set = protected_set(&roots);
+        for p in &set.paths {
+            if let Target::LinkOutside(at) = &p.target {
+                return Err(AgentConfineError::Io {
+                    what: format!(
+                        "the protected path {}: {} on its way is a symbolic link outside the work tree, which the agent's mounts would neither follow nor cover (docs/security.md \"Protected paths\"); name the directory without the link",
+                        p.path.display(),
+                        at.display()
+                    ),
+                    source: std::io::Error::from_raw_os_error(libc::ELOOP),
+                });
+            }
+        }
         confinement.placeholders = Some(
             Placeholders::make(&spec.policy.state_dir, &set.placeholders())
                 .map_err(io("the protected paths' placeholders"))?,
@@ -345,6 +460,20 @@ impl AgentConfinement {
                 read_only_file(&path)
                     .map_err(io(&format!("the protected path {}", path.display())))?,
             );
+        }
+        let links = set.links();
+        if !links.is_empty() {
+            let cover = link_cover(&spec.policy.state_dir)
+                .map_err(io("the cover of the links at protected paths"))?;
+            let mut file = read_only_file(&cover)
+                .map_err(io(&format!("the link cover {}", cover.display())))?;
+            file.cover = Some(cover);
+            for link in links {
+                confinement.read_only.push(ReadOnlyFile {
+                    path: link,
+                    ..file.clone()
+                });
+            }
         }
         confinement.pinned = set.pins.clone();
         confinement.protected = set;
@@ -359,6 +488,19 @@ impl AgentConfinement {
     /// The protected paths as found before the spawn (empty without a mount namespace).
     pub fn protected(&self) -> &ProtectedSet {
         &self.protected
+    }
+
+    /// Whether the observer's walk of the credential stores stopped at its cap
+    /// ([`crate::agent::withheld_files::MAX_WITHHELD_FILES`]): reads past it are refused
+    /// by Landlock but not recorded.
+    pub fn withheld_truncated(&self) -> bool {
+        self.predicted.withheld.truncated()
+    }
+
+    /// The variables the agent's CLI needs while its shadow home is bound (name, value:
+    /// [`crate::agent::shadow_home::SHADOW_ENV`]); empty without a shadow.
+    pub fn shadow_env(&self) -> &[(String, String)] {
+        &self.shadow_env
     }
 
     /// For root: unshares the PID namespace of the calling thread's next child. Call right

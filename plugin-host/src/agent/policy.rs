@@ -279,12 +279,30 @@ pub fn withheld_in_home(home: &Path, cli: &str) -> Vec<(PathBuf, &'static str)> 
 /// reads ([`crate::agent::withheld_files`]): [`withheld_in_home`] and `/etc`'s
 /// [`ETC_WITHHELD`].
 pub fn withheld_paths(input: &AgentPolicyInput) -> Vec<PathBuf> {
-    let home = input
-        .home
-        .iter()
-        .flat_map(|h| withheld_in_home(h, &input.cli).into_iter().map(|(p, _)| p));
+    withheld_paths_of(input.home.as_deref(), &input.cli)
+}
+
+/// [`withheld_paths`] of an agent of CLI `cli` with home `home` (`doctor` has no
+/// [`AgentPolicyInput`]).
+pub fn withheld_paths_of(home: Option<&Path>, cli: &str) -> Vec<PathBuf> {
+    let home = home
+        .into_iter()
+        .flat_map(|h| withheld_in_home(h, cli).into_iter().map(|(p, _)| p));
     let etc = ETC_WITHHELD.iter().map(|(n, _)| Path::new("/etc").join(n));
     home.chain(etc).collect()
+}
+
+/// What the agent's grants give back inside a withheld store, left out of the observer's
+/// walk ([`crate::agent::withheld_files::WithheldFiles::walk`]): `/etc`'s public parts
+/// ([`ETC_PUBLIC`]: `/etc/ssl/certs` in `/etc/ssl`, whose reads every HTTPS client makes
+/// and Landlock allows) and the operator's `read_paths` and `write_paths`.
+pub fn granted_in_stores(read_paths: &[PathBuf], write_paths: &[PathBuf]) -> Vec<PathBuf> {
+    ETC_PUBLIC
+        .iter()
+        .map(|(p, _)| PathBuf::from(p))
+        .chain(read_paths.iter().cloned())
+        .chain(write_paths.iter().cloned())
+        .collect()
 }
 
 /// The agent's own state paths (relative to home) for `cli`.

@@ -101,10 +101,22 @@ pub enum Target {
     /// Its first missing component gets a placeholder (a directory where the component is
     /// a directory, or the protected directory itself; else an empty file).
     Missing(Placeholder),
-    /// A symbolic link stands on its way or at it: a mount would follow it, so it is not
-    /// covered (docs/security.md "Protected paths").
+    /// A symbolic link stands on its way or at it, in the work tree (or is the protected
+    /// path itself): never followed, the link itself is *covered* — an empty read-only
+    /// file mounted over it ([`LINK_COVER`]), so the path stays protected: a write there
+    /// fails with `EROFS`, a path through it with `ENOTDIR`, a removal or rename with
+    /// `EBUSY` (docs/security.md "Protected paths"). Recorded each round.
     Link(PathBuf),
+    /// A symbolic link on the way to a protected path outside the work tree (an absolute
+    /// `core.hooksPath` beneath a linked directory): covering it would hide more than the
+    /// protected path, and leaving it would leave the path writable, so the round does
+    /// not start.
+    LinkOutside(PathBuf),
 }
+
+/// The empty file (mode 0644) in the state dir that covers a link at or on the way to a
+/// protected path ([`Target::Link`]), the same for every link.
+pub const LINK_COVER: &str = "agent-link-cover";
 
 /// A placeholder made before the round.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,7 +144,15 @@ impl Protected {
         match &self.target {
             Target::Existing(p) => Some(p),
             Target::Missing(h) => Some(&h.path),
-            Target::Link(_) => None,
+            Target::Link(_) | Target::LinkOutside(_) => None,
+        }
+    }
+
+    /// The link to cover ([`Target::Link`]), if any.
+    pub fn link(&self) -> Option<&Path> {
+        match &self.target {
+            Target::Link(at) => Some(at),
+            _ => None,
         }
     }
 }
@@ -167,6 +187,17 @@ impl ProtectedSet {
     pub fn read_only(&self) -> Vec<PathBuf> {
         let mut out: Vec<PathBuf> = Vec::new();
         for p in self.paths.iter().filter_map(Protected::mount_point) {
+            if !out.iter().any(|o| o == p) {
+                out.push(p.to_owned());
+            }
+        }
+        out
+    }
+
+    /// The links covered ([`Target::Link`]), each once.
+    pub fn links(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = Vec::new();
+        for p in self.paths.iter().filter_map(Protected::link) {
             if !out.iter().any(|o| o == p) {
                 out.push(p.to_owned());
             }
@@ -215,7 +246,12 @@ pub fn protected_set(roots: &ProtectedRoots) -> ProtectedSet {
         if set.paths.iter().any(|p| p.path == path) {
             return;
         }
-        let target = target_of(root, &path, dir);
+        let target = match target_of(root, &path, dir) {
+            // Outside the tree only the protected path itself is covered: a link above it
+            // may be a system directory's (`/var/run`).
+            Target::Link(at) if !at.starts_with(root) && at != path => Target::LinkOutside(at),
+            other => other,
+        };
         set.paths.push(Protected { path, why, target });
     };
     add(&mut set, roots.config.clone(), CONFIG_WHY, false);
@@ -233,7 +269,8 @@ pub fn protected_set(roots: &ProtectedRoots) -> ProtectedSet {
         add(&mut set, path, why, false);
     }
     let mut pins: Vec<PathBuf> = Vec::new();
-    let read_only = set.read_only();
+    let mut read_only = set.read_only();
+    read_only.extend(set.links());
     for point in &read_only {
         let Ok(rest) = point.strip_prefix(root) else {
             continue;
@@ -318,7 +355,7 @@ pub fn layer(on: bool) -> crate::common::layers::Layer {
         crate::common::layers::layer(
             "protected_paths",
             true,
-            format!("read-only in its mount namespace, missing ones too (placeholders), their directories pinned against rename: {list}"),
+            format!("read-only in its mount namespace, missing ones too (placeholders), a symbolic link there covered by an empty read-only file (never followed; recorded each round), their directories pinned against rename: {list}"),
         )
     } else {
         crate::common::layers::layer(
@@ -547,6 +584,49 @@ mod tests {
                 dir: true
             })
         );
+    }
+
+    #[test]
+    fn a_link_in_the_tree_is_covered_and_one_above_a_path_outside_is_not() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("tree");
+        std::fs::create_dir_all(root.join("shared")).unwrap();
+        std::fs::write(root.join("agent-runner.toml"), "").unwrap();
+        std::os::unix::fs::symlink("envrc.real", root.join(".envrc")).unwrap();
+        std::os::unix::fs::symlink("shared", root.join(".claude")).unwrap();
+        // Outside the tree: the hooks dir itself a link, and one beneath a linked directory.
+        let outside = t.path().join("outside");
+        std::fs::create_dir_all(outside.join("real/hooks")).unwrap();
+        std::os::unix::fs::symlink(outside.join("real/hooks"), outside.join("hooks")).unwrap();
+        std::os::unix::fs::symlink(outside.join("real"), outside.join("linked")).unwrap();
+        let mut r = roots(&root);
+        r.hooks_dirs = vec![outside.join("hooks")];
+        let set = protected_set(&r);
+        let links = set.links();
+        assert_eq!(
+            links,
+            [
+                outside.join("hooks"),
+                root.join(".claude"),
+                root.join(".envrc")
+            ]
+        );
+        // Never bound as a path, and pinned beneath the root like a mount point.
+        for link in &links {
+            assert!(!set.read_only().contains(link), "{}", link.display());
+        }
+        assert!(set.pins.contains(&root));
+        assert!(set
+            .paths
+            .iter()
+            .all(|p| !matches!(p.target, Target::LinkOutside(_))));
+        r.hooks_dirs = vec![outside.join("linked/hooks")];
+        let set = protected_set(&r);
+        assert!(set
+            .paths
+            .iter()
+            .any(|p| p.target == Target::LinkOutside(outside.join("linked"))));
+        assert!(!set.links().contains(&outside.join("linked")));
     }
 
     #[test]

@@ -52,8 +52,13 @@ pub struct ShadowEntry {
     /// The CLI ([`crate::agent::policy::AgentState::cli`]).
     pub cli: &'static str,
     /// The path relative to the home directory, inside one of the CLI's
-    /// [`crate::agent::policy::AgentState::paths`] (or one of them).
+    /// [`crate::agent::policy::AgentState::paths`] (or one of them): where the shadow
+    /// holds it.
     pub rel: &'static str,
+    /// Where the operator's copy lies, relative to the home directory: `rel`, but for a
+    /// file the CLI reads elsewhere once [`SHADOW_ENV`] moves it (claude's
+    /// `~/.claude.json`, read as `$CLAUDE_CONFIG_DIR/.claude.json`).
+    pub from: &'static str,
     /// When it is copied.
     pub seed: Seed,
     /// Why the agent's CLI needs it.
@@ -61,13 +66,51 @@ pub struct ShadowEntry {
 }
 
 const fn entry(cli: &'static str, rel: &'static str, seed: Seed, why: &'static str) -> ShadowEntry {
+    entry_from(cli, rel, rel, seed, why)
+}
+
+const fn entry_from(
+    cli: &'static str,
+    rel: &'static str,
+    from: &'static str,
+    seed: Seed,
+    why: &'static str,
+) -> ShadowEntry {
     ShadowEntry {
         cli,
         rel,
+        from,
         seed,
         why,
     }
 }
+
+/// One variable of [`SHADOW_ENV`].
+#[derive(Debug, Clone, Copy)]
+pub struct ShadowVariable {
+    /// The CLI ([`crate::agent::policy::AgentState::cli`]).
+    pub cli: &'static str,
+    /// The variable's name.
+    pub name: &'static str,
+    /// Its value: this path under the home directory (one of the CLI's
+    /// [`crate::agent::policy::AgentState::paths`], which the shadow is bound over); set
+    /// only when that path is bound.
+    pub rel: &'static str,
+    /// Why the CLI needs it under the shadow.
+    pub why: &'static str,
+}
+
+/// Reviewed data: variables the agent's CLI gets while its shadow is bound, so that all it
+/// writes lands inside a bound directory. A file bound over a file can be rewritten in
+/// place, but the siblings a CLI makes next to it (a lock, a temporary file renamed over
+/// it) would be made in the home directory, which no grant lets the agent write: each
+/// refused, and recorded as `agent_sandbox_denied`, every round.
+pub const SHADOW_ENV: &[ShadowVariable] = &[ShadowVariable {
+    cli: "claude",
+    name: "CLAUDE_CONFIG_DIR",
+    rel: ".claude",
+    why: "Claude Code keeps ~/.claude.json beside the home's other files, locked by a ~/.claude.json.lock directory and saved through ~/.claude.json.tmp.<pid>.<time> renamed over it; with CLAUDE_CONFIG_DIR (the same ~/.claude it uses anyway for its credentials, settings and sessions) it keeps the file, its lock and its temporary files in that directory instead",
+}];
 
 /// Reviewed data: what each preset CLI's shadow takes from the operator's home (measured
 /// with the pinned CLIs of tests/agent-clis/versions.env). Not listed, so never copied:
@@ -81,8 +124,9 @@ pub const SHADOW_SEED: &[ShadowEntry] = &[
     entry("claude", ".claude/agents", Seed::EachRound, "the operator's subagents"),
     entry("claude", ".claude/skills", Seed::EachRound, "the operator's skills"),
     entry("claude", ".claude/.credentials.json", Seed::SharedLogin, "the OAuth login, refreshed in place by Claude Code"),
-    entry("claude", ".claude.json", Seed::Once(&["projects"]), "account state (onboarding done, the OAuth account, user id) that claude needs to start and resume; `projects` is left out: other projects' settings, MCP servers and prompt history"),
+    entry("claude", ".claude.json", Seed::Once(&["projects"]), "the same account state at the path claude reads without CLAUDE_CONFIG_DIR, so the file bound over ~/.claude.json is never empty (claude refuses to start on an empty one)"),
     entry("claude", ".claude.json.backup", Seed::Once(&["projects"]), "claude's own backup of ~/.claude.json"),
+    entry_from("claude", ".claude/.claude.json", ".claude.json", Seed::Once(&["projects"]), "account state (onboarding done, the OAuth account, user id) that claude needs to start and resume, read from $CLAUDE_CONFIG_DIR (SHADOW_ENV); `projects` is left out: other projects' settings, MCP servers and prompt history"),
     entry("codex", ".codex/config.toml", Seed::EachRound, "the operator's settings: model, providers, profiles"),
     entry("codex", ".codex/AGENTS.md", Seed::EachRound, "the operator's own instructions for every project"),
     entry("codex", ".codex/prompts", Seed::EachRound, "the operator's custom prompts"),
@@ -191,6 +235,8 @@ pub struct ShadowHome {
     /// The shadow's paths bound over the real ones: what the agent writes (its Landlock
     /// grants name these, never the real paths).
     pub writable: Vec<PathBuf>,
+    /// [`SHADOW_ENV`]'s variables for the agent (name, value), those whose path is bound.
+    pub env: Vec<(String, String)>,
 }
 
 /// `<state_dir>/agent-home/<cli>`.
@@ -220,7 +266,7 @@ pub fn prepare(state_dir: &Path, home: &Path, cli: &str) -> std::io::Result<Opti
     };
     let mut logins = Vec::new();
     for e in SHADOW_SEED.iter().filter(|e| e.cli == cli) {
-        let real = home.join(e.rel);
+        let real = home.join(e.from);
         let shadow = root.join(e.rel);
         real_dirs_to(&root, &shadow)?;
         match e.seed {
@@ -278,6 +324,10 @@ pub fn prepare(state_dir: &Path, home: &Path, cli: &str) -> std::io::Result<Opti
             target,
         });
         out.writable.push(shadow);
+        for v in SHADOW_ENV.iter().filter(|v| v.cli == cli && v.rel == *rel) {
+            out.env
+                .push((v.name.to_owned(), real.to_string_lossy().into_owned()));
+        }
     }
     Ok(Some(out))
 }
@@ -458,6 +508,11 @@ mod tests {
                 s.cli
             );
         }
+        for v in SHADOW_ENV {
+            let state = AGENT_STATE.iter().find(|s| s.cli == v.cli).unwrap();
+            assert!(state.paths.contains(&v.rel), "{}", v.name);
+            assert!(!v.why.is_empty(), "{}", v.name);
+        }
     }
 
     #[test]
@@ -482,9 +537,19 @@ mod tests {
             "{\"model\":\"a\"}"
         );
         assert!(!root.join(".claude/projects").exists());
+        // The account state where CLAUDE_CONFIG_DIR has claude read it, with its lock and
+        // temporary files beside it in the bound directory.
         let account: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(root.join(".claude.json")).unwrap()).unwrap();
+            serde_json::from_slice(&std::fs::read(root.join(".claude/.claude.json")).unwrap())
+                .unwrap();
         assert_eq!(account, serde_json::json!({"userID": "u"}));
+        assert_eq!(
+            s.env,
+            [(
+                "CLAUDE_CONFIG_DIR".to_owned(),
+                home.join(".claude").display().to_string()
+            )]
+        );
         // The login's mount point is empty: the real file is bound there.
         assert_eq!(
             std::fs::metadata(root.join(".claude/.credentials.json"))
@@ -508,7 +573,11 @@ mod tests {
         std::fs::write(root.join(".claude/settings.json"), "{\"hooks\":1}").unwrap();
         std::fs::create_dir_all(root.join(".claude/projects/this")).unwrap();
         std::fs::write(root.join(".claude/projects/this/s.jsonl"), "mine").unwrap();
-        std::fs::write(root.join(".claude.json"), "{\"userID\":\"u\",\"n\":2}").unwrap();
+        std::fs::write(
+            root.join(".claude/.claude.json"),
+            "{\"userID\":\"u\",\"n\":2}",
+        )
+        .unwrap();
         std::fs::write(home.join(".claude/settings.json"), "{\"model\":\"b\"}").unwrap();
         prepare(&state, &home, "claude").unwrap();
         assert_eq!(
@@ -520,7 +589,7 @@ mod tests {
             "mine"
         );
         assert_eq!(
-            std::fs::read_to_string(root.join(".claude.json")).unwrap(),
+            std::fs::read_to_string(root.join(".claude/.claude.json")).unwrap(),
             "{\"userID\":\"u\",\"n\":2}"
         );
         // The operator's settings gone: the shadow's copy goes too.

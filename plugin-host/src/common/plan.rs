@@ -64,7 +64,7 @@ pub struct Plan {
     /// point, which cannot be renamed or removed.
     pub pinned: Vec<PathBuf>,
     /// Paths (files or directories) bind-mounted read-only over themselves in the target's
-    /// mount namespace, after [`Plan::pinned`].
+    /// mount namespace, after [`Plan::pinned`]; a symbolic link covered by an empty file.
     pub read_only: Vec<ReadOnlyFile>,
     /// A private size-limited `tmpfs` over the target's TMPDIR.
     pub private_tmp: Option<PrivateTmp>,
@@ -186,10 +186,14 @@ pub struct Bind {
 /// [`Plan::read_only`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ReadOnlyFile {
-    /// The path (canonical: no link on its way).
+    /// The path (canonical: no link on its way; with `cover`, itself a symbolic link).
     pub path: PathBuf,
     /// `MS_NOSUID | MS_NODEV | MS_NOEXEC` of the mount holding it, kept on the remount.
     pub locked: u64,
+    /// `path` is a symbolic link: this empty file is mounted read-only over the link
+    /// itself, which is never followed (`crate::agent::protected::Target::Link`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cover: Option<PathBuf>,
 }
 
 /// [`Plan::private_tmp`].

@@ -7,7 +7,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 
 use crate::agent::confine::{
-    become_init_of_agent, bind, bind_over_itself, bind_read_only, make_mounts_private,
+    become_init_of_agent, bind, bind_over_itself, bind_read_only, cover_link, make_mounts_private,
 };
 use crate::agent::egress_bridge::EgressBridge;
 use crate::agent::policy::agent_seccomp_program;
@@ -197,7 +197,10 @@ fn apply_steps(plan: Plan) -> Result<std::convert::Infallible, Failure> {
     let read_only = plan
         .read_only
         .iter()
-        .map(|f| c_path(&f.path).map(|p| (p, f.locked as libc::c_ulong)))
+        .map(|f| {
+            let cover = f.cover.as_deref().map(c_path).transpose()?;
+            c_path(&f.path).map(|p| (p, f.locked as libc::c_ulong, cover))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let mounts = !binds.is_empty() || !pinned.is_empty() || !read_only.is_empty();
     let cwd = if mounts {
@@ -254,8 +257,11 @@ fn apply_steps(plan: Plan) -> Result<std::convert::Infallible, Failure> {
     for path in &pinned {
         step("pinned directories", bind_over_itself(path))?;
     }
-    for (path, locked) in &read_only {
-        step("read-only mounts", bind_read_only(path, *locked))?;
+    for (path, locked, cover) in &read_only {
+        match cover {
+            Some(cover) => step("read-only mounts", cover_link(cover, path))?,
+            None => step("read-only mounts", bind_read_only(path, *locked))?,
+        }
     }
     if let Some(cwd) = &cwd {
         // The working directory still refers to the mounts beneath: enter it again through

@@ -468,6 +468,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     }
     let (agent_env, agent_env_check) = agent_env_view(&config);
     checks.push(agent_env_check);
+    let observer_warning = withheld_scan_warning(&config);
     let (endpoint_checks, endpoint_warnings) =
         endpoint_findings(&config, &agent_sandbox.achieved_tier, caps.landlock_abi);
     checks.extend(endpoint_checks);
@@ -612,6 +613,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     warnings.extend(version_warning);
     warnings.extend(endpoint_warnings);
     warnings.extend(telemetry_warnings);
+    warnings.extend(observer_warning);
     warnings.extend(without_git);
     warnings.extend(layout_warnings(&config));
     warnings.extend(goal_check_warnings(&config));
@@ -900,6 +902,38 @@ fn goal_check_warnings(config: &Config) -> Vec<Check> {
         }
     }
     warnings
+}
+
+/// `agent_observer`: a warning when the credential stores the confined agent never reads
+/// hold more entries than the observer walks before each round
+/// ([`agent_runner_plugin_host::agent::withheld_files::MAX_WITHHELD_FILES`]): a read of
+/// one past the cap is refused by Landlock but not recorded (each round records
+/// `agent_scan_truncated`). `None` under `off` or when the walk covers them all.
+fn withheld_scan_warning(config: &Config) -> Option<Check> {
+    use agent_runner_plugin_host::agent::withheld_files::{WithheldFiles, MAX_WITHHELD_FILES};
+    if config.agent_sandbox.mode == crate::config::SandboxMode::Off {
+        return None;
+    }
+    let home = config
+        .agent
+        .env
+        .get("HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(PathBuf::from))?;
+    let cli = config.agent.cli.name.unwrap_or("");
+    let roots = agent_runner_plugin_host::agent::policy::withheld_paths_of(Some(&home), cli);
+    let granted = agent_runner_plugin_host::agent::policy::granted_in_stores(
+        &config.agent_sandbox.read_paths,
+        &config.agent_sandbox.write_paths,
+    );
+    WithheldFiles::walk(roots, &granted).truncated().then(|| {
+        check(
+            "agent_observer",
+            false,
+            format!("the credential stores the agent never reads hold more than {MAX_WITHHELD_FILES} entries: a read of one past them is refused but not recorded as agent_sandbox_denied (each round records agent_scan_truncated)"),
+            "move what is not a credential out of those stores (a large cloud SDK cache under ~/.config/gcloud, ~/.aws/cli/cache), so the walk covers every file",
+        )
+    })
 }
 
 fn layout_warnings(config: &Config) -> Vec<Check> {

@@ -592,11 +592,13 @@ pub(crate) enum Event {
         /// The round.
         round_num: u64,
         /// The layer that refused: `seccomp` (the agent's deny-list; refused connects are
-        /// `agent_egress_refused`).
+        /// `agent_egress_refused`), `landlock` (a write, or a read of a credential store),
+        /// `protected_paths` (a symbolic link at or on the way to a protected path,
+        /// covered for the round, never followed).
         layer: String,
-        /// What was refused: the system call's name (`ptrace`).
+        /// What was refused: the system call's name (`ptrace`); the path.
         target: String,
-        /// How: `syscall`.
+        /// How: `syscall`; the call that wrote, `read`; `link`.
         access: String,
         /// How many times in the round.
         count: u64,
@@ -895,6 +897,19 @@ pub(crate) enum Event {
         phase: Option<String>,
         /// The round that starts the new session.
         round_num: u64,
+    },
+    /// A scan made before the agent's spawn stopped at its cap, once per scan and round
+    /// (docs/security.md, "Denials told, not silent" and "Protected paths").
+    AgentScanTruncated {
+        /// The round.
+        round_num: u64,
+        /// Which scan: `withheld_files` (the credential stores walked for the observer:
+        /// a read past the cap is still refused by Landlock but not recorded as
+        /// `agent_sandbox_denied`) or `protected_copies` (the tree scanned for deeper
+        /// protected copies: one past the cap stays writable to the agent).
+        scan: String,
+        /// The cap, in entries.
+        limit: u64,
     },
     /// After the round, the agent's shadow home (`<state_dir>/agent-home/<cli>`) was
     /// pruned of transcripts of sessions no round resumes and of spools nothing reads
@@ -1607,6 +1622,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "session_resumed",
     "session_renewed",
     "agent_home_pruned",
+    "agent_scan_truncated",
     "serve_startup_hook_failed",
     "round_skipped",
     "plugin_round_override_ignored",

@@ -418,6 +418,8 @@ mod tests {
              r#""event":"session_resumed","session_id":"3f2b9c1e-1111-4222-8333-444455556666","phase":"review","round_num":7"#),
             (Event::SessionRenewed { session_id: s("b"), old_session_id: s("a"), reason: s("max_rounds"), rounds: 50, tokens: 1200, age_s: 600, phase: None, round_num: 51 },
              r#""event":"session_renewed","session_id":"b","old_session_id":"a","reason":"max_rounds","rounds":50,"tokens":1200,"age_s":600,"round_num":51"#),
+            (Event::AgentScanTruncated { round_num: 4, scan: s("withheld_files"), limit: 20000 },
+             r#""event":"agent_scan_truncated","round_num":4,"scan":"withheld_files","limit":20000"#),
             (Event::AgentHomePruned { round_num: 3, cli: s("claude"), removed: 2, bytes: 10, refused: vec![s(".claude/telemetry")] },
              r#""event":"agent_home_pruned","round_num":3,"cli":"claude","removed":2,"bytes":10,"refused":[".claude/telemetry"]"#),
             (Event::RoundSubstrateBefore { round_num: 6, git_head: Some(s("ab12")), paths_hash: None },

@@ -1256,6 +1256,7 @@ impl Runner {
             .map(|(_, v)| PathBuf::from(v))
             .unwrap_or_else(std::env::temp_dir);
         let tree = self.tree_roots().await;
+        let mut covered_links = Vec::new();
         match self.agent_sandbox.confinement(
             &self.config,
             &tree,
@@ -1267,24 +1268,40 @@ impl Runner {
         ) {
             Ok(confinement) => {
                 if let Some(c) = &confinement {
-                    if c.protected().scan_truncated {
-                        tracing::info!(
-                            "the scan for protected files deeper in the tree stopped at its limit; copies beyond it stay writable to the agent (docs/security.md \"Protected paths\")"
-                        );
+                    // A scan cut short is told once per round, before the spawn.
+                    let scans = [
+                        (
+                            c.protected().scan_truncated,
+                            "protected_copies",
+                            agent_runner_plugin_host::agent::protected::SCAN_MAX_ENTRIES,
+                        ),
+                        (
+                            c.withheld_truncated(),
+                            "withheld_files",
+                            agent_runner_plugin_host::agent::withheld_files::MAX_WITHHELD_FILES,
+                        ),
+                    ];
+                    for (_, scan, limit) in scans.into_iter().filter(|(cut, ..)| *cut) {
+                        self.events.emit(Event::AgentScanTruncated {
+                            round_num,
+                            scan: scan.to_owned(),
+                            limit: limit as u64,
+                        });
                     }
-                    for p in &c.protected().paths {
-                        if let agent_runner_plugin_host::agent::protected::Target::Link(at) =
-                            &p.target
-                        {
-                            tracing::warn!(
-                                "protected path {} is not read-only to the agent: {} is a symbolic link (docs/security.md \"Protected paths\")",
-                                p.path.display(),
-                                at.display()
-                            );
-                        }
-                    }
+                    // A link at or on the way to a protected path is covered, never
+                    // followed: recorded with the round's denials.
+                    covered_links = c.protected().links();
                     spec.env
                         .push(("TMPDIR".to_owned(), c.tmp_dir().display().to_string()));
+                    // What keeps the CLI's writes inside its shadow home (claude's
+                    // CLAUDE_CONFIG_DIR); an operator's own value is left as it is.
+                    for (name, value) in c.shadow_env() {
+                        let named = spec.env.iter().any(|(k, _)| k == name)
+                            || std::env::var_os(name).is_some();
+                        if !named {
+                            spec.env.push((name.clone(), value.clone()));
+                        }
+                    }
                     agent_tmp = c.tmp_dir().to_owned();
                 }
                 spec.confinement = confinement;
@@ -1405,6 +1422,9 @@ impl Runner {
         }
         for path in &exit.landlock_reads {
             tally.add("landlock", path.display().to_string(), "read");
+        }
+        for link in &covered_links {
+            tally.add("protected_paths", link.display().to_string(), "link");
         }
         for event in tally.into_events(round_num) {
             self.events.emit(event);

@@ -106,6 +106,16 @@ pub(crate) fn resolve_one(
         message,
     };
     let key = |k: &str| format!("notify.webhooks[{}].{k}", hook.index);
+    // First: whatever else is wrong with the entry, this is the one that hands the URL to
+    // the agent.
+    if let UrlSource::Env(name) = &hook.url {
+        if let Some(who) = inheriting_agent(config, name) {
+            return Err(bad(
+                key("url_env"),
+                format!("{who} inherits {name}, so it could read the webhook's URL; name a variable no agent's allow-list or [agent.sandbox] pass_env passes (docs/security.md, \"Notifications\")"),
+            ));
+        }
+    }
     let kinds: BTreeSet<String> = match &hook.events {
         Some(kinds) => kinds.iter().cloned().collect(),
         None => DEFAULT_EVENTS.iter().map(|k| (*k).to_owned()).collect(),
@@ -140,13 +150,6 @@ pub(crate) fn resolve_one(
             )
         })?,
         UrlSource::Env(name) => {
-            let agent_env = AllowList::of(config, config.agent.cli.name);
-            if agent_env.is_some_and(|l| l.passes(name.as_ref())) {
-                return Err(bad(
-                    key("url_env"),
-                    format!("the confined agent inherits {name} (its environment's allow-list or [agent.sandbox] pass_env passes it), so it could read the webhook's URL; name a variable it does not pass (docs/security.md, \"Notifications\")"),
-                ));
-            }
             let value = var(name).filter(|v| !v.trim().is_empty()).ok_or_else(|| {
                 bad(
                     key("url_env"),
@@ -170,6 +173,29 @@ pub(crate) fn resolve_one(
         kinds,
         format: hook.format,
     })
+}
+
+/// Which confined agent of `config` would inherit the variable `name`, in words with the
+/// allow-list's reason: `[agent]`'s, or a phase's own `[phases.<name>.agent]` (another CLI
+/// passes other provider variables: `OPENAI_*` for codex); `None` when none does, and
+/// under `mode = "off"` (the whole environment is inherited: `doctor` warns instead).
+fn inheriting_agent(config: &Config, name: &str) -> Option<String> {
+    let phases = config
+        .phases
+        .overrides
+        .iter()
+        .filter_map(|(phase, o)| o.agent.as_ref().map(|a| (Some(phase.as_str()), a)));
+    for (phase, agent) in std::iter::once((None, &config.agent)).chain(phases) {
+        let list = AllowList::of(config, agent.cli.name)?;
+        if let Some(why) = list.why(std::ffi::OsStr::new(name)) {
+            let who = match phase {
+                Some(phase) => format!("the confined agent of phase {phase:?}"),
+                None => "the confined agent".to_owned(),
+            };
+            return Some(format!("{who} ({why})"));
+        }
+    }
+    None
 }
 
 /// [`resolve`] over `serve`'s own environment.
@@ -645,6 +671,24 @@ mod tests {
         let (key, m) = message(&c, &[("HOOK", "http://h/")]);
         assert_eq!(key, "notify.webhooks[0].url_env");
         assert!(m.contains("inherits HOOK"), "{m}");
+        // So would an allowed prefix, before any other fault of the entry is looked at…
+        let c = config("[agent.sandbox]\nmode = \"require\"\n[[notify.webhooks]]\nurl_env = \"OTEL_HOOK_URL\"\nevents = [\"crash_lop\"]\n");
+        let (key, m) = message(&c, &[]);
+        assert_eq!(key, "notify.webhooks[0].url_env");
+        assert!(m.contains("inherits OTEL_HOOK_URL"), "{m}");
+        // …and a phase's agent of another CLI, with that CLI's provider variables.
+        let c = config("[agent.sandbox]\nmode = \"prefer\"\n[phases]\nlist = [\"a\", \"review\"]\n[phases.review.agent]\ncommand = [\"codex\", \"exec\"]\n[[notify.webhooks]]\nurl_env = \"OPENAI_HOOK_URL\"\n");
+        let (key, m) = message(&c, &[("OPENAI_HOOK_URL", "http://h/")]);
+        assert_eq!(key, "notify.webhooks[0].url_env");
+        assert!(
+            m.contains("phase \"review\"") && m.contains("inherits OPENAI_HOOK_URL"),
+            "{m}"
+        );
+        // Not under `off` (doctor warns of the whole environment instead).
+        let c = config(
+            "[agent.sandbox]\nmode = \"off\"\n[[notify.webhooks]]\nurl_env = \"OTEL_HOOK_URL\"\n",
+        );
+        assert!(resolve(&c, |_| Some("http://h/".into())).is_ok());
         let c =
             config("[[notify.webhooks]]\nname = \"ops\"\nurl_env = \"HOOK\"\nformat = \"chat\"\n");
         let targets = resolve(&c, |_| Some("https://h/x".into())).unwrap();
