@@ -31,6 +31,10 @@ use serde_json::Value;
 
 use super::prices::{PriceTable, Tokens};
 
+/// `agent_usage_recorded.hook` (and `budget_round_stopped`'s) of usage the key broker read
+/// with no hook reporting any.
+pub(crate) const BROKER_HOOK: &str = "key_broker";
+
 /// The longest answer head read.
 pub(crate) const HEAD_MAX: usize = 16 * 1024;
 /// The longest unit (an event's `data`, or a whole JSON body) kept whole.

@@ -305,7 +305,7 @@ impl UsageWatch {
                     round_usd: billed.usd,
                     round_tokens: billed.tokens.total(),
                     calls: billed.answers,
-                    hook: crate::runtime::steps::post_round::BROKER_HOOK.to_owned(),
+                    hook: crate::budget::billed::BROKER_HOOK.to_owned(),
                 });
                 return;
             }

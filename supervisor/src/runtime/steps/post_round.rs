@@ -354,7 +354,7 @@ pub async fn consult(
         usage_reported = true;
         emit_usage(
             events,
-            BROKER_HOOK,
+            crate::budget::billed::BROKER_HOOK,
             (agent, round_num),
             Billing {
                 usage,
@@ -468,9 +468,6 @@ fn record(
         });
     }
 }
-
-/// `agent_usage_recorded.hook` of usage the key broker read with no hook reporting any.
-pub(crate) const BROKER_HOOK: &str = "key_broker";
 
 /// `agent_usage_recorded` of one round's usage.
 fn emit_usage(events: &EventLog, hook: &str, (agent, round_num): (&str, u64), billing: Billing) {
