@@ -814,7 +814,7 @@ fn resolve_read_paths(
                 .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
                 .collect()
         });
-        if let Some(hit) = covers_protected(&path, &canonical_protected) {
+        if let Some(hit) = covers_protected(&path, canonical_protected) {
             return Err(BadPath::Covers {
                 text: text.clone(),
                 protected: hit.to_owned(),
