@@ -1094,6 +1094,8 @@ fn resolve_read_paths(
     }
     // Last, so a grant of the whole home is refused naming a credential path first.
     protected.push(places.state_dir.to_owned());
+    // Resolved once for every text, and not at all when there is none.
+    let mut canonical_protected: Option<Vec<PathBuf>> = None;
     let mut out = Vec::with_capacity(texts.len());
     for text in texts {
         let path = expand_path(text, &places.work_dir, &places.project)?;
@@ -1102,11 +1104,13 @@ fn resolve_read_paths(
             path: path.clone(),
             source,
         })?;
-        let canonical_protected: Vec<PathBuf> = protected
-            .iter()
-            .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
-            .collect();
-        if let Some(hit) = covers_protected(&path, &canonical_protected) {
+        let canonical_protected = canonical_protected.get_or_insert_with(|| {
+            protected
+                .iter()
+                .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
+                .collect()
+        });
+        if let Some(hit) = covers_protected(&path, canonical_protected) {
             return Err(BadPath::Covers {
                 text: text.clone(),
                 protected: hit.to_owned(),
