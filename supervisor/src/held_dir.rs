@@ -16,7 +16,7 @@
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 
 /// A directory by the path the operator gave and the path it resolved to then.
@@ -33,6 +33,21 @@ pub(crate) struct HeldDir {
 #[derive(Debug)]
 pub(crate) struct OpenDir {
     fd: OwnedFd,
+}
+
+/// `O_PATH | O_DIRECTORY | O_NOFOLLOW` of the one-component `name` beneath the open
+/// directory `dir` (`openat(2)`, never a path resolved again by name): a link there is
+/// refused.
+fn open_beneath(dir: &OpenDir, name: &std::ffi::OsStr) -> nix::Result<OwnedFd> {
+    nix::fcntl::openat(
+        &dir.fd,
+        name,
+        nix::fcntl::OFlag::O_PATH
+            | nix::fcntl::OFlag::O_DIRECTORY
+            | nix::fcntl::OFlag::O_NOFOLLOW
+            | nix::fcntl::OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
 }
 
 /// `O_PATH | O_DIRECTORY | O_NOFOLLOW` of `path`: a link there is refused.
@@ -105,13 +120,30 @@ impl HeldDir {
         let mut walked = PathBuf::from("/");
         for part in self.resolved.components().skip(1) {
             walked.push(part);
-            let at = dir.at().join(part);
-            match std::fs::DirBuilder::new().mode(0o755).create(&at) {
-                Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
-                _ => {}
+            // Opened first, made only when missing (`ENOENT`), then opened: one `openat`
+            // for a component that exists, as every one does after the first round.
+            let fd = match open_beneath(&dir, part.as_os_str()) {
+                Err(nix::errno::Errno::ENOENT) => {
+                    match nix::sys::stat::mkdirat(
+                        &dir.fd,
+                        part.as_os_str(),
+                        nix::sys::stat::Mode::from_bits_truncate(0o755),
+                    ) {
+                        Ok(()) | Err(nix::errno::Errno::EEXIST) => {}
+                        Err(e) => return Err(io::Error::from(e)),
+                    }
+                    open_beneath(&dir, part.as_os_str())
+                }
+                other => other,
             }
-            let file = open_component(&at).map_err(|e| {
-                let link = std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_symlink());
+            .map_err(|e| {
+                let e = io::Error::from(e);
+                let link = nix::sys::stat::fstatat(
+                    &dir.fd,
+                    part.as_os_str(),
+                    nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+                )
+                .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK);
                 let what = if link {
                     "is a symbolic link that was not there when the supervisor started (refused, never followed)".to_owned()
                 } else {
@@ -119,7 +151,7 @@ impl HeldDir {
                 };
                 io::Error::new(e.kind(), format!("{} {what}", walked.display()))
             })?;
-            dir = OpenDir { fd: file.into() };
+            dir = OpenDir { fd };
         }
         Ok(dir)
     }
