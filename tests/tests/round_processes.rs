@@ -1,9 +1,10 @@
 //! What one trivial `round` costs in processes (docs/performance.md, "Processes of one
-//! round"), counted under `strace -f` on the real binaries: at most four git processes —
-//! the work tree's discovery and its config's listing at boot, `git status` before and
-//! after the agent — once the state dir keeps the last round's record of the repository's
-//! config (`git-config-seen.json`: a config file whose bytes are unchanged is not listed
-//! again); and the `plugin-host` launcher is executed for the agent only, its build read
+//! round"), counted under `strace -f` on the real binaries: three git processes — the work
+//! tree's discovery at boot, `git status` before and after the agent — once the state dir
+//! keeps the last round's record of the repository's config (`git-config-seen.json`: a
+//! config file whose bytes are unchanged is not listed again) and the last listing of the
+//! whole config (`git-config-listing.json`, reused only while every file and variable it
+//! came from is the same: otherwise `git config --list` runs at boot again); and the `plugin-host` launcher is executed for the agent only, its build read
 //! from its file (`plugin-host/src/common/build_note.rs`), never by running it.
 
 use agent_runner_e2e::{agent_runner_bin, ConfigBuilder, Project};
@@ -65,12 +66,17 @@ fn launcher_asked_for_its_build(execs: &[String]) -> usize {
         .count()
 }
 
+/// Whether the whole config was listed (`git config --list` at boot).
+fn lists_the_config(calls: &[String]) -> bool {
+    calls.iter().any(|c| c.starts_with("config --list"))
+}
+
 fn lists_a_config_file(calls: &[String]) -> bool {
     calls.iter().any(|c| c.starts_with("config --file -"))
 }
 
 #[test]
-fn a_trivial_round_runs_four_git_processes_and_never_runs_the_launcher_to_learn_its_build() {
+fn a_trivial_round_runs_three_git_processes_and_never_runs_the_launcher_to_learn_its_build() {
     let p = Project::new();
     let agent = p.script("trivial-agent.sh", "#!/bin/sh\necho trivial\n");
     p.write_config(&ConfigBuilder::new(&agent).dirty_action("stash"));
@@ -82,13 +88,15 @@ fn a_trivial_round_runs_four_git_processes_and_never_runs_the_launcher_to_learn_
     assert_eq!(first.len(), 5, "{first:#?}");
     assert!(p.state_dir().join("git-config-seen.json").is_file());
 
+    assert!(first.iter().any(|c| c.starts_with("config --list")));
+    assert!(p.state_dir().join("git-config-listing.json").is_file());
+
     let execs = traced_round(&p, "second");
     let second = git_calls(&execs);
-    assert_eq!(second.len(), 4, "{second:#?}");
+    assert_eq!(second.len(), 3, "{second:#?}");
     assert!(second[0].starts_with("rev-parse"), "{second:#?}");
-    assert!(second[1].starts_with("config --list"), "{second:#?}");
     assert!(
-        second[2..].iter().all(|c| c.contains(" status ")),
+        second[1..].iter().all(|c| c.contains(" status ")),
         "{second:#?}"
     );
     assert_eq!(launcher_asked_for_its_build(&execs), 0, "{execs:#?}");
@@ -103,8 +111,24 @@ fn a_trivial_round_runs_four_git_processes_and_never_runs_the_launcher_to_learn_
     p.git(&["config", "bench.note", "changed between rounds"]);
     let changed = git_calls(&traced_round(&p, "changed"));
     assert!(lists_a_config_file(&changed), "{changed:#?}");
+    assert!(lists_the_config(&changed), "{changed:#?}");
     let unchanged = git_calls(&traced_round(&p, "unchanged"));
     assert!(!lists_a_config_file(&unchanged), "{unchanged:#?}");
+    assert!(!lists_the_config(&unchanged), "{unchanged:#?}");
+    // The kept listing is stale when a file outside the repository changed: the operator's
+    // global config (a key that names a program, which the overrides must see).
+    std::fs::write(
+        p.home().join(".gitconfig"),
+        "[diff \"x\"]\n\ttextconv = \"cat\"\n",
+    )
+    .unwrap();
+    let global = git_calls(&traced_round(&p, "global"));
+    assert!(lists_the_config(&global), "{global:#?}");
+    let again = git_calls(&traced_round(&p, "global-again"));
+    assert!(!lists_the_config(&again), "{again:#?}");
+    std::fs::remove_file(p.state_dir().join("git-config-listing.json")).unwrap();
+    let listing_lost = git_calls(&traced_round(&p, "listing-lost"));
+    assert!(lists_the_config(&listing_lost), "{listing_lost:#?}");
     std::fs::remove_file(p.state_dir().join("git-config-seen.json")).unwrap();
     let lost = git_calls(&traced_round(&p, "lost"));
     assert!(lists_a_config_file(&lost), "{lost:#?}");

@@ -38,7 +38,7 @@ use crate::config::DEFAULT_GIT_TIMEOUT_S;
 use crate::record::stop::StopWatch;
 use crate::runtime::attribution::OwnFiles;
 use crate::runtime::git_config_keys;
-use crate::runtime::git_place::{ConfigSeen, Place};
+use crate::runtime::git_place::{self, ConfigSeen, Place};
 use crate::runtime::path_name;
 
 /// The rest of a `git status --porcelain=v2` entry after its first `n` space-separated
@@ -324,6 +324,9 @@ pub(crate) struct Repo {
     /// A file whose change, while a command runs, means the command is past its point of
     /// no return ([`Repo::finishing_when`]).
     committed_by: Option<PathBuf>,
+    /// Where the listing of the config is kept across processes
+    /// ([`git_place::LISTING_FILE`]); `None`: not kept.
+    listing_record: Option<PathBuf>,
 }
 
 impl Repo {
@@ -338,7 +341,16 @@ impl Repo {
             place: Arc::default(),
             listed: Arc::default(),
             committed_by: None,
+            listing_record: None,
         }
+    }
+
+    /// The same repository, whose config listing is kept in the state dir `state_dir`
+    /// ([`git_place::LISTING_FILE`]) and reused by the next process while everything it
+    /// was listed from is the same ([`git_place::listing_key`]).
+    pub(crate) fn with_listing_kept_in(mut self, state_dir: &Path) -> Self {
+        self.listing_record = Some(state_dir.join(git_place::LISTING_FILE));
+        self
     }
 
     /// The same repository, whose commands, when their timeout runs out after `file`
@@ -482,19 +494,36 @@ impl Repo {
                 return Ok(listed.clone());
             }
         }
-        let listing = self
-            .run_confined(
-                Some(place),
-                &[],
-                &["config", "--list", "--show-scope", "--show-origin", "-z"],
-                &[],
-                None,
-            )
-            .await
-            .map_err(|err| GitError {
-                args: err.args.clone(),
-                detail: format!("reading its config: {}", err.detail),
-            })?;
+        let env = git_place::listing_env();
+        let key_of = |listing: &[u8]| {
+            git_place::listing_key(&ALWAYS, place, &env, listing, &config_entries(listing))
+        };
+        let kept = self
+            .listing_record
+            .as_deref()
+            .and_then(|file| git_place::load_listing(file, key_of));
+        let listing = match kept {
+            Some(listing) => listing,
+            None => {
+                let listing = self
+                    .run_confined(
+                        Some(place),
+                        &[],
+                        &["config", "--list", "--show-scope", "--show-origin", "-z"],
+                        &[],
+                        None,
+                    )
+                    .await
+                    .map_err(|err| GitError {
+                        args: err.args.clone(),
+                        detail: format!("reading its config: {}", err.detail),
+                    })?;
+                if let Some(file) = &self.listing_record {
+                    git_place::store_listing(file, key_of(&listing), &listing);
+                }
+                listing
+            }
+        };
         let entries = config_entries(&listing);
         let seen = ConfigSeen::of(
             place,

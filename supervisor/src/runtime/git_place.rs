@@ -236,37 +236,13 @@ impl ConfigSeen {
         place: &Place,
         entries: impl Iterator<Item = (&'a str, &'a str, &'a str)>,
     ) -> ConfigSeen {
-        let mut paths: Vec<PathBuf> = [
-            place.git_dir.join("config"),
-            place.git_dir.join("config.worktree"),
-            place.common_dir.join("config"),
-            place.common_dir.join("config.worktree"),
-            place.git_dir.join("HEAD"),
-        ]
-        .into();
-        for (origin, key, value) in entries {
-            let Some(origin) = origin.strip_prefix("file:") else {
-                continue;
-            };
-            let origin = place.top.join(origin);
-            let included =
-                key == "include.path" || (key.starts_with("includeif.") && key.ends_with(".path"));
-            if included {
-                let target = match value.strip_prefix("~/") {
-                    Some(rest) => std::env::var_os("HOME")
-                        .map(|home| PathBuf::from(home).join(rest))
-                        .unwrap_or_default(),
-                    None => origin
-                        .parent()
-                        .map(|dir| dir.join(value))
-                        .unwrap_or_default(),
-                };
-                paths.push(target);
-            }
-            paths.push(origin);
-        }
-        paths.sort();
-        paths.dedup();
+        let home = std::env::var_os("HOME");
+        let paths = config_paths(place, entries, home.as_deref());
+        ConfigSeen::of_paths(paths)
+    }
+
+    /// What each of `paths` is now.
+    fn of_paths(paths: Vec<PathBuf>) -> ConfigSeen {
         ConfigSeen {
             files: paths
                 .into_iter()
@@ -286,9 +262,303 @@ impl ConfigSeen {
     }
 }
 
+/// The files a listing of `place`'s config with `entries` (`origin`, `key`, `value`) was
+/// read from: the repository's own config files (present or not), `HEAD`, each entry's
+/// origin and each file an include names (`~/` taken from `home`). Sorted, no duplicates.
+fn config_paths<'a>(
+    place: &Place,
+    entries: impl Iterator<Item = (&'a str, &'a str, &'a str)>,
+    home: Option<&std::ffi::OsStr>,
+) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = [
+        place.git_dir.join("config"),
+        place.git_dir.join("config.worktree"),
+        place.common_dir.join("config"),
+        place.common_dir.join("config.worktree"),
+        place.git_dir.join("HEAD"),
+    ]
+    .into();
+    for (origin, key, value) in entries {
+        let Some(origin) = origin.strip_prefix("file:") else {
+            continue;
+        };
+        let origin = place.top.join(origin);
+        let included =
+            key == "include.path" || (key.starts_with("includeif.") && key.ends_with(".path"));
+        if included {
+            let target = match value.strip_prefix("~/") {
+                Some(rest) => home
+                    .map(|home| PathBuf::from(home).join(rest))
+                    .unwrap_or_default(),
+                None => origin
+                    .parent()
+                    .map(|dir| dir.join(value))
+                    .unwrap_or_default(),
+            };
+            paths.push(target);
+        }
+        paths.push(origin);
+    }
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+/// Where the last listing of the repository's whole config (`git config --list`, every
+/// scope) is kept in the state dir, out of the agent's reach, with the key of everything
+/// that listing was made from ([`listing_key`]). The next process (the next `agent-runner
+/// round`) reuses it only when the key it computes now is the same, saving the boot's git
+/// process; a record missing, unreadable or keyed otherwise is listed by git again (and
+/// replaced). A view to rebuild, never the record of anything: written without `fsync`.
+pub(crate) const LISTING_FILE: &str = "git-config-listing.json";
+
+/// The contents of [`LISTING_FILE`].
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ListingRecord {
+    /// [`listing_key`] when the listing was made, hex.
+    key: String,
+    /// What `git config --list --show-scope --show-origin -z` printed.
+    listing: Vec<u8>,
+}
+
+/// The environment a listing depends on: every `GIT_*` variable (git reads some, and which
+/// ones the supervisor's git keeps is its own rule, keyed here by all of them), `HOME`,
+/// `XDG_CONFIG_HOME` (where the global files are) and `PATH` (which git runs). Sorted.
+pub(crate) fn listing_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut env: Vec<_> = std::env::vars_os()
+        .filter(|(name, _)| {
+            let name = name.as_bytes();
+            name.starts_with(b"GIT_") || matches!(name, b"HOME" | b"XDG_CONFIG_HOME" | b"PATH")
+        })
+        .collect();
+    env.sort();
+    env
+}
+
+/// The `git` a command named `git` runs with `PATH` (the first executable regular file
+/// `git` in its directories, as `execvp` finds it), `None` when there is none.
+fn git_on_path(path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = path?;
+    std::env::split_paths(path).find_map(|dir| {
+        let dir = if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir
+        };
+        let candidate = dir.join("git");
+        let meta = std::fs::metadata(&candidate).ok()?;
+        (meta.is_file() && meta.permissions().mode() & 0o111 != 0).then_some(candidate)
+    })
+}
+
+/// The key of a listing of `place`'s config: a SHA-256 over `always` (the supervisor's own
+/// `-c` settings), `place`, `env` ([`listing_env`]), the identity of the `git` binary `PATH`
+/// finds (device, inode, size, change and modification times), the listing itself, and
+/// what every file it may have been read from is now (device, inode, content hash, or
+/// missing): the repository's config files, `HEAD`, each entry's origin (every scope) and
+/// each included file, and the global and system files git reads when present —
+/// `GIT_CONFIG_GLOBAL` or `~/.gitconfig` and `$XDG_CONFIG_HOME/git/config` (else
+/// `~/.config/git/config`), `GIT_CONFIG_SYSTEM` or `/etc/gitconfig` and git's own
+/// `<prefix>/etc/gitconfig`. Any of those changed: another key.
+pub(crate) fn listing_key(
+    always: &[&str],
+    place: &Place,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+    listing: &[u8],
+    entries: &[(String, String, String, String)],
+) -> String {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::ffi::OsStrExt;
+    let var = |name: &str| {
+        env.iter()
+            .find(|(k, _)| k.as_bytes() == name.as_bytes())
+            .map(|(_, v)| v.as_os_str())
+    };
+    let home = var("HOME");
+    let mut paths = config_paths(
+        place,
+        entries
+            .iter()
+            .map(|(_, o, k, v)| (o.as_str(), k.as_str(), v.as_str())),
+        home,
+    );
+    let git = git_on_path(var("PATH"));
+    if let Some(home) = home {
+        paths.push(PathBuf::from(home).join(".gitconfig"));
+        paths.push(PathBuf::from(home).join(".config/git/config"));
+    }
+    if let Some(xdg) = var("XDG_CONFIG_HOME") {
+        paths.push(PathBuf::from(xdg).join("git/config"));
+    }
+    for name in ["GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM"] {
+        if let Some(file) = var(name) {
+            paths.push(PathBuf::from(file));
+        }
+    }
+    paths.push(PathBuf::from("/etc/gitconfig"));
+    if let Some(prefix) = git.as_deref().and_then(Path::parent).and_then(Path::parent) {
+        paths.push(prefix.join("etc/gitconfig"));
+    }
+    let mut hasher = Sha256::new();
+    let mut feed = |bytes: &[u8]| {
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    };
+    feed(b"git-config-listing v1");
+    for setting in always {
+        feed(setting.as_bytes());
+    }
+    for part in [&place.top, &place.git_dir, &place.common_dir] {
+        feed(part.as_os_str().as_bytes());
+    }
+    for (name, value) in env {
+        feed(name.as_bytes());
+        feed(value.as_bytes());
+    }
+    let binary = git
+        .as_deref()
+        .and_then(|git| std::fs::metadata(git).ok())
+        .map(|m| {
+            format!(
+                "{:?} {} {} {} {}.{} {}.{}",
+                git,
+                m.dev(),
+                m.ino(),
+                m.size(),
+                m.ctime(),
+                m.ctime_nsec(),
+                m.mtime(),
+                m.mtime_nsec()
+            )
+        });
+    feed(format!("{binary:?}").as_bytes());
+    feed(listing);
+    for (path, seen) in ConfigSeen::of_paths(paths).files {
+        feed(path.as_os_str().as_bytes());
+        feed(format!("{seen:?}").as_bytes());
+    }
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The listing kept in `file` when its key is `key` now; `None` when the record is
+/// missing, unreadable or keyed otherwise. `key_of` computes the key of a listing now.
+pub(crate) fn load_listing(file: &Path, key_of: impl FnOnce(&[u8]) -> String) -> Option<Vec<u8>> {
+    let bytes = std::fs::read(file).ok()?;
+    let record: ListingRecord = serde_json::from_slice(&bytes).ok()?;
+    (key_of(&record.listing) == record.key).then_some(record.listing)
+}
+
+/// Keeps `listing` with its `key` in `file` (written beside it, then renamed: a reader
+/// sees the old record or the new one). A failure is logged only: the next process lists
+/// again.
+pub(crate) fn store_listing(file: &Path, key: String, listing: &[u8]) {
+    let record = ListingRecord {
+        key,
+        listing: listing.to_vec(),
+    };
+    let Ok(bytes) = serde_json::to_vec(&record) else {
+        return;
+    };
+    let mut name = std::ffi::OsString::from(".");
+    name.push(file.file_name().unwrap_or_default());
+    name.push(format!(".tmp-{}", std::process::id()));
+    let tmp = file.with_file_name(name);
+    let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, file));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        tracing::debug!(
+            "cannot keep the git config listing in {}: {e}",
+            file.display()
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kept_listing_is_keyed_by_every_file_and_variable_it_came_from() {
+        let (dir, place) = repo();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join(".config/git")).unwrap();
+        let env = |extra: &[(&str, &str)]| {
+            let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = vec![
+                ("HOME".into(), home.clone().into()),
+                ("PATH".into(), std::env::var_os("PATH").unwrap_or_default()),
+            ];
+            env.extend(extra.iter().map(|(k, v)| ((*k).into(), (*v).into())));
+            env.sort();
+            env
+        };
+        let listing = b"global\0file:/h/.gitconfig\0user.name\nA\0".to_vec();
+        let key = |env: &[_]| listing_key(&["core.bare=false"], &place, env, &listing, &[]);
+        let first = key(&env(&[]));
+        // Control: nothing changed, the same key (the listing is reused).
+        assert_eq!(first, key(&env(&[])));
+        let mut keys = vec![first];
+        let mut changed = |what: &str, now: String| {
+            assert!(
+                !keys.contains(&now),
+                "{what}: the kept listing would be reused"
+            );
+            keys.push(now);
+        };
+        std::fs::write(
+            home.join(".gitconfig"),
+            "[diff \"x\"]\n\ttextconv = \"cat\"\n",
+        )
+        .unwrap();
+        changed("~/.gitconfig made", key(&env(&[])));
+        std::fs::write(
+            home.join(".config/git/config"),
+            "[core]\n\tpager = \"less\"\n",
+        )
+        .unwrap();
+        changed("the XDG config made", key(&env(&[])));
+        std::fs::write(place.git_dir.join("config"), "[core]\n\tbare = false\n").unwrap();
+        changed("the repository's config", key(&env(&[])));
+        changed(
+            "GIT_CONFIG_PARAMETERS",
+            key(&env(&[("GIT_CONFIG_PARAMETERS", "'x.y'='z'")])),
+        );
+        changed(
+            "XDG_CONFIG_HOME",
+            key(&env(&[("XDG_CONFIG_HOME", "/elsewhere")])),
+        );
+        changed(
+            "another git on PATH",
+            key(&env(&[])
+                .into_iter()
+                .map(|(k, v)| {
+                    if k == "PATH" {
+                        (k, "/nowhere".into())
+                    } else {
+                        (k, v)
+                    }
+                })
+                .collect::<Vec<_>>()),
+        );
+        changed(
+            "the supervisor's own settings",
+            listing_key(&["core.bare=true"], &place, &env(&[]), &listing, &[]),
+        );
+
+        // Kept and loaded: only while the key is the same.
+        let file = dir.path().join(LISTING_FILE);
+        let now = key(&env(&[]));
+        store_listing(&file, now.clone(), &listing);
+        assert_eq!(load_listing(&file, |_| now.clone()), Some(listing.clone()));
+        assert_eq!(load_listing(&file, |_| "other".to_owned()), None);
+        std::fs::write(&file, b"{").unwrap();
+        assert_eq!(load_listing(&file, |_| now.clone()), None);
+    }
 
     fn repo() -> (tempfile::TempDir, Place) {
         let dir = tempfile::tempdir().unwrap();

@@ -292,7 +292,8 @@ async fn boot_with(config_path: &Path, job: bool, notify: bool) -> Result<Booted
     // Hosts, the agent and goal checks all start through the launcher: none without it.
     agent_runner_plugin_host::Launcher::get()?;
     // Refused before anything is written: no lock, no log-dir views, no record.
-    let tree = Repo::new(&config.runtime.work_dir, OwnFiles::default());
+    let tree = Repo::new(&config.runtime.work_dir, OwnFiles::default())
+        .with_listing_kept_in(&config.runtime.state_dir);
     let git = match tree.not_a_work_tree().await {
         None => Git::WorkTree,
         Some(outside) if outside.outside_git => {
