@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The system calls confined hosts really make (docs/security.md "File metadata"): runs the
-# runtime matrix's `as_root` rows (tests/tests/runtimes.rs) with the supervisor under
+# runtime matrix's `as_root` rows (tests/tests/suite/functional/runtimes.rs) with the supervisor under
 # `strace -f`, then lists, per host runtime, every distinct call a host made from its
 # `execveat` on (threads and children included). The measurement behind the hosts'
 # seccomp allow-list (`SECCOMP_ALLOW` in plugin-host/src/policy.rs, whose test

@@ -842,7 +842,7 @@ impl Project {
             .env_remove(TEST_PROBE_ENV)
             .env_remove("AGENT_RUNNER_LOG")
             // A collector of the machine's own would trace every test's rounds
-            // (tests/tests/telemetry.rs sets its own).
+            // (tests/tests/suite/functional/telemetry.rs sets its own).
             .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
             .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
             .stdin(Stdio::null());
