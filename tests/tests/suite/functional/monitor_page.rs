@@ -261,7 +261,10 @@ fn the_page_shows_a_live_round_in_chromium() {
         "o-running"
     );
     // Let the elapsed time tick once so the screenshot shows progress.
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_until("the elapsed time to tick", Duration::from_secs(10), || {
+        let now = page.eval("document.querySelector('.round-line').textContent");
+        (now != line).then_some(())
+    });
     save_screenshot(&mut page, &screenshot_path());
 
     let (status, body) = http_get(&url, "/api/state", None);

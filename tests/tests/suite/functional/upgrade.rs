@@ -262,7 +262,13 @@ fn upgrade_refuses_before_the_swap_and_changes_nothing() {
         .args(["-n", bin.to_str().unwrap(), "sleep", "60"])
         .spawn()
         .expect("flock(1) is missing: run tests/setup.sh");
-    std::thread::sleep(Duration::from_millis(300));
+    wait_until("flock(1) to hold the lock", Duration::from_secs(10), || {
+        let probe = Command::new("flock")
+            .args(["-n", bin.to_str().unwrap(), "true"])
+            .status()
+            .expect("flock(1)");
+        (!probe.success()).then_some(())
+    });
     let new = padded_copy(&p, "\nbuild 2\n");
     let out = run_installed(
         &p,
