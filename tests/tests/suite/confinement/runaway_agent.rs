@@ -107,12 +107,16 @@ fn a_stop_ends_an_agent_that_left_its_group() {
         // The first SIGTERM lets the round finish; the second ends it now. Two signals
         // sent before serve takes the first would count once: wait until it says so.
         running.signal(libc::SIGTERM);
-        wait_until("serve to take the first SIGTERM", Duration::from_secs(10), || {
-            running
-                .stderr_so_far()
-                .contains("stop signal received")
-                .then_some(())
-        });
+        wait_until(
+            "serve to take the first SIGTERM",
+            Duration::from_secs(10),
+            || {
+                running
+                    .stderr_so_far()
+                    .contains("stop signal received")
+                    .then_some(())
+            },
+        );
         running.signal(libc::SIGTERM);
         let out = running.wait(Duration::from_secs(30));
         assert_all_gone(&pids, Duration::from_secs(2), "after the stop");

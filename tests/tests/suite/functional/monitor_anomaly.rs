@@ -25,9 +25,11 @@ fn disk_critical_stops_the_supervisor() {
     let narrate = p.spawn_with(narrate);
     // narrate reads from the record's end as it is when it starts, then installs its
     // SIGINT handler: once it handles SIGINT, what follows reaches it.
-    wait_until("narrate to follow the record", Duration::from_secs(10), || {
-        handles_signal(narrate.pid(), libc::SIGINT).then_some(())
-    });
+    wait_until(
+        "narrate to follow the record",
+        Duration::from_secs(10),
+        || handles_signal(narrate.pid(), libc::SIGINT).then_some(()),
+    );
     let monitor = p.spawn(&["--json", "monitor", "--interval", "1"]);
 
     let out = serve.wait(Duration::from_secs(60));
