@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The system calls confined hosts really make (docs/security.md "File metadata"): runs the
-# runtime matrix's `as_root` rows (tests/tests/runtimes.rs) with the supervisor under
+# runtime matrix's `as_root` rows (tests/tests/suite/functional/runtimes.rs) with the supervisor under
 # `strace -f`, then lists, per host runtime, every distinct call a host made from its
 # `execveat` on (threads and children included). The measurement behind the hosts'
 # seccomp allow-list (`SECCOMP_ALLOW` in plugin-host/src/policy.rs, whose test
@@ -22,7 +22,7 @@ printf '#!/bin/sh\nexec strace -f -qq -s 64 -o %s/run.$$ %s/agent-runner.real "$
 chmod 755 "$out/wrapper"
 trap 'cp "$out/agent-runner.real" "$bin"' EXIT
 cp "$out/wrapper" "$bin"
-cargo test -q -p agent-runner-e2e --test runtimes as_root >/dev/null
+cargo test -q -p agent-runner-e2e --test all -- suite::functional::runtimes:: --skip as_unprivileged_user >/dev/null
 python3 - "$out"/run.* <<'PY'
 import collections, os, re, sys
 

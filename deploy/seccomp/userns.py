@@ -12,7 +12,7 @@ container runtime's default profile, changing only what user namespaces need
                                           ENOSYS: what
                                           containerd's and Docker's default profiles do
                                           without CAP_SYS_ADMIN (Kubernetes RuntimeDefault
-                                          on most clusters); used by tests/tests/container.rs
+                                          on most clusters); used by tests/tests/suite/confinement/container.rs
 
 Every other rule of DEFAULT.json is kept as it is. Standard library only.
 """

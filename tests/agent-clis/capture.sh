@@ -13,7 +13,7 @@
 # `rate_limit_budget` is its `rate_limit` mode cut by CAPTURE_TIMEOUT_S=5 during its own
 # retries (renamed by hand): the round the budget ends before gemini gives up.
 # The .json beside each log records how the CLI ended (exit_code, timed_out after
-# CAPTURE_TIMEOUT_S, default 60) and the CLI's version; tests/tests/real_transcripts.rs
+# CAPTURE_TIMEOUT_S, default 60) and the CLI's version; supervisor/tests/real_transcripts.rs
 # asserts the detectors' decision on every log.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A detector host that raises a critical alert asking serve to stop after every round,
-for the auto_stop_on test in tests/tests/families.rs. Test-only; protocol v1 by hand.
+for the auto_stop_on test in tests/tests/suite/functional/families.rs. Test-only; protocol v1 by hand.
 
 Config: `hook` (its detector hook's name, e.g. a built-in detector's `oauth_fail`).
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A hostile spawn-hook host in Python, for the hostile-host suite (tests/tests/hostile.rs).
+"""A hostile spawn-hook host in Python, for the hostile-host suite (tests/tests/suite/confinement/hostile.rs).
 
 It speaks protocol v1 by hand (newline-delimited JSON-RPC 2.0 on stdio). Its hook `attempt`
 tries, in `before_spawn`, the one forbidden thing named by its config key `attempt` and

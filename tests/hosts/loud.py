@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A host whose words try to drive the operator's terminal, and whose post-round hook asks
-for a back-off until 2099, for the hostile suite (tests/tests/hostile.rs, issue 24).
+for a back-off until 2099, for the hostile suite (tests/tests/suite/confinement/hostile.rs, issue 24).
 Test-only; protocol v1 by hand, standard library only.
 
 Hooks: spawn hook `noisy` fails every call with an error message full of escape

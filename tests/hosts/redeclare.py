@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A pre-round host that declares otherwise after a restart, for the test in
-tests/tests/families.rs. Test-only; protocol v1 by hand.
+tests/tests/suite/functional/families.rs. Test-only; protocol v1 by hand.
 
 Its first process declares the hook `gate`, the event kind `first` and the owned path
 `first.txt`, and crashes at its first `before_round`. Started again (a marker in its

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A context-enricher host that answers only once its peer host is being asked too, for
-the concurrency test in tests/tests/families.rs. Test-only; protocol v1 by hand.
+the concurrency test in tests/tests/suite/functional/families.rs. Test-only; protocol v1 by hand.
 
 Config: `hook` (its hook's name) and `peer` (the other host's name). In `enrich` it marks
 its arrival in its own state directory (`<log_dir>/plugins/<host>/arrived`), then waits up

@@ -6,7 +6,7 @@ This file gives them the same fixtures and helpers, but the "remote machine" is 
 `_ssh(cmd)` runs `cmd` in a local bash with HOME set to a private directory, and the binary
 under test is the one named by AR_COMPAT_BIN (our build or a reference venv's
 `agent-runner`). Each test's outcome is written, as JSON, to AR_COMPAT_RESULTS so the Rust
-test (tests/tests/reference_suite.rs) can compare it to the list of expected failures.
+test (tests/tests/suite/reference/reference_suite.rs) can compare it to the list of expected failures.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-// The busy prologue of the runtime matrix's `node_busy` row (tests/tests/runtimes.rs), run
+// The busy prologue of the runtime matrix's `node_busy` row (tests/tests/suite/functional/runtimes.rs), run
 // before the host answers anything: ordinary work a Node host may do under the seccomp
 // allow-list (docs/security.md "The seccomp allow-list"): files and directories in TMPDIR,
 // zlib, crypto, a child process, then asynchronous file I/O (libuv's thread pool) and a

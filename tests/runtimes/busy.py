@@ -1,4 +1,4 @@
-# The busy prologue of the runtime matrix's `python_busy` row (tests/tests/runtimes.rs),
+# The busy prologue of the runtime matrix's `python_busy` row (tests/tests/suite/functional/runtimes.rs),
 # run before the host answers anything: ordinary standard-library work a host may do,
 # under the seccomp allow-list (docs/security.md "The seccomp allow-list"): SQLite, files
 # and directories in TMPDIR, a thread pool, asyncio with a subprocess, subprocess, random.

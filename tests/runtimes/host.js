@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The runtime matrix's host in Node (tests/tests/runtimes.rs): spawn hook `gate` (defer 1 s
+// The runtime matrix's host in Node (tests/tests/suite/functional/runtimes.rs): spawn hook `gate` (defer 1 s
 // the first time it is asked, then proceed)
 // and dirty handler `wip` (commit everything, "wip node: round N"), by hand over
 // newline-delimited JSON-RPC 2.0 on stdio (docs/protocol.md). No dependencies.

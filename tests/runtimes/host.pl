@@ -1,5 +1,5 @@
 #!/usr/bin/perl
-# The runtime matrix's host in Perl (tests/tests/runtimes.rs): spawn hook `gate` (defer 1 s the
+# The runtime matrix's host in Perl (tests/tests/suite/functional/runtimes.rs): spawn hook `gate` (defer 1 s the
 # first time it is asked, then proceed)
 # and dirty handler `wip` (commit everything, "wip perl: round N"), by hand over
 # newline-delimited JSON-RPC 2.0 on stdio (docs/protocol.md). Core modules only.

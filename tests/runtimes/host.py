@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The runtime matrix's host in Python (tests/tests/runtimes.rs): spawn hook `gate`
+"""The runtime matrix's host in Python (tests/tests/suite/functional/runtimes.rs): spawn hook `gate`
 (defer 1 s the first time it is asked, then proceed) and dirty handler `wip` (commit everything, "wip python: round N"), by hand over
 newline-delimited JSON-RPC 2.0 on stdio (docs/protocol.md). Standard library only."""
 import json

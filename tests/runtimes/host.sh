@@ -1,5 +1,5 @@
 #!/bin/sh
-# The runtime matrix's host in POSIX sh (tests/tests/runtimes.rs): spawn hook `gate`
+# The runtime matrix's host in POSIX sh (tests/tests/suite/functional/runtimes.rs): spawn hook `gate`
 # (defer 1 s the first time it is asked, then proceed) and dirty handler `wip` (commit everything, "wip <runtime>: round N").
 # Protocol: docs/protocol.md. A confined host cannot start other programs, so requests are
 # parsed with parameter expansion only (ids and round numbers are integers, methods have

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Debian packages the tests need, installed together when missing: the runtime matrix
-# (tests/tests/runtimes.rs) runs a host in node, perl, ruby and a venv; the live page's
+# (tests/tests/suite/functional/runtimes.rs) runs a host in node, perl, ruby and a venv; the live page's
 # browser test needs headless Chromium and the ssh relay's test a local sshd; the
 # unprivileged test user (tests/src/unprivileged.rs) is made with useradd; the unit
-# `install` writes is checked with systemd-analyze (tests/tests/operator_install.rs); the
+# `install` writes is checked with systemd-analyze (tests/tests/suite/functional/operator_install.rs); the
 # hostile suite's filesystem-wide attacks run on a loop-mounted ext4 image (mkfs.ext4, mount).
 set -euo pipefail
 missing=()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The upstream (corporate) proxy the egress proxy is tested through (tests/tests/agent_egress.rs,
+# The upstream (corporate) proxy the egress proxy is tested through (tests/tests/suite/confinement/agent_egress.rs,
 # "through an upstream proxy"): Debian's tinyproxy. Each test starts its own instance on a port
 # of its own with a config it writes; the package's system service is not used. Idempotent.
 set -euo pipefail

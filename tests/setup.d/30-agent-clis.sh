@@ -2,7 +2,7 @@
 # The real agent CLIs at the versions pinned in tests/agent-clis/versions.env, from the npm
 # registry and PyPI, into target/agent-clis/<name> (one prefix each, so one bump reinstalls
 # one CLI). Idempotent: a CLI already at its pinned version is left alone. The tests in
-# tests/tests/real_clis.rs run them against the fake model server (tests/agent-clis/fake_model.py).
+# tests/tests/suite/real_clis/real_clis.rs run them against the fake model server (tests/agent-clis/fake_model.py).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 # shellcheck source=../agent-clis/versions.env
@@ -40,7 +40,7 @@ fi
 # kimi-cli needs Python >= 3.12 (Debian 12's is 3.11): the first found of python3.13 and
 # python3.12 on PATH, or pyenv's newest (on 3.12.1 every kimi round dies at start-up with
 # "TypeError: super(type, obj)", a CPython bug with frozen slotted generic dataclasses). The venv must run as the unprivileged test
-# user too (tests/tests/real_clis.rs), so an interpreter whose tree that user cannot reach
+# user too (tests/tests/suite/real_clis/real_clis.rs), so an interpreter whose tree that user cannot reach
 # (pyenv's under /root, mode 0700) is first copied here and its library path made relative.
 
 # Whether every directory from / down to $1 lets other users through (o+x).

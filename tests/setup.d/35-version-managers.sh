@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Version managers an agent CLI is often installed through, for tests/tests/agent_shims.rs
+# Version managers an agent CLI is often installed through, for tests/tests/suite/confinement/agent_shims.rs
 # (docs/security.md, "Shims"): pipx from Debian, uv from PyPI and mise from npm, each at a
 # pinned version, uv and mise into target/version-managers/<name>. Idempotent: what is
 # already at its version is left alone. Small: pipx is one Debian package, uv and mise one

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The container engine of tests/tests/container.rs: podman (rootful) with runc (crun
+# The container engine of tests/tests/suite/confinement/container.rs: podman (rootful) with runc (crun
 # refuses hybrid cgroup hierarchies), mmdebstrap to build the image's base from Debian's
 # packages (deploy/base/build.sh; no image registry), uidmap and catatonit for podman, and
 # gVisor's runsc (the image under gVisor: docs/operations.md, "On agent-sandbox").

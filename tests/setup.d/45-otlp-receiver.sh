@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The OTLP receiver of tests/tests/telemetry.rs decodes the spans agent-runner exports with
+# The OTLP receiver of tests/tests/suite/functional/telemetry.rs decodes the spans agent-runner exports with
 # OpenTelemetry's own protobuf definitions: PyPI's opentelemetry-proto (with protobuf), in
 # a venv of its own under target/otlp-receiver. Idempotent: left alone at the pinned version.
 set -euo pipefail

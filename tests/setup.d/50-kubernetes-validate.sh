@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The manifest validator of tests/tests/kube_manifests.rs: PyPI's kubernetes-validate (the
+# The manifest validator of tests/tests/suite/functional/kube_manifests.rs: PyPI's kubernetes-validate (the
 # schemas of a Kubernetes release, checked with --strict), pinned, in a venv of its own
 # under target/kubernetes-validate/ (never committed). PyYAML comes with it; kube_manifests.rs
 # and job_exits.rs also read the manifests with it. A venv already prepared (its `ready`

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The reference compatibility suite (tests/tests/reference_suite.rs) runs the reference
+# The reference compatibility suite (tests/tests/suite/reference/reference_suite.rs) runs the reference
 # system's own end-to-end tests (cli-agent-runner 0.3.2 and 0.3.14, docs/reference-system.md,
 # "The compatibility suite") against our binary and against the reference itself. For each
 # version this makes, under target/reference/<version>/ (never committed):

@@ -1,4 +1,4 @@
-//! A real container engine for the image tests (`tests/tests/container.rs`): rootful podman
+//! A real container engine for the image tests (`tests/tests/suite/confinement/container.rs`): rootful podman
 //! from Debian's packages with storage of its own under `<target>/container/` (never the
 //! machine's default store), the image built once per test process by
 //! `deploy/build-image.sh` from the binaries cargo built, on the base

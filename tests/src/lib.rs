@@ -842,7 +842,7 @@ impl Project {
             .env_remove(TEST_PROBE_ENV)
             .env_remove("AGENT_RUNNER_LOG")
             // A collector of the machine's own would trace every test's rounds
-            // (tests/tests/telemetry.rs sets its own).
+            // (tests/tests/suite/functional/telemetry.rs sets its own).
             .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
             .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
             .stdin(Stdio::null());
@@ -1104,6 +1104,35 @@ pub fn host_pids(exes: &[&Path], cwd: &Path) -> Vec<u32> {
 /// Live (non-zombie) processes whose `/proc/<pid>/cwd` is `cwd`.
 pub fn processes_in(cwd: &Path) -> Vec<u32> {
     live_processes(cwd, |_| true)
+}
+
+/// Whether process `pid` has a handler installed for `signal` (its `SigCgt` mask in
+/// `/proc/<pid>/status`). A program that installs its handler at a known point shows
+/// that it got there: a condition to wait on instead of a fixed sleep. False when the
+/// process is gone.
+pub fn handles_signal(pid: u32, signal: i32) -> bool {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (signal - 1)) != 0)
+}
+
+/// Whether some thread of process `pid` is blocked in `nanosleep` or `clock_nanosleep`
+/// (the first field of `/proc/<pid>/task/<tid>/syscall`, readable by root): a host whose
+/// hook sleeps is in its call, where before the call it waits in `read` on its stdin.
+/// False when the process is gone.
+pub fn sleeping(pid: u32) -> bool {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|task| {
+        fs::read_to_string(task.path().join("syscall"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse::<libc::c_long>().ok())
+            .is_some_and(|nr| nr == libc::SYS_nanosleep || nr == libc::SYS_clock_nanosleep)
+    })
 }
 
 fn live_processes(cwd: &Path, exe_matches: impl Fn(&Path) -> bool) -> Vec<u32> {

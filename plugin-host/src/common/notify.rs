@@ -141,13 +141,13 @@ pub const MAX_QUEUED_OBSERVATIONS: usize = 65_536;
 /// The most bytes of paths one listener's queued observations hold; later ones are let run
 /// unreported. The count alone does not bound them: each path may be `PATH_MAX` long, and
 /// a hostile agent names one store by as many paths as it likes (`//`, `./`), 65,536 of
-/// 4 KiB being 256 MiB of the supervisor's memory (`tests/tests/hostile_observer.rs`).
+/// 4 KiB being 256 MiB of the supervisor's memory (`tests/tests/suite/confinement/hostile_observer.rs`).
 pub const MAX_QUEUED_OBSERVATION_BYTES: usize = 4 << 20;
 
 /// The most denials one listener queues; later ones are still answered (`-errno`, or the
 /// host killed) but not reported. A confined agent goes on after each denial and may loop
 /// on one at some 100,000 calls a second, each queued until the round ends
-/// (`tests/tests/hostile_observer.rs`: 360 MiB of the supervisor's memory in 20 s before
+/// (`tests/tests/suite/confinement/hostile_observer.rs`: 360 MiB of the supervisor's memory in 20 s before
 /// this cap).
 pub const MAX_QUEUED_DENIALS: usize = 65_536;
 

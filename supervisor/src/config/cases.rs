@@ -1,6 +1,6 @@
 //! Config parsing over a table of cases, in process: each case is a TOML snippet added to a
 //! minimal valid file and what loading it must give — a value read back from the resolved
-//! [`Config`], or the error's key and a piece of its message. (`tests/tests/config_errors.rs`
+//! [`Config`], or the error's key and a piece of its message. (`tests/tests/suite/functional/config_errors.rs`
 //! keeps the cases that need the binary: exit 78, one stderr line, nothing started.)
 
 use std::path::Path;

@@ -49,28 +49,28 @@ pub(crate) fn list(config: &Config, gate: Option<&SandboxGate>) -> Vec<Defense> 
             "round_budget_s",
             json!(rt.round_budget.as_secs()),
             "a hung agent holds the loop forever: the whole process group is killed at the budget",
-            "tests/tests/loop_defenses.rs",
+            "tests/tests/suite/functional/loop_defenses.rs",
             true,
         ),
         defense(
             "process_group_isolation",
             json!("own process group, subreaper, guard process"),
             "descendants of an agent outlive its round",
-            "tests/tests/loop_defenses.rs",
+            "tests/tests/suite/functional/loop_defenses.rs",
             true,
         ),
         defense(
             "orphan_stash_idempotency_s",
             json!(config.vcs.stash_idempotency.as_secs()),
             "several stashes of the same dirty tree within seconds",
-            "tests/tests/dirty_builtin.rs",
+            "tests/tests/suite/functional/dirty_builtin.rs",
             config.vcs.dirty_action == crate::config::DirtyAction::Stash,
         ),
         defense(
             "sha_locked_stash",
             json!("stashes remembered by SHA, never stash@{n}"),
             "a stash index that moved under a concurrent stash",
-            "tests/tests/dirty_builtin.rs",
+            "tests/tests/suite/functional/dirty_builtin.rs",
             true,
         ),
         defense(
@@ -79,28 +79,28 @@ pub(crate) fn list(config: &Config, gate: Option<&SandboxGate>) -> Vec<Defense> 
                 "stop after {CRASH_LOOP_LIMIT} failed rounds in a row (exit 75)"
             )),
             "a crashing agent respawned without end",
-            "tests/tests/loop_defenses.rs",
+            "tests/tests/suite/functional/loop_defenses.rs",
             true,
         ),
         defense(
             "defer_min_reask_s",
             json!(MIN_REASK.as_secs()),
             "a defer_s = 0 answer spinning the loop",
-            "tests/tests/loop_defenses.rs",
+            "tests/tests/suite/functional/loop_defenses.rs",
             true,
         ),
         defense(
             "plugin_sandbox",
             json!(gate.map_or("refused", |g| g.applied.as_str())),
             "third-party hook code running with the supervisor's rights",
-            "tests/tests/confinement.rs",
+            "tests/tests/suite/confinement/confinement.rs",
             config.plugins.sandbox != SandboxMode::Off && gate.is_some(),
         ),
         defense(
             "host_pins",
             json!(config.plugins.pins.len()),
             "a host executable swapped after it was reviewed",
-            "tests/tests/pins.rs",
+            "tests/tests/suite/confinement/pins.rs",
             !config.plugins.pins.is_empty(),
         ),
         defense(
@@ -113,7 +113,7 @@ pub(crate) fn list(config: &Config, gate: Option<&SandboxGate>) -> Vec<Defense> 
                     .count()
             )),
             "a git config key the agent planted (an fsmonitor hook, a pager, a filter, an alias) running at the operator's next git command",
-            "tests/tests/git_config_watch.rs",
+            "tests/tests/suite/confinement/git_config_watch.rs",
             true,
         ),
         defense(
@@ -124,14 +124,14 @@ pub(crate) fn list(config: &Config, gate: Option<&SandboxGate>) -> Vec<Defense> 
                 "told, left uncommitted"
             }),
             "a CI workflow or editor config the agent changed reaching CI or the operator's editor unseen",
-            "tests/tests/git_config_watch.rs",
+            "tests/tests/suite/confinement/git_config_watch.rs",
             true,
         ),
         defense(
             "stop_file",
             json!(rt.stop_file.as_ref().map(|p| p.display().to_string())),
             "no way to stop an unattended loop without signals",
-            "tests/tests/loop_defenses.rs",
+            "tests/tests/suite/functional/loop_defenses.rs",
             rt.stop_file.is_some(),
         ),
     ]

@@ -1,5 +1,5 @@
 //! `ar-e2e-attempts`: a hostile spawn-hook host (SDK, Rust) for the hostile-host suite
-//! (`tests/tests/hostile.rs`). Its hook `attempt` tries the one forbidden thing named by
+//! (`tests/tests/suite/confinement/hostile.rs`). Its hook `attempt` tries the one forbidden thing named by
 //! its config key `attempt` in `before_spawn` and reports the outcome as a hook error whose
 //! message reads `outcome <attempt>: <result>`, where `<result>` is `denied errno=<n>`,
 //! `allowed <detail>`, `found …` or `not-found named=<bool>` (whether the spawn view names

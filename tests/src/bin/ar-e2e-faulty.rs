@@ -1,5 +1,5 @@
 //! `ar-e2e-faulty`: a spawn-hook host that does not use the SDK and fails on purpose, for
-//! the fault-injection suite (`tests/tests/faults.rs`). Its config table:
+//! the fault-injection suite (`tests/tests/suite/functional/faults.rs`). Its config table:
 //!
 //! * `fault`: what a failing `before_spawn` call does —
 //!   `"huge_line"` writes a 1 MiB line on stdout; `"drip"` writes a valid answer one byte

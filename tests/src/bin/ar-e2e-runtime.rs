@@ -1,4 +1,4 @@
-//! The runtime matrix's Rust row (tests/tests/runtimes.rs), written with the SDK: spawn hook
+//! The runtime matrix's Rust row (tests/tests/suite/functional/runtimes.rs), written with the SDK: spawn hook
 //! `gate` (defer 1 s, reason `rust`, the first time it is asked, then proceed) and dirty handler `wip` (priority 10: commit everything,
 //! "wip rust: round N"), the same hooks as the script hosts in `tests/runtimes/`.
 

@@ -890,7 +890,7 @@ fn rewrite(head: &[u8], r: &Route) -> Result<Vec<u8>, Refused> {
     }
     // Only the methods an API client sends: `TRACE` (and `TRACK`) make an upstream that
     // answers them echo the request it received, the real key with it, back to the agent
-    // (`tests/tests/hostile_broker.rs`); an unknown method may be either.
+    // (`tests/tests/suite/confinement/hostile_broker.rs`); an unknown method may be either.
     if !BROKERED_METHODS.contains(&method) {
         return Err(Refused::BadRequest(
             "only GET, HEAD, POST, PUT, PATCH, DELETE and OPTIONS are brokered",

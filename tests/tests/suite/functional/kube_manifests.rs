@@ -15,7 +15,7 @@
 //! - every pod: no service-account token; the NetworkPolicy selects every workload's pods
 //!   and lets DNS, the provider and the operator's list through, and nothing private.
 
-mod kube_common;
+use crate::kube_common;
 
 use agent_runner_e2e::serde_json::{json, Value};
 use kube_common::{document, documents, job_action, manifests, validate};

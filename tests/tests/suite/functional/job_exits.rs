@@ -14,7 +14,7 @@
 //! capability dropped, no network. What only a cluster shows is listed in
 //! docs/operations.md, "Running as a Job".
 
-mod kube_common;
+use crate::kube_common;
 
 use agent_runner_e2e::container::{engine, Container, IMAGE_UID};
 use agent_runner_e2e::serde_json::{self, Value};

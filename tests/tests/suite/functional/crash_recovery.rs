@@ -84,8 +84,10 @@ fn sigkill_mid_hook_call_kills_the_host_and_serve_recovers() {
     let host = wait_until("the hanging host", Duration::from_secs(30), || {
         p.host_pids(&[Path::new(HOSTILE)]).first().copied()
     });
-    // The call is sent right after `initialize`; give it time to be in flight.
-    std::thread::sleep(Duration::from_secs(1));
+    // The call is sent right after `initialize`: wait until the host sleeps in it.
+    wait_until("the hook call in flight", Duration::from_secs(30), || {
+        agent_runner_e2e::sleeping(host).then_some(())
+    });
     assert!(p.host_pids(&[Path::new(HOSTILE)]).contains(&host));
     assert_eq!(started_rounds(&p), [1], "the gate let a round start");
     kill_serve(&p, serve);

@@ -2,7 +2,7 @@
 //! live project's `log_dir` byte-for-byte unchanged (contents, sizes, mtimes) and never
 //! create `log_dir` on a fresh project.
 
-mod operator_common;
+use crate::operator_common;
 
 use agent_runner_e2e::serde_json::{self, json, Value};
 use agent_runner_e2e::{pause_host_bin, wait_until, HostSpec, Project, EVENT_TIMEOUT};

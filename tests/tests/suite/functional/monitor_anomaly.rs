@@ -2,7 +2,7 @@
 //! `disk_critical`, which is in the default `auto_stop_on`, so the monitor records the alert
 //! and stops the supervisor. `narrate` tells the same record in sentences.
 
-use agent_runner_e2e::{wait_until, Project, Tmpfs};
+use agent_runner_e2e::{handles_signal, wait_until, Project, Tmpfs};
 use std::time::Duration;
 
 #[test]
@@ -23,7 +23,13 @@ fn disk_critical_stops_the_supervisor() {
     let mut narrate = p.command(&["monitor", "--mode", "narrate"]);
     narrate.env("AGENT_RUNNER_LOG", "warn");
     let narrate = p.spawn_with(narrate);
-    std::thread::sleep(Duration::from_millis(500));
+    // narrate reads from the record's end as it is when it starts, then installs its
+    // SIGINT handler: once it handles SIGINT, what follows reaches it.
+    wait_until(
+        "narrate to follow the record",
+        Duration::from_secs(10),
+        || handles_signal(narrate.pid(), libc::SIGINT).then_some(()),
+    );
     let monitor = p.spawn(&["--json", "monitor", "--interval", "1"]);
 
     let out = serve.wait(Duration::from_secs(60));
@@ -106,7 +112,11 @@ fn disk_growth_warns_once_and_does_not_stop() {
     wait_until("monitor_started", Duration::from_secs(10), || {
         p.events_of("monitor_started").into_iter().next()
     });
-    std::thread::sleep(Duration::from_millis(1500));
+    // Its first look, the window's oldest reading, follows at once the SIGTERM handler it
+    // installs after `monitor_started`: wait for it before the disk grows.
+    wait_until("the monitor's first look", Duration::from_secs(10), || {
+        handles_signal(monitor.pid(), libc::SIGTERM).then_some(())
+    });
     p.run(&["serve", "--max-rounds", "4"]).assert_code(0);
     let alert = wait_until("disk_growth", Duration::from_secs(10), || {
         p.events_of("monitor_alert_emitted")

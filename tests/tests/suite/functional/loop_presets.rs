@@ -29,7 +29,7 @@ fn every_preset_passes_doctor_with_its_cli_on_path() {
             std::env::var("PATH").unwrap_or_default()
         );
         // Tests run as root, where claude refuses its bypass flag unless the environment
-        // declares a sandbox (tests/tests/survive_presets.rs covers the refusal).
+        // declares a sandbox (tests/tests/suite/functional/survive_presets.rs covers the refusal).
         let out = p.run_env(
             &["doctor", "--json"],
             &[("PATH", &path), ("IS_SANDBOX", "1")],

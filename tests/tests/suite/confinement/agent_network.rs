@@ -235,15 +235,32 @@ fn hostile_round(operator: Operator, host_network: bool) -> Attempts {
     let out = p.run(&["round"]);
     let events = p.events_text();
     out.assert_code(0);
-    // A datagram sent is on its way at once on loopback; give it a moment all the same.
-    std::thread::sleep(Duration::from_millis(300));
+    // A datagram sent is on its way at once on loopback. With the host's network (the
+    // control) both sinks get one: wait for them. Under the confinement none may come;
+    // one that would is given the same moment as before (300 ms) to show.
+    let (mut udp_lo, mut udp_ow) = (Vec::new(), Vec::new());
+    let window = if host_network {
+        Duration::from_secs(30)
+    } else {
+        Duration::from_millis(300)
+    };
+    let deadline = Instant::now() + window;
+    loop {
+        udp_lo.extend(udp_loopback.received());
+        udp_ow.extend(udp_own.received());
+        let both = !udp_lo.is_empty() && !udp_ow.is_empty();
+        if (host_network && both) || Instant::now() >= deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     Attempts {
         result: Box::new(round_results(&p)),
         refused: p.events_of("agent_egress_refused"),
         tcp_loopback: tcp_loopback.served(),
         tcp_own: tcp_own.served(),
-        udp_loopback: udp_loopback.received(),
-        udp_own: udp_own.received(),
+        udp_loopback: udp_lo,
+        udp_own: udp_ow,
         events,
     }
 }

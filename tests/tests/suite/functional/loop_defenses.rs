@@ -307,8 +307,10 @@ fn stop_lands_during_a_hung_hook_call() {
             .into_iter()
             .next()
     });
-    // Let the call reach the host.
-    std::thread::sleep(Duration::from_millis(300));
+    // Wait until the call has reached the host (it sleeps in it).
+    wait_until("the hook call in flight", Duration::from_secs(30), || {
+        agent_runner_e2e::sleeping(host).then_some(())
+    });
     serve.signal(libc::SIGTERM);
     let out = serve.wait(Duration::from_secs(10));
     out.assert_code(0);

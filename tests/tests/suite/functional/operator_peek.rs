@@ -3,7 +3,7 @@
 //! on a fresh project, after rounds, and on a live `serve` (service state, host counters
 //! from `service.json`); `--select`, `--round`, `--log`, `--events`; the human form.
 
-mod operator_common;
+use crate::operator_common;
 
 use agent_runner_e2e::serde_json::{self, json, Value};
 use agent_runner_e2e::{pause_host_bin, wait_until, HostSpec, Project, EVENT_TIMEOUT};

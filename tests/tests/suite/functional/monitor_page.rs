@@ -6,7 +6,7 @@
 //! but loopback needs a token. The last round's refused connects are on the page with
 //! their fix (issue 41 item 1).
 
-mod operator_common;
+use crate::operator_common;
 
 use agent_runner_e2e::serde_json::{self, json, Value};
 use agent_runner_e2e::{pause_host_bin, wait_until, workspace_root, HostSpec, Project, Running};
@@ -261,7 +261,10 @@ fn the_page_shows_a_live_round_in_chromium() {
         "o-running"
     );
     // Let the elapsed time tick once so the screenshot shows progress.
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_until("the elapsed time to tick", Duration::from_secs(10), || {
+        let now = page.eval("document.querySelector('.round-line').textContent");
+        (now != line).then_some(())
+    });
     save_screenshot(&mut page, &screenshot_path());
 
     let (status, body) = http_get(&url, "/api/state", None);
@@ -541,7 +544,7 @@ fn a_host_added_to_the_config_after_the_page_started_shows() {
 }
 
 /// A `claude` script billing $0.40 a round: its result's `total_cost_usd` is the session's
-/// running total (as the real claude's is under `--resume`; tests/tests/budget.rs), its
+/// running total (as the real claude's is under `--resume`; tests/tests/suite/functional/budget.rs), its
 /// usage the round's own: 1000 input, 100 output tokens.
 fn billing_claude(p: &Project) -> PathBuf {
     let dir = p.tmp_dir().join("bin");

@@ -257,12 +257,18 @@ fn upgrade_refuses_before_the_swap_and_changes_nothing() {
         );
         assert_eq!(serve_pid(&p), Some(first), "serve untouched");
     }
-    // Another upgrade holds the directory's lock.
+    // Another upgrade holds the directory's lock: flock(1) takes it, then its command
+    // says so.
+    let locked = p.tmp_dir().join("flock-holds-the-lock");
     let mut holder = Command::new("flock")
-        .args(["-n", bin.to_str().unwrap(), "sleep", "60"])
+        .args(["-n", bin.to_str().unwrap(), "sh", "-c"])
+        .arg("touch \"$0\" && exec sleep 60")
+        .arg(&locked)
         .spawn()
         .expect("flock(1) is missing: run tests/setup.sh");
-    std::thread::sleep(Duration::from_millis(300));
+    wait_until("flock(1) to hold the lock", Duration::from_secs(10), || {
+        locked.exists().then_some(())
+    });
     let new = padded_copy(&p, "\nbuild 2\n");
     let out = run_installed(
         &p,

@@ -207,7 +207,7 @@ fn raw_line(p: &Project, kind: &str) -> String {
         .unwrap_or_else(|| panic!("no {kind} in {}", p.events_text()))
 }
 
-/// A `claude` script billing $0.40 a round, as tests/tests/budget.rs's: per session
+/// A `claude` script billing $0.40 a round, as tests/tests/suite/functional/budget.rs's: per session
 /// (`$AGENT_RUNNER_RESUME_SESSION_ID`, counted in `$STATE/<id>`) its result's
 /// `total_cost_usd` is the running total, as the real claude's is under `--resume`.
 fn paying_claude(p: &Project) -> ConfigBuilder {

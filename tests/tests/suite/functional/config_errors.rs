@@ -105,7 +105,7 @@ fn work_dir_outside_a_git_working_tree() {
     // outside a repository it fails; inside `.git` it prints `false`.
     let p = Project::new();
     let text = valid(&p);
-    // Outside any repository rounds run without git (tests/tests/without_git.rs), but a
+    // Outside any repository rounds run without git (tests/tests/suite/functional/without_git.rs), but a
     // written `stash` or `auto_commit` asks for git work no round can do: refused.
     for action in ["stash", "auto_commit"] {
         let asks_git = text.replace("[vcs]\n", &format!("[vcs]\ndirty_action = \"{action}\"\n"));

@@ -7,7 +7,7 @@
 //! `restart_delay_s` cannot go below 1 s). The long run:
 //!
 //! ```text
-//! AR_SOAK_ROUNDS=1000 cargo test -p agent-runner-e2e --test soak -- --nocapture
+//! AR_SOAK_ROUNDS=1000 cargo test -p agent-runner-e2e --test all soak:: -- --nocapture
 //! ```
 //!
 //! takes about 20 minutes.

@@ -104,9 +104,19 @@ fn a_stop_ends_an_agent_that_left_its_group() {
         p.write_config(&ConfigBuilder::new(&agent).round_budget_s(600));
         let running = p.spawn(&["serve"]);
         let pids = agent_pids(&p, 2);
-        // The first SIGTERM lets the round finish; the second ends it now.
+        // The first SIGTERM lets the round finish; the second ends it now. Two signals
+        // sent before serve takes the first would count once: wait until it says so.
         running.signal(libc::SIGTERM);
-        std::thread::sleep(Duration::from_millis(300));
+        wait_until(
+            "serve to take the first SIGTERM",
+            Duration::from_secs(10),
+            || {
+                running
+                    .stderr_so_far()
+                    .contains("stop signal received")
+                    .then_some(())
+            },
+        );
         running.signal(libc::SIGTERM);
         let out = running.wait(Duration::from_secs(30));
         assert_all_gone(&pids, Duration::from_secs(2), "after the stop");
