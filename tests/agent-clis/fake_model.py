@@ -22,7 +22,7 @@ Modes:
               changed nothing (`stalled_no_progress`)
 --output-tokens N: every answer bills N output tokens in its usage (Anthropic `usage` and
 `message_delta`, OpenAI `usage`, Gemini `usageMetadata`) in place of the small default: what
-the key broker reads as the provider's bill (tests/tests/hostile_budget.rs).
+the key broker reads as the provider's bill (tests/tests/suite/confinement/hostile_budget.rs).
 --then CMD: the shell tool call runs CMD after writing the marker (a probe of what the
 agent may do, e.g. read a planted key under confinement).
 Connection refused is no server at all: the tests take a port and close it.

@@ -1,7 +1,7 @@
 //! What the provider billed, read by the key broker from the answers it relays
 //! (docs/operations.md, "Budget": "Where spend comes from"): the first source of spend in
 //! trust, ahead of the cost the agent's CLI reports, which is the agent's own output and
-//! may be made up (`tests/tests/hostile_budget.rs`).
+//! may be made up (`tests/tests/suite/confinement/hostile_budget.rs`).
 //!
 //! [`AnswerReader`] is fed a copy of the bytes of one HTTP answer *after* they were sent
 //! on to the agent, so it never delays or alters them. It reads the head (status,

@@ -57,7 +57,7 @@ pub enum ModelRule {
 /// the round's own, once a round resumes the session (`serve`'s session resume,
 /// docs/detectors.md "Usage"): the supervisor turns them into the round's own by taking
 /// off the same session's previous report (`crate::runtime::agent::session_usage`). Measured
-/// with the real CLIs against the fake model server (tests/tests/real_clis.rs,
+/// with the real CLIs against the fake model server (tests/tests/suite/real_clis/real_clis.rs,
 /// `resumed_usage_adds_up_to_the_bill`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SessionTotals {
