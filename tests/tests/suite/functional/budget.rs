@@ -267,9 +267,7 @@ fn a_graceful_stop_keeps_the_running_rounds_usage() {
     )
     .unwrap();
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    p.write_config(
-        &ConfigBuilder::new(&wrapper).agent_env("STATE", &state.display().to_string()),
-    );
+    p.write_config(&ConfigBuilder::new(&wrapper).agent_env("STATE", &state.display().to_string()));
     let serve = p.spawn(&["serve"]);
     wait_until("the round's agent", Duration::from_secs(30), || {
         state.join("started").exists().then_some(())
