@@ -125,6 +125,13 @@ fn serve(
     run_cli(p, cli, port, edit, &["serve", "--max-rounds", &max_rounds])
 }
 
+/// `text` (init's config) with `[agent.sandbox] broker = "off"`: the provider key in the
+/// agent's environment, its spend from the CLI's own report.
+fn broker_off(text: &str) -> String {
+    assert!(text.contains("broker = \"auto\""), "{text}");
+    text.replacen("broker = \"auto\"", "broker = \"off\"", 1)
+}
+
 /// `agent-runner <args>` on a project set up as [`serve`] describes. As the unprivileged
 /// user, claude gets no `IS_SANDBOX` (it needs none there) and `PATH` holds only system
 /// directories besides the CLI's.
@@ -1415,15 +1422,31 @@ fn resumed_usage_adds_up_to_the_bill(cli: &str, billed: (u64, u64), from_totals:
     );
     for u in &usage {
         assert_eq!(u["usage_scope"], "round", "{u}");
-        assert!(
-            u["from_session_totals"].to_string().contains(from_totals),
-            "{u}"
-        );
+        // With the key brokered the counts are what the provider billed, per request
+        // (`source` broker, docs/operations.md "Where spend comes from"); the CLI's own
+        // report, its session's running totals turned into the round's own, stands beside
+        // them as `reported_*`. Otherwise the counts are the CLI's, from its totals.
+        if u["source"] == "broker" {
+            assert_eq!(u["from_session_totals"], serde_json::json!([]), "{u}");
+            assert!(u["reported_tokens"].as_u64().unwrap() > 0, "{u}");
+        } else {
+            assert!(
+                u["from_session_totals"].to_string().contains(from_totals),
+                "{u}"
+            );
+        }
     }
     if cli == "claude" {
+        // Claude's own cost of each round (its running total's difference): the same
+        // every round of the resumed session.
         let costs: Vec<f64> = usage
             .iter()
-            .map(|u| u["cost_usd"].as_f64().unwrap())
+            .map(|u| {
+                u.get("reported_cost_usd")
+                    .unwrap_or(&u["cost_usd"])
+                    .as_f64()
+                    .unwrap()
+            })
             .collect();
         assert!(costs[0] > 0.0, "{costs:?}");
         assert!(
@@ -1452,8 +1475,10 @@ fn codex_resumed_usage_adds_up_to_the_bill() {
 fn claude_reported_cost_drives_the_total_cap() {
     let p = Project::new();
     let server = FakeModel::start("normal");
+    // The key broker off: with it the provider's bill, priced by the table, would count
+    // first (hostile_budget covers that); here claude's own report must.
     let out = serve(&p, "claude", server.port, 10, &|text| {
-        format!("{text}\n[budget]\ntotal_usd = 0.002\n")
+        format!("{}\n[budget]\ntotal_usd = 0.002\n", broker_off(&text))
     });
     out.assert_code(80);
     assert_eq!(p.events_of("round_start").len(), 2, "{}", p.events_text());
@@ -1576,9 +1601,12 @@ fn claude_is_stopped_mid_round_once_its_stream_crosses_round_usd() {
                 .arg("--log")
                 .arg(&log),
         );
+        // The key broker off, so the stream watch is what stops the round (the broker's
+        // own in-round stop is hostile_budget's).
         let out = serve(&p, "claude", server.port, 1, &|text| {
             format!(
-                "{text}\n[budget]\nround_usd = {cap}\n\n[budget.prices.\"claude-sonnet-5-5\"]\ninput = 3.0\noutput = 15.0\n"
+                "{}\n[budget]\nround_usd = {cap}\n\n[budget.prices.\"claude-sonnet-5-5\"]\ninput = 3.0\noutput = 15.0\n",
+                broker_off(&text)
             )
         });
         out.assert_code(0);
