@@ -19,6 +19,8 @@ if [ "$#" -gt 0 ]; then
 fi
 failed=0
 cargo test --workspace -- --skip suite::real_clis:: --skip suite::reference:: || failed=1
-cargo test -p agent-runner-e2e --test all -- suite::real_clis:: || failed=1
-cargo test -p agent-runner-e2e --test all -- suite::reference:: || failed=1
+# `--workspace --test all`, not `-p agent-runner-e2e`: the same features as the first pass,
+# so its build is reused (with `-p` cargo unifies fewer features and rebuilds dependencies).
+cargo test --workspace --test all -- suite::real_clis:: || failed=1
+cargo test --workspace --test all -- suite::reference:: || failed=1
 exit "$failed"
