@@ -618,8 +618,7 @@ fn local_endpoint_by_the_printed_fix(operator: Operator, cli: &str, source: &str
             .find(|l| l.starts_with("# allow_hosts = "))
             .expect("init writes claude's hosts")
             .to_owned();
-        text.replacen(&line, &line[2..], 1)
-            .replacen("broker = \"auto\"", "broker = \"off\"", 1)
+        broker_off(&text.replacen(&line, &line[2..], 1))
     };
     let entry = format!("\"127.0.0.1:{port}\"");
     let told = format!(
