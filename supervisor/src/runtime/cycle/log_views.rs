@@ -8,7 +8,8 @@
 //! `<state_dir>/state.json`; nothing of ours reads these files back to decide anything.
 //! Writing one can fail (a read-only `log_dir`): that is logged and the supervisor goes on.
 //! The JSON views are replaced atomically but not fsync'd ([`write_json_replace`]): a
-//! power failure may leave the previous one, which the next boot or round writes again.
+//! power failure may leave the previous one or an empty file, which the next boot or round
+//! writes again.
 //! Each is written through the log dir as it resolved at boot ([`HeldDir`]): a link the
 //! agent planted at the log dir or above it is refused, never written through.
 
