@@ -232,6 +232,12 @@ async fn boot_with(config_path: &Path, job: bool, notify: bool) -> Result<Booted
     let cgroups = crate::runtime::machine::round_cgroup::prepare(
         config.monitor.host_health.memory.round_cgroup,
     );
+    // git finds the repository while the rest boots (after the move above: a child left
+    // in the supervisor's cgroup would keep it from enabling `memory` for the rounds');
+    // checked below, before anything is written.
+    let tree = Repo::new(&config.runtime.work_dir, OwnFiles::default())
+        .with_listing_kept_in(&config.runtime.state_dir);
+    tree.discover_ahead();
     // Webhooks whose URL cannot be read are refused before anything runs (exit 78); from
     // here on every event the record takes is also offered to them.
     let mut events = EventLog::new(&config.runtime.state_dir).linked_in(&config.runtime.log_dir);
@@ -294,8 +300,6 @@ async fn boot_with(config_path: &Path, job: bool, notify: bool) -> Result<Booted
     // Hosts, the agent and goal checks all start through the launcher: none without it.
     agent_runner_plugin_host::Launcher::get()?;
     // Refused before anything is written: no lock, no log-dir views, no record.
-    let tree = Repo::new(&config.runtime.work_dir, OwnFiles::default())
-        .with_listing_kept_in(&config.runtime.state_dir);
     let git = match tree.not_a_work_tree().await {
         None => Git::WorkTree,
         Some(outside) if outside.outside_git => {

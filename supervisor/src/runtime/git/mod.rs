@@ -12,12 +12,14 @@
 //! - [`stash_journal`]: every stash made, kept in the state dir; [`attribution`]: whose
 //!   dirt it is (the round's, the operator's, never the supervisor's own files or the
 //!   paths hosts own).
-//! - [`path_name`]: file names as lossless text (non-UTF-8 names in git's quoted form).
+//! - [`no_terminal`]: every git the supervisor starts is kept from a terminal;
+//!   [`path_name`]: file names as lossless text (non-UTF-8 names in git's quoted form).
 
 pub(crate) mod attribution;
 pub(crate) mod config_keys;
 pub(crate) mod config_watch;
 pub(crate) mod exec_surface;
+pub(crate) mod no_terminal;
 pub(crate) mod operation;
 pub(crate) mod path_name;
 pub(crate) mod place;

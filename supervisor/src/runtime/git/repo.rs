@@ -32,12 +32,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
-use tokio::process::Command;
+use tokio::process::{Child, Command};
 
 use crate::config::DEFAULT_GIT_TIMEOUT_S;
 use crate::record::stop::StopWatch;
 use crate::runtime::git::attribution::OwnFiles;
 use crate::runtime::git::config_keys as git_config_keys;
+use crate::runtime::git::no_terminal;
 use crate::runtime::git::path_name;
 use crate::runtime::git::place::{self as git_place, ConfigSeen, Place};
 
@@ -307,6 +308,17 @@ impl std::fmt::Display for NotWorkTree {
     }
 }
 
+/// How the repository is found ([`Repo::place`]): git's own discovery from the work dir,
+/// with its ownership check.
+const DISCOVERY: [&str; 6] = [
+    "rev-parse",
+    "--is-inside-work-tree",
+    "--show-prefix",
+    "--show-toplevel",
+    "--absolute-git-dir",
+    "--git-common-dir",
+];
+
 /// A git working tree seen from `work_dir` (which may be a subdirectory of a bigger
 /// repository: everything is limited to it), with the supervisor's own files, which never
 /// count as dirty.
@@ -319,6 +331,9 @@ pub(crate) struct Repo {
     /// The repository every call is pinned to, found by the first call
     /// ([`Repo::not_a_work_tree`] at boot); shared by the clones.
     place: Arc<OnceLock<Place>>,
+    /// The discovery started ahead of the first call ([`Repo::discover_ahead`]), whose
+    /// answer that call takes; shared by the clones.
+    discovery: Arc<Mutex<Option<Child>>>,
     /// The last listing of its config; shared by the clones.
     listed: Arc<Mutex<Option<Listed>>>,
     /// A file whose change, while a command runs, means the command is past its point of
@@ -339,6 +354,7 @@ impl Repo {
             timeout: Duration::from_secs(DEFAULT_GIT_TIMEOUT_S),
             stop: None,
             place: Arc::default(),
+            discovery: Arc::default(),
             listed: Arc::default(),
             committed_by: None,
             listing_record: None,
@@ -378,10 +394,9 @@ impl Repo {
         self.stop = Some(stop.clone());
     }
 
-    /// Runs one git command, bounded: in a session of its own (no controlling terminal, so
-    /// nothing can prompt on one: a passphrase prompt fails instead of waiting), stdin
-    /// from `/dev/null`, killed with its process group after the timeout or when a stop
-    /// arrives.
+    /// Runs one git command, bounded: without a controlling terminal, so nothing can prompt
+    /// on one (a passphrase prompt fails instead of waiting: [`no_terminal::detach`]), stdin from
+    /// `/dev/null`, killed with its process group after the timeout or when a stop arrives.
     async fn run<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<String, GitError> {
         self.run_with_env(args, &[]).await
     }
@@ -439,21 +454,35 @@ impl Repo {
         .await
     }
 
+    /// Starts the discovery of the repository ([`Repo::place`]) now and returns at once:
+    /// git runs while the supervisor goes on booting, and the first call takes its answer
+    /// (docs/performance.md, "Processes of one round"). It only reads; one that cannot
+    /// start is started again, and its failure told, by that call.
+    pub(crate) fn discover_ahead(&self) {
+        if self.place.get().is_some() {
+            return;
+        }
+        if let Ok(child) = self.spawn_confined(None, &[], &DISCOVERY, &[], false) {
+            *self.discovery.lock().unwrap_or_else(|e| e.into_inner()) = Some(child);
+        }
+    }
+
     /// The repository the calls are pinned to: found by the first call, with git's own
     /// discovery from `work_dir` and its ownership check ([`Place::hold`]).
     async fn place(&self) -> Result<&Place, GitError> {
         if let Some(place) = self.place.get() {
             return Ok(place);
         }
-        let args = [
-            "rev-parse",
-            "--is-inside-work-tree",
-            "--show-prefix",
-            "--show-toplevel",
-            "--absolute-git-dir",
-            "--git-common-dir",
-        ];
-        let out = self.run_confined(None, &[], &args, &[], None).await?;
+        let args = DISCOVERY;
+        let started = self
+            .discovery
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let out = match started {
+            Some(child) => self.finish(child, joined_args(&args), None).await?,
+            None => self.run_confined(None, &[], &args, &[], None).await?,
+        };
         let text = String::from_utf8_lossy(&out);
         let refused = |detail: String| GitError {
             args: joined_args(&args),
@@ -561,9 +590,22 @@ impl Repo {
         env: &[(&str, &str)],
         stdin: Option<&[u8]>,
     ) -> Result<Vec<u8>, GitError> {
-        let joined = joined_args(args);
+        let child = self.spawn_confined(place, overrides, args, env, stdin.is_some())?;
+        self.finish(child, joined_args(args), stdin).await
+    }
+
+    /// Starts the git command [`Repo::run_confined`] runs, its standard input a pipe when
+    /// `piped_stdin`, else `/dev/null`.
+    fn spawn_confined<S: AsRef<OsStr>>(
+        &self,
+        place: Option<&Place>,
+        overrides: &[String],
+        args: &[S],
+        env: &[(&str, &str)],
+        piped_stdin: bool,
+    ) -> Result<Child, GitError> {
         let failed = |detail: String| GitError {
-            args: joined.clone(),
+            args: joined_args(args),
             detail,
         };
         let mut cmd = Command::new("git");
@@ -604,7 +646,7 @@ impl Repo {
             .current_dir(&self.work_dir)
             .env("GIT_TERMINAL_PROMPT", "0")
             .env_remove("GPG_TTY")
-            .stdin(if stdin.is_some() {
+            .stdin(if piped_stdin {
                 std::process::Stdio::piped()
             } else {
                 std::process::Stdio::null()
@@ -612,14 +654,23 @@ impl Repo {
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .kill_on_drop(true);
-        // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent.
-        unsafe {
-            cmd.pre_exec(|| {
-                nix::unistd::setsid().map_err(std::io::Error::from)?;
-                Ok(())
-            });
-        }
-        let mut child = cmd.spawn().map_err(|e| failed(e.to_string()))?;
+        no_terminal::detach(cmd.as_std_mut());
+        cmd.spawn().map_err(|e| failed(e.to_string()))
+    }
+
+    /// Waits for `child` (the git command `joined`, started by [`Repo::spawn_confined`])
+    /// with `stdin` written to it, bounded by the timeout and the stop; its standard output
+    /// when it succeeds.
+    async fn finish(
+        &self,
+        mut child: Child,
+        joined: String,
+        stdin: Option<&[u8]>,
+    ) -> Result<Vec<u8>, GitError> {
+        let failed = |detail: String| GitError {
+            args: joined.clone(),
+            detail,
+        };
         let group = child.id().map(|pid| Pid::from_raw(pid as i32));
         // Written while the output is read, so neither side waits on a full pipe; a git
         // that exits before reading everything ends the write (its status tells).
@@ -1331,6 +1382,43 @@ impl Repo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_discovery_started_ahead_finds_what_the_first_call_would() {
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path().canonicalize().unwrap();
+        let work_dir = top.join("src");
+        std::fs::create_dir(&work_dir).unwrap();
+        let init = std::process::Command::new("git")
+            .args(["init", "-q"])
+            .arg(&top)
+            .status()
+            .unwrap();
+        assert!(init.success());
+
+        let ahead = Repo::new(&work_dir, OwnFiles::default());
+        ahead.discover_ahead();
+        assert!(ahead.discovery.lock().unwrap().is_some());
+        assert!(ahead.not_a_work_tree().await.is_none());
+        assert!(
+            ahead.discovery.lock().unwrap().is_none(),
+            "its answer was taken"
+        );
+        let called = Repo::new(&work_dir, OwnFiles::default());
+        assert!(called.not_a_work_tree().await.is_none());
+        let (ahead, called) = (ahead.place.get().unwrap(), called.place.get().unwrap());
+        assert_eq!(ahead.top, top);
+        assert_eq!(
+            (&ahead.top, &ahead.git_dir, &ahead.common_dir),
+            (&called.top, &called.git_dir, &called.common_dir)
+        );
+
+        // Outside any repository: the same answer as a discovery started by the call.
+        let outside = tempfile::tempdir().unwrap();
+        let repo = Repo::new(outside.path(), OwnFiles::default());
+        repo.discover_ahead();
+        assert!(repo.not_a_work_tree().await.unwrap().outside_git);
+    }
 
     #[test]
     fn repository_settings_that_run_programs_are_overridden_with_the_operators() {
