@@ -301,6 +301,10 @@ pub(crate) struct Runner {
     /// The repository's config files before the last round (docs/security.md, "What runs
     /// later: the watched tier").
     config_before: ConfigBefore,
+    /// Writes to the state dir left to the runtime's blocking pool while git runs
+    /// ([`Runner::settle`] waits for them before the round's end is told and before the
+    /// next round reads the state dir).
+    writes_behind: Vec<tokio::task::JoinHandle<()>>,
     /// The exporter of each round's trace (`[telemetry]`); `None`: no traces.
     traces: Option<crate::runtime::outward::round_trace::Traces>,
     /// The span of the round under way, from its start to the attempt's end.
@@ -383,6 +387,7 @@ impl Runner {
             agent_sandbox,
             check_files: crate::runtime::steps::goal::Fingerprints::default(),
             config_before: ConfigBefore::default(),
+            writes_behind: Vec::new(),
             round_cap: None,
         }
     }
@@ -722,6 +727,8 @@ impl Runner {
         began: SystemTime,
     ) -> Result<Attempt, RoundError> {
         self.repo.stop_on(stop);
+        // The last round's writes are done before this one reads the state dir.
+        self.settle().await;
         if let Some(pressure) = self.health_gate() {
             return Ok(Attempt::Unhealthy(pressure));
         }
@@ -745,12 +752,33 @@ impl Runner {
         if let ControlFlow::Break(attempt) = self.ask_spawn_gate(&ctx, &launch, phase, stop).await {
             return Ok(attempt);
         }
+        // The round's number is taken, and made durable, on the runtime's blocking pool
+        // while git looks at the tree: the two waits overlap (docs/performance.md,
+        // "Processes of one round").
+        let counter = {
+            let state_dir = state_dir.clone();
+            tokio::task::spawn_blocking(move || state::next_round(&state_dir))
+        };
         // One `git status` before the agent tells HEAD and the operator's dirt, one after
         // it HEAD and the round's (docs/performance.md: git processes per round).
         let before = self.look().await;
         let head_before = before.as_ref().ok().and_then(|look| look.head.clone());
-        let (round_num, log_path, log) = self
-            .start_round(&round_ctx, &started, phase, resume.as_ref(), &head_before)
+        let round_num = counter
+            .await
+            .unwrap_or_else(|panicked| Err(std::io::Error::other(panicked)))
+            .map_err(|source| RoundError::RecordState {
+                dir: state_dir.clone(),
+                source,
+            })?;
+        let (log_path, log) = self
+            .start_round(
+                round_num,
+                &round_ctx,
+                &started,
+                phase,
+                resume.as_ref(),
+                &head_before,
+            )
             .await?;
         if let Some(traces) = &self.traces {
             let agent = self.config.profile(phase).agent;
@@ -803,6 +831,20 @@ impl Runner {
         self.revert_config(round_num, config_watched).await;
         let exit = exit?;
         let duration_s = (exit.duration.as_secs_f64() * 1000.0).round() / 1000.0;
+        // `state.json`'s previous round, made durable while the checks and git run
+        // (docs/performance.md, "Processes of one round"); waited for before `round_end`.
+        let previous = state::PreviousRound {
+            round_num,
+            exit_code: exit.exit_code,
+            exit_cause: exit.cause.as_str().to_owned(),
+            duration_s,
+        };
+        let state_dir = self.config.runtime.state_dir.clone();
+        self.write_behind(move || {
+            if let Err(e) = state::record_round_end(&state_dir, previous) {
+                tracing::warn!("cannot record the round's end in state.json: {e}");
+            }
+        });
         // Before the dirty tree is handled, so a check sees the round's edits; in a cgroup
         // with the round's memory bounds, as the agent was.
         let goal = match &self.config.goal {
@@ -889,13 +931,8 @@ impl Runner {
         // The agent's own commits count as a change too (aider commits its edits); outside
         // git no change can be seen, so none is ruled out (no stall is called).
         let tree_changed = self.git == Git::Absent || dirty.is_some() || head_after != head_before;
-        self.end_round(
-            round_num,
-            &exit,
-            duration_s,
-            (dirty.as_ref(), branch),
-            &log_path,
-        );
+        self.settle().await;
+        self.end_round(round_num, &exit, (dirty.as_ref(), branch), &log_path);
         crate::runtime::cycle::log_views::write_status(
             &self.log_dir,
             round_num,
@@ -1095,23 +1132,20 @@ impl Runner {
         ControlFlow::Continue(())
     }
 
-    /// Starts the round proper: its number taken, the round context written,
-    /// `round_start` (and `fresh_eyes_round_triggered`, `session_resumed`,
-    /// `round_substrate_before`) recorded, `resume`'s id made the phase's session, old
-    /// round logs pruned and the round's log created.
+    /// Starts round `round_num` (its number already taken: [`state::next_round`]): the
+    /// round context written, `round_start` (and `fresh_eyes_round_triggered`,
+    /// `session_resumed`, `round_substrate_before`) recorded, `resume`'s id made the
+    /// phase's session, old round logs pruned and the round's log created.
     async fn start_round(
         &mut self,
+        round_num: u64,
         round_ctx: &RoundContext,
         started: &str,
         phase: Option<&str>,
         resume: Option<&Resume>,
         head: &Option<String>,
-    ) -> Result<(u64, PathBuf, File), RoundError> {
+    ) -> Result<(PathBuf, File), RoundError> {
         let state_dir = &self.config.runtime.state_dir;
-        let round_num = state::next_round(state_dir).map_err(|source| RoundError::RecordState {
-            dir: state_dir.clone(),
-            source,
-        })?;
         if let Err(e) = round_context::write(&self.log_dir, round_ctx) {
             tracing::warn!("cannot write the round context: {e}");
         }
@@ -1194,7 +1228,7 @@ impl Runner {
                 path: log_path.clone(),
                 source,
             })?;
-        Ok((round_num, log_path, log))
+        Ok((log_path, log))
     }
 
     /// Runs the agent of round `round_num` under its budget, in a cgroup of its own when
@@ -1683,6 +1717,7 @@ impl Runner {
         if self.git != Git::WorkTree {
             return None;
         }
+        self.settle().await;
         // A round whose supervisor was killed before it could revert: reverted now,
         // against its own record (kept in the state dir, out of the agent's reach).
         let pending = self
@@ -1728,11 +1763,15 @@ impl Runner {
         let told = match git_config_watch::revert(&self.repo, &before).await {
             Ok(told) => {
                 // Done with; kept as the next process's `last` (git_config_watch::SEEN_FILE).
-                let state_dir = &self.config.runtime.state_dir;
-                let pending = state_dir.join(git_config_watch::PENDING_FILE);
-                if std::fs::rename(&pending, state_dir.join(git_config_watch::SEEN_FILE)).is_err() {
-                    let _ = std::fs::remove_file(pending);
-                }
+                let state_dir = self.config.runtime.state_dir.clone();
+                self.write_behind(move || {
+                    let pending = state_dir.join(git_config_watch::PENDING_FILE);
+                    if std::fs::rename(&pending, state_dir.join(git_config_watch::SEEN_FILE))
+                        .is_err()
+                    {
+                        let _ = std::fs::remove_file(pending);
+                    }
+                });
                 told
             }
             Err(err) => {
@@ -1809,27 +1848,31 @@ impl Runner {
         });
     }
 
-    /// Records the round's end: `state.json`'s previous round and `round_end` (the dirty
-    /// outcome, the branch `HEAD` is on, the log's last lines after a failed run).
+    /// Runs `write` (a write to the state dir, which logs its own failure) on the runtime's
+    /// blocking pool, so its `fsync` and `rename` overlap the git process the loop waits
+    /// on; [`Runner::settle`] waits for it.
+    fn write_behind(&mut self, write: impl FnOnce() + Send + 'static) {
+        self.writes_behind.push(tokio::task::spawn_blocking(write));
+    }
+
+    /// Waits for every write left to the blocking pool ([`Runner::write_behind`]).
+    async fn settle(&mut self) {
+        for write in std::mem::take(&mut self.writes_behind) {
+            if let Err(e) = write.await {
+                tracing::warn!("a write to the state dir did not finish: {e}");
+            }
+        }
+    }
+
+    /// Records `round_end` (the dirty outcome, the branch `HEAD` is on, the log's last
+    /// lines after a failed run); `state.json`'s previous round is written before it.
     fn end_round(
         &self,
         round_num: u64,
         exit: &AgentExit,
-        duration_s: f64,
         (dirty, branch): (Option<&Outcome>, Option<String>),
         log_path: &Path,
     ) {
-        if let Err(e) = state::record_round_end(
-            &self.config.runtime.state_dir,
-            state::PreviousRound {
-                round_num,
-                exit_code: exit.exit_code,
-                exit_cause: exit.cause.as_str().to_owned(),
-                duration_s,
-            },
-        ) {
-            tracing::warn!("cannot record the round's end in state.json: {e}");
-        }
         let failed = !exit.is_clean() && exit.cause != agent::ExitCause::Stopped;
         self.events.emit(Event::RoundEnd(RoundEnd::Ran {
             round_num,
