@@ -58,13 +58,13 @@ mod tests {
     const TTY: &str = "AR_TEST_NO_TERMINAL_TTY";
 
     /// What a child started with `start` reaches: `tty` when it can open `/dev/tty` after
-    /// opening the device at `$AR_TEST_NO_TERMINAL_TTY` when set (which makes a session
-    /// leader without a terminal acquire it), else `none`.
+    /// opening the device at `$AR_TEST_NO_TERMINAL_TTY` (which makes a session leader
+    /// without a terminal acquire it), else `none`.
     fn reach(start: fn(&mut Command)) -> String {
         let mut cmd = Command::new("sh");
         cmd.args([
             "-c",
-            r#"[ -z "$AR_TEST_NO_TERMINAL_TTY" ] || exec 4<>"$AR_TEST_NO_TERMINAL_TTY"; if (exec 3</dev/tty) 2>/dev/null; then echo tty; else echo none; fi"#,
+            r#"exec 4<>"$AR_TEST_NO_TERMINAL_TTY"; if (exec 3</dev/tty) 2>/dev/null; then echo tty; else echo none; fi"#,
         ]);
         start(&mut cmd);
         let out = cmd.output().unwrap();
@@ -81,14 +81,9 @@ mod tests {
         }
     }
 
-    /// Run by [`a_started_git_reaches_no_terminal_with_one_or_without`] in a session made
-    /// for it; alone (`--ignored`) it checks the session it is run in.
-    #[test]
-    #[ignore = "a probe run in a session of its own by the test below"]
+    /// The test below, run again by itself in a session made for it: reports what each
+    /// kind of child reaches there.
     fn probe() {
-        if std::env::var_os(TTY).is_none() {
-            return assert_eq!(reach(detach), "none");
-        }
         let detached = reach(detach);
         println!(
             "PROBE has_terminal={} detach={detached} inherit={} setsid={}",
@@ -99,8 +94,8 @@ mod tests {
         assert_eq!(detached, "none");
     }
 
-    /// Runs [`probe`] in a new session, with the pseudo-terminal as its controlling
-    /// terminal or without one, and returns its report.
+    /// Runs this test binary's test below as [`probe`] in a new session, with the
+    /// pseudo-terminal as its controlling terminal or without one, and returns its report.
     fn probe_in_session(with_terminal: bool) -> String {
         let pty = nix::pty::openpty(None, None).unwrap();
         let path = nix::unistd::ttyname(&pty.slave).unwrap();
@@ -108,8 +103,7 @@ mod tests {
         let mut cmd = Command::new(std::env::current_exe().unwrap());
         cmd.args([
             "--exact",
-            "runtime::git::no_terminal::tests::probe",
-            "--ignored",
+            "runtime::git::no_terminal::tests::a_started_git_reaches_no_terminal_with_one_or_without",
             "--nocapture",
             "--test-threads=1",
         ])
@@ -137,6 +131,9 @@ mod tests {
 
     #[test]
     fn a_started_git_reaches_no_terminal_with_one_or_without() {
+        if std::env::var_os(TTY).is_some() {
+            return probe();
+        }
         // With a terminal: a child that inherits the session reaches it (the control);
         // a detached one does not.
         assert_eq!(
