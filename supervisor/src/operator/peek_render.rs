@@ -178,10 +178,25 @@ fn recent_rounds(out: &mut String, p: &Paint, doc: &Value) {
     }
 }
 
-/// Under a round: the exec surface it changed and the git config keys reverted after it
+/// Under a round: what changed in its repository (and what was set aside), the exec
+/// surface it changed and the git config keys reverted after it
 /// (docs/security.md, "What runs later: the watched tier"), its agent session started
 /// afresh and the links its CLI home's prune refused, a line each.
 fn watched(out: &mut String, p: &Paint, round: &Value) {
+    if let Some(changed) = round["repository_changed"]["changed"].as_str() {
+        let _ = writeln!(
+            out,
+            "          {} {changed} (nothing stashed or committed)",
+            p.warn("repository changed:")
+        );
+        for aside in round["repository_changed"]["set_aside"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let _ = writeln!(out, "            {}", s(aside));
+        }
+    }
     let paths: Vec<&str> = round["exec_surface_changed"]
         .as_array()
         .into_iter()
@@ -570,6 +585,7 @@ mod tests {
                 "sandbox_denied": [{"layer": "egress", "target": "evil.example:443", "access": "connect", "count": 3, "dropped_kinds": 2, "dropped_count": 5}],
                 "exec_surface_changed": [".github/workflows/ci.yml"],
                 "git_config_reverted": [{"key": "core.fsmonitor", "scope": "local", "file": "/p/.git/config", "action": "removed", "error": null}],
+                "repository_changed": {"changed": "/p/.git/commondir was missing at boot, is a file now", "set_aside": ["/p/.git/commondir set aside as /p/.git/commondir.agent-runner-set-aside-1-2"]},
                 "session_renewed": {"reason": "max_rounds", "old_session_id": "a", "rounds": 50, "tokens": 1200, "age_s": 600},
                 "agent_home_refused": [".claude/telemetry"]}],
             "orphan": null, "plugins": {"sandbox": {"requested": "prefer", "achieved_tier": "landlock+seccomp"}},
@@ -591,6 +607,10 @@ mod tests {
         );
         assert!(
             text.contains("git config reverted: local core.fsmonitor (removed)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("repository changed: /p/.git/commondir was missing at boot, is a file now (nothing stashed or committed)\n            /p/.git/commondir set aside as"),
             "{text}"
         );
         assert!(

@@ -46,6 +46,8 @@ pub(crate) struct RoundView {
     pub exec_surface_changed: Vec<String>,
     /// Its `git_config_reverted` events, in record order.
     pub git_config_reverted: Vec<ConfigReverted>,
+    /// Its `git_repository_changed` event: what changed, and each plant set aside.
+    pub repository_changed: Option<RepositoryChanged>,
     /// Its `session_renewed` event.
     pub session_renewed: Option<SessionRenewed>,
     /// The links its `agent_home_pruned` refused to follow.
@@ -67,6 +69,18 @@ pub(crate) struct SessionRenewed {
     pub tokens: u64,
     /// Its age, in seconds.
     pub age_s: u64,
+}
+
+/// A round's `git_repository_changed`, as `peek` shows it (docs/security.md, "The
+/// supervisor is not the agent's deputy"): after it, the supervisor's git stashed and
+/// committed nothing.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = crate::record::schema_fields::every_field_required)]
+pub(crate) struct RepositoryChanged {
+    /// Each path and what it was at boot and is now.
+    pub changed: String,
+    /// What the round planted and was set aside (`<path> set aside as <new path>`).
+    pub set_aside: Vec<String>,
 }
 
 /// One `git_config_reverted` of a round, as `peek` shows it (docs/security.md, "What runs
@@ -219,6 +233,16 @@ pub(crate) fn rounds(events: &[Recorded]) -> BTreeMap<u64, RoundView> {
             } => entry(&mut rounds, *round_num)
                 .exec_surface_changed
                 .extend(paths.iter().cloned()),
+            Event::GitRepositoryChanged {
+                round_num,
+                changed,
+                set_aside,
+            } => {
+                entry(&mut rounds, *round_num).repository_changed = Some(RepositoryChanged {
+                    changed: changed.clone(),
+                    set_aside: set_aside.clone(),
+                })
+            }
             Event::GitConfigReverted {
                 round_num,
                 key,
@@ -325,6 +349,10 @@ pub(crate) struct RoundDoc {
     /// Ours: the git config keys the round added or changed that were reverted after it
     /// (its `git_config_reverted` events; `[]` when none).
     pub git_config_reverted: Vec<ConfigReverted>,
+    /// Ours: what changed in the repository during the round, after which the supervisor's
+    /// git stashed and committed nothing (its `git_repository_changed`; `null` when
+    /// nothing did).
+    pub repository_changed: Option<RepositoryChanged>,
     /// Ours: the round started its phase's agent session afresh because the old one
     /// reached a bound (its `session_renewed`; `null` when it did not).
     pub session_renewed: Option<SessionRenewed>,
@@ -373,6 +401,7 @@ impl RoundView {
             egress_refused: self.egress_refused.clone(),
             exec_surface_changed: self.exec_surface_changed.clone(),
             git_config_reverted: self.git_config_reverted.clone(),
+            repository_changed: self.repository_changed.clone(),
             session_renewed: self.session_renewed.clone(),
             agent_home_refused: self.agent_home_refused.clone(),
         }

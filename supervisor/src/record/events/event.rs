@@ -1047,6 +1047,10 @@ pub(crate) enum Event {
         round_num: u64,
         /// What changed: each path and what it was and is.
         changed: String,
+        /// What the round planted and the supervisor set aside (a new `commondir`, a
+        /// symbolic link where git writes): `<path> set aside as <new path>`, or why it
+        /// could not be.
+        set_aside: Vec<String>,
     },
     /// After the agent ran, a key of the repository's config that runs a program, moves
     /// the work tree or includes another file (the reviewed list) was added or changed by

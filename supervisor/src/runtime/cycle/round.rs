@@ -827,9 +827,13 @@ impl Runner {
             );
         }
         self.prune_agent_home(round_num, phase);
-        // Before anything else runs git in the tree (a goal check may).
-        self.revert_config(round_num, config_watched).await;
-        let exit = exit?;
+        let exit = match exit {
+            Ok(exit) => exit,
+            Err(err) => {
+                self.revert_config(round_num, config_watched).await;
+                return Err(err);
+            }
+        };
         let duration_s = (exit.duration.as_secs_f64() * 1000.0).round() / 1000.0;
         // `state.json`'s previous round, made durable while the checks and git run
         // (docs/performance.md, "Processes of one round"); waited for before `round_end`.
@@ -873,9 +877,17 @@ impl Runner {
             }
             None => None,
         };
+        // After the checks, which run code the agent could have written with the tree
+        // (and `.git/config`) theirs to write, as the agent's was; before the supervisor's
+        // own git looks at the tree.
+        self.revert_config(round_num, config_watched).await;
         if let Some(changed) = self.repo.changed() {
-            self.events
-                .emit(Event::GitRepositoryChanged { round_num, changed });
+            let set_aside = self.repo.set_aside_plants();
+            self.events.emit(Event::GitRepositoryChanged {
+                round_num,
+                changed,
+                set_aside,
+            });
         }
         let after = self.look().await;
         let head_after = after.as_ref().ok().and_then(|look| look.head.clone());

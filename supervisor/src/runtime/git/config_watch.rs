@@ -17,9 +17,10 @@
 //! --file`), so comments and every other key survive. Includes are settled first: a
 //! file only a reverted include named is no longer read and is left alone (it may be the
 //! agent's work in the tree). A file that is a symbolic link is never written through (its
-//! target could be any file): a link the round made or re-pointed is replaced by a copy of
-//! what it led to, which is then reverted; the operator's own link (leading where it led
-//! before the round) is left, the key told with the error.
+//! target could be any file): a link the round made or re-pointed is undone — the file
+//! before the round put back, what the link led to never read into the tree —; the
+//! operator's own link (leading where it led before the round) is left, a watched key in it
+//! told with the error.
 
 use agent_runner_protocol::limits::truncate_chars;
 use agent_runner_protocol::redact::redact;
@@ -55,6 +56,9 @@ struct Seen {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct ConfigBefore {
     files: Vec<Seen>,
+    /// The work tree's top (a remote inside it is the agent's: [`git_config_keys::watched`]).
+    #[serde(default)]
+    tree: PathBuf,
 }
 
 /// Where the record before a round is kept while the agent runs, in the state dir (out of
@@ -93,8 +97,10 @@ pub(crate) struct Reverted {
     /// [`SHOWN_VALUE_CHARS`]; `None` for a key without a value.
     pub value: Option<String>,
     /// `removed` (none before), `restored` (the values before are back), `set_aside` (the
-    /// file could not be read: moved aside, the file before the round put back) or `unread` (the
-    /// whole file could not be read: `error` says why).
+    /// file could not be read: moved aside, the file before the round put back),
+    /// `link_undone` (the round made the file a symbolic link, `value` its target: the file
+    /// before the round put back) or `unread` (the whole file could not be read: `error`
+    /// says why).
     pub action: &'static str,
     /// Why the key is watched (the reviewed list's why).
     pub why: &'static str,
@@ -136,15 +142,35 @@ fn clear_lock(path: &Path) {
     }
 }
 
-/// Replaces the symbolic link `path` with a regular file holding `bytes` (what it led
-/// to): written beside it, created exclusively and never through a link, then renamed
-/// over it. Errors: the reason, in words.
-fn replace_link(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    write_beside(path, bytes).map_err(|e| {
-        format!(
-            "the file is a symbolic link the round made, and replacing it with a copy failed: {e}"
-        )
-    })
+/// Undoes the symbolic link the round made or re-pointed at `path`: puts back what was
+/// there before the round (`then`: the operator's link, re-made, or the file's bytes,
+/// written beside it exclusively and renamed over the link), or removes the link when
+/// nothing was. What the link leads to is never read or written. Errors: the reason, in
+/// words (the link then stays; git reads through it).
+fn undo_link(path: &Path, then: Option<&Seen>) -> Result<(), String> {
+    let undone = match (
+        then.and_then(|f| f.link.as_ref()),
+        then.and_then(|f| f.bytes.as_deref()),
+    ) {
+        (Some(target), _) => link_beside(path, target),
+        (None, Some(bytes)) => write_beside(path, bytes),
+        (None, None) => std::fs::remove_file(path),
+    };
+    undone.map_err(|e| format!("putting back the file before the round failed: {e}"))
+}
+
+/// Makes `path` a symbolic link to `target`: made beside it, then renamed over it.
+fn link_beside(path: &Path, target: &Path) -> std::io::Result<()> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".agent-runner-{}", std::process::id()));
+    let beside = path.with_file_name(name);
+    let _ = std::fs::remove_file(&beside);
+    let made =
+        std::os::unix::fs::symlink(target, &beside).and_then(|()| std::fs::rename(&beside, path));
+    if made.is_err() {
+        let _ = std::fs::remove_file(&beside);
+    }
+    made
 }
 
 /// Moves `path` (whatever it is: a file too large to read, a FIFO, a directory) aside to
@@ -213,7 +239,8 @@ fn included(file: &Path, entries: &[(String, Option<String>)]) -> Vec<PathBuf> {
 
 /// Whether `key` makes git read another file.
 fn is_include(key: &str) -> bool {
-    git_config_keys::watched(key, ["x"]).is_some_and(|row| row.effect == Effect::Includes)
+    git_config_keys::watched(key, ["x"], Path::new("/"))
+        .is_some_and(|row| row.effect == Effect::Includes)
 }
 
 /// `entries` grouped by key, first appearance first, each key's values in file order.
@@ -239,6 +266,7 @@ fn text(value: Option<&str>) -> &str {
 fn to_revert(
     before: &[(String, Option<String>)],
     after: &[(String, Option<String>)],
+    tree: &Path,
 ) -> Vec<(
     String,
     Vec<String>,
@@ -256,7 +284,7 @@ fn to_revert(
         if now == then {
             continue;
         }
-        let Some(row) = git_config_keys::watched(key, now.iter().map(|v| text(*v))) else {
+        let Some(row) = git_config_keys::watched(key, now.iter().map(|v| text(*v)), tree) else {
             continue;
         };
         found.push((
@@ -343,7 +371,8 @@ impl ConfigBefore {
                 entries,
             });
         }
-        Ok(ConfigBefore { files })
+        let tree = repo.top().await?;
+        Ok(ConfigBefore { files, tree })
     }
 }
 
@@ -355,7 +384,8 @@ impl ConfigBefore {
         for file in &self.files {
             for (key, values) in by_key(&file.entries) {
                 let watched =
-                    git_config_keys::watched(key, values.iter().map(|v| text(*v))).is_some();
+                    git_config_keys::watched(key, values.iter().map(|v| text(*v)), &self.tree)
+                        .is_some();
                 if watched && !keys.iter().any(|k| k == key) {
                     keys.push(key.to_owned());
                 }
@@ -370,6 +400,7 @@ impl ConfigBefore {
 /// too. Errors: git cannot tell where the repository is.
 pub(crate) async fn revert(repo: &Repo, before: &ConfigBefore) -> Result<Vec<Reverted>, GitError> {
     let mut told = Vec::new();
+    let tree = repo.top().await?;
     let mut visited: HashSet<PathBuf> = HashSet::new();
     let mut queue: Vec<(PathBuf, &'static str, usize)> = repo
         .config_files()
@@ -424,6 +455,27 @@ pub(crate) async fn revert(repo: &Repo, before: &ConfigBefore) -> Result<Vec<Rev
                 (before.map(<[u8]>::to_vec), None)
             }
         };
+        // A link the round made or re-pointed: the file before the round is put back, what
+        // the link led to (any file the operator can read) is never copied into the tree.
+        let (bytes, link) = match &link {
+            Some(target) if then.and_then(|f| f.link.as_ref()) != Some(target) => {
+                let error = undo_link(&path, then).err();
+                told.push(Reverted {
+                    key: String::new(),
+                    scope,
+                    file: path.clone(),
+                    value: Some(truncate_chars(&target.to_string_lossy(), SHOWN_VALUE_CHARS).to_owned()),
+                    action: "link_undone",
+                    why: "a symbolic link the round made where the repository's config is read from: git would read whatever file it names",
+                    error,
+                });
+                (
+                    then.and_then(|f| f.bytes.clone()),
+                    then.and_then(|f| f.link.clone()),
+                )
+            }
+            _ => (bytes, link),
+        };
         let then_bytes = then.and_then(|f| f.bytes.as_ref());
         let then_entries = then.map(|f| f.entries.as_slice()).unwrap_or_default();
         let mut effective: Vec<(String, Option<String>)>;
@@ -441,19 +493,15 @@ pub(crate) async fn revert(repo: &Repo, before: &ConfigBefore) -> Result<Vec<Rev
                 _ => Vec::new(),
             };
             effective = now.clone();
-            let found = to_revert(then_entries, &now);
-            // A link is never written through (its target could be any file). One the
-            // round made or re-pointed is replaced by a copy of what it led to (the
-            // target stays as it is), which is then reverted; one that led to the same
-            // place before the round is the operator's, and left alone.
+            let found = to_revert(then_entries, &now, &tree);
+            // A link is never written through (its target could be any file); one left
+            // here leads where it led before the round: the operator's, left alone.
             let unwritable = match &link {
-                Some(_) if found.is_empty() => None,
-                Some(target) if then.and_then(|f| f.link.as_ref()) == Some(target) => Some(
+                Some(_) if !found.is_empty() => Some(
                     "the file is the operator's symbolic link, which the supervisor never writes through: remove the key yourself"
                         .to_owned(),
                 ),
-                Some(_) => replace_link(&path, bytes.as_deref().unwrap_or_default()).err(),
-                None => None,
+                _ => None,
             };
             if !found.is_empty() {
                 clear_lock(&path);
@@ -519,12 +567,12 @@ mod tests {
             ("user.email", Some("agent@x")),
             ("credential.helper", Some("store")),
             ("credential.helper", Some("!./steal")),
-            ("remote.origin.url", Some("/srv/b.git")),
+            ("remote.origin.url", Some("https://x.example/b.git")),
             ("core.fsmonitor", Some("./m")),
             ("include.path", Some("evil.inc")),
             ("alias.x", Some("!id")),
         ]);
-        let found: Vec<(String, Vec<String>)> = to_revert(&before, &after)
+        let found: Vec<(String, Vec<String>)> = to_revert(&before, &after, Path::new("/t"))
             .into_iter()
             .map(|(k, v, ..)| (k, v))
             .collect();
@@ -538,7 +586,12 @@ mod tests {
             ]
         );
         // Removed only: nothing runs, nothing is restored.
-        assert!(to_revert(&before, &entries(&[("user.email", Some("op@x"))])).is_empty());
+        assert!(to_revert(
+            &before,
+            &entries(&[("user.email", Some("op@x"))]),
+            Path::new("/t")
+        )
+        .is_empty());
     }
 
     /// `git args` in `dir`, as the operator types it (no override of ours).
@@ -609,6 +662,7 @@ mod tests {
                 round_num: 1,
                 before: ConfigBefore {
                     files: vec![made_up],
+                    tree: PathBuf::new(),
                 },
             };
             crate::record::state::write_json_atomic(&state_dir.join(SEEN_FILE), &pending).unwrap();
@@ -694,7 +748,7 @@ mod tests {
         std::fs::write(git_dir.join("evil.inc"), "[core]\n\tfsmonitor = ./m\n").unwrap();
         git(&dir, &["config", "--add", "include.path", "evil.inc"]);
         let elsewhere = dir.join("elsewhere.cfg");
-        std::fs::write(&elsewhere, "[alias]\n\tx = !id\n").unwrap();
+        std::fs::write(&elsewhere, "[alias]\n\tx = !id\n[secret]\n\tkey = S3CRET\n").unwrap();
         std::os::unix::fs::symlink(&elsewhere, git_dir.join("config.worktree")).unwrap();
         let mut told = revert(&repo, &before).await.unwrap();
         told.sort_by(|a, b| a.key.cmp(&b.key));
@@ -712,7 +766,7 @@ mod tests {
         assert_eq!(
             summary,
             [
-                ("alias.x", "config.worktree", "removed", true),
+                ("", "config.worktree", "link_undone", true),
                 ("core.sshcommand", "mine.inc", "removed", true),
                 ("include.path", "config", "restored", true),
             ],
@@ -734,15 +788,57 @@ mod tests {
             mine.contains("pager = less") && !mine.contains("sshCommand"),
             "{mine}"
         );
-        // The link the round made is a copy now, reverted; its target was not written
-        // through.
-        assert!(!std::fs::symlink_metadata(git_dir.join("config.worktree"))
+        // The link the round made is gone (there was no file before): nothing of what it
+        // led to was copied into the repository, and its target was not written through.
+        assert!(std::fs::symlink_metadata(git_dir.join("config.worktree")).is_err());
+        assert!(
+            !String::from_utf8_lossy(&std::fs::read(git_dir.join("config")).unwrap())
+                .contains("S3CRET")
+        );
+        assert_eq!(
+            std::fs::read_to_string(&elsewhere).unwrap(),
+            "[alias]\n\tx = !id\n[secret]\n\tkey = S3CRET\n"
+        );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_config_swapped_for_a_link_gets_its_bytes_before_back_and_nothing_of_the_target() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().canonicalize().unwrap();
+        assert!(git(&dir, &["init", "-q", "."]).status.success());
+        let config = dir.join(".git/config");
+        let before_bytes = std::fs::read(&config).unwrap();
+        let repo = Repo::new(&dir, crate::runtime::git::attribution::OwnFiles::default());
+        let before = ConfigBefore::record(&repo, &ConfigBefore::default())
+            .await
+            .unwrap();
+        // The round: `.git/config` swapped for a link to a file the agent cannot read,
+        // which parses as config and sets a watched key (the copy a revert once made
+        // carried the rest of it into the tree).
+        let secret = tmp.path().join("id_rsa");
+        std::fs::write(
+            &secret,
+            "[core]\n\tfsmonitor = x\n[secret]\n\tkey = S3CRET\n",
+        )
+        .unwrap();
+        std::fs::remove_file(&config).unwrap();
+        std::os::unix::fs::symlink(&secret, &config).unwrap();
+        let told = revert(&repo, &before).await.unwrap();
+        let summary: Vec<(&str, &str, Option<&str>)> = told
+            .iter()
+            .map(|r| (r.key.as_str(), r.action, r.value.as_deref()))
+            .collect();
+        assert_eq!(
+            summary,
+            [("", "link_undone", Some(secret.to_str().unwrap()))],
+            "{told:?}"
+        );
+        assert!(!std::fs::symlink_metadata(&config)
             .unwrap()
             .file_type()
             .is_symlink());
-        let copy = std::fs::read_to_string(git_dir.join("config.worktree")).unwrap();
-        assert!(!copy.contains("!id"), "{copy}");
-        assert!(std::fs::read_to_string(&elsewhere).unwrap().contains("!id"));
+        assert_eq!(std::fs::read(&config).unwrap(), before_bytes);
+        assert!(std::fs::read_to_string(&secret).unwrap().contains("S3CRET"));
     }
 
     #[test]

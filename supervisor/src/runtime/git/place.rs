@@ -147,13 +147,106 @@ impl Place {
             }
             marks.push(Mark::of(dir.join("objects/info/alternates"), true));
         }
-        Ok(Place {
+        let place = Place {
             top,
             git_dir,
             common_dir,
             prefix,
             marks,
+        };
+        match place.unsound() {
+            Some(refused) => Err(refused),
+            None => Ok(place),
+        }
+    }
+
+    /// Why the repository found at boot is not one the supervisor's git may be pinned to,
+    /// `None` when it is: a `commondir` in a git dir that is not a linked worktree's
+    /// (`<common dir>/worktrees/<name>`), which would make git read another repository's
+    /// config, hooks, objects and refs; or a symbolic link at `objects`, `refs`, `logs` or
+    /// a log a stash or commit appends to, through which the supervisor's writes would go
+    /// elsewhere. What an agent left before a boot is taken as nothing more than what it
+    /// is: these are refused whoever made them (docs/security.md, "The supervisor is not
+    /// the agent's deputy").
+    fn unsound(&self) -> Option<String> {
+        let commondir = self.git_dir.join("commondir");
+        if std::fs::symlink_metadata(&commondir).is_ok() {
+            let parent = std::fs::canonicalize(&self.git_dir)
+                .ok()
+                .and_then(|d| d.parent().map(Path::to_path_buf));
+            let worktrees = std::fs::canonicalize(self.common_dir.join("worktrees")).ok();
+            if parent.is_none() || parent != worktrees {
+                return Some(format!(
+                    "{} names {} as the repository's common dir, but {} is not one of its linked worktrees (<common dir>/worktrees/<name>): git would read another repository's config, hooks, objects and refs; agent-runner refuses it whoever wrote it (an agent can): remove {} if it is not yours",
+                    commondir.display(),
+                    self.common_dir.display(),
+                    self.git_dir.display(),
+                    commondir.display()
+                ));
+            }
+        }
+        let written: Vec<PathBuf> = [&self.git_dir, &self.common_dir]
+            .iter()
+            .flat_map(|dir| ["objects", "refs", "logs"].map(|name| dir.join(name)))
+            .chain(self.appended_logs())
+            .collect();
+        written.iter().find_map(|path| match Seen::of(path, false) {
+            Seen::Link(target) => Some(format!(
+                "{} is a symbolic link (to {}): the supervisor's git writes objects, references and their logs through it, so it must be the repository's own; agent-runner refuses it whoever made it (an agent can): replace the link with what it names, or remove it if it is not yours",
+                path.display(),
+                target.display()
+            )),
+            _ => None,
         })
+    }
+
+    /// Sets aside what a round planted where git finds its repository or writes through
+    /// ([`Place::changed`] tells it): a `commondir` that was not there at boot, and a
+    /// symbolic link at `objects`, `refs`, `logs` or a log a stash or commit appends to,
+    /// each renamed to `<name>.agent-runner-set-aside-<pid>-<ns>` beside it — kept, but no
+    /// longer read by the operator's own git (whose hooks and config a planted `commondir`
+    /// would choose). Returns `<path> set aside as <new path>` for each, or the error.
+    pub(crate) fn set_aside_plants(&self) -> Vec<String> {
+        let mut planted: Vec<PathBuf> = Vec::new();
+        for mark in &self.marks {
+            let name = mark.path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let in_repo = mark.path.parent().is_some_and(|dir| {
+                dir == self.git_dir.as_path() || dir == self.common_dir.as_path()
+            });
+            if !in_repo || !["commondir", "objects", "refs", "logs"].contains(&name) {
+                continue;
+            }
+            let now = Seen::of(&mark.path, false);
+            let new_commondir =
+                name == "commondir" && mark.seen == Seen::Missing && now != Seen::Missing;
+            if new_commondir || (matches!(now, Seen::Link(_)) && mark.seen != now) {
+                planted.push(mark.path.clone());
+            }
+        }
+        for path in self.appended_logs() {
+            if matches!(Seen::of(&path, false), Seen::Link(_)) {
+                planted.push(path);
+            }
+        }
+        planted.dedup();
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        planted
+            .into_iter()
+            .map(|path| {
+                let mut name = path.file_name().unwrap_or_default().to_os_string();
+                name.push(format!(
+                    ".agent-runner-set-aside-{}-{stamp}",
+                    std::process::id()
+                ));
+                let aside = path.with_file_name(name);
+                match std::fs::rename(&path, &aside) {
+                    Ok(()) => format!("{} set aside as {}", path.display(), aside.display()),
+                    Err(e) => format!("{} could not be set aside: {e}", path.display()),
+                }
+            })
+            .collect()
     }
 
     /// What changed since boot, `None` when nothing did: each path git reads or writes
@@ -609,6 +702,73 @@ mod tests {
         )
         .unwrap_err();
         assert!(refused.contains("core.worktree"), "{refused}");
+    }
+
+    #[test]
+    fn a_planted_commondir_or_link_is_refused_at_boot_and_set_aside_after_a_round() {
+        let hold = |place: &Place| {
+            Place::hold(
+                &place.top,
+                place.top.clone(),
+                place.git_dir.clone(),
+                &place.git_dir,
+                Vec::new(),
+            )
+        };
+        // A `commondir` naming another repository (or a copy in the tree), left before a
+        // boot: refused, whoever wrote it.
+        let (_dir, place) = repo();
+        let other = place.top.join(".cache/cd");
+        std::fs::create_dir_all(&other).unwrap();
+        std::fs::write(place.git_dir.join("commondir"), "../.cache/cd\n").unwrap();
+        let refused = hold(&place).unwrap_err();
+        assert!(refused.contains("commondir names"), "{refused}");
+        // The same, made during a round: named, then set aside (kept, no longer read).
+        std::fs::remove_file(place.git_dir.join("commondir")).unwrap();
+        let place = hold(&place).unwrap();
+        std::fs::write(place.git_dir.join("commondir"), "../.cache/cd\n").unwrap();
+        let changed = place.changed().unwrap();
+        assert!(
+            changed.contains("commondir was missing at boot"),
+            "{changed}"
+        );
+        let aside = place.set_aside_plants();
+        assert_eq!(aside.len(), 1, "{aside:?}");
+        assert!(aside[0].contains("commondir set aside as"), "{aside:?}");
+        assert!(!place.git_dir.join("commondir").exists());
+        assert_eq!(place.changed(), None, "{aside:?}");
+        // A link at `logs` (the supervisor's reflog writes would go through it): refused at
+        // boot; made during a round, set aside, its target untouched.
+        let target = place.top.join("elsewhere");
+        std::fs::create_dir(&target).unwrap();
+        std::fs::rename(place.git_dir.join("refs"), place.git_dir.join("refs.old")).unwrap();
+        std::os::unix::fs::symlink(&target, place.git_dir.join("refs")).unwrap();
+        let refused = hold(&place).unwrap_err();
+        assert!(refused.contains("refs is a symbolic link"), "{refused}");
+        let aside = place.set_aside_plants();
+        assert!(
+            aside.iter().any(|a| a.contains("/refs set aside as")),
+            "{aside:?}"
+        );
+        assert!(std::fs::symlink_metadata(place.git_dir.join("refs")).is_err());
+        assert!(target.is_dir());
+        // A linked worktree's own `commondir` is git's, and held.
+        std::fs::rename(place.git_dir.join("refs.old"), place.git_dir.join("refs")).unwrap();
+        let linked = place.git_dir.join("worktrees/side");
+        std::fs::create_dir_all(&linked).unwrap();
+        std::fs::write(linked.join("commondir"), "../..\n").unwrap();
+        std::fs::write(linked.join("HEAD"), "ref: refs/heads/side\n").unwrap();
+        let side = place.top.join("side");
+        std::fs::create_dir(&side).unwrap();
+        std::fs::write(side.join(".git"), format!("gitdir: {}\n", linked.display())).unwrap();
+        Place::hold(
+            &side,
+            side.clone(),
+            linked.clone(),
+            &place.git_dir,
+            Vec::new(),
+        )
+        .unwrap();
     }
 
     #[test]

@@ -854,6 +854,15 @@ impl Repo {
         self.place.get().and_then(Place::changed)
     }
 
+    /// Sets aside what a round planted in the repository ([`Place::set_aside_plants`]);
+    /// what was done, one line each.
+    pub(crate) fn set_aside_plants(&self) -> Vec<String> {
+        self.place
+            .get()
+            .map(Place::set_aside_plants)
+            .unwrap_or_default()
+    }
+
     /// Dirty paths inside the work dir, relative to it (docs/protocol.md: `dirty_files`),
     /// the supervisor's own files left out ([`Repo::look`]).
     pub(crate) async fn dirty_files(&self) -> Result<Vec<String>, GitError> {
@@ -1063,6 +1072,12 @@ impl Repo {
             }
         }
         Ok(Some(specs))
+    }
+
+    /// The work tree's top, as found at boot. Errors: git cannot tell where the repository
+    /// is.
+    pub(crate) async fn top(&self) -> Result<PathBuf, GitError> {
+        Ok(self.place().await?.top.clone())
     }
 
     /// The repository's own config files, with their scope as git names it: the common

@@ -306,3 +306,177 @@ fn a_nested_repositorys_filter_never_runs_in_the_supervisors_git() {
     assert!(out.status.success(), "{out:?}");
     assert!(marker.exists(), "the control did not show the harm");
 }
+
+/// `git <args>` in the tree as the operator types it later: their home, no system config,
+/// hooks and fsmonitor as the repository sets them.
+fn operator_git(p: &Project, args: &[&str]) -> std::process::Output {
+    Command::new("git")
+        .args([
+            "-c",
+            "safe.directory=*",
+            "-c",
+            "user.name=op",
+            "-c",
+            "user.email=op@e2e.invalid",
+        ])
+        .args(args)
+        .current_dir(p.dir())
+        .env("HOME", p.home())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run git")
+}
+
+/// A common dir of the agent's in the tree (`.cache/cd`: a copy of the repository with a
+/// `post-commit` hook and an fsmonitor noting into `markers`), named by `.git/commondir`.
+fn commondir_in_tree(markers: &Path) -> String {
+    format!(
+        "#!/bin/sh\nset -e\necho work > work.txt\n\
+         mkdir -p .cache/cd/hooks\ncp -r .git/objects .git/refs .git/HEAD .cache/cd/\n\
+         printf '#!/bin/sh\\ntouch {m}/hook-ran\\n' > .cache/cd/hooks/post-commit\n\
+         chmod +x .cache/cd/hooks/post-commit\n\
+         printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = \"touch {m}/fsmonitor-ran; false\"\\n' > .cache/cd/config\n\
+         echo ../.cache/cd > .git/commondir\n",
+        m = markers.display()
+    )
+}
+
+/// Whether the operator's plain `git status` and `git commit` in `p`'s tree ran the
+/// planted fsmonitor or hook (a marker in `markers`).
+fn operators_git_ran_a_plant(p: &Project, markers: &Path) -> bool {
+    let _ = operator_git(p, &["status"]);
+    std::fs::write(p.dir().join("op.txt"), "op\n").unwrap();
+    let _ = operator_git(p, &["add", "op.txt"]);
+    let _ = operator_git(p, &["commit", "-qm", "op"]);
+    markers.join("hook-ran").exists() || markers.join("fsmonitor-ran").exists()
+}
+
+#[test]
+fn a_commondir_planted_in_a_round_is_set_aside_and_runs_nothing_later() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        for mode in MODES {
+            let what = format!("{operator:?} {mode}");
+            let p = Project::new_as(operator);
+            let markers = p.tmp_dir().join("markers");
+            std::fs::create_dir_all(&markers).unwrap();
+            let _ = Command::new("chmod").arg("a+rwx").arg(&markers).status();
+            let agent = p.script("agent.sh", &commondir_in_tree(&markers));
+            p.write_config(&config(&agent, "stash", mode));
+            p.run(&["round"]).assert_code(0);
+            let all = p.events_text();
+            let changed = p.events_of("git_repository_changed");
+            assert_eq!(changed.len(), 1, "{what}: {all}");
+            assert!(
+                changed[0]["changed"]
+                    .as_str()
+                    .unwrap()
+                    .contains("commondir was missing at boot"),
+                "{what}: {all}"
+            );
+            let aside = changed[0]["set_aside"][0].as_str().unwrap_or_default();
+            assert!(aside.contains("commondir set aside as"), "{what}: {all}");
+            assert!(!p.dir().join(".git/commondir").exists(), "{what}");
+            // peek says it.
+            let peek = p.run(&["peek"]);
+            assert!(
+                peek.stdout.contains("repository changed:"),
+                "{what}: {peek}"
+            );
+            assert!(
+                !operators_git_ran_a_plant(&p, &markers),
+                "{what}: the operator's git ran the agent's plant"
+            );
+        }
+    }
+    // The control: the same plant left in place, the operator's next git runs it.
+    let p = Project::new();
+    let markers = p.tmp_dir().join("markers");
+    std::fs::create_dir_all(&markers).unwrap();
+    plant(&p, &commondir_in_tree(&markers));
+    assert!(
+        operators_git_ran_a_plant(&p, &markers),
+        "the control did not show the harm"
+    );
+}
+
+/// Every reference of the repository at `dir` and what it names.
+fn refs_of(dir: &Path) -> String {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "safe.directory=*",
+            "for-each-ref",
+            "--format=%(refname) %(objectname)",
+        ])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_commondir_or_log_link_left_before_a_boot_is_refused_and_nothing_moves() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        // A `commondir` naming another repository: the supervisor's commit would move its
+        // branch.
+        let p = Project::new_as(operator);
+        let (other, _) = other_repository(&p);
+        let before = refs_of(&other);
+        let agent = p.script("agent.sh", "#!/bin/sh\necho work > work.txt\n");
+        p.write_config(&config(&agent, "auto_commit", "require"));
+        std::fs::write(
+            p.dir().join(".git/commondir"),
+            format!("{}\n", other.join(".git").display()),
+        )
+        .unwrap();
+        let out = p.run(&["round"]);
+        assert_ne!(out.code(), 0, "{operator:?}: {out}");
+        assert!(
+            out.stderr.contains("commondir names"),
+            "{operator:?}: {out}"
+        );
+        assert_eq!(
+            refs_of(&other),
+            before,
+            "{operator:?}: the other repository moved"
+        );
+        // `.git/logs` a link to a directory of the operator's: the reflog writes would go
+        // there.
+        let p = Project::new_as(operator);
+        let canary = p.home().join("canary");
+        std::fs::create_dir_all(&canary).unwrap();
+        let agent = p.script("agent.sh", "#!/bin/sh\necho work > work.txt\n");
+        p.write_config(&config(&agent, "auto_commit", "require"));
+        let logs = p.dir().join(".git/logs");
+        let _ = std::fs::remove_dir_all(&logs);
+        std::os::unix::fs::symlink(&canary, &logs).unwrap();
+        let out = p.run(&["round"]);
+        assert_ne!(out.code(), 0, "{operator:?}: {out}");
+        assert!(
+            out.stderr.contains("logs is a symbolic link"),
+            "{operator:?}: {out}"
+        );
+        assert_eq!(
+            std::fs::read_dir(&canary).unwrap().count(),
+            0,
+            "{operator:?}: written through the link"
+        );
+    }
+    // The control: git discovering from the work dir takes the other repository as the
+    // common dir and commits onto its branch.
+    let p = Project::new();
+    let (other, _) = other_repository(&p);
+    let before = refs_of(&other);
+    std::fs::write(
+        p.dir().join(".git/commondir"),
+        format!("{}\n", other.join(".git").display()),
+    )
+    .unwrap();
+    std::fs::write(p.dir().join("work.txt"), "work\n").unwrap();
+    for args in [&["add", "-A"][..], &["commit", "-qm", "old"]] {
+        let out = unpinned_git(&p, args);
+        assert!(out.status.success(), "{out:?}");
+    }
+    assert_ne!(refs_of(&other), before, "the control did not show the harm");
+}

@@ -451,3 +451,137 @@ fn an_operators_ignored_file_is_never_stashed_or_committed() {
         }
     }
 }
+
+/// A bare repository of the agent's inside the tree (`.cache/evil.git`, kept out of
+/// `status` by `.git/info/exclude`) whose `pre-receive` hook notes `marker`, made the
+/// remote `origin`.
+fn remote_in_tree(marker: &Path) -> String {
+    format!(
+        "#!/bin/sh\nset -e\necho '.cache/' >> .git/info/exclude\n\
+         git init -q --bare .cache/evil.git\n\
+         printf '#!/bin/sh\\ntouch {m}\\nexit 0\\n' > .cache/evil.git/hooks/pre-receive\n\
+         chmod +x .cache/evil.git/hooks/pre-receive\n\
+         git config remote.origin.url \"$(pwd)/.cache/evil.git\"\n\
+         echo work > work.txt\n",
+        m = marker.display()
+    )
+}
+
+/// A project whose operator's `origin` is a bare repository outside the tree.
+fn project_with_origin(operator: Operator) -> Project {
+    let p = Project::new_as(operator);
+    let origin = p.tmp_dir().join("origin.git");
+    let out = Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(&origin)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let _ = Command::new("chmod")
+        .args(["-R", "a+rwX"])
+        .arg(&origin)
+        .status();
+    p.git(&["remote", "add", "origin", origin.to_str().unwrap()]);
+    // The operator pushes as root into a remote the unprivileged user may own.
+    std::fs::write(p.home().join(".gitconfig"), "[safe]\n\tdirectory = *\n").unwrap();
+    p
+}
+
+#[test]
+fn a_remote_repointed_into_the_tree_is_reverted_and_its_hooks_never_run_at_the_operators_push() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        let case = format!("{operator:?}");
+        let p = project_with_origin(operator);
+        let origin = config_value(&p, "remote.origin.url").unwrap();
+        let marker = p.tmp_dir().join("pre-receive-ran");
+        let agent = p.script("agent.sh", &remote_in_tree(&marker));
+        p.write_config(
+            &ConfigBuilder::new(&agent)
+                .dirty_action("stash")
+                .extra("[agent.sandbox]\nmode = \"require\""),
+        );
+        p.run(&["round"]).assert_code(0);
+        let reverted = p.events_of("git_config_reverted");
+        assert!(
+            reverted
+                .iter()
+                .any(|e| e["key"] == "remote.origin.url" && e["action"] == "restored"),
+            "{case}: {}",
+            p.events_text()
+        );
+        assert_eq!(
+            config_value(&p, "remote.origin.url"),
+            Some(origin),
+            "{case}"
+        );
+        let out = operator_git(&p, &["push", "-q", "origin", "HEAD:refs/heads/main"]);
+        assert!(out.status.success(), "{case}: {out:?}");
+        assert!(!marker.exists(), "{case}: the agent's hook ran at the push");
+    }
+    // The control: the same remote, set before the round (the operator's, kept), runs its
+    // hook at the operator's push — the harm the revert prevents.
+    let p = project_with_origin(Operator::Root);
+    let marker = p.tmp_dir().join("pre-receive-ran");
+    let plant = p.script("plant.sh", &remote_in_tree(&marker));
+    let out = Command::new(&plant).current_dir(p.dir()).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let out = operator_git(&p, &["push", "-q", "origin", "HEAD:refs/heads/main"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(marker.exists(), "control: the hook did not run");
+}
+
+#[test]
+fn what_a_goal_check_plants_in_the_config_is_reverted_like_the_agents() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        let case = format!("{operator:?}");
+        let p = Project::new_as(operator);
+        let marker = p.tmp_dir().join("fsmonitor-ran");
+        p.write("check.sh", "#!/bin/sh\nexit 1\n");
+        p.git(&["add", "check.sh"]);
+        p.git(&["commit", "-qm", "the goal check"]);
+        // The agent's check: plants an fsmonitor through the check, not in the round.
+        let agent = p.script(
+            "agent.sh",
+            &format!(
+                "#!/bin/sh\nprintf '#!/bin/sh\\ngit config core.fsmonitor \"touch {m}; false\"\\nexit 0\\n' > check.sh\n",
+                m = marker.display()
+            ),
+        );
+        let text = ConfigBuilder::new(&agent)
+            .dirty_action("auto_commit")
+            .extra("[agent.sandbox]\nmode = \"require\"")
+            .render()
+            .replace(
+                "file = \"./prompts/main.md\"",
+                "files = [\"./prompts/main.md\", \"./logs/lessons.md\"]",
+            )
+            + "[goal]\nledger = \"./logs/lessons.md\"\n\n[[goal.checks]]\nname = \"tests\"\ncmd = [\"sh\", \"check.sh\"]\n";
+        p.write_config_text(&text);
+        p.run(&["round"]).assert_code(0);
+        let all = p.events_text();
+        assert!(!p.events_of("goal_check").is_empty(), "{case}: {all}");
+        assert!(
+            p.events_of("git_config_reverted")
+                .iter()
+                .any(|e| e["key"] == "core.fsmonitor"),
+            "{case}: {all}"
+        );
+        assert_eq!(config_value(&p, "core.fsmonitor"), None, "{case}");
+        let out = operator_git(&p, &["status"]);
+        assert!(out.status.success(), "{case}: {out:?}");
+        assert!(
+            !marker.exists(),
+            "{case}: the operator's status ran the check's plant"
+        );
+    }
+    // The control: the same key left in the config runs at the operator's `git status`.
+    let p = Project::new();
+    let marker = p.tmp_dir().join("fsmonitor-ran");
+    p.git(&[
+        "config",
+        "core.fsmonitor",
+        &format!("touch {}; false", marker.display()),
+    ]);
+    let _ = operator_git(&p, &["status"]);
+    assert!(marker.exists(), "control: the fsmonitor did not run");
+}
