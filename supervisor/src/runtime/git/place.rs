@@ -293,7 +293,9 @@ impl Place {
             self.common_dir.join("refs/stash"),
             self.common_dir.join("packed-refs"),
         ];
-        let head = std::fs::read_to_string(self.git_dir.join("HEAD")).unwrap_or_default();
+        // Opened non-blocking, read only as a regular file: a FIFO the agent put at `HEAD`
+        // must not stall the supervisor.
+        let head = crate::tree_file::head_chars(&self.git_dir.join("HEAD"), Symlink::Follow, 4096);
         if let Some(branch) = head.trim_end().strip_prefix("ref: ") {
             let mut dir = PathBuf::new();
             for part in Path::new(branch).components() {
@@ -752,6 +754,24 @@ mod tests {
         );
         assert!(std::fs::symlink_metadata(place.git_dir.join("refs")).is_err());
         assert!(target.is_dir());
+        // A FIFO at `HEAD` (nothing ever writes it) is looked at without waiting on it.
+        std::fs::remove_file(place.git_dir.join("HEAD")).unwrap();
+        nix::unistd::mkfifo(
+            &place.git_dir.join("HEAD"),
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+        .unwrap();
+        let (sent, looked) = std::sync::mpsc::channel();
+        let looking = place.clone();
+        std::thread::spawn(move || sent.send(looking.changed()).unwrap());
+        assert!(
+            looked
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .is_ok(),
+            "the supervisor waited on a FIFO at HEAD"
+        );
+        std::fs::remove_file(place.git_dir.join("HEAD")).unwrap();
+        std::fs::write(place.git_dir.join("HEAD"), "ref: refs/heads/main\n").unwrap();
         // A linked worktree's own `commondir` is git's, and held.
         std::fs::rename(place.git_dir.join("refs.old"), place.git_dir.join("refs")).unwrap();
         let linked = place.git_dir.join("worktrees/side");
