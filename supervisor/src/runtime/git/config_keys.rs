@@ -33,6 +33,10 @@ pub(crate) enum Effect {
     Includes,
     /// Opens a transport that runs a command (`ext::`): reverted after a round.
     Enables,
+    /// Chooses whether and with which key commits and tags are signed: reverted after a
+    /// round, before the supervisor's own commit (which would sign the agent's work with
+    /// the key the agent named, one it cannot read itself).
+    Signs,
     /// Shapes how a program of this list is called, runs nothing by itself: overridden in
     /// the supervisor's git, not reverted.
     Shapes,
@@ -76,7 +80,7 @@ const fn key(key: &'static str, effect: Effect, why: &'static str) -> Key {
     }
 }
 
-use Effect::{Enables, Includes, Moves, OnCall, Runs, Shapes};
+use Effect::{Enables, Includes, Moves, OnCall, Runs, Shapes, Signs};
 
 /// The reviewed keys (git 2.47's `git help --config`, every key naming a program, a
 /// command, a hook, a config file or the work tree).
@@ -160,6 +164,20 @@ pub(crate) const KEYS: &[Key] = &[
         values: Values::Command,
         effect: OnCall,
         why: "`!<command>`: the shell command `git submodule update` runs in the submodule (only read from the repository's config, never from `.gitmodules`)",
+    },
+    key("user.signingkey", Signs, "the key a signed commit or tag is made with: a path to the operator's `~/.ssh/id_ed25519` (with `gpg.format = ssh`) signs the agent's work as the operator"),
+    key("gpg.format", Signs, "which signer and which kind of key `user.signingKey` names (`openpgp`, `x509`, `ssh`)"),
+    Key {
+        key: "commit.gpgsign",
+        values: Values::True,
+        effect: Signs,
+        why: "`true` signs every commit, the supervisor's auto-commit included, with `user.signingKey`",
+    },
+    Key {
+        key: "tag.gpgsign",
+        values: Values::True,
+        effect: Signs,
+        why: "`true` signs every annotated tag with `user.signingKey`",
     },
     key("core.worktree", Moves, "moves the work tree: git's next `status`, `stash`, `clean` act on another directory"),
     Key {
@@ -354,11 +372,15 @@ mod tests {
                 "url.git@x.example:a/b.pushinsteadof",
                 "https://x.example/op/repo",
             ),
+            ("user.signingkey", "/root/.ssh/id_ed25519"),
+            ("gpg.format", "ssh"),
+            ("commit.gpgsign", "true"),
         ] {
             assert!(is_watched(key, value), "{key} = {value}");
         }
         for (key, value) in [
             ("user.email", "a@b"),
+            ("commit.gpgsign", "false"),
             ("remote.origin.url", "/srv/bare.git"),
             ("remote.origin.url", "../bare.git"),
             ("remote.origin.url", "/work/tree/../bare.git"),

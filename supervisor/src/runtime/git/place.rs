@@ -431,17 +431,22 @@ pub(crate) fn listing_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     env
 }
 
-/// The `git` a command named `git` runs with `PATH` (the first executable regular file
-/// `git` in its directories, as `execvp` finds it), `None` when there is none.
-fn git_on_path(path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+/// The `git` the supervisor runs with `PATH`: the first executable regular file `git` in
+/// its directories that are absolute and lie outside the work tree `tree` — an empty or
+/// relative entry (`.`, `node_modules/.bin`, resolved from the work dir) or one inside the
+/// tree would run a `git` the agent planted, with the supervisor's rights (docs/security.md,
+/// "The supervisor's git"). `None` when there is none.
+pub(crate) fn git_on_path(path: Option<&std::ffi::OsStr>, tree: &Path) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let path = path?;
+    let real_tree = std::fs::canonicalize(tree).unwrap_or_else(|_| tree.to_path_buf());
     std::env::split_paths(path).find_map(|dir| {
-        let dir = if dir.as_os_str().is_empty() {
-            PathBuf::from(".")
-        } else {
-            dir
-        };
+        if !dir.is_absolute() || dir.starts_with(tree) {
+            return None;
+        }
+        if std::fs::canonicalize(&dir).is_ok_and(|real| real.starts_with(&real_tree)) {
+            return None;
+        }
         let candidate = dir.join("git");
         let meta = std::fs::metadata(&candidate).ok()?;
         (meta.is_file() && meta.permissions().mode() & 0o111 != 0).then_some(candidate)
@@ -479,7 +484,7 @@ pub(crate) fn listing_key(
             .map(|(_, o, k, v)| (o.as_str(), k.as_str(), v.as_str())),
         home,
     );
-    let git = git_on_path(var("PATH"));
+    let git = git_on_path(var("PATH"), &place.top);
     if let Some(home) = home {
         paths.push(PathBuf::from(home).join(".gitconfig"));
         paths.push(PathBuf::from(home).join(".config/git/config"));
@@ -789,6 +794,45 @@ mod tests {
             Vec::new(),
         )
         .unwrap();
+    }
+
+    #[test]
+    fn git_is_never_taken_from_the_tree_or_a_relative_path_entry() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_dir, place) = repo();
+        let planted = |dir: &Path| {
+            std::fs::create_dir_all(dir).unwrap();
+            std::fs::write(dir.join("git"), "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(dir.join("git"), std::fs::Permissions::from_mode(0o755))
+                .unwrap();
+        };
+        let in_tree = place.top.join("node_modules/.bin");
+        planted(&in_tree);
+        let outside = place.top.parent().unwrap().join(format!(
+            "{}-bin",
+            place.top.file_name().unwrap().to_string_lossy()
+        ));
+        planted(&outside);
+        let path = std::env::join_paths([
+            PathBuf::from("node_modules/.bin"),
+            PathBuf::from(""),
+            in_tree.clone(),
+            outside.clone(),
+        ])
+        .unwrap();
+        assert_eq!(
+            git_on_path(Some(&path), &place.top),
+            Some(outside.join("git"))
+        );
+        // Only entries of the tree: none.
+        let path = std::env::join_paths([in_tree.clone()]).unwrap();
+        assert_eq!(git_on_path(Some(&path), &place.top), None);
+        // The control: the tree is another directory, the same entry is taken.
+        assert_eq!(
+            git_on_path(Some(&path), Path::new("/nonexistent-tree")),
+            Some(in_tree.join("git"))
+        );
+        std::fs::remove_dir_all(&outside).unwrap();
     }
 
     #[test]

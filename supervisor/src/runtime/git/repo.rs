@@ -608,7 +608,15 @@ impl Repo {
             args: joined_args(args),
             detail,
         };
-        let mut cmd = Command::new("git");
+        let tree = place.map_or(self.work_dir.as_path(), |p| p.top.as_path());
+        let Some(program) = git_place::git_on_path(std::env::var_os("PATH").as_deref(), tree)
+        else {
+            return Err(failed(format!(
+                "no git on PATH outside the work tree {} (relative entries and those inside the tree are skipped: a git there may be the agent's)",
+                tree.display()
+            )));
+        };
+        let mut cmd = Command::new(program);
         for (name, _) in std::env::vars_os() {
             let name_bytes = name.as_bytes();
             if name_bytes.starts_with(b"GIT_")

@@ -585,3 +585,81 @@ fn what_a_goal_check_plants_in_the_config_is_reverted_like_the_agents() {
     let _ = operator_git(&p, &["status"]);
     assert!(marker.exists(), "control: the fsmonitor did not run");
 }
+
+/// An ssh signing key in the project's home (`~/.ssh/id_ed25519`, unreadable to the
+/// confined agent); its path.
+fn signing_key(p: &Project, operator: Operator) -> std::path::PathBuf {
+    let key = p.home().join(".ssh/id_ed25519");
+    std::fs::create_dir_all(key.parent().unwrap()).unwrap();
+    let out = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "op", "-f"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    if let Some(user) = operator.user() {
+        user.own(p.home());
+    }
+    key
+}
+
+/// Whether the commit at `HEAD` carries a signature.
+fn head_is_signed(p: &Project) -> bool {
+    p.git(&["cat-file", "commit", "HEAD"]).contains("gpgsig")
+}
+
+#[test]
+fn the_supervisors_commit_is_never_signed_with_a_key_the_agent_named() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        let case = format!("{operator:?}");
+        let p = Project::new_as(operator);
+        let key = signing_key(&p, operator);
+        let agent = p.script(
+            "agent.sh",
+            &format!(
+                "#!/bin/sh\nset -e\ngit config commit.gpgSign true\ngit config gpg.format ssh\n\
+                 git config user.signingKey '{}'\necho work > payload.txt\n",
+                key.display()
+            ),
+        );
+        p.write_config(
+            &ConfigBuilder::new(&agent)
+                .dirty_action("auto_commit")
+                .extra("[agent.sandbox]\nmode = \"require\""),
+        );
+        p.run(&["round"]).assert_code(0);
+        let all = p.events_text();
+        assert_eq!(
+            p.events_of("dirty_auto_committed").len(),
+            1,
+            "{case}: {all}"
+        );
+        let mut reverted: Vec<String> = p
+            .events_of("git_config_reverted")
+            .iter()
+            .map(|e| e["key"].as_str().unwrap().to_owned())
+            .collect();
+        reverted.sort_unstable();
+        assert_eq!(
+            reverted,
+            ["commit.gpgsign", "gpg.format", "user.signingkey"],
+            "{case}: {all}"
+        );
+        assert!(
+            !head_is_signed(&p),
+            "{case}: the agent's work carries the operator's signature"
+        );
+    }
+    // The control: the same settings, the operator's own (made before the round), sign the
+    // supervisor's commit — the harm the revert prevents when the agent sets them.
+    let p = Project::new();
+    let key = signing_key(&p, Operator::Root);
+    p.git(&["config", "commit.gpgSign", "true"]);
+    p.git(&["config", "gpg.format", "ssh"]);
+    p.git(&["config", "user.signingKey", key.to_str().unwrap()]);
+    let agent = p.script("agent.sh", "#!/bin/sh\necho work > payload.txt\n");
+    p.write_config(&ConfigBuilder::new(&agent).dirty_action("auto_commit"));
+    p.run(&["round"]).assert_code(0);
+    assert_eq!(p.events_of("dirty_auto_committed").len(), 1, "{}", p.events_text());
+    assert!(head_is_signed(&p), "control: {}", p.events_text());
+}
