@@ -84,6 +84,28 @@ impl HeldDir {
         }
     }
 
+    /// `path` held with no link followed below the work tree `tree` (its components inside
+    /// the tree taken as written, the tree itself resolved): a link an agent made there in
+    /// an earlier process is refused by every [`HeldDir::open`], never followed. A `path`
+    /// outside the tree: [`HeldDir::resolve`].
+    pub(crate) fn refusing_links_below(path: &Path, tree: &Path) -> HeldDir {
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+        let tree_abs = std::path::absolute(tree).unwrap_or_else(|_| tree.to_owned());
+        match (absolute.strip_prefix(&tree_abs), tree_abs.canonicalize()) {
+            (Ok(rest), Ok(real)) => HeldDir {
+                shown: path.to_owned(),
+                resolved: real.join(rest),
+            },
+            _ => HeldDir::resolve(path),
+        }
+    }
+
+    /// Whether its path resolves elsewhere now than when it was held (a link made or
+    /// re-pointed on the way since).
+    pub(crate) fn moved(&self) -> bool {
+        HeldDir::resolve(&self.shown).resolved != self.resolved
+    }
+
     /// The directory `name` inside this one (made by [`HeldDir::open`] when missing).
     ///
     /// Errors: `name` is not one path component (`InvalidInput`).
@@ -168,6 +190,26 @@ impl OpenDir {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dir_held_below_the_tree_refuses_a_link_that_was_there_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("tree");
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir_all(&tree).unwrap();
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, tree.join("logs")).unwrap();
+        let followed = HeldDir::resolve(&tree.join("logs"));
+        assert!(
+            followed.open().is_ok(),
+            "the control: a boot follows the link"
+        );
+        let held = HeldDir::refusing_links_below(&tree.join("logs"), &tree);
+        let refused = held.open().unwrap_err().to_string();
+        assert!(refused.contains("is a symbolic link"), "{refused}");
+        assert!(held.moved());
+        assert!(!followed.moved());
+    }
 
     #[test]
     fn a_link_planted_after_boot_is_refused_and_a_removed_dir_made_again() {

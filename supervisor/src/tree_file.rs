@@ -97,6 +97,9 @@ pub(crate) fn regular_file_sha256(path: &Path, symlink: Symlink) -> Option<[u8; 
 #[derive(Clone, Debug, Default)]
 pub(crate) struct KnownLinks {
     resolved: HashMap<PathBuf, PathBuf>,
+    /// Paths refused whatever they lead to now, with why: a link an agent made in an
+    /// earlier process and nobody changed since ([`crate::record::agent_changes`]).
+    refused: HashMap<PathBuf, String>,
 }
 
 /// `path` made absolute and without `.` or `..` components, links not looked at.
@@ -136,10 +139,23 @@ impl KnownLinks {
         }
     }
 
+    /// Refuses `path` from now on, whatever it leads to (`why` names it and the fix), and
+    /// forgets where it led.
+    pub(crate) fn refuse(&mut self, path: &Path, why: String) {
+        self.resolved.remove(path);
+        self.refused.insert(path.to_path_buf(), why);
+    }
+
     /// Whether `path` may be read: it resolves as it did when learnt, or, not learnt, it
-    /// involves no link at all. Errors (`PermissionDenied`, naming the file and where it
-    /// leads now): any other resolution.
+    /// involves no link at all, and it is not refused ([`KnownLinks::refuse`]). Errors
+    /// (`PermissionDenied`, naming the file and where it leads now): any other resolution.
     pub(crate) fn check(&self, path: &Path) -> std::io::Result<()> {
+        if let Some(why) = self.refused.get(path) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                why.clone(),
+            ));
+        }
         let Ok(now) = std::fs::canonicalize(path) else {
             return Ok(());
         };

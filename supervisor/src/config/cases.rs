@@ -476,5 +476,6 @@ fn check_error(path: &Path, error: &ConfigError, key: &str, piece: &str) -> Opti
         }
         ConfigError::Key { .. } | ConfigError::Syntax { .. } => None,
         ConfigError::Read { .. } => Some(format!("a read error: {text}")),
+        ConfigError::Untrusted { .. } => Some(format!("an untrusted file: {text}")),
     }
 }

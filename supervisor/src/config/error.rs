@@ -25,6 +25,15 @@ pub enum ConfigError {
         /// The parser's message (line and column included).
         message: String,
     },
+    /// The file is one an agent changed while it ran, not saved by anyone since
+    /// ([`crate::record::agent_changes::config_refusal`]).
+    #[error("config error in {}: untrusted: {message}", path.display())]
+    Untrusted {
+        /// The config path.
+        path: PathBuf,
+        /// What happened and how to use the file.
+        message: String,
+    },
     /// A key is missing, unknown, of the wrong type or out of range.
     #[error("config error in {}: key `{key}`: {message}", path.display())]
     Key {

@@ -24,7 +24,7 @@ pub(crate) fn reset(config_path: &Path, json: bool) -> Result<u8, CliError> {
         spent_tokens: spent.tokens,
     };
     EventLog::new(state_dir)
-        .linked_in(&config.runtime.log_dir)
+        .linked_in(crate::record::agent_changes::held_log_dir(&config))
         .try_emit(&event)
         .map_err(|e| {
             CliError::failure(format!(

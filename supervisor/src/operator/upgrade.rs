@@ -598,7 +598,7 @@ fn record_outcome(config: &Config, report: &UpgradeReport) {
         _ => return,
     };
     EventLog::new(&config.runtime.state_dir)
-        .linked_in(&config.runtime.log_dir)
+        .linked_in(crate::record::agent_changes::held_log_dir(config))
         .emit(event);
 }
 

@@ -14,7 +14,10 @@
 //!   a trait the host manager implements ([`service::ServiceHosts`],
 //!   [`status::StatusHosts`]). [`schema_fields`]: which fields their schemas require.
 //! - [`stop`]: signals and control requests → the stop level every layer above obeys.
+//! - [`agent_changes`]: what an agent changed that the supervisor refused (a prompt link, a
+//!   rewritten goal check), held across boots.
 
+pub(crate) mod agent_changes;
 pub mod events;
 pub(crate) mod mem_loops;
 pub(crate) mod retention;

@@ -439,7 +439,7 @@ async fn report(config: &Config, alert: &Alert, json: bool) {
 /// Records a `monitor_*` event in the project's record (anomaly mode only).
 fn record(config: &Config, event: Event) {
     EventLog::new(&config.runtime.state_dir)
-        .linked_in(&config.runtime.log_dir)
+        .linked_in(crate::record::agent_changes::held_log_dir(config))
         .emit(event);
 }
 

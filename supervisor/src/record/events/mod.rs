@@ -88,9 +88,9 @@ impl EventLog {
     /// reference can keep reading `<log_dir>/events-YYYY-MM.jsonl` while the record itself
     /// stays out of `git clean`'s reach. No link when `log_dir` is the record's own dir;
     /// whatever else sits at a link's name is left alone.
-    pub(crate) fn linked_in(mut self, log_dir: &Path) -> Self {
-        if log_dir != self.dir {
-            self.links = Some(HeldDir::resolve(log_dir));
+    pub(crate) fn linked_in(mut self, log_dir: HeldDir) -> Self {
+        if log_dir.shown() != self.dir {
+            self.links = Some(log_dir);
         }
         self
     }
@@ -565,7 +565,7 @@ mod tests {
     fn month_files_show_in_log_dir_as_links_made_again_when_missing() {
         let dir = tempfile::tempdir().unwrap();
         let (state, logs) = (dir.path().join("state"), dir.path().join("logs"));
-        let log = EventLog::new(&state).linked_in(&logs);
+        let log = EventLog::new(&state).linked_in(HeldDir::resolve(&logs));
         log.emit_host_event("h.one", serde_json::Map::new());
         let month = std::fs::read_dir(&state).unwrap().next().unwrap().unwrap();
         let link = logs.join(month.file_name());

@@ -69,14 +69,14 @@ pub(crate) struct ConfigFollower {
 /// One entry of the config's path: where, its device and inode, its `ctime` (seconds,
 /// nanoseconds); `None` when it could not be looked at.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Entry {
+pub(crate) struct Entry {
     path: PathBuf,
     seen: Option<(u64, u64, i64, i64)>,
 }
 
 /// Each entry of `path` (every ancestor and itself, not following a final link) and of
 /// the path it resolves to, as `lstat` sees it now.
-fn path_entries(path: &Path) -> Vec<Entry> {
+pub(crate) fn path_entries(path: &Path) -> Vec<Entry> {
     let mut paths: Vec<PathBuf> = path.ancestors().map(Path::to_path_buf).collect();
     if let Ok(resolved) = std::fs::canonicalize(path) {
         paths.extend(resolved.ancestors().map(Path::to_path_buf));
@@ -116,7 +116,7 @@ fn within(ctime: (i64, i64), ran: &AgentRan) -> bool {
 /// could not have: the path reaches into `work_dir` (an entry as given or resolved lies in
 /// it) and, while the agent ran (`ran`), an entry that is not what `before` held was made,
 /// or the file was written in place where it was not read-only to the agent.
-fn agent_could_have(
+pub(crate) fn agent_could_have(
     path: &Path,
     work_dir: &Path,
     before: &[Entry],

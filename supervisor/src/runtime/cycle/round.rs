@@ -8,6 +8,8 @@
 //! (`AGENT_RUNNER_PHASE`, the round context), the hosts (`ctx.phase`), `round_start.phase`
 //! and the auto-commit subject.
 
+use crate::record::agent_changes::{self, AgentChanges, Change, Kind};
+use crate::runtime::cycle::config_follow;
 use agent_runner_protocol::limits::{
     fit_list, fit_text, MAX_CONTEXT_TEXT_BYTES, MAX_ENV_NAMES_BYTES, MAX_LOG_TAIL_BYTES,
     MAX_SPAWN_ARGV_BYTES,
@@ -298,6 +300,12 @@ pub(crate) struct Runner {
     /// The goal checks' files as they were before the first round's agent ran (a check
     /// whose files differ from them does not count: [`crate::runtime::steps::goal::Fingerprints`]).
     check_files: crate::runtime::steps::goal::Fingerprints,
+    /// What agents changed that stays refused across boots (a prompt link, a rewritten
+    /// check file): loaded at boot, added to after each round.
+    agent_changes: AgentChanges,
+    /// The config's path as it was just before the agent ran
+    /// ([`config_follow::path_entries`]).
+    config_entries: Vec<config_follow::Entry>,
     /// The repository's config files before the last round (docs/security.md, "What runs
     /// later: the watched tier").
     config_before: ConfigBefore,
@@ -358,8 +366,29 @@ impl Runner {
                 path.display()
             );
         }
-        let prompt_links = crate::tree_file::KnownLinks::of(&prompt_files(&config));
-        let log_dir = HeldDir::resolve(&config.runtime.log_dir);
+        let state_dir = config.runtime.state_dir.clone();
+        let mut agent_changes = AgentChanges::load(&state_dir);
+        agent_changes.forget_changed(&state_dir, Kind::PromptLink, agent_changes::link_identity);
+        agent_changes.forget_changed(&state_dir, Kind::GoalCheck, |p| {
+            Some(agent_changes::content_identity(p))
+        });
+        let mut prompt_links = crate::tree_file::KnownLinks::of(&prompt_files(&config));
+        for path in prompt_files(&config) {
+            if let Some(change) = agent_changes.held(Kind::PromptLink, &path) {
+                prompt_links.refuse(
+                    &path,
+                    format!(
+                        "{} leads elsewhere through a symbolic link an agent made in round {} (refused then, and at every start since while it is unchanged): never followed; remove or replace the link (to use it as it is, remove its entry from {})",
+                        path.display(),
+                        change.round_num,
+                        state_dir.join(agent_changes::FILE).display()
+                    ),
+                );
+            }
+        }
+        let check_files = crate::runtime::steps::goal::Fingerprints::holding(&agent_changes);
+        agent_changes.forget_changed(&state_dir, Kind::LogDir, agent_changes::link_identity);
+        let log_dir = agent_changes::held_log_dir(&config);
         let mut hosts = hosts;
         let traces = crate::runtime::outward::round_trace::Traces::start(
             &config.telemetry,
@@ -385,7 +414,9 @@ impl Runner {
             sessions: None,
             session_usage: Default::default(),
             agent_sandbox,
-            check_files: crate::runtime::steps::goal::Fingerprints::default(),
+            check_files,
+            agent_changes,
+            config_entries: Vec::new(),
             config_before: ConfigBefore::default(),
             writes_behind: Vec::new(),
             round_cap: None,
@@ -804,6 +835,7 @@ impl Runner {
         }
         let baseline = self.baseline(round_num, before);
         let config_watched = self.record_config(round_num).await;
+        self.config_entries = config_follow::path_entries(&self.config.path);
         // What the checks run, as it was before any agent of this boot could change it.
         if let Some(goal) = &self.config.goal {
             self.check_files.add_new(goal);
@@ -877,6 +909,7 @@ impl Runner {
             }
             None => None,
         };
+        self.hold_agent_changes(round_num);
         // After the checks, which run code the agent could have written with the tree
         // (and `.git/config`) theirs to write, as the agent's was; before the supervisor's
         // own git looks at the tree.
@@ -1807,6 +1840,86 @@ impl Runner {
                 error: r.error,
                 more_keys: (i + 1 == shown && more > 0).then_some(more),
             });
+        }
+    }
+
+    /// Keeps what round `round_num`'s agent (or its checks) changed that the supervisor
+    /// refuses — the config replaced or written, the log dir or a prompt file that now
+    /// leads elsewhere through a link, a check file rewritten — out of the agent's reach,
+    /// so the next boot refuses it too ([`crate::record::agent_changes`]).
+    fn hold_agent_changes(&mut self, round_num: u64) {
+        if let Some(why) = config_follow::agent_could_have(
+            &self.config.path,
+            &self.config.runtime.work_dir,
+            &self.config_entries,
+            self.agent_ran,
+        ) {
+            tracing::warn!("round {round_num}: {why}: the config is untrusted until saved again, at every start too");
+            agent_changes::hold_config(&self.config.path, round_num);
+        }
+        let state_dir = self.config.runtime.state_dir.clone();
+        let log_dir = self.config.runtime.log_dir.clone();
+        if self.log_dir.moved() && self.agent_changes.held(Kind::LogDir, &log_dir).is_none() {
+            if let Some(left) = agent_changes::link_identity(&log_dir) {
+                self.agent_changes.hold(
+                    &state_dir,
+                    Change {
+                        kind: Kind::LogDir,
+                        path: log_dir,
+                        left,
+                        round_num,
+                    },
+                );
+            }
+        }
+        for path in prompt_files(&self.config) {
+            if self.prompt_links.check(&path).is_ok()
+                || self.agent_changes.held(Kind::PromptLink, &path).is_some()
+            {
+                continue;
+            }
+            if let Some(left) = agent_changes::link_identity(&path) {
+                tracing::warn!(
+                    "round {round_num}: {} now leads elsewhere through a link: refused from now on",
+                    path.display()
+                );
+                self.agent_changes.hold(
+                    &state_dir,
+                    Change {
+                        kind: Kind::PromptLink,
+                        path,
+                        left,
+                        round_num,
+                    },
+                );
+            }
+        }
+        let Some(goal) = &self.config.goal else {
+            return;
+        };
+        let rewritten: Vec<PathBuf> = goal
+            .checks
+            .iter()
+            .flat_map(|check| self.check_files.changed(check))
+            .collect();
+        for path in rewritten {
+            let left = agent_changes::content_identity(&path);
+            if self
+                .agent_changes
+                .held(Kind::GoalCheck, &path)
+                .is_some_and(|c| c.left == left)
+            {
+                continue;
+            }
+            self.agent_changes.hold(
+                &state_dir,
+                Change {
+                    kind: Kind::GoalCheck,
+                    path,
+                    left,
+                    round_num,
+                },
+            );
         }
     }
 

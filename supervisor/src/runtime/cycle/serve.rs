@@ -26,7 +26,6 @@ use tokio::sync::watch;
 
 use crate::budget::spend::Ledger;
 use crate::config::{self, ConfigError};
-use crate::held_dir::HeldDir;
 use crate::hosts::sandbox::{SandboxGate, SandboxRefused};
 use crate::hosts::HostManager;
 use crate::record::events::{Event, EventLog};
@@ -240,7 +239,8 @@ async fn boot_with(config_path: &Path, job: bool, notify: bool) -> Result<Booted
     tree.discover_ahead();
     // Webhooks whose URL cannot be read are refused before anything runs (exit 78); from
     // here on every event the record takes is also offered to them.
-    let mut events = EventLog::new(&config.runtime.state_dir).linked_in(&config.runtime.log_dir);
+    let mut events = EventLog::new(&config.runtime.state_dir)
+        .linked_in(crate::record::agent_changes::held_log_dir(&config));
     let notifier = if notify {
         let targets = crate::runtime::outward::notify::resolve_here(&config)?;
         let notifier = crate::runtime::outward::notify::Notifier::new(&config, targets, &events);
@@ -300,6 +300,12 @@ async fn boot_with(config_path: &Path, job: bool, notify: bool) -> Result<Booted
     // Hosts, the agent and goal checks all start through the launcher: none without it.
     agent_runner_plugin_host::Launcher::get()?;
     // Refused before anything is written: no lock, no log-dir views, no record.
+    if let Some(message) = crate::record::agent_changes::config_refusal(&config.path) {
+        return Err(BootError::Config(ConfigError::Untrusted {
+            path: config.path.clone(),
+            message,
+        }));
+    }
     let git = match tree.not_a_work_tree().await {
         None => Git::WorkTree,
         Some(outside) if outside.outside_git => {
@@ -323,7 +329,7 @@ async fn boot_with(config_path: &Path, job: bool, notify: bool) -> Result<Booted
                 .map(|()| held)
         })
         .map_err(|e| unusable_at_boot(&events, e.into()))?;
-    let holder = log_views::hold(&HeldDir::resolve(&config.runtime.log_dir));
+    let holder = log_views::hold(&crate::record::agent_changes::held_log_dir(&config));
     crate::record::state::prepare(&config, &events);
     let hosts = HostManager::boot(
         &config,

@@ -316,16 +316,32 @@ async fn run_one(check: &GoalCheck, launch: &CheckLaunch<'_>) -> std::io::Result
 /// (against its `cwd`), each with the sha256 of its bytes (`None`: missing). Taken before
 /// the first round's agent runs ([`Fingerprints::add_new`]) and compared after each round
 /// ([`Fingerprints::changed`]): a check the agent rewrote stays untrusted for the rest of
-/// the run, not only for the round that rewrote it.
+/// the run, not only for the round that rewrote it, and in later runs while it is still
+/// what the agent left ([`Fingerprints::holding`]).
 #[derive(Debug, Default)]
 pub(crate) struct Fingerprints {
     files: BTreeMap<String, Vec<Fingerprint>>,
+    /// Files an agent rewrote in an earlier process, with what it left
+    /// ([`crate::record::agent_changes`]): still that, they count as changed.
+    held: BTreeMap<PathBuf, String>,
 }
 
 /// One file and the sha256 of its bytes (`None`: missing).
 type Fingerprint = (PathBuf, Option<[u8; 32]>);
 
 impl Fingerprints {
+    /// Fingerprints yet to take, holding the check files `changes` says an agent rewrote.
+    pub(crate) fn holding(changes: &crate::record::agent_changes::AgentChanges) -> Fingerprints {
+        use crate::record::agent_changes::Kind;
+        Fingerprints {
+            files: BTreeMap::new(),
+            held: changes
+                .of_kind(Kind::GoalCheck)
+                .map(|c| (c.path.clone(), c.left.clone()))
+                .collect(),
+        }
+    }
+
     /// Takes the fingerprints of the checks of `goal` not yet taken (all of them the first
     /// time; a check a reload added, later).
     pub(crate) fn add_new(&mut self, goal: &GoalConfig) {
@@ -349,7 +365,12 @@ impl Fingerprints {
             .get(&check.name)
             .into_iter()
             .flatten()
-            .filter(|(path, before)| digest(path) != *before)
+            .filter(|(path, before)| {
+                digest(path) != *before
+                    || self.held.get(path).is_some_and(|left| {
+                        *left == crate::record::agent_changes::content_identity(path)
+                    })
+            })
             .map(|(path, _)| path.clone())
             .collect()
     }

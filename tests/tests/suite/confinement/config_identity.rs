@@ -145,6 +145,218 @@ fn a_prompt_link_the_agent_made_is_refused_one_the_operator_had_is_followed() {
     }
 }
 
+/// Item 5 across boots: under `mode = "require"` the operator's `--config` is a link in the
+/// tree (`agent-runner.toml -> conf/real.toml`); the agent re-points it at a config of its
+/// own (`auto_commit` where the operator's says `ignore`). The next `agent-runner round`
+/// (a boot) refuses the config as untrusted (exit 78, naming the round), and every boot
+/// after it while nobody saved it; once the operator made the link again, rounds run. The
+/// control: the operator's record of what the agent changed removed between the boots
+/// loads the agent's config (its `auto_commit` commits). As root and as the unprivileged
+/// user.
+#[test]
+fn a_config_link_the_agent_repointed_is_untrusted_at_the_next_boots_until_saved() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        for control in [false, true] {
+            let what = format!("{operator:?}, control {control}");
+            let p = Project::new_as(operator);
+            let agent = p.script(
+                "repointing-agent.sh",
+                "#!/bin/sh
+set -e
+echo work > \"work-R$AGENT_RUNNER_ROUND_NUM\"
+\
+                 if [ \"$AGENT_RUNNER_ROUND_NUM\" = 1 ]; then
+\
+                 sed 's/^dirty_action = \"ignore\"$/dirty_action = \"auto_commit\"/' conf/real.toml > evil.toml
+\
+                 ln -sfn evil.toml agent-runner.toml
+fi
+",
+            );
+            p.write_config(
+                &ConfigBuilder::new(&agent)
+                    .dirty_action("ignore")
+                    .extra("[agent.sandbox]\nmode = \"require\""),
+            );
+            std::fs::create_dir_all(p.dir().join("conf")).unwrap();
+            std::fs::rename(p.config_path(), p.dir().join("conf/real.toml")).unwrap();
+            std::os::unix::fs::symlink("conf/real.toml", p.config_path()).unwrap();
+            if operator == Operator::Unprivileged {
+                let _ = std::process::Command::new("chown")
+                    .args(["-hR", "ar-e2e:"])
+                    .arg(p.dir().join("conf"))
+                    .arg(p.config_path())
+                    .status();
+            }
+            p.run(&["round"]).assert_code(0);
+            let link = std::fs::read_link(p.config_path()).unwrap();
+            assert_eq!(
+                link,
+                std::path::Path::new("evil.toml"),
+                "{what}: {}",
+                p.events_text()
+            );
+            let record = p
+                .home()
+                .join(".local/state/agent-runner/agent-changes.json");
+            assert!(record.exists(), "{what}");
+            if control {
+                std::fs::remove_file(&record).unwrap();
+                p.run(&["round"]).assert_code(0);
+                assert_eq!(
+                    p.events_of("dirty_auto_committed").len(),
+                    1,
+                    "{what}: the control did not load the agent's config: {}",
+                    p.events_text()
+                );
+                continue;
+            }
+            for _ in 0..2 {
+                let out = p.run(&["round"]);
+                out.assert_code(78);
+                assert!(
+                    out.stderr.contains("untrusted") && out.stderr.contains("round 1"),
+                    "{what}: {out}"
+                );
+            }
+            assert!(p.events_of("dirty_auto_committed").is_empty(), "{what}");
+            // The operator makes their link again: the next boot loads it.
+            std::fs::remove_file(p.config_path()).unwrap();
+            std::os::unix::fs::symlink("conf/real.toml", p.config_path()).unwrap();
+            p.run(&["round"]).assert_code(0);
+        }
+    }
+}
+
+/// Item 4 across boots: the prompt link the agent made in round 1 is refused by the next
+/// `agent-runner round` (a boot of its own), and by every later one while the link is
+/// unchanged, naming the file; once the operator replaced it, rounds run again. The
+/// control: the same two rounds with the state dir's record of what the agent changed
+/// removed in between hand the key to the agent. As root and as the unprivileged user,
+/// under `mode = "require"`.
+#[test]
+fn a_prompt_link_the_agent_made_stays_refused_at_the_next_boots_until_replaced() {
+    const KEY: &str = "PLANTED-SSH-KEY";
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        for control in [false, true] {
+            let what = format!("{operator:?}, control {control}");
+            let p = Project::new_as(operator);
+            let key = p.home().join(".ssh/id_rsa");
+            std::fs::create_dir_all(key.parent().unwrap()).unwrap();
+            std::fs::write(&key, KEY).unwrap();
+            let _ = std::process::Command::new("chmod")
+                .arg("a+r")
+                .arg(&key)
+                .status();
+            let agent = linking_agent(&p, &key);
+            p.write_config(
+                &ConfigBuilder::new(&agent)
+                    .dirty_action("ignore")
+                    .extra("[agent.sandbox]\nmode = \"require\""),
+            );
+            p.run(&["round"]).assert_code(0);
+            let record = p.state_dir().join("agent-changes.json");
+            assert!(record.exists(), "{what}: {}", p.events_text());
+            if control {
+                std::fs::remove_file(&record).unwrap();
+                p.run(&["round"]);
+                let seen = std::fs::read_to_string(p.dir().join("seen-R2")).unwrap_or_default();
+                assert!(
+                    seen.contains(KEY),
+                    "{what}: the control did not show the harm"
+                );
+                continue;
+            }
+            for _ in 0..2 {
+                let out = p.run(&["round"]);
+                assert_ne!(out.code(), 0, "{what}: {out}");
+                let all = format!("{out}{}", p.events_text());
+                assert!(
+                    all.contains("prompts/main.md leads elsewhere through a symbolic link an agent made in round 1"),
+                    "{what}: {all}"
+                );
+            }
+            for round in ["seen-R2", "seen-R3"] {
+                let seen = std::fs::read_to_string(p.dir().join(round)).unwrap_or_default();
+                assert!(
+                    !seen.contains(KEY),
+                    "{what}: the key reached the agent in {round}"
+                );
+            }
+            // The operator replaces the link: the next boot runs with the new prompt.
+            let main = p.dir().join("prompts/main.md");
+            std::fs::remove_file(&main).unwrap();
+            p.write("prompts/main.md", "the operator's new prompt");
+            p.run(&["round"]).assert_code(0);
+            let record_text = std::fs::read_to_string(&record).unwrap_or_default();
+            assert!(!record_text.contains("main.md"), "{what}: {record_text}");
+        }
+    }
+}
+
+/// Item 4 for the log dir across boots: the link the agent put at `logs` in round 1 is
+/// refused by the next `agent-runner round` too (a boot of its own), never followed;
+/// the control, the record of what the agent changed removed between the boots, writes the
+/// next round's log and views through the link into the operator's home. As root and as
+/// the unprivileged user, under `mode = "require"`.
+#[test]
+fn a_log_dir_link_the_agent_made_stays_refused_at_the_next_boot() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        for control in [false, true] {
+            let what = format!("{operator:?}, control {control}");
+            let p = Project::new_as(operator);
+            let target = p.home().join(".config/autostart");
+            std::fs::create_dir_all(&target).unwrap();
+            if let Some(user) = operator.user() {
+                user.own(p.home());
+            }
+            let agent = p.script(
+                "relinking-agent.sh",
+                &format!(
+                    "#!/bin/sh\nif [ \"$AGENT_RUNNER_ROUND_NUM\" = 1 ]; then mv logs logs.old && ln -s '{}' logs; fi\n",
+                    target.display()
+                ),
+            );
+            p.write_config(
+                &ConfigBuilder::new(&agent)
+                    .dirty_action("ignore")
+                    .extra("[agent.sandbox]\nmode = \"require\""),
+            );
+            let _ = p.run(&["round"]);
+            assert!(
+                std::fs::symlink_metadata(p.log_dir())
+                    .unwrap()
+                    .file_type()
+                    .is_symlink(),
+                "{what}: {}",
+                p.events_text()
+            );
+            if control {
+                std::fs::remove_file(p.state_dir().join("agent-changes.json")).unwrap();
+            }
+            let out = p.run(&["round"]);
+            let written: Vec<_> = std::fs::read_dir(&target)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            if control {
+                assert!(
+                    !written.is_empty(),
+                    "{what}: the control did not show the harm"
+                );
+                continue;
+            }
+            assert!(
+                written.is_empty(),
+                "{what}: written through the link: {written:?}"
+            );
+            assert_ne!(out.code(), 0, "{what}: {out}");
+            let all = format!("{out}{}", p.events_text());
+            assert!(all.contains("logs is a symbolic link"), "{what}: {all}");
+        }
+    }
+}
+
 /// Item 4 for the log dir (docs/security.md, "The supervisor is not the agent's deputy"):
 /// the agent moves the in-tree log dir away and puts a link to a directory of the operator's
 /// home in its place. Nothing of the supervisor's is written through it — not the status

@@ -167,3 +167,72 @@ fn an_honest_check_still_reaches_the_goal_under_the_sandbox() {
     assert_eq!(p.events_of("goal_reached").len(), 1, "{events}");
     assert!(p.events_of("goal_check_tampered").is_empty(), "{events}");
 }
+
+/// A check the agent rewrote to pass stays untrusted after a restart: the next `serve`,
+/// whose agent does nothing, does not reach the goal on it while the file is what the agent
+/// left; once the operator put their own check back, it counts again. The control: the
+/// same restart with the state dir's record of what the agent changed removed reaches the
+/// goal on the agent's `exit 0`. As root and as the unprivileged user.
+#[test]
+fn a_rewritten_check_stays_untrusted_after_a_restart() {
+    const PASSING: &str = "#!/bin/sh\necho 100\nexit 0\n";
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        for control in [false, true] {
+            let what = format!("{operator:?}, control {control}");
+            let p = Project::new_as(operator);
+            p.write("check.sh", HONEST_CHECK);
+            p.git(&["add", "check.sh"]);
+            p.git(&["commit", "-qm", "the goal check"]);
+            let agent = p.script(
+                "agent/passes-the-check.sh",
+                &format!(
+                    "#!/bin/sh\nif [ \"$AGENT_RUNNER_ROUND_NUM\" = 1 ]; then printf '{}' > check.sh; fi\n",
+                    PASSING.replace('\n', "\\n")
+                ),
+            );
+            p.write_config_text(&goal_config(ConfigBuilder::new(&agent), "require"));
+            p.spawn(&["serve", "--max-rounds", "1"])
+                .wait(Duration::from_secs(120))
+                .assert_code(0);
+            assert_eq!(
+                p.events_of("goal_check_tampered").len(),
+                1,
+                "{what}: {}",
+                p.events_text()
+            );
+            assert_eq!(
+                std::fs::read_to_string(p.dir().join("check.sh")).unwrap(),
+                PASSING
+            );
+            if control {
+                std::fs::remove_file(p.state_dir().join("agent-changes.json")).unwrap();
+            }
+            p.spawn(&["serve", "--max-rounds", "1"])
+                .wait(Duration::from_secs(120))
+                .assert_code(0);
+            let events = p.events_text();
+            if control {
+                assert_eq!(
+                    p.events_of("goal_reached").len(),
+                    1,
+                    "{what}: the control did not show the harm: {events}"
+                );
+                continue;
+            }
+            assert!(p.events_of("goal_reached").is_empty(), "{what}: {events}");
+            assert_eq!(
+                p.events_of("goal_check_tampered").len(),
+                2,
+                "{what}: {events}"
+            );
+            // The operator's own check back (done.txt made by hand): it counts again.
+            p.write("check.sh", "#!/bin/sh\ntest -f done.txt && echo 1\n");
+            p.write("done.txt", "done\n");
+            p.spawn(&["serve", "--max-rounds", "1"])
+                .wait(Duration::from_secs(120))
+                .assert_code(0);
+            let events = p.events_text();
+            assert_eq!(p.events_of("goal_reached").len(), 1, "{what}: {events}");
+        }
+    }
+}
