@@ -20,7 +20,11 @@
 //! target could be any file): a link the round made or re-pointed is undone — the file
 //! before the round put back, what the link led to never read into the tree —; the
 //! operator's own link (leading where it led before the round) is left, a watched key in it
-//! told with the error.
+//! told with the error. Nothing is written through the path by name ([`spot`]): a link
+//! the round planted on the way to a file's directory is set aside when it lies in the
+//! tree or the repository, else the include naming the file is dropped; keys are rewritten
+//! by git on a private copy and written back under the file's lock, and a revert that
+//! still cannot be written sets the file aside with its bytes before the round put back.
 
 use agent_runner_protocol::limits::truncate_chars;
 use agent_runner_protocol::redact::redact;
@@ -106,10 +110,13 @@ pub(crate) struct Reverted {
     /// [`SHOWN_VALUE_CHARS`]; `None` for a key without a value.
     pub value: Option<String>,
     /// `removed` (none before), `restored` (the values before are back), `set_aside` (the
-    /// file could not be read: moved aside, the file before the round put back),
-    /// `link_undone` (the round made the file a symbolic link, `value` its target: the file
-    /// before the round put back) or `unread` (the whole file could not be read: `error`
-    /// says why).
+    /// file could not be read, or its reverted keys not written back: moved aside, `value`
+    /// where, the file before the round put back), `link_undone` (the round made the file,
+    /// or a directory on the way to it, a symbolic link, `value` its target: the file
+    /// before the round put back or the link moved aside), `include_dropped` (the file an
+    /// include names now leads elsewhere: the include removed from `file`),
+    /// `lock_set_aside` and `permission_restored` (what was cleared so the revert could be
+    /// written) or `unread` (the whole file could not be read: `error` says why).
     pub action: &'static str,
     /// Why the key is watched (the reviewed list's why).
     pub why: &'static str,

@@ -117,6 +117,9 @@ fn undo_dir_link(link: &Path, roots: &[PathBuf]) -> Option<(PathBuf, Result<(), 
     Some((dir.join(name), undone))
 }
 
+/// A link set aside on the way to a config file: where it lay, its text, the result.
+pub(super) type Undone = (PathBuf, PathBuf, Result<(), String>);
+
 /// The links of `now` that `recorded` does not hold (made or re-pointed since), in order.
 fn new_links<'a>(now: &'a Way, recorded: &Way) -> Vec<&'a (PathBuf, PathBuf)> {
     now.links
@@ -140,10 +143,7 @@ pub(super) fn settle(
     path: &Path,
     recorded: &Way,
     roots: &[PathBuf],
-) -> (
-    Result<Option<Spot>, String>,
-    Vec<(PathBuf, PathBuf, Result<(), String>)>,
-) {
+) -> (Result<Option<Spot>, String>, Vec<Undone>) {
     let mut undone = Vec::new();
     let mut now = way(path);
     while undone.len() < MAX_UNDONE_LINKS {
