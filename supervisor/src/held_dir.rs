@@ -179,7 +179,42 @@ impl HeldDir {
     }
 }
 
+/// Opens the existing directory `path` — absolute, as [`std::fs::canonicalize`] gives it
+/// (no link, no `..`) — one component at a time, each with `O_NOFOLLOW`, making nothing:
+/// the directory a path resolved to earlier, reached now without following any link that
+/// appeared on the way since.
+///
+/// Errors: a component is missing, a link or not a directory (the message names it).
+pub(crate) fn open_resolved(path: &Path) -> io::Result<OpenDir> {
+    let mut dir = OpenDir {
+        fd: open_component(Path::new("/"))?.into(),
+    };
+    let mut walked = PathBuf::from("/");
+    for part in path.components().skip(1) {
+        walked.push(part);
+        let fd = open_beneath(&dir, part.as_os_str()).map_err(|e| {
+            let e = io::Error::from(e);
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "{} cannot be opened as a directory without following a link: {e}",
+                    walked.display()
+                ),
+            )
+        })?;
+        dir = OpenDir { fd };
+    }
+    Ok(dir)
+}
+
 impl OpenDir {
+    /// The open directory's `(st_dev, st_ino)`. Errors: `fstat(2)`'s.
+    pub(crate) fn id(&self) -> io::Result<(u64, u64)> {
+        let st = nix::sys::stat::fstat(&self.fd).map_err(io::Error::from)?;
+        #[allow(clippy::useless_conversion)]
+        Ok((u64::from(st.st_dev), u64::from(st.st_ino)))
+    }
+
     /// The path that reaches this open directory itself, `/proc/self/fd/<n>`, whatever is
     /// at its name now; join one-component names to it. Valid while `self` lives.
     pub(crate) fn at(&self) -> PathBuf {

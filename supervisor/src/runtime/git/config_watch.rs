@@ -20,18 +20,26 @@
 //! target could be any file): a link the round made or re-pointed is undone — the file
 //! before the round put back, what the link led to never read into the tree —; the
 //! operator's own link (leading where it led before the round) is left, a watched key in it
-//! told with the error.
+//! told with the error. Nothing is written through the path by name ([`spot`]): a link
+//! the round planted on the way to a file's directory is set aside when it lies in the
+//! tree or the repository, else the include naming the file is dropped; keys are rewritten
+//! by git on a private copy and written back under the file's lock, and a revert that
+//! still cannot be written sets the file aside with its bytes before the round put back.
 
 use agent_runner_protocol::limits::truncate_chars;
 use agent_runner_protocol::redact::redact;
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::runtime::git::config_keys::{self as git_config_keys, Effect};
 use crate::runtime::git::repo::{GitError, Repo};
 use crate::tree_file::{open_regular, Symlink};
+
+mod spot;
+
+use spot::{Fix, Spot, Way};
 
 /// How deep includes are followed (git's own limit).
 const MAX_INCLUDE_DEPTH: usize = 10;
@@ -50,6 +58,11 @@ struct Seen {
     link: Option<PathBuf>,
     /// Its entries ([`Repo::config_text_entries`]).
     entries: Vec<(String, Option<String>)>,
+    /// How its path resolved: what the revert writes through must resolve the same
+    /// ([`spot::settle`]); the default (a record of an older version) is a path that did
+    /// not resolve.
+    #[serde(default)]
+    way: Way,
 }
 
 /// The repository's config files before a round.
@@ -97,10 +110,13 @@ pub(crate) struct Reverted {
     /// [`SHOWN_VALUE_CHARS`]; `None` for a key without a value.
     pub value: Option<String>,
     /// `removed` (none before), `restored` (the values before are back), `set_aside` (the
-    /// file could not be read: moved aside, the file before the round put back),
-    /// `link_undone` (the round made the file a symbolic link, `value` its target: the file
-    /// before the round put back) or `unread` (the whole file could not be read: `error`
-    /// says why).
+    /// file could not be read, or its reverted keys not written back: moved aside, `value`
+    /// where, the file before the round put back), `link_undone` (the round made the file,
+    /// or a directory on the way to it, a symbolic link, `value` its target: the file
+    /// before the round put back or the link moved aside), `include_dropped` (the file an
+    /// include names now leads elsewhere: the include removed from `file`),
+    /// `lock_set_aside` and `permission_restored` (what was cleared so the revert could be
+    /// written) or `unread` (the whole file could not be read: `error` says why).
     pub action: &'static str,
     /// Why the key is watched (the reviewed list's why).
     pub why: &'static str,
@@ -128,111 +144,24 @@ fn read(path: &Path) -> Result<(Option<Vec<u8>>, Option<PathBuf>), String> {
     Ok((Some(bytes), link))
 }
 
-/// Removes the lock file git's writer takes beside `path` (`<path>.lock`) when one is
-/// there: after the round no git of the agent's runs (its processes were killed with it),
-/// so a lock left is stale or planted to make the revert fail.
-fn clear_lock(path: &Path) {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".lock");
-    let lock = path.with_file_name(name);
-    if std::fs::symlink_metadata(&lock).is_ok() {
-        if let Err(e) = std::fs::remove_file(&lock) {
-            tracing::warn!("cannot remove {}: {e}", lock.display());
-        }
-    }
-}
-
-/// Undoes the symbolic link the round made or re-pointed at `path`: puts back what was
-/// there before the round (`then`: the operator's link, re-made, or the file's bytes,
-/// written beside it exclusively and renamed over the link), or removes the link when
-/// nothing was. What the link leads to is never read or written. Errors: the reason, in
-/// words (the link then stays; git reads through it).
-fn undo_link(path: &Path, then: Option<&Seen>) -> Result<(), String> {
-    let undone = match (
-        then.and_then(|f| f.link.as_ref()),
-        then.and_then(|f| f.bytes.as_deref()),
-    ) {
-        (Some(target), _) => link_beside(path, target),
-        (None, Some(bytes)) => write_beside(path, bytes),
-        (None, None) => std::fs::remove_file(path),
-    };
-    undone.map_err(|e| format!("putting back the file before the round failed: {e}"))
-}
-
-/// Makes `path` a symbolic link to `target`: made beside it, then renamed over it.
-fn link_beside(path: &Path, target: &Path) -> std::io::Result<()> {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".agent-runner-{}", std::process::id()));
-    let beside = path.with_file_name(name);
-    let _ = std::fs::remove_file(&beside);
-    let made =
-        std::os::unix::fs::symlink(target, &beside).and_then(|()| std::fs::rename(&beside, path));
-    if made.is_err() {
-        let _ = std::fs::remove_file(&beside);
-    }
-    made
-}
-
-/// Moves `path` (whatever it is: a file too large to read, a FIFO, a directory) aside to
-/// `<path>.agent-runner-unread-<pid>-<ns>` and, when `before` is given, writes those bytes
-/// at `path` (created exclusively beside it, never through a link, then renamed over it).
-/// Returns where it went. Errors: the reason, in words.
-fn set_aside(path: &Path, before: Option<&[u8]>) -> Result<PathBuf, String> {
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(
-        ".agent-runner-unread-{}-{stamp}",
-        std::process::id()
-    ));
-    let aside = path.with_file_name(name);
-    std::fs::rename(path, &aside).map_err(|e| format!("setting it aside failed: {e}"))?;
-    if let Some(bytes) = before {
-        write_beside(path, bytes)
-            .map_err(|e| format!("putting the file before back failed: {e}"))?;
-    }
-    Ok(aside)
-}
-
-/// Writes `bytes` at `path`: to a file beside it, created exclusively and never through a
-/// link, then renamed over it (a link or file at `path` is replaced, never written through).
-fn write_beside(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".agent-runner-{}", std::process::id()));
-    let copy = path.with_file_name(name);
-    let _ = std::fs::remove_file(&copy);
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&copy)
-        .and_then(|mut file| file.write_all(bytes))
-        .and_then(|()| std::fs::rename(&copy, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&copy);
-    }
-    written
-}
-
-/// The files `entries` of the config file `file` include: each `include.path` and
-/// `includeif.<condition>.path` value, `~/` from `HOME`, a relative one from `file`'s
-/// directory (git's rules).
-fn included(file: &Path, entries: &[(String, Option<String>)]) -> Vec<PathBuf> {
+/// The files `entries` of the config file `file` include, each with the key and value
+/// that names it: each `include.path` and `includeif.<condition>.path` value, `~/` from
+/// `HOME`, a relative one from `file`'s directory (git's rules).
+fn included(file: &Path, entries: &[(String, Option<String>)]) -> Vec<(PathBuf, String, String)> {
     entries
         .iter()
         .filter(|(key, _)| is_include(key))
-        .filter_map(|(_, value)| value.as_deref().filter(|v| !v.is_empty()))
-        .map(|value| match value.strip_prefix("~/") {
-            Some(rest) => std::env::var_os("HOME")
-                .map(|home| PathBuf::from(home).join(rest))
-                .unwrap_or_else(|| PathBuf::from(value)),
-            None => file
-                .parent()
-                .map_or_else(|| PathBuf::from(value), |dir| dir.join(value)),
+        .filter_map(|(key, value)| {
+            let value = value.as_deref().filter(|v| !v.is_empty())?;
+            let path = match value.strip_prefix("~/") {
+                Some(rest) => std::env::var_os("HOME")
+                    .map(|home| PathBuf::from(home).join(rest))
+                    .unwrap_or_else(|| PathBuf::from(value)),
+                None => file
+                    .parent()
+                    .map_or_else(|| PathBuf::from(value), |dir| dir.join(value)),
+            };
+            Some((path, key.clone(), value.to_owned()))
         })
         .collect()
 }
@@ -335,6 +264,7 @@ impl ConfigBefore {
                 // Unreadable now: compared as missing, so whatever it holds after the
                 // round is the round's.
                 files.push(Seen {
+                    way: spot::way(&path),
                     path,
                     bytes: None,
                     link: None,
@@ -361,10 +291,11 @@ impl ConfigBefore {
                 queue.extend(
                     included(&path, &entries)
                         .into_iter()
-                        .map(|p| (p, scope, depth + 1)),
+                        .map(|(p, ..)| (p, scope, depth + 1)),
                 );
             }
             files.push(Seen {
+                way: spot::way(&path),
                 path,
                 bytes,
                 link,
@@ -395,154 +326,443 @@ impl ConfigBefore {
     }
 }
 
+/// An include a file was reached by: the file that names it, the key and its value.
+#[derive(Clone, Debug)]
+struct Include {
+    file: PathBuf,
+    key: String,
+    value: String,
+}
+
+/// A file the repository's config is read from, to look at after the round.
+struct Item {
+    path: PathBuf,
+    /// `local` or `worktree` (an included file: its includer's).
+    scope: &'static str,
+    depth: usize,
+    /// The include that named it; `None` for the repository's own files.
+    from: Option<Include>,
+}
+
+/// A file looked at after the round: where it lies and the entries git reads from it now.
+struct Settled {
+    spot: Spot,
+    effective: Vec<(String, Option<String>)>,
+}
+
+/// Why a whole file is told (`key` empty).
+const FILE_WHY: &str = "the file the repository's config is read from";
+/// Why a link on the way to a config file is undone.
+const DIR_LINK_WHY: &str = "a symbolic link the round made or re-pointed on the way to a file the repository's config is read from: git, and the revert, would reach whatever file it leads to";
+/// Why an include is dropped.
+const INCLUDE_WHY: &str = "the file this include names now leads elsewhere than before the round, through a symbolic link the supervisor may not undo: never written; the include is removed so git reads that file no more (add it back once the path is as it should be)";
+/// Why a file is set aside when its reverted keys could not be written back.
+const WRITE_FAILED_WHY: &str = "the reverted keys could not be written back: the file was set aside and its bytes before the round put back, so no key of the round's stays";
+
+impl Reverted {
+    /// What was done to the whole `file` (`key` empty, no value, no error).
+    fn about(scope: &'static str, file: &Path, action: &'static str, why: &'static str) -> Self {
+        Reverted {
+            key: String::new(),
+            scope,
+            file: file.to_owned(),
+            value: None,
+            action,
+            why,
+            error: None,
+        }
+    }
+
+    /// What was done to make a write possible ([`Fix`]).
+    fn fix(scope: &'static str, fix: Fix) -> Self {
+        let why = match fix.action {
+            "lock_set_aside" => "a lock beside the file that was no regular file (git's writer, and the revert, could not take theirs): moved aside",
+            _ => "the directory had lost its owner's write permission (git's writer, and the revert, could not write there): given back",
+        };
+        Reverted {
+            value: Some(fix.value),
+            ..Reverted::about(scope, &fix.path, fix.action, why)
+        }
+    }
+}
+
+/// `s` cut for an event.
+fn shown(s: &str) -> String {
+    truncate_chars(s, SHOWN_VALUE_CHARS).to_owned()
+}
+
+/// The directories the watch writes in whatever a path looked like before the round: the
+/// work tree's top and the directories of the repository's own config files (the git dir,
+/// the common dir), canonical.
+fn roots(tree: &Path, own: &[(PathBuf, &'static str)]) -> Vec<PathBuf> {
+    std::iter::once(tree)
+        .chain(own.iter().filter_map(|(path, _)| path.parent()))
+        .filter_map(|dir| std::fs::canonicalize(dir).ok())
+        .collect()
+}
+
 /// Reverts every watched key the round added or changed in the repository's config
 /// (`before`: [`ConfigBefore::record`] before the round) and tells each, the failures
 /// too. Errors: git cannot tell where the repository is.
 pub(crate) async fn revert(repo: &Repo, before: &ConfigBefore) -> Result<Vec<Reverted>, GitError> {
-    let mut told = Vec::new();
     let tree = repo.top().await?;
+    let own = repo.config_files().await?;
+    let roots = roots(&tree, &own);
+    let unrecorded = Way::default();
+    let mut told = Vec::new();
     let mut visited: HashSet<PathBuf> = HashSet::new();
-    let mut queue: Vec<(PathBuf, &'static str, usize)> = repo
-        .config_files()
-        .await?
+    let mut moved: HashSet<PathBuf> = HashSet::new();
+    let mut settled: HashMap<PathBuf, Settled> = HashMap::new();
+    let mut queue: Vec<Item> = own
         .into_iter()
-        .map(|(path, scope)| (path, scope, 0))
+        .map(|(path, scope)| Item {
+            path,
+            scope,
+            depth: 0,
+            from: None,
+        })
         .collect();
-    while let Some((path, scope, depth)) = queue.pop() {
-        if !visited.insert(path.clone()) {
+    while let Some(item) = queue.pop() {
+        if !visited.insert(item.path.clone()) {
+            if moved.contains(&item.path) {
+                told.push(drop_include(repo, &item, &mut settled).await);
+            }
             continue;
         }
-        let then = before.files.iter().find(|f| f.path == path);
-        let failed = |error: String| Reverted {
-            key: String::new(),
-            scope,
-            file: path.clone(),
-            value: None,
-            action: "unread",
-            why: "the file the repository's config is read from",
-            error: Some(error),
-        };
-        let (bytes, link) = match read(&path) {
-            Ok(now) => now,
-            Err(error) => {
-                // git reads what the watch cannot (a file padded past the limit): a file
-                // the round made unreadable to the watch, or one git always reads, is set
-                // aside and its bytes before the round put back, never left to run.
-                let before = then.and_then(|f| f.bytes.as_deref());
-                let mut unread = failed(error);
-                if before.is_some() || depth == 0 {
-                    match set_aside(&path, before) {
-                        Ok(aside) => {
-                            tracing::warn!(
-                                "{}: {}; set aside as {}",
-                                path.display(),
-                                unread.error.unwrap_or_default(),
-                                aside.display()
-                            );
-                            unread.action = "set_aside";
-                            unread.error = None;
-                        }
-                        Err(e) => {
-                            unread.error =
-                                Some(format!("{}; {e}", unread.error.unwrap_or_default()));
-                        }
-                    }
-                }
-                told.push(unread);
-                if before.is_none() {
-                    continue;
-                }
-                (before.map(<[u8]>::to_vec), None)
+        let then = before.files.iter().find(|f| f.path == item.path);
+        let (spot, undone) = spot::settle(&item.path, then.map_or(&unrecorded, |f| &f.way), &roots);
+        told.extend(undone.into_iter().map(|(link, target, result)| Reverted {
+            value: Some(shown(&target.to_string_lossy())),
+            error: result.err(),
+            ..Reverted::about(item.scope, &link, "link_undone", DIR_LINK_WHY)
+        }));
+        let spot = match spot {
+            Ok(spot) => spot,
+            Err(reason) => {
+                tracing::warn!("{reason}");
+                moved.insert(item.path.clone());
+                told.push(drop_include(repo, &item, &mut settled).await);
+                continue;
             }
         };
-        // A link the round made or re-pointed: the file before the round is put back, what
-        // the link led to (any file the operator can read) is never copied into the tree.
-        let (bytes, link) = match &link {
-            Some(target) if then.and_then(|f| f.link.as_ref()) != Some(target) => {
-                let error = undo_link(&path, then).err();
-                told.push(Reverted {
-                    key: String::new(),
-                    scope,
-                    file: path.clone(),
-                    value: Some(truncate_chars(&target.to_string_lossy(), SHOWN_VALUE_CHARS).to_owned()),
-                    action: "link_undone",
-                    why: "a symbolic link the round made where the repository's config is read from: git would read whatever file it names",
-                    error,
-                });
-                (
-                    then.and_then(|f| f.bytes.clone()),
-                    then.and_then(|f| f.link.clone()),
-                )
-            }
-            _ => (bytes, link),
+        let Some(spot) = spot else {
+            // Its directory does not resolve: git reads nothing there.
+            continue;
         };
-        let then_bytes = then.and_then(|f| f.bytes.as_ref());
-        let then_entries = then.map(|f| f.entries.as_slice()).unwrap_or_default();
-        let mut effective: Vec<(String, Option<String>)>;
-        if bytes.as_ref() == then_bytes {
-            effective = then_entries.to_vec();
-        } else {
-            let now = match &bytes {
-                Some(b) if !b.is_empty() => match repo.config_text_entries(b).await {
-                    Ok(entries) => entries,
-                    Err(err) => {
-                        told.push(failed(format!("git cannot read it: {}", err.detail)));
-                        continue;
-                    }
-                },
-                _ => Vec::new(),
-            };
-            effective = now.clone();
-            let found = to_revert(then_entries, &now, &tree);
-            // A link is never written through (its target could be any file); one left
-            // here leads where it led before the round: the operator's, left alone.
-            let unwritable = match &link {
-                Some(_) if !found.is_empty() => Some(
-                    "the file is the operator's symbolic link, which the supervisor never writes through: remove the key yourself"
-                        .to_owned(),
-                ),
-                _ => None,
-            };
-            if !found.is_empty() {
-                clear_lock(&path);
-            }
-            for (key, values, value, row) in found {
-                let error = match &unwritable {
-                    Some(error) => Some(error.clone()),
-                    None => repo
-                        .config_file_set(&path, &key, &values)
-                        .await
-                        .err()
-                        .map(|e| e.detail),
-                };
-                if error.is_none() {
-                    effective.retain(|(k, _)| *k != key);
-                    effective.extend(values.iter().map(|v| (key.clone(), Some(v.clone()))));
-                }
-                told.push(Reverted {
-                    key,
-                    scope,
-                    file: path.clone(),
-                    value: value.map(|v| truncate_chars(&redact(&v), SHOWN_VALUE_CHARS).to_owned()),
-                    action: if values.is_empty() {
-                        "removed"
-                    } else {
-                        "restored"
-                    },
-                    why: row.why,
-                    error,
-                });
-            }
-        }
-        if depth < MAX_INCLUDE_DEPTH {
+        let Some(effective) = revert_file(repo, &item, then, &spot, &tree, &mut told).await else {
+            continue;
+        };
+        if item.depth < MAX_INCLUDE_DEPTH {
             queue.extend(
-                included(&path, &effective)
+                included(&item.path, &effective)
                     .into_iter()
-                    .map(|p| (p, scope, depth + 1)),
+                    .map(|(path, key, value)| Item {
+                        path,
+                        scope: item.scope,
+                        depth: item.depth + 1,
+                        from: Some(Include {
+                            file: item.path.clone(),
+                            key,
+                            value,
+                        }),
+                    }),
             );
         }
+        settled.insert(item.path, Settled { spot, effective });
     }
     Ok(told)
+}
+
+/// Makes git no longer read the file of `item`, whose path now leads elsewhere than
+/// before the round: the include that named it is removed from its includer (written like
+/// a reverted key, [`rewrite`]), told as `include_dropped`; a repository's own file, which
+/// no include names, is told as `unread` with the error.
+async fn drop_include(
+    repo: &Repo,
+    item: &Item,
+    settled: &mut HashMap<PathBuf, Settled>,
+) -> Reverted {
+    let Some(from) = &item.from else {
+        return Reverted {
+            error: Some(format!(
+                "{} now leads elsewhere than before the round: never written",
+                item.path.display()
+            )),
+            ..Reverted::about(item.scope, &item.path, "unread", FILE_WHY)
+        };
+    };
+    let mut told = Reverted {
+        key: from.key.clone(),
+        value: Some(shown(&redact(&from.value))),
+        ..Reverted::about(item.scope, &from.file, "include_dropped", INCLUDE_WHY)
+    };
+    let Some(includer) = settled.get_mut(&from.file) else {
+        told.error = Some("the file that names it could not be written".to_owned());
+        return told;
+    };
+    let values: Vec<String> = includer
+        .effective
+        .iter()
+        .filter(|(k, v)| *k == from.key && v.as_deref() != Some(from.value.as_str()))
+        .map(|(_, v)| text(v.as_deref()).to_owned())
+        .collect();
+    let edits = [(from.key.clone(), values.clone())];
+    let (errors, written, _) = rewrite(repo, &includer.spot, &edits).await;
+    told.error = errors.into_iter().flatten().next().or(written.err());
+    if told.error.is_none() {
+        includer.effective.retain(|(k, _)| *k != from.key);
+        includer
+            .effective
+            .extend(values.into_iter().map(|v| (from.key.clone(), Some(v))));
+    }
+    told
+}
+
+/// Reverts the watched keys the round added or changed in the file of `item` (`then`: as
+/// it was before the round; `spot`: where it lies, [`spot::settle`]) and tells each in
+/// `told`. Returns the entries git reads from it now, for its includes; `None` when they
+/// cannot be told (its includes are then not followed).
+async fn revert_file(
+    repo: &Repo,
+    item: &Item,
+    then: Option<&Seen>,
+    spot: &Spot,
+    tree: &Path,
+    told: &mut Vec<Reverted>,
+) -> Option<Vec<(String, Option<String>)>> {
+    let (bytes, link) = match read(&spot.at()) {
+        Ok(now) => now,
+        Err(error) => {
+            // git reads what the watch cannot (a file padded past the limit): a file the
+            // round made unreadable to the watch, or one git always reads, is set aside
+            // and its bytes before the round put back, never left to run.
+            let before = then.and_then(|f| f.bytes.as_deref());
+            set_aside_unread(item, spot, before, error, told);
+            (Some(before?.to_vec()), None)
+        }
+    };
+    // A link the round made or re-pointed: the file before the round is put back, what
+    // the link led to (any file the operator can read) is never copied into the tree.
+    let (bytes, link) = match &link {
+        Some(target) if then.and_then(|f| f.link.as_ref()) != Some(target) => {
+            let error = spot
+                .undo_link(
+                    then.and_then(|f| f.link.as_deref()),
+                    then.and_then(|f| f.bytes.as_deref()),
+                )
+                .err();
+            told.push(Reverted {
+                value: Some(shown(&target.to_string_lossy())),
+                error,
+                ..Reverted::about(item.scope, &item.path, "link_undone", "a symbolic link the round made where the repository's config is read from: git would read whatever file it names")
+            });
+            (
+                then.and_then(|f| f.bytes.clone()),
+                then.and_then(|f| f.link.clone()),
+            )
+        }
+        _ => (bytes, link),
+    };
+    let then_entries = then.map(|f| f.entries.as_slice()).unwrap_or_default();
+    if bytes.as_ref() == then.and_then(|f| f.bytes.as_ref()) {
+        return Some(then_entries.to_vec());
+    }
+    let now = match &bytes {
+        Some(b) if !b.is_empty() => match repo.config_text_entries(b).await {
+            Ok(entries) => entries,
+            Err(err) => {
+                told.push(Reverted {
+                    error: Some(format!("git cannot read it: {}", err.detail)),
+                    ..Reverted::about(item.scope, &item.path, "unread", FILE_WHY)
+                });
+                return None;
+            }
+        },
+        _ => Vec::new(),
+    };
+    let found = to_revert(then_entries, &now, tree);
+    if found.is_empty() {
+        return Some(now);
+    }
+    // A link is never written through (its target could be any file); one left here leads
+    // where it led before the round: the operator's, left alone.
+    let unwritable = link.is_some().then(|| {
+        "the file is the operator's symbolic link, which the supervisor never writes through: remove the key yourself".to_owned()
+    });
+    Some(write_back(repo, item, spot, then, now, found, unwritable, told).await)
+}
+
+/// Tells the file of `item`, which the watch cannot read (`error`), and, when the round
+/// changed it (`before`: its bytes before the round) or git always reads it, sets it aside
+/// and puts those bytes back ([`Spot::set_aside`]).
+fn set_aside_unread(
+    item: &Item,
+    spot: &Spot,
+    before: Option<&[u8]>,
+    error: String,
+    told: &mut Vec<Reverted>,
+) {
+    let mut unread = Reverted {
+        error: Some(error),
+        ..Reverted::about(item.scope, &item.path, "unread", FILE_WHY)
+    };
+    if before.is_some() || item.depth == 0 {
+        let (aside, fixes) = spot.set_aside(before);
+        told.extend(fixes.into_iter().map(|fix| Reverted::fix(item.scope, fix)));
+        match aside {
+            Ok(aside) => {
+                tracing::warn!(
+                    "{}: {}; set aside as {}",
+                    item.path.display(),
+                    unread.error.take().unwrap_or_default(),
+                    aside.display()
+                );
+                unread.action = "set_aside";
+                unread.value = Some(shown(&aside.to_string_lossy()));
+            }
+            Err(e) => {
+                unread.error = Some(format!("{}; {e}", unread.error.unwrap_or_default()));
+            }
+        }
+    }
+    told.push(unread);
+}
+
+/// One key to revert: the key, its values before, its last value now, its row.
+type Found = (
+    String,
+    Vec<String>,
+    Option<String>,
+    &'static git_config_keys::Key,
+);
+
+/// Writes the keys `found` back in the file of `item` at `spot` (`now`: its entries now;
+/// `unwritable`: why it may not be written, for every key) and tells each; when that
+/// fails, the file is set aside and its bytes before the round (`then`) put back
+/// ([`Spot::set_aside`]), so no key of the round's stays. Returns the entries git reads
+/// from it now.
+#[allow(clippy::too_many_arguments)]
+async fn write_back(
+    repo: &Repo,
+    item: &Item,
+    spot: &Spot,
+    then: Option<&Seen>,
+    now: Vec<(String, Option<String>)>,
+    found: Vec<Found>,
+    unwritable: Option<String>,
+    told: &mut Vec<Reverted>,
+) -> Vec<(String, Option<String>)> {
+    let edits: Vec<(String, Vec<String>)> = found
+        .iter()
+        .map(|(key, values, ..)| (key.clone(), values.clone()))
+        .collect();
+    let mut errors: Vec<Option<String>> = vec![unwritable.clone(); edits.len()];
+    let mut effective = now;
+    if unwritable.is_none() {
+        let (refused, written, fixes) = rewrite(repo, spot, &edits).await;
+        told.extend(fixes.into_iter().map(|fix| Reverted::fix(item.scope, fix)));
+        let failed = written
+            .err()
+            .or_else(|| refused.iter().flatten().next().cloned());
+        match failed {
+            None => {
+                for (key, values) in &edits {
+                    effective.retain(|(k, _)| k != key);
+                    effective.extend(values.iter().map(|v| (key.clone(), Some(v.clone()))));
+                }
+            }
+            Some(error) => {
+                let before = then.and_then(|f| f.bytes.as_deref());
+                let (aside, fixes) = spot.set_aside(before);
+                told.extend(fixes.into_iter().map(|fix| Reverted::fix(item.scope, fix)));
+                match aside {
+                    Ok(aside) => {
+                        tracing::warn!(
+                            "{}: {error}; set aside as {}",
+                            item.path.display(),
+                            aside.display()
+                        );
+                        told.push(Reverted {
+                            value: Some(shown(&aside.to_string_lossy())),
+                            ..Reverted::about(item.scope, &item.path, "set_aside", WRITE_FAILED_WHY)
+                        });
+                        effective = then.map(|f| f.entries.clone()).unwrap_or_default();
+                    }
+                    Err(e) => errors = vec![Some(format!("{error}; {e}")); edits.len()],
+                }
+            }
+        }
+    }
+    for ((key, values, value, row), error) in found.into_iter().zip(errors) {
+        told.push(Reverted {
+            key,
+            scope: item.scope,
+            file: item.path.clone(),
+            value: value.map(|v| shown(&redact(&v))),
+            action: if values.is_empty() {
+                "removed"
+            } else {
+                "restored"
+            },
+            why: row.why,
+            error,
+        });
+    }
+    effective
+}
+
+/// The file at `spot` with each of `edits` (`(key, values)`, [`Repo::config_file_set`])
+/// made by git's own writer on a private copy of its bytes now, then written back with
+/// [`Spot::put`] (never through a link, nor by git at the file's path). Returns one error
+/// per edit git refused (`None`: made), the write-back's result (nothing is written back
+/// when an edit was refused) and what was done to make it possible.
+async fn rewrite(
+    repo: &Repo,
+    spot: &Spot,
+    edits: &[(String, Vec<String>)],
+) -> (Vec<Option<String>>, Result<(), String>, Vec<Fix>) {
+    let mut refused = vec![None; edits.len()];
+    let copy = match private_copy(spot) {
+        Ok(copy) => copy,
+        Err(e) => return (refused, Err(e), Vec::new()),
+    };
+    let file = copy.path().join("config");
+    for ((key, values), refused) in edits.iter().zip(refused.iter_mut()) {
+        *refused = repo
+            .config_file_set(&file, key, values)
+            .await
+            .err()
+            .map(|e| e.detail);
+    }
+    if refused.iter().any(Option::is_some) {
+        return (refused, Ok(()), Vec::new());
+    }
+    let (written, fixes) = match std::fs::read(&file) {
+        Ok(bytes) => spot.put(&bytes),
+        Err(e) => (
+            Err(format!("reading the private copy failed: {e}")),
+            Vec::new(),
+        ),
+    };
+    (refused, written, fixes)
+}
+
+/// A private directory (`0700`, the system's temporary directory) holding `config`, a copy
+/// of the file at `spot` as it is now (a regular file, read without following a link).
+/// Errors: the reason, in words.
+fn private_copy(spot: &Spot) -> Result<tempfile::TempDir, String> {
+    let copied = (|| {
+        let mut bytes = Vec::new();
+        open_regular(&spot.at(), Symlink::Refuse)?
+            .take(MAX_CONFIG_BYTES + 1)
+            .read_to_end(&mut bytes)?;
+        let dir = tempfile::Builder::new()
+            .prefix("agent-runner-config-")
+            .tempdir()?;
+        std::fs::write(dir.path().join("config"), bytes)?;
+        Ok::<_, std::io::Error>(dir)
+    })();
+    copied.map_err(|e| format!("copying it to revert its keys failed: {e}"))
 }
 
 #[cfg(test)]
@@ -657,6 +877,7 @@ mod tests {
                 bytes: Some(bytes),
                 link: None,
                 entries: vec![("made.up".to_owned(), Some("kept".to_owned()))],
+                way: Way::default(),
             };
             let pending = Pending {
                 round_num: 1,
@@ -853,9 +1074,314 @@ mod tests {
                 ("user.name", Some("n")),
             ]),
         );
+        let paths: Vec<PathBuf> = found.into_iter().map(|(p, ..)| p).collect();
         assert_eq!(
-            found,
+            paths,
             [PathBuf::from("/p/.git/extra.inc"), PathBuf::from("/abs/x")]
         );
+    }
+
+    /// `(key, file's name, action, no error)` of each row told, in order.
+    fn rows(told: &[Reverted]) -> Vec<(String, String, &'static str, bool)> {
+        told.iter()
+            .map(|r| {
+                (
+                    r.key.clone(),
+                    r.file
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                    r.action,
+                    r.error.is_none(),
+                )
+            })
+            .collect()
+    }
+
+    /// The names in `dir` that start with `prefix`.
+    fn named(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+            .map(|e| e.path())
+            .collect()
+    }
+
+    /// A repository in `<tmp>/repo` and the operator's home `<tmp>/home` with its
+    /// `.gitconfig` (an editor and a credential helper) and a directory `big` (what a
+    /// set-aside once renamed): returns the repository, the home and the `.gitconfig`'s
+    /// bytes.
+    fn repo_and_home(tmp: &Path) -> (PathBuf, PathBuf, Vec<u8>) {
+        let (dir, home) = (tmp.join("repo"), tmp.join("home"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(home.join("big")).unwrap();
+        std::fs::write(home.join("big/kept"), "x").unwrap();
+        let gitconfig = b"[core]\n\teditor = vi\n[credential]\n\thelper = store\n".to_vec();
+        std::fs::write(home.join(".gitconfig"), &gitconfig).unwrap();
+        assert!(git(&dir, &["init", "-q", "."]).status.success());
+        (dir, home, gitconfig)
+    }
+
+    /// The agent replaces the tree's `shared/`, which two of the operator's includes name
+    /// (`shared/.gitconfig`, with a `core.editor` of its own, and `shared/big`), by a link
+    /// to the operator's home: the revert sets the link aside and writes, renames and
+    /// unsets nothing in the home (under the old code `~/.gitconfig` lost its
+    /// `credential.helper` and got the tree's editor, and `~/big` was renamed aside).
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_directory_link_planted_on_an_include_path_is_set_aside_and_the_home_never_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tmp.path().canonicalize().unwrap();
+        let (dir, home, gitconfig) = repo_and_home(&tmp);
+        std::fs::create_dir(dir.join("shared")).unwrap();
+        std::fs::write(dir.join("shared/.gitconfig"), "[core]\n\teditor = ./ed\n").unwrap();
+        std::fs::write(dir.join("shared/big"), "[user]\n\tname = n\n").unwrap();
+        git(&dir, &["config", "include.path", "../shared/.gitconfig"]);
+        git(&dir, &["config", "--add", "include.path", "../shared/big"]);
+        let repo = Repo::new(&dir, crate::runtime::git::attribution::OwnFiles::default());
+        let before = ConfigBefore::record(&repo, &ConfigBefore::default())
+            .await
+            .unwrap();
+        // The round.
+        std::fs::remove_dir_all(dir.join("shared")).unwrap();
+        std::os::unix::fs::symlink(&home, dir.join("shared")).unwrap();
+        // The control: the path the revert once wrote through leads to the home now.
+        assert_eq!(
+            std::fs::read(dir.join("shared/.gitconfig")).unwrap(),
+            gitconfig
+        );
+        let told = revert(&repo, &before).await.unwrap();
+        assert_eq!(
+            rows(&told),
+            [(String::new(), "shared".to_owned(), "link_undone", true)],
+            "{told:?}"
+        );
+        assert_eq!(told[0].file, dir.join("shared"));
+        assert_eq!(told[0].value.as_deref(), home.to_str());
+        assert_eq!(std::fs::read(home.join(".gitconfig")).unwrap(), gitconfig);
+        assert!(home.join("big/kept").is_file());
+        assert_eq!(named(&home, "big").len(), 1);
+        assert_eq!(named(&home, ".gitconfig").len(), 1);
+        // The link lies aside in the tree, nothing lost; `shared` is no more.
+        let aside = named(&dir, "shared.agent-runner-unread-");
+        assert_eq!(aside.len(), 1);
+        assert_eq!(std::fs::read_link(&aside[0]).unwrap(), home);
+        assert!(std::fs::symlink_metadata(dir.join("shared")).is_err());
+        // The operator's includes stay (their files are gone with the agent's deletion).
+        let config = std::fs::read_to_string(dir.join(".git/config")).unwrap();
+        assert!(config.contains("../shared/.gitconfig"), "{config}");
+    }
+
+    /// A link of the operator's outside the tree, on the way to an included file, leading
+    /// where it led before the round: a key the round added there is reverted through it
+    /// (the watch refuses links that changed, not links).
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_operators_link_outside_the_tree_that_did_not_change_is_written_through() {
+        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tmp.path().canonicalize().unwrap();
+        let (dir, home, _) = repo_and_home(&tmp);
+        std::fs::create_dir_all(home.join("gc/a")).unwrap();
+        std::fs::write(home.join("gc/a/x.inc"), "[core]\n\tpager = less\n").unwrap();
+        std::os::unix::fs::symlink("a", home.join("gc/cur")).unwrap();
+        let include = home.join("gc/cur/x.inc");
+        git(&dir, &["config", "include.path", include.to_str().unwrap()]);
+        let repo = Repo::new(&dir, crate::runtime::git::attribution::OwnFiles::default());
+        let before = ConfigBefore::record(&repo, &ConfigBefore::default())
+            .await
+            .unwrap();
+        std::fs::write(
+            home.join("gc/a/x.inc"),
+            "[core]\n\tpager = less\n\tfsmonitor = ./m\n",
+        )
+        .unwrap();
+        let told = revert(&repo, &before).await.unwrap();
+        assert_eq!(
+            rows(&told),
+            [(
+                "core.fsmonitor".to_owned(),
+                "x.inc".to_owned(),
+                "removed",
+                true
+            )],
+            "{told:?}"
+        );
+        let now = std::fs::read_to_string(home.join("gc/a/x.inc")).unwrap();
+        assert!(
+            now.contains("pager = less") && !now.contains("fsmonitor"),
+            "{now}"
+        );
+        assert_eq!(
+            std::fs::read_link(home.join("gc/cur")).unwrap(),
+            Path::new("a")
+        );
+    }
+
+    /// A link outside the tree re-pointed during the round (not the watch's to undo): the
+    /// file it leads to now is never written, the include naming it is dropped from
+    /// `.git/config` so git reads it no more. And an include of an include: a link the
+    /// round planted at a directory inside the tree (`shared/sub`, through `..`) is set
+    /// aside, the file outside it led to never written.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_path_led_elsewhere_outside_the_tree_drops_its_include_and_writes_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tmp.path().canonicalize().unwrap();
+        let (dir, home, _) = repo_and_home(&tmp);
+        for sub in ["gc/a", "gc/b"] {
+            std::fs::create_dir_all(home.join(sub)).unwrap();
+        }
+        std::fs::write(home.join("gc/a/x.inc"), "[core]\n\tpager = less\n").unwrap();
+        let elsewhere = b"[core]\n\tpager = more\n[credential]\n\thelper = store\n";
+        std::fs::write(home.join("gc/b/x.inc"), elsewhere).unwrap();
+        std::fs::write(home.join("gc/b/two.inc"), elsewhere).unwrap();
+        std::os::unix::fs::symlink("a", home.join("gc/cur")).unwrap();
+        let include = home.join("gc/cur/x.inc");
+        git(&dir, &["config", "include.path", include.to_str().unwrap()]);
+        std::fs::create_dir_all(dir.join("shared/sub")).unwrap();
+        std::fs::write(
+            dir.join("shared/one.inc"),
+            "[include]\n\tpath = sub/../sub/two.inc\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("shared/sub/two.inc"), "[core]\n\tpager = cat\n").unwrap();
+        git(
+            &dir,
+            &["config", "--add", "include.path", "../shared/one.inc"],
+        );
+        let repo = Repo::new(&dir, crate::runtime::git::attribution::OwnFiles::default());
+        let before = ConfigBefore::record(&repo, &ConfigBefore::default())
+            .await
+            .unwrap();
+        // The round (the outside link re-pointed as an unconfined agent could).
+        std::fs::remove_file(home.join("gc/cur")).unwrap();
+        std::os::unix::fs::symlink("b", home.join("gc/cur")).unwrap();
+        std::fs::remove_dir_all(dir.join("shared/sub")).unwrap();
+        std::os::unix::fs::symlink(home.join("gc/b"), dir.join("shared/sub")).unwrap();
+        let mut told = revert(&repo, &before).await.unwrap();
+        told.sort_by(|a, b| a.action.cmp(b.action));
+        assert_eq!(
+            rows(&told),
+            [
+                (
+                    "include.path".to_owned(),
+                    "config".to_owned(),
+                    "include_dropped",
+                    true
+                ),
+                (String::new(), "sub".to_owned(), "link_undone", true),
+            ],
+            "{told:?}"
+        );
+        assert_eq!(told[0].value.as_deref(), include.to_str());
+        for file in ["gc/b/x.inc", "gc/b/two.inc"] {
+            assert_eq!(std::fs::read(home.join(file)).unwrap(), elsewhere, "{file}");
+        }
+        let config = std::fs::read_to_string(dir.join(".git/config")).unwrap();
+        assert!(
+            !config.contains("x.inc") && config.contains("../shared/one.inc"),
+            "{config}"
+        );
+        assert_eq!(
+            named(&dir.join("shared"), "sub.agent-runner-unread-").len(),
+            1
+        );
+    }
+
+    /// A repository whose `.git/config` gets a planted `core.fsmonitor` (its program
+    /// touching a marker) after the record, then `make_fail` run on the git dir; reverted.
+    /// Returns the rows, whether the operator's `git status` ran the program, and whether
+    /// git's own writer could write the file then.
+    async fn planted_then(make_fail: impl Fn(&Path)) -> (Vec<Reverted>, bool, bool) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().canonicalize().unwrap();
+        assert!(git(&dir, &["init", "-q", "."]).status.success());
+        let repo = Repo::new(&dir, crate::runtime::git::attribution::OwnFiles::default());
+        let before = ConfigBefore::record(&repo, &ConfigBefore::default())
+            .await
+            .unwrap();
+        let marker = dir.join("../ran-fsmonitor");
+        let _ = std::fs::remove_file(&marker);
+        git(
+            &dir,
+            &[
+                "config",
+                "core.fsmonitor",
+                &format!("touch {}; false", marker.display()),
+            ],
+        );
+        make_fail(&dir.join(".git"));
+        // Git's writer on the same file (a key the watch leaves alone).
+        let gits_writer = git(&dir, &["config", "user.probe", "x"]).status.success();
+        let told = revert(&repo, &before).await.unwrap();
+        assert!(git(&dir, &["status"]).status.success());
+        let ran = marker.exists();
+        let _ = std::fs::remove_file(&marker);
+        (told, ran, gits_writer)
+    }
+
+    /// A directory planted at `.git/config.lock`: git's writer fails on it ("File
+    /// exists", the control), the revert moves it aside and removes the key.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_directory_at_the_lock_is_set_aside_and_the_key_reverted() {
+        let (told, ran, gits_writer) = planted_then(|git_dir: &Path| {
+            std::fs::create_dir(git_dir.join("config.lock")).unwrap();
+            std::fs::write(git_dir.join("config.lock/x"), "").unwrap();
+        })
+        .await;
+        assert!(!gits_writer, "control: git's writer went past the lock");
+        assert_eq!(
+            rows(&told),
+            [
+                (
+                    String::new(),
+                    "config.lock".to_owned(),
+                    "lock_set_aside",
+                    true
+                ),
+                (
+                    "core.fsmonitor".to_owned(),
+                    "config".to_owned(),
+                    "removed",
+                    true
+                ),
+            ],
+            "{told:?}"
+        );
+        assert!(!ran, "the operator's git status ran the planted fsmonitor");
+        assert!(told[0]
+            .value
+            .as_deref()
+            .is_some_and(|v| v.contains("config.lock.agent-runner-unread-")));
+    }
+
+    /// `.git` made `0555`: the owner's write permission is given back and the key removed
+    /// (as root git's writer is not refused there; the unprivileged operator's is, which
+    /// `hostile_leftovers` shows).
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_git_dir_made_read_only_gets_its_write_permission_back_and_the_key_reverted() {
+        use std::os::unix::fs::PermissionsExt;
+        let (told, ran, _) = planted_then(|git_dir: &Path| {
+            std::fs::set_permissions(git_dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+        })
+        .await;
+        assert_eq!(
+            rows(&told),
+            [
+                (
+                    String::new(),
+                    ".git".to_owned(),
+                    "permission_restored",
+                    true
+                ),
+                (
+                    "core.fsmonitor".to_owned(),
+                    "config".to_owned(),
+                    "removed",
+                    true
+                ),
+            ],
+            "{told:?}"
+        );
+        assert_eq!(told[0].value.as_deref(), Some("0555 -> 0755"));
+        assert!(!ran, "the operator's git status ran the planted fsmonitor");
     }
 }

@@ -21,7 +21,15 @@
 //! - `.git/config` padded with 17 MiB of comments after a planted `core.fsmonitor`, past
 //!   what the watch reads: set aside and the file before the round put back (before this,
 //!   the key stayed and the operator's `git status` ran it); the control, the same plant
-//!   padded by 1 MiB, is reverted key by key.
+//!   padded by 1 MiB, is reverted key by key;
+//! - `shared/`, which the operator's `include.path = ../shared/.gitconfig` reaches, replaced
+//!   by a link to the operator's home: the link is set aside and `~/.gitconfig` stays byte
+//!   for byte (the old revert wrote the tree's `core.fsmonitor` into it); the controls: that
+//!   fsmonitor in `~/.gitconfig` runs at the operator's `git status` elsewhere, and the
+//!   operator's own link outside the tree is reverted through;
+//! - a revert the agent made fail (a directory at `.git/config.lock`, `chmod 555 .git`): the
+//!   lock is set aside, the permission given back, the key removed; the control, git's own
+//!   writer refused by the same plant.
 //!
 //! Two open holes, their tests ignored until fixed (each with its control): 70 decoy
 //! `.envrc` made in one round cut the pre-round scan short, so the operator's deeper
@@ -660,6 +668,247 @@ fn the_supervisors_commit_is_never_signed_with_a_key_the_agent_named() {
     let agent = p.script("agent.sh", "#!/bin/sh\necho work > payload.txt\n");
     p.write_config(&ConfigBuilder::new(&agent).dirty_action("auto_commit"));
     p.run(&["round"]).assert_code(0);
-    assert_eq!(p.events_of("dirty_auto_committed").len(), 1, "{}", p.events_text());
+    assert_eq!(
+        p.events_of("dirty_auto_committed").len(),
+        1,
+        "{}",
+        p.events_text()
+    );
     assert!(head_is_signed(&p), "control: {}", p.events_text());
+}
+
+/// `git status` in a fresh repository of the operator's outside the tree (their home's
+/// `~/.gitconfig` read, as in every repository of theirs).
+fn operator_status_elsewhere(p: &Project) {
+    let other = p.tmp_dir().join("other-repo");
+    if !other.exists() {
+        let out = Command::new("git")
+            .args(["init", "-q"])
+            .arg(&other)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+    // A planted fsmonitor may fail the status: what tells is its marker.
+    let _ = Command::new("git")
+        .args(["-c", "safe.directory=*", "status"])
+        .current_dir(&other)
+        .env("HOME", p.home())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run git");
+}
+
+/// The operator's `~/.gitconfig`: an fsmonitor turned off and a credential helper, which
+/// the old revert restored to the tree's value and unset.
+const HOME_GITCONFIG: &str = "[core]\n\tfsmonitor = false\n[credential]\n\thelper = store\n";
+
+/// A project whose `.git/config` includes `shared/.gitconfig` (the operator's include
+/// into the tree; the file sets `core.fsmonitor` to a program touching the marker
+/// returned, as a key the agent planted once and that survived), the operator's home
+/// holding [`HOME_GITCONFIG`], and whose agent runs `agent` (`{marker}` and `{home}`
+/// replaced) under `mode = "require"`. With `outside`, `shared` is instead the operator's
+/// link (made before boot) to `<tmp>/shared-outside`, which the agent may write
+/// (`write_paths`), leading to a file that sets no watched key. One round is run.
+fn shared_include_round(
+    operator: Operator,
+    outside: bool,
+    agent: &str,
+) -> (Project, std::path::PathBuf) {
+    let p = Project::new_as(operator);
+    let marker = p.tmp_dir().join("fsmonitor-ran");
+    let dir = p.tmp_dir().join("shared-outside");
+    std::fs::write(p.home().join(".gitconfig"), HOME_GITCONFIG).unwrap();
+    let agent = p.script(
+        "agent.sh",
+        &agent
+            .replace("{marker}", &marker.display().to_string())
+            .replace("{home}", &p.home().display().to_string()),
+    );
+    let write_paths = if outside {
+        std::fs::create_dir_all(&dir).unwrap();
+        format!("write_paths = [\"{}\"]", dir.display())
+    } else {
+        String::new()
+    };
+    p.write_config(
+        &ConfigBuilder::new(&agent)
+            .dirty_action("ignore")
+            .extra(&format!(
+                "[agent.sandbox]\nmode = \"require\"\n{write_paths}"
+            )),
+    );
+    // Made after the harness's own git (which would run the fsmonitor) is done.
+    if outside {
+        std::fs::write(dir.join(".gitconfig"), "[user]\n\tname = shared\n").unwrap();
+        std::os::unix::fs::symlink(&dir, p.dir().join("shared")).unwrap();
+    } else {
+        p.write(
+            "shared/.gitconfig",
+            &format!(
+                "[core]\n\tfsmonitor = \"touch {}; false\"\n",
+                marker.display()
+            ),
+        );
+    }
+    p.git(&["config", "include.path", "../shared/.gitconfig"]);
+    p.run(&["round"]).assert_code(0);
+    (p, marker)
+}
+
+#[test]
+fn a_directory_link_planted_on_an_include_path_never_writes_the_operators_home() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        let case = format!("{operator:?}");
+        let agent = "#!/bin/sh\nset -e\nrm -rf shared\nln -s '{home}' shared\n";
+        let (p, marker) = shared_include_round(operator, false, agent);
+        let all = p.events_text();
+        assert_eq!(
+            std::fs::read_to_string(p.home().join(".gitconfig")).unwrap(),
+            HOME_GITCONFIG,
+            "{case}: the supervisor wrote the operator's ~/.gitconfig: {all}"
+        );
+        let told = p.events_of("git_config_reverted");
+        assert_eq!(told.len(), 1, "{case}: {all}");
+        assert_eq!(told[0]["action"], "link_undone", "{case}: {all}");
+        assert_eq!(
+            told[0]["file"],
+            p.dir().join("shared").to_str().unwrap(),
+            "{case}: {all}"
+        );
+        assert!(
+            std::fs::symlink_metadata(p.dir().join("shared")).is_err(),
+            "{case}: the link stayed"
+        );
+        let _ = operator_git(&p, &["status"]);
+        operator_status_elsewhere(&p);
+        assert!(!marker.exists(), "{case}: the operator's git ran the plant");
+
+        // Control: the same fsmonitor written into the operator's `~/.gitconfig` (what
+        // the old revert did) runs at their `git status` in any repository.
+        std::fs::write(
+            p.home().join(".gitconfig"),
+            HOME_GITCONFIG.replace(
+                "fsmonitor = false",
+                &format!("fsmonitor = \"touch {}; false\"", marker.display()),
+            ),
+        )
+        .unwrap();
+        operator_status_elsewhere(&p);
+        assert!(
+            marker.exists(),
+            "{case}: control: the fsmonitor did not run"
+        );
+
+        // Control: the operator's own link (made before boot, leading outside the tree)
+        // is followed as it was: the key the agent adds behind it (`write_paths`) is
+        // reverted there.
+        let agent = "#!/bin/sh\nset -e\nprintf '[core]\\n\\tfsmonitor = \"touch {marker}; false\"\\n' >> shared/.gitconfig\n";
+        let (p, _) = shared_include_round(operator, true, agent);
+        let outside = p.tmp_dir().join("shared-outside");
+        let all = p.events_text();
+        let told = p.events_of("git_config_reverted");
+        assert_eq!(told.len(), 1, "{case}: control: {all}");
+        assert_eq!(told[0]["key"], "core.fsmonitor", "{case}: control: {all}");
+        assert_eq!(told[0]["action"], "removed", "{case}: control: {all}");
+        assert!(told[0]["error"].is_null(), "{case}: control: {all}");
+        assert_eq!(
+            std::fs::read_to_string(outside.join(".gitconfig")).unwrap(),
+            "[user]\n\tname = shared\n",
+            "{case}: control"
+        );
+        assert!(std::fs::read_link(p.dir().join("shared")).is_ok(), "{case}");
+    }
+}
+
+/// A round whose agent plants `core.fsmonitor` (a program touching `marker`) and then
+/// makes git's writer fail on `.git/config`: `lock_dir` a directory at `config.lock`,
+/// else `.git` made `0555`.
+fn failing_revert_round(operator: Operator, lock_dir: bool) -> (Project, std::path::PathBuf) {
+    let p = Project::new_as(operator);
+    let marker = p.tmp_dir().join("fsmonitor-ran");
+    let fail = if lock_dir {
+        "mkdir .git/config.lock"
+    } else {
+        "chmod 555 .git"
+    };
+    let agent = p.script(
+        "agent.sh",
+        &format!(
+            "#!/bin/sh\nset -e\ngit config core.fsmonitor 'touch {}; false'\n{fail}\n",
+            marker.display()
+        ),
+    );
+    p.write_config(
+        &ConfigBuilder::new(&agent)
+            .dirty_action("ignore")
+            .extra("[agent.sandbox]\nmode = \"require\""),
+    );
+    p.run(&["round"]).assert_code(0);
+    (p, marker)
+}
+
+/// Git's writer, as the project's operator, on `.git/config` (a key the watch leaves
+/// alone): whether it could write.
+fn operators_writer_works(p: &Project) -> bool {
+    let mut cmd = match p.operator().user() {
+        Some(user) => user.command("git"),
+        None => Command::new("git"),
+    };
+    cmd.args(["-c", "safe.directory=*", "config", "user.probe", "x"])
+        .current_dir(p.dir())
+        .env("HOME", p.home())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run git")
+        .status
+        .success()
+}
+
+#[test]
+fn a_revert_the_agent_made_fail_leaves_no_planted_key() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        for lock_dir in [true, false] {
+            let case = format!("{operator:?}, lock_dir {lock_dir}");
+            let (p, marker) = failing_revert_round(operator, lock_dir);
+            let all = p.events_text();
+            let told = p.events_of("git_config_reverted");
+            let fix = if lock_dir {
+                "lock_set_aside"
+            } else {
+                "permission_restored"
+            };
+            let actions: Vec<(&str, &str)> = told
+                .iter()
+                .map(|e| (e["key"].as_str().unwrap(), e["action"].as_str().unwrap()))
+                .collect();
+            assert_eq!(
+                actions,
+                [("", fix), ("core.fsmonitor", "removed")],
+                "{case}: {all}"
+            );
+            assert!(told.iter().all(|e| e["error"].is_null()), "{case}: {all}");
+            assert_eq!(config_value(&p, "core.fsmonitor"), None, "{case}");
+            let _ = operator_git(&p, &["status"]);
+            assert!(!marker.exists(), "{case}: the operator's git status ran it");
+            assert!(
+                operators_writer_works(&p),
+                "{case}: git's writer still fails"
+            );
+
+            // Control: the same plant makes git's own writer fail (the old revert's), as
+            // root for the lock, as the unprivileged operator for the mode.
+            if lock_dir {
+                std::fs::create_dir(p.dir().join(".git/config.lock")).unwrap();
+            } else {
+                use std::os::unix::fs::PermissionsExt;
+                let git_dir = p.dir().join(".git");
+                std::fs::set_permissions(&git_dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+            }
+            let refused = lock_dir || operator == Operator::Unprivileged;
+            assert_eq!(operators_writer_works(&p), !refused, "{case}: control");
+        }
+    }
 }
