@@ -3,7 +3,7 @@
 //! off, made read-only in the agent's own mount namespace — whether it exists yet or not —
 //! with every directory between the work tree's root and it pinned against rename.
 //!
-//! * [`PROTECTED_IN_TREE`] and [`HOOKS_WHY`]/[`CONFIG_WHY`] are the reviewed data, one
+//! * [`PROTECTED_IN_TREE`] and [`HOOKS_WHY`]/[`INFO_WHY`]/[`CONFIG_WHY`] are the reviewed data, one
 //!   `why` per path;
 //! * [`protected_set`] finds, before the round, each path as it stands: existing (bound
 //!   read-only over itself) or missing (its *first missing component* gets a placeholder,
@@ -63,6 +63,10 @@ pub const PROTECTED_IN_TREE: &[ProtectedName] = &[
 pub const HOOKS_WHY: &str =
     "git runs its hooks in the operator's next commit, checkout, merge or push";
 
+/// Why the repository's `info` directory is protected.
+pub const INFO_WHY: &str =
+    "its `exclude` hides files from the supervisor's status and the exec-surface check (and the operator's `git status`), its `attributes` give paths filters and diff drivers";
+
 /// Why the supervisor's config file is protected.
 pub const CONFIG_WHY: &str =
     "the supervisor's config: the agent must not choose its own confinement or prompts";
@@ -88,6 +92,9 @@ pub struct ProtectedRoots {
     /// when the tree is a repository. Canonical up to the tree's root or the common dir:
     /// they are walked as given, so a link on the way is found, not followed.
     pub hooks_dirs: Vec<PathBuf>,
+    /// The repository's `info` directory (`<common dir>/info`: `exclude`, `attributes`,
+    /// `sparse-checkout`), when the tree is a repository; walked as `hooks_dirs` are.
+    pub info_dir: Option<PathBuf>,
     /// The supervisor's config file.
     pub config: PathBuf,
 }
@@ -257,6 +264,9 @@ pub fn protected_set(roots: &ProtectedRoots) -> ProtectedSet {
     add(&mut set, roots.config.clone(), CONFIG_WHY, false);
     for hooks in &roots.hooks_dirs {
         add(&mut set, hooks.clone(), HOOKS_WHY, true);
+    }
+    if let Some(info) = &roots.info_dir {
+        add(&mut set, info.clone(), INFO_WHY, true);
     }
     for base in [root, &roots.work_dir] {
         for name in PROTECTED_IN_TREE {
@@ -492,6 +502,7 @@ mod tests {
             tree_root: root.to_owned(),
             work_dir: root.to_owned(),
             hooks_dirs: vec![root.join(".git/hooks"), root.join(".husky/_")],
+            info_dir: Some(root.join(".git/info")),
             config: root.join("agent-runner.toml"),
         }
     }

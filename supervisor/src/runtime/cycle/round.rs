@@ -542,9 +542,10 @@ impl Runner {
             return Default::default();
         }
         match self.repo.protected_roots().await {
-            Some((root, hooks_dirs)) => crate::runtime::agent::sandbox::TreeRoots {
+            Some((root, hooks_dirs, info_dir)) => crate::runtime::agent::sandbox::TreeRoots {
                 root: Some(root),
                 hooks_dirs,
+                info_dir: Some(info_dir),
             },
             None => Default::default(),
         }

@@ -841,8 +841,10 @@ impl Repo {
     /// the main one's) and, when a config file sets `core.hooksPath`, that directory too
     /// (relative to the top, or absolute; one under `~` is left to Landlock, which does not
     /// let the agent write the home directory). Canonical where git gave them so: the top
-    /// and the common dir. `None` when the repository cannot be found.
-    pub(crate) async fn protected_roots(&self) -> Option<(PathBuf, Vec<PathBuf>)> {
+    /// and the common dir. Third, the repository's `info` directory (`<common dir>/info`,
+    /// whose `exclude` and `attributes` git reads in every status). `None` when the
+    /// repository cannot be found.
+    pub(crate) async fn protected_roots(&self) -> Option<(PathBuf, Vec<PathBuf>, PathBuf)> {
         let place = self.place().await.ok()?;
         let mut hooks = vec![place.common_dir.join("hooks")];
         if let Some(path) = self.listed().await.ok().and_then(|l| l.hooks_path) {
@@ -853,7 +855,7 @@ impl Repo {
                 }
             }
         }
-        Some((place.top.clone(), hooks))
+        Some((place.top.clone(), hooks, place.common_dir.join("info")))
     }
 
     /// What changed in the repository since boot ([`Place::changed`]); `None` when

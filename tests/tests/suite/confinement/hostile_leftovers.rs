@@ -460,12 +460,11 @@ fn an_operators_ignored_file_is_never_stashed_or_committed() {
     }
 }
 
-/// A bare repository of the agent's inside the tree (`.cache/evil.git`, kept out of
-/// `status` by `.git/info/exclude`) whose `pre-receive` hook notes `marker`, made the
-/// remote `origin`.
+/// A bare repository of the agent's inside the tree (`.cache/evil.git`) whose
+/// `pre-receive` hook notes `marker`, made the remote `origin`.
 fn remote_in_tree(marker: &Path) -> String {
     format!(
-        "#!/bin/sh\nset -e\necho '.cache/' >> .git/info/exclude\n\
+        "#!/bin/sh\nset -e\n\
          git init -q --bare .cache/evil.git\n\
          printf '#!/bin/sh\\ntouch {m}\\nexit 0\\n' > .cache/evil.git/hooks/pre-receive\n\
          chmod +x .cache/evil.git/hooks/pre-receive\n\
@@ -505,7 +504,7 @@ fn a_remote_repointed_into_the_tree_is_reverted_and_its_hooks_never_run_at_the_o
         let agent = p.script("agent.sh", &remote_in_tree(&marker));
         p.write_config(
             &ConfigBuilder::new(&agent)
-                .dirty_action("stash")
+                .dirty_action("ignore")
                 .extra("[agent.sandbox]\nmode = \"require\""),
         );
         p.run(&["round"]).assert_code(0);

@@ -64,6 +64,9 @@ for label, path, existing in json.loads(os.environ["TARGETS"]):
 # The git dir's hooks: a new hook, the hooks dir and the git dir renamed.
 attempt("hooks", "create", lambda: create(".git/hooks/pre-commit"))
 attempt("hooks", "rename", lambda: (os.rename(".git/hooks", ".git/hooks.moved"), os.rename(".git/hooks.moved", ".git/hooks")))
+# The git dir's info: an exclude pattern hiding the agent's files, the info dir renamed.
+attempt("info", "write", lambda: append(".git/info/exclude"))
+attempt("info", "rename", lambda: (os.rename(".git/info", ".git/info.moved"), os.rename(".git/info.moved", ".git/info")))
 attempt("git_dir", "rename", lambda: (os.rename(".git", ".g"), os.rename(".g", ".git")))
 log.close()
 "##;
@@ -192,6 +195,8 @@ fn each_protected_path_is_refused(operator: Operator) {
     }
     expected.push(("hooks create".into(), "EROFS"));
     expected.push(("hooks rename".into(), "EBUSY"));
+    expected.push(("info write".into(), "EROFS"));
+    expected.push(("info rename".into(), "EBUSY"));
     expected.push(("git_dir rename".into(), "EBUSY"));
     for (key, errno) in &expected {
         assert_eq!(
