@@ -89,6 +89,25 @@ pub(crate) fn regular_file_sha256(path: &Path, symlink: Symlink) -> Option<[u8; 
     Some(hasher.finalize().into())
 }
 
+/// Gives the owner back read, write and search permission on the directory `dir` (`u+rwx`)
+/// when an agent took it (`chmod 555 .git`: the supervisor's renames and locks there then
+/// fail): only a directory the supervisor's own user owns. Returns the mode before and
+/// after, `None` when nothing was changed (already `u+rwx`, another owner, or it failed).
+/// Callers decide where this may be done (inside the work tree and the repository only).
+pub(crate) fn give_back_owner_rwx(dir: &Path) -> Option<(u32, u32)> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let meta = std::fs::metadata(dir).ok()?;
+    let mode = meta.permissions().mode() & 0o7777;
+    // SAFETY: geteuid(2) takes no argument, cannot fail and touches no memory of ours.
+    let euid = unsafe { libc::geteuid() };
+    if !meta.is_dir() || mode & 0o700 == 0o700 || meta.uid() != euid {
+        return None;
+    }
+    let now = mode | 0o700;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(now)).ok()?;
+    Some((mode, now))
+}
+
 /// Where files the supervisor reads from the agent's reach resolved when the operator set
 /// them up (at boot, or when a reloaded config named them): a link the operator had then (a
 /// shared prompt, a prompts dir linked elsewhere) is followed as it resolved then; a link

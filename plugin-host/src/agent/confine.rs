@@ -436,7 +436,7 @@ impl AgentConfinement {
             tree_root: canonical(&spec.roots.tree_root, "work tree")?,
             work_dir: canonical(&spec.roots.work_dir, "work dir")?,
             hooks_dirs: spec.roots.hooks_dirs.clone(),
-            info_dir: spec.roots.info_dir.clone(),
+            repo_dirs: spec.roots.repo_dirs.clone(),
             config: canonical(&spec.roots.config, "config file")?,
         };
         let set = protected_set(&roots);

@@ -3,7 +3,7 @@
 //! off, made read-only in the agent's own mount namespace — whether it exists yet or not —
 //! with every directory between the work tree's root and it pinned against rename.
 //!
-//! * [`PROTECTED_IN_TREE`] and [`HOOKS_WHY`]/[`INFO_WHY`]/[`CONFIG_WHY`] are the reviewed data, one
+//! * [`PROTECTED_IN_TREE`] and [`HOOKS_WHY`]/[`INFO_WHY`]/[`REMOTES_WHY`]/[`CONFIG_WHY`] are the reviewed data, one
 //!   `why` per path;
 //! * [`protected_set`] finds, before the round, each path as it stands: existing (bound
 //!   read-only over itself) or missing (its *first missing component* gets a placeholder,
@@ -67,6 +67,18 @@ pub const HOOKS_WHY: &str =
 pub const INFO_WHY: &str =
     "its `exclude` hides files from the supervisor's status and the exec-surface check (and the operator's `git status`), its `attributes` give paths filters and diff drivers";
 
+/// Why the repository's `remotes` and `branches` directories are protected.
+pub const REMOTES_WHY: &str =
+    "a file there defines a remote git pushes to when the config names none: a repository of the agent's, whose hooks run at the operator's push";
+
+/// Why the directory `dir` of [`ProtectedRoots::repo_dirs`] is protected, by its name.
+pub fn repo_dir_why(dir: &Path) -> &'static str {
+    match dir.file_name().and_then(|n| n.to_str()) {
+        Some("info") => INFO_WHY,
+        _ => REMOTES_WHY,
+    }
+}
+
 /// Why the supervisor's config file is protected.
 pub const CONFIG_WHY: &str =
     "the supervisor's config: the agent must not choose its own confinement or prompts";
@@ -92,9 +104,11 @@ pub struct ProtectedRoots {
     /// when the tree is a repository. Canonical up to the tree's root or the common dir:
     /// they are walked as given, so a link on the way is found, not followed.
     pub hooks_dirs: Vec<PathBuf>,
-    /// The repository's `info` directory (`<common dir>/info`: `exclude`, `attributes`,
-    /// `sparse-checkout`), when the tree is a repository; walked as `hooks_dirs` are.
-    pub info_dir: Option<PathBuf>,
+    /// The repository's directories of rules git reads by name in the common dir — `info`
+    /// (`exclude`, `attributes`, `sparse-checkout`), `remotes` and `branches` (remotes
+    /// defined by files) — when the tree is a repository; walked as `hooks_dirs` are, each
+    /// protected with its why ([`repo_dir_why`]).
+    pub repo_dirs: Vec<PathBuf>,
     /// The supervisor's config file.
     pub config: PathBuf,
 }
@@ -265,8 +279,8 @@ pub fn protected_set(roots: &ProtectedRoots) -> ProtectedSet {
     for hooks in &roots.hooks_dirs {
         add(&mut set, hooks.clone(), HOOKS_WHY, true);
     }
-    if let Some(info) = &roots.info_dir {
-        add(&mut set, info.clone(), INFO_WHY, true);
+    for dir in &roots.repo_dirs {
+        add(&mut set, dir.clone(), repo_dir_why(dir), true);
     }
     for base in [root, &roots.work_dir] {
         for name in PROTECTED_IN_TREE {
@@ -502,7 +516,7 @@ mod tests {
             tree_root: root.to_owned(),
             work_dir: root.to_owned(),
             hooks_dirs: vec![root.join(".git/hooks"), root.join(".husky/_")],
-            info_dir: Some(root.join(".git/info")),
+            repo_dirs: vec![root.join(".git/info"), root.join(".git/remotes")],
             config: root.join("agent-runner.toml"),
         }
     }

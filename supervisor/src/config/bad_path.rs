@@ -38,7 +38,13 @@ pub(super) enum BadPath {
         /// Advice after the message (empty, or starting with a space).
         hint: &'static str,
     },
-    /// The first prompt file (the one that must exist) is not a file.
-    #[error("{} does not exist; expected a readable prompt file", .0.display())]
-    NoPromptFile(PathBuf),
+    /// The first prompt file (the one that must exist) is missing or not a regular file
+    /// (`what` says which: a FIFO, a directory, …).
+    #[error("{} {what}; expected a readable prompt file", path.display())]
+    NoPromptFile {
+        /// The path expanded.
+        path: PathBuf,
+        /// What is there: `does not exist`, `is a directory`, `is not a regular file`.
+        what: &'static str,
+    },
 }

@@ -773,10 +773,16 @@ fn resolve_prompt_files(
     for text in files {
         out.push(expand_path(text, work_dir, project)?);
     }
-    if !out[0].is_file() {
-        return Err(BadPath::NoPromptFile(out[0].clone()));
-    }
-    Ok(out)
+    let what = match std::fs::metadata(&out[0]) {
+        Ok(meta) if meta.is_file() => return Ok(out),
+        Ok(meta) if meta.is_dir() => "is a directory",
+        Ok(_) => "is not a regular file (a FIFO, a socket or a device)",
+        Err(_) => "does not exist",
+    };
+    Err(BadPath::NoPromptFile {
+        path: out[0].clone(),
+        what,
+    })
 }
 
 /// `read_paths` of a host: `~` and `{project}` expanded, relative to `work_dir`, made
@@ -963,4 +969,23 @@ fn normalize(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod prompt_file_tests {
+    use super::*;
+
+    #[test]
+    fn a_first_prompt_file_that_is_no_file_is_named_for_what_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("main.md");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let refused = resolve_prompt_files(&["main.md".into()], dir.path(), "p").unwrap_err();
+        assert!(
+            refused.to_string().contains("is not a regular file"),
+            "{refused}"
+        );
+        let missing = resolve_prompt_files(&["gone.md".into()], dir.path(), "p").unwrap_err();
+        assert!(missing.to_string().contains("does not exist"), "{missing}");
+    }
 }

@@ -1065,12 +1065,12 @@ fn budget_check(config: &config::Config) -> Check {
     let counted = reported || !brokered.is_empty();
     let source = if brokered.is_empty() {
         let from = if reported {
-            "CLI report / table"
+            "from the CLI's report or the price table"
         } else {
-            "none"
+            "nowhere: no source counts it"
         };
         format!(
-            "from the {from}, the key not being brokered (what the agent's output says is what counts): {cli_words}"
+            "{from}, the key not being brokered (what the agent's output says is what counts): {cli_words}"
         )
     } else {
         format!(

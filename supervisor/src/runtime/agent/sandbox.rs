@@ -32,8 +32,8 @@ pub(crate) struct TreeRoots {
     pub root: Option<PathBuf>,
     /// The repository's hooks directories.
     pub hooks_dirs: Vec<PathBuf>,
-    /// The repository's `info` directory (`<common dir>/info`).
-    pub info_dir: Option<PathBuf>,
+    /// The repository's `info`, `remotes` and `branches` directories (in the common dir).
+    pub repo_dirs: Vec<PathBuf>,
 }
 
 /// The gate's verdict for this boot.
@@ -351,7 +351,7 @@ impl AgentSandboxGate {
                     .unwrap_or_else(|| config.runtime.work_dir.clone()),
                 work_dir: config.runtime.work_dir.clone(),
                 hooks_dirs: tree.hooks_dirs.clone(),
-                info_dir: tree.info_dir.clone(),
+                repo_dirs: tree.repo_dirs.clone(),
                 config: config.path.clone(),
             },
         };

@@ -542,10 +542,10 @@ impl Runner {
             return Default::default();
         }
         match self.repo.protected_roots().await {
-            Some((root, hooks_dirs, info_dir)) => crate::runtime::agent::sandbox::TreeRoots {
+            Some((root, hooks_dirs, repo_dirs)) => crate::runtime::agent::sandbox::TreeRoots {
                 root: Some(root),
                 hooks_dirs,
-                info_dir: Some(info_dir),
+                repo_dirs,
             },
             None => Default::default(),
         }
@@ -1849,12 +1849,18 @@ impl Runner {
     /// leads elsewhere through a link, a check file rewritten — out of the agent's reach,
     /// so the next boot refuses it too ([`crate::record::agent_changes`]).
     fn hold_agent_changes(&mut self, round_num: u64) {
+        // Held across boots only where the agent was confined: unconfined (`mode =
+        // "off"`), it could rewrite the record as well, and every save of the operator's
+        // during a round would be held.
+        let confined = self.agent_ran.is_some_and(|ran| ran.config_read_only);
         if let Some(why) = config_follow::agent_could_have(
             &self.config.path,
             &self.config.runtime.work_dir,
             &self.config_entries,
             self.agent_ran,
-        ) {
+        )
+        .filter(|_| confined)
+        {
             tracing::warn!("round {round_num}: {why}: the config is untrusted until saved again, at every start too");
             agent_changes::hold_config(&self.config.path, round_num);
         }

@@ -12,8 +12,6 @@
 //! Keys are matched as `git config --list` prints them: section and name in lower case,
 //! a subsection as written (it may hold dots).
 
-use std::path::{Component, Path, PathBuf};
-
 /// What setting a key does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Effect {
@@ -66,9 +64,9 @@ pub(crate) enum Values {
     /// git's boolean true (`true`, `yes`, `on` in any case, any nonzero integer; a key
     /// without a value).
     True,
-    /// A repository inside the work tree, as git's transport takes a URL
-    /// ([`repository_in_tree`]): one whose hooks the agent wrote.
-    RepositoryInTree,
+    /// A URL or a path rather than a remote's name: a value with a `/` or `:`, or one
+    /// starting with `.` or `~`.
+    NotAName,
 }
 
 const fn key(key: &'static str, effect: Effect, why: &'static str) -> Key {
@@ -110,17 +108,15 @@ pub(crate) const KEYS: &[Key] = &[
     key("uploadpack.packobjectshook", Runs, "a command run instead of `pack-objects` when this repository serves a fetch"),
     key("remote.<name>.uploadpack", Runs, "the program run on the remote side (for a local path: on this machine) by fetch"),
     key("remote.<name>.receivepack", Runs, "the program run on the remote side (for a local path: on this machine) by push"),
+    key("remote.<name>.url", OnCall, "where the operator's next fetch and push go: a repository of the agent's (in the tree, or reached through `/proc/self/cwd`, a link, a path git resolves otherwise) runs its hooks (`pre-receive`, `update`, `post-receive`) with the operator's rights; any value the round added or changed is reverted"),
+    key("remote.<name>.pushurl", OnCall, "the same, for push only"),
+    key("remote.pushdefault", OnCall, "the remote (a name, or a URL or path taken as one) every push goes to"),
+    key("branch.<name>.pushremote", OnCall, "the same, for one branch"),
     Key {
-        key: "remote.<name>.url",
-        values: Values::RepositoryInTree,
+        key: "branch.<name>.remote",
+        values: Values::NotAName,
         effect: OnCall,
-        why: "a repository inside the work tree (a path or `file://`): the operator's next push runs that repository's hooks (`pre-receive`, `update`, `post-receive`), the agent's, with the operator's rights",
-    },
-    Key {
-        key: "remote.<name>.pushurl",
-        values: Values::RepositoryInTree,
-        effect: OnCall,
-        why: "the same, for push only",
+        why: "a URL or path here (not a remote's name) is where the branch's fetch and push go",
     },
     key("url.<base>.insteadof", OnCall, "rewrites every fetch and push URL starting with the value to `<base>`: the operator's push goes to a repository of the agent's choosing, whose hooks run when it is on this machine"),
     key("url.<base>.pushinsteadof", OnCall, "the same, for push only"),
@@ -221,8 +217,8 @@ impl Key {
         sub_fits && name.eq_ignore_ascii_case(p_name)
     }
 
-    /// Whether `value` is one this row counts, in the work tree `tree`.
-    fn counts(&self, value: &str, tree: &Path) -> bool {
+    /// Whether `value` is one this row counts.
+    fn counts(&self, value: &str) -> bool {
         match self.values {
             Values::Any => true,
             Values::Command => value.trim_start().starts_with('!'),
@@ -232,44 +228,12 @@ impl Key {
                     .any(|t| value.trim().eq_ignore_ascii_case(t))
                     || nonzero_int(value.trim())
             }
-            Values::RepositoryInTree => repository_in_tree(value, tree),
-        }
-    }
-}
-
-/// Whether git's transport takes `url` as a repository inside `tree`: a `file://` URL or a
-/// path (no `<scheme>://` nor `<helper>::`, and no `:` before its first `/`, which would
-/// make it ssh's `host:path`: git's `url_is_local_not_ssh`), relative ones from the tree's
-/// top (where git runs a push from), that lies in `tree` once `.` and `..` are taken
-/// lexically (a link in the tree counts as the tree). A path from `~` is the operator's
-/// home: not counted.
-fn repository_in_tree(url: &str, tree: &Path) -> bool {
-    let url = url.trim();
-    let path = if url.len() >= 7 && url[..7].eq_ignore_ascii_case("file://") {
-        &url[7..]
-    } else if url.contains("://") || url.contains("::") {
-        return false;
-    } else {
-        match (url.find(':'), url.find('/')) {
-            (Some(colon), Some(slash)) if colon < slash => return false,
-            (Some(_), None) => return false,
-            _ => url,
-        }
-    };
-    if path.starts_with('~') {
-        return false;
-    }
-    let mut resolved = PathBuf::new();
-    for part in tree.join(path).components() {
-        match part {
-            Component::ParentDir => {
-                resolved.pop();
+            Values::NotAName => {
+                let value = value.trim();
+                value.contains(['/', ':']) || value.starts_with(['.', '~'])
             }
-            Component::CurDir => {}
-            other => resolved.push(other),
         }
     }
-    resolved.starts_with(tree)
 }
 
 /// Whether `value` is an integer git reads as a true boolean: any nonzero one, in
@@ -293,17 +257,15 @@ fn nonzero_int(value: &str) -> bool {
 }
 
 /// The row naming `key` whose effect is reverted after a round and which counts one of
-/// `values` (an entry without a value counts as `true`) in the work tree whose top is
-/// `tree`, if any.
+/// `values` (an entry without a value counts as `true`), if any.
 pub(crate) fn watched<'a>(
     key: &str,
     values: impl IntoIterator<Item = &'a str> + Clone,
-    tree: &Path,
 ) -> Option<&'static Key> {
     KEYS.iter().find(|row| {
         row.effect != Effect::Shapes
             && row.names(key)
-            && values.clone().into_iter().any(|v| row.counts(v, tree))
+            && values.clone().into_iter().any(|v| row.counts(v))
     })
 }
 
@@ -322,7 +284,7 @@ mod tests {
     use super::*;
 
     fn is_watched(key: &str, value: &str) -> bool {
-        watched(key, [value], Path::new("/work/tree")).is_some()
+        watched(key, [value]).is_some()
     }
 
     #[test]
@@ -363,10 +325,13 @@ mod tests {
             ("http.cookiefile", "/root/.bashrc"),
             ("http.https://x.example.cookiefile", "/root/.profile"),
             ("remote.origin.url", "/work/tree/.cache/evil.git"),
-            ("remote.origin.url", "./.cache/evil.git"),
-            ("remote.origin.url", "evil.git"),
-            ("remote.origin.url", "FILE:///work/tree/x/../evil.git"),
+            ("remote.origin.url", "/proc/self/cwd/.cache/evil.git"),
+            ("remote.origin.url", "https://x.example/op/repo.git"),
             ("remote.up.pushurl", "sub/../x:y"),
+            ("remote.pushdefault", "/t/.cache/evil.git"),
+            ("branch.main.pushremote", "/t/.cache/evil.git"),
+            ("branch.main.remote", "/t/.cache/evil.git"),
+            ("branch.main.remote", "../evil.git"),
             ("url./srv/evil.git.insteadof", "https://x.example/op/repo"),
             (
                 "url.git@x.example:a/b.pushinsteadof",
@@ -381,15 +346,7 @@ mod tests {
         for (key, value) in [
             ("user.email", "a@b"),
             ("commit.gpgsign", "false"),
-            ("remote.origin.url", "/srv/bare.git"),
-            ("remote.origin.url", "../bare.git"),
-            ("remote.origin.url", "/work/tree/../bare.git"),
-            ("remote.origin.url", "file:///srv/bare.git"),
-            ("remote.origin.url", "~/bare.git"),
-            ("remote.origin.url", "https://x.example/op/repo.git"),
-            ("remote.origin.url", "git@x.example:op/repo.git"),
-            ("remote.origin.url", "ssh://git@x.example/op/repo"),
-            ("remote.origin.pushurl", "x.example:repo"),
+            ("branch.main.remote", "origin"),
             ("remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*"),
             ("branch.main.remote", "origin"),
             ("branch.main.merge", "refs/heads/main"),
@@ -414,7 +371,7 @@ mod tests {
             assert!(!is_watched(key, value), "{key} = {value}");
         }
         // A value-led row: the key counts when any value of it is a command.
-        assert!(watched("submodule.lib.update", ["rebase", "!x"], Path::new("/t")).is_some());
+        assert!(watched("submodule.lib.update", ["rebase", "!x"]).is_some());
     }
 
     #[test]

@@ -69,9 +69,6 @@ struct Seen {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct ConfigBefore {
     files: Vec<Seen>,
-    /// The work tree's top (a remote inside it is the agent's: [`git_config_keys::watched`]).
-    #[serde(default)]
-    tree: PathBuf,
 }
 
 /// Where the record before a round is kept while the agent runs, in the state dir (out of
@@ -168,8 +165,7 @@ fn included(file: &Path, entries: &[(String, Option<String>)]) -> Vec<(PathBuf, 
 
 /// Whether `key` makes git read another file.
 fn is_include(key: &str) -> bool {
-    git_config_keys::watched(key, ["x"], Path::new("/"))
-        .is_some_and(|row| row.effect == Effect::Includes)
+    git_config_keys::watched(key, ["x"]).is_some_and(|row| row.effect == Effect::Includes)
 }
 
 /// `entries` grouped by key, first appearance first, each key's values in file order.
@@ -195,7 +191,6 @@ fn text(value: Option<&str>) -> &str {
 fn to_revert(
     before: &[(String, Option<String>)],
     after: &[(String, Option<String>)],
-    tree: &Path,
 ) -> Vec<(
     String,
     Vec<String>,
@@ -213,7 +208,7 @@ fn to_revert(
         if now == then {
             continue;
         }
-        let Some(row) = git_config_keys::watched(key, now.iter().map(|v| text(*v)), tree) else {
+        let Some(row) = git_config_keys::watched(key, now.iter().map(|v| text(*v))) else {
             continue;
         };
         found.push((
@@ -302,8 +297,7 @@ impl ConfigBefore {
                 entries,
             });
         }
-        let tree = repo.top().await?;
-        Ok(ConfigBefore { files, tree })
+        Ok(ConfigBefore { files })
     }
 }
 
@@ -315,8 +309,7 @@ impl ConfigBefore {
         for file in &self.files {
             for (key, values) in by_key(&file.entries) {
                 let watched =
-                    git_config_keys::watched(key, values.iter().map(|v| text(*v)), &self.tree)
-                        .is_some();
+                    git_config_keys::watched(key, values.iter().map(|v| text(*v))).is_some();
                 if watched && !keys.iter().any(|k| k == key) {
                     keys.push(key.to_owned());
                 }
@@ -449,7 +442,7 @@ pub(crate) async fn revert(repo: &Repo, before: &ConfigBefore) -> Result<Vec<Rev
             // Its directory does not resolve: git reads nothing there.
             continue;
         };
-        let Some(effective) = revert_file(repo, &item, then, &spot, &tree, &mut told).await else {
+        let Some(effective) = revert_file(repo, &item, then, &spot, &mut told).await else {
             continue;
         };
         if item.depth < MAX_INCLUDE_DEPTH {
@@ -527,7 +520,6 @@ async fn revert_file(
     item: &Item,
     then: Option<&Seen>,
     spot: &Spot,
-    tree: &Path,
     told: &mut Vec<Reverted>,
 ) -> Option<Vec<(String, Option<String>)>> {
     let (bytes, link) = match read(&spot.at()) {
@@ -580,7 +572,7 @@ async fn revert_file(
         },
         _ => Vec::new(),
     };
-    let found = to_revert(then_entries, &now, tree);
+    let found = to_revert(then_entries, &now);
     if found.is_empty() {
         return Some(now);
     }
@@ -792,7 +784,7 @@ mod tests {
             ("include.path", Some("evil.inc")),
             ("alias.x", Some("!id")),
         ]);
-        let found: Vec<(String, Vec<String>)> = to_revert(&before, &after, Path::new("/t"))
+        let found: Vec<(String, Vec<String>)> = to_revert(&before, &after)
             .into_iter()
             .map(|(k, v, ..)| (k, v))
             .collect();
@@ -801,17 +793,13 @@ mod tests {
             [
                 ("include.path".to_owned(), vec![]),
                 ("credential.helper".to_owned(), vec!["store".to_owned()]),
+                ("remote.origin.url".to_owned(), vec![]),
                 ("core.fsmonitor".to_owned(), vec![]),
                 ("alias.x".to_owned(), vec![]),
             ]
         );
         // Removed only: nothing runs, nothing is restored.
-        assert!(to_revert(
-            &before,
-            &entries(&[("user.email", Some("op@x"))]),
-            Path::new("/t")
-        )
-        .is_empty());
+        assert!(to_revert(&before, &entries(&[("user.email", Some("op@x"))])).is_empty());
     }
 
     /// `git args` in `dir`, as the operator types it (no override of ours).
@@ -883,7 +871,6 @@ mod tests {
                 round_num: 1,
                 before: ConfigBefore {
                     files: vec![made_up],
-                    tree: PathBuf::new(),
                 },
             };
             crate::record::state::write_json_atomic(&state_dir.join(SEEN_FILE), &pending).unwrap();

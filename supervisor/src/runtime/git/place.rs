@@ -174,8 +174,22 @@ impl Place {
             let parent = std::fs::canonicalize(&self.git_dir)
                 .ok()
                 .and_then(|d| d.parent().map(Path::to_path_buf));
-            let worktrees = std::fs::canonicalize(self.common_dir.join("worktrees")).ok();
-            if parent.is_none() || parent != worktrees {
+            let worktrees = self.common_dir.join("worktrees");
+            let worktrees_real = std::fs::canonicalize(&worktrees).ok();
+            // A linked worktree's `.git` is a file naming `<common dir>/worktrees/<name>`,
+            // a real directory of a common dir that is not in the work tree; a main
+            // repository's git dir (the top's `.git` directory) has no `commondir`.
+            let top_git_is_dir = matches!(Seen::of(&self.top.join(".git"), false), Seen::Dir(..));
+            let worktrees_is_link = matches!(Seen::of(&worktrees, false), Seen::Link(_));
+            let real_top = std::fs::canonicalize(&self.top).unwrap_or_else(|_| self.top.clone());
+            let common_in_tree = std::fs::canonicalize(&self.common_dir)
+                .is_ok_and(|common| common.starts_with(&real_top));
+            if top_git_is_dir
+                || worktrees_is_link
+                || common_in_tree
+                || parent.is_none()
+                || parent != worktrees_real
+            {
                 return Some(format!(
                     "{} names {} as the repository's common dir, but {} is not one of its linked worktrees (<common dir>/worktrees/<name>): git would read another repository's config, hooks, objects and refs; agent-runner refuses it whoever wrote it (an agent can): remove {} if it is not yours",
                     commondir.display(),
@@ -189,6 +203,7 @@ impl Place {
             .iter()
             .flat_map(|dir| ["objects", "refs", "logs"].map(|name| dir.join(name)))
             .chain(self.appended_logs())
+            .chain(self.written_by_name())
             .collect();
         written.iter().find_map(|path| match Seen::of(path, false) {
             Seen::Link(target) => Some(format!(
@@ -223,7 +238,11 @@ impl Place {
                 planted.push(mark.path.clone());
             }
         }
-        for path in self.appended_logs() {
+        for path in self
+            .appended_logs()
+            .into_iter()
+            .chain(self.written_by_name())
+        {
             if matches!(Seen::of(&path, false), Seen::Link(_)) {
                 planted.push(path);
             }
@@ -241,7 +260,17 @@ impl Place {
                     std::process::id()
                 ));
                 let aside = path.with_file_name(name);
-                match std::fs::rename(&path, &aside) {
+                let mut renamed = std::fs::rename(&path, &aside);
+                // A git dir the round made read-only (`chmod 555 .git`) is the
+                // supervisor's user's to open again.
+                if renamed.is_err() {
+                    if let Some(dir) = path.parent() {
+                        if crate::tree_file::give_back_owner_rwx(dir).is_some() {
+                            renamed = std::fs::rename(&path, &aside);
+                        }
+                    }
+                }
+                match renamed {
                     Ok(()) => format!("{} set aside as {}", path.display(), aside.display()),
                     Err(e) => format!("{} could not be set aside: {e}", path.display()),
                 }
@@ -270,16 +299,39 @@ impl Place {
                 changes.push(format!("{} {how}", mark.path.display()));
             }
         }
-        for path in self.appended_logs() {
+        for path in self
+            .appended_logs()
+            .into_iter()
+            .chain(self.written_by_name())
+        {
             if let Seen::Link(target) = Seen::of(&path, false) {
                 changes.push(format!(
-                    "{} is a symbolic link (to {}): git would append to its target",
+                    "{} is a symbolic link (to {}): git would write to its target",
                     path.display(),
                     target.display()
                 ));
             }
         }
         (!changes.is_empty()).then(|| changes.join("; "))
+    }
+
+    /// The files in the git dir git writes by name, opening them for writing (`fopen(…,
+    /// "w")`, which follows a link): a link at one would have the supervisor's commit
+    /// truncate and overwrite the file it names.
+    fn written_by_name(&self) -> Vec<PathBuf> {
+        [
+            "COMMIT_EDITMSG",
+            "MERGE_MSG",
+            "SQUASH_MSG",
+            "TAG_EDITMSG",
+            "FETCH_HEAD",
+            "ORIG_HEAD",
+            "AUTO_MERGE",
+            "index",
+        ]
+        .iter()
+        .map(|name| self.git_dir.join(name))
+        .collect()
     }
 
     /// The logs (and refs) a stash or commit appends to or replaces: `HEAD`'s,
@@ -431,6 +483,23 @@ pub(crate) fn listing_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     env
 }
 
+/// The directories of `PATH` (`path`) a program the supervisor starts may be found in:
+/// those that are absolute and lie outside the work tree `tree` (by their path and by
+/// where they resolve). An empty or relative entry (`.`, `node_modules/.bin`, resolved
+/// from the work dir) or one inside the tree would find a program the agent planted — the
+/// `git` itself, or what git starts: `ssh-keygen` to sign, `git-lfs` for a filter. The
+/// supervisor's git gets exactly these as its `PATH`.
+pub(crate) fn path_outside_tree(path: &std::ffi::OsStr, tree: &Path) -> Vec<PathBuf> {
+    let real_tree = std::fs::canonicalize(tree).unwrap_or_else(|_| tree.to_path_buf());
+    std::env::split_paths(path)
+        .filter(|dir| {
+            dir.is_absolute()
+                && !dir.starts_with(tree)
+                && !std::fs::canonicalize(dir).is_ok_and(|real| real.starts_with(&real_tree))
+        })
+        .collect()
+}
+
 /// The `git` the supervisor runs with `PATH`: the first executable regular file `git` in
 /// its directories that are absolute and lie outside the work tree `tree` — an empty or
 /// relative entry (`.`, `node_modules/.bin`, resolved from the work dir) or one inside the
@@ -438,15 +507,7 @@ pub(crate) fn listing_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
 /// "The supervisor's git"). `None` when there is none.
 pub(crate) fn git_on_path(path: Option<&std::ffi::OsStr>, tree: &Path) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
-    let path = path?;
-    let real_tree = std::fs::canonicalize(tree).unwrap_or_else(|_| tree.to_path_buf());
-    std::env::split_paths(path).find_map(|dir| {
-        if !dir.is_absolute() || dir.starts_with(tree) {
-            return None;
-        }
-        if std::fs::canonicalize(&dir).is_ok_and(|real| real.starts_with(&real_tree)) {
-            return None;
-        }
+    path_outside_tree(path?, tree).into_iter().find_map(|dir| {
         let candidate = dir.join("git");
         let meta = std::fs::metadata(&candidate).ok()?;
         (meta.is_file() && meta.permissions().mode() & 0o111 != 0).then_some(candidate)
@@ -777,6 +838,47 @@ mod tests {
         );
         std::fs::remove_file(place.git_dir.join("HEAD")).unwrap();
         std::fs::write(place.git_dir.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        // A link where git writes by name (`COMMIT_EDITMSG`, opened for writing by every
+        // commit): named, refused at boot, set aside with its target untouched.
+        let target = place.top.join("bashrc");
+        std::fs::write(&target, "the operator's\n").unwrap();
+        let message = place.git_dir.join("COMMIT_EDITMSG");
+        std::os::unix::fs::symlink(&target, &message).unwrap();
+        assert!(place
+            .changed()
+            .unwrap()
+            .contains("COMMIT_EDITMSG is a symbolic link"));
+        assert!(hold(&place)
+            .unwrap_err()
+            .contains("COMMIT_EDITMSG is a symbolic link"));
+        let aside = place.set_aside_plants();
+        assert!(
+            aside
+                .iter()
+                .any(|a| a.contains("COMMIT_EDITMSG set aside as")),
+            "{aside:?}"
+        );
+        assert!(std::fs::symlink_metadata(&message).is_err());
+        assert_eq!(
+            std::fs::read_to_string(&target).unwrap(),
+            "the operator's\n"
+        );
+        // A fake common dir whose `worktrees` links back above the git dir, so that the git
+        // dir looks like one of its worktrees: refused (the top's `.git` is a directory, the
+        // common dir lies in the tree, its `worktrees` is a link).
+        let fake = place.top.join(".cache/cd");
+        std::os::unix::fs::symlink("../..", fake.join("worktrees")).unwrap();
+        std::fs::write(place.git_dir.join("commondir"), "../.cache/cd\n").unwrap();
+        let refused = Place::hold(
+            &place.top,
+            place.top.clone(),
+            place.git_dir.clone(),
+            &fake,
+            Vec::new(),
+        )
+        .unwrap_err();
+        assert!(refused.contains("commondir names"), "{refused}");
+        std::fs::remove_file(place.git_dir.join("commondir")).unwrap();
         // A linked worktree's own `commondir` is git's, and held.
         std::fs::rename(place.git_dir.join("refs.old"), place.git_dir.join("refs")).unwrap();
         let linked = place.git_dir.join("worktrees/side");
@@ -823,6 +925,12 @@ mod tests {
         assert_eq!(
             git_on_path(Some(&path), &place.top),
             Some(outside.join("git"))
+        );
+        // What git itself starts is looked for in the same directories.
+        assert_eq!(
+            path_outside_tree(&path, &place.top),
+            std::slice::from_ref(&outside),
+            "relative, empty and in-tree entries dropped"
         );
         // Only entries of the tree: none.
         let path = std::env::join_paths([in_tree.clone()]).unwrap();

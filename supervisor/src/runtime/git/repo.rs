@@ -609,14 +609,21 @@ impl Repo {
             detail,
         };
         let tree = place.map_or(self.work_dir.as_path(), |p| p.top.as_path());
-        let Some(program) = git_place::git_on_path(std::env::var_os("PATH").as_deref(), tree)
-        else {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let Some(program) = git_place::git_on_path(Some(&path), tree) else {
             return Err(failed(format!(
                 "no git on PATH outside the work tree {} (relative entries and those inside the tree are skipped: a git there may be the agent's)",
                 tree.display()
             )));
         };
         let mut cmd = Command::new(program);
+        // As a shell would start it: git finds its own programs from `argv[0]` as before.
+        cmd.arg0("git");
+        // What git starts (a signer, a filter of the operator's global config) is found on
+        // the same directories, none of them the agent's.
+        let search =
+            std::env::join_paths(git_place::path_outside_tree(&path, tree)).unwrap_or_default();
+        cmd.env("PATH", search);
         for (name, _) in std::env::vars_os() {
             let name_bytes = name.as_bytes();
             if name_bytes.starts_with(b"GIT_")
@@ -841,10 +848,10 @@ impl Repo {
     /// the main one's) and, when a config file sets `core.hooksPath`, that directory too
     /// (relative to the top, or absolute; one under `~` is left to Landlock, which does not
     /// let the agent write the home directory). Canonical where git gave them so: the top
-    /// and the common dir. Third, the repository's `info` directory (`<common dir>/info`,
-    /// whose `exclude` and `attributes` git reads in every status). `None` when the
-    /// repository cannot be found.
-    pub(crate) async fn protected_roots(&self) -> Option<(PathBuf, Vec<PathBuf>, PathBuf)> {
+    /// and the common dir. Third, the directories of rules git reads by name in the common
+    /// dir: `info` (whose `exclude` and `attributes` every status reads), `remotes` and
+    /// `branches` (remotes defined by files). `None` when the repository cannot be found.
+    pub(crate) async fn protected_roots(&self) -> Option<(PathBuf, Vec<PathBuf>, Vec<PathBuf>)> {
         let place = self.place().await.ok()?;
         let mut hooks = vec![place.common_dir.join("hooks")];
         if let Some(path) = self.listed().await.ok().and_then(|l| l.hooks_path) {
@@ -855,7 +862,11 @@ impl Repo {
                 }
             }
         }
-        Some((place.top.clone(), hooks, place.common_dir.join("info")))
+        let repo_dirs = ["info", "remotes", "branches"]
+            .iter()
+            .map(|name| place.common_dir.join(name))
+            .collect();
+        Some((place.top.clone(), hooks, repo_dirs))
     }
 
     /// What changed in the repository since boot ([`Place::changed`]); `None` when

@@ -3,9 +3,9 @@
 //! the operator's next git command — `core.fsmonitor`, `core.hooksPath`, a `!` alias, a
 //! clean filter, `core.worktree` — beside its ordinary git work (`remote add`, `config
 //! user.email`, `push -u` to a local bare remote, `worktree add`, `submodule add` and
-//! `submodule update`); after the round the planted keys are
-//! gone and recorded, the agent's ordinary config and the operator's own `core.pager`
-//! stay, and the operator's plain `git status` runs nothing. (The control, the same
+//! `submodule update`); after the round the planted keys and the remote's URL (where the
+//! operator's next push would go) are gone and recorded, the agent's ordinary config and
+//! the operator's own `core.pager` stay, and the operator's plain `git status` runs nothing. (The control, the same
 //! fsmonitor plant without the revert creating its marker at the operator's `git status`,
 //! is `git_config_watch::tests` in the supervisor.) And the exec surface: a round that
 //! edits a CI workflow records `exec_surface_changed`, `peek` shows it, and `auto_commit`
@@ -24,12 +24,13 @@ use agent_runner_e2e::{ConfigBuilder, Operator, Project};
 const MODES: [&str; 2] = ["off", "require"];
 
 /// The keys the agent plants, as `git config --list` names them.
-const PLANTED: [&str; 5] = [
+const PLANTED: [&str; 6] = [
     "core.fsmonitor",
     "core.hookspath",
     "alias.x",
     "filter.evil.clean",
     "core.worktree",
+    "remote.origin.url",
 ];
 
 /// `git <args>` in the tree as the operator types it (their home, no system config); the
@@ -170,11 +171,9 @@ fn planted_config_keys_are_reverted_and_the_agents_own_git_work_stays() {
                 Some("less -R"),
                 "{case}"
             );
-            assert_eq!(
-                config_value(&p, "remote.origin.url"),
-                Some(bare.display().to_string()),
-                "{case}"
-            );
+            // The agent's remote lasted its round: where the operator's next push goes
+            // is not the agent's to say (docs/security.md, the reviewed list).
+            assert_eq!(config_value(&p, "remote.origin.url"), None, "{case}");
             assert_eq!(
                 config_value(&p, "user.email").as_deref(),
                 Some("agent@e2e.invalid"),
@@ -236,7 +235,11 @@ fn planted_config_keys_are_reverted_and_the_agents_own_git_work_stays() {
             out.assert_code(0);
             let doc: Value = agent_runner_e2e::serde_json::from_str(&out.stdout).unwrap();
             let shown = &doc["recent_rounds"][0]["git_config_reverted"];
-            assert_eq!(shown.as_array().map(Vec::len), Some(5), "{case}: {doc}");
+            assert_eq!(
+                shown.as_array().map(Vec::len),
+                Some(PLANTED.len()),
+                "{case}: {doc}"
+            );
         }
     }
 }

@@ -174,7 +174,10 @@ fn what_the_provider_bills_counts_when_the_key_is_brokered() {
         p.events_text()
     );
     let reason = budget_reason(&p);
-    assert!(reason.contains("from the CLI report / table"), "{reason}");
+    assert!(
+        reason.contains("from the CLI's report or the price table"),
+        "{reason}"
+    );
 }
 
 #[test]

@@ -911,3 +911,72 @@ fn a_revert_the_agent_made_fail_leaves_no_planted_key() {
         }
     }
 }
+
+/// The agent's `git-lfs` (`node_modules/.bin/git-lfs`, noting `marker`) and a
+/// `.gitattributes` giving its files the operator's global `lfs` filter.
+fn planted_filter_program(marker: &Path) -> String {
+    format!(
+        "#!/bin/sh\nset -e\nmkdir -p node_modules/.bin\n\
+         printf '#!/bin/sh\\ntouch {m}\\ncat\\n' > node_modules/.bin/git-lfs\n\
+         chmod +x node_modules/.bin/git-lfs\n\
+         echo '*.dat filter=lfs' > .gitattributes\necho data > big.dat\n",
+        m = marker.display()
+    )
+}
+
+#[test]
+fn no_program_git_starts_is_taken_from_a_relative_path_entry() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        let case = format!("{operator:?}");
+        let p = Project::new_as(operator);
+        let marker = p.tmp_dir().join("lfs-ran");
+        // The operator's global filter, found on PATH as git-lfs is.
+        std::fs::write(
+            p.home().join(".gitconfig"),
+            "[filter \"lfs\"]\n\tclean = git-lfs clean -- %f\n\tsmudge = git-lfs smudge -- %f\n",
+        )
+        .unwrap();
+        if let Some(user) = operator.user() {
+            user.own(p.home());
+        }
+        let agent = p.script("agent.sh", &planted_filter_program(&marker));
+        p.write_config(
+            &ConfigBuilder::new(&agent)
+                .dirty_action("auto_commit")
+                .extra("[agent.sandbox]\nmode = \"require\""),
+        );
+        let path = format!(
+            "node_modules/.bin:{}",
+            std::env::var("PATH").unwrap_or_default()
+        );
+        p.run_env(&["round"], &[("PATH", path.as_str())]);
+        assert!(
+            !marker.exists(),
+            "{case}: the supervisor's git ran the agent's git-lfs: {}",
+            p.events_text()
+        );
+    }
+    // The control: a git given that PATH in the tree runs the agent's program.
+    let p = Project::new();
+    let marker = p.tmp_dir().join("lfs-ran");
+    let plant = p.script("plant.sh", &planted_filter_program(&marker));
+    let out = Command::new(&plant).current_dir(p.dir()).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let path = format!(
+        "node_modules/.bin:{}",
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "filter.lfs.clean=git-lfs clean -- %f",
+            "add",
+            "big.dat",
+        ])
+        .current_dir(p.dir())
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(marker.exists(), "control: the planted program did not run");
+}

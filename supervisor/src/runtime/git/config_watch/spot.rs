@@ -231,15 +231,10 @@ impl Spot {
     /// their lock there): only inside the work tree and the repository, and only a
     /// directory the supervisor's user owns. `None` when nothing was changed.
     fn own_dir(&self) -> Option<Fix> {
-        let meta = std::fs::metadata(self.dir.at()).ok()?;
-        let mode = meta.permissions().mode() & 0o7777;
-        // SAFETY: geteuid(2) takes no argument, cannot fail and touches no memory of ours.
-        let euid = unsafe { libc::geteuid() };
-        if !self.inside || mode & 0o700 == 0o700 || meta.uid() != euid {
+        if !self.inside {
             return None;
         }
-        let now = mode | 0o700;
-        std::fs::set_permissions(self.dir.at(), std::fs::Permissions::from_mode(now)).ok()?;
+        let (mode, now) = crate::tree_file::give_back_owner_rwx(&self.dir.at())?;
         Some(Fix {
             action: "permission_restored",
             path: self.shown.clone(),
