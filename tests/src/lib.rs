@@ -892,6 +892,31 @@ impl Project {
         }
     }
 
+    /// `git <args…>` in the tree as the operator types it later: their home, no system
+    /// config, hooks, filters and fsmonitor as the repository sets them (the tree may
+    /// belong to the unprivileged user, so it is declared safe). Its output, whatever the
+    /// status.
+    pub fn operator_git(&self, args: &[&str]) -> std::process::Output {
+        Command::new("git")
+            .args(["-c", "safe.directory=*"])
+            .args(args)
+            .current_dir(&self.root)
+            .env("HOME", &self.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run git")
+    }
+
+    /// The value of the key `key` in the repository's own config (`--local`), `None` when
+    /// unset.
+    pub fn config_value(&self, key: &str) -> Option<String> {
+        let out = self.operator_git(&["config", "--local", "--get", key]);
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    }
+
     /// Runs `git <args…>` in the project; panics unless it succeeds; returns its stdout.
     pub fn git(&self, args: &[&str]) -> String {
         // The tree may belong to the unprivileged test user: tell git it is safe.

@@ -802,6 +802,20 @@ mod tests {
         assert!(to_revert(&before, &entries(&[("user.email", Some("op@x"))])).is_empty());
     }
 
+    /// A new repository in a temporary directory (kept while the first is held) and its
+    /// canonical path.
+    fn new_repository() -> (tempfile::TempDir, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().canonicalize().unwrap();
+        assert!(git(&dir, &["init", "-q", "."]).status.success());
+        (tmp, dir)
+    }
+
+    /// The supervisor's view of the repository at `dir`.
+    fn repo_at(dir: &Path) -> Repo {
+        Repo::new(dir, crate::runtime::git::attribution::OwnFiles::default())
+    }
+
     /// `git args` in `dir`, as the operator types it (no override of ours).
     fn git(dir: &Path, args: &[&str]) -> std::process::Output {
         std::process::Command::new("git")
@@ -816,11 +830,9 @@ mod tests {
     /// A repository whose config plants an fsmonitor hook after `record`, and whether the
     /// operator's plain `git status` then ran it, with and without [`revert`].
     async fn planted_fsmonitor_runs(revert_it: bool) -> (bool, Vec<Reverted>, String) {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().canonicalize().unwrap();
-        assert!(git(&dir, &["init", "-q", "."]).status.success());
+        let (_tmp, dir) = new_repository();
         git(&dir, &["config", "core.pager", "less -R"]);
-        let repo = Repo::new(&dir, crate::runtime::git::attribution::OwnFiles::default());
+        let repo = repo_at(&dir);
         let before = ConfigBefore::record(&repo, &ConfigBefore::default())
             .await
             .unwrap();
@@ -858,7 +870,7 @@ mod tests {
         assert!(git(&dir, &["init", "-q", "."]).status.success());
         git(&dir, &["config", "core.pager", "less -R"]);
         let config = dir.join(".git/config");
-        let repo = Repo::new(&dir, crate::runtime::git::attribution::OwnFiles::default());
+        let repo = repo_at(&dir);
         let keep = |bytes: Vec<u8>| {
             let made_up = Seen {
                 path: config.clone(),
@@ -935,14 +947,12 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn includes_are_followed_a_new_one_reverted_and_links_never_written_through() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().canonicalize().unwrap();
-        assert!(git(&dir, &["init", "-q", "."]).status.success());
+        let (_tmp, dir) = new_repository();
         let git_dir = dir.join(".git");
         // The operator's own include, present before the round.
         std::fs::write(git_dir.join("mine.inc"), "[core]\n\tpager = less\n").unwrap();
         git(&dir, &["config", "include.path", "mine.inc"]);
-        let repo = Repo::new(&dir, crate::runtime::git::attribution::OwnFiles::default());
+        let repo = repo_at(&dir);
         let before = ConfigBefore::record(&repo, &ConfigBefore::default())
             .await
             .unwrap();
@@ -1011,12 +1021,10 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn a_config_swapped_for_a_link_gets_its_bytes_before_back_and_nothing_of_the_target() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().canonicalize().unwrap();
-        assert!(git(&dir, &["init", "-q", "."]).status.success());
+        let (tmp, dir) = new_repository();
         let config = dir.join(".git/config");
         let before_bytes = std::fs::read(&config).unwrap();
-        let repo = Repo::new(&dir, crate::runtime::git::attribution::OwnFiles::default());
+        let repo = repo_at(&dir);
         let before = ConfigBefore::record(&repo, &ConfigBefore::default())
             .await
             .unwrap();
@@ -1125,7 +1133,7 @@ mod tests {
         std::fs::write(dir.join("shared/big"), "[user]\n\tname = n\n").unwrap();
         git(&dir, &["config", "include.path", "../shared/.gitconfig"]);
         git(&dir, &["config", "--add", "include.path", "../shared/big"]);
-        let repo = Repo::new(&dir, crate::runtime::git::attribution::OwnFiles::default());
+        let repo = repo_at(&dir);
         let before = ConfigBefore::record(&repo, &ConfigBefore::default())
             .await
             .unwrap();
@@ -1172,7 +1180,7 @@ mod tests {
         std::os::unix::fs::symlink("a", home.join("gc/cur")).unwrap();
         let include = home.join("gc/cur/x.inc");
         git(&dir, &["config", "include.path", include.to_str().unwrap()]);
-        let repo = Repo::new(&dir, crate::runtime::git::attribution::OwnFiles::default());
+        let repo = repo_at(&dir);
         let before = ConfigBefore::record(&repo, &ConfigBefore::default())
             .await
             .unwrap();
@@ -1234,7 +1242,7 @@ mod tests {
             &dir,
             &["config", "--add", "include.path", "../shared/one.inc"],
         );
-        let repo = Repo::new(&dir, crate::runtime::git::attribution::OwnFiles::default());
+        let repo = repo_at(&dir);
         let before = ConfigBefore::record(&repo, &ConfigBefore::default())
             .await
             .unwrap();
@@ -1278,10 +1286,8 @@ mod tests {
     /// Returns the rows, whether the operator's `git status` ran the program, and whether
     /// git's own writer could write the file then.
     async fn planted_then(make_fail: impl Fn(&Path)) -> (Vec<Reverted>, bool, bool) {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().canonicalize().unwrap();
-        assert!(git(&dir, &["init", "-q", "."]).status.success());
-        let repo = Repo::new(&dir, crate::runtime::git::attribution::OwnFiles::default());
+        let (_tmp, dir) = new_repository();
+        let repo = repo_at(&dir);
         let before = ConfigBefore::record(&repo, &ConfigBefore::default())
             .await
             .unwrap();

@@ -74,6 +74,30 @@ fn a_config_the_agent_saved_is_untrusted_and_the_operators_applies() {
     }
 }
 
+/// `~/.ssh/id_rsa` in the project's home holding `text`, readable to the supervisor's user
+/// (not to the confined agent); its path.
+fn readable_key(p: &Project, text: &str) -> std::path::PathBuf {
+    let key = p.home().join(".ssh/id_rsa");
+    std::fs::create_dir_all(key.parent().unwrap()).unwrap();
+    std::fs::write(&key, text).unwrap();
+    let _ = std::process::Command::new("chmod")
+        .arg("a+r")
+        .arg(&key)
+        .status();
+    key
+}
+
+/// `~/.config/autostart` in the project's home, the home the `operator`'s: where a log dir
+/// link of the agent's would have the supervisor write.
+fn home_dir_of_the_operator(p: &Project, operator: Operator) -> std::path::PathBuf {
+    let target = p.home().join(".config/autostart");
+    std::fs::create_dir_all(&target).unwrap();
+    if let Some(user) = operator.user() {
+        user.own(p.home());
+    }
+    target
+}
+
 /// An agent that keeps the prompt it was given (`seen-R<n>` in the tree) and, in round 1,
 /// replaces `prompts/main.md` with a link to `target`.
 fn linking_agent(p: &Project, target: &std::path::Path) -> std::path::PathBuf {
@@ -97,13 +121,7 @@ fn a_prompt_link_the_agent_made_is_refused_one_the_operator_had_is_followed() {
     const KEY: &str = "PLANTED-SSH-KEY";
     for operator in [Operator::Root, Operator::Unprivileged] {
         let p = Project::new_as(operator);
-        let key = p.home().join(".ssh/id_rsa");
-        std::fs::create_dir_all(key.parent().unwrap()).unwrap();
-        std::fs::write(&key, KEY).unwrap();
-        let _ = std::process::Command::new("chmod")
-            .arg("a+r")
-            .arg(&key)
-            .status();
+        let key = readable_key(&p, KEY);
         let agent = linking_agent(&p, &key);
         p.write_config(&ConfigBuilder::new(&agent).dirty_action("ignore"));
         let _ = p
@@ -241,13 +259,7 @@ fn a_prompt_link_the_agent_made_stays_refused_at_the_next_boots_until_replaced()
         for control in [false, true] {
             let what = format!("{operator:?}, control {control}");
             let p = Project::new_as(operator);
-            let key = p.home().join(".ssh/id_rsa");
-            std::fs::create_dir_all(key.parent().unwrap()).unwrap();
-            std::fs::write(&key, KEY).unwrap();
-            let _ = std::process::Command::new("chmod")
-                .arg("a+r")
-                .arg(&key)
-                .status();
+            let key = readable_key(&p, KEY);
             let agent = linking_agent(&p, &key);
             p.write_config(
                 &ConfigBuilder::new(&agent)
@@ -305,11 +317,7 @@ fn a_log_dir_link_the_agent_made_stays_refused_at_the_next_boot() {
         for control in [false, true] {
             let what = format!("{operator:?}, control {control}");
             let p = Project::new_as(operator);
-            let target = p.home().join(".config/autostart");
-            std::fs::create_dir_all(&target).unwrap();
-            if let Some(user) = operator.user() {
-                user.own(p.home());
-            }
+            let target = home_dir_of_the_operator(&p, operator);
             let agent = p.script(
                 "relinking-agent.sh",
                 &format!(
@@ -368,11 +376,7 @@ fn a_log_dir_link_the_agent_made_stays_refused_at_the_next_boot() {
 fn a_log_dir_link_the_agent_made_is_refused_one_the_operator_had_is_followed() {
     for operator in [Operator::Root, Operator::Unprivileged] {
         let p = Project::new_as(operator);
-        let target = p.home().join(".config/autostart");
-        std::fs::create_dir_all(&target).unwrap();
-        if let Some(user) = operator.user() {
-            user.own(p.home());
-        }
+        let target = home_dir_of_the_operator(&p, operator);
         let agent = p.script(
             "relinking-agent.sh",
             &format!(

@@ -15,7 +15,7 @@
 //! record in the state dir: the next round reverts the killed round's keys.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use agent_runner_e2e::serde_json::Value;
 use agent_runner_e2e::{ConfigBuilder, Operator, Project};
@@ -32,28 +32,6 @@ const PLANTED: [&str; 6] = [
     "core.worktree",
     "remote.origin.url",
 ];
-
-/// `git <args>` in the tree as the operator types it (their home, no system config); the
-/// tree may belong to the unprivileged user, so it is declared safe.
-fn operator_git(p: &Project, args: &[&str]) -> std::process::Output {
-    Command::new("git")
-        .args(["-c", "safe.directory=*"])
-        .args(args)
-        .current_dir(p.dir())
-        .env("HOME", p.home())
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run git")
-}
-
-/// The value of config key `key` in the tree's repository, `None` when unset.
-fn config_value(p: &Project, key: &str) -> Option<String> {
-    let out = operator_git(p, &["config", "--local", "--get", key]);
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
 
 /// An executable script at `path` that touches `marker` when run.
 fn marker_script(path: &Path, marker: &Path) {
@@ -163,29 +141,29 @@ fn planted_config_keys_are_reverted_and_the_agents_own_git_work_stays() {
                 );
             }
             for key in PLANTED {
-                assert_eq!(config_value(&p, key), None, "{case}: {key} stayed");
+                assert_eq!(p.config_value(key), None, "{case}: {key} stayed");
             }
             // The operator's key and the agent's ordinary git work stay.
             assert_eq!(
-                config_value(&p, "core.pager").as_deref(),
+                p.config_value("core.pager").as_deref(),
                 Some("less -R"),
                 "{case}"
             );
             // The agent's remote lasted its round: where the operator's next push goes
             // is not the agent's to say (docs/security.md, the reviewed list).
-            assert_eq!(config_value(&p, "remote.origin.url"), None, "{case}");
+            assert_eq!(p.config_value("remote.origin.url"), None, "{case}");
             assert_eq!(
-                config_value(&p, "user.email").as_deref(),
+                p.config_value("user.email").as_deref(),
                 Some("agent@e2e.invalid"),
                 "{case}"
             );
             assert_eq!(
-                config_value(&p, "branch.main.remote").as_deref(),
+                p.config_value("branch.main.remote").as_deref(),
                 Some("origin"),
                 "{case}"
             );
             assert_eq!(
-                config_value(&p, "submodule.lib.url"),
+                p.config_value("submodule.lib.url"),
                 Some(lib.display().to_string()),
                 "{case}"
             );
@@ -206,7 +184,7 @@ fn planted_config_keys_are_reverted_and_the_agents_own_git_work_stays() {
                 "{case}: the push did not reach the remote: {pushed:?}"
             );
             // The operator's plain `git status` runs nothing the agent planted.
-            let status = operator_git(&p, &["status"]);
+            let status = p.operator_git(&["status"]);
             assert!(status.status.success(), "{case}: {status:?}");
             assert!(
                 !marker.exists(),
@@ -214,7 +192,7 @@ fn planted_config_keys_are_reverted_and_the_agents_own_git_work_stays() {
             );
             assert!(!tmp.join("clean-ran").exists(), "{case}");
             assert!(
-                !operator_git(&p, &["x"]).status.success(),
+                !p.operator_git(&["x"]).status.success(),
                 "{case}: alias x stayed"
             );
             assert!(!tmp.join("alias-ran").exists(), "{case}");
@@ -365,7 +343,7 @@ fn a_round_whose_supervisor_was_killed_is_reverted_at_the_next_round() {
         agent_runner_e2e::wait_until(
             "the agent's plant",
             std::time::Duration::from_secs(30),
-            || config_value(&p, "core.fsmonitor"),
+            || p.config_value("core.fsmonitor"),
         );
         running.signal(libc::SIGKILL);
         running.wait(std::time::Duration::from_secs(30));
@@ -384,6 +362,6 @@ fn a_round_whose_supervisor_was_killed_is_reverted_at_the_next_round() {
             reverted[0]["round_num"], 1,
             "mode {mode}: the killed round's"
         );
-        assert_eq!(config_value(&p, "core.fsmonitor"), None, "mode {mode}");
+        assert_eq!(p.config_value("core.fsmonitor"), None, "mode {mode}");
     }
 }

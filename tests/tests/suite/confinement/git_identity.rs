@@ -307,27 +307,6 @@ fn a_nested_repositorys_filter_never_runs_in_the_supervisors_git() {
     assert!(marker.exists(), "the control did not show the harm");
 }
 
-/// `git <args>` in the tree as the operator types it later: their home, no system config,
-/// hooks and fsmonitor as the repository sets them.
-fn operator_git(p: &Project, args: &[&str]) -> std::process::Output {
-    Command::new("git")
-        .args([
-            "-c",
-            "safe.directory=*",
-            "-c",
-            "user.name=op",
-            "-c",
-            "user.email=op@e2e.invalid",
-        ])
-        .args(args)
-        .current_dir(p.dir())
-        .env("HOME", p.home())
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run git")
-}
-
 /// A common dir of the agent's in the tree (`.cache/cd`: a copy of the repository with a
 /// `post-commit` hook and an fsmonitor noting into `markers`), named by `.git/commondir`.
 fn commondir_in_tree(markers: &Path) -> String {
@@ -345,10 +324,18 @@ fn commondir_in_tree(markers: &Path) -> String {
 /// Whether the operator's plain `git status` and `git commit` in `p`'s tree ran the
 /// planted fsmonitor or hook (a marker in `markers`).
 fn operators_git_ran_a_plant(p: &Project, markers: &Path) -> bool {
-    let _ = operator_git(p, &["status"]);
+    let _ = p.operator_git(&["status"]);
     std::fs::write(p.dir().join("op.txt"), "op\n").unwrap();
-    let _ = operator_git(p, &["add", "op.txt"]);
-    let _ = operator_git(p, &["commit", "-qm", "op"]);
+    let _ = p.operator_git(&["add", "op.txt"]);
+    let _ = p.operator_git(&[
+        "-c",
+        "user.name=op",
+        "-c",
+        "user.email=op@e2e.invalid",
+        "commit",
+        "-qm",
+        "op",
+    ]);
     markers.join("hook-ran").exists() || markers.join("fsmonitor-ran").exists()
 }
 

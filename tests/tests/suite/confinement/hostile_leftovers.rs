@@ -45,28 +45,6 @@ use agent_runner_e2e::{ConfigBuilder, Operator, Project};
 /// The agent sandbox modes each case runs under.
 const MODES: [&str; 2] = ["off", "require"];
 
-/// `git <args>` in the tree as the operator types it (their home, no system config); the
-/// tree may belong to the unprivileged user, so it is declared safe.
-fn operator_git(p: &Project, args: &[&str]) -> std::process::Output {
-    Command::new("git")
-        .args(["-c", "safe.directory=*"])
-        .args(args)
-        .current_dir(p.dir())
-        .env("HOME", p.home())
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run git")
-}
-
-/// The value of config key `key` in the tree's repository, `None` when unset.
-fn config_value(p: &Project, key: &str) -> Option<String> {
-    let out = operator_git(p, &["config", "--local", "--get", key]);
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
-
 /// The shell command a planted key runs: touches `marker`, then compresses as gzip would
 /// (so `git archive` still succeeds).
 fn archive_command(marker: &Path) -> String {
@@ -118,9 +96,9 @@ fn program_keys_off_the_first_list_are_reverted_and_run_nothing_later() {
                 "sendemail.work.sendmailcmd",
                 "sendemail.work.tocmd",
             ] {
-                assert_eq!(config_value(&p, key), None, "{case}: {key} stayed");
+                assert_eq!(p.config_value(key), None, "{case}: {key} stayed");
             }
-            let out = operator_git(&p, &["archive", "-o", "release.tgz", "HEAD"]);
+            let out = p.operator_git(&["archive", "-o", "release.tgz", "HEAD"]);
             assert!(out.status.success(), "{case}: {out:?}");
             assert!(
                 !marker.exists(),
@@ -144,7 +122,7 @@ fn program_keys_off_the_first_list_are_reverted_and_run_nothing_later() {
                 "{case}: {}",
                 p.events_text()
             );
-            let out = operator_git(&p, &["archive", "-o", "release.tgz", "HEAD"]);
+            let out = p.operator_git(&["archive", "-o", "release.tgz", "HEAD"]);
             assert!(out.status.success(), "{case}: {out:?}");
             assert!(marker.exists(), "{case}: control: the command did not run");
         }
@@ -329,8 +307,8 @@ fn a_config_padded_past_the_read_limit_is_set_aside_and_runs_nothing() {
             let told = p.events_of("git_config_reverted");
             assert_eq!(told.len(), 1, "{case}: {all}");
             assert_eq!(told[0]["action"], "set_aside", "{case}: {all}");
-            assert_eq!(config_value(&p, "core.fsmonitor"), None, "{case}");
-            let status = operator_git(&p, &["status"]);
+            assert_eq!(p.config_value("core.fsmonitor"), None, "{case}");
+            let status = p.operator_git(&["status"]);
             assert!(status.status.success(), "{case}: {status:?}");
             assert!(!marker.exists(), "{case}: the operator's git status ran it");
             // Nothing lost: the agent's file lies beside, whole.
@@ -353,7 +331,7 @@ fn a_config_padded_past_the_read_limit_is_set_aside_and_runs_nothing() {
             assert_eq!(told.len(), 1, "{case}: {}", p.events_text());
             assert_eq!(told[0]["key"], "core.fsmonitor", "{case}");
             assert_eq!(told[0]["action"], "removed", "{case}");
-            assert!(operator_git(&p, &["status"]).status.success(), "{case}");
+            assert!(p.operator_git(&["status"]).status.success(), "{case}");
             assert!(!marker.exists(), "{case}");
         }
     }
@@ -499,7 +477,7 @@ fn a_remote_repointed_into_the_tree_is_reverted_and_its_hooks_never_run_at_the_o
     for operator in [Operator::Root, Operator::Unprivileged] {
         let case = format!("{operator:?}");
         let p = project_with_origin(operator);
-        let origin = config_value(&p, "remote.origin.url").unwrap();
+        let origin = p.config_value("remote.origin.url").unwrap();
         let marker = p.tmp_dir().join("pre-receive-ran");
         let agent = p.script("agent.sh", &remote_in_tree(&marker));
         p.write_config(
@@ -516,12 +494,8 @@ fn a_remote_repointed_into_the_tree_is_reverted_and_its_hooks_never_run_at_the_o
             "{case}: {}",
             p.events_text()
         );
-        assert_eq!(
-            config_value(&p, "remote.origin.url"),
-            Some(origin),
-            "{case}"
-        );
-        let out = operator_git(&p, &["push", "-q", "origin", "HEAD:refs/heads/main"]);
+        assert_eq!(p.config_value("remote.origin.url"), Some(origin), "{case}");
+        let out = p.operator_git(&["push", "-q", "origin", "HEAD:refs/heads/main"]);
         assert!(out.status.success(), "{case}: {out:?}");
         assert!(!marker.exists(), "{case}: the agent's hook ran at the push");
     }
@@ -532,7 +506,7 @@ fn a_remote_repointed_into_the_tree_is_reverted_and_its_hooks_never_run_at_the_o
     let plant = p.script("plant.sh", &remote_in_tree(&marker));
     let out = Command::new(&plant).current_dir(p.dir()).output().unwrap();
     assert!(out.status.success(), "{out:?}");
-    let out = operator_git(&p, &["push", "-q", "origin", "HEAD:refs/heads/main"]);
+    let out = p.operator_git(&["push", "-q", "origin", "HEAD:refs/heads/main"]);
     assert!(out.status.success(), "{out:?}");
     assert!(marker.exists(), "control: the hook did not run");
 }
@@ -573,8 +547,8 @@ fn what_a_goal_check_plants_in_the_config_is_reverted_like_the_agents() {
                 .any(|e| e["key"] == "core.fsmonitor"),
             "{case}: {all}"
         );
-        assert_eq!(config_value(&p, "core.fsmonitor"), None, "{case}");
-        let out = operator_git(&p, &["status"]);
+        assert_eq!(p.config_value("core.fsmonitor"), None, "{case}");
+        let out = p.operator_git(&["status"]);
         assert!(out.status.success(), "{case}: {out:?}");
         assert!(
             !marker.exists(),
@@ -589,7 +563,7 @@ fn what_a_goal_check_plants_in_the_config_is_reverted_like_the_agents() {
         "core.fsmonitor",
         &format!("touch {}; false", marker.display()),
     ]);
-    let _ = operator_git(&p, &["status"]);
+    let _ = p.operator_git(&["status"]);
     assert!(marker.exists(), "control: the fsmonitor did not run");
 }
 
@@ -780,7 +754,7 @@ fn a_directory_link_planted_on_an_include_path_never_writes_the_operators_home()
             std::fs::symlink_metadata(p.dir().join("shared")).is_err(),
             "{case}: the link stayed"
         );
-        let _ = operator_git(&p, &["status"]);
+        let _ = p.operator_git(&["status"]);
         operator_status_elsewhere(&p);
         assert!(!marker.exists(), "{case}: the operator's git ran the plant");
 
@@ -889,8 +863,8 @@ fn a_revert_the_agent_made_fail_leaves_no_planted_key() {
                 "{case}: {all}"
             );
             assert!(told.iter().all(|e| e["error"].is_null()), "{case}: {all}");
-            assert_eq!(config_value(&p, "core.fsmonitor"), None, "{case}");
-            let _ = operator_git(&p, &["status"]);
+            assert_eq!(p.config_value("core.fsmonitor"), None, "{case}");
+            let _ = p.operator_git(&["status"]);
             assert!(!marker.exists(), "{case}: the operator's git status ran it");
             assert!(
                 operators_writer_works(&p),
