@@ -458,6 +458,14 @@ async fn stash(
                         removed.join(", ")
                     ));
                 }
+                // One there before the stash is not the supervisor's to remove (an agent's
+                // git may have stopped mid-command), but it fails every stash: named.
+                if leftovers_before.contains("index.lock") {
+                    tree.push_str(&format!(
+                        "; {} was there before the stash (a git stopped mid-command leaves it) and makes every stash fail: remove it when no git runs in the tree",
+                        dir.join("index.lock").display()
+                    ));
+                }
             }
             let timeout = round.config.vcs.git_timeout.as_secs();
             let what_to_do = err.to_string().contains("([vcs] git_timeout_s)").then(|| {

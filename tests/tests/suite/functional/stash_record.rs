@@ -176,6 +176,39 @@ fn a_stash_killed_by_the_git_timeout_leaves_no_lock_and_says_what_to_do() {
     }
 }
 
+/// An `index.lock` the agent's git left (stopped mid-command) fails the stash; the
+/// supervisor does not remove what it did not make, but names it and what to do, and the
+/// round's files stay in the tree. The control: without the lock the same round stashes.
+#[test]
+fn an_index_lock_left_before_the_stash_is_named_and_left() {
+    for lock in [true, false] {
+        let p = Project::new();
+        let body = if lock {
+            "#!/bin/sh\necho work > work.txt\n: > .git/index.lock\n"
+        } else {
+            "#!/bin/sh\necho work > work.txt\n"
+        };
+        let agent = p.script("agent.sh", body);
+        p.write_config(&ConfigBuilder::new(&agent).dirty_action("stash"));
+        p.run(&["round"]).assert_code(0);
+        let all = p.events_text();
+        if !lock {
+            assert_eq!(p.events_of("orphan_stashed").len(), 1, "control: {all}");
+            continue;
+        }
+        let failed = p.events_of("orphan_stash_failed");
+        assert_eq!(failed.len(), 1, "{all}");
+        assert!(
+            failed[0]["tree"]
+                .as_str()
+                .is_some_and(|t| t.contains("index.lock was there before the stash")),
+            "{all}"
+        );
+        assert!(p.dir().join(".git/index.lock").exists(), "{all}");
+        assert!(p.dir().join("work.txt").is_file());
+    }
+}
+
 /// Issue 38, "nothing half-done": a `git stash push` that runs out of `git_timeout_s`
 /// *after* storing its stash (here: its `reset --hard` re-checks out a tracked file through
 /// the operator's slow smudge filter) is let finish instead of being killed half-way: the
