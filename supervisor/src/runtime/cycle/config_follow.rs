@@ -11,7 +11,8 @@
 //!   `crate::config::keys`: `work_dir`, `log_dir`, `state_dir`, `[plugins] sandbox`) is
 //!   recorded once as `config_broken` with the one-line error naming file and key; the last
 //!   good config keeps running.
-//! - A change the agent could have made is never applied ([`agent_could_have`];
+//! - A change the agent could have made is never applied
+//!   ([`crate::runtime::cycle::config_path::agent_could_have`];
 //!   docs/security.md, "The supervisor is not the agent's deputy"): when the config's path
 //!   reaches into the work tree (the file, a link or a directory on its path, as given or
 //!   resolved) and, while the last agent ran, an entry of its path that is not what it was
@@ -25,9 +26,6 @@
 //!   an untrusted file applies once it is saved again after the round.
 
 use sha2::{Digest, Sha256};
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 
@@ -35,7 +33,8 @@ use crate::config::keys::Reload;
 use crate::config::{self, Config, ConfigError};
 use crate::hosts::sandbox::SandboxGate;
 use crate::record::events::Event;
-use crate::runtime::cycle::round::{AgentRan, Runner};
+use crate::runtime::cycle::config_path::{agent_could_have, file_ctime, path_entries, Entry};
+use crate::runtime::cycle::round::Runner;
 
 /// What asked for the re-read (`config_reloaded.trigger`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,87 +63,6 @@ pub(crate) struct ConfigFollower {
     entries: Vec<Entry>,
     /// The `ctime` of an untrusted file, recorded once; saved again, it is looked at anew.
     untrusted: Option<(i64, i64)>,
-}
-
-/// One entry of the config's path: where, its device and inode, its `ctime` (seconds,
-/// nanoseconds); `None` when it could not be looked at.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Entry {
-    path: PathBuf,
-    seen: Option<(u64, u64, i64, i64)>,
-}
-
-/// Each entry of `path` (every ancestor and itself, not following a final link) and of
-/// the path it resolves to, as `lstat` sees it now.
-pub(crate) fn path_entries(path: &Path) -> Vec<Entry> {
-    let mut paths: Vec<PathBuf> = path.ancestors().map(Path::to_path_buf).collect();
-    if let Ok(resolved) = std::fs::canonicalize(path) {
-        paths.extend(resolved.ancestors().map(Path::to_path_buf));
-    }
-    paths.sort();
-    paths.dedup();
-    paths
-        .into_iter()
-        .filter(|p| !p.as_os_str().is_empty())
-        .map(|path| {
-            let seen = std::fs::symlink_metadata(&path)
-                .ok()
-                .map(|m| (m.dev(), m.ino(), m.ctime(), m.ctime_nsec()));
-            Entry { path, seen }
-        })
-        .collect()
-}
-
-/// The `ctime` of the file `path` resolves to.
-fn file_ctime(path: &Path) -> Option<(i64, i64)> {
-    std::fs::metadata(path)
-        .ok()
-        .map(|m| (m.ctime(), m.ctime_nsec()))
-}
-
-/// Whether `ctime` lies within `ran` (widened by the kernel's clock granularity).
-fn within(ctime: (i64, i64), ran: &AgentRan) -> bool {
-    let Ok(seconds) = u64::try_from(ctime.0) else {
-        return false;
-    };
-    let at = SystemTime::UNIX_EPOCH + Duration::new(seconds, ctime.1 as u32);
-    let slack = Duration::from_millis(20);
-    at + slack >= ran.from && at <= ran.to + slack
-}
-
-/// What makes the config file at `path` one the agent could have written, `None` when it
-/// could not have: the path reaches into `work_dir` (an entry as given or resolved lies in
-/// it) and, while the agent ran (`ran`), an entry that is not what `before` held was made,
-/// or the file was written in place where it was not read-only to the agent.
-pub(crate) fn agent_could_have(
-    path: &Path,
-    work_dir: &Path,
-    before: &[Entry],
-    ran: Option<AgentRan>,
-) -> Option<String> {
-    let ran = &ran?;
-    let tree = std::fs::canonicalize(work_dir).unwrap_or_else(|_| work_dir.to_owned());
-    let now = path_entries(path);
-    let reaches = now
-        .iter()
-        .any(|e| e.path != tree && (e.path.starts_with(&tree) || e.path.starts_with(work_dir)));
-    if !reaches {
-        return None;
-    }
-    if !ran.config_read_only && file_ctime(path).is_some_and(|c| within(c, ran)) {
-        return Some(format!(
-            "{} was written while the agent ran",
-            path.display()
-        ));
-    }
-    now.iter()
-        .filter(|e| {
-            !before.iter().any(|b| {
-                b.path == e.path && b.seen.map(|s| (s.0, s.1)) == e.seen.map(|s| (s.0, s.1))
-            })
-        })
-        .find(|e| e.seen.is_some_and(|s| within((s.2, s.3), ran)))
-        .map(|e| format!("{} was replaced while the agent ran", e.path.display()))
 }
 
 impl ConfigFollower {

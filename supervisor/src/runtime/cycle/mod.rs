@@ -6,7 +6,9 @@
 //! - [`round`]: one round: admission, prompt, spawn gate, agent, dirty tree, events;
 //!   [`substrate`]: the git head and fingerprint before and after it; [`config_digest`]:
 //!   `round_start.config_digest`, the reference system's label.
-//! - [`config_follow`]: the config re-read before every round and on SIGHUP.
+//! - [`config_follow`]: the config re-read before every round and on SIGHUP;
+//!   [`config_path`]: the config's path as the agent could have changed it (and the
+//!   agent's run window, [`config_path::AgentRan`]).
 //! - [`transient`] and [`backoff`]: what serve does with the post-round decision (back-off
 //!   episodes, login stops) and the wait; [`schedule_gate`]: what `[schedule]` says of the
 //!   next round; [`bounds`]: `max_duration_s` and `max_rounds_per_hour`;
@@ -19,6 +21,7 @@ pub(crate) mod backoff;
 pub(crate) mod bounds;
 pub(crate) mod config_digest;
 pub(crate) mod config_follow;
+pub(crate) mod config_path;
 pub(crate) mod log_views;
 pub(crate) mod round;
 pub(crate) mod schedule_gate;

@@ -9,7 +9,7 @@
 //! and the auto-commit subject.
 
 use crate::record::agent_changes::{self, AgentChanges, Change, Kind};
-use crate::runtime::cycle::config_follow;
+use crate::runtime::cycle::config_path::{self, AgentRan};
 use agent_runner_protocol::limits::{
     fit_list, fit_text, MAX_CONTEXT_TEXT_BYTES, MAX_ENV_NAMES_BYTES, MAX_LOG_TAIL_BYTES,
     MAX_SPAWN_ARGV_BYTES,
@@ -251,19 +251,6 @@ pub(crate) enum Git {
     Absent,
 }
 
-/// One run of the agent: from just before its spawn to when its round's processes were
-/// gone, and whether the config file was read-only to it.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct AgentRan {
-    /// Just before the spawn.
-    pub from: SystemTime,
-    /// When the round's processes were gone.
-    pub to: SystemTime,
-    /// Whether the config file was read-only to it
-    /// ([`crate::runtime::agent::sandbox::AgentSandboxGate::config_read_only`]).
-    pub config_read_only: bool,
-}
-
 /// Runs rounds of one project: the loaded config, its hosts and its event log.
 pub(crate) struct Runner {
     /// The configuration (re-read before each round by `serve`).
@@ -304,8 +291,8 @@ pub(crate) struct Runner {
     /// check file): loaded at boot, added to after each round.
     agent_changes: AgentChanges,
     /// The config's path as it was just before the agent ran
-    /// ([`config_follow::path_entries`]).
-    config_entries: Vec<config_follow::Entry>,
+    /// ([`config_path::path_entries`]).
+    config_entries: Vec<config_path::Entry>,
     /// The repository's config files before the last round (docs/security.md, "What runs
     /// later: the watched tier").
     config_before: ConfigBefore,
@@ -836,7 +823,7 @@ impl Runner {
         }
         let baseline = self.baseline(round_num, before);
         let config_watched = self.record_config(round_num).await;
-        self.config_entries = config_follow::path_entries(&self.config.path);
+        self.config_entries = config_path::path_entries(&self.config.path);
         // What the checks run, as it was before any agent of this boot could change it.
         if let Some(goal) = &self.config.goal {
             self.check_files.add_new(goal);
@@ -1853,7 +1840,7 @@ impl Runner {
         // "off"`), it could rewrite the record as well, and every save of the operator's
         // during a round would be held.
         let confined = self.agent_ran.is_some_and(|ran| ran.config_read_only);
-        if let Some(why) = config_follow::agent_could_have(
+        if let Some(why) = config_path::agent_could_have(
             &self.config.path,
             &self.config.runtime.work_dir,
             &self.config_entries,
