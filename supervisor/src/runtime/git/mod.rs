@@ -19,6 +19,7 @@ pub(crate) mod attribution;
 pub(crate) mod config_keys;
 pub(crate) mod config_watch;
 pub(crate) mod exec_surface;
+pub(crate) mod index_file;
 pub(crate) mod no_terminal;
 pub(crate) mod operation;
 pub(crate) mod path_name;
