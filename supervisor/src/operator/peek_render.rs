@@ -211,6 +211,20 @@ fn watched(out: &mut String, p: &Paint, round: &Value) {
             paths.join(", ")
         );
     }
+    let unhidden: Vec<&str> = round["index_flags_cleared"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(s)
+        .collect();
+    if !unhidden.is_empty() {
+        let _ = writeln!(
+            out,
+            "          {} {}",
+            p.warn("index flags cleared (the file was hidden from git status):"),
+            unhidden.join(", ")
+        );
+    }
     let keys: Vec<String> = round["git_config_reverted"]
         .as_array()
         .into_iter()
@@ -584,6 +598,7 @@ mod tests {
             "recent_rounds": [{"round_num": 3, "exit_code": 1, "duration_s": 2.5, "started_at": "t",
                 "sandbox_denied": [{"layer": "egress", "target": "evil.example:443", "access": "connect", "count": 3, "dropped_kinds": 2, "dropped_count": 5}],
                 "exec_surface_changed": [".github/workflows/ci.yml"],
+                "index_flags_cleared": [".vscode/tasks.json"],
                 "git_config_reverted": [{"key": "core.fsmonitor", "scope": "local", "file": "/p/.git/config", "action": "removed", "error": null}],
                 "repository_changed": {"changed": "/p/.git/commondir was missing at boot, is a file now", "set_aside": ["/p/.git/commondir set aside as /p/.git/commondir.agent-runner-set-aside-1-2"]},
                 "session_renewed": {"reason": "max_rounds", "old_session_id": "a", "rounds": 50, "tokens": 1200, "age_s": 600},
@@ -603,6 +618,12 @@ mod tests {
         );
         assert!(
             text.contains("exec surface changed: .github/workflows/ci.yml"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "index flags cleared (the file was hidden from git status): .vscode/tasks.json"
+            ),
             "{text}"
         );
         assert!(

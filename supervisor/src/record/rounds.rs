@@ -44,6 +44,8 @@ pub(crate) struct RoundView {
     pub egress_refused: Vec<EgressRefused>,
     /// The paths of its `exec_surface_changed` event.
     pub exec_surface_changed: Vec<String>,
+    /// The paths of its `git_index_flags_cleared` events.
+    pub index_flags_cleared: Vec<String>,
     /// Its `git_config_reverted` events, in record order.
     pub git_config_reverted: Vec<ConfigReverted>,
     /// Its `git_repository_changed` event: what changed, and each plant set aside.
@@ -233,6 +235,11 @@ pub(crate) fn rounds(events: &[Recorded]) -> BTreeMap<u64, RoundView> {
             } => entry(&mut rounds, *round_num)
                 .exec_surface_changed
                 .extend(paths.iter().cloned()),
+            Event::GitIndexFlagsCleared {
+                round_num, paths, ..
+            } => entry(&mut rounds, *round_num)
+                .index_flags_cleared
+                .extend(paths.iter().cloned()),
             Event::GitRepositoryChanged {
                 round_num,
                 changed,
@@ -346,6 +353,10 @@ pub(crate) struct RoundDoc {
     /// when none): CI and editor files to review (docs/security.md, "What runs later: the
     /// watched tier").
     pub exec_surface_changed: Vec<String>,
+    /// Ours: files an index flag (`assume-unchanged`, `skip-worktree`) hid from `git
+    /// status`, the flag cleared in the round (its `git_index_flags_cleared` paths; `[]`
+    /// when none: docs/security.md, "What hides a change").
+    pub index_flags_cleared: Vec<String>,
     /// Ours: the git config keys the round added or changed that were reverted after it
     /// (its `git_config_reverted` events; `[]` when none).
     pub git_config_reverted: Vec<ConfigReverted>,
@@ -400,6 +411,7 @@ impl RoundView {
             sandbox_denied: self.sandbox_denied.clone(),
             egress_refused: self.egress_refused.clone(),
             exec_surface_changed: self.exec_surface_changed.clone(),
+            index_flags_cleared: self.index_flags_cleared.clone(),
             git_config_reverted: self.git_config_reverted.clone(),
             repository_changed: self.repository_changed.clone(),
             session_renewed: self.session_renewed.clone(),

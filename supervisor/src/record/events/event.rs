@@ -1099,6 +1099,19 @@ pub(crate) enum Event {
         /// What to do.
         what_to_do: String,
     },
+    /// Index entries whose `assume-unchanged` or `skip-worktree` flag hid a file present
+    /// in the work tree from `git status` had the flag cleared (docs/security.md, "What
+    /// hides a change"): an exec-surface file's whoever set it (before the agent runs), any
+    /// file's the round set (after it). The supervisor's look at the tree and the
+    /// operator's next `git status` see the file again.
+    GitIndexFlagsCleared {
+        /// The round.
+        round_num: u64,
+        /// The paths, work-dir-relative (the first 20).
+        paths: Vec<String>,
+        /// How many paths.
+        path_count: usize,
+    },
     /// A round ends.
     RoundEnd(RoundEnd),
     /// The agent wrote more than `round_log_max_bytes`; the rest of its output was
@@ -1667,6 +1680,7 @@ pub(crate) const BUILTIN_KINDS: &[&str] = &[
     "git_repository_changed",
     "git_config_reverted",
     "exec_surface_changed",
+    "git_index_flags_cleared",
     "round_end",
     "round_logs_pruned",
     "plugin_spawn_decision",

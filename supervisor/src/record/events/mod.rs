@@ -452,6 +452,8 @@ mod tests {
              r#""event":"git_config_reverted","round_num":1,"key":"alias.x","scope":"worktree","file":"/p/.git/config.worktree","value":null,"action":"restored","why":"w","error":"e","more_keys":3"#),
             (Event::ExecSurfaceChanged { round_num: 1, paths: vec![s(".github/workflows/ci.yml")], path_count: 1, committed: false, what_to_do: s("w") },
              r#""event":"exec_surface_changed","round_num":1,"paths":[".github/workflows/ci.yml"],"path_count":1,"committed":false,"what_to_do":"w""#),
+            (Event::GitIndexFlagsCleared { round_num: 1, paths: vec![s(".vscode/tasks.json")], path_count: 1 },
+             r#""event":"git_index_flags_cleared","round_num":1,"paths":[".vscode/tasks.json"],"path_count":1"#),
             (Event::RoundEnd(RoundEnd::NotStarted { round_num: 1, outcome: RoundOutcome::SpawnFailed }),
              r#""event":"round_end","round_num":1,"outcome":"spawn_failed""#),
             (Event::RoundEnd(RoundEnd::Ran { round_num: 2, exit_code: Some(0), exit_cause: s("exited"), dirty_outcome: None, branch: Some(s("main")), log_tail: None }),

@@ -46,6 +46,7 @@ use crate::runtime::egress::upstream_proxy::UpstreamProxies;
 use crate::runtime::git::attribution::{self, Baseline, OwnFiles};
 use crate::runtime::git::config_watch::{self as git_config_watch, ConfigBefore};
 use crate::runtime::git::exec_surface;
+use crate::runtime::git::index_file::Marks;
 use crate::runtime::git::operation as git_operation;
 use crate::runtime::git::repo::{GitError, Look, Repo};
 use crate::runtime::git::stash_journal;
@@ -778,6 +779,9 @@ impl Runner {
             let state_dir = state_dir.clone();
             tokio::task::spawn_blocking(move || state::next_round(&state_dir))
         };
+        // An exec-surface file an index flag hides is shown again before the look that
+        // tells the operator's dirt (docs/security.md, "What hides a change").
+        let (mut marks, unhidden) = self.unhide(None).await;
         // One `git status` before the agent tells HEAD and the operator's dirt, one after
         // it HEAD and the round's (docs/performance.md: git processes per round).
         let before = self.look().await;
@@ -821,6 +825,7 @@ impl Runner {
             launch.env.extend(trace_env);
             self.round_span = Some(span);
         }
+        self.unhidden(round_num, unhidden);
         let baseline = self.baseline(round_num, before);
         let config_watched = self.record_config(round_num).await;
         self.config_entries = config_path::path_entries(&self.config.path);
@@ -909,6 +914,10 @@ impl Runner {
                 changed,
                 set_aside,
             });
+        }
+        if let Some(before) = marks.take() {
+            let (_, unhidden) = self.unhide(Some(&before)).await;
+            self.unhidden(round_num, unhidden);
         }
         let after = self.look().await;
         let head_after = after.as_ref().ok().and_then(|look| look.head.clone());
@@ -1915,6 +1924,45 @@ impl Runner {
                 },
             );
         }
+    }
+
+    /// The index's marks ([`Repo::index_marks`]) with the flags that hide a file cleared
+    /// ([`Repo::clear_hiding_flags`]: an exec-surface file's, and with `before` — the marks
+    /// before the agent ran — any file's the round set), and the paths cleared. Outside
+    /// git, or in a repository that changed since boot (its git is refused), none; a
+    /// failure is logged (the look after it tells a broken index).
+    async fn unhide(&self, before: Option<&Marks>) -> (Option<Marks>, Vec<String>) {
+        if self.git == Git::Absent || self.repo.changed().is_some() {
+            return (None, Vec::new());
+        }
+        let mut marks = match self.repo.index_marks().await {
+            Ok(marks) => marks,
+            Err(err) => {
+                tracing::warn!("cannot read the index's flags: {err}");
+                return (None, Vec::new());
+            }
+        };
+        match self.repo.clear_hiding_flags(before, &mut marks).await {
+            Ok(cleared) => (Some(marks), cleared),
+            Err(err) => {
+                tracing::warn!(
+                    "cannot clear the index flags that hide files from git status: {err}"
+                );
+                (Some(marks), Vec::new())
+            }
+        }
+    }
+
+    /// `git_index_flags_cleared` for `paths` (none: nothing recorded).
+    fn unhidden(&self, round_num: u64, paths: Vec<String>) {
+        if paths.is_empty() {
+            return;
+        }
+        self.events.emit(Event::GitIndexFlagsCleared {
+            round_num,
+            path_count: paths.len(),
+            paths: paths.into_iter().take(dirty::MAX_LISTED_FILES).collect(),
+        });
     }
 
     /// `exec_surface_changed` when round `round_num` changed files of the exec surface:

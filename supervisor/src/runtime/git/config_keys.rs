@@ -38,6 +38,12 @@ pub(crate) enum Effect {
     /// Shapes how a program of this list is called, runs nothing by itself: overridden in
     /// the supervisor's git, not reverted.
     Shapes,
+    /// Hides a change from `git status` (a file git stops comparing with the index, an
+    /// untracked file it stops listing, a submodule's move): overridden in the supervisor's
+    /// git (with the operator's value, else git's default) and reverted after a round, so
+    /// neither the supervisor's look at the tree nor the operator's next `git status` misses
+    /// what the round changed.
+    Hides,
 }
 
 /// One reviewed key.
@@ -78,7 +84,7 @@ const fn key(key: &'static str, effect: Effect, why: &'static str) -> Key {
     }
 }
 
-use Effect::{Enables, Includes, Moves, OnCall, Runs, Shapes, Signs};
+use Effect::{Enables, Hides, Includes, Moves, OnCall, Runs, Shapes, Signs};
 
 /// The reviewed keys (git 2.47's `git help --config`, every key naming a program, a
 /// command, a hook, a config file or the work tree).
@@ -188,6 +194,13 @@ pub(crate) const KEYS: &[Key] = &[
     key("protocol.<name>.allow", Enables, "one transport's policy: `protocol.ext.allow=always` opens `ext::` URLs (a command run on fetch and push)"),
     key("filter.<driver>.required", Shapes, "a required filter fails the command when its program does not run: false where the supervisor blanks the program"),
     key("ssh.variant", Shapes, "the arguments git passes to the ssh command"),
+    key("core.excludesfile", Hides, "an ignore file of the agent's choosing: every untracked file it names (a new `.envrc`, a CI workflow) is missing from `git status`"),
+    key("core.ignorestat", Hides, "every file `git add` writes is marked `assume-unchanged`: later changes to it are missing from `git status`"),
+    key("core.checkstat", Hides, "`minimal` compares only a file's size and modification time: a change that keeps both (the agent can set the time back) is missing from `git status`"),
+    key("core.trustctime", Hides, "`false` stops comparing the change time, the one time a process cannot set back"),
+    key("status.showuntrackedfiles", Hides, "`no` hides every untracked file from the operator's `git status`"),
+    key("diff.ignoresubmodules", Hides, "hides a submodule's move (or its dirt) from the operator's `git status` and `diff`"),
+    key("submodule.<name>.ignore", Hides, "the same, for one submodule"),
 ];
 
 /// `key` (as `git config --list` prints it) split into section, subsection and name.
@@ -270,10 +283,10 @@ pub(crate) fn watched<'a>(
 }
 
 /// Whether the supervisor's own git overrides `key` when the repository's config sets it
-/// ([`Effect::Runs`] and [`Effect::Shapes`] rows).
+/// ([`Effect::Runs`], [`Effect::Shapes`] and [`Effect::Hides`] rows).
 pub(crate) fn overridden(key: &str) -> bool {
     KEYS.iter().any(|row| {
-        matches!(row.effect, Effect::Runs | Effect::Shapes)
+        matches!(row.effect, Effect::Runs | Effect::Shapes | Effect::Hides)
             && row.values == Values::Any
             && row.names(key)
     })
@@ -386,6 +399,9 @@ mod tests {
             "mergetool.meld.path",
             "gpg.x509.program",
             "lfs.customtransfer.evil.path",
+            "core.excludesfile",
+            "core.trustctime",
+            "submodule.lib.ignore",
         ] {
             assert!(overridden(key), "{key}");
         }

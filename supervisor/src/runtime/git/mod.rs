@@ -8,7 +8,8 @@
 //! - [`config_keys`]: the reviewed git config keys that run a program; [`config_watch`]:
 //!   those a round added to the repository's config, reverted after it;
 //!   [`exec_surface`]: the tracked files that run in CI or an editor, told when a round
-//!   changes them.
+//!   changes them; [`index_file`]: the index read in process (the flags that hide a file
+//!   from `git status`, the gitlinks).
 //! - [`stash_journal`]: every stash made, kept in the state dir; [`attribution`]: whose
 //!   dirt it is (the round's, the operator's, never the supervisor's own files or the
 //!   paths hosts own).

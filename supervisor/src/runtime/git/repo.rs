@@ -27,7 +27,8 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
+use std::io::Read;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -38,9 +39,16 @@ use crate::config::DEFAULT_GIT_TIMEOUT_S;
 use crate::record::stop::StopWatch;
 use crate::runtime::git::attribution::OwnFiles;
 use crate::runtime::git::config_keys as git_config_keys;
+use crate::runtime::git::exec_surface;
+use crate::runtime::git::index_file::Marks;
 use crate::runtime::git::no_terminal;
 use crate::runtime::git::path_name;
 use crate::runtime::git::place::{self as git_place, ConfigSeen, Place};
+use crate::tree_file::{self, Symlink};
+
+/// The largest index read in process ([`Repo::index_marks`]); a larger one is listed by
+/// git. 256 MiB: an index of several million entries.
+const MAX_INDEX_READ: u64 = 256 << 20;
 
 /// The rest of a `git status --porcelain=v2` entry after its first `n` space-separated
 /// fields (the path, which may hold spaces).
@@ -61,12 +69,15 @@ fn kill_group(group: Option<Pid>) {
 }
 
 /// `-c` settings every call carries, whatever any config says: no hooks, no fsmonitor, no
-/// automatic gc or maintenance after a commit (they would outlive the call's bound), never
+/// untracked cache, no automatic gc or maintenance after a commit (they would outlive the call's bound), never
 /// a bare repository (the pinned work tree is the one), never into submodules (a git
 /// started there reads the nested repository's own config).
-const ALWAYS: [&str; 7] = [
+const ALWAYS: [&str; 8] = [
     "core.hooksPath=/dev/null",
     "core.fsmonitor=false",
+    // No untracked cache: an index the agent wrote could hold a stale one that hides an
+    // untracked file from `status` (docs/security.md, "What hides a change").
+    "core.untrackedCache=false",
     "gc.auto=0",
     "maintenance.auto=false",
     "core.bare=false",
@@ -99,10 +110,25 @@ fn runs_a_program(key: &str) -> bool {
     git_config_keys::overridden(key)
 }
 
-/// The value for a program-running `key` the operator did not set: one that runs nothing,
-/// or for a signing program git's default for its format (the machine's, not the agent's).
-fn inert_value(key: &str) -> &'static str {
-    match key {
+/// The value for an overridden `key` the operator did not set: one that runs nothing, for a
+/// signing program git's default for its format (the machine's, not the agent's), for a key
+/// that hides a change git's default ([`git_config_keys::Effect::Hides`]).
+fn inert_value(key: &str) -> String {
+    let value = match key {
+        // git's own default: `$XDG_CONFIG_HOME/git/ignore`, else `~/.config/git/ignore`.
+        "core.excludesfile" => {
+            return std::env::var_os("XDG_CONFIG_HOME")
+                .filter(|d| !d.is_empty())
+                .map_or("~/.config/git/ignore".to_owned(), |d| {
+                    format!("{}/git/ignore", d.to_string_lossy())
+                })
+        }
+        "core.ignorestat" => "false",
+        "core.checkstat" => "default",
+        "core.trustctime" => "true",
+        "status.showuntrackedfiles" => "normal",
+        "diff.ignoresubmodules" => "none",
+        _ if key.starts_with("submodule.") && key.ends_with(".ignore") => "none",
         "core.fsmonitor" => "false",
         "core.hookspath" => "/dev/null",
         "gpg.program" | "gpg.openpgp.program" => "gpg",
@@ -111,7 +137,8 @@ fn inert_value(key: &str) -> &'static str {
         _ if key.ends_with(".required") => "false",
         // An empty command is no command: git runs no filter, pager or helper.
         _ => "",
-    }
+    };
+    value.to_owned()
 }
 
 /// The entries of `listing`, the output of `git config --list --show-scope --show-origin
@@ -167,7 +194,7 @@ pub(crate) fn program_overrides(entries: &[(String, String, String, String)]) ->
                 .iter()
                 .rev()
                 .find(|(k, _)| *k == key)
-                .map_or(inert_value(key), |(_, v)| v);
+                .map_or_else(|| inert_value(key), |(_, v)| (*v).to_owned());
             format!("{key}={value}")
         })
         .collect()
@@ -884,6 +911,91 @@ impl Repo {
             .unwrap_or_default()
     }
 
+    /// What the index marks now ([`Marks`]: the entries git does not compare with their
+    /// file, the gitlinks): read in process from the git dir's `index` (never through a
+    /// link, never a FIFO, at most [`MAX_INDEX_READ`] bytes), else — a split or sparse
+    /// index, a format the reader does not take, a link or an oversized file there — as
+    /// `git ls-files -v -s -z --full-name` lists it. No index yet: nothing marked.
+    pub(crate) async fn index_marks(&self) -> Result<Marks, GitError> {
+        let path = self.place().await?.git_dir.join("index");
+        let read = match tree_file::open_regular(&path, Symlink::Refuse) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Marks::default()),
+            Err(_) => None,
+            Ok(file) => {
+                let mut bytes = Vec::new();
+                file.take(MAX_INDEX_READ + 1)
+                    .read_to_end(&mut bytes)
+                    .ok()
+                    .filter(|_| bytes.len() as u64 <= MAX_INDEX_READ)
+                    .and_then(|_| Marks::read(&bytes).ok())
+            }
+        };
+        match read {
+            Some(marks) => Ok(marks),
+            None => Ok(Marks::listed(
+                &self
+                    .run_bytes(&["ls-files", "-v", "-s", "-z", "--full-name", "--", ":(top)"])
+                    .await?,
+            )),
+        }
+    }
+
+    /// Clears `assume-unchanged` and `skip-worktree` from the entries of `now` (the index's
+    /// marks, updated) that hide a file present in the work tree, when the entry is of the
+    /// exec surface ([`exec_surface::covers`], whoever set its flag) or its flag is new
+    /// since `before` (the round set it): `git status`, the supervisor's and the
+    /// operator's, sees the file again (docs/security.md, "What hides a change"). An entry
+    /// whose file is absent (a sparse checkout's) keeps its flag. The paths cleared,
+    /// work-dir-relative ([`path_name::encode`]), in index order; the error of a `git
+    /// update-index` that failed (two at most, only when there is a flag to clear).
+    pub(crate) async fn clear_hiding_flags(
+        &self,
+        before: Option<&Marks>,
+        now: &mut Marks,
+    ) -> Result<Vec<String>, GitError> {
+        let place = self.place().await?;
+        let cleared: Vec<(Vec<u8>, String)> = now
+            .hidden
+            .iter()
+            .filter_map(|path| {
+                let inside = path.strip_prefix(place.prefix.as_slice())?;
+                Some((path.clone(), path_name::encode(inside)))
+            })
+            .filter(|(path, shown)| {
+                exec_surface::covers(shown) || before.is_some_and(|b| !b.hidden.contains(path))
+            })
+            .filter(|(path, _)| {
+                std::fs::symlink_metadata(place.top.join(OsStr::from_bytes(path))).is_ok()
+            })
+            .collect();
+        if cleared.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut stdin = Vec::new();
+        for (path, _) in &cleared {
+            stdin.extend_from_slice(
+                &place
+                    .top
+                    .join(OsStr::from_bytes(path))
+                    .into_os_string()
+                    .into_vec(),
+            );
+            stdin.push(0);
+        }
+        // One flag a call: `update-index` applies only the first `--no-*` it is given.
+        for flag in ["--no-assume-unchanged", "--no-skip-worktree"] {
+            self.run_input(&["update-index", flag, "-z", "--stdin"], &[], Some(&stdin))
+                .await?;
+        }
+        Ok(cleared
+            .into_iter()
+            .map(|(path, shown)| {
+                now.hidden.remove(&path);
+                shown
+            })
+            .collect())
+    }
+
     /// Dirty paths inside the work dir, relative to it (docs/protocol.md: `dirty_files`),
     /// the supervisor's own files left out ([`Repo::look`]).
     pub(crate) async fn dirty_files(&self) -> Result<Vec<String>, GitError> {
@@ -1418,6 +1530,86 @@ impl Repo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
+
+    fn git_in(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    #[tokio::test]
+    async fn hiding_flags_are_cleared_on_the_exec_surface_and_where_the_round_set_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path().canonicalize().unwrap();
+        git_in(&top, &["init", "-q"]);
+        for (path, text) in [
+            (".github/workflows/ci.yml", "on: push"),
+            ("operators.txt", "local"),
+            ("rounds.txt", "r"),
+            ("sparse.txt", "s"),
+        ] {
+            std::fs::create_dir_all(top.join(path).parent().unwrap()).unwrap();
+            std::fs::write(top.join(path), text).unwrap();
+        }
+        git_in(&top, &["add", "."]);
+        git_in(&top, &["commit", "-qm", "i"]);
+        // The operator's: assume-unchanged on a file of their own, skip-worktree on the
+        // exec surface, a sparse checkout's absent file.
+        git_in(
+            &top,
+            &["update-index", "--assume-unchanged", "operators.txt"],
+        );
+        git_in(
+            &top,
+            &[
+                "update-index",
+                "--skip-worktree",
+                ".github/workflows/ci.yml",
+                "sparse.txt",
+            ],
+        );
+        std::fs::remove_file(top.join("sparse.txt")).unwrap();
+        let repo = Repo::new(&top, OwnFiles::default());
+        let mut before = repo.index_marks().await.unwrap();
+        assert_eq!(before.hidden.len(), 3, "{before:?}");
+
+        // Before a round: only the exec surface's flag goes.
+        let cleared = repo.clear_hiding_flags(None, &mut before).await.unwrap();
+        assert_eq!(cleared, [".github/workflows/ci.yml"]);
+        assert_eq!(
+            git_in(&top, &["ls-files", "-v"]),
+            "H .github/workflows/ci.yml\nh operators.txt\nH rounds.txt\nS sparse.txt\n"
+        );
+
+        // The round hides its own change.
+        git_in(&top, &["update-index", "--assume-unchanged", "rounds.txt"]);
+        std::fs::write(top.join("rounds.txt"), "changed").unwrap();
+        std::fs::write(top.join("operators.txt"), "changed too").unwrap();
+        assert_eq!(git_in(&top, &["status", "--porcelain"]), "");
+        let mut after = repo.index_marks().await.unwrap();
+        let cleared = repo
+            .clear_hiding_flags(Some(&before), &mut after)
+            .await
+            .unwrap();
+        assert_eq!(cleared, ["rounds.txt"]);
+        assert_eq!(git_in(&top, &["status", "--porcelain"]), " M rounds.txt\n");
+        assert_eq!(
+            after.hidden,
+            BTreeSet::from([b"operators.txt".to_vec(), b"sparse.txt".to_vec()])
+        );
+        // Nothing left to clear: no git runs.
+        assert!(repo
+            .clear_hiding_flags(Some(&after.clone()), &mut after)
+            .await
+            .unwrap()
+            .is_empty());
+    }
 
     #[tokio::test]
     async fn a_discovery_started_ahead_finds_what_the_first_call_would() {

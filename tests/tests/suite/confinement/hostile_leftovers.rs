@@ -31,11 +31,12 @@
 //!   lock is set aside, the permission given back, the key removed; the control, git's own
 //!   writer refused by the same plant.
 //!
-//! Two open holes, their tests ignored until fixed (each with its control): 70 decoy
-//! `.envrc` made in one round cut the pre-round scan short, so the operator's deeper
-//! protected copy is writable the next round; and a file ignored before the round
-//! (the operator's `.env`), un-ignored by the agent, is taken as the round's dirt — the
-//! stash moves it out of the tree, `auto_commit` commits it.
+//! - 70 decoy `.envrc` made in one round once cut the pre-round scan short, so the
+//!   operator's deeper protected copy was writable the next round: the oldest copies are
+//!   protected first now;
+//! - a file ignored before the round (the operator's `.env`), un-ignored by the agent, was
+//!   taken as the round's dirt (the stash moved it out of the tree, `auto_commit` committed
+//!   it): it is the operator's by its age now.
 
 use std::path::Path;
 use std::process::{Command, Stdio};

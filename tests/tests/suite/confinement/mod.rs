@@ -18,6 +18,7 @@ mod git_config_watch;
 mod git_confined;
 mod git_identity;
 mod goal_confined;
+mod hidden_changes;
 mod hostile;
 mod hostile_agent;
 mod hostile_broker;
