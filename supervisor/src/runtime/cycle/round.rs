@@ -961,8 +961,13 @@ impl Runner {
         if !consulted.usage_reported {
             self.record_watched(round_num, phase, watched);
         }
-        self.exec_surface(round_num, &baseline, &after, (&head_before, &head_after))
-            .await;
+        self.exec_surface(
+            round_num,
+            (&baseline, began),
+            &after,
+            (&head_before, &head_after),
+        )
+        .await;
         let branch = after.as_ref().ok().and_then(|look| look.branch.clone());
         let dirty = if exit.is_clean() {
             self.handle_dirt(round_num, phase, &baseline, after, &log_path, stop)
@@ -1967,12 +1972,13 @@ impl Runner {
 
     /// `exec_surface_changed` when round `round_num` changed files of the exec surface:
     /// the round's dirt among them (`after`, less what `baseline` holds as the
-    /// operator's) and what the agent's own commits changed (`heads`: `HEAD` before and
-    /// after the agent).
+    /// operator's), what the agent's own commits changed (`heads`: `HEAD` before and
+    /// after the agent), and the files at the top that changed since the round `began`
+    /// but that git shows in neither ([`exec_surface::changed_unseen`]: ignored).
     async fn exec_surface(
         &self,
         round_num: u64,
-        baseline: &Baseline,
+        (baseline, began): (&Baseline, SystemTime),
         after: &Result<Look, GitError>,
         (head_before, head_after): (&Option<String>, &Option<String>),
     ) {
@@ -1981,6 +1987,7 @@ impl Runner {
         let mut paths = baseline
             .split(work_dir, exec_surface::of(&look.files))
             .round;
+        let mut seen = look.files.clone();
         if let Some(head) = head_after
             .as_deref()
             .filter(|h| Some(*h) != head_before.as_deref())
@@ -1990,10 +1997,14 @@ impl Runner {
                 .changed_between(head_before.as_deref(), head)
                 .await
             {
-                Ok(committed) => paths.extend(exec_surface::of(&committed)),
+                Ok(committed) => {
+                    paths.extend(exec_surface::of(&committed));
+                    seen.extend(committed);
+                }
                 Err(err) => tracing::warn!("cannot list what the agent's commits changed: {err}"),
             }
         }
+        paths.extend(exec_surface::changed_unseen(work_dir, began, &seen));
         paths.sort();
         paths.dedup();
         if paths.is_empty() {

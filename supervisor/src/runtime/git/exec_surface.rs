@@ -124,6 +124,83 @@ pub(crate) fn held_from_commit(
     paths.into_iter().partition(|p| !covers(p))
 }
 
+/// How deep [`changed_unseen`] walks a directory row, and how many entries it looks at in
+/// all: editor and CI directories are small; a larger one is cut short, not waited on.
+const WALK_DEPTH: usize = 4;
+const WALK_ENTRIES: usize = 512;
+
+/// Files at the top of `work_dir` on the exec surface (a top row, or an any-depth row's
+/// copy at the top) whose change time is `since` or later — a time no process can set back
+/// — but which `seen` (what git showed of the round, work-dir-relative) does not hold: a
+/// change `git status` does not show, most often a file its ignore rules name (`.vscode/`
+/// in `.gitignore`, or a rule the agent added). A directory row is walked without following
+/// links, [`WALK_DEPTH`] levels and [`WALK_ENTRIES`] entries at most; a link is told as
+/// itself. Work-dir-relative paths, sorted (docs/security.md, "What hides a change").
+pub(crate) fn changed_unseen(
+    work_dir: &std::path::Path,
+    since: std::time::SystemTime,
+    seen: &[String],
+) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut budget = WALK_ENTRIES;
+    for surface in SURFACE {
+        let rel = surface.path.trim_end_matches('/');
+        walk(work_dir, rel, since, 0, &mut budget, &mut found);
+    }
+    found.retain(|path| !seen.contains(path));
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// [`changed_unseen`]'s walk from `rel` (work-dir-relative).
+fn walk(
+    work_dir: &std::path::Path,
+    rel: &str,
+    since: std::time::SystemTime,
+    depth: usize,
+    budget: &mut usize,
+    found: &mut Vec<String>,
+) {
+    use std::os::unix::fs::MetadataExt;
+    if *budget == 0 {
+        return;
+    }
+    *budget -= 1;
+    let Ok(meta) = std::fs::symlink_metadata(work_dir.join(rel)) else {
+        return;
+    };
+    if meta.is_dir() {
+        if depth >= WALK_DEPTH {
+            return;
+        }
+        let Ok(entries) = std::fs::read_dir(work_dir.join(rel)) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            if let Some(name) = entry.file_name().to_str() {
+                walk(
+                    work_dir,
+                    &format!("{rel}/{name}"),
+                    since,
+                    depth + 1,
+                    budget,
+                    found,
+                );
+            }
+        }
+        return;
+    }
+    let changed = std::time::UNIX_EPOCH
+        + std::time::Duration::new(
+            u64::try_from(meta.ctime()).unwrap_or(0),
+            u32::try_from(meta.ctime_nsec()).unwrap_or(0),
+        );
+    if changed >= since {
+        found.push(rel.to_owned());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,6 +244,28 @@ mod tests {
         ] {
             assert!(!covers(path), "{path}");
         }
+    }
+
+    #[test]
+    fn a_surface_file_changed_since_the_round_began_and_unseen_is_told() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        std::fs::create_dir_all(p.join(".vscode/sub")).unwrap();
+        std::fs::write(p.join(".vscode/old.json"), "{}").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let since = std::time::SystemTime::now();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(p.join(".vscode/sub/tasks.json"), "{}").unwrap();
+        std::fs::write(p.join(".envrc"), "x").unwrap();
+        std::fs::write(p.join(".gitlab-ci.yml"), "x").unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", p.join(".mcp.json")).unwrap();
+        std::fs::create_dir_all(p.join("src")).unwrap();
+        std::fs::write(p.join("src/main.rs"), "x").unwrap();
+        let seen = vec![".gitlab-ci.yml".to_owned()];
+        assert_eq!(
+            changed_unseen(p, since, &seen),
+            [".envrc", ".mcp.json", ".vscode/sub/tasks.json"]
+        );
     }
 
     #[test]

