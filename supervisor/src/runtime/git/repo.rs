@@ -363,12 +363,25 @@ pub(crate) struct Repo {
     discovery: Arc<Mutex<Option<Child>>>,
     /// The last listing of its config; shared by the clones.
     listed: Arc<Mutex<Option<Listed>>>,
+    /// The `git` to run and the `PATH` it gets, as last resolved ([`Repo::git_program`]);
+    /// shared by the clones.
+    program: Arc<Mutex<Option<Program>>>,
     /// A file whose change, while a command runs, means the command is past its point of
     /// no return ([`Repo::finishing_when`]).
     committed_by: Option<PathBuf>,
     /// Where the listing of the config is kept across processes
     /// ([`git_place::LISTING_FILE`]); `None`: not kept.
     listing_record: Option<PathBuf>,
+}
+
+/// The `git` found for a work tree and a `PATH` ([`Repo::git_program`]).
+#[derive(Clone, Debug)]
+struct Program {
+    tree: PathBuf,
+    path: OsString,
+    /// The program ([`git_place::git_on_path`]) and the `PATH` git gets
+    /// ([`git_place::path_outside_tree`]); `None`: no git there.
+    found: Option<(PathBuf, OsString)>,
 }
 
 impl Repo {
@@ -383,6 +396,7 @@ impl Repo {
             place: Arc::default(),
             discovery: Arc::default(),
             listed: Arc::default(),
+            program: Arc::default(),
             committed_by: None,
             listing_record: None,
         }
@@ -636,8 +650,7 @@ impl Repo {
             detail,
         };
         let tree = place.map_or(self.work_dir.as_path(), |p| p.top.as_path());
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        let Some(program) = git_place::git_on_path(Some(&path), tree) else {
+        let Some((program, search)) = self.git_program(tree) else {
             return Err(failed(format!(
                 "no git on PATH outside the work tree {} (relative entries and those inside the tree are skipped: a git there may be the agent's)",
                 tree.display()
@@ -648,8 +661,6 @@ impl Repo {
         cmd.arg0("git");
         // What git starts (a signer, a filter of the operator's global config) is found on
         // the same directories, none of them the agent's.
-        let search =
-            std::env::join_paths(git_place::path_outside_tree(&path, tree)).unwrap_or_default();
         cmd.env("PATH", search);
         for (name, _) in std::env::vars_os() {
             let name_bytes = name.as_bytes();
@@ -698,6 +709,30 @@ impl Repo {
             .kill_on_drop(true);
         no_terminal::detach(cmd.as_std_mut());
         cmd.spawn().map_err(|e| failed(e.to_string()))
+    }
+
+    /// The `git` to run for the work tree `tree` and the `PATH` it gets
+    /// ([`git_place::git_on_path`], [`git_place::path_outside_tree`]): resolved again only
+    /// when the tree or the supervisor's `PATH` differ from the last call's (each
+    /// resolution takes the real path of every `PATH` entry). The directories it resolves
+    /// lie outside the tree, out of the confined agent's reach.
+    fn git_program(&self, tree: &Path) -> Option<(PathBuf, OsString)> {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let mut last = self.program.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(known) = last.as_ref().filter(|p| p.tree == tree && p.path == path) {
+            return known.found.clone();
+        }
+        let found = git_place::git_on_path(Some(&path), tree).map(|program| {
+            let search =
+                std::env::join_paths(git_place::path_outside_tree(&path, tree)).unwrap_or_default();
+            (program, search)
+        });
+        *last = Some(Program {
+            tree: tree.to_path_buf(),
+            path,
+            found: found.clone(),
+        });
+        found
     }
 
     /// Waits for `child` (the git command `joined`, started by [`Repo::spawn_confined`])
