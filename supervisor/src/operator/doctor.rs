@@ -541,6 +541,7 @@ pub(crate) async fn run(config_path: &Path, rounds: u64) -> Report {
     checks.push(prompt_check(&config.prompt.files[0]));
     checks.push(budget_check(&config));
     checks.push(sessions_check(&config));
+    checks.push(agent_changes_check(&config.runtime.state_dir));
     let (notify_checks, notify_warnings) = notify_findings(&config);
     checks.extend(notify_checks);
     let agent = &config.agent.command[0];
@@ -1154,6 +1155,47 @@ fn sessions_check(config: &Config) -> Check {
         }
     }
     check("sessions", true, words, "")
+}
+
+/// `agent_changes`: what agents changed that the supervisor still refuses — the entries of
+/// `agent-changes.json` in `state_dir` whose path is still as the agent left it
+/// (docs/security.md, "What an agent changed, held across boots"). Fails when one is: the
+/// next round meets its refusal (a prompt or the log dir refused, a check that never
+/// counts). A held config file is told by the `config` check (it is not loaded).
+fn agent_changes_check(state_dir: &Path) -> Check {
+    use crate::record::agent_changes::{AgentChanges, FILE};
+    let changes = AgentChanges::load(state_dir);
+    let held: Vec<String> = changes
+        .still_held()
+        .map(|c| {
+            format!(
+                "{} {} (round {})",
+                c.kind.as_str(),
+                c.path.display(),
+                c.round_num
+            )
+        })
+        .collect();
+    if held.is_empty() {
+        return check(
+            "agent_changes",
+            true,
+            "nothing an agent changed is held",
+            "",
+        );
+    }
+    check(
+        "agent_changes",
+        false,
+        format!(
+            "refused while they stay as an agent left them: {}",
+            held.join("; ")
+        ),
+        format!(
+            "look at each; to take one as it is, save the file again or make the link anew (or remove its entry from {})",
+            state_dir.join(FILE).display()
+        ),
+    )
 }
 
 /// `notify`: the `[[notify.webhooks]]` entries, one check each (`notify:<name>`): where

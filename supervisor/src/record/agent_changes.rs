@@ -33,6 +33,29 @@ pub(crate) enum Kind {
     LogDir,
 }
 
+impl Kind {
+    /// The name `agent-changes.json` and `doctor` give it.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Kind::PromptLink => "prompt_link",
+            Kind::GoalCheck => "goal_check",
+            Kind::Config => "config",
+            Kind::LogDir => "log_dir",
+        }
+    }
+
+    /// What a path of this kind is now, to compare with what the agent left: the links
+    /// on the way for a link ([`link_identity`]), the bytes for a check file
+    /// ([`content_identity`]), bytes, file and links for the config ([`file_identity`]).
+    fn identity_now(self, path: &Path) -> Option<String> {
+        match self {
+            Kind::PromptLink | Kind::LogDir => link_identity(path),
+            Kind::GoalCheck => Some(content_identity(path)),
+            Kind::Config => Some(file_identity(path)),
+        }
+    }
+}
+
 /// One change an agent made and the supervisor refused.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Change {
@@ -44,6 +67,13 @@ pub(crate) struct Change {
     pub left: String,
     /// The round whose agent made it.
     pub round_num: u64,
+}
+
+impl Change {
+    /// Whether its path is still exactly what the agent left ([`Kind::identity_now`]).
+    pub(crate) fn still_as_left(&self) -> bool {
+        self.kind.identity_now(&self.path).as_deref() == Some(self.left.as_str())
+    }
 }
 
 /// The record: every change still held.
@@ -74,20 +104,19 @@ impl AgentChanges {
         self.write(state_dir);
     }
 
-    /// Drops every entry of `kind` whose path is no longer what the agent left (`now`
-    /// gives what it is now), writing the record when one was dropped.
-    pub(crate) fn forget_changed(
-        &mut self,
-        state_dir: &Path,
-        kind: Kind,
-        now: impl Fn(&Path) -> Option<String>,
-    ) {
+    /// Drops every entry of `kind` whose path is no longer what the agent left
+    /// ([`Change::still_as_left`]), writing the record when one was dropped.
+    pub(crate) fn forget_changed(&mut self, state_dir: &Path, kind: Kind) {
         let before = self.changes.len();
-        self.changes
-            .retain(|c| c.kind != kind || now(&c.path).as_deref() == Some(c.left.as_str()));
+        self.changes.retain(|c| c.kind != kind || c.still_as_left());
         if self.changes.len() != before {
             self.write(state_dir);
         }
+    }
+
+    /// Every entry whose path is still what the agent left: what the next boot refuses.
+    pub(crate) fn still_held(&self) -> impl Iterator<Item = &Change> {
+        self.changes.iter().filter(|c| c.still_as_left())
     }
 
     /// Every entry of `kind`.
@@ -119,7 +148,7 @@ pub(crate) fn held_log_dir(config: &crate::config::Config) -> HeldDir {
     let log_dir = &config.runtime.log_dir;
     let changes = AgentChanges::load(&config.runtime.state_dir);
     match changes.held(Kind::LogDir, log_dir) {
-        Some(change) if link_identity(log_dir).as_deref() == Some(change.left.as_str()) => {
+        Some(change) if change.still_as_left() => {
             HeldDir::refusing_links_below(log_dir, &config.runtime.work_dir)
         }
         _ => HeldDir::resolve(log_dir),
@@ -220,7 +249,7 @@ pub(crate) fn config_refusal(path: &Path) -> Option<String> {
     let dir = user_dir()?;
     let mut changes = AgentChanges::load(&dir);
     changes.held(Kind::Config, path)?;
-    changes.forget_changed(&dir, Kind::Config, |p| Some(file_identity(p)));
+    changes.forget_changed(&dir, Kind::Config);
     let change = changes.held(Kind::Config, path)?;
     Some(format!(
         "it was replaced or written while the agent ran (round {}) and nobody saved it since, so the agent could have made it: not loaded; look at it, then save it again to use it (or remove its entry from {})",
@@ -269,12 +298,12 @@ mod tests {
         );
         // Another process (the next boot) sees it, and keeps it while the link is the same.
         let mut next = AgentChanges::load(&state);
-        next.forget_changed(&state, Kind::PromptLink, link_identity);
+        next.forget_changed(&state, Kind::PromptLink);
         assert_eq!(next.held(Kind::PromptLink, &prompt).unwrap().round_num, 2);
         // The same link made again (by the operator): another identity, dropped for good.
         std::fs::remove_file(&prompt).unwrap();
         std::os::unix::fs::symlink(root.join("key"), &prompt).unwrap();
-        next.forget_changed(&state, Kind::PromptLink, link_identity);
+        next.forget_changed(&state, Kind::PromptLink);
         assert!(next.held(Kind::PromptLink, &prompt).is_none());
         assert!(AgentChanges::load(&state)
             .held(Kind::PromptLink, &prompt)

@@ -356,10 +356,8 @@ impl Runner {
         }
         let state_dir = config.runtime.state_dir.clone();
         let mut agent_changes = AgentChanges::load(&state_dir);
-        agent_changes.forget_changed(&state_dir, Kind::PromptLink, agent_changes::link_identity);
-        agent_changes.forget_changed(&state_dir, Kind::GoalCheck, |p| {
-            Some(agent_changes::content_identity(p))
-        });
+        agent_changes.forget_changed(&state_dir, Kind::PromptLink);
+        agent_changes.forget_changed(&state_dir, Kind::GoalCheck);
         let mut prompt_links = crate::tree_file::KnownLinks::of(&prompt_files(&config));
         for path in prompt_files(&config) {
             if let Some(change) = agent_changes.held(Kind::PromptLink, &path) {
@@ -375,7 +373,7 @@ impl Runner {
             }
         }
         let check_files = crate::runtime::steps::goal::Fingerprints::holding(&agent_changes);
-        agent_changes.forget_changed(&state_dir, Kind::LogDir, agent_changes::link_identity);
+        agent_changes.forget_changed(&state_dir, Kind::LogDir);
         let log_dir = agent_changes::held_log_dir(&config);
         let mut hosts = hosts;
         let traces = crate::runtime::outward::round_trace::Traces::start(

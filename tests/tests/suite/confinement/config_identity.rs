@@ -252,6 +252,14 @@ fi
 /// control: the same two rounds with the state dir's record of what the agent changed
 /// removed in between hand the key to the agent. As root and as the unprivileged user,
 /// under `mode = "require"`.
+/// `doctor --json`'s `agent_changes` check.
+fn doctor_agent_changes(p: &Project) -> agent_runner_e2e::serde_json::Value {
+    let out = p.run(&["doctor", "--json"]);
+    let report: agent_runner_e2e::serde_json::Value =
+        agent_runner_e2e::serde_json::from_str(&out.stdout).unwrap();
+    agent_runner_e2e::doctor_check(&report, "agent_changes")
+}
+
 #[test]
 fn a_prompt_link_the_agent_made_stays_refused_at_the_next_boots_until_replaced() {
     const KEY: &str = "PLANTED-SSH-KEY";
@@ -295,10 +303,22 @@ fn a_prompt_link_the_agent_made_stays_refused_at_the_next_boots_until_replaced()
                     "{what}: the key reached the agent in {round}"
                 );
             }
+            // `doctor` names what is held, and fails on it.
+            let held = doctor_agent_changes(&p);
+            assert_eq!(held["ok"], false, "{what}: {held}");
+            assert!(
+                held["reason"].as_str().unwrap().contains("prompt_link ")
+                    && held["reason"]
+                        .as_str()
+                        .unwrap()
+                        .contains("prompts/main.md (round 1)"),
+                "{what}: {held}"
+            );
             // The operator replaces the link: the next boot runs with the new prompt.
             let main = p.dir().join("prompts/main.md");
             std::fs::remove_file(&main).unwrap();
             p.write("prompts/main.md", "the operator's new prompt");
+            assert_eq!(doctor_agent_changes(&p)["ok"], true, "{what}");
             p.run(&["round"]).assert_code(0);
             let record_text = std::fs::read_to_string(&record).unwrap_or_default();
             assert!(!record_text.contains("main.md"), "{what}: {record_text}");
