@@ -70,7 +70,10 @@ impl Marks {
             let (Some(tag), Some(mode)) = (fields.next(), fields.next()) else {
                 continue;
             };
-            if tag.first().is_some_and(|t| t.is_ascii_lowercase() || *t == b'S') {
+            if tag
+                .first()
+                .is_some_and(|t| t.is_ascii_lowercase() || *t == b'S')
+            {
                 marks.hidden.insert(path.clone());
             }
             if mode == b"160000" {
@@ -117,10 +120,7 @@ fn parse(index: &[u8], hash_len: usize) -> Result<Marks, Unread> {
         return Err(Unread("an index version other than 2, 3 or 4"));
     }
     let count = u32_at(index, 8).ok_or(Unread("not an index file"))?;
-    let end = index
-        .len()
-        .checked_sub(hash_len)
-        .ok_or(MALFORMED)?;
+    let end = index.len().checked_sub(hash_len).ok_or(MALFORMED)?;
     let mut at = 12;
     let mut marks = Marks::default();
     let mut previous: Vec<u8> = Vec::new();
@@ -140,7 +140,8 @@ fn parse(index: &[u8], hash_len: usize) -> Result<Marks, Unread> {
             name_at += 2;
         }
         let path = if version == 4 {
-            let (drop, took) = varint(index.get(name_at..end).ok_or(MALFORMED)?).ok_or(MALFORMED)?;
+            let (drop, took) =
+                varint(index.get(name_at..end).ok_or(MALFORMED)?).ok_or(MALFORMED)?;
             let rest_at = name_at + took;
             let nul = index
                 .get(rest_at..end)
@@ -222,12 +223,28 @@ mod tests {
         std::fs::write(p.join("a-long-name-shared-with-the-next"), "a").unwrap();
         std::fs::write(p.join("a-long-name-shared-with-the-other"), "b").unwrap();
         std::fs::create_dir(p.join("nested")).unwrap();
-        git(&p.join("nested"), &["init", "-q", &format!("--object-format={format}")]);
-        git(&p.join("nested"), &["commit", "-q", "--allow-empty", "-m", "n"]);
+        git(
+            &p.join("nested"),
+            &["init", "-q", &format!("--object-format={format}")],
+        );
+        git(
+            &p.join("nested"),
+            &["commit", "-q", "--allow-empty", "-m", "n"],
+        );
         git(p, &["add", "."]);
         git(p, &["commit", "-q", "-m", "i"]);
-        git(p, &["update-index", "--skip-worktree", ".vscode/tasks.json"]);
-        git(p, &["update-index", "--assume-unchanged", "a-long-name-shared-with-the-next"]);
+        git(
+            p,
+            &["update-index", "--skip-worktree", ".vscode/tasks.json"],
+        );
+        git(
+            p,
+            &[
+                "update-index",
+                "--assume-unchanged",
+                "a-long-name-shared-with-the-next",
+            ],
+        );
         git(p, &["update-index", "--index-version", version]);
         dir
     }
@@ -259,7 +276,10 @@ mod tests {
         let dir = repository("sha1", "2");
         let index = std::fs::read(dir.path().join(".git/index")).unwrap();
         assert_eq!(Marks::read(&index[..index.len() - 7]), Err(MALFORMED));
-        assert_eq!(Marks::read(b"DIRX\0\0\0\x02"), Err(Unread("not an index file")));
+        assert_eq!(
+            Marks::read(b"DIRX\0\0\0\x02"),
+            Err(Unread("not an index file"))
+        );
         assert_eq!(Marks::read(b""), Ok(Marks::default()));
         git(dir.path(), &["update-index", "--split-index"]);
         let index = std::fs::read(dir.path().join(".git/index")).unwrap();
