@@ -27,6 +27,7 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
+use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -38,9 +39,15 @@ use crate::config::DEFAULT_GIT_TIMEOUT_S;
 use crate::record::stop::StopWatch;
 use crate::runtime::git::attribution::OwnFiles;
 use crate::runtime::git::config_keys as git_config_keys;
+use crate::runtime::git::index_file::Marks;
 use crate::runtime::git::no_terminal;
 use crate::runtime::git::path_name;
 use crate::runtime::git::place::{self as git_place, ConfigSeen, Place};
+use crate::tree_file::{self, Symlink};
+
+/// The largest index read in process ([`Repo::index_marks`]); a larger one is listed by
+/// git. 256 MiB: an index of several million entries.
+const MAX_INDEX_READ: u64 = 256 << 20;
 
 /// The rest of a `git status --porcelain=v2` entry after its first `n` space-separated
 /// fields (the path, which may hold spaces).
@@ -230,6 +237,11 @@ pub(crate) struct Look {
     pub branch: Option<String>,
     /// The dirty paths ([`Repo::dirty_files`]).
     pub files: Vec<String>,
+    /// The untracked directories status lists whole (`? dir/`: with
+    /// `--untracked-files=all`, only a repository nested in the tree), paths from the
+    /// repository's top, without the slash: the operator's next `git add` makes each a
+    /// gitlink (`config_watch::revert_nested`).
+    pub nested: Vec<Vec<u8>>,
 }
 
 /// How a call on a repository that changed since boot fails ([`Place::changed`]).
@@ -884,6 +896,35 @@ impl Repo {
             .unwrap_or_default()
     }
 
+    /// What the index marks now ([`Marks`]: the entries git does not compare with their
+    /// file, the gitlinks): read in process from the git dir's `index` (never through a
+    /// link, never a FIFO, at most [`MAX_INDEX_READ`] bytes), else — a split or sparse
+    /// index, a format the reader does not take, a link or an oversized file there — as
+    /// `git ls-files -v -s -z --full-name` lists it. No index yet: nothing marked.
+    pub(crate) async fn index_marks(&self) -> Result<Marks, GitError> {
+        let path = self.place().await?.git_dir.join("index");
+        let read = match tree_file::open_regular(&path, Symlink::Refuse) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Marks::default()),
+            Err(_) => None,
+            Ok(file) => {
+                let mut bytes = Vec::new();
+                file.take(MAX_INDEX_READ + 1)
+                    .read_to_end(&mut bytes)
+                    .ok()
+                    .filter(|_| bytes.len() as u64 <= MAX_INDEX_READ)
+                    .and_then(|_| Marks::read(&bytes).ok())
+            }
+        };
+        match read {
+            Some(marks) => Ok(marks),
+            None => Ok(Marks::listed(
+                &self
+                    .run_bytes(&["ls-files", "-v", "-s", "-z", "--full-name", "--", ":(top)"])
+                    .await?,
+            )),
+        }
+    }
+
     /// Dirty paths inside the work dir, relative to it (docs/protocol.md: `dirty_files`),
     /// the supervisor's own files left out ([`Repo::look`]).
     pub(crate) async fn dirty_files(&self) -> Result<Vec<String>, GitError> {
@@ -944,7 +985,12 @@ impl Repo {
                     (nth_rest(entry, 9), source.filter(|_| renamed))
                 }
                 Some(b'u') => (nth_rest(entry, 10), None),
-                Some(b'?') => (entry.get(2..), None),
+                Some(b'?') => {
+                    if let Some(dir) = entry.get(2..).and_then(|p| p.strip_suffix(b"/")) {
+                        look.nested.push(dir.to_vec());
+                    }
+                    (entry.get(2..), None)
+                }
                 _ => continue,
             };
             for path in path.into_iter().chain(renamed_from) {
