@@ -489,8 +489,10 @@ pub(crate) async fn revert(repo: &Repo, before: &ConfigBefore) -> Result<Vec<Rev
 
 /// Why a nested repository's `.git` is set aside.
 const NESTED_OUT_WHY: &str = "a nested repository's `.git` the round made or changed, leading to a git dir or common dir the watch may not write (outside the work tree and the repository, or through a symbolic link): set aside, so git takes the directory for a plain one and reads no config of it";
+/// Why a nested repository's `.git` is set aside when its index cannot be read.
+const NESTED_INDEX_WHY: &str = "a nested repository the round made, or whose index it made unreadable in process (split, sparse, a link, too large): the repositories nested in it cannot be looked for, so its `.git` is set aside and git takes the directory for a plain one";
 /// Why a nested repository is told when it could not be looked into.
-const NESTED_UNREAD_WHY: &str = "a repository nested in the tree, whose config the operator's `git status` in the top reads: not looked into";
+const NESTED_UNREAD_WHY: &str = "a repository nested in the tree, which the operator's `git status` in the top goes into: the repositories nested in it (or, past the limit, it) are not watched";
 
 /// Reverts every watched key the round added or changed in the config of each repository
 /// nested in the tree the operator's git may go into ([`nested`]'s doc: the gitlinks of
@@ -498,7 +500,9 @@ const NESTED_UNREAD_WHY: &str = "a repository nested in the tree, whose config t
 /// listed whole, paths from the top), as [`revert`] does the top's; a nested repository
 /// the round made has no record: each watched key it holds counts as added. A nested
 /// repository out of the watch's reach ([`Reach::Out`]) that was not so before the round
-/// has its `.git` set aside (`set_aside`); one that was is left. With neither a gitlink
+/// has its `.git` set aside (`set_aside`); one that was is left. So has one whose own
+/// index cannot be read in process (a split index would hide the repositories nested in
+/// it), unless it was so before the round (then told as `unread`). With neither a gitlink
 /// nor `untracked`, nothing is read and no git started. Errors: git cannot tell where the
 /// repository is, or the index cannot be listed.
 pub(crate) async fn revert_nested(
@@ -523,19 +527,44 @@ pub(crate) async fn revert_nested(
             Reach::Config { .. } => {
                 let files = nested_files(nested, &own);
                 revert_repository(repo, &files, &roots, before, &mut told).await;
+                let Some(why) = &nested.index_unread else {
+                    continue;
+                };
+                // The operator's own (its index unreadable before the round too) is told:
+                // what is nested in it is not watched.
+                if before.nested.contains(nested) {
+                    told.push(Reverted {
+                        error: Some(why.clone()),
+                        ..Reverted::about(
+                            "local",
+                            &nested.index().unwrap_or_else(|| nested.entry()),
+                            "unread",
+                            NESTED_UNREAD_WHY,
+                        )
+                    });
+                } else {
+                    set_aside_entry(nested, why, NESTED_INDEX_WHY, &roots, &mut told);
+                }
             }
             Reach::Out(_) if before.nested.contains(nested) => {}
-            Reach::Out(why) => set_aside_entry(nested, why, &roots, &mut told),
+            Reach::Out(why) => set_aside_entry(nested, why, NESTED_OUT_WHY, &roots, &mut told),
         }
     }
     Ok(told)
 }
 
-/// Sets aside the `.git` of `nested`, out of the watch's reach (`why`), with its directory
-/// where it was (no link on the way to it: [`nested::find`]).
-fn set_aside_entry(nested: &Nested, why: &str, roots: &[PathBuf], told: &mut Vec<Reverted>) {
+/// Sets aside the `.git` of `nested`, which the watch cannot follow (`why`, in words;
+/// `told_why`, the row's why), with its directory where it was (no link on the way to
+/// it: [`nested::find`]).
+fn set_aside_entry(
+    nested: &Nested,
+    why: &str,
+    told_why: &'static str,
+    roots: &[PathBuf],
+    told: &mut Vec<Reverted>,
+) {
     let entry = nested.entry();
-    let mut row = Reverted::about("local", &entry, "set_aside", NESTED_OUT_WHY);
+    let mut row = Reverted::about("local", &entry, "set_aside", told_why);
     let (spot, _) = spot::settle(&entry, &spot::way(&entry), roots);
     match spot {
         Ok(Some(spot)) => {
@@ -1844,5 +1873,64 @@ mod tests {
         assert!(told.iter().any(|r| r.file == dir.join("l/.git")));
         assert!(std::fs::symlink_metadata(dir.join("l/.git")).is_err());
         assert!(!operators_status_runs(&dir, &marker));
+    }
+
+    /// A nested repository whose index the round made split (the repositories nested in it
+    /// no longer readable in process): its `.git` is set aside, and the operator's `git
+    /// status` runs nothing of the gitlink it hid (the control: it did before). One split
+    /// before the round (the operator's) is told as `unread`, left.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_nested_index_the_round_made_split_sets_that_repository_aside() {
+        let (_tmp, base, dir) = top_in_tmp();
+        let marker = base.join("ran");
+        let repo = repo_at(&dir);
+        let mut before = ConfigBefore::record(&repo, &ConfigBefore::default())
+            .await
+            .unwrap();
+        before
+            .record_nested(&repo, &ConfigBefore::default(), &[])
+            .await
+            .unwrap();
+        // The round: `a`, its index split, holds the gitlink `a/b` and its fsmonitor.
+        nested_repository(&dir.join("a/b"), None);
+        git(
+            &dir.join("a/b"),
+            &["config", "core.fsmonitor", &noting(&marker)],
+        );
+        nested_repository(&dir.join("a"), None);
+        git_id(&dir.join("a"), &["update-index", "--split-index"]);
+        git_id(&dir.join("a"), &["add", "b"]);
+        git_id(&dir.join("a"), &["commit", "-qm", "b"]);
+        git_id(&dir, &["add", "a"]);
+        git_id(&dir, &["commit", "-qm", "the agent's gitlink"]);
+        assert!(
+            operators_status_runs(&dir, &marker),
+            "control: the hidden plant did not run"
+        );
+        let told = revert_nested(&repo, &before, &[]).await.unwrap();
+        assert_eq!(
+            rows(&told),
+            [(String::new(), ".git".to_owned(), "set_aside", true)],
+            "{told:?}"
+        );
+        assert_eq!(told[0].file, dir.join("a/.git"));
+        assert!(!operators_status_runs(&dir, &marker));
+        // The operator's own split index, so before the round: told, left.
+        let aside = named(&dir.join("a"), ".git.agent-runner-unread-");
+        std::fs::rename(&aside[0], dir.join("a/.git")).unwrap();
+        let mut before = ConfigBefore::record(&repo, &ConfigBefore::default())
+            .await
+            .unwrap();
+        before
+            .record_nested(&repo, &ConfigBefore::default(), &[])
+            .await
+            .unwrap();
+        let told = revert_nested(&repo, &before, &[]).await.unwrap();
+        assert_eq!(
+            rows(&told),
+            [(String::new(), "index".to_owned(), "unread", false)],
+            "{told:?}"
+        );
+        assert!(dir.join("a/.git").is_dir());
     }
 }

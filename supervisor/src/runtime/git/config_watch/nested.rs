@@ -14,6 +14,10 @@
 //! reached through no symbolic link there ([`Reach::Config`]). One elsewhere
 //! ([`Reach::Out`]: a `.git` that is a link, a `.git` file or `commondir` naming a
 //! directory outside, through a link) is never written.
+//!
+//! A nested index that cannot be read in process (split, sparse) hides the gitlinks in
+//! it: told on [`Nested::index_unread`], for the watch to set such a repository aside when
+//! the round made it so.
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashSet, VecDeque};
@@ -54,6 +58,10 @@ pub(super) struct Nested {
     /// Its directory (the top's path joined with the path from the top).
     pub dir: PathBuf,
     pub reach: Reach,
+    /// Why its own index could not be read in process (a split or sparse index, a link,
+    /// too large): the repositories nested in it are not looked for.
+    #[serde(default)]
+    pub index_unread: Option<String>,
 }
 
 impl Nested {
@@ -73,13 +81,22 @@ impl Nested {
         }
     }
 
+    /// Its index, when it lies in reach.
+    pub(super) fn index(&self) -> Option<PathBuf> {
+        match &self.reach {
+            Reach::Config { git_dir, .. } => Some(git_dir.join("index")),
+            Reach::Out(_) => None,
+        }
+    }
+
     /// Its `.git`, what makes git take its directory for a repository.
     pub(super) fn entry(&self) -> PathBuf {
         self.dir.join(".git")
     }
 }
 
-/// The nested repositories found, and what could not be looked into (a path and why).
+/// The nested repositories found, and what could not be looked into (a path and why:
+/// past [`MAX_NESTED`]).
 #[derive(Debug, Default)]
 pub(super) struct Found {
     pub repos: Vec<Nested>,
@@ -129,10 +146,10 @@ pub(super) fn find(
             ));
             break;
         }
+        let mut index_unread = None;
         if let Reach::Config { git_dir, .. } = &reach {
             if depth < MAX_DEPTH {
-                let index = git_dir.join("index");
-                match read_index(&index) {
+                match read_index(&git_dir.join("index")) {
                     Ok(marks) => queue.extend(
                         marks
                             .gitlinks
@@ -140,11 +157,15 @@ pub(super) fn find(
                             .filter_map(|rel| below(rel))
                             .map(|rel| (dir.join(rel), depth + 1)),
                     ),
-                    Err(why) => found.unread.push((index, why)),
+                    Err(why) => index_unread = Some(why),
                 }
             }
         }
-        found.repos.push(Nested { dir, reach });
+        found.repos.push(Nested {
+            dir,
+            reach,
+            index_unread,
+        });
     }
     found
 }
