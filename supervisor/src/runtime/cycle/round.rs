@@ -784,6 +784,10 @@ impl Runner {
         // it HEAD and the round's (docs/performance.md: git processes per round).
         let before = self.look().await;
         let head_before = before.as_ref().ok().and_then(|look| look.head.clone());
+        let nested_before = before
+            .as_ref()
+            .map(|look| look.nested.clone())
+            .unwrap_or_default();
         let round_num = counter
             .await
             .unwrap_or_else(|panicked| Err(std::io::Error::other(panicked)))
@@ -825,7 +829,7 @@ impl Runner {
         }
         self.unhidden(round_num, unhidden);
         let baseline = self.baseline(round_num, before);
-        let config_watched = self.record_config(round_num).await;
+        let config_watched = self.record_config(round_num, &nested_before).await;
         self.config_entries = config_path::path_entries(&self.config.path);
         // What the checks run, as it was before any agent of this boot could change it.
         if let Some(goal) = &self.config.goal {
@@ -853,7 +857,9 @@ impl Runner {
         let exit = match exit {
             Ok(exit) => exit,
             Err(err) => {
-                self.revert_config(round_num, config_watched).await;
+                let reverted = self.revert_config(round_num, config_watched.as_ref()).await;
+                self.revert_nested_configs(round_num, config_watched, &nested_before, reverted)
+                    .await;
                 return Err(err);
             }
         };
@@ -904,7 +910,7 @@ impl Runner {
         // After the checks, which run code the agent could have written with the tree
         // (and `.git/config`) theirs to write, as the agent's was; before the supervisor's
         // own git looks at the tree.
-        self.revert_config(round_num, config_watched).await;
+        let reverted = self.revert_config(round_num, config_watched.as_ref()).await;
         if let Some(changed) = self.repo.changed() {
             let set_aside = self.repo.set_aside_plants();
             self.events.emit(Event::GitRepositoryChanged {
@@ -918,6 +924,13 @@ impl Runner {
             self.unhidden(round_num, unhidden);
         }
         let after = self.look().await;
+        // The nested repositories' configs after the look, which lists the untracked ones
+        // (no git process more when there are none).
+        let nested_after = after
+            .as_ref()
+            .map_or(&[][..], |look| look.nested.as_slice());
+        self.revert_nested_configs(round_num, config_watched, nested_after, reverted)
+            .await;
         let head_after = after.as_ref().ok().and_then(|look| look.head.clone());
         self.substrate(round_num, true, &head_after);
         if self.git == Git::WorkTree {
@@ -1755,10 +1768,16 @@ impl Runner {
         Some(dirty::handle(&round, &mut self.hosts, &split.round, stop).await)
     }
 
-    /// The repository's config files before the agent runs ([`ConfigBefore::record`]);
-    /// `None` outside git or when git cannot tell (nothing is then reverted: the
-    /// supervisor's own git still runs none of its programs).
-    async fn record_config(&mut self, round_num: u64) -> Option<ConfigBefore> {
+    /// The repository's config files before the agent runs ([`ConfigBefore::record`]),
+    /// and those of the repositories nested in the tree ([`ConfigBefore::record_nested`]:
+    /// `untracked`, the untracked ones the `git status` before the round listed); `None`
+    /// outside git or when git cannot tell (nothing is then reverted: the supervisor's own
+    /// git still runs none of its programs).
+    async fn record_config(
+        &mut self,
+        round_num: u64,
+        untracked: &[Vec<u8>],
+    ) -> Option<ConfigBefore> {
         if self.git != Git::WorkTree {
             return None;
         }
@@ -1771,15 +1790,28 @@ impl Runner {
             .state_dir
             .join(git_config_watch::PENDING_FILE);
         if let Ok(Some(stale)) = state::read_json::<git_config_watch::Pending>(&pending) {
-            self.revert_config(stale.round_num, Some(stale.before))
+            let reverted = self
+                .revert_config(stale.round_num, Some(&stale.before))
                 .await;
+            self.revert_nested_configs(stale.round_num, Some(stale.before), untracked, reverted)
+                .await;
+            // Its record renamed before this round's is written under the same name.
+            self.settle().await;
         }
         if self.config_before.is_empty() {
             // This process's first round: the last round's record, kept in the state dir.
             self.config_before = ConfigBefore::last_seen(&self.config.runtime.state_dir);
         }
         match ConfigBefore::record(&self.repo, &self.config_before).await {
-            Ok(record) => {
+            Ok(mut record) => {
+                if let Err(err) = record
+                    .record_nested(&self.repo, &self.config_before, untracked)
+                    .await
+                {
+                    tracing::warn!(
+                        "cannot record the nested repositories' config before the round: {err}"
+                    );
+                }
                 self.config_before = record.clone();
                 let kept = git_config_watch::Pending {
                     round_num,
@@ -1801,31 +1833,57 @@ impl Runner {
     }
 
     /// Reverts the watched keys round `round_num` added or changed in the repository's
-    /// config (`before`: [`Runner::record_config`]), one `git_config_reverted` each (the
-    /// first [`dirty::MAX_LISTED_FILES`], the last counting the rest).
-    async fn revert_config(&mut self, round_num: u64, before: Option<ConfigBefore>) {
-        let Some(before) = before else { return };
-        let told = match git_config_watch::revert(&self.repo, &before).await {
+    /// config (`before`: [`Runner::record_config`]), one `git_config_reverted` each
+    /// ([`Runner::tell_reverted`]). Returns whether the config could be checked.
+    async fn revert_config(&self, round_num: u64, before: Option<&ConfigBefore>) -> bool {
+        let Some(before) = before else { return false };
+        match git_config_watch::revert(&self.repo, before).await {
             Ok(told) => {
-                // Done with; kept as the next process's `last` (git_config_watch::SEEN_FILE).
-                let state_dir = self.config.runtime.state_dir.clone();
-                self.write_behind(move || {
-                    let pending = state_dir.join(git_config_watch::PENDING_FILE);
-                    if std::fs::rename(&pending, state_dir.join(git_config_watch::SEEN_FILE))
-                        .is_err()
-                    {
-                        let _ = std::fs::remove_file(pending);
-                    }
-                });
-                told
+                self.tell_reverted(round_num, told);
+                true
             }
             Err(err) => {
                 tracing::warn!(
                     "cannot check the repository's config after round {round_num}: {err}"
                 );
-                return;
+                false
             }
-        };
+        }
+    }
+
+    /// Reverts the watched keys round `round_num` added or changed in the config of the
+    /// repositories nested in the tree ([`git_config_watch::revert_nested`]; `untracked`:
+    /// those the `git status` after the round listed), one `git_config_reverted` each;
+    /// then, when the top's was checked too (`top_reverted`), the record before the round
+    /// is done with: kept as the next process's `last` (git_config_watch::SEEN_FILE).
+    async fn revert_nested_configs(
+        &mut self,
+        round_num: u64,
+        before: Option<ConfigBefore>,
+        untracked: &[Vec<u8>],
+        top_reverted: bool,
+    ) {
+        let Some(before) = before else { return };
+        match git_config_watch::revert_nested(&self.repo, &before, untracked).await {
+            Ok(told) => self.tell_reverted(round_num, told),
+            Err(err) => tracing::warn!(
+                "cannot check the nested repositories' config after round {round_num}: {err}"
+            ),
+        }
+        if top_reverted {
+            let state_dir = self.config.runtime.state_dir.clone();
+            self.write_behind(move || {
+                let pending = state_dir.join(git_config_watch::PENDING_FILE);
+                if std::fs::rename(&pending, state_dir.join(git_config_watch::SEEN_FILE)).is_err() {
+                    let _ = std::fs::remove_file(pending);
+                }
+            });
+        }
+    }
+
+    /// One `git_config_reverted` for each of `told` (the first
+    /// [`dirty::MAX_LISTED_FILES`], the last counting the rest).
+    fn tell_reverted(&self, round_num: u64, told: Vec<git_config_watch::Reverted>) {
         let shown = told.len().min(dirty::MAX_LISTED_FILES);
         let more = told.len() - shown;
         for (i, r) in told.into_iter().take(shown).enumerate() {

@@ -25,6 +25,13 @@
 //! tree or the repository, else the include naming the file is dropped; keys are rewritten
 //! by git on a private copy and written back under the file's lock, and a revert that
 //! still cannot be written sets the file aside with its bytes before the round put back.
+//!
+//! The repositories nested in the tree that the operator's `git status` goes into
+//! ([`nested`]: gitlinks, untracked nested repositories) are watched the same way, by the
+//! same code over their own config files ([`ConfigBefore::record_nested`],
+//! [`revert_nested`]); one the round made has no record, so each watched key it holds
+//! counts as added. One whose config lies where the watch may not write is never written:
+//! its `.git` is set aside when the round made it or changed where it leads.
 
 use agent_runner_protocol::limits::truncate_chars;
 use agent_runner_protocol::redact::redact;
@@ -37,8 +44,10 @@ use crate::runtime::git::config_keys::{self as git_config_keys, Effect};
 use crate::runtime::git::repo::{GitError, Repo};
 use crate::tree_file::{open_regular, Symlink};
 
+mod nested;
 mod spot;
 
+use nested::{Nested, Reach};
 use spot::{Fix, Spot, Way};
 
 /// How deep includes are followed (git's own limit).
@@ -65,10 +74,14 @@ struct Seen {
     way: Way,
 }
 
-/// The repository's config files before a round.
+/// The repository's config files before a round, and those of the repositories nested in
+/// its tree ([`ConfigBefore::record_nested`]).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct ConfigBefore {
     files: Vec<Seen>,
+    /// The nested repositories found before the round (their files are in `files`).
+    #[serde(default)]
+    nested: Vec<Nested>,
 }
 
 /// Where the record before a round is kept while the agent runs, in the state dir (out of
@@ -245,59 +258,127 @@ impl ConfigBefore {
     /// Errors: git cannot tell where the repository is.
     pub(crate) async fn record(repo: &Repo, last: &ConfigBefore) -> Result<Self, GitError> {
         let mut files: Vec<Seen> = Vec::new();
-        let mut queue: Vec<(PathBuf, &'static str, usize)> = repo
-            .config_files()
-            .await?
-            .into_iter()
-            .map(|(path, scope)| (path, scope, 0))
-            .collect();
-        while let Some((path, scope, depth)) = queue.pop() {
-            if files.iter().any(|f| f.path == path) {
-                continue;
-            }
-            let Ok((bytes, link)) = read(&path) else {
-                // Unreadable now: compared as missing, so whatever it holds after the
-                // round is the round's.
-                files.push(Seen {
-                    way: spot::way(&path),
-                    path,
-                    bytes: None,
-                    link: None,
-                    entries: Vec::new(),
-                });
-                continue;
-            };
-            // A file known with no entries is listed again: its listing may have failed
-            // (a timeout), and that must not stand for its bytes from then on.
-            let entries = match last
-                .files
-                .iter()
-                .find(|f| f.path == path && f.bytes == bytes && !f.entries.is_empty())
-            {
-                Some(known) => known.entries.clone(),
-                None => match &bytes {
-                    Some(b) if !b.is_empty() => {
-                        repo.config_text_entries(b).await.unwrap_or_default()
-                    }
-                    _ => Vec::new(),
-                },
-            };
-            if depth < MAX_INCLUDE_DEPTH {
-                queue.extend(
-                    included(&path, &entries)
-                        .into_iter()
-                        .map(|(p, ..)| (p, scope, depth + 1)),
-                );
-            }
+        let own = repo.config_files().await?;
+        record_files(repo, &own, last, &mut files).await;
+        Ok(ConfigBefore {
+            files,
+            nested: Vec::new(),
+        })
+    }
+
+    /// Adds the config files of the repositories nested in the tree now (see
+    /// [`nested`]'s doc: the gitlinks of the index, `untracked`, the untracked directories
+    /// `git status` listed whole, paths from the top), as [`ConfigBefore::record`] does
+    /// the top's. With neither a gitlink nor `untracked`, nothing is read and no git
+    /// started. Errors: git cannot tell where the repository is, or the index cannot be
+    /// listed.
+    pub(crate) async fn record_nested(
+        &mut self,
+        repo: &Repo,
+        last: &ConfigBefore,
+        untracked: &[Vec<u8>],
+    ) -> Result<(), GitError> {
+        let Some((found, own)) = find_nested(repo, untracked).await? else {
+            return Ok(());
+        };
+        for nested in &found.repos {
+            record_files(repo, &nested_files(nested, &own), last, &mut self.files).await;
+        }
+        self.nested = found.repos;
+        Ok(())
+    }
+}
+
+/// The repositories nested in the tree now ([`nested::find`]) and the top's own config
+/// files (canonical); `None`, and nothing read, when the index holds no gitlink and
+/// `untracked` is empty. Errors: git cannot tell where the repository is, or the index
+/// cannot be listed.
+async fn find_nested(
+    repo: &Repo,
+    untracked: &[Vec<u8>],
+) -> Result<Option<(nested::Found, Vec<PathBuf>)>, GitError> {
+    let gitlinks = repo.index_marks().await?.gitlinks;
+    if gitlinks.is_empty() && untracked.is_empty() {
+        return Ok(None);
+    }
+    let tree = repo.top().await?;
+    let own = repo.config_files().await?;
+    let found = nested::find(&tree, &roots(&tree, &own), &gitlinks, untracked);
+    let own = own.iter().filter_map(|(path, _)| canonical(path)).collect();
+    Ok(Some((found, own)))
+}
+
+/// `path` with its directory canonical (the file itself need not exist).
+fn canonical(path: &Path) -> Option<PathBuf> {
+    let dir = std::fs::canonicalize(path.parent()?).ok()?;
+    Some(dir.join(path.file_name()?))
+}
+
+/// The config files of `nested` less the top's own (`own`, canonical): a `.git` file
+/// naming the top's git dir gives nothing to watch twice.
+fn nested_files(nested: &Nested, own: &[PathBuf]) -> Vec<(PathBuf, &'static str)> {
+    nested
+        .config_files()
+        .into_iter()
+        .filter(|(path, _)| !own.contains(path))
+        .collect()
+}
+
+/// Adds to `files` each of the files `own` (a repository's own config files, with their
+/// scope) and the files they include, as they are now (see [`ConfigBefore::record`]).
+async fn record_files(
+    repo: &Repo,
+    own: &[(PathBuf, &'static str)],
+    last: &ConfigBefore,
+    files: &mut Vec<Seen>,
+) {
+    let mut queue: Vec<(PathBuf, &'static str, usize)> = own
+        .iter()
+        .map(|(path, scope)| (path.clone(), *scope, 0))
+        .collect();
+    while let Some((path, scope, depth)) = queue.pop() {
+        if files.iter().any(|f| f.path == path) {
+            continue;
+        }
+        let Ok((bytes, link)) = read(&path) else {
+            // Unreadable now: compared as missing, so whatever it holds after the
+            // round is the round's.
             files.push(Seen {
                 way: spot::way(&path),
                 path,
-                bytes,
-                link,
-                entries,
+                bytes: None,
+                link: None,
+                entries: Vec::new(),
             });
+            continue;
+        };
+        // A file known with no entries is listed again: its listing may have failed
+        // (a timeout), and that must not stand for its bytes from then on.
+        let entries = match last
+            .files
+            .iter()
+            .find(|f| f.path == path && f.bytes == bytes && !f.entries.is_empty())
+        {
+            Some(known) => known.entries.clone(),
+            None => match &bytes {
+                Some(b) if !b.is_empty() => repo.config_text_entries(b).await.unwrap_or_default(),
+                _ => Vec::new(),
+            },
+        };
+        if depth < MAX_INCLUDE_DEPTH {
+            queue.extend(
+                included(&path, &entries)
+                    .into_iter()
+                    .map(|(p, ..)| (p, scope, depth + 1)),
+            );
         }
-        Ok(ConfigBefore { files })
+        files.push(Seen {
+            way: spot::way(&path),
+            path,
+            bytes,
+            link,
+            entries,
+        });
     }
 }
 
@@ -401,15 +482,130 @@ pub(crate) async fn revert(repo: &Repo, before: &ConfigBefore) -> Result<Vec<Rev
     let tree = repo.top().await?;
     let own = repo.config_files().await?;
     let roots = roots(&tree, &own);
-    let unrecorded = Way::default();
     let mut told = Vec::new();
+    revert_repository(repo, &own, &roots, before, &mut told).await;
+    Ok(told)
+}
+
+/// Why a nested repository's `.git` is set aside.
+const NESTED_OUT_WHY: &str = "a nested repository's `.git` the round made or changed, leading to a git dir or common dir the watch may not write (outside the work tree and the repository, or through a symbolic link): set aside, so git takes the directory for a plain one and reads no config of it";
+/// Why a nested repository's `.git` is set aside when its index cannot be read.
+const NESTED_INDEX_WHY: &str = "a nested repository the round made, or whose index it made unreadable in process (split, sparse, a link, too large): the repositories nested in it cannot be looked for, so its `.git` is set aside and git takes the directory for a plain one";
+/// Why a nested repository is told when it could not be looked into.
+const NESTED_UNREAD_WHY: &str = "a repository nested in the tree, which the operator's `git status` in the top goes into: the repositories nested in it (or, past the limit, it) are not watched";
+
+/// Reverts every watched key the round added or changed in the config of each repository
+/// nested in the tree the operator's git may go into ([`nested`]'s doc: the gitlinks of
+/// the index now, `untracked`, the untracked directories the `git status` after the round
+/// listed whole, paths from the top), as [`revert`] does the top's; a nested repository
+/// the round made has no record: each watched key it holds counts as added. A nested
+/// repository out of the watch's reach ([`Reach::Out`]) that was not so before the round
+/// has its `.git` set aside (`set_aside`); one that was is left. So has one whose own
+/// index cannot be read in process (a split index would hide the repositories nested in
+/// it), unless it was so before the round (then told as `unread`). With neither a gitlink
+/// nor `untracked`, nothing is read and no git started. Errors: git cannot tell where the
+/// repository is, or the index cannot be listed.
+pub(crate) async fn revert_nested(
+    repo: &Repo,
+    before: &ConfigBefore,
+    untracked: &[Vec<u8>],
+) -> Result<Vec<Reverted>, GitError> {
+    let mut told = Vec::new();
+    let Some((found, own)) = find_nested(repo, untracked).await? else {
+        return Ok(told);
+    };
+    let tree = repo.top().await?;
+    let roots = roots(&tree, &repo.config_files().await?);
+    for (path, error) in found.unread {
+        told.push(Reverted {
+            error: Some(error),
+            ..Reverted::about("local", &path, "unread", NESTED_UNREAD_WHY)
+        });
+    }
+    for nested in &found.repos {
+        match &nested.reach {
+            Reach::Config { .. } => {
+                let files = nested_files(nested, &own);
+                revert_repository(repo, &files, &roots, before, &mut told).await;
+                let Some(why) = &nested.index_unread else {
+                    continue;
+                };
+                // The operator's own (its index unreadable before the round too) is told:
+                // what is nested in it is not watched.
+                if before.nested.contains(nested) {
+                    told.push(Reverted {
+                        error: Some(why.clone()),
+                        ..Reverted::about(
+                            "local",
+                            &nested.index().unwrap_or_else(|| nested.entry()),
+                            "unread",
+                            NESTED_UNREAD_WHY,
+                        )
+                    });
+                } else {
+                    set_aside_entry(nested, why, NESTED_INDEX_WHY, &roots, &mut told);
+                }
+            }
+            Reach::Out(_) if before.nested.contains(nested) => {}
+            Reach::Out(why) => set_aside_entry(nested, why, NESTED_OUT_WHY, &roots, &mut told),
+        }
+    }
+    Ok(told)
+}
+
+/// Sets aside the `.git` of `nested`, which the watch cannot follow (`why`, in words;
+/// `told_why`, the row's why), with its directory where it was (no link on the way to
+/// it: [`nested::find`]).
+fn set_aside_entry(
+    nested: &Nested,
+    why: &str,
+    told_why: &'static str,
+    roots: &[PathBuf],
+    told: &mut Vec<Reverted>,
+) {
+    let entry = nested.entry();
+    let mut row = Reverted::about("local", &entry, "set_aside", told_why);
+    let (spot, _) = spot::settle(&entry, &spot::way(&entry), roots);
+    match spot {
+        Ok(Some(spot)) => {
+            let (aside, fixes) = spot.set_aside(None);
+            told.extend(fixes.into_iter().map(|fix| Reverted::fix("local", fix)));
+            match aside {
+                Ok(aside) => {
+                    tracing::warn!(
+                        "{why}: {} set aside as {}",
+                        entry.display(),
+                        aside.display()
+                    );
+                    row.value = Some(shown(&aside.to_string_lossy()));
+                }
+                Err(e) => row.error = Some(format!("{why}; {e}")),
+            }
+        }
+        Ok(None) => row.error = Some(format!("{why}; its directory is gone")),
+        Err(e) => row.error = Some(format!("{why}; {e}")),
+    }
+    told.push(row);
+}
+
+/// Reverts the watched keys the round added or changed in the files `own` (a repository's
+/// own config files, with their scope) and the files they include, writing only where
+/// [`spot::settle`] allows with `roots`; tells each in `told`.
+async fn revert_repository(
+    repo: &Repo,
+    own: &[(PathBuf, &'static str)],
+    roots: &[PathBuf],
+    before: &ConfigBefore,
+    told: &mut Vec<Reverted>,
+) {
+    let unrecorded = Way::default();
     let mut visited: HashSet<PathBuf> = HashSet::new();
     let mut moved: HashSet<PathBuf> = HashSet::new();
     let mut settled: HashMap<PathBuf, Settled> = HashMap::new();
     let mut queue: Vec<Item> = own
-        .into_iter()
-        .map(|(path, scope)| Item {
-            path,
+        .iter()
+        .map(|&(ref path, scope)| Item {
+            path: path.clone(),
             scope,
             depth: 0,
             from: None,
@@ -423,7 +619,7 @@ pub(crate) async fn revert(repo: &Repo, before: &ConfigBefore) -> Result<Vec<Rev
             continue;
         }
         let then = before.files.iter().find(|f| f.path == item.path);
-        let (spot, undone) = spot::settle(&item.path, then.map_or(&unrecorded, |f| &f.way), &roots);
+        let (spot, undone) = spot::settle(&item.path, then.map_or(&unrecorded, |f| &f.way), roots);
         told.extend(undone.into_iter().map(|(link, target, result)| Reverted {
             value: Some(shown(&target.to_string_lossy())),
             error: result.err(),
@@ -442,7 +638,7 @@ pub(crate) async fn revert(repo: &Repo, before: &ConfigBefore) -> Result<Vec<Rev
             // Its directory does not resolve: git reads nothing there.
             continue;
         };
-        let Some(effective) = revert_file(repo, &item, then, &spot, &mut told).await else {
+        let Some(effective) = revert_file(repo, &item, then, &spot, told).await else {
             continue;
         };
         if item.depth < MAX_INCLUDE_DEPTH {
@@ -463,7 +659,6 @@ pub(crate) async fn revert(repo: &Repo, before: &ConfigBefore) -> Result<Vec<Rev
         }
         settled.insert(item.path, Settled { spot, effective });
     }
-    Ok(told)
 }
 
 /// Makes git no longer read the file of `item`, whose path now leads elsewhere than
@@ -883,6 +1078,7 @@ mod tests {
                 round_num: 1,
                 before: ConfigBefore {
                     files: vec![made_up],
+                    nested: Vec::new(),
                 },
             };
             crate::record::state::write_json_atomic(&state_dir.join(SEEN_FILE), &pending).unwrap();
@@ -1376,5 +1572,365 @@ mod tests {
         );
         assert_eq!(told[0].value.as_deref(), Some("0555 -> 0755"));
         assert!(!ran, "the operator's git status ran the planted fsmonitor");
+    }
+
+    /// A temporary directory (canonical) holding the repository `top`: what is made beside
+    /// it lies outside the tree.
+    fn top_in_tmp() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().canonicalize().unwrap();
+        let dir = base.join("top");
+        std::fs::create_dir(&dir).unwrap();
+        assert!(git(&dir, &["init", "-q", "."]).status.success());
+        (tmp, base, dir)
+    }
+
+    /// `git args` in `dir` with an identity (the operator's, to commit).
+    fn git_id(dir: &Path, args: &[&str]) {
+        let mut all = vec!["-c", "user.name=t", "-c", "user.email=t@t"];
+        all.extend_from_slice(args);
+        let out = git(dir, &all);
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+
+    /// Makes `dir` a repository with one commit (so it has an index and a `HEAD`), its git
+    /// dir `separate` when given (a `.git` file naming it, as a submodule's).
+    fn nested_repository(dir: &Path, separate: Option<&Path>) {
+        std::fs::create_dir_all(dir).unwrap();
+        match separate {
+            Some(git_dir) => git_id(
+                dir,
+                &[
+                    "init",
+                    "-q",
+                    "--separate-git-dir",
+                    git_dir.to_str().unwrap(),
+                    ".",
+                ],
+            ),
+            None => git_id(dir, &["init", "-q", "."]),
+        }
+        std::fs::write(dir.join("f"), "f\n").unwrap();
+        git_id(dir, &["add", "f"]);
+        git_id(dir, &["commit", "-qm", "nested"]);
+    }
+
+    /// The shell command a planted `core.fsmonitor` runs: notes `marker` (and fails, so
+    /// git scans the tree itself).
+    fn noting(marker: &Path) -> String {
+        format!("touch {}; false", marker.display())
+    }
+
+    /// Whether the operator's plain `git status` in `top` ran a program that touched
+    /// `marker` (removed after).
+    fn operators_status_runs(top: &Path, marker: &Path) -> bool {
+        let _ = std::fs::remove_file(marker);
+        assert!(git(top, &["status"]).status.success());
+        let ran = marker.exists();
+        let _ = std::fs::remove_file(marker);
+        ran
+    }
+
+    /// A tree with a committed gitlink `vendor/x` (its own `.git`, the operator's
+    /// `core.pager` set in it) before the round; the round plants `core.fsmonitor` there,
+    /// and makes `vendor/y`, a submodule-like repository whose git dir is
+    /// `.git/modules/y` (committed as a gitlink), and `vendor/z`, an untracked nested
+    /// repository, each with a planted `core.fsmonitor`. Returns the rows told (none
+    /// without `revert_it`), whether the operator's `git status` ran a planted program,
+    /// whether it did after the operator's `git add vendor/z`, and the top.
+    async fn nested_plants(
+        revert_it: bool,
+    ) -> (Vec<Reverted>, bool, bool, PathBuf, tempfile::TempDir) {
+        let (tmp, base, dir) = top_in_tmp();
+        nested_repository(&dir.join("vendor/x"), None);
+        git(&dir.join("vendor/x"), &["config", "core.pager", "less -R"]);
+        git_id(&dir, &["add", "vendor/x"]);
+        git_id(&dir, &["commit", "-qm", "a nested repository"]);
+        let repo = repo_at(&dir);
+        let untracked = repo.look().await.unwrap().nested;
+        assert!(untracked.is_empty(), "{untracked:?}");
+        let mut before = ConfigBefore::record(&repo, &ConfigBefore::default())
+            .await
+            .unwrap();
+        before
+            .record_nested(&repo, &ConfigBefore::default(), &untracked)
+            .await
+            .unwrap();
+        assert_eq!(before.nested.len(), 1, "{before:?}");
+        // The round.
+        let marker = base.join("ran");
+        git(
+            &dir.join("vendor/x"),
+            &["config", "core.fsmonitor", &noting(&marker)],
+        );
+        std::fs::create_dir_all(dir.join(".git/modules")).unwrap();
+        nested_repository(&dir.join("vendor/y"), Some(&dir.join(".git/modules/y")));
+        git(
+            &dir.join("vendor/y"),
+            &["config", "core.fsmonitor", &noting(&marker)],
+        );
+        nested_repository(&dir.join("vendor/z"), None);
+        git(
+            &dir.join("vendor/z"),
+            &["config", "core.fsmonitor", &noting(&marker)],
+        );
+        git_id(&dir, &["add", "vendor/y"]);
+        git_id(&dir, &["commit", "-qm", "the agent's gitlink"]);
+        let untracked = repo.look().await.unwrap().nested;
+        assert_eq!(untracked, [b"vendor/z".to_vec()]);
+        let told = if revert_it {
+            let mut told = revert(&repo, &before).await.unwrap();
+            told.extend(revert_nested(&repo, &before, &untracked).await.unwrap());
+            told
+        } else {
+            Vec::new()
+        };
+        let ran = operators_status_runs(&dir, &marker);
+        git_id(&dir, &["add", "vendor/z"]);
+        let ran_after_add = operators_status_runs(&dir, &marker);
+        (told, ran, ran_after_add, dir, tmp)
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_nested_repositorys_planted_fsmonitor_is_reverted_and_the_operators_status_runs_nothing(
+    ) {
+        let (told, ran, ran_after_add, dir, _tmp) = nested_plants(true).await;
+        assert!(
+            !ran,
+            "the operator's git status ran a nested plant: {told:?}"
+        );
+        assert!(
+            !ran_after_add,
+            "the operator's status after git add ran a plant"
+        );
+        let mut rows: Vec<(String, PathBuf, &str, bool)> = told
+            .iter()
+            .map(|r| (r.key.clone(), r.file.clone(), r.action, r.error.is_none()))
+            .collect();
+        rows.sort();
+        assert_eq!(
+            rows,
+            [
+                (
+                    "core.fsmonitor".to_owned(),
+                    dir.join(".git/modules/y/config"),
+                    "removed",
+                    true
+                ),
+                (
+                    "core.fsmonitor".to_owned(),
+                    dir.join("vendor/x/.git/config"),
+                    "removed",
+                    true
+                ),
+                (
+                    "core.fsmonitor".to_owned(),
+                    dir.join("vendor/z/.git/config"),
+                    "removed",
+                    true
+                ),
+            ],
+            "{told:?}"
+        );
+        // The operator's own key in the nested repository stays.
+        let x = std::fs::read_to_string(dir.join("vendor/x/.git/config")).unwrap();
+        assert!(x.contains("less -R") && !x.contains("fsmonitor"), "{x}");
+        // The control: the same plants, not reverted, run at the operator's status.
+        let (_, ran, ran_after_add, _, _tmp) = nested_plants(false).await;
+        assert!(
+            ran,
+            "control: the nested fsmonitor did not run: the test proves nothing"
+        );
+        assert!(
+            ran_after_add,
+            "control: the untracked one did not run once added"
+        );
+    }
+
+    /// A nested repository whose `.git` file the round made to name a repository outside
+    /// the tree (the agent's, say in a directory of its own outside the tree): its config
+    /// is never written, the `.git` file is set aside, and the operator's `git status`
+    /// runs nothing (the control, left, runs that repository's fsmonitor). One that named
+    /// it before the round (the operator's) is left.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_nested_git_file_the_round_pointed_outside_is_set_aside_and_that_config_never_written(
+    ) {
+        for revert_it in [true, false] {
+            let (_tmp, base, dir) = top_in_tmp();
+            let marker = base.join("ran");
+            let outside = base.join("outside");
+            nested_repository(&outside, None);
+            git(&outside, &["config", "core.fsmonitor", &noting(&marker)]);
+            let outside_config = std::fs::read(outside.join(".git/config")).unwrap();
+            let repo = repo_at(&dir);
+            let mut before = ConfigBefore::record(&repo, &ConfigBefore::default())
+                .await
+                .unwrap();
+            before
+                .record_nested(&repo, &ConfigBefore::default(), &[])
+                .await
+                .unwrap();
+            // The round: `vendor/o` made a gitlink of the outside repository.
+            std::fs::create_dir_all(dir.join("vendor/o")).unwrap();
+            let pointer = format!("gitdir: {}\n", outside.join(".git").display());
+            std::fs::write(dir.join("vendor/o/.git"), &pointer).unwrap();
+            git_id(&dir, &["add", "vendor/o"]);
+            git_id(&dir, &["commit", "-qm", "the agent's gitlink"]);
+            if !revert_it {
+                assert!(
+                    operators_status_runs(&dir, &marker),
+                    "control: the outside fsmonitor did not run: the test proves nothing"
+                );
+                continue;
+            }
+            let told = revert_nested(&repo, &before, &[]).await.unwrap();
+            assert_eq!(
+                rows(&told),
+                [(String::new(), ".git".to_owned(), "set_aside", true)],
+                "{told:?}"
+            );
+            assert_eq!(told[0].file, dir.join("vendor/o/.git"));
+            assert!(!operators_status_runs(&dir, &marker));
+            assert_eq!(
+                std::fs::read(outside.join(".git/config")).unwrap(),
+                outside_config
+            );
+            let aside = named(&dir.join("vendor/o"), ".git.agent-runner-unread-");
+            assert_eq!(aside.len(), 1);
+            assert_eq!(std::fs::read_to_string(&aside[0]).unwrap(), pointer);
+            // The operator's own pointer, there before the round, is left.
+            std::fs::rename(&aside[0], dir.join("vendor/o/.git")).unwrap();
+            let mut before = ConfigBefore::record(&repo, &ConfigBefore::default())
+                .await
+                .unwrap();
+            before
+                .record_nested(&repo, &ConfigBefore::default(), &[])
+                .await
+                .unwrap();
+            assert!(matches!(
+                before.nested[..],
+                [Nested {
+                    reach: Reach::Out(_),
+                    ..
+                }]
+            ));
+            let told = revert_nested(&repo, &before, &[]).await.unwrap();
+            assert!(told.is_empty(), "{told:?}");
+            assert!(dir.join("vendor/o/.git").is_file());
+        }
+    }
+
+    /// A nested `.git` that is a symbolic link (to a git dir in the tree, the agent's), and
+    /// a gitlink nested in a nested repository (found through that one's own index, read
+    /// in process): the link is set aside, the deeper plant reverted.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_nested_git_link_is_set_aside_and_a_gitlink_of_a_nested_repository_is_watched() {
+        let (_tmp, base, dir) = top_in_tmp();
+        let marker = base.join("ran");
+        let repo = repo_at(&dir);
+        let mut before = ConfigBefore::record(&repo, &ConfigBefore::default())
+            .await
+            .unwrap();
+        before
+            .record_nested(&repo, &ConfigBefore::default(), &[])
+            .await
+            .unwrap();
+        // The round: `a` holds the gitlink `a/b`, whose config plants an fsmonitor; `l`'s
+        // `.git` is a link to `a`'s git dir.
+        nested_repository(&dir.join("a/b"), None);
+        git(
+            &dir.join("a/b"),
+            &["config", "core.fsmonitor", &noting(&marker)],
+        );
+        nested_repository(&dir.join("a"), None);
+        git_id(&dir.join("a"), &["add", "b"]);
+        git_id(&dir.join("a"), &["commit", "-qm", "b"]);
+        std::fs::create_dir(dir.join("l")).unwrap();
+        std::os::unix::fs::symlink(dir.join("a/.git"), dir.join("l/.git")).unwrap();
+        git_id(&dir, &["add", "a", "l"]);
+        git_id(&dir, &["commit", "-qm", "the agent's gitlinks"]);
+        assert!(
+            operators_status_runs(&dir, &marker),
+            "control: the deeper plant did not run"
+        );
+        let told = revert_nested(&repo, &before, &[]).await.unwrap();
+        let mut found = rows(&told);
+        found.sort();
+        assert_eq!(
+            found,
+            [
+                (String::new(), ".git".to_owned(), "set_aside", true),
+                (
+                    "core.fsmonitor".to_owned(),
+                    "config".to_owned(),
+                    "removed",
+                    true
+                ),
+            ],
+            "{told:?}"
+        );
+        assert!(told.iter().any(|r| r.file == dir.join("a/b/.git/config")));
+        assert!(told.iter().any(|r| r.file == dir.join("l/.git")));
+        assert!(std::fs::symlink_metadata(dir.join("l/.git")).is_err());
+        assert!(!operators_status_runs(&dir, &marker));
+    }
+
+    /// A nested repository whose index the round made split (the repositories nested in it
+    /// no longer readable in process): its `.git` is set aside, and the operator's `git
+    /// status` runs nothing of the gitlink it hid (the control: it did before). One split
+    /// before the round (the operator's) is told as `unread`, left.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_nested_index_the_round_made_split_sets_that_repository_aside() {
+        let (_tmp, base, dir) = top_in_tmp();
+        let marker = base.join("ran");
+        let repo = repo_at(&dir);
+        let mut before = ConfigBefore::record(&repo, &ConfigBefore::default())
+            .await
+            .unwrap();
+        before
+            .record_nested(&repo, &ConfigBefore::default(), &[])
+            .await
+            .unwrap();
+        // The round: `a`, its index split, holds the gitlink `a/b` and its fsmonitor.
+        nested_repository(&dir.join("a/b"), None);
+        git(
+            &dir.join("a/b"),
+            &["config", "core.fsmonitor", &noting(&marker)],
+        );
+        nested_repository(&dir.join("a"), None);
+        git_id(&dir.join("a"), &["update-index", "--split-index"]);
+        git_id(&dir.join("a"), &["add", "b"]);
+        git_id(&dir.join("a"), &["commit", "-qm", "b"]);
+        git_id(&dir, &["add", "a"]);
+        git_id(&dir, &["commit", "-qm", "the agent's gitlink"]);
+        assert!(
+            operators_status_runs(&dir, &marker),
+            "control: the hidden plant did not run"
+        );
+        let told = revert_nested(&repo, &before, &[]).await.unwrap();
+        assert_eq!(
+            rows(&told),
+            [(String::new(), ".git".to_owned(), "set_aside", true)],
+            "{told:?}"
+        );
+        assert_eq!(told[0].file, dir.join("a/.git"));
+        assert!(!operators_status_runs(&dir, &marker));
+        // The operator's own split index, so before the round: told, left.
+        let aside = named(&dir.join("a"), ".git.agent-runner-unread-");
+        std::fs::rename(&aside[0], dir.join("a/.git")).unwrap();
+        let mut before = ConfigBefore::record(&repo, &ConfigBefore::default())
+            .await
+            .unwrap();
+        before
+            .record_nested(&repo, &ConfigBefore::default(), &[])
+            .await
+            .unwrap();
+        let told = revert_nested(&repo, &before, &[]).await.unwrap();
+        assert_eq!(
+            rows(&told),
+            [(String::new(), "index".to_owned(), "unread", false)],
+            "{told:?}"
+        );
+        assert!(dir.join("a/.git").is_dir());
     }
 }

@@ -6,7 +6,8 @@
 //!   held by identity; [`operation`]: a rebase, merge… under way (the tree is then left
 //!   untouched).
 //! - [`config_keys`]: the reviewed git config keys that run a program; [`config_watch`]:
-//!   those a round added to the repository's config, reverted after it;
+//!   those a round added to the repository's config and its nested repositories',
+//!   reverted after it;
 //!   [`exec_surface`]: the tracked files that run in CI or an editor, told when a round
 //!   changes them; [`index_file`]: the index read in process (the flags that hide a file
 //!   from `git status`, the gitlinks).

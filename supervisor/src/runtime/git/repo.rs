@@ -257,6 +257,11 @@ pub(crate) struct Look {
     pub branch: Option<String>,
     /// The dirty paths ([`Repo::dirty_files`]).
     pub files: Vec<String>,
+    /// The untracked directories status lists whole (`? dir/`: with
+    /// `--untracked-files=all`, only a repository nested in the tree), paths from the
+    /// repository's top, without the slash: the operator's next `git add` makes each a
+    /// gitlink (`config_watch::revert_nested`).
+    pub nested: Vec<Vec<u8>>,
 }
 
 /// How a call on a repository that changed since boot fails ([`Place::changed`]).
@@ -1091,7 +1096,12 @@ impl Repo {
                     (nth_rest(entry, 9), source.filter(|_| renamed))
                 }
                 Some(b'u') => (nth_rest(entry, 10), None),
-                Some(b'?') => (entry.get(2..), None),
+                Some(b'?') => {
+                    if let Some(dir) = entry.get(2..).and_then(|p| p.strip_suffix(b"/")) {
+                        look.nested.push(dir.to_vec());
+                    }
+                    (entry.get(2..), None)
+                }
                 _ => continue,
             };
             for path in path.into_iter().chain(renamed_from) {

@@ -4,7 +4,8 @@
 //! clean filter, `core.worktree` — beside its ordinary git work (`remote add`, `config
 //! user.email`, `push -u` to a local bare remote, `worktree add`, `submodule add` and
 //! `submodule update`); after the round the planted keys and the remote's URL (where the
-//! operator's next push would go) are gone and recorded, the agent's ordinary config and
+//! operator's next push would go) are gone and recorded (and, in the submodule the agent
+//! added, a nested repository the round made, its `core.worktree` and origin's URL), the agent's ordinary config and
 //! the operator's own `core.pager` stay, and the operator's plain `git status` runs nothing. (The control, the same
 //! fsmonitor plant without the revert creating its marker at the operator's `git status`,
 //! is `git_config_watch::tests` in the supervisor.) And the exec surface: a round that
@@ -122,7 +123,25 @@ fn planted_config_keys_are_reverted_and_the_agents_own_git_work_stays() {
             );
             p.run(&["round"]).assert_code(0);
             let all = p.events_text();
-            let reverted = p.events_of("git_config_reverted");
+            // The submodule the agent added is a nested repository made in the round: the
+            // keys git wrote in its config count as added (its work tree, its origin).
+            let (nested, reverted): (Vec<Value>, Vec<Value>) = p
+                .events_of("git_config_reverted")
+                .into_iter()
+                .partition(|e| {
+                    e["file"]
+                        .as_str()
+                        .unwrap()
+                        .ends_with(".git/modules/lib/config")
+                });
+            let mut nested_keys: Vec<&str> =
+                nested.iter().map(|e| e["key"].as_str().unwrap()).collect();
+            nested_keys.sort_unstable();
+            assert_eq!(
+                nested_keys,
+                ["core.worktree", "remote.origin.url"],
+                "{case}: {all}"
+            );
             let mut keys: Vec<&str> = reverted
                 .iter()
                 .map(|e| e["key"].as_str().unwrap())
@@ -208,14 +227,14 @@ fn planted_config_keys_are_reverted_and_the_agents_own_git_work_stays() {
                     .contains("kept as the operator's: core.pager"),
                 "{case}: {watched}"
             );
-            // peek tells the round's reverts.
+            // peek tells the round's reverts, the submodule's too.
             let out = p.run(&["peek", "--json"]);
             out.assert_code(0);
             let doc: Value = agent_runner_e2e::serde_json::from_str(&out.stdout).unwrap();
             let shown = &doc["recent_rounds"][0]["git_config_reverted"];
             assert_eq!(
                 shown.as_array().map(Vec::len),
-                Some(PLANTED.len()),
+                Some(PLANTED.len() + nested.len()),
                 "{case}: {doc}"
             );
         }

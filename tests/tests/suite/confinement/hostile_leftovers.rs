@@ -29,7 +29,12 @@
 //!   operator's own link outside the tree is reverted through;
 //! - a revert the agent made fail (a directory at `.git/config.lock`, `chmod 555 .git`): the
 //!   lock is set aside, the permission given back, the key removed; the control, git's own
-//!   writer refused by the same plant.
+//!   writer refused by the same plant;
+//! - repositories nested in the tree, each with a `core.fsmonitor`: two the agent commits
+//!   as gitlinks (one with its git dir in `.git/modules/`, as a submodule's) and one left
+//!   untracked. Each key is reverted, and the operator's `git status` runs none, nor after
+//!   `git add` of the untracked one; the control, the same script without the supervisor,
+//!   runs one at the operator's `git status`.
 //!
 //! - 70 decoy `.envrc` made in one round once cut the pre-round scan short, so the
 //!   operator's deeper protected copy was writable the next round: the oldest copies are
@@ -510,6 +515,96 @@ fn a_remote_repointed_into_the_tree_is_reverted_and_its_hooks_never_run_at_the_o
     let out = p.operator_git(&["push", "-q", "origin", "HEAD:refs/heads/main"]);
     assert!(out.status.success(), "{out:?}");
     assert!(marker.exists(), "control: the hook did not run");
+}
+
+/// An agent that makes three nested repositories, each with a `core.fsmonitor` (a script
+/// in the tree that notes `marker`): `vendor/x` (its own `.git`) and `vendor/y` (its git
+/// dir `.git/modules/y`, as a submodule's) committed as gitlinks, and `vendor/z` left
+/// untracked.
+fn nested_repositories(marker: &Path) -> String {
+    format!(
+        "#!/bin/sh\nset -e\n\
+         g() {{ git -c user.name=agent -c user.email=agent@example.com \"$@\"; }}\n\
+         top=\"$(pwd)\"\n\
+         printf '#!/bin/sh\\ntouch {m}\\nexit 1\\n' > fsmonitor.sh\n\
+         chmod +x fsmonitor.sh\n\
+         mkdir -p vendor/x vendor/y vendor/z .git/modules\n\
+         g -C vendor/x init -q .\n\
+         g -C vendor/y init -q --separate-git-dir \"$top/.git/modules/y\" .\n\
+         g -C vendor/z init -q .\n\
+         for r in x y z; do\n\
+           echo $r > vendor/$r/f\n\
+           g -C vendor/$r add f\n\
+           g -C vendor/$r commit -qm nested\n\
+           g -C vendor/$r config core.fsmonitor \"$top/fsmonitor.sh\"\n\
+         done\n\
+         g add fsmonitor.sh vendor/x vendor/y\n\
+         g commit -qm 'the agent: two gitlinks'\n",
+        m = marker.display()
+    )
+}
+
+#[test]
+fn a_nested_repositorys_planted_fsmonitor_is_reverted_and_never_runs_at_the_operators_status() {
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        let case = format!("{operator:?}");
+        let p = Project::new_as(operator);
+        let marker = p.tmp_dir().join("fsmonitor-ran");
+        let agent = p.script("agent.sh", &nested_repositories(&marker));
+        p.write_config(
+            &ConfigBuilder::new(&agent)
+                .dirty_action("ignore")
+                .extra("[agent.sandbox]\nmode = \"require\""),
+        );
+        p.run(&["round"]).assert_code(0);
+        let all = p.events_text();
+        let mut reverted: Vec<String> = p
+            .events_of("git_config_reverted")
+            .iter()
+            .filter(|e| e["key"] == "core.fsmonitor" && e["action"] == "removed")
+            .map(|e| e["file"].as_str().unwrap().to_owned())
+            .collect();
+        reverted.sort_unstable();
+        let dir = p.dir().canonicalize().unwrap();
+        let expected: Vec<String> = [
+            ".git/modules/y/config",
+            "vendor/x/.git/config",
+            "vendor/z/.git/config",
+        ]
+        .iter()
+        .map(|f| dir.join(f).display().to_string())
+        .collect();
+        assert_eq!(reverted, expected, "{case}: {all}");
+        assert!(
+            p.log_subjects().iter().any(|s| s.contains("two gitlinks")),
+            "{case}: the agent's commit is missing: {all}"
+        );
+        let out = p.operator_git(&["status"]);
+        assert!(out.status.success(), "{case}: {out:?}");
+        assert!(
+            !marker.exists(),
+            "{case}: the operator's git status ran a nested repository's fsmonitor"
+        );
+        // The untracked one, once the operator adds it, is a gitlink too.
+        let out = p.operator_git(&["add", "vendor/z"]);
+        assert!(out.status.success(), "{case}: {out:?}");
+        let out = p.operator_git(&["status"]);
+        assert!(out.status.success(), "{case}: {out:?}");
+        assert!(
+            !marker.exists(),
+            "{case}: the operator's git status after git add ran the untracked one's fsmonitor"
+        );
+    }
+    // The control: the same plants, made by the same script without the supervisor, run at
+    // the operator's `git status` — the harm the watch prevents.
+    let p = Project::new();
+    let marker = p.tmp_dir().join("fsmonitor-ran");
+    let plant = p.script("plant.sh", &nested_repositories(&marker));
+    let out = Command::new(&plant).current_dir(p.dir()).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let out = p.operator_git(&["status"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(marker.exists(), "control: the nested fsmonitor did not run");
 }
 
 #[test]

@@ -133,3 +133,67 @@ fn a_trivial_round_runs_three_git_processes_and_never_runs_the_launcher_to_learn
     let lost = git_calls(&traced_round(&p, "lost"));
     assert!(lists_a_config_file(&lost), "{lost:#?}");
 }
+
+/// A repository nested in the tree (a committed gitlink) costs no git process of its own
+/// once the state dir keeps its config's record: it is found in process (the index read by
+/// the supervisor), and its config is listed only when its bytes changed — by the agent
+/// here, whose added key is then listed once after the round and once before the next.
+#[test]
+fn a_nested_repository_costs_a_git_process_only_when_its_config_changed() {
+    let p = Project::new();
+    let nested = p.dir().join("vendor/x");
+    std::fs::create_dir_all(&nested).unwrap();
+    for args in [
+        &["init", "-q", "."][..],
+        &[
+            "-c",
+            "user.name=n",
+            "-c",
+            "user.email=n@e2e.invalid",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ],
+    ] {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&nested)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+    p.git(&["add", "vendor/x"]);
+    p.git(&["commit", "-qm", "a nested repository"]);
+    let agent = p.script("trivial-agent.sh", "#!/bin/sh\necho trivial\n");
+    p.write_config(&ConfigBuilder::new(&agent).dirty_action("stash"));
+    let first = git_calls(&traced_round(&p, "first"));
+    assert!(lists_a_config_file(&first), "{first:#?}");
+    let second = git_calls(&traced_round(&p, "second"));
+    assert_eq!(second.len(), 3, "{second:#?}");
+    // The agent adds a key the watch leaves (not a program's): listed after its round.
+    let agent = p.script(
+        "note-agent.sh",
+        "#!/bin/sh\ngit -C vendor/x config user.note changed\n",
+    );
+    p.write_config(&ConfigBuilder::new(&agent).dirty_action("stash"));
+    let changed = git_calls(&traced_round(&p, "changed"));
+    assert_eq!(
+        changed
+            .iter()
+            .filter(|c| c.starts_with("config --file -"))
+            .count(),
+        1,
+        "{changed:#?}"
+    );
+    let agent = p.script("trivial-agent.sh", "#!/bin/sh\necho trivial\n");
+    p.write_config(&ConfigBuilder::new(&agent).dirty_action("stash"));
+    let unchanged = git_calls(&traced_round(&p, "unchanged"));
+    assert!(
+        lists_a_config_file(&unchanged),
+        "the record before it: {unchanged:#?}"
+    );
+    let steady = git_calls(&traced_round(&p, "steady"));
+    assert_eq!(steady.len(), 3, "{steady:#?}");
+}
