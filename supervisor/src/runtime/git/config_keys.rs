@@ -201,6 +201,12 @@ pub(crate) const KEYS: &[Key] = &[
     key("status.showuntrackedfiles", Hides, "`no` hides every untracked file from the operator's `git status`"),
     key("diff.ignoresubmodules", Hides, "hides a submodule's move (or its dirt) from the operator's `git status` and `diff`"),
     key("submodule.<name>.ignore", Hides, "the same, for one submodule"),
+    key("core.ignorecase", Hides, "`true` matches file names in any letter case: a new `makefile` beside the tracked `Makefile` (the one `make` prefers) is missing from `git status`"),
+    key("core.untrackedcache", Hides, "makes the operator's `git status` trust an untracked cache in the index, which the agent can write: an untracked file it leaves out is missing"),
+    key("feature.manyfiles", Hides, "turns the untracked cache on (and index version 4)"),
+    key("index.threads", Hides, "a threaded read of the index takes its entries from the offset table, which the agent can point at other entries than those read in order (hidden flags, gitlinks)"),
+    key("index.recordoffsettable", Hides, "writes that offset table"),
+    key("index.recordendofindexentries", Hides, "writes the end-of-entries mark the threaded read starts from"),
 ];
 
 /// `key` (as `git config --list` prints it) split into section, subsection and name.

@@ -11,9 +11,13 @@
 //! path (versions 2 and 3: NUL-terminated and padded to a multiple of 8 bytes; version 4:
 //! a varint of bytes dropped from the previous path, then the NUL-terminated rest);
 //! extensions; the checksum. The object name's length is the one whose parse ends exactly
-//! at the checksum. A split index (the `link` extension: entries live in a second file)
-//! or a sparse one (`sdir`: directories stand for their files) is not read here:
-//! [`Unread`], and the caller asks git (`git ls-files -v -s -z`, [`Marks::listed`]).
+//! at the checksum, and a short name's length in the flags must be the path's (git reads
+//! the name by that length: bytes after it would make git and this reader see two paths).
+//! An index with an offset table (`IEOT`/`EOIE`: entries git's threaded read may take from
+//! elsewhere) is [`OFFSET_TABLE`]: the caller has git rewrite it without one. A split
+//! index (the `link` extension: entries live in a second file) or a sparse one (`sdir`:
+//! directories stand for their files) is not read here: [`Unread`], and the caller asks git
+//! (`git ls-files -v -s -z`, [`Marks::listed`]).
 
 use std::collections::BTreeSet;
 
@@ -29,6 +33,13 @@ pub(crate) struct Marks {
 /// Why an index was not read in process: the caller asks git instead.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Unread(pub &'static str);
+
+/// An offset table (`IEOT`, with `EOIE`): git's threaded read (`index.threads`, or on its
+/// own with 3 CPUs and a large index) loads the entries from the offsets it names, which
+/// may hold other entries than the ones read in order here. The caller has git write the
+/// index again without it, read in order, then reads that.
+pub(crate) const OFFSET_TABLE: Unread =
+    Unread("an offset table (`IEOT`): git's threaded read may see other entries");
 
 /// Entries or extensions that do not end exactly at the checksum: truncated, damaged, or
 /// read with the wrong object-name length.
@@ -151,6 +162,12 @@ fn parse(index: &[u8], hash_len: usize) -> Result<Marks, Unread> {
             let mut path = previous[..kept].to_vec();
             path.extend_from_slice(&index[rest_at..rest_at + nul]);
             at = rest_at + nul + 1;
+            // git takes a short name's length from the flags, not from the NUL: bytes
+            // between the two would make git read another path than this reader.
+            let short = usize::from(flags & NAME_MASK);
+            if short != usize::from(NAME_MASK) && short != path.len() {
+                return Err(MALFORMED);
+            }
             path
         } else {
             let nul = index
@@ -177,12 +194,14 @@ fn parse(index: &[u8], hash_len: usize) -> Result<Marks, Unread> {
         }
         previous = path;
     }
+    let mut unread = None;
     while at < end {
         let signature = index.get(at..at + 4).ok_or(MALFORMED)?;
         let size = u32_at(index, at + 4).ok_or(MALFORMED)? as usize;
         match signature {
-            b"link" => return Err(Unread("a split index (`core.splitIndex`)")),
-            b"sdir" => return Err(Unread("a sparse index (`index.sparse`)")),
+            b"IEOT" | b"EOIE" => unread = Some(OFFSET_TABLE),
+            b"link" => unread = unread.or(Some(Unread("a split index (`core.splitIndex`)"))),
+            b"sdir" => unread = unread.or(Some(Unread("a sparse index (`index.sparse`)"))),
             _ => {}
         }
         at = at
@@ -193,7 +212,10 @@ fn parse(index: &[u8], hash_len: usize) -> Result<Marks, Unread> {
     if at != end {
         return Err(MALFORMED);
     }
-    Ok(marks)
+    match unread {
+        Some(why) => Err(why),
+        None => Ok(marks),
+    }
 }
 
 #[cfg(test)]
@@ -269,6 +291,41 @@ mod tests {
                 assert_eq!(listed.gitlinks, BTreeSet::from([b"nested".to_vec()]));
             }
         }
+    }
+
+    #[test]
+    fn a_name_longer_than_its_flags_say_or_an_offset_table_is_not_taken() {
+        let dir = repository("sha1", "4");
+        let index = std::fs::read(dir.path().join(".git/index")).unwrap();
+        assert!(Marks::read(&index).is_ok());
+        // The last entry's name, `nested`, given two more bytes than its flags say (git
+        // reads `nested`; a reader going to the NUL would read `nestedQQ`).
+        let end = index.len() - 20;
+        let name_end = index[..end]
+            .windows(7)
+            .rposition(|w| w == b"nested\0")
+            .unwrap()
+            + 6;
+        let mut forged = index[..name_end].to_vec();
+        forged.extend_from_slice(b"QQ");
+        forged.extend_from_slice(&index[name_end..end]);
+        forged.extend_from_slice(&[0; 20]);
+        assert_eq!(Marks::read(&forged), Err(MALFORMED));
+
+        let dir = repository("sha1", "2");
+        git(
+            dir.path(),
+            &[
+                "-c",
+                "index.threads=2",
+                "-c",
+                "index.recordOffsetTable=true",
+                "update-index",
+                "--force-write-index",
+            ],
+        );
+        let index = std::fs::read(dir.path().join(".git/index")).unwrap();
+        assert_eq!(Marks::read(&index), Err(OFFSET_TABLE));
     }
 
     #[test]

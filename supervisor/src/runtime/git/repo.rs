@@ -40,7 +40,7 @@ use crate::record::stop::StopWatch;
 use crate::runtime::git::attribution::OwnFiles;
 use crate::runtime::git::config_keys as git_config_keys;
 use crate::runtime::git::exec_surface;
-use crate::runtime::git::index_file::Marks;
+use crate::runtime::git::index_file::{self, Marks};
 use crate::runtime::git::no_terminal;
 use crate::runtime::git::path_name;
 use crate::runtime::git::place::{self as git_place, ConfigSeen, Place};
@@ -127,6 +127,9 @@ fn inert_value(key: &str) -> String {
         "core.checkstat" => "default",
         "core.trustctime" => "true",
         "status.showuntrackedfiles" => "normal",
+        "core.ignorecase" | "core.untrackedcache" | "feature.manyfiles" => "false",
+        "index.threads" => "1",
+        "index.recordoffsettable" | "index.recordendofindexentries" => "false",
         "diff.ignoresubmodules" => "none",
         _ if key.starts_with("submodule.") && key.ends_with(".ignore") => "none",
         "core.fsmonitor" => "false",
@@ -955,11 +958,14 @@ impl Repo {
     /// file, the gitlinks): read in process from the git dir's `index` (never through a
     /// link, never a FIFO, at most [`MAX_INDEX_READ`] bytes), else — a split or sparse
     /// index, a format the reader does not take, a link or an oversized file there — as
-    /// `git ls-files -v -s -z --full-name` lists it. No index yet: nothing marked.
+    /// `git ls-files -v -s -z --full-name` lists it. An index with an offset table (whose
+    /// entries git's threaded read may take from elsewhere: [`index_file::OFFSET_TABLE`])
+    /// is first written again by git, read in order and without one, so every later git
+    /// sees the entries read here. No index yet: nothing marked.
     pub(crate) async fn index_marks(&self) -> Result<Marks, GitError> {
         let path = self.place().await?.git_dir.join("index");
-        let read = match tree_file::open_regular(&path, Symlink::Refuse) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Marks::default()),
+        let read = || match tree_file::open_regular(&path, Symlink::Refuse) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(Ok(Marks::default())),
             Err(_) => None,
             Ok(file) => {
                 let mut bytes = Vec::new();
@@ -967,12 +973,27 @@ impl Repo {
                     .read_to_end(&mut bytes)
                     .ok()
                     .filter(|_| bytes.len() as u64 <= MAX_INDEX_READ)
-                    .and_then(|_| Marks::read(&bytes).ok())
+                    .map(|_| Marks::read(&bytes))
             }
         };
-        match read {
-            Some(marks) => Ok(marks),
-            None => Ok(Marks::listed(
+        let mut marks = read();
+        if matches!(marks, Some(Err(index_file::OFFSET_TABLE))) {
+            self.run(&[
+                "-c",
+                "index.threads=1",
+                "-c",
+                "index.recordOffsetTable=false",
+                "-c",
+                "index.recordEndOfIndexEntries=false",
+                "update-index",
+                "--force-write-index",
+            ])
+            .await?;
+            marks = read();
+        }
+        match marks {
+            Some(Ok(marks)) => Ok(marks),
+            _ => Ok(Marks::listed(
                 &self
                     .run_bytes(&["ls-files", "-v", "-s", "-z", "--full-name", "--", ":(top)"])
                     .await?,
@@ -981,11 +1002,11 @@ impl Repo {
     }
 
     /// Clears `assume-unchanged` and `skip-worktree` from the entries of `now` (the index's
-    /// marks, updated) that hide a file present in the work tree, when the entry is of the
-    /// exec surface ([`exec_surface::covers`], whoever set its flag) or its flag is new
-    /// since `before` (the round set it): `git status`, the supervisor's and the
-    /// operator's, sees the file again (docs/security.md, "What hides a change"). An entry
-    /// whose file is absent (a sparse checkout's) keeps its flag. The paths cleared,
+    /// marks, updated) whose flag is new since `before` (the round set it: the file changed
+    /// or deleted shows again), and from those of the exec surface
+    /// ([`exec_surface::covers`]) whose file is present, whoever set the flag: `git
+    /// status`, the supervisor's and the operator's, sees the file again (docs/security.md,
+    /// "What hides a change"). An older flag on an absent file (a sparse checkout's) stays. The paths cleared,
     /// work-dir-relative ([`path_name::encode`]), in index order; the error of a `git
     /// update-index` that failed (two at most, only when there is a flag to clear).
     pub(crate) async fn clear_hiding_flags(
@@ -1002,10 +1023,10 @@ impl Repo {
                 Some((path.clone(), path_name::encode(inside)))
             })
             .filter(|(path, shown)| {
-                exec_surface::covers(shown) || before.is_some_and(|b| !b.hidden.contains(path))
-            })
-            .filter(|(path, _)| {
-                std::fs::symlink_metadata(place.top.join(OsStr::from_bytes(path))).is_ok()
+                let new = before.is_some_and(|b| !b.hidden.contains(path));
+                let present =
+                    std::fs::symlink_metadata(place.top.join(OsStr::from_bytes(path))).is_ok();
+                new || (present && exec_surface::covers(shown))
             })
             .collect();
         if cleared.is_empty() {
@@ -1597,6 +1618,7 @@ mod tests {
             (".github/workflows/ci.yml", "on: push"),
             ("operators.txt", "local"),
             ("rounds.txt", "r"),
+            ("gone.txt", "g"),
             ("sparse.txt", "s"),
         ] {
             std::fs::create_dir_all(top.join(path).parent().unwrap()).unwrap();
@@ -1629,11 +1651,13 @@ mod tests {
         assert_eq!(cleared, [".github/workflows/ci.yml"]);
         assert_eq!(
             git_in(&top, &["ls-files", "-v"]),
-            "H .github/workflows/ci.yml\nh operators.txt\nH rounds.txt\nS sparse.txt\n"
+            "H .github/workflows/ci.yml\nH gone.txt\nh operators.txt\nH rounds.txt\nS sparse.txt\n"
         );
 
-        // The round hides its own change.
+        // The round hides its own change, and a deletion.
         git_in(&top, &["update-index", "--assume-unchanged", "rounds.txt"]);
+        git_in(&top, &["update-index", "--skip-worktree", "gone.txt"]);
+        std::fs::remove_file(top.join("gone.txt")).unwrap();
         std::fs::write(top.join("rounds.txt"), "changed").unwrap();
         std::fs::write(top.join("operators.txt"), "changed too").unwrap();
         assert_eq!(git_in(&top, &["status", "--porcelain"]), "");
@@ -1642,8 +1666,11 @@ mod tests {
             .clear_hiding_flags(Some(&before), &mut after)
             .await
             .unwrap();
-        assert_eq!(cleared, ["rounds.txt"]);
-        assert_eq!(git_in(&top, &["status", "--porcelain"]), " M rounds.txt\n");
+        assert_eq!(cleared, ["gone.txt", "rounds.txt"]);
+        assert_eq!(
+            git_in(&top, &["status", "--porcelain"]),
+            " D gone.txt\n M rounds.txt\n"
+        );
         assert_eq!(
             after.hidden,
             BTreeSet::from([b"operators.txt".to_vec(), b"sparse.txt".to_vec()])

@@ -173,3 +173,46 @@ fn a_surface_file_the_ignore_rules_hide_is_told() {
         );
     }
 }
+
+#[test]
+fn a_deletion_a_flag_hid_and_a_name_only_case_tells_apart_are_shown() {
+    // A flag set on a file the round then deletes; `core.ignoreCase` hiding a `makefile`
+    // beside the tracked `Makefile` (the one `make` prefers).
+    let plant = "git update-index --skip-worktree .github/workflows/ci.yml\n\
+                 rm .github/workflows/ci.yml\n\
+                 git config core.ignoreCase true\n\
+                 printf 'all:\\n\\t@echo agent\\n' > makefile\n";
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        let case = format!("{operator:?}");
+        let p = Project::new_as(operator);
+        p.write(".github/workflows/ci.yml", "on: push\n");
+        p.write("Makefile", "all:\n\t@echo operator\n");
+        p.git(&["add", "."]);
+        p.git(&["commit", "-qm", "ci"]);
+        let agent = p.script("agent.sh", &format!("#!/bin/sh\nset -e\n{plant}"));
+        p.write_config(
+            &ConfigBuilder::new(&agent)
+                .dirty_action("ignore")
+                .extra("[agent.sandbox]\nmode = \"require\""),
+        );
+        p.run(&["round"]).assert_code(0);
+        let all = p.events_text();
+        let cleared = p.events_of("git_index_flags_cleared");
+        assert_eq!(cleared.len(), 1, "{case}: {all}");
+        assert_eq!(paths_of(&cleared[0]), [".github/workflows/ci.yml"], "{case}");
+        assert!(
+            p.events_of("git_config_reverted")
+                .iter()
+                .any(|e| e["key"] == "core.ignorecase"),
+            "{case}: {all}"
+        );
+        let shown = status(&p);
+        assert!(
+            shown.contains(" D .github/workflows/ci.yml") && shown.contains("?? makefile"),
+            "{case}: {shown}"
+        );
+        // The control: the key set again by hand hides the `makefile`.
+        p.git(&["config", "core.ignoreCase", "true"]);
+        assert!(!status(&p).contains("makefile"), "{case}: control");
+    }
+}
