@@ -236,10 +236,13 @@ pub(crate) fn rounds(events: &[Recorded]) -> BTreeMap<u64, RoundView> {
                 .exec_surface_changed
                 .extend(paths.iter().cloned()),
             Event::GitIndexFlagsCleared {
-                round_num, paths, ..
+                round_num,
+                paths,
+                index_set_aside,
+                ..
             } => entry(&mut rounds, *round_num)
                 .index_flags_cleared
-                .extend(paths.iter().cloned()),
+                .extend(paths.iter().chain(index_set_aside).cloned()),
             Event::GitRepositoryChanged {
                 round_num,
                 changed,

@@ -1099,8 +1099,8 @@ pub(crate) enum Event {
         /// What to do.
         what_to_do: String,
     },
-    /// Index entries whose `assume-unchanged` or `skip-worktree` flag hid a file present
-    /// in the work tree from `git status` had the flag cleared (docs/security.md, "What
+    /// Index entries whose `assume-unchanged` or `skip-worktree` flag hid a file from
+    /// `git status` had the flag cleared, or the index itself was set aside (docs/security.md, "What
     /// hides a change"): an exec-surface file's whoever set it (before the agent runs), any
     /// file's the round set (after it). The supervisor's look at the tree and the
     /// operator's next `git status` see the file again.
@@ -1111,6 +1111,10 @@ pub(crate) enum Event {
         paths: Vec<String>,
         /// How many paths.
         path_count: usize,
+        /// An index git and the supervisor read other entries in, set aside and read
+        /// again from `HEAD`: `<index> set aside as <path> …`; absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        index_set_aside: Option<String>,
     },
     /// A round ends.
     RoundEnd(RoundEnd),

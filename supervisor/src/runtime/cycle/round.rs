@@ -2014,8 +2014,17 @@ impl Runner {
         }
     }
 
-    /// `git_index_flags_cleared` for `paths` (none: nothing recorded).
+    /// `git_index_flags_cleared` for `paths` and an index set aside by the reads since the
+    /// last call ([`Repo::take_index_set_aside`]), one event each (none: nothing recorded).
     fn unhidden(&self, round_num: u64, paths: Vec<String>) {
+        for index_set_aside in self.repo.take_index_set_aside() {
+            self.events.emit(Event::GitIndexFlagsCleared {
+                round_num,
+                path_count: 0,
+                paths: Vec::new(),
+                index_set_aside: Some(index_set_aside),
+            });
+        }
         if paths.is_empty() {
             return;
         }
@@ -2023,6 +2032,7 @@ impl Runner {
             round_num,
             path_count: paths.len(),
             paths: paths.into_iter().take(dirty::MAX_LISTED_FILES).collect(),
+            index_set_aside: None,
         });
     }
 

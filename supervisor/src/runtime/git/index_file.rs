@@ -43,7 +43,7 @@ pub(crate) const OFFSET_TABLE: Unread =
 
 /// Entries or extensions that do not end exactly at the checksum: truncated, damaged, or
 /// read with the wrong object-name length.
-const MALFORMED: Unread = Unread("malformed: its entries do not end at its checksum");
+pub(crate) const MALFORMED: Unread = Unread("malformed: its entries do not end at its checksum");
 
 const ASSUME_VALID: u16 = 0x8000;
 const EXTENDED: u16 = 0x4000;

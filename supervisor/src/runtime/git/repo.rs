@@ -261,9 +261,10 @@ pub(crate) struct Look {
     /// The dirty paths ([`Repo::dirty_files`]).
     pub files: Vec<String>,
     /// The untracked directories status lists whole (`? dir/`: with
-    /// `--untracked-files=all`, only a repository nested in the tree), paths from the
-    /// repository's top, without the slash: the operator's next `git add` makes each a
-    /// gitlink (`config_watch::revert_nested`).
+    /// `--untracked-files=all`, only a repository nested in the tree), and the changed
+    /// entries whose work-tree side is a nested repository (mode `160000` where the index
+    /// holds a file), paths from the repository's top, without the slash: the operator's
+    /// next `git add` makes each a gitlink (`config_watch::revert_nested`).
     pub nested: Vec<Vec<u8>>,
 }
 
@@ -374,6 +375,9 @@ pub(crate) struct Repo {
     /// The `git` to run and the `PATH` it gets, as last resolved ([`Repo::git_program`]);
     /// shared by the clones.
     program: Arc<Mutex<Option<Program>>>,
+    /// What [`Repo::index_marks`] set aside since [`Repo::take_index_set_aside`] was last
+    /// called; shared by the clones.
+    index_set_aside: Arc<Mutex<Vec<String>>>,
     /// A file whose change, while a command runs, means the command is past its point of
     /// no return ([`Repo::finishing_when`]).
     committed_by: Option<PathBuf>,
@@ -405,6 +409,7 @@ impl Repo {
             discovery: Arc::default(),
             listed: Arc::default(),
             program: Arc::default(),
+            index_set_aside: Arc::default(),
             committed_by: None,
             listing_record: None,
         }
@@ -977,6 +982,14 @@ impl Repo {
             }
         };
         let mut marks = read();
+        if matches!(marks, Some(Err(index_file::MALFORMED))) {
+            let done = self.set_index_aside(&path).await?;
+            self.index_set_aside
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(done);
+            marks = read();
+        }
         if matches!(marks, Some(Err(index_file::OFFSET_TABLE))) {
             self.run(&[
                 "-c",
@@ -999,6 +1012,46 @@ impl Repo {
                     .await?,
             )),
         }
+    }
+
+    /// Sets the index at `path` aside (`index.agent-runner-set-aside-<pid>-<ns>` beside it)
+    /// and reads it again from `HEAD` (`git read-tree HEAD`; without a commit yet, empty):
+    /// for an index whose entries this supervisor cannot read as git does
+    /// ([`index_file::MALFORMED`]: damaged, or forged so that git and a reader see other
+    /// paths). Nothing in the tree is touched; every difference from `HEAD` then shows in
+    /// `git status`. What was done, one line.
+    async fn set_index_aside(&self, path: &Path) -> Result<String, GitError> {
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let aside = path.with_file_name(format!(
+            "index.agent-runner-set-aside-{}-{stamp}",
+            std::process::id()
+        ));
+        if let Err(e) = std::fs::rename(path, &aside) {
+            return Err(GitError {
+                args: "set the index aside".to_owned(),
+                detail: format!("{}: {e}", path.display()),
+            });
+        }
+        if self.run(&["read-tree", "HEAD"]).await.is_err() {
+            self.run(&["read-tree", "--empty"]).await?;
+        }
+        Ok(format!(
+            "{} set aside as {} (git and this supervisor read other entries in it) and read again from HEAD",
+            path.display(),
+            aside.display()
+        ))
+    }
+
+    /// What [`Repo::index_marks`] set aside since the last call, one line each.
+    pub(crate) fn take_index_set_aside(&self) -> Vec<String> {
+        std::mem::take(
+            &mut *self
+                .index_set_aside
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        )
     }
 
     /// Clears `assume-unchanged` and `skip-worktree` from the entries of `now` (the index's
@@ -1110,7 +1163,16 @@ impl Repo {
                     }
                     continue;
                 }
-                Some(b'1') => (nth_rest(entry, 8), None),
+                Some(b'1') => {
+                    // A nested repository where the index holds something else (a file
+                    // entry made in the agent's index): the work tree's mode is a gitlink's.
+                    if nth_field(entry, 5) == Some(b"160000") {
+                        if let Some(path) = nth_rest(entry, 8) {
+                            look.nested.push(path.to_vec());
+                        }
+                    }
+                    (nth_rest(entry, 8), None)
+                }
                 Some(b'2') => {
                     let source = entries.next();
                     let renamed = nth_field(entry, 8).is_some_and(|f| f.starts_with(b"R"));

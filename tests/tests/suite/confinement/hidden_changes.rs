@@ -199,7 +199,11 @@ fn a_deletion_a_flag_hid_and_a_name_only_case_tells_apart_are_shown() {
         let all = p.events_text();
         let cleared = p.events_of("git_index_flags_cleared");
         assert_eq!(cleared.len(), 1, "{case}: {all}");
-        assert_eq!(paths_of(&cleared[0]), [".github/workflows/ci.yml"], "{case}");
+        assert_eq!(
+            paths_of(&cleared[0]),
+            [".github/workflows/ci.yml"],
+            "{case}"
+        );
         assert!(
             p.events_of("git_config_reverted")
                 .iter()
@@ -214,5 +218,79 @@ fn a_deletion_a_flag_hid_and_a_name_only_case_tells_apart_are_shown() {
         // The control: the key set again by hand hides the `makefile`.
         p.git(&["config", "core.ignoreCase", "true"]);
         assert!(!status(&p).contains("makefile"), "{case}: control");
+    }
+}
+
+/// Rewrites `.git/index` as version 4 with two bytes after the last entry's name that its
+/// flags do not count: git reads the name by the flags' length, a reader going to the NUL
+/// reads another, absent path.
+const FORGE_V4: &str = r#"/usr/bin/python3 - <<'PY'
+import struct, hashlib
+d = open('.git/index', 'rb').read()
+n = struct.unpack('>I', d[8:12])[0]
+at = 12
+out = bytearray(b'DIRC' + struct.pack('>II', 4, n))
+prev = b''
+for i in range(n):
+    head = d[at:at + 62]
+    flags = struct.unpack('>H', d[at + 60:at + 62])[0]
+    name_at = at + 62
+    extended = b''
+    if flags & 0x4000:
+        extended = d[name_at:name_at + 2]
+        name_at += 2
+    name = d[name_at:d.index(b'\0', name_at)]
+    at += (name_at - at + len(name) + 8) // 8 * 8
+    out += head + extended + bytes([len(prev)]) + name + (b'QQ' if i == n - 1 else b'') + b'\0'
+    prev = name
+out += hashlib.sha1(out).digest()
+open('.git/index', 'wb').write(out)
+PY
+"#;
+
+#[test]
+fn an_index_git_reads_otherwise_than_the_supervisor_is_set_aside() {
+    let plant =
+        format!("echo 'evil()' >> zz.rs\ngit update-index --skip-worktree zz.rs\n{FORGE_V4}");
+    for operator in [Operator::Root, Operator::Unprivileged] {
+        let case = format!("{operator:?}");
+        let p = Project::new_as(operator);
+        p.write("zz.rs", "fn main() {}\n");
+        p.git(&["add", "."]);
+        p.git(&["commit", "-qm", "zz"]);
+        let agent = p.script("agent.sh", &format!("#!/bin/sh\nset -e\n{plant}"));
+        p.write_config(
+            &ConfigBuilder::new(&agent)
+                .dirty_action("auto_commit")
+                .extra("[agent.sandbox]\nmode = \"require\""),
+        );
+        p.run(&["round"]).assert_code(0);
+        let all = p.events_text();
+        let cleared = p.events_of("git_index_flags_cleared");
+        assert!(
+            cleared.iter().any(|e| e["index_set_aside"]
+                .as_str()
+                .is_some_and(|s| s.contains(".git/index set aside as"))),
+            "{case}: {all}"
+        );
+        let head = p.git(&["show", "--name-only", "--format=", "HEAD"]);
+        assert_eq!(head.trim(), "zz.rs", "{case}: {all}");
+        assert_eq!(status(&p), "", "{case}");
+
+        // The control: the same forged index, made by hand, hides the next change from the
+        // operator's `git status`.
+        p.write("zz.rs", "fn main() {}\nevil()\nmore()\n");
+        p.git(&["update-index", "--skip-worktree", "zz.rs"]);
+        let out = std::process::Command::new("sh")
+            .args(["-c", FORGE_V4])
+            .current_dir(p.dir())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{case}: {out:?}");
+        assert_eq!(status(&p), "", "{case}: control");
+        assert!(
+            p.git(&["ls-files", "-v"]).contains("S zz.rs"),
+            "{case}: control"
+        );
     }
 }
