@@ -81,8 +81,10 @@ pub(crate) const SURFACE: &[Surface] = &[
 impl Surface {
     /// Whether `path` (work-dir-relative) is this surface, or lies under it.
     fn covers(&self, path: &str) -> bool {
+        // A directory row covers the name itself too: a link (or file) put where the
+        // directory was is the surface's.
         let at = |rest: &str| match self.path.strip_suffix('/') {
-            Some(_) => rest.starts_with(self.path),
+            Some(dir) => rest.starts_with(self.path) || rest == dir,
             None => rest == self.path,
         };
         if at(path) {
@@ -229,6 +231,7 @@ mod tests {
             "pkg/.codex/config.toml",
             ".husky/pre-commit",
             "lefthook.yml",
+            ".vscode",
         ] {
             assert!(covers(path), "{path}");
         }
