@@ -221,18 +221,8 @@ fn parse(index: &[u8], hash_len: usize) -> Result<Marks, Unread> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::process::Command;
 
-    fn git(dir: &std::path::Path, args: &[&str]) -> Vec<u8> {
-        let out = Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-        out.stdout
-    }
+    use crate::runtime::git::test_git as git;
 
     /// A repository with a gitlink, an `assume-unchanged` file, a `skip-worktree` file and
     /// a plain one, in `format` with index `version`.

@@ -28,3 +28,17 @@ pub(crate) mod path_name;
 pub(crate) mod place;
 pub(crate) mod repo;
 pub(crate) mod stash_journal;
+
+/// Tests: `git <args…>` in `dir` with a test identity; panics unless it succeeds; its
+/// standard output.
+#[cfg(test)]
+pub(crate) fn test_git(dir: &std::path::Path, args: &[&str]) -> Vec<u8> {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    out.stdout
+}

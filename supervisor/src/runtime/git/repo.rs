@@ -1661,14 +1661,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     fn git_in(dir: &Path, args: &[&str]) -> String {
-        let out = std::process::Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-        String::from_utf8(out.stdout).unwrap()
+        String::from_utf8(crate::runtime::git::test_git(dir, args)).unwrap()
     }
 
     #[tokio::test]

