@@ -1575,6 +1575,18 @@ mod tests {
     }
 
     /// A temporary directory (canonical) holding the repository `top`: what is made beside
+    /// The record before a round of `repo`'s config and its nested repositories'.
+    async fn recorded_with_nested(repo: &Repo) -> ConfigBefore {
+        let mut before = ConfigBefore::record(repo, &ConfigBefore::default())
+            .await
+            .unwrap();
+        before
+            .record_nested(repo, &ConfigBefore::default(), &[])
+            .await
+            .unwrap();
+        before
+    }
+
     /// it lies outside the tree.
     fn top_in_tmp() -> (tempfile::TempDir, PathBuf, PathBuf) {
         let tmp = tempfile::tempdir().unwrap();
@@ -1763,13 +1775,7 @@ mod tests {
             git(&outside, &["config", "core.fsmonitor", &noting(&marker)]);
             let outside_config = std::fs::read(outside.join(".git/config")).unwrap();
             let repo = repo_at(&dir);
-            let mut before = ConfigBefore::record(&repo, &ConfigBefore::default())
-                .await
-                .unwrap();
-            before
-                .record_nested(&repo, &ConfigBefore::default(), &[])
-                .await
-                .unwrap();
+            let before = recorded_with_nested(&repo).await;
             // The round: `vendor/o` made a gitlink of the outside repository.
             std::fs::create_dir_all(dir.join("vendor/o")).unwrap();
             let pointer = format!("gitdir: {}\n", outside.join(".git").display());
@@ -1800,13 +1806,7 @@ mod tests {
             assert_eq!(std::fs::read_to_string(&aside[0]).unwrap(), pointer);
             // The operator's own pointer, there before the round, is left.
             std::fs::rename(&aside[0], dir.join("vendor/o/.git")).unwrap();
-            let mut before = ConfigBefore::record(&repo, &ConfigBefore::default())
-                .await
-                .unwrap();
-            before
-                .record_nested(&repo, &ConfigBefore::default(), &[])
-                .await
-                .unwrap();
+            let before = recorded_with_nested(&repo).await;
             assert!(matches!(
                 before.nested[..],
                 [Nested {
@@ -1828,13 +1828,7 @@ mod tests {
         let (_tmp, base, dir) = top_in_tmp();
         let marker = base.join("ran");
         let repo = repo_at(&dir);
-        let mut before = ConfigBefore::record(&repo, &ConfigBefore::default())
-            .await
-            .unwrap();
-        before
-            .record_nested(&repo, &ConfigBefore::default(), &[])
-            .await
-            .unwrap();
+        let before = recorded_with_nested(&repo).await;
         // The round: `a` holds the gitlink `a/b`, whose config plants an fsmonitor; `l`'s
         // `.git` is a link to `a`'s git dir.
         nested_repository(&dir.join("a/b"), None);
@@ -1884,13 +1878,7 @@ mod tests {
         let (_tmp, base, dir) = top_in_tmp();
         let marker = base.join("ran");
         let repo = repo_at(&dir);
-        let mut before = ConfigBefore::record(&repo, &ConfigBefore::default())
-            .await
-            .unwrap();
-        before
-            .record_nested(&repo, &ConfigBefore::default(), &[])
-            .await
-            .unwrap();
+        let before = recorded_with_nested(&repo).await;
         // The round: `a`, its index split, holds the gitlink `a/b` and its fsmonitor.
         nested_repository(&dir.join("a/b"), None);
         git(
@@ -1918,13 +1906,7 @@ mod tests {
         // The operator's own split index, so before the round: told, left.
         let aside = named(&dir.join("a"), ".git.agent-runner-unread-");
         std::fs::rename(&aside[0], dir.join("a/.git")).unwrap();
-        let mut before = ConfigBefore::record(&repo, &ConfigBefore::default())
-            .await
-            .unwrap();
-        before
-            .record_nested(&repo, &ConfigBefore::default(), &[])
-            .await
-            .unwrap();
+        let before = recorded_with_nested(&repo).await;
         let told = revert_nested(&repo, &before, &[]).await.unwrap();
         assert_eq!(
             rows(&told),
