@@ -82,6 +82,9 @@ pub(crate) struct ConfigBefore {
     /// The nested repositories found before the round (their files are in `files`).
     #[serde(default)]
     nested: Vec<Nested>,
+    /// The directories of those found past the limit before the round (not watched).
+    #[serde(default)]
+    past_limit: Vec<PathBuf>,
 }
 
 /// Where the record before a round is kept while the agent runs, in the state dir (out of
@@ -263,6 +266,7 @@ impl ConfigBefore {
         Ok(ConfigBefore {
             files,
             nested: Vec::new(),
+            past_limit: Vec::new(),
         })
     }
 
@@ -285,6 +289,7 @@ impl ConfigBefore {
             record_files(repo, &nested_files(nested, &own), last, &mut self.files).await;
         }
         self.nested = found.repos;
+        self.past_limit = found.past_limit.into_iter().map(|n| n.dir).collect();
         Ok(())
     }
 }
@@ -491,6 +496,8 @@ pub(crate) async fn revert(repo: &Repo, before: &ConfigBefore) -> Result<Vec<Rev
 const NESTED_OUT_WHY: &str = "a nested repository's `.git` the round made or changed, leading to a git dir or common dir the watch may not write (outside the work tree and the repository, or through a symbolic link): set aside, so git takes the directory for a plain one and reads no config of it";
 /// Why a nested repository's `.git` is set aside when its index cannot be read.
 const NESTED_INDEX_WHY: &str = "a nested repository the round made, or whose index it made unreadable in process (split, sparse, a link, too large): the repositories nested in it cannot be looked for, so its `.git` is set aside and git takes the directory for a plain one";
+/// Why a nested repository past the limit, made in the round, is set aside.
+const NESTED_PAST_WHY: &str = "a nested repository the round made past the number the watch looks into: its `.git` is set aside, so git takes the directory for a plain one and reads no config of it";
 /// Why a nested repository is told when it could not be looked into.
 const NESTED_UNREAD_WHY: &str = "a repository nested in the tree, which the operator's `git status` in the top goes into: the repositories nested in it (or, past the limit, it) are not watched";
 
@@ -521,6 +528,29 @@ pub(crate) async fn revert_nested(
             error: Some(error),
             ..Reverted::about("local", &path, "unread", NESTED_UNREAD_WHY)
         });
+    }
+    // Past the limit: the operator's (there before the round) told once; the round's own
+    // set aside, so none of them is a repository the operator's git goes into unwatched.
+    let (operators, rounds): (Vec<&Nested>, Vec<&Nested>) =
+        found.past_limit.iter().partition(|n| {
+            before.past_limit.contains(&n.dir) || before.nested.iter().any(|b| b.dir == n.dir)
+        });
+    if let Some(first) = operators.first() {
+        told.push(Reverted {
+            error: Some(format!(
+                "more than {} nested repositories: {} of them, there before the round, are not watched",
+                nested::MAX_NESTED,
+                operators.len()
+            )),
+            ..Reverted::about("local", &first.entry(), "unread", NESTED_UNREAD_WHY)
+        });
+    }
+    for nested in rounds {
+        let why = format!(
+            "more than {} nested repositories, this one made in the round",
+            nested::MAX_NESTED
+        );
+        set_aside_entry(nested, &why, NESTED_PAST_WHY, &roots, &mut told);
     }
     for nested in &found.repos {
         match &nested.reach {
@@ -1078,7 +1108,7 @@ mod tests {
                 round_num: 1,
                 before: ConfigBefore {
                     files: vec![made_up],
-                    nested: Vec::new(),
+                    ..ConfigBefore::default()
                 },
             };
             crate::record::state::write_json_atomic(&state_dir.join(SEEN_FILE), &pending).unwrap();
@@ -1818,6 +1848,81 @@ mod tests {
             assert!(told.is_empty(), "{told:?}");
             assert!(dir.join("vendor/o/.git").is_file());
         }
+    }
+
+    /// Gitlinks in `dir` at `n/000` … for `count` copies of one nested repository (one git
+    /// process for the index, whatever `count`); the last one's path.
+    fn many_nested(dir: &Path, count: usize) -> PathBuf {
+        use std::io::Write;
+        nested_repository(&dir.join("n/000"), None);
+        let head = git(&dir.join("n/000"), &["rev-parse", "HEAD"]);
+        let oid = String::from_utf8(head.stdout).unwrap().trim().to_owned();
+        let mut info = String::new();
+        for i in 0..count {
+            let name = format!("n/{i:03}");
+            if i > 0 {
+                let out = std::process::Command::new("cp")
+                    .args(["-a", "n/000", &name])
+                    .current_dir(dir)
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{out:?}");
+            }
+            info.push_str(&format!("160000 {oid}\t{name}\n"));
+        }
+        let mut child = std::process::Command::new("git")
+            .args(["update-index", "--index-info"])
+            .current_dir(dir)
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(info.as_bytes())
+            .unwrap();
+        assert!(child.wait().unwrap().success());
+        dir.join(format!("n/{:03}", count - 1))
+    }
+
+    /// More nested repositories than the watch looks into, made in one round: those past
+    /// [`nested::MAX_NESTED`] have their `.git` set aside (the control: the last one's
+    /// planted fsmonitor runs at the operator's `git status` before); the same number
+    /// there before the round (the operator's) is told once, left.
+    #[tokio::test(flavor = "current_thread")]
+    async fn nested_repositories_the_round_made_past_the_limit_are_set_aside() {
+        let (_tmp, base, dir) = top_in_tmp();
+        let marker = base.join("ran");
+        let repo = repo_at(&dir);
+        let before = recorded_with_nested(&repo).await;
+        let last = many_nested(&dir, nested::MAX_NESTED + 2);
+        assert!(git(&last, &["config", "core.fsmonitor", &noting(&marker)])
+            .status
+            .success());
+        assert!(
+            operators_status_runs(&dir, &marker),
+            "control: the plant past the limit did not run"
+        );
+        let told = revert_nested(&repo, &before, &[]).await.unwrap();
+        let aside: Vec<_> = told.iter().filter(|r| r.action == "set_aside").collect();
+        assert_eq!(aside.len(), 2, "{told:?}");
+        assert!(aside.iter().all(|r| r.error.is_none()), "{aside:?}");
+        assert!(!last.join(".git").exists());
+        assert!(!operators_status_runs(&dir, &marker));
+
+        // The operator's own, found before the round: told once, left.
+        let (_tmp, _, dir) = top_in_tmp();
+        let repo = repo_at(&dir);
+        let last = many_nested(&dir, nested::MAX_NESTED + 2);
+        let before = recorded_with_nested(&repo).await;
+        let told = revert_nested(&repo, &before, &[]).await.unwrap();
+        assert_eq!(
+            rows(&told),
+            [(String::new(), ".git".to_owned(), "unread", false)],
+            "{told:?}"
+        );
+        assert!(last.join(".git").is_dir());
     }
 
     /// A nested `.git` that is a symbolic link (to a git dir in the tree, the agent's), and

@@ -32,6 +32,9 @@ use crate::tree_file::{open_regular, Symlink};
 
 /// How many nested repositories are watched at most.
 pub(super) const MAX_NESTED: usize = 256;
+/// How many more are found past [`MAX_NESTED`] (their directories only: no config read,
+/// no index), for the watch to set aside those the round made.
+const MAX_PAST: usize = 4096;
 /// How deep repositories nested in nested repositories are looked for.
 const MAX_DEPTH: usize = 8;
 /// The largest `.git` file or `commondir` file read (git's are one line).
@@ -95,11 +98,13 @@ impl Nested {
     }
 }
 
-/// The nested repositories found, and what could not be looked into (a path and why:
-/// past [`MAX_NESTED`]).
+/// The nested repositories found, those past [`MAX_NESTED`] (found, not looked into:
+/// their indexes not read), and what could not be looked for at all (a path and why: past
+/// [`MAX_PAST`] more).
 #[derive(Debug, Default)]
 pub(super) struct Found {
     pub repos: Vec<Nested>,
+    pub past_limit: Vec<Nested>,
     pub unread: Vec<(PathBuf, String)>,
 }
 
@@ -140,11 +145,19 @@ pub(super) fn find(
             continue;
         };
         if found.repos.len() == MAX_NESTED {
-            found.unread.push((
+            if found.past_limit.len() == MAX_PAST {
+                found.unread.push((
+                    dir,
+                    format!("more than {} nested repositories: this one and the rest are not looked for", MAX_NESTED + MAX_PAST),
+                ));
+                break;
+            }
+            found.past_limit.push(Nested {
                 dir,
-                format!("more than {MAX_NESTED} nested repositories: this one and the rest are not watched"),
-            ));
-            break;
+                reach,
+                index_unread: None,
+            });
+            continue;
         }
         let mut index_unread = None;
         if let Reach::Config { git_dir, .. } = &reach {
