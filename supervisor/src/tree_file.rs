@@ -55,6 +55,31 @@ pub(crate) fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// A regular file's bytes ([`open_regular`]), at most `max` of them: `None` when it does
+/// not exist. Errors: the open's, or `FileTooLarge` when it holds more than `max` bytes.
+pub(crate) fn read_regular_at_most(
+    path: &Path,
+    symlink: Symlink,
+    max: u64,
+) -> std::io::Result<Option<Vec<u8>>> {
+    let file = match open_regular(path, symlink) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        other => other?,
+    };
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(file, max.saturating_add(1)),
+        &mut bytes,
+    )?;
+    if bytes.len() as u64 > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            format!("it is larger than {max} bytes"),
+        ));
+    }
+    Ok(Some(bytes))
+}
+
 /// A regular file's text ([`read_regular`]); `InvalidData` when it is not UTF-8, as
 /// `std::fs::read_to_string`.
 pub(crate) fn read_regular_to_string(path: &Path) -> std::io::Result<String> {

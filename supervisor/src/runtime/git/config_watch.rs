@@ -42,7 +42,7 @@ use std::path::{Path, PathBuf};
 
 use crate::runtime::git::config_keys::{self as git_config_keys, Effect};
 use crate::runtime::git::repo::{GitError, Repo};
-use crate::tree_file::{open_regular, Symlink};
+use crate::tree_file::{open_regular, read_regular_at_most, Symlink};
 
 mod nested;
 mod spot;
@@ -142,19 +142,14 @@ pub(crate) struct Reverted {
 /// regular file, is larger than [`MAX_CONFIG_BYTES`], or cannot be read.
 fn read(path: &Path) -> Result<(Option<Vec<u8>>, Option<PathBuf>), String> {
     let link = std::fs::read_link(path).ok();
-    let file = match open_regular(path, Symlink::Follow) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((None, link)),
-        Err(e) => return Err(format!("cannot read it: {e}")),
-    };
-    let mut bytes = Vec::new();
-    file.take(MAX_CONFIG_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read it: {e}"))?;
-    if bytes.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(format!("it is larger than {MAX_CONFIG_BYTES} bytes"));
-    }
-    Ok((Some(bytes), link))
+    let bytes =
+        read_regular_at_most(path, Symlink::Follow, MAX_CONFIG_BYTES).map_err(|e| {
+            match e.kind() {
+                std::io::ErrorKind::FileTooLarge => e.to_string(),
+                _ => format!("cannot read it: {e}"),
+            }
+        })?;
+    Ok((bytes, link))
 }
 
 /// The files `entries` of the config file `file` include, each with the key and value

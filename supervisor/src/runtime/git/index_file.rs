@@ -45,6 +45,28 @@ pub(crate) const OFFSET_TABLE: Unread =
 /// read with the wrong object-name length.
 pub(crate) const MALFORMED: Unread = Unread("malformed: its entries do not end at its checksum");
 
+/// The largest index read in process ([`read_file`]); a larger one is left to git. 256
+/// MiB: an index of several million entries.
+const MAX_BYTES: u64 = 256 << 20;
+
+/// The marks of the index file at `path` (none when there is none): never read through a
+/// link or from a FIFO ([`crate::tree_file::open_regular`]), at most [`MAX_BYTES`]. Errors:
+/// why it was not read in process ([`Marks::read`]'s, or that it could not be opened as a
+/// regular file or is larger).
+pub(crate) fn read_file(path: &std::path::Path) -> Result<Marks, Unread> {
+    use crate::tree_file::{read_regular_at_most, Symlink};
+    match read_regular_at_most(path, Symlink::Refuse, MAX_BYTES) {
+        Ok(None) => Ok(Marks::default()),
+        Ok(Some(bytes)) => Marks::read(&bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+            Err(Unread("larger than 256 MiB"))
+        }
+        Err(_) => Err(Unread(
+            "not a regular file that can be opened (a link, a FIFO…)",
+        )),
+    }
+}
+
 const ASSUME_VALID: u16 = 0x8000;
 const EXTENDED: u16 = 0x4000;
 const SKIP_WORKTREE: u16 = 0x4000;

@@ -27,7 +27,6 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
-use std::io::Read;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -44,11 +43,6 @@ use crate::runtime::git::index_file::{self, Marks};
 use crate::runtime::git::no_terminal;
 use crate::runtime::git::path_name;
 use crate::runtime::git::place::{self as git_place, ConfigSeen, Place};
-use crate::tree_file::{self, Symlink};
-
-/// The largest index read in process ([`Repo::index_marks`]); a larger one is listed by
-/// git. 256 MiB: an index of several million entries.
-const MAX_INDEX_READ: u64 = 256 << 20;
 
 /// The rest of a `git status --porcelain=v2` entry after its first `n` space-separated
 /// fields (the path, which may hold spaces).
@@ -378,6 +372,9 @@ pub(crate) struct Repo {
     /// What [`Repo::index_marks`] set aside since [`Repo::take_index_set_aside`] was last
     /// called; shared by the clones.
     index_set_aside: Arc<Mutex<Vec<String>>>,
+    /// The index's identity and marks as last read in process ([`Repo::read_index`]);
+    /// shared by the clones.
+    last_index: Arc<Mutex<Option<ReadIndex>>>,
     /// A file whose change, while a command runs, means the command is past its point of
     /// no return ([`Repo::finishing_when`]).
     committed_by: Option<PathBuf>,
@@ -385,6 +382,10 @@ pub(crate) struct Repo {
     /// ([`git_place::LISTING_FILE`]); `None`: not kept.
     listing_record: Option<PathBuf>,
 }
+
+/// An index's identity (device, inode, size, modification and change times) and its
+/// marks as read then ([`Repo::read_index`]).
+type ReadIndex = ([u64; 7], Marks);
 
 /// The `git` found for a work tree and a `PATH` ([`Repo::git_program`]).
 #[derive(Clone, Debug)]
@@ -410,6 +411,7 @@ impl Repo {
             listed: Arc::default(),
             program: Arc::default(),
             index_set_aside: Arc::default(),
+            last_index: Arc::default(),
             committed_by: None,
             listing_record: None,
         }
@@ -961,7 +963,7 @@ impl Repo {
 
     /// What the index marks now ([`Marks`]: the entries git does not compare with their
     /// file, the gitlinks): read in process from the git dir's `index` (never through a
-    /// link, never a FIFO, at most [`MAX_INDEX_READ`] bytes), else — a split or sparse
+    /// link, never a FIFO, at most 256 MiB: [`index_file::read_file`]), else — a split or sparse
     /// index, a format the reader does not take, a link or an oversized file there — as
     /// `git ls-files -v -s -z --full-name` lists it. An index with an offset table (whose
     /// entries git's threaded read may take from elsewhere: [`index_file::OFFSET_TABLE`])
@@ -969,20 +971,9 @@ impl Repo {
     /// sees the entries read here. No index yet: nothing marked.
     pub(crate) async fn index_marks(&self) -> Result<Marks, GitError> {
         let path = self.place().await?.git_dir.join("index");
-        let read = || match tree_file::open_regular(&path, Symlink::Refuse) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(Ok(Marks::default())),
-            Err(_) => None,
-            Ok(file) => {
-                let mut bytes = Vec::new();
-                file.take(MAX_INDEX_READ + 1)
-                    .read_to_end(&mut bytes)
-                    .ok()
-                    .filter(|_| bytes.len() as u64 <= MAX_INDEX_READ)
-                    .map(|_| Marks::read(&bytes))
-            }
-        };
+        let read = || self.read_index(&path);
         let mut marks = read();
-        if matches!(marks, Some(Err(index_file::MALFORMED))) {
+        if matches!(marks, Err(index_file::MALFORMED)) {
             let done = self.set_index_aside(&path).await?;
             self.index_set_aside
                 .lock()
@@ -990,7 +981,7 @@ impl Repo {
                 .push(done);
             marks = read();
         }
-        if matches!(marks, Some(Err(index_file::OFFSET_TABLE))) {
+        if matches!(marks, Err(index_file::OFFSET_TABLE)) {
             self.run(&[
                 "-c",
                 "index.threads=1",
@@ -1005,13 +996,48 @@ impl Repo {
             marks = read();
         }
         match marks {
-            Some(Ok(marks)) => Ok(marks),
-            _ => Ok(Marks::listed(
+            Ok(marks) => Ok(marks),
+            Err(_) => Ok(Marks::listed(
                 &self
                     .run_bytes(&["ls-files", "-v", "-s", "-z", "--full-name", "--", ":(top)"])
                     .await?,
             )),
         }
+    }
+
+    /// The index at `path` read in process ([`index_file::read_file`]), or its marks as
+    /// last read while the file is the same one, unchanged (device, inode, size,
+    /// modification and change times: a write or a rename over it changes the change
+    /// time, which no process sets back): a round reads it before and after the agent for
+    /// its flags and again for the nested repositories' watch.
+    fn read_index(&self, path: &Path) -> Result<Marks, index_file::Unread> {
+        use std::os::unix::fs::MetadataExt;
+        let identity = || {
+            std::fs::symlink_metadata(path).ok().map(|m| {
+                [
+                    m.dev(),
+                    m.ino(),
+                    m.size(),
+                    m.mtime() as u64,
+                    m.mtime_nsec() as u64,
+                    m.ctime() as u64,
+                    m.ctime_nsec() as u64,
+                ]
+            })
+        };
+        let before = identity();
+        let mut last = self.last_index.lock().unwrap_or_else(|e| e.into_inner());
+        if let (Some(now), Some((seen, marks))) = (before, last.as_ref()) {
+            if now == *seen {
+                return Ok(marks.clone());
+            }
+        }
+        let marks = index_file::read_file(path)?;
+        *last = match (before, identity()) {
+            (Some(before), Some(after)) if before == after => Some((before, marks.clone())),
+            _ => None,
+        };
+        Ok(marks)
     }
 
     /// Sets the index at `path` aside (`index.agent-runner-set-aside-<pid>-<ns>` beside it)

@@ -27,7 +27,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use super::spot;
-use crate::runtime::git::index_file::Marks;
+use crate::runtime::git::index_file::{self, Marks};
 use crate::tree_file::{open_regular, Symlink};
 
 /// How many nested repositories are watched at most.
@@ -39,8 +39,6 @@ const MAX_PAST: usize = 4096;
 const MAX_DEPTH: usize = 8;
 /// The largest `.git` file or `commondir` file read (git's are one line).
 const MAX_POINTER_BYTES: u64 = 4096;
-/// The largest nested index read.
-const MAX_INDEX_BYTES: u64 = 256 << 20;
 
 /// Where a nested repository's config lies.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -184,21 +182,9 @@ pub(super) fn find(
 }
 
 /// The marks of the index at `path` (none when there is none). Errors: it cannot be read
-/// in process (a split or sparse index, a link, too large), in words.
+/// in process ([`index_file::read_file`]), in words.
 fn read_index(path: &Path) -> Result<Marks, String> {
-    let file = match open_regular(path, Symlink::Refuse) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Marks::default()),
-        Err(e) => return Err(format!("cannot read it: {e}")),
-    };
-    let mut bytes = Vec::new();
-    file.take(MAX_INDEX_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read it: {e}"))?;
-    if bytes.len() as u64 > MAX_INDEX_BYTES {
-        return Err(format!("it is larger than {MAX_INDEX_BYTES} bytes"));
-    }
-    Marks::read(&bytes).map_err(|unread| {
+    index_file::read_file(path).map_err(|unread| {
         format!(
             "it cannot be read in process ({}): the repositories nested in it are not looked for",
             unread.0
